@@ -1,0 +1,42 @@
+# One virtualenv per checkout; every target installs what it needs into it.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install verify lint test e2e bench demo schema clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## verify: the quality gate: lint, the schema is current, then every fast test
+verify: lint test
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check ralph tests bench
+	$(VENV)/bin/ruff format --check ralph tests bench
+
+test: $(STAMP)
+	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider
+
+## e2e: the slow end-to-end suites
+e2e: $(STAMP)
+	$(VENV)/bin/pytest -q -m slow -p no:cacheprovider; rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc
+
+bench: $(STAMP)
+	$(PY) bench/bench_state.py
+
+## demo: ralph on an example in a temporary git repository; no model account needed
+demo: $(STAMP)
+	$(PY) -m ralph.demo
+
+## schema: regenerate ralph/plan.schema.json from the pydantic models
+schema: $(STAMP)
+	$(VENV)/bin/ralph schema > ralph/plan.schema.json
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,62 @@
+"""The errors ralph reports to people: each is one line, each maps to an exit code."""
+
+from __future__ import annotations
+
+# Exit codes are part of the interface: agents and scripts branch on them.
+EXIT_OK = 0
+EXIT_REFUSED = 1  # a valid request the plan cannot honour (unknown id, nothing to accept, ...)
+EXIT_INVALID = 2  # invalid input: bad JSON, a malformed plan.jsonl, bad usage
+EXIT_BUSY = 75  # EX_TEMPFAIL: the plan lock stayed taken; trying again may work
+
+
+class RalphError(Exception):
+    """A failure with a message for the user."""
+
+    exit_code = EXIT_REFUSED
+
+
+class Refused(RalphError):
+    """The operation is valid in form but the plan's state does not allow it."""
+
+    exit_code = EXIT_REFUSED
+
+
+class InvalidInput(RalphError):
+    """What the user (or an agent) passed in is malformed."""
+
+    exit_code = EXIT_INVALID
+
+
+class PlanInvalid(InvalidInput):
+    """plan.jsonl itself is malformed; nothing will be written until it is fixed."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more problem(s); run 'ralph check')" if len(problems) > 1 else ""
+        super().__init__(f"{first}{more}")
+
+
+class Busy(RalphError):
+    exit_code = EXIT_BUSY
+
+
+class GitError(RalphError):
+    exit_code = EXIT_REFUSED
+
+
+class Problem:
+    """One problem found in plan.jsonl, located by file and line."""
+
+    __slots__ = ("path", "line", "message")
+
+    def __init__(self, path: str, line: int, message: str):
+        self.path = path
+        self.line = line
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"Problem({str(self)!r})"

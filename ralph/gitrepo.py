@@ -1,0 +1,121 @@
+"""The git operations the state commands need, done with git's plumbing.
+
+Committing plan.jsonl builds the new tree from HEAD's tree with only plan.jsonl replaced, so the
+user's staged and unstaged work is never part of ralph's commit and the index keeps everything
+the user staged. These commands run on every `ralph task ...`; they call the git binary directly
+(no shell) because importing gitpython alone takes longer than the whole command may. The
+long-running construct loop uses gitpython.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from ralph.errors import GitError, RalphError
+
+ZERO_SHA = "0" * 40
+# Variables a git hook or wrapper may set that would point git somewhere other than this repo.
+_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
+
+
+def find_root(start: Path) -> Path:
+    """The top of the git work tree containing `start` (a `.git` directory or file marks it)."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    raise RalphError(f"not inside a git repository: {start} (run 'git init' first)")
+
+
+def blob_sha(data: bytes) -> str:
+    """The id git gives a file with these bytes, computed without running git."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class Repo:
+    def __init__(self, root: Path):
+        self.root = root
+        self._env = {key: value for key, value in os.environ.items() if key not in _LOCATION_VARS}
+
+    def git(self, *args: str, stdin: bytes | None = None) -> str:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=self.root, env=self._env, input=stdin, capture_output=True, check=False
+            )
+        except FileNotFoundError:
+            raise GitError("git is not installed (or not on PATH)") from None
+        if done.returncode != 0:
+            raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
+        return done.stdout.decode("utf-8", "replace")
+
+    def head(self) -> str | None:
+        """The commit HEAD points at, or None in a repository with no commits yet."""
+        try:
+            return self.git("rev-parse", "-q", "--verify", "HEAD^{commit}").strip()
+        except GitError:
+            return None
+
+    def tree_entries(self, commit: str | None) -> list[str]:
+        """HEAD's top-level tree entries, as `git ls-tree -z` prints them."""
+        if commit is None:
+            return []
+        return [entry for entry in self.git("ls-tree", "-z", commit).split("\0") if entry]
+
+    def snapshot(self) -> tuple[str | None, list[str]]:
+        """HEAD's commit and top-level tree entries (None and [] before the first commit)."""
+        parent = self.head()
+        return parent, self.tree_entries(parent)
+
+    def commit_file(
+        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[str]] | None = None
+    ) -> tuple[str | None, list[str]]:
+        """Commit `data` as the content of top-level file `relpath`, and nothing else.
+
+        `base` is a snapshot() still current. Returns the new snapshot; its commit is None when
+        HEAD already holds exactly these bytes (nothing to commit).
+        """
+        parent, entries = base or self.snapshot()
+        wanted = f"100644 blob {blob_sha(data)}\t{relpath}"
+        if wanted in entries:
+            return None, entries
+        kept = [entry for entry in entries if entry.split("\t", 1)[1] != relpath]
+        written = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
+        new_entries = [*kept, f"100644 blob {written}\t{relpath}"]
+        tree = self.git("mktree", "-z", stdin="\0".join([*new_entries, ""]).encode()).strip()
+        parents = ["-p", parent] if parent else []
+        commit = self.git("commit-tree", tree, *parents, "-F", "-", stdin=message.encode()).strip()
+        # The old value makes this a compare-and-swap: a commit made meanwhile is never lost.
+        self.git("update-ref", "-m", message.splitlines()[0], "HEAD", commit, parent or ZERO_SHA)
+        self._stage(relpath, written)
+        return commit, new_entries
+
+    @staticmethod
+    def blob_in(entries: list[str], relpath: str) -> str | None:
+        for entry in entries:
+            meta, path = entry.split("\t", 1)
+            if path == relpath:
+                return meta.split()[2]
+        return None
+
+    def _stage(self, relpath: str, blob: str) -> None:
+        """Record the committed content in the index, so `git status` shows plan.jsonl clean."""
+        for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 0):
+            try:
+                self.git("update-index", "--add", "--cacheinfo", f"100644,{blob},{relpath}")
+                return
+            except GitError as exc:
+                if "index.lock" not in str(exc) or not delay:
+                    raise
+                time.sleep(delay)  # someone else's git command holds the index for a moment
+
+
+def _explain(args: tuple[str, ...], stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    text = " ".join(lines[-3:]) if lines else "no message"
+    if "Please tell me who you are" in stderr or "empty ident" in stderr:
+        return "git needs an identity to commit: set user.name and user.email (git config --global ...)"
+    return f"git {args[0]} failed: {text}"

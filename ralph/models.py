@@ -1,0 +1,151 @@
+"""The records of plan.jsonl, defined once.
+
+These pydantic models are the definition of the file format. The hot path does not import
+pydantic (it costs more start-up time than a whole `ralph query next` may take); it validates
+against `plan.schema.json`, which is exported from these models by `ralph schema` and checked
+against them by the tests.
+
+Models are strict (no coercion: "3" is not an int) and keep unknown keys, so a hand editor's
+extra fields survive every rewrite.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TaskId = Annotated[str, Field(pattern=r"^t-[0-9a-z][0-9a-z_-]{0,39}$")]
+IssueId = Annotated[str, Field(pattern=r"^i-[0-9a-z][0-9a-z_-]{0,39}$")]
+Text = Annotated[str, Field(min_length=1)]
+Fraction = Annotated[float, Field(gt=0, le=1)]
+Positive = Annotated[int, Field(gt=0)]
+Priority = Literal["high", "medium", "low"]
+KillReason = Literal["timeout", "context_limit", "doom_loop"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class Task(Record):
+    """A unit of work. `s` is its status: `p` pending, `d` done (built, awaiting VERIFY)."""
+
+    t: Literal["task"]
+    id: TaskId
+    name: Text
+    s: Literal["p", "d"] = "p"
+    spec: str | None = None
+    accept: str | list[str] | None = Field(None, description="acceptance criteria")
+    deps: list[TaskId] = Field(default_factory=list, description="ids of tasks this one needs")
+    priority: Priority | None = None
+    auto_priority: bool | None = Field(
+        None, description="true when `task prioritize` set the priority (it may recompute it)"
+    )
+    notes: str | None = None
+    parent: TaskId | None = Field(None, description="the task this one was decomposed from")
+    attempts: Annotated[int, Field(ge=0)] | None = Field(None, description="builds tried")
+    reject_reason: str | None = Field(None, description="why VERIFY last rejected it")
+    gate_failure: str | None = Field(None, description="excerpt of the last failed gate run")
+    kill_reason: KillReason | None = None
+    kill_log: str | None = Field(None, description="log of the run that was killed")
+    commit: str | None = Field(None, description="commit that recorded the task's build")
+    files: list[str] | None = Field(None, description="files that commit changed")
+
+
+class Issue(Record):
+    """A question or problem for INVESTIGATE to turn into tasks (or resolve)."""
+
+    t: Literal["issue"]
+    id: IssueId
+    text: Text
+    spec: str | None = None
+    priority: Priority | None = None
+
+
+class Accept(Record):
+    """Tombstone: the task passed VERIFY and its line was removed (git history keeps it)."""
+
+    t: Literal["accept"]
+    id: TaskId
+    name: str | None = None
+
+
+class Reject(Record):
+    """Tombstone: VERIFY (or the loop) rejected the task; the task itself went back to pending."""
+
+    t: Literal["reject"]
+    id: TaskId
+    reason: str
+    kill_reason: KillReason | None = None
+
+
+class Spec(Record):
+    """A spec file this plan works towards."""
+
+    t: Literal["spec"]
+    path: Text
+
+
+class Config(Record):
+    """Settings for this repository; command-line flags override them. At most one per plan."""
+
+    t: Literal["config"]
+    timeout_ms: Positive | None = Field(None, description="bound on one agent run (default 300000)")
+    max_iterations: Positive | None = None
+    max_minutes: Positive | None = None
+    max_attempts: Positive | None = Field(None, description="builds per task before DECOMPOSE")
+    parallel: Positive | None = Field(None, description="concurrent VERIFY runs")
+    context_warn: Fraction | None = None
+    context_compact: Fraction | None = None
+    context_kill: Fraction | None = None
+    gate: list[str] | None = Field(None, description="argv of the quality gate (default make verify)")
+    gate_timeout_ms: Positive | None = None
+    agent: str | None = None
+    agent_cmd: list[str] | None = None
+    model: str | None = None
+    commit: bool | None = Field(None, description="false: state commands do not commit")
+    lock_timeout_s: Annotated[float, Field(ge=0)] | None = None
+
+
+class State(Record):
+    """The construct loop's own state. At most one per plan."""
+
+    t: Literal["state"]
+    iteration: Annotated[int, Field(ge=0)] = 0
+    stage: str | None = None
+    spec: str | None = None
+
+
+RECORD_MODELS: dict[str, type[Record]] = {
+    "task": Task,
+    "issue": Issue,
+    "accept": Accept,
+    "reject": Reject,
+    "spec": Spec,
+    "config": Config,
+    "state": State,
+}
+
+
+def json_schema() -> dict:
+    """One JSON Schema for a line of plan.jsonl: a known record type, or any object with `t`."""
+    from pydantic import TypeAdapter
+
+    defs: dict = {}
+    for name, model in RECORD_MODELS.items():
+        schema = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        defs[model.__name__] = schema
+        schema["x-record-type"] = name
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "A line of ralph's plan.jsonl",
+        "description": "Each line is one JSON object; its `t` names the record type. "
+        "Objects with an unknown `t` are kept as they are.",
+        "type": "object",
+        "required": ["t"],
+        "properties": {"t": {"type": "string"}},
+        "$defs": defs,
+        "x-records": {name: f"#/$defs/{m.__name__}" for name, m in RECORD_MODELS.items()},
+    }

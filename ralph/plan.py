@@ -1,0 +1,262 @@
+"""The plan: tasks, issues, config and loop state over a plan.jsonl document, and the
+transitions the `ralph` commands make. Pure: no files, no git, no printing."""
+
+from __future__ import annotations
+
+import os
+
+from ralph import schedule
+from ralph.errors import InvalidInput, PlanInvalid, Refused
+from ralph.planfile import Document, Line
+from ralph.stages import stage_of
+from ralph.validate import record_problems
+
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+TASK_FIELDS_FROM_USER = ("id", "name", "accept", "deps", "priority", "notes", "spec", "parent")
+
+
+def new_id(prefix: str, taken: set[str]) -> str:
+    """prefix + 6 random base36 characters: safe to create on two branches at once."""
+    while True:
+        number = int.from_bytes(os.urandom(5), "big")
+        chars = "".join(_BASE36[(number // 36**i) % 36] for i in range(6))
+        candidate = f"{prefix}-{chars}"
+        if candidate not in taken:
+            return candidate
+
+
+class Plan:
+    def __init__(self, doc: Document):
+        self.doc = doc
+
+    # --- reading --------------------------------------------------------------------------
+    def _of(self, kind: str) -> list[Line]:
+        return [line for line in self.doc.lines if line.record is not None and line.record["t"] == kind]
+
+    def task_lines(self) -> list[Line]:
+        return self._of("task")
+
+    def tasks(self) -> list[dict]:
+        return [line.record for line in self.task_lines()]
+
+    def issues(self) -> list[dict]:
+        return [line.record for line in self._of("issue")]
+
+    def accepted(self) -> set[str]:
+        return {line.record["id"] for line in self._of("accept")}
+
+    def config(self) -> dict:
+        found = self._of("config")
+        return found[0].record if found else {}
+
+    def state(self) -> dict:
+        found = self._of("state")
+        return found[0].record if found else {}
+
+    def stage(self) -> str:
+        return stage_of(self.tasks(), self.issues())
+
+    def iteration(self) -> int:
+        return self.state().get("iteration", 0)
+
+    def next_task(self) -> dict | None:
+        return schedule.next_task(self.tasks(), self.accepted())
+
+    def task_line(self, task_id: str) -> Line:
+        for line in self.task_lines():
+            if line.record["id"] == task_id:
+                return line
+        if task_id in self.accepted():
+            raise Refused(f"task {task_id} is already accepted")
+        raise Refused(f"no task {task_id}")
+
+    def _taken_ids(self) -> set[str]:
+        return {line.record["id"] for line in self.doc.records() if "id" in line.record}
+
+    # --- tasks ----------------------------------------------------------------------------
+    def add_tasks(self, items: list[dict]) -> list[dict]:
+        """Append new pending tasks; ids are generated unless given. All or nothing."""
+        if not items:
+            raise InvalidInput("no task given")
+        taken = self._taken_ids()
+        known = {task["id"] for task in self.tasks()} | self.accepted()
+        default_spec = self.state().get("spec")
+        records = []
+        for number, item in enumerate(items, start=1):
+            label = f"task {number}" if len(items) > 1 else "task"
+            record = self._new_task_record(item, label, taken, default_spec)
+            taken.add(record["id"])
+            records.append(record)
+        batch = {record["id"] for record in records}
+        for record in records:
+            unknown = [dep for dep in record.get("deps", []) if dep not in known | batch]
+            if unknown:
+                raise Refused(f"task '{record['name']}' depends on unknown task {', '.join(unknown)}")
+        for record in records:
+            self.doc.append(record)
+        self.check_integrity()
+        return records
+
+    def _new_task_record(self, item: object, label: str, taken: set[str], spec: str | None) -> dict:
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, dict):
+            raise InvalidInput(
+                f'{label} must be a JSON object with at least a "name", not {type(item).__name__}'
+            )
+        unknown = sorted(set(item) - set(TASK_FIELDS_FROM_USER))
+        if unknown:
+            allowed = ", ".join(TASK_FIELDS_FROM_USER)
+            raise InvalidInput(f"{label}: unknown field(s) {', '.join(unknown)} (allowed: {allowed})")
+        if isinstance(item.get("name"), str):
+            item = {**item, "name": item["name"].strip()}
+        if isinstance(item.get("deps"), str):
+            item = {**item, "deps": [item["deps"]]}
+        record = {"t": "task", "id": item.get("id") or new_id("t", taken), "name": item.get("name"), "s": "p"}
+        record.update(
+            (key, item[key]) for key in TASK_FIELDS_FROM_USER[2:] if item.get(key) not in (None, [], "")
+        )
+        if spec and "spec" not in record:
+            record["spec"] = spec
+        if "name" not in item:
+            raise InvalidInput(f'{label} needs a "name"')
+        problems = record_problems(record)
+        if problems:
+            raise InvalidInput(f"{label}: " + "; ".join(problems).removeprefix("task "))
+        if record["id"] in taken:
+            raise Refused(f"{label}: id {record['id']} is already in the plan")
+        return record
+
+    def done(self, task_id: str | None) -> dict:
+        if task_id is None:
+            task = self.next_task()
+            if task is None:
+                raise Refused("no pending task is ready to be marked done")
+            task_id = task["id"]
+        line = self.task_line(task_id)
+        task = line.record
+        if task.get("s", "p") == "d":
+            raise Refused(f"task {task_id} is already done")
+        waiting = schedule.blockers(task, self.tasks(), self.accepted())
+        if waiting:
+            raise Refused(f"task {task_id} is blocked by {', '.join(waiting)} (not done yet)")
+        task["s"] = "d"
+        self.doc.rewrite(line)
+        return task
+
+    def accept(self, task_id: str | None) -> list[dict]:
+        if task_id is None:
+            lines = [line for line in self.task_lines() if line.record.get("s") == "d"]
+            if not lines:
+                raise Refused("nothing to accept: no task is done")
+        else:
+            lines = [self.task_line(task_id)]
+            if lines[0].record.get("s", "p") != "d":
+                raise Refused(f"task {task_id} is pending; only a done task can be accepted")
+        for line in lines:
+            self.doc.remove(line)
+            self.doc.append({"t": "accept", "id": line.record["id"], "name": line.record["name"]})
+        return [line.record for line in lines]
+
+    def reject(
+        self, task_id: str | None, reason: str, kill_reason: str | None = None, kill_log: str | None = None
+    ) -> dict:
+        """Send a done task back to pending with the reason; the loop also rejects running
+        (pending) tasks it had to kill, with a kill_reason."""
+        if not reason.strip():
+            raise InvalidInput("a rejection needs a reason")
+        line = self.task_line(task_id or self._only_done_task())
+        task = line.record
+        if task.get("s", "p") != "d" and not kill_reason:
+            raise Refused(f"task {task['id']} is pending; only a done task can be rejected")
+        task["s"] = "p"
+        task["reject_reason"] = reason
+        tombstone = {"t": "reject", "id": task["id"], "reason": reason}
+        if kill_reason:
+            task["kill_reason"] = tombstone["kill_reason"] = kill_reason
+            if kill_log:
+                task["kill_log"] = kill_log
+        self.doc.rewrite(line)
+        self.doc.append(tombstone)
+        return task
+
+    def _only_done_task(self) -> str:
+        done = [task["id"] for task in self.tasks() if task.get("s") == "d"]
+        if len(done) != 1:
+            which = "no task is done" if not done else f"{len(done)} tasks are done ({', '.join(done[:5])})"
+            raise InvalidInput(f"name the task to reject: {which}")
+        return done[0]
+
+    def delete(self, task_id: str, force: bool = False) -> tuple[dict, list[str]]:
+        """Remove a task. Tasks that depend on it inherit its children (tasks naming it as parent);
+        with no children they are refused, unless `force` drops the dependency."""
+        line = self.task_line(task_id)
+        children = [task["id"] for task in self.tasks() if task.get("parent") == task_id]
+        dependents = [other for other in self.task_lines() if task_id in other.record.get("deps", [])]
+        if dependents and not children and not force:
+            names = ", ".join(other.record["id"] for other in dependents)
+            raise Refused(f"{names} depend(s) on {task_id}; decompose it first or use --force")
+        for other in dependents:
+            deps = [dep for dep in other.record["deps"] if dep != task_id]
+            other.record["deps"] = deps + [child for child in children if child not in deps]
+            self.doc.rewrite(other)
+        self.doc.remove(line)
+        self.check_integrity()
+        return line.record, [other.record["id"] for other in dependents]
+
+    def prioritize(self, spec: str | None = None) -> dict:
+        in_scope = [
+            line
+            for line in self.task_lines()
+            if line.record.get("s", "p") == "p" and (spec is None or line.record.get("spec") in (spec, None))
+        ]
+        priorities = schedule.compute_priorities([line.record for line in in_scope])
+        counts = {"prioritized": len(in_scope), "high": 0, "medium": 0, "low": 0, "changed": 0}
+        for line in in_scope:
+            task, priority = line.record, priorities[line.record["id"]]
+            counts[priority] += 1
+            if task.get("priority") != priority:
+                task["priority"], task["auto_priority"] = priority, True
+                self.doc.rewrite(line)
+                counts["changed"] += 1
+        return counts
+
+    # --- issues ---------------------------------------------------------------------------
+    def add_issue(self, text: str, priority: str | None = None) -> dict:
+        record = {"t": "issue", "id": new_id("i", self._taken_ids()), "text": text.strip()}
+        if priority:
+            record["priority"] = priority
+        if self.state().get("spec"):
+            record["spec"] = self.state()["spec"]
+        problems = record_problems(record)
+        if problems:
+            raise InvalidInput("; ".join(problems))
+        self.doc.append(record)
+        return record
+
+    def resolve_issue(self, issue_id: str) -> dict:
+        for line in self._of("issue"):
+            if line.record["id"] == issue_id:
+                self.doc.remove(line)
+                return line.record
+        raise Refused(f"no open issue {issue_id}")
+
+    # --- loop state -----------------------------------------------------------------------
+    def update_state(self, **fields: object) -> dict:
+        found = self._of("state")
+        if found:
+            line = found[0]
+            if all(line.record.get(key) == value for key, value in fields.items()):
+                return line.record
+            line.record.update(fields)
+            self.doc.rewrite(line)
+            return line.record
+        return self.doc.append({"t": "state", **fields}).record
+
+    def check_integrity(self) -> None:
+        """Refuse to leave the plan in a state its own loader would reject."""
+        from ralph.integrity import integrity_problems
+
+        problems = integrity_problems(self.doc)
+        if problems:
+            raise PlanInvalid(problems)

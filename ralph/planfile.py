@@ -1,0 +1,113 @@
+"""plan.jsonl as a document of lines: parsed strictly, rewritten line by line.
+
+A command changes only the lines of the records it touches and appends new records after the last
+record; every other byte (a hand editor's spacing and key order, unknown keys and record types,
+trailing blank lines) is written back exactly as it was read.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ralph.errors import PlanInvalid, Problem
+from ralph.validate import record_problems
+
+CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
+
+
+class Line:
+    """One line of the file: its bytes as read (with the newline) and the record it holds."""
+
+    __slots__ = ("raw", "record", "number")
+
+    def __init__(self, raw: bytes, record: dict | None, number: int):
+        self.raw = raw
+        self.record = record
+        self.number = number
+
+
+def serialize(record: dict) -> bytes:
+    return json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+class Document:
+    def __init__(self, name: str, lines: list[Line]):
+        self.name = name
+        self.lines = lines
+        self.changed = False
+
+    def records(self) -> list[Line]:
+        return [line for line in self.lines if line.record is not None]
+
+    def to_bytes(self) -> bytes:
+        return b"".join(line.raw for line in self.lines)
+
+    def rewrite(self, line: Line) -> None:
+        """Serialize line.record again: call after changing the record in place."""
+        line.raw = serialize(line.record)
+        self.changed = True
+
+    def append(self, record: dict) -> Line:
+        index = self._after_last_record()
+        if index and not self.lines[index - 1].raw.endswith(b"\n"):
+            self.lines[index - 1].raw += b"\n"
+        line = Line(serialize(record), record, 0)
+        self.lines.insert(index, line)
+        self.changed = True
+        return line
+
+    def remove(self, line: Line) -> None:
+        self.lines.remove(line)
+        self.changed = True
+
+    def _after_last_record(self) -> int:
+        # New records go before trailing blank lines, so those stay at the end.
+        for index in range(len(self.lines) - 1, -1, -1):
+            if self.lines[index].record is not None or self.lines[index].raw.strip():
+                return index + 1
+        return 0
+
+
+def parse(data: bytes, name: str = "plan.jsonl") -> tuple[Document, list[Problem]]:
+    """Parse every line; return the document and every problem found (empty when valid)."""
+    lines: list[Line] = []
+    problems: list[Problem] = []
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        record, problem = _parse_line(raw)
+        if problem:
+            problems.append(Problem(name, number, problem))
+        lines.append(Line(raw, record, number))
+    doc = Document(name, lines)
+    if not problems:
+        from ralph.integrity import integrity_problems
+
+        problems.extend(integrity_problems(doc))
+    return doc, problems
+
+
+def load(data: bytes, name: str = "plan.jsonl") -> Document:
+    """Parse strictly: any problem stops here, before anything could be written."""
+    doc, problems = parse(data, name)
+    if problems:
+        raise PlanInvalid(problems)
+    return doc
+
+
+def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
+    stripped = raw.strip()
+    if not stripped:
+        return None, None
+    if stripped.startswith(CONFLICT_MARKERS):
+        return None, "unresolved git merge conflict marker; resolve the conflict, then run 'ralph check'"
+    try:
+        text = stripped.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 (byte {exc.start + 1})"
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+    problems = record_problems(record)
+    if problems:
+        return None, "; ".join(problems)
+    return record, None

@@ -1,0 +1,115 @@
+"""Reading and changing plan.jsonl: strict load, one lock, atomic replace, one commit per change."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ralph.errors import Busy, RalphError
+from ralph.plan import Plan
+from ralph.planfile import load
+
+PLAN_NAME = "plan.jsonl"
+LOCK_NAME = "plan.jsonl.lock"
+DEFAULT_LOCK_TIMEOUT_S = 60.0
+EARLIER_CHANGES_MESSAGE = "ralph: commit earlier uncommitted changes to plan.jsonl"
+
+
+def plan_path(root: Path) -> Path:
+    return root / PLAN_NAME
+
+
+def read_bytes(root: Path) -> bytes:
+    try:
+        return plan_path(root).read_bytes()
+    except FileNotFoundError:
+        raise RalphError(f"no {PLAN_NAME} in {root} (run 'ralph init' first)") from None
+
+
+def read_plan(root: Path) -> Plan:
+    """A consistent snapshot without the lock: writers replace the file atomically."""
+    return Plan(load(read_bytes(root), PLAN_NAME))
+
+
+class Change:
+    """What a transaction yields: the plan to change and the commit message to record it with."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.message = "ralph: update plan"
+        self.commit: str | None = None
+
+
+@contextmanager
+def transaction(root: Path, commit: bool | None = None) -> Iterator[Change]:
+    """Load under the lock; on a clean exit write atomically and commit, still holding the lock.
+
+    `commit` None means: as the config record says (default yes). An exception leaves the
+    file untouched.
+    """
+    from filelock import FileLock, Timeout
+
+    timeout = float(os.environ.get("RALPH_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
+    lock = FileLock(root / LOCK_NAME, timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise Busy(f"{PLAN_NAME} is busy: another ralph command held its lock for {timeout:g}s") from None
+    try:
+        _remove_stale_temp_files(root)
+        before = read_bytes(root)
+        change = Change(Plan(load(before, PLAN_NAME)))
+        yield change
+        if not change.plan.doc.changed:
+            return
+        after = change.plan.doc.to_bytes()
+        if commit is None:
+            commit = change.plan.config().get("commit", True)
+        if commit:
+            change.commit = _write_and_commit(root, before, after, change.message)
+        else:
+            write_atomic(plan_path(root), after)
+    finally:
+        lock.release()
+
+
+def _write_and_commit(root: Path, before: bytes, after: bytes, message: str) -> str | None:
+    from ralph.gitrepo import Repo, blob_sha
+
+    repo = Repo(root)
+    base = repo.snapshot()
+    if Repo.blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():
+        # Commit what was already there (a hand edit, or a change whose commit was interrupted)
+        # on its own, so this command's commit shows only this command's change.
+        earlier, entries = repo.commit_file(PLAN_NAME, before, EARLIER_CHANGES_MESSAGE, base)
+        base = (earlier or base[0], entries)
+    write_atomic(plan_path(root), after)
+    return repo.commit_file(PLAN_NAME, after, message, base)[0]
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temp file beside `path`, fsync it, then rename it over `path`."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if path.exists():
+            os.chmod(temp, path.stat().st_mode & 0o7777)
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)  # the rename itself survives a power cut
+    finally:
+        os.close(directory)
+
+
+def _remove_stale_temp_files(root: Path) -> None:
+    # Under the lock no other writer exists, so any temp file is left from a killed process.
+    for stale in root.glob(f".{PLAN_NAME}.*.tmp"):
+        stale.unlink(missing_ok=True)

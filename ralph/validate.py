@@ -1,0 +1,171 @@
+"""Validate plan.jsonl records against plan.schema.json without importing pydantic.
+
+plan.schema.json is exported from ralph.models (the definition); the tests keep the two in step
+and check that this validator and pydantic agree. Only the schema features that export uses are
+supported: type, const, enum, pattern, minLength, minimum/maximum (exclusive too), items, anyOf,
+$ref and required.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
+
+# A check returns None when the value is valid, else a short phrase saying what it must be.
+Check = Callable[[object], "str | None"]
+TYPE_MISMATCH = "\0type"
+
+_TYPES: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "array": "a list",
+    "object": "an object",
+    "null": "null",
+}
+
+
+def _compile(schema: dict, defs: dict) -> tuple[Check, str]:
+    """Compile one sub-schema into (check, description of what it accepts)."""
+    if "$ref" in schema:
+        return _compile(defs[schema["$ref"].rsplit("/", 1)[1]], defs)
+    if "anyOf" in schema:
+        return _compile_any_of(schema["anyOf"], defs)
+    checks: list[Check] = []
+    words = _TYPE_WORDS.get(schema.get("type", ""), "a value")
+    if "type" in schema:
+        is_type = _TYPES[schema["type"]]
+        # A wrong type is reported with everything the field accepts (filled in below).
+        checks.append(lambda v: None if is_type(v) else TYPE_MISMATCH)
+    if "const" in schema:
+        const = schema["const"]
+        words = json.dumps(const)
+        checks.append(lambda v: None if v == const else json.dumps(const))
+    if "enum" in schema:
+        options = schema["enum"]
+        words = "one of " + ", ".join(json.dumps(o) for o in options)
+        checks.append(lambda v: None if v in options else "one of " + ", ".join(map(json.dumps, options)))
+    if "minLength" in schema:
+        n = schema["minLength"]
+        words = "a non-empty string" if n == 1 else f"a string of at least {n} characters"
+        checks.append(lambda v: None if len(v) >= n else words)
+    if "pattern" in schema:
+        regex, pattern = re.compile(schema["pattern"]), schema["pattern"]
+        words = f"a string matching {pattern}"
+        checks.append(lambda v: None if regex.search(v) else f"a string matching {pattern}")
+    checks.extend(_bounds(schema))
+    if "items" in schema:
+        item_check, item_words = _compile(schema["items"], defs)
+        words = f"a list, each item {item_words}"
+        checks.append(lambda v: _first_item_problem(v, item_check, item_words))
+    check = _all_of(checks)
+    return (lambda v: words if (problem := check(v)) is TYPE_MISMATCH else problem), words
+
+
+def _bounds(schema: dict) -> list[Check]:
+    checks: list[Check] = []
+    for key, op, word in (
+        ("minimum", lambda v, b: v >= b, ">="),
+        ("maximum", lambda v, b: v <= b, "<="),
+        ("exclusiveMinimum", lambda v, b: v > b, ">"),
+        ("exclusiveMaximum", lambda v, b: v < b, "<"),
+    ):
+        if key in schema:
+            bound = schema[key]
+            checks.append(
+                lambda v, op=op, bound=bound, word=word: None if op(v, bound) else f"a number {word} {bound}"
+            )
+    return checks
+
+
+def _all_of(checks: list[Check]) -> Check:
+    def check(value: object) -> str | None:
+        for one in checks:
+            problem = one(value)
+            if problem:
+                return problem
+        return None
+
+    return check
+
+
+def _compile_any_of(options: list[dict], defs: dict) -> tuple[Check, str]:
+    compiled = [_compile(option, defs) for option in options]
+    words = " or ".join(w for _, w in compiled)
+
+    def check(value: object) -> str | None:
+        problems = [(c(value), w) for c, w in compiled]
+        if any(problem is None for problem, _ in problems):
+            return None
+        # Prefer the option whose type matched but whose constraint failed: it says more.
+        specific = [problem for problem, w in problems if problem != w]
+        return specific[0] if specific else words
+
+    return check, words
+
+
+def _first_item_problem(value: list, item_check: Check, item_words: str) -> str | None:
+    for index, item in enumerate(value):
+        if item_check(item):
+            return f"a list, each item {item_words} (item {index + 1} is {json.dumps(item)})"
+    return None
+
+
+class RecordValidator:
+    """Checks one record type: required fields present, each known field valid."""
+
+    def __init__(self, record_type: str, schema: dict, defs: dict):
+        self.record_type = record_type
+        self.required = schema.get("required", [])
+        self.fields = {name: _compile(sub, defs)[0] for name, sub in schema["properties"].items()}
+
+    def problems(self, record: dict) -> list[str]:
+        found = [
+            f"{self.record_type} is missing field '{name}'" for name in self.required if name not in record
+        ]
+        for name, value in record.items():
+            check = self.fields.get(name)
+            problem = check(value) if check else None
+            if problem:
+                found.append(f"{self.record_type} field '{name}' must be {problem}, not {json.dumps(value)}")
+        return found
+
+
+_validators: dict[str, RecordValidator] | None = None
+
+
+def validators() -> dict[str, RecordValidator]:
+    global _validators
+    if _validators is None:
+        schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+        defs = schema["$defs"]
+        _validators = {
+            name: RecordValidator(name, defs[ref.rsplit("/", 1)[1]], defs)
+            for name, ref in schema["x-records"].items()
+        }
+    return _validators
+
+
+def record_problems(record: object) -> list[str]:
+    """What is wrong with one parsed line; [] when it is a valid record (or of an unknown type)."""
+    if not isinstance(record, dict):
+        return [f"each line must be a JSON object, not {type(record).__name__}"]
+    kind = record.get("t")
+    if not isinstance(kind, str) or not kind:
+        return ['record has no type: every line needs a "t" key naming its record type']
+    validator = validators().get(kind)
+    return validator.problems(record) if validator else []

@@ -1,0 +1,90 @@
+"""Shared fixtures: every test runs in its own temporary git repository with a pinned identity."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ralph.cli import cli
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.invalid",
+    "GIT_COMMITTER_NAME": "Test Committer",
+    "GIT_COMMITTER_EMAIL": "committer@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's git config or writes outside its temp directories."""
+    global_config = tmp_path_factory.mktemp("gitconfig") / "config"
+    global_config.write_text("[init]\n\tdefaultBranch = main\n")
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
+    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "RALPH_LOCK_TIMEOUT"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def bare_repo(tmp_path: Path) -> Path:
+    """An empty git repository (no commits)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    return root
+
+
+@pytest.fixture
+def repo(bare_repo: Path) -> Path:
+    """A git repository with one commit and `ralph init` done."""
+    (bare_repo / "README").write_text("a project\n")
+    git(bare_repo, "add", "README")
+    git(bare_repo, "commit", "-qm", "initial")
+    from ralph import ops
+
+    ops.init(bare_repo)
+    git(bare_repo, "add", ".gitignore")
+    git(bare_repo, "commit", "-qm", "ignore ralph's files")
+    return bare_repo
+
+
+class Ralph:
+    """Runs the real CLI in-process (CliRunner) against one repository."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None, code: int | None = 0):
+        result = self.runner.invoke(cli, ["-C", str(self.root), *args], input=input, catch_exceptions=False)
+        if code is not None:
+            assert result.exit_code == code, (args, result.exit_code, result.stdout, result.stderr)
+        return result
+
+
+@pytest.fixture
+def ralph(repo: Path) -> Ralph:
+    return Ralph(repo)
+
+
+def ralph_process(root: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    """Runs `python -m ralph` as a real process."""
+    return subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+        **kwargs,
+    )

@@ -1,0 +1,36 @@
+"""The state commands end to end on a real repository: commits, status, exit codes."""
+
+import json
+
+from tests.conftest import git
+
+
+def test_add_done_accept_commits_each_change_alone(ralph, repo):
+    (repo / "user-work.txt").write_text("not ralph's\n")
+    git(repo, "add", "user-work.txt")
+    (repo / "README").write_text("edited but unstaged\n")
+
+    added = json.loads(
+        ralph("task", "add", '{"name": "Add login form", "accept": "form renders"}', "--json").stdout
+    )
+    ralph("task", "done")
+    ralph("task", "accept")
+
+    log = git(repo, "log", "--format=%s", "-3").splitlines()
+    assert log == [
+        f"ralph: task accept {added['id']} Add login form",
+        f"ralph: task done {added['id']} Add login form",
+        f"ralph: task add {added['id']} Add login form",
+    ]
+    for commit in ("HEAD", "HEAD~1", "HEAD~2"):
+        assert git(repo, "show", "--name-only", "--format=", commit).split() == ["plan.jsonl"]
+    status = git(repo, "status", "--porcelain").splitlines()
+    assert "A  user-work.txt" in status
+    assert " M README" in status
+    assert not any("plan.jsonl" in line for line in status)
+
+
+def test_refused_and_invalid_exit_codes(ralph):
+    assert "no task t-zzzzzz" in ralph("task", "done", "t-zzzzzz", code=1).stderr
+    assert "invalid JSON" in ralph("task", "add", "{nope", code=2).stderr
+    assert "nothing to accept" in ralph("task", "accept", code=1).stderr
