@@ -386,3 +386,14 @@ def query_issues(ctx):
 
     for record in read_plan(_root(ctx)).issues():
         _emit(record)
+
+
+def _register_construct_commands() -> None:
+    # The construct loop's commands live in their own module; registering them costs nothing
+    # until one is invoked.
+    from ralph.cli_construct import register
+
+    register(cli)
+
+
+_register_construct_commands()
