@@ -36,6 +36,13 @@ no_commit_option = click.option("--no-commit", is_flag=True, help="Change plan.j
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
+def _current_task() -> str | None:
+    """The task an agent started by `ralph construct` is working on."""
+    import os
+
+    return os.environ.get("RALPH_TASK_ID") or None
+
+
 def _commit(no_commit: bool) -> bool | None:
     return False if no_commit else None  # None: as the config record says
 
@@ -181,10 +188,10 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
 @json_option
 @click.pass_context
 def task_done(ctx, task_id, no_commit, as_json):
-    """Mark a task done (default: the task `ralph query next` shows)."""
+    """Mark a task done (default: $RALPH_TASK_ID, else the task `ralph query next` shows)."""
     from ralph import ops
 
-    record = ops.task_done(_root(ctx), task_id, _commit(no_commit))
+    record = ops.task_done(_root(ctx), task_id or _current_task(), _commit(no_commit))
     _emit(record) if as_json else click.echo(f"done {record['id']}: {record['name']}")
 
 
@@ -194,10 +201,11 @@ def task_done(ctx, task_id, no_commit, as_json):
 @json_option
 @click.pass_context
 def task_accept(ctx, task_id, no_commit, as_json):
-    """Accept a done task (default: every done task); its line becomes an accept tombstone."""
+    """Accept a done task (default: $RALPH_TASK_ID, else every done task); its line becomes an
+    accept tombstone."""
     from ralph import ops
 
-    for record in ops.task_accept(_root(ctx), task_id, _commit(no_commit)):
+    for record in ops.task_accept(_root(ctx), task_id or _current_task(), _commit(no_commit)):
         _emit({"id": record["id"], "accepted": True}) if as_json else click.echo(
             f"accepted {record['id']}: {record['name']}"
         )
@@ -211,12 +219,13 @@ def task_accept(ctx, task_id, no_commit, as_json):
 @json_option
 @click.pass_context
 def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
-    """Send a done task back to pending with the reason (ID may be left out if one task is done)."""
+    """Send a done task back to pending with the reason (default ID: $RALPH_TASK_ID, else the
+    only done task)."""
     from ralph import ops
 
     if len(args) > 2:
         raise InvalidInput("task reject takes [ID] REASON: quote the reason")
-    task_id, reason = (args[0], args[1]) if len(args) == 2 else (None, args[0])
+    task_id, reason = (args[0], args[1]) if len(args) == 2 else (_current_task(), args[0])
     record = ops.task_reject(_root(ctx), task_id, reason, kill_reason, kill_log, _commit(no_commit))
     _emit(record) if as_json else click.echo(f"rejected {record['id']}: {record['name']} (pending again)")
 

@@ -43,7 +43,7 @@ class Change:
 
 
 @contextmanager
-def transaction(root: Path, commit: bool | None = None) -> Iterator[Change]:
+def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = False) -> Iterator[Change]:
     """Load under the lock; on a clean exit write atomically and commit, still holding the lock.
 
     `commit` None means: as the config record says (default yes). An exception leaves the
@@ -66,21 +66,29 @@ def transaction(root: Path, commit: bool | None = None) -> Iterator[Change]:
             return
         after = change.plan.doc.to_bytes()
         if commit is None:
-            commit = change.plan.config().get("commit", True)
+            commit = _commit_wanted(change.plan)
         if commit:
-            change.commit = _write_and_commit(root, before, after, change.message)
+            change.commit = _write_and_commit(root, before, after, change.message, fold_earlier)
         else:
             write_atomic(plan_path(root), after)
     finally:
         lock.release()
 
 
-def _write_and_commit(root: Path, before: bytes, after: bytes, message: str) -> str | None:
+def _commit_wanted(plan: Plan) -> bool:
+    # The construct loop sets RALPH_COMMIT=0 for agents: it commits their plan changes together
+    # with their code once the gate has passed.
+    if os.environ.get("RALPH_COMMIT", "").lower() in ("0", "false", "no"):
+        return False
+    return plan.config().get("commit", True)
+
+
+def _write_and_commit(root: Path, before: bytes, after: bytes, message: str, fold_earlier: bool) -> str | None:
     from ralph.gitrepo import Repo, blob_sha
 
     repo = Repo(root)
     base = repo.snapshot()
-    if Repo.blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():
+    if not fold_earlier and Repo.blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():
         # Commit what was already there (a hand edit, or a change whose commit was interrupted)
         # on its own, so this command's commit shows only this command's change.
         earlier, entries = repo.commit_file(PLAN_NAME, before, EARLIER_CHANGES_MESSAGE, base)

@@ -1,0 +1,51 @@
+"""build/ralph-logs/events.jsonl: one line per begin/end of every iteration, stage, agent run
+and gate run, flushed as it happens so `tail -f` follows the loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+class Journal:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()  # VERIFY writes from several threads
+
+    def event(self, event: str, **fields: object) -> dict:
+        record = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event}
+        record.update({key: value for key, value in fields.items() if value is not None})
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self._lock, open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return record
+
+    def span(self, kind: str, **fields: object) -> Span:
+        return Span(self, kind, fields)
+
+
+class Span:
+    """A begin event now and an end event (with its duration) when finished."""
+
+    def __init__(self, journal: Journal, kind: str, fields: dict):
+        self.journal, self.kind, self.fields = journal, kind, fields
+        self.started = time.monotonic()
+        journal.event(f"{kind}_begin", **fields)
+
+    def end(self, **fields: object) -> float:
+        duration = round(time.monotonic() - self.started, 3)
+        self.journal.event(f"{self.kind}_end", duration_s=duration, **self.fields, **fields)
+        return duration
+
+
+def read_events(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
