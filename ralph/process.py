@@ -19,6 +19,9 @@ from pathlib import Path
 
 DEFAULT_GRACE_S = 3.0
 
+_running: set[subprocess.Popen] = set()
+_running_lock = threading.Lock()
+
 # A monitor sees each output line; returning a reason (e.g. "context_limit") stops the child.
 Monitor = Callable[[str], "str | None"]
 
@@ -77,6 +80,8 @@ def run_child(
         except (FileNotFoundError, PermissionError) as exc:
             log.write(f"[ralph] cannot start {argv[0]}: {exc}\n".encode())
             raise ChildNotFound(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+        with _running_lock:
+            _running.add(child)
         reader = _Reader(child, log, monitor, tail_lines)
         reader.start()
         if stdin_data is not None:
@@ -88,9 +93,19 @@ def run_child(
         else:
             _kill_leftovers(child)  # a grandchild still running after its parent exited
         reader.join(timeout=grace_s + 1)
+        with _running_lock:
+            _running.discard(child)
         exit_code = None if stop_reason else child.returncode
         log.write(f"\n[ralph] exit {exit_code if exit_code is not None else stop_reason}\n".encode())
     return RunResult(exit_code, stop_reason, time.monotonic() - started, log_path, reader.tail)
+
+
+def stop_all(grace_s: float = DEFAULT_GRACE_S) -> None:
+    """Stop every child still running (Ctrl-C while VERIFY runs agents in worker threads)."""
+    with _running_lock:
+        children = list(_running)
+    for child in children:
+        _stop_group(child, grace_s)
 
 
 def _feed(child: subprocess.Popen, data: bytes) -> None:

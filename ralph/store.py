@@ -83,7 +83,9 @@ def _commit_wanted(plan: Plan) -> bool:
     return plan.config().get("commit", True)
 
 
-def _write_and_commit(root: Path, before: bytes, after: bytes, message: str, fold_earlier: bool) -> str | None:
+def _write_and_commit(
+    root: Path, before: bytes, after: bytes, message: str, fold_earlier: bool
+) -> str | None:
     from ralph.gitrepo import Repo, blob_sha
 
     repo = Repo(root)
@@ -95,6 +97,16 @@ def _write_and_commit(root: Path, before: bytes, after: bytes, message: str, fol
         base = (earlier or base[0], entries)
     write_atomic(plan_path(root), after)
     return repo.commit_file(PLAN_NAME, after, message, base)[0]
+
+
+def restore_plan(root: Path, data: bytes) -> None:
+    """Put known-good bytes back (under the lock), e.g. after an agent broke the file by hand."""
+    from filelock import FileLock
+
+    with FileLock(
+        root / LOCK_NAME, timeout=float(os.environ.get("RALPH_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
+    ):
+        write_atomic(plan_path(root), data)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
