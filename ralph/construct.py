@@ -184,12 +184,13 @@ class Loop:
     def _agent(self, stage: str, iteration: int, item: str | None, values: dict) -> AgentResult:
         self._budget()
         self._set_state(stage=stage)
+        what = f"{stage} {item or self.settings.spec}"
         self.console.status(iteration, stage, item or "")
-        self.console.event(f"{stage} {item or self.settings.spec}: agent started")
+        self.console.event(f"{what}: agent started")
         result = self.runner.run(stage, iteration, item, values)
         self.tokens += result.tracker.usage.total
         self.console.status(iteration, stage, item or "", self.tokens)
-        self.console.event(f"{stage} {item or ''}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
+        self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
         return result
 
     def _check_plan(self, result: AgentResult) -> str | None:
