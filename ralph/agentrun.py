@@ -57,6 +57,19 @@ class AgentRunner:
         self.log_dir = root / LOG_DIR
         self._names = threading.Lock()
 
+    def require_program(self) -> None:
+        """Fail before touching anything when the agent's program does not exist."""
+        import shutil
+
+        program = self.adapter.invocation("", "", {}).argv[0]
+        found = (
+            shutil.which(program)
+            if os.sep not in program
+            else (program if os.access(program, os.X_OK) else None)
+        )
+        if not found:
+            raise AgentUnavailable(f"the agent program {program!r} is not installed or not executable")
+
     def new_log(self, stage: str, item: str | None = None) -> Path:
         """build/ralph-logs/ralph-<YYYYmmdd-HHMMSS>-<stage>[-<item>].log, created empty."""
         stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -76,6 +76,10 @@ class Loop:
 
     # --- the loop -----------------------------------------------------------------------------
     def run(self, plan_only: bool = False) -> Report:
+        try:
+            self.runner.require_program()
+        except AgentUnavailable as exc:
+            return self._report(AGENT_UNAVAILABLE, str(exc))
         self._prepare()
         span = self.journal.span("construct", spec=self.settings.spec)
         try:
@@ -87,9 +91,17 @@ class Loop:
         except KeyboardInterrupt:
             self._on_interrupt()
             outcome, message = INTERRUPTED, "interrupted; run `ralph construct` again to resume"
+        if outcome is not INTERRUPTED:
+            self._commit_loose_state(outcome)
         span.end(outcome=outcome.name)
         self.console.close()
         return self._report(outcome, message)
+
+    def _commit_loose_state(self, outcome: Outcome) -> None:
+        """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
+        with store.transaction(self.root, fold_earlier=True) as change:
+            change.plan.update_state(stage=outcome.name)
+            change.message = f"ralph: construct {self.settings.spec} ended: {outcome.name}"
 
     def _iterate(self) -> tuple[Outcome, str]:
         if self._needs_planning():

@@ -1,0 +1,140 @@
+"""A scripted fake agent for the construct tests, run through the `command` adapter.
+
+It acts per RALPH_STAGE by calling the real `ralph` commands. Markers in a task's name choose
+misbehaviour:
+  [gate-fails-once]    the first build writes work that fails the gate
+  [gate-always-fails]  every build fails the gate (a doom loop)
+  [hang]               starts a grandchild, then never finishes (a timeout)
+  [reject-once]        the first VERIFY rejects it
+  [crash]              the first build exits 3 without marking the task done
+  [corrupt-plan]       the first build breaks plan.jsonl by hand
+  [slow-verify]        VERIFY takes 2 s
+  [no-verdict]         VERIFY gives no verdict
+Counts per task live in $FAKE_AGENT_STATE (outside the repository).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TOKENS_PER_RUN = 1000
+STATE = Path(os.environ.get("FAKE_AGENT_STATE", "/tmp/fake-agent-state"))
+
+
+def ralph(*args: str) -> str:
+    command = shlex.split(os.environ["RALPH_BIN"])
+    return subprocess.run([*command, *args], check=True, capture_output=True, text=True).stdout
+
+
+def bump(name: str) -> int:
+    """How many times `name` happened before, counting this one."""
+    STATE.mkdir(parents=True, exist_ok=True)
+    counter = STATE / name
+    count = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(count))
+    return count
+
+
+def usage_event() -> None:
+    usage = {"input_tokens": TOKENS_PER_RUN, "cache_read_input_tokens": 0, "output_tokens": 1}
+    print(json.dumps({"type": "assistant", "message": {"content": [], "usage": usage}}), flush=True)
+
+
+def task() -> dict:
+    return json.loads(ralph("task", "show", os.environ["RALPH_TASK_ID"]))
+
+
+def plan() -> None:
+    previous = None
+    for line in Path(os.environ["RALPH_SPEC"]).read_text().splitlines():
+        if line.startswith("- "):
+            item = {"name": line[2:].strip(), "accept": "work file says ok"}
+            if previous:
+                item["deps"] = [previous]
+            previous = json.loads(ralph("task", "add", "--json", json.dumps(item)))["id"]
+
+
+def build() -> int:
+    current = task()
+    name, task_id = current["name"], current["id"]
+    attempt = bump(f"build-{task_id}")
+    if "[hang]" in name:
+        child = subprocess.Popen(["sleep", "600"])
+        (STATE / f"{task_id}.grandchild.pid").write_text(str(child.pid))
+        (STATE / f"{task_id}.agent.pid").write_text(str(os.getpid()))
+        time.sleep(600)
+    if "[crash]" in name and attempt == 1:
+        print("fake agent: crashing", flush=True)
+        return 3
+    if "[corrupt-plan]" in name and attempt == 1:
+        with open("plan.jsonl", "a") as plan_file:
+            plan_file.write('{"t": "task", "broken\n')
+        return 0
+    failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
+    work = Path("work")
+    work.mkdir(exist_ok=True)
+    (work / f"{task_id}.txt").write_text(("FAIL" if failing else "ok") + f" {task_id} attempt {attempt}\n")
+    ralph("task", "done")
+    return 0
+
+
+def verify() -> int:
+    current = task()
+    name = current["name"]
+    verdicts = bump(f"verify-{current['id']}")
+    if "[slow-verify]" in name:
+        time.sleep(2)
+    if "[no-verdict]" in name:
+        return 0
+    if "[reject-once]" in name and verdicts == 1:
+        ralph("task", "reject", "the fake verifier rejects the first build")
+    else:
+        ralph("task", "accept")
+    return 0
+
+
+def decompose() -> int:
+    parent = task()
+    base = parent["name"].split(" [")[0]
+    for part in ("part 1", "part 2"):
+        ralph("task", "add", json.dumps({"name": f"{base} ({part})", "parent": parent["id"]}))
+    ralph("task", "delete", parent["id"])
+    return 0
+
+
+def investigate() -> int:
+    issue_id = os.environ["RALPH_ISSUE_ID"]
+    ralph("task", "add", json.dumps({"name": f"Fix what {issue_id} found"}))
+    ralph("issue", "resolve", issue_id, "--note", "became a task")
+    return 0
+
+
+def main() -> int:
+    usage_event()
+    stage = os.environ["RALPH_STAGE"]
+    handler = {
+        "PLAN": plan,
+        "BUILD": build,
+        "VERIFY": verify,
+        "DECOMPOSE": decompose,
+        "INVESTIGATE": investigate,
+    }
+    code = handler[stage]() or 0
+    result = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "usage": {"input_tokens": TOKENS_PER_RUN},
+    }
+    print(json.dumps(result), flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

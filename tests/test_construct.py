@@ -1,0 +1,318 @@
+"""`ralph construct` end to end: real git repositories, the real CLI as a process, and a scripted
+fake agent (tests/fake_agent.py) that calls the real `ralph` commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ralph.journal import read_events
+from tests.conftest import git
+
+FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+CHECK_WORK = """import pathlib, sys
+bad = [p.name for p in pathlib.Path("work").glob("*.txt") if p.read_text().startswith("FAIL")]
+print("FAILED: " + " ".join(bad) if bad else "all work ok")
+sys.exit(1 if bad else 0)
+"""
+
+
+@pytest.fixture
+def project(repo: Path, tmp_path: Path) -> Path:
+    (repo / "specs" / "app.md").write_text("# App\n\n- Parse input\n- Compute result\n- Print report\n")
+    (repo / "check_work.py").write_text(CHECK_WORK)
+    git(repo, "add", "specs/app.md", "check_work.py")
+    git(repo, "commit", "-qm", "the app spec and its gate")
+    return repo
+
+
+def construct(root: Path, *flags: str, agent: str | None = None, wait: bool = True, **kwargs):
+    agent = agent or f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
+    argv = [
+        sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
+        "--agent", "command", "--agent-cmd", agent,
+        "--gate", f"{shlex.quote(sys.executable)} check_work.py", "--timeout", "30s", *flags,
+    ]  # fmt: skip
+    env = {**os.environ, "FAKE_AGENT_STATE": str(root.parent / "agent-state"), "RALPH_LOCK_TIMEOUT": "120"}
+    if not wait:
+        return subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+        )
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def add_tasks(root: Path, *names: str, chain: bool = False) -> list[str]:
+    from ralph import ops
+
+    ids: list[str] = []
+    for name in names:
+        item = {"name": name, "accept": "work file says ok"}
+        if chain and ids:
+            item["deps"] = [ids[-1]]
+        ids.append(ops.task_add(root, [item])[0]["id"])
+    return ids
+
+
+def plan_records(root: Path, ref: str | None = None) -> list[dict]:
+    text = git(root, "show", f"{ref}:plan.jsonl") if ref else (root / "plan.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def subjects(root: Path) -> list[str]:
+    return git(root, "log", "--format=%s").splitlines()
+
+
+def events(root: Path) -> list[dict]:
+    return read_events(root / "build" / "ralph-logs" / "events.jsonl")
+
+
+def assert_clean(root: Path) -> None:
+    status = git(root, "status", "--porcelain").splitlines()
+    assert status == [], status
+    check = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(root), "check"], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stderr
+
+
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_plans_builds_and_verifies_dependent_tasks_to_complete(project):
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "COMPLETE" in done.stdout
+
+    records = plan_records(project)
+    accepted = [r for r in records if r["t"] == "accept"]
+    assert sorted(r["name"] for r in accepted) == ["Compute result", "Parse input", "Print report"]
+    assert not [r for r in records if r["t"] in ("task", "issue")]
+
+    log = subjects(project)
+    builds = [s for s in log if s.startswith("ralph(build): ")]
+    assert len(builds) == 3
+    assert any(s.startswith("ralph(plan): specs/app.md: 3 tasks") for s in log)
+    assert any(s.startswith("ralph(verify): accepted") for s in log)
+    # Dependency order: the chain is built first link first.
+    built_names = [s.split(" ", 2)[2] for s in reversed(builds)]
+    assert built_names == ["Parse input", "Compute result", "Print report"]
+
+    for commit in git(project, "log", "--format=%H", "--grep=^ralph(build): ").split():
+        files = git(project, "show", "--name-only", "--format=", commit).split()
+        assert sorted(files)[0] == "plan.jsonl" and len(files) == 2 and files[1].startswith("work/t-")
+        task_id = files[1].removeprefix("work/").removesuffix(".txt")
+        built = next(r for r in plan_records(project, commit) if r.get("id") == task_id)
+        assert built["s"] == "d" and built["files"] == [files[1]] and built["attempts"] == 1
+        assert built["tokens"] == 1000  # what the fake agent's stream-json reported
+    assert git(project, "ls-files", "build") == ""
+    assert_clean(project)
+
+    journal = events(project)
+    kinds = [e["event"] for e in journal]
+    for kind in (
+        "construct_begin",
+        "construct_end",
+        "iteration_begin",
+        "iteration_end",
+        "gate_begin",
+        "gate_end",
+    ):
+        assert kind in kinds
+    runs = [e for e in journal if e["event"] == "agent_end"]
+    assert [e["stage"] for e in runs].count("BUILD") == 3 and [e["stage"] for e in runs].count("VERIFY") == 3
+    assert all(e["exit_code"] == 0 and e["tokens"]["input_tokens"] == 1000 for e in runs)
+    for run in runs:
+        log_file = project / run["log"]
+        assert log_file.name.startswith("ralph-") and f"-{run['stage'].lower()}" in log_file.name
+        assert log_file.read_text().strip()  # written while it ran: it holds the agent's output
+    assert journal[-1]["event"] == "construct_end" and journal[-1]["outcome"] == "COMPLETE"
+
+
+def test_gate_failure_is_retried_and_then_passes(project):
+    (task_id,) = add_tasks(project, "Flaky [gate-fails-once]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    failed = git(project, "log", "--format=%H", f"--grep=^ralph(build): {task_id} attempt 1 failed").split()
+    assert len(failed) == 1
+    after_failure = next(r for r in plan_records(project, failed[0]) if r.get("id") == task_id)
+    assert after_failure["s"] == "p" and after_failure["attempts"] == 1
+    assert "FAILED:" in after_failure["gate_failure"]
+    assert (project / "work" / f"{task_id}.txt").read_text().startswith("ok")
+    assert any(r.get("id") == task_id for r in plan_records(project) if r["t"] == "accept")
+
+
+def test_repeated_gate_failures_are_decomposed_into_subtasks(project):
+    (task_id,) = add_tasks(project, "Hard [gate-always-fails]")
+    done = construct(project, "--max-attempts", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    killed = [e for e in events(project) if e["event"] == "task_killed"]
+    assert killed and killed[0]["item"] == task_id and killed[0]["kill_reason"] == "doom_loop"
+    set_aside = [e for e in events(project) if e["event"] == "changes_set_aside"]
+    assert set_aside and (project / set_aside[0]["patch"]).read_text().count("FAIL") >= 1
+    assert any(s.startswith(f"ralph(decompose): {task_id} -> ") for s in subjects(project))
+    accepted = sorted(r["name"] for r in plan_records(project) if r["t"] == "accept")
+    assert accepted == ["Hard (part 1)", "Hard (part 2)"]
+    assert_clean(project)
+
+
+def test_timeout_kills_agent_and_grandchild_then_decomposes(project):
+    (task_id,) = add_tasks(project, "Slow [hang]")
+    started = time.monotonic()
+    done = construct(project, "--timeout", "2s")
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = project.parent / "agent-state"
+    for pid_file in (f"{task_id}.agent.pid", f"{task_id}.grandchild.pid"):
+        assert not alive(int((state / pid_file).read_text())), pid_file
+    killed = [e for e in events(project) if e["event"] == "task_killed"]
+    assert killed[0]["kill_reason"] == "timeout"
+    kill_commit = git(
+        project, "log", "--format=%H", f"--grep=^ralph(build): {task_id} killed (timeout)"
+    ).split()
+    killed_task = next(r for r in plan_records(project, kill_commit[0]) if r.get("id") == task_id)
+    assert killed_task["kill_reason"] == "timeout" and killed_task["kill_log"].startswith("build/ralph-logs/")
+    assert "stopping the agent's process group: timeout" in (project / killed_task["kill_log"]).read_text()
+    assert sorted(r["name"] for r in plan_records(project) if r["t"] == "accept") == [
+        "Slow (part 1)",
+        "Slow (part 2)",
+    ]
+    assert time.monotonic() - started < 120
+
+
+def test_rejected_task_is_rebuilt_then_accepted(project):
+    (task_id,) = add_tasks(project, "Picky [reject-once]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = plan_records(project)
+    assert {"t": "reject", "id": task_id, "reason": "the fake verifier rejects the first build"} in records
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in records)
+    assert (project.parent / "agent-state" / f"build-{task_id}").read_text() == "2"
+
+
+def test_parallel_verify_overlaps_and_the_loop_ends(project):
+    add_tasks(project, *(f"Check {n} [slow-verify]" for n in range(4)))
+    done = construct(project, "--parallel", "4")
+    assert done.returncode == 0, done.stdout + done.stderr
+    verify = [e for e in events(project) if e["event"].startswith("agent_") and e["stage"] == "VERIFY"]
+    begins = [e["ts"] for e in verify if e["event"] == "agent_begin"]
+    ends = [e["ts"] for e in verify if e["event"] == "agent_end"]
+    assert len(begins) == 4 and max(begins) < min(ends), "all four verifiers ran at once"
+    assert len([r for r in plan_records(project) if r["t"] == "accept"]) == 4
+
+
+def test_iteration_budget_ends_with_its_exit_code(project):
+    add_tasks(project, "Undecided [no-verdict]")
+    done = construct(project, "--max-iterations", "1")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "MAX_ITERATIONS" in done.stdout and "Undecided" in done.stdout
+    assert_clean(project)
+
+
+def test_no_progress_ends_as_stuck(project):
+    add_tasks(project, "Undecided [no-verdict]")
+    done = construct(project)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "STUCK" in done.stdout
+    assert [e["event"] for e in events(project)].count("no_verdict") >= 2
+    assert_clean(project)
+
+
+def test_time_budget_ends_with_its_exit_code(project):
+    add_tasks(project, "One", "Two", "Three")
+    done = construct(project, "--max-minutes", "0.005")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "MAX_MINUTES" in done.stdout
+    assert_clean(project)
+
+
+def test_interrupt_stops_the_agent_and_a_rerun_resumes(project):
+    (task_id,) = add_tasks(project, "Long [hang]")
+    running = construct(project, wait=False)
+    pid_file = project.parent / "agent-state" / f"{task_id}.agent.pid"
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pid_file.exists(), "the agent never started"
+    (project / "work").mkdir(exist_ok=True)
+    (project / "work" / "half-done.txt").write_text("partial work by the agent\n")
+    running.send_signal(signal.SIGINT)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 130, out + err
+    assert "INTERRUPTED" in out
+    assert not alive(int(pid_file.read_text()))
+    assert not alive(int((pid_file.parent / f"{task_id}.grandchild.pid").read_text()))
+    assert not (project / "work" / "half-done.txt").exists()  # set aside as a patch
+    interrupted = [e for e in events(project) if e["event"] == "interrupted"]
+    assert interrupted
+    assert_clean(project)
+
+    # The rerun must not hang again: rename the task through the real CLI, then resume.
+    records = plan_records(project)
+    line = next(r for r in records if r.get("id") == task_id)
+    assert line["s"] == "p"
+    text = (project / "plan.jsonl").read_text().replace("Long [hang]", "Long")
+    (project / "plan.jsonl").write_text(text)
+    git(project, "commit", "-qam", "person: the task no longer hangs")
+    again = construct(project)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+
+
+def test_missing_agent_binary_is_a_clear_failure(project):
+    add_tasks(project, "Anything")
+    before = (project / "plan.jsonl").read_bytes()
+    done = construct(project, agent="/nonexistent/agent-binary --flag")
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "/nonexistent/agent-binary" in done.stdout + done.stderr
+    assert [r for r in plan_records(project) if r["t"] == "task"] == [
+        r for r in (json.loads(line) for line in before.decode().splitlines()) if r["t"] == "task"
+    ]
+    assert_clean(project)
+
+
+def test_crashing_agent_counts_as_a_failed_attempt(project):
+    (task_id,) = add_tasks(project, "Fragile [crash]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ends = [e for e in events(project) if e["event"] == "agent_end" and e.get("item") == task_id]
+    assert ends[0]["exit_code"] == 3
+    assert any(s == f"ralph(build): {task_id} attempt 1 failed" for s in subjects(project))
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+
+
+def test_agent_that_corrupts_the_plan_is_undone(project):
+    (task_id,) = add_tasks(project, "Careless [corrupt-plan]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    restored = [e for e in events(project) if e["event"] == "plan_restored"]
+    assert restored and "plan.jsonl:" in restored[0]["problem"]
+    assert '"broken' in (project / restored[0]["broken_copy"]).read_text()
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+    assert_clean(project)
+
+
+def test_refuses_a_dirty_tree_unless_allowed_and_never_commits_it(project):
+    add_tasks(project, "Anything")
+    (project / "README").write_text("the user's unfinished edit\n")
+    refused = construct(project)
+    assert refused.returncode == 1 and "uncommitted changes: README" in refused.stderr
+    base = git(project, "rev-parse", "HEAD").strip()
+    allowed = construct(project, "--allow-dirty")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert (project / "README").read_text() == "the user's unfinished edit\n"
+    assert git(project, "status", "--porcelain").splitlines() == [" M README"]
+    committed = git(project, "log", "--name-only", "--format=", f"{base}..HEAD").split()
+    assert "plan.jsonl" in committed and "README" not in committed
