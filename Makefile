@@ -29,6 +29,7 @@ e2e: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench_state.py
+	$(PY) bench/bench_construct.py
 
 ## demo: ralph on an example in a temporary git repository; no model account needed
 demo: $(STAMP)

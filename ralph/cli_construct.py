@@ -42,7 +42,9 @@ def register(group: click.Group) -> None:
         help="Builds per task before it is decomposed (default 3).",
     )
     @click.option("--parallel", type=click.IntRange(min=1), help="VERIFY runs at once (default 4).")
-    @click.option("--gate", help="Quality gate command run after each build (default: make verify).")
+    @click.option(
+        "--gate", help='Quality gate command run after each build (default: make verify; "" for none).'
+    )
     @click.pass_context
     def construct(ctx, spec, **flags):
         """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented.
@@ -76,8 +78,8 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
     except ValueError:
         spec_rel = spec
     as_json = flags.pop("as_json")
-    if flags.get("gate"):
-        flags["gate"] = shlex.split(flags["gate"])
+    if flags.get("gate") is not None:
+        flags["gate"] = shlex.split(flags["gate"])  # --gate "" runs no gate
     config = read_plan(root).config() if plan_path(root).exists() else {}
     settings = Settings.resolve(spec_rel, config, flags)
     report = Loop(root, settings).run(plan_only=plan_only)

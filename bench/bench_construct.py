@@ -1,0 +1,107 @@
+"""Benchmark of the construct loop: ralph's own overhead per agent run, and how well VERIFY's
+fork/join overlaps slow verifiers. Prints figures against targets; it is not a pass/fail test."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'noop_agent.py'))}"
+
+
+def ralph(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+
+
+def make_repo(folder: Path, tasks: int, done: bool) -> Path:
+    root = folder / "repo"
+    root.mkdir()
+    for args in (
+        ["init", "-q"],
+        ["config", "user.name", "bench"],
+        ["config", "user.email", "bench@ralph.invalid"],
+    ):
+        subprocess.run(["git", "-C", str(root), *args], check=True)
+    (root / "specs").mkdir()
+    (root / "specs" / "bench.md").write_text("# bench\n")
+    ralph(root, "init")
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "bench"], check=True)
+    items = [{"id": f"t-bench{n:02d}", "name": f"Task {n}"} for n in range(tasks)]
+    ralph(root, "task", "add", json.dumps(items))
+    if done:
+        for item in items:
+            ralph(root, "task", "done", item["id"])
+    return root
+
+
+def journal(root: Path) -> list[dict]:
+    path = root / "build" / "ralph-logs" / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def run_construct(root: Path, *flags: str, env: dict | None = None) -> float:
+    started = time.perf_counter()
+    done = ralph(root, "construct", "specs/bench.md", "--agent-cmd", AGENT, "--gate", "", *flags, env=env)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"construct failed ({done.returncode}): {done.stdout}{done.stderr}")
+    return elapsed
+
+
+def overhead_per_run(tasks: int = 10) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = make_repo(Path(folder), tasks, done=False)
+        wall = run_construct(root, "--parallel", "1")
+        runs = [e for e in journal(root) if e["event"] == "agent_end"]
+        agent_time = sum(e["duration_s"] for e in runs)
+    overhead = (wall - agent_time) / len(runs)
+    verdict = "met" if overhead < 0.3 else "NOT met"
+    print(
+        f"construct, {tasks} tasks, no-op agent: {len(runs)} agent runs,"
+        f" wall {wall:.2f} s, agents {agent_time:.2f} s"
+    )
+    print(f"  ralph's overhead per agent run  {overhead * 1000:6.0f} ms   (target < 300 ms: {verdict})")
+
+
+def parallel_verify(tasks: int = 8, sleep_s: float = 2.0, parallel: int = 4) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = make_repo(Path(folder), tasks, done=True)
+        env = {**os.environ, "BENCH_VERIFY_SLEEP": str(sleep_s)}
+        run_construct(root, "--parallel", str(parallel), env=env)
+        events = journal(root)
+        stage = next(e for e in events if e["event"] == "stage_end" and e["stage"] == "VERIFY")
+        verifiers = [e["duration_s"] for e in events if e["event"] == "agent_end" and e["stage"] == "VERIFY"]
+    ideal = tasks / parallel * sleep_s
+    ratio = stage["duration_s"] / ideal
+    verdict = "met" if ratio <= 1.2 else "NOT met"
+    print(f"VERIFY of {tasks} done tasks, verifier {sleep_s:g} s each, --parallel {parallel}:")
+    print(
+        f"  stage took {stage['duration_s']:.2f} s, ideal {ideal:.2f} s,"
+        f" ratio {ratio:.2f}x   (target <= 1.2x: {verdict})"
+    )
+    mean = sum(verifiers) / len(verifiers)
+    rounds = tasks / parallel * mean
+    print(
+        f"  each verifier run took {mean:.2f} s on average (its sleep plus its own `ralph task accept`);"
+        f" against {tasks // parallel} rounds of that ({rounds:.2f} s)"
+        f" the stage ratio is {stage['duration_s'] / rounds:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    overhead_per_run()
+    parallel_verify()
