@@ -316,3 +316,45 @@ def test_refuses_a_dirty_tree_unless_allowed_and_never_commits_it(project):
     assert git(project, "status", "--porcelain").splitlines() == [" M README"]
     committed = git(project, "log", "--name-only", "--format=", f"{base}..HEAD").split()
     assert "plan.jsonl" in committed and "README" not in committed
+
+
+def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_record(project):
+    from ralph import ops
+
+    agent_cmd = [sys.executable, str(FAKE_AGENT)]
+    config = {
+        "t": "config",
+        "agent": "command",
+        "agent_cmd": agent_cmd,
+        "gate": [sys.executable, "check_work.py"],
+    }
+    with open(project / "plan.jsonl", "a") as plan_file:
+        plan_file.write(json.dumps(config) + "\n")
+    git(project, "commit", "-qam", "configure ralph")
+    add_tasks(project, "Existing work")
+    issue = ops.issue_add(project, "The report prints nothing for empty input")
+    env = {**os.environ, "FAKE_AGENT_STATE": str(project.parent / "agent-state")}
+    done = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(project), "construct", "specs/app.md"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    accepted = sorted(r["name"] for r in plan_records(project) if r["t"] == "accept")
+    assert accepted == ["Existing work", f"Fix what {issue['id']} found"]
+    assert any(s.startswith(f"ralph(investigate): {issue['id']}") for s in subjects(project))
+    stages = [e["stage"] for e in events(project) if e["event"] == "agent_begin"]
+    assert stages.index("INVESTIGATE") < stages.index("BUILD")
+
+
+def test_plan_command_runs_only_the_planning_stage(project):
+    done = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(project), "plan", "specs/app.md",
+         "--agent-cmd", f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    tasks = [r for r in plan_records(project) if r["t"] == "task"]
+    assert [t["name"] for t in tasks] == ["Parse input", "Compute result", "Print report"]
+    assert all(t["s"] == "p" and t.get("priority") for t in tasks)
+    assert [e["stage"] for e in events(project) if e["event"] == "agent_begin"] == ["PLAN"]
+    assert_clean(project)

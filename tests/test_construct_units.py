@@ -1,0 +1,175 @@
+"""Pieces of the construct loop tested directly: settings, prompts, console, process runner."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ralph import prompts
+from ralph.agents import make_adapter
+from ralph.agents.base import RunTracker
+from ralph.console import Console
+from ralph.errors import InvalidInput
+from ralph.process import run_child
+from ralph.settings import Settings, parse_duration
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("300000", 300), ("90s", 90), ("5m", 300), ("1.5h", 5400), ("250ms", 0.25)]
+)
+def test_durations_take_the_specs_milliseconds_or_a_unit(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "0", "-5s", "5 minutes", "s"])
+def test_bad_durations_are_refused(text):
+    with pytest.raises(InvalidInput, match="invalid duration"):
+        parse_duration(text)
+
+
+def test_flags_override_the_config_record():
+    config = {"t": "config", "timeout_ms": 1000, "max_iterations": 7, "agent_cmd": ["my-agent"], "gate": []}
+    settings = Settings.resolve(
+        "specs/x.md", config, {"timeout": "5m", "max_iterations": None, "parallel": 2}
+    )
+    assert settings.timeout_s == 300 and settings.max_iterations == 7 and settings.parallel == 2
+    assert settings.agent_cmd == ["my-agent"] and settings.gate == []
+    assert Settings.resolve("specs/x.md", {}, {}).gate == ["make", "verify"]
+
+
+def test_command_adapter_splits_like_a_shell_and_never_uses_one():
+    adapter = make_adapter("command", "python 'my agent.py' --flag=$HOME;rm")
+    invocation = adapter.invocation("the prompt", "/tmp/p.md", {"A": "1"})
+    assert invocation.argv == ["python", "my agent.py", "--flag=$HOME;rm"]
+    assert invocation.stdin == b"the prompt"
+    with pytest.raises(InvalidInput, match="unknown agent"):
+        make_adapter("nonesuch", None)
+
+
+def test_stream_json_usage_is_read_and_the_result_totals_win():
+    adapter = make_adapter("command", ["x"])
+    tracker = RunTracker()
+    lines = [
+        '{"type": "system", "subtype": "init", "session_id": "s-1"}',
+        '{"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}],'
+        ' "usage": {"input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 1}}}',
+        "not json at all",
+        '{"type": "result", "subtype": "success", "is_error": false, "total_cost_usd": 0.5,'
+        ' "usage": {"input_tokens": 30, "output_tokens": 7}, "modelUsage": {"m": {"contextWindow": 200000}}}',
+    ]
+    for line in lines:
+        for event in adapter.parse_line(line):
+            tracker.add(event)
+    assert tracker.session_id == "s-1"
+    assert tracker.usage.input_tokens == 30 and tracker.usage.output_tokens == 7
+    assert tracker.usage.last_turn_context == 15 and tracker.usage.context_window == 200000
+    assert tracker.usage.cost_usd == 0.5 and not tracker.reported_error
+
+
+def test_a_repository_can_override_a_stage_prompt(tmp_path):
+    override = tmp_path / ".ralph" / "prompts" / "build.md"
+    override.parent.mkdir(parents=True)
+    override.write_text("Our own words for $task_id")
+    assert prompts.render(tmp_path, "BUILD", {"task_id": "t-abc123"}) == "Our own words for t-abc123"
+    assert "Stage: VERIFY" in prompts.render(tmp_path, "VERIFY", {"task_id": "t-abc123"})
+
+
+def test_prompt_size_does_not_grow_with_the_plan(tmp_path):
+    task = {
+        "id": "t-aaaaaa",
+        "name": "Build it",
+        "accept": "works",
+        "deps": ["t-bbbbbb"],
+        "reject_reason": "no",
+    }
+    small = {"t-bbbbbb": "the dependency"}
+    large = {**small, **{f"t-{n:06d}": f"unrelated task {n}" for n in range(5000)}}
+    values = {"task_id": task["id"], "task_name": task["name"]}
+    prompt_small = prompts.render(
+        tmp_path, "BUILD", {**values, "task_details": prompts.task_details(task, small)}
+    )
+    prompt_large = prompts.render(
+        tmp_path, "BUILD", {**values, "task_details": prompts.task_details(task, large)}
+    )
+    assert prompt_small == prompt_large
+    assert "t-bbbbbb (the dependency)" in prompt_small and "Last time VERIFY rejected it: no" in prompt_small
+
+
+def test_long_failures_are_cut_to_their_end():
+    text = "start\n" + "x" * 10_000 + "\nthe real error"
+    cut = prompts.excerpt(text)
+    assert len(cut) < 3100 and cut.endswith("the real error") and "start" not in cut
+
+
+def test_console_draws_one_live_line_on_a_terminal_and_plain_lines_elsewhere():
+    live = io.StringIO()
+    console = Console(live, live=True)
+    console.status(2, "BUILD", "t-abc123", tokens=1234)
+    console.event("gate passed")
+    assert "\r\033[K" in live.getvalue() and "iteration 2 · BUILD · t-abc123" in live.getvalue()
+    assert "1,234 tokens" in live.getvalue()
+    plain = io.StringIO()
+    console = Console(plain, live=False)
+    console.status(2, "BUILD", "t-abc123")
+    console.event("gate passed")
+    assert "\r" not in plain.getvalue() and plain.getvalue().endswith("gate passed\n")
+
+
+def test_output_reaches_the_log_while_the_child_still_runs(tmp_path):
+    import threading
+
+    log = tmp_path / "run.log"
+    script = "import time; print('first line', flush=True); time.sleep(3); print('second')"
+    result = {}
+    thread = threading.Thread(
+        target=lambda: result.update(
+            run=run_child(
+                [sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), log_path=log, timeout_s=30
+            )
+        )
+    )
+    thread.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "first line" not in (log.read_text() if log.exists() else ""):
+        time.sleep(0.05)
+    assert "first line" in log.read_text() and "second" not in log.read_text()
+    thread.join()
+    assert result["run"].ok and "second" in log.read_text()
+
+
+def test_prompt_is_passed_on_stdin_and_stdin_then_closes(tmp_path):
+    script = "import sys; data = sys.stdin.read(); print(len(data)); print(data[:5])"
+    run = run_child(
+        [sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), log_path=tmp_path / "l.log",
+        timeout_s=30, stdin_data=b"hello " * 100_000,
+    )  # fmt: skip
+    assert run.ok and run.tail == ["600000", "hello"]
+
+
+def test_journal_lines_are_complete_json(tmp_path):
+    from ralph.journal import Journal, read_events
+
+    journal = Journal(tmp_path / "events.jsonl")
+    span = journal.span("agent", stage="BUILD", item="t-abc123")
+    span.end(exit_code=0)
+    events = read_events(tmp_path / "events.jsonl")
+    assert [e["event"] for e in events] == ["agent_begin", "agent_end"]
+    assert events[1]["duration_s"] >= 0 and events[1]["item"] == "t-abc123"
+    assert all(json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines())
+
+
+def test_kill_log_sample_reads_only_head_and_tail(tmp_path):
+    from ralph.construct import _log_sample
+
+    log = tmp_path / "big.log"
+    log.write_text("".join(f"line {n}\n" for n in range(100_000)))
+    head, tail = _log_sample(log)
+    assert head.splitlines()[0] == "line 0" and len(head.splitlines()) == 50
+    assert tail.splitlines()[-1] == "line 99999" and len(tail.splitlines()) == 100
+    assert _log_sample(Path(tmp_path / "missing.log")) == ("(no log)", "(no log)")
