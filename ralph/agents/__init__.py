@@ -7,20 +7,41 @@ import shlex
 from ralph.agents.base import Adapter
 from ralph.errors import InvalidInput
 
-ADAPTERS = ("command",)
+ADAPTERS = {
+    "claude": ("ralph.agents.claude", "ClaudeAdapter"),
+    "codex": ("ralph.agents.codex", "CodexAdapter"),
+    "opencode": ("ralph.agents.opencode", "OpencodeAdapter"),
+    "gemini": ("ralph.agents.gemini", "GeminiAdapter"),
+    "command": ("ralph.agents.command", "CommandAdapter"),
+}
 
 
-def make_adapter(name: str | None, agent_cmd: str | list[str] | None, model: str | None = None) -> Adapter:
-    """The adapter for `name`; `agent_cmd` is a shell-like string (split, never run by a shell)
-    or an argv list."""
+def _split(value: str | list[str] | None) -> list[str]:
+    return shlex.split(value) if isinstance(value, str) else list(value or [])
+
+
+def make_adapter(
+    name: str | None,
+    agent_cmd: str | list[str] | None,
+    model: str | None = None,
+    extra_args: str | list[str] | None = None,
+) -> Adapter:
+    """The adapter for `name`. For `command`, `agent_cmd` is the program and its arguments (a
+    shell-like string, split but never run by a shell, or an argv list); for a named CLI it
+    replaces the program (e.g. a path to the binary)."""
     name = name or ("command" if agent_cmd else None)
     if name is None:
         raise InvalidInput(
             "no agent chosen: pass --agent (and --agent-cmd for 'command') or set it in config"
         )
-    if name == "command":
-        from ralph.agents.command import CommandAdapter
+    if name not in ADAPTERS:
+        raise InvalidInput(f"unknown agent {name!r} (known: {', '.join(ADAPTERS)})")
+    module_name, class_name = ADAPTERS[name]
+    import importlib
 
-        argv = shlex.split(agent_cmd) if isinstance(agent_cmd, str) else list(agent_cmd or [])
-        return CommandAdapter(argv)
-    raise InvalidInput(f"unknown agent {name!r} (known: {', '.join(ADAPTERS)})")
+    adapter_class = getattr(importlib.import_module(module_name), class_name)
+    if name == "command":
+        return adapter_class(_split(agent_cmd) + _split(extra_args))
+    program = _split(agent_cmd)
+    program_name = program[0] if program else None
+    return adapter_class(model=model, extra_args=program[1:] + _split(extra_args), program=program_name)

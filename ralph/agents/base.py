@@ -45,6 +45,8 @@ class Adapter:
     overridden to read the CLI's event stream."""
 
     name = "base"
+    program = ""
+    default_context_window = 200_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
         raise NotImplementedError
@@ -88,6 +90,8 @@ class RunTracker:
                 self.usage.cost_usd = data["cost_usd"]
             if data.get("context_window"):
                 self.usage.context_window = data["context_window"]
+        elif event.kind == "cost":
+            self.usage.cost_usd = (self.usage.cost_usd or 0) + data["cost_usd"]
         elif event.kind == "session":
             self.session_id = data.get("session_id")
         elif event.kind == "error":

@@ -1,0 +1,36 @@
+"""Claude Code (`claude`, npm @anthropic-ai/claude-code), headless with stream-json output."""
+
+from __future__ import annotations
+
+import os
+
+from ralph.agents.base import Adapter, Event, Invocation
+from ralph.agents.claude_stream import parse_stream_json
+
+
+class ClaudeAdapter(Adapter):
+    name = "claude"
+    program = "claude"
+    default_context_window = 200_000
+
+    def __init__(
+        self, model: str | None = None, extra_args: list[str] | None = None, program: str | None = None
+    ):
+        self.model = model
+        self.extra_args = list(extra_args or [])
+        self.program = program or self.program
+
+    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+        argv = [self.program, "-p", prompt, "--output-format", "stream-json", "--verbose"]
+        argv.append("--dangerously-skip-permissions")
+        if self.model:
+            argv += ["--model", self.model]
+        env = dict(env)
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            # As root, Claude Code refuses --dangerously-skip-permissions outside a sandbox it
+            # is told about; ralph's runs are unattended by design.
+            env.setdefault("IS_SANDBOX", "1")
+        return Invocation(argv + self.extra_args, None, env)
+
+    def parse_line(self, line: str) -> list[Event]:
+        return parse_stream_json(line)

@@ -1,0 +1,83 @@
+"""Codex (`codex exec`, npm @openai/codex), headless with --json events.
+
+Usage arrives once per turn in `turn.completed` (input_tokens there includes the cached ones);
+Codex has no final result event, so a run succeeded when it exits 0 without `turn.failed`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ralph.agents.base import Adapter, Event, Invocation
+
+
+class CodexAdapter(Adapter):
+    name = "codex"
+    program = "codex"
+    default_context_window = 272_000
+
+    def __init__(
+        self, model: str | None = None, extra_args: list[str] | None = None, program: str | None = None
+    ):
+        self.model = model
+        self.extra_args = list(extra_args or [])
+        self.program = program or self.program
+
+    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+        argv = [self.program, "exec", "--json", "--dangerously-bypass-approvals-and-sandbox"]
+        if self.model:
+            argv += ["-m", self.model]
+        return Invocation(argv + self.extra_args + [prompt], None, dict(env))
+
+    def parse_line(self, line: str) -> list[Event]:
+        event = _json_object(line)
+        if event is None:
+            return []
+        kind = event.get("type")
+        if kind == "thread.started":
+            return [Event("session", {"session_id": event.get("thread_id")})]
+        if kind == "turn.completed":
+            return [Event("usage", _usage(event.get("usage") or {}))]
+        if kind == "turn.failed":
+            message = (event.get("error") or {}).get("message", "turn failed")
+            return [
+                Event("error", {"message": message}),
+                Event("result", {"is_error": True, "subtype": "turn.failed"}),
+            ]
+        if kind == "error":
+            return [Event("error", {"message": event.get("message", "")})]
+        if kind == "item.completed":
+            return _item(event.get("item") or {})
+        return []
+
+
+def _usage(usage: dict) -> dict:
+    cached = usage.get("cached_input_tokens") or 0
+    return {
+        "input_tokens": max(0, (usage.get("input_tokens") or 0) - cached),
+        "cache_read_tokens": cached,
+        "output_tokens": usage.get("output_tokens") or 0,
+    }
+
+
+def _item(item: dict) -> list[Event]:
+    kind = item.get("type")
+    if kind == "agent_message":
+        return [Event("text", {"text": item.get("text", "")})]
+    if kind == "command_execution":
+        return [
+            Event("tool", {"name": "shell", "input": item.get("command"), "exit_code": item.get("exit_code")})
+        ]
+    # An `error` item ("Model metadata ... not found") is harmless with a custom provider: log only.
+    return []
+
+
+def _json_object(line: str) -> dict | None:
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,58 @@
+"""Gemini CLI (`gemini`, npm @google/gemini-cli), headless with stream-json events.
+
+The final `result` event has `status` and `stats` with the run's token counts.
+"""
+
+from __future__ import annotations
+
+from ralph.agents.base import Adapter, Event, Invocation
+from ralph.agents.codex import _json_object
+
+
+class GeminiAdapter(Adapter):
+    name = "gemini"
+    program = "gemini"
+    default_context_window = 1_000_000
+
+    def __init__(
+        self, model: str | None = None, extra_args: list[str] | None = None, program: str | None = None
+    ):
+        self.model = model
+        self.extra_args = list(extra_args or [])
+        self.program = program or self.program
+
+    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+        argv = [self.program, "-p", prompt, "--output-format", "stream-json", "--yolo", "--skip-trust"]
+        if self.model:
+            argv += ["-m", self.model]
+        return Invocation(argv + self.extra_args, None, dict(env))
+
+    def parse_line(self, line: str) -> list[Event]:
+        event = _json_object(line)
+        if event is None:
+            return []
+        kind = event.get("type")
+        if kind == "init":
+            return [Event("session", {"session_id": event.get("session_id"), "model": event.get("model")})]
+        if kind == "message" and event.get("role") == "assistant":
+            return [Event("text", {"text": event.get("content", "")})]
+        if kind == "tool_use":
+            return [Event("tool", {"name": event.get("tool_name"), "input": event.get("parameters")})]
+        if kind == "error":
+            return [Event("error", {"message": event.get("message", "")})]
+        if kind == "result":
+            return [Event("result", _result(event))]
+        return []
+
+
+def _result(event: dict) -> dict:
+    stats = event.get("stats") or {}
+    cached = stats.get("cached") or 0
+    total_input = stats.get("input_tokens") or 0
+    usage = {
+        "input_tokens": stats.get("input", max(0, total_input - cached)),
+        "output_tokens": stats.get("output_tokens") or 0,
+        "cache_read_tokens": cached,
+    }
+    status = event.get("status")
+    return {"is_error": status not in (None, "success"), "subtype": status, "usage": usage if stats else None}

@@ -1,0 +1,63 @@
+"""opencode (`opencode run`, npm opencode-ai), headless with --format json events.
+
+Every `step_finish` carries that step's tokens {input, output, reasoning, cache{read, write}} and
+its cost; there is no final result event, so success is its exit status.
+"""
+
+from __future__ import annotations
+
+from ralph.agents.base import Adapter, Event, Invocation
+from ralph.agents.codex import _json_object
+
+
+class OpencodeAdapter(Adapter):
+    name = "opencode"
+    program = "opencode"
+    default_context_window = 200_000
+
+    def __init__(
+        self, model: str | None = None, extra_args: list[str] | None = None, program: str | None = None
+    ):
+        self.model = model
+        self.extra_args = list(extra_args or [])
+        self.program = program or self.program
+
+    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+        argv = [self.program, "run", "--format", "json"]
+        if self.model:
+            argv += ["-m", self.model]
+        env = {"OPENCODE_DISABLE_AUTOUPDATE": "1", **env}
+        return Invocation(argv + self.extra_args + [prompt], None, env)
+
+    def parse_line(self, line: str) -> list[Event]:
+        event = _json_object(line)
+        if event is None:
+            return []
+        kind, part = event.get("type"), event.get("part") or {}
+        events = [Event("session", {"session_id": event["sessionID"]})] if event.get("sessionID") else []
+        if kind == "step_finish":
+            tokens = part.get("tokens") or {}
+            cache = tokens.get("cache") or {}
+            usage = {
+                "input_tokens": tokens.get("input") or 0,
+                "output_tokens": (tokens.get("output") or 0) + (tokens.get("reasoning") or 0),
+                "cache_read_tokens": cache.get("read") or 0,
+                "cache_creation_tokens": cache.get("write") or 0,
+            }
+            events.append(Event("usage", usage))
+            if part.get("cost") is not None:
+                events.append(Event("cost", {"cost_usd": part["cost"]}))
+        elif kind == "text":
+            events.append(Event("text", {"text": part.get("text", "")}))
+        elif kind == "tool_use":
+            events.append(
+                Event("tool", {"name": part.get("tool"), "input": (part.get("state") or {}).get("input")})
+            )
+        elif kind == "error":
+            error = event.get("error") or {}
+            message = (error.get("data") or {}).get("message") or error.get("name") or "error"
+            events += [
+                Event("error", {"message": message}),
+                Event("result", {"is_error": True, "subtype": "error"}),
+            ]
+        return events
