@@ -15,6 +15,7 @@ from ralph.agents.base import Adapter, RunTracker
 from ralph.console import Console
 from ralph.errors import RalphError
 from ralph.journal import Journal
+from ralph.pressure import Pressure
 from ralph.process import ChildNotFound, RunResult, run_child
 from ralph.settings import Settings
 
@@ -30,6 +31,7 @@ class AgentResult:
     run: RunResult
     tracker: RunTracker
     log_path: Path  # relative to the repository root
+    pressure: Pressure | None = None
 
     @property
     def ok(self) -> bool:
@@ -106,20 +108,33 @@ class AgentRunner:
             env["RALPH_ISSUE_ID"] = item
         return env
 
-    def run(self, stage: str, iteration: int, item: str | None, values: dict) -> AgentResult:
+    def run(
+        self, stage: str, iteration: int, item: str | None, values: dict, compacted: str | None = None
+    ) -> AgentResult:
+        """One agent run. Only BUILD may be compacted; `compacted` (a compacted-context block)
+        makes this run a continuation that opens with it."""
         log_path = self.new_log(stage, item)
         prompt_file = log_path.with_suffix(".prompt.md")
         values = {"root": self.root, "spec": self.settings.spec, "ralph": ralph_command(), **values}
         prompt = prompts.render(self.root, stage, values)
+        if compacted:
+            prompt = f"{compacted}\n\n{prompt}"
         prompt_file.write_text(prompt, encoding="utf-8")
         env = self.env(stage, iteration, item, prompt_file)
         invocation = self.adapter.invocation(prompt, str(prompt_file), env)
         tracker = RunTracker()
         relative_log = log_path.relative_to(self.root)
+        pressure = self._pressure(
+            stage, item, iteration, log_path, may_compact=stage == "BUILD", after=bool(compacted)
+        )
 
         def monitor(line: str) -> str | None:
             for event in self.adapter.parse_line(line):
                 tracker.add(event)
+                if event.kind == "usage":
+                    reason = pressure.check(tracker.usage)
+                    if reason:
+                        return reason
             return None
 
         span = self.journal.span("agent", stage=stage, item=item, iteration=iteration, log=str(relative_log))
@@ -146,4 +161,25 @@ class AgentRunner:
             is_error=tracker.reported_error or None,
             tokens=tracker.usage.to_dict() if tracker.usage.total else None,
         )
-        return AgentResult(result, tracker, relative_log)
+        return AgentResult(result, tracker, relative_log, pressure)
+
+    def _pressure(
+        self, stage: str, item: str | None, iteration: int, log_path: Path, may_compact: bool, after: bool
+    ):
+        def note(text: str) -> None:
+            with open(log_path, "a", encoding="utf-8") as log:  # O_APPEND: safe beside the reader
+                log.write(f"\n[RALPH] {text}\n")
+            self.console.event(f"{stage} {item or ''}: {text}")
+
+        def on_warn(fill: float) -> None:
+            note(f"Context pressure: {fill:.0%} - consider wrapping up")
+            self.journal.event(
+                "context_warn", stage=stage, item=item, iteration=iteration, fill=round(fill, 4)
+            )
+
+        def on_compacted(fill: float) -> None:
+            note(f"Context after compaction: {fill:.0%}")
+            self.journal.event("context_after_compaction", stage=stage, item=item, fill=round(fill, 4))
+
+        window = self.settings.context.get("context_window") or self.adapter.default_context_window
+        return Pressure(self.settings.context, window, may_compact, after, on_warn, on_compacted)

@@ -61,6 +61,32 @@ def register(group: click.Group) -> None:
         """Run one PLAN stage: the agent turns SPEC into prioritized tasks."""
         _run(ctx, spec, flags, plan_only=True)
 
+    _agents_command(group)
+
+
+def _agents_command(group: click.Group) -> None:
+    @group.command("agents")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of text.")
+    def agents(as_json):
+        """List the agent adapters and whether each CLI is installed."""
+        import shutil
+
+        from ralph.agents import ADAPTERS, make_adapter
+
+        for name in ADAPTERS:
+            program = (
+                make_adapter(name, None if name != "command" else ["(any)"]).invocation("", "", {}).argv[0]
+            )
+            found = shutil.which(program) if name != "command" else None
+            if as_json:
+                click.echo(
+                    json.dumps({"agent": name, "program": program, "installed": bool(found), "path": found})
+                )
+            elif name == "command":
+                click.echo("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
+            else:
+                click.echo(f"{name:<9} {program}: {found or 'not installed'}")
+
 
 def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
     import shlex

@@ -28,6 +28,7 @@ from ralph.worktree import WorkTree
 
 PLAN_FILE = store.PLAN_NAME
 KILL_REASONS = ("timeout", "context_limit")
+MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
 NO_PROGRESS_LIMIT = 2  # iterations in a row that change nothing before the loop gives up
 
 
@@ -65,7 +66,7 @@ class Loop:
         self.root, self.settings = root, settings
         self.console = console or Console()
         self.journal = Journal(root / LOG_DIR / "events.jsonl")
-        self.adapter = make_adapter(settings.agent, settings.agent_cmd, settings.model)
+        self.adapter = make_adapter(settings.agent, settings.agent_cmd, settings.model, settings.agent_args)
         self.runner = AgentRunner(root, settings, self.adapter, self.journal, self.console)
         self.worktree: WorkTree | None = None
         self.user_dirty: set[str] = set()
@@ -193,13 +194,15 @@ class Loop:
             raise BudgetSpent(f"the time budget ({limit:g} minutes) is spent")
 
     # --- running agents -----------------------------------------------------------------------
-    def _agent(self, stage: str, iteration: int, item: str | None, values: dict) -> AgentResult:
+    def _agent(
+        self, stage: str, iteration: int, item: str | None, values: dict, compacted: str | None = None
+    ) -> AgentResult:
         self._budget()
         self._set_state(stage=stage)
         what = f"{stage} {item or self.settings.spec}"
         self.console.status(iteration, stage, item or "")
         self.console.event(f"{what}: agent started")
-        result = self.runner.run(stage, iteration, item, values)
+        result = self.runner.run(stage, iteration, item, values, compacted)
         self.tokens += result.tracker.usage.total
         self.console.status(iteration, stage, item or "", self.tokens)
         self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
@@ -275,6 +278,7 @@ class Loop:
         span.end(tasks=built)
 
     def _build_task(self, task_id: str, iteration: int) -> None:
+        compacted, compactions = None, 0
         while True:
             plan = self._plan()
             task = plan.task_line(task_id).record
@@ -284,8 +288,14 @@ class Loop:
                 "task_details": task_details(task, {t["id"]: t["name"] for t in plan.tasks()}),
                 "gate": " ".join(self.settings.gate) or "(none)",
             }
-            result = self._agent("BUILD", iteration, task_id, values)
+            result = self._agent("BUILD", iteration, task_id, values, compacted)
             problem = self._check_plan(result)
+            if result.run.stop_reason == "context_compact" and compactions < MAX_COMPACTIONS:
+                compacted, compactions = self._compact(task, result), compactions + 1
+                continue
+            if result.run.stop_reason == "context_compact":
+                result.run.stop_reason = "context_limit"  # compacting again and again is no progress
+            compacted = None
             if result.run.stop_reason in KILL_REASONS:
                 return self._kill(task_id, result.run.stop_reason, result)
             task = self._find_task(task_id)
@@ -297,6 +307,33 @@ class Loop:
             attempts = self._record_failure(task_id, failure, result)
             if attempts >= self.settings.max_attempts:
                 return self._kill(task_id, "doom_loop", result)
+
+    def _compact(self, task: dict, result: AgentResult) -> str:
+        """The compacted context a continuation run opens with: the task, what is done so far,
+        the files being changed, the recent output, the next step."""
+        fill = result.pressure.fill if result.pressure else 0.0
+        self.journal.event(
+            "context_compact", item=task["id"], fill_before=round(fill, 4), log=str(result.log_path)
+        )
+        paths = self.worktree.changed_paths() - self.user_dirty - {PLAN_FILE}
+        stat = self.worktree.diff_stat(paths).strip() if paths else ""
+        recent = "\n".join(line[:200] for line in result.run.tail[-20:])
+        return "\n".join(
+            [
+                "=== COMPACTED CONTEXT ===",
+                f"Task: {task['id']} {task['name']}",
+                task_details(task, {}).strip(),
+                f"Progress: a previous run worked on this task and was stopped at {fill:.0%} of its context"
+                " window. Its changes are still in the work tree:",
+                stat or "(no changes to tracked files yet)",
+                "Key files: " + (", ".join(sorted(paths)) or "(none yet)"),
+                "Recent output:",
+                recent or "(none)",
+                "Next step: continue from the current state of the files; do not start over, and keep"
+                " command output short.",
+                "=== END COMPACTED ===",
+            ]
+        )
 
     def _find_task(self, task_id: str) -> dict | None:
         return next((t for t in self._plan().tasks() if t["id"] == task_id), None)
@@ -340,9 +377,13 @@ class Loop:
             change.message = f"ralph: record build commit {commit[:10] if commit else 'none'} of {task_id}"
 
     def _add_tokens(self, task: dict, result: AgentResult) -> None:
-        tokens = result.tracker.usage.total
-        if tokens:
-            task["tokens"] = task.get("tokens", 0) + tokens
+        """Sum the attempt's usage onto the task, so `git log -p plan.jsonl` shows what it cost."""
+        usage = result.tracker.usage
+        if usage.total:
+            task["tokens"] = task.get("tokens", 0) + usage.total
+            task["attempt_tokens"] = [*task.get("attempt_tokens", []), usage.total]
+        if usage.cost_usd:
+            task["cost_usd"] = round(task.get("cost_usd", 0) + usage.cost_usd, 6)
 
     def _record_failure(self, task_id: str, failure: str, result: AgentResult) -> int:
         """The attempt failed: back to pending with the reason; the code stays for the next try."""

@@ -51,6 +51,9 @@ class Task(Record):
     kill_log: str | None = Field(None, description="log of the run that was killed")
     commit: str | None = Field(None, description="commit that recorded the task's build")
     files: list[str] | None = Field(None, description="files that commit changed")
+    tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
+    attempt_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="tokens per attempt")
+    cost_usd: Annotated[float, Field(ge=0)] | None = Field(None, description="cost reported by the agent CLI")
 
 
 class Issue(Record):
@@ -102,10 +105,11 @@ class Config(Record):
     gate: list[str] | None = Field(None, description="argv of the quality gate (default make verify)")
     gate_timeout_ms: Positive | None = None
     agent: str | None = None
-    agent_cmd: list[str] | None = None
+    agent_cmd: list[str] | None = Field(None, description="program (and arguments) of the agent")
+    agent_args: list[str] | None = Field(None, description="extra arguments passed to the agent CLI")
     model: str | None = None
+    context_window: Positive | None = Field(None, description="the model's context window in tokens")
     commit: bool | None = Field(None, description="false: state commands do not commit")
-    lock_timeout_s: Annotated[float, Field(ge=0)] | None = None
 
 
 class State(Record):

@@ -35,6 +35,7 @@ class Settings:
     agent: str | None = None
     agent_cmd: str | list[str] | None = None
     model: str | None = None
+    agent_args: str | list[str] | None = None
     timeout_s: float = DEFAULTS["timeout_ms"] / 1000
     gate: list[str] = field(default_factory=lambda: list(DEFAULTS["gate"]))
     gate_timeout_s: float = DEFAULTS["gate_timeout_ms"] / 1000
@@ -62,7 +63,12 @@ class Settings:
             max_minutes=merged.get("max_minutes"),
             max_attempts=merged["max_attempts"],
             parallel=merged["parallel"],
-            context={k: merged[k] for k in ("context_warn", "context_compact", "context_kill")},
+            agent_args=merged.get("agent_args"),
+            context={
+                k: merged[k]
+                for k in ("context_warn", "context_compact", "context_kill", "context_window")
+                if k in merged
+            },
         )
         for key, value in flags.items():
             if value is None:

@@ -10,6 +10,9 @@ misbehaviour:
   [corrupt-plan]       the first build breaks plan.jsonl by hand
   [slow-verify]        VERIFY takes 2 s
   [no-verdict]         VERIFY gives no verdict
+  [context-grow]       reports a context growing past warn and compact; fine after compaction
+  [context-explode]    reports a context past the kill threshold
+  [context-stuck]      still above 80% right after compaction
 Counts per task live in $FAKE_AGENT_STATE (outside the repository).
 """
 
@@ -41,8 +44,15 @@ def bump(name: str) -> int:
     return count
 
 
-def usage_event() -> None:
-    usage = {"input_tokens": TOKENS_PER_RUN, "cache_read_input_tokens": 0, "output_tokens": 1}
+CONTEXT_SCHEDULES = {  # marker: (input tokens per turn, then after a compaction); window 200,000
+    "[context-grow]": ([100_000, 150_000, 175_000], [20_000]),
+    "[context-explode]": ([100_000, 195_000], [20_000]),
+    "[context-stuck]": ([100_000, 175_000], [170_000]),
+}
+
+
+def usage_event(input_tokens: int = TOKENS_PER_RUN, cache_read: int = 0) -> None:
+    usage = {"input_tokens": input_tokens, "cache_read_input_tokens": cache_read, "output_tokens": 1}
     print(json.dumps({"type": "assistant", "message": {"content": [], "usage": usage}}), flush=True)
 
 
@@ -69,6 +79,14 @@ def build() -> int:
         (STATE / f"{task_id}.grandchild.pid").write_text(str(child.pid))
         (STATE / f"{task_id}.agent.pid").write_text(str(os.getpid()))
         time.sleep(600)
+    for marker, (first, after) in CONTEXT_SCHEDULES.items():
+        if marker in name:
+            compacted = "=== COMPACTED CONTEXT ===" in Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+            for tokens in after if compacted else first:
+                usage_event(input_tokens=tokens // 2, cache_read=tokens - tokens // 2)
+                time.sleep(0.3)
+            if not compacted or marker == "[context-stuck]":
+                time.sleep(60)  # ralph stops it before this ends
     if "[crash]" in name and attempt == 1:
         print("fake agent: crashing", flush=True)
         return 3
@@ -116,7 +134,6 @@ def investigate() -> int:
 
 
 def main() -> int:
-    usage_event()
     stage = os.environ["RALPH_STAGE"]
     handler = {
         "PLAN": plan,
@@ -126,6 +143,7 @@ def main() -> int:
         "INVESTIGATE": investigate,
     }
     code = handler[stage]() or 0
+    usage_event()
     result = {
         "type": "result",
         "subtype": "success",

@@ -358,3 +358,52 @@ def test_plan_command_runs_only_the_planning_stage(project):
     assert all(t["s"] == "p" and t.get("priority") for t in tasks)
     assert [e["stage"] for e in events(project) if e["event"] == "agent_begin"] == ["PLAN"]
     assert_clean(project)
+
+
+def test_context_pressure_warns_then_compacts_and_the_task_continues(project):
+    (task_id,) = add_tasks(project, "Big [context-grow]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    journal = events(project)
+    warn = next(e for e in journal if e["event"] == "context_warn")
+    assert warn["fill"] == pytest.approx(0.75)
+    compact = next(e for e in journal if e["event"] == "context_compact")
+    assert compact["item"] == task_id and compact["fill_before"] == pytest.approx(0.875)
+    after = next(e for e in journal if e["event"] == "context_after_compaction")
+    assert after["fill"] == pytest.approx(0.10)
+    assert (
+        "Context pressure: 75% - consider wrapping up"
+        in (project / warn_log(journal, task_id, 0)).read_text()
+    )
+    continuation = project / warn_log(journal, task_id, 1)
+    prompt = continuation.with_suffix(".prompt.md").read_text()
+    assert prompt.startswith("=== COMPACTED CONTEXT ===\nTask: " + task_id)
+    assert not [e for e in journal if e["event"] == "task_killed"]
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+
+
+def warn_log(journal: list[dict], task_id: str, index: int) -> str:
+    runs = [
+        e
+        for e in journal
+        if e["event"] == "agent_begin" and e.get("item") == task_id and e["stage"] == "BUILD"
+    ]
+    return runs[index]["log"]
+
+
+@pytest.mark.parametrize("marker", ["[context-explode]", "[context-stuck]"])
+def test_context_kill_or_failed_compaction_kills_the_task_for_decompose(project, marker):
+    (task_id,) = add_tasks(project, f"Huge {marker}")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    killed = [e for e in events(project) if e["event"] == "task_killed"]
+    assert killed[0]["item"] == task_id and killed[0]["kill_reason"] == "context_limit"
+    if marker == "[context-stuck]":
+        after = next(e for e in events(project) if e["event"] == "context_after_compaction")
+        assert after["fill"] == pytest.approx(0.85)
+    kill_commit = git(
+        project, "log", "--format=%H", f"--grep=^ralph(build): {task_id} killed (context_limit)"
+    ).split()
+    assert kill_commit
+    accepted = sorted(r["name"] for r in plan_records(project) if r["t"] == "accept")
+    assert accepted == ["Huge (part 1)", "Huge (part 2)"]
