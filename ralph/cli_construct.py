@@ -9,11 +9,12 @@ import click
 
 def _loop_options(command):
     options = [
-        click.option("--agent", help="Agent adapter: command (more in `ralph agents`)."),
+        click.option("--agent", help="claude, codex, opencode, gemini or command (see `ralph agents`)."),
         click.option(
             "--agent-cmd",
-            help="For --agent command: the program and its arguments (split like a shell, never run by one).",
+            help="The program and its arguments (split like a shell, never run by one); for a named CLI, its path.",
         ),
+        click.option("--agent-args", help="Extra arguments passed through to the agent CLI."),
         click.option("--model", help="Model name passed to the agent CLI."),
         click.option("--timeout", help="Limit for one agent run: milliseconds, or with a unit (90s, 5m)."),
         click.option(
