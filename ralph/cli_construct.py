@@ -12,7 +12,8 @@ def _loop_options(command):
         click.option("--agent", help="claude, codex, opencode, gemini or command (see `ralph agents`)."),
         click.option(
             "--agent-cmd",
-            help="The program and its arguments (split like a shell, never run by one); for a named CLI, its path.",
+            help="The program and its arguments (split like a shell, never run by one);"
+            " for a named CLI, the path of its binary.",
         ),
         click.option("--agent-args", help="Extra arguments passed through to the agent CLI."),
         click.option("--model", help="Model name passed to the agent CLI."),
