@@ -43,8 +43,19 @@ class Repo:
 
     def git(self, *args: str, stdin: bytes | None = None) -> str:
         try:
+            # A session of its own: when ralph's process group is killed (SIGKILL of a timed-out
+            # agent and everything it started), a git command already running still finishes and
+            # removes its lock file (.git/index.lock, refs/heads/*.lock) instead of leaving it
+            # behind for every later git command to fail on. These plumbing commands take
+            # milliseconds and never wait for input.
             done = subprocess.run(
-                ["git", *args], cwd=self.root, env=self._env, input=stdin, capture_output=True, check=False
+                ["git", *args],
+                cwd=self.root,
+                env=self._env,
+                input=stdin,
+                capture_output=True,
+                check=False,
+                start_new_session=True,
             )
         except FileNotFoundError:
             raise GitError("git is not installed (or not on PATH)") from None
