@@ -107,6 +107,8 @@ class Loop:
     def _iterate(self) -> tuple[Outcome, str]:
         if self._needs_planning():
             self._plan_stage()
+            if self._complete():
+                return STUCK, "the PLAN stage added no tasks; see its log"
         unchanged = 0
         for _ in range(self.settings.max_iterations):
             if self._complete():
@@ -122,7 +124,9 @@ class Loop:
 
     def _plan_only(self) -> tuple[Outcome, str]:
         self._plan_stage()
-        return COMPLETE, "planned"
+        if self._complete():
+            return STUCK, "the PLAN stage added no tasks; see its log"
+        return COMPLETE, f"planned {len(self._tasks())} tasks"
 
     def _iteration(self) -> None:
         number = self._plan().iteration() + 1

@@ -54,9 +54,7 @@ def repo(bare_repo: Path) -> Path:
     git(bare_repo, "commit", "-qm", "initial")
     from ralph import ops
 
-    ops.init(bare_repo)
-    git(bare_repo, "add", ".gitignore")
-    git(bare_repo, "commit", "-qm", "ignore ralph's files")
+    ops.init(bare_repo)  # commits .gitignore (it was clean) and plan.jsonl
     return bare_repo
 
 

@@ -29,7 +29,7 @@ class ClaudeAdapter(Adapter):
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             # As root, Claude Code refuses --dangerously-skip-permissions outside a sandbox it
             # is told about; ralph's runs are unattended by design.
-            env.setdefault("IS_SANDBOX", "1")
+            env["IS_SANDBOX"] = "1"  # exactly "1": other values are not accepted
         return Invocation(argv + self.extra_args, None, env)
 
     def parse_line(self, line: str) -> list[Event]:

@@ -184,7 +184,8 @@ class Usage:
     output_tokens: int = 20
     reasoning_tokens: int = 0
 
-    def input_for(self, turn: int) -> int:
+    def input_for(self, turn: int, conversation: Conversation | None = None) -> int:
+        """Override to vary the input by conversation (e.g. by stage or compaction)."""
         schedule = self.input_tokens_schedule or [0]
         return schedule[min(turn, len(schedule) - 1)]
 
@@ -482,7 +483,7 @@ class _Handler(BaseHTTPRequestHandler):
         action = mock._decide(conversation) if shell in conversation.tool_names else Final("Mock answer.")
         usage_cfg = mock.usage
         usage = {
-            "input_tokens": usage_cfg.input_for(conversation.turn),
+            "input_tokens": usage_cfg.input_for(conversation.turn, conversation),
             "cache_creation_input_tokens": usage_cfg.cache_creation_tokens,
             "cache_read_input_tokens": usage_cfg.cache_read_tokens,
             "output_tokens": usage_cfg.output_tokens,
@@ -583,7 +584,7 @@ class _Handler(BaseHTTPRequestHandler):
         conversation = openai_conversation(body)
         action = mock._decide(conversation) if conversation.tool_names else Final("Mock answer.")
         cfg = mock.usage
-        input_tokens = cfg.input_for(conversation.turn)
+        input_tokens = cfg.input_for(conversation.turn, conversation)
         usage = {
             "input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": cfg.cache_read_tokens},
