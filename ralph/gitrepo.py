@@ -9,9 +9,7 @@ long-running construct loop uses gitpython.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -33,6 +31,8 @@ def find_root(start: Path) -> Path:
 
 def blob_sha(data: bytes) -> str:
     """The id git gives a file with these bytes, computed without running git."""
+    import hashlib  # here, not above: read-only commands import this module for find_root alone
+
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
@@ -42,6 +42,8 @@ class Repo:
         self._env = {key: value for key, value in os.environ.items() if key not in _LOCATION_VARS}
 
     def git(self, *args: str, stdin: bytes | None = None) -> str:
+        import subprocess  # here, not above: read-only commands import this module for find_root alone
+
         try:
             # A session of its own: when ralph's process group is killed (SIGKILL of a timed-out
             # agent and everything it started), a git command already running still finishes and

@@ -20,16 +20,17 @@ def integrity_problems(doc: Document) -> list[Problem]:
     tasks = []
     for line in doc.records():
         record, kind = line.record, line.record["t"]
-        where = lambda message, n=line.number: problems.append(Problem(doc.name, n, message))  # noqa: E731
         if kind in SINGLETONS:
             if kind in singletons:
-                where(f"a second {kind} record (the first is on line {singletons[kind]}); keep one")
+                message = f"a second {kind} record (the first is on line {singletons[kind]}); keep one"
+                problems.append(Problem(doc.name, line.number, message))
             singletons.setdefault(kind, line.number)
         elif kind == "accept":
             accepted.setdefault(record["id"], line.number)
         elif kind in ("task", "issue"):
             if record["id"] in first_line:
-                where(f"duplicate id {record['id']} (also on line {first_line[record['id']]})")
+                message = f"duplicate id {record['id']} (also on line {first_line[record['id']]})"
+                problems.append(Problem(doc.name, line.number, message))
             first_line.setdefault(record["id"], line.number)
             if kind == "task":
                 tasks.append(line)
@@ -52,6 +53,13 @@ def integrity_problems(doc: Document) -> list[Problem]:
 
 
 def _cycle_problems(name: str, tasks: list) -> list[Problem]:
+    position = {line.record["id"]: index for index, line in enumerate(tasks)}
+    if all(
+        position.get(dep, -1) < index
+        for index, line in enumerate(tasks)
+        for dep in line.record.get("deps", ())
+    ):
+        return []  # the usual case: every dependency is on an earlier line (or accepted), so no cycle
     from graphlib import CycleError, TopologicalSorter
 
     graph = {line.record["id"]: line.record.get("deps", []) for line in tasks}

@@ -28,10 +28,18 @@ def new_id(prefix: str, taken: set[str]) -> str:
 class Plan:
     def __init__(self, doc: Document):
         self.doc = doc
+        self._by_kind: dict[str, list[Line]] = {}
+        self._by_kind_version = -1
 
     # --- reading --------------------------------------------------------------------------
     def _of(self, kind: str) -> list[Line]:
-        return [line for line in self.doc.lines if line.record is not None and line.record["t"] == kind]
+        if self._by_kind_version != self.doc.version:  # one pass over the lines per change, not per call
+            self._by_kind = {}
+            for line in self.doc.lines:
+                if line.record is not None:
+                    self._by_kind.setdefault(line.record["t"], []).append(line)
+            self._by_kind_version = self.doc.version
+        return list(self._by_kind.get(kind, ()))
 
     def task_lines(self) -> list[Line]:
         return self._of("task")

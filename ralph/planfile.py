@@ -13,6 +13,7 @@ from ralph.errors import PlanInvalid, Problem
 from ralph.validate import record_problems
 
 CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
+_DECODER = json.JSONDecoder()
 
 
 class Line:
@@ -35,6 +36,7 @@ class Document:
         self.name = name
         self.lines = lines
         self.changed = False
+        self.version = 0  # counts changes, so views of the lines know when to refresh
 
     def records(self) -> list[Line]:
         return [line for line in self.lines if line.record is not None]
@@ -45,7 +47,7 @@ class Document:
     def rewrite(self, line: Line) -> None:
         """Serialize line.record again: call after changing the record in place."""
         line.raw = serialize(line.record)
-        self.changed = True
+        self._changed()
 
     def append(self, record: dict) -> Line:
         index = self._after_last_record()
@@ -53,12 +55,16 @@ class Document:
             self.lines[index - 1].raw += b"\n"
         line = Line(serialize(record), record, 0)
         self.lines.insert(index, line)
-        self.changed = True
+        self._changed()
         return line
 
     def remove(self, line: Line) -> None:
         self.lines.remove(line)
+        self._changed()
+
+    def _changed(self) -> None:
         self.changed = True
+        self.version += 1
 
     def _after_last_record(self) -> int:
         # New records go before trailing blank lines, so those stay at the end.
@@ -104,7 +110,9 @@ def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
     except UnicodeDecodeError as exc:
         return None, f"not valid UTF-8 (byte {exc.start + 1})"
     try:
-        record = json.loads(text)
+        record, end = _DECODER.raw_decode(text)  # json.loads without its per-call overhead
+        if end != len(text):
+            json.loads(text)  # raises json's own "Extra data" error
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON: {exc.msg} (column {exc.colno})"
     problems = record_problems(record)

@@ -23,8 +23,9 @@ def blockers(task: dict, tasks: list[dict], accepted: set[str]) -> list[str]:
     return [dep for dep in task.get("deps", []) if dep not in done]
 
 
-def depth_of(tasks: list[dict]) -> dict[str, int]:
-    """Length of the longest dependency chain below each task (0 for a task with no deps)."""
+def depth_of(tasks: list[dict], of: list[str] | None = None) -> dict[str, int]:
+    """Length of the longest dependency chain below each task (0 for a task with no deps): of
+    every task, or of the tasks `of` names (and those below them)."""
     by_id = {task["id"]: task for task in tasks}
     depth: dict[str, int] = {}
 
@@ -35,7 +36,7 @@ def depth_of(tasks: list[dict]) -> dict[str, int]:
             depth[task_id] = 1 + max(map(visit, deps)) if deps else 0
         return depth[task_id]
 
-    for task_id in by_id:
+    for task_id in by_id if of is None else of:
         visit(task_id)
     return depth
 
@@ -43,16 +44,16 @@ def depth_of(tasks: list[dict]) -> dict[str, int]:
 def buildable(tasks: list[dict], accepted: set[str]) -> list[dict]:
     """Pending tasks ready to build, best first: priority, dependency order, file order."""
     done = satisfied_ids(tasks, accepted)
-    depth = depth_of(tasks)
     ready = [
-        (PRIORITY_RANK[task.get("priority")], depth[task["id"]], position, task)
+        (position, task)
         for position, task in enumerate(tasks)
         if task.get("s", "p") == "p"
         and not task.get("kill_reason")
         and all(dep in done for dep in task.get("deps", []))
     ]
-    ready.sort(key=lambda entry: entry[:3])
-    return [entry[3] for entry in ready]
+    depth = depth_of(tasks, [task["id"] for _, task in ready])
+    ready.sort(key=lambda entry: (PRIORITY_RANK[entry[1].get("priority")], depth[entry[1]["id"]], entry[0]))
+    return [task for _, task in ready]
 
 
 def next_task(tasks: list[dict], accepted: set[str]) -> dict | None:
@@ -98,49 +99,43 @@ def complexity(task: dict) -> str:
     return "medium"
 
 
-def dependents(tasks: list[dict]) -> dict[str, set[str]]:
-    """For each task, every task that waits on it, directly or transitively."""
-    direct: dict[str, set[str]] = {task["id"]: set() for task in tasks}
-    for task in tasks:
-        for dep in task.get("deps", []):
-            if dep in direct:
-                direct[dep].add(task["id"])
-    closure: dict[str, set[str]] = {}
-
-    def visit(task_id: str) -> set[str]:
-        if task_id not in closure:
-            closure[task_id] = set()
-            found = set(direct[task_id])
-            for child in direct[task_id]:
-                found |= visit(child)
-            closure[task_id] = found
-        return closure[task_id]
-
-    for task_id in direct:
-        visit(task_id)
-    return closure
-
-
 def compute_priorities(tasks: list[dict]) -> dict[str, str]:
     """A priority for each task: HIGH for small unblockers and the critical path, LOW for cleanup.
 
     `tasks` are the pending tasks in scope; the result covers them all, explicit ones unchanged.
     """
-    from graphlib import TopologicalSorter
+    from graphlib import CycleError, TopologicalSorter
 
     from ralph.errors import Refused
 
     ids = {task["id"] for task in tasks}
-    graph = {task["id"]: [d for d in task.get("deps", []) if d in ids] for task in tasks}
-    try:
-        TopologicalSorter(graph).prepare()
-    except Exception as exc:  # graphlib.CycleError
-        raise Refused("dependency cycle: " + " -> ".join(exc.args[1])) from None
-    waiting = dependents(tasks)
-    below = depth_of(tasks)
-    above = {
-        task_id: max((below[w] - below[task_id] for w in waiting[task_id]), default=0) for task_id in ids
-    }
+    graph = {task["id"]: list(dict.fromkeys(d for d in task.get("deps", []) if d in ids)) for task in tasks}
+    order = list(graph)  # every task after its deps: usually the file's order already
+    seen: set[str] = set()
+    for task_id in order:
+        if not seen.issuperset(graph[task_id]):
+            try:
+                order = list(TopologicalSorter(graph).static_order())
+            except CycleError as exc:
+                raise Refused("dependency cycle: " + " -> ".join(exc.args[1])) from None
+            break
+        seen.add(task_id)
+    below: dict[str, int] = {}  # the longest chain of deps under each task
+    for task_id in order:
+        below[task_id] = max((below[dep] + 1 for dep in graph[task_id]), default=0)
+    waiting: dict[str, list[str]] = {task_id: [] for task_id in ids}  # the tasks that need it directly
+    for task_id, deps in graph.items():
+        for dep in deps:
+            waiting[dep].append(task_id)
+    # Over every task waiting on it, directly or not: how many (counted up to 2, all the rules
+    # need), and the longest chain under any of them, so how far the chain through it goes above.
+    waiting_count: dict[str, int] = {}
+    top: dict[str, int] = {}
+    for task_id in reversed(order):
+        direct = waiting[task_id]
+        waiting_count[task_id] = min(2, len(direct) + sum(waiting_count[w] for w in direct))
+        top[task_id] = max((max(below[w], top[w]) for w in direct), default=-1)
+    above = {task_id: top[task_id] - below[task_id] if waiting[task_id] else 0 for task_id in ids}
     longest = max((below[i] + above[i] for i in ids), default=0)
     result = {}
     for task in tasks:
@@ -148,12 +143,12 @@ def compute_priorities(tasks: list[dict]) -> dict[str, str]:
         if task.get("priority") and not task.get("auto_priority"):
             result[task_id] = task["priority"]
             continue
-        size, blocks = complexity(task), len(waiting[task_id])
+        blocks = waiting_count[task_id]
         on_critical_path = longest > 0 and below[task_id] + above[task_id] == longest and blocks > 0
-        text = f"{task.get('name', '')} {task.get('notes') or ''}"
-        if (blocks >= 2 and size != "large") or on_critical_path:
+        # The word searches are the slow part: done only where the answer depends on them.
+        if on_critical_path or (blocks >= 2 and complexity(task) != "large"):
             result[task_id] = "high"
-        elif blocks == 0 and _LOW_WORDS.search(text):
+        elif blocks == 0 and _LOW_WORDS.search(f"{task.get('name', '')} {task.get('notes') or ''}"):
             result[task_id] = "low"
         else:
             result[task_id] = "medium"
