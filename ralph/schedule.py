@@ -80,6 +80,16 @@ _LOW_WORDS = re.compile(
 
 def complexity(task: dict) -> str:
     """small / medium / large, estimated from the task's words."""
+    text, words, criteria = _wording(task)
+    if _is_large(text, words, criteria):
+        return "large"
+    if _SMALL_WORDS.search(text) or (words <= 12 and criteria <= 1):
+        return "small"
+    return "medium"
+
+
+def _wording(task: dict) -> tuple[str, int, int]:
+    """A task's text, its number of words and its number of acceptance criteria."""
     accept = task.get("accept") or ""
     text = " ".join(
         [
@@ -88,15 +98,14 @@ def complexity(task: dict) -> str:
             " ".join(accept) if isinstance(accept, list) else accept,
         ]
     )
-    words = len(text.split())
     criteria = (
         len(accept) if isinstance(accept, list) else accept.count(";") + accept.count("\n") + bool(accept)
     )
-    if _LARGE_WORDS.search(text) or words > 80 or criteria > 5:
-        return "large"
-    if _SMALL_WORDS.search(text) or (words <= 12 and criteria <= 1):
-        return "small"
-    return "medium"
+    return text, len(text.split()), criteria
+
+
+def _is_large(text: str, words: int, criteria: int) -> bool:
+    return words > 80 or criteria > 5 or _LARGE_WORDS.search(text) is not None
 
 
 def compute_priorities(tasks: list[dict]) -> dict[str, str]:
@@ -109,7 +118,7 @@ def compute_priorities(tasks: list[dict]) -> dict[str, str]:
     from ralph.errors import Refused
 
     ids = {task["id"] for task in tasks}
-    graph = {task["id"]: list(dict.fromkeys(d for d in task.get("deps", []) if d in ids)) for task in tasks}
+    graph = {task["id"]: [d for d in task.get("deps", []) if d in ids] for task in tasks}
     order = list(graph)  # every task after its deps: usually the file's order already
     seen: set[str] = set()
     for task_id in order:
@@ -122,19 +131,23 @@ def compute_priorities(tasks: list[dict]) -> dict[str, str]:
         seen.add(task_id)
     below: dict[str, int] = {}  # the longest chain of deps under each task
     for task_id in order:
-        below[task_id] = max((below[dep] + 1 for dep in graph[task_id]), default=0)
-    waiting: dict[str, list[str]] = {task_id: [] for task_id in ids}  # the tasks that need it directly
+        deps = graph[task_id]
+        below[task_id] = 1 + max(below[dep] for dep in deps) if deps else 0
+    waiting: dict[str, set[str]] = {task_id: set() for task_id in ids}  # the tasks that need it directly
     for task_id, deps in graph.items():
         for dep in deps:
-            waiting[dep].append(task_id)
+            waiting[dep].add(task_id)
     # Over every task waiting on it, directly or not: how many (counted up to 2, all the rules
     # need), and the longest chain under any of them, so how far the chain through it goes above.
     waiting_count: dict[str, int] = {}
     top: dict[str, int] = {}
     for task_id in reversed(order):
         direct = waiting[task_id]
-        waiting_count[task_id] = min(2, len(direct) + sum(waiting_count[w] for w in direct))
-        top[task_id] = max((max(below[w], top[w]) for w in direct), default=-1)
+        if direct:
+            waiting_count[task_id] = min(2, len(direct) + sum(waiting_count[w] for w in direct))
+            top[task_id] = max(max(below[w], top[w]) for w in direct)
+        else:
+            waiting_count[task_id], top[task_id] = 0, -1
     above = {task_id: top[task_id] - below[task_id] if waiting[task_id] else 0 for task_id in ids}
     longest = max((below[i] + above[i] for i in ids), default=0)
     result = {}
@@ -146,7 +159,7 @@ def compute_priorities(tasks: list[dict]) -> dict[str, str]:
         blocks = waiting_count[task_id]
         on_critical_path = longest > 0 and below[task_id] + above[task_id] == longest and blocks > 0
         # The word searches are the slow part: done only where the answer depends on them.
-        if on_critical_path or (blocks >= 2 and complexity(task) != "large"):
+        if on_critical_path or (blocks >= 2 and not _is_large(*_wording(task))):
             result[task_id] = "high"
         elif blocks == 0 and _LOW_WORDS.search(f"{task.get('name', '')} {task.get('notes') or ''}"):
             result[task_id] = "low"
