@@ -14,6 +14,7 @@ from ralph.validate import record_problems
 
 CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
 _DECODER = json.JSONDecoder()
+_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False) builds one per call
 
 
 class Line:
@@ -28,7 +29,7 @@ class Line:
 
 
 def serialize(record: dict) -> bytes:
-    return json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+    return _ENCODER.encode(record).encode("utf-8") + b"\n"
 
 
 class Document:
