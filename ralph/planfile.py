@@ -29,7 +29,11 @@ class Line:
 
 
 def serialize(record: dict) -> bytes:
-    return _ENCODER.encode(record).encode("utf-8") + b"\n"
+    text = _ENCODER.encode(record)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800" in the JSON read): keep it escaped
+        return json.dumps(record).encode("utf-8") + b"\n"
 
 
 class Document:

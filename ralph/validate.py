@@ -19,10 +19,44 @@ SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
 Check = Callable[[object], "str | None"]
 TYPE_MISMATCH = "\0type"
 
+
+def _is_text(v: str) -> bool:
+    # A str with a lone surrogate ("\ud800" in JSON) is not Unicode text: pydantic refuses it
+    # wherever a string has a constraint (minLength, pattern), and accepts it elsewhere.
+    if v.isascii():
+        return True
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_number(v: object) -> bool:
+    # pydantic refuses an int too large for a float.
+    if isinstance(v, float):
+        return True
+    if not isinstance(v, int) or isinstance(v, bool):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
+
+
+def _regex(pattern: str) -> re.Pattern:
+    # In a JSON Schema (and in pydantic) a final $ is the end of the string; in Python's re it also
+    # matches before a final newline, which would let "t-abc\n" pass as an id.
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
+
+
 _TYPES: dict[str, Callable[[object], bool]] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "number": _is_number,
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict),
@@ -62,9 +96,9 @@ def _compile(schema: dict, defs: dict) -> tuple[Check, str]:
     if "minLength" in schema:
         n = schema["minLength"]
         words = "a non-empty string" if n == 1 else f"a string of at least {n} characters"
-        checks.append(lambda v: None if len(v) >= n else words)
+        checks.append(lambda v: None if len(v) >= n and _is_text(v) else words)
     if "pattern" in schema:
-        regex, pattern = re.compile(schema["pattern"]), schema["pattern"]
+        regex, pattern = _regex(schema["pattern"]), schema["pattern"]
         words = f"a string matching {pattern}"
         checks.append(lambda v: None if regex.search(v) else f"a string matching {pattern}")
     checks.extend(_bounds(schema))
@@ -144,9 +178,9 @@ def _predicate(schema: dict, defs: dict) -> Callable[[object], object]:
         tests.append(lambda v: v in options)
     if "minLength" in schema:
         n = schema["minLength"]
-        tests.append(lambda v: len(v) >= n)
+        tests.append(lambda v: len(v) >= n and _is_text(v))
     if "pattern" in schema:
-        tests.append(re.compile(schema["pattern"]).search)
+        tests.append(_regex(schema["pattern"]).search)
     tests.extend(lambda v, check=check: check(v) is None for check in _bounds(schema))
     if "items" in schema:
         item_valid = _predicate(schema["items"], defs)
