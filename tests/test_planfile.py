@@ -1,0 +1,192 @@
+"""plan.jsonl as lines: every byte read is written back unless the command changed that record."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ralph.errors import PlanInvalid
+from ralph.plan import Plan
+from ralph.planfile import Document, load, parse, serialize
+
+HAND_EDITED = (
+    b'{"t":"config",   "commit" : false, "mine": [1, 2]}\n'
+    b"\n"
+    b'  {"name": "First", "t": "task", "id": "t-aaaaaa", "s": "p", "x-note": {"keep": true}}  \n'
+    b'{"t": "milestone", "id": "m-1", "title": "unknown record type"}\r\n'
+    b'{"t":"task","id":"t-bbbbbb","name":"Second \xc3\xa9t\xc3\xa9","deps":["t-aaaaaa"]}\r\n'
+    b'{"t": "issue", "id": "i-cccccc", "text": "why?"}\n'
+    b"   \n"
+    b'{"t": "task", "id": "t-dddddd", "name": "No final newline", "s": "d"}'
+)
+
+
+def lines_of(doc: Document) -> list[bytes]:
+    return [line.raw for line in doc.lines]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        HAND_EDITED,
+        b"",
+        b"\n\n\n",
+        b'{"t":"task","id":"t-a","name":"x"}',
+        b'{"t":"task","id":"t-a","name":"x"}\r\n\r\n',
+        b'\t{"t" : "spec" , "path" : "specs/a.md"}\t\n',
+        b'{"t": "someday", "nested": {"deep": [1, {"x": null}]}, "n": 1e400}\n',
+    ],
+)
+def test_parse_then_write_back_is_byte_for_byte(data):
+    doc = load(data)
+    assert doc.to_bytes() == data
+    assert not doc.changed
+
+
+def test_records_keep_unknown_keys_and_record_types():
+    doc = load(HAND_EDITED)
+    records = [line.record for line in doc.records()]
+    assert [r["t"] for r in records] == ["config", "task", "milestone", "task", "issue", "task"]
+    assert records[0]["mine"] == [1, 2]
+    assert records[1]["x-note"] == {"keep": True}
+    assert records[2] == {"t": "milestone", "id": "m-1", "title": "unknown record type"}
+    assert records[3]["name"] == "Second \u00e9t\u00e9"
+    # line numbers count every line, blank ones included
+    assert [line.number for line in doc.records()] == [1, 3, 4, 5, 6, 8]
+
+
+def test_rewrite_changes_only_that_line():
+    doc = load(HAND_EDITED)
+    before = lines_of(doc)
+    line = doc.records()[1]
+    line.record["s"] = "d"
+    doc.rewrite(line)
+    after = lines_of(doc)
+    assert doc.changed
+    assert after[2] == serialize(line.record)
+    assert json.loads(after[2]) == {
+        "name": "First",
+        "t": "task",
+        "id": "t-aaaaaa",
+        "s": "d",
+        "x-note": {"keep": True},
+    }
+    assert list(json.loads(after[2])) == ["name", "t", "id", "s", "x-note"]  # key order kept
+    assert after[:2] == before[:2] and after[3:] == before[3:]
+
+
+def test_crlf_lines_survive_a_rewrite_of_another_line():
+    doc = load(HAND_EDITED)
+    doc.rewrite(doc.records()[0])
+    data = doc.to_bytes()
+    assert b'{"t": "milestone", "id": "m-1", "title": "unknown record type"}\r\n' in data
+    assert b'"deps":["t-aaaaaa"]}\r\n' in data
+
+
+def test_append_adds_a_newline_to_a_last_line_without_one():
+    doc = load(b'{"t":"spec","path":"a.md"}')
+    doc.append({"t": "spec", "path": "b.md"})
+    assert doc.to_bytes() == b'{"t":"spec","path":"a.md"}\n{"t": "spec", "path": "b.md"}\n'
+
+
+def test_append_keeps_trailing_blank_lines_at_the_end():
+    data = b'{"t":"spec","path":"a.md"}\n\n  \n\r\n'
+    doc = load(data)
+    doc.append({"t": "spec", "path": "b.md"})
+    doc.append({"t": "spec", "path": "c.md"})
+    assert doc.to_bytes() == (
+        b'{"t":"spec","path":"a.md"}\n{"t": "spec", "path": "b.md"}\n{"t": "spec", "path": "c.md"}\n'
+        b"\n  \n\r\n"
+    )
+
+
+def test_append_to_an_empty_or_blank_file():
+    doc = load(b"")
+    doc.append({"t": "spec", "path": "a.md"})
+    assert doc.to_bytes() == b'{"t": "spec", "path": "a.md"}\n'
+    doc = load(b"\n\n")
+    doc.append({"t": "spec", "path": "a.md"})
+    assert doc.to_bytes() == b'{"t": "spec", "path": "a.md"}\n\n\n'
+
+
+def test_remove_drops_exactly_one_line():
+    doc = load(HAND_EDITED)
+    before = lines_of(doc)
+    doc.remove(doc.records()[4])  # the issue, line 6
+    assert lines_of(doc) == before[:5] + before[6:]
+    assert doc.changed
+
+
+def test_serialize_is_one_line_of_unescaped_utf8():
+    record = {"t": "task", "id": "t-a", "name": "caf\u00e9 \u2603 \U0001f600", "notes": "two\nlines"}
+    raw = serialize(record)
+    assert raw.endswith(b"\n") and raw.count(b"\n") == 1
+    assert "caf\u00e9 \u2603 \U0001f600".encode() in raw
+    assert json.loads(raw) == record
+
+
+def test_serialize_escapes_a_lone_surrogate_instead_of_crashing():
+    record = {"t": "task", "id": "t-a", "name": "x", "x-odd": "\ud800"}
+    raw = serialize(record)
+    assert b"\\ud800" in raw
+    assert json.loads(raw) == record
+    raw.decode("utf-8")  # valid UTF-8
+
+
+def test_a_lone_surrogate_in_an_unknown_key_survives_a_command():
+    data = b'{"t":"task","id":"t-aaaaaa","name":"x","x-odd":"\\ud800"}\n'
+    plan = Plan(load(data))
+    plan.done("t-aaaaaa")
+    written = plan.doc.to_bytes()
+    assert load(written).records()[0].record == {
+        "t": "task",
+        "id": "t-aaaaaa",
+        "name": "x",
+        "x-odd": "\ud800",
+        "s": "d",
+    }
+
+
+@pytest.mark.parametrize(
+    "data, line, message",
+    [
+        (b'{"t":"spec","path":"a"}\n{"t":"task"', 2, "invalid JSON"),
+        (b'\n\n["t", "task"]\n', 3, "each line must be a JSON object, not list"),
+        (b'{"t":"task","id":"t-a"}\n', 1, "task is missing field 'name'"),
+        (b"<<<<<<< HEAD\n", 1, "unresolved git merge conflict marker"),
+        (b'{"t":"spec","path":"\xff"}\n', 1, "not valid UTF-8 (byte 21)"),
+        (b'{"t":"spec","path":"a"} {"t":"spec","path":"b"}\n', 1, "invalid JSON: Extra data"),
+        (b'{"t":"spec","path":"a"}\r\n{"t":"spec"}\r\n', 2, "spec is missing field 'path'"),
+    ],
+)
+def test_parse_reports_the_line_of_each_problem(data, line, message):
+    doc, problems = parse(data)
+    assert [p.line for p in problems] == [line]
+    assert message in problems[0].message
+    assert str(problems[0]).startswith(f"plan.jsonl:{line}: ")
+    assert doc.to_bytes() == data
+
+
+def test_parse_collects_every_line_problem_and_load_refuses():
+    data = b'{"t":"task"}\nnot json\n{"t":"task","id":"t-a","name":"ok"}\n[]\n'
+    _, problems = parse(data)
+    assert [p.line for p in problems] == [1, 2, 4]
+    with pytest.raises(PlanInvalid) as caught:
+        load(data)
+    assert str(caught.value).startswith("plan.jsonl:1: task is missing field 'id'")
+    assert "(and 2 more problem(s); run 'ralph check')" in str(caught.value)
+    assert len(caught.value.problems) == 3
+
+
+def test_integrity_problems_are_found_once_every_line_parses():
+    data = (
+        b'{"t":"task","id":"t-a","name":"a"}\n'
+        b'{"t":"task","id":"t-a","name":"again"}\n'
+        b'{"t":"task","id":"t-b","name":"b","deps":["t-zzz"]}\n'
+    )
+    _, problems = parse(data)
+    assert [(p.line, p.message) for p in problems] == [
+        (2, "duplicate id t-a (also on line 1)"),
+        (3, "task t-b depends on unknown task t-zzz"),
+    ]
