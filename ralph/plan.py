@@ -15,6 +15,16 @@ _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 TASK_FIELDS_FROM_USER = ("id", "name", "accept", "deps", "priority", "notes", "spec", "parent")
 
 
+def _refuse_cycle(records: list[dict], batch: set[str]) -> None:
+    from graphlib import CycleError, TopologicalSorter
+
+    graph = {record["id"]: [dep for dep in record.get("deps", []) if dep in batch] for record in records}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as exc:
+        raise InvalidInput("dependency cycle: " + " -> ".join(exc.args[1])) from None
+
+
 def new_id(prefix: str, taken: set[str]) -> str:
     """prefix + 6 random base36 characters: safe to create on two branches at once."""
     while True:
@@ -100,6 +110,9 @@ class Plan:
             unknown = [dep for dep in record.get("deps", []) if dep not in known | batch]
             if unknown:
                 raise Refused(f"task '{record['name']}' depends on unknown task {', '.join(unknown)}")
+            if record["id"] in record.get("deps", []):
+                raise InvalidInput(f"task '{record['name']}' depends on itself")
+        _refuse_cycle(records, batch)  # only new tasks can close a cycle: no old task needs them
         for record in records:
             self.doc.append(record)
         self.check_integrity()
@@ -206,7 +219,9 @@ class Plan:
             raise Refused(f"{names} depend(s) on {task_id}; decompose it first or use --force")
         for other in dependents:
             deps = [dep for dep in other.record["deps"] if dep != task_id]
-            other.record["deps"] = deps + [child for child in children if child not in deps]
+            other.record["deps"] = deps + [
+                child for child in children if child not in deps and child != other.record["id"]
+            ]
             self.doc.rewrite(other)
         self.doc.remove(line)
         self.check_integrity()
