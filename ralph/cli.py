@@ -176,7 +176,8 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
     elif any(v is not None for v in (accept, deps, priority, notes, spec)):
         raise InvalidInput("task add: --accept/--deps/--priority/--notes/--spec go with --name")
     if not items:
-        raise InvalidInput("task add: give a task as JSON or with --name")
+        given = "the JSON holds no task" if json_tasks else "give a task as JSON or with --name"
+        raise InvalidInput(f"task add: {given}")
     added = ops.task_add(_root(ctx), items, _commit(no_commit))
     for record in added:
         _emit(record) if as_json else click.echo(f"added {record['id']}: {record['name']}")

@@ -203,9 +203,10 @@ class Plan:
 
     def _only_done_task(self) -> str:
         done = [task["id"] for task in self.tasks() if task.get("s") == "d"]
-        if len(done) != 1:
-            which = "no task is done" if not done else f"{len(done)} tasks are done ({', '.join(done[:5])})"
-            raise InvalidInput(f"name the task to reject: {which}")
+        if not done:
+            raise Refused("nothing to reject: no task is done")
+        if len(done) > 1:
+            raise InvalidInput(f"name the task to reject: {len(done)} tasks are done ({', '.join(done[:5])})")
         return done[0]
 
     def delete(self, task_id: str, force: bool = False) -> tuple[dict, list[str]]:

@@ -89,10 +89,15 @@ def parse(data: bytes, name: str = "plan.jsonl") -> tuple[Document, list[Problem
             problems.append(Problem(name, number, problem))
         lines.append(Line(raw, record, number))
     doc = Document(name, lines)
-    if not problems:
-        from ralph.integrity import integrity_problems
+    from ralph.integrity import integrity_problems
 
-        problems.extend(integrity_problems(doc))
+    found = integrity_problems(doc)
+    if problems:
+        # A dependency may be "unknown" only because its own line is the broken one.
+        found = [p for p in found if "depends on unknown task" not in p.message]
+        problems = sorted(problems + found, key=lambda p: p.line)
+    else:
+        problems = found
     return doc, problems
 
 

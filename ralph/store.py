@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ralph.errors import Busy, RalphError
+from ralph.errors import Busy, GitError, RalphError
 from ralph.plan import Plan
 from ralph.planfile import load
 
@@ -96,7 +96,12 @@ def _write_and_commit(
         earlier, entries = repo.commit_file(PLAN_NAME, before, EARLIER_CHANGES_MESSAGE, base)
         base = (earlier or base[0], entries)
     write_atomic(plan_path(root), after)
-    return repo.commit_file(PLAN_NAME, after, message, base)[0]
+    try:
+        return repo.commit_file(PLAN_NAME, after, message, base)[0]
+    except GitError as exc:
+        raise GitError(
+            f"{exc} (plan.jsonl is changed but not committed; the next ralph command commits it)"
+        ) from None
 
 
 def restore_plan(root: Path, data: bytes) -> None:
