@@ -1,0 +1,138 @@
+"""Hand-edited plan.jsonl files that are broken: every command refuses with the first problem's
+line, exit code 2, and touches nothing; `ralph check` lists every problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git, ralph_process
+
+CORPUS = Path(__file__).parent / "data" / "malformed"
+
+# file -> (line of the first problem, part of its message)
+EXPECTED = {
+    "accepted_task_still_live": (3, "task t-bbbbbb is also accepted (line 1)"),
+    "after_blank_lines": (6, "invalid JSON: Expecting property name"),
+    "bad_id": (2, "task field 'id' must be a string matching ^t-"),
+    "bad_json_trailing_comma": (2, "invalid JSON"),
+    "bad_priority": (2, 'task field \'priority\' must be one of "high", "medium", "low"'),
+    "bad_status": (2, 'task field \'s\' must be one of "p", "d", not "done"'),
+    "bool_for_int": (2, "config field 'timeout_ms' must be an integer or null, not true"),
+    "crlf_lines_bad_third": (3, "task is missing field 'name'"),
+    "cycle_of_three": (2, "dependency cycle: t-one -> t-two -> t-three -> t-one"),
+    "dependency_on_itself": (2, "task t-bbbbbb depends on itself"),
+    "deps_not_a_list": (2, "task field 'deps' must be a list"),
+    "duplicate_id": (3, "duplicate id t-aaaaaa (also on line 1)"),
+    "duplicate_issue_and_task_id": (2, "duplicate id i-aaaaaa (also on line 1)"),
+    "empty_name": (2, "task field 'name' must be a non-empty string, not \"\""),
+    "empty_type": (2, 'record has no type: every line needs a "t" key'),
+    "float_for_int": (2, "task field 'attempts' must be an integer or null, not 1.0"),
+    "fraction_out_of_range": (1, "config field 'context_warn' must be a number <= 1, not 1.5"),
+    "id_with_trailing_newline": (2, "task field 'id' must be a string matching"),
+    "invalid_utf8": (2, "not valid UTF-8"),
+    "issue_with_task_id": (2, "issue field 'id' must be a string matching ^i-"),
+    "merge_conflict": (2, "unresolved git merge conflict marker"),
+    "missing_required_field": (3, "task is missing field 'name'"),
+    "missing_t": (2, 'record has no type: every line needs a "t" key'),
+    "nan_fraction": (2, "config field 'context_kill' must be a number <= 1, not NaN"),
+    "negative_iteration": (2, "state field 'iteration' must be a number >= 0, not -1"),
+    "non_object_line": (2, "each line must be a JSON object, not list"),
+    "null_status": (2, 'task field \'s\' must be one of "p", "d", not null'),
+    "reject_without_reason": (2, "reject is missing field 'reason'"),
+    "several_problems": (3, "task field 's' must be one of"),
+    "string_line": (2, "each line must be a JSON object, not str"),
+    "truncated_line": (3, "invalid JSON: Unterminated string"),
+    "two_configs": (3, "a second config record (the first is on line 1); keep one"),
+    "two_states": (3, "a second state record (the first is on line 1); keep one"),
+    "unknown_dependency": (2, "task t-bbbbbb depends on unknown task t-nowhere"),
+    "wrong_type_name": (2, "task field 'name' must be a non-empty string, not 42"),
+}
+
+
+def test_the_corpus_and_the_table_match():
+    assert sorted(path.stem for path in CORPUS.glob("*.jsonl")) == sorted(EXPECTED)
+    assert len(EXPECTED) >= 20
+
+
+def _commit_plan(root: Path, data: bytes) -> str:
+    (root / "plan.jsonl").write_bytes(data)
+    git(root, "add", "plan.jsonl")
+    git(root, "commit", "-qm", "hand-edited plan")
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def _assert_one_line_at(stderr: str, line: int, message: str) -> None:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].removeprefix("ralph: ").startswith(f"plan.jsonl:{line}: "), stderr
+    assert message in lines[0], stderr
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_commands_refuse_a_malformed_plan_and_change_nothing(repo, name):
+    line, message = EXPECTED[name]
+    data = (CORPUS / f"{name}.jsonl").read_bytes()
+    head = _commit_plan(repo, data)
+
+    for args in (("task", "add", '{"name":"x"}'), ("query", "next"), ("task", "done")):
+        result = ralph_process(repo, *args)
+        assert result.returncode == 2, (args, result.returncode, result.stdout, result.stderr)
+        assert result.stdout == ""
+        _assert_one_line_at(result.stderr, line, message)
+
+    assert (repo / "plan.jsonl").read_bytes() == data
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(repo, "status", "--porcelain", "--", "plan.jsonl") == ""
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_check_reports_the_first_problem_first(ralph, repo, name):
+    line, message = EXPECTED[name]
+    (repo / "plan.jsonl").write_bytes((CORPUS / f"{name}.jsonl").read_bytes())
+    result = ralph("check", code=2)
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"plan.jsonl:{line}: ") and message in first, result.stderr
+
+
+def test_check_lists_every_problem_of_a_file(ralph, repo):
+    data = (CORPUS / "several_problems.jsonl").read_bytes()
+    (repo / "plan.jsonl").write_bytes(data)
+    result = ralph("check", code=2)
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        'plan.jsonl:3: task field \'s\' must be one of "p", "d", not "x"',
+        "plan.jsonl:4: invalid JSON: Expecting property name enclosed in double quotes (column 2)",
+        "plan.jsonl:6: a second config record (the first is on line 1); keep one",
+        "plan.jsonl:7: issue field 'text' must be a non-empty string, not \"\"",
+        "plan.jsonl:8: unresolved git merge conflict marker; resolve the conflict, then run 'ralph check'",
+    ]
+    as_json = ralph("check", "--json", code=2)
+    assert '"ok": false' in as_json.stdout
+    for number in (3, 4, 6, 7, 8):
+        assert f"plan.jsonl:{number}: " in as_json.stdout
+    refused = ralph("task", "add", "--name", "x", code=2)
+    assert "(and 4 more problem(s); run 'ralph check')" in refused.stderr
+    assert (repo / "plan.jsonl").read_bytes() == data
+
+
+def test_check_lists_every_conflict_marker(ralph, repo):
+    (repo / "plan.jsonl").write_bytes((CORPUS / "merge_conflict.jsonl").read_bytes())
+    lines = ralph("check", code=2).stderr.splitlines()
+    assert [line.split(":")[1] for line in lines] == ["2", "4", "6"]
+    assert all("unresolved git merge conflict marker" in line for line in lines)
+
+
+def test_fixing_the_file_by_hand_makes_commands_work_again(ralph, repo):
+    _commit_plan(repo, (CORPUS / "duplicate_id.jsonl").read_bytes())
+    ralph("task", "add", "--name", "x", code=2)
+    fixed = (
+        (CORPUS / "duplicate_id.jsonl")
+        .read_bytes()
+        .replace(b'"t-aaaaaa", "name": "Again"', b'"t-cc", "name": "A"')
+    )
+    (repo / "plan.jsonl").write_bytes(fixed)
+    assert "plan.jsonl: ok (3 records)" in ralph("check").stdout
+    ralph("task", "add", "--name", "x")
+    assert (repo / "plan.jsonl").read_bytes().startswith(fixed)
