@@ -165,7 +165,7 @@ def test_journal_lines_are_complete_json(tmp_path):
 
 
 def test_kill_log_sample_reads_only_head_and_tail(tmp_path):
-    from ralph.construct import _log_sample
+    from ralph.stage_decompose import _log_sample
 
     log = tmp_path / "big.log"
     log.write_text("".join(f"line {n}\n" for n in range(100_000)))
