@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ralph.errors import EXIT_INVALID, InvalidInput, RalphError
+from ralph.errors import EXIT_INTERNAL, EXIT_INVALID, InvalidInput, RalphError
 
 
 class RalphGroup(click.Group):
@@ -20,6 +20,26 @@ class RalphGroup(click.Group):
         except RalphError as exc:
             click.echo(f"ralph: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug: one line for the user, the traceback in a file
+            import os
+
+            if os.environ.get("RALPH_DEBUG"):
+                raise
+            where = _write_crash_log()
+            click.echo(f"ralph: internal error: {type(exc).__name__}: {exc} (traceback: {where})", err=True)
+            ctx.exit(EXIT_INTERNAL)
+
+
+def _write_crash_log() -> str:
+    import tempfile
+    import time
+    import traceback
+
+    path = Path(tempfile.gettempdir()) / f"ralph-crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    path.write_text(traceback.format_exc(), encoding="utf-8")
+    return str(path)
 
 
 def _root(ctx: click.Context) -> Path:
@@ -146,6 +166,10 @@ def _parse_task_json(values: tuple[str, ...]) -> list:
             parsed = json.loads(value)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"task add: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except (ValueError, RecursionError) as exc:
+            from ralph.planfile import json_limit
+
+            raise InvalidInput(f"task add: invalid JSON: {json_limit(exc)}") from None
         items.extend(parsed if isinstance(parsed, list) else [parsed])
     return items
 

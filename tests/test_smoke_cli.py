@@ -34,3 +34,18 @@ def test_refused_and_invalid_exit_codes(ralph):
     assert "no task t-zzzzzz" in ralph("task", "done", "t-zzzzzz", code=1).stderr
     assert "invalid JSON" in ralph("task", "add", "{nope", code=2).stderr
     assert "nothing to accept" in ralph("task", "accept", code=1).stderr
+
+
+def test_a_bug_is_one_line_with_exit_3_and_the_traceback_in_a_file(repo, monkeypatch):
+    from ralph import ops
+    from tests.conftest import Ralph
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(ops, "status", broken)
+    result = Ralph(repo)("status", code=3)
+    assert result.stderr.startswith("ralph: internal error: ZeroDivisionError: simulated bug (traceback: ")
+    assert len(result.stderr.splitlines()) == 1
+    log = result.stderr.rsplit("traceback: ", 1)[1].rstrip(")\n")
+    assert "ZeroDivisionError" in open(log).read()
