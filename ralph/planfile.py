@@ -109,6 +109,13 @@ def load(data: bytes, name: str = "plan.jsonl") -> Document:
     return doc
 
 
+def json_limit(exc: ValueError | RecursionError) -> str:
+    """What a JSON text that is valid but beyond Python's limits is, in words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(":", 1)[0]  # "Exceeds the limit (4300 digits) for integer string conversion"
+
+
 def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
     stripped = raw.strip()
     if not stripped:
@@ -125,6 +132,8 @@ def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
             json.loads(text)  # raises json's own "Extra data" error
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+    except (ValueError, RecursionError) as exc:  # an int of over 4300 digits; nesting too deep
+        return None, f"invalid JSON: {json_limit(exc)}"
     problems = record_problems(record)
     if problems:
         return None, "; ".join(problems)
