@@ -6,7 +6,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_REFUSED = 1  # a valid request the plan cannot honour (unknown id, nothing to accept, ...)
 EXIT_INVALID = 2  # invalid input: bad JSON, a malformed plan.jsonl, bad usage
-EXIT_INTERNAL = 3  # a bug in ralph; the traceback goes to a file
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in ralph; the traceback goes to a file
 EXIT_BUSY = 75  # EX_TEMPFAIL: the plan lock stayed taken; trying again may work
 
 

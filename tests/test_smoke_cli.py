@@ -36,7 +36,7 @@ def test_refused_and_invalid_exit_codes(ralph):
     assert "nothing to accept" in ralph("task", "accept", code=1).stderr
 
 
-def test_a_bug_is_one_line_with_exit_3_and_the_traceback_in_a_file(repo, monkeypatch):
+def test_a_bug_is_one_line_with_exit_70_and_the_traceback_in_a_file(repo, monkeypatch):
     from ralph import ops
     from tests.conftest import Ralph
 
@@ -44,7 +44,7 @@ def test_a_bug_is_one_line_with_exit_3_and_the_traceback_in_a_file(repo, monkeyp
         raise ZeroDivisionError("simulated bug")
 
     monkeypatch.setattr(ops, "status", broken)
-    result = Ralph(repo)("status", code=3)
+    result = Ralph(repo)("status", code=70)
     assert result.stderr.startswith("ralph: internal error: ZeroDivisionError: simulated bug (traceback: ")
     assert len(result.stderr.splitlines()) == 1
     log = result.stderr.rsplit("traceback: ", 1)[1].rstrip(")\n")
