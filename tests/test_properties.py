@@ -71,7 +71,8 @@ TASK_ADD_ARGUMENTS = st.one_of(
 def test_task_add_never_crashes(ralph, repo, argument):
     plan = repo / "plan.jsonl"
     before = plan.read_bytes()
-    result = ralph("task", "add", "--no-commit", argument, code=None)
+    # "--": an argument such as "-0" would otherwise be read as an option (a click usage error)
+    result = ralph("task", "add", "--no-commit", "--", argument, code=None)
     assert result.exit_code in (0, 1, 2), (result.exit_code, result.stderr)
     if result.exit_code:
         lines = result.stderr.splitlines()
