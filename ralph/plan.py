@@ -133,7 +133,12 @@ class Plan:
             item = {**item, "name": item["name"].strip()}
         if isinstance(item.get("deps"), str):
             item = {**item, "deps": [item["deps"]]}
-        record = {"t": "task", "id": item.get("id") or new_id("t", taken), "name": item.get("name"), "s": "p"}
+        record = {
+            "t": "task",
+            "id": item["id"] if "id" in item else new_id("t", taken),
+            "name": item.get("name"),
+            "s": "p",
+        }
         record.update(
             (key, item[key]) for key in TASK_FIELDS_FROM_USER[2:] if item.get(key) not in (None, [], "")
         )

@@ -1,6 +1,7 @@
 """The state commands end to end on a real repository: commits, status, exit codes."""
 
 import json
+from pathlib import Path
 
 from tests.conftest import git
 
@@ -48,4 +49,4 @@ def test_a_bug_is_one_line_with_exit_70_and_the_traceback_in_a_file(repo, monkey
     assert result.stderr.startswith("ralph: internal error: ZeroDivisionError: simulated bug (traceback: ")
     assert len(result.stderr.splitlines()) == 1
     log = result.stderr.rsplit("traceback: ", 1)[1].rstrip(")\n")
-    assert "ZeroDivisionError" in open(log).read()
+    assert "ZeroDivisionError" in Path(log).read_text()
