@@ -95,15 +95,15 @@ def decompose() -> None:
 
 def main() -> int:
     stage = os.environ["RALPH_STAGE"]
-    {"PLAN": plan, "BUILD": build, "VERIFY": verify, "INVESTIGATE": investigate, "DECOMPOSE": decompose}[
-        stage
-    ]()
-    result = {
-        "type": "result",
-        "subtype": "success",
-        "is_error": False,
-        "usage": {"input_tokens": 0, "output_tokens": 40},
+    stages = {
+        "PLAN": plan,
+        "BUILD": build,
+        "VERIFY": verify,
+        "INVESTIGATE": investigate,
+        "DECOMPOSE": decompose,
     }
+    stages[stage]()
+    result = {"type": "result", "subtype": "success", "is_error": False, "usage": SPENT}
     print(json.dumps(result), flush=True)
     return 0
 
