@@ -1,7 +1,8 @@
 """Each agent CLI's adapter: the argv and env it builds, and what it reads from event streams.
 
 The streams in tests/data/streams/ follow the event shapes the real CLIs printed on these
-machines (see shared agent-clis notes); the real binaries run in the slow e2e suite."""
+machines (see shared agent-clis notes); the `*-real*.jsonl` ones are real output, recorded from
+the binaries against tests/e2e/mock_model.py. The real binaries run in the slow e2e suite."""
 
 from __future__ import annotations
 
@@ -68,9 +69,14 @@ def test_codex_failed_turn_is_an_error():
 
 
 def test_opencode_argv_and_stream():
-    invocation = make_adapter("opencode", None, model="mock/mock-model").invocation("PROMPT", "/tmp/p", {})
-    assert invocation.argv == ["opencode", "run", "--format", "json", "-m", "mock/mock-model", "PROMPT"]
+    adapter = make_adapter("opencode", None, model="mock/mock-model")
+    invocation = adapter.invocation("PROMPT", "/tmp/p", {"PWD": "/elsewhere", "RALPH_ROOT": "/repo"})
+    assert invocation.argv == [
+        "opencode", "run", "--format", "json", "--auto", "-m", "mock/mock-model", "PROMPT",
+    ]  # fmt: skip
     assert invocation.env["OPENCODE_DISABLE_AUTOUPDATE"] == "1"
+    assert invocation.env["PWD"] == "/repo"  # opencode prefers $PWD to its working directory
+    assert "PWD" not in adapter.invocation("P", "/tmp/p", {"PWD": "/elsewhere"}).env
     tracker = replay("opencode", "opencode.jsonl")
     assert tracker.session_id == "ses_oc1"
     assert tracker.usage.input_tokens == 1900 and tracker.usage.output_tokens == 70
@@ -90,6 +96,49 @@ def test_gemini_argv_and_stream():
         50,
     )
     assert not tracker.reported_error
+
+
+# Recorded from the real binaries (opencode 1.18.33, Gemini CLI 0.61.0), each run once by hand on a
+# BUILD prompt against tests/e2e/mock_model.py with Usage(input_tokens_schedule=[1200, 2400, 3600],
+# cache_read_tokens=200, output_tokens=20): the mock answered the agent's requests with input 1200,
+# 2400 and 3600 (200 of each cached) and 20 output tokens each; only absolute temp paths are replaced.
+
+
+def test_opencode_real_stream():
+    tracker = replay("opencode", "opencode-real.jsonl")
+    assert tracker.session_id == "ses_dff240855ffe6fILE2ruXJEKMD"
+    # opencode's `input` excludes the cached tokens: (1200 + 2400 + 3600) - 3 * 200. Its session-title
+    # request (another 1200/200/20 from the mock) is not reported in the stream.
+    assert tracker.usage.input_tokens == 6600 and tracker.usage.cache_read_tokens == 600
+    assert tracker.usage.output_tokens == 60 and tracker.usage.cache_creation_tokens == 0
+    assert tracker.usage.last_turn_context == 3600  # the last request: 3400 + 200 cached
+    assert tracker.usage.cost_usd == 0  # no price known for the mock model
+    assert tracker.result is None and not tracker.errors and not tracker.reported_error
+
+
+def test_opencode_real_http_400_is_an_error():
+    tracker = replay("opencode", "opencode-real-http-400.jsonl")
+    assert tracker.reported_error and tracker.errors == ["mock failure (HTTP 400)"]
+    assert tracker.session_id.startswith("ses_") and tracker.usage.total == 0
+
+
+def test_gemini_real_stream():
+    tracker = replay("gemini", "gemini-real.jsonl")
+    assert tracker.session_id == "e333592e-2253-493b-86c3-cbf3f6f1ca1e"
+    # stats.input_tokens 7200 = 1200 + 2400 + 3600 includes stats.cached 600; stats.input is the rest
+    assert (tracker.usage.input_tokens, tracker.usage.cache_read_tokens, tracker.usage.output_tokens) == (
+        6600,
+        600,
+        60,
+    )
+    assert tracker.result["subtype"] == "success" and not tracker.reported_error and not tracker.errors
+    assert tracker.usage.last_turn_context == 0  # Gemini CLI reports no per-turn usage
+
+
+def test_gemini_real_http_400_is_an_error():
+    tracker = replay("gemini", "gemini-real-http-400.jsonl")
+    assert tracker.reported_error and tracker.result["subtype"] == "error"
+    assert "mock failure (HTTP 400)" in tracker.errors[0] and tracker.usage.total == 0
 
 
 def pressure(after=False, may_compact=True):

@@ -1,6 +1,9 @@
 """Gemini CLI (`gemini`, npm @google/gemini-cli), headless with stream-json events.
 
-The final `result` event has `status` and `stats` with the run's token counts.
+The final `result` event has `status` and `stats` with the run's token counts (`input_tokens`
+includes `cached`; `input` is the uncached part); after an API error it has `status: "error"` and
+the message in `error.message` (exit code 144 for an HTTP 400). There is no per-turn usage in the
+stream. Checked against Gemini CLI 0.61 (tests/data/streams/gemini-real*.jsonl).
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ class GeminiAdapter(Adapter):
         if kind == "error":
             return [Event("error", {"message": event.get("message", "")})]
         if kind == "result":
-            return [Event("result", _result(event))]
+            error = event.get("error") or {}
+            errors = [Event("error", {"message": error.get("message") or str(error)})] if error else []
+            return [*errors, Event("result", _result(event))]
         return []
 
 

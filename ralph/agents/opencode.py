@@ -1,7 +1,10 @@
 """opencode (`opencode run`, npm opencode-ai), headless with --format json events.
 
-Every `step_finish` carries that step's tokens {input, output, reasoning, cache{read, write}} and
-its cost; there is no final result event, so success is its exit status.
+Every `step_finish` carries that step's tokens {total, input, output, reasoning, cache{read, write}}
+(`input` excludes the cached tokens) and its cost; there is no final result event, so success is its
+exit status (1 after an `error` event, e.g. an HTTP 400 from the provider). The usage of opencode's
+own side request (the session title) is not in the stream. Checked against opencode 1.18
+(tests/data/streams/opencode-real*.jsonl).
 """
 
 from __future__ import annotations
@@ -23,10 +26,15 @@ class OpencodeAdapter(Adapter):
         self.program = program or self.program
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
-        argv = [self.program, "run", "--format", "json"]
+        argv = [self.program, "run", "--format", "json", "--auto"]  # --auto: approve tool permissions
         if self.model:
             argv += ["-m", self.model]
         env = {"OPENCODE_DISABLE_AUTOUPDATE": "1", **env}
+        # opencode takes its project directory from $PWD before the real working directory, and
+        # ralph's $PWD is wherever ralph was started: without this it works in the wrong folder.
+        env.pop("PWD", None)
+        if env.get("RALPH_ROOT"):
+            env["PWD"] = env["RALPH_ROOT"]
         return Invocation(argv + self.extra_args + [prompt], None, env)
 
     def parse_line(self, line: str) -> list[Event]:

@@ -8,14 +8,22 @@
 - OpenAI Responses (Codex): `POST /v1/responses`, streamed as SSE (response.created,
   response.output_item.added/done, response.output_text.delta, response.completed with usage);
   `GET /v1/models`.
+- OpenAI Chat Completions (opencode through @ai-sdk/openai-compatible): `POST /v1/chat/completions`,
+  streamed as SSE `data:` chunks (choices[].delta with content or tool_calls, finish_reason, then a
+  chunk with `usage` and no choices, then `[DONE]`) or as one JSON completion when `stream` is false.
+- Google Gemini API (Gemini CLI): `POST /v1beta/models/MODEL:streamGenerateContent?alt=sse`
+  (SSE chunks of candidates[].content.parts with text or functionCall, the last with finishReason
+  and usageMetadata), `:generateContent` (one JSON response) and `:countTokens`.
 
 It "plays the model" with a brain: a function of the conversation so far (`Conversation`: the
 user's prompt text and the tool results already returned) to the next `Action`: a shell command
-(`Shell`, sent as a `Bash` tool_use to Claude Code and as an `exec_command` function_call to Codex)
-or a final answer (`Final`). `RalphStageBrain` acts out ralph's stages the way a model would.
+(`Shell`, sent as a `Bash` tool_use to Claude Code, as an `exec_command` function_call to Codex, as
+a `bash` tool call to opencode, as a `run_shell_command` functionCall to Gemini CLI) or a final
+answer (`Final`). `RalphStageBrain` acts out ralph's stages the way a model would.
 
 Every request is logged in `.requests`; the usage sent in every model response is logged in
-`.sent` (a `Sent` per response), so tests can compare what a CLI reports with what it was told.
+`.sent` (a `Sent` per response, `side` when the request declared no shell tool, like opencode's
+session title), so tests can compare what a CLI reports with what it was told.
 Usage per turn is configurable (`Usage`, with an input-token schedule indexed by the turn within
 the conversation, so parallel conversations get the same numbers). `fail_status` makes every
 model request (or the first `fail_times`) answer with that HTTP error instead.
@@ -46,7 +54,7 @@ from urllib.parse import urlsplit
 class Conversation:
     """The model's view of one request: who asks (api), what the user said, what tools returned."""
 
-    api: str  # "anthropic" or "openai"
+    api: str  # "anthropic", "openai" (Responses), "chat" (Chat Completions) or "gemini"
     prompt: str  # all user text (not tool results), joined; includes the CLI's own reminders
     tool_results: list[str]  # outputs of the tool calls so far, oldest first
     tool_names: list[str]  # the tools the request declares
@@ -199,6 +207,7 @@ class Sent:
     action: Action
     usage: dict[str, Any]
     at: float = field(default_factory=time.time)
+    side: bool = False  # a request that declared no shell tool (a session title, a routing question)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,6 +259,41 @@ def openai_conversation(body: dict[str, Any]) -> Conversation:
     return Conversation("openai", "\n".join(prompt), results, tools, body)
 
 
+def chat_conversation(body: dict[str, Any]) -> Conversation:
+    """OpenAI Chat Completions: user messages are the prompt, `tool` messages the results."""
+    prompt, results = [], []
+    for message in body.get("messages", []):
+        role = message.get("role")
+        if role == "user":
+            prompt.append(_text_of(message.get("content")))
+        elif role == "tool":
+            results.append(_text_of(message.get("content")))
+    tools = [
+        (tool.get("function") or {}).get("name") or tool.get("name", "") for tool in body.get("tools") or []
+    ]
+    return Conversation("chat", "\n".join(prompt), results, tools, body)
+
+
+def gemini_conversation(body: dict[str, Any]) -> Conversation:
+    """Gemini API: user text parts are the prompt, functionResponse parts the results."""
+    prompt, results = [], []
+    for content in body.get("contents", []):
+        if content.get("role", "user") != "user":
+            continue
+        for part in content.get("parts") or []:
+            if "functionResponse" in part:
+                response = (part["functionResponse"] or {}).get("response")
+                results.append(_text_of(response) if not isinstance(response, str) else response)
+            elif "text" in part:
+                prompt.append(part.get("text", ""))
+    tools = [
+        declaration.get("name", "")
+        for tool in body.get("tools") or []
+        for declaration in tool.get("functionDeclarations") or tool.get("function_declarations") or []
+    ]
+    return Conversation("gemini", "\n".join(prompt), results, tools, body)
+
+
 # ---------------------------------------------------------------------------------------------
 # The server
 
@@ -276,6 +320,8 @@ class MockModelServer:
         model: str = "mock-model",
         anthropic_shell_tool: str = "Bash",
         openai_shell_tool: str | None = None,
+        chat_shell_tool: str = "bash",
+        gemini_shell_tool: str = "run_shell_command",
     ) -> None:
         self.brain: Brain = brain or RalphStageBrain()
         self.usage = usage or Usage()
@@ -283,6 +329,8 @@ class MockModelServer:
         self.model = model
         self.anthropic_shell_tool = anthropic_shell_tool
         self.openai_shell_tool = openai_shell_tool  # None: pick from the request's tools
+        self.chat_shell_tool = chat_shell_tool
+        self.gemini_shell_tool = gemini_shell_tool
         self.requests: list[Request] = []
         self.sent: list[Sent] = []
         self.failures_sent = 0
@@ -331,18 +379,21 @@ class MockModelServer:
     # -- records ----------------------------------------------------------------------------
 
     def model_requests(self, api: str | None = None) -> list[Request]:
-        paths = {"anthropic": ("/v1/messages",), "openai": ("/v1/responses",), None: ()}[api]
-        model_paths = paths or ("/v1/messages", "/v1/responses")
-        return [r for r in self.requests if r.method == "POST" and urlsplit(r.path).path in model_paths]
+        """The POSTs that asked the model for an answer (not count_tokens), of one api or all."""
+        return [
+            r for r in self.requests if r.method == "POST" and _api_of(r.path) in ((api,) if api else APIS)
+        ]
 
-    def sent_usage(self, api: str | None = None) -> list[dict[str, Any]]:
-        return [s.usage for s in self.sent if api is None or s.api == api]
+    def sent_usage(self, api: str | None = None, side: bool = True) -> list[dict[str, Any]]:
+        """The usage of every response sent (of one api); without the side requests' if side=False."""
+        return [s.usage for s in self.sent if (api is None or s.api == api) and (side or not s.side)]
 
-    def totals(self, api: str | None = None) -> dict[str, int]:
+    def totals(self, api: str | None = None, side: bool = True) -> dict[str, int]:
         """Every numeric usage field summed over the responses sent (nested dicts flattened
-        with a dot: input_tokens_details.cached_tokens)."""
+        with a dot: input_tokens_details.cached_tokens); side=False leaves out side requests
+        (opencode does not report its session-title request's usage)."""
         total: dict[str, int] = {}
-        for usage in self.sent_usage(api):
+        for usage in self.sent_usage(api, side):
             for key, value in _flatten(usage).items():
                 total[key] = total.get(key, 0) + value
         return total
@@ -367,9 +418,22 @@ class MockModelServer:
         except Exception as exc:  # a brain bug should show up in the transcript, not hang the CLI
             return Final(f"mock brain error: {exc!r}")
 
-    def _record(self, api: str, turn: int, action: Action, usage: dict[str, Any]) -> None:
+    def _record(self, api: str, turn: int, action: Action, usage: dict[str, Any], side: bool = False) -> None:
         with self._lock:
-            self.sent.append(Sent(api, turn, action, usage))
+            self.sent.append(Sent(api, turn, action, usage, side=side))
+
+
+APIS = ("anthropic", "openai", "chat", "gemini")
+GEMINI_MODEL_PATH = re.compile(
+    r"^/v1(?:beta|alpha)?/models/([^/:]+):(streamGenerateContent|generateContent)$"
+)
+
+
+def _api_of(path: str) -> str | None:
+    path = urlsplit(path).path
+    if GEMINI_MODEL_PATH.match(path):
+        return "gemini"
+    return {"/v1/messages": "anthropic", "/v1/responses": "openai", "/v1/chat/completions": "chat"}.get(path)
 
 
 def _flatten(usage: dict[str, Any], prefix: str = "") -> dict[str, int]:
@@ -435,6 +499,22 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                 self.wfile.flush()
 
+    def _sse_data(self, chunks: list[Any], done: bool) -> None:
+        """SSE without event names (`data: {...}`), as Chat Completions and Gemini stream."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            if done:
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
     # -- routes -----------------------------------------------------------------------------
 
     def do_GET(self) -> None:
@@ -464,6 +544,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._anthropic(body)
         elif path == "/v1/responses":
             self._openai(body)
+        elif path == "/v1/chat/completions":
+            self._chat(body)
+        elif path.endswith(":countTokens") and path.startswith("/v1"):
+            self._json(200, {"totalTokens": self.mock.usage.input_for(0)})
+        elif GEMINI_MODEL_PATH.match(path):
+            found = GEMINI_MODEL_PATH.match(path)
+            assert found is not None
+            self._gemini(body, found.group(1), stream=found.group(2) == "streamGenerateContent")
         else:
             self._json(404, {"error": {"type": "not_found_error", "message": f"no route POST {path}"}})
 
@@ -661,6 +749,144 @@ class _Handler(BaseHTTPRequestHandler):
         for number, (_, data) in enumerate(events):
             data["sequence_number"] = number
         self._sse(events)
+
+    # -- OpenAI Chat Completions ------------------------------------------------------------
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        mock = self.mock
+        status = mock._should_fail()
+        if status is not None:
+            kind = "invalid_request_error" if status < 500 else "server_error"
+            message = f"mock failure (HTTP {status})"
+            self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": kind}})
+            return
+        conversation = chat_conversation(body)
+        shell = mock.chat_shell_tool
+        # A side request (opencode's session title) declares no tools: just answer.
+        action = mock._decide(conversation) if shell in conversation.tool_names else Final("Mock answer.")
+        cfg = mock.usage
+        prompt_tokens = cfg.input_for(conversation.turn, conversation)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": cfg.output_tokens,
+            "total_tokens": prompt_tokens + cfg.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": cfg.cache_read_tokens},
+            "completion_tokens_details": {"reasoning_tokens": cfg.reasoning_tokens},
+        }
+        mock._record("chat", conversation.turn, action, usage, side=shell not in conversation.tool_names)
+        completion_id = mock._next_id("chatcmpl")
+        model = body.get("model") or mock.model
+        base = {"id": completion_id, "created": int(time.time()), "model": model}
+        if isinstance(action, Shell):
+            call = {
+                "id": mock._next_id("call"),
+                "type": "function",
+                "function": {
+                    "name": shell,
+                    "arguments": json.dumps({"command": action.command, "description": action.description}),
+                },
+            }
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": action.text}
+            finish = "stop"
+        if not body.get("stream"):
+            choice = {"index": 0, "message": message, "finish_reason": finish}
+            self._json(200, {**base, "object": "chat.completion", "choices": [choice], "usage": usage})
+            return
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+            return {**base, "object": "chat.completion.chunk", "choices": [choice]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        if isinstance(action, Shell):
+            arguments = call["function"]["arguments"]
+            head = {"index": 0, "id": call["id"], "type": "function"}
+            chunks.append(chunk({"tool_calls": [{**head, "function": {"name": shell, "arguments": ""}}]}))
+            for piece in (arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]):
+                chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+        else:
+            chunks.append(chunk({"content": action.text}))
+        chunks.append(chunk({}, finish))
+        chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+        self._sse_data(chunks, done=True)
+
+    # -- Google Gemini API ------------------------------------------------------------------
+
+    def _gemini(self, body: dict[str, Any], model: str, stream: bool) -> None:
+        mock = self.mock
+        status = mock._should_fail()
+        if status is not None:
+            reason = "INVALID_ARGUMENT" if status < 500 else "INTERNAL"
+            message = f"mock failure (HTTP {status})"
+            self._json(status, {"error": {"code": status, "message": message, "status": reason}})
+            return
+        conversation = gemini_conversation(body)
+        shell = mock.gemini_shell_tool
+        config = body.get("generationConfig") or {}
+        if shell in conversation.tool_names:
+            action = mock._decide(conversation)
+        elif config.get("responseMimeType") == "application/json" or config.get("responseJsonSchema"):
+            # Gemini CLI's side questions (model routing, next speaker) want JSON back.
+            action = Final(json.dumps(_gemini_json_answer(config)))
+        else:
+            action = Final("Mock answer.")
+        cfg = mock.usage
+        prompt_tokens = cfg.input_for(conversation.turn, conversation)
+        usage = {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": cfg.output_tokens,
+            "totalTokenCount": prompt_tokens + cfg.output_tokens,
+            "cachedContentTokenCount": cfg.cache_read_tokens,
+        }
+        mock._record("gemini", conversation.turn, action, usage, side=shell not in conversation.tool_names)
+        if isinstance(action, Shell):
+            parts: list[dict[str, Any]] = [
+                {"functionCall": {"name": shell, "args": {"command": action.command}}}
+            ]
+        else:
+            parts = [{"text": action.text}]
+
+        def response(parts: list[dict[str, Any]], last: bool) -> dict[str, Any]:
+            candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+            payload: dict[str, Any] = {"candidates": [candidate], "modelVersion": model}
+            if last:
+                candidate["finishReason"] = "STOP"
+                payload.update(usageMetadata=usage, responseId=mock._next_id("gem"))
+            return payload
+
+        if not stream:
+            self._json(200, response(parts, last=True))
+        elif isinstance(action, Final) and len(action.text) > 1:
+            half = len(action.text) // 2
+            first, rest = action.text[:half], action.text[half:]
+            self._sse_data([response([{"text": first}], False), response([{"text": rest}], True)], done=False)
+        else:
+            self._sse_data([response(parts, last=True)], done=False)
+
+
+def _gemini_json_answer(config: dict[str, Any]) -> dict[str, Any]:
+    """A plausible JSON answer to one of Gemini CLI's side questions, from the schema asked for."""
+    schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+    properties = schema.get("properties") or {}
+    answer: dict[str, Any] = {}
+    for name, spec in properties.items():
+        choices = spec.get("enum")
+        if name == "next_speaker":
+            answer[name] = "user"
+        elif name == "model_choice":
+            answer[name] = "flash" if not choices or "flash" in choices else choices[0]
+        elif choices:
+            answer[name] = choices[0]
+        elif str(spec.get("type", "")).lower() in ("boolean",):
+            answer[name] = False
+        elif str(spec.get("type", "")).lower() in ("number", "integer"):
+            answer[name] = 0
+        else:
+            answer[name] = "mock"
+    return answer
 
 
 @contextlib.contextmanager
