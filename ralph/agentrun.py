@@ -99,6 +99,9 @@ class AgentRunner:
             RALPH_SPEC=self.settings.spec,
             RALPH_PROMPT_FILE=str(prompt_file),
             RALPH_ROOT=str(self.root),
+            # opencode takes its project folder from $PWD before its working directory, and
+            # ralph's own $PWD is wherever ralph was started.
+            PWD=str(self.root),
             RALPH_BIN=ralph_command(),
             RALPH_COMMIT="0",  # the loop commits the agent's plan changes with its code
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 
@@ -53,6 +54,29 @@ class Adapter:
 
     def parse_line(self, line: str) -> list[Event]:
         return []
+
+
+class CliAdapter(Adapter):
+    """A named agent CLI: its program (or a path to it), a model option, extra arguments."""
+
+    def __init__(
+        self, model: str | None = None, extra_args: list[str] | None = None, program: str | None = None
+    ):
+        self.model = model
+        self.extra_args = list(extra_args or [])
+        self.program = program or type(self).program
+
+
+def json_object(line: str) -> dict | None:
+    """The JSON object on an output line, or None for anything else (plain text, arrays)."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 class RunTracker:

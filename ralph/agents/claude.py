@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import os
 
-from ralph.agents.base import Adapter, Event, Invocation
+from ralph.agents.base import CliAdapter, Event, Invocation
 from ralph.agents.claude_stream import parse_stream_json
 
 
-class ClaudeAdapter(Adapter):
+class ClaudeAdapter(CliAdapter):
     name = "claude"
     program = "claude"
     default_context_window = 200_000
-
-    def __init__(
-        self, model: str | None = None, extra_args: list[str] | None = None, program: str | None = None
-    ):
-        self.model = model
-        self.extra_args = list(extra_args or [])
-        self.program = program or self.program
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
         argv = [self.program, "-p", prompt, "--output-format", "stream-json", "--verbose"]

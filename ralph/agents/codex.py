@@ -6,22 +6,13 @@ Codex has no final result event, so a run succeeded when it exits 0 without `tur
 
 from __future__ import annotations
 
-import json
-
-from ralph.agents.base import Adapter, Event, Invocation
+from ralph.agents.base import CliAdapter, Event, Invocation, json_object
 
 
-class CodexAdapter(Adapter):
+class CodexAdapter(CliAdapter):
     name = "codex"
     program = "codex"
     default_context_window = 272_000
-
-    def __init__(
-        self, model: str | None = None, extra_args: list[str] | None = None, program: str | None = None
-    ):
-        self.model = model
-        self.extra_args = list(extra_args or [])
-        self.program = program or self.program
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
         argv = [self.program, "exec", "--json", "--dangerously-bypass-approvals-and-sandbox"]
@@ -30,7 +21,7 @@ class CodexAdapter(Adapter):
         return Invocation(argv + self.extra_args + [prompt], None, dict(env))
 
     def parse_line(self, line: str) -> list[Event]:
-        event = _json_object(line)
+        event = json_object(line)
         if event is None:
             return []
         kind = event.get("type")
@@ -70,14 +61,3 @@ def _item(item: dict) -> list[Event]:
         ]
     # An `error` item ("Model metadata ... not found") is harmless with a custom provider: log only.
     return []
-
-
-def _json_object(line: str) -> dict | None:
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None

@@ -8,21 +8,13 @@ stream. Checked against Gemini CLI 0.61 (tests/data/streams/gemini-real*.jsonl).
 
 from __future__ import annotations
 
-from ralph.agents.base import Adapter, Event, Invocation
-from ralph.agents.codex import _json_object
+from ralph.agents.base import CliAdapter, Event, Invocation, json_object
 
 
-class GeminiAdapter(Adapter):
+class GeminiAdapter(CliAdapter):
     name = "gemini"
     program = "gemini"
     default_context_window = 1_000_000
-
-    def __init__(
-        self, model: str | None = None, extra_args: list[str] | None = None, program: str | None = None
-    ):
-        self.model = model
-        self.extra_args = list(extra_args or [])
-        self.program = program or self.program
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
         argv = [self.program, "-p", prompt, "--output-format", "stream-json", "--yolo", "--skip-trust"]
@@ -31,7 +23,7 @@ class GeminiAdapter(Adapter):
         return Invocation(argv + self.extra_args, None, dict(env))
 
     def parse_line(self, line: str) -> list[Event]:
-        event = _json_object(line)
+        event = json_object(line)
         if event is None:
             return []
         kind = event.get("type")

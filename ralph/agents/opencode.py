@@ -9,36 +9,23 @@ own side request (the session title) is not in the stream. Checked against openc
 
 from __future__ import annotations
 
-from ralph.agents.base import Adapter, Event, Invocation
-from ralph.agents.codex import _json_object
+from ralph.agents.base import CliAdapter, Event, Invocation, json_object
 
 
-class OpencodeAdapter(Adapter):
+class OpencodeAdapter(CliAdapter):
     name = "opencode"
     program = "opencode"
     default_context_window = 200_000
-
-    def __init__(
-        self, model: str | None = None, extra_args: list[str] | None = None, program: str | None = None
-    ):
-        self.model = model
-        self.extra_args = list(extra_args or [])
-        self.program = program or self.program
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
         argv = [self.program, "run", "--format", "json", "--auto"]  # --auto: approve tool permissions
         if self.model:
             argv += ["-m", self.model]
         env = {"OPENCODE_DISABLE_AUTOUPDATE": "1", **env}
-        # opencode takes its project directory from $PWD before the real working directory, and
-        # ralph's $PWD is wherever ralph was started: without this it works in the wrong folder.
-        env.pop("PWD", None)
-        if env.get("RALPH_ROOT"):
-            env["PWD"] = env["RALPH_ROOT"]
         return Invocation(argv + self.extra_args + [prompt], None, env)
 
     def parse_line(self, line: str) -> list[Event]:
-        event = _json_object(line)
+        event = json_object(line)
         if event is None:
             return []
         kind, part = event.get("type"), event.get("part") or {}

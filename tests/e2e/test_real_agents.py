@@ -9,7 +9,6 @@ the real `ralph` commands.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import socket
 import subprocess
@@ -21,34 +20,16 @@ import pytest
 
 from ralph.journal import read_events
 from tests.conftest import git
+from tests.e2e.conftest import scratch_env, write_project
 from tests.e2e.mock_model import Conversation, MockModelServer, Usage
 from tests.e2e.npm_agents import require_installed
 
 pytestmark = pytest.mark.slow
 
-SCRUB = ("ANTHROPIC_", "CLAUDE_", "CLAUDECODE", "OPENAI_", "CODEX_", "RALPH_")
-CHECK_WORK = """import pathlib, sys
-bad = [p.name for p in pathlib.Path("work").glob("*.txt") if p.read_text().strip() != "ok"]
-print("FAILED: " + " ".join(bad) if bad else "all work ok")
-sys.exit(1 if bad else 0)
-"""
-
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    (repo / "specs" / "app.md").write_text("# App\n\n- Parse input\n- Print report\n")
-    (repo / "check_work.py").write_text(CHECK_WORK)
-    git(repo, "add", "specs/app.md", "check_work.py")
-    git(repo, "commit", "-qm", "the app spec and its gate")
-    return repo
-
-
-def scratch_env(root: Path) -> dict[str, str]:
-    home = root.parent / "home"
-    home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
-    env.update(HOME=str(home), RALPH_LOCK_TIMEOUT="120")
-    return env
+    return write_project(repo, "# App\n\n- Parse input\n- Print report\n")
 
 
 def claude_env(root: Path, server: MockModelServer) -> dict[str, str]:

@@ -10,7 +10,6 @@ BUILD and VERIFY through the CLI's own shell tool (`bash` for opencode over Chat
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -19,32 +18,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
+from tests.e2e.conftest import scratch_env, write_project
 from tests.e2e.mock_model import MockModelServer, Usage
 from tests.e2e.npm_agents import require_installed
-from tests.e2e.test_real_agents import CHECK_WORK, add_task, events, plan_records, recorded
+from tests.e2e.test_real_agents import add_task, events, plan_records, recorded
 
 pytestmark = pytest.mark.slow
 
-SCRUB = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "RALPH_", "OPENCODE", "GEMINI_", "GOOGLE_")
 # Distinct per turn, so a dropped or double-counted request shows in the totals.
 USAGE = dict(input_tokens_schedule=[1200, 2400, 3600], cache_read_tokens=200, output_tokens=20)
 
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    (repo / "specs" / "app.md").write_text("# App\n\n- Parse input\n")
-    (repo / "check_work.py").write_text(CHECK_WORK)
-    git(repo, "add", "specs/app.md", "check_work.py")
-    git(repo, "commit", "-qm", "the app spec and its gate")
-    return repo
-
-
-def scratch_env(root: Path) -> dict[str, str]:
-    home = root.parent / "home"
-    home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
-    env.update(HOME=str(home), RALPH_LOCK_TIMEOUT="120")
-    return env
+    return write_project(repo, "# App\n\n- Parse input\n")
 
 
 def opencode_env(root: Path, server: MockModelServer) -> dict[str, str]:

@@ -1,0 +1,44 @@
+"""Shared by the real-CLI end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.conftest import git
+
+# Provider settings of the developer's own environment must not reach the CLIs under test.
+SCRUB = (
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "CLAUDECODE",
+    "OPENAI_",
+    "CODEX_",
+    "RALPH_",
+    "OPENCODE",
+    "GEMINI_",
+    "GOOGLE_",
+)
+CHECK_WORK = """import pathlib, sys
+bad = [p.name for p in pathlib.Path("work").glob("*.txt") if p.read_text().strip() != "ok"]
+print("FAILED: " + " ".join(bad) if bad else "all work ok")
+sys.exit(1 if bad else 0)
+"""
+
+
+def write_project(repo: Path, spec: str) -> Path:
+    """The repository with specs/app.md and the gate script check_work.py, committed."""
+    (repo / "specs" / "app.md").write_text(spec)
+    (repo / "check_work.py").write_text(CHECK_WORK)
+    git(repo, "add", "specs/app.md", "check_work.py")
+    git(repo, "commit", "-qm", "the app spec and its gate")
+    return repo
+
+
+def scratch_env(root: Path) -> dict[str, str]:
+    """ralph's environment for a test: no provider settings, a scratch HOME beside the repo."""
+    home = root.parent / "home"
+    home.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
+    env.update(HOME=str(home), RALPH_LOCK_TIMEOUT="120")
+    return env
