@@ -70,13 +70,11 @@ def test_codex_failed_turn_is_an_error():
 
 def test_opencode_argv_and_stream():
     adapter = make_adapter("opencode", None, model="mock/mock-model")
-    invocation = adapter.invocation("PROMPT", "/tmp/p", {"PWD": "/elsewhere", "RALPH_ROOT": "/repo"})
+    invocation = adapter.invocation("PROMPT", "/tmp/p", {})
     assert invocation.argv == [
         "opencode", "run", "--format", "json", "--auto", "-m", "mock/mock-model", "PROMPT",
     ]  # fmt: skip
     assert invocation.env["OPENCODE_DISABLE_AUTOUPDATE"] == "1"
-    assert invocation.env["PWD"] == "/repo"  # opencode prefers $PWD to its working directory
-    assert "PWD" not in adapter.invocation("P", "/tmp/p", {"PWD": "/elsewhere"}).env
     tracker = replay("opencode", "opencode.jsonl")
     assert tracker.session_id == "ses_oc1"
     assert tracker.usage.input_tokens == 1900 and tracker.usage.output_tokens == 70

@@ -173,3 +173,19 @@ def test_kill_log_sample_reads_only_head_and_tail(tmp_path):
     assert head.splitlines()[0] == "line 0" and len(head.splitlines()) == 50
     assert tail.splitlines()[-1] == "line 99999" and len(tail.splitlines()) == 100
     assert _log_sample(Path(tmp_path / "missing.log")) == ("(no log)", "(no log)")
+
+
+def test_agents_get_the_repository_as_pwd_and_the_item_in_their_environment(tmp_path, monkeypatch):
+    from ralph.agentrun import AgentRunner
+    from ralph.journal import Journal
+
+    monkeypatch.setenv("PWD", "/somewhere/else")  # opencode would work there
+    monkeypatch.setenv("RALPH_ISSUE_ID", "i-stale0")
+    settings = Settings.resolve("specs/x.md", {}, {})
+    runner = AgentRunner(
+        tmp_path, settings, make_adapter("command", ["x"]), Journal(tmp_path / "e.jsonl"), Console()
+    )
+    env = runner.env("BUILD", 3, "t-abc123", tmp_path / "p.md")
+    assert env["PWD"] == str(tmp_path) and env["RALPH_ROOT"] == str(tmp_path)
+    assert env["RALPH_TASK_ID"] == "t-abc123" and "RALPH_ISSUE_ID" not in env
+    assert env["RALPH_STAGE"] == "BUILD" and env["RALPH_ITERATION"] == "3" and env["RALPH_COMMIT"] == "0"
