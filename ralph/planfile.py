@@ -42,6 +42,7 @@ class Document:
         self.lines = lines
         self.changed = False
         self.version = 0  # counts changes, so views of the lines know when to refresh
+        self.touched: list[Line] = []  # lines rewritten or added since loading
 
     def records(self) -> list[Line]:
         return [line for line in self.lines if line.record is not None]
@@ -52,6 +53,7 @@ class Document:
     def rewrite(self, line: Line) -> None:
         """Serialize line.record again: call after changing the record in place."""
         line.raw = serialize(line.record)
+        self.touched.append(line)
         self._changed()
 
     def append(self, record: dict) -> Line:
@@ -60,6 +62,7 @@ class Document:
             self.lines[index - 1].raw += b"\n"
         line = Line(serialize(record), record, 0)
         self.lines.insert(index, line)
+        self.touched.append(line)
         self._changed()
         return line
 
@@ -101,8 +104,14 @@ def parse(data: bytes, name: str = "plan.jsonl") -> tuple[Document, list[Problem
     return doc, problems
 
 
-def load(data: bytes, name: str = "plan.jsonl") -> Document:
-    """Parse strictly: any problem stops here, before anything could be written."""
+def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Document:
+    """Parse strictly: any problem stops here, before anything could be written.
+
+    `trusted`: these exact bytes were already proven valid (see validcache); only parse them."""
+    if trusted:
+        return Document(
+            name, [Line(raw, _trusted_record(raw), n) for n, raw in enumerate(data.splitlines(True), 1)]
+        )
     doc, problems = parse(data, name)
     if problems:
         raise PlanInvalid(problems)
@@ -114,6 +123,24 @@ def json_limit(exc: ValueError | RecursionError) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
     return str(exc).split(":", 1)[0]  # "Exceeds the limit (4300 digits) for integer string conversion"
+
+
+def _trusted_record(raw: bytes) -> dict | None:
+    stripped = raw.strip()
+    return _DECODER.raw_decode(stripped.decode("utf-8"))[0] if stripped else None
+
+
+def touched_problems(doc: Document) -> list[Problem]:
+    """The problems a change could have introduced: in the lines it wrote, and across records."""
+    from ralph.integrity import integrity_problems
+
+    position = {id(line): number for number, line in enumerate(doc.lines, start=1)}
+    problems = [
+        Problem(doc.name, position[id(line)], "; ".join(found))
+        for line in doc.touched
+        if id(line) in position and (found := record_problems(line.record))
+    ]
+    return problems + integrity_problems(doc)
 
 
 def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:

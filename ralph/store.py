@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ralph.errors import Busy, GitError, RalphError
+from ralph.errors import Busy, GitError, PlanInvalid, RalphError
 from ralph.plan import Plan
 from ralph.planfile import load
 
@@ -30,7 +30,18 @@ def read_bytes(root: Path) -> bytes:
 
 def read_plan(root: Path) -> Plan:
     """A consistent snapshot without the lock: writers replace the file atomically."""
-    return Plan(load(read_bytes(root), PLAN_NAME))
+    return Plan(load_checked(root, read_bytes(root)))
+
+
+def load_checked(root: Path, data: bytes):
+    """Load strictly, unless these exact bytes were proven valid before (then only parse)."""
+    from ralph import validcache
+
+    if validcache.known_valid(root, data):
+        return load(data, PLAN_NAME, trusted=True)
+    doc = load(data, PLAN_NAME)
+    validcache.remember(root, data)
+    return doc
 
 
 class Change:
@@ -60,19 +71,33 @@ def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = Fal
     try:
         _remove_stale_temp_files(root)
         before = read_bytes(root)
-        change = Change(Plan(load(before, PLAN_NAME)))
+        change = Change(Plan(load_checked(root, before)))
         yield change
         if not change.plan.doc.changed:
             return
-        after = change.plan.doc.to_bytes()
+        after = _checked_bytes(change.plan.doc)
         if commit is None:
             commit = _commit_wanted(change.plan)
         if commit:
             change.commit = _write_and_commit(root, before, after, change.message, fold_earlier)
         else:
             write_atomic(plan_path(root), after)
+        from ralph import validcache
+
+        validcache.remember(root, after)
     finally:
         lock.release()
+
+
+def _checked_bytes(doc) -> bytes:
+    """The changed file's bytes, once the lines the change wrote and the cross-record rules are
+    checked: a command never writes a plan its own loader would refuse."""
+    from ralph.planfile import touched_problems
+
+    problems = touched_problems(doc)
+    if problems:
+        raise PlanInvalid(problems)
+    return doc.to_bytes()
 
 
 def _commit_wanted(plan: Plan) -> bool:

@@ -1,0 +1,47 @@
+"""The cache of plan contents already proven valid: it skips work, never a check."""
+
+from __future__ import annotations
+
+import pytest
+
+from ralph import ops, store, validcache
+from ralph.errors import PlanInvalid
+from tests.conftest import ralph_process
+
+
+def test_a_proven_plan_is_read_without_validating_it_again(repo, monkeypatch):
+    ops.task_add(repo, [{"name": "Cached"}])
+    data = (repo / "plan.jsonl").read_bytes()
+    assert validcache.known_valid(repo, data)  # the command that wrote it proved it
+
+    import ralph.planfile
+
+    def no_validation(record):
+        raise AssertionError("validated a plan already proven valid")
+
+    monkeypatch.setattr(ralph.planfile, "record_problems", no_validation)
+    assert [t["name"] for t in store.read_plan(repo).tasks()] == ["Cached"]
+
+
+def test_any_edit_brings_back_the_full_validation(repo):
+    ops.task_add(repo, [{"name": "Cached"}])
+    assert ralph_process(repo, "query", "next").returncode == 0
+    path = repo / "plan.jsonl"
+    path.write_bytes(path.read_bytes().replace(b'"s": "p"', b'"s": "x"'))
+    refused = ralph_process(repo, "query", "next")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("ralph: plan.jsonl:") and "'s' must be one of" in refused.stderr
+
+
+def test_a_change_that_would_leave_the_plan_invalid_is_never_written(repo):
+    before = (repo / "plan.jsonl").read_bytes()
+    refused = pytest.raises(PlanInvalid, match="task field 'name' must be a non-empty string")
+    with refused, store.transaction(repo) as change:
+        change.plan.doc.append({"t": "task", "id": "t-bad000", "name": ""})
+    assert (repo / "plan.jsonl").read_bytes() == before
+
+
+def test_the_cache_lives_in_the_git_directory(repo):
+    ops.task_add(repo, [{"name": "Cached"}])
+    assert (repo / ".git" / validcache.CACHE_NAME).is_file()
+    assert not [p for p in repo.iterdir() if "valid" in p.name]
