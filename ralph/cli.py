@@ -174,7 +174,7 @@ def _parse_task_json(values: tuple[str, ...]) -> list:
     return items
 
 
-@task.command("add")
+@task.command("add", context_settings={"ignore_unknown_options": True})  # '-5' is JSON, not an option
 @click.argument("json_tasks", metavar="[JSON]...", nargs=-1)
 @click.option("--name", help="The task's name (instead of JSON).")
 @click.option("--accept", help="Acceptance criteria.")

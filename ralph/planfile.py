@@ -143,6 +143,11 @@ def touched_problems(doc: Document) -> list[Problem]:
     return problems + integrity_problems(doc)
 
 
+def _indent(raw: bytes) -> int:
+    """Bytes of white space before the line's content: positions count from the line's start."""
+    return len(raw) - len(raw.lstrip())
+
+
 def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
     stripped = raw.strip()
     if not stripped:
@@ -152,13 +157,14 @@ def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
     try:
         text = stripped.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, f"not valid UTF-8 (byte {exc.start + 1})"
+        return None, f"not valid UTF-8 (byte {exc.start + 1 + _indent(raw)})"
     try:
         record, end = _DECODER.raw_decode(text)  # json.loads without its per-call overhead
         if end != len(text):
             json.loads(text)  # raises json's own "Extra data" error
     except json.JSONDecodeError as exc:
-        return None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+        column = exc.colno + len(raw[: _indent(raw)].decode("utf-8", "replace"))
+        return None, f"invalid JSON: {exc.msg} (column {column})"
     except (ValueError, RecursionError) as exc:  # an int of over 4300 digits; nesting too deep
         return None, f"invalid JSON: {json_limit(exc)}"
     problems = record_problems(record)

@@ -50,3 +50,14 @@ def test_a_bug_is_one_line_with_exit_70_and_the_traceback_in_a_file(repo, monkey
     assert len(result.stderr.splitlines()) == 1
     log = result.stderr.rsplit("traceback: ", 1)[1].rstrip(")\n")
     assert "ZeroDivisionError" in Path(log).read_text()
+
+
+def test_error_columns_count_from_the_start_of_an_indented_line(ralph, repo):
+    (repo / "plan.jsonl").write_text('   {"t": "task", "id": "t-zz0001", "name": x}\n')
+    result = ralph("check", code=2)
+    assert result.stderr == "plan.jsonl:1: invalid JSON: Expecting value (column 44)\n"
+
+
+def test_task_add_takes_a_negative_number_as_bad_json_not_as_an_option(ralph):
+    result = ralph("task", "add", "-5", code=2)
+    assert result.stderr == 'ralph: task must be a JSON object with at least a "name", not int\n'
