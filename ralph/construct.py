@@ -155,7 +155,7 @@ class Loop:
         self.user_dirty = dirty
         with store.transaction(self.root) as change:
             plan = change.plan
-            if not any(r.record.get("path") == self.settings.spec for r in plan._of("spec")):
+            if self.settings.spec not in plan.specs():
                 plan.doc.append({"t": "spec", "path": self.settings.spec})
             plan.update_state(spec=self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"

@@ -60,6 +60,9 @@ class Plan:
     def issues(self) -> list[dict]:
         return [line.record for line in self._of("issue")]
 
+    def specs(self) -> list[str]:
+        return [line.record["path"] for line in self._of("spec")]
+
     def accepted(self) -> set[str]:
         return {line.record["id"] for line in self._of("accept")}
 
