@@ -131,11 +131,13 @@ class BuildStage:
                 task.pop(stale, None)
             change.plan.doc.rewrite(line)
         commit = self.loop.commit_stage(f"ralph(build): {task_id} {task['name']}")
-        with store.transaction(self.loop.root, fold_earlier=True) as change:
-            line = change.plan.task_line(task_id)
-            line.record["commit"] = commit
-            change.plan.doc.rewrite(line)
-            change.message = f"ralph: record build commit {commit[:10] if commit else 'none'} of {task_id}"
+        if commit:
+            # A commit cannot name itself: its id is written now and goes in with the loop's
+            # next commit (the next build, the verify commit, or the loop's ending).
+            with store.transaction(self.loop.root, commit=False) as change:
+                line = change.plan.task_line(task_id)
+                line.record["commit"] = commit
+                change.plan.doc.rewrite(line)
 
     def _add_tokens(self, task: dict, result: AgentResult) -> None:
         """Sum the attempt's usage onto the task, so `git log -p plan.jsonl` shows what it cost."""
