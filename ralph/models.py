@@ -72,6 +72,7 @@ class Accept(Record):
     t: Literal["accept"]
     id: TaskId
     name: str | None = None
+    commit: str | None = Field(None, description="the commit that recorded the task's build")
 
 
 class Reject(Record):

@@ -183,7 +183,10 @@ class Plan:
                 raise Refused(f"task {task_id} is pending; only a done task can be accepted")
         for line in lines:
             self.doc.remove(line)
-            self.doc.append({"t": "accept", "id": line.record["id"], "name": line.record["name"]})
+            tombstone = {"t": "accept", "id": line.record["id"], "name": line.record["name"]}
+            if line.record.get("commit"):
+                tombstone["commit"] = line.record["commit"]  # which commit built what was accepted
+            self.doc.append(tombstone)
         return [line.record for line in lines]
 
     def reject(
