@@ -33,9 +33,29 @@ class BuildStage:
             ready = buildable(self.loop.tasks(plan), plan.accepted())
             if not ready:
                 break
-            self._build_task(ready[0]["id"], iteration)
+            task_id = ready[0]["id"]
+            if self._rejections(plan, task_id) >= self.loop.settings.max_attempts:
+                self._set_aside_rejected(task_id)  # VERIFY keeps rejecting it: split it instead
+                continue
+            self._build_task(task_id, iteration)
             built += 1
         span.end(tasks=built)
+
+    @staticmethod
+    def _rejections(plan, task_id: str) -> int:
+        return sum(
+            1 for line in plan.doc.records() if line.record["t"] == "reject" and line.record["id"] == task_id
+        )
+
+    def _set_aside_rejected(self, task_id: str) -> None:
+        with store.transaction(self.loop.root, fold_earlier=True) as change:
+            reason = (
+                f"VERIFY rejected it {self.loop.settings.max_attempts} times; split it into smaller tasks"
+            )
+            change.plan.reject(task_id, reason, kill_reason="doom_loop")
+            change.message = f"ralph(build): {task_id} set aside (rejected too often)"
+        self.loop.journal.event("task_killed", item=task_id, kill_reason="doom_loop", rejected=True)
+        self.loop.console.event(f"{task_id} was rejected too often; it will be decomposed")
 
     def _build_task(self, task_id: str, iteration: int) -> None:
         compacted, compactions = None, 0

@@ -6,6 +6,7 @@ misbehaviour:
   [gate-always-fails]  every build fails the gate (a doom loop)
   [hang]               starts a grandchild, then never finishes (a timeout)
   [reject-once]        the first VERIFY rejects it
+  [reject-always]      every VERIFY rejects it
   [crash]              the first build exits 3 without marking the task done
   [corrupt-plan]       the first build breaks plan.jsonl by hand
   [slow-verify]        VERIFY takes 2 s
@@ -110,7 +111,7 @@ def verify() -> int:
         time.sleep(2)
     if "[no-verdict]" in name:
         return 0
-    if "[reject-once]" in name and verdicts == 1:
+    if "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1):
         ralph("task", "reject", "the fake verifier rejects the first build")
     else:
         ralph("task", "accept")

@@ -204,6 +204,17 @@ def test_rejected_task_is_rebuilt_then_accepted(project):
     assert (project.parent / "agent-state" / f"build-{task_id}").read_text() == "2"
 
 
+def test_a_task_rejected_max_attempts_times_is_decomposed(project):
+    (task_id,) = add_tasks(project, "Contested [reject-always]")
+    done = construct(project, "--max-attempts", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (project.parent / "agent-state" / f"verify-{task_id}").read_text() == "2"
+    killed = [e for e in events(project) if e["event"] == "task_killed"]
+    assert killed[0]["item"] == task_id and killed[0]["kill_reason"] == "doom_loop" and killed[0]["rejected"]
+    accepted = sorted(r["name"] for r in plan_records(project) if r["t"] == "accept")
+    assert accepted == ["Contested (part 1)", "Contested (part 2)"]
+
+
 def test_parallel_verify_overlaps_and_the_loop_ends(project):
     add_tasks(project, *(f"Check {n} [slow-verify]" for n in range(4)))
     done = construct(project, "--parallel", "4")
