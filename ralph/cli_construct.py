@@ -76,9 +76,7 @@ def _agents_command(group: click.Group) -> None:
         from ralph.agents import ADAPTERS, make_adapter
 
         for name in ADAPTERS:
-            program = (
-                make_adapter(name, None if name != "command" else ["(any)"]).invocation("", "", {}).argv[0]
-            )
+            program = make_adapter(name, None).program if name != "command" else "(any)"
             found = shutil.which(program) if name != "command" else None
             if as_json:
                 click.echo(

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ralph import process, store
+from ralph import ops, process, store
 from ralph.agentrun import LOG_DIR, AgentResult, AgentRunner, AgentUnavailable
 from ralph.agents import make_adapter
 from ralph.console import Console
@@ -144,8 +144,6 @@ class Loop:
         if not spec.is_file():
             raise InvalidInput(f"no spec file {self.settings.spec}")
         if not (self.root / PLAN_FILE).exists():
-            from ralph import ops
-
             ops.init(self.root)
         self.worktree = WorkTree(self.root)
         dirty = self.worktree.changed_paths() - {PLAN_FILE}
@@ -214,7 +212,7 @@ class Loop:
         put back the last committed state. Returns the problem, or None."""
         data = (self.root / PLAN_FILE).read_bytes()
         try:
-            store.load(data, PLAN_FILE)
+            store.load_checked(self.root, data)  # unchanged content is not validated again
             return None
         except PlanInvalid as exc:
             broken = self.root / result.log_path.with_suffix(".plan.jsonl.broken")
@@ -244,10 +242,7 @@ class Loop:
         span.end(tasks=count)
 
     def prioritize(self) -> None:
-        with store.transaction(self.root, fold_earlier=True) as change:
-            counts = change.plan.prioritize(self.settings.spec)
-            levels = ", ".join(f"{counts[level]} {level}" for level in ("high", "medium", "low"))
-            change.message = f"ralph: task prioritize ({levels})"
+        ops.task_prioritize(self.root, self.settings.spec, fold_earlier=True)
 
     # --- INVESTIGATE --------------------------------------------------------------------------
     def investigate_stage(self, iteration: int) -> None:

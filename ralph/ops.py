@@ -58,8 +58,10 @@ def task_delete(
     return task, rewired
 
 
-def task_prioritize(root: Path, spec: str | None = None, commit: bool | None = None) -> dict:
-    with transaction(root, commit) as change:
+def task_prioritize(
+    root: Path, spec: str | None = None, commit: bool | None = None, fold_earlier: bool = False
+) -> dict:
+    with transaction(root, commit, fold_earlier) as change:
         counts = change.plan.prioritize(spec)
         change.message = (
             f"ralph: task prioritize ({counts['high']} high, {counts['medium']} medium, {counts['low']} low)"

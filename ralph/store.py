@@ -60,15 +60,7 @@ def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = Fal
     `commit` None means: as the config record says (default yes). An exception leaves the
     file untouched.
     """
-    from filelock import FileLock, Timeout
-
-    timeout = float(os.environ.get("RALPH_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
-    lock = FileLock(root / LOCK_NAME, timeout=timeout)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise Busy(f"{PLAN_NAME} is busy: another ralph command held its lock for {timeout:g}s") from None
-    try:
+    with plan_lock(root):
         _remove_stale_temp_files(root)
         before = read_bytes(root)
         change = Change(Plan(load_checked(root, before)))
@@ -85,6 +77,21 @@ def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = Fal
         from ralph import validcache
 
         validcache.remember(root, after)
+
+
+@contextmanager
+def plan_lock(root: Path) -> Iterator[None]:
+    """The lock every writer of plan.jsonl holds; waiting is bounded and ends in Busy."""
+    from filelock import FileLock, Timeout
+
+    timeout = float(os.environ.get("RALPH_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
+    lock = FileLock(root / LOCK_NAME, timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise Busy(f"{PLAN_NAME} is busy: another ralph command held its lock for {timeout:g}s") from None
+    try:
+        yield
     finally:
         lock.release()
 
@@ -131,11 +138,7 @@ def _write_and_commit(
 
 def restore_plan(root: Path, data: bytes) -> None:
     """Put known-good bytes back (under the lock), e.g. after an agent broke the file by hand."""
-    from filelock import FileLock
-
-    with FileLock(
-        root / LOCK_NAME, timeout=float(os.environ.get("RALPH_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
-    ):
+    with plan_lock(root):
         write_atomic(plan_path(root), data)
 
 

@@ -661,13 +661,19 @@ class _Handler(BaseHTTPRequestHandler):
             name = next((n for n in shapes if n in conversation.tool_names), "exec_command")
         return name, shapes.get(name, shapes["exec_command"])
 
+    def _failed_openai_style(self) -> bool:
+        """Answer with an OpenAI-style HTTP error when the mock is set to fail; True if it did."""
+        status = self.mock._should_fail()
+        if status is None:
+            return False
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        message = f"mock failure (HTTP {status})"
+        self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": kind}})
+        return True
+
     def _openai(self, body: dict[str, Any]) -> None:
         mock = self.mock
-        status = mock._should_fail()
-        if status is not None:
-            kind = "invalid_request_error" if status < 500 else "server_error"
-            message = f"mock failure (HTTP {status})"
-            self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": kind}})
+        if self._failed_openai_style():
             return
         conversation = openai_conversation(body)
         action = mock._decide(conversation) if conversation.tool_names else Final("Mock answer.")
@@ -754,11 +760,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any]) -> None:
         mock = self.mock
-        status = mock._should_fail()
-        if status is not None:
-            kind = "invalid_request_error" if status < 500 else "server_error"
-            message = f"mock failure (HTTP {status})"
-            self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": kind}})
+        if self._failed_openai_style():
             return
         conversation = chat_conversation(body)
         shell = mock.chat_shell_tool
