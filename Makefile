@@ -35,9 +35,9 @@ bench: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m ralph.demo
 
-## schema: regenerate ralph/plan.schema.json from the pydantic models
+## schema: regenerate ralph/plan/plan.schema.json from the pydantic models
 schema: $(STAMP)
-	$(VENV)/bin/ralph schema > ralph/plan.schema.json
+	$(VENV)/bin/ralph schema > ralph/plan/plan.schema.json
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis

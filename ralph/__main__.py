@@ -1,4 +1,4 @@
-from ralph.cli import main
+from ralph.cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ralph.cli import cli
+from ralph.cli.main import cli
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",
@@ -52,9 +52,9 @@ def repo(bare_repo: Path) -> Path:
     (bare_repo / "README").write_text("a project\n")
     git(bare_repo, "add", "README")
     git(bare_repo, "commit", "-qm", "initial")
-    from ralph import ops
+    from ralph.ops import initialize
 
-    ops.init(bare_repo)  # commits .gitignore (it was clean) and plan.jsonl
+    initialize.init(bare_repo)  # commits .gitignore (it was clean) and plan.jsonl
     return bare_repo
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from ralph.agents import make_adapter
 from ralph.agents.base import RunTracker
-from ralph.pressure import Pressure
+from ralph.loop.pressure import Pressure
+from ralph.loop.settings import Settings
 
 STREAMS = Path(__file__).parent / "data" / "streams"
 
@@ -141,10 +142,8 @@ def test_gemini_real_http_400_is_an_error():
 
 def pressure(after=False, may_compact=True):
     seen = {"warn": [], "after": []}
-    p = Pressure(
-        {"context_warn": 0.7, "context_compact": 0.85, "context_kill": 0.95}, 1000, may_compact, after,
-        seen["warn"].append, seen["after"].append,
-    )  # fmt: skip
+    thresholds = Settings(context_warn=0.7, context_compact=0.85, context_kill=0.95)
+    p = Pressure(thresholds, 1000, may_compact, after, seen["warn"].append, seen["after"].append)
     return p, seen
 
 

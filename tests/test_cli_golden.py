@@ -31,7 +31,7 @@ import pytest
 from click.testing import CliRunner
 from pytest_golden.plugin import GoldenTestFixture
 
-from ralph.cli import cli
+from ralph.cli.main import cli
 
 
 def git(root: Path, *args: str, check: bool = True) -> str:
@@ -114,8 +114,9 @@ def command_paths(command: click.Command = cli, path: tuple[str, ...] = ()) -> l
     """Every command of the tree, groups included, as the words that invoke it."""
     found = [path]
     if isinstance(command, click.Group):
-        for name, sub in sorted(command.commands.items()):
-            found.extend(command_paths(sub, (*path, name)))
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):  # lazily loaded commands too
+            found.extend(command_paths(command.get_command(ctx, name), (*path, name)))
     return found
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.journal import read_events
+from ralph.loop.journal import read_events
 from tests.conftest import git
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
@@ -50,14 +50,14 @@ def construct(root: Path, *flags: str, agent: str | None = None, wait: bool = Tr
 
 
 def add_tasks(root: Path, *names: str, chain: bool = False) -> list[str]:
-    from ralph import ops
+    from ralph.ops import tasks
 
     ids: list[str] = []
     for name in names:
         item = {"name": name, "accept": "work file says ok"}
         if chain and ids:
             item["deps"] = [ids[-1]]
-        ids.append(ops.task_add(root, [item])[0]["id"])
+        ids.append(tasks.add(root, [item])[0]["id"])
     return ids
 
 
@@ -332,7 +332,7 @@ def test_refuses_a_dirty_tree_unless_allowed_and_never_commits_it(project):
 
 
 def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_record(project):
-    from ralph import ops
+    from ralph.ops import issues
 
     agent_cmd = [sys.executable, str(FAKE_AGENT)]
     config = {
@@ -345,7 +345,7 @@ def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_recor
         plan_file.write(json.dumps(config) + "\n")
     git(project, "commit", "-qam", "configure ralph")
     add_tasks(project, "Existing work")
-    issue = ops.issue_add(project, "The report prints nothing for empty input")
+    issue = issues.add(project, "The report prints nothing for empty input")
     env = {**os.environ, "FAKE_AGENT_STATE": str(project.parent / "agent-state")}
     done = subprocess.run(
         [sys.executable, "-m", "ralph", "-C", str(project), "construct", "specs/app.md"],

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ralph import prompts
 from ralph.agents import make_adapter
 from ralph.agents.base import RunTracker
-from ralph.console import Console
 from ralph.errors import InvalidInput
-from ralph.process import run_child
-from ralph.settings import Settings, parse_duration
+from ralph.loop import prompts
+from ralph.loop.console import Console
+from ralph.loop.settings import Settings, parse_duration
+from ralph.loop.supervisor import Supervisor
 
 
 @pytest.mark.parametrize(
@@ -36,11 +36,11 @@ def test_bad_durations_are_refused(text):
 def test_flags_override_the_config_record():
     config = {"t": "config", "timeout_ms": 1000, "max_iterations": 7, "agent_cmd": ["my-agent"], "gate": []}
     settings = Settings.resolve(
-        "specs/x.md", config, {"timeout": "5m", "max_iterations": None, "parallel": 2}
+        "specs/x.md", config, {"timeout_s": 300.0, "max_iterations": None, "parallel": 2}
     )
     assert settings.timeout_s == 300 and settings.max_iterations == 7 and settings.parallel == 2
-    assert settings.agent_cmd == ["my-agent"] and settings.gate == []
-    assert Settings.resolve("specs/x.md", {}, {}).gate == ["make", "verify"]
+    assert settings.agent_cmd == ("my-agent",) and settings.gate == ()
+    assert Settings.resolve("specs/x.md", {}, {}).gate == ("make", "verify")
 
 
 def test_command_adapter_splits_like_a_shell_and_never_uses_one():
@@ -129,7 +129,7 @@ def test_output_reaches_the_log_while_the_child_still_runs(tmp_path):
     result = {}
     thread = threading.Thread(
         target=lambda: result.update(
-            run=run_child(
+            run=Supervisor().run(
                 [sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), log_path=log, timeout_s=30
             )
         )
@@ -145,7 +145,7 @@ def test_output_reaches_the_log_while_the_child_still_runs(tmp_path):
 
 def test_prompt_is_passed_on_stdin_and_stdin_then_closes(tmp_path):
     script = "import sys; data = sys.stdin.read(); print(len(data)); print(data[:5])"
-    run = run_child(
+    run = Supervisor().run(
         [sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), log_path=tmp_path / "l.log",
         timeout_s=30, stdin_data=b"hello " * 100_000,
     )  # fmt: skip
@@ -153,7 +153,7 @@ def test_prompt_is_passed_on_stdin_and_stdin_then_closes(tmp_path):
 
 
 def test_journal_lines_are_complete_json(tmp_path):
-    from ralph.journal import Journal, read_events
+    from ralph.loop.journal import Journal, read_events
 
     journal = Journal(tmp_path / "events.jsonl")
     span = journal.span("agent", stage="BUILD", item="t-abc123")
@@ -165,26 +165,25 @@ def test_journal_lines_are_complete_json(tmp_path):
 
 
 def test_kill_log_sample_reads_only_head_and_tail(tmp_path):
-    from ralph.stage_decompose import _log_sample
+    from ralph.loop.stage_decompose import log_sample
 
     log = tmp_path / "big.log"
     log.write_text("".join(f"line {n}\n" for n in range(100_000)))
-    head, tail = _log_sample(log)
+    head, tail = log_sample(log)
     assert head.splitlines()[0] == "line 0" and len(head.splitlines()) == 50
     assert tail.splitlines()[-1] == "line 99999" and len(tail.splitlines()) == 100
-    assert _log_sample(Path(tmp_path / "missing.log")) == ("(no log)", "(no log)")
+    assert log_sample(Path(tmp_path / "missing.log")) == ("(no log)", "(no log)")
 
 
 def test_agents_get_the_repository_as_pwd_and_the_item_in_their_environment(tmp_path, monkeypatch):
-    from ralph.agentrun import AgentRunner
-    from ralph.journal import Journal
+    from ralph.loop.agentrun import AgentRunner
+    from ralph.loop.journal import Journal
 
     monkeypatch.setenv("PWD", "/somewhere/else")  # opencode would work there
     monkeypatch.setenv("RALPH_ISSUE_ID", "i-stale0")
     settings = Settings.resolve("specs/x.md", {}, {})
-    runner = AgentRunner(
-        tmp_path, settings, make_adapter("command", ["x"]), Journal(tmp_path / "e.jsonl"), Console()
-    )
+    adapter, journal = make_adapter("command", ["x"]), Journal(tmp_path / "e.jsonl")
+    runner = AgentRunner(tmp_path, settings, adapter, journal, Console(), Supervisor())
     env = runner.env("BUILD", 3, "t-abc123", tmp_path / "p.md")
     assert env["PWD"] == str(tmp_path) and env["RALPH_ROOT"] == str(tmp_path)
     assert env["RALPH_TASK_ID"] == "t-abc123" and "RALPH_ISSUE_ID" not in env

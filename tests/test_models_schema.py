@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import ralph
-from ralph.models import RECORD_MODELS, json_schema
-from ralph.validate import record_problems
+from ralph.plan.models import RECORD_MODELS, json_schema
+from ralph.plan.validate import record_problems
 
-SCHEMA_FILE = Path(ralph.__file__).with_name("plan.schema.json")
+SCHEMA_FILE = Path(ralph.__file__).parent / "plan" / "plan.schema.json"
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +33,7 @@ def _no_assertion_pass_hook(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_schema_file_is_exported_from_the_models():
     expected = json.dumps(json_schema(), indent=2) + "\n"
     assert SCHEMA_FILE.read_text(encoding="utf-8") == expected, (
-        "ralph/plan.schema.json is out of date with ralph/models.py: run make schema"
+        "ralph/plan/plan.schema.json is out of date with ralph/plan/models.py: run make schema"
     )
 
 

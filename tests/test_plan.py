@@ -8,8 +8,8 @@ import re
 import pytest
 
 from ralph.errors import InvalidInput, PlanInvalid, RalphError, Refused
-from ralph.plan import Plan
-from ralph.planfile import load
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
 
 GENERATED_TASK_ID = re.compile(r"^t-[0-9a-z]{6}$")
 GENERATED_ISSUE_ID = re.compile(r"^i-[0-9a-z]{6}$")

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from ralph.errors import PlanInvalid
-from ralph.plan import Plan
-from ralph.planfile import Document, load, parse, serialize
+from ralph.plan.document import Document, serialize
+from ralph.plan.loader import load, parse
+from ralph.plan.plan import Plan
 
 HAND_EDITED = (
     b'{"t":"config",   "commit" : false, "mine": [1, 2]}\n'

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ralph import ops
 from ralph.errors import RalphError
-from ralph.planfile import load
+from ralph.ops import issues, tasks
+from ralph.plan.loader import load
 
 
 @pytest.fixture(autouse=True)
@@ -149,7 +149,7 @@ def _is_subsequence(needles: list[bytes], haystack: list[bytes]) -> bool:
     return all(any(needle == line for line in remaining) for needle in needles)
 
 
-def _run(root: Path, data: st.DataObject, command: str, ids: list[str], issues: list[str]) -> None:
+def _run(root: Path, data: st.DataObject, command: str, ids: list[str], issue_ids: list[str]) -> None:
     some_id = st.one_of(st.sampled_from([*ids, "t-unknown", "t-old"]))
     maybe_id = st.one_of(st.none(), some_id)
     if command == "add":
@@ -168,22 +168,22 @@ def _run(root: Path, data: st.DataObject, command: str, ids: list[str], issues: 
                 max_size=2,
             )
         )
-        ops.task_add(root, items, commit=False)
+        tasks.add(root, items, commit=False)
     elif command == "done":
-        ops.task_done(root, data.draw(maybe_id), commit=False)
+        tasks.done(root, data.draw(maybe_id), commit=False)
     elif command == "accept":
-        ops.task_accept(root, data.draw(maybe_id), commit=False)
+        tasks.accept(root, data.draw(maybe_id), commit=False)
     elif command == "reject":
         kill = data.draw(st.sampled_from([None, "timeout", "doom_loop"]))
-        ops.task_reject(root, data.draw(maybe_id), data.draw(st.text(max_size=8)), kill, commit=False)
+        tasks.reject(root, data.draw(maybe_id), data.draw(st.text(max_size=8)), kill, commit=False)
     elif command == "delete":
-        ops.task_delete(root, data.draw(some_id), force=data.draw(st.booleans()), commit=False)
+        tasks.delete(root, data.draw(some_id), force=data.draw(st.booleans()), commit=False)
     elif command == "prioritize":
-        ops.task_prioritize(root, data.draw(st.sampled_from([None, "specs/a.md"])), commit=False)
+        tasks.prioritize(root, data.draw(st.sampled_from([None, "specs/a.md"])), commit=False)
     elif command == "issue add":
-        ops.issue_add(root, data.draw(st.text(max_size=8)), commit=False)
+        issues.add(root, data.draw(st.text(max_size=8)), commit=False)
     else:
-        ops.issue_resolve(root, data.draw(st.sampled_from([*issues, "i-unknown"])), commit=False)
+        issues.resolve(root, data.draw(st.sampled_from([*issue_ids, "i-unknown"])), commit=False)
 
 
 @settings(FUNCTION_FIXTURES, max_examples=150)
@@ -197,9 +197,9 @@ def test_commands_keep_every_line_they_do_not_change(repo, data):
         before = plan.read_bytes()
         doc = load(before)
         ids = [line.record["id"] for line in doc.records() if line.record["t"] == "task"]
-        issues = [line.record["id"] for line in doc.records() if line.record["t"] == "issue"]
+        issue_ids = [line.record["id"] for line in doc.records() if line.record["t"] == "issue"]
         try:
-            _run(repo, data, command, ids, issues)
+            _run(repo, data, command, ids, issue_ids)
         except RalphError:
             assert plan.read_bytes() == before, f"{command} was refused but changed the file"
             continue

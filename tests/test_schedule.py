@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ralph import schedule
 from ralph.errors import Refused
+from ralph.plan import schedule
 
 
 def task(task_id: str, **fields) -> dict:

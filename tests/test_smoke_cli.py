@@ -38,13 +38,13 @@ def test_refused_and_invalid_exit_codes(ralph):
 
 
 def test_a_bug_is_one_line_with_exit_70_and_the_traceback_in_a_file(repo, monkeypatch):
-    from ralph import ops
+    from ralph.ops import reads
     from tests.conftest import Ralph
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("simulated bug")
 
-    monkeypatch.setattr(ops, "status", broken)
+    monkeypatch.setattr(reads, "status", broken)
     result = Ralph(repo)("status", code=70)
     assert result.stderr.startswith("ralph: internal error: ZeroDivisionError: simulated bug (traceback: ")
     assert len(result.stderr.splitlines()) == 1

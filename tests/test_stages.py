@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ralph.plan import Plan
-from ralph.planfile import load
-from ralph.stages import stage_of
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.plan.stages import stage_of
 
 PENDING = {"t": "task", "id": "t-p", "name": "p"}
 DONE = {"t": "task", "id": "t-d", "name": "d", "s": "d"}

@@ -4,27 +4,29 @@ from __future__ import annotations
 
 import pytest
 
-from ralph import ops, store, validcache
 from ralph.errors import PlanInvalid
+from ralph.ops import tasks
+from ralph.store import transaction as store
+from ralph.store import validcache
 from tests.conftest import ralph_process
 
 
 def test_a_proven_plan_is_read_without_validating_it_again(repo, monkeypatch):
-    ops.task_add(repo, [{"name": "Cached"}])
+    tasks.add(repo, [{"name": "Cached"}])
     data = (repo / "plan.jsonl").read_bytes()
     assert validcache.known_valid(repo, data)  # the command that wrote it proved it
 
-    import ralph.planfile
+    import ralph.plan.loader
 
     def no_validation(record):
         raise AssertionError("validated a plan already proven valid")
 
-    monkeypatch.setattr(ralph.planfile, "record_problems", no_validation)
+    monkeypatch.setattr(ralph.plan.loader, "record_problems", no_validation)
     assert [t["name"] for t in store.read_plan(repo).tasks()] == ["Cached"]
 
 
 def test_any_edit_brings_back_the_full_validation(repo):
-    ops.task_add(repo, [{"name": "Cached"}])
+    tasks.add(repo, [{"name": "Cached"}])
     assert ralph_process(repo, "query", "next").returncode == 0
     path = repo / "plan.jsonl"
     path.write_bytes(path.read_bytes().replace(b'"s": "p"', b'"s": "x"'))
@@ -42,6 +44,6 @@ def test_a_change_that_would_leave_the_plan_invalid_is_never_written(repo):
 
 
 def test_the_cache_lives_in_the_git_directory(repo):
-    ops.task_add(repo, [{"name": "Cached"}])
+    tasks.add(repo, [{"name": "Cached"}])
     assert (repo / ".git" / validcache.CACHE_NAME).is_file()
     assert not [p for p in repo.iterdir() if "valid" in p.name]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.journal import read_events
+from ralph.loop.journal import read_events
 from tests.conftest import git
 from tests.e2e.conftest import scratch_env, write_project
 from tests.e2e.mock_model import Conversation, MockModelServer, Usage
@@ -130,9 +130,9 @@ class PressureUsage(Usage):
 
 
 def add_task(root: Path, name: str) -> str:
-    from ralph import ops
+    from ralph.ops import tasks
 
-    return ops.task_add(root, [{"name": name, "accept": "work file says ok"}])[0]["id"]
+    return tasks.add(root, [{"name": name, "accept": "work file says ok"}])[0]["id"]
 
 
 def test_claude_context_pressure_warns_compacts_and_continues(project):

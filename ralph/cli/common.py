@@ -1,0 +1,67 @@
+"""What every command shares: the group that turns ralph's errors into one line on stderr and
+an exit code, finding the repository, printing JSON, the common options."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from ralph.errors import EXIT_INTERNAL, RalphError
+from ralph.text import printable
+
+
+class RalphGroup(click.Group):
+    """Turns ralph's errors into one line on stderr and the error's exit code."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except RalphError as exc:
+            click.echo(f"ralph: {printable(str(exc))}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug: one line for the user, the traceback in a file
+            if os.environ.get("RALPH_DEBUG"):
+                raise
+            where = _write_crash_log()
+            message = printable(f"{type(exc).__name__}: {exc}")
+            click.echo(f"ralph: internal error: {message} (traceback: {where})", err=True)
+            ctx.exit(EXIT_INTERNAL)
+
+
+def _write_crash_log() -> str:
+    import tempfile
+    import time
+    import traceback
+
+    path = Path(tempfile.gettempdir()) / f"ralph-crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    path.write_text(traceback.format_exc(), encoding="utf-8")
+    return str(path)
+
+
+def root_of(ctx: click.Context) -> Path:
+    """The repository the command acts on: the work tree around -C (default: here)."""
+    from ralph.store.git import find_root
+
+    return find_root(Path(ctx.find_root().params.get("directory") or "."))
+
+
+def emit(data: object) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False))
+
+
+no_commit_option = click.option("--no-commit", is_flag=True, help="Change plan.jsonl without committing it.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def current_task() -> str | None:
+    """The task an agent started by `ralph construct` is working on."""
+    return os.environ.get("RALPH_TASK_ID") or None
+
+
+def commit_choice(no_commit: bool) -> bool | None:
+    return False if no_commit else None  # None: as the config record says

@@ -1,0 +1,197 @@
+"""The construct loop's commands: `ralph construct`, `ralph plan` and `ralph agents`. The main group
+loads this module only when one of them is named (or listed in --help), so the state commands never
+load the loop."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ralph.cli.common import root_of
+from ralph.errors import InvalidInput
+from ralph.loop.settings import DEFAULTS, parse_duration
+from ralph.text import printable
+
+
+class Duration(click.ParamType):
+    """A duration in milliseconds ('300000') or with a unit ('90s', '5m', '1500ms'); as seconds."""
+
+    name = "duration"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_duration(value)
+        except InvalidInput as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class Shlex(click.ParamType):
+    """A command line split like a shell would (never run by one): an argv tuple."""
+
+    name = "command"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        import shlex
+
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:  # unbalanced quotes
+            self.fail(f"cannot split {value!r}: {exc}", param, ctx)
+
+
+def _loop_options(command):
+    defaults = DEFAULTS
+    options = [
+        click.option("--agent", help="claude, codex, opencode, gemini or command (see `ralph agents`)."),
+        click.option(
+            "--agent-cmd",
+            type=Shlex(),
+            help="The program and its arguments (split like a shell, never run by one);"
+            " for a named CLI, the path of its binary.",
+        ),
+        click.option("--agent-args", type=Shlex(), help="Extra arguments passed through to the agent CLI."),
+        click.option("--model", help="Model name passed to the agent CLI."),
+        click.option(
+            "--timeout",
+            "timeout_s",
+            type=Duration(),
+            help=f"Limit for one agent run: milliseconds, or with a unit (90s, 5m)."
+            f" [default: {defaults.timeout_s:g}s]",
+        ),
+        click.option(
+            "--allow-dirty",
+            is_flag=True,
+            default=None,
+            help="Start even with uncommitted changes (they are never committed).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return click.argument("spec", type=click.Path(dir_okay=False))(command)
+
+
+def _budget_options(command):
+    defaults = DEFAULTS
+    options = [
+        click.option(
+            "--max-iterations",
+            type=click.IntRange(min=1),
+            help=f"Iterations to run at most. [default: {defaults.max_iterations}]",
+        ),
+        click.option(
+            "--max-minutes",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Wall-clock budget in minutes. [default: none]",
+        ),
+        click.option(
+            "--max-attempts",
+            type=click.IntRange(min=1),
+            help=f"Builds per task before it is decomposed. [default: {defaults.max_attempts}]",
+        ),
+        click.option(
+            "--parallel",
+            type=click.IntRange(min=1),
+            help=f"VERIFY runs at once. [default: {defaults.parallel}]",
+        ),
+        click.option(
+            "--gate",
+            type=Shlex(),
+            help='Quality gate command run after each build ("" for none).'
+            f" [default: {' '.join(defaults.gate)}]",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.command()
+@_loop_options
+@_budget_options
+@click.pass_context
+def construct(ctx, spec, **flags):
+    """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented.
+
+    Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no
+    progress possible), 6 agent unavailable, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
+    SIGHUP (run again to resume).
+    """
+    _run(ctx, spec, flags, plan_only=False)
+
+
+@click.command("plan")
+@_loop_options
+@click.pass_context
+def plan_command(ctx, spec, **flags):
+    """Run one PLAN stage: the agent turns SPEC into prioritized tasks."""
+    _run(ctx, spec, flags, plan_only=True)
+
+
+@click.command("agents")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of text.")
+def agents(as_json):
+    """List the agent adapters and whether each CLI is installed."""
+    import shutil
+
+    from ralph.agents import ADAPTERS, make_adapter
+
+    for name in ADAPTERS:
+        program = make_adapter(name, None).program if name != "command" else "(any)"
+        found = shutil.which(program) if name != "command" else None
+        if as_json:
+            click.echo(
+                json.dumps({"agent": name, "program": program, "installed": bool(found), "path": found})
+            )
+        elif name == "command":
+            click.echo("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
+        else:
+            click.echo(f"{name:<9} {program}: {found or 'not installed'}")
+
+
+def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
+    from pathlib import Path
+
+    from ralph.loop.construct import Loop
+    from ralph.loop.settings import Settings
+    from ralph.store.transaction import plan_path, read_plan
+
+    root = root_of(ctx)
+    spec_path = (Path.cwd() / spec).resolve()
+    try:
+        spec_rel = str(spec_path.relative_to(root))
+    except ValueError:
+        spec_rel = spec
+    as_json = flags.pop("as_json")
+    config = read_plan(root).config() if plan_path(root).exists() else {}
+    settings = Settings.resolve(spec_rel, config, flags)
+    report = Loop(root, settings).run(plan_only=plan_only)
+    _print_report(report, as_json)
+    ctx.exit(report.exit_code)
+
+
+def _print_report(report, as_json: bool) -> None:
+    if as_json:
+        data = {key: value for key, value in report.__dict__.items() if key != "outcome"}
+        click.echo(json.dumps({"outcome": report.outcome.name, **data}))
+        return
+    headline = f"ralph: {report.outcome.name}: {printable(report.message)}"
+    if report.exit_code and not report.iterations:
+        click.echo(headline, err=True)  # an error ending before any work: one line on stderr, nothing else
+        return
+    click.echo(headline)
+    click.echo(f"iterations run: {report.iterations}; tokens: {report.tokens:,}")
+    if report.accepted:
+        click.echo(f"accepted ({len(report.accepted)}):")
+        for item in report.accepted:
+            click.echo(f"  {printable(item)}")
+    if report.remaining:
+        click.echo(f"left ({len(report.remaining)}):")
+        for item in report.remaining:
+            click.echo(f"  {printable(item)}")
+    click.echo(f"logs: {report.log_dir}/ (events: {report.log_dir}/events.jsonl)")

@@ -1,0 +1,344 @@
+"""The state commands: init, check, schema, status, and the task, issue and query groups. Each
+parses its arguments, calls ralph.ops, and prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ralph.cli.common import commit_choice, current_task, emit, json_option, no_commit_option, root_of
+from ralph.errors import EXIT_INVALID, InvalidInput
+from ralph.plan.records import Status
+from ralph.text import printable
+
+# --- init, check, schema, status -----------------------------------------------------------
+
+
+@click.command()
+@no_commit_option
+@click.pass_context
+def init(ctx: click.Context, no_commit: bool) -> None:
+    """Create plan.jsonl, specs/ and build/ralph-logs/ (ignored by git). Safe to run twice."""
+    from ralph.ops.initialize import init as initialize
+
+    root = root_of(ctx)
+    created = initialize(root, commit=not no_commit)
+    if created:
+        click.echo(f"initialized ralph in {root}: " + ", ".join(created))
+    else:
+        click.echo(f"ralph is already initialized in {root}")
+
+
+@click.command()
+@json_option
+@click.pass_context
+def check(ctx: click.Context, as_json: bool) -> None:
+    """List every problem in plan.jsonl (exit 2 if there is any)."""
+    from ralph.ops import reads
+
+    result = reads.check(root_of(ctx))
+    problems = result.problems
+    if as_json:
+        emit({"ok": not problems, "records": result.records, "problems": [str(p) for p in problems]})
+    elif problems:
+        for problem in problems:
+            click.echo(printable(str(problem)), err=True)
+    else:
+        click.echo(f"plan.jsonl: ok ({result.records} records)")
+    if problems:
+        ctx.exit(EXIT_INVALID)
+
+
+@click.command()
+def schema() -> None:
+    """Print the JSON Schema of a plan.jsonl line."""
+    from ralph.plan.models import json_schema
+
+    click.echo(json.dumps(json_schema(), indent=2))
+
+
+@click.command()
+@json_option
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """A short summary: stage, counts by status, the next task."""
+    from ralph.ops import reads
+
+    summary = reads.status(root_of(ctx))
+    if as_json:
+        emit(summary)
+        return
+    spec = f" ({summary['spec']})" if summary["spec"] else ""
+    click.echo(f"stage {summary['stage']}, iteration {summary['iteration']}{spec}")
+    click.echo(
+        f"tasks: {summary['pending']} pending, {summary['done']} done, {summary['accepted']} accepted"
+        + (f", {summary['killed']} to decompose" if summary["killed"] else "")
+    )
+    click.echo(f"issues: {summary['issues']} open")
+    nxt = summary["next"]
+    click.echo(f"next: {nxt['id']} {nxt['name']}" if nxt else "next: none")
+
+
+# --- task ------------------------------------------------------------------------------------
+
+
+@click.group()
+def task() -> None:
+    """Add, finish, accept, reject and order tasks."""
+
+
+def _parse_task_json(values: tuple[str, ...]) -> list:
+    items: list = []
+    for value in values:
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"task add: invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except (ValueError, RecursionError) as exc:
+            from ralph.plan.loader import json_limit
+
+            raise InvalidInput(f"task add: invalid JSON: {json_limit(exc)}") from None
+        items.extend(parsed if isinstance(parsed, list) else [parsed])
+    return items
+
+
+@task.command("add", context_settings={"ignore_unknown_options": True})  # '-5' is JSON, not an option
+@click.argument("json_tasks", metavar="[JSON]...", nargs=-1)
+@click.option("--name", help="The task's name (instead of JSON).")
+@click.option("--accept", help="Acceptance criteria.")
+@click.option("--deps", help="Comma-separated ids of tasks this one needs.")
+@click.option("--priority", type=click.Choice(["high", "medium", "low"]), help="Set an explicit priority.")
+@click.option("--notes", help="Notes for whoever builds it.")
+@click.option("--spec", help="The spec file the task belongs to.")
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the JSON from standard input.")
+@no_commit_option
+@json_option
+@click.pass_context
+def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_stdin, no_commit, as_json):
+    """Add tasks: a JSON object or array, e.g. '{"name": "Add login", "accept": "..."}', or --name."""
+    from ralph.ops import tasks
+
+    if from_stdin:
+        json_tasks = (*json_tasks, sys.stdin.read())
+    items = _parse_task_json(json_tasks)
+    if name is not None:
+        fields = {"name": name, "accept": accept, "priority": priority, "notes": notes, "spec": spec}
+        fields["deps"] = [d.strip() for d in deps.split(",") if d.strip()] if deps else None
+        items.append({key: value for key, value in fields.items() if value is not None})
+    elif any(v is not None for v in (accept, deps, priority, notes, spec)):
+        raise InvalidInput("task add: --accept/--deps/--priority/--notes/--spec go with --name")
+    if not items:
+        given = "the JSON holds no task" if json_tasks else "give a task as JSON or with --name"
+        raise InvalidInput(f"task add: {given}")
+    added = tasks.add(root_of(ctx), items, commit_choice(no_commit))
+    for record in added:
+        emit(record) if as_json else click.echo(f"added {record['id']}: {record['name']}")
+
+
+@task.command("done")
+@click.argument("task_id", metavar="[ID]", required=False)
+@no_commit_option
+@json_option
+@click.pass_context
+def task_done(ctx, task_id, no_commit, as_json):
+    """Mark a task done (default: $RALPH_TASK_ID, else the task `ralph query next` shows)."""
+    from ralph.ops import tasks
+
+    record = tasks.done(root_of(ctx), task_id or current_task(), commit_choice(no_commit))
+    emit(record) if as_json else click.echo(f"done {record['id']}: {record['name']}")
+
+
+@task.command("accept")
+@click.argument("task_id", metavar="[ID]", required=False)
+@no_commit_option
+@json_option
+@click.pass_context
+def task_accept(ctx, task_id, no_commit, as_json):
+    """Accept a done task (default: $RALPH_TASK_ID, else every done task); its line becomes an
+    accept tombstone."""
+    from ralph.ops import tasks
+
+    for record in tasks.accept(root_of(ctx), task_id or current_task(), commit_choice(no_commit)):
+        emit({"id": record["id"], "accepted": True}) if as_json else click.echo(
+            f"accepted {record['id']}: {record['name']}"
+        )
+
+
+@task.command("reject")
+@click.argument("args", metavar="[ID] REASON", nargs=-1, required=True)
+@click.option("--kill-reason", type=click.Choice(["timeout", "context_limit", "doom_loop"]), hidden=True)
+@click.option("--kill-log", hidden=True)
+@no_commit_option
+@json_option
+@click.pass_context
+def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
+    """Send a done task back to pending with the reason (default ID: $RALPH_TASK_ID, else the
+    only done task)."""
+    from ralph.ops import tasks
+
+    if len(args) > 2:
+        raise InvalidInput("task reject takes [ID] REASON: quote the reason")
+    task_id, reason = (args[0], args[1]) if len(args) == 2 else (current_task(), args[0])
+    record = tasks.reject(root_of(ctx), task_id, reason, kill_reason, kill_log, commit_choice(no_commit))
+    emit(record) if as_json else click.echo(f"rejected {record['id']}: {record['name']} (pending again)")
+
+
+@task.command("delete")
+@click.argument("task_id", metavar="ID")
+@click.option("--force", is_flag=True, help="Also drop the dependencies other tasks have on it.")
+@no_commit_option
+@click.pass_context
+def task_delete(ctx, task_id, force, no_commit):
+    """Remove a task; tasks that need it then need its subtasks (tasks with it as parent)."""
+    from ralph.ops import tasks
+
+    record, rewired = tasks.delete(root_of(ctx), task_id, force, commit_choice(no_commit))
+    suffix = f" ({', '.join(rewired)} updated)" if rewired else ""
+    click.echo(f"deleted {record['id']}: {record['name']}{suffix}")
+
+
+@task.command("prioritize")
+@click.option("--spec", help="Only tasks of this spec (and tasks without one).")
+@no_commit_option
+@click.pass_context
+def task_prioritize(ctx, spec, no_commit):
+    """Set the priority of pending tasks that have none set by a person; print the counts."""
+    from ralph.ops import tasks
+
+    counts = tasks.prioritize(root_of(ctx), spec, commit_choice(no_commit))
+    emit(counts)
+
+
+@task.command("list")
+@click.option("--pending", "status", flag_value="p", help="Only pending tasks.")
+@click.option("--done", "status", flag_value="d", help="Only done tasks.")
+@json_option
+@click.pass_context
+def task_list(ctx, status, as_json):
+    """List the tasks in the plan, one line each."""
+    from ralph.ops import reads
+
+    for record in reads.tasks(root_of(ctx), Status(status) if status else None):
+        if as_json:
+            emit(record)
+        else:
+            flags = " ".join(f"[{f}]" for f in (record.get("priority"), record.get("kill_reason")) if f)
+            click.echo(
+                f"{record['id']}  {'done' if record.get('s') == 'd' else 'pending'}  {record['name']}"
+                + (f"  {flags}" if flags else "")
+            )
+
+
+@task.command("show")
+@click.argument("task_id", metavar="ID")
+@click.pass_context
+def task_show(ctx, task_id):
+    """Print one task as JSON."""
+    from ralph.ops import reads
+
+    emit(reads.task(root_of(ctx), task_id))
+
+
+# --- issue -----------------------------------------------------------------------------------
+
+
+@click.group()
+def issue() -> None:
+    """Record questions and problems for INVESTIGATE, and resolve them."""
+
+
+@issue.command("add")
+@click.argument("text")
+@click.option("--priority", type=click.Choice(["high", "medium", "low"]))
+@no_commit_option
+@json_option
+@click.pass_context
+def issue_add(ctx, text, priority, no_commit, as_json):
+    """Add an issue: a question or problem to investigate."""
+    from ralph.ops import issues
+
+    record = issues.add(root_of(ctx), text, priority, commit_choice(no_commit))
+    emit(record) if as_json else click.echo(f"added {record['id']}: {record['text']}")
+
+
+@issue.command("resolve")
+@click.argument("issue_id", metavar="ID")
+@click.option("--note", help="How it was resolved (goes into the commit message).")
+@no_commit_option
+@click.pass_context
+def issue_resolve(ctx, issue_id, note, no_commit):
+    """Resolve an issue: its line is removed (git history keeps it)."""
+    from ralph.ops import issues
+
+    record = issues.resolve(root_of(ctx), issue_id, note, commit_choice(no_commit))
+    click.echo(f"resolved {record['id']}: {record['text']}")
+
+
+@issue.command("list")
+@json_option
+@click.pass_context
+def issue_list(ctx, as_json):
+    """List the open issues, one line each."""
+    from ralph.ops import reads
+
+    for record in reads.issues(root_of(ctx)):
+        emit(record) if as_json else click.echo(f"{record['id']}  {printable(record['text'])}")
+
+
+# --- query (machine-readable) ----------------------------------------------------------------
+
+
+@click.group()
+def query() -> None:
+    """Read the plan for scripts and agents (JSON or a single word)."""
+
+
+@query.command("stage")
+@click.pass_context
+def query_stage(ctx):
+    """The stage the plan is in: INVESTIGATE, BUILD, VERIFY, DECOMPOSE or COMPLETE."""
+    from ralph.ops import reads
+
+    click.echo(reads.stage(root_of(ctx)))
+
+
+@query.command("iteration")
+@click.pass_context
+def query_iteration(ctx):
+    """The construct loop's current iteration number."""
+    from ralph.ops import reads
+
+    click.echo(reads.iteration(root_of(ctx)))
+
+
+@query.command("next")
+@click.pass_context
+def query_next(ctx):
+    """The next task to build, as one JSON object (exit 1 when none is ready)."""
+    from ralph.ops import reads
+
+    emit(reads.next_task(root_of(ctx)))
+
+
+@query.command("tasks")
+@click.option("--pending", "status", flag_value="p", help="Only pending tasks.")
+@click.option("--done", "status", flag_value="d", help="Only done tasks.")
+@click.pass_context
+def query_tasks(ctx, status):
+    """The tasks, one JSON object per line."""
+    from ralph.ops import reads
+
+    for record in reads.tasks(root_of(ctx), Status(status) if status else None):
+        emit(record)
+
+
+@query.command("issues")
+@click.pass_context
+def query_issues(ctx):
+    """The open issues, one JSON object per line."""
+    from ralph.ops import reads
+
+    for record in reads.issues(root_of(ctx)):
+        emit(record)

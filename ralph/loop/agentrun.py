@@ -1,0 +1,195 @@
+"""One agent run: render the stage prompt, start the agent with ralph's environment, stream its
+log, read its events, and record begin and end in the journal."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralph.agents.base import Adapter, RunTracker
+from ralph.errors import RalphError
+from ralph.loop import prompts
+from ralph.loop.console import Console
+from ralph.loop.journal import Journal
+from ralph.loop.pressure import Pressure
+from ralph.loop.settings import Settings
+from ralph.loop.supervisor import ChildNotFound, RunResult, Supervisor
+
+LOG_DIR = Path("build") / "ralph-logs"
+
+
+class AgentUnavailable(RalphError):
+    """The agent program cannot be started at all; the loop cannot go on."""
+
+
+@dataclass
+class AgentResult:
+    run: RunResult
+    tracker: RunTracker
+    log_path: Path  # relative to the repository root
+    pressure: Pressure | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.run.ok and not self.tracker.reported_error
+
+    def describe(self) -> str:
+        if self.run.stop_reason:
+            return f"stopped: {self.run.stop_reason}"
+        if self.tracker.reported_error:
+            return f"the agent reported an error ({(self.tracker.result or {}).get('subtype')})"
+        return f"exit {self.run.exit_code}"
+
+
+def ralph_command() -> str:
+    """How an agent's shell should call this ralph: an absolute path, since an agent's login
+    shell may reset PATH."""
+    script = Path(sys.executable).with_name("ralph")
+    return str(script) if script.exists() else f"{sys.executable} -m ralph"
+
+
+class AgentRunner:
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        adapter: Adapter,
+        journal: Journal,
+        console: Console,
+        supervisor: Supervisor,
+    ):
+        self.root, self.settings, self.adapter = root, settings, adapter
+        self.journal, self.console, self.supervisor = journal, console, supervisor
+        self.log_dir = root / LOG_DIR
+        self._names = threading.Lock()
+
+    def require_program(self) -> None:
+        """Fail before touching anything when the agent's program does not exist."""
+        import shutil
+
+        program = self.adapter.invocation("", "", {}).argv[0]
+        found = (
+            shutil.which(program)
+            if os.sep not in program
+            else (program if os.access(program, os.X_OK) else None)
+        )
+        if not found:
+            raise AgentUnavailable(f"the agent program {program!r} is not installed or not executable")
+
+    def new_log(self, stage: str, item: str | None = None) -> Path:
+        """build/ralph-logs/ralph-<YYYYmmdd-HHMMSS>-<stage>[-<item>].log, created empty."""
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        stem = f"ralph-{stamp}-{stage.lower()}" + (f"-{item}" if item else "")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with self._names:
+            for n in range(1, 1000):
+                path = self.log_dir / (stem + (f"-{n}" if n > 1 else "") + ".log")
+                try:
+                    path.open("x").close()
+                    return path
+                except FileExistsError:
+                    continue
+        raise RalphError(f"too many logs named {stem}")
+
+    def env(self, stage: str, iteration: int, item: str | None, prompt_file: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID"):
+            env.pop(key, None)
+        bin_dir = str(Path(sys.executable).parent)
+        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        env.update(
+            RALPH_STAGE=stage,
+            RALPH_ITERATION=str(iteration),
+            RALPH_SPEC=self.settings.spec,
+            RALPH_PROMPT_FILE=str(prompt_file),
+            RALPH_ROOT=str(self.root),
+            # opencode takes its project folder from $PWD before its working directory, and
+            # ralph's own $PWD is wherever ralph was started.
+            PWD=str(self.root),
+            RALPH_BIN=ralph_command(),
+            RALPH_COMMIT="0",  # the loop commits the agent's plan changes with its code
+        )
+        if item and item.startswith("t-"):
+            env["RALPH_TASK_ID"] = item
+        elif item and item.startswith("i-"):
+            env["RALPH_ISSUE_ID"] = item
+        return env
+
+    def run(
+        self, stage: str, iteration: int, item: str | None, values: dict, compacted: str | None = None
+    ) -> AgentResult:
+        """One agent run. Only BUILD may be compacted; `compacted` (a compacted-context block)
+        makes this run a continuation that opens with it."""
+        log_path = self.new_log(stage, item)
+        prompt_file = log_path.with_suffix(".prompt.md")
+        values = {"root": self.root, "spec": self.settings.spec, "ralph": ralph_command(), **values}
+        prompt = prompts.render(self.root, stage, values)
+        if compacted:
+            prompt = f"{compacted}\n\n{prompt}"
+        prompt_file.write_text(prompt, encoding="utf-8")
+        env = self.env(stage, iteration, item, prompt_file)
+        invocation = self.adapter.invocation(prompt, str(prompt_file), env)
+        tracker = RunTracker()
+        relative_log = log_path.relative_to(self.root)
+        pressure = self._pressure(
+            stage, item, iteration, log_path, may_compact=stage == "BUILD", after=bool(compacted)
+        )
+
+        def monitor(line: str) -> str | None:
+            for event in self.adapter.parse_line(line):
+                tracker.add(event)
+                if event.kind == "usage":
+                    reason = pressure.check(tracker.usage)
+                    if reason:
+                        return reason
+            return None
+
+        span = self.journal.span("agent", stage=stage, item=item, iteration=iteration, log=str(relative_log))
+        try:
+            result = self.supervisor.run(
+                invocation.argv,
+                cwd=self.root,
+                env=invocation.env,
+                log_path=log_path,
+                timeout_s=self.settings.timeout_s,
+                stdin_data=invocation.stdin,
+                monitor=monitor,
+            )
+        except ChildNotFound as exc:
+            span.end(error=str(exc))
+            raise AgentUnavailable(f"the agent cannot start: {exc}") from None
+        except BaseException:  # Ctrl-C or a stop signal: the journal still closes the span
+            span.end(stop_reason="interrupted")
+            raise
+        span.end(
+            exit_code=result.exit_code,
+            stop_reason=result.stop_reason,
+            is_error=tracker.reported_error or None,
+            tokens=tracker.usage.to_dict() if tracker.usage.total else None,
+        )
+        return AgentResult(result, tracker, relative_log, pressure)
+
+    def _pressure(
+        self, stage: str, item: str | None, iteration: int, log_path: Path, may_compact: bool, after: bool
+    ):
+        def note(text: str) -> None:
+            with open(log_path, "a", encoding="utf-8") as log:  # O_APPEND: safe beside the reader
+                log.write(f"\n[RALPH] {text}\n")
+            self.console.event(f"{stage} {item or ''}: {text}")
+
+        def on_warn(fill: float) -> None:
+            note(f"Context pressure: {fill:.0%} - consider wrapping up")
+            self.journal.event(
+                "context_warn", stage=stage, item=item, iteration=iteration, fill=round(fill, 4)
+            )
+
+        def on_compacted(fill: float) -> None:
+            note(f"Context after compaction: {fill:.0%}")
+            self.journal.event("context_after_compaction", stage=stage, item=item, fill=round(fill, 4))
+
+        window = self.settings.context_window or self.adapter.default_context_window
+        return Pressure(self.settings, window, may_compact, after, on_warn, on_compacted)

@@ -1,0 +1,231 @@
+"""`ralph construct`: iterations of INVESTIGATE -> BUILD -> VERIFY (and DECOMPOSE for failed work)
+until the spec's tasks are all accepted, a budget is spent, or nothing can make progress.
+
+The loop only sequences stages, checks budgets and records outcomes; each stage acts through a
+`Workspace` and returns a `StageReport`. Every state change goes through plan.jsonl; every unit of
+finished work is a git commit. The agents run with RALPH_COMMIT=0, so their plan changes are
+committed together with their code once ralph has checked the work (the gate after BUILD).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from ralph.agents import make_adapter
+from ralph.errors import InvalidInput, PlanInvalid, Refused
+from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
+from ralph.loop.console import Console
+from ralph.loop.journal import Journal
+from ralph.loop.settings import Settings
+from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
+from ralph.loop.stage_build import BuildStage
+from ralph.loop.stage_decompose import DecomposeStage
+from ralph.loop.stage_investigate import InvestigateStage
+from ralph.loop.stage_plan import PlanStage
+from ralph.loop.stage_verify import VerifyStage
+from ralph.loop.supervisor import Supervisor
+from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, Workspace
+from ralph.plan.records import TaskView
+from ralph.store.transaction import read_plan
+
+NO_PROGRESS_LIMIT = 2  # iterations in a row that change nothing before the loop gives up
+# One iteration: failed work is split first, then issues, builds, splits of what BUILD killed, verdicts.
+ITERATION = (DecomposeStage, InvestigateStage, BuildStage, DecomposeStage, VerifyStage)
+
+
+class Outcome(Enum):
+    """How a run ended; the value is the exit code (an interrupt's is 128 + its signal)."""
+
+    COMPLETE = 0
+    MAX_ITERATIONS = 3
+    MAX_MINUTES = 4
+    STUCK = 5
+    AGENT_UNAVAILABLE = 6
+    INTERRUPTED = 130
+
+
+@dataclass
+class Report:
+    outcome: Outcome
+    message: str
+    exit_code: int
+    iterations: int = 0
+    accepted: list[str] = field(default_factory=list)
+    remaining: list[str] = field(default_factory=list)
+    log_dir: str = str(LOG_DIR)
+    tokens: int = 0
+
+
+class Loop:
+    def __init__(self, root: Path, settings: Settings, console: Console | None = None):
+        self.root, self.settings = root, settings
+        self.console = console or Console()
+        self.journal = Journal(root / LOG_DIR / "events.jsonl")
+        self.supervisor = Supervisor(settings.grace_s)
+        adapter = make_adapter(settings.agent, settings.agent_cmd, settings.model, settings.agent_args)
+        self.runner = AgentRunner(root, settings, adapter, self.journal, self.console, self.supervisor)
+        self.deadline = Deadline(settings.max_minutes)
+        self.ws: Workspace | None = None
+        self.accepted: list[str] = []
+        self.iterations_run = 0
+
+    # --- the loop -----------------------------------------------------------------------------
+    def run(self, plan_only: bool = False) -> Report:
+        try:
+            self.runner.require_program()
+        except AgentUnavailable as exc:
+            return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
+        with stop_signals_interrupt():
+            try:
+                self.ws = self._prepare()
+                span = self.journal.span("construct", spec=self.settings.spec)
+                outcome, message, exit_code = self._run_stages(plan_only)
+            except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
+                return self._report(Outcome.INTERRUPTED, "interrupted", 128 + signal_number(exc))
+        span.end(outcome=outcome.name)
+        self.console.close()
+        return self._report(outcome, message, exit_code)
+
+    def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:
+        try:
+            outcome, message = self._plan_only() if plan_only else self._iterate()
+        except BudgetSpent as exc:
+            outcome, message = Outcome.MAX_MINUTES, str(exc)
+        except AgentUnavailable as exc:
+            outcome, message = Outcome.AGENT_UNAVAILABLE, str(exc)
+        except KeyboardInterrupt as exc:
+            signum = signal_number(exc)
+            with deferred_signals():
+                self._on_interrupt(signum)
+            return Outcome.INTERRUPTED, "interrupted; run `ralph construct` again to resume", 128 + signum
+        with deferred_signals():  # the ending's commit is not cut in half by a late signal
+            self._commit_loose_state(outcome)
+        return outcome, message, outcome.value
+
+    def _commit_loose_state(self, outcome: Outcome) -> None:
+        """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
+        with self.ws.change_plan(commit=True) as change:
+            change.plan.update_state(stage=outcome.name)
+            change.message = f"ralph: construct {self.settings.spec} ended: {outcome.name}"
+
+    def _iterate(self) -> tuple[Outcome, str]:
+        if self._needs_planning():
+            self._stage(PlanStage, self.read_plan().iteration())
+            if self._complete():
+                return Outcome.STUCK, "the PLAN stage added no tasks; see its log"
+        unchanged = 0
+        for _ in range(self.settings.max_iterations):
+            if self._complete():
+                return Outcome.COMPLETE, "every task of the spec is accepted"
+            before = self._work_snapshot()
+            self._iteration()
+            unchanged = unchanged + 1 if self._work_snapshot() == before else 0
+            if unchanged >= NO_PROGRESS_LIMIT:
+                return (
+                    Outcome.STUCK,
+                    f"no progress in {NO_PROGRESS_LIMIT} iterations: the remaining work is stuck",
+                )
+        if self._complete():
+            return Outcome.COMPLETE, "every task of the spec is accepted"
+        return Outcome.MAX_ITERATIONS, f"the iteration budget ({self.settings.max_iterations}) is spent"
+
+    def _plan_only(self) -> tuple[Outcome, str]:
+        self._stage(PlanStage, self.read_plan().iteration())
+        if self._complete():
+            return Outcome.STUCK, "the PLAN stage added no tasks; see its log"
+        return Outcome.COMPLETE, f"planned {len(self.ws.tasks())} tasks"
+
+    def _iteration(self) -> None:
+        number = self.read_plan().iteration() + 1
+        self.iterations_run += 1
+        self.ws.set_state(iteration=number, stage="INVESTIGATE")
+        span = self.journal.span("iteration", iteration=number)
+        self.console.event(f"iteration {number}")
+        for stage in ITERATION:
+            self._stage(stage, number)
+        span.end()
+
+    def _stage(self, stage: type, iteration: int) -> StageReport:
+        report = stage(self.ws).run(iteration)
+        self.accepted += report.accepted
+        return report
+
+    # --- preparing and reading ----------------------------------------------------------------
+    def _prepare(self) -> Workspace:
+        spec = self.root / self.settings.spec
+        if not spec.is_file():
+            raise InvalidInput(f"no spec file {self.settings.spec}")
+        if not (self.root / PLAN_FILE).exists():
+            from ralph.ops.initialize import init
+
+            init(self.root)
+        ws = Workspace(self.root, self.settings, self.runner, self.journal, self.console, self.deadline)
+        dirty = ws.changed_paths() - {PLAN_FILE}
+        if dirty and not self.settings.allow_dirty:
+            shown = ", ".join(sorted(dirty)[:5]) + (f" (+{len(dirty) - 5} more)" if len(dirty) > 5 else "")
+            raise Refused(f"uncommitted changes: {shown}; commit or stash them, or pass --allow-dirty")
+        ws.user_dirty = frozenset(dirty)
+        with ws.change_plan(commit=True) as change:
+            change.plan.add_spec(self.settings.spec)
+            change.message = f"ralph: construct {self.settings.spec}"
+        return ws
+
+    def read_plan(self):
+        return self.ws.read_plan()
+
+    def _complete(self) -> bool:
+        plan = self.read_plan()
+        return not self.ws.tasks(plan) and not self.ws.issues(plan)
+
+    def _needs_planning(self) -> bool:
+        plan = self.read_plan()
+        return not plan.tasks() and not plan.issues() and not plan.accepted()
+
+    def _work_snapshot(self) -> bytes:
+        doc = self.read_plan().doc
+        return b"".join(line.raw for line in doc.lines if not (line.record and line.record["t"] == "state"))
+
+    # --- ending -------------------------------------------------------------------------------
+    def _on_interrupt(self, signum: int) -> None:
+        """Stop every child, set the interrupted unit's partial work aside, and leave the plan as
+        last committed, so the next run redoes that unit."""
+        self.supervisor.stop_all()
+        log = self.runner.new_log("interrupted")
+        self.ws.set_aside(log.relative_to(self.root))
+        self.ws.restore_committed_plan(keep_as=self.root / log.with_suffix(".plan.jsonl"))
+        self.journal.event("interrupted", signal=signum, log=str(log.relative_to(self.root)))
+
+    def _report(self, outcome: Outcome, message: str, exit_code: int | None = None) -> Report:
+        code = outcome.value if exit_code is None else exit_code
+        tokens = self.ws.tokens if self.ws else 0
+        return Report(
+            outcome,
+            message,
+            code,
+            self.iterations_run,
+            self.accepted,
+            self._remaining(),
+            str(LOG_DIR),
+            tokens,
+        )
+
+    def _remaining(self) -> list[str]:
+        """What is left of the spec: its tasks and open issues, each with why it is not done."""
+        if not (self.root / PLAN_FILE).exists():
+            return []
+        try:
+            plan = read_plan(self.root)
+        except PlanInvalid as exc:
+            return [f"plan.jsonl does not load: {exc}"]
+        spec = self.settings.spec
+        return [_remaining_line(task) for task in plan.task_views(spec)] + [
+            f"{issue['id']} issue: {issue['text'][:100]}" for issue in plan.issues(spec)
+        ]
+
+
+def _remaining_line(task: TaskView) -> str:
+    why = task.why_not_done
+    state = "done" if task.done else "pending"
+    return f"{task.id} {state}: {task.name}" + (f" ({why.splitlines()[0][:100]})" if why else "")

@@ -1,0 +1,41 @@
+"""The quality gate: a command ralph runs itself after the agent says a task is done."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralph.loop.supervisor import ChildNotFound, Supervisor
+
+
+@dataclass
+class GateResult:
+    ok: bool
+    summary: str  # the end of its output, or why it could not run
+    log_path: Path
+
+
+def gate_env() -> dict[str, str]:
+    """The gate's environment: ralph's own, less the loop's RALPH_* variables. A project whose tests
+    run `ralph` (like ralph's own) must not see RALPH_TASK_ID or RALPH_COMMIT=0 from the loop."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("RALPH_")}
+
+
+def run_gate(
+    supervisor: Supervisor, argv: Sequence[str], root: Path, log_path: Path, timeout_s: float
+) -> GateResult:
+    if not argv:
+        return GateResult(True, "no gate configured", log_path)
+    shown = " ".join(argv)
+    try:
+        result = supervisor.run(list(argv), cwd=root, env=gate_env(), log_path=log_path, timeout_s=timeout_s)
+    except ChildNotFound as exc:
+        return GateResult(False, f"the gate could not start: {exc}", log_path)
+    if result.stop_reason == "timeout":
+        return GateResult(False, f"`{shown}` timed out after {timeout_s:g}s", log_path)
+    tail = "\n".join(result.tail[-40:])
+    if result.ok:
+        return GateResult(True, tail, log_path)
+    return GateResult(False, f"`{shown}` exited {result.exit_code}:\n{tail}", log_path)

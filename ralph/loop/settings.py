@@ -1,0 +1,76 @@
+"""The construct loop's settings: one frozen type holding every default once. The plan's config
+record overrides the defaults; command-line flags override both."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields, replace
+
+from ralph.errors import InvalidInput
+
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from '300000' (milliseconds, as the config's timeout_ms), '90s', '5m', '1.5h'."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", str(text))
+    if not match or float(match.group(1)) <= 0:
+        raise InvalidInput(f"invalid duration {text!r}: use milliseconds or a unit, e.g. 300000, 90s, 5m")
+    return float(match.group(1)) * _UNITS[match.group(2) or "ms"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    spec: str = ""
+    agent: str | None = None
+    agent_cmd: str | tuple[str, ...] | None = None
+    agent_args: str | tuple[str, ...] | None = None
+    model: str | None = None
+    timeout_s: float = 300.0
+    gate: tuple[str, ...] = ("make", "verify")
+    gate_timeout_s: float = 600.0
+    max_iterations: int = 10
+    max_minutes: float | None = None
+    max_attempts: int = 3
+    parallel: int = 4
+    allow_dirty: bool = False
+    grace_s: float = 3.0
+    context_warn: float = 0.70
+    context_compact: float = 0.85
+    context_kill: float = 0.95
+    context_window: int | None = None
+
+    @classmethod
+    def resolve(cls, spec: str, config: dict, flags: dict) -> Settings:
+        """The defaults, then the config record's values, then the flags given (not None)."""
+        values = {**_from_config(config), **{key: value for key, value in flags.items() if value is not None}}
+        unknown = set(values) - {f.name for f in fields(cls)}
+        if unknown:
+            raise InvalidInput(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        for key in ("gate", "agent_cmd", "agent_args"):
+            if isinstance(values.get(key), list):
+                values[key] = tuple(values[key])
+        settings = replace(DEFAULTS, spec=spec, **values)
+        if settings.parallel < 1 or settings.max_iterations < 1 or settings.max_attempts < 1:
+            raise InvalidInput("--parallel, --max-iterations and --max-attempts must be at least 1")
+        return settings
+
+
+DEFAULTS = Settings()
+
+# Config record keys that name a setting differently (the config keeps durations in milliseconds).
+_CONFIG_MS = {"timeout_ms": "timeout_s", "gate_timeout_ms": "gate_timeout_s"}
+_NOT_SETTINGS = {"t", "commit"}  # the record type; `commit` is for the state commands
+
+
+def _from_config(config: dict) -> dict:
+    names = {f.name for f in fields(Settings)}
+    values: dict = {}
+    for key, value in config.items():
+        if value is None or key in _NOT_SETTINGS:
+            continue
+        if key in _CONFIG_MS:
+            values[_CONFIG_MS[key]] = value / 1000
+        elif key in names:
+            values[key] = value
+    return values

@@ -1,0 +1,157 @@
+"""BUILD: one fresh agent run per buildable task, then ralph's own gate. A task stays done only
+when the agent marked it done and the gate passed; a failed attempt is retried at once with the
+failure in its prompt, up to max_attempts; a timeout, a context kill or too many failures set it
+aside for DECOMPOSE. Context compaction continues the task in a fresh run."""
+
+from __future__ import annotations
+
+from ralph.loop.agentrun import AgentResult
+from ralph.loop.gate import run_gate
+from ralph.loop.prompts import excerpt, task_details
+from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.plan.records import KillReason, Stage
+from ralph.plan.schedule import buildable
+
+MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
+_STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
+_KILL_TEXT = {
+    KillReason.TIMEOUT: "the agent run hit its time limit",
+    KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
+    KillReason.DOOM_LOOP: "the build kept failing; split it into smaller tasks",
+}
+
+
+class BuildStage:
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+
+    def run(self, iteration: int) -> StageReport:
+        span = self.ws.journal.span("stage", stage="BUILD", iteration=iteration)
+        report = StageReport(Stage.BUILD)
+        while True:
+            plan = self.ws.read_plan()
+            ready = buildable([task.record for task in self.ws.tasks(plan)], plan.accepted())
+            if not ready:
+                break
+            task_id = ready[0]["id"]
+            if plan.rejections(task_id) >= self.ws.settings.max_attempts:
+                self._set_aside_rejected(task_id)  # VERIFY keeps rejecting it: split it instead
+                continue
+            self._build_task(task_id, iteration, report)
+            report.items += 1
+        span.end(tasks=report.items)
+        return report
+
+    def _set_aside_rejected(self, task_id: str) -> None:
+        reason = f"VERIFY rejected it {self.ws.settings.max_attempts} times; split it into smaller tasks"
+        with self.ws.change_plan(commit=True) as change:
+            change.plan.set_aside(task_id, KillReason.DOOM_LOOP, reason)
+            change.message = f"ralph(build): {task_id} set aside (rejected too often)"
+        self.ws.journal.event("task_killed", item=task_id, kill_reason=KillReason.DOOM_LOOP, rejected=True)
+        self.ws.console.event(f"{task_id} was rejected too often; it will be decomposed")
+
+    def _build_task(self, task_id: str, iteration: int, report: StageReport) -> None:
+        compacted, compactions = None, 0
+        while True:
+            plan = self.ws.read_plan()
+            task = plan.task_line(task_id).record
+            values = {
+                "task_id": task_id,
+                "task_name": task["name"],
+                "task_details": task_details(task, {t["id"]: t["name"] for t in plan.tasks()}),
+                "gate": " ".join(self.ws.settings.gate) or "(none)",
+            }
+            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted)
+            problem = self.ws.check_plan(result)
+            if result.run.stop_reason == "context_compact" and compactions < MAX_COMPACTIONS:
+                compacted, compactions = self._compact(task, result), compactions + 1
+                continue
+            if result.run.stop_reason == "context_compact":
+                result.run.stop_reason = "context_limit"  # compacting again and again is no progress
+            compacted = None
+            if result.run.stop_reason in _STOP_REASONS_THAT_KILL:
+                return self._kill(task_id, _STOP_REASONS_THAT_KILL[result.run.stop_reason], result)
+            task = self.ws.read_plan().find_task(task_id)
+            if task is None:
+                return  # the agent removed it (e.g. found it already done); its change is recorded
+            failure = self._build_failure(task, result, problem, iteration)
+            if failure is None:
+                return self._record_build(task_id, result, report)
+            attempts = self._record_failure(task_id, failure, result)
+            if attempts >= self.ws.settings.max_attempts:
+                return self._kill(task_id, KillReason.DOOM_LOOP, result)
+
+    def _compact(self, task: dict, result: AgentResult) -> str:
+        """The compacted context a continuation run opens with: the task, what is done so far,
+        the files being changed, the recent output, the next step."""
+        fill = result.pressure.fill if result.pressure else 0.0
+        self.ws.journal.event(
+            "context_compact", item=task["id"], fill_before=round(fill, 4), log=str(result.log_path)
+        )
+        paths = self.ws.changed_paths() - {PLAN_FILE}
+        stat = self.ws.repo.diff_stat(paths).strip() if paths else ""
+        recent = "\n".join(line[:200] for line in result.run.tail[-20:])
+        return "\n".join(
+            [
+                "=== COMPACTED CONTEXT ===",
+                f"Task: {task['id']} {task['name']}",
+                task_details(task, {}).strip(),
+                f"Progress: a previous run worked on this task and was stopped at {fill:.0%} of its context"
+                " window. Its changes are still in the work tree:",
+                stat or "(no changes to tracked files yet)",
+                "Key files: " + (", ".join(sorted(paths)) or "(none yet)"),
+                "Recent output:",
+                recent or "(none)",
+                "Next step: continue from the current state of the files; do not start over, and keep"
+                " command output short.",
+                "=== END COMPACTED ===",
+            ]
+        )
+
+    def _build_failure(
+        self, task: dict, result: AgentResult, problem: str | None, iteration: int
+    ) -> str | None:
+        """Why this attempt does not count as built, or None when it passed the gate."""
+        if problem:
+            return f"the agent left plan.jsonl invalid: {problem}"
+        if task.get("s") != "d":
+            tail = "\n".join(result.run.tail[-15:])
+            return f"the agent ended ({result.describe()}) without running `ralph task done`.\n{tail}"
+        log = self.ws.runner.new_log("gate", task["id"])
+        span = self.ws.journal.span(
+            "gate", item=task["id"], iteration=iteration, log=str(log.relative_to(self.ws.root))
+        )
+        settings = self.ws.settings
+        gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
+        span.end(ok=gate.ok)
+        self.ws.console.event(f"gate for {task['id']}: {'passed' if gate.ok else 'FAILED'}")
+        return None if gate.ok else excerpt(gate.summary)
+
+    def _record_build(self, task_id: str, result: AgentResult, report: StageReport) -> None:
+        files = sorted(self.ws.changed_paths() - {PLAN_FILE})
+        usage = result.tracker.usage
+        with self.ws.change_plan() as change:
+            task = change.plan.record_build(task_id, files, usage.total, usage.cost_usd)
+        commit = self.ws.commit(f"ralph(build): {task_id} {task['name']}")
+        if commit:
+            report.commits.append(commit)
+            with self.ws.change_plan() as change:  # goes in with the loop's next commit
+                change.plan.record_build_commit(task_id, commit)
+
+    def _record_failure(self, task_id: str, failure: str, result: AgentResult) -> int:
+        """The attempt failed: back to pending with the reason; the code stays for the next try."""
+        usage = result.tracker.usage
+        with self.ws.change_plan(commit=True) as change:
+            attempts = change.plan.record_build_failure(task_id, failure, usage.total, usage.cost_usd)
+            change.message = f"ralph(build): {task_id} attempt {attempts} failed"
+        self.ws.journal.event("build_failed", item=task_id, attempts=attempts, log=str(result.log_path))
+        return attempts
+
+    def _kill(self, task_id: str, reason: KillReason, result: AgentResult) -> None:
+        """Set the task aside for DECOMPOSE; its partial changes are saved as a patch, then undone."""
+        self.ws.set_aside(result.log_path)
+        with self.ws.change_plan(commit=True) as change:
+            change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
+            change.message = f"ralph(build): {task_id} killed ({reason})"
+        self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=str(result.log_path))
+        self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")

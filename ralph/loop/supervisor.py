@@ -1,0 +1,209 @@
+"""The supervisor: runs the loop's children (agents and gates) and can stop them all.
+
+Each child starts in its own session (so its own process group) with the given stdin bytes and
+then EOF; on timeout, on a monitor's request or when ralph is stopped (Ctrl-C, SIGTERM, SIGHUP)
+the whole group gets SIGTERM, then SIGKILL after a grace period, so no grandchild outlives it.
+Output is written to the log as it arrives, line by line, not when the child exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+DEFAULT_GRACE_S = 3.0
+
+# A monitor sees each output line; returning a reason (e.g. "context_limit") stops the child.
+Monitor = Callable[[str], "str | None"]
+
+
+class RunResult:
+    __slots__ = ("exit_code", "stop_reason", "duration_s", "log_path", "tail")
+
+    def __init__(
+        self,
+        exit_code: int | None,
+        stop_reason: str | None,
+        duration_s: float,
+        log_path: Path,
+        tail: list[str],
+    ):
+        self.exit_code = exit_code  # None when ralph stopped it
+        self.stop_reason = stop_reason  # "timeout", "interrupted", a monitor's reason, or None
+        self.duration_s = duration_s
+        self.log_path = log_path
+        self.tail = tail  # the last lines of output, for failure summaries
+
+    @property
+    def ok(self) -> bool:
+        return self.stop_reason is None and self.exit_code == 0
+
+
+class ChildNotFound(Exception):
+    """The program to run does not exist or is not executable."""
+
+
+class Supervisor:
+    """Owns the running children: the loop holds one, and `stop_all` ends every one of them."""
+
+    def __init__(self, grace_s: float = DEFAULT_GRACE_S):
+        self.grace_s = grace_s
+        self._running: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+
+    def running(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        log_path: Path,
+        timeout_s: float | None,
+        stdin_data: bytes | None = None,
+        monitor: Monitor | None = None,
+        tail_lines: int = 60,
+    ) -> RunResult:
+        """Run one child to its end, or until its time is up or the monitor stops it."""
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        with open(log_path, "ab", buffering=0) as log:
+            child = _start(argv, cwd, env, log, stdin_data)
+            with self._lock:
+                self._running.add(child)
+            try:
+                reader = _Reader(child, log, monitor, tail_lines)
+                reader.start()
+                if stdin_data is not None:
+                    threading.Thread(target=_feed, args=(child, stdin_data), daemon=True).start()
+                stop_reason = self._wait(child, reader, timeout_s, started)
+                if stop_reason:
+                    log.write(f"\n[ralph] stopping the agent's process group: {stop_reason}\n".encode())
+                    _stop_group(child, self.grace_s)
+                else:
+                    _kill_leftovers(child)  # a grandchild still running after its parent exited
+                reader.join(timeout=self.grace_s + 1)
+            finally:
+                with self._lock:
+                    self._running.discard(child)
+            exit_code = None if stop_reason else child.returncode
+            log.write(f"\n[ralph] exit {exit_code if exit_code is not None else stop_reason}\n".encode())
+        return RunResult(exit_code, stop_reason, time.monotonic() - started, log_path, reader.tail)
+
+    def stop_all(self) -> None:
+        """Stop every child still running, each group TERM, then KILL after the grace period."""
+        with self._lock:
+            children = list(self._running)
+        threads = [threading.Thread(target=_stop_group, args=(child, self.grace_s)) for child in children]
+        for thread in threads:  # in parallel: N children cost one grace period, not N
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _wait(
+        self, child: subprocess.Popen, reader: _Reader, timeout_s: float | None, started: float
+    ) -> str | None:
+        """Wait for the child; return why ralph must stop it, or None once it exited by itself."""
+        try:
+            while True:
+                if reader.stop_reason:
+                    return reader.stop_reason
+                try:
+                    child.wait(timeout=0.05)
+                    reader.join(timeout=5)  # let the last lines reach the log and the monitor
+                    return reader.stop_reason
+                except subprocess.TimeoutExpired:
+                    pass
+                if timeout_s is not None and time.monotonic() - started > timeout_s:
+                    return "timeout"
+        except BaseException:  # Ctrl-C or a stop signal while waiting: the child goes too
+            _stop_group(child, self.grace_s)
+            raise
+
+
+def _start(
+    argv: list[str], cwd: Path, env: dict[str, str], log, stdin_data: bytes | None
+) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except (FileNotFoundError, PermissionError) as exc:
+        log.write(f"[ralph] cannot start {argv[0]}: {exc}\n".encode())
+        raise ChildNotFound(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+
+
+def _feed(child: subprocess.Popen, data: bytes) -> None:
+    try:
+        child.stdin.write(data)
+        child.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass  # the child did not read its stdin; that is its choice
+
+
+def _signal_group(child: subprocess.Popen, sig: int) -> bool:
+    try:
+        os.killpg(child.pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _stop_group(child: subprocess.Popen, grace_s: float) -> None:
+    _signal_group(child, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if child.poll() is not None and not _group_alive(child):
+            return
+        time.sleep(0.05)
+    _signal_group(child, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=5)
+
+
+def _group_alive(child: subprocess.Popen) -> bool:
+    return _signal_group(child, 0)
+
+
+def _kill_leftovers(child: subprocess.Popen) -> None:
+    if _group_alive(child):
+        _stop_group(child, 0.5)
+
+
+class _Reader(threading.Thread):
+    """Copies the child's output to the log line by line and feeds the monitor."""
+
+    def __init__(self, child: subprocess.Popen, log, monitor: Monitor | None, tail_lines: int):
+        super().__init__(daemon=True)
+        self.child, self.log, self.monitor = child, log, monitor
+        self.tail: list[str] = []
+        self.tail_lines = tail_lines
+        self.stop_reason: str | None = None
+
+    def run(self) -> None:
+        for raw in iter(self.child.stdout.readline, b""):
+            self.log.write(raw)
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            self.tail.append(line)
+            del self.tail[: -self.tail_lines]
+            if self.monitor and not self.stop_reason:
+                try:
+                    self.stop_reason = self.monitor(line)
+                except Exception as exc:  # a parser bug must not hang the run
+                    self.log.write(f"[ralph] output monitor failed: {exc!r}\n".encode())
+        self.child.stdout.close()

@@ -1,0 +1,158 @@
+"""What a stage works with, and what it gives back.
+
+A stage gets a `Workspace`: the work tree it acts in, the agent runner, the journal and console,
+the settings, and a way to commit. It returns a `StageReport`. It never sees the loop, and no
+stage reads another stage's state: anything one stage leaves for the next is in plan.jsonl.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ralph.errors import PlanInvalid
+from ralph.loop.agentrun import AgentResult, AgentRunner
+from ralph.loop.console import Console
+from ralph.loop.journal import Journal
+from ralph.loop.settings import Settings
+from ralph.plan.plan import Plan
+from ralph.plan.records import Stage, TaskView
+from ralph.store import transaction as store
+from ralph.store.git import Repo
+
+PLAN_FILE = store.PLAN_NAME
+
+
+class BudgetSpent(Exception):
+    """The run's time budget is spent: the loop ends with MAX_MINUTES."""
+
+
+@dataclass
+class StageReport:
+    stage: Stage
+    items: int = 0  # issues, tasks or specs the stage ran an agent for
+    accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
+    commits: list[str] = field(default_factory=list)
+
+
+class Deadline:
+    """The run's wall-clock budget, checked before every agent run."""
+
+    def __init__(self, minutes: float | None):
+        self.minutes = minutes
+        self.started = time.monotonic()
+
+    def check(self) -> None:
+        if self.minutes is not None and time.monotonic() - self.started > self.minutes * 60:
+            raise BudgetSpent(f"the time budget ({self.minutes:g} minutes) is spent")
+
+
+class Workspace:
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        runner: AgentRunner,
+        journal: Journal,
+        console: Console,
+        deadline: Deadline,
+        user_dirty: frozenset[str] = frozenset(),
+    ):
+        self.root, self.settings, self.runner = root, settings, runner
+        self.journal, self.console, self.deadline = journal, console, deadline
+        self.repo = Repo(root)
+        self.user_dirty = user_dirty  # paths dirty before the loop started: the user's, never touched
+        self.tokens = 0
+
+    # --- the plan -----------------------------------------------------------------------------
+    def read_plan(self) -> Plan:
+        return store.read_plan(self.root)
+
+    def tasks(self, plan: Plan | None = None) -> list[TaskView]:
+        """This spec's tasks (and those of no spec)."""
+        return (plan or self.read_plan()).task_views(self.settings.spec)
+
+    def issues(self, plan: Plan | None = None) -> list[dict]:
+        return (plan or self.read_plan()).issues(self.settings.spec)
+
+    @contextmanager
+    def change_plan(self, commit: bool = False) -> Iterator[store.Change]:
+        """Change the plan under the lock. With `commit` the change is committed (together with
+        anything the loop wrote before it) with the message set on the change; without, it is only
+        written, for the loop's next commit to carry."""
+        with store.transaction(self.root, commit=None if commit else False, fold_earlier=True) as change:
+            yield change
+
+    def set_state(self, **fields: object) -> None:
+        with self.change_plan() as change:
+            change.plan.update_state(**fields)
+
+    def prioritize(self) -> None:
+        from ralph.ops import tasks
+
+        tasks.prioritize(self.root, self.settings.spec, fold_earlier=True)
+
+    # --- agents -------------------------------------------------------------------------------
+    def run_agent(
+        self, stage: Stage, iteration: int, item: str | None, values: dict, compacted: str | None = None
+    ) -> AgentResult:
+        self.deadline.check()
+        self.set_state(stage=str(stage))
+        what = f"{stage} {item or self.settings.spec}"
+        self.console.status(iteration, stage, item or "")
+        self.console.event(f"{what}: agent started")
+        result = self.runner.run(stage, iteration, item, values, compacted)
+        self.tokens += result.tracker.usage.total
+        self.console.status(iteration, stage, item or "", self.tokens)
+        self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
+        return result
+
+    def check_plan(self, result: AgentResult) -> str | None:
+        """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and
+        put back the last committed state. Returns the problem, or None."""
+        data = (self.root / PLAN_FILE).read_bytes()
+        try:
+            store.load_checked(self.root, data)  # unchanged content is not validated again
+            return None
+        except PlanInvalid as exc:
+            broken = self.root / result.log_path.with_suffix(".plan.jsonl.broken")
+            broken.write_bytes(data)
+            store.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
+            self.journal.event(
+                "plan_restored", problem=str(exc), broken_copy=str(broken.relative_to(self.root))
+            )
+            self.console.event(f"the agent left plan.jsonl invalid ({exc}); restored it from HEAD")
+            return str(exc)
+
+    # --- the work tree ------------------------------------------------------------------------
+    def changed_paths(self) -> set[str]:
+        """What the loop's agents changed since the last commit (never the user's dirty paths)."""
+        return self.repo.changed_paths() - self.user_dirty
+
+    def commit(self, message: str) -> str | None:
+        commit, files = self.repo.commit_paths(self.changed_paths(), message)
+        if commit:
+            self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=files)
+        return commit
+
+    def set_aside(self, log_path: Path) -> None:
+        """Save the agents' uncommitted changes to code as a patch beside the log, then undo them."""
+        paths = self.changed_paths() - {PLAN_FILE}
+        if paths:
+            patch = self.root / log_path.with_suffix(".patch")
+            self.repo.save_patch(paths, patch)
+            self.repo.revert(paths)
+            self.journal.event(
+                "changes_set_aside", patch=str(patch.relative_to(self.root)), files=sorted(paths)
+            )
+
+    def restore_committed_plan(self, keep_as: Path) -> None:
+        """Put plan.jsonl back as HEAD has it, keeping the uncommitted version at `keep_as`."""
+        head_plan = self.repo.file_at_head(PLAN_FILE)
+        current = (self.root / PLAN_FILE).read_bytes()
+        if head_plan is not None and current != head_plan:
+            keep_as.write_bytes(current)
+            store.restore_plan(self.root, head_plan)

@@ -1,0 +1,22 @@
+"""The issue commands: add an issue for INVESTIGATE, resolve one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ralph.ops.names import named
+from ralph.store.transaction import transaction
+
+
+def add(root: Path, text: str, priority: str | None = None, commit: bool | None = None) -> dict:
+    with transaction(root, commit) as change:
+        issue = change.plan.add_issue(text, priority)
+        change.message = f"ralph: issue add {named([issue], 'text')}"
+    return issue
+
+
+def resolve(root: Path, issue_id: str, note: str | None = None, commit: bool | None = None) -> dict:
+    with transaction(root, commit) as change:
+        issue = change.plan.resolve_issue(issue_id)
+        change.message = f"ralph: issue resolve {named([issue], 'text')}" + (f"\n\n{note}" if note else "")
+    return issue

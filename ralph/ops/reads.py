@@ -1,0 +1,69 @@
+"""The read commands: what the plan holds, for people and for scripts. They take no lock: writers
+replace plan.jsonl atomically, so a read sees one whole version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralph.errors import Problem, Refused
+from ralph.plan.records import Status
+from ralph.store.transaction import PLAN_NAME, read_bytes, read_plan
+
+
+def status(root: Path) -> dict:
+    plan = read_plan(root)
+    tasks = plan.task_views()
+    next_task = plan.next_task()
+    return {
+        "stage": plan.stage(),
+        "iteration": plan.iteration(),
+        "spec": plan.state().get("spec"),
+        "pending": sum(1 for task in tasks if task.status is Status.PENDING),
+        "done": sum(1 for task in tasks if task.status is Status.DONE),
+        "accepted": len(plan.accepted()),
+        "issues": len(plan.issues()),
+        "killed": sum(1 for task in tasks if task.killed),
+        "next": {"id": next_task["id"], "name": next_task["name"]} if next_task else None,
+    }
+
+
+def tasks(root: Path, status: Status | None = None) -> list[dict]:
+    return [task.record for task in read_plan(root).task_views() if status in (None, task.status)]
+
+
+def task(root: Path, task_id: str) -> dict:
+    return read_plan(root).task_line(task_id).record
+
+
+def issues(root: Path) -> list[dict]:
+    return read_plan(root).issues()
+
+
+def next_task(root: Path) -> dict:
+    found = read_plan(root).next_task()
+    if found is None:
+        raise Refused("no pending task is ready")
+    return found
+
+
+def stage(root: Path) -> str:
+    return str(read_plan(root).stage())
+
+
+def iteration(root: Path) -> int:
+    return read_plan(root).iteration()
+
+
+@dataclass
+class CheckResult:
+    records: int
+    problems: list[Problem]
+
+
+def check(root: Path) -> CheckResult:
+    """Every problem in plan.jsonl, not only the first (the strict loader stops at one)."""
+    from ralph.plan.loader import parse
+
+    doc, problems = parse(read_bytes(root), PLAN_NAME)
+    return CheckResult(len(doc.records()), problems)

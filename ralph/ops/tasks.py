@@ -1,0 +1,64 @@
+"""The task commands as plain functions: each takes a repository root and plain values, changes
+plan.jsonl in one transaction with one commit, and returns what changed. The CLI prints it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ralph.ops.names import named
+from ralph.store.transaction import transaction
+
+
+def add(root: Path, items: list, commit: bool | None = None) -> list[dict]:
+    with transaction(root, commit) as change:
+        added = change.plan.add_tasks(items)
+        change.message = f"ralph: task add {named(added)}"
+    return added
+
+
+def done(root: Path, task_id: str | None, commit: bool | None = None) -> dict:
+    with transaction(root, commit) as change:
+        task = change.plan.done(task_id)
+        change.message = f"ralph: task done {named([task])}"
+    return task
+
+
+def accept(root: Path, task_id: str | None, commit: bool | None = None) -> list[dict]:
+    with transaction(root, commit) as change:
+        accepted = change.plan.accept(task_id)
+        change.message = f"ralph: task accept {named(accepted)}"
+    return accepted
+
+
+def reject(
+    root: Path,
+    task_id: str | None,
+    reason: str,
+    kill_reason: str | None = None,
+    kill_log: str | None = None,
+    commit: bool | None = None,
+) -> dict:
+    with transaction(root, commit) as change:
+        task = change.plan.reject(task_id, reason, kill_reason, kill_log)
+        change.message = f"ralph: task reject {named([task])}\n\n{reason}"
+    return task
+
+
+def delete(
+    root: Path, task_id: str, force: bool = False, commit: bool | None = None
+) -> tuple[dict, list[str]]:
+    with transaction(root, commit) as change:
+        task, rewired = change.plan.delete(task_id, force)
+        change.message = f"ralph: task delete {named([task])}"
+    return task, rewired
+
+
+def prioritize(
+    root: Path, spec: str | None = None, commit: bool | None = None, fold_earlier: bool = False
+) -> dict:
+    with transaction(root, commit, fold_earlier) as change:
+        counts = change.plan.prioritize(spec)
+        change.message = (
+            f"ralph: task prioritize ({counts['high']} high, {counts['medium']} medium, {counts['low']} low)"
+        )
+    return counts

@@ -1,0 +1,77 @@
+"""plan.jsonl as a document of lines, rewritten line by line.
+
+A command changes only the lines of the records it touches and appends new records after the last
+record; every other byte (a hand editor's spacing and key order, unknown keys and record types,
+trailing blank lines) is written back exactly as it was read.
+"""
+
+from __future__ import annotations
+
+import json
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False) builds one per call
+
+
+class Line:
+    """One line of the file: its bytes as read (with the newline) and the record it holds."""
+
+    __slots__ = ("raw", "record", "number")
+
+    def __init__(self, raw: bytes, record: dict | None, number: int):
+        self.raw = raw
+        self.record = record
+        self.number = number
+
+
+def serialize(record: dict) -> bytes:
+    text = _ENCODER.encode(record)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800" in the JSON read): keep it escaped
+        return json.dumps(record).encode("utf-8") + b"\n"
+
+
+class Document:
+    def __init__(self, name: str, lines: list[Line]):
+        self.name = name
+        self.lines = lines
+        self.changed = False
+        self.version = 0  # counts changes, so views of the lines know when to refresh
+        self.touched: list[Line] = []  # lines rewritten or added since loading
+
+    def records(self) -> list[Line]:
+        return [line for line in self.lines if line.record is not None]
+
+    def to_bytes(self) -> bytes:
+        return b"".join(line.raw for line in self.lines)
+
+    def rewrite(self, line: Line) -> None:
+        """Serialize line.record again: call after changing the record in place."""
+        line.raw = serialize(line.record)
+        self.touched.append(line)
+        self._changed()
+
+    def append(self, record: dict) -> Line:
+        index = self._after_last_record()
+        if index and not self.lines[index - 1].raw.endswith(b"\n"):
+            self.lines[index - 1].raw += b"\n"
+        line = Line(serialize(record), record, 0)
+        self.lines.insert(index, line)
+        self.touched.append(line)
+        self._changed()
+        return line
+
+    def remove(self, line: Line) -> None:
+        self.lines.remove(line)
+        self._changed()
+
+    def _changed(self) -> None:
+        self.changed = True
+        self.version += 1
+
+    def _after_last_record(self) -> int:
+        # New records go before trailing blank lines, so those stay at the end.
+        for index in range(len(self.lines) - 1, -1, -1):
+            if self.lines[index].record is not None or self.lines[index].raw.strip():
+                return index + 1
+        return 0

@@ -1,0 +1,73 @@
+"""Checks that span records: unique ids, known dependencies, no cycles, single config/state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ralph.errors import Problem
+
+if TYPE_CHECKING:
+    from ralph.plan.document import Document
+
+SINGLETONS = ("config", "state")
+
+
+def integrity_problems(doc: Document) -> list[Problem]:
+    problems: list[Problem] = []
+    first_line: dict[str, int] = {}  # live task/issue id -> line
+    accepted: dict[str, int] = {}
+    singletons: dict[str, int] = {}
+    tasks = []
+    for line in doc.records():
+        record, kind = line.record, line.record["t"]
+        if kind in SINGLETONS:
+            if kind in singletons:
+                message = f"a second {kind} record (the first is on line {singletons[kind]}); keep one"
+                problems.append(Problem(doc.name, line.number, message))
+            singletons.setdefault(kind, line.number)
+        elif kind == "accept":
+            accepted.setdefault(record["id"], line.number)
+        elif kind in ("task", "issue"):
+            if record["id"] in first_line:
+                message = f"duplicate id {record['id']} (also on line {first_line[record['id']]})"
+                problems.append(Problem(doc.name, line.number, message))
+            first_line.setdefault(record["id"], line.number)
+            if kind == "task":
+                tasks.append(line)
+    for line in tasks:
+        task_id = line.record["id"]
+        if task_id in accepted:
+            problems.append(
+                Problem(doc.name, line.number, f"task {task_id} is also accepted (line {accepted[task_id]})")
+            )
+        for dep in line.record.get("deps", []):
+            if dep == task_id:
+                problems.append(Problem(doc.name, line.number, f"task {task_id} depends on itself"))
+            elif dep not in accepted and not (dep in first_line and dep.startswith("t-")):
+                problems.append(
+                    Problem(doc.name, line.number, f"task {task_id} depends on unknown task {dep}")
+                )
+    if not problems:
+        problems.extend(_cycle_problems(doc.name, tasks))
+    return sorted(problems, key=lambda p: p.line)
+
+
+def _cycle_problems(name: str, tasks: list) -> list[Problem]:
+    position = {line.record["id"]: index for index, line in enumerate(tasks)}
+    if all(
+        position.get(dep, -1) < index
+        for index, line in enumerate(tasks)
+        for dep in line.record.get("deps", ())
+    ):
+        return []  # the usual case: every dependency is on an earlier line (or accepted), so no cycle
+    from graphlib import CycleError, TopologicalSorter
+
+    graph = {line.record["id"]: line.record.get("deps", []) for line in tasks}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as exc:
+        cycle = exc.args[1]
+        line_of = {line.record["id"]: line.number for line in tasks}
+        first = min(line_of[task_id] for task_id in cycle[:-1])
+        return [Problem(name, first, "dependency cycle: " + " -> ".join(cycle))]
+    return []

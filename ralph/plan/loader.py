@@ -1,0 +1,101 @@
+"""Reading plan.jsonl strictly: every line parsed and validated, the cross-record rules checked,
+each problem located by line. Nothing is written while any problem remains."""
+
+from __future__ import annotations
+
+import json
+
+from ralph.errors import PlanInvalid, Problem
+from ralph.plan.document import Document, Line
+from ralph.plan.integrity import integrity_problems
+from ralph.plan.validate import record_problems
+
+CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
+_DECODER = json.JSONDecoder()
+
+
+def parse(data: bytes, name: str = "plan.jsonl") -> tuple[Document, list[Problem]]:
+    """Parse every line; return the document and every problem found (empty when valid)."""
+    lines: list[Line] = []
+    problems: list[Problem] = []
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        record, problem = _parse_line(raw)
+        if problem:
+            problems.append(Problem(name, number, problem))
+        lines.append(Line(raw, record, number))
+    doc = Document(name, lines)
+    found = integrity_problems(doc)
+    if problems:
+        # A dependency may be "unknown" only because its own line is the broken one.
+        found = [p for p in found if "depends on unknown task" not in p.message]
+        problems = sorted(problems + found, key=lambda p: p.line)
+    else:
+        problems = found
+    return doc, problems
+
+
+def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Document:
+    """Parse strictly: any problem stops here, before anything could be written.
+
+    `trusted`: these exact bytes were already proven valid (see validcache); only parse them."""
+    if trusted:
+        return Document(
+            name, [Line(raw, _trusted_record(raw), n) for n, raw in enumerate(data.splitlines(True), 1)]
+        )
+    doc, problems = parse(data, name)
+    if problems:
+        raise PlanInvalid(problems)
+    return doc
+
+
+def json_limit(exc: ValueError | RecursionError) -> str:
+    """What a JSON text that is valid but beyond Python's limits is, in words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(":", 1)[0]  # "Exceeds the limit (4300 digits) for integer string conversion"
+
+
+def _trusted_record(raw: bytes) -> dict | None:
+    stripped = raw.strip()
+    return _DECODER.raw_decode(stripped.decode("utf-8"))[0] if stripped else None
+
+
+def touched_problems(doc: Document) -> list[Problem]:
+    """The problems a change could have introduced: in the lines it wrote, and across records."""
+    position = {id(line): number for number, line in enumerate(doc.lines, start=1)}
+    problems = [
+        Problem(doc.name, position[id(line)], "; ".join(found))
+        for line in doc.touched
+        if id(line) in position and (found := record_problems(line.record))
+    ]
+    return problems + integrity_problems(doc)
+
+
+def _indent(raw: bytes) -> int:
+    """Bytes of white space before the line's content: positions count from the line's start."""
+    return len(raw) - len(raw.lstrip())
+
+
+def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
+    stripped = raw.strip()
+    if not stripped:
+        return None, None
+    if stripped.startswith(CONFLICT_MARKERS):
+        return None, "unresolved git merge conflict marker; resolve the conflict, then run 'ralph check'"
+    try:
+        text = stripped.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 (byte {exc.start + 1 + _indent(raw)})"
+    try:
+        record, end = _DECODER.raw_decode(text)  # json.loads without its per-call overhead
+        if end != len(text):
+            json.loads(text)  # raises json's own "Extra data" error
+    except json.JSONDecodeError as exc:
+        column = exc.colno + len(raw[: _indent(raw)].decode("utf-8", "replace"))
+        return None, f"invalid JSON: {exc.msg} (column {column})"
+    except (ValueError, RecursionError) as exc:  # an int of over 4300 digits; nesting too deep
+        return None, f"invalid JSON: {json_limit(exc)}"
+    problems = record_problems(record)
+    if problems:
+        return None, "; ".join(problems)
+    return record, None

@@ -1,0 +1,368 @@
+"""The plan: tasks, issues, config and loop state over a plan.jsonl document, and the
+transitions the `ralph` commands make. Pure: no files, no git, no printing."""
+
+from __future__ import annotations
+
+import os
+
+from ralph.errors import InvalidInput, PlanInvalid, Refused
+from ralph.plan import schedule
+from ralph.plan.document import Document, Line
+from ralph.plan.integrity import integrity_problems
+from ralph.plan.records import KillReason, Stage, TaskView, is_done, is_pending
+from ralph.plan.stages import stage_of
+from ralph.plan.validate import record_problems
+
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+TASK_FIELDS_FROM_USER = ("id", "name", "accept", "deps", "priority", "notes", "spec", "parent")
+
+
+def _refuse_cycle(records: list[dict], batch: set[str]) -> None:
+    from graphlib import CycleError, TopologicalSorter
+
+    graph = {record["id"]: [dep for dep in record.get("deps", []) if dep in batch] for record in records}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as exc:
+        raise InvalidInput("dependency cycle: " + " -> ".join(exc.args[1])) from None
+
+
+def new_id(prefix: str, taken: set[str]) -> str:
+    """prefix + 6 random base36 characters: safe to create on two branches at once."""
+    while True:
+        number = int.from_bytes(os.urandom(5), "big")
+        chars = "".join(_BASE36[(number // 36**i) % 36] for i in range(6))
+        candidate = f"{prefix}-{chars}"
+        if candidate not in taken:
+            return candidate
+
+
+class Plan:
+    def __init__(self, doc: Document):
+        self.doc = doc
+        self._by_kind: dict[str, list[Line]] = {}
+        self._by_kind_version = -1
+
+    # --- reading --------------------------------------------------------------------------
+    def _of(self, kind: str) -> list[Line]:
+        if self._by_kind_version != self.doc.version:  # one pass over the lines per change, not per call
+            self._by_kind = {}
+            for line in self.doc.lines:
+                if line.record is not None:
+                    self._by_kind.setdefault(line.record["t"], []).append(line)
+            self._by_kind_version = self.doc.version
+        return list(self._by_kind.get(kind, ()))
+
+    def task_lines(self) -> list[Line]:
+        return self._of("task")
+
+    def tasks(self) -> list[dict]:
+        return [line.record for line in self.task_lines()]
+
+    def task_views(self, spec: str | None = None) -> list[TaskView]:
+        """The tasks as typed views; with `spec`, only that spec's tasks (and those of none)."""
+        return [TaskView(task) for task in self.tasks() if spec is None or task.get("spec") in (None, spec)]
+
+    def issues(self, spec: str | None = None) -> list[dict]:
+        """The open issues; with `spec`, only that spec's issues (and those of none)."""
+        return [
+            line.record
+            for line in self._of("issue")
+            if spec is None or line.record.get("spec") in (None, spec)
+        ]
+
+    def find_task(self, task_id: str) -> dict | None:
+        return next((task for task in self.tasks() if task["id"] == task_id), None)
+
+    def rejections(self, task_id: str) -> int:
+        """How many times VERIFY (or the loop) has rejected the task: its reject records."""
+        return sum(1 for line in self._of("reject") if line.record["id"] == task_id)
+
+    def specs(self) -> list[str]:
+        return [line.record["path"] for line in self._of("spec")]
+
+    def accepted(self) -> set[str]:
+        return {line.record["id"] for line in self._of("accept")}
+
+    def config(self) -> dict:
+        found = self._of("config")
+        return found[0].record if found else {}
+
+    def state(self) -> dict:
+        found = self._of("state")
+        return found[0].record if found else {}
+
+    def stage(self) -> Stage:
+        return stage_of(self.tasks(), self.issues())
+
+    def iteration(self) -> int:
+        return self.state().get("iteration", 0)
+
+    def next_task(self) -> dict | None:
+        return schedule.next_task(self.tasks(), self.accepted())
+
+    def task_line(self, task_id: str) -> Line:
+        for line in self.task_lines():
+            if line.record["id"] == task_id:
+                return line
+        if task_id in self.accepted():
+            raise Refused(f"task {task_id} is already accepted")
+        raise Refused(f"no task {task_id}")
+
+    def _taken_ids(self) -> set[str]:
+        return {line.record["id"] for line in self.doc.records() if "id" in line.record}
+
+    # --- tasks ----------------------------------------------------------------------------
+    def add_tasks(self, items: list[dict]) -> list[dict]:
+        """Append new pending tasks; ids are generated unless given. All or nothing."""
+        if not items:
+            raise InvalidInput("no task given")
+        taken = self._taken_ids()
+        known = {task["id"] for task in self.tasks()} | self.accepted()
+        default_spec = self.state().get("spec")
+        records = []
+        for number, item in enumerate(items, start=1):
+            label = f"task {number}" if len(items) > 1 else "task"
+            record = self._new_task_record(item, label, taken, default_spec)
+            taken.add(record["id"])
+            records.append(record)
+        batch = {record["id"] for record in records}
+        for record in records:
+            unknown = [dep for dep in record.get("deps", []) if dep not in known | batch]
+            if unknown:
+                raise Refused(f"task '{record['name']}' depends on unknown task {', '.join(unknown)}")
+            if record["id"] in record.get("deps", []):
+                raise InvalidInput(f"task '{record['name']}' depends on itself")
+        _refuse_cycle(records, batch)  # only new tasks can close a cycle: no old task needs them
+        for record in records:
+            self.doc.append(record)
+        return records  # the store checks the whole change before it writes
+
+    def _new_task_record(self, item: object, label: str, taken: set[str], spec: str | None) -> dict:
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, dict):
+            raise InvalidInput(
+                f'{label} must be a JSON object with at least a "name", not {type(item).__name__}'
+            )
+        unknown = sorted(set(item) - set(TASK_FIELDS_FROM_USER))
+        if unknown:
+            allowed = ", ".join(TASK_FIELDS_FROM_USER)
+            raise InvalidInput(f"{label}: unknown field(s) {', '.join(unknown)} (allowed: {allowed})")
+        if isinstance(item.get("name"), str):
+            item = {**item, "name": item["name"].strip()}
+        if isinstance(item.get("deps"), str):
+            item = {**item, "deps": [item["deps"]]}
+        record = {
+            "t": "task",
+            "id": item["id"] if "id" in item else new_id("t", taken),
+            "name": item.get("name"),
+            "s": "p",
+        }
+        record.update(
+            (key, item[key]) for key in TASK_FIELDS_FROM_USER[2:] if item.get(key) not in (None, [], "")
+        )
+        if spec and "spec" not in record:
+            record["spec"] = spec
+        if "name" not in item:
+            raise InvalidInput(f'{label} needs a "name"')
+        problems = record_problems(record)
+        if problems:
+            raise InvalidInput(f"{label}: " + "; ".join(problems).removeprefix("task "))
+        if record["id"] in taken:
+            raise Refused(f"{label}: id {record['id']} is already in the plan")
+        return record
+
+    def done(self, task_id: str | None) -> dict:
+        if task_id is None:
+            task = self.next_task()
+            if task is None:
+                raise Refused("no pending task is ready to be marked done")
+            task_id = task["id"]
+        line = self.task_line(task_id)
+        task = line.record
+        if is_done(task):
+            raise Refused(f"task {task_id} is already done")
+        waiting = schedule.blockers(task, self.tasks(), self.accepted())
+        if waiting:
+            raise Refused(f"task {task_id} is blocked by {', '.join(waiting)} (not done yet)")
+        task["s"] = "d"
+        self.doc.rewrite(line)
+        return task
+
+    def accept(self, task_id: str | None) -> list[dict]:
+        if task_id is None:
+            lines = [line for line in self.task_lines() if is_done(line.record)]
+            if not lines:
+                raise Refused("nothing to accept: no task is done")
+        else:
+            lines = [self.task_line(task_id)]
+            if not is_done(lines[0].record):
+                raise Refused(f"task {task_id} is pending; only a done task can be accepted")
+        for line in lines:
+            self.doc.remove(line)
+            tombstone = {"t": "accept", "id": line.record["id"], "name": line.record["name"]}
+            if line.record.get("commit"):
+                tombstone["commit"] = line.record["commit"]  # which commit built what was accepted
+            self.doc.append(tombstone)
+        return [line.record for line in lines]
+
+    def reject(
+        self,
+        task_id: str | None,
+        reason: str,
+        kill_reason: KillReason | None = None,
+        kill_log: str | None = None,
+    ) -> dict:
+        """Send a done task back to pending with the reason; the loop also rejects running
+        (pending) tasks it had to kill, with a kill_reason."""
+        if not reason.strip():
+            raise InvalidInput("a rejection needs a reason")
+        line = self.task_line(task_id or self._only_done_task())
+        task = line.record
+        if not is_done(task) and not kill_reason:
+            raise Refused(f"task {task['id']} is pending; only a done task can be rejected")
+        task["s"] = "p"
+        task["reject_reason"] = reason
+        tombstone = {"t": "reject", "id": task["id"], "reason": reason}
+        if kill_reason:
+            task["kill_reason"] = tombstone["kill_reason"] = str(kill_reason)
+            if kill_log:
+                task["kill_log"] = kill_log
+        self.doc.rewrite(line)
+        self.doc.append(tombstone)
+        return task
+
+    def _only_done_task(self) -> str:
+        done = [task["id"] for task in self.tasks() if is_done(task)]
+        if not done:
+            raise Refused("nothing to reject: no task is done")
+        if len(done) > 1:
+            raise InvalidInput(f"name the task to reject: {len(done)} tasks are done ({', '.join(done[:5])})")
+        return done[0]
+
+    def delete(self, task_id: str, force: bool = False) -> tuple[dict, list[str]]:
+        """Remove a task. Tasks that depend on it inherit its children (tasks naming it as parent);
+        with no children they are refused, unless `force` drops the dependency."""
+        line = self.task_line(task_id)
+        children = [task["id"] for task in self.tasks() if task.get("parent") == task_id]
+        dependents = [other for other in self.task_lines() if task_id in other.record.get("deps", [])]
+        if dependents and not children and not force:
+            names = ", ".join(other.record["id"] for other in dependents)
+            raise Refused(f"{names} depend(s) on {task_id}; decompose it first or use --force")
+        for other in dependents:
+            deps = [dep for dep in other.record["deps"] if dep != task_id]
+            other.record["deps"] = deps + [
+                child for child in children if child not in deps and child != other.record["id"]
+            ]
+            self.doc.rewrite(other)
+        self.doc.remove(line)
+        return line.record, [other.record["id"] for other in dependents]
+
+    def prioritize(self, spec: str | None = None) -> dict:
+        in_scope = [
+            line
+            for line in self.task_lines()
+            if is_pending(line.record) and (spec is None or line.record.get("spec") in (spec, None))
+        ]
+        priorities = schedule.compute_priorities([line.record for line in in_scope])
+        counts = {"prioritized": len(in_scope), "high": 0, "medium": 0, "low": 0, "changed": 0}
+        for line in in_scope:
+            task, priority = line.record, priorities[line.record["id"]]
+            counts[priority] += 1
+            if task.get("priority") != priority:
+                task["priority"], task["auto_priority"] = priority, True
+                self.doc.rewrite(line)
+                counts["changed"] += 1
+        return counts
+
+    # --- the construct loop's transitions ----------------------------------------------------
+    def add_spec(self, path: str) -> None:
+        """Record a spec the plan works towards (once) and make it the loop's current one."""
+        if path not in self.specs():
+            self.doc.append({"t": "spec", "path": path})
+        self.update_state(spec=path)
+
+    def record_build(self, task_id: str, files: list[str], tokens: int, cost_usd: float | None) -> dict:
+        """A build attempt passed the gate: count it, note the files it changed and its cost, and
+        clear what earlier failures left on the task."""
+        line = self.task_line(task_id)
+        task = line.record
+        task["attempts"] = task.get("attempts", 0) + 1
+        task["files"] = sorted(files)
+        _add_usage(task, tokens, cost_usd)
+        for stale in ("gate_failure", "kill_reason", "kill_log"):
+            task.pop(stale, None)
+        self.doc.rewrite(line)
+        return task
+
+    def record_build_commit(self, task_id: str, commit: str) -> None:
+        """The commit that recorded the task's build (a commit cannot name itself, so this goes in
+        with the loop's next commit)."""
+        line = self.task_line(task_id)
+        line.record["commit"] = commit
+        self.doc.rewrite(line)
+
+    def record_build_failure(self, task_id: str, failure: str, tokens: int, cost_usd: float | None) -> int:
+        """A build attempt failed: back to pending with the reason; returns the attempts so far."""
+        line = self.task_line(task_id)
+        task = line.record
+        task["s"] = "p"
+        task["attempts"] = task.get("attempts", 0) + 1
+        task["gate_failure"] = failure
+        _add_usage(task, tokens, cost_usd)
+        self.doc.rewrite(line)
+        return task["attempts"]
+
+    def set_aside(
+        self, task_id: str, kill_reason: KillReason, reason: str, kill_log: str | None = None
+    ) -> dict:
+        """The loop gives up building the task as it is: DECOMPOSE splits it next."""
+        return self.reject(task_id, reason, kill_reason=kill_reason, kill_log=kill_log)
+
+    # --- issues ---------------------------------------------------------------------------
+    def add_issue(self, text: str, priority: str | None = None) -> dict:
+        record = {"t": "issue", "id": new_id("i", self._taken_ids()), "text": text.strip()}
+        if priority:
+            record["priority"] = priority
+        if self.state().get("spec"):
+            record["spec"] = self.state()["spec"]
+        problems = record_problems(record)
+        if problems:
+            raise InvalidInput("; ".join(problems))
+        self.doc.append(record)
+        return record
+
+    def resolve_issue(self, issue_id: str) -> dict:
+        for line in self._of("issue"):
+            if line.record["id"] == issue_id:
+                self.doc.remove(line)
+                return line.record
+        raise Refused(f"no open issue {issue_id}")
+
+    # --- loop state -----------------------------------------------------------------------
+    def update_state(self, **fields: object) -> dict:
+        found = self._of("state")
+        if found:
+            line = found[0]
+            if all(line.record.get(key) == value for key, value in fields.items()):
+                return line.record
+            line.record.update(fields)
+            self.doc.rewrite(line)
+            return line.record
+        return self.doc.append({"t": "state", **fields}).record
+
+    def check_integrity(self) -> None:
+        """Refuse to leave the plan in a state its own loader would reject."""
+        problems = integrity_problems(self.doc)
+        if problems:
+            raise PlanInvalid(problems)
+
+
+def _add_usage(task: dict, tokens: int, cost_usd: float | None) -> None:
+    """Sum an attempt's usage onto the task, so `git log -p plan.jsonl` shows what it cost."""
+    if tokens:
+        task["tokens"] = task.get("tokens", 0) + tokens
+        task["attempt_tokens"] = [*task.get("attempt_tokens", []), tokens]
+    if cost_usd:
+        task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)

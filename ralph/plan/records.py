@@ -1,0 +1,96 @@
+"""Typed reading of plan records. Storage stays the raw, line-preserving dicts (a hand editor's
+unknown keys survive every rewrite); code reads them through these enums and views instead of
+spelling out keys and defaults in every module."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    PENDING = "p"
+    DONE = "d"  # built and through the gate, awaiting VERIFY
+
+
+class KillReason(StrEnum):
+    TIMEOUT = "timeout"
+    CONTEXT_LIMIT = "context_limit"
+    DOOM_LOOP = "doom_loop"
+
+
+class Stage(StrEnum):
+    PLAN = "PLAN"
+    INVESTIGATE = "INVESTIGATE"
+    BUILD = "BUILD"
+    VERIFY = "VERIFY"
+    DECOMPOSE = "DECOMPOSE"
+    COMPLETE = "COMPLETE"
+
+
+_STATUS = {"p": Status.PENDING, "d": Status.DONE}
+
+
+def status_of(task: dict) -> Status:
+    return _STATUS[task.get("s", "p")]
+
+
+def is_pending(task: dict) -> bool:
+    return task.get("s", "p") == "p"
+
+
+def is_done(task: dict) -> bool:
+    return task.get("s") == "d"
+
+
+def is_killed(task: dict) -> bool:
+    """Set aside by the loop (timeout, context, repeated failure): DECOMPOSE splits it next."""
+    return bool(task.get("kill_reason")) and is_pending(task)
+
+
+class TaskView:
+    """A task record, read through names and enums; `record` is the stored dict itself."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: dict):
+        self.record = record
+
+    id = property(lambda self: self.record["id"])
+    name = property(lambda self: self.record["name"])
+    status = property(lambda self: status_of(self.record))
+    pending = property(lambda self: is_pending(self.record))
+    done = property(lambda self: is_done(self.record))
+    killed = property(lambda self: is_killed(self.record))
+    deps = property(lambda self: self.record.get("deps", []))
+    spec = property(lambda self: self.record.get("spec"))
+    parent = property(lambda self: self.record.get("parent"))
+    priority = property(lambda self: self.record.get("priority"))
+    attempts = property(lambda self: self.record.get("attempts", 0))
+    commit = property(lambda self: self.record.get("commit"))
+    kill_log = property(lambda self: self.record.get("kill_log"))
+
+    @property
+    def kill_reason(self) -> KillReason | None:
+        reason = self.record.get("kill_reason")
+        return KillReason(reason) if reason else None
+
+    @property
+    def why_not_done(self) -> str:
+        """The latest reason the task is not finished, for reports: a kill, a rejection, a gate."""
+        record = self.record
+        return record.get("kill_reason") or record.get("reject_reason") or record.get("gate_failure") or ""
+
+    def __repr__(self) -> str:
+        return f"TaskView({self.record!r})"
+
+
+class IssueView:
+    __slots__ = ("record",)
+
+    def __init__(self, record: dict):
+        self.record = record
+
+    id = property(lambda self: self.record["id"])
+    text = property(lambda self: self.record["text"])
+    spec = property(lambda self: self.record.get("spec"))
+    priority = property(lambda self: self.record.get("priority"))

@@ -1,0 +1,169 @@
+"""Ordering work: which task is next, and what priority each pending task deserves.
+
+A dependency counts as satisfied once the task it names is done (built and through the gate) or
+accepted. Waiting for acceptance would let BUILD finish only one link of a dependency chain per
+iteration; a done task that VERIFY later rejects goes back to pending and its dependents are
+verified again anyway.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ralph.errors import Refused
+from ralph.plan.records import is_done, is_pending
+
+PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2, None: 1}
+
+
+def satisfied_ids(tasks: list[dict], accepted: set[str]) -> set[str]:
+    return accepted | {task["id"] for task in tasks if is_done(task)}
+
+
+def blockers(task: dict, tasks: list[dict], accepted: set[str]) -> list[str]:
+    """Dependencies of `task` that are not yet satisfied."""
+    done = satisfied_ids(tasks, accepted)
+    return [dep for dep in task.get("deps", []) if dep not in done]
+
+
+def depth_of(tasks: list[dict], of: list[str] | None = None) -> dict[str, int]:
+    """Length of the longest dependency chain below each task (0 for a task with no deps): of
+    every task, or of the tasks `of` names (and those below them)."""
+    by_id = {task["id"]: task for task in tasks}
+    depth: dict[str, int] = {}
+
+    def visit(task_id: str) -> int:
+        if task_id not in depth:
+            depth[task_id] = 0  # guards against cycles; the loader refuses them anyway
+            deps = [d for d in by_id[task_id].get("deps", []) if d in by_id]
+            depth[task_id] = 1 + max(map(visit, deps)) if deps else 0
+        return depth[task_id]
+
+    for task_id in by_id if of is None else of:
+        visit(task_id)
+    return depth
+
+
+def buildable(tasks: list[dict], accepted: set[str]) -> list[dict]:
+    """Pending tasks ready to build, best first: priority, dependency order, file order."""
+    done = satisfied_ids(tasks, accepted)
+    ready = [
+        (position, task)
+        for position, task in enumerate(tasks)
+        if is_pending(task)
+        and not task.get("kill_reason")
+        and all(dep in done for dep in task.get("deps", []))
+    ]
+    depth = depth_of(tasks, [task["id"] for _, task in ready])
+    ready.sort(key=lambda entry: (PRIORITY_RANK[entry[1].get("priority")], depth[entry[1]["id"]], entry[0]))
+    return [task for _, task in ready]
+
+
+def next_task(tasks: list[dict], accepted: set[str]) -> dict | None:
+    ready = buildable(tasks, accepted)
+    return ready[0] if ready else None
+
+
+# --- prioritize -----------------------------------------------------------------------------
+
+_LARGE_WORDS = re.compile(
+    r"\b(refactor|rewrite|redesign|migrat\w*|integrat\w*|architecture|framework|entire|"
+    r"all|every|end-to-end|e2e|concurren\w*|parallel|security|performance)\b",
+    re.IGNORECASE,
+)
+_SMALL_WORDS = re.compile(
+    r"\b(typo|rename|bump|tweak|constant|flag|option|message|wording|comment|log line)\b", re.IGNORECASE
+)
+_LOW_WORDS = re.compile(
+    r"\b(docs?|documentation|readme|cleanup|clean up|tidy|polish|nice[- ]to[- ]have|optional|"
+    r"cosmetic|changelog|example)\b",
+    re.IGNORECASE,
+)
+
+
+def complexity(task: dict) -> str:
+    """small / medium / large, estimated from the task's words."""
+    text, words, criteria = _wording(task)
+    if _is_large(text, words, criteria):
+        return "large"
+    if _SMALL_WORDS.search(text) or (words <= 12 and criteria <= 1):
+        return "small"
+    return "medium"
+
+
+def _wording(task: dict) -> tuple[str, int, int]:
+    """A task's text, its number of words and its number of acceptance criteria."""
+    accept = task.get("accept") or ""
+    text = " ".join(
+        [
+            task.get("name", ""),
+            task.get("notes") or "",
+            " ".join(accept) if isinstance(accept, list) else accept,
+        ]
+    )
+    criteria = (
+        len(accept) if isinstance(accept, list) else accept.count(";") + accept.count("\n") + bool(accept)
+    )
+    return text, len(text.split()), criteria
+
+
+def _is_large(text: str, words: int, criteria: int) -> bool:
+    return words > 80 or criteria > 5 or _LARGE_WORDS.search(text) is not None
+
+
+def compute_priorities(tasks: list[dict]) -> dict[str, str]:
+    """A priority for each task: HIGH for small unblockers and the critical path, LOW for cleanup.
+
+    `tasks` are the pending tasks in scope; the result covers them all, explicit ones unchanged.
+    """
+    from graphlib import CycleError, TopologicalSorter
+
+    ids = {task["id"] for task in tasks}
+    graph = {task["id"]: [d for d in task.get("deps", []) if d in ids] for task in tasks}
+    order = list(graph)  # every task after its deps: usually the file's order already
+    seen: set[str] = set()
+    for task_id in order:
+        if not seen.issuperset(graph[task_id]):
+            try:
+                order = list(TopologicalSorter(graph).static_order())
+            except CycleError as exc:
+                raise Refused("dependency cycle: " + " -> ".join(exc.args[1])) from None
+            break
+        seen.add(task_id)
+    below: dict[str, int] = {}  # the longest chain of deps under each task
+    for task_id in order:
+        deps = graph[task_id]
+        below[task_id] = 1 + max(below[dep] for dep in deps) if deps else 0
+    waiting: dict[str, set[str]] = {task_id: set() for task_id in ids}  # the tasks that need it directly
+    for task_id, deps in graph.items():
+        for dep in deps:
+            waiting[dep].add(task_id)
+    # Over every task waiting on it, directly or not: how many (counted up to 2, all the rules
+    # need), and the longest chain under any of them, so how far the chain through it goes above.
+    waiting_count: dict[str, int] = {}
+    top: dict[str, int] = {}
+    for task_id in reversed(order):
+        direct = waiting[task_id]
+        if direct:
+            waiting_count[task_id] = min(2, len(direct) + sum(waiting_count[w] for w in direct))
+            top[task_id] = max(max(below[w], top[w]) for w in direct)
+        else:
+            waiting_count[task_id], top[task_id] = 0, -1
+    above = {task_id: top[task_id] - below[task_id] if waiting[task_id] else 0 for task_id in ids}
+    longest = max((below[i] + above[i] for i in ids), default=0)
+    result = {}
+    for task in tasks:
+        task_id = task["id"]
+        if task.get("priority") and not task.get("auto_priority"):
+            result[task_id] = task["priority"]
+            continue
+        blocks = waiting_count[task_id]
+        on_critical_path = longest > 0 and below[task_id] + above[task_id] == longest and blocks > 0
+        # The word searches are the slow part: done only where the answer depends on them.
+        if on_critical_path or (blocks >= 2 and not _is_large(*_wording(task))):
+            result[task_id] = "high"
+        elif blocks == 0 and _LOW_WORDS.search(f"{task.get('name', '')} {task.get('notes') or ''}"):
+            result[task_id] = "low"
+        else:
+            result[task_id] = "medium"
+    return result

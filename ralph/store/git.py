@@ -1,0 +1,223 @@
+"""ralph's one git layer: a `Repo` over one work tree.
+
+Each operation runs the git binary (never a shell): importing gitpython alone costs 120-150 ms, more
+than a whole `ralph task done` may take, and one plumbing call costs 3-5 ms. gitpython is used
+where its object database pays for that import: reading many historical versions of a file
+(`file_versions`, about 0.5 ms a version against 3 ms for a `git show` each).
+
+Committing plan.jsonl builds the new tree from HEAD's tree with only plan.jsonl replaced, so the
+user's staged and unstaged work is never part of ralph's commit and the index keeps everything
+the user staged. Paths are always literal (GIT_LITERAL_PATHSPECS): a file named `pages/[id].js` is
+that file, not a pattern.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ralph.errors import GitError, RalphError
+
+ZERO_SHA = "0" * 40
+# Variables a git hook or wrapper may set that would point git somewhere other than this repo.
+_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
+
+
+def find_root(start: Path) -> Path:
+    """The top of the git work tree containing `start` (a `.git` directory or file marks it)."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    raise RalphError(f"not inside a git repository: {start} (run 'git init' first)")
+
+
+def blob_sha(data: bytes) -> str:
+    """The id git gives a file with these bytes, computed without running git."""
+    import hashlib  # here, not above: read-only commands import this module for find_root alone
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class Repo:
+    def __init__(self, root: Path):
+        self.root = root
+        self._env = {key: value for key, value in os.environ.items() if key not in _LOCATION_VARS}
+        self._env["GIT_LITERAL_PATHSPECS"] = "1"
+
+    def git(self, *args: str, stdin: bytes | None = None) -> str:
+        import subprocess  # here, not above: read-only commands import this module for find_root alone
+
+        try:
+            # A session of its own: when ralph's process group is killed (SIGKILL of a timed-out
+            # agent and everything it started), a git command already running still finishes and
+            # removes its lock file (.git/index.lock, refs/heads/*.lock) instead of leaving it
+            # behind for every later git command to fail on. These plumbing commands take
+            # milliseconds and never wait for input.
+            done = subprocess.run(
+                ["git", *args],
+                cwd=self.root,
+                env=self._env,
+                input=stdin,
+                capture_output=True,
+                check=False,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise GitError("git is not installed (or not on PATH)") from None
+        if done.returncode != 0:
+            raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
+        return done.stdout.decode("utf-8", "replace")
+
+    def head(self) -> str | None:
+        """The commit HEAD points at, or None in a repository with no commits yet."""
+        try:
+            return self.git("rev-parse", "-q", "--verify", "HEAD^{commit}").strip()
+        except GitError:
+            return None
+
+    def tree_entries(self, commit: str | None) -> list[str]:
+        """HEAD's top-level tree entries, as `git ls-tree -z` prints them."""
+        if commit is None:
+            return []
+        return [entry for entry in self.git("ls-tree", "-z", commit).split("\0") if entry]
+
+    def snapshot(self) -> tuple[str | None, list[str]]:
+        """HEAD's commit and top-level tree entries (None and [] before the first commit)."""
+        parent = self.head()
+        return parent, self.tree_entries(parent)
+
+    def commit_file(
+        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[str]] | None = None
+    ) -> tuple[str | None, list[str]]:
+        """Commit `data` as the content of top-level file `relpath`, and nothing else.
+
+        `base` is a snapshot() still current. Returns the new snapshot; its commit is None when
+        HEAD already holds exactly these bytes (nothing to commit).
+        """
+        parent, entries = base or self.snapshot()
+        wanted = f"100644 blob {blob_sha(data)}\t{relpath}"
+        if wanted in entries:
+            return None, entries
+        kept = [entry for entry in entries if entry.split("\t", 1)[1] != relpath]
+        written = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
+        new_entries = [*kept, f"100644 blob {written}\t{relpath}"]
+        tree = self.git("mktree", "-z", stdin="\0".join([*new_entries, ""]).encode()).strip()
+        parents = ["-p", parent] if parent else []
+        commit = self.git("commit-tree", tree, *parents, "-F", "-", stdin=message.encode()).strip()
+        # The old value makes this a compare-and-swap: a commit made meanwhile is never lost.
+        self.git("update-ref", "-m", message.splitlines()[0], "HEAD", commit, parent or ZERO_SHA)
+        self._stage(relpath, written)
+        return commit, new_entries
+
+    @staticmethod
+    def blob_in(entries: list[str], relpath: str) -> str | None:
+        for entry in entries:
+            meta, path = entry.split("\t", 1)
+            if path == relpath:
+                return meta.split()[2]
+        return None
+
+    def _stage(self, relpath: str, blob: str) -> None:
+        """Record the committed content in the index, so `git status` shows plan.jsonl clean."""
+        for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 0):
+            try:
+                self.git("update-index", "--add", "--cacheinfo", f"100644,{blob},{relpath}")
+                return
+            except GitError as exc:
+                if "index.lock" not in str(exc) or not delay:
+                    raise
+                time.sleep(delay)  # someone else's git command holds the index for a moment
+
+    # --- the work tree around agent runs -------------------------------------------------------
+    def changed_paths(self) -> set[str]:
+        """Paths that differ from HEAD in the index or the work tree, and untracked files."""
+        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        paths: set[str] = set()
+        entries = iter(out.split("\0"))
+        for entry in entries:
+            if not entry:
+                continue
+            status, path = entry[:2], entry[3:]
+            paths.add(path)
+            if "R" in status or "C" in status:
+                paths.add(next(entries, ""))  # the rename's source path follows
+        paths.discard("")
+        return paths
+
+    def commit_paths(self, paths: set[str], message: str) -> tuple[str | None, list[str]]:
+        """Commit exactly `paths` (added, changed or deleted), skipping the user's hooks; return the
+        commit and the files it changed (None and [] when nothing differed)."""
+        if not paths:
+            return None, []
+        ordered = sorted(paths)
+        self.git("add", "-A", "--", *ordered)
+        staged = [
+            path
+            for path in self.git("diff", "--cached", "--name-only", "-z", "--", *ordered).split("\0")
+            if path
+        ]
+        if not staged:
+            return None, []
+        self.git("commit", "--no-verify", "-q", "-F", "-", "--", *staged, stdin=message.encode())
+        return self.head(), staged
+
+    def diff_stat(self, paths: set[str]) -> str:
+        if self.head() is None:
+            return ""
+        return self.git("diff", "--stat", "HEAD", "--", *sorted(paths))
+
+    def save_patch(self, paths: set[str], target: Path) -> None:
+        """Keep a failed attempt's changes as a patch (untracked files included) before undoing."""
+        if not paths:
+            return
+        self.git("add", "-N", "--", *sorted(paths))  # intent-to-add, so new files show in the diff
+        target.write_text(self.git("diff", "HEAD", "--binary", "--", *sorted(paths)) + "\n", encoding="utf-8")
+
+    def revert(self, paths: set[str]) -> None:
+        """Put `paths` back as HEAD has them; files HEAD does not have are removed."""
+        if not paths:
+            return
+        listed = self.git("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *sorted(paths))
+        tracked = {path for path in listed.split("\0") if path}
+        if tracked:
+            self.git("checkout", "HEAD", "--", *sorted(tracked))
+        for path in sorted(paths - tracked):
+            self.git("rm", "--cached", "-q", "--ignore-unmatch", "--", path)
+            (self.root / path).unlink(missing_ok=True)
+
+    def file_at_head(self, relpath: str) -> bytes | None:
+        """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""
+        import subprocess
+
+        done = subprocess.run(
+            ["git", "cat-file", "blob", f"HEAD:{relpath}"],
+            cwd=self.root,
+            env=self._env,
+            capture_output=True,
+            check=False,
+            start_new_session=True,
+        )
+        return done.stdout if done.returncode == 0 else None
+
+    def file_versions(self, relpath: str, rev: str = "HEAD") -> list[tuple[str, bytes]]:
+        """Every committed version of a top-level file, newest first, as (commit, bytes)."""
+        import git  # gitpython: its object database reads many blobs without a process each
+
+        repo = git.Repo(self.root)
+        versions = []
+        for sha in self.git("rev-list", rev, "--", relpath).split():
+            try:
+                versions.append((sha, repo.commit(sha).tree[relpath].data_stream.read()))
+            except KeyError:  # the commit deleted the file
+                continue
+        return versions
+
+
+def _explain(args: tuple[str, ...], stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    text = " ".join(lines[-3:]) if lines else "no message"
+    if "Please tell me who you are" in stderr or "empty ident" in stderr:
+        return "git needs an identity to commit: set user.name and user.email (git config --global ...)"
+    return f"git {args[0]} failed: {text}"

@@ -1,0 +1,125 @@
+"""Reading and changing plan.jsonl: strict load, one lock, atomic replace, one commit per change."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ralph.errors import GitError, PlanInvalid, RalphError
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.store.files import remove_stale_temp_files, write_atomic
+from ralph.store.lock import plan_lock
+
+PLAN_NAME = "plan.jsonl"
+EARLIER_CHANGES_MESSAGE = "ralph: commit earlier uncommitted changes to plan.jsonl"
+
+
+def plan_path(root: Path) -> Path:
+    return root / PLAN_NAME
+
+
+def read_bytes(root: Path) -> bytes:
+    try:
+        return plan_path(root).read_bytes()
+    except FileNotFoundError:
+        raise RalphError(f"no {PLAN_NAME} in {root} (run 'ralph init' first)") from None
+
+
+def read_plan(root: Path) -> Plan:
+    """A consistent snapshot without the lock: writers replace the file atomically."""
+    return Plan(load_checked(root, read_bytes(root)))
+
+
+def load_checked(root: Path, data: bytes):
+    """Load strictly, unless these exact bytes were proven valid before (then only parse)."""
+    from ralph.store import validcache
+
+    if validcache.known_valid(root, data):
+        return load(data, PLAN_NAME, trusted=True)
+    doc = load(data, PLAN_NAME)
+    validcache.remember(root, data)
+    return doc
+
+
+class Change:
+    """What a transaction yields: the plan to change and the commit message to record it with."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.message = "ralph: update plan"
+        self.commit: str | None = None
+
+
+@contextmanager
+def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = False) -> Iterator[Change]:
+    """Load under the lock; on a clean exit write atomically and commit, still holding the lock.
+
+    `commit` None means: as the config record says (default yes). An exception leaves the
+    file untouched.
+    """
+    with plan_lock(root):
+        remove_stale_temp_files(root, PLAN_NAME)
+        before = read_bytes(root)
+        change = Change(Plan(load_checked(root, before)))
+        yield change
+        if not change.plan.doc.changed:
+            return
+        after = _checked_bytes(change.plan.doc)
+        if commit is None:
+            commit = _commit_wanted(change.plan)
+        if commit:
+            change.commit = _write_and_commit(root, before, after, change.message, fold_earlier)
+        else:
+            write_atomic(plan_path(root), after)
+        from ralph.store import validcache
+
+        validcache.remember(root, after)
+
+
+def _checked_bytes(doc) -> bytes:
+    """The changed file's bytes, once the lines the change wrote and the cross-record rules are
+    checked: a command never writes a plan its own loader would refuse."""
+    from ralph.plan.loader import touched_problems
+
+    problems = touched_problems(doc)
+    if problems:
+        raise PlanInvalid(problems)
+    return doc.to_bytes()
+
+
+def _commit_wanted(plan: Plan) -> bool:
+    # The construct loop sets RALPH_COMMIT=0 for agents: it commits their plan changes together
+    # with their code once the gate has passed.
+    if os.environ.get("RALPH_COMMIT", "").lower() in ("0", "false", "no"):
+        return False
+    return plan.config().get("commit", True)
+
+
+def _write_and_commit(
+    root: Path, before: bytes, after: bytes, message: str, fold_earlier: bool
+) -> str | None:
+    from ralph.store.git import Repo, blob_sha
+
+    repo = Repo(root)
+    base = repo.snapshot()
+    if not fold_earlier and Repo.blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():
+        # Commit what was already there (a hand edit, or a change whose commit was interrupted)
+        # on its own, so this command's commit shows only this command's change.
+        earlier, entries = repo.commit_file(PLAN_NAME, before, EARLIER_CHANGES_MESSAGE, base)
+        base = (earlier or base[0], entries)
+    write_atomic(plan_path(root), after)
+    try:
+        return repo.commit_file(PLAN_NAME, after, message, base)[0]
+    except GitError as exc:
+        raise GitError(
+            f"{exc} (plan.jsonl is changed but not committed; the next ralph command commits it)"
+        ) from None
+
+
+def restore_plan(root: Path, data: bytes) -> None:
+    """Put known-good bytes back (under the lock), e.g. after an agent broke the file by hand."""
+    with plan_lock(root):
+        write_atomic(plan_path(root), data)

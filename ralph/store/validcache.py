@@ -1,0 +1,59 @@
+"""Remember which plan.jsonl content is already proven valid, so reading it again skips the
+per-record validation (most of a command's own work on a large plan).
+
+The key is a digest of the exact bytes, ralph's version and the schema file's identity: any edit,
+by hand or by git, changes it and brings back the full validation. The cache lives inside the git
+directory, so it is never committed and never shared between clones.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE_NAME = "ralph-valid-plan"
+
+
+def _cache_file(root: Path) -> Path | None:
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git / CACHE_NAME
+    try:  # a worktree or submodule: .git is a file naming the git directory
+        text = dot_git.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if text.startswith("gitdir: "):
+        git_dir = Path(text[len("gitdir: ") :].strip())
+        return (root / git_dir if not git_dir.is_absolute() else git_dir) / CACHE_NAME
+    return None
+
+
+def _key(data: bytes) -> str:
+    from hashlib import blake2b
+
+    from ralph import __version__
+    from ralph.plan.validate import SCHEMA_PATH
+
+    schema = SCHEMA_PATH.stat()
+    salt = f"{__version__}:{schema.st_size}:{schema.st_mtime_ns}".encode()
+    return blake2b(salt + b"\0" + data, digest_size=20).hexdigest()
+
+
+def known_valid(root: Path, data: bytes) -> bool:
+    cache = _cache_file(root)
+    try:
+        return cache is not None and cache.read_text(encoding="ascii") == _key(data)
+    except OSError:
+        return False
+
+
+def remember(root: Path, data: bytes) -> None:
+    cache = _cache_file(root)
+    if cache is None:
+        return
+    temp = cache.with_name(f"{CACHE_NAME}.{os.getpid()}.tmp")
+    try:
+        temp.write_text(_key(data), encoding="ascii")
+        os.replace(temp, cache)  # readers see the old key or the new one, never half of one
+    except OSError:
+        temp.unlink(missing_ok=True)  # only a cache: never fail a command over it

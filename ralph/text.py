@@ -1,0 +1,17 @@
+"""Showing text that came from users, agents or files: in a message it must stay one line and must
+not drive the terminal (an escape sequence in a task name could retitle or rewrite the screen)."""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls, DEL and C1 controls; tabs too, so a message stays one visible line of fields.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """`text` with every control character escaped (\\n, \\r, \\t, \\x1b, ...): one safe line."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(lambda match: _NAMED.get(match.group(), f"\\x{ord(match.group()):02x}"), text)
