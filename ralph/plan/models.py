@@ -15,13 +15,17 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ralph.plan import records
+
 TaskId = Annotated[str, Field(pattern=r"^t-[0-9a-z][0-9a-z_-]{0,39}$")]
 IssueId = Annotated[str, Field(pattern=r"^i-[0-9a-z][0-9a-z_-]{0,39}$")]
 Text = Annotated[str, Field(min_length=1)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 Positive = Annotated[int, Field(gt=0)]
 Priority = Literal["high", "medium", "low"]
-KillReason = Literal["timeout", "context_limit", "doom_loop"]
+# The enums of ralph.plan.records are the one list of each; the format spells their values.
+KillReason = Literal[tuple(reason.value for reason in records.KillReason)]
+StatusCode = Literal[tuple(status.value for status in records.Status)]
 
 
 class Record(BaseModel):
@@ -34,7 +38,7 @@ class Task(Record):
     t: Literal["task"]
     id: TaskId
     name: Text
-    s: Literal["p", "d"] = "p"
+    s: StatusCode = "p"
     spec: str | None = None
     accept: str | list[str] | None = Field(None, description="acceptance criteria")
     deps: list[TaskId] = Field(default_factory=list, description="ids of tasks this one needs")
