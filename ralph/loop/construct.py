@@ -26,13 +26,19 @@ from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
 from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import Supervisor
-from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, Workspace
+from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, StageRun, Workspace
 from ralph.plan.records import TaskView
 from ralph.store.transaction import read_plan
 
 NO_PROGRESS_LIMIT = 2  # iterations in a row that change nothing before the loop gives up
 # One iteration: failed work is split first, then issues, builds, splits of what BUILD killed, verdicts.
-ITERATION = (DecomposeStage, InvestigateStage, BuildStage, DecomposeStage, VerifyStage)
+ITERATION: tuple[type[StageRun], ...] = (
+    DecomposeStage,
+    InvestigateStage,
+    BuildStage,
+    DecomposeStage,
+    VerifyStage,
+)
 
 
 class Outcome(Enum):
@@ -147,7 +153,7 @@ class Loop:
             self._stage(stage, number)
         span.end()
 
-    def _stage(self, stage: type, iteration: int) -> StageReport:
+    def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
         report = stage(self.ws).run(iteration)
         self.accepted += report.accepted
         return report

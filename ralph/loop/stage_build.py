@@ -9,7 +9,7 @@ from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.prompts import excerpt, task_details
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
-from ralph.plan.records import KillReason, Stage
+from ralph.plan.records import KillReason, Stage, is_done
 from ralph.plan.schedule import buildable
 
 MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
@@ -114,7 +114,7 @@ class BuildStage:
         """Why this attempt does not count as built, or None when it passed the gate."""
         if problem:
             return f"the agent left plan.jsonl invalid: {problem}"
-        if task.get("s") != "d":
+        if not is_done(task):
             tail = "\n".join(result.run.tail[-15:])
             return f"the agent ended ({result.describe()}) without running `ralph task done`.\n{tail}"
         log = self.ws.runner.new_log("gate", task["id"])

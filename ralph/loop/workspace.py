@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ralph.errors import PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
@@ -36,6 +37,14 @@ class StageReport:
     items: int = 0  # issues, tasks or specs the stage ran an agent for
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
     commits: list[str] = field(default_factory=list)
+
+
+class StageRun(Protocol):
+    """The shape every stage has: made with a workspace, run for one iteration, reporting back."""
+
+    def __init__(self, ws: Workspace) -> None: ...
+
+    def run(self, iteration: int) -> StageReport: ...
 
 
 class Deadline:
