@@ -96,20 +96,48 @@ class Repo:
         `base` is a snapshot() still current. Returns the new snapshot; its commit is None when
         HEAD already holds exactly these bytes (nothing to commit).
         """
+        prepared = self.prepare_commit(relpath, data, message, base)
+        if prepared is None:
+            return None, (base or self.snapshot())[1]
+        self.land(prepared)
+        return prepared.commit, prepared.entries
+
+    def prepare_commit(
+        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[str]] | None = None
+    ) -> PreparedCommit | None:
+        """Write the commit's objects, moving nothing: whatever would stop the commit (no git
+        identity, a full disk) fails here, before the caller writes any file. None when HEAD
+        already holds exactly these bytes."""
         parent, entries = base or self.snapshot()
-        wanted = f"100644 blob {blob_sha(data)}\t{relpath}"
-        if wanted in entries:
-            return None, entries
-        kept = [entry for entry in entries if entry.split("\t", 1)[1] != relpath]
-        written = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
-        new_entries = [*kept, f"100644 blob {written}\t{relpath}"]
+        old = next((entry for entry in entries if entry.split("\t", 1)[1] == relpath), None)
+        mode = (
+            old.split(" ", 1)[0] if old and old.startswith("100755 ") else "100644"
+        )  # keep an executable bit
+        if old == f"{mode} blob {blob_sha(data)}\t{relpath}":
+            return None
+        blob = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
+        new_entries = [*(entry for entry in entries if entry is not old), f"{mode} blob {blob}\t{relpath}"]
         tree = self.git("mktree", "-z", stdin="\0".join([*new_entries, ""]).encode()).strip()
         parents = ["-p", parent] if parent else []
         commit = self.git("commit-tree", tree, *parents, "-F", "-", stdin=message.encode()).strip()
+        return PreparedCommit(relpath, mode, blob, commit, parent, new_entries, message)
+
+    def land(self, prepared: PreparedCommit) -> None:
+        """Move HEAD to the prepared commit and record the file in the index: both or neither."""
+        subject = prepared.message.splitlines()[0] if prepared.message.strip() else "ralph"
         # The old value makes this a compare-and-swap: a commit made meanwhile is never lost.
-        self.git("update-ref", "-m", message.splitlines()[0], "HEAD", commit, parent or ZERO_SHA)
-        self._stage(relpath, written)
-        return commit, new_entries
+        self.git("update-ref", "-m", subject, "HEAD", prepared.commit, prepared.parent or ZERO_SHA)
+        try:
+            self._stage(prepared.relpath, prepared.blob, prepared.mode)
+        except GitError as exc:
+            self._undo_ref(prepared)
+            raise GitError(f"{exc}; HEAD was put back, nothing is committed") from None
+
+    def _undo_ref(self, prepared: PreparedCommit) -> None:
+        if prepared.parent:
+            self.git("update-ref", "-m", "ralph: undo", "HEAD", prepared.parent, prepared.commit)
+        else:
+            self.git("update-ref", "-d", "HEAD", prepared.commit)
 
     @staticmethod
     def blob_in(entries: list[str], relpath: str) -> str | None:
@@ -119,16 +147,39 @@ class Repo:
                 return meta.split()[2]
         return None
 
-    def _stage(self, relpath: str, blob: str) -> None:
+    def _stage(self, relpath: str, blob: str, mode: str = "100644") -> None:
         """Record the committed content in the index, so `git status` shows plan.jsonl clean."""
         for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 0):
             try:
-                self.git("update-index", "--add", "--cacheinfo", f"100644,{blob},{relpath}")
+                self.git("update-index", "--add", "--cacheinfo", f"{mode},{blob},{relpath}")
                 return
             except GitError as exc:
                 if "index.lock" not in str(exc) or not delay:
                     raise
                 time.sleep(delay)  # someone else's git command holds the index for a moment
+
+    # --- what git is in the middle of ------------------------------------------------------------
+    def git_dir(self) -> Path:
+        """This work tree's git directory (`.git`, or where a `.git` file of a worktree points)."""
+        dot_git = self.root / ".git"
+        if dot_git.is_file():
+            text = dot_git.read_text(encoding="utf-8", errors="replace")
+            if text.startswith("gitdir: "):
+                target = Path(text[len("gitdir: ") :].strip())
+                return target if target.is_absolute() else self.root / target
+        return dot_git
+
+    def operation_in_progress(self) -> str | None:
+        """The merge, rebase, cherry-pick or revert git is stopped in, if any. A commit made now
+        would be dropped by its --abort, or folded into its result."""
+        git_dir = self.git_dir()
+        for marker, what in _OPERATIONS:
+            if (git_dir / marker).exists():
+                return f"a {what} is in progress ({marker} in {git_dir.name})"
+        return None
+
+    def index_locked(self) -> bool:
+        return (self.git_dir() / "index.lock").exists()
 
     # --- the work tree around agent runs -------------------------------------------------------
     def changed_paths(self) -> set[str]:
@@ -213,6 +264,34 @@ class Repo:
             except KeyError:  # the commit deleted the file
                 continue
         return versions
+
+
+_OPERATIONS = (
+    ("rebase-merge", "rebase"),
+    ("rebase-apply", "rebase"),
+    ("MERGE_HEAD", "merge"),
+    ("CHERRY_PICK_HEAD", "cherry-pick"),
+    ("REVERT_HEAD", "revert"),
+)
+
+
+class PreparedCommit:
+    """A commit whose objects are written but which no ref points at yet."""
+
+    __slots__ = ("relpath", "mode", "blob", "commit", "parent", "entries", "message")
+
+    def __init__(
+        self,
+        relpath: str,
+        mode: str,
+        blob: str,
+        commit: str,
+        parent: str | None,
+        entries: list[str],
+        message: str,
+    ):
+        self.relpath, self.mode, self.blob, self.commit = relpath, mode, blob, commit
+        self.parent, self.entries, self.message = parent, entries, message
 
 
 def _explain(args: tuple[str, ...], stderr: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +63,7 @@ def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = Fal
     """
     with plan_lock(root):
         remove_stale_temp_files(root, PLAN_NAME)
+        _refuse_link(root)
         before = read_bytes(root)
         change = Change(Plan(load_checked(root, before)))
         yield change
@@ -101,22 +103,54 @@ def _commit_wanted(plan: Plan) -> bool:
 def _write_and_commit(
     root: Path, before: bytes, after: bytes, message: str, fold_earlier: bool
 ) -> str | None:
+    """Commit `after` as plan.jsonl alone. Everything that could stop the commit is checked, and
+    the commit's objects are written, before the file is: a refused commit leaves the plan as it
+    was, and a written plan is committed (or the error says exactly what was left)."""
     from ralph.store.git import Repo, blob_sha
 
     repo = Repo(root)
+    refuse_unsafe_commit(repo)
     base = repo.snapshot()
     if not fold_earlier and Repo.blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():
         # Commit what was already there (a hand edit, or a change whose commit was interrupted)
         # on its own, so this command's commit shows only this command's change.
         earlier, entries = repo.commit_file(PLAN_NAME, before, EARLIER_CHANGES_MESSAGE, base)
         base = (earlier or base[0], entries)
+    prepared = repo.prepare_commit(PLAN_NAME, after, message, base)
     write_atomic(plan_path(root), after)
+    if prepared is None:
+        return None
     try:
-        return repo.commit_file(PLAN_NAME, after, message, base)[0]
+        repo.land(prepared)
     except GitError as exc:
         raise GitError(
             f"{exc} (plan.jsonl is changed but not committed; the next ralph command commits it)"
         ) from None
+    return prepared.commit
+
+
+def refuse_unsafe_commit(repo) -> None:
+    """Refuse, before writing anything, a commit git would lose or could not record."""
+    operation = repo.operation_in_progress()
+    if operation:
+        raise GitError(f"{operation}: finish or abort it first, or pass --no-commit")
+    if repo.index_locked():
+        for delay in (0.05, 0.1, 0.2, 0.4, 0.8):  # another git command may hold it for a moment
+            time.sleep(delay)
+            if not repo.index_locked():
+                return
+        raise GitError(
+            "git's index is locked (.git/index.lock exists): another git command is running, or one"
+            " crashed and left it; remove the file once no git command runs. Nothing was changed"
+        )
+
+
+def _refuse_link(root: Path) -> None:
+    if plan_path(root).is_symlink():
+        raise RalphError(
+            f"{PLAN_NAME} is a symbolic link; ralph replaces the file atomically and would turn the"
+            " link into a regular file: make it a regular file (or edit the link's target by hand)"
+        )
 
 
 def restore_plan(root: Path, data: bytes) -> None:

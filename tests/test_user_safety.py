@@ -1,0 +1,116 @@
+"""The user's work and history come first: a state command never commits where git would lose the
+commit, never writes a plan it could not commit, and keeps what HEAD says about plan.jsonl.
+Each case runs the real CLI as a process in a real repository."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git, ralph_process
+
+
+def head_state(root: Path) -> tuple[str, bytes, str]:
+    return git(root, "rev-parse", "HEAD"), (root / "plan.jsonl").read_bytes(), git(root, "status", "--porcelain")
+
+
+def conflicting_branches(root: Path) -> None:
+    """main and `other` both change the same line of `file`."""
+    (root / "file").write_text("base\n")
+    git(root, "add", "file")
+    git(root, "commit", "-qm", "base")
+    git(root, "checkout", "-qb", "other")
+    (root / "file").write_text("theirs\n")
+    git(root, "commit", "-qam", "theirs")
+    git(root, "checkout", "-q", "main")
+    (root / "file").write_text("ours\n")
+    git(root, "commit", "-qam", "ours")
+
+
+def stop_in(root: Path, operation: str) -> None:
+    conflicting_branches(root)
+    commands = {
+        "merge": ["merge", "other"],
+        "rebase": ["rebase", "other"],
+        "cherry-pick": ["cherry-pick", "other"],
+        "revert": ["revert", "--no-edit", "HEAD"],
+    }
+    if operation == "revert":  # a revert that conflicts: revert an older change of the same line
+        (root / "file").write_text("newer\n")
+        git(root, "commit", "-qam", "newer")
+        commands["revert"] = ["revert", "--no-edit", "HEAD~1"]
+    done = subprocess.run(["git", *commands[operation]], cwd=root, capture_output=True, text=True)
+    assert done.returncode != 0, f"the {operation} was expected to stop on a conflict"
+
+
+@pytest.mark.parametrize("operation", ["merge", "rebase", "cherry-pick", "revert"])
+def test_no_commit_while_git_is_stopped_in_an_operation(repo, operation):
+    stop_in(repo, operation)
+    before = head_state(repo)
+    done = ralph_process(repo, "task", "add", "--name", "During the operation")
+    assert done.returncode == 1, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and f"a {operation} is in progress" in done.stderr
+    assert head_state(repo) == before  # nothing written, nothing committed, the index as it was
+    written = ralph_process(repo, "task", "add", "--name", "Written only", "--no-commit")
+    assert written.returncode == 0, written.stderr
+    assert b"Written only" in (repo / "plan.jsonl").read_bytes()
+    assert git(repo, "rev-parse", "HEAD") == before[0]
+
+
+def test_a_stale_index_lock_changes_nothing_and_says_so(repo):
+    (repo / ".git" / "index.lock").write_bytes(b"")
+    before = head_state(repo)
+    done = ralph_process(repo, "task", "add", "--name", "Blocked")
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1
+    assert "index.lock" in done.stderr and "Nothing was changed" in done.stderr
+    assert head_state(repo) == before
+    (repo / ".git" / "index.lock").unlink()
+    assert ralph_process(repo, "task", "add", "--name", "Now").returncode == 0
+    assert git(repo, "status", "--porcelain") == ""  # HEAD and index moved together
+
+
+def test_without_a_git_identity_the_plan_is_not_written(repo, monkeypatch):
+    for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(key)
+    git(repo, "config", "user.useConfigOnly", "true")  # no identity guessed from the host name
+    before = head_state(repo)
+    done = ralph_process(repo, "task", "add", "--name", "Nobody")
+    assert done.returncode == 1 and "git needs an identity" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert head_state(repo) == before
+
+
+def test_an_executable_plan_keeps_its_mode(repo):
+    (repo / "plan.jsonl").chmod(0o755)
+    git(repo, "add", "plan.jsonl")
+    git(repo, "commit", "-qm", "plan is executable")
+    assert ralph_process(repo, "task", "add", "--name", "Mode").returncode == 0
+    assert git(repo, "ls-tree", "HEAD", "plan.jsonl").startswith("100755 ")
+    assert git(repo, "status", "--porcelain") == ""
+    assert os.stat(repo / "plan.jsonl").st_mode & 0o777 == 0o755
+
+
+def test_a_linked_plan_is_refused_and_stays_a_link(repo):
+    (repo / "data").mkdir()
+    (repo / "plan.jsonl").rename(repo / "data" / "plan.jsonl")
+    (repo / "plan.jsonl").symlink_to(Path("data") / "plan.jsonl")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "plan lives in data/")
+    before = head_state(repo)
+    done = ralph_process(repo, "task", "add", "--name", "Through the link")
+    assert done.returncode == 1 and "symbolic link" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert (repo / "plan.jsonl").is_symlink() and head_state(repo) == before
+
+
+def test_init_never_commits_the_users_uncommitted_plan(repo):
+    hand_edit = b'{"t": "task", "id": "t-handed", "name": "typed by hand"}\n'
+    (repo / "plan.jsonl").write_bytes(hand_edit)
+    (repo / "specs").rmdir()  # so init has something to create
+    committed = git(repo, "show", "HEAD:plan.jsonl")
+    assert ralph_process(repo, "init").returncode == 0
+    assert (repo / "specs").is_dir()
+    assert git(repo, "show", "HEAD:plan.jsonl") == committed
+    assert (repo / "plan.jsonl").read_bytes() == hand_edit
