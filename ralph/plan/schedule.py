@@ -28,19 +28,22 @@ def blockers(task: dict, tasks: list[dict], accepted: set[str]) -> list[str]:
 
 def depth_of(tasks: list[dict], of: list[str] | None = None) -> dict[str, int]:
     """Length of the longest dependency chain below each task (0 for a task with no deps): of
-    every task, or of the tasks `of` names (and those below them)."""
+    every task, or of the tasks `of` names (and those below them). Iterative: a chain of
+    thousands of tasks must not exhaust Python's recursion limit."""
     by_id = {task["id"]: task for task in tasks}
     depth: dict[str, int] = {}
-
-    def visit(task_id: str) -> int:
-        if task_id not in depth:
-            depth[task_id] = 0  # guards against cycles; the loader refuses them anyway
+    for start in by_id if of is None else of:
+        path, on_path = [start], {start}  # the stack is the path being walked down
+        while path:
+            task_id = path[-1]
             deps = [d for d in by_id[task_id].get("deps", []) if d in by_id]
-            depth[task_id] = 1 + max(map(visit, deps)) if deps else 0
-        return depth[task_id]
-
-    for task_id in by_id if of is None else of:
-        visit(task_id)
+            below = next((d for d in deps if d not in depth and d not in on_path), None)  # on_path: a cycle
+            if below is not None:
+                path.append(below)
+                on_path.add(below)
+                continue
+            depth[task_id] = 1 + max((depth.get(d, 0) for d in deps), default=-1)
+            on_path.discard(path.pop())
     return depth
 
 
