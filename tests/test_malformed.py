@@ -19,6 +19,7 @@ EXPECTED = {
     "bad_json_trailing_comma": (2, "invalid JSON"),
     "bad_priority": (2, 'task field \'priority\' must be one of "high", "medium", "low"'),
     "bad_status": (2, 'task field \'s\' must be one of "p", "d", not "done"'),
+    "bom_first_line": (1, "the file starts with a UTF-8 byte order mark (BOM)"),
     "bool_for_int": (2, "config field 'timeout_ms' must be an integer or null, not true"),
     "crlf_lines_bad_third": (3, "task is missing field 'name'"),
     "cycle_of_three": (2, "dependency cycle: t-one -> t-two -> t-three -> t-one"),
@@ -31,15 +32,18 @@ EXPECTED = {
     "float_for_int": (2, "task field 'attempts' must be an integer or null, not 1.0"),
     "fraction_out_of_range": (1, "config field 'context_warn' must be a number <= 1, not 1.5"),
     "id_with_trailing_newline": (2, "task field 'id' must be a string matching"),
+    "infinity_in_unknown_field": (2, "invalid JSON: Infinity is not JSON"),
     "invalid_utf8": (2, "not valid UTF-8"),
     "issue_with_task_id": (2, "issue field 'id' must be a string matching ^i-"),
     "merge_conflict": (2, "unresolved git merge conflict marker"),
     "missing_required_field": (3, "task is missing field 'name'"),
     "missing_t": (2, 'record has no type: every line needs a "t" key'),
-    "nan_fraction": (2, "config field 'context_kill' must be a number <= 1, not NaN"),
+    "nan_fraction": (2, "invalid JSON: NaN is not JSON (use null or a number)"),
+    "nested_too_deep": (2, "invalid JSON: nested deeper than 64 levels"),
     "negative_iteration": (2, "state field 'iteration' must be a number >= 0, not -1"),
     "non_object_line": (2, "each line must be a JSON object, not list"),
     "null_status": (2, 'task field \'s\' must be one of "p", "d", not null'),
+    "raw_cr_inside_a_line": (2, "invalid JSON: Invalid control character"),
     "reject_without_reason": (2, "reject is missing field 'reason'"),
     "several_problems": (3, "task field 's' must be one of"),
     "string_line": (2, "each line must be a JSON object, not str"),
@@ -136,3 +140,31 @@ def test_fixing_the_file_by_hand_makes_commands_work_again(ralph, repo):
     assert "plan.jsonl: ok (3 records)" in ralph("check").stdout
     ralph("task", "add", "--name", "x")
     assert (repo / "plan.jsonl").read_bytes().startswith(fixed)
+
+
+def test_a_raw_carriage_return_does_not_split_a_line(ralph, repo):
+    (repo / "plan.jsonl").write_bytes((CORPUS / "raw_cr_inside_a_line.jsonl").read_bytes())
+    lines = ralph("check", code=2).stderr.splitlines()
+    assert [line.split(":")[1] for line in lines] == ["2", "3"]  # not 2 and 4
+
+
+def test_rewritten_and_added_lines_of_a_crlf_file_stay_crlf(ralph, repo):
+    data = b'{"t": "task", "id": "t-aaaaaa", "name": "First"}\r\n{"t": "task", "id": "t-bbbbbb", "name": "B"}\r\n'
+    _commit_plan(repo, data)
+    ralph("task", "done", "t-aaaaaa")
+    ralph("task", "add", "--name", "Third")
+    lines = (repo / "plan.jsonl").read_bytes().split(b"\n")[:-1]
+    assert len(lines) == 3 and all(line.endswith(b"\r") for line in lines)
+    assert lines[1] == data.split(b"\n")[1]  # the untouched line is byte-identical
+
+
+def test_a_cycle_through_ten_thousand_tasks_is_one_short_line(ralph, repo):
+    count = 10_000
+    lines = [
+        f'{{"t": "task", "id": "t-k{n:05d}", "name": "n", "deps": ["t-k{(n + 1) % count:05d}"]}}\n'
+        for n in range(count)
+    ]
+    (repo / "plan.jsonl").write_text("".join(lines))
+    result = ralph("check", code=2)
+    assert len(result.stderr.splitlines()) == 1 and len(result.stderr) < 1000, result.stderr[:300]
+    assert "dependency cycle of 10000 tasks: t-k" in result.stderr and "(9985 more)" in result.stderr

@@ -46,16 +46,19 @@ class Document:
         return b"".join(line.raw for line in self.lines)
 
     def rewrite(self, line: Line) -> None:
-        """Serialize line.record again: call after changing the record in place."""
-        line.raw = serialize(line.record)
+        """Serialize line.record again: call after changing the record in place. The line keeps
+        its ending (a CRLF file stays CRLF)."""
+        line.raw = _ending_like(serialize(line.record), line.raw)
         self.touched.append(line)
         self._changed()
 
     def append(self, record: dict) -> Line:
         index = self._after_last_record()
-        if index and not self.lines[index - 1].raw.endswith(b"\n"):
-            self.lines[index - 1].raw += b"\n"
-        line = Line(serialize(record), record, 0)
+        previous = self.lines[index - 1].raw if index else b"\n"
+        if not previous.endswith(b"\n"):
+            self.lines[index - 1].raw += b"\r\n" if b"\r\n" in self.lines[0].raw else b"\n"
+            previous = self.lines[index - 1].raw
+        line = Line(_ending_like(serialize(record), previous), record, 0)
         self.lines.insert(index, line)
         self.touched.append(line)
         self._changed()
@@ -75,3 +78,8 @@ class Document:
             if self.lines[index].record is not None or self.lines[index].raw.strip():
                 return index + 1
         return 0
+
+
+def _ending_like(raw: bytes, model: bytes) -> bytes:
+    """`raw` (ending in \\n) with the line ending `model` has: CRLF lines stay CRLF."""
+    return raw[:-1] + b"\r\n" if model.endswith(b"\r\n") else raw

@@ -10,6 +10,18 @@ if TYPE_CHECKING:
     from ralph.plan.document import Document
 
 SINGLETONS = ("config", "state")
+SHOWN_OF_A_CYCLE = 8
+
+
+def cycle_text(cycle: list[str]) -> str:
+    """A dependency cycle in words, short even when it runs through thousands of tasks."""
+    if len(cycle) <= 2 * SHOWN_OF_A_CYCLE:
+        return "dependency cycle: " + " -> ".join(cycle)
+    head, tail = cycle[:SHOWN_OF_A_CYCLE], cycle[-SHOWN_OF_A_CYCLE:]
+    hidden = len(cycle) - 2 * SHOWN_OF_A_CYCLE
+    return f"dependency cycle of {len(cycle) - 1} tasks: {' -> '.join(head)} -> ... ({hidden} more) -> " + (
+        " -> ".join(tail)
+    )
 
 
 def integrity_problems(doc: Document) -> list[Problem]:
@@ -69,5 +81,5 @@ def _cycle_problems(name: str, tasks: list) -> list[Problem]:
         cycle = exc.args[1]
         line_of = {line.record["id"]: line.number for line in tasks}
         first = min(line_of[task_id] for task_id in cycle[:-1])
-        return [Problem(name, first, "dependency cycle: " + " -> ".join(cycle))]
+        return [Problem(name, first, cycle_text(cycle))]
     return []

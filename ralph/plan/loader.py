@@ -11,15 +11,34 @@ from ralph.plan.integrity import integrity_problems
 from ralph.plan.validate import record_problems
 
 CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")
-_DECODER = json.JSONDecoder()
+BOM = b"\xef\xbb\xbf"
+MAX_NESTING = 64  # far below Python's recursion limit, so every command reads what `check` accepts
+
+
+def _refuse_constant(name: str) -> float:
+    # Python's json reads NaN and Infinity, which are not JSON: written back, no other tool reads them.
+    raise ValueError(f"{name} is not JSON (use null or a number)")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """The file's lines with their endings. Only \n ends a line: a raw \r inside one (bytes'
+    splitlines would cut there) stays part of it and is reported on its own line number."""
+    parts = data.split(b"\n")
+    lines = [part + b"\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
 
 
 def parse(data: bytes, name: str = "plan.jsonl") -> tuple[Document, list[Problem]]:
     """Parse every line; return the document and every problem found (empty when valid)."""
     lines: list[Line] = []
     problems: list[Problem] = []
-    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-        record, problem = _parse_line(raw)
+    for number, raw in enumerate(split_lines(data), start=1):
+        record, problem = _parse_line(raw) if not (number == 1 and raw.startswith(BOM)) else (None, _BOM_TEXT)
         if problem:
             problems.append(Problem(name, number, problem))
         lines.append(Line(raw, record, number))
@@ -40,7 +59,7 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     `trusted`: these exact bytes were already proven valid (see validcache); only parse them."""
     if trusted:
         return Document(
-            name, [Line(raw, _trusted_record(raw), n) for n, raw in enumerate(data.splitlines(True), 1)]
+            name, [Line(raw, _trusted_record(raw), n) for n, raw in enumerate(split_lines(data), 1)]
         )
     doc, problems = parse(data, name)
     if problems:
@@ -76,6 +95,26 @@ def _indent(raw: bytes) -> int:
     return len(raw) - len(raw.lstrip())
 
 
+_BOM_TEXT = "the file starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without one"
+
+
+def _nesting(text: str) -> int:
+    """How deep arrays and objects nest in a JSON text (brackets inside strings do not count)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
     stripped = raw.strip()
     if not stripped:
@@ -86,10 +125,12 @@ def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
         text = stripped.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, f"not valid UTF-8 (byte {exc.start + 1 + _indent(raw)})"
+    if text.count("[") + text.count("{") > MAX_NESTING and _nesting(text) > MAX_NESTING:
+        return None, f"invalid JSON: nested deeper than {MAX_NESTING} levels"
     try:
         record, end = _DECODER.raw_decode(text)  # json.loads without its per-call overhead
         if end != len(text):
-            json.loads(text)  # raises json's own "Extra data" error
+            _DECODER.decode(text)  # raises json's own "Extra data" error
     except json.JSONDecodeError as exc:
         column = exc.colno + len(raw[: _indent(raw)].decode("utf-8", "replace"))
         return None, f"invalid JSON: {exc.msg} (column {column})"

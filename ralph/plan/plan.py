@@ -8,7 +8,7 @@ import os
 from ralph.errors import InvalidInput, PlanInvalid, Refused
 from ralph.plan import schedule
 from ralph.plan.document import Document, Line
-from ralph.plan.integrity import integrity_problems
+from ralph.plan.integrity import cycle_text, integrity_problems
 from ralph.plan.records import KillReason, Stage, TaskView, is_done, is_pending
 from ralph.plan.stages import stage_of
 from ralph.plan.validate import record_problems
@@ -24,7 +24,7 @@ def _refuse_cycle(records: list[dict], batch: set[str]) -> None:
     try:
         TopologicalSorter(graph).prepare()
     except CycleError as exc:
-        raise InvalidInput("dependency cycle: " + " -> ".join(exc.args[1])) from None
+        raise InvalidInput(cycle_text(exc.args[1])) from None
 
 
 def new_id(prefix: str, taken: set[str]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from ralph.errors import Refused
+from ralph.plan.integrity import cycle_text
 from ralph.plan.records import is_done, is_pending
 
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2, None: 1}
@@ -130,7 +131,7 @@ def compute_priorities(tasks: list[dict]) -> dict[str, str]:
             try:
                 order = list(TopologicalSorter(graph).static_order())
             except CycleError as exc:
-                raise Refused("dependency cycle: " + " -> ".join(exc.args[1])) from None
+                raise Refused(cycle_text(exc.args[1])) from None
             break
         seen.add(task_id)
     below: dict[str, int] = {}  # the longest chain of deps under each task
