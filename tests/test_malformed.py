@@ -149,7 +149,10 @@ def test_a_raw_carriage_return_does_not_split_a_line(ralph, repo):
 
 
 def test_rewritten_and_added_lines_of_a_crlf_file_stay_crlf(ralph, repo):
-    data = b'{"t": "task", "id": "t-aaaaaa", "name": "First"}\r\n{"t": "task", "id": "t-bbbbbb", "name": "B"}\r\n'
+    data = (
+        b'{"t": "task", "id": "t-aaaaaa", "name": "First"}\r\n'
+        b'{"t": "task", "id": "t-bbbbbb", "name": "B"}\r\n'
+    )
     _commit_plan(repo, data)
     ralph("task", "done", "t-aaaaaa")
     ralph("task", "add", "--name", "Third")

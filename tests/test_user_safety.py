@@ -14,7 +14,11 @@ from tests.conftest import git, ralph_process
 
 
 def head_state(root: Path) -> tuple[str, bytes, str]:
-    return git(root, "rev-parse", "HEAD"), (root / "plan.jsonl").read_bytes(), git(root, "status", "--porcelain")
+    return (
+        git(root, "rev-parse", "HEAD"),
+        (root / "plan.jsonl").read_bytes(),
+        git(root, "status", "--porcelain"),
+    )
 
 
 def conflicting_branches(root: Path) -> None:

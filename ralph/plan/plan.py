@@ -153,6 +153,8 @@ class Plan:
             item = {**item, "name": item["name"].strip()}
         if isinstance(item.get("deps"), str):
             item = {**item, "deps": [item["deps"]]}
+        if isinstance(item.get("deps"), list) and all(isinstance(dep, str) for dep in item["deps"]):
+            item = {**item, "deps": list(dict.fromkeys(item["deps"]))}  # "t-b,t-b" is one dependency
         record = {
             "t": "task",
             "id": item["id"] if "id" in item else new_id("t", taken),

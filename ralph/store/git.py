@@ -124,7 +124,8 @@ class Repo:
 
     def land(self, prepared: PreparedCommit) -> None:
         """Move HEAD to the prepared commit and record the file in the index: both or neither."""
-        subject = prepared.message.splitlines()[0] if prepared.message.strip() else "ralph"
+        # The reflog keeps the subject; argv has a size limit, so a huge one is cut.
+        subject = (prepared.message.splitlines()[0] if prepared.message.strip() else "ralph")[:200]
         # The old value makes this a compare-and-swap: a commit made meanwhile is never lost.
         self.git("update-ref", "-m", subject, "HEAD", prepared.commit, prepared.parent or ZERO_SHA)
         try:
