@@ -43,7 +43,16 @@ class Settings:
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict) -> Settings:
         """The defaults, then the config record's values, then the flags given (not None)."""
-        values = {**_from_config(config), **{key: value for key, value in flags.items() if value is not None}}
+        given = {key: value for key, value in flags.items() if value is not None}
+        configured = _from_config(config)
+        if "agent" in given:
+            # An agent named on the command line is that agent's own program: a program the
+            # repository's config names (a script shipped in a cloned repository) never replaces it.
+            configured.pop("agent_cmd", None)
+            if configured.get("agent") != given["agent"]:
+                configured.pop("agent_args", None)  # arguments and model of another agent
+                configured.pop("model", None)
+        values = {**configured, **given}
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
             raise InvalidInput(f"unknown setting(s): {', '.join(sorted(unknown))}")

@@ -5,13 +5,18 @@ aside for DECOMPOSE. Context compaction continues the task in a fresh run."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
-from ralph.loop.prompts import excerpt, task_details
+from ralph.loop.prompts import excerpt, one_line, task_details
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
 from ralph.plan.records import KillReason, Stage, is_done
 from ralph.plan.schedule import buildable
+from ralph.text import redact
 
+HISTORY_EXCERPT_CHARS = 1500
 MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
 _STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
 _KILL_TEXT = {
@@ -57,7 +62,7 @@ class BuildStage:
             task = plan.task_line(task_id).record
             values = {
                 "task_id": task_id,
-                "task_name": task["name"],
+                "task_name": one_line(task["name"]),
                 "task_details": task_details(task, {t["id"]: t["name"] for t in plan.tasks()}),
                 "gate": " ".join(self.ws.settings.gate) or "(none)",
             }
@@ -116,7 +121,8 @@ class BuildStage:
             return f"the agent left plan.jsonl invalid: {problem}"
         if not is_done(task):
             tail = "\n".join(result.run.tail[-15:])
-            return f"the agent ended ({result.describe()}) without running `ralph task done`.\n{tail}"
+            ended = f"the agent ended ({result.describe()}) without running `ralph task done`.\n{tail}"
+            return _for_history(ended, result.log_path)
         log = self.ws.runner.new_log("gate", task["id"])
         span = self.ws.journal.span(
             "gate", item=task["id"], iteration=iteration, log=str(log.relative_to(self.ws.root))
@@ -125,7 +131,7 @@ class BuildStage:
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
         span.end(ok=gate.ok)
         self.ws.console.event(f"gate for {task['id']}: {'passed' if gate.ok else 'FAILED'}")
-        return None if gate.ok else excerpt(gate.summary)
+        return None if gate.ok else _for_history(gate.summary, log.relative_to(self.ws.root))
 
     def _record_build(self, task_id: str, result: AgentResult, report: StageReport) -> None:
         files = sorted(self.ws.changed_paths() - {PLAN_FILE})
@@ -155,3 +161,9 @@ class BuildStage:
             change.message = f"ralph(build): {task_id} killed ({reason})"
         self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=str(result.log_path))
         self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
+
+
+def _for_history(output: str, log: Path) -> str:
+    """What of a failure goes into plan.jsonl, and so into git history for good: a short excerpt
+    with secrets redacted, pointing to the full output in the (ignored) log."""
+    return f"{redact(excerpt(output, HISTORY_EXCERPT_CHARS), dict(os.environ))}\n(full output: {log})"

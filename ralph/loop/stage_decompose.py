@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ralph.loop.prompts import task_details
+from ralph.loop.agentrun import LOG_DIR
+from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage, TaskView
 
@@ -27,15 +28,16 @@ class DecomposeStage:
         return report
 
     def _decompose(self, task: TaskView, iteration: int) -> str | None:
-        head, tail = log_sample(self.ws.root / (task.kill_log or ""))
+        log = self._kill_log(task)
+        head, tail = log_sample(log) if log else ("(no log)", "(no log)")
         values = {
             "task_id": task.id,
-            "task_name": task.name,
+            "task_name": one_line(task.name),
             "task_details": task_details(task.record, {}),
             "kill_reason": task.kill_reason,
-            "kill_log": task.kill_log or "(none)",
-            "log_head": head,
-            "log_tail": tail,
+            "kill_log": one_line(task.kill_log) if log else "(none)",
+            "log_head": data_block("first lines of the log", head),
+            "log_tail": data_block("last lines of the log", tail),
         }
         result = self.ws.run_agent(Stage.DECOMPOSE, iteration, task.id, values)
         self.ws.check_plan(result)
@@ -48,6 +50,22 @@ class DecomposeStage:
             self.ws.journal.event("decompose_failed", item=task.id, log=str(result.log_path))
             self.ws.console.event(f"DECOMPOSE of {task.id} added no subtasks")
         return self.ws.commit(f"ralph(decompose): {task.id} -> {', '.join(children) or 'nothing'}")
+
+    def _kill_log(self, task: TaskView) -> Path | None:
+        """The killed run's log, only if it is one of ralph's logs: kill_log comes from the plan, and
+        an absolute or ../ path there would put any readable file into a prompt a model reads."""
+        if not task.kill_log:
+            return None
+        logs = (self.ws.root / LOG_DIR).resolve()
+        path = (self.ws.root / task.kill_log).resolve()
+        if _inside(path, logs):
+            return path
+        self.ws.journal.event("kill_log_refused", item=task.id, kill_log=task.kill_log)
+        return None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path != folder and path.is_relative_to(folder)
 
 
 def log_sample(path: Path, head_lines: int = 50, tail_lines: int = 100, width: int = 400) -> tuple[str, str]:

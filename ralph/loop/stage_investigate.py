@@ -3,6 +3,7 @@ finds it needs none) and resolves it."""
 
 from __future__ import annotations
 
+from ralph.loop.prompts import data_block
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage
 
@@ -18,7 +19,7 @@ class InvestigateStage:
             return report
         span = self.ws.journal.span("stage", stage="INVESTIGATE", iteration=iteration, items=len(issues))
         for issue in issues:
-            values = {"issue_id": issue["id"], "issue_text": issue["text"]}
+            values = {"issue_id": issue["id"], "issue_text": data_block("the issue", issue["text"])}
             result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values)
             self.ws.check_plan(result)
             if any(still_open["id"] == issue["id"] for still_open in self.ws.issues()):

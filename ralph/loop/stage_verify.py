@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from ralph.loop.agentrun import AgentResult
-from ralph.loop.prompts import task_details
+from ralph.loop.prompts import one_line, task_details
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage, TaskView
 
@@ -44,7 +44,7 @@ class VerifyStage:
     def _verify_one(self, task: TaskView, iteration: int, names: dict[str, str]) -> AgentResult:
         values = {
             "task_id": task.id,
-            "task_name": task.name,
+            "task_name": one_line(task.name),
             "task_details": task_details(task.record, names),
             "task_commit": task.commit or "HEAD",
         }

@@ -1,0 +1,94 @@
+"""What the construct loop sends to models and keeps in history: nothing secret, nothing from outside
+its logs, and never a program the command line did not ask for. Real CLI processes, real git."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+from tests.test_construct import CHECK_WORK, add_tasks, construct, plan_records
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    (repo / "specs" / "app.md").write_text("# App\n\n- Do it\n")
+    (repo / "check_work.py").write_text(CHECK_WORK)
+    git(repo, "add", "specs/app.md", "check_work.py")
+    git(repo, "commit", "-qm", "the app spec and its gate")
+    return repo
+
+
+FAKE_KEY = "AKIAIOSFODNN7EXAMPLE"
+SECRET_VALUE = "hunter2-very-secret-value"
+
+
+def test_a_kill_log_outside_the_logs_never_reaches_a_prompt(project, tmp_path):
+    outside = tmp_path / "credentials"
+    outside.write_text(f"aws_access_key_id = {FAKE_KEY}\n")
+    plan = project / "plan.jsonl"
+    killed = {
+        "t": "task",
+        "id": "t-killed",
+        "name": "Killed",
+        "kill_reason": "timeout",
+        "kill_log": str(outside),
+    }
+    plan.write_text(plan.read_text() + json.dumps(killed) + "\n")
+    git(project, "commit", "-qam", "a killed task whose kill_log points outside")
+    construct(project, "--max-iterations", "1")
+    prompts = list((project / "build" / "ralph-logs").glob("*decompose*.prompt.md"))
+    assert prompts, "DECOMPOSE ran"
+    assert all(FAKE_KEY not in path.read_text() for path in prompts)
+    events = (project / "build" / "ralph-logs" / "events.jsonl").read_text()
+    assert '"kill_log_refused"' in events
+
+
+def test_gate_output_goes_into_history_short_and_redacted(project):
+    gate = project / "leaky_gate.py"
+    gate.write_text(
+        "import os, sys\n"
+        "print('x' * 20000)\n"
+        f"print('deploy key {FAKE_KEY}')\n"
+        "print('token', os.environ['MY_API_TOKEN'])\n"
+        "sys.exit(1)\n"
+    )
+    git(project, "add", "leaky_gate.py")
+    git(project, "commit", "-qm", "a gate that prints secrets")
+    add_tasks(project, "Leaky")
+    env_gate = f"{shlex.quote(sys.executable)} leaky_gate.py"
+    os.environ["MY_API_TOKEN"] = SECRET_VALUE
+    try:
+        construct(project, "--gate", env_gate, "--max-attempts", "1", "--max-iterations", "1")
+    finally:
+        del os.environ["MY_API_TOKEN"]
+    history = git(project, "log", "-p", "--", "plan.jsonl")
+    assert FAKE_KEY not in history and SECRET_VALUE not in history
+    failures = [line for line in history.splitlines() if '"gate_failure"' in line and line.startswith("+")]
+    assert failures and all(len(line) < 2500 for line in failures)
+    assert "full output: build/ralph-logs/" in failures[0] and "[redacted]" in failures[0]
+
+
+def test_an_agent_named_on_the_command_line_is_never_replaced_by_the_configs_program(project, tmp_path):
+    marker = tmp_path / "shipped-script-ran"
+    script = project / "agent.sh"
+    script.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(marker))}\n")
+    script.chmod(0o755)
+    config = {"t": "config", "agent": "claude", "agent_cmd": [str(script)]}
+    plan = project / "plan.jsonl"
+    plan.write_text(json.dumps(config) + "\n" + plan.read_text())
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "a cloned repository's config names its own program")
+    argv = [sys.executable, "-m", "ralph", "-C", str(project), "construct", "specs/app.md"]
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # where no claude is installed
+    done = subprocess.run([*argv, "--agent", "claude", "--gate", ""], env=env, capture_output=True, text=True)
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "'claude'" in done.stderr
+    assert not marker.exists()
+    assert [r for r in plan_records(project) if r["t"] == "config"] == [config]
