@@ -118,3 +118,32 @@ def test_init_never_commits_the_users_uncommitted_plan(repo):
     assert (repo / "specs").is_dir()
     assert git(repo, "show", "HEAD:plan.jsonl") == committed
     assert (repo / "plan.jsonl").read_bytes() == hand_edit
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf"])
+def test_a_bad_lock_timeout_is_invalid_input(repo, monkeypatch, value):
+    monkeypatch.setenv("RALPH_LOCK_TIMEOUT", value)
+    before = head_state(repo)
+    done = ralph_process(repo, "task", "add", "--name", "x")
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"ralph: RALPH_LOCK_TIMEOUT must be a number of seconds >= 0, not '{value}'"
+    ]
+    assert head_state(repo) == before
+
+
+def test_a_directory_where_the_lock_goes_is_one_line(repo):
+    (repo / "plan.jsonl.lock").mkdir()
+    done = ralph_process(repo, "task", "add", "--name", "x")
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "cannot take the lock plan.jsonl.lock" in done.stderr and "internal error" not in done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_one_line(repo):
+    repo.chmod(0o555)
+    try:
+        done = ralph_process(repo, "task", "add", "--name", "x")
+    finally:
+        repo.chmod(0o755)
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "internal error" not in done.stderr

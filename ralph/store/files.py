@@ -7,7 +7,17 @@ from pathlib import Path
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file beside `path`, fsync it, then rename it over `path`."""
+    """Write to a temp file beside `path`, fsync it, then rename it over `path`. Fails (with the
+    file as it was) in one line naming the file when the folder or disk does not allow it."""
+    try:
+        _replace(path, data)
+    except OSError as exc:
+        from ralph.errors import RalphError
+
+        raise RalphError(f"cannot write {path.name}: {exc.strerror or exc}; it is unchanged") from None
+
+
+def _replace(path: Path, data: bytes) -> None:
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(temp, "wb") as handle:

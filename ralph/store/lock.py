@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ralph.errors import Busy
+from ralph.errors import Busy, InvalidInput, RalphError
 
 LOCK_NAME = "plan.jsonl.lock"
 DEFAULT_LOCK_TIMEOUT_S = 60.0
@@ -18,13 +18,30 @@ def plan_lock(root: Path) -> Iterator[None]:
     """The lock every writer of plan.jsonl holds; waiting is bounded and ends in Busy."""
     from filelock import FileLock, Timeout
 
-    timeout = float(os.environ.get("RALPH_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
+    timeout = lock_timeout()
     lock = FileLock(root / LOCK_NAME, timeout=timeout)
     try:
         lock.acquire()
     except Timeout:
         raise Busy(f"plan.jsonl is busy: another ralph command held its lock for {timeout:g}s") from None
+    except OSError as exc:  # a read-only folder, a directory where the lock file goes, ...
+        raise RalphError(f"cannot take the lock {LOCK_NAME}: {exc.strerror or exc}") from None
     try:
         yield
     finally:
         lock.release()
+
+
+def lock_timeout() -> float:
+    """Seconds to wait for the lock: RALPH_LOCK_TIMEOUT, a number >= 0 (a negative one would wait
+    forever), else the default."""
+    text = os.environ.get("RALPH_LOCK_TIMEOUT")
+    if text is None:
+        return DEFAULT_LOCK_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):  # also refuses NaN
+        raise InvalidInput(f"RALPH_LOCK_TIMEOUT must be a number of seconds >= 0, not {text!r}")
+    return value
