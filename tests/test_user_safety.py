@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,28 @@ def test_a_read_only_folder_is_one_line(repo):
         repo.chmod(0o755)
     assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
     assert "internal error" not in done.stderr
+
+
+def test_invalid_utf8_in_text_arguments_is_invalid_input_and_changes_nothing(repo):
+    first = ralph_process(repo, "task", "add", "--name", "to reject", "--json")
+    task_id = first.stdout.split('"id": "')[1].split('"')[0]
+    assert ralph_process(repo, "task", "done", task_id).returncode == 0
+    before = head_state(repo)
+    bad = b"caf\xe9"  # Latin-1, not UTF-8
+    for args in (
+        [b"task", b"reject", task_id.encode(), bad],
+        [b"task", b"add", b"--name", bad],
+        [b"issue", b"add", bad],
+    ):
+        done = subprocess.run(
+            [sys.executable.encode(), b"-m", b"ralph", b"-C", str(repo).encode(), *args], capture_output=True
+        )
+        assert done.returncode == 2, (args, done.stderr)
+        assert b"is not valid UTF-8 text" in done.stderr and len(done.stderr.splitlines()) == 1
+        assert head_state(repo) == before
+
+
+def test_a_lone_surrogate_in_task_json_is_refused(repo):
+    done = ralph_process(repo, "task", "add", r'{"name": "odd \ud800 name"}')
+    assert done.returncode == 2 and "is not valid UTF-8 text" in done.stderr
+    assert git(repo, "status", "--porcelain") == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralph.ops.names import named
+from ralph.plan.plan import require_text
 from ralph.store.transaction import transaction
 
 
@@ -16,6 +17,8 @@ def add(root: Path, text: str, priority: str | None = None, commit: bool | None 
 
 
 def resolve(root: Path, issue_id: str, note: str | None = None, commit: bool | None = None) -> dict:
+    if note is not None:
+        require_text(note, "the note")
     with transaction(root, commit) as change:
         issue = change.plan.resolve_issue(issue_id)
         change.message = f"ralph: issue resolve {named([issue], 'text')}" + (f"\n\n{note}" if note else "")

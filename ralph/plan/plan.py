@@ -168,6 +168,8 @@ class Plan:
             record["spec"] = spec
         if "name" not in item:
             raise InvalidInput(f'{label} needs a "name"')
+        for key, value in record.items():
+            require_text(value, f"{label} field '{key}'")
         problems = record_problems(record)
         if problems:
             raise InvalidInput(f"{label}: " + "; ".join(problems).removeprefix("task "))
@@ -218,6 +220,7 @@ class Plan:
     ) -> dict:
         """Send a done task back to pending with the reason; the loop also rejects running
         (pending) tasks it had to kill, with a kill_reason."""
+        require_text(reason, "the reason")
         if not reason.strip():
             raise InvalidInput("a rejection needs a reason")
         line = self.task_line(task_id or self._only_done_task())
@@ -324,6 +327,7 @@ class Plan:
 
     # --- issues ---------------------------------------------------------------------------
     def add_issue(self, text: str, priority: str | None = None) -> dict:
+        require_text(text, "the issue")
         record = {"t": "issue", "id": new_id("i", self._taken_ids()), "text": text.strip()}
         if priority:
             record["priority"] = priority
@@ -368,3 +372,15 @@ def _add_usage(task: dict, tokens: int, cost_usd: float | None) -> None:
         task["attempt_tokens"] = [*task.get("attempt_tokens", []), tokens]
     if cost_usd:
         task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)
+
+
+def require_text(value: object, what: str) -> None:
+    """Refuse text that is not Unicode: invalid UTF-8 from the command line arrives as lone
+    surrogates, which no file, commit message or terminal can hold."""
+    values = value if isinstance(value, list) else [value]
+    for one in values:
+        if isinstance(one, str) and not one.isascii():
+            try:
+                one.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidInput(f"{what} is not valid UTF-8 text") from None

@@ -119,7 +119,7 @@ class Repo:
         new_entries = [*(entry for entry in entries if entry is not old), f"{mode} blob {blob}\t{relpath}"]
         tree = self.git("mktree", "-z", stdin="\0".join([*new_entries, ""]).encode()).strip()
         parents = ["-p", parent] if parent else []
-        commit = self.git("commit-tree", tree, *parents, "-F", "-", stdin=message.encode()).strip()
+        commit = self.git("commit-tree", tree, *parents, "-F", "-", stdin=_message_bytes(message)).strip()
         return PreparedCommit(relpath, mode, blob, commit, parent, new_entries, message)
 
     def land(self, prepared: PreparedCommit) -> None:
@@ -212,7 +212,7 @@ class Repo:
         ]
         if not staged:
             return None, []
-        self.git("commit", "--no-verify", "-q", "-F", "-", "--", *staged, stdin=message.encode())
+        self.git("commit", "--no-verify", "-q", "-F", "-", "--", *staged, stdin=_message_bytes(message))
         return self.head(), staged
 
     def diff_stat(self, paths: set[str]) -> str:
@@ -293,6 +293,11 @@ class PreparedCommit:
     ):
         self.relpath, self.mode, self.blob, self.commit = relpath, mode, blob, commit
         self.parent, self.entries, self.message = parent, entries, message
+
+
+def _message_bytes(message: str) -> bytes:
+    # A name read from JSON may hold a lone surrogate ("\ud800"): not encodable, so replaced.
+    return message.encode("utf-8", "replace")
 
 
 def _explain(args: tuple[str, ...], stderr: str) -> str:
