@@ -101,10 +101,15 @@ def test_task_add_refuses_json_beyond_limits_as_bad_input(ralph, repo, argument)
     assert (repo / "plan.jsonl").read_bytes() == before
 
 
-def test_a_lone_surrogate_where_any_string_goes_is_kept_escaped(ralph, repo):
-    ralph("task", "add", "--no-commit", '{"name": "x", "accept": ["\\udfff"]}')
+def test_a_lone_surrogate_is_refused_as_input_and_kept_escaped_in_a_hand_edit(ralph, repo):
+    result = ralph("task", "add", "--no-commit", '{"name": "x", "accept": ["\\udfff"]}', code=2)
+    assert "is not valid UTF-8 text" in result.stderr
+    (repo / "plan.jsonl").write_bytes(
+        b'{"t": "task", "id": "t-aaaaaa", "name": "x", "accept": ["\\udfff"]}\n'
+    )
+    ralph("task", "done", "t-aaaaaa", "--no-commit")
     data = (repo / "plan.jsonl").read_bytes()
-    assert b'"accept": ["\\udfff"]' in data
+    assert b'"accept": ["\\udfff"]' in data and b'"s": "d"' in data  # rewritten, still escaped
     assert load(data).records()[-1].record["accept"] == ["\udfff"]
 
 
