@@ -173,3 +173,34 @@ def test_a_lone_surrogate_in_task_json_is_refused(repo):
     done = ralph_process(repo, "task", "add", r'{"name": "odd \ud800 name"}')
     assert done.returncode == 2 and "is not valid UTF-8 text" in done.stderr
     assert git(repo, "status", "--porcelain") == ""
+
+
+FAKE_GPG = """#!/bin/sh
+# Stands in for gpg: signs anything (git reads the status line from stderr, the signature from stdout).
+cat > /dev/null
+echo '[GNUPG:] SIG_CREATED D 1 8 00 1 X' >&2
+printf -- '-----BEGIN PGP SIGNATURE-----\\nfake\\n-----END PGP SIGNATURE-----\\n'
+"""
+
+
+def test_commits_are_signed_when_the_repository_asks(repo, tmp_path):
+    gpg = tmp_path / "fake-gpg"
+    gpg.write_text(FAKE_GPG)
+    gpg.chmod(0o755)
+    git(repo, "config", "commit.gpgsign", "true")
+    git(repo, "config", "gpg.program", str(gpg))
+    assert ralph_process(repo, "task", "add", "--name", "Signed").returncode == 0
+    assert "gpgsig -----BEGIN PGP SIGNATURE-----" in git(repo, "cat-file", "commit", "HEAD")
+
+
+def test_a_signature_that_fails_is_one_line_and_changes_nothing(repo, tmp_path):
+    gpg = tmp_path / "broken-gpg"
+    gpg.write_text("#!/bin/sh\necho 'gpg: signing failed: No secret key' >&2\nexit 2\n")
+    gpg.chmod(0o755)
+    git(repo, "config", "commit.gpgsign", "true")
+    git(repo, "config", "gpg.program", str(gpg))
+    before = head_state(repo)
+    done = ralph_process(repo, "task", "add", "--name", "Unsigned")
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "gpg failed to sign" in done.stderr
+    assert head_state(repo) == before

@@ -119,7 +119,10 @@ class Repo:
         new_entries = [*(entry for entry in entries if entry is not old), f"{mode} blob {blob}\t{relpath}"]
         tree = self.git("mktree", "-z", stdin="\0".join([*new_entries, ""]).encode()).strip()
         parents = ["-p", parent] if parent else []
-        commit = self.git("commit-tree", tree, *parents, "-F", "-", stdin=_message_bytes(message)).strip()
+        sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgSign by itself
+        commit = self.git(
+            "commit-tree", *sign, tree, *parents, "-F", "-", stdin=_message_bytes(message)
+        ).strip()
         return PreparedCommit(relpath, mode, blob, commit, parent, new_entries, message)
 
     def land(self, prepared: PreparedCommit) -> None:
@@ -158,6 +161,13 @@ class Repo:
                 if "index.lock" not in str(exc) or not delay:
                     raise
                 time.sleep(delay)  # someone else's git command holds the index for a moment
+
+    def signs_commits(self) -> bool:
+        """Whether this repository asks for signed commits (commit.gpgSign), as `git commit` would."""
+        try:
+            return self.git("config", "--type=bool", "--get", "commit.gpgsign").strip() == "true"
+        except GitError:  # not set
+            return False
 
     # --- what git is in the middle of ------------------------------------------------------------
     def git_dir(self) -> Path:
