@@ -92,3 +92,28 @@ def test_an_agent_named_on_the_command_line_is_never_replaced_by_the_configs_pro
     assert "'claude'" in done.stderr
     assert not marker.exists()
     assert [r for r in plan_records(project) if r["t"] == "config"] == [config]
+
+
+def test_run_hooks_lets_the_pre_commit_hook_refuse_a_build(project, tmp_path):
+    ran = tmp_path / "hook-runs"
+    hook = project / ".git" / "hooks" / "pre-commit"
+    hook.write_text(  # refuses the first build it sees, like a secret scanner finding a key
+        f"#!/bin/sh\necho run >> {shlex.quote(str(ran))}\n"
+        f"[ $(wc -l < {shlex.quote(str(ran))}) -gt 1 ] || {{ echo 'leak found in work/'; exit 1; }}\n"
+    )
+    hook.chmod(0o755)
+    add_tasks(project, "Hooked")
+    construct(project, "--max-iterations", "1")
+    assert not ran.exists()  # off by default: ralph's commits skip the user's hooks
+    plan = project / "plan.jsonl"
+    plan.write_text(json.dumps({"t": "config", "run_hooks": True}) + "\n" + plan.read_text())
+    (second,) = add_tasks(project, "Hooked again")  # commits the config edit first, on its own
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ran.read_text().count("run") == 2
+    failed = git(project, "log", "--format=%H", f"--grep=^ralph(build): {second} attempt 1 failed").split()
+    record = next(r for r in plan_records(project, failed[0]) if r.get("id") == second)
+    assert (
+        "the pre-commit hook refused the build" in record["gate_failure"]
+        and "leak found" in record["gate_failure"]
+    )

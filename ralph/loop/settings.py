@@ -39,6 +39,7 @@ class Settings:
     context_compact: float = 0.85
     context_kill: float = 0.95
     context_window: int | None = None
+    run_hooks: bool = False  # run the repository's pre-commit hook on each build, after the gate
 
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict) -> Settings:

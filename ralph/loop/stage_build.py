@@ -131,7 +131,30 @@ class BuildStage:
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
         span.end(ok=gate.ok)
         self.ws.console.event(f"gate for {task['id']}: {'passed' if gate.ok else 'FAILED'}")
-        return None if gate.ok else _for_history(gate.summary, log.relative_to(self.ws.root))
+        if not gate.ok:
+            return _for_history(gate.summary, log.relative_to(self.ws.root))
+        return self._hook_failure(task["id"], iteration) if settings.run_hooks else None
+
+    def _hook_failure(self, task_id: str, iteration: int) -> str | None:
+        """With run_hooks: the repository's pre-commit hook (a secret scanner, a linter) sees the
+        build staged, as it would a person's commit; ralph's own commit then skips it."""
+        hook = self.ws.repo.hook("pre-commit")
+        if hook is None:
+            return None
+        self.ws.repo.stage_paths(self.ws.changed_paths() - {PLAN_FILE})
+        log = self.ws.runner.new_log("hook", task_id)
+        span = self.ws.journal.span(
+            "hook", item=task_id, iteration=iteration, log=str(log.relative_to(self.ws.root))
+        )
+        timeout = self.ws.settings.gate_timeout_s
+        result = run_gate(self.ws.runner.supervisor, [str(hook)], self.ws.root, log, timeout)
+        span.end(ok=result.ok)
+        self.ws.console.event(f"pre-commit hook for {task_id}: {'passed' if result.ok else 'REFUSED'}")
+        if result.ok:
+            return None
+        return _for_history(
+            f"the pre-commit hook refused the build:\n{result.summary}", log.relative_to(self.ws.root)
+        )
 
     def _record_build(self, task_id: str, result: AgentResult, report: StageReport) -> None:
         files = sorted(self.ws.changed_paths() - {PLAN_FILE})

@@ -115,6 +115,9 @@ class Config(Record):
     model: str | None = None
     context_window: Positive | None = Field(None, description="the model's context window in tokens")
     commit: bool | None = Field(None, description="false: state commands do not commit")
+    run_hooks: bool | None = Field(
+        None, description="true: a build is committed only if the repository's pre-commit hook passes"
+    )
 
 
 class State(Record):

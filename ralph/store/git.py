@@ -225,6 +225,17 @@ class Repo:
         self.git("commit", "--no-verify", "-q", "-F", "-", "--", *staged, stdin=_message_bytes(message))
         return self.head(), staged
 
+    def stage_paths(self, paths: set[str]) -> None:
+        """Put exactly `paths` in the index as they are in the work tree (added, changed, deleted)."""
+        if paths:
+            self.git("add", "-A", "--", *sorted(paths))
+
+    def hook(self, name: str) -> Path | None:
+        """The repository's hook program of that name (core.hooksPath respected), if it would run."""
+        path = Path(self.git("rev-parse", "--git-path", f"hooks/{name}").strip())
+        path = path if path.is_absolute() else self.root / path
+        return path if path.is_file() and os.access(path, os.X_OK) else None
+
     def diff_stat(self, paths: set[str]) -> str:
         if self.head() is None:
             return ""
