@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,49 @@ def test_run_hooks_lets_the_pre_commit_hook_refuse_a_build(project, tmp_path):
         "the pre-commit hook refused the build" in record["gate_failure"]
         and "leak found" in record["gate_failure"]
     )
+
+
+def wait_for_event(root: Path, kind: str, proc: subprocess.Popen) -> None:
+    journal = root / "build" / "ralph-logs" / "events.jsonl"
+    for _ in range(600):  # a hang guard, not a timing assertion
+        if journal.exists() and f'"{kind}"' in journal.read_text():
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"no {kind} event")
+
+
+def test_a_second_loop_in_the_same_repository_exits_75_naming_the_first(project):
+    add_tasks(project, "Slow [hang]")
+    first = construct(project, wait=False)
+    try:
+        wait_for_event(project, "agent_begin", first)
+        second = construct(project)
+        assert second.returncode == 75, second.stdout + second.stderr
+        assert (
+            f"another ralph construct is running in this repository (pid {first.pid}, since " in second.stderr
+        )
+        assert len(second.stderr.splitlines()) == 1
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=60)
+    assert first.returncode == 143
+
+
+def test_a_lock_left_by_a_dead_loop_does_not_block(project):
+    (project / ".git" / "ralph-construct.lock").write_text("pid 999999, since 2026-01-01 00:00:00")
+    add_tasks(project, "Quick")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_construct_refuses_a_detached_head_and_a_stopped_rebase(project):
+    add_tasks(project, "Anything")
+    git(project, "checkout", "-q", "--detach")
+    detached = construct(project)
+    assert detached.returncode == 1 and "HEAD is detached" in detached.stderr
+    git(project, "checkout", "-q", "main")
+    (project / ".git" / "rebase-merge").mkdir()
+    rebasing = construct(project)
+    assert rebasing.returncode == 1 and "a rebase is in progress" in rebasing.stderr
+    assert len(rebasing.stderr.splitlines()) == 1

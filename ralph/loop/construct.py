@@ -28,6 +28,8 @@ from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import Supervisor
 from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, StageRun, Workspace
 from ralph.plan.records import TaskView
+from ralph.store.git import Repo
+from ralph.store.lock import exclusive_run
 from ralph.store.transaction import read_plan
 
 NO_PROGRESS_LIMIT = 2  # iterations in a row that change nothing before the loop gives up
@@ -83,7 +85,7 @@ class Loop:
             self.runner.require_program()
         except AgentUnavailable as exc:
             return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
-        with stop_signals_interrupt():
+        with stop_signals_interrupt(), self._one_loop_per_repository():
             try:
                 self.ws = self._prepare()
                 span = self.journal.span("construct", spec=self.settings.spec)
@@ -159,10 +161,20 @@ class Loop:
         return report
 
     # --- preparing and reading ----------------------------------------------------------------
+    def _one_loop_per_repository(self):
+        # Two loops in one work tree would build the same task twice and mix their work in one commit.
+        return exclusive_run(Repo(self.root).git_dir() / "ralph-construct.lock", "ralph construct")
+
     def _prepare(self) -> Workspace:
         spec = self.root / self.settings.spec
         if not spec.is_file():
             raise InvalidInput(f"no spec file {self.settings.spec}")
+        repo = Repo(self.root)
+        operation = repo.operation_in_progress()
+        if operation:
+            raise Refused(f"{operation}: finish or abort it before running ralph construct")
+        if repo.head() is not None and repo.branch() is None:
+            raise Refused("HEAD is detached: check out a branch for ralph construct to commit on")
         if not (self.root / PLAN_FILE).exists():
             from ralph.ops.initialize import init
 

@@ -189,6 +189,13 @@ class Repo:
                 return f"a {what} is in progress ({marker} in {git_dir.name})"
         return None
 
+    def branch(self) -> str | None:
+        """The branch HEAD is on, or None when HEAD is detached."""
+        try:
+            return self.git("symbolic-ref", "-q", "--short", "HEAD").strip()
+        except GitError:
+            return None
+
     def index_locked(self) -> bool:
         return (self.git_dir() / "index.lock").exists()
 

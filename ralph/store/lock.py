@@ -45,3 +45,28 @@ def lock_timeout() -> float:
     if not 0 <= value < float("inf"):  # also refuses NaN
         raise InvalidInput(f"RALPH_LOCK_TIMEOUT must be a number of seconds >= 0, not {text!r}")
     return value
+
+
+@contextmanager
+def exclusive_run(path: Path, what: str) -> Iterator[None]:
+    """Hold `path` locked while `what` runs; a second one fails at once with Busy naming the
+    first (pid, start). The kernel drops the lock of a process that dies, so a file left by a dead
+    run never blocks the next."""
+    import fcntl
+    import time
+
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held for the whole run)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown pid"
+            raise Busy(f"another {what} is running in this repository ({holder})") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        handle.flush()
+        yield
+    finally:
+        handle.close()  # closing releases the lock
