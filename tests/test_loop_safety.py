@@ -165,3 +165,25 @@ def test_construct_refuses_a_detached_head_and_a_stopped_rebase(project):
     rebasing = construct(project)
     assert rebasing.returncode == 1 and "a rebase is in progress" in rebasing.stderr
     assert len(rebasing.stderr.splitlines()) == 1
+
+
+def test_an_agent_that_deletes_the_plan_is_undone(project, tmp_path):
+    agent = tmp_path / "deleter.py"
+    agent.write_text("import os\nif os.environ['RALPH_STAGE'] == 'BUILD':\n    os.remove('plan.jsonl')\n")
+    add_tasks(project, "Anything")
+    done = construct(project, "--max-iterations", "1", agent=f"{shlex.quote(sys.executable)} {agent}")
+    assert done.returncode in (3, 5), done.stdout + done.stderr  # an ending, not a crash (70)
+    assert (project / "plan.jsonl").is_file() and git(project, "status", "--porcelain") == ""
+    assert '"the agent deleted plan.jsonl"' in (project / "build" / "ralph-logs" / "events.jsonl").read_text()
+
+
+def test_spec_paths_are_one_spec_however_written_and_never_outside(project, tmp_path):
+    argv = [sys.executable, "-m", "ralph", "-C", str(project), "construct", "--agent", "command"]
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# not in the repository\n")
+    refused = subprocess.run([*argv, "--agent-cmd", "true", str(outside)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "is outside the repository" in refused.stderr
+    for spelling in ("./specs/app.md", str(project / "specs" / "app.md"), "specs/../specs/app.md"):
+        subprocess.run([*argv, "--agent-cmd", "true", "--max-iterations", "1", spelling], capture_output=True)
+    specs = [r["path"] for r in plan_records(project) if r["t"] == "spec"]
+    assert specs == ["specs/app.md"]

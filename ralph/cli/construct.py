@@ -162,17 +162,23 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
     from ralph.store.transaction import plan_path, read_plan
 
     root = root_of(ctx)
-    spec_path = (Path.cwd() / spec).resolve()
-    try:
-        spec_rel = str(spec_path.relative_to(root))
-    except ValueError:
-        spec_rel = spec
+    spec_rel = _spec_in(root, Path(ctx.find_root().params.get("directory") or "."), spec)
     as_json = flags.pop("as_json")
     config = read_plan(root).config() if plan_path(root).exists() else {}
     settings = Settings.resolve(spec_rel, config, flags)
     report = Loop(root, settings).run(plan_only=plan_only)
     _print_report(report, as_json)
     ctx.exit(report.exit_code)
+
+
+def _spec_in(root, start, spec: str) -> str:
+    """The spec's path relative to the repository root, as the plan records it: `./specs/x.md`,
+    `specs/x.md` and the absolute path are one spec; relative paths start where -C points."""
+    path = (start / spec).resolve()
+    try:
+        return path.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        raise InvalidInput(f"the spec {printable(spec)} is outside the repository {root}") from None
 
 
 def _print_report(report, as_json: bool) -> None:

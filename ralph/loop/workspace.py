@@ -122,7 +122,13 @@ class Workspace:
     def check_plan(self, result: AgentResult) -> str | None:
         """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and
         put back the last committed state. Returns the problem, or None."""
-        data = (self.root / PLAN_FILE).read_bytes()
+        try:
+            data = (self.root / PLAN_FILE).read_bytes()
+        except FileNotFoundError:
+            store.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
+            self.journal.event("plan_restored", problem="the agent deleted plan.jsonl")
+            self.console.event("the agent deleted plan.jsonl; restored it from HEAD")
+            return "the agent deleted plan.jsonl"
         try:
             store.load_checked(self.root, data)  # unchanged content is not validated again
             return None
