@@ -187,3 +187,15 @@ def test_spec_paths_are_one_spec_however_written_and_never_outside(project, tmp_
         subprocess.run([*argv, "--agent-cmd", "true", "--max-iterations", "1", spelling], capture_output=True)
     specs = [r["path"] for r in plan_records(project) if r["t"] == "spec"]
     assert specs == ["specs/app.md"]
+
+
+@pytest.mark.parametrize(
+    ("gate", "said"),
+    [("make verify", "`make verify` cannot run here: make: *** No rule to make target 'verify'"),
+     ("no-such-gate --check", "the gate's program 'no-such-gate' is not installed")],
+)  # fmt: skip
+def test_a_gate_that_cannot_run_is_refused_before_any_agent_runs(project, gate, said):
+    add_tasks(project, "Anything")
+    done = construct(project, "--gate", gate)
+    assert done.returncode == 1 and said in done.stderr and len(done.stderr.splitlines()) == 1
+    assert not list((project / "build" / "ralph-logs").glob("*build*.log"))

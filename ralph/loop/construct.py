@@ -17,6 +17,7 @@ from ralph.agents import make_adapter
 from ralph.errors import InvalidInput, PlanInvalid, Refused
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
+from ralph.loop.gate import gate_problem
 from ralph.loop.journal import Journal
 from ralph.loop.settings import Settings
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
@@ -175,6 +176,9 @@ class Loop:
             raise Refused(f"{operation}: finish or abort it before running ralph construct")
         if repo.head() is not None and repo.branch() is None:
             raise Refused("HEAD is detached: check out a branch for ralph construct to commit on")
+        problem = gate_problem(self.settings.gate, self.root)
+        if problem:
+            raise Refused(f"{problem}; set --gate (or the config's gate), or --gate '' for none")
         if not (self.root / PLAN_FILE).exists():
             from ralph.ops.initialize import init
 
