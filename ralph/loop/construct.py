@@ -88,7 +88,7 @@ class Loop:
             return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
         with stop_signals_interrupt(), self._one_loop_per_repository():
             try:
-                self.ws = self._prepare()
+                self.ws = self._prepare(needs_gate=not plan_only)
                 span = self.journal.span("construct", spec=self.settings.spec)
                 outcome, message, exit_code = self._run_stages(plan_only)
             except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
@@ -166,7 +166,7 @@ class Loop:
         # Two loops in one work tree would build the same task twice and mix their work in one commit.
         return exclusive_run(Repo(self.root).git_dir() / "ralph-construct.lock", "ralph construct")
 
-    def _prepare(self) -> Workspace:
+    def _prepare(self, needs_gate: bool) -> Workspace:
         spec = self.root / self.settings.spec
         if not spec.is_file():
             raise InvalidInput(f"no spec file {self.settings.spec}")
@@ -176,7 +176,7 @@ class Loop:
             raise Refused(f"{operation}: finish or abort it before running ralph construct")
         if repo.head() is not None and repo.branch() is None:
             raise Refused("HEAD is detached: check out a branch for ralph construct to commit on")
-        problem = gate_problem(self.settings.gate, self.root)
+        problem = gate_problem(self.settings.gate, self.root) if needs_gate else None
         if problem:
             raise Refused(f"{problem}; set --gate (or the config's gate), or --gate '' for none")
         if not (self.root / PLAN_FILE).exists():
