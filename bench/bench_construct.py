@@ -50,7 +50,8 @@ def make_repo(folder: Path, tasks: int, done: bool) -> Path:
     ralph(root, "init")
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(root), "commit", "-qm", "bench"], check=True)
-    items = [{"id": f"t-bench{n:02d}", "name": f"Task {n}"} for n in range(tasks)]
+    # The noop agent changes no file: its tasks say they need none.
+    items = [{"id": f"t-bench{n:02d}", "name": f"Task {n}", "no_code": True} for n in range(tasks)]
     ralph(root, "task", "add", json.dumps(items))
     if done:
         for item in items:

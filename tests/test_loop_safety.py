@@ -199,3 +199,24 @@ def test_a_gate_that_cannot_run_is_refused_before_any_agent_runs(project, gate, 
     done = construct(project, "--gate", gate)
     assert done.returncode == 1 and said in done.stderr and len(done.stderr.splitlines()) == 1
     assert not list((project / "build" / "ralph-logs").glob("*build*.log"))
+
+
+def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(project, tmp_path):
+    from ralph.ops import tasks
+
+    agent = tmp_path / "idle.py"  # marks its task done and changes nothing
+    agent.write_text(
+        "import os, shlex, subprocess\n"
+        "ralph = shlex.split(os.environ['RALPH_BIN'])\n"
+        "stage = os.environ['RALPH_STAGE']\n"
+        "if stage == 'BUILD':\n    subprocess.run([*ralph, 'task', 'done'], check=True)\n"
+        "if stage == 'VERIFY':\n    subprocess.run([*ralph, 'task', 'accept'], check=True)\n"
+    )
+    (lazy,) = add_tasks(project, "Claims done")
+    (exempt,) = [t["id"] for t in tasks.add(project, [{"name": "Only a decision", "no_code": True}])]
+    idle = f"{shlex.quote(sys.executable)} {agent}"
+    construct(project, "--max-iterations", "1", "--max-attempts", "1", agent=idle)
+    journal = (project / "build" / "ralph-logs" / "events.jsonl").read_text().splitlines()
+    failed = [json.loads(line) for line in journal if '"build_failed"' in line]
+    assert [(e["item"], e["verdict"]) for e in failed] == [(lazy, "no_changes")]
+    assert [r["id"] for r in plan_records(project) if r["t"] == "accept"] == [exempt]

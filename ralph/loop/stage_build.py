@@ -17,6 +17,7 @@ from ralph.plan.schedule import buildable
 from ralph.text import redact
 
 HISTORY_EXCERPT_CHARS = 1500
+NO_CHANGES = "no_changes"  # the verdict on a build that changed nothing
 MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
 _STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
 _KILL_TEXT = {
@@ -123,6 +124,11 @@ class BuildStage:
             tail = "\n".join(result.run.tail[-15:])
             ended = f"the agent ended ({result.describe()}) without running `ralph task done`.\n{tail}"
             return _for_history(ended, result.log_path)
+        if not task.get("no_code") and not self.ws.changed_paths() - {PLAN_FILE}:
+            return (
+                f"{NO_CHANGES}: the agent marked the task done but changed no file. Build it; if it"
+                ' truly needs no change, the task must say so ("no_code": true).'
+            )
         log = self.ws.runner.new_log("gate", task["id"])
         span = self.ws.journal.span(
             "gate", item=task["id"], iteration=iteration, log=str(log.relative_to(self.ws.root))
@@ -173,7 +179,10 @@ class BuildStage:
         with self.ws.change_plan(commit=True) as change:
             attempts = change.plan.record_build_failure(task_id, failure, usage.total, usage.cost_usd)
             change.message = f"ralph(build): {task_id} attempt {attempts} failed"
-        self.ws.journal.event("build_failed", item=task_id, attempts=attempts, log=str(result.log_path))
+        verdict = NO_CHANGES if failure.startswith(NO_CHANGES) else None
+        self.ws.journal.event(
+            "build_failed", item=task_id, attempts=attempts, verdict=verdict, log=str(result.log_path)
+        )
         return attempts
 
     def _kill(self, task_id: str, reason: KillReason, result: AgentResult) -> None:

@@ -48,6 +48,9 @@ class Task(Record):
     )
     notes: str | None = None
     parent: TaskId | None = Field(None, description="the task this one was decomposed from")
+    no_code: bool | None = Field(
+        None, description="true: the task changes no file (BUILD may end with no changes)"
+    )
     attempts: Annotated[int, Field(ge=0)] | None = Field(None, description="builds tried")
     reject_reason: str | None = Field(None, description="why VERIFY last rejected it")
     gate_failure: str | None = Field(None, description="excerpt of the last failed gate run")

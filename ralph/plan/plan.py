@@ -14,7 +14,7 @@ from ralph.plan.stages import stage_of
 from ralph.plan.validate import record_problems
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-TASK_FIELDS_FROM_USER = ("id", "name", "accept", "deps", "priority", "notes", "spec", "parent")
+TASK_FIELDS_FROM_USER = ("id", "name", "accept", "deps", "priority", "notes", "spec", "parent", "no_code")
 
 
 def _refuse_cycle(records: list[dict], batch: set[str]) -> None:
