@@ -73,7 +73,7 @@ def _loop_options(command):
     ]
     for option in reversed(options):
         command = option(command)
-    return click.argument("spec", type=click.Path(dir_okay=False))(command)
+    return click.argument("spec", type=click.Path(dir_okay=False), required=False)(command)
 
 
 def _budget_options(command):
@@ -116,7 +116,8 @@ def _budget_options(command):
 @_budget_options
 @click.pass_context
 def construct(ctx, spec, **flags):
-    """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented.
+    """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented (default: the spec
+    the loop last worked on).
 
     Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no
     progress possible), 6 agent unavailable, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
@@ -162,9 +163,15 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
     from ralph.store.transaction import plan_path, read_plan
 
     root = root_of(ctx)
+    plan = read_plan(root) if plan_path(root).exists() else None
+    if spec is None:  # continue the spec the loop last worked on
+        spec = plan.state().get("spec") if plan else None
+        if spec is None:
+            raise InvalidInput("name the spec to build: ralph construct specs/x.md (none is in progress)")
+        spec = str(root / spec)
     spec_rel = _spec_in(root, Path(ctx.find_root().params.get("directory") or "."), spec)
     as_json = flags.pop("as_json")
-    config = read_plan(root).config() if plan_path(root).exists() else {}
+    config = plan.config() if plan else {}
     settings = Settings.resolve(spec_rel, config, flags)
     report = Loop(root, settings).run(plan_only=plan_only)
     _print_report(report, as_json)

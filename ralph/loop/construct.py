@@ -202,8 +202,7 @@ class Loop:
         return not self.ws.tasks(plan) and not self.ws.issues(plan)
 
     def _needs_planning(self) -> bool:
-        plan = self.read_plan()
-        return not plan.tasks() and not plan.issues() and not plan.accepted()
+        return not self.read_plan().has_work_for(self.settings.spec)
 
     def _work_snapshot(self) -> bytes:
         doc = self.read_plan().doc

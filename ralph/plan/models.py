@@ -79,6 +79,7 @@ class Accept(Record):
     t: Literal["accept"]
     id: TaskId
     name: str | None = None
+    spec: str | None = Field(None, description="the spec the task belonged to")
     commit: str | None = Field(None, description="the commit that recorded the task's build")
 
 

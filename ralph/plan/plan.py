@@ -71,6 +71,17 @@ class Plan:
             if spec is None or line.record.get("spec") in (None, spec)
         ]
 
+    def has_work_for(self, spec: str) -> bool:
+        """Whether `spec` has tasks or issues of its own, open or accepted. Records that name no
+        spec (written before specs were recorded on them) belong to the plan's first spec."""
+        specs = self.specs()
+        owner_of_unnamed = specs[0] if specs else spec
+        for kind in ("task", "issue", "accept"):
+            for line in self._of(kind):
+                if line.record.get("spec", owner_of_unnamed) == spec:
+                    return True
+        return False
+
     def find_task(self, task_id: str) -> dict | None:
         return next((task for task in self.tasks() if task["id"] == task_id), None)
 
@@ -206,8 +217,9 @@ class Plan:
         for line in lines:
             self.doc.remove(line)
             tombstone = {"t": "accept", "id": line.record["id"], "name": line.record["name"]}
-            if line.record.get("commit"):
-                tombstone["commit"] = line.record["commit"]  # which commit built what was accepted
+            for kept in ("spec", "commit"):  # which spec it served, which commit built it
+                if line.record.get(kept):
+                    tombstone[kept] = line.record[kept]
             self.doc.append(tombstone)
         return [line.record for line in lines]
 
