@@ -246,3 +246,50 @@ def test_a_second_spec_is_planned_and_construct_alone_continues_the_current_one(
     again = subprocess.run([*argv, *flags], capture_output=True, text=True, env=env)
     assert again.returncode == 0 and "every task of the spec is accepted" in again.stdout
     assert [r["spec"] for r in plan_records(project) if r["t"] == "state"] == ["specs/other.md"]
+
+
+INVESTIGATOR = """import os, pathlib, shlex, subprocess
+ralph = shlex.split(os.environ["RALPH_BIN"])
+stage = os.environ["RALPH_STAGE"]
+if stage == "INVESTIGATE":
+    subprocess.run([*ralph, "task", "add", '{"name": "Fix what the issue found"}'], check=True)
+    if os.environ.get("KEEP_OPEN"):
+        issue = os.environ["RALPH_ISSUE_ID"]
+        subprocess.run([*ralph, "issue", "keep", issue, "a person decides"], check=True)
+elif stage == "BUILD":
+    pathlib.Path("fixed.txt").write_text("ok")
+    subprocess.run([*ralph, "task", "done"], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept"], check=True)
+"""
+
+
+@pytest.mark.parametrize("keep_open", [False, True])
+def test_an_issue_turned_into_tasks_is_resolved_once_unless_kept_open(
+    project, tmp_path, monkeypatch, keep_open
+):
+    from ralph.ops import issues
+
+    agent = tmp_path / "investigator.py"
+    agent.write_text(INVESTIGATOR)
+    if keep_open:
+        monkeypatch.setenv("KEEP_OPEN", "1")
+    issue = issues.add(project, "Empty input crashes", priority="high")
+    done = construct(
+        project, "--max-iterations", "3", "--gate", "", agent=f"{shlex.quote(sys.executable)} {agent}"
+    )
+    records = plan_records(project)
+    made = [r for r in records if r["t"] in ("task", "accept") and r["name"] == "Fix what the issue found"]
+    assert len(made) == 1, done.stdout + done.stderr  # investigated once: no duplicate every iteration
+    log = git(project, "log", "--format=%B")
+    open_issues = [r for r in records if r["t"] == "issue"]
+    if keep_open:
+        assert open_issues and open_issues[0]["keep_open"] == "a person decides"
+        assert "resolved by ralph" not in log
+    else:
+        assert not open_issues and f"resolved by ralph: it became {made[0]['id']}" in log
+        built = plan_records(
+            project, git(project, "log", "-1", "--format=%H", "--grep=^ralph(investigate)").strip()
+        )
+        task = next(r for r in built if r.get("name") == "Fix what the issue found")
+        assert task["issue"] == issue["id"] and task["priority"] == "high"

@@ -4,6 +4,7 @@ parses its arguments, calls ralph.ops, and prints."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -132,7 +133,7 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
     if not items:
         given = "the JSON holds no task" if json_tasks else "give a task as JSON or with --name"
         raise InvalidInput(f"task add: {given}")
-    added = tasks.add(root_of(ctx), items, commit_choice(no_commit))
+    added = tasks.add(root_of(ctx), items, commit_choice(no_commit), os.environ.get("RALPH_ISSUE_ID") or None)
     for record in added:
         emit(record) if as_json else click.echo(f"added {record['id']}: {record['name']}")
 
@@ -274,6 +275,19 @@ def issue_resolve(ctx, issue_id, note, no_commit):
 
     record = issues.resolve(root_of(ctx), issue_id, note, commit_choice(no_commit))
     click.echo(f"resolved {record['id']}: {record['text']}")
+
+
+@issue.command("keep")
+@click.argument("issue_id", metavar="ID")
+@click.argument("reason")
+@no_commit_option
+@click.pass_context
+def issue_keep(ctx, issue_id, reason, no_commit):
+    """Leave an issue open on purpose (a person must decide): INVESTIGATE skips it from now on."""
+    from ralph.ops import issues
+
+    record = issues.keep_open(root_of(ctx), issue_id, reason, commit_choice(no_commit))
+    click.echo(f"kept open {record['id']}: {printable(record['text'])}")
 
 
 @issue.command("list")

@@ -23,3 +23,10 @@ def resolve(root: Path, issue_id: str, note: str | None = None, commit: bool | N
         issue = change.plan.resolve_issue(issue_id)
         change.message = f"ralph: issue resolve {named([issue], 'text')}" + (f"\n\n{note}" if note else "")
     return issue
+
+
+def keep_open(root: Path, issue_id: str, reason: str, commit: bool | None = None) -> dict:
+    with transaction(root, commit) as change:
+        issue = change.plan.keep_issue_open(issue_id, reason)
+        change.message = f"ralph: issue keep {named([issue], 'text')}\n\n{reason}"
+    return issue

@@ -9,9 +9,9 @@ from ralph.ops.names import named
 from ralph.store.transaction import transaction
 
 
-def add(root: Path, items: list, commit: bool | None = None) -> list[dict]:
+def add(root: Path, items: list, commit: bool | None = None, issue_id: str | None = None) -> list[dict]:
     with transaction(root, commit) as change:
-        added = change.plan.add_tasks(items)
+        added = change.plan.add_tasks(items, issue_id)
         change.message = f"ralph: task add {named(added)}"
     return added
 

@@ -48,6 +48,7 @@ class Task(Record):
     )
     notes: str | None = None
     parent: TaskId | None = Field(None, description="the task this one was decomposed from")
+    issue: IssueId | None = Field(None, description="the issue INVESTIGATE made this task from")
     no_code: bool | None = Field(
         None, description="true: the task changes no file (BUILD may end with no changes)"
     )
@@ -71,6 +72,9 @@ class Issue(Record):
     text: Text
     spec: str | None = None
     priority: Priority | None = None
+    keep_open: str | None = Field(
+        None, description="why it stays open after INVESTIGATE (a person must decide); not investigated again"
+    )
 
 
 class Accept(Record):

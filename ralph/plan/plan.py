@@ -14,7 +14,18 @@ from ralph.plan.stages import stage_of
 from ralph.plan.validate import record_problems
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-TASK_FIELDS_FROM_USER = ("id", "name", "accept", "deps", "priority", "notes", "spec", "parent", "no_code")
+TASK_FIELDS_FROM_USER = (
+    "id",
+    "name",
+    "accept",
+    "deps",
+    "priority",
+    "notes",
+    "spec",
+    "parent",
+    "issue",
+    "no_code",
+)
 
 
 def _refuse_cycle(records: list[dict], batch: set[str]) -> None:
@@ -124,8 +135,9 @@ class Plan:
         return {line.record["id"] for line in self.doc.records() if "id" in line.record}
 
     # --- tasks ----------------------------------------------------------------------------
-    def add_tasks(self, items: list[dict]) -> list[dict]:
-        """Append new pending tasks; ids are generated unless given. All or nothing."""
+    def add_tasks(self, items: list[dict], issue_id: str | None = None) -> list[dict]:
+        """Append new pending tasks; ids are generated unless given. All or nothing. `issue_id`:
+        the issue being investigated, which the tasks come from (and take their priority from)."""
         if not items:
             raise InvalidInput("no task given")
         taken = self._taken_ids()
@@ -135,6 +147,9 @@ class Plan:
         for number, item in enumerate(items, start=1):
             label = f"task {number}" if len(items) > 1 else "task"
             record = self._new_task_record(item, label, taken, default_spec)
+            if issue_id and "issue" not in record:
+                record["issue"] = issue_id
+            self._inherit_priority(record)
             taken.add(record["id"])
             records.append(record)
         batch = {record["id"] for record in records}
@@ -148,6 +163,16 @@ class Plan:
         for record in records:
             self.doc.append(record)
         return records  # the store checks the whole change before it writes
+
+    def _inherit_priority(self, record: dict) -> None:
+        """A subtask takes its parent's priority, a task made from an issue the issue's, unless given."""
+        if record.get("priority"):
+            return
+        source = self.find_task(record["parent"]) if record.get("parent") else None
+        if source is None and record.get("issue"):
+            source = next((issue for issue in self.issues() if issue["id"] == record["issue"]), None)
+        if source and source.get("priority"):
+            record["priority"] = source["priority"]
 
     def _new_task_record(self, item: object, label: str, taken: set[str], spec: str | None) -> dict:
         if isinstance(item, str):
@@ -350,6 +375,19 @@ class Plan:
             raise InvalidInput("; ".join(problems))
         self.doc.append(record)
         return record
+
+    def keep_issue_open(self, issue_id: str, reason: str) -> dict:
+        """INVESTIGATE leaves the issue open on purpose (a person must decide): not investigated
+        again, and not resolved by ralph when tasks were made from it."""
+        require_text(reason, "the reason")
+        if not reason.strip():
+            raise InvalidInput("say why the issue stays open")
+        for line in self._of("issue"):
+            if line.record["id"] == issue_id:
+                line.record["keep_open"] = reason.strip()
+                self.doc.rewrite(line)
+                return line.record
+        raise Refused(f"no open issue {issue_id}")
 
     def resolve_issue(self, issue_id: str) -> dict:
         for line in self._of("issue"):
