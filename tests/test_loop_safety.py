@@ -184,7 +184,10 @@ def test_spec_paths_are_one_spec_however_written_and_never_outside(project, tmp_
     refused = subprocess.run([*argv, "--agent-cmd", "true", str(outside)], capture_output=True, text=True)
     assert refused.returncode == 2 and "is outside the repository" in refused.stderr
     for spelling in ("./specs/app.md", str(project / "specs" / "app.md"), "specs/../specs/app.md"):
-        subprocess.run([*argv, "--agent-cmd", "true", "--max-iterations", "1", spelling], capture_output=True)
+        subprocess.run(
+            [*argv, "--agent-cmd", "true", "--gate", "", "--max-iterations", "1", spelling],
+            capture_output=True,
+        )
     specs = [r["path"] for r in plan_records(project) if r["t"] == "spec"]
     assert specs == ["specs/app.md"]
 

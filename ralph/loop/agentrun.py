@@ -32,6 +32,8 @@ class AgentResult:
     tracker: RunTracker
     log_path: Path  # relative to the repository root
     pressure: Pressure | None = None
+    plan_problem: str | None = None  # the agent left plan.jsonl invalid (ralph restored it)
+    violation: str | None = None  # what the agent did that its stage may not (ralph undid it)
 
     @property
     def ok(self) -> bool:

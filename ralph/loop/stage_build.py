@@ -18,6 +18,7 @@ from ralph.text import redact
 
 HISTORY_EXCERPT_CHARS = 1500
 NO_CHANGES = "no_changes"  # the verdict on a build that changed nothing
+PERMISSION_VIOLATION = "permission_violation"  # on a run that did what BUILD may not
 MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
 _STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
 _KILL_TEXT = {
@@ -68,7 +69,7 @@ class BuildStage:
                 "gate": " ".join(self.ws.settings.gate) or "(none)",
             }
             result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted)
-            problem = self.ws.check_plan(result)
+            problem = result.plan_problem
             if result.run.stop_reason == "context_compact" and compactions < MAX_COMPACTIONS:
                 compacted, compactions = self._compact(task, result), compactions + 1
                 continue
@@ -118,6 +119,8 @@ class BuildStage:
         self, task: dict, result: AgentResult, problem: str | None, iteration: int
     ) -> str | None:
         """Why this attempt does not count as built, or None when it passed the gate."""
+        if result.violation:
+            return f"{PERMISSION_VIOLATION}: {result.violation}"
         if problem:
             return f"the agent left plan.jsonl invalid: {problem}"
         if not is_done(task):
@@ -179,7 +182,7 @@ class BuildStage:
         with self.ws.change_plan(commit=True) as change:
             attempts = change.plan.record_build_failure(task_id, failure, usage.total, usage.cost_usd)
             change.message = f"ralph(build): {task_id} attempt {attempts} failed"
-        verdict = NO_CHANGES if failure.startswith(NO_CHANGES) else None
+        verdict = next((v for v in (NO_CHANGES, PERMISSION_VIOLATION) if failure.startswith(v)), None)
         self.ws.journal.event(
             "build_failed", item=task_id, attempts=attempts, verdict=verdict, log=str(result.log_path)
         )

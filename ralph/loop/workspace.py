@@ -18,6 +18,7 @@ from ralph.errors import PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.console import Console
 from ralph.loop.journal import Journal
+from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, TaskView
@@ -113,11 +114,40 @@ class Workspace:
         what = f"{stage} {item or self.settings.spec}"
         self.console.status(iteration, stage, item or "")
         self.console.event(f"{what}: agent started")
+        before, old_plan = self.snapshot(), self.read_plan()
         result = self.runner.run(stage, iteration, item, values, compacted)
+        result.plan_problem = self.check_plan(result)
+        if stage is not Stage.VERIFY:  # parallel verifiers share the plan: VERIFY checks its batch
+            self.enforce(stage, {item} if item else set(), before, old_plan, [result])
         self.tokens += result.tracker.usage.total
         self.console.status(iteration, stage, item or "", self.tokens)
         self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
         return result
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.repo.head(), self.repo.branch(), frozenset(self.changed_paths()))
+
+    def enforce(
+        self, stage: Stage, own: set[str], before: Snapshot, old: Plan, results: list[AgentResult]
+    ) -> list[str]:
+        """Undo runs that broke their stage's rules: HEAD and branch put back, their changes saved
+        as a patch beside the (first) log and reverted, plan.jsonl as before. Returns what they did."""
+        found = violations(stage, own, before, self.snapshot(), old, self.read_plan())
+        if not found:
+            return found
+        if self.repo.branch() != before.branch and before.branch:
+            self.repo.git("symbolic-ref", "HEAD", f"refs/heads/{before.branch}")
+        if self.repo.head() != before.head and before.head:
+            self.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
+        log = results[0].log_path
+        self.set_aside(log)
+        store.restore_plan(self.root, old.doc.to_bytes())
+        for result in results:
+            result.violation = "; ".join(found)
+        items = sorted(own)
+        self.journal.event("permission_violation", stage=str(stage), items=items, did=found, log=str(log))
+        self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
+        return found
 
     def check_plan(self, result: AgentResult) -> str | None:
         """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and

@@ -1,0 +1,83 @@
+"""What each stage's agent may do, checked after every run from what actually changed: HEAD and
+the branch, the work tree, and plan.jsonl's records before and after. The prompt asks; this checks.
+
+  PLAN, INVESTIGATE  change only the plan: add tasks and issues, resolve or keep open their issue
+  BUILD              changes code, marks its own task done, may add issues (or drop its own task)
+  VERIFY             a verdict on its own task (accept or reject), may add tasks and issues; no code
+  DECOMPOSE          changes only the plan: adds subtasks, removes its own task
+  every stage        never commits, moves HEAD or switches branch
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ralph.plan.plan import Plan
+from ralph.plan.records import Stage, status_of
+
+PLAN_FILE = "plan.jsonl"
+CODE_STAGES = {Stage.BUILD}
+ACCEPT_STAGES = {Stage.VERIFY}  # may accept or reject their own task
+STATUS_STAGES = {Stage.BUILD, Stage.VERIFY}  # may change their own task's status
+REMOVE_OWN_STAGES = {Stage.BUILD, Stage.DECOMPOSE}  # may remove their own task line
+ADD_TASK_STAGES = {Stage.PLAN, Stage.INVESTIGATE, Stage.VERIFY, Stage.DECOMPOSE}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    head: str | None
+    branch: str | None
+    dirty: frozenset[str]  # paths changed against HEAD (the user's excluded)
+
+
+def violations(
+    stage: Stage, own: set[str], before: Snapshot, after: Snapshot, old: Plan, new: Plan
+) -> list[str]:
+    """Everything the run did that its stage may not do, in words (empty when it kept the rules).
+    `own`: the task(s) the run was about (VERIFY's parallel runs are checked together, as a batch)."""
+    found = []
+    if after.head != before.head:
+        found.append(f"moved HEAD ({_short(before.head)} -> {_short(after.head)}): agents never commit")
+    if after.branch != before.branch:
+        found.append(f"switched branch ({before.branch} -> {after.branch})")
+    code = sorted((after.dirty ^ before.dirty) - {PLAN_FILE})
+    if code and stage not in CODE_STAGES:
+        found.append(f"changed code in {stage}: {', '.join(code[:5])}" + (" ..." if len(code) > 5 else ""))
+    return found + _plan_violations(stage, own, old, new)
+
+
+def _plan_violations(stage: Stage, own: set[str], old: Plan, new: Plan) -> list[str]:
+    found = []
+    accepted = sorted(new.accepted() - old.accepted())
+    rejected = sorted(_rejects(new) - _rejects(old))
+    verdicts = {task_id for task_id, _ in rejected} | set(accepted)
+    if verdicts and (stage not in ACCEPT_STAGES or verdicts - own):
+        found.append(f"gave a verdict in {stage} on {', '.join(sorted(verdicts))}")
+    old_tasks = {task["id"]: task for task in old.tasks()}
+    new_tasks = {task["id"]: task for task in new.tasks()}
+    for task_id, task in old_tasks.items():
+        if task_id not in new_tasks:
+            removable = task_id in own and stage in REMOVE_OWN_STAGES
+            if task_id not in accepted and not removable:
+                found.append(f"removed task {task_id} in {stage}")
+        elif status_of(task) != status_of(new_tasks[task_id]) and not (
+            task_id in own and stage in STATUS_STAGES
+        ):
+            found.append(f"changed the status of task {task_id} in {stage}")
+    added = sorted(set(new_tasks) - set(old_tasks))
+    if added and stage not in ADD_TASK_STAGES:
+        found.append(f"added tasks in {stage}: {', '.join(added[:5])}")
+    return found
+
+
+def _rejects(plan: Plan) -> set[tuple[str, int]]:
+    """Reject records as (task id, occurrence), so a second rejection of one task counts as new."""
+    seen: dict[str, int] = {}
+    for line in plan.doc.records():
+        if line.record["t"] == "reject":
+            seen[line.record["id"]] = seen.get(line.record["id"], 0) + 1
+    return {(task_id, n) for task_id, count in seen.items() for n in range(count)}
+
+
+def _short(sha: str | None) -> str:
+    return sha[:8] if sha else "none"
