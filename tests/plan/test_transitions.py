@@ -154,12 +154,13 @@ def test_record_build_failure_sends_the_task_back_with_the_gate_failure():
     )
 
 
-def test_record_build_failure_keeps_an_earlier_kill_reason_first_in_why_not_done():
+def test_record_build_failure_adds_to_the_usage_already_recorded():
     plan = plan_of()
-    assert plan.record_build_failure("t-aaaaaa", "lint", 5, None) == 2
+    assert plan.record_build_failure("t-aaaaaa", "lint", 5, 0.125) == 2
     task = plan.find_task("t-aaaaaa")
-    assert (task["tokens"], task["attempt_tokens"], task["cost_usd"]) == (105, [100, 5], 0.5)
-    assert TaskView(task).why_not_done == "timeout"
+    assert (task["tokens"], task["attempt_tokens"], task["cost_usd"]) == (105, [100, 5], 0.625)
+    assert task["gate_failure"] == "lint" and task["x-mine"] == {"keep": True}
+    assert plan.doc.to_bytes() == replaced(TASK_A, task)
 
 
 # --- set_aside -------------------------------------------------------------------------------
