@@ -221,10 +221,18 @@ class Repo:
         if not paths:
             return None, []
         ordered = sorted(paths)
-        self.git("add", "-A", "--", *ordered)
+        # A path gone from both the work tree and the index (the agent ran `git rm` or `git mv`) is
+        # already staged as deleted, and `git add` would refuse it: "pathspec did not match".
+        gone = {path for path in ordered if not os.path.lexists(self.root / path)}
+        indexed = set(self.git("ls-files", "-z", "--", *sorted(gone)).split("\0")) if gone else set()
+        addable = [path for path in ordered if path not in gone or path in indexed]
+        if addable:
+            self.git("add", "-A", "--", *addable)
         staged = [
             path
-            for path in self.git("diff", "--cached", "--name-only", "-z", "--", *ordered).split("\0")
+            for path in self.git(
+                "diff", "--cached", "--no-renames", "--name-only", "-z", "--", *ordered
+            ).split("\0")
             if path
         ]
         if not staged:
@@ -252,7 +260,11 @@ class Repo:
         """Keep a failed attempt's changes as a patch (untracked files included) before undoing."""
         if not paths:
             return
-        self.git("add", "-N", "--", *sorted(paths))  # intent-to-add, so new files show in the diff
+        # Intent-to-add, so new files show in the diff; only paths in the work tree, as `git add`
+        # refuses one that is gone from it and from the index (`git rm`, the source of a `git mv`).
+        present = [path for path in sorted(paths) if os.path.lexists(self.root / path)]
+        if present:
+            self.git("add", "-N", "--", *present)
         target.write_text(self.git("diff", "HEAD", "--binary", "--", *sorted(paths)) + "\n", encoding="utf-8")
 
     def revert(self, paths: set[str]) -> None:

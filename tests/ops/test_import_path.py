@@ -1,0 +1,72 @@
+"""The state commands stay cheap: their import path never loads the construct loop, the agent
+adapters, gitpython or pydantic. Checked on real `python -m ralph` processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# What `python -m ralph` does, plus a list of every module loaded, written when the process exits.
+# -X importtime alone is not enough: it reports `import` statements, but not a module loaded by
+# importlib.import_module, which is how the main group loads the loop's commands.
+RUN_RALPH = """
+import atexit, os, runpy, sys
+def _write_modules():
+    with open(os.environ["RALPH_TEST_MODULES"], "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+atexit.register(_write_modules)
+sys.argv[0] = "ralph"
+runpy.run_module("ralph", run_name="__main__", alter_sys=True)
+"""
+
+FORBIDDEN_PACKAGES = ("ralph.loop", "ralph.agents", "ralph.cli.construct", "git", "gitdb", "pydantic")
+
+
+def loaded_modules(root: Path, tmp_path: Path, *args: str) -> set[str]:
+    """Run `ralph -C root args` in a process of its own; the names of every module it loaded."""
+    listing = tmp_path / "modules.txt"
+    listing.unlink(missing_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", RUN_RALPH, "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RALPH_TEST_MODULES": str(listing)},
+        check=False,
+    )
+    assert done.returncode == 0, (args, done.stdout, done.stderr[-2000:])
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "ralph.cli.main" in imported  # the trace was read
+    return imported | set(listing.read_text().split())
+
+
+def forbidden(modules: set[str]) -> list[str]:
+    return sorted(
+        name
+        for name in modules
+        if any(name == package or name.startswith(package + ".") for package in FORBIDDEN_PACKAGES)
+    )
+
+
+def test_state_commands_never_load_the_loop_the_adapters_gitpython_or_pydantic(repo, tmp_path):
+    commands = [
+        ("task", "add", "--name", "First"),
+        ("query", "next"),
+        ("task", "done"),
+        ("status",),
+        ("task", "list"),
+    ]
+    found = {" ".join(args): forbidden(loaded_modules(repo, tmp_path, *args)) for args in commands}
+    assert found == {" ".join(args): [] for args in commands}
+    assert b'"s": "d"' in (repo / "plan.jsonl").read_bytes()  # the commands did their work
+
+
+def test_the_check_sees_a_lazily_loaded_command(repo, tmp_path):
+    modules = loaded_modules(repo, tmp_path, "construct", "--help")
+    assert "ralph.cli.construct" in modules
+    assert "ralph.cli.construct" in forbidden(modules)

@@ -1,0 +1,297 @@
+"""The `Plan` transitions the construct loop makes, and the scoped reads it uses: what each
+returns, and the exact bytes it leaves (every line it did not touch stays as it was)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ralph.errors import Refused
+from ralph.plan.document import serialize
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.plan.records import KillReason, TaskView
+
+# Hand-written lines: odd spacing, key order, CRLF, a blank line, an unknown record type.
+SPEC_A = b'{"t": "spec", "path": "specs/a.md"}\n'
+STATE = b'{"t":"state",  "spec":"specs/a.md", "iteration": 4}\r\n'
+TASK_A = (
+    b'{ "t":"task","id":"t-aaaaaa","name":"Build A","s":"p","attempts":1,"tokens":100,'
+    b'"attempt_tokens":[100],"cost_usd":0.5,"gate_failure":"tests fail","kill_reason":"timeout",'
+    b'"kill_log":"build/ralph-logs/1.log","x-mine":{"keep":true}}\n'
+)
+BLANK = b"\n"
+TASK_B = b'{"t":"task","id":"t-bbbbbb","name":"Build B","s":"d","deps":["t-aaaaaa"],"spec":"specs/b.md"}\n'
+UNKNOWN = b'{"t": "milestone", "id": "m-1"}\r\n'
+TASK_C = b'{"name": "Build C", "t": "task", "id": "t-cccccc", "spec": "specs/a.md"}\n'
+ISSUES = (
+    b'{"t":"issue","id":"i-aaaaaa","text":"for a","spec":"specs/a.md"}\n'
+    b'{"t":"issue","id":"i-bbbbbb","text":"for b","spec":"specs/b.md"}\n'
+    b'{"t":"issue","id":"i-nnnnnn","text":"for any"}\n'
+)
+ACCEPTED = b'{"t":"accept","id":"t-old000","name":"Old"}\n'
+LINES = [SPEC_A, STATE, TASK_A, BLANK, TASK_B, UNKNOWN, TASK_C, ISSUES, ACCEPTED]
+
+
+def plan_of(*lines: bytes) -> Plan:
+    return Plan(load(b"".join(lines or LINES)))
+
+
+def replaced(old: bytes, record: dict, *appended: dict) -> bytes:
+    """LINES with one line replaced by the record's serialization, and records appended."""
+    lines = [serialize(record) if line == old else line for line in LINES]
+    return b"".join(lines) + b"".join(serialize(extra) for extra in appended)
+
+
+def test_the_base_plan_loads_and_writes_back_unchanged():
+    plan = plan_of()
+    assert plan.doc.to_bytes() == b"".join(LINES)
+    assert not plan.doc.changed
+
+
+# --- record_build ----------------------------------------------------------------------------
+
+
+def test_record_build_counts_the_attempt_and_clears_earlier_failures():
+    plan = plan_of()
+    task = plan.record_build("t-aaaaaa", ["z.py", "a/b.py", "m.py"], 250, 0.25)
+    assert task == {
+        "t": "task",
+        "id": "t-aaaaaa",
+        "name": "Build A",
+        "s": "p",
+        "attempts": 2,
+        "tokens": 350,
+        "attempt_tokens": [100, 250],
+        "cost_usd": 0.75,
+        "x-mine": {"keep": True},
+        "files": ["a/b.py", "m.py", "z.py"],
+    }
+    assert task is plan.find_task("t-aaaaaa")
+    assert plan.doc.to_bytes() == replaced(TASK_A, task)
+    assert not TaskView(task).killed and TaskView(task).why_not_done == ""
+    assert load(plan.doc.to_bytes())  # the next command can read it
+
+
+def test_record_build_of_a_first_attempt_without_usage():
+    plan = plan_of(TASK_C)
+    task = plan.record_build("t-cccccc", [], 0, None)
+    assert task == {
+        "name": "Build C",
+        "t": "task",
+        "id": "t-cccccc",
+        "spec": "specs/a.md",
+        "attempts": 1,
+        "files": [],
+    }
+    assert plan.doc.to_bytes() == serialize(task)
+
+
+def test_record_build_sums_costs_without_float_noise():
+    plan = plan_of(TASK_C)
+    for cost in (0.1, 0.2, 0.000_000_1):
+        task = plan.record_build("t-cccccc", ["x"], 7, cost)
+    assert task["cost_usd"] == 0.3
+    assert task["tokens"] == 21 and task["attempt_tokens"] == [7, 7, 7] and task["attempts"] == 3
+
+
+def test_record_build_commit_notes_the_commit_on_that_line_only():
+    plan = plan_of()
+    plan.record_build_commit("t-bbbbbb", "0123456789abcdef0123456789abcdef01234567")
+    task = plan.find_task("t-bbbbbb")
+    assert task["commit"] == "0123456789abcdef0123456789abcdef01234567"
+    assert plan.doc.to_bytes() == replaced(TASK_B, task)
+
+
+@pytest.mark.parametrize(
+    "method, args",
+    [
+        ("record_build", (["x"], 1, None)),
+        ("record_build_commit", ("abc",)),
+        ("record_build_failure", ("why", 1, None)),
+        ("set_aside", (KillReason.TIMEOUT, "why")),
+    ],
+)
+@pytest.mark.parametrize(
+    "task_id, message", [("t-nope00", "no task t-nope00"), ("t-old000", "already accepted")]
+)
+def test_the_loops_transitions_refuse_an_unknown_or_accepted_task(method, args, task_id, message):
+    plan = plan_of()
+    with pytest.raises(Refused, match=message):
+        getattr(plan, method)(task_id, *args)
+    assert not plan.doc.changed
+    assert plan.doc.to_bytes() == b"".join(LINES)
+
+
+# --- record_build_failure --------------------------------------------------------------------
+
+
+def test_record_build_failure_sends_the_task_back_with_the_gate_failure():
+    plan = plan_of()
+    attempts = plan.record_build_failure("t-bbbbbb", "ruff: 3 errors", 40, 0.01)
+    task = plan.find_task("t-bbbbbb")
+    assert attempts == 1
+    assert task == {
+        "t": "task",
+        "id": "t-bbbbbb",
+        "name": "Build B",
+        "s": "p",
+        "deps": ["t-aaaaaa"],
+        "spec": "specs/b.md",
+        "attempts": 1,
+        "gate_failure": "ruff: 3 errors",
+        "tokens": 40,
+        "attempt_tokens": [40],
+        "cost_usd": 0.01,
+    }
+    assert plan.doc.to_bytes() == replaced(TASK_B, task)
+    assert TaskView(task).why_not_done == "ruff: 3 errors"
+
+    assert plan.record_build_failure("t-bbbbbb", "pytest: 1 failed", 0, None) == 2
+    assert (
+        task["gate_failure"] == "pytest: 1 failed" and task["tokens"] == 40 and task["attempt_tokens"] == [40]
+    )
+
+
+def test_record_build_failure_adds_to_the_usage_already_recorded():
+    plan = plan_of()
+    assert plan.record_build_failure("t-aaaaaa", "lint", 5, 0.125) == 2
+    task = plan.find_task("t-aaaaaa")
+    assert (task["tokens"], task["attempt_tokens"], task["cost_usd"]) == (105, [100, 5], 0.625)
+    assert task["gate_failure"] == "lint" and task["x-mine"] == {"keep": True}
+    assert plan.doc.to_bytes() == replaced(TASK_A, task)
+
+
+# --- set_aside -------------------------------------------------------------------------------
+
+
+def test_set_aside_records_the_kill_on_the_task_and_on_a_reject_tombstone():
+    plan = plan_of()
+    assert plan.rejections("t-cccccc") == 0
+    task = plan.set_aside(
+        "t-cccccc", KillReason.CONTEXT_LIMIT, "ran out of context", "build/ralph-logs/9.log"
+    )
+    assert task == {
+        "name": "Build C",
+        "t": "task",
+        "id": "t-cccccc",
+        "spec": "specs/a.md",
+        "s": "p",
+        "reject_reason": "ran out of context",
+        "kill_reason": "context_limit",
+        "kill_log": "build/ralph-logs/9.log",
+    }
+    tombstone = {
+        "t": "reject",
+        "id": "t-cccccc",
+        "reason": "ran out of context",
+        "kill_reason": "context_limit",
+    }
+    assert plan.doc.to_bytes() == replaced(TASK_C, task, tombstone)
+    assert json.loads(plan.doc.lines[-1].raw) == tombstone
+    assert plan.rejections("t-cccccc") == 1
+    view = TaskView(task)
+    assert (
+        view.killed and view.kill_reason is KillReason.CONTEXT_LIMIT and view.why_not_done == "context_limit"
+    )
+    reloaded = Plan(load(plan.doc.to_bytes()))
+    assert reloaded.stage() == "DECOMPOSE"
+
+
+def test_set_aside_of_a_done_task_and_without_a_log():
+    plan = plan_of(TASK_B.replace(b',"deps":["t-aaaaaa"]', b""))
+    task = plan.set_aside("t-bbbbbb", KillReason.DOOM_LOOP, "the same failure three times")
+    assert task["s"] == "p" and task["kill_reason"] == "doom_loop" and "kill_log" not in task
+    assert plan.rejections("t-bbbbbb") == 1
+
+
+def test_rejections_counts_only_that_tasks_reject_records():
+    plan = plan_of(
+        TASK_C,
+        b'{"t":"reject","id":"t-cccccc","reason":"one"}\n',
+        b'{"t":"reject","id":"t-other0","reason":"not this task"}\n',
+        b'{"t":"reject","id":"t-cccccc","reason":"two","kill_reason":"timeout"}\n',
+        b'{"t":"accept","id":"t-cccc00","name":"x"}\n',
+    )
+    assert plan.rejections("t-cccccc") == 2
+    plan.reject("t-cccccc", "three", kill_reason=KillReason.TIMEOUT)
+    assert plan.rejections("t-cccccc") == 3
+    assert plan.rejections("t-nothing") == 0
+
+
+# --- add_spec --------------------------------------------------------------------------------
+
+
+def test_add_spec_to_an_empty_plan_adds_the_spec_and_the_state():
+    plan = Plan(load(b""))
+    plan.add_spec("specs/a.md")
+    assert plan.specs() == ["specs/a.md"]
+    assert plan.state() == {"t": "state", "spec": "specs/a.md"}
+    assert plan.doc.to_bytes() == serialize({"t": "spec", "path": "specs/a.md"}) + serialize(
+        {"t": "state", "spec": "specs/a.md"}
+    )
+
+
+def test_add_spec_again_changes_nothing():
+    plan = plan_of()
+    plan.add_spec("specs/a.md")
+    assert not plan.doc.changed
+    assert plan.doc.to_bytes() == b"".join(LINES)
+
+
+def test_add_spec_of_a_new_spec_appends_it_once_and_makes_it_current():
+    plan = plan_of()
+    plan.add_spec("specs/b.md")
+    plan.add_spec("specs/b.md")
+    assert plan.specs() == ["specs/a.md", "specs/b.md"]
+    state = plan.state()
+    assert state == {"t": "state", "spec": "specs/b.md", "iteration": 4}
+    assert plan.doc.to_bytes() == replaced(STATE, state, {"t": "spec", "path": "specs/b.md"})
+    plan.add_spec("specs/a.md")  # back to an earlier spec: no second record of it
+    assert plan.specs() == ["specs/a.md", "specs/b.md"] and plan.state()["spec"] == "specs/a.md"
+
+
+# --- scoped reads ----------------------------------------------------------------------------
+
+
+def test_task_views_with_a_spec_take_that_spec_and_tasks_of_none():
+    plan = plan_of()
+    assert [v.id for v in plan.task_views()] == ["t-aaaaaa", "t-bbbbbb", "t-cccccc"]
+    assert [v.id for v in plan.task_views("specs/a.md")] == ["t-aaaaaa", "t-cccccc"]
+    assert [v.id for v in plan.task_views("specs/b.md")] == ["t-aaaaaa", "t-bbbbbb"]
+    assert [v.id for v in plan.task_views("specs/other.md")] == ["t-aaaaaa"]
+    view = plan.task_views("specs/b.md")[1]
+    assert isinstance(view, TaskView) and view.record is plan.find_task("t-bbbbbb")
+
+
+def test_issues_with_a_spec_take_that_spec_and_issues_of_none():
+    plan = plan_of()
+    assert [i["id"] for i in plan.issues()] == ["i-aaaaaa", "i-bbbbbb", "i-nnnnnn"]
+    assert [i["id"] for i in plan.issues("specs/a.md")] == ["i-aaaaaa", "i-nnnnnn"]
+    assert [i["id"] for i in plan.issues("specs/b.md")] == ["i-bbbbbb", "i-nnnnnn"]
+    assert [i["id"] for i in plan.issues("specs/other.md")] == ["i-nnnnnn"]
+
+
+def test_find_task():
+    plan = plan_of()
+    assert plan.find_task("t-cccccc") == {
+        "name": "Build C",
+        "t": "task",
+        "id": "t-cccccc",
+        "spec": "specs/a.md",
+    }
+    assert plan.find_task("t-cccccc") is plan.task_lines()[2].record
+    assert plan.find_task("t-old000") is None  # accepted: a tombstone, no longer a task
+    assert plan.find_task("i-aaaaaa") is None
+    assert plan.find_task("t-nope00") is None
+
+
+def test_reads_see_a_change_made_through_the_plan():
+    plan = plan_of()
+    assert [v.id for v in plan.task_views("specs/b.md")] == ["t-aaaaaa", "t-bbbbbb"]
+    plan.add_tasks([{"id": "t-dddddd", "name": "D", "spec": "specs/b.md"}])
+    plan.add_issue("new")  # takes the current spec from the state: specs/a.md
+    assert [v.id for v in plan.task_views("specs/b.md")] == ["t-aaaaaa", "t-bbbbbb", "t-dddddd"]
+    assert [i["id"] for i in plan.issues("specs/b.md")] == ["i-bbbbbb", "i-nnnnnn"]
+    assert len(plan.issues("specs/a.md")) == 3

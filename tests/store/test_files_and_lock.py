@@ -1,0 +1,179 @@
+"""Atomic file writes and the plan lock, with real processes on the other side."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ralph.errors import EXIT_BUSY, Busy
+from ralph.store.files import remove_stale_temp_files, write_atomic
+from ralph.store.lock import LOCK_NAME, plan_lock
+from tests.conftest import ralph_process
+
+# Two complete versions of a file, of different sizes: any part of one is neither.
+VERSIONS = {"a": 600_000, "b": 900_000}
+
+READER = """
+import sys
+from pathlib import Path
+
+path, ready, stop = (Path(arg) for arg in sys.argv[1:4])
+complete = {bytes([ord(char)]) * int(size) for char, size in (pair.split("=") for pair in sys.argv[4:])}
+reads = bad = 0
+while reads < 100_000 and not stop.exists():
+    data = path.read_bytes()
+    reads += 1
+    bad += data not in complete
+    if reads == 1:
+        ready.touch()
+print(reads, bad)
+"""
+
+HOLDER = """
+import sys
+from pathlib import Path
+
+from ralph.store.lock import plan_lock
+
+with plan_lock(Path(sys.argv[1])):
+    print("locked", flush=True)
+    sys.stdin.read()  # until the test closes our stdin
+"""
+
+TRY_LOCK = """
+import sys
+from pathlib import Path
+
+from ralph.errors import Busy
+from ralph.store.lock import plan_lock
+
+try:
+    with plan_lock(Path(sys.argv[1])):
+        pass
+except Busy:
+    sys.exit(75)
+"""
+
+
+def version(char: str) -> bytes:
+    return char.encode() * VERSIONS[char]
+
+
+def temp_files(folder: Path) -> list[str]:
+    return sorted(path.name for path in folder.iterdir() if path.name.endswith(".tmp"))
+
+
+# --- write_atomic ----------------------------------------------------------------------------
+
+
+def test_write_atomic_replaces_the_content_and_leaves_no_temp_file(tmp_path):
+    path = tmp_path / "plan.jsonl"
+    write_atomic(path, b"first\n")
+    assert path.read_bytes() == b"first\n"
+    write_atomic(path, b"second, longer\n")
+    assert path.read_bytes() == b"second, longer\n"
+    write_atomic(path, b"")
+    assert path.read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.jsonl"]
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o600, 0o644])
+def test_write_atomic_keeps_the_files_mode(tmp_path, mode):
+    path = tmp_path / "script.sh"
+    path.write_bytes(b"#!/bin/sh\n")
+    path.chmod(mode)
+    write_atomic(path, b"#!/bin/sh\necho changed\n")
+    assert path.stat().st_mode & 0o7777 == mode
+    assert path.read_bytes() == b"#!/bin/sh\necho changed\n"
+
+
+def test_write_atomic_leaves_the_file_as_it_was_when_the_write_fails(tmp_path):
+    path = tmp_path / "plan.jsonl"
+    path.write_bytes(b"kept\n")
+    with pytest.raises(TypeError):
+        write_atomic(path, "not bytes")  # type: ignore[arg-type]
+    assert path.read_bytes() == b"kept\n"
+    assert temp_files(tmp_path) == []
+
+
+def test_a_concurrent_reader_never_sees_part_of_a_file(tmp_path):
+    path, ready, stop = tmp_path / "plan.jsonl", tmp_path / "ready", tmp_path / "stop"
+    write_atomic(path, version("a"))
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(path), str(ready), str(stop)]
+        + [f"{char}={size}" for char, size in VERSIONS.items()],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(1000):  # until the reader runs (bounded; nothing here asserts a time)
+            if ready.exists() or reader.poll() is not None:
+                break
+            time.sleep(0.01)
+        for number in range(60):
+            write_atomic(path, version("ab"[number % 2]))
+    finally:
+        stop.touch()
+        out, _ = reader.communicate(timeout=60)
+    reads, bad = map(int, out.split())
+    assert reader.returncode == 0
+    assert reads > 0
+    assert bad == 0, f"{bad} of {reads} reads saw a partial file"
+
+
+def test_remove_stale_temp_files_removes_only_that_files_temp_files(tmp_path):
+    for name in (
+        ".plan.jsonl.123.tmp",
+        ".plan.jsonl.45678.tmp",
+        "plan.jsonl",
+        ".other.1.tmp",
+        "plan.jsonl.tmp",
+    ):
+        (tmp_path / name).write_bytes(b"x")
+    remove_stale_temp_files(tmp_path, "plan.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.1.tmp", "plan.jsonl", "plan.jsonl.tmp"]
+
+
+# --- plan_lock -------------------------------------------------------------------------------
+
+
+def try_lock(root: Path) -> int:
+    """Take the lock from another process, waiting at most 0.2 s; its exit code (75: Busy)."""
+    env = {**os.environ, "RALPH_LOCK_TIMEOUT": "0.2"}
+    return subprocess.run([sys.executable, "-c", TRY_LOCK, str(root)], env=env, check=False).returncode
+
+
+def test_a_lock_held_by_another_process_ends_in_busy(repo, monkeypatch):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(repo)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        monkeypatch.setenv("RALPH_LOCK_TIMEOUT", "0.2")
+        with pytest.raises(Busy, match=r"held its lock for 0\.2s") as info, plan_lock(repo):
+            pytest.fail("took a lock another process holds")
+        assert info.value.exit_code == EXIT_BUSY == 75
+        before = (repo / "plan.jsonl").read_bytes()
+        command = ralph_process(repo, "task", "add", "--name", "Waits for the lock")
+        assert command.returncode == 75, command.stderr
+        assert "busy" in command.stderr
+        assert (repo / "plan.jsonl").read_bytes() == before
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert holder.returncode == 0
+    with plan_lock(repo):  # free again once the holder is gone
+        pass
+
+
+def test_the_lock_is_held_inside_and_released_after_an_exception(tmp_path):
+    with pytest.raises(RuntimeError, match="inside"), plan_lock(tmp_path):
+        assert (tmp_path / LOCK_NAME).exists()
+        assert try_lock(tmp_path) == 75
+        raise RuntimeError("inside")
+    assert try_lock(tmp_path) == 0

@@ -1,0 +1,393 @@
+"""ralph.store.git.Repo against real git repositories: what each operation commits, stages and
+leaves alone."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ralph.errors import GitError, RalphError
+from ralph.store.git import Repo, blob_sha, find_root
+from tests.conftest import git
+
+
+def git_bytes(root: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True).stdout
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def files_of(root: Path, commit: str = "HEAD") -> list[str]:
+    """The paths a commit changed."""
+    return git(root, "show", "--name-only", "--format=", commit).split()
+
+
+def status(root: Path) -> str:
+    return git(root, "status", "--porcelain=v1", "--untracked-files=all")
+
+
+def commit_all(root: Path, files: dict[str, str], message: str = "files") -> str:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git(root, "add", "--", *files)
+    git(root, "commit", "-qm", message)
+    return head(root)
+
+
+@pytest.fixture
+def work(repo: Path) -> Path:
+    """A repository with a few committed files besides ralph's."""
+    commit_all(repo, {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "d.txt": "d\n", "sub/e.txt": "e\n"})
+    return repo
+
+
+# --- find_root and blob_sha ------------------------------------------------------------------
+
+
+def test_find_root_from_a_subfolder(repo):
+    deep = repo / "one" / "two"
+    deep.mkdir(parents=True)
+    assert find_root(deep) == repo.resolve()
+    assert find_root(repo) == repo.resolve()
+
+
+def test_find_root_outside_any_repository_raises(tmp_path):
+    outside = tmp_path / "plain" / "folder"
+    outside.mkdir(parents=True)
+    if any((folder / ".git").exists() for folder in outside.resolve().parents):
+        pytest.skip("the temp directory is itself inside a git repository")
+    with pytest.raises(RalphError, match="not inside a git repository"):
+        find_root(outside)
+
+
+@pytest.mark.parametrize("data", [b"", b"hello\n", b"\x00\xff binary\r\n" * 50, "é ü\n".encode()])
+def test_blob_sha_is_what_git_hash_object_says(bare_repo, data):
+    done = subprocess.run(
+        ["git", "hash-object", "--stdin"], cwd=bare_repo, input=data, capture_output=True, check=True
+    )
+    assert blob_sha(data) == done.stdout.decode().strip()
+
+
+# --- commit_file -----------------------------------------------------------------------------
+
+
+def test_commit_file_commits_only_that_file_and_keeps_the_users_index(work):
+    (work / "a.txt").write_text("a staged\n")
+    git(work, "add", "a.txt")
+    (work / "a.txt").write_text("a staged, then changed again\n")  # staged and unstaged at once
+    (work / "b.txt").write_text("b unstaged\n")
+    (work / "new.txt").write_text("staged new file\n")
+    git(work, "add", "new.txt")
+    (work / "untracked.txt").write_text("untracked\n")
+    status_before = status(work)
+    staged_before = git(work, "diff", "--cached")
+    unstaged_before = git(work, "diff")
+    parent = head(work)
+
+    data = b'{"t": "task", "id": "t-aaaaaa", "name": "A"}\n'
+    (work / "plan.jsonl").write_bytes(data)
+    commit, entries = Repo(work).commit_file("plan.jsonl", data, "ralph: add a task\n\nbody")
+
+    assert commit == head(work)
+    assert git(work, "rev-parse", "HEAD^").strip() == parent
+    assert files_of(work) == ["plan.jsonl"]
+    assert git_bytes(work, "show", "HEAD:plan.jsonl") == data
+    assert git(work, "log", "-1", "--format=%B").strip() == "ralph: add a task\n\nbody"
+    assert f"100644 blob {blob_sha(data)}\tplan.jsonl" in entries
+    # The user's work is exactly as it was: nothing of it committed, unstaged or staged.
+    assert status(work) == status_before
+    assert git(work, "diff", "--cached") == staged_before
+    assert git(work, "diff") == unstaged_before
+    assert "plan.jsonl" not in status(work)
+    assert git_bytes(work, "show", "HEAD:a.txt") == b"a\n"
+
+
+def test_commit_file_returns_none_when_head_has_those_bytes(repo):
+    repo_ = Repo(repo)
+    before = head(repo)
+    data = (repo / "plan.jsonl").read_bytes()
+    commit, entries = repo_.commit_file("plan.jsonl", data, "nothing to say")
+    assert commit is None
+    assert head(repo) == before
+    assert entries == repo_.snapshot()[1]
+
+
+def test_commit_file_before_the_first_commit(bare_repo):
+    (bare_repo / "other.txt").write_text("staged by the user\n")
+    git(bare_repo, "add", "other.txt")
+    repo_ = Repo(bare_repo)
+    assert repo_.snapshot() == (None, [])
+
+    data = b"first\n"
+    (bare_repo / "plan.jsonl").write_bytes(data)
+    commit, entries = repo_.commit_file("plan.jsonl", data, "ralph: init")
+
+    assert commit == head(bare_repo)
+    assert git(bare_repo, "rev-list", "--count", "HEAD").strip() == "1"
+    assert git(bare_repo, "ls-tree", "--name-only", "HEAD").split() == ["plan.jsonl"]
+    assert entries == [f"100644 blob {blob_sha(data)}\tplan.jsonl"]
+    assert status(bare_repo) == "A  other.txt\n"  # still staged, not committed
+
+
+def test_commit_file_is_a_compare_and_swap(work):
+    repo_ = Repo(work)
+    base = repo_.snapshot()
+    (work / "a.txt").write_text("committed meanwhile\n")
+    git(work, "commit", "-qam", "someone else's commit")
+    other = head(work)
+
+    with pytest.raises(GitError, match="update-ref"):
+        repo_.commit_file("plan.jsonl", b"stale\n", "ralph: from a stale snapshot", base)
+
+    assert head(work) == other
+    assert git(work, "log", "-1", "--format=%s").strip() == "someone else's commit"
+    # With a current snapshot it commits on top of the other commit.
+    commit, _ = repo_.commit_file("plan.jsonl", b"fresh\n", "ralph: fresh")
+    assert git(work, "rev-parse", f"{commit}^").strip() == other
+
+
+def test_commit_file_before_the_first_commit_does_not_overwrite_one_made_meanwhile(bare_repo):
+    repo_ = Repo(bare_repo)
+    base = repo_.snapshot()
+    commit_all(bare_repo, {"x.txt": "x\n"}, "the first commit, made meanwhile")
+    first = head(bare_repo)
+    with pytest.raises(GitError):
+        repo_.commit_file("plan.jsonl", b"late\n", "ralph: init", base)
+    assert head(bare_repo) == first
+
+
+# --- changed_paths ---------------------------------------------------------------------------
+
+
+def test_changed_paths_lists_every_kind_of_change(work):
+    (work / "a.txt").write_text("modified, unstaged\n")
+    (work / "b.txt").write_text("modified, staged\n")
+    git(work, "add", "b.txt")
+    (work / "c.txt").unlink()
+    git(work, "mv", "d.txt", "renamed.txt")
+    (work / "new" / "deep").mkdir(parents=True)
+    (work / "new" / "deep" / "file.txt").write_text("untracked in a new folder\n")
+    (work / "with space é.txt").write_text("a name git would quote\n")
+    (work / "build").mkdir(exist_ok=True)
+    (work / "build" / "ignored.txt").write_text("ignored by .gitignore\n")
+
+    assert Repo(work).changed_paths() == {
+        "a.txt",
+        "b.txt",
+        "c.txt",
+        "d.txt",
+        "renamed.txt",
+        "new/deep/file.txt",
+        "with space é.txt",
+    }
+
+
+def test_changed_paths_of_a_clean_tree_is_empty(work):
+    assert Repo(work).changed_paths() == set()
+
+
+# --- commit_paths ----------------------------------------------------------------------------
+
+
+def test_commit_paths_commits_exactly_the_given_paths(work):
+    (work / "a.txt").write_text("agent's change\n")
+    (work / "c.txt").unlink()
+    (work / "created").mkdir()
+    (work / "created" / "f.txt").write_text("agent's new file\n")
+    (work / "b.txt").write_text("user's unstaged change\n")
+    (work / "sub" / "e.txt").write_text("user's staged change\n")
+    git(work, "add", "sub/e.txt")
+    (work / "user.txt").write_text("user's untracked file\n")
+    staged_before = git(work, "diff", "--cached", "--", "sub/e.txt")
+
+    commit, files = Repo(work).commit_paths({"a.txt", "c.txt", "created/f.txt"}, "ralph: build t-x")
+
+    assert commit == head(work)
+    assert files == ["a.txt", "c.txt", "created/f.txt"]
+    assert sorted(files_of(work)) == ["a.txt", "c.txt", "created/f.txt"]
+    assert git(work, "log", "-1", "--format=%s").strip() == "ralph: build t-x"
+    assert git_bytes(work, "show", "HEAD:created/f.txt") == b"agent's new file\n"
+    assert status(work) == " M b.txt\nM  sub/e.txt\n?? user.txt\n"
+    assert git(work, "diff", "--cached", "--", "sub/e.txt") == staged_before
+
+
+def test_commit_paths_with_nothing_different_commits_nothing(work):
+    before = head(work)
+    (work / "b.txt").write_text("dirty, but not named\n")
+    assert Repo(work).commit_paths({"a.txt"}, "nothing") == (None, [])
+    assert Repo(work).commit_paths(set(), "nothing") == (None, [])
+    assert head(work) == before
+
+
+def test_commit_paths_skips_the_users_hooks(work):
+    hooks = work / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    for name in ("pre-commit", "commit-msg"):
+        (hooks / name).write_text("#!/bin/sh\necho refused by hook >&2\nexit 1\n")
+        (hooks / name).chmod(0o755)
+    (work / "a.txt").write_text("changed\n")
+    with pytest.raises(subprocess.CalledProcessError):  # the hook does run for a plain commit
+        git(work, "commit", "-qam", "by hand")
+
+    commit, files = Repo(work).commit_paths({"a.txt"}, "ralph: despite hooks")
+    assert commit == head(work) and files == ["a.txt"]
+    assert git(work, "log", "-1", "--format=%s").strip() == "ralph: despite hooks"
+
+
+# --- literal paths ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pages(work: Path) -> Path:
+    """`pages/[id].js` is also a glob matching `pages/i.js` and `pages/d.js`; all three are dirty."""
+    commit_all(work, {"pages/[id].js": "route\n", "pages/i.js": "i\n", "pages/d.js": "d\n"})
+    for name in ("[id].js", "i.js", "d.js"):
+        (work / "pages" / name).write_text(f"changed {name}\n")
+    return work
+
+
+def test_commit_paths_takes_a_bracketed_name_literally(pages):
+    commit, files = Repo(pages).commit_paths({"pages/[id].js"}, "ralph: the route only")
+    assert files == ["pages/[id].js"]
+    assert files_of(pages) == ["pages/[id].js"]
+    assert status(pages) == " M pages/d.js\n M pages/i.js\n"
+
+
+def test_revert_takes_a_bracketed_name_literally(pages):
+    Repo(pages).revert({"pages/[id].js"})
+    assert (pages / "pages" / "[id].js").read_text() == "route\n"
+    assert (pages / "pages" / "i.js").read_text() == "changed i.js\n"
+    assert (pages / "pages" / "d.js").read_text() == "changed d.js\n"
+
+
+def test_revert_of_a_new_bracketed_name_leaves_the_files_its_glob_matches(pages):
+    (pages / "pages" / "[di].js").write_text("a new route, untracked\n")
+    Repo(pages).revert({"pages/[di].js"})
+    assert not (pages / "pages" / "[di].js").exists()
+    assert status(pages) == " M pages/[id].js\n M pages/d.js\n M pages/i.js\n"
+
+
+def test_save_patch_takes_a_bracketed_name_literally(pages, tmp_path):
+    patch = tmp_path / "route.patch"
+    Repo(pages).save_patch({"pages/[id].js"}, patch)
+    text = patch.read_text()
+    assert "pages/[id].js" in text
+    assert "pages/i.js" not in text and "pages/d.js" not in text
+
+
+# --- revert and save_patch -------------------------------------------------------------------
+
+
+def make_an_attempt(work: Path) -> dict[str, bytes | None]:
+    """Change the work tree as a build attempt would; return what each path then holds."""
+    (work / "a.txt").write_text("modified\n")
+    (work / "b.txt").write_text("modified and staged\n")
+    git(work, "add", "b.txt")
+    (work / "c.txt").unlink()
+    git(work, "mv", "d.txt", "moved.txt")
+    (work / "fresh").mkdir()
+    (work / "fresh" / "new.txt").write_text("new, untracked\n")
+    (work / "staged-new.txt").write_text("new, staged\n")
+    git(work, "add", "staged-new.txt")
+    (work / "blob.bin").write_bytes(bytes(range(256)) * 4)
+    paths = ["a.txt", "b.txt", "c.txt", "d.txt", "moved.txt", "fresh/new.txt", "staged-new.txt", "blob.bin"]
+    return {path: (work / path).read_bytes() if (work / path).exists() else None for path in paths}
+
+
+def test_revert_restores_tracked_files_and_removes_new_ones(work):
+    (work / "user.txt").write_text("the user's, not the attempt's\n")
+    attempt = make_an_attempt(work)
+    repo_ = Repo(work)
+    assert repo_.changed_paths() == set(attempt) | {"user.txt"}
+
+    repo_.revert(set(attempt))
+
+    for name, text in {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n", "d.txt": "d\n"}.items():
+        assert (work / name).read_text() == text
+    for name in ("moved.txt", "fresh/new.txt", "staged-new.txt", "blob.bin"):
+        assert not (work / name).exists()
+    assert status(work) == "?? user.txt\n"
+
+
+def test_save_patch_keeps_what_git_apply_restores(work, tmp_path):
+    attempt = make_an_attempt(work)
+    repo_ = Repo(work)
+    patch = tmp_path / "attempt.patch"
+
+    repo_.save_patch(set(attempt), patch)
+    repo_.revert(set(attempt))
+    assert repo_.changed_paths() == set()
+    git(work, "apply", str(patch))
+
+    for path, data in attempt.items():
+        if data is None:
+            assert not (work / path).exists(), path
+        else:
+            assert (work / path).read_bytes() == data, path
+
+
+def test_save_patch_of_nothing_writes_nothing(work, tmp_path):
+    Repo(work).save_patch(set(), tmp_path / "none.patch")
+    assert not (tmp_path / "none.patch").exists()
+
+
+# --- reading history -------------------------------------------------------------------------
+
+
+def test_file_at_head(bare_repo):
+    repo_ = Repo(bare_repo)
+    assert repo_.file_at_head("plan.jsonl") is None  # no commit yet
+    commit_all(bare_repo, {"plan.jsonl": "committed\n"})
+    (bare_repo / "plan.jsonl").write_text("changed since\n")
+    assert repo_.file_at_head("plan.jsonl") == b"committed\n"
+    assert repo_.file_at_head("missing.txt") is None
+
+
+def test_file_versions_lists_every_committed_version_newest_first(repo):
+    made = []
+    for text in ("one\n", "two\n"):
+        made.append((commit_all(repo, {"notes.txt": text}), text.encode()))
+    commit_all(repo, {"a.txt": "a commit that leaves notes.txt alone\n"})
+    git(repo, "rm", "-q", "notes.txt")
+    git(repo, "commit", "-qm", "delete notes.txt")
+    made.append((commit_all(repo, {"notes.txt": "three\x00binary\n"}), b"three\x00binary\n"))
+    (repo / "notes.txt").write_text("uncommitted\n")
+
+    assert Repo(repo).file_versions("notes.txt") == made[::-1]
+    assert Repo(repo).file_versions("notes.txt", rev=made[1][0]) == made[1::-1]
+
+
+def test_the_git_environment_of_a_hook_does_not_redirect_repo(work, tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git(elsewhere, "init", "-q")
+    monkeypatch.setenv("GIT_DIR", str(elsewhere / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(elsewhere))
+    (work / "a.txt").write_text("changed\n")
+    assert Repo(work).changed_paths() == {"a.txt"}
+
+
+def test_commit_paths_takes_the_agents_git_rm_and_git_mv(work):
+    git(work, "rm", "-q", "c.txt")
+    git(work, "mv", "d.txt", "moved.txt")
+    (work / "a.txt").unlink()  # deleted without git: still in the index
+    repo_ = Repo(work)
+    commit, files = repo_.commit_paths(repo_.changed_paths(), "ralph: build with git rm and git mv")
+    assert commit == head(work)
+    assert files == ["a.txt", "c.txt", "d.txt", "moved.txt"]
+    assert git(work, "show", "--name-status", "--no-renames", "--format=", "HEAD").split() == [
+        "D",
+        "a.txt",
+        "D",
+        "c.txt",
+        "D",
+        "d.txt",
+        "A",
+        "moved.txt",
+    ]
+    assert status(work) == ""

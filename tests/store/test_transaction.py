@@ -1,0 +1,213 @@
+"""The transaction every plan change goes through: load under the lock, check, write, commit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralph.errors import GitError, PlanInvalid
+from ralph.store import validcache
+from ralph.store.transaction import EARLIER_CHANGES_MESSAGE, restore_plan, transaction
+from tests.conftest import git
+from tests.store.test_files_and_lock import HOLDER
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def committed_plan(root: Path, commit: str = "HEAD") -> bytes:
+    return subprocess.run(
+        ["git", "show", f"{commit}:plan.jsonl"], cwd=root, check=True, capture_output=True
+    ).stdout
+
+
+def line(record: dict) -> bytes:
+    return json.dumps(record).encode() + b"\n"
+
+
+def task(task_id: str, **fields) -> bytes:
+    return line({"t": "task", "id": task_id, "name": f"Task {task_id}", **fields})
+
+
+@pytest.fixture
+def planned(repo: Path) -> Path:
+    """A repository whose committed plan holds two tasks, one of them hand-formatted."""
+    (repo / "plan.jsonl").write_bytes(task("t-aaaaaa") + b'{"t":"task",  "id":"t-bbbbbb", "name":"B"}\n')
+    git(repo, "commit", "-qam", "two tasks")
+    return repo
+
+
+def test_a_change_commits_plan_jsonl_alone_with_the_message(planned):
+    (planned / "README").write_text("the user's unstaged edit\n")
+    (planned / "staged.txt").write_text("the user's staged file\n")
+    git(planned, "add", "staged.txt")
+    status_before = git(planned, "status", "--porcelain")
+    before = head(planned)
+
+    with transaction(planned) as change:
+        change.plan.add_tasks([{"id": "t-cccccc", "name": "C"}])
+        change.message = "ralph: task add t-cccccc\n\ndetails"
+
+    data = (planned / "plan.jsonl").read_bytes()
+    assert data == committed_plan(planned)
+    assert data.endswith(b'"id": "t-cccccc", "name": "C", "s": "p"}\n')
+    assert change.commit == head(planned)
+    assert git(planned, "rev-parse", "HEAD^").strip() == before
+    assert git(planned, "show", "--name-only", "--format=", "HEAD").split() == ["plan.jsonl"]
+    assert git(planned, "log", "-1", "--format=%B").strip() == "ralph: task add t-cccccc\n\ndetails"
+    assert git(planned, "status", "--porcelain") == status_before  # plan.jsonl clean, the rest as it was
+    assert validcache.known_valid(planned, data)
+
+
+def test_an_exception_inside_leaves_the_file_and_history_as_they_were(planned):
+    before, commit = (planned / "plan.jsonl").read_bytes(), head(planned)
+    with pytest.raises(RuntimeError, match="changed my mind"), transaction(planned) as change:
+        change.plan.add_tasks([{"name": "Never written"}])
+        change.plan.done("t-aaaaaa")
+        raise RuntimeError("changed my mind")
+    assert (planned / "plan.jsonl").read_bytes() == before
+    assert head(planned) == commit
+    assert git(planned, "status", "--porcelain") == ""
+
+
+def test_no_change_writes_and_commits_nothing(planned):
+    commit = head(planned)
+    with transaction(planned) as change:
+        change.plan.tasks()
+    assert change.commit is None
+    assert head(planned) == commit
+
+
+def test_commit_false_writes_without_committing(planned):
+    commit = head(planned)
+    with transaction(planned, commit=False) as change:
+        change.plan.done("t-aaaaaa")
+    assert change.commit is None
+    assert head(planned) == commit
+    assert b'"s": "d"' in (planned / "plan.jsonl").read_bytes()
+    assert git(planned, "status", "--porcelain") == " M plan.jsonl\n"
+
+
+@pytest.mark.parametrize("how", ["environment", "config"])
+def test_ralph_commit_0_or_the_config_record_skips_the_commit(planned, monkeypatch, how):
+    if how == "environment":
+        monkeypatch.setenv("RALPH_COMMIT", "0")
+    else:
+        data = (planned / "plan.jsonl").read_bytes()
+        (planned / "plan.jsonl").write_bytes(line({"t": "config", "commit": False}) + data)
+        git(planned, "commit", "-qam", "no commits, please")
+    commit = head(planned)
+    with transaction(planned) as change:
+        change.plan.done("t-aaaaaa")
+    assert change.commit is None and head(planned) == commit
+    assert b'"s": "d"' in (planned / "plan.jsonl").read_bytes()
+
+
+def test_an_earlier_hand_edit_is_committed_first_on_its_own(planned):
+    start = head(planned)
+    hand_edited = (planned / "plan.jsonl").read_bytes() + task("t-dddddd")
+    (planned / "plan.jsonl").write_bytes(hand_edited)
+
+    with transaction(planned) as change:
+        change.plan.done("t-dddddd")
+        change.message = "ralph: task done t-dddddd"
+
+    assert git(planned, "log", "--format=%s", f"{start}..HEAD").splitlines() == [
+        "ralph: task done t-dddddd",
+        EARLIER_CHANGES_MESSAGE,
+    ]
+    assert committed_plan(planned, "HEAD^") == hand_edited
+    assert committed_plan(planned) == (planned / "plan.jsonl").read_bytes()
+    assert git(planned, "status", "--porcelain") == ""
+
+
+def test_fold_earlier_commits_the_hand_edit_with_the_change(planned):
+    start = head(planned)
+    (planned / "plan.jsonl").write_bytes((planned / "plan.jsonl").read_bytes() + task("t-dddddd"))
+
+    with transaction(planned, fold_earlier=True) as change:
+        change.plan.done("t-dddddd")
+        change.message = "ralph: everything at once"
+
+    assert git(planned, "log", "--format=%s", f"{start}..HEAD").splitlines() == ["ralph: everything at once"]
+    assert committed_plan(planned) == (planned / "plan.jsonl").read_bytes()
+
+
+def test_a_change_the_loader_would_refuse_raises_and_writes_nothing(planned):
+    before, commit = (planned / "plan.jsonl").read_bytes(), head(planned)
+    with pytest.raises(PlanInvalid, match="duplicate id t-aaaaaa"), transaction(planned) as change:
+        second = change.plan.task_lines()[1]
+        second.record["id"] = "t-aaaaaa"  # edited in place: no transition would allow this
+        change.plan.doc.rewrite(second)
+    assert (planned / "plan.jsonl").read_bytes() == before
+    assert head(planned) == commit
+    assert [p.name for p in planned.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_record_made_invalid_in_place_raises_and_writes_nothing(planned):
+    before = (planned / "plan.jsonl").read_bytes()
+    with pytest.raises(PlanInvalid, match="plan.jsonl:2"), transaction(planned) as change:
+        second = change.plan.task_lines()[1]
+        second.record["s"] = "finished"
+        change.plan.doc.rewrite(second)
+    assert (planned / "plan.jsonl").read_bytes() == before
+
+
+def test_stale_temp_files_are_removed_under_the_lock(planned):
+    stale = planned / ".plan.jsonl.99999.tmp"
+    stale.write_bytes(b"left by a killed process")
+    with transaction(planned) as change:
+        change.plan.done("t-aaaaaa")
+    assert not stale.exists()
+
+
+def test_a_failed_commit_leaves_the_change_written_for_the_next_command_to_commit(planned):
+    ref_lock = planned / ".git" / "refs" / "heads" / "main.lock"
+    ref_lock.write_text("")  # another git process is updating the branch
+    commit = head(planned)
+    not_committed = "plan.jsonl is changed but not committed"
+    with pytest.raises(GitError, match=not_committed), transaction(planned) as change:
+        change.plan.done("t-aaaaaa")
+    assert head(planned) == commit
+    written = (planned / "plan.jsonl").read_bytes()
+    assert b'"s": "d"' in written
+
+    ref_lock.unlink()
+    with transaction(planned) as change:
+        change.plan.done("t-bbbbbb")
+        change.message = "ralph: task done t-bbbbbb"
+    assert git(planned, "log", "--format=%s", f"{commit}..HEAD").splitlines() == [
+        "ralph: task done t-bbbbbb",
+        EARLIER_CHANGES_MESSAGE,
+    ]
+    assert committed_plan(planned, "HEAD^") == written
+
+
+def test_restore_plan_puts_the_bytes_back(planned):
+    good = (planned / "plan.jsonl").read_bytes()
+    (planned / "plan.jsonl").write_bytes(b"{broken by an agent\n")
+    restore_plan(planned, good)
+    assert (planned / "plan.jsonl").read_bytes() == good
+    assert git(planned, "status", "--porcelain") == ""
+
+
+def test_restore_plan_waits_for_the_lock(planned, monkeypatch):
+    from ralph.errors import Busy
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(planned)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        monkeypatch.setenv("RALPH_LOCK_TIMEOUT", "0.2")
+        with pytest.raises(Busy):
+            restore_plan(planned, b"")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert (planned / "plan.jsonl").read_bytes() != b""
