@@ -39,8 +39,10 @@ def plan_of(*lines: bytes) -> Plan:
 
 
 def replaced(old: bytes, record: dict, *appended: dict) -> bytes:
-    """LINES with one line replaced by the record's serialization, and records appended."""
-    lines = [serialize(record) if line == old else line for line in LINES]
+    """LINES with one line replaced by the record's serialization (keeping that line's ending: a
+    CRLF line stays CRLF), and records appended."""
+    new = serialize(record)[:-1] + (b"\r\n" if old.endswith(b"\r\n") else b"\n")
+    lines = [new if line == old else line for line in LINES]
     return b"".join(lines) + b"".join(serialize(extra) for extra in appended)
 
 
