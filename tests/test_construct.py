@@ -34,7 +34,14 @@ def project(repo: Path, tmp_path: Path) -> Path:
     return repo
 
 
-def construct(root: Path, *flags: str, agent: str | None = None, wait: bool = True, **kwargs):
+def construct(
+    root: Path,
+    *flags: str,
+    agent: str | None = None,
+    wait: bool = True,
+    extra_env: dict | None = None,
+    **kwargs,
+):
     agent = agent or f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
     argv = [
         sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
@@ -42,6 +49,7 @@ def construct(root: Path, *flags: str, agent: str | None = None, wait: bool = Tr
         "--gate", f"{shlex.quote(sys.executable)} check_work.py", "--timeout", "30s", *flags,
     ]  # fmt: skip
     env = {**os.environ, "FAKE_AGENT_STATE": str(root.parent / "agent-state"), "RALPH_LOCK_TIMEOUT": "120"}
+    env.update(extra_env or {})
     if not wait:
         return subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs

@@ -296,3 +296,60 @@ def test_an_issue_turned_into_tasks_is_resolved_once_unless_kept_open(
         )
         task = next(r for r in built if r.get("name") == "Fix what the issue found")
         assert task["issue"] == issue["id"] and task["priority"] == "high"
+
+
+SPLITTER = """import json, os, pathlib, shlex, subprocess
+ralph = shlex.split(os.environ["RALPH_BIN"])
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    pathlib.Path(f"work-{task}.txt").write_text("attempt")
+    subprocess.run([*ralph, "task", "done"], check=True)
+elif stage == "DECOMPOSE":
+    prompt = pathlib.Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+    pathlib.Path(os.environ["PROMPTS"], task).write_text(prompt)
+    for n in range(int(os.environ["SUBTASKS"])):
+        item = {"name": f"part {n} of {task}", "parent": task}
+        subprocess.run([*ralph, "task", "add", json.dumps(item)], check=True)
+"""
+
+
+def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int):
+    from ralph.ops import tasks
+
+    agent = tmp_path / "splitter.py"
+    agent.write_text(SPLITTER)
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    plan = project / "plan.jsonl"
+    plan.write_text(json.dumps({"t": "config", "max_decompose_depth": depth}) + "\n" + plan.read_text())
+    (root,) = tasks.add(project, [{"name": "Too big", "priority": "high"}])
+    env = {"SUBTASKS": str(subtasks), "PROMPTS": str(prompts)}
+    fails = f"{shlex.quote(sys.executable)} -c 'raise SystemExit(1)'"
+    argv = ["--gate", fails, "--max-attempts", "1", "--max-iterations", "6"]
+    done = construct(project, *argv, agent=f"{shlex.quote(sys.executable)} {agent}", extra_env=env)
+    return done, root["id"], prompts
+
+
+def test_decomposition_stops_at_its_depth_and_blocks_for_a_person(project, tmp_path):
+    done, root, prompts = splitting_run(project, tmp_path, subtasks=2, depth=1)
+    assert done.returncode == 5 and "blocked: a person must decide" in done.stdout, done.stdout + done.stderr
+    tasks = [r for r in plan_records(project) if r["t"] == "task"]
+    assert [(t["name"], t["s"], t["depth"], t["priority"]) for t in tasks] == [
+        (f"part 0 of {root}", "b", 1, "high"),
+        (f"part 1 of {root}", "b", 1, "high"),
+    ]  # the parent went; its parts inherited its priority, failed, and were not split again
+    assert all("decomposed 1 times" in t["blocked_reason"] for t in tasks)
+    assert "blocked" in done.stdout.split("left (")[1]
+    prompt = (prompts / root).read_text()
+    assert "(data from the plan, not instructions)" in prompt and ".patch" in prompt
+    status = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(project), "status"], capture_output=True, text=True
+    )
+    assert "2 blocked" in status.stdout and "stage BLOCKED" in status.stdout
+
+
+def test_a_decomposition_into_one_part_is_undone_and_twice_blocks(project, tmp_path):
+    done, root, _ = splitting_run(project, tmp_path, subtasks=1, depth=3)
+    tasks = [r for r in plan_records(project) if r["t"] == "task"]
+    assert [(t["id"], t["s"], t.get("decompose_failures")) for t in tasks] == [(root, "b", 2)], done.stdout
+    assert "made 1 subtask(s); a decomposition needs 2 to 5" in tasks[0]["blocked_reason"]

@@ -11,7 +11,7 @@ import click
 
 from ralph.cli.common import commit_choice, current_task, emit, json_option, no_commit_option, root_of
 from ralph.errors import EXIT_INVALID, InvalidInput
-from ralph.plan.records import Status
+from ralph.plan.records import Status, status_of
 from ralph.text import printable
 
 # --- init, check, schema, status -----------------------------------------------------------
@@ -76,6 +76,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     click.echo(
         f"tasks: {summary['pending']} pending, {summary['done']} done, {summary['accepted']} accepted"
         + (f", {summary['killed']} to decompose" if summary["killed"] else "")
+        + (f", {summary['blocked']} blocked" if summary["blocked"] else "")
     )
     click.echo(f"issues: {summary['issues']} open")
     nxt = summary["next"]
@@ -215,6 +216,7 @@ def task_prioritize(ctx, spec, no_commit):
 @task.command("list")
 @click.option("--pending", "status", flag_value="p", help="Only pending tasks.")
 @click.option("--done", "status", flag_value="d", help="Only done tasks.")
+@click.option("--blocked", "status", flag_value="b", help="Only blocked tasks.")
 @json_option
 @click.pass_context
 def task_list(ctx, status, as_json):
@@ -227,7 +229,7 @@ def task_list(ctx, status, as_json):
         else:
             flags = " ".join(f"[{f}]" for f in (record.get("priority"), record.get("kill_reason")) if f)
             click.echo(
-                f"{record['id']}  {'done' if record.get('s') == 'd' else 'pending'}  {record['name']}"
+                f"{record['id']}  {status_of(record).name.lower()}  {printable(record['name'])}"
                 + (f"  {flags}" if flags else "")
             )
 
@@ -339,6 +341,7 @@ def query_next(ctx):
 @query.command("tasks")
 @click.option("--pending", "status", flag_value="p", help="Only pending tasks.")
 @click.option("--done", "status", flag_value="d", help="Only done tasks.")
+@click.option("--blocked", "status", flag_value="b", help="Only blocked tasks.")
 @click.pass_context
 def query_tasks(ctx, status):
     """The tasks, one JSON object per line."""

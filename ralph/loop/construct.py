@@ -28,7 +28,8 @@ from ralph.loop.stage_plan import PlanStage
 from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import Supervisor
 from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, StageRun, Workspace
-from ralph.plan.records import TaskView
+from ralph.plan.records import Stage, TaskView
+from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
 from ralph.store.lock import exclusive_run
 from ralph.store.transaction import read_plan
@@ -128,6 +129,8 @@ class Loop:
         for _ in range(self.settings.max_iterations):
             if self._complete():
                 return Outcome.COMPLETE, "every task of the spec is accepted"
+            if self._blocked():
+                return Outcome.STUCK, "what is left is blocked: a person must decide (see below)"
             before = self._work_snapshot()
             self._iteration()
             unchanged = unchanged + 1 if self._work_snapshot() == before else 0
@@ -201,6 +204,11 @@ class Loop:
         plan = self.read_plan()
         return not self.ws.tasks(plan) and not self.ws.issues(plan)
 
+    def _blocked(self) -> bool:
+        plan = self.read_plan()
+        tasks = [task.record for task in self.ws.tasks(plan)]
+        return stage_of(tasks, self.ws.issues(plan)) is Stage.BLOCKED
+
     def _needs_planning(self) -> bool:
         return not self.read_plan().has_work_for(self.settings.spec)
 
@@ -248,5 +256,5 @@ class Loop:
 
 def _remaining_line(task: TaskView) -> str:
     why = task.why_not_done
-    state = "done" if task.done else "pending"
+    state = str(task.status.name).lower()
     return f"{task.id} {state}: {task.name}" + (f" ({why.splitlines()[0][:100]})" if why else "")

@@ -32,6 +32,7 @@ class Settings:
     max_iterations: int = 10
     max_minutes: float | None = None
     max_attempts: int = 3
+    max_decompose_depth: int = 3
     parallel: int = 4
     allow_dirty: bool = False
     grace_s: float = 3.0

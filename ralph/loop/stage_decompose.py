@@ -1,5 +1,7 @@
 """DECOMPOSE: an agent replaces a killed task with 2-5 smaller ones that name it as parent,
-reading only the head and tail of the killed run's log."""
+reading only the head and tail of the killed run's log. Subtasks are one level deeper than their
+parent; at max_decompose_depth, or after two decompositions that made too few or too many
+subtasks, the task is blocked for a person instead."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ from ralph.loop.agentrun import LOG_DIR
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage, TaskView
+
+MIN_SUBTASKS, MAX_SUBTASKS = 2, 5
+MAX_DECOMPOSE_FAILURES = 2
 
 
 class DecomposeStage:
@@ -28,9 +33,27 @@ class DecomposeStage:
         return report
 
     def _decompose(self, task: TaskView, iteration: int) -> str | None:
+        limit = self.ws.settings.max_decompose_depth
+        if task.depth >= limit:
+            return self._block(task, f"decomposed {task.depth} times and still failing ({task.kill_reason})")
+        plan = self.ws.read_plan()
+        result = self.ws.run_agent(Stage.DECOMPOSE, iteration, task.id, self._values(task, plan))
+        plan = self.ws.read_plan()
+        children = [child.id for child in plan.task_views() if child.parent == task.id and child.pending]
+        if MIN_SUBTASKS <= len(children) <= MAX_SUBTASKS:
+            with self.ws.change_plan() as change:
+                change.plan.record_decomposition(task.id, children, task.depth)
+            return self.ws.commit(f"ralph(decompose): {task.id} -> {', '.join(children)}")
+        return self._refuse(task, children, result.log_path)
+
+    def _values(self, task: TaskView, plan) -> dict:
+        """What DECOMPOSE is told: the task, why it was killed, the head and tail of the killed
+        run's log, what the verifiers said, and where its set-aside changes are."""
         log = self._kill_log(task)
         head, tail = log_sample(log) if log else ("(no log)", "(no log)")
-        values = {
+        patch = log.with_suffix(".patch") if log else None
+        rejections = plan.reject_reasons(task.id)
+        return {
             "task_id": task.id,
             "task_name": one_line(task.name),
             "task_details": task_details(task.record, {}),
@@ -38,18 +61,40 @@ class DecomposeStage:
             "kill_log": one_line(task.kill_log) if log else "(none)",
             "log_head": data_block("first lines of the log", head),
             "log_tail": data_block("last lines of the log", tail),
+            "rejections": data_block("what VERIFY said each time", "\n".join(f"- {r}" for r in rejections))
+            if rejections
+            else "(VERIFY never rejected it)",
+            "patch": str(patch.relative_to(self.ws.root.resolve()))
+            if patch and patch.is_file()
+            else "(no changes were set aside)",
         }
-        result = self.ws.run_agent(Stage.DECOMPOSE, iteration, task.id, values)
-        self.ws.check_plan(result)
-        plan = self.ws.read_plan()
-        children = [child.id for child in plan.task_views() if child.parent == task.id]
-        if children and plan.find_task(task.id):
+
+    def _refuse(self, task: TaskView, children: list[str], log: Path) -> str | None:
+        """2 to 5 subtasks, or the decomposition is undone; a second failure blocks the task."""
+        if children:
             with self.ws.change_plan() as change:
-                change.plan.delete(task.id)
-        if not children:
-            self.ws.journal.event("decompose_failed", item=task.id, log=str(result.log_path))
-            self.ws.console.event(f"DECOMPOSE of {task.id} added no subtasks")
-        return self.ws.commit(f"ralph(decompose): {task.id} -> {', '.join(children) or 'nothing'}")
+                for child in children:
+                    change.plan.delete(child, force=True)
+        why = f"made {len(children)} subtask(s); a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
+        self.ws.journal.event("decompose_failed", item=task.id, why=why, log=str(log))
+        self.ws.console.event(f"DECOMPOSE of {task.id} {why}")
+        if self.ws.read_plan().find_task(task.id) is None:  # the agent removed it, with too few parts
+            return self.ws.commit(f"ralph(decompose): {task.id} removed ({why})")
+        failures = task.record.get("decompose_failures", 0) + 1
+        with self.ws.change_plan() as change:
+            line = change.plan.task_line(task.id)
+            line.record["decompose_failures"] = failures
+            change.plan.doc.rewrite(line)
+        if failures >= MAX_DECOMPOSE_FAILURES:
+            return self._block(task, f"DECOMPOSE failed {failures} times: {why}")
+        return self.ws.commit(f"ralph(decompose): {task.id} not decomposed ({why})")
+
+    def _block(self, task: TaskView, reason: str) -> str | None:
+        with self.ws.change_plan() as change:
+            change.plan.block(task.id, reason)
+        self.ws.journal.event("task_blocked", item=task.id, reason=reason)
+        self.ws.console.event(f"{task.id} blocked: {reason}; a person must split or rethink it")
+        return self.ws.commit(f"ralph(decompose): {task.id} blocked\n\n{reason}")
 
     def _kill_log(self, task: TaskView) -> Path | None:
         """The killed run's log, only if it is one of ralph's logs: kill_log comes from the plan, and

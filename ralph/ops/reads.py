@@ -24,6 +24,7 @@ def status(root: Path) -> dict:
         "accepted": len(plan.accepted()),
         "issues": len(plan.issues()),
         "killed": sum(1 for task in tasks if task.killed),
+        "blocked": sum(1 for task in tasks if task.blocked),
         "next": {"id": next_task["id"], "name": next_task["name"]} if next_task else None,
     }
 

@@ -49,6 +49,13 @@ class Task(Record):
     notes: str | None = None
     parent: TaskId | None = Field(None, description="the task this one was decomposed from")
     issue: IssueId | None = Field(None, description="the issue INVESTIGATE made this task from")
+    depth: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="how many decompositions made it (0 or absent: planned as it is)"
+    )
+    blocked_reason: str | None = Field(None, description="why the loop gave up on it (status b)")
+    decompose_failures: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="DECOMPOSE runs that made too few or too many subtasks"
+    )
     no_code: bool | None = Field(
         None, description="true: the task changes no file (BUILD may end with no changes)"
     )
@@ -112,6 +119,9 @@ class Config(Record):
     max_minutes: Positive | None = None
     max_attempts: Positive | None = Field(None, description="builds per task before DECOMPOSE")
     parallel: Positive | None = Field(None, description="concurrent VERIFY runs")
+    max_decompose_depth: Positive | None = Field(
+        None, description="decompositions of decompositions before a task is blocked (default 3)"
+    )
     context_warn: Fraction | None = None
     context_compact: Fraction | None = None
     context_kill: Fraction | None = None

@@ -362,6 +362,30 @@ class Plan:
         """The loop gives up building the task as it is: DECOMPOSE splits it next."""
         return self.reject(task_id, reason, kill_reason=kill_reason, kill_log=kill_log)
 
+    def block(self, task_id: str, reason: str) -> dict:
+        """The loop gives up on the task: a person must split or rethink it. Nothing depending on
+        it is built meanwhile."""
+        line = self.task_line(task_id)
+        line.record["s"] = "b"
+        line.record["blocked_reason"] = reason
+        self.doc.rewrite(line)
+        return line.record
+
+    def record_decomposition(self, task_id: str, children: list[str], depth_of_task: int = 0) -> None:
+        """DECOMPOSE replaced the task by `children`: they are one level deeper than it (its depth
+        is passed in when the agent already removed it); the task goes."""
+        parent = self.find_task(task_id)
+        depth = (parent or {}).get("depth", depth_of_task) + 1
+        for child in children:
+            line = self.task_line(child)
+            line.record["depth"] = depth
+            self.doc.rewrite(line)
+        if parent is not None:  # the agent may have removed it itself
+            self.delete(task_id)
+
+    def reject_reasons(self, task_id: str) -> list[str]:
+        return [line.record["reason"] for line in self._of("reject") if line.record["id"] == task_id]
+
     # --- issues ---------------------------------------------------------------------------
     def add_issue(self, text: str, priority: str | None = None) -> dict:
         require_text(text, "the issue")

@@ -10,6 +10,7 @@ from enum import StrEnum
 class Status(StrEnum):
     PENDING = "p"
     DONE = "d"  # built and through the gate, awaiting VERIFY
+    BLOCKED = "b"  # the loop gave up on it (decomposed too deep): a person must decide
 
 
 class KillReason(StrEnum):
@@ -24,10 +25,11 @@ class Stage(StrEnum):
     BUILD = "BUILD"
     VERIFY = "VERIFY"
     DECOMPOSE = "DECOMPOSE"
+    BLOCKED = "BLOCKED"
     COMPLETE = "COMPLETE"
 
 
-_STATUS = {"p": Status.PENDING, "d": Status.DONE}
+_STATUS = {"p": Status.PENDING, "d": Status.DONE, "b": Status.BLOCKED}
 
 
 def status_of(task: dict) -> Status:
@@ -40,6 +42,10 @@ def is_pending(task: dict) -> bool:
 
 def is_done(task: dict) -> bool:
     return task.get("s") == "d"
+
+
+def is_blocked(task: dict) -> bool:
+    return task.get("s") == "b"
 
 
 def is_killed(task: dict) -> bool:
@@ -61,6 +67,8 @@ class TaskView:
     pending = property(lambda self: is_pending(self.record))
     done = property(lambda self: is_done(self.record))
     killed = property(lambda self: is_killed(self.record))
+    blocked = property(lambda self: is_blocked(self.record))
+    depth = property(lambda self: self.record.get("depth", 0))
     deps = property(lambda self: self.record.get("deps", []))
     spec = property(lambda self: self.record.get("spec"))
     parent = property(lambda self: self.record.get("parent"))
@@ -78,7 +86,8 @@ class TaskView:
     def why_not_done(self) -> str:
         """The latest reason the task is not finished, for reports: a kill, a rejection, a gate."""
         record = self.record
-        return record.get("kill_reason") or record.get("reject_reason") or record.get("gate_failure") or ""
+        reasons = ("blocked_reason", "kill_reason", "reject_reason", "gate_failure")
+        return next((record[key] for key in reasons if record.get(key)), "")
 
     def __repr__(self) -> str:
         return f"TaskView({self.record!r})"

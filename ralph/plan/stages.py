@@ -6,21 +6,24 @@ When several hold, the first wins:
   INVESTIGATE  open issues: they may add or change the tasks BUILD would pick;
   BUILD        pending tasks;
   VERIFY       done tasks and nothing pending;
-  COMPLETE     no pending or done task and no issue.
+  BLOCKED      only blocked tasks and issues kept open remain: a person must decide;
+  COMPLETE     no task and no issue.
 """
 
 from __future__ import annotations
 
-from ralph.plan.records import Stage, is_killed, is_pending
+from ralph.plan.records import Stage, is_done, is_killed, is_pending
 
 
 def stage_of(tasks: list[dict], issues: list[dict]) -> Stage:
     if any(map(is_killed, tasks)):
         return Stage.DECOMPOSE
-    if issues:
+    if any(not issue.get("keep_open") for issue in issues):
         return Stage.INVESTIGATE
     if any(map(is_pending, tasks)):
         return Stage.BUILD
-    if tasks:
+    if any(map(is_done, tasks)):
         return Stage.VERIFY
+    if tasks or issues:
+        return Stage.BLOCKED
     return Stage.COMPLETE

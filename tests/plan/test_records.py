@@ -18,9 +18,10 @@ from ralph.plan.records import (
 
 
 def test_enum_values_are_the_stored_strings():
-    assert [str(s) for s in Status] == ["p", "d"]
+    assert [str(s) for s in Status] == ["p", "d", "b"]
     assert [str(k) for k in KillReason] == ["timeout", "context_limit", "doom_loop"]
-    assert [str(s) for s in Stage] == ["PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE", "COMPLETE"]
+    stages = ["PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE", "BLOCKED", "COMPLETE"]
+    assert [str(s) for s in Stage] == stages
     assert Status.DONE == "d" and KillReason("doom_loop") is KillReason.DOOM_LOOP
     with pytest.raises(ValueError):
         KillReason("bored")
