@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.prompts import task_details
+from ralph.loop.signals import deferred_signals
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage, TaskView
 
@@ -24,12 +25,18 @@ class VerifyStage:
         span = self.ws.journal.span("stage", stage="VERIFY", iteration=iteration, items=len(done))
         names = {t["id"]: t["name"] for t in plan.tasks()}
         self.ws.set_state(stage=str(Stage.VERIFY))
+        pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
         try:
-            with ThreadPoolExecutor(max_workers=self.ws.settings.parallel) as pool:
-                results = list(pool.map(lambda task: self._verify_one(task, iteration, names), done))
+            results = list(pool.map(lambda task: self._verify_one(task, iteration, names), done))
         except BaseException:  # Ctrl-C or a stop signal: stop every verifier, not only the waited one
-            self.ws.runner.supervisor.stop_all()
+            with deferred_signals():
+                # Stopped before the threads are joined (`with pool` would wait for every verifier
+                # to finish); the queued ones never start.
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.ws.runner.supervisor.stop_all()
+                pool.shutdown(wait=True)
             raise
+        pool.shutdown(wait=True)
         for result in results:
             self.ws.check_plan(result)
         verdicts = self._verdicts(done)
