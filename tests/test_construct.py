@@ -348,7 +348,7 @@ def unmark(root: Path, *markers: str) -> None:
 
 
 @STOPS
-def test_a_stop_signal_stops_the_agent_and_a_rerun_resumes(project, sig, code):
+def test_interrupt_by_a_signal_stops_the_agent_and_a_rerun_resumes(project, sig, code):
     (task_id,) = add_tasks(project, "Long [hang]")
     running = construct(project, wait=False)
     state = project.parent / "agent-state"
@@ -371,7 +371,7 @@ def test_a_stop_signal_stops_the_agent_and_a_rerun_resumes(project, sig, code):
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
 
 
-def test_the_tests_stop_ralph_even_from_a_parent_that_ignores_interrupts(project):
+def test_interrupt_reaches_ralph_even_from_a_parent_that_ignores_it(project):
     """The parent of `(pytest &)` ignores SIGINT; default_signals must undo that for ralph."""
     (task_id,) = add_tasks(project, "Long [hang]")
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the child, as from that shell
@@ -393,7 +393,7 @@ def ignored_signals(pid: int) -> set[int]:
     return {sig for sig in range(1, 65) if mask >> (sig - 1) & 1}
 
 
-def test_a_hangup_is_ignored_when_ralph_starts_ignoring_it(project):
+def test_no_interrupt_by_a_hangup_when_ralph_starts_ignoring_it(project):
     """`nohup ralph construct ...`: closing the terminal must not stop the run; SIGTERM still does."""
     (task_id,) = add_tasks(project, "Long [hang]")
 
@@ -414,7 +414,7 @@ def test_a_hangup_is_ignored_when_ralph_starts_ignoring_it(project):
     assert_stopped_cleanly(project, signal.SIGTERM)
 
 
-def test_signals_in_a_row_stop_the_run_once_and_clean_up(project):
+def test_interrupt_by_signals_in_a_row_stops_the_run_once_and_cleans_up(project):
     """systemd sends SIGHUP right after SIGTERM, and people press Ctrl-C twice: the second signal
     must not land in the cleanup after the first and leave the agent running."""
     (task_id,) = add_tasks(project, "Long [hang]")
@@ -434,7 +434,7 @@ def test_signals_in_a_row_stop_the_run_once_and_clean_up(project):
 @pytest.mark.parametrize(
     ("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
 )
-def test_a_stop_signal_during_verify_stops_every_verifier_at_once(project, sig, code):
+def test_interrupt_during_verify_stops_every_verifier_at_once(project, sig, code):
     from ralph.ops import tasks
 
     ids = add_tasks(project, *(f"Check {n} [verify-hang]" for n in range(4)))
