@@ -88,13 +88,14 @@ def _no_leftovers(tmp_path: Path):
 
 
 def ours(pid: int) -> bool:
-    """The pid is still a fake agent or its `sleep` (a pid is reused once its process is gone)."""
+    """The pid is still a fake agent, a test's gate or their `sleep` (pids are reused)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
             argv = cmdline.read().split(b"\0")
     except (FileNotFoundError, ProcessLookupError):
         return False
-    return alive(pid) and (argv[:2] == [b"sleep", b"600"] or any(b"fake_agent" in arg for arg in argv))
+    scripts = (b"fake_agent.py", b"slow_gate.py")
+    return alive(pid) and (argv[:2] == [b"sleep", b"600"] or any(arg.endswith(scripts) for arg in argv))
 
 
 def wait_for(condition, what: str, timeout_s: float = 60) -> None:
@@ -384,6 +385,31 @@ def test_interrupt_reaches_ralph_even_from_a_parent_that_ignores_it(project):
     running.send_signal(signal.SIGINT)
     out, err = running.communicate(timeout=60)
     assert running.returncode == 130, out + err
+
+
+def test_interrupt_during_the_gate_stops_it_and_sets_the_build_aside(project, tmp_path):
+    (task_id,) = add_tasks(project, "Gated")
+    state = tmp_path / "agent-state"
+    gate = tmp_path / "slow_gate.py"
+    gate.write_text(
+        "import os, pathlib, subprocess, time\n"
+        f"state = pathlib.Path({str(state)!r})\n"
+        "(state / 'gate-grandchild.pid').write_text(str(subprocess.Popen(['sleep', '600']).pid))\n"
+        "(state / 'gate.pid').write_text(str(os.getpid()))\n"
+        "time.sleep(600)\n"
+    )
+    running = construct(project, "--gate", f"{sys.executable} {gate}", wait=False)
+    wait_for(lambda: (state / "gate.pid").exists(), "the gate never started")
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 143, out + err
+    assert gone(int((state / "gate.pid").read_text())), "the gate outlived ralph"
+    assert gone(int((state / "gate-grandchild.pid").read_text())), "the gate's child outlived ralph"
+    assert_stopped_cleanly(project, signal.SIGTERM)
+    # The build the gate never passed is set aside as a patch; the task is pending again.
+    assert not (project / "work" / f"{task_id}.txt").exists()
+    assert [e for e in events(project) if e["event"] == "changes_set_aside"]
+    assert next(r for r in plan_records(project) if r.get("id") == task_id)["s"] == "p"
 
 
 def ignored_signals(pid: int) -> set[int]:
