@@ -5,6 +5,9 @@ misbehaviour:
   [gate-fails-once]    the first build writes work that fails the gate
   [gate-always-fails]  every build fails the gate (a doom loop)
   [hang]               starts a grandchild, then never finishes (a timeout)
+  [verify-hang]        VERIFY starts a grandchild and sleeps 30 s, then writes
+                       <task>.verify.finished (a test stops it long before)
+  [record-env]         BUILD writes its RALPH_* variables to <task>.agent-env.json
   [reject-once]        the first VERIFY rejects it
   [reject-always]      every VERIFY rejects it
   [crash]              the first build exits 3 without marking the task done
@@ -14,6 +17,7 @@ misbehaviour:
   [context-grow]       reports a context growing past warn and compact; fine after compaction
   [context-explode]    reports a context past the kill threshold
   [context-stuck]      still above 80% right after compaction
+  [context-warm]       several turns above warn but below compact, then a normal build
 Counts per task live in $FAKE_AGENT_STATE (outside the repository).
 """
 
@@ -49,7 +53,9 @@ CONTEXT_SCHEDULES = {  # marker: (input tokens per turn, then after a compaction
     "[context-grow]": ([100_000, 150_000, 175_000], [20_000]),
     "[context-explode]": ([100_000, 195_000], [20_000]),
     "[context-stuck]": ([100_000, 175_000], [170_000]),
+    "[context-warm]": ([145_000, 150_000, 155_000, 160_000], []),
 }
+FINISHES_AFTER_PRESSURE = ("[context-warm]",)  # the others are stopped by ralph mid-run
 
 
 def usage_event(input_tokens: int = TOKENS_PER_RUN, cache_read: int = 0) -> None:
@@ -75,6 +81,9 @@ def build() -> int:
     current = task()
     name, task_id = current["name"], current["id"]
     attempt = bump(f"build-{task_id}")
+    if "[record-env]" in name:
+        ralph_env = sorted(key for key in os.environ if key.startswith("RALPH_"))
+        (STATE / f"{task_id}.agent-env.json").write_text(json.dumps(ralph_env))
     if "[hang]" in name:
         child = subprocess.Popen(["sleep", "600"])
         (STATE / f"{task_id}.grandchild.pid").write_text(str(child.pid))
@@ -86,7 +95,7 @@ def build() -> int:
             for tokens in after if compacted else first:
                 usage_event(input_tokens=tokens // 2, cache_read=tokens - tokens // 2)
                 time.sleep(0.3)
-            if not compacted or marker == "[context-stuck]":
+            if marker not in FINISHES_AFTER_PRESSURE and (not compacted or marker == "[context-stuck]"):
                 time.sleep(60)  # ralph stops it before this ends
     if "[crash]" in name and attempt == 1:
         print("fake agent: crashing", flush=True)
@@ -109,6 +118,12 @@ def verify() -> int:
     verdicts = bump(f"verify-{current['id']}")
     if "[slow-verify]" in name:
         time.sleep(2)
+    if "[verify-hang]" in name:
+        child = subprocess.Popen(["sleep", "600"])
+        (STATE / f"{current['id']}.verify-grandchild.pid").write_text(str(child.pid))
+        (STATE / f"{current['id']}.verify.pid").write_text(str(os.getpid()))
+        time.sleep(30)
+        (STATE / f"{current['id']}.verify.finished").write_text("the verifier was not stopped\n")
     if "[no-verdict]" in name:
         return 0
     if "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1):

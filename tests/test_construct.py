@@ -3,6 +3,7 @@ fake agent (tests/fake_agent.py) that calls the real `ralph` commands."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -34,13 +35,11 @@ def project(repo: Path, tmp_path: Path) -> Path:
     return repo
 
 
+_started: list[subprocess.Popen] = []  # ralph runs started with wait=False, stopped after each test
+
+
 def construct(
-    root: Path,
-    *flags: str,
-    agent: str | None = None,
-    wait: bool = True,
-    extra_env: dict | None = None,
-    **kwargs,
+    root: Path, *flags: str, agent: str | None = None, wait: bool = True, env: dict | None = None, **kwargs
 ):
     agent = agent or f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
     argv = [
@@ -48,13 +47,72 @@ def construct(
         "--agent", "command", "--agent-cmd", agent,
         "--gate", f"{shlex.quote(sys.executable)} check_work.py", "--timeout", "30s", *flags,
     ]  # fmt: skip
-    env = {**os.environ, "FAKE_AGENT_STATE": str(root.parent / "agent-state"), "RALPH_LOCK_TIMEOUT": "120"}
-    env.update(extra_env or {})
+    env = {
+        **os.environ,
+        "FAKE_AGENT_STATE": str(root.parent / "agent-state"),
+        "RALPH_LOCK_TIMEOUT": "120",
+        **(env or {}),
+    }
     if not wait:
-        return subprocess.Popen(
+        kwargs.setdefault("preexec_fn", default_signals)
+        running = subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
         )
+        _started.append(running)
+        return running
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def default_signals() -> None:
+    """In the ralph child, before exec: a parent that ignores SIGINT (a `(cmd &)` shell) or SIGHUP
+    (nohup) passes SIG_IGN down, and ralph would then ignore the signals these tests send."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers(tmp_path: Path):
+    """Whatever a failing test leaves running is stopped: its ralph runs, and every agent and
+    grandchild whose pid the fake agent recorded."""
+    yield
+    while _started:
+        running = _started.pop()
+        if running.poll() is None:
+            running.kill()
+        running.communicate()
+    for pid_file in (tmp_path / "agent-state").glob("*.pid"):
+        pid = int(pid_file.read_text())
+        if ours(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def ours(pid: int) -> bool:
+    """The pid is still a fake agent, a test's gate or their `sleep` (pids are reused)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            argv = cmdline.read().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    scripts = (b"fake_agent.py", b"slow_gate.py")
+    return alive(pid) and (argv[:2] == [b"sleep", b"600"] or any(arg.endswith(scripts) for arg in argv))
+
+
+def wait_for(condition, what: str, timeout_s: float = 60) -> None:
+    """Poll until `condition()` holds; the timeout only guards against a hang."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def gone(pid: int) -> bool:
+    """The process has ended (a zombie counts: it runs nothing), polled for a while since an
+    orphaned grandchild may still be on its way out."""
+    deadline = time.monotonic() + 30
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not alive(pid)
 
 
 def add_tasks(root: Path, *names: str, chain: bool = False) -> list[str]:
@@ -96,7 +154,7 @@ def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 
@@ -109,6 +167,9 @@ def test_plans_builds_and_verifies_dependent_tasks_to_complete(project):
     accepted = [r for r in records if r["t"] == "accept"]
     assert sorted(r["name"] for r in accepted) == ["Compute result", "Parse input", "Print report"]
     assert not [r for r in records if r["t"] in ("task", "issue")]
+    # The final report lists each accepted task under its heading.
+    listed = done.stdout.split("accepted (3):\n", 1)[1].splitlines()[:3]
+    assert sorted(listed) == sorted(f"  {r['id']} {r['name']}" for r in accepted), done.stdout
 
     log = subjects(project)
     builds = [s for s in log if s.startswith("ralph(build): ")]
@@ -224,9 +285,13 @@ def test_a_task_rejected_max_attempts_times_is_decomposed(project):
 
 
 def test_parallel_verify_overlaps_and_the_loop_ends(project):
-    add_tasks(project, *(f"Check {n} [slow-verify]" for n in range(4)))
-    done = construct(project, "--parallel", "4")
+    ids = add_tasks(project, *(f"Check {n} [slow-verify]" for n in range(4)))
+    done = construct(project, "--parallel", "4", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "COMPLETE" and report["exit_code"] == 0
+    expected = sorted(f"{task_id} Check {n} [slow-verify]" for n, task_id in enumerate(ids))
+    assert sorted(report["accepted"]) == expected
     verify = [e for e in events(project) if e["event"].startswith("agent_") and e["stage"] == "VERIFY"]
     begins = [e["ts"] for e in verify if e["event"] == "agent_begin"]
     ends = [e["ts"] for e in verify if e["event"] == "agent_end"]
@@ -259,37 +324,170 @@ def test_time_budget_ends_with_its_exit_code(project):
     assert_clean(project)
 
 
-def test_interrupt_stops_the_agent_and_a_rerun_resumes(project):
+STOPS = pytest.mark.parametrize(
+    ("sig", "code"),
+    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+    ids=["SIGINT", "SIGTERM", "SIGHUP"],
+)
+
+
+def assert_stopped_cleanly(root: Path, sig: int) -> None:
+    """After a stop: plan.jsonl is as HEAD has it, the tree is clean, the journal says why."""
+    assert (root / "plan.jsonl").read_text() == git(root, "show", "HEAD:plan.jsonl")
+    assert_clean(root)
+    interrupted = [e for e in events(root) if e["event"] == "interrupted"]
+    assert len(interrupted) == 1 and interrupted[0]["signal"] == sig
+
+
+def unmark(root: Path, *markers: str) -> None:
+    """A person edits the plan so the rerun does not hang again."""
+    text = (root / "plan.jsonl").read_text()
+    for marker in markers:
+        text = text.replace(f" {marker}", "")
+    (root / "plan.jsonl").write_text(text)
+    git(root, "commit", "-qam", "person: the tasks no longer hang")
+
+
+@STOPS
+def test_interrupt_by_a_signal_stops_the_agent_and_a_rerun_resumes(project, sig, code):
     (task_id,) = add_tasks(project, "Long [hang]")
     running = construct(project, wait=False)
-    pid_file = project.parent / "agent-state" / f"{task_id}.agent.pid"
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert pid_file.exists(), "the agent never started"
+    state = project.parent / "agent-state"
+    wait_for(lambda: (state / f"{task_id}.agent.pid").exists(), "the agent never started")
     (project / "work").mkdir(exist_ok=True)
     (project / "work" / "half-done.txt").write_text("partial work by the agent\n")
-    running.send_signal(signal.SIGINT)
+    running.send_signal(sig)
     out, err = running.communicate(timeout=60)
-    assert running.returncode == 130, out + err
+    assert running.returncode == code, out + err
     assert "INTERRUPTED" in out
-    assert not alive(int(pid_file.read_text()))
-    assert not alive(int((pid_file.parent / f"{task_id}.grandchild.pid").read_text()))
+    assert gone(int((state / f"{task_id}.agent.pid").read_text())), "the agent outlived ralph"
+    assert gone(int((state / f"{task_id}.grandchild.pid").read_text())), "the grandchild outlived ralph"
     assert not (project / "work" / "half-done.txt").exists()  # set aside as a patch
-    interrupted = [e for e in events(project) if e["event"] == "interrupted"]
-    assert interrupted
-    assert_clean(project)
+    assert_stopped_cleanly(project, sig)
 
-    # The rerun must not hang again: rename the task through the real CLI, then resume.
-    records = plan_records(project)
-    line = next(r for r in records if r.get("id") == task_id)
-    assert line["s"] == "p"
-    text = (project / "plan.jsonl").read_text().replace("Long [hang]", "Long")
-    (project / "plan.jsonl").write_text(text)
-    git(project, "commit", "-qam", "person: the task no longer hangs")
+    assert next(r for r in plan_records(project) if r.get("id") == task_id)["s"] == "p"
+    unmark(project, "[hang]")
     again = construct(project)
     assert again.returncode == 0, again.stdout + again.stderr
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+
+
+def test_interrupt_reaches_ralph_even_from_a_parent_that_ignores_it(project):
+    """The parent of `(pytest &)` ignores SIGINT; default_signals must undo that for ralph."""
+    (task_id,) = add_tasks(project, "Long [hang]")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the child, as from that shell
+    try:
+        running = construct(project, wait=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    state = project.parent / "agent-state"
+    wait_for(lambda: (state / f"{task_id}.agent.pid").exists(), "the agent never started")
+    running.send_signal(signal.SIGINT)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 130, out + err
+
+
+def test_interrupt_during_the_gate_stops_it_and_sets_the_build_aside(project, tmp_path):
+    (task_id,) = add_tasks(project, "Gated")
+    state = tmp_path / "agent-state"
+    gate = tmp_path / "slow_gate.py"
+    gate.write_text(
+        "import os, pathlib, subprocess, time\n"
+        f"state = pathlib.Path({str(state)!r})\n"
+        "(state / 'gate-grandchild.pid').write_text(str(subprocess.Popen(['sleep', '600']).pid))\n"
+        "(state / 'gate.pid').write_text(str(os.getpid()))\n"
+        "time.sleep(600)\n"
+    )
+    running = construct(project, "--gate", f"{sys.executable} {gate}", wait=False)
+    wait_for(lambda: (state / "gate.pid").exists(), "the gate never started")
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 143, out + err
+    assert gone(int((state / "gate.pid").read_text())), "the gate outlived ralph"
+    assert gone(int((state / "gate-grandchild.pid").read_text())), "the gate's child outlived ralph"
+    assert_stopped_cleanly(project, signal.SIGTERM)
+    # The build the gate never passed is set aside as a patch; the task is pending again.
+    assert not (project / "work" / f"{task_id}.txt").exists()
+    assert [e for e in events(project) if e["event"] == "changes_set_aside"]
+    assert next(r for r in plan_records(project) if r.get("id") == task_id)["s"] == "p"
+
+
+def ignored_signals(pid: int) -> set[int]:
+    """The signals the process ignores, as the kernel has it (SigIgn in /proc/<pid>/status)."""
+    with open(f"/proc/{pid}/status") as status:
+        mask = int(next(line.split()[1] for line in status if line.startswith("SigIgn:")), 16)
+    return {sig for sig in range(1, 65) if mask >> (sig - 1) & 1}
+
+
+def test_no_interrupt_by_a_hangup_when_ralph_starts_ignoring_it(project):
+    """`nohup ralph construct ...`: closing the terminal must not stop the run; SIGTERM still does."""
+    (task_id,) = add_tasks(project, "Long [hang]")
+
+    def nohup() -> None:
+        default_signals()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    running = construct(project, wait=False, preexec_fn=nohup)
+    state = project.parent / "agent-state"
+    wait_for(lambda: (state / f"{task_id}.agent.pid").exists(), "the agent never started")
+    # Checked while the run is under way, so its handlers are in place: the kernel drops a SIGHUP.
+    ignored = ignored_signals(running.pid)
+    assert signal.SIGHUP in ignored and signal.SIGTERM not in ignored
+    running.send_signal(signal.SIGHUP)
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 143, out + err
+    assert_stopped_cleanly(project, signal.SIGTERM)
+
+
+def test_interrupt_by_signals_in_a_row_stops_the_run_once_and_cleans_up(project):
+    """systemd sends SIGHUP right after SIGTERM, and people press Ctrl-C twice: the second signal
+    must not land in the cleanup after the first and leave the agent running."""
+    (task_id,) = add_tasks(project, "Long [hang]")
+    running = construct(project, wait=False)
+    state = project.parent / "agent-state"
+    wait_for(lambda: (state / f"{task_id}.agent.pid").exists(), "the agent never started")
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        running.send_signal(sig)
+    out, err = running.communicate(timeout=60)
+    # Whichever ralph saw first (Python runs pending handlers lowest number first) is the one reported.
+    assert running.returncode in (129, 130, 143), out + err
+    assert gone(int((state / f"{task_id}.agent.pid").read_text())), "the agent outlived ralph"
+    assert gone(int((state / f"{task_id}.grandchild.pid").read_text())), "the grandchild outlived ralph"
+    assert_stopped_cleanly(project, running.returncode - 128)
+
+
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+)
+def test_interrupt_during_verify_stops_every_verifier_at_once(project, sig, code):
+    from ralph.ops import tasks
+
+    ids = add_tasks(project, *(f"Check {n} [verify-hang]" for n in range(4)))
+    for task_id in ids:
+        tasks.done(project, task_id)  # straight to VERIFY
+    running = construct(project, "--parallel", "3", "--timeout", "120s", wait=False)
+    state = project.parent / "agent-state"
+    wait_for(lambda: len(list(state.glob("*.verify.pid"))) == 3, "three verifiers never ran at once")
+    running.send_signal(sig)
+    out, err = running.communicate(timeout=150)  # a hang guard only: the verifiers sleep 30 s
+    assert running.returncode == code, out + err
+    started = sorted(state.glob("*.verify.pid"))
+    assert len(started) == 3, "the queued verifier was started after the stop"
+    for pid_file in started:
+        grandchild = pid_file.with_name(pid_file.name.replace(".verify.", ".verify-grandchild."))
+        assert gone(int(pid_file.read_text())) and gone(int(grandchild.read_text())), pid_file.name
+    # Stopped, not waited for: no verifier got to the end of its sleep.
+    assert not list(state.glob("*.verify.finished"))
+    ends = [e for e in events(project) if e["event"] == "agent_end" and e["stage"] == "VERIFY"]
+    assert [e.get("stop_reason") for e in ends] == ["interrupted"] * 3
+    assert_stopped_cleanly(project, sig)
+    assert all(r["s"] == "d" for r in plan_records(project) if r["t"] == "task")
+
+    unmark(project, "[verify-hang]")
+    again = construct(project)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sorted(r["id"] for r in plan_records(project) if r["t"] == "accept") == sorted(ids)
 
 
 def test_missing_agent_binary_is_a_clear_failure(project):
@@ -401,6 +599,37 @@ def test_context_pressure_warns_then_compacts_and_the_task_continues(project):
     assert prompt.startswith("=== COMPACTED CONTEXT ===\nTask: " + task_id)
     assert not [e for e in journal if e["event"] == "task_killed"]
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+
+
+def test_context_warning_is_given_once_per_run(project):
+    (task_id,) = add_tasks(project, "Warm [context-warm]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    journal = events(project)
+    warns = [e for e in journal if e["event"] == "context_warn"]
+    assert len(warns) == 1, warns  # four turns above the threshold, one warning
+    assert warns[0]["item"] == task_id and warns[0]["fill"] == pytest.approx(0.725)
+    assert (project / warn_log(journal, task_id, 0)).read_text().count("[RALPH] Context pressure") == 1
+    assert not [e for e in journal if e["event"] in ("context_compact", "task_killed")]
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+
+
+def test_the_gate_gets_no_ralph_variables_but_the_agent_does(project, tmp_path):
+    recorded = tmp_path / "gate-env.json"
+    gate = tmp_path / "record_env.py"
+    gate.write_text(
+        "import json, os, pathlib\n"
+        f"pathlib.Path({str(recorded)!r}).write_text("
+        "json.dumps(sorted(k for k in os.environ if k.startswith('RALPH_'))))\n"
+    )
+    (task_id,) = add_tasks(project, "Observed [record-env]")
+    # As when ralph itself runs inside an agent's shell: stale loop variables in its environment.
+    stale = {"RALPH_TASK_ID": "t-stale0", "RALPH_STAGE": "BUILD"}
+    done = construct(project, "--gate", f"{sys.executable} {gate}", env=stale)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(recorded.read_text()) == []
+    agent_env = json.loads((project.parent / "agent-state" / f"{task_id}.agent-env.json").read_text())
+    assert {"RALPH_TASK_ID", "RALPH_STAGE", "RALPH_COMMIT", "RALPH_SPEC", "RALPH_BIN"} <= set(agent_env)
 
 
 def warn_log(journal: list[dict], task_id: str, index: int) -> str:

@@ -326,7 +326,7 @@ def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int):
     env = {"SUBTASKS": str(subtasks), "PROMPTS": str(prompts)}
     fails = f"{shlex.quote(sys.executable)} -c 'raise SystemExit(1)'"
     argv = ["--gate", fails, "--max-attempts", "1", "--max-iterations", "6"]
-    done = construct(project, *argv, agent=f"{shlex.quote(sys.executable)} {agent}", extra_env=env)
+    done = construct(project, *argv, agent=f"{shlex.quote(sys.executable)} {agent}", env=env)
     return done, root["id"], prompts
 
 
@@ -353,3 +353,60 @@ def test_a_decomposition_into_one_part_is_undone_and_twice_blocks(project, tmp_p
     tasks = [r for r in plan_records(project) if r["t"] == "task"]
     assert [(t["id"], t["s"], t.get("decompose_failures")) for t in tasks] == [(root, "b", 2)], done.stdout
     assert "made 1 subtask(s); a decomposition needs 2 to 5" in tasks[0]["blocked_reason"]
+
+
+ADVERSARY = """import os, pathlib, shlex, subprocess
+ralph = shlex.split(os.environ["RALPH_BIN"])
+stage, mode = os.environ["RALPH_STAGE"], os.environ["ADVERSARY"]
+attempt = pathlib.Path(os.environ["COUNTS"], stage)
+seen = int(attempt.read_text()) + 1 if attempt.exists() else 1
+attempt.write_text(str(seen))
+if stage == "BUILD":
+    pathlib.Path("work.txt").write_text(f"build {seen}")
+    subprocess.run([*ralph, "task", "done"], check=True)
+    if mode == "self-accept" and seen == 1:
+        subprocess.run([*ralph, "task", "accept"], check=True)
+    if mode == "commit" and seen == 1:
+        subprocess.run(["git", "add", "-A"], check=True)
+        subprocess.run(["git", "commit", "-qm", "agent's own commit"], check=True)
+elif stage == "VERIFY":
+    if mode == "edit-in-verify" and seen == 1:
+        pathlib.Path("check_work.py").write_text("print('verifier was here')")
+    subprocess.run([*ralph, "task", "accept"], check=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "stage", "did"),
+    [("self-accept", "BUILD", "gave a verdict in BUILD"),
+     ("commit", "BUILD", "moved HEAD"),
+     ("edit-in-verify", "VERIFY", "changed code in VERIFY: check_work.py")],
+)  # fmt: skip
+def test_a_run_that_breaks_its_stages_rules_is_undone_and_the_run_goes_on(
+    project, tmp_path, mode, stage, did
+):
+    agent = tmp_path / "adversary.py"
+    agent.write_text(ADVERSARY)
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    (task_id,) = add_tasks(project, "Target")
+    head = git(project, "rev-parse", "HEAD").strip()
+    done = construct(
+        project,
+        "--gate", "",
+        agent=f"{shlex.quote(sys.executable)} {agent}",
+        env={"ADVERSARY": mode, "COUNTS": str(counts)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr  # the run went on and finished the task
+    journal = [json.loads(line) for line in (project / "build" / "ralph-logs" / "events.jsonl").open()]
+    violations = [e for e in journal if e["event"] == "permission_violation"]
+    assert [(e["stage"], any(did in d for d in e["did"])) for e in violations] == [(stage, True)]
+    patch = project / violations[0]["log"].replace(".log", ".patch")
+    assert patch.is_file()  # what it did is kept aside, not in history
+    assert "agent's own commit" not in git(project, "log", "--format=%s", f"{head}..HEAD")
+    assert "verifier was here" not in (project / "check_work.py").read_text()
+    assert "verifier was here" not in git(project, "log", "-p", f"{head}..HEAD")
+    if stage == "BUILD":
+        failed = [e for e in journal if e["event"] == "build_failed"]
+        assert [(e["item"], e["verdict"]) for e in failed] == [(task_id, "permission_violation")]
+    assert [r["id"] for r in plan_records(project) if r["t"] == "accept"] == [task_id]

@@ -1,6 +1,6 @@
 """SIGTERM and SIGHUP stop the loop the way Ctrl-C does. CI timeouts, `timeout(1)`, systemd and a
 closed terminal send these; without a handler Python dies at once, leaving agents running and the
-plan written but not committed."""
+plan written but not committed. The exit code is 128 + the signal (130, 143, 129)."""
 
 from __future__ import annotations
 
@@ -28,15 +28,29 @@ def signal_number(exc: KeyboardInterrupt) -> int:
 
 @contextmanager
 def stop_signals_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise Stopped in the main thread."""
+    """While inside, SIGTERM and SIGHUP raise Stopped in the main thread and Ctrl-C raises
+    KeyboardInterrupt, but only the first of them does: a second one (systemd sends SIGHUP right
+    after SIGTERM; a person presses Ctrl-C twice) would land in the cleanup after the first, before
+    it can defer signals, and leave agents running. A signal ralph was started ignoring (nohup, a
+    background job's Ctrl-C) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set from the main thread (e.g. ralph used as a library)
         return
+    stopping = False
 
-    def raise_stopped(signum: int, frame: object) -> None:
-        raise Stopped(signum)
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        if stopping:
+            return  # the run is already being stopped
+        stopping = True
+        raise KeyboardInterrupt if signum == signal.SIGINT else Stopped(signum)
 
-    previous = {sig: signal.signal(sig, raise_stopped) for sig in STOP_SIGNALS}
+    previous = {}
+    for sig in (signal.SIGINT, *STOP_SIGNALS):
+        current = signal.getsignal(sig)
+        if current is signal.SIG_IGN or (sig == signal.SIGINT and current is not signal.default_int_handler):
+            continue  # the parent's choice, or an embedding program's own Ctrl-C handling
+        previous[sig] = signal.signal(sig, stop)
     try:
         yield
     finally:

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.prompts import one_line, task_details
+from ralph.loop.signals import deferred_signals
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage, TaskView
 
@@ -24,14 +25,22 @@ class VerifyStage:
         span = self.ws.journal.span("stage", stage="VERIFY", iteration=iteration, items=len(done))
         names = {t["id"]: t["name"] for t in plan.tasks()}
         self.ws.set_state(stage=str(Stage.VERIFY))
+        before, old = self.ws.snapshot(), self.ws.read_plan()
+        pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
         try:
-            with ThreadPoolExecutor(max_workers=self.ws.settings.parallel) as pool:
-                results = list(pool.map(lambda task: self._verify_one(task, iteration, names), done))
+            results = list(pool.map(lambda task: self._verify_one(task, iteration, names), done))
         except BaseException:  # Ctrl-C or a stop signal: stop every verifier, not only the waited one
-            self.ws.runner.supervisor.stop_all()
+            with deferred_signals():
+                # Stopped before the threads are joined (`with pool` would wait for every verifier
+                # to finish); the queued ones never start.
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.ws.runner.supervisor.stop_all()
+                pool.shutdown(wait=True)
             raise
-        for result in results:
-            self.ws.check_plan(result)
+        pool.shutdown(wait=True)
+        # The verifiers share one plan and one work tree, so their permissions are checked together:
+        # verdicts only on this batch's tasks, no code changed, HEAD where it was.
+        self.ws.enforce(Stage.VERIFY, {task.id for task in done}, before, old, results)
         verdicts = self._verdicts(done)
         report.accepted = [f"{task.id} {task.name}" for task in done if task.id in verdicts["accepted"]]
         summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)

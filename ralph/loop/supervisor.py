@@ -4,6 +4,8 @@ Each child starts in its own session (so its own process group) with the given s
 then EOF; on timeout, on a monitor's request or when ralph is stopped (Ctrl-C, SIGTERM, SIGHUP)
 the whole group gets SIGTERM, then SIGKILL after a grace period, so no grandchild outlives it.
 Output is written to the log as it arrives, line by line, not when the child exits.
+`stop_all` is final: a child a thread starts after it (a VERIFY worker that was just about to) is
+not run at all, and one that slipped in between is stopped at once, with stop_reason "interrupted".
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class Supervisor:
         self.grace_s = grace_s
         self._running: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
+        self._stopped = False  # set by stop_all, never cleared
 
     def running(self) -> int:
         with self._lock:
@@ -77,6 +80,9 @@ class Supervisor:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with open(log_path, "ab", buffering=0) as log:
+            if self._stopped:
+                log.write(b"[ralph] not started: ralph is stopping (interrupted)\n")
+                return RunResult(None, "interrupted", 0.0, log_path, [])
             child = _start(argv, cwd, env, log, stdin_data)
             with self._lock:
                 self._running.add(child)
@@ -92,6 +98,9 @@ class Supervisor:
                 else:
                     _kill_leftovers(child)  # a grandchild still running after its parent exited
                 reader.join(timeout=self.grace_s + 1)
+            except BaseException:  # Ctrl-C or a stop signal in this thread: the child goes too
+                _stop_group(child, self.grace_s)
+                raise
             finally:
                 with self._lock:
                     self._running.discard(child)
@@ -100,8 +109,10 @@ class Supervisor:
         return RunResult(exit_code, stop_reason, time.monotonic() - started, log_path, reader.tail)
 
     def stop_all(self) -> None:
-        """Stop every child still running, each group TERM, then KILL after the grace period."""
+        """Stop every child still running, each group TERM, then KILL after the grace period; from
+        now on nothing more is started."""
         with self._lock:
+            self._stopped = True
             children = list(self._running)
         threads = [threading.Thread(target=_stop_group, args=(child, self.grace_s)) for child in children]
         for thread in threads:  # in parallel: N children cost one grace period, not N
@@ -113,21 +124,19 @@ class Supervisor:
         self, child: subprocess.Popen, reader: _Reader, timeout_s: float | None, started: float
     ) -> str | None:
         """Wait for the child; return why ralph must stop it, or None once it exited by itself."""
-        try:
-            while True:
-                if reader.stop_reason:
-                    return reader.stop_reason
-                try:
-                    child.wait(timeout=0.05)
-                    reader.join(timeout=5)  # let the last lines reach the log and the monitor
-                    return reader.stop_reason
-                except subprocess.TimeoutExpired:
-                    pass
-                if timeout_s is not None and time.monotonic() - started > timeout_s:
-                    return "timeout"
-        except BaseException:  # Ctrl-C or a stop signal while waiting: the child goes too
-            _stop_group(child, self.grace_s)
-            raise
+        while True:
+            if self._stopped:  # added to _running after stop_all took its list, or killed by it
+                return "interrupted"
+            if reader.stop_reason:
+                return reader.stop_reason
+            try:
+                child.wait(timeout=0.05)
+                reader.join(timeout=5)  # let the last lines reach the log and the monitor
+                return "interrupted" if self._stopped else reader.stop_reason
+            except subprocess.TimeoutExpired:
+                pass
+            if timeout_s is not None and time.monotonic() - started > timeout_s:
+                return "timeout"
 
 
 def _start(
