@@ -188,3 +188,16 @@ def test_agents_get_the_repository_as_pwd_and_the_item_in_their_environment(tmp_
     assert env["PWD"] == str(tmp_path) and env["RALPH_ROOT"] == str(tmp_path)
     assert env["RALPH_TASK_ID"] == "t-abc123" and "RALPH_ISSUE_ID" not in env
     assert env["RALPH_STAGE"] == "BUILD" and env["RALPH_ITERATION"] == "3" and env["RALPH_COMMIT"] == "0"
+
+
+def test_a_run_the_agent_called_failed_is_described_by_its_result_subtype(tmp_path):
+    from ralph.agents.events import ResultEvent
+    from ralph.loop.agentrun import AgentResult
+    from ralph.loop.supervisor import RunResult
+
+    tracker = RunTracker()
+    exited = RunResult(0, None, 1.0, tmp_path / "x.log", [])
+    assert AgentResult(exited, tracker, Path("x.log")).describe() == "exit 0"
+    tracker.add(ResultEvent(is_error=True, subtype="turn.failed"))
+    failed = AgentResult(exited, tracker, Path("x.log"))
+    assert not failed.ok and failed.describe() == "the agent reported an error (turn.failed)"
