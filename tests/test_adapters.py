@@ -6,20 +6,36 @@ the binaries against tests/e2e/mock_model.py. The real binaries run in the slow 
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from pathlib import Path
 
 import pytest
 
 from ralph.agents import make_adapter
 from ralph.agents.base import RunTracker
+from ralph.agents.events import (
+    CostEvent,
+    ErrorEvent,
+    Event,
+    ResultEvent,
+    SessionEvent,
+    TextEvent,
+    ToolEvent,
+    UsageEvent,
+)
 from ralph.loop.pressure import Pressure
 from ralph.loop.settings import Settings
 
 STREAMS = Path(__file__).parent / "data" / "streams"
 
 
+def adapter_named(name: str):
+    return make_adapter(name, ["agent"] if name == "command" else None)  # `command` needs a program
+
+
 def replay(name: str, stream: str) -> RunTracker:
-    adapter = make_adapter(name, None)
+    adapter = adapter_named(name)
     tracker = RunTracker()
     for line in (STREAMS / stream).read_text().splitlines():
         for event in adapter.parse_line(line):
@@ -46,7 +62,7 @@ def test_claude_argv_env_and_stream():
 
 def test_claude_http_error_is_an_error_even_though_subtype_says_success():
     tracker = replay("claude", "claude-http-400.jsonl")
-    assert tracker.result["subtype"] == "success" and tracker.reported_error
+    assert tracker.result.subtype == "success" and tracker.reported_error
 
 
 def test_codex_argv_and_stream():
@@ -130,14 +146,76 @@ def test_gemini_real_stream():
         600,
         60,
     )
-    assert tracker.result["subtype"] == "success" and not tracker.reported_error and not tracker.errors
+    assert tracker.result.subtype == "success" and not tracker.reported_error and not tracker.errors
     assert tracker.usage.last_turn_context == 0  # Gemini CLI reports no per-turn usage
 
 
 def test_gemini_real_http_400_is_an_error():
     tracker = replay("gemini", "gemini-real-http-400.jsonl")
-    assert tracker.reported_error and tracker.result["subtype"] == "error"
+    assert tracker.reported_error and tracker.result.subtype == "error"
     assert "mock failure (HTTP 400)" in tracker.errors[0] and tracker.usage.total == 0
+
+
+def token_totals(usage) -> tuple[int, int, int, int]:
+    return (usage.input_tokens, usage.output_tokens, usage.cache_creation_tokens, usage.cache_read_tokens)
+
+
+CHAT = {SessionEvent, TextEvent, ToolEvent}
+FAILED = {SessionEvent, ErrorEvent, ResultEvent}
+
+# Every fixture with the event types its adapter reads from it and the tracker's token totals
+# (input, output, cache creation, cache read), as the tests above assert them.
+FIXTURES = [
+    ("claude", "claude.jsonl", CHAT | {UsageEvent, ResultEvent}, (1240, 95, 300, 1500)),
+    ("command", "claude.jsonl", CHAT | {UsageEvent, ResultEvent}, (1240, 95, 300, 1500)),
+    ("claude", "claude-http-400.jsonl", {SessionEvent, TextEvent, UsageEvent, ResultEvent}, (0, 0, 0, 0)),
+    ("codex", "codex.jsonl", CHAT | {UsageEvent}, (5200 - 4096, 310, 0, 4096)),
+    ("codex", "codex-failed.jsonl", FAILED, (0, 0, 0, 0)),
+    ("opencode", "opencode.jsonl", CHAT | {UsageEvent, CostEvent}, (1900, 70, 50, 100)),
+    ("opencode", "opencode-real.jsonl", CHAT | {UsageEvent, CostEvent}, (6600, 60, 0, 600)),
+    ("opencode", "opencode-real-http-400.jsonl", FAILED, (0, 0, 0, 0)),
+    ("gemini", "gemini.jsonl", CHAT | {ResultEvent}, (1500, 50, 0, 800)),
+    ("gemini", "gemini-real.jsonl", CHAT | {ResultEvent}, (6600, 60, 0, 600)),
+    ("gemini", "gemini-real-http-400.jsonl", FAILED, (0, 0, 0, 0)),
+]
+
+
+@pytest.mark.parametrize(("name", "stream", "kinds", "tokens"), FIXTURES)
+def test_each_adapter_reads_its_stream_as_typed_events(name, stream, kinds, tokens):
+    adapter = adapter_named(name)
+    lines = (STREAMS / stream).read_text().splitlines()
+    events = [event for line in lines for event in adapter.parse_line(line)]
+    assert all(isinstance(event, typing.get_args(Event)) for event in events)
+    assert {type(event) for event in events} == kinds
+    results = [event for event in events if isinstance(event, ResultEvent)]
+    assert all(result.usage is None or isinstance(result.usage, UsageEvent) for result in results)
+    with pytest.raises(dataclasses.FrozenInstanceError):  # the tracker keeps the result: nobody may edit it
+        events[0].session_id = "changed"
+    assert token_totals(replay(name, stream).usage) == tokens
+
+
+def test_the_tracker_sums_the_turns_and_the_results_totals_win():
+    tracker = RunTracker()
+    for event in [
+        SessionEvent("s-1", model="m"),
+        UsageEvent(input_tokens=10, output_tokens=2, cache_read_tokens=5),
+        CostEvent(0.25),
+        TextEvent("hi"),
+        ToolEvent("shell", "ls", exit_code=0),
+        UsageEvent(input_tokens=20, output_tokens=3, cache_creation_tokens=7),
+        CostEvent(0.25),
+    ]:
+        tracker.add(event)
+    usage = tracker.usage
+    assert token_totals(usage) == (30, 5, 7, 5)
+    assert usage.last_turn_context == 27 and usage.cost_usd == 0.5  # the latest turn; costs add up
+    assert tracker.session_id == "s-1" and tracker.result is None and not tracker.reported_error
+    tracker.add(ErrorEvent("HTTP 400"))
+    totals = UsageEvent(input_tokens=100, output_tokens=10, cache_read_tokens=50)
+    tracker.add(ResultEvent(is_error=True, subtype="error", usage=totals, cost_usd=1.0, context_window=1000))
+    assert token_totals(usage) == (100, 10, 0, 50)
+    assert usage.last_turn_context == 27 and usage.cost_usd == 1.0 and usage.context_window == 1000
+    assert tracker.errors == ["HTTP 400"] and tracker.reported_error and tracker.result.subtype == "error"
 
 
 def pressure(after=False, may_compact=True):

@@ -217,3 +217,16 @@ def test_an_agent_named_on_the_command_line_ignores_the_configs_program():
     chosen = Settings.resolve("specs/x.md", config, {"agent": "claude", "agent_cmd": ("/opt/claude",)})
     assert chosen.agent_cmd == ("/opt/claude",)
     assert Settings.resolve("specs/x.md", config, {}).agent_cmd == ("./evil.sh",)
+
+
+def test_a_run_the_agent_called_failed_is_described_by_its_result_subtype(tmp_path):
+    from ralph.agents.events import ResultEvent
+    from ralph.loop.agentrun import AgentResult
+    from ralph.loop.supervisor import RunResult
+
+    tracker = RunTracker()
+    exited = RunResult(0, None, 1.0, tmp_path / "x.log", [])
+    assert AgentResult(exited, tracker, Path("x.log")).describe() == "exit 0"
+    tracker.add(ResultEvent(is_error=True, subtype="turn.failed"))
+    failed = AgentResult(exited, tracker, Path("x.log"))
+    assert not failed.ok and failed.describe() == "the agent reported an error (turn.failed)"

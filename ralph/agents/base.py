@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-
-@dataclass
-class Event:
-    """One thing the agent reported: kind is text, tool, usage, result or error."""
-
-    kind: str
-    data: dict = field(default_factory=dict)
+from ralph.agents.events import CostEvent, ErrorEvent, Event, ResultEvent, SessionEvent, UsageEvent
 
 
 @dataclass
@@ -84,43 +78,40 @@ class RunTracker:
 
     def __init__(self) -> None:
         self.usage = Usage()
-        self.result: dict | None = None
+        self.result: ResultEvent | None = None
         self.session_id: str | None = None
         self.errors: list[str] = []
 
     def add(self, event: Event) -> None:
-        data = event.data
-        if event.kind == "usage":
-            self.usage.input_tokens += data.get("input_tokens", 0)
-            self.usage.output_tokens += data.get("output_tokens", 0)
-            self.usage.cache_creation_tokens += data.get("cache_creation_tokens", 0)
-            self.usage.cache_read_tokens += data.get("cache_read_tokens", 0)
-            self.usage.last_turn_context = (
-                data.get("input_tokens", 0)
-                + data.get("cache_creation_tokens", 0)
-                + data.get("cache_read_tokens", 0)
-            )
-        elif event.kind == "result":
-            self.result = data
-            totals = data.get("usage")
-            if totals:  # the CLI's own totals are authoritative over per-turn sums
-                self.usage.input_tokens = totals.get("input_tokens", self.usage.input_tokens)
-                self.usage.output_tokens = totals.get("output_tokens", self.usage.output_tokens)
-                self.usage.cache_creation_tokens = totals.get(
-                    "cache_creation_tokens", self.usage.cache_creation_tokens
+        usage = self.usage
+        match event:
+            case UsageEvent():
+                usage.input_tokens += event.input_tokens
+                usage.output_tokens += event.output_tokens
+                usage.cache_creation_tokens += event.cache_creation_tokens
+                usage.cache_read_tokens += event.cache_read_tokens
+                usage.last_turn_context = (
+                    event.input_tokens + event.cache_creation_tokens + event.cache_read_tokens
                 )
-                self.usage.cache_read_tokens = totals.get("cache_read_tokens", self.usage.cache_read_tokens)
-            if data.get("cost_usd") is not None:
-                self.usage.cost_usd = data["cost_usd"]
-            if data.get("context_window"):
-                self.usage.context_window = data["context_window"]
-        elif event.kind == "cost":
-            self.usage.cost_usd = (self.usage.cost_usd or 0) + data["cost_usd"]
-        elif event.kind == "session":
-            self.session_id = data.get("session_id")
-        elif event.kind == "error":
-            self.errors.append(str(data.get("message", data)))
+            case ResultEvent():
+                self.result = event
+                totals = event.usage
+                if totals is not None:  # the CLI's own totals are authoritative over per-turn sums
+                    usage.input_tokens = totals.input_tokens
+                    usage.output_tokens = totals.output_tokens
+                    usage.cache_creation_tokens = totals.cache_creation_tokens
+                    usage.cache_read_tokens = totals.cache_read_tokens
+                if event.cost_usd is not None:
+                    usage.cost_usd = event.cost_usd
+                if event.context_window:
+                    usage.context_window = event.context_window
+            case CostEvent():
+                usage.cost_usd = (usage.cost_usd or 0) + event.cost_usd
+            case SessionEvent():
+                self.session_id = event.session_id
+            case ErrorEvent():
+                self.errors.append(str(event.message))  # a CLI's JSON may put a non-string there
 
     @property
     def reported_error(self) -> bool:
-        return bool(self.result and self.result.get("is_error"))
+        return self.result is not None and self.result.is_error

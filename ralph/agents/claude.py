@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
-from ralph.agents.base import CliAdapter, Event, Invocation
+from ralph.agents.base import CliAdapter, Invocation
 from ralph.agents.claude_stream import parse_stream_json
+from ralph.agents.events import Event
 
 
 class ClaudeAdapter(CliAdapter):

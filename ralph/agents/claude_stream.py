@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ralph.agents.base import Event
+from ralph.agents.events import Event, ResultEvent, SessionEvent, TextEvent, ToolEvent, UsageEvent
 
 
 def parse_stream_json(line: str) -> list[Event]:
@@ -24,49 +24,49 @@ def parse_stream_json(line: str) -> list[Event]:
         return []
     kind = event.get("type")
     if kind == "system" and event.get("subtype") == "init":
-        return [Event("session", {"session_id": event.get("session_id"), "model": event.get("model")})]
+        return [SessionEvent(event.get("session_id"), event.get("model"))]
     if kind == "assistant":
         return _assistant(event.get("message") or {})
     if kind == "result":
-        return [Event("result", _result(event))]
+        return [_result(event)]
     return []
 
 
 def _assistant(message: dict) -> list[Event]:
-    events = []
+    events: list[Event] = []
     for block in message.get("content") or []:
         if block.get("type") == "text":
-            events.append(Event("text", {"text": block.get("text", "")}))
+            events.append(TextEvent(block.get("text", "")))
         elif block.get("type") == "tool_use":
-            events.append(Event("tool", {"name": block.get("name"), "input": block.get("input")}))
+            events.append(ToolEvent(block.get("name"), block.get("input")))
     usage = message.get("usage")
     if usage:
-        events.append(Event("usage", _tokens(usage)))
+        events.append(_tokens(usage))
     return events
 
 
-def _tokens(usage: dict) -> dict:
-    return {
-        "input_tokens": usage.get("input_tokens") or 0,
-        "output_tokens": usage.get("output_tokens") or 0,
-        "cache_creation_tokens": usage.get("cache_creation_input_tokens") or 0,
-        "cache_read_tokens": usage.get("cache_read_input_tokens") or 0,
-    }
+def _tokens(usage: dict) -> UsageEvent:
+    return UsageEvent(
+        input_tokens=usage.get("input_tokens") or 0,
+        output_tokens=usage.get("output_tokens") or 0,
+        cache_creation_tokens=usage.get("cache_creation_input_tokens") or 0,
+        cache_read_tokens=usage.get("cache_read_input_tokens") or 0,
+    )
 
 
-def _result(event: dict) -> dict:
+def _result(event: dict) -> ResultEvent:
     windows = [
         info.get("contextWindow")
         for info in (event.get("modelUsage") or {}).values()
         if isinstance(info, dict) and info.get("contextWindow")
     ]
-    return {
-        "is_error": bool(event.get("is_error")),
-        "subtype": event.get("subtype"),
-        "session_id": event.get("session_id"),
-        "num_turns": event.get("num_turns"),
-        "cost_usd": event.get("total_cost_usd"),
-        "usage": _tokens(event["usage"]) if isinstance(event.get("usage"), dict) else None,
-        "context_window": max(windows) if windows else None,
-        "text": event.get("result"),
-    }
+    return ResultEvent(
+        is_error=bool(event.get("is_error")),
+        subtype=event.get("subtype"),
+        session_id=event.get("session_id"),
+        num_turns=event.get("num_turns"),
+        cost_usd=event.get("total_cost_usd"),
+        usage=_tokens(event["usage"]) if isinstance(event.get("usage"), dict) else None,
+        context_window=max(windows) if windows else None,
+        text=event.get("result"),
+    )

@@ -6,7 +6,8 @@ Codex has no final result event, so a run succeeded when it exits 0 without `tur
 
 from __future__ import annotations
 
-from ralph.agents.base import CliAdapter, Event, Invocation, json_object
+from ralph.agents.base import CliAdapter, Invocation, json_object
+from ralph.agents.events import ErrorEvent, Event, ResultEvent, SessionEvent, TextEvent, ToolEvent, UsageEvent
 
 
 class CodexAdapter(CliAdapter):
@@ -26,38 +27,33 @@ class CodexAdapter(CliAdapter):
             return []
         kind = event.get("type")
         if kind == "thread.started":
-            return [Event("session", {"session_id": event.get("thread_id")})]
+            return [SessionEvent(event.get("thread_id"))]
         if kind == "turn.completed":
-            return [Event("usage", _usage(event.get("usage") or {}))]
+            return [_usage(event.get("usage") or {})]
         if kind == "turn.failed":
             message = (event.get("error") or {}).get("message", "turn failed")
-            return [
-                Event("error", {"message": message}),
-                Event("result", {"is_error": True, "subtype": "turn.failed"}),
-            ]
+            return [ErrorEvent(message), ResultEvent(is_error=True, subtype="turn.failed")]
         if kind == "error":
-            return [Event("error", {"message": event.get("message", "")})]
+            return [ErrorEvent(event.get("message", ""))]
         if kind == "item.completed":
             return _item(event.get("item") or {})
         return []
 
 
-def _usage(usage: dict) -> dict:
+def _usage(usage: dict) -> UsageEvent:
     cached = usage.get("cached_input_tokens") or 0
-    return {
-        "input_tokens": max(0, (usage.get("input_tokens") or 0) - cached),
-        "cache_read_tokens": cached,
-        "output_tokens": usage.get("output_tokens") or 0,
-    }
+    return UsageEvent(
+        input_tokens=max(0, (usage.get("input_tokens") or 0) - cached),
+        cache_read_tokens=cached,
+        output_tokens=usage.get("output_tokens") or 0,
+    )
 
 
 def _item(item: dict) -> list[Event]:
     kind = item.get("type")
     if kind == "agent_message":
-        return [Event("text", {"text": item.get("text", "")})]
+        return [TextEvent(item.get("text", ""))]
     if kind == "command_execution":
-        return [
-            Event("tool", {"name": "shell", "input": item.get("command"), "exit_code": item.get("exit_code")})
-        ]
+        return [ToolEvent("shell", item.get("command"), item.get("exit_code"))]
     # An `error` item ("Model metadata ... not found") is harmless with a custom provider: log only.
     return []

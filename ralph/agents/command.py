@@ -7,8 +7,9 @@ token usage, like the real CLI's.
 
 from __future__ import annotations
 
-from ralph.agents.base import Adapter, Event, Invocation
+from ralph.agents.base import Adapter, Invocation
 from ralph.agents.claude_stream import parse_stream_json
+from ralph.agents.events import Event
 from ralph.errors import InvalidInput
 
 

@@ -8,7 +8,8 @@ stream. Checked against Gemini CLI 0.61 (tests/data/streams/gemini-real*.jsonl).
 
 from __future__ import annotations
 
-from ralph.agents.base import CliAdapter, Event, Invocation, json_object
+from ralph.agents.base import CliAdapter, Invocation, json_object
+from ralph.agents.events import ErrorEvent, Event, ResultEvent, SessionEvent, TextEvent, ToolEvent, UsageEvent
 
 
 class GeminiAdapter(CliAdapter):
@@ -28,28 +29,31 @@ class GeminiAdapter(CliAdapter):
             return []
         kind = event.get("type")
         if kind == "init":
-            return [Event("session", {"session_id": event.get("session_id"), "model": event.get("model")})]
+            return [SessionEvent(event.get("session_id"), event.get("model"))]
         if kind == "message" and event.get("role") == "assistant":
-            return [Event("text", {"text": event.get("content", "")})]
+            return [TextEvent(event.get("content", ""))]
         if kind == "tool_use":
-            return [Event("tool", {"name": event.get("tool_name"), "input": event.get("parameters")})]
+            return [ToolEvent(event.get("tool_name"), event.get("parameters"))]
         if kind == "error":
-            return [Event("error", {"message": event.get("message", "")})]
+            return [ErrorEvent(event.get("message", ""))]
         if kind == "result":
             error = event.get("error") or {}
-            errors = [Event("error", {"message": error.get("message") or str(error)})] if error else []
-            return [*errors, Event("result", _result(event))]
+            errors: list[Event] = [ErrorEvent(error.get("message") or str(error))] if error else []
+            return [*errors, _result(event)]
         return []
 
 
-def _result(event: dict) -> dict:
+def _result(event: dict) -> ResultEvent:
     stats = event.get("stats") or {}
     cached = stats.get("cached") or 0
     total_input = stats.get("input_tokens") or 0
-    usage = {
-        "input_tokens": stats.get("input", max(0, total_input - cached)),
-        "output_tokens": stats.get("output_tokens") or 0,
-        "cache_read_tokens": cached,
-    }
+    # No cache-creation count here; its zero replaces no per-turn sum, since Gemini reports none.
+    usage = UsageEvent(
+        input_tokens=stats.get("input", max(0, total_input - cached)),
+        output_tokens=stats.get("output_tokens") or 0,
+        cache_read_tokens=cached,
+    )
     status = event.get("status")
-    return {"is_error": status not in (None, "success"), "subtype": status, "usage": usage if stats else None}
+    return ResultEvent(
+        is_error=status not in (None, "success"), subtype=status, usage=usage if stats else None
+    )

@@ -9,7 +9,17 @@ own side request (the session title) is not in the stream. Checked against openc
 
 from __future__ import annotations
 
-from ralph.agents.base import CliAdapter, Event, Invocation, json_object
+from ralph.agents.base import CliAdapter, Invocation, json_object
+from ralph.agents.events import (
+    CostEvent,
+    ErrorEvent,
+    Event,
+    ResultEvent,
+    SessionEvent,
+    TextEvent,
+    ToolEvent,
+    UsageEvent,
+)
 
 
 class OpencodeAdapter(CliAdapter):
@@ -29,30 +39,25 @@ class OpencodeAdapter(CliAdapter):
         if event is None:
             return []
         kind, part = event.get("type"), event.get("part") or {}
-        events = [Event("session", {"session_id": event["sessionID"]})] if event.get("sessionID") else []
+        events: list[Event] = [SessionEvent(event["sessionID"])] if event.get("sessionID") else []
         if kind == "step_finish":
             tokens = part.get("tokens") or {}
             cache = tokens.get("cache") or {}
-            usage = {
-                "input_tokens": tokens.get("input") or 0,
-                "output_tokens": (tokens.get("output") or 0) + (tokens.get("reasoning") or 0),
-                "cache_read_tokens": cache.get("read") or 0,
-                "cache_creation_tokens": cache.get("write") or 0,
-            }
-            events.append(Event("usage", usage))
-            if part.get("cost") is not None:
-                events.append(Event("cost", {"cost_usd": part["cost"]}))
-        elif kind == "text":
-            events.append(Event("text", {"text": part.get("text", "")}))
-        elif kind == "tool_use":
-            events.append(
-                Event("tool", {"name": part.get("tool"), "input": (part.get("state") or {}).get("input")})
+            usage = UsageEvent(
+                input_tokens=tokens.get("input") or 0,
+                output_tokens=(tokens.get("output") or 0) + (tokens.get("reasoning") or 0),
+                cache_read_tokens=cache.get("read") or 0,
+                cache_creation_tokens=cache.get("write") or 0,
             )
+            events.append(usage)
+            if part.get("cost") is not None:
+                events.append(CostEvent(part["cost"]))
+        elif kind == "text":
+            events.append(TextEvent(part.get("text", "")))
+        elif kind == "tool_use":
+            events.append(ToolEvent(part.get("tool"), (part.get("state") or {}).get("input")))
         elif kind == "error":
             error = event.get("error") or {}
             message = (error.get("data") or {}).get("message") or error.get("name") or "error"
-            events += [
-                Event("error", {"message": message}),
-                Event("result", {"is_error": True, "subtype": "error"}),
-            ]
+            events += [ErrorEvent(message), ResultEvent(is_error=True, subtype="error")]
         return events

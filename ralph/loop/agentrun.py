@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ralph.agents.base import Adapter, RunTracker
+from ralph.agents.events import UsageEvent
 from ralph.errors import RalphError
 from ralph.loop import prompts
 from ralph.loop.console import Console
@@ -43,7 +44,8 @@ class AgentResult:
         if self.run.stop_reason:
             return f"stopped: {self.run.stop_reason}"
         if self.tracker.reported_error:
-            return f"the agent reported an error ({(self.tracker.result or {}).get('subtype')})"
+            subtype = self.tracker.result.subtype if self.tracker.result else None
+            return f"the agent reported an error ({subtype})"
         return f"exit {self.run.exit_code}"
 
 
@@ -144,7 +146,7 @@ class AgentRunner:
         def monitor(line: str) -> str | None:
             for event in self.adapter.parse_line(line):
                 tracker.add(event)
-                if event.kind == "usage":
+                if isinstance(event, UsageEvent):
                     reason = pressure.check(tracker.usage)
                     if reason:
                         return reason
