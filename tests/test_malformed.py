@@ -18,7 +18,7 @@ EXPECTED = {
     "bad_id": (2, "task field 'id' must be a string matching ^t-"),
     "bad_json_trailing_comma": (2, "invalid JSON"),
     "bad_priority": (2, 'task field \'priority\' must be one of "high", "medium", "low"'),
-    "bad_status": (2, 'task field \'s\' must be one of "p", "d", not "done"'),
+    "bad_status": (2, 'task field \'s\' must be one of "p", "d", "b", not "done"'),
     "bom_first_line": (1, "the file starts with a UTF-8 byte order mark (BOM)"),
     "bool_for_int": (2, "config field 'timeout_ms' must be an integer or null, not true"),
     "crlf_lines_bad_third": (3, "task is missing field 'name'"),
@@ -42,7 +42,7 @@ EXPECTED = {
     "nested_too_deep": (2, "invalid JSON: nested deeper than 64 levels"),
     "negative_iteration": (2, "state field 'iteration' must be a number >= 0, not -1"),
     "non_object_line": (2, "each line must be a JSON object, not list"),
-    "null_status": (2, 'task field \'s\' must be one of "p", "d", not null'),
+    "null_status": (2, 'task field \'s\' must be one of "p", "d", "b", not null'),
     "raw_cr_inside_a_line": (2, "invalid JSON: Invalid control character"),
     "reject_without_reason": (2, "reject is missing field 'reason'"),
     "several_problems": (3, "task field 's' must be one of"),
@@ -106,7 +106,7 @@ def test_check_lists_every_problem_of_a_file(ralph, repo):
     result = ralph("check", code=2)
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
-        'plan.jsonl:3: task field \'s\' must be one of "p", "d", not "x"',
+        'plan.jsonl:3: task field \'s\' must be one of "p", "d", "b", not "x"',
         "plan.jsonl:4: invalid JSON: Expecting property name enclosed in double quotes (column 2)",
         "plan.jsonl:6: a second config record (the first is on line 1); keep one",
         "plan.jsonl:7: issue field 'text' must be a non-empty string, not \"\"",
