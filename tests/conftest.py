@@ -9,8 +9,32 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
 
 from ralph.cli.main import cli
+
+# Hypothesis profiles. `verify` (the default; `make verify`) is derandomized: each property test
+# draws the same examples on every run, so the gate gives the same answer twice on one commit.
+# `e2e` (`make e2e`, `pytest --hypothesis-profile=e2e`) draws new random examples each run and
+# keeps failures in .hypothesis/ to replay them first next time. Tests that pin max_examples keep
+# their count in both; the long property runs are separate tests marked slow.
+settings.register_profile(
+    "verify",
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "e2e",
+    derandomize=False,
+    max_examples=1000,
+    print_blob=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("verify")  # --hypothesis-profile (applied after this file loads) overrides it
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",

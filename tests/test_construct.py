@@ -495,7 +495,9 @@ def test_missing_agent_binary_is_a_clear_failure(project):
     before = (project / "plan.jsonl").read_bytes()
     done = construct(project, agent="/nonexistent/agent-binary --flag")
     assert done.returncode == 6, done.stdout + done.stderr
-    assert "/nonexistent/agent-binary" in done.stdout + done.stderr
+    assert done.stdout == ""  # the failure is one line on stderr
+    assert done.stderr.startswith("ralph: AGENT_UNAVAILABLE: ") and "/nonexistent/agent-binary" in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
     assert [r for r in plan_records(project) if r["t"] == "task"] == [
         r for r in (json.loads(line) for line in before.decode().splitlines()) if r["t"] == "task"
     ]

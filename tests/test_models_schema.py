@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,59 @@ def test_schema_file_is_exported_from_the_models():
     )
 
 
-def test_schema_names_every_record_type():
-    assert set(json_schema()["x-records"]) == set(RECORD_MODELS)
+DOCS = Path(__file__).parents[1] / "docs" / "plan-format.md"
+
+
+def _documented_records() -> dict[str, dict[str, str]]:
+    """docs/plan-format.md's record tables: {record type: {field: its type column}}."""
+    text = DOCS.read_text(encoding="utf-8")
+    records = text.split("\n## Records\n", 1)[1].split("\n## ", 1)[0]
+    found = {}
+    for section in re.finditer(r"^### (\w+) \u2014 [^\n]*\n(.*?)(?=^### |\Z)", records, re.S | re.M):
+        rows = re.findall(r"^\| `(\w+)` \| ([^|]*) \|", section.group(2), re.M)
+        found[section.group(1)] = dict(rows)
+    return found
+
+
+def _definition(kind: str) -> dict:
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return schema["$defs"][schema["x-records"][kind].rsplit("/", 1)[1]]
+
+
+def test_the_schema_defines_exactly_the_records_and_fields_the_docs_describe():
+    documented = _documented_records()
+    assert len(documented) >= 7 and all(documented.values()), "docs/plan-format.md: record tables not found"
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    assert set(schema["x-records"]) == set(documented)
+    for kind, fields in documented.items():
+        definition = _definition(kind)
+        assert set(definition["properties"]) == set(fields), kind
+        required = {field for field, kind_of in fields.items() if "required" in kind_of} | {"t"}
+        assert set(definition["required"]) == required, kind
+        assert definition["properties"]["t"]["const"] == kind
+
+
+# One smallest valid line per record type, and the same line with a field only that type has made
+# wrong: the validator must pick each type's own definition by "t" (and agree with pydantic).
+SAMPLES = {
+    "task": ({"t": "task", "id": "t-abc", "name": "x"}, {"s": "x"}),
+    "issue": ({"t": "issue", "id": "i-abc", "text": "why?"}, {"id": "t-abc"}),
+    "accept": ({"t": "accept", "id": "t-abc"}, {"id": "i-abc"}),
+    "reject": ({"t": "reject", "id": "t-abc", "reason": "no"}, {"reason": None}),
+    "spec": ({"t": "spec", "path": "specs/a.md"}, {"path": ""}),
+    "config": ({"t": "config"}, {"parallel": 0}),
+    "state": ({"t": "state"}, {"iteration": -1}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_documented_records()))
+def test_a_line_of_each_documented_record_type_is_checked_by_its_own_definition(kind):
+    valid, wrong = SAMPLES[kind]
+    assert record_problems(valid) == [] and _pydantic_accepts(valid)
+    broken = {**valid, **wrong}
+    problems = record_problems(broken)
+    assert problems and all(problem.startswith(f"{kind} ") for problem in problems), problems
+    assert not _pydantic_accepts(broken)
 
 
 # --- generated records ------------------------------------------------------------------------
@@ -221,16 +273,15 @@ def _has_nan(value: object) -> bool:
 
 
 ANY_RECORD = st.sampled_from(sorted(RECORD_MODELS)).flatmap(records)
+# The fast suite runs each property on a fixed (derandomized) sample; `make e2e` runs the long
+# versions, on new random examples each time.
 PROPERTY_SETTINGS = settings(
-    max_examples=2000,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
 
-@PROPERTY_SETTINGS
-@given(ANY_RECORD)
-def test_validator_agrees_with_pydantic(record):
+def _validator_agrees_with_pydantic(record: dict) -> None:
     problems = record_problems(record)
     accepted = _pydantic_accepts(record)
     assert (problems == []) == accepted, (
@@ -241,14 +292,39 @@ def test_validator_agrees_with_pydantic(record):
         assert problem.startswith(f"{record['t']} "), problem
 
 
-@pytest.mark.parametrize("kind", sorted(RECORD_MODELS))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_valid_records_pass_both(kind, data):
-    """The generator's valid values really are valid, so the property above sees both outcomes."""
+@settings(PROPERTY_SETTINGS, max_examples=200)
+@given(ANY_RECORD)
+def test_validator_agrees_with_pydantic(record):
+    _validator_agrees_with_pydantic(record)
+
+
+@pytest.mark.slow
+@settings(PROPERTY_SETTINGS, max_examples=2000)
+@given(ANY_RECORD)
+def test_validator_agrees_with_pydantic_long(record):
+    _validator_agrees_with_pydantic(record)
+
+
+def _valid_records_pass_both(kind: str, data: st.DataObject) -> None:
     record = data.draw(records(kind, valid_only=True))
     assert _pydantic_accepts(record), _show(record)
     assert record_problems(record) == [], _show(record)
+
+
+@pytest.mark.parametrize("kind", sorted(RECORD_MODELS))
+@settings(PROPERTY_SETTINGS, max_examples=40)
+@given(data=st.data())
+def test_valid_records_pass_both(kind, data):
+    """The generator's valid values really are valid, so the property above sees both outcomes."""
+    _valid_records_pass_both(kind, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(RECORD_MODELS))
+@settings(PROPERTY_SETTINGS, max_examples=300)
+@given(data=st.data())
+def test_valid_records_pass_both_long(kind, data):
+    _valid_records_pass_both(kind, data)
 
 
 def _fields_exist(record: dict) -> None:

@@ -3,7 +3,9 @@
 import json
 from pathlib import Path
 
-from tests.conftest import git
+import pytest
+
+from tests.conftest import git, ralph_process
 
 
 def test_add_done_accept_commits_each_change_alone(ralph, repo):
@@ -61,3 +63,96 @@ def test_error_columns_count_from_the_start_of_an_indented_line(ralph, repo):
 def test_task_add_takes_a_negative_number_as_bad_json_not_as_an_option(ralph):
     result = ralph("task", "add", "-5", code=2)
     assert result.stderr == 'ralph: task must be a JSON object with at least a "name", not int\n'
+
+
+# --- user text cannot drive the terminal ---------------------------------------------------------
+
+# What users, agents and files put in plan.jsonl reaches the screen through these commands; control
+# characters in it must arrive escaped, each message staying one line.
+HOSTILE_NAME = "a\u001b]0;x\u0007b\rc"  # an OSC sequence that retitles the terminal, then a carriage return
+HOSTILE_SHOWN = "a\\x1b]0;x\\x07b\\rc"
+RAW_CONTROLS = ("\x1b", "\x07", "\r", "\x9b")
+
+
+def assert_safe(text: str) -> None:
+    assert not any(control in text for control in RAW_CONTROLS), repr(text)
+    assert "\n" not in text.rstrip("\n") and text.endswith("\n"), repr(text)  # exactly one line
+
+
+def one_line(text: str) -> str:
+    assert_safe(text)
+    return text.rstrip("\n")
+
+
+@pytest.mark.parametrize(
+    ("field", "shown"),
+    [("\n", "\\n"), ("\u001b]0;pwned\u0007", "\\x1b]0;pwned\\x07"), ("\u009b2J", "\\x9b2J")],
+    ids=["newline", "osc-title", "c1-csi"],
+)
+def test_a_field_name_with_control_characters_is_one_escaped_error_line(ralph, field, shown):
+    result = ralph("task", "add", "--", json.dumps({field: None}), code=2)
+    assert result.stdout == ""
+    line = one_line(result.stderr)
+    assert line.startswith(f"ralph: task: unknown field(s) {shown} (allowed: ")
+
+
+def test_an_escape_sequence_in_a_field_name_reaches_a_real_stderr_escaped(repo):
+    done = ralph_process(repo, "task", "add", "--", '{"\\u001b]0;pwned\\u0007": 1, "\\u000A": null}')
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    line = one_line(done.stderr)
+    assert line.startswith("ralph: task: unknown field(s) ")
+    assert "\\x1b]0;pwned\\x07" in line and "\\n" in line
+
+
+def test_names_and_texts_are_shown_escaped_and_json_stays_exact(ralph):
+    added = ralph("task", "add", json.dumps({"name": HOSTILE_NAME}))
+    assert one_line(added.stdout).endswith(f": {HOSTILE_SHOWN}")
+    (task_id,) = [record["id"] for record in map(json.loads, ralph("query", "tasks").stdout.splitlines())]
+
+    assert one_line(ralph("task", "list").stdout) == f"{task_id}  pending  {HOSTILE_SHOWN}"
+    status = ralph("status").stdout.splitlines(keepends=True)
+    assert_safe(status[-1])
+    assert status[-1] == f"next: {task_id} {HOSTILE_SHOWN}\n"
+    assert one_line(ralph("task", "done").stdout) == f"done {task_id}: {HOSTILE_SHOWN}"
+    assert (
+        one_line(ralph("task", "reject", "no").stdout)
+        == f"rejected {task_id}: {HOSTILE_SHOWN} (pending again)"
+    )
+    ralph("task", "done")
+    assert one_line(ralph("task", "accept").stdout) == f"accepted {task_id}: {HOSTILE_SHOWN}"
+
+    other = json.loads(ralph("task", "add", "--json", "--name", "x\u009b2Jy").stdout)
+    assert other["name"] == "x\u009b2Jy"  # JSON output: the exact value, escaped as JSON
+    shown = ralph("task", "show", other["id"]).stdout
+    assert_safe(shown)
+    assert json.loads(shown)["name"] == "x\u009b2Jy"
+    assert one_line(ralph("task", "delete", other["id"]).stdout) == f"deleted {other['id']}: x\\x9b2Jy"
+
+    issue = ralph("issue", "add", "why\n\u001b[2J?").stdout
+    assert one_line(issue).endswith(": why\\n\\x1b[2J?")
+    issue_id = issue.split()[1].rstrip(":")
+    assert one_line(ralph("issue", "list").stdout) == f"{issue_id}  why\\n\\x1b[2J?"
+    assert json.loads(ralph("query", "issues").stdout)["text"] == "why\n\u001b[2J?"
+    assert one_line(ralph("issue", "resolve", issue_id).stdout) == f"resolved {issue_id}: why\\n\\x1b[2J?"
+
+
+def test_construct_that_cannot_start_the_agent_says_so_in_one_stderr_line(repo):
+    (repo / "specs" / "x.md").write_text("# X\n\n- anything\n")
+    git(repo, "add", "specs/x.md")
+    git(repo, "commit", "-qm", "a spec")
+    done = ralph_process(
+        repo,
+        "construct",
+        "specs/x.md",
+        "--agent",
+        "command",
+        "--agent-cmd",
+        "/nonexistent/agent",
+        timeout=120,
+    )
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "ralph: AGENT_UNAVAILABLE: the agent program '/nonexistent/agent' is not installed or not executable"
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import click
@@ -50,8 +51,15 @@ def root_of(ctx: click.Context) -> Path:
     return find_root(Path(ctx.find_root().params.get("directory") or "."))
 
 
+# json.dumps escapes C0 controls but writes DEL and the C1 controls (U+0080-U+009F, where U+009B is
+# CSI) as they are; they can only occur inside strings, where \u escapes are the same JSON value.
+_RAW_IN_JSON = re.compile(r"[\x7f-\x9f]")
+
+
 def emit(data: object) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False))
+    """One JSON value on one line; no character in it can drive the terminal."""
+    text = json.dumps(data, ensure_ascii=False)
+    click.echo(_RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
 
 
 no_commit_option = click.option("--no-commit", is_flag=True, help="Change plan.jsonl without committing it.")

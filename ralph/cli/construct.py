@@ -152,7 +152,7 @@ def agents(as_json):
         elif name == "command":
             click.echo("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
         else:
-            click.echo(f"{name:<9} {program}: {found or 'not installed'}")
+            click.echo(f"{name:<9} {program}: {printable(found) if found else 'not installed'}")
 
 
 def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
@@ -207,4 +207,5 @@ def _print_report(report, as_json: bool) -> None:
         click.echo(f"left ({len(report.remaining)}):")
         for item in report.remaining:
             click.echo(f"  {printable(item)}")
-    click.echo(f"logs: {report.log_dir}/ (events: {report.log_dir}/events.jsonl)")
+    logs = printable(str(report.log_dir))
+    click.echo(f"logs: {logs}/ (events: {logs}/events.jsonl)")

@@ -27,9 +27,9 @@ def init(ctx: click.Context, no_commit: bool) -> None:
     root = root_of(ctx)
     created = initialize(root, commit=not no_commit)
     if created:
-        click.echo(f"initialized ralph in {root}: " + ", ".join(created))
+        click.echo(f"initialized ralph in {printable(str(root))}: " + ", ".join(created))
     else:
-        click.echo(f"ralph is already initialized in {root}")
+        click.echo(f"ralph is already initialized in {printable(str(root))}")
 
 
 @click.command()
@@ -71,7 +71,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit(summary)
         return
-    spec = f" ({summary['spec']})" if summary["spec"] else ""
+    spec = f" ({printable(summary['spec'])})" if summary["spec"] else ""
     click.echo(f"stage {summary['stage']}, iteration {summary['iteration']}{spec}")
     click.echo(
         f"tasks: {summary['pending']} pending, {summary['done']} done, {summary['accepted']} accepted"
@@ -80,7 +80,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     )
     click.echo(f"issues: {summary['issues']} open")
     nxt = summary["next"]
-    click.echo(f"next: {nxt['id']} {nxt['name']}" if nxt else "next: none")
+    click.echo(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
 
 
 # --- task ------------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
         raise InvalidInput(f"task add: {given}")
     added = tasks.add(root_of(ctx), items, commit_choice(no_commit), os.environ.get("RALPH_ISSUE_ID") or None)
     for record in added:
-        emit(record) if as_json else click.echo(f"added {record['id']}: {record['name']}")
+        emit(record) if as_json else click.echo(f"added {record['id']}: {printable(record['name'])}")
 
 
 @task.command("done")
@@ -149,7 +149,7 @@ def task_done(ctx, task_id, no_commit, as_json):
     from ralph.ops import tasks
 
     record = tasks.done(root_of(ctx), task_id or current_task(), commit_choice(no_commit))
-    emit(record) if as_json else click.echo(f"done {record['id']}: {record['name']}")
+    emit(record) if as_json else click.echo(f"done {record['id']}: {printable(record['name'])}")
 
 
 @task.command("accept")
@@ -164,7 +164,7 @@ def task_accept(ctx, task_id, no_commit, as_json):
 
     for record in tasks.accept(root_of(ctx), task_id or current_task(), commit_choice(no_commit)):
         emit({"id": record["id"], "accepted": True}) if as_json else click.echo(
-            f"accepted {record['id']}: {record['name']}"
+            f"accepted {record['id']}: {printable(record['name'])}"
         )
 
 
@@ -184,7 +184,9 @@ def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
         raise InvalidInput("task reject takes [ID] REASON: quote the reason")
     task_id, reason = (args[0], args[1]) if len(args) == 2 else (current_task(), args[0])
     record = tasks.reject(root_of(ctx), task_id, reason, kill_reason, kill_log, commit_choice(no_commit))
-    emit(record) if as_json else click.echo(f"rejected {record['id']}: {record['name']} (pending again)")
+    emit(record) if as_json else click.echo(
+        f"rejected {record['id']}: {printable(record['name'])} (pending again)"
+    )
 
 
 @task.command("delete")
@@ -198,7 +200,7 @@ def task_delete(ctx, task_id, force, no_commit):
 
     record, rewired = tasks.delete(root_of(ctx), task_id, force, commit_choice(no_commit))
     suffix = f" ({', '.join(rewired)} updated)" if rewired else ""
-    click.echo(f"deleted {record['id']}: {record['name']}{suffix}")
+    click.echo(f"deleted {record['id']}: {printable(record['name'])}{suffix}")
 
 
 @task.command("prioritize")
@@ -228,10 +230,8 @@ def task_list(ctx, status, as_json):
             emit(record)
         else:
             flags = " ".join(f"[{f}]" for f in (record.get("priority"), record.get("kill_reason")) if f)
-            click.echo(
-                f"{record['id']}  {status_of(record).name.lower()}  {printable(record['name'])}"
-                + (f"  {flags}" if flags else "")
-            )
+            line = f"{record['id']}  {status_of(record).name.lower()}  {printable(record['name'])}"
+            click.echo(line + (f"  {flags}" if flags else ""))
 
 
 @task.command("show")
@@ -263,7 +263,7 @@ def issue_add(ctx, text, priority, no_commit, as_json):
     from ralph.ops import issues
 
     record = issues.add(root_of(ctx), text, priority, commit_choice(no_commit))
-    emit(record) if as_json else click.echo(f"added {record['id']}: {record['text']}")
+    emit(record) if as_json else click.echo(f"added {record['id']}: {printable(record['text'])}")
 
 
 @issue.command("resolve")
@@ -276,7 +276,7 @@ def issue_resolve(ctx, issue_id, note, no_commit):
     from ralph.ops import issues
 
     record = issues.resolve(root_of(ctx), issue_id, note, commit_choice(no_commit))
-    click.echo(f"resolved {record['id']}: {record['text']}")
+    click.echo(f"resolved {record['id']}: {printable(record['text'])}")
 
 
 @issue.command("keep")
