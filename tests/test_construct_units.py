@@ -230,3 +230,9 @@ def test_a_run_the_agent_called_failed_is_described_by_its_result_subtype(tmp_pa
     tracker.add(ResultEvent(is_error=True, subtype="turn.failed"))
     failed = AgentResult(exited, tracker, Path("x.log"))
     assert not failed.ok and failed.describe() == "the agent reported an error (turn.failed)"
+
+
+@pytest.mark.parametrize("minutes", [float("nan"), float("inf"), -1.0])
+def test_a_time_budget_must_be_a_finite_number_of_minutes(minutes):
+    with pytest.raises(InvalidInput, match="--max-minutes must be a number of minutes > 0"):
+        Settings.resolve("specs/x.md", {}, {"max_minutes": minutes})

@@ -204,3 +204,61 @@ def test_a_signature_that_fails_is_one_line_and_changes_nothing(repo, tmp_path):
     assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
     assert "gpg failed to sign" in done.stderr
     assert head_state(repo) == before
+
+
+def _task_id(done: subprocess.CompletedProcess) -> str:
+    return done.stdout.split('"id": "')[1].split('"')[0]
+
+
+def test_an_empty_id_is_invalid_and_a_lone_id_is_not_a_reason(repo):
+    first = _task_id(ralph_process(repo, "task", "add", "--name", "a", "--json"))
+    second = _task_id(ralph_process(repo, "task", "add", "--name", "b", "--json"))
+    ralph_process(repo, "task", "done", first)
+    ralph_process(repo, "task", "done", second)
+    before = head_state(repo)
+    for args in (
+        ("task", "done", ""),
+        ("task", "accept", ""),
+        ("task", "reject", "", "why"),
+        ("task", "reject", second),
+    ):
+        done = ralph_process(repo, *args)
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, (args, done.stderr)
+        assert head_state(repo) == before, args
+    assert "give the reason too" in ralph_process(repo, "task", "reject", second).stderr
+
+
+def test_conflicting_filters_and_json_with_name_are_refused(repo):
+    assert ralph_process(repo, "query", "tasks", "--pending", "--done").returncode == 2
+    assert ralph_process(repo, "task", "list", "--done", "--blocked").returncode == 2
+    before = head_state(repo)
+    mixed = ralph_process(repo, "task", "add", '{"name": "x"}', "--name", "y")
+    assert mixed.returncode == 2 and "not both" in mixed.stderr and head_state(repo) == before
+
+
+def test_a_lone_surrogate_in_a_hand_edit_is_printed_as_json_escapes(repo):
+    (repo / "plan.jsonl").write_text('{"t": "task", "id": "t-aaaaaa", "name": "x", "notes": "\\ud800"}\n')
+    for args in (("query", "tasks"), ("task", "list", "--json"), ("task", "show", "t-aaaaaa")):
+        done = ralph_process(repo, *args)
+        assert done.returncode == 0 and '"notes": "\\ud800"' in done.stdout, (args, done.stderr)
+
+
+def test_the_crash_log_is_private_unpredictable_and_never_crashes(repo, tmp_path, monkeypatch):
+    from ralph.ops import reads
+    from tests.conftest import Ralph
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(reads, "status", broken)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    first = Ralph(repo)("status", code=70).stderr
+    second = Ralph(repo)("status", code=70).stderr
+    paths = [line.split("(traceback: ")[1].rstrip(")\n") for line in (first, second)]
+    assert paths[0] != paths[1] and all(Path(p).parent == tmp_path / "state" / "ralph" for p in paths)
+    assert all(
+        os.stat(p).st_mode & 0o777 == 0o600 and "ZeroDivisionError" in Path(p).read_text() for p in paths
+    )
+    monkeypatch.setenv("XDG_STATE_HOME", "/proc/not-writable")
+    unwritable = Ralph(repo)("status", code=70).stderr
+    assert len(unwritable.splitlines()) == 1 and "traceback: not saved" in unwritable

@@ -35,13 +35,20 @@ class RalphGroup(click.Group):
 
 
 def _write_crash_log() -> str:
+    """The traceback, in a new file only this user can read, under a name nobody can predict (a
+    fixed name in /tmp could be a symlink someone planted). Never raises: the report is one line."""
     import tempfile
-    import time
     import traceback
 
-    path = Path(tempfile.gettempdir()) / f"ralph-crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    path.write_text(traceback.format_exc(), encoding="utf-8")
-    return str(path)
+    try:
+        state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "ralph"
+        state.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix="crash-", suffix=".log", dir=state)  # O_EXCL, 0600
+        with os.fdopen(handle, "w", encoding="utf-8", errors="replace") as log:
+            log.write(traceback.format_exc())
+        return name
+    except Exception as exc:  # noqa: BLE001 (the crash report itself must not crash)
+        return f"not saved: {type(exc).__name__}"
 
 
 def root_of(ctx: click.Context) -> Path:
@@ -59,6 +66,10 @@ _RAW_IN_JSON = re.compile(r"[\x7f-\x9f]")
 def emit(data: object) -> None:
     """One JSON value on one line; no character in it can drive the terminal."""
     text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a hand-edited line: keep it as JSON escapes
+        text = json.dumps(data)
     click.echo(_RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
 
 

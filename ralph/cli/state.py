@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import click
@@ -83,6 +84,24 @@ def status(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
 
 
+TASK_ID = re.compile(r"t-[0-9a-z][0-9a-z_-]{0,39}")
+
+
+def task_or_current(task_id: str | None) -> str | None:
+    """The task a command names: the argument, else $RALPH_TASK_ID; an empty one is an error (it
+    used to mean "the next task" or "every done task")."""
+    if task_id is not None and not task_id.strip():
+        raise InvalidInput("the task id is empty")
+    return task_id or current_task()
+
+
+def status_filter(pending: bool, done: bool, blocked: bool) -> Status | None:
+    chosen = [status for status, wanted in zip(Status, (pending, done, blocked), strict=True) if wanted]
+    if len(chosen) > 1:
+        raise InvalidInput("choose one of --pending, --done, --blocked")
+    return chosen[0] if chosen else None
+
+
 # --- task ------------------------------------------------------------------------------------
 
 
@@ -125,6 +144,8 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
     if from_stdin:
         json_tasks = (*json_tasks, sys.stdin.read())
     items = _parse_task_json(json_tasks)
+    if name is not None and json_tasks:
+        raise InvalidInput("task add: give the task as JSON or with --name, not both")
     if name is not None:
         fields = {"name": name, "accept": accept, "priority": priority, "notes": notes, "spec": spec}
         fields["deps"] = [d.strip() for d in deps.split(",") if d.strip()] if deps else None
@@ -148,7 +169,7 @@ def task_done(ctx, task_id, no_commit, as_json):
     """Mark a task done (default: $RALPH_TASK_ID, else the task `ralph query next` shows)."""
     from ralph.ops import tasks
 
-    record = tasks.done(root_of(ctx), task_id or current_task(), commit_choice(no_commit))
+    record = tasks.done(root_of(ctx), task_or_current(task_id), commit_choice(no_commit))
     emit(record) if as_json else click.echo(f"done {record['id']}: {printable(record['name'])}")
 
 
@@ -162,7 +183,7 @@ def task_accept(ctx, task_id, no_commit, as_json):
     accept tombstone."""
     from ralph.ops import tasks
 
-    for record in tasks.accept(root_of(ctx), task_id or current_task(), commit_choice(no_commit)):
+    for record in tasks.accept(root_of(ctx), task_or_current(task_id), commit_choice(no_commit)):
         emit({"id": record["id"], "accepted": True}) if as_json else click.echo(
             f"accepted {record['id']}: {printable(record['name'])}"
         )
@@ -183,6 +204,11 @@ def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
     if len(args) > 2:
         raise InvalidInput("task reject takes [ID] REASON: quote the reason")
     task_id, reason = (args[0], args[1]) if len(args) == 2 else (current_task(), args[0])
+    if len(args) == 1 and TASK_ID.fullmatch(reason):
+        raise InvalidInput(
+            f"task reject {printable(reason)}: give the reason too (ralph task reject ID REASON)"
+        )
+    task_id = task_or_current(task_id)
     record = tasks.reject(root_of(ctx), task_id, reason, kill_reason, kill_log, commit_choice(no_commit))
     emit(record) if as_json else click.echo(
         f"rejected {record['id']}: {printable(record['name'])} (pending again)"
@@ -216,16 +242,16 @@ def task_prioritize(ctx, spec, no_commit):
 
 
 @task.command("list")
-@click.option("--pending", "status", flag_value="p", help="Only pending tasks.")
-@click.option("--done", "status", flag_value="d", help="Only done tasks.")
-@click.option("--blocked", "status", flag_value="b", help="Only blocked tasks.")
+@click.option("--pending", is_flag=True, help="Only pending tasks.")
+@click.option("--done", is_flag=True, help="Only done tasks.")
+@click.option("--blocked", is_flag=True, help="Only blocked tasks.")
 @json_option
 @click.pass_context
-def task_list(ctx, status, as_json):
+def task_list(ctx, pending, done, blocked, as_json):
     """List the tasks in the plan, one line each."""
     from ralph.ops import reads
 
-    for record in reads.tasks(root_of(ctx), Status(status) if status else None):
+    for record in reads.tasks(root_of(ctx), status_filter(pending, done, blocked)):
         if as_json:
             emit(record)
         else:
@@ -339,15 +365,15 @@ def query_next(ctx):
 
 
 @query.command("tasks")
-@click.option("--pending", "status", flag_value="p", help="Only pending tasks.")
-@click.option("--done", "status", flag_value="d", help="Only done tasks.")
-@click.option("--blocked", "status", flag_value="b", help="Only blocked tasks.")
+@click.option("--pending", is_flag=True, help="Only pending tasks.")
+@click.option("--done", is_flag=True, help="Only done tasks.")
+@click.option("--blocked", is_flag=True, help="Only blocked tasks.")
 @click.pass_context
-def query_tasks(ctx, status):
+def query_tasks(ctx, pending, done, blocked):
     """The tasks, one JSON object per line."""
     from ralph.ops import reads
 
-    for record in reads.tasks(root_of(ctx), Status(status) if status else None):
+    for record in reads.tasks(root_of(ctx), status_filter(pending, done, blocked)):
         emit(record)
 
 

@@ -62,6 +62,8 @@ class Settings:
             if isinstance(values.get(key), list):
                 values[key] = tuple(values[key])
         settings = replace(DEFAULTS, spec=spec, **values)
+        if settings.max_minutes is not None and not 0 < settings.max_minutes < float("inf"):
+            raise InvalidInput(f"--max-minutes must be a number of minutes > 0, not {settings.max_minutes}")
         if settings.parallel < 1 or settings.max_iterations < 1 or settings.max_attempts < 1:
             raise InvalidInput("--parallel, --max-iterations and --max-attempts must be at least 1")
         return settings
