@@ -410,3 +410,35 @@ def test_a_run_that_breaks_its_stages_rules_is_undone_and_the_run_goes_on(
         failed = [e for e in journal if e["event"] == "build_failed"]
         assert [(e["item"], e["verdict"]) for e in failed] == [(task_id, "permission_violation")]
     assert [r["id"] for r in plan_records(project) if r["t"] == "accept"] == [task_id]
+
+
+BAD_USAGE = """import json, os, pathlib, shlex, subprocess
+ralph = shlex.split(os.environ["RALPH_BIN"])
+stage = os.environ["RALPH_STAGE"]
+for usage in ({"input_tokens": "12"}, {"input_tokens": -5}, {"input_tokens": 1e400}, {"input_tokens": 7}):
+    print(json.dumps({"type": "assistant", "message": {"content": [], "usage": usage}}), flush=True)
+print('{"type": "result", "is_error": false, "total_cost_usd": -3, "usage": {"input_tokens": 7}}')
+if stage == "BUILD":
+    pathlib.Path("work.txt").write_text("ok")
+    subprocess.run([*ralph, "task", "done"], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept"], check=True)
+"""
+
+
+def test_malformed_usage_from_an_agent_is_ignored_with_a_journal_event(project, tmp_path):
+    agent = tmp_path / "bad_usage.py"
+    agent.write_text(BAD_USAGE)
+    add_tasks(project, "Counted")
+    done = construct(project, "--gate", "", agent=f"{shlex.quote(sys.executable)} {agent}")
+    assert done.returncode == 0, done.stdout + done.stderr  # neither 70 nor a plan.jsonl blamed
+    journal = [json.loads(line) for line in (project / "build" / "ralph-logs" / "events.jsonl").open()]
+    ignored = [e for e in journal if e["event"] == "usage_ignored"]
+    assert ignored and ignored[0]["values"] == [
+        "input_tokens '12'",
+        "input_tokens -5",
+        "input_tokens inf",
+        "cost_usd -3",
+    ]
+    built = [e for e in journal if e["event"] == "agent_end" and e["stage"] == "BUILD"]
+    assert built[0]["tokens"]["input_tokens"] == 7

@@ -81,8 +81,13 @@ class RunTracker:
         self.result: ResultEvent | None = None
         self.session_id: str | None = None
         self.errors: list[str] = []
+        self.ignored: list[str] = []  # reported numbers that made no sense, left out of the sums
 
     def add(self, event: Event) -> None:
+        problem = _implausible(event)
+        if problem:
+            self.ignored.append(problem)
+            return
         usage = self.usage
         match event:
             case UsageEvent():
@@ -115,3 +120,29 @@ class RunTracker:
     @property
     def reported_error(self) -> bool:
         return self.result is not None and self.result.is_error
+
+
+_COUNTS = ("input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens")
+_MAX_COUNT = 10**12  # more tokens than any run spends: a number past it is garbage
+_MAX_COST = 10**6
+
+
+def _implausible(event: Event) -> str | None:
+    """Why an event's numbers cannot be counted (a string count, a negative cost, 1e400), or None.
+    One malformed line from an agent must not end the loop."""
+    usages = [event] if isinstance(event, UsageEvent) else []
+    if isinstance(event, ResultEvent) and event.usage is not None:
+        usages.append(event.usage)
+    for usage in usages:
+        for name in _COUNTS:
+            value = getattr(usage, name)
+            if type(value) is not int or not 0 <= value <= _MAX_COUNT:
+                return f"{name} {value!r}"
+    costs = [event.cost_usd] if isinstance(event, CostEvent | ResultEvent) else []
+    for cost in costs:
+        if cost is not None and (type(cost) not in (int, float) or not 0 <= cost <= _MAX_COST):
+            return f"cost_usd {cost!r}"
+    window = event.context_window if isinstance(event, ResultEvent) else None
+    if window is not None and (type(window) is not int or not 0 < window <= _MAX_COUNT):
+        return f"context_window {window!r}"
+    return None

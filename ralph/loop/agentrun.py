@@ -169,6 +169,8 @@ class AgentRunner:
         except BaseException:  # Ctrl-C or a stop signal: the journal still closes the span
             span.end(stop_reason="interrupted")
             raise
+        if tracker.ignored:
+            self.journal.event("usage_ignored", stage=stage, item=item, values=tracker.ignored[:20])
         span.end(
             exit_code=result.exit_code,
             stop_reason=result.stop_reason,
