@@ -10,6 +10,7 @@ not run at all, and one that slipped in between is stopped at once, with stop_re
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import signal
@@ -20,6 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 DEFAULT_GRACE_S = 3.0
+CHUNK = 1 << 20  # the most of one output line read at once
+TAIL_LINE_CHARS = 2000  # of each line kept for failure summaries
+LOG_HEAD = 32 << 20  # bytes of a run's output written to its log as they arrive
+LOG_TAIL = 8 << 20  # bytes kept from the end once the head is written
 
 # A monitor sees each output line; returning a reason (e.g. "context_limit") stops the child.
 Monitor = Callable[[str], "str | None"]
@@ -195,7 +200,9 @@ def _kill_leftovers(child: subprocess.Popen) -> None:
 
 
 class _Reader(threading.Thread):
-    """Copies the child's output to the log line by line and feeds the monitor."""
+    """Copies the child's output to the log line by line and feeds the monitor. Memory stays
+    bounded whatever the child prints (a line is read at most CHUNK bytes at a time), and so does
+    the log: past LOG_HEAD bytes only the last LOG_TAIL are kept, written when the child ends."""
 
     def __init__(self, child: subprocess.Popen, log, monitor: Monitor | None, tail_lines: int):
         super().__init__(daemon=True)
@@ -203,16 +210,39 @@ class _Reader(threading.Thread):
         self.tail: list[str] = []
         self.tail_lines = tail_lines
         self.stop_reason: str | None = None
+        self.logged = 0
+        self.held: collections.deque[bytes] = collections.deque()  # the log's tail past its head
+        self.held_bytes = self.omitted = 0
 
     def run(self) -> None:
-        for raw in iter(self.child.stdout.readline, b""):
-            self.log.write(raw)
+        for raw in iter(lambda: self.child.stdout.readline(CHUNK), b""):
+            self._log(raw)
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            self.tail.append(line)
+            self.tail.append(line[:TAIL_LINE_CHARS])
             del self.tail[: -self.tail_lines]
             if self.monitor and not self.stop_reason:
                 try:
                     self.stop_reason = self.monitor(line)
                 except Exception as exc:  # a parser bug must not hang the run
-                    self.log.write(f"[ralph] output monitor failed: {exc!r}\n".encode())
+                    self._log(f"[ralph] output monitor failed: {exc!r}\n".encode())
         self.child.stdout.close()
+        self._flush_tail()
+
+    def _log(self, raw: bytes) -> None:
+        if self.logged < LOG_HEAD:
+            self.log.write(raw)
+            self.logged += len(raw)
+            return
+        self.held.append(raw)
+        self.held_bytes += len(raw)
+        while self.held_bytes > LOG_TAIL:
+            dropped = self.held.popleft()
+            self.held_bytes -= len(dropped)
+            self.omitted += len(dropped)
+
+    def _flush_tail(self) -> None:
+        if self.omitted:
+            note = f"\n[ralph] {self.omitted:,} bytes of output omitted (the log keeps its head and tail)\n"
+            self.log.write(note.encode())
+        self.log.write(b"".join(self.held))
+        self.held.clear()

@@ -184,3 +184,25 @@ def test_the_child_gets_the_given_environment_and_directory(tmp_path):
         [sys.executable, "-c", script], cwd=tmp_path, env=env, log_path=tmp_path / "env.log", timeout_s=60
     )
     assert result.ok and result.tail == [str(tmp_path), "yes"]
+
+
+def test_output_without_newlines_keeps_memory_and_the_log_bounded(tmp_path, monkeypatch):
+    import resource
+
+    from ralph.loop import supervisor
+
+    monkeypatch.setattr(supervisor, "LOG_HEAD", 1 << 20)
+    monkeypatch.setattr(supervisor, "LOG_TAIL", 1 << 20)
+    flood = "import sys\nfor _ in range(200): sys.stdout.write('x' * (1 << 20))\n"
+    script = flood + "sys.stdout.write('\\nTHE END\\n')"
+    log = tmp_path / "flood.log"
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = supervisor.Supervisor().run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), log_path=log, timeout_s=120
+    )
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert result.ok and grown_mb < 100, grown_mb  # 200 MB went through; a few chunks were held
+    data = log.read_bytes()
+    assert len(data) < 3 << 20 and b"bytes of output omitted" in data and data.rstrip().endswith(b"exit 0")
+    assert b"THE END" in data and result.tail[-1] == "THE END"
+    assert all(len(line) <= 2000 for line in result.tail)
