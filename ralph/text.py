@@ -15,28 +15,3 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return _CONTROL.sub(lambda match: _NAMED.get(match.group(), f"\\x{ord(match.group()):02x}"), text)
-
-
-# Names of environment variables whose values are secrets, and the shapes of common tokens.
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE|CREDENTIAL|AUTH", re.IGNORECASE)
-_TOKEN_SHAPES = re.compile(
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key id
-    r"|\bgh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
-    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bglpat-[A-Za-z0-9_-]{20,}"  # GitLab
-    r"|\bsk-[A-Za-z0-9_-]{20,}"  # OpenAI / Anthropic style keys
-    r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"  # Slack
-    r"|\bAIza[0-9A-Za-z_-]{35}"  # Google API key
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
-    r"|(?i:\bbearer\s+)[A-Za-z0-9._~+/-]{16,}=*"
-)
-REDACTED = "[redacted]"
-
-
-def redact(text: str, environ: dict[str, str]) -> str:
-    """`text` without the values of secret-looking environment variables or common token shapes:
-    for text that goes into git history (a gate's output in plan.jsonl), where a leak stays."""
-    for name, value in environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
-            text = text.replace(value, f"[{name} redacted]")
-    return _TOKEN_SHAPES.sub(REDACTED, text)

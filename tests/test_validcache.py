@@ -6,8 +6,8 @@ import pytest
 
 from ralph.errors import PlanInvalid
 from ralph.ops import tasks
+from ralph.store import reader, validcache
 from ralph.store import transaction as store
-from ralph.store import validcache
 from tests.conftest import ralph_process
 
 
@@ -22,7 +22,7 @@ def test_a_proven_plan_is_read_without_validating_it_again(repo, monkeypatch):
         raise AssertionError("validated a plan already proven valid")
 
     monkeypatch.setattr(ralph.plan.loader, "record_problems", no_validation)
-    assert [t["name"] for t in store.read_plan(repo).tasks()] == ["Cached"]
+    assert [t["name"] for t in reader.read_plan(repo).tasks()] == ["Cached"]
 
 
 def test_any_edit_brings_back_the_full_validation(repo):

@@ -160,7 +160,7 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
 
     from ralph.loop.construct import Loop
     from ralph.loop.settings import Settings
-    from ralph.store.transaction import plan_path, read_plan
+    from ralph.store.reader import plan_path, read_plan
 
     root = root_of(ctx)
     plan = read_plan(root) if plan_path(root).exists() else None

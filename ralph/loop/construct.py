@@ -32,7 +32,7 @@ from ralph.plan.records import Stage, TaskView
 from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
 from ralph.store.lock import exclusive_run
-from ralph.store.transaction import read_plan
+from ralph.store.reader import read_plan
 
 NO_PROGRESS_LIMIT = 2  # iterations in a row that change nothing before the loop gives up
 # One iteration: failed work is split first, then issues, builds, splits of what BUILD killed, verdicts.

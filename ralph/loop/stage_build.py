@@ -11,10 +11,10 @@ from pathlib import Path
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.prompts import excerpt, one_line, task_details
+from ralph.loop.secrets import redact
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
 from ralph.plan.records import KillReason, Stage, is_done
 from ralph.plan.schedule import buildable
-from ralph.text import redact
 
 HISTORY_EXCERPT_CHARS = 1500
 NO_CHANGES = "no_changes"  # the verdict on a build that changed nothing

@@ -22,10 +22,10 @@ from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, TaskView
-from ralph.store import transaction as store
+from ralph.store import reader, transaction
 from ralph.store.git import Repo
 
-PLAN_FILE = store.PLAN_NAME
+PLAN_FILE = reader.PLAN_NAME
 
 
 class BudgetSpent(Exception):
@@ -79,7 +79,7 @@ class Workspace:
 
     # --- the plan -----------------------------------------------------------------------------
     def read_plan(self) -> Plan:
-        return store.read_plan(self.root)
+        return reader.read_plan(self.root)
 
     def tasks(self, plan: Plan | None = None) -> list[TaskView]:
         """This spec's tasks (and those of no spec)."""
@@ -89,11 +89,13 @@ class Workspace:
         return (plan or self.read_plan()).issues(self.settings.spec)
 
     @contextmanager
-    def change_plan(self, commit: bool = False) -> Iterator[store.Change]:
+    def change_plan(self, commit: bool = False) -> Iterator[transaction.Change]:
         """Change the plan under the lock. With `commit` the change is committed (together with
         anything the loop wrote before it) with the message set on the change; without, it is only
         written, for the loop's next commit to carry."""
-        with store.transaction(self.root, commit=None if commit else False, fold_earlier=True) as change:
+        with transaction.transaction(
+            self.root, commit=None if commit else False, fold_earlier=True
+        ) as change:
             yield change
 
     def set_state(self, **fields: object) -> None:
@@ -141,7 +143,7 @@ class Workspace:
             self.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
         log = results[0].log_path
         self.set_aside(log)
-        store.restore_plan(self.root, old.doc.to_bytes())
+        transaction.restore_plan(self.root, old.doc.to_bytes())
         for result in results:
             result.violation = "; ".join(found)
         items = sorted(own)
@@ -155,17 +157,17 @@ class Workspace:
         try:
             data = (self.root / PLAN_FILE).read_bytes()
         except FileNotFoundError:
-            store.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
+            transaction.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
             self.journal.event("plan_restored", problem="the agent deleted plan.jsonl")
             self.console.event("the agent deleted plan.jsonl; restored it from HEAD")
             return "the agent deleted plan.jsonl"
         try:
-            store.load_checked(self.root, data)  # unchanged content is not validated again
+            reader.load_checked(self.root, data)  # unchanged content is not validated again
             return None
         except PlanInvalid as exc:
             broken = self.root / result.log_path.with_suffix(".plan.jsonl.broken")
             broken.write_bytes(data)
-            store.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
+            transaction.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
             self.journal.event(
                 "plan_restored", problem=str(exc), broken_copy=str(broken.relative_to(self.root))
             )
@@ -200,4 +202,4 @@ class Workspace:
         current = (self.root / PLAN_FILE).read_bytes()
         if head_plan is not None and current != head_plan:
             keep_as.write_bytes(current)
-            store.restore_plan(self.root, head_plan)
+            transaction.restore_plan(self.root, head_plan)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ralph.store.transaction import PLAN_NAME
+from ralph.store.reader import PLAN_NAME
 
 GITIGNORE_LINES = ("/build/", f"/{PLAN_NAME}.lock", f"/.{PLAN_NAME}.*.tmp")
 

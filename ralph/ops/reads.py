@@ -3,12 +3,11 @@ replace plan.jsonl atomically, so a read sees one whole version."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from ralph.errors import Problem, Refused
 from ralph.plan.records import Status
-from ralph.store.transaction import PLAN_NAME, read_bytes, read_plan
+from ralph.store.reader import PLAN_NAME, read_bytes, read_plan
 
 
 def status(root: Path) -> dict:
@@ -56,10 +55,13 @@ def iteration(root: Path) -> int:
     return read_plan(root).iteration()
 
 
-@dataclass
 class CheckResult:
-    records: int
-    problems: list[Problem]
+    """What `ralph check` found. A plain class: importing dataclasses costs a read command ~1.5 ms."""
+
+    __slots__ = ("records", "problems")
+
+    def __init__(self, records: int, problems: list[Problem]):
+        self.records, self.problems = records, problems
 
 
 def check(root: Path) -> CheckResult:

@@ -9,40 +9,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ralph.errors import GitError, PlanInvalid, RalphError
-from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.store.files import remove_stale_temp_files, write_atomic
 from ralph.store.lock import plan_lock
+from ralph.store.reader import PLAN_NAME, load_checked, plan_path, read_bytes
 
-PLAN_NAME = "plan.jsonl"
 EARLIER_CHANGES_MESSAGE = "ralph: commit earlier uncommitted changes to plan.jsonl"
-
-
-def plan_path(root: Path) -> Path:
-    return root / PLAN_NAME
-
-
-def read_bytes(root: Path) -> bytes:
-    try:
-        return plan_path(root).read_bytes()
-    except FileNotFoundError:
-        raise RalphError(f"no {PLAN_NAME} in {root} (run 'ralph init' first)") from None
-
-
-def read_plan(root: Path) -> Plan:
-    """A consistent snapshot without the lock: writers replace the file atomically."""
-    return Plan(load_checked(root, read_bytes(root)))
-
-
-def load_checked(root: Path, data: bytes):
-    """Load strictly, unless these exact bytes were proven valid before (then only parse)."""
-    from ralph.store import validcache
-
-    if validcache.known_valid(root, data):
-        return load(data, PLAN_NAME, trusted=True)
-    doc = load(data, PLAN_NAME)
-    validcache.remember(root, data)
-    return doc
 
 
 class Change:
