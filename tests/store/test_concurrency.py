@@ -58,7 +58,7 @@ def test_concurrent_commands_lose_nothing(repo: Path, tmp_path: Path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     go = tmp_path / "go"
-    env = {**os.environ, "RALPH_LOCK_TIMEOUT": "600", "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "RALPH_LOCK_TIMEOUT": "600", "PYTHONPATH": str(Path(__file__).parents[2])}
     workers = [
         subprocess.Popen(
             [sys.executable, str(script), str(repo), str(n), str(ROUNDS), str(go), str(tmp_path / f"{n}")],

@@ -27,7 +27,7 @@ from ralph.agents.events import (
 from ralph.loop.pressure import Pressure
 from ralph.loop.settings import Settings
 
-STREAMS = Path(__file__).parent / "data" / "streams"
+STREAMS = Path(__file__).parents[1] / "data" / "streams"
 
 
 def adapter_named(name: str):

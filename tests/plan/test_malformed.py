@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import git, ralph_process
 
-CORPUS = Path(__file__).parent / "data" / "malformed"
+CORPUS = Path(__file__).parents[1] / "data" / "malformed"
 
 # file -> (line of the first problem, part of its message)
 EXPECTED = {
