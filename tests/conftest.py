@@ -46,6 +46,23 @@ GIT_ENV = {
 }
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """With pytest-xdist's --dist loadgroup: tests go to whichever worker is free, except the tests
+    of the real agent CLIs (tests/e2e/), which run one after another in one worker. They share the
+    CLIs installed in .e2e-cache/, and some look for leftover processes of a CLI, which another
+    test's run of that CLI would be. (xdist's own xdist_group marks do not group anything with
+    pytest 9.2: pytest-dev/pytest-xdist#1386.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class AgentCliTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/e2e" if nodeid.startswith("tests/e2e/") else nodeid
+
+    return AgentCliTestsTogether(config, log)
+
+
 # Every test's git: no system or user config, a pinned identity, and no automatic housekeeping
 # (`git maintenance run --auto` after each commit is a process that tests do not need).
 GIT_CONFIG = "[init]\n\tdefaultBranch = main\n[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n"
