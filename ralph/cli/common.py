@@ -39,9 +39,11 @@ def _write_crash_log() -> str:
     import time
     import traceback
 
-    path = Path(tempfile.gettempdir()) / f"ralph-crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    path.write_text(traceback.format_exc(), encoding="utf-8")
-    return str(path)
+    # A new file each time: two crashes in one second (parallel runs) must not share one.
+    handle, name = tempfile.mkstemp(prefix=f"ralph-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log")
+    with os.fdopen(handle, "w", encoding="utf-8") as log:
+        log.write(traceback.format_exc())
+    return name
 
 
 def root_of(ctx: click.Context) -> Path:
