@@ -20,12 +20,19 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check ralph tests bench
 	$(VENV)/bin/ruff format --check ralph tests bench
 
-test: $(STAMP)
-	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider
+# Tests run in parallel processes (pytest-xdist), one per CPU (WORKERS=0: all in this process).
+# loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
+# run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
+WORKERS ?= auto
+XDIST = -n $(WORKERS) --dist loadgroup
 
-## e2e: the slow end-to-end suites
+test: $(STAMP)
+	$(VENV)/bin/pytest -q -m "not slow" -p no:cacheprovider $(XDIST) --hypothesis-profile=verify
+
+## e2e: the slow end-to-end suites (property tests on new random examples each run)
 e2e: $(STAMP)
-	$(VENV)/bin/pytest -q -m slow -p no:cacheprovider; rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc
+	$(VENV)/bin/pytest -q -m slow -p no:cacheprovider $(XDIST) --hypothesis-profile=e2e; \
+	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc
 
 bench: $(STAMP)
 	$(PY) bench/bench_state.py

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,16 +46,42 @@ GIT_ENV = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the developer's git config or writes outside its temp directories."""
-    global_config = tmp_path_factory.mktemp("gitconfig") / "config"
-    global_config.write_text("[init]\n\tdefaultBranch = main\n")
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """With pytest-xdist's --dist loadgroup: tests go to whichever worker is free, except the tests
+    of the real agent CLIs (tests/e2e/), which run one after another in one worker. They share the
+    CLIs installed in .e2e-cache/, and some look for leftover processes of a CLI, which another
+    test's run of that CLI would be. (xdist's own xdist_group marks do not group anything with
+    pytest 9.2: pytest-dev/pytest-xdist#1386.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class AgentCliTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/e2e" if nodeid.startswith("tests/e2e/") else nodeid
+
+    return AgentCliTestsTogether(config, log)
+
+
+# Every test's git: no system or user config, a pinned identity, and no automatic housekeeping
+# (`git maintenance run --auto` after each commit is a process that tests do not need).
+GIT_CONFIG = "[init]\n\tdefaultBranch = main\n[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n"
+
+
+def _isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
+    global_config = config_dir / "config"
+    global_config.write_text(GIT_CONFIG)
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
     for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "RALPH_LOCK_TIMEOUT"):
         monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's git config or writes outside its temp directories."""
+    _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
 
 
 def git(root: Path, *args: str) -> str:
@@ -70,16 +97,31 @@ def bare_repo(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def repo(bare_repo: Path) -> Path:
-    """A git repository with one commit and `ralph init` done."""
-    (bare_repo / "README").write_text("a project\n")
-    git(bare_repo, "add", "README")
-    git(bare_repo, "commit", "-qm", "initial")
-    from ralph.ops import initialize
+@pytest.fixture(scope="session")
+def _initialized_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository `repo` hands out, made once per test process: one commit, `ralph init` done."""
+    root = tmp_path_factory.mktemp("template") / "repo"
+    root.mkdir()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+        git(root, "init", "-q")
+        (root / "README").write_text("a project\n")
+        git(root, "add", "README")
+        git(root, "commit", "-qm", "initial")
+        from ralph.ops import initialize
 
-    initialize.init(bare_repo)  # commits .gitignore (it was clean) and plan.jsonl
-    return bare_repo
+        initialize.init(root)  # commits .gitignore (it was clean) and plan.jsonl
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path: Path, _initialized_repo: Path) -> Path:
+    """A git repository with one commit and `ralph init` done: a fresh copy for each test (making
+    one takes about ten git runs)."""
+    root = tmp_path / "repo"
+    shutil.copytree(_initialized_repo, root, symlinks=True)
+    git(root, "update-index", "-q", "--refresh")  # the copies' inodes and ctimes differ from the index's
+    return root
 
 
 class Ralph:

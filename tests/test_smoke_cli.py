@@ -52,6 +52,8 @@ def test_a_bug_is_one_line_with_exit_70_and_the_traceback_in_a_file(repo, monkey
     assert len(result.stderr.splitlines()) == 1
     log = result.stderr.rsplit("traceback: ", 1)[1].rstrip(")\n")
     assert "ZeroDivisionError" in Path(log).read_text()
+    again = Ralph(repo)("status", code=70).stderr.rsplit("traceback: ", 1)[1].rstrip(")\n")
+    assert again != log and Path(log).exists()  # within the same second too: one file per crash
 
 
 def test_error_columns_count_from_the_start_of_an_indented_line(ralph, repo):
