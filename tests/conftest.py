@@ -46,6 +46,16 @@ GIT_ENV = {
 }
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The tests start thousands of `python -m ralph` processes. Where the environment forbids
+    # writing bytecode (PYTHONDONTWRITEBYTECODE), each would compile ralph from source again: give
+    # them a shared cache outside the tree instead, as an installed ralph has.
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        import tempfile
+
+        os.environ.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "ralph-tests-pycache"))
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """With pytest-xdist's --dist loadgroup: tests go to whichever worker is free, except the tests
     of the real agent CLIs (tests/e2e/), which run one after another in one worker. They share the

@@ -191,7 +191,31 @@ def _stop_group(child: subprocess.Popen, grace_s: float) -> None:
 
 
 def _group_alive(child: subprocess.Popen) -> bool:
-    return _signal_group(child, 0)
+    """Whether any process of the child's group still runs. A zombie (exited, not yet reaped by
+    whoever adopted it: a slow PID 1 in a container) no longer runs, so it does not count."""
+    if not _signal_group(child, 0):
+        return False
+    members = _group_members(child.pid)
+    return members is None or any(state != "Z" for state in members)
+
+
+def _group_members(pgid: int) -> list[str] | None:
+    """The states of the processes in group `pgid`, read from /proc; None where there is no /proc."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    states = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # it exited while being read
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        if int(fields[2]) == pgid:
+            states.append(fields[0])
+    return states
 
 
 def _kill_leftovers(child: subprocess.Popen) -> None:

@@ -206,3 +206,19 @@ def test_output_without_newlines_keeps_memory_and_the_log_bounded(tmp_path, monk
     assert len(data) < 3 << 20 and b"bytes of output omitted" in data and data.rstrip().endswith(b"exit 0")
     assert b"THE END" in data and result.tail[-1] == "THE END"
     assert all(len(line) <= 2000 for line in result.tail)
+
+
+def test_a_group_whose_only_member_is_a_zombie_counts_as_gone():
+    import subprocess
+
+    from ralph.loop.supervisor import _group_alive
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"], start_new_session=True)
+    assert _group_alive(child)
+    stat = Path(f"/proc/{child.pid}/stat")
+    for _ in range(400):  # until it has exited, unreaped (a hang guard, not a timing assertion)
+        if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.025)
+    assert not _group_alive(child)  # a zombie runs nothing: no grace period spent waiting on it
+    child.wait()
