@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.test_construct import CHECK_WORK, FAKE_AGENT, add_tasks, construct, plan_records
+from tests.loop.test_construct import CHECK_WORK, FAKE_AGENT, add_tasks, construct, plan_records
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ def test_schema_file_is_exported_from_the_models():
     )
 
 
-DOCS = Path(__file__).parents[1] / "docs" / "plan-format.md"
+DOCS = Path(__file__).parents[2] / "docs" / "plan-format.md"
 
 
 def _documented_records() -> dict[str, dict[str, str]]:

@@ -1,6 +1,6 @@
 """Golden files for what people see: stdout, stderr and exit code of every command, and every --help.
 
-Each tests/golden/cli/*.yml is one scenario in a fresh repository:
+Each tests/cli/golden/cli/*.yml is one scenario in a fresh repository:
 
     fixture: repo            # `repo` (initialized, the default) or `bare` (git init only)
     plan: |                  # optional: plan.jsonl content written before the steps
@@ -15,7 +15,7 @@ Ids are given explicitly where a command takes them. Ids ralph generates (issues
 --name`) are replaced by <i1>, <t1>, ... in order of appearance, and a step may name them that way.
 The repository path is replaced by <repo>.
 
-tests/golden/help/*.yml hold `ralph ... --help` for every command of the click tree; a command
+tests/cli/golden/help/*.yml hold `ralph ... --help` for every command of the click tree; a command
 without one fails test_every_command_has_a_help_golden. Regenerate with `pytest --update-goldens`
 (run it twice after adding a command: the first run creates the missing files).
 """

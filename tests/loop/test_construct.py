@@ -1,5 +1,5 @@
 """`ralph construct` end to end: real git repositories, the real CLI as a process, and a scripted
-fake agent (tests/fake_agent.py) that calls the real `ralph` commands."""
+fake agent (tests/loop/fake_agent.py) that calls the real `ralph` commands."""
 
 from __future__ import annotations
 
