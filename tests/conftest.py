@@ -56,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "ralph-tests-pycache"))
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which a plain `pytest` may run without
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """With pytest-xdist's --dist loadgroup: tests go to whichever worker is free, except the tests
     of the real agent CLIs (tests/e2e/), which run one after another in one worker. They share the

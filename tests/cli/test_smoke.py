@@ -114,7 +114,9 @@ def test_names_and_texts_are_shown_escaped_and_json_stays_exact(ralph):
 
     assert one_line(ralph("task", "list").stdout) == f"{task_id}  pending  {HOSTILE_SHOWN}"
     status = ralph("status").stdout.splitlines(keepends=True)
-    assert_safe(status[-1])
+    assert len(status) == 4
+    for line in status:
+        assert_safe(line)
     assert status[-1] == f"next: {task_id} {HOSTILE_SHOWN}\n"
     assert one_line(ralph("task", "done").stdout) == f"done {task_id}: {HOSTILE_SHOWN}"
     assert (
