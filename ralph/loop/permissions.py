@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, status_of
+from ralph.store.reader import PLAN_NAME as PLAN_FILE
 
-PLAN_FILE = "plan.jsonl"
 CODE_STAGES = {Stage.BUILD}
 ACCEPT_STAGES = {Stage.VERIFY}  # may accept or reject their own task
 STATUS_STAGES = {Stage.BUILD, Stage.VERIFY}  # may change their own task's status

@@ -80,11 +80,8 @@ class DecomposeStage:
         self.ws.console.event(f"DECOMPOSE of {task.id} {why}")
         if self.ws.read_plan().find_task(task.id) is None:  # the agent removed it, with too few parts
             return self.ws.commit(f"ralph(decompose): {task.id} removed ({why})")
-        failures = task.record.get("decompose_failures", 0) + 1
         with self.ws.change_plan() as change:
-            line = change.plan.task_line(task.id)
-            line.record["decompose_failures"] = failures
-            change.plan.doc.rewrite(line)
+            failures = change.plan.record_decompose_failure(task.id)
         if failures >= MAX_DECOMPOSE_FAILURES:
             return self._block(task, f"DECOMPOSE failed {failures} times: {why}")
         return self.ws.commit(f"ralph(decompose): {task.id} not decomposed ({why})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralph.ops.names import named
-from ralph.plan.plan import require_text
+from ralph.plan.intake import require_text
 from ralph.store.transaction import transaction
 
 

@@ -3,49 +3,14 @@ transitions the `ralph` commands make. Pure: no files, no git, no printing."""
 
 from __future__ import annotations
 
-import os
-
 from ralph.errors import InvalidInput, PlanInvalid, Refused
 from ralph.plan import schedule
 from ralph.plan.document import Document, Line
-from ralph.plan.integrity import cycle_text, integrity_problems
+from ralph.plan.intake import new_id, new_task_record, refuse_cycle, require_text
+from ralph.plan.integrity import integrity_problems
 from ralph.plan.records import KillReason, Stage, TaskView, is_done, is_pending
 from ralph.plan.stages import stage_of
 from ralph.plan.validate import record_problems
-
-_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-TASK_FIELDS_FROM_USER = (
-    "id",
-    "name",
-    "accept",
-    "deps",
-    "priority",
-    "notes",
-    "spec",
-    "parent",
-    "issue",
-    "no_code",
-)
-
-
-def _refuse_cycle(records: list[dict], batch: set[str]) -> None:
-    from graphlib import CycleError, TopologicalSorter
-
-    graph = {record["id"]: [dep for dep in record.get("deps", []) if dep in batch] for record in records}
-    try:
-        TopologicalSorter(graph).prepare()
-    except CycleError as exc:
-        raise InvalidInput(cycle_text(exc.args[1])) from None
-
-
-def new_id(prefix: str, taken: set[str]) -> str:
-    """prefix + 6 random base36 characters: safe to create on two branches at once."""
-    while True:
-        number = int.from_bytes(os.urandom(5), "big")
-        chars = "".join(_BASE36[(number // 36**i) % 36] for i in range(6))
-        candidate = f"{prefix}-{chars}"
-        if candidate not in taken:
-            return candidate
 
 
 class Plan:
@@ -146,7 +111,7 @@ class Plan:
         records = []
         for number, item in enumerate(items, start=1):
             label = f"task {number}" if len(items) > 1 else "task"
-            record = self._new_task_record(item, label, taken, default_spec)
+            record = new_task_record(item, label, taken, default_spec)
             if issue_id and "issue" not in record:
                 record["issue"] = issue_id
             self._inherit_priority(record)
@@ -159,7 +124,7 @@ class Plan:
                 raise Refused(f"task '{record['name']}' depends on unknown task {', '.join(unknown)}")
             if record["id"] in record.get("deps", []):
                 raise InvalidInput(f"task '{record['name']}' depends on itself")
-        _refuse_cycle(records, batch)  # only new tasks can close a cycle: no old task needs them
+        refuse_cycle(records, batch)  # only new tasks can close a cycle: no old task needs them
         for record in records:
             self.doc.append(record)
         return records  # the store checks the whole change before it writes
@@ -173,45 +138,6 @@ class Plan:
             source = next((issue for issue in self.issues() if issue["id"] == record["issue"]), None)
         if source and source.get("priority"):
             record["priority"] = source["priority"]
-
-    def _new_task_record(self, item: object, label: str, taken: set[str], spec: str | None) -> dict:
-        if isinstance(item, str):
-            item = {"name": item}
-        if not isinstance(item, dict):
-            raise InvalidInput(
-                f'{label} must be a JSON object with at least a "name", not {type(item).__name__}'
-            )
-        unknown = sorted(set(item) - set(TASK_FIELDS_FROM_USER))
-        if unknown:
-            allowed = ", ".join(TASK_FIELDS_FROM_USER)
-            raise InvalidInput(f"{label}: unknown field(s) {', '.join(unknown)} (allowed: {allowed})")
-        if isinstance(item.get("name"), str):
-            item = {**item, "name": item["name"].strip()}
-        if isinstance(item.get("deps"), str):
-            item = {**item, "deps": [item["deps"]]}
-        if isinstance(item.get("deps"), list) and all(isinstance(dep, str) for dep in item["deps"]):
-            item = {**item, "deps": list(dict.fromkeys(item["deps"]))}  # "t-b,t-b" is one dependency
-        record = {
-            "t": "task",
-            "id": item["id"] if "id" in item else new_id("t", taken),
-            "name": item.get("name"),
-            "s": "p",
-        }
-        record.update(
-            (key, item[key]) for key in TASK_FIELDS_FROM_USER[2:] if item.get(key) not in (None, [], "")
-        )
-        if spec and "spec" not in record:
-            record["spec"] = spec
-        if "name" not in item:
-            raise InvalidInput(f'{label} needs a "name"')
-        for key, value in record.items():
-            require_text(value, f"{label} field '{key}'")
-        problems = record_problems(record)
-        if problems:
-            raise InvalidInput(f"{label}: " + "; ".join(problems).removeprefix("task "))
-        if record["id"] in taken:
-            raise Refused(f"{label}: id {record['id']} is already in the plan")
-        return record
 
     def done(self, task_id: str | None) -> dict:
         if task_id is None:
@@ -383,6 +309,13 @@ class Plan:
         if parent is not None:  # the agent may have removed it itself
             self.delete(task_id)
 
+    def record_decompose_failure(self, task_id: str) -> int:
+        """DECOMPOSE made too few or too many subtasks (and they were undone); returns how often."""
+        line = self.task_line(task_id)
+        line.record["decompose_failures"] = line.record.get("decompose_failures", 0) + 1
+        self.doc.rewrite(line)
+        return line.record["decompose_failures"]
+
     def reject_reasons(self, task_id: str) -> list[str]:
         return [line.record["reason"] for line in self._of("reject") if line.record["id"] == task_id]
 
@@ -446,15 +379,3 @@ def _add_usage(task: dict, tokens: int, cost_usd: float | None) -> None:
         task["attempt_tokens"] = [*task.get("attempt_tokens", []), tokens]
     if cost_usd:
         task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)
-
-
-def require_text(value: object, what: str) -> None:
-    """Refuse text that is not Unicode: invalid UTF-8 from the command line arrives as lone
-    surrogates, which no file, commit message or terminal can hold."""
-    values = value if isinstance(value, list) else [value]
-    for one in values:
-        if isinstance(one, str) and not one.isascii():
-            try:
-                one.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidInput(f"{what} is not valid UTF-8 text") from None
