@@ -1,5 +1,9 @@
-"""`ralph construct` end to end: real git repositories, the real CLI as a process, and a scripted
-fake agent (tests/loop/fake_agent.py) that calls the real `ralph` commands."""
+"""`ralph construct` end to end: real git repositories, the real CLI, and a scripted fake agent
+(tests/loop/fake_agent.py) that calls the real `ralph` commands.
+
+A run the test waits for goes through the click app in the test's own process: the loop, its
+agents, gates and git are the same, only ralph's own Python start-up is saved. Runs the test
+signals, and tests about ralph as a program, start it as a real process."""
 
 from __future__ import annotations
 
@@ -14,7 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from ralph.cli.main import cli
 from ralph.loop.journal import read_events
 from tests.conftest import git
 
@@ -39,8 +45,16 @@ _started: list[subprocess.Popen] = []  # ralph runs started with wait=False, sto
 
 
 def construct(
-    root: Path, *flags: str, agent: str | None = None, wait: bool = True, env: dict | None = None, **kwargs
+    root: Path,
+    *flags: str,
+    agent: str | None = None,
+    wait: bool = True,
+    env: dict | None = None,
+    process: bool = False,
+    **kwargs,
 ):
+    """Runs `ralph construct` on the app spec with the fake agent: in this process when the test
+    waits for it, else (wait=False, process=True, or Popen arguments) as a real process."""
     agent = agent or f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
     argv = [
         sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
@@ -53,6 +67,8 @@ def construct(
         "RALPH_LOCK_TIMEOUT": "120",
         **(env or {}),
     }
+    if wait and not process and not kwargs:
+        return in_process(argv[3:], env)
     if not wait:
         kwargs.setdefault("preexec_fn", default_signals)
         running = subprocess.Popen(
@@ -61,6 +77,14 @@ def construct(
         _started.append(running)
         return running
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def in_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """The real CLI through click's test runner, with exactly `env` as the environment."""
+    runner = CliRunner()
+    unset = {key: None for key in os.environ if key not in env}
+    result = runner.invoke(cli, args, env={**unset, **env}, catch_exceptions=False)
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 def default_signals() -> None:
@@ -143,10 +167,8 @@ def events(root: Path) -> list[dict]:
 def assert_clean(root: Path) -> None:
     status = git(root, "status", "--porcelain").splitlines()
     assert status == [], status
-    check = subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(root), "check"], capture_output=True, text=True
-    )
-    assert check.returncode == 0, check.stderr
+    check = CliRunner().invoke(cli, ["-C", str(root), "check"], catch_exceptions=False)
+    assert check.exit_code == 0, check.stderr
 
 
 def alive(pid: int) -> bool:
@@ -159,7 +181,9 @@ def alive(pid: int) -> bool:
 
 
 def test_plans_builds_and_verifies_dependent_tasks_to_complete(project):
-    done = construct(project)
+    # ralph runs as a program, and the agent runs $RALPH_BIN as a real agent would (the other
+    # tests save those Python start-ups: see the module's docstring).
+    done = construct(project, env={"FAKE_AGENT_RALPH": "subprocess"}, process=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "COMPLETE" in done.stdout
 

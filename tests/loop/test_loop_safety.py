@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.loop.test_construct import CHECK_WORK, FAKE_AGENT, add_tasks, construct, plan_records
+from tests.loop.test_construct import CHECK_WORK, FAKE_AGENT, add_tasks, construct, in_process, plan_records
 
 
 @pytest.fixture
@@ -231,7 +231,7 @@ def test_a_second_spec_is_planned_and_construct_alone_continues_the_current_one(
     (project / "specs" / "other.md").write_text("# Other\n\n- Other thing\n")
     git(project, "add", "specs/other.md")
     git(project, "commit", "-qm", "a second spec")
-    argv = [sys.executable, "-m", "ralph", "-C", str(project), "construct"]
+    argv = ["-C", str(project), "construct"]
     agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
     flags = [
         "--agent",
@@ -242,11 +242,11 @@ def test_a_second_spec_is_planned_and_construct_alone_continues_the_current_one(
         f"{shlex.quote(sys.executable)} check_work.py",
     ]
     env = {**os.environ, "FAKE_AGENT_STATE": str(project.parent / "agent-state")}
-    second = subprocess.run([*argv, "specs/other.md", *flags], capture_output=True, text=True, env=env)
+    second = in_process([*argv, "specs/other.md", *flags], env)
     assert second.returncode == 0 and "iterations run: 1" in second.stdout, second.stdout + second.stderr
     accepted = [r for r in plan_records(project) if r["t"] == "accept"]
     assert [r["name"] for r in accepted if r.get("spec") == "specs/other.md"] == ["Other thing"]
-    again = subprocess.run([*argv, *flags], capture_output=True, text=True, env=env)
+    again = in_process([*argv, *flags], env)
     assert again.returncode == 0 and "every task of the spec is accepted" in again.stdout
     assert [r["spec"] for r in plan_records(project) if r["t"] == "state"] == ["specs/other.md"]
 

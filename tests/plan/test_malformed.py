@@ -75,16 +75,18 @@ def _assert_one_line_at(stderr: str, line: int, message: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_commands_refuse_a_malformed_plan_and_change_nothing(repo, name):
+def test_commands_refuse_a_malformed_plan_and_change_nothing(ralph, repo, name):
     line, message = EXPECTED[name]
     data = (CORPUS / f"{name}.jsonl").read_bytes()
     head = _commit_plan(repo, data)
 
-    for args in (("task", "add", '{"name":"x"}'), ("query", "next")):
-        result = ralph_process(repo, *args)
-        assert result.returncode == 2, (args, result.returncode, result.stdout, result.stderr)
-        assert result.stdout == ""
-        _assert_one_line_at(result.stderr, line, message)
+    writer = ralph_process(repo, "task", "add", '{"name":"x"}')  # ralph as a program: its exit code
+    assert writer.returncode == 2, (writer.returncode, writer.stdout, writer.stderr)
+    assert writer.stdout == ""
+    _assert_one_line_at(writer.stderr, line, message)
+    reader = ralph("query", "next", code=2)
+    assert reader.stdout == ""
+    _assert_one_line_at(reader.stderr, line, message)
 
     assert (repo / "plan.jsonl").read_bytes() == data
     assert git(repo, "rev-parse", "HEAD").strip() == head
