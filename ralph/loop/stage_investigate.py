@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.prompts import data_block
-from ralph.loop.workspace import PLAN_FILE, STOP_REASONS_THAT_KILL, StageReport, Workspace
+from ralph.loop.workspace import STOP_REASONS_THAT_KILL, StageReport, Workspace
 from ralph.plan.records import IssueView, KillReason, Stage
-from ralph.store import transaction
 
 
 class InvestigateStage:
@@ -33,7 +32,7 @@ class InvestigateStage:
                 "previous": self._previous_stop(IssueView(issue)),
             }
             self.ws.set_state(stage=str(Stage.INVESTIGATE))
-            before = (self.ws.root / PLAN_FILE).read_bytes()  # what a stopped run's changes go back to
+            before = self.ws.plan_bytes()  # what a stopped run's changes go back to
             result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values)
             self.ws.check_plan(result)
             stop = STOP_REASONS_THAT_KILL.get(result.run.stop_reason or "")
@@ -70,13 +69,7 @@ class InvestigateStage:
         are kept beside its log and undone, and the issue records the stop; at max_attempts
         stops it is kept open for a person."""
         log = str(result.log_path)
-        current = (self.ws.root / PLAN_FILE).read_bytes()
-        if current != before:
-            kept = self.ws.root / result.log_path.with_suffix(".plan.jsonl")
-            kept.write_bytes(current)
-            transaction.restore_plan(self.ws.root, before)
-            kept_as = str(kept.relative_to(self.ws.root))
-            self.ws.journal.event("plan_changes_set_aside", item=issue["id"], plan=kept_as)
+        self.ws.undo_plan_changes(before, result.log_path, issue["id"])
         limit = self.ws.settings.max_attempts
         with self.ws.change_plan() as change:  # goes in with the commit below
             if not any(open_issue["id"] == issue["id"] for open_issue in change.plan.issues()):

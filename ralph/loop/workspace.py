@@ -234,6 +234,20 @@ class Workspace:
                 self.repo.remove_worktree(path)
             shutil.rmtree(folder, ignore_errors=True)
 
+    def plan_bytes(self) -> bytes:
+        return (self.root / PLAN_FILE).read_bytes()
+
+    def undo_plan_changes(self, before: bytes, log_path: Path, item: str) -> None:
+        """A run stopped half way changes nothing: what it did to plan.jsonl since `before` is
+        kept beside its log (as <log>.plan.jsonl) and undone."""
+        current = self.plan_bytes()
+        if current == before:
+            return
+        kept = self.root / log_path.with_suffix(".plan.jsonl")
+        kept.write_bytes(current)
+        transaction.restore_plan(self.root, before)
+        self.journal.event("plan_changes_set_aside", item=item, plan=str(kept.relative_to(self.root)))
+
     def save_build_patch(self, task: TaskView, log_path: Path) -> Path | None:
         """The changes of the task's last build commit as a patch beside the log (relative to the
         root), for DECOMPOSE to see what was built of a task set aside after its build was

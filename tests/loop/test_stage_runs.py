@@ -56,6 +56,8 @@ elif stage == "VERIFY":
 elif stage == "DECOMPOSE":
     parts = [{"name": f"part {n} of {item}", "parent": item} for n in (1, 2)]
     subprocess.run([*ralph, "task", "add", json.dumps(parts)], check=True)
+    if "[full-split]" in name:
+        full_context()
 """
 TIMEOUT = "2s"  # a normal run here takes a few tenths of a second, even on a busy machine
 
@@ -224,4 +226,24 @@ def test_verifiers_work_in_checkouts_of_their_own_and_one_that_edits_keeps_nothi
     assert verdicts[2:] == [(editor, "accepted", None)]  # its verdict came with the next, clean run
     assert "verifier was here" not in (project / "check_work.py").read_text()
     assert "verifier was here" not in git(project, "log", "-p", f"{head}..HEAD")
+    assert_clean(project)
+
+
+def test_a_decomposition_stopped_half_way_is_undone_and_counts_as_failed(project, tmp_path):
+    plan = project / "plan.jsonl"
+    killed = {"t": "task", "id": "t-split0", "name": "Split me [full-split]", "kill_reason": "timeout"}
+    plan.write_text(plan.read_text() + json.dumps(killed) + "\n")
+    git(project, "commit", "-qam", "a task killed earlier")
+    done = run(project, tmp_path, "--timeout", TIMEOUT, "--max-iterations", "1")
+    assert done.returncode in (3, 5), done.stdout + done.stderr
+    assert len(seen(tmp_path, "DECOMPOSE", "t-split0")) == 2  # twice, then blocked for a person
+    tasks = [r for r in plan_records(project) if r["t"] == "task"]
+    assert [(t["id"], t["s"], t["decompose_failures"]) for t in tasks] == [("t-split0", "b", 2)]
+    assert (
+        tasks[0]["blocked_reason"]
+        == "DECOMPOSE failed 2 times: was stopped (context_limit) before it finished"
+    )
+    assert done.stdout.count("t-split0 DECOMPOSE stopped (context_limit), undone") == 2
+    saved = [e["plan"] for e in events(project) if e["event"] == "plan_changes_set_aside"]
+    assert len(saved) == 2 and "part 1 of t-split0" in (project / saved[0]).read_text()
     assert_clean(project)
