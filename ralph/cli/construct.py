@@ -203,6 +203,10 @@ def _print_report(report, as_json: bool) -> None:
         click.echo(f"accepted ({len(report.accepted)}):")
         for item in report.accepted:
             click.echo(f"  {printable(item)}")
+    if report.stopped:
+        click.echo(f"stopped ({len(report.stopped)}):")
+        for item in report.stopped:
+            click.echo(f"  {printable(item)}")
     if report.remaining:
         click.echo(f"left ({len(report.remaining)}):")
         for item in report.remaining:

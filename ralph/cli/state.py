@@ -79,7 +79,13 @@ def status(ctx: click.Context, as_json: bool) -> None:
         + (f", {summary['killed']} to decompose" if summary["killed"] else "")
         + (f", {summary['blocked']} blocked" if summary["blocked"] else "")
     )
-    click.echo(f"issues: {summary['issues']} open")
+    kept = f", {summary['kept_open']} kept open" if summary["kept_open"] else ""
+    click.echo(f"issues: {summary['issues']} open{kept}")
+    if summary["waiting"]:
+        click.echo("waiting for a person:")
+        for item in summary["waiting"]:
+            why = item["why"].splitlines()[0][:200] if item["why"] else "(no reason given)"
+            click.echo(f"  {item['id']}: {printable(why)}")
     nxt = summary["next"]
     click.echo(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
 

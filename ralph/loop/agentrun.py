@@ -99,7 +99,12 @@ class AgentRunner:
                     continue
         raise RalphError(f"too many logs named {stem}")
 
-    def env(self, stage: str, iteration: int, item: str | None, prompt_file: Path) -> dict[str, str]:
+    def env(
+        self, stage: str, iteration: int, item: str | None, prompt_file: Path, cwd: Path | None = None
+    ) -> dict[str, str]:
+        """`cwd`: the checkout the run works in, when not the repository itself (a verifier's
+        worktree, which holds its own copy of plan.jsonl)."""
+        where = str(cwd or self.root)
         env = dict(os.environ)
         for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID"):
             env.pop(key, None)
@@ -110,10 +115,10 @@ class AgentRunner:
             RALPH_ITERATION=str(iteration),
             RALPH_SPEC=self.settings.spec,
             RALPH_PROMPT_FILE=str(prompt_file),
-            RALPH_ROOT=str(self.root),
+            RALPH_ROOT=where,
             # opencode takes its project folder from $PWD before its working directory, and
             # ralph's own $PWD is wherever ralph was started.
-            PWD=str(self.root),
+            PWD=where,
             RALPH_BIN=ralph_command(),
             RALPH_COMMIT="0",  # the loop commits the agent's plan changes with its code
         )
@@ -124,18 +129,26 @@ class AgentRunner:
         return env
 
     def run(
-        self, stage: str, iteration: int, item: str | None, values: dict, compacted: str | None = None
+        self,
+        stage: str,
+        iteration: int,
+        item: str | None,
+        values: dict,
+        compacted: str | None = None,
+        cwd: Path | None = None,
     ) -> AgentResult:
-        """One agent run. Only BUILD may be compacted; `compacted` (a compacted-context block)
-        makes this run a continuation that opens with it."""
+        """One agent run, in the repository or in the checkout `cwd`. Only BUILD may be
+        compacted; `compacted` (a compacted-context block) makes this run a continuation that
+        opens with it."""
         log_path = self.new_log(stage, item)
         prompt_file = log_path.with_suffix(".prompt.md")
-        values = {"root": self.root, "spec": self.settings.spec, "ralph": ralph_command(), **values}
+        root = cwd or self.root
+        values = {"root": root, "spec": self.settings.spec, "ralph": ralph_command(), **values}
         prompt = prompts.render(self.root, stage, values)
         if compacted:
             prompt = f"{compacted}\n\n{prompt}"
         prompt_file.write_text(prompt, encoding="utf-8")
-        env = self.env(stage, iteration, item, prompt_file)
+        env = self.env(stage, iteration, item, prompt_file, cwd)
         invocation = self.adapter.invocation(prompt, str(prompt_file), env)
         tracker = RunTracker()
         relative_log = log_path.relative_to(self.root)
@@ -156,7 +169,7 @@ class AgentRunner:
         try:
             result = self.supervisor.run(
                 invocation.argv,
-                cwd=self.root,
+                cwd=root,
                 env=invocation.env,
                 log_path=log_path,
                 timeout_s=self.settings.timeout_s,

@@ -28,7 +28,7 @@ from ralph.loop.stage_plan import PlanStage
 from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import Supervisor
 from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, StageRun, Workspace
-from ralph.plan.records import Stage, TaskView
+from ralph.plan.records import IssueView, Stage, TaskView
 from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
 from ralph.store.lock import exclusive_run
@@ -66,6 +66,7 @@ class Report:
     remaining: list[str] = field(default_factory=list)
     log_dir: str = str(LOG_DIR)
     tokens: int = 0
+    stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
 
 
 class Loop:
@@ -79,6 +80,7 @@ class Loop:
         self.deadline = Deadline(settings.max_minutes)
         self.ws: Workspace | None = None
         self.accepted: list[str] = []
+        self.stopped: list[str] = []
         self.iterations_run = 0
 
     # --- the loop -----------------------------------------------------------------------------
@@ -162,6 +164,7 @@ class Loop:
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
         report = stage(self.ws).run(iteration)
         self.accepted += report.accepted
+        self.stopped += report.stopped
         return report
 
     # --- preparing and reading ----------------------------------------------------------------
@@ -238,6 +241,7 @@ class Loop:
             self._remaining(),
             str(LOG_DIR),
             tokens,
+            self.stopped,
         )
 
     def _remaining(self) -> list[str]:
@@ -250,8 +254,13 @@ class Loop:
             return [f"plan.jsonl does not load: {exc}"]
         spec = self.settings.spec
         return [_remaining_line(task) for task in plan.task_views(spec)] + [
-            f"{issue['id']} issue: {issue['text'][:100]}" for issue in plan.issues(spec)
+            _issue_line(IssueView(issue)) for issue in plan.issues(spec)
         ]
+
+
+def _issue_line(issue: IssueView) -> str:
+    why = issue.why_open
+    return f"{issue.id} issue: {issue.text[:100]}" + (f" ({why.splitlines()[0][:160]})" if why else "")
 
 
 def _remaining_line(task: TaskView) -> str:

@@ -6,21 +6,21 @@ aside for DECOMPOSE. Context compaction continues the task in a fresh run."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.prompts import excerpt, one_line, task_details
 from ralph.loop.secrets import redact
-from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
-from ralph.plan.records import KillReason, Stage, is_done
+from ralph.loop.workspace import PLAN_FILE, STOP_REASONS_THAT_KILL, StageReport, Workspace
+from ralph.plan.records import KillReason, Stage, TaskView, is_done
 from ralph.plan.schedule import buildable
 
 HISTORY_EXCERPT_CHARS = 1500
 NO_CHANGES = "no_changes"  # the verdict on a build that changed nothing
 PERMISSION_VIOLATION = "permission_violation"  # on a run that did what BUILD may not
 MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
-_STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
 _KILL_TEXT = {
     KillReason.TIMEOUT: "the agent run hit its time limit",
     KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
@@ -42,20 +42,51 @@ class BuildStage:
                 break
             task_id = ready[0]["id"]
             if plan.rejections(task_id) >= self.ws.settings.max_attempts:
-                self._set_aside_rejected(task_id)  # VERIFY keeps rejecting it: split it instead
+                self._set_aside_rejected(plan, task_id, report)  # VERIFY keeps rejecting it: split it
                 continue
             self._build_task(task_id, iteration, report)
             report.items += 1
         span.end(tasks=report.items)
         return report
 
-    def _set_aside_rejected(self, task_id: str) -> None:
-        reason = f"VERIFY rejected it {self.ws.settings.max_attempts} times; split it into smaller tasks"
+    def _set_aside_rejected(self, plan, task_id: str, report: StageReport) -> None:
+        """Set aside for DECOMPOSE with a log of its own: what VERIFY said each time and where its
+        runs' logs are, and the changes of the rejected build as a patch beside it."""
+        task = plan.task_line(task_id).record
+        reasons = plan.reject_reasons(task_id)
+        log = self.ws.runner.new_log("rejected", task_id).relative_to(self.ws.root)
+        patch = self.ws.save_build_patch(TaskView(task), log)
+        (self.ws.root / log).write_text(self._rejection_record(task, reasons, patch), encoding="utf-8")
+        reason = f"VERIFY rejected it {len(reasons)} times; split it into smaller tasks"
         with self.ws.change_plan(commit=True) as change:
-            change.plan.set_aside(task_id, KillReason.DOOM_LOOP, reason)
+            change.plan.set_aside(task_id, KillReason.DOOM_LOOP, reason, kill_log=str(log))
             change.message = f"ralph(build): {task_id} set aside (rejected too often)"
-        self.ws.journal.event("task_killed", item=task_id, kill_reason=KillReason.DOOM_LOOP, rejected=True)
+        self.ws.journal.event(
+            "task_killed", item=task_id, kill_reason=KillReason.DOOM_LOOP, rejected=True, log=str(log)
+        )
+        report.stopped.append(f"{task_id} set aside after {len(reasons)} rejections; log {log}")
         self.ws.console.event(f"{task_id} was rejected too often; it will be decomposed")
+
+    def _rejection_record(self, task: dict, reasons: list[str], patch: Path | None) -> str:
+        own = re.compile(rf"ralph-[0-9-]+-verify-{re.escape(task['id'])}(-\d+)?\.log")
+        logs = sorted(
+            str(path.relative_to(self.ws.root))
+            for path in self.ws.runner.log_dir.glob("ralph-*-verify-*.log")
+            if own.fullmatch(path.name)
+        )
+        build = task.get("commit") or "(not recorded)"
+        changes = str(patch.relative_to(self.ws.root)) if patch else "(none saved)"
+        return "\n".join(
+            [
+                f"ralph: task {task['id']} set aside: VERIFY rejected it {len(reasons)} times",
+                f"its last build: commit {build}; its changes (still in the code): {changes}",
+                "what VERIFY said, oldest first:",
+                *(f"{n}. {' '.join(reason.split())[:2000]}" for n, reason in enumerate(reasons, 1)),
+                "the VERIFY runs' logs:",
+                *(logs or ["(none found)"]),
+                "",
+            ]
+        )
 
     def _build_task(self, task_id: str, iteration: int, report: StageReport) -> None:
         compacted, compactions = None, 0
@@ -76,8 +107,8 @@ class BuildStage:
             if result.run.stop_reason == "context_compact":
                 result.run.stop_reason = "context_limit"  # compacting again and again is no progress
             compacted = None
-            if result.run.stop_reason in _STOP_REASONS_THAT_KILL:
-                return self._kill(task_id, _STOP_REASONS_THAT_KILL[result.run.stop_reason], result)
+            if result.run.stop_reason in STOP_REASONS_THAT_KILL:
+                return self._kill(task_id, STOP_REASONS_THAT_KILL[result.run.stop_reason], result, report)
             task = self.ws.read_plan().find_task(task_id)
             if task is None:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
@@ -86,7 +117,7 @@ class BuildStage:
                 return self._record_build(task_id, result, report)
             attempts = self._record_failure(task_id, failure, result)
             if attempts >= self.ws.settings.max_attempts:
-                return self._kill(task_id, KillReason.DOOM_LOOP, result)
+                return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
 
     def _compact(self, task: dict, result: AgentResult) -> str:
         """The compacted context a continuation run opens with: the task, what is done so far,
@@ -188,13 +219,15 @@ class BuildStage:
         )
         return attempts
 
-    def _kill(self, task_id: str, reason: KillReason, result: AgentResult) -> None:
+    def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
         """Set the task aside for DECOMPOSE; its partial changes are saved as a patch, then undone."""
         self.ws.set_aside(result.log_path)
         with self.ws.change_plan(commit=True) as change:
             change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
             change.message = f"ralph(build): {task_id} killed ({reason})"
         self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=str(result.log_path))
+        then = "set aside for DECOMPOSE"
+        report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
         self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
 
 

@@ -1,7 +1,8 @@
 """DECOMPOSE: an agent replaces a killed task with 2-5 smaller ones that name it as parent,
 reading only the head and tail of the killed run's log. Subtasks are one level deeper than their
 parent; at max_decompose_depth, or after two decompositions that made too few or too many
-subtasks, the task is blocked for a person instead."""
+subtasks, the task is blocked for a person instead. A run stopped by its time limit or a full
+context is a failed decomposition: what it did to the plan is kept beside its log and undone."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from ralph.loop.agentrun import LOG_DIR
 from ralph.loop.prompts import data_block, one_line, task_details
-from ralph.loop.workspace import StageReport, Workspace
+from ralph.loop.workspace import STOP_REASONS_THAT_KILL, StageReport, Workspace
 from ralph.plan.records import Stage, TaskView
 
 MIN_SUBTASKS, MAX_SUBTASKS = 2, 5
@@ -27,24 +28,32 @@ class DecomposeStage:
             return report
         span = self.ws.journal.span("stage", stage="DECOMPOSE", iteration=iteration, items=len(killed))
         for task in killed:
-            commit = self._decompose(task, iteration)
+            commit = self._decompose(task, iteration, report)
             report.commits += [commit] if commit else []
         span.end()
         return report
 
-    def _decompose(self, task: TaskView, iteration: int) -> str | None:
+    def _decompose(self, task: TaskView, iteration: int, report: StageReport) -> str | None:
         limit = self.ws.settings.max_decompose_depth
         if task.depth >= limit:
             return self._block(task, f"decomposed {task.depth} times and still failing ({task.kill_reason})")
         plan = self.ws.read_plan()
+        self.ws.set_state(stage=str(Stage.DECOMPOSE))
+        before = self.ws.plan_bytes()  # what a stopped run's changes go back to
         result = self.ws.run_agent(Stage.DECOMPOSE, iteration, task.id, self._values(task, plan))
+        stop = STOP_REASONS_THAT_KILL.get(result.run.stop_reason or "")
+        if stop:  # half a decomposition is none: undone, and it counts as a failed one
+            self.ws.undo_plan_changes(before, result.log_path, task.id)
+            report.stopped.append(f"{task.id} DECOMPOSE stopped ({stop}), undone; log {result.log_path}")
+            return self._refuse(task, [], result.log_path, f"was stopped ({stop}) before it finished")
         plan = self.ws.read_plan()
         children = [child.id for child in plan.task_views() if child.parent == task.id and child.pending]
         if MIN_SUBTASKS <= len(children) <= MAX_SUBTASKS:
             with self.ws.change_plan() as change:
                 change.plan.record_decomposition(task.id, children, task.depth)
             return self.ws.commit(f"ralph(decompose): {task.id} -> {', '.join(children)}")
-        return self._refuse(task, children, result.log_path)
+        why = f"made {len(children)} subtask(s); a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
+        return self._refuse(task, children, result.log_path, why)
 
     def _values(self, task: TaskView, plan) -> dict:
         """What DECOMPOSE is told: the task, why it was killed, the head and tail of the killed
@@ -69,13 +78,13 @@ class DecomposeStage:
             else "(no changes were set aside)",
         }
 
-    def _refuse(self, task: TaskView, children: list[str], log: Path) -> str | None:
-        """2 to 5 subtasks, or the decomposition is undone; a second failure blocks the task."""
+    def _refuse(self, task: TaskView, children: list[str], log: Path, why: str) -> str | None:
+        """2 to 5 subtasks from a run that finished, or the decomposition is undone; a second
+        failure blocks the task."""
         if children:
             with self.ws.change_plan() as change:
                 for child in children:
                     change.plan.delete(child, force=True)
-        why = f"made {len(children)} subtask(s); a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
         self.ws.journal.event("decompose_failed", item=task.id, why=why, log=str(log))
         self.ws.console.event(f"DECOMPOSE of {task.id} {why}")
         if self.ws.read_plan().find_task(task.id) is None:  # the agent removed it, with too few parts

@@ -1,13 +1,18 @@
 """INVESTIGATE: one agent run per open issue of the spec; each turns its issue into tasks (or
 finds it needs none) and resolves it. An issue the agent turned into tasks but did not resolve is
 resolved by ralph, naming those tasks, so it is not investigated again (and its tasks not added
-again) next iteration; one the agent kept open on purpose (`ralph issue keep`) is skipped."""
+again) next iteration; one the agent kept open on purpose (`ralph issue keep`) is skipped.
+
+A run stopped by its time limit or a full context changes nothing (what it did to the plan is kept
+beside its log and undone); the issue records why and the log, the next run is told, and after
+max_attempts stopped runs the issue is kept open for a person instead of being run again."""
 
 from __future__ import annotations
 
+from ralph.loop.agentrun import AgentResult
 from ralph.loop.prompts import data_block
-from ralph.loop.workspace import StageReport, Workspace
-from ralph.plan.records import Stage
+from ralph.loop.workspace import STOP_REASONS_THAT_KILL, StageReport, Workspace
+from ralph.plan.records import IssueView, KillReason, Stage
 
 
 class InvestigateStage:
@@ -21,13 +26,23 @@ class InvestigateStage:
             return report
         span = self.ws.journal.span("stage", stage="INVESTIGATE", iteration=iteration, items=len(issues))
         for issue in issues:
-            values = {"issue_id": issue["id"], "issue_text": data_block("the issue", issue["text"])}
+            values = {
+                "issue_id": issue["id"],
+                "issue_text": data_block("the issue", issue["text"]),
+                "previous": self._previous_stop(IssueView(issue)),
+            }
+            self.ws.set_state(stage=str(Stage.INVESTIGATE))
+            before = self.ws.plan_bytes()  # what a stopped run's changes go back to
             result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values)
             self.ws.check_plan(result)
-            message = f"ralph(investigate): {issue['id']} {issue['text'][:60]}"
-            if self._still_open(issue["id"]):
-                message = self._resolve_if_it_became_tasks(issue["id"], message, str(result.log_path))
-            commit = self.ws.commit(message)
+            stop = STOP_REASONS_THAT_KILL.get(result.run.stop_reason or "")
+            if stop:
+                commit = self._stopped(issue, stop, result, before, report)
+            else:
+                message = f"ralph(investigate): {issue['id']} {issue['text'][:60]}"
+                if self._still_open(issue["id"]):
+                    message = self._resolve_if_it_became_tasks(issue["id"], message, str(result.log_path))
+                commit = self.ws.commit(message)
             report.commits += [commit] if commit else []
         span.end()
         return report
@@ -46,3 +61,45 @@ class InvestigateStage:
             change.plan.resolve_issue(issue_id)
         self.ws.journal.event("issue_resolved_by_ralph", item=issue_id, tasks=made)
         return f"{message}\n\nresolved by ralph: it became {', '.join(made)}"
+
+    def _stopped(
+        self, issue: dict, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
+    ) -> str | None:
+        """The run was stopped half way: its plan changes (tasks of a half-done investigation)
+        are kept beside its log and undone, and the issue records the stop; at max_attempts
+        stops it is kept open for a person."""
+        log = str(result.log_path)
+        self.ws.undo_plan_changes(before, result.log_path, issue["id"])
+        limit = self.ws.settings.max_attempts
+        with self.ws.change_plan() as change:  # goes in with the commit below
+            if not any(open_issue["id"] == issue["id"] for open_issue in change.plan.issues()):
+                return None  # gone meanwhile (a person resolved it): nothing to record
+            stops = change.plan.record_investigation_kill(issue["id"], reason, log)
+            parked = stops >= limit
+            if parked:
+                change.plan.keep_issue_open(
+                    issue["id"],
+                    f"INVESTIGATE was stopped {stops} times ({reason}; last log {log}): a person must look"
+                    " at it, or split it into smaller issues",
+                )
+        self.ws.journal.event(
+            "issue_stopped", item=issue["id"], kill_reason=reason, stops=stops, parked=parked, log=log
+        )
+        then = "kept open for a person" if parked else f"investigated again next time ({stops} of {limit})"
+        report.stopped.append(f"{issue['id']} INVESTIGATE stopped ({reason}), {then}; log {log}")
+        self.ws.console.event(f"INVESTIGATE {issue['id']} stopped ({reason}); {then}")
+        return self.ws.commit(f"ralph(investigate): {issue['id']} stopped ({reason}), {then}")
+
+    def _previous_stop(self, issue: IssueView) -> str:
+        """What the investigator is told of earlier runs of the issue that were stopped."""
+        if not issue.kill_reason:
+            return ""
+        said = (
+            f"{issue.kills} earlier INVESTIGATE run(s) of this issue were stopped, the last one by"
+            f" {issue.kill_reason} (log: {issue.kill_log}); at {self.ws.settings.max_attempts} the issue"
+            " is left to a person."
+        )
+        return (
+            f"\n{data_block('earlier INVESTIGATE runs', said)}\n"
+            "Work in small steps, keep command output short, and end with one of the actions below.\n"
+        )

@@ -1,15 +1,41 @@
 """VERIFY: one agent run per done task, up to --parallel at once (fork/join); each accepts or
-rejects its task. A task given no verdict stays done for the next VERIFY. Then prioritize."""
+rejects its task. A task given no verdict stays done for the next VERIFY. Then prioritize.
+
+Each verifier works in a checkout of its own: a detached worktree of HEAD with its own copy of
+plan.jsonl, removed after its run. Verifiers running tests at once never share files, and what
+each did is known: any change to its checkout is a permission violation (VERIFY changes no code),
+and only its verdict on its own task and the tasks and issues it added are taken into the plan.
+A verifier stopped by its time limit or a full context gives no verdict; the task records why,
+and after max_attempts such runs it is set aside for DECOMPOSE instead of being verified again."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
+from ralph.errors import PlanInvalid
 from ralph.loop.agentrun import AgentResult
-from ralph.loop.prompts import one_line, task_details
+from ralph.loop.permissions import Snapshot, violations
+from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.signals import deferred_signals
-from ralph.loop.workspace import StageReport, Workspace
-from ralph.plan.records import Stage, TaskView
+from ralph.loop.workspace import PLAN_FILE, RALPH_FILES, STOP_REASONS_THAT_KILL, StageReport, Workspace
+from ralph.plan.plan import Plan
+from ralph.plan.records import KillReason, Stage, TaskView
+from ralph.store import reader
+from ralph.store.git import Repo
+
+
+@dataclass
+class Verification:
+    """One verifier's run in its own checkout, and what came of it."""
+
+    task: TaskView
+    result: AgentResult
+    checkout: str  # where it ran (removed since)
+    base: Plan  # its copy of the plan as it started
+    theirs: Plan | None = None  # its copy after the run; None: nothing of it is taken
+    did: list[str] = field(default_factory=list)  # what it did that VERIFY may not
+    killed: KillReason | None = None
 
 
 class VerifyStage:
@@ -28,19 +54,22 @@ class VerifyStage:
         before, old = self.ws.snapshot(), self.ws.read_plan()
         pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
         try:
-            results = list(pool.map(lambda task: self._verify_one(task, iteration, names), done))
+            runs = list(pool.map(lambda task: self._verify_one(task, iteration, names), done))
         except BaseException:  # Ctrl-C or a stop signal: stop every verifier, not only the waited one
             with deferred_signals():
                 # Stopped before the threads are joined (`with pool` would wait for every verifier
-                # to finish); the queued ones never start.
+                # to finish); the queued ones never start. Each running one removes its checkout.
                 pool.shutdown(wait=False, cancel_futures=True)
                 self.ws.runner.supervisor.stop_all()
                 pool.shutdown(wait=True)
             raise
         pool.shutdown(wait=True)
-        # The verifiers share one plan and one work tree, so their permissions are checked together:
-        # verdicts only on this batch's tasks, no code changed, HEAD where it was.
-        self.ws.enforce(Stage.VERIFY, {task.id for task in done}, before, old, results)
+        # The verifiers had no business in this work tree or its plan.jsonl at all (their verdicts
+        # go to their own copies): whatever changed here is undone, and none of theirs is taken.
+        if self.ws.enforce(Stage.VERIFY, set(), before, old, [run.result for run in runs]):
+            for run in runs:
+                run.theirs = None
+        self._take(runs, report)
         verdicts = self._verdicts(done)
         report.accepted = [f"{task.id} {task.name}" for task in done if task.id in verdicts["accepted"]]
         summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)
@@ -50,14 +79,101 @@ class VerifyStage:
         span.end(**{kind.replace(" ", "_"): ids for kind, ids in verdicts.items() if ids})
         return report
 
-    def _verify_one(self, task: TaskView, iteration: int, names: dict[str, str]) -> AgentResult:
-        values = {
-            "task_id": task.id,
-            "task_name": one_line(task.name),
-            "task_details": task_details(task.record, names),
-            "task_commit": task.commit or "HEAD",
-        }
-        return self.ws.run_agent(Stage.VERIFY, iteration, task.id, values)
+    def _verify_one(self, task: TaskView, iteration: int, names: dict[str, str]) -> Verification:
+        with self.ws.checkout(f"verify-{task.id}") as checkout:
+            values = {
+                "task_id": task.id,
+                "task_name": one_line(task.name),
+                "task_details": task_details(task.record, names),
+                "task_commit": task.commit or "HEAD",
+                "previous": _previous_stop(task, self.ws.settings.max_attempts),
+            }
+            base = reader.read_plan(checkout.root)
+            start = _snapshot(checkout)
+            result = self.ws.run_agent(Stage.VERIFY, iteration, task.id, values, cwd=checkout.root)
+            run = Verification(task, result, str(checkout.root), base)
+            self._inspect(run, checkout, start)
+            return run
+
+    def _inspect(self, run: Verification, checkout: Repo, start: Snapshot) -> None:
+        """What the verifier left in its checkout: its copy of the plan, and any change to the
+        code or to HEAD, which is a violation; the changes are kept as a patch beside its log."""
+        try:
+            theirs = reader.load_checked(checkout.root, (checkout.root / PLAN_FILE).read_bytes())
+            run.theirs = Plan(theirs)
+        except (FileNotFoundError, PlanInvalid) as exc:
+            problem = "deleted plan.jsonl" if isinstance(exc, FileNotFoundError) else str(exc)
+            self.ws.journal.event("verifier_plan_invalid", item=run.task.id, problem=problem)
+        end = _snapshot(checkout)
+        run.did = violations(Stage.VERIFY, {run.task.id}, start, end, run.base, run.theirs or run.base)
+        stop = run.result.run.stop_reason
+        run.killed = STOP_REASONS_THAT_KILL.get(stop) if stop else None
+        if run.killed:
+            run.theirs = None  # a run stopped half way gives no verdict
+        if not run.did:
+            return
+        run.theirs = None
+        changed = set(end.dirty)
+        if start.head and end.head != start.head:  # its own commits are changes too
+            committed = checkout.git("diff", "--name-only", "-z", start.head).split("\0")
+            changed |= {path for path in committed if path}
+        log = run.result.log_path
+        if changed - {PLAN_FILE}:
+            patch = self.ws.root / log.with_suffix(".patch")
+            checkout.save_patch(changed - {PLAN_FILE}, patch, base=start.head or "HEAD")
+        run.result.violation = "; ".join(run.did)
+        self.ws.journal.event(
+            "permission_violation",
+            stage=str(Stage.VERIFY),
+            items=[run.task.id],
+            did=run.did,
+            log=str(log),
+            checkout=run.checkout,
+        )
+        did = run.result.violation
+        self.ws.console.event(f"VERIFY {run.task.id}: permission violation, nothing kept: {did}")
+
+    def _take(self, runs: list[Verification], report: StageReport) -> None:
+        """Into the plan: each verifier's verdict and additions, or why its run was stopped."""
+        with self.ws.change_plan() as change:  # goes in with this stage's commit
+            for run in runs:
+                if run.killed:
+                    self._stopped(change.plan, run, report)
+                    continue
+                taken = change.plan.take_verification(run.task.id, run.base, run.theirs) if run.theirs else {}
+                self.ws.journal.event(
+                    "verdict",
+                    item=run.task.id,
+                    verdict=taken.get("verdict"),
+                    reason=taken.get("reason"),
+                    tasks=taken.get("tasks") or None,
+                    issues=taken.get("issues") or None,
+                    dropped=taken.get("dropped"),
+                    violation=bool(run.result.violation) or None,
+                    checkout=run.checkout,
+                    log=str(run.result.log_path),
+                )
+
+    def _stopped(self, plan: Plan, run: Verification, report: StageReport) -> None:
+        """A verifier stopped by its time limit or a full context: the task records why; at
+        max_attempts such runs it is set aside for DECOMPOSE with the build's changes beside the
+        log, rather than verified blindly again."""
+        task, reason, log = run.task, run.killed, str(run.result.log_path)
+        stops = plan.record_verify_kill(task.id, reason, log)
+        limit = self.ws.settings.max_attempts
+        set_aside = stops >= limit
+        if set_aside:
+            text = f"VERIFY was stopped {stops} times ({reason}); split it into tasks one run can check"
+            plan.set_aside(task.id, reason, text, kill_log=log)
+            self.ws.save_build_patch(task, run.result.log_path)
+        self.ws.journal.event(
+            "verify_stopped", item=task.id, kill_reason=reason, stops=stops, set_aside=set_aside, log=log
+        )
+        if set_aside:
+            self.ws.journal.event("task_killed", item=task.id, kill_reason=reason, log=log, stage="VERIFY")
+        then = "set aside for DECOMPOSE" if set_aside else f"verified again next time ({stops} of {limit})"
+        report.stopped.append(f"{task.id} VERIFY stopped ({reason}), {then}; log {log}")
+        self.ws.console.event(f"VERIFY {task.id} stopped ({reason}); {then}")
 
     def _verdicts(self, done: list[TaskView]) -> dict[str, list[str]]:
         plan = self.ws.read_plan()
@@ -72,3 +188,22 @@ class VerifyStage:
             else:
                 verdicts["rejected"].append(task.id)
         return verdicts
+
+
+def _snapshot(checkout: Repo) -> Snapshot:
+    """A checkout's HEAD, branch and changed paths, ralph's own files (its lock, its temporary
+    files, beside the plan copy) left out."""
+    dirty = {path for path in checkout.changed_paths() if not RALPH_FILES.fullmatch(path)}
+    return Snapshot(checkout.head(), checkout.branch(), frozenset(dirty))
+
+
+def _previous_stop(task: TaskView, limit: int) -> str:
+    """What the verifier is told of earlier VERIFY runs of the task that were stopped."""
+    if not task.verify_kill_reason:
+        return ""
+    said = (
+        f"{task.verify_kills} earlier VERIFY run(s) of this task were stopped, the last one by"
+        f" {task.verify_kill_reason} (log: {task.verify_kill_log}); at {limit} the task is split instead."
+    )
+    advice = "Keep test runs short and focused, and give a verdict."
+    return f"{data_block('earlier VERIFY runs', said)}\n{advice}\n"

@@ -7,6 +7,8 @@ stage reads another stage's state: anything one stage leaves for the next is in 
 
 from __future__ import annotations
 
+import re
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,18 +16,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ralph.errors import PlanInvalid
+from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.console import Console
 from ralph.loop.journal import Journal
 from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.settings import Settings
+from ralph.loop.signals import deferred_signals
 from ralph.plan.plan import Plan
-from ralph.plan.records import Stage, TaskView
+from ralph.plan.records import KillReason, Stage, TaskView
 from ralph.store import reader, transaction
 from ralph.store.git import Repo
+from ralph.store.lock import LOCK_NAME
 
 PLAN_FILE = reader.PLAN_NAME
+# ralph's own files beside plan.jsonl (its lock, its temporary files): never an agent's change.
+RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
+# How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
+STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
 
 
 class BudgetSpent(Exception):
@@ -37,6 +45,7 @@ class StageReport:
     stage: Stage
     items: int = 0  # issues, tasks or specs the stage ran an agent for
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
+    stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
     commits: list[str] = field(default_factory=list)
 
 
@@ -76,6 +85,9 @@ class Workspace:
         self.repo = Repo(root)
         self.user_dirty = user_dirty  # paths dirty before the loop started: the user's, never touched
         self.tokens = 0
+        # git adds and removes worktrees one at a time: one being added while another is read
+        # half-made fails ("failed to read .git/worktrees/<name>/commondir").
+        self._worktrees = threading.Lock()
 
     # --- the plan -----------------------------------------------------------------------------
     def read_plan(self) -> Plan:
@@ -109,7 +121,13 @@ class Workspace:
 
     # --- agents -------------------------------------------------------------------------------
     def run_agent(
-        self, stage: Stage, iteration: int, item: str | None, values: dict, compacted: str | None = None
+        self,
+        stage: Stage,
+        iteration: int,
+        item: str | None,
+        values: dict,
+        compacted: str | None = None,
+        cwd: Path | None = None,
     ) -> AgentResult:
         self.deadline.check()
         self.set_state(stage=str(stage))
@@ -117,9 +135,9 @@ class Workspace:
         self.console.status(iteration, stage, item or "")
         self.console.event(f"{what}: agent started")
         before, old_plan = self.snapshot(), self.read_plan()
-        result = self.runner.run(stage, iteration, item, values, compacted)
+        result = self.runner.run(stage, iteration, item, values, compacted, cwd)
         result.plan_problem = self.check_plan(result)
-        if stage is not Stage.VERIFY:  # parallel verifiers share the plan: VERIFY checks its batch
+        if stage is not Stage.VERIFY:  # a verifier works in its own checkout: VERIFY checks it there
             self.enforce(stage, {item} if item else set(), before, old_plan, [result])
         self.tokens += result.tracker.usage.total
         self.console.status(iteration, stage, item or "", self.tokens)
@@ -195,6 +213,59 @@ class Workspace:
             self.journal.event(
                 "changes_set_aside", patch=str(patch.relative_to(self.root)), files=sorted(paths)
             )
+
+    @contextmanager
+    def checkout(self, label: str) -> Iterator[Repo]:
+        """A detached worktree of HEAD, in a temporary folder of its own, holding a copy of
+        plan.jsonl as it is now: a run that must not share this work tree (a verifier running the
+        tests) works there. It is removed afterwards, whatever happened, changes and all."""
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix=f"ralph-{label}-"))
+        path = folder / f"ralph-{label}"  # its name in .git/worktrees
+        try:
+            with self._worktrees:
+                repo = self.repo.add_worktree(path, self.repo.head() or "HEAD")
+            (path / PLAN_FILE).write_bytes((self.root / PLAN_FILE).read_bytes())
+            yield repo
+        finally:
+            with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
+                self.repo.remove_worktree(path)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def plan_bytes(self) -> bytes:
+        return (self.root / PLAN_FILE).read_bytes()
+
+    def undo_plan_changes(self, before: bytes, log_path: Path, item: str) -> None:
+        """A run stopped half way changes nothing: what it did to plan.jsonl since `before` is
+        kept beside its log (as <log>.plan.jsonl) and undone."""
+        current = self.plan_bytes()
+        if current == before:
+            return
+        kept = self.root / log_path.with_suffix(".plan.jsonl")
+        kept.write_bytes(current)
+        transaction.restore_plan(self.root, before)
+        self.journal.event("plan_changes_set_aside", item=item, plan=str(kept.relative_to(self.root)))
+
+    def save_build_patch(self, task: TaskView, log_path: Path) -> Path | None:
+        """The changes of the task's last build commit as a patch beside the log (relative to the
+        root), for DECOMPOSE to see what was built of a task set aside after its build was
+        committed (VERIFY rejected it, or could not finish checking it). They stay in the code."""
+        if not task.commit:
+            return None
+        patch = self.root / log_path.with_suffix(".patch")
+        try:
+            text = self.repo.commit_patch(task.commit, exclude=frozenset({PLAN_FILE}))
+        except GitError as exc:  # the commit is gone (history rewritten since)
+            self.journal.event("build_patch_missing", item=task.id, commit=task.commit, error=str(exc))
+            return None
+        if not text:
+            return None
+        patch.write_text(text, encoding="utf-8")
+        saved = str(patch.relative_to(self.root))
+        self.journal.event("build_patch_saved", item=task.id, commit=task.commit, patch=saved)
+        return patch
 
     def restore_committed_plan(self, keep_as: Path) -> None:
         """Put plan.jsonl back as HEAD has it, keeping the uncommitted version at `keep_as`."""

@@ -14,6 +14,13 @@ def status(root: Path) -> dict:
     plan = read_plan(root)
     tasks = plan.task_views()
     next_task = plan.next_task()
+    issues = plan.issues()
+    # What the loop gave up on, each with its reason: a person must decide.
+    waiting = [{"id": task.id, "why": task.why_not_done} for task in tasks if task.blocked] + [
+        {"id": issue["id"], "why": f"kept open: {issue['keep_open']}"}
+        for issue in issues
+        if issue.get("keep_open")
+    ]
     return {
         "stage": plan.stage(),
         "iteration": plan.iteration(),
@@ -21,10 +28,12 @@ def status(root: Path) -> dict:
         "pending": sum(1 for task in tasks if task.status is Status.PENDING),
         "done": sum(1 for task in tasks if task.status is Status.DONE),
         "accepted": len(plan.accepted()),
-        "issues": len(plan.issues()),
+        "issues": len(issues),
+        "kept_open": sum(1 for issue in issues if issue.get("keep_open")),
         "killed": sum(1 for task in tasks if task.killed),
         "blocked": sum(1 for task in tasks if task.blocked),
         "next": {"id": next_task["id"], "name": next_task["name"]} if next_task else None,
+        "waiting": waiting,
     }
 
 

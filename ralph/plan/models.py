@@ -64,6 +64,11 @@ class Task(Record):
     gate_failure: str | None = Field(None, description="excerpt of the last failed gate run")
     kill_reason: KillReason | None = None
     kill_log: str | None = Field(None, description="log of the run that was killed")
+    verify_kills: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="VERIFY runs of the done task stopped by their time limit or a full context"
+    )
+    verify_kill_reason: KillReason | None = Field(None, description="why its last VERIFY run was stopped")
+    verify_kill_log: str | None = Field(None, description="log of its last stopped VERIFY run")
     commit: str | None = Field(None, description="commit that recorded the task's build")
     files: list[str] | None = Field(None, description="files that commit changed")
     tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
@@ -82,6 +87,11 @@ class Issue(Record):
     keep_open: str | None = Field(
         None, description="why it stays open after INVESTIGATE (a person must decide); not investigated again"
     )
+    kills: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="INVESTIGATE runs of it stopped by their time limit or a full context"
+    )
+    kill_reason: KillReason | None = Field(None, description="why its last INVESTIGATE run was stopped")
+    kill_log: str | None = Field(None, description="log of its last stopped INVESTIGATE run")
 
 
 class Accept(Record):

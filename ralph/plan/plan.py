@@ -8,7 +8,7 @@ from ralph.plan import schedule
 from ralph.plan.document import Document, Line
 from ralph.plan.intake import new_id, new_task_record, refuse_cycle, require_text
 from ralph.plan.integrity import integrity_problems
-from ralph.plan.records import KillReason, Stage, TaskView, is_done, is_pending
+from ralph.plan.records import VERIFY_KILL_FIELDS, KillReason, Stage, TaskView, is_done, is_pending
 from ralph.plan.stages import stage_of
 from ralph.plan.validate import record_problems
 
@@ -259,7 +259,7 @@ class Plan:
         task["attempts"] = task.get("attempts", 0) + 1
         task["files"] = sorted(files)
         _add_usage(task, tokens, cost_usd)
-        for stale in ("gate_failure", "kill_reason", "kill_log"):
+        for stale in ("gate_failure", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
             task.pop(stale, None)
         self.doc.rewrite(line)
         return task
@@ -319,6 +319,42 @@ class Plan:
     def reject_reasons(self, task_id: str) -> list[str]:
         return [line.record["reason"] for line in self._of("reject") if line.record["id"] == task_id]
 
+    def record_verify_kill(self, task_id: str, kill_reason: KillReason, kill_log: str) -> int:
+        """A VERIFY run of the done task was stopped (its time limit, a full context): it stays
+        done, with why and the run's log, for the next VERIFY to know; returns how many of its
+        VERIFY runs were stopped so far (the loop sets it aside at max_attempts)."""
+        line = self.task_line(task_id)
+        task = line.record
+        task["verify_kills"] = task.get("verify_kills", 0) + 1
+        task["verify_kill_reason"], task["verify_kill_log"] = str(kill_reason), kill_log
+        self.doc.rewrite(line)
+        return task["verify_kills"]
+
+    def take_verification(self, task_id: str, base: Plan, theirs: Plan) -> dict:
+        """Take in what one verifier gave in its own copy of the plan (`theirs`, which started as
+        `base`): its verdict on its task, and the tasks and issues it added. Its permissions are
+        checked before; nothing else of its copy is taken. Returns what was taken."""
+        taken: dict = {"verdict": None, "tasks": [], "issues": []}
+        if task_id in theirs.accepted() - base.accepted():
+            self.accept(task_id)
+            taken["verdict"] = "accepted"
+        else:
+            reasons = theirs.reject_reasons(task_id)[len(base.reject_reasons(task_id)) :]
+            if reasons:
+                self.reject(task_id, reasons[-1])
+                taken["verdict"], taken["reason"] = "rejected", reasons[-1]
+        known, present = base._taken_ids(), self._taken_ids()
+        for line in theirs.doc.records():
+            record = line.record
+            if record["t"] in ("task", "issue") and record["id"] not in known:
+                if record["id"] in present:  # two verifiers drew one random id: keep the first
+                    taken.setdefault("dropped", []).append(record["id"])
+                    continue
+                self.doc.append(dict(record))
+                present.add(record["id"])
+                taken[f"{record['t']}s"].append(record["id"])
+        return taken
+
     # --- issues ---------------------------------------------------------------------------
     def add_issue(self, text: str, priority: str | None = None) -> dict:
         require_text(text, "the issue")
@@ -335,23 +371,36 @@ class Plan:
 
     def keep_issue_open(self, issue_id: str, reason: str) -> dict:
         """INVESTIGATE leaves the issue open on purpose (a person must decide): not investigated
-        again, and not resolved by ralph when tasks were made from it."""
+        again, and not resolved by ralph when tasks were made from it. The loop does the same
+        with an issue whose INVESTIGATE runs kept being stopped."""
         require_text(reason, "the reason")
         if not reason.strip():
             raise InvalidInput("say why the issue stays open")
+        line = self._issue_line(issue_id)
+        line.record["keep_open"] = reason.strip()
+        self.doc.rewrite(line)
+        return line.record
+
+    def record_investigation_kill(self, issue_id: str, kill_reason: KillReason, kill_log: str) -> int:
+        """An INVESTIGATE run of the issue was stopped (its time limit, a full context): the issue
+        records why and the run's log; returns how many of its runs were stopped so far."""
+        line = self._issue_line(issue_id)
+        issue = line.record
+        issue["kills"] = issue.get("kills", 0) + 1
+        issue["kill_reason"], issue["kill_log"] = str(kill_reason), kill_log
+        self.doc.rewrite(line)
+        return issue["kills"]
+
+    def _issue_line(self, issue_id: str) -> Line:
         for line in self._of("issue"):
             if line.record["id"] == issue_id:
-                line.record["keep_open"] = reason.strip()
-                self.doc.rewrite(line)
-                return line.record
+                return line
         raise Refused(f"no open issue {issue_id}")
 
     def resolve_issue(self, issue_id: str) -> dict:
-        for line in self._of("issue"):
-            if line.record["id"] == issue_id:
-                self.doc.remove(line)
-                return line.record
-        raise Refused(f"no open issue {issue_id}")
+        line = self._issue_line(issue_id)
+        self.doc.remove(line)
+        return line.record
 
     # --- loop state -----------------------------------------------------------------------
     def update_state(self, **fields: object) -> dict:

@@ -19,6 +19,10 @@ class KillReason(StrEnum):
     DOOM_LOOP = "doom_loop"
 
 
+# What a stopped VERIFY run leaves on its (done) task; a new build starts them over.
+VERIFY_KILL_FIELDS = ("verify_kills", "verify_kill_reason", "verify_kill_log")
+
+
 class Stage(StrEnum):
     PLAN = "PLAN"
     INVESTIGATE = "INVESTIGATE"
@@ -76,6 +80,8 @@ class TaskView:
     attempts = property(lambda self: self.record.get("attempts", 0))
     commit = property(lambda self: self.record.get("commit"))
     kill_log = property(lambda self: self.record.get("kill_log"))
+    verify_kills = property(lambda self: self.record.get("verify_kills", 0))
+    verify_kill_log = property(lambda self: self.record.get("verify_kill_log"))
 
     @property
     def kill_reason(self) -> KillReason | None:
@@ -83,11 +89,21 @@ class TaskView:
         return KillReason(reason) if reason else None
 
     @property
+    def verify_kill_reason(self) -> KillReason | None:
+        reason = self.record.get("verify_kill_reason")
+        return KillReason(reason) if reason else None
+
+    @property
     def why_not_done(self) -> str:
-        """The latest reason the task is not finished, for reports: a kill, a rejection, a gate."""
+        """The latest reason the task is not finished, for reports: a kill, a rejection, a gate,
+        a VERIFY run that was stopped."""
         record = self.record
         reasons = ("blocked_reason", "kill_reason", "reject_reason", "gate_failure")
-        return next((record[key] for key in reasons if record.get(key)), "")
+        found = next((record[key] for key in reasons if record.get(key)), "")
+        if not found and self.done and self.verify_kill_reason:
+            log = f", log {self.verify_kill_log}" if self.verify_kill_log else ""
+            found = f"VERIFY stopped {self.verify_kills} time(s): {self.verify_kill_reason}{log}"
+        return found
 
     def __repr__(self) -> str:
         return f"TaskView({self.record!r})"
@@ -103,3 +119,20 @@ class IssueView:
     text = property(lambda self: self.record["text"])
     spec = property(lambda self: self.record.get("spec"))
     priority = property(lambda self: self.record.get("priority"))
+    keep_open = property(lambda self: self.record.get("keep_open"))
+    kills = property(lambda self: self.record.get("kills", 0))
+    kill_log = property(lambda self: self.record.get("kill_log"))
+
+    @property
+    def kill_reason(self) -> KillReason | None:
+        reason = self.record.get("kill_reason")
+        return KillReason(reason) if reason else None
+
+    @property
+    def why_open(self) -> str:
+        """Why the issue is still open, for reports: kept open for a person, or stopped runs."""
+        if self.keep_open:
+            return f"kept open: {self.keep_open}"
+        if self.kill_reason:
+            return f"INVESTIGATE stopped {self.kills} time(s): {self.kill_reason}, log {self.kill_log}"
+        return ""

@@ -256,8 +256,9 @@ class Repo:
             return ""
         return self.git("diff", "--stat", "HEAD", "--", *sorted(paths))
 
-    def save_patch(self, paths: set[str], target: Path) -> None:
-        """Keep a failed attempt's changes as a patch (untracked files included) before undoing."""
+    def save_patch(self, paths: set[str], target: Path, base: str = "HEAD") -> None:
+        """Keep a failed attempt's changes against `base` as a patch (untracked files included)
+        before undoing them."""
         if not paths:
             return
         # Intent-to-add, so new files show in the diff; only paths in the work tree, as `git add`
@@ -265,7 +266,16 @@ class Repo:
         present = [path for path in sorted(paths) if os.path.lexists(self.root / path)]
         if present:
             self.git("add", "-N", "--", *present)
-        target.write_text(self.git("diff", "HEAD", "--binary", "--", *sorted(paths)) + "\n", encoding="utf-8")
+        target.write_text(self.git("diff", base, "--binary", "--", *sorted(paths)) + "\n", encoding="utf-8")
+
+    def commit_patch(self, commit: str, exclude: frozenset[str] = frozenset()) -> str:
+        """What `commit` changed, as a binary patch, without the paths in `exclude` ('' when it
+        changed nothing else)."""
+        listed = self.git("diff-tree", "-r", "--root", "--no-commit-id", "--name-only", "-z", commit)
+        paths = sorted({path for path in listed.split("\0") if path} - exclude)
+        if not paths:
+            return ""
+        return self.git("diff-tree", "-p", "--binary", "--root", "--no-commit-id", commit, "--", *paths)
 
     def revert(self, paths: set[str]) -> None:
         """Put `paths` back as HEAD has them; files HEAD does not have are removed."""
@@ -278,6 +288,25 @@ class Repo:
         for path in sorted(paths - tracked):
             self.git("rm", "--cached", "-q", "--ignore-unmatch", "--", path)
             (self.root / path).unlink(missing_ok=True)
+
+    # --- worktrees: a checkout of its own for a run that must not share this one ----------------
+    def add_worktree(self, path: Path, commit: str) -> Repo:
+        """Check `commit` out at `path` (which must not exist yet) as a detached worktree of this
+        repository, and return it. The repository's hooks do not run: a post-checkout hook is the
+        user's, for the user's checkouts."""
+        self.git("-c", f"core.hooksPath={os.devnull}", "worktree", "add", "-q", "--detach", str(path), commit)
+        return Repo(path)
+
+    def remove_worktree(self, path: Path) -> None:
+        """Remove a worktree made by add_worktree, whatever was changed or added in it (a folder
+        already gone loses its registration). Never `git worktree prune`: that would also forget
+        the user's own worktrees on a drive that is not mounted."""
+        try:
+            self.git("worktree", "remove", "--force", "--force", str(path))  # twice: even if locked
+        except GitError:
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)  # not a worktree (any more): the folder goes
 
     def file_at_head(self, relpath: str) -> bytes | None:
         """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""

@@ -297,3 +297,72 @@ def test_reads_see_a_change_made_through_the_plan():
     assert [v.id for v in plan.task_views("specs/b.md")] == ["t-aaaaaa", "t-bbbbbb", "t-dddddd"]
     assert [i["id"] for i in plan.issues("specs/b.md")] == ["i-bbbbbb", "i-nnnnnn"]
     assert len(plan.issues("specs/a.md")) == 3
+
+
+# --- stopped runs outside BUILD, and a verifier's own copy of the plan -------------------------
+
+
+def test_record_verify_kill_counts_on_the_done_task_and_a_new_build_clears_it():
+    plan = plan_of()
+    assert plan.record_verify_kill("t-bbbbbb", KillReason.TIMEOUT, "build/ralph-logs/v1.log") == 1
+    assert plan.record_verify_kill("t-bbbbbb", KillReason.CONTEXT_LIMIT, "build/ralph-logs/v2.log") == 2
+    task = plan.find_task("t-bbbbbb")
+    assert (task["s"], task["verify_kills"], task["verify_kill_reason"]) == ("d", 2, "context_limit")
+    view = TaskView(task)
+    assert not view.killed and view.verify_kill_reason is KillReason.CONTEXT_LIMIT
+    assert view.why_not_done == "VERIFY stopped 2 time(s): context_limit, log build/ralph-logs/v2.log"
+    plan.record_build("t-bbbbbb", ["b.py"], 0, None)
+    assert not {"verify_kills", "verify_kill_reason", "verify_kill_log"} & set(plan.find_task("t-bbbbbb"))
+    assert plan.doc.to_bytes().count(b"\n") == b"".join(LINES).count(b"\n")  # rewritten in place
+
+
+def test_record_investigation_kill_counts_on_the_issue_and_parking_keeps_it_open():
+    from ralph.plan.records import IssueView
+
+    plan = plan_of()
+    assert plan.record_investigation_kill("i-aaaaaa", KillReason.TIMEOUT, "build/ralph-logs/i.log") == 1
+    issue = IssueView(next(i for i in plan.issues() if i["id"] == "i-aaaaaa"))
+    assert (issue.kills, issue.kill_reason, issue.kill_log) == (
+        1,
+        KillReason.TIMEOUT,
+        "build/ralph-logs/i.log",
+    )
+    assert issue.why_open == "INVESTIGATE stopped 1 time(s): timeout, log build/ralph-logs/i.log"
+    plan.keep_issue_open("i-aaaaaa", "stopped too often")
+    assert issue.why_open == "kept open: stopped too often"
+    with pytest.raises(Refused, match="no open issue i-zzzzzz"):
+        plan.record_investigation_kill("i-zzzzzz", KillReason.TIMEOUT, "x.log")
+
+
+def test_take_verification_takes_the_verdict_and_additions_and_nothing_else():
+    base = plan_of()
+    theirs = plan_of()
+    theirs.accept("t-bbbbbb")
+    theirs.add_tasks([{"id": "t-gap000", "name": "A gap it found"}])
+    theirs.add_issue("A question it raised")
+    theirs.find_task("t-cccccc")["notes"] = "scribbled on another task"  # not a verifier's to give
+    ours = plan_of()
+    taken = ours.take_verification("t-bbbbbb", base, theirs)
+    assert taken["verdict"] == "accepted" and taken["tasks"] == ["t-gap000"] and len(taken["issues"]) == 1
+    assert "t-bbbbbb" in ours.accepted() and ours.find_task("t-gap000")["name"] == "A gap it found"
+    assert "notes" not in ours.find_task("t-cccccc")
+
+    earlier = b"".join(LINES) + b'{"t":"reject","id":"t-bbbbbb","reason":"first"}\n'  # rebuilt since
+    theirs = Plan(load(earlier))
+    theirs.reject("t-bbbbbb", "still wrong")
+    ours = Plan(load(earlier))
+    taken = ours.take_verification("t-bbbbbb", Plan(load(earlier)), theirs)
+    assert (taken["verdict"], taken["reason"]) == ("rejected", "still wrong")
+    assert (
+        ours.reject_reasons("t-bbbbbb") == ["first", "still wrong"] and ours.find_task("t-bbbbbb")["s"] == "p"
+    )
+
+
+def test_take_verification_of_a_run_that_gave_nothing_takes_nothing():
+    ours = plan_of()
+    assert ours.take_verification("t-bbbbbb", plan_of(), plan_of()) == {
+        "verdict": None,
+        "tasks": [],
+        "issues": [],
+    }
+    assert not ours.doc.changed

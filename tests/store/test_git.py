@@ -336,6 +336,52 @@ def test_save_patch_of_nothing_writes_nothing(work, tmp_path):
     assert not (tmp_path / "none.patch").exists()
 
 
+def test_commit_patch_is_what_the_commit_changed_without_the_excluded_paths(work):
+    start = head(work)
+    commit_all(work, {"a.txt": "built\n", "plan.jsonl": "{}\n", "new/f.bin": "\x00\x01"}, "a build")
+    patch = Repo(work).commit_patch(head(work), exclude=frozenset({"plan.jsonl"}))
+    assert "plan.jsonl" not in patch and "+built" in patch and "new/f.bin" in patch
+    git(work, "checkout", "-q", start)
+    (work / "patch").write_text(patch)
+    git(work, "apply", "patch")
+    assert (work / "a.txt").read_text() == "built\n" and (work / "new" / "f.bin").exists()
+    assert (
+        Repo(work).commit_patch(start, exclude=frozenset({"a.txt", "b.txt", "c.txt", "d.txt", "sub/e.txt"}))
+        == ""
+    )
+
+
+# --- worktrees -------------------------------------------------------------------------------
+
+
+def test_a_worktree_is_a_detached_checkout_of_the_commit_and_goes_with_its_changes(work, tmp_path):
+    hook = work / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {tmp_path / 'hook-ran'}\n")
+    hook.chmod(0o755)
+    main = Repo(work)
+    commit = head(work)
+    other = main.add_worktree(tmp_path / "checkout", commit)
+    assert other.root == tmp_path / "checkout" and other.head() == commit and other.branch() is None
+    assert (other.root / "sub" / "e.txt").read_text() == "e\n" and other.changed_paths() == set()
+    assert not (tmp_path / "hook-ran").exists()  # the user's hook is for the user's checkouts
+    (other.root / "a.txt").write_text("changed in the worktree\n")
+    (other.root / "new.txt").write_text("added\n")
+    assert other.changed_paths() == {"a.txt", "new.txt"} and main.changed_paths() == set()
+    main.remove_worktree(other.root)
+    assert not other.root.exists() and len(git(work, "worktree", "list").splitlines()) == 1
+    assert main.changed_paths() == set() and head(work) == commit
+
+
+def test_removing_a_worktree_whose_folder_is_gone_forgets_it(work, tmp_path):
+    import shutil
+
+    main = Repo(work)
+    other = main.add_worktree(tmp_path / "checkout", head(work))
+    shutil.rmtree(other.root)
+    main.remove_worktree(other.root)
+    assert len(git(work, "worktree", "list").splitlines()) == 1
+
+
 # --- reading history -------------------------------------------------------------------------
 
 

@@ -1,0 +1,249 @@
+"""Every stage's runs, not only BUILD's: a run stopped by its time limit leaves its reason on the
+item and is not rerun blindly; verifiers work in checkouts of their own, and what one does there
+is its own. Scripted agents through the real CLI, real git."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+from tests.loop.test_construct import CHECK_WORK, add_tasks, assert_clean, construct, events, plan_records
+
+# One agent for every test here: what it does per stage, and the markers in a task's name or an
+# issue's text that make it misbehave. It writes what it saw to $SEEN (outside the repository).
+# Each normal run calls ralph once (the name is read from the prompt), so runs end well within the
+# short time limit these tests set, and a stop is either a hang or a context reported as full.
+AGENT = """import json, os, pathlib, shlex, subprocess, time
+ralph = shlex.split(os.environ["RALPH_BIN"])
+stage, seen = os.environ["RALPH_STAGE"], pathlib.Path(os.environ["SEEN"])
+item = os.environ.get("RALPH_TASK_ID") or os.environ.get("RALPH_ISSUE_ID")
+runs = len(list(seen.glob(f"{stage}-{item}-*.json"))) + 1
+prompt = pathlib.Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+name = prompt.splitlines()[0].split(f"{item}: ", 1)[-1]
+what = {"cwd": os.getcwd(), "pwd": os.environ["PWD"], "root": os.environ["RALPH_ROOT"], "prompt": prompt}
+(seen / f"{stage}-{item}-{runs}.json").write_text(json.dumps(what))
+
+def full_context():  # a turn using 195,000 of the 200,000 tokens: ralph stops the run at once
+    usage = {"input_tokens": 195000, "output_tokens": 1}
+    print(json.dumps({"type": "assistant", "message": {"content": [], "usage": usage}}), flush=True)
+    time.sleep(30)
+
+if stage == "INVESTIGATE":  # every issue here: half an investigation, then stopped
+    subprocess.run([*ralph, "task", "add", json.dumps({"name": f"half of {item}"})], check=True)
+    full_context() if runs == 1 else time.sleep(30)
+elif stage == "BUILD":
+    pathlib.Path(f"work-{item}.txt").write_text(f"built {name}, run {runs}")
+    subprocess.run([*ralph, "task", "done"], check=True)
+elif stage == "VERIFY":
+    if "[pause]" in name:
+        time.sleep(0.4)
+    if "[full-once]" in name and runs == 1:
+        full_context()
+    if "[hang]" in name:
+        time.sleep(30)
+    if "[edit]" in name and runs == 1:
+        pathlib.Path("check_work.py").write_text("print('verifier was here')")
+    if "[reject]" in name:
+        subprocess.run([*ralph, "task", "reject", f"reason {runs}: still wrong"], check=True)
+    else:
+        subprocess.run([*ralph, "task", "accept"], check=True)
+elif stage == "DECOMPOSE":
+    parts = [{"name": f"part {n} of {item}", "parent": item} for n in (1, 2)]
+    subprocess.run([*ralph, "task", "add", json.dumps(parts)], check=True)
+    if "[full-split]" in name:
+        full_context()
+"""
+TIMEOUT = "2s"  # a normal run here takes a few tenths of a second, even on a busy machine
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    (repo / "specs" / "app.md").write_text("# App\n\n- Do it\n")
+    (repo / "check_work.py").write_text(CHECK_WORK)
+    git(repo, "add", "specs/app.md", "check_work.py")
+    git(repo, "commit", "-qm", "the app spec and its gate")
+    return repo
+
+
+def run(project: Path, tmp_path: Path, *flags: str):
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    seen = tmp_path / "seen"
+    seen.mkdir(exist_ok=True)
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    return construct(project, "--gate", "", *flags, agent=command, env={"SEEN": str(seen)})
+
+
+def seen(tmp_path: Path, stage: str, item: str) -> list[dict]:
+    """What the agent saw on each run of `stage` for `item`, in order."""
+    found = sorted(
+        (tmp_path / "seen").glob(f"{stage}-{item}-*.json"), key=lambda p: int(p.stem.rsplit("-", 1)[1])
+    )
+    return [json.loads(path.read_text()) for path in found]
+
+
+def record(project: Path, item: str) -> dict:
+    return next(r for r in plan_records(project) if r.get("id") == item and r["t"] in ("task", "issue"))
+
+
+def test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit(project, tmp_path):
+    from ralph.ops import issues
+
+    issue = issues.add(project, "Does it hang?")["id"]
+    (other,) = add_tasks(project, "Other work")
+    done = run(project, tmp_path, "--timeout", TIMEOUT, "--max-attempts", "2")
+    assert done.returncode == 5 and "blocked: a person must decide" in done.stdout, done.stdout + done.stderr
+
+    runs = seen(tmp_path, "INVESTIGATE", issue)
+    assert len(runs) == 2  # the limit, then no more runs
+    stops = [e for e in events(project) if e["event"] == "issue_stopped"]
+    assert [(e["item"], e["kill_reason"], e["stops"], e["parked"]) for e in stops] == [
+        (issue, "context_limit", 1, False),
+        (issue, "timeout", 2, True),
+    ]
+    first_log = stops[0]["log"]
+    assert "earlier INVESTIGATE runs" not in runs[0]["prompt"]
+    assert first_log in runs[1]["prompt"] and "stopped, the last one by context_limit" in runs[1]["prompt"]
+
+    parked = record(project, issue)
+    assert (
+        parked["kills"] == 2 and parked["kill_reason"] == "timeout" and parked["kill_log"] == stops[1]["log"]
+    )
+    assert parked["kill_log"].startswith("build/ralph-logs/") and (project / parked["kill_log"]).is_file()
+    assert parked["keep_open"].startswith("INVESTIGATE was stopped 2 times (timeout")
+    # What the stopped runs added is not kept (no duplicate every run), but saved beside their logs.
+    names = [r["name"] for r in plan_records(project) if r["t"] in ("task", "accept")]
+    assert names == ["Other work"] and other in {r["id"] for r in plan_records(project) if r["t"] == "accept"}
+    assert f"half of {issue}" in (project / first_log.replace(".log", ".plan.jsonl")).read_text()
+
+    report = done.stdout
+    assert (
+        "stopped (2):" in report
+        and f"{issue} INVESTIGATE stopped (timeout), kept open for a person" in report
+    )
+    assert f"{issue} issue: Does it hang? (kept open: INVESTIGATE was stopped 2 times" in report
+    status = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(project), "status"], capture_output=True, text=True
+    ).stdout
+    assert (
+        "issues: 1 open, 1 kept open" in status and f"  {issue}: kept open: INVESTIGATE was stopped" in status
+    )
+    assert_clean(project)
+
+
+def test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told(project, tmp_path):
+    (task,) = add_tasks(project, "Big to check [full-once]")
+    done = run(project, tmp_path, "--timeout", TIMEOUT, "--max-attempts", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    stops = [e for e in events(project) if e["event"] == "verify_stopped"]
+    assert [(e["item"], e["kill_reason"], e["stops"], e["set_aside"]) for e in stops] == [
+        (task, "context_limit", 1, False)
+    ]
+    first_verify = git(project, "log", "--format=%H", "--grep=^ralph(verify)").split()[-1]
+    after_stop = plan_records(project, first_verify)
+    kept = next(r for r in after_stop if r.get("id") == task)
+    assert kept["s"] == "d" and (kept["verify_kills"], kept["verify_kill_reason"]) == (1, "context_limit")
+    assert kept["verify_kill_log"] == stops[0]["log"]
+    first, second = seen(tmp_path, "VERIFY", task)
+    assert stops[0]["log"] in second["prompt"] and "earlier VERIFY runs" not in first["prompt"]
+    assert f"{task} VERIFY stopped (context_limit), verified again next time (1 of 2)" in done.stdout
+    assert [r["id"] for r in plan_records(project) if r["t"] == "accept"] == [task]
+
+
+def test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_on(project, tmp_path):
+    hangs, fine = add_tasks(project, "Never checked [hang]", "Fine")
+    done = run(project, tmp_path, "--timeout", TIMEOUT, "--max-attempts", "1", "--max-iterations", "1")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert len(seen(tmp_path, "VERIFY", hangs)) == 1
+    assert [r["id"] for r in plan_records(project) if r["t"] == "accept"] == [fine]
+    aside = record(project, hangs)
+    assert aside["s"] == "p" and aside["kill_reason"] == "timeout"
+    assert aside["kill_log"].startswith("build/ralph-logs/") and "-verify-" in aside["kill_log"]
+    patch = (project / aside["kill_log"]).with_suffix(".patch").read_text()
+    assert f"work-{hangs}.txt" in patch and "plan.jsonl" not in patch  # the build, still in the code
+    assert f"{hangs} VERIFY stopped (timeout), set aside for DECOMPOSE" in done.stdout
+    assert f"{hangs} pending: Never checked [hang] (timeout)" in done.stdout
+    assert_clean(project)
+
+
+def test_a_task_rejected_too_often_goes_to_decompose_with_its_log_reasons_and_patch(project, tmp_path):
+    (task,) = add_tasks(project, "Contested [reject]")
+    done = run(project, tmp_path, "--max-attempts", "2", "--max-iterations", "3")
+    assert done.returncode == 3, done.stdout + done.stderr
+    killed = next(e for e in events(project) if e["event"] == "task_killed")
+    aside_commit = git(project, "log", "-1", "--format=%H", f"--grep=^ralph(build): {task} set aside").strip()
+    aside = next(r for r in plan_records(project, aside_commit) if r.get("id") == task)
+    assert aside["kill_reason"] == "doom_loop" and aside["kill_log"] == killed["log"]
+    assert aside["kill_log"].startswith("build/ralph-logs/") and "-rejected-" in aside["kill_log"]
+    log = (project / aside["kill_log"]).read_text()
+    assert "1. reason 1: still wrong" in log and "2. reason 2: still wrong" in log and "-verify-" in log
+    patch = project / aside["kill_log"].replace(".log", ".patch")
+    assert f"work-{task}.txt" in patch.read_text()
+    (prompt,) = [run["prompt"] for run in seen(tmp_path, "DECOMPOSE", task)]
+    assert aside["kill_log"] in prompt and "2. reason 2: still wrong" in prompt  # the log's head
+    assert "- reason 1: still wrong" in prompt and "- reason 2: still wrong" in prompt
+    assert str(patch.relative_to(project)) in prompt
+
+
+def test_verifiers_work_in_checkouts_of_their_own_and_one_that_edits_keeps_nothing(project, tmp_path):
+    from ralph.ops import tasks
+
+    editor, other = add_tasks(project, "Edits [edit] [pause]", "Checks [pause]")
+    for task in (editor, other):
+        tasks.done(project, task)  # straight to VERIFY
+    head = git(project, "rev-parse", "HEAD").strip()
+    done = run(project, tmp_path, "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    first_edit, second_edit = seen(tmp_path, "VERIFY", editor)
+    (checked,) = seen(tmp_path, "VERIFY", other)
+    checkouts = {Path(run["cwd"]).resolve() for run in (first_edit, second_edit, checked)}
+    assert len(checkouts) == 3 and project.resolve() not in checkouts
+    for run_ in (first_edit, second_edit, checked):
+        assert run_["root"] == run_["pwd"] and Path(run_["pwd"]).resolve() == Path(run_["cwd"]).resolve()
+        assert run_["pwd"] in run_["prompt"]  # its prompt names its own checkout
+    assert not any(path.exists() for path in checkouts)  # removed after their runs
+    assert len(git(project, "worktree", "list").splitlines()) == 1
+    runs = [e for e in events(project) if e["event"].startswith("agent_") and e["stage"] == "VERIFY"]
+    begins = sorted(e["ts"] for e in runs if e["event"] == "agent_begin")
+    ends = sorted(e["ts"] for e in runs if e["event"] == "agent_end")
+    assert begins[1] < ends[0], "the two verifiers ran at once"
+
+    (violation,) = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert violation["items"] == [editor] and violation["checkout"] == first_edit["pwd"]
+    assert any("changed code in VERIFY: check_work.py" in did for did in violation["did"])
+    assert "verifier was here" in (project / violation["log"].replace(".log", ".patch")).read_text()
+    verdicts = [
+        (e["item"], e.get("verdict"), e.get("violation")) for e in events(project) if e["event"] == "verdict"
+    ]
+    assert sorted(verdicts[:2]) == sorted([(editor, None, True), (other, "accepted", None)])
+    assert verdicts[2:] == [(editor, "accepted", None)]  # its verdict came with the next, clean run
+    assert "verifier was here" not in (project / "check_work.py").read_text()
+    assert "verifier was here" not in git(project, "log", "-p", f"{head}..HEAD")
+    assert_clean(project)
+
+
+def test_a_decomposition_stopped_half_way_is_undone_and_counts_as_failed(project, tmp_path):
+    plan = project / "plan.jsonl"
+    killed = {"t": "task", "id": "t-split0", "name": "Split me [full-split]", "kill_reason": "timeout"}
+    plan.write_text(plan.read_text() + json.dumps(killed) + "\n")
+    git(project, "commit", "-qam", "a task killed earlier")
+    done = run(project, tmp_path, "--timeout", TIMEOUT, "--max-iterations", "1")
+    assert done.returncode in (3, 5), done.stdout + done.stderr
+    assert len(seen(tmp_path, "DECOMPOSE", "t-split0")) == 2  # twice, then blocked for a person
+    tasks = [r for r in plan_records(project) if r["t"] == "task"]
+    assert [(t["id"], t["s"], t["decompose_failures"]) for t in tasks] == [("t-split0", "b", 2)]
+    assert (
+        tasks[0]["blocked_reason"]
+        == "DECOMPOSE failed 2 times: was stopped (context_limit) before it finished"
+    )
+    assert done.stdout.count("t-split0 DECOMPOSE stopped (context_limit), undone") == 2
+    saved = [e["plan"] for e in events(project) if e["event"] == "plan_changes_set_aside"]
+    assert len(saved) == 2 and "part 1 of t-split0" in (project / saved[0]).read_text()
+    assert_clean(project)
