@@ -193,8 +193,9 @@ class VerifyStage:
 def _snapshot(checkout: Repo) -> Snapshot:
     """A checkout's HEAD, branch and changed paths, ralph's own files (its lock, its temporary
     files, beside the plan copy) left out."""
-    dirty = {path for path in checkout.changed_paths() if not RALPH_FILES.fullmatch(path)}
-    return Snapshot(checkout.head(), checkout.branch(), frozenset(dirty))
+    head, branch, changed = checkout.work_state()
+    dirty = {path for path in changed if not RALPH_FILES.fullmatch(path)}
+    return Snapshot(head, branch, frozenset(dirty))
 
 
 def _previous_stop(task: TaskView, limit: int) -> str:

@@ -145,7 +145,8 @@ class Workspace:
         return result
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self.repo.head(), self.repo.branch(), frozenset(self.changed_paths()))
+        head, branch, changed = self.repo.work_state()
+        return Snapshot(head, branch, frozenset(changed - self.user_dirty))
 
     def enforce(
         self, stage: Stage, own: set[str], before: Snapshot, old: Plan, results: list[AgentResult]

@@ -191,6 +191,33 @@ def test_changed_paths_of_a_clean_tree_is_empty(work):
     assert Repo(work).changed_paths() == set()
 
 
+def test_work_state_gives_head_branch_and_the_same_paths_in_one_status(work):
+    (work / "a.txt").write_text("modified, unstaged\n")
+    git(work, "mv", "d.txt", "renamed.txt")
+    (work / "with space é.txt").write_text("a name git would quote\n")
+    repo_ = Repo(work)
+    assert repo_.work_state() == (head(work), "main", repo_.changed_paths())
+    assert {"a.txt", "d.txt", "renamed.txt", "with space é.txt"} <= repo_.changed_paths()
+
+    git(work, "checkout", "-q", "--detach")
+    assert repo_.work_state()[:2] == (head(work), None)
+
+
+def test_work_state_before_the_first_commit_and_with_a_conflict(work, tmp_path):
+    unborn = tmp_path / "unborn"
+    unborn.mkdir()
+    git(unborn, "init", "-q")
+    (unborn / "x.txt").write_text("x\n")
+    assert Repo(unborn).work_state() == (None, "main", {"x.txt"})
+
+    git(work, "checkout", "-q", "-b", "other")
+    commit_all(work, {"a.txt": "theirs\n"}, "theirs")
+    git(work, "checkout", "-q", "main")
+    commit_all(work, {"a.txt": "ours\n"}, "ours")
+    subprocess.run(["git", "merge", "-q", "other"], cwd=work, capture_output=True)  # conflicts
+    assert "a.txt" in Repo(work).work_state()[2] and Repo(work).work_state()[2] == Repo(work).changed_paths()
+
+
 # --- commit_paths ----------------------------------------------------------------------------
 
 
