@@ -194,7 +194,7 @@ def _print_report(report, as_json: bool) -> None:
         click.echo(json.dumps({"outcome": report.outcome.name, **data}))
         return
     headline = f"ralph: {report.outcome.name}: {printable(report.message)}"
-    if report.exit_code and not report.iterations:
+    if report.exit_code and not report.iterations and not report.stopped:
         click.echo(headline, err=True)  # an error ending before any work: one line on stderr, nothing else
         return
     click.echo(headline)

@@ -124,9 +124,9 @@ class Loop:
 
     def _iterate(self) -> tuple[Outcome, str]:
         if self._needs_planning():
-            self._stage(PlanStage, self.read_plan().iteration())
+            planned = self._stage(PlanStage, self.read_plan().iteration())
             if self._complete():
-                return Outcome.STUCK, "the PLAN stage added no tasks; see its log"
+                return Outcome.STUCK, _no_plan(planned)
         unchanged = 0
         for _ in range(self.settings.max_iterations):
             if self._complete():
@@ -146,9 +146,9 @@ class Loop:
         return Outcome.MAX_ITERATIONS, f"the iteration budget ({self.settings.max_iterations}) is spent"
 
     def _plan_only(self) -> tuple[Outcome, str]:
-        self._stage(PlanStage, self.read_plan().iteration())
+        planned = self._stage(PlanStage, self.read_plan().iteration())
         if self._complete():
-            return Outcome.STUCK, "the PLAN stage added no tasks; see its log"
+            return Outcome.STUCK, _no_plan(planned)
         return Outcome.COMPLETE, f"planned {len(self.ws.tasks())} tasks"
 
     def _iteration(self) -> None:
@@ -267,3 +267,12 @@ def _remaining_line(task: TaskView) -> str:
     why = task.why_not_done
     state = str(task.status.name).lower()
     return f"{task.id} {state}: {task.name}" + (f" ({why.splitlines()[0][:100]})" if why else "")
+
+
+def _no_plan(planned: StageReport) -> str:
+    """Why a spec has no tasks after its PLAN stage."""
+    if planned.stopped:
+        return (
+            "the PLAN run was stopped and nothing of it kept: give it more time (--timeout) or split the spec"
+        )
+    return "the PLAN stage added no tasks; see its log"

@@ -1,9 +1,14 @@
-"""PLAN: one agent run turns the spec into tasks; ralph then commits and prioritizes them."""
+"""PLAN: one agent run turns the spec into tasks; ralph then commits and prioritizes them.
+
+A run stopped by its time limit or a full context keeps nothing: a half-made plan would be built
+as if it were the whole spec. Its tasks are kept beside its log, the spec's record says why, and
+the loop ends for a person to decide (a longer --timeout, or a smaller spec)."""
 
 from __future__ import annotations
 
-from ralph.loop.workspace import StageReport, Workspace
-from ralph.plan.records import Stage
+from ralph.loop.agentrun import AgentResult
+from ralph.loop.workspace import STOP_REASONS_THAT_KILL, StageReport, Workspace
+from ralph.plan.records import KillReason, Stage
 
 
 class PlanStage:
@@ -12,10 +17,32 @@ class PlanStage:
 
     def run(self, iteration: int) -> StageReport:
         span = self.ws.journal.span("stage", stage="PLAN")
+        before = self.ws.plan_bytes()
         result = self.ws.run_agent(Stage.PLAN, iteration, None, {})
         self.ws.check_plan(result)
-        count = len(self.ws.tasks())
-        commit = self.ws.commit(f"ralph(plan): {self.ws.settings.spec}: {count} tasks")
-        self.ws.prioritize()
-        span.end(tasks=count)
-        return StageReport(Stage.PLAN, items=1, commits=[commit] if commit else [])
+        report = StageReport(Stage.PLAN, items=1)
+        stop = STOP_REASONS_THAT_KILL.get(result.run.stop_reason or "")
+        if stop:
+            commit = self._stopped(stop, result, before, report)
+            span.end(tasks=0, kill_reason=str(stop))
+        else:
+            count = len(self.ws.tasks())
+            with self.ws.change_plan() as change:  # goes in with the commit below
+                change.plan.record_plan_kill(self.ws.settings.spec, None)
+            commit = self.ws.commit(f"ralph(plan): {self.ws.settings.spec}: {count} tasks")
+            self.ws.prioritize()
+            span.end(tasks=count)
+        report.commits += [commit] if commit else []
+        return report
+
+    def _stopped(
+        self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
+    ) -> str | None:
+        spec, log = self.ws.settings.spec, str(result.log_path)
+        self.ws.undo_plan_changes(before, result.log_path, spec)
+        with self.ws.change_plan() as change:
+            change.plan.record_plan_kill(spec, reason, log)
+        self.ws.journal.event("plan_stopped", item=spec, kill_reason=reason, log=log)
+        report.stopped.append(f"{spec} PLAN stopped ({reason}), nothing of it kept; log {log}")
+        self.ws.console.event(f"PLAN {spec} stopped ({reason}); nothing of it kept")
+        return self.ws.commit(f"ralph(plan): {spec} stopped ({reason})")

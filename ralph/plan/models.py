@@ -118,6 +118,8 @@ class Spec(Record):
 
     t: Literal["spec"]
     path: Text
+    kill_reason: KillReason | None = Field(None, description="why its last PLAN run was stopped")
+    kill_log: str | None = Field(None, description="log of its last stopped PLAN run")
 
 
 class Config(Record):

@@ -251,6 +251,24 @@ class Plan:
             self.doc.append({"t": "spec", "path": path})
         self.update_state(spec=path)
 
+    def record_plan_kill(
+        self, spec: str, kill_reason: KillReason | None, kill_log: str | None = None
+    ) -> None:
+        """The spec's PLAN run was stopped (its time limit, a full context): its record keeps why
+        and the run's log. None clears them (a PLAN run that finished)."""
+        for line in self._of("spec"):
+            if line.record["path"] == spec:
+                record = line.record
+                if kill_reason is None:
+                    if "kill_reason" not in record and "kill_log" not in record:
+                        return
+                    record.pop("kill_reason", None)
+                    record.pop("kill_log", None)
+                else:
+                    record["kill_reason"], record["kill_log"] = str(kill_reason), kill_log
+                self.doc.rewrite(line)
+                return
+
     def record_build(self, task_id: str, files: list[str], tokens: int, cost_usd: float | None) -> dict:
         """A build attempt passed the gate: count it, note the files it changed and its cost, and
         clear what earlier failures left on the task."""

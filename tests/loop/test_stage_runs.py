@@ -34,7 +34,11 @@ def full_context():  # a turn using 195,000 of the 200,000 tokens: ralph stops t
     print(json.dumps({"type": "assistant", "message": {"content": [], "usage": usage}}), flush=True)
     time.sleep(30)
 
-if stage == "INVESTIGATE":  # every issue here: half an investigation, then stopped
+if stage == "PLAN":  # the first run plans half the spec, then hangs; the next one finishes
+    subprocess.run([*ralph, "task", "add", json.dumps({"name": f"plan of run {runs}"})], check=True)
+    if runs == 1:
+        time.sleep(30)
+elif stage == "INVESTIGATE":  # every issue here: half an investigation, then stopped
     subprocess.run([*ralph, "task", "add", json.dumps({"name": f"half of {item}"})], check=True)
     full_context() if runs == 1 else time.sleep(30)
 elif stage == "BUILD":
@@ -247,3 +251,24 @@ def test_a_decomposition_stopped_half_way_is_undone_and_counts_as_failed(project
     saved = [e["plan"] for e in events(project) if e["event"] == "plan_changes_set_aside"]
     assert len(saved) == 2 and "part 1 of t-split0" in (project / saved[0]).read_text()
     assert_clean(project)
+
+
+def test_a_stopped_plan_run_keeps_nothing_says_why_and_a_finished_one_clears_it(project, tmp_path):
+    done = run(project, tmp_path, "--timeout", TIMEOUT)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert "STUCK: the PLAN run was stopped and nothing of it kept" in done.stdout
+    assert "specs/app.md PLAN stopped (timeout), nothing of it kept; log build/ralph-logs/" in done.stdout
+    records = plan_records(project)
+    assert [r for r in records if r["t"] == "task"] == []  # half a plan is not built as the whole spec
+    (spec,) = [r for r in records if r["t"] == "spec"]
+    assert spec["kill_reason"] == "timeout" and spec["kill_log"].startswith("build/ralph-logs/")
+    kept = project / spec["kill_log"].replace(".log", ".plan.jsonl")
+    assert "plan of run 1" in kept.read_text()
+    assert [e["kill_reason"] for e in events(project) if e["event"] == "plan_stopped"] == ["timeout"]
+    assert_clean(project)
+
+    again = run(project, tmp_path, "--timeout", TIMEOUT)
+    assert again.returncode == 0, again.stdout + again.stderr
+    (spec,) = [r for r in plan_records(project) if r["t"] == "spec"]
+    assert "kill_reason" not in spec and "kill_log" not in spec
+    assert [r["name"] for r in plan_records(project) if r["t"] == "accept"] == ["plan of run 2"]

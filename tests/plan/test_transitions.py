@@ -366,3 +366,22 @@ def test_take_verification_of_a_run_that_gave_nothing_takes_nothing():
         "issues": [],
     }
     assert not ours.doc.changed
+
+
+def test_record_plan_kill_marks_the_spec_and_a_finished_plan_clears_it():
+    plan = plan_of()
+    plan.record_plan_kill("specs/a.md", KillReason.TIMEOUT, "build/ralph-logs/plan.log")
+    data = plan.doc.to_bytes()
+    assert json.loads(data.splitlines()[0]) == {
+        "t": "spec",
+        "path": "specs/a.md",
+        "kill_reason": "timeout",
+        "kill_log": "build/ralph-logs/plan.log",
+    }
+    assert data.replace(data.splitlines(keepends=True)[0], SPEC_A) == b"".join(LINES)
+
+    plan.record_plan_kill("specs/a.md", None)
+    assert plan.doc.to_bytes() == serialize({"t": "spec", "path": "specs/a.md"}) + b"".join(LINES[1:])
+    untouched = plan_of()
+    untouched.record_plan_kill("specs/a.md", None)  # nothing to clear: the line keeps its bytes
+    assert untouched.doc.to_bytes() == b"".join(LINES)
