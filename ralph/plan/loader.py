@@ -33,15 +33,26 @@ def split_lines(data: bytes) -> list[bytes]:
     return lines
 
 
-def parse_lines(data: bytes, name: str = "plan.jsonl") -> tuple[Document, list[Problem]]:
+def parse_lines(
+    data: bytes, name: str = "plan.jsonl", known: dict[bytes, dict] | None = None
+) -> tuple[Document, list[Problem]]:
     """Parse and validate each line on its own (not the rules across records): the document, and
-    the lines that are not a valid record (their `record` is None)."""
+    the lines that are not a valid record (their `record` is None).
+
+    `known` maps lines already proven valid to their records (shared, not copied: for readers of
+    several versions of one file, whose lines are mostly the same bytes); valid lines are added."""
     lines: list[Line] = []
     problems: list[Problem] = []
     for number, raw in enumerate(split_lines(data), start=1):
-        record, problem = _parse_line(raw) if not (number == 1 and raw.startswith(BOM)) else (None, _BOM_TEXT)
-        if problem:
-            problems.append(Problem(name, number, problem))
+        record = known.get(raw) if known is not None else None
+        if record is None:
+            record, problem = (
+                _parse_line(raw) if not (number == 1 and raw.startswith(BOM)) else (None, _BOM_TEXT)
+            )
+            if problem:
+                problems.append(Problem(name, number, problem))
+            elif known is not None and record is not None:
+                known[raw] = record
         lines.append(Line(raw, record, number))
     return Document(name, lines), problems
 

@@ -52,15 +52,17 @@ def merge_bytes(base: bytes, ours: bytes, theirs: bytes, name: str = "plan.jsonl
     """Parse the three versions and merge them. A line that is not a valid record, or two records
     with one id, in any of them raises InvalidInput naming the version and the line: a merge by
     record cannot place it, and must not drop it."""
+    known: dict[bytes, dict] = {}  # the three versions share most lines: each is parsed once
     docs = [
-        _parse_side(data, f"{name} ({side})")
+        _parse_side(data, f"{name} ({side})", known)
         for data, side in ((base, "base"), (ours, "ours"), (theirs, "theirs"))
     ]
     return merge(*docs, name=name)
 
 
 def merge(base: Document, ours: Document, theirs: Document, name: str = "plan.jsonl") -> Merged:
-    b, o, t = _Side(base), _Side(ours), _Side(theirs)
+    fact_keys: dict[bytes, tuple[str, str]] = {}
+    b, o, t = _Side(base, fact_keys), _Side(ours, fact_keys), _Side(theirs, fact_keys)
     accepted = o.accepted | t.accepted
     outcomes = {
         key: _outcome(b.keyed.get(key), o.keyed.get(key), t.keyed.get(key), accepted)
@@ -102,7 +104,6 @@ def _outcome(base: Line | None, ours: Line | None, theirs: Line | None, accepted
     """The merged record: a line to write (from ours, from theirs, or a new one), None (gone), or a
     _Conflict."""
     record = (ours or theirs).record
-    what = _what(record)
     if record["t"] == "task" and record["id"] in accepted:
         return None  # the tombstone wins over a change or a deletion on the other side
     if ours is not None and theirs is not None:
@@ -112,6 +113,7 @@ def _outcome(base: Line | None, ours: Line | None, theirs: Line | None, accepted
             return theirs  # changed on their side only
         if base is not None and _same_line(base, theirs):
             return ours
+        what = _what(record)
         if base is None and record["t"] not in SINGLETONS:
             return _Conflict(
                 f"{what} was added on both sides with different content", what, ours.raw, theirs.raw
@@ -122,6 +124,7 @@ def _outcome(base: Line | None, ours: Line | None, theirs: Line | None, accepted
         return one  # added on one side
     if _same_line(base, one):
         return None  # deleted on the other side, unchanged on this one
+    what = _what(record)
     if ours is None:
         return _Conflict(f"{what} was deleted on our side and changed on theirs", what, None, theirs.raw)
     return _Conflict(f"{what} was changed on our side and deleted on theirs", what, ours.raw, None)
@@ -200,7 +203,7 @@ def _copies(fact: tuple[str, str], base: _Side, ours: _Side, theirs: _Side) -> i
 
 
 def _same_line(a: Line, b: Line) -> bool:
-    return a.raw.strip() == b.raw.strip() or _same(a.record, b.record)
+    return a.raw == b.raw or a.raw.strip() == b.raw.strip() or _same(a.record, b.record)
 
 
 def _same(a: object, b: object) -> bool:
@@ -221,8 +224,8 @@ def _what(record: dict) -> str:
 # --- the three versions ----------------------------------------------------------------------
 
 
-def _parse_side(data: bytes, name: str) -> Document:
-    doc, problems = parse_lines(data, name)
+def _parse_side(data: bytes, name: str, known: dict[bytes, dict]) -> Document:
+    doc, problems = parse_lines(data, name, known)
     if problems:
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
         raise InvalidInput(f"{problems[0]}{more}; cannot merge it by record")
@@ -233,7 +236,8 @@ class _Side:
     """One version, its records indexed: task, issue, config and state records by key, every
     other record (a fact) by its content. `slots` holds each line with its key or its fact."""
 
-    def __init__(self, doc: Document):
+    def __init__(self, doc: Document, fact_keys: dict[bytes, tuple[str, str]]):
+        """`fact_keys`: the fact each line holds, shared by the three versions (most lines recur)."""
         self.keyed: dict[str, Line] = {}
         self.facts: dict[tuple[str, str], int] = {}  # (type, content) -> copies
         self.accepted: set[str] = set()
@@ -253,7 +257,9 @@ class _Side:
                 self.keyed[key] = line
                 self.slots.append((line, key, None))
             else:
-                fact = (record["t"], json.dumps(record, sort_keys=True))
+                fact = fact_keys.get(line.raw)
+                if fact is None:
+                    fact = fact_keys[line.raw] = (record["t"], json.dumps(record, sort_keys=True))
                 self.facts[fact] = self.facts.get(fact, 0) + 1
                 if record["t"] == "accept":
                     self.accepted.add(record["id"])
