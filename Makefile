@@ -41,6 +41,7 @@ e2e: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_state.py
 	$(PY) bench/bench_construct.py
+	$(PY) bench/bench_merge.py
 
 ## demo: ralph on an example in a temporary git repository; no model account needed
 demo: $(STAMP)

@@ -95,6 +95,17 @@ def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
 
 
+@pytest.fixture
+def no_assertion_pass_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-golden implements pytest_assertion_pass, so pytest formats the operands of every
+    passing assert in rewritten modules, and Hypothesis (a pytest plugin, so rewritten) asserts
+    thousands of times per example: property tests would run 10-20 times slower. A module without
+    golden tests switches the hook off with `pytestmark = pytest.mark.usefixtures(...)`."""
+    from _pytest.assertion import util
+
+    monkeypatch.setattr(util, "_assertion_pass", None)
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
 

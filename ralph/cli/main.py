@@ -44,7 +44,16 @@ def cli(directory: str | None) -> None:
     """Drive a coding agent against a spec; keep all state in a git-committed plan.jsonl."""
 
 
-for command in (state.init, state.check, state.schema, state.status, state.task, state.issue, state.query):
+for command in (
+    state.init,
+    state.merge_driver,
+    state.check,
+    state.schema,
+    state.status,
+    state.task,
+    state.issue,
+    state.query,
+):
     cli.add_command(command)
 
 

@@ -1,5 +1,5 @@
-"""The state commands: init, check, schema, status, and the task, issue and query groups. Each
-parses its arguments, calls ralph.ops, and prints."""
+"""The state commands: init, merge-driver, check, schema, status, and the task, issue and query
+groups. Each parses its arguments, calls ralph.ops, and prints."""
 
 from __future__ import annotations
 
@@ -7,22 +7,28 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 
 import click
 
 from ralph.cli.common import commit_choice, current_task, emit, json_option, no_commit_option, root_of
-from ralph.errors import EXIT_INVALID, InvalidInput
+from ralph.errors import EXIT_INVALID, EXIT_REFUSED, InvalidInput
 from ralph.plan.records import Status, status_of
 from ralph.text import printable
 
 # --- init, check, schema, status -----------------------------------------------------------
 
 
-@click.command()
+@click.command(short_help="Set up plan.jsonl, specs/, logs and the merge driver.")
 @no_commit_option
 @click.pass_context
 def init(ctx: click.Context, no_commit: bool) -> None:
-    """Create plan.jsonl, specs/ and build/ralph-logs/ (ignored by git). Safe to run twice."""
+    """Set up ralph: plan.jsonl, specs/, build/ralph-logs/, the merge driver.
+
+    Creates plan.jsonl, specs/ and build/ralph-logs/ (ignored by git), and registers git's merge
+    driver for plan.jsonl (a .gitattributes line, and merge.ralph.* in the repository's git config).
+    Safe to run again: it adds only what is missing. git does not clone its config: run it once in
+    a fresh clone."""
     from ralph.ops.initialize import init as initialize
 
     root = root_of(ctx)
@@ -33,6 +39,36 @@ def init(ctx: click.Context, no_commit: bool) -> None:
         click.echo(f"ralph is already initialized in {printable(str(root))}")
 
 
+@click.command("merge-driver", short_help="git's merge driver for plan.jsonl (by record, not line).")
+@click.argument("base", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("ours", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("theirs", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", required=False, default="plan.jsonl")
+@click.pass_context
+def merge_driver(ctx: click.Context, base: Path, ours: Path, theirs: Path, path: str) -> None:
+    """Merge plan.jsonl by record: git's merge driver (`ralph init` registers it).
+
+    git passes %O %A %B %P: BASE, OURS, THEIRS and the PATH merged. The result goes to OURS. Exit 0
+    when clean; 1 on a conflict, each printed as PATH:LINE and left between conflict markers in OURS
+    for `ralph check` to name; 2 when a version is not a plan ralph can read (OURS is left as it
+    was)."""
+    from ralph.ops.mergedriver import merge_files
+
+    merged = merge_files(base, ours, theirs, path)
+    for conflict in merged.conflicts:
+        click.echo(printable(str(conflict)), err=True)
+    if merged.conflicts:
+        ctx.exit(EXIT_REFUSED)
+
+
+def _warn_if_driver_unregistered(root: Path) -> None:
+    from ralph.ops.mergedriver import unregistered
+
+    warning = unregistered(root)
+    if warning:
+        click.echo(f"ralph: {warning}", err=True)
+
+
 @click.command()
 @json_option
 @click.pass_context
@@ -40,7 +76,8 @@ def check(ctx: click.Context, as_json: bool) -> None:
     """List every problem in plan.jsonl (exit 2 if there is any)."""
     from ralph.ops import reads
 
-    result = reads.check(root_of(ctx))
+    root = root_of(ctx)
+    result = reads.check(root)
     problems = result.problems
     if as_json:
         emit({"ok": not problems, "records": result.records, "problems": [str(p) for p in problems]})
@@ -49,6 +86,7 @@ def check(ctx: click.Context, as_json: bool) -> None:
             click.echo(printable(str(problem)), err=True)
     else:
         click.echo(f"plan.jsonl: ok ({result.records} records)")
+    _warn_if_driver_unregistered(root)
     if problems:
         ctx.exit(EXIT_INVALID)
 
@@ -68,10 +106,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """A short summary: stage, counts by status, the next task."""
     from ralph.ops import reads
 
-    summary = reads.status(root_of(ctx))
+    root = root_of(ctx)
+    summary = reads.status(root)
     if as_json:
         emit(summary)
-        return
+    else:
+        _print_status(summary)
+    _warn_if_driver_unregistered(root)
+
+
+def _print_status(summary: dict) -> None:
     spec = f" ({printable(summary['spec'])})" if summary["spec"] else ""
     click.echo(f"stage {summary['stage']}, iteration {summary['iteration']}{spec}")
     click.echo(

@@ -33,16 +33,33 @@ def split_lines(data: bytes) -> list[bytes]:
     return lines
 
 
-def parse(data: bytes, name: str = "plan.jsonl") -> tuple[Document, list[Problem]]:
-    """Parse every line; return the document and every problem found (empty when valid)."""
+def parse_lines(
+    data: bytes, name: str = "plan.jsonl", known: dict[bytes, dict] | None = None
+) -> tuple[Document, list[Problem]]:
+    """Parse and validate each line on its own (not the rules across records): the document, and
+    the lines that are not a valid record (their `record` is None).
+
+    `known` maps lines already proven valid to their records (shared, not copied: for readers of
+    several versions of one file, whose lines are mostly the same bytes); valid lines are added."""
     lines: list[Line] = []
     problems: list[Problem] = []
     for number, raw in enumerate(split_lines(data), start=1):
-        record, problem = _parse_line(raw) if not (number == 1 and raw.startswith(BOM)) else (None, _BOM_TEXT)
-        if problem:
-            problems.append(Problem(name, number, problem))
+        record = known.get(raw) if known is not None else None
+        if record is None:
+            record, problem = (
+                _parse_line(raw) if not (number == 1 and raw.startswith(BOM)) else (None, _BOM_TEXT)
+            )
+            if problem:
+                problems.append(Problem(name, number, problem))
+            elif known is not None and record is not None:
+                known[raw] = record
         lines.append(Line(raw, record, number))
-    doc = Document(name, lines)
+    return Document(name, lines), problems
+
+
+def parse(data: bytes, name: str = "plan.jsonl") -> tuple[Document, list[Problem]]:
+    """Parse every line; return the document and every problem found (empty when valid)."""
+    doc, problems = parse_lines(data, name)
     found = integrity_problems(doc)
     if problems:
         # A dependency may be "unknown" only because its own line is the broken one.
@@ -120,7 +137,13 @@ def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
     if not stripped:
         return None, None
     if stripped.startswith(CONFLICT_MARKERS):
-        return None, "unresolved git merge conflict marker; resolve the conflict, then run 'ralph check'"
+        # An opening marker's label says what conflicts: ralph's merge driver names the record there.
+        label = stripped[:160].decode("utf-8", "replace") if stripped.startswith(b"<<<<<<< ") else ""
+        shown = f" ({label})" if label else ""
+        return (
+            None,
+            f"unresolved git merge conflict marker{shown}; resolve the conflict, then run 'ralph check'",
+        )
     try:
         text = stripped.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -47,6 +47,12 @@ class Repo:
         self._env["GIT_LITERAL_PATHSPECS"] = "1"
 
     def git(self, *args: str, stdin: bytes | None = None) -> str:
+        done = self._run(args, stdin)
+        if done.returncode != 0:
+            raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
+        return done.stdout.decode("utf-8", "replace")
+
+    def _run(self, args: tuple[str, ...], stdin: bytes | None = None):
         import subprocess  # here, not above: read-only commands import this module for find_root alone
 
         try:
@@ -55,7 +61,7 @@ class Repo:
             # removes its lock file (.git/index.lock, refs/heads/*.lock) instead of leaving it
             # behind for every later git command to fail on. These plumbing commands take
             # milliseconds and never wait for input.
-            done = subprocess.run(
+            return subprocess.run(
                 ["git", *args],
                 cwd=self.root,
                 env=self._env,
@@ -66,9 +72,20 @@ class Repo:
             )
         except FileNotFoundError:
             raise GitError("git is not installed (or not on PATH)") from None
+
+    def config_get(self, key: str) -> str | None:
+        """The value git would use for `key` (this repository's config, the user's, the system's),
+        or None when none of them sets it."""
+        done = self._run(("config", "--get", key))
+        if done.returncode == 1:  # git's answer for a key that is not set
+            return None
         if done.returncode != 0:
-            raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
-        return done.stdout.decode("utf-8", "replace")
+            raise GitError(_explain(("config",), done.stderr.decode("utf-8", "replace")))
+        return done.stdout.decode("utf-8", "replace").removesuffix("\n")
+
+    def config_set(self, key: str, value: str) -> None:
+        """Set `key` in this repository's own config (.git/config: neither committed nor cloned)."""
+        self.git("config", "--local", key, value)
 
     def head(self) -> str | None:
         """The commit HEAD points at, or None in a repository with no commits yet."""
@@ -334,16 +351,7 @@ class Repo:
 
     def file_at_head(self, relpath: str) -> bytes | None:
         """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""
-        import subprocess
-
-        done = subprocess.run(
-            ["git", "cat-file", "blob", f"HEAD:{relpath}"],
-            cwd=self.root,
-            env=self._env,
-            capture_output=True,
-            check=False,
-            start_new_session=True,
-        )
+        done = self._run(("cat-file", "blob", f"HEAD:{relpath}"))
         return done.stdout if done.returncode == 0 else None
 
     def file_versions(self, relpath: str, rev: str = "HEAD") -> list[tuple[str, bytes]]:

@@ -2,9 +2,14 @@
 
 Each tests/cli/golden/cli/*.yml is one scenario in a fresh repository:
 
-    fixture: repo            # `repo` (initialized, the default) or `bare` (git init only)
+    fixture: repo            # `repo` (initialized, the default), `bare` (git init only) or
+                             # `unregistered` (initialized, as a fresh clone: no merge driver config)
     plan: |                  # optional: plan.jsonl content written before the steps
       {"t": "task", ...}
+    files:                   # optional: other files written in the repository before the steps
+      theirs.jsonl: |
+        {"t": "task", ...}
+    show_plan: true          # optional: the golden file records plan.jsonl after the steps too
     setup:                   # optional: steps that must exit 0; their output is not recorded
       - [task, add, '{"id": "t-aaaaaa", "name": "x"}']
     steps:                   # the steps whose output the golden file records
@@ -13,7 +18,7 @@ Each tests/cli/golden/cli/*.yml is one scenario in a fresh repository:
 
 Ids are given explicitly where a command takes them. Ids ralph generates (issues, `task add
 --name`) are replaced by <i1>, <t1>, ... in order of appearance, and a step may name them that way.
-The repository path is replaced by <repo>.
+The repository path is replaced by <repo>, and <repo> in a step's arguments is the repository.
 
 tests/cli/golden/help/*.yml hold `ralph ... --help` for every command of the click tree; a command
 without one fails test_every_command_has_a_help_golden. Regenerate with `pytest --update-goldens`
@@ -56,7 +61,12 @@ class Scenario:
 
     def args(self, args: list[str]) -> list[str]:
         back = {name: real for real, name in self.placeholders.items()}
-        return [re.sub(r"<[ti]\d+>", lambda m: back.get(m.group(), m.group()), arg) for arg in args]
+        return [
+            re.sub(r"<[ti]\d+>", lambda m: back.get(m.group(), m.group()), arg).replace(
+                "<repo>", str(self.root)
+            )
+            for arg in args
+        ]
 
     def clean(self, text: str) -> str:
         for generated in GENERATED_ID.finditer(text):
@@ -84,14 +94,19 @@ class Scenario:
 @pytest.mark.golden_test("golden/cli/*.yml")
 def test_cli_output(golden: GoldenTestFixture, request: pytest.FixtureRequest):
     root = request.getfixturevalue("bare_repo" if golden.get("fixture") == "bare" else "repo")
+    if golden.get("fixture") == "unregistered":  # git does not clone its config
+        git(root, "config", "--remove-section", "merge.ralph")
     if golden.get("plan") is not None:
         (root / "plan.jsonl").write_text(golden["plan"], encoding="utf-8")
+    for name, text in (golden.get("files") or {}).items():
+        (root / name).write_text(text, encoding="utf-8")
     steps = golden.get("setup") or []
     explicit: set[str] = set()
     for step in [*steps, *golden["steps"]]:
         words = step if isinstance(step, list) else [*step["args"], step.get("input") or ""]
         explicit |= {m.group() for word in words for m in GENERATED_ID.finditer(word)}
-    explicit |= {m.group() for m in GENERATED_ID.finditer(golden.get("plan") or "")}
+    for text in [golden.get("plan") or "", *(golden.get("files") or {}).values()]:
+        explicit |= {m.group() for m in GENERATED_ID.finditer(text)}
     scenario = Scenario(root, explicit)
     start = git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).strip()
     for step in steps:
@@ -99,6 +114,8 @@ def test_cli_output(golden: GoldenTestFixture, request: pytest.FixtureRequest):
         assert result["exit_code"] == 0, (step, result)
     results = [scenario.run(step) for step in golden["steps"]]
     assert results == golden.out["results"]
+    if golden.get("show_plan"):  # the file the steps left, where that is what people see
+        assert (root / "plan.jsonl").read_text(encoding="utf-8") == golden.out["plan_after"]
     # The commits the steps made (setup's too), oldest first: one per change, plan.jsonl alone.
     span = f"{start}..HEAD" if start else "HEAD"
     log = git(root, "log", "--reverse", "--format=%s", span, check=False) if (root / ".git").exists() else ""

@@ -70,3 +70,12 @@ def test_the_check_sees_a_lazily_loaded_command(repo, tmp_path):
     modules = loaded_modules(repo, tmp_path, "construct", "--help")
     assert "ralph.cli.construct" in modules
     assert "ralph.cli.construct" in forbidden(modules)
+
+
+def test_the_merge_driver_never_loads_the_loop_the_adapters_gitpython_or_pydantic(repo, tmp_path):
+    versions = []
+    for name, text in (("base", ""), ("ours", '{"t": "task", "id": "t-a", "name": "A"}\n'), ("theirs", "")):
+        (tmp_path / name).write_text(text)
+        versions.append(str(tmp_path / name))
+    assert forbidden(loaded_modules(repo, tmp_path, "merge-driver", *versions, "plan.jsonl")) == []
+    assert (tmp_path / "ours").read_text() == '{"t": "task", "id": "t-a", "name": "A"}\n'

@@ -14,15 +14,7 @@ from ralph.errors import RalphError
 from ralph.ops import issues, tasks
 from ralph.plan.loader import load
 
-
-@pytest.fixture(autouse=True)
-def _no_assertion_pass_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pytest-golden implements pytest_assertion_pass, so pytest formats the operands of every
-    passing assert in rewritten modules, Hypothesis's own included: property tests would run
-    10-20 times slower. No golden test lives here, so the hook is switched off for these tests."""
-    from _pytest.assertion import util
-
-    monkeypatch.setattr(util, "_assertion_pass", None)
+pytestmark = pytest.mark.usefixtures("no_assertion_pass_hook")  # see tests/conftest.py
 
 
 FUNCTION_FIXTURES = settings(

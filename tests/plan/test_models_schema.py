@@ -20,15 +20,7 @@ from ralph.plan.validate import record_problems
 SCHEMA_FILE = Path(ralph.__file__).parent / "plan" / "plan.schema.json"
 
 
-@pytest.fixture(autouse=True)
-def _no_assertion_pass_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pytest-golden implements pytest_assertion_pass, so pytest formats the operands of every
-    passing assert in rewritten modules, and Hypothesis (a pytest plugin, so rewritten) asserts
-    thousands of times per example: property tests would run 10-20 times slower. No golden test
-    lives here, so the hook is switched off for these tests."""
-    from _pytest.assertion import util
-
-    monkeypatch.setattr(util, "_assertion_pass", None)
+pytestmark = pytest.mark.usefixtures("no_assertion_pass_hook")  # see tests/conftest.py
 
 
 def test_schema_file_is_exported_from_the_models():

@@ -1,0 +1,354 @@
+"""Three versions of plan.jsonl merged by record, for git's merge driver (`ralph merge-driver`).
+
+git merges lines, which is wrong for this file: two branches that each append a task conflict at
+the end of it, and a task one branch accepted (its line removed) and the other rejected comes back.
+This merges records, pure (bytes in, bytes out):
+
+- task and issue records by id, the config and state singletons by type: a record added or changed
+  on one side takes that side's version; changed on both, it merges field by field (`_merge_field`);
+  added on both with different content (a task or an issue), or deleted on one side and changed on
+  the other, is a conflict. A task with an accept tombstone on either side is accepted, whatever the
+  other side did to it.
+- accept and reject records are appended facts: the union, each once. Other records (spec, types
+  ralph does not know) are kept, each once, unless one side removed them.
+- The order is ours, with theirs' new records appended in theirs' order (before ours' trailing blank
+  lines). Every line the merge did not change is written back byte for byte, in ours' line endings.
+- A conflicting record is written between conflict markers, ours' version then theirs' (each with
+  everything that did merge), the opening marker naming it, so that `ralph check` reports it by line.
+  A result that breaks a rule across records (a dependency on a task the other side deleted, a cycle
+  made of one dependency from each side) is a conflict too, left unmarked: `ralph check` names it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ralph.errors import InvalidInput, Problem
+from ralph.plan.document import Document, Line, serialize
+from ralph.plan.integrity import SINGLETONS, integrity_problems
+from ralph.plan.loader import parse_lines
+from ralph.plan.validate import record_problems
+
+BY_ID = ("task", "issue")
+UNION_FACTS = ("accept", "reject")  # never removed by ralph: a side without one has not seen it yet
+STATUS_ORDER = {"p": 0, "d": 1}  # forward only (accepted, the tombstone, is further); "b" merges with none
+COUNTERS = frozenset({"attempts", "tokens", "iteration"})
+ID_LISTS = frozenset({"deps"})
+
+_MISSING = object()  # a field the record does not have
+_CONFLICT = object()
+
+
+class Merged:
+    """The merged file, and its conflicts located by line in it (none: a clean merge)."""
+
+    __slots__ = ("data", "conflicts")
+
+    def __init__(self, data: bytes, conflicts: list[Problem]):
+        self.data, self.conflicts = data, conflicts
+
+
+def merge_bytes(base: bytes, ours: bytes, theirs: bytes, name: str = "plan.jsonl") -> Merged:
+    """Parse the three versions and merge them. A line that is not a valid record, or two records
+    with one id, in any of them raises InvalidInput naming the version and the line: a merge by
+    record cannot place it, and must not drop it."""
+    known: dict[bytes, dict] = {}  # the three versions share most lines: each is parsed once
+    docs = [
+        _parse_side(data, f"{name} ({side})", known)
+        for data, side in ((base, "base"), (ours, "ours"), (theirs, "theirs"))
+    ]
+    return merge(*docs, name=name)
+
+
+def merge(base: Document, ours: Document, theirs: Document, name: str = "plan.jsonl") -> Merged:
+    fact_keys: dict[bytes, tuple[str, str]] = {}
+    b, o, t = _Side(base, fact_keys), _Side(ours, fact_keys), _Side(theirs, fact_keys)
+    accepted = o.accepted | t.accepted
+    outcomes = {
+        key: _outcome(b.keyed.get(key), o.keyed.get(key), t.keyed.get(key), accepted)
+        for key in {**o.keyed, **t.keyed}
+    }
+    wanted = {fact: _copies(fact, b, o, t) for fact in {**o.facts, **t.facts}}
+    out = _Writer(name, _line_ending(ours, theirs, base))
+    tail = _trailing_blank_lines(ours)
+    for line, key, fact in o.slots[: len(o.slots) - tail]:
+        if key is not None:
+            out.put(outcomes[key], replacing=line)
+        elif fact is not None:
+            out.fact(line, fact, wanted[fact])
+        else:
+            out.keep(line)
+    for line, key, fact in t.slots:  # theirs' new records, in theirs' order
+        if key is not None and key not in o.keyed:
+            out.put(outcomes[key])
+        elif fact is not None:
+            out.fact(line, fact, wanted[fact], appended=True)
+    for line, _, _ in o.slots[len(o.slots) - tail :]:
+        out.keep(line)
+    return out.result()
+
+
+# --- one record, three versions --------------------------------------------------------------
+
+
+class _Conflict:
+    """A record the merge cannot decide: both versions go between markers for a person to choose."""
+
+    __slots__ = ("reason", "what", "ours", "theirs")
+
+    def __init__(self, reason: str, what: str, ours: bytes | None, theirs: bytes | None):
+        self.reason, self.what, self.ours, self.theirs = reason, what, ours, theirs
+
+
+def _outcome(base: Line | None, ours: Line | None, theirs: Line | None, accepted: set[str]):
+    """The merged record: a line to write (from ours, from theirs, or a new one), None (gone), or a
+    _Conflict."""
+    record = (ours or theirs).record
+    if record["t"] == "task" and record["id"] in accepted:
+        return None  # the tombstone wins over a change or a deletion on the other side
+    if ours is not None and theirs is not None:
+        if _same_line(ours, theirs):
+            return ours
+        if base is not None and _same_line(base, ours):
+            return theirs  # changed on their side only
+        if base is not None and _same_line(base, theirs):
+            return ours
+        what = _what(record)
+        if base is None and record["t"] not in SINGLETONS:
+            return _Conflict(
+                f"{what} was added on both sides with different content", what, ours.raw, theirs.raw
+            )
+        return _merge_fields(base.record if base is not None else {}, ours.record, theirs.record, what)
+    one = ours if ours is not None else theirs
+    if base is None:
+        return one  # added on one side
+    if _same_line(base, one):
+        return None  # deleted on the other side, unchanged on this one
+    what = _what(record)
+    if ours is None:
+        return _Conflict(f"{what} was deleted on our side and changed on theirs", what, None, theirs.raw)
+    return _Conflict(f"{what} was changed on our side and deleted on theirs", what, ours.raw, None)
+
+
+def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Conflict:
+    """A record changed on both sides, field by field; a field changed on both to different values
+    follows _merge_field, else the record conflicts (both versions keep every field that merged)."""
+    ours_pick: dict = {}
+    theirs_pick: dict = {}
+    conflicting = []
+    for name in {**ours, **theirs}:  # ours' field order, then theirs' new fields
+        b, o, t = base.get(name, _MISSING), ours.get(name, _MISSING), theirs.get(name, _MISSING)
+        if _same(o, t) or _same(t, b):
+            value = o
+        elif _same(o, b):
+            value = t
+        else:
+            value = _merge_field(name, b, o, t)
+            if value is _CONFLICT:
+                conflicting.append(name)
+                ours_pick[name], theirs_pick[name] = o, t
+                continue
+        ours_pick[name] = theirs_pick[name] = value
+    ours_pick = {key: value for key, value in ours_pick.items() if value is not _MISSING}
+    theirs_pick = {key: value for key, value in theirs_pick.items() if value is not _MISSING}
+    if conflicting:
+        fields = ", ".join(f"'{name}'" for name in conflicting)
+        reason = f"{what}: {fields} changed on both sides"
+        return _Conflict(reason, what, serialize(ours_pick), serialize(theirs_pick))
+    return Line(serialize(ours_pick), ours_pick, 0)
+
+
+def _merge_field(name: str, base: object, ours: object, theirs: object) -> object:
+    """A field both sides changed to different values: a status moves forward only, a counter takes
+    the larger, a list of ids the union (in order, without what either side removed); any other
+    field conflicts. Symmetric: which side is ours changes nothing but field and list order."""
+    if name == "s":
+        ranks = [STATUS_ORDER.get("p" if value is _MISSING else value) for value in (ours, theirs)]
+        if None in ranks:
+            return _CONFLICT
+        return _larger(ours, ranks[0], theirs, ranks[1])
+    if name in COUNTERS:
+        counts = [0 if value is _MISSING else value for value in (ours, theirs)]
+        if not all(type(count) is int for count in counts):
+            return _CONFLICT
+        return _larger(ours, counts[0], theirs, counts[1])
+    if name in ID_LISTS:
+        lists = [[] if value is _MISSING else value for value in (base, ours, theirs)]
+        if not all(isinstance(ids, list) and all(type(i) is str for i in ids) for ids in lists):
+            return _CONFLICT
+        return _merge_ids(*lists)
+    return _CONFLICT
+
+
+def _larger(ours: object, our_rank: int, theirs: object, their_rank: int) -> object:
+    # On a tie (a missing field against its default) the value written out wins: still symmetric.
+    return ours if (our_rank, ours is not _MISSING) >= (their_rank, theirs is not _MISSING) else theirs
+
+
+def _merge_ids(base: list[str], ours: list[str], theirs: list[str]) -> list[str]:
+    removed_by_ours = set(base) - set(ours)
+    removed_by_theirs = set(base) - set(theirs)
+    merged = list(dict.fromkeys(i for i in ours if i not in removed_by_theirs))
+    seen = set(merged)
+    return merged + list(dict.fromkeys(i for i in theirs if i not in seen and i not in removed_by_ours))
+
+
+def _copies(fact: tuple[str, str], base: _Side, ours: _Side, theirs: _Side) -> int:
+    """How many copies of a fact the result has: accept and reject records are the union (each
+    once: the larger count); others as the side that changed their count has it."""
+    b, o, t = base.count(fact), ours.count(fact), theirs.count(fact)
+    if fact[0] in UNION_FACTS or (o != b and t != b):
+        return max(o, t)
+    return o if t == b else t
+
+
+def _same_line(a: Line, b: Line) -> bool:
+    return a.raw == b.raw or a.raw.strip() == b.raw.strip() or _same(a.record, b.record)
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal as JSON values: key order does not count, types do (1, 1.0 and true differ)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(value, b[key]) for key, value in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    return a is b or a == b
+
+
+def _what(record: dict) -> str:
+    return f"the {record['t']} record" if record["t"] in SINGLETONS else f"{record['t']} {record['id']}"
+
+
+# --- the three versions ----------------------------------------------------------------------
+
+
+def _parse_side(data: bytes, name: str, known: dict[bytes, dict]) -> Document:
+    doc, problems = parse_lines(data, name, known)
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise InvalidInput(f"{problems[0]}{more}; cannot merge it by record")
+    return doc
+
+
+class _Side:
+    """One version, its records indexed: task, issue, config and state records by key, every
+    other record (a fact) by its content. `slots` holds each line with its key or its fact."""
+
+    def __init__(self, doc: Document, fact_keys: dict[bytes, tuple[str, str]]):
+        """`fact_keys`: the fact each line holds, shared by the three versions (most lines recur)."""
+        self.keyed: dict[str, Line] = {}
+        self.facts: dict[tuple[str, str], int] = {}  # (type, content) -> copies
+        self.accepted: set[str] = set()
+        self.slots: list[tuple[Line, str | None, tuple[str, str] | None]] = []
+        for line in doc.lines:
+            record = line.record
+            if record is None:
+                self.slots.append((line, None, None))
+            elif record["t"] in BY_ID or record["t"] in SINGLETONS:
+                key = record["t"] if record["t"] in SINGLETONS else record["id"]
+                if key in self.keyed:
+                    first = self.keyed[key].number
+                    problem = Problem(
+                        doc.name, line.number, f"a second record for {key} (the first is on line {first})"
+                    )
+                    raise InvalidInput(f"{problem}; cannot merge it by record")
+                self.keyed[key] = line
+                self.slots.append((line, key, None))
+            else:
+                fact = fact_keys.get(line.raw)
+                if fact is None:
+                    fact = fact_keys[line.raw] = (record["t"], json.dumps(record, sort_keys=True))
+                self.facts[fact] = self.facts.get(fact, 0) + 1
+                if record["t"] == "accept":
+                    self.accepted.add(record["id"])
+                self.slots.append((line, None, fact))
+
+    def count(self, fact: tuple[str, str]) -> int:
+        return self.facts.get(fact, 0)
+
+
+def _trailing_blank_lines(doc: Document) -> int:
+    count = 0
+    for line in reversed(doc.lines):
+        if line.record is not None:
+            break
+        count += 1
+    return count
+
+
+def _line_ending(*docs: Document) -> bytes:
+    """The line ending new lines get: ours' (its first line's), else theirs', else base's."""
+    for doc in docs:
+        for line in doc.lines:
+            if line.raw.endswith(b"\n"):
+                return b"\r\n" if line.raw.endswith(b"\r\n") else b"\n"
+    return b"\n"
+
+
+def _content(raw: bytes) -> bytes:
+    return raw[:-2] if raw.endswith(b"\r\n") else raw[:-1] if raw.endswith(b"\n") else raw
+
+
+# --- the result ------------------------------------------------------------------------------
+
+
+class _Writer:
+    def __init__(self, name: str, eol: bytes):
+        self.name, self.eol = name, eol
+        self.lines: list[Line] = []
+        self.conflicts: list[Problem] = []
+        self.new_records: list[Line] = []  # merged field by field: validated before they count as clean
+        self.written: dict[tuple[str, str], int] = {}
+
+    def add(self, raw: bytes, record: dict | None) -> Line:
+        if self.lines and not self.lines[-1].raw.endswith(b"\n"):
+            self.lines[-1].raw += self.eol  # ours' last line had no newline; something follows it now
+        line = Line(raw, record, len(self.lines) + 1)
+        self.lines.append(line)
+        return line
+
+    def keep(self, line: Line) -> None:
+        self.add(line.raw, line.record)
+
+    def put(self, outcome: Line | _Conflict | None, replacing: Line | None = None) -> None:
+        if outcome is None:
+            return
+        if isinstance(outcome, _Conflict):
+            self.conflict(outcome)
+        elif outcome is replacing:
+            self.keep(outcome)
+        else:
+            ending = replacing.raw[len(_content(replacing.raw)) :] if replacing is not None else self.eol
+            line = self.add(_content(outcome.raw) + ending, outcome.record)
+            if outcome.number == 0:
+                self.new_records.append(line)
+
+    def fact(self, line: Line, fact: tuple[str, str], wanted: int, appended: bool = False) -> None:
+        """This copy of a fact, unless the result has as many copies as it wants already."""
+        written = self.written.get(fact, 0)
+        if written < wanted:
+            self.written[fact] = written + 1
+            self.add(_content(line.raw) + self.eol, line.record) if appended else self.keep(line)
+
+    def conflict(self, conflict: _Conflict) -> None:
+        opening = self.add(b"<<<<<<< ours, " + conflict.reason.encode("utf-8", "replace") + self.eol, None)
+        self.conflicts.append(Problem(self.name, opening.number, f"merge conflict: {conflict.reason}"))
+        if conflict.ours is not None:
+            self.add(_content(conflict.ours) + self.eol, None)
+        self.add(b"=======" + self.eol, None)
+        if conflict.theirs is not None:
+            self.add(_content(conflict.theirs) + self.eol, None)
+        self.add(b">>>>>>> theirs, " + conflict.what.encode("utf-8", "replace") + self.eol, None)
+
+    def result(self) -> Merged:
+        conflicts = self.conflicts
+        if not conflicts:  # clean only if `ralph check` would pass it
+            merged = [
+                Problem(self.name, line.number, "; ".join(found))
+                for line in self.new_records
+                if (found := record_problems(line.record))
+            ]
+            conflicts = merged + integrity_problems(Document(self.name, self.lines))
+        return Merged(b"".join(line.raw for line in self.lines), sorted(conflicts, key=lambda p: p.line))
