@@ -4,13 +4,14 @@ git merges lines, which is wrong for this file: two branches that each append a 
 the end of it, and a task one branch accepted (its line removed) and the other rejected comes back.
 This merges records, pure (bytes in, bytes out):
 
-- task and issue records by id, the config and state singletons by type: a record added or changed
-  on one side takes that side's version; changed on both, it merges field by field (`_merge_field`);
-  added on both with different content (a task or an issue), or deleted on one side and changed on
-  the other, is a conflict. A task with an accept tombstone on either side is accepted, whatever the
-  other side did to it.
-- accept and reject records are appended facts: the union, each once. Other records (spec, types
-  ralph does not know) are kept, each once, unless one side removed them.
+- task and issue records by id, spec records by path (the loop marks a spec whose PLAN run was
+  stopped), the config and state singletons by type: a record added or changed on one side takes
+  that side's version; changed on both, it merges field by field (`_merge_field`); added on both
+  with different content (a task or an issue), or deleted on one side and changed on the other, is
+  a conflict. A task with an accept tombstone on either side is accepted, whatever the other side
+  did to it.
+- accept and reject records are appended facts: the union, each once. Records of types ralph does
+  not know are kept, each once, unless one side removed them.
 - The order is ours, with theirs' new records appended in theirs' order (before ours' trailing blank
   lines). Every line the merge did not change is written back byte for byte, in ours' line endings.
 - A conflicting record is written between conflict markers, ours' version then theirs' (each with
@@ -218,6 +219,8 @@ def _same(a: object, b: object) -> bool:
 
 
 def _what(record: dict) -> str:
+    if record["t"] == "spec":
+        return f"spec {record['path']}"
     return f"the {record['t']} record" if record["t"] in SINGLETONS else f"{record['t']} {record['id']}"
 
 
@@ -246,8 +249,8 @@ class _Side:
             record = line.record
             if record is None:
                 self.slots.append((line, None, None))
-            elif record["t"] in BY_ID or record["t"] in SINGLETONS:
-                key = record["t"] if record["t"] in SINGLETONS else record["id"]
+            elif record["t"] in BY_ID or record["t"] in SINGLETONS or record["t"] == "spec":
+                key = _key(record)
                 if key in self.keyed:
                     first = self.keyed[key].number
                     problem = Problem(
@@ -267,6 +270,14 @@ class _Side:
 
     def count(self, fact: tuple[str, str]) -> int:
         return self.facts.get(fact, 0)
+
+
+def _key(record: dict) -> str:
+    """A task or issue by id, a spec by path (the loop marks a spec whose PLAN run was stopped),
+    config and state by type."""
+    if record["t"] == "spec":
+        return f"spec {record['path']}"
+    return record["t"] if record["t"] in SINGLETONS else record["id"]
 
 
 def _trailing_blank_lines(doc: Document) -> int:

@@ -248,6 +248,17 @@ def test_spec_and_unknown_records_are_kept_once_unless_one_side_removed_them():
     assert clean([spec, note], [spec, note], [note]) == [note]
 
 
+def test_a_spec_merges_by_path_so_a_stopped_plan_mark_is_not_a_second_spec():
+    spec = {"t": "spec", "path": "specs/a.md"}
+    stopped = {**spec, "kill_reason": "timeout", "kill_log": "build/ralph-logs/plan.log"}
+    other = {"t": "spec", "path": "specs/b.md"}
+    assert clean([spec], [stopped], [spec, other]) == [stopped, other]
+    assert clean([stopped], [stopped], [spec]) == [spec]  # their PLAN run finished: the mark goes
+    stopped_again = {**stopped, "kill_reason": "context_limit"}
+    conflicts, _ = conflicted([spec], [stopped], [stopped_again])
+    assert conflicts and "spec specs/a.md" in conflicts[0]
+
+
 # --- config and state --------------------------------------------------------------------------------
 
 
