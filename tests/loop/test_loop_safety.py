@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.loop.test_construct import CHECK_WORK, FAKE_AGENT, add_tasks, construct, plan_records
+from tests.loop.test_construct import CHECK_WORK, FAKE_AGENT, add_tasks, construct, ours, plan_records
 
 
 @pytest.fixture
@@ -442,3 +442,52 @@ def test_malformed_usage_from_an_agent_is_ignored_with_a_journal_event(project, 
     ]
     built = [e for e in journal if e["event"] == "agent_end" and e["stage"] == "BUILD"]
     assert built[0]["tokens"]["input_tokens"] == 7
+
+
+# The gate checks that the agent's daemon is already gone, then leaves a daemon of its own: a
+# double fork, whose middle process takes a new session and exits at once.
+DAEMON_GATE = """import os, pathlib, sys
+state = pathlib.Path(sys.argv[1])
+alive = []
+for pid_file in state.glob("t-*.daemon.pid"):
+    try:
+        stat = pathlib.Path(f"/proc/{pid_file.read_text()}/stat").read_text()
+    except OSError:
+        continue
+    if stat.rsplit(")", 1)[1].split()[0] != "Z":
+        alive.append(pid_file.read_text())
+(state / "gate-saw-alive").write_text(" ".join(alive))
+middle = os.fork()
+if middle == 0:
+    os.setsid()
+    daemon = os.fork()
+    if daemon == 0:
+        os.execvp("sleep", ["sleep", "600"])
+    (state / "gate.daemon.pid").write_text(str(daemon))
+    os._exit(0)
+os.waitpid(middle, 0)
+"""
+
+
+def test_a_daemon_an_agent_or_its_gate_starts_is_ended_with_the_run(project, tmp_path):
+    state = project.parent / "agent-state"
+    gate = tmp_path / "daemon_gate.py"
+    gate.write_text(DAEMON_GATE)
+    (task_id,) = add_tasks(project, "Serve [daemon]")
+    pid_files = [state / f"{task_id}.daemon.pid", state / "gate.daemon.pid"]
+    try:
+        done = construct(project, "--gate", f"{shlex.quote(sys.executable)} {gate} {state}")
+        assert done.returncode == 0, done.stdout + done.stderr
+        agent_daemon, gate_daemon = (int(path.read_text()) for path in pid_files)
+        assert (state / "gate-saw-alive").read_text() == ""  # the agent's was gone before the gate ran
+        assert not Path(f"/proc/{agent_daemon}").exists() and not Path(f"/proc/{gate_daemon}").exists()
+        logs = project / "build" / "ralph-logs"
+        (build_log,) = logs.glob(f"*-build-{task_id}.log")
+        (gate_log,) = logs.glob(f"*-gate-{task_id}*.log")
+        note = "ended 1 process(es) left running outside the run's group: {} sleep"
+        assert note.format(agent_daemon) in build_log.read_text()
+        assert note.format(gate_daemon) in gate_log.read_text()
+    finally:  # if ralph did not end them, the test does
+        for path in pid_files:
+            if path.exists() and ours(int(path.read_text())):
+                os.kill(int(path.read_text()), signal.SIGKILL)
