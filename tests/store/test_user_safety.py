@@ -139,15 +139,96 @@ def test_a_directory_where_the_lock_goes_is_one_line(repo):
     assert "cannot take the lock plan.jsonl.lock" in done.stderr and "internal error" not in done.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_a_read_only_folder_is_one_line(repo):
-    repo.chmod(0o555)
+NOBODY = 65534
+
+
+class Unprivileged:
+    """Runs the real CLI as a user that file modes bind. Root writes into read-only folders, so as
+    root the command runs as nobody on a copy of the repository that nobody owns, with its own git
+    config, HOME and crash-log folder. `setpriv` drops the privileges where it exists: it still
+    reaches an interpreter under a folder only root may enter (pyenv's, in /root), where Popen's
+    own user= fails to exec it. Skipped only where neither lets nobody run Python and ralph."""
+
+    def __init__(self, repo: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch):
+        import shutil
+
+        self.prefix: list[str] = []
+        self.kwargs: dict = {}
+        if os.geteuid() == 0:
+            shutil.copytree(repo, scratch / "repo", symlinks=True)
+            config = scratch / "gitconfig"  # the test's own is in a folder only root may enter
+            config.write_text(Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text() + "[safe]\n\tdirectory = *\n")
+            monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))  # root's git here accepts nobody's repo
+            monkeypatch.setenv("HOME", str(scratch))
+            repo = scratch / "repo"
+            if shutil.which("setpriv"):
+                self.prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+            else:
+                self.kwargs = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
+            self.kwargs["cwd"] = scratch  # a folder nobody may enter
+        self.root, self.crash_logs = repo, scratch / "state"
+        self.crash_logs.mkdir()
+        monkeypatch.setenv("XDG_STATE_HOME", str(self.crash_logs))
+        if os.geteuid() == 0:
+            for path in [scratch, *scratch.rglob("*")]:
+                os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+            try:
+                probe = self.run(sys.executable, "-c", "import os, ralph; assert os.geteuid() != 0")
+            except OSError as exc:
+                probe = subprocess.CompletedProcess([], 1, "", str(exc))
+            if probe.returncode != 0:
+                reason = (probe.stderr.strip().splitlines() or ["no reason given"])[-1]
+                pytest.skip(f"running as root, and nobody cannot run this Python and ralph: {reason}")
+
+    def run(self, *argv: str) -> subprocess.CompletedProcess:
+        command = [*self.prefix, *argv]
+        return subprocess.run(command, capture_output=True, text=True, env={**os.environ}, **self.kwargs)
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess:
+        return self.run(sys.executable, "-m", "ralph", "-C", str(self.root), *args)
+
+
+@pytest.fixture
+def unprivileged(repo: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> Unprivileged:
+    import tempfile
+
+    # Not under tmp_path: pytest makes that folder private to the user running the tests.
+    scratch = Path(tempfile.mkdtemp(prefix="ralph-unprivileged-"))
     try:
-        done = ralph_process(repo, "task", "add", "--name", "x")
+        yield Unprivileged(repo, scratch, monkeypatch)
     finally:
-        repo.chmod(0o755)
+        import shutil
+
+        for path in [scratch, *scratch.rglob("*")]:  # writable again, so the folder can go
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o755)
+        shutil.rmtree(scratch)
+
+
+@pytest.mark.parametrize("read_only", ["plan.jsonl", "the folder"])
+def test_a_read_only_plan_or_folder_is_one_line_and_changes_nothing(unprivileged, read_only):
+    root = unprivileged.root
+    (root / "plan.jsonl").chmod(0o444) if read_only == "plan.jsonl" else root.chmod(0o555)
+    before = head_state(root)
+    for args in (("task", "add", "--name", "x"), ("task", "add", "--name", "y", "--no-commit")):
+        done = unprivileged(*args)
+        assert done.returncode in (1, 2) and len(done.stderr.splitlines()) == 1, done.stderr
+        assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+        assert head_state(root) == before
+    assert not list(unprivileged.crash_logs.rglob("*"))  # no crash log was written
+    if read_only == "plan.jsonl":
+        assert "plan.jsonl is read-only (mode 444)" in done.stderr
+    else:
+        assert "cannot take the lock plan.jsonl.lock: Permission denied" in done.stderr
+
+
+def test_root_too_leaves_a_read_only_plan_alone(repo):
+    # The atomic replace needs only the folder's permission; the plan's mode is the user's word.
+    (repo / "plan.jsonl").chmod(0o444)
+    before = head_state(repo)
+    done = ralph_process(repo, "task", "add", "--name", "x")
     assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
-    assert "internal error" not in done.stderr
+    assert "plan.jsonl is read-only" in done.stderr and head_state(repo) == before
 
 
 def test_invalid_utf8_in_text_arguments_is_invalid_input_and_changes_nothing(repo):
