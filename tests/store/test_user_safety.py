@@ -4,7 +4,9 @@ Each case runs the real CLI as a process in a real repository."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -343,3 +345,76 @@ def test_the_crash_log_is_private_unpredictable_and_never_crashes(repo, tmp_path
     monkeypatch.setenv("XDG_STATE_HOME", "/proc/not-writable")
     unwritable = Ralph(repo)("status", code=70).stderr
     assert len(unwritable.splitlines()) == 1 and "traceback: not saved" in unwritable
+
+
+def test_a_text_beyond_the_size_limit_is_invalid_input_and_changes_nothing(repo):
+    done_id = "t-aaaaaa"
+    (repo / "plan.jsonl").write_text(json.dumps({"t": "task", "id": done_id, "name": "x", "s": "d"}) + "\n")
+    git(repo, "commit", "-qam", "a done task")
+    before = head_state(repo)
+    huge = json.dumps({"name": "n" * 140_000})  # beyond what one argument may hold: on stdin
+    refused = [
+        ralph_process(repo, "task", "add", "--stdin", input=huge),
+        ralph_process(repo, "task", "add", "--name", "x", "--notes", "y" * 20_001),
+        ralph_process(repo, "task", "reject", done_id, "r" * 20_001),
+        ralph_process(repo, "issue", "add", "i" * 20_001),
+    ]
+    for done in refused:
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr[:300]
+        assert "characters long; the limit is 20,000" in done.stderr
+    assert head_state(repo) == before
+    assert ralph_process(repo, "task", "add", "--name", "n" * 20_000).returncode == 0  # at the limit
+
+
+def test_a_gitignore_that_is_not_utf8_is_kept_byte_for_byte(repo):
+    latin1 = b"build/\n# caf\xe9 (Latin-1)\n"
+    (repo / ".gitignore").write_bytes(latin1)
+    git(repo, "commit", "-qam", "a Latin-1 .gitignore")
+    (repo / "specs").rmdir()
+    done = ralph_process(repo, "init")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    gitignore = (repo / ".gitignore").read_bytes()
+    assert gitignore.startswith(latin1) and b"/plan.jsonl.lock\n" in gitignore
+    assert git(repo, "status", "--porcelain") == ""  # ralph's lines were committed with it
+    assert ralph_process(repo, "task", "add", "--name", "after").returncode == 0
+
+
+def test_a_repeated_dependency_is_stored_once(repo):
+    base = _task_id(ralph_process(repo, "task", "add", "--name", "base", "--json"))
+    added = ralph_process(repo, "task", "add", "--name", "on top", "--deps", f"{base},{base}", "--json")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["deps"] == [base]
+
+
+READ_ONLY_COMMANDS = [  # one of each kind (the query subcommands share one read path)
+    ("status",),
+    ("check",),
+    ("query", "next"),
+    ("task", "list"),
+    ("task", "show", "t-aaaaaa"),
+    ("issue", "list"),
+    ("agents",),
+]
+
+
+def test_the_read_only_commands_run_nothing_from_the_repository(repo, tmp_path):
+    # A cloned repository whose config, gate, prompts and hooks all name a program of its own.
+    ran = tmp_path / "repository-program-ran"
+    program = repo / "program.sh"
+    program.write_text(f'#!/bin/sh\necho "$0 $*" >> {shlex.quote(str(ran))}\n')
+    program.chmod(0o755)
+    config = {"t": "config", "agent": "command", "agent_cmd": [str(program)], "gate": [str(program)]}
+    task = {"t": "task", "id": "t-aaaaaa", "name": "x"}
+    issue = {"t": "issue", "id": "i-aaaaaa", "text": "y"}
+    (repo / "plan.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (config, task, issue)))
+    (repo / ".ralph" / "prompts").mkdir(parents=True)
+    (repo / ".ralph" / "prompts" / "build.md").write_text("$(./program.sh)\n")
+    for hook in ("pre-commit", "post-commit", "post-checkout", "reference-transaction", "post-index-change"):
+        (repo / ".git" / "hooks" / hook).symlink_to(program)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a repository with programs of its own", "--no-verify")
+    ran.unlink(missing_ok=True)  # the commit above ran its hooks; only ralph's runs count
+    for args in READ_ONLY_COMMANDS:
+        done = ralph_process(repo, *args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert not ran.exists(), (args, ran.read_text())
