@@ -112,8 +112,13 @@ def test_a_linked_plan_is_refused_and_stays_a_link(repo):
     assert (repo / "plan.jsonl").is_symlink() and head_state(repo) == before
 
 
-def test_init_never_commits_the_users_uncommitted_plan(repo):
-    hand_edit = b'{"t": "task", "id": "t-handed", "name": "typed by hand"}\n'
+@pytest.mark.parametrize(
+    "hand_edit",
+    [b'{"t": "task", "id": "t-handed", "name": "typed by hand"}\n',
+     b'<<<<<<< HEAD\n{"t": "task", "id": "t-ours00", "name": "a"}\n=======\n>>>>>>> theirs\n'],
+    ids=["an uncommitted edit", "conflict markers"],
+)  # fmt: skip
+def test_init_never_commits_the_users_uncommitted_plan(repo, hand_edit):
     (repo / "plan.jsonl").write_bytes(hand_edit)
     (repo / "specs").rmdir()  # so init has something to create
     committed = git(repo, "show", "HEAD:plan.jsonl")
