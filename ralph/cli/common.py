@@ -13,6 +13,9 @@ import click
 from ralph.errors import EXIT_INTERNAL, RalphError
 from ralph.text import printable
 
+# A group named without its subcommand shows its help (click 8.2+ raises this usage error for it).
+_SHOWS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
 
 class RalphGroup(click.Group):
     """Turns ralph's errors into one line on stderr and the error's exit code."""
@@ -22,6 +25,12 @@ class RalphGroup(click.Group):
             return super().invoke(ctx)
         except RalphError as exc:
             click.echo(f"ralph: {printable(str(exc))}", err=True)
+            ctx.exit(exc.exit_code)
+        except click.UsageError as exc:  # a bad flag or value: one line too, not click's four
+            if isinstance(exc, _SHOWS_HELP):
+                raise
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            click.echo(f"ralph: {printable(exc.format_message())}{hint}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
             raise

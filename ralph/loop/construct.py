@@ -89,7 +89,8 @@ class Loop:
             self.runner.require_program()
         except AgentUnavailable as exc:
             return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
-        with stop_signals_interrupt(), self._one_loop_per_repository():
+        # Adopting orphans: a daemon an agent or gate starts (setsid) is ended with its run.
+        with stop_signals_interrupt(), self._one_loop_per_repository(), self.supervisor.adopting_orphans():
             try:
                 self.ws = self._prepare(needs_gate=not plan_only)
                 span = self.journal.span("construct", spec=self.settings.spec)

@@ -6,6 +6,8 @@ the whole group gets SIGTERM, then SIGKILL after a grace period, so no grandchil
 Output is written to the log as it arrives, line by line, not when the child exits.
 `stop_all` is final: a child a thread starts after it (a VERIFY worker that was just about to) is
 not run at all, and one that slipped in between is stopped at once, with stop_reason "interrupted".
+Inside `adopting_orphans` (the construct loop), what a run leaves behind outside its group (a
+`setsid` daemon) is ended when the run ends too: see reaper.py.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from ralph.loop import reaper
 
 DEFAULT_GRACE_S = 3.0
 CHUNK = 1 << 20  # the most of one output line read at once
@@ -61,9 +65,11 @@ class Supervisor:
 
     def __init__(self, grace_s: float = DEFAULT_GRACE_S):
         self.grace_s = grace_s
-        self._running: set[subprocess.Popen] = set()
+        self._running: dict[subprocess.Popen, int] = {}  # each running child: its run's number
+        self._runs = 0  # runs started so far; run n's children carry the mark "<ralph pid>.n"
         self._lock = threading.Lock()
         self._stopped = False  # set by stop_all, never cleared
+        self._adopting = False  # ralph is a child subreaper: the orphans of its children come to it
 
     def running(self) -> int:
         with self._lock:
@@ -85,14 +91,12 @@ class Supervisor:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with open(log_path, "ab", buffering=0) as log:
-            if self._stopped:
+            child = self._start(argv, cwd, env, log, stdin_data)
+            if child is None:
                 log.write(b"[ralph] not started: ralph is stopping (interrupted)\n")
                 return RunResult(None, "interrupted", 0.0, log_path, [])
-            child = _start(argv, cwd, env, log, stdin_data)
-            with self._lock:
-                self._running.add(child)
+            reader = _Reader(child, log, monitor, tail_lines)
             try:
-                reader = _Reader(child, log, monitor, tail_lines)
                 reader.start()
                 if stdin_data is not None:
                     threading.Thread(target=_feed, args=(child, stdin_data), daemon=True).start()
@@ -102,16 +106,38 @@ class Supervisor:
                     _stop_group(child, self.grace_s)
                 else:
                     _kill_leftovers(child)  # a grandchild still running after its parent exited
-                reader.join(timeout=self.grace_s + 1)
             except BaseException:  # Ctrl-C or a stop signal in this thread: the child goes too
                 _stop_group(child, self.grace_s)
                 raise
             finally:
-                with self._lock:
-                    self._running.discard(child)
+                self._end_run(child, log)
+            # Only now: a process left behind may hold the output pipe open until it is ended.
+            reader.join(timeout=5 if stop_reason is None else self.grace_s + 1)
+            if stop_reason is None:  # the monitor may find a reason in the last lines
+                stop_reason = "interrupted" if self._stopped else reader.stop_reason
+                if stop_reason:
+                    log.write(f"\n[ralph] stopping the agent's process group: {stop_reason}\n".encode())
             exit_code = None if stop_reason else child.returncode
             log.write(f"\n[ralph] exit {exit_code if exit_code is not None else stop_reason}\n".encode())
         return RunResult(exit_code, stop_reason, time.monotonic() - started, log_path, reader.tail)
+
+    @contextlib.contextmanager
+    def adopting_orphans(self) -> Iterator[bool]:
+        """While inside, ralph adopts what its children leave behind and each run's leftovers are
+        ended when it ends; on the way out, whatever is left of any run. Yields whether adopting
+        works here (Linux); elsewhere a daemon an agent starts outlives its run (docs/agent-contract.md)."""
+        with reaper.subreaper() as adopting:
+            self._adopting = adopting
+            try:
+                yield adopting
+            finally:
+                if adopting:
+                    with self._lock:
+                        runs, live = self._runs, set(self._running.values())
+                        running = {child.pid for child in self._running}
+                    reaper.end_left_behind(self._finished(runs, live), running, self.grace_s)
+                    reaper.reap_adopted()  # the loop's end: no thread of ralph runs a child now
+                self._adopting = False
 
     def stop_all(self) -> None:
         """Stop every child still running, each group TERM, then KILL after the grace period; from
@@ -136,12 +162,55 @@ class Supervisor:
                 return reader.stop_reason
             try:
                 child.wait(timeout=0.05)
-                reader.join(timeout=5)  # let the last lines reach the log and the monitor
-                return "interrupted" if self._stopped else reader.stop_reason
+                return None
             except subprocess.TimeoutExpired:
                 pass
             if timeout_s is not None and time.monotonic() - started > timeout_s:
                 return "timeout"
+
+    def _start(
+        self, argv: list[str], cwd: Path, env: dict[str, str], log, stdin_data: bytes | None
+    ) -> subprocess.Popen | None:
+        """Start the child unless stop_all came first. Under the lock, so a sweep never sees a
+        child of ralph that is not yet counted as running."""
+        with self._lock:
+            if self._stopped:
+                return None
+            self._runs += 1
+            mark = f"{os.getpid()}.{self._runs}"
+            child = _start(argv, cwd, {**env, reaper.MARK: mark}, log, stdin_data)
+            self._running[child] = self._runs
+        return child
+
+    def _end_run(self, child: subprocess.Popen, log) -> None:
+        """The run is over: it no longer counts as running, and what it left behind outside its
+        group (and what earlier runs did) is ended now, while runs still going keep theirs."""
+        with self._lock:
+            self._running.pop(child, None)
+            runs, live = self._runs, set(self._running.values())
+            running = {other.pid for other in self._running}
+        if not self._adopting:
+            return
+        if child.returncode is None:  # not reaped: it resisted SIGKILL; its Popen keeps it
+            running.add(child.pid)
+        ended = reaper.end_left_behind(self._finished(runs, live), running, self.grace_s)
+        if ended:
+            note = f"\n[ralph] ended {len(ended)} process(es) left running outside the run's group: "
+            log.write((note + ", ".join(ended) + "\n").encode())
+
+    @staticmethod
+    def _finished(runs: int, live: set[int]) -> Callable[[str], bool]:
+        """Whether a mark is one of this ralph's runs that had ended when `runs` runs had started
+        and `live` were still running (a run started later is not finished)."""
+        prefix = f"{os.getpid()}."
+
+        def finished(mark: str) -> bool:
+            if not mark.startswith(prefix) or not mark[len(prefix) :].isdigit():
+                return False
+            number = int(mark[len(prefix) :])
+            return number <= runs and number not in live
+
+        return finished
 
 
 def _start(

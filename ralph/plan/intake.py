@@ -10,6 +10,7 @@ from ralph.plan.integrity import cycle_text
 from ralph.plan.validate import record_problems
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+MAX_TEXT = 20_000  # characters in any one text a command takes (docs/plan-format.md)
 TASK_FIELDS_FROM_USER = (
     "id",
     "name",
@@ -84,10 +85,13 @@ def new_task_record(item: object, label: str, taken: set[str], spec: str | None)
 
 
 def require_text(value: object, what: str) -> None:
-    """Refuse text that is not Unicode: invalid UTF-8 from the command line arrives as lone
-    surrogates, which no file, commit message or terminal can hold."""
+    """Refuse text that is not Unicode (invalid UTF-8 from the command line arrives as lone
+    surrogates, which no file, commit message or terminal can hold) or longer than MAX_TEXT (it
+    ends up in prompts, which some agent CLIs take as one argument)."""
     values = value if isinstance(value, list) else [value]
     for one in values:
+        if isinstance(one, str) and len(one) > MAX_TEXT:
+            raise InvalidInput(f"{what} is {len(one):,} characters long; the limit is {MAX_TEXT:,}")
         if isinstance(one, str) and not one.isascii():
             try:
                 one.encode("utf-8")

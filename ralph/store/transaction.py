@@ -36,6 +36,7 @@ def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = Fal
     with plan_lock(root):
         remove_stale_temp_files(root, PLAN_NAME)
         _refuse_link(root)
+        _refuse_read_only(root)
         before = read_bytes(root)
         change = Change(Plan(load_checked(root, before)))
         yield change
@@ -122,6 +123,21 @@ def _refuse_link(root: Path) -> None:
         raise RalphError(
             f"{PLAN_NAME} is a symbolic link; ralph replaces the file atomically and would turn the"
             " link into a regular file: make it a regular file (or edit the link's target by hand)"
+        )
+
+
+def _refuse_read_only(root: Path) -> None:
+    # The atomic replace needs only the folder's permission, so it would go through a plan the
+    # user made read-only (chmod a-w) to protect it; root would too. Its mode is the user's word.
+    path = plan_path(root)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    if not mode & 0o222 or not os.access(path, os.W_OK):
+        raise RalphError(
+            f"{PLAN_NAME} is read-only (mode {mode & 0o777:o}): make it writable"
+            f" (chmod u+w {PLAN_NAME}) for ralph to change it; nothing was changed"
         )
 
 

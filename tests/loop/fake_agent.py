@@ -5,6 +5,9 @@ misbehaviour:
   [gate-fails-once]    the first build writes work that fails the gate
   [gate-always-fails]  every build fails the gate (a doom loop)
   [hang]               starts a grandchild, then never finishes (a timeout)
+  [daemon]             BUILD starts `setsid sleep 600` (a session of its own, holding the output
+                       pipe, as `setsid cmd &` in a shell does), writes its pid to
+                       <task>.daemon.pid and exits without waiting for it
   [verify-hang]        VERIFY starts a grandchild and sleeps 30 s, then writes
                        <task>.verify.finished (a test stops it long before)
   [record-env]         BUILD writes its RALPH_* variables to <task>.agent-env.json
@@ -101,6 +104,20 @@ def plan() -> None:
             previous = json.loads(ralph("task", "add", "--json", json.dumps(item)))["id"]
 
 
+def start_daemon(pid_file: Path) -> None:
+    """Returns once the daemon has left this process's group and session: stopping the group
+    would end it otherwise, and a test would pass without ralph ever looking for it."""
+    daemon = subprocess.Popen(["setsid", "sleep", "600"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        stat = Path(f"/proc/{daemon.pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if "(sleep)" in stat and int(fields[3]) == daemon.pid:  # comm, and its session is its own
+            break
+        time.sleep(0.01)
+    pid_file.write_text(str(daemon.pid))
+
+
 def build() -> int:
     current = task()
     name, task_id = current["name"], current["id"]
@@ -108,6 +125,8 @@ def build() -> int:
     if "[record-env]" in name:
         ralph_env = sorted(key for key in os.environ if key.startswith("RALPH_"))
         (STATE / f"{task_id}.agent-env.json").write_text(json.dumps(ralph_env))
+    if "[daemon]" in name:
+        start_daemon(STATE / f"{task_id}.daemon.pid")
     if "[hang]" in name:
         child = subprocess.Popen(["sleep", "600"])
         (STATE / f"{task_id}.grandchild.pid").write_text(str(child.pid))

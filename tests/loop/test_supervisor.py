@@ -63,6 +63,8 @@ def cleanup():
         if alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):  # an orphan adopted by this process
+            os.waitpid(pid, 0)
 
 
 def run(supervisor: Supervisor, tmp_path: Path, name: str, argv=FAMILY, **kwargs) -> RunResult:
@@ -222,3 +224,105 @@ def test_a_group_whose_only_member_is_a_zombie_counts_as_gone():
         time.sleep(0.025)
     assert not _group_alive(child)  # a zombie runs nothing: no grace period spent waiting on it
     child.wait()
+
+
+# --- what a run leaves outside its group --------------------------------------------------------
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreapers are Linux's")
+
+# Starts `setsid sleep 600` (holding the output pipe, as `setsid cmd &` in a shell does), prints
+# "pids <daemon> <own>" once the daemon is in a session of its own, then exits: the daemon outlives
+# its parent and is not in the group the supervisor stops.
+DAEMON = """import os, subprocess, time
+daemon = subprocess.Popen(["setsid", "sleep", "600"])
+while open(f"/proc/{daemon.pid}/stat").read().rsplit(")", 1)[1].split()[3] != str(daemon.pid):
+    time.sleep(0.01)
+print("pids", daemon.pid, os.getpid(), flush=True)
+"""
+# A double fork: the middle process takes a new session, starts the daemon and exits, so the daemon
+# is an orphan while the run goes on (ten minutes).
+ORPHAN_THEN_WAIT = """import os, time
+middle = os.fork()
+if middle == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "600"])
+    os._exit(0)
+os.waitpid(middle, 0)
+"""
+
+
+def daemon_pid(log: Path) -> int:
+    return pids_in(log)[0]
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@linux_only
+def test_a_daemon_left_outside_the_group_is_ended_and_reaped(tmp_path, cleanup):
+    from ralph.loop import reaper
+
+    supervisor = Supervisor(GRACE_S)
+    with supervisor.adopting_orphans() as adopting:
+        assert adopting
+        result = run(supervisor, tmp_path, "daemon", argv=[sys.executable, "-c", DAEMON])
+        pid = daemon_pid(result.log_path)
+        cleanup.append(pid)
+        assert result.ok
+        assert not Path(f"/proc/{pid}").exists()  # ended, and reaped by its adoptive parent: this process
+        assert f"ended 1 process(es) left running outside the run's group: {pid} sleep" in (
+            result.log_path.read_text()
+        )
+    assert not reaper._is_subreaper(reaper._prctl())  # as it was before
+
+
+@linux_only
+def test_a_daemon_of_a_run_still_going_is_ended_only_when_that_run_ends(tmp_path, cleanup):
+    supervisor = Supervisor(GRACE_S)
+    script = ORPHAN_THEN_WAIT + "print('pids', os.getpid(), flush=True)\ntime.sleep(600)\n"
+    log = tmp_path / "going.log"
+    with supervisor.adopting_orphans():
+        argv = [sys.executable, "-c", script]
+        going, out = in_thread(lambda: run(supervisor, tmp_path, "going", argv=argv))
+        wait_for(lambda: pids_in(log), "the run never started its daemon")
+        cleanup.append(pids_in(log)[0])
+        wait_for(lambda: _children_of(os.getpid()), "the daemon was never adopted")
+        (daemon,) = _children_of(os.getpid())
+        cleanup.append(daemon)
+        assert run(supervisor, tmp_path, "short", argv=["true"]).ok  # another run ends meanwhile
+        assert alive(daemon) and parent_of(daemon) == os.getpid()
+        supervisor.stop_all()
+        going.join(timeout=60)
+        assert out["result"].stop_reason == "interrupted"
+        assert not Path(f"/proc/{daemon}").exists()
+
+
+@linux_only
+def test_what_ralph_itself_started_is_never_ended_by_the_sweep(tmp_path, cleanup):
+    import subprocess
+
+    supervisor = Supervisor(GRACE_S)
+    with supervisor.adopting_orphans():
+        # as a gpg-agent a signed plan commit starts: a child of ralph's own, without a run's mark
+        subprocess.run([sys.executable, "-c", ORPHAN_THEN_WAIT], check=True)
+        wait_for(lambda: _children_of(os.getpid()), "the daemon was never adopted")
+        (daemon,) = _children_of(os.getpid())
+        cleanup.append(daemon)
+        assert run(supervisor, tmp_path, "any", argv=["true"]).ok
+        assert alive(daemon)
+    assert alive(daemon)
+
+
+def _children_of(parent: int) -> list[int]:
+    """The living `sleep 600` processes whose parent is `parent`."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[1].split()
+        if "(sleep)" in text and fields[0] != "Z" and int(fields[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found

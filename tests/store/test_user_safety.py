@@ -4,7 +4,9 @@ Each case runs the real CLI as a process in a real repository."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -110,8 +112,13 @@ def test_a_linked_plan_is_refused_and_stays_a_link(repo):
     assert (repo / "plan.jsonl").is_symlink() and head_state(repo) == before
 
 
-def test_init_never_commits_the_users_uncommitted_plan(repo):
-    hand_edit = b'{"t": "task", "id": "t-handed", "name": "typed by hand"}\n'
+@pytest.mark.parametrize(
+    "hand_edit",
+    [b'{"t": "task", "id": "t-handed", "name": "typed by hand"}\n',
+     b'<<<<<<< HEAD\n{"t": "task", "id": "t-ours00", "name": "a"}\n=======\n>>>>>>> theirs\n'],
+    ids=["an uncommitted edit", "conflict markers"],
+)  # fmt: skip
+def test_init_never_commits_the_users_uncommitted_plan(repo, hand_edit):
     (repo / "plan.jsonl").write_bytes(hand_edit)
     (repo / "specs").rmdir()  # so init has something to create
     committed = git(repo, "show", "HEAD:plan.jsonl")
@@ -139,15 +146,96 @@ def test_a_directory_where_the_lock_goes_is_one_line(repo):
     assert "cannot take the lock plan.jsonl.lock" in done.stderr and "internal error" not in done.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_a_read_only_folder_is_one_line(repo):
-    repo.chmod(0o555)
+NOBODY = 65534
+
+
+class Unprivileged:
+    """Runs the real CLI as a user that file modes bind. Root writes into read-only folders, so as
+    root the command runs as nobody on a copy of the repository that nobody owns, with its own git
+    config, HOME and crash-log folder. `setpriv` drops the privileges where it exists: it still
+    reaches an interpreter under a folder only root may enter (pyenv's, in /root), where Popen's
+    own user= fails to exec it. Skipped only where neither lets nobody run Python and ralph."""
+
+    def __init__(self, repo: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch):
+        import shutil
+
+        self.prefix: list[str] = []
+        self.kwargs: dict = {}
+        if os.geteuid() == 0:
+            shutil.copytree(repo, scratch / "repo", symlinks=True)
+            config = scratch / "gitconfig"  # the test's own is in a folder only root may enter
+            config.write_text(Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text() + "[safe]\n\tdirectory = *\n")
+            monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))  # root's git here accepts nobody's repo
+            monkeypatch.setenv("HOME", str(scratch))
+            repo = scratch / "repo"
+            if shutil.which("setpriv"):
+                self.prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+            else:
+                self.kwargs = {"user": NOBODY, "group": NOBODY, "extra_groups": []}
+            self.kwargs["cwd"] = scratch  # a folder nobody may enter
+        self.root, self.crash_logs = repo, scratch / "state"
+        self.crash_logs.mkdir()
+        monkeypatch.setenv("XDG_STATE_HOME", str(self.crash_logs))
+        if os.geteuid() == 0:
+            for path in [scratch, *scratch.rglob("*")]:
+                os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+            try:
+                probe = self.run(sys.executable, "-c", "import os, ralph; assert os.geteuid() != 0")
+            except OSError as exc:
+                probe = subprocess.CompletedProcess([], 1, "", str(exc))
+            if probe.returncode != 0:
+                reason = (probe.stderr.strip().splitlines() or ["no reason given"])[-1]
+                pytest.skip(f"running as root, and nobody cannot run this Python and ralph: {reason}")
+
+    def run(self, *argv: str) -> subprocess.CompletedProcess:
+        command = [*self.prefix, *argv]
+        return subprocess.run(command, capture_output=True, text=True, env={**os.environ}, **self.kwargs)
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess:
+        return self.run(sys.executable, "-m", "ralph", "-C", str(self.root), *args)
+
+
+@pytest.fixture
+def unprivileged(repo: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> Unprivileged:
+    import tempfile
+
+    # Not under tmp_path: pytest makes that folder private to the user running the tests.
+    scratch = Path(tempfile.mkdtemp(prefix="ralph-unprivileged-"))
     try:
-        done = ralph_process(repo, "task", "add", "--name", "x")
+        yield Unprivileged(repo, scratch, monkeypatch)
     finally:
-        repo.chmod(0o755)
+        import shutil
+
+        for path in [scratch, *scratch.rglob("*")]:  # writable again, so the folder can go
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o755)
+        shutil.rmtree(scratch)
+
+
+@pytest.mark.parametrize("read_only", ["plan.jsonl", "the folder"])
+def test_a_read_only_plan_or_folder_is_one_line_and_changes_nothing(unprivileged, read_only):
+    root = unprivileged.root
+    (root / "plan.jsonl").chmod(0o444) if read_only == "plan.jsonl" else root.chmod(0o555)
+    before = head_state(root)
+    for args in (("task", "add", "--name", "x"), ("task", "add", "--name", "y", "--no-commit")):
+        done = unprivileged(*args)
+        assert done.returncode in (1, 2) and len(done.stderr.splitlines()) == 1, done.stderr
+        assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+        assert head_state(root) == before
+    assert not list(unprivileged.crash_logs.rglob("*"))  # no crash log was written
+    if read_only == "plan.jsonl":
+        assert "plan.jsonl is read-only (mode 444)" in done.stderr
+    else:
+        assert "cannot take the lock plan.jsonl.lock: Permission denied" in done.stderr
+
+
+def test_root_too_leaves_a_read_only_plan_alone(repo):
+    # The atomic replace needs only the folder's permission; the plan's mode is the user's word.
+    (repo / "plan.jsonl").chmod(0o444)
+    before = head_state(repo)
+    done = ralph_process(repo, "task", "add", "--name", "x")
     assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
-    assert "internal error" not in done.stderr
+    assert "plan.jsonl is read-only" in done.stderr and head_state(repo) == before
 
 
 def test_invalid_utf8_in_text_arguments_is_invalid_input_and_changes_nothing(repo):
@@ -262,3 +350,76 @@ def test_the_crash_log_is_private_unpredictable_and_never_crashes(repo, tmp_path
     monkeypatch.setenv("XDG_STATE_HOME", "/proc/not-writable")
     unwritable = Ralph(repo)("status", code=70).stderr
     assert len(unwritable.splitlines()) == 1 and "traceback: not saved" in unwritable
+
+
+def test_a_text_beyond_the_size_limit_is_invalid_input_and_changes_nothing(repo):
+    done_id = "t-aaaaaa"
+    (repo / "plan.jsonl").write_text(json.dumps({"t": "task", "id": done_id, "name": "x", "s": "d"}) + "\n")
+    git(repo, "commit", "-qam", "a done task")
+    before = head_state(repo)
+    huge = json.dumps({"name": "n" * 140_000})  # beyond what one argument may hold: on stdin
+    refused = [
+        ralph_process(repo, "task", "add", "--stdin", input=huge),
+        ralph_process(repo, "task", "add", "--name", "x", "--notes", "y" * 20_001),
+        ralph_process(repo, "task", "reject", done_id, "r" * 20_001),
+        ralph_process(repo, "issue", "add", "i" * 20_001),
+    ]
+    for done in refused:
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr[:300]
+        assert "characters long; the limit is 20,000" in done.stderr
+    assert head_state(repo) == before
+    assert ralph_process(repo, "task", "add", "--name", "n" * 20_000).returncode == 0  # at the limit
+
+
+def test_a_gitignore_that_is_not_utf8_is_kept_byte_for_byte(repo):
+    latin1 = b"build/\n# caf\xe9 (Latin-1)\n"
+    (repo / ".gitignore").write_bytes(latin1)
+    git(repo, "commit", "-qam", "a Latin-1 .gitignore")
+    (repo / "specs").rmdir()
+    done = ralph_process(repo, "init")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    gitignore = (repo / ".gitignore").read_bytes()
+    assert gitignore.startswith(latin1) and b"/plan.jsonl.lock\n" in gitignore
+    assert git(repo, "status", "--porcelain") == ""  # ralph's lines were committed with it
+    assert ralph_process(repo, "task", "add", "--name", "after").returncode == 0
+
+
+def test_a_repeated_dependency_is_stored_once(repo):
+    base = _task_id(ralph_process(repo, "task", "add", "--name", "base", "--json"))
+    added = ralph_process(repo, "task", "add", "--name", "on top", "--deps", f"{base},{base}", "--json")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["deps"] == [base]
+
+
+READ_ONLY_COMMANDS = [  # one of each kind (the query subcommands share one read path)
+    ("status",),
+    ("check",),
+    ("query", "next"),
+    ("task", "list"),
+    ("task", "show", "t-aaaaaa"),
+    ("issue", "list"),
+    ("agents",),
+]
+
+
+def test_the_read_only_commands_run_nothing_from_the_repository(repo, tmp_path):
+    # A cloned repository whose config, gate, prompts and hooks all name a program of its own.
+    ran = tmp_path / "repository-program-ran"
+    program = repo / "program.sh"
+    program.write_text(f'#!/bin/sh\necho "$0 $*" >> {shlex.quote(str(ran))}\n')
+    program.chmod(0o755)
+    config = {"t": "config", "agent": "command", "agent_cmd": [str(program)], "gate": [str(program)]}
+    task = {"t": "task", "id": "t-aaaaaa", "name": "x"}
+    issue = {"t": "issue", "id": "i-aaaaaa", "text": "y"}
+    (repo / "plan.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (config, task, issue)))
+    (repo / ".ralph" / "prompts").mkdir(parents=True)
+    (repo / ".ralph" / "prompts" / "build.md").write_text("$(./program.sh)\n")
+    for hook in ("pre-commit", "post-commit", "post-checkout", "reference-transaction", "post-index-change"):
+        (repo / ".git" / "hooks" / hook).symlink_to(program)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a repository with programs of its own", "--no-verify")
+    ran.unlink(missing_ok=True)  # the commit above ran its hooks; only ralph's runs count
+    for args in READ_ONLY_COMMANDS:
+        done = ralph_process(repo, *args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert not ran.exists(), (args, ran.read_text())
