@@ -26,45 +26,17 @@ Counts per task live in $FAKE_AGENT_STATE (outside the repository).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from agent_kit import ralph  # this script's folder is on sys.path
+
 TOKENS_PER_RUN = 1000
 STATE = Path(os.environ.get("FAKE_AGENT_STATE", "/tmp/fake-agent-state"))
-
-
-def ralph(*args: str) -> str:
-    if os.environ.get("FAKE_AGENT_RALPH") == "subprocess":
-        command = shlex.split(os.environ["RALPH_BIN"])
-        return subprocess.run([*command, *args], check=True, capture_output=True, text=True).stdout
-    return ralph_in_process(args)
-
-
-def ralph_in_process(args: tuple[str, ...]) -> str:
-    """The same command line through the real CLI, in this process.
-
-    The suite's fake agents call ralph a few hundred times; a Python start-up for each one was
-    a fifth of the fast suite's CPU time. Tests that set FAKE_AGENT_RALPH=subprocess run
-    $RALPH_BIN as a real agent would, which keeps that path covered."""
-    from ralph.cli.main import cli
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            cli.main(list(args), prog_name="ralph")
-            code = 0
-        except SystemExit as stop:
-            code = stop.code or 0
-    if code:
-        raise subprocess.CalledProcessError(code, ["ralph", *args], out.getvalue(), err.getvalue())
-    return out.getvalue()
 
 
 def bump(name: str) -> int:

@@ -64,6 +64,7 @@ def construct(
     env = {
         **os.environ,
         "FAKE_AGENT_STATE": str(root.parent / "agent-state"),
+        "AGENT_KIT_DIR": str(FAKE_AGENT.parent),
         "RALPH_LOCK_TIMEOUT": "120",
         **(env or {}),
     }
@@ -183,7 +184,7 @@ def alive(pid: int) -> bool:
 def test_plans_builds_and_verifies_dependent_tasks_to_complete(project):
     # ralph runs as a program, and the agent runs $RALPH_BIN as a real agent would (the other
     # tests save those Python start-ups: see the module's docstring).
-    done = construct(project, env={"FAKE_AGENT_RALPH": "subprocess"}, process=True)
+    done = construct(project, env={"AGENT_RALPH": "subprocess"}, process=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "COMPLETE" in done.stdout
 

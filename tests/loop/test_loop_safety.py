@@ -220,10 +220,10 @@ def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(projec
     agent = tmp_path / "idle.py"  # marks its task done and changes nothing
     agent.write_text(
         "import os, shlex, subprocess\n"
-        "ralph = shlex.split(os.environ['RALPH_BIN'])\n"
+        "import sys; sys.path.insert(0, os.environ['AGENT_KIT_DIR']); from agent_kit import ralph\n"
         "stage = os.environ['RALPH_STAGE']\n"
-        "if stage == 'BUILD':\n    subprocess.run([*ralph, 'task', 'done'], check=True)\n"
-        "if stage == 'VERIFY':\n    subprocess.run([*ralph, 'task', 'accept'], check=True)\n"
+        "if stage == 'BUILD':\n    ralph('task', 'done')\n"
+        "if stage == 'VERIFY':\n    ralph('task', 'accept')\n"
     )
     (lazy,) = add_tasks(project, "Claims done")
     (exempt,) = [t["id"] for t in tasks.add(project, [{"name": "Only a decision", "no_code": True}])]
@@ -262,18 +262,18 @@ def test_a_second_spec_is_planned_and_construct_alone_continues_the_current_one(
 
 
 INVESTIGATOR = """import os, pathlib, shlex, subprocess
-ralph = shlex.split(os.environ["RALPH_BIN"])
+import sys; sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 stage = os.environ["RALPH_STAGE"]
 if stage == "INVESTIGATE":
-    subprocess.run([*ralph, "task", "add", '{"name": "Fix what the issue found"}'], check=True)
+    ralph("task", "add", '{"name": "Fix what the issue found"}')
     if os.environ.get("KEEP_OPEN"):
         issue = os.environ["RALPH_ISSUE_ID"]
-        subprocess.run([*ralph, "issue", "keep", issue, "a person decides"], check=True)
+        ralph("issue", "keep", issue, "a person decides")
 elif stage == "BUILD":
     pathlib.Path("fixed.txt").write_text("ok")
-    subprocess.run([*ralph, "task", "done"], check=True)
+    ralph("task", "done")
 elif stage == "VERIFY":
-    subprocess.run([*ralph, "task", "accept"], check=True)
+    ralph("task", "accept")
 """
 
 
@@ -309,17 +309,17 @@ def test_an_issue_turned_into_tasks_is_resolved_once_unless_kept_open(
 
 
 SPLITTER = """import json, os, pathlib, shlex, subprocess
-ralph = shlex.split(os.environ["RALPH_BIN"])
+import sys; sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
 if stage == "BUILD":
     pathlib.Path(f"work-{task}.txt").write_text("attempt")
-    subprocess.run([*ralph, "task", "done"], check=True)
+    ralph("task", "done")
 elif stage == "DECOMPOSE":
     prompt = pathlib.Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
     pathlib.Path(os.environ["PROMPTS"], task).write_text(prompt)
     for n in range(int(os.environ["SUBTASKS"])):
         item = {"name": f"part {n} of {task}", "parent": task}
-        subprocess.run([*ralph, "task", "add", json.dumps(item)], check=True)
+        ralph("task", "add", json.dumps(item))
 """
 
 
@@ -366,23 +366,23 @@ def test_a_decomposition_into_one_part_is_undone_and_twice_blocks(project, tmp_p
 
 
 ADVERSARY = """import os, pathlib, shlex, subprocess
-ralph = shlex.split(os.environ["RALPH_BIN"])
+import sys; sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 stage, mode = os.environ["RALPH_STAGE"], os.environ["ADVERSARY"]
 attempt = pathlib.Path(os.environ["COUNTS"], stage)
 seen = int(attempt.read_text()) + 1 if attempt.exists() else 1
 attempt.write_text(str(seen))
 if stage == "BUILD":
     pathlib.Path("work.txt").write_text(f"build {seen}")
-    subprocess.run([*ralph, "task", "done"], check=True)
+    ralph("task", "done")
     if mode == "self-accept" and seen == 1:
-        subprocess.run([*ralph, "task", "accept"], check=True)
+        ralph("task", "accept")
     if mode == "commit" and seen == 1:
         subprocess.run(["git", "add", "-A"], check=True)
         subprocess.run(["git", "commit", "-qm", "agent's own commit"], check=True)
 elif stage == "VERIFY":
     if mode == "edit-in-verify" and seen == 1:
         pathlib.Path("check_work.py").write_text("print('verifier was here')")
-    subprocess.run([*ralph, "task", "accept"], check=True)
+    ralph("task", "accept")
 """
 
 
@@ -423,16 +423,16 @@ def test_a_run_that_breaks_its_stages_rules_is_undone_and_the_run_goes_on(
 
 
 BAD_USAGE = """import json, os, pathlib, shlex, subprocess
-ralph = shlex.split(os.environ["RALPH_BIN"])
+import sys; sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 stage = os.environ["RALPH_STAGE"]
 for usage in ({"input_tokens": "12"}, {"input_tokens": -5}, {"input_tokens": 1e400}, {"input_tokens": 7}):
     print(json.dumps({"type": "assistant", "message": {"content": [], "usage": usage}}), flush=True)
 print('{"type": "result", "is_error": false, "total_cost_usd": -3, "usage": {"input_tokens": 7}}')
 if stage == "BUILD":
     pathlib.Path("work.txt").write_text("ok")
-    subprocess.run([*ralph, "task", "done"], check=True)
+    ralph("task", "done")
 elif stage == "VERIFY":
-    subprocess.run([*ralph, "task", "accept"], check=True)
+    ralph("task", "accept")
 """
 
 
@@ -520,13 +520,13 @@ def test_a_bad_loop_flag_is_one_line_with_exit_2_before_anything_runs(project, f
 
 
 ROUTE_BUILDER = """import os, pathlib, shlex, subprocess
-ralph = shlex.split(os.environ["RALPH_BIN"])
+import sys; sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 stage = os.environ["RALPH_STAGE"]
 if stage == "BUILD":
     pathlib.Path("pages/[id].js").write_text("export default function Page() {}\\n")
-    subprocess.run([*ralph, "task", "done"], check=True)
+    ralph("task", "done")
 elif stage == "VERIFY":
-    subprocess.run([*ralph, "task", "accept"], check=True)
+    ralph("task", "accept")
 """
 
 
@@ -605,10 +605,10 @@ def test_plan_text_reaches_the_agent_fenced_as_data(project):
 # BUILD takes the last task of the chain, then waits out the time budget, so the loop ends before
 # VERIFY would start a verifier for each of the chain's done tasks.
 CHAIN_BUILDER = """import os, pathlib, shlex, subprocess, time
-ralph = shlex.split(os.environ["RALPH_BIN"])
+import sys; sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 if os.environ["RALPH_STAGE"] == "BUILD":
     pathlib.Path("end.txt").write_text(os.environ["RALPH_TASK_ID"])
-    subprocess.run([*ralph, "task", "done"], check=True)
+    ralph("task", "done")
     time.sleep(4)
 """
 
@@ -634,15 +634,15 @@ def test_build_takes_the_task_at_the_end_of_a_chain_of_a_thousand_done_tasks(pro
 
 
 FLOOD = """import os, pathlib, shlex, subprocess, sys
-ralph = shlex.split(os.environ["RALPH_BIN"])
+import sys; sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 if os.environ["RALPH_STAGE"] == "BUILD":
     for _ in range(64):
         sys.stdout.write("x" * (1 << 20))  # 64 MB on one line
     print("\\nTHE END", flush=True)
     pathlib.Path("work.txt").write_text("ok")
-    subprocess.run([*ralph, "task", "done"], check=True)
+    ralph("task", "done")
 elif os.environ["RALPH_STAGE"] == "VERIFY":
-    subprocess.run([*ralph, "task", "accept"], check=True)
+    ralph("task", "accept")
 """
 # Runs its command as its child and reports the largest resident size among its descendants.
 PEAK_RSS = (
@@ -659,8 +659,9 @@ def test_an_agent_flooding_one_line_keeps_ralphs_memory_and_the_log_bounded(proj
     (task_id,) = add_tasks(project, "Noisy")
     argv = [sys.executable, "-m", "ralph", "-C", str(project), "construct", "specs/app.md", "--gate", ""]
     argv += ["--agent", "command", "--agent-cmd", f"{shlex.quote(sys.executable)} {agent}"]
+    env = {**os.environ, "AGENT_KIT_DIR": str(FAKE_AGENT.parent)}
     done = subprocess.run(
-        [sys.executable, "-c", PEAK_RSS, *argv], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", PEAK_RSS, *argv], capture_output=True, text=True, timeout=300, env=env
     )
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     peak_mb = int(done.stderr.split("peak-kb ")[1].split()[0]) / 1024

@@ -20,7 +20,7 @@ from tests.loop.test_construct import CHECK_WORK, add_tasks, assert_clean, const
 # Each normal run calls ralph once (the name is read from the prompt), so runs end well within the
 # short time limit these tests set, and a stop is either a hang or a context reported as full.
 AGENT = """import json, os, pathlib, shlex, subprocess, time
-ralph = shlex.split(os.environ["RALPH_BIN"])
+import sys; sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 stage, seen = os.environ["RALPH_STAGE"], pathlib.Path(os.environ["SEEN"])
 item = os.environ.get("RALPH_TASK_ID") or os.environ.get("RALPH_ISSUE_ID")
 runs = len(list(seen.glob(f"{stage}-{item}-*.json"))) + 1
@@ -35,15 +35,15 @@ def full_context():  # a turn using 195,000 of the 200,000 tokens: ralph stops t
     time.sleep(30)
 
 if stage == "PLAN":  # the first run plans half the spec, then hangs; the next one finishes
-    subprocess.run([*ralph, "task", "add", json.dumps({"name": f"plan of run {runs}"})], check=True)
+    ralph("task", "add", json.dumps({"name": f"plan of run {runs}"}))
     if runs == 1:
         time.sleep(30)
 elif stage == "INVESTIGATE":  # every issue here: half an investigation, then stopped
-    subprocess.run([*ralph, "task", "add", json.dumps({"name": f"half of {item}"})], check=True)
+    ralph("task", "add", json.dumps({"name": f"half of {item}"}))
     full_context() if runs == 1 else time.sleep(30)
 elif stage == "BUILD":
     pathlib.Path(f"work-{item}.txt").write_text(f"built {name}, run {runs}")
-    subprocess.run([*ralph, "task", "done"], check=True)
+    ralph("task", "done")
 elif stage == "VERIFY":
     if "[pause]" in name:
         time.sleep(0.4)
@@ -54,12 +54,12 @@ elif stage == "VERIFY":
     if "[edit]" in name and runs == 1:
         pathlib.Path("check_work.py").write_text("print('verifier was here')")
     if "[reject]" in name:
-        subprocess.run([*ralph, "task", "reject", f"reason {runs}: still wrong"], check=True)
+        ralph("task", "reject", f"reason {runs}: still wrong")
     else:
-        subprocess.run([*ralph, "task", "accept"], check=True)
+        ralph("task", "accept")
 elif stage == "DECOMPOSE":
     parts = [{"name": f"part {n} of {item}", "parent": item} for n in (1, 2)]
-    subprocess.run([*ralph, "task", "add", json.dumps(parts)], check=True)
+    ralph("task", "add", json.dumps(parts))
     if "[full-split]" in name:
         full_context()
 """
