@@ -3,6 +3,7 @@ an exit code, finding the repository, printing JSON, the common options."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -10,11 +11,17 @@ from pathlib import Path
 
 import click
 
-from ralph.errors import EXIT_INTERNAL, RalphError
+from ralph.errors import EXIT_INTERNAL, EXIT_REFUSED, RalphError
 from ralph.text import printable
 
 # A group named without its subcommand shows its help (click 8.2+ raises this usage error for it).
 _SHOWS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+# OS errors that say what the system refused, not what ralph got wrong: one line, no crash log.
+_ENVIRONMENT_ERRNOS = frozenset(
+    {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE}
+)
 
 
 class RalphGroup(click.Group):
@@ -34,6 +41,13 @@ class RalphGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
             raise
+        except OSError as exc:
+            if exc.errno not in _ENVIRONMENT_ERRNOS:
+                raise
+            # Not a bug in ralph: the system refused (permissions, a read-only or full disk).
+            where = f" {exc.filename}" if exc.filename else ""
+            click.echo(f"ralph: cannot use{printable(where)}: {exc.strerror or exc}", err=True)
+            ctx.exit(EXIT_REFUSED)
         except Exception as exc:  # a bug: one line for the user, the traceback in a file
             if os.environ.get("RALPH_DEBUG"):
                 raise

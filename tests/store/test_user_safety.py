@@ -229,6 +229,21 @@ def test_a_read_only_plan_or_folder_is_one_line_and_changes_nothing(unprivileged
         assert "cannot take the lock plan.jsonl.lock: Permission denied" in done.stderr
 
 
+def test_a_repository_the_user_cannot_read_is_one_line_not_a_crash(unprivileged):
+    git_dir = unprivileged.root / ".git"
+    if os.geteuid() == 0:
+        os.chown(git_dir, 0, 0)  # root's again: nobody may not enter it
+    git_dir.chmod(0o700)
+    try:
+        for args in (("task", "add", "--name", "x"), ("status",)):
+            done = unprivileged(*args)
+            assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+            assert "Permission denied" in done.stderr and "internal error" not in done.stderr
+        assert not list(unprivileged.crash_logs.rglob("*"))
+    finally:
+        git_dir.chmod(0o755)
+
+
 def test_root_too_leaves_a_read_only_plan_alone(repo):
     # The atomic replace needs only the folder's permission; the plan's mode is the user's word.
     (repo / "plan.jsonl").chmod(0o444)
