@@ -103,9 +103,13 @@ def test_opencode_builds_one_task_to_complete_and_its_tokens_are_recorded_exactl
     with MockModelServer(usage=Usage(**USAGE)) as server:
         done = construct(project, "opencode", opencode, "mock/mock-model", opencode_env(project, server))
     assert_one_task_complete(project, done, task_id)
-    # Every agent request carried the repository as opencode's working directory.
+    # Every agent request carried opencode's working directory: the repository for BUILD, the
+    # verifier's own checkout of it for VERIFY.
     agent_requests = [r for r in server.model_requests("chat") if r.body.get("tools")]
-    assert agent_requests and all(str(project) in json.dumps(r.body["messages"][0]) for r in agent_requests)
+    firsts = [json.dumps(r.body["messages"][0]) for r in agent_requests]
+    in_repository = [first for first in firsts if str(project) in first]
+    in_checkout = [first for first in firsts if f"ralph-verify-{task_id}" in first]
+    assert in_repository and in_checkout and len(in_repository) + len(in_checkout) == len(firsts)
     # opencode reports input without the cached tokens, and not its session-title requests.
     sent = server.totals("chat", side=False)
     cached = sent["prompt_tokens_details.cached_tokens"]
