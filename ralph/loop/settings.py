@@ -19,6 +19,16 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2) or "ms"]
 
 
+def split_command(text: str, what: str) -> tuple[str, ...]:
+    """A command line split like a shell would split it (never run by one)."""
+    import shlex
+
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:  # unbalanced quotes
+        raise InvalidInput(f"cannot split the {what} {text!r}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class Settings:
     spec: str = ""
@@ -58,6 +68,8 @@ class Settings:
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
             raise InvalidInput(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        if isinstance(values.get("gate"), str):  # the config's gate as --gate takes it: "make verify"
+            values["gate"] = split_command(values["gate"], "gate")
         for key in ("gate", "agent_cmd", "agent_args"):
             if isinstance(values.get(key), list):
                 values[key] = tuple(values[key])

@@ -43,6 +43,19 @@ def test_flags_override_the_config_record():
     assert Settings.resolve("specs/x.md", {}, {}).gate == ("make", "verify")
 
 
+@pytest.mark.parametrize(
+    ("gate", "argv"),
+    [("make check", ("make", "check")), ("pytest -k 'a b'", ("pytest", "-k", "a b")), ("", ())],
+)
+def test_the_config_gate_may_be_a_command_line_as_gate_takes_it(gate, argv):
+    assert Settings.resolve("specs/x.md", {"t": "config", "gate": gate}, {}).gate == argv
+
+
+def test_a_config_gate_with_unbalanced_quotes_is_refused_in_one_line():
+    with pytest.raises(InvalidInput, match="cannot split the gate"):
+        Settings.resolve("specs/x.md", {"t": "config", "gate": "make 'verify"}, {})
+
+
 def test_command_adapter_splits_like_a_shell_and_never_uses_one():
     adapter = make_adapter("command", "python 'my agent.py' --flag=$HOME;rm")
     invocation = adapter.invocation("the prompt", "/tmp/p.md", {"A": "1"})
