@@ -89,3 +89,21 @@ def test_check_json_gives_problems_as_objects_with_the_record_id(ralph, repo: Pa
             "record_id": None,
         },
     ]
+
+
+def test_init_ignores_only_what_ralph_writes_not_the_projects_build_folder(bare_repo):
+    from tests.conftest import Ralph, git
+
+    Ralph(bare_repo)("init")
+    (bare_repo / "build" / "ralph-logs" / "run.log").write_text("log\n")
+    (bare_repo / "build" / "app.js").write_text("the project's own build output\n")
+    ignored = git(bare_repo, "status", "--porcelain", "--ignored", "--untracked-files=all")
+    assert "!! build/ralph-logs/" in ignored and "?? build/app.js" in ignored
+
+
+def test_init_keeps_an_older_build_line_without_adding_the_logs_line(bare_repo):
+    from tests.conftest import Ralph
+
+    (bare_repo / ".gitignore").write_text("/build/\n")
+    Ralph(bare_repo)("init", "--no-commit")
+    assert "ralph-logs" not in (bare_repo / ".gitignore").read_text()
