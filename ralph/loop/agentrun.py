@@ -18,7 +18,7 @@ from ralph.loop.console import Console
 from ralph.loop.journal import Journal
 from ralph.loop.pressure import Pressure
 from ralph.loop.settings import Settings
-from ralph.loop.supervisor import ChildNotFound, RunResult, Supervisor
+from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 
 LOG_DIR = Path("build") / "ralph-logs"
 
@@ -179,8 +179,8 @@ class AgentRunner:
         except ChildNotFound as exc:
             span.end(error=str(exc))
             raise AgentUnavailable(f"the agent cannot start: {exc}") from None
-        except BaseException:  # Ctrl-C or a stop signal: the journal still closes the span
-            span.end(stop_reason="interrupted")
+        except BaseException as exc:  # Ctrl-C, a stop signal or the time budget: the span still closes
+            span.end(stop_reason="budget" if isinstance(exc, BudgetSpent) else "interrupted")
             raise
         if tracker.ignored:
             self.journal.event("usage_ignored", stage=stage, item=item, values=tracker.ignored[:20])

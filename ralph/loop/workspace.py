@@ -23,6 +23,7 @@ from ralph.loop.journal import Journal
 from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.settings import Settings
 from ralph.loop.signals import deferred_signals
+from ralph.loop.supervisor import BudgetSpent
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView
 from ralph.store import reader, transaction
@@ -34,10 +35,6 @@ PLAN_FILE = reader.PLAN_NAME
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
 STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
-
-
-class BudgetSpent(Exception):
-    """The run's time budget is spent: the loop ends with MAX_MINUTES."""
 
 
 @dataclass
@@ -58,11 +55,13 @@ class StageRun(Protocol):
 
 
 class Deadline:
-    """The run's wall-clock budget, checked before every agent run."""
+    """The run's wall-clock budget, checked before every agent run (and by the supervisor while
+    one runs: `at`)."""
 
     def __init__(self, minutes: float | None):
         self.minutes = minutes
         self.started = time.monotonic()
+        self.at = None if minutes is None else self.started + minutes * 60
 
     def check(self) -> None:
         if self.minutes is not None and time.monotonic() - self.started > self.minutes * 60:

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from ralph.cli.main import cli
 from ralph.loop.journal import read_events
-from tests.conftest import git
+from tests.conftest import git, ralph_process
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 CHECK_WORK = """import pathlib, sys
@@ -684,3 +684,17 @@ def test_context_kill_or_failed_compaction_kills_the_task_for_decompose(project,
     assert kill_commit
     accepted = sorted(r["name"] for r in plan_records(project) if r["t"] == "accept")
     assert accepted == ["Huge (part 1)", "Huge (part 2)"]
+
+
+def test_the_time_budget_stops_a_running_agent_at_the_deadline_not_at_its_timeout(project):
+    (task_id,) = add_tasks(project, "Slow [hang]")
+    started = time.monotonic()
+    done = construct(project, "--max-minutes", "0.01", "--timeout", "30s")  # 0.6 s of budget
+    took = time.monotonic() - started
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "the running agent was stopped" in done.stdout
+    assert took < 10, took  # the run's timeout is 30 s; the budget's overshoot is the grace period
+    task = json.loads(ralph_process(project, "task", "show", task_id).stdout)
+    assert "kill_reason" not in task and not task.get("attempts")  # not held against the task
+    assert "budget_spent" in [e["event"] for e in events(project)]
+    assert_clean(project)
