@@ -42,6 +42,7 @@ class Adapter:
     name = "base"
     program = ""
     default_context_window = 200_000
+    install_hint = ""  # how to install the CLI, for the error when it is not found
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
         raise NotImplementedError

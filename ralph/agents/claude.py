@@ -12,6 +12,7 @@ from ralph.agents.events import Event
 class ClaudeAdapter(CliAdapter):
     name = "claude"
     program = "claude"
+    install_hint = "npm install -g @anthropic-ai/claude-code"
     default_context_window = 200_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:

@@ -13,6 +13,7 @@ from ralph.agents.events import ErrorEvent, Event, ResultEvent, SessionEvent, Te
 class CodexAdapter(CliAdapter):
     name = "codex"
     program = "codex"
+    install_hint = "npm install -g @openai/codex"
     default_context_window = 272_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:

@@ -15,6 +15,7 @@ from ralph.agents.events import ErrorEvent, Event, ResultEvent, SessionEvent, Te
 class GeminiAdapter(CliAdapter):
     name = "gemini"
     program = "gemini"
+    install_hint = "npm install -g @google/gemini-cli"
     default_context_window = 1_000_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:

@@ -25,6 +25,7 @@ from ralph.agents.events import (
 class OpencodeAdapter(CliAdapter):
     name = "opencode"
     program = "opencode"
+    install_hint = "npm install -g opencode-ai"
     default_context_window = 200_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:

@@ -82,7 +82,11 @@ class AgentRunner:
             else (program if os.access(program, os.X_OK) else None)
         )
         if not found:
-            raise AgentUnavailable(f"the agent program {program!r} is not installed or not executable")
+            hint = self.adapter.install_hint
+            how = f"install it with `{hint}`" if hint else "check --agent-cmd"
+            if hint and program != type(self.adapter).program:  # --agent-cmd named another path
+                how = f"check --agent-cmd, or {how}"
+            raise AgentUnavailable(f"the agent program {program!r} is not installed or not executable: {how}")
 
     def new_log(self, stage: str, item: str | None = None) -> Path:
         """build/ralph-logs/ralph-<YYYYmmdd-HHMMSS>-<stage>[-<item>].log, created empty."""
