@@ -12,6 +12,7 @@ from ralph.agents.events import Event
 class ClaudeAdapter(CliAdapter):
     name = "claude"
     program = "claude"
+    auth_hint = "log in by running `claude` once, or set ANTHROPIC_API_KEY"
     install_hint = "npm install -g @anthropic-ai/claude-code"
     default_context_window = 200_000
 

@@ -19,6 +19,7 @@ from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.gate import gate_problem
 from ralph.loop.journal import Journal
+from ralph.loop.limits import AgentAuthFailed, LimitTooLong
 from ralph.loop.settings import Settings
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
@@ -53,6 +54,8 @@ class Outcome(Enum):
     MAX_MINUTES = 4
     STUCK = 5
     AGENT_UNAVAILABLE = 6
+    AGENT_AUTH = 7  # the agent CLI could not log in
+    AGENT_LIMITED = 8  # a rate or usage limit lifts later than max_wait allows
     INTERRUPTED = 130
 
 
@@ -118,6 +121,13 @@ class Loop:
                 )
         except AgentUnavailable as exc:
             outcome, message = Outcome.AGENT_UNAVAILABLE, str(exc)
+        except (AgentAuthFailed, LimitTooLong) as exc:
+            outcome = Outcome.AGENT_AUTH if isinstance(exc, AgentAuthFailed) else Outcome.AGENT_LIMITED
+            message = str(exc)
+            with deferred_signals():  # what the failed run left is set aside, as after Ctrl-C
+                self.supervisor.stop_all()
+                log = self._set_aside_unfinished(outcome.name.lower())
+            self.journal.event(outcome.name.lower(), message=message, log=str(log))
         except KeyboardInterrupt as exc:
             signum = signal_number(exc)
             with deferred_signals():

@@ -51,6 +51,8 @@ class Settings:
     context_kill: float = 0.95
     context_window: int | None = None
     run_hooks: bool = False  # run the repository's pre-commit hook on each build, after the gate
+    max_wait_s: float = 3600.0  # one wait for a rate or usage limit at most
+    limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
 
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict) -> Settings:
@@ -84,7 +86,7 @@ class Settings:
 DEFAULTS = Settings()
 
 # Config record keys that name a setting differently (the config keeps durations in milliseconds).
-_CONFIG_MS = {"timeout_ms": "timeout_s", "gate_timeout_ms": "gate_timeout_s"}
+_CONFIG_MS = {"timeout_ms": "timeout_s", "gate_timeout_ms": "gate_timeout_s", "max_wait_ms": "max_wait_s"}
 _NOT_SETTINGS = {"t", "commit"}  # the record type; `commit` is for the state commands
 
 

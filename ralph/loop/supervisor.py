@@ -83,6 +83,10 @@ class Supervisor:
         # running then is stopped, so the budget overshoots by at most the grace period.
         self.deadline_at: float | None = None
 
+    @property
+    def stopping(self) -> bool:
+        return self._stopped
+
     def running(self) -> int:
         with self._lock:
             return len(self._running)

@@ -143,6 +143,9 @@ class Config(Record):
         ' (never run by one), as --gate takes it, or its argv; "" or [] for none',
     )
     gate_timeout_ms: Positive | None = None
+    max_wait_ms: Positive | None = Field(
+        None, description="bound on one wait for a rate or usage limit (default 3600000)"
+    )
     agent: str | None = None
     agent_cmd: list[str] | None = Field(None, description="program (and arguments) of the agent")
     agent_args: list[str] | None = Field(None, description="extra arguments passed to the agent CLI")
