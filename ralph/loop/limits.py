@@ -84,12 +84,17 @@ class LimitWaits:
         return self._sleep(seconds)
 
     def _delay(self, failure: FailureEvent, waits: int, now: float) -> float:
-        if failure.reset_at is not None and failure.reset_at > now:
-            return failure.reset_at - now + random.uniform(0, 1)  # noqa: S311 (jitter, not secrets)
+        capped = min(self.max_wait_s, self.backoff_s * 2**waits)
+        backoff = random.uniform(capped / 2, capped)  # noqa: S311 (exponential backoff, jittered)
+        if failure.reset_at is not None:
+            left = failure.reset_at - now
+            if left > 0:
+                return left + random.uniform(0, 1)  # noqa: S311 (jitter, not secrets)
+            # The reset already passed (the CLI retried for a while itself): once at once, then back off.
+            return random.uniform(0, 1) if waits == 0 else backoff  # noqa: S311
         if failure.retry_after_s is not None and failure.retry_after_s > 0:
             return failure.retry_after_s + random.uniform(0, 0.1 * failure.retry_after_s)  # noqa: S311
-        capped = min(self.max_wait_s, self.backoff_s * 2**waits)
-        return random.uniform(capped / 2, capped)  # noqa: S311 (exponential backoff, jittered)
+        return backoff
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep; False when ralph is stopping meanwhile; at the budget's end, raise BudgetSpent."""
