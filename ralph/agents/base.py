@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ralph.agents.events import CostEvent, ErrorEvent, Event, ResultEvent, SessionEvent, UsageEvent
+from ralph.agents.events import (
+    CostEvent,
+    ErrorEvent,
+    Event,
+    FailureEvent,
+    ResultEvent,
+    SessionEvent,
+    UsageEvent,
+)
 
 
 @dataclass
@@ -42,6 +50,8 @@ class Adapter:
     name = "base"
     program = ""
     default_context_window = 200_000
+    install_hint = ""  # how to install the CLI, for the error when it is not found
+    auth_hint = ""  # how to log in, for the error when it cannot authenticate
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
         raise NotImplementedError
@@ -81,6 +91,7 @@ class RunTracker:
         self.result: ResultEvent | None = None
         self.session_id: str | None = None
         self.errors: list[str] = []
+        self.failure: FailureEvent | None = None  # why the run failed, as its CLI reported it
         self.ignored: list[str] = []  # reported numbers that made no sense, left out of the sums
 
     def add(self, event: Event) -> None:
@@ -116,6 +127,9 @@ class RunTracker:
                 self.session_id = event.session_id
             case ErrorEvent():
                 self.errors.append(str(event.message))  # a CLI's JSON may put a non-string there
+            case FailureEvent():
+                if self.failure is None or event.kind != "other":  # the most telling one
+                    self.failure = event
 
     @property
     def reported_error(self) -> bool:

@@ -12,6 +12,8 @@ from ralph.agents.events import Event
 class ClaudeAdapter(CliAdapter):
     name = "claude"
     program = "claude"
+    auth_hint = "log in by running `claude` once, or set ANTHROPIC_API_KEY"
+    install_hint = "npm install -g @anthropic-ai/claude-code"
     default_context_window = 200_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from ralph.agents.events import Event, ResultEvent, SessionEvent, TextEvent, ToolEvent, UsageEvent
+from ralph.agents.limits import classify
 
 
 def parse_stream_json(line: str) -> list[Event]:
@@ -28,7 +29,12 @@ def parse_stream_json(line: str) -> list[Event]:
     if kind == "assistant":
         return _assistant(event.get("message") or {})
     if kind == "result":
-        return [_result(event)]
+        result = _result(event)
+        if not result.is_error:
+            return [result]
+        status = event.get("api_error_status")
+        text = result.text if isinstance(result.text, str) else str(event.get("subtype") or "")
+        return [result, classify(status if isinstance(status, int) else None, text)]
     return []
 
 

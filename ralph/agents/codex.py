@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from ralph.agents.base import CliAdapter, Invocation, json_object
 from ralph.agents.events import ErrorEvent, Event, ResultEvent, SessionEvent, TextEvent, ToolEvent, UsageEvent
+from ralph.agents.limits import classify
 
 
 class CodexAdapter(CliAdapter):
     name = "codex"
     program = "codex"
+    auth_hint = "run `codex login`, or set OPENAI_API_KEY"
+    install_hint = "npm install -g @openai/codex"
     default_context_window = 272_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
@@ -31,9 +34,10 @@ class CodexAdapter(CliAdapter):
         if kind == "turn.completed":
             return [_usage(event.get("usage") or {})]
         if kind == "turn.failed":
-            message = (event.get("error") or {}).get("message", "turn failed")
-            return [ErrorEvent(message), ResultEvent(is_error=True, subtype="turn.failed")]
-        if kind == "error":
+            message = str((event.get("error") or {}).get("message", "turn failed"))
+            failed = ResultEvent(is_error=True, subtype="turn.failed")
+            return [ErrorEvent(message), failed, classify(None, message)]
+        if kind == "error":  # often a retry it reports on its way ("Reconnecting... 429"): not yet a failure
             return [ErrorEvent(event.get("message", ""))]
         if kind == "item.completed":
             return _item(event.get("item") or {})

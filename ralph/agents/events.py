@@ -73,4 +73,19 @@ class ResultEvent:
     text: str | None = None
 
 
-Event = SessionEvent | TextEvent | ToolEvent | UsageEvent | CostEvent | ErrorEvent | ResultEvent
+@dataclass(frozen=True, slots=True)
+class FailureEvent:
+    """Why a run failed, classified (ralph.agents.limits): `kind` is rate_limit, usage_limit,
+    overloaded, auth or other; `reset_at` (epoch seconds) or `retry_after_s` when the CLI said
+    when to try again."""
+
+    kind: str
+    message: str
+    status: int | None = None
+    retry_after_s: float | None = None
+    reset_at: float | None = None
+
+
+Event = (
+    SessionEvent | TextEvent | ToolEvent | UsageEvent | CostEvent | ErrorEvent | ResultEvent | FailureEvent
+)

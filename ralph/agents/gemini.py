@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from ralph.agents.base import CliAdapter, Invocation, json_object
 from ralph.agents.events import ErrorEvent, Event, ResultEvent, SessionEvent, TextEvent, ToolEvent, UsageEvent
+from ralph.agents.limits import classify
 
 
 class GeminiAdapter(CliAdapter):
     name = "gemini"
     program = "gemini"
+    auth_hint = "set GEMINI_API_KEY, or log in by running `gemini` once"
+    install_hint = "npm install -g @google/gemini-cli"
     default_context_window = 1_000_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
@@ -39,7 +42,10 @@ class GeminiAdapter(CliAdapter):
         if kind == "result":
             error = event.get("error") or {}
             errors: list[Event] = [ErrorEvent(error.get("message") or str(error))] if error else []
-            return [*errors, _result(event)]
+            result = _result(event)
+            if result.is_error:
+                errors.append(classify(None, str(error.get("message") or error or result.subtype)))
+            return [*errors, result]
         return []
 
 

@@ -20,11 +20,14 @@ from ralph.agents.events import (
     ToolEvent,
     UsageEvent,
 )
+from ralph.agents.limits import classify, retry_after_header
 
 
 class OpencodeAdapter(CliAdapter):
     name = "opencode"
     program = "opencode"
+    auth_hint = "run `opencode auth login`"
+    install_hint = "npm install -g opencode-ai"
     default_context_window = 200_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
@@ -58,6 +61,10 @@ class OpencodeAdapter(CliAdapter):
             events.append(ToolEvent(part.get("tool"), (part.get("state") or {}).get("input")))
         elif kind == "error":
             error = event.get("error") or {}
-            message = (error.get("data") or {}).get("message") or error.get("name") or "error"
-            events += [ErrorEvent(message), ResultEvent(is_error=True, subtype="error")]
+            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            message = data.get("message") or error.get("name") or "error"
+            status = data.get("statusCode") if isinstance(data.get("statusCode"), int) else None
+            detail = f"{message} {data.get('responseBody') or ''}"
+            failure = classify(status, detail, retry_after_header(data.get("responseHeaders")))
+            events += [ErrorEvent(message), ResultEvent(is_error=True, subtype="error"), failure]
         return events

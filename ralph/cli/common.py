@@ -41,6 +41,9 @@ class RalphGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
             raise
+        except BrokenPipeError:  # `ralph task list | head -1`: the reader has all it wanted
+            _discard_stdout()
+            ctx.exit(0)
         except OSError as exc:
             if exc.errno not in _ENVIRONMENT_ERRNOS:
                 raise
@@ -55,6 +58,19 @@ class RalphGroup(click.Group):
             message = printable(f"{type(exc).__name__}: {exc}")
             click.echo(f"ralph: internal error: {message} (traceback: {where})", err=True)
             ctx.exit(EXIT_INTERNAL)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the flush at exit does not fail on the closed pipe again
+    (Python would print "Exception ignored ... BrokenPipeError" and exit 120)."""
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # not a real file (a test's captured output): nothing to flush
+        pass
 
 
 def _write_crash_log() -> str:

@@ -120,8 +120,9 @@ def construct(ctx, spec, **flags):
     the loop last worked on).
 
     Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no
-    progress possible), 6 agent unavailable, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
-    SIGHUP (run again to resume).
+    progress possible), 6 agent unavailable, 7 the agent could not log in, 8 a rate or usage
+    limit lifts later than max_wait_ms allows, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
+    SIGHUP (run again to resume). Rate and usage limits and overloaded servers are waited out.
     """
     _run(ctx, spec, flags, plan_only=False)
 

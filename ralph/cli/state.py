@@ -21,8 +21,9 @@ from ralph.text import printable
 
 @click.command(short_help="Set up plan.jsonl, specs/, logs and the merge driver.")
 @no_commit_option
+@json_option
 @click.pass_context
-def init(ctx: click.Context, no_commit: bool) -> None:
+def init(ctx: click.Context, no_commit: bool, as_json: bool) -> None:
     """Set up ralph: plan.jsonl, specs/, build/ralph-logs/, the merge driver.
 
     Creates plan.jsonl, specs/ and build/ralph-logs/ (ignored by git), and registers git's merge
@@ -33,7 +34,9 @@ def init(ctx: click.Context, no_commit: bool) -> None:
 
     root = root_of(ctx)
     created = initialize(root, commit=not no_commit)
-    if created:
+    if as_json:
+        emit({"root": str(root), "created": created})
+    elif created:
         click.echo(f"initialized ralph in {printable(str(root))}: " + ", ".join(created))
     else:
         click.echo(f"ralph is already initialized in {printable(str(root))}")
@@ -80,7 +83,7 @@ def check(ctx: click.Context, as_json: bool) -> None:
     result = reads.check(root)
     problems = result.problems
     if as_json:
-        emit({"ok": not problems, "records": result.records, "problems": [str(p) for p in problems]})
+        emit({"ok": not problems, "records": result.records, "problems": result.problem_objects()})
     elif problems:
         for problem in problems:
             click.echo(printable(str(problem)), err=True)
@@ -91,12 +94,13 @@ def check(ctx: click.Context, as_json: bool) -> None:
         ctx.exit(EXIT_INVALID)
 
 
-@click.command()
-def schema() -> None:
-    """Print the JSON Schema of a plan.jsonl line."""
+@click.command(short_help="Print the JSON Schema of a plan.jsonl line.")
+@json_option
+def schema(as_json: bool) -> None:
+    """Print the JSON Schema of a plan.jsonl line (--json: on one line)."""
     from ralph.plan.models import json_schema
 
-    click.echo(json.dumps(json_schema(), indent=2))
+    emit(json_schema()) if as_json else click.echo(json.dumps(json_schema(), indent=2))
 
 
 @click.command()
@@ -160,12 +164,20 @@ def task() -> None:
     """Add, finish, accept, reject and order tasks."""
 
 
-def _parse_task_json(values: tuple[str, ...]) -> list:
+# What an option looks like: no JSON value starts with a dash and a letter (-5 is a number).
+_OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?", re.DOTALL)
+
+
+def _parse_task_json(ctx: click.Context, values: tuple[str, ...]) -> list:
     items: list = []
     for value in values:
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError as exc:
+            if _OPTION_LIKE.fullmatch(value):  # `--prio high`: a misspelt flag, not bad JSON
+                name = value.split("=", 1)[0]
+                options = [opt for param in ctx.command.params for opt in param.opts if opt.startswith("-")]
+                raise click.NoSuchOption(name, possibilities=options, ctx=ctx) from None
             raise InvalidInput(f"task add: invalid JSON: {exc.msg} (column {exc.colno})") from None
         except (ValueError, RecursionError) as exc:
             from ralph.plan.loader import json_limit
@@ -193,7 +205,7 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
 
     if from_stdin:
         json_tasks = (*json_tasks, sys.stdin.read())
-    items = _parse_task_json(json_tasks)
+    items = _parse_task_json(ctx, json_tasks)
     if name is not None and json_tasks:
         raise InvalidInput("task add: give the task as JSON or with --name, not both")
     if name is not None:
@@ -269,12 +281,15 @@ def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
 @click.argument("task_id", metavar="ID")
 @click.option("--force", is_flag=True, help="Also drop the dependencies other tasks have on it.")
 @no_commit_option
+@json_option
 @click.pass_context
-def task_delete(ctx, task_id, force, no_commit):
+def task_delete(ctx, task_id, force, no_commit, as_json):
     """Remove a task; tasks that need it then need its subtasks (tasks with it as parent)."""
     from ralph.ops import tasks
 
     record, rewired = tasks.delete(root_of(ctx), task_id, force, commit_choice(no_commit))
+    if as_json:
+        return emit({"id": record["id"], "deleted": True, "updated": list(rewired)})
     suffix = f" ({', '.join(rewired)} updated)" if rewired else ""
     click.echo(f"deleted {record['id']}: {printable(record['name'])}{suffix}")
 
@@ -282,9 +297,11 @@ def task_delete(ctx, task_id, force, no_commit):
 @task.command("prioritize")
 @click.option("--spec", help="Only tasks of this spec (and tasks without one).")
 @no_commit_option
+@json_option
 @click.pass_context
-def task_prioritize(ctx, spec, no_commit):
-    """Set the priority of pending tasks that have none set by a person; print the counts."""
+def task_prioritize(ctx, spec, no_commit, as_json):
+    """Set the priority of pending tasks that have none set by a person; print the counts (JSON,
+    with or without --json)."""
     from ralph.ops import tasks
 
     counts = tasks.prioritize(root_of(ctx), spec, commit_choice(no_commit))
@@ -312,9 +329,10 @@ def task_list(ctx, pending, done, blocked, as_json):
 
 @task.command("show")
 @click.argument("task_id", metavar="ID")
+@json_option
 @click.pass_context
-def task_show(ctx, task_id):
-    """Print one task as JSON."""
+def task_show(ctx, task_id, as_json):
+    """Print one task as JSON (with or without --json)."""
     from ralph.ops import reads
 
     emit(reads.task(root_of(ctx), task_id))
@@ -346,12 +364,15 @@ def issue_add(ctx, text, priority, no_commit, as_json):
 @click.argument("issue_id", metavar="ID")
 @click.option("--note", help="How it was resolved (goes into the commit message).")
 @no_commit_option
+@json_option
 @click.pass_context
-def issue_resolve(ctx, issue_id, note, no_commit):
+def issue_resolve(ctx, issue_id, note, no_commit, as_json):
     """Resolve an issue: its line is removed (git history keeps it)."""
     from ralph.ops import issues
 
     record = issues.resolve(root_of(ctx), issue_id, note, commit_choice(no_commit))
+    if as_json:
+        return emit({**record, "resolved": True})
     click.echo(f"resolved {record['id']}: {printable(record['text'])}")
 
 
@@ -359,13 +380,14 @@ def issue_resolve(ctx, issue_id, note, no_commit):
 @click.argument("issue_id", metavar="ID")
 @click.argument("reason")
 @no_commit_option
+@json_option
 @click.pass_context
-def issue_keep(ctx, issue_id, reason, no_commit):
+def issue_keep(ctx, issue_id, reason, no_commit, as_json):
     """Leave an issue open on purpose (a person must decide): INVESTIGATE skips it from now on."""
     from ralph.ops import issues
 
     record = issues.keep_open(root_of(ctx), issue_id, reason, commit_choice(no_commit))
-    click.echo(f"kept open {record['id']}: {printable(record['text'])}")
+    emit(record) if as_json else click.echo(f"kept open {record['id']}: {printable(record['text'])}")
 
 
 @issue.command("list")
@@ -388,26 +410,36 @@ def query() -> None:
 
 
 @query.command("stage")
+@json_option
 @click.pass_context
-def query_stage(ctx):
-    """The stage the plan is in: INVESTIGATE, BUILD, VERIFY, DECOMPOSE or COMPLETE."""
+def query_stage(ctx, as_json):
+    """The stage the plan is in: INVESTIGATE, BUILD, VERIFY, DECOMPOSE or COMPLETE (--json:
+    {"stage": ...})."""
     from ralph.ops import reads
 
-    click.echo(reads.stage(root_of(ctx)))
+    stage = reads.stage(root_of(ctx))
+    emit({"stage": stage}) if as_json else click.echo(stage)
 
 
-@query.command("iteration")
+@query.command("iteration", short_help="The construct loop's current iteration number.")
+@json_option
 @click.pass_context
-def query_iteration(ctx):
-    """The construct loop's current iteration number."""
+def query_iteration(ctx, as_json):
+    """The construct loop's current iteration number (--json: {"iteration": N})."""
     from ralph.ops import reads
 
-    click.echo(reads.iteration(root_of(ctx)))
+    iteration = reads.iteration(root_of(ctx))
+    emit({"iteration": iteration}) if as_json else click.echo(iteration)
+
+
+# The query commands below print JSON either way; --json is accepted so that every command that
+# prints data takes it, as the README promises.
 
 
 @query.command("next")
+@json_option
 @click.pass_context
-def query_next(ctx):
+def query_next(ctx, as_json):
     """The next task to build, as one JSON object (exit 1 when none is ready)."""
     from ralph.ops import reads
 
@@ -418,8 +450,9 @@ def query_next(ctx):
 @click.option("--pending", is_flag=True, help="Only pending tasks.")
 @click.option("--done", is_flag=True, help="Only done tasks.")
 @click.option("--blocked", is_flag=True, help="Only blocked tasks.")
+@json_option
 @click.pass_context
-def query_tasks(ctx, pending, done, blocked):
+def query_tasks(ctx, pending, done, blocked, as_json):
     """The tasks, one JSON object per line."""
     from ralph.ops import reads
 
@@ -428,8 +461,9 @@ def query_tasks(ctx, pending, done, blocked):
 
 
 @query.command("issues")
+@json_option
 @click.pass_context
-def query_issues(ctx):
+def query_issues(ctx, as_json):
     """The open issues, one JSON object per line."""
     from ralph.ops import reads
 

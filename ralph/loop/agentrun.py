@@ -18,7 +18,7 @@ from ralph.loop.console import Console
 from ralph.loop.journal import Journal
 from ralph.loop.pressure import Pressure
 from ralph.loop.settings import Settings
-from ralph.loop.supervisor import ChildNotFound, RunResult, Supervisor
+from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 
 LOG_DIR = Path("build") / "ralph-logs"
 
@@ -82,7 +82,11 @@ class AgentRunner:
             else (program if os.access(program, os.X_OK) else None)
         )
         if not found:
-            raise AgentUnavailable(f"the agent program {program!r} is not installed or not executable")
+            hint = self.adapter.install_hint
+            how = f"install it with `{hint}`" if hint else "check --agent-cmd"
+            if hint and program != type(self.adapter).program:  # --agent-cmd named another path
+                how = f"check --agent-cmd, or {how}"
+            raise AgentUnavailable(f"the agent program {program!r} is not installed or not executable: {how}")
 
     def new_log(self, stage: str, item: str | None = None) -> Path:
         """build/ralph-logs/ralph-<YYYYmmdd-HHMMSS>-<stage>[-<item>].log, created empty."""
@@ -179,8 +183,8 @@ class AgentRunner:
         except ChildNotFound as exc:
             span.end(error=str(exc))
             raise AgentUnavailable(f"the agent cannot start: {exc}") from None
-        except BaseException:  # Ctrl-C or a stop signal: the journal still closes the span
-            span.end(stop_reason="interrupted")
+        except BaseException as exc:  # Ctrl-C, a stop signal or the time budget: the span still closes
+            span.end(stop_reason="budget" if isinstance(exc, BudgetSpent) else "interrupted")
             raise
         if tracker.ignored:
             self.journal.event("usage_ignored", stage=stage, item=item, values=tracker.ignored[:20])

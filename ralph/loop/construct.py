@@ -19,6 +19,7 @@ from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.gate import gate_problem
 from ralph.loop.journal import Journal
+from ralph.loop.limits import AgentAuthFailed, LimitTooLong
 from ralph.loop.settings import Settings
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
@@ -53,6 +54,8 @@ class Outcome(Enum):
     MAX_MINUTES = 4
     STUCK = 5
     AGENT_UNAVAILABLE = 6
+    AGENT_AUTH = 7  # the agent CLI could not log in
+    AGENT_LIMITED = 8  # a rate or usage limit lifts later than max_wait allows
     INTERRUPTED = 130
 
 
@@ -78,6 +81,7 @@ class Loop:
         adapter = make_adapter(settings.agent, settings.agent_cmd, settings.model, settings.agent_args)
         self.runner = AgentRunner(root, settings, adapter, self.journal, self.console, self.supervisor)
         self.deadline = Deadline(settings.max_minutes)
+        self.supervisor.deadline_at = self.deadline.at
         self.ws: Workspace | None = None
         self.accepted: list[str] = []
         self.stopped: list[str] = []
@@ -106,8 +110,24 @@ class Loop:
             outcome, message = self._plan_only() if plan_only else self._iterate()
         except BudgetSpent as exc:
             outcome, message = Outcome.MAX_MINUTES, str(exc)
+            if exc.stopped_run:  # an agent or gate stopped half-way: as after Ctrl-C, its work waits
+                with deferred_signals():
+                    self.supervisor.stop_all()  # the other verifiers too
+                    log = self._set_aside_unfinished("budget")
+                self.journal.event("budget_spent", stopped_run=True, log=str(log))
+                minutes = f"{self.settings.max_minutes:g} minutes"
+                message = (
+                    f"the time budget ({minutes}) is spent: the running agent was stopped, its work set aside"
+                )
         except AgentUnavailable as exc:
             outcome, message = Outcome.AGENT_UNAVAILABLE, str(exc)
+        except (AgentAuthFailed, LimitTooLong) as exc:
+            outcome = Outcome.AGENT_AUTH if isinstance(exc, AgentAuthFailed) else Outcome.AGENT_LIMITED
+            message = str(exc)
+            with deferred_signals():  # what the failed run left is set aside, as after Ctrl-C
+                self.supervisor.stop_all()
+                log = self._set_aside_unfinished(outcome.name.lower())
+            self.journal.event(outcome.name.lower(), message=message, log=str(log))
         except KeyboardInterrupt as exc:
             signum = signal_number(exc)
             with deferred_signals():
@@ -225,10 +245,15 @@ class Loop:
         """Stop every child, set the interrupted unit's partial work aside, and leave the plan as
         last committed, so the next run redoes that unit."""
         self.supervisor.stop_all()
-        log = self.runner.new_log("interrupted")
+        log = self._set_aside_unfinished("interrupted")
+        self.journal.event("interrupted", signal=signum, log=str(log))
+
+    def _set_aside_unfinished(self, why: str) -> Path:
+        """The stopped unit's partial work saved as a patch and undone, the plan as last committed."""
+        log = self.runner.new_log(why)
         self.ws.set_aside(log.relative_to(self.root))
         self.ws.restore_committed_plan(keep_as=self.root / log.with_suffix(".plan.jsonl"))
-        self.journal.event("interrupted", signal=signum, log=str(log.relative_to(self.root)))
+        return log.relative_to(self.root)
 
     def _report(self, outcome: Outcome, message: str, exit_code: int | None = None) -> Report:
         code = outcome.value if exit_code is None else exit_code

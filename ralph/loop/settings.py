@@ -19,6 +19,16 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2) or "ms"]
 
 
+def split_command(text: str, what: str) -> tuple[str, ...]:
+    """A command line split like a shell would split it (never run by one)."""
+    import shlex
+
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:  # unbalanced quotes
+        raise InvalidInput(f"cannot split the {what} {text!r}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class Settings:
     spec: str = ""
@@ -41,6 +51,8 @@ class Settings:
     context_kill: float = 0.95
     context_window: int | None = None
     run_hooks: bool = False  # run the repository's pre-commit hook on each build, after the gate
+    max_wait_s: float = 3600.0  # one wait for a rate or usage limit at most
+    limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
 
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict) -> Settings:
@@ -58,6 +70,8 @@ class Settings:
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
             raise InvalidInput(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        if isinstance(values.get("gate"), str):  # the config's gate as --gate takes it: "make verify"
+            values["gate"] = split_command(values["gate"], "gate")
         for key in ("gate", "agent_cmd", "agent_args"):
             if isinstance(values.get(key), list):
                 values[key] = tuple(values[key])
@@ -72,7 +86,7 @@ class Settings:
 DEFAULTS = Settings()
 
 # Config record keys that name a setting differently (the config keeps durations in milliseconds).
-_CONFIG_MS = {"timeout_ms": "timeout_s", "gate_timeout_ms": "gate_timeout_s"}
+_CONFIG_MS = {"timeout_ms": "timeout_s", "gate_timeout_ms": "gate_timeout_s", "max_wait_ms": "max_wait_s"}
 _NOT_SETTINGS = {"t", "commit"}  # the record type; `commit` is for the state commands
 
 

@@ -60,6 +60,15 @@ class ChildNotFound(Exception):
     """The program to run does not exist or is not executable."""
 
 
+class BudgetSpent(Exception):
+    """The run's time budget is spent: the loop ends with MAX_MINUTES. `stopped_run`: a child
+    (agent or gate) was stopped for it, so its unfinished work must be set aside."""
+
+    def __init__(self, message: str, stopped_run: bool = False):
+        super().__init__(message)
+        self.stopped_run = stopped_run
+
+
 class Supervisor:
     """Owns the running children: the loop holds one, and `stop_all` ends every one of them."""
 
@@ -70,6 +79,13 @@ class Supervisor:
         self._lock = threading.Lock()
         self._stopped = False  # set by stop_all, never cleared
         self._adopting = False  # ralph is a child subreaper: the orphans of its children come to it
+        # time.monotonic() at which the run's time budget ends (--max-minutes): every child still
+        # running then is stopped, so the budget overshoots by at most the grace period.
+        self.deadline_at: float | None = None
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopped
 
     def running(self) -> int:
         with self._lock:
@@ -119,6 +135,8 @@ class Supervisor:
                     log.write(f"\n[ralph] stopping the agent's process group: {stop_reason}\n".encode())
             exit_code = None if stop_reason else child.returncode
             log.write(f"\n[ralph] exit {exit_code if exit_code is not None else stop_reason}\n".encode())
+        if stop_reason == "budget":
+            raise BudgetSpent("the time budget is spent", stopped_run=True)
         return RunResult(exit_code, stop_reason, time.monotonic() - started, log_path, reader.tail)
 
     @contextlib.contextmanager
@@ -167,6 +185,8 @@ class Supervisor:
                 pass
             if timeout_s is not None and time.monotonic() - started > timeout_s:
                 return "timeout"
+            if self.deadline_at is not None and time.monotonic() >= self.deadline_at:
+                return "budget"
 
     def _start(
         self, argv: list[str], cwd: Path, env: dict[str, str], log, stdin_data: bytes | None

@@ -20,9 +20,11 @@ from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.console import Console
 from ralph.loop.journal import Journal
+from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.settings import Settings
 from ralph.loop.signals import deferred_signals
+from ralph.loop.supervisor import BudgetSpent
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView
 from ralph.store import reader, transaction
@@ -34,10 +36,6 @@ PLAN_FILE = reader.PLAN_NAME
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
 STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
-
-
-class BudgetSpent(Exception):
-    """The run's time budget is spent: the loop ends with MAX_MINUTES."""
 
 
 @dataclass
@@ -58,11 +56,13 @@ class StageRun(Protocol):
 
 
 class Deadline:
-    """The run's wall-clock budget, checked before every agent run."""
+    """The run's wall-clock budget, checked before every agent run (and by the supervisor while
+    one runs: `at`)."""
 
     def __init__(self, minutes: float | None):
         self.minutes = minutes
         self.started = time.monotonic()
+        self.at = None if minutes is None else self.started + minutes * 60
 
     def check(self) -> None:
         if self.minutes is not None and time.monotonic() - self.started > self.minutes * 60:
@@ -83,6 +83,15 @@ class Workspace:
         self.root, self.settings, self.runner = root, settings, runner
         self.journal, self.console, self.deadline = journal, console, deadline
         self.repo = Repo(root)
+        self.limits = LimitWaits(
+            settings.max_wait_s,
+            settings.limit_backoff_s,
+            deadline.at,
+            journal,
+            console.event,
+            runner.supervisor,
+            runner.adapter.auth_hint,
+        )
         self.user_dirty = user_dirty  # paths dirty before the loop started: the user's, never touched
         self.tokens = 0
         # git adds and removes worktrees one at a time: one being added while another is read
@@ -136,6 +145,13 @@ class Workspace:
         self.console.event(f"{what}: agent started")
         before, old_plan = self.snapshot(), self.read_plan()
         result = self.runner.run(stage, iteration, item, values, compacted, cwd)
+        waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
+        while not result.ok and not result.run.stop_reason:
+            if not self.limits.should_retry(result.tracker.failure, waits, str(stage), item):
+                break
+            waits += 1
+            self.tokens += result.tracker.usage.total
+            result = self.runner.run(stage, iteration, item, values, compacted, cwd)
         result.plan_problem = self.check_plan(result)
         if stage is not Stage.VERIFY:  # a verifier works in its own checkout: VERIFY checks it there
             self.enforce(stage, {item} if item else set(), before, old_plan, [result])

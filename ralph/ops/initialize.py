@@ -12,7 +12,11 @@ from ralph.store.reader import PLAN_NAME
 if TYPE_CHECKING:
     from ralph.store.git import Repo
 
-GITIGNORE_LINES = ("/build/", f"/{PLAN_NAME}.lock", f"/.{PLAN_NAME}.*.tmp")
+# Only what ralph writes: a project's own build/ folder (build output, often committed) is not ralph's.
+LOGS_LINE = "/build/ralph-logs/"
+GITIGNORE_LINES = (LOGS_LINE, f"/{PLAN_NAME}.lock", f"/.{PLAN_NAME}.*.tmp")
+# Lines that already ignore the logs: an older ralph init wrote "/build/".
+_LOGS_COVERED_BY = {LOGS_LINE, "/build/ralph-logs", "/build/", "/build", "build/", "build"}
 
 Snapshot = tuple[str | None, list[str]]
 
@@ -41,6 +45,8 @@ def init(root: Path, commit: bool = True) -> list[str]:
     before = _read(root / ".gitignore")
     lines = before.decode("utf-8", "surrogateescape").splitlines()
     missing = [line for line in GITIGNORE_LINES if line not in lines]
+    if LOGS_LINE in missing and _LOGS_COVERED_BY.intersection(line.strip() for line in lines):
+        missing.remove(LOGS_LINE)
     if missing:
         base = _append(repo, base, ".gitignore", missing, "ralph: init: ignore ralph's files")
         created.append(".gitignore entries: " + " ".join(missing))

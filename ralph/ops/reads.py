@@ -67,15 +67,35 @@ def iteration(root: Path) -> int:
 class CheckResult:
     """What `ralph check` found. A plain class: importing dataclasses costs a read command ~1.5 ms."""
 
-    __slots__ = ("records", "problems")
+    __slots__ = ("records", "problems", "lines")
 
-    def __init__(self, records: int, problems: list[Problem]):
-        self.records, self.problems = records, problems
+    def __init__(self, records: int, problems: list[Problem], lines: list[bytes] | None = None):
+        self.records, self.problems, self.lines = records, problems, lines or []
+
+    def problem_objects(self) -> list[dict]:
+        """Each problem as {file, line, message, record_id}, record_id when its line names one."""
+        return [
+            {"file": p.path, "line": p.line, "message": p.message, "record_id": self._record_id(p.line)}
+            for p in self.problems
+        ]
+
+    def _record_id(self, line: int) -> str | None:
+        import json
+
+        if not 0 < line <= len(self.lines):
+            return None
+        try:
+            record = json.loads(self.lines[line - 1])
+        except (ValueError, RecursionError):
+            return None
+        found = record.get("id") if isinstance(record, dict) else None
+        return found if isinstance(found, str) else None
 
 
 def check(root: Path) -> CheckResult:
     """Every problem in plan.jsonl, not only the first (the strict loader stops at one)."""
     from ralph.plan.loader import parse
 
-    doc, problems = parse(read_bytes(root), PLAN_NAME)
-    return CheckResult(len(doc.records()), problems)
+    data = read_bytes(root)
+    doc, problems = parse(data, PLAN_NAME)
+    return CheckResult(len(doc.records()), problems, data.split(b"\n") if problems else None)

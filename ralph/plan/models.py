@@ -137,8 +137,15 @@ class Config(Record):
     context_warn: Fraction | None = None
     context_compact: Fraction | None = None
     context_kill: Fraction | None = None
-    gate: list[str] | None = Field(None, description="argv of the quality gate (default make verify)")
+    gate: str | list[str] | None = Field(
+        None,
+        description="the quality gate (default make verify): a command line split like a shell"
+        ' (never run by one), as --gate takes it, or its argv; "" or [] for none',
+    )
     gate_timeout_ms: Positive | None = None
+    max_wait_ms: Positive | None = Field(
+        None, description="bound on one wait for a rate or usage limit (default 3600000)"
+    )
     agent: str | None = None
     agent_cmd: list[str] | None = Field(None, description="program (and arguments) of the agent")
     agent_args: list[str] | None = Field(None, description="extra arguments passed to the agent CLI")
@@ -171,7 +178,10 @@ RECORD_MODELS: dict[str, type[Record]] = {
 
 
 def json_schema() -> dict:
-    """One JSON Schema for a line of plan.jsonl: a known record type, or any object with `t`."""
+    """One JSON Schema for a line of plan.jsonl: a known record type, or any object with `t`.
+
+    The top level picks the definition by `t` (an if/then per record type), so a standard
+    validator checks a whole record, not only that it has a `t`."""
     from pydantic import TypeAdapter
 
     defs: dict = {}
@@ -188,6 +198,13 @@ def json_schema() -> dict:
         "type": "object",
         "required": ["t"],
         "properties": {"t": {"type": "string"}},
+        "allOf": [
+            {
+                "if": {"properties": {"t": {"const": name}}, "required": ["t"]},
+                "then": {"$ref": f"#/$defs/{model.__name__}"},
+            }
+            for name, model in RECORD_MODELS.items()
+        ],
         "$defs": defs,
         "x-records": {name: f"#/$defs/{m.__name__}" for name, m in RECORD_MODELS.items()},
     }

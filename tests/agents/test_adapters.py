@@ -18,6 +18,7 @@ from ralph.agents.events import (
     CostEvent,
     ErrorEvent,
     Event,
+    FailureEvent,
     ResultEvent,
     SessionEvent,
     TextEvent,
@@ -161,14 +162,19 @@ def token_totals(usage) -> tuple[int, int, int, int]:
 
 
 CHAT = {SessionEvent, TextEvent, ToolEvent}
-FAILED = {SessionEvent, ErrorEvent, ResultEvent}
+FAILED = {SessionEvent, ErrorEvent, ResultEvent, FailureEvent}
 
 # Every fixture with the event types its adapter reads from it and the tracker's token totals
 # (input, output, cache creation, cache read), as the tests above assert them.
 FIXTURES = [
     ("claude", "claude.jsonl", CHAT | {UsageEvent, ResultEvent}, (1240, 95, 300, 1500)),
     ("command", "claude.jsonl", CHAT | {UsageEvent, ResultEvent}, (1240, 95, 300, 1500)),
-    ("claude", "claude-http-400.jsonl", {SessionEvent, TextEvent, UsageEvent, ResultEvent}, (0, 0, 0, 0)),
+    (
+        "claude",
+        "claude-http-400.jsonl",
+        {SessionEvent, TextEvent, UsageEvent, ResultEvent, FailureEvent},
+        (0, 0, 0, 0),
+    ),
     ("codex", "codex.jsonl", CHAT | {UsageEvent}, (5200 - 4096, 310, 0, 4096)),
     ("codex", "codex-failed.jsonl", FAILED, (0, 0, 0, 0)),
     ("opencode", "opencode.jsonl", CHAT | {UsageEvent, CostEvent}, (1900, 70, 50, 100)),

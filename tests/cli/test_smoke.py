@@ -158,5 +158,34 @@ def test_construct_that_cannot_start_the_agent_says_so_in_one_stderr_line(repo):
     assert done.returncode == 6, done.stdout + done.stderr
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
-        "ralph: AGENT_UNAVAILABLE: the agent program '/nonexistent/agent' is not installed or not executable"
+        "ralph: AGENT_UNAVAILABLE: the agent program '/nonexistent/agent' is not installed or not executable:"
+        " check --agent-cmd"
     ]
+
+
+@pytest.mark.parametrize(
+    ("agent", "package"),
+    [
+        ("claude", "@anthropic-ai/claude-code"),
+        ("codex", "@openai/codex"),
+        ("opencode", "opencode-ai"),
+        ("gemini", "@google/gemini-cli"),
+    ],
+)
+def test_an_agent_cli_that_is_not_installed_says_how_to_install_it(
+    repo, tmp_path, monkeypatch, agent, package
+):
+    import shutil
+
+    from tests.conftest import Ralph
+
+    only_git = tmp_path / "bin"
+    only_git.mkdir()
+    (only_git / "git").symlink_to(shutil.which("git"))
+    monkeypatch.setenv("PATH", str(only_git))
+    (repo / "specs" / "x.md").write_text("# X\n")
+    result = Ralph(repo)("construct", "specs/x.md", "--agent", agent, code=6)
+    assert result.stderr == (
+        f"ralph: AGENT_UNAVAILABLE: the agent program {agent!r} is not installed or not executable:"
+        f" install it with `npm install -g {package}`\n"
+    )

@@ -26,7 +26,8 @@ Every request is logged in `.requests`; the usage sent in every model response i
 session title), so tests can compare what a CLI reports with what it was told.
 Usage per turn is configurable (`Usage`, with an input-token schedule indexed by the turn within
 the conversation, so parallel conversations get the same numbers). `fail_status` makes every
-model request (or the first `fail_times`) answer with that HTTP error instead.
+model request (or the first `fail_times`) answer with that HTTP error instead; `fail_message`
+replaces its message (a 429 is a `rate_limit_error`, as the providers send it).
 """
 
 from __future__ import annotations
@@ -317,6 +318,7 @@ class MockModelServer:
         *,
         fail_status: int | None = None,
         fail_times: int | None = None,
+        fail_message: str | None = None,
         model: str = "mock-model",
         anthropic_shell_tool: str = "Bash",
         openai_shell_tool: str | None = None,
@@ -325,7 +327,7 @@ class MockModelServer:
     ) -> None:
         self.brain: Brain = brain or RalphStageBrain()
         self.usage = usage or Usage()
-        self.fail_status, self.fail_times = fail_status, fail_times
+        self.fail_status, self.fail_times, self.fail_message = fail_status, fail_times, fail_message
         self.model = model
         self.anthropic_shell_tool = anthropic_shell_tool
         self.openai_shell_tool = openai_shell_tool  # None: pick from the request's tools
@@ -561,8 +563,14 @@ class _Handler(BaseHTTPRequestHandler):
         mock = self.mock
         status = mock._should_fail()
         if status is not None:
-            kind = "invalid_request_error" if status < 500 else "api_error"
-            message = f"mock failure (HTTP {status})"
+            kind = (
+                "rate_limit_error"
+                if status == 429
+                else "invalid_request_error"
+                if status < 500
+                else "api_error"
+            )
+            message = mock.fail_message or f"mock failure (HTTP {status})"
             self._json(status, {"type": "error", "error": {"type": kind, "message": message}})
             return
         conversation = anthropic_conversation(body)
@@ -666,8 +674,14 @@ class _Handler(BaseHTTPRequestHandler):
         status = self.mock._should_fail()
         if status is None:
             return False
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        message = f"mock failure (HTTP {status})"
+        kind = (
+            "rate_limit_exceeded"
+            if status == 429
+            else "invalid_request_error"
+            if status < 500
+            else "server_error"
+        )
+        message = self.mock.fail_message or f"mock failure (HTTP {status})"
         self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": kind}})
         return True
 

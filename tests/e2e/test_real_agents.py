@@ -188,3 +188,61 @@ def test_codex_hanging_on_a_dead_server_is_killed_within_its_timeout(project):
     leftovers = subprocess.run(["pgrep", "-f", str(codex.parent.parent)], capture_output=True, text=True)
     assert leftovers.stdout.strip() == "", "a codex process outlived its run"
     assert time.monotonic() - started < 120
+
+
+RATE_LIMITED = "Rate limit reached for requests per minute. Please try again in 1s."
+
+
+def limit_waits(root: Path) -> list[dict]:
+    return [e for e in events(root) if e["event"] == "limit_wait"]
+
+
+def test_claude_answered_429_waits_out_the_rate_limit_without_an_attempt(project):
+    claude = require_installed("@anthropic-ai/claude-code", "claude")
+    # CLAUDE_CODE_MAX_RETRIES=1: the CLI tries twice itself, then gives up with the 429.
+    with MockModelServer(fail_status=429, fail_times=2, fail_message=RATE_LIMITED) as server:
+        done = construct(project, "claude", claude, claude_env(project, server), "--max-attempts", "1")
+    assert_complete(project, done, ["Parse input", "Print report"])
+    (wait,) = limit_waits(project)
+    assert wait["kind"] == "rate_limit" and wait["status"] == 429 and wait["seconds"] >= 1
+    assert "waiting for the rate limit until" in done.stderr
+
+
+def test_claude_usage_limit_with_a_reset_time_is_waited_until_then(project):
+    claude = require_installed("@anthropic-ai/claude-code", "claude")
+    reset = int(time.time()) + 3
+    message = f"Claude AI usage limit reached|{reset}"
+    with MockModelServer(fail_status=429, fail_times=2, fail_message=message) as server:
+        done = construct(project, "claude", claude, claude_env(project, server), "--max-attempts", "1")
+    assert_complete(project, done, ["Parse input", "Print report"])
+    (wait,) = limit_waits(project)
+    assert wait["kind"] == "usage_limit" and 0 < wait["seconds"] <= 5
+    assert "waiting for the usage limit until" in done.stderr
+
+
+def test_codex_answered_429_waits_out_the_rate_limit_without_an_attempt(project):
+    codex = require_installed("@openai/codex", "codex")
+    with MockModelServer(fail_status=429, fail_times=1000, fail_message=RATE_LIMITED) as server:
+        server.fail_times = None
+        env = codex_env(project, server.url + "/v1")
+        # Codex retries a 429 itself (request_max_retries): let it give up at once, then lift the limit.
+        (Path(env["CODEX_HOME"]) / "config.toml").write_text(
+            (Path(env["CODEX_HOME"]) / "config.toml").read_text()
+            + "request_max_retries = 0\nstream_max_retries = 0\n"
+        )
+
+        def lift_when_ralph_waits() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not (
+                (project / "build" / "ralph-logs" / "events.jsonl").exists() and limit_waits(project)
+            ):
+                time.sleep(0.1)
+            server.fail_status = None
+
+        import threading
+
+        lifter = threading.Thread(target=lift_when_ralph_waits, daemon=True)
+        lifter.start()
+        done = construct(project, "codex", codex, env, "--max-attempts", "1")
+    assert_complete(project, done, ["Parse input", "Print report"])
+    assert limit_waits(project)[0]["kind"] == "rate_limit"

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from ralph.cli.main import cli
 from ralph.loop.journal import read_events
-from tests.conftest import git
+from tests.conftest import git, ralph_process
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 CHECK_WORK = """import pathlib, sys
@@ -684,3 +684,76 @@ def test_context_kill_or_failed_compaction_kills_the_task_for_decompose(project,
     assert kill_commit
     accepted = sorted(r["name"] for r in plan_records(project) if r["t"] == "accept")
     assert accepted == ["Huge (part 1)", "Huge (part 2)"]
+
+
+def test_the_time_budget_stops_a_running_agent_at_the_deadline_not_at_its_timeout(project):
+    (task_id,) = add_tasks(project, "Slow [hang]")
+    started = time.monotonic()
+    done = construct(project, "--max-minutes", "0.01", "--timeout", "30s")  # 0.6 s of budget
+    took = time.monotonic() - started
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "the running agent was stopped" in done.stdout
+    assert took < 10, took  # the run's timeout is 30 s; the budget's overshoot is the grace period
+    task = json.loads(ralph_process(project, "task", "show", task_id).stdout)
+    assert "kill_reason" not in task and not task.get("attempts")  # not held against the task
+    assert "budget_spent" in [e["event"] for e in events(project)]
+    assert_clean(project)
+
+
+# The first BUILD run fails as Claude Code does on a 429 (its result event, exit 1); every other
+# run is the fake agent's.
+LIMITED_ONCE = """import json, os, pathlib, subprocess, sys
+flag = pathlib.Path(os.environ["FAKE_AGENT_STATE"]) / "limited-once"
+if os.environ["RALPH_STAGE"] == "BUILD" and not flag.exists():
+    flag.parent.mkdir(parents=True, exist_ok=True)
+    flag.write_text("limited")
+    result = {"type": "result", "subtype": "success", "is_error": True, "api_error_status": __STATUS__,
+              "result": __MESSAGE__}
+    print(json.dumps(result), flush=True)
+    sys.exit(1)
+sys.exit(subprocess.run([sys.executable, __FAKE__]).returncode)
+"""
+
+
+def limited_once(tmp_path: Path, status: int, message: str) -> str:
+    script = tmp_path / "limited_once.py"
+    code = LIMITED_ONCE.replace("__STATUS__", str(status)).replace("__MESSAGE__", repr(message))
+    script.write_text(code.replace("__FAKE__", repr(str(FAKE_AGENT))))
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+
+
+def test_a_rate_limit_is_waited_out_and_is_not_an_attempt(project, tmp_path):
+    add_tasks(project, "One")
+    message = 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error"}} Please retry after 1s'
+    agent = limited_once(tmp_path, 429, message)
+    done = construct(project, "--max-attempts", "1", agent=agent)  # one failed attempt would kill it
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "BUILD t-" in done.stderr and "waiting for the rate limit until" in done.stderr  # the console
+    (wait,) = [e for e in events(project) if e["event"] == "limit_wait"]
+    assert wait["kind"] == "rate_limit" and 1 <= wait["seconds"] < 2 and wait["stage"] == "BUILD"
+    assert "task_killed" not in [e["event"] for e in events(project)]
+    assert_clean(project)
+
+
+def test_an_authentication_error_stops_the_run_with_its_own_outcome_and_a_hint(project, tmp_path):
+    (task_id,) = add_tasks(project, "One")
+    agent = limited_once(tmp_path, 401, "Invalid API key · Please run /login")
+    done = construct(project, agent=agent)
+    assert done.returncode == 7, done.stdout + done.stderr
+    assert "AGENT_AUTH: the agent could not authenticate (Invalid API key" in done.stdout
+    task = json.loads(ralph_process(project, "task", "show", task_id).stdout)
+    assert not task.get("attempts") and not task.get("gate_failure")  # not held against the task
+    assert_clean(project)
+
+
+def test_a_usage_limit_that_lifts_after_max_wait_ends_the_run_saying_when(project, tmp_path):
+    add_tasks(project, "One")
+    config = {"t": "config", "max_wait_ms": 1000}
+    plan = project / "plan.jsonl"
+    plan.write_text(plan.read_text() + json.dumps(config) + "\n")
+    git(project, "commit", "-qam", "max_wait 1 s")
+    reset = int(time.time()) + 7200
+    done = construct(project, agent=limited_once(tmp_path, 429, f"Claude AI usage limit reached|{reset}"))
+    assert done.returncode == 8, done.stdout + done.stderr
+    assert "the usage limit lifts at" in done.stdout and "later than max_wait (1s)" in done.stdout
+    assert_clean(project)

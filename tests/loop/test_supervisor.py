@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.supervisor import ChildNotFound, RunResult, Supervisor
+from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 
 # Prints "<grandchild pid> <own pid>", then waits for the grandchild (ten minutes).
 FAMILY = ["sh", "-c", "sleep 600 & echo pids $! $$; wait"]
@@ -326,3 +326,15 @@ def _children_of(parent: int) -> list[int]:
         if "(sleep)" in text and fields[0] != "Z" and int(fields[1]) == parent:
             found.append(int(stat.parent.name))
     return found
+
+
+def test_a_child_still_running_at_the_budgets_deadline_is_stopped_then(tmp_path):
+    supervisor = Supervisor(grace_s=0.5)
+    supervisor.deadline_at = time.monotonic() + 0.3
+    started = time.monotonic()
+    with pytest.raises(BudgetSpent) as raised:
+        supervisor.run(
+            ["sleep", "30"], cwd=tmp_path, env=dict(os.environ), log_path=tmp_path / "x.log", timeout_s=60
+        )
+    assert raised.value.stopped_run and time.monotonic() - started < 3
+    assert "[ralph] exit budget" in (tmp_path / "x.log").read_text()

@@ -43,6 +43,19 @@ def test_flags_override_the_config_record():
     assert Settings.resolve("specs/x.md", {}, {}).gate == ("make", "verify")
 
 
+@pytest.mark.parametrize(
+    ("gate", "argv"),
+    [("make check", ("make", "check")), ("pytest -k 'a b'", ("pytest", "-k", "a b")), ("", ())],
+)
+def test_the_config_gate_may_be_a_command_line_as_gate_takes_it(gate, argv):
+    assert Settings.resolve("specs/x.md", {"t": "config", "gate": gate}, {}).gate == argv
+
+
+def test_a_config_gate_with_unbalanced_quotes_is_refused_in_one_line():
+    with pytest.raises(InvalidInput, match="cannot split the gate"):
+        Settings.resolve("specs/x.md", {"t": "config", "gate": "make 'verify"}, {})
+
+
 def test_command_adapter_splits_like_a_shell_and_never_uses_one():
     adapter = make_adapter("command", "python 'my agent.py' --flag=$HOME;rm")
     invocation = adapter.invocation("the prompt", "/tmp/p.md", {"A": "1"})
@@ -236,3 +249,46 @@ def test_a_run_the_agent_called_failed_is_described_by_its_result_subtype(tmp_pa
 def test_a_time_budget_must_be_a_finite_number_of_minutes(minutes):
     with pytest.raises(InvalidInput, match="--max-minutes must be a number of minutes > 0"):
         Settings.resolve("specs/x.md", {}, {"max_minutes": minutes})
+
+
+def _waits(folder: Path, max_wait_s=60.0, backoff_s=0.05, deadline_at=None, said=None):
+    from ralph.loop.journal import Journal
+    from ralph.loop.limits import LimitWaits
+
+    journal = Journal(folder / "events.jsonl")
+    return LimitWaits(
+        max_wait_s,
+        backoff_s,
+        deadline_at,
+        journal,
+        (said if said is not None else []).append,
+        Supervisor(),
+        "run `x login`",
+    )
+
+
+def test_a_limit_wait_ends_at_the_time_budget(tmp_path):
+    from ralph.agents.events import FailureEvent
+    from ralph.loop.supervisor import BudgetSpent
+
+    waits = _waits(tmp_path, deadline_at=time.monotonic() + 0.2)
+    started = time.monotonic()
+    with pytest.raises(BudgetSpent):
+        waits.should_retry(FailureEvent("rate_limit", "429", 429, retry_after_s=30), 0, "BUILD", "t-a")
+    assert time.monotonic() - started < 1
+
+
+def test_backoff_doubles_with_jitter_and_an_auth_error_raises_with_the_hint(tmp_path):
+    from ralph.agents.events import FailureEvent
+    from ralph.loop.limits import AgentAuthFailed
+
+    said: list[str] = []
+    waits = _waits(tmp_path, said=said)
+    overloaded = FailureEvent("overloaded", "529 Overloaded", 529)
+    delays = [waits._delay(overloaded, n, time.time()) for n in range(4)]
+    assert all(0.05 * 2**n / 2 <= d <= 0.05 * 2**n for n, d in enumerate(delays))
+    assert waits.should_retry(overloaded, 0, "VERIFY", "t-a") is True
+    assert said[0].startswith("VERIFY t-a: waiting for the overloaded server until ")
+    assert waits.should_retry(FailureEvent("other", "400"), 0, "BUILD", "t-a") is False
+    with pytest.raises(AgentAuthFailed, match="run `x login`"):
+        waits.should_retry(FailureEvent("auth", "401 Unauthorized", 401), 0, "BUILD", "t-a")

@@ -3,6 +3,7 @@ line, exit code 2, and touches nothing; `ralph check` lists every problem."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -115,9 +116,11 @@ def test_check_lists_every_problem_of_a_file(ralph, repo):
         "plan.jsonl:8: unresolved git merge conflict marker; resolve the conflict, then run 'ralph check'",
     ]
     as_json = ralph("check", "--json", code=2)
-    assert '"ok": false' in as_json.stdout
-    for number in (3, 4, 6, 7, 8):
-        assert f"plan.jsonl:{number}: " in as_json.stdout
+    report = json.loads(as_json.stdout)
+    assert report["ok"] is False
+    assert [(p["file"], p["line"]) for p in report["problems"]] == [
+        ("plan.jsonl", n) for n in (3, 4, 6, 7, 8)
+    ]
     refused = ralph("task", "add", "--name", "x", code=2)
     assert "(and 4 more problem(s); run 'ralph check')" in refused.stderr
     assert (repo / "plan.jsonl").read_bytes() == data

@@ -173,8 +173,8 @@ def test_changed_paths_lists_every_kind_of_change(work):
     (work / "new" / "deep").mkdir(parents=True)
     (work / "new" / "deep" / "file.txt").write_text("untracked in a new folder\n")
     (work / "with space é.txt").write_text("a name git would quote\n")
-    (work / "build").mkdir(exist_ok=True)
-    (work / "build" / "ignored.txt").write_text("ignored by .gitignore\n")
+    (work / "build" / "ralph-logs").mkdir(parents=True, exist_ok=True)
+    (work / "build" / "ralph-logs" / "ignored.txt").write_text("ignored by .gitignore\n")
 
     assert Repo(work).changed_paths() == {
         "a.txt",
