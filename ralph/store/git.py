@@ -3,7 +3,9 @@
 Each operation runs the git binary (never a shell): importing gitpython alone costs 120-150 ms, more
 than a whole `ralph task done` may take, and one plumbing call costs 3-5 ms. gitpython is used
 where its object database pays for that import: reading many historical versions of a file
-(`file_versions`, about 0.5 ms a version against 3 ms for a `git show` each).
+(`file_versions`, about 0.5 ms a version against 3 ms for a `git show` each). A file's whole
+history as changed lines (`file_history`, for `ralph log`) is one `git log -p` instead: git's
+own diff beats reading every version, by either route (measured there).
 
 Committing plan.jsonl builds the new tree from HEAD's tree with only plan.jsonl replaced, so the
 user's staged and unstaged work is never part of ralph's commit and the index keeps everything
@@ -367,6 +369,71 @@ class Repo:
                 continue
         return versions
 
+    def commit_of(self, rev: str) -> str | None:
+        """The commit `rev` names, or None when it names none (not a revision, or not a commit)."""
+        if rev.startswith("-"):  # never an option
+            return None
+        done = self._run(("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}"))
+        return done.stdout.decode().strip() if done.returncode == 0 else None
+
+    def commits(self, *args: str) -> list[str]:
+        """`git rev-list ARGS`, first parents only: the commits, newest first."""
+        return self.git("rev-list", "--first-parent", *args).split()
+
+    def file_history(self, relpath: str, rev: str = "HEAD") -> list[FileChange]:
+        """Each commit that changed top-level file `relpath`, oldest first, following first parents
+        (a merge counts as the change it made to its first parent): who, when, and the lines it
+        removed and added.
+
+        One `git log -p -U0` process reads the whole history: on 1,000 commits of a 200 KB file it
+        takes about 0.6 s, with the lines already diffed. Reading every version instead and diffing
+        lines in Python took 2.4 s with one `git cat-file --batch` (190 MB of blobs through the pipe)
+        and 1.5 s for gitpython's object database before any diffing (bench/bench_log.py's history)."""
+        if self.head() is None:
+            return []
+        done = self._run(
+            (
+                *("-c", "log.follow=false", "-c", "log.showSignature=false", "-c", "diff.noprefix=false"),
+                "log",
+                "--reverse",
+                "--first-parent",
+                "-m",
+                "-p",
+                "-U0",
+                "--text",
+                "--no-renames",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-color",
+                "--format=%x01%H%x00%an%x00%aI%x00%s",
+                rev,
+                "--",
+                relpath,
+            )
+        )
+        if done.returncode != 0:
+            raise GitError(_explain(("log",), done.stderr.decode("utf-8", "replace")))
+        changes: list[FileChange] = []
+        change: FileChange | None = None
+        in_hunk = False
+        for line in done.stdout.split(b"\n"):
+            if line.startswith(b"\x01"):
+                commit, author, when, subject = line[1:].decode("utf-8", "replace").split("\0", 3)
+                change = FileChange(commit, author, when, subject)
+                changes.append(change)
+                in_hunk = False
+            elif change is None:
+                continue
+            elif line.startswith(b"@@"):
+                in_hunk = True
+            elif in_hunk and line[:1] == b"-":
+                change.removed.append(line[1:].rstrip(b"\r").decode("utf-8", "replace"))
+            elif in_hunk and line[:1] == b"+":
+                change.added.append(line[1:].rstrip(b"\r").decode("utf-8", "replace"))
+            elif line.startswith(b"diff "):
+                in_hunk = False  # the next file header (none: one path asked for)
+        return changes
+
 
 # `git status --porcelain=v2` entries: how many space-separated fields come before the path.
 _V2_PATH_FIELD = {"1": 7, "2": 8, "u": 9, "?": 0}
@@ -378,6 +445,17 @@ _OPERATIONS = (
     ("CHERRY_PICK_HEAD", "cherry-pick"),
     ("REVERT_HEAD", "revert"),
 )
+
+
+class FileChange:
+    """One commit's change to a file: the lines (without line endings) it removed and added."""
+
+    __slots__ = ("commit", "author", "time", "subject", "removed", "added")
+
+    def __init__(self, commit: str, author: str, time: str, subject: str):
+        self.commit, self.author, self.time, self.subject = commit, author, time, subject
+        self.removed: list[str] = []
+        self.added: list[str] = []
 
 
 class PreparedCommit:
