@@ -65,14 +65,11 @@ def describe(event: dict) -> str:
     elif kind in ("rejected", "killed", "stopped", "blocked", "kept open", "rejection removed"):
         parts.append(": ".join(str(event[key]) for key in ("kill_reason", "reason") if event.get(key)))
     elif kind in ("built", "gate failed"):
-        parts.append(f"attempt {event.get('attempt')}")
-        if event.get("gate_failure"):
-            parts.append(_cut(event["gate_failure"]))
-        if event.get("files"):
-            parts.append("files " + ", ".join(event["files"]))
-        parts.append(_usage(event))
+        said = [f"attempt {event.get('attempt')}", _cut(event.get("gate_failure") or "", 120)]
+        said += ["files " + ", ".join(event.get("files") or []) if event.get("files") else "", _usage(event)]
+        parts.append("; ".join(part for part in said if part))
     elif kind == "build commit":
-        parts.append(event["commit"][:12])
+        parts.append(event["build_commit"][:12])
     elif kind.endswith("changed") and event.get("fields"):
         parts.append(
             "; ".join(

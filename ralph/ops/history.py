@@ -17,7 +17,7 @@ from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 
 # Subjects of the commits ralph makes itself; any other commit of plan.jsonl is a person's edit.
-_RALPH_SUBJECT = "ralph:"
+_RALPH_SUBJECTS = ("ralph:", "ralph(")  # state commands; the loop: "ralph(build): ..."
 _EARLIER_CHANGES = "ralph: commit earlier uncommitted changes to plan.jsonl"
 
 
@@ -39,7 +39,7 @@ def timeline(root: Path, since: str | None = None, task_id: str | None = None) -
                 before.setdefault(key, old)
         if shown is not None and change.commit not in shown:
             continue
-        by_hand = not change.subject.startswith(_RALPH_SUBJECT) or change.subject == _EARLIER_CHANGES
+        by_hand = not change.subject.startswith(_RALPH_SUBJECTS) or change.subject == _EARLIER_CHANGES
         for event in diff(before, state, before):
             events.append(
                 {
@@ -111,7 +111,7 @@ def story(events: list[dict], task_id: str) -> dict:
         "gate_failures": sum(1 for attempt in attempts if not attempt["passed"]),
         "tokens": sum(attempt.get("tokens", 0) for attempt in attempts),
         "cost_usd": round(sum(attempt.get("cost_usd", 0) for attempt in attempts), 6),
-        "build_commit": builds[-1]["commit"] if builds else None,
+        "build_commit": builds[-1]["build_commit"] if builds else None,
         "files": builds[-1].get("files")
         if builds
         else next((attempt["files"] for attempt in reversed(attempts) if attempt.get("files")), None),

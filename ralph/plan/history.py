@@ -104,9 +104,14 @@ def diff(
     before: Mapping[Key, dict], after: Mapping[Key, dict], keys: Iterable[Key] | None = None
 ) -> list[dict]:
     """The events that turn `before` into `after`, in a stable order. `keys`: the keys that may
-    differ (default: every key of both)."""
-    keys = set(before) | set(after) if keys is None else set(keys)
-    changed = sorted((key for key in keys if before.get(key) != after.get(key)), key=_order)
+    differ (default: every key of both), in the order
+    their events come within a kind (a version in file order gives the file's order)."""
+    keys = [*before, *after] if keys is None else list(keys)
+    # Records in the order the keys came (file order), grouped by kind; each key once.
+    changed = sorted(
+        (key for key in dict.fromkeys(keys) if before.get(key) != after.get(key)),
+        key=lambda key: _RANK.get(key[0], 9),
+    )
     new_keys = [key for key in changed if before.get(key) is None]
     accepted_now = {key[1] for key in new_keys if key[0] == "accept"}
     rejected_now = {after[key].get("id") for key in new_keys if key[0] == "reject"}
@@ -175,7 +180,7 @@ def _task(
     if isinstance(attempts, int) and attempts > _int(old.get("attempts")):
         events.append(_attempt(task_id, old, new))
     if new.get("commit") and new.get("commit") != old.get("commit"):
-        events.append(_event("build commit", task_id, commit=new["commit"], files=new.get("files")))
+        events.append(_event("build commit", task_id, build_commit=new["commit"], files=new.get("files")))
     if now != was:
         if now == "d":
             events.append(_event("done", task_id, name=new.get("name")))
@@ -250,7 +255,3 @@ def _int(value: object) -> int:
 
 # Within one commit: issues, then tasks and what happened to them, then facts, then settings.
 _RANK = {"issue": 0, "task": 1, "accept": 2, "reject": 3, "spec": 4, "config": 5, "state": 6, "line": 7}
-
-
-def _order(key: Key) -> tuple:
-    return (_RANK.get(key[0], 9), str(key[1:]))
