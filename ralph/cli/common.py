@@ -107,3 +107,41 @@ def current_task() -> str | None:
 
 def commit_choice(no_commit: bool) -> bool | None:
     return False if no_commit else None  # None: as the config record says
+
+
+# --- shell completion of ids ------------------------------------------------------------------
+
+
+def _plan_ids(ctx: click.Context, kind: str, incomplete: str) -> list:
+    """The ids of the plan's live records of this kind that start with `incomplete`. Completion
+    runs on every Tab: it reads plan.jsonl leniently (a broken line is skipped, no lock, no git)
+    and never fails, whatever the plan or the directory holds."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        root = root_of(ctx)
+        found = []
+        for raw in (root / "plan.jsonl").read_bytes().splitlines():
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            if not (
+                isinstance(record, dict) and record.get("t") == kind and isinstance(record.get("id"), str)
+            ):
+                continue
+            if record["id"].startswith(incomplete) and record["id"].isprintable():
+                label = record.get("name" if kind == "task" else "text")
+                help_text = printable(label)[:80] if isinstance(label, str) else None
+                found.append(CompletionItem(record["id"], help=help_text))
+        return found
+    except Exception:  # noqa: BLE001 (a completion that fails must offer nothing, not a traceback)
+        return []
+
+
+def task_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    return _plan_ids(ctx, "task", incomplete)
+
+
+def issue_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    return _plan_ids(ctx, "issue", incomplete)

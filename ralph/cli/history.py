@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ralph.cli.common import emit, json_option, root_of
+from ralph.cli.common import emit, json_option, root_of, task_ids
 from ralph.text import printable
 
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
@@ -14,7 +14,13 @@ MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a 
 
 @click.command("log")
 @click.option("--since", metavar="DATE|REV", help="Only commits after this revision, or from this date on.")
-@click.option("--task", "task_id", metavar="ID", help="One task's whole story (its subtasks' creation too).")
+@click.option(
+    "--task",
+    "task_id",
+    metavar="ID",
+    shell_complete=task_ids,
+    help="One task's whole story (its subtasks' creation too).",
+)
 @json_option
 @click.pass_context
 def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: bool) -> None:
@@ -37,6 +43,24 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
     if summary:
         for text in story_lines(summary):
             click.echo(text)
+
+
+@click.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for ralph: commands, options, and the task and issue ids
+    of the plan.
+
+    \b
+    bash: eval "$(ralph completion bash)"   (in ~/.bashrc)
+    zsh:  eval "$(ralph completion zsh)"    (in ~/.zshrc)
+    fish: ralph completion fish > ~/.config/fish/completions/ralph.fish"""
+    from click.shell_completion import get_completion_class
+
+    from ralph.cli.main import cli  # the root group: what is completed
+
+    complete = get_completion_class(shell)(cli, {}, "ralph", "_RALPH_COMPLETE")
+    click.echo(complete.source(), nl=False)
 
 
 def line(event: dict) -> str:

@@ -54,6 +54,7 @@ for command in (
     state.issue,
     state.query,
     history.log,
+    history.completion,
 ):
     cli.add_command(command)
 
