@@ -4,8 +4,8 @@ The history is built with `git fast-import` (seconds, not minutes): each commit 
 as ralph's commands do (a task done, rejected, accepted, deleted, added, a build attempt counted,
 an issue added or resolved), one or a few lines each. The median wall time of `ralph log` and
 `ralph log --json` is printed as a ratio to a floor measured in the same run on the same
-repository: `git log --format=%H%x00%an%x00%at%x00%s -p -- plan.jsonl` (what reading the history
-costs git itself), and `python -c pass`. Figures, not pass/fail.
+repository: the `git log -p -U0 -- plan.jsonl` that ralph log itself runs (what reading the
+history costs git alone), and `python -c pass`. Figures, not pass/fail.
 
     python bench/bench_log.py
 """
@@ -109,7 +109,9 @@ def main() -> None:
     try:
         repo = work / "repo"
         size = make_history_repo(repo, env, random.Random(1))
-        git_log = ["git", "log", "--format=%H%x00%an%x00%at%x00%s", "-p", "--", "plan.jsonl"]
+        # The floor is the very git command ralph log runs: the ratio is what ralph adds to it.
+        git_log = ["git", "log", "--reverse", "--first-parent", "-m", "-p", "-U0", "--text", "--no-renames"]
+        git_log += ["--format=%x01%H%x00%an%x00%aI%x00%s", "HEAD", "--", "plan.jsonl"]
         commands = {
             "git log -p plan.jsonl (floor)": git_log,
             "python -c pass (floor)": [sys.executable, "-c", "pass"],
