@@ -125,7 +125,7 @@ def story_lines(summary: dict) -> list[str]:
     if summary.get("files"):
         lines.append(f"  files: {printable(', '.join(summary['files']))}")
     if summary.get("into"):
-        lines.append(f"  decomposed into: {', '.join(summary['into'])}")
+        lines.append(f"  decomposed into: {printable(', '.join(summary['into']))}")
     return lines
 
 
