@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ralph.errors import Refused
+from ralph.errors import InvalidInput, Refused
 from ralph.plan.history import Key, add_line, diff, remove_line
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
@@ -67,6 +67,15 @@ def _shown_commits(repo: Repo, since: str) -> set[str]:
     commit = repo.commit_of(since)
     if commit is not None:
         return set(repo.commits(f"{commit}..HEAD"))
+    # git reads any text as a date, and one it cannot read as "now": refuse that instead of
+    # printing an empty log.
+    import time
+
+    read = repo.git("rev-parse", f"--since={since}").strip().removeprefix("--max-age=")
+    if not read.isdigit() or (int(read) >= int(time.time()) - 1 and since.strip().lower() != "now"):
+        raise InvalidInput(
+            f"--since {since}: neither a revision nor a date git can read (try 2026-01-31 or '2 weeks ago')"
+        )
     return set(repo.commits(f"--since={since}", "HEAD"))
 
 

@@ -196,9 +196,17 @@ def test_since_a_revision_or_a_date_shows_only_later_commits_judged_against_the_
     assert [json.loads(line)["event"] for line in dated] == ["resolved", "changed", "changed"]
 
 
-def test_errors_are_one_line(history: Path):
+def test_errors_are_one_line(history: Path, tmp_path: Path):
     done = Ralph(history)("log", "--task", "t-nowhere", code=1)
     assert done.stderr == "ralph: task t-nowhere does not appear in plan.jsonl's history\n"
+    done = Ralph(history)("log", "--since", "banana\x1b", code=2)
+    assert done.stderr == (
+        "ralph: --since banana\\x1b: neither a revision nor a date git can read"
+        " (try 2026-01-31 or '2 weeks ago')\n"
+    )
+    assert Ralph(history)("log", "--since", "now").stdout == ""
+    done = Ralph(tmp_path)("log", code=1)
+    assert done.stderr.startswith("ralph: not inside a git repository") and done.stderr.count("\n") == 1
 
 
 def test_a_repository_without_commits_has_an_empty_log(tmp_path: Path):
