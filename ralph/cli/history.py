@@ -45,6 +45,25 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
             click.echo(text)
 
 
+@click.command("report")
+@click.option(
+    "-o", "output", type=click.Path(dir_okay=False), help="Write the page to this file (default: stdout)."
+)
+@click.pass_context
+def report(ctx: click.Context, output: str | None) -> None:
+    """One self-contained HTML page of the plan's history: a burndown, attempts, cycle time,
+    tokens and cost per task, the gate-failure rate, the slowest tasks. No network, no scripts."""
+    from ralph.ops import report as pages
+
+    page = pages.build(root_of(ctx))
+    if output is None:
+        click.echo(page, nl=False)
+        return
+    with open(output, "w", encoding="utf-8") as out:
+        out.write(page)
+    click.echo(f"wrote {printable(output)}")
+
+
 @click.command("completion")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 def completion(shell: str) -> None:

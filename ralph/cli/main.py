@@ -55,6 +55,7 @@ for command in (
     state.query,
     history.log,
     history.completion,
+    history.report,
 ):
     cli.add_command(command)
 

@@ -9,11 +9,12 @@ chooses which commits are shown.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from ralph.errors import InvalidInput, Refused
 from ralph.plan.history import Key, add_line, diff, remove_line
-from ralph.store.git import Repo
+from ralph.store.git import FileChange, Repo
 from ralph.store.reader import PLAN_NAME
 
 # Subjects of the commits ralph makes itself; any other commit of plan.jsonl is a person's edit.
@@ -25,18 +26,8 @@ def timeline(root: Path, since: str | None = None, task_id: str | None = None) -
     """Every event of the plan's history, oldest first, each with its commit, author and time."""
     repo = Repo(root)
     shown = _shown_commits(repo, since) if since else None
-    state: dict[Key, dict] = {}
     events: list[dict] = []
-    for change in repo.file_history(PLAN_NAME):
-        before: dict[Key, dict | None] = {}  # each key the commit touched: its record before
-        for text in change.removed:
-            key, old = remove_line(state, text)
-            if key is not None:
-                before.setdefault(key, old)
-        for text in change.added:
-            key, old = add_line(state, text)
-            if key is not None:
-                before.setdefault(key, old)
+    for change, before, state in _walk(repo):
         if shown is not None and change.commit not in shown:
             continue
         by_hand = not change.subject.startswith(_RALPH_SUBJECTS) or change.subject == _EARLIER_CHANGES
@@ -56,6 +47,47 @@ def timeline(root: Path, since: str | None = None, task_id: str | None = None) -
         if not events:
             raise Refused(f"task {task_id} does not appear in {PLAN_NAME}'s history")
     return events
+
+
+def burndown(root: Path) -> list[dict]:
+    """After each commit of plan.jsonl: its time and how many tasks were pending, done, accepted."""
+    points: list[dict] = []
+    counts = {"pending": 0, "done": 0, "blocked": 0, "accepted": 0}
+    for change, before, state in _walk(Repo(root)):
+        for key, old in before.items():
+            for record, sign in ((old, -1), (state.get(key), 1)):
+                bucket = _bucket(key, record)
+                if bucket:
+                    counts[bucket] += sign
+        points.append({"commit": change.commit, "time": change.time, **counts})
+    return points
+
+
+def _bucket(key: Key, record: dict | None) -> str | None:
+    if record is None:
+        return None
+    if key[0] == "accept":
+        return "accepted"
+    if key[0] == "task":
+        return {"d": "done", "b": "blocked"}.get(record.get("s"), "pending")
+    return None
+
+
+def _walk(repo: Repo) -> Iterator[tuple[FileChange, dict[Key, dict | None], dict[Key, dict]]]:
+    """Each commit of plan.jsonl with the records it touched as they were before it (None: new)
+    and the whole plan after it (one mapping, changed in place from commit to commit)."""
+    state: dict[Key, dict] = {}
+    for change in repo.file_history(PLAN_NAME):
+        before: dict[Key, dict | None] = {}
+        for text in change.removed:
+            key, old = remove_line(state, text)
+            if key is not None:
+                before.setdefault(key, old)
+        for text in change.added:
+            key, old = add_line(state, text)
+            if key is not None:
+                before.setdefault(key, old)
+        yield change, before, state
 
 
 def _about(event: dict, task_id: str) -> bool:

@@ -212,3 +212,36 @@ def test_errors_are_one_line(history: Path, tmp_path: Path):
 def test_a_repository_without_commits_has_an_empty_log(tmp_path: Path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     assert Ralph(tmp_path)("log").stdout == ""
+
+
+def test_report_is_one_self_contained_page_with_a_point_per_plan_commit(history: Path, tmp_path: Path):
+    """The structure only: a check in a real browser (issue 11 asks for headless Chromium) is not
+    written yet."""
+    from html.parser import HTMLParser
+
+    target = tmp_path / "report.html"
+    assert Ralph(history)("report", "-o", str(target)).stdout == f"wrote {target}\n"
+    page = target.read_text(encoding="utf-8")
+    commits = len(git(history, "rev-list", "HEAD", "--", "plan.jsonl").split())
+
+    class Page(HTMLParser):
+        tags: list[tuple[str, dict]] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append((tag, dict(attrs)))
+
+    parser = Page()
+    parser.feed(page)
+    names = {tag for tag, _ in parser.tags}
+    assert "script" not in names and "img" not in names and "link" not in names  # nothing to fetch
+    assert not [
+        attrs
+        for _, attrs in parser.tags
+        if any("http" in (v or "") for k, v in attrs.items() if k != "xmlns")
+    ]
+    series = {
+        attrs["data-series"]: attrs["points"].split() for tag, attrs in parser.tags if tag == "polyline"
+    }
+    assert set(series) == {"pending", "done", "accepted", "blocked"}
+    assert all(len(points) == commits for points in series.values())
+    assert "<td>t-login</td><td>Add login form</td><td>accepted</td><td>2</td>" in page
