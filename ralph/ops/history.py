@@ -22,12 +22,20 @@ _RALPH_SUBJECTS = ("ralph:", "ralph(")  # state commands; the loop: "ralph(build
 _EARLIER_CHANGES = "ralph: commit earlier uncommitted changes to plan.jsonl"
 
 
-def timeline(root: Path, since: str | None = None, task_id: str | None = None) -> list[dict]:
-    """Every event of the plan's history, oldest first, each with its commit, author and time."""
+def timeline(
+    root: Path, since: str | None = None, task_id: str | None = None, points: list[dict] | None = None
+) -> list[dict]:
+    """Every event of the plan's history, oldest first, each with its commit, author and time.
+
+    `points`, when given, receives the burndown too (see `burndown`), from the same walk."""
     repo = Repo(root)
     shown = _shown_commits(repo, since) if since else None
     events: list[dict] = []
+    counts = {"pending": 0, "done": 0, "blocked": 0, "accepted": 0}
     for change, before, state in _walk(repo):
+        if points is not None:
+            _count(counts, before, state)
+            points.append({"commit": change.commit, "time": change.time, **counts})
         if shown is not None and change.commit not in shown:
             continue
         by_hand = not change.subject.startswith(_RALPH_SUBJECTS) or change.subject == _EARLIER_CHANGES
@@ -52,15 +60,16 @@ def timeline(root: Path, since: str | None = None, task_id: str | None = None) -
 def burndown(root: Path) -> list[dict]:
     """After each commit of plan.jsonl: its time and how many tasks were pending, done, accepted."""
     points: list[dict] = []
-    counts = {"pending": 0, "done": 0, "blocked": 0, "accepted": 0}
-    for change, before, state in _walk(Repo(root)):
-        for key, old in before.items():
-            for record, sign in ((old, -1), (state.get(key), 1)):
-                bucket = _bucket(key, record)
-                if bucket:
-                    counts[bucket] += sign
-        points.append({"commit": change.commit, "time": change.time, **counts})
+    timeline(root, points=points)
     return points
+
+
+def _count(counts: dict[str, int], before: dict[Key, dict | None], state: dict[Key, dict]) -> None:
+    for key, old in before.items():
+        for record, sign in ((old, -1), (state.get(key), 1)):
+            bucket = _bucket(key, record)
+            if bucket:
+                counts[bucket] += sign
 
 
 def _bucket(key: Key, record: dict | None) -> str | None:

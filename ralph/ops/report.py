@@ -7,7 +7,7 @@ from datetime import datetime
 from html import escape
 from pathlib import Path
 
-from ralph.ops.history import burndown, timeline
+from ralph.ops.history import timeline
 from ralph.text import printable
 
 SERIES = (("pending", "#d97706"), ("done", "#2563eb"), ("accepted", "#16a34a"), ("blocked", "#dc2626"))
@@ -15,8 +15,8 @@ WIDTH, HEIGHT, PAD = 640, 240, 32
 
 
 def build(root: Path) -> str:
-    points = burndown(root)
-    events = timeline(root)
+    points: list[dict] = []
+    events = timeline(root, points=points)
     tasks = _tasks(events)
     attempts = [event for event in events if event["event"] in ("built", "gate failed")]
     failed = sum(1 for event in attempts if event["event"] == "gate failed")
