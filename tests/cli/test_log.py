@@ -5,7 +5,10 @@ schema check for --json."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -245,3 +248,62 @@ def test_report_is_one_self_contained_page_with_a_point_per_plan_commit(history:
     assert set(series) == {"pending", "done", "accepted", "blocked"}
     assert all(len(points) == commits for points in series.values())
     assert "<td>t-login</td><td>Add login form</td><td>accepted</td><td>2</td>" in page
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def headless(*args: str, timeout_s: float = 90) -> subprocess.CompletedProcess:
+    """Chromium, headless, in a session of its own: on a time-out its whole process group goes."""
+    argv = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+    ]
+    child = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        out, err = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise
+    return subprocess.CompletedProcess(argv, child.returncode, out, err)
+
+
+@pytest.mark.slow  # two Chromium start-ups
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
+def test_report_in_headless_chromium_loads_draws_every_commit_and_is_not_blank(history: Path, tmp_path: Path):
+    page = tmp_path / "report.html"
+    Ralph(history)("report", "-o", str(page))
+    commits = len(git(history, "rev-list", "HEAD", "--", "plan.jsonl").split())
+    dom = headless("--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "CONSOLE" not in dom.stderr, dom.stderr  # no error, no failed load: nothing to fetch
+    drawn = re.findall(r'<polyline[^>]*data-series="(\w+)"[^>]*points="([^"]*)"', dom.stdout)
+    assert {name for name, _ in drawn} == {"pending", "done", "accepted", "blocked"}
+    assert all(len(points.split()) == commits for _, points in drawn)
+    shot = tmp_path / "phone.png"
+    done = headless(f"--screenshot={shot}", "--window-size=390,844", page.as_uri())
+    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+    assert len(set(png_pixels(shot.read_bytes()))) > 20  # text and lines in several colours
+
+
+def png_pixels(data: bytes) -> bytes:
+    """The decompressed image bytes of a PNG (filter bytes included: enough to tell blank)."""
+    import struct
+    import zlib
+
+    position, idat = 8, b""
+    while position < len(data):
+        (length,) = struct.unpack(">I", data[position : position + 4])
+        kind = data[position + 4 : position + 8]
+        if kind == b"IDAT":
+            idat += data[position + 8 : position + 8 + length]
+        position += 12 + length
+    return zlib.decompress(idat)
