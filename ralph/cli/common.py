@@ -88,12 +88,17 @@ _RAW_IN_JSON = re.compile(r"[\x7f-\x9f]")
 
 def emit(data: object) -> None:
     """One JSON value on one line; no character in it can drive the terminal."""
+    click.echo(json_line(data))
+
+
+def json_line(data: object) -> str:
+    """What `emit` prints, for a command that prints many values at once."""
     text = json.dumps(data, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a hand-edited line: keep it as JSON escapes
         text = json.dumps(data)
-    click.echo(_RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
+    return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 no_commit_option = click.option("--no-commit", is_flag=True, help="Change plan.jsonl without committing it.")

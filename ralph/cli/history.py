@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ralph.cli.common import emit, json_option, root_of, task_ids
+from ralph.cli.common import json_line, json_option, root_of, task_ids
 from ralph.text import printable
 
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
@@ -32,17 +32,13 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
 
     events = history.timeline(root_of(ctx), since, task_id)
     summary = history.story(events, task_id) if task_id else None
+    # One write for the whole log: a thousand-commit history is thousands of lines.
     if as_json:
-        for event in events:
-            emit(event)
-        if summary:
-            emit(summary)
-        return
-    for event in events:
-        click.echo(line(event))
-    if summary:
-        for text in story_lines(summary):
-            click.echo(text)
+        printed = [json_line(event) for event in (*events, *([summary] if summary else []))]
+    else:
+        printed = [line(event) for event in events] + (story_lines(summary) if summary else [])
+    if printed:
+        click.echo("\n".join(printed))
 
 
 @click.command("report")
