@@ -307,3 +307,20 @@ def png_pixels(data: bytes) -> bytes:
             idat += data[position + 8 : position + 8 + length]
         position += 12 + length
     return zlib.decompress(idat)
+
+
+def test_a_merge_shows_as_what_it_changed_on_the_branch_merged_into(ralph: Ralph):
+    root = ralph.root
+    ralph("task", "add", '{"id": "t-main", "name": "On main"}')
+    git(root, "checkout", "-qb", "side")
+    ralph("task", "add", '{"id": "t-side", "name": "On the side"}')
+    ralph("task", "done", "t-side")
+    git(root, "checkout", "-q", "main")
+    ralph("task", "done", "t-main")
+    git(root, "merge", "-q", "--no-ff", "-m", "Merge side", "side")
+    merge = git(root, "rev-parse", "HEAD").strip()
+    events = [json.loads(line) for line in ralph("log", "--json").stdout.splitlines()]
+    said = [(event["event"], event["id"], event["commit"] == merge) for event in events]
+    # The side branch's task arrives with the merge, already done: one event, "created".
+    assert said == [("created", "t-main", False), ("done", "t-main", False), ("created", "t-side", True)]
+    assert next(e for e in events if e["id"] == "t-side")["by_hand"] is True  # "Merge side" is a person's
