@@ -117,12 +117,12 @@ def describe(event: dict) -> str:
         )
     elif kind in ("line added", "line removed"):
         parts.append(_cut(event.get("line", "")))
-    return printable(_cut(" ".join(part for part in parts if part)))
+    return printable(_cut(" ".join(str(part) for part in parts if part)))  # a hand edit's 5 is "5"
 
 
 def story_lines(summary: dict) -> list[str]:
     """The summary under `ralph log --task ID`: where the task ended, its attempts and cost."""
-    lines = [f"{summary['id']}: {printable(summary.get('name') or '')}", f"  now: {summary.get('now')}"]
+    lines = [f"{summary['id']}: {printable(str(summary.get('name') or ''))}", f"  now: {summary.get('now')}"]
     for attempt in summary["attempts"]:
         verdict = "passed the gate" if attempt["passed"] else "gate failed"
         usage = _usage(attempt)

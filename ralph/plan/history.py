@@ -245,7 +245,9 @@ def _fields(old: dict, new: dict, skip: Iterable[str]) -> dict:
     return {name: [old.get(name), new.get(name)] for name in names}
 
 
-def _event(what: str, item: str | None, **detail: object) -> dict:
+def _event(what: str, item: object, **detail: object) -> dict:
+    # History holds whatever was committed: an id that is not a string is shown as its JSON.
+    item = item if item is None or isinstance(item, str) else json.dumps(item)
     return {"event": what, "id": item, **{key: value for key, value in detail.items() if value is not None}}
 
 

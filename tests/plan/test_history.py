@@ -134,3 +134,22 @@ def test_changed_lines_alone_give_the_events_of_whole_versions():
         whole = version("".join(line + "\n" for line in previous).encode())
         assert diff(touched, state, touched) == diff(whole, version(data))
         previous = lines
+
+
+def test_fields_of_the_wrong_type_in_old_commits_are_still_told():
+    """History keeps broken hand edits: the diff never assumes a field's type, ids become text."""
+    from ralph.cli.history import line
+
+    before = plan({"t": "task", "id": "t-a", "name": 5}, {"t": "issue", "id": "i-q", "text": ["x"]})
+    found = diff(version(before), version(plan({"t": "reject", "id": 7, "reason": None})))
+    assert [(event["event"], event["id"]) for event in found] == [
+        ("resolved", "i-q"),
+        ("deleted", "t-a"),
+        ("rejected", "7"),
+    ]
+    stamp = {"commit": "0" * 40, "time": "2026-01-02T10:00:00+00:00", "author": "A"}
+    assert [line({**stamp, **event}).split("  ", 1)[1] for event in found] == [
+        "i-q  resolved: ['x']",
+        "t-a  deleted: 5",
+        "7  rejected",
+    ]
