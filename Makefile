@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_state.py
 	$(PY) bench/bench_construct.py
 	$(PY) bench/bench_merge.py
+	$(PY) bench/bench_log.py
 
 ## demo: ralph on an example in a temporary git repository; no model account needed
 demo: $(STAMP)

@@ -104,12 +104,17 @@ _RAW_IN_JSON = re.compile(r"[\x7f-\x9f]")
 
 def emit(data: object) -> None:
     """One JSON value on one line; no character in it can drive the terminal."""
+    click.echo(json_line(data))
+
+
+def json_line(data: object) -> str:
+    """What `emit` prints, for a command that prints many values at once."""
     text = json.dumps(data, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a hand-edited line: keep it as JSON escapes
         text = json.dumps(data)
-    click.echo(_RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
+    return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 no_commit_option = click.option("--no-commit", is_flag=True, help="Change plan.jsonl without committing it.")
@@ -123,3 +128,41 @@ def current_task() -> str | None:
 
 def commit_choice(no_commit: bool) -> bool | None:
     return False if no_commit else None  # None: as the config record says
+
+
+# --- shell completion of ids ------------------------------------------------------------------
+
+
+def _plan_ids(ctx: click.Context, kind: str, incomplete: str) -> list:
+    """The ids of the plan's live records of this kind that start with `incomplete`. Completion
+    runs on every Tab: it reads plan.jsonl leniently (a broken line is skipped, no lock, no git)
+    and never fails, whatever the plan or the directory holds."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        root = root_of(ctx)
+        found = []
+        for raw in (root / "plan.jsonl").read_bytes().splitlines():
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            if not (
+                isinstance(record, dict) and record.get("t") == kind and isinstance(record.get("id"), str)
+            ):
+                continue
+            if record["id"].startswith(incomplete) and record["id"].isprintable():
+                label = record.get("name" if kind == "task" else "text")
+                help_text = printable(label)[:80] if isinstance(label, str) else None
+                found.append(CompletionItem(record["id"], help=help_text))
+        return found
+    except Exception:  # noqa: BLE001 (a completion that fails must offer nothing, not a traceback)
+        return []
+
+
+def task_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    return _plan_ids(ctx, "task", incomplete)
+
+
+def issue_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    return _plan_ids(ctx, "issue", incomplete)

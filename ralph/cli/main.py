@@ -9,7 +9,7 @@ import importlib
 
 import click
 
-from ralph.cli import state
+from ralph.cli import history, state
 from ralph.cli.common import RalphGroup
 
 LAZY_COMMANDS = {
@@ -53,6 +53,9 @@ for command in (
     state.task,
     state.issue,
     state.query,
+    history.log,
+    history.completion,
+    history.report,
 ):
     cli.add_command(command)
 

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import click
 
-from ralph.cli.common import commit_choice, current_task, emit, json_option, no_commit_option, root_of
+from ralph.cli.common import (
+    commit_choice,
+    current_task,
+    emit,
+    issue_ids,
+    json_option,
+    no_commit_option,
+    root_of,
+    task_ids,
+)
 from ralph.errors import EXIT_INVALID, EXIT_REFUSED, InvalidInput
 from ralph.plan.records import Status, status_of
 from ralph.text import printable
@@ -223,7 +232,7 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
 
 
 @task.command("done")
-@click.argument("task_id", metavar="[ID]", required=False)
+@click.argument("task_id", metavar="[ID]", required=False, shell_complete=task_ids)
 @no_commit_option
 @json_option
 @click.pass_context
@@ -236,7 +245,7 @@ def task_done(ctx, task_id, no_commit, as_json):
 
 
 @task.command("accept")
-@click.argument("task_id", metavar="[ID]", required=False)
+@click.argument("task_id", metavar="[ID]", required=False, shell_complete=task_ids)
 @no_commit_option
 @json_option
 @click.pass_context
@@ -252,7 +261,7 @@ def task_accept(ctx, task_id, no_commit, as_json):
 
 
 @task.command("reject")
-@click.argument("args", metavar="[ID] REASON", nargs=-1, required=True)
+@click.argument("args", metavar="[ID] REASON", nargs=-1, required=True, shell_complete=task_ids)
 @click.option("--kill-reason", type=click.Choice(["timeout", "context_limit", "doom_loop"]), hidden=True)
 @click.option("--kill-log", hidden=True)
 @no_commit_option
@@ -278,7 +287,7 @@ def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
 
 
 @task.command("delete")
-@click.argument("task_id", metavar="ID")
+@click.argument("task_id", metavar="ID", shell_complete=task_ids)
 @click.option("--force", is_flag=True, help="Also drop the dependencies other tasks have on it.")
 @no_commit_option
 @json_option
@@ -328,7 +337,7 @@ def task_list(ctx, pending, done, blocked, as_json):
 
 
 @task.command("show")
-@click.argument("task_id", metavar="ID")
+@click.argument("task_id", metavar="ID", shell_complete=task_ids)
 @json_option
 @click.pass_context
 def task_show(ctx, task_id, as_json):
@@ -361,7 +370,7 @@ def issue_add(ctx, text, priority, no_commit, as_json):
 
 
 @issue.command("resolve")
-@click.argument("issue_id", metavar="ID")
+@click.argument("issue_id", metavar="ID", shell_complete=issue_ids)
 @click.option("--note", help="How it was resolved (goes into the commit message).")
 @no_commit_option
 @json_option
@@ -377,7 +386,7 @@ def issue_resolve(ctx, issue_id, note, no_commit, as_json):
 
 
 @issue.command("keep")
-@click.argument("issue_id", metavar="ID")
+@click.argument("issue_id", metavar="ID", shell_complete=issue_ids)
 @click.argument("reason")
 @no_commit_option
 @json_option

@@ -3,7 +3,9 @@
 Each operation runs the git binary (never a shell): importing gitpython alone costs 120-150 ms, more
 than a whole `ralph task done` may take, and one plumbing call costs 3-5 ms. gitpython is used
 where its object database pays for that import: reading many historical versions of a file
-(`file_versions`, about 0.5 ms a version against 3 ms for a `git show` each).
+(`file_versions`, about 0.5 ms a version against 3 ms for a `git show` each). A file's whole
+history as changed lines (`file_history`, for `ralph log`) is one `git log -p` instead: git's
+own diff beats reading every version, by either route (measured there).
 
 Committing plan.jsonl builds the new tree from HEAD's tree with only plan.jsonl replaced, so the
 user's staged and unstaged work is never part of ralph's commit and the index keeps everything
@@ -16,8 +18,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralph.errors import GitError, RalphError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 ZERO_SHA = "0" * 40
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
@@ -367,6 +373,58 @@ class Repo:
                 continue
         return versions
 
+    def commit_of(self, rev: str) -> str | None:
+        """The commit `rev` names, or None when it names none (not a revision, or not a commit)."""
+        if rev.startswith("-"):  # never an option
+            return None
+        done = self._run(("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}"))
+        return done.stdout.decode().strip() if done.returncode == 0 else None
+
+    def commits(self, *args: str) -> list[str]:
+        """`git rev-list ARGS`, first parents only: the commits, newest first."""
+        return self.git("rev-list", "--first-parent", *args).split()
+
+    def file_history(self, relpath: str, rev: str = "HEAD") -> Iterator[FileChange]:
+        """Each commit that changed top-level file `relpath`, oldest first, following first parents
+        (a merge counts as the change it made to its first parent): who, when, and the lines it
+        removed and added. Yielded as git prints them, so the caller works while git diffs on.
+
+        One `git log -p -U0` process reads the whole history: on 1,000 commits of a 200 KB file it
+        takes about 0.6 s, with the lines already diffed. Reading every version instead and diffing
+        lines in Python took 2.4 s with one `git cat-file --batch` (190 MB of blobs through the pipe)
+        and 1.5 s for gitpython's object database before any diffing (bench/bench_log.py's history)."""
+        import subprocess
+        import tempfile
+
+        if self.head() is None:
+            return
+        args = (
+            *("-c", "log.follow=false", "-c", "log.showSignature=false", "-c", "diff.noprefix=false"),
+            *("log", "--reverse", "--first-parent", "-m", "-p", "-U0", "--text", "--no-renames"),
+            *("--no-ext-diff", "--no-textconv", "--no-color", "--format=%x01%H%x00%an%x00%aI%x00%s"),
+            *(rev, "--", relpath),
+        )
+        with tempfile.TemporaryFile() as errors:  # a file, not a pipe: it cannot fill up and stall git
+            git = subprocess.Popen(
+                ["git", *args],
+                cwd=self.root,
+                env=self._env,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            try:
+                yield from _changes(git.stdout)
+            finally:
+                git.stdout.close()
+                if git.poll() is None:
+                    git.kill()  # the caller stopped early
+                returncode = git.wait()
+            if returncode not in (0, -9):
+                errors.seek(0)
+                raise GitError(_explain(("log",), errors.read().decode("utf-8", "replace")))
+
 
 # `git status --porcelain=v2` entries: how many space-separated fields come before the path.
 _V2_PATH_FIELD = {"1": 7, "2": 8, "u": 9, "?": 0}
@@ -378,6 +436,42 @@ _OPERATIONS = (
     ("CHERRY_PICK_HEAD", "cherry-pick"),
     ("REVERT_HEAD", "revert"),
 )
+
+
+def _changes(lines: Iterable[bytes]) -> Iterator[FileChange]:
+    """`git log -p -U0` output, commit by commit (each header line starts with \\x01)."""
+    change: FileChange | None = None
+    in_hunk = False
+    for line in lines:
+        if line.startswith(b"\x01"):
+            if change is not None:
+                yield change
+            commit, author, when, subject = line[1:].rstrip(b"\n").decode("utf-8", "replace").split("\0", 3)
+            change = FileChange(commit, author, when, subject)
+            in_hunk = False
+        elif change is None:
+            continue
+        elif line.startswith(b"@@"):
+            in_hunk = True
+        elif in_hunk and line[:1] == b"-":
+            change.removed.append(line[1:].rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace"))
+        elif in_hunk and line[:1] == b"+":
+            change.added.append(line[1:].rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace"))
+        elif line.startswith(b"diff "):
+            in_hunk = False  # the next file's header (none: one path asked for)
+    if change is not None:
+        yield change
+
+
+class FileChange:
+    """One commit's change to a file: the lines (without line endings) it removed and added."""
+
+    __slots__ = ("commit", "author", "time", "subject", "removed", "added")
+
+    def __init__(self, commit: str, author: str, time: str, subject: str):
+        self.commit, self.author, self.time, self.subject = commit, author, time, subject
+        self.removed: list[str] = []
+        self.added: list[str] = []
 
 
 class PreparedCommit:

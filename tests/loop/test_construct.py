@@ -757,3 +757,33 @@ def test_a_usage_limit_that_lifts_after_max_wait_ends_the_run_saying_when(projec
     assert done.returncode == 8, done.stdout + done.stderr
     assert "the usage limit lifts at" in done.stdout and "later than max_wait (1s)" in done.stdout
     assert_clean(project)
+
+
+@pytest.mark.slow  # 13 s: three tasks through gate failures, a rejection and a decomposition
+def test_ralph_log_tells_what_the_loop_did(project):
+    """issue 11: a construct run's history, read back by `ralph log`, with the right labels. (The
+    fast tests in tests/cli/test_log.py make the loop's plan changes through its Plan methods.)"""
+    flaky, picky, hard = add_tasks(
+        project, "Flaky [gate-fails-once]", "Picky [reject-once]", "Hard [gate-always-fails]"
+    )
+    done = construct(project, "--max-attempts", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    logged = in_process(["-C", str(project), "log", "--json"], dict(os.environ))
+    assert logged.returncode == 0, logged.stderr
+    timeline = [json.loads(line) for line in logged.stdout.splitlines()]
+    said = [(event["event"], event["id"]) for event in timeline]
+    assert ("gate failed", flaky) in said and ("built", flaky) in said and ("accepted", flaky) in said
+    assert ("rejected", picky) in said and ("accepted", picky) in said
+    killed = next(event for event in timeline if event["event"] == "killed")
+    assert (killed["id"], killed["kill_reason"]) == (hard, "doom_loop")
+    decomposed = next(event for event in timeline if event["event"] == "decomposed")
+    assert decomposed["id"] == hard and len(decomposed["into"]) == 2
+    assert all(("accepted", child) in said for child in decomposed["into"])
+    assert not [event for event in timeline if event["event"] == "deleted"]
+    assert not [event for event in timeline if event["by_hand"]]
+    built = next(event for event in timeline if event["event"] == "build commit" and event["id"] == flaky)
+    assert git(project, "cat-file", "-t", built["build_commit"]).strip() == "commit"
+    story = in_process(["-C", str(project), "log", "--task", flaky, "--json"], dict(os.environ))
+    summary = json.loads(story.stdout.splitlines()[-1])
+    assert (summary["now"], summary["gate_failures"], len(summary["attempts"])) == ("accepted", 1, 2)
+    assert summary["files"] == [f"work/{flaky}.txt"]

@@ -60,6 +60,8 @@ def test_state_commands_never_load_the_loop_the_adapters_gitpython_or_pydantic(r
         ("task", "done"),
         ("status",),
         ("task", "list"),
+        ("log",),
+        ("log", "--json"),
     ]
     found = {" ".join(args): forbidden(loaded_modules(repo, tmp_path, *args)) for args in commands}
     assert found == {" ".join(args): [] for args in commands}

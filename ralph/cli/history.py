@@ -1,0 +1,161 @@
+"""`ralph log`: the plan's timeline from git history, and `ralph completion`."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ralph.cli.common import json_line, json_option, root_of, task_ids
+from ralph.text import printable
+
+MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
+
+
+@click.command("log")
+@click.option("--since", metavar="DATE|REV", help="Only commits after this revision, or from this date on.")
+@click.option(
+    "--task",
+    "task_id",
+    metavar="ID",
+    shell_complete=task_ids,
+    help="One task's whole story (its subtasks' creation too).",
+)
+@json_option
+@click.pass_context
+def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: bool) -> None:
+    """The plan's timeline from git history, oldest first: tasks created, done, rejected, killed,
+    decomposed, accepted, deleted; issues added and resolved; hand edits as what they changed.
+
+    Each event names its commit, time and author. With --json, one JSON object per event."""
+    from ralph.ops import history
+
+    events = history.timeline(root_of(ctx), since, task_id)
+    summary = history.story(events, task_id) if task_id else None
+    # One write for the whole log: a thousand-commit history is thousands of lines.
+    if as_json:
+        printed = [json_line(event) for event in (*events, *([summary] if summary else []))]
+    else:
+        printed = [line(event) for event in events] + (story_lines(summary) if summary else [])
+    if printed:
+        click.echo("\n".join(printed))
+
+
+@click.command("report")
+@click.option(
+    "-o", "output", type=click.Path(dir_okay=False), help="Write the page to this file (default: stdout)."
+)
+@click.pass_context
+def report(ctx: click.Context, output: str | None) -> None:
+    """One self-contained HTML page of the plan's history: a burndown, attempts, cycle time,
+    tokens and cost per task, the gate-failure rate, the slowest tasks. No network, no scripts."""
+    from ralph.ops import report as pages
+
+    page = pages.build(root_of(ctx))
+    if output is None:
+        click.echo(page, nl=False)
+        return
+    with open(output, "w", encoding="utf-8") as out:
+        out.write(page)
+    click.echo(f"wrote {printable(output)}")
+
+
+@click.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for ralph: commands, options, and the task and issue ids
+    of the plan.
+
+    \b
+    bash: eval "$(ralph completion bash)"   (in ~/.bashrc)
+    zsh:  eval "$(ralph completion zsh)"    (in ~/.zshrc)
+    fish: ralph completion fish > ~/.config/fish/completions/ralph.fish"""
+    from click.shell_completion import get_completion_class
+
+    from ralph.cli.main import cli  # the root group: what is completed
+
+    complete = get_completion_class(shell)(cli, {}, "ralph", "_RALPH_COMPLETE")
+    click.echo(complete.source(), nl=False)
+
+
+def line(event: dict) -> str:
+    """One event as one line: commit, time, author, item, what happened."""
+    when = event["time"][:16].replace("T", " ")
+    who = printable(event["author"])
+    item = printable(event["id"]) if event.get("id") else "-"
+    what = event["event"]
+    detail = describe(event)
+    hand = "  [by hand]" if event.get("by_hand") else ""
+    return f"{event['commit'][:7]} {when} {who}  {item}  {what}{': ' + detail if detail else ''}{hand}"
+
+
+def describe(event: dict) -> str:
+    """What the event says beyond its name, escaped to one line."""
+    kind = event["event"]
+    parts: list[str] = []
+    if kind in ("created", "done", "reopened", "accepted", "deleted", "unaccepted") and event.get("name"):
+        parts.append(event["name"])
+        if event.get("parent"):
+            parts.append(f"(subtask of {event['parent']})")
+    elif kind in ("added", "resolved"):
+        parts.append(event.get("text") or "")
+    elif kind == "decomposed":
+        parts.append("into " + ", ".join(event.get("into", [])))
+    elif kind in ("rejected", "killed", "stopped", "blocked", "kept open", "rejection removed"):
+        parts.append(": ".join(str(event[key]) for key in ("kill_reason", "reason") if event.get(key)))
+    elif kind in ("built", "gate failed"):
+        said = [f"attempt {event.get('attempt')}", _cut(event.get("gate_failure") or "", 120)]
+        said += ["files " + ", ".join(event.get("files") or []) if event.get("files") else "", _usage(event)]
+        parts.append("; ".join(part for part in said if part))
+    elif kind == "build commit":
+        parts.append(event["build_commit"][:12])
+    elif kind.endswith("changed") and event.get("fields"):
+        parts.append(
+            "; ".join(
+                f"{name} {_value(old)} -> {_value(new)}" for name, (old, new) in event["fields"].items()
+            )
+        )
+    elif kind in ("line added", "line removed"):
+        parts.append(_cut(event.get("line", "")))
+    return printable(_cut(" ".join(str(part) for part in parts if part)))  # a hand edit's 5 is "5"
+
+
+def story_lines(summary: dict) -> list[str]:
+    """The summary under `ralph log --task ID`: where the task ended, its attempts and cost."""
+    lines = [f"{summary['id']}: {printable(str(summary.get('name') or ''))}", f"  now: {summary.get('now')}"]
+    for attempt in summary["attempts"]:
+        verdict = "passed the gate" if attempt["passed"] else "gate failed"
+        usage = _usage(attempt)
+        lines.append(
+            f"  attempt {attempt.get('attempt')}: {verdict}{', ' + usage if usage else ''}"
+            f" ({attempt['commit'][:7]})"
+        )
+    usage = _usage(summary)
+    lines.append(
+        f"  attempts: {len(summary['attempts'])}, gate failures: {summary['gate_failures']},"
+        f" rejections: {summary['rejections']}{', ' + usage if usage else ''}"
+    )
+    if summary.get("build_commit"):
+        lines.append(f"  build commit: {printable(summary['build_commit'])}")
+    if summary.get("files"):
+        lines.append(f"  files: {printable(', '.join(summary['files']))}")
+    if summary.get("into"):
+        lines.append(f"  decomposed into: {printable(', '.join(summary['into']))}")
+    return lines
+
+
+def _usage(item: dict) -> str:
+    found = []
+    if item.get("tokens"):
+        found.append(f"{item['tokens']} tokens")
+    if item.get("cost_usd"):
+        found.append(f"${item['cost_usd']:.4f}")
+    return ", ".join(found)
+
+
+def _value(value: object) -> str:
+    return "(none)" if value is None else _cut(json.dumps(value, ensure_ascii=False), 80)
+
+
+def _cut(text: str, limit: int = MAX_DETAIL) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,170 @@
+"""`ralph log`: the plan's timeline, read from git history.
+
+One `git log -p` gives each commit's removed and added lines of plan.jsonl; the version they are
+applied to is kept as records by key, and the pure diff (ralph/plan/history.py) names what
+changed. The whole history is always read, so that what a commit did is judged against the plan
+as it was (a task deleted after its subtasks were added earlier is "decomposed"); --since only
+chooses which commits are shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ralph.errors import InvalidInput, Refused
+from ralph.plan.history import Key, add_line, diff, remove_line
+from ralph.store.git import FileChange, Repo
+from ralph.store.reader import PLAN_NAME
+
+# Subjects of the commits ralph makes itself; any other commit of plan.jsonl is a person's edit.
+_RALPH_SUBJECTS = ("ralph:", "ralph(")  # state commands; the loop: "ralph(build): ..."
+_EARLIER_CHANGES = "ralph: commit earlier uncommitted changes to plan.jsonl"
+
+
+def timeline(
+    root: Path, since: str | None = None, task_id: str | None = None, points: list[dict] | None = None
+) -> list[dict]:
+    """Every event of the plan's history, oldest first, each with its commit, author and time.
+
+    `points`, when given, receives the burndown too (see `burndown`), from the same walk."""
+    repo = Repo(root)
+    shown = _shown_commits(repo, since) if since else None
+    events: list[dict] = []
+    counts = {"pending": 0, "done": 0, "blocked": 0, "accepted": 0}
+    for change, before, state in _walk(repo):
+        if points is not None:
+            _count(counts, before, state)
+            points.append({"commit": change.commit, "time": change.time, **counts})
+        if shown is not None and change.commit not in shown:
+            continue
+        by_hand = not change.subject.startswith(_RALPH_SUBJECTS) or change.subject == _EARLIER_CHANGES
+        for event in diff(before, state, before):
+            events.append(
+                {
+                    "commit": change.commit,
+                    "time": change.time,
+                    "author": change.author,
+                    "subject": change.subject,
+                    "by_hand": by_hand,
+                    **event,
+                }
+            )
+    if task_id is not None:
+        events = [event for event in events if _about(event, task_id)]
+        if not events:
+            raise Refused(f"task {task_id} does not appear in {PLAN_NAME}'s history")
+    return events
+
+
+def burndown(root: Path) -> list[dict]:
+    """After each commit of plan.jsonl: its time and how many tasks were pending, done, accepted."""
+    points: list[dict] = []
+    timeline(root, points=points)
+    return points
+
+
+def _count(counts: dict[str, int], before: dict[Key, dict | None], state: dict[Key, dict]) -> None:
+    for key, old in before.items():
+        for record, sign in ((old, -1), (state.get(key), 1)):
+            bucket = _bucket(key, record)
+            if bucket:
+                counts[bucket] += sign
+
+
+def _bucket(key: Key, record: dict | None) -> str | None:
+    if record is None:
+        return None
+    if key[0] == "accept":
+        return "accepted"
+    if key[0] == "task":
+        return {"d": "done", "b": "blocked"}.get(record.get("s"), "pending")
+    return None
+
+
+def _walk(repo: Repo) -> Iterator[tuple[FileChange, dict[Key, dict | None], dict[Key, dict]]]:
+    """Each commit of plan.jsonl with the records it touched as they were before it (None: new)
+    and the whole plan after it (one mapping, changed in place from commit to commit)."""
+    state: dict[Key, dict] = {}
+    for change in repo.file_history(PLAN_NAME):
+        before: dict[Key, dict | None] = {}
+        for text in change.removed:
+            key, old = remove_line(state, text)
+            if key is not None:
+                before.setdefault(key, old)
+        for text in change.added:
+            key, old = add_line(state, text)
+            if key is not None:
+                before.setdefault(key, old)
+        yield change, before, state
+
+
+def _about(event: dict, task_id: str) -> bool:
+    return event.get("id") == task_id or task_id in event.get("into", ()) or event.get("parent") == task_id
+
+
+def _shown_commits(repo: Repo, since: str) -> set[str]:
+    """The commits --since keeps: after a revision, or from a date on (anything git's dates read)."""
+    commit = repo.commit_of(since)
+    if commit is not None:
+        return set(repo.commits(f"{commit}..HEAD"))
+    # git reads any text as a date, and one it cannot read as "now": refuse that instead of
+    # printing an empty log.
+    import time
+
+    read = repo.git("rev-parse", f"--since={since}").strip().removeprefix("--max-age=")
+    if not read.isdigit() or (int(read) >= int(time.time()) - 1 and since.strip().lower() != "now"):
+        raise InvalidInput(
+            f"--since {since}: neither a revision nor a date git can read (try 2026-01-31 or '2 weeks ago')"
+        )
+    return set(repo.commits(f"--since={since}", "HEAD"))
+
+
+def story(events: list[dict], task_id: str) -> dict:
+    """One task's whole story, summed up: its attempts (tokens, cost, gate failures), its build
+    commit and files, and where it ended."""
+    own = [event for event in events if event.get("id") == task_id]
+    attempts = [
+        {
+            key: event[key]
+            for key in ("attempt", "commit", "time", "tokens", "cost_usd", "gate_failure", "files")
+            if key in event
+        }
+        | {"passed": event["event"] == "built"}
+        for event in own
+        if event["event"] in ("built", "gate failed")
+    ]
+    builds = [event for event in own if event["event"] == "build commit"]
+    ends = {
+        "accepted",
+        "deleted",
+        "decomposed",
+        "done",
+        "rejected",
+        "killed",
+        "reopened",
+        "blocked",
+        "created",
+    }
+    last = next((event["event"] for event in reversed(own) if event["event"] in ends), None)
+    name = next((event["name"] for event in reversed(own) if event.get("name")), None)
+    children = next((event["into"] for event in reversed(own) if event["event"] == "decomposed"), None)
+    summary = {
+        "event": "story",
+        "id": task_id,
+        "name": name,
+        "now": {"created": "pending", "reopened": "pending", "rejected": "pending", "killed": "pending"}.get(
+            last, last
+        ),
+        "attempts": attempts,
+        "rejections": sum(1 for event in own if event["event"] == "rejected"),
+        "gate_failures": sum(1 for attempt in attempts if not attempt["passed"]),
+        "tokens": sum(attempt.get("tokens", 0) for attempt in attempts),
+        "cost_usd": round(sum(attempt.get("cost_usd", 0) for attempt in attempts), 6),
+        "build_commit": builds[-1]["build_commit"] if builds else None,
+        "files": builds[-1].get("files")
+        if builds
+        else next((attempt["files"] for attempt in reversed(attempts) if attempt.get("files")), None),
+        "into": children,
+    }
+    return {key: value for key, value in summary.items() if value is not None}

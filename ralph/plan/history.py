@@ -1,0 +1,259 @@
+"""What one change of the plan did, as events: a pure diff of two versions of plan.jsonl.
+
+A version is a mapping from each record's key to the record (`key_of`): tasks and issues by id,
+accept tombstones by task id, specs by path, config and state by type. reject records and lines
+ralph does not know are appended facts, not keyed by id: each is keyed by its text and how many
+identical ones precede it, so a second identical rejection is a rejection too.
+
+The diff looks only at the records that differ, so a caller that knows which lines a commit
+changed (`git log -p`) passes those keys instead of comparing every record of two full versions;
+both give the same events. Labels follow the records, not the commit message: a task whose line
+goes while an accept tombstone for it arrives is "accepted"; one that goes leaving subtasks that
+name it as parent is "decomposed"; one that just goes is "deleted".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+Key = tuple
+
+# Task fields whose change is told by an event of its own, not as a plain field change.
+_TASK_TOLD = frozenset(
+    {
+        "s",
+        "reject_reason",
+        "kill_reason",
+        "kill_log",
+        "blocked_reason",
+        "attempts",
+        "attempt_tokens",
+        "tokens",
+        "cost_usd",
+        "gate_failure",
+        "files",
+        "commit",
+        "depth",
+    }
+)
+_ISSUE_TOLD = frozenset({"keep_open", "kills", "kill_reason", "kill_log"})
+
+
+def key_of(record: dict | None, text: str, occurrence: int = 0) -> Key:
+    """The key a line's record has in a version. `text` is the line without its line ending;
+    `occurrence` counts identical fact lines before this one."""
+    kind = record.get("t") if record is not None else None
+    if kind in ("task", "issue", "accept") and isinstance(record.get("id"), str):
+        return (kind, record["id"])
+    if kind == "spec" and isinstance(record.get("path"), str):
+        return ("spec", record["path"])
+    if kind in ("config", "state"):
+        return (kind,)
+    if kind == "reject":
+        return ("reject", text, occurrence)
+    return ("line", text, occurrence)
+
+
+def parse_line(text: str) -> dict | None:
+    """The JSON object on a line, or None (blank, not JSON, not an object): lenient, because
+    history holds whatever was ever committed, broken hand edits included."""
+    if not text.strip():
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("t"), str) else None
+
+
+def version(data: bytes) -> dict[Key, dict]:
+    """A whole plan.jsonl, as the mapping `diff` compares."""
+    records: dict[Key, dict] = {}
+    for raw in data.decode("utf-8", "replace").split("\n"):
+        add_line(records, raw.rstrip("\r"))
+    return records
+
+
+def add_line(records: dict[Key, dict], text: str) -> tuple[Key | None, dict | None]:
+    """Put one line into a version: its key and the record it replaced (None when new). Blank
+    lines hold no record and are left out (key None)."""
+    if not text.strip():
+        return None, None
+    record = parse_line(text)
+    occurrence = 0
+    while (key := key_of(record, text, occurrence)) in records and key[0] in ("reject", "line"):
+        occurrence += 1
+    replaced = records.get(key)
+    records[key] = record if record is not None else {"t": None, "line": text}
+    return key, replaced
+
+
+def remove_line(records: dict[Key, dict], text: str) -> tuple[Key | None, dict | None]:
+    """Take one line out of a version (the last of identical fact lines): its key and record."""
+    if not text.strip():
+        return None, None
+    key = key_of(parse_line(text), text)
+    if key[0] in ("reject", "line"):
+        while key[:2] + (key[2] + 1,) in records:
+            key = key[:2] + (key[2] + 1,)
+    return key, records.pop(key, None)
+
+
+def diff(
+    before: Mapping[Key, dict], after: Mapping[Key, dict], keys: Iterable[Key] | None = None
+) -> list[dict]:
+    """The events that turn `before` into `after`, in a stable order. `keys`: the keys that may
+    differ (default: every key of both), in the order
+    their events come within a kind (a version in file order gives the file's order)."""
+    keys = [*before, *after] if keys is None else list(keys)
+    # Records in the order the keys came (file order), grouped by kind; each key once.
+    changed = sorted(
+        (key for key in dict.fromkeys(keys) if before.get(key) != after.get(key)),
+        key=lambda key: _RANK.get(key[0], 9),
+    )
+    new_keys = [key for key in changed if before.get(key) is None]
+    accepted_now = {key[1] for key in new_keys if key[0] == "accept"}
+    rejected_now = {after[key].get("id") for key in new_keys if key[0] == "reject"}
+    events: list[dict] = []
+    for key in changed:
+        old, new = before.get(key), after.get(key)
+        kind = key[0]
+        if kind == "task":
+            events += _task(key[1], old, new, after, accepted_now, rejected_now)
+        elif kind == "issue":
+            events += _issue(key[1], old, new)
+        elif kind == "accept":
+            if new is not None and old is None:
+                events.append(_event("accepted", key[1], name=new.get("name")))
+            elif new is None:
+                events.append(_event("unaccepted", key[1], name=old.get("name")))
+            else:
+                events.append(_event("changed", key[1], fields=_fields(old, new, ("t", "id"))))
+        elif kind == "reject":
+            if new is not None and old is None:
+                name = "killed" if new.get("kill_reason") else "rejected"
+                events.append(
+                    _event(name, new.get("id"), reason=new.get("reason"), kill_reason=new.get("kill_reason"))
+                )
+            elif new is None:
+                events.append(_event("rejection removed", old.get("id"), reason=old.get("reason")))
+        elif kind == "spec":
+            label = "spec added" if old is None else "spec removed" if new is None else "spec changed"
+            fields = _fields(old or {}, new or {}, ("t", "path")) if old and new else None
+            events.append(_event(label, key[1], fields=fields))
+        elif kind in ("config", "state"):
+            events.append(_event(f"{kind} changed", None, fields=_fields(old or {}, new or {}, ("t",))))
+        else:
+            record = new if new is not None else old
+            label = "line added" if old is None else "line removed"
+            events.append(_event(label, None, line=record.get("line") or json.dumps(record)))
+    return events
+
+
+def _task(
+    task_id: str,
+    old: dict | None,
+    new: dict | None,
+    after: Mapping[Key, dict],
+    accepted: set[str],
+    rejected: set[str],
+) -> list[dict]:
+    if old is None:
+        return [
+            _event("created", task_id, name=new.get("name"), parent=new.get("parent"), issue=new.get("issue"))
+        ]
+    if new is None:
+        if task_id in accepted:
+            return []  # the tombstone's own event says it
+        children = [
+            record["id"]
+            for key, record in after.items()
+            if key[0] == "task" and record.get("parent") == task_id
+        ]
+        if children:
+            return [_event("decomposed", task_id, name=old.get("name"), into=children)]
+        return [_event("deleted", task_id, name=old.get("name"))]
+    events = []
+    was, now = old.get("s", "p"), new.get("s", "p")
+    attempts = new.get("attempts", 0)
+    if isinstance(attempts, int) and attempts > _int(old.get("attempts")):
+        events.append(_attempt(task_id, old, new))
+    if new.get("commit") and new.get("commit") != old.get("commit"):
+        events.append(_event("build commit", task_id, build_commit=new["commit"], files=new.get("files")))
+    if now != was:
+        if now == "d":
+            events.append(_event("done", task_id, name=new.get("name")))
+        elif now == "b":
+            events.append(_event("blocked", task_id, reason=new.get("blocked_reason")))
+        elif task_id not in rejected:  # otherwise the reject record's event says it, with the reason
+            events.append(_event("reopened", task_id, name=new.get("name")))
+    if (
+        new.get("kill_reason")
+        and new.get("kill_reason") != old.get("kill_reason")
+        and task_id not in rejected
+    ):
+        events.append(_event("killed", task_id, kill_reason=new["kill_reason"], log=new.get("kill_log")))
+    fields = _fields(old, new, _TASK_TOLD | {"t", "id"})
+    if fields:
+        events.append(_event("changed", task_id, fields=fields))
+    return events
+
+
+def _attempt(task_id: str, old: dict, new: dict) -> dict:
+    """A build attempt: through the gate (files recorded) or not (gate_failure set)."""
+    tokens_list = new.get("attempt_tokens")
+    tokens = _int(new.get("tokens")) - _int(old.get("tokens"))
+    if isinstance(tokens_list, list) and len(tokens_list) > len(old.get("attempt_tokens") or []):
+        tokens = tokens_list[-1]
+    cost = new.get("cost_usd") or 0
+    cost = round(cost - (old.get("cost_usd") or 0), 6) if isinstance(cost, int | float) else None
+    failed = bool(new.get("gate_failure"))  # a build through the gate clears it
+    return _event(
+        "gate failed" if failed else "built",
+        task_id,
+        attempt=new.get("attempts"),
+        tokens=tokens or None,
+        cost_usd=cost or None,
+        gate_failure=new.get("gate_failure") if failed else None,
+        files=None if failed else new.get("files"),
+    )
+
+
+def _issue(issue_id: str, old: dict | None, new: dict | None) -> list[dict]:
+    if old is None:
+        return [_event("added", issue_id, text=new.get("text"))]
+    if new is None:
+        return [_event("resolved", issue_id, text=old.get("text"))]
+    events = []
+    if new.get("keep_open") and new.get("keep_open") != old.get("keep_open"):
+        events.append(_event("kept open", issue_id, reason=new["keep_open"]))
+    if _int(new.get("kills")) > _int(old.get("kills")):
+        events.append(
+            _event("stopped", issue_id, kill_reason=new.get("kill_reason"), log=new.get("kill_log"))
+        )
+    fields = _fields(old, new, _ISSUE_TOLD | {"t", "id"})
+    if fields:
+        events.append(_event("changed", issue_id, fields=fields))
+    return events
+
+
+def _fields(old: dict, new: dict, skip: Iterable[str]) -> dict:
+    """Each field that differs: [before, after] (null where absent)."""
+    skip = set(skip)
+    names = [name for name in {**old, **new} if name not in skip and old.get(name) != new.get(name)]
+    return {name: [old.get(name), new.get(name)] for name in names}
+
+
+def _event(what: str, item: object, **detail: object) -> dict:
+    # History holds whatever was committed: an id that is not a string is shown as its JSON.
+    item = item if item is None or isinstance(item, str) else json.dumps(item)
+    return {"event": what, "id": item, **{key: value for key, value in detail.items() if value is not None}}
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# Within one commit: issues, then tasks and what happened to them, then facts, then settings.
+_RANK = {"issue": 0, "task": 1, "accept": 2, "reject": 3, "spec": 4, "config": 5, "state": 6, "line": 7}
