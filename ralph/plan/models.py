@@ -77,7 +77,8 @@ class Task(Record):
 
 
 class Issue(Record):
-    """A question or problem for INVESTIGATE to turn into tasks (or resolve)."""
+    """A problem for INVESTIGATE to turn into tasks (or resolve); or, with `kind` question, a
+    question for a person that blocks its task until it is answered."""
 
     t: Literal["issue"]
     id: IssueId
@@ -92,6 +93,14 @@ class Issue(Record):
     )
     kill_reason: KillReason | None = Field(None, description="why its last INVESTIGATE run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped INVESTIGATE run")
+    kind: Literal["question"] | None = Field(
+        None, description="question: a person must answer it (`ralph answer`); it blocks its task"
+    )
+    task: TaskId | None = Field(None, description="the task a question blocks until it is answered")
+    asked_at: str | None = Field(None, description="when the question was asked (UTC, ISO 8601)")
+    asked_by: str | None = Field(None, description="who asked it, in which run")
+    answer: str | None = Field(None, description="a person's answer to the question")
+    answered_at: str | None = Field(None, description="when it was answered (UTC, ISO 8601)")
 
 
 class Accept(Record):
