@@ -191,9 +191,13 @@ class Plan:
         for line in lines:
             self.doc.remove(line)
             for answered in self._of("issue"):  # its answered questions served it (git history keeps them)
-                if is_question(answered.record) and answered.record.get("task") == line.record["id"]:
-                    if answered.record.get("answer"):
-                        self.doc.remove(answered)
+                question = answered.record
+                if (
+                    is_question(question)
+                    and question.get("task") == line.record["id"]
+                    and question.get("answer")
+                ):
+                    self.doc.remove(answered)
             tombstone = {"t": "accept", "id": line.record["id"], "name": line.record["name"]}
             for kept in ("spec", "commit"):  # which spec it served, which commit built it
                 if line.record.get(kept):
