@@ -120,7 +120,8 @@ def construct(ctx, spec, **flags):
     the loop last worked on).
 
     Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no
-    progress possible), 6 agent unavailable, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
+    progress possible), 6 agent unavailable, 7 waiting for answers to questions (`ralph
+    questions`), 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
     SIGHUP (run again to resume).
     """
     _run(ctx, spec, flags, plan_only=False)
@@ -198,6 +199,10 @@ def _print_report(report, as_json: bool) -> None:
         click.echo(headline, err=True)  # an error ending before any work: one line on stderr, nothing else
         return
     click.echo(headline)
+    if report.questions:  # first: they are what a person can act on at once
+        click.echo(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
+        for item in report.questions:
+            click.echo(f"  {printable(item)}")
     click.echo(f"iterations run: {report.iterations}; tokens: {report.tokens:,}")
     if report.accepted:
         click.echo(f"accepted ({len(report.accepted)}):")

@@ -53,6 +53,9 @@ for command in (
     state.task,
     state.issue,
     state.query,
+    state.ask,
+    state.answer,
+    state.questions,
 ):
     cli.add_command(command)
 

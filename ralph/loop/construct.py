@@ -28,7 +28,8 @@ from ralph.loop.stage_plan import PlanStage
 from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import Supervisor
 from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, StageRun, Workspace
-from ralph.plan.records import IssueView, Stage, TaskView
+from ralph.plan.records import IssueView, Stage, TaskView, is_done, is_killed
+from ralph.plan.schedule import held_by_questions
 from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
 from ralph.store.lock import exclusive_run
@@ -53,6 +54,7 @@ class Outcome(Enum):
     MAX_MINUTES = 4
     STUCK = 5
     AGENT_UNAVAILABLE = 6
+    WAITING = 7  # what is left waits for a person's answers to questions (`ralph answer`)
     INTERRUPTED = 130
 
 
@@ -67,6 +69,7 @@ class Report:
     log_dir: str = str(LOG_DIR)
     tokens: int = 0
     stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
+    questions: list[str] = field(default_factory=list)  # open questions of the spec, for a person
 
 
 class Loop:
@@ -132,6 +135,9 @@ class Loop:
         for _ in range(self.settings.max_iterations):
             if self._complete():
                 return Outcome.COMPLETE, "every task of the spec is accepted"
+            waiting = self._waiting()
+            if waiting:
+                return Outcome.WAITING, waiting
             if self._blocked():
                 return Outcome.STUCK, "what is left is blocked: a person must decide (see below)"
             before = self._work_snapshot()
@@ -144,6 +150,9 @@ class Loop:
                 )
         if self._complete():
             return Outcome.COMPLETE, "every task of the spec is accepted"
+        waiting = self._waiting()
+        if waiting:
+            return Outcome.WAITING, waiting
         return Outcome.MAX_ITERATIONS, f"the iteration budget ({self.settings.max_iterations}) is spent"
 
     def _plan_only(self) -> tuple[Outcome, str]:
@@ -213,6 +222,25 @@ class Loop:
         tasks = [task.record for task in self.ws.tasks(plan)]
         return stage_of(tasks, self.ws.issues(plan)) is Stage.BLOCKED
 
+    def _waiting(self) -> str:
+        """Why the run can only wait for answers (empty when it can do something else): the spec's
+        open questions hold every task left, directly or through dependencies, and there is
+        nothing to investigate, build, verify or decompose."""
+        plan = self.read_plan()
+        asked = plan.questions(self.settings.spec)
+        if not asked:
+            return ""
+        tasks = [task.record for task in self.ws.tasks(plan)]
+        held = held_by_questions(tasks, asked)
+        if any(
+            task["id"] not in held or is_done(task) or is_killed(task) for task in tasks
+        ) or self.ws.issues(plan):
+            return ""
+        return (
+            f"what is left waits for {len(asked)} answer(s): answer each question with"
+            ' `ralph answer ID "text"`, then run `ralph construct` again'
+        )
+
     def _needs_planning(self) -> bool:
         return not self.read_plan().has_work_for(self.settings.spec)
 
@@ -243,7 +271,22 @@ class Loop:
             str(LOG_DIR),
             tokens,
             self.stopped,
+            self._questions(),
         )
+
+    def _questions(self) -> list[str]:
+        """The spec's open questions, for a person: what, which task, since when, who asked."""
+        if not (self.root / PLAN_FILE).exists():
+            return []
+        try:
+            asked = read_plan(self.root).questions(self.settings.spec)
+        except PlanInvalid:
+            return []
+        return [
+            f"{q['id']} on {q.get('task')}: {q['text'][:200]} (asked {q.get('asked_at', '?')}"
+            f" by {q.get('asked_by') or 'unknown'})"
+            for q in asked
+        ]
 
     def _remaining(self) -> list[str]:
         """What is left of the spec: its tasks and open issues, each with why it is not done."""

@@ -43,9 +43,10 @@ def one_line(text: str) -> str:
     return printable(" ".join(text.split(" ")))
 
 
-def task_details(task: dict, dep_names: dict[str, str]) -> str:
-    """The task's own facts, for a prompt: notes, criteria, dependencies, last failure; each
-    piece of text people or agents wrote is fenced as data."""
+def task_details(task: dict, dep_names: dict[str, str], answered: list[dict] = ()) -> str:
+    """The task's own facts, for a prompt: notes, criteria, dependencies, the questions asked
+    about it with their answers, last failure; each piece of text people or agents wrote is fenced
+    as data."""
     parts = []
     accept = task.get("accept")
     if accept:
@@ -56,6 +57,9 @@ def task_details(task: dict, dep_names: dict[str, str]) -> str:
     if task.get("deps"):
         names = [f"{dep} ({one_line(dep_names.get(dep, 'accepted'))})" for dep in task["deps"]]
         parts.append("Builds on: " + ", ".join(names))
+    if answered:
+        said = "\n\n".join(f"Q ({q['id']}): {q['text']}\nA: {q.get('answer', '')}" for q in answered)
+        parts.append(data_block("questions asked about this task, with a person's answers", said))
     if task.get("reject_reason"):
         parts.append(data_block("why VERIFY last rejected it", task["reject_reason"]))
     if task.get("gate_failure"):
