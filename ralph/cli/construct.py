@@ -114,8 +114,14 @@ def _budget_options(command):
 @click.command()
 @_loop_options
 @_budget_options
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print what the next iteration would run (agent and gate argv, prompt sizes, budget);"
+    " run, write and commit nothing.",
+)
 @click.pass_context
-def construct(ctx, spec, **flags):
+def construct(ctx, spec, dry_run, **flags):
     """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented (default: the spec
     the loop last worked on).
 
@@ -124,7 +130,7 @@ def construct(ctx, spec, **flags):
     questions`), 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
     SIGHUP (run again to resume).
     """
-    _run(ctx, spec, flags, plan_only=False)
+    _run(ctx, spec, flags, plan_only=False, dry_run=dry_run)
 
 
 @click.command("plan")
@@ -156,7 +162,7 @@ def agents(as_json):
             click.echo(f"{name:<9} {program}: {printable(found) if found else 'not installed'}")
 
 
-def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
+def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: bool = False) -> None:
     from pathlib import Path
 
     from ralph.loop.construct import Loop
@@ -164,7 +170,14 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
     from ralph.store.reader import plan_path, read_plan
 
     root = root_of(ctx)
-    plan = read_plan(root) if plan_path(root).exists() else None
+    if dry_run:  # the plan is read without the validation cache, which would write to .git
+        from ralph.plan.loader import load
+        from ralph.plan.plan import Plan
+        from ralph.store.reader import PLAN_NAME, read_bytes
+
+        plan = Plan(load(read_bytes(root), PLAN_NAME)) if plan_path(root).exists() else None
+    else:
+        plan = read_plan(root) if plan_path(root).exists() else None
     if spec is None:  # continue the spec the loop last worked on
         spec = plan.state().get("spec") if plan else None
         if spec is None:
@@ -174,6 +187,18 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
     as_json = flags.pop("as_json")
     config = plan.config() if plan else {}
     settings = Settings.resolve(spec_rel, config, flags)
+    if dry_run:
+        from ralph.loop import dryrun
+
+        if not (root / spec_rel).is_file():
+            raise InvalidInput(f"no spec file {spec_rel}")
+        result = dryrun.preview(root, settings)
+        click.echo(
+            json.dumps(result)
+            if as_json
+            else "\n".join(printable(line) for line in dryrun.render_text(result))
+        )
+        return
     report = Loop(root, settings).run(plan_only=plan_only)
     _print_report(report, as_json)
     ctx.exit(report.exit_code)

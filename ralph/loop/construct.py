@@ -28,8 +28,8 @@ from ralph.loop.stage_plan import PlanStage
 from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import Supervisor
 from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, StageRun, Workspace
-from ralph.plan.records import IssueView, Stage, TaskView, is_done, is_killed
-from ralph.plan.schedule import held_by_questions
+from ralph.plan.records import IssueView, Stage, TaskView
+from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
 from ralph.store.lock import exclusive_run
@@ -231,10 +231,7 @@ class Loop:
         if not asked:
             return ""
         tasks = [task.record for task in self.ws.tasks(plan)]
-        held = held_by_questions(tasks, asked)
-        if any(
-            task["id"] not in held or is_done(task) or is_killed(task) for task in tasks
-        ) or self.ws.issues(plan):
+        if not only_questions_left(tasks, self.ws.issues(plan), asked):
             return ""
         return (
             f"what is left waits for {len(asked)} answer(s): answer each question with"

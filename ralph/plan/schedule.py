@@ -81,6 +81,15 @@ def held_by_questions(tasks: list[dict], questions: list[dict]) -> set[str]:
     return held & {task["id"] for task in tasks}
 
 
+def only_questions_left(tasks: list[dict], issues: list[dict], questions: list[dict]) -> bool:
+    """Whether open questions hold every task left (directly or through dependencies), with no
+    issue left and no done or killed task: only a person's answers can move it on."""
+    if not questions or issues:
+        return False
+    held = held_by_questions(tasks, questions)
+    return all(task["id"] in held and not is_done(task) and not task.get("kill_reason") for task in tasks)
+
+
 def next_task(tasks: list[dict], accepted: set[str]) -> dict | None:
     ready = buildable(tasks, accepted)
     return ready[0] if ready else None
