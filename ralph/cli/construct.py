@@ -100,6 +100,12 @@ def _budget_options(command):
             help=f"VERIFY runs at once. [default: {defaults.parallel}]",
         ),
         click.option(
+            "--max-cost",
+            "max_cost_usd",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Money budget in USD: no run starts that would likely pass it. [default: none]",
+        ),
+        click.option(
             "--gate",
             type=Shlex(),
             help='Quality gate command run after each build ("" for none).'
@@ -127,7 +133,7 @@ def construct(ctx, spec, dry_run, **flags):
 
     Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no
     progress possible), 6 agent unavailable, 7 waiting for answers to questions (`ralph
-    questions`), 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
+    questions`), 8 money budget spent, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
     SIGHUP (run again to resume).
     """
     _run(ctx, spec, flags, plan_only=False, dry_run=dry_run)
@@ -228,7 +234,17 @@ def _print_report(report, as_json: bool) -> None:
         click.echo(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
         for item in report.questions:
             click.echo(f"  {printable(item)}")
-    click.echo(f"iterations run: {report.iterations}; tokens: {report.tokens:,}")
+    from ralph.loop.cost import describe_cost
+
+    cost = describe_cost(report.cost_usd, report.unknown_cost_runs)
+    click.echo(f"iterations run: {report.iterations}; tokens: {report.tokens:,}; cost: {cost}")
+    for title, table in (("by stage", report.by_stage), ("by task", report.by_task)):
+        if table:
+            rows = (
+                f"{key} {row['tokens']:,} tokens {describe_cost(row['cost_usd'], row['unknown_runs'])}"
+                for key, row in table.items()
+            )
+            click.echo(f"{title}: " + "; ".join(rows))
     if report.accepted:
         click.echo(f"accepted ({len(report.accepted)}):")
         for item in report.accepted:

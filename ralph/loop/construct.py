@@ -27,7 +27,15 @@ from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
 from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import Supervisor
-from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, StageRun, Workspace
+from ralph.loop.workspace import (
+    PLAN_FILE,
+    BudgetSpent,
+    CostSpent,
+    Deadline,
+    StageReport,
+    StageRun,
+    Workspace,
+)
 from ralph.plan.records import IssueView, Stage, TaskView
 from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
@@ -55,6 +63,7 @@ class Outcome(Enum):
     STUCK = 5
     AGENT_UNAVAILABLE = 6
     WAITING = 7  # what is left waits for a person's answers to questions (`ralph answer`)
+    MAX_COST = 8  # the next run would pass the money budget
     INTERRUPTED = 130
 
 
@@ -70,6 +79,10 @@ class Report:
     tokens: int = 0
     stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
     questions: list[str] = field(default_factory=list)  # open questions of the spec, for a person
+    cost_usd: float = 0.0  # of the runs whose cost is known
+    unknown_cost_runs: int = 0
+    by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
+    by_task: dict = field(default_factory=dict)  # task or issue id -> the same
 
 
 class Loop:
@@ -107,6 +120,8 @@ class Loop:
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:
         try:
             outcome, message = self._plan_only() if plan_only else self._iterate()
+        except CostSpent as exc:
+            outcome, message = Outcome.MAX_COST, str(exc)
         except BudgetSpent as exc:
             outcome, message = Outcome.MAX_MINUTES, str(exc)
         except AgentUnavailable as exc:
@@ -257,8 +272,8 @@ class Loop:
 
     def _report(self, outcome: Outcome, message: str, exit_code: int | None = None) -> Report:
         code = outcome.value if exit_code is None else exit_code
-        tokens = self.ws.tokens if self.ws else 0
-        return Report(
+        spent = self.ws.spending if self.ws else None
+        report = Report(
             outcome,
             message,
             code,
@@ -266,10 +281,14 @@ class Loop:
             self.accepted,
             self._remaining(),
             str(LOG_DIR),
-            tokens,
+            self.ws.tokens if self.ws else 0,
             self.stopped,
             self._questions(),
         )
+        if spent is not None:
+            report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs
+            report.by_stage, report.by_task = spent.by_stage, spent.by_item
+        return report
 
     def _questions(self) -> list[str]:
         """The spec's open questions, for a person: what, which task, since when, who asked."""

@@ -124,6 +124,7 @@ def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[st
         "budget": {
             "max_iterations": settings.max_iterations,
             "max_minutes": settings.max_minutes,
+            "max_cost_usd": settings.max_cost_usd,
             "max_attempts": settings.max_attempts,
             "timeout_s": settings.timeout_s,
             "gate_timeout_s": settings.gate_timeout_s,
@@ -137,9 +138,10 @@ def render_text(result: dict) -> list[str]:
     """The preview for a person, one line each."""
     budget = result["budget"]
     minutes = f"{budget['max_minutes']:g}" if budget["max_minutes"] else "none"
+    cost = f"${budget['max_cost_usd']:g}" if budget["max_cost_usd"] else "none"
     lines = [
         f"dry run of ralph construct {result['spec']}: nothing is run, written or committed",
-        f"budget: max-iterations {budget['max_iterations']}, max-minutes {minutes},"
+        f"budget: max-iterations {budget['max_iterations']}, max-minutes {minutes}, max-cost {cost},"
         f" max-attempts {budget['max_attempts']}, timeout {budget['timeout_s']:g}s per agent run,"
         f" gate timeout {budget['gate_timeout_s']:g}s, parallel {budget['parallel']},"
         f" max-decompose-depth {budget['max_decompose_depth']}",

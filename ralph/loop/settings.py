@@ -41,6 +41,8 @@ class Settings:
     context_kill: float = 0.95
     context_window: int | None = None
     run_hooks: bool = False  # run the repository's pre-commit hook on each build, after the gate
+    max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
+    prices: dict | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
 
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict) -> Settings:

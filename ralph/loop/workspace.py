@@ -19,6 +19,7 @@ from typing import Protocol
 from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.console import Console
+from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal
 from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.settings import Settings
@@ -38,6 +39,10 @@ STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillRe
 
 class BudgetSpent(Exception):
     """The run's time budget is spent: the loop ends with MAX_MINUTES."""
+
+
+class CostSpent(BudgetSpent):
+    """The next run would pass the money budget: the loop ends with MAX_COST."""
 
 
 @dataclass
@@ -85,6 +90,7 @@ class Workspace:
         self.repo = Repo(root)
         self.user_dirty = user_dirty  # paths dirty before the loop started: the user's, never touched
         self.tokens = 0
+        self.spending = Spending(settings.max_cost_usd)
         # git adds and removes worktrees one at a time: one being added while another is read
         # half-made fails ("failed to read .git/worktrees/<name>/commondir").
         self._worktrees = threading.Lock()
@@ -130,6 +136,9 @@ class Workspace:
         cwd: Path | None = None,
     ) -> AgentResult:
         self.deadline.check()
+        over = self.spending.over_budget()
+        if over:
+            raise CostSpent(over)
         self.set_state(stage=str(stage))
         what = f"{stage} {item or self.settings.spec}"
         self.console.status(iteration, stage, item or "")
@@ -140,6 +149,9 @@ class Workspace:
         if stage is not Stage.VERIFY:  # a verifier works in its own checkout: VERIFY checks it there
             self.enforce(stage, {item} if item else set(), before, old_plan, [result])
         self.tokens += result.tracker.usage.total
+        usage = result.tracker.usage
+        cost = run_cost(usage, self.settings.model, self.settings.prices)
+        self.spending.add(str(stage), item, usage.total, cost)
         self.console.status(iteration, stage, item or "", self.tokens)
         self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
         return result

@@ -131,6 +131,17 @@ class Spec(Record):
     kill_log: str | None = Field(None, description="log of its last stopped PLAN run")
 
 
+class Price(BaseModel):
+    """What a model costs, in USD per million tokens (cached reads and cache writes default to
+    the input price)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    input: Annotated[float, Field(ge=0)]
+    output: Annotated[float, Field(ge=0)]
+    cache_read: Annotated[float, Field(ge=0)] | None = None
+    cache_creation: Annotated[float, Field(ge=0)] | None = None
+
+
 class Config(Record):
     """Settings for this repository; command-line flags override them. At most one per plan."""
 
@@ -156,6 +167,12 @@ class Config(Record):
     commit: bool | None = Field(None, description="false: state commands do not commit")
     run_hooks: bool | None = Field(
         None, description="true: a build is committed only if the repository's pre-commit hook passes"
+    )
+    max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="money budget of `ralph construct` in USD"
+    )
+    prices: dict[str, Price] | None = Field(
+        None, description="USD per million tokens by model name, for runs whose agent reports no cost"
     )
 
 

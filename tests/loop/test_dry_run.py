@@ -60,7 +60,7 @@ def test_dry_run_lists_each_run_with_its_argv_and_prompt_and_changes_nothing(pro
     question = questions.ask(project, "Red or blue?", waiting, "a person")["id"]
     before, head = tree_digest(project), git(project, "rev-parse", "HEAD")
 
-    done = dry_run(project, tmp_path, "--max-iterations", "4", "--timeout", "90s")
+    done = dry_run(project, tmp_path, "--max-iterations", "4", "--timeout", "90s", "--max-cost", "2.5")
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert tree_digest(project) == before and git(project, "rev-parse", "HEAD") == head
@@ -72,7 +72,10 @@ def test_dry_run_lists_each_run_with_its_argv_and_prompt_and_changes_nothing(pro
     assert (
         out.splitlines()[0] == "dry run of ralph construct specs/app.md: nothing is run, written or committed"
     )
-    assert "budget: max-iterations 4, max-minutes none, max-attempts 3, timeout 90s per agent run" in out
+    assert (
+        "budget: max-iterations 4, max-minutes none, max-cost $2.5, max-attempts 3, timeout 90s per agent run"
+        in out
+    )
     assert f"  INVESTIGATE {issue}: Is it fast?" in out
     assert f"  BUILD {ready}: Ready" in out and f"  VERIFY {built}: Built" in out
     assert f"BUILD {waiting}" not in out and f"{question} holds {waiting}: Red or blue?" in out
