@@ -206,8 +206,31 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
         )
         return
     report = Loop(root, settings).run(plan_only=plan_only)
+    if report.outcome.name != "COMPLETE" and report.iterations:
+        report.resume = resume_command(ctx, spec_rel, flags)
     _print_report(report, as_json)
     ctx.exit(report.exit_code)
+
+
+def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
+    """The command that goes on where this run stopped: the same spec and the flags given."""
+    import shlex
+
+    words = ["ralph", ctx.info_name or "construct", spec]
+    for param in ctx.command.params:
+        value = flags.get(param.name)
+        if not isinstance(param, click.Option) or value is None or param.name == "as_json":
+            continue
+        option = max(param.opts, key=len)
+        if param.is_flag:
+            words.append(option) if value else None
+        elif isinstance(value, tuple):
+            words += [option, shlex.join(value)]
+        elif isinstance(param.type, Duration):
+            words += [option, f"{value:g}s"]
+        else:
+            words += [option, f"{value:g}" if isinstance(value, float) else str(value)]
+    return shlex.join(words)
 
 
 def _spec_in(root, start, spec: str) -> str:
@@ -259,3 +282,6 @@ def _print_report(report, as_json: bool) -> None:
             click.echo(f"  {printable(item)}")
     logs = printable(str(report.log_dir))
     click.echo(f"logs: {logs}/ (events: {logs}/events.jsonl)")
+    if report.resume:
+        then = "answer the questions above, then " if report.questions else ""
+        click.echo(f"to resume: {then}{printable(report.resume)}")

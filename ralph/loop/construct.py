@@ -83,6 +83,7 @@ class Report:
     unknown_cost_runs: int = 0
     by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
     by_task: dict = field(default_factory=dict)  # task or issue id -> the same
+    resume: str = ""  # the command that goes on from here (set by the command line)
 
 
 class Loop:

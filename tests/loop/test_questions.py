@@ -91,6 +91,9 @@ def test_a_question_blocks_its_task_and_dependents_the_rest_completes_then_waiti
     assert lines[1].startswith("questions waiting for an answer (1")  # the questions come first
     assert "on t-colour: Blue or green? The spec does not say. (asked 20" in lines[2]
     assert "by BUILD agent, iteration 1, log build/ralph-logs/ralph-" in lines[2]
+    assert lines[-1].startswith(
+        "to resume: answer the questions above, then ralph construct specs/app.md --agent"
+    )
 
     records = {r["id"]: r for r in plan_records(project) if r["t"] in ("task", "issue")}
     (question,) = [r for r in records.values() if r.get("kind") == "question"]
