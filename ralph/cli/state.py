@@ -130,6 +130,15 @@ def _print_status(summary: dict) -> None:
         for item in summary["waiting"]:
             why = item["why"].splitlines()[0][:200] if item["why"] else "(no reason given)"
             click.echo(f"  {item['id']}: {printable(why)}")
+    if summary["questions"]:
+        click.echo(f"questions: {summary['questions']} open (`ralph questions`)")
+    if summary["by_task"]:
+        rows = "; ".join(
+            f"{task_id} {row['tokens']:,} tokens"
+            + (f" ${row['cost_usd']:.2f}" if row["cost_usd"] is not None else " cost unknown")
+            for task_id, row in summary["by_task"].items()
+        )
+        click.echo(f"spent building open tasks: {summary['tokens']:,} tokens, ${summary['cost_usd']:.2f} ({rows})")
     nxt = summary["next"]
     click.echo(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
 
