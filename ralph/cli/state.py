@@ -138,7 +138,9 @@ def _print_status(summary: dict) -> None:
             + (f" ${row['cost_usd']:.2f}" if row["cost_usd"] is not None else " cost unknown")
             for task_id, row in summary["by_task"].items()
         )
-        click.echo(f"spent building open tasks: {summary['tokens']:,} tokens, ${summary['cost_usd']:.2f} ({rows})")
+        click.echo(
+            f"spent building open tasks: {summary['tokens']:,} tokens, ${summary['cost_usd']:.2f} ({rows})"
+        )
     nxt = summary["next"]
     click.echo(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
 

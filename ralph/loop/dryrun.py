@@ -96,7 +96,13 @@ def _run(
     runner: AgentRunner, stage: Stage, iteration: int, item: str | None, label: str, values: dict
 ) -> dict:
     root = runner.root
-    values = {"root": root, "spec": runner.settings.spec, "ralph": ralph_command(), **values}
+    values = {
+        "root": root,
+        "spec": runner.settings.spec,
+        "ralph": ralph_command(),
+        "project_rules": prompts.project_rules(root),
+        **values,
+    }
     prompt = prompts.render(root, str(stage), values)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     prompt_file = (

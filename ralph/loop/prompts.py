@@ -26,6 +26,20 @@ def render(root: Path, stage: str, values: dict[str, object]) -> str:
     return Template(template_for(root, stage)).safe_substitute({k: str(v) for k, v in values.items()})
 
 
+RULE_FILES = ("AGENTS.md", "CLAUDE.md")  # the project's rules for agents, by convention
+
+
+def project_rules(root: Path) -> str:
+    """A line naming the project's rule files at the repository root, by path (they may be large;
+    the agent reads them itself), or nothing when there are none."""
+    found = [name for name in RULE_FILES if (root / name).is_file()]
+    if not found:
+        return ""
+    return (
+        f"The project's rules for agents are in {' and '.join(found)} at the repository root: follow them.\n"
+    )
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 

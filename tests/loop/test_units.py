@@ -236,3 +236,19 @@ def test_a_run_the_agent_called_failed_is_described_by_its_result_subtype(tmp_pa
 def test_a_time_budget_must_be_a_finite_number_of_minutes(minutes):
     with pytest.raises(InvalidInput, match="--max-minutes must be a number of minutes > 0"):
         Settings.resolve("specs/x.md", {}, {"max_minutes": minutes})
+
+
+def test_every_stage_prompt_names_the_projects_rule_files_by_path(tmp_path):
+    from ralph.loop import prompts
+
+    values = {"task_id": "t-a", "task_name": "A", "issue_id": "i-a"}
+    for stage in ("PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE"):
+        plain = prompts.render(tmp_path, stage, {**values, "project_rules": prompts.project_rules(tmp_path)})
+        assert "AGENTS.md" not in plain and "$project_rules" not in plain
+    (tmp_path / "AGENTS.md").write_text("x" * 100_000)  # large: named, never pasted
+    (tmp_path / "CLAUDE.md").write_text("rules")
+    rules = prompts.project_rules(tmp_path)
+    for stage in ("PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE"):
+        prompt = prompts.render(tmp_path, stage, {**values, "project_rules": rules})
+        assert "rules for agents are in AGENTS.md and CLAUDE.md at the repository root" in prompt, stage
+        assert "xxxx" not in prompt
