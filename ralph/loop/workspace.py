@@ -150,7 +150,7 @@ class Workspace:
             self.enforce(stage, {item} if item else set(), before, old_plan, [result])
         self.tokens += result.tracker.usage.total
         usage = result.tracker.usage
-        cost = run_cost(usage, self.settings.model, self.settings.prices)
+        cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
         self.spending.add(str(stage), item, usage.total, cost)
         self.console.status(iteration, stage, item or "", self.tokens)
         self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")

@@ -79,3 +79,14 @@ def test_spending_sums_per_stage_and_item_and_says_unknown():
     assert spent.by_item["t-a"] == {"runs": 2, "tokens": 150, "cost_usd": 0.4, "unknown_runs": 1}
     assert describe_cost(spent.cost_usd, spent.unknown_runs) == "$0.80 + 1 run(s) of unknown cost"
     assert describe_cost(0.0, 2).startswith("unknown (2 run(s)")
+
+
+def test_a_run_is_priced_by_the_model_its_cli_reports():
+    from ralph.agents.base import RunTracker
+    from ralph.agents.events import SessionEvent, UsageEvent
+
+    tracker = RunTracker()
+    tracker.add(SessionEvent("s-1", model="claude-haiku-4-5"))
+    tracker.add(UsageEvent(input_tokens=1_000_000, output_tokens=0))
+    assert tracker.model == "claude-haiku-4-5"
+    assert run_cost(tracker.usage, tracker.model) == pytest.approx(1.0)
