@@ -90,6 +90,7 @@ class RunTracker:
         self.usage = Usage()
         self.result: ResultEvent | None = None
         self.session_id: str | None = None
+        self.model: str | None = None  # as the CLI reports it: prices a run whose cost it does not say
         self.errors: list[str] = []
         self.failure: FailureEvent | None = None  # why the run failed, as its CLI reported it
         self.ignored: list[str] = []  # reported numbers that made no sense, left out of the sums
@@ -125,6 +126,7 @@ class RunTracker:
                 usage.cost_usd = (usage.cost_usd or 0) + event.cost_usd
             case SessionEvent():
                 self.session_id = event.session_id
+                self.model = event.model or self.model
             case ErrorEvent():
                 self.errors.append(str(event.message))  # a CLI's JSON may put a non-string there
             case FailureEvent():

@@ -100,6 +100,12 @@ def _budget_options(command):
             help=f"VERIFY runs at once. [default: {defaults.parallel}]",
         ),
         click.option(
+            "--max-cost",
+            "max_cost_usd",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Money budget in USD: no run starts that would likely pass it. [default: none]",
+        ),
+        click.option(
             "--gate",
             type=Shlex(),
             help='Quality gate command run after each build ("" for none).'
@@ -114,17 +120,24 @@ def _budget_options(command):
 @click.command()
 @_loop_options
 @_budget_options
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print what the next iteration would run (agent and gate argv, prompt sizes, budget);"
+    " run, write and commit nothing.",
+)
 @click.pass_context
-def construct(ctx, spec, **flags):
+def construct(ctx, spec, dry_run, **flags):
     """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented (default: the spec
     the loop last worked on).
 
     Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no
     progress possible), 6 agent unavailable, 7 the agent could not log in, 8 a rate or usage
-    limit lifts later than max_wait_ms allows, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
+    limit lifts later than max_wait_ms allows, 9 waiting for answers to questions (`ralph
+    questions`), 10 money budget spent, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
     SIGHUP (run again to resume). Rate and usage limits and overloaded servers are waited out.
     """
-    _run(ctx, spec, flags, plan_only=False)
+    _run(ctx, spec, flags, plan_only=False, dry_run=dry_run)
 
 
 @click.command("plan")
@@ -156,7 +169,7 @@ def agents(as_json):
             click.echo(f"{name:<9} {program}: {printable(found) if found else 'not installed'}")
 
 
-def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
+def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: bool = False) -> None:
     from pathlib import Path
 
     from ralph.loop.construct import Loop
@@ -164,7 +177,14 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
     from ralph.store.reader import plan_path, read_plan
 
     root = root_of(ctx)
-    plan = read_plan(root) if plan_path(root).exists() else None
+    if dry_run:  # the plan is read without the validation cache, which would write to .git
+        from ralph.plan.loader import load
+        from ralph.plan.plan import Plan
+        from ralph.store.reader import PLAN_NAME, read_bytes
+
+        plan = Plan(load(read_bytes(root), PLAN_NAME)) if plan_path(root).exists() else None
+    else:
+        plan = read_plan(root) if plan_path(root).exists() else None
     if spec is None:  # continue the spec the loop last worked on
         spec = plan.state().get("spec") if plan else None
         if spec is None:
@@ -174,9 +194,44 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool) -> None:
     as_json = flags.pop("as_json")
     config = plan.config() if plan else {}
     settings = Settings.resolve(spec_rel, config, flags)
+    if dry_run:
+        from ralph.loop import dryrun
+
+        if not (root / spec_rel).is_file():
+            raise InvalidInput(f"no spec file {spec_rel}")
+        result = dryrun.preview(root, settings)
+        click.echo(
+            json.dumps(result)
+            if as_json
+            else "\n".join(printable(line) for line in dryrun.render_text(result))
+        )
+        return
     report = Loop(root, settings).run(plan_only=plan_only)
+    if report.outcome.name != "COMPLETE" and report.iterations:
+        report.resume = resume_command(ctx, spec_rel, flags)
     _print_report(report, as_json)
     ctx.exit(report.exit_code)
+
+
+def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
+    """The command that goes on where this run stopped: the same spec and the flags given."""
+    import shlex
+
+    words = ["ralph", ctx.info_name or "construct", spec]
+    for param in ctx.command.params:
+        value = flags.get(param.name)
+        if not isinstance(param, click.Option) or value is None or param.name == "as_json":
+            continue
+        option = max(param.opts, key=len)
+        if param.is_flag:
+            words.append(option) if value else None
+        elif isinstance(value, tuple):
+            words += [option, shlex.join(value)]
+        elif isinstance(param.type, Duration):
+            words += [option, f"{value:g}s"]
+        else:
+            words += [option, f"{value:g}" if isinstance(value, float) else str(value)]
+    return shlex.join(words)
 
 
 def _spec_in(root, start, spec: str) -> str:
@@ -199,7 +254,21 @@ def _print_report(report, as_json: bool) -> None:
         click.echo(headline, err=True)  # an error ending before any work: one line on stderr, nothing else
         return
     click.echo(headline)
-    click.echo(f"iterations run: {report.iterations}; tokens: {report.tokens:,}")
+    if report.questions:  # first: they are what a person can act on at once
+        click.echo(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
+        for item in report.questions:
+            click.echo(f"  {printable(item)}")
+    from ralph.loop.cost import describe_cost
+
+    cost = describe_cost(report.cost_usd, report.unknown_cost_runs)
+    click.echo(f"iterations run: {report.iterations}; tokens: {report.tokens:,}; cost: {cost}")
+    for title, table in (("by stage", report.by_stage), ("by task", report.by_task)):
+        if table:
+            rows = (
+                f"{key} {row['tokens']:,} tokens {describe_cost(row['cost_usd'], row['unknown_runs'])}"
+                for key, row in table.items()
+            )
+            click.echo(f"{title}: " + "; ".join(rows))
     if report.accepted:
         click.echo(f"accepted ({len(report.accepted)}):")
         for item in report.accepted:
@@ -214,3 +283,6 @@ def _print_report(report, as_json: bool) -> None:
             click.echo(f"  {printable(item)}")
     logs = printable(str(report.log_dir))
     click.echo(f"logs: {logs}/ (events: {logs}/events.jsonl)")
+    if report.resume:
+        then = "answer the questions above, then " if report.questions else ""
+        click.echo(f"to resume: {then}{printable(report.resume)}")

@@ -56,6 +56,9 @@ for command in (
     history.log,
     history.completion,
     history.report,
+    state.ask,
+    state.answer,
+    state.questions,
 ):
     cli.add_command(command)
 

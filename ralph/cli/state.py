@@ -143,6 +143,17 @@ def _print_status(summary: dict) -> None:
         for item in summary["waiting"]:
             why = item["why"].splitlines()[0][:200] if item["why"] else "(no reason given)"
             click.echo(f"  {item['id']}: {printable(why)}")
+    if summary["questions"]:
+        click.echo(f"questions: {summary['questions']} open (`ralph questions`)")
+    if summary["by_task"]:
+        rows = "; ".join(
+            f"{task_id} {row['tokens']:,} tokens"
+            + (f" ${row['cost_usd']:.2f}" if row["cost_usd"] is not None else " cost unknown")
+            for task_id, row in summary["by_task"].items()
+        )
+        click.echo(
+            f"spent building open tasks: {summary['tokens']:,} tokens, ${summary['cost_usd']:.2f} ({rows})"
+        )
     nxt = summary["next"]
     click.echo(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
 
@@ -478,3 +489,68 @@ def query_issues(ctx, as_json):
 
     for record in reads.issues(root_of(ctx)):
         emit(record)
+
+
+# --- questions -------------------------------------------------------------------------------
+
+
+@click.command()
+@click.argument("text", metavar="QUESTION")
+@click.option("--task", "task_id", metavar="ID", help="The task it blocks. [default: $RALPH_TASK_ID]")
+@no_commit_option
+@json_option
+@click.pass_context
+def ask(ctx, text, task_id, no_commit, as_json):
+    """Ask a person a question about a task: the task (and what depends on it) is blocked until
+    `ralph answer`. For a decision the spec leaves open that changes the result; not for what you
+    can find out yourself."""
+    from ralph.ops import questions
+
+    record = questions.ask(
+        root_of(ctx), text, task_or_current(task_id), questions.who_asks(os.environ), commit_choice(no_commit)
+    )
+    if as_json:
+        emit(record)
+    else:
+        blocks = f"blocks {record['task']} until answered"
+        click.echo(f"asked {record['id']} ({blocks}): {printable(record['text'])}")
+
+
+@click.command()
+@click.argument("question_id", metavar="ID")
+@click.argument("text", metavar="ANSWER")
+@no_commit_option
+@json_option
+@click.pass_context
+def answer(ctx, question_id, text, no_commit, as_json):
+    """Answer a question: its task is unblocked (once none of its questions is open), and its next
+    BUILD prompt carries the question and the answer."""
+    from ralph.ops import questions
+
+    record, task = questions.answer(root_of(ctx), question_id, text, commit_choice(no_commit))
+    if as_json:
+        emit({**record, "task_status": task.get("s", "p") if task else None})
+        return
+    if task is None:
+        then = f"its task {record.get('task')} is gone"
+    elif task.get("s", "p") == "p":
+        then = f"{task['id']} is unblocked"
+    else:
+        then = f"{task['id']} stays blocked: {printable(task.get('blocked_reason', ''))[:120]}"
+    click.echo(f"answered {record['id']}; {then}")
+
+
+@click.command()
+@json_option
+@click.pass_context
+def questions(ctx, as_json):
+    """List the open questions: what, which task, since when, who asked in which run."""
+    from ralph.ops import questions as ops
+
+    for record in ops.open_questions(root_of(ctx)):
+        if as_json:
+            emit(record)
+            continue
+        click.echo(f"{record['id']}  task {record.get('task', '?')}  since {record.get('asked_at', '?')}")
+        click.echo(f"    {printable(record['text'])}")
+        click.echo(f"    asked by {printable(record.get('asked_by') or 'unknown')}")

@@ -147,7 +147,13 @@ class AgentRunner:
         log_path = self.new_log(stage, item)
         prompt_file = log_path.with_suffix(".prompt.md")
         root = cwd or self.root
-        values = {"root": root, "spec": self.settings.spec, "ralph": ralph_command(), **values}
+        values = {
+            "root": root,
+            "spec": self.settings.spec,
+            "ralph": ralph_command(),
+            "project_rules": prompts.project_rules(self.root),
+            **values,
+        }
         prompt = prompts.render(self.root, stage, values)
         if compacted:
             prompt = f"{compacted}\n\n{prompt}"

@@ -28,8 +28,17 @@ from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
 from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import Supervisor
-from ralph.loop.workspace import PLAN_FILE, BudgetSpent, Deadline, StageReport, StageRun, Workspace
+from ralph.loop.workspace import (
+    PLAN_FILE,
+    BudgetSpent,
+    CostSpent,
+    Deadline,
+    StageReport,
+    StageRun,
+    Workspace,
+)
 from ralph.plan.records import IssueView, Stage, TaskView
+from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
 from ralph.store.lock import exclusive_run
@@ -56,6 +65,8 @@ class Outcome(Enum):
     AGENT_UNAVAILABLE = 6
     AGENT_AUTH = 7  # the agent CLI could not log in
     AGENT_LIMITED = 8  # a rate or usage limit lifts later than max_wait allows
+    WAITING = 9  # what is left waits for a person's answers to questions (`ralph answer`)
+    MAX_COST = 10  # the next run would pass the money budget
     INTERRUPTED = 130
 
 
@@ -70,6 +81,12 @@ class Report:
     log_dir: str = str(LOG_DIR)
     tokens: int = 0
     stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
+    questions: list[str] = field(default_factory=list)  # open questions of the spec, for a person
+    cost_usd: float = 0.0  # of the runs whose cost is known
+    unknown_cost_runs: int = 0
+    by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
+    by_task: dict = field(default_factory=dict)  # task or issue id -> the same
+    resume: str = ""  # the command that goes on from here (set by the command line)
 
 
 class Loop:
@@ -108,6 +125,8 @@ class Loop:
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:
         try:
             outcome, message = self._plan_only() if plan_only else self._iterate()
+        except CostSpent as exc:
+            outcome, message = Outcome.MAX_COST, str(exc)
         except BudgetSpent as exc:
             outcome, message = Outcome.MAX_MINUTES, str(exc)
             if exc.stopped_run:  # an agent or gate stopped half-way: as after Ctrl-C, its work waits
@@ -152,6 +171,9 @@ class Loop:
         for _ in range(self.settings.max_iterations):
             if self._complete():
                 return Outcome.COMPLETE, "every task of the spec is accepted"
+            waiting = self._waiting()
+            if waiting:
+                return Outcome.WAITING, waiting
             if self._blocked():
                 return Outcome.STUCK, "what is left is blocked: a person must decide (see below)"
             before = self._work_snapshot()
@@ -164,6 +186,9 @@ class Loop:
                 )
         if self._complete():
             return Outcome.COMPLETE, "every task of the spec is accepted"
+        waiting = self._waiting()
+        if waiting:
+            return Outcome.WAITING, waiting
         return Outcome.MAX_ITERATIONS, f"the iteration budget ({self.settings.max_iterations}) is spent"
 
     def _plan_only(self) -> tuple[Outcome, str]:
@@ -233,6 +258,22 @@ class Loop:
         tasks = [task.record for task in self.ws.tasks(plan)]
         return stage_of(tasks, self.ws.issues(plan)) is Stage.BLOCKED
 
+    def _waiting(self) -> str:
+        """Why the run can only wait for answers (empty when it can do something else): the spec's
+        open questions hold every task left, directly or through dependencies, and there is
+        nothing to investigate, build, verify or decompose."""
+        plan = self.read_plan()
+        asked = plan.questions(self.settings.spec)
+        if not asked:
+            return ""
+        tasks = [task.record for task in self.ws.tasks(plan)]
+        if not only_questions_left(tasks, self.ws.issues(plan), asked):
+            return ""
+        return (
+            f"what is left waits for {len(asked)} answer(s): answer each question with"
+            ' `ralph answer ID "text"`, then run `ralph construct` again'
+        )
+
     def _needs_planning(self) -> bool:
         return not self.read_plan().has_work_for(self.settings.spec)
 
@@ -257,8 +298,8 @@ class Loop:
 
     def _report(self, outcome: Outcome, message: str, exit_code: int | None = None) -> Report:
         code = outcome.value if exit_code is None else exit_code
-        tokens = self.ws.tokens if self.ws else 0
-        return Report(
+        spent = self.ws.spending if self.ws else None
+        report = Report(
             outcome,
             message,
             code,
@@ -266,9 +307,28 @@ class Loop:
             self.accepted,
             self._remaining(),
             str(LOG_DIR),
-            tokens,
+            self.ws.tokens if self.ws else 0,
             self.stopped,
+            self._questions(),
         )
+        if spent is not None:
+            report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs
+            report.by_stage, report.by_task = spent.by_stage, spent.by_item
+        return report
+
+    def _questions(self) -> list[str]:
+        """The spec's open questions, for a person: what, which task, since when, who asked."""
+        if not (self.root / PLAN_FILE).exists():
+            return []
+        try:
+            asked = read_plan(self.root).questions(self.settings.spec)
+        except PlanInvalid:
+            return []
+        return [
+            f"{q['id']} on {q.get('task')}: {q['text'][:200]} (asked {q.get('asked_at', '?')}"
+            f" by {q.get('asked_by') or 'unknown'})"
+            for q in asked
+        ]
 
     def _remaining(self) -> list[str]:
         """What is left of the spec: its tasks and open issues, each with why it is not done."""

@@ -2,7 +2,8 @@
 the branch, the work tree, and plan.jsonl's records before and after. The prompt asks; this checks.
 
   PLAN, INVESTIGATE  change only the plan: add tasks and issues, resolve or keep open their issue
-  BUILD              changes code, marks its own task done, may add issues (or drop its own task)
+  BUILD              changes code, marks its own task done, may add issues (or drop its own task),
+                     may ask a person about its own task (which blocks it)
   VERIFY             a verdict on its own task (accept or reject), may add tasks and issues; no code
   DECOMPOSE          changes only the plan: adds subtasks, removes its own task
   every stage        never commits, moves HEAD or switches branch
@@ -21,6 +22,7 @@ ACCEPT_STAGES = {Stage.VERIFY}  # may accept or reject their own task
 STATUS_STAGES = {Stage.BUILD, Stage.VERIFY}  # may change their own task's status
 REMOVE_OWN_STAGES = {Stage.BUILD, Stage.DECOMPOSE}  # may remove their own task line
 ADD_TASK_STAGES = {Stage.PLAN, Stage.INVESTIGATE, Stage.VERIFY, Stage.DECOMPOSE}
+ASK_STAGES = {Stage.BUILD}  # may ask a person about their own task, which blocks it
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,20 @@ def _plan_violations(stage: Stage, own: set[str], old: Plan, new: Plan) -> list[
     added = sorted(set(new_tasks) - set(old_tasks))
     if added and stage not in ADD_TASK_STAGES:
         found.append(f"added tasks in {stage}: {', '.join(added[:5])}")
+    return found + _question_violations(stage, own, old, new)
+
+
+def _question_violations(stage: Stage, own: set[str], old: Plan, new: Plan) -> list[str]:
+    """BUILD may ask a person about its own task (`ralph ask`); no agent answers a question."""
+    found = []
+    known = {question["id"] for question in old.questions() + old.questions(answered=True)}
+    for question in new.questions():
+        if question["id"] not in known and (stage not in ASK_STAGES or question.get("task") not in own):
+            found.append(f"asked {question['id']} about {question.get('task')} in {stage}")
+    still_open = {question["id"] for question in new.questions()}
+    answered = sorted(q["id"] for q in old.questions() if q["id"] not in still_open)
+    if answered:
+        found.append(f"answered or removed question(s) in {stage}: {', '.join(answered)} (a person answers)")
     return found
 
 

@@ -26,6 +26,20 @@ def render(root: Path, stage: str, values: dict[str, object]) -> str:
     return Template(template_for(root, stage)).safe_substitute({k: str(v) for k, v in values.items()})
 
 
+RULE_FILES = ("AGENTS.md", "CLAUDE.md")  # the project's rules for agents, by convention
+
+
+def project_rules(root: Path) -> str:
+    """A line naming the project's rule files at the repository root, by path (they may be large;
+    the agent reads them itself), or nothing when there are none."""
+    found = [name for name in RULE_FILES if (root / name).is_file()]
+    if not found:
+        return ""
+    return (
+        f"The project's rules for agents are in {' and '.join(found)} at the repository root: follow them.\n"
+    )
+
+
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
@@ -43,9 +57,10 @@ def one_line(text: str) -> str:
     return printable(" ".join(text.split(" ")))
 
 
-def task_details(task: dict, dep_names: dict[str, str]) -> str:
-    """The task's own facts, for a prompt: notes, criteria, dependencies, last failure; each
-    piece of text people or agents wrote is fenced as data."""
+def task_details(task: dict, dep_names: dict[str, str], answered: list[dict] = ()) -> str:
+    """The task's own facts, for a prompt: notes, criteria, dependencies, the questions asked
+    about it with their answers, last failure; each piece of text people or agents wrote is fenced
+    as data."""
     parts = []
     accept = task.get("accept")
     if accept:
@@ -56,6 +71,9 @@ def task_details(task: dict, dep_names: dict[str, str]) -> str:
     if task.get("deps"):
         names = [f"{dep} ({one_line(dep_names.get(dep, 'accepted'))})" for dep in task["deps"]]
         parts.append("Builds on: " + ", ".join(names))
+    if answered:
+        said = "\n\n".join(f"Q ({q['id']}): {q['text']}\nA: {q.get('answer', '')}" for q in answered)
+        parts.append(data_block("questions asked about this task, with a person's answers", said))
     if task.get("reject_reason"):
         parts.append(data_block("why VERIFY last rejected it", task["reject_reason"]))
     if task.get("gate_failure"):

@@ -53,6 +53,8 @@ class Settings:
     run_hooks: bool = False  # run the repository's pre-commit hook on each build, after the gate
     max_wait_s: float = 3600.0  # one wait for a rate or usage limit at most
     limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
+    max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
+    prices: dict | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
 
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict) -> Settings:

@@ -14,7 +14,7 @@ from ralph.loop.gate import run_gate
 from ralph.loop.prompts import excerpt, one_line, task_details
 from ralph.loop.secrets import redact
 from ralph.loop.workspace import PLAN_FILE, STOP_REASONS_THAT_KILL, StageReport, Workspace
-from ralph.plan.records import KillReason, Stage, TaskView, is_done
+from ralph.plan.records import KillReason, Stage, TaskView, is_blocked, is_done
 from ralph.plan.schedule import buildable
 
 HISTORY_EXCERPT_CHARS = 1500
@@ -93,10 +93,11 @@ class BuildStage:
         while True:
             plan = self.ws.read_plan()
             task = plan.task_line(task_id).record
+            names = {t["id"]: t["name"] for t in plan.tasks()}
             values = {
                 "task_id": task_id,
                 "task_name": one_line(task["name"]),
-                "task_details": task_details(task, {t["id"]: t["name"] for t in plan.tasks()}),
+                "task_details": task_details(task, names, plan.questions_of(task_id, answered=True)),
                 "gate": " ".join(self.ws.settings.gate) or "(none)",
             }
             result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted)
@@ -112,12 +113,30 @@ class BuildStage:
             task = self.ws.read_plan().find_task(task_id)
             if task is None:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
+            if not result.violation and self._asked(task_id, result, report):
+                return
             failure = self._build_failure(task, result, problem, iteration)
             if failure is None:
                 return self._record_build(task_id, result, report)
             attempts = self._record_failure(task_id, failure, result)
             if attempts >= self.ws.settings.max_attempts:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
+
+    def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:
+        """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is
+        counted; its partial changes are set aside as a patch beside its log, and the question is
+        committed. The task is built afresh, with the answer, once a person gives it."""
+        plan = self.ws.read_plan()
+        asked = plan.questions_of(task_id)
+        if not asked or not is_blocked(plan.task_line(task_id).record):
+            return False
+        self.ws.set_aside(result.log_path)
+        ids = ", ".join(question["id"] for question in asked)
+        commit = self.ws.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
+        report.commits += [commit] if commit else []
+        self.ws.journal.event("question_asked", item=task_id, questions=ids, log=str(result.log_path))
+        self.ws.console.event(f"{task_id} asked a question ({ids}); it waits for `ralph answer`")
+        return True
 
     def _compact(self, task: dict, result: AgentResult) -> str:
         """The compacted context a continuation run opens with: the task, what is done so far,

@@ -19,6 +19,7 @@ from typing import Protocol
 from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.console import Console
+from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import Snapshot, violations
@@ -36,6 +37,10 @@ PLAN_FILE = reader.PLAN_NAME
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
 STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
+
+
+class CostSpent(BudgetSpent):
+    """The next run would pass the money budget: the loop ends with MAX_COST."""
 
 
 @dataclass
@@ -94,6 +99,7 @@ class Workspace:
         )
         self.user_dirty = user_dirty  # paths dirty before the loop started: the user's, never touched
         self.tokens = 0
+        self.spending = Spending(settings.max_cost_usd)
         # git adds and removes worktrees one at a time: one being added while another is read
         # half-made fails ("failed to read .git/worktrees/<name>/commondir").
         self._worktrees = threading.Lock()
@@ -139,6 +145,9 @@ class Workspace:
         cwd: Path | None = None,
     ) -> AgentResult:
         self.deadline.check()
+        over = self.spending.over_budget()
+        if over:
+            raise CostSpent(over)
         self.set_state(stage=str(stage))
         what = f"{stage} {item or self.settings.spec}"
         self.console.status(iteration, stage, item or "")
@@ -156,6 +165,9 @@ class Workspace:
         if stage is not Stage.VERIFY:  # a verifier works in its own checkout: VERIFY checks it there
             self.enforce(stage, {item} if item else set(), before, old_plan, [result])
         self.tokens += result.tracker.usage.total
+        usage = result.tracker.usage
+        cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
+        self.spending.add(str(stage), item, usage.total, cost)
         self.console.status(iteration, stage, item or "", self.tokens)
         self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
         return result

@@ -34,6 +34,15 @@ def status(root: Path) -> dict:
         "blocked": sum(1 for task in tasks if task.blocked),
         "next": {"id": next_task["id"], "name": next_task["name"]} if next_task else None,
         "waiting": waiting,
+        "questions": len(plan.questions()),
+        # What builds of the tasks still in the plan spent (accepted tasks' lines are gone).
+        "tokens": sum(task.record.get("tokens", 0) for task in tasks),
+        "cost_usd": round(sum(task.record.get("cost_usd", 0) for task in tasks), 6),
+        "by_task": {
+            task.id: {"tokens": task.record.get("tokens", 0), "cost_usd": task.record.get("cost_usd")}
+            for task in tasks
+            if task.record.get("tokens") or task.record.get("cost_usd")
+        },
     }
 
 

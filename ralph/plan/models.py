@@ -77,7 +77,8 @@ class Task(Record):
 
 
 class Issue(Record):
-    """A question or problem for INVESTIGATE to turn into tasks (or resolve)."""
+    """A problem for INVESTIGATE to turn into tasks (or resolve); or, with `kind` question, a
+    question for a person that blocks its task until it is answered."""
 
     t: Literal["issue"]
     id: IssueId
@@ -92,6 +93,14 @@ class Issue(Record):
     )
     kill_reason: KillReason | None = Field(None, description="why its last INVESTIGATE run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped INVESTIGATE run")
+    kind: Literal["question"] | None = Field(
+        None, description="question: a person must answer it (`ralph answer`); it blocks its task"
+    )
+    task: TaskId | None = Field(None, description="the task a question blocks until it is answered")
+    asked_at: str | None = Field(None, description="when the question was asked (UTC, ISO 8601)")
+    asked_by: str | None = Field(None, description="who asked it, in which run")
+    answer: str | None = Field(None, description="a person's answer to the question")
+    answered_at: str | None = Field(None, description="when it was answered (UTC, ISO 8601)")
 
 
 class Accept(Record):
@@ -120,6 +129,17 @@ class Spec(Record):
     path: Text
     kill_reason: KillReason | None = Field(None, description="why its last PLAN run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped PLAN run")
+
+
+class Price(BaseModel):
+    """What a model costs, in USD per million tokens (cached reads and cache writes default to
+    the input price)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    input: Annotated[float, Field(ge=0)]
+    output: Annotated[float, Field(ge=0)]
+    cache_read: Annotated[float, Field(ge=0)] | None = None
+    cache_creation: Annotated[float, Field(ge=0)] | None = None
 
 
 class Config(Record):
@@ -154,6 +174,12 @@ class Config(Record):
     commit: bool | None = Field(None, description="false: state commands do not commit")
     run_hooks: bool | None = Field(
         None, description="true: a build is committed only if the repository's pre-commit hook passes"
+    )
+    max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="money budget of `ralph construct` in USD"
+    )
+    prices: dict[str, Price] | None = Field(
+        None, description="USD per million tokens by model name, for runs whose agent reports no cost"
     )
 
 

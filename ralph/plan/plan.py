@@ -8,7 +8,15 @@ from ralph.plan import schedule
 from ralph.plan.document import Document, Line
 from ralph.plan.intake import new_id, new_task_record, refuse_cycle, require_text
 from ralph.plan.integrity import integrity_problems
-from ralph.plan.records import VERIFY_KILL_FIELDS, KillReason, Stage, TaskView, is_done, is_pending
+from ralph.plan.records import (
+    VERIFY_KILL_FIELDS,
+    KillReason,
+    Stage,
+    TaskView,
+    is_blocked,
+    is_done,
+    is_pending,
+)
 from ralph.plan.stages import stage_of
 from ralph.plan.validate import record_problems
 
@@ -40,12 +48,25 @@ class Plan:
         return [TaskView(task) for task in self.tasks() if spec is None or task.get("spec") in (None, spec)]
 
     def issues(self, spec: str | None = None) -> list[dict]:
-        """The open issues; with `spec`, only that spec's issues (and those of none)."""
+        """The open issues (not questions); with `spec`, only that spec's issues (and those of none)."""
         return [
             line.record
             for line in self._of("issue")
-            if spec is None or line.record.get("spec") in (None, spec)
+            if not is_question(line.record) and (spec is None or line.record.get("spec") in (None, spec))
         ]
+
+    def questions(self, spec: str | None = None, answered: bool = False) -> list[dict]:
+        """The open questions (with `answered`, the answered ones); with `spec`, that spec's."""
+        return [
+            line.record
+            for line in self._of("issue")
+            if is_question(line.record)
+            and bool(line.record.get("answer")) is answered
+            and (spec is None or line.record.get("spec") in (None, spec))
+        ]
+
+    def questions_of(self, task_id: str, answered: bool = False) -> list[dict]:
+        return [question for question in self.questions(answered=answered) if question.get("task") == task_id]
 
     def has_work_for(self, spec: str) -> bool:
         """Whether `spec` has tasks or issues of its own, open or accepted. Records that name no
@@ -149,6 +170,8 @@ class Plan:
         task = line.record
         if is_done(task):
             raise Refused(f"task {task_id} is already done")
+        if is_blocked(task) and _blocked_by_question(task):
+            raise Refused(f"task {task_id} is {task['blocked_reason'][:120]}")
         waiting = schedule.blockers(task, self.tasks(), self.accepted())
         if waiting:
             raise Refused(f"task {task_id} is blocked by {', '.join(waiting)} (not done yet)")
@@ -167,6 +190,14 @@ class Plan:
                 raise Refused(f"task {task_id} is pending; only a done task can be accepted")
         for line in lines:
             self.doc.remove(line)
+            for answered in self._of("issue"):  # its answered questions served it (git history keeps them)
+                question = answered.record
+                if (
+                    is_question(question)
+                    and question.get("task") == line.record["id"]
+                    and question.get("answer")
+                ):
+                    self.doc.remove(answered)
             tombstone = {"t": "accept", "id": line.record["id"], "name": line.record["name"]}
             for kept in ("spec", "commit"):  # which spec it served, which commit built it
                 if line.record.get(kept):
@@ -412,8 +443,71 @@ class Plan:
     def _issue_line(self, issue_id: str) -> Line:
         for line in self._of("issue"):
             if line.record["id"] == issue_id:
+                if is_question(line.record):
+                    raise Refused(f"{issue_id} is a question, not an issue: answer it with `ralph answer`")
                 return line
         raise Refused(f"no open issue {issue_id}")
+
+    # --- questions ------------------------------------------------------------------------
+    def ask(self, task_id: str, text: str, asked_at: str, asked_by: str | None = None) -> dict:
+        """Record a question for a person about a task, and block the task (and so everything that
+        depends on it) until it is answered."""
+        require_text(text, "the question")
+        if not text.strip():
+            raise InvalidInput("the question is empty")
+        line = self.task_line(task_id)
+        task = line.record
+        if is_done(task):
+            raise Refused(f"task {task_id} is done; reject it first, or ask about a pending task")
+        record = {
+            "t": "issue",
+            "id": new_id("i", self._taken_ids()),
+            "kind": "question",
+            "text": text.strip(),
+            "task": task_id,
+            "asked_at": asked_at,
+        }
+        if asked_by:
+            record["asked_by"] = asked_by
+        spec = task.get("spec") or self.state().get("spec")
+        if spec:
+            record["spec"] = spec
+        problems = record_problems(record)
+        if problems:
+            raise InvalidInput("; ".join(problems))
+        if not is_blocked(task) or _blocked_by_question(task):
+            task["s"] = "b"
+            task["blocked_reason"] = _question_reason(record)
+            self.doc.rewrite(line)
+        self.doc.append(record)
+        return record
+
+    def answer(self, question_id: str, text: str, answered_at: str) -> tuple[dict, dict | None]:
+        """Record a person's answer. The task goes back to pending once none of its questions is
+        open (a task the loop blocked for another reason stays blocked). Returns the question and
+        the task (None when the task is gone)."""
+        require_text(text, "the answer")
+        if not text.strip():
+            raise InvalidInput("the answer is empty")
+        line = next((line for line in self._of("issue") if line.record["id"] == question_id), None)
+        if line is None or not is_question(line.record):
+            raise Refused(f"no question {question_id}" + (": it is an issue" if line else ""))
+        question = line.record
+        if question.get("answer"):
+            raise Refused(f"question {question_id} is already answered")
+        question["answer"], question["answered_at"] = text.strip(), answered_at
+        self.doc.rewrite(line)
+        task = self.find_task(question.get("task", ""))
+        if task is not None and is_blocked(task) and _blocked_by_question(task):
+            still_open = self.questions_of(task["id"])
+            task_line = self.task_line(task["id"])
+            if still_open:
+                task["blocked_reason"] = _question_reason(still_open[0])
+            else:
+                task["s"] = "p"
+                task.pop("blocked_reason", None)
+            self.doc.rewrite(task_line)
+        return question, task
 
     def resolve_issue(self, issue_id: str) -> dict:
         line = self._issue_line(issue_id)
@@ -437,6 +531,21 @@ class Plan:
         problems = integrity_problems(self.doc)
         if problems:
             raise PlanInvalid(problems)
+
+
+def is_question(issue: dict) -> bool:
+    return issue.get("kind") == "question"
+
+
+QUESTION_REASON = "waiting for the answer to question "
+
+
+def _question_reason(question: dict) -> str:
+    return f"{QUESTION_REASON}{question['id']}: {question['text'][:200]}"
+
+
+def _blocked_by_question(task: dict) -> bool:
+    return str(task.get("blocked_reason", "")).startswith(QUESTION_REASON)
 
 
 def _add_usage(task: dict, tokens: int, cost_usd: float | None) -> None:

@@ -64,6 +64,32 @@ def buildable(tasks: list[dict], accepted: set[str]) -> list[dict]:
     return [task for _, task in ready]
 
 
+def held_by_questions(tasks: list[dict], questions: list[dict]) -> set[str]:
+    """The tasks open questions hold: each task asked about, and every task that depends on one
+    of them, directly or not."""
+    dependents: dict[str, list[str]] = {}
+    for task in tasks:
+        for dep in task.get("deps", []):
+            dependents.setdefault(dep, []).append(task["id"])
+    held: set[str] = set()
+    stack = [question["task"] for question in questions if question.get("task")]
+    while stack:
+        task_id = stack.pop()
+        if task_id not in held:
+            held.add(task_id)
+            stack.extend(dependents.get(task_id, ()))
+    return held & {task["id"] for task in tasks}
+
+
+def only_questions_left(tasks: list[dict], issues: list[dict], questions: list[dict]) -> bool:
+    """Whether open questions hold every task left (directly or through dependencies), with no
+    issue left and no done or killed task: only a person's answers can move it on."""
+    if not questions or issues:
+        return False
+    held = held_by_questions(tasks, questions)
+    return all(task["id"] in held and not is_done(task) and not task.get("kill_reason") for task in tasks)
+
+
 def next_task(tasks: list[dict], accepted: set[str]) -> dict | None:
     ready = buildable(tasks, accepted)
     return ready[0] if ready else None

@@ -3,7 +3,7 @@
 plan.schema.json is exported from ralph.models (the definition); the tests keep the two in step
 and check that this validator and pydantic agree. Only the schema features that export uses are
 supported: type, const, enum, pattern, minLength, minimum/maximum (exclusive too), items, anyOf,
-$ref and required.
+$ref and required, and (for values inside a record) properties and additionalProperties.
 """
 
 from __future__ import annotations
@@ -106,6 +106,8 @@ def _compile(schema: dict, defs: dict) -> tuple[Check, str]:
         item_check, item_words = _compile(schema["items"], defs)
         words = f"a list, each item {item_words}"
         checks.append(lambda v: _first_item_problem(v, item_check, item_words))
+    if "properties" in schema or isinstance(schema.get("additionalProperties"), dict):
+        checks.append(_object_check(schema, defs))
     check = _all_of(checks)
     return (lambda v: words if (problem := check(v)) is TYPE_MISMATCH else problem), words
 
@@ -152,6 +154,32 @@ def _compile_any_of(options: list[dict], defs: dict) -> tuple[Check, str]:
     return check, words
 
 
+def _object_check(schema: dict, defs: dict) -> Check:
+    """An object's keys: the required ones present, each known one valid, the others valid by
+    additionalProperties (or refused, when it is false)."""
+    known = {key: _compile(sub, defs)[0] for key, sub in schema.get("properties", {}).items()}
+    extra = schema.get("additionalProperties", True)
+    extra_check = _compile(extra, defs)[0] if isinstance(extra, dict) else None
+    required = schema.get("required", [])
+
+    def check(value: dict) -> str | None:
+        for key in required:
+            if key not in value:
+                return f"an object with {json.dumps(key)}"
+        for key, item in value.items():
+            if key in known:
+                problem = known[key](item)
+            elif extra is False:
+                return f"an object without {json.dumps(key)}"
+            else:
+                problem = extra_check(item) if extra_check else None
+            if problem:
+                return f"an object whose {json.dumps(key)} is {problem}"
+        return None
+
+    return check
+
+
 def _first_item_problem(value: list, item_check: Check, item_words: str) -> str | None:
     for index, item in enumerate(value):
         if item_check(item):
@@ -185,6 +213,9 @@ def _predicate(schema: dict, defs: dict) -> Callable[[object], object]:
     if "items" in schema:
         item_valid = _predicate(schema["items"], defs)
         tests.append(lambda v: all(map(item_valid, v)))
+    if "properties" in schema or isinstance(schema.get("additionalProperties"), dict):
+        object_check = _object_check(schema, defs)
+        tests.append(lambda v: object_check(v) is None)
     return _every(tests)
 
 

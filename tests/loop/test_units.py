@@ -292,3 +292,19 @@ def test_backoff_doubles_with_jitter_and_an_auth_error_raises_with_the_hint(tmp_
     assert waits.should_retry(FailureEvent("other", "400"), 0, "BUILD", "t-a") is False
     with pytest.raises(AgentAuthFailed, match="run `x login`"):
         waits.should_retry(FailureEvent("auth", "401 Unauthorized", 401), 0, "BUILD", "t-a")
+
+
+def test_every_stage_prompt_names_the_projects_rule_files_by_path(tmp_path):
+    from ralph.loop import prompts
+
+    values = {"task_id": "t-a", "task_name": "A", "issue_id": "i-a"}
+    for stage in ("PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE"):
+        plain = prompts.render(tmp_path, stage, {**values, "project_rules": prompts.project_rules(tmp_path)})
+        assert "AGENTS.md" not in plain and "$project_rules" not in plain
+    (tmp_path / "AGENTS.md").write_text("x" * 100_000)  # large: named, never pasted
+    (tmp_path / "CLAUDE.md").write_text("rules")
+    rules = prompts.project_rules(tmp_path)
+    for stage in ("PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE"):
+        prompt = prompts.render(tmp_path, stage, {**values, "project_rules": rules})
+        assert "rules for agents are in AGENTS.md and CLAUDE.md at the repository root" in prompt, stage
+        assert "xxxx" not in prompt

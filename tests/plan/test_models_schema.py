@@ -181,6 +181,17 @@ GOOD_BY_NAME = {
     "attempt_tokens": _optional(st.lists(st.integers(min_value=0, max_value=2**70), max_size=3)),
     "cost_usd": _optional(st.one_of(st.floats(min_value=0, allow_infinity=True), st.integers(0, 10**300))),
     "iteration": st.integers(min_value=0, max_value=2**70),
+    "max_cost_usd": _optional(st.floats(min_value=0.01, max_value=1e6)),
+    "prices": _optional(
+        st.dictionaries(
+            TEXT,
+            st.fixed_dictionaries(
+                {"input": st.floats(0, 100), "output": st.integers(0, 100)},
+                optional={"cache_read": _optional(st.floats(0, 10))},
+            ),
+            max_size=2,
+        )
+    ),
 }
 # Wrong values that are close to right ones, per field kind.
 BAD_BY_NAME = {
@@ -193,6 +204,17 @@ BAD_BY_NAME = {
     "agent_cmd": st.lists(st.one_of(TEXT, SURROGATES), min_size=1, max_size=3),
     "attempt_tokens": st.lists(
         st.one_of(st.integers(-3, 3), st.booleans(), st.floats()), min_size=1, max_size=3
+    ),
+    "prices": st.dictionaries(
+        TEXT,
+        st.one_of(
+            st.fixed_dictionaries({"input": NEAR_MISSES}),
+            st.fixed_dictionaries({"input": st.just(1.0), "output": NEAR_MISSES}),
+            st.fixed_dictionaries({"input": st.just(1.0), "output": st.just(2), "x": st.just(1)}),
+            NEAR_MISSES,
+        ),
+        min_size=1,
+        max_size=2,
     ),
 }
 

@@ -385,3 +385,99 @@ def test_record_plan_kill_marks_the_spec_and_a_finished_plan_clears_it():
     untouched = plan_of()
     untouched.record_plan_kill("specs/a.md", None)  # nothing to clear: the line keeps its bytes
     assert untouched.doc.to_bytes() == b"".join(LINES)
+
+
+# --- questions ------------------------------------------------------------------------------
+TASK_D = b'{"t":"task","id":"t-dddddd","name":"Build D","deps":["t-cccccc"],"spec":"specs/a.md"}\n'
+ASKED = "2026-11-23T12:00:00+00:00"
+
+
+def test_ask_blocks_the_task_and_records_the_question_linked_to_it():
+    plan = plan_of(*LINES, TASK_D)
+    question = plan.ask("t-cccccc", "  SQLite or Postgres?  ", ASKED, "BUILD agent, iteration 4")
+    assert question == {
+        "t": "issue",
+        "id": question["id"],
+        "kind": "question",
+        "text": "SQLite or Postgres?",
+        "task": "t-cccccc",
+        "asked_at": ASKED,
+        "asked_by": "BUILD agent, iteration 4",
+        "spec": "specs/a.md",
+    }
+    task = plan.find_task("t-cccccc")
+    assert task["s"] == "b" and task["blocked_reason"].startswith(
+        f"waiting for the answer to question {question['id']}"
+    )
+    assert plan.questions() == [question] and plan.questions_of("t-cccccc") == [question]
+    # a question is no issue to investigate, and nothing held by it is buildable
+    assert question not in plan.issues() and question not in plan.issues("specs/a.md")
+    assert plan.next_task() is None or plan.next_task()["id"] not in ("t-cccccc", "t-dddddd")
+    from ralph.plan import schedule
+
+    assert schedule.held_by_questions(plan.tasks(), plan.questions()) == {"t-cccccc", "t-dddddd"}
+    # the other lines keep their bytes; the question is appended after the last record
+    data = plan.doc.to_bytes()
+    assert data.startswith(b"".join(LINES[:6])) and data.endswith(serialize(question))
+
+
+def test_answer_unblocks_the_task_once_its_last_question_is_answered():
+    plan = plan_of()
+    first = plan.ask("t-cccccc", "first?", ASKED)
+    second = plan.ask("t-cccccc", "second?", ASKED)
+    answered, task = plan.answer(first["id"], " yes ", "2026-11-23T13:00:00+00:00")
+    assert answered["answer"] == "yes" and answered["answered_at"] == "2026-11-23T13:00:00+00:00"
+    assert task["s"] == "b" and second["id"] in task["blocked_reason"]  # still waits for the second
+    _, task = plan.answer(second["id"], "no", ASKED)
+    assert task["s"] == "p" and "blocked_reason" not in task
+    assert plan.questions() == [] and [q["id"] for q in plan.questions_of("t-cccccc", answered=True)] == [
+        first["id"],
+        second["id"],
+    ]
+    assert plan.next_task()["id"] == "t-cccccc"
+
+
+def test_accepting_a_task_removes_its_answered_questions():
+    plan = plan_of()
+    question = plan.ask("t-cccccc", "which?", ASKED)
+    plan.answer(question["id"], "this", ASKED)
+    plan.done("t-cccccc")
+    plan.accept("t-cccccc")
+    assert plan.questions(answered=True) == [] and b"which?" not in plan.doc.to_bytes()
+
+
+def test_a_task_blocked_by_the_loop_stays_blocked_after_the_answer():
+    plan = plan_of()
+    plan.block("t-cccccc", "decomposed too deep")
+    question = plan.ask("t-cccccc", "split how?", ASKED)
+    _, task = plan.answer(question["id"], "in two", ASKED)
+    assert task["s"] == "b" and task["blocked_reason"] == "decomposed too deep"
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda plan: plan.ask("t-nope00", "why?", ASKED), "no task t-nope00"),
+        (lambda plan: plan.ask("t-old000", "why?", ASKED), "already accepted"),
+        (lambda plan: plan.ask("t-bbbbbb", "why?", ASKED), "is done"),
+        (lambda plan: plan.answer("i-aaaaaa", "yes", ASKED), "it is an issue"),
+        (lambda plan: plan.answer("i-zzzzzz", "yes", ASKED), "no question i-zzzzzz"),
+    ],
+)
+def test_ask_and_answer_refuse_what_they_cannot_do(call, message):
+    plan = plan_of()
+    with pytest.raises(Refused, match=message):
+        call(plan)
+    assert not plan.doc.changed
+
+
+def test_a_question_cannot_be_answered_twice_resolved_or_marked_done_around():
+    plan = plan_of()
+    question = plan.ask("t-cccccc", "which?", ASKED)
+    with pytest.raises(Refused, match="is a question"):
+        plan.resolve_issue(question["id"])
+    with pytest.raises(Refused, match="waiting for the answer"):
+        plan.done("t-cccccc")
+    plan.answer(question["id"], "this", ASKED)
+    with pytest.raises(Refused, match="already answered"):
+        plan.answer(question["id"], "that", ASKED)

@@ -1,0 +1,98 @@
+"""What an agent run cost: the amount its CLI reports, else its tokens at the model's price (the
+config's `prices` first, then this table), else unknown (None), never a guessed zero."""
+
+from __future__ import annotations
+
+from ralph.agents.base import Usage
+
+# USD per million tokens, from the providers' public price lists when this was written; prices
+# change, so a repository sets its own in the config record's `prices`. Matched by exact name,
+# then by the longest name the model's starts with ("claude-sonnet-4-5-20250929").
+PRICES: dict[str, dict[str, float]] = {
+    "claude-opus-4": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_creation": 18.75},
+    "claude-sonnet-4": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_creation": 3.75},
+    "claude-haiku-4": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_creation": 1.25},
+    "gpt-5": {"input": 1.25, "output": 10.0, "cache_read": 0.125},
+    "gemini-2.5-pro": {"input": 1.25, "output": 10.0, "cache_read": 0.31},
+}
+
+
+def price_of(model: str | None, overrides: dict | None = None) -> dict | None:
+    if not model:
+        return None
+    table = {**PRICES, **(overrides or {})}
+    if model in table:
+        return table[model]
+    starts = [name for name in table if model.startswith(name)]
+    return table[max(starts, key=len)] if starts else None
+
+
+def run_cost(usage: Usage, model: str | None, overrides: dict | None = None) -> float | None:
+    """The run's cost in USD, or None when neither the CLI nor a price says it."""
+    if usage.cost_usd is not None:
+        return usage.cost_usd
+    price = price_of(model, overrides)
+    if price is None:
+        return None
+    per_token = {key: value / 1_000_000 for key, value in price.items() if value is not None}
+    return (
+        usage.input_tokens * per_token["input"]
+        + usage.output_tokens * per_token["output"]
+        + usage.cache_read_tokens * per_token.get("cache_read", per_token["input"])
+        + usage.cache_creation_tokens * per_token.get("cache_creation", per_token["input"])
+    )
+
+
+class Spending:
+    """Tokens and cost of a construct run so far, in all and per stage and per item, and the money
+    budget: the next run may not start when the runs so far, plus one more at their mean cost,
+    would pass it. VERIFY adds from several threads."""
+
+    def __init__(self, max_cost_usd: float | None):
+        import threading
+
+        self.max_cost_usd = max_cost_usd
+        self.cost_usd = 0.0  # of the runs whose cost is known
+        self.known_runs = 0
+        self.unknown_runs = 0
+        self.by_stage: dict[str, dict] = {}
+        self.by_item: dict[str, dict] = {}
+        self._lock = threading.Lock()
+
+    def over_budget(self) -> str | None:
+        """Why the next run may not start, or None."""
+        if self.max_cost_usd is None or not self.known_runs:
+            return None
+        with self._lock:
+            spent, mean = self.cost_usd, self.cost_usd / self.known_runs
+        if spent + mean > self.max_cost_usd:
+            return (
+                f"the money budget (${self.max_cost_usd:g}) would be passed: ${spent:.2f} spent, and a run"
+                f" costs ${mean:.2f} on average"
+            )
+        return None
+
+    def add(self, stage: str, item: str | None, tokens: int, cost_usd: float | None) -> None:
+        with self._lock:
+            if cost_usd is None:
+                self.unknown_runs += 1
+            else:
+                self.known_runs += 1
+                self.cost_usd += cost_usd
+            for table, key in ((self.by_stage, stage), (self.by_item, item)):
+                if key is None:
+                    continue
+                row = table.setdefault(key, {"runs": 0, "tokens": 0, "cost_usd": 0.0, "unknown_runs": 0})
+                row["runs"] += 1
+                row["tokens"] += tokens
+                if cost_usd is None:
+                    row["unknown_runs"] += 1
+                else:
+                    row["cost_usd"] = round(row["cost_usd"] + cost_usd, 6)
+
+
+def describe_cost(cost_usd: float, unknown_runs: int) -> str:
+    """ "$0.42", "$0.42 + 2 runs of unknown cost", or "unknown" when no run's cost is known."""
+    if unknown_runs and not cost_usd:
+        return f"unknown ({unknown_runs} run(s) with no reported cost and no price for the model)"
+    return f"${cost_usd:.2f}" + (f" + {unknown_runs} run(s) of unknown cost" if unknown_runs else "")

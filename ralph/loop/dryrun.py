@@ -1,0 +1,166 @@
+"""`ralph construct --dry-run`: what the next iteration would run, read from the plan alone: each
+stage's items, the agent's argv, each prompt's size and first lines, the gate's argv, and the budget
+in force. It runs no agent or gate and writes nothing (no log, no plan change, no commit, not even
+the validation cache in .git)."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from ralph.agents import make_adapter
+from ralph.loop import prompts
+from ralph.loop.agentrun import LOG_DIR, AgentRunner, ralph_command
+from ralph.loop.prompts import data_block, one_line, task_details
+from ralph.loop.settings import Settings
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.plan.records import IssueView, Stage
+from ralph.plan.schedule import buildable, only_questions_left
+from ralph.store.reader import PLAN_NAME, plan_path, read_bytes
+
+PROMPT_LINES = 5  # of each prompt, shown
+ARG_CHARS = 120  # of each argument shown (an adapter may pass the whole prompt as one)
+
+
+def preview(root: Path, settings: Settings) -> dict:
+    """The next iteration's runs, and the settings in force, as plain data."""
+    plan = Plan(load(read_bytes(root), PLAN_NAME)) if plan_path(root).exists() else None
+    runner = AgentRunner(
+        root, settings, make_adapter(settings.agent, settings.agent_cmd, settings.model, settings.agent_args),
+        None, None, None,
+    )  # fmt: skip
+    spec = settings.spec
+    iteration = plan.iteration() + 1 if plan else 1
+    runs: list[dict] = []
+    notes: list[str] = []
+
+    def add(stage: Stage, item: str | None, label: str, values: dict) -> None:
+        runs.append(_run(runner, stage, iteration, item, label, values))
+
+    if plan is None or not plan.has_work_for(spec):
+        notes.append("no tasks for the spec yet: PLAN runs first" + ("" if plan else " (after `ralph init`)"))
+        add(Stage.PLAN, None, spec, {})
+        return _result(settings, iteration, runs, notes)
+    tasks = plan.task_views(spec)
+    records = [task.record for task in tasks]
+    issues = plan.issues(spec)
+    questions = plan.questions(spec)
+    if not records and not issues:
+        notes.append("nothing to do: the run would end COMPLETE")
+    elif only_questions_left(records, issues, questions):
+        notes.append(f"the run would end WAITING: {len(questions)} question(s) to answer (`ralph questions`)")
+    names = {task.id: task.name for task in tasks}
+    shim = SimpleNamespace(root=root, settings=settings, journal=SimpleNamespace(event=lambda *a, **k: None))
+    from ralph.loop.stage_decompose import DecomposeStage
+    from ralph.loop.stage_investigate import InvestigateStage
+    from ralph.loop.stage_verify import _previous_stop as verify_previous
+
+    for task in (task for task in tasks if task.killed):
+        add(Stage.DECOMPOSE, task.id, task.name, DecomposeStage(shim)._values(task, plan))
+    for issue in (issue for issue in issues if not issue.get("keep_open")):
+        values = {
+            "issue_id": issue["id"],
+            "issue_text": data_block("the issue", issue["text"]),
+            "previous": InvestigateStage(shim)._previous_stop(IssueView(issue)),
+        }
+        add(Stage.INVESTIGATE, issue["id"], issue["text"], values)
+    for record in buildable(records, plan.accepted()):
+        values = {
+            "task_id": record["id"],
+            "task_name": one_line(record["name"]),
+            "task_details": task_details(record, names, plan.questions_of(record["id"], answered=True)),
+            "gate": " ".join(settings.gate) or "(none)",
+        }
+        add(Stage.BUILD, record["id"], record["name"], values)
+        runs[-1]["gate"] = list(settings.gate)
+    if any(run["stage"] == "BUILD" for run in runs):
+        notes.append("BUILD also takes the tasks these builds unblock; VERIFY then checks each task built")
+    for task in (task for task in tasks if task.done):
+        values = {
+            "task_id": task.id,
+            "task_name": one_line(task.name),
+            "task_details": task_details(task.record, names),
+            "task_commit": task.commit or "HEAD",
+            "previous": verify_previous(task, settings.max_attempts),
+        }
+        add(Stage.VERIFY, task.id, task.name, values)
+    for question in questions:
+        notes.append(f"{question['id']} holds {question.get('task')}: {one_line(question['text'])[:100]}")
+    return _result(settings, iteration, runs, notes)
+
+
+def _run(
+    runner: AgentRunner, stage: Stage, iteration: int, item: str | None, label: str, values: dict
+) -> dict:
+    root = runner.root
+    values = {
+        "root": root,
+        "spec": runner.settings.spec,
+        "ralph": ralph_command(),
+        "project_rules": prompts.project_rules(root),
+        **values,
+    }
+    prompt = prompts.render(root, str(stage), values)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    prompt_file = (
+        root / LOG_DIR / (f"ralph-{stamp}-{str(stage).lower()}" + (f"-{item}" if item else "") + ".prompt.md")
+    )
+    env = runner.env(str(stage), iteration, item, prompt_file)
+    argv = runner.adapter.invocation(prompt, str(prompt_file), env).argv
+    return {
+        "stage": str(stage),
+        "item": item,
+        "name": one_line(label)[:100],
+        "argv": [arg if len(arg) <= ARG_CHARS else arg[:ARG_CHARS] + "..." for arg in argv],
+        "prompt_bytes": len(prompt.encode("utf-8")),
+        "prompt_head": prompt.splitlines()[:PROMPT_LINES],
+    }
+
+
+def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[str]) -> dict:
+    return {
+        "spec": settings.spec,
+        "iteration": iteration,
+        "runs": runs,
+        "notes": notes,
+        "gate": list(settings.gate),
+        "budget": {
+            "max_iterations": settings.max_iterations,
+            "max_minutes": settings.max_minutes,
+            "max_cost_usd": settings.max_cost_usd,
+            "max_attempts": settings.max_attempts,
+            "timeout_s": settings.timeout_s,
+            "gate_timeout_s": settings.gate_timeout_s,
+            "parallel": settings.parallel,
+            "max_decompose_depth": settings.max_decompose_depth,
+        },
+    }
+
+
+def render_text(result: dict) -> list[str]:
+    """The preview for a person, one line each."""
+    budget = result["budget"]
+    minutes = f"{budget['max_minutes']:g}" if budget["max_minutes"] else "none"
+    cost = f"${budget['max_cost_usd']:g}" if budget["max_cost_usd"] else "none"
+    lines = [
+        f"dry run of ralph construct {result['spec']}: nothing is run, written or committed",
+        f"budget: max-iterations {budget['max_iterations']}, max-minutes {minutes}, max-cost {cost},"
+        f" max-attempts {budget['max_attempts']}, timeout {budget['timeout_s']:g}s per agent run,"
+        f" gate timeout {budget['gate_timeout_s']:g}s, parallel {budget['parallel']},"
+        f" max-decompose-depth {budget['max_decompose_depth']}",
+        f"gate: {shlex.join(result['gate']) if result['gate'] else '(none)'}",
+        f"iteration {result['iteration']}: {len(result['runs'])} agent run(s)",
+    ]
+    for run in result["runs"]:
+        item = f" {run['item']}" if run["item"] else ""
+        lines.append(f"  {run['stage']}{item}: {run['name']}")
+        lines.append(f"    agent: {shlex.join(run['argv'])}")
+        lines.append(f"    prompt: {run['prompt_bytes']} bytes; first lines:")
+        lines += [f"      | {line}" for line in run["prompt_head"]]
+        if "gate" in run:
+            lines.append(f"    then the gate: {shlex.join(run['gate']) if run['gate'] else '(none)'}")
+    lines += [f"note: {note}" for note in result["notes"]]
+    return lines

@@ -1,0 +1,71 @@
+"""Golden files for the final report of `ralph construct` when a run does not complete: what a
+person reads first. The reports are made from fixed values (a real run's logs and times vary);
+tests/loop covers that real runs fill them in. Regenerate with `pytest --update-goldens`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from ralph.cli.construct import _print_report
+from ralph.loop.construct import Outcome, Report
+
+REPORTS = Path(__file__).parent / "golden" / "reports"
+RESUME = "ralph construct specs/app.md --agent command --agent-cmd 'python agent.py' --max-cost 5"
+SPENT = {
+    "cost_usd": 1.25,
+    "unknown_cost_runs": 1,
+    "by_stage": {
+        "BUILD": {"runs": 3, "tokens": 30000, "cost_usd": 1.0, "unknown_runs": 0},
+        "VERIFY": {"runs": 2, "tokens": 9000, "cost_usd": 0.25, "unknown_runs": 1},
+    },
+    "by_task": {"t-other0": {"runs": 2, "tokens": 21000, "cost_usd": 0.75, "unknown_runs": 1}},
+}
+CASES = {
+    "waiting": Report(
+        Outcome.WAITING,
+        'what is left waits for 1 answer(s): answer each question with `ralph answer ID "text"`,'
+        " then run `ralph construct` again",
+        7,
+        iterations=2,
+        accepted=["t-other0 Other work"],
+        remaining=[
+            "t-colour blocked: Colour (waiting for the answer to question i-qqqqqq: Blue or green?)",
+            "t-after0 pending: After the colour",
+        ],
+        tokens=39000,
+        questions=[
+            "i-qqqqqq on t-colour: Blue or green? (asked 2026-11-23T13:00:00+00:00 by BUILD agent,"
+            " iteration 1, log build/ralph-logs/ralph-20261123-130000-build-t-colour.log)"
+        ],
+        resume=RESUME,
+        **SPENT,
+    ),
+    "stuck": Report(
+        Outcome.STUCK,
+        "what is left is blocked: a person must decide (see below)",
+        5,
+        iterations=4,
+        remaining=["t-toobig blocked: Too big (decomposed 3 times and still failing (timeout))"],
+        tokens=39000,
+        stopped=["t-toobig BUILD killed (timeout), set aside for DECOMPOSE; log build/ralph-logs/b.log"],
+        resume=RESUME,
+        **SPENT,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_report_when_a_run_does_not_complete(name: str, request: pytest.FixtureRequest):
+    @click.command()
+    def show():
+        _print_report(CASES[name], as_json=False)
+
+    printed = CliRunner().invoke(show, []).stdout
+    golden = REPORTS / f"{name}.txt"
+    if request.config.getoption("--update-goldens"):
+        golden.write_text(printed, encoding="utf-8")
+    assert printed == golden.read_text(encoding="utf-8")

@@ -1,0 +1,104 @@
+"""`ralph construct --dry-run`: the next iteration's runs, each with its agent argv, prompt size and
+first lines, the gate and the budget; no agent or gate runs and the repository, .git included,
+stays byte for byte as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+from tests.loop.test_construct import CHECK_WORK, in_process
+
+# Any run of it leaves a mark: the dry run must start none.
+AGENT = "import pathlib; pathlib.Path(__file__).with_name('agent-ran').write_text('ran')\n"
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    (repo / "specs" / "app.md").write_text("# App\n\n- Do it\n")
+    (repo / "check_work.py").write_text(CHECK_WORK)
+    git(repo, "add", "specs/app.md", "check_work.py")
+    git(repo, "commit", "-qm", "the app spec and its gate")
+    return repo
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file under root, .git included, with a digest of its bytes."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def dry_run(root: Path, tmp_path: Path, *flags: str):
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    argv = [
+        "-C", str(root), "construct", "specs/app.md", "--dry-run", "--agent", "command",
+        "--agent-cmd", f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}",
+        "--gate", f"{shlex.quote(sys.executable)} check_work.py", *flags,
+    ]  # fmt: skip
+    return in_process(argv, dict(os.environ))
+
+
+def test_dry_run_lists_each_run_with_its_argv_and_prompt_and_changes_nothing(project, tmp_path):
+    from ralph.ops import issues, questions, tasks
+
+    built, waiting, ready = (
+        tasks.add(project, [{"name": n, "accept": "ok"}])[0]["id"] for n in ("Built", "Waits", "Ready")
+    )
+    tasks.done(project, built)
+    issue = issues.add(project, "Is it fast?")["id"]
+    question = questions.ask(project, "Red or blue?", waiting, "a person")["id"]
+    before, head = tree_digest(project), git(project, "rev-parse", "HEAD")
+
+    done = dry_run(project, tmp_path, "--max-iterations", "4", "--timeout", "90s", "--max-cost", "2.5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert tree_digest(project) == before and git(project, "rev-parse", "HEAD") == head
+    assert not (project / "build" / "ralph-logs").exists() or not list(
+        (project / "build" / "ralph-logs").iterdir()
+    )
+    assert not (tmp_path / "agent-ran").exists()
+
+    assert (
+        out.splitlines()[0] == "dry run of ralph construct specs/app.md: nothing is run, written or committed"
+    )
+    assert (
+        "budget: max-iterations 4, max-minutes none, max-cost $2.5, max-attempts 3, timeout 90s per agent run"
+        in out
+    )
+    assert f"  INVESTIGATE {issue}: Is it fast?" in out
+    assert f"  BUILD {ready}: Ready" in out and f"  VERIFY {built}: Built" in out
+    assert f"BUILD {waiting}" not in out and f"{question} holds {waiting}: Red or blue?" in out
+    assert f"    agent: {shlex.quote(sys.executable)} {shlex.quote(str(tmp_path / 'agent.py'))}" in out
+    assert f"    then the gate: {shlex.quote(sys.executable)} check_work.py" in out
+    assert f"      | Stage: BUILD. Task {ready}: Ready" in out
+
+    as_json = json.loads(dry_run(project, tmp_path, "--json").stdout)
+    build = next(run for run in as_json["runs"] if run["stage"] == "BUILD")
+    assert build["prompt_bytes"] > 500 and build["prompt_head"][0] == f"Stage: BUILD. Task {ready}: Ready"
+    assert build["argv"][0] == sys.executable and as_json["budget"]["max_iterations"] == 10
+    assert tree_digest(project) == before
+    assert git(project, "status", "--porcelain") == ""  # last: it refreshes .git/index
+
+
+def test_dry_run_of_an_unplanned_spec_shows_the_plan_run_and_writes_no_plan(project, tmp_path):
+    before = tree_digest(project)
+    done = dry_run(project, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "  PLAN: specs/app.md" in done.stdout and "      | Stage: PLAN. Spec: specs/app.md" in done.stdout
+    assert tree_digest(project) == before
+
+
+def test_dry_run_of_a_missing_spec_is_one_line_and_exit_2(project, tmp_path):
+    done = in_process(["-C", str(project), "construct", "specs/nope.md", "--dry-run"], dict(os.environ))
+    assert done.returncode == 2 and done.stderr.strip() == "ralph: no spec file specs/nope.md"

@@ -1,0 +1,50 @@
+"""The permission rules on questions, checked on plans alone: BUILD may ask about its own task;
+no other stage asks, no run asks about another task, and no agent answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from ralph.loop.permissions import Snapshot, violations
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.plan.records import Stage
+
+LINES = (
+    b'{"t":"task","id":"t-mine00","name":"Mine"}\n'
+    b'{"t":"task","id":"t-other0","name":"Other"}\n'
+    b'{"t":"issue","id":"i-asked0","kind":"question","text":"Old?","task":"t-other0","asked_at":"x"}\n'
+)
+SAME = Snapshot("abc", "main", frozenset())
+
+
+def plan() -> Plan:
+    return Plan(load(LINES))
+
+
+def asked(task_id: str) -> Plan:
+    new = plan()
+    new.ask(task_id, "Which one?", "2026-11-23T00:00:00+00:00")
+    return new
+
+
+def test_build_may_ask_about_its_own_task():
+    assert violations(Stage.BUILD, {"t-mine00"}, SAME, SAME, plan(), asked("t-mine00")) == []
+
+
+@pytest.mark.parametrize("stage", [Stage.PLAN, Stage.INVESTIGATE, Stage.VERIFY, Stage.DECOMPOSE])
+def test_no_other_stage_may_ask(stage):
+    found = violations(stage, {"t-mine00"}, SAME, SAME, plan(), asked("t-mine00"))
+    assert any(f"about t-mine00 in {stage}" in problem for problem in found), found
+
+
+def test_build_may_not_ask_about_another_task():
+    found = violations(Stage.BUILD, {"t-mine00"}, SAME, SAME, plan(), asked("t-other0"))
+    assert any("about t-other0 in BUILD" in problem for problem in found), found
+
+
+def test_no_agent_answers_a_question():
+    new = plan()
+    new.answer("i-asked0", "yes", "2026-11-23T00:00:00+00:00")
+    found = violations(Stage.BUILD, {"t-other0"}, SAME, SAME, plan(), new)
+    assert any("answered or removed question(s) in BUILD: i-asked0" in problem for problem in found), found

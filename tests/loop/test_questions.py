@@ -1,0 +1,138 @@
+"""Questions through the real loop: a BUILD agent that needs a person's decision asks (`ralph ask`)
+instead of guessing; its task and what depends on it wait while the rest is built; the run ends
+WAITING with the questions first; an answer unblocks the task, whose next prompt carries it.
+Scripted agents through the real CLI, real git."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+from tests.loop.test_construct import (
+    CHECK_WORK,
+    assert_clean,
+    construct,
+    events,
+    in_process,
+    plan_records,
+    subjects,
+)
+
+# BUILD asks when its task's name says [ask] and its prompt holds no answer yet; [ask-other] asks
+# about another task, which BUILD may not do. Every prompt is kept in $SEEN.
+AGENT = """import os, pathlib, sys
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
+stage = os.environ["RALPH_STAGE"]
+item = os.environ.get("RALPH_TASK_ID") or os.environ.get("RALPH_ISSUE_ID")
+prompt = pathlib.Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+seen = pathlib.Path(os.environ["SEEN"])
+with open(seen / f"{stage}-{item}.txt", "a") as out:
+    out.write(prompt + "\\n=====\\n")
+first = prompt.splitlines()[0]
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path(f"work/{item}.txt").write_text("ok")
+    if "[ask-other]" in first:
+        ralph("ask", "May I?", "--task", "t-other")
+    elif "[ask]" in first and "a person's answers" not in prompt:
+        ralph("ask", "Blue or green? The spec does not say.")
+    else:
+        ralph("task", "done")
+elif stage == "VERIFY":
+    ralph("task", "accept")
+"""
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    (repo / "specs" / "app.md").write_text("# App\n\n- Colour it\n- Other work\n")
+    (repo / "check_work.py").write_text(CHECK_WORK)
+    git(repo, "add", "specs/app.md", "check_work.py")
+    git(repo, "commit", "-qm", "the app spec and its gate")
+    return repo
+
+
+def run(project: Path, tmp_path: Path, *flags: str):
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    seen = tmp_path / "seen"
+    seen.mkdir(exist_ok=True)
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    return construct(project, *flags, agent=command, env={"SEEN": str(seen)})
+
+
+def add(root: Path, *tasks: dict) -> None:
+    from ralph.ops import tasks as ops
+
+    ops.add(root, [{"accept": "work file says ok", **task} for task in tasks])
+
+
+def state_command(root: Path, *args: str):
+    return in_process(["-C", str(root), *args], dict(os.environ))
+
+
+def test_a_question_blocks_its_task_and_dependents_the_rest_completes_then_waiting(project, tmp_path):
+    add(
+        project,
+        {"id": "t-colour", "name": "Colour [ask]"},
+        {"id": "t-other", "name": "Other work"},
+        {"id": "t-after", "name": "After the colour", "deps": ["t-colour"]},
+    )
+    done = run(project, tmp_path)
+    assert done.returncode == 9, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("ralph: WAITING: what is left waits for 1 answer(s)")
+    assert lines[1].startswith("questions waiting for an answer (1")  # the questions come first
+    assert "on t-colour: Blue or green? The spec does not say. (asked 20" in lines[2]
+    assert "by BUILD agent, iteration 1, log build/ralph-logs/ralph-" in lines[2]
+    assert lines[-1].startswith(
+        "to resume: answer the questions above, then ralph construct specs/app.md --agent"
+    )
+
+    records = {r["id"]: r for r in plan_records(project) if r["t"] in ("task", "issue")}
+    (question,) = [r for r in records.values() if r.get("kind") == "question"]
+    assert "t-other" in {r["id"] for r in plan_records(project) if r["t"] == "accept"}
+    assert records["t-colour"]["s"] == "b" and question["id"] in records["t-colour"]["blocked_reason"]
+    assert records["t-colour"].get("attempts") is None  # asking is no failed attempt
+    assert records["t-after"].get("s", "p") == "p"
+    # the asking run's changes were set aside, not committed with another task's build
+    assert not (project / "work" / "t-colour.txt").exists()
+    assert any(e["event"] == "changes_set_aside" for e in events(project))
+    assert f"ralph(build): t-colour waits for an answer to {question['id']}" in subjects(project)
+    assert not list((tmp_path / "seen").glob("INVESTIGATE-*"))  # a question is not an issue
+    assert not (tmp_path / "seen" / "BUILD-t-after.txt").exists()
+    assert_clean(project)
+    listed = state_command(project, "questions")
+    assert listed.stdout.splitlines()[0].startswith(f"{question['id']}  task t-colour  since 20")
+
+    answered = state_command(project, "answer", question["id"], "Green, like the logo.")
+    assert answered.returncode == 0 and "t-colour is unblocked" in answered.stdout
+    assert git(project, "log", "-1", "--format=%s").startswith(f"ralph: answer {question['id']}")
+    again = run(project, tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    prompts = (tmp_path / "seen" / "BUILD-t-colour.txt").read_text().split("\n=====\n")
+    assert "Green, like the logo." not in prompts[0]
+    assert (
+        "Q (" + question["id"] + "): Blue or green? The spec does not say.\nA: Green, like the logo."
+        in prompts[1]
+    )
+    assert not [r for r in plan_records(project) if r["t"] == "issue"]  # accepted: its answers went with it
+    assert_clean(project)
+
+
+def test_build_may_not_ask_about_another_task(project, tmp_path):
+    add(
+        project,
+        {"id": "t-nosy", "name": "Nosy [ask-other]"},
+        {"id": "t-other", "name": "Other", "deps": ["t-nosy"]},
+    )
+    done = run(project, tmp_path, "--max-iterations", "1", "--max-attempts", "1")
+    violations = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert any("about t-other in BUILD" in json.dumps(e) for e in violations), (done.stdout, violations)
+    assert not [r for r in plan_records(project) if r.get("kind") == "question"]
