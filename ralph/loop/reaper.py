@@ -32,6 +32,7 @@ class Proc(NamedTuple):
     name: str
     state: str  # "R", "S", "Z" (a zombie: exited, not yet reaped), ...
     ppid: int
+    pgrp: int
     sid: int
 
 
@@ -86,7 +87,7 @@ def process_table() -> dict[int, Proc] | None:
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, session
-        table[int(entry.name)] = Proc(name, fields[0], int(fields[1]), int(fields[3]))
+        table[int(entry.name)] = Proc(name, fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
     return table
 
 

@@ -290,21 +290,8 @@ def _group_alive(child: subprocess.Popen) -> bool:
 
 def _group_members(pgid: int) -> list[str] | None:
     """The states of the processes in group `pgid`, read from /proc; None where there is no /proc."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return None
-    states = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # it exited while being read
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
-        if int(fields[2]) == pgid:
-            states.append(fields[0])
-    return states
+    table = reaper.process_table()
+    return None if table is None else [proc.state for proc in table.values() if proc.pgrp == pgid]
 
 
 def _kill_leftovers(child: subprocess.Popen) -> None:
