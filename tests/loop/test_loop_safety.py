@@ -602,14 +602,15 @@ def test_plan_text_reaches_the_agent_fenced_as_data(project):
     assert inside == HOSTILE_NOTES
 
 
-# BUILD takes the last task of the chain, then waits out the time budget, so the loop ends before
-# VERIFY would start a verifier for each of the chain's done tasks.
-CHAIN_BUILDER = """import os, pathlib, shlex, subprocess, time
+# BUILD takes the last task of the chain; the first verifiers then wait until the time budget
+# stops them, so the loop ends before VERIFY gets through the chain's thousand done tasks.
+CHAIN_BUILDER = """import os, pathlib, time
 import sys; sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 if os.environ["RALPH_STAGE"] == "BUILD":
     pathlib.Path("end.txt").write_text(os.environ["RALPH_TASK_ID"])
     ralph("task", "done")
-    time.sleep(4)
+elif os.environ["RALPH_STAGE"] == "VERIFY":
+    time.sleep(60)
 """
 
 
@@ -626,7 +627,7 @@ def test_build_takes_the_task_at_the_end_of_a_chain_of_a_thousand_done_tasks(pro
     git(project, "commit", "-qam", "a long chain")
     agent = tmp_path / "chain_builder.py"
     agent.write_text(CHAIN_BUILDER)
-    argv = ["--gate", "", "--max-minutes", "0.05", "--max-iterations", "1"]
+    argv = ["--gate", "", "--max-minutes", "0.1", "--max-iterations", "1"]
     done = construct(project, *argv, agent=f"{shlex.quote(sys.executable)} {agent}")
     assert done.returncode == 4, done.stdout + done.stderr  # the time budget: not 70 (RecursionError)
     assert (project / "end.txt").read_text() == "t-last00"
