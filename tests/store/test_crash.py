@@ -133,13 +133,16 @@ def test_sigkill_at_random_moments(repo: Path, monkeypatch: pytest.MonkeyPatch):
     for number in range(ROUNDS):
         args, issue_text = choose_command(rng, repo, number)
         before = (repo / "plan.jsonl").read_bytes(), git(repo, "rev-parse", "HEAD")
-        # Most kills aim at the end of a run (where the lock, the write and the commit happen):
-        # 0-300 ms after the point where, judging by recent whole runs, start-up is over.
+        # Most kills aim at the end of a run, where the lock, the write and the commit happen: from
+        # 100 ms before a typical whole run ends (judging by recent runs) to 20 ms after it. On a
+        # fast disk that window is a few tens of milliseconds; aiming wider left too few kills in it.
         # Every fourth round kills 0-300 ms after the process started, mostly during start-up.
         typical = sorted(durations[-5:])[len(durations[-5:]) // 2]
-        offset = 0 if number % 4 == 3 else max(0.0, typical - 0.25)
         process = start(repo, *args)
-        time.sleep(offset + rng.uniform(0, 0.3))
+        if number % 4 == 3:
+            time.sleep(rng.uniform(0, 0.3))
+        else:
+            time.sleep(max(0.0, typical - 0.1) + rng.uniform(0, 0.12))
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)  # ralph and any git it is running
         process.communicate()
