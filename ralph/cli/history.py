@@ -62,7 +62,8 @@ def report(ctx: click.Context, output: str | None) -> None:
 
 @click.command("completion")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
-def completion(shell: str) -> None:
+@click.pass_context
+def completion(ctx: click.Context, shell: str) -> None:
     """Print the shell completion script for ralph: commands, options, and the task and issue ids
     of the plan.
 
@@ -72,9 +73,8 @@ def completion(shell: str) -> None:
     fish: ralph completion fish > ~/.config/fish/completions/ralph.fish"""
     from click.shell_completion import get_completion_class
 
-    from ralph.cli.main import cli  # the root group: what is completed
-
-    complete = get_completion_class(shell)(cli, {}, "ralph", "_RALPH_COMPLETE")
+    root = ctx.find_root().command  # the whole `ralph` group is what gets completed
+    complete = get_completion_class(shell)(root, {}, "ralph", "_RALPH_COMPLETE")
     click.echo(complete.source(), nl=False)
 
 
