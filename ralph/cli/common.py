@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ralph.errors import EXIT_INTERNAL, EXIT_REFUSED, RalphError
+from ralph.errors import EXIT_INTERNAL, EXIT_REFUSED, InvalidInput, RalphError
 from ralph.text import printable
 
 # A group named without its subcommand shows its help (click 8.2+ raises this usage error for it).
@@ -124,6 +124,14 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 def current_task() -> str | None:
     """The task an agent started by `ralph construct` is working on."""
     return os.environ.get("RALPH_TASK_ID") or None
+
+
+def task_or_current(task_id: str | None) -> str | None:
+    """The task a command names: the argument, else $RALPH_TASK_ID; an empty one is an error (it
+    used to mean "the next task" or "every done task")."""
+    if task_id is not None and not task_id.strip():
+        raise InvalidInput("the task id is empty")
+    return task_id or current_task()
 
 
 def commit_choice(no_commit: bool) -> bool | None:

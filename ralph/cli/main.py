@@ -9,7 +9,7 @@ import importlib
 
 import click
 
-from ralph.cli import history, state
+from ralph.cli import history, questions, state
 from ralph.cli.common import RalphGroup
 
 LAZY_COMMANDS = {
@@ -56,9 +56,9 @@ for command in (
     history.log,
     history.completion,
     history.report,
-    state.ask,
-    state.answer,
-    state.questions,
+    questions.ask,
+    questions.answer,
+    questions.questions,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,73 @@
+"""The questions a person answers: `ralph ask` (for agents), `ralph answer` and `ralph questions`
+(for people). Each parses its arguments, calls ralph.ops.questions, and prints."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of, task_or_current
+from ralph.text import printable
+
+
+@click.command()
+@click.argument("text", metavar="QUESTION")
+@click.option("--task", "task_id", metavar="ID", help="The task it blocks. [default: $RALPH_TASK_ID]")
+@no_commit_option
+@json_option
+@click.pass_context
+def ask(ctx, text, task_id, no_commit, as_json):
+    """Ask a person a question about a task: the task (and what depends on it) is blocked until
+    `ralph answer`. For a decision the spec leaves open that changes the result; not for what you
+    can find out yourself."""
+    from ralph.ops import questions
+
+    record = questions.ask(
+        root_of(ctx), text, task_or_current(task_id), questions.who_asks(os.environ), commit_choice(no_commit)
+    )
+    if as_json:
+        emit(record)
+    else:
+        blocks = f"blocks {record['task']} until answered"
+        click.echo(f"asked {record['id']} ({blocks}): {printable(record['text'])}")
+
+
+@click.command()
+@click.argument("question_id", metavar="ID")
+@click.argument("text", metavar="ANSWER")
+@no_commit_option
+@json_option
+@click.pass_context
+def answer(ctx, question_id, text, no_commit, as_json):
+    """Answer a question: its task is unblocked (once none of its questions is open), and its next
+    BUILD prompt carries the question and the answer."""
+    from ralph.ops import questions
+
+    record, task = questions.answer(root_of(ctx), question_id, text, commit_choice(no_commit))
+    if as_json:
+        emit({**record, "task_status": task.get("s", "p") if task else None})
+        return
+    if task is None:
+        then = f"its task {record.get('task')} is gone"
+    elif task.get("s", "p") == "p":
+        then = f"{task['id']} is unblocked"
+    else:
+        then = f"{task['id']} stays blocked: {printable(task.get('blocked_reason', ''))[:120]}"
+    click.echo(f"answered {record['id']}; {then}")
+
+
+@click.command()
+@json_option
+@click.pass_context
+def questions(ctx, as_json):
+    """List the open questions: what, which task, since when, who asked in which run."""
+    from ralph.ops import questions as ops
+
+    for record in ops.open_questions(root_of(ctx)):
+        if as_json:
+            emit(record)
+            continue
+        click.echo(f"{record['id']}  task {record.get('task', '?')}  since {record.get('asked_at', '?')}")
+        click.echo(f"    {printable(record['text'])}")
+        click.echo(f"    asked by {printable(record.get('asked_by') or 'unknown')}")
