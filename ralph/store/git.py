@@ -1,11 +1,10 @@
 """ralph's one git layer: a `Repo` over one work tree.
 
 Each operation runs the git binary (never a shell): importing gitpython alone costs 120-150 ms, more
-than a whole `ralph task done` may take, and one plumbing call costs 3-5 ms. gitpython is used
-where its object database pays for that import: reading many historical versions of a file
-(`file_versions`, about 0.5 ms a version against 3 ms for a `git show` each). A file's whole
-history as changed lines (`file_history`, for `ralph log`) is one `git log -p` instead: git's
-own diff beats reading every version, by either route (measured there).
+than a whole `ralph task done` may take, and one plumbing call costs 3-5 ms. The one place its
+object database could have paid for that, reading a file's whole history for `ralph log`, is one
+`git log -p` process instead (`file_history`): git's own diff beat reading every version, through
+gitpython or `git cat-file --batch` (measured there), so ralph does not use gitpython.
 
 Committing plan.jsonl builds the new tree from HEAD's tree with only plan.jsonl replaced, so the
 user's staged and unstaged work is never part of ralph's commit and the index keeps everything
@@ -359,19 +358,6 @@ class Repo:
         """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""
         done = self._run(("cat-file", "blob", f"HEAD:{relpath}"))
         return done.stdout if done.returncode == 0 else None
-
-    def file_versions(self, relpath: str, rev: str = "HEAD") -> list[tuple[str, bytes]]:
-        """Every committed version of a top-level file, newest first, as (commit, bytes)."""
-        import git  # gitpython: its object database reads many blobs without a process each
-
-        repo = git.Repo(self.root)
-        versions = []
-        for sha in self.git("rev-list", rev, "--", relpath).split():
-            try:
-                versions.append((sha, repo.commit(sha).tree[relpath].data_stream.read()))
-            except KeyError:  # the commit deleted the file
-                continue
-        return versions
 
     def commit_of(self, rev: str) -> str | None:
         """The commit `rev` names, or None when it names none (not a revision, or not a commit)."""

@@ -421,20 +421,6 @@ def test_file_at_head(bare_repo):
     assert repo_.file_at_head("missing.txt") is None
 
 
-def test_file_versions_lists_every_committed_version_newest_first(repo):
-    made = []
-    for text in ("one\n", "two\n"):
-        made.append((commit_all(repo, {"notes.txt": text}), text.encode()))
-    commit_all(repo, {"a.txt": "a commit that leaves notes.txt alone\n"})
-    git(repo, "rm", "-q", "notes.txt")
-    git(repo, "commit", "-qm", "delete notes.txt")
-    made.append((commit_all(repo, {"notes.txt": "three\x00binary\n"}), b"three\x00binary\n"))
-    (repo / "notes.txt").write_text("uncommitted\n")
-
-    assert Repo(repo).file_versions("notes.txt") == made[::-1]
-    assert Repo(repo).file_versions("notes.txt", rev=made[1][0]) == made[1::-1]
-
-
 def test_the_git_environment_of_a_hook_does_not_redirect_repo(work, tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
