@@ -32,13 +32,18 @@ sys.exit(1 if bad else 0)
 """
 
 
-@pytest.fixture
-def project(repo: Path, tmp_path: Path) -> Path:
-    (repo / "specs" / "app.md").write_text("# App\n\n- Parse input\n- Compute result\n- Print report\n")
+def with_app_spec(repo: Path, spec: str) -> Path:
+    """The repository with specs/app.md and the gate check_work.py committed."""
+    (repo / "specs" / "app.md").write_text(spec)
     (repo / "check_work.py").write_text(CHECK_WORK)
     git(repo, "add", "specs/app.md", "check_work.py")
     git(repo, "commit", "-qm", "the app spec and its gate")
     return repo
+
+
+@pytest.fixture
+def project(repo: Path, tmp_path: Path) -> Path:
+    return with_app_spec(repo, "# App\n\n- Parse input\n- Compute result\n- Print report\n")
 
 
 _started: list[subprocess.Popen] = []  # ralph runs started with wait=False, stopped after each test

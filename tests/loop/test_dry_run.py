@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.loop.test_construct import CHECK_WORK, in_process
+from tests.loop.test_construct import in_process, with_app_spec
 
 # Any run of it leaves a mark: the dry run must start none.
 AGENT = "import pathlib; pathlib.Path(__file__).with_name('agent-ran').write_text('ran')\n"
@@ -22,11 +22,7 @@ AGENT = "import pathlib; pathlib.Path(__file__).with_name('agent-ran').write_tex
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    (repo / "specs" / "app.md").write_text("# App\n\n- Do it\n")
-    (repo / "check_work.py").write_text(CHECK_WORK)
-    git(repo, "add", "specs/app.md", "check_work.py")
-    git(repo, "commit", "-qm", "the app spec and its gate")
-    return repo
+    return with_app_spec(repo, "# App\n\n- Do it\n")
 
 
 def tree_digest(root: Path) -> dict[str, str]:

@@ -16,23 +16,19 @@ import pytest
 
 from tests.conftest import git
 from tests.loop.test_construct import (
-    CHECK_WORK,
     FAKE_AGENT,
     add_tasks,
     construct,
     in_process,
     ours,
     plan_records,
+    with_app_spec,
 )
 
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    (repo / "specs" / "app.md").write_text("# App\n\n- Do it\n")
-    (repo / "check_work.py").write_text(CHECK_WORK)
-    git(repo, "add", "specs/app.md", "check_work.py")
-    git(repo, "commit", "-qm", "the app spec and its gate")
-    return repo
+    return with_app_spec(repo, "# App\n\n- Do it\n")
 
 
 FAKE_KEY = "AKIAIOSFODNN7EXAMPLE"

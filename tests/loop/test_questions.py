@@ -15,13 +15,13 @@ import pytest
 
 from tests.conftest import git
 from tests.loop.test_construct import (
-    CHECK_WORK,
     assert_clean,
     construct,
     events,
     in_process,
     plan_records,
     subjects,
+    with_app_spec,
 )
 
 # BUILD asks when its task's name says [ask] and its prompt holds no answer yet; [ask-other] asks
@@ -51,11 +51,7 @@ elif stage == "VERIFY":
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    (repo / "specs" / "app.md").write_text("# App\n\n- Colour it\n- Other work\n")
-    (repo / "check_work.py").write_text(CHECK_WORK)
-    git(repo, "add", "specs/app.md", "check_work.py")
-    git(repo, "commit", "-qm", "the app spec and its gate")
-    return repo
+    return with_app_spec(repo, "# App\n\n- Colour it\n- Other work\n")
 
 
 def run(project: Path, tmp_path: Path, *flags: str):

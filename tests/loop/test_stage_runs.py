@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.loop.test_construct import CHECK_WORK, add_tasks, assert_clean, construct, events, plan_records
+from tests.loop.test_construct import (
+    add_tasks,
+    assert_clean,
+    construct,
+    events,
+    plan_records,
+    with_app_spec,
+)
 
 # One agent for every test here: what it does per stage, and the markers in a task's name or an
 # issue's text that make it misbehave. It writes what it saw to $SEEN (outside the repository).
@@ -68,11 +75,7 @@ TIMEOUT = "2s"  # a normal run here takes a few tenths of a second, even on a bu
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    (repo / "specs" / "app.md").write_text("# App\n\n- Do it\n")
-    (repo / "check_work.py").write_text(CHECK_WORK)
-    git(repo, "add", "specs/app.md", "check_work.py")
-    git(repo, "commit", "-qm", "the app spec and its gate")
-    return repo
+    return with_app_spec(repo, "# App\n\n- Do it\n")
 
 
 def run(project: Path, tmp_path: Path, *flags: str):
