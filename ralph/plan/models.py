@@ -59,6 +59,14 @@ class Task(Record):
     no_code: bool | None = Field(
         None, description="true: the task changes no file (BUILD may end with no changes)"
     )
+    scope: list[Text] | None = Field(
+        None,
+        description='path patterns the task may change ("src/auth/**", "tests/test_auth.py"); a build'
+        " that changes other files fails with scope_violation. Absent: any file",
+    )
+    merge_conflict: list[str] | None = Field(
+        None, description="files whose changes could not be merged when its last build was"
+    )
     attempts: Annotated[int, Field(ge=0)] | None = Field(None, description="builds tried")
     reject_reason: str | None = Field(None, description="why VERIFY last rejected it")
     gate_failure: str | None = Field(None, description="excerpt of the last failed gate run")

@@ -308,7 +308,7 @@ class Plan:
         task["attempts"] = task.get("attempts", 0) + 1
         task["files"] = sorted(files)
         _add_usage(task, tokens, cost_usd)
-        for stale in ("gate_failure", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
+        for stale in ("gate_failure", "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
             task.pop(stale, None)
         self.doc.rewrite(line)
         return task
@@ -328,6 +328,26 @@ class Plan:
         task["attempts"] = task.get("attempts", 0) + 1
         task["gate_failure"] = failure
         _add_usage(task, tokens, cost_usd)
+        self.doc.rewrite(line)
+        return task["attempts"]
+
+    def record_merge_conflict(
+        self, task_id: str, files: list[str], tokens: int = 0, cost_usd: float | None = None
+    ) -> int:
+        """The task's build passed but its changes do not merge with what was built meanwhile: back
+        to pending (an attempt, built again from the new HEAD), with the files that conflicted."""
+        line = self.task_line(task_id)
+        task = line.record
+        task["s"] = "p"
+        task["attempts"] = task.get("attempts", 0) + 1
+        task["merge_conflict"] = sorted(files)
+        task["gate_failure"] = (
+            "merge_conflict: the build passed its gate, but its changes conflict with work merged"
+            f" meanwhile in {', '.join(sorted(files))}; build it again on the current code"
+        )
+        _add_usage(task, tokens, cost_usd)
+        for stale in ("commit", "files"):
+            task.pop(stale, None)
         self.doc.rewrite(line)
         return task["attempts"]
 

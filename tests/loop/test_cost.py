@@ -45,7 +45,10 @@ def test_max_cost_stops_before_the_run_that_would_pass_it_and_leaves_the_plan_co
     agent, runs = tmp_path / "agent.py", tmp_path / "runs.txt"
     agent.write_text(AGENT)
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
-    done = construct(project, "--max-cost", "1", "--gate", "", agent=command, env={"RUNS": str(runs)})
+    # One at a time: runs started together before any cost is known may pass the budget.
+    done = construct(
+        project, "--max-cost", "1", "--parallel", "1", "--gate", "", agent=command, env={"RUNS": str(runs)}
+    )
     assert done.returncode == 10, done.stdout + done.stderr
     # $0.40 + $0.40 spent; a third run at that mean would reach $1.20: it never starts
     assert runs.read_text().splitlines() == [f"BUILD {first}", f"BUILD {second}"]

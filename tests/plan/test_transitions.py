@@ -165,6 +165,22 @@ def test_record_build_failure_adds_to_the_usage_already_recorded():
     assert plan.doc.to_bytes() == replaced(TASK_A, task)
 
 
+def test_record_merge_conflict_sends_the_task_back_with_the_files_and_counts_an_attempt():
+    plan = plan_of()
+    plan.record_build("t-aaaaaa", ["a.py"], 10, None)
+    plan.record_build_commit("t-aaaaaa", "c0ffee")
+    attempts = plan.record_merge_conflict("t-aaaaaa", ["z.py", "a.py"], 7, 0.5)
+    task = plan.find_task("t-aaaaaa")
+    assert attempts == 3 and task["s"] == "p"
+    assert task["merge_conflict"] == ["a.py", "z.py"]
+    assert task["gate_failure"].startswith("merge_conflict: ") and "a.py, z.py" in task["gate_failure"]
+    assert "commit" not in task and "files" not in task  # that build is not in the code
+    assert (task["tokens"], task["cost_usd"], task["x-mine"]) == (117, 1.0, {"keep": True})
+    assert plan.doc.to_bytes() == replaced(TASK_A, task)
+    plan.record_build("t-aaaaaa", ["a.py"], 1, None)  # built again: the conflict is history
+    assert "merge_conflict" not in plan.find_task("t-aaaaaa")
+
+
 # --- set_aside -------------------------------------------------------------------------------
 
 

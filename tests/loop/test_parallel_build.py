@@ -1,0 +1,166 @@
+"""Parallel BUILD: up to --parallel builds at once, each in a worktree on branch ralph/<task id>,
+merged into the loop's branch as each finishes; file scope; merge conflicts as verdicts."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralph.ops import tasks
+from tests.conftest import git
+from tests.loop.test_construct import (
+    assert_clean,
+    construct,
+    events,
+    plan_records,
+    subjects,
+    with_app_spec,
+)
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    return with_app_spec(repo, "# App\n\nParts that can be built side by side.\n")
+
+
+# BUILD writes work/<task>.txt (and what the task's name asks for), sleeps $BUILD_SLEEP, marks the
+# task done and appends what it saw to $RUNS; VERIFY accepts.
+AGENT = r"""
+import json, os, pathlib, sys, time
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    start = time.time()
+    name = json.loads(ralph("task", "show", task))["name"]
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    if "[shared]" in name:
+        pathlib.Path("shared.txt").write_text(task + "\n")
+    if "[stray]" in name:
+        pathlib.Path("stray.txt").write_text("outside the scope\n")
+    time.sleep(float(os.environ.get("BUILD_SLEEP", "0")))
+    ralph("task", "done", task)
+    seen = {"task": task, "start": start, "end": time.time(), "cwd": os.getcwd(),
+            "root": os.environ["RALPH_ROOT"], "head": pathlib.Path("shared.txt").exists()}
+    with open(os.environ["RUNS"], "a") as runs:
+        runs.write(json.dumps(seen) + "\n")
+elif stage == "VERIFY":
+    ralph("task", "accept", task)
+"""
+
+
+def run(project: Path, tmp_path: Path, *flags: str, sleep: float = 0.0):
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    runs = tmp_path / "runs.jsonl"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(runs), "BUILD_SLEEP": str(sleep)}
+    done = construct(project, *flags, agent=command, env=env)
+    seen = [json.loads(line) for line in runs.read_text().splitlines()] if runs.exists() else []
+    return done, seen
+
+
+def add(project: Path, *items: dict) -> list[str]:
+    return [record["id"] for record in tasks.add(project, list(items))]
+
+
+def assert_no_worktrees_or_branches(project: Path) -> None:
+    assert len(git(project, "worktree", "list", "--porcelain").strip().split("\n\n")) == 1
+    assert git(project, "branch", "--list", "ralph/*").strip() == ""
+
+
+def test_ready_tasks_build_at_once_in_worktrees_and_merge_one_commit_each(project, tmp_path):
+    ids = add(project, *({"name": f"Part {n}"} for n in range(4)))
+    done, seen = run(project, tmp_path, "--parallel", "4", sleep=1.0)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(run["task"] for run in seen) == sorted(ids)
+    assert max(run["start"] for run in seen) < min(run["end"] for run in seen), "all four built at once"
+    for run_seen in seen:  # each in a worktree of its own, where its ralph commands act
+        assert (
+            run_seen["cwd"] == run_seen["root"]
+            and Path(run_seen["cwd"]).name == f"ralph-build-{run_seen['task']}"
+        )
+    builds = [s for s in subjects(project) if s.startswith("ralph(build):")]
+    assert sorted(builds) == sorted(f"ralph(build): {task_id} Part {n}" for n, task_id in enumerate(ids))
+    assert sorted(p.name for p in (project / "work").iterdir()) == sorted(f"{i}.txt" for i in ids)
+    accepted = [r for r in plan_records(project) if r["t"] == "accept"]
+    assert sorted(r["id"] for r in accepted) == sorted(ids)
+    workers = {e["worker"] for e in events(project) if e["event"] == "build_begin"}
+    assert len(workers) == 4  # the journal's build spans say which worker built what
+    assert_no_worktrees_or_branches(project)
+    assert_clean(project)
+
+
+def test_build_commit_recorded_on_the_task_is_the_merged_commit(project, tmp_path):
+    ids = add(project, {"name": "One"}, {"name": "Two"})
+    done, _ = run(project, tmp_path, "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    history = git(project, "log", "--format=%H").split()
+    recorded = {}
+    for commit in git(project, "log", "--format=%H", "--", "plan.jsonl").split():
+        for record in plan_records(project, commit):
+            if record.get("t") == "task" and record.get("commit"):
+                recorded[record["id"]] = record["commit"]
+    merged = {e["item"]: e["commit"] for e in events(project) if e["event"] == "build_merged"}
+    assert sorted(merged) == sorted(ids)
+    for task_id, commit in merged.items():  # the loop's commits, not the build branches'
+        assert commit in history
+        assert git(project, "log", "-1", "--format=%s", commit).startswith(f"ralph(build): {task_id} ")
+    assert recorded and all(merged[task_id] == commit for task_id, commit in recorded.items())
+
+
+def test_conflicting_builds_are_a_verdict_and_the_task_is_built_again_from_the_new_head(project, tmp_path):
+    ids = add(project, *({"name": f"Shared {n} [shared]"} for n in range(2)))
+    done, seen = run(project, tmp_path, "--parallel", "2", sleep=0.5)
+    assert done.returncode == 0, done.stdout + done.stderr
+    conflicts = [s for s in subjects(project) if "merge conflict in shared.txt" in s]
+    assert len(conflicts) == 1, subjects(project)
+    loser = conflicts[0].split()[1]
+    assert loser in ids and [run["task"] for run in seen].count(loser) == 2
+    assert seen[-1]["task"] == loser and seen[-1]["head"], "built again on the code merged meanwhile"
+    failed = [e for e in events(project) if e["event"] == "build_failed"]
+    assert [(e["item"], e["verdict"], e["files"]) for e in failed] == [
+        (loser, "merge_conflict", ["shared.txt"])
+    ]
+    history = [r for r in plan_records(project, "HEAD~2") if r.get("id") == loser]
+    assert not (project / ".git" / "MERGE_HEAD").exists()
+    assert_no_worktrees_or_branches(project)
+    assert_clean(project)
+    assert history == [] or "merge_conflict" not in history[0]  # cleared once it built
+
+
+def test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time(project, tmp_path):
+    a, b, c = add(
+        project,
+        {"name": "Auth login", "scope": ["work/**", "src/auth/**"]},
+        {"name": "Auth logout", "scope": ["src/auth/logout.py", "work/**"]},
+        {"name": "Docs", "scope": ["docs/**"]},
+    )
+    (project / "docs").mkdir()
+    done, seen = run(project, tmp_path, "--parallel", "3", sleep=0.7)
+    by_task = {run["task"]: run for run in reversed(seen)}  # each task's first build
+    first, second = sorted((by_task[a], by_task[b]), key=lambda r: r["start"])
+    assert first["end"] <= second["start"], "the two auth tasks ran one after the other"
+    assert by_task[c]["start"] < first["end"], "the docs task ran beside them"
+    # the docs task wrote work/<id>.txt, outside its scope: a scope violation each attempt
+    task_c = next(r for r in plan_records(project) if r.get("id") == c)
+    assert task_c["kill_reason"] == "doom_loop" or task_c["gate_failure"].startswith("scope_violation")
+    verdicts = {e["verdict"] for e in events(project) if e["event"] == "build_failed" and e["item"] == c}
+    assert verdicts == {"scope_violation"}
+    assert done.returncode != 0
+
+
+def test_a_build_outside_its_scope_fails_with_the_files_named(project, tmp_path):
+    (task_id,) = add(project, {"name": "Stray [stray]", "scope": ["work/**"]})
+    done, _ = run(project, tmp_path, "--parallel", "1", "--max-iterations", "1")
+    record = next(r for r in plan_records(project) if r.get("id") == task_id)
+    failures = [e for e in events(project) if e["event"] == "build_failed"]
+    assert failures and all(e["verdict"] == "scope_violation" for e in failures)
+    assert "stray.txt" in (record.get("gate_failure") or "") or record.get("kill_reason") == "doom_loop"
+    assert done.returncode != 0
