@@ -361,11 +361,6 @@ class Repo:
         self.git("-c", hooks_off, "worktree", "add", "-q", "-B", branch, str(path), commit)
         return Repo(path)
 
-    def refresh_index(self) -> None:
-        """Update the index's file stats, so git sees a file rewritten with its committed bytes as
-        unchanged (exit 1, "needs update", only lists files that do differ)."""
-        self._run(("update-index", "-q", "--refresh"))
-
     def delete_branch(self, branch: str) -> None:
         self._run(("branch", "-q", "-D", "--", branch))  # gone already: nothing to do
 

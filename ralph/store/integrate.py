@@ -69,7 +69,7 @@ def _move_work_tree(repo: Repo, root: Path, head: str, commit: str, ours_plan: b
     head_plan = repo.file_at(head, PLAN_NAME)
     if head_plan is not None:
         write_atomic(plan_path(root), head_plan)  # read-tree refuses a modified file it must update
-        repo.refresh_index()
+        repo.git("update-index", "-q", "--", PLAN_NAME)  # its index entry's stat, as rewritten
     try:
         repo.git("read-tree", "-m", "-u", head, commit)
     except BaseException:

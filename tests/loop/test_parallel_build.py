@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -16,8 +17,10 @@ from tests.loop.test_construct import (
     assert_clean,
     construct,
     events,
+    gone,
     plan_records,
     subjects,
+    wait_for,
     with_app_spec,
 )
 
@@ -37,6 +40,8 @@ from agent_kit import ralph
 stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
 if stage == "BUILD":
     start = time.time()
+    if os.environ.get("STARTED"):
+        pathlib.Path(os.environ["STARTED"], task).write_text(str(os.getpid()))
     name = json.loads(ralph("task", "show", task))["name"]
     pathlib.Path("work").mkdir(exist_ok=True)
     pathlib.Path("work", task + ".txt").write_text("ok\n")
@@ -164,3 +169,30 @@ def test_a_build_outside_its_scope_fails_with_the_files_named(project, tmp_path)
     assert failures and all(e["verdict"] == "scope_violation" for e in failures)
     assert "stray.txt" in (record.get("gate_failure") or "") or record.get("kill_reason") == "doom_loop"
     assert done.returncode != 0
+
+
+def test_a_stop_signal_stops_every_build_and_a_rerun_builds_them_all(project, tmp_path):
+    ids = add(project, *({"name": f"Part {n}"} for n in range(3)))
+    agent, started = tmp_path / "agent.py", tmp_path / "started"
+    agent.write_text(AGENT)
+    started.mkdir()
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(tmp_path / "runs.jsonl"), "BUILD_SLEEP": "600", "STARTED": str(started)}
+    before = git(project, "rev-parse", "HEAD")
+    running = construct(project, "--parallel", "3", agent=command, env=env, wait=False)
+    wait_for(lambda: len([p for p in started.iterdir() if p.read_text()]) == 3, "three builds at once")
+    pids = [int(path.read_text()) for path in started.iterdir()]
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 143, out + err
+    assert all(gone(pid) for pid in pids), "every build's agent was stopped"
+    assert_no_worktrees_or_branches(project)
+    assert not [s for s in subjects(project) if s.startswith("ralph(build):")]
+    assert git(project, "status", "--porcelain", "--", "plan.jsonl") == "", "the plan is left committed"
+    assert git(project, "rev-parse", "HEAD") != before  # the run's start and its end are recorded
+    assert {e["item"] for e in events(project) if e["event"] == "build_not_merged"} == set(ids)
+
+    done, seen = run(project, tmp_path, "--parallel", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted({run["task"] for run in seen}) == sorted(ids)
+    assert_no_worktrees_or_branches(project)
