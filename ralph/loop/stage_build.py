@@ -198,7 +198,9 @@ class BuildStage:
                 ' truly needs no change, the task must say so ("no_code": true).'
             )
         log = self.ws.runner.new_log("gate", task["id"])
-        span = self.ws.journal.span("gate", item=task["id"], iteration=iteration, log=str(self.ws.rel(log)))
+        span = self.ws.journal.span(
+            "gate", item=task["id"], iteration=iteration, log=str(self.ws.rel(log)), worker=self.ws.worker
+        )
         settings = self.ws.settings
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
         span.end(ok=gate.ok)
@@ -329,7 +331,7 @@ class ParallelBuilds:
     def _build_one(self, task_id: str, worker: int) -> StageReport:
         report = StageReport(Stage.BUILD, items=1)
         span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
-        with self.ws.build_checkout(task_id) as checkout:
+        with self.ws.build_checkout(task_id, worker) as checkout:
             try:
                 BuildStage(checkout.ws)._build_task(task_id, self.iteration, report)
                 if self.ws.runner.supervisor.stopping:

@@ -102,6 +102,7 @@ class Workspace:
         # The repository the loop runs in: its logs and its state record live there. A build in a
         # worktree of its own has `root` there and `home` here.
         self.home = root
+        self.worker: int | None = None  # which of the parallel builds, in the journal
         self.journal, self.console, self.deadline = journal, console, deadline
         self.repo = Repo(root)
         self.limits = LimitWaits(
@@ -137,13 +138,14 @@ class Workspace:
         """A log's path relative to the repository the loop runs in."""
         return log.relative_to(self.home) if log.is_absolute() else log
 
-    def for_worktree(self, path: Path) -> Workspace:
+    def for_worktree(self, path: Path, worker: int | None = None) -> Workspace:
         """A workspace for a build in the worktree at `path`: its agent, gate, plan changes and
         commits act there; its logs, the loop's state record, budgets and totals stay shared."""
         import copy
 
         child = copy.copy(self)
         child.root, child.repo, child.user_dirty = path, Repo(path), frozenset()
+        child.worker = worker
         return child
 
     # --- the plan -----------------------------------------------------------------------------
@@ -214,14 +216,14 @@ class Workspace:
         return result
 
     def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd) -> AgentResult:
-        result = self.runner.run(stage, iteration, item, values, compacted, cwd)
+        result = self.runner.run(stage, iteration, item, values, compacted, cwd, self.worker)
         waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
         while not result.ok and not result.run.stop_reason:
             if not self.limits.should_retry(result.tracker.failure, waits, str(stage), item):
                 break
             waits += 1
             self.add_tokens(result.tracker.usage.total)
-            result = self.runner.run(stage, iteration, item, values, compacted, cwd)
+            result = self.runner.run(stage, iteration, item, values, compacted, cwd, self.worker)
         return result
 
     def snapshot(self) -> Snapshot:
@@ -314,7 +316,7 @@ class Workspace:
             shutil.rmtree(folder, ignore_errors=True)
 
     @contextmanager
-    def build_checkout(self, task_id: str) -> Iterator[BuildCheckout]:
+    def build_checkout(self, task_id: str, worker: int | None = None) -> Iterator[BuildCheckout]:
         """A worktree on branch `ralph/<task id>` from HEAD, holding the loop's plan.jsonl as it is
         now, for one build at a time with others; removed with its branch afterwards, whatever
         happened (what the caller did not merge is lost, as a run set aside is)."""
@@ -329,7 +331,7 @@ class Workspace:
                 self.repo.add_branch_worktree(path, branch, head)
             plan = self.plan_bytes()
             (path / PLAN_FILE).write_bytes(plan)
-            yield BuildCheckout(self.for_worktree(path), branch, head, plan)
+            yield BuildCheckout(self.for_worktree(path, worker), branch, head, plan)
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
                 self.repo.remove_worktree(path)

@@ -96,8 +96,12 @@ def test_ready_tasks_build_at_once_in_worktrees_and_merge_one_commit_each(projec
     assert sorted(p.name for p in (project / "work").iterdir()) == sorted(f"{i}.txt" for i in ids)
     accepted = [r for r in plan_records(project) if r["t"] == "accept"]
     assert sorted(r["id"] for r in accepted) == sorted(ids)
-    workers = {e["worker"] for e in events(project) if e["event"] == "build_begin"}
-    assert len(workers) == 4  # the journal's build spans say which worker built what
+    journal = events(project)
+    workers = {e["item"]: e["worker"] for e in journal if e["event"] == "build_begin"}
+    assert len(set(workers.values())) == 4  # the journal's spans say which worker built what
+    for kind in ("agent_begin", "gate_begin"):
+        spans = [e for e in journal if e["event"] == kind and e.get("stage", "BUILD") == "BUILD"]
+        assert {(e["item"], e["worker"]) for e in spans} == set(workers.items())
     assert_no_worktrees_or_branches(project)
     assert_clean(project)
 
