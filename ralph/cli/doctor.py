@@ -9,7 +9,7 @@ from ralph.errors import EXIT_REFUSED
 from ralph.text import printable
 
 
-@click.command(short_help="Find (and --fix) what a killed ralph left: locks, temp files, worktrees.")
+@click.command(short_help="Find and --fix what a killed ralph left behind.")
 @click.option("--fix", is_flag=True, help="Repair what it finds (nothing is committed).")
 @click.option("--force", is_flag=True, help="With --fix, also delete ralph/* branches with unmerged commits.")
 @json_option

@@ -127,7 +127,7 @@ def _locks(repo: Repo) -> list[Finding]:
                 Finding(
                     "stale_lock",
                     _shown(repo.root, path),
-                    f"stale lock: {state.holder} took it and was killed (it blocks nothing)",
+                    f"stale lock: {state.holder}: ended without letting go (it blocks nothing)",
                     "empties it",
                 )
             )

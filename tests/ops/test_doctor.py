@@ -88,7 +88,7 @@ def test_a_lock_whose_holder_was_killed_is_stale_until_fix_empties_it(repo):
 
     out = doctor(repo, code=1).stdout
     assert out.startswith(f"{LOCK_NAME}: stale lock: pid {pid}, since ")
-    assert out.endswith("took it and was killed (it blocks nothing); --fix empties it\n")
+    assert out.endswith(": ended without letting go (it blocks nothing); --fix empties it\n")
     before = untouched(repo)
     assert kinds(repo, "--fix") == [("stale_lock", LOCK_NAME, True)]
     assert (repo / LOCK_NAME).read_text() == ""

@@ -287,7 +287,7 @@ FUNCTION_FIXTURES = settings(
 @settings(FUNCTION_FIXTURES, max_examples=5)
 @given(ours_ops=OPERATIONS, theirs_ops=OPERATIONS)
 def test_random_command_histories_merge_by_the_rules(_base_repo, _scratch_repo, ours_ops, theirs_ops):
-    check_merge(_base_repo, _scratch_repo, ours_ops, theirs_ops)
+    event(check_merge(_base_repo, _scratch_repo, ours_ops, theirs_ops))
 
 
 @pytest.mark.slow
