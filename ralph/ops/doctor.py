@@ -161,10 +161,10 @@ def _temp_files(root: Path) -> list[Finding]:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # no such process, or a number no pid can be
         return False
-    except (PermissionError, OverflowError):
-        return pid < 2**22  # another user's process, or a number no pid can be
+    except PermissionError:  # another user's process
+        return True
     return True
 
 
