@@ -167,6 +167,17 @@ def test_leftover_temp_files_are_removed_under_the_plan_lock(repo):
     assert (repo / ".plan.jsonl.notapid.tmp").exists()
 
 
+def test_a_temp_file_of_a_write_under_way_is_not_reported(repo):
+    writer = holder(repo, "plan")  # holds the plan lock, as a writer does while its temp file exists
+    try:
+        (repo / f".plan.jsonl.{writer.pid}.tmp").write_text("being written")
+        assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
+    finally:
+        writer.kill()
+        writer.wait()
+    assert ("temp_file", f".plan.jsonl.{writer.pid}.tmp", False) in kinds(repo)
+
+
 def test_a_missing_merge_driver_registration_is_set_in_config_only(repo):
     git(repo, "config", "--remove-section", "merge.ralph")
     assert kinds(repo) == [("merge_driver", ".gitattributes", False)]
