@@ -92,6 +92,35 @@ def doctor(root: Path, fix: bool = False, force: bool = False) -> Diagnosis:
     return Diagnosis(findings, running)
 
 
+def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
+    """What a construct run does as it starts, holding its construct lock (`own_lock`): the
+    worktrees and ralph/* branches a killed run left are removed, each one's changes or unmerged
+    commits saved as a patch under build/ralph-logs/doctor/ first. Nothing is touched while a run
+    in another worktree of the repository is active. Returns one line per thing cleaned."""
+    repo = Repo(root)
+    others = [path for path in _construct_locks(repo) if path.resolve() != own_lock.resolve()]
+    if any((state := lock.probe(path)) is not None and state.held for path in others):
+        return []
+    findings = _worktrees(repo)
+    _repair(repo, findings, force=False)
+    branches = _branches(repo, force=True)
+    for finding in branches:
+        if finding.fixable and "not merged" in finding.problem:
+            _save_branch(repo, finding.subject, finding.target)
+    _repair(repo, branches, force=True)
+    return [finding.line() for finding in findings + branches if finding.fixed]
+
+
+def _save_branch(repo: Repo, name: str, commit: str) -> None:
+    target = repo.root / PATCHES / (name.replace("/", "-") + ".patch")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    base = repo.head()
+    diff = (
+        repo.git("diff", "--binary", f"{base}...{commit}") if base else repo.git("show", "--binary", commit)
+    )
+    target.write_text(diff, encoding="utf-8")
+
+
 # --- locks ---------------------------------------------------------------------------------------
 
 

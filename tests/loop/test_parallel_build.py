@@ -4,6 +4,7 @@ merged into the loop's branch as each finishes; file scope; merge conflicts as v
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import sys
@@ -200,3 +201,27 @@ def test_a_stop_signal_stops_every_build_and_a_rerun_builds_them_all(project, tm
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted({run["task"] for run in seen}) == sorted(ids)
     assert_no_worktrees_or_branches(project)
+
+
+def test_worktrees_and_branches_a_killed_run_left_are_cleaned_up_by_the_next(project, tmp_path):
+    ids = add(project, *({"name": f"Part {n}"} for n in range(2)))
+    agent, started = tmp_path / "agent.py", tmp_path / "started"
+    agent.write_text(AGENT)
+    started.mkdir()
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(tmp_path / "runs.jsonl"), "BUILD_SLEEP": "600", "STARTED": str(started)}
+    running = construct(project, "--parallel", "2", agent=command, env=env, wait=False)
+    wait_for(lambda: len([p for p in started.iterdir() if p.read_text()]) == 2, "two builds at once")
+    running.kill()  # SIGKILL: nothing of ralph's cleans up
+    running.communicate(timeout=60)
+    for pid in (int(path.read_text()) for path in started.iterdir()):
+        os.kill(pid, signal.SIGKILL)  # its agents, orphaned
+    left = git(project, "worktree", "list", "--porcelain").strip().split("\n\n")
+    branches = git(project, "for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/").split()
+    assert len(left) == 3 and branches == sorted(f"ralph/{task_id}" for task_id in ids)
+
+    done, _ = run(project, tmp_path, "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cleaned up after an earlier run" in done.stderr + done.stdout
+    assert_no_worktrees_or_branches(project)
+    assert len([e for e in events(project) if e["event"] == "cleaned_up"]) == 4  # 2 worktrees, 2 branches
