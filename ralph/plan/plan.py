@@ -101,7 +101,7 @@ class Plan:
         return found[0].record if found else {}
 
     def stage(self) -> Stage:
-        return stage_of(self.tasks(), self.issues())
+        return stage_of(self.tasks(), self.issues(), self.questions())
 
     def iteration(self) -> int:
         return self.state().get("iteration", 0)
