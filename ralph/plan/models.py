@@ -48,6 +48,10 @@ class Task(Record):
     )
     notes: str | None = None
     parent: TaskId | None = Field(None, description="the task this one was decomposed from")
+    questions: list[IssueId] | None = Field(
+        None,
+        description="answered questions of the task it was decomposed from: its prompts carry them",
+    )
     issue: IssueId | None = Field(None, description="the issue INVESTIGATE made this task from")
     depth: Annotated[int, Field(ge=0)] | None = Field(
         None, description="how many decompositions made it (0 or absent: planned as it is)"

@@ -68,6 +68,17 @@ class Plan:
     def questions_of(self, task_id: str, answered: bool = False) -> list[dict]:
         return [question for question in self.questions(answered=answered) if question.get("task") == task_id]
 
+    def answers_for(self, task_id: str) -> list[dict]:
+        """The answered questions a task's prompts carry: those asked about it, and those its
+        `questions` names (asked about the task it was decomposed from, which is gone)."""
+        task = self.find_task(task_id) or {}
+        inherited = set(task.get("questions", []))
+        return [
+            question
+            for question in self.questions(answered=True)
+            if question.get("task") == task_id or question["id"] in inherited
+        ]
+
     def has_work_for(self, spec: str) -> bool:
         """Whether `spec` has tasks or issues of its own, open or accepted. Records that name no
         spec (written before specs were recorded on them) belong to the plan's first spec."""
@@ -190,20 +201,23 @@ class Plan:
                 raise Refused(f"task {task_id} is pending; only a done task can be accepted")
         for line in lines:
             self.doc.remove(line)
-            for answered in self._of("issue"):  # its answered questions served it (git history keeps them)
-                question = answered.record
-                if (
-                    is_question(question)
-                    and question.get("task") == line.record["id"]
-                    and question.get("answer")
-                ):
-                    self.doc.remove(answered)
             tombstone = {"t": "accept", "id": line.record["id"], "name": line.record["name"]}
             for kept in ("spec", "commit"):  # which spec it served, which commit built it
                 if line.record.get(kept):
                     tombstone[kept] = line.record[kept]
             self.doc.append(tombstone)
+        self._drop_served_answers()
         return [line.record for line in lines]
+
+    def _drop_served_answers(self) -> None:
+        """Answered questions no task left asks or inherits have served (git history keeps them)."""
+        tasks = self.tasks()
+        wanted = {task["id"] for task in tasks} | {q for task in tasks for q in task.get("questions", [])}
+        for line in self._of("issue"):
+            question = line.record
+            served = question.get("task") not in wanted and question["id"] not in wanted
+            if is_question(question) and question.get("answer") and served:
+                self.doc.remove(line)
 
     def reject(
         self,
@@ -351,9 +365,14 @@ class Plan:
         is passed in when the agent already removed it); the task goes."""
         parent = self.find_task(task_id)
         depth = (parent or {}).get("depth", depth_of_task) + 1
+        # The answers given for the task hold for its parts: the subtasks name those questions.
+        answers = [question["id"] for question in self.answers_for(task_id)] if parent else []
         for child in children:
             line = self.task_line(child)
             line.record["depth"] = depth
+            known = line.record.get("questions", [])
+            if answers:
+                line.record["questions"] = known + [q for q in answers if q not in known]
             self.doc.rewrite(line)
         if parent is not None:  # the agent may have removed it itself
             self.delete(task_id)
