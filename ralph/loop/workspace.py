@@ -226,7 +226,16 @@ class Workspace:
         """What the loop's agents changed since the last commit (never the user's dirty paths)."""
         return self.repo.changed_paths() - self.user_dirty
 
+    def save_spending(self) -> None:
+        """Add what the runs since the last commit spent to the state record's per-stage totals,
+        so `ralph status` and `ralph report` show it from the plan that git keeps."""
+        unsaved = self.spending.take_unsaved()
+        if unsaved:
+            with self.change_plan() as change:
+                change.plan.add_spending(unsaved)
+
     def commit(self, message: str) -> str | None:
+        self.save_spending()
         commit, files = self.repo.commit_paths(self.changed_paths(), message)
         if commit:
             self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=files)

@@ -545,6 +545,17 @@ class Plan:
             return line.record
         return self.doc.append({"t": "state", **fields}).record
 
+    def add_spending(self, by_stage: dict[str, dict]) -> dict:
+        """Add runs' spending ({stage: {runs, tokens, cost_usd, unknown_runs}}) to the state
+        record's totals: what every run so far spent, per stage."""
+        spent = {stage: dict(row) for stage, row in self.state().get("spent", {}).items()}
+        for stage, row in by_stage.items():
+            total = spent.setdefault(stage, {"runs": 0, "tokens": 0, "cost_usd": 0.0, "unknown_runs": 0})
+            for key in ("runs", "tokens", "unknown_runs"):
+                total[key] = total.get(key, 0) + row.get(key, 0)
+            total["cost_usd"] = round(total.get("cost_usd", 0.0) + row.get("cost_usd", 0.0), 6)
+        return self.update_state(spent=spent)
+
     def check_integrity(self) -> None:
         """Refuse to leave the plan in a state its own loader would reject."""
         problems = integrity_problems(self.doc)
@@ -572,5 +583,7 @@ def _add_usage(task: dict, tokens: int, cost_usd: float | None) -> None:
     if tokens:
         task["tokens"] = task.get("tokens", 0) + tokens
         task["attempt_tokens"] = [*task.get("attempt_tokens", []), tokens]
-    if cost_usd:
+    if cost_usd is None:  # counted, so that no one reads the known part as the whole cost
+        task["unknown_cost_runs"] = task.get("unknown_cost_runs", 0) + 1
+    else:
         task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)

@@ -86,6 +86,7 @@ def test_record_build_of_a_first_attempt_without_usage():
         "spec": "specs/a.md",
         "attempts": 1,
         "files": [],
+        "unknown_cost_runs": 1,  # no cost reported and none known: unknown, not $0
     }
     assert plan.doc.to_bytes() == serialize(task)
 
