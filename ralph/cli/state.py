@@ -84,14 +84,19 @@ def _warn_if_driver_unregistered(root: Path) -> None:
 
 
 @click.command()
+@click.option(
+    "--staged",
+    is_flag=True,
+    help="Check the plan.jsonl git's index holds (what `git commit` would record), not the file on disk.",
+)
 @json_option
 @click.pass_context
-def check(ctx: click.Context, as_json: bool) -> None:
+def check(ctx: click.Context, staged: bool, as_json: bool) -> None:
     """List every problem in plan.jsonl (exit 2 if there is any)."""
     from ralph.ops import reads
 
     root = root_of(ctx)
-    result = reads.check(root)
+    result = reads.check(root, staged)
     problems = result.problems
     if as_json:
         emit({"ok": not problems, "records": result.records, "problems": result.problem_objects()})
@@ -99,7 +104,7 @@ def check(ctx: click.Context, as_json: bool) -> None:
         for problem in problems:
             click.echo(printable(str(problem)), err=True)
     else:
-        click.echo(f"plan.jsonl: ok ({result.records} records)")
+        click.echo(f"plan.jsonl{' (staged)' if staged else ''}: ok ({result.records} records)")
     _warn_if_driver_unregistered(root)
     if problems:
         ctx.exit(EXIT_INVALID)

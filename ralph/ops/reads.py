@@ -131,10 +131,20 @@ class CheckResult:
         return found if isinstance(found, str) else None
 
 
-def check(root: Path) -> CheckResult:
-    """Every problem in plan.jsonl, not only the first (the strict loader stops at one)."""
+def check(root: Path, staged: bool = False) -> CheckResult:
+    """Every problem in plan.jsonl, not only the first (the strict loader stops at one). `staged`:
+    in the version git's index holds, which a commit would record, not the file on disk."""
     from ralph.plan.loader import parse
 
-    data = read_bytes(root)
+    data = _staged_plan(root) if staged else read_bytes(root)
     doc, problems = parse(data, PLAN_NAME)
     return CheckResult(len(doc.records()), problems, data.split(b"\n") if problems else None)
+
+
+def _staged_plan(root: Path) -> bytes:
+    from ralph.store.git import Repo
+
+    data = Repo(root).staged_file(PLAN_NAME)
+    if data is None:
+        raise Refused(f"no staged {PLAN_NAME}: git's index has no merged version of it (`git add {PLAN_NAME}`)")
+    return data

@@ -359,6 +359,12 @@ class Repo:
         done = self._run(("cat-file", "blob", f"HEAD:{relpath}"))
         return done.stdout if done.returncode == 0 else None
 
+    def staged_file(self, relpath: str) -> bytes | None:
+        """The file's bytes as the index holds them (what the next commit gets), or None when the
+        index has no merged version of it (not added, or a merge conflict not yet resolved)."""
+        done = self._run(("cat-file", "blob", f":{relpath}"))
+        return done.stdout if done.returncode == 0 else None
+
     def commit_of(self, rev: str) -> str | None:
         """The commit `rev` names, or None when it names none (not a revision, or not a commit)."""
         if rev.startswith("-"):  # never an option
