@@ -146,5 +146,7 @@ def _staged_plan(root: Path) -> bytes:
 
     data = Repo(root).staged_file(PLAN_NAME)
     if data is None:
-        raise Refused(f"no staged {PLAN_NAME}: git's index has no merged version of it (`git add {PLAN_NAME}`)")
+        raise Refused(
+            f"no staged {PLAN_NAME}: git's index has no merged version of it (`git add {PLAN_NAME}`)"
+        )
     return data
