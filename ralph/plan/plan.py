@@ -366,7 +366,7 @@ class Plan:
         parent = self.find_task(task_id)
         depth = (parent or {}).get("depth", depth_of_task) + 1
         # The answers given for the task hold for its parts: the subtasks name those questions.
-        answers = [question["id"] for question in self.answers_for(task_id)] if parent else []
+        answers = [question["id"] for question in self.answers_for(task_id)]
         for child in children:
             line = self.task_line(child)
             line.record["depth"] = depth
