@@ -158,6 +158,7 @@ class Loop:
 
     def _commit_loose_state(self, outcome: Outcome) -> None:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
+        self.ws.save_spending()
         with self.ws.change_plan(commit=True) as change:
             change.plan.update_state(stage=outcome.name)
             change.message = f"ralph: construct {self.settings.spec} ended: {outcome.name}"

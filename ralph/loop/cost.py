@@ -59,6 +59,7 @@ class Spending:
         self.running = 0
         self.by_stage: dict[str, dict] = {}
         self.by_item: dict[str, dict] = {}
+        self.unsaved: dict[str, dict] = {}  # per stage, not yet written to the plan's state record
         self._lock = threading.Lock()
 
     def over_budget(self) -> str | None:
@@ -92,7 +93,7 @@ class Spending:
             else:
                 self.known_runs += 1
                 self.cost_usd += cost_usd
-            for table, key in ((self.by_stage, stage), (self.by_item, item)):
+            for table, key in ((self.by_stage, stage), (self.by_item, item), (self.unsaved, stage)):
                 if key is None:
                     continue
                 row = table.setdefault(key, {"runs": 0, "tokens": 0, "cost_usd": 0.0, "unknown_runs": 0})
@@ -102,6 +103,12 @@ class Spending:
                     row["unknown_runs"] += 1
                 else:
                     row["cost_usd"] = round(row["cost_usd"] + cost_usd, 6)
+
+    def take_unsaved(self) -> dict[str, dict]:
+        """What was spent per stage since the last call, for the plan's state record."""
+        with self._lock:
+            unsaved, self.unsaved = self.unsaved, {}
+        return unsaved
 
 
 def describe_cost(cost_usd: float, unknown_runs: int) -> str:

@@ -112,7 +112,7 @@ class BuildStage:
             values = {
                 "task_id": task_id,
                 "task_name": one_line(task["name"]),
-                "task_details": task_details(task, names, plan.questions_of(task_id, answered=True)),
+                "task_details": task_details(task, names, plan.answers_for(task_id)),
                 "gate": " ".join(self.ws.settings.gate) or "(none)",
             }
             result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted)

@@ -280,7 +280,16 @@ class Workspace:
             path for path in self.repo.changed_paths() - self.user_dirty if not RALPH_FILES.fullmatch(path)
         }
 
+    def save_spending(self) -> None:
+        """Add what the runs since the last commit spent to the state record's per-stage totals,
+        so `ralph status` and `ralph report` show it from the plan that git keeps."""
+        unsaved = self.spending.take_unsaved()
+        if unsaved:
+            with self.change_plan() as change:
+                change.plan.add_spending(unsaved)
+
     def commit(self, message: str) -> str | None:
+        self.save_spending()
         commit, files = self.repo.commit_paths(self.changed_paths(), message)
         if commit:
             self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=files)

@@ -29,6 +29,7 @@ class Stage(StrEnum):
     BUILD = "BUILD"
     VERIFY = "VERIFY"
     DECOMPOSE = "DECOMPOSE"
+    WAITING = "WAITING"
     BLOCKED = "BLOCKED"
     COMPLETE = "COMPLETE"
 

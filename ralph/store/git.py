@@ -399,6 +399,12 @@ class Repo:
         new_entries = [*(entry for entry in entries if entry is not old), f"{mode} blob {blob}\t{relpath}"]
         return self.git("mktree", "-z", stdin="\0".join([*new_entries, ""]).encode()).strip()
 
+    def staged_file(self, relpath: str) -> bytes | None:
+        """The file's bytes as the index holds them (what the next commit gets), or None when the
+        index has no merged version of it (not added, or a merge conflict not yet resolved)."""
+        done = self._run(("cat-file", "blob", f":{relpath}"))
+        return done.stdout if done.returncode == 0 else None
+
     def commit_of(self, rev: str) -> str | None:
         """The commit `rev` names, or None when it names none (not a revision, or not a commit)."""
         if rev.startswith("-"):  # never an option

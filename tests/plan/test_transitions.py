@@ -86,6 +86,7 @@ def test_record_build_of_a_first_attempt_without_usage():
         "spec": "specs/a.md",
         "attempts": 1,
         "files": [],
+        "unknown_cost_runs": 1,  # no cost reported and none known: unknown, not $0
     }
     assert plan.doc.to_bytes() == serialize(task)
 
@@ -497,3 +498,33 @@ def test_a_question_cannot_be_answered_twice_resolved_or_marked_done_around():
     plan.answer(question["id"], "this", ASKED)
     with pytest.raises(Refused, match="already answered"):
         plan.answer(question["id"], "that", ASKED)
+
+
+def test_answers_go_down_every_level_of_decomposition_and_leave_with_the_last_task_they_serve():
+    plan = plan_of(b'{"t": "task", "id": "t-big000", "name": "Big"}\n')
+    question = plan.ask("t-big000", "Cookie or token?", "2026-11-23T10:00:00+00:00")
+    plan.answer(question["id"], "Cookie.", "2026-11-23T11:00:00+00:00")
+    plan.add_tasks(
+        [
+            {"id": "t-part-a", "name": "A", "parent": "t-big000"},
+            {"id": "t-part-b", "name": "B", "parent": "t-big000"},
+        ]
+    )
+    plan.record_decomposition("t-big000", ["t-part-a", "t-part-b"])
+    plan.add_tasks(
+        [
+            {"id": "t-part-c", "name": "C", "parent": "t-part-a"},
+            {"id": "t-part-d", "name": "D", "parent": "t-part-a"},
+        ]
+    )
+    plan.record_decomposition("t-part-a", ["t-part-c", "t-part-d"])
+    for task_id in ("t-part-b", "t-part-c", "t-part-d"):
+        assert plan.find_task(task_id)["questions"] == [question["id"]]
+        assert [q["answer"] for q in plan.answers_for(task_id)] == ["Cookie."]
+    for task_id in ("t-part-b", "t-part-c"):
+        plan.done(task_id)
+        plan.accept(task_id)
+        assert plan.questions(answered=True)  # t-part-d still needs it
+    plan.done("t-part-d")
+    plan.accept("t-part-d")
+    assert plan.questions(answered=True) == []
