@@ -284,8 +284,8 @@ class Workspace:
         """Add what the runs since the last commit spent to the state record's per-stage totals,
         so `ralph status` and `ralph report` show it from the plan that git keeps."""
         unsaved = self.spending.take_unsaved()
-        if unsaved:
-            with self.change_plan() as change:
+        if unsaved:  # the loop's state record: in the repository, never a build's worktree copy
+            with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
                 change.plan.add_spending(unsaved)
 
     def commit(self, message: str) -> str | None:

@@ -103,6 +103,8 @@ def test_ready_tasks_build_at_once_in_worktrees_and_merge_one_commit_each(projec
     for kind in ("agent_begin", "gate_begin"):
         spans = [e for e in journal if e["event"] == kind and e.get("stage", "BUILD") == "BUILD"]
         assert {(e["item"], e["worker"]) for e in spans} == set(workers.items())
+    state = next(r for r in plan_records(project) if r["t"] == "state")
+    assert state["spent"]["BUILD"]["runs"] == 4  # every build's spending reached the loop's record
     assert_no_worktrees_or_branches(project)
     assert_clean(project)
 
