@@ -348,16 +348,12 @@ class Workspace:
             shutil.rmtree(folder, ignore_errors=True)
 
     def merge_build(self, checkout: BuildCheckout) -> Integration:
-        """The build's branch into the loop's branch, as one commit named after its last one."""
+        """The build branch's commits onto the loop's branch, a copy of each in order."""
         tip = checkout.ws.repo.head()
         if tip is None or tip == checkout.start:
             return Integration()
-        subjects = checkout.ws.repo.git("log", "--format=%s", f"{checkout.start}..{tip}").splitlines()
-        message = subjects[0]
-        if len(subjects) > 1:
-            message += f"\n\nBuilt on {checkout.branch}:\n" + "\n".join(f"- {s}" for s in reversed(subjects))
         with deferred_signals():  # the work tree moves in one step or not at all
-            return integrate(self.repo, tip, checkout.plan_base, message)
+            return integrate(self.repo, checkout.start, tip, checkout.plan_base)
 
     def plan_bytes(self) -> bytes:
         return (self.root / PLAN_FILE).read_bytes()
