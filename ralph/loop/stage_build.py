@@ -188,8 +188,8 @@ class BuildStage:
         )
         settings = self.ws.settings
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
-        span.end(ok=gate.ok)
-        self.ws.console.event(f"gate for {task['id']}: {'passed' if gate.ok else 'FAILED'}")
+        span.end(ok=gate.ok, summary=None if gate.ok else gate.summary.strip()[:600])
+        self.ws.console.gate(task["id"], gate.ok, gate.summary, str(log.relative_to(self.ws.root)))
         if not gate.ok:
             return _for_history(gate.summary, log.relative_to(self.ws.root))
         return self._hook_failure(task["id"], iteration) if settings.run_hooks else None
@@ -207,8 +207,9 @@ class BuildStage:
         )
         timeout = self.ws.settings.gate_timeout_s
         result = run_gate(self.ws.runner.supervisor, [str(hook)], self.ws.root, log, timeout)
-        span.end(ok=result.ok)
-        self.ws.console.event(f"pre-commit hook for {task_id}: {'passed' if result.ok else 'REFUSED'}")
+        span.end(ok=result.ok, summary=None if result.ok else result.summary.strip()[:600])
+        relative = str(log.relative_to(self.ws.root))
+        self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
         if result.ok:
             return None
         return _for_history(

@@ -149,18 +149,17 @@ class Workspace:
         if over:
             raise CostSpent(over)
         self.set_state(stage=str(stage))
-        what = f"{stage} {item or self.settings.spec}"
         self.console.status(iteration, stage, item or "")
-        self.console.event(f"{what}: agent started")
         before, old_plan = self.snapshot(), self.read_plan()
-        result = self.runner.run(stage, iteration, item, values, compacted, cwd)
+        name = _name_of(old_plan, item)
+        result = self.runner.run(stage, iteration, item, values, compacted, cwd, name)
         waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
         while not result.ok and not result.run.stop_reason:
             if not self.limits.should_retry(result.tracker.failure, waits, str(stage), item):
                 break
             waits += 1
             self.tokens += result.tracker.usage.total
-            result = self.runner.run(stage, iteration, item, values, compacted, cwd)
+            result = self.runner.run(stage, iteration, item, values, compacted, cwd, name)
         result.plan_problem = self.check_plan(result)
         if stage is not Stage.VERIFY:  # a verifier works in its own checkout: VERIFY checks it there
             self.enforce(stage, {item} if item else set(), before, old_plan, [result])
@@ -169,7 +168,8 @@ class Workspace:
         cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
         self.spending.add(str(stage), item, usage.total, cost)
         self.console.status(iteration, stage, item or "", self.tokens)
-        self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
+        self.console.spent(self.tokens, self.spending.cost_usd)
+        self.journal.event("spent", tokens=self.tokens, cost_usd=round(self.spending.cost_usd, 6))
         return result
 
     def snapshot(self) -> Snapshot:
@@ -303,3 +303,14 @@ class Workspace:
         if head_plan is not None and current != head_plan:
             keep_as.write_bytes(current)
             transaction.restore_plan(self.root, head_plan)
+
+
+def _name_of(plan: Plan, item: str | None) -> str | None:
+    """The task's name or the issue's text, for people watching the run."""
+    if not item:
+        return None
+    task = plan.find_task(item)
+    if task is not None:
+        return task.get("name")
+    issue = next((issue for issue in plan.issues() if issue.get("id") == item), None)
+    return issue.get("text") if issue else None
