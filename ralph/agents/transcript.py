@@ -26,6 +26,7 @@ TOOL_MARK = "-> "  # a tool call's line starts with it: `ralph watch` shows thes
 RESULT_LINES = 6
 LINE_CHARS = 200
 ARGS_CHARS = 160
+MAX_CHARS = 2_000_000
 # The argument that says what a call does, for the common tools of the four CLIs.
 _KEY_ARGS = ("command", "cmd", "file_path", "filePath", "path", "absolute_path", "pattern", "url", "query")
 
@@ -96,6 +97,9 @@ class Transcript:
     def __init__(self, path: Path, header: str):
         self.path = path
         self._out: TextIO = open(path, "w", encoding="utf-8")  # noqa: SIM115 (open for the run)
+        self._session: str | None = None
+        self._in_text = False  # the last thing written was a piece of streamed text
+        self._written = 0
         self._write(f"# {header}\n")
 
     def add(self, line: str, events: list[Event]) -> None:
@@ -104,17 +108,28 @@ class Transcript:
                 self._write(line.rstrip("\n") + "\n")
             return
         for event in events:
+            if isinstance(event, SessionEvent):  # opencode names the session on every line
+                if event.session_id == self._session:
+                    continue
+                self._session = event.session_id
             text = render(event)
+            if text and isinstance(event, TextEvent) and event.delta and not self._in_text:
+                text = "\n" + text  # the first piece of a streamed text opens a paragraph
             if text:
                 self._write(text)
+                self._in_text = isinstance(event, TextEvent) and event.delta
 
     def note(self, text: str) -> None:
         self._write(f"\n[ralph] {text}\n")
 
     def _write(self, text: str) -> None:
-        if not self._out.closed:
-            self._out.write(text)
-            self._out.flush()
+        if self._out.closed or self._written > MAX_CHARS:
+            return
+        self._written += len(text)
+        if self._written > MAX_CHARS:  # the raw log keeps everything; this stays readable
+            text = f"\n[ralph] transcript cut at {MAX_CHARS:,} characters; the raw log has the rest\n"
+        self._out.write(text)
+        self._out.flush()
 
     def close(self) -> None:
         self._out.close()

@@ -65,7 +65,7 @@ def exclusive_run(path: Path, what: str) -> Iterator[None]:
             raise Busy(f"another {what} is running in this repository ({holder})") from None
         handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        handle.write(f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
         handle.flush()
         yield
     finally:
