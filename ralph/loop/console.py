@@ -203,7 +203,7 @@ class Console:
     def _draw(self) -> None:
         if not self.live or self._stop.is_set():
             return
-        width = _width(self.stream)
+        width = terminal_width(self.stream)
         lines = render(self.view, time.time(), self.color)
         self.stream.write("".join(clip(line, width) + "\n" for line in lines))
         self._drawn = len(lines)
@@ -214,7 +214,7 @@ def one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _width(stream) -> int:
+def terminal_width(stream) -> int:
     try:
         return max(20, os.get_terminal_size(stream.fileno()).columns - 1)
     except (OSError, ValueError, AttributeError):
