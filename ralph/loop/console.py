@@ -156,14 +156,14 @@ class Console:
         with self._lock:
             self.view.runs[run_id] = run
         named = f" ({run.name})" if run.name else ""
-        self.event(f"{stage} {item or ''}{named}: agent started, log {log}".replace("  ", " "))
+        self.event(f"{_what(stage, item)}{named}: agent started, log {log}")
 
     def end_run(self, run_id: str, outcome: str) -> None:
         with self._lock:
             run = self.view.runs.pop(run_id, None)
         if run is not None:
             took = clock(time.time() - run.started)
-            self.event(f"{run.stage} {run.item}: agent {outcome} ({took})".replace("  ", " "))
+            self.event(f"{_what(run.stage, run.item)}: agent {outcome} ({took})")
 
     def gate(self, item: str, ok: bool, summary: str, log: str, what: str = "gate") -> None:
         lines = [line.rstrip() for line in summary.strip().splitlines() if line.strip()]
@@ -207,6 +207,10 @@ class Console:
         lines = render(self.view, time.time(), self.color)
         self.stream.write("".join(clip(line, width) + "\n" for line in lines))
         self._drawn = len(lines)
+
+
+def _what(stage: str, item: str | None) -> str:
+    return f"{stage} {item}" if item else str(stage)
 
 
 def one_line(text: str, limit: int) -> str:
