@@ -25,13 +25,27 @@ def transcribe(tmp_path: Path, name: str, lines: list[str]) -> str:
 
 # Each recorded stream: what the model wrote, its tool call (name and short arguments) and the
 # call's result, as the transcript must show them.
+CALL = "-> Bash: ralph task done t-abc123"
+DONE = "   | done t-abc123: Add login"
 CASES = [
-    ("claude", "claude.jsonl", "Looking at the task.", "-> Bash: ralph task done t-abc123", "   | done t-abc123: Add login"),
-    ("command", "claude.jsonl", "Looking at the task.", "-> Bash: ralph task done t-abc123", "   | done t-abc123: Add login"),
-    ("codex", "codex.jsonl", "Marked the task done.", "-> shell: bash -lc 'ralph task done t-abc123'", "   | done t-abc123: Add login"),
-    ("opencode", "opencode-real.jsonl", "Done.", "-> bash: ralph task done t-fh533y", "   | done t-fh533y: Parse input"),
-    ("gemini", "gemini-real.jsonl", "Done.", "-> run_shell_command: ralph task done t-xwpzcv", "   | done t-xwpzcv: Parse input"),
-]  # fmt: skip
+    ("claude", "claude.jsonl", "Looking at the task.", CALL, DONE),
+    ("command", "claude.jsonl", "Looking at the task.", CALL, DONE),
+    ("codex", "codex.jsonl", "Marked the task done.", "-> shell: bash -lc 'ralph task done t-abc123'", DONE),
+    (
+        "opencode",
+        "opencode-real.jsonl",
+        "Done.",
+        "-> bash: ralph task done t-fh533y",
+        "   | done t-fh533y: Parse input",
+    ),
+    (
+        "gemini",
+        "gemini-real.jsonl",
+        "Done.",
+        "-> run_shell_command: ralph task done t-xwpzcv",
+        "   | done t-xwpzcv: Parse input",
+    ),
+]
 
 
 @pytest.mark.parametrize(("name", "stream", "text", "call", "result"), CASES)

@@ -162,3 +162,45 @@ def test_the_console_draws_a_live_region_on_a_real_terminal(repo: Path, no_color
     assert f"gate for {task_id}: FAILED, log build/ralph-logs/ralph-" in plain
     assert "ralph: COMPLETE" in plain
     assert ("\033[31m" in shown) is not no_color and ("\033[1m" in shown) is not no_color
+
+
+def test_the_final_report_says_in_words_why_each_task_is_left(project_with_tasks):
+    root, task_id = project_with_tasks
+    done = construct(root, "--max-iterations", "1")
+    assert done.returncode == 3, done.stdout + done.stderr
+    left = done.stdout.split("left (1):\n")[1].splitlines()[0]
+    assert left == (
+        f"  {task_id} pending: Picky [reject-always]"
+        " (VERIFY rejected it: the fake verifier rejects the first build)"
+    )
+
+
+@pytest.fixture
+def project_with_tasks(repo: Path):
+    from tests.loop.test_construct import add_tasks
+
+    with_app_spec(repo, "# App\n\n- Picky\n")
+    (task_id,) = add_tasks(repo, "Picky [reject-always]")
+    return repo, task_id
+
+
+def test_a_task_set_aside_is_explained_with_its_last_failure_and_log():
+    from ralph.loop.construct import why_left
+    from ralph.plan.records import TaskView
+
+    killed = TaskView(
+        {
+            "id": "t-aaaaaa", "name": "Hard", "s": "p", "attempts": 3, "kill_reason": "doom_loop",
+            "reject_reason": "the build kept failing; split it into smaller tasks",
+            "kill_log": "build/ralph-logs/b.log",
+            "gate_failure": "FAILED: a.txt\nmore\n(full output: build/ralph-logs/g.log)",
+        }
+    )  # fmt: skip
+    assert why_left(killed) == (
+        "set aside for DECOMPOSE after 3 failed builds: the build kept failing; split it into smaller"
+        " tasks; the last failure: FAILED: a.txt; log build/ralph-logs/b.log"
+    )
+    failed = TaskView(
+        {"id": "t-b", "name": "B", "s": "p", "attempts": 1, "gate_failure": "boom\n(full output: g.log)"}
+    )
+    assert why_left(failed) == "build 1 failed: boom; log g.log"
