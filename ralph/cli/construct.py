@@ -152,7 +152,7 @@ def plan_command(ctx, spec, **flags):
 @click.option("--once", is_flag=True, help="Print one snapshot and exit (for scripts and tests).")
 @click.pass_context
 def watch(ctx, once):
-    """Follow the construct run of this repository from another terminal.
+    """Follow the running construct from another terminal.
 
     Shows what its console shows, read from the journal and the agents' transcripts: the clock,
     each running agent (stage, task, name, time, log), the last gate result, tokens and cost, and
