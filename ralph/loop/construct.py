@@ -371,8 +371,9 @@ def why_left(task: TaskView) -> str:
     last = _first(_FULL_OUTPUT.sub("", failure), 120)
     if task.kill_reason:
         words = _first(record.get("reject_reason") or str(task.kill_reason), 120)
-        attempts = f" after {task.attempts} failed builds" if task.attempts else ""
-        said = f"; the last failure: {last}" if last and task.kill_reason is KillReason.DOOM_LOOP else ""
+        doom = task.kill_reason is KillReason.DOOM_LOOP  # BUILD (or VERIFY) kept failing it
+        attempts = f" after {task.attempts} attempts" if doom and task.attempts else ""
+        said = f"; the last failure: {last}" if last and doom else ""
         log = task.kill_log or failure_log
         return f"set aside for DECOMPOSE{attempts}: {words}{said}" + (f"; log {log}" if log else "")
     if record.get("reject_reason"):

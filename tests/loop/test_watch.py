@@ -197,7 +197,7 @@ def test_a_task_set_aside_is_explained_with_its_last_failure_and_log():
         }
     )  # fmt: skip
     assert why_left(killed) == (
-        "set aside for DECOMPOSE after 3 failed builds: the build kept failing; split it into smaller"
+        "set aside for DECOMPOSE after 3 attempts: the build kept failing; split it into smaller"
         " tasks; the last failure: FAILED: a.txt; log build/ralph-logs/b.log"
     )
     failed = TaskView(
