@@ -155,6 +155,7 @@ class Console:
         run = RunView(str(stage), item or "", one_line(name or "", 60), str(log), time.time())
         with self._lock:
             self.view.runs[run_id] = run
+            self.view.waiting = ""
         named = f" ({run.name})" if run.name else ""
         self.event(f"{_what(stage, item)}{named}: agent started, log {log}")
 
@@ -175,9 +176,11 @@ class Console:
             for line in lines[:GATE_LINES]:
                 self.event(f"  | {line[:200]}")
 
-    def waiting(self, text: str) -> None:
+    def limit_wait(self, text: str) -> None:
+        """A rate or usage limit being waited out: shown until the next agent run starts."""
         with self._lock:
             self.view.waiting = text
+        self.event(text)
 
     def close(self) -> None:
         self._stop.set()

@@ -108,6 +108,12 @@ class Loop:
     # --- the loop -----------------------------------------------------------------------------
     def run(self, plan_only: bool = False) -> Report:
         try:
+            return self._run(plan_only)
+        finally:  # the live region goes whatever ended the run (an error is printed after it)
+            self.console.close()
+
+    def _run(self, plan_only: bool) -> Report:
+        try:
             self.runner.require_program()
         except AgentUnavailable as exc:
             return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
@@ -120,7 +126,6 @@ class Loop:
             except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
                 return self._report(Outcome.INTERRUPTED, "interrupted", 128 + signal_number(exc))
         span.end(outcome=outcome.name)
-        self.console.close()
         return self._report(outcome, message, exit_code)
 
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:

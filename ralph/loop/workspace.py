@@ -93,7 +93,7 @@ class Workspace:
             settings.limit_backoff_s,
             deadline.at,
             journal,
-            console.event,
+            console.limit_wait,
             runner.supervisor,
             runner.adapter.auth_hint,
         )

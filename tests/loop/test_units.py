@@ -138,6 +138,10 @@ def test_console_draws_a_live_region_on_a_terminal_and_plain_lines_elsewhere():
     console.start_run("r1", "BUILD", "t-abc123", "Parse input", "build/ralph-logs/b.log")
     console.start_run("r2", "VERIFY", "t-def456", "Print report", "build/ralph-logs/v.log")
     console.gate("t-abc123", False, "FAILED: a.txt\nsecond line\n", "build/ralph-logs/g.log")
+    console.limit_wait("BUILD t-abc123: waiting for the rate limit until 17:00 (60s)")
+    assert console.view.waiting.endswith("until 17:00 (60s)")
+    console.start_run("r3", "BUILD", "t-abc123", "Parse input", "build/ralph-logs/b2.log")
+    assert console.view.waiting == ""  # the wait is over
     console.close()
     shown = live.getvalue()
     assert "\033[J" in shown and "iteration 2" in shown and "1,234 tokens" in shown
