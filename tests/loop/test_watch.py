@@ -93,9 +93,10 @@ def test_status_and_watch_follow_a_running_construct_to_its_end(held: Path):
     assert any(line.startswith(f"  BUILD       {task_id} Parse input · ") for line in lines), lines
     assert f"  {task_id}: -> Bash: make work" in lines  # the agent's last action
 
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "ralph", "-C", str(held), "watch"], stdout=subprocess.PIPE, text=True
-    )
+    watch = [sys.executable, "-m", "ralph", "-C", str(held), "watch"]
+    follower = subprocess.Popen(watch, stdout=subprocess.PIPE, text=True)
+    on_terminal = terminal(watch)
+    wait_for(lambda: on_terminal.seen().count("\033[J") >= 2, "ralph watch redraws on a terminal")
     let_go(held)
     out, _ = running.communicate(timeout=300)
     watched, _ = follower.communicate(timeout=120)
@@ -103,6 +104,8 @@ def test_status_and_watch_follow_a_running_construct_to_its_end(held: Path):
     assert follower.returncode == 0 and watched.splitlines()[-1].startswith(
         "ralph watch: the run ended COMPLETE at "
     )
+    drawn = on_terminal.finish()
+    assert f"{task_id} Parse input" in drawn and "ralph watch: the run ended COMPLETE at " in drawn
     assert ralph_out(held, "status").stdout.startswith("run: not running; the last ended COMPLETE at ")
     gone = ralph_out(held, "watch")
     assert gone.returncode == 1 and gone.stdout == ""
@@ -123,30 +126,53 @@ def test_a_killed_run_reads_as_not_running(held: Path):
     assert ralph_out(held, "watch", "--once").returncode == 1
 
 
+class Terminal:
+    """A pseudo-terminal of 40 rows and 200 columns, and what was written on it."""
+
+    def __init__(self):
+        self.leader, self.follower = pty.openpty()
+        fcntl.ioctl(self.follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+        os.set_blocking(self.leader, False)
+        self.chunks: list[bytes] = []
+        self.closed = False
+
+    def started(self, running: subprocess.Popen) -> Terminal:
+        self.running = running
+        os.close(self.follower)  # the child holds its own copy: EOF comes when it ends
+        return self
+
+    def seen(self) -> str:
+        """What was written so far (reading what is waiting)."""
+        while not self.closed and select.select([self.leader], [], [], 0.05)[0]:
+            try:
+                chunk = os.read(self.leader, 65536)
+            except BlockingIOError:
+                break
+            except OSError:  # EIO: the terminal's last writer is gone
+                chunk = b""
+            self.closed = not chunk
+            self.chunks.append(chunk)
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+    def finish(self) -> str:
+        """Everything, once the program ended."""
+        wait_for(lambda: self.seen() is not None and self.closed, "the program on the terminal ended", 300)
+        self.running.wait(timeout=60)
+        os.close(self.leader)
+        return self.seen()
+
+
+def terminal(argv: list[str]) -> Terminal:
+    screen = Terminal()
+    tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
+    return screen.started(subprocess.Popen(argv, **tty))
+
+
 def run_on_a_terminal(root: Path, agent: str, env: dict) -> str:
     """`ralph construct` with its output on a pseudo-terminal; all it wrote there."""
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))  # 40 rows, 200 columns
-    os.set_blocking(leader, False)
-    running = construct(
-        root, agent=agent, wait=False, env=env, stdin=follower, stdout=follower, stderr=follower
-    )
-    os.close(follower)
-    chunks: list[bytes] = []
-    while True:
-        select.select([leader], [], [], 1)
-        try:
-            chunk = os.read(leader, 65536)
-        except BlockingIOError:
-            continue
-        except OSError:  # EIO: the terminal's last writer is gone
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    running.wait(timeout=60)
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8", "replace")
+    screen = Terminal()
+    tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
+    return screen.started(construct(root, agent=agent, wait=False, env=env, **tty)).finish()
 
 
 @pytest.mark.parametrize("no_color", [False, True])
