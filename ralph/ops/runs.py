@@ -117,6 +117,8 @@ def run_status(root: Path) -> dict:
     status: dict = {"active": live is not None, "pid": None, "since": None, "last": None}
     if live:
         status.update(live)
+        if begun and _before(begun.get("ts"), live.get("since")):
+            events = []  # the journal's latest run is an earlier one: this one has not begun yet
         status["agents"] = [
             {key: agent.get(key) for key in ("stage", "item", "name", "log", "ts")}
             for agent in running_agents(events)
@@ -133,6 +135,13 @@ def run_status(root: Path) -> dict:
             "ended": ended.get("ts") if ended else _last_ts(events),
         }
     return status
+
+
+def _before(ts: str | None, since: str | None) -> bool:
+    """Whether the journal time `ts` is before the lock's `since` (both UTC, to the second)."""
+    if not ts or not since or not since.endswith(" UTC"):
+        return False
+    return ts[:19].replace("T", " ") < since.removesuffix(" UTC")
 
 
 def _last_ts(events: list[dict]) -> str | None:

@@ -230,3 +230,32 @@ def test_a_task_set_aside_is_explained_with_its_last_failure_and_log():
         {"id": "t-b", "name": "B", "s": "p", "attempts": 1, "gate_failure": "boom\n(full output: g.log)"}
     )
     assert why_left(failed) == "build 1 failed: boom; log g.log"
+
+
+def test_a_run_not_yet_begun_is_not_mixed_up_with_the_last_one(repo: Path):
+    """The lock is held (by this process, as a run starting now would) while the journal's latest
+    run is an older one, killed mid-build: the status shows none of the old run's agents."""
+    import fcntl
+    import json
+
+    from ralph.ops import runs
+
+    journal = repo / "build" / "ralph-logs" / "events.jsonl"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    old = [
+        {"ts": "2026-01-01T12:00:00.000+00:00", "event": "construct_begin"},
+        {"ts": "2026-01-01T12:00:01.000+00:00", "event": "iteration_begin", "iteration": 7},
+        {"ts": "2026-01-01T12:00:02.000+00:00", "event": "agent_begin", "stage": "BUILD", "item": "t-old"},
+    ]
+    journal.write_text("".join(json.dumps(event) + "\n" for event in old))
+    with open(repo / ".git" / "ralph-construct.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write(f"pid {os.getpid()}, since 2026-11-23 13:00:00 UTC")
+        lock.flush()
+        status = runs.run_status(repo)
+        assert status["active"] and status["pid"] == os.getpid() and status["agents"] == []
+        assert runs.describe(status) == f"run: active (pid {os.getpid()} since 2026-11-23 13:00:00 UTC)"
+        lock.seek(0)
+        lock.write(f"pid {os.getpid()}, since 2026-01-01 12:00:00 UTC")  # the journal's run is this one
+        lock.flush()
+        assert runs.describe(runs.run_status(repo)).endswith("iteration 7: BUILD t-old")
