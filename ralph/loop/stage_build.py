@@ -203,8 +203,8 @@ class BuildStage:
         )
         settings = self.ws.settings
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
-        span.end(ok=gate.ok)
-        self.ws.console.event(f"gate for {task['id']}: {'passed' if gate.ok else 'FAILED'}")
+        span.end(ok=gate.ok, summary=None if gate.ok else gate.summary.strip()[:600])
+        self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
         if not gate.ok:
             return _for_history(gate.summary, self.ws.rel(log))
         refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
@@ -232,8 +232,9 @@ class BuildStage:
         span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.ws.rel(log)))
         timeout = self.ws.settings.gate_timeout_s
         result = run_gate(self.ws.runner.supervisor, [str(hook)], self.ws.root, log, timeout)
-        span.end(ok=result.ok)
-        self.ws.console.event(f"pre-commit hook for {task_id}: {'passed' if result.ok else 'REFUSED'}")
+        span.end(ok=result.ok, summary=None if result.ok else result.summary.strip()[:600])
+        relative = str(self.ws.rel(log))
+        self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
         if result.ok:
             return None
         return _for_history(f"the pre-commit hook refused the build:\n{result.summary}", self.ws.rel(log))
