@@ -3,20 +3,10 @@ record overrides the defaults; command-line flags override both."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
 
+from ralph.durations import parse_duration  # noqa: F401 (the loop's flags parse with it)
 from ralph.errors import InvalidInput
-
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from '300000' (milliseconds, as the config's timeout_ms), '90s', '5m', '1.5h'."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", str(text))
-    if not match or float(match.group(1)) <= 0:
-        raise InvalidInput(f"invalid duration {text!r}: use milliseconds or a unit, e.g. 300000, 90s, 5m")
-    return float(match.group(1)) * _UNITS[match.group(2) or "ms"]
 
 
 def split_command(text: str, what: str) -> tuple[str, ...]:
