@@ -50,6 +50,7 @@ class Repo:
         self.root = root
         self._env = {key: value for key, value in os.environ.items() if key not in _LOCATION_VARS}
         self._env["GIT_LITERAL_PATHSPECS"] = "1"
+        self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
 
     def git(self, *args: str, stdin: bytes | None = None) -> str:
         done = self._run(args, stdin)
@@ -77,6 +78,12 @@ class Repo:
             )
         except FileNotFoundError:
             raise GitError("git is not installed (or not on PATH)") from None
+
+    def attempt(self, *args: str) -> tuple[int, str, str]:
+        """Run git and hand back its exit code, stdout and stderr, for callers that tell failures
+        apart themselves (a push that lost a race from one the remote refused)."""
+        done = self._run(args)
+        return done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
 
     def config_get(self, key: str) -> str | None:
         """The value git would use for `key` (this repository's config, the user's, the system's),
@@ -356,7 +363,11 @@ class Repo:
 
     def file_at_head(self, relpath: str) -> bytes | None:
         """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""
-        done = self._run(("cat-file", "blob", f"HEAD:{relpath}"))
+        return self.file_at("HEAD", relpath)
+
+    def file_at(self, rev: str, relpath: str) -> bytes | None:
+        """The file's bytes as commit `rev` has them, or None (no such commit, or no such file)."""
+        done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
         return done.stdout if done.returncode == 0 else None
 
     def commit_of(self, rev: str) -> str | None:
