@@ -201,11 +201,24 @@ def _round(
     head = repo.head()
     if head is None or head == remote_head:
         return result, True  # nothing of ours the remote lacks
-    if remote.push(head):
-        return result, True
-    if start is not None and head != start:
-        repo.git("reset", "-q", "--keep", start)  # only this round's own commits, never pushed
+    try:
+        if remote.push(head):
+            return result, True
+    except RemoteError:
+        _undo(repo, start, head)  # offline: no claim is left here that the remote never saw
+        raise
+    _undo(repo, start, head)
     return result, False
+
+
+def _undo(repo: Repo, start: str | None, head: str) -> None:
+    """Take back this round's own commits (a catch-up merge, the plan commit), never pushed: the
+    next round starts from the new remote head instead."""
+    if start is not None and head != start:
+        # ralph's plan commits record plan.jsonl in the index without its stat data: refreshed
+        # first, or reset --keep takes the file for a local change it must not lose.
+        repo.attempt("update-index", "-q", "--refresh")
+        repo.git("reset", "-q", "--keep", start)
 
 
 def _catch_up(root: Path, repo: Repo, remote: Remote, remote_head: str, runner: str) -> None:
