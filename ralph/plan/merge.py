@@ -156,6 +156,8 @@ def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Co
             value = o
         elif _same(o, b):
             value = t
+        elif ours.get("t") == "state" and name == "stage":
+            value = o  # each runner's loop says where it is; the work tree merged into keeps its own
         else:
             value = _merge_field(name, b, o, t)
             if value is _CONFLICT:

@@ -180,3 +180,12 @@ def test_takeover_records_are_the_union_each_once():
     result = merged([task("a")], [task("a"), takeover], [task("a"), takeover])
     assert result.conflicts == []
     assert result.data.count(b'"takeover"') == 1
+
+
+def test_the_state_stage_two_runners_wrote_keeps_ours():
+    base = [{"t": "state", "stage": "BUILD", "iteration": 1}]
+    ours = [{"t": "state", "stage": "VERIFY", "iteration": 2}]
+    theirs = [{"t": "state", "stage": "DECOMPOSE", "iteration": 3}]
+    result = merged(base, ours, theirs)
+    assert result.conflicts == []
+    assert load(result.data).lines[0].record == {"t": "state", "stage": "VERIFY", "iteration": 3}
