@@ -126,6 +126,19 @@ def _budget_options(command):
     help="Print what the next iteration would run (agent and gate argv, prompt sizes, budget);"
     " run, write and commit nothing.",
 )
+@click.option(
+    "--remote",
+    metavar="NAME",
+    help="Share the work with runners on other machines through this git remote: claim each task"
+    " by a pushed plan commit, push each build (see docs/many-machines.md).",
+)
+@click.option("--runner", metavar="NAME", help="This runner's name in its claims. [default: host-pid]")
+@click.option(
+    "--claim-ttl",
+    "claim_ttl_s",
+    type=Duration(),
+    help="Age after which another runner's claim may be taken over. [default: 30m]",
+)
 @click.pass_context
 def construct(ctx, spec, dry_run, **flags):
     """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented (default: the spec

@@ -14,7 +14,7 @@ from enum import Enum
 from pathlib import Path
 
 from ralph.agents import make_adapter
-from ralph.errors import InvalidInput, PlanInvalid, Refused
+from ralph.errors import InvalidInput, PlanInvalid, Refused, RemoteError
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.gate import gate_problem
@@ -67,6 +67,7 @@ class Outcome(Enum):
     AGENT_LIMITED = 8  # a rate or usage limit lifts later than max_wait allows
     WAITING = 9  # what is left waits for a person's answers to questions (`ralph answer`)
     MAX_COST = 10  # the next run would pass the money budget
+    REMOTE = 11  # the git remote runners share is unreachable, or refused a push (errors.EXIT_REMOTE)
     INTERRUPTED = 130
 
 
@@ -140,6 +141,8 @@ class Loop:
                 )
         except AgentUnavailable as exc:
             outcome, message = Outcome.AGENT_UNAVAILABLE, str(exc)
+        except RemoteError as exc:  # the shared remote is unreachable or refuses: one line, exit 11
+            outcome, message = Outcome.REMOTE, str(exc)
         except (AgentAuthFailed, LimitTooLong) as exc:
             outcome = Outcome.AGENT_AUTH if isinstance(exc, AgentAuthFailed) else Outcome.AGENT_LIMITED
             message = str(exc)
@@ -154,6 +157,12 @@ class Loop:
             return Outcome.INTERRUPTED, "interrupted; run `ralph construct` again to resume", 128 + signum
         with deferred_signals():  # the ending's commit is not cut in half by a late signal
             self._commit_loose_state(outcome)
+        remote = getattr(self.ws, "remote", None)
+        if remote is not None:
+            try:
+                remote.release_all()  # the claims it still holds go back; its commits are pushed
+            except RemoteError as exc:
+                return Outcome.REMOTE, str(exc), Outcome.REMOTE.value
         return outcome, message, outcome.value
 
     def _commit_loose_state(self, outcome: Outcome) -> None:
@@ -241,6 +250,17 @@ class Loop:
             shown = ", ".join(sorted(dirty)[:5]) + (f" (+{len(dirty) - 5} more)" if len(dirty) > 5 else "")
             raise Refused(f"uncommitted changes: {shown}; commit or stash them, or pass --allow-dirty")
         ws.user_dirty = frozenset(dirty)
+        if self.settings.remote:  # runners on several machines: BUILD claims through the remote
+            from ralph.loop.remote import RemoteCoordinator
+
+            ws.remote = RemoteCoordinator(
+                self.root,
+                self.settings.spec,
+                self.settings.remote,
+                self.settings.runner,
+                self.settings.claim_ttl_s,
+                check=self.deadline.check,
+            )
         with ws.change_plan(commit=True) as change:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"

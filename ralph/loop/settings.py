@@ -45,6 +45,9 @@ class Settings:
     limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
     max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
     prices: dict | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
+    remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
+    runner: str | None = None  # this runner's name in its claims (default host-pid)
+    claim_ttl_s: float | None = None  # a claim older than this may be taken over (default: the plan's)
 
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict) -> Settings:
@@ -78,7 +81,12 @@ class Settings:
 DEFAULTS = Settings()
 
 # Config record keys that name a setting differently (the config keeps durations in milliseconds).
-_CONFIG_MS = {"timeout_ms": "timeout_s", "gate_timeout_ms": "gate_timeout_s", "max_wait_ms": "max_wait_s"}
+_CONFIG_MS = {
+    "timeout_ms": "timeout_s",
+    "gate_timeout_ms": "gate_timeout_s",
+    "max_wait_ms": "max_wait_s",
+    "claim_ttl_ms": "claim_ttl_s",
+}
 _NOT_SETTINGS = {"t", "commit"}  # the record type; `commit` is for the state commands
 
 

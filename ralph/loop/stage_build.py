@@ -35,17 +35,21 @@ class BuildStage:
     def run(self, iteration: int) -> StageReport:
         span = self.ws.journal.span("stage", stage="BUILD", iteration=iteration)
         report = StageReport(Stage.BUILD)
+        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
         while True:
             plan = self.ws.read_plan()
             ready = buildable([task.record for task in self.ws.tasks(plan)], plan.accepted())
-            if not ready:
+            task_id = remote.before_build() if remote else ready[0]["id"] if ready else None
+            if task_id is None:
                 break
-            task_id = ready[0]["id"]
+            plan = self.ws.read_plan() if remote else plan
             if plan.rejections(task_id) >= self.ws.settings.max_attempts:
                 self._set_aside_rejected(plan, task_id, report)  # VERIFY keeps rejecting it: split it
-                continue
-            self._build_task(task_id, iteration, report)
-            report.items += 1
+            else:
+                self._build_task(task_id, iteration, report)
+                report.items += 1
+            if remote:
+                remote.after_build(task_id)
         span.end(tasks=report.items)
         return report
 

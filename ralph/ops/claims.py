@@ -190,6 +190,7 @@ def _round(
     """Fetch, catch up, change the plan in one commit, push. Returns what `change` returned and
     whether the remote has our head now; after a lost race this round's commits are undone."""
     repo = remote.repo
+    _commit_loose_plan(root, repo)
     start = repo.head()
     remote_head = remote.fetch()
     if remote_head is not None:
@@ -219,6 +220,19 @@ def _undo(repo: Repo, start: str | None, head: str) -> None:
         # first, or reset --keep takes the file for a local change it must not lose.
         repo.attempt("update-index", "-q", "--refresh")
         repo.git("reset", "-q", "--keep", start)
+
+
+def _commit_loose_plan(root: Path, repo: Repo) -> None:
+    """Commit plan.jsonl as it is when it differs from HEAD's (the loop writes some changes for
+    its next commit to carry): a merge would refuse to touch a changed file."""
+    from ralph.store.lock import plan_lock
+    from ralph.store.reader import read_bytes
+    from ralph.store.transaction import EARLIER_CHANGES_MESSAGE
+
+    with plan_lock(root):
+        data = read_bytes(root)
+        if repo.file_at_head(PLAN_NAME) != data:
+            repo.commit_file(PLAN_NAME, data, EARLIER_CHANGES_MESSAGE)
 
 
 def _catch_up(root: Path, repo: Repo, remote: Remote, remote_head: str, runner: str) -> None:
