@@ -1,5 +1,6 @@
 """The cheapest possible agent for the construct benchmark: it does each stage's one required
-call and nothing else. BENCH_VERIFY_SLEEP makes each VERIFY take that many seconds."""
+call and nothing else. BENCH_VERIFY_SLEEP makes each VERIFY take that many seconds, and
+BENCH_BUILD_SLEEP each BUILD."""
 
 import os
 import shlex
@@ -10,6 +11,7 @@ import time
 ralph = shlex.split(os.environ["RALPH_BIN"])
 stage = os.environ["RALPH_STAGE"]
 if stage == "BUILD":
+    time.sleep(float(os.environ.get("BENCH_BUILD_SLEEP", "0")))
     subprocess.run([*ralph, "task", "done"], check=True, capture_output=True)
 elif stage == "VERIFY":
     time.sleep(float(os.environ.get("BENCH_VERIFY_SLEEP", "0")))

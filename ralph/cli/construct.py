@@ -148,7 +148,8 @@ def construct(ctx, spec, dry_run, **flags):
     progress possible), 6 agent unavailable, 7 the agent could not log in, 8 a rate or usage
     limit lifts later than max_wait_ms allows, 9 waiting for answers to questions (`ralph
     questions`), 10 money budget spent, 11 the --remote is unreachable or refused a push, 130
-    interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run again to resume). Rate and usage limits and overloaded servers are waited out.
+    interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run again to resume). Rate and usage
+    limits and overloaded servers are waited out.
     """
     _run(ctx, spec, flags, plan_only=False, dry_run=dry_run)
 

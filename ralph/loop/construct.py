@@ -9,6 +9,7 @@ committed together with their code once ralph has checked the work (the gate aft
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -154,16 +155,28 @@ class Loop:
             signum = signal_number(exc)
             with deferred_signals():
                 self._on_interrupt(signum)
+                self._release_claims(quietly=True)
             return Outcome.INTERRUPTED, "interrupted; run `ralph construct` again to resume", 128 + signum
         with deferred_signals():  # the ending's commit is not cut in half by a late signal
             self._commit_loose_state(outcome)
-        remote = getattr(self.ws, "remote", None)
-        if remote is not None:
-            try:
-                remote.release_all()  # the claims it still holds go back; its commits are pushed
-            except RemoteError as exc:
-                return Outcome.REMOTE, str(exc), Outcome.REMOTE.value
+        try:
+            self._release_claims()
+        except RemoteError as exc:
+            return Outcome.REMOTE, str(exc), Outcome.REMOTE.value
         return outcome, message, outcome.value
+
+    def _release_claims(self, quietly: bool = False) -> None:
+        """With --remote: the claims the run still holds go back, and its commits are pushed.
+        Quietly (after an interrupt): once, errors ignored; the claims expire anyway."""
+        remote = getattr(self.ws, "remote", None) if self.ws else None
+        if remote is None:
+            return
+        if not quietly:
+            remote.release_all()
+            return
+        remote.remote.retries = 0
+        with contextlib.suppress(RemoteError):
+            remote.release_all()
 
     def _commit_loose_state(self, outcome: Outcome) -> None:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""

@@ -4,9 +4,13 @@ every task exactly once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,3 +106,33 @@ def test_three_runners_build_twelve_tasks_each_exactly_once(repo, tmp_path):
     )
     assert check.returncode == 0, check.stderr
     git(shared.origin, "fsck", "--no-progress")
+
+
+def claimed_on_origin(shared: Shared) -> list[str]:
+    return [r.get("claimed_by") for r in origin_plan(shared) if r["t"] == "task" and r.get("claimed_by")]
+
+
+@pytest.mark.slow
+def test_a_runner_killed_holding_a_claim_loses_the_task_to_another_once_the_claim_is_stale(repo, tmp_path):
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task [hang-once]"}])
+    one, two = shared.clone("one"), shared.clone("two")
+    state = tmp_path / "agent-state"  # shared: the second build of the task is its second attempt
+    env = {"FAKE_AGENT_STATE": str(state)}
+    first = construct(one, "--remote", "origin", "--runner", "doomed", wait=False, env=env)
+    try:
+        for _ in range(600):  # until its claim is on the remote and its agent hangs
+            if claimed_on_origin(shared) == ["doomed"] and (state / "t-task00.agent.pid").exists():
+                break
+            time.sleep(0.1)
+        assert claimed_on_origin(shared) == ["doomed"]
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+        done = construct(two, "--remote", "origin", "--runner", "heir", "--claim-ttl", "1s", env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    finally:
+        for pid_file in state.glob("*.pid"):
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    plan = origin_plan(shared)
+    assert [r["id"] for r in plan if r["t"] == "accept"] == ["t-task00"]
+    assert [(r["by"], r["was_claimed_by"]) for r in plan if r["t"] == "takeover"] == [("heir", "doomed")]
