@@ -13,7 +13,6 @@ from pathlib import Path
 
 from ralph.ops import claims
 from ralph.plan.plan import claim_age_s
-from ralph.plan.records import is_pending
 from ralph.store.git import Repo
 from ralph.store.reader import read_plan
 from ralph.store.remote import Remote
@@ -52,6 +51,14 @@ class RemoteCoordinator:
             self.sleep(wait)
             wait = min(wait * 2, POLL_S[1])
 
+    def before_verify(self, limit: int) -> list[str]:
+        """The done tasks this runner verifies now (at most `limit`), claimed on the remote."""
+        return claims.claim_to_verify(self.root, self.spec, self.runner, self.remote, limit, self.ttl_s)
+
+    def after_verify(self, task_ids: list[str]) -> None:
+        """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, push."""
+        claims.publish_all(self.root, task_ids, self.runner, self.remote)
+
     def after_build(self, task_id: str) -> None:
         """The build is committed (passed or not): bring in the remote, free the task, push."""
         claims.publish(self.root, task_id, self.runner, self.remote)
@@ -61,17 +68,22 @@ class RemoteCoordinator:
         return claims.release_all(self.root, self.runner, self.remote)
 
     def _others_hold_work(self) -> bool:
-        """Whether a pending task of the spec is claimed by another runner, and that claim is live:
-        its build may free the tasks that depend on it, or fail and free the task again."""
+        """Whether another runner holds a live claim on a task of the spec (its build may free the
+        tasks that depend on it; its VERIFY may reject it) while no done task waits for a VERIFY
+        of this runner's."""
         plan = read_plan(self.root)
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
         stamp = claims.now()
+        done = [task for task in plan.tasks() if self._in_spec(task) and task.get("s") == "d"]
+        if any(not task.get("claimed_by") for task in done):
+            return False  # VERIFY has work: go on to it
         for task in plan.claims():
-            if task["claimed_by"] == self.runner or not is_pending(task):
-                continue
-            if self.spec is not None and task.get("spec") not in (None, self.spec):
+            if task["claimed_by"] == self.runner or not self._in_spec(task):
                 continue
             age = claim_age_s(task, stamp)
             if age is not None and age < ttl:
                 return True
         return False
+
+    def _in_spec(self, task: dict) -> bool:
+        return self.spec is None or task.get("spec") in (None, self.spec)

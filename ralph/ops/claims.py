@@ -19,6 +19,7 @@ from ralph.errors import RemoteError
 from ralph.ops.names import named
 from ralph.plan import schedule
 from ralph.plan.plan import Plan, claim_age_s
+from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
@@ -67,6 +68,44 @@ def claim_next(
             return task
         replay = task["id"] if task else None
     raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
+def claim_to_verify(
+    root: Path, spec: str | None, runner: str, remote: Remote, limit: int, ttl_s: float | None = None
+) -> list[str]:
+    """Claim up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
+    those no live claim holds) and push the claims; returns their ids (none: nothing to verify)."""
+
+    def pick(plan: Plan) -> list[str] | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
+        done = [task for task in plan.tasks() if is_done(task) and _in_spec(task, spec)]
+        own = [task for task in done if task.get("claimed_by") == runner]
+        free = [task for task in done if task.get("claimed_by") != runner and _free(task, stamp, ttl)]
+        chosen = [task["id"] for task in (own + free)[:limit]]
+        for task_id in chosen:
+            plan.claim(task_id, runner, stamp, ttl)
+        return chosen or None
+
+    def message(ids: list[str]) -> str:
+        return f"ralph: claim {', '.join(ids)} to verify ({runner})"
+
+    for _ in range(MAX_ROUNDS):
+        chosen, pushed = _round(root, remote, runner, pick, message)
+        if pushed:
+            return list(chosen or [])
+    raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
+def publish_all(root: Path, task_ids: list[str], runner: str, remote: Remote) -> None:
+    """After VERIFY's commit: bring in the remote branch, free what is still claimed, push."""
+
+    def free(plan: Plan) -> object:
+        return [task_id for task_id in task_ids if _release_own(plan, task_id, runner)] or None
+
+    _until_pushed(
+        root, remote, runner, free, f"ralph: publish the verdicts on {', '.join(task_ids)} ({runner})"
+    )
 
 
 def publish(root: Path, task_id: str, runner: str, remote: Remote) -> None:
@@ -142,18 +181,19 @@ def remote_claims(root: Path, remote: Remote, ttl_s: float | None = None, at: st
 
 
 def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float) -> list[dict]:
-    ready = [
-        task
-        for task in schedule.buildable(plan.tasks(), plan.accepted())
-        if spec is None or task.get("spec") in (None, spec)
-    ]
+    ready = [task for task in schedule.buildable(plan.tasks(), plan.accepted()) if _in_spec(task, spec)]
     own = [task for task in ready if task.get("claimed_by") == runner]
-    free = [
-        task
-        for task in ready
-        if not task.get("claimed_by") or (task["claimed_by"] != runner and _expired(task, stamp, ttl))
-    ]
+    free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl)]
     return own + free
+
+
+def _in_spec(task: dict, spec: str | None) -> bool:
+    return spec is None or task.get("spec") in (None, spec)
+
+
+def _free(task: dict, stamp: str, ttl: float) -> bool:
+    """No claim holds the task, or only one older than the TTL."""
+    return not task.get("claimed_by") or _expired(task, stamp, ttl)
 
 
 def _release_own(plan: Plan, task_id: str, runner: str) -> dict | None:

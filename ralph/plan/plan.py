@@ -413,19 +413,17 @@ class Plan:
         return self.config().get("claim_ttl_ms", DEFAULT_CLAIM_TTL_MS) / 1000
 
     def claim(self, task_id: str, runner: str, now: str, ttl_s: float | None = None) -> dict:
-        """`runner` claims the pending task at `now` (UTC, ISO 8601): it builds it, no other runner
-        does. Claiming one's own task again renews the claim. Another runner's claim is refused
-        unless it is older than the claim TTL: then it is taken over, and a takeover record keeps
-        the claim it replaced."""
+        """`runner` claims the task at `now` (UTC, ISO 8601): it builds it (a pending task) or
+        verifies it (a done one), no other runner does. Claiming one's own task again renews the
+        claim. Another runner's claim is refused unless it is older than the claim TTL: then it
+        is taken over, and a takeover record keeps the claim it replaced."""
         require_text(runner, "the runner")
         if not runner.strip():
             raise InvalidInput("a claim needs a runner name")
         line = self.task_line(task_id)
         task = line.record
-        if not is_pending(task):
-            raise Refused(
-                f"task {task_id} is {'done' if is_done(task) else 'blocked'}; only a pending task is claimed"
-            )
+        if is_blocked(task):  # pending: to build it; done: to verify it
+            raise Refused(f"task {task_id} is blocked; only a pending or done task is claimed")
         holder = task.get("claimed_by")
         if holder and holder != runner:
             ttl = self.claim_ttl_s() if ttl_s is None else ttl_s

@@ -51,7 +51,11 @@ def test_one_runner_with_a_remote_pushes_its_claims_builds_and_verdicts(repo, tm
     assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
     assert not [r for r in plan if r["t"] == "task"]
     subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
-    assert sum(s.startswith("ralph: claim t-task") for s in subjects) == 3
+    builds = [s for s in subjects if s.startswith("ralph: claim t-task") and "to verify" not in s]
+    assert len(builds) == 3
+    assert [s for s in subjects if s.endswith("to verify (runner-1)")] == [
+        "ralph: claim t-task00, t-task01, t-task02 to verify (runner-1)"
+    ]
     assert sum(s.startswith("ralph(build): t-task") for s in subjects) == 3
     assert git(clone, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
 
@@ -100,6 +104,9 @@ def test_three_runners_build_twelve_tasks_each_exactly_once(repo, tmp_path):
     subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
     for item in items:  # one build commit per task on the final head
         assert sum(s.startswith(f"ralph(build): {item['id']} ") for s in subjects) == 1, item["id"]
+    verified = [s for s in subjects if s.startswith("ralph(verify): accepted ")]
+    accepted = [i for s in verified for i in s.removeprefix("ralph(verify): accepted ").split(", ")]
+    assert sorted(accepted) == [item["id"] for item in items]  # each verified once, by one runner
     final = shared.clone("final")
     check = subprocess.run(
         [sys.executable, "-m", "ralph", "-C", str(final), "check"], capture_output=True, text=True

@@ -241,3 +241,18 @@ def test_two_processes_racing_for_the_last_ready_task_exactly_one_claims_it(repo
     assert on_origin(shared).find_task("t-aaaaaa")["claimed_by"] == winner
     assert json.dumps(on_origin(shared).find_task("t-bbbbbb")).find("claimed_by") == -1
     git(shared.origin, "fsck", "--no-progress")
+
+
+def test_done_tasks_are_claimed_for_verify_in_batches_no_two_runners_share(three):
+    shared, one, two = three
+    for task_id in ("t-aaaaaa", "t-bbbbbb", "t-cccccc"):
+        tasks.done(one, task_id)
+    first = claims.claim_to_verify(one, None, "runner-1", remote_of(one), limit=2)
+    second = claims.claim_to_verify(two, None, "runner-2", remote_of(two), limit=2)
+    assert (first, second) == (["t-aaaaaa", "t-bbbbbb"], ["t-cccccc"])
+    assert claims.claim_to_verify(two, None, "runner-3", remote_of(two), limit=2) == []
+    tasks.accept(one, "t-aaaaaa")  # runner-1's verdicts: one accepted, one stopped (still done)
+    claims.publish_all(one, first, "runner-1", remote_of(one))
+    origin = on_origin(shared)
+    assert "t-aaaaaa" in origin.accepted()
+    assert [(t["id"], t["claimed_by"]) for t in origin.claims()] == [("t-cccccc", "runner-2")]
