@@ -17,7 +17,7 @@ from ralph.store.git import Repo
 from ralph.store.reader import read_plan
 from ralph.store.remote import Remote
 
-POLL_S = (0.5, 8.0)  # the first wait for other runners' work, and the longest (it doubles)
+POLL_S = (0.25, 2.0)  # the first wait for other runners' work, and the longest (it doubles)
 
 
 class RemoteCoordinator:

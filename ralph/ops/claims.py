@@ -62,7 +62,12 @@ def claim_next(
 
     for _ in range(MAX_ROUNDS):
         task, pushed = _round(
-            root, remote, runner, pick, lambda task: f"ralph: claim {named([task])} ({runner})"
+            root,
+            remote,
+            runner,
+            pick,
+            lambda task: f"ralph: claim {named([task])} ({runner})",
+            idle_push=False,
         )
         if pushed:
             return task
@@ -91,7 +96,7 @@ def claim_to_verify(
         return f"ralph: claim {', '.join(ids)} to verify ({runner})"
 
     for _ in range(MAX_ROUNDS):
-        chosen, pushed = _round(root, remote, runner, pick, message)
+        chosen, pushed = _round(root, remote, runner, pick, message, idle_push=False)
         if pushed:
             return list(chosen or [])
     raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
@@ -226,6 +231,7 @@ def _round(
     runner: str,
     change: Callable[[Plan], object],
     message: Callable[[object], str],
+    idle_push: bool = True,
 ) -> tuple[object, bool]:
     """Fetch, catch up, change the plan in one commit, push. Returns what `change` returned and
     whether the remote has our head now; after a lost race this round's commits are undone."""
@@ -242,6 +248,8 @@ def _round(
     head = repo.head()
     if head is None or head == remote_head:
         return result, True  # nothing of ours the remote lacks
+    if result is None and not idle_push:
+        return result, True  # nothing claimed: what is ours goes with the next claim or publish
     try:
         if remote.push(head):
             return result, True
