@@ -3,20 +3,10 @@ record overrides the defaults; command-line flags override both."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
 
+from ralph.durations import parse_duration  # noqa: F401 (the loop's flags parse with it)
 from ralph.errors import InvalidInput
-
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from '300000' (milliseconds, as the config's timeout_ms), '90s', '5m', '1.5h'."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", str(text))
-    if not match or float(match.group(1)) <= 0:
-        raise InvalidInput(f"invalid duration {text!r}: use milliseconds or a unit, e.g. 300000, 90s, 5m")
-    return float(match.group(1)) * _UNITS[match.group(2) or "ms"]
 
 
 def split_command(text: str, what: str) -> tuple[str, ...]:
@@ -55,6 +45,9 @@ class Settings:
     limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
     max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
     prices: dict | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
+    remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
+    runner: str | None = None  # this runner's name in its claims (default host-pid)
+    claim_ttl_s: float | None = None  # a claim older than this may be taken over (default: the plan's)
 
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict) -> Settings:
@@ -88,7 +81,12 @@ class Settings:
 DEFAULTS = Settings()
 
 # Config record keys that name a setting differently (the config keeps durations in milliseconds).
-_CONFIG_MS = {"timeout_ms": "timeout_s", "gate_timeout_ms": "gate_timeout_s", "max_wait_ms": "max_wait_s"}
+_CONFIG_MS = {
+    "timeout_ms": "timeout_s",
+    "gate_timeout_ms": "gate_timeout_s",
+    "max_wait_ms": "max_wait_s",
+    "claim_ttl_ms": "claim_ttl_s",
+}
 _NOT_SETTINGS = {"t", "commit"}  # the record type; `commit` is for the state commands
 
 

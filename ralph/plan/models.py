@@ -91,6 +91,10 @@ class Task(Record):
     unknown_cost_runs: Annotated[int, Field(ge=0)] | None = Field(
         None, description="build attempts whose cost is unknown (no reported cost, no price for the model)"
     )
+    claimed_by: Text | None = Field(
+        None, description="the runner building it (runners sharing a git remote claim tasks by commit)"
+    )
+    claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
 
 
 class Issue(Record):
@@ -139,6 +143,17 @@ class Reject(Record):
     kill_reason: KillReason | None = None
 
 
+class Takeover(Record):
+    """A runner took over a task whose claim was older than claim_ttl: the claim it replaced."""
+
+    t: Literal["takeover"]
+    id: TaskId
+    by: Text = Field(description="the runner that took the task over")
+    at: Text = Field(description="when (UTC, ISO 8601)")
+    was_claimed_by: Text = Field(description="the runner whose claim expired")
+    was_claimed_at: str | None = Field(None, description="when that claim was made")
+
+
 class Spec(Record):
     """A spec file this plan works towards."""
 
@@ -183,6 +198,9 @@ class Config(Record):
     max_wait_ms: Positive | None = Field(
         None, description="bound on one wait for a rate or usage limit (default 3600000)"
     )
+    claim_ttl_ms: Positive | None = Field(
+        None, description="age at which another runner may take a task's claim over (default 1800000)"
+    )
     agent: str | None = None
     agent_cmd: list[str] | None = Field(None, description="program (and arguments) of the agent")
     agent_args: list[str] | None = Field(None, description="extra arguments passed to the agent CLI")
@@ -225,6 +243,7 @@ RECORD_MODELS: dict[str, type[Record]] = {
     "issue": Issue,
     "accept": Accept,
     "reject": Reject,
+    "takeover": Takeover,
     "spec": Spec,
     "config": Config,
     "state": State,
