@@ -498,11 +498,13 @@ def test_the_config_record_added_on_both_sides_merges_field_by_field_and_conflic
 
 
 def test_the_state_record_conflicts_on_a_field_changed_on_both_sides_that_is_not_a_counter():
-    state = {"t": "state", "iteration": 1, "stage": "BUILD"}
-    ours, theirs = {**state, "iteration": 2, "stage": "VERIFY"}, {**state, "iteration": 3, "stage": "PLAN"}
+    # (`stage` is each runner's own and keeps ours: see the claims' tests)
+    state = {"t": "state", "iteration": 1, "spec": "specs/a.md"}
+    ours = {**state, "iteration": 2, "spec": "specs/b.md"}
+    theirs = {**state, "iteration": 3, "spec": "specs/c.md"}
     merged = merge([state], [ours], [theirs])
     assert [str(c) for c in merged.conflicts] == [
-        "plan.jsonl:1: merge conflict: the state record: 'stage' changed on both sides"
+        "plan.jsonl:1: merge conflict: the state record: 'spec' changed on both sides"
     ]
     lines = merged.data.decode().splitlines()  # both versions have the larger iteration, 3
     assert json.loads(lines[1]) == {**ours, "iteration": 3} and json.loads(lines[3]) == theirs
