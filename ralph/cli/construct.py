@@ -10,7 +10,7 @@ import click
 
 from ralph.cli.common import root_of
 from ralph.errors import InvalidInput
-from ralph.loop.settings import DEFAULTS, parse_duration
+from ralph.ops.settings import DEFAULTS, parse_duration
 from ralph.text import printable
 
 
@@ -173,7 +173,7 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
     from pathlib import Path
 
     from ralph.loop.construct import Loop
-    from ralph.loop.settings import Settings
+    from ralph.ops.settings import Settings, read_user_config
     from ralph.store.reader import plan_path, read_plan
 
     root = root_of(ctx)
@@ -193,13 +193,18 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
     spec_rel = _spec_in(root, Path(ctx.find_root().params.get("directory") or "."), spec)
     as_json = flags.pop("as_json")
     config = plan.config() if plan else {}
-    settings = Settings.resolve(spec_rel, config, flags)
+    user = read_user_config()
+    settings = Settings.resolve(spec_rel, config, flags, user)
     if dry_run:
         from ralph.loop import dryrun
+        from ralph.ops.settings import flag_layer, layered, user_config_path
 
         if not (root / spec_rel).is_file():
             raise InvalidInput(f"no spec file {spec_rel}")
         result = dryrun.preview(root, settings)
+        # Where each setting that is not a default came from, as `ralph config list --origin` says.
+        found = layered(config, user, str(user_config_path()), flag_layer(flags))
+        result["origins"] = {key: origin for key, (_, origin) in found.items() if origin != "default"}
         click.echo(
             json.dumps(result)
             if as_json

@@ -9,7 +9,7 @@ import importlib
 
 import click
 
-from ralph.cli import history, questions, state
+from ralph.cli import config, history, questions, state
 from ralph.cli.common import RalphGroup
 
 LAZY_COMMANDS = {
@@ -53,6 +53,7 @@ for command in (
     state.task,
     state.issue,
     state.query,
+    config.config,
     history.log,
     history.completion,
     history.report,

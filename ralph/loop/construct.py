@@ -20,7 +20,6 @@ from ralph.loop.console import Console
 from ralph.loop.gate import gate_problem
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
-from ralph.loop.settings import Settings
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
 from ralph.loop.stage_decompose import DecomposeStage
@@ -37,6 +36,7 @@ from ralph.loop.workspace import (
     StageRun,
     Workspace,
 )
+from ralph.ops.settings import Settings
 from ralph.plan.records import IssueView, Stage, TaskView
 from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of

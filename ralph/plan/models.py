@@ -22,6 +22,10 @@ IssueId = Annotated[str, Field(pattern=r"^i-[0-9a-z][0-9a-z_-]{0,39}$")]
 Text = Annotated[str, Field(min_length=1)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 Positive = Annotated[int, Field(gt=0)]
+# A duration as the flags take it: milliseconds (a number) or a number with a unit ("90s", "5m").
+Duration = Positive | Annotated[str, Field(pattern=r"^(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)(ms|s|m|h)?$")]
+# A command line split like a shell would split it (never run by one), or its argv.
+Command = str | list[str]
 Priority = Literal["high", "medium", "low"]
 # The enums of ralph.plan.records are the one list of each; the format spells their values.
 KillReason = Literal[tuple(reason.value for reason in records.KillReason)]
@@ -146,9 +150,11 @@ class Config(Record):
     """Settings for this repository; command-line flags override them. At most one per plan."""
 
     t: Literal["config"]
-    timeout_ms: Positive | None = Field(None, description="bound on one agent run (default 300000)")
+    timeout_ms: Duration | None = Field(
+        None, description="bound on one agent run: milliseconds, or with a unit (90s, 5m); default 300000"
+    )
     max_iterations: Positive | None = None
-    max_minutes: Positive | None = None
+    max_minutes: Annotated[float, Field(gt=0)] | Positive | None = None
     max_attempts: Positive | None = Field(None, description="builds per task before DECOMPOSE")
     parallel: Positive | None = Field(None, description="concurrent VERIFY runs")
     max_decompose_depth: Positive | None = Field(
@@ -157,18 +163,18 @@ class Config(Record):
     context_warn: Fraction | None = None
     context_compact: Fraction | None = None
     context_kill: Fraction | None = None
-    gate: str | list[str] | None = Field(
+    gate: Command | None = Field(
         None,
         description="the quality gate (default make verify): a command line split like a shell"
         ' (never run by one), as --gate takes it, or its argv; "" or [] for none',
     )
-    gate_timeout_ms: Positive | None = None
-    max_wait_ms: Positive | None = Field(
+    gate_timeout_ms: Duration | None = None
+    max_wait_ms: Duration | None = Field(
         None, description="bound on one wait for a rate or usage limit (default 3600000)"
     )
     agent: str | None = None
-    agent_cmd: list[str] | None = Field(None, description="program (and arguments) of the agent")
-    agent_args: list[str] | None = Field(None, description="extra arguments passed to the agent CLI")
+    agent_cmd: Command | None = Field(None, description="program (and arguments) of the agent, like gate")
+    agent_args: Command | None = Field(None, description="extra arguments passed to the agent CLI, like gate")
     model: str | None = None
     context_window: Positive | None = Field(None, description="the model's context window in tokens")
     commit: bool | None = Field(None, description="false: state commands do not commit")

@@ -514,6 +514,31 @@ class Plan:
         self.doc.remove(line)
         return line.record
 
+    # --- config ---------------------------------------------------------------------------
+    def set_config(self, key: str, value: object) -> dict:
+        """Set one key of the config record (added when there is none); other keys keep theirs."""
+        found = self._of("config")
+        if not found:
+            return self.doc.append({"t": "config", key: value}).record
+        line = found[0]
+        if line.record.get(key, object()) != value:
+            line.record[key] = value
+            self.doc.rewrite(line)
+        return line.record
+
+    def unset_config(self, key: str) -> dict:
+        """Remove one key from the config record; a record left with no key goes."""
+        found = self._of("config")
+        if not found or key not in found[0].record:
+            raise Refused(f"config key {key} is not set in plan.jsonl")
+        line = found[0]
+        del line.record[key]
+        if set(line.record) == {"t"}:
+            self.doc.remove(line)
+        else:
+            self.doc.rewrite(line)
+        return line.record
+
     # --- loop state -----------------------------------------------------------------------
     def update_state(self, **fields: object) -> dict:
         found = self._of("state")
