@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ralph.plan import records
+from ralph.text import SCHEMA_VERSION
 
 TaskId = Annotated[str, Field(pattern=r"^t-[0-9a-z][0-9a-z_-]{0,39}$")]
 IssueId = Annotated[str, Field(pattern=r"^i-[0-9a-z][0-9a-z_-]{0,39}$")]
@@ -223,6 +224,7 @@ def json_schema() -> dict:
         defs[model.__name__] = schema
         schema["x-record-type"] = name
     return {
+        "schema_version": SCHEMA_VERSION,  # of ralph's JSON output; validators ignore unknown keys
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "A line of ralph's plan.jsonl",
         "description": "Each line is one JSON object; its `t` names the record type. "
