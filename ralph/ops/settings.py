@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from ralph.errors import InvalidInput
+from ralph.plan.records import HookEvent
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
@@ -63,6 +64,8 @@ class Settings:
     limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
     max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
     prices: dict | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
+    hooks: dict | None = None  # hook event -> command run on it (ralph/loop/hooks.py)
+    hook_timeout_s: float = 10.0
 
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict, user: dict | None = None) -> Settings:
@@ -136,6 +139,8 @@ CONFIG_KEYS: dict[str, Key] = {
     "context_kill": Key("context_kill", "fraction", "context share at which the run is killed"),
     "run_hooks": Key("run_hooks", "flag", "run the repository's pre-commit hook on each build"),
     "prices": Key("prices", "prices", "USD per million tokens by model name"),
+    "hooks": Key("hooks", "hooks", "commands run on the loop's events: {event: command}"),
+    "hook_timeout_ms": Key("hook_timeout_s", "duration", "bound on one hook run"),
     "commit": Key(None, "flag", "false: state commands do not commit"),
 }
 PLAN_ONLY = {"commit"}  # a choice about this repository's history, not a user's preference
@@ -170,7 +175,7 @@ def parse_value(name: str, text: str) -> object:
             if text.lower() not in _TRUE + _FALSE:
                 raise ValueError
             value = text.lower() in _TRUE
-        elif kind == "prices" or (kind == "command" and text.lstrip().startswith("[")):
+        elif kind in ("prices", "hooks") or (kind == "command" and text.lstrip().startswith("[")):
             value = json.loads(text)
     except ValueError:
         raise InvalidInput(f"config key {name}: {text!r} is not {_KIND_WORDS[kind]}") from None
@@ -187,6 +192,7 @@ _KIND_WORDS = {
     "text": "a string",
     "flag": "true or false",
     "prices": 'an object: model -> {"input": USD, "output": USD} per million tokens',
+    "hooks": "an object: event ({}) -> command".format(", ".join(HookEvent)),
 }
 
 
@@ -198,6 +204,10 @@ def check_value(name: str, value: object, where: str = "") -> None:
         raise InvalidInput(f"config key {name}{at}: {value!r} is not {_KIND_WORDS[kind]}")
     if kind == "command" and isinstance(value, str):
         split_command(value, name)
+    if kind == "hooks":
+        for event, command in value.items():
+            if isinstance(command, str):
+                split_command(command, f"{name} {event}")
 
 
 def _valid(kind: str, value: object) -> bool:
@@ -216,6 +226,9 @@ def _valid(kind: str, value: object) -> bool:
         return isinstance(value, str)
     if kind == "flag":
         return isinstance(value, bool)
+    if kind == "hooks":
+        events = set(HookEvent)
+        return isinstance(value, dict) and all(k in events and _valid("command", v) for k, v in value.items())
     return isinstance(value, dict) and all(_price(v) for v in value.values())  # prices
 
 

@@ -24,7 +24,16 @@ Text = Annotated[str, Field(min_length=1)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 Positive = Annotated[int, Field(gt=0)]
 # A duration as the flags take it: milliseconds (a number) or a number with a unit ("90s", "5m").
-Duration = Positive | Annotated[str, Field(pattern=r"^(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)(ms|s|m|h)?$")]
+Duration = (
+    Positive
+    | Annotated[
+        str,
+        Field(
+            pattern=r"^(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)(ms|s|m|h)?$",
+            json_schema_extra={"x-words": 'a duration ("90s", "5m", "1500ms")'},
+        ),
+    ]
+)
 # A command line split like a shell would split it (never run by one), or its argv.
 Command = str | list[str]
 Priority = Literal["high", "medium", "low"]
@@ -147,6 +156,19 @@ class Price(BaseModel):
     cache_creation: Annotated[float, Field(ge=0)] | None = None
 
 
+class Hooks(BaseModel):
+    """A command per event of the construct loop (see docs/hooks.md), each a command line like gate
+    or its argv; it gets the event as JSON on stdin."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    task_accepted: Command | None = None
+    task_killed: Command | None = None
+    question_asked: Command | None = None
+    limit_wait: Command | None = None
+    run_ended: Command | None = None
+    any: Command | None = Field(None, description="run on every one of these events")
+
+
 class Config(Record):
     """Settings for this repository; command-line flags override them. At most one per plan."""
 
@@ -185,6 +207,8 @@ class Config(Record):
     max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
         None, description="money budget of `ralph construct` in USD"
     )
+    hooks: Hooks | None = Field(None, description="commands run on the loop's events (docs/hooks.md)")
+    hook_timeout_ms: Duration | None = Field(None, description="bound on one hook run (default 10000)")
     prices: dict[str, Price] | None = Field(
         None, description="USD per million tokens by model name, for runs whose agent reports no cost"
     )

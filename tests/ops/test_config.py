@@ -56,6 +56,9 @@ def test_set_get_unset_each_change_one_commit_of_the_config_record(ralph, repo):
         (("set", "gate", '["make", 3]'), "gate"),
         (("set", "run_hooks", "maybe"), "run_hooks"),
         (("set", "prices", '{"m": {"input": 1}}'), "prices"),
+        (("set", "hooks", '{"on_done": "notify-send done"}'), "hooks"),
+        (("set", "hooks", '{"run_ended": "notify-send \'done"}'), "hooks"),
+        (("set", "hook_timeout_ms", "0s"), "hook_timeout_ms"),
         (("set", "paralel", "2"), "paralel"),
         (("get", "paralel"), "paralel"),
         (("unset", "paralel"), "paralel"),
@@ -132,3 +135,17 @@ def test_a_bad_users_file_is_refused_in_one_line_naming_the_file(ralph, text):
         read_user_config()
     result = ralph("config", "list", code=2)
     assert str(path) in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_hooks_take_each_event_the_format_names_and_a_command_in_either_form(ralph, repo):
+    from ralph.plan.models import Hooks
+    from ralph.plan.records import HookEvent
+
+    assert set(Hooks.model_fields) == set(HookEvent)
+    hooks = {"run_ended": "notify-send ralph 'run ended'", "any": ["curl", "-d", "@-", "https://ntfy.sh/x"]}
+    ralph("config", "set", "hooks", json.dumps(hooks))
+    ralph("config", "set", "hook_timeout_ms", "30s")
+    assert config_record(repo) == {"t": "config", "hooks": hooks, "hook_timeout_ms": "30s"}
+    ralph("check")
+    settings = Settings.resolve("specs/x.md", config_record(repo), {})
+    assert (settings.hooks, settings.hook_timeout_s) == (hooks, 30)
