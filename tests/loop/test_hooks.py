@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from tests.loop.test_construct import (
     in_process,
     limited_once,
     project,  # noqa: F401 (the fixture)
+    wait_for,
 )
 
 # Appends each event it gets on stdin to the file named by its argument, one line each.
@@ -92,3 +94,21 @@ def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(p
     hung = next(e for e in failed if e.get("stop_reason") == "timeout")
     assert "stopping the agent's process group: timeout" in (project / hung["log"]).read_text()
     assert_clean(project)
+
+
+def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):  # noqa: F811
+    pid_file = tmp_path / "hang.pid"
+    config_set(project, "hook_timeout_ms", "5m")  # only the signal can stop it in time
+    config_set(
+        project,
+        "hooks",
+        {"question_asked": [sys.executable, script(tmp_path, "hang.py", HANG), str(pid_file)]},
+    )
+    add_tasks(project, "Colour [ask]", "Other")
+    running = construct(project, wait=False)
+    wait_for(pid_file.exists, "the hook never started")
+    wait_for(lambda: pid_file.read_text().strip(), "the hook never wrote its pid")
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 143, out + err
+    assert gone(int(pid_file.read_text())), "the hook outlived ralph"
