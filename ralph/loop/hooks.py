@@ -53,6 +53,7 @@ class Hooks:
         }
         self._queue: queue.Queue = queue.Queue()
         self._worker: threading.Thread | None = None
+        self._lock = threading.Lock()
         self._runs = 0
 
     def notify(self, record: dict) -> None:
@@ -65,25 +66,26 @@ class Hooks:
             return
         fields = {key: value for key, value in record.items() if key not in ("ts", "event")}
         payload = versioned({"event": str(event), "time": record["ts"], "root": str(self.root), **fields})
-        for argv in commands:
-            self._queue.put((event, argv, payload))
-        if self._worker is None:
-            self._worker = threading.Thread(target=self._work, name="ralph-hooks", daemon=True)
-            self._worker.start()
+        with self._lock:  # VERIFY journals from several threads: one worker all the same
+            for argv in commands:
+                self._queue.put((event, argv, payload))
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="ralph-hooks", daemon=True)
+                self._worker.start()
 
     def close(self) -> None:
         """Wait for the queued hooks (each bounded by its timeout): the run's end runs its hooks."""
-        if self._worker is None:
-            return
-        self._queue.put(None)
+        with self._lock:
+            worker, self._worker = self._worker, None
+            if worker is None:
+                return
+            self._queue.put(None)
         try:
-            self._worker.join()
+            worker.join()
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM while a hook runs: it is stopped too
             self.supervisor.stop_all()
-            self._worker.join()
+            worker.join()
             raise
-        finally:
-            self._worker = None
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -95,7 +97,7 @@ class Hooks:
     def _run(self, event: HookEvent, argv: tuple[str, ...], payload: dict) -> None:
         self._runs += 1
         log = self.log_dir / f"{self._runs:03d}-{event}.log"
-        failed = {"hook": str(event), "argv": list(argv), "log": str(log.relative_to(self.root))}
+        about = {"hook": str(event), "argv": list(argv), "log": str(log.relative_to(self.root))}
         env = {**os.environ, "RALPH_HOOK_EVENT": str(event)}
         data = (json.dumps(payload, ensure_ascii=False) + "\n").encode()
         try:
@@ -103,16 +105,16 @@ class Hooks:
                 list(argv), cwd=self.root, env=env, log_path=log, timeout_s=self.timeout_s, stdin_data=data
             )
         except ChildNotFound as exc:
-            self.journal.event("hook_failed", **failed, error=f"cannot start: {exc}")
+            self.journal.event("hook_failed", **about, error=f"cannot start: {exc}")
             return
         except BudgetSpent:
-            self.journal.event("hook_failed", **failed, stop_reason="budget")
+            self.journal.event("hook_failed", **about, stop_reason="budget")
             return
         if result.ok:
-            self.journal.event("hook_ran", **failed, duration_s=round(result.duration_s, 3))
+            self.journal.event("hook_ran", **about, duration_s=round(result.duration_s, 3))
         else:
             self.journal.event(
-                "hook_failed", **failed, exit_code=result.exit_code, stop_reason=result.stop_reason
+                "hook_failed", **about, exit_code=result.exit_code, stop_reason=result.stop_reason
             )
 
 
