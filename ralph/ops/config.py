@@ -39,6 +39,8 @@ def get(root: Path, key: str) -> dict:
 def set_value(root: Path, key: str, text: str, commit: bool | None = None) -> dict:
     """Check TEXT for KEY before taking the lock: a bad value changes nothing."""
     value = settings.parse_value(key, text)
+    if key == "commit" and commit is None:
+        commit = True  # `commit false` takes effect after its own change, which is committed
     with transaction(root, commit) as change:
         change.plan.set_config(key, value)
         change.message = f"ralph: config set {key}"

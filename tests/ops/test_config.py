@@ -73,6 +73,14 @@ def test_an_unknown_key_or_a_bad_value_is_one_line_naming_it_and_changes_nothing
     assert (repo / "plan.jsonl").read_bytes() == before and commits(repo) == head
 
 
+def test_turning_commits_off_is_itself_committed_and_then_commands_stop_committing(ralph, repo):
+    before = commits(repo)
+    ralph("config", "set", "commit", "false")
+    assert commits(repo) == before + 1 and git(repo, "status", "--porcelain") == ""
+    ralph("config", "set", "parallel", "2")
+    assert commits(repo) == before + 1 and "plan.jsonl" in git(repo, "status", "--porcelain")
+
+
 def test_unsetting_a_key_that_is_not_set_is_refused(ralph):
     assert "not set" in ralph("config", "unset", "model", code=1).stderr
 
