@@ -112,36 +112,36 @@ class Key:
     kind of value it takes."""
 
     setting: str | None
-    kind: str  # duration, count, number, fraction, command, text, flag, prices
-    help: str = ""
+    kind: str  # duration, count, number, fraction, command, text, flag, prices, hooks
 
 
-# Every key the config record and the user's file take. Durations keep their _ms names (a plain
-# number is milliseconds, so configs written before units were accepted mean what they meant).
+# Every key the config record and the user's file take (what each means: docs/plan-format.md).
+# Durations keep their _ms names: a plain number is milliseconds, so configs written before units
+# were accepted mean what they meant.
 CONFIG_KEYS: dict[str, Key] = {
-    "agent": Key("agent", "text", "agent adapter: claude, codex, opencode, gemini or command"),
-    "agent_cmd": Key("agent_cmd", "command", "program (and arguments) of the agent"),
-    "agent_args": Key("agent_args", "command", "extra arguments passed to the agent CLI"),
-    "model": Key("model", "text", "model name passed to the agent CLI"),
-    "timeout_ms": Key("timeout_s", "duration", "bound on one agent run"),
-    "gate": Key("gate", "command", 'the quality gate run after each build ("" for none)'),
-    "gate_timeout_ms": Key("gate_timeout_s", "duration", "bound on one gate run"),
-    "max_iterations": Key("max_iterations", "count", "iterations of `ralph construct`"),
-    "max_minutes": Key("max_minutes", "number", "wall-clock budget of `ralph construct`, in minutes"),
-    "max_attempts": Key("max_attempts", "count", "builds per task before DECOMPOSE"),
-    "max_decompose_depth": Key("max_decompose_depth", "count", "decompositions before a task is blocked"),
-    "parallel": Key("parallel", "count", "concurrent VERIFY runs"),
-    "max_cost_usd": Key("max_cost_usd", "number", "money budget of `ralph construct` in USD"),
-    "max_wait_ms": Key("max_wait_s", "duration", "bound on one wait for a rate or usage limit"),
-    "context_window": Key("context_window", "count", "the model's context window in tokens"),
-    "context_warn": Key("context_warn", "fraction", "context share at which the agent is warned"),
-    "context_compact": Key("context_compact", "fraction", "context share at which the run is compacted"),
-    "context_kill": Key("context_kill", "fraction", "context share at which the run is killed"),
-    "run_hooks": Key("run_hooks", "flag", "run the repository's pre-commit hook on each build"),
-    "prices": Key("prices", "prices", "USD per million tokens by model name"),
-    "hooks": Key("hooks", "hooks", "commands run on the loop's events: {event: command}"),
-    "hook_timeout_ms": Key("hook_timeout_s", "duration", "bound on one hook run"),
-    "commit": Key(None, "flag", "false: state commands do not commit"),
+    "agent": Key("agent", "text"),
+    "agent_cmd": Key("agent_cmd", "command"),
+    "agent_args": Key("agent_args", "command"),
+    "model": Key("model", "text"),
+    "timeout_ms": Key("timeout_s", "duration"),
+    "gate": Key("gate", "command"),
+    "gate_timeout_ms": Key("gate_timeout_s", "duration"),
+    "max_iterations": Key("max_iterations", "count"),
+    "max_minutes": Key("max_minutes", "number"),
+    "max_attempts": Key("max_attempts", "count"),
+    "max_decompose_depth": Key("max_decompose_depth", "count"),
+    "parallel": Key("parallel", "count"),
+    "max_cost_usd": Key("max_cost_usd", "number"),
+    "max_wait_ms": Key("max_wait_s", "duration"),
+    "context_window": Key("context_window", "count"),
+    "context_warn": Key("context_warn", "fraction"),
+    "context_compact": Key("context_compact", "fraction"),
+    "context_kill": Key("context_kill", "fraction"),
+    "run_hooks": Key("run_hooks", "flag"),
+    "prices": Key("prices", "prices"),
+    "hooks": Key("hooks", "hooks"),
+    "hook_timeout_ms": Key("hook_timeout_s", "duration"),
+    "commit": Key(None, "flag"),
 }
 PLAN_ONLY = {"commit"}  # a choice about this repository's history, not a user's preference
 _DEFAULT_COMMIT = True  # the state commands' default (store.transaction reads the record itself)
