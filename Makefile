@@ -49,6 +49,7 @@ e2e: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_state.py
 	$(PY) bench/bench_construct.py
+	$(PY) bench/bench_parallel_build.py
 	$(PY) bench/bench_merge.py
 	$(PY) bench/bench_log.py
 

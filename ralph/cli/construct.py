@@ -95,7 +95,7 @@ def _budget_options(command):
         click.option(
             "--parallel",
             type=click.IntRange(min=1),
-            help=f"VERIFY runs at once. [default: {defaults.parallel}]",
+            help=f"Builds and VERIFY runs at once (builds in worktrees). [default: {defaults.parallel}]",
         ),
         click.option(
             "--max-cost",

@@ -150,6 +150,8 @@ def _usage(item: dict) -> str:
         found.append(f"{item['tokens']} tokens")
     if item.get("cost_usd"):
         found.append(f"${item['cost_usd']:.4f}")
+    if item.get("cost_unknown"):
+        found.append(f"{'+ ' if item.get('cost_usd') else ''}cost unknown")
     return ", ".join(found)
 
 

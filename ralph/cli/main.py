@@ -9,7 +9,7 @@ import importlib
 
 import click
 
-from ralph.cli import config, history, questions, state
+from ralph.cli import config, doctor, history, questions, state
 from ralph.cli.common import RalphGroup
 
 LAZY_COMMANDS = {
@@ -48,6 +48,7 @@ for command in (
     state.init,
     state.merge_driver,
     state.check,
+    doctor.doctor,
     state.schema,
     state.status,
     state.task,

@@ -84,14 +84,19 @@ def _warn_if_driver_unregistered(root: Path) -> None:
 
 
 @click.command()
+@click.option(
+    "--staged",
+    is_flag=True,
+    help="Check the plan.jsonl git's index holds (what `git commit` would record), not the file on disk.",
+)
 @json_option
 @click.pass_context
-def check(ctx: click.Context, as_json: bool) -> None:
+def check(ctx: click.Context, staged: bool, as_json: bool) -> None:
     """List every problem in plan.jsonl (exit 2 if there is any)."""
     from ralph.ops import reads
 
     root = root_of(ctx)
-    result = reads.check(root)
+    result = reads.check(root, staged)
     problems = result.problems
     if as_json:
         emit({"ok": not problems, "records": result.records, "problems": result.problem_objects()})
@@ -99,7 +104,7 @@ def check(ctx: click.Context, as_json: bool) -> None:
         for problem in problems:
             click.echo(printable(str(problem)), err=True)
     else:
-        click.echo(f"plan.jsonl: ok ({result.records} records)")
+        click.echo(f"plan.jsonl{' (staged)' if staged else ''}: ok ({result.records} records)")
     _warn_if_driver_unregistered(root)
     if problems:
         ctx.exit(EXIT_INVALID)
@@ -147,17 +152,34 @@ def _print_status(summary: dict) -> None:
             click.echo(f"  {item['id']}: {printable(why)}")
     if summary["questions"]:
         click.echo(f"questions: {summary['questions']} open (`ralph questions`)")
-    if summary["by_task"]:
-        rows = "; ".join(
-            f"{task_id} {row['tokens']:,} tokens"
-            + (f" ${row['cost_usd']:.2f}" if row["cost_usd"] is not None else " cost unknown")
-            for task_id, row in summary["by_task"].items()
-        )
-        click.echo(
-            f"spent building open tasks: {summary['tokens']:,} tokens, ${summary['cost_usd']:.2f} ({rows})"
-        )
+    _print_spent(summary["spent"])
     nxt = summary["next"]
     click.echo(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
+
+
+def _print_spent(spent: dict) -> None:
+    if not spent["by_stage"] and not spent["by_task"]:
+        return
+    if spent["by_stage"]:
+        click.echo(
+            f"spent so far: {spent['runs']} agent run(s), {spent['tokens']:,} tokens,"
+            f" {_cost(spent['cost_usd'], spent['unknown_cost_runs'])}"
+        )
+        click.echo("  by stage: " + "; ".join(_usage(name, row) for name, row in spent["by_stage"].items()))
+    if spent["by_task"]:
+        label = "  by open task (builds): " if spent["by_stage"] else "spent building open tasks: "
+        click.echo(label + "; ".join(_usage(task_id, row) for task_id, row in spent["by_task"].items()))
+
+
+def _usage(name: str, row: dict) -> str:
+    return f"{name} {row['tokens']:,} tokens, {_cost(row['cost_usd'], row['unknown_cost_runs'])}"
+
+
+def _cost(cost_usd: float | None, unknown_runs: int) -> str:
+    """A cost that is not known is said to be unknown, never shown as $0."""
+    if cost_usd is None:
+        return "cost unknown"
+    return f"${cost_usd:.2f}" + (f" + {unknown_runs} run(s) of unknown cost" if unknown_runs else "")
 
 
 TASK_ID = re.compile(r"t-[0-9a-z][0-9a-z_-]{0,39}")

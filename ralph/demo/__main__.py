@@ -22,6 +22,8 @@ def main() -> int:
     (root / "specs").mkdir()
     shutil.copy(HERE / "greeter.md", root / "specs" / "greeter.md")
     shutil.copy(HERE / "Makefile", root / "Makefile")
+    # An example Python project ignores its bytecode, or its builds would commit it.
+    (root / ".gitignore").write_text("__pycache__/\n")
     subprocess.run([sys.executable, "-m", "ralph", "-C", str(root), "init"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "Example project: the greeter spec"], check=True)

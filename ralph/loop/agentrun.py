@@ -140,6 +140,7 @@ class AgentRunner:
         values: dict,
         compacted: str | None = None,
         cwd: Path | None = None,
+        worker: int | None = None,
     ) -> AgentResult:
         """One agent run, in the repository or in the checkout `cwd`. Only BUILD may be
         compacted; `compacted` (a compacted-context block) makes this run a continuation that
@@ -175,7 +176,9 @@ class AgentRunner:
                         return reason
             return None
 
-        span = self.journal.span("agent", stage=stage, item=item, iteration=iteration, log=str(relative_log))
+        span = self.journal.span(
+            "agent", stage=stage, item=item, iteration=iteration, log=str(relative_log), worker=worker
+        )
         try:
             result = self.supervisor.run(
                 invocation.argv,

@@ -42,7 +42,7 @@ from ralph.plan.records import IssueView, Stage, TaskView
 from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
-from ralph.store.lock import exclusive_run
+from ralph.store.lock import CONSTRUCT_LOCK_NAME, exclusive_run
 from ralph.store.reader import read_plan
 
 NO_PROGRESS_LIMIT = 2  # iterations in a row that change nothing before the loop gives up
@@ -162,6 +162,7 @@ class Loop:
 
     def _commit_loose_state(self, outcome: Outcome) -> None:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
+        self.ws.save_spending()
         with self.ws.change_plan(commit=True) as change:
             change.plan.update_state(stage=outcome.name)
             change.message = f"ralph: construct {self.settings.spec} ended: {outcome.name}"
@@ -220,7 +221,18 @@ class Loop:
     # --- preparing and reading ----------------------------------------------------------------
     def _one_loop_per_repository(self):
         # Two loops in one work tree would build the same task twice and mix their work in one commit.
-        return exclusive_run(Repo(self.root).git_dir() / "ralph-construct.lock", "ralph construct")
+        return exclusive_run(self._construct_lock(), "ralph construct")
+
+    def _construct_lock(self) -> Path:
+        return Repo(self.root).git_dir() / CONSTRUCT_LOCK_NAME
+
+    def _clean_up_after_a_killed_run(self) -> None:
+        """Worktrees and ralph/* branches a killed run left are removed (their work kept as patches)."""
+        from ralph.ops.doctor import clean_after_killed_run
+
+        for line in clean_after_killed_run(self.root, self._construct_lock()):
+            self.journal.event("cleaned_up", what=line)
+            self.console.event(f"cleaned up after an earlier run: {line}")
 
     def _prepare(self, needs_gate: bool) -> Workspace:
         spec = self.root / self.settings.spec
@@ -239,6 +251,7 @@ class Loop:
             from ralph.ops.initialize import init
 
             init(self.root)
+        self._clean_up_after_a_killed_run()
         ws = Workspace(self.root, self.settings, self.runner, self.journal, self.console, self.deadline)
         dirty = ws.changed_paths() - {PLAN_FILE}
         if dirty and not self.settings.allow_dirty:

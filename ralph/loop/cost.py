@@ -45,8 +45,9 @@ def run_cost(usage: Usage, model: str | None, overrides: dict | None = None) -> 
 
 class Spending:
     """Tokens and cost of a construct run so far, in all and per stage and per item, and the money
-    budget: the next run may not start when the runs so far, plus one more at their mean cost,
-    would pass it. VERIFY adds from several threads."""
+    budget: the next run may not start when the runs so far, plus the ones running and one more at
+    their mean cost, would pass it. Parallel BUILD and VERIFY add from several threads (runs that
+    start together before any cost is known can pass the budget by up to --parallel runs)."""
 
     def __init__(self, max_cost_usd: float | None):
         import threading
@@ -55,8 +56,10 @@ class Spending:
         self.cost_usd = 0.0  # of the runs whose cost is known
         self.known_runs = 0
         self.unknown_runs = 0
+        self.running = 0
         self.by_stage: dict[str, dict] = {}
         self.by_item: dict[str, dict] = {}
+        self.unsaved: dict[str, dict] = {}  # per stage, not yet written to the plan's state record
         self._lock = threading.Lock()
 
     def over_budget(self) -> str | None:
@@ -64,22 +67,33 @@ class Spending:
         if self.max_cost_usd is None or not self.known_runs:
             return None
         with self._lock:
-            spent, mean = self.cost_usd, self.cost_usd / self.known_runs
-        if spent + mean > self.max_cost_usd:
+            spent, mean, running = self.cost_usd, self.cost_usd / self.known_runs, self.running
+        if spent + mean * (running + 1) > self.max_cost_usd:
             return (
                 f"the money budget (${self.max_cost_usd:g}) would be passed: ${spent:.2f} spent, and a run"
                 f" costs ${mean:.2f} on average"
             )
         return None
 
-    def add(self, stage: str, item: str | None, tokens: int, cost_usd: float | None) -> None:
+    def start(self) -> None:
         with self._lock:
+            self.running += 1
+
+    def stopped(self) -> None:
+        """A run that raised (a stop signal, the time budget): it ended, its cost not known."""
+        with self._lock:
+            self.running = max(self.running - 1, 0)
+
+    def add(self, stage: str, item: str | None, tokens: int, cost_usd: float | None) -> None:
+        """A run ended (one start() each)."""
+        with self._lock:
+            self.running = max(self.running - 1, 0)
             if cost_usd is None:
                 self.unknown_runs += 1
             else:
                 self.known_runs += 1
                 self.cost_usd += cost_usd
-            for table, key in ((self.by_stage, stage), (self.by_item, item)):
+            for table, key in ((self.by_stage, stage), (self.by_item, item), (self.unsaved, stage)):
                 if key is None:
                     continue
                 row = table.setdefault(key, {"runs": 0, "tokens": 0, "cost_usd": 0.0, "unknown_runs": 0})
@@ -89,6 +103,12 @@ class Spending:
                     row["unknown_runs"] += 1
                 else:
                     row["cost_usd"] = round(row["cost_usd"] + cost_usd, 6)
+
+    def take_unsaved(self) -> dict[str, dict]:
+        """What was spent per stage since the last call, for the plan's state record."""
+        with self._lock:
+            unsaved, self.unsaved = self.unsaved, {}
+        return unsaved
 
 
 def describe_cost(cost_usd: float, unknown_runs: int) -> str:

@@ -71,7 +71,7 @@ def preview(root: Path, settings: Settings) -> dict:
         values = {
             "task_id": record["id"],
             "task_name": one_line(record["name"]),
-            "task_details": task_details(record, names, plan.questions_of(record["id"], answered=True)),
+            "task_details": task_details(record, names, plan.answers_for(record["id"])),
             "gate": " ".join(settings.gate) or "(none)",
         }
         add(Stage.BUILD, record["id"], record["name"], values)

@@ -68,6 +68,11 @@ def task_details(task: dict, dep_names: dict[str, str], answered: list[dict] = (
         parts.append(data_block("acceptance criteria", "\n".join(f"- {c}" for c in criteria)))
     if task.get("notes"):
         parts.append(data_block("notes", task["notes"]))
+    if task.get("scope"):
+        allowed = "\n".join(f"- {pattern}" for pattern in task["scope"])
+        parts.append(
+            data_block("files this task may change (its scope; changing others fails the build)", allowed)
+        )
     if task.get("deps"):
         names = [f"{dep} ({one_line(dep_names.get(dep, 'accepted'))})" for dep in task["deps"]]
         parts.append("Builds on: " + ", ".join(names))

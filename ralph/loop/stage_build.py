@@ -13,9 +13,11 @@ from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.prompts import excerpt, one_line, task_details
 from ralph.loop.secrets import redact
+from ralph.loop.signals import deferred_signals
 from ralph.loop.workspace import PLAN_FILE, STOP_REASONS_THAT_KILL, StageReport, Workspace
 from ralph.plan.records import KillReason, Stage, TaskView, is_blocked, is_done
 from ralph.plan.schedule import buildable
+from ralph.plan.scope import SCOPE_VIOLATION, outside, overlaps
 
 HISTORY_EXCERPT_CHARS = 1500
 NO_CHANGES = "no_changes"  # the verdict on a build that changed nothing
@@ -36,27 +38,40 @@ class BuildStage:
         span = self.ws.journal.span("stage", stage="BUILD", iteration=iteration)
         report = StageReport(Stage.BUILD)
         while True:
-            plan = self.ws.read_plan()
-            ready = buildable([task.record for task in self.ws.tasks(plan)], plan.accepted())
+            ready = self._ready(set(), report)
             if not ready:
                 break
-            task_id = ready[0]["id"]
-            if plan.rejections(task_id) >= self.ws.settings.max_attempts:
-                self._set_aside_rejected(plan, task_id, report)  # VERIFY keeps rejecting it: split it
+            if self.ws.settings.parallel > 1 and len(ready) > 1:
+                ParallelBuilds(self.ws, iteration, report).run()
                 continue
-            self._build_task(task_id, iteration, report)
+            self._build_task(ready[0]["id"], iteration, report)
             report.items += 1
         span.end(tasks=report.items)
         return report
+
+    def _ready(self, running: set[str], report: StageReport) -> list[dict]:
+        """The tasks to build next, in order, without those being built; a task VERIFY keeps
+        rejecting is set aside for DECOMPOSE on the way."""
+        while True:
+            plan = self.ws.read_plan()
+            ready = [
+                task
+                for task in buildable([task.record for task in self.ws.tasks(plan)], plan.accepted())
+                if task["id"] not in running
+            ]
+            rejected = [t["id"] for t in ready if plan.rejections(t["id"]) >= self.ws.settings.max_attempts]
+            if not rejected:
+                return ready
+            self._set_aside_rejected(plan, rejected[0], report)  # VERIFY keeps rejecting it: split it
 
     def _set_aside_rejected(self, plan, task_id: str, report: StageReport) -> None:
         """Set aside for DECOMPOSE with a log of its own: what VERIFY said each time and where its
         runs' logs are, and the changes of the rejected build as a patch beside it."""
         task = plan.task_line(task_id).record
         reasons = plan.reject_reasons(task_id)
-        log = self.ws.runner.new_log("rejected", task_id).relative_to(self.ws.root)
+        log = self.ws.rel(self.ws.runner.new_log("rejected", task_id))
         patch = self.ws.save_build_patch(TaskView(task), log)
-        (self.ws.root / log).write_text(self._rejection_record(task, reasons, patch), encoding="utf-8")
+        (self.ws.home / log).write_text(self._rejection_record(task, reasons, patch), encoding="utf-8")
         reason = f"VERIFY rejected it {len(reasons)} times; split it into smaller tasks"
         with self.ws.change_plan(commit=True) as change:
             change.plan.set_aside(task_id, KillReason.DOOM_LOOP, reason, kill_log=str(log))
@@ -70,12 +85,12 @@ class BuildStage:
     def _rejection_record(self, task: dict, reasons: list[str], patch: Path | None) -> str:
         own = re.compile(rf"ralph-[0-9-]+-verify-{re.escape(task['id'])}(-\d+)?\.log")
         logs = sorted(
-            str(path.relative_to(self.ws.root))
+            str(self.ws.rel(path))
             for path in self.ws.runner.log_dir.glob("ralph-*-verify-*.log")
             if own.fullmatch(path.name)
         )
         build = task.get("commit") or "(not recorded)"
-        changes = str(patch.relative_to(self.ws.root)) if patch else "(none saved)"
+        changes = str(self.ws.rel(patch)) if patch else "(none saved)"
         return "\n".join(
             [
                 f"ralph: task {task['id']} set aside: VERIFY rejected it {len(reasons)} times",
@@ -97,7 +112,7 @@ class BuildStage:
             values = {
                 "task_id": task_id,
                 "task_name": one_line(task["name"]),
-                "task_details": task_details(task, names, plan.questions_of(task_id, answered=True)),
+                "task_details": task_details(task, names, plan.answers_for(task_id)),
                 "gate": " ".join(self.ws.settings.gate) or "(none)",
             }
             result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted)
@@ -184,15 +199,27 @@ class BuildStage:
             )
         log = self.ws.runner.new_log("gate", task["id"])
         span = self.ws.journal.span(
-            "gate", item=task["id"], iteration=iteration, log=str(log.relative_to(self.ws.root))
+            "gate", item=task["id"], iteration=iteration, log=str(self.ws.rel(log)), worker=self.ws.worker
         )
         settings = self.ws.settings
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
         span.end(ok=gate.ok)
         self.ws.console.event(f"gate for {task['id']}: {'passed' if gate.ok else 'FAILED'}")
         if not gate.ok:
-            return _for_history(gate.summary, log.relative_to(self.ws.root))
-        return self._hook_failure(task["id"], iteration) if settings.run_hooks else None
+            return _for_history(gate.summary, self.ws.rel(log))
+        refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
+        return refused or self._scope_failure(task)
+
+    def _scope_failure(self, task: dict) -> str | None:
+        """A task that declares its scope may change only the files it names."""
+        strays = outside(task.get("scope"), self.ws.changed_paths() - {PLAN_FILE})
+        if not strays:
+            return None
+        allowed = ", ".join(task["scope"])
+        return (
+            f"{SCOPE_VIOLATION}: the build changed files outside the task's scope ({allowed}): "
+            + ", ".join(strays[:50])
+        )
 
     def _hook_failure(self, task_id: str, iteration: int) -> str | None:
         """With run_hooks: the repository's pre-commit hook (a secret scanner, a linter) sees the
@@ -202,18 +229,14 @@ class BuildStage:
             return None
         self.ws.repo.stage_paths(self.ws.changed_paths() - {PLAN_FILE})
         log = self.ws.runner.new_log("hook", task_id)
-        span = self.ws.journal.span(
-            "hook", item=task_id, iteration=iteration, log=str(log.relative_to(self.ws.root))
-        )
+        span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.ws.rel(log)))
         timeout = self.ws.settings.gate_timeout_s
         result = run_gate(self.ws.runner.supervisor, [str(hook)], self.ws.root, log, timeout)
         span.end(ok=result.ok)
         self.ws.console.event(f"pre-commit hook for {task_id}: {'passed' if result.ok else 'REFUSED'}")
         if result.ok:
             return None
-        return _for_history(
-            f"the pre-commit hook refused the build:\n{result.summary}", log.relative_to(self.ws.root)
-        )
+        return _for_history(f"the pre-commit hook refused the build:\n{result.summary}", self.ws.rel(log))
 
     def _record_build(self, task_id: str, result: AgentResult, report: StageReport) -> None:
         files = sorted(self.ws.changed_paths() - {PLAN_FILE})
@@ -221,7 +244,7 @@ class BuildStage:
         with self.ws.change_plan() as change:
             task = change.plan.record_build(task_id, files, usage.total, usage.cost_usd)
         commit = self.ws.commit(f"ralph(build): {task_id} {task['name']}")
-        if commit:
+        if commit and not self.ws.in_worktree:  # in a worktree, merging it makes the loop's commit
             report.commits.append(commit)
             with self.ws.change_plan() as change:  # goes in with the loop's next commit
                 change.plan.record_build_commit(task_id, commit)
@@ -232,7 +255,9 @@ class BuildStage:
         with self.ws.change_plan(commit=True) as change:
             attempts = change.plan.record_build_failure(task_id, failure, usage.total, usage.cost_usd)
             change.message = f"ralph(build): {task_id} attempt {attempts} failed"
-        verdict = next((v for v in (NO_CHANGES, PERMISSION_VIOLATION) if failure.startswith(v)), None)
+        verdict = next(
+            (v for v in (NO_CHANGES, PERMISSION_VIOLATION, SCOPE_VIOLATION) if failure.startswith(v)), None
+        )
         self.ws.journal.event(
             "build_failed", item=task_id, attempts=attempts, verdict=verdict, log=str(result.log_path)
         )
@@ -254,3 +279,128 @@ def _for_history(output: str, log: Path) -> str:
     """What of a failure goes into plan.jsonl, and so into git history for good: a short excerpt
     with secrets redacted, pointing to the full output in the (ignored) log."""
     return f"{redact(excerpt(output, HISTORY_EXCERPT_CHARS), dict(os.environ))}\n(full output: {log})"
+
+
+class ParallelBuilds:
+    """Up to --parallel builds at once, each in a worktree of its own on branch ralph/<task id>,
+    merged into the loop's branch as each finishes. Tasks whose scopes overlap wait for each other."""
+
+    def __init__(self, ws: Workspace, iteration: int, report: StageReport):
+        self.ws, self.iteration, self.report = ws, iteration, report
+        self.lead = BuildStage(ws)
+        self._workers = iter(range(1, 1_000_000))
+
+    def run(self) -> None:
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        slots = self.ws.settings.parallel
+        pool = ThreadPoolExecutor(max_workers=slots)
+        running: dict = {}  # future -> task record
+        try:
+            while True:
+                for task in self._startable(list(running.values()), slots - len(running)):
+                    running[pool.submit(self._build_one, task["id"], next(self._workers))] = task
+                if not running:
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    running.pop(future)
+                    self._take(future.result())
+        except BaseException:  # Ctrl-C, a stop signal, a budget: stop every build, not only one
+            with deferred_signals():
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.ws.runner.supervisor.stop_all()
+                pool.shutdown(wait=True)  # each build sets its changes aside and removes its worktree
+            raise
+        pool.shutdown(wait=True)
+
+    def _startable(self, running: list[dict], free: int) -> list[dict]:
+        chosen: list[dict] = []
+        if free <= 0:
+            return chosen
+        busy = [task.get("scope") for task in running]
+        for task in self.lead._ready({t["id"] for t in running}, self.report):
+            if any(overlaps(task.get("scope"), scope) for scope in busy):
+                continue  # it may change the same files: after the one building them
+            chosen.append(task)
+            busy.append(task.get("scope"))
+            if len(chosen) == free:
+                break
+        return chosen
+
+    def _build_one(self, task_id: str, worker: int) -> StageReport:
+        report = StageReport(Stage.BUILD, items=1)
+        span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
+        with self.ws.build_checkout(task_id, worker) as checkout:
+            try:
+                BuildStage(checkout.ws)._build_task(task_id, self.iteration, report)
+                if self.ws.runner.supervisor.stopping:
+                    raise KeyboardInterrupt  # the loop is stopping: nothing of it is merged
+                self._commit_leftovers(checkout.ws, task_id)
+            except BaseException:
+                self._set_aside(checkout.ws, task_id)
+                span.end(merged=False)
+                raise
+            merged = self.ws.merge_build(checkout)
+            if merged.conflicts:
+                self._conflict(task_id, checkout, merged.conflicts, report)
+            elif merged.commit:
+                self._merged(task_id, merged.commit, report)
+        span.end(merged=bool(merged.commit), conflicts=merged.conflicts or None)
+        return report
+
+    def _commit_leftovers(self, ws: Workspace, task_id: str) -> None:
+        """What the build left uncommitted: its plan changes go on its branch, code is set aside."""
+        if ws.changed_paths() - {PLAN_FILE}:
+            ws.set_aside(ws.rel(ws.runner.new_log("leftover", task_id)))
+        if PLAN_FILE in ws.changed_paths():
+            ws.commit(f"ralph(build): {task_id} plan changes")
+
+    def _set_aside(self, ws: Workspace, task_id: str) -> None:
+        """A build stopped half way: its changes are kept as a patch beside a log, not merged."""
+        with deferred_signals():
+            log = ws.rel(ws.runner.new_log("unmerged", task_id))
+            ws.set_aside(log)
+            self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
+
+    def _merged(self, task_id: str, commit: str, report: StageReport) -> None:
+        plan = self.ws.read_plan()
+        task = plan.find_task(task_id)
+        if task is not None and is_done(task) and "files" in task:  # built, not only recorded
+            with self.ws.change_plan() as change:  # goes in with the loop's next commit
+                change.plan.record_build_commit(task_id, commit)
+        report.commits.append(commit)
+        self.ws.journal.event("build_merged", item=task_id, commit=commit)
+
+    def _conflict(self, task_id: str, checkout, files: list[str], report: StageReport) -> None:
+        """A code conflict is a verdict: the task is built again, from the new HEAD."""
+        log = self.ws.rel(self.ws.runner.new_log("conflict", task_id))
+        (self.ws.home / log).write_text(
+            checkout.ws.repo.git("diff", "--binary", checkout.start), encoding="utf-8"
+        )
+        theirs = checkout.ws.read_plan().find_task(task_id) or {}
+        ours = self.ws.read_plan().find_task(task_id) or {}
+        tokens = theirs.get("tokens", 0) - ours.get("tokens", 0)
+        cost = (theirs.get("cost_usd") or 0) - (ours.get("cost_usd") or 0)
+        with self.ws.change_plan(commit=True) as change:
+            attempts = change.plan.record_merge_conflict(task_id, files, max(tokens, 0), cost or None)
+            if attempts >= self.ws.settings.max_attempts:
+                reason = "its builds kept conflicting with work merged meanwhile; split it into smaller tasks"
+                change.plan.set_aside(task_id, KillReason.DOOM_LOOP, reason, kill_log=str(log))
+            change.message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])}"
+        self.ws.journal.event(
+            "build_failed",
+            item=task_id,
+            attempts=attempts,
+            verdict="merge_conflict",
+            files=files,
+            log=str(log),
+        )
+        self.ws.console.event(
+            f"{task_id}: its build conflicts with merged work ({', '.join(files[:5])}); built again"
+        )
+
+    def _take(self, built: StageReport) -> None:
+        self.report.items += built.items
+        self.report.commits += built.commits
+        self.report.stopped += built.stopped

@@ -65,7 +65,7 @@ class DecomposeStage:
         return {
             "task_id": task.id,
             "task_name": one_line(task.name),
-            "task_details": task_details(task.record, {}),
+            "task_details": task_details(task.record, {}, plan.answers_for(task.id)),
             "kill_reason": task.kill_reason,
             "kill_log": one_line(task.kill_log) if log else "(none)",
             "log_head": data_block("first lines of the log", head),

@@ -30,12 +30,14 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView
 from ralph.store import reader, transaction
 from ralph.store.git import Repo
+from ralph.store.integrate import Integration, integrate
 from ralph.store.lock import LOCK_NAME
 
 PLAN_FILE = reader.PLAN_NAME
 # ralph's own files beside plan.jsonl (its lock, its temporary files): never an agent's change.
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
+BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
 STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
 
 
@@ -50,6 +52,17 @@ class StageReport:
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
     commits: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BuildCheckout:
+    """A build's own worktree: its workspace, its branch, the commit it started from and the
+    plan.jsonl it started with (the base its plan changes are merged from)."""
+
+    ws: Workspace
+    branch: str
+    start: str
+    plan_base: bytes
 
 
 class StageRun(Protocol):
@@ -86,6 +99,10 @@ class Workspace:
         user_dirty: frozenset[str] = frozenset(),
     ):
         self.root, self.settings, self.runner = root, settings, runner
+        # The repository the loop runs in: its logs and its state record live there. A build in a
+        # worktree of its own has `root` there and `home` here.
+        self.home = root
+        self.worker: int | None = None  # which of the parallel builds, in the journal
         self.journal, self.console, self.deadline = journal, console, deadline
         self.repo = Repo(root)
         self.limits = LimitWaits(
@@ -98,11 +115,38 @@ class Workspace:
             runner.adapter.auth_hint,
         )
         self.user_dirty = user_dirty  # paths dirty before the loop started: the user's, never touched
-        self.tokens = 0
+        self._tokens = [0]  # shared with the workspaces of builds in worktrees
         self.spending = Spending(settings.max_cost_usd)
         # git adds and removes worktrees one at a time: one being added while another is read
         # half-made fails ("failed to read .git/worktrees/<name>/commondir").
         self._worktrees = threading.Lock()
+        self._count = threading.Lock()
+
+    @property
+    def tokens(self) -> int:
+        return self._tokens[0]
+
+    def add_tokens(self, tokens: int) -> None:
+        with self._count:  # builds in worktrees count at once
+            self._tokens[0] += tokens
+
+    @property
+    def in_worktree(self) -> bool:
+        return self.root != self.home
+
+    def rel(self, log: Path) -> Path:
+        """A log's path relative to the repository the loop runs in."""
+        return log.relative_to(self.home) if log.is_absolute() else log
+
+    def for_worktree(self, path: Path, worker: int | None = None) -> Workspace:
+        """A workspace for a build in the worktree at `path`: its agent, gate, plan changes and
+        commits act there; its logs, the loop's state record, budgets and totals stay shared."""
+        import copy
+
+        child = copy.copy(self)
+        child.root, child.repo, child.user_dirty = path, Repo(path), frozenset()
+        child.worker = worker
+        return child
 
     # --- the plan -----------------------------------------------------------------------------
     def read_plan(self) -> Plan:
@@ -126,7 +170,7 @@ class Workspace:
             yield change
 
     def set_state(self, **fields: object) -> None:
-        with self.change_plan() as change:
+        with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
             change.plan.update_state(**fields)
 
     def prioritize(self) -> None:
@@ -153,23 +197,33 @@ class Workspace:
         self.console.status(iteration, stage, item or "")
         self.console.event(f"{what}: agent started")
         before, old_plan = self.snapshot(), self.read_plan()
-        result = self.runner.run(stage, iteration, item, values, compacted, cwd)
-        waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
-        while not result.ok and not result.run.stop_reason:
-            if not self.limits.should_retry(result.tracker.failure, waits, str(stage), item):
-                break
-            waits += 1
-            self.tokens += result.tracker.usage.total
-            result = self.runner.run(stage, iteration, item, values, compacted, cwd)
+        cwd = cwd or (self.root if self.in_worktree else None)
+        self.spending.start()
+        try:
+            result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd)
+        except BaseException:
+            self.spending.stopped()
+            raise
         result.plan_problem = self.check_plan(result)
         if stage is not Stage.VERIFY:  # a verifier works in its own checkout: VERIFY checks it there
             self.enforce(stage, {item} if item else set(), before, old_plan, [result])
-        self.tokens += result.tracker.usage.total
+        self.add_tokens(result.tracker.usage.total)
         usage = result.tracker.usage
         cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
         self.spending.add(str(stage), item, usage.total, cost)
         self.console.status(iteration, stage, item or "", self.tokens)
         self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
+        return result
+
+    def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd) -> AgentResult:
+        result = self.runner.run(stage, iteration, item, values, compacted, cwd, self.worker)
+        waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
+        while not result.ok and not result.run.stop_reason:
+            if not self.limits.should_retry(result.tracker.failure, waits, str(stage), item):
+                break
+            waits += 1
+            self.add_tokens(result.tracker.usage.total)
+            result = self.runner.run(stage, iteration, item, values, compacted, cwd, self.worker)
         return result
 
     def snapshot(self) -> Snapshot:
@@ -212,21 +266,30 @@ class Workspace:
             reader.load_checked(self.root, data)  # unchanged content is not validated again
             return None
         except PlanInvalid as exc:
-            broken = self.root / result.log_path.with_suffix(".plan.jsonl.broken")
+            broken = self.home / result.log_path.with_suffix(".plan.jsonl.broken")
             broken.write_bytes(data)
             transaction.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
-            self.journal.event(
-                "plan_restored", problem=str(exc), broken_copy=str(broken.relative_to(self.root))
-            )
+            self.journal.event("plan_restored", problem=str(exc), broken_copy=str(self.rel(broken)))
             self.console.event(f"the agent left plan.jsonl invalid ({exc}); restored it from HEAD")
             return str(exc)
 
     # --- the work tree ------------------------------------------------------------------------
     def changed_paths(self) -> set[str]:
         """What the loop's agents changed since the last commit (never the user's dirty paths)."""
-        return self.repo.changed_paths() - self.user_dirty
+        return {
+            path for path in self.repo.changed_paths() - self.user_dirty if not RALPH_FILES.fullmatch(path)
+        }
+
+    def save_spending(self) -> None:
+        """Add what the runs since the last commit spent to the state record's per-stage totals,
+        so `ralph status` and `ralph report` show it from the plan that git keeps."""
+        unsaved = self.spending.take_unsaved()
+        if unsaved:  # the loop's state record: in the repository, never a build's worktree copy
+            with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
+                change.plan.add_spending(unsaved)
 
     def commit(self, message: str) -> str | None:
+        self.save_spending()
         commit, files = self.repo.commit_paths(self.changed_paths(), message)
         if commit:
             self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=files)
@@ -236,12 +299,10 @@ class Workspace:
         """Save the agents' uncommitted changes to code as a patch beside the log, then undo them."""
         paths = self.changed_paths() - {PLAN_FILE}
         if paths:
-            patch = self.root / log_path.with_suffix(".patch")
+            patch = self.home / log_path.with_suffix(".patch")
             self.repo.save_patch(paths, patch)
             self.repo.revert(paths)
-            self.journal.event(
-                "changes_set_aside", patch=str(patch.relative_to(self.root)), files=sorted(paths)
-            )
+            self.journal.event("changes_set_aside", patch=str(self.rel(patch)), files=sorted(paths))
 
     @contextmanager
     def checkout(self, label: str) -> Iterator[Repo]:
@@ -263,6 +324,41 @@ class Workspace:
                 self.repo.remove_worktree(path)
             shutil.rmtree(folder, ignore_errors=True)
 
+    @contextmanager
+    def build_checkout(self, task_id: str, worker: int | None = None) -> Iterator[BuildCheckout]:
+        """A worktree on branch `ralph/<task id>` from HEAD, holding the loop's plan.jsonl as it is
+        now, for one build at a time with others; removed with its branch afterwards, whatever
+        happened (what the caller did not merge is lost, as a run set aside is)."""
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix=f"ralph-build-{task_id}-"))
+        path, branch = folder / f"ralph-build-{task_id}", f"{BUILD_BRANCH_PREFIX}{task_id}"
+        try:
+            with self._worktrees:
+                head = self.repo.head() or "HEAD"
+                self.repo.add_branch_worktree(path, branch, head)
+            plan = self.plan_bytes()
+            (path / PLAN_FILE).write_bytes(plan)
+            yield BuildCheckout(self.for_worktree(path, worker), branch, head, plan)
+        finally:
+            with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
+                self.repo.remove_worktree(path)
+                self.repo.delete_branch(branch)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def merge_build(self, checkout: BuildCheckout) -> Integration:
+        """The build's branch into the loop's branch, as one commit named after its last one."""
+        tip = checkout.ws.repo.head()
+        if tip is None or tip == checkout.start:
+            return Integration()
+        subjects = checkout.ws.repo.git("log", "--format=%s", f"{checkout.start}..{tip}").splitlines()
+        message = subjects[0]
+        if len(subjects) > 1:
+            message += f"\n\nBuilt on {checkout.branch}:\n" + "\n".join(f"- {s}" for s in reversed(subjects))
+        with deferred_signals():  # the work tree moves in one step or not at all
+            return integrate(self.repo, tip, checkout.plan_base, message)
+
     def plan_bytes(self) -> bytes:
         return (self.root / PLAN_FILE).read_bytes()
 
@@ -272,10 +368,10 @@ class Workspace:
         current = self.plan_bytes()
         if current == before:
             return
-        kept = self.root / log_path.with_suffix(".plan.jsonl")
+        kept = self.home / log_path.with_suffix(".plan.jsonl")
         kept.write_bytes(current)
         transaction.restore_plan(self.root, before)
-        self.journal.event("plan_changes_set_aside", item=item, plan=str(kept.relative_to(self.root)))
+        self.journal.event("plan_changes_set_aside", item=item, plan=str(self.rel(kept)))
 
     def save_build_patch(self, task: TaskView, log_path: Path) -> Path | None:
         """The changes of the task's last build commit as a patch beside the log (relative to the
@@ -283,7 +379,7 @@ class Workspace:
         committed (VERIFY rejected it, or could not finish checking it). They stay in the code."""
         if not task.commit:
             return None
-        patch = self.root / log_path.with_suffix(".patch")
+        patch = self.home / log_path.with_suffix(".patch")
         try:
             text = self.repo.commit_patch(task.commit, exclude=frozenset({PLAN_FILE}))
         except GitError as exc:  # the commit is gone (history rewritten since)
@@ -292,7 +388,7 @@ class Workspace:
         if not text:
             return None
         patch.write_text(text, encoding="utf-8")
-        saved = str(patch.relative_to(self.root))
+        saved = str(self.rel(patch))
         self.journal.event("build_patch_saved", item=task.id, commit=task.commit, patch=saved)
         return patch
 

@@ -127,7 +127,16 @@ def story(events: list[dict], task_id: str) -> dict:
     attempts = [
         {
             key: event[key]
-            for key in ("attempt", "commit", "time", "tokens", "cost_usd", "gate_failure", "files")
+            for key in (
+                "attempt",
+                "commit",
+                "time",
+                "tokens",
+                "cost_usd",
+                "cost_unknown",
+                "gate_failure",
+                "files",
+            )
             if key in event
         }
         | {"passed": event["event"] == "built"}
@@ -161,6 +170,7 @@ def story(events: list[dict], task_id: str) -> dict:
         "gate_failures": sum(1 for attempt in attempts if not attempt["passed"]),
         "tokens": sum(attempt.get("tokens", 0) for attempt in attempts),
         "cost_usd": round(sum(attempt.get("cost_usd", 0) for attempt in attempts), 6),
+        "cost_unknown": any(attempt.get("cost_unknown") for attempt in attempts) or None,
         "build_commit": builds[-1]["build_commit"] if builds else None,
         "files": builds[-1].get("files")
         if builds

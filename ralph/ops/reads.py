@@ -35,15 +35,45 @@ def status(root: Path) -> dict:
         "next": {"id": next_task["id"], "name": next_task["name"]} if next_task else None,
         "waiting": waiting,
         "questions": len(plan.questions()),
-        # What builds of the tasks still in the plan spent (accepted tasks' lines are gone).
-        "tokens": sum(task.record.get("tokens", 0) for task in tasks),
-        "cost_usd": round(sum(task.record.get("cost_usd", 0) for task in tasks), 6),
-        "by_task": {
-            task.id: {"tokens": task.record.get("tokens", 0), "cost_usd": task.record.get("cost_usd")}
-            for task in tasks
-            if task.record.get("tokens") or task.record.get("cost_usd")
-        },
+        "spent": spending(plan.state().get("spent", {}), tasks),
     }
+
+
+def spending(by_stage: dict, tasks: list) -> dict:
+    """Tokens and cost so far: per stage from the state record (every agent run the loop made,
+    accepted tasks' included), per task from the open tasks' own records (BUILD attempts). A cost
+    is None where no run's cost is known: unknown, never 0."""
+    stages = {
+        stage: {
+            "runs": row.get("runs", 0),
+            "tokens": row.get("tokens", 0),
+            "cost_usd": _known(row.get("cost_usd", 0.0), row.get("runs", 0) - row.get("unknown_runs", 0)),
+            "unknown_cost_runs": row.get("unknown_runs", 0),
+        }
+        for stage, row in by_stage.items()
+    }
+    by_task = {
+        task.id: {
+            "tokens": task.record.get("tokens", 0),
+            "cost_usd": task.record.get("cost_usd"),
+            "unknown_cost_runs": task.record.get("unknown_cost_runs", 0),
+        }
+        for task in tasks
+        if task.record.get("tokens") or "cost_usd" in task.record or task.record.get("unknown_cost_runs")
+    }
+    known = [row["cost_usd"] for row in stages.values() if row["cost_usd"] is not None]
+    return {
+        "runs": sum(row["runs"] for row in stages.values()),
+        "tokens": sum(row["tokens"] for row in stages.values()),
+        "cost_usd": round(sum(known), 6) if known or not stages else None,
+        "unknown_cost_runs": sum(row["unknown_cost_runs"] for row in stages.values()),
+        "by_stage": stages,
+        "by_task": by_task,
+    }
+
+
+def _known(cost_usd: float, known_runs: int) -> float | None:
+    return round(cost_usd, 6) if known_runs > 0 else None
 
 
 def tasks(root: Path, status: Status | None = None) -> list[dict]:
@@ -101,10 +131,22 @@ class CheckResult:
         return found if isinstance(found, str) else None
 
 
-def check(root: Path) -> CheckResult:
-    """Every problem in plan.jsonl, not only the first (the strict loader stops at one)."""
+def check(root: Path, staged: bool = False) -> CheckResult:
+    """Every problem in plan.jsonl, not only the first (the strict loader stops at one). `staged`:
+    in the version git's index holds, which a commit would record, not the file on disk."""
     from ralph.plan.loader import parse
 
-    data = read_bytes(root)
+    data = _staged_plan(root) if staged else read_bytes(root)
     doc, problems = parse(data, PLAN_NAME)
     return CheckResult(len(doc.records()), problems, data.split(b"\n") if problems else None)
+
+
+def _staged_plan(root: Path) -> bytes:
+    from ralph.store.git import Repo
+
+    data = Repo(root).staged_file(PLAN_NAME)
+    if data is None:
+        raise Refused(
+            f"no staged {PLAN_NAME}: git's index has no merged version of it (`git add {PLAN_NAME}`)"
+        )
+    return data

@@ -31,6 +31,7 @@ _TASK_TOLD = frozenset(
         "attempt_tokens",
         "tokens",
         "cost_usd",
+        "unknown_cost_runs",
         "gate_failure",
         "files",
         "commit",
@@ -143,7 +144,10 @@ def diff(
             fields = _fields(old or {}, new or {}, ("t", "path")) if old and new else None
             events.append(_event(label, key[1], fields=fields))
         elif kind in ("config", "state"):
-            events.append(_event(f"{kind} changed", None, fields=_fields(old or {}, new or {}, ("t",))))
+            # the state's running spending totals are no news: each build attempt tells its own
+            fields = _fields(old or {}, new or {}, ("t", "spent") if kind == "state" else ("t",))
+            if fields or kind == "config":
+                events.append(_event(f"{kind} changed", None, fields=fields))
         else:
             record = new if new is not None else old
             label = "line added" if old is None else "line removed"
@@ -215,6 +219,8 @@ def _attempt(task_id: str, old: dict, new: dict) -> dict:
         attempt=new.get("attempts"),
         tokens=tokens or None,
         cost_usd=cost or None,
+        # no cost reported and no price known: unknown, which a missing cost_usd alone cannot say
+        cost_unknown=_int(new.get("unknown_cost_runs")) > _int(old.get("unknown_cost_runs")) or None,
         gate_failure=new.get("gate_failure") if failed else None,
         files=None if failed else new.get("files"),
     )

@@ -22,6 +22,7 @@ TASK_FIELDS_FROM_USER = (
     "parent",
     "issue",
     "no_code",
+    "scope",
 )
 
 

@@ -62,6 +62,10 @@ class Task(Record):
     )
     notes: str | None = None
     parent: TaskId | None = Field(None, description="the task this one was decomposed from")
+    questions: list[IssueId] | None = Field(
+        None,
+        description="answered questions of the task it was decomposed from: its prompts carry them",
+    )
     issue: IssueId | None = Field(None, description="the issue INVESTIGATE made this task from")
     depth: Annotated[int, Field(ge=0)] | None = Field(
         None, description="how many decompositions made it (0 or absent: planned as it is)"
@@ -72,6 +76,14 @@ class Task(Record):
     )
     no_code: bool | None = Field(
         None, description="true: the task changes no file (BUILD may end with no changes)"
+    )
+    scope: list[Text] | None = Field(
+        None,
+        description='path patterns the task may change ("src/auth/**", "tests/test_auth.py"); a build'
+        " that changes other files fails with scope_violation. Absent: any file",
+    )
+    merge_conflict: list[str] | None = Field(
+        None, description="files whose changes could not be merged when its last build was"
     )
     attempts: Annotated[int, Field(ge=0)] | None = Field(None, description="builds tried")
     reject_reason: str | None = Field(None, description="why VERIFY last rejected it")
@@ -87,7 +99,12 @@ class Task(Record):
     files: list[str] | None = Field(None, description="files that commit changed")
     tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
     attempt_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="tokens per attempt")
-    cost_usd: Annotated[float, Field(ge=0)] | None = Field(None, description="cost reported by the agent CLI")
+    cost_usd: Annotated[float, Field(ge=0)] | None = Field(
+        None, description="cost of its build attempts whose cost is known (USD)"
+    )
+    unknown_cost_runs: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="build attempts whose cost is unknown (no reported cost, no price for the model)"
+    )
 
 
 class Issue(Record):
@@ -214,6 +231,16 @@ class Config(Record):
     )
 
 
+class Spent(BaseModel):
+    """What the agent runs of one stage spent, all runs so far."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    runs: Annotated[int, Field(ge=0)] = 0
+    tokens: Annotated[int, Field(ge=0)] = 0
+    cost_usd: Annotated[float, Field(ge=0)] = Field(0.0, description="of the runs whose cost is known")
+    unknown_runs: Annotated[int, Field(ge=0)] = Field(0, description="runs whose cost is unknown")
+
+
 class State(Record):
     """The construct loop's own state. At most one per plan."""
 
@@ -221,6 +248,7 @@ class State(Record):
     iteration: Annotated[int, Field(ge=0)] = 0
     stage: str | None = None
     spec: str | None = None
+    spent: dict[str, Spent] | None = Field(None, description="tokens and cost of every agent run, by stage")
 
 
 RECORD_MODELS: dict[str, type[Record]] = {

@@ -68,6 +68,17 @@ class Plan:
     def questions_of(self, task_id: str, answered: bool = False) -> list[dict]:
         return [question for question in self.questions(answered=answered) if question.get("task") == task_id]
 
+    def answers_for(self, task_id: str) -> list[dict]:
+        """The answered questions a task's prompts carry: those asked about it, and those its
+        `questions` names (asked about the task it was decomposed from, which is gone)."""
+        task = self.find_task(task_id) or {}
+        inherited = set(task.get("questions", []))
+        return [
+            question
+            for question in self.questions(answered=True)
+            if question.get("task") == task_id or question["id"] in inherited
+        ]
+
     def has_work_for(self, spec: str) -> bool:
         """Whether `spec` has tasks or issues of its own, open or accepted. Records that name no
         spec (written before specs were recorded on them) belong to the plan's first spec."""
@@ -101,7 +112,7 @@ class Plan:
         return found[0].record if found else {}
 
     def stage(self) -> Stage:
-        return stage_of(self.tasks(), self.issues())
+        return stage_of(self.tasks(), self.issues(), self.questions())
 
     def iteration(self) -> int:
         return self.state().get("iteration", 0)
@@ -190,20 +201,23 @@ class Plan:
                 raise Refused(f"task {task_id} is pending; only a done task can be accepted")
         for line in lines:
             self.doc.remove(line)
-            for answered in self._of("issue"):  # its answered questions served it (git history keeps them)
-                question = answered.record
-                if (
-                    is_question(question)
-                    and question.get("task") == line.record["id"]
-                    and question.get("answer")
-                ):
-                    self.doc.remove(answered)
             tombstone = {"t": "accept", "id": line.record["id"], "name": line.record["name"]}
             for kept in ("spec", "commit"):  # which spec it served, which commit built it
                 if line.record.get(kept):
                     tombstone[kept] = line.record[kept]
             self.doc.append(tombstone)
+        self._drop_served_answers()
         return [line.record for line in lines]
+
+    def _drop_served_answers(self) -> None:
+        """Answered questions no task left asks or inherits have served (git history keeps them)."""
+        tasks = self.tasks()
+        wanted = {task["id"] for task in tasks} | {q for task in tasks for q in task.get("questions", [])}
+        for line in self._of("issue"):
+            question = line.record
+            served = question.get("task") not in wanted and question["id"] not in wanted
+            if is_question(question) and question.get("answer") and served:
+                self.doc.remove(line)
 
     def reject(
         self,
@@ -308,7 +322,7 @@ class Plan:
         task["attempts"] = task.get("attempts", 0) + 1
         task["files"] = sorted(files)
         _add_usage(task, tokens, cost_usd)
-        for stale in ("gate_failure", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
+        for stale in ("gate_failure", "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
             task.pop(stale, None)
         self.doc.rewrite(line)
         return task
@@ -328,6 +342,26 @@ class Plan:
         task["attempts"] = task.get("attempts", 0) + 1
         task["gate_failure"] = failure
         _add_usage(task, tokens, cost_usd)
+        self.doc.rewrite(line)
+        return task["attempts"]
+
+    def record_merge_conflict(
+        self, task_id: str, files: list[str], tokens: int = 0, cost_usd: float | None = None
+    ) -> int:
+        """The task's build passed but its changes do not merge with what was built meanwhile: back
+        to pending (an attempt, built again from the new HEAD), with the files that conflicted."""
+        line = self.task_line(task_id)
+        task = line.record
+        task["s"] = "p"
+        task["attempts"] = task.get("attempts", 0) + 1
+        task["merge_conflict"] = sorted(files)
+        task["gate_failure"] = (
+            "merge_conflict: the build passed its gate, but its changes conflict with work merged"
+            f" meanwhile in {', '.join(sorted(files))}; build it again on the current code"
+        )
+        _add_usage(task, tokens, cost_usd)
+        for stale in ("commit", "files"):
+            task.pop(stale, None)
         self.doc.rewrite(line)
         return task["attempts"]
 
@@ -351,9 +385,14 @@ class Plan:
         is passed in when the agent already removed it); the task goes."""
         parent = self.find_task(task_id)
         depth = (parent or {}).get("depth", depth_of_task) + 1
+        # The answers given for the task hold for its parts: the subtasks name those questions.
+        answers = [question["id"] for question in self.answers_for(task_id)]
         for child in children:
             line = self.task_line(child)
             line.record["depth"] = depth
+            known = line.record.get("questions", [])
+            if answers:
+                line.record["questions"] = known + [q for q in answers if q not in known]
             self.doc.rewrite(line)
         if parent is not None:  # the agent may have removed it itself
             self.delete(task_id)
@@ -551,6 +590,17 @@ class Plan:
             return line.record
         return self.doc.append({"t": "state", **fields}).record
 
+    def add_spending(self, by_stage: dict[str, dict]) -> dict:
+        """Add runs' spending ({stage: {runs, tokens, cost_usd, unknown_runs}}) to the state
+        record's totals: what every run so far spent, per stage."""
+        spent = {stage: dict(row) for stage, row in self.state().get("spent", {}).items()}
+        for stage, row in by_stage.items():
+            total = spent.setdefault(stage, {"runs": 0, "tokens": 0, "cost_usd": 0.0, "unknown_runs": 0})
+            for key in ("runs", "tokens", "unknown_runs"):
+                total[key] = total.get(key, 0) + row.get(key, 0)
+            total["cost_usd"] = round(total.get("cost_usd", 0.0) + row.get("cost_usd", 0.0), 6)
+        return self.update_state(spent=spent)
+
     def check_integrity(self) -> None:
         """Refuse to leave the plan in a state its own loader would reject."""
         problems = integrity_problems(self.doc)
@@ -578,5 +628,7 @@ def _add_usage(task: dict, tokens: int, cost_usd: float | None) -> None:
     if tokens:
         task["tokens"] = task.get("tokens", 0) + tokens
         task["attempt_tokens"] = [*task.get("attempt_tokens", []), tokens]
-    if cost_usd:
+    if cost_usd is None:  # counted, so that no one reads the known part as the whole cost
+        task["unknown_cost_runs"] = task.get("unknown_cost_runs", 0) + 1
+    else:
         task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)

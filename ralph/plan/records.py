@@ -40,6 +40,7 @@ class Stage(StrEnum):
     BUILD = "BUILD"
     VERIFY = "VERIFY"
     DECOMPOSE = "DECOMPOSE"
+    WAITING = "WAITING"
     BLOCKED = "BLOCKED"
     COMPLETE = "COMPLETE"
 

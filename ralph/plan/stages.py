@@ -4,6 +4,9 @@ When several hold, the first wins:
   DECOMPOSE    a pending task carries a kill_reason: failed work is split before anything else,
                so the loop never retries a task that already blew its time or context budget;
   INVESTIGATE  open issues: they may add or change the tasks BUILD would pick;
+  WAITING      open questions hold every task left (directly or through a dependency), with no
+               issue, no done and no killed task: only a person's answers move it on (a
+               pending task that depends on a question's task is held too, so this comes first);
   BUILD        pending tasks;
   VERIFY       done tasks and nothing pending;
   BLOCKED      only blocked tasks and issues kept open remain: a person must decide;
@@ -13,13 +16,17 @@ When several hold, the first wins:
 from __future__ import annotations
 
 from ralph.plan.records import Stage, is_done, is_killed, is_pending
+from ralph.plan.schedule import only_questions_left
 
 
-def stage_of(tasks: list[dict], issues: list[dict]) -> Stage:
+def stage_of(tasks: list[dict], issues: list[dict], questions: list[dict] = ()) -> Stage:
+    """The plan's stage; `questions` are the open questions (without them, never WAITING)."""
     if any(map(is_killed, tasks)):
         return Stage.DECOMPOSE
     if any(not issue.get("keep_open") for issue in issues):
         return Stage.INVESTIGATE
+    if tasks and only_questions_left(tasks, issues, list(questions)):
+        return Stage.WAITING
     if any(map(is_pending, tasks)):
         return Stage.BUILD
     if any(map(is_done, tasks)):

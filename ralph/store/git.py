@@ -100,7 +100,7 @@ class Repo:
             return None
 
     def tree_entries(self, commit: str | None) -> list[str]:
-        """HEAD's top-level tree entries, as `git ls-tree -z` prints them."""
+        """A commit's (or tree's) top-level entries, as `git ls-tree -z` prints them."""
         if commit is None:
             return []
         return [entry for entry in self.git("ls-tree", "-z", commit).split("\0") if entry]
@@ -354,9 +354,55 @@ class Repo:
 
             shutil.rmtree(path, ignore_errors=True)  # not a worktree (any more): the folder goes
 
+    def add_branch_worktree(self, path: Path, branch: str, commit: str) -> Repo:
+        """Check `commit` out at `path` on a new branch `branch` (one left by a killed run is
+        reset to `commit`), with no hooks run, as add_worktree does."""
+        hooks_off = f"core.hooksPath={os.devnull}"
+        self.git("-c", hooks_off, "worktree", "add", "-q", "-B", branch, str(path), commit)
+        return Repo(path)
+
+    def delete_branch(self, branch: str) -> None:
+        self._run(("branch", "-q", "-D", "--", branch))  # gone already: nothing to do
+
+    def merge_tree(self, ours: str, theirs: str, plan_driver: str | None = None) -> tuple[str, list[str]]:
+        """The three-way merge of two commits as a tree, without touching the index or the work
+        tree (`git merge-tree --write-tree`), and the paths that conflicted (their tree entries
+        then hold conflict markers). `plan_driver`: the command git runs as ralph's merge driver."""
+        driver = ("-c", f"merge.ralph.driver={plan_driver}") if plan_driver else ()
+        done = self._run((*driver, "merge-tree", "--write-tree", "--name-only", "-z", ours, theirs))
+        if done.returncode not in (0, 1):
+            raise GitError(_explain(("merge-tree",), done.stderr.decode("utf-8", "replace")))
+        listing = done.stdout.decode("utf-8", "replace").split("\0\0", 1)[0].split("\0")
+        return listing[0], sorted({path for path in listing[1:] if path})
+
     def file_at_head(self, relpath: str) -> bytes | None:
         """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""
-        done = self._run(("cat-file", "blob", f"HEAD:{relpath}"))
+        return self.file_at("HEAD", relpath)
+
+    def file_at(self, rev: str, relpath: str) -> bytes | None:
+        """The file's bytes in commit or tree `rev`, or None (no such file there)."""
+        done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
+        return done.stdout if done.returncode == 0 else None
+
+    def commit_tree(self, tree: str, parent: str, message: str) -> str:
+        sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgSign by itself
+        return self.git(
+            "commit-tree", *sign, tree, "-p", parent, "-F", "-", stdin=_message_bytes(message)
+        ).strip()
+
+    def tree_with_file(self, tree: str, relpath: str, data: bytes) -> str:
+        """`tree` with its top-level file `relpath` replaced by `data` (its mode kept)."""
+        entries = self.tree_entries(tree)
+        old = next((entry for entry in entries if entry.split("\t", 1)[1] == relpath), None)
+        mode = old.split(" ", 1)[0] if old and old.startswith("100755 ") else "100644"
+        blob = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
+        new_entries = [*(entry for entry in entries if entry is not old), f"{mode} blob {blob}\t{relpath}"]
+        return self.git("mktree", "-z", stdin="\0".join([*new_entries, ""]).encode()).strip()
+
+    def staged_file(self, relpath: str) -> bytes | None:
+        """The file's bytes as the index holds them (what the next commit gets), or None when the
+        index has no merged version of it (not added, or a merge conflict not yet resolved)."""
+        done = self._run(("cat-file", "blob", f":{relpath}"))
         return done.stdout if done.returncode == 0 else None
 
     def commit_of(self, rev: str) -> str | None:

@@ -1,4 +1,12 @@
-"""The one lock every writer of plan.jsonl holds: a real file lock, waited for within a bound."""
+"""The one lock every writer of plan.jsonl holds: a real file lock, waited for within a bound; and
+the lock a whole run holds (`ralph construct`: one per repository).
+
+Both are flock(2) locks: the kernel drops the lock of a process that dies, so a lock left by a
+killed process never blocks the next. Its holder writes itself into the file ("pid N, since T")
+and empties it when it lets go: a file that names a holder while nobody holds the lock was left by
+a process that was killed holding it. `ralph doctor` reports it (`holder`), and clears it (`clear`),
+which only empties the file, under the lock: removing a flock file would let two processes hold
+"the" lock at once (one on the removed file, one on the new one)."""
 
 from __future__ import annotations
 
@@ -10,6 +18,7 @@ from pathlib import Path
 from ralph.errors import Busy, InvalidInput, RalphError
 
 LOCK_NAME = "plan.jsonl.lock"
+CONSTRUCT_LOCK_NAME = "ralph-construct.lock"  # in the work tree's git directory
 DEFAULT_LOCK_TIMEOUT_S = 60.0
 
 
@@ -26,9 +35,11 @@ def plan_lock(root: Path) -> Iterator[None]:
         raise Busy(f"plan.jsonl is busy: another ralph command held its lock for {timeout:g}s") from None
     except OSError as exc:  # a read-only folder, a directory where the lock file goes, ...
         raise RalphError(f"cannot take the lock {LOCK_NAME}: {exc.strerror or exc}") from None
+    _write_holder(root / LOCK_NAME)
     try:
         yield
     finally:
+        _write_holder(root / LOCK_NAME, "")
         lock.release()
 
 
@@ -53,7 +64,6 @@ def exclusive_run(path: Path, what: str) -> Iterator[None]:
     first (pid, start). The kernel drops the lock of a process that dies, so a file left by a dead
     run never blocks the next."""
     import fcntl
-    import time
 
     handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held for the whole run)
     try:
@@ -65,8 +75,87 @@ def exclusive_run(path: Path, what: str) -> Iterator[None]:
             raise Busy(f"another {what} is running in this repository ({holder})") from None
         handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        handle.write(_holder_text())
         handle.flush()
-        yield
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()  # let go: the file names no holder
     finally:
         handle.close()  # closing releases the lock
+
+
+def _holder_text() -> str:
+    import time
+
+    return f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}"
+
+
+def _write_holder(path: Path, text: str | None = None) -> None:
+    """Name this process in a lock file it holds ("" when letting go). Best effort: the lock is
+    the kernel's, the text only says who held it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, (_holder_text() if text is None else text).encode())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class LockState:
+    """A lock file as `ralph doctor` finds it: `held` by a live process, and the holder the file
+    names (its own, or a killed one's when not held; "" when it names none)."""
+
+    __slots__ = ("path", "held", "holder")
+
+    def __init__(self, path: Path, held: bool, holder: str):
+        self.path, self.held, self.holder = path, held, holder
+
+    @property
+    def stale(self) -> bool:
+        return not self.held and bool(self.holder)
+
+
+def probe(path: Path) -> LockState | None:
+    """The state of the lock file at `path` (None when there is none), found by trying to take the
+    lock without waiting and letting go at once."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        holder = os.read(fd, 200).decode("utf-8", "replace").strip()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return LockState(path, True, holder)
+        return LockState(path, False, holder)
+    finally:
+        os.close(fd)  # closing lets go of a lock this took
+
+
+def clear(path: Path) -> bool:
+    """Empty a stale lock file, holding its lock meanwhile; False when a live process holds it."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return True
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        os.ftruncate(fd, 0)
+        return True
+    finally:
+        os.close(fd)

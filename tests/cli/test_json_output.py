@@ -26,6 +26,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "config list": ["--origin"],
     "config set": ["parallel", "2"],
     "config unset": ["max_attempts"],
+    "doctor": [],
     "construct": ["specs/x.md", "--dry-run", "--gate", "", *LOOP],
     "init": [],
     "issue add": ["Is the cookie HttpOnly?"],

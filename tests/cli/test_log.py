@@ -218,8 +218,7 @@ def test_a_repository_without_commits_has_an_empty_log(tmp_path: Path):
 
 
 def test_report_is_one_self_contained_page_with_a_point_per_plan_commit(history: Path, tmp_path: Path):
-    """The structure only: a check in a real browser (issue 11 asks for headless Chromium) is not
-    written yet."""
+    """The page's structure; the test after it loads the page in a real (headless) Chromium."""
     from html.parser import HTMLParser
 
     target = tmp_path / "report.html"
@@ -247,7 +246,55 @@ def test_report_is_one_self_contained_page_with_a_point_per_plan_commit(history:
     }
     assert set(series) == {"pending", "done", "accepted", "blocked"}
     assert all(len(points) == commits for points in series.values())
-    assert "<td>t-login</td><td>Add login form</td><td>accepted</td><td>2</td>" in page
+    row = re.search(r'<tr><td data-label="id">t-login</td>.*?</tr>', page).group()
+    cells = dict(re.findall(r'data-label="([^"]+)">([^<]*)</td>', row))
+    assert cells == {
+        "id": "t-login",
+        "name": "Add login form",
+        "now": "accepted",
+        "attempts": "2",
+        "cycle time": cells["cycle time"],
+        "tokens": "4,600",
+        "cost (USD)": "0.0300",
+    }
+    # read on a phone: the page is as wide as the screen, the chart scales, and tables turn into
+    # labelled cards below 40rem instead of scrolling sideways
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+    assert "svg { display: block; width: 100%" in page and "@media (max-width: 40rem)" in page
+    svg = next(attrs for tag, attrs in parser.tags if tag == "svg")
+    assert svg["viewbox"] == "0 0 480 280" and "width" not in svg
+    texts = re.findall(r"<text[^>]*>([^<]+)</text>", page)
+    assert "tasks" in texts and f"plan.jsonl commits, oldest to newest ({commits})" in texts  # axis titles
+    assert "pending (now 3)" in page  # the legend says where each line ends: Remember me, Part A, B
+
+
+def test_report_and_log_say_unknown_for_a_cost_nobody_reported(ralph: Ralph, tmp_path: Path):
+    """A build whose agent reported no cost, for a model with no price, costs "unknown", not 0;
+    the state record's per-stage totals are shown the same way."""
+    ralph("task", "add", '{"id": "t-free", "name": "Free?"}')
+    for record in (  # one commit each, as the loop makes them
+        lambda plan: plan.record_build_failure("t-free", "1 failed", 500, None),
+        lambda plan: plan.record_build("t-free", ["a.py"], 700, 0.25),
+        lambda plan: plan.add_spending(
+            {"BUILD": {"runs": 2, "tokens": 1200, "cost_usd": 0.25, "unknown_runs": 1}}
+        ),
+        lambda plan: plan.add_spending(
+            {"VERIFY": {"runs": 1, "tokens": 90, "cost_usd": 0.0, "unknown_runs": 1}}
+        ),
+    ):
+        with transaction(ralph.root) as change:
+            record(change.plan)
+            change.message = "ralph(build): t-free"
+    target = tmp_path / "report.html"
+    ralph("report", "-o", str(target))
+    page = target.read_text(encoding="utf-8")
+    assert '<td class="n" data-label="cost (USD)">0.2500 + 1 unknown</td>' in page  # the task
+    assert '<td data-label="stage">VERIFY</td><td class="n" data-label="runs">1</td>' in page
+    assert '<td class="n" data-label="cost (USD)">unknown</td></tr>' in page  # VERIFY's
+    assert "BUILD: 1,200 tokens, $0.2500 + 1 unknown" in page
+    story = ralph("log", "--task", "t-free").stdout
+    assert "attempt 1: gate failed, 500 tokens, cost unknown" in story
+    assert "attempt 2: passed the gate, 700 tokens, $0.2500" in story
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -3,6 +3,7 @@ else unknown; `--max-cost` stops the loop cleanly before the run that would pass
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from ralph.agents.base import Usage
 from ralph.loop.cost import Spending, describe_cost, run_cost
 from tests.conftest import git
-from tests.loop.test_construct import CHECK_WORK, add_tasks, assert_clean, construct, plan_records
+from tests.loop.test_construct import CHECK_WORK, add_tasks, assert_clean, construct, in_process, plan_records
 
 # Every run costs $0.40, as a Claude-style result event says; BUILD builds, VERIFY accepts.
 AGENT = """import json, os, pathlib, sys
@@ -45,7 +46,10 @@ def test_max_cost_stops_before_the_run_that_would_pass_it_and_leaves_the_plan_co
     agent, runs = tmp_path / "agent.py", tmp_path / "runs.txt"
     agent.write_text(AGENT)
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
-    done = construct(project, "--max-cost", "1", "--gate", "", agent=command, env={"RUNS": str(runs)})
+    # One at a time: runs started together before any cost is known may pass the budget.
+    done = construct(
+        project, "--max-cost", "1", "--parallel", "1", "--gate", "", agent=command, env={"RUNS": str(runs)}
+    )
     assert done.returncode == 10, done.stdout + done.stderr
     # $0.40 + $0.40 spent; a third run at that mean would reach $1.20: it never starts
     assert runs.read_text().splitlines() == [f"BUILD {first}", f"BUILD {second}"]
@@ -90,3 +94,38 @@ def test_a_run_is_priced_by_the_model_its_cli_reports():
     tracker.add(UsageEvent(input_tokens=1_000_000, output_tokens=0))
     assert tracker.model == "claude-haiku-4-5"
     assert run_cost(tracker.usage, tracker.model) == pytest.approx(1.0)
+
+
+def test_status_shows_what_every_stage_spent_from_the_committed_plan_unknown_cost_as_unknown(
+    project, tmp_path
+):
+    """BUILD runs report $0.40 each; VERIFY's report tokens and no cost, for no model with a price:
+    after the run, `ralph status` (reading only the committed plan) says so per stage."""
+    add_tasks(project, "A", "B")
+    agent, runs = tmp_path / "agent.py", tmp_path / "runs.txt"
+    agent.write_text(
+        AGENT.replace('"total_cost_usd": 0.4, ', '**({"total_cost_usd": 0.4} if stage == "BUILD" else {}), ')
+    )
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    done = construct(project, "--gate", "", agent=command, env={"RUNS": str(runs)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_clean(project)
+    shown = ralph_json(project, "status")["spent"]
+    assert shown["by_stage"] == {
+        "BUILD": {"runs": 2, "tokens": 2200, "cost_usd": 0.8, "unknown_cost_runs": 0},
+        "VERIFY": {"runs": 2, "tokens": 2200, "cost_usd": None, "unknown_cost_runs": 2},
+    }
+    assert (shown["runs"], shown["tokens"], shown["cost_usd"], shown["unknown_cost_runs"]) == (
+        4,
+        4400,
+        0.8,
+        2,
+    )
+    assert shown["by_task"] == {}  # both accepted: their records are gone, their BUILD runs counted above
+    text = in_process(["-C", str(project), "status"], {}).stdout
+    assert "spent so far: 4 agent run(s), 4,400 tokens, $0.80 + 2 run(s) of unknown cost\n" in text
+    assert "by stage: BUILD 2,200 tokens, $0.80; VERIFY 2,200 tokens, cost unknown\n" in text
+
+
+def ralph_json(root: Path, *args: str) -> dict:
+    return json.loads(in_process(["-C", str(root), *args, "--json"], {}).stdout)

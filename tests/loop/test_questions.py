@@ -26,7 +26,7 @@ from tests.loop.test_construct import (
 
 # BUILD asks when its task's name says [ask] and its prompt holds no answer yet; [ask-other] asks
 # about another task, which BUILD may not do. Every prompt is kept in $SEEN.
-AGENT = """import os, pathlib, sys
+AGENT = """import json, os, pathlib, sys
 sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 stage = os.environ["RALPH_STAGE"]
 item = os.environ.get("RALPH_TASK_ID") or os.environ.get("RALPH_ISSUE_ID")
@@ -42,10 +42,15 @@ if stage == "BUILD":
         ralph("ask", "May I?", "--task", "t-other")
     elif "[ask]" in first and "a person's answers" not in prompt:
         ralph("ask", "Blue or green? The spec does not say.")
+    elif "[split]" in first:  # too big once answered: the gate fails until DECOMPOSE splits it
+        pathlib.Path(f"work/{item}.txt").write_text("FAIL")
     else:
         ralph("task", "done")
 elif stage == "VERIFY":
     ralph("task", "accept")
+elif stage == "DECOMPOSE":
+    for part in (1, 2):
+        ralph("task", "add", json.dumps({"name": f"Part {part}", "parent": item}))
 """
 
 
@@ -132,3 +137,25 @@ def test_build_may_not_ask_about_another_task(project, tmp_path):
     violations = [e for e in events(project) if e["event"] == "permission_violation"]
     assert any("about t-other in BUILD" in json.dumps(e) for e in violations), (done.stdout, violations)
     assert not [r for r in plan_records(project) if r.get("kind") == "question"]
+
+
+def test_subtasks_of_a_decomposed_task_carry_its_answered_questions(project, tmp_path):
+    add(project, {"id": "t-colour", "name": "Colour [ask][split]"})
+    assert run(project, tmp_path).returncode == 9
+    (question,) = [r for r in plan_records(project) if r.get("kind") == "question"]
+    state_command(project, "answer", question["id"], "Green, like the logo.")
+
+    done = run(project, tmp_path, "--max-attempts", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (split,) = [s for s in subjects(project) if s.startswith("ralph(decompose): t-colour -> ")]
+    parts = split.split(" -> ")[1].split(", ")
+    answer = "Q (" + question["id"] + "): Blue or green? The spec does not say.\nA: Green, like the logo."
+    assert answer in (tmp_path / "seen" / "DECOMPOSE-t-colour.txt").read_text()
+    for part in parts:  # each part's BUILD prompt carries the parent's question and its answer
+        assert answer in (tmp_path / "seen" / f"BUILD-{part}.txt").read_text()
+    # while a part was open the answered question stayed; once all are accepted it went with them
+    decomposed = git(project, "log", "--format=%H", "-1", "--grep", "ralph(decompose)", "--fixed-strings")
+    then = {r.get("id"): r for r in plan_records(project, decomposed.strip())}
+    assert question["id"] in then and all(then[part]["questions"] == [question["id"]] for part in parts)
+    assert not [r for r in plan_records(project) if r["t"] == "issue"]
+    assert_clean(project)

@@ -308,3 +308,9 @@ def test_every_stage_prompt_names_the_projects_rule_files_by_path(tmp_path):
         prompt = prompts.render(tmp_path, stage, {**values, "project_rules": rules})
         assert "rules for agents are in AGENTS.md and CLAUDE.md at the repository root" in prompt, stage
         assert "xxxx" not in prompt
+
+
+def test_a_tasks_scope_is_in_its_build_prompt_and_absent_without_one():
+    details = prompts.task_details({"id": "t-a", "name": "x", "scope": ["src/auth/**", "README.md"]}, {})
+    assert "its scope" in details and "- src/auth/**\n- README.md" in details
+    assert "scope" not in prompts.task_details({"id": "t-a", "name": "x", "notes": "n"}, {})

@@ -453,3 +453,64 @@ def test_no_task_is_lost(base_ops, ours_ops, theirs_ops):
         for task_id, record in this.items():
             deleted_there = task_id not in other and base_tasks.get(task_id) == record
             assert f'"id": "{task_id}"' in written or deleted_there, (task_id, written)
+
+
+# --- the issue's rules, the cases not covered above --------------------------------------------------
+
+
+def issue(issue_id: str, text: str, **fields) -> dict:
+    return {"t": "issue", "id": f"i-{issue_id}", "text": text, **fields}
+
+
+def test_an_issue_added_on_both_sides_differently_conflicts_and_alike_is_kept_once():
+    conflicts, problems = conflicted([A], [A, issue("q", "Ours?")], [A, issue("q", "Theirs?")])
+    assert conflicts == [
+        "plan.jsonl:2: merge conflict: issue i-q was added on both sides with different content"
+    ]
+    assert problems[0].startswith(
+        "plan.jsonl:2: unresolved git merge conflict marker (<<<<<<< ours, issue i-q"
+    )
+    assert clean([A], [A, issue("q", "Same?")], [A, issue("q", "Same?")]) == [A, issue("q", "Same?")]
+
+
+def test_an_issue_resolved_on_one_side_goes_unless_the_other_changed_it():
+    open_issue = issue("q", "Why?")
+    kept = issue("q", "Why?", keep_open="a person decides")
+    assert clean([A, open_issue], [A], [A, open_issue]) == [A]  # `issue resolve` removes the line
+    conflicts, _ = conflicted([A, open_issue], [A], [A, kept])
+    assert conflicts == [
+        "plan.jsonl:2: merge conflict: issue i-q was deleted on our side and changed on theirs"
+    ]
+
+
+def test_an_accepted_task_wins_over_a_change_that_is_not_a_rejection():
+    done = task("a", s="d")
+    assert clean([done, B], [B, accept("a")], [task("a", s="d", notes="more"), B]) == [B, accept("a")]
+
+
+def test_the_config_record_added_on_both_sides_merges_field_by_field_and_conflicts_on_a_field():
+    ours, theirs = {"t": "config", "max_attempts": 4}, {"t": "config", "gate": ["make"]}
+    assert clean([A], [A, ours], [A, theirs]) == [A, {"t": "config", "max_attempts": 4, "gate": ["make"]}]
+    conflicts, _ = conflicted([A], [A, ours], [A, {"t": "config", "max_attempts": 5}])
+    assert conflicts == [
+        "plan.jsonl:2: merge conflict: the config record: 'max_attempts' changed on both sides"
+    ]
+
+
+def test_the_state_record_conflicts_on_a_field_changed_on_both_sides_that_is_not_a_counter():
+    state = {"t": "state", "iteration": 1, "stage": "BUILD"}
+    ours, theirs = {**state, "iteration": 2, "stage": "VERIFY"}, {**state, "iteration": 3, "stage": "PLAN"}
+    merged = merge([state], [ours], [theirs])
+    assert [str(c) for c in merged.conflicts] == [
+        "plan.jsonl:1: merge conflict: the state record: 'stage' changed on both sides"
+    ]
+    lines = merged.data.decode().splitlines()  # both versions have the larger iteration, 3
+    assert json.loads(lines[1]) == {**ours, "iteration": 3} and json.loads(lines[3]) == theirs
+
+
+def test_theirs_new_and_changed_records_keep_theirs_bytes():
+    hand_b = '{"t":"task","id":"t-b","name":"B",  "notes": "theirs"}'
+    hand_c = '{ "t": "task", "name": "C", "id": "t-c" }'
+    merged = merge_bytes(text(A, B), text(task("a", s="d"), B), text(A, hand_b, hand_c))
+    assert merged.conflicts == []
+    assert merged.data == text(task("a", s="d"), hand_b, hand_c)

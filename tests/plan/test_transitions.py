@@ -86,6 +86,7 @@ def test_record_build_of_a_first_attempt_without_usage():
         "spec": "specs/a.md",
         "attempts": 1,
         "files": [],
+        "unknown_cost_runs": 1,  # no cost reported and none known: unknown, not $0
     }
     assert plan.doc.to_bytes() == serialize(task)
 
@@ -163,6 +164,22 @@ def test_record_build_failure_adds_to_the_usage_already_recorded():
     assert (task["tokens"], task["attempt_tokens"], task["cost_usd"]) == (105, [100, 5], 0.625)
     assert task["gate_failure"] == "lint" and task["x-mine"] == {"keep": True}
     assert plan.doc.to_bytes() == replaced(TASK_A, task)
+
+
+def test_record_merge_conflict_sends_the_task_back_with_the_files_and_counts_an_attempt():
+    plan = plan_of()
+    plan.record_build("t-aaaaaa", ["a.py"], 10, None)
+    plan.record_build_commit("t-aaaaaa", "c0ffee")
+    attempts = plan.record_merge_conflict("t-aaaaaa", ["z.py", "a.py"], 7, 0.5)
+    task = plan.find_task("t-aaaaaa")
+    assert attempts == 3 and task["s"] == "p"
+    assert task["merge_conflict"] == ["a.py", "z.py"]
+    assert task["gate_failure"].startswith("merge_conflict: ") and "a.py, z.py" in task["gate_failure"]
+    assert "commit" not in task and "files" not in task  # that build is not in the code
+    assert (task["tokens"], task["cost_usd"], task["x-mine"]) == (117, 1.0, {"keep": True})
+    assert plan.doc.to_bytes() == replaced(TASK_A, task)
+    plan.record_build("t-aaaaaa", ["a.py"], 1, None)  # built again: the conflict is history
+    assert "merge_conflict" not in plan.find_task("t-aaaaaa")
 
 
 # --- set_aside -------------------------------------------------------------------------------
@@ -481,3 +498,33 @@ def test_a_question_cannot_be_answered_twice_resolved_or_marked_done_around():
     plan.answer(question["id"], "this", ASKED)
     with pytest.raises(Refused, match="already answered"):
         plan.answer(question["id"], "that", ASKED)
+
+
+def test_answers_go_down_every_level_of_decomposition_and_leave_with_the_last_task_they_serve():
+    plan = plan_of(b'{"t": "task", "id": "t-big000", "name": "Big"}\n')
+    question = plan.ask("t-big000", "Cookie or token?", "2026-11-23T10:00:00+00:00")
+    plan.answer(question["id"], "Cookie.", "2026-11-23T11:00:00+00:00")
+    plan.add_tasks(
+        [
+            {"id": "t-part-a", "name": "A", "parent": "t-big000"},
+            {"id": "t-part-b", "name": "B", "parent": "t-big000"},
+        ]
+    )
+    plan.record_decomposition("t-big000", ["t-part-a", "t-part-b"])
+    plan.add_tasks(
+        [
+            {"id": "t-part-c", "name": "C", "parent": "t-part-a"},
+            {"id": "t-part-d", "name": "D", "parent": "t-part-a"},
+        ]
+    )
+    plan.record_decomposition("t-part-a", ["t-part-c", "t-part-d"])
+    for task_id in ("t-part-b", "t-part-c", "t-part-d"):
+        assert plan.find_task(task_id)["questions"] == [question["id"]]
+        assert [q["answer"] for q in plan.answers_for(task_id)] == ["Cookie."]
+    for task_id in ("t-part-b", "t-part-c"):
+        plan.done(task_id)
+        plan.accept(task_id)
+        assert plan.questions(answered=True)  # t-part-d still needs it
+    plan.done("t-part-d")
+    plan.accept("t-part-d")
+    assert plan.questions(answered=True) == []

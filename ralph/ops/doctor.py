@@ -1,0 +1,380 @@
+"""`ralph doctor`: what a killed ralph leaves behind, found and (with `fix`) repaired.
+
+- a stale lock: the plan lock (plan.jsonl.lock) or a construct lock (ralph-construct.lock in a
+  work tree's git directory) whose file names a holder that no longer holds it: a process killed
+  while it held it (see ralph.store.lock). It blocks nothing; fixing empties the file.
+- leftover temp files beside plan.jsonl (`.plan.jsonl.<pid>.tmp`), from a writer killed between
+  writing and renaming; fixing removes them under the plan lock, where no writer is at work.
+- a missing merge driver registration: .gitattributes names `merge=ralph` but this clone's git
+  config lacks merge.ralph.driver; fixing sets it, as `ralph init` does (config only, no commit).
+- worktrees left by a killed `ralph construct`: git worktrees at `<folder>/ralph-<label>` where
+  the folder is `ralph-<label>-XXXX` (the loop's checkouts, ralph.loop.workspace); fixing saves
+  their uncommitted changes as a patch under build/ralph-logs/doctor/, then removes them. Their
+  commits stay on their branch.
+- branches `ralph/*` checked out in no worktree: one merged into HEAD is deleted; one with commits
+  HEAD lacks is work: fixing keeps it, and only `force` deletes it, printing the commit that
+  `git branch NAME COMMIT` restores.
+
+Nothing is committed. While a construct run is active (its lock held by a live process), its
+worktrees and branches are its own: they are not examined, and `fix` refuses, changing nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralph.errors import GitError, Refused
+from ralph.ops import mergedriver
+from ralph.store import lock
+from ralph.store.git import Repo
+from ralph.store.reader import PLAN_NAME
+
+TEMP_FILE = re.compile(re.escape(f".{PLAN_NAME}.") + r"(\d+)\.tmp")
+BRANCH_PREFIX = "ralph/"
+PATCHES = Path("build") / "ralph-logs" / "doctor"
+
+
+@dataclass
+class Finding:
+    kind: str  # stale_lock, temp_file, merge_driver, worktree, branch
+    subject: str  # the file, worktree or branch
+    problem: str
+    fix: str  # what `fix` does (or, for what it keeps, why)
+    fixable: bool = True  # False: `fix` keeps it (an unmerged branch without `force`)
+    fixed: bool = False
+    target: object = None  # what the repair acts on: the Worktree, the branch's commit
+
+    def line(self) -> str:
+        if self.fixed:
+            return f"{self.subject}: {self.problem}; fixed (--fix {self.fix})"
+        return f"{self.subject}: {self.problem}; --fix {self.fix}"
+
+
+@dataclass
+class Diagnosis:
+    findings: list[Finding]
+    running: str | None  # the active construct run ("pid N, since T"), if any
+
+    @property
+    def healthy(self) -> bool:
+        return all(finding.fixed for finding in self.findings)
+
+    def as_json(self) -> dict:
+        return {
+            "healthy": self.healthy,
+            "construct_running": self.running,
+            "findings": [
+                {key: getattr(finding, key) for key in ("kind", "subject", "problem", "fix", "fixed")}
+                for finding in self.findings
+            ],
+        }
+
+
+def doctor(root: Path, fix: bool = False, force: bool = False) -> Diagnosis:
+    repo = Repo(root)
+    running = _running_construct(repo)
+    if fix and running:
+        raise Refused(
+            f"a ralph construct run is active in this repository ({running}): nothing was changed;"
+            " run 'ralph doctor --fix' after it ends"
+        )
+    findings = [*_locks(repo), *_temp_files(root), *_merge_driver(root)]
+    if running is None:
+        findings += _worktrees(repo)
+        if fix:  # the worktrees go first: a branch they had checked out is then free to judge
+            _repair(repo, findings, force)
+        findings += _branches(repo, force)
+    if fix:
+        _repair(repo, findings, force)
+    return Diagnosis(findings, running)
+
+
+def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
+    """What a construct run does as it starts, holding its construct lock (`own_lock`): the
+    worktrees and ralph/* branches a killed run left are removed, each one's changes or unmerged
+    commits saved as a patch under build/ralph-logs/doctor/ first. Nothing is touched while a run
+    in another worktree of the repository is active. Returns one line per thing cleaned."""
+    repo = Repo(root)
+    others = [path for path in _construct_locks(repo) if path.resolve() != own_lock.resolve()]
+    if any((state := lock.probe(path)) is not None and state.held for path in others):
+        return []
+    findings = _worktrees(repo)
+    _repair(repo, findings, force=False)
+    branches = _branches(repo, force=True)
+    for finding in branches:
+        if finding.fixable and "not merged" in finding.problem:
+            _save_branch(repo, finding.subject, finding.target)
+    _repair(repo, branches, force=True)
+    return [finding.line() for finding in findings + branches if finding.fixed]
+
+
+def _save_branch(repo: Repo, name: str, commit: str) -> None:
+    target = repo.root / PATCHES / (name.replace("/", "-") + ".patch")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    base = repo.head()
+    diff = (
+        repo.git("diff", "--binary", f"{base}...{commit}") if base else repo.git("show", "--binary", commit)
+    )
+    target.write_text(diff, encoding="utf-8")
+
+
+# --- locks ---------------------------------------------------------------------------------------
+
+
+def _construct_locks(repo: Repo) -> list[Path]:
+    """The construct lock of every work tree of the repository: a run in another worktree of it
+    makes worktrees in the same list."""
+    common = _common_dir(repo)
+    return [
+        common / lock.CONSTRUCT_LOCK_NAME,
+        *sorted(common.glob(f"worktrees/*/{lock.CONSTRUCT_LOCK_NAME}")),
+    ]
+
+
+def _common_dir(repo: Repo) -> Path:
+    path = Path(repo.git("rev-parse", "--git-common-dir").strip())
+    return path if path.is_absolute() else repo.root / path
+
+
+def _running_construct(repo: Repo) -> str | None:
+    for path in _construct_locks(repo):
+        state = lock.probe(path)
+        if state is not None and state.held:
+            return state.holder or "holder unknown"
+    return None
+
+
+def _locks(repo: Repo) -> list[Finding]:
+    found = []
+    for path in [repo.root / lock.LOCK_NAME, *_construct_locks(repo)]:
+        state = lock.probe(path)
+        if state is not None and state.stale:
+            found.append(
+                Finding(
+                    "stale_lock",
+                    _shown(repo.root, path),
+                    f"stale lock: {state.holder}: ended without letting go (it blocks nothing)",
+                    "empties it",
+                )
+            )
+    return found
+
+
+def _shown(root: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+# --- temp files ----------------------------------------------------------------------------------
+
+
+def _temp_files(root: Path) -> list[Finding]:
+    plan_lock = lock.probe(root / lock.LOCK_NAME)
+    writing = plan_lock is not None and plan_lock.held
+    found = []
+    for path in sorted(root.glob(f".{PLAN_NAME}.*.tmp")):
+        match = TEMP_FILE.fullmatch(path.name)
+        if match is None or (writing and _alive(int(match.group(1)))):
+            continue  # not ralph's, or being written now
+        found.append(
+            Finding("temp_file", path.name, "a leftover temporary file of a killed write", "removes it")
+        )
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # no such process, or a number no pid can be
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+# --- the merge driver ----------------------------------------------------------------------------
+
+
+def _merge_driver(root: Path) -> list[Finding]:
+    if mergedriver.unregistered(root) is None:
+        return []
+    return [
+        Finding(
+            "merge_driver",
+            mergedriver.ATTRIBUTES_FILE,
+            f"merges {PLAN_NAME} with ralph's merge driver, but this clone's git config lacks"
+            f" merge.{mergedriver.DRIVER}.driver",
+            "registers it in .git/config, as 'ralph init' does",
+        )
+    ]
+
+
+# --- worktrees and branches ----------------------------------------------------------------------
+
+
+@dataclass
+class Worktree:
+    path: Path
+    branch: str | None  # short name; None when detached
+    prunable: bool  # its folder is gone
+
+
+def worktrees(repo: Repo) -> list[Worktree]:
+    """Every worktree of the repository but the main one, from `git worktree list --porcelain`."""
+    found = []
+    for block in repo.git("worktree", "list", "--porcelain", "-z").split("\0\0")[1:]:
+        fields = dict((entry.split(" ", 1) + [""])[:2] for entry in block.split("\0") if entry)
+        if "worktree" not in fields:
+            continue
+        branch = fields.get("branch", "").removeprefix("refs/heads/") or None
+        found.append(Worktree(Path(fields["worktree"]), branch, "prunable" in fields))
+    return found
+
+
+def left_by_ralph(worktree: Worktree) -> bool:
+    """A worktree the loop made (ralph.loop.workspace: `<tmp>/ralph-<label>-XXXX/ralph-<label>`):
+    the user's own worktrees are never touched, even one named ralph-something."""
+    name = worktree.path.name
+    return name.startswith("ralph-") and worktree.path.parent.name.startswith(f"{name}-")
+
+
+def _worktrees(repo: Repo) -> list[Finding]:
+    here = repo.root.resolve()
+    found = []
+    for worktree in sorted(worktrees(repo), key=lambda worktree: str(worktree.path)):
+        if not left_by_ralph(worktree) or worktree.path.resolve() == here:
+            continue
+        on = f"on branch {worktree.branch}" if worktree.branch else "detached"
+        if worktree.prunable:
+            problem, fix = f"a worktree ({on}) left by a killed ralph run, its folder gone", "forgets it"
+        else:
+            problem, fix = f"a worktree ({on}) left by a killed ralph run", _worktree_fix(repo, worktree)
+        found.append(Finding("worktree", str(worktree.path), problem, fix, target=worktree))
+    return found
+
+
+def _worktree_fix(repo: Repo, worktree: Worktree) -> str:
+    changed = _changed(worktree)
+    if not changed:
+        return "removes it"
+    return (
+        f"saves its uncommitted changes ({len(changed)} file(s)) to {_patch_path(worktree)}, then removes it"
+    )
+
+
+def _changed(worktree: Worktree) -> set[str]:
+    try:
+        return Repo(worktree.path).changed_paths()
+    except GitError:
+        return set()
+
+
+def _patch_path(worktree: Worktree) -> Path:
+    return PATCHES / f"{worktree.path.name}.patch"
+
+
+def _branches(repo: Repo, force: bool) -> list[Finding]:
+    checked_out = {worktree.branch for worktree in worktrees(repo)} | {repo.branch()}
+    listed = repo.git(
+        "for-each-ref", "--format=%(refname:short) %(objectname)", f"refs/heads/{BRANCH_PREFIX}"
+    )
+    head = repo.head()
+    found = []
+    for name, commit in (line.split(" ") for line in listed.splitlines()):
+        if name in checked_out:
+            continue
+        ahead = _commits_not_in(repo, commit, head)
+        if not ahead:
+            finding = Finding(
+                "branch", name, "a branch of a ralph run, merged and in no worktree", "deletes it"
+            )
+        else:
+            into = repo.branch() or "HEAD"
+            problem = f"a branch of a ralph run with {ahead} commit(s) not merged into {into}"
+            if force:
+                finding = Finding(
+                    "branch", name, problem, f"deletes it (--force; 'git branch {name} {commit}' restores it)"
+                )
+            else:
+                finding = Finding(
+                    "branch", name, problem, "keeps it (merge it, or --force deletes it)", False
+                )
+        finding.target = commit
+        found.append(finding)
+    return found
+
+
+def _commits_not_in(repo: Repo, commit: str, head: str | None) -> int:
+    if head is None:
+        return int(repo.git("rev-list", "--count", commit).strip())
+    return int(repo.git("rev-list", "--count", commit, f"^{head}").strip())
+
+
+# --- repairs -------------------------------------------------------------------------------------
+
+
+def _repair(repo: Repo, findings: list[Finding], force: bool) -> None:
+    temp_files = [f for f in findings if f.kind == "temp_file" and not f.fixed]
+    if temp_files:
+        _remove_temp_files(repo.root, temp_files)
+    for finding in findings:
+        if finding.fixed or not finding.fixable or finding.kind == "temp_file":
+            continue
+        if finding.kind == "stale_lock":
+            finding.fixed = lock.clear(_absolute(repo.root, finding.subject))
+        elif finding.kind == "merge_driver":
+            mergedriver.register(repo)
+            finding.fixed = True
+        elif finding.kind == "worktree":
+            _remove_worktree(repo, finding.target)
+            finding.fixed = True
+        elif finding.kind == "branch":
+            # Deleted only if it still points where it was judged: never a commit nobody saw.
+            repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", finding.target)
+            finding.fixed = True
+
+
+def _absolute(root: Path, shown: str) -> Path:
+    path = Path(shown)
+    return path if path.is_absolute() else root / path
+
+
+def _remove_temp_files(root: Path, findings: list[Finding]) -> None:
+    # Under the plan lock no write is under way: every temp file there is a killed write's.
+    with lock.plan_lock(root):
+        for finding in findings:
+            (root / finding.subject).unlink(missing_ok=True)
+            finding.fixed = True
+
+
+def _remove_worktree(repo: Repo, worktree: Worktree) -> None:
+    if worktree.prunable:
+        _forget(repo, worktree)
+        return
+    changed = _changed(worktree)
+    if changed:
+        target = repo.root / _patch_path(worktree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Repo(worktree.path).save_patch(changed, target)
+    repo.remove_worktree(worktree.path)
+    with contextlib.suppress(OSError):
+        worktree.path.parent.rmdir()  # the run's temporary folder, when nothing else is in it
+
+
+def _forget(repo: Repo, worktree: Worktree) -> None:
+    """Drop the registration of a worktree whose folder is gone: what `git worktree prune` does for
+    it alone (prune would also forget the user's worktrees on a drive that is not mounted)."""
+    import shutil
+
+    for admin in (_common_dir(repo) / "worktrees").iterdir():
+        try:
+            gitdir = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
+        except OSError:
+            continue
+        if gitdir.parent == worktree.path:
+            shutil.rmtree(admin, ignore_errors=True)

@@ -1,0 +1,229 @@
+"""Parallel BUILD: up to --parallel builds at once, each in a worktree on branch ralph/<task id>,
+merged into the loop's branch as each finishes; file scope; merge conflicts as verdicts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralph.ops import tasks
+from tests.conftest import git
+from tests.loop.test_construct import (
+    assert_clean,
+    construct,
+    events,
+    gone,
+    plan_records,
+    subjects,
+    wait_for,
+    with_app_spec,
+)
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    return with_app_spec(repo, "# App\n\nParts that can be built side by side.\n")
+
+
+# BUILD writes work/<task>.txt (and what the task's name asks for), sleeps $BUILD_SLEEP, marks the
+# task done and appends what it saw to $RUNS; VERIFY accepts.
+AGENT = r"""
+import json, os, pathlib, sys, time
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    start = time.time()
+    if os.environ.get("STARTED"):
+        pathlib.Path(os.environ["STARTED"], task).write_text(str(os.getpid()))
+    name = json.loads(ralph("task", "show", task))["name"]
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    if "[shared]" in name:
+        pathlib.Path("shared.txt").write_text(task + "\n")
+    if "[stray]" in name:
+        pathlib.Path("stray.txt").write_text("outside the scope\n")
+    time.sleep(float(os.environ.get("BUILD_SLEEP", "0")))
+    ralph("task", "done", task)
+    seen = {"task": task, "start": start, "end": time.time(), "cwd": os.getcwd(),
+            "root": os.environ["RALPH_ROOT"], "head": pathlib.Path("shared.txt").exists()}
+    with open(os.environ["RUNS"], "a") as runs:
+        runs.write(json.dumps(seen) + "\n")
+elif stage == "VERIFY":
+    ralph("task", "accept", task)
+"""
+
+
+def run(project: Path, tmp_path: Path, *flags: str, sleep: float = 0.0):
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    runs = tmp_path / "runs.jsonl"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(runs), "BUILD_SLEEP": str(sleep)}
+    done = construct(project, *flags, agent=command, env=env)
+    seen = [json.loads(line) for line in runs.read_text().splitlines()] if runs.exists() else []
+    return done, seen
+
+
+def add(project: Path, *items: dict) -> list[str]:
+    return [record["id"] for record in tasks.add(project, list(items))]
+
+
+def assert_no_worktrees_or_branches(project: Path) -> None:
+    assert len(git(project, "worktree", "list", "--porcelain").strip().split("\n\n")) == 1
+    assert git(project, "branch", "--list", "ralph/*").strip() == ""
+
+
+def test_ready_tasks_build_at_once_in_worktrees_and_merge_one_commit_each(project, tmp_path):
+    ids = add(project, *({"name": f"Part {n}"} for n in range(4)))
+    done, seen = run(project, tmp_path, "--parallel", "4", sleep=1.0)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(run["task"] for run in seen) == sorted(ids)
+    assert max(run["start"] for run in seen) < min(run["end"] for run in seen), "all four built at once"
+    for run_seen in seen:  # each in a worktree of its own, where its ralph commands act
+        assert (
+            run_seen["cwd"] == run_seen["root"]
+            and Path(run_seen["cwd"]).name == f"ralph-build-{run_seen['task']}"
+        )
+    builds = [s for s in subjects(project) if s.startswith("ralph(build):")]
+    assert sorted(builds) == sorted(f"ralph(build): {task_id} Part {n}" for n, task_id in enumerate(ids))
+    assert sorted(p.name for p in (project / "work").iterdir()) == sorted(f"{i}.txt" for i in ids)
+    accepted = [r for r in plan_records(project) if r["t"] == "accept"]
+    assert sorted(r["id"] for r in accepted) == sorted(ids)
+    journal = events(project)
+    workers = {e["item"]: e["worker"] for e in journal if e["event"] == "build_begin"}
+    assert len(set(workers.values())) == 4  # the journal's spans say which worker built what
+    for kind in ("agent_begin", "gate_begin"):
+        spans = [e for e in journal if e["event"] == kind and e.get("stage", "BUILD") == "BUILD"]
+        assert {(e["item"], e["worker"]) for e in spans} == set(workers.items())
+    state = next(r for r in plan_records(project) if r["t"] == "state")
+    assert state["spent"]["BUILD"]["runs"] == 4  # every build's spending reached the loop's record
+    assert_no_worktrees_or_branches(project)
+    assert_clean(project)
+
+
+def test_build_commit_recorded_on_the_task_is_the_merged_commit(project, tmp_path):
+    ids = add(project, {"name": "One"}, {"name": "Two"})
+    done, _ = run(project, tmp_path, "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    history = git(project, "log", "--format=%H").split()
+    recorded = {}
+    for commit in git(project, "log", "--format=%H", "--", "plan.jsonl").split():
+        for record in plan_records(project, commit):
+            if record.get("t") == "task" and record.get("commit"):
+                recorded[record["id"]] = record["commit"]
+    merged = {e["item"]: e["commit"] for e in events(project) if e["event"] == "build_merged"}
+    assert sorted(merged) == sorted(ids)
+    for task_id, commit in merged.items():  # the loop's commits, not the build branches'
+        assert commit in history
+        assert git(project, "log", "-1", "--format=%s", commit).startswith(f"ralph(build): {task_id} ")
+    assert recorded and all(merged[task_id] == commit for task_id, commit in recorded.items())
+
+
+def test_conflicting_builds_are_a_verdict_and_the_task_is_built_again_from_the_new_head(project, tmp_path):
+    ids = add(project, *({"name": f"Shared {n} [shared]"} for n in range(2)))
+    done, seen = run(project, tmp_path, "--parallel", "2", sleep=0.5)
+    assert done.returncode == 0, done.stdout + done.stderr
+    conflicts = [s for s in subjects(project) if "merge conflict in shared.txt" in s]
+    assert len(conflicts) == 1, subjects(project)
+    loser = conflicts[0].split()[1]
+    assert loser in ids and [run["task"] for run in seen].count(loser) == 2
+    assert seen[-1]["task"] == loser and seen[-1]["head"], "built again on the code merged meanwhile"
+    failed = [e for e in events(project) if e["event"] == "build_failed"]
+    assert [(e["item"], e["verdict"], e["files"]) for e in failed] == [
+        (loser, "merge_conflict", ["shared.txt"])
+    ]
+    history = [r for r in plan_records(project, "HEAD~2") if r.get("id") == loser]
+    assert not (project / ".git" / "MERGE_HEAD").exists()
+    assert_no_worktrees_or_branches(project)
+    assert_clean(project)
+    assert history == [] or "merge_conflict" not in history[0]  # cleared once it built
+
+
+def test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time(project, tmp_path):
+    a, b, c = add(
+        project,
+        {"name": "Auth login", "scope": ["work/**", "src/auth/**"]},
+        {"name": "Auth logout", "scope": ["src/auth/logout.py", "work/**"]},
+        {"name": "Docs", "scope": ["docs/**"]},
+    )
+    (project / "docs").mkdir()
+    done, seen = run(project, tmp_path, "--parallel", "3", sleep=0.7)
+    by_task = {run["task"]: run for run in reversed(seen)}  # each task's first build
+    first, second = sorted((by_task[a], by_task[b]), key=lambda r: r["start"])
+    assert first["end"] <= second["start"], "the two auth tasks ran one after the other"
+    assert by_task[c]["start"] < first["end"], "the docs task ran beside them"
+    # the docs task wrote work/<id>.txt, outside its scope: a scope violation each attempt
+    task_c = next(r for r in plan_records(project) if r.get("id") == c)
+    assert task_c["kill_reason"] == "doom_loop" or task_c["gate_failure"].startswith("scope_violation")
+    verdicts = {e["verdict"] for e in events(project) if e["event"] == "build_failed" and e["item"] == c}
+    assert verdicts == {"scope_violation"}
+    assert done.returncode != 0
+
+
+def test_a_build_outside_its_scope_fails_with_the_files_named(project, tmp_path):
+    (task_id,) = add(project, {"name": "Stray [stray]", "scope": ["work/**"]})
+    done, _ = run(project, tmp_path, "--parallel", "1", "--max-iterations", "1")
+    record = next(r for r in plan_records(project) if r.get("id") == task_id)
+    failures = [e for e in events(project) if e["event"] == "build_failed"]
+    assert failures and all(e["verdict"] == "scope_violation" for e in failures)
+    assert "stray.txt" in (record.get("gate_failure") or "") or record.get("kill_reason") == "doom_loop"
+    assert done.returncode != 0
+
+
+def test_a_stop_signal_stops_every_build_and_a_rerun_builds_them_all(project, tmp_path):
+    ids = add(project, *({"name": f"Part {n}"} for n in range(3)))
+    agent, started = tmp_path / "agent.py", tmp_path / "started"
+    agent.write_text(AGENT)
+    started.mkdir()
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(tmp_path / "runs.jsonl"), "BUILD_SLEEP": "600", "STARTED": str(started)}
+    before = git(project, "rev-parse", "HEAD")
+    running = construct(project, "--parallel", "3", agent=command, env=env, wait=False)
+    wait_for(lambda: len([p for p in started.iterdir() if p.read_text()]) == 3, "three builds at once")
+    pids = [int(path.read_text()) for path in started.iterdir()]
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 143, out + err
+    assert all(gone(pid) for pid in pids), "every build's agent was stopped"
+    assert_no_worktrees_or_branches(project)
+    assert not [s for s in subjects(project) if s.startswith("ralph(build):")]
+    assert git(project, "status", "--porcelain", "--", "plan.jsonl") == "", "the plan is left committed"
+    assert git(project, "rev-parse", "HEAD") != before  # the run's start and its end are recorded
+    assert {e["item"] for e in events(project) if e["event"] == "build_not_merged"} == set(ids)
+
+    done, seen = run(project, tmp_path, "--parallel", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted({run["task"] for run in seen}) == sorted(ids)
+    assert_no_worktrees_or_branches(project)
+
+
+def test_worktrees_and_branches_a_killed_run_left_are_cleaned_up_by_the_next(project, tmp_path):
+    ids = add(project, *({"name": f"Part {n}"} for n in range(2)))
+    agent, started = tmp_path / "agent.py", tmp_path / "started"
+    agent.write_text(AGENT)
+    started.mkdir()
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(tmp_path / "runs.jsonl"), "BUILD_SLEEP": "600", "STARTED": str(started)}
+    running = construct(project, "--parallel", "2", agent=command, env=env, wait=False)
+    wait_for(lambda: len([p for p in started.iterdir() if p.read_text()]) == 2, "two builds at once")
+    running.kill()  # SIGKILL: nothing of ralph's cleans up
+    running.communicate(timeout=60)
+    for pid in (int(path.read_text()) for path in started.iterdir()):
+        os.kill(pid, signal.SIGKILL)  # its agents, orphaned
+    left = git(project, "worktree", "list", "--porcelain").strip().split("\n\n")
+    branches = git(project, "for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/").split()
+    assert len(left) == 3 and branches == sorted(f"ralph/{task_id}" for task_id in ids)
+
+    done, _ = run(project, tmp_path, "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cleaned up after an earlier run" in done.stderr + done.stdout
+    assert_no_worktrees_or_branches(project)
+    assert len([e for e in events(project) if e["event"] == "cleaned_up"]) == 4  # 2 worktrees, 2 branches

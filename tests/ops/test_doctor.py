@@ -1,0 +1,266 @@
+"""`ralph doctor` in real repositories: locks taken by real processes that were then SIGKILLed,
+worktrees made with `git worktree add` as the loop names them, real branches. The output people
+read is in tests/cli/test_doctor_golden.py."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
+from tests.conftest import Ralph, git
+
+HOLD = {
+    "plan": "from ralph.store.lock import plan_lock as hold; where = root",
+    "construct": (
+        "from functools import partial; from ralph.store.lock import exclusive_run, CONSTRUCT_LOCK_NAME;"
+        " hold = partial(exclusive_run, what='ralph construct'); where = root / '.git' / CONSTRUCT_LOCK_NAME"
+    ),
+}
+
+
+def holder(root: Path, which: str) -> subprocess.Popen:
+    """A real process that takes the plan lock or the construct lock and holds it."""
+    code = (
+        f"import sys, time; from pathlib import Path; root = Path(sys.argv[1]); {HOLD[which]}\n"
+        "with hold(where):\n    print('locked', flush=True); time.sleep(120)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "locked\n"
+    return process
+
+
+def killed_holder(root: Path, which: str) -> int:
+    """A lock taken by a process that was then SIGKILLed, holding it: its pid."""
+    process = holder(root, which)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return process.pid
+
+
+def leftover_worktree(root: Path, tmp: Path, label: str, branch: str | None = None) -> Path:
+    """A worktree as ralph.loop.workspace.checkout makes it (<tmp>/ralph-<label>-XXXX/ralph-<label>),
+    as a killed run leaves it; on `branch` (made from HEAD) as parallel builds have them."""
+    path = tmp / f"ralph-{label}-k1ll3d" / f"ralph-{label}"
+    path.parent.mkdir(parents=True)
+    where = ["-b", branch] if branch else ["--detach"]
+    git(root, "worktree", "add", "-q", *where, str(path), "HEAD")
+    return path
+
+
+def doctor(root: Path, *args: str, code: int | None = None):
+    return Ralph(root)("doctor", *args, code=code)
+
+
+def findings(root: Path, *args: str) -> list[dict]:
+    return json.loads(doctor(root, "--json", *args).stdout)["findings"]
+
+
+def kinds(root: Path, *args: str) -> list[tuple[str, str, bool]]:
+    return [(f["kind"], f["subject"], f["fixed"]) for f in findings(root, *args)]
+
+
+def untouched(root: Path) -> tuple[str, str]:
+    """What --fix must never change: the commits and the user's view of the work tree."""
+    return git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")
+
+
+def test_a_healthy_repository_is_ok(repo):
+    assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
+    assert json.loads(doctor(repo, "--json", code=0).stdout) == {
+        "healthy": True,
+        "construct_running": None,
+        "findings": [],
+    }
+
+
+def test_a_lock_whose_holder_was_killed_is_stale_until_fix_empties_it(repo):
+    ralph = Ralph(repo)
+    ralph("task", "add", '{"id": "t-a", "name": "A"}')
+    assert (repo / LOCK_NAME).read_text() == ""  # a command that let go leaves a file naming nobody
+    pid = killed_holder(repo, "plan")
+    assert (repo / LOCK_NAME).read_text().startswith(f"pid {pid}, since ")
+
+    out = doctor(repo, code=1).stdout
+    assert out.startswith(f"{LOCK_NAME}: stale lock: pid {pid}, since ")
+    assert out.endswith(": ended without letting go (it blocks nothing); --fix empties it\n")
+    before = untouched(repo)
+    assert kinds(repo, "--fix") == [("stale_lock", LOCK_NAME, True)]
+    assert (repo / LOCK_NAME).read_text() == ""
+    assert untouched(repo) == before
+    assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
+
+    killed_holder(repo, "plan")
+    ralph("task", "done", "t-a")  # a stale lock blocks nothing: the kernel let go of it, and the
+    assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"  # next holder's file is its own
+
+
+def test_a_lock_held_by_a_live_process_is_not_stale(repo):
+    process = holder(repo, "plan")
+    try:
+        assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_killed_construct_lock_is_stale_and_a_live_one_makes_fix_refuse(repo, tmp_path):
+    pid = killed_holder(repo, "construct")
+    assert kinds(repo) == [("stale_lock", f".git/{CONSTRUCT_LOCK_NAME}", False)]
+    path = leftover_worktree(repo, tmp_path, "verify-t-a")
+    process = holder(repo, "construct")
+    try:
+        out = doctor(repo, code=0).stdout  # the run's worktrees are its own: nothing else to say
+        assert out == f"ralph construct is running (pid {process.pid}, since {out.split('since ')[1]}"
+        assert out.endswith("): its worktrees and branches are its own\nok: nothing to repair\n")
+        refused = doctor(repo, "--fix", code=1)
+        assert refused.stdout == ""
+        assert refused.stderr.startswith(
+            f"ralph: a ralph construct run is active in this repository (pid {process.pid}, since "
+        )
+        assert refused.stderr.endswith("nothing was changed; run 'ralph doctor --fix' after it ends\n")
+        assert refused.stderr.count("\n") == 1
+        assert path.is_dir()
+    finally:
+        process.kill()
+        process.wait()
+    assert pid != process.pid
+    assert ("worktree", str(path), True) in kinds(repo, "--fix")
+    assert not path.exists() and not path.parent.exists()
+
+
+def test_a_construct_run_in_another_worktree_of_the_repository_counts(repo, tmp_path):
+    """Its construct lock is in that worktree's git directory; its worktrees are in the same list."""
+    other = tmp_path / "mine"
+    git(repo, "worktree", "add", "-q", "--detach", str(other), "HEAD")
+    lock_file = Path(git(other, "rev-parse", "--absolute-git-dir").strip()) / CONSTRUCT_LOCK_NAME
+    code = (
+        "import sys, time; from pathlib import Path; from ralph.store.lock import exclusive_run\n"
+        "with exclusive_run(Path(sys.argv[1]), 'ralph construct'):\n"
+        "    print('locked', flush=True); time.sleep(120)\n"
+    )
+    running = subprocess.Popen(
+        [sys.executable, "-c", code, str(lock_file)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert running.stdout.readline() == "locked\n"
+        assert "a ralph construct run is active" in doctor(repo, "--fix", code=1).stderr
+    finally:
+        running.kill()
+        running.wait()
+
+
+def test_leftover_temp_files_are_removed_under_the_plan_lock(repo):
+    dead = killed_holder(repo, "plan")  # a pid that no longer runs
+    (repo / f".plan.jsonl.{dead}.tmp").write_text("half a plan")
+    (repo / ".plan.jsonl.notapid.tmp").write_text("not ralph's")
+    found = kinds(repo)
+    assert ("temp_file", f".plan.jsonl.{dead}.tmp", False) in found
+    assert all(subject != ".plan.jsonl.notapid.tmp" for _, subject, _ in found)
+    doctor(repo, "--fix", code=0)
+    assert not (repo / f".plan.jsonl.{dead}.tmp").exists()
+    assert (repo / ".plan.jsonl.notapid.tmp").exists()
+
+
+def test_a_temp_file_of_a_write_under_way_is_not_reported(repo):
+    writer = holder(repo, "plan")  # holds the plan lock, as a writer does while its temp file exists
+    try:
+        (repo / f".plan.jsonl.{writer.pid}.tmp").write_text("being written")
+        assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
+    finally:
+        writer.kill()
+        writer.wait()
+    assert ("temp_file", f".plan.jsonl.{writer.pid}.tmp", False) in kinds(repo)
+
+
+def test_a_missing_merge_driver_registration_is_set_in_config_only(repo):
+    git(repo, "config", "--remove-section", "merge.ralph")
+    assert kinds(repo) == [("merge_driver", ".gitattributes", False)]
+    before = untouched(repo)
+    assert kinds(repo, "--fix") == [("merge_driver", ".gitattributes", True)]
+    assert git(repo, "config", "merge.ralph.driver").endswith(" -m ralph merge-driver %O %A %B %P\n")
+    assert untouched(repo) == before
+
+
+def test_leftover_worktrees_go_and_their_uncommitted_work_is_kept_as_a_patch(repo, tmp_path):
+    detached = leftover_worktree(repo, tmp_path, "verify-t-a")
+    build = leftover_worktree(repo, tmp_path, "build-t-b", branch="ralph/t-b")
+    (build / "half.py").write_text("print('half done')\n")
+    (build / "README").write_text("changed by the agent\n")
+    gone = leftover_worktree(repo, tmp_path, "verify-t-c")
+    subprocess.run(["rm", "-rf", str(gone.parent)], check=True)
+    mine = tmp_path / "ralph-mine"  # the user's own, named ralph-something: never ralph's to remove
+    git(repo, "worktree", "add", "-q", "-b", "ralph/mine", str(mine), "HEAD")
+    before = untouched(repo)
+
+    assert kinds(repo) == [
+        ("worktree", str(build), False),
+        ("worktree", str(detached), False),
+        ("worktree", str(gone), False),
+    ]
+    assert kinds(repo, "--fix") == [
+        ("worktree", str(build), True),
+        ("worktree", str(detached), True),
+        ("worktree", str(gone), True),
+        ("branch", "ralph/t-b", True),  # merged (it has nothing HEAD lacks) and in no worktree now
+    ]
+
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert str(mine) in listed and "ralph-verify" not in listed and "ralph-build" not in listed
+    assert not any(tmp_path.glob("ralph-*-k1ll3d"))
+    patch = repo / "build" / "ralph-logs" / "doctor" / "ralph-build-t-b.patch"
+    assert "+print('half done')" in patch.read_text() and "+changed by the agent" in patch.read_text()
+    assert git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/") == "ralph/mine\n"
+    assert untouched(repo) == before  # the patch is under build/ralph-logs/, which git ignores
+    assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
+
+
+def test_a_branch_with_unmerged_commits_is_kept_unless_forced(repo, tmp_path):
+    build = leftover_worktree(repo, tmp_path, "build-t-b", branch="ralph/t-b")
+    (build / "feature.py").write_text("done\n")
+    git(build, "add", "feature.py")
+    git(build, "commit", "-qm", "ralph(build): t-b Feature")
+    commit = git(repo, "rev-parse", "ralph/t-b").strip()
+    git(repo, "branch", "ralph/t-old", "HEAD")  # merged: goes
+
+    result = doctor(repo, "--fix", code=1)  # what is kept needs a person: not healthy
+    assert result.stdout.splitlines()[-2:] == [
+        "ralph/t-b: a branch of a ralph run with 1 commit(s) not merged into main;"
+        " --fix keeps it (merge it, or --force deletes it)",
+        "ralph/t-old: a branch of a ralph run, merged and in no worktree; fixed (--fix deletes it)",
+    ]
+    assert git(repo, "rev-parse", "ralph/t-b").strip() == commit
+    doctor(repo, code=1)
+
+    forced = doctor(repo, "--fix", "--force", code=0).stdout
+    assert forced == (
+        "ralph/t-b: a branch of a ralph run with 1 commit(s) not merged into main;"
+        f" fixed (--fix deletes it (--force; 'git branch ralph/t-b {commit}' restores it))\n"
+    )
+    assert git(repo, "branch", "--list", "ralph/*") == ""
+    git(repo, "branch", "ralph/t-b", commit)  # as the line says: nothing is lost
+
+
+def test_force_needs_fix(repo):
+    result = doctor(repo, "--force", code=2)
+    assert result.stderr.startswith("ralph: --force goes with --fix (see ")
+
+
+@pytest.mark.parametrize("which", ["plan", "construct"])
+def test_a_lock_let_go_names_nobody(repo, which):
+    process = holder(repo, which)
+    process.terminate()  # SIGTERM's default action: killed, the with-block never left
+    process.wait()
+    path = repo / LOCK_NAME if which == "plan" else repo / ".git" / CONSTRUCT_LOCK_NAME
+    assert path.read_text().startswith(f"pid {process.pid}")  # killed by a signal: stale
+    code = (
+        f"import sys; from pathlib import Path; root = Path(sys.argv[1]); {HOLD[which]}\n"
+        "with hold(where):\n    pass\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(repo)], check=True)
+    assert path.read_text() == ""

@@ -1,0 +1,122 @@
+"""ralph.store.integrate: a build's branch merged into HEAD as one commit, code through git's
+merge and plan.jsonl by record, or nothing changed at all when something conflicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ralph.ops import tasks
+from ralph.plan.loader import load
+from ralph.store.git import Repo
+from ralph.store.integrate import integrate
+from tests.conftest import git
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def setup(repo: Path, tmp_path: Path):
+    """Two tasks committed, `shared.txt` committed, and a worktree on branch ralph/b from HEAD."""
+    (repo / "shared.txt").write_text("one\ntwo\nthree\n")
+    git(repo, "add", "shared.txt")
+    git(repo, "commit", "-qm", "shared")
+    first, second = (record["id"] for record in tasks.add(repo, [{"name": "First"}, {"name": "Second"}]))
+    tree = tmp_path / "wt"
+    Repo(repo).add_branch_worktree(tree, "ralph/b", head(repo))
+    return repo, tree, first, second, (repo / "plan.jsonl").read_bytes()
+
+
+def done_in(root: Path, task_id: str) -> None:
+    tasks.done(root, task_id)
+
+
+def statuses(data: bytes) -> dict[str, str]:
+    doc = load(data)
+    return {
+        line.record["id"]: line.record.get("s", "p")
+        for line in doc.lines
+        if line.record and line.record["t"] == "task"
+    }
+
+
+def test_code_and_plan_merge_into_one_commit_with_the_loops_own_changes(setup):
+    repo, tree, first, second, base = setup
+    (tree / "new.txt").write_text("built\n")
+    done_in(tree, second)  # commits plan.jsonl on the branch
+    git(tree, "add", "new.txt")
+    git(tree, "commit", "-qm", "ralph(build): second")
+    (repo / "shared.txt").write_text("ONE\ntwo\nthree\n")  # meanwhile on the loop's branch
+    git(repo, "commit", "-qam", "other work")
+    done_in(repo, first)  # a plan change of the loop's, committed
+    before = head(repo)
+
+    merged = integrate(Repo(repo), head(tree), base, "ralph(build): second Second")
+
+    assert merged.conflicts == [] and merged.commit == head(repo)
+    assert git(repo, "rev-parse", "HEAD^").strip() == before
+    assert git(repo, "log", "-1", "--format=%s").strip() == "ralph(build): second Second"
+    assert (repo / "new.txt").read_text() == "built\n"
+    assert (repo / "shared.txt").read_text() == "ONE\ntwo\nthree\n"
+    assert statuses((repo / "plan.jsonl").read_bytes()) == {first: "d", second: "d"}
+    assert git(repo, "status", "--porcelain").strip() == ""
+
+
+def test_uncommitted_plan_changes_of_the_loop_are_kept_and_committed(setup):
+    repo, tree, first, second, base = setup
+    done_in(tree, second)
+    from ralph.store import transaction
+
+    with transaction.transaction(repo, commit=False) as change:  # written, not committed
+        change.plan.update_state(stage="BUILD")
+    merged = integrate(Repo(repo), head(tree), base, "ralph(build): second")
+    assert merged.commit
+    committed = git(repo, "show", "HEAD:plan.jsonl")
+    assert '"stage":"BUILD"' in committed.replace(" ", "") and statuses(committed.encode())[second] == "d"
+    assert git(repo, "status", "--porcelain").strip() == ""
+
+
+def test_a_code_conflict_changes_nothing_and_names_the_file(setup):
+    repo, tree, first, second, base = setup
+    (tree / "shared.txt").write_text("uno\ntwo\nthree\n")
+    git(tree, "commit", "-qam", "branch edit")
+    (repo / "shared.txt").write_text("ONE\ntwo\nthree\n")
+    git(repo, "commit", "-qam", "main edit")
+    with_state = (repo / "plan.jsonl").read_bytes() + b""
+    before, files = head(repo), git(repo, "status", "--porcelain")
+
+    merged = integrate(Repo(repo), head(tree), base, "ralph(build): x")
+
+    assert merged.commit is None and merged.conflicts == ["shared.txt"]
+    assert head(repo) == before and git(repo, "status", "--porcelain") == files
+    assert (repo / "shared.txt").read_text() == "ONE\ntwo\nthree\n"
+    assert (repo / "plan.jsonl").read_bytes() == with_state
+    assert not (repo / ".git" / "MERGE_HEAD").exists()
+
+
+def test_a_users_uncommitted_edit_in_the_way_is_a_conflict_and_stays(setup):
+    repo, tree, first, second, base = setup
+    (tree / "shared.txt").write_text("uno\ntwo\nthree\n")
+    git(tree, "commit", "-qam", "branch edit")
+    (repo / "shared.txt").write_text("the user's edit\n")  # not committed
+    merged = integrate(Repo(repo), head(tree), base, "ralph(build): x")
+    assert merged.conflicts == ["shared.txt"] and merged.commit is None
+    assert (repo / "shared.txt").read_text() == "the user's edit\n"
+
+
+def test_plan_changes_that_conflict_are_a_conflict(setup):
+    repo, tree, first, second, base = setup
+    done_in(tree, first)
+    tasks.delete(repo, first)  # deleted on one side, changed on the other: the rules' conflict
+    merged = integrate(Repo(repo), head(tree), base, "ralph(build): x")
+    assert merged.conflicts == ["plan.jsonl"] and merged.commit is None
+
+
+def test_a_branch_with_nothing_new_merges_nothing(setup):
+    repo, tree, _, _, base = setup
+    before = head(repo)
+    assert integrate(Repo(repo), head(tree), base, "x").commit is None
+    assert head(repo) == before
