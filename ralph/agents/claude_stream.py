@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import json
 
-from ralph.agents.events import Event, ResultEvent, SessionEvent, TextEvent, ToolEvent, UsageEvent
+from ralph.agents.events import (
+    Event,
+    ResultEvent,
+    SessionEvent,
+    TextEvent,
+    ToolEvent,
+    ToolResultEvent,
+    UsageEvent,
+)
 from ralph.agents.limits import classify
 
 
@@ -28,6 +36,8 @@ def parse_stream_json(line: str) -> list[Event]:
         return [SessionEvent(event.get("session_id"), event.get("model"))]
     if kind == "assistant":
         return _assistant(event.get("message") or {})
+    if kind == "user":  # the tools' results, sent back to the model
+        return _tool_results(event.get("message") or {})
     if kind == "result":
         result = _result(event)
         if not result.is_error:
@@ -49,6 +59,27 @@ def _assistant(message: dict) -> list[Event]:
     if usage:
         events.append(_tokens(usage))
     return events
+
+
+def _tool_results(message: dict) -> list[Event]:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [
+        ToolResultEvent(_block_text(block.get("content")), bool(block.get("is_error")))
+        for block in blocks
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
+
+
+def _block_text(content: object) -> str:
+    """A tool result's content: a string, or a list of blocks of which the text ones count."""
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return "" if content is None else str(content)
 
 
 def _tokens(usage: dict) -> UsageEvent:

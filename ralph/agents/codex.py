@@ -7,7 +7,16 @@ Codex has no final result event, so a run succeeded when it exits 0 without `tur
 from __future__ import annotations
 
 from ralph.agents.base import CliAdapter, Invocation, json_object
-from ralph.agents.events import ErrorEvent, Event, ResultEvent, SessionEvent, TextEvent, ToolEvent, UsageEvent
+from ralph.agents.events import (
+    ErrorEvent,
+    Event,
+    ResultEvent,
+    SessionEvent,
+    TextEvent,
+    ToolEvent,
+    ToolResultEvent,
+    UsageEvent,
+)
 from ralph.agents.limits import classify
 
 
@@ -58,6 +67,8 @@ def _item(item: dict) -> list[Event]:
     if kind == "agent_message":
         return [TextEvent(item.get("text", ""))]
     if kind == "command_execution":
-        return [ToolEvent("shell", item.get("command"), item.get("exit_code"))]
+        exit_code = item.get("exit_code")
+        output = ToolResultEvent(str(item.get("aggregated_output") or ""), exit_code not in (0, None))
+        return [ToolEvent("shell", item.get("command"), exit_code), output]
     # An `error` item ("Model metadata ... not found") is harmless with a custom provider: log only.
     return []

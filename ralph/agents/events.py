@@ -19,9 +19,10 @@ class SessionEvent:
 
 @dataclass(frozen=True, slots=True)
 class TextEvent:
-    """Text the model wrote."""
+    """Text the model wrote; `delta` when it continues the previous text (a streamed piece)."""
 
     text: str
+    delta: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,14 @@ class ToolEvent:
     name: str | None
     input: object = None
     exit_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent:
+    """What a tool call gave back (its output, as the CLI reports it), for the readable transcript."""
+
+    output: str
+    is_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,5 +96,13 @@ class FailureEvent:
 
 
 Event = (
-    SessionEvent | TextEvent | ToolEvent | UsageEvent | CostEvent | ErrorEvent | ResultEvent | FailureEvent
+    SessionEvent
+    | TextEvent
+    | ToolEvent
+    | ToolResultEvent
+    | UsageEvent
+    | CostEvent
+    | ErrorEvent
+    | ResultEvent
+    | FailureEvent
 )

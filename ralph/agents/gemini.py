@@ -9,7 +9,16 @@ stream. Checked against Gemini CLI 0.61 (tests/data/streams/gemini-real*.jsonl).
 from __future__ import annotations
 
 from ralph.agents.base import CliAdapter, Invocation, json_object
-from ralph.agents.events import ErrorEvent, Event, ResultEvent, SessionEvent, TextEvent, ToolEvent, UsageEvent
+from ralph.agents.events import (
+    ErrorEvent,
+    Event,
+    ResultEvent,
+    SessionEvent,
+    TextEvent,
+    ToolEvent,
+    ToolResultEvent,
+    UsageEvent,
+)
 from ralph.agents.limits import classify
 
 
@@ -34,9 +43,13 @@ class GeminiAdapter(CliAdapter):
         if kind == "init":
             return [SessionEvent(event.get("session_id"), event.get("model"))]
         if kind == "message" and event.get("role") == "assistant":
-            return [TextEvent(event.get("content", ""))]
+            return [TextEvent(event.get("content", ""), delta=bool(event.get("delta")))]
         if kind == "tool_use":
             return [ToolEvent(event.get("tool_name"), event.get("parameters"))]
+        if kind == "tool_result":
+            error = event.get("error")
+            output = event.get("output") or (error.get("message") if isinstance(error, dict) else error)
+            return [ToolResultEvent(str(output or ""), event.get("status") not in (None, "success"))]
         if kind == "error":
             return [ErrorEvent(event.get("message", ""))]
         if kind == "result":

@@ -18,6 +18,7 @@ from ralph.agents.events import (
     SessionEvent,
     TextEvent,
     ToolEvent,
+    ToolResultEvent,
     UsageEvent,
 )
 from ralph.agents.limits import classify, retry_after_header
@@ -58,7 +59,11 @@ class OpencodeAdapter(CliAdapter):
         elif kind == "text":
             events.append(TextEvent(part.get("text", "")))
         elif kind == "tool_use":
-            events.append(ToolEvent(part.get("tool"), (part.get("state") or {}).get("input")))
+            state = part.get("state") or {}
+            events.append(ToolEvent(part.get("tool"), state.get("input")))
+            if "output" in state or state.get("error"):
+                failed = state.get("status") == "error"
+                events.append(ToolResultEvent(str(state.get("output") or state.get("error") or ""), failed))
         elif kind == "error":
             error = event.get("error") or {}
             data = error.get("data") if isinstance(error.get("data"), dict) else {}

@@ -146,6 +146,27 @@ def plan_command(ctx, spec, **flags):
     _run(ctx, spec, flags, plan_only=True)
 
 
+@click.command("watch")
+@click.option("--once", is_flag=True, help="Print one snapshot and exit (for scripts and tests).")
+@click.pass_context
+def watch(ctx, once):
+    """Follow the running construct from another terminal.
+
+    Shows what its console shows, read from the journal and the agents' transcripts: the clock,
+    each running agent (stage, task, name, time, log), the last gate result, tokens and cost, and
+    the agents' last actions. Exits when the run ends. Exit codes: 0 when the run was followed to
+    its end (or with --once, after the snapshot), 1 at once when no run is active."""
+    import sys
+
+    from ralph.loop.watch import watch as follow
+
+    try:
+        code = follow(root_of(ctx), sys.stdout, once=once, err=sys.stderr)
+    except KeyboardInterrupt:
+        code = 130
+    ctx.exit(code)
+
+
 @click.command("agents")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of text.")
 def agents(as_json):

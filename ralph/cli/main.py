@@ -16,6 +16,7 @@ LAZY_COMMANDS = {
     "construct": "ralph.cli.construct:construct",
     "plan": "ralph.cli.construct:plan_command",
     "agents": "ralph.cli.construct:agents",
+    "watch": "ralph.cli.construct:watch",
 }
 
 

@@ -123,7 +123,10 @@ def schema(as_json: bool) -> None:
 @json_option
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """A short summary: stage, counts by status, the next task."""
+    """A short summary: the run, stage, task counts, the next task.
+
+    The run line says whether `ralph construct` is running here (pid, since when, its agents)
+    or how the last run ended."""
     from ralph.ops import reads
 
     root = root_of(ctx)
@@ -136,6 +139,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 def _print_status(summary: dict) -> None:
+    from ralph.ops.runs import describe
+
+    click.echo(printable(describe(summary["run"])))
     spec = f" ({printable(summary['spec'])})" if summary["spec"] else ""
     click.echo(f"stage {summary['stage']}, iteration {summary['iteration']}{spec}")
     click.echo(

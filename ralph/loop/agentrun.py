@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ralph.agents.base import Adapter, RunTracker
 from ralph.agents.events import UsageEvent
+from ralph.agents.transcript import Transcript, transcript_path
 from ralph.errors import RalphError
 from ralph.loop import prompts
 from ralph.loop.console import Console
@@ -141,10 +142,11 @@ class AgentRunner:
         compacted: str | None = None,
         cwd: Path | None = None,
         worker: int | None = None,
+        name: str | None = None,
     ) -> AgentResult:
         """One agent run, in the repository or in the checkout `cwd`. Only BUILD may be
         compacted; `compacted` (a compacted-context block) makes this run a continuation that
-        opens with it."""
+        opens with it. `name` (the task's name, the issue's text) is for people watching."""
         log_path = self.new_log(stage, item)
         prompt_file = log_path.with_suffix(".prompt.md")
         root = cwd or self.root
@@ -167,8 +169,14 @@ class AgentRunner:
             stage, item, iteration, log_path, may_compact=stage == "BUILD", after=bool(compacted)
         )
 
+        transcript = Transcript(
+            transcript_path(log_path), f"{stage} {item or self.settings.spec}: {relative_log.name}"
+        )
+
         def monitor(line: str) -> str | None:
-            for event in self.adapter.parse_line(line):
+            events = self.adapter.parse_line(line)
+            transcript.add(line, events)
+            for event in events:
                 tracker.add(event)
                 if isinstance(event, UsageEvent):
                     reason = pressure.check(tracker.usage)
@@ -177,8 +185,16 @@ class AgentRunner:
             return None
 
         span = self.journal.span(
-            "agent", stage=stage, item=item, iteration=iteration, log=str(relative_log), worker=worker
+            "agent",
+            stage=stage,
+            item=item,
+            name=name,
+            iteration=iteration,
+            log=str(relative_log),
+            worker=worker,
         )
+        run_id = str(relative_log)  # unique per run: several run at once
+        self.console.start_run(run_id, stage, item, name, str(relative_log))
         try:
             result = self.supervisor.run(
                 invocation.argv,
@@ -191,10 +207,14 @@ class AgentRunner:
             )
         except ChildNotFound as exc:
             span.end(error=str(exc))
+            self.console.end_run(run_id, "could not start")
             raise AgentUnavailable(f"the agent cannot start: {exc}") from None
         except BaseException as exc:  # Ctrl-C, a stop signal or the time budget: the span still closes
             span.end(stop_reason="budget" if isinstance(exc, BudgetSpent) else "interrupted")
+            self.console.end_run(run_id, "stopped")
             raise
+        finally:
+            transcript.close()
         if tracker.ignored:
             self.journal.event("usage_ignored", stage=stage, item=item, values=tracker.ignored[:20])
         span.end(
@@ -203,7 +223,9 @@ class AgentRunner:
             is_error=tracker.reported_error or None,
             tokens=tracker.usage.to_dict() if tracker.usage.total else None,
         )
-        return AgentResult(result, tracker, relative_log, pressure)
+        done = AgentResult(result, tracker, relative_log, pressure)
+        self.console.end_run(run_id, done.describe())
+        return done
 
     def _pressure(
         self, stage: str, item: str | None, iteration: int, log_path: Path, may_compact: bool, after: bool

@@ -9,6 +9,7 @@ committed together with their code once ralph has checked the work (the gate aft
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -38,7 +39,7 @@ from ralph.loop.workspace import (
     Workspace,
 )
 from ralph.ops.settings import Settings
-from ralph.plan.records import IssueView, Stage, TaskView
+from ralph.plan.records import IssueView, KillReason, Stage, TaskView
 from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
@@ -110,6 +111,12 @@ class Loop:
     # --- the loop -----------------------------------------------------------------------------
     def run(self, plan_only: bool = False) -> Report:
         try:
+            return self._run(plan_only)
+        finally:  # the live region goes whatever ended the run (an error is printed after it)
+            self.console.close()
+
+    def _run(self, plan_only: bool) -> Report:
+        try:
             self.runner.require_program()
         except AgentUnavailable as exc:
             return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
@@ -123,7 +130,6 @@ class Loop:
                 self.hooks.close()  # inside: the run_ended hooks are children that Ctrl-C stops
             except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
                 return self._report(Outcome.INTERRUPTED, "interrupted", 128 + signal_number(exc))
-        self.console.close()
         return self._report(outcome, message, exit_code)
 
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:
@@ -367,9 +373,43 @@ def _issue_line(issue: IssueView) -> str:
 
 
 def _remaining_line(task: TaskView) -> str:
-    why = task.why_not_done
+    why = why_left(task)
     state = str(task.status.name).lower()
-    return f"{task.id} {state}: {task.name}" + (f" ({why.splitlines()[0][:100]})" if why else "")
+    return f"{task.id} {state}: {task.name}" + (f" ({why})" if why else "")
+
+
+_FULL_OUTPUT = re.compile(r"\(full output: ([^)\s]+)\)")
+
+
+def why_left(task: TaskView) -> str:
+    """Why a task is left, in words a person acts on, with the log to read: not only a kill code
+    such as `doom_loop`."""
+    record = task.record
+    if record.get("blocked_reason"):
+        return _first(record["blocked_reason"], 200)
+    failure = record.get("gate_failure") or ""
+    found = _FULL_OUTPUT.search(failure)
+    failure_log = found.group(1) if found else None
+    last = _first(_FULL_OUTPUT.sub("", failure), 120)
+    if task.kill_reason:
+        words = _first(record.get("reject_reason") or str(task.kill_reason), 120)
+        doom = task.kill_reason is KillReason.DOOM_LOOP  # BUILD (or VERIFY) kept failing it
+        attempts = f" after {task.attempts} attempts" if doom and task.attempts else ""
+        said = f"; the last failure: {last}" if last and doom else ""
+        log = task.kill_log or failure_log
+        return f"set aside for DECOMPOSE{attempts}: {words}{said}" + (f"; log {log}" if log else "")
+    if record.get("reject_reason"):
+        return f"VERIFY rejected it: {_first(record['reject_reason'], 160)}"
+    if failure:
+        tried = f"build {task.attempts} failed" if task.attempts else "the last build failed"
+        return f"{tried}: {last}" + (f"; log {failure_log}" if failure_log else "")
+    return _first(task.why_not_done, 200)
+
+
+def _first(text: str, limit: int) -> str:
+    """The first non-empty line of `text`, at most `limit` characters."""
+    line = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _no_plan(planned: StageReport) -> str:

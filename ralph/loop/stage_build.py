@@ -203,8 +203,8 @@ class BuildStage:
         )
         settings = self.ws.settings
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
-        span.end(ok=gate.ok)
-        self.ws.console.event(f"gate for {task['id']}: {'passed' if gate.ok else 'FAILED'}")
+        span.end(ok=gate.ok, summary=None if gate.ok else gate.summary.strip()[:600])
+        self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
         if not gate.ok:
             return _for_history(gate.summary, self.ws.rel(log))
         refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
@@ -232,8 +232,9 @@ class BuildStage:
         span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.ws.rel(log)))
         timeout = self.ws.settings.gate_timeout_s
         result = run_gate(self.ws.runner.supervisor, [str(hook)], self.ws.root, log, timeout)
-        span.end(ok=result.ok)
-        self.ws.console.event(f"pre-commit hook for {task_id}: {'passed' if result.ok else 'REFUSED'}")
+        span.end(ok=result.ok, summary=None if result.ok else result.summary.strip()[:600])
+        relative = str(self.ws.rel(log))
+        self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
         if result.ok:
             return None
         return _for_history(f"the pre-commit hook refused the build:\n{result.summary}", self.ws.rel(log))
@@ -244,9 +245,10 @@ class BuildStage:
         with self.ws.change_plan() as change:
             task = change.plan.record_build(task_id, files, usage.total, usage.cost_usd)
         commit = self.ws.commit(f"ralph(build): {task_id} {task['name']}")
-        if commit and not self.ws.in_worktree:  # in a worktree, merging it makes the loop's commit
+        if commit:
             report.commits.append(commit)
-            with self.ws.change_plan() as change:  # goes in with the loop's next commit
+        if commit and not self.ws.in_worktree:  # in a worktree, its copy on the loop's branch is
+            with self.ws.change_plan() as change:  # recorded once merged; goes in with the next commit
                 change.plan.record_build_commit(task_id, commit)
 
     def _record_failure(self, task_id: str, failure: str, result: AgentResult) -> int:
@@ -342,10 +344,12 @@ class ParallelBuilds:
                 span.end(merged=False)
                 raise
             merged = self.ws.merge_build(checkout)
+            built = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
+            report.commits = list(merged.commits.values())
             if merged.conflicts:
                 self._conflict(task_id, checkout, merged.conflicts, report)
-            elif merged.commit:
-                self._merged(task_id, merged.commit, report)
+            elif built:
+                self._merged(task_id, built[-1])
         span.end(merged=bool(merged.commit), conflicts=merged.conflicts or None)
         return report
 
@@ -363,13 +367,10 @@ class ParallelBuilds:
             ws.set_aside(log)
             self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
 
-    def _merged(self, task_id: str, commit: str, report: StageReport) -> None:
-        plan = self.ws.read_plan()
-        task = plan.find_task(task_id)
-        if task is not None and is_done(task) and "files" in task:  # built, not only recorded
-            with self.ws.change_plan() as change:  # goes in with the loop's next commit
-                change.plan.record_build_commit(task_id, commit)
-        report.commits.append(commit)
+    def _merged(self, task_id: str, commit: str) -> None:
+        """The build's commit, as merged, is recorded on the task (with the loop's next commit)."""
+        with self.ws.change_plan() as change:
+            change.plan.record_build_commit(task_id, commit)
         self.ws.journal.event("build_merged", item=task_id, commit=commit)
 
     def _conflict(self, task_id: str, checkout, files: list[str], report: StageReport) -> None:

@@ -110,7 +110,7 @@ class Workspace:
             settings.limit_backoff_s,
             deadline.at,
             journal,
-            console.event,
+            console.limit_wait,
             runner.supervisor,
             runner.adapter.auth_hint,
         )
@@ -193,14 +193,13 @@ class Workspace:
         if over:
             raise CostSpent(over)
         self.set_state(stage=str(stage))
-        what = f"{stage} {item or self.settings.spec}"
         self.console.status(iteration, stage, item or "")
-        self.console.event(f"{what}: agent started")
         before, old_plan = self.snapshot(), self.read_plan()
         cwd = cwd or (self.root if self.in_worktree else None)
+        name = _name_of(old_plan, item)
         self.spending.start()
         try:
-            result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd)
+            result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name)
         except BaseException:
             self.spending.stopped()
             raise
@@ -212,18 +211,23 @@ class Workspace:
         cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
         self.spending.add(str(stage), item, usage.total, cost)
         self.console.status(iteration, stage, item or "", self.tokens)
-        self.console.event(f"{what}: agent {result.describe()} ({result.run.duration_s:.1f}s)")
+        self.console.spent(self.tokens, self.spending.cost_usd)
+        self.journal.event("spent", tokens=self.tokens, cost_usd=round(self.spending.cost_usd, 6))
         return result
 
-    def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd) -> AgentResult:
-        result = self.runner.run(stage, iteration, item, values, compacted, cwd, self.worker)
+    def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
+        result = self.runner.run(
+            stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
+        )
         waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
         while not result.ok and not result.run.stop_reason:
             if not self.limits.should_retry(result.tracker.failure, waits, str(stage), item):
                 break
             waits += 1
             self.add_tokens(result.tracker.usage.total)
-            result = self.runner.run(stage, iteration, item, values, compacted, cwd, self.worker)
+            result = self.runner.run(
+                stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
+            )
         return result
 
     def snapshot(self) -> Snapshot:
@@ -348,16 +352,12 @@ class Workspace:
             shutil.rmtree(folder, ignore_errors=True)
 
     def merge_build(self, checkout: BuildCheckout) -> Integration:
-        """The build's branch into the loop's branch, as one commit named after its last one."""
+        """The build branch's commits onto the loop's branch, a copy of each in order."""
         tip = checkout.ws.repo.head()
         if tip is None or tip == checkout.start:
             return Integration()
-        subjects = checkout.ws.repo.git("log", "--format=%s", f"{checkout.start}..{tip}").splitlines()
-        message = subjects[0]
-        if len(subjects) > 1:
-            message += f"\n\nBuilt on {checkout.branch}:\n" + "\n".join(f"- {s}" for s in reversed(subjects))
         with deferred_signals():  # the work tree moves in one step or not at all
-            return integrate(self.repo, tip, checkout.plan_base, message)
+            return integrate(self.repo, checkout.start, tip, checkout.plan_base)
 
     def plan_bytes(self) -> bytes:
         return (self.root / PLAN_FILE).read_bytes()
@@ -399,3 +399,14 @@ class Workspace:
         if head_plan is not None and current != head_plan:
             keep_as.write_bytes(current)
             transaction.restore_plan(self.root, head_plan)
+
+
+def _name_of(plan: Plan, item: str | None) -> str | None:
+    """The task's name or the issue's text, for people watching the run."""
+    if not item:
+        return None
+    task = plan.find_task(item)
+    if task is not None:
+        return task.get("name")
+    issue = next((issue for issue in plan.issues() if issue.get("id") == item), None)
+    return issue.get("text") if issue else None

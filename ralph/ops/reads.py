@@ -21,7 +21,10 @@ def status(root: Path) -> dict:
         for issue in issues
         if issue.get("keep_open")
     ]
+    from ralph.ops.runs import run_status
+
     return {
+        "run": run_status(root),  # a construct running now, or how the last one ended
         "stage": plan.stage(),
         "iteration": plan.iteration(),
         "spec": plan.state().get("spec"),

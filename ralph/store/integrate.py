@@ -1,5 +1,5 @@
-"""Bringing a build's branch into the loop's branch: code and plan.jsonl together, in one commit,
-without ever leaving the work tree in the middle of a merge.
+"""Bringing a build's branch into the loop's branch: code and plan.jsonl together, commit by
+commit, without ever leaving the work tree in the middle of a merge.
 
 The merge is computed away from the work tree (`git merge-tree` for the code, ralph's own merge
 by record for plan.jsonl), then the work tree is moved from HEAD to the result in one step
@@ -21,40 +21,66 @@ from ralph.store.reader import PLAN_NAME, plan_path
 
 @dataclass
 class Integration:
-    commit: str | None = None  # the new commit on the loop's branch; None: nothing merged
+    commit: str | None = None  # the loop's branch's new head; None: nothing merged
     conflicts: list[str] = field(default_factory=list)  # paths that would not merge
+    commits: dict[str, str] = field(default_factory=dict)  # each branch commit -> its copy
 
 
-def integrate(repo: Repo, tip: str, plan_base: bytes, message: str) -> Integration:
-    """Merge commit `tip` (a build's branch) into HEAD as one commit with `message`.
+def integrate(repo: Repo, start: str, tip: str, plan_base: bytes) -> Integration:
+    """Bring the commits `start..tip` (a build's branch) onto HEAD, one copy each, in order, as
+    `git cherry-pick` would: the history keeps every attempt the branch recorded.
 
     `plan_base` is plan.jsonl as the branch started from (the loop's copy when the build began,
-    committed or not): each side's changes to the plan are measured from it. Paths the user has
-    changed in the work tree are never overwritten: touching one is a conflict.
+    committed or not): the branch's first commit's plan changes are measured from it. Paths the
+    user has changed in the work tree are never overwritten: touching one is a conflict.
     """
     root = repo.root
     with plan_lock(root):
         head = repo.head()
-        if head is None or repo.git("merge-base", head, tip).strip() == tip:
+        branch = repo.git("rev-list", "--reverse", f"{start}..{tip}").split()
+        if head is None or not branch:
             return Integration()
         ours_plan = plan_path(root).read_bytes()
-        theirs_plan = repo.file_at(tip, PLAN_NAME) or b""
-        tree, conflicts = _merge_code(repo, head, tip)
-        merged = merge_bytes(plan_base, ours_plan, theirs_plan, PLAN_NAME)
+        copied = _copy_commits(repo, head, branch, plan_base, ours_plan)
+        if copied.conflicts:
+            return copied
+        in_the_way = _dirty_in_the_way(repo, head, copied.commit)
+        if in_the_way:
+            return Integration(conflicts=in_the_way)
+        subject = repo.git("log", "-1", "--format=%s", copied.commit).strip() or "ralph"
+        _move_work_tree(repo, root, head, copied.commit, ours_plan, subject)
+        return copied
+
+
+def _copy_commits(
+    repo: Repo, head: str, branch: list[str], plan_base: bytes, ours_plan: bytes
+) -> Integration:
+    """The copies, made in git's object store only: nothing moves until all of them merged."""
+    parent, previous, current = head, plan_base, ours_plan
+    copies: dict[str, str] = {}
+    for commit in branch:
+        theirs = repo.file_at(commit, PLAN_NAME) or b""
+        merged = merge_bytes(previous, current, theirs, PLAN_NAME)
         if merged.conflicts:
-            conflicts.append(PLAN_NAME)
-        conflicts += _dirty_in_the_way(repo, head, tree)
+            return Integration(conflicts=[PLAN_NAME])
+        tree, conflicts = _merge_code(repo, parent, commit) if _changes_code(repo, commit) else (parent, [])
         if conflicts:
-            return Integration(conflicts=sorted(set(conflicts)))
-        commit = repo.commit_tree(repo.tree_with_file(tree, PLAN_NAME, merged.data), head, message)
-        _move_work_tree(repo, root, head, commit, ours_plan, message.splitlines()[0] if message else "ralph")
-        return Integration(commit=commit)
+            return Integration(conflicts=conflicts)
+        message = repo.git("log", "-1", "--format=%B", commit)
+        parent = repo.commit_tree(repo.tree_with_file(tree, PLAN_NAME, merged.data), parent, message)
+        copies[commit], previous, current = parent, theirs, merged.data
+    return Integration(commit=parent, commits=copies)
 
 
-def _merge_code(repo: Repo, head: str, tip: str) -> tuple[str, list[str]]:
-    # plan.jsonl is merged by record below; its text merge here is only thrown away (a driver
+def _changes_code(repo: Repo, commit: str) -> bool:
+    changed = repo.git("diff-tree", "-r", "-z", "--name-only", "--root", commit).split("\0")
+    return bool(set(changed) - {"", PLAN_NAME, commit})
+
+
+def _merge_code(repo: Repo, ours: str, theirs: str) -> tuple[str, list[str]]:
+    # plan.jsonl is merged by record above; its text merge here is only thrown away (a driver
     # that does nothing saves starting `ralph merge-driver` for it).
-    tree, conflicts = repo.merge_tree(head, tip, plan_driver="true")
+    tree, conflicts = repo.merge_tree(ours, theirs, plan_driver="true")
     return tree, [path for path in conflicts if path != PLAN_NAME]
 
 

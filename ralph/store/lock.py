@@ -89,7 +89,7 @@ def exclusive_run(path: Path, what: str) -> Iterator[None]:
 def _holder_text() -> str:
     import time
 
-    return f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}"
+    return f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}"
 
 
 def _write_holder(path: Path, text: str | None = None) -> None:

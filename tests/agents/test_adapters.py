@@ -23,6 +23,7 @@ from ralph.agents.events import (
     SessionEvent,
     TextEvent,
     ToolEvent,
+    ToolResultEvent,
     UsageEvent,
 )
 from ralph.loop.pressure import Pressure
@@ -161,7 +162,7 @@ def token_totals(usage) -> tuple[int, int, int, int]:
     return (usage.input_tokens, usage.output_tokens, usage.cache_creation_tokens, usage.cache_read_tokens)
 
 
-CHAT = {SessionEvent, TextEvent, ToolEvent}
+CHAT = {SessionEvent, TextEvent, ToolEvent, ToolResultEvent}
 FAILED = {SessionEvent, ErrorEvent, ResultEvent, FailureEvent}
 
 # Every fixture with the event types its adapter reads from it and the tracker's token totals

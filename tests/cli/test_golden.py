@@ -99,6 +99,7 @@ def test_cli_output(golden: GoldenTestFixture, request: pytest.FixtureRequest):
     if golden.get("plan") is not None:
         (root / "plan.jsonl").write_text(golden["plan"], encoding="utf-8")
     for name, text in (golden.get("files") or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)  # build/ralph-logs/events.jsonl
         (root / name).write_text(text, encoding="utf-8")
     steps = golden.get("setup") or []
     explicit: set[str] = set()

@@ -12,8 +12,9 @@ import pytest
 from ralph.cli.main import cli
 from ralph.text import SCHEMA_VERSION
 
-# Commands whose output is not data: a script, git's merge driver (writes a file), an HTML page.
-NOT_DATA = {"completion", "merge-driver", "report"}
+# Commands whose output is not data: a script, git's merge driver (writes a file), an HTML page, a
+# live view for a person (its data is build/ralph-logs/events.jsonl).
+NOT_DATA = {"completion", "merge-driver", "report", "watch"}
 
 # Each data command's arguments; {issue} and {question} are ids made by the setup.
 LOOP = ["--agent", "command", "--agent-cmd", "true", "--allow-dirty"]

@@ -114,7 +114,7 @@ def test_names_and_texts_are_shown_escaped_and_json_stays_exact(ralph):
 
     assert one_line(ralph("task", "list").stdout) == f"{task_id}  pending  {HOSTILE_SHOWN}"
     status = ralph("status").stdout.splitlines(keepends=True)
-    assert len(status) == 4
+    assert len(status) == 5 and status[0] == "run: not running (no run yet)\n"
     for line in status:
         assert_safe(line)
     assert status[-1] == f"next: {task_id} {HOSTILE_SHOWN}\n"

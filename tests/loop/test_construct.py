@@ -77,9 +77,8 @@ def construct(
         return in_process(argv[3:], env)
     if not wait:
         kwargs.setdefault("preexec_fn", default_signals)
-        running = subprocess.Popen(
-            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
-        )
+        kwargs = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kwargs}  # or a terminal's
+        running = subprocess.Popen(argv, env=env, text=True, **kwargs)
         _started.append(running)
         return running
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, **kwargs)

@@ -175,7 +175,10 @@ def test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_o
     patch = (project / aside["kill_log"]).with_suffix(".patch").read_text()
     assert f"work-{hangs}.txt" in patch and "plan.jsonl" not in patch  # the build, still in the code
     assert f"{hangs} VERIFY stopped (timeout), set aside for DECOMPOSE" in done.stdout
-    assert f"{hangs} pending: Never checked [hang] (timeout)" in done.stdout
+    assert (  # why, in words, and the log to read
+        f"{hangs} pending: Never checked [hang] (set aside for DECOMPOSE: VERIFY was stopped 1 times"
+        f" (timeout); split it into tasks one run can check; log {aside['kill_log']})"
+    ) in done.stdout
     assert_clean(project)
 
 

@@ -26,8 +26,9 @@ def setup(repo: Path, tmp_path: Path):
     git(repo, "commit", "-qm", "shared")
     first, second = (record["id"] for record in tasks.add(repo, [{"name": "First"}, {"name": "Second"}]))
     tree = tmp_path / "wt"
-    Repo(repo).add_branch_worktree(tree, "ralph/b", head(repo))
-    return repo, tree, first, second, (repo / "plan.jsonl").read_bytes()
+    start = head(repo)
+    Repo(repo).add_branch_worktree(tree, "ralph/b", start)
+    return repo, tree, first, second, (repo / "plan.jsonl").read_bytes(), start
 
 
 def done_in(root: Path, task_id: str) -> None:
@@ -44,7 +45,7 @@ def statuses(data: bytes) -> dict[str, str]:
 
 
 def test_code_and_plan_merge_into_one_commit_with_the_loops_own_changes(setup):
-    repo, tree, first, second, base = setup
+    repo, tree, first, second, base, start = setup
     (tree / "new.txt").write_text("built\n")
     done_in(tree, second)  # commits plan.jsonl on the branch
     git(tree, "add", "new.txt")
@@ -54,11 +55,17 @@ def test_code_and_plan_merge_into_one_commit_with_the_loops_own_changes(setup):
     done_in(repo, first)  # a plan change of the loop's, committed
     before = head(repo)
 
-    merged = integrate(Repo(repo), head(tree), base, "ralph(build): second Second")
+    merged = integrate(Repo(repo), start, head(tree), base)
 
     assert merged.conflicts == [] and merged.commit == head(repo)
-    assert git(repo, "rev-parse", "HEAD^").strip() == before
-    assert git(repo, "log", "-1", "--format=%s").strip() == "ralph(build): second Second"
+    # a copy of each branch commit, in order, on top of what was there
+    assert git(repo, "rev-parse", "HEAD~2").strip() == before
+    assert git(repo, "log", "-2", "--format=%s").splitlines() == [
+        "ralph(build): second",
+        git(tree, "log", "-1", "--format=%s", "HEAD~1").strip(),
+    ]
+    assert sorted(merged.commits) == sorted(git(tree, "rev-list", f"{start}..HEAD").split())
+    assert merged.commits[head(tree)] == head(repo)
     assert (repo / "new.txt").read_text() == "built\n"
     assert (repo / "shared.txt").read_text() == "ONE\ntwo\nthree\n"
     assert statuses((repo / "plan.jsonl").read_bytes()) == {first: "d", second: "d"}
@@ -66,13 +73,13 @@ def test_code_and_plan_merge_into_one_commit_with_the_loops_own_changes(setup):
 
 
 def test_uncommitted_plan_changes_of_the_loop_are_kept_and_committed(setup):
-    repo, tree, first, second, base = setup
+    repo, tree, first, second, base, start = setup
     done_in(tree, second)
     from ralph.store import transaction
 
     with transaction.transaction(repo, commit=False) as change:  # written, not committed
         change.plan.update_state(stage="BUILD")
-    merged = integrate(Repo(repo), head(tree), base, "ralph(build): second")
+    merged = integrate(Repo(repo), start, head(tree), base)
     assert merged.commit
     committed = git(repo, "show", "HEAD:plan.jsonl")
     assert '"stage":"BUILD"' in committed.replace(" ", "") and statuses(committed.encode())[second] == "d"
@@ -80,7 +87,7 @@ def test_uncommitted_plan_changes_of_the_loop_are_kept_and_committed(setup):
 
 
 def test_a_code_conflict_changes_nothing_and_names_the_file(setup):
-    repo, tree, first, second, base = setup
+    repo, tree, first, second, base, start = setup
     (tree / "shared.txt").write_text("uno\ntwo\nthree\n")
     git(tree, "commit", "-qam", "branch edit")
     (repo / "shared.txt").write_text("ONE\ntwo\nthree\n")
@@ -88,7 +95,7 @@ def test_a_code_conflict_changes_nothing_and_names_the_file(setup):
     with_state = (repo / "plan.jsonl").read_bytes() + b""
     before, files = head(repo), git(repo, "status", "--porcelain")
 
-    merged = integrate(Repo(repo), head(tree), base, "ralph(build): x")
+    merged = integrate(Repo(repo), start, head(tree), base)
 
     assert merged.commit is None and merged.conflicts == ["shared.txt"]
     assert head(repo) == before and git(repo, "status", "--porcelain") == files
@@ -98,25 +105,25 @@ def test_a_code_conflict_changes_nothing_and_names_the_file(setup):
 
 
 def test_a_users_uncommitted_edit_in_the_way_is_a_conflict_and_stays(setup):
-    repo, tree, first, second, base = setup
+    repo, tree, first, second, base, start = setup
     (tree / "shared.txt").write_text("uno\ntwo\nthree\n")
     git(tree, "commit", "-qam", "branch edit")
     (repo / "shared.txt").write_text("the user's edit\n")  # not committed
-    merged = integrate(Repo(repo), head(tree), base, "ralph(build): x")
+    merged = integrate(Repo(repo), start, head(tree), base)
     assert merged.conflicts == ["shared.txt"] and merged.commit is None
     assert (repo / "shared.txt").read_text() == "the user's edit\n"
 
 
 def test_plan_changes_that_conflict_are_a_conflict(setup):
-    repo, tree, first, second, base = setup
+    repo, tree, first, second, base, start = setup
     done_in(tree, first)
     tasks.delete(repo, first)  # deleted on one side, changed on the other: the rules' conflict
-    merged = integrate(Repo(repo), head(tree), base, "ralph(build): x")
+    merged = integrate(Repo(repo), start, head(tree), base)
     assert merged.conflicts == ["plan.jsonl"] and merged.commit is None
 
 
 def test_a_branch_with_nothing_new_merges_nothing(setup):
-    repo, tree, _, _, base = setup
+    repo, tree, _, _, base, start = setup
     before = head(repo)
-    assert integrate(Repo(repo), head(tree), base, "x").commit is None
+    assert integrate(Repo(repo), start, head(tree), base).commit is None
     assert head(repo) == before

@@ -1,0 +1,261 @@
+"""Watching a construct run: the live console on a real terminal (a pseudo-terminal), `ralph
+status` and `ralph watch` from another terminal while a real run works, and the transcripts
+beside the agents' logs. The agent is the suite's scripted fake agent, held in BUILD until the
+test lets it go."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import select
+import shlex
+import signal
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+from tests.loop.test_construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
+
+# BUILD says what it does (a Claude Code tool call), then waits for the file `go` beside the fake
+# agent's state (or for ralph to go away), then acts as the fake agent.
+HELD_AGENT = f"""import os, pathlib, runpy, sys, time
+kit = {str(FAKE_AGENT.parent)!r}
+sys.path.insert(0, kit)
+parent = os.getppid()
+if os.environ["RALPH_STAGE"] == "BUILD":
+    print('{{"type": "assistant", "message": {{"content": [{{"type": "tool_use", "name": "Bash",'
+          ' "input": {{"command": "make work"}}}}]}}}}', flush=True)
+    go = pathlib.Path(os.environ["FAKE_AGENT_STATE"]) / "go"
+    while not go.exists() and os.getppid() == parent:
+        time.sleep(0.05)
+sys.argv = [{str(FAKE_AGENT)!r}]
+runpy.run_path({str(FAKE_AGENT)!r}, run_name="__main__")
+"""
+
+
+@pytest.fixture
+def held(repo: Path) -> Path:
+    with_app_spec(repo, "# App\n\n- Parse input\n")
+    (repo.parent / "held_agent.py").write_text(HELD_AGENT)
+    return repo
+
+
+def held_agent(root: Path) -> str:
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(root.parent / 'held_agent.py'))}"
+
+
+def building(root: Path) -> Path:
+    """The transcript of the BUILD run, once it shows the agent's first action."""
+    found: list[Path] = []
+
+    def started() -> bool:
+        found[:] = [
+            path
+            for path in (root / "build" / "ralph-logs").glob("ralph-*-build-t-*.transcript.md")
+            if "-> Bash: make work" in path.read_text()
+        ]
+        return bool(found)
+
+    wait_for(started, "the BUILD agent started")
+    return found[0]
+
+
+def ralph_out(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(root), *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def let_go(root: Path) -> None:
+    (root.parent / "agent-state").mkdir(exist_ok=True)
+    (root.parent / "agent-state" / "go").write_text("")
+
+
+def test_status_and_watch_follow_a_running_construct_to_its_end(held: Path):
+    running = construct(held, agent=held_agent(held), wait=False)
+    transcript = building(held)
+    task_id = transcript.name.split("-build-")[1].removesuffix(".transcript.md")
+
+    status = ralph_out(held, "status")
+    first = status.stdout.splitlines()[0]
+    assert first.startswith(f"run: active (pid {running.pid} since ") and " UTC), iteration 1: " in first
+    assert first.endswith(f"BUILD {task_id} Parse input"), first
+
+    once = ralph_out(held, "watch", "--once")
+    assert once.returncode == 0, once.stderr
+    lines = once.stdout.splitlines()
+    assert lines[0].startswith("ralph ") and "iteration 1" in lines[0] and "tokens" in lines[0]
+    assert any(line.startswith(f"  BUILD       {task_id} Parse input · ") for line in lines), lines
+    assert f"  {task_id}: -> Bash: make work" in lines  # the agent's last action
+
+    watch = [sys.executable, "-m", "ralph", "-C", str(held), "watch"]
+    follower = subprocess.Popen(watch, stdout=subprocess.PIPE, text=True)
+    on_terminal = terminal(watch)
+    wait_for(lambda: on_terminal.seen().count("\033[J") >= 2, "ralph watch redraws on a terminal")
+    let_go(held)
+    out, _ = running.communicate(timeout=300)
+    watched, _ = follower.communicate(timeout=120)
+    assert running.returncode == 0, out
+    assert follower.returncode == 0 and watched.splitlines()[-1].startswith(
+        "ralph watch: the run ended COMPLETE at "
+    )
+    drawn = on_terminal.finish()
+    assert f"{task_id} Parse input" in drawn and "ralph watch: the run ended COMPLETE at " in drawn
+    assert ralph_out(held, "status").stdout.startswith("run: not running; the last ended COMPLETE at ")
+    gone = ralph_out(held, "watch")
+    assert gone.returncode == 1 and gone.stdout == ""
+    assert gone.stderr.startswith("ralph watch: no run is active; the last ended COMPLETE at ")
+    # Every agent log has its readable transcript beside it.
+    logs = [e["log"] for e in events(held) if e["event"] == "agent_begin"]
+    assert len(logs) >= 3 and all((held / log.replace(".log", ".transcript.md")).is_file() for log in logs)
+
+
+def test_a_killed_run_reads_as_not_running(held: Path):
+    running = construct(held, agent=held_agent(held), wait=False)
+    building(held)
+    running.send_signal(signal.SIGKILL)
+    running.communicate(timeout=60)
+    assert (held / ".git" / "ralph-construct.lock").read_text().startswith(f"pid {running.pid}, since ")
+    status = ralph_out(held, "status").stdout.splitlines()[0]
+    assert status.startswith("run: not running; the last stopped without finishing (killed?)"), status
+    assert ralph_out(held, "watch", "--once").returncode == 1
+
+
+class Terminal:
+    """A pseudo-terminal of 40 rows and 200 columns, and what was written on it."""
+
+    def __init__(self):
+        self.leader, self.follower = pty.openpty()
+        fcntl.ioctl(self.follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+        os.set_blocking(self.leader, False)
+        self.chunks: list[bytes] = []
+        self.closed = False
+
+    def started(self, running: subprocess.Popen) -> Terminal:
+        self.running = running
+        os.close(self.follower)  # the child holds its own copy: EOF comes when it ends
+        return self
+
+    def seen(self) -> str:
+        """What was written so far (reading what is waiting)."""
+        while not self.closed and select.select([self.leader], [], [], 0.05)[0]:
+            try:
+                chunk = os.read(self.leader, 65536)
+            except BlockingIOError:
+                break
+            except OSError:  # EIO: the terminal's last writer is gone
+                chunk = b""
+            self.closed = not chunk
+            self.chunks.append(chunk)
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+    def finish(self) -> str:
+        """Everything, once the program ended."""
+        wait_for(lambda: self.seen() is not None and self.closed, "the program on the terminal ended", 300)
+        self.running.wait(timeout=60)
+        os.close(self.leader)
+        return self.seen()
+
+
+def terminal(argv: list[str]) -> Terminal:
+    screen = Terminal()
+    tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
+    return screen.started(subprocess.Popen(argv, **tty))
+
+
+def run_on_a_terminal(root: Path, agent: str, env: dict) -> str:
+    """`ralph construct` with its output on a pseudo-terminal; all it wrote there."""
+    screen = Terminal()
+    tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
+    return screen.started(construct(root, agent=agent, wait=False, env=env, **tty)).finish()
+
+
+@pytest.mark.parametrize("no_color", [False, True])
+def test_the_console_draws_a_live_region_on_a_real_terminal(repo: Path, no_color: bool):
+    with_app_spec(repo, "# App\n\n- Parse input [gate-fails-once]\n")
+    env = {"NO_COLOR": "1"} if no_color else {"NO_COLOR": ""}
+    shown = run_on_a_terminal(repo, "", env)
+    task_id = next(e["item"] for e in events(repo) if e["event"] == "agent_begin" and e["stage"] == "BUILD")
+    assert "\033[J" in shown  # the region is redrawn in place
+    plain = shown.replace("\033[1m", "").replace("\033[2m", "").replace("\033[0m", "").replace("\033[31m", "")
+    assert f"  BUILD       {task_id} Parse input [gate-fails-once] · 0:0" in plain  # a running agent
+    assert f"  last gate {task_id}: FAILED build/ralph-logs/" in plain and "    FAILED: " in plain
+    assert f"gate for {task_id}: FAILED, log build/ralph-logs/ralph-" in plain
+    assert "ralph: COMPLETE" in plain
+    assert ("\033[31m" in shown) is not no_color and ("\033[1m" in shown) is not no_color
+
+
+def test_the_final_report_says_in_words_why_each_task_is_left(project_with_tasks):
+    root, task_id = project_with_tasks
+    done = construct(root, "--max-iterations", "1")
+    assert done.returncode == 3, done.stdout + done.stderr
+    left = done.stdout.split("left (1):\n")[1].splitlines()[0]
+    assert left == (
+        f"  {task_id} pending: Picky [reject-always]"
+        " (VERIFY rejected it: the fake verifier rejects the first build)"
+    )
+
+
+@pytest.fixture
+def project_with_tasks(repo: Path):
+    from tests.loop.test_construct import add_tasks
+
+    with_app_spec(repo, "# App\n\n- Picky\n")
+    (task_id,) = add_tasks(repo, "Picky [reject-always]")
+    return repo, task_id
+
+
+def test_a_task_set_aside_is_explained_with_its_last_failure_and_log():
+    from ralph.loop.construct import why_left
+    from ralph.plan.records import TaskView
+
+    killed = TaskView(
+        {
+            "id": "t-aaaaaa", "name": "Hard", "s": "p", "attempts": 3, "kill_reason": "doom_loop",
+            "reject_reason": "the build kept failing; split it into smaller tasks",
+            "kill_log": "build/ralph-logs/b.log",
+            "gate_failure": "FAILED: a.txt\nmore\n(full output: build/ralph-logs/g.log)",
+        }
+    )  # fmt: skip
+    assert why_left(killed) == (
+        "set aside for DECOMPOSE after 3 attempts: the build kept failing; split it into smaller"
+        " tasks; the last failure: FAILED: a.txt; log build/ralph-logs/b.log"
+    )
+    failed = TaskView(
+        {"id": "t-b", "name": "B", "s": "p", "attempts": 1, "gate_failure": "boom\n(full output: g.log)"}
+    )
+    assert why_left(failed) == "build 1 failed: boom; log g.log"
+
+
+def test_a_run_not_yet_begun_is_not_mixed_up_with_the_last_one(repo: Path):
+    """The lock is held (by this process, as a run starting now would) while the journal's latest
+    run is an older one, killed mid-build: the status shows none of the old run's agents."""
+    import fcntl
+    import json
+
+    from ralph.ops import runs
+
+    journal = repo / "build" / "ralph-logs" / "events.jsonl"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    old = [
+        {"ts": "2026-01-01T12:00:00.000+00:00", "event": "construct_begin"},
+        {"ts": "2026-01-01T12:00:01.000+00:00", "event": "iteration_begin", "iteration": 7},
+        {"ts": "2026-01-01T12:00:02.000+00:00", "event": "agent_begin", "stage": "BUILD", "item": "t-old"},
+    ]
+    journal.write_text("".join(json.dumps(event) + "\n" for event in old))
+    with open(repo / ".git" / "ralph-construct.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write(f"pid {os.getpid()}, since 2026-11-23 13:00:00 UTC")
+        lock.flush()
+        status = runs.run_status(repo)
+        assert status["active"] and status["pid"] == os.getpid() and status["agents"] == []
+        assert runs.describe(status) == f"run: active (pid {os.getpid()} since 2026-11-23 13:00:00 UTC)"
+        lock.seek(0)
+        lock.write(f"pid {os.getpid()}, since 2026-01-01 12:00:00 UTC")  # the journal's run is this one
+        lock.flush()
+        assert runs.describe(runs.run_status(repo)).endswith("iteration 7: BUILD t-old")
