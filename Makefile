@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_parallel_build.py
 	$(PY) bench/bench_merge.py
 	$(PY) bench/bench_log.py
+	$(PY) bench/bench_remote.py
 
 ## demo: ralph on an example in a temporary git repository; no model account needed
 demo: $(STAMP)

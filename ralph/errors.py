@@ -8,6 +8,7 @@ EXIT_REFUSED = 1  # a valid request the plan cannot honour (unknown id, nothing 
 EXIT_INVALID = 2  # invalid input: bad JSON, a malformed plan.jsonl, bad usage
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in ralph; the traceback goes to a file
 EXIT_BUSY = 75  # EX_TEMPFAIL: the plan lock stayed taken; trying again may work
+EXIT_REMOTE = 11  # the shared git remote could not be reached, or refused a push (not a lost race)
 
 
 class RalphError(Exception):
@@ -44,6 +45,21 @@ class Busy(RalphError):
 
 class GitError(RalphError):
     exit_code = EXIT_REFUSED
+
+
+class RemoteError(GitError):
+    """The shared git remote failed us after the retries: unreachable, or it refused for a reason
+    other than another runner's push (permissions, a hook)."""
+
+    exit_code = EXIT_REMOTE
+
+
+class RemoteOffline(RemoteError):
+    """The remote could not be reached (no network, no such path or host, no credentials)."""
+
+
+class RemoteRejected(RemoteError):
+    """The remote refused a push for a reason other than a lost race: permissions, a hook."""
 
 
 class Problem:

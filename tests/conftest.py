@@ -175,3 +175,33 @@ def ralph_process(root: Path, *args: str, **kwargs) -> subprocess.CompletedProce
         env={**os.environ},
         **kwargs,
     )
+
+
+class Shared:
+    """One bare repository (the remote every runner shares) seeded from a `repo`, and its clones,
+    each with `ralph init` done (git does not clone the merge driver's registration)."""
+
+    def __init__(self, seed: Path, base: Path):
+        self.seed, self.base = seed, base
+        self.origin = base / "origin.git"
+        git(base, "init", "-q", "--bare", str(self.origin))
+        git(seed, "remote", "add", "origin", str(self.origin))
+        git(seed, "push", "-q", "origin", "main")
+
+    def clone(self, name: str) -> Path:
+        path = self.base / name
+        git(self.base, "clone", "-q", str(self.origin), str(path))
+        from ralph.ops import initialize
+
+        initialize.init(path)
+        return path
+
+    def plan_on_origin(self) -> bytes:
+        return subprocess.run(
+            ["git", "cat-file", "blob", "main:plan.jsonl"], cwd=self.origin, check=True, capture_output=True
+        ).stdout
+
+
+@pytest.fixture
+def shared(repo: Path, tmp_path: Path) -> Shared:
+    return Shared(repo, tmp_path)

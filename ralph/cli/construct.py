@@ -124,6 +124,19 @@ def _budget_options(command):
     help="Print what the next iteration would run (agent and gate argv, prompt sizes, budget);"
     " run, write and commit nothing.",
 )
+@click.option(
+    "--remote",
+    metavar="NAME",
+    help="Share the work with runners on other machines through this git remote: claim each task"
+    " by a pushed plan commit, push each build (see docs/many-machines.md).",
+)
+@click.option("--runner", metavar="NAME", help="This runner's name in its claims. [default: host-pid]")
+@click.option(
+    "--claim-ttl",
+    "claim_ttl_s",
+    type=Duration(),
+    help="Age after which another runner's claim may be taken over. [default: 30m]",
+)
 @click.pass_context
 def construct(ctx, spec, dry_run, **flags):
     """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented (default: the spec
@@ -132,8 +145,9 @@ def construct(ctx, spec, dry_run, **flags):
     Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no
     progress possible), 6 agent unavailable, 7 the agent could not log in, 8 a rate or usage
     limit lifts later than max_wait_ms allows, 9 waiting for answers to questions (`ralph
-    questions`), 10 money budget spent, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by
-    SIGHUP (run again to resume). Rate and usage limits and overloaded servers are waited out.
+    questions`), 10 money budget spent, 11 the --remote is unreachable or refused a push, 130
+    interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run again to resume). Rate and usage
+    limits and overloaded servers are waited out.
     """
     _run(ctx, spec, flags, plan_only=False, dry_run=dry_run)
 

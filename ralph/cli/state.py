@@ -121,21 +121,75 @@ def schema(as_json: bool) -> None:
 
 @click.command()
 @json_option
+@click.option(
+    "--remote",
+    metavar="[NAME]",
+    is_flag=False,
+    flag_value="origin",
+    default=None,
+    help="Fetch the remote runners share (default origin) and list its live and stale claims.",
+)
 @click.pass_context
-def status(ctx: click.Context, as_json: bool) -> None:
+def status(ctx: click.Context, as_json: bool, remote: str | None) -> None:
     """A short summary: the run, stage, task counts, the next task.
 
     The run line says whether `ralph construct` is running here (pid, since when, its agents)
-    or how the last run ended."""
+    or how the last run ended. With --remote: the claims of the runners sharing that remote
+    (runner, task, since when), live or stale."""
     from ralph.ops import reads
 
     root = root_of(ctx)
+    if remote is not None:
+        _remote_status(root, remote, as_json)
+        return
     summary = reads.status(root)
     if as_json:
         emit(summary)
     else:
         _print_status(summary)
     _warn_if_driver_unregistered(root)
+
+
+def _remote_status(root: Path, name: str, as_json: bool) -> None:
+    from ralph.ops import claims
+    from ralph.store.git import Repo
+    from ralph.store.remote import Remote
+
+    found = claims.remote_claims(root, Remote(Repo(root), name, retries=2))
+    if as_json:
+        emit(found)
+        return
+    where = f"{found['remote']}/{found['branch']}"
+    if found["head"] is None:
+        click.echo(f"{printable(where)}: no such branch yet (nothing pushed)")
+        return
+    live = [claim for claim in found["claims"] if not claim["stale"]]
+    stale = [claim for claim in found["claims"] if claim["stale"]]
+    ttl = _minutes(found["claim_ttl_s"])
+    click.echo(f"{printable(where)}: {len(live)} live claim(s), {len(stale)} stale (claim_ttl {ttl})")
+    for title, rows in (
+        ("live", live),
+        (f"stale (older than {ttl}: another runner may take them over)", stale),
+    ):
+        if rows:
+            click.echo(f"{title}:")
+        for claim in rows:
+            age = "age unknown" if claim["age_s"] is None else f"{_minutes(claim['age_s'])} ago"
+            click.echo(
+                f"  {claim['task']} {printable(claim['name'][:60])}: {printable(claim['runner'])}"
+                f" since {printable(str(claim['since']))} ({age})"
+            )
+
+
+def _minutes(seconds: float) -> str:
+    """A claim's age or the TTL, in the largest whole unit that reads well."""
+    if seconds < 120:
+        return f"{max(0, int(seconds))}s"
+    if seconds < 2 * 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 2 * 86400:
+        return f"{int(seconds // 3600)} h"
+    return f"{int(seconds // 86400)} days"
 
 
 def _print_status(summary: dict) -> None:

@@ -9,13 +9,14 @@ committed together with their code once ralph has checked the work (the gate aft
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from ralph.agents import make_adapter
-from ralph.errors import InvalidInput, PlanInvalid, Refused
+from ralph.errors import InvalidInput, PlanInvalid, Refused, RemoteError
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.gate import gate_problem
@@ -69,6 +70,7 @@ class Outcome(Enum):
     AGENT_LIMITED = 8  # a rate or usage limit lifts later than max_wait allows
     WAITING = 9  # what is left waits for a person's answers to questions (`ralph answer`)
     MAX_COST = 10  # the next run would pass the money budget
+    REMOTE = 11  # the git remote runners share is unreachable, or refused a push (errors.EXIT_REMOTE)
     INTERRUPTED = 130
 
 
@@ -150,6 +152,8 @@ class Loop:
                 )
         except AgentUnavailable as exc:
             outcome, message = Outcome.AGENT_UNAVAILABLE, str(exc)
+        except RemoteError as exc:  # the shared remote is unreachable or refuses: one line, exit 11
+            outcome, message = Outcome.REMOTE, str(exc)
         except (AgentAuthFailed, LimitTooLong) as exc:
             outcome = Outcome.AGENT_AUTH if isinstance(exc, AgentAuthFailed) else Outcome.AGENT_LIMITED
             message = str(exc)
@@ -161,10 +165,28 @@ class Loop:
             signum = signal_number(exc)
             with deferred_signals():
                 self._on_interrupt(signum)
+                self._release_claims(quietly=True)
             return Outcome.INTERRUPTED, "interrupted; run `ralph construct` again to resume", 128 + signum
         with deferred_signals():  # the ending's commit is not cut in half by a late signal
             self._commit_loose_state(outcome)
+        try:
+            self._release_claims()
+        except RemoteError as exc:
+            return Outcome.REMOTE, str(exc), Outcome.REMOTE.value
         return outcome, message, outcome.value
+
+    def _release_claims(self, quietly: bool = False) -> None:
+        """With --remote: the claims the run still holds go back, and its commits are pushed.
+        Quietly (after an interrupt): once, errors ignored; the claims expire anyway."""
+        remote = getattr(self.ws, "remote", None) if self.ws else None
+        if remote is None:
+            return
+        if not quietly:
+            remote.release_all()
+            return
+        remote.remote.retries = 0
+        with contextlib.suppress(RemoteError):
+            remote.release_all()
 
     def _commit_loose_state(self, outcome: Outcome) -> None:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
@@ -264,6 +286,17 @@ class Loop:
             shown = ", ".join(sorted(dirty)[:5]) + (f" (+{len(dirty) - 5} more)" if len(dirty) > 5 else "")
             raise Refused(f"uncommitted changes: {shown}; commit or stash them, or pass --allow-dirty")
         ws.user_dirty = frozenset(dirty)
+        if self.settings.remote:  # runners on several machines: BUILD claims through the remote
+            from ralph.loop.remote import RemoteCoordinator
+
+            ws.remote = RemoteCoordinator(
+                self.root,
+                self.settings.spec,
+                self.settings.remote,
+                self.settings.runner,
+                self.settings.claim_ttl_s,
+                check=self.deadline.check,
+            )
         with ws.change_plan(commit=True) as change:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"

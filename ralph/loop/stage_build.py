@@ -37,7 +37,12 @@ class BuildStage:
     def run(self, iteration: int) -> StageReport:
         span = self.ws.journal.span("stage", stage="BUILD", iteration=iteration)
         report = StageReport(Stage.BUILD)
+        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
         while True:
+            if remote:
+                if not self._build_claimed(remote, iteration, report):
+                    break
+                continue
             ready = self._ready(set(), report)
             if not ready:
                 break
@@ -48,6 +53,21 @@ class BuildStage:
             report.items += 1
         span.end(tasks=report.items)
         return report
+
+    def _build_claimed(self, remote, iteration: int, report: StageReport) -> bool:
+        """Runners sharing a git remote build one task at a time, each claimed first (the claim's
+        push decides who builds it) and published after. False when none is left to claim."""
+        task_id = remote.before_build()
+        if task_id is None:
+            return False
+        plan = self.ws.read_plan()
+        if plan.rejections(task_id) >= self.ws.settings.max_attempts:
+            self._set_aside_rejected(plan, task_id, report)  # VERIFY keeps rejecting it: split it
+        else:
+            self._build_task(task_id, iteration, report)
+            report.items += 1
+        remote.after_build(task_id)
+        return True
 
     def _ready(self, running: set[str], report: StageReport) -> list[dict]:
         """The tasks to build next, in order, without those being built; a task VERIFY keeps

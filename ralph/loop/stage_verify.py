@@ -43,8 +43,10 @@ class VerifyStage:
         self.ws = ws
 
     def run(self, iteration: int) -> StageReport:
+        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
+        claimed = remote.before_verify(self.ws.settings.parallel) if remote else None
         plan = self.ws.read_plan()
-        done = [task for task in self.ws.tasks(plan) if task.done]
+        done = [task for task in self.ws.tasks(plan) if task.done and (claimed is None or task.id in claimed)]
         report = StageReport(Stage.VERIFY, items=len(done))
         if not done:
             return report
@@ -76,6 +78,8 @@ class VerifyStage:
         commit = self.ws.commit(f"ralph(verify): {summary}")
         report.commits += [commit] if commit else []
         self.ws.prioritize()
+        if remote:
+            remote.after_verify([task.id for task in done])
         span.end(**{kind.replace(" ", "_"): ids for kind, ids in verdicts.items() if ids})
         return report
 

@@ -14,18 +14,10 @@ import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from ralph.durations import parse_duration
 from ralph.errors import InvalidInput
+from ralph.plan.plan import DEFAULT_CLAIM_TTL_MS
 from ralph.plan.records import HookEvent
-
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from '300000' (milliseconds, as the config's timeout_ms), '90s', '5m', '1.5h'."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", str(text))
-    if not match or float(match.group(1)) <= 0:
-        raise InvalidInput(f"invalid duration {text!r}: use milliseconds or a unit, e.g. 300000, 90s, 5m")
-    return float(match.group(1)) * _UNITS[match.group(2) or "ms"]
 
 
 def split_command(text: str, what: str) -> tuple[str, ...]:
@@ -66,6 +58,9 @@ class Settings:
     prices: dict | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
     hooks: dict | None = None  # hook event -> command run on it (ralph/loop/hooks.py)
     hook_timeout_s: float = 10.0
+    remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
+    runner: str | None = None  # this runner's name in its claims (default host-pid)
+    claim_ttl_s: float | None = None  # a claim older than this may be taken over (default: the plan's)
 
     @classmethod
     def resolve(cls, spec: str, config: dict, flags: dict, user: dict | None = None) -> Settings:
@@ -133,6 +128,7 @@ CONFIG_KEYS: dict[str, Key] = {
     "parallel": Key("parallel", "count"),
     "max_cost_usd": Key("max_cost_usd", "number"),
     "max_wait_ms": Key("max_wait_s", "duration"),
+    "claim_ttl_ms": Key("claim_ttl_s", "duration"),
     "context_window": Key("context_window", "count"),
     "context_warn": Key("context_warn", "fraction"),
     "context_compact": Key("context_compact", "fraction"),
@@ -144,7 +140,8 @@ CONFIG_KEYS: dict[str, Key] = {
     "commit": Key(None, "flag"),
 }
 PLAN_ONLY = {"commit"}  # a choice about this repository's history, not a user's preference
-_DEFAULT_COMMIT = True  # the state commands' default (store.transaction reads the record itself)
+# Defaults the plan's own code applies, reading the record itself (shown by `ralph config list`).
+_PLAN_DEFAULTS = {"commit": True, "claim_ttl_ms": DEFAULT_CLAIM_TTL_MS}
 
 _DURATION = re.compile(r"(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)(ms|s|m|h)?")
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -279,8 +276,8 @@ def defaults() -> dict:
     """Each config key's default, as the key spells it (None: no default)."""
     values = {}
     for name, key in CONFIG_KEYS.items():
-        setting = getattr(DEFAULTS, key.setting) if key.setting else _DEFAULT_COMMIT
-        values[name] = config_value(name, setting)
+        setting = getattr(DEFAULTS, key.setting) if key.setting else None
+        values[name] = _PLAN_DEFAULTS.get(name) if setting is None else config_value(name, setting)
     return values
 
 

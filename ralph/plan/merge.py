@@ -31,10 +31,15 @@ from ralph.plan.loader import parse_lines
 from ralph.plan.validate import record_problems
 
 BY_ID = ("task", "issue")
-UNION_FACTS = ("accept", "reject")  # never removed by ralph: a side without one has not seen it yet
+UNION_FACTS = (
+    "accept",
+    "reject",
+    "takeover",
+)  # never removed by ralph: a side without one has not seen it yet
 STATUS_ORDER = {"p": 0, "d": 1}  # forward only (accepted, the tombstone, is further); "b" merges with none
 COUNTERS = frozenset({"attempts", "tokens", "iteration"})
 ID_LISTS = frozenset({"deps"})
+CLAIM = ("claimed_by", "claimed_at")  # merged as one value: who holds the task, since when
 
 _MISSING = object()  # a field the record does not have
 _CONFLICT = object()
@@ -137,12 +142,22 @@ def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Co
     ours_pick: dict = {}
     theirs_pick: dict = {}
     conflicting = []
+    claim = _merge_claim(base, ours, theirs) if ours.get("t") == "task" else _MISSING
     for name in {**ours, **theirs}:  # ours' field order, then theirs' new fields
         b, o, t = base.get(name, _MISSING), ours.get(name, _MISSING), theirs.get(name, _MISSING)
+        if name in CLAIM and claim is not _MISSING:
+            if claim is _CONFLICT:
+                conflicting.append(name)
+                ours_pick[name], theirs_pick[name] = o, t
+            else:
+                ours_pick[name] = theirs_pick[name] = claim.get(name, _MISSING)
+            continue
         if _same(o, t) or _same(t, b):
             value = o
         elif _same(o, b):
             value = t
+        elif ours.get("t") == "state" and name == "stage":
+            value = o  # each runner's loop says where it is; the work tree merged into keeps its own
         else:
             value = _merge_field(name, b, o, t)
             if value is _CONFLICT:
@@ -157,6 +172,23 @@ def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Co
         reason = f"{what}: {fields} changed on both sides"
         return _Conflict(reason, what, serialize(ours_pick), serialize(theirs_pick))
     return Line(serialize(ours_pick), ours_pick, 0)
+
+
+def _merge_claim(base: dict, ours: dict, theirs: dict) -> dict | object:
+    """A task's claim (claimed_by with claimed_at), one value: changed on one side, that side's;
+    on both, a live claim wins over a release (a release frees only the claim it knew, not a newer
+    one), one runner's two claims give the later, and two runners' claims conflict: the runner
+    whose claim did not reach the remote first drops its own (ralph.ops.claims does)."""
+    b, o, t = ({key: side[key] for key in CLAIM if key in side} for side in (base, ours, theirs))
+    if _same(o, t) or _same(t, b):
+        return o
+    if _same(o, b):
+        return t
+    if not o.get("claimed_by") or not t.get("claimed_by"):
+        return o if o.get("claimed_by") else t
+    if o["claimed_by"] == t["claimed_by"]:
+        return max(o, t, key=lambda claim: str(claim.get("claimed_at", "")))
+    return _CONFLICT
 
 
 def _merge_field(name: str, base: object, ours: object, theirs: object) -> object:

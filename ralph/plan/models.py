@@ -105,6 +105,10 @@ class Task(Record):
     unknown_cost_runs: Annotated[int, Field(ge=0)] | None = Field(
         None, description="build attempts whose cost is unknown (no reported cost, no price for the model)"
     )
+    claimed_by: Text | None = Field(
+        None, description="the runner building it (runners sharing a git remote claim tasks by commit)"
+    )
+    claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
 
 
 class Issue(Record):
@@ -151,6 +155,17 @@ class Reject(Record):
     id: TaskId
     reason: str
     kill_reason: KillReason | None = None
+
+
+class Takeover(Record):
+    """A runner took over a task whose claim was older than claim_ttl: the claim it replaced."""
+
+    t: Literal["takeover"]
+    id: TaskId
+    by: Text = Field(description="the runner that took the task over")
+    at: Text = Field(description="when (UTC, ISO 8601)")
+    was_claimed_by: Text = Field(description="the runner whose claim expired")
+    was_claimed_at: str | None = Field(None, description="when that claim was made")
 
 
 class Spec(Record):
@@ -212,6 +227,9 @@ class Config(Record):
     max_wait_ms: Duration | None = Field(
         None, description="bound on one wait for a rate or usage limit (default 3600000)"
     )
+    claim_ttl_ms: Duration | None = Field(
+        None, description="age at which another runner may take a task's claim over (default 1800000)"
+    )
     agent: str | None = None
     agent_cmd: Command | None = Field(None, description="program (and arguments) of the agent, like gate")
     agent_args: Command | None = Field(None, description="extra arguments passed to the agent CLI, like gate")
@@ -256,6 +274,7 @@ RECORD_MODELS: dict[str, type[Record]] = {
     "issue": Issue,
     "accept": Accept,
     "reject": Reject,
+    "takeover": Takeover,
     "spec": Spec,
     "config": Config,
     "state": State,

@@ -3,6 +3,7 @@ transitions the `ralph` commands make. Pure: no files, no git, no printing."""
 
 from __future__ import annotations
 
+from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, PlanInvalid, Refused
 from ralph.plan import schedule
 from ralph.plan.document import Document, Line
@@ -187,6 +188,7 @@ class Plan:
         if waiting:
             raise Refused(f"task {task_id} is blocked by {', '.join(waiting)} (not done yet)")
         task["s"] = "d"
+        _drop_claim(task)  # built: the commit that says so frees it (VERIFY claims it anew)
         self.doc.rewrite(line)
         return task
 
@@ -236,6 +238,7 @@ class Plan:
         if not is_done(task) and not kill_reason:
             raise Refused(f"task {task['id']} is pending; only a done task can be rejected")
         task["s"] = "p"
+        _drop_claim(task)  # back in the pool for whichever runner comes next
         task["reject_reason"] = reason
         tombstone = {"t": "reject", "id": task["id"], "reason": reason}
         if kill_reason:
@@ -377,6 +380,7 @@ class Plan:
         line = self.task_line(task_id)
         line.record["s"] = "b"
         line.record["blocked_reason"] = reason
+        _drop_claim(line.record)
         self.doc.rewrite(line)
         return line.record
 
@@ -442,6 +446,55 @@ class Plan:
                 present.add(record["id"])
                 taken[f"{record['t']}s"].append(record["id"])
         return taken
+
+    # --- claims: runners sharing one git remote --------------------------------------------
+    def claim_ttl_s(self) -> float:
+        """Age in seconds at which a claim may be taken over (config claim_ttl_ms, default 30 min)."""
+        value = self.config().get("claim_ttl_ms", DEFAULT_CLAIM_TTL_MS)
+        return parse_duration(value) if isinstance(value, str) else value / 1000  # "30m" or ms
+
+    def claim(self, task_id: str, runner: str, now: str, ttl_s: float | None = None) -> dict:
+        """`runner` claims the task at `now` (UTC, ISO 8601): it builds it (a pending task) or
+        verifies it (a done one), no other runner does. Claiming one's own task again renews the
+        claim. Another runner's claim is refused unless it is older than the claim TTL: then it
+        is taken over, and a takeover record keeps the claim it replaced."""
+        require_text(runner, "the runner")
+        if not runner.strip():
+            raise InvalidInput("a claim needs a runner name")
+        line = self.task_line(task_id)
+        task = line.record
+        if is_blocked(task):  # pending: to build it; done: to verify it
+            raise Refused(f"task {task_id} is blocked; only a pending or done task is claimed")
+        holder = task.get("claimed_by")
+        if holder and holder != runner:
+            ttl = self.claim_ttl_s() if ttl_s is None else ttl_s
+            age = claim_age_s(task, now)
+            if age is not None and age < ttl:
+                raise Refused(f"task {task_id} is claimed by {holder} since {task.get('claimed_at', '?')}")
+            takeover = {"t": "takeover", "id": task_id, "by": runner, "at": now, "was_claimed_by": holder}
+            if task.get("claimed_at"):
+                takeover["was_claimed_at"] = task["claimed_at"]
+            self.doc.append(takeover)
+        task["claimed_by"], task["claimed_at"] = runner, now
+        self.doc.rewrite(line)
+        return task
+
+    def release(self, task_id: str, runner: str) -> dict | None:
+        """Drop `runner`'s claim on the task. None when there is nothing to release (the task is
+        gone, accepted, or not claimed); another runner's claim is refused."""
+        task = self.find_task(task_id)
+        if task is None or not task.get("claimed_by"):
+            return None
+        if task["claimed_by"] != runner:
+            raise Refused(f"task {task_id} is claimed by {task['claimed_by']}, not by {runner}")
+        line = self.task_line(task_id)
+        _drop_claim(task)
+        self.doc.rewrite(line)
+        return task
+
+    def claims(self) -> list[dict]:
+        """The claimed tasks, in file order."""
+        return [task for task in self.tasks() if task.get("claimed_by")]
 
     # --- issues ---------------------------------------------------------------------------
     def add_issue(self, text: str, priority: str | None = None) -> dict:
@@ -606,6 +659,28 @@ class Plan:
         problems = integrity_problems(self.doc)
         if problems:
             raise PlanInvalid(problems)
+
+
+DEFAULT_CLAIM_TTL_MS = 30 * 60 * 1000
+CLAIM_FIELDS = ("claimed_by", "claimed_at")
+
+
+def _drop_claim(task: dict) -> None:
+    for key in CLAIM_FIELDS:
+        task.pop(key, None)
+
+
+def claim_age_s(task: dict, now: str) -> float | None:
+    """Seconds since the task was claimed, or None when its claimed_at does not parse (such a
+    claim counts as expired: a person or a broken runner wrote it)."""
+    from datetime import datetime
+
+    try:
+        claimed = datetime.fromisoformat(str(task.get("claimed_at")))
+        current = datetime.fromisoformat(now)
+        return (current - claimed).total_seconds()
+    except (TypeError, ValueError):
+        return None
 
 
 def is_question(issue: dict) -> bool:

@@ -50,6 +50,7 @@ class Repo:
         self.root = root
         self._env = {key: value for key, value in os.environ.items() if key not in _LOCATION_VARS}
         self._env["GIT_LITERAL_PATHSPECS"] = "1"
+        self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
 
     def git(self, *args: str, stdin: bytes | None = None) -> str:
         done = self._run(args, stdin)
@@ -77,6 +78,12 @@ class Repo:
             )
         except FileNotFoundError:
             raise GitError("git is not installed (or not on PATH)") from None
+
+    def attempt(self, *args: str) -> tuple[int, str, str]:
+        """Run git and hand back its exit code, stdout and stderr, for callers that tell failures
+        apart themselves (a push that lost a race from one the remote refused)."""
+        done = self._run(args)
+        return done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
 
     def config_get(self, key: str) -> str | None:
         """The value git would use for `key` (this repository's config, the user's, the system's),

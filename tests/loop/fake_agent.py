@@ -5,6 +5,7 @@ misbehaviour:
   [gate-fails-once]    the first build writes work that fails the gate
   [gate-always-fails]  every build fails the gate (a doom loop)
   [hang]               starts a grandchild, then never finishes (a timeout)
+  [hang-once]          the same, on the first build only
   [daemon]             BUILD starts `setsid sleep 600` (a session of its own, holding the output
                        pipe, as `setsid cmd &` in a shell does), writes its pid to
                        <task>.daemon.pid and exits without waiting for it
@@ -100,7 +101,7 @@ def build() -> int:
         (STATE / f"{task_id}.agent-env.json").write_text(json.dumps(ralph_env))
     if "[daemon]" in name:
         start_daemon(STATE / f"{task_id}.daemon.pid")
-    if "[hang]" in name:
+    if "[hang]" in name or ("[hang-once]" in name and attempt == 1):
         child = subprocess.Popen(["sleep", "600"])
         (STATE / f"{task_id}.grandchild.pid").write_text(str(child.pid))
         (STATE / f"{task_id}.agent.pid").write_text(str(os.getpid()))

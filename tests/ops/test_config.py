@@ -73,6 +73,17 @@ def test_an_unknown_key_or_a_bad_value_is_one_line_naming_it_and_changes_nothing
     assert (repo / "plan.jsonl").read_bytes() == before and commits(repo) == head
 
 
+def test_the_plan_reads_a_claim_ttl_in_either_form(ralph, repo):
+    from ralph.store.reader import read_plan
+
+    assert read_plan(repo).claim_ttl_s() == 1800  # the default
+    assert json.loads(ralph("config", "get", "claim_ttl_ms", "--json").stdout)["value"] == 1800000
+    ralph("config", "set", "claim_ttl_ms", "5m")
+    assert read_plan(repo).claim_ttl_s() == 300
+    ralph("config", "set", "claim_ttl_ms", "90000")
+    assert read_plan(repo).claim_ttl_s() == 90
+
+
 def test_turning_commits_off_is_itself_committed_and_then_commands_stop_committing(ralph, repo):
     before = commits(repo)
     ralph("config", "set", "commit", "false")
@@ -93,6 +104,7 @@ def test_a_value_has_one_form_in_the_config_and_on_the_command_line():
     assert settings.agent_args == ("-v",)
     assert (settings.timeout_s, settings.gate_timeout_s) == (300, 90)
     # A config written before units were accepted means what it meant: milliseconds.
+    assert Settings.resolve("specs/x.md", {"claim_ttl_ms": "30m"}, {}).claim_ttl_s == 1800
     old = Settings.resolve("specs/x.md", {"timeout_ms": 300000, "max_wait_ms": "1500ms"}, {})
     assert (old.timeout_s, old.max_wait_s) == (300, 1.5)
 

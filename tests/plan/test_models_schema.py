@@ -69,6 +69,10 @@ SAMPLES = {
     "issue": ({"t": "issue", "id": "i-abc", "text": "why?"}, {"id": "t-abc"}),
     "accept": ({"t": "accept", "id": "t-abc"}, {"id": "i-abc"}),
     "reject": ({"t": "reject", "id": "t-abc", "reason": "no"}, {"reason": None}),
+    "takeover": (
+        {"t": "takeover", "id": "t-abc", "by": "h2", "at": "now", "was_claimed_by": "h1"},
+        {"by": ""},
+    ),
     "spec": ({"t": "spec", "path": "specs/a.md"}, {"path": ""}),
     "config": ({"t": "config"}, {"parallel": 0}),
     "state": ({"t": "state"}, {"iteration": -1}),
@@ -137,6 +141,7 @@ GOOD_BY_TYPE = {
     ("issue", "id"): ISSUE_IDS,
     ("accept", "id"): TASK_IDS,
     ("reject", "id"): TASK_IDS,
+    ("takeover", "id"): TASK_IDS,
     ("task", "commit"): _optional(TEXT),
     ("config", "commit"): _optional(st.booleans()),
     ("reject", "reason"): TEXT,
@@ -181,6 +186,13 @@ GOOD_BY_NAME = {
     "attempt_tokens": _optional(st.lists(st.integers(min_value=0, max_value=2**70), max_size=3)),
     "cost_usd": _optional(st.one_of(st.floats(min_value=0, allow_infinity=True), st.integers(0, 10**300))),
     "iteration": st.integers(min_value=0, max_value=2**70),
+    "claimed_by": _optional(NON_EMPTY),
+    "claimed_at": _optional(NON_EMPTY),
+    "claim_ttl_ms": _optional(POSITIVE),
+    "by": NON_EMPTY,
+    "at": NON_EMPTY,
+    "was_claimed_by": NON_EMPTY,
+    "was_claimed_at": _optional(TEXT),
     "max_cost_usd": _optional(st.floats(min_value=0.01, max_value=1e6)),
     "prices": _optional(
         st.dictionaries(

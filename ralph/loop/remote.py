@@ -1,0 +1,89 @@
+"""The construct loop's side of runners on several machines sharing one git remote
+(`ralph construct --remote origin`): the loop asks for a task before each build, hands the build
+back after it, and gives back what it still holds when the run ends. The work itself is in
+ralph.ops.claims (fetch, claim by a pushed plan commit, publish, release); this only adds the
+waiting: while other runners hold the work that is left, a runner polls the remote instead of
+ending its run, and takes a task over once its claim goes stale."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ralph.ops import claims
+from ralph.plan.plan import claim_age_s
+from ralph.store.git import Repo
+from ralph.store.reader import read_plan
+from ralph.store.remote import Remote
+
+POLL_S = (0.25, 2.0)  # the first wait for other runners' work, and the longest (it doubles)
+
+
+class RemoteCoordinator:
+    def __init__(
+        self,
+        root: Path,
+        spec: str | None,
+        remote: str,
+        runner: str | None = None,
+        ttl_s: float | None = None,
+        check: Callable[[], None] = lambda: None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        """`check` raises when the run must stop waiting (its time budget)."""
+        self.root, self.spec, self.ttl_s = root, spec, ttl_s
+        self.runner = runner or claims.default_runner()
+        self.remote = Remote(Repo(root), remote)
+        self.check, self.sleep = check, sleep
+
+    def before_build(self) -> str | None:
+        """The task this runner builds next, claimed on the remote; None when no task is left to
+        build (the rest is done, or waits for VERIFY, DECOMPOSE or a person)."""
+        wait = POLL_S[0]
+        while True:
+            task = claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s)
+            if task is not None:
+                return task["id"]
+            if not self._others_hold_work():
+                return None
+            self.check()
+            self.sleep(wait)
+            wait = min(wait * 2, POLL_S[1])
+
+    def before_verify(self, limit: int) -> list[str]:
+        """The done tasks this runner verifies now (at most `limit`), claimed on the remote."""
+        return claims.claim_to_verify(self.root, self.spec, self.runner, self.remote, limit, self.ttl_s)
+
+    def after_verify(self, task_ids: list[str]) -> None:
+        """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, push."""
+        claims.publish_all(self.root, task_ids, self.runner, self.remote)
+
+    def after_build(self, task_id: str) -> None:
+        """The build is committed (passed or not): bring in the remote, free the task, push."""
+        claims.publish(self.root, task_id, self.runner, self.remote)
+
+    def release_all(self) -> list[str]:
+        """The run ends: every claim of this runner goes back, and its commits are pushed."""
+        return claims.release_all(self.root, self.runner, self.remote)
+
+    def _others_hold_work(self) -> bool:
+        """Whether another runner holds a live claim on a task of the spec (its build may free the
+        tasks that depend on it; its VERIFY may reject it) while no done task waits for a VERIFY
+        of this runner's."""
+        plan = read_plan(self.root)
+        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
+        stamp = claims.now()
+        done = [task for task in plan.tasks() if self._in_spec(task) and task.get("s") == "d"]
+        if any(not task.get("claimed_by") for task in done):
+            return False  # VERIFY has work: go on to it
+        for task in plan.claims():
+            if task["claimed_by"] == self.runner or not self._in_spec(task):
+                continue
+            age = claim_age_s(task, stamp)
+            if age is not None and age < ttl:
+                return True
+        return False
+
+    def _in_spec(self, task: dict) -> bool:
+        return self.spec is None or task.get("spec") in (None, self.spec)

@@ -1,0 +1,345 @@
+"""Runners on several machines sharing one git remote: claiming a task, publishing a build,
+releasing a claim. They coordinate through git alone: a claim is a plan commit that sets
+`claimed_by` and `claimed_at` on a task, and the push of that commit is the compare-and-swap.
+
+Each use case runs the same round: fetch, bring the local branch up to the remote head (a fast
+forward, or a merge whose plan.jsonl goes through ralph's merge driver), change the plan in one
+commit, push. A push another runner beat is a lost race: the round's own commits (never pushed,
+never anyone else's) are undone, and the round starts again on the new head, so a claim is
+replayed there: kept if the task is still free, dropped (and another task picked) if it is now
+claimed by another runner, done or accepted. Nothing is ever force-pushed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ralph.errors import RemoteError
+from ralph.ops.names import named
+from ralph.plan import schedule
+from ralph.plan.plan import Plan, claim_age_s
+from ralph.plan.records import is_done
+from ralph.store.git import Repo
+from ralph.store.reader import PLAN_NAME
+from ralph.store.remote import Remote
+from ralph.store.transaction import transaction
+
+MAX_ROUNDS = 30  # lost races in a row before giving up: other runners push faster than we fetch
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def default_runner() -> str:
+    """host-pid: unique among the runners alive at once, and says where to look for one."""
+    import os
+    import socket
+
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+# --- the use cases ---------------------------------------------------------------------------
+
+
+def claim_next(
+    root: Path, spec: str | None, runner: str, remote: Remote, ttl_s: float | None = None
+) -> dict | None:
+    """Claim the first ready task of `spec` (all specs: None) no live claim holds, and push the
+    claim. Returns the task, or None when no task is free. A task this runner claimed before (a
+    restart under the same name) comes first; one whose claim is older than the TTL is taken over."""
+    replay: str | None = None
+
+    def pick(plan: Plan) -> dict | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
+        free = _claimable(plan, spec, runner, stamp, ttl)
+        chosen = next((task for task in free if task["id"] == replay), None) or (free[0] if free else None)
+        if chosen is not None:
+            plan.claim(chosen["id"], runner, stamp, ttl)
+        return chosen
+
+    for _ in range(MAX_ROUNDS):
+        task, pushed = _round(
+            root,
+            remote,
+            runner,
+            pick,
+            lambda task: f"ralph: claim {named([task])} ({runner})",
+            idle_push=False,
+        )
+        if pushed:
+            return task
+        replay = task["id"] if task else None
+    raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
+def claim_to_verify(
+    root: Path, spec: str | None, runner: str, remote: Remote, limit: int, ttl_s: float | None = None
+) -> list[str]:
+    """Claim up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
+    those no live claim holds) and push the claims; returns their ids (none: nothing to verify)."""
+
+    def pick(plan: Plan) -> list[str] | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
+        done = [task for task in plan.tasks() if is_done(task) and _in_spec(task, spec)]
+        own = [task for task in done if task.get("claimed_by") == runner]
+        free = [task for task in done if task.get("claimed_by") != runner and _free(task, stamp, ttl)]
+        chosen = [task["id"] for task in (own + free)[:limit]]
+        for task_id in chosen:
+            plan.claim(task_id, runner, stamp, ttl)
+        return chosen or None
+
+    def message(ids: list[str]) -> str:
+        return f"ralph: claim {', '.join(ids)} to verify ({runner})"
+
+    for _ in range(MAX_ROUNDS):
+        chosen, pushed = _round(root, remote, runner, pick, message, idle_push=False)
+        if pushed:
+            return list(chosen or [])
+    raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
+def publish_all(root: Path, task_ids: list[str], runner: str, remote: Remote) -> None:
+    """After VERIFY's commit: bring in the remote branch, free what is still claimed, push."""
+
+    def free(plan: Plan) -> object:
+        return [task_id for task_id in task_ids if _release_own(plan, task_id, runner)] or None
+
+    _until_pushed(
+        root, remote, runner, free, f"ralph: publish the verdicts on {', '.join(task_ids)} ({runner})"
+    )
+
+
+def publish(root: Path, task_id: str, runner: str, remote: Remote) -> None:
+    """After a passed build commit: bring in the remote branch, free the task (when the build
+    commit did not already: `task done` frees it) and push."""
+    _until_pushed(
+        root,
+        remote,
+        runner,
+        lambda plan: _release_own(plan, task_id, runner),
+        f"ralph: publish {task_id} ({runner})",
+    )
+
+
+def release(root: Path, task_id: str, runner: str, remote: Remote) -> None:
+    """Give the task back: drop this runner's claim on the remote."""
+    _until_pushed(
+        root,
+        remote,
+        runner,
+        lambda plan: _release_own(plan, task_id, runner),
+        f"ralph: release {task_id} ({runner})",
+    )
+
+
+def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
+    """Drop every claim of this runner on the remote (a run that ends); returns the task ids."""
+    released: list[str] = []
+
+    def drop(plan: Plan) -> object:
+        released[:] = [task["id"] for task in plan.claims() if task["claimed_by"] == runner]
+        for task_id in released:
+            plan.release(task_id, runner)
+        return released or None
+
+    _until_pushed(root, remote, runner, drop, f"ralph: release the claims of {runner}")
+    return released
+
+
+def remote_claims(root: Path, remote: Remote, ttl_s: float | None = None, at: str | None = None) -> dict:
+    """The claims on the remote branch's head: each with its runner, since when, how old and
+    whether it is live or stale (older than the claim TTL)."""
+    from ralph.plan.loader import load
+
+    head = remote.fetch()
+    data = remote.repo.file_at(head, PLAN_NAME) if head else None
+    plan = Plan(load(data, PLAN_NAME)) if data is not None else None
+    ttl = (plan.claim_ttl_s() if plan else 1800.0) if ttl_s is None else ttl_s
+    stamp = at or now()
+    claims = []
+    for task in plan.claims() if plan else []:
+        age = claim_age_s(task, stamp)
+        claims.append(
+            {
+                "task": task["id"],
+                "name": task["name"],
+                "runner": task["claimed_by"],
+                "since": task.get("claimed_at"),
+                "age_s": age,
+                "stale": age is None or age >= ttl,
+            }
+        )
+    return {
+        "remote": remote.name,
+        "branch": remote.branch,
+        "head": head,
+        "claim_ttl_s": ttl,
+        "claims": claims,
+    }
+
+
+# --- one round -------------------------------------------------------------------------------
+
+
+def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float) -> list[dict]:
+    ready = [task for task in schedule.buildable(plan.tasks(), plan.accepted()) if _in_spec(task, spec)]
+    own = [task for task in ready if task.get("claimed_by") == runner]
+    free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl)]
+    return own + free
+
+
+def _in_spec(task: dict, spec: str | None) -> bool:
+    return spec is None or task.get("spec") in (None, spec)
+
+
+def _free(task: dict, stamp: str, ttl: float) -> bool:
+    """No claim holds the task, or only one older than the TTL."""
+    return not task.get("claimed_by") or _expired(task, stamp, ttl)
+
+
+def _release_own(plan: Plan, task_id: str, runner: str) -> dict | None:
+    """Drop the claim if it is still ours: another runner may have taken the task over meanwhile
+    (ours had expired), and its claim is not ours to drop."""
+    task = plan.find_task(task_id)
+    if task is None or task.get("claimed_by") != runner:
+        return None
+    return plan.release(task_id, runner)
+
+
+def _expired(task: dict, stamp: str, ttl: float) -> bool:
+    age = claim_age_s(task, stamp)
+    return age is None or age >= ttl
+
+
+def _until_pushed(
+    root: Path, remote: Remote, runner: str, change: Callable[[Plan], object], message: str
+) -> None:
+    for _ in range(MAX_ROUNDS):
+        _, pushed = _round(root, remote, runner, change, lambda _: message)
+        if pushed:
+            return
+    raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
+def _round(
+    root: Path,
+    remote: Remote,
+    runner: str,
+    change: Callable[[Plan], object],
+    message: Callable[[object], str],
+    idle_push: bool = True,
+) -> tuple[object, bool]:
+    """Fetch, catch up, change the plan in one commit, push. Returns what `change` returned and
+    whether the remote has our head now; after a lost race this round's commits are undone."""
+    repo = remote.repo
+    _commit_loose_plan(root, repo)
+    start = repo.head()
+    remote_head = remote.fetch()
+    if remote_head is not None:
+        _catch_up(root, repo, remote, remote_head, runner)
+    with transaction(root, commit=True) as work:
+        result = change(work.plan)
+        if result is not None:
+            work.message = message(result)
+    head = repo.head()
+    if head is None or head == remote_head:
+        return result, True  # nothing of ours the remote lacks
+    if result is None and not idle_push:
+        return result, True  # nothing claimed: what is ours goes with the next claim or publish
+    try:
+        if remote.push(head):
+            return result, True
+    except RemoteError:
+        _undo(repo, start, head)  # offline: no claim is left here that the remote never saw
+        raise
+    _undo(repo, start, head)
+    return result, False
+
+
+def _undo(repo: Repo, start: str | None, head: str) -> None:
+    """Take back this round's own commits (a catch-up merge, the plan commit), never pushed: the
+    next round starts from the new remote head instead."""
+    if start is not None and head != start:
+        # ralph's plan commits record plan.jsonl in the index without its stat data: refreshed
+        # first, or reset --keep takes the file for a local change it must not lose.
+        repo.attempt("update-index", "-q", "--refresh")
+        repo.git("reset", "-q", "--keep", start)
+
+
+def _commit_loose_plan(root: Path, repo: Repo) -> None:
+    """Commit plan.jsonl as it is when it differs from HEAD's (the loop writes some changes for
+    its next commit to carry): a merge would refuse to touch a changed file."""
+    from ralph.store.lock import plan_lock
+    from ralph.store.reader import read_bytes
+    from ralph.store.transaction import EARLIER_CHANGES_MESSAGE
+
+    with plan_lock(root):
+        data = read_bytes(root)
+        if repo.file_at_head(PLAN_NAME) != data:
+            repo.commit_file(PLAN_NAME, data, EARLIER_CHANGES_MESSAGE)
+
+
+def _catch_up(root: Path, repo: Repo, remote: Remote, remote_head: str, runner: str) -> None:
+    """Bring the local branch up to the remote head: nothing to do, a fast forward, or a merge
+    (plan.jsonl through the merge driver). Two runners' claims on one task conflict: ours lost
+    (theirs reached the remote first), so ours are dropped and the merge tried again."""
+    local = repo.head()
+    if local is None or _contains(repo, local, remote_head):
+        if local != remote_head:
+            repo.git("merge", "--ff-only", "-q", remote_head)
+        return
+    if _contains(repo, remote_head, local):
+        return  # ours is ahead: the push brings the remote up
+    if _merge(repo, remote, remote_head):
+        return
+    if _drop_lost_claims(root, repo, remote_head, runner) and _merge(repo, remote, remote_head):
+        return
+    raise RemoteError(
+        f"cannot merge {remote.name}/{remote.branch} into the local branch: it conflicts (see `git merge"
+        f" {remote.name}/{remote.branch}`); nothing was pushed"
+    )
+
+
+def _merge(repo: Repo, remote: Remote, remote_head: str) -> bool:
+    code, _, _ = repo.attempt(
+        "merge",
+        "--no-edit",
+        "--no-verify",
+        "-q",
+        "-m",
+        f"ralph: merge {remote.name}/{remote.branch}",
+        remote_head,
+    )
+    if code != 0:
+        repo.attempt("merge", "--abort")
+    return code == 0
+
+
+def _drop_lost_claims(root: Path, repo: Repo, remote_head: str, runner: str) -> bool:
+    """Release our claims on tasks the remote head has claimed by another runner."""
+    from ralph.plan.loader import load
+
+    data = repo.file_at(remote_head, PLAN_NAME)
+    if data is None:
+        return False
+    theirs = {task["id"]: task.get("claimed_by") for task in Plan(load(data, PLAN_NAME)).tasks()}
+    with transaction(root, commit=True) as work:
+        lost = [
+            task["id"]
+            for task in work.plan.claims()
+            if task["claimed_by"] == runner and theirs.get(task["id"]) not in (None, runner)
+        ]
+        for task_id in lost:
+            work.plan.release(task_id, runner)
+        work.message = f"ralph: drop the claims {runner} lost: {', '.join(lost)}"
+    return bool(lost)
+
+
+def _contains(repo: Repo, ancestor: str | None, descendant: str | None) -> bool:
+    if ancestor is None or descendant is None:
+        return ancestor is None
+    return repo.attempt("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0

@@ -1,0 +1,128 @@
+"""The shared git remote of runners on several machines: fetch, push without force, and what a
+refused push means. The push is the compare-and-swap: git accepts it only when the remote branch
+is still where ours started from, so a push another runner beat is refused as a non-fast-forward
+(or, when two pushes meet at the remote, as a ref that moved under it); that is a lost race for the
+caller to replay, not an error. Anything else (the remote cannot be reached, permissions, a hook)
+is retried a bounded number of times with exponential backoff, then raised as one line.
+
+Every call runs the git binary through `Repo`; nothing here ever passes --force or rewrites a
+commit."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ralph.errors import RemoteOffline, RemoteRejected
+from ralph.store.git import Repo
+
+# A rejection that only means the remote branch moved since we looked: fetch and try again.
+_RACE_WORDS = (
+    "non-fast-forward",
+    "fetch first",
+    "stale info",
+    "cannot lock ref",
+    "failed to update ref",
+    "incorrect old value",
+    "failed to lock",
+    "reference already exists",
+)
+# A refusal by the remote itself: it was reached, and said no.
+_REFUSAL_WORDS = (
+    "permission denied",
+    "insufficient permission",
+    "unable to create temporary object directory",
+    "read-only file system",
+    "hook declined",
+    "protected branch",
+    "authentication failed",
+    "403",
+)
+
+
+class Remote:
+    """One remote branch runners share: `name` (e.g. origin) and `branch` (default: the branch
+    checked out here)."""
+
+    def __init__(
+        self,
+        repo: Repo,
+        name: str = "origin",
+        branch: str | None = None,
+        retries: int = 3,
+        backoff_s: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.repo, self.name = repo, name
+        self.branch = branch or repo.branch() or "main"
+        self.retries, self.backoff_s, self.sleep = retries, backoff_s, sleep
+
+    @property
+    def tracking_ref(self) -> str:
+        return f"refs/remotes/{self.name}/{self.branch}"
+
+    def fetch(self) -> str | None:
+        """Bring the remote branch's commits here; its head, or None when it has no such branch yet."""
+        refspec = f"+refs/heads/{self.branch}:{self.tracking_ref}"
+        for attempt in range(self.retries + 1):
+            code, _, err = self.repo.attempt("fetch", "--quiet", "--no-tags", self.name, refspec)
+            if code == 0:
+                return self.repo.commit_of(self.tracking_ref)
+            if "couldn't find remote ref" in err.lower():
+                return None  # an empty remote: the first push makes the branch
+            self._wait_or_raise(attempt, "fetch from", err)
+        raise AssertionError("unreachable")  # _wait_or_raise raises on the last attempt
+
+    def push(self, commit: str) -> bool:
+        """Push `commit` as the remote branch, fast-forward only. True: it is the remote's head now;
+        False: another runner moved the branch first (fetch, replay, push again)."""
+        target = f"{commit}:refs/heads/{self.branch}"
+        for attempt in range(self.retries + 1):
+            code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", self.name, target)
+            if code == 0:
+                self.repo.attempt("update-ref", self.tracking_ref, commit)  # as a fetch would see it
+                return True
+            verdict = classify_push(out, err)
+            if verdict == "race":
+                return False
+            self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
+        raise AssertionError("unreachable")
+
+    def _wait_or_raise(self, attempt: int, what: str, output: str, refused: bool = False) -> None:
+        if attempt < self.retries:
+            self.sleep(self.backoff_s * 2**attempt)
+            return
+        refused = refused or any(word in output.lower() for word in _REFUSAL_WORDS)
+        reason = _reason(output)
+        tries = f"{self.retries + 1} attempt{'s' if self.retries else ''}"
+        if refused:
+            raise RemoteRejected(f"{what} {self.name} refused ({tries}): {reason}")
+        raise RemoteOffline(f"cannot {what.split()[0]} {self.name} ({tries}): {reason}")
+
+
+def classify_push(out: str, err: str) -> str:
+    """What a failed `git push --porcelain` said: 'race' (the remote branch moved), 'refused' (the
+    remote said no: a hook, permissions) or 'unreachable'."""
+    status = [line for line in out.splitlines() if line.startswith("!")]
+    text = (out + "\n" + err).lower()
+    if any(word in text for word in _RACE_WORDS):
+        return "race"
+    if status or any(word in text for word in _REFUSAL_WORDS):
+        return "refused"
+    return "unreachable"
+
+
+def _reason(output: str) -> str:
+    """What git said, in one line: the push's status and the remote's own words, or git's first
+    complaint (the later lines of a failed fetch are advice about access rights)."""
+    raw = [line for line in output.splitlines() if line.strip()]
+    said = [
+        " ".join(line.split("\t")[2:]) if line.startswith("!") else " ".join(line.split())
+        for line in raw
+        if line.startswith(("!", "remote:")) and "remote: error:" not in line
+    ]
+    if said:
+        return "; ".join(said)[:300]
+    lines = [" ".join(line.split()) for line in raw]
+    complaints = [line for line in lines if line.lower().startswith(("fatal", "error", "ssh:"))]
+    return (complaints or lines or ["no message"])[0][:300]

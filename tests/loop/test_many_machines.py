@@ -1,0 +1,145 @@
+"""`ralph construct --remote`: runners that share one git remote, each in its own clone, with the
+scripted fake agent (tests/loop/fake_agent.py). One runner pushes all it does; three at once build
+every task exactly once."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ralph.ops import tasks
+from tests.conftest import Shared, git
+from tests.loop.test_construct import construct, with_app_spec
+
+
+def seeded(repo: Path, tmp_path: Path, items: list[dict]) -> Shared:
+    with_app_spec(repo, "# App\n")
+    tasks.add(repo, [{**item, "spec": "specs/app.md"} for item in items])
+    return Shared(repo, tmp_path)
+
+
+def origin_plan(shared: Shared) -> list[dict]:
+    return [json.loads(line) for line in shared.plan_on_origin().decode().splitlines() if line.strip()]
+
+
+def build_counts(*states: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for state in states:
+        for counter in state.glob("build-t-*"):
+            task_id = counter.name.removeprefix("build-")
+            counts[task_id] = counts.get(task_id, 0) + int(counter.read_text())
+    return counts
+
+
+def test_one_runner_with_a_remote_pushes_its_claims_builds_and_verdicts(repo, tmp_path):
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
+    shared = seeded(repo, tmp_path, items)
+    clone = shared.clone("one")
+    done = construct(
+        clone, "--remote", "origin", "--runner", "runner-1", env={"FAKE_AGENT_STATE": str(tmp_path / "s1")}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    plan = origin_plan(shared)
+    assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
+    assert not [r for r in plan if r["t"] == "task"]
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    builds = [s for s in subjects if s.startswith("ralph: claim t-task") and "to verify" not in s]
+    assert len(builds) == 3
+    assert [s for s in subjects if s.endswith("to verify (runner-1)")] == [
+        "ralph: claim t-task00, t-task01, t-task02 to verify (runner-1)"
+    ]
+    assert sum(s.startswith("ralph(build): t-task") for s in subjects) == 3
+    assert git(clone, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
+
+
+def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_path):
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}])
+    clone = shared.clone("one")
+    git(clone, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    done = construct(clone, "--remote", "origin", env={"FAKE_AGENT_STATE": str(tmp_path / "s1")})
+    assert done.returncode == 11
+    assert "cannot fetch origin (4 attempts): fatal: " in done.stdout
+
+
+@pytest.mark.slow
+def test_three_runners_build_twelve_tasks_each_exactly_once(repo, tmp_path):
+    items = []
+    for n in range(12):  # every third task needs the one before it
+        item = {"id": f"t-task{n:02d}", "name": f"Task {n}"}
+        if n % 3 == 2:
+            item["deps"] = [f"t-task{n - 1:02d}"]
+        items.append(item)
+    shared = seeded(repo, tmp_path, items)
+    clones = [shared.clone(f"clone{n}") for n in range(3)]
+    states = [tmp_path / f"state{n}" for n in range(3)]
+    runs = [
+        construct(
+            clone,
+            "--remote",
+            "origin",
+            "--runner",
+            f"runner-{n}",
+            "--max-iterations",
+            "20",
+            wait=False,
+            env={"FAKE_AGENT_STATE": str(state)},
+        )
+        for n, (clone, state) in enumerate(zip(clones, states, strict=True))
+    ]
+    outputs = [run.communicate(timeout=600) for run in runs]
+    for run, (out, err) in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, out + err
+    assert build_counts(*states) == {item["id"]: 1 for item in items}  # each built exactly once
+    plan = origin_plan(shared)
+    assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
+    assert not [r for r in plan if r["t"] == "task"]
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    for item in items:  # one build commit per task on the final head
+        assert sum(s.startswith(f"ralph(build): {item['id']} ") for s in subjects) == 1, item["id"]
+    verified = [s for s in subjects if s.startswith("ralph(verify): accepted ")]
+    accepted = [i for s in verified for i in s.removeprefix("ralph(verify): accepted ").split(", ")]
+    assert sorted(accepted) == [item["id"] for item in items]  # each verified once, by one runner
+    final = shared.clone("final")
+    check = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(final), "check"], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stderr
+    git(shared.origin, "fsck", "--no-progress")
+
+
+def claimed_on_origin(shared: Shared) -> list[str]:
+    return [r.get("claimed_by") for r in origin_plan(shared) if r["t"] == "task" and r.get("claimed_by")]
+
+
+@pytest.mark.slow
+def test_a_runner_killed_holding_a_claim_loses_the_task_to_another_once_the_claim_is_stale(repo, tmp_path):
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task [hang-once]"}])
+    one, two = shared.clone("one"), shared.clone("two")
+    state = tmp_path / "agent-state"  # shared: the second build of the task is its second attempt
+    env = {"FAKE_AGENT_STATE": str(state)}
+    first = construct(one, "--remote", "origin", "--runner", "doomed", wait=False, env=env)
+    try:
+        for _ in range(600):  # until its claim is on the remote and its agent hangs
+            if claimed_on_origin(shared) == ["doomed"] and (state / "t-task00.agent.pid").exists():
+                break
+            time.sleep(0.1)
+        assert claimed_on_origin(shared) == ["doomed"]
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+        done = construct(two, "--remote", "origin", "--runner", "heir", "--claim-ttl", "1s", env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    finally:
+        for pid_file in state.glob("*.pid"):
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    plan = origin_plan(shared)
+    assert [r["id"] for r in plan if r["t"] == "accept"] == ["t-task00"]
+    assert [(r["by"], r["was_claimed_by"]) for r in plan if r["t"] == "takeover"] == [("heir", "doomed")]

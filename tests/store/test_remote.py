@@ -1,0 +1,116 @@
+"""ralph.store.remote against real git: a bare repository and its clones. The push is the
+compare-and-swap: a push another clone beat reports a lost race; a remote that cannot be reached or
+refuses is retried a bounded number of times, with backoff, then one line names why."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from ralph.errors import EXIT_REMOTE, RemoteOffline, RemoteRejected
+from ralph.store.git import Repo
+from ralph.store.remote import Remote, classify_push
+from tests.conftest import git
+
+
+def commit(root: Path, name: str) -> str:
+    (root / name).write_text(name)
+    git(root, "add", name)
+    git(root, "commit", "-qm", name)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def test_fetch_gives_the_remote_head_and_a_fast_forward_push_moves_it(shared):
+    one = shared.clone("one")
+    remote = Remote(Repo(one))
+    assert remote.branch == "main"
+    assert remote.fetch() == git(shared.origin, "rev-parse", "main").strip()
+    head = commit(one, "a")
+    assert remote.push(head) is True
+    assert git(shared.origin, "rev-parse", "main").strip() == head
+    assert git(one, "rev-parse", "refs/remotes/origin/main").strip() == head
+
+
+def test_a_push_another_clone_beat_is_a_lost_race_and_changes_nothing(shared):
+    one, two = shared.clone("one"), shared.clone("two")
+    first = commit(one, "a")
+    assert Remote(Repo(one)).push(first)
+    late = commit(two, "b")
+    assert Remote(Repo(two)).push(late) is False
+    assert git(shared.origin, "rev-parse", "main").strip() == first  # never forced
+
+
+def test_fetch_of_an_empty_remote_gives_none(tmp_path, repo):
+    empty = tmp_path / "empty.git"
+    git(tmp_path, "init", "-q", "--bare", str(empty))
+    git(repo, "remote", "add", "origin", str(empty))
+    remote = Remote(Repo(repo))
+    assert remote.fetch() is None
+    assert remote.push(git(repo, "rev-parse", "HEAD").strip())  # the first push makes the branch
+
+
+def test_an_unreachable_remote_is_retried_with_backoff_then_one_line(repo, tmp_path):
+    git(repo, "remote", "add", "origin", str(tmp_path / "no-such-remote.git"))
+    waits: list[float] = []
+    remote = Remote(Repo(repo), retries=3, backoff_s=0.5, sleep=waits.append)
+    with pytest.raises(RemoteOffline) as caught:
+        remote.fetch()
+    assert waits == [0.5, 1.0, 2.0]  # exponential, bounded
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("cannot fetch origin (4 attempts): ")
+    assert "does not appear to be a git repository" in message
+    assert caught.value.exit_code == EXIT_REMOTE
+    waits.clear()
+    with pytest.raises(RemoteOffline, match="cannot push origin"):
+        remote.push(git(repo, "rev-parse", "HEAD").strip())
+    assert waits == [0.5, 1.0, 2.0]
+
+
+def test_a_hook_that_declines_is_a_refusal_not_a_race(shared):
+    hook = shared.origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are closed today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    one = shared.clone("one")
+    waits: list[float] = []
+    with pytest.raises(RemoteRejected) as caught:
+        Remote(Repo(one), retries=1, backoff_s=0.1, sleep=waits.append).push(commit(one, "a"))
+    assert waits == [0.1]
+    assert str(caught.value).startswith("push to origin refused (2 attempts): ")
+    assert "hook declined" in str(caught.value)
+
+
+@pytest.mark.skipif(hasattr(__import__("os"), "geteuid") and __import__("os").geteuid() == 0, reason="root")
+def test_a_remote_without_write_permission_is_a_refusal(shared):
+    one = shared.clone("one")
+    objects = shared.origin / "objects"
+    modes = {path: path.stat().st_mode for path in [objects, *objects.rglob("*")] if path.is_dir()}
+    for path in modes:
+        path.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with pytest.raises(RemoteRejected, match="refused"):
+            Remote(Repo(one), retries=0).push(commit(one, "a"))
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
+
+
+@pytest.mark.parametrize(
+    ("out", "err", "verdict"),
+    [
+        ("To o\n!\trefs/heads/main:refs/heads/main\t[rejected] (non-fast-forward)\nDone\n", "", "race"),
+        ("!\trefs/heads/main:refs/heads/main\t[rejected] (fetch first)\n", "", "race"),
+        ("!\tHEAD:refs/heads/main\t[remote rejected] (failed to update ref)\n", "", "race"),
+        ("", "error: cannot lock ref 'refs/heads/main': is at 1 but expected 2", "race"),
+        ("!\tHEAD:refs/heads/main\t[remote rejected] (pre-receive hook declined)\n", "", "refused"),
+        ("", "remote: Permission to o/r.git denied to u.\nfatal: unable to access: 403", "refused"),
+        (
+            "",
+            "ssh: Could not resolve hostname example.invalid\nfatal: Could not read from remote",
+            "unreachable",
+        ),
+    ],
+)
+def test_a_failed_push_is_told_apart_by_what_git_said(out, err, verdict):
+    assert classify_push(out, err) == verdict
