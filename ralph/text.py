@@ -15,3 +15,14 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return _CONTROL.sub(lambda match: _NAMED.get(match.group(), f"\\x{ord(match.group()):02x}"), text)
+
+
+# The version of the JSON ralph prints: every object a command prints with --json (each line of a
+# JSON-lines output), each hook event and the schema carry it as the top-level `schema_version`. It
+# goes up when a field is removed or changes meaning; new fields do not change it.
+SCHEMA_VERSION = 1
+
+
+def versioned(data: dict) -> dict:
+    """`data` with `schema_version` as its first key."""
+    return {"schema_version": SCHEMA_VERSION, **data}

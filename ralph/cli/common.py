@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from ralph.errors import EXIT_INTERNAL, EXIT_REFUSED, InvalidInput, RalphError
-from ralph.text import printable
+from ralph.text import printable, versioned
 
 # A group named without its subcommand shows its help (click 8.2+ raises this usage error for it).
 _SHOWS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -108,7 +108,10 @@ def emit(data: object) -> None:
 
 
 def json_line(data: object) -> str:
-    """What `emit` prints, for a command that prints many values at once."""
+    """What `emit` prints, for a command that prints many values at once. Every object printed
+    carries `schema_version` (docs/json-output.md)."""
+    if isinstance(data, dict):
+        data = versioned(data)
     text = json.dumps(data, ensure_ascii=False)
     try:
         text.encode("utf-8")

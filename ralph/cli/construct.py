@@ -4,13 +4,11 @@ load the loop."""
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from ralph.cli.common import root_of
+from ralph.cli.common import emit, root_of
 from ralph.errors import InvalidInput
-from ralph.loop.settings import DEFAULTS, parse_duration
+from ralph.ops.settings import DEFAULTS, parse_duration
 from ralph.text import printable
 
 
@@ -195,9 +193,7 @@ def agents(as_json):
         program = make_adapter(name, None).program if name != "command" else "(any)"
         found = shutil.which(program) if name != "command" else None
         if as_json:
-            click.echo(
-                json.dumps({"agent": name, "program": program, "installed": bool(found), "path": found})
-            )
+            emit({"agent": name, "program": program, "installed": bool(found), "path": found})
         elif name == "command":
             click.echo("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
         else:
@@ -208,7 +204,7 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
     from pathlib import Path
 
     from ralph.loop.construct import Loop
-    from ralph.loop.settings import Settings
+    from ralph.ops.settings import Settings, read_user_config
     from ralph.store.reader import plan_path, read_plan
 
     root = root_of(ctx)
@@ -228,17 +224,20 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
     spec_rel = _spec_in(root, Path(ctx.find_root().params.get("directory") or "."), spec)
     as_json = flags.pop("as_json")
     config = plan.config() if plan else {}
-    settings = Settings.resolve(spec_rel, config, flags)
+    user = read_user_config()
+    settings = Settings.resolve(spec_rel, config, flags, user)
     if dry_run:
         from ralph.loop import dryrun
+        from ralph.ops.settings import flag_layer, layered, user_config_path
 
         if not (root / spec_rel).is_file():
             raise InvalidInput(f"no spec file {spec_rel}")
         result = dryrun.preview(root, settings)
-        click.echo(
-            json.dumps(result)
-            if as_json
-            else "\n".join(printable(line) for line in dryrun.render_text(result))
+        # Where each setting that is not a default came from, as `ralph config list --origin` says.
+        found = layered(config, user, str(user_config_path()), flag_layer(flags))
+        result["origins"] = {key: origin for key, (_, origin) in found.items() if origin != "default"}
+        emit(result) if as_json else click.echo(
+            "\n".join(printable(line) for line in dryrun.render_text(result))
         )
         return
     report = Loop(root, settings).run(plan_only=plan_only)
@@ -282,7 +281,7 @@ def _spec_in(root, start, spec: str) -> str:
 def _print_report(report, as_json: bool) -> None:
     if as_json:
         data = {key: value for key, value in report.__dict__.items() if key != "outcome"}
-        click.echo(json.dumps({"outcome": report.outcome.name, **data}))
+        emit({"outcome": report.outcome.name, **data})
         return
     headline = f"ralph: {report.outcome.name}: {printable(report.message)}"
     if report.exit_code and not report.iterations and not report.stopped:

@@ -9,7 +9,7 @@ import importlib
 
 import click
 
-from ralph.cli import doctor, history, questions, state
+from ralph.cli import config, doctor, history, questions, state
 from ralph.cli.common import RalphGroup
 
 LAZY_COMMANDS = {
@@ -55,6 +55,7 @@ for command in (
     state.task,
     state.issue,
     state.query,
+    config.config,
     history.log,
     history.completion,
     history.report,

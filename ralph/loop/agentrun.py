@@ -18,8 +18,8 @@ from ralph.loop import prompts
 from ralph.loop.console import Console
 from ralph.loop.journal import Journal
 from ralph.loop.pressure import Pressure
-from ralph.loop.settings import Settings
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
+from ralph.ops.settings import Settings
 
 LOG_DIR = Path("build") / "ralph-logs"
 

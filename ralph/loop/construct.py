@@ -20,9 +20,9 @@ from ralph.errors import InvalidInput, PlanInvalid, Refused, RemoteError
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.gate import gate_problem
+from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
-from ralph.loop.settings import Settings
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
 from ralph.loop.stage_decompose import DecomposeStage
@@ -39,6 +39,7 @@ from ralph.loop.workspace import (
     StageRun,
     Workspace,
 )
+from ralph.ops.settings import Settings
 from ralph.plan.records import IssueView, KillReason, Stage, TaskView
 from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
@@ -98,6 +99,8 @@ class Loop:
         self.console = console or Console()
         self.journal = Journal(root / LOG_DIR / "events.jsonl")
         self.supervisor = Supervisor(settings.grace_s)
+        self.hooks = Hooks(root, settings, self.supervisor, self.journal, LOG_DIR)
+        self.journal.listener = self.hooks.notify
         adapter = make_adapter(settings.agent, settings.agent_cmd, settings.model, settings.agent_args)
         self.runner = AgentRunner(root, settings, adapter, self.journal, self.console, self.supervisor)
         self.deadline = Deadline(settings.max_minutes)
@@ -125,9 +128,10 @@ class Loop:
                 self.ws = self._prepare(needs_gate=not plan_only)
                 span = self.journal.span("construct", spec=self.settings.spec)
                 outcome, message, exit_code = self._run_stages(plan_only)
+                span.end(outcome=outcome.name, message=message)
+                self.hooks.close()  # inside: the run_ended hooks are children that Ctrl-C stops
             except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
                 return self._report(Outcome.INTERRUPTED, "interrupted", 128 + signal_number(exc))
-        span.end(outcome=outcome.name)
         return self._report(outcome, message, exit_code)
 
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:

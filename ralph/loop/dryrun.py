@@ -14,7 +14,7 @@ from ralph.agents import make_adapter
 from ralph.loop import prompts
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, ralph_command
 from ralph.loop.prompts import data_block, one_line, task_details
-from ralph.loop.settings import Settings
+from ralph.ops.settings import Settings
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import IssueView, Stage

@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +17,7 @@ class Journal:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()  # VERIFY writes from several threads
+        self.listener: Callable[[dict], None] | None = None  # told of each event written (hooks)
 
     def event(self, event: str, **fields: object) -> dict:
         record = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event}
@@ -25,6 +27,8 @@ class Journal:
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
+        if self.listener is not None:
+            self.listener(record)
         return record
 
     def span(self, kind: str, **fields: object) -> Span:

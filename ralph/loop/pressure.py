@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ralph.agents.base import Usage
-from ralph.loop.settings import Settings
+from ralph.ops.settings import Settings
 
 AFTER_COMPACT_LIMIT = 0.80
 

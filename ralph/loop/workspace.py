@@ -23,9 +23,9 @@ from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import Snapshot, violations
-from ralph.loop.settings import Settings
 from ralph.loop.signals import deferred_signals
 from ralph.loop.supervisor import BudgetSpent
+from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView
 from ralph.store import reader, transaction

@@ -16,12 +16,26 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ralph.plan import records
+from ralph.text import SCHEMA_VERSION
 
 TaskId = Annotated[str, Field(pattern=r"^t-[0-9a-z][0-9a-z_-]{0,39}$")]
 IssueId = Annotated[str, Field(pattern=r"^i-[0-9a-z][0-9a-z_-]{0,39}$")]
 Text = Annotated[str, Field(min_length=1)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 Positive = Annotated[int, Field(gt=0)]
+# A duration as the flags take it: milliseconds (a number) or a number with a unit ("90s", "5m").
+Duration = (
+    Positive
+    | Annotated[
+        str,
+        Field(
+            pattern=r"^(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)(ms|s|m|h)?$",
+            json_schema_extra={"x-words": 'a duration ("90s", "5m", "1500ms")'},
+        ),
+    ]
+)
+# A command line split like a shell would split it (never run by one), or its argv.
+Command = str | list[str]
 Priority = Literal["high", "medium", "low"]
 # The enums of ralph.plan.records are the one list of each; the format spells their values.
 KillReason = Literal[tuple(reason.value for reason in records.KillReason)]
@@ -174,13 +188,28 @@ class Price(BaseModel):
     cache_creation: Annotated[float, Field(ge=0)] | None = None
 
 
+class Hooks(BaseModel):
+    """A command per event of the construct loop (see docs/hooks.md), each a command line like gate
+    or its argv; it gets the event as JSON on stdin."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    task_accepted: Command | None = None
+    task_killed: Command | None = None
+    question_asked: Command | None = None
+    limit_wait: Command | None = None
+    run_ended: Command | None = None
+    any: Command | None = Field(None, description="run on every one of these events")
+
+
 class Config(Record):
     """Settings for this repository; command-line flags override them. At most one per plan."""
 
     t: Literal["config"]
-    timeout_ms: Positive | None = Field(None, description="bound on one agent run (default 300000)")
+    timeout_ms: Duration | None = Field(
+        None, description="bound on one agent run: milliseconds, or with a unit (90s, 5m); default 300000"
+    )
     max_iterations: Positive | None = None
-    max_minutes: Positive | None = None
+    max_minutes: Annotated[float, Field(gt=0)] | Positive | None = None
     max_attempts: Positive | None = Field(None, description="builds per task before DECOMPOSE")
     parallel: Positive | None = Field(None, description="concurrent VERIFY runs")
     max_decompose_depth: Positive | None = Field(
@@ -189,21 +218,21 @@ class Config(Record):
     context_warn: Fraction | None = None
     context_compact: Fraction | None = None
     context_kill: Fraction | None = None
-    gate: str | list[str] | None = Field(
+    gate: Command | None = Field(
         None,
         description="the quality gate (default make verify): a command line split like a shell"
         ' (never run by one), as --gate takes it, or its argv; "" or [] for none',
     )
-    gate_timeout_ms: Positive | None = None
-    max_wait_ms: Positive | None = Field(
+    gate_timeout_ms: Duration | None = None
+    max_wait_ms: Duration | None = Field(
         None, description="bound on one wait for a rate or usage limit (default 3600000)"
     )
-    claim_ttl_ms: Positive | None = Field(
+    claim_ttl_ms: Duration | None = Field(
         None, description="age at which another runner may take a task's claim over (default 1800000)"
     )
     agent: str | None = None
-    agent_cmd: list[str] | None = Field(None, description="program (and arguments) of the agent")
-    agent_args: list[str] | None = Field(None, description="extra arguments passed to the agent CLI")
+    agent_cmd: Command | None = Field(None, description="program (and arguments) of the agent, like gate")
+    agent_args: Command | None = Field(None, description="extra arguments passed to the agent CLI, like gate")
     model: str | None = None
     context_window: Positive | None = Field(None, description="the model's context window in tokens")
     commit: bool | None = Field(None, description="false: state commands do not commit")
@@ -213,6 +242,8 @@ class Config(Record):
     max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
         None, description="money budget of `ralph construct` in USD"
     )
+    hooks: Hooks | None = Field(None, description="commands run on the loop's events (docs/hooks.md)")
+    hook_timeout_ms: Duration | None = Field(None, description="bound on one hook run (default 10000)")
     prices: dict[str, Price] | None = Field(
         None, description="USD per million tokens by model name, for runs whose agent reports no cost"
     )
@@ -264,6 +295,7 @@ def json_schema() -> dict:
         defs[model.__name__] = schema
         schema["x-record-type"] = name
     return {
+        "schema_version": SCHEMA_VERSION,  # of ralph's JSON output; validators ignore unknown keys
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "A line of ralph's plan.jsonl",
         "description": "Each line is one JSON object; its `t` names the record type. "

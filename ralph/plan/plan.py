@@ -3,6 +3,7 @@ transitions the `ralph` commands make. Pure: no files, no git, no printing."""
 
 from __future__ import annotations
 
+from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, PlanInvalid, Refused
 from ralph.plan import schedule
 from ralph.plan.document import Document, Line
@@ -449,7 +450,8 @@ class Plan:
     # --- claims: runners sharing one git remote --------------------------------------------
     def claim_ttl_s(self) -> float:
         """Age in seconds at which a claim may be taken over (config claim_ttl_ms, default 30 min)."""
-        return self.config().get("claim_ttl_ms", DEFAULT_CLAIM_TTL_MS) / 1000
+        value = self.config().get("claim_ttl_ms", DEFAULT_CLAIM_TTL_MS)
+        return parse_duration(value) if isinstance(value, str) else value / 1000  # "30m" or ms
 
     def claim(self, task_id: str, runner: str, now: str, ttl_s: float | None = None) -> dict:
         """`runner` claims the task at `now` (UTC, ISO 8601): it builds it (a pending task) or
@@ -602,6 +604,31 @@ class Plan:
     def resolve_issue(self, issue_id: str) -> dict:
         line = self._issue_line(issue_id)
         self.doc.remove(line)
+        return line.record
+
+    # --- config ---------------------------------------------------------------------------
+    def set_config(self, key: str, value: object) -> dict:
+        """Set one key of the config record (added when there is none); other keys keep theirs."""
+        found = self._of("config")
+        if not found:
+            return self.doc.append({"t": "config", key: value}).record
+        line = found[0]
+        if line.record.get(key, object()) != value:
+            line.record[key] = value
+            self.doc.rewrite(line)
+        return line.record
+
+    def unset_config(self, key: str) -> dict:
+        """Remove one key from the config record; a record left with no key goes."""
+        found = self._of("config")
+        if not found or key not in found[0].record:
+            raise Refused(f"config key {key} is not set in plan.jsonl")
+        line = found[0]
+        del line.record[key]
+        if set(line.record) == {"t"}:
+            self.doc.remove(line)
+        else:
+            self.doc.rewrite(line)
         return line.record
 
     # --- loop state -----------------------------------------------------------------------

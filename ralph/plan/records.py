@@ -23,6 +23,17 @@ class KillReason(StrEnum):
 VERIFY_KILL_FIELDS = ("verify_kills", "verify_kill_reason", "verify_kill_log")
 
 
+class HookEvent(StrEnum):
+    """The construct loop's events a config `hooks` command can run on ("any": every one)."""
+
+    TASK_ACCEPTED = "task_accepted"
+    TASK_KILLED = "task_killed"
+    QUESTION_ASKED = "question_asked"
+    LIMIT_WAIT = "limit_wait"
+    RUN_ENDED = "run_ended"
+    ANY = "any"
+
+
 class Stage(StrEnum):
     PLAN = "PLAN"
     INVESTIGATE = "INVESTIGATE"

@@ -2,8 +2,9 @@
 
 plan.schema.json is exported from ralph.models (the definition); the tests keep the two in step
 and check that this validator and pydantic agree. Only the schema features that export uses are
-supported: type, const, enum, pattern, minLength, minimum/maximum (exclusive too), items, anyOf,
-$ref and required, and (for values inside a record) properties and additionalProperties.
+supported: type, const, enum, pattern (x-words: its phrase in messages), minLength, minimum/maximum
+(exclusive too), items, anyOf, $ref and required, and (for values inside a record) properties and
+additionalProperties.
 """
 
 from __future__ import annotations
@@ -99,8 +100,10 @@ def _compile(schema: dict, defs: dict) -> tuple[Check, str]:
         checks.append(lambda v: None if len(v) >= n and _is_text(v) else words)
     if "pattern" in schema:
         regex, pattern = _regex(schema["pattern"]), schema["pattern"]
-        words = f"a string matching {pattern}"
-        checks.append(lambda v: None if regex.search(v) else f"a string matching {pattern}")
+        # x-words: how the format says what the pattern means (a duration), where it has a name
+        said = schema.get("x-words") or f"a string matching {pattern}"
+        words = said
+        checks.append(lambda v: None if regex.search(v) else said)
     checks.extend(_bounds(schema))
     if "items" in schema:
         item_check, item_words = _compile(schema["items"], defs)

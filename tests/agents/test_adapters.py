@@ -27,7 +27,7 @@ from ralph.agents.events import (
     UsageEvent,
 )
 from ralph.loop.pressure import Pressure
-from ralph.loop.settings import Settings
+from ralph.ops.settings import Settings
 
 STREAMS = Path(__file__).parents[1] / "data" / "streams"
 

@@ -15,6 +15,7 @@ misbehaviour:
   [reject-once]        the first VERIFY rejects it
   [reject-always]      every VERIFY rejects it
   [crash]              the first build exits 3 without marking the task done
+  [ask]                BUILD asks a person a question (`ralph ask`) instead of building
   [corrupt-plan]       the first build breaks plan.jsonl by hand
   [slow-verify]        VERIFY takes 2 s
   [no-verdict]         VERIFY gives no verdict
@@ -113,6 +114,9 @@ def build() -> int:
                 time.sleep(0.3)
             if marker not in FINISHES_AFTER_PRESSURE and (not compacted or marker == "[context-stuck]"):
                 time.sleep(60)  # ralph stops it before this ends
+    if "[ask]" in name:
+        ralph("ask", "Blue or green? The spec does not say.")
+        return 0
     if "[crash]" in name and attempt == 1:
         print("fake agent: crashing", flush=True)
         return 3

@@ -16,8 +16,8 @@ from ralph.agents.base import RunTracker
 from ralph.errors import InvalidInput
 from ralph.loop import prompts
 from ralph.loop.console import Console, GateView
-from ralph.loop.settings import Settings, parse_duration
 from ralph.loop.supervisor import Supervisor
+from ralph.ops.settings import Settings, parse_duration
 
 
 @pytest.mark.parametrize(

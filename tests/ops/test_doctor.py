@@ -73,6 +73,7 @@ def untouched(root: Path) -> tuple[str, str]:
 def test_a_healthy_repository_is_ok(repo):
     assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
     assert json.loads(doctor(repo, "--json", code=0).stdout) == {
+        "schema_version": 1,
         "healthy": True,
         "construct_running": None,
         "findings": [],

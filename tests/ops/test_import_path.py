@@ -62,6 +62,8 @@ def test_state_commands_never_load_the_loop_the_adapters_gitpython_or_pydantic(r
         ("task", "list"),
         ("log",),
         ("log", "--json"),
+        ("config", "set", "parallel", "2"),
+        ("config", "list", "--origin"),
     ]
     found = {" ".join(args): forbidden(loaded_modules(repo, tmp_path, *args)) for args in commands}
     assert found == {" ".join(args): [] for args in commands}

@@ -21,7 +21,7 @@ EXPECTED = {
     "bad_priority": (2, 'task field \'priority\' must be one of "high", "medium", "low"'),
     "bad_status": (2, 'task field \'s\' must be one of "p", "d", "b", not "done"'),
     "bom_first_line": (1, "the file starts with a UTF-8 byte order mark (BOM)"),
-    "bool_for_int": (2, "config field 'timeout_ms' must be an integer or null, not true"),
+    "bool_for_int": (2, "config field 'timeout_ms' must be an integer or a duration (\"90s\", "),
     "crlf_lines_bad_third": (3, "task is missing field 'name'"),
     "cycle_of_three": (2, "dependency cycle: t-one -> t-two -> t-three -> t-one"),
     "dependency_on_itself": (2, "task t-bbbbbb depends on itself"),

@@ -22,6 +22,8 @@ VALID = [
     {"t": "spec", "path": "specs/x.md"},
     {"t": "config", "gate": "make check"},
     {"t": "config", "gate": ["make", "check"]},
+    {"t": "config", "timeout_ms": 300000, "gate_timeout_ms": "10m", "max_wait_ms": "1500ms"},
+    {"t": "config", "timeout_ms": "300000", "agent_cmd": "python agent.py", "agent_args": ["-v"]},
     {"t": "state", "iteration": 2},
     {"t": "something-new", "anything": [1]},  # an unknown type is kept as it is
 ]
@@ -35,7 +37,10 @@ BROKEN = [
     {"t": "issue", "id": "i-aaaaaa"},
     {"t": "reject", "id": "t-aaaaaa"},
     {"t": "config", "gate": 3},
-    {"t": "config", "timeout_ms": "300000"},
+    {"t": "config", "timeout_ms": "5 minutes"},
+    {"t": "config", "timeout_ms": "0s"},
+    {"t": "config", "timeout_ms": 0},
+    {"t": "config", "agent_cmd": ["python", 3]},
     {"t": "state", "iteration": -1},
     {"id": "t-aaaaaa", "name": "x"},  # no type
 ]

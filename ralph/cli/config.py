@@ -1,0 +1,82 @@
+"""`ralph config get|set|unset|list`: the plan's config record, a checked key at a time."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of
+from ralph.text import printable
+
+
+def _shown(value: object) -> str:
+    """A value as `config set` takes it: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@click.group()
+def config() -> None:
+    """Read and change the settings in the plan's config record (one commit per change).
+
+    Layers, lowest first: ralph's defaults, your own $XDG_CONFIG_HOME/ralph/config.toml (default
+    ~/.config/ralph/config.toml), the config record of plan.jsonl, the command-line flags.
+    Durations (the *_ms keys) take milliseconds or a unit (90s, 5m); gate, agent_cmd and
+    agent_args take a command line ("make verify", split like a shell, never run by one) or a JSON
+    list of strings."""
+
+
+@config.command("get")
+@click.argument("key")
+@json_option
+@click.pass_context
+def config_get(ctx, key, as_json):
+    """Print the value of KEY in force (from whichever layer set it)."""
+    from ralph.ops import config as ops
+
+    found = ops.get(root_of(ctx), key)
+    emit(found) if as_json else click.echo(printable(_shown(found["value"])))
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+@no_commit_option
+@json_option
+@click.pass_context
+def config_set(ctx, key, value, no_commit, as_json):
+    """Set KEY to VALUE in the plan's config record, checked first (a bad value changes nothing)."""
+    from ralph.ops import config as ops
+
+    done = ops.set_value(root_of(ctx), key, value, commit_choice(no_commit))
+    emit(done) if as_json else click.echo(f"set {key} = {printable(json.dumps(done['value']))}")
+
+
+@config.command("unset")
+@click.argument("key")
+@no_commit_option
+@json_option
+@click.pass_context
+def config_unset(ctx, key, no_commit, as_json):
+    """Remove KEY from the plan's config record (the layer below applies again)."""
+    from ralph.ops import config as ops
+
+    done = ops.unset(root_of(ctx), key, commit_choice(no_commit))
+    emit(done) if as_json else click.echo(f"unset {key}")
+
+
+@config.command("list")
+@click.option("--origin", is_flag=True, help="Say where each value comes from.")
+@json_option
+@click.pass_context
+def config_list(ctx, origin, as_json):
+    """Every config key with the value in force (--origin: default, the user's file or
+    plan.jsonl)."""
+    from ralph.ops import config as ops
+
+    found = ops.layers(root_of(ctx))
+    if as_json:
+        return emit({"config": found})
+    for key, entry in found.items():
+        where = f"  ({printable(entry['origin'])})" if origin else ""
+        click.echo(f"{key} = {printable(json.dumps(entry['value']))}{where}")

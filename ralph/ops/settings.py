@@ -1,0 +1,330 @@
+"""The construct loop's settings: one frozen type holding every default once, and the config keys
+that set them. Layers, lowest first: the defaults, the user's own file
+($XDG_CONFIG_HOME/ralph/config.toml), the plan's config record, the command-line flags.
+
+A value has one form in every layer: a gate, agent command or agent arguments is a command line
+(split like a shell would, never run by one) or its argv; a duration (the *_ms keys) is a number of
+milliseconds or a number with a unit (`90s`, `5m`, `1500ms`), as the flags take it. This module is
+below the loop, so `ralph config` reads and checks settings without loading the loop."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from ralph.durations import parse_duration
+from ralph.errors import InvalidInput
+from ralph.plan.plan import DEFAULT_CLAIM_TTL_MS
+from ralph.plan.records import HookEvent
+
+
+def split_command(text: str, what: str) -> tuple[str, ...]:
+    """A command line split like a shell would split it (never run by one)."""
+    import shlex
+
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:  # unbalanced quotes
+        raise InvalidInput(f"cannot split the {what} {text!r}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    spec: str = ""
+    agent: str | None = None
+    agent_cmd: str | tuple[str, ...] | None = None
+    agent_args: str | tuple[str, ...] | None = None
+    model: str | None = None
+    timeout_s: float = 300.0
+    gate: tuple[str, ...] = ("make", "verify")
+    gate_timeout_s: float = 600.0
+    max_iterations: int = 10
+    max_minutes: float | None = None
+    max_attempts: int = 3
+    max_decompose_depth: int = 3
+    parallel: int = 4
+    allow_dirty: bool = False
+    grace_s: float = 3.0
+    context_warn: float = 0.70
+    context_compact: float = 0.85
+    context_kill: float = 0.95
+    context_window: int | None = None
+    run_hooks: bool = False  # run the repository's pre-commit hook on each build, after the gate
+    max_wait_s: float = 3600.0  # one wait for a rate or usage limit at most
+    limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
+    max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
+    prices: dict | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
+    hooks: dict | None = None  # hook event -> command run on it (ralph/loop/hooks.py)
+    hook_timeout_s: float = 10.0
+    remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
+    runner: str | None = None  # this runner's name in its claims (default host-pid)
+    claim_ttl_s: float | None = None  # a claim older than this may be taken over (default: the plan's)
+
+    @classmethod
+    def resolve(cls, spec: str, config: dict, flags: dict, user: dict | None = None) -> Settings:
+        """The defaults, then the user's file, then the config record's values, then the flags
+        given (not None)."""
+        given = {key: value for key, value in flags.items() if value is not None}
+        configured = {**_from_config(user or {}, USER_FILE), **_from_config(config, PLAN_ORIGIN)}
+        if "agent" in given:
+            # An agent named on the command line is that agent's own program: a program the
+            # repository's config names (a script shipped in a cloned repository) never replaces it.
+            configured.pop("agent_cmd", None)
+            if configured.get("agent") != given["agent"]:
+                configured.pop("agent_args", None)  # arguments and model of another agent
+                configured.pop("model", None)
+        values = {**configured, **given}
+        unknown = set(values) - {f.name for f in fields(cls)}
+        if unknown:
+            raise InvalidInput(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        for key in COMMANDS:  # "make verify" as --gate takes it, or ["make", "verify"]
+            if isinstance(values.get(key), str):
+                values[key] = split_command(values[key], key)
+            elif isinstance(values.get(key), list):
+                values[key] = tuple(values[key])
+        settings = replace(DEFAULTS, spec=spec, **values)
+        if settings.max_minutes is not None and not 0 < settings.max_minutes < float("inf"):
+            raise InvalidInput(f"--max-minutes must be a number of minutes > 0, not {settings.max_minutes}")
+        if settings.parallel < 1 or settings.max_iterations < 1 or settings.max_attempts < 1:
+            raise InvalidInput("--parallel, --max-iterations and --max-attempts must be at least 1")
+        return settings
+
+
+DEFAULTS = Settings()
+
+PLAN_ORIGIN = "plan.jsonl"
+USER_FILE = "the user's config file"
+DEFAULT_ORIGIN = "default"
+FLAG_ORIGIN = "flag"
+COMMANDS = ("gate", "agent_cmd", "agent_args")
+
+
+@dataclass(frozen=True)
+class Key:
+    """A config key: the setting it sets (None: read by the state commands, not the loop) and the
+    kind of value it takes."""
+
+    setting: str | None
+    kind: str  # duration, count, number, fraction, command, text, flag, prices, hooks
+
+
+# Every key the config record and the user's file take (what each means: docs/plan-format.md).
+# Durations keep their _ms names: a plain number is milliseconds, so configs written before units
+# were accepted mean what they meant.
+CONFIG_KEYS: dict[str, Key] = {
+    "agent": Key("agent", "text"),
+    "agent_cmd": Key("agent_cmd", "command"),
+    "agent_args": Key("agent_args", "command"),
+    "model": Key("model", "text"),
+    "timeout_ms": Key("timeout_s", "duration"),
+    "gate": Key("gate", "command"),
+    "gate_timeout_ms": Key("gate_timeout_s", "duration"),
+    "max_iterations": Key("max_iterations", "count"),
+    "max_minutes": Key("max_minutes", "number"),
+    "max_attempts": Key("max_attempts", "count"),
+    "max_decompose_depth": Key("max_decompose_depth", "count"),
+    "parallel": Key("parallel", "count"),
+    "max_cost_usd": Key("max_cost_usd", "number"),
+    "max_wait_ms": Key("max_wait_s", "duration"),
+    "claim_ttl_ms": Key("claim_ttl_s", "duration"),
+    "context_window": Key("context_window", "count"),
+    "context_warn": Key("context_warn", "fraction"),
+    "context_compact": Key("context_compact", "fraction"),
+    "context_kill": Key("context_kill", "fraction"),
+    "run_hooks": Key("run_hooks", "flag"),
+    "prices": Key("prices", "prices"),
+    "hooks": Key("hooks", "hooks"),
+    "hook_timeout_ms": Key("hook_timeout_s", "duration"),
+    "commit": Key(None, "flag"),
+}
+PLAN_ONLY = {"commit"}  # a choice about this repository's history, not a user's preference
+# Defaults the plan's own code applies, reading the record itself (shown by `ralph config list`).
+_PLAN_DEFAULTS = {"commit": True, "claim_ttl_ms": DEFAULT_CLAIM_TTL_MS}
+
+_DURATION = re.compile(r"(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)(ms|s|m|h)?")
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def key_of(name: str) -> Key:
+    if name not in CONFIG_KEYS:
+        known = ", ".join(CONFIG_KEYS)
+        raise InvalidInput(f"unknown config key {name!r} (known: {known})")
+    return CONFIG_KEYS[name]
+
+
+def parse_value(name: str, text: str) -> object:
+    """The value `ralph config set NAME TEXT` stores: TEXT read as that key takes it, checked."""
+    import json
+
+    kind = key_of(name).kind
+    text = text.strip() if kind not in ("text", "command") else text
+    value: object = text
+    try:
+        if kind == "duration":
+            value = int(text) if text.isdigit() else text
+        elif kind == "count":
+            value = int(text)
+        elif kind in ("number", "fraction"):
+            value = float(text) if any(c in text for c in ".eE") else int(text)
+        elif kind == "flag":
+            if text.lower() not in _TRUE + _FALSE:
+                raise ValueError
+            value = text.lower() in _TRUE
+        elif kind in ("prices", "hooks") or (kind == "command" and text.lstrip().startswith("[")):
+            value = json.loads(text)
+    except ValueError:
+        raise InvalidInput(f"config key {name}: {text!r} is not {_KIND_WORDS[kind]}") from None
+    check_value(name, value)
+    return value
+
+
+_KIND_WORDS = {
+    "duration": "a duration: milliseconds or a number with a unit (300000, 90s, 5m, 1500ms)",
+    "count": "an integer > 0",
+    "number": "a number > 0",
+    "fraction": "a number in (0, 1]",
+    "command": 'a command line ("make verify") or a list of strings',
+    "text": "a string",
+    "flag": "true or false",
+    "prices": 'an object: model -> {"input": USD, "output": USD} per million tokens',
+    "hooks": "an object: event ({}) -> command".format(", ".join(HookEvent)),
+}
+
+
+def check_value(name: str, value: object, where: str = "") -> None:
+    """Refuse a value of the wrong form for its key, with one line naming the key."""
+    kind = key_of(name).kind
+    if not _valid(kind, value):
+        at = f" in {where}" if where else ""
+        raise InvalidInput(f"config key {name}{at}: {value!r} is not {_KIND_WORDS[kind]}")
+    if kind == "command" and isinstance(value, str):
+        split_command(value, name)
+    if kind == "hooks":
+        for event, command in value.items():
+            if isinstance(command, str):
+                split_command(command, f"{name} {event}")
+
+
+def _valid(kind: str, value: object) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "duration":
+        return (number and value > 0) or (isinstance(value, str) and bool(_DURATION.fullmatch(value)))
+    if kind == "count":
+        return isinstance(value, int) and not isinstance(value, bool) and value > 0
+    if kind == "number":
+        return number and 0 < value < float("inf")
+    if kind == "fraction":
+        return number and 0 < value <= 1
+    if kind == "command":
+        return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "flag":
+        return isinstance(value, bool)
+    if kind == "hooks":
+        events = set(HookEvent)
+        return isinstance(value, dict) and all(k in events and _valid("command", v) for k, v in value.items())
+    return isinstance(value, dict) and all(_price(v) for v in value.values())  # prices
+
+
+def _price(value: object) -> bool:
+    allowed = {"input", "output", "cache_read", "cache_creation"}
+    return (
+        isinstance(value, dict)
+        and {"input", "output"} <= set(value) <= allowed
+        and all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in value.values())
+    )
+
+
+def setting_value(name: str, value: object) -> object:
+    """A config value as its setting holds it: durations in seconds, the rest as they are."""
+    if CONFIG_KEYS[name].kind == "duration":
+        return parse_duration(str(value)) if isinstance(value, str) else value / 1000
+    return value
+
+
+def config_value(name: str, setting: object) -> object:
+    """A setting's value as the config key spells it (a default shown by `ralph config list`)."""
+    if setting is None:
+        return None
+    kind = CONFIG_KEYS[name].kind
+    if kind == "duration":
+        return round(setting * 1000)
+    if kind == "command":
+        import shlex
+
+        return shlex.join(setting) if isinstance(setting, tuple | list) else setting
+    return setting
+
+
+def _from_config(config: dict, where: str) -> dict:
+    """The settings a config layer sets; a known key with a bad value is refused, naming it.
+    Unknown keys are left alone: the record keeps a hand editor's extra fields."""
+    values: dict = {}
+    for name, value in config.items():
+        key = CONFIG_KEYS.get(name)
+        if value is None or key is None or key.setting is None:
+            continue
+        check_value(name, value, where)
+        values[key.setting] = setting_value(name, value)
+    return values
+
+
+def defaults() -> dict:
+    """Each config key's default, as the key spells it (None: no default)."""
+    values = {}
+    for name, key in CONFIG_KEYS.items():
+        setting = getattr(DEFAULTS, key.setting) if key.setting else None
+        values[name] = _PLAN_DEFAULTS.get(name) if setting is None else config_value(name, setting)
+    return values
+
+
+def layered(config: dict, user: dict, user_path: str, flags: dict | None = None) -> dict:
+    """Each config key's value in force and where it came from: {key: (value, origin)}. `flags`
+    are given by config key (a flag's value in its config form)."""
+    result = {name: (value, DEFAULT_ORIGIN) for name, value in defaults().items()}
+    for layer, origin in ((user, user_path), (config, PLAN_ORIGIN), (flags or {}, FLAG_ORIGIN)):
+        for name, value in layer.items():
+            if name in CONFIG_KEYS and value is not None:
+                result[name] = (value, origin)
+    return result
+
+
+def flag_layer(flags: dict) -> dict:
+    """Command-line flags given (by setting name) as the config keys they override."""
+    return {
+        name: config_value(name, flags[key.setting])
+        for name, key in CONFIG_KEYS.items()
+        if key.setting and flags.get(key.setting) is not None
+    }
+
+
+# --- the user's own defaults -------------------------------------------------------------------
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "ralph" / "config.toml"
+
+
+def read_user_config(path: Path | None = None) -> dict:
+    """The user's defaults, checked like the config record ({} when there is no file)."""
+    import tomllib
+
+    path = path or user_config_path()
+    try:
+        with path.open("rb") as handle:
+            values = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{path}: not valid TOML: {exc}") from None
+    for name, value in values.items():
+        if name in PLAN_ONLY:
+            raise InvalidInput(f"{path}: config key {name} belongs in the plan's config record only")
+        if name not in CONFIG_KEYS:  # in the user's own file, an unknown key is a typo: say so
+            raise InvalidInput(f"{path}: unknown config key {name!r}")
+        check_value(name, value, str(path))
+    return values

@@ -1,0 +1,114 @@
+"""Config hooks through the real loop: each hook event reaches the hook's stdin as JSON with the
+schema version; a hook that fails, hangs past its timeout or cannot start is journalled and the
+run goes on. The scripted agents are tests/loop/fake_agent.py's."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from ralph.text import SCHEMA_VERSION
+from tests.loop.test_construct import (
+    add_tasks,
+    assert_clean,
+    construct,
+    events,
+    gone,
+    in_process,
+    limited_once,
+    project,  # noqa: F401 (the fixture)
+    wait_for,
+)
+
+# Appends each event it gets on stdin to the file named by its argument, one line each.
+APPEND = "import sys\nwith open(sys.argv[1], 'a') as out:\n    out.write(sys.stdin.read())\n"
+# Writes its pid, then never ends (its timeout must stop it).
+HANG = "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+
+
+def config_set(root: Path, key: str, value: object) -> None:
+    text = value if isinstance(value, str) else json.dumps(value)
+    done = in_process(["-C", str(root), "config", "set", key, text], dict(os.environ))
+    assert done.returncode == 0, done.stderr
+
+
+def script(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):  # noqa: F811
+    received = tmp_path / "events.jsonl"
+    config_set(
+        project, "hooks", {"any": [sys.executable, script(tmp_path, "append.py", APPEND), str(received)]}
+    )
+    one, colour, hard = add_tasks(project, "One", "Colour [ask]", "Hard [gate-always-fails]")
+    limited = limited_once(tmp_path, 429, "API Error: 429 rate_limit_error. Please retry after 1s")
+    done = construct(project, "--max-attempts", "1", agent=limited)  # one failed gate kills Hard
+    assert done.returncode == 9, done.stdout + done.stderr  # WAITING: the question is not answered
+    got = [json.loads(line) for line in received.read_text().splitlines()]
+    assert {event["schema_version"] for event in got} == {SCHEMA_VERSION}
+    assert all(event["time"].startswith("20") and event["root"] == str(project) for event in got)
+    by_event = {}
+    for event in got:
+        by_event.setdefault(event["event"], []).append(event)
+    assert set(by_event) == {"limit_wait", "task_accepted", "question_asked", "task_killed", "run_ended"}
+    assert by_event["limit_wait"][0]["kind"] == "rate_limit" and by_event["limit_wait"][0]["stage"] == "BUILD"
+    assert {event["item"] for event in by_event["task_accepted"]} >= {one}
+    assert [event["item"] for event in by_event["question_asked"]] == [colour]
+    assert [(e["item"], e["kill_reason"]) for e in by_event["task_killed"]] == [(hard, "doom_loop")]
+    assert [e["outcome"] for e in by_event["run_ended"]] == ["WAITING"]
+    assert got[-1]["event"] == "run_ended"  # the run waited for its end's hooks
+    assert len([e for e in events(project) if e["event"] == "hook_ran"]) == len(got)
+    assert_clean(project)  # hook logs are under build/ralph-logs/, which git ignores
+
+
+def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(project, tmp_path):  # noqa: F811
+    pid_file = tmp_path / "hang.pid"
+    config_set(project, "hook_timeout_ms", "5s")  # long enough for the hang script to start under load
+    config_set(
+        project,
+        "hooks",
+        {
+            "task_accepted": [sys.executable, "-c", "import sys; sys.exit(1)"],
+            "run_ended": f"{sys.executable} {script(tmp_path, 'hang.py', HANG)} {pid_file}",
+            "any": [str(tmp_path / "no-such-hook")],
+        },
+    )
+    add_tasks(project, "One")
+    done = construct(project)
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    failed = [e for e in events(project) if e["event"] == "hook_failed"]
+    assert {(e["hook"], e.get("exit_code"), e.get("stop_reason")) for e in failed if "error" not in e} == {
+        ("task_accepted", 1, None),
+        ("run_ended", None, "timeout"),
+    }
+    missing = [e for e in failed if "error" in e]
+    assert {e["hook"] for e in missing} == {"task_accepted", "run_ended"}
+    assert all("cannot start" in e["error"] for e in missing)
+    assert gone(int(pid_file.read_text()))  # the hanging hook was stopped, not left behind
+    hung = next(e for e in failed if e.get("stop_reason") == "timeout")
+    assert "stopping the agent's process group: timeout" in (project / hung["log"]).read_text()
+    assert_clean(project)
+
+
+def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):  # noqa: F811
+    pid_file = tmp_path / "hang.pid"
+    config_set(project, "hook_timeout_ms", "5m")  # only the signal can stop it in time
+    config_set(
+        project,
+        "hooks",
+        {"question_asked": [sys.executable, script(tmp_path, "hang.py", HANG), str(pid_file)]},
+    )
+    add_tasks(project, "Colour [ask]", "Other")
+    running = construct(project, wait=False)
+    wait_for(pid_file.exists, "the hook never started")
+    wait_for(lambda: pid_file.read_text().strip(), "the hook never wrote its pid")
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 143, out + err
+    assert gone(int(pid_file.read_text())), "the hook outlived ralph"
