@@ -134,7 +134,16 @@ def test_after_stop_all_a_child_about_to_start_is_not_run(tmp_path):
     assert "interrupted" in result.log_path.read_text()
 
 
-def test_an_interrupt_while_waiting_stops_the_group_and_goes_on(tmp_path, cleanup):
+@pytest.fixture
+def sigint_handled():
+    """Python's own SIGINT handler, which interrupt_main() needs: where SIGINT is ignored, as under
+    a `(cmd &)` shell, the interrupt would do nothing and the run would wait for its hang guard."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupt_while_waiting_stops_the_group_and_goes_on(tmp_path, cleanup, sigint_handled):
     log = tmp_path / "waited.log"
 
     def interrupt_once_running() -> None:

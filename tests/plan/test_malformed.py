@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, ralph_process
+from tests.conftest import git, ralph_in_process, ralph_process
 
 CORPUS = Path(__file__).parents[1] / "data" / "malformed"
 
@@ -81,7 +81,7 @@ def test_commands_refuse_a_malformed_plan_and_change_nothing(ralph, repo, name):
     data = (CORPUS / f"{name}.jsonl").read_bytes()
     head = _commit_plan(repo, data)
 
-    writer = ralph_process(repo, "task", "add", '{"name":"x"}')  # ralph as a program: its exit code
+    writer = ralph_in_process(repo, "task", "add", '{"name":"x"}')
     assert writer.returncode == 2, (writer.returncode, writer.stdout, writer.stderr)
     assert writer.stdout == ""
     _assert_one_line_at(writer.stderr, line, message)
@@ -92,6 +92,14 @@ def test_commands_refuse_a_malformed_plan_and_change_nothing(ralph, repo, name):
     assert (repo / "plan.jsonl").read_bytes() == data
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert git(repo, "status", "--porcelain", "--", "plan.jsonl") == ""
+
+
+def test_ralph_as_a_program_refuses_a_malformed_plan_with_exit_2_and_one_line(repo):
+    head = _commit_plan(repo, (CORPUS / "cycle_of_three.jsonl").read_bytes())
+    writer = ralph_process(repo, "task", "add", '{"name":"x"}')
+    assert writer.returncode == 2 and writer.stdout == "", (writer.returncode, writer.stderr)
+    _assert_one_line_at(writer.stderr, *EXPECTED["cycle_of_three"])
+    assert git(repo, "rev-parse", "HEAD").strip() == head and git(repo, "status", "--porcelain") == ""
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -177,3 +177,19 @@ def test_the_lock_is_held_inside_and_released_after_an_exception(tmp_path):
         assert try_lock(tmp_path) == 75
         raise RuntimeError("inside")
     assert try_lock(tmp_path) == 0
+
+
+@pytest.mark.filterwarnings("ignore:flock not supported")  # filelock says so; ralph need not
+def test_where_the_file_system_has_no_flock_the_lock_falls_back_and_still_excludes(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    def no_flock(fd, operation):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    monkeypatch.setenv("RALPH_LOCK_TIMEOUT", "0.2")
+    with plan_lock(tmp_path), pytest.raises(Busy), plan_lock(tmp_path):
+        pytest.fail("took a lock this process holds")
+    with plan_lock(tmp_path):  # released
+        pass
