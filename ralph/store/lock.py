@@ -54,10 +54,21 @@ def plan_lock(root: Path) -> Iterator[None]:
         with _portable_lock(path, timeout):
             yield
         return
+    _name_holder(fd, _holder_text())
     try:
         yield
     finally:
+        _name_holder(fd, "")  # let go: the file names no holder
         os.close(fd)  # closing releases the lock
+
+
+def _name_holder(fd: int, text: str) -> None:
+    """Best effort: the lock is the kernel's, the text only says who held it."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text.encode(), 0)
+    except OSError:
+        pass
 
 
 def _busy(timeout: float) -> Busy:
@@ -100,11 +111,11 @@ def _portable_lock(path: Path, timeout: float) -> Iterator[None]:
         raise _busy(timeout) from None
     except OSError as exc:
         raise RalphError(f"cannot take the lock {LOCK_NAME}: {exc.strerror or exc}") from None
-    _write_holder(root / LOCK_NAME)
+    _write_holder(path)
     try:
         yield
     finally:
-        _write_holder(root / LOCK_NAME, "")
+        _write_holder(path, "")
         lock.release()
 
 
