@@ -40,5 +40,7 @@ def scratch_env(root: Path) -> dict[str, str]:
     home = root.parent / "home"
     home.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB)}
-    env.update(HOME=str(home), RALPH_LOCK_TIMEOUT="120")
+    # The agent CLIs find their settings under $XDG_CONFIG_HOME first (opencode does): the scratch
+    # HOME's, not the temporary one the suite sets for ralph's own user config.
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), RALPH_LOCK_TIMEOUT="120")
     return env
