@@ -59,9 +59,19 @@ class RemoteCoordinator:
         """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, push."""
         claims.publish_all(self.root, task_ids, self.runner, self.remote)
 
-    def after_build(self, task_id: str) -> None:
-        """The build is committed (passed or not): bring in the remote, free the task, push."""
-        claims.publish(self.root, task_id, self.runner, self.remote)
+    def after_build(self, task_id: str, max_attempts: int = 3) -> list[str]:
+        """The build is committed (passed or not): bring in the remote, free the task, push.
+        Returns the files its changes conflict in with what another runner pushed meanwhile
+        (none: published); then the build is undone here and the task goes back to be built
+        again, on the remote too."""
+        from ralph.errors import CodeConflict
+
+        try:
+            claims.publish(self.root, task_id, self.runner, self.remote)
+        except CodeConflict as exc:
+            claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, exc.files, max_attempts)
+            return exc.files
+        return []
 
     def release_all(self) -> list[str]:
         """The run ends: every claim of this runner goes back, and its commits are pushed."""

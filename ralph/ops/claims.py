@@ -15,11 +15,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ralph.errors import RemoteError
+from ralph.errors import CodeConflict, RemoteError
 from ralph.ops.names import named
 from ralph.plan import schedule
 from ralph.plan.plan import Plan, claim_age_s
-from ralph.plan.records import is_done
+from ralph.plan.records import KillReason, is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
@@ -123,6 +123,64 @@ def publish(root: Path, task_id: str, runner: str, remote: Remote) -> None:
         lambda plan: _release_own(plan, task_id, runner),
         f"ralph: publish {task_id} ({runner})",
     )
+
+
+def withdraw_conflicting(
+    root: Path, task_id: str, runner: str, remote: Remote, files: list[str], max_attempts: int
+) -> int | None:
+    """The build of `task_id` could not be published: its changes conflict in `files` with what
+    another runner pushed meanwhile. This runner's unpushed commits are undone (the remote head
+    holds every commit ever pushed, so none of those is touched), the task goes back to pending
+    with the conflict recorded (set aside once it has conflicted `max_attempts` times), its claim
+    is dropped, and that is pushed: the task is built again from the new remote head. Returns the
+    task's attempts, or None when another runner took it over meanwhile."""
+    from ralph.store.reader import read_plan
+
+    repo = remote.repo
+    local = read_plan(root)
+    ours = local.find_task(task_id) or {}
+    remote_head = remote.fetch()
+    if remote_head is None:
+        raise RemoteError(f"{remote.name}/{remote.branch} is gone; nothing was pushed")
+    spent = _spent_since(repo, local, remote_head)  # the undone commits' runs still count
+    repo.attempt("update-index", "-q", "--refresh")  # see _undo
+    repo.git("reset", "-q", "--keep", remote_head)
+    attempts: list[int] = []
+
+    def record(plan: Plan) -> object:
+        task = plan.find_task(task_id)
+        if task is None or task.get("claimed_by") != runner:
+            return None
+        tokens = ours.get("tokens", 0) - task.get("tokens", 0)
+        cost = (ours.get("cost_usd") or 0) - (task.get("cost_usd") or 0)
+        attempts[:] = [plan.record_merge_conflict(task_id, files, max(tokens, 0), cost or None)]
+        if spent:
+            plan.add_spending(spent)
+        plan.release(task_id, runner)
+        if attempts[0] >= max_attempts:
+            reason = "its builds kept conflicting with work pushed meanwhile; split it into smaller tasks"
+            plan.set_aside(task_id, KillReason.DOOM_LOOP, reason)
+        return task
+
+    message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])} ({runner})"
+    _until_pushed(root, remote, runner, record, message)
+    return attempts[0] if attempts else None
+
+
+def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict:
+    """What the local plan's spending totals gained since the local branch left the remote's."""
+    from ralph.plan.loader import load
+
+    code, out, _ = repo.attempt("merge-base", "HEAD", remote_head)
+    data = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
+    before = Plan(load(data, PLAN_NAME)).state().get("spent", {}) if data is not None else {}
+    gained: dict = {}
+    for stage, row in local.state().get("spent", {}).items():
+        old = before.get(stage, {})
+        diff = {key: value - old.get(key, 0) for key, value in row.items() if isinstance(value, int | float)}
+        if any(diff.values()):
+            gained[stage] = diff
+    return gained
 
 
 def release(root: Path, task_id: str, runner: str, remote: Remote) -> None:
@@ -294,9 +352,15 @@ def _catch_up(root: Path, repo: Repo, remote: Remote, remote_head: str, runner: 
         return
     if _contains(repo, remote_head, local):
         return  # ours is ahead: the push brings the remote up
-    if _merge(repo, remote, remote_head):
+    conflicts = _merge(repo, remote, remote_head)
+    if conflicts is None:
         return
-    if _drop_lost_claims(root, repo, remote_head, runner) and _merge(repo, remote, remote_head):
+    code = [path for path in conflicts if path != PLAN_NAME]
+    if code:
+        raise CodeConflict(
+            f"the local commits conflict with {remote.name}/{remote.branch} in {', '.join(code[:5])}", code
+        )
+    if _drop_lost_claims(root, repo, remote_head, runner) and _merge(repo, remote, remote_head) is None:
         return
     raise RemoteError(
         f"cannot merge {remote.name}/{remote.branch} into the local branch: it conflicts (see `git merge"
@@ -304,7 +368,9 @@ def _catch_up(root: Path, repo: Repo, remote: Remote, remote_head: str, runner: 
     )
 
 
-def _merge(repo: Repo, remote: Remote, remote_head: str) -> bool:
+def _merge(repo: Repo, remote: Remote, remote_head: str) -> list[str] | None:
+    """Merge the remote head in; None when it merged, else the files that conflicted (the merge
+    is aborted)."""
     code, _, _ = repo.attempt(
         "merge",
         "--no-edit",
@@ -314,9 +380,11 @@ def _merge(repo: Repo, remote: Remote, remote_head: str) -> bool:
         f"ralph: merge {remote.name}/{remote.branch}",
         remote_head,
     )
-    if code != 0:
-        repo.attempt("merge", "--abort")
-    return code == 0
+    if code == 0:
+        return None
+    _, out, _ = repo.attempt("diff", "--name-only", "--diff-filter=U")
+    repo.attempt("merge", "--abort")
+    return sorted(path for path in out.splitlines() if path.strip())
 
 
 def _drop_lost_claims(root: Path, repo: Repo, remote_head: str, runner: str) -> bool:

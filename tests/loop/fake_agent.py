@@ -23,6 +23,9 @@ misbehaviour:
   [context-explode]    reports a context past the kill threshold
   [context-stuck]      still above 80% right after compaction
   [context-warm]       several turns above warn but below compact, then a normal build
+  [shared-file]        BUILD also writes its id to shared.txt; the first build waits (up to 60 s)
+                       until every [shared-file] task of the state has started building, so that
+                       two runners build them side by side
 Counts per task live in $FAKE_AGENT_STATE (outside the repository).
 """
 
@@ -92,6 +95,15 @@ def start_daemon(pid_file: Path) -> None:
     pid_file.write_text(str(daemon.pid))
 
 
+def together(task_id: str, attempt: int) -> None:
+    """The first builds of the [shared-file] tasks meet here: each waits for the others to start."""
+    (STATE / f"{task_id}.shared-file").write_text(str(attempt))
+    wanted = int(os.environ.get("FAKE_AGENT_SHARED", "2"))
+    deadline = time.monotonic() + 60
+    while attempt == 1 and len(list(STATE.glob("*.shared-file"))) < wanted and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def build() -> int:
     current = task()
     name, task_id = current["name"], current["id"]
@@ -124,6 +136,9 @@ def build() -> int:
         with open("plan.jsonl", "a") as plan_file:
             plan_file.write('{"t": "task", "broken\n')
         return 0
+    if "[shared-file]" in name:
+        together(task_id, attempt)
+        Path("shared.txt").write_text(f"{task_id} attempt {attempt}\n")
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
     work = Path("work")
     work.mkdir(exist_ok=True)

@@ -69,6 +69,46 @@ def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_
     assert "cannot fetch origin (4 attempts): fatal: " in done.stdout
 
 
+def test_a_build_that_conflicts_with_one_pushed_meanwhile_is_undone_and_built_again(repo, tmp_path):
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n} [shared-file]"} for n in range(2)]
+    shared = seeded(repo, tmp_path, items)
+    state = tmp_path / "agent-state"  # shared: the two first builds wait for each other
+    runs = [
+        construct(
+            shared.clone(f"clone{n}"),
+            "--remote",
+            "origin",
+            "--runner",
+            f"runner-{n}",
+            wait=False,
+            env={"FAKE_AGENT_STATE": str(state)},
+        )
+        for n in range(2)
+    ]
+    for run in runs:
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, out + err
+    plan = origin_plan(shared)
+    assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    conflicts = [s for s in subjects if " merge conflict in shared.txt " in s]
+    assert len(conflicts) == 1, subjects
+    loser = conflicts[0].split()[1]
+    assert build_counts(state) == {item["id"]: 2 if item["id"] == loser else 1 for item in items}
+    for item in items:  # the undone build never reached the remote: one build commit per task
+        built = [s for s in subjects if s.startswith(f"ralph(build): {item['id']} ") and "conflict" not in s]
+        assert len(built) == 1
+    commit = git(shared.origin, "log", "--format=%H", "-1", "--grep", "conflict in shared", "main").strip()
+    records = [json.loads(line) for line in git(shared.origin, "show", f"{commit}:plan.jsonl").splitlines()]
+    pushed = next(r for r in records if r["t"] == "task" and r["id"] == loser)
+    assert pushed["merge_conflict"] == ["shared.txt"]
+    assert pushed["s"] == "p" and "claimed_by" not in pushed
+    final = git(shared.origin, "show", "main:shared.txt")
+    assert final == f"{loser} attempt 2\n"  # built again on top of the other's file
+    state = next(r for r in plan if r["t"] == "state")
+    assert state["spent"]["BUILD"]["runs"] == 3  # the undone build's run still counts
+
+
 @pytest.mark.slow
 def test_three_runners_build_twelve_tasks_each_exactly_once(repo, tmp_path):
     items = []
