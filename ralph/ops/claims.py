@@ -11,7 +11,7 @@ claimed by another runner, done or accepted. Nothing is ever force-pushed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -100,6 +100,95 @@ def claim_to_verify(
         if pushed:
             return list(chosen or [])
     raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
+def claim_issue(
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
+) -> str | None:
+    """Claim the first open issue of `spec` for INVESTIGATE (not one kept open for a person, nor
+    one of `skip`) and push the claim; None when no issue is free."""
+    return _claim_first(
+        root,
+        runner,
+        remote,
+        lambda plan: [i for i in plan.issues(spec) if not i.get("keep_open") and i["id"] not in skip],
+        "to investigate",
+        ttl_s,
+    )
+
+
+def claim_to_decompose(
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
+) -> str | None:
+    """Claim the first killed task of `spec` (not one of `skip`) for DECOMPOSE and push the
+    claim; None when none is free."""
+    return _claim_first(
+        root,
+        runner,
+        remote,
+        lambda plan: [view.record for view in plan.task_views(spec) if view.killed and view.id not in skip],
+        "to decompose",
+        ttl_s,
+    )
+
+
+def claim_plan(root: Path, spec: str, runner: str, remote: Remote, ttl_s: float | None = None) -> bool:
+    """Claim the spec record for PLAN while the spec has no work yet, and push the claim: the
+    runner that wins plans, the others wait for its tasks. False when it is planned (or another
+    runner holds a live claim on it)."""
+
+    def unplanned(plan: Plan) -> list[dict]:
+        if plan.has_work_for(spec):
+            return []
+        return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
+
+    return _claim_first(root, runner, remote, unplanned, "to plan", ttl_s) is not None
+
+
+def _is_spec(record: dict, spec: str) -> bool:
+    return record.get("t") == "spec" and record.get("path") == spec
+
+
+def _claim_first(
+    root: Path,
+    runner: str,
+    remote: Remote,
+    candidates: Callable[[Plan], list[dict]],
+    what: str,
+    ttl_s: float | None,
+) -> str | None:
+    """Claim the first of `candidates` (this runner's own claim first, then a free one) and push;
+    a lost race replays on the new head. Returns its id, None when none is free."""
+
+    def pick(plan: Plan) -> str | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
+        items = candidates(plan)
+        own = [item for item in items if item.get("claimed_by") == runner]
+        free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl)]
+        if not own + free:
+            return None
+        chosen = (own + free)[0]["id"]
+        plan.claim(chosen, runner, stamp, ttl)
+        return chosen
+
+    for _ in range(MAX_ROUNDS):
+        chosen, pushed = _round(
+            root, remote, runner, pick, lambda item: f"ralph: claim {item} {what} ({runner})", idle_push=False
+        )
+        if pushed:
+            return chosen  # type: ignore[return-value]
+    raise RemoteError(f"lost the race for work {MAX_ROUNDS} times in a row on {remote.name}; try again")
 
 
 def publish_all(root: Path, task_ids: list[str], runner: str, remote: Remote) -> None:
@@ -224,7 +313,7 @@ def remote_claims(root: Path, remote: Remote, ttl_s: float | None = None, at: st
         claims.append(
             {
                 "task": task["id"],
-                "name": task["name"],
+                "name": task.get("name") or task.get("text") or task["id"],
                 "runner": task["claimed_by"],
                 "since": task.get("claimed_at"),
                 "age_s": age,
@@ -262,7 +351,7 @@ def _free(task: dict, stamp: str, ttl: float) -> bool:
 def _release_own(plan: Plan, task_id: str, runner: str) -> dict | None:
     """Drop the claim if it is still ours: another runner may have taken the task over meanwhile
     (ours had expired), and its claim is not ours to drop."""
-    task = plan.find_task(task_id)
+    task = plan.find_claimable(task_id)
     if task is None or task.get("claimed_by") != runner:
         return None
     return plan.release(task_id, runner)
@@ -394,7 +483,7 @@ def _drop_lost_claims(root: Path, repo: Repo, remote_head: str, runner: str) -> 
     data = repo.file_at(remote_head, PLAN_NAME)
     if data is None:
         return False
-    theirs = {task["id"]: task.get("claimed_by") for task in Plan(load(data, PLAN_NAME)).tasks()}
+    theirs = {item["id"]: item["claimed_by"] for item in Plan(load(data, PLAN_NAME)).claims()}
     with transaction(root, commit=True) as work:
         lost = [
             task["id"]

@@ -142,7 +142,7 @@ def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Co
     ours_pick: dict = {}
     theirs_pick: dict = {}
     conflicting = []
-    claim = _merge_claim(base, ours, theirs) if ours.get("t") == "task" else _MISSING
+    claim = _merge_claim(base, ours, theirs) if ours.get("t") in ("task", "issue", "spec") else _MISSING
     for name in {**ours, **theirs}:  # ours' field order, then theirs' new fields
         b, o, t = base.get(name, _MISSING), ours.get(name, _MISSING), theirs.get(name, _MISSING)
         if name in CLAIM and claim is not _MISSING:

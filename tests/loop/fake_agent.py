@@ -26,7 +26,8 @@ misbehaviour:
   [shared-file]        BUILD also writes its id to shared.txt; the first build waits (up to 60 s)
                        until every [shared-file] task of the state has started building, so that
                        two runners build them side by side
-Counts per task live in $FAKE_AGENT_STATE (outside the repository).
+An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s.
+Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
 
 from __future__ import annotations
@@ -72,8 +73,12 @@ def task() -> dict:
 
 
 def plan() -> None:
+    bump("plan")
     previous = None
-    for line in Path(os.environ["RALPH_SPEC"]).read_text().splitlines():
+    spec = Path(os.environ["RALPH_SPEC"]).read_text()
+    if "[slow]" in spec:
+        time.sleep(2)
+    for line in spec.splitlines():
         if line.startswith("- "):
             item = {"name": line[2:].strip(), "accept": "work file says ok"}
             if previous:
@@ -179,6 +184,9 @@ def decompose() -> int:
 
 def investigate() -> int:
     issue_id = os.environ["RALPH_ISSUE_ID"]
+    bump(f"investigate-{issue_id}")
+    if "[slow]" in ralph("issue", "list"):
+        time.sleep(2)
     ralph("task", "add", json.dumps({"name": f"Fix what {issue_id} found"}))
     ralph("issue", "resolve", issue_id, "--note", "became a task")
     return 0

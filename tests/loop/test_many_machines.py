@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.ops import tasks
+from ralph.ops import issues, tasks
 from tests.conftest import Shared, git
 from tests.loop.test_construct import construct, with_app_spec
 
@@ -107,6 +107,55 @@ def test_a_build_that_conflicts_with_one_pushed_meanwhile_is_undone_and_built_ag
     assert final == f"{loser} attempt 2\n"  # built again on top of the other's file
     state = next(r for r in plan if r["t"] == "state")
     assert state["spent"]["BUILD"]["runs"] == 3  # the undone build's run still counts
+
+
+def two_runners(shared: Shared, state: Path) -> None:
+    """Two runners started at once, each in its own clone, sharing the agent's counters."""
+    runs = [
+        construct(
+            shared.clone(f"clone{n}"),
+            "--remote",
+            "origin",
+            "--runner",
+            f"runner-{n}",
+            wait=False,
+            env={"FAKE_AGENT_STATE": str(state)},
+        )
+        for n in range(2)
+    ]
+    for run in runs:
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, out + err
+
+
+def test_two_runners_on_one_issue_investigate_it_once(repo, tmp_path):
+    with_app_spec(repo, "# App\n")
+    issue = issues.add(repo, "The report is wrong [slow]")  # INVESTIGATE takes 2 s: both runners see it
+    shared = Shared(repo, tmp_path)
+    state = tmp_path / "agent-state"
+    two_runners(shared, state)
+    assert (state / f"investigate-{issue['id']}").read_text() == "1"
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    assert sum(s.startswith(f"ralph(investigate): {issue['id']} ") for s in subjects) == 1
+    assert sum(s.startswith(f"ralph: claim {issue['id']} to investigate ") for s in subjects) == 1
+    plan = origin_plan(shared)
+    assert [r["name"] for r in plan if r["t"] == "accept"] == [f"Fix what {issue['id']} found"]
+    assert not [r for r in plan if r["t"] in ("task", "issue")]
+
+
+def test_two_runners_on_a_spec_with_no_tasks_plan_it_once(repo, tmp_path):
+    with_app_spec(repo, "# App [slow]\n\n- Parse input\n- Print report\n")  # PLAN takes 2 s
+    shared = Shared(repo, tmp_path)
+    state = tmp_path / "agent-state"
+    two_runners(shared, state)
+    assert (state / "plan").read_text() == "1"
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    assert sum(s.startswith("ralph(plan): specs/app.md: 2 tasks") for s in subjects) == 1
+    assert sum(s.startswith("ralph: claim specs/app.md to plan ") for s in subjects) == 1
+    plan = origin_plan(shared)
+    assert sorted(r["name"] for r in plan if r["t"] == "accept") == ["Parse input", "Print report"]
+    spec = next(r for r in plan if r["t"] == "spec")
+    assert "claimed_by" not in spec
 
 
 @pytest.mark.slow
