@@ -23,6 +23,7 @@ misbehaviour:
   [context-explode]    reports a context past the kill threshold
   [context-stuck]      still above 80% right after compaction
   [context-warm]       several turns above warn but below compact, then a normal build
+  [slow-decompose]     DECOMPOSE takes 2 s
   [shared-file]        BUILD also writes its id to shared.txt; the first build waits (up to 60 s)
                        until every [shared-file] task of the state has started building, so that
                        two runners build them side by side
@@ -175,6 +176,9 @@ def verify() -> int:
 
 def decompose() -> int:
     parent = task()
+    bump(f"decompose-{parent['id']}")
+    if "[slow-decompose]" in parent["name"]:
+        time.sleep(2)
     base = parent["name"].split(" [")[0]
     for part in ("part 1", "part 2"):
         ralph("task", "add", json.dumps({"name": f"{base} ({part})", "parent": parent["id"]}))

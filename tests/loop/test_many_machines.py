@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from ralph.ops import issues, tasks
+from ralph.plan.records import KillReason
+from ralph.store.transaction import transaction
 from tests.conftest import Shared, git
 from tests.loop.test_construct import construct, with_app_spec
 
@@ -156,6 +158,21 @@ def test_two_runners_on_a_spec_with_no_tasks_plan_it_once(repo, tmp_path):
     assert sorted(r["name"] for r in plan if r["t"] == "accept") == ["Parse input", "Print report"]
     spec = next(r for r in plan if r["t"] == "spec")
     assert "claimed_by" not in spec
+
+
+def test_two_runners_decompose_a_killed_task_once(repo, tmp_path):
+    shared = seeded(repo, tmp_path, [{"id": "t-hard", "name": "Hard [slow-decompose]"}])  # DECOMPOSE: 2 s
+    with transaction(repo, commit=True) as change:
+        change.plan.set_aside("t-hard", KillReason.TIMEOUT, "BUILD timed out")
+        change.message = "ralph(build): t-hard set aside"
+    git(repo, "push", "-q", "origin", "main")
+    state = tmp_path / "agent-state"
+    two_runners(shared, state)
+    assert (state / "decompose-t-hard").read_text() == "1"
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    assert sum(s.startswith("ralph(decompose): t-hard -> ") for s in subjects) == 1
+    plan = origin_plan(shared)
+    assert sorted(r["name"] for r in plan if r["t"] == "accept") == ["Hard (part 1)", "Hard (part 2)"]
 
 
 @pytest.mark.slow
