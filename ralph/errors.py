@@ -62,6 +62,15 @@ class RemoteRejected(RemoteError):
     """The remote refused a push for a reason other than a lost race: permissions, a hook."""
 
 
+class CodeConflict(RemoteError):
+    """The local branch's own commits (a build) change files another runner changed on the
+    remote meanwhile: git cannot merge them. The loop takes it as the build's verdict."""
+
+    def __init__(self, message: str, files: list[str]):
+        super().__init__(message)
+        self.files = files
+
+
 class Problem:
     """One problem found in plan.jsonl, located by file and line."""
 

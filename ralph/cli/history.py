@@ -78,12 +78,24 @@ def completion(ctx: click.Context, shell: str) -> None:
     click.echo(complete.source(), nl=False)
 
 
+CLAIM_EVENTS = {
+    "claimed": "claimed by {runner}",
+    "claim renewed": "claim renewed by {runner}",
+    "released": "released by {runner}",
+    "taken over": "taken over from {was} by {runner}",
+}
+
+
 def line(event: dict) -> str:
     """One event as one line: commit, time, author, item, what happened."""
     when = event["time"][:16].replace("T", " ")
     who = printable(event["author"])
     item = printable(event["id"]) if event.get("id") else "-"
     what = event["event"]
+    if what in CLAIM_EVENTS:  # "claimed by R", "taken over from R by S": the runner is the news
+        what = CLAIM_EVENTS[what].format(
+            runner=printable(str(event.get("runner"))), was=printable(str(event.get("was_claimed_by")))
+        )
     detail = describe(event)
     hand = "  [by hand]" if event.get("by_hand") else ""
     return f"{event['commit'][:7]} {when} {who}  {item}  {what}{': ' + detail if detail else ''}{hand}"

@@ -196,8 +196,11 @@ class Loop:
             change.message = f"ralph: construct {self.settings.spec} ended: {outcome.name}"
 
     def _iterate(self) -> tuple[Outcome, str]:
-        if self._needs_planning():
+        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: one of them plans
+        if self._needs_planning() and (remote is None or remote.before_plan()):
             planned = self._stage(PlanStage, self.read_plan().iteration())
+            if remote:
+                remote.after_plan()
             if self._complete():
                 return Outcome.STUCK, _no_plan(planned)
         unchanged = 0

@@ -51,6 +51,41 @@ class RemoteCoordinator:
             self.sleep(wait)
             wait = min(wait * 2, POLL_S[1])
 
+    def before_plan(self) -> bool:
+        """Whether this runner runs PLAN: it won the claim on the spec record. The others wait
+        until the tasks it made are on the remote (False), or until its claim goes stale."""
+        wait = POLL_S[0]
+        while True:
+            if claims.claim_plan(self.root, self.spec or "", self.runner, self.remote, self.ttl_s):
+                return True
+            if read_plan(self.root).has_work_for(self.spec or ""):
+                return False
+            self.check()
+            self.sleep(wait)
+            wait = min(wait * 2, POLL_S[1])
+
+    def after_plan(self) -> None:
+        """PLAN's tasks are committed: bring in the remote, free the spec record, push."""
+        claims.publish(self.root, self.spec or "", self.runner, self.remote)
+
+    def before_investigate(self, skip: set[str] = frozenset()) -> str | None:
+        """The open issue this runner investigates next (not one of `skip`, those it already
+        investigated in this stage), claimed on the remote; None: none free."""
+        return claims.claim_issue(self.root, self.spec, self.runner, self.remote, self.ttl_s, skip)
+
+    def after_investigate(self, issue_id: str) -> None:
+        """The investigation is committed: bring in the remote, free the issue if still open, push."""
+        claims.publish(self.root, issue_id, self.runner, self.remote)
+
+    def before_decompose(self, skip: set[str] = frozenset()) -> str | None:
+        """The killed task this runner decomposes next (not one of `skip`), claimed on the
+        remote; None: none free."""
+        return claims.claim_to_decompose(self.root, self.spec, self.runner, self.remote, self.ttl_s, skip)
+
+    def after_decompose(self, task_id: str) -> None:
+        """The decomposition is committed: bring in the remote, free what is left claimed, push."""
+        claims.publish(self.root, task_id, self.runner, self.remote)
+
     def before_verify(self, limit: int) -> list[str]:
         """The done tasks this runner verifies now (at most `limit`), claimed on the remote."""
         return claims.claim_to_verify(self.root, self.spec, self.runner, self.remote, limit, self.ttl_s)
@@ -59,9 +94,19 @@ class RemoteCoordinator:
         """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, push."""
         claims.publish_all(self.root, task_ids, self.runner, self.remote)
 
-    def after_build(self, task_id: str) -> None:
-        """The build is committed (passed or not): bring in the remote, free the task, push."""
-        claims.publish(self.root, task_id, self.runner, self.remote)
+    def after_build(self, task_id: str, max_attempts: int = 3) -> list[str]:
+        """The build is committed (passed or not): bring in the remote, free the task, push.
+        Returns the files its changes conflict in with what another runner pushed meanwhile
+        (none: published); then the build is undone here and the task goes back to be built
+        again, on the remote too."""
+        from ralph.errors import CodeConflict
+
+        try:
+            claims.publish(self.root, task_id, self.runner, self.remote)
+        except CodeConflict as exc:
+            claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, exc.files, max_attempts)
+            return exc.files
+        return []
 
     def release_all(self) -> list[str]:
         """The run ends: every claim of this runner goes back, and its commits are pushed."""
@@ -77,7 +122,7 @@ class RemoteCoordinator:
         done = [task for task in plan.tasks() if self._in_spec(task) and task.get("s") == "d"]
         if any(not task.get("claimed_by") for task in done):
             return False  # VERIFY has work: go on to it
-        for task in plan.claims():
+        for task in plan.claims():  # a task, an issue (its tasks to come) or the spec (its PLAN)
             if task["claimed_by"] == self.runner or not self._in_spec(task):
                 continue
             age = claim_age_s(task, stamp)
@@ -86,4 +131,5 @@ class RemoteCoordinator:
         return False
 
     def _in_spec(self, task: dict) -> bool:
-        return self.spec is None or task.get("spec") in (None, self.spec)
+        spec = task.get("path") if task.get("t") == "spec" else task.get("spec")
+        return self.spec is None or spec in (None, self.spec)

@@ -66,7 +66,12 @@ class BuildStage:
         else:
             self._build_task(task_id, iteration, report)
             report.items += 1
-        remote.after_build(task_id)
+        conflicts = remote.after_build(task_id, self.ws.settings.max_attempts)
+        if conflicts:  # another runner pushed changes to the same files first: a verdict
+            self.ws.journal.event("build_failed", item=task_id, verdict="merge_conflict", files=conflicts)
+            self.ws.console.event(
+                f"{task_id}: its build conflicts with pushed work ({', '.join(conflicts[:5])}); built again"
+            )
         return True
 
     def _ready(self, running: set[str], report: StageReport) -> list[dict]:

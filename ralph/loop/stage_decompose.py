@@ -27,7 +27,18 @@ class DecomposeStage:
         if not killed:
             return report
         span = self.ws.journal.span("stage", stage="DECOMPOSE", iteration=iteration, items=len(killed))
-        for task in killed:
+        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
+        if remote:
+            report.items, seen = 0, set()
+            while task_id := remote.before_decompose(seen):  # each killed task by one runner only
+                seen.add(task_id)
+                task = next((task for task in self.ws.tasks() if task.id == task_id and task.killed), None)
+                if task is not None:
+                    commit = self._decompose(task, iteration, report)
+                    report.commits += [commit] if commit else []
+                    report.items += 1
+                remote.after_decompose(task_id)
+        for task in [] if remote else killed:
             commit = self._decompose(task, iteration, report)
             report.commits += [commit] if commit else []
         span.end()

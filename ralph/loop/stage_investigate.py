@@ -25,27 +25,40 @@ class InvestigateStage:
         if not issues:
             return report
         span = self.ws.journal.span("stage", stage="INVESTIGATE", iteration=iteration, items=len(issues))
-        for issue in issues:
-            values = {
-                "issue_id": issue["id"],
-                "issue_text": data_block("the issue", issue["text"]),
-                "previous": self._previous_stop(IssueView(issue)),
-            }
-            self.ws.set_state(stage=str(Stage.INVESTIGATE))
-            before = self.ws.plan_bytes()  # what a stopped run's changes go back to
-            result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values)
-            self.ws.check_plan(result)
-            stop = STOP_REASONS_THAT_KILL.get(result.run.stop_reason or "")
-            if stop:
-                commit = self._stopped(issue, stop, result, before, report)
-            else:
-                message = f"ralph(investigate): {issue['id']} {issue['text'][:60]}"
-                if self._still_open(issue["id"]):
-                    message = self._resolve_if_it_became_tasks(issue["id"], message, str(result.log_path))
-                commit = self.ws.commit(message)
-            report.commits += [commit] if commit else []
+        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
+        if remote:
+            report.items, seen = 0, set()
+            while issue_id := remote.before_investigate(seen):  # each issue by one runner only
+                seen.add(issue_id)
+                issue = next((issue for issue in self.ws.issues() if issue["id"] == issue_id), None)
+                if issue is not None:
+                    self._investigate(issue, iteration, report)
+                    report.items += 1
+                remote.after_investigate(issue_id)
+        for issue in [] if remote else issues:
+            self._investigate(issue, iteration, report)
         span.end()
         return report
+
+    def _investigate(self, issue: dict, iteration: int, report: StageReport) -> None:
+        values = {
+            "issue_id": issue["id"],
+            "issue_text": data_block("the issue", issue["text"]),
+            "previous": self._previous_stop(IssueView(issue)),
+        }
+        self.ws.set_state(stage=str(Stage.INVESTIGATE))
+        before = self.ws.plan_bytes()  # what a stopped run's changes go back to
+        result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values)
+        self.ws.check_plan(result)
+        stop = STOP_REASONS_THAT_KILL.get(result.run.stop_reason or "")
+        if stop:
+            commit = self._stopped(issue, stop, result, before, report)
+        else:
+            message = f"ralph(investigate): {issue['id']} {issue['text'][:60]}"
+            if self._still_open(issue["id"]):
+                message = self._resolve_if_it_became_tasks(issue["id"], message, str(result.log_path))
+            commit = self.ws.commit(message)
+        report.commits += [commit] if commit else []
 
     def _still_open(self, issue_id: str) -> bool:
         return any(issue["id"] == issue_id for issue in self.ws.issues())

@@ -11,15 +11,15 @@ claimed by another runner, done or accepted. Nothing is ever force-pushed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ralph.errors import RemoteError
+from ralph.errors import CodeConflict, RemoteError
 from ralph.ops.names import named
 from ralph.plan import schedule
 from ralph.plan.plan import Plan, claim_age_s
-from ralph.plan.records import is_done
+from ralph.plan.records import KillReason, is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
@@ -102,6 +102,95 @@ def claim_to_verify(
     raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
 
 
+def claim_issue(
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
+) -> str | None:
+    """Claim the first open issue of `spec` for INVESTIGATE (not one kept open for a person, nor
+    one of `skip`) and push the claim; None when no issue is free."""
+    return _claim_first(
+        root,
+        runner,
+        remote,
+        lambda plan: [i for i in plan.issues(spec) if not i.get("keep_open") and i["id"] not in skip],
+        "to investigate",
+        ttl_s,
+    )
+
+
+def claim_to_decompose(
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
+) -> str | None:
+    """Claim the first killed task of `spec` (not one of `skip`) for DECOMPOSE and push the
+    claim; None when none is free."""
+    return _claim_first(
+        root,
+        runner,
+        remote,
+        lambda plan: [view.record for view in plan.task_views(spec) if view.killed and view.id not in skip],
+        "to decompose",
+        ttl_s,
+    )
+
+
+def claim_plan(root: Path, spec: str, runner: str, remote: Remote, ttl_s: float | None = None) -> bool:
+    """Claim the spec record for PLAN while the spec has no work yet, and push the claim: the
+    runner that wins plans, the others wait for its tasks. False when it is planned (or another
+    runner holds a live claim on it)."""
+
+    def unplanned(plan: Plan) -> list[dict]:
+        if plan.has_work_for(spec):
+            return []
+        return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
+
+    return _claim_first(root, runner, remote, unplanned, "to plan", ttl_s) is not None
+
+
+def _is_spec(record: dict, spec: str) -> bool:
+    return record.get("t") == "spec" and record.get("path") == spec
+
+
+def _claim_first(
+    root: Path,
+    runner: str,
+    remote: Remote,
+    candidates: Callable[[Plan], list[dict]],
+    what: str,
+    ttl_s: float | None,
+) -> str | None:
+    """Claim the first of `candidates` (this runner's own claim first, then a free one) and push;
+    a lost race replays on the new head. Returns its id, None when none is free."""
+
+    def pick(plan: Plan) -> str | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
+        items = candidates(plan)
+        own = [item for item in items if item.get("claimed_by") == runner]
+        free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl)]
+        if not own + free:
+            return None
+        chosen = (own + free)[0]["id"]
+        plan.claim(chosen, runner, stamp, ttl)
+        return chosen
+
+    for _ in range(MAX_ROUNDS):
+        chosen, pushed = _round(
+            root, remote, runner, pick, lambda item: f"ralph: claim {item} {what} ({runner})", idle_push=False
+        )
+        if pushed:
+            return chosen  # type: ignore[return-value]
+    raise RemoteError(f"lost the race for work {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
 def publish_all(root: Path, task_ids: list[str], runner: str, remote: Remote) -> None:
     """After VERIFY's commit: bring in the remote branch, free what is still claimed, push."""
 
@@ -123,6 +212,64 @@ def publish(root: Path, task_id: str, runner: str, remote: Remote) -> None:
         lambda plan: _release_own(plan, task_id, runner),
         f"ralph: publish {task_id} ({runner})",
     )
+
+
+def withdraw_conflicting(
+    root: Path, task_id: str, runner: str, remote: Remote, files: list[str], max_attempts: int
+) -> int | None:
+    """The build of `task_id` could not be published: its changes conflict in `files` with what
+    another runner pushed meanwhile. This runner's unpushed commits are undone (the remote head
+    holds every commit ever pushed, so none of those is touched), the task goes back to pending
+    with the conflict recorded (set aside once it has conflicted `max_attempts` times), its claim
+    is dropped, and that is pushed: the task is built again from the new remote head. Returns the
+    task's attempts, or None when another runner took it over meanwhile."""
+    from ralph.store.reader import read_plan
+
+    repo = remote.repo
+    local = read_plan(root)
+    ours = local.find_task(task_id) or {}
+    remote_head = remote.fetch()
+    if remote_head is None:
+        raise RemoteError(f"{remote.name}/{remote.branch} is gone; nothing was pushed")
+    spent = _spent_since(repo, local, remote_head)  # the undone commits' runs still count
+    repo.attempt("update-index", "-q", "--refresh")  # see _undo
+    repo.git("reset", "-q", "--keep", remote_head)
+    attempts: list[int] = []
+
+    def record(plan: Plan) -> object:
+        task = plan.find_task(task_id)
+        if task is None or task.get("claimed_by") != runner:
+            return None
+        tokens = ours.get("tokens", 0) - task.get("tokens", 0)
+        cost = (ours.get("cost_usd") or 0) - (task.get("cost_usd") or 0)
+        attempts[:] = [plan.record_merge_conflict(task_id, files, max(tokens, 0), cost or None)]
+        if spent:
+            plan.add_spending(spent)
+        plan.release(task_id, runner)
+        if attempts[0] >= max_attempts:
+            reason = "its builds kept conflicting with work pushed meanwhile; split it into smaller tasks"
+            plan.set_aside(task_id, KillReason.DOOM_LOOP, reason)
+        return task
+
+    message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])} ({runner})"
+    _until_pushed(root, remote, runner, record, message)
+    return attempts[0] if attempts else None
+
+
+def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict:
+    """What the local plan's spending totals gained since the local branch left the remote's."""
+    from ralph.plan.loader import load
+
+    code, out, _ = repo.attempt("merge-base", "HEAD", remote_head)
+    data = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
+    before = Plan(load(data, PLAN_NAME)).state().get("spent", {}) if data is not None else {}
+    gained: dict = {}
+    for stage, row in local.state().get("spent", {}).items():
+        old = before.get(stage, {})
+        diff = {key: value - old.get(key, 0) for key, value in row.items() if isinstance(value, int | float)}
+        if any(diff.values()):
+            gained[stage] = diff
+    return gained
 
 
 def release(root: Path, task_id: str, runner: str, remote: Remote) -> None:
@@ -166,7 +313,7 @@ def remote_claims(root: Path, remote: Remote, ttl_s: float | None = None, at: st
         claims.append(
             {
                 "task": task["id"],
-                "name": task["name"],
+                "name": task.get("name") or task.get("text") or task["id"],
                 "runner": task["claimed_by"],
                 "since": task.get("claimed_at"),
                 "age_s": age,
@@ -204,7 +351,7 @@ def _free(task: dict, stamp: str, ttl: float) -> bool:
 def _release_own(plan: Plan, task_id: str, runner: str) -> dict | None:
     """Drop the claim if it is still ours: another runner may have taken the task over meanwhile
     (ours had expired), and its claim is not ours to drop."""
-    task = plan.find_task(task_id)
+    task = plan.find_claimable(task_id)
     if task is None or task.get("claimed_by") != runner:
         return None
     return plan.release(task_id, runner)
@@ -294,9 +441,15 @@ def _catch_up(root: Path, repo: Repo, remote: Remote, remote_head: str, runner: 
         return
     if _contains(repo, remote_head, local):
         return  # ours is ahead: the push brings the remote up
-    if _merge(repo, remote, remote_head):
+    conflicts = _merge(repo, remote, remote_head)
+    if conflicts is None:
         return
-    if _drop_lost_claims(root, repo, remote_head, runner) and _merge(repo, remote, remote_head):
+    code = [path for path in conflicts if path != PLAN_NAME]
+    if code:
+        raise CodeConflict(
+            f"the local commits conflict with {remote.name}/{remote.branch} in {', '.join(code[:5])}", code
+        )
+    if _drop_lost_claims(root, repo, remote_head, runner) and _merge(repo, remote, remote_head) is None:
         return
     raise RemoteError(
         f"cannot merge {remote.name}/{remote.branch} into the local branch: it conflicts (see `git merge"
@@ -304,7 +457,9 @@ def _catch_up(root: Path, repo: Repo, remote: Remote, remote_head: str, runner: 
     )
 
 
-def _merge(repo: Repo, remote: Remote, remote_head: str) -> bool:
+def _merge(repo: Repo, remote: Remote, remote_head: str) -> list[str] | None:
+    """Merge the remote head in; None when it merged, else the files that conflicted (the merge
+    is aborted)."""
     code, _, _ = repo.attempt(
         "merge",
         "--no-edit",
@@ -314,9 +469,11 @@ def _merge(repo: Repo, remote: Remote, remote_head: str) -> bool:
         f"ralph: merge {remote.name}/{remote.branch}",
         remote_head,
     )
-    if code != 0:
-        repo.attempt("merge", "--abort")
-    return code == 0
+    if code == 0:
+        return None
+    _, out, _ = repo.attempt("diff", "--name-only", "--diff-filter=U")
+    repo.attempt("merge", "--abort")
+    return sorted(path for path in out.splitlines() if path.strip())
 
 
 def _drop_lost_claims(root: Path, repo: Repo, remote_head: str, runner: str) -> bool:
@@ -326,7 +483,7 @@ def _drop_lost_claims(root: Path, repo: Repo, remote_head: str, runner: str) -> 
     data = repo.file_at(remote_head, PLAN_NAME)
     if data is None:
         return False
-    theirs = {task["id"]: task.get("claimed_by") for task in Plan(load(data, PLAN_NAME)).tasks()}
+    theirs = {item["id"]: item["claimed_by"] for item in Plan(load(data, PLAN_NAME)).claims()}
     with transaction(root, commit=True) as work:
         lost = [
             task["id"]

@@ -36,9 +36,12 @@ _TASK_TOLD = frozenset(
         "files",
         "commit",
         "depth",
+        "claimed_by",
+        "claimed_at",
     }
 )
-_ISSUE_TOLD = frozenset({"keep_open", "kills", "kill_reason", "kill_log"})
+_ISSUE_TOLD = frozenset({"keep_open", "kills", "kill_reason", "kill_log", "claimed_by", "claimed_at"})
+_CLAIM = ("claimed_by", "claimed_at")  # runners sharing a git remote: told as claim events
 
 
 def key_of(record: dict | None, text: str, occurrence: int = 0) -> Key:
@@ -140,14 +143,18 @@ def diff(
             elif new is None:
                 events.append(_event("rejection removed", old.get("id"), reason=old.get("reason")))
         elif kind == "spec":
-            label = "spec added" if old is None else "spec removed" if new is None else "spec changed"
-            fields = _fields(old or {}, new or {}, ("t", "path")) if old and new else None
-            events.append(_event(label, key[1], fields=fields))
+            events += _claim(key[1], old or {}, new or {}) if old and new else []
+            fields = _fields(old or {}, new or {}, ("t", "path", *_CLAIM)) if old and new else None
+            if not (old and new) or fields:
+                label = "spec added" if old is None else "spec removed" if new is None else "spec changed"
+                events.append(_event(label, key[1], fields=fields))
         elif kind in ("config", "state"):
             # the state's running spending totals are no news: each build attempt tells its own
             fields = _fields(old or {}, new or {}, ("t", "spent") if kind == "state" else ("t",))
             if fields or kind == "config":
                 events.append(_event(f"{kind} changed", None, fields=fields))
+        elif (new or {}).get("t") == "takeover" and old is None:
+            continue  # the claim's own event says it: "taken over from"
         else:
             record = new if new is not None else old
             label = "line added" if old is None else "line removed"
@@ -198,10 +205,25 @@ def _task(
         and task_id not in rejected
     ):
         events.append(_event("killed", task_id, kill_reason=new["kill_reason"], log=new.get("kill_log")))
+    events += _claim(task_id, old, new)
     fields = _fields(old, new, _TASK_TOLD | {"t", "id"})
     if fields:
         events.append(_event("changed", task_id, fields=fields))
     return events
+
+
+def _claim(item_id: str, old: dict, new: dict) -> list[dict]:
+    """A claim of a runner sharing a git remote: made, renewed, released or taken over."""
+    was, now = old.get("claimed_by"), new.get("claimed_by")
+    if was == now and old.get("claimed_at") == new.get("claimed_at"):
+        return []
+    if not now:
+        return [_event("released", item_id, runner=was)] if was else []
+    if not was:
+        return [_event("claimed", item_id, runner=now, at=new.get("claimed_at"))]
+    if was == now:
+        return [_event("claim renewed", item_id, runner=now, at=new.get("claimed_at"))]
+    return [_event("taken over", item_id, runner=now, was_claimed_by=was, at=new.get("claimed_at"))]
 
 
 def _attempt(task_id: str, old: dict, new: dict) -> dict:
@@ -238,6 +260,7 @@ def _issue(issue_id: str, old: dict | None, new: dict | None) -> list[dict]:
         events.append(
             _event("stopped", issue_id, kill_reason=new.get("kill_reason"), log=new.get("kill_log"))
         )
+    events += _claim(issue_id, old, new)
     fields = _fields(old, new, _ISSUE_TOLD | {"t", "id"})
     if fields:
         events.append(_event("changed", issue_id, fields=fields))

@@ -142,7 +142,7 @@ def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Co
     ours_pick: dict = {}
     theirs_pick: dict = {}
     conflicting = []
-    claim = _merge_claim(base, ours, theirs) if ours.get("t") == "task" else _MISSING
+    claim = _merge_claim(base, ours, theirs) if ours.get("t") in ("task", "issue", "spec") else _MISSING
     for name in {**ours, **theirs}:  # ours' field order, then theirs' new fields
         b, o, t = base.get(name, _MISSING), ours.get(name, _MISSING), theirs.get(name, _MISSING)
         if name in CLAIM and claim is not _MISSING:
@@ -234,12 +234,35 @@ def _merge_field(name: str, base: object, ours: object, theirs: object) -> objec
         if not all(type(count) is int for count in counts):
             return _CONFLICT
         return _larger(ours, counts[0], theirs, counts[1])
+    if name == "spent":
+        return merge_spent(*({} if value is _MISSING else value for value in (base, ours, theirs)))
     if name in ID_LISTS:
         lists = [[] if value is _MISSING else value for value in (base, ours, theirs)]
         if not all(isinstance(ids, list) and all(type(i) is str for i in ids) for ids in lists):
             return _CONFLICT
         return _merge_ids(*lists)
     return _CONFLICT
+
+
+def merge_spent(base: object, ours: object, theirs: object) -> object:
+    """The state record's spending totals ({stage: {runs, tokens, cost_usd, unknown_runs}}): each
+    side added its own runs (runners sharing a remote), so the result is the base plus both sides'
+    additions."""
+    sides = (base, ours, theirs)
+    if not all(isinstance(side, dict) and all(isinstance(r, dict) for r in side.values()) for side in sides):
+        return _CONFLICT
+    merged: dict = {}
+    for stage in {**ours, **theirs}:
+        rows = [side.get(stage, {}) for side in sides]
+        total = {}
+        for key in {**rows[1], **rows[2]}:
+            values = [row.get(key, 0) for row in rows]
+            if not all(type(value) in (int, float) for value in values):
+                return _CONFLICT
+            value = values[1] + values[2] - values[0]
+            total[key] = round(value, 6) if isinstance(value, float) else value
+        merged[stage] = total
+    return merged
 
 
 def _larger(ours: object, our_rank: int, theirs: object, their_rank: int) -> object:

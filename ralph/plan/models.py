@@ -136,6 +136,10 @@ class Issue(Record):
     asked_by: str | None = Field(None, description="who asked it, in which run")
     answer: str | None = Field(None, description="a person's answer to the question")
     answered_at: str | None = Field(None, description="when it was answered (UTC, ISO 8601)")
+    claimed_by: Text | None = Field(
+        None, description="the runner investigating it (runners sharing a git remote claim issues by commit)"
+    )
+    claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
 
 
 class Accept(Record):
@@ -161,7 +165,7 @@ class Takeover(Record):
     """A runner took over a task whose claim was older than claim_ttl: the claim it replaced."""
 
     t: Literal["takeover"]
-    id: TaskId
+    id: Text = Field(description="the task or issue taken over, or the spec's path (its PLAN)")
     by: Text = Field(description="the runner that took the task over")
     at: Text = Field(description="when (UTC, ISO 8601)")
     was_claimed_by: Text = Field(description="the runner whose claim expired")
@@ -173,6 +177,10 @@ class Spec(Record):
 
     t: Literal["spec"]
     path: Text
+    claimed_by: Text | None = Field(
+        None, description="the runner turning it into tasks (PLAN; runners sharing a git remote)"
+    )
+    claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
     kill_reason: KillReason | None = Field(None, description="why its last PLAN run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped PLAN run")
 

@@ -454,16 +454,18 @@ class Plan:
         return parse_duration(value) if isinstance(value, str) else value / 1000  # "30m" or ms
 
     def claim(self, task_id: str, runner: str, now: str, ttl_s: float | None = None) -> dict:
-        """`runner` claims the task at `now` (UTC, ISO 8601): it builds it (a pending task) or
-        verifies it (a done one), no other runner does. Claiming one's own task again renews the
-        claim. Another runner's claim is refused unless it is older than the claim TTL: then it
-        is taken over, and a takeover record keeps the claim it replaced."""
+        """`runner` claims the task at `now` (UTC, ISO 8601): it builds it (a pending task),
+        verifies it (a done one) or decomposes it (a killed one), no other runner does. An issue
+        (to investigate it) or a spec record (to plan it) is claimed the same way. Claiming one's
+        own item again renews the claim. Another runner's claim is refused unless it is older
+        than the claim TTL: then it is taken over, and a takeover record keeps the claim it
+        replaced."""
         require_text(runner, "the runner")
         if not runner.strip():
             raise InvalidInput("a claim needs a runner name")
-        line = self.task_line(task_id)
+        line = self._claim_line(task_id)
         task = line.record
-        if is_blocked(task):  # pending: to build it; done: to verify it
+        if task["t"] == "task" and is_blocked(task):  # pending: to build it; done: to verify it
             raise Refused(f"task {task_id} is blocked; only a pending or done task is claimed")
         holder = task.get("claimed_by")
         if holder and holder != runner:
@@ -482,19 +484,42 @@ class Plan:
     def release(self, task_id: str, runner: str) -> dict | None:
         """Drop `runner`'s claim on the task. None when there is nothing to release (the task is
         gone, accepted, or not claimed); another runner's claim is refused."""
-        task = self.find_task(task_id)
+        line = self._find_claimable(task_id)
+        task = line.record if line else None
         if task is None or not task.get("claimed_by"):
             return None
         if task["claimed_by"] != runner:
-            raise Refused(f"task {task_id} is claimed by {task['claimed_by']}, not by {runner}")
-        line = self.task_line(task_id)
+            raise Refused(f"{task_id} is claimed by {task['claimed_by']}, not by {runner}")
         _drop_claim(task)
         self.doc.rewrite(line)
         return task
 
     def claims(self) -> list[dict]:
-        """The claimed tasks, in file order."""
-        return [task for task in self.tasks() if task.get("claimed_by")]
+        """The claimed tasks, issues and spec records, in file order; `id` is a spec's path."""
+        return [
+            {**line.record, "id": claimable_id(line.record)}
+            for line in self.doc.lines
+            if line.record and line.record.get("t") in CLAIMABLE and line.record.get("claimed_by")
+        ]
+
+    def find_claimable(self, item_id: str) -> dict | None:
+        """The task, issue or spec record (by path) `item_id` names, or None."""
+        line = self._find_claimable(item_id)
+        return line.record if line else None
+
+    def _find_claimable(self, item_id: str) -> Line | None:
+        for line in self.doc.lines:
+            if line.record and line.record.get("t") in CLAIMABLE and claimable_id(line.record) == item_id:
+                return line
+        return None
+
+    def _claim_line(self, item_id: str) -> Line:
+        line = self._find_claimable(item_id)
+        if line is None and item_id.startswith("t-"):
+            return self.task_line(item_id)  # says why: accepted, or no such task
+        if line is None:
+            raise Refused(f"no task, issue or spec {item_id} to claim")
+        return line
 
     # --- issues ---------------------------------------------------------------------------
     def add_issue(self, text: str, priority: str | None = None) -> dict:
@@ -663,6 +688,12 @@ class Plan:
 
 DEFAULT_CLAIM_TTL_MS = 30 * 60 * 1000
 CLAIM_FIELDS = ("claimed_by", "claimed_at")
+CLAIMABLE = ("task", "issue", "spec")  # a task to build, verify or decompose; an issue; a spec to plan
+
+
+def claimable_id(record: dict) -> str:
+    """What a claim names: a task's or issue's id, a spec record's path."""
+    return record["path"] if record.get("t") == "spec" else record["id"]
 
 
 def _drop_claim(task: dict) -> None:

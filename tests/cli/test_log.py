@@ -47,6 +47,18 @@ def build_history(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     remember = json.loads(ralph("query", "tasks").stdout.splitlines()[1])["id"]
     step("task", "add", '[{"id": "t-split", "name": "Big job"}, {"id": "t-gone", "name": "Not needed"}]')
     issue = step("issue", "add", "Is the cookie HttpOnly?").split()[1].rstrip(":")
+    # Runners sharing a git remote: a claim, taken over once stale, released; an issue's claim.
+    for record in (
+        lambda plan: plan.claim("t-split", "runner-a", "2026-01-02T10:06:00+00:00"),
+        lambda plan: plan.claim("t-split", "runner-b", "2026-01-02T11:00:00+00:00"),
+        lambda plan: plan.release("t-split", "runner-b"),
+        lambda plan: plan.claim(issue, "runner-a", "2026-01-02T11:01:00+00:00"),
+        lambda plan: plan.release(issue, "runner-a"),
+    ):
+        clock.tick()
+        with transaction(root) as change:
+            record(change.plan)
+            change.message = "ralph: claim"
     # The loop's own changes to a task: a failed build, one through the gate, its commit.
     for record in (
         lambda plan: plan.record_build_failure("t-login", "make verify: 2 tests failed", 1200, 0.01),
@@ -147,7 +159,15 @@ def test_labels_each_event_by_what_the_records_show(history: Path):
     assert rejected["reason"] == "the form\x1b[31m does not render"
     assert [event["event"] for event in events if event["id"] and event["id"].startswith("i-")] == [
         "added",
+        "claimed",
+        "released",
         "resolved",
+    ]
+    split = [(e["event"], e.get("runner"), e.get("was_claimed_by")) for e in events if e["id"] == "t-split"]
+    assert split[1:4] == [
+        ("claimed", "runner-a", None),
+        ("taken over", "runner-b", "runner-a"),
+        ("released", "runner-b", None),
     ]
 
 
@@ -195,7 +215,7 @@ def test_since_a_revision_or_a_date_shows_only_later_commits_judged_against_the_
     events = [json.loads(line) for line in ralph("log", "--since", base, "--json").stdout.splitlines()]
     assert [event["event"] for event in events] == ["decomposed", "deleted", "resolved", "changed", "changed"]
     assert base not in {event["commit"] for event in events}
-    dated = ralph("log", "--since", "2026-01-02T10:17:00+00:00", "--json").stdout.splitlines()
+    dated = ralph("log", "--since", "2026-01-02T10:22:00+00:00", "--json").stdout.splitlines()
     assert [json.loads(line)["event"] for line in dated] == ["resolved", "changed", "changed"]
 
 

@@ -23,7 +23,12 @@ misbehaviour:
   [context-explode]    reports a context past the kill threshold
   [context-stuck]      still above 80% right after compaction
   [context-warm]       several turns above warn but below compact, then a normal build
-Counts per task live in $FAKE_AGENT_STATE (outside the repository).
+  [slow-decompose]     DECOMPOSE takes 2 s
+  [shared-file]        BUILD also writes its id to shared.txt; the first build waits (up to 60 s)
+                       until every [shared-file] task of the state has started building, so that
+                       two runners build them side by side
+An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s.
+Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
 
 from __future__ import annotations
@@ -69,8 +74,12 @@ def task() -> dict:
 
 
 def plan() -> None:
+    bump("plan")
     previous = None
-    for line in Path(os.environ["RALPH_SPEC"]).read_text().splitlines():
+    spec = Path(os.environ["RALPH_SPEC"]).read_text()
+    if "[slow]" in spec:
+        time.sleep(2)
+    for line in spec.splitlines():
         if line.startswith("- "):
             item = {"name": line[2:].strip(), "accept": "work file says ok"}
             if previous:
@@ -90,6 +99,15 @@ def start_daemon(pid_file: Path) -> None:
             break
         time.sleep(0.01)
     pid_file.write_text(str(daemon.pid))
+
+
+def together(task_id: str, attempt: int) -> None:
+    """The first builds of the [shared-file] tasks meet here: each waits for the others to start."""
+    (STATE / f"{task_id}.shared-file").write_text(str(attempt))
+    wanted = int(os.environ.get("FAKE_AGENT_SHARED", "2"))
+    deadline = time.monotonic() + 60
+    while attempt == 1 and len(list(STATE.glob("*.shared-file"))) < wanted and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def build() -> int:
@@ -124,6 +142,9 @@ def build() -> int:
         with open("plan.jsonl", "a") as plan_file:
             plan_file.write('{"t": "task", "broken\n')
         return 0
+    if "[shared-file]" in name:
+        together(task_id, attempt)
+        Path("shared.txt").write_text(f"{task_id} attempt {attempt}\n")
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
     work = Path("work")
     work.mkdir(exist_ok=True)
@@ -155,6 +176,9 @@ def verify() -> int:
 
 def decompose() -> int:
     parent = task()
+    bump(f"decompose-{parent['id']}")
+    if "[slow-decompose]" in parent["name"]:
+        time.sleep(2)
     base = parent["name"].split(" [")[0]
     for part in ("part 1", "part 2"):
         ralph("task", "add", json.dumps({"name": f"{base} ({part})", "parent": parent["id"]}))
@@ -164,6 +188,9 @@ def decompose() -> int:
 
 def investigate() -> int:
     issue_id = os.environ["RALPH_ISSUE_ID"]
+    bump(f"investigate-{issue_id}")
+    if "[slow]" in ralph("issue", "list"):
+        time.sleep(2)
     ralph("task", "add", json.dumps({"name": f"Fix what {issue_id} found"}))
     ralph("issue", "resolve", issue_id, "--note", "became a task")
     return 0

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ralph.ops import tasks
+from ralph.ops import issues, tasks
+from ralph.plan.records import KillReason
+from ralph.store.transaction import transaction
 from tests.conftest import Shared, git
 from tests.loop.test_construct import construct, with_app_spec
 
@@ -67,6 +69,110 @@ def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_
     done = construct(clone, "--remote", "origin", env={"FAKE_AGENT_STATE": str(tmp_path / "s1")})
     assert done.returncode == 11
     assert "cannot fetch origin (4 attempts): fatal: " in done.stdout
+
+
+def test_a_build_that_conflicts_with_one_pushed_meanwhile_is_undone_and_built_again(repo, tmp_path):
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n} [shared-file]"} for n in range(2)]
+    shared = seeded(repo, tmp_path, items)
+    state = tmp_path / "agent-state"  # shared: the two first builds wait for each other
+    runs = [
+        construct(
+            shared.clone(f"clone{n}"),
+            "--remote",
+            "origin",
+            "--runner",
+            f"runner-{n}",
+            wait=False,
+            env={"FAKE_AGENT_STATE": str(state)},
+        )
+        for n in range(2)
+    ]
+    for run in runs:
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, out + err
+    plan = origin_plan(shared)
+    assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    conflicts = [s for s in subjects if " merge conflict in shared.txt " in s]
+    assert len(conflicts) == 1, subjects
+    loser = conflicts[0].split()[1]
+    assert build_counts(state) == {item["id"]: 2 if item["id"] == loser else 1 for item in items}
+    for item in items:  # the undone build never reached the remote: one build commit per task
+        built = [s for s in subjects if s.startswith(f"ralph(build): {item['id']} ") and "conflict" not in s]
+        assert len(built) == 1
+    commit = git(shared.origin, "log", "--format=%H", "-1", "--grep", "conflict in shared", "main").strip()
+    records = [json.loads(line) for line in git(shared.origin, "show", f"{commit}:plan.jsonl").splitlines()]
+    pushed = next(r for r in records if r["t"] == "task" and r["id"] == loser)
+    assert pushed["merge_conflict"] == ["shared.txt"]
+    assert pushed["s"] == "p" and "claimed_by" not in pushed
+    final = git(shared.origin, "show", "main:shared.txt")
+    assert final == f"{loser} attempt 2\n"  # built again on top of the other's file
+    state = next(r for r in plan if r["t"] == "state")
+    assert state["spent"]["BUILD"]["runs"] == 3  # the undone build's run still counts
+
+
+def two_runners(shared: Shared, state: Path) -> None:
+    """Two runners started at once, each in its own clone, sharing the agent's counters."""
+    runs = [
+        construct(
+            shared.clone(f"clone{n}"),
+            "--remote",
+            "origin",
+            "--runner",
+            f"runner-{n}",
+            wait=False,
+            env={"FAKE_AGENT_STATE": str(state)},
+        )
+        for n in range(2)
+    ]
+    for run in runs:
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, out + err
+
+
+def test_two_runners_on_one_issue_investigate_it_once(repo, tmp_path):
+    with_app_spec(repo, "# App\n")
+    issue = issues.add(repo, "The report is wrong [slow]")  # INVESTIGATE takes 2 s: both runners see it
+    shared = Shared(repo, tmp_path)
+    state = tmp_path / "agent-state"
+    two_runners(shared, state)
+    assert (state / f"investigate-{issue['id']}").read_text() == "1"
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    assert sum(s.startswith(f"ralph(investigate): {issue['id']} ") for s in subjects) == 1
+    assert sum(s.startswith(f"ralph: claim {issue['id']} to investigate ") for s in subjects) == 1
+    plan = origin_plan(shared)
+    assert [r["name"] for r in plan if r["t"] == "accept"] == [f"Fix what {issue['id']} found"]
+    assert not [r for r in plan if r["t"] in ("task", "issue")]
+
+
+def test_two_runners_on_a_spec_with_no_tasks_plan_it_once(repo, tmp_path):
+    with_app_spec(repo, "# App [slow]\n\n- Parse input\n- Print report\n")  # PLAN takes 2 s
+    shared = Shared(repo, tmp_path)
+    state = tmp_path / "agent-state"
+    two_runners(shared, state)
+    assert (state / "plan").read_text() == "1"
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    assert sum(s.startswith("ralph(plan): specs/app.md: 2 tasks") for s in subjects) == 1
+    assert sum(s.startswith("ralph: claim specs/app.md to plan ") for s in subjects) == 1
+    plan = origin_plan(shared)
+    assert sorted(r["name"] for r in plan if r["t"] == "accept") == ["Parse input", "Print report"]
+    spec = next(r for r in plan if r["t"] == "spec")
+    assert "claimed_by" not in spec
+
+
+def test_two_runners_decompose_a_killed_task_once(repo, tmp_path):
+    shared = seeded(repo, tmp_path, [{"id": "t-hard", "name": "Hard [slow-decompose]"}])  # DECOMPOSE: 2 s
+    with transaction(repo, commit=True) as change:
+        change.plan.set_aside("t-hard", KillReason.TIMEOUT, "BUILD timed out")
+        change.message = "ralph(build): t-hard set aside"
+    git(repo, "push", "-q", "origin", "main")
+    state = tmp_path / "agent-state"
+    two_runners(shared, state)
+    assert (state / "decompose-t-hard").read_text() == "1"
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    assert sum(s.startswith("ralph(decompose): t-hard -> ") for s in subjects) == 1
+    plan = origin_plan(shared)
+    assert sorted(r["name"] for r in plan if r["t"] == "accept") == ["Hard (part 1)", "Hard (part 2)"]
 
 
 @pytest.mark.slow

@@ -190,3 +190,33 @@ def test_the_state_stage_two_runners_wrote_keeps_ours():
     result = merged(base, ours, theirs)
     assert result.conflicts == []
     assert load(result.data).lines[0].record == {"t": "state", "stage": "VERIFY", "iteration": 3}
+
+
+def test_an_issue_and_a_spec_record_are_claimed_released_and_taken_over_like_a_task():
+    issue = {"t": "issue", "id": "i-1", "text": "slow"}
+    plan = plan_of({"t": "spec", "path": "specs/a.md"}, issue, task("a"))
+    plan.claim("i-1", "h1", T0)  # to investigate it
+    plan.claim("specs/a.md", "h1", T0)  # to plan it
+    assert [(c["t"], c["id"], c["claimed_by"]) for c in plan.claims()] == [
+        ("spec", "specs/a.md", "h1"),
+        ("issue", "i-1", "h1"),
+    ]
+    with pytest.raises(Refused, match="i-1 is claimed by h1"):
+        plan.claim("i-1", "h2", T10)
+    plan.claim("specs/a.md", "h2", T31)
+    takeovers = [line.record for line in plan.doc.records() if line.record["t"] == "takeover"]
+    assert [(r["id"], r["by"], r["was_claimed_by"]) for r in takeovers] == [("specs/a.md", "h2", "h1")]
+    assert plan.release("i-1", "h1")["id"] == "i-1"
+    assert [c["id"] for c in plan.claims()] == ["specs/a.md"]
+    assert parse(plan.doc.to_bytes())[1] == []  # the claims pass `ralph check`
+    with pytest.raises(Refused, match="no task, issue or spec i-9"):
+        plan.claim("i-9", "h1", T0)
+
+
+def test_an_issue_claim_released_on_one_branch_and_renewed_on_the_other_merges_to_the_live_claim():
+    issue = {"t": "issue", "id": "i-1", "text": "slow"}
+    claimed = {**issue, "claimed_by": "h1", "claimed_at": T10}
+    sides = [({**claimed, "claimed_at": T0},), (issue,), (claimed, task("b"))]  # base, ours, theirs
+    merged = merge_bytes(*("".join(json.dumps(r) + "\n" for r in side).encode() for side in sides))
+    assert merged.conflicts == []
+    assert [json.loads(line) for line in merged.data.decode().splitlines()] == [claimed, task("b")]

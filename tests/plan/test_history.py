@@ -153,3 +153,33 @@ def test_fields_of_the_wrong_type_in_old_commits_are_still_told():
         "t-a  deleted: 5",
         "7  rejected",
     ]
+
+
+def test_claims_of_runners_sharing_a_remote_are_told_as_claims_not_field_changes():
+    claimed = {**LOGIN, "claimed_by": "host-a", "claimed_at": "2026-01-01T10:00:00+00:00"}
+    renewed = {**claimed, "claimed_at": "2026-01-01T10:05:00+00:00"}
+    taken = {**LOGIN, "claimed_by": "host-b", "claimed_at": "2026-01-01T11:00:00+00:00"}
+    takeover = {
+        "t": "takeover",
+        "id": "t-login",
+        "by": "host-b",
+        "at": taken["claimed_at"],
+        "was_claimed_by": "host-a",
+    }
+    found = diff(version(plan(LOGIN)), version(plan(claimed)))
+    assert found == [{"event": "claimed", "id": "t-login", "runner": "host-a", "at": claimed["claimed_at"]}]
+    assert events(plan(claimed), plan(renewed)) == [("claim renewed", "t-login")]
+    found = diff(version(plan(renewed)), version(plan(taken, takeover)))  # the record says nothing more
+    assert [(e["event"], e["runner"], e["was_claimed_by"]) for e in found] == [
+        ("taken over", "host-b", "host-a")
+    ]
+    assert diff(version(plan(taken)), version(plan(DONE))) == [
+        {"event": "done", "id": "t-login", "name": "Login"},
+        {"event": "released", "id": "t-login", "runner": "host-b"},
+    ]
+    issue = {"t": "issue", "id": "i-1", "text": "slow"}
+    assert events(plan(issue), plan({**issue, "claimed_by": "h", "claimed_at": "x"})) == [("claimed", "i-1")]
+    spec = {"t": "spec", "path": "specs/a.md"}
+    assert events(plan(spec), plan({**spec, "claimed_by": "h", "claimed_at": "x"})) == [
+        ("claimed", "specs/a.md")
+    ]

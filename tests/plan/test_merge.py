@@ -273,6 +273,18 @@ def test_the_config_record_merges_field_by_field():
     ]
 
 
+def test_spending_saved_on_both_sides_adds_up_each_sides_runs():
+    # two runners sharing a remote each add their own runs to the state record's totals
+    row = {"runs": 1, "tokens": 100, "cost_usd": 0.5, "unknown_runs": 0}
+    state = {"t": "state", "iteration": 1, "spent": {"BUILD": row}}
+    ours = {**state, "spent": {"BUILD": {**row, "runs": 3, "tokens": 300, "cost_usd": 1.5}}}
+    verify = {"runs": 1, "tokens": 50, "cost_usd": 0.25, "unknown_runs": 1}
+    build = {**row, "runs": 2, "tokens": 200, "cost_usd": 1.0}
+    theirs = {**state, "spent": {"BUILD": build, "VERIFY": verify}}
+    total = {"runs": 4, "tokens": 400, "cost_usd": 2.0, "unknown_runs": 0}
+    assert clean([state], [ours], [theirs]) == [{**state, "spent": {"BUILD": total, "VERIFY": verify}}]
+
+
 def test_a_state_record_added_on_both_sides_merges_field_by_field():
     ours = {"t": "state", "iteration": 2, "spec": "specs/a.md"}
     theirs = {"t": "state", "iteration": 1, "spec": "specs/a.md", "stage": "BUILD"}
