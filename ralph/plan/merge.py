@@ -158,12 +158,6 @@ def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Co
             value = t
         elif ours.get("t") == "state" and name == "stage":
             value = o  # each runner's loop says where it is; the work tree merged into keeps its own
-        elif ours.get("t") == "state" and name == "spent":
-            value = _sum_additions(b, o, t)  # each side's runs spent more: both count
-            if value is _CONFLICT:
-                conflicting.append(name)
-                ours_pick[name], theirs_pick[name] = o, t
-                continue
         else:
             value = _merge_field(name, b, o, t)
             if value is _CONFLICT:
@@ -178,29 +172,6 @@ def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Co
         reason = f"{what}: {fields} changed on both sides"
         return _Conflict(reason, what, serialize(ours_pick), serialize(theirs_pick))
     return Line(serialize(ours_pick), ours_pick, 0)
-
-
-def _sum_additions(base: object, ours: object, theirs: object) -> object:
-    """Running totals ({"BUILD": {"runs": 3, "tokens": 900, ...}, ...}) both sides added to: the
-    base plus what each side added. Anything not shaped so is a conflict."""
-    sides = [{} if side is _MISSING else side for side in (base, ours, theirs)]
-    if not all(
-        isinstance(side, dict) and all(isinstance(row, dict) for row in side.values()) for side in sides
-    ):
-        return _CONFLICT
-    merged: dict = {}
-    for key in {**sides[1], **sides[2]}:
-        rows = [side.get(key, {}) for side in sides]
-        numbers = [value for row in rows for value in row.values()]
-        if not all(type(value) in (int, float) for value in numbers):
-            return _CONFLICT
-        row = {}
-        for field in {**rows[1], **rows[2]}:
-            b, o, t = (r.get(field, 0) for r in rows)
-            total = o + t - b
-            row[field] = round(total, 6) if isinstance(total, float) else total
-        merged[key] = row
-    return merged
 
 
 def _merge_claim(base: dict, ours: dict, theirs: dict) -> dict | object:

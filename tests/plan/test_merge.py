@@ -528,18 +528,3 @@ def test_theirs_new_and_changed_records_keep_theirs_bytes():
     merged = merge_bytes(text(A, B), text(task("a", s="d"), B), text(A, hand_b, hand_c))
     assert merged.conflicts == []
     assert merged.data == text(task("a", s="d"), hand_b, hand_c)
-
-
-def test_spending_totals_both_sides_added_to_are_summed():
-    base = {"t": "state", "spent": {"BUILD": {"runs": 2, "tokens": 200, "cost_usd": 0.5}}}
-    ours = {"t": "state", "spent": {"BUILD": {"runs": 3, "tokens": 300, "cost_usd": 0.75}}}
-    theirs = {
-        "t": "state",
-        "spent": {"BUILD": {"runs": 4, "tokens": 450, "cost_usd": 1.0}, "VERIFY": {"runs": 1, "tokens": 10}},
-    }
-    merged = merge([base], [ours], [theirs])
-    assert merged.conflicts == []
-    assert json.loads(merged.data) == {
-        "t": "state",
-        "spent": {"BUILD": {"runs": 5, "tokens": 550, "cost_usd": 1.25}, "VERIFY": {"runs": 1, "tokens": 10}},
-    }
