@@ -214,6 +214,19 @@ def publish(root: Path, task_id: str, runner: str, remote: Remote) -> None:
     )
 
 
+CONFLICT_PATCHES = Path("build") / "ralph-logs" / "conflicts"  # ignored by git, as all logs are
+
+
+def _keep_undone_build(root: Path, repo, remote_head: str, task_id: str) -> None:
+    """The build about to be undone, kept as a patch (its commits since it left the remote's
+    history), so its work is not only in the reflog."""
+    import time
+
+    target = root / CONFLICT_PATCHES / f"{task_id}-{time.strftime('%Y%m%d-%H%M%S')}.patch"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(repo.git("diff", "--binary", f"{remote_head}...HEAD"), encoding="utf-8")
+
+
 def withdraw_conflicting(
     root: Path, task_id: str, runner: str, remote: Remote, files: list[str], max_attempts: int
 ) -> int | None:
@@ -232,6 +245,7 @@ def withdraw_conflicting(
     if remote_head is None:
         raise RemoteError(f"{remote.name}/{remote.branch} is gone; nothing was pushed")
     spent = _spent_since(repo, local, remote_head)  # the undone commits' runs still count
+    _keep_undone_build(root, repo, remote_head, task_id)
     repo.attempt("update-index", "-q", "--refresh")  # see _undo
     repo.git("reset", "-q", "--keep", remote_head)
     attempts: list[int] = []

@@ -109,6 +109,10 @@ def test_a_build_that_conflicts_with_one_pushed_meanwhile_is_undone_and_built_ag
     assert final == f"{loser} attempt 2\n"  # built again on top of the other's file
     state = next(r for r in plan if r["t"] == "state")
     assert state["spent"]["BUILD"]["runs"] == 3  # the undone build's run still counts
+    logs = [shared.base / f"clone{n}" / "build" / "ralph-logs" / "conflicts" for n in range(2)]
+    kept = [patch for folder in logs for patch in folder.glob("*.patch")]
+    assert len(kept) == 1 and kept[0].name.startswith(loser)  # the undone build, kept
+    assert f"+{loser} attempt 1" in kept[0].read_text()
 
 
 def two_runners(shared: Shared, state: Path) -> None:
