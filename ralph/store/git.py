@@ -138,20 +138,11 @@ class Repo:
         identity, a full disk) fails here, before the caller writes any file. None when HEAD
         already holds exactly these bytes."""
         parent, entries = base or self.snapshot()
-        old = next((entry for entry in entries if entry.split("\t", 1)[1] == relpath), None)
-        mode = (
-            old.split(" ", 1)[0] if old and old.startswith("100755 ") else "100644"
-        )  # keep an executable bit
+        old, mode = _entry_of(entries, relpath)
         if old == f"{mode} blob {blob_sha(data)}\t{relpath}":
             return None
-        blob = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
-        new_entries = [*(entry for entry in entries if entry is not old), f"{mode} blob {blob}\t{relpath}"]
-        tree = self.git("mktree", "-z", stdin="\0".join([*new_entries, ""]).encode()).strip()
-        parents = ["-p", parent] if parent else []
-        sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgSign by itself
-        commit = self.git(
-            "commit-tree", *sign, tree, *parents, "-F", "-", stdin=_message_bytes(message)
-        ).strip()
+        new_entries, blob = self._entries_with(entries, old, mode, relpath, data)
+        commit = self.commit_tree(self._mktree(new_entries), parent, message)
         return PreparedCommit(relpath, mode, blob, commit, parent, new_entries, message)
 
     def land(self, prepared: PreparedCommit) -> None:
@@ -391,20 +382,28 @@ class Repo:
         done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
         return done.stdout if done.returncode == 0 else None
 
-    def commit_tree(self, tree: str, parent: str, message: str) -> str:
+    def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
+        parents = ["-p", parent] if parent else []
         sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgSign by itself
         return self.git(
-            "commit-tree", *sign, tree, "-p", parent, "-F", "-", stdin=_message_bytes(message)
+            "commit-tree", *sign, tree, *parents, "-F", "-", stdin=_message_bytes(message)
         ).strip()
 
     def tree_with_file(self, tree: str, relpath: str, data: bytes) -> str:
         """`tree` with its top-level file `relpath` replaced by `data` (its mode kept)."""
         entries = self.tree_entries(tree)
-        old = next((entry for entry in entries if entry.split("\t", 1)[1] == relpath), None)
-        mode = old.split(" ", 1)[0] if old and old.startswith("100755 ") else "100644"
+        old, mode = _entry_of(entries, relpath)
+        return self._mktree(self._entries_with(entries, old, mode, relpath, data)[0])
+
+    def _entries_with(
+        self, entries: list[str], old: str | None, mode: str, relpath: str, data: bytes
+    ) -> tuple[list[str], str]:
+        """Tree entries with `old` replaced by a blob of `data` (written now), and that blob."""
         blob = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
-        new_entries = [*(entry for entry in entries if entry is not old), f"{mode} blob {blob}\t{relpath}"]
-        return self.git("mktree", "-z", stdin="\0".join([*new_entries, ""]).encode()).strip()
+        return [*(entry for entry in entries if entry is not old), f"{mode} blob {blob}\t{relpath}"], blob
+
+    def _mktree(self, entries: list[str]) -> str:
+        return self.git("mktree", "-z", stdin="\0".join([*entries, ""]).encode()).strip()
 
     def staged_file(self, relpath: str) -> bytes | None:
         """The file's bytes as the index holds them (what the next commit gets), or None when the
@@ -530,6 +529,13 @@ class PreparedCommit:
     ):
         self.relpath, self.mode, self.blob, self.commit = relpath, mode, blob, commit
         self.parent, self.entries, self.message = parent, entries, message
+
+
+def _entry_of(entries: list[str], relpath: str) -> tuple[str | None, str]:
+    """The top-level tree entry of `relpath` (None when absent) and the mode a new version of it
+    gets: its executable bit kept."""
+    old = next((entry for entry in entries if entry.split("\t", 1)[1] == relpath), None)
+    return old, old.split(" ", 1)[0] if old and old.startswith("100755 ") else "100644"
 
 
 def _message_bytes(message: str) -> bytes:

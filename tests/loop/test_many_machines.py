@@ -75,21 +75,7 @@ def test_a_build_that_conflicts_with_one_pushed_meanwhile_is_undone_and_built_ag
     items = [{"id": f"t-task{n:02d}", "name": f"Task {n} [shared-file]"} for n in range(2)]
     shared = seeded(repo, tmp_path, items)
     state = tmp_path / "agent-state"  # shared: the two first builds wait for each other
-    runs = [
-        construct(
-            shared.clone(f"clone{n}"),
-            "--remote",
-            "origin",
-            "--runner",
-            f"runner-{n}",
-            wait=False,
-            env={"FAKE_AGENT_STATE": str(state)},
-        )
-        for n in range(2)
-    ]
-    for run in runs:
-        out, err = run.communicate(timeout=300)
-        assert run.returncode == 0, out + err
+    two_runners(shared, state)
     plan = origin_plan(shared)
     assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
     subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
