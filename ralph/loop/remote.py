@@ -86,9 +86,10 @@ class RemoteCoordinator:
         """The decomposition is committed: bring in the remote, free what is left claimed, push."""
         claims.publish(self.root, task_id, self.runner, self.remote)
 
-    def before_verify(self, limit: int) -> list[str]:
-        """The done tasks this runner verifies now (at most `limit`), claimed on the remote."""
-        return claims.claim_to_verify(self.root, self.spec, self.runner, self.remote, limit, self.ttl_s)
+    def before_verify(self, limit: int, skip: set[str] = frozenset()) -> list[str]:
+        """The done tasks this runner verifies now (at most `limit`, none of `skip`: those it
+        verified already in this stage), claimed on the remote."""
+        return claims.claim_to_verify(self.root, self.spec, self.runner, self.remote, limit, self.ttl_s, skip)
 
     def after_verify(self, task_ids: list[str]) -> None:
         """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, push."""

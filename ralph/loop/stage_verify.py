@@ -44,7 +44,24 @@ class VerifyStage:
 
     def run(self, iteration: int) -> StageReport:
         remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
-        claimed = remote.before_verify(self.ws.settings.parallel) if remote else None
+        if remote is None:
+            return self._verify(iteration, None)
+        # Runners sharing a git remote claim up to --parallel done tasks at a time, and go on
+        # claiming while any is free: a new iteration per batch would cost a fetch for every
+        # other stage's claim first. A task verified here once (no verdict) waits for the next.
+        report, seen = StageReport(Stage.VERIFY), set()
+        while claimed := remote.before_verify(self.ws.settings.parallel, skip=seen):
+            seen.update(claimed)
+            batch = self._verify(iteration, claimed)
+            report.items += batch.items
+            report.accepted += batch.accepted
+            report.stopped += batch.stopped
+            report.commits += batch.commits
+        return report
+
+    def _verify(self, iteration: int, claimed: list[str] | None) -> StageReport:
+        """One fork/join of verifiers: every done task, or (with a remote) the claimed ones."""
+        remote = getattr(self.ws, "remote", None)
         plan = self.ws.read_plan()
         done = [task for task in self.ws.tasks(plan) if task.done and (claimed is None or task.id in claimed)]
         report = StageReport(Stage.VERIFY, items=len(done))

@@ -15,17 +15,20 @@ from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ralph.errors import CodeConflict, RemoteError
+from ralph.errors import CodeConflict, GitError, RemoteError
 from ralph.ops.names import named
 from ralph.plan import schedule
+from ralph.plan.loader import load
 from ralph.plan.plan import Plan, claim_age_s
 from ralph.plan.records import KillReason, is_done
 from ralph.store.git import Repo
+from ralph.store.integrate import in_the_way, merge_commits, move_head
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
-from ralph.store.transaction import transaction
+from ralph.store.transaction import checked_bytes
 
 MAX_ROUNDS = 30  # lost races in a row before giving up: other runners push faster than we fetch
+LOST_RACE_PAUSE_S, MAX_LOST_RACE_PAUSE_S = 0.2, 1.0  # the longest random pause after 1, 2, ... lost races
 
 
 def now() -> str:
@@ -60,7 +63,7 @@ def claim_next(
             plan.claim(chosen["id"], runner, stamp, ttl)
         return chosen
 
-    for _ in range(MAX_ROUNDS):
+    for lost in range(MAX_ROUNDS):
         task, pushed = _round(
             root,
             remote,
@@ -72,19 +75,29 @@ def claim_next(
         if pushed:
             return task
         replay = task["id"] if task else None
+        _pause_after_lost_race(remote, lost)
     raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
 
 
 def claim_to_verify(
-    root: Path, spec: str | None, runner: str, remote: Remote, limit: int, ttl_s: float | None = None
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    limit: int,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
 ) -> list[str]:
     """Claim up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
-    those no live claim holds) and push the claims; returns their ids (none: nothing to verify)."""
+    those no live claim holds; none of `skip`) and push the claims; returns their ids (none:
+    nothing to verify)."""
 
     def pick(plan: Plan) -> list[str] | None:
         stamp = now()
         ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
-        done = [task for task in plan.tasks() if is_done(task) and _in_spec(task, spec)]
+        done = [
+            task for task in plan.tasks() if is_done(task) and _in_spec(task, spec) and task["id"] not in skip
+        ]
         own = [task for task in done if task.get("claimed_by") == runner]
         free = [task for task in done if task.get("claimed_by") != runner and _free(task, stamp, ttl)]
         chosen = [task["id"] for task in (own + free)[:limit]]
@@ -95,10 +108,11 @@ def claim_to_verify(
     def message(ids: list[str]) -> str:
         return f"ralph: claim {', '.join(ids)} to verify ({runner})"
 
-    for _ in range(MAX_ROUNDS):
+    for lost in range(MAX_ROUNDS):
         chosen, pushed = _round(root, remote, runner, pick, message, idle_push=False)
         if pushed:
             return list(chosen or [])
+        _pause_after_lost_race(remote, lost)
     raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
 
 
@@ -182,12 +196,13 @@ def _claim_first(
         plan.claim(chosen, runner, stamp, ttl)
         return chosen
 
-    for _ in range(MAX_ROUNDS):
+    for lost in range(MAX_ROUNDS):
         chosen, pushed = _round(
             root, remote, runner, pick, lambda item: f"ralph: claim {item} {what} ({runner})", idle_push=False
         )
         if pushed:
             return chosen  # type: ignore[return-value]
+        _pause_after_lost_race(remote, lost)
     raise RemoteError(f"lost the race for work {MAX_ROUNDS} times in a row on {remote.name}; try again")
 
 
@@ -246,7 +261,9 @@ def withdraw_conflicting(
         raise RemoteError(f"{remote.name}/{remote.branch} is gone; nothing was pushed")
     spent = _spent_since(repo, local, remote_head)  # the undone commits' runs still count
     _keep_undone_build(root, repo, remote_head, task_id)
-    repo.attempt("update-index", "-q", "--refresh")  # see _undo
+    # ralph's plan commits record plan.jsonl in the index without its stat data: refreshed
+    # first, or reset --keep takes the file for a local change it must not lose.
+    repo.attempt("update-index", "-q", "--refresh")
     repo.git("reset", "-q", "--keep", remote_head)
     attempts: list[int] = []
 
@@ -272,8 +289,6 @@ def withdraw_conflicting(
 
 def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict:
     """What the local plan's spending totals gained since the local branch left the remote's."""
-    from ralph.plan.loader import load
-
     code, out, _ = repo.attempt("merge-base", "HEAD", remote_head)
     data = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
     before = Plan(load(data, PLAN_NAME)).state().get("spent", {}) if data is not None else {}
@@ -314,8 +329,6 @@ def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
 def remote_claims(root: Path, remote: Remote, ttl_s: float | None = None, at: str | None = None) -> dict:
     """The claims on the remote branch's head: each with its runner, since when, how old and
     whether it is live or stale (older than the claim TTL)."""
-    from ralph.plan.loader import load
-
     head = remote.fetch()
     data = remote.repo.file_at(head, PLAN_NAME) if head else None
     plan = Plan(load(data, PLAN_NAME)) if data is not None else None
@@ -379,11 +392,21 @@ def _expired(task: dict, stamp: str, ttl: float) -> bool:
 def _until_pushed(
     root: Path, remote: Remote, runner: str, change: Callable[[Plan], object], message: str
 ) -> None:
-    for _ in range(MAX_ROUNDS):
+    for lost in range(MAX_ROUNDS):
         _, pushed = _round(root, remote, runner, change, lambda _: message)
         if pushed:
             return
+        _pause_after_lost_race(remote, lost)
     raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
+def _pause_after_lost_race(remote: Remote, lost: int) -> None:
+    """A random pause, longer after each race lost in a row: runners that lost together would
+    otherwise fetch, merge and push in step again, and the slowest of them lose every time
+    (measured: one runner lost 9 publishes in a row, and three runners' VERIFY took 40% longer)."""
+    import random
+
+    remote.sleep(random.uniform(0, LOST_RACE_PAUSE_S))
 
 
 def _round(
@@ -395,45 +418,57 @@ def _round(
     idle_push: bool = True,
 ) -> tuple[object, bool]:
     """Fetch, catch up, change the plan in one commit, push. Returns what `change` returned and
-    whether the remote has our head now; after a lost race this round's commits are undone."""
+    whether the remote has our head now.
+
+    Between the fetch and the push everything is made in git's object store (the catch-up merge,
+    the plan commit); HEAD and the work tree move once, after the push is won. A lost race (or a
+    remote gone offline) leaves nothing here to undo, and the window in which another runner's
+    push beats ours stays short."""
     repo = remote.repo
     _commit_loose_plan(root, repo)
     start = repo.head()
+    if start is None:
+        raise RemoteError("the local branch has no commit yet: run `ralph init` and commit first")
     remote_head = remote.fetch()
-    if remote_head is not None:
-        _catch_up(root, repo, remote, remote_head, runner)
-    with transaction(root, commit=True) as work:
-        result = change(work.plan)
-        if result is not None:
-            work.message = message(result)
-    head = repo.head()
-    if head is None or head == remote_head:
-        return result, True  # nothing of ours the remote lacks
-    if result is None and not idle_push:
-        return result, True  # nothing claimed: what is ours goes with the next claim or publish
-    try:
-        if remote.push(head):
-            return result, True
-    except RemoteError:
-        _undo(repo, start, head)  # offline: no claim is left here that the remote never saw
-        raise
-    _undo(repo, start, head)
-    return result, False
+    base = _caught_up(repo, remote, start, remote_head, runner)
+    data = repo.file_at(base, PLAN_NAME) or b""
+    plan = Plan(load(data, PLAN_NAME))
+    result = change(plan)
+    target = base
+    if result is not None and plan.doc.changed:
+        after = checked_bytes(plan.doc)
+        target = repo.commit_tree(repo.tree_with_file(base, PLAN_NAME, after), base, message(result))
+    if target == remote_head or (result is None and not idle_push):
+        _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
+        return result, True
+    _refuse_overwriting_edits(repo, remote, start, target)
+    if not remote.push(target):
+        return result, False
+    _move(repo, start, target)
+    return result, True
 
 
-def _undo(repo: Repo, start: str | None, head: str) -> None:
-    """Take back this round's own commits (a catch-up merge, the plan commit), never pushed: the
-    next round starts from the new remote head instead."""
-    if start is not None and head != start:
-        # ralph's plan commits record plan.jsonl in the index without its stat data: refreshed
-        # first, or reset --keep takes the file for a local change it must not lose.
-        repo.attempt("update-index", "-q", "--refresh")
-        repo.git("reset", "-q", "--keep", start)
+def _move(repo: Repo, start: str, target: str) -> None:
+    if target != start:
+        move_head(repo, start, target)
+
+
+def _refuse_overwriting_edits(repo: Repo, remote: Remote, start: str, target: str) -> None:
+    """Nothing is pushed that this work tree could not then take: a user's uncommitted edit to a
+    file the remote changed is in the way."""
+    if target == start:
+        return
+    blocking = in_the_way(repo, start, target)
+    if blocking:
+        raise RemoteError(
+            f"{remote.name}/{remote.branch} changes {', '.join(blocking[:5])}, which you have changed"
+            " and not committed: commit or stash them; nothing was pushed"
+        )
 
 
 def _commit_loose_plan(root: Path, repo: Repo) -> None:
     """Commit plan.jsonl as it is when it differs from HEAD's (the loop writes some changes for
-    its next commit to carry): a merge would refuse to touch a changed file."""
+    its next commit to carry): the round builds on HEAD's plan, and must not drop them."""
     from ralph.store.lock import plan_lock
     from ralph.store.reader import read_bytes
     from ralph.store.transaction import EARLIER_CHANGES_MESSAGE
@@ -444,73 +479,61 @@ def _commit_loose_plan(root: Path, repo: Repo) -> None:
             repo.commit_file(PLAN_NAME, data, EARLIER_CHANGES_MESSAGE)
 
 
-def _catch_up(root: Path, repo: Repo, remote: Remote, remote_head: str, runner: str) -> None:
-    """Bring the local branch up to the remote head: nothing to do, a fast forward, or a merge
-    (plan.jsonl through the merge driver). Two runners' claims on one task conflict: ours lost
-    (theirs reached the remote first), so ours are dropped and the merge tried again."""
-    local = repo.head()
-    if local is None or _contains(repo, local, remote_head):
-        if local != remote_head:
-            repo.git("merge", "--ff-only", "-q", remote_head)
-        return
-    if _contains(repo, remote_head, local):
-        return  # ours is ahead: the push brings the remote up
-    conflicts = _merge(repo, remote, remote_head)
-    if conflicts is None:
-        return
-    code = [path for path in conflicts if path != PLAN_NAME]
-    if code:
-        raise CodeConflict(
-            f"the local commits conflict with {remote.name}/{remote.branch} in {', '.join(code[:5])}", code
-        )
-    if _drop_lost_claims(root, repo, remote_head, runner) and _merge(repo, remote, remote_head) is None:
-        return
+def _caught_up(repo: Repo, remote: Remote, start: str, remote_head: str | None, runner: str) -> str:
+    """The commit holding both the local branch and the remote head, made in the object store:
+    `start` (the remote has nothing new), the remote head (a fast forward) or a merge commit
+    (plan.jsonl merged by record). Two runners' claims on one task conflict: ours lost (theirs
+    reached the remote first), so ours are dropped and the merge made again."""
+    if remote_head is None or remote_head == start:
+        return start
+    code, out, _ = repo.attempt("merge-base", start, remote_head)
+    base = out.strip() if code == 0 else None
+    if base == remote_head:
+        return start  # ours is ahead: the push brings the remote up
+    if base == start:
+        return remote_head
+    what = f"ralph: merge {remote.name}/{remote.branch}"
+    merged = _merge(repo, remote, start, remote_head, what)
+    if merged.commit:
+        return merged.commit
+    clashing = [path for path in merged.conflicts if path != PLAN_NAME]
+    if clashing:
+        where = f"{remote.name}/{remote.branch} in {', '.join(clashing[:5])}"
+        raise CodeConflict(f"the local commits conflict with {where}", clashing)
+    dropped = _drop_lost_claims(repo, start, remote_head, runner)
+    if dropped is not None:
+        merged = _merge(repo, remote, dropped, remote_head, what)
+        if merged.commit:
+            return merged.commit
     raise RemoteError(
         f"cannot merge {remote.name}/{remote.branch} into the local branch: it conflicts (see `git merge"
         f" {remote.name}/{remote.branch}`); nothing was pushed"
     )
 
 
-def _merge(repo: Repo, remote: Remote, remote_head: str) -> list[str] | None:
-    """Merge the remote head in; None when it merged, else the files that conflicted (the merge
-    is aborted)."""
-    code, _, _ = repo.attempt(
-        "merge",
-        "--no-edit",
-        "--no-verify",
-        "-q",
-        "-m",
-        f"ralph: merge {remote.name}/{remote.branch}",
-        remote_head,
-    )
-    if code == 0:
-        return None
-    _, out, _ = repo.attempt("diff", "--name-only", "--diff-filter=U")
-    repo.attempt("merge", "--abort")
-    return sorted(path for path in out.splitlines() if path.strip())
+def _merge(repo: Repo, remote: Remote, ours: str, theirs: str, message: str):
+    try:
+        return merge_commits(repo, ours, theirs, message)
+    except GitError as exc:  # unrelated histories, a corrupt object: nothing was changed
+        raise RemoteError(f"cannot merge {remote.name}/{remote.branch}: {exc}; nothing was pushed") from None
 
 
-def _drop_lost_claims(root: Path, repo: Repo, remote_head: str, runner: str) -> bool:
-    """Release our claims on tasks the remote head has claimed by another runner."""
-    from ralph.plan.loader import load
-
+def _drop_lost_claims(repo: Repo, start: str, remote_head: str, runner: str) -> str | None:
+    """A commit on `start` releasing our claims on tasks the remote head has claimed by another
+    runner (object store only); None when there is none to release."""
     data = repo.file_at(remote_head, PLAN_NAME)
     if data is None:
-        return False
+        return None
     theirs = {item["id"]: item["claimed_by"] for item in Plan(load(data, PLAN_NAME)).claims()}
-    with transaction(root, commit=True) as work:
-        lost = [
-            task["id"]
-            for task in work.plan.claims()
-            if task["claimed_by"] == runner and theirs.get(task["id"]) not in (None, runner)
-        ]
-        for task_id in lost:
-            work.plan.release(task_id, runner)
-        work.message = f"ralph: drop the claims {runner} lost: {', '.join(lost)}"
-    return bool(lost)
-
-
-def _contains(repo: Repo, ancestor: str | None, descendant: str | None) -> bool:
-    if ancestor is None or descendant is None:
-        return ancestor is None
-    return repo.attempt("merge-base", "--is-ancestor", ancestor, descendant)[0] == 0
+    ours = Plan(load(repo.file_at(start, PLAN_NAME) or b"", PLAN_NAME))
+    lost = [
+        task["id"]
+        for task in ours.claims()
+        if task["claimed_by"] == runner and theirs.get(task["id"]) not in (None, runner)
+    ]
+    if not lost:
+        return None
+    for task_id in lost:
+        ours.release(task_id, runner)
+    tree = repo.tree_with_file(start, PLAN_NAME, checked_bytes(ours.doc))
+    return repo.commit_tree(tree, start, f"ralph: drop the claims {runner} lost: {', '.join(lost)}")

@@ -382,8 +382,8 @@ class Repo:
         done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
         return done.stdout if done.returncode == 0 else None
 
-    def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
-        parents = ["-p", parent] if parent else []
+    def commit_tree(self, tree: str, parent: str | None, message: str, *more_parents: str) -> str:
+        parents = [arg for commit in (parent, *more_parents) if commit for arg in ("-p", commit)]
         sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgSign by itself
         return self.git(
             "commit-tree", *sign, tree, *parents, "-F", "-", stdin=_message_bytes(message)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ralph.errors import GitError
 from ralph.plan.merge import merge_bytes
 from ralph.store.files import write_atomic
 from ralph.store.git import Repo
@@ -50,6 +51,53 @@ def integrate(repo: Repo, start: str, tip: str, plan_base: bytes) -> Integration
         subject = repo.git("log", "-1", "--format=%s", copied.commit).strip() or "ralph"
         _move_work_tree(repo, root, head, copied.commit, ours_plan, subject)
         return copied
+
+
+def merge_commits(repo: Repo, ours: str, theirs: str, message: str) -> Integration:
+    """The merge of commit `theirs` into `ours` as `git merge --no-ff` would make it (a commit
+    with both as parents), in git's object store only: the code through `git merge-tree`,
+    plan.jsonl by record from the two commits' merge base. Nothing moves: the caller moves HEAD
+    (move_head) once it wants the result. A conflict gives the conflicting paths."""
+    code, out, _ = repo.attempt("merge-base", ours, theirs)
+    base_plan = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
+    ours_plan, theirs_plan = repo.file_at(ours, PLAN_NAME) or b"", repo.file_at(theirs, PLAN_NAME) or b""
+    merged = merge_bytes(base_plan or b"", ours_plan, theirs_plan, PLAN_NAME)
+    if merged.conflicts:
+        return Integration(conflicts=[PLAN_NAME])
+    tree, conflicts = _merge_code(repo, ours, theirs)
+    if conflicts:
+        return Integration(conflicts=conflicts)
+    commit = repo.commit_tree(repo.tree_with_file(tree, PLAN_NAME, merged.data), ours, message, theirs)
+    return Integration(commit=commit)
+
+
+def in_the_way(repo: Repo, start: str, target: str) -> list[str]:
+    """The user's uncommitted edits that moving HEAD from `start` to `target` would overwrite."""
+    return _dirty_in_the_way(repo, start, target)
+
+
+def move_head(repo: Repo, start: str, target: str) -> None:
+    """HEAD's branch, index and work tree from `start` to `target`, in one step, under the plan
+    lock. A change made to plan.jsonl meanwhile (by hand: ralph's commands wait for the lock)
+    is merged by record into the new plan and stays uncommitted, as it was; one that cannot
+    merge is refused before anything moves."""
+    root = repo.root
+    with plan_lock(root):
+        current = plan_path(root).read_bytes()
+        start_plan = repo.file_at(start, PLAN_NAME)
+        kept = None
+        if start_plan is not None and current != start_plan:
+            merged = merge_bytes(start_plan, current, repo.file_at(target, PLAN_NAME) or b"", PLAN_NAME)
+            if merged.conflicts:
+                raise GitError(
+                    f"{PLAN_NAME} was changed by hand meanwhile and does not merge with {target[:12]}:"
+                    " commit or undo that change, then run the command again"
+                )
+            kept = merged.data
+        subject = repo.git("log", "-1", "--format=%s", target).strip() or "ralph"
+        _move_work_tree(repo, root, start, target, current, subject)
+        if kept is not None:
+            write_atomic(plan_path(root), kept)
 
 
 def _copy_commits(

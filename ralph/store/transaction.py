@@ -42,7 +42,7 @@ def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = Fal
         yield change
         if not change.plan.doc.changed:
             return
-        after = _checked_bytes(change.plan.doc)
+        after = checked_bytes(change.plan.doc)
         if commit is None:
             commit = _commit_wanted(change.plan)
         if commit:
@@ -54,7 +54,7 @@ def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = Fal
         validcache.remember(root, after)
 
 
-def _checked_bytes(doc) -> bytes:
+def checked_bytes(doc) -> bytes:
     """The changed file's bytes, once the lines the change wrote and the cross-record rules are
     checked: a command never writes a plan its own loader would refuse."""
     from ralph.plan.loader import touched_problems

@@ -239,3 +239,18 @@ def test_a_runner_killed_holding_a_claim_loses_the_task_to_another_once_the_clai
     plan = origin_plan(shared)
     assert [r["id"] for r in plan if r["t"] == "accept"] == ["t-task00"]
     assert [(r["by"], r["was_claimed_by"]) for r in plan if r["t"] == "takeover"] == [("heir", "doomed")]
+
+
+def test_a_runner_verifies_one_claimed_batch_after_another_in_one_verify_stage(repo, tmp_path):
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
+    shared = seeded(repo, tmp_path, items)
+    clone = shared.clone("one")
+    done = construct(clone, "--remote", "origin", "--runner", "runner-1", "--parallel", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    subjects = git(shared.origin, "log", "--reverse", "--format=%s", "main").splitlines()
+    assert [s for s in subjects if s.endswith("to verify (runner-1)")] == [
+        f"ralph: claim t-task{n:02d} to verify (runner-1)" for n in range(3)
+    ]
+    events = [json.loads(line) for line in (clone / "build/ralph-logs/events.jsonl").read_text().splitlines()]
+    # each batch of one was claimed as the last was published, not one batch per iteration
+    assert [e["iteration"] for e in events if e["event"] == "iteration_begin"] == [1]

@@ -256,3 +256,32 @@ def test_done_tasks_are_claimed_for_verify_in_batches_no_two_runners_share(three
     origin = on_origin(shared)
     assert "t-aaaaaa" in origin.accepted()
     assert [(t["id"], t["claimed_by"]) for t in origin.claims()] == [("t-cccccc", "runner-2")]
+
+
+class Watched(Beaten):
+    """Beaten, and what the clone's HEAD and plan.jsonl were at each push."""
+
+    def __init__(self, repo: Repo, rival: Path, **kwargs):
+        super().__init__(repo, rival, **kwargs)
+        self.seen: list[tuple[str, bytes]] = []
+
+    def push(self, commit: str) -> bool:
+        self.seen.append(
+            (git(self.repo.root, "rev-parse", "HEAD"), (self.repo.root / "plan.jsonl").read_bytes())
+        )
+        return super().push(commit)
+
+
+def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_pauses_before_the_next(three):
+    shared, one, two = three
+    start = (git(two, "rev-parse", "HEAD"), (two / "plan.jsonl").read_bytes())
+    pauses: list[float] = []
+    remote = Watched(Repo(two), rival=one, retries=0, sleep=pauses.append)
+    claims.claim_next(two, None, "runner-2", remote)
+    # the lost round's merge and claim were made in the object store only: both pushes left from
+    # the work tree as it was, and the lost one left nothing to undo
+    assert remote.seen == [start, start]
+    assert len(pauses) == 1 and 0 <= pauses[0] <= claims.LOST_RACE_PAUSE_S
+    assert git(two, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
+    assert read_plan(two).find_task("t-bbbbbb")["claimed_by"] == "runner-2"
+    assert git(two, "status", "--porcelain") == ""

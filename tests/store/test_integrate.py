@@ -10,7 +10,8 @@ import pytest
 from ralph.ops import tasks
 from ralph.plan.loader import load
 from ralph.store.git import Repo
-from ralph.store.integrate import integrate
+from ralph.store.integrate import integrate, merge_commits, move_head
+from ralph.store.transaction import transaction
 from tests.conftest import git
 
 
@@ -127,3 +128,29 @@ def test_a_branch_with_nothing_new_merges_nothing(setup):
     before = head(repo)
     assert integrate(Repo(repo), start, head(tree), base).commit is None
     assert head(repo) == before
+
+
+def test_a_merge_made_in_the_object_store_moves_nothing_until_move_head(setup):
+    repo, tree, first, second, _, _ = setup
+    (tree / "new.txt").write_text("built\n")
+    done_in(tree, second)
+    git(tree, "add", "new.txt")
+    git(tree, "commit", "-qm", "theirs")
+    done_in(repo, first)
+    ours, theirs = head(repo), head(tree)
+
+    merged = merge_commits(Repo(repo), ours, theirs, "ralph: merge theirs")
+
+    assert head(repo) == ours and not (repo / "new.txt").exists()
+    assert git(repo, "rev-list", "--parents", "-n1", merged.commit).split()[1:] == [ours, theirs]
+    in_merge = git(repo, "show", f"{merged.commit}:plan.jsonl").encode()
+    assert statuses(in_merge)[first] == "d" and statuses(in_merge)[second] == "d"
+
+    with transaction(repo, commit=False) as change:  # meanwhile a change nobody committed
+        change.plan.add_tasks([{"name": "Third"}])
+    move_head(Repo(repo), ours, merged.commit)
+
+    assert head(repo) == merged.commit and (repo / "new.txt").read_text() == "built\n"
+    now = statuses((repo / "plan.jsonl").read_bytes())
+    assert len(now) == 3 and now[first] == now[second] == "d"  # the merge and the loose change
+    assert git(repo, "status", "--porcelain") == " M plan.jsonl\n"  # still uncommitted, as it was
