@@ -36,10 +36,14 @@ class RemoteCoordinator:
         self.runner = runner or claims.default_runner()
         self.remote = Remote(Repo(root), remote)
         self.check, self.sleep = check, sleep
+        self._claimed_next: str | None = None  # claimed in the push that published the last build
 
     def before_build(self) -> str | None:
         """The task this runner builds next, claimed on the remote; None when no task is left to
         build (the rest is done, or waits for VERIFY, DECOMPOSE or a person)."""
+        if self._claimed_next is not None:
+            task_id, self._claimed_next = self._claimed_next, None
+            return task_id
         wait = POLL_S[0]
         while True:
             task = claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s)
@@ -91,19 +95,24 @@ class RemoteCoordinator:
         verified already in this stage), claimed on the remote."""
         return claims.claim_to_verify(self.root, self.spec, self.runner, self.remote, limit, self.ttl_s, skip)
 
-    def after_verify(self, task_ids: list[str]) -> None:
-        """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, push."""
-        claims.publish_all(self.root, task_ids, self.runner, self.remote)
+    def after_verify(self, task_ids: list[str], limit: int, skip: set[str] = frozenset()) -> list[str]:
+        """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, and
+        claim the next batch (at most `limit`, none of `skip`) in the same push; returns it."""
+        then = claims.NextToVerify(self.spec, self.runner, limit, self.ttl_s, skip)
+        claims.publish_all(self.root, task_ids, self.runner, self.remote, then=then)
+        return then.chosen
 
     def after_build(self, task_id: str, max_attempts: int = 3) -> list[str]:
-        """The build is committed (passed or not): bring in the remote, free the task, push.
-        Returns the files its changes conflict in with what another runner pushed meanwhile
-        (none: published); then the build is undone here and the task goes back to be built
-        again, on the remote too."""
+        """The build is committed (passed or not): bring in the remote, free the task, claim the
+        next one in the same push (before_build hands it out), push. Returns the files its changes
+        conflict in with what another runner pushed meanwhile (none: published); then the build
+        is undone here and the task goes back to be built again, on the remote too."""
         from ralph.errors import CodeConflict
 
+        then = claims.NextTask(self.spec, self.runner, self.ttl_s)
         try:
-            claims.publish(self.root, task_id, self.runner, self.remote)
+            claims.publish(self.root, task_id, self.runner, self.remote, then=then)
+            self._claimed_next = then.chosen["id"] if then.chosen else None
         except CodeConflict as exc:
             claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, exc.files, max_attempts)
             return exc.files

@@ -49,19 +49,20 @@ class VerifyStage:
         # Runners sharing a git remote claim up to --parallel done tasks at a time, and go on
         # claiming while any is free: a new iteration per batch would cost a fetch for every
         # other stage's claim first. A task verified here once (no verdict) waits for the next.
-        report, seen = StageReport(Stage.VERIFY), set()
-        while claimed := remote.before_verify(self.ws.settings.parallel, skip=seen):
+        report, seen, limit = StageReport(Stage.VERIFY), set(), self.ws.settings.parallel
+        claimed = remote.before_verify(limit, skip=seen)
+        while claimed:
             seen.update(claimed)
             batch = self._verify(iteration, claimed)
             report.items += batch.items
             report.accepted += batch.accepted
             report.stopped += batch.stopped
             report.commits += batch.commits
+            claimed = remote.after_verify(claimed, limit, skip=seen)  # the next batch, in the same push
         return report
 
     def _verify(self, iteration: int, claimed: list[str] | None) -> StageReport:
         """One fork/join of verifiers: every done task, or (with a remote) the claimed ones."""
-        remote = getattr(self.ws, "remote", None)
         plan = self.ws.read_plan()
         done = [task for task in self.ws.tasks(plan) if task.done and (claimed is None or task.id in claimed)]
         report = StageReport(Stage.VERIFY, items=len(done))
@@ -95,8 +96,6 @@ class VerifyStage:
         commit = self.ws.commit(f"ralph(verify): {summary}")
         report.commits += [commit] if commit else []
         self.ws.prioritize()
-        if remote:
-            remote.after_verify([task.id for task in done])
         span.end(**{kind.replace(" ", "_"): ids for kind, ids in verdicts.items() if ids})
         return report
 

@@ -46,37 +46,74 @@ def default_runner() -> str:
 # --- the use cases ---------------------------------------------------------------------------
 
 
+class NextTask:
+    """Picks the first ready task of `spec` (all specs: None) no live claim holds, and claims it:
+    one this runner claimed before (a restart under the same name) first, then, after a lost
+    race, the task it picked before, if still free on the new head."""
+
+    def __init__(self, spec: str | None, runner: str, ttl_s: float | None = None):
+        self.spec, self.runner, self.ttl_s = spec, runner, ttl_s
+        self.chosen: dict | None = None
+        self._replay: str | None = None
+
+    def __call__(self, plan: Plan) -> dict | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
+        free = _claimable(plan, self.spec, self.runner, stamp, ttl)
+        chosen = next((task for task in free if task["id"] == self._replay), None) or (
+            free[0] if free else None
+        )
+        if chosen is not None:
+            plan.claim(chosen["id"], self.runner, stamp, ttl)
+        self.chosen = chosen
+        return chosen
+
+    def message(self, task: dict) -> str:
+        return f"ralph: claim {named([task])} ({self.runner})"
+
+    def lost(self) -> None:
+        self._replay = self.chosen["id"] if self.chosen else None
+
+
+class NextToVerify:
+    """Picks up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
+    those no live claim holds; none of `skip`) and claims them."""
+
+    def __init__(self, spec: str | None, runner: str, limit: int, ttl_s: float | None, skip: Collection[str]):
+        self.spec, self.runner, self.limit, self.ttl_s, self.skip = spec, runner, limit, ttl_s, skip
+        self.chosen: list[str] = []
+
+    def __call__(self, plan: Plan) -> list[str] | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
+        done = [
+            task
+            for task in plan.tasks()
+            if is_done(task) and _in_spec(task, self.spec) and task["id"] not in self.skip
+        ]
+        own = [task for task in done if task.get("claimed_by") == self.runner]
+        free = [task for task in done if task.get("claimed_by") != self.runner and _free(task, stamp, ttl)]
+        self.chosen = [task["id"] for task in (own + free)[: self.limit]]
+        for task_id in self.chosen:
+            plan.claim(task_id, self.runner, stamp, ttl)
+        return self.chosen or None
+
+    def message(self, ids: list[str]) -> str:
+        return f"ralph: claim {', '.join(ids)} to verify ({self.runner})"
+
+    def lost(self) -> None:
+        pass
+
+
 def claim_next(
     root: Path, spec: str | None, runner: str, remote: Remote, ttl_s: float | None = None
 ) -> dict | None:
     """Claim the first ready task of `spec` (all specs: None) no live claim holds, and push the
     claim. Returns the task, or None when no task is free. A task this runner claimed before (a
     restart under the same name) comes first; one whose claim is older than the TTL is taken over."""
-    replay: str | None = None
-
-    def pick(plan: Plan) -> dict | None:
-        stamp = now()
-        ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
-        free = _claimable(plan, spec, runner, stamp, ttl)
-        chosen = next((task for task in free if task["id"] == replay), None) or (free[0] if free else None)
-        if chosen is not None:
-            plan.claim(chosen["id"], runner, stamp, ttl)
-        return chosen
-
-    for lost in range(MAX_ROUNDS):
-        task, pushed = _round(
-            root,
-            remote,
-            runner,
-            pick,
-            lambda task: f"ralph: claim {named([task])} ({runner})",
-            idle_push=False,
-        )
-        if pushed:
-            return task
-        replay = task["id"] if task else None
-        _pause_after_lost_race(remote, lost)
-    raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
+    pick = NextTask(spec, runner, ttl_s)
+    _until_pushed(root, remote, runner, pick, pick.message, idle_push=False, after_lost=pick.lost)
+    return pick.chosen
 
 
 def claim_to_verify(
@@ -91,29 +128,9 @@ def claim_to_verify(
     """Claim up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
     those no live claim holds; none of `skip`) and push the claims; returns their ids (none:
     nothing to verify)."""
-
-    def pick(plan: Plan) -> list[str] | None:
-        stamp = now()
-        ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
-        done = [
-            task for task in plan.tasks() if is_done(task) and _in_spec(task, spec) and task["id"] not in skip
-        ]
-        own = [task for task in done if task.get("claimed_by") == runner]
-        free = [task for task in done if task.get("claimed_by") != runner and _free(task, stamp, ttl)]
-        chosen = [task["id"] for task in (own + free)[:limit]]
-        for task_id in chosen:
-            plan.claim(task_id, runner, stamp, ttl)
-        return chosen or None
-
-    def message(ids: list[str]) -> str:
-        return f"ralph: claim {', '.join(ids)} to verify ({runner})"
-
-    for lost in range(MAX_ROUNDS):
-        chosen, pushed = _round(root, remote, runner, pick, message, idle_push=False)
-        if pushed:
-            return list(chosen or [])
-        _pause_after_lost_race(remote, lost)
-    raise RemoteError(f"lost the race for a task {MAX_ROUNDS} times in a row on {remote.name}; try again")
+    pick = NextToVerify(spec, runner, limit, ttl_s, skip)
+    _until_pushed(root, remote, runner, pick, pick.message, idle_push=False)
+    return pick.chosen
 
 
 def claim_issue(
@@ -196,36 +213,32 @@ def _claim_first(
         plan.claim(chosen, runner, stamp, ttl)
         return chosen
 
-    for lost in range(MAX_ROUNDS):
-        chosen, pushed = _round(
-            root, remote, runner, pick, lambda item: f"ralph: claim {item} {what} ({runner})", idle_push=False
-        )
-        if pushed:
-            return chosen  # type: ignore[return-value]
-        _pause_after_lost_race(remote, lost)
-    raise RemoteError(f"lost the race for work {MAX_ROUNDS} times in a row on {remote.name}; try again")
+    chosen = _until_pushed(
+        root, remote, runner, pick, lambda item: f"ralph: claim {item} {what} ({runner})", idle_push=False
+    )
+    return chosen  # type: ignore[return-value]
 
 
-def publish_all(root: Path, task_ids: list[str], runner: str, remote: Remote) -> None:
-    """After VERIFY's commit: bring in the remote branch, free what is still claimed, push."""
+def publish_all(
+    root: Path, task_ids: list[str], runner: str, remote: Remote, then: NextToVerify | None = None
+) -> None:
+    """After VERIFY's commit: bring in the remote branch, free what is still claimed, push; with
+    `then`, claim the next batch in the same push (a commit of its own)."""
 
     def free(plan: Plan) -> object:
         return [task_id for task_id in task_ids if _release_own(plan, task_id, runner)] or None
 
-    _until_pushed(
-        root, remote, runner, free, f"ralph: publish the verdicts on {', '.join(task_ids)} ({runner})"
-    )
+    message = f"ralph: publish the verdicts on {', '.join(task_ids)} ({runner})"
+    _until_pushed(root, remote, runner, free, lambda _: message, then=then)
 
 
-def publish(root: Path, task_id: str, runner: str, remote: Remote) -> None:
-    """After a passed build commit: bring in the remote branch, free the task (when the build
-    commit did not already: `task done` frees it) and push."""
+def publish(root: Path, task_id: str, runner: str, remote: Remote, then: NextTask | None = None) -> None:
+    """After a build commit: bring in the remote branch, free the task (when the build commit did
+    not already: `task done` frees it) and push; with `then`, claim the next task in the same push
+    (a commit of its own), which saves a round of fetch and push per task."""
+    message = f"ralph: publish {task_id} ({runner})"
     _until_pushed(
-        root,
-        remote,
-        runner,
-        lambda plan: _release_own(plan, task_id, runner),
-        f"ralph: publish {task_id} ({runner})",
+        root, remote, runner, lambda plan: _release_own(plan, task_id, runner), lambda _: message, then=then
     )
 
 
@@ -283,7 +296,7 @@ def withdraw_conflicting(
         return task
 
     message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])} ({runner})"
-    _until_pushed(root, remote, runner, record, message)
+    _until_pushed(root, remote, runner, record, lambda _: message)
     return attempts[0] if attempts else None
 
 
@@ -303,13 +316,8 @@ def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict:
 
 def release(root: Path, task_id: str, runner: str, remote: Remote) -> None:
     """Give the task back: drop this runner's claim on the remote."""
-    _until_pushed(
-        root,
-        remote,
-        runner,
-        lambda plan: _release_own(plan, task_id, runner),
-        f"ralph: release {task_id} ({runner})",
-    )
+    message = f"ralph: release {task_id} ({runner})"
+    _until_pushed(root, remote, runner, lambda plan: _release_own(plan, task_id, runner), lambda _: message)
 
 
 def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
@@ -322,7 +330,8 @@ def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
             plan.release(task_id, runner)
         return released or None
 
-    _until_pushed(root, remote, runner, drop, f"ralph: release the claims of {runner}")
+    message = f"ralph: release the claims of {runner}"
+    _until_pushed(root, remote, runner, drop, lambda _: message)
     return released
 
 
@@ -390,12 +399,23 @@ def _expired(task: dict, stamp: str, ttl: float) -> bool:
 
 
 def _until_pushed(
-    root: Path, remote: Remote, runner: str, change: Callable[[Plan], object], message: str
-) -> None:
+    root: Path,
+    remote: Remote,
+    runner: str,
+    change: Callable[[Plan], object],
+    message: Callable[[object], str],
+    idle_push: bool = True,
+    then: NextTask | NextToVerify | None = None,
+    after_lost: Callable[[], None] | None = None,
+) -> object:
+    """Rounds until one is pushed (a lost race replays on the new head); what `change` returned."""
     for lost in range(MAX_ROUNDS):
-        _, pushed = _round(root, remote, runner, change, lambda _: message)
+        result, pushed = _round(root, remote, runner, change, message, idle_push, then)
         if pushed:
-            return
+            return result
+        for replay in (after_lost, then.lost if then else None):
+            if replay:
+                replay()
         _pause_after_lost_race(remote, lost)
     raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
 
@@ -416,9 +436,10 @@ def _round(
     change: Callable[[Plan], object],
     message: Callable[[object], str],
     idle_push: bool = True,
+    then: NextTask | NextToVerify | None = None,
 ) -> tuple[object, bool]:
-    """Fetch, catch up, change the plan in one commit, push. Returns what `change` returned and
-    whether the remote has our head now.
+    """Fetch, catch up, change the plan in one commit (and `then` in a second), push. Returns
+    what `change` returned and whether the remote has our head now.
 
     Between the fetch and the push everything is made in git's object store (the catch-up merge,
     the plan commit); HEAD and the work tree move once, after the push is won. A lost race (or a
@@ -434,11 +455,13 @@ def _round(
     data = repo.file_at(base, PLAN_NAME) or b""
     plan = Plan(load(data, PLAN_NAME))
     result = change(plan)
-    target = base
-    if result is not None and plan.doc.changed:
-        after = checked_bytes(plan.doc)
-        target = repo.commit_tree(repo.tree_with_file(base, PLAN_NAME, after), base, message(result))
-    if target == remote_head or (result is None and not idle_push):
+    target = _commit_change(repo, base, plan, data, message(result)) if result is not None else base
+    if then is not None:
+        before = plan.doc.to_bytes()
+        chosen = then(plan)
+        if chosen is not None:
+            target = _commit_change(repo, target, plan, before, then.message(chosen))
+    if target == remote_head or (target == base and result is None and not idle_push):
         _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
         return result, True
     _refuse_overwriting_edits(repo, remote, start, target)
@@ -446,6 +469,15 @@ def _round(
         return result, False
     _move(repo, start, target)
     return result, True
+
+
+def _commit_change(repo: Repo, parent: str, plan: Plan, before: bytes, message: str) -> str:
+    """A commit on `parent` holding the changed plan (object store only); `parent` when the
+    change left its bytes as they were."""
+    after = checked_bytes(plan.doc)
+    if after == before:
+        return parent
+    return repo.commit_tree(repo.tree_with_file(parent, PLAN_NAME, after), parent, message)
 
 
 def _move(repo: Repo, start: str, target: str) -> None:

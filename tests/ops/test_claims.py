@@ -285,3 +285,45 @@ def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_pauses_before_th
     assert git(two, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
     assert read_plan(two).find_task("t-bbbbbb")["claimed_by"] == "runner-2"
     assert git(two, "status", "--porcelain") == ""
+
+
+class Counted(Remote):
+    def __init__(self, repo: Repo, **kwargs):
+        super().__init__(repo, **kwargs)
+        self.pushes = 0
+
+    def push(self, commit: str) -> bool:
+        self.pushes += 1
+        return super().push(commit)
+
+
+def test_publish_claims_the_next_task_in_a_commit_of_its_own_in_the_same_push(three):
+    shared, one, _ = three
+    claims.claim_next(one, None, "runner-1", remote_of(one))
+    tasks.done(one, "t-aaaaaa")  # the build's plan commit frees the task
+    build = git(one, "log", "-1", "--format=%s").strip()
+    remote = Counted(Repo(one), retries=0)
+    then = claims.NextTask(None, "runner-1")
+    claims.publish(one, "t-aaaaaa", "runner-1", remote, then=then)
+    assert remote.pushes == 1 and then.chosen["id"] == "t-bbbbbb"
+    assert git(shared.origin, "log", "-2", "--format=%s", "main").splitlines() == [
+        "ralph: claim t-bbbbbb B (runner-1)",
+        build,
+    ]
+    assert on_origin(shared).find_task("t-aaaaaa")["s"] == "d"
+    assert [(t["id"], t["claimed_by"]) for t in on_origin(shared).claims()] == [("t-bbbbbb", "runner-1")]
+
+
+def test_publishing_verdicts_claims_the_next_batch_in_the_same_push(three):
+    shared, one, _ = three
+    for task_id in ("t-aaaaaa", "t-bbbbbb", "t-cccccc"):
+        tasks.done(one, task_id)
+    first = claims.claim_to_verify(one, None, "runner-1", remote_of(one), limit=1)
+    tasks.accept(one, first[0])
+    remote = Counted(Repo(one), retries=0)
+    then = claims.NextToVerify(None, "runner-1", 2, None, skip=set(first))
+    claims.publish_all(one, first, "runner-1", remote, then=then)
+    assert remote.pushes == 1 and then.chosen == ["t-bbbbbb", "t-cccccc"]
+    origin = on_origin(shared)
+    assert "t-aaaaaa" in origin.accepted()
+    assert sorted(t["id"] for t in origin.claims()) == ["t-bbbbbb", "t-cccccc"]
