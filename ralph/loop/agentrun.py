@@ -36,6 +36,7 @@ class AgentResult:
     pressure: Pressure | None = None
     plan_problem: str | None = None  # the agent left plan.jsonl invalid (ralph restored it)
     violation: str | None = None  # what the agent did that its stage may not (ralph undid it)
+    changed: frozenset[str] = frozenset()  # the paths it left changed (ralph's own files aside)
 
     @property
     def ok(self) -> bool:

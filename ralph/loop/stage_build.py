@@ -155,9 +155,9 @@ class BuildStage:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
             if not result.violation and self._asked(task_id, result, report):
                 return
-            failure = self._build_failure(task, result, problem, iteration)
+            failure, changed = self._build_failure(task, result, problem, iteration)
             if failure is None:
-                return self._record_build(task_id, result, report)
+                return self._record_build(task_id, result, report, changed)
             attempts = self._record_failure(task_id, failure, result)
             if attempts >= self.ws.settings.max_attempts:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
@@ -207,21 +207,22 @@ class BuildStage:
 
     def _build_failure(
         self, task: dict, result: AgentResult, problem: str | None, iteration: int
-    ) -> str | None:
-        """Why this attempt does not count as built, or None when it passed the gate."""
+    ) -> tuple[str | None, set[str]]:
+        """Why this attempt does not count as built (None when it passed the gate), and the files
+        it changed as the gate and hook left them."""
         if result.violation:
-            return f"{PERMISSION_VIOLATION}: {result.violation}"
+            return f"{PERMISSION_VIOLATION}: {result.violation}", set()
         if problem:
-            return f"the agent left plan.jsonl invalid: {problem}"
+            return f"the agent left plan.jsonl invalid: {problem}", set()
         if not is_done(task):
             tail = "\n".join(result.run.tail[-15:])
-            ended = f"the agent ended ({result.describe()}) without running `ralph task done`.\n{tail}"
-            return _for_history(ended, result.log_path)
-        if not task.get("no_code") and not self.ws.changed_paths() - {PLAN_FILE}:
+            ended = f"the agent ended ({result.describe()}) without running `ralph task done`."
+            return _for_history(f"{ended}\n{tail}", result.log_path), set()
+        if not task.get("no_code") and not result.changed - {PLAN_FILE}:
             return (
                 f"{NO_CHANGES}: the agent marked the task done but changed no file. Build it; if it"
                 ' truly needs no change, the task must say so ("no_code": true).'
-            )
+            ), set()
         log = self.ws.runner.new_log("gate", task["id"])
         span = self.ws.journal.span(
             "gate", item=task["id"], iteration=iteration, log=str(self.ws.rel(log)), worker=self.ws.worker
@@ -231,13 +232,14 @@ class BuildStage:
         span.end(ok=gate.ok, summary=None if gate.ok else gate.summary.strip()[:600])
         self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
         if not gate.ok:
-            return _for_history(gate.summary, self.ws.rel(log))
+            return _for_history(gate.summary, self.ws.rel(log)), set()
         refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
-        return refused or self._scope_failure(task)
+        changed = self.ws.changed_paths()  # as the gate and the hook left them (a formatter may write)
+        return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
 
-    def _scope_failure(self, task: dict) -> str | None:
+    def _scope_failure(self, task: dict, changed: set[str]) -> str | None:
         """A task that declares its scope may change only the files it names."""
-        strays = outside(task.get("scope"), self.ws.changed_paths() - {PLAN_FILE})
+        strays = outside(task.get("scope"), changed)
         if not strays:
             return None
         allowed = ", ".join(task["scope"])
@@ -264,12 +266,14 @@ class BuildStage:
             return None
         return _for_history(f"the pre-commit hook refused the build:\n{result.summary}", self.ws.rel(log))
 
-    def _record_build(self, task_id: str, result: AgentResult, report: StageReport) -> None:
-        files = sorted(self.ws.changed_paths() - {PLAN_FILE})
+    def _record_build(
+        self, task_id: str, result: AgentResult, report: StageReport, changed: set[str]
+    ) -> None:
+        files = sorted(changed - {PLAN_FILE})
         usage = result.tracker.usage
         with self.ws.change_plan() as change:
             task = change.plan.record_build(task_id, files, usage.total, usage.cost_usd)
-        commit = self.ws.commit(f"ralph(build): {task_id} {task['name']}")
+        commit = self.ws.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE})
         if commit:
             report.commits.append(commit)
         if commit and not self.ws.in_worktree:  # in a worktree, its copy on the loop's branch is
@@ -380,10 +384,11 @@ class ParallelBuilds:
 
     def _commit_leftovers(self, ws: Workspace, task_id: str) -> None:
         """What the build left uncommitted: its plan changes go on its branch, code is set aside."""
-        if ws.changed_paths() - {PLAN_FILE}:
+        changed = ws.changed_paths()
+        if changed - {PLAN_FILE}:
             ws.set_aside(ws.rel(ws.runner.new_log("leftover", task_id)))
-        if PLAN_FILE in ws.changed_paths():
-            ws.commit(f"ralph(build): {task_id} plan changes")
+        if PLAN_FILE in changed:
+            ws.commit(f"ralph(build): {task_id} plan changes", {PLAN_FILE})
 
     def _set_aside(self, ws: Workspace, task_id: str) -> None:
         """A build stopped half way: its changes are kept as a patch beside a log, not merged."""

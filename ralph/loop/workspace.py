@@ -238,9 +238,14 @@ class Workspace:
         self, stage: Stage, own: set[str], before: Snapshot, old: Plan, results: list[AgentResult]
     ) -> list[str]:
         """Undo runs that broke their stage's rules: HEAD and branch put back, their changes saved
-        as a patch beside the (first) log and reverted, plan.jsonl as before. Returns what they did."""
-        found = violations(stage, own, before, self.snapshot(), old, self.read_plan())
+        as a patch beside the (first) log and reverted, plan.jsonl as before. Returns what they did.
+        Runs that kept the rules learn the paths they left changed (`changed`)."""
+        after = self.snapshot()
+        found = violations(stage, own, before, after, old, self.read_plan())
         if not found:
+            changed = frozenset(path for path in after.dirty if not RALPH_FILES.fullmatch(path))
+            for result in results:
+                result.changed = changed
             return found
         if self.repo.branch() != before.branch and before.branch:
             self.repo.git("symbolic-ref", "HEAD", f"refs/heads/{before.branch}")
@@ -292,9 +297,10 @@ class Workspace:
             with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
                 change.plan.add_spending(unsaved)
 
-    def commit(self, message: str) -> str | None:
+    def commit(self, message: str, paths: set[str] | None = None) -> str | None:
+        """Commit what the loop's agents changed (`paths`, when the caller has just read them)."""
         self.save_spending()
-        commit, files = self.repo.commit_paths(self.changed_paths(), message)
+        commit, files = self.repo.commit_paths(self.changed_paths() if paths is None else paths, message)
         if commit:
             self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=files)
         return commit

@@ -51,6 +51,7 @@ class Repo:
         self._env = {key: value for key, value in os.environ.items() if key not in _LOCATION_VARS}
         self._env["GIT_LITERAL_PATHSPECS"] = "1"
         self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
+        self._signs: bool | None = None
 
     def git(self, *args: str, stdin: bytes | None = None) -> str:
         done = self._run(args, stdin)
@@ -183,11 +184,14 @@ class Repo:
                 time.sleep(delay)  # someone else's git command holds the index for a moment
 
     def signs_commits(self) -> bool:
-        """Whether this repository asks for signed commits (commit.gpgSign), as `git commit` would."""
-        try:
-            return self.git("config", "--type=bool", "--get", "commit.gpgsign").strip() == "true"
-        except GitError:  # not set
-            return False
+        """Whether this repository asks for signed commits (commit.gpgSign), as `git commit` would;
+        read once per Repo (the loop commits through one Repo many times)."""
+        if self._signs is None:
+            try:
+                self._signs = self.git("config", "--type=bool", "--get", "commit.gpgsign").strip() == "true"
+            except GitError:  # not set
+                self._signs = False
+        return self._signs
 
     # --- what git is in the middle of ------------------------------------------------------------
     def git_dir(self) -> Path:
