@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from ralph.loop.agentrun import AgentResult
@@ -322,21 +323,34 @@ class ParallelBuilds:
         self._workers = iter(range(1, 1_000_000))
 
     def run(self) -> None:
-        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+        """A build's slot frees once its agent and gate are done, before its merge: merges wait
+        for each other (one work tree), and the next agent need not wait for them. A built task
+        keeps its scope until merged, and tasks that depend on it wait for its merge."""
+        import queue
+        from concurrent.futures import ThreadPoolExecutor
 
         slots = self.ws.settings.parallel
-        pool = ThreadPoolExecutor(max_workers=slots)
-        running: dict = {}  # future -> task record
+        pool = ThreadPoolExecutor(max_workers=2 * slots)  # the builds, and the built waiting to merge
+        building: dict[str, dict] = {}  # task id -> record
+        merging: dict[str, dict] = {}
+        news: queue.SimpleQueue = queue.SimpleQueue()  # ("built" | "ended", task id, future)
         try:
             while True:
-                for task in self._startable(list(running.values()), slots - len(running)):
-                    running[pool.submit(self._build_one, task["id"], next(self._workers))] = task
-                if not running:
+                for task in self._startable([*building.values(), *merging.values()], slots - len(building)):
+                    building[task["id"]] = task
+                    self._start(pool, task["id"], news)
+                if not building and not merging:
                     break
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    running.pop(future)
-                    self._take(future.result())
+                try:
+                    what, task_id, future = news.get(timeout=1.0)
+                except queue.Empty:
+                    continue
+                if what == "built":
+                    merging[task_id] = building.pop(task_id)
+                    continue
+                building.pop(task_id, None)
+                merging.pop(task_id, None)
+                self._take(future.result())  # raises what the build raised
         except BaseException:  # Ctrl-C, a stop signal, a budget: stop every build, not only one
             with deferred_signals():
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -344,6 +358,13 @@ class ParallelBuilds:
                 pool.shutdown(wait=True)  # each build sets its changes aside and removes its worktree
             raise
         pool.shutdown(wait=True)
+
+    def _start(self, pool, task_id: str, news) -> None:
+        def built() -> None:
+            news.put(("built", task_id, None))
+
+        future = pool.submit(self._build_one, task_id, next(self._workers), built)
+        future.add_done_callback(lambda done: news.put(("ended", task_id, done)))
 
     def _startable(self, running: list[dict], free: int) -> list[dict]:
         chosen: list[dict] = []
@@ -359,7 +380,9 @@ class ParallelBuilds:
                 break
         return chosen
 
-    def _build_one(self, task_id: str, worker: int) -> StageReport:
+    def _build_one(self, task_id: str, worker: int, built: Callable[[], None] = lambda: None) -> StageReport:
+        """Build the task in its worktree; `built` is called once its agent and gate are done,
+        before the merge."""
         report = StageReport(Stage.BUILD, items=1)
         span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
         with self.ws.build_checkout(task_id, worker) as checkout:
@@ -372,6 +395,7 @@ class ParallelBuilds:
                 self._set_aside(checkout.ws, task_id)
                 span.end(merged=False)
                 raise
+            built()
             merged = self.ws.merge_build(checkout)
             built = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
             report.commits = list(merged.commits.values())

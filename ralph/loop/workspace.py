@@ -336,8 +336,8 @@ class Workspace:
 
     @contextmanager
     def build_checkout(self, task_id: str, worker: int | None = None) -> Iterator[BuildCheckout]:
-        """A worktree on branch `ralph/<task id>` from HEAD, holding the loop's plan.jsonl as it is
-        now, for one build at a time with others; removed with its branch afterwards, whatever
+        """A worktree on branch `ralph/<task id>` from HEAD (plan.jsonl as HEAD has it), for one
+        build at a time with others; removed with its branch afterwards, whatever
         happened (what the caller did not merge is lost, as a run set aside is)."""
         import shutil
         import tempfile
@@ -348,8 +348,12 @@ class Workspace:
             with self._worktrees:
                 head = self.repo.head() or "HEAD"
                 self.repo.add_branch_worktree(path, branch, head)
-            plan = self.plan_bytes()
-            (path / PLAN_FILE).write_bytes(plan)
+            # The plan as HEAD has it: the loop's own uncommitted changes (a merged build's commit
+            # id, its state) are no business of a builder's, and the merge keeps them. Read from
+            # the work tree, it could be a later merge's plan over this HEAD.
+            if not (path / PLAN_FILE).exists():  # never committed: the loop's copy, then
+                (path / PLAN_FILE).write_bytes(self.plan_bytes())
+            plan = (path / PLAN_FILE).read_bytes()
             yield BuildCheckout(self.for_worktree(path, worker), branch, head, plan)
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind

@@ -139,20 +139,29 @@ def _dirty_in_the_way(repo: Repo, head: str, tree: str) -> list[str]:
 
 
 def _move_work_tree(repo: Repo, root: Path, head: str, commit: str, ours_plan: bytes, subject: str) -> None:
-    """HEAD's branch, index and work tree from `head` to `commit`, or none of them."""
-    head_plan = repo.file_at(head, PLAN_NAME)
-    if head_plan is not None:
-        write_atomic(plan_path(root), head_plan)  # read-tree refuses a modified file it must update
-        repo.git("update-index", "-q", "--", PLAN_NAME)  # its index entry's stat, as rewritten
+    """HEAD's branch, index and work tree from `head` to `commit`, or none of them.
+
+    plan.jsonl is replaced atomically first and staged, so read-tree finds it as `commit` has it
+    and leaves it alone: git's checkout unlinks a file and writes it anew, and a reader without
+    the lock (the loop between builds, `ralph status`) would find no plan.jsonl at all."""
+    target_plan = repo.file_at(commit, PLAN_NAME)
+    if target_plan is not None:
+        write_atomic(plan_path(root), target_plan)
+        repo.git("update-index", "-q", "--", PLAN_NAME)
     try:
         repo.git("read-tree", "-m", "-u", head, commit)
     except BaseException:
-        write_atomic(plan_path(root), ours_plan)
+        _put_back_plan(repo, root, ours_plan)
         raise
     try:
         # The old value makes this a compare-and-swap: a commit made meanwhile is never lost.
         repo.git("update-ref", "-m", subject[:200], "HEAD", commit, head)
     except BaseException:
         repo.git("read-tree", "-m", "-u", commit, head)
-        write_atomic(plan_path(root), ours_plan)
+        _put_back_plan(repo, root, ours_plan)
         raise
+
+
+def _put_back_plan(repo: Repo, root: Path, ours_plan: bytes) -> None:
+    repo.attempt("reset", "-q", "--", PLAN_NAME)  # its index entry as HEAD has it
+    write_atomic(plan_path(root), ours_plan)

@@ -154,3 +154,29 @@ def test_a_merge_made_in_the_object_store_moves_nothing_until_move_head(setup):
     now = statuses((repo / "plan.jsonl").read_bytes())
     assert len(now) == 3 and now[first] == now[second] == "d"  # the merge and the loose change
     assert git(repo, "status", "--porcelain") == " M plan.jsonl\n"  # still uncommitted, as it was
+
+
+def test_plan_jsonl_is_in_place_before_git_moves_the_work_tree(setup, monkeypatch):
+    """git's checkout unlinks a file and writes it anew, and a reader without the lock (the loop
+    choosing its next build, `ralph status`) would find no plan.jsonl: when read-tree runs, the
+    file and its index entry already hold the merged plan, so git leaves the file alone."""
+    repo, tree, first, second, base, start = setup
+    (tree / "new.txt").write_text("built\n")
+    done_in(tree, second)
+    git(tree, "add", "new.txt")
+    git(tree, "commit", "-qm", "ralph(build): second")
+    seen: list[tuple[bool, bool]] = []
+    real_git = Repo.git
+
+    def spying(self: Repo, *args: str, **kwargs) -> str:
+        if args[:1] == ("read-tree",):
+            target = args[-1]
+            in_place = (self.root / "plan.jsonl").read_bytes() == self.file_at(target, "plan.jsonl")
+            staged = self.attempt("diff-index", "--cached", "--quiet", target, "--", "plan.jsonl")[0] == 0
+            seen.append((in_place, staged))
+        return real_git(self, *args, **kwargs)
+
+    monkeypatch.setattr(Repo, "git", spying)
+    merged = integrate(Repo(repo), start, head(tree), base)
+    assert merged.commit == head(repo) and seen == [(True, True)]
+    assert git(repo, "status", "--porcelain") == ""
