@@ -397,6 +397,7 @@ class ParallelBuilds:
                 raise
             built()
             merged = self.ws.merge_build(checkout)
+            self.ws.save_spending()
             built = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
             report.commits = list(merged.commits.values())
             if merged.conflicts:

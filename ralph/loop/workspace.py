@@ -298,8 +298,11 @@ class Workspace:
                 change.plan.add_spending(unsaved)
 
     def commit(self, message: str, paths: set[str] | None = None) -> str | None:
-        """Commit what the loop's agents changed (`paths`, when the caller has just read them)."""
-        self.save_spending()
+        """Commit what the loop's agents changed (`paths`, when the caller has just read them).
+        The spending goes into the loop's own plan first; a build in a worktree leaves that to its
+        merge, instead of waiting here for the plan lock that other builds' merges hold."""
+        if not self.in_worktree:
+            self.save_spending()
         commit, files = self.repo.commit_paths(self.changed_paths() if paths is None else paths, message)
         if commit:
             self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=files)
