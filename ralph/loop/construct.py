@@ -170,7 +170,8 @@ class Loop:
         with deferred_signals():  # the ending's commit is not cut in half by a late signal
             self._commit_loose_state(outcome)
         try:
-            self._release_claims()
+            # A remote that just failed every retry is tried once more, not retried all over again.
+            self._release_claims(quietly=outcome is Outcome.REMOTE)
         except RemoteError as exc:
             return Outcome.REMOTE, str(exc), Outcome.REMOTE.value
         return outcome, message, outcome.value

@@ -66,9 +66,14 @@ def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}])
     clone = shared.clone("one")
     git(clone, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
-    done = construct(clone, "--remote", "origin", env={"FAKE_AGENT_STATE": str(tmp_path / "s1")})
+    trace = tmp_path / "git-trace"
+    done = construct(
+        clone, "--remote", "origin", env={"FAKE_AGENT_STATE": str(tmp_path / "s1"), "GIT_TRACE": str(trace)}
+    )
     assert done.returncode == 11
     assert "cannot fetch origin (4 attempts): fatal: " in done.stdout
+    # four attempts, then one more to give back its claims: not all four retried again
+    assert trace.read_text().count("built-in: git fetch") == 5
 
 
 def test_a_build_that_conflicts_with_one_pushed_meanwhile_is_undone_and_built_again(repo, tmp_path):
