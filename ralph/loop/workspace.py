@@ -170,6 +170,9 @@ class Workspace:
             yield change
 
     def set_state(self, **fields: object) -> None:
+        state = reader.read_plan(self.home).state()  # no lock to wait for when nothing changes
+        if state and all(state.get(key) == value for key, value in fields.items()):
+            return
         with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
             change.plan.update_state(**fields)
 
@@ -359,8 +362,9 @@ class Workspace:
             plan = (path / PLAN_FILE).read_bytes()
             yield BuildCheckout(self.for_worktree(path, worker), branch, head, plan)
         finally:
-            with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
-                self.repo.remove_worktree(path)
+            with deferred_signals():  # a stop signal must not leave a worktree behind
+                with self._worktrees:
+                    self.repo.remove_worktree(path)
                 self.repo.delete_branch(branch)
             shutil.rmtree(folder, ignore_errors=True)
 
