@@ -434,15 +434,10 @@ class ParallelBuilds:
         (self.ws.home / log).write_text(
             checkout.ws.repo.git("diff", "--binary", checkout.start), encoding="utf-8"
         )
-        theirs = checkout.ws.read_plan().find_task(task_id) or {}
-        ours = self.ws.read_plan().find_task(task_id) or {}
-        tokens = theirs.get("tokens", 0) - ours.get("tokens", 0)
-        cost = (theirs.get("cost_usd") or 0) - (ours.get("cost_usd") or 0)
+        built = checkout.ws.read_plan().find_task(task_id) or {}
         with self.ws.change_plan(commit=True) as change:
-            attempts = change.plan.record_merge_conflict(task_id, files, max(tokens, 0), cost or None)
-            if attempts >= self.ws.settings.max_attempts:
-                reason = "its builds kept conflicting with work merged meanwhile; split it into smaller tasks"
-                change.plan.set_aside(task_id, KillReason.DOOM_LOOP, reason, kill_log=str(log))
+            limit = self.ws.settings.max_attempts
+            attempts = change.plan.record_unmerged_build(task_id, files, built, limit, kill_log=str(log))
             change.message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])}"
         self.ws.journal.event(
             "build_failed",

@@ -2,12 +2,10 @@
 releasing a claim. They coordinate through git alone: a claim is a plan commit that sets
 `claimed_by` and `claimed_at` on a task, and the push of that commit is the compare-and-swap.
 
-Each use case runs the same round: fetch, bring the local branch up to the remote head (a fast
-forward, or a merge whose plan.jsonl goes through ralph's merge driver), change the plan in one
-commit, push. A push another runner beat is a lost race: the round's own commits (never pushed,
-never anyone else's) are undone, and the round starts again on the new head, so a claim is
-replayed there: kept if the task is still free, dropped (and another task picked) if it is now
-claimed by another runner, done or accepted. Nothing is ever force-pushed."""
+Each use case is a change to the plan that ralph.ops.sync pushes in rounds (fetch, catch up,
+commit, push). A push another runner beat is a lost race: the round starts again on the new head,
+so a claim is replayed there: kept if the task is still free, dropped (and another task picked)
+if it is now claimed by another runner, done or accepted. Nothing is ever force-pushed."""
 
 from __future__ import annotations
 
@@ -15,20 +13,16 @@ from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ralph.errors import CodeConflict, GitError, RemoteError
+from ralph.errors import RemoteError
 from ralph.ops.names import named
+from ralph.ops.sync import until_pushed
 from ralph.plan import schedule
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan, claim_age_s
-from ralph.plan.records import KillReason, is_done
+from ralph.plan.records import is_done
 from ralph.store.git import Repo
-from ralph.store.integrate import in_the_way, merge_commits, move_head
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
-from ralph.store.transaction import checked_bytes
-
-MAX_ROUNDS = 30  # lost races in a row before giving up: other runners push faster than we fetch
-LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race
 
 
 def now() -> str:
@@ -112,7 +106,7 @@ def claim_next(
     claim. Returns the task, or None when no task is free. A task this runner claimed before (a
     restart under the same name) comes first; one whose claim is older than the TTL is taken over."""
     pick = NextTask(spec, runner, ttl_s)
-    _until_pushed(root, remote, runner, pick, pick.message, idle_push=False, after_lost=pick.lost)
+    until_pushed(root, remote, runner, pick, pick.message, idle_push=False, after_lost=pick.lost)
     return pick.chosen
 
 
@@ -129,7 +123,7 @@ def claim_to_verify(
     those no live claim holds; none of `skip`) and push the claims; returns their ids (none:
     nothing to verify)."""
     pick = NextToVerify(spec, runner, limit, ttl_s, skip)
-    _until_pushed(root, remote, runner, pick, pick.message, idle_push=False)
+    until_pushed(root, remote, runner, pick, pick.message, idle_push=False)
     return pick.chosen
 
 
@@ -213,7 +207,7 @@ def _claim_first(
         plan.claim(chosen, runner, stamp, ttl)
         return chosen
 
-    chosen = _until_pushed(
+    chosen = until_pushed(
         root, remote, runner, pick, lambda item: f"ralph: claim {item} {what} ({runner})", idle_push=False
     )
     return chosen  # type: ignore[return-value]
@@ -229,7 +223,7 @@ def publish_all(
         return [task_id for task_id in task_ids if _release_own(plan, task_id, runner)] or None
 
     message = f"ralph: publish the verdicts on {', '.join(task_ids)} ({runner})"
-    _until_pushed(root, remote, runner, free, lambda _: message, then=then)
+    until_pushed(root, remote, runner, free, lambda _: message, then=then)
 
 
 def publish(root: Path, task_id: str, runner: str, remote: Remote, then: NextTask | None = None) -> None:
@@ -237,7 +231,7 @@ def publish(root: Path, task_id: str, runner: str, remote: Remote, then: NextTas
     not already: `task done` frees it) and push; with `then`, claim the next task in the same push
     (a commit of its own), which saves a round of fetch and push per task."""
     message = f"ralph: publish {task_id} ({runner})"
-    _until_pushed(
+    until_pushed(
         root, remote, runner, lambda plan: _release_own(plan, task_id, runner), lambda _: message, then=then
     )
 
@@ -284,19 +278,14 @@ def withdraw_conflicting(
         task = plan.find_task(task_id)
         if task is None or task.get("claimed_by") != runner:
             return None
-        tokens = ours.get("tokens", 0) - task.get("tokens", 0)
-        cost = (ours.get("cost_usd") or 0) - (task.get("cost_usd") or 0)
-        attempts[:] = [plan.record_merge_conflict(task_id, files, max(tokens, 0), cost or None)]
+        attempts[:] = [plan.record_unmerged_build(task_id, files, ours, max_attempts, where="pushed")]
         if spent:
             plan.add_spending(spent)
         plan.release(task_id, runner)
-        if attempts[0] >= max_attempts:
-            reason = "its builds kept conflicting with work pushed meanwhile; split it into smaller tasks"
-            plan.set_aside(task_id, KillReason.DOOM_LOOP, reason)
         return task
 
     message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])} ({runner})"
-    _until_pushed(root, remote, runner, record, lambda _: message)
+    until_pushed(root, remote, runner, record, lambda _: message)
     return attempts[0] if attempts else None
 
 
@@ -317,7 +306,7 @@ def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict:
 def release(root: Path, task_id: str, runner: str, remote: Remote) -> None:
     """Give the task back: drop this runner's claim on the remote."""
     message = f"ralph: release {task_id} ({runner})"
-    _until_pushed(root, remote, runner, lambda plan: _release_own(plan, task_id, runner), lambda _: message)
+    until_pushed(root, remote, runner, lambda plan: _release_own(plan, task_id, runner), lambda _: message)
 
 
 def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
@@ -331,7 +320,7 @@ def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
         return released or None
 
     message = f"ralph: release the claims of {runner}"
-    _until_pushed(root, remote, runner, drop, lambda _: message)
+    until_pushed(root, remote, runner, drop, lambda _: message)
     return released
 
 
@@ -396,177 +385,3 @@ def _release_own(plan: Plan, task_id: str, runner: str) -> dict | None:
 def _expired(task: dict, stamp: str, ttl: float) -> bool:
     age = claim_age_s(task, stamp)
     return age is None or age >= ttl
-
-
-def _until_pushed(
-    root: Path,
-    remote: Remote,
-    runner: str,
-    change: Callable[[Plan], object],
-    message: Callable[[object], str],
-    idle_push: bool = True,
-    then: NextTask | NextToVerify | None = None,
-    after_lost: Callable[[], None] | None = None,
-) -> object:
-    """Rounds until one is pushed (a lost race replays on the new head); what `change` returned."""
-    for _ in range(MAX_ROUNDS):
-        result, pushed = _round(root, remote, runner, change, message, idle_push, then)
-        if pushed:
-            return result
-        for replay in (after_lost, then.lost if then else None):
-            if replay:
-                replay()
-        _pause_after_lost_race(remote)
-    raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
-
-
-def _pause_after_lost_race(remote: Remote) -> None:
-    """A random pause: runners that lost together would otherwise fetch, merge and push in step
-    again, and the slowest of them lose every time (measured on bench_remote: one runner lost 9
-    publishes in a row; with the pause three runners took 1.26-1.37x the ideal, not 1.50-1.60x).
-    A pause that doubled with each loss measured no better."""
-    import random
-
-    remote.sleep(random.uniform(0, LOST_RACE_PAUSE_S))
-
-
-def _round(
-    root: Path,
-    remote: Remote,
-    runner: str,
-    change: Callable[[Plan], object],
-    message: Callable[[object], str],
-    idle_push: bool = True,
-    then: NextTask | NextToVerify | None = None,
-) -> tuple[object, bool]:
-    """Fetch, catch up, change the plan in one commit (and `then` in a second), push. Returns
-    what `change` returned and whether the remote has our head now.
-
-    Between the fetch and the push everything is made in git's object store (the catch-up merge,
-    the plan commit); HEAD and the work tree move once, after the push is won. A lost race (or a
-    remote gone offline) leaves nothing here to undo, and the window in which another runner's
-    push beats ours stays short."""
-    repo = remote.repo
-    _commit_loose_plan(root, repo)
-    start = repo.head()
-    if start is None:
-        raise RemoteError("the local branch has no commit yet: run `ralph init` and commit first")
-    remote_head = remote.fetch()
-    base = _caught_up(repo, remote, start, remote_head, runner)
-    data = repo.file_at(base, PLAN_NAME) or b""
-    plan = Plan(load(data, PLAN_NAME))
-    result = change(plan)
-    target = _commit_change(repo, base, plan, data, message(result)) if result is not None else base
-    if then is not None:
-        before = plan.doc.to_bytes()
-        chosen = then(plan)
-        if chosen is not None:
-            target = _commit_change(repo, target, plan, before, then.message(chosen))
-    if target == remote_head or (target == base and result is None and not idle_push):
-        _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
-        return result, True
-    _refuse_overwriting_edits(repo, remote, start, target)
-    if not remote.push(target):
-        return result, False
-    _move(repo, start, target)
-    return result, True
-
-
-def _commit_change(repo: Repo, parent: str, plan: Plan, before: bytes, message: str) -> str:
-    """A commit on `parent` holding the changed plan (object store only); `parent` when the
-    change left its bytes as they were."""
-    after = checked_bytes(plan.doc)
-    if after == before:
-        return parent
-    return repo.commit_tree(repo.tree_with_file(parent, PLAN_NAME, after), parent, message)
-
-
-def _move(repo: Repo, start: str, target: str) -> None:
-    if target != start:
-        move_head(repo, start, target)
-
-
-def _refuse_overwriting_edits(repo: Repo, remote: Remote, start: str, target: str) -> None:
-    """Nothing is pushed that this work tree could not then take: a user's uncommitted edit to a
-    file the remote changed is in the way."""
-    if target == start:
-        return
-    blocking = in_the_way(repo, start, target)
-    if blocking:
-        raise RemoteError(
-            f"{remote.name}/{remote.branch} changes {', '.join(blocking[:5])}, which you have changed"
-            " and not committed: commit or stash them; nothing was pushed"
-        )
-
-
-def _commit_loose_plan(root: Path, repo: Repo) -> None:
-    """Commit plan.jsonl as it is when it differs from HEAD's (the loop writes some changes for
-    its next commit to carry): the round builds on HEAD's plan, and must not drop them."""
-    from ralph.store.lock import plan_lock
-    from ralph.store.reader import read_bytes
-    from ralph.store.transaction import EARLIER_CHANGES_MESSAGE
-
-    with plan_lock(root):
-        data = read_bytes(root)
-        if repo.file_at_head(PLAN_NAME) != data:
-            repo.commit_file(PLAN_NAME, data, EARLIER_CHANGES_MESSAGE)
-
-
-def _caught_up(repo: Repo, remote: Remote, start: str, remote_head: str | None, runner: str) -> str:
-    """The commit holding both the local branch and the remote head, made in the object store:
-    `start` (the remote has nothing new), the remote head (a fast forward) or a merge commit
-    (plan.jsonl merged by record). Two runners' claims on one task conflict: ours lost (theirs
-    reached the remote first), so ours are dropped and the merge made again."""
-    if remote_head is None or remote_head == start:
-        return start
-    code, out, _ = repo.attempt("merge-base", start, remote_head)
-    base = out.strip() if code == 0 else None
-    if base == remote_head:
-        return start  # ours is ahead: the push brings the remote up
-    if base == start:
-        return remote_head
-    what = f"ralph: merge {remote.name}/{remote.branch}"
-    merged = _merge(repo, remote, start, remote_head, what)
-    if merged.commit:
-        return merged.commit
-    clashing = [path for path in merged.conflicts if path != PLAN_NAME]
-    if clashing:
-        where = f"{remote.name}/{remote.branch} in {', '.join(clashing[:5])}"
-        raise CodeConflict(f"the local commits conflict with {where}", clashing)
-    dropped = _drop_lost_claims(repo, start, remote_head, runner)
-    if dropped is not None:
-        merged = _merge(repo, remote, dropped, remote_head, what)
-        if merged.commit:
-            return merged.commit
-    raise RemoteError(
-        f"cannot merge {remote.name}/{remote.branch} into the local branch: it conflicts (see `git merge"
-        f" {remote.name}/{remote.branch}`); nothing was pushed"
-    )
-
-
-def _merge(repo: Repo, remote: Remote, ours: str, theirs: str, message: str):
-    try:
-        return merge_commits(repo, ours, theirs, message)
-    except GitError as exc:  # unrelated histories, a corrupt object: nothing was changed
-        raise RemoteError(f"cannot merge {remote.name}/{remote.branch}: {exc}; nothing was pushed") from None
-
-
-def _drop_lost_claims(repo: Repo, start: str, remote_head: str, runner: str) -> str | None:
-    """A commit on `start` releasing our claims on tasks the remote head has claimed by another
-    runner (object store only); None when there is none to release."""
-    data = repo.file_at(remote_head, PLAN_NAME)
-    if data is None:
-        return None
-    theirs = {item["id"]: item["claimed_by"] for item in Plan(load(data, PLAN_NAME)).claims()}
-    ours = Plan(load(repo.file_at(start, PLAN_NAME) or b"", PLAN_NAME))
-    lost = [
-        task["id"]
-        for task in ours.claims()
-        if task["claimed_by"] == runner and theirs.get(task["id"]) not in (None, runner)
-    ]
-    if not lost:
-        return None
-    for task_id in lost:
-        ours.release(task_id, runner)
-    tree = repo.tree_with_file(start, PLAN_NAME, checked_bytes(ours.doc))
-    return repo.commit_tree(tree, start, f"ralph: drop the claims {runner} lost: {', '.join(lost)}")

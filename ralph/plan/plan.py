@@ -368,6 +368,28 @@ class Plan:
         self.doc.rewrite(line)
         return task["attempts"]
 
+    def record_unmerged_build(
+        self,
+        task_id: str,
+        files: list[str],
+        built: dict,
+        max_attempts: int,
+        where: str = "merged",
+        kill_log: str | None = None,
+    ) -> int:
+        """The task's build passed but conflicts in `files` with work `where` (merged, pushed)
+        meanwhile: back to pending (record_merge_conflict), with what the build's runs spent beyond
+        this plan's record of the task (`built`: the task as the build's own plan left it); set
+        aside for DECOMPOSE once its builds have conflicted `max_attempts` times."""
+        task = self.task_line(task_id).record
+        tokens = built.get("tokens", 0) - task.get("tokens", 0)
+        cost = (built.get("cost_usd") or 0) - (task.get("cost_usd") or 0)
+        attempts = self.record_merge_conflict(task_id, files, max(tokens, 0), cost or None)
+        if attempts >= max_attempts:
+            reason = f"its builds kept conflicting with work {where} meanwhile; split it into smaller tasks"
+            self.set_aside(task_id, KillReason.DOOM_LOOP, reason, kill_log=kill_log)
+        return attempts
+
     def set_aside(
         self, task_id: str, kill_reason: KillReason, reason: str, kill_log: str | None = None
     ) -> dict:

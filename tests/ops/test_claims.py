@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ralph.errors import RemoteOffline
-from ralph.ops import claims, tasks
+from ralph.ops import claims, sync, tasks
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.store.git import Repo
@@ -281,7 +281,7 @@ def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_pauses_before_th
     # the lost round's merge and claim were made in the object store only: both pushes left from
     # the work tree as it was, and the lost one left nothing to undo
     assert remote.seen == [start, start]
-    assert len(pauses) == 1 and 0 <= pauses[0] <= claims.LOST_RACE_PAUSE_S
+    assert len(pauses) == 1 and 0 <= pauses[0] <= sync.LOST_RACE_PAUSE_S
     assert git(two, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
     assert read_plan(two).find_task("t-bbbbbb")["claimed_by"] == "runner-2"
     assert git(two, "status", "--porcelain") == ""

@@ -182,6 +182,20 @@ def test_record_merge_conflict_sends_the_task_back_with_the_files_and_counts_an_
     assert "merge_conflict" not in plan.find_task("t-aaaaaa")
 
 
+def test_an_unmerged_build_adds_what_its_own_runs_spent_and_is_set_aside_at_the_limit():
+    plan = plan_of()
+    before = dict(plan.find_task("t-aaaaaa"))
+    built = {**before, "tokens": before["tokens"] + 40, "cost_usd": before["cost_usd"] + 0.25}
+    assert plan.record_unmerged_build("t-aaaaaa", ["a.py"], built, max_attempts=3) == 2
+    task = plan.find_task("t-aaaaaa")
+    assert task["s"] == "p" and (task["tokens"], task["cost_usd"]) == (before["tokens"] + 40, 0.75)
+    assert task["kill_reason"] != "doom_loop"  # not set aside below the limit
+    assert plan.record_unmerged_build("t-aaaaaa", ["a.py"], task, 3, where="pushed", kill_log="l.log") == 3
+    task = plan.find_task("t-aaaaaa")
+    assert task["kill_reason"] == "doom_loop" and task["kill_log"] == "l.log"
+    assert "work pushed meanwhile" in task["reject_reason"]
+
+
 # --- set_aside -------------------------------------------------------------------------------
 
 
