@@ -224,9 +224,15 @@ class Repo:
         return (self.git_dir() / "index.lock").exists()
 
     # --- the work tree around agent runs -------------------------------------------------------
-    def changed_paths(self) -> set[str]:
-        """Paths that differ from HEAD in the index or the work tree, and untracked files."""
-        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+    def changed_paths(self, among: Iterable[str] | None = None) -> set[str]:
+        """Paths that differ from HEAD in the index or the work tree, and untracked files; only
+        those of `among` when given (git then looks at those paths alone, not the whole tree)."""
+        limit = sorted(among) if among is not None else []
+        if among is not None and not limit:
+            return set()
+        out = self.git(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", *(["--", *limit] if limit else [])
+        )
         paths: set[str] = set()
         entries = iter(out.split("\0"))
         for entry in entries:

@@ -25,6 +25,7 @@ class Integration:
     commit: str | None = None  # the loop's branch's new head; None: nothing merged
     conflicts: list[str] = field(default_factory=list)  # paths that would not merge
     commits: dict[str, str] = field(default_factory=dict)  # each branch commit -> its copy
+    plan: bytes | None = None  # plan.jsonl as `commit` holds it
 
 
 def integrate(repo: Repo, start: str, tip: str, plan_base: bytes) -> Integration:
@@ -49,7 +50,7 @@ def integrate(repo: Repo, start: str, tip: str, plan_base: bytes) -> Integration
         if in_the_way:
             return Integration(conflicts=in_the_way)
         subject = repo.git("log", "-1", "--format=%s", copied.commit).strip() or "ralph"
-        _move_work_tree(repo, root, head, copied.commit, ours_plan, subject)
+        _move_work_tree(repo, root, head, copied.commit, ours_plan, subject, copied.plan)
         return copied
 
 
@@ -117,7 +118,7 @@ def _copy_commits(
         message = repo.git("log", "-1", "--format=%B", commit)
         parent = repo.commit_tree(repo.tree_with_file(tree, PLAN_NAME, merged.data), parent, message)
         copies[commit], previous, current = parent, theirs, merged.data
-    return Integration(commit=parent, commits=copies)
+    return Integration(commit=parent, commits=copies, plan=current)
 
 
 def _changes_code(repo: Repo, commit: str) -> bool:
@@ -135,16 +136,25 @@ def _merge_code(repo: Repo, ours: str, theirs: str) -> tuple[str, list[str]]:
 def _dirty_in_the_way(repo: Repo, head: str, tree: str) -> list[str]:
     """Paths the merge would change that differ from HEAD in the work tree (the user's edits)."""
     changing = set(repo.git("diff-tree", "-r", "-z", "--name-only", head, tree).split("\0")) - {"", PLAN_NAME}
-    return sorted(changing & repo.changed_paths())
+    return sorted(changing & repo.changed_paths(among=changing))
 
 
-def _move_work_tree(repo: Repo, root: Path, head: str, commit: str, ours_plan: bytes, subject: str) -> None:
+def _move_work_tree(
+    repo: Repo,
+    root: Path,
+    head: str,
+    commit: str,
+    ours_plan: bytes,
+    subject: str,
+    target_plan: bytes | None = None,
+) -> None:
     """HEAD's branch, index and work tree from `head` to `commit`, or none of them.
 
     plan.jsonl is replaced atomically first and staged, so read-tree finds it as `commit` has it
     and leaves it alone: git's checkout unlinks a file and writes it anew, and a reader without
     the lock (the loop between builds, `ralph status`) would find no plan.jsonl at all."""
-    target_plan = repo.file_at(commit, PLAN_NAME)
+    if target_plan is None:  # `commit`'s, when the caller does not have it at hand
+        target_plan = repo.file_at(commit, PLAN_NAME)
     if target_plan is not None:
         write_atomic(plan_path(root), target_plan)
         repo.git("update-index", "-q", "--", PLAN_NAME)

@@ -187,6 +187,17 @@ def test_changed_paths_lists_every_kind_of_change(work):
     }
 
 
+def test_changed_paths_among_given_paths_looks_at_those_alone(work):
+    (work / "a.txt").write_text("modified\n")
+    (work / "b.txt").write_text("modified too\n")
+    (work / "new.txt").write_text("untracked\n")
+    (work / "[x].txt").write_text("a name that is a glob\n")
+    repo_ = Repo(work)
+    assert repo_.changed_paths(among={"a.txt", "new.txt", "c.txt"}) == {"a.txt", "new.txt"}
+    assert repo_.changed_paths(among={"x.txt"}) == set()  # "[x].txt" is a file, not a pattern
+    assert repo_.changed_paths(among=set()) == set()
+
+
 def test_changed_paths_of_a_clean_tree_is_empty(work):
     assert Repo(work).changed_paths() == set()
 
