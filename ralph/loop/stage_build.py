@@ -350,7 +350,7 @@ class ParallelBuilds:
                     continue
                 building.pop(task_id, None)
                 merging.pop(task_id, None)
-                self._take(future.result())  # raises what the build raised
+                self.report.absorb(future.result())  # raises what the build raised
         except BaseException:  # Ctrl-C, a stop signal, a budget: stop every build, not only one
             with deferred_signals():
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -450,8 +450,3 @@ class ParallelBuilds:
         self.ws.console.event(
             f"{task_id}: its build conflicts with merged work ({', '.join(files[:5])}); built again"
         )
-
-    def _take(self, built: StageReport) -> None:
-        self.report.items += built.items
-        self.report.commits += built.commits
-        self.report.stopped += built.stopped

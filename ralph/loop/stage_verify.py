@@ -53,11 +53,7 @@ class VerifyStage:
         claimed = remote.before_verify(limit, skip=seen)
         while claimed:
             seen.update(claimed)
-            batch = self._verify(iteration, claimed)
-            report.items += batch.items
-            report.accepted += batch.accepted
-            report.stopped += batch.stopped
-            report.commits += batch.commits
+            report.absorb(self._verify(iteration, claimed))
             claimed = remote.after_verify(claimed, limit, skip=seen)  # the next batch, in the same push
         return report
 

@@ -53,6 +53,13 @@ class StageReport:
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
     commits: list[str] = field(default_factory=list)
 
+    def absorb(self, part: StageReport) -> None:
+        """Add what one part of the stage (a build, a VERIFY batch) reported."""
+        self.items += part.items
+        self.accepted += part.accepted
+        self.stopped += part.stopped
+        self.commits += part.commits
+
 
 @dataclass
 class BuildCheckout:

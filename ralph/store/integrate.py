@@ -46,9 +46,9 @@ def integrate(repo: Repo, start: str, tip: str, plan_base: bytes) -> Integration
         copied = _copy_commits(repo, head, branch, plan_base, ours_plan)
         if copied.conflicts:
             return copied
-        in_the_way = _dirty_in_the_way(repo, head, copied.commit)
-        if in_the_way:
-            return Integration(conflicts=in_the_way)
+        blocking = in_the_way(repo, head, copied.commit)
+        if blocking:
+            return Integration(conflicts=blocking)
         subject = repo.git("log", "-1", "--format=%s", copied.commit).strip() or "ralph"
         _move_work_tree(repo, root, head, copied.commit, ours_plan, subject, copied.plan)
         return copied
@@ -70,11 +70,6 @@ def merge_commits(repo: Repo, ours: str, theirs: str, message: str) -> Integrati
         return Integration(conflicts=conflicts)
     commit = repo.commit_tree(repo.tree_with_file(tree, PLAN_NAME, merged.data), ours, message, theirs)
     return Integration(commit=commit)
-
-
-def in_the_way(repo: Repo, start: str, target: str) -> list[str]:
-    """The user's uncommitted edits that moving HEAD from `start` to `target` would overwrite."""
-    return _dirty_in_the_way(repo, start, target)
 
 
 def move_head(repo: Repo, start: str, target: str) -> None:
@@ -133,8 +128,9 @@ def _merge_code(repo: Repo, ours: str, theirs: str) -> tuple[str, list[str]]:
     return tree, [path for path in conflicts if path != PLAN_NAME]
 
 
-def _dirty_in_the_way(repo: Repo, head: str, tree: str) -> list[str]:
-    """Paths the merge would change that differ from HEAD in the work tree (the user's edits)."""
+def in_the_way(repo: Repo, head: str, tree: str) -> list[str]:
+    """Paths that moving HEAD to `tree` would change and that differ from HEAD in the work tree:
+    the user's uncommitted edits, which a merge must not overwrite."""
     changing = set(repo.git("diff-tree", "-r", "-z", "--name-only", head, tree).split("\0")) - {"", PLAN_NAME}
     return sorted(changing & repo.changed_paths(among=changing))
 
