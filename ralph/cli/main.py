@@ -9,7 +9,7 @@ import importlib
 
 import click
 
-from ralph.cli import config, doctor, history, questions, state
+from ralph.cli import config, doctor, history, issues, queries, questions, state, tasks
 from ralph.cli.common import RalphGroup
 
 LAZY_COMMANDS = {
@@ -52,9 +52,9 @@ for command in (
     doctor.doctor,
     state.schema,
     state.status,
-    state.task,
-    state.issue,
-    state.query,
+    tasks.task,
+    issues.issue,
+    queries.query,
     config.config,
     history.log,
     history.completion,

@@ -1,0 +1,78 @@
+"""`ralph issue ...`: add, resolve, keep, list. Each parses its arguments, calls ralph.ops, and
+prints."""
+
+from __future__ import annotations
+
+import click
+
+from ralph.cli.common import (
+    commit_choice,
+    emit,
+    issue_ids,
+    json_option,
+    no_commit_option,
+    root_of,
+)
+from ralph.text import printable
+
+# --- issue -----------------------------------------------------------------------------------
+
+
+@click.group()
+def issue() -> None:
+    """Record questions and problems for INVESTIGATE, and resolve them."""
+
+
+@issue.command("add")
+@click.argument("text")
+@click.option("--priority", type=click.Choice(["high", "medium", "low"]))
+@no_commit_option
+@json_option
+@click.pass_context
+def issue_add(ctx, text, priority, no_commit, as_json):
+    """Add an issue: a question or problem to investigate."""
+    from ralph.ops import issues
+
+    record = issues.add(root_of(ctx), text, priority, commit_choice(no_commit))
+    emit(record) if as_json else click.echo(f"added {record['id']}: {printable(record['text'])}")
+
+
+@issue.command("resolve")
+@click.argument("issue_id", metavar="ID", shell_complete=issue_ids)
+@click.option("--note", help="How it was resolved (goes into the commit message).")
+@no_commit_option
+@json_option
+@click.pass_context
+def issue_resolve(ctx, issue_id, note, no_commit, as_json):
+    """Resolve an issue: its line is removed (git history keeps it)."""
+    from ralph.ops import issues
+
+    record = issues.resolve(root_of(ctx), issue_id, note, commit_choice(no_commit))
+    if as_json:
+        return emit({**record, "resolved": True})
+    click.echo(f"resolved {record['id']}: {printable(record['text'])}")
+
+
+@issue.command("keep")
+@click.argument("issue_id", metavar="ID", shell_complete=issue_ids)
+@click.argument("reason")
+@no_commit_option
+@json_option
+@click.pass_context
+def issue_keep(ctx, issue_id, reason, no_commit, as_json):
+    """Leave an issue open on purpose (a person must decide): INVESTIGATE skips it from now on."""
+    from ralph.ops import issues
+
+    record = issues.keep_open(root_of(ctx), issue_id, reason, commit_choice(no_commit))
+    emit(record) if as_json else click.echo(f"kept open {record['id']}: {printable(record['text'])}")
+
+
+@issue.command("list")
+@json_option
+@click.pass_context
+def issue_list(ctx, as_json):
+    """List the open issues, one line each."""
+    from ralph.ops import reads
+
+    for record in reads.issues(root_of(ctx)):
+        emit(record) if as_json else click.echo(f"{record['id']}  {printable(record['text'])}")

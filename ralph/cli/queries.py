@@ -1,0 +1,81 @@
+"""`ralph query ...`: the machine-readable reads (stage, iteration, next, tasks, issues)."""
+
+from __future__ import annotations
+
+import click
+
+from ralph.cli.common import (
+    emit,
+    json_option,
+    root_of,
+)
+from ralph.cli.state import status_filter
+
+# --- query (machine-readable) ----------------------------------------------------------------
+
+
+@click.group()
+def query() -> None:
+    """Read the plan for scripts and agents (JSON or a single word)."""
+
+
+@query.command("stage")
+@json_option
+@click.pass_context
+def query_stage(ctx, as_json):
+    """The stage the plan is in: INVESTIGATE, BUILD, VERIFY, DECOMPOSE or COMPLETE (--json:
+    {"stage": ...})."""
+    from ralph.ops import reads
+
+    stage = reads.stage(root_of(ctx))
+    emit({"stage": stage}) if as_json else click.echo(stage)
+
+
+@query.command("iteration", short_help="The construct loop's current iteration number.")
+@json_option
+@click.pass_context
+def query_iteration(ctx, as_json):
+    """The construct loop's current iteration number (--json: {"iteration": N})."""
+    from ralph.ops import reads
+
+    iteration = reads.iteration(root_of(ctx))
+    emit({"iteration": iteration}) if as_json else click.echo(iteration)
+
+
+# The query commands below print JSON either way; --json is accepted so that every command that
+# prints data takes it, as the README promises.
+
+
+@query.command("next")
+@json_option
+@click.pass_context
+def query_next(ctx, as_json):
+    """The next task to build, as one JSON object (exit 1 when none is ready)."""
+    from ralph.ops import reads
+
+    emit(reads.next_task(root_of(ctx)))
+
+
+@query.command("tasks")
+@click.option("--pending", is_flag=True, help="Only pending tasks.")
+@click.option("--done", is_flag=True, help="Only done tasks.")
+@click.option("--blocked", is_flag=True, help="Only blocked tasks.")
+@json_option
+@click.pass_context
+def query_tasks(ctx, pending, done, blocked, as_json):
+    """The tasks, one JSON object per line."""
+    from ralph.ops import reads
+
+    for record in reads.tasks(root_of(ctx), status_filter(pending, done, blocked)):
+        emit(record)
+
+
+@query.command("issues")
+@json_option
+@click.pass_context
+def query_issues(ctx, as_json):
+    """The open issues, one JSON object per line."""
+    from ralph.ops import reads
+
+    for record in reads.issues(root_of(ctx)):
+        emit(record)
