@@ -107,14 +107,29 @@ class Repo:
         except GitError:
             return None
 
-    def tree_entries(self, commit: str | None) -> list[str]:
-        """A commit's (or tree's) top-level entries, as `git ls-tree -z` prints them."""
-        if commit is None:
+    def tree_entries(self, rev: str | None) -> list[bytes]:
+        """A commit's (or tree's) top-level entries as `git ls-tree -z` prints them, kept as bytes:
+        a name that is not UTF-8 must reach mktree exactly as it came, or the commit renames it."""
+        if rev is None:
             return []
-        return [entry for entry in self.git("ls-tree", "-z", commit).split("\0") if entry]
+        done = self._run(("ls-tree", "-z", rev))
+        if done.returncode != 0:
+            raise GitError(_explain(("ls-tree",), done.stderr.decode("utf-8", "replace")))
+        return [entry for entry in done.stdout.split(b"\0") if entry]
 
-    def snapshot(self) -> tuple[str | None, list[str]]:
-        """HEAD's commit and top-level tree entries (None and [] before the first commit)."""
+    def snapshot(self) -> tuple[str | None, list[bytes]]:
+        """HEAD's commit and its top-level tree entries (None and [] before the first commit), from
+        one `git cat-file --batch` instead of rev-parse and ls-tree: every plan commit starts here."""
+        for _ in range(3):
+            done = self._run(("cat-file", "--batch"), stdin=b"HEAD^{commit}\nHEAD^{tree}\n")
+            if done.returncode != 0:
+                raise GitError(_explain(("cat-file",), done.stderr.decode("utf-8", "replace")))
+            commit, tree = _batch_objects(done.stdout)
+            if commit is None:
+                return None, []
+            if tree is not None and commit[2].startswith(b"tree %s\n" % tree[0].encode()):
+                return commit[0], _tree_records(tree[2], len(tree[0]) // 2)
+            # HEAD moved between the two look-ups: ask again
         parent = self.head()
         return parent, self.tree_entries(parent)
 
@@ -140,7 +155,7 @@ class Repo:
         already holds exactly these bytes."""
         parent, entries = base or self.snapshot()
         old, mode = _entry_of(entries, relpath)
-        if old == f"{mode} blob {blob_sha(data)}\t{relpath}":
+        if old == f"{mode} blob {blob_sha(data)}\t".encode() + os.fsencode(relpath):
             return None
         new_entries, blob = self._entries_with(entries, old, mode, relpath, data)
         commit = self.commit_tree(self._mktree(new_entries), parent, message)
@@ -165,12 +180,9 @@ class Repo:
             self.git("update-ref", "-d", "HEAD", prepared.commit)
 
     @staticmethod
-    def blob_in(entries: list[str], relpath: str) -> str | None:
-        for entry in entries:
-            meta, path = entry.split("\t", 1)
-            if path == relpath:
-                return meta.split()[2]
-        return None
+    def blob_in(entries: list[bytes], relpath: str) -> str | None:
+        old, _ = _entry_of(entries, relpath)
+        return old.split(b"\t", 1)[0].split()[2].decode() if old else None
 
     def _stage(self, relpath: str, blob: str, mode: str = "100644") -> None:
         """Record the committed content in the index, so `git status` shows plan.jsonl clean."""
@@ -406,14 +418,15 @@ class Repo:
         return self._mktree(self._entries_with(entries, old, mode, relpath, data)[0])
 
     def _entries_with(
-        self, entries: list[str], old: str | None, mode: str, relpath: str, data: bytes
-    ) -> tuple[list[str], str]:
+        self, entries: list[bytes], old: bytes | None, mode: str, relpath: str, data: bytes
+    ) -> tuple[list[bytes], str]:
         """Tree entries with `old` replaced by a blob of `data` (written now), and that blob."""
         blob = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
-        return [*(entry for entry in entries if entry is not old), f"{mode} blob {blob}\t{relpath}"], blob
+        entry = f"{mode} blob {blob}\t".encode() + os.fsencode(relpath)
+        return [*(other for other in entries if other is not old), entry], blob
 
-    def _mktree(self, entries: list[str]) -> str:
-        return self.git("mktree", "-z", stdin="\0".join([*entries, ""]).encode()).strip()
+    def _mktree(self, entries: list[bytes]) -> str:
+        return self.git("mktree", "-z", stdin=b"\0".join([*entries, b""])).strip()
 
     def staged_file(self, relpath: str) -> bytes | None:
         """The file's bytes as the index holds them (what the next commit gets), or None when the
@@ -534,18 +547,53 @@ class PreparedCommit:
         blob: str,
         commit: str,
         parent: str | None,
-        entries: list[str],
+        entries: list[bytes],
         message: str,
     ):
         self.relpath, self.mode, self.blob, self.commit = relpath, mode, blob, commit
         self.parent, self.entries, self.message = parent, entries, message
 
 
-def _entry_of(entries: list[str], relpath: str) -> tuple[str | None, str]:
+def _entry_of(entries: list[bytes], relpath: str) -> tuple[bytes | None, str]:
     """The top-level tree entry of `relpath` (None when absent) and the mode a new version of it
     gets: its executable bit kept."""
-    old = next((entry for entry in entries if entry.split("\t", 1)[1] == relpath), None)
-    return old, old.split(" ", 1)[0] if old and old.startswith("100755 ") else "100644"
+    name = os.fsencode(relpath)
+    old = next((entry for entry in entries if entry.split(b"\t", 1)[1] == name), None)
+    return old, "100755" if old and old.startswith(b"100755 ") else "100644"
+
+
+def _batch_objects(out: bytes) -> list[tuple[str, str, bytes] | None]:
+    """`git cat-file --batch` output: (id, type, content) per object asked for, None where git
+    found none ("<name> missing")."""
+    objects: list[tuple[str, str, bytes] | None] = []
+    at = 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        header = out[at:end].decode("utf-8", "replace").split(" ")
+        if len(header) != 3 or not header[2].isdigit():
+            objects.append(None)
+            at = end + 1
+            continue
+        size = int(header[2])
+        objects.append((header[0], header[1], out[end + 1 : end + 1 + size]))
+        at = end + 1 + size + 1  # the content, then a newline
+    return objects
+
+
+def _tree_records(raw: bytes, hash_size: int) -> list[bytes]:
+    """A raw tree object's entries (`<mode> <name>\\0<binary id>`) as `git ls-tree -z` prints
+    them (`<mode> <type> <hex id>\\t<name>`), which is what mktree reads back."""
+    entries: list[bytes] = []
+    at = 0
+    while at < len(raw):
+        space = raw.index(b" ", at)
+        nul = raw.index(b"\0", space)
+        mode, name = raw[at:space], raw[space + 1 : nul]
+        oid = raw[nul + 1 : nul + 1 + hash_size].hex().encode()
+        kind = b"tree" if mode == b"40000" else b"commit" if mode == b"160000" else b"blob"
+        entries.append(b"%s %s %s\t%s" % (mode.rjust(6, b"0"), kind, oid, name))
+        at = nul + 1 + hash_size
+    return entries
 
 
 def _message_bytes(message: str) -> bytes:

@@ -98,7 +98,7 @@ def test_commit_file_commits_only_that_file_and_keeps_the_users_index(work):
     assert files_of(work) == ["plan.jsonl"]
     assert git_bytes(work, "show", "HEAD:plan.jsonl") == data
     assert git(work, "log", "-1", "--format=%B").strip() == "ralph: add a task\n\nbody"
-    assert f"100644 blob {blob_sha(data)}\tplan.jsonl" in entries
+    assert f"100644 blob {blob_sha(data)}\tplan.jsonl".encode() in entries
     # The user's work is exactly as it was: nothing of it committed, unstaged or staged.
     assert status(work) == status_before
     assert git(work, "diff", "--cached") == staged_before
@@ -130,8 +130,38 @@ def test_commit_file_before_the_first_commit(bare_repo):
     assert commit == head(bare_repo)
     assert git(bare_repo, "rev-list", "--count", "HEAD").strip() == "1"
     assert git(bare_repo, "ls-tree", "--name-only", "HEAD").split() == ["plan.jsonl"]
-    assert entries == [f"100644 blob {blob_sha(data)}\tplan.jsonl"]
+    assert entries == [f"100644 blob {blob_sha(data)}\tplan.jsonl".encode()]
     assert status(bare_repo) == "A  other.txt\n"  # still staged, not committed
+
+
+def test_snapshot_reads_every_kind_of_entry_as_ls_tree_prints_it(work):
+    """snapshot() parses HEAD's raw tree object itself: a folder, a link, an executable, a
+    submodule and a name that is not UTF-8 must come out as `git ls-tree -z` has them."""
+    (work / "folder").mkdir()
+    (work / "folder" / "f.txt").write_text("f\n")
+    (work / "run.sh").write_text("#!/bin/sh\n")
+    (work / "run.sh").chmod(0o755)
+    (work / "link").symlink_to("folder")
+    (work / "caf\udce9.txt").write_text("latin-1 name\n")  # the bytes b"caf\xe9.txt"
+    git(work, "add", "-A")
+    git(work, "update-index", "--add", "--cacheinfo", f"160000,{head(work)},module")
+    git(work, "commit", "-qm", "every kind of entry")
+    commit, entries = Repo(work).snapshot()
+    assert commit == head(work)
+    assert entries == [entry for entry in git_bytes(work, "ls-tree", "-z", "HEAD").split(b"\0") if entry]
+    assert {entry.split()[1] for entry in entries} == {b"blob", b"tree", b"commit"}
+
+
+def test_a_plan_commit_keeps_a_name_that_is_not_utf8(work):
+    """The tree is rebuilt from HEAD's entries: a name decoded and encoded again would be renamed."""
+    (work / "caf\udce9.txt").write_text("latin-1 name\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "a latin-1 name")
+    (work / "plan.jsonl").write_bytes(b"{}\n")
+    Repo(work).commit_file("plan.jsonl", b"{}\n", "ralph: a plan commit")
+    assert b"caf\xe9.txt" in git_bytes(work, "ls-tree", "--name-only", "-z", "HEAD").split(b"\0")
+    assert files_of(work) == ["plan.jsonl"]
+    assert status(work) == ""
 
 
 def test_commit_file_is_a_compare_and_swap(work):
