@@ -23,12 +23,13 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check ralph tests bench
 	$(VENV)/bin/ruff format --check ralph tests bench
 
-# Tests run in parallel processes (pytest-xdist), one more than the CPUs: the loop tests spend part
-# of their time waiting on agents, gates and time limits, and on 2 CPUs 3 workers took the suite
-# from 59 s to 52 s (WORKERS=0: all in this process).
+# Tests run in parallel processes (pytest-xdist), two per CPU and one more: many loop tests spend
+# part of their time waiting on agents, gates, time limits and retries. On 2 CPUs (measured on
+# one commit): 3 workers 46 s, 4 workers 42 s, 5 workers 39 s, 6 workers 39 s. WORKERS=0: all in
+# this process.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
-WORKERS ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) + 1 )))
+WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
 XDIST = -n $(WORKERS) --dist loadgroup
 
 # pytest caches its compiled test modules under build/ (ignored by git), even where the shell sets

@@ -72,12 +72,53 @@ RUN_FIRST = (
 )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        ranks = (i for i, prefix in enumerate(RUN_FIRST) if item.nodeid.startswith(prefix))
-        return next(ranks, len(RUN_FIRST))
+# Tests that spend most of their time waiting (a time limit to run out, a retry's pause, a hook
+# that hangs): one next to another left both CPUs idle for seconds at a time. They are spread out
+# among the CPU-bound tests of RUN_FIRST instead, the longest waits first.
+WAITING = (
+    "tests/loop/test_many_machines.py::test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11",
+    "tests/loop/test_hooks.py::test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes",
+    "tests/loop/test_many_machines.py::test_two_runners_on_a_spec_with_no_tasks_plan_it_once",
+    "tests/loop/test_many_machines.py::test_two_runners_on_one_issue_investigate_it_once",
+    "tests/loop/test_many_machines.py::test_two_runners_decompose_a_killed_task_once",
+    "tests/cli/test_remote_status.py::test_status_remote_with_no_claims_and_an_unreachable_remote",
+    "tests/loop/test_units.py::test_output_reaches_the_log_while_the_child_still_runs",
+    "tests/loop/test_parallel_build.py::test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time",
+    "tests/loop/test_construct.py::test_timeout_kills_agent_and_grandchild_then_decomposes",
+    "tests/loop/test_stage_runs.py::test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit",
+    "tests/loop/test_construct.py::test_parallel_verify_overlaps_and_the_loop_ends",
+    "tests/loop/test_stage_runs.py::test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_on",
+    "tests/loop/test_stage_runs.py::test_a_stopped_plan_run_keeps_nothing_says_why_and_a_finished_one_clears_it",
+    "tests/loop/test_supervisor.py::test_a_timeout_stops_the_child_and_its_grandchild",
+    "tests/loop/test_watch.py::test_status_and_watch_follow_a_running_construct_to_its_end",
+    "tests/loop/test_construct.py::test_a_rate_limit_is_waited_out_and_is_not_an_attempt",
+    "tests/store/test_user_safety.py::test_a_stale_index_lock_changes_nothing_and_says_so",
+    "tests/loop/test_construct.py::test_context_warning_is_given_once_per_run",
+    "tests/loop/test_construct.py::test_context_pressure_warns_then_compacts_and_the_task_continues",
+    "tests/loop/test_gate.py::test_a_gate_that_runs_too_long_fails_as_timed_out",
+)
 
-    items.sort(key=rank)  # stable: the same order in every worker, as xdist requires
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item, order: tuple[str, ...]) -> int:
+        ranks = (i for i, prefix in enumerate(order) if item.nodeid.startswith(prefix))
+        return next(ranks, len(order))
+
+    # Sorted and spread the same way in every worker, as xdist requires.
+    waiting = sorted(
+        (item for item in items if rank(item, WAITING) < len(WAITING)), key=lambda i: rank(i, WAITING)
+    )
+    others = sorted(
+        (item for item in items if rank(item, WAITING) == len(WAITING)), key=lambda i: rank(i, RUN_FIRST)
+    )
+    first = sum(1 for item in others if rank(item, RUN_FIRST) < len(RUN_FIRST))
+    every = max(1, first // max(1, len(waiting)))
+    spread: list[pytest.Item] = []
+    for index, item in enumerate(others):
+        if index % every == 0 and waiting:
+            spread.append(waiting.pop(0))
+        spread.append(item)
+    items[:] = spread + waiting
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which a plain `pytest` may run without
@@ -120,15 +161,16 @@ def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
 
 
-@pytest.fixture
-def no_assertion_pass_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True)
+def _no_assertion_pass_hook(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """pytest-golden implements pytest_assertion_pass, so pytest formats the operands of every
-    passing assert in rewritten modules, and Hypothesis (a pytest plugin, so rewritten) asserts
-    thousands of times per example: property tests would run 10-20 times slower. A module without
-    golden tests switches the hook off with `pytestmark = pytest.mark.usefixtures(...)`."""
-    from _pytest.assertion import util
+    passing assert in rewritten modules: Hypothesis (a pytest plugin, so rewritten) asserts
+    thousands of times per example, and property tests ran 10-20 times slower. pytest-golden uses
+    the hook only to record where to write new values (--update-goldens): only then is it on."""
+    if not request.config.getoption("--update-goldens", default=False):
+        from _pytest.assertion import util
 
-    monkeypatch.setattr(util, "_assertion_pass", None)
+        monkeypatch.setattr(util, "_assertion_pass", None)
 
 
 def git(root: Path, *args: str) -> str:

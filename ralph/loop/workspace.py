@@ -172,7 +172,7 @@ class Workspace:
         anything the loop wrote before it) with the message set on the change; without, it is only
         written, for the loop's next commit to carry."""
         with transaction.transaction(
-            self.root, commit=None if commit else False, fold_earlier=True
+            self.root, commit=None if commit else False, fold_earlier=True, repo=self.repo
         ) as change:
             yield change
 
@@ -204,7 +204,9 @@ class Workspace:
             raise CostSpent(over)
         self.set_state(stage=str(stage))
         self.console.status(iteration, stage, item or "")
-        before, old_plan = self.snapshot(), self.read_plan()
+        # A verifier works in a checkout of its own, which VERIFY inspects: nothing to compare here.
+        before = self.snapshot() if stage is not Stage.VERIFY else None
+        old_plan = self.read_plan()
         cwd = cwd or (self.root if self.in_worktree else None)
         name = _name_of(old_plan, item)
         self.spending.start()
@@ -214,7 +216,7 @@ class Workspace:
             self.spending.stopped()
             raise
         result.plan_problem = self.check_plan(result)
-        if stage is not Stage.VERIFY:  # a verifier works in its own checkout: VERIFY checks it there
+        if before is not None:
             self.enforce(stage, {item} if item else set(), before, old_plan, [result])
         self.add_tokens(result.tracker.usage.total)
         usage = result.tracker.usage

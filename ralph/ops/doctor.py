@@ -279,10 +279,12 @@ def _patch_path(worktree: Worktree) -> Path:
 
 
 def _branches(repo: Repo, force: bool) -> list[Finding]:
-    checked_out = {worktree.branch for worktree in worktrees(repo)} | {repo.branch()}
     listed = repo.git(
         "for-each-ref", "--format=%(refname:short) %(objectname)", f"refs/heads/{BRANCH_PREFIX}"
     )
+    if not listed.strip():  # the usual case, asked at the start of every construct run: no more git
+        return []
+    checked_out = {worktree.branch for worktree in worktrees(repo)} | {repo.branch()}
     head = repo.head()
     found = []
     for name, commit in (line.split(" ") for line in listed.splitlines()):

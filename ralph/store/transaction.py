@@ -7,12 +7,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralph.errors import GitError, PlanInvalid, RalphError
 from ralph.plan.plan import Plan
 from ralph.store.files import remove_stale_temp_files, write_atomic
 from ralph.store.lock import plan_lock
 from ralph.store.reader import PLAN_NAME, load_checked, plan_path, read_bytes
+
+if TYPE_CHECKING:
+    from ralph.store.git import Repo
 
 EARLIER_CHANGES_MESSAGE = "ralph: commit earlier uncommitted changes to plan.jsonl"
 
@@ -27,11 +31,14 @@ class Change:
 
 
 @contextmanager
-def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = False) -> Iterator[Change]:
+def transaction(
+    root: Path, commit: bool | None = None, fold_earlier: bool = False, repo: Repo | None = None
+) -> Iterator[Change]:
     """Load under the lock; on a clean exit write atomically and commit, still holding the lock.
 
     `commit` None means: as the config record says (default yes). An exception leaves the
-    file untouched.
+    file untouched. `repo`: the Repo of `root` to commit through, when the caller keeps one (the
+    loop: what it reads once, such as whether commits are signed, is then read once per run).
     """
     with plan_lock(root):
         remove_stale_temp_files(root, PLAN_NAME)
@@ -46,7 +53,7 @@ def transaction(root: Path, commit: bool | None = None, fold_earlier: bool = Fal
         if commit is None:
             commit = _commit_wanted(change.plan)
         if commit:
-            change.commit = _write_and_commit(root, before, after, change.message, fold_earlier)
+            change.commit = _write_and_commit(root, before, after, change.message, fold_earlier, repo)
         else:
             write_atomic(plan_path(root), after)
         from ralph.store import validcache
@@ -74,14 +81,14 @@ def _commit_wanted(plan: Plan) -> bool:
 
 
 def _write_and_commit(
-    root: Path, before: bytes, after: bytes, message: str, fold_earlier: bool
+    root: Path, before: bytes, after: bytes, message: str, fold_earlier: bool, repo: Repo | None
 ) -> str | None:
     """Commit `after` as plan.jsonl alone. Everything that could stop the commit is checked, and
     the commit's objects are written, before the file is: a refused commit leaves the plan as it
     was, and a written plan is committed (or the error says exactly what was left)."""
     from ralph.store.git import Repo, blob_sha
 
-    repo = Repo(root)
+    repo = repo or Repo(root)
     refuse_unsafe_commit(repo)
     base = repo.snapshot()
     if not fold_earlier and Repo.blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():

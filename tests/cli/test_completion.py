@@ -13,8 +13,6 @@ import pytest
 
 from tests.conftest import Ralph
 
-pytestmark = pytest.mark.usefixtures("no_assertion_pass_hook")
-
 BIN = str(Path(sys.executable).parent)  # where `ralph` is installed, beside this interpreter
 
 

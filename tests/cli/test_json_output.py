@@ -5,12 +5,15 @@ walking the click tree, so a new command must be listed here as data or not."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import click
 import pytest
 
 from ralph.cli.main import cli
 from ralph.text import SCHEMA_VERSION
+from tests.conftest import Ralph, _isolate_git, git
 
 # Commands whose output is not data: a script, git's merge driver (writes a file), an HTML page, a
 # live view for a person (its data is build/ralph-logs/events.jsonl).
@@ -69,22 +72,43 @@ def test_every_command_is_listed_as_data_or_not():
     assert set(leaf_commands()) == set(INVOCATIONS) | NOT_DATA
 
 
+@pytest.fixture(scope="module")
+def _prepared(
+    tmp_path_factory: pytest.TempPathFactory, _initialized_repo: Path
+) -> tuple[Path, dict[str, str]]:
+    """A repository every command has something to print from, made once for the module: tasks
+    (one done), a config record, an issue, a question. Returns it and the ids the commands take."""
+    root = tmp_path_factory.mktemp("json") / "repo"
+    shutil.copytree(_initialized_repo, root, symlinks=True)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+        ralph = Ralph(root)
+        tasks = [
+            {"id": "t-aaaaaa", "name": "x"},
+            {"id": "t-bbbbbb", "name": "y"},
+            {"id": "t-cccccc", "name": "z"},
+        ]
+        ralph("task", "add", json.dumps(tasks))
+        ralph("task", "done", "t-aaaaaa")
+        ralph("config", "set", "max_attempts", "2")
+        issue = json.loads(ralph("issue", "add", "a question", "--json").stdout)["id"]
+        question = json.loads(ralph("ask", "Which port?", "--task", "t-bbbbbb", "--json").stdout)["id"]
+    (root / "specs" / "x.md").write_text("# x\n")
+    return root, {"{issue}": issue, "{question}": question}
+
+
 @pytest.mark.parametrize("path", sorted(INVOCATIONS))
-def test_each_data_command_takes_json_and_every_object_it_prints_has_the_schema_version(ralph, repo, path):
+def test_each_data_command_takes_json_and_every_object_it_prints_has_the_schema_version(
+    _prepared, tmp_path, path
+):
     options = {opt for param in leaf_commands()[path].params for opt in getattr(param, "opts", [])}
     assert "--json" in options
-    ralph(
-        "task",
-        "add",
-        '[{"id": "t-aaaaaa", "name": "x"}, {"id": "t-bbbbbb", "name": "y"}, {"id": "t-cccccc", "name": "z"}]',
-    )
-    ralph("task", "done", "t-aaaaaa")
-    ralph("config", "set", "max_attempts", "2")
-    issue = json.loads(ralph("issue", "add", "a question", "--json").stdout)["id"]
-    question = json.loads(ralph("ask", "Which port?", "--task", "t-bbbbbb", "--json").stdout)["id"]
-    (repo / "specs" / "x.md").write_text("# x\n")
-    args = [arg.replace("{issue}", issue).replace("{question}", question) for arg in INVOCATIONS[path]]
-    result = ralph(*path.split(), *args, "--json", code=None)
+    prepared, ids = _prepared
+    root = tmp_path / "repo"
+    shutil.copytree(prepared, root, symlinks=True)  # each command may change it: a copy of its own
+    git(root, "update-index", "-q", "--refresh")
+    args = [ids.get(arg, arg) for arg in INVOCATIONS[path]]
+    result = Ralph(root)(*path.split(), *args, "--json", code=None)
     lines = result.stdout.splitlines()
     assert lines, (path, result.exit_code, result.stderr)
     for line in lines:

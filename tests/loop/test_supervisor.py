@@ -241,9 +241,12 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ch
 # Starts `setsid sleep 600` (holding the output pipe, as `setsid cmd &` in a shell does), prints
 # "pids <daemon> <own>" once the daemon is in a session of its own, then exits: the daemon outlives
 # its parent and is not in the group the supervisor stops.
+# Exits once the daemon is `sleep` in a session of its own: setsid takes the session, then execs.
 DAEMON = """import os, subprocess, time
 daemon = subprocess.Popen(["setsid", "sleep", "600"])
-while open(f"/proc/{daemon.pid}/stat").read().rsplit(")", 1)[1].split()[3] != str(daemon.pid):
+def ready(stat):
+    return "(sleep)" in stat and stat.rsplit(")", 1)[1].split()[3] == str(daemon.pid)
+while not ready(open(f"/proc/{daemon.pid}/stat").read()):
     time.sleep(0.01)
 print("pids", daemon.pid, os.getpid(), flush=True)
 """

@@ -30,8 +30,6 @@ from ralph.plan.loader import load
 from ralph.plan.merge import merge_bytes
 from tests.conftest import Ralph, git
 
-pytestmark = pytest.mark.usefixtures("no_assertion_pass_hook")  # see tests/conftest.py
-
 BASE_TASKS = ["t-b0", "t-b1", "t-b2", "t-b3"]
 NEW_TASKS = ["t-n0", "t-n1"]  # ids either side may add: both adding one is a real case
 TASKS = BASE_TASKS + NEW_TASKS

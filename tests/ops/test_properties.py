@@ -14,9 +14,6 @@ from ralph.errors import RalphError
 from ralph.ops import issues, tasks
 from ralph.plan.loader import load
 
-pytestmark = pytest.mark.usefixtures("no_assertion_pass_hook")  # see tests/conftest.py
-
-
 FUNCTION_FIXTURES = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from ralph.plan.history import add_line, diff, remove_line, version
-
-pytestmark = pytest.mark.usefixtures("no_assertion_pass_hook")
 
 
 def plan(*records: dict) -> bytes:

@@ -14,8 +14,6 @@ from ralph.plan.loader import load, parse
 from ralph.plan.merge import merge_bytes
 from ralph.plan.plan import Plan
 
-pytestmark = pytest.mark.usefixtures("no_assertion_pass_hook")  # see tests/conftest.py
-
 
 def task(task_id: str, name: str = "", **fields) -> dict:
     return {"t": "task", "id": f"t-{task_id}", "name": name or task_id.upper(), **fields}

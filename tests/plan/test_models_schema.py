@@ -20,9 +20,6 @@ from ralph.plan.validate import record_problems
 SCHEMA_FILE = Path(ralph.__file__).parent / "plan" / "plan.schema.json"
 
 
-pytestmark = pytest.mark.usefixtures("no_assertion_pass_hook")  # see tests/conftest.py
-
-
 def test_schema_file_is_exported_from_the_models():
     expected = json.dumps(json_schema(), indent=2) + "\n"
     assert SCHEMA_FILE.read_text(encoding="utf-8") == expected, (

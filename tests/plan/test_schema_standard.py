@@ -11,8 +11,6 @@ import pytest
 from ralph.plan.loader import parse
 from ralph.plan.models import json_schema
 
-pytestmark = pytest.mark.usefixtures("no_assertion_pass_hook")  # see tests/conftest.py
-
 VALID = [
     {"t": "task", "id": "t-aaaaaa", "name": "x"},
     {"t": "task", "id": "t-aaaaaa", "name": "x", "s": "d", "priority": "high", "extra": 1},
