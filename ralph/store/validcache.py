@@ -29,7 +29,10 @@ def _cache_file(root: Path) -> Path | None:
 
 
 def _key(data: bytes) -> str:
-    from hashlib import blake2b
+    try:  # hashlib's own BLAKE2 module: importing hashlib loads OpenSSL too, 2 ms of every read
+        from _blake2 import blake2b
+    except ImportError:  # a Python built without it
+        from hashlib import blake2b
 
     from ralph import __version__
     from ralph.plan.validate import SCHEMA_PATH
