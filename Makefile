@@ -31,6 +31,9 @@ lint: $(STAMP)
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
 XDIST = -n $(WORKERS) --dist loadgroup
+# The slow suites keep one worker per CPU and one more: some measure timing (SIGKILL at moments
+# aimed from the runs before), which five workers on two CPUs made too noisy to aim.
+E2E_WORKERS ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) + 1 )))
 
 # pytest caches its compiled test modules under build/ (ignored by git), even where the shell sets
 # PYTHONDONTWRITEBYTECODE: compiling them again in every worker cost about 3 s of CPU per worker.
@@ -47,7 +50,7 @@ test: $(STAMP)
 
 ## e2e: the slow end-to-end suites (property tests on new random examples each run)
 e2e: $(STAMP)
-	$(PYTEST) -q -m slow -p no:cacheprovider $(XDIST) --hypothesis-profile=e2e; \
+	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc
 
 bench: $(STAMP)
