@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ralph.errors import InvalidInput, Refused
 from ralph.plan.history import Key, add_line, diff, remove_line
-from ralph.store.git import FileChange, Repo
+from ralph.store.git import Repo
+from ralph.store.gitlog import FileChange, file_history
 from ralph.store.reader import PLAN_NAME
 
 # Subjects of the commits ralph makes itself; any other commit of plan.jsonl is a person's edit.
@@ -86,7 +87,7 @@ def _walk(repo: Repo) -> Iterator[tuple[FileChange, dict[Key, dict | None], dict
     """Each commit of plan.jsonl with the records it touched as they were before it (None: new)
     and the whole plan after it (one mapping, changed in place from commit to commit)."""
     state: dict[Key, dict] = {}
-    for change in repo.file_history(PLAN_NAME):
+    for change in file_history(repo, PLAN_NAME):
         before: dict[Key, dict | None] = {}
         for text in change.removed:
             key, old = remove_line(state, text)

@@ -1,9 +1,9 @@
 """ralph's one git layer: a `Repo` over one work tree.
 
 Each operation runs the git binary (never a shell): importing gitpython alone costs 120-150 ms, more
-than a whole `ralph task done` may take, and one plumbing call costs 3-5 ms. The one place its
+than a whole `ralph task done` may take, and one plumbing call costs 1-5 ms. The one place its
 object database could have paid for that, reading a file's whole history for `ralph log`, is one
-`git log -p` process instead (`file_history`): git's own diff beat reading every version, through
+`git log -p` process instead (gitlog.file_history): git's own diff beat reading every version, through
 gitpython or `git cat-file --batch` (measured there), so ralph does not use gitpython.
 
 Committing plan.jsonl builds the new tree from HEAD's tree with only plan.jsonl replaced, so the
@@ -445,26 +445,13 @@ class Repo:
         """`git rev-list ARGS`, first parents only: the commits, newest first."""
         return self.git("rev-list", "--first-parent", *args).split()
 
-    def file_history(self, relpath: str, rev: str = "HEAD") -> Iterator[FileChange]:
-        """Each commit that changed top-level file `relpath`, oldest first, following first parents
-        (a merge counts as the change it made to its first parent): who, when, and the lines it
-        removed and added. Yielded as git prints them, so the caller works while git diffs on.
-
-        One `git log -p -U0` process reads the whole history: on 1,000 commits of a 200 KB file it
-        takes about 0.6 s, with the lines already diffed. Reading every version instead and diffing
-        lines in Python took 2.4 s with one `git cat-file --batch` (190 MB of blobs through the pipe)
-        and 1.5 s for gitpython's object database before any diffing (bench/bench_log.py's history)."""
+    def lines(self, *args: str) -> Iterator[bytes]:
+        """git's output, line by line as it prints it, for a command whose output is too large to
+        hold (a file's whole history); GitError at the end if git failed. A caller that stops
+        early stops git too."""
         import subprocess
         import tempfile
 
-        if self.head() is None:
-            return
-        args = (
-            *("-c", "log.follow=false", "-c", "log.showSignature=false", "-c", "diff.noprefix=false"),
-            *("log", "--reverse", "--first-parent", "-m", "-p", "-U0", "--text", "--no-renames"),
-            *("--no-ext-diff", "--no-textconv", "--no-color", "--format=%x01%H%x00%an%x00%aI%x00%s"),
-            *(rev, "--", relpath),
-        )
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: it cannot fill up and stall git
             git = subprocess.Popen(
                 ["git", *args],
@@ -476,7 +463,7 @@ class Repo:
                 start_new_session=True,
             )
             try:
-                yield from _changes(git.stdout)
+                yield from git.stdout
             finally:
                 git.stdout.close()
                 if git.poll() is None:
@@ -484,7 +471,7 @@ class Repo:
                 returncode = git.wait()
             if returncode not in (0, -9):
                 errors.seek(0)
-                raise GitError(_explain(("log",), errors.read().decode("utf-8", "replace")))
+                raise GitError(_explain(args, errors.read().decode("utf-8", "replace")))
 
 
 # `git status --porcelain=v2` entries: how many space-separated fields come before the path.
@@ -497,42 +484,6 @@ _OPERATIONS = (
     ("CHERRY_PICK_HEAD", "cherry-pick"),
     ("REVERT_HEAD", "revert"),
 )
-
-
-def _changes(lines: Iterable[bytes]) -> Iterator[FileChange]:
-    """`git log -p -U0` output, commit by commit (each header line starts with \\x01)."""
-    change: FileChange | None = None
-    in_hunk = False
-    for line in lines:
-        if line.startswith(b"\x01"):
-            if change is not None:
-                yield change
-            commit, author, when, subject = line[1:].rstrip(b"\n").decode("utf-8", "replace").split("\0", 3)
-            change = FileChange(commit, author, when, subject)
-            in_hunk = False
-        elif change is None:
-            continue
-        elif line.startswith(b"@@"):
-            in_hunk = True
-        elif in_hunk and line[:1] == b"-":
-            change.removed.append(line[1:].rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace"))
-        elif in_hunk and line[:1] == b"+":
-            change.added.append(line[1:].rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace"))
-        elif line.startswith(b"diff "):
-            in_hunk = False  # the next file's header (none: one path asked for)
-    if change is not None:
-        yield change
-
-
-class FileChange:
-    """One commit's change to a file: the lines (without line endings) it removed and added."""
-
-    __slots__ = ("commit", "author", "time", "subject", "removed", "added")
-
-    def __init__(self, commit: str, author: str, time: str, subject: str):
-        self.commit, self.author, self.time, self.subject = commit, author, time, subject
-        self.removed: list[str] = []
-        self.added: list[str] = []
 
 
 class PreparedCommit:
@@ -606,4 +557,12 @@ def _explain(args: tuple[str, ...], stderr: str) -> str:
     text = " ".join(lines[-3:]) if lines else "no message"
     if "Please tell me who you are" in stderr or "empty ident" in stderr:
         return "git needs an identity to commit: set user.name and user.email (git config --global ...)"
-    return f"git {args[0]} failed: {text}"
+    return f"git {_subcommand(args)} failed: {text}"
+
+
+def _subcommand(args: tuple[str, ...]) -> str:
+    """The git command `args` run, past the `-c key=value` settings before it."""
+    at = 0
+    while at < len(args) - 1 and args[at] == "-c":
+        at += 2
+    return args[at] if at < len(args) else "git"

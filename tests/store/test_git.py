@@ -491,3 +491,13 @@ def test_commit_paths_takes_the_agents_git_rm_and_git_mv(work):
         "moved.txt",
     ]
     assert status(work) == ""
+
+
+def test_a_failure_names_the_git_command_past_its_settings(work, tmp_path):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "file").write_text("in the way\n")
+    with pytest.raises(
+        GitError, match="^git worktree failed: "
+    ):  # run as `git -c core.hooksPath=... worktree`
+        Repo(work).add_worktree(taken, head(work))
