@@ -17,6 +17,25 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda match: _NAMED.get(match.group(), f"\\x{ord(match.group()):02x}"), text)
 
 
+def shown_path(path: str) -> str:
+    """A path as git named it, for the plan, the journal and messages: a name that is not UTF-8
+    (carried as surrogates, so git gets its bytes back) shows those bytes as \\xNN escapes."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def json_text(data: object) -> str:
+    """JSON text as UTF-8 can carry it: non-ASCII as itself, a lone surrogate (from a name that
+    is not UTF-8) escaped, where writing it raw would fail."""
+    import json
+
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data)
+    return text
+
+
 # The version of the JSON ralph prints: every object a command prints with --json (each line of a
 # JSON-lines output), each hook event and the schema carry it as the top-level `schema_version`. It
 # goes up when a field is removed or changes meaning; new fields do not change it.

@@ -9,7 +9,6 @@ journalled as hook_failed and the run goes on. docs/hooks.md has examples."""
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import threading
@@ -19,7 +18,7 @@ from ralph.loop.journal import Journal
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, Supervisor
 from ralph.ops.settings import Settings, split_command
 from ralph.plan.records import HookEvent
-from ralph.text import versioned
+from ralph.text import json_text, versioned
 
 HOOK_LOGS = "hooks"  # under the log directory: one log per hook run
 
@@ -99,7 +98,7 @@ class Hooks:
         log = self.log_dir / f"{self._runs:03d}-{event}.log"
         about = {"hook": str(event), "argv": list(argv), "log": str(log.relative_to(self.root))}
         env = {**os.environ, "RALPH_HOOK_EVENT": str(event)}
-        data = (json.dumps(payload, ensure_ascii=False) + "\n").encode()
+        data = (json_text(payload) + "\n").encode()
         try:
             result = self.supervisor.run(
                 list(argv), cwd=self.root, env=env, log_path=log, timeout_s=self.timeout_s, stdin_data=data

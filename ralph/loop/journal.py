@@ -11,6 +11,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ralph.text import json_text
+
 
 class Journal:
     def __init__(self, path: Path):
@@ -22,7 +24,7 @@ class Journal:
     def event(self, event: str, **fields: object) -> dict:
         record = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event}
         record.update({key: value for key, value in fields.items() if value is not None})
-        line = json.dumps(record, ensure_ascii=False) + "\n"
+        line = json_text(record) + "\n"
         with self._lock, open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()

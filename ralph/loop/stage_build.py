@@ -19,6 +19,7 @@ from ralph.loop.workspace import PLAN_FILE, STOP_REASONS_THAT_KILL, StageReport,
 from ralph.plan.records import KillReason, Stage, TaskView, is_blocked, is_done
 from ralph.plan.schedule import buildable
 from ralph.plan.scope import SCOPE_VIOLATION, outside, overlaps
+from ralph.text import shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
 NO_CHANGES = "no_changes"  # the verdict on a build that changed nothing
@@ -273,7 +274,8 @@ class BuildStage:
         files = sorted(changed - {PLAN_FILE})
         usage = result.tracker.usage
         with self.ws.change_plan() as change:
-            task = change.plan.record_build(task_id, files, usage.total, usage.cost_usd)
+            shown = [shown_path(path) for path in files]
+            task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd)
         commit = self.ws.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE})
         if commit:
             report.commits.append(commit)

@@ -32,6 +32,7 @@ from ralph.store import reader, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
 from ralph.store.lock import LOCK_NAME
+from ralph.text import shown_path
 
 PLAN_FILE = reader.PLAN_NAME
 # ralph's own files beside plan.jsonl (its lock, its temporary files): never an agent's change.
@@ -317,7 +318,8 @@ class Workspace:
             self.save_spending()
         commit, files = self.repo.commit_paths(self.changed_paths() if paths is None else paths, message)
         if commit:
-            self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=files)
+            shown = [shown_path(path) for path in files]
+            self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=shown)
         return commit
 
     def set_aside(self, log_path: Path) -> None:

@@ -59,6 +59,15 @@ class Repo:
             raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
         return done.stdout.decode("utf-8", "replace")
 
+    def _paths(self, *args: str) -> str:
+        """git's output for a command that lists paths, as names to hand back to git: a name that
+        is not UTF-8 keeps its bytes (as surrogates, which arguments encode back), where the
+        replacement character would name no file at all."""
+        done = self._run(args)
+        if done.returncode != 0:
+            raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
+        return done.stdout.decode("utf-8", "surrogateescape")
+
     def _run(self, args: tuple[str, ...], stdin: bytes | None = None):
         import subprocess  # here, not above: read-only commands import this module for find_root alone
 
@@ -242,7 +251,7 @@ class Repo:
         limit = sorted(among) if among is not None else []
         if among is not None and not limit:
             return set()
-        out = self.git(
+        out = self._paths(
             "status", "--porcelain=v1", "-z", "--untracked-files=all", *(["--", *limit] if limit else [])
         )
         paths: set[str] = set()
@@ -261,7 +270,7 @@ class Repo:
         """HEAD's commit (None before the first), its branch (None when detached) and the paths
         changed_paths() gives, from one `git status` instead of three git runs: the loop takes
         this before and after every agent run."""
-        out = self.git("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
+        out = self._paths("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
         head: str | None = None
         branch: str | None = None
         paths: set[str] = set()
@@ -290,13 +299,13 @@ class Repo:
         # A path gone from both the work tree and the index (the agent ran `git rm` or `git mv`) is
         # already staged as deleted, and `git add` would refuse it: "pathspec did not match".
         gone = {path for path in ordered if not os.path.lexists(self.root / path)}
-        indexed = set(self.git("ls-files", "-z", "--", *sorted(gone)).split("\0")) if gone else set()
+        indexed = set(self._paths("ls-files", "-z", "--", *sorted(gone)).split("\0")) if gone else set()
         addable = [path for path in ordered if path not in gone or path in indexed]
         if addable:
             self.git("add", "-A", "--", *addable)
         staged = [
             path
-            for path in self.git(
+            for path in self._paths(
                 "diff", "--cached", "--no-renames", "--name-only", "-z", "--", *ordered
             ).split("\0")
             if path
@@ -347,7 +356,7 @@ class Repo:
         """Put `paths` back as HEAD has them; files HEAD does not have are removed."""
         if not paths:
             return
-        listed = self.git("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *sorted(paths))
+        listed = self._paths("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *sorted(paths))
         tracked = {path for path in listed.split("\0") if path}
         if tracked:
             self.git("checkout", "HEAD", "--", *sorted(tracked))

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from ralph.loop.journal import read_events
 from tests.conftest import git
 from tests.loop.test_construct import (
     FAKE_AGENT,
     add_tasks,
+    assert_clean,
     construct,
     in_process,
     ours,
@@ -667,3 +669,39 @@ def test_an_agent_flooding_one_line_keeps_ralphs_memory_and_the_log_bounded(proj
     assert log.stat().st_size < 41 << 20  # the first 32 MB and the last 8 MB
     text = log.read_bytes()
     assert b"bytes of output omitted" in text and b"THE END" in text
+
+
+LATIN1_AGENT = r"""
+import os, sys
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+if os.environ["RALPH_STAGE"] == "BUILD":
+    with open(b"caf\xe9.txt", "w") as made:
+        made.write("a name in latin-1\n")
+    ralph("task", "done")
+else:
+    ralph("task", "accept")
+"""
+
+
+def test_a_file_whose_name_is_not_utf8_goes_into_the_build_commit(project, tmp_path):
+    """git status names such a file in bytes that are not UTF-8: read as text with replacement
+    characters, the name matched no file, and the build committed nothing of it."""
+    (task_id,) = add_tasks(project, "Latin-1 name")
+    agent = tmp_path / "agent.py"
+    agent.write_text(LATIN1_AGENT)
+    done = construct(project, agent=f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    built = git(project, "log", "-1", "--format=%H", f"--grep=^ralph(build): {task_id} ").strip()
+    listed = subprocess.run(
+        ["git", "show", "--name-only", "-z", "--format=", built], cwd=project, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    assert b"caf\xe9.txt" in listed
+    # Where a person reads it (the plan, the journal) the byte that is not UTF-8 shows as an escape.
+    task = next(r for r in plan_records(project, built) if r.get("id") == task_id)
+    assert task["files"] == ["caf\\xe9.txt"]
+    commits = [
+        e for e in read_events(project / "build" / "ralph-logs" / "events.jsonl") if e["event"] == "commit"
+    ]
+    assert ["caf\\xe9.txt", "plan.jsonl"] in [e["files"] for e in commits]
+    assert_clean(project)

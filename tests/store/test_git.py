@@ -501,3 +501,14 @@ def test_a_failure_names_the_git_command_past_its_settings(work, tmp_path):
         GitError, match="^git worktree failed: "
     ):  # run as `git -c core.hooksPath=... worktree`
         Repo(work).add_worktree(taken, head(work))
+
+
+def test_changed_paths_name_a_file_that_is_not_utf8_so_that_git_finds_it_again(work):
+    (work / "caf\udce9.txt").write_text("latin-1 name\n")  # the bytes b"caf\xe9.txt"
+    repo_ = Repo(work)
+    assert repo_.changed_paths() == {"caf\udce9.txt"}
+    assert repo_.work_state()[2] == {"caf\udce9.txt"}
+    commit, files = repo_.commit_paths(repo_.changed_paths(), "ralph: a latin-1 name")
+    assert commit == head(work) and files == ["caf\udce9.txt"]
+    assert git_bytes(work, "show", "--name-only", "-z", "--format=", "HEAD") == b"caf\xe9.txt\0"
+    assert status(work) == ""

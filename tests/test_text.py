@@ -1,0 +1,26 @@
+"""ralph.text: how text from users, agents and files is shown."""
+
+from __future__ import annotations
+
+import json
+
+from ralph.text import json_text, printable, shown_path
+
+
+def test_printable_escapes_control_characters_and_keeps_the_rest():
+    assert printable("plain café") == "plain café"
+    assert printable("two\nlines\t\x1b[2J") == "two\\nlines\\t\\x1b[2J"
+
+
+def test_a_path_that_is_not_utf8_shows_its_bytes_as_escapes():
+    named_by_git = b"caf\xe9/na\xefve.txt".decode("utf-8", "surrogateescape")
+    assert shown_path(named_by_git) == "caf\\xe9/na\\xefve.txt"
+    assert shown_path("café.txt") == "café.txt"  # UTF-8 stays as it is
+
+
+def test_json_text_keeps_non_ascii_and_escapes_only_what_utf8_cannot_carry():
+    assert json_text({"name": "café"}) == '{"name": "café"}'
+    lone = {"files": [b"caf\xe9".decode("utf-8", "surrogateescape")]}
+    text = json_text(lone)
+    text.encode("utf-8")  # writable as UTF-8
+    assert json.loads(text) == lone
