@@ -343,7 +343,7 @@ class Workspace:
         path = folder / f"ralph-{label}"  # its name in .git/worktrees
         try:
             with self._worktrees:
-                repo = self.repo.add_worktree(path, self.repo.head() or "HEAD")
+                repo = self.repo.add_worktree(path, "HEAD")
             (path / PLAN_FILE).write_bytes((self.root / PLAN_FILE).read_bytes())
             yield repo
         finally:
