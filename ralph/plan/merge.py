@@ -6,9 +6,11 @@ This merges records, pure (bytes in, bytes out):
 
 - task and issue records by id, spec records by path (the loop marks a spec whose PLAN run was
   stopped), the config and state singletons by type: a record added or changed on one side takes
-  that side's version; changed on both, it merges field by field (`_merge_field`); added on both
-  with different content (a task or an issue), or deleted on one side and changed on the other, is
-  a conflict. A task with an accept tombstone on either side is accepted, whatever the other side
+  that side's version; changed on both, it merges field by field (`_merge_field`), and so does a
+  spec or singleton added on both (two runners starting on one spec each add its record, and one
+  may already have claimed it); a task or an issue added on both with different content (one
+  random id drawn twice), or a record deleted on one side and changed on the other, is a
+  conflict. A task with an accept tombstone on either side is accepted, whatever the other side
   did to it.
 - accept and reject records are appended facts: the union, each once. Records of types ralph does
   not know are kept, each once, unless one side removed them.
@@ -120,7 +122,7 @@ def _outcome(base: Line | None, ours: Line | None, theirs: Line | None, accepted
         if base is not None and _same_line(base, theirs):
             return ours
         what = _what(record)
-        if base is None and record["t"] not in SINGLETONS:
+        if base is None and record["t"] in BY_ID:  # one random id drawn twice: two different records
             return _Conflict(
                 f"{what} was added on both sides with different content", what, ours.raw, theirs.raw
             )

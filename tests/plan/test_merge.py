@@ -257,6 +257,19 @@ def test_a_spec_merges_by_path_so_a_stopped_plan_mark_is_not_a_second_spec():
     assert conflicts and "spec specs/a.md" in conflicts[0]
 
 
+def test_a_spec_added_on_both_sides_merges_field_by_field_and_keeps_the_claim():
+    """Two runners start on one spec that has no record yet: each adds it, and the first may have
+    claimed it to plan and pushed before the second merges. That was a conflict, which ended the
+    second runner's run at once (REMOTE)."""
+    spec = {"t": "spec", "path": "specs/a.md"}
+    claimed = {**spec, "claimed_by": "runner-0", "claimed_at": "2026-11-24T09:10:49+00:00"}
+    assert clean([], [spec], [claimed]) == [claimed]
+    assert clean([], [claimed], [spec]) == [claimed]
+    other = {**spec, "claimed_by": "runner-1", "claimed_at": "2026-11-24T09:10:50+00:00"}
+    conflicts, _ = conflicted([], [other], [claimed])  # two runners' claims: the later one drops its own
+    assert conflicts and "spec specs/a.md" in conflicts[0]
+
+
 # --- config and state --------------------------------------------------------------------------------
 
 
