@@ -10,6 +10,7 @@ import _thread
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -350,3 +351,24 @@ def test_a_child_still_running_at_the_budgets_deadline_is_stopped_then(tmp_path)
         )
     assert raised.value.stopped_run and time.monotonic() - started < 3
     assert "[ralph] exit budget" in (tmp_path / "x.log").read_text()
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "no pidfd"])
+def test_the_exit_watch_says_whether_the_child_exited_and_reaps_it(monkeypatch, pidfd):
+    from ralph.loop.supervisor import _ExitWatch
+
+    if not pidfd:  # as on a system without pidfd_open (not Linux, or a seccomp filter)
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(7)"], stdin=subprocess.PIPE
+    )
+    try:
+        with _ExitWatch(child) as exited:
+            assert not exited(0.05)  # still waiting for its stdin
+            child.stdin.close()
+            assert exited(30)
+        assert child.returncode == 7  # reaped: its exit status is known
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
