@@ -54,19 +54,20 @@ class Repo:
         self._signs: bool | None = None
 
     def git(self, *args: str, stdin: bytes | None = None) -> str:
-        done = self._run(args, stdin)
-        if done.returncode != 0:
-            raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
-        return done.stdout.decode("utf-8", "replace")
+        return self._output(args, stdin).decode("utf-8", "replace")
 
     def _paths(self, *args: str) -> str:
         """git's output for a command that lists paths, as names to hand back to git: a name that
         is not UTF-8 keeps its bytes (as surrogates, which arguments encode back), where the
         replacement character would name no file at all."""
-        done = self._run(args)
+        return self._output(args).decode("utf-8", "surrogateescape")
+
+    def _output(self, args: tuple[str, ...], stdin: bytes | None = None) -> bytes:
+        """git's stdout as bytes; GitError naming the command when it fails."""
+        done = self._run(args, stdin)
         if done.returncode != 0:
             raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
-        return done.stdout.decode("utf-8", "surrogateescape")
+        return done.stdout
 
     def _run(self, args: tuple[str, ...], stdin: bytes | None = None):
         import subprocess  # here, not above: read-only commands import this module for find_root alone
@@ -121,25 +122,18 @@ class Repo:
         a name that is not UTF-8 must reach mktree exactly as it came, or the commit renames it."""
         if rev is None:
             return []
-        done = self._run(("ls-tree", "-z", rev))
-        if done.returncode != 0:
-            raise GitError(_explain(("ls-tree",), done.stderr.decode("utf-8", "replace")))
-        return [entry for entry in done.stdout.split(b"\0") if entry]
+        return [entry for entry in self._output(("ls-tree", "-z", rev)).split(b"\0") if entry]
 
     def snapshot(self) -> tuple[str | None, list[bytes]]:
         """HEAD's commit and its top-level tree entries (None and [] before the first commit), from
         one `git cat-file --batch` instead of rev-parse and ls-tree: every plan commit starts here."""
-        for _ in range(3):
-            done = self._run(("cat-file", "--batch"), stdin=b"HEAD^{commit}\nHEAD^{tree}\n")
-            if done.returncode != 0:
-                raise GitError(_explain(("cat-file",), done.stderr.decode("utf-8", "replace")))
-            commit, tree = _batch_objects(done.stdout)
-            if commit is None:
-                return None, []
-            if tree is not None and commit[2].startswith(b"tree %s\n" % tree[0].encode()):
-                return commit[0], _tree_records(tree[2], len(tree[0]) // 2)
-            # HEAD moved between the two look-ups: ask again
-        parent = self.head()
+        out = self._output(("cat-file", "--batch"), stdin=b"HEAD^{commit}\nHEAD^{tree}\n")
+        commit, tree = _batch_objects(out)
+        if commit is None:
+            return None, []
+        if tree is not None and commit[2].startswith(b"tree %s\n" % tree[0].encode()):
+            return commit[0], _tree_records(tree[2], len(tree[0]) // 2)
+        parent = self.head()  # HEAD moved between the two look-ups: the tree of the commit read now
         return parent, self.tree_entries(parent)
 
     def commit_file(
