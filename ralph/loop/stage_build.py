@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
+from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
 from ralph.loop.secrets import redact
-from ralph.loop.signals import deferred_signals
 from ralph.loop.workspace import PLAN_FILE, STOP_REASONS_THAT_KILL, StageReport, Workspace
 from ralph.plan.records import KillReason, Stage, TaskView, is_blocked, is_done
 from ralph.plan.schedule import buildable
-from ralph.plan.scope import SCOPE_VIOLATION, outside, overlaps
+from ralph.plan.scope import SCOPE_VIOLATION, outside
 from ralph.text import shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
@@ -36,6 +35,10 @@ class BuildStage:
     def __init__(self, ws: Workspace):
         self.ws = ws
 
+    def in_worktree(self, ws: Workspace) -> BuildStage:
+        """This stage acting in a build's worktree (ws: Workspace.for_worktree's)."""
+        return BuildStage(ws)
+
     def run(self, iteration: int) -> StageReport:
         span = self.ws.journal.span("stage", stage="BUILD", iteration=iteration)
         report = StageReport(Stage.BUILD)
@@ -45,13 +48,13 @@ class BuildStage:
                 if not self._build_claimed(remote, iteration, report):
                     break
                 continue
-            ready = self._ready(set(), report)
+            ready = self.ready(set(), report)
             if not ready:
                 break
             if self.ws.settings.parallel > 1 and len(ready) > 1:
-                ParallelBuilds(self.ws, iteration, report).run()
+                ParallelBuilds(self, iteration, report).run()
                 continue
-            self._build_task(ready[0]["id"], iteration, report)
+            self.build_task(ready[0]["id"], iteration, report)
             report.items += 1
         span.end(tasks=report.items)
         return report
@@ -66,7 +69,7 @@ class BuildStage:
         if plan.rejections(task_id) >= self.ws.settings.max_attempts:
             self._set_aside_rejected(plan, task_id, report)  # VERIFY keeps rejecting it: split it
         else:
-            self._build_task(task_id, iteration, report)
+            self.build_task(task_id, iteration, report)
             report.items += 1
         conflicts = remote.after_build(task_id, self.ws.settings.max_attempts)
         if conflicts:  # another runner pushed changes to the same files first: a verdict
@@ -76,7 +79,7 @@ class BuildStage:
             )
         return True
 
-    def _ready(self, running: set[str], report: StageReport) -> list[dict]:
+    def ready(self, running: set[str], report: StageReport) -> list[dict]:
         """The tasks to build next, in order, without those being built; a task VERIFY keeps
         rejecting is set aside for DECOMPOSE on the way."""
         while True:
@@ -130,7 +133,7 @@ class BuildStage:
             ]
         )
 
-    def _build_task(self, task_id: str, iteration: int, report: StageReport) -> None:
+    def build_task(self, task_id: str, iteration: int, report: StageReport) -> None:
         compacted, compactions = None, 0
         while True:
             plan = self.ws.read_plan()
@@ -313,142 +316,3 @@ def _for_history(output: str, log: Path) -> str:
     """What of a failure goes into plan.jsonl, and so into git history for good: a short excerpt
     with secrets redacted, pointing to the full output in the (ignored) log."""
     return f"{redact(excerpt(output, HISTORY_EXCERPT_CHARS), dict(os.environ))}\n(full output: {log})"
-
-
-class ParallelBuilds:
-    """Up to --parallel builds at once, each in a worktree of its own on branch ralph/<task id>,
-    merged into the loop's branch as each finishes. Tasks whose scopes overlap wait for each other."""
-
-    def __init__(self, ws: Workspace, iteration: int, report: StageReport):
-        self.ws, self.iteration, self.report = ws, iteration, report
-        self.lead = BuildStage(ws)
-        self._workers = iter(range(1, 1_000_000))
-
-    def run(self) -> None:
-        """A build's slot frees once its agent and gate are done, before its merge: merges wait
-        for each other (one work tree), and the next agent need not wait for them. A built task
-        keeps its scope until merged, and tasks that depend on it wait for its merge."""
-        import queue
-        from concurrent.futures import ThreadPoolExecutor
-
-        slots = self.ws.settings.parallel
-        pool = ThreadPoolExecutor(max_workers=2 * slots)  # the builds, and the built waiting to merge
-        building: dict[str, dict] = {}  # task id -> record
-        merging: dict[str, dict] = {}
-        news: queue.SimpleQueue = queue.SimpleQueue()  # ("built" | "ended", task id, future)
-        try:
-            while True:
-                for task in self._startable([*building.values(), *merging.values()], slots - len(building)):
-                    building[task["id"]] = task
-                    self._start(pool, task["id"], news)
-                if not building and not merging:
-                    break
-                try:
-                    what, task_id, future = news.get(timeout=1.0)
-                except queue.Empty:
-                    continue
-                if what == "built":
-                    merging[task_id] = building.pop(task_id)
-                    continue
-                building.pop(task_id, None)
-                merging.pop(task_id, None)
-                self.report.absorb(future.result())  # raises what the build raised
-        except BaseException:  # Ctrl-C, a stop signal, a budget: stop every build, not only one
-            with deferred_signals():
-                pool.shutdown(wait=False, cancel_futures=True)
-                self.ws.runner.supervisor.stop_all()
-                pool.shutdown(wait=True)  # each build sets its changes aside and removes its worktree
-            raise
-        pool.shutdown(wait=True)
-
-    def _start(self, pool, task_id: str, news) -> None:
-        def built() -> None:
-            news.put(("built", task_id, None))
-
-        future = pool.submit(self._build_one, task_id, next(self._workers), built)
-        future.add_done_callback(lambda done: news.put(("ended", task_id, done)))
-
-    def _startable(self, running: list[dict], free: int) -> list[dict]:
-        chosen: list[dict] = []
-        if free <= 0:
-            return chosen
-        busy = [task.get("scope") for task in running]
-        for task in self.lead._ready({t["id"] for t in running}, self.report):
-            if any(overlaps(task.get("scope"), scope) for scope in busy):
-                continue  # it may change the same files: after the one building them
-            chosen.append(task)
-            busy.append(task.get("scope"))
-            if len(chosen) == free:
-                break
-        return chosen
-
-    def _build_one(self, task_id: str, worker: int, built: Callable[[], None] = lambda: None) -> StageReport:
-        """Build the task in its worktree; `built` is called once its agent and gate are done,
-        before the merge."""
-        report = StageReport(Stage.BUILD, items=1)
-        span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
-        with self.ws.build_checkout(task_id, worker) as checkout:
-            try:
-                BuildStage(checkout.ws)._build_task(task_id, self.iteration, report)
-                if self.ws.runner.supervisor.stopping:
-                    raise KeyboardInterrupt  # the loop is stopping: nothing of it is merged
-                self._commit_leftovers(checkout.ws, task_id)
-            except BaseException:
-                self._set_aside(checkout.ws, task_id)
-                span.end(merged=False)
-                raise
-            built()
-            merged = self.ws.merge_build(checkout)
-            self.ws.save_spending()
-            built = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
-            report.commits = list(merged.commits.values())
-            if merged.conflicts:
-                self._conflict(task_id, checkout, merged.conflicts, report)
-            elif built:
-                self._merged(task_id, built[-1])
-        span.end(merged=bool(merged.commit), conflicts=merged.conflicts or None)
-        return report
-
-    def _commit_leftovers(self, ws: Workspace, task_id: str) -> None:
-        """What the build left uncommitted: its plan changes go on its branch, code is set aside."""
-        changed = ws.changed_paths()
-        if changed - {PLAN_FILE}:
-            ws.set_aside(ws.rel(ws.runner.new_log("leftover", task_id)))
-        if PLAN_FILE in changed:
-            ws.commit(f"ralph(build): {task_id} plan changes", {PLAN_FILE})
-
-    def _set_aside(self, ws: Workspace, task_id: str) -> None:
-        """A build stopped half way: its changes are kept as a patch beside a log, not merged."""
-        with deferred_signals():
-            log = ws.rel(ws.runner.new_log("unmerged", task_id))
-            ws.set_aside(log)
-            self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
-
-    def _merged(self, task_id: str, commit: str) -> None:
-        """The build's commit, as merged, is recorded on the task (with the loop's next commit)."""
-        with self.ws.change_plan() as change:
-            change.plan.record_build_commit(task_id, commit)
-        self.ws.journal.event("build_merged", item=task_id, commit=commit)
-
-    def _conflict(self, task_id: str, checkout, files: list[str], report: StageReport) -> None:
-        """A code conflict is a verdict: the task is built again, from the new HEAD."""
-        log = self.ws.rel(self.ws.runner.new_log("conflict", task_id))
-        (self.ws.home / log).write_text(
-            checkout.ws.repo.git("diff", "--binary", checkout.start), encoding="utf-8"
-        )
-        built = checkout.ws.read_plan().find_task(task_id) or {}
-        with self.ws.change_plan(commit=True) as change:
-            limit = self.ws.settings.max_attempts
-            attempts = change.plan.record_unmerged_build(task_id, files, built, limit, kill_log=str(log))
-            change.message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])}"
-        self.ws.journal.event(
-            "build_failed",
-            item=task_id,
-            attempts=attempts,
-            verdict="merge_conflict",
-            files=files,
-            log=str(log),
-        )
-        self.ws.console.event(
-            f"{task_id}: its build conflicts with merged work ({', '.join(files[:5])}); built again"
-        )
