@@ -10,7 +10,6 @@ committed together with their code once ralph has checked the work (the gate aft
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -23,6 +22,7 @@ from ralph.loop.gate import gate_problem
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
+from ralph.loop.remaining import remaining_lines
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
 from ralph.loop.stage_decompose import DecomposeStage
@@ -40,7 +40,7 @@ from ralph.loop.workspace import (
     Workspace,
 )
 from ralph.ops.settings import Settings
-from ralph.plan.records import IssueView, KillReason, Stage, TaskView
+from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
@@ -398,55 +398,7 @@ class Loop:
             plan = read_plan(self.root)
         except PlanInvalid as exc:
             return [f"plan.jsonl does not load: {exc}"]
-        spec = self.settings.spec
-        return [_remaining_line(task) for task in plan.task_views(spec)] + [
-            _issue_line(IssueView(issue)) for issue in plan.issues(spec)
-        ]
-
-
-def _issue_line(issue: IssueView) -> str:
-    why = issue.why_open
-    return f"{issue.id} issue: {issue.text[:100]}" + (f" ({why.splitlines()[0][:160]})" if why else "")
-
-
-def _remaining_line(task: TaskView) -> str:
-    why = why_left(task)
-    state = str(task.status.name).lower()
-    return f"{task.id} {state}: {task.name}" + (f" ({why})" if why else "")
-
-
-_FULL_OUTPUT = re.compile(r"\(full output: ([^)\s]+)\)")
-
-
-def why_left(task: TaskView) -> str:
-    """Why a task is left, in words a person acts on, with the log to read: not only a kill code
-    such as `doom_loop`."""
-    record = task.record
-    if record.get("blocked_reason"):
-        return _first(record["blocked_reason"], 200)
-    failure = record.get("gate_failure") or ""
-    found = _FULL_OUTPUT.search(failure)
-    failure_log = found.group(1) if found else None
-    last = _first(_FULL_OUTPUT.sub("", failure), 120)
-    if task.kill_reason:
-        words = _first(record.get("reject_reason") or str(task.kill_reason), 120)
-        doom = task.kill_reason is KillReason.DOOM_LOOP  # BUILD (or VERIFY) kept failing it
-        attempts = f" after {task.attempts} attempts" if doom and task.attempts else ""
-        said = f"; the last failure: {last}" if last and doom else ""
-        log = task.kill_log or failure_log
-        return f"set aside for DECOMPOSE{attempts}: {words}{said}" + (f"; log {log}" if log else "")
-    if record.get("reject_reason"):
-        return f"VERIFY rejected it: {_first(record['reject_reason'], 160)}"
-    if failure:
-        tried = f"build {task.attempts} failed" if task.attempts else "the last build failed"
-        return f"{tried}: {last}" + (f"; log {failure_log}" if failure_log else "")
-    return _first(task.why_not_done, 200)
-
-
-def _first(text: str, limit: int) -> str:
-    """The first non-empty line of `text`, at most `limit` characters."""
-    line = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+        return remaining_lines(plan, self.settings.spec)
 
 
 def _no_plan(planned: StageReport) -> str:
