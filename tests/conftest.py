@@ -105,14 +105,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return next(ranks, len(order))
 
     # Sorted and spread the same way in every worker, as xdist requires.
+    waits = {item.nodeid: rank(item, WAITING) for item in items}
     waiting = sorted(
-        (item for item in items if rank(item, WAITING) < len(WAITING)), key=lambda i: rank(i, WAITING)
+        (item for item in items if waits[item.nodeid] < len(WAITING)), key=lambda i: waits[i.nodeid]
     )
-    others = sorted(
-        (item for item in items if rank(item, WAITING) == len(WAITING)), key=lambda i: rank(i, RUN_FIRST)
-    )
-    first = sum(1 for item in others if rank(item, RUN_FIRST) < len(RUN_FIRST))
-    every = max(1, first // max(1, len(waiting)))
+    firsts = {item.nodeid: rank(item, RUN_FIRST) for item in items if waits[item.nodeid] == len(WAITING)}
+    others = sorted((item for item in items if item.nodeid in firsts), key=lambda i: firsts[i.nodeid])
+    every = max(1, sum(r < len(RUN_FIRST) for r in firsts.values()) // max(1, len(waiting)))
     spread: list[pytest.Item] = []
     for index, item in enumerate(others):
         if index % every == 0 and waiting:
