@@ -453,8 +453,8 @@ def test_malformed_usage_from_an_agent_is_ignored_with_a_journal_event(project, 
 
 
 # The gate checks that the agent's daemon is already gone, then leaves a daemon of its own: a
-# double fork, whose middle process takes a new session and exits at once.
-DAEMON_GATE = """import os, pathlib, sys
+# double fork, whose middle process takes a new session and exits once the daemon is `sleep`.
+DAEMON_GATE = """import os, pathlib, sys, time
 state = pathlib.Path(sys.argv[1])
 alive = []
 for pid_file in state.glob("t-*.daemon.pid"):
@@ -471,6 +471,8 @@ if middle == 0:
     daemon = os.fork()
     if daemon == 0:
         os.execvp("sleep", ["sleep", "600"])
+    while "(sleep)" not in pathlib.Path(f"/proc/{daemon}/stat").read_text():
+        time.sleep(0.01)
     (state / "gate.daemon.pid").write_text(str(daemon))
     os._exit(0)
 os.waitpid(middle, 0)
