@@ -200,18 +200,17 @@ class Workspace:
         cwd: Path | None = None,
     ) -> AgentResult:
         self.deadline.check()
-        over = self.spending.over_budget()
+        over = self.spending.admit()  # counts the run as started when it may start
         if over:
             raise CostSpent(over)
-        self.set_state(stage=str(stage))
-        self.console.status(iteration, stage, item or "")
-        # A verifier works in a checkout of its own, which VERIFY inspects: nothing to compare here.
-        before = self.snapshot() if stage is not Stage.VERIFY else None
-        old_plan = self.read_plan()
-        cwd = cwd or (self.root if self.in_worktree else None)
-        name = _name_of(old_plan, item)
-        self.spending.start()
         try:
+            self.set_state(stage=str(stage))
+            self.console.status(iteration, stage, item or "")
+            # A verifier works in a checkout of its own, which VERIFY inspects: nothing to compare here.
+            before = self.snapshot() if stage is not Stage.VERIFY else None
+            old_plan = self.read_plan()
+            cwd = cwd or (self.root if self.in_worktree else None)
+            name = _name_of(old_plan, item)
             result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name)
         except BaseException:
             self.spending.stopped()
