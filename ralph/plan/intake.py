@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ralph.errors import InvalidInput, Refused
+from ralph.plan.document import Record
 from ralph.plan.integrity import cycle_text
 from ralph.plan.validate import record_problems
 
@@ -26,7 +27,7 @@ TASK_FIELDS_FROM_USER = (
 )
 
 
-def refuse_cycle(records: list[dict], batch: set[str]) -> None:
+def refuse_cycle(records: list[Record], batch: set[str]) -> None:
     from graphlib import CycleError, TopologicalSorter
 
     graph = {record["id"]: [dep for dep in record.get("deps", []) if dep in batch] for record in records}
@@ -46,7 +47,7 @@ def new_id(prefix: str, taken: set[str]) -> str:
             return candidate
 
 
-def new_task_record(item: object, label: str, taken: set[str], spec: str | None) -> dict:
+def new_task_record(item: object, label: str, taken: set[str], spec: str | None) -> Record:
     """A pending task record from what a person or agent gave (JSON or --name), checked."""
     if isinstance(item, str):
         item = {"name": item}

@@ -11,7 +11,7 @@ extra fields survive every rewrite.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,8 +38,12 @@ Duration = (
 Command = str | list[str]
 Priority = Literal["high", "medium", "low"]
 # The enums of ralph.plan.records are the one list of each; the format spells their values.
-KillReason = Literal[tuple(reason.value for reason in records.KillReason)]
-StatusCode = Literal[tuple(status.value for status in records.Status)]
+if TYPE_CHECKING:  # a Literal built at import is beyond a type checker: to it they are strings
+    KillReason = str
+    StatusCode = str
+else:
+    KillReason = Literal[tuple(reason.value for reason in records.KillReason)]
+    StatusCode = Literal[tuple(status.value for status in records.Status)]
 
 
 class Record(BaseModel):
@@ -289,14 +293,14 @@ RECORD_MODELS: dict[str, type[Record]] = {
 }
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """One JSON Schema for a line of plan.jsonl: a known record type, or any object with `t`.
 
     The top level picks the definition by `t` (an if/then per record type), so a standard
     validator checks a whole record, not only that it has a `t`."""
     from pydantic import TypeAdapter
 
-    defs: dict = {}
+    defs: dict[str, Any] = {}
     for name, model in RECORD_MODELS.items():
         schema = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}")
         defs.update(schema.pop("$defs", {}))

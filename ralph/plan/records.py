@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ralph.plan.document import Record
+
 
 class Status(StrEnum):
     PENDING = "p"
@@ -48,23 +50,24 @@ class Stage(StrEnum):
 _STATUS = {"p": Status.PENDING, "d": Status.DONE, "b": Status.BLOCKED}
 
 
-def status_of(task: dict) -> Status:
+def status_of(task: Record) -> Status:
     return _STATUS[task.get("s", "p")]
 
 
-def is_pending(task: dict) -> bool:
-    return task.get("s", "p") == "p"
+def is_pending(task: Record) -> bool:
+    status: str = task.get("s", "p")
+    return status == "p"
 
 
-def is_done(task: dict) -> bool:
+def is_done(task: Record) -> bool:
     return task.get("s") == "d"
 
 
-def is_blocked(task: dict) -> bool:
+def is_blocked(task: Record) -> bool:
     return task.get("s") == "b"
 
 
-def is_killed(task: dict) -> bool:
+def is_killed(task: Record) -> bool:
     """Set aside by the loop (timeout, context, repeated failure): DECOMPOSE splits it next."""
     return bool(task.get("kill_reason")) and is_pending(task)
 
@@ -74,7 +77,7 @@ class TaskView:
 
     __slots__ = ("record",)
 
-    def __init__(self, record: dict):
+    def __init__(self, record: Record):
         self.record = record
 
     id = property(lambda self: self.record["id"])
@@ -124,7 +127,7 @@ class TaskView:
 class IssueView:
     __slots__ = ("record",)
 
-    def __init__(self, record: dict):
+    def __init__(self, record: Record):
         self.record = record
 
     id = property(lambda self: self.record["id"])
