@@ -25,6 +25,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import GitError, Refused
 from ralph.ops import mergedriver
@@ -45,7 +46,7 @@ class Finding:
     fix: str  # what `fix` does (or, for what it keeps, why)
     fixable: bool = True  # False: `fix` keeps it (an unmerged branch without `force`)
     fixed: bool = False
-    target: object = None  # what the repair acts on: the Worktree, the branch's commit
+    target: Worktree | str | None = None  # what the repair acts on: the Worktree, the branch's commit
 
     def line(self) -> str:
         if self.fixed:
@@ -62,7 +63,7 @@ class Diagnosis:
     def healthy(self) -> bool:
         return all(finding.fixed for finding in self.findings)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "healthy": self.healthy,
             "construct_running": self.running,
@@ -106,6 +107,7 @@ def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
     branches = _branches(repo, force=True)
     for finding in branches:
         if finding.fixable and "not merged" in finding.problem:
+            assert isinstance(finding.target, str)  # a branch's finding: its commit
             _save_branch(repo, finding.subject, finding.target)
     _repair(repo, branches, force=True)
     return [finding.line() for finding in findings + branches if finding.fixed]
@@ -333,10 +335,12 @@ def _repair(repo: Repo, findings: list[Finding], force: bool) -> None:
             mergedriver.register(repo)
             finding.fixed = True
         elif finding.kind == "worktree":
+            assert isinstance(finding.target, Worktree)
             _remove_worktree(repo, finding.target)
             finding.fixed = True
         elif finding.kind == "branch":
             # Deleted only if it still points where it was judged: never a commit nobody saw.
+            assert isinstance(finding.target, str)
             repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", finding.target)
             finding.fixed = True
 

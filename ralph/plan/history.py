@@ -111,7 +111,7 @@ def remove_line(records: dict[Key, Record], text: str) -> tuple[Key | None, Reco
 
 
 def diff(
-    before: Mapping[Key, Record], after: Mapping[Key, Record], keys: Iterable[Key] | None = None
+    before: Mapping[Key, Record | None], after: Mapping[Key, Record], keys: Iterable[Key] | None = None
 ) -> list[Event]:
     """The events that turn `before` into `after`, in a stable order. `keys`: the keys that may
     differ (default: every key of both), in the order

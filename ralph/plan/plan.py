@@ -135,7 +135,7 @@ class Plan:
         return {line.record["id"] for line in self.doc.records() if "id" in line.record}
 
     # --- tasks ----------------------------------------------------------------------------
-    def add_tasks(self, items: list[Record], issue_id: str | None = None) -> list[Record]:
+    def add_tasks(self, items: list[object], issue_id: str | None = None) -> list[Record]:
         """Append new pending tasks; ids are generated unless given. All or nothing. `issue_id`:
         the issue being investigated, which the tasks come from (and take their priority from)."""
         if not items:
