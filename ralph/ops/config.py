@@ -8,6 +8,7 @@ from typing import Any
 
 from ralph.errors import Refused
 from ralph.ops import settings
+from ralph.plan.declared import CONFIG_KEYS
 from ralph.store.reader import plan_path, read_plan
 from ralph.store.transaction import transaction
 
@@ -32,7 +33,7 @@ def layers(root: Path) -> dict[str, Any]:
 
 
 def get(root: Path, key: str) -> dict[str, Any]:
-    if key not in settings.CONFIG_KEYS and key not in plan_config(root):
+    if key not in CONFIG_KEYS and key not in plan_config(root):
         settings.key_of(key)  # raises, naming the key
     return {"key": key, **layers(root)[key]}
 

@@ -16,6 +16,7 @@ from typing import Any
 from ralph.errors import InvalidInput, Refused
 from ralph.plan.document import Record
 from ralph.plan.history import Event, Key, add_line, diff, remove_line
+from ralph.plan.records import Status
 from ralph.store.git import Repo
 from ralph.store.gitlog import FileChange, file_history
 from ralph.store.reader import PLAN_NAME
@@ -84,7 +85,9 @@ def _bucket(key: Key, record: Record | None) -> str | None:
     if key[0] == "accept":
         return "accepted"
     if key[0] == "task":
-        return {"d": "done", "b": "blocked"}.get(record.get("s", "p"), "pending")
+        return {Status.DONE: "done", Status.BLOCKED: "blocked"}.get(
+            record.get("s", Status.PENDING), "pending"
+        )
     return None
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ralph.plan.document import Record
+from ralph.plan.records import Status
 
 Key = tuple[Any, ...]  # (kind, id or path), (kind,), or (kind, text, occurrence)
 Event = dict[str, Any]
@@ -31,6 +32,8 @@ _TASK_TOLD = frozenset(
         "kill_reason",
         "kill_log",
         "blocked_reason",
+        "blocked_by",
+        "verdict",
         "attempts",
         "attempt_tokens",
         "tokens",
@@ -196,16 +199,16 @@ def _task(
             return [_event("decomposed", task_id, name=old.get("name"), into=children)]
         return [_event("deleted", task_id, name=old.get("name"))]
     events = []
-    was, now = old.get("s", "p"), new.get("s", "p")
+    was, now = old.get("s", Status.PENDING), new.get("s", Status.PENDING)  # as written, even if invalid
     attempts = new.get("attempts", 0)
     if isinstance(attempts, int) and attempts > _int(old.get("attempts")):
         events.append(_attempt(task_id, old, new))
     if new.get("commit") and new.get("commit") != old.get("commit"):
         events.append(_event("build commit", task_id, build_commit=new["commit"], files=new.get("files")))
     if now != was:
-        if now == "d":
+        if now == Status.DONE:
             events.append(_event("done", task_id, name=new.get("name")))
-        elif now == "b":
+        elif now == Status.BLOCKED:
             events.append(_event("blocked", task_id, reason=new.get("blocked_reason")))
         elif task_id not in rejected:  # otherwise the reject record's event says it, with the reason
             events.append(_event("reopened", task_id, name=new.get("name")))
@@ -249,6 +252,7 @@ def _attempt(task_id: str, old: Record, new: Record) -> Event:
         "gate failed" if failed else "built",
         task_id,
         attempt=new.get("attempts"),
+        verdict=new.get("verdict"),  # absent from plans written before verdicts were recorded
         tokens=tokens or None,
         cost_usd=cost or None,
         # no cost reported and no price known: unknown, which a missing cost_usd alone cannot say
