@@ -50,48 +50,81 @@ class Task(Record):
     """A unit of work. `s` is its status: `p` pending, `d` done (built, awaiting VERIFY)."""
 
     t: Literal["task"]
-    id: TaskId
-    name: Text
-    s: StatusCode = "p"
-    spec: str | None = None
-    accept: str | list[str] | None = Field(None, description="acceptance criteria")
-    deps: list[TaskId] = Field(default_factory=list, description="ids of tasks this one needs")
-    priority: Priority | None = None
-    auto_priority: bool | None = Field(
-        None, description="true when `task prioritize` set the priority (it may recompute it)"
+    id: TaskId = Field(description="its id (see Ids)")
+    name: Text = Field(description="what to do")
+    s: StatusCode = Field(
+        "p",
+        description="status: pending, done (built and through the gate, awaiting VERIFY), or blocked"
+        " (the loop gave up on it; a person must decide)",
     )
-    notes: str | None = None
+    spec: str | None = Field(
+        None, description="the spec file it belongs to (`task add` fills in the loop's current spec)"
+    )
+    accept: str | list[str] | None = Field(None, description="acceptance criteria")
+    deps: list[TaskId] = Field(
+        default_factory=list,
+        description="tasks this one needs; each must be a task in the plan or an accepted one",
+    )
+    priority: Priority | None = Field(None, description="how soon to build it; none counts as medium")
+    auto_priority: bool | None = Field(
+        None,
+        description="true when `task prioritize` set the priority, which it may then recompute;"
+        " a priority without it is a person's and is kept",
+    )
+    notes: str | None = Field(None, description="notes for whoever builds it")
     parent: TaskId | None = Field(None, description="the task this one was decomposed from")
     questions: list[IssueId] | None = Field(
         None,
-        description="answered questions of the task it was decomposed from: its prompts carry them",
+        description="answered questions of the task it was decomposed from (DECOMPOSE copies them):"
+        " its prompts carry them too",
     )
-    issue: IssueId | None = Field(None, description="the issue INVESTIGATE made this task from")
+    issue: IssueId | None = Field(
+        None,
+        description="the issue INVESTIGATE made this task from (set from `$RALPH_ISSUE_ID`);"
+        " the task takes the issue's priority unless it has one",
+    )
     depth: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="how many decompositions made it (0 or absent: planned as it is)"
+        None,
+        description="how many decompositions made it (0 or absent: planned as it is);"
+        " DECOMPOSE stops at `max_decompose_depth`, then blocks",
     )
-    blocked_reason: str | None = Field(None, description="why the loop gave up on it (status b)")
+    blocked_reason: str | None = Field(None, description="why the loop blocked it (status `b`)")
     decompose_failures: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="DECOMPOSE runs that made too few or too many subtasks"
+        None,
+        description="DECOMPOSE runs that made fewer than 2 or more than 5 subtasks (two block the task)",
     )
     no_code: bool | None = Field(
-        None, description="true: the task changes no file (BUILD may end with no changes)"
+        None,
+        description="true: the task needs no change to any file; otherwise a BUILD that changes nothing"
+        " fails with the verdict `no_changes`",
     )
     scope: list[Text] | None = Field(
         None,
-        description='path patterns the task may change ("src/auth/**", "tests/test_auth.py"); a build'
-        " that changes other files fails with scope_violation. Absent: any file",
+        description="path patterns the task may change, relative to the repository root"
+        ' (`"src/auth/**"`, `"tests/test_auth.py"`); absent: any file',
     )
     merge_conflict: list[str] | None = Field(
-        None, description="files whose changes could not be merged when its last build was"
+        None,
+        description="the files whose changes would not merge into the loop's branch when its last build"
+        " (in a worktree, beside other builds) finished; it is built again from the new HEAD, as an attempt",
     )
     attempts: Annotated[int, Field(ge=0)] | None = Field(None, description="builds tried")
     reject_reason: str | None = Field(None, description="why VERIFY last rejected it")
     gate_failure: str | None = Field(None, description="excerpt of the last failed gate run")
-    kill_reason: KillReason | None = None
-    kill_log: str | None = Field(None, description="log of the run that was killed")
+    kill_reason: KillReason | None = Field(
+        None,
+        description="why the loop killed its build, or set it aside after VERIFY rejected it or could not"
+        " finish checking it `max_attempts` times; the task waits for DECOMPOSE",
+    )
+    kill_log: str | None = Field(
+        None,
+        description="log of the run that was killed (for a task set aside after rejections,"
+        " a log ralph writes listing them)",
+    )
     verify_kills: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="VERIFY runs of the done task stopped by their time limit or a full context"
+        None,
+        description="VERIFY runs of the done task stopped by their time limit or a full context;"
+        " at `max_attempts` the task is set aside for DECOMPOSE",
     )
     verify_kill_reason: KillReason | None = Field(None, description="why its last VERIFY run was stopped")
     verify_kill_log: str | None = Field(None, description="log of its last stopped VERIFY run")
@@ -100,13 +133,19 @@ class Task(Record):
     tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
     attempt_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="tokens per attempt")
     cost_usd: Annotated[float, Field(ge=0)] | None = Field(
-        None, description="cost of its build attempts whose cost is known (USD)"
+        None,
+        description="cost of its build attempts whose cost is known (reported by the agent CLI,"
+        " or its tokens at the model's price), in USD",
     )
     unknown_cost_runs: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="build attempts whose cost is unknown (no reported cost, no price for the model)"
+        None,
+        description='build attempts whose cost is unknown: `ralph status` says "cost unknown"'
+        " rather than show $0",
     )
     claimed_by: Text | None = Field(
-        None, description="the runner building it (runners sharing a git remote claim tasks by commit)"
+        None,
+        description="the runner building it, when runners on several machines share one git remote"
+        " (see Claims)",
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
 
@@ -116,12 +155,15 @@ class Issue(Record):
     question for a person that blocks its task until it is answered."""
 
     t: Literal["issue"]
-    id: IssueId
-    text: Text
-    spec: str | None = None
-    priority: Priority | None = None
+    id: IssueId = Field(description="its id (see Ids)")
+    text: Text = Field(description="the question or problem")
+    spec: str | None = Field(None, description="the spec it belongs to")
+    priority: Priority | None = Field(None, description="how soon to investigate it; none counts as medium")
     keep_open: str | None = Field(
-        None, description="why it stays open after INVESTIGATE (a person must decide); not investigated again"
+        None,
+        description="why INVESTIGATE left it open on purpose (`ralph issue keep ID REASON`), or why the"
+        " loop parked it (its INVESTIGATE runs were stopped `max_attempts` times): a person must"
+        " decide; it is not investigated again",
     )
     kills: Annotated[int, Field(ge=0)] | None = Field(
         None, description="INVESTIGATE runs of it stopped by their time limit or a full context"
@@ -129,15 +171,27 @@ class Issue(Record):
     kill_reason: KillReason | None = Field(None, description="why its last INVESTIGATE run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped INVESTIGATE run")
     kind: Literal["question"] | None = Field(
-        None, description="question: a person must answer it (`ralph answer`); it blocks its task"
+        None,
+        description="a question for a person (`ralph ask`): never investigated; it blocks its task"
+        " until `ralph answer`",
     )
-    task: TaskId | None = Field(None, description="the task a question blocks until it is answered")
+    task: TaskId | None = Field(
+        None,
+        description='the task a question blocks (status `"b"`, with `blocked_reason` naming the'
+        " question); its dependents wait too",
+    )
     asked_at: str | None = Field(None, description="when the question was asked (UTC, ISO 8601)")
-    asked_by: str | None = Field(None, description="who asked it, in which run")
-    answer: str | None = Field(None, description="a person's answer to the question")
+    asked_by: str | None = Field(
+        None, description="who asked it, in which run (stage, iteration and log of the agent's run)"
+    )
+    answer: str | None = Field(
+        None,
+        description="a person's answer (`ralph answer ID TEXT`); the task's next BUILD prompt carries"
+        " the question and the answer",
+    )
     answered_at: str | None = Field(None, description="when it was answered (UTC, ISO 8601)")
     claimed_by: Text | None = Field(
-        None, description="the runner investigating it (runners sharing a git remote claim issues by commit)"
+        None, description="the runner investigating it, when runners share one git remote (see Claims)"
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
 
@@ -146,29 +200,34 @@ class Accept(Record):
     """Tombstone: the task passed VERIFY and its line was removed (git history keeps it)."""
 
     t: Literal["accept"]
-    id: TaskId
-    name: str | None = None
-    spec: str | None = Field(None, description="the spec the task belonged to")
-    commit: str | None = Field(None, description="the commit that recorded the task's build")
+    id: TaskId = Field(description="the accepted task; its own line is gone (git history keeps it)")
+    name: str | None = Field(None, description="its name, for people reading the file")
+    spec: str | None = Field(
+        None,
+        description="the spec it served, copied from the task (so a second spec knows it has no tasks yet)",
+    )
+    commit: str | None = Field(
+        None, description="the commit that recorded its build (`ralph construct`), copied from the task"
+    )
 
 
 class Reject(Record):
     """Tombstone: VERIFY (or the loop) rejected the task; the task itself went back to pending."""
 
     t: Literal["reject"]
-    id: TaskId
-    reason: str
-    kill_reason: KillReason | None = None
+    id: TaskId = Field(description="the rejected task, which went back to pending")
+    reason: str = Field(description="why")
+    kill_reason: KillReason | None = Field(None, description="set when the loop rejected a build it killed")
 
 
 class Takeover(Record):
     """A runner took over a task whose claim was older than claim_ttl: the claim it replaced."""
 
     t: Literal["takeover"]
-    id: Text = Field(description="the task or issue taken over, or the spec's path (its PLAN)")
-    by: Text = Field(description="the runner that took the task over")
+    id: Text = Field(description="the task or issue whose claim expired, or the spec's path (its PLAN)")
+    by: Text = Field(description="the runner that took it over (the task's `claimed_by` now)")
     at: Text = Field(description="when (UTC, ISO 8601)")
-    was_claimed_by: Text = Field(description="the runner whose claim expired")
+    was_claimed_by: Text = Field(description="the runner whose claim was older than `claim_ttl_ms`")
     was_claimed_at: str | None = Field(None, description="when that claim was made")
 
 
@@ -176,13 +235,21 @@ class Spec(Record):
     """A spec file this plan works towards."""
 
     t: Literal["spec"]
-    path: Text
+    path: Text = Field(description="path of the spec, e.g. `specs/app.md`")
     claimed_by: Text | None = Field(
-        None, description="the runner turning it into tasks (PLAN; runners sharing a git remote)"
+        None, description="the runner running PLAN on it, when runners share one git remote (see Claims)"
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
-    kill_reason: KillReason | None = Field(None, description="why its last PLAN run was stopped")
-    kill_log: str | None = Field(None, description="log of its last stopped PLAN run")
+    kill_reason: KillReason | None = Field(
+        None,
+        description="why its last PLAN run was stopped (nothing of that run is kept; a PLAN run that"
+        " finishes removes it)",
+    )
+    kill_log: str | None = Field(
+        None,
+        description="log of that run, under `build/ralph-logs/`; the tasks it made are beside it"
+        " as `<log>.plan.jsonl`",
+    )
 
 
 class Price(BaseModel):
@@ -214,46 +281,74 @@ class Config(Record):
 
     t: Literal["config"]
     timeout_ms: Duration | None = Field(
-        None, description="bound on one agent run: milliseconds, or with a unit (90s, 5m); default 300000"
+        None, description="bound on one agent run (default 300000, `--timeout`)"
     )
-    max_iterations: Positive | None = None
-    max_minutes: Annotated[float, Field(gt=0)] | Positive | None = None
-    max_attempts: Positive | None = Field(None, description="builds per task before DECOMPOSE")
-    parallel: Positive | None = Field(None, description="concurrent VERIFY runs")
+    max_iterations: Positive | None = Field(None, description="iterations of `ralph construct` (default 10)")
+    max_minutes: Annotated[float, Field(gt=0)] | Positive | None = Field(
+        None, description="wall-clock budget of `ralph construct`"
+    )
+    max_attempts: Positive | None = Field(None, description="builds per task before DECOMPOSE (default 3)")
+    parallel: Positive | None = Field(
+        None,
+        description="builds and VERIFY runs at once (default 4); with more than one, builds run in"
+        " worktrees of their own",
+    )
     max_decompose_depth: Positive | None = Field(
         None, description="decompositions of decompositions before a task is blocked (default 3)"
     )
-    context_warn: Fraction | None = None
-    context_compact: Fraction | None = None
-    context_kill: Fraction | None = None
+    context_warn: Fraction | None = Field(
+        None, description="share of the context window at which the agent is warned (default 0.70)"
+    )
+    context_compact: Fraction | None = Field(
+        None, description="share at which the run is compacted into a fresh one (default 0.85)"
+    )
+    context_kill: Fraction | None = Field(None, description="share at which the run is killed (default 0.95)")
     gate: Command | None = Field(
         None,
-        description="the quality gate (default make verify): a command line split like a shell"
-        ' (never run by one), as --gate takes it, or its argv; "" or [] for none',
+        description='the quality gate (default `"make verify"`): a command line split like a shell would'
+        ' split it (never run by one), as `--gate` takes it, or its argv; `""` or `[]` for none',
     )
-    gate_timeout_ms: Duration | None = None
+    gate_timeout_ms: Duration | None = Field(None, description="bound on one gate run (default 600000)")
     max_wait_ms: Duration | None = Field(
-        None, description="bound on one wait for a rate or usage limit (default 3600000)"
+        None,
+        description="bound on one wait for a rate limit, usage limit or overloaded server (default 3600000);"
+        " a limit that lifts later ends the run with `AGENT_LIMITED`",
     )
     claim_ttl_ms: Duration | None = Field(
-        None, description="age at which another runner may take a task's claim over (default 1800000)"
+        None,
+        description="age of a claim after which another runner may take the task over"
+        " (default 1800000, 30 minutes; `--claim-ttl`)",
     )
-    agent: str | None = None
-    agent_cmd: Command | None = Field(None, description="program (and arguments) of the agent, like gate")
-    agent_args: Command | None = Field(None, description="extra arguments passed to the agent CLI, like gate")
-    model: str | None = None
+    agent: str | None = Field(None, description="agent adapter: see `ralph agents`")
+    agent_cmd: Command | None = Field(
+        None, description="program (and arguments) of the agent, a command line like `gate` (`--agent-cmd`)"
+    )
+    agent_args: Command | None = Field(
+        None, description="extra arguments passed to the agent CLI, like `gate` (`--agent-args`)"
+    )
+    model: str | None = Field(None, description="model name passed to the agent CLI")
     context_window: Positive | None = Field(None, description="the model's context window in tokens")
-    commit: bool | None = Field(None, description="false: state commands do not commit")
+    commit: bool | None = Field(None, description="`false`: state commands do not commit")
     run_hooks: bool | None = Field(
-        None, description="true: a build is committed only if the repository's pre-commit hook passes"
+        None,
+        description="true: after the gate passes, the repository's pre-commit hook runs on the staged"
+        " build and can refuse it (ralph's own commits otherwise skip hooks)",
     )
     max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
-        None, description="money budget of `ralph construct` in USD"
+        None,
+        description="money budget of `ralph construct` in USD (`--max-cost`): no agent run starts when"
+        " the cost so far plus one more run at the mean cost so far would pass it",
     )
-    hooks: Hooks | None = Field(None, description="commands run on the loop's events (docs/hooks.md)")
+    hooks: Hooks | None = Field(
+        None,
+        description="commands the construct loop runs on its events, each given the event as JSON"
+        " on stdin (see hooks.md)",
+    )
     hook_timeout_ms: Duration | None = Field(None, description="bound on one hook run (default 10000)")
     prices: dict[str, Price] | None = Field(
-        None, description="USD per million tokens by model name, for runs whose agent reports no cost"
+        None,
+        description="USD per million tokens by model name, for runs whose agent CLI reports no cost;"
+        " they override ralph's table (`ralph/loop/cost.py`)",
     )
 
 
@@ -271,10 +366,16 @@ class State(Record):
     """The construct loop's own state. At most one per plan."""
 
     t: Literal["state"]
-    iteration: Annotated[int, Field(ge=0)] = 0
-    stage: str | None = None
-    spec: str | None = None
-    spent: dict[str, Spent] | None = Field(None, description="tokens and cost of every agent run, by stage")
+    iteration: Annotated[int, Field(ge=0)] = Field(
+        0, description="the loop's current iteration (`ralph query iteration`)"
+    )
+    stage: str | None = Field(None, description="the stage the loop is in, or how its last run ended")
+    spec: str | None = Field(
+        None, description="the spec the loop works on; new tasks and issues get it as their `spec`"
+    )
+    spent: dict[str, Spent] | None = Field(
+        None, description="what every agent run so far spent, by stage (`ralph status` shows it)"
+    )
 
 
 RECORD_MODELS: dict[str, type[Record]] = {
