@@ -77,9 +77,9 @@ bench: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m ralph.demo
 
-## schema: regenerate ralph/plan/plan.schema.json from the pydantic models
+## schema: regenerate ralph/plan/plan.schema.json and docs/plan-format.md's field tables from the models
 schema: $(STAMP)
-	$(VENV)/bin/ralph schema > ralph/plan/plan.schema.json
+	$(PY) -m ralph.plan.generate
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis
