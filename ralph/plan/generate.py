@@ -111,8 +111,10 @@ class Words:
         words = self.of(schema)[0]
         if name in parent.get("required", []):
             words += ", required"
-        if schema.get("default") is not None:
-            words += f", default `{json.dumps(schema['default'])}`"
+        # x-default: a config key's default, which the record leaves out (the loop applies it)
+        default = schema["default"] if schema.get("default") is not None else schema.get("x-default")
+        if default is not None:
+            words += f", default `{json.dumps(default)}`"
         return words
 
 

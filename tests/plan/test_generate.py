@@ -45,14 +45,14 @@ def test_the_type_words_come_from_the_schema():
     assert task["s"][0] == '`"p"`, `"d"` or `"b"`, default `"p"`'
     assert task["deps"][0] == "list of task ids"
     assert task["questions"][0] == "list of issue ids"
-    assert task["attempts"][0] == "integer \u2265 0"
+    assert task["tokens"][0] == "integer \u2265 0"
     assert task["attempt_tokens"][0] == "list of integers \u2265 0"
     assert task["accept"][0] == "string or list of strings"
     assert task["deps"][1] == RECORD_MODELS["task"].model_fields["deps"].description
     config = _rows("config")
-    assert config["context_warn"][0] == "number in (0, 1]"
+    assert config["context_warn"][0] == "number in (0, 1], default `0.7`"
     assert config["max_minutes"][0] == "number > 0"  # not "number > 0 or integer > 0"
-    assert config["parallel"][0] == "integer > 0"
+    assert config["parallel"][0] == "integer > 0, default `4`"  # a config key's x-default
     assert config["timeout_ms"][0].startswith("integer > 0 or duration")
     assert _rows("state")["iteration"][0] == "integer \u2265 0, default `0`"
 
