@@ -101,15 +101,24 @@ class Values:
 
     def junk(self) -> st.SearchStrategy:
         """Values wrong almost everywhere, or that only a strict validator refuses."""
+        scalars = JSON_SCALARS
+        near = [0, -1, 0.5, 1.5, 2, "1", "p", "HIGH", "true", [], {}, [""]]
+        if self.portable:  # floats, but no integral one (an integer to JSON Schema), at any depth
+            floats = st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not f.is_integer())
+            scalars = st.one_of(
+                st.none(), st.booleans(), st.integers(-(2**70), 2**70), floats, st.text(max_size=6)
+            )
+        else:
+            near += [0.0, -0.0, 1.0]
         options = [
-            JSON_SCALARS,
+            scalars,
             st.just(""),
-            st.lists(JSON_SCALARS, max_size=3),
+            st.lists(scalars, max_size=3),
             st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+            st.sampled_from(near),
         ]
-        options += [st.sampled_from([0, -1, 0.0, -0.0, 0.5, 1.5, 2, "1", "p", "HIGH", "true", [], {}, [""]])]
         if not self.portable:
-            options += [SURROGATES, HUGE_INTS, st.floats(allow_nan=True, allow_infinity=True), st.just(1.0)]
+            options += [SURROGATES, HUGE_INTS, st.floats(allow_nan=True, allow_infinity=True)]
         return st.one_of(options)
 
     def _near_misses(self, schema: dict) -> st.SearchStrategy | None:
