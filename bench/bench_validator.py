@@ -38,7 +38,7 @@ import ralph.plan.validate as hand
 
 SCHEMA = json.loads(hand.SCHEMA_PATH.read_text(encoding="utf-8"))
 SIZES = {1000: 9, 10000: 5}  # tasks -> repetitions of the in-process timing
-COMMAND_REPS = 11
+COMMAND_REPS = 21
 CANDIDATES = ("hand", "fastjsonschema", "msgspec")
 
 
