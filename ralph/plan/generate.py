@@ -1,9 +1,10 @@
 """What is derived from the record declarations (ralph/plan/models.py) at build time: the JSON
-Schema ralph/plan/plan.schema.json, and the field tables of docs/plan-format.md (one per record
-type, between marker comments; the prose around them is written by hand). `make schema` runs it;
-the tests fail when either file is stale.
+Schema ralph/plan/plan.schema.json, the field tables of docs/plan-format.md (one per record
+type, between marker comments; the prose around them is written by hand), and the Python the state
+commands read, ralph/plan/declared.py (ralph/plan/derive.py). `make schema` runs it; the tests fail
+when any of them is stale.
 
-    python -m ralph.plan.generate          # rewrite both
+    python -m ralph.plan.generate          # rewrite all three
     python -m ralph.plan.generate --check  # exit 1 naming each stale file, writing nothing
 
 The tables' type words come from the schema (so they say what the validator checks) and the
@@ -18,10 +19,12 @@ import re
 import sys
 from pathlib import Path
 
+from ralph.plan import derive
 from ralph.plan.models import IssueId, TaskId, json_schema
 
 SCHEMA_FILE = Path(__file__).with_name("plan.schema.json")
 DOCS_FILE = Path(__file__).parents[2] / "docs" / "plan-format.md"
+DECLARED_FILE = Path(__file__).with_name("declared.py")  # what the state commands read (derive.py)
 # A table's place in the docs: <!-- fields of task: generated ... --> up to <!-- end of fields -->.
 _TABLE = re.compile(
     r"(<!-- fields of (?P<kind>[\w-]+): [^\n]*-->\n)(?P<table>.*?)(<!-- end of fields -->)", re.S
@@ -172,6 +175,7 @@ def outputs() -> dict[Path, str]:
     return {
         SCHEMA_FILE: json.dumps(schema, indent=2) + "\n",
         DOCS_FILE: docs_text(DOCS_FILE.read_text(encoding="utf-8"), schema),
+        DECLARED_FILE: derive.module_text(schema),
     }
 
 
