@@ -175,7 +175,7 @@ def watch(ctx, once):
     from ralph.loop.watch import watch as follow
 
     try:
-        code = follow(root_of(ctx), sys.stdout, once=once, err=sys.stderr)
+        code = follow(root_of(ctx), sys.stdout, once=once, err=sys.stderr, keyboard=sys.stdin)
     except KeyboardInterrupt:
         code = 130
     ctx.exit(code)

@@ -16,7 +16,9 @@ from ralph.agents.transcript import Transcript, transcript_path
 from ralph.errors import RalphError
 from ralph.loop import prompts
 from ralph.loop.console import Console
+from ralph.loop.cost import run_cost
 from ralph.loop.journal import Journal
+from ralph.loop.live import USAGE_EVERY_S
 from ralph.loop.pressure import Pressure
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 from ralph.ops.settings import Settings
@@ -175,6 +177,9 @@ class AgentRunner:
             transcript_path(log_path), f"{stage} {item or self.settings.spec}: {relative_log.name}"
         )
 
+        run_id = str(relative_log)  # unique per run: several run at once
+        streamed = UsageStream(self, run_id, stage, item, tracker)
+
         def monitor(line: str) -> StopReason | None:
             events = self.adapter.parse_line(line)
             transcript.add(line, events)
@@ -184,6 +189,8 @@ class AgentRunner:
                     reason = pressure.check(tracker.usage)
                     if reason:
                         return reason
+            if events:
+                streamed.maybe_report()
             return None
 
         span = self.journal.span(
@@ -195,7 +202,6 @@ class AgentRunner:
             log=str(relative_log),
             worker=worker,
         )
-        run_id = str(relative_log)  # unique per run: several run at once
         self.console.start_run(run_id, stage, item, name, str(relative_log))
         try:
             result = self.supervisor.run(
@@ -231,6 +237,9 @@ class AgentRunner:
         self.console.end_run(run_id, done.describe())
         return done
 
+    def run_cost(self, tracker: RunTracker) -> float | None:
+        return run_cost(tracker.usage, self.settings.model or tracker.model, self.settings.prices)
+
     def _pressure(
         self, stage: str, item: str | None, iteration: int, log_path: Path, may_compact: bool, after: bool
     ):
@@ -251,3 +260,31 @@ class AgentRunner:
 
         window = self.settings.context_window or self.adapter.default_context_window
         return Pressure(self.settings, window, may_compact, after, on_warn, on_compacted)
+
+
+class UsageStream:
+    """A running agent's tokens and cost as they stream: to the console and, at most every
+    USAGE_EVERY_S, to the journal (a `usage` event, which `ralph watch` reads)."""
+
+    def __init__(self, runner: AgentRunner, run_id: str, stage: str, item: str | None, tracker: RunTracker):
+        self.runner, self.run_id, self.stage, self.item, self.tracker = runner, run_id, stage, item, tracker
+        self.reported: tuple[int, float | None] = (0, None)
+        self.at = 0.0
+
+    def maybe_report(self) -> None:
+        now = time.monotonic()
+        if now - self.at < USAGE_EVERY_S:
+            return
+        tokens, cost = self.tracker.usage.total, self.runner.run_cost(self.tracker)
+        if (tokens, cost) == self.reported:
+            return
+        self.at, self.reported = now, (tokens, cost)
+        self.runner.console.usage(self.run_id, tokens, cost)
+        self.runner.journal.event(
+            "usage",
+            stage=self.stage,
+            item=self.item,
+            log=self.run_id,
+            tokens=tokens,
+            cost_usd=None if cost is None else round(cost, 6),
+        )

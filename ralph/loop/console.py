@@ -1,24 +1,25 @@
 """What the loop shows a person. On a terminal: a live region of a few lines, redrawn from a small
-thread a few times a second (a ticking clock, each running agent with its stage, task and time,
-the last gate result, tokens and cost), with one line per event scrolling above it. Anywhere else
-(a pipe, CI, tests): one plain line per event. `NO_COLOR` turns colours off.
+thread a few times a second (progress and budgets, each running agent with its stage, task, time
+and usage, the last gate result, tokens and cost), with one line per event scrolling above it.
+Anywhere else (a pipe, CI, tests, TERM=dumb): one plain line per event.
 
 Concurrent stages report through runs keyed by an id (`start_run` / `end_run`): VERIFY runs
 several verifiers at once, and so may BUILD. `ralph watch` draws the same `View` from the journal.
 
-Our own ANSI rather than `rich`: the region is a few clipped lines redrawn in place, which takes
-cursor-up and clear-to-end only; rich would add a dependency and its import time to every run.
+How it is drawn (rich on a terminal, plain lines elsewhere, TERM=dumb, NO_COLOR, FORCE_COLOR, the
+progress header, fitting any terminal size) is ralph/loop/live.py's.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
-REDRAW_S = 0.25  # at most four redraws a second
+from ralph.loop import live as drawing
+from ralph.loop.live import Progress, RunUsage, clock
+
 GATE_LINES = 3  # lines of a gate's output shown
 
 
@@ -57,77 +58,26 @@ class View:
     cost_usd: float = 0.0
     waiting: str = ""  # a rate or usage limit being waited out
     actions: list[str] = field(default_factory=list)  # the agent's last actions (ralph watch)
-
-
-def clock(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    hours, rest = divmod(seconds, 3600)
-    text = f"{rest // 60}:{rest % 60:02d}"
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else text
+    progress: Progress = field(default_factory=Progress)
 
 
 def render(view: View, now: float, color: bool = False) -> list[str]:
-    """The region's lines (unclipped)."""
-    bold, dim, red, green, off = (
-        ("\033[1m", "\033[2m", "\033[31m", "\033[32m", "\033[0m") if color else ("",) * 5
-    )
-    head = f"{bold}ralph {clock(now - view.started)}{off}"
-    if view.iteration:
-        head += f" · iteration {view.iteration}"
-    if view.stage and not view.runs:
-        head += f" · {view.stage}"
-    head += f" · {view.tokens:,} tokens · ${view.cost_usd:.2f}"
-    lines = [head]
-    if view.waiting:
-        lines.append(f"  {view.waiting}")
-    for run in sorted(view.runs.values(), key=lambda run: run.started):
-        name = f" {run.name}" if run.name else ""
-        lines.append(f"  {run.stage:<11} {run.item}{name} · {clock(now - run.started)} {dim}{run.log}{off}")
-    gate = view.gate
-    if gate:
-        verdict = f"{green}passed{off}" if gate.ok else f"{red}FAILED{off}"
-        lines.append(f"  last {gate.what} {gate.item}: {verdict} {dim}{gate.log}{off}")
-        lines += [f"    {dim}{line}{off}" for line in ([] if gate.ok else gate.lines[:GATE_LINES])]
-    lines += [f"  {dim}{action}{off}" for action in view.actions]
-    return lines
-
-
-def clip(line: str, width: int) -> str:
-    """At most `width` visible characters (escape sequences do not count), so no line wraps."""
-    out, visible, index = [], 0, 0
-    while index < len(line):
-        if line[index] == "\033":
-            end = line.find("m", index)
-            end = len(line) - 1 if end < 0 else end
-            out.append(line[index : end + 1])
-            index = end + 1
-            continue
-        if visible >= width:
-            break
-        out.append(line[index])
-        visible += 1
-        index += 1
-    return "".join(out) + ("\033[0m" if "\033" in line else "")
-
-
-def wants_color(stream) -> bool:
-    return not os.environ.get("NO_COLOR") and stream.isatty()
+    """The region's lines (unclipped), as plain text (with `color`, SGR colours)."""
+    return [drawing.plain(row, color) for row in drawing.view_rows(view, now)]
 
 
 class Console:
     def __init__(self, stream=None, live: bool | None = None):
         self.stream = stream or sys.stderr
-        self.live = self.stream.isatty() if live is None else live
-        self.color = self.live and wants_color(self.stream)
+        mode = drawing.mode_of(self.stream)
+        self.live = mode.live if live is None else live
+        self.color = mode.color and (self.live or live is None)
         self.started = time.monotonic()
         self.view = View()
         self._lock = threading.Lock()
-        self._drawn = 0  # lines of the region on the screen now
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._screen: drawing.Screen | None = None
         if self.live:
-            self._thread = threading.Thread(target=self._tick, name="ralph-console", daemon=True)
-            self._thread.start()
+            self._screen = drawing.Screen(self.stream, self.color, self._rows)
 
     def elapsed(self) -> str:
         return clock(time.monotonic() - self.started)
@@ -135,10 +85,13 @@ class Console:
     # --- what the loop reports ----------------------------------------------------------------
     def event(self, text: str) -> None:
         """One line: above the region on a terminal, else a plain line."""
+        row = drawing.event_row(f"[ralph {self.elapsed()}]", text)
+        screen = self._screen
+        if screen is not None:  # not under the view's lock: rich's redraw takes it to read the view
+            screen.line(row)
+            return
         with self._lock:
-            self._clear()
-            self.stream.write(f"[ralph {self.elapsed()}] {text}\n")
-            self._draw()
+            self.stream.write(drawing.plain(row, self.color) + "\n")
             self.stream.flush()
 
     def status(self, iteration: int, stage: str, item: str = "", tokens: int | None = None) -> None:
@@ -147,9 +100,21 @@ class Console:
             if tokens is not None:
                 self.view.tokens = tokens
 
-    def spent(self, tokens: int, cost_usd: float) -> None:
+    def spent(self, tokens: int, cost_usd: float, known_runs: int = 0, unknown_runs: int = 0) -> None:
         with self._lock:
             self.view.tokens, self.view.cost_usd = tokens, cost_usd
+            self.view.progress.known_runs, self.view.progress.unknown_runs = known_runs, unknown_runs
+
+    def progress(self, **fields: object) -> None:
+        """How far the run is (accepted, total) and its budgets: see live.Progress."""
+        with self._lock:
+            self.view.progress.update(time.time(), **fields)
+
+    def usage(self, run_id: str, tokens: int, cost_usd: float | None) -> None:
+        """A running agent's usage so far (cost None: unknown)."""
+        with self._lock:
+            if run_id in self.view.runs:
+                self.view.progress.running[run_id] = RunUsage(tokens, cost_usd)
 
     def start_run(self, run_id: str, stage: str, item: str | None, name: str | None, log: str) -> None:
         run = RunView(str(stage), item or "", one_line(name or "", 60), str(log), time.time())
@@ -162,6 +127,7 @@ class Console:
     def end_run(self, run_id: str, outcome: str) -> None:
         with self._lock:
             run = self.view.runs.pop(run_id, None)
+            self.view.progress.running.pop(run_id, None)
         if run is not None:
             took = clock(time.time() - run.started)
             self.event(f"{_what(run.stage, run.item)}: agent {outcome} ({took})")
@@ -183,33 +149,14 @@ class Console:
         self.event(text)
 
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
+        screen, self._screen = self._screen, None
+        if screen is not None:
+            screen.close()  # its last redraw reads the view: not under the lock
+        self.stream.flush()
+
+    def _rows(self, width: int, height: int) -> list:
         with self._lock:
-            self._clear()
-            self.stream.flush()
-
-    # --- drawing ------------------------------------------------------------------------------
-    def _tick(self) -> None:
-        while not self._stop.wait(REDRAW_S):
-            with self._lock:
-                self._clear()
-                self._draw()
-                self.stream.flush()
-
-    def _clear(self) -> None:
-        if self._drawn:
-            self.stream.write(f"\033[{self._drawn}F\033[J")  # to the region's first line; clear below
-            self._drawn = 0
-
-    def _draw(self) -> None:
-        if not self.live or self._stop.is_set():
-            return
-        width = terminal_width(self.stream)
-        lines = render(self.view, time.time(), self.color)
-        self.stream.write("".join(clip(line, width) + "\n" for line in lines))
-        self._drawn = len(lines)
+            return drawing.view_rows(self.view, time.time(), width)
 
 
 def _what(stage: str, item: str | None) -> str:
@@ -219,10 +166,3 @@ def _what(stage: str, item: str | None) -> str:
 def one_line(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def terminal_width(stream) -> int:
-    try:
-        return max(20, os.get_terminal_size(stream.fileno()).columns - 1)
-    except (OSError, ValueError, AttributeError):
-        return 79

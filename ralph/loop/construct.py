@@ -240,6 +240,7 @@ class Loop:
         self.ws.set_state(iteration=number, stage="INVESTIGATE")
         span = self.journal.span("iteration", iteration=number)
         self.console.event(f"iteration {number}")
+        self._progress()
         for stage in ITERATION:
             self._stage(stage, number)
         span.end()
@@ -248,7 +249,23 @@ class Loop:
         report = stage(self.ws).run(iteration)
         self.accepted += report.accepted
         self.stopped += report.stopped
+        if report.accepted or stage is PlanStage:
+            self._progress()
         return report
+
+    def _progress(self) -> None:
+        """Accepted of total and the budgets, for the live view (and `ralph watch`, from the journal)."""
+        plan, spec = self.read_plan(), self.settings.spec
+        accepted = sum(1 for line in plan.of("accept") if line.record.get("spec") in (None, spec))
+        fields = {
+            "accepted": accepted,
+            "total": accepted + len(self.ws.tasks(plan)),
+            "max_iterations": self.settings.max_iterations,
+            "max_minutes": self.settings.max_minutes,
+            "max_cost_usd": self.settings.max_cost_usd,
+        }
+        self.console.progress(**fields)
+        self.journal.event("progress", **fields)
 
     # --- preparing and reading ----------------------------------------------------------------
     def _one_loop_per_repository(self):

@@ -1,18 +1,23 @@
 """`ralph watch`: the console's view of a construct run, from another terminal. It reads what the
 run writes as it goes (the journal, each agent's readable transcript) and never touches the run:
-the clock, each running agent, the last gate, tokens and cost, and the agents' last actions."""
+progress and budgets, each running agent, the last gate, tokens and cost as they stream, and the
+agents' last actions. On a terminal it is full-screen and takes keys (ralph/loop/follow.py); in a
+pipe, under TERM=dumb or with --once, plain lines (ralph/loop/live.py decides)."""
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime
 from pathlib import Path
 
 from ralph.agents.transcript import last_actions, transcript_path
-from ralph.loop.console import GateView, RunView, View, clip, render, terminal_width, wants_color
+from ralph.loop import live
+from ralph.loop.console import GateView, RunView, View
 from ralph.ops import runs
 
 POLL_S = 0.5
+_CLOCK = re.compile(r"\d+:\d\d(:\d\d)?")  # elapsed, run times, ETA, time left: they tick
 ACTIONS = 4  # last actions shown per running agent
 NO_RUN = 1  # the exit code when no run is active
 
@@ -43,11 +48,22 @@ def view_of(root: Path, events: list[dict]) -> View:
             )
         elif kind == "spent":
             view.tokens, view.cost_usd = event.get("tokens") or 0, event.get("cost_usd") or 0.0
+            view.progress.known_runs = event.get("known_runs") or 0
+            view.progress.unknown_runs = event.get("unknown_runs") or 0
+        elif kind == "progress":
+            view.progress.update(epoch(event.get("ts")), **event)
+        elif kind == "usage":
+            view.progress.running[str(event.get("log"))] = live.RunUsage(
+                event.get("tokens") or 0, event.get("cost_usd")
+            )
         elif kind == "limit_wait":
             view.waiting = f"waiting for a {event.get('kind')} until {event.get('until')}"
         elif kind == "agent_begin":
             view.waiting = ""  # the wait is over: the run goes on
-    for agent in runs.running_agents(events):
+    running = runs.running_agents(events)
+    logs = {str(agent.get("log")) for agent in running}
+    view.progress.running = {log: usage for log, usage in view.progress.running.items() if log in logs}
+    for agent in running:
         log = str(agent.get("log"))
         view.runs[log] = RunView(
             str(agent.get("stage")),
@@ -61,47 +77,67 @@ def view_of(root: Path, events: list[dict]) -> View:
     return view
 
 
-def snapshot(root: Path, color: bool = False, width: int = 10_000) -> list[str]:
+def snapshot(root: Path, color: bool = False, width: int | None = None) -> list[str]:
     events, _ = runs.journal_events(root)
-    return [clip(line, width) for line in render(view_of(root, events), time.time(), color)]
+    rows = live.view_rows(view_of(root, events), time.time(), width)
+    return [live.plain(live.fit_row(row, width) if width else row, color) for row in rows]
 
 
-def watch(root: Path, stream, once: bool = False, err=None) -> int:
-    """Follow the running construct until it ends; 0 then, NO_RUN at once when none runs (saying
-    so on `err`)."""
+def watch(root: Path, stream, once: bool = False, err=None, keyboard=None) -> int:
+    """Follow the running construct until it ends; 0 then (or when q is pressed), NO_RUN at once
+    when none runs (saying so on `err`). `keyboard`: where keys come from on a terminal."""
     status = runs.run_status(root)
     if not status["active"]:
         (err or stream).write(
             runs.describe(status).replace("run: not running", "ralph watch: no run is active", 1) + "\n"
         )
         return NO_RUN
-    live = stream.isatty()
-    if once or not live:
-        stream.write("\n".join(snapshot(root)) + "\n")
+    mode = live.mode_of(stream)
+    if once or not mode.live:
+        stream.write("\n".join(snapshot(root, mode.color)) + "\n")
         if once:
             return 0
-    color, drawn, offset, events = live and wants_color(stream), 0, 0, []
-    shown: list[str] = []
-    while runs.holder(root) is not None:
-        new, offset = runs.journal_events(root, offset)
-        events += new
-        lines = render(view_of(root, events), time.time(), color)
-        if live:
-            width = terminal_width(stream)
-            stream.write(
-                (f"\033[{drawn}F\033[J" if drawn else "")
-                + "".join(clip(line, width) + "\n" for line in lines)
-            )
-            drawn = len(lines)
-        elif _without_clock(lines) != _without_clock(shown):  # a pipe: a new snapshot when it changed
-            stream.write("\n".join(lines) + "\n")
-        shown = lines
-        stream.flush()
-        time.sleep(POLL_S)
-    ended = runs.run_status(root)
-    stream.write(runs.describe(ended).replace("run: not running; the last", "ralph watch: the run", 1) + "\n")
+        _follow_in_lines(root, stream, mode.color)
+    else:
+        from ralph.loop import follow
+
+        offset = 0
+
+        def new_events() -> list[dict]:
+            nonlocal offset
+            new, offset = runs.journal_events(root, offset)
+            return new
+
+        follower = follow.Follower(
+            lambda events: view_of(root, events),
+            lambda log, count: last_actions(transcript_path(root / log), count),
+        )
+        ended = follow.run(
+            follower, stream, keyboard, mode.color, new_events, lambda: runs.holder(root) is not None, POLL_S
+        )
+        if not ended:
+            return 0
+    ended_status = runs.run_status(root)
+    stream.write(
+        runs.describe(ended_status).replace("run: not running; the last", "ralph watch: the run", 1) + "\n"
+    )
     return 0
 
 
+def _follow_in_lines(root: Path, stream, color: bool) -> None:
+    """A pipe (or TERM=dumb): a new snapshot whenever something but the clocks changed."""
+    offset, events, shown = 0, [], snapshot(root)
+    while runs.holder(root) is not None:
+        new, offset = runs.journal_events(root, offset)
+        events += new
+        rows = live.view_rows(view_of(root, events), time.time())
+        lines = [live.plain(row) for row in rows]
+        if _without_clock(lines) != _without_clock(shown):
+            stream.write("\n".join(live.plain(row, color) for row in rows) + "\n")
+            stream.flush()
+        shown = lines
+        time.sleep(POLL_S)
+
+
 def _without_clock(lines: list[str]) -> list[str]:
-    return [line.split(" · ", 1)[-1] for line in lines[:1]] + [line.rsplit(" · ", 1)[0] for line in lines[1:]]
+    return [_CLOCK.sub("", line) for line in lines]

@@ -223,8 +223,15 @@ class Workspace:
         cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
         self.spending.add(str(stage), item, usage.total, cost)
         self.console.status(iteration, stage, item or "", self.tokens)
-        self.console.spent(self.tokens, self.spending.cost_usd)
-        self.journal.event("spent", tokens=self.tokens, cost_usd=round(self.spending.cost_usd, 6))
+        spending = self.spending
+        self.console.spent(self.tokens, spending.cost_usd, spending.known_runs, spending.unknown_runs)
+        self.journal.event(
+            "spent",
+            tokens=self.tokens,
+            cost_usd=round(spending.cost_usd, 6),
+            known_runs=spending.known_runs,
+            unknown_runs=spending.unknown_runs,
+        )
         return result
 
     def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:

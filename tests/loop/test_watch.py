@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import re
 import select
 import shlex
 import signal
@@ -20,6 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.loop.test_construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
+
+SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 # BUILD says what it does (a Claude Code tool call), then waits for the file `go` beside the fake
 # agent's state (or for ralph to go away), then acts as the fake agent.
@@ -89,14 +92,15 @@ def test_status_and_watch_follow_a_running_construct_to_its_end(held: Path):
     once = ralph_out(held, "watch", "--once")
     assert once.returncode == 0, once.stderr
     lines = once.stdout.splitlines()
-    assert lines[0].startswith("ralph ") and "iteration 1" in lines[0] and "tokens" in lines[0]
+    assert lines[0].startswith("ralph ") and "iteration 1 of 10 · 0 of 1 accepted · ETA unknown" in lines[0]
+    assert "tokens · " in lines[1]
     assert any(line.startswith(f"  BUILD       {task_id} Parse input · ") for line in lines), lines
     assert f"  {task_id}: -> Bash: make work" in lines  # the agent's last action
 
     watch = [sys.executable, "-m", "ralph", "-C", str(held), "watch"]
     follower = subprocess.Popen(watch, stdout=subprocess.PIPE, text=True)
     on_terminal = terminal(watch)
-    wait_for(lambda: on_terminal.seen().count("\033[J") >= 2, "ralph watch redraws on a terminal")
+    wait_for(lambda: on_terminal.seen().count("\033[H") >= 2, "ralph watch redraws on a terminal")
     let_go(held)
     out, _ = running.communicate(timeout=300)
     watched, _ = follower.communicate(timeout=120)
@@ -165,7 +169,8 @@ class Terminal:
 def terminal(argv: list[str]) -> Terminal:
     screen = Terminal()
     tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
-    return screen.started(subprocess.Popen(argv, **tty))
+    env = {**os.environ, "TERM": "xterm"}  # a terminal that takes escape sequences
+    return screen.started(subprocess.Popen(argv, env=env, **tty))
 
 
 def run_on_a_terminal(root: Path, agent: str, env: dict) -> str:
@@ -178,16 +183,17 @@ def run_on_a_terminal(root: Path, agent: str, env: dict) -> str:
 @pytest.mark.parametrize("no_color", [False, True])
 def test_the_console_draws_a_live_region_on_a_real_terminal(repo: Path, no_color: bool):
     with_app_spec(repo, "# App\n\n- Parse input [gate-fails-once]\n")
-    env = {"NO_COLOR": "1"} if no_color else {"NO_COLOR": ""}
+    env = {"NO_COLOR": "1" if no_color else "", "TERM": "xterm", "FORCE_COLOR": ""}
     shown = run_on_a_terminal(repo, "", env)
     task_id = next(e["item"] for e in events(repo) if e["event"] == "agent_begin" and e["stage"] == "BUILD")
-    assert "\033[J" in shown  # the region is redrawn in place
-    plain = shown.replace("\033[1m", "").replace("\033[2m", "").replace("\033[0m", "").replace("\033[31m", "")
+    assert "\033[2K" in shown  # the region is redrawn in place
+    plain = SGR.sub("", shown)
     assert f"  BUILD       {task_id} Parse input [gate-fails-once] · 0:0" in plain  # a running agent
     assert f"  last gate {task_id}: FAILED build/ralph-logs/" in plain and "    FAILED: " in plain
     assert f"gate for {task_id}: FAILED, log build/ralph-logs/ralph-" in plain
     assert "ralph: COMPLETE" in plain
     assert ("\033[31m" in shown) is not no_color and ("\033[1m" in shown) is not no_color
+    assert re.search(r"\d of \d accepted", plain) and "ralph 0:0" in plain  # the progress header
 
 
 def test_the_final_report_says_in_words_why_each_task_is_left(project_with_tasks):
