@@ -394,6 +394,7 @@ class Screen:
         for part, style, _ in row.segs:
             text.append(part, style=style or None)
         self.live.console.print(text, soft_wrap=True)
+        self.live.refresh()  # the region as of this event, not as of the last tick
 
     def refresh(self) -> None:
         self.live.refresh()
