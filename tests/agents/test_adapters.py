@@ -2,7 +2,7 @@
 
 The streams in tests/data/streams/ follow the event shapes the real CLIs printed on these
 machines (see shared agent-clis notes); the `*-real*.jsonl` ones are real output, recorded from
-the binaries against tests/e2e/mock_model.py. The real binaries run in the slow e2e suite."""
+the binaries against tests/support/mock_model.py. The real binaries run in the slow e2e suite."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_gemini_argv_and_stream():
 
 
 # Recorded from the real binaries (opencode 1.18.33, Gemini CLI 0.61.0), each run once by hand on a
-# BUILD prompt against tests/e2e/mock_model.py with Usage(input_tokens_schedule=[1200, 2400, 3600],
+# BUILD prompt against tests/support/mock_model.py with Usage(input_tokens_schedule=[1200, 2400, 3600],
 # cache_read_tokens=200, output_tokens=20): the mock answered the agent's requests with input 1200,
 # 2400 and 3600 (200 of each cached) and 20 output tokens each; only absolute temp paths are replaced.
 

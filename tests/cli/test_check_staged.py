@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = b'{"t": "task", "id": "t-aaaaaa", "name": "A", "deps": ["t-nowhere"]}\n'

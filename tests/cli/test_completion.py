@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Ralph
+from tests.support.cli import Ralph
 
 BIN = str(Path(sys.executable).parent)  # where `ralph` is installed, beside this interpreter
 

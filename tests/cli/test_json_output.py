@@ -13,7 +13,8 @@ import pytest
 
 from ralph.cli.main import cli
 from ralph.text import SCHEMA_VERSION
-from tests.conftest import Ralph, _isolate_git, git
+from tests.support.cli import Ralph
+from tests.support.gitrepo import git, isolate_git
 
 # Commands whose output is not data: a script, git's merge driver (writes a file), an HTML page, a
 # live view for a person (its data is build/ralph-logs/events.jsonl).
@@ -81,7 +82,7 @@ def _prepared(
     root = tmp_path_factory.mktemp("json") / "repo"
     shutil.copytree(_initialized_repo, root, symlinks=True)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+        isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
         ralph = Ralph(root)
         tasks = [
             {"id": "t-aaaaaa", "name": "x"},

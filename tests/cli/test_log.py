@@ -16,7 +16,8 @@ import pytest
 from pytest_golden.plugin import GoldenTestFixture
 
 from ralph.store.transaction import transaction
-from tests.conftest import Ralph, _isolate_git, git
+from tests.support.cli import Ralph
+from tests.support.gitrepo import git, isolate_git
 
 
 class Clock:
@@ -102,7 +103,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("history") / "repo"
     root.mkdir()
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+        isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
         git(root, "init", "-q")
         (root / "README").write_text("a project\n")
         build_history(root, monkeypatch)

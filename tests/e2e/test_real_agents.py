@@ -8,7 +8,6 @@ the real `ralph` commands.
 
 from __future__ import annotations
 
-import json
 import shlex
 import socket
 import subprocess
@@ -18,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.journal import read_events
-from tests.conftest import git
-from tests.e2e.conftest import scratch_env, write_project
-from tests.e2e.mock_model import Conversation, MockModelServer, Usage
-from tests.e2e.npm_agents import require_installed
+from tests.support.e2e import add_task, events, plan_records, recorded, scratch_env, write_project
+from tests.support.gitrepo import git
+from tests.support.mock_model import Conversation, MockModelServer, Usage
+from tests.support.npm_agents import require_installed
 
 pytestmark = pytest.mark.slow
 
@@ -62,18 +60,6 @@ def construct(root: Path, agent: str, binary: Path, env: dict[str, str], *flags:
         "--gate", f"{shlex.quote(sys.executable)} check_work.py", *flags,
     ]  # fmt: skip
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-
-
-def events(root: Path) -> list[dict]:
-    return read_events(root / "build" / "ralph-logs" / "events.jsonl")
-
-
-def plan_records(root: Path) -> list[dict]:
-    return [json.loads(line) for line in (root / "plan.jsonl").read_text().splitlines() if line.strip()]
-
-
-def recorded(root: Path, key: str) -> int:
-    return sum(e.get("tokens", {}).get(key, 0) for e in events(root) if e["event"] == "agent_end")
 
 
 def assert_complete(root: Path, done: subprocess.CompletedProcess, names: list[str]) -> None:
@@ -127,12 +113,6 @@ class PressureUsage(Usage):
             return 1000
         schedule = self.after if "=== COMPACTED CONTEXT ===" in prompt else self.first
         return schedule[min(turn, len(schedule) - 1)]
-
-
-def add_task(root: Path, name: str) -> str:
-    from ralph.ops import tasks
-
-    return tasks.add(root, [{"name": name, "accept": "work file says ok"}])[0]["id"]
 
 
 def test_claude_context_pressure_warns_compacts_and_continues(project):

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.e2e.conftest import scratch_env, write_project
-from tests.e2e.mock_model import MockModelServer, Usage
-from tests.e2e.npm_agents import require_installed
-from tests.e2e.test_real_agents import add_task, events, plan_records, recorded
+from tests.support.e2e import add_task, events, plan_records, recorded, scratch_env, write_project
+from tests.support.gitrepo import git
+from tests.support.mock_model import MockModelServer, Usage
+from tests.support.npm_agents import require_installed
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.loop.test_construct import in_process, with_app_spec
+from tests.support.construct import in_process, with_app_spec
+from tests.support.gitrepo import git
 
 # Any run of it leaves a mark: the dry run must start none.
 AGENT = "import pathlib; pathlib.Path(__file__).with_name('agent-ran').write_text('ran')\n"

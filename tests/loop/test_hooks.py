@@ -1,6 +1,6 @@
 """Config hooks through the real loop: each hook event reaches the hook's stdin as JSON with the
 schema version; a hook that fails, hangs past its timeout or cannot start is journalled and the
-run goes on. The scripted agents are tests/loop/fake_agent.py's."""
+run goes on. The scripted agents are tests/support/scripts/fake_agent.py's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ralph.text import SCHEMA_VERSION
-from tests.loop.test_construct import (
+from tests.support.construct import (
     add_tasks,
     assert_clean,
     construct,
@@ -19,7 +19,6 @@ from tests.loop.test_construct import (
     gone,
     in_process,
     limited_once,
-    project,  # noqa: F401 (the fixture)
     wait_for,
 )
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.loop.test_construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
+from tests.support.construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
 
 # BUILD says what it does (a Claude Code tool call), then waits for the file `go` beside the fake
 # agent's state (or for ralph to go away), then acts as the fake agent.
@@ -203,7 +203,7 @@ def test_the_final_report_says_in_words_why_each_task_is_left(project_with_tasks
 
 @pytest.fixture
 def project_with_tasks(repo: Path):
-    from tests.loop.test_construct import add_tasks
+    from tests.support.construct import add_tasks
 
     with_app_spec(repo, "# App\n\n- Picky\n")
     (task_id,) = add_tasks(repo, "Picky [reject-always]")

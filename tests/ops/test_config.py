@@ -10,7 +10,7 @@ import pytest
 
 from ralph.errors import InvalidInput
 from ralph.ops.settings import Settings, read_user_config, user_config_path
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 
 def commits(root) -> int:

@@ -5,7 +5,6 @@ read is in tests/cli/test_doctor_golden.py."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,44 +12,9 @@ from pathlib import Path
 import pytest
 
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
-from tests.conftest import Ralph, git
-
-HOLD = {
-    "plan": "from ralph.store.lock import plan_lock as hold; where = root",
-    "construct": (
-        "from functools import partial; from ralph.store.lock import exclusive_run, CONSTRUCT_LOCK_NAME;"
-        " hold = partial(exclusive_run, what='ralph construct'); where = root / '.git' / CONSTRUCT_LOCK_NAME"
-    ),
-}
-
-
-def holder(root: Path, which: str) -> subprocess.Popen:
-    """A real process that takes the plan lock or the construct lock and holds it."""
-    code = (
-        f"import sys, time; from pathlib import Path; root = Path(sys.argv[1]); {HOLD[which]}\n"
-        "with hold(where):\n    print('locked', flush=True); time.sleep(120)\n"
-    )
-    process = subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True)
-    assert process.stdout.readline() == "locked\n"
-    return process
-
-
-def killed_holder(root: Path, which: str) -> int:
-    """A lock taken by a process that was then SIGKILLed, holding it: its pid."""
-    process = holder(root, which)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    return process.pid
-
-
-def leftover_worktree(root: Path, tmp: Path, label: str, branch: str | None = None) -> Path:
-    """A worktree as ralph.loop.workspace.checkout makes it (<tmp>/ralph-<label>-XXXX/ralph-<label>),
-    as a killed run leaves it; on `branch` (made from HEAD) as parallel builds have them."""
-    path = tmp / f"ralph-{label}-k1ll3d" / f"ralph-{label}"
-    path.parent.mkdir(parents=True)
-    where = ["-b", branch] if branch else ["--detach"]
-    git(root, "worktree", "add", "-q", *where, str(path), "HEAD")
-    return path
+from tests.support.cli import Ralph
+from tests.support.gitrepo import git, leftover_worktree
+from tests.support.locks import HOLD, holder, killed_holder
 
 
 def doctor(root: Path, *args: str, code: int | None = None):

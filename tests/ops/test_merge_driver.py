@@ -7,7 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.conftest import Ralph, git, ralph_process
+from tests.support.cli import Ralph, ralph_process
+from tests.support.gitrepo import git
 
 WARNING = (
     "ralph: warning: .gitattributes merges plan.jsonl with ralph's merge driver, but this clone's git"

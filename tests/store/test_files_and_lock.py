@@ -13,7 +13,8 @@ import pytest
 from ralph.errors import EXIT_BUSY, Busy
 from ralph.store.files import remove_stale_temp_files, write_atomic
 from ralph.store.lock import LOCK_NAME, plan_lock
-from tests.conftest import ralph_process
+from tests.support.cli import ralph_process
+from tests.support.locks import HOLDER
 
 # Two complete versions of a file, of different sizes: any part of one is neither.
 VERSIONS = {"a": 600_000, "b": 900_000}
@@ -32,17 +33,6 @@ while reads < 100_000 and not stop.exists():
     if reads == 1:
         ready.touch()
 print(reads, bad)
-"""
-
-HOLDER = """
-import sys
-from pathlib import Path
-
-from ralph.store.lock import plan_lock
-
-with plan_lock(Path(sys.argv[1])):
-    print("locked", flush=True)
-    sys.stdin.read()  # until the test closes our stdin
 """
 
 TRY_LOCK = """

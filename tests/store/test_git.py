@@ -10,7 +10,7 @@ import pytest
 
 from ralph.errors import GitError, RalphError
 from ralph.store.git import Repo, blob_sha, find_root
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 
 def git_bytes(root: Path, *args: str) -> bytes:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, ralph_in_process
+from tests.support.cli import ralph_in_process
+from tests.support.gitrepo import FAKE_GPG, git
 
 
 def head_state(root: Path) -> tuple[str, bytes, str]:
@@ -283,14 +284,6 @@ def test_a_lone_surrogate_in_task_json_is_refused(repo):
     assert git(repo, "status", "--porcelain") == ""
 
 
-FAKE_GPG = """#!/bin/sh
-# Stands in for gpg: signs anything (git reads the status line from stderr, the signature from stdout).
-cat > /dev/null
-echo '[GNUPG:] SIG_CREATED D 1 8 00 1 X' >&2
-printf -- '-----BEGIN PGP SIGNATURE-----\\nfake\\n-----END PGP SIGNATURE-----\\n'
-"""
-
-
 def test_commits_are_signed_when_the_repository_asks(repo, tmp_path):
     gpg = tmp_path / "fake-gpg"
     gpg.write_text(FAKE_GPG)
@@ -353,7 +346,7 @@ def test_a_lone_surrogate_in_a_hand_edit_is_printed_as_json_escapes(repo):
 
 def test_the_crash_log_is_private_unpredictable_and_never_crashes(repo, tmp_path, monkeypatch):
     from ralph.ops import reads
-    from tests.conftest import Ralph
+    from tests.support.cli import Ralph
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("simulated bug")
