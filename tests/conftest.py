@@ -73,7 +73,7 @@ WAITING = (
     "tests/loop/test_many_machines.py::test_two_runners_on_one_issue_investigate_it_once",
     "tests/loop/test_many_machines.py::test_two_runners_decompose_a_killed_task_once",
     "tests/cli/test_remote_status.py::test_status_remote_with_no_claims_and_an_unreachable_remote",
-    "tests/loop/test_units.py::test_output_reaches_the_log_while_the_child_still_runs",
+    "tests/loop/test_supervisor.py::test_output_reaches_the_log_while_the_child_still_runs",
     "tests/loop/test_parallel_build.py::test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time",
     "tests/loop/test_construct.py::test_timeout_kills_agent_and_grandchild_then_decomposes",
     "tests/loop/test_stage_runs.py::test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit",
