@@ -1,0 +1,278 @@
+"""Where the tests of a module of ralph/ are when they are not in a test module of its own name.
+
+Each entry: the module, the test modules that cover it, and one sentence saying which of their
+behaviour does. tests/test_layout.py checks that every module with logic has tests of its own name
+or an entry here, and that each entry is still needed and names test modules that exist. Prefer a
+test module of the module's own name: move a clean group of tests there, or write one, and drop
+the entry."""
+
+from __future__ import annotations
+
+COVERED: dict[str, tuple[str, ...]] = {
+    # agents/: the adapters are read through their recorded streams, all four in one module.
+    "ralph/agents/__init__.py": (
+        "tests/agents/test_adapters.py",
+        "tests/agents/test_command.py",
+        "make_adapter builds every adapter these tests read streams with, and refuses an unknown name.",
+    ),
+    "ralph/agents/base.py": (
+        "tests/agents/test_adapters.py",
+        "tests/agents/test_limits.py",
+        "RunTracker's sums of turns and results, and each adapter's typed events and failure kinds, "
+        "are asserted on the recorded streams of every CLI.",
+    ),
+    "ralph/agents/claude.py": (
+        "tests/agents/test_adapters.py",
+        "tests/agents/test_limits.py",
+        "test_claude_argv_env_and_stream and the HTTP error test check its argv, env and stream, and "
+        "test_limits reads the status and reset time from its result.",
+    ),
+    "ralph/agents/claude_stream.py": (
+        "tests/agents/test_adapters.py",
+        "tests/agents/test_command.py",
+        "the Claude stream tests and the command adapter's stream-json test assert the turns' usage, "
+        "the result's totals, cost and context window it parses.",
+    ),
+    "ralph/agents/codex.py": (
+        "tests/agents/test_adapters.py",
+        "tests/agents/test_limits.py",
+        "test_codex_argv_and_stream and test_codex_failed_turn_is_an_error check its argv and events, and "
+        "test_limits how it classifies a failed turn.",
+    ),
+    "ralph/agents/gemini.py": (
+        "tests/agents/test_adapters.py",
+        "tests/agents/test_limits.py",
+        "its argv and the recorded streams (a real one and a real HTTP 400) are asserted, and test_limits "
+        "classifies its error results.",
+    ),
+    "ralph/agents/opencode.py": (
+        "tests/agents/test_adapters.py",
+        "tests/agents/test_limits.py",
+        "its argv and the recorded streams (a real one and a real HTTP 400) are asserted, and test_limits "
+        "reads the status code and retry-after header of its errors.",
+    ),
+    # cli/: parses and prints; what it prints is in the goldens, what it does in the ops tests.
+    "ralph/cli/common.py": (
+        "tests/cli/test_smoke.py",
+        "tests/cli/test_unix_manners.py",
+        "tests/cli/test_completion.py",
+        "the one-line errors with their exit codes, the crash log of a bug, a closed pipe and the ids "
+        "offered on Tab are asserted through the real CLI.",
+    ),
+    "ralph/cli/config.py": (
+        "tests/ops/test_config.py",
+        "`ralph config get|set|unset|list` is run through the CLI there, each change and refusal checked.",
+    ),
+    "ralph/cli/construct.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_dryrun.py",
+        "tests/loop/test_loop_safety.py",
+        "tests/cli/test_report_golden.py",
+        "every loop test runs `ralph construct` or `ralph plan` through it, bad loop flags are one line "
+        "with exit 2, and its final report is held in golden files.",
+    ),
+    "ralph/cli/doctor.py": (
+        "tests/ops/test_doctor.py",
+        "tests/cli/test_doctor_golden.py",
+        "`ralph doctor` and its --fix and --json run through the CLI in both, and the goldens hold what "
+        "it prints.",
+    ),
+    "ralph/cli/history.py": (
+        "tests/cli/test_log.py",
+        "tests/cli/test_completion.py",
+        "`ralph log`, `ralph report` and `ralph completion` are run through the CLI, their output held "
+        "in goldens and checked against a schema.",
+    ),
+    "ralph/cli/issues.py": (
+        "tests/cli/test_golden.py",
+        "tests/cli/test_json_output.py",
+        "the issue.yml golden runs `ralph issue add|resolve|list` and holds what each prints, and "
+        "every --json line is checked for its schema version.",
+    ),
+    "ralph/cli/main.py": (
+        "tests/cli/test_golden.py",
+        "tests/ops/test_import_path.py",
+        "every command's --help is a golden, and the state commands are shown never to load the "
+        "construct loop that the group loads lazily.",
+    ),
+    "ralph/cli/queries.py": (
+        "tests/cli/test_golden.py",
+        "tests/cli/test_unix_manners.py",
+        "the query and query_empty goldens hold what each `ralph query` prints, and its JSON objects "
+        "are checked.",
+    ),
+    "ralph/cli/questions.py": (
+        "tests/cli/test_golden.py",
+        "tests/loop/test_questions.py",
+        "the questions.yml golden runs ask, answer and questions, and the loop's agents ask through "
+        "the real `ralph ask`.",
+    ),
+    "ralph/cli/state.py": (
+        "tests/cli/test_golden.py",
+        "tests/cli/test_check_staged.py",
+        "the init, check, status and merge-driver goldens hold what each prints, and `check --staged` "
+        "is checked against git's index.",
+    ),
+    "ralph/cli/tasks.py": (
+        "tests/cli/test_golden.py",
+        "tests/cli/test_smoke.py",
+        "the task_*.yml goldens hold what every `ralph task` subcommand prints, and test_smoke checks "
+        "their commits and exit codes.",
+    ),
+    "ralph/demo/__main__.py": (
+        "tests/test_demo.py",
+        "the demo test runs `python -m ralph.demo` to COMPLETE and checks the repository it keeps.",
+    ),
+    "ralph/demo/agent.py": (
+        "tests/test_demo.py",
+        "the demo's run to COMPLETE is this scripted agent's work at every stage.",
+    ),
+    "ralph/errors.py": (
+        "tests/cli/test_smoke.py",
+        "tests/plan/test_plan.py",
+        "each error's exit code and one-line message is asserted through the CLI, and the plan's "
+        "refusals raise the error types they are defined as.",
+    ),
+    # loop/: the stages are tested through the real loop with the scripted fake agent.
+    "ralph/loop/reaper.py": (
+        "tests/loop/test_supervisor.py",
+        "tests/loop/test_loop_safety.py",
+        "daemons left outside the run's process group are ended and reaped, only when their run ends, "
+        "and never what ralph itself started.",
+    ),
+    "ralph/loop/remote.py": (
+        "tests/loop/test_many_machines.py",
+        "runners sharing a remote claim each task before building it, hand builds back, and three "
+        "runners build twelve tasks exactly once.",
+    ),
+    "ralph/loop/signals.py": (
+        "tests/loop/test_construct.py",
+        "the interrupt tests stop real runs with SIGINT, SIGTERM and SIGHUP, in a row and from a "
+        "parent that ignores them, and check exit codes and cleanup.",
+    ),
+    "ralph/loop/stage_build.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_loop_safety.py",
+        "builds retried after a failed gate, timed out, crashed, set aside for DECOMPOSE or changing "
+        "nothing are run through the real loop.",
+    ),
+    "ralph/loop/stage_investigate.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_stage_runs.py",
+        "tests/loop/test_loop_safety.py",
+        "issues are investigated into tasks and resolved once, and a hanging investigator is stopped "
+        "and parked at the limit.",
+    ),
+    "ralph/loop/stage_plan.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_stage_runs.py",
+        "`ralph plan` runs only this stage, and a stopped plan run keeps nothing and says why.",
+    ),
+    "ralph/loop/stage_verify.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_stage_runs.py",
+        "verifiers accept or reject tasks in parallel checkouts of their own, and one stopped at the "
+        "limit sets its task aside.",
+    ),
+    "ralph/loop/workspace.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_stage_runs.py",
+        "every stage acts through a Workspace: its checkouts, the time budget's deadline and the stage "
+        "reports are what the loop tests observe.",
+    ),
+    # ops/: the use cases, through the CLI.
+    "ralph/ops/history.py": (
+        "tests/cli/test_log.py",
+        "the timeline, a task's story and --since are read back from real histories made through the CLI.",
+    ),
+    "ralph/ops/initialize.py": (
+        "tests/cli/test_golden.py",
+        "tests/cli/test_unix_manners.py",
+        "tests/ops/test_mergedriver.py",
+        "`ralph init` run first and again is held in goldens, with the .gitignore lines it keeps and "
+        "the merge driver it registers.",
+    ),
+    "ralph/ops/issues.py": (
+        "tests/cli/test_golden.py",
+        "tests/loop/test_loop_safety.py",
+        "issues added, resolved and kept open through the CLI and the loop are asserted on the plan.",
+    ),
+    "ralph/ops/questions.py": (
+        "tests/loop/test_questions.py",
+        "tests/cli/test_golden.py",
+        "a question blocks its task and its dependents until it is answered, through the real loop "
+        "and the CLI.",
+    ),
+    "ralph/ops/reads.py": (
+        "tests/cli/test_golden.py",
+        "tests/loop/test_cost.py",
+        "tests/store/test_user_safety.py",
+        "status, query and check are held in goldens, spending sums per stage, and the reads run "
+        "nothing from the repository.",
+    ),
+    "ralph/ops/report.py": (
+        "tests/cli/test_log.py",
+        "the page is one self-contained file with a point per plan commit, an unknown cost says so, "
+        "and headless Chromium draws it.",
+    ),
+    "ralph/ops/runs.py": (
+        "tests/loop/test_watch.py",
+        "`ralph status` and `ralph watch` follow a running construct to its end, and a killed run "
+        "reads as not running.",
+    ),
+    "ralph/ops/sync.py": (
+        "tests/ops/test_claims.py",
+        "claims, publishing and release go through its rounds: a lost race is replayed on the new head "
+        "and an unreachable remote fails after bounded retries.",
+    ),
+    "ralph/ops/tasks.py": (
+        "tests/cli/test_smoke.py",
+        "tests/cli/test_golden.py",
+        "test_smoke commits add, done and accept one change each, and the task goldens run every "
+        "other task command through the CLI.",
+    ),
+    # plan/ and store/: modules tested in pairs.
+    "ralph/plan/document.py": (
+        "tests/plan/test_document_and_loader.py",
+        "every byte read is written back unless its record changed: rewrites, appends, CRLF and "
+        "serialization are asserted there.",
+    ),
+    "ralph/plan/intake.py": (
+        "tests/plan/test_plan.py",
+        "tests/ops/test_properties.py",
+        "adding tasks generates ids, refuses bad input and cycles within a batch, and no generated "
+        "input makes task add crash.",
+    ),
+    "ralph/plan/loader.py": (
+        "tests/plan/test_document_and_loader.py",
+        "tests/plan/test_malformed.py",
+        "each problem of a broken plan is reported by its line, and the corpus of malformed files is "
+        "refused by every command.",
+    ),
+    "ralph/plan/models.py": (
+        "tests/plan/test_models_schema.py",
+        "tests/plan/test_schema_standard.py",
+        "plan.schema.json is exported from the models, matches the documented fields, and a standard "
+        "validator agrees with ralph check.",
+    ),
+    "ralph/plan/validate.py": (
+        "tests/plan/test_models_schema.py",
+        "the validator accepts exactly the records pydantic accepts, on generated valid and broken records.",
+    ),
+    "ralph/store/files.py": (
+        "tests/store/test_files_and_lock.py",
+        "write_atomic and remove_stale_temp_files are checked with a concurrent reader and failing writes.",
+    ),
+    "ralph/store/lock.py": (
+        "tests/store/test_files_and_lock.py",
+        "tests/ops/test_doctor.py",
+        "the plan lock is held by real processes, ends in Busy and falls back without flock, and doctor "
+        "probes and clears stale locks.",
+    ),
+    "ralph/store/reader.py": (
+        "tests/store/test_validcache.py",
+        "tests/store/test_transaction.py",
+        "a proven plan is read without validating it again, any edit brings the full validation back, "
+        "and every change reads through it.",
+    ),
+}
