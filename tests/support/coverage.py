@@ -220,23 +220,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "test_smoke commits add, done and accept one change each, and the task goldens run every "
         "other task command through the CLI.",
     ),
-    # plan/ and store/: modules tested in pairs.
-    "ralph/plan/document.py": (
-        "tests/plan/test_document_and_loader.py",
-        "every byte read is written back unless its record changed: rewrites, appends, CRLF and "
-        "serialization are asserted there.",
-    ),
+    # plan/ and store/
     "ralph/plan/intake.py": (
         "tests/plan/test_plan.py",
         "tests/ops/test_properties.py",
         "adding tasks generates ids, refuses bad input and cycles within a batch, and no generated "
         "input makes task add crash.",
-    ),
-    "ralph/plan/loader.py": (
-        "tests/plan/test_document_and_loader.py",
-        "tests/plan/test_malformed.py",
-        "each problem of a broken plan is reported by its line, and the corpus of malformed files is "
-        "refused by every command.",
     ),
     "ralph/plan/models.py": (
         "tests/plan/test_models_schema.py",
@@ -247,16 +236,6 @@ COVERED: dict[str, tuple[str, ...]] = {
     "ralph/plan/validate.py": (
         "tests/plan/test_models_schema.py",
         "the validator accepts exactly the records pydantic accepts, on generated valid and broken records.",
-    ),
-    "ralph/store/files.py": (
-        "tests/store/test_files_and_lock.py",
-        "write_atomic and remove_stale_temp_files are checked with a concurrent reader and failing writes.",
-    ),
-    "ralph/store/lock.py": (
-        "tests/store/test_files_and_lock.py",
-        "tests/ops/test_doctor.py",
-        "the plan lock is held by real processes, ends in Busy and falls back without flock, and doctor "
-        "probes and clears stale locks.",
     ),
     "ralph/store/reader.py": (
         "tests/store/test_validcache.py",
