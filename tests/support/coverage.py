@@ -221,12 +221,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "other task command through the CLI.",
     ),
     # plan/ and store/
-    "ralph/plan/intake.py": (
-        "tests/plan/test_plan.py",
-        "tests/ops/test_properties.py",
-        "adding tasks generates ids, refuses bad input and cycles within a batch, and no generated "
-        "input makes task add crash.",
-    ),
     "ralph/plan/models.py": (
         "tests/plan/test_models_schema.py",
         "tests/plan/test_schema_standard.py",
