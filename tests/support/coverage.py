@@ -9,7 +9,7 @@ the entry."""
 from __future__ import annotations
 
 COVERED: dict[str, tuple[str, ...]] = {
-    # agents/: the adapters are read through their recorded streams, all four in one module.
+    # agents/
     "ralph/agents/__init__.py": (
         "tests/agents/test_adapters.py",
         "tests/agents/test_command.py",
@@ -21,35 +21,11 @@ COVERED: dict[str, tuple[str, ...]] = {
         "RunTracker's sums of turns and results, and each adapter's typed events and failure kinds, "
         "are asserted on the recorded streams of every CLI.",
     ),
-    "ralph/agents/claude.py": (
-        "tests/agents/test_adapters.py",
-        "tests/agents/test_limits.py",
-        "test_claude_argv_env_and_stream and the HTTP error test check its argv, env and stream, and "
-        "test_limits reads the status and reset time from its result.",
-    ),
     "ralph/agents/claude_stream.py": (
-        "tests/agents/test_adapters.py",
+        "tests/agents/test_claude.py",
         "tests/agents/test_command.py",
-        "the Claude stream tests and the command adapter's stream-json test assert the turns' usage, "
-        "the result's totals, cost and context window it parses.",
-    ),
-    "ralph/agents/codex.py": (
-        "tests/agents/test_adapters.py",
-        "tests/agents/test_limits.py",
-        "test_codex_argv_and_stream and test_codex_failed_turn_is_an_error check its argv and events, and "
-        "test_limits how it classifies a failed turn.",
-    ),
-    "ralph/agents/gemini.py": (
-        "tests/agents/test_adapters.py",
-        "tests/agents/test_limits.py",
-        "its argv and the recorded streams (a real one and a real HTTP 400) are asserted, and test_limits "
-        "classifies its error results.",
-    ),
-    "ralph/agents/opencode.py": (
-        "tests/agents/test_adapters.py",
-        "tests/agents/test_limits.py",
-        "its argv and the recorded streams (a real one and a real HTTP 400) are asserted, and test_limits "
-        "reads the status code and retry-after header of its errors.",
+        "the Claude Code streams replayed there (and the command adapter's stream-json lines) assert the "
+        "turns' usage, the result's totals, cost and context window it parses.",
     ),
     # cli/: parses and prints; what it prints is in the goldens, what it does in the ops tests.
     "ralph/cli/common.py": (
