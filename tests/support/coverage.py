@@ -15,12 +15,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "tests/agents/test_command.py",
         "make_adapter builds every adapter these tests read streams with, and refuses an unknown name.",
     ),
-    "ralph/agents/base.py": (
-        "tests/agents/test_adapters.py",
-        "tests/agents/test_limits.py",
-        "RunTracker's sums of turns and results, and each adapter's typed events and failure kinds, "
-        "are asserted on the recorded streams of every CLI.",
-    ),
     "ralph/agents/claude_stream.py": (
         "tests/agents/test_claude.py",
         "tests/agents/test_command.py",
@@ -179,11 +173,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "tests/cli/test_log.py",
         "the page is one self-contained file with a point per plan commit, an unknown cost says so, "
         "and headless Chromium draws it.",
-    ),
-    "ralph/ops/runs.py": (
-        "tests/loop/test_watch.py",
-        "`ralph status` and `ralph watch` follow a running construct to its end, and a killed run "
-        "reads as not running.",
     ),
     "ralph/ops/sync.py": (
         "tests/ops/test_claims.py",
