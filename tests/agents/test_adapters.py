@@ -1,6 +1,6 @@
 """What every agent adapter shares: each reads its recorded streams as typed events with the token
 totals the adapter's own tests (test_claude.py, test_codex.py, test_opencode.py, test_gemini.py,
-test_command.py) assert, and the run tracker sums turns and lets a result's totals win.
+test_command.py) assert; the run tracker is in test_base.py.
 
 The streams in tests/data/streams/ follow the event shapes the real CLIs printed on these
 machines (see shared agent-clis notes); the `*-real*.jsonl` ones are real output, recorded from
@@ -13,7 +13,6 @@ import typing
 
 import pytest
 
-from ralph.agents.base import RunTracker
 from ralph.agents.events import (
     CostEvent,
     ErrorEvent,
@@ -26,12 +25,7 @@ from ralph.agents.events import (
     ToolResultEvent,
     UsageEvent,
 )
-from tests.support.streams import STREAMS, adapter_named, replay
-
-
-def token_totals(usage) -> tuple[int, int, int, int]:
-    return (usage.input_tokens, usage.output_tokens, usage.cache_creation_tokens, usage.cache_read_tokens)
-
+from tests.support.streams import STREAMS, adapter_named, replay, token_totals
 
 CHAT = {SessionEvent, TextEvent, ToolEvent, ToolResultEvent}
 FAILED = {SessionEvent, ErrorEvent, ResultEvent, FailureEvent}
@@ -70,27 +64,3 @@ def test_each_adapter_reads_its_stream_as_typed_events(name, stream, kinds, toke
     with pytest.raises(dataclasses.FrozenInstanceError):  # the tracker keeps the result: nobody may edit it
         events[0].session_id = "changed"
     assert token_totals(replay(name, stream).usage) == tokens
-
-
-def test_the_tracker_sums_the_turns_and_the_results_totals_win():
-    tracker = RunTracker()
-    for event in [
-        SessionEvent("s-1", model="m"),
-        UsageEvent(input_tokens=10, output_tokens=2, cache_read_tokens=5),
-        CostEvent(0.25),
-        TextEvent("hi"),
-        ToolEvent("shell", "ls", exit_code=0),
-        UsageEvent(input_tokens=20, output_tokens=3, cache_creation_tokens=7),
-        CostEvent(0.25),
-    ]:
-        tracker.add(event)
-    usage = tracker.usage
-    assert token_totals(usage) == (30, 5, 7, 5)
-    assert usage.last_turn_context == 27 and usage.cost_usd == 0.5  # the latest turn; costs add up
-    assert tracker.session_id == "s-1" and tracker.result is None and not tracker.reported_error
-    tracker.add(ErrorEvent("HTTP 400"))
-    totals = UsageEvent(input_tokens=100, output_tokens=10, cache_read_tokens=50)
-    tracker.add(ResultEvent(is_error=True, subtype="error", usage=totals, cost_usd=1.0, context_window=1000))
-    assert token_totals(usage) == (100, 10, 0, 50)
-    assert usage.last_turn_context == 27 and usage.cost_usd == 1.0 and usage.context_window == 1000
-    assert tracker.errors == ["HTTP 400"] and tracker.reported_error and tracker.result.subtype == "error"

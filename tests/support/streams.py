@@ -21,3 +21,7 @@ def replay(name: str, stream: str) -> RunTracker:
         for event in adapter.parse_line(line):
             tracker.add(event)
     return tracker
+
+
+def token_totals(usage) -> tuple[int, int, int, int]:
+    return (usage.input_tokens, usage.output_tokens, usage.cache_creation_tokens, usage.cache_read_tokens)
