@@ -22,13 +22,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "turns' usage, the result's totals, cost and context window it parses.",
     ),
     # cli/: parses and prints; what it prints is in the goldens, what it does in the ops tests.
-    "ralph/cli/common.py": (
-        "tests/cli/test_smoke.py",
-        "tests/cli/test_unix_manners.py",
-        "tests/cli/test_completion.py",
-        "the one-line errors with their exit codes, the crash log of a bug, a closed pipe and the ids "
-        "offered on Tab are asserted through the real CLI.",
-    ),
     "ralph/cli/config.py": (
         "tests/ops/test_config.py",
         "`ralph config get|set|unset|list` is run through the CLI there, each change and refusal checked.",
