@@ -144,17 +144,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "`ralph init` run first and again is held in goldens, with the .gitignore lines it keeps and "
         "the merge driver it registers.",
     ),
-    "ralph/ops/issues.py": (
-        "tests/cli/test_golden.py",
-        "tests/loop/test_loop_safety.py",
-        "issues added, resolved and kept open through the CLI and the loop are asserted on the plan.",
-    ),
-    "ralph/ops/questions.py": (
-        "tests/loop/test_questions.py",
-        "tests/cli/test_golden.py",
-        "a question blocks its task and its dependents until it is answered, through the real loop "
-        "and the CLI.",
-    ),
     "ralph/ops/reads.py": (
         "tests/cli/test_golden.py",
         "tests/loop/test_cost.py",
@@ -171,12 +160,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "tests/ops/test_claims.py",
         "claims, publishing and release go through its rounds: a lost race is replayed on the new head "
         "and an unreachable remote fails after bounded retries.",
-    ),
-    "ralph/ops/tasks.py": (
-        "tests/cli/test_smoke.py",
-        "tests/cli/test_golden.py",
-        "test_smoke commits add, done and accept one change each, and the task goldens run every "
-        "other task command through the CLI.",
     ),
     # plan/ and store/
     "ralph/plan/models.py": (
