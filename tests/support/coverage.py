@@ -137,13 +137,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "tests/cli/test_log.py",
         "the timeline, a task's story and --since are read back from real histories made through the CLI.",
     ),
-    "ralph/ops/initialize.py": (
-        "tests/cli/test_golden.py",
-        "tests/cli/test_unix_manners.py",
-        "tests/ops/test_mergedriver.py",
-        "`ralph init` run first and again is held in goldens, with the .gitignore lines it keeps and "
-        "the merge driver it registers.",
-    ),
     "ralph/ops/reads.py": (
         "tests/cli/test_golden.py",
         "tests/loop/test_cost.py",
@@ -171,11 +164,5 @@ COVERED: dict[str, tuple[str, ...]] = {
     "ralph/plan/validate.py": (
         "tests/plan/test_models_schema.py",
         "the validator accepts exactly the records pydantic accepts, on generated valid and broken records.",
-    ),
-    "ralph/store/reader.py": (
-        "tests/store/test_validcache.py",
-        "tests/store/test_transaction.py",
-        "a proven plan is read without validating it again, any edit brings the full validation back, "
-        "and every change reads through it.",
     ),
 }
