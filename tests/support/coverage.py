@@ -15,12 +15,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "tests/agents/test_command.py",
         "make_adapter builds every adapter these tests read streams with, and refuses an unknown name.",
     ),
-    "ralph/agents/claude_stream.py": (
-        "tests/agents/test_claude.py",
-        "tests/agents/test_command.py",
-        "the Claude Code streams replayed there (and the command adapter's stream-json lines) assert the "
-        "turns' usage, the result's totals, cost and context window it parses.",
-    ),
     # cli/: parses and prints; what it prints is in the goldens, what it does in the ops tests.
     "ralph/cli/config.py": (
         "tests/ops/test_config.py",
