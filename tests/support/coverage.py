@@ -131,13 +131,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "tests/cli/test_log.py",
         "the timeline, a task's story and --since are read back from real histories made through the CLI.",
     ),
-    "ralph/ops/reads.py": (
-        "tests/cli/test_golden.py",
-        "tests/loop/test_cost.py",
-        "tests/store/test_user_safety.py",
-        "status, query and check are held in goldens, spending sums per stage, and the reads run "
-        "nothing from the repository.",
-    ),
     "ralph/ops/report.py": (
         "tests/cli/test_log.py",
         "the page is one self-contained file with a point per plan commit, an unknown cost says so, "
