@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from pytest_golden.plugin import GoldenTestFixture
 
 from ralph.cli.main import cli
-from tests.support.gitrepo import git, leftover_worktree
+from tests.support.gitrepo import git
+from tests.support.leftovers import leftover_branch, leftover_worktree
 from tests.support.locks import holder, killed_holder
 
 
@@ -29,7 +30,7 @@ def leftovers(repo: Path, tmp: Path) -> list:
     git(build, "add", "feature.py")
     git(build, "commit", "-qm", "ralph(build): t-b Feature")
     (build / "half.py").write_text("half\n")
-    git(repo, "branch", "ralph/t-old", "HEAD")
+    leftover_branch(repo, "ralph/t-old")
     return []
 
 

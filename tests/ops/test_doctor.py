@@ -13,7 +13,8 @@ import pytest
 
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
 from tests.support.cli import Ralph
-from tests.support.gitrepo import git, leftover_worktree
+from tests.support.gitrepo import git
+from tests.support.leftovers import leftover_branch, leftover_worktree
 from tests.support.locks import HOLD, holder, killed_holder
 
 
@@ -191,7 +192,8 @@ def test_a_branch_with_unmerged_commits_is_kept_unless_forced(repo, tmp_path):
     git(build, "add", "feature.py")
     git(build, "commit", "-qm", "ralph(build): t-b Feature")
     commit = git(repo, "rev-parse", "ralph/t-b").strip()
-    git(repo, "branch", "ralph/t-old", "HEAD")  # merged: goes
+    leftover_branch(repo, "ralph/t-old")  # merged: goes
+    git(repo, "branch", "ralph/hers", commit)  # a person's, with the same unmerged commit: never ralph's
 
     result = doctor(repo, "--fix", code=1)  # what is kept needs a person: not healthy
     assert result.stdout.splitlines()[-2:] == [
@@ -207,7 +209,7 @@ def test_a_branch_with_unmerged_commits_is_kept_unless_forced(repo, tmp_path):
         "ralph/t-b: a branch of a ralph run with 1 commit(s) not merged into main;"
         f" fixed (--fix deletes it (--force; 'git branch ralph/t-b {commit}' restores it))\n"
     )
-    assert git(repo, "branch", "--list", "ralph/*") == ""
+    assert git(repo, "branch", "--list", "ralph/*") == "  ralph/hers\n"
     git(repo, "branch", "ralph/t-b", commit)  # as the line says: nothing is lost
 
 

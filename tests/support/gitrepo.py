@@ -61,16 +61,6 @@ class Shared:
         ).stdout
 
 
-def leftover_worktree(root: Path, tmp: Path, label: str, branch: str | None = None) -> Path:
-    """A worktree as ralph.loop.workspace.checkout makes it (<tmp>/ralph-<label>-XXXX/ralph-<label>),
-    as a killed run leaves it; on `branch` (made from HEAD) as parallel builds have them."""
-    path = tmp / f"ralph-{label}-k1ll3d" / f"ralph-{label}"
-    path.parent.mkdir(parents=True)
-    where = ["-b", branch] if branch else ["--detach"]
-    git(root, "worktree", "add", "-q", *where, str(path), "HEAD")
-    return path
-
-
 FAKE_GPG = """#!/bin/sh
 # Stands in for gpg: signs anything (git reads the status line from stderr, the signature from stdout).
 cat > /dev/null
