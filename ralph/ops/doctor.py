@@ -28,6 +28,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import GitError, Refused
 from ralph.ops import mergedriver
@@ -48,7 +49,10 @@ class Finding:
     fix: str  # what `fix` does (or, for what it keeps, why)
     fixable: bool = True  # False: `fix` keeps it (an unmerged branch without `force`)
     fixed: bool = False
-    target: object = None  # what the repair acts on: the Worktree, the branch's commit
+    # What the repair acts on: the worktree, the branch's commit as judged, ralph's record of it.
+    worktree: Worktree | None = None
+    commit: str | None = None
+    record: Owned | None = None
 
     def line(self) -> str:
         if self.fixed:
@@ -65,7 +69,7 @@ class Diagnosis:
     def healthy(self) -> bool:
         return all(finding.fixed for finding in self.findings)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "healthy": self.healthy,
             "construct_running": self.running,
@@ -237,7 +241,7 @@ def _worktrees(repo: Repo) -> list[Finding]:
         worktree = listed.get(_resolved(Path(made.name)))
         if worktree is None:
             problem = "a record of a worktree a killed ralph run was making; it does not exist"
-            found.append(Finding("record", made.name, problem, "forgets the record", target=made))
+            found.append(Finding("record", made.name, problem, "forgets the record", record=made))
             continue
         if worktree.path.resolve() == here:
             continue
@@ -246,7 +250,7 @@ def _worktrees(repo: Repo) -> list[Finding]:
             problem, fix = f"a worktree ({on}) left by a killed ralph run, its folder gone", "forgets it"
         else:
             problem, fix = f"a worktree ({on}) left by a killed ralph run", _worktree_fix(repo, worktree)
-        found.append(Finding("worktree", str(worktree.path), problem, fix, target=(worktree, made)))
+        found.append(Finding("worktree", str(worktree.path), problem, fix, worktree=worktree, record=made))
     return found
 
 
@@ -291,7 +295,7 @@ def _branches(repo: Repo, force: bool) -> list[Finding]:
         commit = repo.commit_of(f"refs/heads/{name}")
         if commit is None:
             problem = "a record of a branch a killed ralph run was making; it does not exist"
-            found.append(Finding("record", name, problem, "forgets the record", target=record))
+            found.append(Finding("record", name, problem, "forgets the record", record=record))
             continue
         if name in checked_out:
             continue
@@ -308,15 +312,22 @@ def _branch_finding(repo: Repo, record: Owned, commit: str, head: str | None, fo
             name,
             "a branch of a ralph run, merged and in no worktree",
             "deletes it",
-            target=(commit, record),
+            commit=commit,
+            record=record,
         )
     into = repo.branch() or "HEAD"
     problem = f"a branch of a ralph run with {ahead} commit(s) not merged into {into}"
     if force:
         fix = f"deletes it (--force; 'git branch {name} {commit}' restores it)"
-        return Finding("branch", name, problem, fix, target=(commit, record))
+        return Finding("branch", name, problem, fix, commit=commit, record=record)
     return Finding(
-        "branch", name, problem, "keeps it (merge it, or --force deletes it)", False, target=(commit, record)
+        "branch",
+        name,
+        problem,
+        "keeps it (merge it, or --force deletes it)",
+        False,
+        commit=commit,
+        record=record,
     )
 
 
@@ -342,21 +353,22 @@ def _repair(repo: Repo, findings: list[Finding], force: bool) -> None:
             mergedriver.register(repo)
             finding.fixed = True
         elif finding.kind == "worktree":
-            worktree, record = finding.target
-            _remove_worktree(repo, worktree)
-            owned.forget(repo, record)
+            assert finding.worktree and finding.record
+            _remove_worktree(repo, finding.worktree)
+            owned.forget(repo, finding.record)
             finding.fixed = True
         elif finding.kind == "branch":
-            commit, record = finding.target
+            assert finding.commit and finding.record
             # Deleted only if it still points where it was judged: never a commit nobody saw.
-            repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", commit)
-            owned.forget(repo, record)
+            repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", finding.commit)
+            owned.forget(repo, finding.record)
             finding.fixed = True
         elif finding.kind == "record":
-            owned.forget(repo, finding.target)
-            if finding.target.folder:  # the temporary folder it was to be made in, if left empty
+            assert finding.record
+            owned.forget(repo, finding.record)
+            if finding.record.folder:  # the temporary folder it was to be made in, if left empty
                 with contextlib.suppress(OSError):
-                    Path(finding.target.folder).rmdir()
+                    Path(finding.record.folder).rmdir()
             finding.fixed = True
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ralph.errors import GitError, RalphError
 
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Iterable, Iterator
 
 ZERO_SHA = "0" * 40
@@ -69,7 +70,7 @@ class Repo:
             raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
         return done.stdout
 
-    def _run(self, args: tuple[str, ...], stdin: bytes | None = None):
+    def _run(self, args: tuple[str, ...], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
         import subprocess  # here, not above: read-only commands import this module for find_root alone
 
         try:
@@ -141,8 +142,8 @@ class Repo:
         return parent, self.tree_entries(parent)
 
     def commit_file(
-        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[str]] | None = None
-    ) -> tuple[str | None, list[str]]:
+        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[bytes]] | None = None
+    ) -> tuple[str | None, list[bytes]]:
         """Commit `data` as the content of top-level file `relpath`, and nothing else.
 
         `base` is a snapshot() still current. Returns the new snapshot; its commit is None when
@@ -155,7 +156,7 @@ class Repo:
         return prepared.commit, prepared.entries
 
     def prepare_commit(
-        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[str]] | None = None
+        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[bytes]] | None = None
     ) -> PreparedCommit | None:
         """Write the commit's objects, moving nothing: whatever would stop the commit (no git
         identity, a full disk) fails here, before the caller writes any file. None when HEAD
@@ -475,6 +476,7 @@ class Repo:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
+            assert git.stdout is not None  # stdout=PIPE
             try:
                 yield from git.stdout
             finally:
