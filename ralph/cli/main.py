@@ -9,6 +9,7 @@ import importlib
 
 import click
 
+from ralph import __version__
 from ralph.cli import config, doctor, history, issues, queries, questions, state, tasks
 from ralph.cli.common import RalphGroup
 
@@ -40,7 +41,7 @@ class Ralph(RalphGroup):
     type=click.Path(file_okay=False),
     help="Run as if started in this directory.",
 )
-@click.version_option(package_name="ralph", message="ralph %(version)s")
+@click.version_option(__version__, message="ralph %(version)s")  # not from the metadata: one place
 def cli(directory: str | None) -> None:
     """Drive a coding agent against a spec; keep all state in a git-committed plan.jsonl."""
 
