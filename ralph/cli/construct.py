@@ -230,8 +230,6 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
         from ralph.loop import dryrun
         from ralph.ops.settings import flag_layer, layered, user_config_path
 
-        if not (root / spec_rel).is_file():
-            raise InvalidInput(f"no spec file {spec_rel}")
         result = dryrun.preview(root, settings)
         # Where each setting that is not a default came from, as `ralph config list --origin` says.
         found = layered(config, user, str(user_config_path()), flag_layer(flags))
@@ -239,7 +237,10 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
         emit(result) if as_json else click.echo(
             "\n".join(printable(line) for line in dryrun.render_text(result))
         )
-        return
+        # Each reason the real run would refuse, as the line it would print; its exit code.
+        for refusal in result["refusals"]:
+            click.echo(f"ralph: {printable(refusal['message'])}", err=True)
+        ctx.exit(result["refusals"][0]["exit_code"] if result["refusals"] else 0)
     report = Loop(root, settings).run(plan_only=plan_only)
     if report.outcome.name != "COMPLETE" and report.iterations:
         report.resume = resume_command(ctx, spec_rel, flags)

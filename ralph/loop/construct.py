@@ -15,10 +15,10 @@ from enum import Enum
 from pathlib import Path
 
 from ralph.agents import make_adapter
-from ralph.errors import InvalidInput, PlanInvalid, Refused, RemoteError
+from ralph.errors import PlanInvalid, RemoteError
+from ralph.loop import preflight
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
-from ralph.loop.gate import gate_problem
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
@@ -118,10 +118,9 @@ class Loop:
             self.console.close()
 
     def _run(self, plan_only: bool) -> Report:
-        try:
-            self.runner.require_program()
-        except AgentUnavailable as exc:
-            return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
+        unavailable = preflight.agent_problem(self.runner)
+        if unavailable:
+            return self._report(Outcome.AGENT_UNAVAILABLE, str(unavailable))
         # Adopting orphans: a daemon an agent or gate starts (setsid) is ended with its run.
         with stop_signals_interrupt(), self._one_loop_per_repository(), self.supervisor.adopting_orphans():
             try:
@@ -267,28 +266,19 @@ class Loop:
             self.console.event(f"cleaned up after an earlier run: {line}")
 
     def _prepare(self, needs_gate: bool) -> Workspace:
-        spec = self.root / self.settings.spec
-        if not spec.is_file():
-            raise InvalidInput(f"no spec file {self.settings.spec}")
-        repo = Repo(self.root)
-        operation = repo.operation_in_progress()
-        if operation:
-            raise Refused(f"{operation}: finish or abort it before running ralph construct")
-        if repo.head() is not None and repo.branch() is None:
-            raise Refused("HEAD is detached: check out a branch for ralph construct to commit on")
-        problem = gate_problem(self.settings.gate, self.root) if needs_gate else None
-        if problem:
-            raise Refused(f"{problem}; set --gate (or the config's gate), or --gate '' for none")
+        # The same checks `--dry-run` lists (ralph/loop/preflight.py); here the first one stops the run.
+        for problem in preflight.start_problems(self.root, self.settings, needs_gate):
+            raise problem
         if not (self.root / PLAN_FILE).exists():
             from ralph.ops.initialize import init
 
             init(self.root)
         self._clean_up_after_a_killed_run()
         ws = Workspace(self.root, self.settings, self.runner, self.journal, self.console, self.deadline)
-        dirty = ws.changed_paths() - {PLAN_FILE}
-        if dirty and not self.settings.allow_dirty:
-            shown = ", ".join(sorted(dirty)[:5]) + (f" (+{len(dirty) - 5} more)" if len(dirty) > 5 else "")
-            raise Refused(f"uncommitted changes: {shown}; commit or stash them, or pass --allow-dirty")
+        dirty = preflight.dirty_paths(self.root)
+        problem = preflight.dirty_problem(dirty, self.settings)
+        if problem:
+            raise problem
         ws.user_dirty = frozenset(dirty)
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator

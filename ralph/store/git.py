@@ -239,15 +239,17 @@ class Repo:
         return (self.git_dir() / "index.lock").exists()
 
     # --- the work tree around agent runs -------------------------------------------------------
-    def changed_paths(self, among: Iterable[str] | None = None) -> set[str]:
+    def changed_paths(self, among: Iterable[str] | None = None, read_only: bool = False) -> set[str]:
         """Paths that differ from HEAD in the index or the work tree, and untracked files; only
-        those of `among` when given (git then looks at those paths alone, not the whole tree)."""
+        those of `among` when given (git then looks at those paths alone, not the whole tree).
+        `read_only`: git leaves .git/index as it was (status otherwise refreshes it)."""
         limit = sorted(among) if among is not None else []
         if among is not None and not limit:
             return set()
         out = self._paths(
-            "status", "--porcelain=v1", "-z", "--untracked-files=all", *(["--", *limit] if limit else [])
-        )
+            *(["--no-optional-locks"] if read_only else []),
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", *(["--", *limit] if limit else []),
+        )  # fmt: skip
         paths: set[str] = set()
         entries = iter(out.split("\0"))
         for entry in entries:
