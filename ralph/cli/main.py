@@ -10,7 +10,7 @@ import importlib
 import click
 
 from ralph import __version__
-from ralph.cli import config, doctor, history, issues, queries, questions, state, tasks
+from ralph.cli import config, doctor, history, issues, queries, questions, specs, state, tasks
 from ralph.cli.common import RalphGroup
 
 LAZY_COMMANDS = {
@@ -63,6 +63,7 @@ for command in (
     questions.ask,
     questions.answer,
     questions.questions,
+    specs.spec,
 ):
     cli.add_command(command)
 

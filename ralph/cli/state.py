@@ -42,6 +42,9 @@ def init(ctx: click.Context, no_commit: bool, as_json: bool) -> None:
         emit({"root": str(root), "created": created})
     elif created:
         click.echo(f"initialized ralph in {printable(str(root))}: " + ", ".join(created))
+        # The on-ramp: a repository set up just now, with no spec yet, is told what to do first.
+        if "plan.jsonl" in created and not any((root / "specs").glob("*.md")):
+            click.echo("next: `ralph spec new NAME` writes specs/NAME.md, a spec to fill in")
     else:
         click.echo(f"ralph is already initialized in {printable(str(root))}")
 

@@ -46,6 +46,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "query tasks": [],
     "questions": [],
     "schema": [],
+    "spec new": ["login"],
     "status": [],
     "task accept": ["t-aaaaaa"],
     "task add": ['{"name": "y"}'],
