@@ -242,7 +242,7 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
             click.echo(f"ralph: {printable(refusal['message'])}", err=True)
         ctx.exit(result["refusals"][0]["exit_code"] if result["refusals"] else 0)
     report = Loop(root, settings).run(plan_only=plan_only)
-    if report.outcome.name != "COMPLETE" and report.iterations:
+    if report.outcome.name != "COMPLETE" and report.began:
         report.resume = resume_command(ctx, spec_rel, flags)
     _print_report(report, as_json)
     ctx.exit(report.exit_code)
@@ -285,8 +285,8 @@ def _print_report(report, as_json: bool) -> None:
         emit({"outcome": report.outcome.name, **data})
         return
     headline = f"ralph: {report.outcome.name}: {printable(report.message)}"
-    if report.exit_code and not report.iterations and not report.stopped:
-        click.echo(headline, err=True)  # an error ending before any work: one line on stderr, nothing else
+    if report.exit_code and not report.began:
+        click.echo(headline, err=True)  # refused before it began: one line on stderr, nothing else
         return
     click.echo(headline)
     if report.questions:  # first: they are what a person can act on at once

@@ -91,6 +91,7 @@ class Report:
     by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
     by_task: dict = field(default_factory=dict)  # task or issue id -> the same
     resume: str = ""  # the command that goes on from here (set by the command line)
+    began: bool = False  # the run got past its checks: what it says is a report, not an error
 
 
 class Loop:
@@ -361,6 +362,7 @@ class Loop:
             self.stopped,
             self._questions(),
         )
+        report.began = self.ws is not None
         if spent is not None:
             report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs
             report.by_stage, report.by_task = spent.by_stage, spent.by_item
