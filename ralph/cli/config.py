@@ -15,7 +15,7 @@ def _shown(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-@click.group()
+@click.group(short_help="Read and change the plan's settings, one commit each.")
 def config() -> None:
     """Read and change the settings in the plan's config record (one commit per change).
 
@@ -38,7 +38,7 @@ def config_get(ctx, key, as_json):
     emit(found) if as_json else click.echo(printable(_shown(found["value"])))
 
 
-@config.command("set")
+@config.command("set", short_help="Set KEY to VALUE in the plan's config record, checked first.")
 @click.argument("key")
 @click.argument("value")
 @no_commit_option
@@ -52,7 +52,7 @@ def config_set(ctx, key, value, no_commit, as_json):
     emit(done) if as_json else click.echo(f"set {key} = {printable(json.dumps(done['value']))}")
 
 
-@config.command("unset")
+@config.command("unset", short_help="Remove KEY from the plan's config record.")
 @click.argument("key")
 @no_commit_option
 @json_option
@@ -65,7 +65,7 @@ def config_unset(ctx, key, no_commit, as_json):
     emit(done) if as_json else click.echo(f"unset {key}")
 
 
-@config.command("list")
+@config.command("list", short_help="Every key with the value in force (and where it is from).")
 @click.option("--origin", is_flag=True, help="Say where each value comes from.")
 @json_option
 @click.pass_context

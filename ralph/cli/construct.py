@@ -115,7 +115,7 @@ def _budget_options(command):
     return command
 
 
-@click.command()
+@click.command(short_help="Run the agent on SPEC, stage by stage, until it is built.")
 @_loop_options
 @_budget_options
 @click.option(
@@ -152,7 +152,7 @@ def construct(ctx, spec, dry_run, **flags):
     _run(ctx, spec, flags, plan_only=False, dry_run=dry_run)
 
 
-@click.command("plan")
+@click.command("plan", short_help="Run one PLAN stage: the agent turns SPEC into tasks.")
 @_loop_options
 @click.pass_context
 def plan_command(ctx, spec, **flags):

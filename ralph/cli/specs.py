@@ -13,7 +13,7 @@ def spec() -> None:
     """Write specs for `ralph construct`."""
 
 
-@spec.command("new")
+@spec.command("new", short_help="Write specs/NAME.md: a spec template to fill in.")
 @click.argument("name")
 @json_option
 @click.pass_context
