@@ -6,7 +6,15 @@ import json
 
 import click
 
-from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of
+from ralph.cli.common import (
+    commit_choice,
+    config_keys,
+    config_values,
+    emit,
+    json_option,
+    no_commit_option,
+    root_of,
+)
 from ralph.text import printable
 
 
@@ -27,7 +35,7 @@ def config() -> None:
 
 
 @config.command("get")
-@click.argument("key")
+@click.argument("key", shell_complete=config_keys)
 @json_option
 @click.pass_context
 def config_get(ctx, key, as_json):
@@ -39,8 +47,8 @@ def config_get(ctx, key, as_json):
 
 
 @config.command("set", short_help="Set KEY to VALUE in the plan's config record, checked first.")
-@click.argument("key")
-@click.argument("value")
+@click.argument("key", shell_complete=config_keys)
+@click.argument("value", shell_complete=config_values)
 @no_commit_option
 @json_option
 @click.pass_context
@@ -53,7 +61,7 @@ def config_set(ctx, key, value, no_commit, as_json):
 
 
 @config.command("unset", short_help="Remove KEY from the plan's config record.")
-@click.argument("key")
+@click.argument("key", shell_complete=config_keys)
 @no_commit_option
 @json_option
 @click.pass_context

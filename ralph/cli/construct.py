@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from ralph.cli.common import emit, root_of
+from ralph.cli.common import agent_names, emit, root_of
 from ralph.errors import InvalidInput
 from ralph.ops.settings import DEFAULTS, parse_duration
 from ralph.text import printable
@@ -45,7 +45,11 @@ class Shlex(click.ParamType):
 def _loop_options(command):
     defaults = DEFAULTS
     options = [
-        click.option("--agent", help="claude, codex, opencode, gemini or command (see `ralph agents`)."),
+        click.option(
+            "--agent",
+            help="claude, codex, opencode, gemini or command (see `ralph agents`).",
+            shell_complete=agent_names,
+        ),
         click.option(
             "--agent-cmd",
             type=Shlex(),
