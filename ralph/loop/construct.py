@@ -92,6 +92,11 @@ class Report:
     by_task: dict = field(default_factory=dict)  # task or issue id -> the same
     resume: str = ""  # the command that goes on from here (set by the command line)
     began: bool = False  # the run got past its checks: what it says is a report, not an error
+    # The same as data, for --json: each task accepted in this run or left ({id, name, status, why,
+    # ...}), each open issue and open question of the spec.
+    tasks: list[dict] = field(default_factory=list)
+    issues: list[dict] = field(default_factory=list)
+    open_questions: list[dict] = field(default_factory=list)
 
 
 class Loop:
@@ -108,6 +113,7 @@ class Loop:
         self.supervisor.deadline_at = self.deadline.at
         self.ws: Workspace | None = None
         self.accepted: list[str] = []
+        self.accepted_tasks: list[dict] = []
         self.stopped: list[str] = []
         self.iterations_run = 0
 
@@ -247,6 +253,7 @@ class Loop:
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
         report = stage(self.ws).run(iteration)
         self.accepted += report.accepted
+        self.accepted_tasks += report.accepted_tasks
         self.stopped += report.stopped
         return report
 
@@ -363,10 +370,27 @@ class Loop:
             self._questions(),
         )
         report.began = self.ws is not None
+        self._add_items(report)
         if spent is not None:
             report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs
             report.by_stage, report.by_task = spent.by_stage, spent.by_item
         return report
+
+    def _add_items(self, report: Report) -> None:
+        """The report's tasks, issues and questions as data (--json)."""
+        from ralph.loop import report_data
+
+        report.tasks = [{**task, "status": "accepted"} for task in self.accepted_tasks]
+        if not (self.root / PLAN_FILE).exists():
+            return
+        try:
+            plan = read_plan(self.root)
+        except PlanInvalid:
+            return
+        spec = self.settings.spec
+        report.tasks += report_data.left_tasks(plan, spec)
+        report.issues = report_data.open_issues(plan, spec)
+        report.open_questions = report_data.open_questions(plan, spec)
 
     def _questions(self) -> list[str]:
         """The spec's open questions, for a person: what, which task, since when, who asked."""

@@ -87,7 +87,9 @@ class VerifyStage:
                 run.theirs = None
         self._take(runs, report)
         verdicts = self._verdicts(done)
-        report.accepted = [f"{task.id} {task.name}" for task in done if task.id in verdicts["accepted"]]
+        accepted = [task for task in done if task.id in verdicts["accepted"]]
+        report.accepted = [f"{task.id} {task.name}" for task in accepted]
+        report.accepted_tasks = [{"id": task.id, "name": task.name} for task in accepted]
         summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)
         commit = self.ws.commit(f"ralph(verify): {summary}")
         report.commits += [commit] if commit else []

@@ -51,6 +51,7 @@ class StageReport:
     stage: Stage
     items: int = 0  # issues, tasks or specs the stage ran an agent for
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
+    accepted_tasks: list[dict] = field(default_factory=list)  # the same as {"id", "name"}
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
     commits: list[str] = field(default_factory=list)
 
@@ -58,6 +59,7 @@ class StageReport:
         """Add what one part of the stage (a build, a VERIFY batch) reported."""
         self.items += part.items
         self.accepted += part.accepted
+        self.accepted_tasks += part.accepted_tasks
         self.stopped += part.stopped
         self.commits += part.commits
 
