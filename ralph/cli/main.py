@@ -18,6 +18,7 @@ LAZY_COMMANDS = {
     "plan": "ralph.cli.construct:plan_command",
     "agents": "ralph.cli.construct:agents",
     "watch": "ralph.cli.construct:watch",
+    "pr": "ralph.cli.construct:pull_request",
 }
 
 
