@@ -185,10 +185,11 @@ class Workspace:
         with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
             change.plan.update_state(**fields)
 
-    def prioritize(self) -> None:
+    def prioritize(self, commit: bool | None = None) -> dict:
+        """Priorities for the spec's tasks that have none; False: for the loop's next commit to carry."""
         from ralph.ops import tasks
 
-        tasks.prioritize(self.root, self.settings.spec, fold_earlier=True)
+        return tasks.prioritize(self.root, self.settings.spec, commit, fold_earlier=True)
 
     # --- agents -------------------------------------------------------------------------------
     def run_agent(
