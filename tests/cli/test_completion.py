@@ -93,9 +93,9 @@ def test_agent_names_and_config_keys_complete(tmp_path: Path):
     assert complete(tmp_path, "ralph plan --agent ") == [
         f"plain,{name}" for name in ("claude", "codex", "opencode", "gemini", "command")
     ]
-    assert complete(tmp_path, "ralph config set max_") == [
+    assert sorted(complete(tmp_path, "ralph config set max_")) == [
         f"plain,max_{key}"
-        for key in ("iterations", "minutes", "attempts", "decompose_depth", "cost_usd", "wait_ms")
+        for key in ("attempts", "cost_usd", "decompose_depth", "iterations", "minutes", "wait_ms")
     ]
     assert complete(tmp_path, "ralph config get gat") == ["plain,gate", "plain,gate_timeout_ms"]
     assert complete(tmp_path, "ralph config unset comm") == ["plain,commit"]
