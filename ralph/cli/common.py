@@ -188,7 +188,7 @@ def agent_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> 
 
 def config_keys(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """A config KEY on Tab: every key the config record takes."""
-    from ralph.ops.settings import CONFIG_KEYS
+    from ralph.plan.declared import CONFIG_KEYS
 
     return [key for key in CONFIG_KEYS if key.startswith(incomplete)]
 
@@ -196,7 +196,7 @@ def config_keys(ctx: click.Context, param: click.Parameter, incomplete: str) -> 
 def config_values(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """A config VALUE on Tab, where the key has a few: the agents for `agent`, true or false for a
     flag; nothing for the rest (a number or a command line is the person's own)."""
-    from ralph.ops.settings import CONFIG_KEYS
+    from ralph.plan.declared import CONFIG_KEYS
 
     key = CONFIG_KEYS.get(ctx.params.get("key") or "")
     if ctx.params.get("key") == "agent":

@@ -277,8 +277,8 @@ class Loop:
 
     def _prepare(self, needs_gate: bool) -> Workspace:
         # The same checks `--dry-run` lists (ralph/loop/preflight.py); here the first one stops the run.
-        for problem in preflight.start_problems(self.root, self.settings, needs_gate):
-            raise problem
+        for refusal in preflight.start_problems(self.root, self.settings, needs_gate):
+            raise refusal
         if not (self.root / PLAN_FILE).exists():
             from ralph.ops.initialize import init
 

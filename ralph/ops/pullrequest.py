@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from ralph.errors import GitError, InvalidInput, Refused, RemoteError
@@ -50,7 +51,7 @@ def forge_of(url: str) -> Forge:
 
 def open_pull_request(
     root: Path, request: PullRequest, remote: str = "origin", forge: str | None = None
-) -> dict:
+) -> dict[str, Any]:
     """Push the branch checked out to `remote`, then open the request. Checked first, so a refusal
     changes nothing: a detached HEAD, an unknown remote, the forge's CLI missing."""
     repo = Repo(root)
@@ -127,10 +128,14 @@ def save_report(root: Path, spec: str, outcome: str, report: str) -> None:
     path.write_text(json.dumps({"spec": spec, "outcome": outcome, "report": report}), encoding="utf-8")
 
 
-def last_report(root: Path) -> dict:
+def last_report(root: Path) -> dict[str, str]:
     """{"spec", "outcome", "report"} of the last construct run here."""
     try:
         found = json.loads((root / LAST_REPORT).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise Refused(f"no report of a run here ({LAST_REPORT}): run ralph construct first") from None
-    return found
+        found = None
+    if not isinstance(found, dict) or not all(
+        isinstance(found.get(key), str) for key in ("spec", "outcome", "report")
+    ):
+        raise Refused(f"no report of a run here ({LAST_REPORT}): run ralph construct first")
+    return {key: found[key] for key in ("spec", "outcome", "report")}
