@@ -89,6 +89,10 @@ class Repo:
                 start_new_session=True,
             )
         except FileNotFoundError:
+            if not self.root.is_dir():  # subprocess says the same of a missing working directory
+                raise GitError(
+                    f"the work tree {self.root} is gone (removed while ralph worked in it)"
+                ) from None
             raise GitError("git is not installed (or not on PATH)") from None
 
     def attempt(self, *args: str) -> tuple[int, str, str]:
@@ -379,14 +383,20 @@ class Repo:
             shutil.rmtree(path, ignore_errors=True)  # not a worktree (any more): the folder goes
 
     def add_branch_worktree(self, path: Path, branch: str, commit: str) -> Repo:
-        """Check `commit` out at `path` on a new branch `branch` (one left by a killed run is
-        reset to `commit`), with no hooks run, as add_worktree does."""
+        """Check `commit` out at `path` on a new branch `branch`, with no hooks run, as
+        add_worktree does. Never -B: a branch of that name (a person's) makes git refuse."""
         hooks_off = f"core.hooksPath={os.devnull}"
-        self.git("-c", hooks_off, "worktree", "add", "-q", "-B", branch, str(path), commit)
+        self.git("-c", hooks_off, "worktree", "add", "-q", "-b", branch, str(path), commit)
         return Repo(path)
 
-    def delete_branch(self, branch: str) -> None:
-        self._run(("branch", "-q", "-D", "--", branch))  # gone already: nothing to do
+    def branch_exists(self, branch: str) -> bool:
+        return self._run(("show-ref", "--verify", "--quiet", f"refs/heads/{branch}")).returncode == 0
+
+    def delete_branch(self, branch: str, expected: str | None = None) -> None:
+        """Delete `branch` (gone already: nothing to do); with `expected`, only while it still
+        points there (compare-and-delete: never a commit that moved it since)."""
+        args = ("update-ref", "-d", f"refs/heads/{branch}") + ((expected,) if expected else ())
+        self._run(args)
 
     def merge_tree(self, ours: str, theirs: str, plan_driver: str | None = None) -> tuple[str, list[str]]:
         """The three-way merge of two commits as a tree, without touching the index or the work
