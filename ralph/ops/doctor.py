@@ -49,9 +49,10 @@ class Finding:
     fix: str  # what `fix` does (or, for what it keeps, why)
     fixable: bool = True  # False: `fix` keeps it (an unmerged branch without `force`)
     fixed: bool = False
-    # What the repair acts on: a worktree's (Worktree, its record), a branch's (commit, its record),
-    # a record's Owned.
-    target: tuple[Worktree, Owned] | tuple[str, Owned] | Owned | None = None
+    # What the repair acts on: the worktree, the branch's commit as judged, ralph's record of it.
+    worktree: Worktree | None = None
+    commit: str | None = None
+    record: Owned | None = None
 
     def line(self) -> str:
         if self.fixed:
@@ -240,7 +241,7 @@ def _worktrees(repo: Repo) -> list[Finding]:
         worktree = listed.get(_resolved(Path(made.name)))
         if worktree is None:
             problem = "a record of a worktree a killed ralph run was making; it does not exist"
-            found.append(Finding("record", made.name, problem, "forgets the record", target=made))
+            found.append(Finding("record", made.name, problem, "forgets the record", record=made))
             continue
         if worktree.path.resolve() == here:
             continue
@@ -249,7 +250,7 @@ def _worktrees(repo: Repo) -> list[Finding]:
             problem, fix = f"a worktree ({on}) left by a killed ralph run, its folder gone", "forgets it"
         else:
             problem, fix = f"a worktree ({on}) left by a killed ralph run", _worktree_fix(repo, worktree)
-        found.append(Finding("worktree", str(worktree.path), problem, fix, target=(worktree, made)))
+        found.append(Finding("worktree", str(worktree.path), problem, fix, worktree=worktree, record=made))
     return found
 
 
@@ -294,7 +295,7 @@ def _branches(repo: Repo, force: bool) -> list[Finding]:
         commit = repo.commit_of(f"refs/heads/{name}")
         if commit is None:
             problem = "a record of a branch a killed ralph run was making; it does not exist"
-            found.append(Finding("record", name, problem, "forgets the record", target=record))
+            found.append(Finding("record", name, problem, "forgets the record", record=record))
             continue
         if name in checked_out:
             continue
@@ -311,15 +312,22 @@ def _branch_finding(repo: Repo, record: Owned, commit: str, head: str | None, fo
             name,
             "a branch of a ralph run, merged and in no worktree",
             "deletes it",
-            target=(commit, record),
+            commit=commit,
+            record=record,
         )
     into = repo.branch() or "HEAD"
     problem = f"a branch of a ralph run with {ahead} commit(s) not merged into {into}"
     if force:
         fix = f"deletes it (--force; 'git branch {name} {commit}' restores it)"
-        return Finding("branch", name, problem, fix, target=(commit, record))
+        return Finding("branch", name, problem, fix, commit=commit, record=record)
     return Finding(
-        "branch", name, problem, "keeps it (merge it, or --force deletes it)", False, target=(commit, record)
+        "branch",
+        name,
+        problem,
+        "keeps it (merge it, or --force deletes it)",
+        False,
+        commit=commit,
+        record=record,
     )
 
 
@@ -345,26 +353,22 @@ def _repair(repo: Repo, findings: list[Finding], force: bool) -> None:
             mergedriver.register(repo)
             finding.fixed = True
         elif finding.kind == "worktree":
-            assert isinstance(finding.target, tuple)
-            worktree, record = finding.target
-            assert isinstance(worktree, Worktree)
-            _remove_worktree(repo, worktree)
-            owned.forget(repo, record)
+            assert finding.worktree and finding.record
+            _remove_worktree(repo, finding.worktree)
+            owned.forget(repo, finding.record)
             finding.fixed = True
         elif finding.kind == "branch":
-            assert isinstance(finding.target, tuple)
-            commit, record = finding.target
-            assert isinstance(commit, str)
+            assert finding.commit and finding.record
             # Deleted only if it still points where it was judged: never a commit nobody saw.
-            repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", commit)
-            owned.forget(repo, record)
+            repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", finding.commit)
+            owned.forget(repo, finding.record)
             finding.fixed = True
         elif finding.kind == "record":
-            assert isinstance(finding.target, Owned)
-            owned.forget(repo, finding.target)
-            if finding.target.folder:  # the temporary folder it was to be made in, if left empty
+            assert finding.record
+            owned.forget(repo, finding.record)
+            if finding.record.folder:  # the temporary folder it was to be made in, if left empty
                 with contextlib.suppress(OSError):
-                    Path(finding.target.folder).rmdir()
+                    Path(finding.record.folder).rmdir()
             finding.fixed = True
 
 
