@@ -1,9 +1,10 @@
 """What is derived from the record declarations (ralph/plan/models.py) at build time: the JSON
-Schema ralph/plan/plan.schema.json, and the field tables of docs/plan-format.md (one per record
-type, between marker comments; the prose around them is written by hand). `make schema` runs it;
-the tests fail when either file is stale.
+Schema ralph/plan/plan.schema.json, the field tables of docs/plan-format.md (one per record
+type, between marker comments; the prose around them is written by hand), and the Python the state
+commands read, ralph/plan/declared.py (ralph/plan/derive.py). `make schema` runs it; the tests fail
+when any of them is stale.
 
-    python -m ralph.plan.generate          # rewrite both
+    python -m ralph.plan.generate          # rewrite all three
     python -m ralph.plan.generate --check  # exit 1 naming each stale file, writing nothing
 
 The tables' type words come from the schema (so they say what the validator checks) and the
@@ -17,11 +18,14 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
+from ralph.plan import derive
 from ralph.plan.models import IssueId, TaskId, json_schema
 
 SCHEMA_FILE = Path(__file__).with_name("plan.schema.json")
 DOCS_FILE = Path(__file__).parents[2] / "docs" / "plan-format.md"
+DECLARED_FILE = Path(__file__).with_name("declared.py")  # what the state commands read (derive.py)
 # A table's place in the docs: <!-- fields of task: generated ... --> up to <!-- end of fields -->.
 _TABLE = re.compile(
     r"(<!-- fields of (?P<kind>[\w-]+): [^\n]*-->\n)(?P<table>.*?)(<!-- end of fields -->)", re.S
@@ -30,10 +34,11 @@ GREATER_OR_EQUAL, LESS_OR_EQUAL = "\u2265", "\u2264"
 BEGIN_NOTE = "generated from ralph/plan/models.py by make schema; edit the descriptions there"
 
 
-def _pattern(annotated: object) -> str:
+def _pattern(annotated: Any) -> str:  # a type form: TaskId, IssueId
     from pydantic import TypeAdapter
 
-    return TypeAdapter(annotated).json_schema()["pattern"]
+    pattern: str = TypeAdapter(annotated).json_schema()["pattern"]
+    return pattern
 
 
 def _id_words() -> dict[str, tuple[str, str]]:
@@ -43,11 +48,11 @@ def _id_words() -> dict[str, tuple[str, str]]:
 class Words:
     """A sub-schema in the docs' words: what values it accepts, singular and plural."""
 
-    def __init__(self, defs: dict):
+    def __init__(self, defs: dict[str, Any]):
         self.defs = defs
         self.ids = _id_words()
 
-    def of(self, schema: dict) -> tuple[str, str]:
+    def of(self, schema: dict[str, Any]) -> tuple[str, str]:
         if "$ref" in schema:
             return self.of(self.defs[schema["$ref"].rsplit("/", 1)[1]])
         if "anyOf" in schema:
@@ -70,14 +75,14 @@ class Words:
             return self._object(schema)
         return "any value", "any values"
 
-    def _any_of(self, options: list[dict]) -> tuple[str, str]:
+    def _any_of(self, options: list[dict[str, Any]]) -> tuple[str, str]:
         found = [self.of(option) for option in options]
         # An integer where a number with the same bounds is accepted says nothing more.
         numbers = {singular for singular, _ in found if singular.startswith("number")}
         found = [w for w in found if not (w[0].startswith("integer") and "number" + w[0][7:] in numbers)]
         return _either([s for s, _ in found]), _either([p for _, p in found])
 
-    def _string(self, schema: dict) -> tuple[str, str]:
+    def _string(self, schema: dict[str, Any]) -> tuple[str, str]:
         if schema.get("pattern") in self.ids:
             return self.ids[schema["pattern"]]
         if "x-words" in schema:  # a pattern with a name: 'a duration ("90s", ...)'
@@ -89,7 +94,7 @@ class Words:
             return "non-empty string", "non-empty strings"
         return "string", "strings"
 
-    def _object(self, schema: dict) -> tuple[str, str]:
+    def _object(self, schema: dict[str, Any]) -> tuple[str, str]:
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties", True)
         if properties:
@@ -106,7 +111,7 @@ class Words:
             return f"object: name -> {self.of(extra)[0]}", f"objects: name -> {self.of(extra)[0]}"
         return "object", "objects"
 
-    def of_field(self, name: str, schema: dict, parent: dict) -> str:
+    def of_field(self, name: str, schema: dict[str, Any], parent: dict[str, Any]) -> str:
         """A field's words in the table: its values, whether it is required, its default."""
         words = self.of(schema)[0]
         if name in parent.get("required", []):
@@ -118,7 +123,7 @@ class Words:
         return words
 
 
-def _bounds(schema: dict) -> str:
+def _bounds(schema: dict[str, Any]) -> str:
     low = ("minimum", GREATER_OR_EQUAL) if "minimum" in schema else ("exclusiveMinimum", ">")
     high = ("maximum", "]") if "maximum" in schema else ("exclusiveMaximum", ")")
     if low[0] in schema and high[0] in schema:
@@ -139,7 +144,7 @@ def _article(words: str) -> str:
     return ("an " if words[0] in "aeiou" else "a ") + words
 
 
-def field_table(schema: dict, kind: str) -> str:
+def field_table(schema: dict[str, Any], kind: str) -> str:
     """The markdown table of one record type's fields, in the order the model declares them."""
     defs = schema["$defs"]
     record = defs[schema["x-records"][kind].rsplit("/", 1)[1]]
@@ -151,7 +156,7 @@ def field_table(schema: dict, kind: str) -> str:
     return "\n".join(rows) + "\n"
 
 
-def docs_text(current: str, schema: dict) -> str:
+def docs_text(current: str, schema: dict[str, Any]) -> str:
     """The docs with each record type's table generated again; every record type needs its place."""
     kinds = set(schema["x-records"])
     placed = {match["kind"] for match in _TABLE.finditer(current)}
@@ -172,6 +177,7 @@ def outputs() -> dict[Path, str]:
     return {
         SCHEMA_FILE: json.dumps(schema, indent=2) + "\n",
         DOCS_FILE: docs_text(DOCS_FILE.read_text(encoding="utf-8"), schema),
+        DECLARED_FILE: derive.module_text(schema),
     }
 
 
