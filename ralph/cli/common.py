@@ -177,3 +177,30 @@ def task_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> lis
 
 def issue_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
     return _plan_ids(ctx, "issue", incomplete)
+
+
+def agent_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """--agent on Tab: the adapters ralph has (`ralph agents`)."""
+    from ralph.agents import ADAPTERS
+
+    return [name for name in ADAPTERS if name.startswith(incomplete)]
+
+
+def config_keys(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """A config KEY on Tab: every key the config record takes."""
+    from ralph.plan.declared import CONFIG_KEYS
+
+    return [key for key in CONFIG_KEYS if key.startswith(incomplete)]
+
+
+def config_values(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """A config VALUE on Tab, where the key has a few: the agents for `agent`, true or false for a
+    flag; nothing for the rest (a number or a command line is the person's own)."""
+    from ralph.plan.declared import CONFIG_KEYS
+
+    key = CONFIG_KEYS.get(ctx.params.get("key") or "")
+    if ctx.params.get("key") == "agent":
+        return agent_names(ctx, param, incomplete)
+    if key is not None and key.kind == "flag":
+        return [value for value in ("true", "false") if value.startswith(incomplete)]
+    return []

@@ -12,7 +12,7 @@ from ralph.text import printable
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
 
 
-@click.command("log")
+@click.command("log", short_help="The plan's timeline from git history, oldest first.")
 @click.option("--since", metavar="DATE|REV", help="Only commits after this revision, or from this date on.")
 @click.option(
     "--task",
@@ -41,7 +41,7 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
         click.echo("\n".join(printed))
 
 
-@click.command("report")
+@click.command("report", short_help="One HTML page of the plan's history, cost and attempts.")
 @click.option(
     "-o", "output", type=click.Path(dir_okay=False), help="Write the page to this file (default: stdout)."
 )
@@ -60,7 +60,7 @@ def report(ctx: click.Context, output: str | None) -> None:
     click.echo(f"wrote {printable(output)}")
 
 
-@click.command("completion")
+@click.command("completion", short_help="Print the shell completion script for bash, zsh or fish.")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 @click.pass_context
 def completion(ctx: click.Context, shell: str) -> None:
@@ -74,7 +74,9 @@ def completion(ctx: click.Context, shell: str) -> None:
     from click.shell_completion import get_completion_class
 
     root = ctx.find_root().command  # the whole `ralph` group is what gets completed
-    complete = get_completion_class(shell)(root, {}, "ralph", "_RALPH_COMPLETE")
+    completion_class = get_completion_class(shell)
+    assert completion_class is not None  # click knows each shell the argument's Choice takes
+    complete = completion_class(root, {}, "ralph", "_RALPH_COMPLETE")
     click.echo(complete.source(), nl=False)
 
 

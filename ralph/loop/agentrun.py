@@ -28,6 +28,8 @@ LOG_DIR = Path("build") / "ralph-logs"
 class AgentUnavailable(RalphError):
     """The agent program cannot be started at all; the loop cannot go on."""
 
+    exit_code = 6  # the construct outcome AGENT_UNAVAILABLE
+
 
 @dataclass
 class AgentResult:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
@@ -35,6 +35,9 @@ from ralph.store.lock import LOCK_NAME
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
 
+if TYPE_CHECKING:
+    from ralph.loop.remote import RemoteCoordinator
+
 PLAN_FILE = reader.PLAN_NAME
 # ralph's own files beside plan.jsonl (its lock, its temporary files): never an agent's change.
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
@@ -51,6 +54,7 @@ class StageReport:
     stage: Stage
     items: int = 0  # issues, tasks or specs the stage ran an agent for
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
+    accepted_tasks: list[dict] = field(default_factory=list)  # the same as {"id", "name"}
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
     commits: list[str] = field(default_factory=list)
 
@@ -58,6 +62,7 @@ class StageReport:
         """Add what one part of the stage (a build, a VERIFY batch) reported."""
         self.items += part.items
         self.accepted += part.accepted
+        self.accepted_tasks += part.accepted_tasks
         self.stopped += part.stopped
         self.commits += part.commits
 
@@ -123,6 +128,7 @@ class Workspace:
             runner.adapter.auth_hint,
         )
         self.user_dirty = user_dirty  # paths dirty before the loop started: the user's, never touched
+        self.remote: RemoteCoordinator | None = None  # runners sharing a git remote (construct sets it)
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
         self.spending = Spending(settings.max_cost_usd)
         # git adds and removes worktrees one at a time: one being added while another is read
@@ -184,10 +190,11 @@ class Workspace:
         with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
             change.plan.update_state(**fields)
 
-    def prioritize(self) -> None:
+    def prioritize(self, commit: bool | None = None) -> dict:
+        """Priorities for the spec's tasks that have none; False: for the loop's next commit to carry."""
         from ralph.ops import tasks
 
-        tasks.prioritize(self.root, self.settings.spec, fold_earlier=True)
+        return tasks.prioritize(self.root, self.settings.spec, commit, fold_earlier=True)
 
     # --- agents -------------------------------------------------------------------------------
     def run_agent(

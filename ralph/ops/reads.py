@@ -8,7 +8,7 @@ from typing import Any
 
 from ralph.errors import Problem, Refused
 from ralph.plan.document import Record
-from ralph.plan.records import Status, TaskView
+from ralph.plan.records import Stage, Status, TaskView
 from ralph.store.reader import PLAN_NAME, read_bytes, read_plan
 
 
@@ -25,9 +25,15 @@ def status(root: Path) -> dict[str, Any]:
     ]
     from ralph.ops.runs import run_status
 
+    run = run_status(root)  # a construct running now, or how the last one ended
+    planned = bool(tasks or issues or plan.accepted())
+    stage = plan.stage()  # COMPLETE for a plan with nothing in it, as for one with everything accepted
+    if not planned or (run["active"] and run.get("stage") == Stage.PLAN):
+        stage = Stage.PLAN  # nothing planned yet (PLAN comes first), or a run planning now
     return {
-        "run": run_status(root),  # a construct running now, or how the last one ended
-        "stage": plan.stage(),
+        "run": run,
+        "stage": stage,
+        "planned": planned,  # any task, issue or accepted task yet
         "iteration": plan.iteration(),
         "spec": plan.state().get("spec"),
         "pending": sum(1 for task in tasks if task.status is Status.PENDING),

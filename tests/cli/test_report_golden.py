@@ -42,6 +42,7 @@ CASES = {
             " iteration 1, log build/ralph-logs/ralph-20261123-130000-build-t-colour.log)"
         ],
         resume=RESUME,
+        began=True,
         **SPENT,
     ),
     "stuck": Report(
@@ -53,6 +54,7 @@ CASES = {
         tokens=39000,
         stopped=["t-toobig BUILD killed (timeout), set aside for DECOMPOSE; log build/ralph-logs/b.log"],
         resume=RESUME,
+        began=True,
         **SPENT,
     ),
 }

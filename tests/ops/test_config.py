@@ -137,8 +137,9 @@ def test_the_dry_run_says_which_values_came_from_flags(ralph, repo):
     write_user_config('model = "opus"\n')
     ralph("config", "set", "max_attempts", "4")
     (repo / "specs" / "x.md").write_text("# x\n")
+    # Exit 1: the real run would refuse (no `make verify` here, specs/x.md uncommitted), as it lists.
     out = ralph("construct", "specs/x.md", "--dry-run", "--json", "--agent", "command", "--agent-cmd", "true",
-                "--timeout", "90s").stdout  # fmt: skip
+                "--timeout", "90s", code=1).stdout  # fmt: skip
     origins = json.loads(out)["origins"]
     assert origins == {
         "agent": "flag", "agent_cmd": "flag", "timeout_ms": "flag", "max_attempts": "plan.jsonl",

@@ -202,7 +202,7 @@ def test_a_fresh_clone_warns_in_one_line_until_init_registers_the_driver(repo, t
     assert ralph("status").stderr == WARNING
     assert ralph("check").stderr == WARNING
     status = ralph("status", "--json")
-    assert json.loads(status.stdout)["stage"] == "COMPLETE" and status.stderr == WARNING
+    assert json.loads(status.stdout)["stage"] == "PLAN" and status.stderr == WARNING  # nothing planned yet
     head = git(clone, "rev-parse", "HEAD")
 
     assert "git config merge.ralph.name merge.ralph.driver" in ralph("init").stdout
