@@ -9,7 +9,7 @@ import click
 from click.testing import CliRunner
 
 from ralph.cli.main import cli
-from tests.cli.test_json_output import leaf_commands
+from tests.support.cli import leaf_commands
 
 
 def groups(command: click.Command = cli, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

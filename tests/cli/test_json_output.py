@@ -8,12 +8,10 @@ import json
 import shutil
 from pathlib import Path
 
-import click
 import pytest
 
-from ralph.cli.main import cli
 from ralph.text import SCHEMA_VERSION
-from tests.support.cli import Ralph
+from tests.support.cli import Ralph, leaf_commands
 from tests.support.gitrepo import git, isolate_git
 
 # Commands whose output is not data: a script, git's merge driver (writes a file), an HTML page, a
@@ -60,16 +58,6 @@ INVOCATIONS: dict[str, list[str]] = {
     "task reject": ["t-aaaaaa", "not yet"],
     "task show": ["t-aaaaaa"],
 }
-
-
-def leaf_commands(command: click.Command = cli, path: tuple[str, ...] = ()) -> dict[str, click.Command]:
-    if not isinstance(command, click.Group):
-        return {" ".join(path): command}
-    ctx = click.Context(command)
-    found: dict[str, click.Command] = {}
-    for name in command.list_commands(ctx):  # the lazily loaded loop commands too
-        found.update(leaf_commands(command.get_command(ctx, name), (*path, name)))
-    return found
 
 
 def test_every_command_is_listed_as_data_or_not():

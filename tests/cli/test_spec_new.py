@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import Ralph, git
+from tests.support.cli import Ralph
+from tests.support.gitrepo import git
 
 SECTIONS = ["## Goal", "## Requirements", "## Constraints", "## Out of scope", "## How to verify"]
 

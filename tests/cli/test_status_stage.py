@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 
-from tests.conftest import Ralph
+from tests.support.cli import Ralph
 
 
 def stage_line(ralph: Ralph) -> str:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import git
-from tests.loop.test_construct import construct, project, subjects  # noqa: F401 (a fixture)
+from tests.support.construct import construct, subjects
+from tests.support.gitrepo import git
 
 
-def test_a_planned_run_commits_the_plan_with_its_priorities_in_one_commit(project):  # noqa: F811
+def test_a_planned_run_commits_the_plan_with_its_priorities_in_one_commit(project):
     before = len(subjects(project))
     done = construct(project)
     assert done.returncode == 0, done.stdout + done.stderr

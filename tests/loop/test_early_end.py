@@ -4,10 +4,10 @@ before it began is one line on stderr."""
 
 from __future__ import annotations
 
-from tests.loop.test_construct import construct, project  # noqa: F401 (a fixture)
+from tests.support.construct import construct
 
 
-def test_a_run_whose_plan_adds_nothing_reports_on_stdout(project):  # noqa: F811
+def test_a_run_whose_plan_adds_nothing_reports_on_stdout(project):
     done = construct(project, agent="true")
     assert done.returncode == 5, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -18,7 +18,7 @@ def test_a_run_whose_plan_adds_nothing_reports_on_stdout(project):  # noqa: F811
     assert "ralph: STUCK" not in done.stderr
 
 
-def test_a_run_left_with_only_questions_lists_them_on_stdout(project):  # noqa: F811
+def test_a_run_left_with_only_questions_lists_them_on_stdout(project):
     from ralph.ops import questions, tasks
 
     task = tasks.add(project, [{"name": "Pick a database", "accept": "ok"}])[0]["id"]
@@ -31,7 +31,7 @@ def test_a_run_left_with_only_questions_lists_them_on_stdout(project):  # noqa: 
     assert "WAITING" not in done.stderr
 
 
-def test_a_run_refused_before_it_began_is_one_line_on_stderr(project):  # noqa: F811
+def test_a_run_refused_before_it_began_is_one_line_on_stderr(project):
     done = construct(project, agent="/nonexistent/agent")
     assert (done.returncode, done.stdout) == (6, "")
     assert done.stderr.startswith("ralph: AGENT_UNAVAILABLE: ") and done.stderr.count("\n") == 1

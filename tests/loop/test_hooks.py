@@ -40,7 +40,7 @@ def script(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):  # noqa: F811
+def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):
     received = tmp_path / "events.jsonl"
     config_set(
         project, "hooks", {"any": [sys.executable, script(tmp_path, "append.py", APPEND), str(received)]}
@@ -66,7 +66,7 @@ def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):  
     assert_clean(project)  # hook logs are under build/ralph-logs/, which git ignores
 
 
-def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(project, tmp_path):  # noqa: F811
+def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(project, tmp_path):
     pid_file = tmp_path / "hang.pid"
     config_set(project, "hook_timeout_ms", "5s")  # long enough for the hang script to start under load
     config_set(
@@ -95,7 +95,7 @@ def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(p
     assert_clean(project)
 
 
-def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):  # noqa: F811
+def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):
     pid_file = tmp_path / "hang.pid"
     config_set(project, "hook_timeout_ms", "5m")  # only the signal can stop it in time
     config_set(

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.loop.test_construct import add_tasks, construct, in_process, project  # noqa: F401 (a fixture)
+from tests.support.construct import add_tasks, construct, in_process
+from tests.support.gitrepo import git
 
 STAND_IN = """#!{python}
 import json, pathlib, sys
@@ -36,7 +36,7 @@ def stand_in(tmp_path: Path, name: str) -> Path:
 
 
 @pytest.fixture
-def remote(project: Path, tmp_path: Path) -> Path:  # noqa: F811
+def remote(project: Path, tmp_path: Path) -> Path:
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     git(project, "remote", "add", "origin", str(bare))
@@ -48,7 +48,7 @@ def env_with(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
 
 
-def test_construct_pr_pushes_the_branch_and_opens_the_request_with_the_report(project, remote, tmp_path):  # noqa: F811
+def test_construct_pr_pushes_the_branch_and_opens_the_request_with_the_report(project, remote, tmp_path):
     add_tasks(project, "Parse input")
     record = stand_in(tmp_path, "gh")
     done = construct(project, "--pr", env=env_with(tmp_path))
@@ -69,7 +69,7 @@ def test_construct_pr_pushes_the_branch_and_opens_the_request_with_the_report(pr
 
 
 def test_ralph_pr_opens_a_gitlab_merge_request_as_a_draft_after_a_run_that_did_not_complete(
-    project,  # noqa: F811
+    project,
     remote,
     tmp_path,
 ):
@@ -95,7 +95,7 @@ def test_ralph_pr_opens_a_gitlab_merge_request_as_a_draft_after_a_run_that_did_n
     assert argv[6:] == ["--yes", "--target-branch=main", "--draft"]
 
 
-def test_a_missing_cli_or_report_is_one_line_and_nothing_is_pushed(project, remote, tmp_path):  # noqa: F811
+def test_a_missing_cli_or_report_is_one_line_and_nothing_is_pushed(project, remote, tmp_path):
     refused = in_process(["-C", str(project), "pr"], dict(os.environ))
     assert refused.returncode == 1
     assert refused.stderr == (

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from tests.loop.test_construct import add_tasks, construct, project  # noqa: F401 (a fixture)
+from tests.support.construct import add_tasks, construct
 
 
-def test_the_json_report_lists_tasks_issues_and_questions_as_objects(project):  # noqa: F811
+def test_the_json_report_lists_tasks_issues_and_questions_as_objects(project):
     from ralph.ops import questions
 
     fine, undecided, held = add_tasks(project, "Fine", "Undecided [no-verdict]", "Pick a colour")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from ralph.cli.main import cli
@@ -45,3 +46,14 @@ def ralph_process(root: Path, *args: str, **kwargs) -> subprocess.CompletedProce
         env={**os.environ},
         **kwargs,
     )
+
+
+def leaf_commands(command: click.Command = cli, path: tuple[str, ...] = ()) -> dict[str, click.Command]:
+    """Every command that runs something, by its path ("task add"), the lazily loaded ones too."""
+    if not isinstance(command, click.Group):
+        return {" ".join(path): command}
+    ctx = click.Context(command)
+    found: dict[str, click.Command] = {}
+    for name in command.list_commands(ctx):  # the lazily loaded loop commands too
+        found.update(leaf_commands(command.get_command(ctx, name), (*path, name)))
+    return found
