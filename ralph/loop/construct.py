@@ -279,6 +279,8 @@ class Loop:
         problem = gate_problem(self.settings.gate, self.root) if needs_gate else None
         if problem:
             raise Refused(f"{problem}; set --gate (or the config's gate), or --gate '' for none")
+        with open(self.journal.path, "a", encoding="utf-8"):
+            pass  # a log folder ralph cannot write stops the run before it commits anything
         if not (self.root / PLAN_FILE).exists():
             from ralph.ops.initialize import init
 

@@ -33,6 +33,7 @@ def init(root: Path, commit: bool = True) -> list[str]:
     from ralph.store.git import Repo
     from ralph.store.transaction import refuse_unsafe_commit
 
+    _refuse_wrong_kinds(root)
     created = []
     for folder in (root / "specs", root / "build" / "ralph-logs"):
         if not folder.is_dir():
@@ -66,6 +67,20 @@ def init(root: Path, commit: bool = True) -> list[str]:
         if base is not None:
             repo.commit_file(PLAN_NAME, b"", "ralph: init", base)
     return created
+
+
+def _refuse_wrong_kinds(root: Path) -> None:
+    """A directory where plan.jsonl goes, or a file where a folder goes, stops init before it
+    changes anything (it would add the rest and say all is set up)."""
+    import errno
+    import os
+
+    wanted = {PLAN_NAME: False, "specs": True, "build": True, "build/ralph-logs": True}
+    for name, folder in wanted.items():
+        path = root / name
+        if path.is_dir() != folder and path.exists():
+            code = errno.ENOTDIR if folder else errno.EISDIR
+            raise OSError(code, os.strerror(code), str(path))
 
 
 def _read(path: Path) -> bytes:

@@ -321,6 +321,8 @@ def read_user_config(path: Path | None = None) -> dict:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8
+        raise InvalidInput(f"{path}: not UTF-8 (byte {exc.start}): TOML files are UTF-8") from None
     for name, value in values.items():
         if name in PLAN_ONLY:
             raise InvalidInput(f"{path}: config key {name} belongs in the plan's config record only")
