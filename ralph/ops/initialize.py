@@ -52,7 +52,14 @@ def init(root: Path, commit: bool = True) -> list[str]:
         base = _append(repo, base, ".gitignore", missing, "ralph: init: ignore ralph's files")
         created.append(".gitignore entries: " + " ".join(missing))
     attributes = mergedriver.ATTRIBUTES_FILE
-    missing = mergedriver.missing_attribute_lines(_read(root / attributes).decode("utf-8", "replace"))
+    text, anchored = mergedriver.upgraded_attributes(
+        _read(root / attributes).decode("utf-8", "surrogateescape")
+    )
+    if anchored:
+        message = f"ralph: init: merge only the top-level {PLAN_NAME} with ralph's driver"
+        base = _write(repo, base, attributes, text.encode("utf-8", "surrogateescape"), message)
+        created.append(f"{attributes} entry anchored: " + ", ".join(anchored))
+    missing = mergedriver.missing_attribute_lines(text)
     if missing:
         message = f"ralph: init: merge {PLAN_NAME} by record (ralph's merge driver)"
         base = _append(repo, base, attributes, missing, message)
@@ -91,10 +98,17 @@ def _append(repo: Repo, base: Snapshot | None, name: str, lines: list[str], mess
     """Append `lines` to the top-level file `name`; with a `base` snapshot, commit the file too,
     unless it held uncommitted changes of the user's (which are not ralph's to commit)."""
     path = repo.root / name
+    before = path.read_bytes() if path.exists() else b""
+    prefix = b"" if not before or before.endswith(b"\n") else b"\n"
+    return _write(repo, base, name, before + prefix + "\n".join(lines).encode() + b"\n", message)
+
+
+def _write(repo: Repo, base: Snapshot | None, name: str, data: bytes, message: str) -> Snapshot | None:
+    """Write the top-level file `name`; with a `base` snapshot, commit it too, unless it held
+    uncommitted changes of the user's (which are not ralph's to commit)."""
+    path = repo.root / name
     before = path.read_bytes() if path.exists() else None
-    prefix = "" if not before or before.endswith(b"\n") else "\n"
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(prefix + "\n".join(lines) + "\n")
+    path.write_bytes(data)
     if base is None:
         return None
     from ralph.store.git import blob_sha
