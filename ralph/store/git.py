@@ -447,6 +447,10 @@ class Repo:
         done = self._run(("cat-file", "blob", f":{relpath}"))
         return done.stdout if done.returncode == 0 else None
 
+    def unmerged(self, relpath: str) -> bool:
+        """Whether git's index holds the file as a merge conflict not yet resolved (`git add`)."""
+        return bool(self.git("ls-files", "-u", "--", relpath).strip())
+
     def commit_of(self, rev: str) -> str | None:
         """The commit `rev` names, or None when it names none (not a revision, or not a commit)."""
         if rev.startswith("-"):  # never an option
