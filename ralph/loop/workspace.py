@@ -213,6 +213,11 @@ class Workspace:
         self.spending.start()
         try:
             result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name)
+            if result.run.stop_reason == "interrupted":
+                # The loop is stopping (a signal, a spent budget, in another thread): the run was
+                # cut short, which is no verdict on its work. It is set aside like the rest; taken
+                # as a failure, the next attempts (never started) killed the task as a doom loop.
+                raise KeyboardInterrupt
         except BaseException:
             self.spending.stopped()
             raise
