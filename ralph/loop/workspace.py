@@ -27,7 +27,7 @@ from ralph.loop.signals import deferred_signals
 from ralph.loop.supervisor import BudgetSpent
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, Stage, TaskView
+from ralph.plan.records import Stage, StopReason, TaskView
 from ralph.store import reader, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
@@ -39,7 +39,6 @@ PLAN_FILE = reader.PLAN_NAME
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
 BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
-STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
 
 
 class CostSpent(BudgetSpent):
@@ -213,7 +212,7 @@ class Workspace:
         self.spending.start()
         try:
             result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name)
-            if result.run.stop_reason == "interrupted":
+            if result.run.stop_reason is StopReason.INTERRUPTED:
                 # The loop is stopping (a signal, a spent budget, in another thread): the run was
                 # cut short, which is no verdict on its work. It is set aside like the rest; taken
                 # as a failure, the next attempts (never started) killed the task as a doom loop.
