@@ -72,6 +72,7 @@ def test_a_real_conflict_leaves_the_path_conflicted_for_check_to_name(ralph, rep
         "plan.jsonl:1: unresolved git merge conflict marker"
         " (<<<<<<< ours, task t-a: 'name' changed on both sides)"
     )
+    assert problems[-1].startswith("plan.jsonl: git lists plan.jsonl as unmerged")
     written = (repo / "plan.jsonl").read_text()
     assert '"name": "Sign in"' in written and '"name": "Login form"' in written  # nothing lost
     assert '{"t": "task", "id": "t-b", "name": "Logout", "s": "d"}' in written  # the rest merged
