@@ -6,8 +6,8 @@ the whole group gets SIGTERM, then SIGKILL after a grace period, so no grandchil
 Output is written to the log as it arrives, line by line, not when the child exits.
 `stop_all` is final: a child a thread starts after it (a VERIFY worker that was just about to) is
 not run at all, and one that slipped in between is stopped at once, with stop_reason "interrupted".
-The exception is a run that `outlives_stop` (the hooks, run_ended above all): it starts and runs
-after a stop or a spent budget, bounded only by its own timeout, so a stopped run still tells.
+The exception is a run that `outlives_stop` (the run_ended hooks): it starts and runs after a
+stop or a spent budget, bounded only by its own timeout, so a stopped run still tells.
 Inside `adopting_orphans` (the construct loop), what a run leaves behind outside its group (a
 `setsid` daemon) is ended when the run ends too: see reaper.py.
 """

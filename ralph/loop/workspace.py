@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,10 +210,7 @@ class Workspace:
         try:
             self.set_state(stage=str(stage))
             self.console.status(iteration, stage, item or "")
-            building = frozenset(self.building) if stage is Stage.BUILD else frozenset()
-            self.leave_foreign_changes(f"before the {stage} run", keep=building)
-            # A verifier works in a checkout of its own, which VERIFY inspects: nothing to compare here.
-            before = self.snapshot() if stage is not Stage.VERIFY else None
+            before = self._snapshot_before(stage)
             old_plan = self.read_plan()
             cwd = cwd or (self.root if self.in_worktree else None)
             name = _name_of(old_plan, item)
@@ -252,6 +249,16 @@ class Workspace:
                 stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
             )
         return result
+
+    def _snapshot_before(self, stage: Stage) -> Snapshot | None:
+        """The work tree before a run, once what changed since the loop's last step that is not
+        the current build's is left alone. A verifier works in a checkout of its own, which VERIFY
+        inspects: nothing to compare here (None)."""
+        before = self.snapshot()
+        building = self.building if stage is Stage.BUILD else set()
+        if self.leave_foreign_changes(f"before the {stage} run", among=before.dirty - building):
+            before = Snapshot(before.head, before.branch, before.dirty - self.user_dirty)
+        return before if stage is not Stage.VERIFY else None
 
     def snapshot(self) -> Snapshot:
         head, branch, changed = self.repo.work_state()
@@ -346,19 +353,19 @@ class Workspace:
             self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=shown)
         return commit
 
-    def leave_foreign_changes(
-        self, when: str, among: frozenset[str] | None = None, keep: frozenset[str] = frozenset()
-    ) -> None:
+    def leave_foreign_changes(self, when: str, among: Iterable[str] | None = None) -> bool:
         """Changes no agent run is known to have made (`among` them, else every one in the work
-        tree but `keep`): left as they are, unstaged, with a warning, and never touched by the loop."""
-        found = (self.changed_paths() if among is None else set(among)) - {PLAN_FILE} - keep
+        tree): left as they are, unstaged, with a warning, and never touched by the loop again.
+        Returns whether there were any."""
+        found = (self.changed_paths() if among is None else set(among)) - {PLAN_FILE}
         found = {path for path in found if not RALPH_FILES.fullmatch(path)} - self.user_dirty
         if not found:
-            return
+            return False
         self.user_dirty = frozenset(self.user_dirty | found)
         shown = ", ".join(sorted(found)[:5]) + (f" (+{len(found) - 5} more)" if len(found) > 5 else "")
         self.journal.event("left_unstaged", files=sorted(found), when=when)
         self.console.event(f"warning: {shown} changed {when}, not by an agent ralph ran: left unstaged")
+        return True
 
     def set_aside(self, log_path: Path) -> None:
         """Save the agents' uncommitted changes to code as a patch beside the log, then undo them."""
