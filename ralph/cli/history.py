@@ -55,8 +55,11 @@ def report(ctx: click.Context, output: str | None) -> None:
     if output is None:
         click.echo(page, nl=False)
         return
-    with open(output, "w", encoding="utf-8") as out:
-        out.write(page)
+    try:
+        with open(output, "w", encoding="utf-8") as out:
+            out.write(page)
+    except OSError as exc:  # a write or close that fails (/proc/version) names no file: name it
+        raise OSError(exc.errno, exc.strerror, exc.filename or output) from None
     click.echo(f"wrote {printable(output)}")
 
 

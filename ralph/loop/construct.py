@@ -74,6 +74,9 @@ class Outcome(Enum):
     INTERRUPTED = 130
 
 
+ERROR_OUTCOME = "ERROR"  # a run an error ended (printed in one line, or a crash log): its journal and hooks
+
+
 @dataclass
 class Report:
     outcome: Outcome
@@ -139,9 +142,14 @@ class Loop:
             try:
                 self.ws = self._prepare(needs_gate=not plan_only)
                 span = self.journal.span("construct", spec=self.settings.spec)
-                outcome, message, exit_code = self._run_stages(plan_only)
+                try:
+                    outcome, message, exit_code = self._run_stages(plan_only)
+                except Exception as exc:  # an error ends the run too: its run_ended hooks hear of it
+                    span.end(outcome=ERROR_OUTCOME, message=f"{type(exc).__name__}: {exc}")
+                    self.hooks.close()
+                    raise
                 span.end(outcome=outcome.name, message=message)
-                self.hooks.close()  # inside: the run_ended hooks are children that Ctrl-C stops
+                self.hooks.close()  # inside: a second Ctrl-C stops the run's last hooks
             except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
                 return self._report(Outcome.INTERRUPTED, "interrupted", 128 + signal_number(exc))
         return self._report(outcome, message, exit_code)
@@ -285,6 +293,8 @@ class Loop:
         # The same checks `--dry-run` lists (ralph/loop/preflight.py); here the first one stops the run.
         for refusal in preflight.start_problems(self.root, self.settings, needs_gate):
             raise refusal
+        with open(self.journal.path, "a", encoding="utf-8"):
+            pass  # a log folder ralph cannot write stops the run before it commits anything
         if not (self.root / PLAN_FILE).exists():
             from ralph.ops.initialize import init
 

@@ -255,12 +255,16 @@ class BuildStage:
         )
         settings = self.ws.settings
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
+        self.ws.building |= self.ws.changed_paths() - {
+            PLAN_FILE
+        }  # a formatter in the gate writes for the build
         span.end(ok=gate.ok, summary=None if gate.ok else gate.summary.strip()[:600])
         self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
         if not gate.ok:
             return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.ws.rel(log))), set()
         refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
         changed = self.ws.changed_paths()  # as the gate and the hook left them (a formatter may write)
+        self.ws.building |= changed - {PLAN_FILE}
         return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
 
     def _scope_failure(self, task: dict, changed: set[str]) -> Failure | None:
