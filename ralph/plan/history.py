@@ -38,6 +38,7 @@ _TASK_TOLD = frozenset(
         "depth",
         "claimed_by",
         "claimed_at",
+        "verdict",
     }
 )
 _ISSUE_TOLD = frozenset({"keep_open", "kills", "kill_reason", "kill_log", "claimed_by", "claimed_at"})
@@ -154,7 +155,7 @@ def diff(
             if fields or kind == "config":
                 events.append(_event(f"{kind} changed", None, fields=fields))
         elif (new or {}).get("t") == "takeover" and old is None:
-            continue  # the claim's own event says it: "taken over from"
+            events += _takeover(new, events)
         else:
             record = new if new is not None else old
             label = "line added" if old is None else "line removed"
@@ -226,18 +227,86 @@ def _claim(item_id: str, old: dict, new: dict) -> list[dict]:
     return [_event("taken over", item_id, runner=now, was_claimed_by=was, at=new.get("claimed_at"))]
 
 
+def _takeover(record: dict, events: list[dict]) -> list[dict]:
+    """A takeover record, told once: the claim's own change says it ("taken over from") unless
+    one commit holds the takeover and the release after it (a merge of another runner's pushes):
+    then the claim seems released by the runner that lost it, and is told as taken over from it
+    and released by the runner that took it."""
+    item, runner, was = record.get("id"), record.get("by"), record.get("was_claimed_by")
+    if any(event["event"] == "taken over" and event["id"] == item for event in events):
+        return []
+    taken = _event("taken over", item, runner=runner, was_claimed_by=was, at=record.get("at"))
+    for index, event in enumerate(events):
+        if event["event"] == "released" and event["id"] == item and event.get("runner") == was:
+            events[index : index + 1] = [taken, _event("released", item, runner=runner)]
+            return []
+    return [taken]
+
+
+# What a failed attempt's recorded failure starts with, for plans written before tasks recorded
+# their verdict: each is how ralph has worded that failure since it recorded failures.
+_FAILURE_STARTS = (
+    ("no_changes", "no_changes"),
+    ("permission_violation", "permission_violation"),
+    ("scope_violation", "scope_violation"),
+    ("merge_conflict", "merge_conflict"),
+    ("the agent left plan.jsonl invalid", "plan_invalid"),
+    ("the agent ended (", "not_done"),
+    ("the pre-commit hook refused", "hook_refused"),
+    ("the gate could not start", "gate_failed"),
+    ("`", "gate_failed"),  # "`make verify` exited 2:", "`make verify` timed out after 600s"
+)
+UNKNOWN_FAILURE = "failed"  # a failure worded in no way ralph knows (a hand edit, a cut excerpt)
+# A verdict in words, for people (ralph log, the reports).
+VERDICT_WORDS = {
+    "built": "built",
+    "not_done": "not marked done",
+    "no_changes": "no changes",
+    "plan_invalid": "plan.jsonl left invalid",
+    "permission_violation": "permission violation",
+    "gate_failed": "gate failed",
+    "hook_refused": "pre-commit hook refused",
+    "scope_violation": "outside its scope",
+    "merge_conflict": "merge conflict",
+    "killed": "killed",
+    "rejected": "rejected by VERIFY",
+    UNKNOWN_FAILURE: "failed",
+}
+
+
+def verdict_words(verdict: str) -> str:
+    return VERDICT_WORDS.get(verdict, verdict.replace("_", " "))
+
+
+def attempt_verdict(task: dict) -> str:
+    """What the build attempt a task record tells of came to: its recorded `verdict`, else (a plan
+    written before verdicts were recorded) "built" when no failure is recorded, or the failure's
+    verdict read from its wording; never "gate failed" for a gate that passed or never ran."""
+    recorded = task.get("verdict")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    failure = task.get("gate_failure")
+    if not failure:
+        return "built"
+    text = str(failure)
+    return next((verdict for start, verdict in _FAILURE_STARTS if text.startswith(start)), UNKNOWN_FAILURE)
+
+
 def _attempt(task_id: str, old: dict, new: dict) -> dict:
-    """A build attempt: through the gate (files recorded) or not (gate_failure set)."""
+    """A build attempt: "built" (through the gate, files recorded) or "attempt failed", with its
+    verdict (why) and the failure recorded with it."""
     tokens_list = new.get("attempt_tokens")
     tokens = _int(new.get("tokens")) - _int(old.get("tokens"))
     if isinstance(tokens_list, list) and len(tokens_list) > len(old.get("attempt_tokens") or []):
         tokens = tokens_list[-1]
     cost = new.get("cost_usd") or 0
     cost = round(cost - (old.get("cost_usd") or 0), 6) if isinstance(cost, int | float) else None
-    failed = bool(new.get("gate_failure"))  # a build through the gate clears it
+    verdict = attempt_verdict(new)
+    failed = verdict != "built"
     return _event(
-        "gate failed" if failed else "built",
+        "attempt failed" if failed else "built",
         task_id,
+        verdict=verdict,
         attempt=new.get("attempts"),
         tokens=tokens or None,
         cost_usd=cost or None,

@@ -32,6 +32,20 @@ class Clock:
         self.monkeypatch.setenv("GIT_COMMITTER_DATE", stamp)
 
 
+# A failed gate as the loop records it: the lines its gate picked, and where the whole output is.
+GATE_FAILURE = """`make verify` exited 2:
+...
+    def test_login():
+>       assert render_form() == "<form>"
+E       AssertionError: assert '' == '<form>'
+tests/test_login.py:4: AssertionError
+FAILED tests/test_login.py::test_login - AssertionError: assert '' == '<form>'
+========================= 1 failed, 12 passed in 0.21s =========================
+make: *** [Makefile:2: verify] Error 1
+(full output: build/ralph-logs/ralph-20260102-101100-gate-t-login.log)"""
+NO_CHANGES = "no_changes: the agent marked the task done but changed no file."
+
+
 def build_history(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every kind of event, each in a commit of its own; returns the issue's generated id."""
     ralph, clock = Ralph(root), Clock(monkeypatch)
@@ -61,7 +75,8 @@ def build_history(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             change.message = "ralph: claim"
     # The loop's own changes to a task: a failed build, one through the gate, its commit.
     for record in (
-        lambda plan: plan.record_build_failure("t-login", "make verify: 2 tests failed", 1200, 0.01),
+        lambda plan: plan.record_build_failure("t-login", GATE_FAILURE, 1200, 0.01),
+        lambda plan: plan.record_build_failure("t-login", NO_CHANGES, 300, 0.002),
         lambda plan: plan.record_build("t-login", ["app/login.py"], 3400, 0.02),
         lambda plan: plan.record_build_commit("t-login", "0123456789abcdef0123456789abcdef01234567"),
     ):
@@ -193,17 +208,14 @@ def test_a_tasks_story_sums_its_attempts(history: Path):
     lines = Ralph(history)("log", "--task", "t-login", "--json").stdout.splitlines()
     story = json.loads(lines[-1])
     assert story["event"] == "story" and story["now"] == "accepted"
-    assert [(a["attempt"], a["passed"], a["tokens"], a["cost_usd"]) for a in story["attempts"]] == [
-        (1, False, 1200, 0.01),
-        (2, True, 3400, 0.02),
+    assert [(a["attempt"], a["verdict"], a["passed"], a["tokens"]) for a in story["attempts"]] == [
+        (1, "gate_failed", False, 1200),
+        (2, "no_changes", False, 300),
+        (3, "built", True, 3400),
     ]
-    assert story["attempts"][0]["gate_failure"] == "make verify: 2 tests failed"
-    assert (story["tokens"], story["cost_usd"], story["gate_failures"], story["rejections"]) == (
-        4600,
-        0.03,
-        1,
-        1,
-    )
+    assert story["attempts"][0]["gate_failure"] == GATE_FAILURE
+    assert (story["tokens"], story["cost_usd"], story["rejections"]) == (4900, 0.032, 1)
+    assert (story["failed_attempts"], story["gate_failures"]) == (2, 1)  # no changes is no gate failure
     assert story["build_commit"] == "0123456789abcdef0123456789abcdef01234567"
     assert story["files"] == ["app/login.py"]
     assert all(json.loads(line)["id"] == "t-login" for line in lines)
@@ -215,7 +227,7 @@ def test_since_a_revision_or_a_date_shows_only_later_commits_judged_against_the_
     events = [json.loads(line) for line in ralph("log", "--since", base, "--json").stdout.splitlines()]
     assert [event["event"] for event in events] == ["decomposed", "deleted", "resolved", "changed", "changed"]
     assert base not in {event["commit"] for event in events}
-    dated = ralph("log", "--since", "2026-01-02T10:22:00+00:00", "--json").stdout.splitlines()
+    dated = ralph("log", "--since", "2026-01-02T10:23:00+00:00", "--json").stdout.splitlines()
     assert [json.loads(line)["event"] for line in dated] == ["resolved", "changed", "changed"]
 
 
@@ -390,4 +402,7 @@ def test_a_merge_shows_as_what_it_changed_on_the_branch_merged_into(ralph: Ralph
     said = [(event["event"], event["id"], event["commit"] == merge) for event in events]
     # The side branch's task arrives with the merge, already done: one event, "created".
     assert said == [("created", "t-main", False), ("done", "t-main", False), ("created", "t-side", True)]
-    assert next(e for e in events if e["id"] == "t-side")["by_hand"] is True  # "Merge side" is a person's
+    # A person ran `git merge`, but nobody edited the record by hand: it was made on the branch.
+    side = next(e for e in events if e["id"] == "t-side")
+    assert (side["by_hand"], side["merged"]) == (False, True)
+    assert ralph("log").stdout.splitlines()[-1].endswith("t-side  created: On the side  [merged]")
