@@ -79,12 +79,16 @@ def failing_lines(output: Iterable[str]) -> list[str]:
 
 def gist(failure: str, limit: int = 160) -> str:
     """A recorded failure in one line: its first line (what failed), then the first line after it
-    that looks like an error, else the last one before the pointer to the full output."""
+    that looks like an error, else (a first line ending in ":" introduces what follows) the last
+    one before the pointer to the full output. An agent's own last words explain nothing."""
     lines = [line.rstrip() for line in failure.splitlines()]
-    lines = [line for line in lines if line.strip() not in ("", "...") and not line.startswith("(full output: ")]
+    lines = [
+        line for line in lines if line.strip() not in ("", "...") and not line.startswith("(full output: ")
+    ]
     if not lines:
         return ""
     head, rest = lines[0], lines[1:]
-    telling = next((line for line in rest if _ERROR.match(line)), rest[-1] if rest else "")
+    last = rest[-1] if rest and head.endswith(":") else ""
+    telling = next((line for line in rest if _ERROR.match(line)), last)
     said = " ".join(f"{head} {telling}".split())
     return said if len(said) <= limit else said[: limit - 3] + "..."

@@ -307,6 +307,10 @@ def _print_report(report, as_json: bool) -> None:
         click.echo(f"accepted ({len(report.accepted)}):")
         for item in report.accepted:
             click.echo(f"  {printable(item)}")
+    if report.failed:  # why attempts failed: what a person reads to help the next one
+        click.echo(f"failed attempts and rejections ({len(report.failed)}):")
+        for item in report.failed:
+            click.echo(f"  {printable(item)}")
     if report.stopped:
         click.echo(f"stopped ({len(report.stopped)}):")
         for item in report.stopped:

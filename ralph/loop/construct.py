@@ -85,6 +85,7 @@ class Report:
     log_dir: str = str(LOG_DIR)
     tokens: int = 0
     stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
+    failed: list[str] = field(default_factory=list)  # failed build attempts and VERIFY's rejections, and why
     questions: list[str] = field(default_factory=list)  # open questions of the spec, for a person
     cost_usd: float = 0.0  # of the runs whose cost is known
     unknown_cost_runs: int = 0
@@ -108,6 +109,7 @@ class Loop:
         self.ws: Workspace | None = None
         self.accepted: list[str] = []
         self.stopped: list[str] = []
+        self.failed: list[str] = []
         self.iterations_run = 0
 
     # --- the loop -----------------------------------------------------------------------------
@@ -248,6 +250,7 @@ class Loop:
         report = stage(self.ws).run(iteration)
         self.accepted += report.accepted
         self.stopped += report.stopped
+        self.failed += report.failed
         return report
 
     # --- preparing and reading ----------------------------------------------------------------
@@ -371,6 +374,7 @@ class Loop:
             self.stopped,
             self._questions(),
         )
+        report.failed = self.failed
         if spent is not None:
             report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs
             report.by_stage, report.by_task = spent.by_stage, spent.by_item

@@ -9,12 +9,14 @@ import os
 import re
 from pathlib import Path
 
+from ralph.failures import gist
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
 from ralph.loop.secrets import redact
 from ralph.loop.workspace import PLAN_FILE, STOP_REASONS_THAT_KILL, StageReport, Workspace
+from ralph.plan.history import attempt_verdict, verdict_words
 from ralph.plan.records import KillReason, Stage, TaskView, is_blocked, is_done
 from ralph.plan.schedule import buildable
 from ralph.plan.scope import SCOPE_VIOLATION, outside
@@ -164,6 +166,7 @@ class BuildStage:
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
             attempts = self._record_failure(task_id, failure, result)
+            self._tell_failure(task_id, attempts, failure, report)
             if attempts >= self.ws.settings.max_attempts:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
 
@@ -299,6 +302,15 @@ class BuildStage:
             "build_failed", item=task_id, attempts=attempts, verdict=verdict, log=str(result.log_path)
         )
         return attempts
+
+    def _tell_failure(self, task_id: str, attempts: int, failure: str, report: StageReport) -> None:
+        """Why the attempt failed, where the person looks: the console (a failed gate's lines were
+        shown as it ended) and the final report."""
+        verdict = attempt_verdict({"gate_failure": failure})
+        words, reason = verdict_words(verdict), failure.removeprefix(f"{verdict}: ")
+        report.failed.append(f"{task_id} attempt {attempts}: {words}: {gist(reason)}")
+        shown = "" if verdict == "gate_failed" else reason
+        self.ws.console.verdict("BUILD", task_id, f"attempt {attempts} failed ({words})", shown)
 
     def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
         """Set the task aside for DECOMPOSE; its partial changes are saved as a patch, then undone."""

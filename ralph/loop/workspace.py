@@ -52,6 +52,7 @@ class StageReport:
     items: int = 0  # issues, tasks or specs the stage ran an agent for
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
+    failed: list[str] = field(default_factory=list)  # failed build attempts and rejections, and why
     commits: list[str] = field(default_factory=list)
 
     def absorb(self, part: StageReport) -> None:
@@ -59,6 +60,7 @@ class StageReport:
         self.items += part.items
         self.accepted += part.accepted
         self.stopped += part.stopped
+        self.failed += part.failed
         self.commits += part.commits
 
 
