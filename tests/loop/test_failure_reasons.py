@@ -18,7 +18,7 @@ from tests.conftest import git
 from tests.loop.test_construct import add_tasks, construct, in_process
 
 # The gate: real pytest over the agent's work files, with some passing tests for its dots.
-GATE_TESTS = '''
+GATE_TESTS = """
 import pathlib
 
 import pytest
@@ -35,7 +35,7 @@ def test_the_work_says_ok(path):
 @pytest.mark.parametrize("n", range(30))
 def test_something_else(n):
     pass
-'''
+"""
 
 
 @pytest.fixture

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 import json
+
+import pytest
 
 from ralph.plan.history import add_line, diff, remove_line, version
 
