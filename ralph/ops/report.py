@@ -219,6 +219,14 @@ def _cost(cost_usd: float, unknown_runs: int, dollar: bool = True) -> str:
     return f"{sign}{cost_usd:.4f}" + (f" + {unknown_runs} unknown" if unknown_runs else "")
 
 
+def _ends(start: str, end: str) -> tuple[str, str]:
+    """The x axis's end labels: the dates, or within one day the date and times (a run of an
+    hour dated 2026-11-25 at both ends says nothing of its length)."""
+    if start[:10] != end[:10]:
+        return start[:10], end[:10]
+    return f"{start[:10]} {start[11:16]}", end[11:16]
+
+
 def nice_ticks(most: int) -> list[int]:
     """The y axis's ticks for counts up to `most`: 0 and whole steps of 1, 2 or 5 times a power
     of ten, at most 6 of them, the last at or above `most` (0, 1, 3 reads as a broken scale)."""
@@ -261,12 +269,13 @@ def _chart(points: list[dict]) -> str:
         for t in ticks
     )
     bottom = TOP + plot_h
+    first, last = _ends(points[0]["time"], points[-1]["time"])
     axes = (
         f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}" stroke="#888"/>'
         f'<line x1="{LEFT}" y1="{bottom}" x2="{WIDTH - RIGHT}" y2="{bottom}" stroke="#888"/>'
-        f'<text x="{LEFT}" y="{bottom + 18}" font-size="13">{escape(points[0]["time"][:10])}</text>'
+        f'<text x="{LEFT}" y="{bottom + 18}" font-size="13">{escape(first)}</text>'
         f'<text x="{WIDTH - RIGHT}" y="{bottom + 18}" font-size="13" text-anchor="end">'
-        f"{escape(points[-1]['time'][:10])}</text>"
+        f"{escape(last)}</text>"
         f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 8}" font-size="13" text-anchor="middle">'
         f"plan.jsonl commits, oldest to newest ({len(points)})</text>"
         f'<text transform="translate(14 {TOP + plot_h / 2:.1f}) rotate(-90)" font-size="13"'
