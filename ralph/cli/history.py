@@ -7,7 +7,7 @@ import json
 import click
 
 from ralph.cli.common import json_line, json_option, root_of, task_ids
-from ralph.text import printable
+from ralph.text import joined_lines, printable
 
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
 FAILURE_LINES = 12  # lines of a failed attempt's recorded failure under `ralph log --task`
@@ -137,7 +137,7 @@ def describe(event: dict) -> str:
         )
     elif kind in ("line added", "line removed"):
         parts.append(_cut(event.get("line", "")))
-    return printable(_cut(" ".join(str(part) for part in parts if part)))  # a hand edit's 5 is "5"
+    return printable(_cut(joined_lines(" ".join(str(part) for part in parts if part))))  # 5 is "5"
 
 
 def story_lines(summary: dict) -> list[str]:

@@ -13,7 +13,7 @@ from ralph.failures import gist
 from ralph.ops.history import ATTEMPT_EVENTS, timeline
 from ralph.plan.history import verdict_words
 from ralph.store.reader import read_plan
-from ralph.text import printable
+from ralph.text import joined_lines, printable
 
 SERIES = (("pending", "#d97706"), ("done", "#2563eb"), ("accepted", "#16a34a"), ("blocked", "#dc2626"))
 # The chart's own units: its viewBox. It is drawn at the page's width (at most 40rem), so 13 units
@@ -123,7 +123,7 @@ def _failures(events: list[dict]) -> str:
             rows.append((event, what, gist(failure, 240)))
         elif kind in ("rejected", "killed", "blocked"):
             said = ": ".join(str(event[key]) for key in ("kill_reason", "reason") if event.get(key))
-            rows.append((event, "rejected by VERIFY" if kind == "rejected" else kind, said))
+            rows.append((event, "rejected by VERIFY" if kind == "rejected" else kind, joined_lines(said)))
     if not rows:
         return "<p>no attempt failed</p>"
     body = "".join(

@@ -86,7 +86,7 @@ def build_history(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             record(change.plan)
             change.message = "ralph(build): t-login"
     step("task", "done", "t-login")
-    step("task", "reject", "t-login", "the form\x1b[31m does not render")
+    step("task", "reject", "t-login", "the form\x1b[31m does not render\nsee the screenshot")
     step("task", "done", "t-login")
     step("task", "accept", "t-login")
     step("task", "reject", "t-split", "BUILD timed out", "--kill-reason", "timeout")
@@ -172,7 +172,7 @@ def test_labels_each_event_by_what_the_records_show(history: Path):
         "BUILD timed out",
     )
     rejected = next(event for event in events if event["event"] == "rejected")
-    assert rejected["reason"] == "the form\x1b[31m does not render"
+    assert rejected["reason"] == "the form\x1b[31m does not render\nsee the screenshot"
     assert [event["event"] for event in events if event["id"] and event["id"].startswith("i-")] == [
         "added",
         "claimed",
@@ -297,7 +297,10 @@ def test_report_is_one_self_contained_page_with_a_point_per_plan_commit(history:
         " E AssertionError: assert &#x27;&#x27; == &#x27;&lt;form&gt;&#x27;</td>" in page
     )
     assert '<td data-label="what">attempt 2: no changes</td><td data-label="why">the agent marked' in page
-    assert '<td data-label="what">rejected by VERIFY</td><td data-label="why">the form\\x1b[31m does' in page
+    assert (
+        '<td data-label="what">rejected by VERIFY</td>'
+        '<td data-label="why">the form\\x1b[31m does not render | see the screenshot</td>'
+    ) in page
     assert "3 build attempts, 2 failed (67%): gate failed 1, no changes 1; VERIFY rejections: 1." in page
     # read on a phone: the page is as wide as the screen, the chart scales, and tables turn into
     # labelled cards below 40rem instead of scrolling sideways
