@@ -26,8 +26,8 @@ def test_a_task_set_aside_is_explained_with_its_last_failure_and_log():
     pytest_failed = TaskView(
         {
             "id": "t-c", "name": "C", "s": "p", "attempts": 2,
-            "gate_failure": "`make verify` exited 2:\n...\nE       assert 0 == 4\ntests/test_c.py:3: AssertionError\n"
-            "==== 1 failed in 0.1s ====\n(full output: g.log)",
+            "gate_failure": "`make verify` exited 2:\n...\nE       assert 0 == 4\n"
+            "tests/test_c.py:3: AssertionError\n==== 1 failed in 0.1s ====\n(full output: g.log)",
         }
     )  # fmt: skip
     # what failed and the line that says why, not the gate's first line alone
