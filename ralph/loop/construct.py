@@ -85,8 +85,8 @@ class Report:
     log_dir: str = str(LOG_DIR)
     tokens: int = 0
     stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
-    failed: list[str] = field(default_factory=list)  # failed build attempts and VERIFY's rejections, and why
     questions: list[str] = field(default_factory=list)  # open questions of the spec, for a person
+    failed: list[str] = field(default_factory=list)  # failed build attempts and VERIFY's rejections, and why
     cost_usd: float = 0.0  # of the runs whose cost is known
     unknown_cost_runs: int = 0
     by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
@@ -373,8 +373,8 @@ class Loop:
             self.ws.tokens if self.ws else 0,
             self.stopped,
             self._questions(),
+            self.failed,
         )
-        report.failed = self.failed
         if spent is not None:
             report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs
             report.by_stage, report.by_task = spent.by_stage, spent.by_item

@@ -42,7 +42,11 @@ def test_something_else(n):
 def pytest_project(repo: Path) -> Path:
     (repo / "specs" / "app.md").write_text("# App\n\n- Work\n")
     (repo / "test_work.py").write_text(GATE_TESTS)
-    git(repo, "add", "specs/app.md", "test_work.py")
+    # as a Python project has it: parallel builds each running the gate would otherwise each
+    # commit their own __pycache__, and conflict
+    with open(repo / ".gitignore", "a") as ignored:  # beside what `ralph init` put there
+        ignored.write("__pycache__/\n")
+    git(repo, "add", "specs/app.md", "test_work.py", ".gitignore")
     git(repo, "commit", "-qm", "the app spec and its pytest gate")
     return repo
 

@@ -71,7 +71,9 @@ def test_a_failing_pytest_gate_shows_the_failure_not_the_dots(calc):
     assert len(lines) <= 24
 
 
-def test_a_failing_unittest_gate_under_make_shows_the_traceback_and_makes_error(calc):
+def test_a_failing_unittest_gate_under_make_shows_the_traceback_and_makes_error(calc, monkeypatch):
+    for name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):  # under `make test`: "make[1]: ***" otherwise
+        monkeypatch.delenv(name, raising=False)
     (calc / "Makefile").write_text("verify:\n\t$(PYTHON) -m unittest test_calc\n")
     result = gate(calc, ["make", "verify", f"PYTHON={sys.executable}"])
     lines = result.summary.splitlines()
