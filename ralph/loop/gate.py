@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ralph.failures import FailingLines
 from ralph.loop.supervisor import ChildNotFound, Supervisor
+from ralph.plan.records import StopReason
 
 
 @dataclass
@@ -38,7 +39,7 @@ def run_gate(
     except ChildNotFound as exc:
         return GateResult(False, f"the gate could not start: {exc}", log_path)
     explained = "\n".join(sieve.lines())
-    if result.stop_reason == "timeout":
+    if result.stop_reason == StopReason.TIMEOUT:
         said = f"`{shown}` timed out after {timeout_s:g}s"
         return GateResult(False, f"{said}:\n{explained}" if explained else said, log_path)
     if result.ok:

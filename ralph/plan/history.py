@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
+from ralph.plan.records import VERDICT_WORDS, Status, Verdict
+
 Key = tuple
 
 # Task fields whose change is told by an event of its own, not as a plain field change.
@@ -27,6 +29,8 @@ _TASK_TOLD = frozenset(
         "kill_reason",
         "kill_log",
         "blocked_reason",
+        "blocked_by",
+        "verdict",
         "attempts",
         "attempt_tokens",
         "tokens",
@@ -38,7 +42,6 @@ _TASK_TOLD = frozenset(
         "depth",
         "claimed_by",
         "claimed_at",
-        "verdict",
     }
 )
 _ISSUE_TOLD = frozenset({"keep_open", "kills", "kill_reason", "kill_log", "claimed_by", "claimed_at"})
@@ -187,16 +190,16 @@ def _task(
             return [_event("decomposed", task_id, name=old.get("name"), into=children)]
         return [_event("deleted", task_id, name=old.get("name"))]
     events = []
-    was, now = old.get("s", "p"), new.get("s", "p")
+    was, now = old.get("s", Status.PENDING), new.get("s", Status.PENDING)  # as written, even if invalid
     attempts = new.get("attempts", 0)
     if isinstance(attempts, int) and attempts > _int(old.get("attempts")):
         events.append(_attempt(task_id, old, new))
     if new.get("commit") and new.get("commit") != old.get("commit"):
         events.append(_event("build commit", task_id, build_commit=new["commit"], files=new.get("files")))
     if now != was:
-        if now == "d":
+        if now == Status.DONE:
             events.append(_event("done", task_id, name=new.get("name")))
-        elif now == "b":
+        elif now == Status.BLOCKED:
             events.append(_event("blocked", task_id, reason=new.get("blocked_reason")))
         elif task_id not in rejected:  # otherwise the reject record's event says it, with the reason
             events.append(_event("reopened", task_id, name=new.get("name")))
@@ -246,48 +249,37 @@ def _takeover(record: dict, events: list[dict]) -> list[dict]:
 # What a failed attempt's recorded failure starts with, for plans written before tasks recorded
 # their verdict: each is how ralph has worded that failure since it recorded failures.
 _FAILURE_STARTS = (
-    ("no_changes", "no_changes"),
-    ("permission_violation", "permission_violation"),
-    ("scope_violation", "scope_violation"),
-    ("merge_conflict", "merge_conflict"),
-    ("the agent left plan.jsonl invalid", "plan_invalid"),
-    ("the agent ended (", "not_done"),
-    ("the pre-commit hook refused", "hook_refused"),
-    ("the gate could not start", "gate_failed"),
-    ("`", "gate_failed"),  # "`make verify` exited 2:", "`make verify` timed out after 600s"
+    ("no_changes", Verdict.NO_CHANGES),
+    ("permission_violation", Verdict.PERMISSION_VIOLATION),
+    ("scope_violation", Verdict.SCOPE_VIOLATION),
+    ("merge_conflict", Verdict.MERGE_CONFLICT),
+    ("the agent left plan.jsonl invalid", Verdict.PLAN_INVALID),
+    ("the agent ended (", Verdict.NOT_DONE),
+    ("the pre-commit hook refused", Verdict.HOOK_REFUSED),
+    ("the gate could not start", Verdict.GATE_FAILED),
+    ("`", Verdict.GATE_FAILED),  # "`make verify` exited 2:", "`make verify` timed out after 600s"
 )
 UNKNOWN_FAILURE = "failed"  # a failure worded in no way ralph knows (a hand edit, a cut excerpt)
-# A verdict in words, for people (ralph log, the reports).
-VERDICT_WORDS = {
-    "built": "built",
-    "not_done": "not marked done",
-    "no_changes": "no changes",
-    "plan_invalid": "plan.jsonl left invalid",
-    "permission_violation": "permission violation",
-    "gate_failed": "gate failed",
-    "hook_refused": "pre-commit hook refused",
-    "scope_violation": "outside its scope",
-    "merge_conflict": "merge conflict",
-    "killed": "killed",
-    "rejected": "rejected by VERIFY",
-    UNKNOWN_FAILURE: "failed",
-}
 
 
 def verdict_words(verdict: str) -> str:
-    return VERDICT_WORDS.get(verdict, verdict.replace("_", " "))
+    """A verdict in words, for people (ralph log, the reports); one this ralph does not know
+    (a newer ralph's, a hand edit) as it is spelled."""
+    return VERDICT_WORDS.get(verdict) or str(verdict).replace("_", " ")
 
 
 def attempt_verdict(task: dict) -> str:
     """What the build attempt a task record tells of came to: its recorded `verdict`, else (a plan
-    written before verdicts were recorded) "built" when no failure is recorded, or the failure's
-    verdict read from its wording; never "gate failed" for a gate that passed or never ran."""
+    written before verdicts were recorded, or one commit that also set the task aside) "built"
+    when no failure is recorded, or the failure's verdict read from its wording; never "gate
+    failed" for a gate that passed or never ran."""
     recorded = task.get("verdict")
-    if isinstance(recorded, str) and recorded:
+    # a rejection or a kill in the same commit judges the task, not the attempt: read the failure
+    if isinstance(recorded, str) and recorded and recorded not in (Verdict.REJECTED, Verdict.KILLED):
         return recorded
     failure = task.get("gate_failure")
     if not failure:
-        return "built"
+        return Verdict.BUILT
     text = str(failure)
     return next((verdict for start, verdict in _FAILURE_STARTS if text.startswith(start)), UNKNOWN_FAILURE)
 
@@ -302,7 +294,7 @@ def _attempt(task_id: str, old: dict, new: dict) -> dict:
     cost = new.get("cost_usd") or 0
     cost = round(cost - (old.get("cost_usd") or 0), 6) if isinstance(cost, int | float) else None
     verdict = attempt_verdict(new)
-    failed = verdict != "built"
+    failed = verdict != Verdict.BUILT
     return _event(
         "attempt failed" if failed else "built",
         task_id,
