@@ -90,5 +90,9 @@ def gist(failure: str, limit: int = 160) -> str:
     head, rest = lines[0], lines[1:]
     last = rest[-1] if rest and head.endswith(":") else ""
     telling = next((line for line in rest if _ERROR.match(line)), last)
-    said = " ".join(f"{head} {telling}".split())
+    head, telling = " ".join(head.split()), " ".join(telling.split())
+    room = max(limit - len(telling) - 1, 40)  # a long command shortens before the telling line
+    if len(head) > room:
+        head = head[: room // 2 - 2] + "..." + head[-(room - room // 2 - 1) :]
+    said = f"{head} {telling}" if telling else head
     return said if len(said) <= limit else said[: limit - 3] + "..."

@@ -36,13 +36,14 @@ td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
    only where it must (overflow-wrap: anywhere on every cell let the table squeeze ids to one
    letter a line). */
 td.id, td.n, td.when, th { white-space: nowrap; }
+td.name { min-width: 9rem; }
 td, li { overflow-wrap: break-word; }
 /* A phone: each table row becomes a small card of labelled values, so nothing scrolls sideways. */
 @media (max-width: 40rem) {
   thead { display: none; }
   table, tbody, tfoot, tr, td, tfoot th { display: block; width: auto; }
   tr { border-bottom: 1px solid #bbb; padding: 0.4rem 0; }
-  td, td.n, tfoot th { border: 0; padding: 1px 0; text-align: left; white-space: normal; }
+  td, td.n, tfoot th { border: 0; padding: 1px 0; text-align: left; white-space: normal; min-width: 0; }
   td, li { overflow-wrap: anywhere; }
   td::before { content: attr(data-label) ": "; color: #666; }
 }
@@ -138,7 +139,7 @@ def _failures(events: list[dict]) -> str:
 
 
 def _task_table(tasks: dict[str, dict]) -> str:
-    columns = (("id", "id"), ("name", ""), ("now", ""), ("attempts", "n"), ("failed", ""))
+    columns = (("id", "id"), ("name", "name"), ("now", ""), ("attempts", "n"), ("failed", ""))
     columns += (("cycle time", "n"), ("build tokens", "n"), ("build cost (USD)", "n"))
     head = "".join(f"<th{_class(kind)}>{label}</th>" for label, kind in columns)
     rows = []
