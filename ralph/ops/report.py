@@ -7,6 +7,7 @@ from collections import Counter
 from datetime import datetime
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import RalphError
 from ralph.failures import gist
@@ -15,6 +16,7 @@ from ralph.plan.history import verdict_words
 from ralph.store.reader import read_plan
 from ralph.text import joined_lines, printable
 
+Row = dict[str, Any]  # a task's, a stage's or a commit's figures; an event of the history
 SERIES = (("pending", "#d97706"), ("done", "#2563eb"), ("accepted", "#16a34a"), ("blocked", "#dc2626"))
 # The chart's own units: its viewBox. It is drawn at the page's width (at most 40rem), so 13 units
 # of text are 17 px on a desktop; a phone's style makes them 18 units (13 px at 375 px).
@@ -52,7 +54,7 @@ td, li { overflow-wrap: break-word; }
 
 
 def build(root: Path) -> str:
-    points: list[dict] = []
+    points: list[dict[str, Any]] = []
     events = timeline(root, points=points)
     tasks = _tasks(events)
     spent = _spent(root)
@@ -77,7 +79,7 @@ def build(root: Path) -> str:
 """
 
 
-def _headline(points: list[dict], tasks: dict[str, dict], events: list[dict], spent: dict) -> str:
+def _headline(points: list[Row], tasks: dict[str, Row], events: list[Row], spent: dict[str, Row]) -> str:
     """What a person asks first: how far the run got, what it cost in all, how often attempts failed."""
     now = Counter(task["now"] for task in tasks.values())
     states = ", ".join(f"{count} {state}" for state, count in now.most_common())
@@ -101,7 +103,7 @@ def _headline(points: list[dict], tasks: dict[str, dict], events: list[dict], sp
     )
 
 
-def _slowest(tasks: dict[str, dict]) -> str:
+def _slowest(tasks: dict[str, Row]) -> str:
     slowest = sorted(
         (task for task in tasks.values() if task.get("cycle_s") is not None), key=lambda t: -t["cycle_s"]
     )
@@ -113,7 +115,7 @@ def _slowest(tasks: dict[str, dict]) -> str:
     return f"<ol>{rows or '<li>no task accepted yet</li>'}</ol>"
 
 
-def _failures(events: list[dict]) -> str:
+def _failures(events: list[Row]) -> str:
     """Each failed build attempt with its verdict and the line that says why; each rejection by
     VERIFY and each run stopped, with its reason."""
     rows = []
@@ -139,8 +141,9 @@ def _failures(events: list[dict]) -> str:
     return f'<table class="failures"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _task_table(tasks: dict[str, dict]) -> str:
-    columns = (("id", "id"), ("name", "name"), ("now", ""), ("attempts", "n"), ("failed", ""))
+def _task_table(tasks: dict[str, Row]) -> str:
+    columns: tuple[tuple[str, str], ...] = (("id", "id"), ("name", "name"), ("now", ""), ("attempts", "n"))
+    columns += (("failed", ""),)
     columns += (("cycle time", "n"), ("build tokens", "n"), ("build cost (USD)", "n"))
     head = "".join(f"<th{_class(kind)}>{label}</th>" for label, kind in columns)
     rows = []
@@ -171,7 +174,7 @@ def _class(kind: str) -> str:
     return f' class="{kind}"' if kind else ""
 
 
-def _spent(root: Path) -> dict[str, dict]:
+def _spent(root: Path) -> dict[str, Row]:
     """What every agent run spent, per stage, as the plan's state record sums it up."""
     try:
         spent = read_plan(root).state().get("spent") or {}
@@ -180,7 +183,7 @@ def _spent(root: Path) -> dict[str, dict]:
     return {str(stage): row for stage, row in spent.items() if isinstance(row, dict)}
 
 
-def _total(spent: dict[str, dict]) -> dict:
+def _total(spent: dict[str, Row]) -> Row:
     total = {"runs": 0, "tokens": 0, "cost_usd": 0.0, "unknown_runs": 0}
     for row in spent.values():
         for key in total:
@@ -189,11 +192,11 @@ def _total(spent: dict[str, dict]) -> dict:
     return total
 
 
-def _stages(spent: dict[str, dict]) -> str:
+def _stages(spent: dict[str, Row]) -> str:
     if not spent:
         return "<p>no agent run recorded yet</p>"
 
-    def row(stage: str, values: dict, tag: str = "td") -> str:
+    def row(stage: str, values: Row, tag: str = "td") -> str:
         return (
             f'<tr><{tag} data-label="stage">{escape(printable(stage))}</{tag}>'
             f'<td class="n" data-label="runs">{values.get("runs", 0)}</td>'
@@ -207,7 +210,7 @@ def _stages(spent: dict[str, dict]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody><tfoot>{foot}</tfoot></table>"
 
 
-def _stage_cost(row: dict) -> str:
+def _stage_cost(row: dict[str, Any]) -> str:
     unknown = row.get("unknown_runs", 0)
     known = row.get("runs", 0) - unknown
     return _cost(row.get("cost_usd", 0.0) if known else 0.0, unknown, dollar=False)
@@ -243,7 +246,7 @@ def _next_step(step: int) -> int:
     return step * 5 // 2 if str(step)[0] == "2" else step * 2
 
 
-def _chart(points: list[dict]) -> str:
+def _chart(points: list[Row]) -> str:
     """The counts after each commit as one polyline per status: one point per plan commit, the
     x axis the commits in order (dated at both ends), the y axis a count of tasks."""
     if not points:
@@ -283,9 +286,8 @@ def _chart(points: list[dict]) -> str:
         f'<text transform="translate(14 {TOP + plot_h / 2:.1f}) rotate(-90)" font-size="13"'
         ' text-anchor="middle">tasks</text>'
     )
-    last = points[-1]
     legend = "".join(
-        f'<span><i style="background:{colour}"></i>{name} (now {last[name]})</span>'
+        f'<span><i style="background:{colour}"></i>{name} (now {points[-1][name]})</span>'
         for name, colour in SERIES
     )
     return (
@@ -295,9 +297,9 @@ def _chart(points: list[dict]) -> str:
     )
 
 
-def _tasks(events: list[dict]) -> dict[str, dict]:
+def _tasks(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per task: name, where it ended, attempts, tokens, cost, and the seconds from created to accepted."""
-    tasks: dict[str, dict] = {}
+    tasks: dict[str, dict[str, Any]] = {}
     for event in events:
         task_id = event.get("id")
         if not task_id or not task_id.startswith("t-"):
