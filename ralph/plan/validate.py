@@ -5,6 +5,14 @@ and check that this validator and pydantic agree. Only the schema features that 
 supported: type, const, enum, pattern (x-words: its phrase in messages), minLength, minimum/maximum
 (exclusive too), items, anyOf, $ref and required, and (for values inside a record) properties and
 additionalProperties.
+
+Hand-written by choice (bench/bench_validator.py, measured on the realistic plans of `make bench`):
+per valid record it takes 1.7 us against fastjsonschema's generated code (one module per record
+type, its fastest arrangement) 2.0-2.1 us and msgspec's Structs 10-13 us; importing it and compiling
+the schema costs 13 ms at first use against 18 ms and 55 ms; `query next` and `task add` at 1,000
+tasks measure the same or slower with either. Both generated validators also read JSON Schema, not
+pydantic's strict types (1.0 is an integer; a lone surrogate, an int beyond a float's range and NaN
+pass), so they would need this module's special cases anyway, and invalid records its words.
 """
 
 from __future__ import annotations
