@@ -75,7 +75,9 @@ def completion(ctx: click.Context, shell: str) -> None:
     from click.shell_completion import get_completion_class
 
     root = ctx.find_root().command  # the whole `ralph` group is what gets completed
-    complete = get_completion_class(shell)(root, {}, "ralph", "_RALPH_COMPLETE")
+    completion_class = get_completion_class(shell)
+    assert completion_class is not None  # click knows each shell the argument's Choice takes
+    complete = completion_class(root, {}, "ralph", "_RALPH_COMPLETE")
     click.echo(complete.source(), nl=False)
 
 
