@@ -89,6 +89,7 @@ class Report:
     tokens: int = 0
     stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
     questions: list[str] = field(default_factory=list)  # open questions of the spec, for a person
+    failed: list[str] = field(default_factory=list)  # failed build attempts and VERIFY's rejections, and why
     cost_usd: float = 0.0  # of the runs whose cost is known
     unknown_cost_runs: int = 0
     by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
@@ -118,6 +119,7 @@ class Loop:
         self.accepted: list[str] = []
         self.accepted_tasks: list[dict] = []
         self.stopped: list[str] = []
+        self.failed: list[str] = []
         self.iterations_run = 0
 
     @property
@@ -269,6 +271,7 @@ class Loop:
         self.accepted += report.accepted
         self.accepted_tasks += report.accepted_tasks
         self.stopped += report.stopped
+        self.failed += report.failed
         return report
 
     # --- preparing and reading ----------------------------------------------------------------
@@ -386,6 +389,7 @@ class Loop:
             self.ws.tokens if self.ws else 0,
             self.stopped,
             self._questions(),
+            self.failed,
         )
         report.began = self.ws is not None
         self._add_items(report)

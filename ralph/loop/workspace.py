@@ -56,6 +56,7 @@ class StageReport:
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
     accepted_tasks: list[dict] = field(default_factory=list)  # the same as {"id", "name"}
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
+    failed: list[str] = field(default_factory=list)  # failed build attempts and rejections, and why
     commits: list[str] = field(default_factory=list)
 
     def absorb(self, part: StageReport) -> None:
@@ -64,6 +65,7 @@ class StageReport:
         self.accepted += part.accepted
         self.accepted_tasks += part.accepted_tasks
         self.stopped += part.stopped
+        self.failed += part.failed
         self.commits += part.commits
 
 
