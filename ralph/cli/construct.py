@@ -378,6 +378,7 @@ def report_lines(report) -> list[str]:
             lines.append(f"{title}: " + "; ".join(rows))
     for title, items in (
         ("accepted", report.accepted),
+        ("failed attempts and rejections", report.failed),  # why: what a person reads to help the next
         ("stopped", report.stopped),
         ("left", report.remaining),
     ):

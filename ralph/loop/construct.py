@@ -74,6 +74,9 @@ class Outcome(Enum):
     INTERRUPTED = 130
 
 
+ERROR_OUTCOME = "ERROR"  # a run an error ended (printed in one line, or a crash log): its journal and hooks
+
+
 @dataclass
 class Report:
     outcome: Outcome
@@ -86,6 +89,7 @@ class Report:
     tokens: int = 0
     stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
     questions: list[str] = field(default_factory=list)  # open questions of the spec, for a person
+    failed: list[str] = field(default_factory=list)  # failed build attempts and VERIFY's rejections, and why
     cost_usd: float = 0.0  # of the runs whose cost is known
     unknown_cost_runs: int = 0
     by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
@@ -115,6 +119,7 @@ class Loop:
         self.accepted: list[str] = []
         self.accepted_tasks: list[dict] = []
         self.stopped: list[str] = []
+        self.failed: list[str] = []
         self.iterations_run = 0
 
     @property
@@ -139,9 +144,14 @@ class Loop:
             try:
                 self.ws = self._prepare(needs_gate=not plan_only)
                 span = self.journal.span("construct", spec=self.settings.spec)
-                outcome, message, exit_code = self._run_stages(plan_only)
+                try:
+                    outcome, message, exit_code = self._run_stages(plan_only)
+                except Exception as exc:  # an error ends the run too: its run_ended hooks hear of it
+                    span.end(outcome=ERROR_OUTCOME, message=f"{type(exc).__name__}: {exc}")
+                    self.hooks.close()
+                    raise
                 span.end(outcome=outcome.name, message=message)
-                self.hooks.close()  # inside: the run_ended hooks are children that Ctrl-C stops
+                self.hooks.close()  # inside: a second Ctrl-C stops the run's last hooks
             except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
                 return self._report(Outcome.INTERRUPTED, "interrupted", 128 + signal_number(exc))
         return self._report(outcome, message, exit_code)
@@ -261,6 +271,7 @@ class Loop:
         self.accepted += report.accepted
         self.accepted_tasks += report.accepted_tasks
         self.stopped += report.stopped
+        self.failed += report.failed
         return report
 
     # --- preparing and reading ----------------------------------------------------------------
@@ -285,6 +296,8 @@ class Loop:
         # The same checks `--dry-run` lists (ralph/loop/preflight.py); here the first one stops the run.
         for refusal in preflight.start_problems(self.root, self.settings, needs_gate):
             raise refusal
+        with open(self.journal.path, "a", encoding="utf-8"):
+            pass  # a log folder ralph cannot write stops the run before it commits anything
         if not (self.root / PLAN_FILE).exists():
             from ralph.ops.initialize import init
 
@@ -376,6 +389,7 @@ class Loop:
             self.ws.tokens if self.ws else 0,
             self.stopped,
             self._questions(),
+            self.failed,
         )
         report.began = self.ws is not None
         self._add_items(report)

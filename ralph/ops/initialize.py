@@ -33,6 +33,7 @@ def init(root: Path, commit: bool = True) -> list[str]:
     from ralph.store.git import Repo
     from ralph.store.transaction import refuse_unsafe_commit
 
+    _refuse_wrong_kinds(root)
     created = []
     for folder in (root / "specs", root / "build" / "ralph-logs"):
         if not folder.is_dir():
@@ -54,7 +55,16 @@ def init(root: Path, commit: bool = True) -> list[str]:
         done += ["ignore ralph's files"] if ".gitignore" in to_commit else []
         created.append(".gitignore entries: " + " ".join(missing))
     attributes = mergedriver.ATTRIBUTES_FILE
-    missing = mergedriver.missing_attribute_lines(_read(root / attributes).decode("utf-8", "replace"))
+    text, anchored = mergedriver.upgraded_attributes(
+        _read(root / attributes).decode("utf-8", "surrogateescape")
+    )
+    if anchored:
+        _write(repo, base, attributes, text.encode("utf-8", "surrogateescape"), to_commit)
+        done += (
+            [f"merge only the top-level {PLAN_NAME} with ralph's driver"] if attributes in to_commit else []
+        )
+        created.append(f"{attributes} entry anchored: " + ", ".join(anchored))
+    missing = mergedriver.missing_attribute_lines(text)
     if missing:
         _append(repo, base, attributes, missing, to_commit)
         done += [f"merge {PLAN_NAME} by record (ralph's merge driver)"] if attributes in to_commit else []
@@ -77,6 +87,20 @@ def init(root: Path, commit: bool = True) -> list[str]:
     return created
 
 
+def _refuse_wrong_kinds(root: Path) -> None:
+    """A directory where plan.jsonl goes, or a file where a folder goes, stops init before it
+    changes anything (it would add the rest and say all is set up)."""
+    import errno
+    import os
+
+    wanted = {PLAN_NAME: False, "specs": True, "build": True, "build/ralph-logs": True}
+    for name, folder in wanted.items():
+        path = root / name
+        if path.is_dir() != folder and path.exists():
+            code = errno.ENOTDIR if folder else errno.EISDIR
+            raise OSError(code, os.strerror(code), str(path))
+
+
 def _read(path: Path) -> bytes:
     return path.read_bytes() if path.exists() else b""
 
@@ -87,10 +111,17 @@ def _append(
     """Append `lines` to the top-level file `name`; with a `base` snapshot, add the file to
     `to_commit`, unless it held uncommitted changes of the user's (which are not ralph's to commit)."""
     path = repo.root / name
+    before = path.read_bytes() if path.exists() else b""
+    prefix = b"" if not before or before.endswith(b"\n") else b"\n"
+    _write(repo, base, name, before + prefix + "\n".join(lines).encode() + b"\n", to_commit)
+
+
+def _write(repo: Repo, base: Snapshot | None, name: str, data: bytes, to_commit: dict[str, bytes]) -> None:
+    """Write the top-level file `name`; with a `base` snapshot, add it to `to_commit` too, unless it
+    held uncommitted changes of the user's (which are not ralph's to commit)."""
+    path = repo.root / name
     before = path.read_bytes() if path.exists() else None
-    prefix = "" if not before or before.endswith(b"\n") else "\n"
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(prefix + "\n".join(lines) + "\n")
+    path.write_bytes(data)
     if base is None:
         return
     from ralph.store.git import blob_sha

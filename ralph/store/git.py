@@ -258,6 +258,16 @@ class Repo:
                 return f"a {what} is in progress ({marker} in {git_dir.name})"
         return None
 
+    def head_detached(self) -> bool:
+        """Whether HEAD names a commit rather than a branch: a commit made there belongs to no
+        branch, and the next checkout leaves it behind. Read from the HEAD file (no git process:
+        every state command's commit asks)."""
+        try:
+            head = (self.git_dir() / "HEAD").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False  # not a layout we know (a GIT_DIR elsewhere): git itself will say
+        return not head.startswith("ref: ")
+
     def branch(self) -> str | None:
         """The branch HEAD is on, or None when HEAD is detached."""
         try:
@@ -474,6 +484,10 @@ class Repo:
         index has no merged version of it (not added, or a merge conflict not yet resolved)."""
         done = self._run(("cat-file", "blob", f":{relpath}"))
         return done.stdout if done.returncode == 0 else None
+
+    def unmerged(self, relpath: str) -> bool:
+        """Whether git's index holds the file as a merge conflict not yet resolved (`git add`)."""
+        return bool(self.git("ls-files", "-u", "--", relpath).strip())
 
     def commit_of(self, rev: str) -> str | None:
         """The commit `rev` names, or None when it names none (not a revision, or not a commit)."""

@@ -36,4 +36,4 @@ def test_a_run_the_agent_called_failed_is_described_by_its_result_subtype(tmp_pa
     assert AgentResult(exited, tracker, Path("x.log")).describe() == "exit 0"
     tracker.add(ResultEvent(is_error=True, subtype="turn.failed"))
     failed = AgentResult(exited, tracker, Path("x.log"))
-    assert not failed.ok and failed.describe() == "the agent reported an error (turn.failed)"
+    assert not failed.ok and failed.describe() == "reported an error (turn.failed)"

@@ -57,3 +57,20 @@ def test_the_live_region_is_clipped_to_the_terminal_and_coloured_unless_no_color
     console = Console(Tty())
     assert console.live and console.color
     console.close()
+
+
+def test_the_console_says_every_line_the_gate_picked_and_each_verdict_with_its_reason():
+    plain = io.StringIO()
+    console = Console(plain, live=False)
+    picked = [f"E   line {n}" for n in range(20)]
+    console.gate("t-abc123", False, "`make verify` exited 2:\n" + "\n".join(picked), "g.log")
+    console.verdict("VERIFY", "t-abc123", "rejected", "the total is missing\nsee report.txt")
+    console.verdict("VERIFY", "t-def456", "accepted")
+    lines = [line.split("] ", 1)[1] for line in plain.getvalue().splitlines()]
+    assert lines[0] == "gate for t-abc123: FAILED, log g.log"
+    assert lines[1:22] == ["  | `make verify` exited 2:", *(f"  | {line}" for line in picked)]
+    assert lines[22:] == [
+        "VERIFY t-abc123: rejected: the total is missing",
+        "  | see report.txt",
+        "VERIFY t-def456: accepted",
+    ]
