@@ -1,6 +1,7 @@
-"""`ralph init` as a function (ralph/ops/initialize.py): what it creates and commits the first time,
-nothing the second, and a .gitignore with the user's uncommitted edits appended to but never
-committed. What it prints is in the init goldens; the merge driver in test_mergedriver.py."""
+"""`ralph init` as a function (ralph/ops/initialize.py): what it creates and commits, in one
+commit, the first time, nothing the second, and a .gitignore with the user's uncommitted edits
+appended to but never committed. What it prints is in the init goldens; the merge driver in
+test_mergedriver.py."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ def subjects(root: Path) -> list[str]:
     return git(root, "log", "--format=%s").splitlines()
 
 
+def committed(root: Path) -> list[str]:
+    """The files the last commit changed."""
+    return sorted(git(root, "show", "--name-only", "--format=", "HEAD").split())
+
+
 def test_the_first_init_creates_and_commits_what_ralph_needs_and_the_second_does_nothing(project):
     created = initialize.init(project)
     assert created[:3] == [
@@ -33,12 +39,11 @@ def test_the_first_init_creates_and_commits_what_ralph_needs_and_the_second_does
     ]
     assert created[-1] == "plan.jsonl" and any(item.startswith(".gitattributes entry: ") for item in created)
     assert (project / "plan.jsonl").read_bytes() == b"" and (project / "build" / "ralph-logs").is_dir()
-    assert subjects(project) == [
-        "ralph: init",
-        "ralph: init: merge plan.jsonl by record (ralph's merge driver)",
-        "ralph: init: ignore ralph's files",
-        "initial",
-    ]
+    assert subjects(project) == ["ralph: init", "initial"]  # all of it in one commit
+    assert committed(project) == [".gitattributes", ".gitignore", "plan.jsonl"]
+    assert git(project, "log", "-1", "--format=%b").strip() == (
+        "Ignore ralph's files; merge plan.jsonl by record (ralph's merge driver)."
+    )
     assert git(project, "status", "--porcelain") == ""
     head = git(project, "rev-parse", "HEAD")
     assert initialize.init(project) == [] and git(project, "rev-parse", "HEAD") == head
@@ -57,7 +62,7 @@ def test_a_gitignore_with_the_users_uncommitted_edit_gets_the_lines_but_no_commi
     (project / ".gitignore").write_text("*.pyc")  # the user's, uncommitted, without a final newline
     initialize.init(project, commit=True)
     assert (project / ".gitignore").read_text() == "*.pyc\n" + "\n".join(initialize.GITIGNORE_LINES) + "\n"
-    assert "ralph: init: ignore ralph's files" not in subjects(project)
+    assert committed(project) == [".gitattributes", "plan.jsonl"]  # not the user's .gitignore
     assert "?? .gitignore" in git(project, "status", "--porcelain").splitlines()
 
 
