@@ -116,6 +116,8 @@ class Loop:
             return self._run(plan_only)
         finally:  # the live region goes whatever ended the run (an error is printed after it)
             self.console.close()
+            if self.runner.sandbox is not None:
+                self.runner.sandbox.close()
 
     def _run(self, plan_only: bool) -> Report:
         try:
@@ -270,6 +272,7 @@ class Loop:
         spec = self.root / self.settings.spec
         if not spec.is_file():
             raise InvalidInput(f"no spec file {self.settings.spec}")
+        self._fence()
         repo = Repo(self.root)
         operation = repo.operation_in_progress()
         if operation:
@@ -305,6 +308,23 @@ class Loop:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
         return ws
+
+    def _fence(self) -> None:
+        """Make the sandbox every agent and gate runs in (--sandbox), or say once why there is none.
+        Raises SandboxUnavailable (exit 1) when it is required and this system has none."""
+        from ralph.loop import sandbox
+
+        settings = self.settings
+        state = self.runner.adapter.state_paths
+        fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide)
+        self.runner.sandbox = fence
+        if fence is not None:
+            fence.make_state_folders(Path.home())
+        self.journal.event(
+            "sandbox", mode=settings.sandbox, on=fence is not None, program=fence.program if fence else None
+        )
+        if fence is None and settings.sandbox == "auto":
+            self.console.event(said)
 
     def read_plan(self):
         return self.ws.read_plan()

@@ -255,6 +255,16 @@ class Config(Record):
     prices: dict[str, Price] | None = Field(
         None, description="USD per million tokens by model name, for runs whose agent reports no cost"
     )
+    sandbox: Literal["off", "auto", "required"] | None = Field(
+        None,
+        description="the fence around agents and gates (default auto); off is taken only from the"
+        " user's config file or --sandbox=off, never from this record",
+    )
+    sandbox_hide: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None,
+        description="more files agents and gates see empty: names (globs) in the repository, or"
+        " paths from / or ~/",
+    )
 
 
 class Spent(BaseModel):
