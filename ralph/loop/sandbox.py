@@ -108,6 +108,7 @@ class Sandbox:
         os.close(handle)
         os.chmod(name, 0o444)
         self.empty_file = Path(name)
+        self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
 
     def close(self) -> None:
         self.empty_file.unlink(missing_ok=True)
@@ -160,9 +161,9 @@ class Sandbox:
     def _git_dirs(self, work_tree: Path) -> list[Path]:
         """The work tree's `.git` (a folder, or a worktree's file naming its folder) and the
         repository's git directories: read-only even where they lie inside a writable tree."""
-        paths = [work_tree / ".git", self.home / ".git"]
-        for tree in (work_tree, self.home):
-            paths += [tree / name for name in _git_dirs_of(tree)]
+        paths = [work_tree / ".git", *self._home_git_dirs]
+        if work_tree != self.home:
+            paths += [Path(name) for name in _git_dirs_of(work_tree)]
         return [path for path in _unique(paths) if path.exists()]
 
     def secrets(self, work_tree: Path, home_dir: Path) -> list[Path]:

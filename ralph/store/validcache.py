@@ -8,6 +8,7 @@ directory, so it is never committed and never shared between clones.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -58,5 +59,6 @@ def remember(root: Path, data: bytes) -> None:
     try:
         temp.write_text(_key(data), encoding="ascii")
         os.replace(temp, cache)  # readers see the old key or the new one, never half of one
-    except OSError:
-        temp.unlink(missing_ok=True)  # only a cache: never fail a command over it
+    except OSError:  # only a cache: never fail a command over it (a read-only .git, in ralph's sandbox)
+        with contextlib.suppress(OSError):  # where nothing could be written, unlink fails too (EROFS)
+            temp.unlink(missing_ok=True)

@@ -139,6 +139,9 @@ def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, 
     attempted = {line.split()[1] for log in (project / "build" / "ralph-logs").glob("*.log")
                  for line in log.read_text().splitlines() if line.startswith("ATTACK ")}  # fmt: skip
     assert attempted == AGENT_ATTACKS | GATE_ATTACKS  # every attack ran, in agents and gates
+    # Every agent's own `ralph` commands worked (their plan changes, and the validation cache that
+    # cannot be written in the read-only .git, failed none of them).
+    assert {e["exit_code"] for e in events(project) if e["event"] == "agent_end"} == {0}
     assert attacks_that_worked(project) == set()
     assert printed_secrets(project) == set()
     assert escapes_on_disk(project, home, outside) == set()
