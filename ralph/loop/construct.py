@@ -316,7 +316,8 @@ class Loop:
 
         settings = self.settings
         state = self.runner.adapter.state_paths
-        fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide)
+        logs = (self.root / LOG_DIR,)  # ralph writes the logs and the journal; a run may only read them
+        fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide, logs)
         self.runner.sandbox = fence
         if fence is not None:
             fence.make_state_folders(Path.home())

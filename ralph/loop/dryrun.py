@@ -98,7 +98,8 @@ def _sandbox(root: Path, settings: Settings, adapter) -> dict:
     from ralph.loop import sandbox
 
     try:
-        fence, said = sandbox.make(settings.sandbox, root, adapter.state_paths, settings.sandbox_hide)
+        logs = (root / LOG_DIR,)
+        fence, said = sandbox.make(settings.sandbox, root, adapter.state_paths, settings.sandbox_hide, logs)
     except sandbox.SandboxUnavailable as exc:
         said = f"the run would refuse to start: {exc}"
         return {"mode": settings.sandbox, "on": False, "said": said, "argv": []}

@@ -93,15 +93,23 @@ class SandboxUnavailable(Refused):
 class Sandbox:
     """How to start a run inside the fence. `home`: the repository the loop runs in (its main work
     tree); `state_paths`: the agent CLI's own files and folders, relative to $HOME; `hide`: the
-    config's extra patterns (file names, or paths from / or ~/). `close` when the loop ends."""
+    config's extra patterns (file names, or paths from / or ~/); `read_only`: what stays read-only
+    inside a writable work tree besides .git (the loop's logs and journal, which ralph writes from
+    outside). `close` when the loop ends."""
 
     def __init__(
-        self, program: str, home: Path, state_paths: tuple[str, ...] = (), hide: tuple[str, ...] = ()
+        self,
+        program: str,
+        home: Path,
+        state_paths: tuple[str, ...] = (),
+        hide: tuple[str, ...] = (),
+        read_only: tuple[Path, ...] = (),
     ):
         import tempfile
 
         self.program, self.home = program, home.resolve()
         self.state_paths, self.hide = tuple(state_paths), tuple(hide)
+        self.read_only = tuple(path.resolve() for path in read_only)  # read-only even in the work tree
         # What a hidden file reads as: empty. (/dev/null would do, but the sandbox's binds are
         # nodev, so opening it there fails, which some tools take for a crash.)
         handle, name = tempfile.mkstemp(prefix="ralph-hidden-")
@@ -129,7 +137,7 @@ class Sandbox:
                 args += ["--ro-bind", str(path), str(path)]
         for path in self._writable(work_tree, home_dir, env):
             args += ["--bind", str(path), str(path)]
-        for path in self._git_dirs(work_tree):
+        for path in [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]:
             args += ["--ro-bind", str(path), str(path)]
         for path in self.secrets(work_tree, home_dir):
             if path.is_dir():
@@ -179,7 +187,10 @@ class Sandbox:
                 names.append(pattern)
         for tree in _unique([self.home, work_tree]):
             found += [tree / name for name in _untracked_matching(tree, names)]
-        return [path for path in _unique(found) if path.exists()]
+        found = [path for path in _unique(found) if path.exists()]
+        # A folder is hidden whole, as an empty read-only one: nothing can be mounted inside it.
+        folders = {path for path in found if path.is_dir()}
+        return [path for path in found if not any(parent in folders for parent in path.parents)]
 
 
 def _git_dirs_of(tree: Path) -> list[str]:
@@ -255,7 +266,11 @@ def unavailable_reason() -> tuple[str | None, str | None]:
 
 
 def make(
-    mode: str, home: Path, state_paths: tuple[str, ...], hide: tuple[str, ...]
+    mode: str,
+    home: Path,
+    state_paths: tuple[str, ...],
+    hide: tuple[str, ...],
+    read_only: tuple[Path, ...] = (),
 ) -> tuple[Sandbox | None, str]:
     """The sandbox the mode asks for and the one line that says what the runs get. Raises
     SandboxUnavailable when it is required and cannot be made."""
@@ -266,5 +281,5 @@ def make(
         if mode == "required":
             raise SandboxUnavailable(f"--sandbox=required, but {why}")
         return None, f"no sandbox: {why}; agents and gates run unfenced"
-    sandbox = Sandbox(program, home, state_paths, hide)
+    sandbox = Sandbox(program, home, state_paths, hide, read_only)
     return sandbox, f"sandbox on ({program}): each run writes only its work tree, /tmp and its CLI's state"

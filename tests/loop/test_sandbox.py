@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -230,3 +231,50 @@ def test_dry_run_says_when_the_sandbox_is_off_or_missing(project):
     missing = construct(project, "--dry-run", "--sandbox=required", env={"RALPH_BWRAP": ""})
     assert "sandbox: the run would refuse to start: --sandbox=required, but" in missing.stdout
     assert not any(line.startswith("each agent and gate starts as") for line in missing.stdout.splitlines())
+
+
+def inside(fence, work_tree: Path, script: str, home: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HOME": str(home)}
+    argv = fence.wrap(["sh", "-c", script], work_tree, env)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def fence(project, home):
+    from ralph.loop import sandbox
+
+    (project / "build" / "ralph-logs").mkdir(parents=True, exist_ok=True)
+    (project / "build" / "ralph-logs" / "events.jsonl").write_text("{}\n")
+    made, _ = sandbox.make(
+        "required", project, (".agent/",), ("~/.ssh/config",), (project / "build" / "ralph-logs",)
+    )
+    yield made
+    made.close()
+
+
+@needs_bwrap
+def test_a_serial_run_writes_its_work_tree_and_plan_but_not_git_logs_or_tmp_outside(project, home, fence):
+    (home / ".ssh" / "config").write_text("Host secret-host\n")  # inside a hidden folder: hidden with it
+    script = (
+        "echo built > work.txt && echo plan >> plan.jsonl && echo tmp > /tmp/private && cat /tmp/private;"
+        " echo x >> .git/config; echo x >> build/ralph-logs/events.jsonl; cat ~/.ssh/config; true"
+    )
+    done = inside(fence, project, script, home)
+    assert done.returncode == 0, done.stderr
+    assert (project / "work.txt").read_text() == "built\n" and (project / "plan.jsonl").read_text().endswith(
+        "plan\n"
+    )
+    assert done.stdout == "tmp\n"  # its own /tmp works, and the hidden file read nothing
+    assert done.stderr.count("Read-only file system") == 2  # .git/config and the journal
+    assert (project / "build" / "ralph-logs" / "events.jsonl").read_text() == "{}\n"
+    assert not Path("/tmp/private").exists()
+    again = inside(fence, project, "test -e /tmp/private || echo fresh", home)
+    assert again.stdout == "fresh\n"  # each run's /tmp starts anew
+
+
+@needs_bwrap
+def test_the_agents_state_folder_is_made_and_writable(project, home, fence):
+    fence.make_state_folders(home)
+    done = inside(fence, project, "echo session > ~/.agent/s && echo x > ~/elsewhere", home)
+    assert (home / ".agent" / "s").read_text() == "session\n"
+    assert "Read-only file system" in done.stderr and not (home / "elsewhere").exists()
