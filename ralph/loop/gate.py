@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import ChildNotFound, Supervisor
+from ralph.plan.records import StopReason
 
 
 @dataclass
@@ -43,7 +44,7 @@ def run_gate(
         result = supervisor.run(run_argv, cwd=root, env=env, log_path=log_path, timeout_s=timeout_s)
     except ChildNotFound as exc:
         return GateResult(False, f"the gate could not start: {exc}", log_path)
-    if result.stop_reason == "timeout":
+    if result.stop_reason == StopReason.TIMEOUT:
         return GateResult(False, f"`{shown}` timed out after {timeout_s:g}s", log_path)
     tail = "\n".join(result.tail[-40:])
     if result.ok:
