@@ -303,6 +303,7 @@ class Config(Record):
     sandbox_hide: list[Annotated[str, Field(min_length=1)]] | None = key(
         "patterns",
         "more files agents and gates see empty: names (globs) in the repository, or paths from / or ~/",
+        [],
     )
 
 
