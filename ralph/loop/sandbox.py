@@ -83,7 +83,7 @@ SECRET_HOME_PATHS = (
     ".terraform.d/credentials.tfrc.json",
 )
 # Writable for every run: caches that package managers and build tools write as they work.
-SHARED_CACHES = (".cache", ".npm")
+SHARED_CACHES = (".cache/", ".npm/")
 
 
 class SandboxUnavailable(Refused):
@@ -159,9 +159,10 @@ class Sandbox:
         return _unique(paths)
 
     def make_state_folders(self, home_dir: Path) -> None:
-        """The CLI's state folders that do not exist yet, made now: inside, $HOME is read-only, so
-        the CLI could not make them on its first run."""
-        for name in self.state_paths:
+        """The CLI's state folders and the shared caches that do not exist yet, made now: inside,
+        $HOME is read-only, so the CLI could not make them on its first run (opencode makes
+        ~/.cache, and stopped with EROFS)."""
+        for name in (*SHARED_CACHES, *self.state_paths):
             if name.endswith("/"):
                 with contextlib.suppress(OSError):  # the CLI then says what it misses
                     (home_dir / name).mkdir(parents=True, exist_ok=True)
