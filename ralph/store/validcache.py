@@ -8,7 +8,7 @@ directory, so it is never committed and never shared between clones.
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
 from pathlib import Path
 
@@ -59,6 +59,9 @@ def remember(root: Path, data: bytes) -> None:
     try:
         temp.write_text(_key(data), encoding="ascii")
         os.replace(temp, cache)  # readers see the old key or the new one, never half of one
-    except OSError:  # only a cache: never fail a command over it (a read-only .git, in ralph's sandbox)
-        with contextlib.suppress(OSError):  # where nothing could be written, unlink fails too (EROFS)
+    except OSError:  # only a cache: never fail a command over it
+        try:
             temp.unlink(missing_ok=True)
+        except OSError as exc:  # a read-only .git (ralph's sandbox) refuses even this: EROFS
+            if exc.errno != errno.EROFS:
+                raise
