@@ -16,6 +16,7 @@ from ralph.store.lock import plan_lock
 from ralph.store.reader import PLAN_NAME, load_checked, plan_path, read_bytes
 
 if TYPE_CHECKING:
+    from ralph.plan.document import Document
     from ralph.store.git import Repo
 
 EARLIER_CHANGES_MESSAGE = "ralph: commit earlier uncommitted changes to plan.jsonl"
@@ -61,7 +62,7 @@ def transaction(
         validcache.remember(root, after)
 
 
-def checked_bytes(doc) -> bytes:
+def checked_bytes(doc: Document) -> bytes:
     """The changed file's bytes, once the lines the change wrote and the cross-record rules are
     checked: a command never writes a plan its own loader would refuse."""
     from ralph.plan.loader import touched_problems
@@ -77,7 +78,8 @@ def _commit_wanted(plan: Plan) -> bool:
     # with their code once the gate has passed.
     if os.environ.get("RALPH_COMMIT", "").lower() in ("0", "false", "no"):
         return False
-    return plan.config().get("commit", True)
+    wanted: bool = plan.config().get("commit", True)
+    return wanted
 
 
 def _write_and_commit(
@@ -109,7 +111,7 @@ def _write_and_commit(
     return prepared.commit
 
 
-def refuse_unsafe_commit(repo) -> None:
+def refuse_unsafe_commit(repo: Repo) -> None:
     """Refuse, before writing anything, a commit git would lose or could not record."""
     operation = repo.operation_in_progress()
     if operation:
