@@ -17,7 +17,7 @@ from ralph.cli.common import (
     root_of,
 )
 from ralph.errors import EXIT_INVALID, EXIT_REFUSED, InvalidInput
-from ralph.plan.records import Status
+from ralph.plan.records import Stage, Status
 from ralph.text import printable
 
 # --- init, check, schema, status -----------------------------------------------------------
@@ -42,6 +42,9 @@ def init(ctx: click.Context, no_commit: bool, as_json: bool) -> None:
         emit({"root": str(root), "created": created})
     elif created:
         click.echo(f"initialized ralph in {printable(str(root))}: " + ", ".join(created))
+        # The on-ramp: a repository set up just now, with no spec yet, is told what to do first.
+        if "plan.jsonl" in created and not any((root / "specs").glob("*.md")):
+            click.echo("next: `ralph spec new NAME` writes specs/NAME.md, a spec to fill in")
     else:
         click.echo(f"ralph is already initialized in {printable(str(root))}")
 
@@ -190,7 +193,12 @@ def _print_status(summary: dict) -> None:
 
     click.echo(printable(describe(summary["run"])))
     spec = f" ({printable(summary['spec'])})" if summary["spec"] else ""
-    click.echo(f"stage {summary['stage']}, iteration {summary['iteration']}{spec}")
+    stage = summary["stage"]
+    if stage == Stage.PLAN and summary["run"]["active"]:
+        stage = "PLAN: planning now"
+    elif stage == Stage.PLAN:  # not running, nothing planned
+        stage = "PLAN: no spec planned yet (`ralph construct SPEC` plans one first)"
+    click.echo(f"stage {stage}, iteration {summary['iteration']}{spec}")
     click.echo(
         f"tasks: {summary['pending']} pending, {summary['done']} done, {summary['accepted']} accepted"
         + (f", {summary['killed']} to decompose" if summary["killed"] else "")

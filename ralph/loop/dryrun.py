@@ -1,7 +1,9 @@
 """`ralph construct --dry-run`: what the next iteration would run, read from the plan alone: each
 stage's items, the agent's argv, each prompt's size and first lines, the gate's argv, and the budget
-in force. It runs no agent or gate and writes nothing (no log, no plan change, no commit, not even
-the validation cache in .git)."""
+in force; and every reason the real run would refuse to start (ralph/loop/preflight.py, the checks
+the real run makes). It runs no agent or gate and writes nothing (no log, no plan change, no
+commit, not even the validation cache in .git); only a make gate is asked `make -n`, as the real
+run asks it, which prints its commands and runs none."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ralph.agents import make_adapter
-from ralph.loop import prompts
+from ralph.loop import preflight, prompts
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, ralph_command
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.ops.settings import Settings
@@ -30,8 +32,18 @@ def preview(root: Path, settings: Settings) -> dict:
     plan = Plan(load(read_bytes(root), PLAN_NAME)) if plan_path(root).exists() else None
     runner = AgentRunner(
         root, settings, make_adapter(settings.agent, settings.agent_cmd, settings.model, settings.agent_args),
-        None, None, None,
+        None, None, None,  # type: ignore[arg-type]  # a runner that runs nothing: argv and prompts only
     )  # fmt: skip
+    result = _preview(root, settings, plan, runner)
+    # What the real run would refuse to start for: the checks it makes itself, each listed.
+    result["refusals"] = [
+        {"exit_code": problem.exit_code, "message": str(problem)}
+        for problem in preflight.all_problems(root, settings, runner, needs_gate=True)
+    ]
+    return result
+
+
+def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRunner) -> dict:
     spec = settings.spec
     iteration = plan.iteration() + 1 if plan else 1
     runs: list[dict] = []
@@ -53,18 +65,19 @@ def preview(root: Path, settings: Settings) -> dict:
     elif only_questions_left(records, issues, questions):
         notes.append(f"the run would end WAITING: {len(questions)} question(s) to answer (`ralph questions`)")
     names = {task.id: task.name for task in tasks}
+    # Not a Workspace: what the stages' prompt values read of one (hence the type: ignores below).
     shim = SimpleNamespace(root=root, settings=settings, journal=SimpleNamespace(event=lambda *a, **k: None))
     from ralph.loop.stage_decompose import DecomposeStage
     from ralph.loop.stage_investigate import InvestigateStage
     from ralph.loop.stage_verify import _previous_stop as verify_previous
 
     for task in (task for task in tasks if task.killed):
-        add(Stage.DECOMPOSE, task.id, task.name, DecomposeStage(shim)._values(task, plan))
+        add(Stage.DECOMPOSE, task.id, task.name, DecomposeStage(shim)._values(task, plan))  # type: ignore[arg-type]  # shim
     for issue in (issue for issue in issues if not issue.get("keep_open")):
         values = {
             "issue_id": issue["id"],
             "issue_text": data_block("the issue", issue["text"]),
-            "previous": InvestigateStage(shim)._previous_stop(IssueView(issue)),
+            "previous": InvestigateStage(shim)._previous_stop(IssueView(issue)),  # type: ignore[arg-type]  # shim
         }
         add(Stage.INVESTIGATE, issue["id"], issue["text"], values)
     for record in buildable(records, plan.accepted()):
@@ -189,4 +202,6 @@ def render_text(result: dict) -> list[str]:
     if result["sandbox"]["argv"]:
         lines.append(f"each agent and gate starts as: {shlex.join(result['sandbox']['argv'])} ARGV...")
     lines += [f"note: {note}" for note in result["notes"]]
+    if result["refusals"]:
+        lines.append(f"the real run would not start: {len(result['refusals'])} problem(s), listed on stderr")
     return lines

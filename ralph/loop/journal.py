@@ -22,7 +22,10 @@ class Journal:
         self.listener: Callable[[dict], None] | None = None  # told of each event written (hooks)
 
     def event(self, event: str, **fields: object) -> dict:
-        record = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event}
+        record: dict[str, object] = {
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "event": event,
+        }
         record.update({key: value for key, value in fields.items() if value is not None})
         line = json_text(record) + "\n"
         with self._lock, open(self.path, "a", encoding="utf-8") as handle:
