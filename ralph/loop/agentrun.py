@@ -18,6 +18,7 @@ from ralph.loop import prompts
 from ralph.loop.console import Console
 from ralph.loop.journal import Journal
 from ralph.loop.pressure import Pressure
+from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 from ralph.ops.settings import Settings
 from ralph.plan.records import StopReason
@@ -75,6 +76,7 @@ class AgentRunner:
         self.journal, self.console, self.supervisor = journal, console, supervisor
         self.log_dir = root / LOG_DIR
         self._names = threading.Lock()
+        self.sandbox: Sandbox | None = None  # the fence around each run, once the loop has made it
 
     def require_program(self) -> None:
         """Fail before touching anything when the agent's program does not exist."""
@@ -199,9 +201,12 @@ class AgentRunner:
         )
         run_id = str(relative_log)  # unique per run: several run at once
         self.console.start_run(run_id, stage, item, name, str(relative_log))
+        argv = invocation.argv
+        if self.sandbox is not None:
+            argv = self.sandbox.wrap(argv, root, invocation.env)
         try:
             result = self.supervisor.run(
-                invocation.argv,
+                argv,
                 cwd=root,
                 env=invocation.env,
                 log_path=log_path,

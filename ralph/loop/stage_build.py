@@ -257,7 +257,8 @@ class BuildStage:
             "gate", item=task["id"], iteration=iteration, log=str(self.ws.rel(log)), worker=self.ws.worker
         )
         settings = self.ws.settings
-        gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
+        runner, timeout = self.ws.runner, settings.gate_timeout_s
+        gate = run_gate(runner.supervisor, settings.gate, self.ws.root, log, timeout, runner.sandbox)
         self.ws.building |= self.ws.changed_paths() - {
             PLAN_FILE
         }  # a formatter in the gate writes for the build
@@ -292,7 +293,8 @@ class BuildStage:
         log = self.ws.runner.new_log("hook", task_id)
         span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.ws.rel(log)))
         timeout = self.ws.settings.gate_timeout_s
-        result = run_gate(self.ws.runner.supervisor, [str(hook)], self.ws.root, log, timeout)
+        runner = self.ws.runner
+        result = run_gate(runner.supervisor, [str(hook)], self.ws.root, log, timeout, runner.sandbox)
         span.end(ok=result.ok, summary=None if result.ok else result.summary.strip()[:600])
         relative = str(self.ws.rel(log))
         self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")

@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.e2e import add_task, events, plan_records, recorded, scratch_env, write_project
+from tests.support.e2e import (
+    SANDBOX,
+    add_task,
+    assert_fenced,
+    events,
+    plan_records,
+    recorded,
+    scratch_env,
+    write_project,
+)
 from tests.support.gitrepo import git
 from tests.support.mock_model import Conversation, MockModelServer, Usage
 from tests.support.npm_agents import require_installed
@@ -57,7 +66,7 @@ def construct(root: Path, agent: str, binary: Path, env: dict[str, str], *flags:
     argv = [
         sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
         "--agent", agent, "--agent-cmd", str(binary), "--model", "mock-model",
-        "--gate", f"{shlex.quote(sys.executable)} check_work.py", *flags,
+        "--gate", f"{shlex.quote(sys.executable)} check_work.py", SANDBOX, *flags,
     ]  # fmt: skip
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
 
@@ -79,6 +88,7 @@ def test_claude_takes_a_spec_to_complete_and_its_tokens_are_recorded_exactly(pro
     with MockModelServer(usage=Usage(input_tokens_schedule=[1200, 2500], cache_read_tokens=300)) as server:
         done = construct(project, "claude", claude, claude_env(project, server))
     assert_complete(project, done, ["Parse input", "Print report"])
+    assert_fenced(events(project))
     sent = server.totals("anthropic")
     assert recorded(project, "input_tokens") == sent["input_tokens"]
     assert recorded(project, "output_tokens") == sent["output_tokens"]
@@ -92,6 +102,7 @@ def test_codex_takes_a_spec_to_complete_and_its_tokens_are_recorded_exactly(proj
     with MockModelServer(usage=Usage(input_tokens_schedule=[1200, 2400], cache_read_tokens=200)) as server:
         done = construct(project, "codex", codex, codex_env(project, server.url + "/v1"))
     assert_complete(project, done, ["Parse input", "Print report"])
+    assert_fenced(events(project))
     sent = server.totals("openai")
     cached = sent["input_tokens_details.cached_tokens"]
     assert recorded(project, "cache_read_tokens") == cached
