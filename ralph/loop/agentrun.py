@@ -21,6 +21,7 @@ from ralph.loop.pressure import Pressure
 from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 from ralph.ops.settings import Settings
+from ralph.plan.plan import Plan
 from ralph.plan.records import StopReason
 
 LOG_DIR = Path("build") / "ralph-logs"
@@ -41,6 +42,9 @@ class AgentResult:
     plan_problem: str | None = None  # the agent left plan.jsonl invalid (ralph restored it)
     violation: str | None = None  # what the agent did that its stage may not (ralph undid it)
     changed: frozenset[str] = frozenset()  # the paths it left changed (ralph's own files aside)
+    # plan.jsonl as the run left it (or as ralph put it back), read once after the run and passed
+    # on to what the stage does next; None: not read yet.
+    plan: Plan | None = None
 
     @property
     def ok(self) -> bool:

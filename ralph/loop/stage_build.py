@@ -164,7 +164,7 @@ class BuildStage:
                 "task_details": task_details(task, names, plan.answers_for(task_id)),
                 "gate": " ".join(self.ws.settings.gate) or "(none)",
             }
-            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted)
+            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted, plan=plan)
             problem = result.plan_problem
             stop = result.run.stop_reason
             if stop == StopReason.CONTEXT_COMPACT and compactions < MAX_COMPACTIONS:
@@ -175,7 +175,7 @@ class BuildStage:
                 return self._kill(task_id, KillReason.CONTEXT_LIMIT, result, report)
             if stop in KILLING_STOPS:
                 return self._kill(task_id, KILLING_STOPS[stop], result, report)
-            after = self.ws.read_plan().find_task(task_id)  # the task as the agent left it
+            after = self.ws.plan_after(result).find_task(task_id)  # the task as the agent left it
             if after is None:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
             if not result.violation and self._asked(task_id, result, report):
@@ -192,7 +192,7 @@ class BuildStage:
         """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is
         counted; its partial changes are set aside as a patch beside its log, and the question is
         committed. The task is built afresh, with the answer, once a person gives it."""
-        plan = self.ws.read_plan()
+        plan = self.ws.plan_after(result)
         asked = plan.questions_of(task_id)
         if not asked or not is_blocked(plan.task_line(task_id).record):
             return False
