@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import ralph.plan.loader as loader
 from ralph.cli.main import cli
 from ralph.ops import tasks
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 AGENT = """import os, subprocess, shlex
 ralph = shlex.split(os.environ["RALPH_BIN"])
