@@ -17,6 +17,17 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda match: _NAMED.get(match.group(), f"\\x{ord(match.group()):02x}"), text)
 
 
+def terminal_text(text: str) -> str:
+    """`text` for a terminal, lines kept: every control character but newline and tab escaped, so
+    nothing in it (an agent's title change, screen clear or clipboard write) drives the terminal."""
+    if text.isprintable():
+        return text
+    return _CONTROL_BUT_LINES.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def shown_path(path: str) -> str:
     """A path as git named it, for the plan, the journal and messages: a name that is not UTF-8
     (carried as surrogates, so git gets its bytes back) shows those bytes as \\xNN escapes."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from ralph import secrets
 from ralph.agents import make_adapter
 from ralph.errors import InvalidInput, PlanInvalid, Refused, RemoteError
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
@@ -96,6 +97,7 @@ class Report:
 class Loop:
     def __init__(self, root: Path, settings: Settings, console: Console | None = None):
         self.root, self.settings = root, settings
+        secrets.use_repository(root)  # its .env files' values are redacted (its worktrees have none)
         self.console = console or Console()
         self.journal = Journal(root / LOG_DIR / "events.jsonl")
         self.supervisor = Supervisor(settings.grace_s)

@@ -5,7 +5,6 @@ aside for DECOMPOSE. Context compaction continues the task in a fresh run."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -13,11 +12,11 @@ from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
-from ralph.loop.secrets import redact
 from ralph.loop.workspace import PLAN_FILE, STOP_REASONS_THAT_KILL, StageReport, Workspace
 from ralph.plan.records import KillReason, Stage, TaskView, is_blocked, is_done
 from ralph.plan.schedule import buildable
 from ralph.plan.scope import SCOPE_VIOLATION, outside
+from ralph.secrets import redact
 from ralph.text import shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
@@ -126,7 +125,7 @@ class BuildStage:
                 f"ralph: task {task['id']} set aside: VERIFY rejected it {len(reasons)} times",
                 f"its last build: commit {build}; its changes (still in the code): {changes}",
                 "what VERIFY said, oldest first:",
-                *(f"{n}. {' '.join(reason.split())[:2000]}" for n, reason in enumerate(reasons, 1)),
+                *(f"{n}. {' '.join(redact(reason).split())[:2000]}" for n, reason in enumerate(reasons, 1)),
                 "the VERIFY runs' logs:",
                 *(logs or ["(none found)"]),
                 "",
@@ -234,7 +233,7 @@ class BuildStage:
         )
         settings = self.ws.settings
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
-        span.end(ok=gate.ok, summary=None if gate.ok else gate.summary.strip()[:600])
+        span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
         self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
         if not gate.ok:
             return _for_history(gate.summary, self.ws.rel(log)), set()
@@ -264,7 +263,7 @@ class BuildStage:
         span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.ws.rel(log)))
         timeout = self.ws.settings.gate_timeout_s
         result = run_gate(self.ws.runner.supervisor, [str(hook)], self.ws.root, log, timeout)
-        span.end(ok=result.ok, summary=None if result.ok else result.summary.strip()[:600])
+        span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
         relative = str(self.ws.rel(log))
         self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
         if result.ok:
@@ -315,4 +314,4 @@ class BuildStage:
 def _for_history(output: str, log: Path) -> str:
     """What of a failure goes into plan.jsonl, and so into git history for good: a short excerpt
     with secrets redacted, pointing to the full output in the (ignored) log."""
-    return f"{redact(excerpt(output, HISTORY_EXCERPT_CHARS), dict(os.environ))}\n(full output: {log})"
+    return f"{excerpt(redact(output), HISTORY_EXCERPT_CHARS)}\n(full output: {log})"  # redacted, then cut

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ralph.loop import reaper
+from ralph.secrets import OutputLines
 
 DEFAULT_GRACE_S = 3.0
 CHUNK = 1 << 20  # the most of one output line read at once
@@ -347,8 +348,9 @@ class _Reader(threading.Thread):
     def __init__(self, child: subprocess.Popen, log, monitor: Monitor | None, tail_lines: int):
         super().__init__(daemon=True)
         self.child, self.log, self.monitor = child, log, monitor
-        self.tail: list[str] = []
+        self.tail: list[str] = []  # redacted: it goes into summaries, the plan and the console
         self.tail_lines = tail_lines
+        self.redact = OutputLines()
         self.stop_reason: str | None = None
         self.logged = 0
         self.held: collections.deque[bytes] = collections.deque()  # the log's tail past its head
@@ -358,7 +360,7 @@ class _Reader(threading.Thread):
         for raw in iter(lambda: self.child.stdout.readline(CHUNK), b""):
             self._log(raw)
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            self.tail.append(line[:TAIL_LINE_CHARS])
+            self.tail.append(self.redact(line)[:TAIL_LINE_CHARS])  # redacted before it is cut
             del self.tail[: -self.tail_lines]
             if self.monitor and not self.stop_reason:
                 try:

@@ -129,6 +129,7 @@ class Workspace:
         # half-made fails ("failed to read .git/worktrees/<name>/commondir").
         self._worktrees = threading.Lock()
         self._count = threading.Lock()
+        self._clean_lines: set[bytes] = set()  # plan lines already redacted (transaction.redact_plan)
 
     @property
     def tokens(self) -> int:
@@ -172,6 +173,8 @@ class Workspace:
         """Change the plan under the lock. With `commit` the change is committed (together with
         anything the loop wrote before it) with the message set on the change; without, it is only
         written, for the loop's next commit to carry."""
+        if commit:
+            transaction.redact_plan(self.root, self._clean_lines)  # what the agents wrote goes in too
         with transaction.transaction(
             self.root, commit=None if commit else False, fold_earlier=True, repo=self.repo
         ) as change:
@@ -316,7 +319,10 @@ class Workspace:
         merge, instead of waiting here for the plan lock that other builds' merges hold."""
         if not self.in_worktree:
             self.save_spending()
-        commit, files = self.repo.commit_paths(self.changed_paths() if paths is None else paths, message)
+        paths = self.changed_paths() if paths is None else paths
+        if PLAN_FILE in paths:  # the agents may have written it by hand: nothing secret is committed
+            transaction.redact_plan(self.root, self._clean_lines)
+        commit, files = self.repo.commit_paths(paths, message)
         if commit:
             shown = [shown_path(path) for path in files]
             self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=shown)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ralph.errors import GitError, PlanInvalid, RalphError
+from ralph.plan.document import Document, Line
 from ralph.plan.plan import Plan
 from ralph.store.files import remove_stale_temp_files, write_atomic
 from ralph.store.lock import plan_lock
@@ -49,6 +50,7 @@ def transaction(
         yield change
         if not change.plan.doc.changed:
             return
+        redact_lines(change.plan.doc, change.plan.doc.touched, root)
         after = checked_bytes(change.plan.doc)
         if commit is None:
             commit = _commit_wanted(change.plan)
@@ -59,6 +61,33 @@ def transaction(
         from ralph.store import validcache
 
         validcache.remember(root, after)
+
+
+def redact_lines(doc: Document, lines: list[Line], root: Path) -> None:
+    """Secrets out of these records of the document, before it is written (and committed, where a
+    leak stays): a reason, a note, an issue's or a question's text can quote one."""
+    from ralph.secrets import redact_fields
+
+    current = {id(line) for line in doc.lines}
+    for line in {id(line): line for line in lines if id(line) in current}.values():
+        if line.record is None:
+            continue
+        redacted = redact_fields(line.record, root)
+        if redacted != line.record:
+            line.record.clear()
+            line.record.update(redacted)
+            doc.rewrite(line)
+
+
+def redact_plan(root: Path, clean: set[bytes]) -> None:
+    """Every record of the plan redacted (an agent may write plan.jsonl by hand, and one in a
+    sandbox cannot read the .env files whose values count); `clean` holds lines known to be clean,
+    kept by the caller so that a long plan is not read through again at every commit."""
+    with transaction(root, commit=False, fold_earlier=True) as change:
+        doc = change.plan.doc
+        unread = [line for line in doc.lines if line.record is not None and line.raw not in clean]
+        redact_lines(doc, unread, root)
+        clean.update(line.raw for line in unread)
 
 
 def checked_bytes(doc) -> bytes:

@@ -1,0 +1,220 @@
+"""Keeping secrets out of what ralph stores and shows: the plan (committed, so a leak stays in
+history), the journal, hook payloads, transcripts, the console. Text from agents, gates and people
+passes `redact` before anything is cut from it (an excerpt cut first could keep the tail of a
+secret that no longer looks like one) and before it is stored or printed.
+
+What is redacted: the values of secret-looking environment variables, the values in the
+repository's `.env*` files, `KEY=value` and `KEY: value` with a secret-looking key, credentials in
+URLs, and common token shapes. Patterns compile on first use: a state command that stores no text
+never pays for them."""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import cache, lru_cache
+from pathlib import Path
+
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 8  # shorter values ("true", "3000", "dev") are too common to hide everywhere
+
+# Names of variables (in the environment or a .env file) whose values are secrets.
+_SECRET_NAME = r"TOKEN|SECRET|PASSW|PASSPHRASE|KEY|CREDENTIAL|AUTH|COOKIE|_DSN|DATABASE_URL|_PAT\b"
+_NAME_WORDS = (
+    "token",
+    "secret",
+    "pass",
+    "key",
+    "credential",
+    "auth",
+    "cookie",
+    "dsn",
+    "database_url",
+    "_pat",
+)
+
+_TOKEN_SHAPES = (
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key id
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
+    r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+    r"\bglpat-[A-Za-z0-9_-]{20,}",  # GitLab
+    r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe secret and restricted keys
+    r"\bsk-[A-Za-z0-9_-]{20,}",  # OpenAI / Anthropic style keys (sk-proj-, sk-ant-)
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",  # Slack
+    r"\bnpm_[A-Za-z0-9]{20,}",  # npm
+    r"\bhf_[A-Za-z0-9]{20,}",  # Hugging Face
+    r"\bAIza[0-9A-Za-z_-]{35}",  # Google API key
+    r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",  # a JWT: three base64url parts
+    r"(?i:\bbearer\s+)[A-Za-z0-9._~+/-]{16,}=*",
+)
+# What each shape starts with (or holds): plain substring tests are twenty times faster than the
+# shapes' pattern on text without any, which is nearly all text.
+_SHAPE_MARKS = (
+    "-----BEGIN", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+    "_live_", "_test_", "sk-", "xox", "npm_", "hf_", "AIza", "eyJ", "earer", "EARER",
+)  # fmt: skip
+
+
+@cache
+def _shapes() -> re.Pattern:
+    return re.compile("|".join(_TOKEN_SHAPES))
+
+
+@cache
+def _url() -> re.Pattern:
+    """Credentials in a URL: group 1 is its scheme."""
+    return re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/@:'\"<>]*:[^\s/@'\"<>]+@(?=[^\s/@'\"<>])")
+
+
+@cache
+def _assignment() -> re.Pattern:
+    """An assignment to a secret-looking key: its value is group 'value', a quoted string or
+    everything up to white space or a quote."""
+    return re.compile(
+        rf"(?i)\b[\w.-]*(?:{_SECRET_NAME})[\w.-]*[\"']?\s*[=:]\s*"
+        r"(?P<value>\"[^\"\n]{4,}\"|'[^'\n]{4,}'|(?!\[redacted)[^\s\"'`,;]{6,})"
+    )
+
+
+@cache
+def _secret_name() -> re.Pattern:
+    return re.compile(_SECRET_NAME, re.IGNORECASE)
+
+
+def _looks_secret(name: str, value: str) -> bool:
+    """A value worth hiding wherever it appears: a secret-looking name's, long enough, and not a
+    path or a plain word (SSH_AUTH_SOCK holds a path; AUTH_MODE=disabled, a word)."""
+    if len(value) < MIN_SECRET_CHARS or value.startswith(("/", "~")) or not _secret_name().search(name):
+        return False
+    return not (value.isalpha() and len(value) < 16)
+
+
+def _looks_like_a_token(value: str) -> bool:
+    """A value of a .env file whose name does not say secret, but whose shape does: long, one
+    word, letters and digits mixed (not `production`, `3000` or a URL without credentials)."""
+    if len(value) < 12 or any(char.isspace() for char in value) or "://" in value:
+        return False
+    return any(char.isdigit() for char in value) and any(char.isalpha() for char in value)
+
+
+_repository: Path | None = None
+
+
+def use_repository(root: Path) -> None:
+    """The repository whose `.env*` files `redact` reads by default: the construct loop's (its
+    agents' worktrees have no such files, they are not committed)."""
+    global _repository
+    _repository = Path(root)
+
+
+def _dotenv_values(root: Path) -> frozenset[str]:
+    """The secret values of the `.env*` files at the top of `root`. They hold secrets by
+    convention (and are git-ignored), so every value that looks like one counts."""
+    found: set[str] = set()
+    try:
+        entries = [entry for entry in os.scandir(root) if entry.name.startswith(".env") and entry.is_file()]
+    except OSError:
+        return frozenset()
+    for entry in entries:
+        try:
+            stat = entry.stat()
+        except OSError:
+            continue
+        found |= _dotenv_file(entry.path, stat.st_mtime_ns, stat.st_size)
+    return frozenset(found)
+
+
+@lru_cache(maxsize=64)
+def _dotenv_file(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """One .env file's secret values (cached while the file is unchanged)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    found = set()
+    for line in text.splitlines():
+        name, sep, value = line.strip().removeprefix("export ").partition("=")
+        value = value.strip()
+        if not sep or name.startswith("#"):
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if _looks_secret(name, value) or _looks_like_a_token(value):
+            found.add(value)
+    return frozenset(found)
+
+
+def secret_values(root: Path | None = None) -> frozenset[str]:
+    """The values to hide wherever they appear: the environment's and the repository's .env files'."""
+    values = {value for name, value in os.environ.items() if _looks_secret(name, value)}
+    where = root or _repository
+    if where is not None:
+        values |= _dotenv_values(where)
+    return frozenset(values)
+
+
+@lru_cache(maxsize=16)
+def _values_pattern(values: frozenset[str]) -> re.Pattern | None:
+    if not values:
+        return None
+    return re.compile("|".join(re.escape(value) for value in sorted(values, key=len, reverse=True)))
+
+
+def redact(text: str, root: Path | None = None) -> str:
+    """`text` without secrets (see the module's docstring), each replaced by [redacted]; the key
+    of a `KEY=value` stays, so a reader still sees what was there. `root`: the repository whose
+    .env files count (default: the one `use_repository` named)."""
+    if not text:
+        return text
+    values = _values_pattern(secret_values(root))
+    if values is not None:
+        text = values.sub(REDACTED, text)
+    if any(mark in text for mark in _SHAPE_MARKS):
+        text = _shapes().sub(REDACTED, text)
+    if "://" in text:
+        text = _url().sub(lambda match: f"{match.group(1)}{REDACTED}@", text)
+    lowered = text.lower()
+    if any(word in lowered for word in _NAME_WORDS):
+        text = _assignment().sub(_hide_value, text)
+    return text
+
+
+def _hide_value(match: re.Match) -> str:
+    start, end = (offset - match.start() for offset in match.span("value"))
+    return match.group()[:start] + REDACTED + match.group()[end:]
+
+
+def redact_fields(value: object, root: Path | None = None) -> object:
+    """`value` (a record: dicts, lists, strings) with every string in it redacted; keys stay."""
+    if isinstance(value, str):
+        return redact(value, root)
+    if isinstance(value, dict):
+        return {key: redact_fields(item, root) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_fields(item, root) for item in value]
+    return value
+
+
+class OutputLines:
+    """Redacts a program's output line by line, as it is read. A private key block spans lines: once
+    its first line is seen, every line up to its end is hidden whole (a tail of the output that
+    starts inside the block must not show its body)."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = root
+        self._in_key = False
+
+    def __call__(self, line: str) -> str:
+        if self._in_key:
+            if _KEY_END in line:
+                self._in_key = False
+                return REDACTED + redact(line.split(_KEY_END, 1)[1].split("-----", 1)[-1], self.root)
+            return REDACTED
+        redacted = redact(line, self.root)
+        if _KEY_BEGIN in line and _KEY_END not in line.split(_KEY_BEGIN, 1)[1]:
+            self._in_key = "PRIVATE KEY-----" in line
+        return redacted
+
+
+_KEY_BEGIN, _KEY_END = "-----BEGIN ", "-----END "
