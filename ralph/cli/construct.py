@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from ralph.cli.common import emit, root_of
+from ralph.cli.common import emit, root_of, say
 from ralph.errors import InvalidInput
 from ralph.ops.settings import DEFAULTS, parse_duration
 from ralph.text import printable
@@ -195,9 +195,9 @@ def agents(as_json):
         if as_json:
             emit({"agent": name, "program": program, "installed": bool(found), "path": found})
         elif name == "command":
-            click.echo("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
+            say("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
         else:
-            click.echo(f"{name:<9} {program}: {printable(found) if found else 'not installed'}")
+            say(f"{name:<9} {program}: {printable(found) if found else 'not installed'}")
 
 
 def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: bool = False) -> None:
@@ -236,9 +236,7 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
         # Where each setting that is not a default came from, as `ralph config list --origin` says.
         found = layered(config, user, str(user_config_path()), flag_layer(flags))
         result["origins"] = {key: origin for key, (_, origin) in found.items() if origin != "default"}
-        emit(result) if as_json else click.echo(
-            "\n".join(printable(line) for line in dryrun.render_text(result))
-        )
+        emit(result) if as_json else say("\n".join(printable(line) for line in dryrun.render_text(result)))
         return
     report = Loop(root, settings).run(plan_only=plan_only)
     if report.outcome.name != "COMPLETE" and report.iterations:
@@ -285,38 +283,38 @@ def _print_report(report, as_json: bool) -> None:
         return
     headline = f"ralph: {report.outcome.name}: {printable(report.message)}"
     if report.exit_code and not report.iterations and not report.stopped:
-        click.echo(headline, err=True)  # an error ending before any work: one line on stderr, nothing else
+        say(headline, err=True)  # an error ending before any work: one line on stderr, nothing else
         return
-    click.echo(headline)
+    say(headline)
     if report.questions:  # first: they are what a person can act on at once
-        click.echo(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
+        say(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
         for item in report.questions:
-            click.echo(f"  {printable(item)}")
+            say(f"  {printable(item)}")
     from ralph.loop.cost import describe_cost
 
     cost = describe_cost(report.cost_usd, report.unknown_cost_runs)
-    click.echo(f"iterations run: {report.iterations}; tokens: {report.tokens:,}; cost: {cost}")
+    say(f"iterations run: {report.iterations}; tokens: {report.tokens:,}; cost: {cost}")
     for title, table in (("by stage", report.by_stage), ("by task", report.by_task)):
         if table:
             rows = (
                 f"{key} {row['tokens']:,} tokens {describe_cost(row['cost_usd'], row['unknown_runs'])}"
                 for key, row in table.items()
             )
-            click.echo(f"{title}: " + "; ".join(rows))
+            say(f"{title}: " + "; ".join(rows))
     if report.accepted:
-        click.echo(f"accepted ({len(report.accepted)}):")
+        say(f"accepted ({len(report.accepted)}):")
         for item in report.accepted:
-            click.echo(f"  {printable(item)}")
+            say(f"  {printable(item)}")
     if report.stopped:
-        click.echo(f"stopped ({len(report.stopped)}):")
+        say(f"stopped ({len(report.stopped)}):")
         for item in report.stopped:
-            click.echo(f"  {printable(item)}")
+            say(f"  {printable(item)}")
     if report.remaining:
-        click.echo(f"left ({len(report.remaining)}):")
+        say(f"left ({len(report.remaining)}):")
         for item in report.remaining:
-            click.echo(f"  {printable(item)}")
+            say(f"  {printable(item)}")
     logs = printable(str(report.log_dir))
-    click.echo(f"logs: {logs}/ (events: {logs}/events.jsonl)")
+    say(f"logs: {logs}/ (events: {logs}/events.jsonl)")
     if report.resume:
         then = "answer the questions above, then " if report.questions else ""
-        click.echo(f"to resume: {then}{printable(report.resume)}")
+        say(f"to resume: {then}{printable(report.resume)}")

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ralph.cli.common import json_line, json_option, root_of, task_ids
+from ralph.cli.common import json_line, json_option, root_of, say, task_ids
 from ralph.text import printable
 
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
@@ -38,7 +38,7 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
     else:
         printed = [line(event) for event in events] + (story_lines(summary) if summary else [])
     if printed:
-        click.echo("\n".join(printed))
+        say("\n".join(printed))
 
 
 @click.command("report")
@@ -53,11 +53,11 @@ def report(ctx: click.Context, output: str | None) -> None:
 
     page = pages.build(root_of(ctx))
     if output is None:
-        click.echo(page, nl=False)
+        say(page, nl=False)
         return
     with open(output, "w", encoding="utf-8") as out:
         out.write(page)
-    click.echo(f"wrote {printable(output)}")
+    say(f"wrote {printable(output)}")
 
 
 @click.command("completion")
@@ -75,7 +75,7 @@ def completion(ctx: click.Context, shell: str) -> None:
 
     root = ctx.find_root().command  # the whole `ralph` group is what gets completed
     complete = get_completion_class(shell)(root, {}, "ralph", "_RALPH_COMPLETE")
-    click.echo(complete.source(), nl=False)
+    say(complete.source(), nl=False)
 
 
 CLAIM_EVENTS = {

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of, task_or_current
+from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of, say, task_or_current
 from ralph.text import printable
 
 
@@ -30,7 +30,7 @@ def ask(ctx, text, task_id, no_commit, as_json):
         emit(record)
     else:
         blocks = f"blocks {record['task']} until answered"
-        click.echo(f"asked {record['id']} ({blocks}): {printable(record['text'])}")
+        say(f"asked {record['id']} ({blocks}): {printable(record['text'])}")
 
 
 @click.command()
@@ -54,7 +54,7 @@ def answer(ctx, question_id, text, no_commit, as_json):
         then = f"{task['id']} is unblocked"
     else:
         then = f"{task['id']} stays blocked: {printable(task.get('blocked_reason', ''))[:120]}"
-    click.echo(f"answered {record['id']}; {then}")
+    say(f"answered {record['id']}; {then}")
 
 
 @click.command()
@@ -68,6 +68,6 @@ def questions(ctx, as_json):
         if as_json:
             emit(record)
             continue
-        click.echo(f"{record['id']}  task {record.get('task', '?')}  since {record.get('asked_at', '?')}")
-        click.echo(f"    {printable(record['text'])}")
-        click.echo(f"    asked by {printable(record.get('asked_by') or 'unknown')}")
+        say(f"{record['id']}  task {record.get('task', '?')}  since {record.get('asked_at', '?')}")
+        say(f"    {printable(record['text'])}")
+        say(f"    asked by {printable(record.get('asked_by') or 'unknown')}")
