@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -167,15 +168,17 @@ def redact(text: str, root: Path | None = None) -> str:
     .env files count (default: the one `use_repository` named)."""
     if not text:
         return text
-    values = _values_pattern(secret_values(root))
+    return _redact(text, _values_pattern(secret_values(root)))
+
+
+def _redact(text: str, values: re.Pattern | None) -> str:
     if values is not None:
         text = values.sub(REDACTED, text)
     if any(mark in text for mark in _SHAPE_MARKS):
         text = _shapes().sub(REDACTED, text)
     if "://" in text:
         text = _url().sub(lambda match: f"{match.group(1)}{REDACTED}@", text)
-    lowered = text.lower()
-    if any(word in lowered for word in _NAME_WORDS):
+    if ("=" in text or ":" in text) and any(word in text.lower() for word in _NAME_WORDS):
         text = _assignment().sub(_hide_value, text)
     return text
 
@@ -187,12 +190,22 @@ def _hide_value(match: re.Match) -> str:
 
 def redact_fields(value: object, root: Path | None = None) -> object:
     """`value` (a record: dicts, lists, strings) with every string in it redacted; keys stay."""
+    return _redact_fields(value, _values_pattern(secret_values(root)))
+
+
+def fields_redactor(root: Path | None = None) -> Callable[[object], object]:
+    """`redact_fields` with the secret values read once, for many records in a row."""
+    values = _values_pattern(secret_values(root))
+    return lambda value: _redact_fields(value, values)
+
+
+def _redact_fields(value: object, values: re.Pattern | None) -> object:
     if isinstance(value, str):
-        return redact(value, root)
+        return _redact(value, values) if value else value
     if isinstance(value, dict):
-        return {key: redact_fields(item, root) for key, item in value.items()}
+        return {key: _redact_fields(item, values) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_fields(item, root) for item in value]
+        return [_redact_fields(item, values) for item in value]
     return value
 
 

@@ -28,6 +28,7 @@ from ralph.loop.supervisor import BudgetSpent
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView
+from ralph.secrets import redact
 from ralph.store import reader, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
@@ -322,7 +323,7 @@ class Workspace:
         paths = self.changed_paths() if paths is None else paths
         if PLAN_FILE in paths:  # the agents may have written it by hand: nothing secret is committed
             transaction.redact_plan(self.root, self._clean_lines)
-        commit, files = self.repo.commit_paths(paths, message)
+        commit, files = self.repo.commit_paths(paths, redact(message))  # it can quote a name or an issue
         if commit:
             shown = [shown_path(path) for path in files]
             self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=shown)

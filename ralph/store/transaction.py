@@ -55,7 +55,10 @@ def transaction(
         if commit is None:
             commit = _commit_wanted(change.plan)
         if commit:
-            change.commit = _write_and_commit(root, before, after, change.message, fold_earlier, repo)
+            from ralph.secrets import redact
+
+            message = redact(change.message, root)  # it can quote a task's name or an issue's text
+            change.commit = _write_and_commit(root, before, after, message, fold_earlier, repo)
         else:
             write_atomic(plan_path(root), after)
         from ralph.store import validcache
@@ -66,13 +69,14 @@ def transaction(
 def redact_lines(doc: Document, lines: list[Line], root: Path) -> None:
     """Secrets out of these records of the document, before it is written (and committed, where a
     leak stays): a reason, a note, an issue's or a question's text can quote one."""
-    from ralph.secrets import redact_fields
+    from ralph.secrets import fields_redactor
 
+    redact_fields = fields_redactor(root)
     current = {id(line) for line in doc.lines}
     for line in {id(line): line for line in lines if id(line) in current}.values():
         if line.record is None:
             continue
-        redacted = redact_fields(line.record, root)
+        redacted = redact_fields(line.record)
         if redacted != line.record:
             line.record.clear()
             line.record.update(redacted)
