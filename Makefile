@@ -77,9 +77,11 @@ bench: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m ralph.demo
 
-## schema: regenerate ralph/plan/plan.schema.json from the pydantic models
+## schema: regenerate what is derived from the records declared in ralph/plan/models.py: the JSON
+## Schema (ralph/plan/plan.schema.json) and the Python the state commands read (ralph/plan/declared.py)
 schema: $(STAMP)
 	$(VENV)/bin/ralph schema > ralph/plan/plan.schema.json
+	$(PY) -m ralph.plan.derive > ralph/plan/declared.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis

@@ -8,6 +8,7 @@ import os
 import click
 
 from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of, say, task_or_current
+from ralph.plan.records import is_pending, status_of
 from ralph.text import printable
 
 
@@ -46,11 +47,11 @@ def answer(ctx, question_id, text, no_commit, as_json):
 
     record, task = questions.answer(root_of(ctx), question_id, text, commit_choice(no_commit))
     if as_json:
-        emit({**record, "task_status": task.get("s", "p") if task else None})
+        emit({**record, "task_status": status_of(task) if task else None})
         return
     if task is None:
         then = f"its task {record.get('task')} is gone"
-    elif task.get("s", "p") == "p":
+    elif is_pending(task):
         then = f"{task['id']} is unblocked"
     else:
         then = f"{task['id']} stays blocked: {printable(task.get('blocked_reason', ''))[:120]}"

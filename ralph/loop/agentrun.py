@@ -20,6 +20,7 @@ from ralph.loop.journal import Journal
 from ralph.loop.pressure import Pressure
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 from ralph.ops.settings import Settings
+from ralph.plan.records import StopReason
 
 LOG_DIR = Path("build") / "ralph-logs"
 
@@ -174,7 +175,7 @@ class AgentRunner:
             transcript_path(log_path), f"{stage} {item or self.settings.spec}: {relative_log.name}"
         )
 
-        def monitor(line: str) -> str | None:
+        def monitor(line: str) -> StopReason | None:
             events = self.adapter.parse_line(line)
             transcript.add(line, events)
             for event in events:
@@ -211,7 +212,9 @@ class AgentRunner:
             self.console.end_run(run_id, "could not start")
             raise AgentUnavailable(f"the agent cannot start: {exc}") from None
         except BaseException as exc:  # Ctrl-C, a stop signal or the time budget: the span still closes
-            span.end(stop_reason="budget" if isinstance(exc, BudgetSpent) else "interrupted")
+            span.end(
+                stop_reason=StopReason.BUDGET if isinstance(exc, BudgetSpent) else StopReason.INTERRUPTED
+            )
             self.console.end_run(run_id, "stopped")
             raise
         finally:

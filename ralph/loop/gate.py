@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ralph.loop.supervisor import ChildNotFound, Supervisor
+from ralph.plan.records import StopReason
 
 
 @dataclass
@@ -33,7 +34,7 @@ def run_gate(
         result = supervisor.run(list(argv), cwd=root, env=gate_env(), log_path=log_path, timeout_s=timeout_s)
     except ChildNotFound as exc:
         return GateResult(False, f"the gate could not start: {exc}", log_path)
-    if result.stop_reason == "timeout":
+    if result.stop_reason == StopReason.TIMEOUT:
         return GateResult(False, f"`{shown}` timed out after {timeout_s:g}s", log_path)
     tail = "\n".join(result.tail[-40:])
     if result.ok:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ralph.agents.base import Usage
 from ralph.ops.settings import Settings
+from ralph.plan.records import StopReason
 
 AFTER_COMPACT_LIMIT = 0.80
 
@@ -38,7 +39,7 @@ class Pressure:
         self.turns = 0
         self.warned = False
 
-    def check(self, usage: Usage) -> str | None:
+    def check(self, usage: Usage) -> StopReason | None:
         """Called after each model turn; returns a reason to stop the agent, or None."""
         window = usage.context_window or self.window
         self.fill = usage.last_turn_context / window if window else 0.0
@@ -46,11 +47,11 @@ class Pressure:
         if self.after_compaction and self.turns == 1:
             self.on_compacted(self.fill)
             if self.fill > AFTER_COMPACT_LIMIT:
-                return "context_limit"
+                return StopReason.CONTEXT_LIMIT
         if self.fill >= self.kill:
-            return "context_limit"
+            return StopReason.CONTEXT_LIMIT
         if self.may_compact and self.fill >= self.compact:
-            return "context_compact"
+            return StopReason.CONTEXT_COMPACT
         if self.fill >= self.warn and not self.warned:
             self.warned = True
             self.on_warn(self.fill)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ralph.ops import claims
 from ralph.plan.plan import claim_age_s
+from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import read_plan
 from ralph.store.remote import Remote
@@ -129,7 +130,7 @@ class RemoteCoordinator:
         plan = read_plan(self.root)
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
         stamp = claims.now()
-        done = [task for task in plan.tasks() if self._in_spec(task) and task.get("s") == "d"]
+        done = [task for task in plan.tasks() if self._in_spec(task) and is_done(task)]
         if any(not task.get("claimed_by") for task in done):
             return False  # VERIFY has work: go on to it
         for task in plan.claims():  # a task, an issue (its tasks to come) or the spec (its PLAN)

@@ -7,27 +7,42 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
-from ralph.loop.workspace import PLAN_FILE, STOP_REASONS_THAT_KILL, StageReport, Workspace
-from ralph.plan.records import KillReason, Stage, TaskView, is_blocked, is_done
+from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.plan.records import (
+    KILLING_STOPS,
+    KillReason,
+    Stage,
+    StopReason,
+    TaskView,
+    Verdict,
+    is_blocked,
+    is_done,
+)
 from ralph.plan.schedule import buildable
-from ralph.plan.scope import SCOPE_VIOLATION, outside
+from ralph.plan.scope import outside
 from ralph.secrets import redact
 from ralph.text import shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
-NO_CHANGES = "no_changes"  # the verdict on a build that changed nothing
-PERMISSION_VIOLATION = "permission_violation"  # on a run that did what BUILD may not
 MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
 _KILL_TEXT = {
     KillReason.TIMEOUT: "the agent run hit its time limit",
     KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
     KillReason.DOOM_LOOP: "the build kept failing; split it into smaller tasks",
 }
+
+
+class Failure(NamedTuple):
+    """Why a build attempt does not count as built: its verdict, and the words recorded with it."""
+
+    verdict: Verdict
+    text: str
 
 
 class BuildStage:
@@ -72,7 +87,9 @@ class BuildStage:
             report.items += 1
         conflicts = remote.after_build(task_id, self.ws.settings.max_attempts)
         if conflicts:  # another runner pushed changes to the same files first: a verdict
-            self.ws.journal.event("build_failed", item=task_id, verdict="merge_conflict", files=conflicts)
+            self.ws.journal.event(
+                "build_failed", item=task_id, verdict=Verdict.MERGE_CONFLICT, files=conflicts
+            )
             self.ws.console.event(
                 f"{task_id}: its build conflicts with pushed work ({', '.join(conflicts[:5])}); built again"
             )
@@ -146,14 +163,15 @@ class BuildStage:
             }
             result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted)
             problem = result.plan_problem
-            if result.run.stop_reason == "context_compact" and compactions < MAX_COMPACTIONS:
+            stop = result.run.stop_reason
+            if stop == StopReason.CONTEXT_COMPACT and compactions < MAX_COMPACTIONS:
                 compacted, compactions = self._compact(task, result), compactions + 1
                 continue
-            if result.run.stop_reason == "context_compact":
-                result.run.stop_reason = "context_limit"  # compacting again and again is no progress
             compacted = None
-            if result.run.stop_reason in STOP_REASONS_THAT_KILL:
-                return self._kill(task_id, STOP_REASONS_THAT_KILL[result.run.stop_reason], result, report)
+            if stop == StopReason.CONTEXT_COMPACT:  # compacting again and again is no progress
+                return self._kill(task_id, KillReason.CONTEXT_LIMIT, result, report)
+            if stop in KILLING_STOPS:
+                return self._kill(task_id, KILLING_STOPS[stop], result, report)
             task = self.ws.read_plan().find_task(task_id)
             if task is None:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
@@ -211,21 +229,24 @@ class BuildStage:
 
     def _build_failure(
         self, task: dict, result: AgentResult, problem: str | None, iteration: int
-    ) -> tuple[str | None, set[str]]:
+    ) -> tuple[Failure | None, set[str]]:
         """Why this attempt does not count as built (None when it passed the gate), and the files
         it changed as the gate and hook left them."""
         if result.violation:
-            return f"{PERMISSION_VIOLATION}: {result.violation}", set()
+            return Failure(
+                Verdict.PERMISSION_VIOLATION, f"{Verdict.PERMISSION_VIOLATION}: {result.violation}"
+            ), set()
         if problem:
-            return f"the agent left plan.jsonl invalid: {problem}", set()
+            return Failure(Verdict.PLAN_INVALID, f"the agent left plan.jsonl invalid: {problem}"), set()
         if not is_done(task):
             tail = "\n".join(result.run.tail[-15:])
             ended = f"the agent ended ({result.describe()}) without running `ralph task done`."
-            return _for_history(f"{ended}\n{tail}", result.log_path), set()
+            return Failure(Verdict.NOT_DONE, _for_history(f"{ended}\n{tail}", result.log_path)), set()
         if not task.get("no_code") and not result.changed - {PLAN_FILE}:
-            return (
-                f"{NO_CHANGES}: the agent marked the task done but changed no file. Build it; if it"
-                ' truly needs no change, the task must say so ("no_code": true).'
+            return Failure(
+                Verdict.NO_CHANGES,
+                f"{Verdict.NO_CHANGES}: the agent marked the task done but changed no file. Build it; if"
+                ' it truly needs no change, the task must say so ("no_code": true).',
             ), set()
         log = self.ws.runner.new_log("gate", task["id"])
         span = self.ws.journal.span(
@@ -236,23 +257,24 @@ class BuildStage:
         span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
         self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
         if not gate.ok:
-            return _for_history(gate.summary, self.ws.rel(log)), set()
+            return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.ws.rel(log))), set()
         refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
         changed = self.ws.changed_paths()  # as the gate and the hook left them (a formatter may write)
         return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
 
-    def _scope_failure(self, task: dict, changed: set[str]) -> str | None:
+    def _scope_failure(self, task: dict, changed: set[str]) -> Failure | None:
         """A task that declares its scope may change only the files it names."""
         strays = outside(task.get("scope"), changed)
         if not strays:
             return None
         allowed = ", ".join(task["scope"])
-        return (
-            f"{SCOPE_VIOLATION}: the build changed files outside the task's scope ({allowed}): "
-            + ", ".join(strays[:50])
+        return Failure(
+            Verdict.SCOPE_VIOLATION,
+            f"{Verdict.SCOPE_VIOLATION}: the build changed files outside the task's scope ({allowed}): "
+            + ", ".join(strays[:50]),
         )
 
-    def _hook_failure(self, task_id: str, iteration: int) -> str | None:
+    def _hook_failure(self, task_id: str, iteration: int) -> Failure | None:
         """With run_hooks: the repository's pre-commit hook (a secret scanner, a linter) sees the
         build staged, as it would a person's commit; ralph's own commit then skips it."""
         hook = self.ws.repo.hook("pre-commit")
@@ -268,7 +290,8 @@ class BuildStage:
         self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
         if result.ok:
             return None
-        return _for_history(f"the pre-commit hook refused the build:\n{result.summary}", self.ws.rel(log))
+        refusal = f"the pre-commit hook refused the build:\n{result.summary}"
+        return Failure(Verdict.HOOK_REFUSED, _for_history(refusal, self.ws.rel(log)))
 
     def _record_build(
         self, task_id: str, result: AgentResult, report: StageReport, changed: set[str]
@@ -285,17 +308,17 @@ class BuildStage:
             with self.ws.change_plan() as change:  # recorded once merged; goes in with the next commit
                 change.plan.record_build_commit(task_id, commit)
 
-    def _record_failure(self, task_id: str, failure: str, result: AgentResult) -> int:
-        """The attempt failed: back to pending with the reason; the code stays for the next try."""
+    def _record_failure(self, task_id: str, failure: Failure, result: AgentResult) -> int:
+        """The attempt failed: back to pending with its verdict and the reason; the code stays for
+        the next try."""
         usage = result.tracker.usage
         with self.ws.change_plan(commit=True) as change:
-            attempts = change.plan.record_build_failure(task_id, failure, usage.total, usage.cost_usd)
+            attempts = change.plan.record_build_failure(
+                task_id, failure.verdict, failure.text, usage.total, usage.cost_usd
+            )
             change.message = f"ralph(build): {task_id} attempt {attempts} failed"
-        verdict = next(
-            (v for v in (NO_CHANGES, PERMISSION_VIOLATION, SCOPE_VIOLATION) if failure.startswith(v)), None
-        )
         self.ws.journal.event(
-            "build_failed", item=task_id, attempts=attempts, verdict=verdict, log=str(result.log_path)
+            "build_failed", item=task_id, attempts=attempts, verdict=failure.verdict, log=str(result.log_path)
         )
         return attempts
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from ralph.loop.agentrun import LOG_DIR
 from ralph.loop.prompts import data_block, one_line, task_details
-from ralph.loop.workspace import STOP_REASONS_THAT_KILL, StageReport, Workspace
-from ralph.plan.records import Stage, TaskView
+from ralph.loop.workspace import StageReport, Workspace
+from ralph.plan.records import Stage, TaskView, kill_reason_of
 from ralph.secrets import OutputLines
 
 MIN_SUBTASKS, MAX_SUBTASKS = 2, 5
@@ -53,7 +53,7 @@ class DecomposeStage:
         self.ws.set_state(stage=str(Stage.DECOMPOSE))
         before = self.ws.plan_bytes()  # what a stopped run's changes go back to
         result = self.ws.run_agent(Stage.DECOMPOSE, iteration, task.id, self._values(task, plan))
-        stop = STOP_REASONS_THAT_KILL.get(result.run.stop_reason or "")
+        stop = kill_reason_of(result.run.stop_reason)
         if stop:  # half a decomposition is none: undone, and it counts as a failed one
             self.ws.undo_plan_changes(before, result.log_path, task.id)
             report.stopped.append(f"{task.id} DECOMPOSE stopped ({stop}), undone; log {result.log_path}")

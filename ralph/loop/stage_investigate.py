@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.prompts import data_block
-from ralph.loop.workspace import STOP_REASONS_THAT_KILL, StageReport, Workspace
-from ralph.plan.records import IssueView, KillReason, Stage
+from ralph.loop.workspace import StageReport, Workspace
+from ralph.plan.records import IssueView, KillReason, Stage, kill_reason_of
 
 
 class InvestigateStage:
@@ -50,7 +50,7 @@ class InvestigateStage:
         before = self.ws.plan_bytes()  # what a stopped run's changes go back to
         result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values)
         self.ws.check_plan(result)
-        stop = STOP_REASONS_THAT_KILL.get(result.run.stop_reason or "")
+        stop = kill_reason_of(result.run.stop_reason)
         if stop:
             commit = self._stopped(issue, stop, result, before, report)
         else:

@@ -7,8 +7,8 @@ the loop ends for a person to decide (a longer --timeout, or a smaller spec)."""
 from __future__ import annotations
 
 from ralph.loop.agentrun import AgentResult
-from ralph.loop.workspace import STOP_REASONS_THAT_KILL, StageReport, Workspace
-from ralph.plan.records import KillReason, Stage
+from ralph.loop.workspace import StageReport, Workspace
+from ralph.plan.records import KillReason, Stage, kill_reason_of
 
 
 class PlanStage:
@@ -21,7 +21,7 @@ class PlanStage:
         result = self.ws.run_agent(Stage.PLAN, iteration, None, {})
         self.ws.check_plan(result)
         report = StageReport(Stage.PLAN, items=1)
-        stop = STOP_REASONS_THAT_KILL.get(result.run.stop_reason or "")
+        stop = kill_reason_of(result.run.stop_reason)
         if stop:
             commit = self._stopped(stop, result, before, report)
             span.end(tasks=0, kill_reason=str(stop))

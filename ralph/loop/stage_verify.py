@@ -18,9 +18,9 @@ from ralph.loop.agentrun import AgentResult
 from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.signals import deferred_signals
-from ralph.loop.workspace import PLAN_FILE, RALPH_FILES, STOP_REASONS_THAT_KILL, StageReport, Workspace
+from ralph.loop.workspace import PLAN_FILE, RALPH_FILES, StageReport, Workspace
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, Stage, TaskView
+from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.store import reader
 from ralph.store.git import Repo
 
@@ -123,7 +123,7 @@ class VerifyStage:
         end = _snapshot(checkout)
         run.did = violations(Stage.VERIFY, {run.task.id}, start, end, run.base, run.theirs or run.base)
         stop = run.result.run.stop_reason
-        run.killed = STOP_REASONS_THAT_KILL.get(stop) if stop else None
+        run.killed = kill_reason_of(stop)
         if run.killed:
             run.theirs = None  # a run stopped half way gives no verdict
         if not run.did:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ralph.loop import reaper
+from ralph.plan.records import StopReason
 from ralph.secrets import OutputLines
 
 DEFAULT_GRACE_S = 3.0
@@ -33,7 +34,7 @@ LOG_TAIL = 8 << 20  # bytes kept from the end once the head is written
 WAKE_S = 0.05  # how often a wait looks at the stop flag, the monitor, the timeout and the budget
 
 # A monitor sees each output line; returning a reason (e.g. "context_limit") stops the child.
-Monitor = Callable[[str], "str | None"]
+Monitor = Callable[[str], "StopReason | None"]
 
 
 class RunResult:
@@ -42,13 +43,13 @@ class RunResult:
     def __init__(
         self,
         exit_code: int | None,
-        stop_reason: str | None,
+        stop_reason: StopReason | None,
         duration_s: float,
         log_path: Path,
         tail: list[str],
     ):
         self.exit_code = exit_code  # None when ralph stopped it
-        self.stop_reason = stop_reason  # "timeout", "interrupted", a monitor's reason, or None
+        self.stop_reason = stop_reason  # None: the child ended by itself
         self.duration_s = duration_s
         self.log_path = log_path
         self.tail = tail  # the last lines of output, for failure summaries
@@ -112,7 +113,7 @@ class Supervisor:
             child = self._start(argv, cwd, env, log, stdin_data)
             if child is None:
                 log.write(b"[ralph] not started: ralph is stopping (interrupted)\n")
-                return RunResult(None, "interrupted", 0.0, log_path, [])
+                return RunResult(None, StopReason.INTERRUPTED, 0.0, log_path, [])
             reader = _Reader(child, log, monitor, tail_lines)
             try:
                 reader.start()
@@ -132,12 +133,12 @@ class Supervisor:
             # Only now: a process left behind may hold the output pipe open until it is ended.
             reader.join(timeout=5 if stop_reason is None else self.grace_s + 1)
             if stop_reason is None:  # the monitor may find a reason in the last lines
-                stop_reason = "interrupted" if self._stopped else reader.stop_reason
+                stop_reason = StopReason.INTERRUPTED if self._stopped else reader.stop_reason
                 if stop_reason:
                     log.write(f"\n[ralph] stopping the agent's process group: {stop_reason}\n".encode())
             exit_code = None if stop_reason else child.returncode
             log.write(f"\n[ralph] exit {exit_code if exit_code is not None else stop_reason}\n".encode())
-        if stop_reason == "budget":
+        if stop_reason == StopReason.BUDGET:
             raise BudgetSpent("the time budget is spent", stopped_run=True)
         return RunResult(exit_code, stop_reason, time.monotonic() - started, log_path, reader.tail)
 
@@ -173,20 +174,20 @@ class Supervisor:
 
     def _wait(
         self, child: subprocess.Popen, reader: _Reader, timeout_s: float | None, started: float
-    ) -> str | None:
+    ) -> StopReason | None:
         """Wait for the child; return why ralph must stop it, or None once it exited by itself."""
         with _ExitWatch(child) as exited:
             while True:
                 if self._stopped:  # added to _running after stop_all took its list, or killed by it
-                    return "interrupted"
+                    return StopReason.INTERRUPTED
                 if reader.stop_reason:
                     return reader.stop_reason
                 if exited(WAKE_S):
                     return None
                 if timeout_s is not None and time.monotonic() - started > timeout_s:
-                    return "timeout"
+                    return StopReason.TIMEOUT
                 if self.deadline_at is not None and time.monotonic() >= self.deadline_at:
-                    return "budget"
+                    return StopReason.BUDGET
 
     def _start(
         self, argv: list[str], cwd: Path, env: dict[str, str], log, stdin_data: bytes | None
@@ -351,7 +352,7 @@ class _Reader(threading.Thread):
         self.tail: list[str] = []  # redacted: it goes into summaries, the plan and the console
         self.tail_lines = tail_lines
         self.redact = OutputLines()
-        self.stop_reason: str | None = None
+        self.stop_reason: StopReason | None = None
         self.logged = 0
         self.held: collections.deque[bytes] = collections.deque()  # the log's tail past its head
         self.held_bytes = self.omitted = 0

@@ -27,7 +27,7 @@ from ralph.loop.signals import deferred_signals
 from ralph.loop.supervisor import BudgetSpent
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, Stage, TaskView
+from ralph.plan.records import Stage, TaskView
 from ralph.secrets import redact
 from ralph.store import reader, transaction
 from ralph.store.git import Repo
@@ -40,7 +40,6 @@ PLAN_FILE = reader.PLAN_NAME
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
 BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
-STOP_REASONS_THAT_KILL = {"timeout": KillReason.TIMEOUT, "context_limit": KillReason.CONTEXT_LIMIT}
 
 
 class CostSpent(BudgetSpent):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ralph.errors import InvalidInput, Refused
 from ralph.plan.history import Key, add_line, diff, remove_line
+from ralph.plan.records import Status
 from ralph.store.git import Repo
 from ralph.store.gitlog import FileChange, file_history
 from ralph.store.reader import PLAN_NAME
@@ -79,7 +80,7 @@ def _bucket(key: Key, record: dict | None) -> str | None:
     if key[0] == "accept":
         return "accepted"
     if key[0] == "task":
-        return {"d": "done", "b": "blocked"}.get(record.get("s"), "pending")
+        return {Status.DONE: "done", Status.BLOCKED: "blocked"}.get(record.get("s"), "pending")
     return None
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ralph.errors import InvalidInput
 from ralph.ops.names import named
+from ralph.plan.records import is_pending
 from ralph.store.reader import read_plan
 from ralph.store.transaction import transaction
 
@@ -44,7 +45,7 @@ def ask(root: Path, text: str, task_id: str | None, asked_by: str, commit: bool 
 def answer(root: Path, question_id: str, text: str, commit: bool | None = None) -> tuple[dict, dict | None]:
     with transaction(root, commit) as change:
         question, task = change.plan.answer(question_id, text, now())
-        unblocked = f"; {task['id']} unblocked" if task and task.get("s", "p") == "p" else ""
+        unblocked = f"; {task['id']} unblocked" if task and is_pending(task) else ""
         change.message = f"ralph: answer {named([question], 'text')}{unblocked}"
     return question, task
 

@@ -13,10 +13,11 @@ import os
 import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput
-from ralph.plan.plan import DEFAULT_CLAIM_TTL_MS
+from ralph.plan.declared import CONFIG_KEYS, ConfigKey
 from ralph.plan.records import HookEvent
 
 
@@ -30,6 +31,17 @@ def split_command(text: str, what: str) -> tuple[str, ...]:
         raise InvalidInput(f"cannot split the {what} {text!r}: {exc}") from None
 
 
+def _declared(name: str) -> Any:
+    """A config key's declared default as its setting holds it: durations in seconds, a command
+    as its argv (declared defaults are plain words)."""
+    key = CONFIG_KEYS[name]
+    if key.kind == "duration":
+        return key.default / 1000
+    if key.kind == "command":
+        return tuple(key.default.split())
+    return key.default
+
+
 @dataclass(frozen=True)
 class Settings:
     spec: str = ""
@@ -37,27 +49,27 @@ class Settings:
     agent_cmd: str | tuple[str, ...] | None = None
     agent_args: str | tuple[str, ...] | None = None
     model: str | None = None
-    timeout_s: float = 300.0
-    gate: tuple[str, ...] = ("make", "verify")
-    gate_timeout_s: float = 600.0
-    max_iterations: int = 10
+    timeout_s: float = _declared("timeout_ms")
+    gate: tuple[str, ...] = _declared("gate")
+    gate_timeout_s: float = _declared("gate_timeout_ms")
+    max_iterations: int = _declared("max_iterations")
     max_minutes: float | None = None
-    max_attempts: int = 3
-    max_decompose_depth: int = 3
-    parallel: int = 4
+    max_attempts: int = _declared("max_attempts")
+    max_decompose_depth: int = _declared("max_decompose_depth")
+    parallel: int = _declared("parallel")
     allow_dirty: bool = False
     grace_s: float = 3.0
-    context_warn: float = 0.70
-    context_compact: float = 0.85
-    context_kill: float = 0.95
+    context_warn: float = _declared("context_warn")
+    context_compact: float = _declared("context_compact")
+    context_kill: float = _declared("context_kill")
     context_window: int | None = None
-    run_hooks: bool = False  # run the repository's pre-commit hook on each build, after the gate
-    max_wait_s: float = 3600.0  # one wait for a rate or usage limit at most
+    run_hooks: bool = _declared("run_hooks")
+    max_wait_s: float = _declared("max_wait_ms")
     limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
     max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
     prices: dict | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
     hooks: dict | None = None  # hook event -> command run on it (ralph/loop/hooks.py)
-    hook_timeout_s: float = 10.0
+    hook_timeout_s: float = _declared("hook_timeout_ms")
     remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
     runner: str | None = None  # this runner's name in its claims (default host-pid)
     claim_ttl_s: float | None = None  # a claim older than this may be taken over (default: the plan's)
@@ -101,47 +113,11 @@ FLAG_ORIGIN = "flag"
 COMMANDS = ("gate", "agent_cmd", "agent_args")
 
 
-@dataclass(frozen=True)
-class Key:
-    """A config key: the setting it sets (None: read by the state commands, not the loop) and the
-    kind of value it takes."""
-
-    setting: str | None
-    kind: str  # duration, count, number, fraction, command, text, flag, prices, hooks
-
-
-# Every key the config record and the user's file take (what each means: docs/plan-format.md).
-# Durations keep their _ms names: a plain number is milliseconds, so configs written before units
-# were accepted mean what they meant.
-CONFIG_KEYS: dict[str, Key] = {
-    "agent": Key("agent", "text"),
-    "agent_cmd": Key("agent_cmd", "command"),
-    "agent_args": Key("agent_args", "command"),
-    "model": Key("model", "text"),
-    "timeout_ms": Key("timeout_s", "duration"),
-    "gate": Key("gate", "command"),
-    "gate_timeout_ms": Key("gate_timeout_s", "duration"),
-    "max_iterations": Key("max_iterations", "count"),
-    "max_minutes": Key("max_minutes", "number"),
-    "max_attempts": Key("max_attempts", "count"),
-    "max_decompose_depth": Key("max_decompose_depth", "count"),
-    "parallel": Key("parallel", "count"),
-    "max_cost_usd": Key("max_cost_usd", "number"),
-    "max_wait_ms": Key("max_wait_s", "duration"),
-    "claim_ttl_ms": Key("claim_ttl_s", "duration"),
-    "context_window": Key("context_window", "count"),
-    "context_warn": Key("context_warn", "fraction"),
-    "context_compact": Key("context_compact", "fraction"),
-    "context_kill": Key("context_kill", "fraction"),
-    "run_hooks": Key("run_hooks", "flag"),
-    "prices": Key("prices", "prices"),
-    "hooks": Key("hooks", "hooks"),
-    "hook_timeout_ms": Key("hook_timeout_s", "duration"),
-    "commit": Key(None, "flag"),
-}
-PLAN_ONLY = {"commit"}  # a choice about this repository's history, not a user's preference
-# Defaults the plan's own code applies, reading the record itself (shown by `ralph config list`).
-_PLAN_DEFAULTS = {"commit": True, "claim_ttl_ms": DEFAULT_CLAIM_TTL_MS}
+# Every key the config record and the user's file take, with its kind, default and meaning, as
+# ralph/plan/models.py declares them. Durations keep their _ms names: a plain number is
+# milliseconds, so configs written before units were accepted mean what they meant.
+Key = ConfigKey
+PLAN_ONLY = {name for name, key in CONFIG_KEYS.items() if key.setting is None}  # this repository's history
 
 _DURATION = re.compile(r"(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)(ms|s|m|h)?")
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -274,11 +250,7 @@ def _from_config(config: dict, where: str) -> dict:
 
 def defaults() -> dict:
     """Each config key's default, as the key spells it (None: no default)."""
-    values = {}
-    for name, key in CONFIG_KEYS.items():
-        setting = getattr(DEFAULTS, key.setting) if key.setting else None
-        values[name] = _PLAN_DEFAULTS.get(name) if setting is None else config_value(name, setting)
-    return values
+    return {name: key.default for name, key in CONFIG_KEYS.items()}
 
 
 def layered(config: dict, user: dict, user_path: str, flags: dict | None = None) -> dict:

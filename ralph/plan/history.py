@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
+from ralph.plan.records import Status
+
 Key = tuple
 
 # Task fields whose change is told by an event of its own, not as a plain field change.
@@ -27,6 +29,8 @@ _TASK_TOLD = frozenset(
         "kill_reason",
         "kill_log",
         "blocked_reason",
+        "blocked_by",
+        "verdict",
         "attempts",
         "attempt_tokens",
         "tokens",
@@ -186,16 +190,16 @@ def _task(
             return [_event("decomposed", task_id, name=old.get("name"), into=children)]
         return [_event("deleted", task_id, name=old.get("name"))]
     events = []
-    was, now = old.get("s", "p"), new.get("s", "p")
+    was, now = old.get("s", Status.PENDING), new.get("s", Status.PENDING)  # as written, even if invalid
     attempts = new.get("attempts", 0)
     if isinstance(attempts, int) and attempts > _int(old.get("attempts")):
         events.append(_attempt(task_id, old, new))
     if new.get("commit") and new.get("commit") != old.get("commit"):
         events.append(_event("build commit", task_id, build_commit=new["commit"], files=new.get("files")))
     if now != was:
-        if now == "d":
+        if now == Status.DONE:
             events.append(_event("done", task_id, name=new.get("name")))
-        elif now == "b":
+        elif now == Status.BLOCKED:
             events.append(_event("blocked", task_id, reason=new.get("blocked_reason")))
         elif task_id not in rejected:  # otherwise the reject record's event says it, with the reason
             events.append(_event("reopened", task_id, name=new.get("name")))
@@ -239,6 +243,7 @@ def _attempt(task_id: str, old: dict, new: dict) -> dict:
         "gate failed" if failed else "built",
         task_id,
         attempt=new.get("attempts"),
+        verdict=new.get("verdict"),  # absent from plans written before verdicts were recorded
         tokens=tokens or None,
         cost_usd=cost or None,
         # no cost reported and no price known: unknown, which a missing cost_usd alone cannot say

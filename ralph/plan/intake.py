@@ -6,24 +6,13 @@ from __future__ import annotations
 import os
 
 from ralph.errors import InvalidInput, Refused
+from ralph.plan.declared import TASK_FIELDS_FROM_USER
 from ralph.plan.integrity import cycle_text
+from ralph.plan.records import Status
 from ralph.plan.validate import record_problems
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 MAX_TEXT = 20_000  # characters in any one text a command takes (docs/plan-format.md)
-TASK_FIELDS_FROM_USER = (
-    "id",
-    "name",
-    "accept",
-    "deps",
-    "priority",
-    "notes",
-    "spec",
-    "parent",
-    "issue",
-    "no_code",
-    "scope",
-)
 
 
 def refuse_cycle(records: list[dict], batch: set[str]) -> None:
@@ -66,10 +55,12 @@ def new_task_record(item: object, label: str, taken: set[str], spec: str | None)
         "t": "task",
         "id": item["id"] if "id" in item else new_id("t", taken),
         "name": item.get("name"),
-        "s": "p",
+        "s": Status.PENDING,
     }
     record.update(
-        (key, item[key]) for key in TASK_FIELDS_FROM_USER[2:] if item.get(key) not in (None, [], "")
+        (key, item[key])
+        for key in TASK_FIELDS_FROM_USER
+        if key not in ("id", "name") and item.get(key) not in (None, [], "")
     )
     if spec and "spec" not in record:
         record["spec"] = spec

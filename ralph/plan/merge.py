@@ -30,6 +30,7 @@ from ralph.errors import InvalidInput, Problem
 from ralph.plan.document import Document, Line, serialize
 from ralph.plan.integrity import SINGLETONS, integrity_problems
 from ralph.plan.loader import parse_lines
+from ralph.plan.records import Status
 from ralph.plan.validate import record_problems
 
 BY_ID = ("task", "issue")
@@ -38,7 +39,8 @@ UNION_FACTS = (
     "reject",
     "takeover",
 )  # never removed by ralph: a side without one has not seen it yet
-STATUS_ORDER = {"p": 0, "d": 1}  # forward only (accepted, the tombstone, is further); "b" merges with none
+# A status moves forward only (accepted, the tombstone, is further); blocked merges with none.
+STATUS_ORDER = {Status.PENDING: 0, Status.DONE: 1}
 COUNTERS = frozenset({"attempts", "tokens", "iteration"})
 ID_LISTS = frozenset({"deps"})
 CLAIM = ("claimed_by", "claimed_at")  # merged as one value: who holds the task, since when
@@ -198,7 +200,7 @@ def _merge_field(name: str, base: object, ours: object, theirs: object) -> objec
     the larger, a list of ids the union (in order, without what either side removed); any other
     field conflicts. Symmetric: which side is ours changes nothing but field and list order."""
     if name == "s":
-        ranks = [STATUS_ORDER.get("p" if value is _MISSING else value) for value in (ours, theirs)]
+        ranks = [STATUS_ORDER.get(Status.PENDING if value is _MISSING else value) for value in (ours, theirs)]
         if None in ranks:
             return _CONFLICT
         return _larger(ours, ranks[0], theirs, ranks[1])

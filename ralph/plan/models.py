@@ -11,7 +11,7 @@ extra fields survive every rewrite.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,58 +40,81 @@ Priority = Literal["high", "medium", "low"]
 # The enums of ralph.plan.records are the one list of each; the format spells their values.
 KillReason = Literal[tuple(reason.value for reason in records.KillReason)]
 StatusCode = Literal[tuple(status.value for status in records.Status)]
+VerdictCode = Literal[tuple(verdict.value for verdict in records.Verdict)]
 
 
 class Record(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
 
 
+def given(default: Any = None, description: str | None = None, **kwargs: Any) -> Any:
+    """A task field a person or agent may set with `task add` (the rest are the loop's)."""
+    extra = {"x-from-user": True}
+    if "default_factory" in kwargs:
+        return Field(description=description, json_schema_extra=extra, **kwargs)
+    return Field(default, description=description, json_schema_extra=extra, **kwargs)
+
+
+def key(kind: str, description: str, default: Any = None, setting: str | None = "") -> Any:
+    """A config key: the kind of value it takes (how `ralph config set` reads its text), its
+    default in the key's own form (None: none), and the loop setting it sets ("": the key's name,
+    `_ms` read as `_s` in seconds; None: read by the state commands only)."""
+    extra = {"x-kind": kind, "x-default": default, "x-setting": setting}
+    return Field(None, description=description, json_schema_extra=extra)  # type: ignore[arg-type]
+
+
 class Task(Record):
     """A unit of work. `s` is its status: `p` pending, `d` done (built, awaiting VERIFY)."""
 
     t: Literal["task"]
-    id: TaskId
-    name: Text
-    s: StatusCode = "p"
-    spec: str | None = None
-    accept: str | list[str] | None = Field(None, description="acceptance criteria")
-    deps: list[TaskId] = Field(default_factory=list, description="ids of tasks this one needs")
-    priority: Priority | None = None
+    id: TaskId = given(...)
+    name: Text = given(..., description="what to do")
+    s: StatusCode = records.Status.PENDING.value
+    accept: str | list[str] | None = given(None, "acceptance criteria")
+    deps: list[TaskId] = given(description="ids of tasks this one needs", default_factory=list)
+    priority: Priority | None = given(None, "none counts as medium")
     auto_priority: bool | None = Field(
         None, description="true when `task prioritize` set the priority (it may recompute it)"
     )
-    notes: str | None = None
-    parent: TaskId | None = Field(None, description="the task this one was decomposed from")
+    notes: str | None = given(None, "notes for whoever builds it")
+    spec: str | None = given(
+        None, "the spec file it belongs to (`task add` fills in the loop's current spec)"
+    )
+    parent: TaskId | None = given(None, "the task this one was decomposed from")
     questions: list[IssueId] | None = Field(
         None,
         description="answered questions of the task it was decomposed from: its prompts carry them",
     )
-    issue: IssueId | None = Field(None, description="the issue INVESTIGATE made this task from")
+    issue: IssueId | None = given(None, "the issue INVESTIGATE made this task from")
     depth: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="how many decompositions made it (0 or absent: planned as it is)"
+        0, description="how many decompositions made it (0: planned as it is)"
     )
     blocked_reason: str | None = Field(None, description="why the loop gave up on it (status b)")
+    blocked_by: IssueId | None = Field(
+        None, description="the question it waits for (status b until `ralph answer`)"
+    )
     decompose_failures: Annotated[int, Field(ge=0)] | None = Field(
         None, description="DECOMPOSE runs that made too few or too many subtasks"
     )
-    no_code: bool | None = Field(
-        None, description="true: the task changes no file (BUILD may end with no changes)"
-    )
-    scope: list[Text] | None = Field(
+    no_code: bool | None = given(None, "true: the task changes no file (BUILD may end with no changes)")
+    scope: list[Text] | None = given(
         None,
-        description='path patterns the task may change ("src/auth/**", "tests/test_auth.py"); a build'
+        'path patterns the task may change ("src/auth/**", "tests/test_auth.py"); a build'
         " that changes other files fails with scope_violation. Absent: any file",
     )
     merge_conflict: list[str] | None = Field(
         None, description="files whose changes could not be merged when its last build was"
     )
-    attempts: Annotated[int, Field(ge=0)] | None = Field(None, description="builds tried")
+    attempts: Annotated[int, Field(ge=0)] | None = Field(0, description="builds tried")
+    verdict: VerdictCode | None = Field(
+        None, description="what its latest build attempt came to, or VERIFY's rejection of it"
+    )
     reject_reason: str | None = Field(None, description="why VERIFY last rejected it")
     gate_failure: str | None = Field(None, description="excerpt of the last failed gate run")
     kill_reason: KillReason | None = None
     kill_log: str | None = Field(None, description="log of the run that was killed")
     verify_kills: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="VERIFY runs of the done task stopped by their time limit or a full context"
+        0, description="VERIFY runs of the done task stopped by their time limit or a full context"
     )
     verify_kill_reason: KillReason | None = Field(None, description="why its last VERIFY run was stopped")
     verify_kill_log: str | None = Field(None, description="log of its last stopped VERIFY run")
@@ -124,7 +147,7 @@ class Issue(Record):
         None, description="why it stays open after INVESTIGATE (a person must decide); not investigated again"
     )
     kills: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="INVESTIGATE runs of it stopped by their time limit or a full context"
+        0, description="INVESTIGATE runs of it stopped by their time limit or a full context"
     )
     kill_reason: KillReason | None = Field(None, description="why its last INVESTIGATE run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped INVESTIGATE run")
@@ -213,47 +236,63 @@ class Config(Record):
     """Settings for this repository; command-line flags override them. At most one per plan."""
 
     t: Literal["config"]
-    timeout_ms: Duration | None = Field(
-        None, description="bound on one agent run: milliseconds, or with a unit (90s, 5m); default 300000"
+    timeout_ms: Duration | None = key("duration", "bound on one agent run (`--timeout`)", 300_000)
+    max_iterations: Positive | None = key("count", "iterations of `ralph construct`", 10)
+    max_minutes: Annotated[float, Field(gt=0)] | Positive | None = key(
+        "number", "wall-clock budget of `ralph construct` in minutes"
     )
-    max_iterations: Positive | None = None
-    max_minutes: Annotated[float, Field(gt=0)] | Positive | None = None
-    max_attempts: Positive | None = Field(None, description="builds per task before DECOMPOSE")
-    parallel: Positive | None = Field(None, description="concurrent VERIFY runs")
-    max_decompose_depth: Positive | None = Field(
-        None, description="decompositions of decompositions before a task is blocked (default 3)"
+    max_attempts: Positive | None = key("count", "builds per task before DECOMPOSE", 3)
+    parallel: Positive | None = key(
+        "count", "builds and VERIFY runs at once; with more than one, builds run in worktrees of their own", 4
     )
-    context_warn: Fraction | None = None
-    context_compact: Fraction | None = None
-    context_kill: Fraction | None = None
-    gate: Command | None = Field(
-        None,
-        description="the quality gate (default make verify): a command line split like a shell"
-        ' (never run by one), as --gate takes it, or its argv; "" or [] for none',
+    max_decompose_depth: Positive | None = key(
+        "count", "decompositions of decompositions before a task is blocked", 3
     )
-    gate_timeout_ms: Duration | None = None
-    max_wait_ms: Duration | None = Field(
-        None, description="bound on one wait for a rate or usage limit (default 3600000)"
+    context_warn: Fraction | None = key(
+        "fraction", "share of the context window at which the agent is warned", 0.70
     )
-    claim_ttl_ms: Duration | None = Field(
-        None, description="age at which another runner may take a task's claim over (default 1800000)"
+    context_compact: Fraction | None = key(
+        "fraction", "share of the context window at which a BUILD run is compacted into a fresh one", 0.85
     )
-    agent: str | None = None
-    agent_cmd: Command | None = Field(None, description="program (and arguments) of the agent, like gate")
-    agent_args: Command | None = Field(None, description="extra arguments passed to the agent CLI, like gate")
-    model: str | None = None
-    context_window: Positive | None = Field(None, description="the model's context window in tokens")
-    commit: bool | None = Field(None, description="false: state commands do not commit")
-    run_hooks: bool | None = Field(
-        None, description="true: a build is committed only if the repository's pre-commit hook passes"
+    context_kill: Fraction | None = key(
+        "fraction", "share of the context window at which the run is killed", 0.95
     )
-    max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
-        None, description="money budget of `ralph construct` in USD"
+    gate: Command | None = key(
+        "command",
+        "the quality gate: a command line split like a shell would split it (never run by one), as"
+        ' --gate takes it, or its argv; "" or [] for none',
+        "make verify",
     )
-    hooks: Hooks | None = Field(None, description="commands run on the loop's events (docs/hooks.md)")
-    hook_timeout_ms: Duration | None = Field(None, description="bound on one hook run (default 10000)")
-    prices: dict[str, Price] | None = Field(
-        None, description="USD per million tokens by model name, for runs whose agent reports no cost"
+    gate_timeout_ms: Duration | None = key("duration", "bound on one gate run", 600_000)
+    max_wait_ms: Duration | None = key(
+        "duration", "bound on one wait for a rate limit, usage limit or overloaded server", 3_600_000
+    )
+    claim_ttl_ms: Duration | None = key(
+        "duration",
+        "age of a claim after which another runner may take the task over (`--claim-ttl`)",
+        1_800_000,
+        setting="claim_ttl_s",
+    )
+    agent: str | None = key("text", "agent adapter: see `ralph agents`")
+    agent_cmd: Command | None = key(
+        "command", "program (and arguments) of the agent, a command line like gate (`--agent-cmd`)"
+    )
+    agent_args: Command | None = key(
+        "command", "extra arguments passed to the agent CLI, like gate (`--agent-args`)"
+    )
+    model: str | None = key("text", "model name passed to the agent CLI")
+    context_window: Positive | None = key("count", "the model's context window in tokens")
+    commit: bool | None = key("flag", "false: state commands do not commit", True, setting=None)
+    run_hooks: bool | None = key(
+        "flag", "true: a build is committed only if the repository's pre-commit hook passes", False
+    )
+    max_cost_usd: Annotated[float, Field(gt=0)] | None = key(
+        "number", "money budget of `ralph construct` in USD (`--max-cost`)"
+    )
+    hooks: Hooks | None = key("hooks", "commands run on the loop's events (docs/hooks.md)")
+    hook_timeout_ms: Duration | None = key("duration", "bound on one hook run", 10_000)
+    prices: dict[str, Price] | None = key(
+        "prices", "USD per million tokens by model name, for runs whose agent reports no cost"
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, PlanInvalid, Refused
 from ralph.plan import schedule
+from ralph.plan.declared import CONFIG_KEYS
 from ralph.plan.document import Document, Line
 from ralph.plan.intake import new_id, new_task_record, refuse_cycle, require_text
 from ralph.plan.integrity import integrity_problems
@@ -13,7 +14,10 @@ from ralph.plan.records import (
     VERIFY_KILL_FIELDS,
     KillReason,
     Stage,
+    Status,
     TaskView,
+    Verdict,
+    blocking_question,
     is_blocked,
     is_done,
     is_pending,
@@ -182,12 +186,14 @@ class Plan:
         task = line.record
         if is_done(task):
             raise Refused(f"task {task_id} is already done")
-        if is_blocked(task) and _blocked_by_question(task):
-            raise Refused(f"task {task_id} is {task['blocked_reason'][:120]}")
+        question = blocking_question(task)
+        if question:
+            reason = task.get("blocked_reason") or f"waiting for the answer to question {question}"
+            raise Refused(f"task {task_id} is {reason[:120]}")
         waiting = schedule.blockers(task, self.tasks(), self.accepted())
         if waiting:
             raise Refused(f"task {task_id} is blocked by {', '.join(waiting)} (not done yet)")
-        task["s"] = "d"
+        task["s"] = Status.DONE
         _drop_claim(task)  # built: the commit that says so frees it (VERIFY claims it anew)
         self.doc.rewrite(line)
         return task
@@ -237,9 +243,10 @@ class Plan:
         task = line.record
         if not is_done(task) and not kill_reason:
             raise Refused(f"task {task['id']} is pending; only a done task can be rejected")
-        task["s"] = "p"
+        task["s"] = Status.PENDING
         _drop_claim(task)  # back in the pool for whichever runner comes next
         task["reject_reason"] = reason
+        task["verdict"] = Verdict.KILLED if kill_reason else Verdict.REJECTED
         tombstone = {"t": "reject", "id": task["id"], "reason": reason}
         if kill_reason:
             task["kill_reason"] = tombstone["kill_reason"] = str(kill_reason)
@@ -324,6 +331,7 @@ class Plan:
         task = line.record
         task["attempts"] = task.get("attempts", 0) + 1
         task["files"] = sorted(files)
+        task["verdict"] = Verdict.BUILT
         _add_usage(task, tokens, cost_usd)
         for stale in ("gate_failure", "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
             task.pop(stale, None)
@@ -337,12 +345,16 @@ class Plan:
         line.record["commit"] = commit
         self.doc.rewrite(line)
 
-    def record_build_failure(self, task_id: str, failure: str, tokens: int, cost_usd: float | None) -> int:
-        """A build attempt failed: back to pending with the reason; returns the attempts so far."""
+    def record_build_failure(
+        self, task_id: str, verdict: Verdict, failure: str, tokens: int, cost_usd: float | None
+    ) -> int:
+        """A build attempt failed: back to pending with its verdict and the reason; returns the
+        attempts so far."""
         line = self.task_line(task_id)
         task = line.record
-        task["s"] = "p"
+        task["s"] = Status.PENDING
         task["attempts"] = task.get("attempts", 0) + 1
+        task["verdict"] = verdict
         task["gate_failure"] = failure
         _add_usage(task, tokens, cost_usd)
         self.doc.rewrite(line)
@@ -355,8 +367,9 @@ class Plan:
         to pending (an attempt, built again from the new HEAD), with the files that conflicted."""
         line = self.task_line(task_id)
         task = line.record
-        task["s"] = "p"
+        task["s"] = Status.PENDING
         task["attempts"] = task.get("attempts", 0) + 1
+        task["verdict"] = Verdict.MERGE_CONFLICT
         task["merge_conflict"] = sorted(files)
         task["gate_failure"] = (
             "merge_conflict: the build passed its gate, but its changes conflict with work merged"
@@ -400,8 +413,9 @@ class Plan:
         """The loop gives up on the task: a person must split or rethink it. Nothing depending on
         it is built meanwhile."""
         line = self.task_line(task_id)
-        line.record["s"] = "b"
+        line.record["s"] = Status.BLOCKED
         line.record["blocked_reason"] = reason
+        line.record.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
         _drop_claim(line.record)
         self.doc.rewrite(line)
         return line.record
@@ -614,8 +628,9 @@ class Plan:
         problems = record_problems(record)
         if problems:
             raise InvalidInput("; ".join(problems))
-        if not is_blocked(task) or _blocked_by_question(task):
-            task["s"] = "b"
+        if not is_blocked(task) or blocking_question(task):
+            task["s"] = Status.BLOCKED
+            task["blocked_by"] = record["id"]
             task["blocked_reason"] = _question_reason(record)
             self.doc.rewrite(line)
         self.doc.append(record)
@@ -637,13 +652,15 @@ class Plan:
         question["answer"], question["answered_at"] = text.strip(), answered_at
         self.doc.rewrite(line)
         task = self.find_task(question.get("task", ""))
-        if task is not None and is_blocked(task) and _blocked_by_question(task):
+        if task is not None and blocking_question(task):
             still_open = self.questions_of(task["id"])
             task_line = self.task_line(task["id"])
             if still_open:
+                task["blocked_by"] = still_open[0]["id"]
                 task["blocked_reason"] = _question_reason(still_open[0])
             else:
-                task["s"] = "p"
+                task["s"] = Status.PENDING
+                task.pop("blocked_by", None)
                 task.pop("blocked_reason", None)
             self.doc.rewrite(task_line)
         return question, task
@@ -708,7 +725,7 @@ class Plan:
             raise PlanInvalid(problems)
 
 
-DEFAULT_CLAIM_TTL_MS = 30 * 60 * 1000
+DEFAULT_CLAIM_TTL_MS = CONFIG_KEYS["claim_ttl_ms"].default
 CLAIM_FIELDS = ("claimed_by", "claimed_at")
 CLAIMABLE = ("task", "issue", "spec")  # a task to build, verify or decompose; an issue; a spec to plan
 
@@ -740,15 +757,9 @@ def is_question(issue: dict) -> bool:
     return issue.get("kind") == "question"
 
 
-QUESTION_REASON = "waiting for the answer to question "
-
-
 def _question_reason(question: dict) -> str:
-    return f"{QUESTION_REASON}{question['id']}: {question['text'][:200]}"
-
-
-def _blocked_by_question(task: dict) -> bool:
-    return str(task.get("blocked_reason", "")).startswith(QUESTION_REASON)
+    """blocked_reason's words for people; what blocks the task is its blocked_by field."""
+    return f"waiting for the answer to question {question['id']}: {question['text'][:200]}"
 
 
 def _add_usage(task: dict, tokens: int, cost_usd: float | None) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ralph.plan.declared import IssueFields, TaskFields
+
 
 class Status(StrEnum):
     PENDING = "p"
@@ -17,6 +19,58 @@ class KillReason(StrEnum):
     TIMEOUT = "timeout"
     CONTEXT_LIMIT = "context_limit"
     DOOM_LOOP = "doom_loop"
+
+
+class StopReason(StrEnum):
+    """Why the supervisor stopped a child before it ended by itself."""
+
+    TIMEOUT = "timeout"
+    CONTEXT_LIMIT = "context_limit"  # the context monitor: the window is (nearly) full
+    CONTEXT_COMPACT = "context_compact"  # the context monitor: compact and continue in a fresh run
+    INTERRUPTED = "interrupted"  # ralph itself is stopping (a signal)
+    BUDGET = "budget"  # the run's money or token budget is spent
+
+
+# The stops that end a run as killed (recorded as its item's kill_reason): the others are ralph's own.
+KILLING_STOPS = {StopReason.TIMEOUT: KillReason.TIMEOUT, StopReason.CONTEXT_LIMIT: KillReason.CONTEXT_LIMIT}
+
+
+def kill_reason_of(stop: StopReason | None) -> KillReason | None:
+    """The kill_reason a run stopped for `stop` is recorded with; None: it was not killed."""
+    return KILLING_STOPS.get(stop) if stop else None
+
+
+class Verdict(StrEnum):
+    """What one build attempt came to, or VERIFY's judgement of it: a task records its latest as
+    `verdict`, so each commit of plan.jsonl says what the attempt it records came to."""
+
+    BUILT = "built"  # passed the gate (and the pre-commit hook, and its scope): awaiting VERIFY
+    NOT_DONE = "not_done"  # the agent ended without `ralph task done`
+    NO_CHANGES = "no_changes"  # marked done, changed no file, and the task is not no_code
+    PLAN_INVALID = "plan_invalid"  # the agent left plan.jsonl invalid
+    PERMISSION_VIOLATION = "permission_violation"  # the run did what BUILD may not
+    GATE_FAILED = "gate_failed"
+    HOOK_REFUSED = "hook_refused"  # the repository's pre-commit hook refused the build (run_hooks)
+    SCOPE_VIOLATION = "scope_violation"  # changed files outside the task's scope
+    MERGE_CONFLICT = "merge_conflict"  # passed, but conflicts with work merged meanwhile
+    KILLED = "killed"  # stopped or set aside by the loop: kill_reason says why
+    REJECTED = "rejected"  # VERIFY (or a person) sent the done task back: reject_reason says why
+
+
+# A failed attempt's verdict in words, for people (ralph log, the console, the reports).
+VERDICT_WORDS = {
+    Verdict.BUILT: "built",
+    Verdict.NOT_DONE: "not marked done",
+    Verdict.NO_CHANGES: "no changes",
+    Verdict.PLAN_INVALID: "plan.jsonl left invalid",
+    Verdict.PERMISSION_VIOLATION: "permission violation",
+    Verdict.GATE_FAILED: "gate failed",
+    Verdict.HOOK_REFUSED: "pre-commit hook refused",
+    Verdict.SCOPE_VIOLATION: "outside its scope",
+    Verdict.MERGE_CONFLICT: "merge conflict",
+    Verdict.KILLED: "killed",
+    Verdict.REJECTED: "rejected by VERIFY",
+}
 
 
 # What a stopped VERIFY run leaves on its (done) task; a new build starts them over.
@@ -45,23 +99,47 @@ class Stage(StrEnum):
     COMPLETE = "COMPLETE"
 
 
-_STATUS = {"p": Status.PENDING, "d": Status.DONE, "b": Status.BLOCKED}
-
-
 def status_of(task: dict) -> Status:
-    return _STATUS[task.get("s", "p")]
+    return Status(task.get("s", Status.PENDING))
 
 
 def is_pending(task: dict) -> bool:
-    return task.get("s", "p") == "p"
+    return task.get("s", Status.PENDING) == Status.PENDING
 
 
 def is_done(task: dict) -> bool:
-    return task.get("s") == "d"
+    return task.get("s") == Status.DONE
 
 
 def is_blocked(task: dict) -> bool:
-    return task.get("s") == "b"
+    return task.get("s") == Status.BLOCKED
+
+
+# How plans written before `blocked_by` said that a question blocks a task: the start of its
+# blocked_reason. Read only where blocked_by is missing; never written.
+_LEGACY_QUESTION_REASON = "waiting for the answer to question "
+
+
+def blocking_question(task: dict) -> str | None:
+    """The id of the question a blocked task waits for, or None when something else blocks it."""
+    if not is_blocked(task):
+        return None
+    if task.get("blocked_by"):
+        return str(task["blocked_by"])
+    reason = task.get("blocked_reason")
+    if isinstance(reason, str) and reason.startswith(_LEGACY_QUESTION_REASON):
+        return reason[len(_LEGACY_QUESTION_REASON) :].split(":", 1)[0].strip() or None
+    return None
+
+
+def verdict_of(task: dict) -> Verdict | None:
+    """The verdict of the task's latest attempt, or None when it has none (not built yet, or
+    recorded before verdicts were)."""
+    value = task.get("verdict")
+    try:
+        return Verdict(value) if value else None
+    except ValueError:
+        return None
 
 
 def is_killed(task: dict) -> bool:
@@ -69,31 +147,16 @@ def is_killed(task: dict) -> bool:
     return bool(task.get("kill_reason")) and is_pending(task)
 
 
-class TaskView:
-    """A task record, read through names and enums; `record` is the stored dict itself."""
+class TaskView(TaskFields):
+    """A task record, read through names and enums (its plain fields: declared.TaskFields)."""
 
-    __slots__ = ("record",)
+    __slots__ = ()
 
-    def __init__(self, record: dict):
-        self.record = record
-
-    id = property(lambda self: self.record["id"])
-    name = property(lambda self: self.record["name"])
     status = property(lambda self: status_of(self.record))
     pending = property(lambda self: is_pending(self.record))
     done = property(lambda self: is_done(self.record))
     killed = property(lambda self: is_killed(self.record))
     blocked = property(lambda self: is_blocked(self.record))
-    depth = property(lambda self: self.record.get("depth", 0))
-    deps = property(lambda self: self.record.get("deps", []))
-    spec = property(lambda self: self.record.get("spec"))
-    parent = property(lambda self: self.record.get("parent"))
-    priority = property(lambda self: self.record.get("priority"))
-    attempts = property(lambda self: self.record.get("attempts", 0))
-    commit = property(lambda self: self.record.get("commit"))
-    kill_log = property(lambda self: self.record.get("kill_log"))
-    verify_kills = property(lambda self: self.record.get("verify_kills", 0))
-    verify_kill_log = property(lambda self: self.record.get("verify_kill_log"))
 
     @property
     def kill_reason(self) -> KillReason | None:
@@ -104,6 +167,10 @@ class TaskView:
     def verify_kill_reason(self) -> KillReason | None:
         reason = self.record.get("verify_kill_reason")
         return KillReason(reason) if reason else None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return verdict_of(self.record)
 
     @property
     def why_not_done(self) -> str:
@@ -121,19 +188,10 @@ class TaskView:
         return f"TaskView({self.record!r})"
 
 
-class IssueView:
-    __slots__ = ("record",)
+class IssueView(IssueFields):
+    """An issue record, read through names and enums (its plain fields: declared.IssueFields)."""
 
-    def __init__(self, record: dict):
-        self.record = record
-
-    id = property(lambda self: self.record["id"])
-    text = property(lambda self: self.record["text"])
-    spec = property(lambda self: self.record.get("spec"))
-    priority = property(lambda self: self.record.get("priority"))
-    keep_open = property(lambda self: self.record.get("keep_open"))
-    kills = property(lambda self: self.record.get("kills", 0))
-    kill_log = property(lambda self: self.record.get("kill_log"))
+    __slots__ = ()
 
     @property
     def kill_reason(self) -> KillReason | None:

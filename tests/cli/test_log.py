@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pytest_golden.plugin import GoldenTestFixture
 
+from ralph.plan.records import Verdict
 from ralph.store.transaction import transaction
 from tests.conftest import Ralph, _isolate_git, git
 
@@ -61,7 +62,9 @@ def build_history(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             change.message = "ralph: claim"
     # The loop's own changes to a task: a failed build, one through the gate, its commit.
     for record in (
-        lambda plan: plan.record_build_failure("t-login", "make verify: 2 tests failed", 1200, 0.01),
+        lambda plan: plan.record_build_failure(
+            "t-login", Verdict.GATE_FAILED, "make verify: 2 tests failed", 1200, 0.01
+        ),
         lambda plan: plan.record_build("t-login", ["app/login.py"], 3400, 0.02),
         lambda plan: plan.record_build_commit("t-login", "0123456789abcdef0123456789abcdef01234567"),
     ):
@@ -293,7 +296,7 @@ def test_report_and_log_say_unknown_for_a_cost_nobody_reported(ralph: Ralph, tmp
     the state record's per-stage totals are shown the same way."""
     ralph("task", "add", '{"id": "t-free", "name": "Free?"}')
     for record in (  # one commit each, as the loop makes them
-        lambda plan: plan.record_build_failure("t-free", "1 failed", 500, None),
+        lambda plan: plan.record_build_failure("t-free", Verdict.GATE_FAILED, "1 failed", 500, None),
         lambda plan: plan.record_build("t-free", ["a.py"], 700, 0.25),
         lambda plan: plan.add_spending(
             {"BUILD": {"runs": 2, "tokens": 1200, "cost_usd": 0.25, "unknown_runs": 1}}

@@ -238,6 +238,7 @@ def test_reject_sends_the_task_back_with_the_reason_and_a_tombstone():
         "name": "t-a",
         "s": "p",
         "reject_reason": "the form does not render",
+        "verdict": "rejected",
     }
     assert after[1] == before[1]
     assert json.loads(after[2]) == {"t": "reject", "id": "t-a", "reason": "the form does not render"}
@@ -444,3 +445,48 @@ def test_check_integrity_refuses_what_the_loader_would():
     plan.doc.append(task("t-a", "again"))
     with pytest.raises(PlanInvalid, match="duplicate id t-a"):
         plan.check_integrity()
+
+
+# --- questions block through a field, not through words ---------------------------------------
+
+
+def test_a_question_blocks_its_task_through_blocked_by_and_the_answer_frees_it():
+    plan = plan_of(task("t-a"))
+    first = plan.ask("t-a", "SQLite or Postgres?", "2026-01-01T00:00:00+00:00")
+    second = plan.ask("t-a", "Which port?", "2026-01-01T00:01:00+00:00")
+    blocked = plan.find_task("t-a")
+    assert blocked["s"] == "b" and blocked["blocked_by"] == second["id"]  # the latest asked
+    plan.answer(second["id"], "8080", "2026-01-01T00:02:00+00:00")
+    assert plan.find_task("t-a")["blocked_by"] == first["id"]  # the one still open
+    plan.answer(first["id"], "SQLite", "2026-01-01T00:03:00+00:00")
+    freed = reloaded(plan).find_task("t-a")
+    assert freed["s"] == "p" and "blocked_by" not in freed and "blocked_reason" not in freed
+
+
+def test_rewording_blocked_reason_changes_nothing_a_question_decides():
+    plan = plan_of(task("t-a"))
+    question = plan.ask("t-a", "SQLite or Postgres?", "2026-01-01T00:00:00+00:00")
+    plan.find_task("t-a")["blocked_reason"] = "Ana decides the database on Monday"  # a person's words
+    with pytest.raises(Refused, match="Ana decides"):
+        plan.done("t-a")
+    plan.answer(question["id"], "SQLite", "2026-01-01T00:02:00+00:00")
+    assert plan.find_task("t-a")["s"] == "p"
+
+
+def test_a_block_by_the_loop_is_not_lifted_by_an_answer():
+    plan = plan_of(task("t-a"))
+    question = plan.ask("t-a", "SQLite or Postgres?", "2026-01-01T00:00:00+00:00")
+    plan.block("t-a", "decomposed too deep")
+    assert "blocked_by" not in plan.find_task("t-a")
+    plan.answer(question["id"], "SQLite", "2026-01-01T00:02:00+00:00")
+    assert plan.find_task("t-a")["s"] == "b"
+
+
+def test_a_plan_written_before_blocked_by_still_reads_its_question_from_blocked_reason():
+    question = {"t": "issue", "id": "i-q00001", "kind": "question", "text": "Port?", "task": "t-a"}
+    legacy = task("t-a", s="b", blocked_reason="waiting for the answer to question i-q00001: Port?")
+    plan = plan_of(legacy, question)
+    with pytest.raises(Refused, match="waiting for the answer to question i-q00001"):
+        plan.done("t-a")
+    plan.answer("i-q00001", "8080", "2026-01-01T00:02:00+00:00")
+    assert plan.find_task("t-a")["s"] == "p" and "blocked_reason" not in plan.find_task("t-a")

@@ -11,7 +11,7 @@ from ralph.errors import Refused
 from ralph.plan.document import serialize
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, TaskView
+from ralph.plan.records import KillReason, TaskView, Verdict
 
 # Hand-written lines: odd spacing, key order, CRLF, a blank line, an unknown record type.
 SPEC_A = b'{"t": "spec", "path": "specs/a.md"}\n'
@@ -69,6 +69,7 @@ def test_record_build_counts_the_attempt_and_clears_earlier_failures():
         "cost_usd": 0.75,
         "x-mine": {"keep": True},
         "files": ["a/b.py", "m.py", "z.py"],
+        "verdict": "built",
     }
     assert task is plan.find_task("t-aaaaaa")
     assert plan.doc.to_bytes() == replaced(TASK_A, task)
@@ -86,6 +87,7 @@ def test_record_build_of_a_first_attempt_without_usage():
         "spec": "specs/a.md",
         "attempts": 1,
         "files": [],
+        "verdict": "built",
         "unknown_cost_runs": 1,  # no cost reported and none known: unknown, not $0
     }
     assert plan.doc.to_bytes() == serialize(task)
@@ -112,7 +114,7 @@ def test_record_build_commit_notes_the_commit_on_that_line_only():
     [
         ("record_build", (["x"], 1, None)),
         ("record_build_commit", ("abc",)),
-        ("record_build_failure", ("why", 1, None)),
+        ("record_build_failure", (Verdict.GATE_FAILED, "why", 1, None)),
         ("set_aside", (KillReason.TIMEOUT, "why")),
     ],
 )
@@ -132,7 +134,7 @@ def test_the_loops_transitions_refuse_an_unknown_or_accepted_task(method, args, 
 
 def test_record_build_failure_sends_the_task_back_with_the_gate_failure():
     plan = plan_of()
-    attempts = plan.record_build_failure("t-bbbbbb", "ruff: 3 errors", 40, 0.01)
+    attempts = plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, "ruff: 3 errors", 40, 0.01)
     task = plan.find_task("t-bbbbbb")
     assert attempts == 1
     assert task == {
@@ -143,6 +145,7 @@ def test_record_build_failure_sends_the_task_back_with_the_gate_failure():
         "deps": ["t-aaaaaa"],
         "spec": "specs/b.md",
         "attempts": 1,
+        "verdict": "gate_failed",
         "gate_failure": "ruff: 3 errors",
         "tokens": 40,
         "attempt_tokens": [40],
@@ -151,7 +154,7 @@ def test_record_build_failure_sends_the_task_back_with_the_gate_failure():
     assert plan.doc.to_bytes() == replaced(TASK_B, task)
     assert TaskView(task).why_not_done == "ruff: 3 errors"
 
-    assert plan.record_build_failure("t-bbbbbb", "pytest: 1 failed", 0, None) == 2
+    assert plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, "pytest: 1 failed", 0, None) == 2
     assert (
         task["gate_failure"] == "pytest: 1 failed" and task["tokens"] == 40 and task["attempt_tokens"] == [40]
     )
@@ -159,7 +162,7 @@ def test_record_build_failure_sends_the_task_back_with_the_gate_failure():
 
 def test_record_build_failure_adds_to_the_usage_already_recorded():
     plan = plan_of()
-    assert plan.record_build_failure("t-aaaaaa", "lint", 5, 0.125) == 2
+    assert plan.record_build_failure("t-aaaaaa", Verdict.GATE_FAILED, "lint", 5, 0.125) == 2
     task = plan.find_task("t-aaaaaa")
     assert (task["tokens"], task["attempt_tokens"], task["cost_usd"]) == (105, [100, 5], 0.625)
     assert task["gate_failure"] == "lint" and task["x-mine"] == {"keep": True}
@@ -173,7 +176,7 @@ def test_record_merge_conflict_sends_the_task_back_with_the_files_and_counts_an_
     attempts = plan.record_merge_conflict("t-aaaaaa", ["z.py", "a.py"], 7, 0.5)
     task = plan.find_task("t-aaaaaa")
     assert attempts == 3 and task["s"] == "p"
-    assert task["merge_conflict"] == ["a.py", "z.py"]
+    assert task["merge_conflict"] == ["a.py", "z.py"] and task["verdict"] == "merge_conflict"
     assert task["gate_failure"].startswith("merge_conflict: ") and "a.py, z.py" in task["gate_failure"]
     assert "commit" not in task and "files" not in task  # that build is not in the code
     assert (task["tokens"], task["cost_usd"], task["x-mine"]) == (117, 1.0, {"keep": True})
@@ -212,6 +215,7 @@ def test_set_aside_records_the_kill_on_the_task_and_on_a_reject_tombstone():
         "spec": "specs/a.md",
         "s": "p",
         "reject_reason": "ran out of context",
+        "verdict": "killed",
         "kill_reason": "context_limit",
         "kill_log": "build/ralph-logs/9.log",
     }
