@@ -37,12 +37,14 @@ def test_a_private_key_block_is_redacted_whole():
 
 
 def test_secret_values_of_the_environment_are_redacted_but_not_paths_or_plain_words(monkeypatch):
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "ann@example.com")
     monkeypatch.setenv("DEPLOY_TOKEN", "envtok-4c1f9a7e2b3d")
     monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-XXXX/agent.42")
     monkeypatch.setenv("AUTH_MODE", "disabled")
     monkeypatch.setenv("HOME_PAGE", "envtok-not-secret-by-name")
     text = "envtok-4c1f9a7e2b3d at /tmp/ssh-XXXX/agent.42, auth disabled, envtok-not-secret-by-name"
     assert redact(text) == f"{REDACTED} at /tmp/ssh-XXXX/agent.42, auth disabled, envtok-not-secret-by-name"
+    assert redact("by ann@example.com") == "by ann@example.com"
 
 
 def test_values_of_the_repositorys_env_files_are_redacted(tmp_path):
@@ -61,6 +63,7 @@ def test_values_of_the_repositorys_env_files_are_redacted(tmp_path):
         ("STRIPE_KEY = whsec_abcdef", f"STRIPE_KEY = {REDACTED}"),
         ("postgres://app:s3cret-pw@db:5432/app", f"postgres://{REDACTED}@db:5432/app"),
         ("https://x-access-token:abc123@github.com/o/r", f"https://{REDACTED}@github.com/o/r"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", f"Authorization: {REDACTED}"),
     ],
 )
 def test_secret_assignments_and_url_credentials_are_redacted(said, shown):
@@ -72,6 +75,8 @@ def test_secret_assignments_and_url_credentials_are_redacted(said, shown):
     [
         "ssh://git@github.com/o/r.git and https://example.com/a@b",
         "the key: it works",  # a value too short to be a secret
+        "Author: Ann Example <ann@example.com>",  # an author is no secret
+        '"tokens": 1000',
         "tests passed: 42 of 42; see sk-short",
         f"DB_PASSWORD={REDACTED} already",
     ],

@@ -277,11 +277,13 @@ def _spec_in(root, start, spec: str) -> str:
 
 
 def _print_report(report, as_json: bool) -> None:
+    from ralph.secrets import redact, redact_fields
+
     if as_json:
         data = {key: value for key, value in report.__dict__.items() if key != "outcome"}
-        emit({"outcome": report.outcome.name, **data})
+        emit({"outcome": report.outcome.name, **redact_fields(data)})
         return
-    headline = f"ralph: {report.outcome.name}: {printable(report.message)}"
+    headline = f"ralph: {report.outcome.name}: {printable(redact(report.message))}"  # it can quote an agent
     if report.exit_code and not report.iterations and not report.stopped:
         say(headline, err=True)  # an error ending before any work: one line on stderr, nothing else
         return

@@ -7,6 +7,7 @@ import json
 import click
 
 from ralph.cli.common import json_line, json_option, root_of, say, task_ids
+from ralph.secrets import fields_redactor, redact
 from ralph.text import printable
 
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
@@ -33,12 +34,16 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
     events = history.timeline(root_of(ctx), since, task_id)
     summary = history.story(events, task_id) if task_id else None
     # One write for the whole log: a thousand-commit history is thousands of lines.
+    # Redacted: a history written before ralph redacted what it stored can hold secrets.
     if as_json:
-        printed = [json_line(event) for event in (*events, *([summary] if summary else []))]
+        redact_fields = fields_redactor(root_of(ctx))
+        printed = [json_line(redact_fields(event)) for event in (*events, *([summary] if summary else []))]
+        text = "\n".join(printed)
     else:
         printed = [line(event) for event in events] + (story_lines(summary) if summary else [])
+        text = redact("\n".join(printed), root_of(ctx))
     if printed:
-        say("\n".join(printed))
+        say(text)
 
 
 @click.command("report")

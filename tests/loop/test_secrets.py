@@ -5,6 +5,7 @@ the agents' transcripts. The agents are tests/loop/fake_agent.py behind a script
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -142,6 +143,7 @@ def test_no_planted_secret_reaches_history_journal_console_hooks_log_or_report(p
     assert "Rotate the keys" in history and "staging token?" in history and "attempt 2 failed" in history
     log_run = in_process(["-C", str(project), "log"], dict(os.environ))
     log_json = in_process(["-C", str(project), "log", "--json"], dict(os.environ))
+    assert len([json.loads(line) for line in log_json.stdout.splitlines()]) > 10  # still JSON, line by line
     report = tmp_path / "report.html"
     assert in_process(["-C", str(project), "report", "-o", str(report)], dict(os.environ)).returncode == 0
     places = {
