@@ -7,7 +7,6 @@ import json
 import click
 
 from ralph.cli.common import json_line, json_option, root_of, say, task_ids
-from ralph.secrets import fields_redactor, redact
 from ralph.text import printable
 
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
@@ -30,6 +29,7 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
 
     Each event names its commit, time and author. With --json, one JSON object per event."""
     from ralph.ops import history
+    from ralph.secrets import fields_redactor, redact
 
     events = history.timeline(root_of(ctx), since, task_id)
     summary = history.story(events, task_id) if task_id else None
