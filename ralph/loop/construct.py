@@ -261,7 +261,9 @@ class Loop:
         return Repo(self.root).git_dir() / CONSTRUCT_LOCK_NAME
 
     def _clean_up_after_a_killed_run(self) -> None:
-        """Worktrees and ralph/* branches a killed run left are removed (their work kept as patches)."""
+        """What a killed run recorded making is cleaned up as `ralph doctor --fix` would: its
+        worktrees removed (their changes kept as patches), its merged branches deleted, its
+        branches with unmerged work kept and named."""
         from ralph.ops.doctor import clean_after_killed_run
 
         for line in clean_after_killed_run(self.root, self._construct_lock()):
@@ -285,13 +287,13 @@ class Loop:
             from ralph.ops.initialize import init
 
             init(self.root)
-        self._clean_up_after_a_killed_run()
         ws = Workspace(self.root, self.settings, self.runner, self.journal, self.console, self.deadline)
         dirty = ws.changed_paths() - {PLAN_FILE}
         if dirty and not self.settings.allow_dirty:
             shown = ", ".join(sorted(dirty)[:5]) + (f" (+{len(dirty) - 5} more)" if len(dirty) > 5 else "")
             raise Refused(f"uncommitted changes: {shown}; commit or stash them, or pass --allow-dirty")
         ws.user_dirty = frozenset(dirty)
+        self._clean_up_after_a_killed_run()  # after every check that may refuse the run
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator
 

@@ -46,8 +46,9 @@ def run_cost(usage: Usage, model: str | None, overrides: dict | None = None) -> 
 class Spending:
     """Tokens and cost of a construct run so far, in all and per stage and per item, and the money
     budget: the next run may not start when the runs so far, plus the ones running and one more at
-    their mean cost, would pass it. Parallel BUILD and VERIFY add from several threads (runs that
-    start together before any cost is known can pass the budget by up to --parallel runs)."""
+    their mean cost, would pass it. Parallel BUILD and VERIFY add from several threads; with a
+    budget, a run waits to start until the first run has ended (before that no cost is known, and
+    four runs started at once passed a $1 budget by $1.40)."""
 
     def __init__(self, max_cost_usd: float | None):
         import threading
@@ -60,20 +61,35 @@ class Spending:
         self.by_stage: dict[str, dict] = {}
         self.by_item: dict[str, dict] = {}
         self.unsaved: dict[str, dict] = {}  # per stage, not yet written to the plan's state record
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
 
     def over_budget(self) -> str | None:
         """Why the next run may not start, or None."""
+        with self._lock:
+            return self._over_budget()
+
+    def _over_budget(self) -> str | None:
         if self.max_cost_usd is None or not self.known_runs:
             return None
-        with self._lock:
-            spent, mean, running = self.cost_usd, self.cost_usd / self.known_runs, self.running
+        spent, mean, running = self.cost_usd, self.cost_usd / self.known_runs, self.running
         if spent + mean * (running + 1) > self.max_cost_usd:
             return (
                 f"the money budget (${self.max_cost_usd:g}) would be passed: ${spent:.2f} spent, and a run"
                 f" costs ${mean:.2f} on average"
             )
         return None
+
+    def admit(self) -> str | None:
+        """Start a run, or say why it may not: the budget would be passed. With a budget and no
+        run ended yet (no cost known), wait for the one running to end first. Judging and counting
+        the start under one lock: two threads cannot both take the last of the budget."""
+        with self._lock:
+            while self.max_cost_usd is not None and self.running and not self.known_runs + self.unknown_runs:
+                self._lock.wait(timeout=1.0)
+            over = self._over_budget()
+            if over is None:
+                self.running += 1
+            return over
 
     def start(self) -> None:
         with self._lock:
@@ -83,10 +99,12 @@ class Spending:
         """A run that raised (a stop signal, the time budget): it ended, its cost not known."""
         with self._lock:
             self.running = max(self.running - 1, 0)
+            self._lock.notify_all()
 
     def add(self, stage: str, item: str | None, tokens: int, cost_usd: float | None) -> None:
-        """A run ended (one start() each)."""
+        """A run ended (one start() or admit() each)."""
         with self._lock:
+            self._lock.notify_all()
             self.running = max(self.running - 1, 0)
             if cost_usd is None:
                 self.unknown_runs += 1

@@ -29,10 +29,11 @@ from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, TaskView
 from ralph.secrets import redact
-from ralph.store import reader, transaction
+from ralph.store import owned, reader, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
 from ralph.store.lock import LOCK_NAME
+from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
 
 PLAN_FILE = reader.PLAN_NAME
@@ -203,18 +204,17 @@ class Workspace:
         cwd: Path | None = None,
     ) -> AgentResult:
         self.deadline.check()
-        over = self.spending.over_budget()
+        over = self.spending.admit()  # counts the run as started when it may start
         if over:
             raise CostSpent(over)
-        self.set_state(stage=str(stage))
-        self.console.status(iteration, stage, item or "")
-        # A verifier works in a checkout of its own, which VERIFY inspects: nothing to compare here.
-        before = self.snapshot() if stage is not Stage.VERIFY else None
-        old_plan = self.read_plan()
-        cwd = cwd or (self.root if self.in_worktree else None)
-        name = _name_of(old_plan, item)
-        self.spending.start()
         try:
+            self.set_state(stage=str(stage))
+            self.console.status(iteration, stage, item or "")
+            # A verifier works in a checkout of its own, which VERIFY inspects: nothing to compare here.
+            before = self.snapshot() if stage is not Stage.VERIFY else None
+            old_plan = self.read_plan()
+            cwd = cwd or (self.root if self.in_worktree else None)
+            name = _name_of(old_plan, item)
             result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name)
         except BaseException:
             self.spending.stopped()
@@ -347,6 +347,8 @@ class Workspace:
 
         folder = Path(tempfile.mkdtemp(prefix=f"ralph-{label}-"))
         path = folder / f"ralph-{label}"  # its name in .git/worktrees
+        tree = Owned(OwnedKind.WORKTREE, str(path), folder=str(folder))
+        owned.record(self.repo, tree)  # before git makes it: a kill in between is cleaned up later
         try:
             with self._worktrees:
                 repo = self.repo.add_worktree(path, "HEAD")
@@ -355,7 +357,8 @@ class Workspace:
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
                 self.repo.remove_worktree(path)
-            shutil.rmtree(folder, ignore_errors=True)
+                shutil.rmtree(folder, ignore_errors=True)
+                owned.forget(self.repo, tree)
 
     @contextmanager
     def build_checkout(self, task_id: str, worker: int | None = None) -> Iterator[BuildCheckout]:
@@ -366,11 +369,19 @@ class Workspace:
         import tempfile
 
         folder = Path(tempfile.mkdtemp(prefix=f"ralph-build-{task_id}-"))
-        path, branch = folder / f"ralph-build-{task_id}", f"{BUILD_BRANCH_PREFIX}{task_id}"
+        path = folder / f"ralph-build-{task_id}"
+        tree = Owned(OwnedKind.WORKTREE, str(path), folder=str(folder))
+        with self._worktrees:
+            head = self.repo.head() or "HEAD"
+            branch = self._free_branch(task_id)
+            built = Owned(OwnedKind.BRANCH, branch, start=head)
+            owned.record(self.repo, tree)  # before git makes them: a kill in between is cleaned up later
+            owned.record(self.repo, built)
+        created = False
         try:
             with self._worktrees:
-                head = self.repo.head() or "HEAD"
                 self.repo.add_branch_worktree(path, branch, head)
+            created = True
             # The plan as HEAD has it: the loop's own uncommitted changes (a merged build's commit
             # id, its state) are no business of a builder's, and the merge keeps them. Read from
             # the work tree, it could be a later merge's plan over this HEAD.
@@ -379,11 +390,22 @@ class Workspace:
             plan = (path / PLAN_FILE).read_bytes()
             yield BuildCheckout(self.for_worktree(path, worker), branch, head, plan)
         finally:
-            with deferred_signals():  # a stop signal must not leave a worktree behind
-                with self._worktrees:
-                    self.repo.remove_worktree(path)
-                self.repo.delete_branch(branch)
-            shutil.rmtree(folder, ignore_errors=True)
+            with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
+                self.repo.remove_worktree(path)
+                shutil.rmtree(folder, ignore_errors=True)
+                owned.forget(self.repo, tree)
+                if created:  # ralph's own, recorded above; never a person's made meanwhile
+                    self.repo.delete_branch(branch)
+                owned.forget(self.repo, built)
+
+    def _free_branch(self, task_id: str) -> str:
+        """ralph/<task id>, or with -2, -3... when a branch of that name exists already (a person's,
+        or one of ralph's kept because it holds unmerged work): never reset, never reused."""
+        name, number = f"{BUILD_BRANCH_PREFIX}{task_id}", 1
+        while self.repo.branch_exists(name) or owned.owns_branch(self.repo, name):
+            number += 1
+            name = f"{BUILD_BRANCH_PREFIX}{task_id}-{number}"
+        return name
 
     def merge_build(self, checkout: BuildCheckout) -> Integration:
         """The build branch's commits onto the loop's branch, a copy of each in order."""

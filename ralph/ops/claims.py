@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import RemoteError
 from ralph.ops.names import named
 from ralph.ops.sync import until_pushed
 from ralph.plan import schedule
+from ralph.plan.document import Record
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan, claim_age_s
 from ralph.plan.records import is_done
@@ -47,10 +49,10 @@ class NextTask:
 
     def __init__(self, spec: str | None, runner: str, ttl_s: float | None = None):
         self.spec, self.runner, self.ttl_s = spec, runner, ttl_s
-        self.chosen: dict | None = None
+        self.chosen: Record | None = None
         self._replay: str | None = None
 
-    def __call__(self, plan: Plan) -> dict | None:
+    def __call__(self, plan: Plan) -> Record | None:
         stamp = now()
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
         free = _claimable(plan, self.spec, self.runner, stamp, ttl)
@@ -62,7 +64,7 @@ class NextTask:
         self.chosen = chosen
         return chosen
 
-    def message(self, task: dict) -> str:
+    def message(self, task: Record) -> str:
         return f"ralph: claim {named([task])} ({self.runner})"
 
     def lost(self) -> None:
@@ -101,7 +103,7 @@ class NextToVerify:
 
 def claim_next(
     root: Path, spec: str | None, runner: str, remote: Remote, ttl_s: float | None = None
-) -> dict | None:
+) -> Record | None:
     """Claim the first ready task of `spec` (all specs: None) no live claim holds, and push the
     claim. Returns the task, or None when no task is free. A task this runner claimed before (a
     restart under the same name) comes first; one whose claim is older than the TTL is taken over."""
@@ -172,7 +174,7 @@ def claim_plan(root: Path, spec: str, runner: str, remote: Remote, ttl_s: float 
     runner that wins plans, the others wait for its tasks. False when it is planned (or another
     runner holds a live claim on it)."""
 
-    def unplanned(plan: Plan) -> list[dict]:
+    def unplanned(plan: Plan) -> list[Record]:
         if plan.has_work_for(spec):
             return []
         return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
@@ -180,7 +182,7 @@ def claim_plan(root: Path, spec: str, runner: str, remote: Remote, ttl_s: float 
     return _claim_first(root, runner, remote, unplanned, "to plan", ttl_s) is not None
 
 
-def _is_spec(record: dict, spec: str) -> bool:
+def _is_spec(record: Record, spec: str) -> bool:
     return record.get("t") == "spec" and record.get("path") == spec
 
 
@@ -188,7 +190,7 @@ def _claim_first(
     root: Path,
     runner: str,
     remote: Remote,
-    candidates: Callable[[Plan], list[dict]],
+    candidates: Callable[[Plan], list[Record]],
     what: str,
     ttl_s: float | None,
 ) -> str | None:
@@ -203,14 +205,14 @@ def _claim_first(
         free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl)]
         if not own + free:
             return None
-        chosen = (own + free)[0]["id"]
+        chosen: str = (own + free)[0]["id"]
         plan.claim(chosen, runner, stamp, ttl)
         return chosen
 
     chosen = until_pushed(
         root, remote, runner, pick, lambda item: f"ralph: claim {item} {what} ({runner})", idle_push=False
     )
-    return chosen  # type: ignore[return-value]
+    return chosen
 
 
 def publish_all(
@@ -239,7 +241,7 @@ def publish(root: Path, task_id: str, runner: str, remote: Remote, then: NextTas
 CONFLICT_PATCHES = Path("build") / "ralph-logs" / "conflicts"  # ignored by git, as all logs are
 
 
-def _keep_undone_build(root: Path, repo, remote_head: str, task_id: str) -> None:
+def _keep_undone_build(root: Path, repo: Repo, remote_head: str, task_id: str) -> None:
     """The build about to be undone, kept as a patch (its commits since it left the remote's
     history), so its work is not only in the reflog."""
     import time
@@ -289,12 +291,12 @@ def withdraw_conflicting(
     return attempts[0] if attempts else None
 
 
-def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict:
+def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict[str, Any]:
     """What the local plan's spending totals gained since the local branch left the remote's."""
     code, out, _ = repo.attempt("merge-base", "HEAD", remote_head)
     data = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
     before = Plan(load(data, PLAN_NAME)).state().get("spent", {}) if data is not None else {}
-    gained: dict = {}
+    gained: dict[str, Any] = {}
     for stage, row in local.state().get("spent", {}).items():
         old = before.get(stage, {})
         diff = {key: value - old.get(key, 0) for key, value in row.items() if isinstance(value, int | float)}
@@ -324,7 +326,9 @@ def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
     return released
 
 
-def remote_claims(root: Path, remote: Remote, ttl_s: float | None = None, at: str | None = None) -> dict:
+def remote_claims(
+    root: Path, remote: Remote, ttl_s: float | None = None, at: str | None = None
+) -> dict[str, Any]:
     """The claims on the remote branch's head: each with its runner, since when, how old and
     whether it is live or stale (older than the claim TTL)."""
     head = remote.fetch()
@@ -357,23 +361,23 @@ def remote_claims(root: Path, remote: Remote, ttl_s: float | None = None, at: st
 # --- one round -------------------------------------------------------------------------------
 
 
-def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float) -> list[dict]:
+def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float) -> list[Record]:
     ready = [task for task in schedule.buildable(plan.tasks(), plan.accepted()) if _in_spec(task, spec)]
     own = [task for task in ready if task.get("claimed_by") == runner]
     free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl)]
     return own + free
 
 
-def _in_spec(task: dict, spec: str | None) -> bool:
+def _in_spec(task: Record, spec: str | None) -> bool:
     return spec is None or task.get("spec") in (None, spec)
 
 
-def _free(task: dict, stamp: str, ttl: float) -> bool:
+def _free(task: Record, stamp: str, ttl: float) -> bool:
     """No claim holds the task, or only one older than the TTL."""
     return not task.get("claimed_by") or _expired(task, stamp, ttl)
 
 
-def _release_own(plan: Plan, task_id: str, runner: str) -> dict | None:
+def _release_own(plan: Plan, task_id: str, runner: str) -> Record | None:
     """Drop the claim if it is still ours: another runner may have taken the task over meanwhile
     (ours had expired), and its claim is not ours to drop."""
     task = plan.find_claimable(task_id)
@@ -382,6 +386,6 @@ def _release_own(plan: Plan, task_id: str, runner: str) -> dict | None:
     return plan.release(task_id, runner)
 
 
-def _expired(task: dict, stamp: str, ttl: float) -> bool:
+def _expired(task: Record, stamp: str, ttl: float) -> bool:
     age = claim_age_s(task, stamp)
     return age is None or age >= ttl

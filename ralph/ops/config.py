@@ -4,21 +4,23 @@ each setting in force with where it came from (default, the user's file, plan.js
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import Refused
 from ralph.ops import settings
+from ralph.plan.declared import CONFIG_KEYS
 from ralph.store.reader import plan_path, read_plan
 from ralph.store.transaction import transaction
 
 
-def plan_config(root: Path) -> dict:
+def plan_config(root: Path) -> dict[str, Any]:
     """The config record's keys (without `t`); {} when there is no plan or no record."""
     if not plan_path(root).exists():
         return {}
     return {key: value for key, value in read_plan(root).config().items() if key != "t"}
 
 
-def layers(root: Path) -> dict:
+def layers(root: Path) -> dict[str, Any]:
     """Every config key in force: {key: {"value": ..., "origin": ...}}. Keys the record holds
     that ralph does not know are listed too (origin plan.jsonl), as a hand editor wrote them."""
     config = plan_config(root)
@@ -30,13 +32,13 @@ def layers(root: Path) -> dict:
     return {key: {"value": value, "origin": origin} for key, (value, origin) in found.items()}
 
 
-def get(root: Path, key: str) -> dict:
-    if key not in settings.CONFIG_KEYS and key not in plan_config(root):
+def get(root: Path, key: str) -> dict[str, Any]:
+    if key not in CONFIG_KEYS and key not in plan_config(root):
         settings.key_of(key)  # raises, naming the key
     return {"key": key, **layers(root)[key]}
 
 
-def set_value(root: Path, key: str, text: str, commit: bool | None = None) -> dict:
+def set_value(root: Path, key: str, text: str, commit: bool | None = None) -> dict[str, Any]:
     """Check TEXT for KEY before taking the lock: a bad value changes nothing."""
     value = settings.parse_value(key, text)
     if key == "commit" and commit is None:
@@ -47,7 +49,7 @@ def set_value(root: Path, key: str, text: str, commit: bool | None = None) -> di
     return {"key": key, "value": value, "commit": change.commit}
 
 
-def unset(root: Path, key: str, commit: bool | None = None) -> dict:
+def unset(root: Path, key: str, commit: bool | None = None) -> dict[str, Any]:
     if key not in plan_config(root):
         settings.key_of(key)  # an unknown key is a typo (exit 2), a known one merely not set
         raise Refused(f"config key {key} is not set in plan.jsonl")

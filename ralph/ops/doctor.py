@@ -7,13 +7,16 @@
   writing and renaming; fixing removes them under the plan lock, where no writer is at work.
 - a missing merge driver registration: .gitattributes names `merge=ralph` but this clone's git
   config lacks merge.ralph.driver; fixing sets it, as `ralph init` does (config only, no commit).
-- worktrees left by a killed `ralph construct`: git worktrees at `<folder>/ralph-<label>` where
-  the folder is `ralph-<label>-XXXX` (the loop's checkouts, ralph.loop.workspace); fixing saves
-  their uncommitted changes as a patch under build/ralph-logs/doctor/, then removes them. Their
-  commits stay on their branch.
-- branches `ralph/*` checked out in no worktree: one merged into HEAD is deleted; one with commits
-  HEAD lacks is work: fixing keeps it, and only `force` deletes it, printing the commit that
-  `git branch NAME COMMIT` restores.
+- worktrees left by a killed `ralph construct`: the worktrees ralph recorded making
+  (ralph.store.owned; never one that merely looks like its names); fixing saves their uncommitted
+  changes as a patch under build/ralph-logs/doctor/, then removes them. Their commits stay on
+  their branch.
+- build branches ralph recorded making, checked out in no worktree: one merged into HEAD is
+  deleted; one with commits HEAD lacks is work: fixing keeps it, and only `force` deletes it,
+  printing the commit that `git branch NAME COMMIT` restores. A person's `ralph/...` branch is not
+  ralph's to judge.
+- records of things a killed run was making that never came to be (or are gone): fixing forgets
+  them.
 
 Nothing is committed. While a construct run is active (its lock held by a live process), its
 worktrees and branches are its own: they are not examined, and `fix` refuses, changing nothing."""
@@ -25,27 +28,31 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import GitError, Refused
 from ralph.ops import mergedriver
-from ralph.store import lock
+from ralph.store import lock, owned
 from ralph.store.git import Repo
+from ralph.store.owned import Owned, OwnedKind
 from ralph.store.reader import PLAN_NAME
 
 TEMP_FILE = re.compile(re.escape(f".{PLAN_NAME}.") + r"(\d+)\.tmp")
-BRANCH_PREFIX = "ralph/"
 PATCHES = Path("build") / "ralph-logs" / "doctor"
 
 
 @dataclass
 class Finding:
-    kind: str  # stale_lock, temp_file, merge_driver, worktree, branch
+    kind: str  # stale_lock, temp_file, merge_driver, worktree, branch, record
     subject: str  # the file, worktree or branch
     problem: str
     fix: str  # what `fix` does (or, for what it keeps, why)
     fixable: bool = True  # False: `fix` keeps it (an unmerged branch without `force`)
     fixed: bool = False
-    target: object = None  # what the repair acts on: the Worktree, the branch's commit
+    # What the repair acts on: the worktree, the branch's commit as judged, ralph's record of it.
+    worktree: Worktree | None = None
+    commit: str | None = None
+    record: Owned | None = None
 
     def line(self) -> str:
         if self.fixed:
@@ -62,7 +69,7 @@ class Diagnosis:
     def healthy(self) -> bool:
         return all(finding.fixed for finding in self.findings)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "healthy": self.healthy,
             "construct_running": self.running,
@@ -103,22 +110,9 @@ def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
         return []
     findings = _worktrees(repo)
     _repair(repo, findings, force=False)
-    branches = _branches(repo, force=True)
-    for finding in branches:
-        if finding.fixable and "not merged" in finding.problem:
-            _save_branch(repo, finding.subject, finding.target)
-    _repair(repo, branches, force=True)
-    return [finding.line() for finding in findings + branches if finding.fixed]
-
-
-def _save_branch(repo: Repo, name: str, commit: str) -> None:
-    target = repo.root / PATCHES / (name.replace("/", "-") + ".patch")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    base = repo.head()
-    diff = (
-        repo.git("diff", "--binary", f"{base}...{commit}") if base else repo.git("show", "--binary", commit)
-    )
-    target.write_text(diff, encoding="utf-8")
+    branches = _branches(repo, force=False)  # doctor's rule: unmerged work is kept
+    _repair(repo, branches, force=False)
+    return [finding.line() for finding in findings + branches if finding.fixed or not finding.fixable]
 
 
 # --- locks ---------------------------------------------------------------------------------------
@@ -236,26 +230,35 @@ def worktrees(repo: Repo) -> list[Worktree]:
     return found
 
 
-def left_by_ralph(worktree: Worktree) -> bool:
-    """A worktree the loop made (ralph.loop.workspace: `<tmp>/ralph-<label>-XXXX/ralph-<label>`):
-    the user's own worktrees are never touched, even one named ralph-something."""
-    name = worktree.path.name
-    return name.startswith("ralph-") and worktree.path.parent.name.startswith(f"{name}-")
-
-
 def _worktrees(repo: Repo) -> list[Finding]:
+    """The worktrees ralph recorded making (none a person made, whatever its name), and records of
+    worktrees that do not exist (a kill between the record and git)."""
     here = repo.root.resolve()
+    listed = {_resolved(worktree.path): worktree for worktree in worktrees(repo)}
     found = []
-    for worktree in sorted(worktrees(repo), key=lambda worktree: str(worktree.path)):
-        if not left_by_ralph(worktree) or worktree.path.resolve() == here:
+    made_trees = (made for made in owned.recorded(repo) if made.kind is OwnedKind.WORKTREE)
+    for made in sorted(made_trees, key=lambda made: made.name):
+        worktree = listed.get(_resolved(Path(made.name)))
+        if worktree is None:
+            problem = "a record of a worktree a killed ralph run was making; it does not exist"
+            found.append(Finding("record", made.name, problem, "forgets the record", record=made))
+            continue
+        if worktree.path.resolve() == here:
             continue
         on = f"on branch {worktree.branch}" if worktree.branch else "detached"
         if worktree.prunable:
             problem, fix = f"a worktree ({on}) left by a killed ralph run, its folder gone", "forgets it"
         else:
             problem, fix = f"a worktree ({on}) left by a killed ralph run", _worktree_fix(repo, worktree)
-        found.append(Finding("worktree", str(worktree.path), problem, fix, target=worktree))
+        found.append(Finding("worktree", str(worktree.path), problem, fix, worktree=worktree, record=made))
     return found
+
+
+def _resolved(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except OSError:
+        return str(path)
 
 
 def _worktree_fix(repo: Repo, worktree: Worktree) -> str:
@@ -279,36 +282,53 @@ def _patch_path(worktree: Worktree) -> Path:
 
 
 def _branches(repo: Repo, force: bool) -> list[Finding]:
-    listed = repo.git(
-        "for-each-ref", "--format=%(refname:short) %(objectname)", f"refs/heads/{BRANCH_PREFIX}"
-    )
-    if not listed.strip():  # the usual case, asked at the start of every construct run: no more git
+    """The build branches ralph recorded making and no worktree has checked out; a person's
+    branches, `ralph/...` or not, are never judged."""
+    made = [o for o in owned.recorded(repo) if o.kind is OwnedKind.BRANCH]
+    if not made:  # the usual case, asked at the start of every construct run: no more git
         return []
     checked_out = {worktree.branch for worktree in worktrees(repo)} | {repo.branch()}
     head = repo.head()
     found = []
-    for name, commit in (line.split(" ") for line in listed.splitlines()):
+    for record in sorted(made, key=lambda record: record.name):
+        name = record.name
+        commit = repo.commit_of(f"refs/heads/{name}")
+        if commit is None:
+            problem = "a record of a branch a killed ralph run was making; it does not exist"
+            found.append(Finding("record", name, problem, "forgets the record", record=record))
+            continue
         if name in checked_out:
             continue
-        ahead = _commits_not_in(repo, commit, head)
-        if not ahead:
-            finding = Finding(
-                "branch", name, "a branch of a ralph run, merged and in no worktree", "deletes it"
-            )
-        else:
-            into = repo.branch() or "HEAD"
-            problem = f"a branch of a ralph run with {ahead} commit(s) not merged into {into}"
-            if force:
-                finding = Finding(
-                    "branch", name, problem, f"deletes it (--force; 'git branch {name} {commit}' restores it)"
-                )
-            else:
-                finding = Finding(
-                    "branch", name, problem, "keeps it (merge it, or --force deletes it)", False
-                )
-        finding.target = commit
-        found.append(finding)
+        found.append(_branch_finding(repo, record, commit, head, force))
     return found
+
+
+def _branch_finding(repo: Repo, record: Owned, commit: str, head: str | None, force: bool) -> Finding:
+    name = record.name
+    ahead = _commits_not_in(repo, commit, head)
+    if not ahead:
+        return Finding(
+            "branch",
+            name,
+            "a branch of a ralph run, merged and in no worktree",
+            "deletes it",
+            commit=commit,
+            record=record,
+        )
+    into = repo.branch() or "HEAD"
+    problem = f"a branch of a ralph run with {ahead} commit(s) not merged into {into}"
+    if force:
+        fix = f"deletes it (--force; 'git branch {name} {commit}' restores it)"
+        return Finding("branch", name, problem, fix, commit=commit, record=record)
+    return Finding(
+        "branch",
+        name,
+        problem,
+        "keeps it (merge it, or --force deletes it)",
+        False,
+        commit=commit,
+        record=record,
+    )
 
 
 def _commits_not_in(repo: Repo, commit: str, head: str | None) -> int:
@@ -333,11 +353,22 @@ def _repair(repo: Repo, findings: list[Finding], force: bool) -> None:
             mergedriver.register(repo)
             finding.fixed = True
         elif finding.kind == "worktree":
-            _remove_worktree(repo, finding.target)
+            assert finding.worktree and finding.record
+            _remove_worktree(repo, finding.worktree)
+            owned.forget(repo, finding.record)
             finding.fixed = True
         elif finding.kind == "branch":
+            assert finding.commit and finding.record
             # Deleted only if it still points where it was judged: never a commit nobody saw.
-            repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", finding.target)
+            repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", finding.commit)
+            owned.forget(repo, finding.record)
+            finding.fixed = True
+        elif finding.kind == "record":
+            assert finding.record
+            owned.forget(repo, finding.record)
+            if finding.record.folder:  # the temporary folder it was to be made in, if left empty
+                with contextlib.suppress(OSError):
+                    Path(finding.record.folder).rmdir()
             finding.fixed = True
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import InvalidInput, Refused
-from ralph.plan.history import Key, add_line, diff, remove_line
+from ralph.plan.document import Record
+from ralph.plan.history import Event, Key, add_line, diff, remove_line
 from ralph.plan.records import Status
 from ralph.store.git import Repo
 from ralph.store.gitlog import FileChange, file_history
@@ -25,14 +27,17 @@ _EARLIER_CHANGES = "ralph: commit earlier uncommitted changes to plan.jsonl"
 
 
 def timeline(
-    root: Path, since: str | None = None, task_id: str | None = None, points: list[dict] | None = None
-) -> list[dict]:
+    root: Path,
+    since: str | None = None,
+    task_id: str | None = None,
+    points: list[dict[str, Any]] | None = None,
+) -> list[Event]:
     """Every event of the plan's history, oldest first, each with its commit, author and time.
 
     `points`, when given, receives the burndown too (see `burndown`), from the same walk."""
     repo = Repo(root)
     shown = _shown_commits(repo, since) if since else None
-    events: list[dict] = []
+    events: list[Event] = []
     counts = {"pending": 0, "done": 0, "blocked": 0, "accepted": 0}
     for change, before, state in _walk(repo):
         if points is not None:
@@ -59,14 +64,14 @@ def timeline(
     return events
 
 
-def burndown(root: Path) -> list[dict]:
+def burndown(root: Path) -> list[dict[str, Any]]:
     """After each commit of plan.jsonl: its time and how many tasks were pending, done, accepted."""
-    points: list[dict] = []
+    points: list[dict[str, Any]] = []
     timeline(root, points=points)
     return points
 
 
-def _count(counts: dict[str, int], before: dict[Key, dict | None], state: dict[Key, dict]) -> None:
+def _count(counts: dict[str, int], before: dict[Key, Record | None], state: dict[Key, Record]) -> None:
     for key, old in before.items():
         for record, sign in ((old, -1), (state.get(key), 1)):
             bucket = _bucket(key, record)
@@ -74,22 +79,24 @@ def _count(counts: dict[str, int], before: dict[Key, dict | None], state: dict[K
                 counts[bucket] += sign
 
 
-def _bucket(key: Key, record: dict | None) -> str | None:
+def _bucket(key: Key, record: Record | None) -> str | None:
     if record is None:
         return None
     if key[0] == "accept":
         return "accepted"
     if key[0] == "task":
-        return {Status.DONE: "done", Status.BLOCKED: "blocked"}.get(record.get("s"), "pending")
+        return {Status.DONE: "done", Status.BLOCKED: "blocked"}.get(
+            record.get("s", Status.PENDING), "pending"
+        )
     return None
 
 
-def _walk(repo: Repo) -> Iterator[tuple[FileChange, dict[Key, dict | None], dict[Key, dict]]]:
+def _walk(repo: Repo) -> Iterator[tuple[FileChange, dict[Key, Record | None], dict[Key, Record]]]:
     """Each commit of plan.jsonl with the records it touched as they were before it (None: new)
     and the whole plan after it (one mapping, changed in place from commit to commit)."""
-    state: dict[Key, dict] = {}
+    state: dict[Key, Record] = {}
     for change in file_history(repo, PLAN_NAME):
-        before: dict[Key, dict | None] = {}
+        before: dict[Key, Record | None] = {}
         for text in change.removed:
             key, old = remove_line(state, text)
             if key is not None:
@@ -101,7 +108,7 @@ def _walk(repo: Repo) -> Iterator[tuple[FileChange, dict[Key, dict | None], dict
         yield change, before, state
 
 
-def _about(event: dict, task_id: str) -> bool:
+def _about(event: Event, task_id: str) -> bool:
     return event.get("id") == task_id or task_id in event.get("into", ()) or event.get("parent") == task_id
 
 
@@ -122,7 +129,7 @@ def _shown_commits(repo: Repo, since: str) -> set[str]:
     return set(repo.commits(f"--since={since}", "HEAD"))
 
 
-def story(events: list[dict], task_id: str) -> dict:
+def story(events: list[Event], task_id: str) -> dict[str, Any]:
     """One task's whole story, summed up: its attempts (tokens, cost, gate failures), its build
     commit and files, and where it ended."""
     own = [event for event in events if event.get("id") == task_id]
@@ -164,9 +171,7 @@ def story(events: list[dict], task_id: str) -> dict:
         "event": "story",
         "id": task_id,
         "name": name,
-        "now": {"created": "pending", "reopened": "pending", "rejected": "pending", "killed": "pending"}.get(
-            last, last
-        ),
+        "now": "pending" if last in ("created", "reopened", "rejected", "killed") else last,
         "attempts": attempts,
         "rejections": sum(1 for event in own if event["event"] == "rejected"),
         "gate_failures": sum(1 for attempt in attempts if not attempt["passed"]),

@@ -18,7 +18,7 @@ GITIGNORE_LINES = (LOGS_LINE, f"/{PLAN_NAME}.lock", f"/.{PLAN_NAME}.*.tmp")
 # Lines that already ignore the logs: an older ralph init wrote "/build/".
 _LOGS_COVERED_BY = {LOGS_LINE, "/build/ralph-logs", "/build/", "/build", "build/", "build"}
 
-Snapshot = tuple[str | None, list[str]]
+Snapshot = tuple[str | None, list[bytes]]  # HEAD and its top-level tree entries (Repo.snapshot)
 
 
 def init(root: Path, commit: bool = True) -> list[str]:

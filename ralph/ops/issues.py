@@ -5,18 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralph.ops.names import named
+from ralph.plan.document import Record
 from ralph.plan.intake import require_text
 from ralph.store.transaction import transaction
 
 
-def add(root: Path, text: str, priority: str | None = None, commit: bool | None = None) -> dict:
+def add(root: Path, text: str, priority: str | None = None, commit: bool | None = None) -> Record:
     with transaction(root, commit) as change:
         issue = change.plan.add_issue(text, priority)
         change.message = f"ralph: issue add {named([issue], 'text')}"
     return issue
 
 
-def resolve(root: Path, issue_id: str, note: str | None = None, commit: bool | None = None) -> dict:
+def resolve(root: Path, issue_id: str, note: str | None = None, commit: bool | None = None) -> Record:
     if note is not None:
         require_text(note, "the note")
     with transaction(root, commit) as change:
@@ -25,7 +26,7 @@ def resolve(root: Path, issue_id: str, note: str | None = None, commit: bool | N
     return issue
 
 
-def keep_open(root: Path, issue_id: str, reason: str, commit: bool | None = None) -> dict:
+def keep_open(root: Path, issue_id: str, reason: str, commit: bool | None = None) -> Record:
     with transaction(root, commit) as change:
         issue = change.plan.keep_issue_open(issue_id, reason)
         change.message = f"ralph: issue keep {named([issue], 'text')}\n\n{reason}"

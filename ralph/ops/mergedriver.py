@@ -32,7 +32,7 @@ def merge_files(base: Path, ours: Path, theirs: Path, name: str = PLAN_NAME) -> 
     from ralph.store.files import write_atomic
 
     versions = [_read(path) for path in (base, ours, theirs)]
-    merged = merge_bytes(*versions, name=name)
+    merged = merge_bytes(versions[0], versions[1], versions[2], name=name)
     if merged.data != versions[1]:
         write_atomic(ours, merged.data)
     return merged

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from ralph.plan.document import Record
+
 SUBJECT_TEXT = 72  # of a name or text in a commit subject: `git log --oneline` stays one screen line
 
 
-def named(records: list[dict], key: str = "name") -> str:
+def named(records: list[Record], key: str = "name") -> str:
     if len(records) == 1:
         text = " ".join(str(records[0].get(key, "")).split())  # one line, whatever the name holds
         if len(text) > SUBJECT_TEXT:

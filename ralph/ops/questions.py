@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ralph.errors import InvalidInput
 from ralph.ops.names import named
+from ralph.plan.document import Record
 from ralph.plan.records import is_pending
 from ralph.store.reader import read_plan
 from ralph.store.transaction import transaction
@@ -33,7 +34,7 @@ def who_asks(env: Mapping[str, str]) -> str:
     return said
 
 
-def ask(root: Path, text: str, task_id: str | None, asked_by: str, commit: bool | None = None) -> dict:
+def ask(root: Path, text: str, task_id: str | None, asked_by: str, commit: bool | None = None) -> Record:
     if not task_id:
         raise InvalidInput("name the task the question blocks: --task ID (no $RALPH_TASK_ID is set)")
     with transaction(root, commit) as change:
@@ -42,7 +43,9 @@ def ask(root: Path, text: str, task_id: str | None, asked_by: str, commit: bool 
     return question
 
 
-def answer(root: Path, question_id: str, text: str, commit: bool | None = None) -> tuple[dict, dict | None]:
+def answer(
+    root: Path, question_id: str, text: str, commit: bool | None = None
+) -> tuple[Record, Record | None]:
     with transaction(root, commit) as change:
         question, task = change.plan.answer(question_id, text, now())
         unblocked = f"; {task['id']} unblocked" if task and is_pending(task) else ""
@@ -50,5 +53,5 @@ def answer(root: Path, question_id: str, text: str, commit: bool | None = None) 
     return question, task
 
 
-def open_questions(root: Path) -> list[dict]:
+def open_questions(root: Path) -> list[Record]:
     return read_plan(root).questions()

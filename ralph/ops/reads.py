@@ -4,13 +4,15 @@ replace plan.jsonl atomically, so a read sees one whole version."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import Problem, Refused
-from ralph.plan.records import Status
+from ralph.plan.document import Record
+from ralph.plan.records import Status, TaskView
 from ralph.store.reader import PLAN_NAME, read_bytes, read_plan
 
 
-def status(root: Path) -> dict:
+def status(root: Path) -> dict[str, Any]:
     plan = read_plan(root)
     tasks = plan.task_views()
     next_task = plan.next_task()
@@ -42,7 +44,7 @@ def status(root: Path) -> dict:
     }
 
 
-def spending(by_stage: dict, tasks: list) -> dict:
+def spending(by_stage: dict[str, Any], tasks: list[TaskView]) -> dict[str, Any]:
     """Tokens and cost so far: per stage from the state record (every agent run the loop made,
     accepted tasks' included), per task from the open tasks' own records (BUILD attempts). A cost
     is None where no run's cost is known: unknown, never 0."""
@@ -79,19 +81,19 @@ def _known(cost_usd: float, known_runs: int) -> float | None:
     return round(cost_usd, 6) if known_runs > 0 else None
 
 
-def tasks(root: Path, status: Status | None = None) -> list[dict]:
+def tasks(root: Path, status: Status | None = None) -> list[Record]:
     return [task.record for task in read_plan(root).task_views() if status in (None, task.status)]
 
 
-def task(root: Path, task_id: str) -> dict:
+def task(root: Path, task_id: str) -> Record:
     return read_plan(root).task_line(task_id).record
 
 
-def issues(root: Path) -> list[dict]:
+def issues(root: Path) -> list[Record]:
     return read_plan(root).issues()
 
 
-def next_task(root: Path) -> dict:
+def next_task(root: Path) -> Record:
     found = read_plan(root).next_task()
     if found is None:
         raise Refused("no pending task is ready")
@@ -114,7 +116,7 @@ class CheckResult:
     def __init__(self, records: int, problems: list[Problem], lines: list[bytes] | None = None):
         self.records, self.problems, self.lines = records, problems, lines or []
 
-    def problem_objects(self) -> list[dict]:
+    def problem_objects(self) -> list[dict[str, Any]]:
         """Each problem as {file, line, message, record_id}, record_id when its line names one."""
         return [
             {"file": p.path, "line": p.line, "message": p.message, "record_id": self._record_id(p.line)}

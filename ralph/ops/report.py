@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import RalphError
 from ralph.ops.history import timeline
@@ -40,7 +41,7 @@ td, li { overflow-wrap: anywhere; }
 
 
 def build(root: Path) -> str:
-    points: list[dict] = []
+    points: list[dict[str, Any]] = []
     events = timeline(root, points=points)
     tasks = _tasks(events)
     attempts = [event for event in events if event["event"] in ("built", "gate failed")]
@@ -78,8 +79,14 @@ gate failures: {failed} ({rate}); BUILD: {tokens:,} tokens, {build_cost}</p>
 """
 
 
-def _task_table(tasks: dict[str, dict]) -> str:
-    columns = (("id", ""), ("name", ""), ("now", ""), ("attempts", "n"), ("cycle time", "n"))
+def _task_table(tasks: dict[str, dict[str, Any]]) -> str:
+    columns: tuple[tuple[str, str], ...] = (
+        ("id", ""),
+        ("name", ""),
+        ("now", ""),
+        ("attempts", "n"),
+        ("cycle time", "n"),
+    )
     columns += (("tokens", "n"), ("cost (USD)", "n"))
     head = "".join(f"<th{_class(kind)}>{label}</th>" for label, kind in columns)
     rows = []
@@ -124,7 +131,7 @@ def _stages(root: Path) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def _stage_cost(row: dict) -> str:
+def _stage_cost(row: dict[str, Any]) -> str:
     unknown = row.get("unknown_runs", 0)
     known = row.get("runs", 0) - unknown
     return _cost(row.get("cost_usd", 0.0) if known else 0.0, unknown, dollar=False)
@@ -138,7 +145,7 @@ def _cost(cost_usd: float, unknown_runs: int, dollar: bool = True) -> str:
     return f"{sign}{cost_usd:.4f}" + (f" + {unknown_runs} unknown" if unknown_runs else "")
 
 
-def _chart(points: list[dict]) -> str:
+def _chart(points: list[dict[str, Any]]) -> str:
     """The counts after each commit as one polyline per status: one point per plan commit, the
     x axis the commits in order (dated at both ends), the y axis a count of tasks."""
     if not points:
@@ -189,9 +196,9 @@ def _chart(points: list[dict]) -> str:
     )
 
 
-def _tasks(events: list[dict]) -> dict[str, dict]:
+def _tasks(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per task: name, where it ended, attempts, tokens, cost, and the seconds from created to accepted."""
-    tasks: dict[str, dict] = {}
+    tasks: dict[str, dict[str, Any]] = {}
     for event in events:
         task_id = event.get("id")
         if not task_id or not task_id.startswith("t-"):

@@ -15,6 +15,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from ralph.store.git import Repo
 
@@ -27,7 +28,7 @@ def lock_path(root: Path) -> Path:
     return Repo(root).git_dir() / CONSTRUCT_LOCK
 
 
-def holder(root: Path) -> dict | None:
+def holder(root: Path) -> dict[str, Any] | None:
     """The live run holding the construct lock: {"pid", "since"}, or None (no lock file, or one
     left by a run that died: its process is gone, or nothing holds the lock)."""
     path = lock_path(root)
@@ -68,7 +69,7 @@ def _locked(path: Path) -> bool:
         return False
 
 
-def journal_events(root: Path, offset: int = 0) -> tuple[list[dict], int]:
+def journal_events(root: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
     """The journal's events from byte `offset` on (whole lines only), and the offset after them."""
     path = root / JOURNAL
     try:
@@ -89,15 +90,15 @@ def journal_events(root: Path, offset: int = 0) -> tuple[list[dict], int]:
     return events, offset + end
 
 
-def last_run(events: list[dict]) -> list[dict]:
+def last_run(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events of the latest construct run (from its `construct_begin`)."""
     starts = [n for n, event in enumerate(events) if event.get("event") == "construct_begin"]
     return events[starts[-1] :] if starts else []
 
 
-def running_agents(events: list[dict]) -> list[dict]:
+def running_agents(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Agent runs begun and not ended, oldest first: stage, item, name, log, ts."""
-    running: dict[str, dict] = {}
+    running: dict[str, dict[str, Any]] = {}
     for event in events:
         kind, log = event.get("event"), event.get("log")
         if kind == "agent_begin":
@@ -107,14 +108,14 @@ def running_agents(events: list[dict]) -> list[dict]:
     return list(running.values())
 
 
-def run_status(root: Path) -> dict:
+def run_status(root: Path) -> dict[str, Any]:
     """{"active": bool, "pid", "since", "iteration", "stage", "agents": [...],
     "last": {"outcome", "ended", "spec"} or None}."""
     live = holder(root)
     events = last_run(journal_events(root)[0])
     ended = next((e for e in reversed(events) if e.get("event") == "construct_end"), None)
     begun = events[0] if events else None
-    status: dict = {"active": live is not None, "pid": None, "since": None, "last": None}
+    status: dict[str, Any] = {"active": live is not None, "pid": None, "since": None, "last": None}
     if live:
         status.update(live)
         if begun and _before(begun.get("ts"), live.get("since")):
@@ -144,11 +145,11 @@ def _before(ts: str | None, since: str | None) -> bool:
     return ts[:19].replace("T", " ") < since.removesuffix(" UTC")
 
 
-def _last_ts(events: list[dict]) -> str | None:
+def _last_ts(events: list[dict[str, Any]]) -> str | None:
     return events[-1].get("ts") if events else None
 
 
-def describe(status: dict) -> str:
+def describe(status: dict[str, Any]) -> str:
     """One line for `ralph status`."""
     if status["active"]:
         since = f" since {status['since']}" if status.get("since") else ""
@@ -168,7 +169,7 @@ def describe(status: dict) -> str:
     return f"run: not running; the last stopped without finishing (killed?), last heard of at {when}"
 
 
-def _agent(agent: dict) -> str:
+def _agent(agent: dict[str, Any]) -> str:
     name = " ".join(str(agent.get("name") or "").split())
     name = name if len(name) <= 50 else name[:47] + "..."
     return " ".join(part for part in (agent.get("stage"), agent.get("item"), name) if part)

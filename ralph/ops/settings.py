@@ -67,15 +67,17 @@ class Settings:
     max_wait_s: float = _declared("max_wait_ms")
     limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
     max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
-    prices: dict | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
-    hooks: dict | None = None  # hook event -> command run on it (ralph/loop/hooks.py)
+    prices: dict[str, Any] | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
+    hooks: dict[str, Any] | None = None  # hook event -> command run on it (ralph/loop/hooks.py)
     hook_timeout_s: float = _declared("hook_timeout_ms")
     remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
     runner: str | None = None  # this runner's name in its claims (default host-pid)
     claim_ttl_s: float | None = None  # a claim older than this may be taken over (default: the plan's)
 
     @classmethod
-    def resolve(cls, spec: str, config: dict, flags: dict, user: dict | None = None) -> Settings:
+    def resolve(
+        cls, spec: str, config: dict[str, Any], flags: dict[str, Any], user: dict[str, Any] | None = None
+    ) -> Settings:
         """The defaults, then the user's file, then the config record's values, then the flags
         given (not None)."""
         given = {key: value for key, value in flags.items() if value is not None}
@@ -169,7 +171,7 @@ _KIND_WORDS = {
 }
 
 
-def check_value(name: str, value: object, where: str = "") -> None:
+def check_value(name: str, value: Any, where: str = "") -> None:
     """Refuse a value of the wrong form for its key, with one line naming the key."""
     kind = key_of(name).kind
     if not _valid(kind, value):
@@ -183,7 +185,7 @@ def check_value(name: str, value: object, where: str = "") -> None:
                 split_command(command, f"{name} {event}")
 
 
-def _valid(kind: str, value: object) -> bool:
+def _valid(kind: str, value: Any) -> bool:  # a JSON value: the checks here say which
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "duration":
         return (number and value > 0) or (isinstance(value, str) and bool(_DURATION.fullmatch(value)))
@@ -214,14 +216,14 @@ def _price(value: object) -> bool:
     )
 
 
-def setting_value(name: str, value: object) -> object:
+def setting_value(name: str, value: Any) -> object:
     """A config value as its setting holds it: durations in seconds, the rest as they are."""
     if CONFIG_KEYS[name].kind == "duration":
         return parse_duration(str(value)) if isinstance(value, str) else value / 1000
     return value
 
 
-def config_value(name: str, setting: object) -> object:
+def config_value(name: str, setting: Any) -> object:
     """A setting's value as the config key spells it (a default shown by `ralph config list`)."""
     if setting is None:
         return None
@@ -235,10 +237,10 @@ def config_value(name: str, setting: object) -> object:
     return setting
 
 
-def _from_config(config: dict, where: str) -> dict:
+def _from_config(config: dict[str, Any], where: str) -> dict[str, Any]:
     """The settings a config layer sets; a known key with a bad value is refused, naming it.
     Unknown keys are left alone: the record keeps a hand editor's extra fields."""
-    values: dict = {}
+    values: dict[str, Any] = {}
     for name, value in config.items():
         key = CONFIG_KEYS.get(name)
         if value is None or key is None or key.setting is None:
@@ -248,12 +250,14 @@ def _from_config(config: dict, where: str) -> dict:
     return values
 
 
-def defaults() -> dict:
+def defaults() -> dict[str, Any]:
     """Each config key's default, as the key spells it (None: no default)."""
     return {name: key.default for name, key in CONFIG_KEYS.items()}
 
 
-def layered(config: dict, user: dict, user_path: str, flags: dict | None = None) -> dict:
+def layered(
+    config: dict[str, Any], user: dict[str, Any], user_path: str, flags: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Each config key's value in force and where it came from: {key: (value, origin)}. `flags`
     are given by config key (a flag's value in its config form)."""
     result = {name: (value, DEFAULT_ORIGIN) for name, value in defaults().items()}
@@ -264,7 +268,7 @@ def layered(config: dict, user: dict, user_path: str, flags: dict | None = None)
     return result
 
 
-def flag_layer(flags: dict) -> dict:
+def flag_layer(flags: dict[str, Any]) -> dict[str, Any]:
     """Command-line flags given (by setting name) as the config keys they override."""
     return {
         name: config_value(name, flags[key.setting])
@@ -281,7 +285,7 @@ def user_config_path() -> Path:
     return Path(base) / "ralph" / "config.toml"
 
 
-def read_user_config(path: Path | None = None) -> dict:
+def read_user_config(path: Path | None = None) -> dict[str, Any]:
     """The user's defaults, checked like the config record ({} when there is no file)."""
     import tomllib
 

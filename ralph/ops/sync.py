@@ -11,19 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from ralph.errors import CodeConflict, GitError, RemoteError
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.store.git import Repo
-from ralph.store.integrate import in_the_way, merge_commits, move_head
+from ralph.store.integrate import Integration, in_the_way, merge_commits, move_head
 from ralph.store.reader import PLAN_NAME, load_checked
 from ralph.store.remote import Remote
 from ralph.store.transaction import checked_bytes
 
 MAX_ROUNDS = 30  # lost races in a row before giving up: other runners push faster than we fetch
 LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race
+
+T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)
 
 
 class Step(Protocol):
@@ -32,7 +34,7 @@ class Step(Protocol):
 
     def __call__(self, plan: Plan) -> object: ...
 
-    def message(self, chosen) -> str: ...
+    def message(self, chosen: Any) -> str: ...
 
     def lost(self) -> None: ...
 
@@ -41,12 +43,12 @@ def until_pushed(
     root: Path,
     remote: Remote,
     runner: str,
-    change: Callable[[Plan], object],
-    message: Callable[[object], str],
+    change: Callable[[Plan], T | None],
+    message: Callable[[T], str],
     idle_push: bool = True,
     then: Step | None = None,
     after_lost: Callable[[], None] | None = None,
-) -> object:
+) -> T | None:
     """Rounds until one is pushed (a lost race replays on the new head); what `change` returned."""
     for _ in range(MAX_ROUNDS):
         result, pushed = _round(root, remote, runner, change, message, idle_push, then)
@@ -73,11 +75,11 @@ def _round(
     root: Path,
     remote: Remote,
     runner: str,
-    change: Callable[[Plan], object],
-    message: Callable[[object], str],
+    change: Callable[[Plan], T | None],
+    message: Callable[[Any], str],  # takes what change chose: until_pushed's signature says so
     idle_push: bool = True,
     then: Step | None = None,
-) -> tuple[object, bool]:
+) -> tuple[T | None, bool]:
     """Fetch, catch up, change the plan in one commit (and `then` in a second), push. Returns
     what `change` returned and whether the remote has our head now.
 
@@ -183,7 +185,7 @@ def _caught_up(repo: Repo, remote: Remote, start: str, remote_head: str | None, 
     )
 
 
-def _merge(repo: Repo, remote: Remote, ours: str, theirs: str, message: str):
+def _merge(repo: Repo, remote: Remote, ours: str, theirs: str, message: str) -> Integration:
     try:
         return merge_commits(repo, ours, theirs, message)
     except GitError as exc:  # unrelated histories, a corrupt object: nothing was changed

@@ -6,24 +6,28 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralph.ops.names import named
+from ralph.plan.document import Record
+from ralph.plan.records import KillReason
 from ralph.store.transaction import transaction
 
 
-def add(root: Path, items: list, commit: bool | None = None, issue_id: str | None = None) -> list[dict]:
+def add(
+    root: Path, items: list[object], commit: bool | None = None, issue_id: str | None = None
+) -> list[Record]:
     with transaction(root, commit) as change:
         added = change.plan.add_tasks(items, issue_id)
         change.message = f"ralph: task add {named(added)}"
     return added
 
 
-def done(root: Path, task_id: str | None, commit: bool | None = None) -> dict:
+def done(root: Path, task_id: str | None, commit: bool | None = None) -> Record:
     with transaction(root, commit) as change:
         task = change.plan.done(task_id)
         change.message = f"ralph: task done {named([task])}"
     return task
 
 
-def accept(root: Path, task_id: str | None, commit: bool | None = None) -> list[dict]:
+def accept(root: Path, task_id: str | None, commit: bool | None = None) -> list[Record]:
     with transaction(root, commit) as change:
         accepted = change.plan.accept(task_id)
         change.message = f"ralph: task accept {named(accepted)}"
@@ -37,16 +41,16 @@ def reject(
     kill_reason: str | None = None,
     kill_log: str | None = None,
     commit: bool | None = None,
-) -> dict:
+) -> Record:
     with transaction(root, commit) as change:
-        task = change.plan.reject(task_id, reason, kill_reason, kill_log)
+        task = change.plan.reject(task_id, reason, KillReason(kill_reason) if kill_reason else None, kill_log)
         change.message = f"ralph: task reject {named([task])}\n\n{reason}"
     return task
 
 
 def delete(
     root: Path, task_id: str, force: bool = False, commit: bool | None = None
-) -> tuple[dict, list[str]]:
+) -> tuple[Record, list[str]]:
     with transaction(root, commit) as change:
         task, rewired = change.plan.delete(task_id, force)
         change.message = f"ralph: task delete {named([task])}"
@@ -55,7 +59,7 @@ def delete(
 
 def prioritize(
     root: Path, spec: str | None = None, commit: bool | None = None, fold_earlier: bool = False
-) -> dict:
+) -> Record:
     with transaction(root, commit, fold_earlier) as change:
         counts = change.plan.prioritize(spec)
         change.message = (

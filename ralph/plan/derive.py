@@ -39,7 +39,7 @@ class ConfigKey(NamedTuple):
 VIEWED = {"task": "TaskFields", "issue": "IssueFields"}
 
 
-def module_text(schema: dict) -> str:
+def module_text(schema: dict[str, Any]) -> str:
     defs = schema["$defs"]
     records = {name: defs[ref.rsplit("/", 1)[1]] for name, ref in schema["x-records"].items()}
     parts = [HEADER, _from_user(records["task"]), _config_keys(records["config"])]
@@ -47,14 +47,14 @@ def module_text(schema: dict) -> str:
     return "\n".join(parts)
 
 
-def _from_user(task: dict) -> str:
+def _from_user(task: dict[str, Any]) -> str:
     names = [name for name, sub in task["properties"].items() if sub.get("x-from-user")]
     lines = "".join(f"    {json.dumps(name)},\n" for name in names)
     comment = "# The fields `task add` takes from a person or an agent; the others are the loop's.\n"
     return f"{comment}TASK_FIELDS_FROM_USER = (\n{lines})\n"
 
 
-def _config_keys(config: dict) -> str:
+def _config_keys(config: dict[str, Any]) -> str:
     rows = []
     for name, sub in config["properties"].items():
         if name == "t":
@@ -74,7 +74,7 @@ def _config_keys(config: dict) -> str:
     )
 
 
-def _view(class_name: str, record: dict, defs: dict) -> str:
+def _view(class_name: str, record: dict[str, Any], defs: dict[str, Any]) -> str:
     required = set(record.get("required", []))
     lines = [
         "",
@@ -109,7 +109,7 @@ def _view(class_name: str, record: dict, defs: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _default(sub: dict) -> Any:
+def _default(sub: dict[str, Any]) -> Any:
     if "default" in sub:
         return sub["default"]
     return [] if sub.get("type") == "array" else None
@@ -118,7 +118,7 @@ def _default(sub: dict) -> Any:
 _SIMPLE = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
 
-def _python_type(sub: dict, defs: dict) -> str:
+def _python_type(sub: dict[str, Any], defs: dict[str, Any]) -> str:
     if "$ref" in sub:
         return "dict[str, Any]"
     if "anyOf" in sub:
@@ -126,7 +126,7 @@ def _python_type(sub: dict, defs: dict) -> str:
         if "int" in options and "float" in options:
             options.remove("int")
         return " | ".join(sorted(options, key=lambda t: t == "None"))  # None last
-    kind = sub.get("type")
+    kind = sub.get("type", "")
     if kind == "array":
         return f"list[{_python_type(sub.get('items', {}), defs)}]"
     if kind == "object":

@@ -8,22 +8,43 @@ trailing blank lines) is written back exactly as it was read.
 from __future__ import annotations
 
 import json
+from typing import Any
+
+# One plan record as read from its line: JSON keys to values.
+Record = dict[str, Any]
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False) builds one per call
 
 
 class Line:
-    """One line of the file: its bytes as read (with the newline) and the record it holds."""
+    """One line of the file: its bytes as read (with the newline), and no record (a blank line, or
+    one that is not a valid record); a line that holds one is a RecordLine."""
 
     __slots__ = ("raw", "record", "number")
 
-    def __init__(self, raw: bytes, record: dict | None, number: int):
+    def __init__(self, raw: bytes, number: int):
+        self.raw = raw
+        self.record: Record | None = None
+        self.number = number
+
+
+class RecordLine(Line):
+    """A line and the record it holds, for as long as it lives (no line loses or gains one)."""
+
+    __slots__ = ()
+    record: Record
+
+    def __init__(self, raw: bytes, record: Record, number: int):
         self.raw = raw
         self.record = record
         self.number = number
 
 
-def serialize(record: dict) -> bytes:
+def line_of(raw: bytes, record: Record | None, number: int) -> Line:
+    return RecordLine(raw, record, number) if record is not None else Line(raw, number)
+
+
+def serialize(record: Record) -> bytes:
     text = _ENCODER.encode(record)
     try:
         return text.encode("utf-8") + b"\n"
@@ -39,26 +60,26 @@ class Document:
         self.version = 0  # counts changes, so views of the lines know when to refresh
         self.touched: list[Line] = []  # lines rewritten or added since loading
 
-    def records(self) -> list[Line]:
-        return [line for line in self.lines if line.record is not None]
+    def records(self) -> list[RecordLine]:
+        return [line for line in self.lines if isinstance(line, RecordLine)]
 
     def to_bytes(self) -> bytes:
         return b"".join(line.raw for line in self.lines)
 
-    def rewrite(self, line: Line) -> None:
+    def rewrite(self, line: RecordLine) -> None:
         """Serialize line.record again: call after changing the record in place. The line keeps
         its ending (a CRLF file stays CRLF)."""
         line.raw = _ending_like(serialize(line.record), line.raw)
         self.touched.append(line)
         self._changed()
 
-    def append(self, record: dict) -> Line:
+    def append(self, record: Record) -> RecordLine:
         index = self._after_last_record()
         previous = self.lines[index - 1].raw if index else b"\n"
         if not previous.endswith(b"\n"):
             self.lines[index - 1].raw += b"\r\n" if b"\r\n" in self.lines[0].raw else b"\n"
             previous = self.lines[index - 1].raw
-        line = Line(_ending_like(serialize(record), previous), record, 0)
+        line = RecordLine(_ending_like(serialize(record), previous), record, 0)
         self.lines.insert(index, line)
         self.touched.append(line)
         self._changed()

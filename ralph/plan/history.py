@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from typing import Any
 
+from ralph.plan.document import Record
 from ralph.plan.records import Status
 
-Key = tuple
+Key = tuple[Any, ...]  # (kind, id or path), (kind,), or (kind, text, occurrence)
+Event = dict[str, Any]
 
 # Task fields whose change is told by an event of its own, not as a plain field change.
 _TASK_TOLD = frozenset(
@@ -48,10 +51,12 @@ _ISSUE_TOLD = frozenset({"keep_open", "kills", "kill_reason", "kill_log", "claim
 _CLAIM = ("claimed_by", "claimed_at")  # runners sharing a git remote: told as claim events
 
 
-def key_of(record: dict | None, text: str, occurrence: int = 0) -> Key:
+def key_of(record: Record | None, text: str, occurrence: int = 0) -> Key:
     """The key a line's record has in a version. `text` is the line without its line ending;
     `occurrence` counts identical fact lines before this one."""
-    kind = record.get("t") if record is not None else None
+    if record is None:
+        return ("line", text, occurrence)
+    kind = record.get("t")
     if kind in ("task", "issue", "accept") and isinstance(record.get("id"), str):
         return (kind, record["id"])
     if kind == "spec" and isinstance(record.get("path"), str):
@@ -63,7 +68,7 @@ def key_of(record: dict | None, text: str, occurrence: int = 0) -> Key:
     return ("line", text, occurrence)
 
 
-def parse_line(text: str) -> dict | None:
+def parse_line(text: str) -> Record | None:
     """The JSON object on a line, or None (blank, not JSON, not an object): lenient, because
     history holds whatever was ever committed, broken hand edits included."""
     if not text.strip():
@@ -75,15 +80,15 @@ def parse_line(text: str) -> dict | None:
     return record if isinstance(record, dict) and isinstance(record.get("t"), str) else None
 
 
-def version(data: bytes) -> dict[Key, dict]:
+def version(data: bytes) -> dict[Key, Record]:
     """A whole plan.jsonl, as the mapping `diff` compares."""
-    records: dict[Key, dict] = {}
+    records: dict[Key, Record] = {}
     for raw in data.decode("utf-8", "replace").split("\n"):
         add_line(records, raw.rstrip("\r"))
     return records
 
 
-def add_line(records: dict[Key, dict], text: str) -> tuple[Key | None, dict | None]:
+def add_line(records: dict[Key, Record], text: str) -> tuple[Key | None, Record | None]:
     """Put one line into a version: its key and the record it replaced (None when new). Blank
     lines hold no record and are left out (key None)."""
     if not text.strip():
@@ -97,7 +102,7 @@ def add_line(records: dict[Key, dict], text: str) -> tuple[Key | None, dict | No
     return key, replaced
 
 
-def remove_line(records: dict[Key, dict], text: str) -> tuple[Key | None, dict | None]:
+def remove_line(records: dict[Key, Record], text: str) -> tuple[Key | None, Record | None]:
     """Take one line out of a version (the last of identical fact lines): its key and record."""
     if not text.strip():
         return None, None
@@ -109,8 +114,8 @@ def remove_line(records: dict[Key, dict], text: str) -> tuple[Key | None, dict |
 
 
 def diff(
-    before: Mapping[Key, dict], after: Mapping[Key, dict], keys: Iterable[Key] | None = None
-) -> list[dict]:
+    before: Mapping[Key, Record | None], after: Mapping[Key, Record], keys: Iterable[Key] | None = None
+) -> list[Event]:
     """The events that turn `before` into `after`, in a stable order. `keys`: the keys that may
     differ (default: every key of both), in the order
     their events come within a kind (a version in file order gives the file's order)."""
@@ -123,7 +128,7 @@ def diff(
     new_keys = [key for key in changed if before.get(key) is None]
     accepted_now = {key[1] for key in new_keys if key[0] == "accept"}
     rejected_now = {after[key].get("id") for key in new_keys if key[0] == "reject"}
-    events: list[dict] = []
+    events: list[Event] = []
     for key in changed:
         old, new = before.get(key), after.get(key)
         kind = key[0]
@@ -132,14 +137,16 @@ def diff(
         elif kind == "issue":
             events += _issue(key[1], old, new)
         elif kind == "accept":
-            if new is not None and old is None:
+            if old is None:
+                assert new is not None  # a key that changed is in one version at least
                 events.append(_event("accepted", key[1], name=new.get("name")))
             elif new is None:
                 events.append(_event("unaccepted", key[1], name=old.get("name")))
             else:
                 events.append(_event("changed", key[1], fields=_fields(old, new, ("t", "id"))))
         elif kind == "reject":
-            if new is not None and old is None:
+            if old is None:
+                assert new is not None
                 name = "killed" if new.get("kill_reason") else "rejected"
                 events.append(
                     _event(name, new.get("id"), reason=new.get("reason"), kill_reason=new.get("kill_reason"))
@@ -161,6 +168,7 @@ def diff(
             continue  # the claim's own event says it: "taken over from"
         else:
             record = new if new is not None else old
+            assert record is not None
             label = "line added" if old is None else "line removed"
             events.append(_event(label, None, line=record.get("line") or json.dumps(record)))
     return events
@@ -168,13 +176,14 @@ def diff(
 
 def _task(
     task_id: str,
-    old: dict | None,
-    new: dict | None,
-    after: Mapping[Key, dict],
+    old: Record | None,
+    new: Record | None,
+    after: Mapping[Key, Record],
     accepted: set[str],
-    rejected: set[str],
-) -> list[dict]:
+    rejected: set[object],
+) -> list[Event]:
     if old is None:
+        assert new is not None
         return [
             _event("created", task_id, name=new.get("name"), parent=new.get("parent"), issue=new.get("issue"))
         ]
@@ -216,7 +225,7 @@ def _task(
     return events
 
 
-def _claim(item_id: str, old: dict, new: dict) -> list[dict]:
+def _claim(item_id: str, old: Record, new: Record) -> list[Event]:
     """A claim of a runner sharing a git remote: made, renewed, released or taken over."""
     was, now = old.get("claimed_by"), new.get("claimed_by")
     if was == now and old.get("claimed_at") == new.get("claimed_at"):
@@ -230,7 +239,7 @@ def _claim(item_id: str, old: dict, new: dict) -> list[dict]:
     return [_event("taken over", item_id, runner=now, was_claimed_by=was, at=new.get("claimed_at"))]
 
 
-def _attempt(task_id: str, old: dict, new: dict) -> dict:
+def _attempt(task_id: str, old: Record, new: Record) -> Event:
     """A build attempt: through the gate (files recorded) or not (gate_failure set)."""
     tokens_list = new.get("attempt_tokens")
     tokens = _int(new.get("tokens")) - _int(old.get("tokens"))
@@ -253,8 +262,9 @@ def _attempt(task_id: str, old: dict, new: dict) -> dict:
     )
 
 
-def _issue(issue_id: str, old: dict | None, new: dict | None) -> list[dict]:
+def _issue(issue_id: str, old: Record | None, new: Record | None) -> list[Event]:
     if old is None:
+        assert new is not None
         return [_event("added", issue_id, text=new.get("text"))]
     if new is None:
         return [_event("resolved", issue_id, text=old.get("text"))]
@@ -272,14 +282,14 @@ def _issue(issue_id: str, old: dict | None, new: dict | None) -> list[dict]:
     return events
 
 
-def _fields(old: dict, new: dict, skip: Iterable[str]) -> dict:
+def _fields(old: Record, new: Record, skip: Iterable[str]) -> dict[str, list[Any]]:
     """Each field that differs: [before, after] (null where absent)."""
     skip = set(skip)
     names = [name for name in {**old, **new} if name not in skip and old.get(name) != new.get(name)]
     return {name: [old.get(name), new.get(name)] for name in names}
 
 
-def _event(what: str, item: object, **detail: object) -> dict:
+def _event(what: str, item: object, **detail: object) -> Event:
     # History holds whatever was committed: an id that is not a string is shown as its JSON.
     item = item if item is None or isinstance(item, str) else json.dumps(item)
     return {"event": what, "id": item, **{key: value for key, value in detail.items() if value is not None}}

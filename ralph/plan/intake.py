@@ -7,6 +7,7 @@ import os
 
 from ralph.errors import InvalidInput, Refused
 from ralph.plan.declared import TASK_FIELDS_FROM_USER
+from ralph.plan.document import Record
 from ralph.plan.integrity import cycle_text
 from ralph.plan.records import Status
 from ralph.plan.validate import record_problems
@@ -15,7 +16,7 @@ _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 MAX_TEXT = 20_000  # characters in any one text a command takes (docs/plan-format.md)
 
 
-def refuse_cycle(records: list[dict], batch: set[str]) -> None:
+def refuse_cycle(records: list[Record], batch: set[str]) -> None:
     from graphlib import CycleError, TopologicalSorter
 
     graph = {record["id"]: [dep for dep in record.get("deps", []) if dep in batch] for record in records}
@@ -35,7 +36,7 @@ def new_id(prefix: str, taken: set[str]) -> str:
             return candidate
 
 
-def new_task_record(item: object, label: str, taken: set[str], spec: str | None) -> dict:
+def new_task_record(item: object, label: str, taken: set[str], spec: str | None) -> Record:
     """A pending task record from what a person or agent gave (JSON or --name), checked."""
     if isinstance(item, str):
         item = {"name": item}

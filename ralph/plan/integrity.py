@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ralph.errors import Problem
 
 if TYPE_CHECKING:
-    from ralph.plan.document import Document
+    from ralph.plan.document import Document, RecordLine
 
 SINGLETONS = ("config", "state")
 SHOWN_OF_A_CYCLE = 8
@@ -64,7 +64,7 @@ def integrity_problems(doc: Document) -> list[Problem]:
     return sorted(problems, key=lambda p: p.line)
 
 
-def _cycle_problems(name: str, tasks: list) -> list[Problem]:
+def _cycle_problems(name: str, tasks: list[RecordLine]) -> list[Problem]:
     position = {line.record["id"]: index for index, line in enumerate(tasks)}
     if all(
         position.get(dep, -1) < index

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ralph.errors import PlanInvalid, Problem
-from ralph.plan.document import Document, Line
+from ralph.plan.document import Document, Line, Record, line_of
 from ralph.plan.integrity import integrity_problems
 from ralph.plan.validate import record_problems
 
@@ -34,7 +34,7 @@ def split_lines(data: bytes) -> list[bytes]:
 
 
 def parse_lines(
-    data: bytes, name: str = "plan.jsonl", known: dict[bytes, dict] | None = None
+    data: bytes, name: str = "plan.jsonl", known: dict[bytes, Record] | None = None
 ) -> tuple[Document, list[Problem]]:
     """Parse and validate each line on its own (not the rules across records): the document, and
     the lines that are not a valid record (their `record` is None).
@@ -53,7 +53,7 @@ def parse_lines(
                 problems.append(Problem(name, number, problem))
             elif known is not None and record is not None:
                 known[raw] = record
-        lines.append(Line(raw, record, number))
+        lines.append(line_of(raw, record, number))
     return Document(name, lines), problems
 
 
@@ -76,7 +76,7 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     `trusted`: these exact bytes were already proven valid (see validcache); only parse them."""
     if trusted:
         return Document(
-            name, [Line(raw, _trusted_record(raw), n) for n, raw in enumerate(split_lines(data), 1)]
+            name, [line_of(raw, _trusted_record(raw), n) for n, raw in enumerate(split_lines(data), 1)]
         )
     doc, problems = parse(data, name)
     if problems:
@@ -91,7 +91,7 @@ def json_limit(exc: ValueError | RecursionError) -> str:
     return str(exc).split(":", 1)[0]  # "Exceeds the limit (4300 digits) for integer string conversion"
 
 
-def _trusted_record(raw: bytes) -> dict | None:
+def _trusted_record(raw: bytes) -> Record | None:
     stripped = raw.strip()
     return _DECODER.raw_decode(stripped.decode("utf-8"))[0] if stripped else None
 
@@ -132,7 +132,7 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
+def _parse_line(raw: bytes) -> tuple[Record | None, str | None]:
     stripped = raw.strip()
     if not stripped:
         return None, None

@@ -25,9 +25,10 @@ This merges records, pure (bytes in, bytes out):
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ralph.errors import InvalidInput, Problem
-from ralph.plan.document import Document, Line, serialize
+from ralph.plan.document import Document, Line, Record, RecordLine, line_of, serialize
 from ralph.plan.integrity import SINGLETONS, integrity_problems
 from ralph.plan.loader import parse_lines
 from ralph.plan.records import Status
@@ -62,12 +63,12 @@ def merge_bytes(base: bytes, ours: bytes, theirs: bytes, name: str = "plan.jsonl
     """Parse the three versions and merge them. A line that is not a valid record, or two records
     with one id, in any of them raises InvalidInput naming the version and the line: a merge by
     record cannot place it, and must not drop it."""
-    known: dict[bytes, dict] = {}  # the three versions share most lines: each is parsed once
-    docs = [
+    known: dict[bytes, Record] = {}  # the three versions share most lines: each is parsed once
+    base_doc, ours_doc, theirs_doc = (
         _parse_side(data, f"{name} ({side})", known)
         for data, side in ((base, "base"), (ours, "ours"), (theirs, "theirs"))
-    ]
-    return merge(*docs, name=name)
+    )
+    return merge(base_doc, ours_doc, theirs_doc, name=name)
 
 
 def merge(base: Document, ours: Document, theirs: Document, name: str = "plan.jsonl") -> Merged:
@@ -110,10 +111,14 @@ class _Conflict:
         self.reason, self.what, self.ours, self.theirs = reason, what, ours, theirs
 
 
-def _outcome(base: Line | None, ours: Line | None, theirs: Line | None, accepted: set[str]):
+def _outcome(
+    base: RecordLine | None, ours: RecordLine | None, theirs: RecordLine | None, accepted: set[str]
+) -> RecordLine | _Conflict | None:
     """The merged record: a line to write (from ours, from theirs, or a new one), None (gone), or a
     _Conflict."""
-    record = (ours or theirs).record
+    one = ours or theirs
+    assert one is not None  # the record's key came from ours or theirs
+    record = one.record
     if record["t"] == "task" and record["id"] in accepted:
         return None  # the tombstone wins over a change or a deletion on the other side
     if ours is not None and theirs is not None:
@@ -129,22 +134,21 @@ def _outcome(base: Line | None, ours: Line | None, theirs: Line | None, accepted
                 f"{what} was added on both sides with different content", what, ours.raw, theirs.raw
             )
         return _merge_fields(base.record if base is not None else {}, ours.record, theirs.record, what)
-    one = ours if ours is not None else theirs
     if base is None:
         return one  # added on one side
     if _same_line(base, one):
         return None  # deleted on the other side, unchanged on this one
     what = _what(record)
     if ours is None:
-        return _Conflict(f"{what} was deleted on our side and changed on theirs", what, None, theirs.raw)
+        return _Conflict(f"{what} was deleted on our side and changed on theirs", what, None, one.raw)
     return _Conflict(f"{what} was changed on our side and deleted on theirs", what, ours.raw, None)
 
 
-def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Conflict:
+def _merge_fields(base: Record, ours: Record, theirs: Record, what: str) -> RecordLine | _Conflict:
     """A record changed on both sides, field by field; a field changed on both to different values
     follows _merge_field, else the record conflicts (both versions keep every field that merged)."""
-    ours_pick: dict = {}
-    theirs_pick: dict = {}
+    ours_pick: Record = {}
+    theirs_pick: Record = {}
     conflicting = []
     claim = _merge_claim(base, ours, theirs) if ours.get("t") in ("task", "issue", "spec") else _MISSING
     for name in {**ours, **theirs}:  # ours' field order, then theirs' new fields
@@ -154,6 +158,7 @@ def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Co
                 conflicting.append(name)
                 ours_pick[name], theirs_pick[name] = o, t
             else:
+                assert isinstance(claim, dict)  # neither sentinel: the merged claim's fields
                 ours_pick[name] = theirs_pick[name] = claim.get(name, _MISSING)
             continue
         if _same(o, t) or _same(t, b):
@@ -175,10 +180,10 @@ def _merge_fields(base: dict, ours: dict, theirs: dict, what: str) -> Line | _Co
         fields = ", ".join(f"'{name}'" for name in conflicting)
         reason = f"{what}: {fields} changed on both sides"
         return _Conflict(reason, what, serialize(ours_pick), serialize(theirs_pick))
-    return Line(serialize(ours_pick), ours_pick, 0)
+    return RecordLine(serialize(ours_pick), ours_pick, 0)
 
 
-def _merge_claim(base: dict, ours: dict, theirs: dict) -> dict | object:
+def _merge_claim(base: Record, ours: Record, theirs: Record) -> Record | object:
     """A task's claim (claimed_by with claimed_at), one value: changed on one side, that side's;
     on both, a live claim wins over a release (a release frees only the claim it knew, not a newer
     one), one runner's two claims give the later, and two runners' claims conflict: the runner
@@ -195,15 +200,17 @@ def _merge_claim(base: dict, ours: dict, theirs: dict) -> dict | object:
     return _CONFLICT
 
 
-def _merge_field(name: str, base: object, ours: object, theirs: object) -> object:
+def _merge_field(name: str, base: Any, ours: Any, theirs: Any) -> object:
     """A field both sides changed to different values: a status moves forward only, a counter takes
     the larger, a list of ids the union (in order, without what either side removed); any other
     field conflicts. Symmetric: which side is ours changes nothing but field and list order."""
     if name == "s":
-        ranks = [STATUS_ORDER.get(Status.PENDING if value is _MISSING else value) for value in (ours, theirs)]
-        if None in ranks:
+        our_rank, their_rank = (
+            STATUS_ORDER.get(Status.PENDING if value is _MISSING else value) for value in (ours, theirs)
+        )
+        if our_rank is None or their_rank is None:
             return _CONFLICT
-        return _larger(ours, ranks[0], theirs, ranks[1])
+        return _larger(ours, our_rank, theirs, their_rank)
     if name in COUNTERS:
         counts = [0 if value is _MISSING else value for value in (ours, theirs)]
         if not all(type(count) is int for count in counts):
@@ -219,17 +226,17 @@ def _merge_field(name: str, base: object, ours: object, theirs: object) -> objec
     return _CONFLICT
 
 
-def merge_spent(base: object, ours: object, theirs: object) -> object:
+def merge_spent(base: Any, ours: Any, theirs: Any) -> object:
     """The state record's spending totals ({stage: {runs, tokens, cost_usd, unknown_runs}}): each
     side added its own runs (runners sharing a remote), so the result is the base plus both sides'
     additions."""
     sides = (base, ours, theirs)
     if not all(isinstance(side, dict) and all(isinstance(r, dict) for r in side.values()) for side in sides):
         return _CONFLICT
-    merged: dict = {}
+    merged: dict[str, dict[str, Any]] = {}
     for stage in {**ours, **theirs}:
         rows = [side.get(stage, {}) for side in sides]
-        total = {}
+        total: dict[str, Any] = {}
         for key in {**rows[1], **rows[2]}:
             values = [row.get(key, 0) for row in rows]
             if not all(type(value) in (int, float) for value in values):
@@ -266,7 +273,7 @@ def _same_line(a: Line, b: Line) -> bool:
     return a.raw == b.raw or a.raw.strip() == b.raw.strip() or _same(a.record, b.record)
 
 
-def _same(a: object, b: object) -> bool:
+def _same(a: Any, b: Any) -> bool:
     """Equal as JSON values: key order does not count, types do (1, 1.0 and true differ)."""
     if type(a) is not type(b):
         return False
@@ -277,7 +284,7 @@ def _same(a: object, b: object) -> bool:
     return a is b or a == b
 
 
-def _what(record: dict) -> str:
+def _what(record: Record) -> str:
     if record["t"] == "spec":
         return f"spec {record['path']}"
     return f"the {record['t']} record" if record["t"] in SINGLETONS else f"{record['t']} {record['id']}"
@@ -286,7 +293,7 @@ def _what(record: dict) -> str:
 # --- the three versions ----------------------------------------------------------------------
 
 
-def _parse_side(data: bytes, name: str, known: dict[bytes, dict]) -> Document:
+def _parse_side(data: bytes, name: str, known: dict[bytes, Record]) -> Document:
     doc, problems = parse_lines(data, name, known)
     if problems:
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
@@ -300,15 +307,16 @@ class _Side:
 
     def __init__(self, doc: Document, fact_keys: dict[bytes, tuple[str, str]]):
         """`fact_keys`: the fact each line holds, shared by the three versions (most lines recur)."""
-        self.keyed: dict[str, Line] = {}
+        self.keyed: dict[str, RecordLine] = {}
         self.facts: dict[tuple[str, str], int] = {}  # (type, content) -> copies
         self.accepted: set[str] = set()
         self.slots: list[tuple[Line, str | None, tuple[str, str] | None]] = []
         for line in doc.lines:
-            record = line.record
-            if record is None:
+            if not isinstance(line, RecordLine):
                 self.slots.append((line, None, None))
-            elif record["t"] in BY_ID or record["t"] in SINGLETONS or record["t"] == "spec":
+                continue
+            record = line.record
+            if record["t"] in BY_ID or record["t"] in SINGLETONS or record["t"] == "spec":
                 key = _key(record)
                 if key in self.keyed:
                     first = self.keyed[key].number
@@ -331,12 +339,13 @@ class _Side:
         return self.facts.get(fact, 0)
 
 
-def _key(record: dict) -> str:
+def _key(record: Record) -> str:
     """A task or issue by id, a spec by path (the loop marks a spec whose PLAN run was stopped),
     config and state by type."""
     if record["t"] == "spec":
         return f"spec {record['path']}"
-    return record["t"] if record["t"] in SINGLETONS else record["id"]
+    key: str = record["t"] if record["t"] in SINGLETONS else record["id"]
+    return key
 
 
 def _trailing_blank_lines(doc: Document) -> int:
@@ -372,10 +381,10 @@ class _Writer:
         self.new_records: list[Line] = []  # merged field by field: validated before they count as clean
         self.written: dict[tuple[str, str], int] = {}
 
-    def add(self, raw: bytes, record: dict | None) -> Line:
+    def add(self, raw: bytes, record: Record | None) -> Line:
         if self.lines and not self.lines[-1].raw.endswith(b"\n"):
             self.lines[-1].raw += self.eol  # ours' last line had no newline; something follows it now
-        line = Line(raw, record, len(self.lines) + 1)
+        line = line_of(raw, record, len(self.lines) + 1)
         self.lines.append(line)
         return line
 

@@ -11,7 +11,7 @@ extra fields survive every rewrite.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,9 +38,14 @@ Duration = (
 Command = str | list[str]
 Priority = Literal["high", "medium", "low"]
 # The enums of ralph.plan.records are the one list of each; the format spells their values.
-KillReason = Literal[tuple(reason.value for reason in records.KillReason)]
-StatusCode = Literal[tuple(status.value for status in records.Status)]
-VerdictCode = Literal[tuple(verdict.value for verdict in records.Verdict)]
+if TYPE_CHECKING:  # a Literal built at import is beyond a type checker: to it they are strings
+    KillReason = str
+    StatusCode = str
+    VerdictCode = str
+else:
+    KillReason = Literal[tuple(reason.value for reason in records.KillReason)]
+    StatusCode = Literal[tuple(status.value for status in records.Status)]
+    VerdictCode = Literal[tuple(verdict.value for verdict in records.Verdict)]
 
 
 class Record(BaseModel):
@@ -49,7 +54,7 @@ class Record(BaseModel):
 
 def given(default: Any = None, description: str | None = None, **kwargs: Any) -> Any:
     """A task field a person or agent may set with `task add` (the rest are the loop's)."""
-    extra = {"x-from-user": True}
+    extra: dict[str, Any] = {"x-from-user": True}
     if "default_factory" in kwargs:
         return Field(description=description, json_schema_extra=extra, **kwargs)
     return Field(default, description=description, json_schema_extra=extra, **kwargs)
@@ -60,7 +65,7 @@ def key(kind: str, description: str, default: Any = None, setting: str | None = 
     default in the key's own form (None: none), and the loop setting it sets ("": the key's name,
     `_ms` read as `_s` in seconds; None: read by the state commands only)."""
     extra = {"x-kind": kind, "x-default": default, "x-setting": setting}
-    return Field(None, description=description, json_schema_extra=extra)  # type: ignore[arg-type]
+    return Field(None, description=description, json_schema_extra=extra)
 
 
 class Task(Record):
@@ -328,14 +333,14 @@ RECORD_MODELS: dict[str, type[Record]] = {
 }
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """One JSON Schema for a line of plan.jsonl: a known record type, or any object with `t`.
 
     The top level picks the definition by `t` (an if/then per record type), so a standard
     validator checks a whole record, not only that it has a `t`."""
     from pydantic import TypeAdapter
 
-    defs: dict = {}
+    defs: dict[str, Any] = {}
     for name, model in RECORD_MODELS.items():
         schema = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}")
         defs.update(schema.pop("$defs", {}))

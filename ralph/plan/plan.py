@@ -3,11 +3,13 @@ transitions the `ralph` commands make. Pure: no files, no git, no printing."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, PlanInvalid, Refused
 from ralph.plan import schedule
 from ralph.plan.declared import CONFIG_KEYS
-from ralph.plan.document import Document, Line
+from ralph.plan.document import Document, Record, RecordLine
 from ralph.plan.intake import new_id, new_task_record, refuse_cycle, require_text
 from ralph.plan.integrity import integrity_problems
 from ralph.plan.records import (
@@ -29,30 +31,29 @@ from ralph.plan.validate import record_problems
 class Plan:
     def __init__(self, doc: Document):
         self.doc = doc
-        self._by_kind: dict[str, list[Line]] = {}
+        self._by_kind: dict[str, list[RecordLine]] = {}
         self._by_kind_version = -1
 
     # --- reading --------------------------------------------------------------------------
-    def _of(self, kind: str) -> list[Line]:
+    def _of(self, kind: str) -> list[RecordLine]:
         if self._by_kind_version != self.doc.version:  # one pass over the lines per change, not per call
             self._by_kind = {}
-            for line in self.doc.lines:
-                if line.record is not None:
-                    self._by_kind.setdefault(line.record["t"], []).append(line)
+            for line in self.doc.records():
+                self._by_kind.setdefault(line.record["t"], []).append(line)
             self._by_kind_version = self.doc.version
         return list(self._by_kind.get(kind, ()))
 
-    def task_lines(self) -> list[Line]:
+    def task_lines(self) -> list[RecordLine]:
         return self._of("task")
 
-    def tasks(self) -> list[dict]:
+    def tasks(self) -> list[Record]:
         return [line.record for line in self.task_lines()]
 
     def task_views(self, spec: str | None = None) -> list[TaskView]:
         """The tasks as typed views; with `spec`, only that spec's tasks (and those of none)."""
         return [TaskView(task) for task in self.tasks() if spec is None or task.get("spec") in (None, spec)]
 
-    def issues(self, spec: str | None = None) -> list[dict]:
+    def issues(self, spec: str | None = None) -> list[Record]:
         """The open issues (not questions); with `spec`, only that spec's issues (and those of none)."""
         return [
             line.record
@@ -60,7 +61,7 @@ class Plan:
             if not is_question(line.record) and (spec is None or line.record.get("spec") in (None, spec))
         ]
 
-    def questions(self, spec: str | None = None, answered: bool = False) -> list[dict]:
+    def questions(self, spec: str | None = None, answered: bool = False) -> list[Record]:
         """The open questions (with `answered`, the answered ones); with `spec`, that spec's."""
         return [
             line.record
@@ -70,10 +71,10 @@ class Plan:
             and (spec is None or line.record.get("spec") in (None, spec))
         ]
 
-    def questions_of(self, task_id: str, answered: bool = False) -> list[dict]:
+    def questions_of(self, task_id: str, answered: bool = False) -> list[Record]:
         return [question for question in self.questions(answered=answered) if question.get("task") == task_id]
 
-    def answers_for(self, task_id: str) -> list[dict]:
+    def answers_for(self, task_id: str) -> list[Record]:
         """The answered questions a task's prompts carry: those asked about it, and those its
         `questions` names (asked about the task it was decomposed from, which is gone)."""
         task = self.find_task(task_id) or {}
@@ -95,7 +96,7 @@ class Plan:
                     return True
         return False
 
-    def find_task(self, task_id: str) -> dict | None:
+    def find_task(self, task_id: str) -> Record | None:
         return next((task for task in self.tasks() if task["id"] == task_id), None)
 
     def rejections(self, task_id: str) -> int:
@@ -108,11 +109,11 @@ class Plan:
     def accepted(self) -> set[str]:
         return {line.record["id"] for line in self._of("accept")}
 
-    def config(self) -> dict:
+    def config(self) -> Record:
         found = self._of("config")
         return found[0].record if found else {}
 
-    def state(self) -> dict:
+    def state(self) -> Record:
         found = self._of("state")
         return found[0].record if found else {}
 
@@ -120,12 +121,13 @@ class Plan:
         return stage_of(self.tasks(), self.issues(), self.questions())
 
     def iteration(self) -> int:
-        return self.state().get("iteration", 0)
+        iteration: int = self.state().get("iteration", 0)
+        return iteration
 
-    def next_task(self) -> dict | None:
+    def next_task(self) -> Record | None:
         return schedule.next_task(self.tasks(), self.accepted())
 
-    def task_line(self, task_id: str) -> Line:
+    def task_line(self, task_id: str) -> RecordLine:
         for line in self.task_lines():
             if line.record["id"] == task_id:
                 return line
@@ -137,7 +139,7 @@ class Plan:
         return {line.record["id"] for line in self.doc.records() if "id" in line.record}
 
     # --- tasks ----------------------------------------------------------------------------
-    def add_tasks(self, items: list[dict], issue_id: str | None = None) -> list[dict]:
+    def add_tasks(self, items: list[object], issue_id: str | None = None) -> list[Record]:
         """Append new pending tasks; ids are generated unless given. All or nothing. `issue_id`:
         the issue being investigated, which the tasks come from (and take their priority from)."""
         if not items:
@@ -166,7 +168,7 @@ class Plan:
             self.doc.append(record)
         return records  # the store checks the whole change before it writes
 
-    def _inherit_priority(self, record: dict) -> None:
+    def _inherit_priority(self, record: Record) -> None:
         """A subtask takes its parent's priority, a task made from an issue the issue's, unless given."""
         if record.get("priority"):
             return
@@ -176,7 +178,7 @@ class Plan:
         if source and source.get("priority"):
             record["priority"] = source["priority"]
 
-    def done(self, task_id: str | None) -> dict:
+    def done(self, task_id: str | None) -> Record:
         if task_id is None:
             task = self.next_task()
             if task is None:
@@ -198,7 +200,7 @@ class Plan:
         self.doc.rewrite(line)
         return task
 
-    def accept(self, task_id: str | None) -> list[dict]:
+    def accept(self, task_id: str | None) -> list[Record]:
         if task_id is None:
             lines = [line for line in self.task_lines() if is_done(line.record)]
             if not lines:
@@ -233,7 +235,7 @@ class Plan:
         reason: str,
         kill_reason: KillReason | None = None,
         kill_log: str | None = None,
-    ) -> dict:
+    ) -> Record:
         """Send a done task back to pending with the reason; the loop also rejects running
         (pending) tasks it had to kill, with a kill_reason."""
         require_text(reason, "the reason")
@@ -257,14 +259,14 @@ class Plan:
         return task
 
     def _only_done_task(self) -> str:
-        done = [task["id"] for task in self.tasks() if is_done(task)]
+        done: list[str] = [task["id"] for task in self.tasks() if is_done(task)]
         if not done:
             raise Refused("nothing to reject: no task is done")
         if len(done) > 1:
             raise InvalidInput(f"name the task to reject: {len(done)} tasks are done ({', '.join(done[:5])})")
         return done[0]
 
-    def delete(self, task_id: str, force: bool = False) -> tuple[dict, list[str]]:
+    def delete(self, task_id: str, force: bool = False) -> tuple[Record, list[str]]:
         """Remove a task. Tasks that depend on it inherit its children (tasks naming it as parent);
         with no children they are refused, unless `force` drops the dependency."""
         line = self.task_line(task_id)
@@ -282,7 +284,7 @@ class Plan:
         self.doc.remove(line)
         return line.record, [other.record["id"] for other in dependents]
 
-    def prioritize(self, spec: str | None = None) -> dict:
+    def prioritize(self, spec: str | None = None) -> Record:
         in_scope = [
             line
             for line in self.task_lines()
@@ -324,7 +326,7 @@ class Plan:
                 self.doc.rewrite(line)
                 return
 
-    def record_build(self, task_id: str, files: list[str], tokens: int, cost_usd: float | None) -> dict:
+    def record_build(self, task_id: str, files: list[str], tokens: int, cost_usd: float | None) -> Record:
         """A build attempt passed the gate: count it, note the files it changed and its cost, and
         clear what earlier failures left on the task."""
         line = self.task_line(task_id)
@@ -358,7 +360,8 @@ class Plan:
         task["gate_failure"] = failure
         _add_usage(task, tokens, cost_usd)
         self.doc.rewrite(line)
-        return task["attempts"]
+        attempts: int = task["attempts"]
+        return attempts
 
     def record_merge_conflict(
         self, task_id: str, files: list[str], tokens: int = 0, cost_usd: float | None = None
@@ -379,13 +382,14 @@ class Plan:
         for stale in ("commit", "files"):
             task.pop(stale, None)
         self.doc.rewrite(line)
-        return task["attempts"]
+        attempts: int = task["attempts"]
+        return attempts
 
     def record_unmerged_build(
         self,
         task_id: str,
         files: list[str],
-        built: dict,
+        built: Record,
         max_attempts: int,
         where: str = "merged",
         kill_log: str | None = None,
@@ -405,11 +409,11 @@ class Plan:
 
     def set_aside(
         self, task_id: str, kill_reason: KillReason, reason: str, kill_log: str | None = None
-    ) -> dict:
+    ) -> Record:
         """The loop gives up building the task as it is: DECOMPOSE splits it next."""
         return self.reject(task_id, reason, kill_reason=kill_reason, kill_log=kill_log)
 
-    def block(self, task_id: str, reason: str) -> dict:
+    def block(self, task_id: str, reason: str) -> Record:
         """The loop gives up on the task: a person must split or rethink it. Nothing depending on
         it is built meanwhile."""
         line = self.task_line(task_id)
@@ -442,7 +446,8 @@ class Plan:
         line = self.task_line(task_id)
         line.record["decompose_failures"] = line.record.get("decompose_failures", 0) + 1
         self.doc.rewrite(line)
-        return line.record["decompose_failures"]
+        failures: int = line.record["decompose_failures"]
+        return failures
 
     def reject_reasons(self, task_id: str) -> list[str]:
         return [line.record["reason"] for line in self._of("reject") if line.record["id"] == task_id]
@@ -456,13 +461,14 @@ class Plan:
         task["verify_kills"] = task.get("verify_kills", 0) + 1
         task["verify_kill_reason"], task["verify_kill_log"] = str(kill_reason), kill_log
         self.doc.rewrite(line)
-        return task["verify_kills"]
+        kills: int = task["verify_kills"]
+        return kills
 
-    def take_verification(self, task_id: str, base: Plan, theirs: Plan) -> dict:
+    def take_verification(self, task_id: str, base: Plan, theirs: Plan) -> Record:
         """Take in what one verifier gave in its own copy of the plan (`theirs`, which started as
         `base`): its verdict on its task, and the tasks and issues it added. Its permissions are
         checked before; nothing else of its copy is taken. Returns what was taken."""
-        taken: dict = {"verdict": None, "tasks": [], "issues": []}
+        taken: dict[str, Any] = {"verdict": None, "tasks": [], "issues": []}
         if task_id in theirs.accepted() - base.accepted():
             self.accept(task_id)
             taken["verdict"] = "accepted"
@@ -489,7 +495,7 @@ class Plan:
         value = self.config().get("claim_ttl_ms", DEFAULT_CLAIM_TTL_MS)
         return parse_duration(value) if isinstance(value, str) else value / 1000  # "30m" or ms
 
-    def claim(self, task_id: str, runner: str, now: str, ttl_s: float | None = None) -> dict:
+    def claim(self, task_id: str, runner: str, now: str, ttl_s: float | None = None) -> Record:
         """`runner` claims the task at `now` (UTC, ISO 8601): it builds it (a pending task),
         verifies it (a done one) or decomposes it (a killed one), no other runner does. An issue
         (to investigate it) or a spec record (to plan it) is claimed the same way. Claiming one's
@@ -517,20 +523,20 @@ class Plan:
         self.doc.rewrite(line)
         return task
 
-    def release(self, task_id: str, runner: str) -> dict | None:
+    def release(self, task_id: str, runner: str) -> Record | None:
         """Drop `runner`'s claim on the task. None when there is nothing to release (the task is
         gone, accepted, or not claimed); another runner's claim is refused."""
         line = self._find_claimable(task_id)
-        task = line.record if line else None
-        if task is None or not task.get("claimed_by"):
+        if line is None or not line.record.get("claimed_by"):
             return None
+        task = line.record
         if task["claimed_by"] != runner:
             raise Refused(f"{task_id} is claimed by {task['claimed_by']}, not by {runner}")
         _drop_claim(task)
         self.doc.rewrite(line)
         return task
 
-    def claims(self) -> list[dict]:
+    def claims(self) -> list[Record]:
         """The claimed tasks, issues and spec records, in file order; `id` is a spec's path."""
         return [
             {**line.record, "id": claimable_id(line.record)}
@@ -538,18 +544,18 @@ class Plan:
             if line.record and line.record.get("t") in CLAIMABLE and line.record.get("claimed_by")
         ]
 
-    def find_claimable(self, item_id: str) -> dict | None:
+    def find_claimable(self, item_id: str) -> Record | None:
         """The task, issue or spec record (by path) `item_id` names, or None."""
         line = self._find_claimable(item_id)
         return line.record if line else None
 
-    def _find_claimable(self, item_id: str) -> Line | None:
-        for line in self.doc.lines:
-            if line.record and line.record.get("t") in CLAIMABLE and claimable_id(line.record) == item_id:
+    def _find_claimable(self, item_id: str) -> RecordLine | None:
+        for line in self.doc.records():
+            if line.record.get("t") in CLAIMABLE and claimable_id(line.record) == item_id:
                 return line
         return None
 
-    def _claim_line(self, item_id: str) -> Line:
+    def _claim_line(self, item_id: str) -> RecordLine:
         line = self._find_claimable(item_id)
         if line is None and item_id.startswith("t-"):
             return self.task_line(item_id)  # says why: accepted, or no such task
@@ -558,7 +564,7 @@ class Plan:
         return line
 
     # --- issues ---------------------------------------------------------------------------
-    def add_issue(self, text: str, priority: str | None = None) -> dict:
+    def add_issue(self, text: str, priority: str | None = None) -> Record:
         require_text(text, "the issue")
         record = {"t": "issue", "id": new_id("i", self._taken_ids()), "text": text.strip()}
         if priority:
@@ -571,7 +577,7 @@ class Plan:
         self.doc.append(record)
         return record
 
-    def keep_issue_open(self, issue_id: str, reason: str) -> dict:
+    def keep_issue_open(self, issue_id: str, reason: str) -> Record:
         """INVESTIGATE leaves the issue open on purpose (a person must decide): not investigated
         again, and not resolved by ralph when tasks were made from it. The loop does the same
         with an issue whose INVESTIGATE runs kept being stopped."""
@@ -591,9 +597,10 @@ class Plan:
         issue["kills"] = issue.get("kills", 0) + 1
         issue["kill_reason"], issue["kill_log"] = str(kill_reason), kill_log
         self.doc.rewrite(line)
-        return issue["kills"]
+        kills: int = issue["kills"]
+        return kills
 
-    def _issue_line(self, issue_id: str) -> Line:
+    def _issue_line(self, issue_id: str) -> RecordLine:
         for line in self._of("issue"):
             if line.record["id"] == issue_id:
                 if is_question(line.record):
@@ -602,7 +609,7 @@ class Plan:
         raise Refused(f"no open issue {issue_id}")
 
     # --- questions ------------------------------------------------------------------------
-    def ask(self, task_id: str, text: str, asked_at: str, asked_by: str | None = None) -> dict:
+    def ask(self, task_id: str, text: str, asked_at: str, asked_by: str | None = None) -> Record:
         """Record a question for a person about a task, and block the task (and so everything that
         depends on it) until it is answered."""
         require_text(text, "the question")
@@ -636,7 +643,7 @@ class Plan:
         self.doc.append(record)
         return record
 
-    def answer(self, question_id: str, text: str, answered_at: str) -> tuple[dict, dict | None]:
+    def answer(self, question_id: str, text: str, answered_at: str) -> tuple[Record, Record | None]:
         """Record a person's answer. The task goes back to pending once none of its questions is
         open (a task the loop blocked for another reason stays blocked). Returns the question and
         the task (None when the task is gone)."""
@@ -665,13 +672,13 @@ class Plan:
             self.doc.rewrite(task_line)
         return question, task
 
-    def resolve_issue(self, issue_id: str) -> dict:
+    def resolve_issue(self, issue_id: str) -> Record:
         line = self._issue_line(issue_id)
         self.doc.remove(line)
         return line.record
 
     # --- config ---------------------------------------------------------------------------
-    def set_config(self, key: str, value: object) -> dict:
+    def set_config(self, key: str, value: object) -> Record:
         """Set one key of the config record (added when there is none); other keys keep theirs."""
         found = self._of("config")
         if not found:
@@ -682,7 +689,7 @@ class Plan:
             self.doc.rewrite(line)
         return line.record
 
-    def unset_config(self, key: str) -> dict:
+    def unset_config(self, key: str) -> Record:
         """Remove one key from the config record; a record left with no key goes."""
         found = self._of("config")
         if not found or key not in found[0].record:
@@ -696,7 +703,7 @@ class Plan:
         return line.record
 
     # --- loop state -----------------------------------------------------------------------
-    def update_state(self, **fields: object) -> dict:
+    def update_state(self, **fields: object) -> Record:
         found = self._of("state")
         if found:
             line = found[0]
@@ -707,7 +714,7 @@ class Plan:
             return line.record
         return self.doc.append({"t": "state", **fields}).record
 
-    def add_spending(self, by_stage: dict[str, dict]) -> dict:
+    def add_spending(self, by_stage: dict[str, dict[str, Any]]) -> Record:
         """Add runs' spending ({stage: {runs, tokens, cost_usd, unknown_runs}}) to the state
         record's totals: what every run so far spent, per stage."""
         spent = {stage: dict(row) for stage, row in self.state().get("spent", {}).items()}
@@ -730,17 +737,18 @@ CLAIM_FIELDS = ("claimed_by", "claimed_at")
 CLAIMABLE = ("task", "issue", "spec")  # a task to build, verify or decompose; an issue; a spec to plan
 
 
-def claimable_id(record: dict) -> str:
+def claimable_id(record: Record) -> str:
     """What a claim names: a task's or issue's id, a spec record's path."""
-    return record["path"] if record.get("t") == "spec" else record["id"]
+    item: str = record["path"] if record.get("t") == "spec" else record["id"]
+    return item
 
 
-def _drop_claim(task: dict) -> None:
+def _drop_claim(task: Record) -> None:
     for key in CLAIM_FIELDS:
         task.pop(key, None)
 
 
-def claim_age_s(task: dict, now: str) -> float | None:
+def claim_age_s(task: Record, now: str) -> float | None:
     """Seconds since the task was claimed, or None when its claimed_at does not parse (such a
     claim counts as expired: a person or a broken runner wrote it)."""
     from datetime import datetime
@@ -753,16 +761,16 @@ def claim_age_s(task: dict, now: str) -> float | None:
         return None
 
 
-def is_question(issue: dict) -> bool:
+def is_question(issue: Record) -> bool:
     return issue.get("kind") == "question"
 
 
-def _question_reason(question: dict) -> str:
+def _question_reason(question: Record) -> str:
     """blocked_reason's words for people; what blocks the task is its blocked_by field."""
     return f"waiting for the answer to question {question['id']}: {question['text'][:200]}"
 
 
-def _add_usage(task: dict, tokens: int, cost_usd: float | None) -> None:
+def _add_usage(task: Record, tokens: int, cost_usd: float | None) -> None:
     """Sum an attempt's usage onto the task, so `git log -p plan.jsonl` shows what it cost."""
     if tokens:
         task["tokens"] = task.get("tokens", 0) + tokens

@@ -7,6 +7,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from ralph.plan.declared import IssueFields, TaskFields
+from ralph.plan.document import Record
 
 
 class Status(StrEnum):
@@ -99,19 +100,20 @@ class Stage(StrEnum):
     COMPLETE = "COMPLETE"
 
 
-def status_of(task: dict) -> Status:
+def status_of(task: Record) -> Status:
     return Status(task.get("s", Status.PENDING))
 
 
-def is_pending(task: dict) -> bool:
-    return task.get("s", Status.PENDING) == Status.PENDING
+def is_pending(task: Record) -> bool:
+    status: str = task.get("s", Status.PENDING)
+    return status == Status.PENDING
 
 
-def is_done(task: dict) -> bool:
+def is_done(task: Record) -> bool:
     return task.get("s") == Status.DONE
 
 
-def is_blocked(task: dict) -> bool:
+def is_blocked(task: Record) -> bool:
     return task.get("s") == Status.BLOCKED
 
 
@@ -120,7 +122,7 @@ def is_blocked(task: dict) -> bool:
 _LEGACY_QUESTION_REASON = "waiting for the answer to question "
 
 
-def blocking_question(task: dict) -> str | None:
+def blocking_question(task: Record) -> str | None:
     """The id of the question a blocked task waits for, or None when something else blocks it."""
     if not is_blocked(task):
         return None
@@ -132,7 +134,7 @@ def blocking_question(task: dict) -> str | None:
     return None
 
 
-def verdict_of(task: dict) -> Verdict | None:
+def verdict_of(task: Record) -> Verdict | None:
     """The verdict of the task's latest attempt, or None when it has none (not built yet, or
     recorded before verdicts were)."""
     value = task.get("verdict")
@@ -142,7 +144,7 @@ def verdict_of(task: dict) -> Verdict | None:
         return None
 
 
-def is_killed(task: dict) -> bool:
+def is_killed(task: Record) -> bool:
     """Set aside by the loop (timeout, context, repeated failure): DECOMPOSE splits it next."""
     return bool(task.get("kill_reason")) and is_pending(task)
 

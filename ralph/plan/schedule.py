@@ -12,23 +12,24 @@ import functools
 import re
 
 from ralph.errors import Refused
+from ralph.plan.document import Record
 from ralph.plan.integrity import cycle_text
 from ralph.plan.records import is_done, is_pending
 
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2, None: 1}
 
 
-def satisfied_ids(tasks: list[dict], accepted: set[str]) -> set[str]:
+def satisfied_ids(tasks: list[Record], accepted: set[str]) -> set[str]:
     return accepted | {task["id"] for task in tasks if is_done(task)}
 
 
-def blockers(task: dict, tasks: list[dict], accepted: set[str]) -> list[str]:
+def blockers(task: Record, tasks: list[Record], accepted: set[str]) -> list[str]:
     """Dependencies of `task` that are not yet satisfied."""
     done = satisfied_ids(tasks, accepted)
     return [dep for dep in task.get("deps", []) if dep not in done]
 
 
-def depth_of(tasks: list[dict], of: list[str] | None = None) -> dict[str, int]:
+def depth_of(tasks: list[Record], of: list[str] | None = None) -> dict[str, int]:
     """Length of the longest dependency chain below each task (0 for a task with no deps): of
     every task, or of the tasks `of` names (and those below them). Iterative: a chain of
     thousands of tasks must not exhaust Python's recursion limit."""
@@ -49,7 +50,7 @@ def depth_of(tasks: list[dict], of: list[str] | None = None) -> dict[str, int]:
     return depth
 
 
-def buildable(tasks: list[dict], accepted: set[str]) -> list[dict]:
+def buildable(tasks: list[Record], accepted: set[str]) -> list[Record]:
     """Pending tasks ready to build, best first: priority, dependency order, file order."""
     done = satisfied_ids(tasks, accepted)
     ready = [
@@ -64,7 +65,7 @@ def buildable(tasks: list[dict], accepted: set[str]) -> list[dict]:
     return [task for _, task in ready]
 
 
-def held_by_questions(tasks: list[dict], questions: list[dict]) -> set[str]:
+def held_by_questions(tasks: list[Record], questions: list[Record]) -> set[str]:
     """The tasks open questions hold: each task asked about, and every task that depends on one
     of them, directly or not."""
     dependents: dict[str, list[str]] = {}
@@ -81,7 +82,7 @@ def held_by_questions(tasks: list[dict], questions: list[dict]) -> set[str]:
     return held & {task["id"] for task in tasks}
 
 
-def only_questions_left(tasks: list[dict], issues: list[dict], questions: list[dict]) -> bool:
+def only_questions_left(tasks: list[Record], issues: list[Record], questions: list[Record]) -> bool:
     """Whether open questions hold every task left (directly or through dependencies), with no
     issue left and no done or killed task: only a person's answers can move it on."""
     if not questions or issues:
@@ -90,7 +91,7 @@ def only_questions_left(tasks: list[dict], issues: list[dict], questions: list[d
     return all(task["id"] in held and not is_done(task) and not task.get("kill_reason") for task in tasks)
 
 
-def next_task(tasks: list[dict], accepted: set[str]) -> dict | None:
+def next_task(tasks: list[Record], accepted: set[str]) -> Record | None:
     ready = buildable(tasks, accepted)
     return ready[0] if ready else None
 
@@ -109,12 +110,12 @@ _LOW = (
 
 
 @functools.cache
-def _words(pattern: str) -> re.Pattern:
+def _words(pattern: str) -> re.Pattern[str]:
     # Compiled on first use: only prioritize needs them, and compiling costs every command ~0.7 ms.
     return re.compile(pattern, re.IGNORECASE)
 
 
-def complexity(task: dict) -> str:
+def complexity(task: Record) -> str:
     """small / medium / large, estimated from the task's words."""
     text, words, criteria = _wording(task)
     if _is_large(text, words, criteria):
@@ -124,7 +125,7 @@ def complexity(task: dict) -> str:
     return "medium"
 
 
-def _wording(task: dict) -> tuple[str, int, int]:
+def _wording(task: Record) -> tuple[str, int, int]:
     """A task's text, its number of words and its number of acceptance criteria."""
     accept = task.get("accept") or ""
     text = " ".join(
@@ -144,7 +145,7 @@ def _is_large(text: str, words: int, criteria: int) -> bool:
     return words > 80 or criteria > 5 or _words(_LARGE).search(text) is not None
 
 
-def compute_priorities(tasks: list[dict]) -> dict[str, str]:
+def compute_priorities(tasks: list[Record]) -> dict[str, str]:
     """A priority for each task: HIGH for small unblockers and the critical path, LOW for cleanup.
 
     `tasks` are the pending tasks in scope; the result covers them all, explicit ones unchanged.

@@ -15,11 +15,14 @@ When several hold, the first wins:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ralph.plan.document import Record
 from ralph.plan.records import Stage, is_done, is_killed, is_pending
 from ralph.plan.schedule import only_questions_left
 
 
-def stage_of(tasks: list[dict], issues: list[dict], questions: list[dict] = ()) -> Stage:
+def stage_of(tasks: list[Record], issues: list[Record], questions: Sequence[Record] = ()) -> Stage:
     """The plan's stage; `questions` are the open questions (without them, never WAITING)."""
     if any(map(is_killed, tasks)):
         return Stage.DECOMPOSE

@@ -13,11 +13,16 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 SCHEMA_PATH = Path(__file__).with_name("plan.schema.json")
 
-# A check returns None when the value is valid, else a short phrase saying what it must be.
-Check = Callable[[object], "str | None"]
+# A check returns None when the value is valid, else a short phrase saying what it must be. It takes
+# any JSON value: the checks of one sub-schema run in order, its type first, so the later ones
+# (len, a regex, a comparison) see only values of the type they expect.
+Check = Callable[[Any], "str | None"]
+Predicate = Callable[[Any], object]  # truthy when the value is valid
+Schema = dict[str, Any]  # a JSON Schema (sub-)schema, as plan.schema.json spells it
 TYPE_MISMATCH = "\0type"
 
 
@@ -46,7 +51,7 @@ def _is_number(v: object) -> bool:
     return True
 
 
-def _regex(pattern: str) -> re.Pattern:
+def _regex(pattern: str) -> re.Pattern[str]:
     # In a JSON Schema (and in pydantic) a final $ is the end of the string; in Python's re it also
     # matches before a final newline, which would let "t-abc\n" pass as an id.
     if pattern.endswith("$") and not pattern.endswith("\\$"):
@@ -74,7 +79,7 @@ _TYPE_WORDS = {
 }
 
 
-def _compile(schema: dict, defs: dict) -> tuple[Check, str]:
+def _compile(schema: Schema, defs: dict[str, Schema]) -> tuple[Check, str]:
     """Compile one sub-schema into (check, description of what it accepts)."""
     if "$ref" in schema:
         return _compile(defs[schema["$ref"].rsplit("/", 1)[1]], defs)
@@ -115,20 +120,20 @@ def _compile(schema: dict, defs: dict) -> tuple[Check, str]:
     return (lambda v: words if (problem := check(v)) is TYPE_MISMATCH else problem), words
 
 
-def _bounds(schema: dict) -> list[Check]:
-    checks: list[Check] = []
-    for key, op, word in (
-        ("minimum", lambda v, b: v >= b, ">="),
-        ("maximum", lambda v, b: v <= b, "<="),
-        ("exclusiveMinimum", lambda v, b: v > b, ">"),
-        ("exclusiveMaximum", lambda v, b: v < b, "<"),
-    ):
-        if key in schema:
-            bound = schema[key]
-            checks.append(
-                lambda v, op=op, bound=bound, word=word: None if op(v, bound) else f"a number {word} {bound}"
-            )
-    return checks
+def _bounds(schema: Schema) -> list[Check]:
+    return [_bound_check(op, schema[key], word) for key, op, word in _BOUNDS if key in schema]
+
+
+_BOUNDS: tuple[tuple[str, Callable[[Any, Any], bool], str], ...] = (
+    ("minimum", lambda v, b: v >= b, ">="),
+    ("maximum", lambda v, b: v <= b, "<="),
+    ("exclusiveMinimum", lambda v, b: v > b, ">"),
+    ("exclusiveMaximum", lambda v, b: v < b, "<"),
+)
+
+
+def _bound_check(op: Callable[[Any, Any], bool], bound: Any, word: str) -> Check:
+    return lambda v: None if op(v, bound) else f"a number {word} {bound}"
 
 
 def _all_of(checks: list[Check]) -> Check:
@@ -142,7 +147,7 @@ def _all_of(checks: list[Check]) -> Check:
     return check
 
 
-def _compile_any_of(options: list[dict], defs: dict) -> tuple[Check, str]:
+def _compile_any_of(options: list[Schema], defs: dict[str, Schema]) -> tuple[Check, str]:
     compiled = [_compile(option, defs) for option in options]
     words = " or ".join(w for _, w in compiled)
 
@@ -157,7 +162,7 @@ def _compile_any_of(options: list[dict], defs: dict) -> tuple[Check, str]:
     return check, words
 
 
-def _object_check(schema: dict, defs: dict) -> Check:
+def _object_check(schema: Schema, defs: dict[str, Schema]) -> Check:
     """An object's keys: the required ones present, each known one valid, the others valid by
     additionalProperties (or refused, when it is false)."""
     known = {key: _compile(sub, defs)[0] for key, sub in schema.get("properties", {}).items()}
@@ -165,7 +170,7 @@ def _object_check(schema: dict, defs: dict) -> Check:
     extra_check = _compile(extra, defs)[0] if isinstance(extra, dict) else None
     required = schema.get("required", [])
 
-    def check(value: dict) -> str | None:
+    def check(value: dict[str, Any]) -> str | None:
         for key in required:
             if key not in value:
                 return f"an object with {json.dumps(key)}"
@@ -183,14 +188,14 @@ def _object_check(schema: dict, defs: dict) -> Check:
     return check
 
 
-def _first_item_problem(value: list, item_check: Check, item_words: str) -> str | None:
+def _first_item_problem(value: list[Any], item_check: Check, item_words: str) -> str | None:
     for index, item in enumerate(value):
         if item_check(item):
             return f"a list, each item {item_words} (item {index + 1} is {json.dumps(item)})"
     return None
 
 
-def _predicate(schema: dict, defs: dict) -> Callable[[object], object]:
+def _predicate(schema: Schema, defs: dict[str, Schema]) -> Predicate:
     """Whether a value is valid (truthy) or not: _compile's check without its words, so that a
     valid value, which is nearly every value of every line, costs a call or two. The two must
     accept exactly the same values."""
@@ -198,7 +203,7 @@ def _predicate(schema: dict, defs: dict) -> Callable[[object], object]:
         return _predicate(defs[schema["$ref"].rsplit("/", 1)[1]], defs)
     if "anyOf" in schema:
         return _either([_predicate(option, defs) for option in schema["anyOf"]])
-    tests: list[Callable[[object], object]] = []
+    tests: list[Predicate] = []
     if "type" in schema:
         tests.append(_TYPES[schema["type"]])
     if "const" in schema:
@@ -212,7 +217,7 @@ def _predicate(schema: dict, defs: dict) -> Callable[[object], object]:
         tests.append(lambda v: len(v) >= n and _is_text(v))
     if "pattern" in schema:
         tests.append(_regex(schema["pattern"]).search)
-    tests.extend(lambda v, check=check: check(v) is None for check in _bounds(schema))
+    tests.extend(map(_passes, _bounds(schema)))
     if "items" in schema:
         item_valid = _predicate(schema["items"], defs)
         tests.append(lambda v: all(map(item_valid, v)))
@@ -222,14 +227,18 @@ def _predicate(schema: dict, defs: dict) -> Callable[[object], object]:
     return _every(tests)
 
 
-def _every(tests: list[Callable[[object], object]]) -> Callable[[object], object]:
+def _passes(check: Check) -> Predicate:
+    return lambda v: check(v) is None
+
+
+def _every(tests: list[Predicate]) -> Predicate:
     if not tests:
         return lambda v: True
     first, rest = tests[0], _every(tests[1:]) if len(tests) > 1 else None
     return first if rest is None else lambda v: first(v) and rest(v)
 
 
-def _either(options: list[Callable[[object], object]]) -> Callable[[object], object]:
+def _either(options: list[Predicate]) -> Predicate:
     first, rest = options[0], _either(options[1:]) if len(options) > 1 else None
     return first if rest is None else lambda v: first(v) or rest(v)
 
@@ -237,14 +246,14 @@ def _either(options: list[Callable[[object], object]]) -> Callable[[object], obj
 class RecordValidator:
     """Checks one record type: required fields present, each known field valid."""
 
-    def __init__(self, record_type: str, schema: dict, defs: dict):
+    def __init__(self, record_type: str, schema: Schema, defs: dict[str, Schema]):
         self.record_type = record_type
         self.required = schema.get("required", [])
         self.fields = {name: _compile(sub, defs)[0] for name, sub in schema["properties"].items()}
         self._required = frozenset(self.required)
         self._valid_fields = {name: _predicate(sub, defs) for name, sub in schema["properties"].items()}
 
-    def problems(self, record: dict) -> list[str]:
+    def problems(self, record: dict[str, Any]) -> list[str]:
         if self._valid(record):
             return []  # nearly every record: no need to say what is wrong with each field
         found = [
@@ -257,7 +266,7 @@ class RecordValidator:
                 found.append(f"{self.record_type} field '{name}' must be {problem}, not {json.dumps(value)}")
         return found
 
-    def _valid(self, record: dict) -> bool:
+    def _valid(self, record: dict[str, Any]) -> bool:
         if not record.keys() >= self._required:
             return False
         valid_fields = self._valid_fields

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ralph.errors import GitError, RalphError
 
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Iterable, Iterator
 
 ZERO_SHA = "0" * 40
@@ -69,7 +70,7 @@ class Repo:
             raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
         return done.stdout
 
-    def _run(self, args: tuple[str, ...], stdin: bytes | None = None):
+    def _run(self, args: tuple[str, ...], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
         import subprocess  # here, not above: read-only commands import this module for find_root alone
 
         try:
@@ -88,6 +89,10 @@ class Repo:
                 start_new_session=True,
             )
         except FileNotFoundError:
+            if not self.root.is_dir():  # subprocess says the same of a missing working directory
+                raise GitError(
+                    f"the work tree {self.root} is gone (removed while ralph worked in it)"
+                ) from None
             raise GitError("git is not installed (or not on PATH)") from None
 
     def attempt(self, *args: str) -> tuple[int, str, str]:
@@ -137,8 +142,8 @@ class Repo:
         return parent, self.tree_entries(parent)
 
     def commit_file(
-        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[str]] | None = None
-    ) -> tuple[str | None, list[str]]:
+        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[bytes]] | None = None
+    ) -> tuple[str | None, list[bytes]]:
         """Commit `data` as the content of top-level file `relpath`, and nothing else.
 
         `base` is a snapshot() still current. Returns the new snapshot; its commit is None when
@@ -151,7 +156,7 @@ class Repo:
         return prepared.commit, prepared.entries
 
     def prepare_commit(
-        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[str]] | None = None
+        self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[bytes]] | None = None
     ) -> PreparedCommit | None:
         """Write the commit's objects, moving nothing: whatever would stop the commit (no git
         identity, a full disk) fails here, before the caller writes any file. None when HEAD
@@ -378,14 +383,20 @@ class Repo:
             shutil.rmtree(path, ignore_errors=True)  # not a worktree (any more): the folder goes
 
     def add_branch_worktree(self, path: Path, branch: str, commit: str) -> Repo:
-        """Check `commit` out at `path` on a new branch `branch` (one left by a killed run is
-        reset to `commit`), with no hooks run, as add_worktree does."""
+        """Check `commit` out at `path` on a new branch `branch`, with no hooks run, as
+        add_worktree does. Never -B: a branch of that name (a person's) makes git refuse."""
         hooks_off = f"core.hooksPath={os.devnull}"
-        self.git("-c", hooks_off, "worktree", "add", "-q", "-B", branch, str(path), commit)
+        self.git("-c", hooks_off, "worktree", "add", "-q", "-b", branch, str(path), commit)
         return Repo(path)
 
-    def delete_branch(self, branch: str) -> None:
-        self._run(("branch", "-q", "-D", "--", branch))  # gone already: nothing to do
+    def branch_exists(self, branch: str) -> bool:
+        return self._run(("show-ref", "--verify", "--quiet", f"refs/heads/{branch}")).returncode == 0
+
+    def delete_branch(self, branch: str, expected: str | None = None) -> None:
+        """Delete `branch` (gone already: nothing to do); with `expected`, only while it still
+        points there (compare-and-delete: never a commit that moved it since)."""
+        args = ("update-ref", "-d", f"refs/heads/{branch}") + ((expected,) if expected else ())
+        self._run(args)
 
     def merge_tree(self, ours: str, theirs: str, plan_driver: str | None = None) -> tuple[str, list[str]]:
         """The three-way merge of two commits as a tree, without touching the index or the work
@@ -465,6 +476,7 @@ class Repo:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
+            assert git.stdout is not None  # stdout=PIPE
             try:
                 yield from git.stdout
             finally:

@@ -46,6 +46,7 @@ def integrate(repo: Repo, start: str, tip: str, plan_base: bytes) -> Integration
         copied = _copy_commits(repo, head, branch, plan_base, ours_plan)
         if copied.conflicts:
             return copied
+        assert copied.commit is not None  # no conflict: every commit of the branch was copied
         blocking = in_the_way(repo, head, copied.commit)
         if blocking:
             return Integration(conflicts=blocking)

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ralph.errors import GitError, PlanInvalid, RalphError
-from ralph.plan.document import Document, Line
 from ralph.plan.plan import Plan
 from ralph.store.files import remove_stale_temp_files, write_atomic
 from ralph.store.lock import plan_lock
 from ralph.store.reader import PLAN_NAME, load_checked, plan_path, read_bytes
 
 if TYPE_CHECKING:
+    from ralph.plan.document import Document, Line
     from ralph.store.git import Repo
 
 EARLIER_CHANGES_MESSAGE = "ralph: commit earlier uncommitted changes to plan.jsonl"
@@ -94,7 +94,7 @@ def redact_plan(root: Path, clean: set[bytes]) -> None:
         clean.update(line.raw for line in unread)
 
 
-def checked_bytes(doc) -> bytes:
+def checked_bytes(doc: Document) -> bytes:
     """The changed file's bytes, once the lines the change wrote and the cross-record rules are
     checked: a command never writes a plan its own loader would refuse."""
     from ralph.plan.loader import touched_problems
@@ -110,7 +110,8 @@ def _commit_wanted(plan: Plan) -> bool:
     # with their code once the gate has passed.
     if os.environ.get("RALPH_COMMIT", "").lower() in ("0", "false", "no"):
         return False
-    return plan.config().get("commit", True)
+    wanted: bool = plan.config().get("commit", True)
+    return wanted
 
 
 def _write_and_commit(
@@ -142,7 +143,7 @@ def _write_and_commit(
     return prepared.commit
 
 
-def refuse_unsafe_commit(repo) -> None:
+def refuse_unsafe_commit(repo: Repo) -> None:
     """Refuse, before writing anything, a commit git would lose or could not record."""
     operation = repo.operation_in_progress()
     if operation:

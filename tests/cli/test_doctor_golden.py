@@ -15,7 +15,7 @@ from pytest_golden.plugin import GoldenTestFixture
 
 from ralph.cli.main import cli
 from tests.conftest import git
-from tests.ops.test_doctor import holder, killed_holder, leftover_worktree
+from tests.ops.test_doctor import holder, killed_holder, leftover_branch, leftover_worktree
 
 
 def leftovers(repo: Path, tmp: Path) -> list:
@@ -29,7 +29,7 @@ def leftovers(repo: Path, tmp: Path) -> list:
     git(build, "add", "feature.py")
     git(build, "commit", "-qm", "ralph(build): t-b Feature")
     (build / "half.py").write_text("half\n")
-    git(repo, "branch", "ralph/t-old", "HEAD")
+    leftover_branch(repo, "ralph/t-old")
     return []
 
 

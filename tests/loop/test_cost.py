@@ -61,6 +61,40 @@ def test_max_cost_stops_before_the_run_that_would_pass_it_and_leaves_the_plan_co
     assert third in {r["id"] for r in plan_records(project) if r["t"] == "task"}
 
 
+def test_the_default_parallel_meeting_a_budget_starts_one_run_until_a_cost_is_known(project, tmp_path):
+    """--parallel 4 (the default) with --max-cost 1 and $0.60 runs: four builds started together
+    spent $2.40. Now the first run's cost is known before a second starts: $0.60, then a second run
+    at that mean would reach $1.20, so none does."""
+    add_tasks(project, "A", "B", "C", "D")
+    agent, runs = tmp_path / "agent.py", tmp_path / "runs.txt"
+    agent.write_text(AGENT.replace('"total_cost_usd": 0.4', '"total_cost_usd": 0.6'))
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    done = construct(project, "--max-cost", "1", "--gate", "", agent=command, env={"RUNS": str(runs)})
+    assert done.returncode == 10, done.stdout + done.stderr
+    assert len(runs.read_text().splitlines()) == 1
+    assert "; cost: $0.60\n" in done.stdout
+    assert_clean(project)
+
+
+def test_admit_waits_for_the_first_cost_then_judges_the_budget():
+    import threading
+    import time
+
+    spending = Spending(1.0)
+    assert spending.admit() is None  # the first run starts at once
+    admitted: list[str | None] = []
+    waiter = threading.Thread(target=lambda: admitted.append(spending.admit()))
+    waiter.start()
+    time.sleep(0.3)
+    assert admitted == [] and spending.running == 1  # the second waits for a cost to be known
+    spending.add("BUILD", "t-a", 100, 0.6)
+    waiter.join(timeout=5)
+    assert admitted == [
+        "the money budget ($1) would be passed: $0.60 spent, and a run costs $0.60 on average"
+    ]
+    assert Spending(None).admit() is None and Spending(None).admit() is None  # no budget: never waits
+
+
 def test_run_cost_reported_priced_or_unknown():
     reported = Usage(input_tokens=10, cost_usd=0.25)
     assert run_cost(reported, "claude-sonnet-4-5") == 0.25

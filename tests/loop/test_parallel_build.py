@@ -230,3 +230,39 @@ def test_worktrees_and_branches_a_killed_run_left_are_cleaned_up_by_the_next(pro
     assert "cleaned up after an earlier run" in done.stderr + done.stdout
     assert_no_worktrees_or_branches(project)
     assert len([e for e in events(project) if e["event"] == "cleaned_up"]) == 4  # 2 worktrees, 2 branches
+
+
+# --- ownership by record: a person's names are never ralph's --------------------------------------
+
+
+def test_a_persons_branch_named_like_a_build_is_left_as_it_was(project, tmp_path):
+    ids = add(project, {"name": "One"}, {"name": "Two"})
+    git(project, "branch", f"ralph/{ids[0]}", "HEAD~1")  # a person's, pointing at an older commit
+    theirs = git(project, "rev-parse", f"ralph/{ids[0]}").strip()
+    done, seen = run(project, tmp_path, "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(project, "rev-parse", f"ralph/{ids[0]}").strip() == theirs  # not reset, not deleted
+    assert sorted(run["task"] for run in seen) == sorted(ids)  # and the task was built all the same
+    assert sorted(r["id"] for r in plan_records(project) if r["t"] == "accept") == sorted(ids)
+    assert git(project, "branch", "--list", "ralph/*").split() == [f"ralph/{ids[0]}"]
+    assert not list((project / ".git" / "ralph" / "owned").glob("*.json"))  # every record finished
+
+
+def test_construct_start_keeps_a_persons_ralph_branches_and_worktrees(project, tmp_path):
+    git(project, "commit", "-qm", "spec", "--allow-empty")
+    git(project, "branch", "ralph/feature")  # a person's, checked out nowhere
+    git(project, "checkout", "-q", "-b", "side")
+    (project / "mine.txt").write_text("unmerged work\n")
+    git(project, "add", "mine.txt")
+    git(project, "commit", "-qm", "mine")
+    git(project, "checkout", "-q", "-")
+    git(project, "branch", "-f", "ralph/unmerged", "side")
+    hotfix = tmp_path / "ralph-app-hotfix" / "ralph-app"  # shaped like ralph's old checkouts
+    git(project, "worktree", "add", "-q", str(hotfix), "side")
+    (hotfix / ".env").write_text("SECRET=1\n")  # ignored files would be in no patch
+    add(project, {"name": "One"})
+    done, _ = run(project, tmp_path, "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cleaned up" not in done.stdout + done.stderr
+    assert (hotfix / ".env").read_text() == "SECRET=1\n"
+    assert set(git(project, "branch", "--list", "ralph/*").split()) == {"ralph/feature", "ralph/unmerged"}

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from ralph.store import owned
+from ralph.store.git import Repo
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
+from ralph.store.owned import Owned, OwnedKind
 from tests.conftest import Ralph, git
 
 HOLD = {
@@ -45,12 +48,24 @@ def killed_holder(root: Path, which: str) -> int:
 
 def leftover_worktree(root: Path, tmp: Path, label: str, branch: str | None = None) -> Path:
     """A worktree as ralph.loop.workspace.checkout makes it (<tmp>/ralph-<label>-XXXX/ralph-<label>),
-    as a killed run leaves it; on `branch` (made from HEAD) as parallel builds have them."""
+    recorded as ralph's, as a killed run leaves it; on `branch` (made from HEAD, recorded too) as
+    parallel builds have them."""
     path = tmp / f"ralph-{label}-k1ll3d" / f"ralph-{label}"
     path.parent.mkdir(parents=True)
+    repo = Repo(root)
+    owned.record(repo, Owned(OwnedKind.WORKTREE, str(path), folder=str(path.parent)))
+    if branch:
+        owned.record(repo, Owned(OwnedKind.BRANCH, branch, start=repo.head()))
     where = ["-b", branch] if branch else ["--detach"]
     git(root, "worktree", "add", "-q", *where, str(path), "HEAD")
     return path
+
+
+def leftover_branch(root: Path, branch: str, commit: str = "HEAD") -> None:
+    """A build branch ralph recorded making, left by a killed run."""
+    repo = Repo(root)
+    owned.record(repo, Owned(OwnedKind.BRANCH, branch, start=repo.head()))
+    git(root, "branch", branch, commit)
 
 
 def doctor(root: Path, *args: str, code: int | None = None):
@@ -227,7 +242,8 @@ def test_a_branch_with_unmerged_commits_is_kept_unless_forced(repo, tmp_path):
     git(build, "add", "feature.py")
     git(build, "commit", "-qm", "ralph(build): t-b Feature")
     commit = git(repo, "rev-parse", "ralph/t-b").strip()
-    git(repo, "branch", "ralph/t-old", "HEAD")  # merged: goes
+    leftover_branch(repo, "ralph/t-old")  # merged: goes
+    git(repo, "branch", "ralph/hers", commit)  # a person's, with the same unmerged commit: never ralph's
 
     result = doctor(repo, "--fix", code=1)  # what is kept needs a person: not healthy
     assert result.stdout.splitlines()[-2:] == [
@@ -243,7 +259,7 @@ def test_a_branch_with_unmerged_commits_is_kept_unless_forced(repo, tmp_path):
         "ralph/t-b: a branch of a ralph run with 1 commit(s) not merged into main;"
         f" fixed (--fix deletes it (--force; 'git branch ralph/t-b {commit}' restores it))\n"
     )
-    assert git(repo, "branch", "--list", "ralph/*") == ""
+    assert git(repo, "branch", "--list", "ralph/*") == "  ralph/hers\n"
     git(repo, "branch", "ralph/t-b", commit)  # as the line says: nothing is lost
 
 

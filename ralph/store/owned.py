@@ -1,0 +1,108 @@
+"""What ralph made in a repository, recorded before it is made: its worktrees, their temporary
+folders and its build branches. ralph removes, resets or deletes only what a record here names,
+never what merely looks like its names (a person's `ralph/hotfix` branch, their worktree in a folder
+called `ralph-app-hotfix`).
+
+One small JSON file per thing under `<git common dir>/ralph/owned/`, written (and synced) before
+git is asked to make the thing and removed after it is gone: a run killed between the two leaves a
+record of something that may or may not exist, which clean-up then finds and finishes."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from ralph.store.git import Repo
+
+
+class OwnedKind(StrEnum):
+    WORKTREE = "worktree"  # a git worktree at `path`, in the temporary folder `folder`
+    BRANCH = "branch"  # a branch `name` ralph created at commit `start`
+
+
+@dataclass(frozen=True)
+class Owned:
+    kind: OwnedKind
+    name: str  # a worktree's path, or a branch's name (without refs/heads/)
+    start: str | None = None  # the commit a branch was created at
+    folder: str | None = None  # the temporary folder a worktree was made in (removed with it)
+    pid: int | None = None  # the process that made it
+
+    @property
+    def key(self) -> str:
+        return hashlib.blake2b(f"{self.kind}\0{self.name}".encode(), digest_size=10).hexdigest()
+
+
+def ledger(repo: Repo) -> Path:
+    return common_dir(repo) / "ralph" / "owned"
+
+
+def common_dir(repo: Repo) -> Path:
+    found = Path(repo.git("rev-parse", "--git-common-dir").strip())
+    return found if found.is_absolute() else (repo.root / found).resolve()
+
+
+def record(repo: Repo, owned: Owned) -> None:
+    """Write the record of `owned` before it is made (synced: a power cut must not lose it)."""
+    folder = ledger(repo)
+    folder.mkdir(parents=True, exist_ok=True)
+    data = json.dumps({**asdict(owned), "pid": owned.pid or os.getpid()}).encode()
+    temp = folder / f".{owned.key}.{os.getpid()}.tmp"
+    with open(temp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, folder / f"{owned.key}.json")
+
+
+def forget(repo: Repo, owned: Owned) -> None:
+    """The thing is gone: its record goes too."""
+    with contextlib.suppress(FileNotFoundError):
+        (ledger(repo) / f"{owned.key}.json").unlink()
+
+
+def recorded(repo: Repo) -> list[Owned]:
+    """Every record, oldest first; a record that does not parse (a torn write) is skipped."""
+    folder = ledger(repo)
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns):
+        try:
+            data = json.loads(path.read_bytes())
+            found.append(
+                Owned(
+                    OwnedKind(data["kind"]),
+                    data["name"],
+                    data.get("start"),
+                    data.get("folder"),
+                    data.get("pid"),
+                )
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return found
+
+
+def owns_branch(repo: Repo, name: str) -> Owned | None:
+    return next((o for o in recorded(repo) if o.kind is OwnedKind.BRANCH and o.name == name), None)
+
+
+def owns_worktree(repo: Repo, path: Path) -> Owned | None:
+    wanted = _resolved(path)
+    return next(
+        (o for o in recorded(repo) if o.kind is OwnedKind.WORKTREE and _resolved(Path(o.name)) == wanted),
+        None,
+    )
+
+
+def _resolved(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except OSError:
+        return str(path)
