@@ -24,6 +24,7 @@ MIN_SECRET_CHARS = 8  # shorter values ("true", "3000", "dev") are too common to
 _SECRET_NAME = (
     r"TOKEN|SECRET|PASSW|PASSPHRASE|KEY|CREDENTIAL|AUTH(?!OR(?:S?\b|_))|COOKIE|_DSN|DATABASE_URL|_PAT\b"
 )
+# A cheap test before the search for assignments: text without any of these holds none.
 _NAME_WORDS = (
     "token",
     "secret",
@@ -38,8 +39,8 @@ _NAME_WORDS = (
 )
 
 # The shapes of common tokens, each by the text it starts with. Each pattern starts with that text
-# and checks the word boundary behind it (`(?<=\\b...)`), so the regex engine can skip to it: a
-# pattern that starts with \\b or an alternation is tried at every position, a hundred times slower.
+# and checks the word boundary behind it, so the regex engine can skip to it: a pattern that starts
+# with a word boundary or an alternation is tried at every position, a hundred times slower.
 _TOKEN_SHAPES = {
     "-----BEGIN ": r"[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
     "AKIA": r"[0-9A-Z]{16}\b",  # AWS access key id
@@ -174,10 +175,10 @@ def _dotenv_file(path: str, mtime_ns: int, size: int) -> frozenset[str]:
 
 
 def secret_values(root: Path | None = None) -> frozenset[str]:
-    """The values to hide wherever they appear: the environment's and the repository's .env files'."""
+    """The values to hide wherever they appear: the environment's, and those of the .env files of
+    `root` and of the repository `use_repository` named (a build's worktree has none of its own)."""
     values = {value for name, value in os.environ.items() if _looks_secret(name, value)}
-    where = root or _repository
-    if where is not None:
+    for where in {root, _repository} - {None}:
         values |= _dotenv_values(where)
     return frozenset(values)
 
@@ -191,8 +192,8 @@ def _values_pattern(values: frozenset[str]) -> re.Pattern | None:
 
 def redact(text: str, root: Path | None = None) -> str:
     """`text` without secrets (see the module's docstring), each replaced by [redacted]; the key
-    of a `KEY=value` stays, so a reader still sees what was there. `root`: the repository whose
-    .env files count (default: the one `use_repository` named)."""
+    of a `KEY=value` stays, so a reader still sees what was there. `root`: a repository whose .env
+    files count, besides the one `use_repository` named."""
     if not text:
         return text
     return _redact(text, _values_pattern(secret_values(root)))
@@ -240,16 +241,16 @@ class OutputLines:
     starts inside the block must not show its body)."""
 
     def __init__(self, root: Path | None = None):
-        self.root = root
+        self._values = _values_pattern(secret_values(root))  # read once: a run's output is many lines
         self._in_key = False
 
     def __call__(self, line: str) -> str:
         if self._in_key:
             if _KEY_END in line:
                 self._in_key = False
-                return REDACTED + redact(line.split(_KEY_END, 1)[1].split("-----", 1)[-1], self.root)
+                return REDACTED + _redact(line.split(_KEY_END, 1)[1].split("-----", 1)[-1], self._values)
             return REDACTED
-        redacted = redact(line, self.root)
+        redacted = _redact(line, self._values)
         if _KEY_BEGIN in line and _KEY_END not in line.split(_KEY_BEGIN, 1)[1]:
             self._in_key = "PRIVATE KEY-----" in line
         return redacted
