@@ -41,8 +41,11 @@ td, li { overflow-wrap: anywhere; }
 
 
 def build(root: Path) -> str:
+    from ralph.secrets import fields_redactor
+
     points: list[dict[str, Any]] = []
-    events = timeline(root, points=points)
+    redact_fields = fields_redactor(root)  # a history from before ralph redacted can hold secrets
+    events = [redact_fields(event) for event in timeline(root, points=points)]
     tasks = _tasks(events)
     attempts = [event for event in events if event["event"] in ("built", "gate failed")]
     failed = sum(1 for event in attempts if event["event"] == "gate failed")
