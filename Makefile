@@ -78,10 +78,10 @@ demo: $(STAMP)
 	$(PY) -m ralph.demo
 
 ## schema: regenerate what is derived from the records declared in ralph/plan/models.py: the JSON
-## Schema (ralph/plan/plan.schema.json) and the Python the state commands read (ralph/plan/declared.py)
+## Schema (ralph/plan/plan.schema.json), docs/plan-format.md's field tables and the Python the state
+## commands read (ralph/plan/declared.py), all by ralph/plan/generate.py
 schema: $(STAMP)
-	$(VENV)/bin/ralph schema > ralph/plan/plan.schema.json
-	$(PY) -m ralph.plan.derive > ralph/plan/declared.py
+	$(PY) -m ralph.plan.generate
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ralph.ops import claims
-from ralph.plan.plan import claim_age_s
+from ralph.plan.reading import claim_age_s
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import read_plan

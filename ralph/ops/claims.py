@@ -20,7 +20,8 @@ from ralph.ops.sync import until_pushed
 from ralph.plan import schedule
 from ralph.plan.document import Record
 from ralph.plan.loader import load
-from ralph.plan.plan import Plan, claim_age_s
+from ralph.plan.plan import Plan
+from ralph.plan.reading import claim_age_s
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME

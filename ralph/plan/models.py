@@ -72,14 +72,23 @@ class Task(Record):
     """A unit of work. `s` is its status: `p` pending, `d` done (built, awaiting VERIFY)."""
 
     t: Literal["task"]
-    id: TaskId = given(...)
+    id: TaskId = given(..., description="its id (see Ids)")
     name: Text = given(..., description="what to do")
-    s: StatusCode = records.Status.PENDING.value
+    s: StatusCode = Field(
+        records.Status.PENDING.value,
+        description="status: pending, done (built and through the gate, awaiting VERIFY), or blocked"
+        " (the loop gave up on it, or it waits for a question's answer; a person must decide)",
+    )
     accept: str | list[str] | None = given(None, "acceptance criteria")
-    deps: list[TaskId] = given(description="ids of tasks this one needs", default_factory=list)
-    priority: Priority | None = given(None, "none counts as medium")
+    deps: list[TaskId] = given(
+        description="tasks this one needs; each must be a task in the plan or an accepted one",
+        default_factory=list,
+    )
+    priority: Priority | None = given(None, "how soon to build it; none counts as medium")
     auto_priority: bool | None = Field(
-        None, description="true when `task prioritize` set the priority (it may recompute it)"
+        None,
+        description="true when `task prioritize` set the priority, which it may then recompute;"
+        " a priority without it is a person's and is kept",
     )
     notes: str | None = given(None, "notes for whoever builds it")
     spec: str | None = given(
@@ -88,27 +97,42 @@ class Task(Record):
     parent: TaskId | None = given(None, "the task this one was decomposed from")
     questions: list[IssueId] | None = Field(
         None,
-        description="answered questions of the task it was decomposed from: its prompts carry them",
+        description="answered questions of the task it was decomposed from (DECOMPOSE copies them):"
+        " its prompts carry them too",
     )
-    issue: IssueId | None = given(None, "the issue INVESTIGATE made this task from")
+    issue: IssueId | None = given(
+        None,
+        "the issue INVESTIGATE made this task from (set from `$RALPH_ISSUE_ID`);"
+        " the task takes the issue's priority unless it has one",
+    )
     depth: Annotated[int, Field(ge=0)] | None = Field(
-        0, description="how many decompositions made it (0: planned as it is)"
+        0,
+        description="how many decompositions made it (0: planned as it is);"
+        " DECOMPOSE stops at `max_decompose_depth`, then blocks",
     )
-    blocked_reason: str | None = Field(None, description="why the loop gave up on it (status b)")
+    blocked_reason: str | None = Field(None, description="why the loop gave up on it (status `b`)")
     blocked_by: IssueId | None = Field(
-        None, description="the question it waits for (status b until `ralph answer`)"
+        None, description="the question it waits for (status `b` until `ralph answer`)"
     )
     decompose_failures: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="DECOMPOSE runs that made too few or too many subtasks"
+        None,
+        description="DECOMPOSE runs that made fewer than 2 or more than 5 subtasks (two block the task)",
     )
-    no_code: bool | None = given(None, "true: the task changes no file (BUILD may end with no changes)")
+    no_code: bool | None = given(
+        None,
+        "true: the task needs no change to any file; otherwise a BUILD that changes nothing"
+        " fails with the verdict `no_changes`",
+    )
     scope: list[Text] | None = given(
         None,
-        'path patterns the task may change ("src/auth/**", "tests/test_auth.py"); a build'
-        " that changes other files fails with scope_violation. Absent: any file",
+        "path patterns the task may change, relative to the repository root"
+        ' (`"src/auth/**"`, `"tests/test_auth.py"`); a build that changes other files fails with the'
+        " verdict `scope_violation`; absent: any file",
     )
     merge_conflict: list[str] | None = Field(
-        None, description="files whose changes could not be merged when its last build was"
+        None,
+        description="the files whose changes would not merge into the loop's branch when its last build"
+        " (in a worktree, beside other builds) finished; it is built again from the new HEAD, as an attempt",
     )
     attempts: Annotated[int, Field(ge=0)] | None = Field(0, description="builds tried")
     verdict: VerdictCode | None = Field(
@@ -116,10 +140,20 @@ class Task(Record):
     )
     reject_reason: str | None = Field(None, description="why VERIFY last rejected it")
     gate_failure: str | None = Field(None, description="excerpt of the last failed gate run")
-    kill_reason: KillReason | None = None
-    kill_log: str | None = Field(None, description="log of the run that was killed")
+    kill_reason: KillReason | None = Field(
+        None,
+        description="why the loop killed its build, or set it aside after VERIFY rejected it or could not"
+        " finish checking it `max_attempts` times; the task waits for DECOMPOSE",
+    )
+    kill_log: str | None = Field(
+        None,
+        description="log of the run that was killed (for a task set aside after rejections,"
+        " a log ralph writes listing them)",
+    )
     verify_kills: Annotated[int, Field(ge=0)] | None = Field(
-        0, description="VERIFY runs of the done task stopped by their time limit or a full context"
+        0,
+        description="VERIFY runs of the done task stopped by their time limit or a full context;"
+        " at `max_attempts` the task is set aside for DECOMPOSE",
     )
     verify_kill_reason: KillReason | None = Field(None, description="why its last VERIFY run was stopped")
     verify_kill_log: str | None = Field(None, description="log of its last stopped VERIFY run")
@@ -128,13 +162,19 @@ class Task(Record):
     tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
     attempt_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="tokens per attempt")
     cost_usd: Annotated[float, Field(ge=0)] | None = Field(
-        None, description="cost of its build attempts whose cost is known (USD)"
+        None,
+        description="cost of its build attempts whose cost is known (reported by the agent CLI,"
+        " or its tokens at the model's price), in USD",
     )
     unknown_cost_runs: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="build attempts whose cost is unknown (no reported cost, no price for the model)"
+        None,
+        description='build attempts whose cost is unknown: `ralph status` says "cost unknown"'
+        " rather than show $0",
     )
     claimed_by: Text | None = Field(
-        None, description="the runner building it (runners sharing a git remote claim tasks by commit)"
+        None,
+        description="the runner building it, when runners on several machines share one git remote"
+        " (see Claims)",
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
 
@@ -144,12 +184,15 @@ class Issue(Record):
     question for a person that blocks its task until it is answered."""
 
     t: Literal["issue"]
-    id: IssueId
-    text: Text
-    spec: str | None = None
-    priority: Priority | None = None
+    id: IssueId = Field(description="its id (see Ids)")
+    text: Text = Field(description="the question or problem")
+    spec: str | None = Field(None, description="the spec it belongs to")
+    priority: Priority | None = Field(None, description="how soon to investigate it; none counts as medium")
     keep_open: str | None = Field(
-        None, description="why it stays open after INVESTIGATE (a person must decide); not investigated again"
+        None,
+        description="why INVESTIGATE left it open on purpose (`ralph issue keep ID REASON`), or why the"
+        " loop parked it (its INVESTIGATE runs were stopped `max_attempts` times): a person must"
+        " decide; it is not investigated again",
     )
     kills: Annotated[int, Field(ge=0)] | None = Field(
         0, description="INVESTIGATE runs of it stopped by their time limit or a full context"
@@ -157,15 +200,27 @@ class Issue(Record):
     kill_reason: KillReason | None = Field(None, description="why its last INVESTIGATE run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped INVESTIGATE run")
     kind: Literal["question"] | None = Field(
-        None, description="question: a person must answer it (`ralph answer`); it blocks its task"
+        None,
+        description="a question for a person (`ralph ask`): never investigated; it blocks its task"
+        " until `ralph answer`",
     )
-    task: TaskId | None = Field(None, description="the task a question blocks until it is answered")
+    task: TaskId | None = Field(
+        None,
+        description='the task a question blocks (status `"b"`, with `blocked_by` naming the question);'
+        " its dependents wait too",
+    )
     asked_at: str | None = Field(None, description="when the question was asked (UTC, ISO 8601)")
-    asked_by: str | None = Field(None, description="who asked it, in which run")
-    answer: str | None = Field(None, description="a person's answer to the question")
+    asked_by: str | None = Field(
+        None, description="who asked it, in which run (stage, iteration and log of the agent's run)"
+    )
+    answer: str | None = Field(
+        None,
+        description="a person's answer (`ralph answer ID TEXT`); the task's next BUILD prompt carries"
+        " the question and the answer",
+    )
     answered_at: str | None = Field(None, description="when it was answered (UTC, ISO 8601)")
     claimed_by: Text | None = Field(
-        None, description="the runner investigating it (runners sharing a git remote claim issues by commit)"
+        None, description="the runner investigating it, when runners share one git remote (see Claims)"
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
 
@@ -174,29 +229,34 @@ class Accept(Record):
     """Tombstone: the task passed VERIFY and its line was removed (git history keeps it)."""
 
     t: Literal["accept"]
-    id: TaskId
-    name: str | None = None
-    spec: str | None = Field(None, description="the spec the task belonged to")
-    commit: str | None = Field(None, description="the commit that recorded the task's build")
+    id: TaskId = Field(description="the accepted task; its own line is gone (git history keeps it)")
+    name: str | None = Field(None, description="its name, for people reading the file")
+    spec: str | None = Field(
+        None,
+        description="the spec it served, copied from the task (so a second spec knows it has no tasks yet)",
+    )
+    commit: str | None = Field(
+        None, description="the commit that recorded its build (`ralph construct`), copied from the task"
+    )
 
 
 class Reject(Record):
     """Tombstone: VERIFY (or the loop) rejected the task; the task itself went back to pending."""
 
     t: Literal["reject"]
-    id: TaskId
-    reason: str
-    kill_reason: KillReason | None = None
+    id: TaskId = Field(description="the rejected task, which went back to pending")
+    reason: str = Field(description="why")
+    kill_reason: KillReason | None = Field(None, description="set when the loop rejected a build it killed")
 
 
 class Takeover(Record):
     """A runner took over a task whose claim was older than claim_ttl: the claim it replaced."""
 
     t: Literal["takeover"]
-    id: Text = Field(description="the task or issue taken over, or the spec's path (its PLAN)")
-    by: Text = Field(description="the runner that took the task over")
+    id: Text = Field(description="the task or issue whose claim expired, or the spec's path (its PLAN)")
+    by: Text = Field(description="the runner that took it over (the task's `claimed_by` now)")
     at: Text = Field(description="when (UTC, ISO 8601)")
-    was_claimed_by: Text = Field(description="the runner whose claim expired")
+    was_claimed_by: Text = Field(description="the runner whose claim was older than `claim_ttl_ms`")
     was_claimed_at: str | None = Field(None, description="when that claim was made")
 
 
@@ -204,13 +264,21 @@ class Spec(Record):
     """A spec file this plan works towards."""
 
     t: Literal["spec"]
-    path: Text
+    path: Text = Field(description="path of the spec, e.g. `specs/app.md`")
     claimed_by: Text | None = Field(
-        None, description="the runner turning it into tasks (PLAN; runners sharing a git remote)"
+        None, description="the runner running PLAN on it, when runners share one git remote (see Claims)"
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
-    kill_reason: KillReason | None = Field(None, description="why its last PLAN run was stopped")
-    kill_log: str | None = Field(None, description="log of its last stopped PLAN run")
+    kill_reason: KillReason | None = Field(
+        None,
+        description="why its last PLAN run was stopped (nothing of that run is kept; a PLAN run that"
+        " finishes removes it)",
+    )
+    kill_log: str | None = Field(
+        None,
+        description="log of that run, under `build/ralph-logs/`; the tasks it made are beside it"
+        " as `<log>.plan.jsonl`",
+    )
 
 
 class Price(BaseModel):
@@ -315,10 +383,16 @@ class State(Record):
     """The construct loop's own state. At most one per plan."""
 
     t: Literal["state"]
-    iteration: Annotated[int, Field(ge=0)] = 0
-    stage: str | None = None
-    spec: str | None = None
-    spent: dict[str, Spent] | None = Field(None, description="tokens and cost of every agent run, by stage")
+    iteration: Annotated[int, Field(ge=0)] = Field(
+        0, description="the loop's current iteration (`ralph query iteration`)"
+    )
+    stage: str | None = Field(None, description="the stage the loop is in, or how its last run ended")
+    spec: str | None = Field(
+        None, description="the spec the loop works on; new tasks and issues get it as their `spec`"
+    )
+    spent: dict[str, Spent] | None = Field(
+        None, description="what every agent run so far spent, by stage (`ralph status` shows it)"
+    )
 
 
 RECORD_MODELS: dict[str, type[Record]] = {

@@ -1,0 +1,226 @@
+"""The construct loop's transitions of a task: its spec, build attempts and their verdicts, kills,
+blocks, decompositions and VERIFY's verdicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ralph.plan import singletons, tasks
+from ralph.plan.document import Record
+from ralph.plan.reading import PlanReader, drop_claim
+from ralph.plan.records import (
+    VERIFY_KILL_FIELDS,
+    KillReason,
+    Status,
+    Verdict,
+)
+
+
+def add_spec(plan: PlanReader, path: str) -> None:
+    """Record a spec the plan works towards (once) and make it the loop's current one."""
+    if path not in plan.specs():
+        plan.doc.append({"t": "spec", "path": path})
+    singletons.update_state(plan, spec=path)
+
+
+def record_plan_kill(
+    plan: PlanReader, spec: str, kill_reason: KillReason | None, kill_log: str | None = None
+) -> None:
+    """The spec's PLAN run was stopped (its time limit, a full context): its record keeps why
+    and the run's log. None clears them (a PLAN run that finished)."""
+    for line in plan.of("spec"):
+        if line.record["path"] == spec:
+            record = line.record
+            if kill_reason is None:
+                if "kill_reason" not in record and "kill_log" not in record:
+                    return
+                record.pop("kill_reason", None)
+                record.pop("kill_log", None)
+            else:
+                record["kill_reason"], record["kill_log"] = str(kill_reason), kill_log
+            plan.doc.rewrite(line)
+            return
+
+
+def record_build(
+    plan: PlanReader, task_id: str, files: list[str], tokens: int, cost_usd: float | None
+) -> Record:
+    """A build attempt passed the gate: count it, note the files it changed and its cost, and
+    clear what earlier failures left on the task."""
+    line = plan.task_line(task_id)
+    task = line.record
+    task["attempts"] = task.get("attempts", 0) + 1
+    task["files"] = sorted(files)
+    task["verdict"] = Verdict.BUILT
+    _add_usage(task, tokens, cost_usd)
+    for stale in ("gate_failure", "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
+        task.pop(stale, None)
+    plan.doc.rewrite(line)
+    return task
+
+
+def record_build_commit(plan: PlanReader, task_id: str, commit: str) -> None:
+    """The commit that recorded the task's build (a commit cannot name itself, so this goes in
+    with the loop's next commit)."""
+    line = plan.task_line(task_id)
+    line.record["commit"] = commit
+    plan.doc.rewrite(line)
+
+
+def record_build_failure(
+    plan: PlanReader, task_id: str, verdict: Verdict, failure: str, tokens: int, cost_usd: float | None
+) -> int:
+    """A build attempt failed: back to pending with its verdict and the reason; returns the
+    attempts so far."""
+    line = plan.task_line(task_id)
+    task = line.record
+    task["s"] = Status.PENDING
+    task["attempts"] = task.get("attempts", 0) + 1
+    task["verdict"] = verdict
+    task["gate_failure"] = failure
+    _add_usage(task, tokens, cost_usd)
+    plan.doc.rewrite(line)
+    attempts: int = task["attempts"]
+    return attempts
+
+
+def record_merge_conflict(
+    plan: PlanReader, task_id: str, files: list[str], tokens: int = 0, cost_usd: float | None = None
+) -> int:
+    """The task's build passed but its changes do not merge with what was built meanwhile: back
+    to pending (an attempt, built again from the new HEAD), with the files that conflicted."""
+    line = plan.task_line(task_id)
+    task = line.record
+    task["s"] = Status.PENDING
+    task["attempts"] = task.get("attempts", 0) + 1
+    task["verdict"] = Verdict.MERGE_CONFLICT
+    task["merge_conflict"] = sorted(files)
+    task["gate_failure"] = (
+        "merge_conflict: the build passed its gate, but its changes conflict with work merged"
+        f" meanwhile in {', '.join(sorted(files))}; build it again on the current code"
+    )
+    _add_usage(task, tokens, cost_usd)
+    for stale in ("commit", "files"):
+        task.pop(stale, None)
+    plan.doc.rewrite(line)
+    attempts: int = task["attempts"]
+    return attempts
+
+
+def record_unmerged_build(
+    plan: PlanReader,
+    task_id: str,
+    files: list[str],
+    built: Record,
+    max_attempts: int,
+    where: str = "merged",
+    kill_log: str | None = None,
+) -> int:
+    """The task's build passed but conflicts in `files` with work `where` (merged, pushed)
+    meanwhile: back to pending (record_merge_conflict), with what the build's runs spent beyond
+    this plan's record of the task (`built`: the task as the build's own plan left it); set
+    aside for DECOMPOSE once its builds have conflicted `max_attempts` times."""
+    task = plan.task_line(task_id).record
+    tokens = built.get("tokens", 0) - task.get("tokens", 0)
+    cost = (built.get("cost_usd") or 0) - (task.get("cost_usd") or 0)
+    attempts = record_merge_conflict(plan, task_id, files, max(tokens, 0), cost or None)
+    if attempts >= max_attempts:
+        reason = f"its builds kept conflicting with work {where} meanwhile; split it into smaller tasks"
+        set_aside(plan, task_id, KillReason.DOOM_LOOP, reason, kill_log=kill_log)
+    return attempts
+
+
+def set_aside(
+    plan: PlanReader, task_id: str, kill_reason: KillReason, reason: str, kill_log: str | None = None
+) -> Record:
+    """The loop gives up building the task as it is: DECOMPOSE splits it next."""
+    return tasks.reject(plan, task_id, reason, kill_reason=kill_reason, kill_log=kill_log)
+
+
+def block(plan: PlanReader, task_id: str, reason: str) -> Record:
+    """The loop gives up on the task: a person must split or rethink it. Nothing depending on
+    it is built meanwhile."""
+    line = plan.task_line(task_id)
+    line.record["s"] = Status.BLOCKED
+    line.record["blocked_reason"] = reason
+    line.record.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
+    drop_claim(line.record)
+    plan.doc.rewrite(line)
+    return line.record
+
+
+def record_decomposition(plan: PlanReader, task_id: str, children: list[str], depth_of_task: int = 0) -> None:
+    """DECOMPOSE replaced the task by `children`: they are one level deeper than it (its depth
+    is passed in when the agent already removed it); the task goes."""
+    parent = plan.find_task(task_id)
+    depth = (parent or {}).get("depth", depth_of_task) + 1
+    # The answers given for the task hold for its parts: the subtasks name those questions.
+    answers = [question["id"] for question in plan.answers_for(task_id)]
+    for child in children:
+        line = plan.task_line(child)
+        line.record["depth"] = depth
+        known = line.record.get("questions", [])
+        if answers:
+            line.record["questions"] = known + [q for q in answers if q not in known]
+        plan.doc.rewrite(line)
+    if parent is not None:  # the agent may have removed it itself
+        tasks.delete(plan, task_id)
+
+
+def record_decompose_failure(plan: PlanReader, task_id: str) -> int:
+    """DECOMPOSE made too few or too many subtasks (and they were undone); returns how often."""
+    line = plan.task_line(task_id)
+    line.record["decompose_failures"] = line.record.get("decompose_failures", 0) + 1
+    plan.doc.rewrite(line)
+    failures: int = line.record["decompose_failures"]
+    return failures
+
+
+def record_verify_kill(plan: PlanReader, task_id: str, kill_reason: KillReason, kill_log: str) -> int:
+    """A VERIFY run of the done task was stopped (its time limit, a full context): it stays
+    done, with why and the run's log, for the next VERIFY to know; returns how many of its
+    VERIFY runs were stopped so far (the loop sets it aside at max_attempts)."""
+    line = plan.task_line(task_id)
+    task = line.record
+    task["verify_kills"] = task.get("verify_kills", 0) + 1
+    task["verify_kill_reason"], task["verify_kill_log"] = str(kill_reason), kill_log
+    plan.doc.rewrite(line)
+    kills: int = task["verify_kills"]
+    return kills
+
+
+def take_verification(plan: PlanReader, task_id: str, base: PlanReader, theirs: PlanReader) -> Record:
+    """Take in what one verifier gave in its own copy of the plan (`theirs`, which started as
+    `base`): its verdict on its task, and the tasks and issues it added. Its permissions are
+    checked before; nothing else of its copy is taken. Returns what was taken."""
+    taken: dict[str, Any] = {"verdict": None, "tasks": [], "issues": []}
+    if task_id in theirs.accepted() - base.accepted():
+        tasks.accept(plan, task_id)
+        taken["verdict"] = "accepted"
+    else:
+        reasons = theirs.reject_reasons(task_id)[len(base.reject_reasons(task_id)) :]
+        if reasons:
+            tasks.reject(plan, task_id, reasons[-1])
+            taken["verdict"], taken["reason"] = "rejected", reasons[-1]
+    known, present = base.taken_ids(), plan.taken_ids()
+    for line in theirs.doc.records():
+        record = line.record
+        if record["t"] in ("task", "issue") and record["id"] not in known:
+            if record["id"] in present:  # two verifiers drew one random id: keep the first
+                taken.setdefault("dropped", []).append(record["id"])
+                continue
+            plan.doc.append(dict(record))
+            present.add(record["id"])
+            taken[f"{record['t']}s"].append(record["id"])
+    return taken
+
+
+def _add_usage(task: Record, tokens: int, cost_usd: float | None) -> None:
+    """Sum an attempt's usage onto the task, so `git log -p plan.jsonl` shows what it cost."""
+    if tokens:
+        task["tokens"] = task.get("tokens", 0) + tokens
+        task["attempt_tokens"] = [*task.get("attempt_tokens", []), tokens]
+    if cost_usd is None:  # counted, so that no one reads the known part as the whole cost
+        task["unknown_cost_runs"] = task.get("unknown_cost_runs", 0) + 1
+    else:
+        task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)

@@ -1,0 +1,208 @@
+"""Reading a plan: its records by kind, and what they say (tasks, issues, questions, claims,
+the loop's state). The transitions are Plan's (ralph.plan.plan), each in the module of its topic."""
+
+from __future__ import annotations
+
+from ralph.durations import parse_duration
+from ralph.errors import PlanInvalid, Refused
+from ralph.plan import schedule
+from ralph.plan.declared import CONFIG_KEYS
+from ralph.plan.document import Document, Record, RecordLine
+from ralph.plan.integrity import integrity_problems
+from ralph.plan.records import (
+    Stage,
+    TaskView,
+)
+from ralph.plan.stages import stage_of
+
+
+class PlanReader:
+    def __init__(self, doc: Document):
+        self.doc = doc
+        self._by_kind: dict[str, list[RecordLine]] = {}
+        self._by_kind_version = -1
+
+    def of(self, kind: str) -> list[RecordLine]:
+        if self._by_kind_version != self.doc.version:  # one pass over the lines per change, not per call
+            self._by_kind = {}
+            for line in self.doc.records():
+                self._by_kind.setdefault(line.record["t"], []).append(line)
+            self._by_kind_version = self.doc.version
+        return list(self._by_kind.get(kind, ()))
+
+    def task_lines(self) -> list[RecordLine]:
+        return self.of("task")
+
+    def tasks(self) -> list[Record]:
+        return [line.record for line in self.task_lines()]
+
+    def task_views(self, spec: str | None = None) -> list[TaskView]:
+        """The tasks as typed views; with `spec`, only that spec's tasks (and those of none)."""
+        return [TaskView(task) for task in self.tasks() if spec is None or task.get("spec") in (None, spec)]
+
+    def issues(self, spec: str | None = None) -> list[Record]:
+        """The open issues (not questions); with `spec`, only that spec's issues (and those of none)."""
+        return [
+            line.record
+            for line in self.of("issue")
+            if not is_question(line.record) and (spec is None or line.record.get("spec") in (None, spec))
+        ]
+
+    def questions(self, spec: str | None = None, answered: bool = False) -> list[Record]:
+        """The open questions (with `answered`, the answered ones); with `spec`, that spec's."""
+        return [
+            line.record
+            for line in self.of("issue")
+            if is_question(line.record)
+            and bool(line.record.get("answer")) is answered
+            and (spec is None or line.record.get("spec") in (None, spec))
+        ]
+
+    def questions_of(self, task_id: str, answered: bool = False) -> list[Record]:
+        return [question for question in self.questions(answered=answered) if question.get("task") == task_id]
+
+    def answers_for(self, task_id: str) -> list[Record]:
+        """The answered questions a task's prompts carry: those asked about it, and those its
+        `questions` names (asked about the task it was decomposed from, which is gone)."""
+        task = self.find_task(task_id) or {}
+        inherited = set(task.get("questions", []))
+        return [
+            question
+            for question in self.questions(answered=True)
+            if question.get("task") == task_id or question["id"] in inherited
+        ]
+
+    def has_work_for(self, spec: str) -> bool:
+        """Whether `spec` has tasks or issues of its own, open or accepted. Records that name no
+        spec (written before specs were recorded on them) belong to the plan's first spec."""
+        specs = self.specs()
+        owner_of_unnamed = specs[0] if specs else spec
+        for kind in ("task", "issue", "accept"):
+            for line in self.of(kind):
+                if line.record.get("spec", owner_of_unnamed) == spec:
+                    return True
+        return False
+
+    def find_task(self, task_id: str) -> Record | None:
+        return next((task for task in self.tasks() if task["id"] == task_id), None)
+
+    def rejections(self, task_id: str) -> int:
+        """How many times VERIFY (or the loop) has rejected the task: its reject records."""
+        return sum(1 for line in self.of("reject") if line.record["id"] == task_id)
+
+    def specs(self) -> list[str]:
+        return [line.record["path"] for line in self.of("spec")]
+
+    def accepted(self) -> set[str]:
+        return {line.record["id"] for line in self.of("accept")}
+
+    def config(self) -> Record:
+        found = self.of("config")
+        return found[0].record if found else {}
+
+    def state(self) -> Record:
+        found = self.of("state")
+        return found[0].record if found else {}
+
+    def stage(self) -> Stage:
+        return stage_of(self.tasks(), self.issues(), self.questions())
+
+    def iteration(self) -> int:
+        iteration: int = self.state().get("iteration", 0)
+        return iteration
+
+    def next_task(self) -> Record | None:
+        return schedule.next_task(self.tasks(), self.accepted())
+
+    def task_line(self, task_id: str) -> RecordLine:
+        for line in self.task_lines():
+            if line.record["id"] == task_id:
+                return line
+        if task_id in self.accepted():
+            raise Refused(f"task {task_id} is already accepted")
+        raise Refused(f"no task {task_id}")
+
+    def taken_ids(self) -> set[str]:
+        return {line.record["id"] for line in self.doc.records() if "id" in line.record}
+
+    def reject_reasons(self, task_id: str) -> list[str]:
+        return [line.record["reason"] for line in self.of("reject") if line.record["id"] == task_id]
+
+    def claim_ttl_s(self) -> float:
+        """Age in seconds at which a claim may be taken over (config claim_ttl_ms, default 30 min)."""
+        value = self.config().get("claim_ttl_ms", DEFAULT_CLAIM_TTL_MS)
+        return parse_duration(value) if isinstance(value, str) else value / 1000  # "30m" or ms
+
+    def claims(self) -> list[Record]:
+        """The claimed tasks, issues and spec records, in file order; `id` is a spec's path."""
+        return [
+            {**line.record, "id": claimable_id(line.record)}
+            for line in self.doc.lines
+            if line.record and line.record.get("t") in CLAIMABLE and line.record.get("claimed_by")
+        ]
+
+    def find_claimable(self, item_id: str) -> Record | None:
+        """The task, issue or spec record (by path) `item_id` names, or None."""
+        line = self.find_claimable_line(item_id)
+        return line.record if line else None
+
+    def find_claimable_line(self, item_id: str) -> RecordLine | None:
+        for line in self.doc.records():
+            if line.record.get("t") in CLAIMABLE and claimable_id(line.record) == item_id:
+                return line
+        return None
+
+    def claim_line(self, item_id: str) -> RecordLine:
+        line = self.find_claimable_line(item_id)
+        if line is None and item_id.startswith("t-"):
+            return self.task_line(item_id)  # says why: accepted, or no such task
+        if line is None:
+            raise Refused(f"no task, issue or spec {item_id} to claim")
+        return line
+
+    def issue_line(self, issue_id: str) -> RecordLine:
+        for line in self.of("issue"):
+            if line.record["id"] == issue_id:
+                if is_question(line.record):
+                    raise Refused(f"{issue_id} is a question, not an issue: answer it with `ralph answer`")
+                return line
+        raise Refused(f"no open issue {issue_id}")
+
+    def check_integrity(self) -> None:
+        """Refuse to leave the plan in a state its own loader would reject."""
+        problems = integrity_problems(self.doc)
+        if problems:
+            raise PlanInvalid(problems)
+
+
+DEFAULT_CLAIM_TTL_MS = CONFIG_KEYS["claim_ttl_ms"].default
+CLAIM_FIELDS = ("claimed_by", "claimed_at")
+CLAIMABLE = ("task", "issue", "spec")  # a task to build, verify or decompose; an issue; a spec to plan
+
+
+def claimable_id(record: Record) -> str:
+    """What a claim names: a task's or issue's id, a spec record's path."""
+    item: str = record["path"] if record.get("t") == "spec" else record["id"]
+    return item
+
+
+def drop_claim(task: Record) -> None:
+    for key in CLAIM_FIELDS:
+        task.pop(key, None)
+
+
+def claim_age_s(task: Record, now: str) -> float | None:
+    """Seconds since the task was claimed, or None when its claimed_at does not parse (such a
+    claim counts as expired: a person or a broken runner wrote it)."""
+    from datetime import datetime
+
+    try:
+        claimed = datetime.fromisoformat(str(task.get("claimed_at")))
+        current = datetime.fromisoformat(now)
+        return (current - claimed).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def is_question(issue: Record) -> bool:
+    return issue.get("kind") == "question"
