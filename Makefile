@@ -19,9 +19,12 @@ install: $(STAMP)
 ## verify: the quality gate: lint, the schema is current, then every fast test
 verify: lint test
 
+# mypy checks ralph/ as pyproject.toml's [tool.mypy] says (strict flags for plan, store and ops). Its
+# cache (.mypy_cache, ignored by git) keeps a run after a one-file edit at ~3 s; without it, ~15 s.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ralph tests bench
 	$(VENV)/bin/ruff format --check ralph tests bench
+	$(VENV)/bin/mypy
 
 # Tests run in parallel processes (pytest-xdist), two per CPU and one more: many loop tests spend
 # part of their time waiting on agents, gates, time limits and retries. On 2 CPUs (measured on
@@ -84,4 +87,4 @@ schema: $(STAMP)
 	$(PY) -m ralph.plan.generate
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis .mypy_cache

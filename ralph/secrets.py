@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import TypeVar, cast
+
+T = TypeVar("T")
 
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 8  # shorter values ("true", "3000", "dev") are too common to hide everywhere
@@ -178,7 +180,7 @@ def secret_values(root: Path | None = None) -> frozenset[str]:
     """The values to hide wherever they appear: the environment's, and those of the .env files of
     `root` and of the repository `use_repository` named (a build's worktree has none of its own)."""
     values = {value for name, value in os.environ.items() if _looks_secret(name, value)}
-    for where in {root, _repository} - {None}:
+    for where in {path for path in (root, _repository) if path is not None}:
         values |= _dotenv_values(where)
     return frozenset(values)
 
@@ -214,25 +216,28 @@ def _redact(text: str, values: re.Pattern | None) -> str:
     return text
 
 
-def redact_fields(value: object, root: Path | None = None) -> object:
+def redact_fields(value: T, root: Path | None = None) -> T:
     """`value` (a record: dicts, lists, strings) with every string in it redacted; keys stay."""
-    return _redact_fields(value, _values_pattern(secret_values(root)))
+    return FieldsRedactor(root)(value)
 
 
-def fields_redactor(root: Path | None = None) -> Callable[[object], object]:
+class FieldsRedactor:
     """`redact_fields` with the secret values read once, for many records in a row."""
-    values = _values_pattern(secret_values(root))
-    return lambda value: _redact_fields(value, values)
 
+    def __init__(self, root: Path | None = None):
+        self._values = _values_pattern(secret_values(root))
 
-def _redact_fields(value: object, values: re.Pattern | None) -> object:
-    if isinstance(value, str):
-        return _redact(value, values) if value else value
-    if isinstance(value, dict):
-        return {key: _redact_fields(item, values) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redact_fields(item, values) for item in value]
-    return value
+    def __call__(self, value: T) -> T:
+        return cast(T, self._redacted(value))
+
+    def _redacted(self, value: object) -> object:
+        if isinstance(value, str):
+            return _redact(value, self._values) if value else value
+        if isinstance(value, dict):
+            return {key: self._redacted(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self._redacted(item) for item in value)
+        return value
 
 
 class OutputLines:

@@ -66,7 +66,7 @@ class OpencodeAdapter(CliAdapter):
                 events.append(ToolResultEvent(str(state.get("output") or state.get("error") or ""), failed))
         elif kind == "error":
             error = event.get("error") or {}
-            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            data = error["data"] if isinstance(error.get("data"), dict) else {}
             message = data.get("message") or error.get("name") or "error"
             status = data.get("statusCode") if isinstance(data.get("statusCode"), int) else None
             detail = f"{message} {data.get('responseBody') or ''}"

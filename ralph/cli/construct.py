@@ -7,8 +7,9 @@ from __future__ import annotations
 import click
 
 from ralph.cli.common import emit, root_of, say
+from ralph.durations import parse_duration
 from ralph.errors import InvalidInput
-from ralph.ops.settings import DEFAULTS, parse_duration
+from ralph.ops.settings import DEFAULTS
 from ralph.text import printable
 
 

@@ -29,14 +29,14 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
 
     Each event names its commit, time and author. With --json, one JSON object per event."""
     from ralph.ops import history
-    from ralph.secrets import fields_redactor, redact
+    from ralph.secrets import FieldsRedactor, redact
 
     events = history.timeline(root_of(ctx), since, task_id)
     summary = history.story(events, task_id) if task_id else None
     # One write for the whole log: a thousand-commit history is thousands of lines.
     # Redacted: a history written before ralph redacted what it stored can hold secrets.
     if as_json:
-        redact_fields = fields_redactor(root_of(ctx))
+        redact_fields = FieldsRedactor(root_of(ctx))
         printed = [json_line(redact_fields(event)) for event in (*events, *([summary] if summary else []))]
         text = "\n".join(printed)
     else:
@@ -79,7 +79,9 @@ def completion(ctx: click.Context, shell: str) -> None:
     from click.shell_completion import get_completion_class
 
     root = ctx.find_root().command  # the whole `ralph` group is what gets completed
-    complete = get_completion_class(shell)(root, {}, "ralph", "_RALPH_COMPLETE")
+    completion_class = get_completion_class(shell)
+    assert completion_class is not None  # click knows each shell the argument's Choice takes
+    complete = completion_class(root, {}, "ralph", "_RALPH_COMPLETE")
     say(complete.source(), nl=False)
 
 

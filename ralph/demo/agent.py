@@ -34,6 +34,12 @@ def say(text: str, input_tokens: int = 1200) -> None:
     print(json.dumps({"type": "assistant", "message": message}), flush=True)
 
 
+def _required(pattern: str, body: str, flags: int) -> str:
+    found = re.search(pattern, body, flags)
+    assert found is not None, f"a section of the demo's spec lacks {pattern}"
+    return found.group(1)
+
+
 def sections() -> dict[str, dict]:
     spec = Path(os.environ["RALPH_SPEC"]).read_text(encoding="utf-8")
     found = {}
@@ -41,9 +47,9 @@ def sections() -> dict[str, dict]:
         body = match.group("body")
         needs = re.search(r"^Needs: (.+)$", body, re.MULTILINE)
         found[match.group("file")] = {
-            "check": re.search(r"^Check: (.+)$", body, re.MULTILINE).group(1),
+            "check": _required(r"^Check: (.+)$", body, re.MULTILINE),
             "needs": [n.strip() for n in needs.group(1).split(",")] if needs else [],
-            "code": re.search(r"```python\n(.*?)```", body, re.DOTALL).group(1),
+            "code": _required(r"```python\n(.*?)```", body, re.DOTALL),
         }
     return found
 

@@ -112,6 +112,12 @@ class Loop:
         self.stopped: list[str] = []
         self.iterations_run = 0
 
+    @property
+    def workspace(self) -> Workspace:
+        """The run's workspace: _prepare makes it before any stage runs."""
+        assert self.ws is not None
+        return self.ws
+
     # --- the loop -----------------------------------------------------------------------------
     def run(self, plan_only: bool = False) -> Report:
         try:
@@ -193,8 +199,8 @@ class Loop:
 
     def _commit_loose_state(self, outcome: Outcome) -> None:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
-        self.ws.save_spending()
-        with self.ws.change_plan(commit=True) as change:
+        self.workspace.save_spending()
+        with self.workspace.change_plan(commit=True) as change:
             change.plan.update_state(stage=outcome.name)
             change.message = f"ralph: construct {self.settings.spec} ended: {outcome.name}"
 
@@ -234,12 +240,12 @@ class Loop:
         planned = self._stage(PlanStage, self.read_plan().iteration())
         if self._complete():
             return Outcome.STUCK, _no_plan(planned)
-        return Outcome.COMPLETE, f"planned {len(self.ws.tasks())} tasks"
+        return Outcome.COMPLETE, f"planned {len(self.workspace.tasks())} tasks"
 
     def _iteration(self) -> None:
         number = self.read_plan().iteration() + 1
         self.iterations_run += 1
-        self.ws.set_state(iteration=number, stage="INVESTIGATE")
+        self.workspace.set_state(iteration=number, stage="INVESTIGATE")
         span = self.journal.span("iteration", iteration=number)
         self.console.event(f"iteration {number}")
         for stage in ITERATION:
@@ -247,7 +253,7 @@ class Loop:
         span.end()
 
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
-        report = stage(self.ws).run(iteration)
+        report = stage(self.workspace).run(iteration)
         self.accepted += report.accepted
         self.stopped += report.stopped
         return report
@@ -311,16 +317,16 @@ class Loop:
         return ws
 
     def read_plan(self):
-        return self.ws.read_plan()
+        return self.workspace.read_plan()
 
     def _complete(self) -> bool:
         plan = self.read_plan()
-        return not self.ws.tasks(plan) and not self.ws.issues(plan)
+        return not self.workspace.tasks(plan) and not self.workspace.issues(plan)
 
     def _blocked(self) -> bool:
         plan = self.read_plan()
-        tasks = [task.record for task in self.ws.tasks(plan)]
-        return stage_of(tasks, self.ws.issues(plan)) is Stage.BLOCKED
+        tasks = [task.record for task in self.workspace.tasks(plan)]
+        return stage_of(tasks, self.workspace.issues(plan)) is Stage.BLOCKED
 
     def _waiting(self) -> str:
         """Why the run can only wait for answers (empty when it can do something else): the spec's
@@ -330,8 +336,8 @@ class Loop:
         asked = plan.questions(self.settings.spec)
         if not asked:
             return ""
-        tasks = [task.record for task in self.ws.tasks(plan)]
-        if not only_questions_left(tasks, self.ws.issues(plan), asked):
+        tasks = [task.record for task in self.workspace.tasks(plan)]
+        if not only_questions_left(tasks, self.workspace.issues(plan), asked):
             return ""
         return (
             f"what is left waits for {len(asked)} answer(s): answer each question with"
@@ -356,8 +362,8 @@ class Loop:
     def _set_aside_unfinished(self, why: str) -> Path:
         """The stopped unit's partial work saved as a patch and undone, the plan as last committed."""
         log = self.runner.new_log(why)
-        self.ws.set_aside(log.relative_to(self.root))
-        self.ws.restore_committed_plan(keep_as=self.root / log.with_suffix(".plan.jsonl"))
+        self.workspace.set_aside(log.relative_to(self.root))
+        self.workspace.restore_committed_plan(keep_as=self.root / log.with_suffix(".plan.jsonl"))
         return log.relative_to(self.root)
 
     def _report(self, outcome: Outcome, message: str, exit_code: int | None = None) -> Report:

@@ -30,7 +30,7 @@ def preview(root: Path, settings: Settings) -> dict:
     plan = Plan(load(read_bytes(root), PLAN_NAME)) if plan_path(root).exists() else None
     runner = AgentRunner(
         root, settings, make_adapter(settings.agent, settings.agent_cmd, settings.model, settings.agent_args),
-        None, None, None,
+        None, None, None,  # type: ignore[arg-type]  # a runner that runs nothing: argv and prompts only
     )  # fmt: skip
     spec = settings.spec
     iteration = plan.iteration() + 1 if plan else 1
@@ -53,18 +53,19 @@ def preview(root: Path, settings: Settings) -> dict:
     elif only_questions_left(records, issues, questions):
         notes.append(f"the run would end WAITING: {len(questions)} question(s) to answer (`ralph questions`)")
     names = {task.id: task.name for task in tasks}
+    # Not a Workspace: what the stages' prompt values read of one (hence the type: ignores below).
     shim = SimpleNamespace(root=root, settings=settings, journal=SimpleNamespace(event=lambda *a, **k: None))
     from ralph.loop.stage_decompose import DecomposeStage
     from ralph.loop.stage_investigate import InvestigateStage
     from ralph.loop.stage_verify import _previous_stop as verify_previous
 
     for task in (task for task in tasks if task.killed):
-        add(Stage.DECOMPOSE, task.id, task.name, DecomposeStage(shim)._values(task, plan))
+        add(Stage.DECOMPOSE, task.id, task.name, DecomposeStage(shim)._values(task, plan))  # type: ignore[arg-type]  # shim
     for issue in (issue for issue in issues if not issue.get("keep_open")):
         values = {
             "issue_id": issue["id"],
             "issue_text": data_block("the issue", issue["text"]),
-            "previous": InvestigateStage(shim)._previous_stop(IssueView(issue)),
+            "previous": InvestigateStage(shim)._previous_stop(IssueView(issue)),  # type: ignore[arg-type]  # shim
         }
         add(Stage.INVESTIGATE, issue["id"], issue["text"], values)
     for record in buildable(records, plan.accepted()):

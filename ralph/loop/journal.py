@@ -23,7 +23,10 @@ class Journal:
         self.listener: Callable[[dict], None] | None = None  # told of each event written (hooks)
 
     def event(self, event: str, **fields: object) -> dict:
-        record = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event}
+        record: dict[str, object] = {
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "event": event,
+        }
         # Redacted here, once for the journal and the hooks it tells: the fields carry agents' and
         # gates' words (reasons, summaries, problems).
         record.update({key: redact_fields(value) for key, value in fields.items() if value is not None})

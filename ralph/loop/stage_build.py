@@ -172,12 +172,12 @@ class BuildStage:
                 return self._kill(task_id, KillReason.CONTEXT_LIMIT, result, report)
             if stop in KILLING_STOPS:
                 return self._kill(task_id, KILLING_STOPS[stop], result, report)
-            task = self.ws.read_plan().find_task(task_id)
-            if task is None:
+            after = self.ws.read_plan().find_task(task_id)  # the task as the agent left it
+            if after is None:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
             if not result.violation and self._asked(task_id, result, report):
                 return
-            failure, changed = self._build_failure(task, result, problem, iteration)
+            failure, changed = self._build_failure(after, result, problem, iteration)
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
             attempts = self._record_failure(task_id, failure, result)

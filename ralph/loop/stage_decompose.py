@@ -30,7 +30,7 @@ class DecomposeStage:
         span = self.ws.journal.span("stage", stage="DECOMPOSE", iteration=iteration, items=len(killed))
         remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
         if remote:
-            report.items, seen = 0, set()
+            report.items, seen = 0, set[str]()
             while task_id := remote.before_decompose(seen):  # each killed task by one runner only
                 seen.add(task_id)
                 task = next((task for task in self.ws.tasks() if task.id == task_id and task.killed), None)
@@ -79,7 +79,7 @@ class DecomposeStage:
             "task_name": one_line(task.name),
             "task_details": task_details(task.record, {}, plan.answers_for(task.id)),
             "kill_reason": task.kill_reason,
-            "kill_log": one_line(task.kill_log) if log else "(none)",
+            "kill_log": one_line(task.kill_log) if log and task.kill_log else "(none)",
             "log_head": data_block("first lines of the log", head),
             "log_tail": data_block("last lines of the log", tail),
             "rejections": data_block("what VERIFY said each time", "\n".join(f"- {r}" for r in rejections))

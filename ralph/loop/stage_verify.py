@@ -49,7 +49,7 @@ class VerifyStage:
         # Runners sharing a git remote claim up to --parallel done tasks at a time, and go on
         # claiming while any is free: a new iteration per batch would cost a fetch for every
         # other stage's claim first. A task verified here once (no verdict) waits for the next.
-        report, seen, limit = StageReport(Stage.VERIFY), set(), self.ws.settings.parallel
+        report, seen, limit = StageReport(Stage.VERIFY), set[str](), self.ws.settings.parallel
         claimed = remote.before_verify(limit, skip=seen)
         while claimed:
             seen.update(claimed)
@@ -175,6 +175,7 @@ class VerifyStage:
         max_attempts such runs it is set aside for DECOMPOSE with the build's changes beside the
         log, rather than verified blindly again."""
         task, reason, log = run.task, run.killed, str(run.result.log_path)
+        assert reason is not None  # only a stopped verifier comes here
         stops = plan.record_verify_kill(task.id, reason, log)
         limit = self.ws.settings.max_attempts
         set_aside = stops >= limit

@@ -21,10 +21,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralph.loop import reaper
 from ralph.plan.records import StopReason
 from ralph.secrets import OutputLines
+
+if TYPE_CHECKING:
+    import select
 
 DEFAULT_GRACE_S = 3.0
 CHUNK = 1 << 20  # the most of one output line read at once
@@ -243,7 +247,7 @@ class _ExitWatch:
 
     def __init__(self, child: subprocess.Popen):
         self.child = child
-        self._poll = None
+        self._poll: select.poll | None = None
         self._pidfd: int | None = None
 
     def __enter__(self) -> Callable[[float], bool]:
@@ -269,6 +273,7 @@ class _ExitWatch:
             return False
 
     def _wait_on_pidfd(self, seconds: float) -> bool:
+        assert self._poll is not None  # __enter__ made it before handing out this method
         if self._poll.poll(seconds * 1000):
             self.child.wait()  # it has exited: this reaps it at once
             return True
@@ -294,6 +299,7 @@ def _start(
 
 
 def _feed(child: subprocess.Popen, data: bytes) -> None:
+    assert child.stdin is not None  # stdin=PIPE: there is data to feed
     try:
         child.stdin.write(data)
         child.stdin.close()
@@ -358,7 +364,9 @@ class _Reader(threading.Thread):
         self.held_bytes = self.omitted = 0
 
     def run(self) -> None:
-        for raw in iter(lambda: self.child.stdout.readline(CHUNK), b""):
+        stdout = self.child.stdout
+        assert stdout is not None  # stdout=PIPE
+        for raw in iter(lambda: stdout.readline(CHUNK), b""):
             self._log(raw)
             line = raw.decode("utf-8", "replace").rstrip("\n")
             self.tail.append(self.redact(line)[:TAIL_LINE_CHARS])  # redacted before it is cut
@@ -368,7 +376,7 @@ class _Reader(threading.Thread):
                     self.stop_reason = self.monitor(line)
                 except Exception as exc:  # a parser bug must not hang the run
                     self._log(f"[ralph] output monitor failed: {exc!r}\n".encode())
-        self.child.stdout.close()
+        stdout.close()
         self._flush_tail()
 
     def _log(self, raw: bytes) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
@@ -35,6 +35,9 @@ from ralph.store.integrate import Integration, integrate
 from ralph.store.lock import LOCK_NAME
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
+
+if TYPE_CHECKING:
+    from ralph.loop.remote import RemoteCoordinator
 
 PLAN_FILE = reader.PLAN_NAME
 # ralph's own files beside plan.jsonl (its lock, its temporary files): never an agent's change.
@@ -124,6 +127,7 @@ class Workspace:
             runner.adapter.auth_hint,
         )
         self.user_dirty = user_dirty  # paths dirty before the loop started: the user's, never touched
+        self.remote: RemoteCoordinator | None = None  # runners sharing a git remote (construct sets it)
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
         self.spending = Spending(settings.max_cost_usd)
         # git adds and removes worktrees one at a time: one being added while another is read

@@ -41,10 +41,10 @@ td, li { overflow-wrap: anywhere; }
 
 
 def build(root: Path) -> str:
-    from ralph.secrets import fields_redactor
+    from ralph.secrets import FieldsRedactor
 
     points: list[dict[str, Any]] = []
-    redact_fields = fields_redactor(root)  # a history from before ralph redacted can hold secrets
+    redact_fields = FieldsRedactor(root)  # a history from before ralph redacted can hold secrets
     events = [redact_fields(event) for event in timeline(root, points=points)]
     tasks = _tasks(events)
     attempts = [event for event in events if event["event"] in ("built", "gate failed")]

@@ -69,12 +69,13 @@ def transaction(
 def redact_lines(doc: Document, lines: list[Line], root: Path) -> None:
     """Secrets out of these records of the document, before it is written (and committed, where a
     leak stays): a reason, a note, an issue's or a question's text can quote one."""
-    from ralph.secrets import fields_redactor
+    from ralph.plan.document import RecordLine
+    from ralph.secrets import FieldsRedactor
 
-    redact_fields = fields_redactor(root)
+    redact_fields = FieldsRedactor(root)
     current = {id(line) for line in doc.lines}
     for line in {id(line): line for line in lines if id(line) in current}.values():
-        if line.record is None:
+        if not isinstance(line, RecordLine):
             continue
         redacted = redact_fields(line.record)
         if redacted != line.record:
