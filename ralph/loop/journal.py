@@ -29,7 +29,7 @@ class Journal:
         }
         # Redacted here, once for the journal and the hooks it tells: the fields carry agents' and
         # gates' words (reasons, summaries, problems).
-        record.update({key: redact_fields(value) for key, value in fields.items() if value is not None})
+        record.update(redact_fields({key: value for key, value in fields.items() if value is not None}))
         line = json_text(record) + "\n"
         with self._lock, open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
