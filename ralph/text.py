@@ -32,6 +32,12 @@ def _escaped(match: re.Match) -> str:
     return _NAMED.get(match.group(), f"\\x{ord(match.group()):02x}")
 
 
+def joined_lines(text: str) -> str:
+    """Text of several lines (a verifier's reason) as one: its non-blank lines joined by " | ",
+    where escaping its newlines would show a literal \\n."""
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def shown_path(path: str) -> str:
     """A path as git named it, for the plan, the journal and messages: a name that is not UTF-8
     (carried as surrogates, so git gets its bytes back) shows those bytes as \\xNN escapes."""

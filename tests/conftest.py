@@ -150,6 +150,7 @@ def _isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config_dir / "xdg"))  # nor the developer's ralph config
+    monkeypatch.setenv("XDG_STATE_HOME", str(config_dir / "state"))  # nor writes crash logs into theirs
     for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "RALPH_LOCK_TIMEOUT"):
         monkeypatch.delenv(key, raising=False)
 

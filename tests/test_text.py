@@ -33,3 +33,13 @@ def test_json_text_keeps_non_ascii_and_escapes_only_what_utf8_cannot_carry():
     text = json_text(lone)
     text.encode("utf-8")  # writable as UTF-8
     assert json.loads(text) == lone
+
+
+def test_joined_lines_makes_one_line_of_several_without_blank_ones():
+    from ralph.text import joined_lines
+
+    assert (
+        joined_lines("the total is missing\n\n  see report.txt  \n")
+        == "the total is missing | see report.txt"
+    )
+    assert joined_lines("one line") == "one line" and joined_lines("") == ""

@@ -6,7 +6,16 @@ import json
 
 import click
 
-from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of, say
+from ralph.cli.common import (
+    commit_choice,
+    config_keys,
+    config_values,
+    emit,
+    json_option,
+    no_commit_option,
+    root_of,
+    say,
+)
 from ralph.text import printable
 
 
@@ -15,7 +24,7 @@ def _shown(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-@click.group()
+@click.group(short_help="Read and change the plan's settings, one commit each.")
 def config() -> None:
     """Read and change the settings in the plan's config record (one commit per change).
 
@@ -27,7 +36,7 @@ def config() -> None:
 
 
 @config.command("get")
-@click.argument("key")
+@click.argument("key", shell_complete=config_keys)
 @json_option
 @click.pass_context
 def config_get(ctx, key, as_json):
@@ -38,9 +47,9 @@ def config_get(ctx, key, as_json):
     emit(found) if as_json else say(printable(_shown(found["value"])))
 
 
-@config.command("set")
-@click.argument("key")
-@click.argument("value")
+@config.command("set", short_help="Set KEY to VALUE in the plan's config record, checked first.")
+@click.argument("key", shell_complete=config_keys)
+@click.argument("value", shell_complete=config_values)
 @no_commit_option
 @json_option
 @click.pass_context
@@ -52,8 +61,8 @@ def config_set(ctx, key, value, no_commit, as_json):
     emit(done) if as_json else say(f"set {key} = {printable(json.dumps(done['value']))}")
 
 
-@config.command("unset")
-@click.argument("key")
+@config.command("unset", short_help="Remove KEY from the plan's config record.")
+@click.argument("key", shell_complete=config_keys)
 @no_commit_option
 @json_option
 @click.pass_context
@@ -65,7 +74,7 @@ def config_unset(ctx, key, no_commit, as_json):
     emit(done) if as_json else say(f"unset {key}")
 
 
-@config.command("list")
+@config.command("list", short_help="Every key with the value in force (and where it is from).")
 @click.option("--origin", is_flag=True, help="Say where each value comes from.")
 @json_option
 @click.pass_context

@@ -19,7 +19,7 @@ from ralph.text import printable
 # --- issue -----------------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(short_help="Record problems for INVESTIGATE, and resolve them.")
 def issue() -> None:
     """Record questions and problems for INVESTIGATE, and resolve them."""
 
@@ -54,7 +54,7 @@ def issue_resolve(ctx, issue_id, note, no_commit, as_json):
     say(f"resolved {record['id']}: {printable(record['text'])}")
 
 
-@issue.command("keep")
+@issue.command("keep", short_help="Leave an issue open on purpose: a person must decide.")
 @click.argument("issue_id", metavar="ID", shell_complete=issue_ids)
 @click.argument("reason")
 @no_commit_option

@@ -20,7 +20,7 @@ def query() -> None:
     """Read the plan for scripts and agents (JSON or a single word)."""
 
 
-@query.command("stage")
+@query.command("stage", short_help="The stage the plan is in (BUILD, VERIFY, COMPLETE, ...).")
 @json_option
 @click.pass_context
 def query_stage(ctx, as_json):
@@ -47,7 +47,7 @@ def query_iteration(ctx, as_json):
 # prints data takes it, as the README promises.
 
 
-@query.command("next")
+@query.command("next", short_help="The next task to build, as one JSON object.")
 @json_option
 @click.pass_context
 def query_next(ctx, as_json):

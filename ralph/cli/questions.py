@@ -12,7 +12,7 @@ from ralph.plan.records import is_pending, status_of
 from ralph.text import printable
 
 
-@click.command()
+@click.command(short_help="Ask a person a question; its task waits for the answer.")
 @click.argument("text", metavar="QUESTION")
 @click.option("--task", "task_id", metavar="ID", help="The task it blocks. [default: $RALPH_TASK_ID]")
 @no_commit_option
@@ -34,7 +34,7 @@ def ask(ctx, text, task_id, no_commit, as_json):
         say(f"asked {record['id']} ({blocks}): {printable(record['text'])}")
 
 
-@click.command()
+@click.command(short_help="Answer a question; its task goes on once it is answered.")
 @click.argument("question_id", metavar="ID")
 @click.argument("text", metavar="ANSWER")
 @no_commit_option
@@ -58,7 +58,7 @@ def answer(ctx, question_id, text, no_commit, as_json):
     say(f"answered {record['id']}; {then}")
 
 
-@click.command()
+@click.command(short_help="List the open questions a person must answer.")
 @json_option
 @click.pass_context
 def questions(ctx, as_json):

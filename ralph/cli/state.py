@@ -18,7 +18,7 @@ from ralph.cli.common import (
     say,
 )
 from ralph.errors import EXIT_INVALID, EXIT_REFUSED, InvalidInput
-from ralph.plan.records import Status
+from ralph.plan.records import Stage, Status
 from ralph.text import printable
 
 # --- init, check, schema, status -----------------------------------------------------------
@@ -43,6 +43,9 @@ def init(ctx: click.Context, no_commit: bool, as_json: bool) -> None:
         emit({"root": str(root), "created": created})
     elif created:
         say(f"initialized ralph in {printable(str(root))}: " + ", ".join(created))
+        # The on-ramp: a repository set up just now, with no spec yet, is told what to do first.
+        if "plan.jsonl" in created and not any((root / "specs").glob("*.md")):
+            say("next: `ralph spec new NAME` writes specs/NAME.md, a spec to fill in")
     else:
         say(f"ralph is already initialized in {printable(str(root))}")
 
@@ -191,7 +194,12 @@ def _print_status(summary: dict) -> None:
 
     say(printable(describe(summary["run"])))
     spec = f" ({printable(summary['spec'])})" if summary["spec"] else ""
-    say(f"stage {summary['stage']}, iteration {summary['iteration']}{spec}")
+    stage = summary["stage"]
+    if stage == Stage.PLAN and summary["run"]["active"]:
+        stage = "PLAN: planning now"
+    elif stage == Stage.PLAN:  # not running, nothing planned
+        stage = "PLAN: no spec planned yet (`ralph construct SPEC` plans one first)"
+    say(f"stage {stage}, iteration {summary['iteration']}{spec}")
     say(
         f"tasks: {summary['pending']} pending, {summary['done']} done, {summary['accepted']} accepted"
         + (f", {summary['killed']} to decompose" if summary["killed"] else "")

@@ -57,7 +57,11 @@ def _parse_task_json(ctx: click.Context, values: tuple[str, ...]) -> list:
     return items
 
 
-@task.command("add", context_settings={"ignore_unknown_options": True})  # '-5' is JSON, not an option
+@task.command(
+    "add",
+    short_help="Add tasks: a JSON object or array, or --name.",
+    context_settings={"ignore_unknown_options": True},
+)  # '-5' is JSON, not an option
 @click.argument("json_tasks", metavar="[JSON]...", nargs=-1)
 @click.option("--name", help="The task's name (instead of JSON).")
 @click.option("--accept", help="Acceptance criteria.")
@@ -92,7 +96,7 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
         emit(record) if as_json else say(f"added {record['id']}: {printable(record['name'])}")
 
 
-@task.command("done")
+@task.command("done", short_help="Mark a task done (default: $RALPH_TASK_ID).")
 @click.argument("task_id", metavar="[ID]", required=False, shell_complete=task_ids)
 @no_commit_option
 @json_option
@@ -105,7 +109,7 @@ def task_done(ctx, task_id, no_commit, as_json):
     emit(record) if as_json else say(f"done {record['id']}: {printable(record['name'])}")
 
 
-@task.command("accept")
+@task.command("accept", short_help="Accept a done task, or every done task.")
 @click.argument("task_id", metavar="[ID]", required=False, shell_complete=task_ids)
 @no_commit_option
 @json_option
@@ -121,7 +125,7 @@ def task_accept(ctx, task_id, no_commit, as_json):
         )
 
 
-@task.command("reject")
+@task.command("reject", short_help="Send a done task back to pending, with the reason.")
 @click.argument("args", metavar="[ID] REASON", nargs=-1, required=True, shell_complete=task_ids)
 @click.option("--kill-reason", type=click.Choice(["timeout", "context_limit", "doom_loop"]), hidden=True)
 @click.option("--kill-log", hidden=True)
@@ -145,7 +149,7 @@ def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
     emit(record) if as_json else say(f"rejected {record['id']}: {printable(record['name'])} (pending again)")
 
 
-@task.command("delete")
+@task.command("delete", short_help="Remove a task; what needed it needs its subtasks.")
 @click.argument("task_id", metavar="ID", shell_complete=task_ids)
 @click.option("--force", is_flag=True, help="Also drop the dependencies other tasks have on it.")
 @no_commit_option
@@ -162,7 +166,7 @@ def task_delete(ctx, task_id, force, no_commit, as_json):
     say(f"deleted {record['id']}: {printable(record['name'])}{suffix}")
 
 
-@task.command("prioritize")
+@task.command("prioritize", short_help="Set a priority on the pending tasks that have none.")
 @click.option("--spec", help="Only tasks of this spec (and tasks without one).")
 @no_commit_option
 @json_option

@@ -28,6 +28,8 @@ LOG_DIR = Path("build") / "ralph-logs"
 class AgentUnavailable(RalphError):
     """The agent program cannot be started at all; the loop cannot go on."""
 
+    exit_code = 6  # the construct outcome AGENT_UNAVAILABLE
+
 
 @dataclass
 class AgentResult:
@@ -48,7 +50,7 @@ class AgentResult:
             return f"stopped: {self.run.stop_reason}"
         if self.tracker.reported_error:
             subtype = self.tracker.result.subtype if self.tracker.result else None
-            return f"the agent reported an error ({subtype})"
+            return f"reported an error ({subtype})"  # after "agent" (console) or "the agent ended (...)"
         return f"exit {self.run.exit_code}"
 
 

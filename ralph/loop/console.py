@@ -22,7 +22,8 @@ from ralph.secrets import redact
 from ralph.text import printable
 
 REDRAW_S = 0.25  # at most four redraws a second
-GATE_LINES = 3  # lines of a gate's output shown
+GATE_LINES = 6  # lines of a failed gate's explanation kept in the live region
+EVENT_LINES = 30  # lines of it printed as events (the gate picks at most about 24)
 
 
 @dataclass
@@ -180,9 +181,17 @@ class Console:
             self.view.gate = GateView(item, ok, lines[:GATE_LINES], str(log), what)
         verdict = "passed" if ok else ("REFUSED" if what != "gate" else "FAILED")
         self.event(f"{what} for {item}: {verdict}" + ("" if ok else f", log {log}"))
-        if not ok:
-            for line in lines[:GATE_LINES]:
+        if not ok:  # why: the lines the gate picked (its errors and the end of its output)
+            for line in lines[:EVENT_LINES]:
                 self.event(f"  | {line[:200]}")
+
+    def verdict(self, stage: str, item: str, verdict: str, reason: str = "") -> None:
+        """What a stage concluded about an item (VERIFY: accepted, rejected; BUILD: why an
+        attempt failed), with the reason's first lines."""
+        lines = [line.rstrip() for line in reason.strip().splitlines() if line.strip()]
+        self.event(f"{stage} {item}: {verdict}" + (f": {lines[0][:200]}" if lines else ""))
+        for line in lines[1:EVENT_LINES]:
+            self.event(f"  | {line[:200]}")
 
     def limit_wait(self, text: str) -> None:
         """A rate or usage limit being waited out: shown until the next agent run starts."""

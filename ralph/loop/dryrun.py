@@ -1,7 +1,9 @@
 """`ralph construct --dry-run`: what the next iteration would run, read from the plan alone: each
 stage's items, the agent's argv, each prompt's size and first lines, the gate's argv, and the budget
-in force. It runs no agent or gate and writes nothing (no log, no plan change, no commit, not even
-the validation cache in .git)."""
+in force; and every reason the real run would refuse to start (ralph/loop/preflight.py, the checks
+the real run makes). It runs no agent or gate and writes nothing (no log, no plan change, no
+commit, not even the validation cache in .git); only a make gate is asked `make -n`, as the real
+run asks it, which prints its commands and runs none."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ralph.agents import make_adapter
-from ralph.loop import prompts
+from ralph.loop import preflight, prompts
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, ralph_command
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.ops.settings import Settings
@@ -32,6 +34,16 @@ def preview(root: Path, settings: Settings) -> dict:
         root, settings, make_adapter(settings.agent, settings.agent_cmd, settings.model, settings.agent_args),
         None, None, None,  # type: ignore[arg-type]  # a runner that runs nothing: argv and prompts only
     )  # fmt: skip
+    result = _preview(root, settings, plan, runner)
+    # What the real run would refuse to start for: the checks it makes itself, each listed.
+    result["refusals"] = [
+        {"exit_code": problem.exit_code, "message": str(problem)}
+        for problem in preflight.all_problems(root, settings, runner, needs_gate=True)
+    ]
+    return result
+
+
+def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRunner) -> dict:
     spec = settings.spec
     iteration = plan.iteration() + 1 if plan else 1
     runs: list[dict] = []
@@ -164,4 +176,6 @@ def render_text(result: dict) -> list[str]:
         if "gate" in run:
             lines.append(f"    then the gate: {shlex.join(run['gate']) if run['gate'] else '(none)'}")
     lines += [f"note: {note}" for note in result["notes"]]
+    if result["refusals"]:
+        lines.append(f"the real run would not start: {len(result['refusals'])} problem(s), listed on stderr")
     return lines

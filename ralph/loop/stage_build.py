@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from ralph.failures import gist
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.parallel_build import ParallelBuilds
@@ -16,6 +17,7 @@ from ralph.loop.prompts import excerpt, one_line, task_details
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
 from ralph.plan.records import (
     KILLING_STOPS,
+    VERDICT_WORDS,
     KillReason,
     Stage,
     StopReason,
@@ -181,6 +183,7 @@ class BuildStage:
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
             attempts = self._record_failure(task_id, failure, result)
+            self._tell_failure(task_id, attempts, failure, report)
             if attempts >= self.ws.settings.max_attempts:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
 
@@ -254,12 +257,16 @@ class BuildStage:
         )
         settings = self.ws.settings
         gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
+        self.ws.building |= self.ws.changed_paths() - {
+            PLAN_FILE
+        }  # a formatter in the gate writes for the build
         span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
         self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
         if not gate.ok:
             return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.ws.rel(log))), set()
         refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
         changed = self.ws.changed_paths()  # as the gate and the hook left them (a formatter may write)
+        self.ws.building |= changed - {PLAN_FILE}
         return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
 
     def _scope_failure(self, task: dict, changed: set[str]) -> Failure | None:
@@ -321,6 +328,14 @@ class BuildStage:
             "build_failed", item=task_id, attempts=attempts, verdict=failure.verdict, log=str(result.log_path)
         )
         return attempts
+
+    def _tell_failure(self, task_id: str, attempts: int, failure: Failure, report: StageReport) -> None:
+        """Why the attempt failed, where the person looks: the console (a failed gate's lines were
+        shown as it ended) and the final report."""
+        words, reason = VERDICT_WORDS[failure.verdict], failure.text.removeprefix(f"{failure.verdict}: ")
+        report.failed.append(f"{task_id} attempt {attempts}: {words}: {gist(reason)}")
+        shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
+        self.ws.console.verdict("BUILD", task_id, f"attempt {attempts} failed ({words})", shown)
 
     def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
         """Set the task aside for DECOMPOSE; its partial changes are saved as a patch, then undone."""

@@ -87,7 +87,9 @@ class VerifyStage:
                 run.theirs = None
         self._take(runs, report)
         verdicts = self._verdicts(done)
-        report.accepted = [f"{task.id} {task.name}" for task in done if task.id in verdicts["accepted"]]
+        accepted = [task for task in done if task.id in verdicts["accepted"]]
+        report.accepted = [f"{task.id} {task.name}" for task in accepted]
+        report.accepted_tasks = [{"id": task.id, "name": task.name} for task in accepted]
         summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)
         commit = self.ws.commit(f"ralph(verify): {summary}")
         report.commits += [commit] if commit else []
@@ -157,6 +159,7 @@ class VerifyStage:
                     self._stopped(change.plan, run, report)
                     continue
                 taken = change.plan.take_verification(run.task.id, run.base, run.theirs) if run.theirs else {}
+                self._tell_verdict(run, taken, report)
                 self.ws.journal.event(
                     "verdict",
                     item=run.task.id,
@@ -169,6 +172,19 @@ class VerifyStage:
                     checkout=run.checkout,
                     log=str(run.result.log_path),
                 )
+
+    def _tell_verdict(self, run: Verification, taken: dict, report: StageReport) -> None:
+        """VERIFY's verdict where the person looks: the console, and (a rejection, with its
+        reason) the final report."""
+        verdict, reason = taken.get("verdict"), str(taken.get("reason") or "")
+        if verdict is None:
+            why = "its run did what VERIFY may not" if run.result.violation else "verified again next time"
+            self.ws.console.verdict("VERIFY", run.task.id, "no verdict", why)
+            return
+        self.ws.console.verdict("VERIFY", run.task.id, verdict, reason)
+        if verdict == "rejected":
+            first = next((line.strip() for line in reason.splitlines() if line.strip()), "no reason given")
+            report.failed.append(f"{run.task.id} rejected by VERIFY: {first[:300]}")
 
     def _stopped(self, plan: Plan, run: Verification, report: StageReport) -> None:
         """A verifier stopped by its time limit or a full context: the task records why; at

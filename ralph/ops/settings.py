@@ -177,12 +177,33 @@ def check_value(name: str, value: Any, where: str = "") -> None:
     if not _valid(kind, value):
         at = f" in {where}" if where else ""
         raise InvalidInput(f"config key {name}{at}: {value!r} is not {_KIND_WORDS[kind]}")
+    if kind == "duration":
+        seconds = setting_value(name, value)
+        assert isinstance(seconds, int | float)  # a valid duration's, checked just above
+        _check_bounds(name, seconds, value, where)
     if kind == "command" and isinstance(value, str):
         split_command(value, name)
     if kind == "hooks":
         for event, command in value.items():
             if isinstance(command, str):
                 split_command(command, f"{name} {event}")
+
+
+# Sane bounds on the durations a config sets, in seconds: none is infinite (TOML has `inf`) or
+# longer than a week, and none is so short that it can only fail. A claim may be taken over once it
+# is older than its TTL, while its build still runs: at least a minute.
+_WEEK_S = 7 * 24 * 3600.0
+_DURATION_BOUNDS = {"claim_ttl_ms": (60.0, _WEEK_S)}
+_DEFAULT_BOUNDS = (1.0, _WEEK_S)
+
+
+def _check_bounds(name: str, seconds: float, value: object, where: str) -> None:
+    low, high = _DURATION_BOUNDS.get(name, _DEFAULT_BOUNDS)
+    if not low <= seconds <= high:
+        at = f" in {where}" if where else ""
+        raise InvalidInput(
+            f"config key {name}{at}: {value!r} is out of range: from {low:g}s to {high / 3600:g}h"
+        )
 
 
 def _valid(kind: str, value: Any) -> bool:  # a JSON value: the checks here say which
@@ -297,6 +318,8 @@ def read_user_config(path: Path | None = None) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8
+        raise InvalidInput(f"{path}: not UTF-8 (byte {exc.start}): TOML files are UTF-8") from None
     for name, value in values.items():
         if name in PLAN_ONLY:
             raise InvalidInput(f"{path}: config key {name} belongs in the plan's config record only")

@@ -149,6 +149,10 @@ def refuse_unsafe_commit(repo: Repo) -> None:
     operation = repo.operation_in_progress()
     if operation:
         raise GitError(f"{operation}: finish or abort it first, or pass --no-commit")
+    if repo.head_detached():
+        # Agents in the loop's detached checkouts (VERIFY) never get here: they run with
+        # RALPH_COMMIT=0, and the loop commits on a branch.
+        raise GitError("HEAD is detached: check out a branch for ralph to commit on, or pass --no-commit")
     if repo.index_locked():
         for delay in (0.05, 0.1, 0.2, 0.4, 0.8):  # another git command may hold it for a moment
             time.sleep(delay)

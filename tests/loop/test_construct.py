@@ -776,7 +776,9 @@ def test_ralph_log_tells_what_the_loop_did(project):
     assert logged.returncode == 0, logged.stderr
     timeline = [json.loads(line) for line in logged.stdout.splitlines()]
     said = [(event["event"], event["id"]) for event in timeline]
-    assert ("gate failed", flaky) in said and ("built", flaky) in said and ("accepted", flaky) in said
+    assert ("attempt failed", flaky) in said and ("built", flaky) in said and ("accepted", flaky) in said
+    failed = next(event for event in timeline if event["event"] == "attempt failed" and event["id"] == flaky)
+    assert failed["verdict"] == "gate_failed"
     assert ("rejected", picky) in said and ("accepted", picky) in said
     killed = next(event for event in timeline if event["event"] == "killed")
     assert (killed["id"], killed["kill_reason"]) == (hard, "doom_loop")

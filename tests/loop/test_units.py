@@ -159,6 +159,23 @@ def test_console_draws_a_live_region_on_a_terminal_and_plain_lines_elsewhere():
     assert lines[2].endswith("  | FAILED: a.txt") and "BUILD t-abc123: agent exit 0 (0:0" in lines[3]
 
 
+def test_the_console_says_every_line_the_gate_picked_and_each_verdict_with_its_reason():
+    plain = io.StringIO()
+    console = Console(plain, live=False)
+    picked = [f"E   line {n}" for n in range(20)]
+    console.gate("t-abc123", False, "`make verify` exited 2:\n" + "\n".join(picked), "g.log")
+    console.verdict("VERIFY", "t-abc123", "rejected", "the total is missing\nsee report.txt")
+    console.verdict("VERIFY", "t-def456", "accepted")
+    lines = [line.split("] ", 1)[1] for line in plain.getvalue().splitlines()]
+    assert lines[0] == "gate for t-abc123: FAILED, log g.log"
+    assert lines[1:22] == ["  | `make verify` exited 2:", *(f"  | {line}" for line in picked)]
+    assert lines[22:] == [
+        "VERIFY t-abc123: rejected: the total is missing",
+        "  | see report.txt",
+        "VERIFY t-def456: accepted",
+    ]
+
+
 def test_the_live_region_is_clipped_to_the_terminal_and_coloured_unless_no_color(monkeypatch):
     from ralph.loop.console import View, clip, render
 
@@ -279,7 +296,7 @@ def test_a_run_the_agent_called_failed_is_described_by_its_result_subtype(tmp_pa
     assert AgentResult(exited, tracker, Path("x.log")).describe() == "exit 0"
     tracker.add(ResultEvent(is_error=True, subtype="turn.failed"))
     failed = AgentResult(exited, tracker, Path("x.log"))
-    assert not failed.ok and failed.describe() == "the agent reported an error (turn.failed)"
+    assert not failed.ok and failed.describe() == "reported an error (turn.failed)"
 
 
 @pytest.mark.parametrize("minutes", [float("nan"), float("inf"), -1.0])

@@ -236,6 +236,24 @@ def test_leftover_worktrees_go_and_their_uncommitted_work_is_kept_as_a_patch(rep
     assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
 
 
+def test_two_killed_runs_of_one_task_keep_two_patches(repo, tmp_path):
+    """Each killed build of a task leaves a worktree of the same name: the second patch used to
+    replace the first."""
+    for run, (text, name) in enumerate((("first\n", "ralph-build-t-b"), ("second\n", "ralph-build-t-b-2"))):
+        build = leftover_worktree(repo, tmp_path / f"run{run}", "build-t-b")
+        (build / "README").write_text(text)
+        predicted = findings(repo)[0]["fix"]
+        doctor(repo, "--fix", code=0)
+        assert predicted.endswith(f"to build/ralph-logs/doctor/{name}.patch, then removes it")
+    patches = repo / "build" / "ralph-logs" / "doctor"
+    assert sorted(path.name for path in patches.iterdir()) == [
+        "ralph-build-t-b-2.patch",
+        "ralph-build-t-b.patch",
+    ]
+    assert "+first" in (patches / "ralph-build-t-b.patch").read_text()
+    assert "+second" in (patches / "ralph-build-t-b-2.patch").read_text()
+
+
 def test_a_branch_with_unmerged_commits_is_kept_unless_forced(repo, tmp_path):
     build = leftover_worktree(repo, tmp_path, "build-t-b", branch="ralph/t-b")
     (build / "feature.py").write_text("done\n")

@@ -68,6 +68,32 @@ def test_no_commit_while_git_is_stopped_in_an_operation(repo, operation):
     assert git(repo, "rev-parse", "HEAD") == before[0]
 
 
+@pytest.mark.parametrize("command", [("task", "add", "--name", "On no branch"), ("init",)])
+def test_no_commit_on_a_detached_head(repo, command):
+    """A commit on a detached HEAD belongs to no branch: the next checkout leaves it behind.
+    construct refuses one; so does every state command that would commit (--no-commit writes)."""
+    git(repo, "checkout", "-q", "--detach")
+    if command == ("init",):
+        (repo / ".gitattributes").unlink()  # something for init to commit
+    before = head_state(repo)
+    done = ralph_in_process(repo, *command)
+    assert done.returncode == 1, done.stderr
+    assert (
+        done.stderr
+        == "ralph: HEAD is detached: check out a branch for ralph to commit on, or pass --no-commit\n"
+    )
+    assert head_state(repo) == before
+    written = ralph_in_process(repo, *command, "--no-commit")
+    assert written.returncode == 0, written.stderr
+    assert git(repo, "rev-parse", "HEAD") == before[0]
+
+
+def test_the_tests_crash_logs_go_to_a_temporary_folder_not_the_developers(tmp_path_factory):
+    # tests/conftest.py points XDG_STATE_HOME into the test's temp folders (a crash a test causes
+    # on purpose went to ~/.local/state/ralph).
+    assert Path(os.environ["XDG_STATE_HOME"]).is_relative_to(tmp_path_factory.getbasetemp())
+
+
 def test_a_stale_index_lock_changes_nothing_and_says_so(repo):
     (repo / ".git" / "index.lock").write_bytes(b"")
     before = head_state(repo)
