@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install verify lint test e2e bench demo schema clean
+.PHONY: install sandbox verify lint test e2e bench demo schema clean
 
 # Editable as a plain path in a .pth file: pyproject.toml's package-dir makes it setuptools' static
 # strategy. An import hook (its default for a flat layout) is loaded by every Python start in the
@@ -19,6 +19,15 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 install: $(STAMP)
+
+## sandbox: install bubblewrap (bwrap), which fences agents and gates, when missing (apt-get, as root)
+sandbox:
+	@if command -v bwrap >/dev/null; then echo "bubblewrap: $$(command -v bwrap)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
+		&& echo "bubblewrap: installed $$(command -v bwrap)"; } \
+		|| echo "could not install bubblewrap: ralph runs agents unfenced, and the sandbox tests skip" >&2; \
+	else echo "bubblewrap is missing: install it with your package manager (apt-get install bubblewrap, dnf install bubblewrap); until then ralph runs agents unfenced" >&2; fi
 
 ## verify: the quality gate: lint, the schema is current, then every fast test
 verify: lint test

@@ -151,6 +151,9 @@ def _isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config_dir / "xdg"))  # nor the developer's ralph config
     monkeypatch.setenv("XDG_STATE_HOME", str(config_dir / "state"))  # nor writes crash logs into theirs
+    # Runs are unfenced unless a test asks (--sandbox): the tests' agents keep their counters beside
+    # the repository, and whether this machine has bubblewrap must not change what a test prints.
+    monkeypatch.setenv("RALPH_SANDBOX", "off")
     for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "RALPH_LOCK_TIMEOUT"):
         monkeypatch.delenv(key, raising=False)
 

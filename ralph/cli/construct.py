@@ -72,6 +72,13 @@ def _loop_options(command):
             default=None,
             help="Start even with uncommitted changes (they are never committed).",
         ),
+        click.option(
+            "--sandbox",
+            type=click.Choice(["off", "auto", "required"]),
+            help="Fence each agent and gate run with bubblewrap: only its work tree, /tmp and its CLI's"
+            " state writable, secrets hidden. auto: where the system has it; required: refuse"
+            " to run without. [default: auto]",
+        ),
         click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON."),
     ]
     for option in reversed(options):

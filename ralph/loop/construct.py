@@ -136,6 +136,8 @@ class Loop:
             return self._run(plan_only)
         finally:  # the live region goes whatever ended the run (an error is printed after it)
             self.console.close()
+            if self.runner.sandbox is not None:
+                self.runner.sandbox.close()
 
     def _run(self, plan_only: bool) -> Report:
         unavailable = preflight.agent_problem(self.runner)
@@ -300,6 +302,7 @@ class Loop:
             raise refusal
         with open(self.journal.path, "a", encoding="utf-8"):
             pass  # a log folder ralph cannot write stops the run before it commits anything
+        self._fence()
         if not (self.root / PLAN_FILE).exists():
             from ralph.ops.initialize import init
 
@@ -326,6 +329,24 @@ class Loop:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
         return ws
+
+    def _fence(self) -> None:
+        """Make the sandbox every agent and gate runs in (--sandbox), or say once why there is none.
+        Raises SandboxUnavailable (exit 1) when it is required and this system has none."""
+        from ralph.loop import sandbox
+
+        settings = self.settings
+        state = self.runner.adapter.state_paths
+        logs = (self.root / LOG_DIR,)  # ralph writes the logs and the journal; a run may only read them
+        fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide, logs)
+        self.runner.sandbox = fence
+        if fence is not None:
+            fence.make_state_folders(Path.home())
+        self.journal.event(
+            "sandbox", mode=settings.sandbox, on=fence is not None, program=fence.program if fence else None
+        )
+        if fence is None and settings.sandbox == "auto":
+            self.console.event(said)
 
     def read_plan(self):
         return self.workspace.read_plan()

@@ -55,7 +55,7 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
     if plan is None or not plan.has_work_for(spec):
         notes.append("no tasks for the spec yet: PLAN runs first" + ("" if plan else " (after `ralph init`)"))
         add(Stage.PLAN, None, spec, {})
-        return _result(settings, iteration, runs, notes)
+        return _result(settings, iteration, runs, notes, _sandbox(root, settings, runner.adapter))
     tasks = plan.task_views(spec)
     records = [task.record for task in tasks]
     issues = plan.issues(spec)
@@ -102,7 +102,29 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
         add(Stage.VERIFY, task.id, task.name, values)
     for question in questions:
         notes.append(f"{question['id']} holds {question.get('task')}: {one_line(question['text'])[:100]}")
-    return _result(settings, iteration, runs, notes)
+    return _result(settings, iteration, runs, notes, _sandbox(root, settings, runner.adapter))
+
+
+def _sandbox(root: Path, settings: Settings, adapter) -> dict:
+    """What fence the runs would get: its mode, whether it is on, the line the run would say, and
+    the bwrap argv an agent in the repository's work tree would be started with (up to `--`)."""
+    from ralph.loop import sandbox
+
+    try:
+        logs = (root / LOG_DIR,)
+        fence, said = sandbox.make(settings.sandbox, root, adapter.state_paths, settings.sandbox_hide, logs)
+    except sandbox.SandboxUnavailable as exc:
+        said = f"the run would refuse to start: {exc}"
+        return {"mode": settings.sandbox, "on": False, "said": said, "argv": []}
+    if fence is None:
+        return {"mode": settings.sandbox, "on": False, "said": said, "argv": []}
+    try:
+        import os
+
+        argv = fence.wrap([], root, dict(os.environ))
+    finally:
+        fence.close()
+    return {"mode": settings.sandbox, "on": True, "said": said, "argv": argv}
 
 
 def _run(
@@ -133,13 +155,14 @@ def _run(
     }
 
 
-def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[str]) -> dict:
+def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[str], fence: dict) -> dict:
     return {
         "spec": settings.spec,
         "iteration": iteration,
         "runs": runs,
         "notes": notes,
         "gate": list(settings.gate),
+        "sandbox": fence,
         "budget": {
             "max_iterations": settings.max_iterations,
             "max_minutes": settings.max_minutes,
@@ -165,6 +188,7 @@ def render_text(result: dict) -> list[str]:
         f" gate timeout {budget['gate_timeout_s']:g}s, parallel {budget['parallel']},"
         f" max-decompose-depth {budget['max_decompose_depth']}",
         f"gate: {shlex.join(result['gate']) if result['gate'] else '(none)'}",
+        f"sandbox: {result['sandbox']['said']}",
         f"iteration {result['iteration']}: {len(result['runs'])} agent run(s)",
     ]
     for run in result["runs"]:
@@ -175,6 +199,8 @@ def render_text(result: dict) -> list[str]:
         lines += [f"      | {line}" for line in run["prompt_head"]]
         if "gate" in run:
             lines.append(f"    then the gate: {shlex.join(run['gate']) if run['gate'] else '(none)'}")
+    if result["sandbox"]["argv"]:
+        lines.append(f"each agent and gate starts as: {shlex.join(result['sandbox']['argv'])} ARGV...")
     lines += [f"note: {note}" for note in result["notes"]]
     if result["refusals"]:
         lines.append(f"the real run would not start: {len(result['refusals'])} problem(s), listed on stderr")

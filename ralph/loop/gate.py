@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ralph.failures import FailingLines
+from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import ChildNotFound, Supervisor
 from ralph.plan.records import StopReason
 
@@ -26,15 +27,24 @@ def gate_env() -> dict[str, str]:
 
 
 def run_gate(
-    supervisor: Supervisor, argv: Sequence[str], root: Path, log_path: Path, timeout_s: float
+    supervisor: Supervisor,
+    argv: Sequence[str],
+    root: Path,
+    log_path: Path,
+    timeout_s: float,
+    sandbox: Sandbox | None = None,
 ) -> GateResult:
+    """Run the gate in the work tree `root`; inside the sandbox when there is one (the gate is the
+    repository's own code: it gets the fence an agent gets)."""
     if not argv:
         return GateResult(True, "no gate configured", log_path)
     shown = " ".join(argv)
+    env = gate_env()
+    run_argv = sandbox.wrap(list(argv), root, env) if sandbox else list(argv)
     sieve = FailingLines()
     try:
         result = supervisor.run(
-            list(argv), cwd=root, env=gate_env(), log_path=log_path, timeout_s=timeout_s, monitor=sieve
+            run_argv, cwd=root, env=env, log_path=log_path, timeout_s=timeout_s, monitor=sieve
         )
     except ChildNotFound as exc:
         return GateResult(False, f"the gate could not start: {exc}", log_path)

@@ -163,7 +163,7 @@ class BuildStage:
                 "task_details": task_details(task, names, plan.answers_for(task_id)),
                 "gate": " ".join(self.ws.settings.gate) or "(none)",
             }
-            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted)
+            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted, plan=plan)
             problem = result.plan_problem
             stop = result.run.stop_reason
             if stop == StopReason.CONTEXT_COMPACT and compactions < MAX_COMPACTIONS:
@@ -174,7 +174,7 @@ class BuildStage:
                 return self._kill(task_id, KillReason.CONTEXT_LIMIT, result, report)
             if stop in KILLING_STOPS:
                 return self._kill(task_id, KILLING_STOPS[stop], result, report)
-            after = self.ws.read_plan().find_task(task_id)  # the task as the agent left it
+            after = self.ws.plan_after(result).find_task(task_id)  # the task as the agent left it
             if after is None:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
             if not result.violation and self._asked(task_id, result, report):
@@ -191,7 +191,7 @@ class BuildStage:
         """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is
         counted; its partial changes are set aside as a patch beside its log, and the question is
         committed. The task is built afresh, with the answer, once a person gives it."""
-        plan = self.ws.read_plan()
+        plan = self.ws.plan_after(result)
         asked = plan.questions_of(task_id)
         if not asked or not is_blocked(plan.task_line(task_id).record):
             return False
@@ -256,7 +256,8 @@ class BuildStage:
             "gate", item=task["id"], iteration=iteration, log=str(self.ws.rel(log)), worker=self.ws.worker
         )
         settings = self.ws.settings
-        gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
+        runner, timeout = self.ws.runner, settings.gate_timeout_s
+        gate = run_gate(runner.supervisor, settings.gate, self.ws.root, log, timeout, runner.sandbox)
         self.ws.building |= self.ws.changed_paths() - {
             PLAN_FILE
         }  # a formatter in the gate writes for the build
@@ -291,7 +292,8 @@ class BuildStage:
         log = self.ws.runner.new_log("hook", task_id)
         span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.ws.rel(log)))
         timeout = self.ws.settings.gate_timeout_s
-        result = run_gate(self.ws.runner.supervisor, [str(hook)], self.ws.root, log, timeout)
+        runner = self.ws.runner
+        result = run_gate(runner.supervisor, [str(hook)], self.ws.root, log, timeout, runner.sandbox)
         span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
         relative = str(self.ws.rel(log))
         self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")

@@ -66,11 +66,11 @@ class VerifyStage:
             return report
         span = self.ws.journal.span("stage", stage="VERIFY", iteration=iteration, items=len(done))
         names = {t["id"]: t["name"] for t in plan.tasks()}
-        self.ws.set_state(stage=str(Stage.VERIFY))
-        before, old = self.ws.snapshot(), self.ws.read_plan()
+        self.ws.set_state(plan, stage=str(Stage.VERIFY))
+        before, old = self.ws.snapshot(), self.ws.read_plan()  # the plan as it is once the state is set
         pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
         try:
-            runs = list(pool.map(lambda task: self._verify_one(task, iteration, names), done))
+            runs = list(pool.map(lambda task: self._verify_one(task, iteration, names, old), done))
         except BaseException:  # Ctrl-C or a stop signal: stop every verifier, not only the waited one
             with deferred_signals():
                 # Stopped before the threads are joined (`with pool` would wait for every verifier
@@ -97,7 +97,7 @@ class VerifyStage:
         span.end(**{kind.replace(" ", "_"): ids for kind, ids in verdicts.items() if ids})
         return report
 
-    def _verify_one(self, task: TaskView, iteration: int, names: dict[str, str]) -> Verification:
+    def _verify_one(self, task: TaskView, iteration: int, names: dict[str, str], plan: Plan) -> Verification:
         with self.ws.checkout(f"verify-{task.id}") as checkout:
             values = {
                 "task_id": task.id,
@@ -108,7 +108,7 @@ class VerifyStage:
             }
             base = reader.read_plan(checkout.root)
             start = _snapshot(checkout)
-            result = self.ws.run_agent(Stage.VERIFY, iteration, task.id, values, cwd=checkout.root)
+            result = self.ws.run_agent(Stage.VERIFY, iteration, task.id, values, cwd=checkout.root, plan=plan)
             run = Verification(task, result, str(checkout.root), base)
             self._inspect(run, checkout, start)
             return run

@@ -174,6 +174,12 @@ class Workspace:
     def read_plan(self) -> Plan:
         return reader.read_plan(self.root)
 
+    def plan_after(self, result: AgentResult) -> Plan:
+        """The plan as `result`'s run left it: read once after the run, then passed on."""
+        if result.plan is None:
+            result.plan = self.read_plan()
+        return result.plan
+
     def tasks(self, plan: Plan | None = None) -> list[TaskView]:
         """This spec's tasks (and those of no spec)."""
         return (plan or self.read_plan()).task_views(self.settings.spec)
@@ -193,8 +199,9 @@ class Workspace:
         ) as change:
             yield change
 
-    def set_state(self, **fields: object) -> None:
-        state = reader.read_plan(self.home).state()  # no lock to wait for when nothing changes
+    def set_state(self, plan: Plan | None = None, **fields: object) -> None:
+        """Set the loop state's fields; `plan`: the plan as just read, when it is the home's."""
+        state = (plan or reader.read_plan(self.home)).state()  # no lock to wait for when nothing changes
         if state and all(state.get(key) == value for key, value in fields.items()):
             return
         with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
@@ -215,16 +222,20 @@ class Workspace:
         values: dict,
         compacted: str | None = None,
         cwd: Path | None = None,
+        plan: Plan | None = None,
     ) -> AgentResult:
+        """One agent run of `stage` on `item`. `plan`: the plan the caller read for this step (read
+        here when not given), passed on rather than read again; the result carries the plan as
+        the run left it (`result.plan`) for the caller's next step."""
         self.deadline.check()
         over = self.spending.admit()  # counts the run as started when it may start
         if over:
             raise CostSpent(over)
         try:
-            self.set_state(stage=str(stage))
+            old_plan = plan or self.read_plan()
+            self.set_state(None if self.in_worktree else old_plan, stage=str(stage))
             self.console.status(iteration, stage, item or "")
             before = self._snapshot_before(stage)
-            old_plan = self.read_plan()
             cwd = cwd or (self.root if self.in_worktree else None)
             name = _name_of(old_plan, item)
             result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name)
@@ -238,7 +249,7 @@ class Workspace:
             raise
         result.plan_problem = self.check_plan(result)
         if before is not None:
-            self.enforce(stage, {item} if item else set(), before, old_plan, [result])
+            self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
         self.add_tokens(result.tracker.usage.total)
         usage = result.tracker.usage
         cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
@@ -278,7 +289,13 @@ class Workspace:
         return Snapshot(head, branch, frozenset(changed - self.user_dirty))
 
     def enforce(
-        self, stage: Stage, own: set[str], before: Snapshot, old: Plan, results: list[AgentResult]
+        self,
+        stage: Stage,
+        own: set[str],
+        before: Snapshot,
+        old: Plan,
+        results: list[AgentResult],
+        now: Plan | None = None,
     ) -> list[str]:
         """Undo runs that broke their stage's rules: HEAD and branch put back, their changes saved
         as a patch beside the (first) log and reverted, plan.jsonl as before. Returns what they did.
@@ -291,7 +308,7 @@ class Workspace:
             if strays:
                 self.leave_foreign_changes(f"during the {stage} run", among=strays)
                 after = Snapshot(after.head, after.branch, after.dirty - strays)
-        found = violations(stage, own, before, after, old, self.read_plan())
+        found = violations(stage, own, before, after, old, now or self.read_plan())
         if not found:
             changed = frozenset(path for path in after.dirty if not RALPH_FILES.fullmatch(path))
             for result in results:
@@ -308,6 +325,7 @@ class Workspace:
         transaction.restore_plan(self.root, old.doc.to_bytes())
         for result in results:
             result.violation = "; ".join(found)
+            result.plan = old  # as it was put back
         items = sorted(own)
         self.journal.event("permission_violation", stage=str(stage), items=items, did=found, log=str(log))
         self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
@@ -315,7 +333,8 @@ class Workspace:
 
     def check_plan(self, result: AgentResult) -> str | None:
         """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and
-        put back the last committed state. Returns the problem, or None."""
+        put back the last committed state. Returns the problem, or None; the plan that loaded is
+        the result's `plan`."""
         try:
             data = (self.root / PLAN_FILE).read_bytes()
         except FileNotFoundError:
@@ -324,7 +343,7 @@ class Workspace:
             self.console.event("the agent deleted plan.jsonl; restored it from HEAD")
             return "the agent deleted plan.jsonl"
         try:
-            reader.load_checked(self.root, data)  # unchanged content is not validated again
+            result.plan = Plan(reader.load_checked(self.root, data))  # unchanged bytes: not validated again
             return None
         except PlanInvalid as exc:
             broken = self.home / result.log_path.with_suffix(".plan.jsonl.broken")

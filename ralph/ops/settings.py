@@ -73,6 +73,8 @@ class Settings:
     remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
     runner: str | None = None  # this runner's name in its claims (default host-pid)
     claim_ttl_s: float | None = None  # a claim older than this may be taken over (default: the plan's)
+    sandbox: str = _declared("sandbox")  # off, auto or required: the fence around agents and gates
+    sandbox_hide: tuple[str, ...] = ()  # more files the runs see empty, beside the built-in ones
 
     @classmethod
     def resolve(
@@ -89,10 +91,14 @@ class Settings:
             if configured.get("agent") != given["agent"]:
                 configured.pop("agent_args", None)  # arguments and model of another agent
                 configured.pop("model", None)
+        if configured.get("sandbox") is None and "sandbox" not in given and os.environ.get(SANDBOX_ENV):
+            configured["sandbox"] = _sandbox_default()
         values = {**configured, **given}
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
             raise InvalidInput(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        if isinstance(values.get("sandbox_hide"), list):
+            values["sandbox_hide"] = tuple(values["sandbox_hide"])
         for key in COMMANDS:  # "make verify" as --gate takes it, or ["make", "verify"]
             if isinstance(values.get(key), str):
                 values[key] = split_command(values[key], key)
@@ -107,6 +113,16 @@ class Settings:
 
 
 DEFAULTS = Settings()
+SANDBOX_MODES = ("off", "auto", "required")
+SANDBOX_ENV = "RALPH_SANDBOX"  # the default mode, below every config layer and flag (the tests' off)
+
+
+def _sandbox_default() -> str:
+    mode = os.environ[SANDBOX_ENV]
+    if mode not in SANDBOX_MODES:
+        raise InvalidInput(f"${SANDBOX_ENV}: {mode!r} is not one of {', '.join(SANDBOX_MODES)}")
+    return mode
+
 
 PLAN_ORIGIN = "plan.jsonl"
 USER_FILE = "the user's config file"
@@ -150,6 +166,8 @@ def parse_value(name: str, text: str) -> object:
             if text.lower() not in _TRUE + _FALSE:
                 raise ValueError
             value = text.lower() in _TRUE
+        elif kind == "patterns":
+            value = json.loads(text) if text.startswith("[") else [text]
         elif kind in ("prices", "hooks") or (kind == "command" and text.lstrip().startswith("[")):
             value = json.loads(text)
     except ValueError:
@@ -166,6 +184,8 @@ _KIND_WORDS = {
     "command": 'a command line ("make verify") or a list of strings',
     "text": "a string",
     "flag": "true or false",
+    "sandbox": "off, auto or required",
+    "patterns": 'a list of file names or paths (globs: ".env.local", "*.secret", "~/.config/x/token")',
     "prices": 'an object: model -> {"input": USD, "output": USD} per million tokens',
     "hooks": "an object: event ({}) -> command".format(", ".join(HookEvent)),
 }
@@ -222,6 +242,10 @@ def _valid(kind: str, value: Any) -> bool:  # a JSON value: the checks here say 
         return isinstance(value, str)
     if kind == "flag":
         return isinstance(value, bool)
+    if kind == "sandbox":
+        return value in SANDBOX_MODES
+    if kind == "patterns":
+        return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
     if kind == "hooks":
         events = set(HookEvent)
         return isinstance(value, dict) and all(k in events and _valid("command", v) for k, v in value.items())
@@ -235,6 +259,16 @@ def _price(value: object) -> bool:
         and {"input", "output"} <= set(value) <= allowed
         and all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in value.values())
     )
+
+
+def refuse_plan_value(name: str, value: object) -> None:
+    """plan.jsonl is written by the repository and by its agents (`ralph config set`): it may make
+    the fence stricter, never take it down."""
+    if name == "sandbox" and value == "off":
+        raise InvalidInput(
+            "config key sandbox in plan.jsonl: off is not taken from the plan, which the repository"
+            " and its agents write; turn the sandbox off in your own config file or with --sandbox=off"
+        )
 
 
 def setting_value(name: str, value: Any) -> object:
@@ -255,6 +289,8 @@ def config_value(name: str, setting: Any) -> object:
         import shlex
 
         return shlex.join(setting) if isinstance(setting, tuple | list) else setting
+    if kind == "patterns":
+        return list(setting)
     return setting
 
 
@@ -267,6 +303,8 @@ def _from_config(config: dict[str, Any], where: str) -> dict[str, Any]:
         if value is None or key is None or key.setting is None:
             continue
         check_value(name, value, where)
+        if where == PLAN_ORIGIN:
+            refuse_plan_value(name, value)
         values[key.setting] = setting_value(name, value)
     return values
 

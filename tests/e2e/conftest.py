@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ralph.loop.sandbox import unavailable_reason
 from tests.conftest import git
+
+# The real CLIs run fenced wherever this machine can fence them (CI installs bubblewrap): their
+# state folders, their model API on 127.0.0.1 and ralph's own commands must all work inside.
+FENCED = unavailable_reason()[0] is not None
+SANDBOX = "--sandbox=required" if FENCED else "--sandbox=auto"
 
 # Provider settings of the developer's own environment must not reach the CLIs under test.
 SCRUB = (
@@ -24,6 +30,11 @@ bad = [p.name for p in pathlib.Path("work").glob("*.txt") if p.read_text().strip
 print("FAILED: " + " ".join(bad) if bad else "all work ok")
 sys.exit(1 if bad else 0)
 """
+
+
+def assert_fenced(events: list[dict]) -> None:
+    """The run was sandboxed, where this machine has a sandbox."""
+    assert [e["on"] for e in events if e["event"] == "sandbox"] == [FENCED]
 
 
 def write_project(repo: Path, spec: str) -> Path:

@@ -20,7 +20,7 @@ import pytest
 
 from ralph.loop.journal import read_events
 from tests.conftest import git
-from tests.e2e.conftest import scratch_env, write_project
+from tests.e2e.conftest import SANDBOX, assert_fenced, scratch_env, write_project
 from tests.e2e.mock_model import Conversation, MockModelServer, Usage
 from tests.e2e.npm_agents import require_installed
 
@@ -59,7 +59,7 @@ def construct(root: Path, agent: str, binary: Path, env: dict[str, str], *flags:
     argv = [
         sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
         "--agent", agent, "--agent-cmd", str(binary), "--model", "mock-model",
-        "--gate", f"{shlex.quote(sys.executable)} check_work.py", *flags,
+        "--gate", f"{shlex.quote(sys.executable)} check_work.py", SANDBOX, *flags,
     ]  # fmt: skip
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
 
@@ -93,6 +93,7 @@ def test_claude_takes_a_spec_to_complete_and_its_tokens_are_recorded_exactly(pro
     with MockModelServer(usage=Usage(input_tokens_schedule=[1200, 2500], cache_read_tokens=300)) as server:
         done = construct(project, "claude", claude, claude_env(project, server))
     assert_complete(project, done, ["Parse input", "Print report"])
+    assert_fenced(events(project))
     sent = server.totals("anthropic")
     assert recorded(project, "input_tokens") == sent["input_tokens"]
     assert recorded(project, "output_tokens") == sent["output_tokens"]
@@ -106,6 +107,7 @@ def test_codex_takes_a_spec_to_complete_and_its_tokens_are_recorded_exactly(proj
     with MockModelServer(usage=Usage(input_tokens_schedule=[1200, 2400], cache_read_tokens=200)) as server:
         done = construct(project, "codex", codex, codex_env(project, server.url + "/v1"))
     assert_complete(project, done, ["Parse input", "Print report"])
+    assert_fenced(events(project))
     sent = server.totals("openai")
     cached = sent["input_tokens_details.cached_tokens"]
     assert recorded(project, "cache_read_tokens") == cached
