@@ -47,7 +47,24 @@ def config_get(ctx, key, as_json):
     emit(found) if as_json else say(printable(_shown(found["value"])))
 
 
-@config.command("set", short_help="Set KEY to VALUE in the plan's config record, checked first.")
+class _WithKeys(click.Command):
+    """A command whose help ends with every config key, its kind, default and meaning, as
+    ralph/plan/models.py declares them (read from the generated declared.py: no pydantic)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from ralph.plan.declared import CONFIG_KEYS
+
+        rows = []
+        for name, key in CONFIG_KEYS.items():
+            default = "" if key.default is None else f", default {json.dumps(key.default)}"
+            rows.append((name, f"({key.kind}{default}) {key.description}"))
+        with formatter.section("Keys"):
+            formatter.write_dl(rows)
+
+
+@config.command(
+    "set", cls=_WithKeys, short_help="Set KEY to VALUE in the plan's config record, checked first."
+)
 @click.argument("key", shell_complete=config_keys)
 @click.argument("value", shell_complete=config_values)
 @no_commit_option
