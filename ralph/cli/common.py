@@ -13,7 +13,7 @@ from typing import TypeGuard
 import click
 
 from ralph.errors import EXIT_INTERNAL, EXIT_REFUSED, InvalidInput, RalphError
-from ralph.text import printable, versioned
+from ralph.text import printable, terminal_text, versioned
 
 # A group named without its subcommand shows its help (click 8.2+ raises this usage error for it).
 _SHOWS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -32,7 +32,7 @@ class RalphGroup(click.Group):
         try:
             return super().invoke(ctx)
         except RalphError as exc:
-            click.echo(f"ralph: {printable(str(exc))}", err=True)
+            click.echo(f"ralph: {printable(_redacted(str(exc)))}", err=True)
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:  # a bad flag or value: one line too, not click's four
             if isinstance(exc, _SHOWS_HELP):
@@ -54,9 +54,22 @@ class RalphGroup(click.Group):
             if os.environ.get("RALPH_DEBUG"):  # a bug: one line for the user, the traceback in a file
                 raise
             where = _write_crash_log()
-            message = printable(f"{type(exc).__name__}: {exc}")
+            message = printable(_redacted(f"{type(exc).__name__}: {exc}"))
             click.echo(f"ralph: internal error: {message} (traceback: {where})", err=True)
             ctx.exit(EXIT_INTERNAL)
+
+
+def _redacted(message: str) -> str:
+    """An error can quote what an agent or a person wrote (a plan line, a value): no secret in it."""
+    from ralph.secrets import redact
+
+    return redact(message)
+
+
+def say(text: object = "", err: bool = False, nl: bool = True) -> None:
+    """Print for a person: every command's text output goes through here, so no control character
+    from a plan, an agent or a file name drives the terminal (newlines and tabs are kept)."""
+    click.echo(terminal_text(str(text)), err=err, nl=nl)
 
 
 def is_environment_error(exc: BaseException) -> TypeGuard[OSError]:

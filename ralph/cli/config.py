@@ -14,6 +14,7 @@ from ralph.cli.common import (
     json_option,
     no_commit_option,
     root_of,
+    say,
 )
 from ralph.text import printable
 
@@ -43,7 +44,7 @@ def config_get(ctx, key, as_json):
     from ralph.ops import config as ops
 
     found = ops.get(root_of(ctx), key)
-    emit(found) if as_json else click.echo(printable(_shown(found["value"])))
+    emit(found) if as_json else say(printable(_shown(found["value"])))
 
 
 class _WithKeys(click.Command):
@@ -74,7 +75,7 @@ def config_set(ctx, key, value, no_commit, as_json):
     from ralph.ops import config as ops
 
     done = ops.set_value(root_of(ctx), key, value, commit_choice(no_commit))
-    emit(done) if as_json else click.echo(f"set {key} = {printable(json.dumps(done['value']))}")
+    emit(done) if as_json else say(f"set {key} = {printable(json.dumps(done['value']))}")
 
 
 @config.command("unset", short_help="Remove KEY from the plan's config record.")
@@ -87,7 +88,7 @@ def config_unset(ctx, key, no_commit, as_json):
     from ralph.ops import config as ops
 
     done = ops.unset(root_of(ctx), key, commit_choice(no_commit))
-    emit(done) if as_json else click.echo(f"unset {key}")
+    emit(done) if as_json else say(f"unset {key}")
 
 
 @config.command("list", short_help="Every key with the value in force (and where it is from).")
@@ -104,4 +105,4 @@ def config_list(ctx, origin, as_json):
         return emit({"config": found})
     for key, entry in found.items():
         where = f"  ({printable(entry['origin'])})" if origin else ""
-        click.echo(f"{key} = {printable(json.dumps(entry['value']))}{where}")
+        say(f"{key} = {printable(json.dumps(entry['value']))}{where}")

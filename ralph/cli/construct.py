@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from ralph.cli.common import agent_names, emit, root_of
+from ralph.cli.common import agent_names, emit, root_of, say
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, RalphError
 from ralph.ops.settings import DEFAULTS
@@ -247,9 +247,9 @@ def agents(as_json):
         if as_json:
             emit({"agent": name, "program": program, "installed": bool(found), "path": found})
         elif name == "command":
-            click.echo("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
+            say("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
         else:
-            click.echo(f"{name:<9} {program}: {printable(found) if found else 'not installed'}")
+            say(f"{name:<9} {program}: {printable(found) if found else 'not installed'}")
 
 
 def _run(
@@ -288,12 +288,10 @@ def _run(
         # Where each setting that is not a default came from, as `ralph config list --origin` says.
         found = layered(config, user, str(user_config_path()), flag_layer(flags))
         result["origins"] = {key: origin for key, (_, origin) in found.items() if origin != "default"}
-        emit(result) if as_json else click.echo(
-            "\n".join(printable(line) for line in dryrun.render_text(result))
-        )
+        emit(result) if as_json else say("\n".join(printable(line) for line in dryrun.render_text(result)))
         # Each reason the real run would refuse, as the line it would print; its exit code.
         for refusal in result["refusals"]:
-            click.echo(f"ralph: {printable(refusal['message'])}", err=True)
+            say(f"ralph: {printable(refusal['message'])}", err=True)
         ctx.exit(result["refusals"][0]["exit_code"] if result["refusals"] else 0)
     report = Loop(root, settings).run(plan_only=plan_only)
     if report.outcome.name != "COMPLETE" and report.began:
@@ -310,7 +308,7 @@ def _run(
         try:
             opened = pullrequest.open_pull_request(root, request, settings.remote or "origin")
         except RalphError as exc:  # the run's own exit code wins; a complete run's is the error's
-            click.echo(f"ralph: no pull request: {printable(str(exc))}", err=True)
+            say(f"ralph: no pull request: {printable(str(exc))}", err=True)
             ctx.exit(report.exit_code or exc.exit_code)
         print_opened(opened, as_json)
     ctx.exit(report.exit_code)
@@ -320,7 +318,7 @@ def print_opened(opened: dict, as_json: bool) -> None:
     if as_json:
         emit({"pull_request": opened})
     else:
-        click.echo(f"pull request: {printable(opened['url'] or 'opened (the CLI printed no address)')}")
+        say(f"pull request: {printable(opened['url'] or 'opened (the CLI printed no address)')}")
 
 
 def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
@@ -355,22 +353,25 @@ def _spec_in(root, start, spec: str) -> str:
 
 
 def _print_report(report, as_json: bool) -> None:
+    from ralph.secrets import redact, redact_fields
+
     if as_json:
         data = {key: value for key, value in report.__dict__.items() if key != "outcome"}
-        emit({"outcome": report.outcome.name, **data})
+        emit({"outcome": report.outcome.name, **redact_fields(data)})
         return
     if report.exit_code and not report.began:
         # refused before it began: one line on stderr, nothing else
-        click.echo(f"ralph: {report.outcome.name}: {printable(report.message)}", err=True)
+        say(f"ralph: {report.outcome.name}: {printable(redact(report.message))}", err=True)
         return
-    click.echo("\n".join(report_lines(report)))
+    say("\n".join(report_lines(report)))
 
 
 def report_lines(report) -> list[str]:
     """The final report of a run that began, for a person (and a pull request's description)."""
     from ralph.loop.cost import describe_cost
+    from ralph.secrets import redact
 
-    lines = [f"ralph: {report.outcome.name}: {printable(report.message)}"]
+    lines = [f"ralph: {report.outcome.name}: {printable(redact(report.message))}"]  # it can quote an agent
     if report.questions:  # first: they are what a person can act on at once
         lines.append(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
         lines += [f"  {printable(item)}" for item in report.questions]

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ralph.cli.common import json_line, json_option, root_of, task_ids
+from ralph.cli.common import json_line, json_option, root_of, say, task_ids
 from ralph.text import joined_lines, printable
 
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
@@ -30,16 +30,21 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
 
     Each event names its commit, time and author. With --json, one JSON object per event."""
     from ralph.ops import history
+    from ralph.secrets import FieldsRedactor, redact
 
     events = history.timeline(root_of(ctx), since, task_id)
     summary = history.story(events, task_id) if task_id else None
     # One write for the whole log: a thousand-commit history is thousands of lines.
+    # Redacted: a history written before ralph redacted what it stored can hold secrets.
     if as_json:
-        printed = [json_line(event) for event in (*events, *([summary] if summary else []))]
+        redact_fields = FieldsRedactor(root_of(ctx))
+        printed = [json_line(redact_fields(event)) for event in (*events, *([summary] if summary else []))]
+        text = "\n".join(printed)
     else:
         printed = [line(event) for event in events] + (story_lines(summary) if summary else [])
+        text = redact("\n".join(printed), root_of(ctx))
     if printed:
-        click.echo("\n".join(printed))
+        say(text)
 
 
 @click.command("report", short_help="One HTML page of the plan's history, cost and attempts.")
@@ -54,14 +59,14 @@ def report(ctx: click.Context, output: str | None) -> None:
 
     page = pages.build(root_of(ctx))
     if output is None:
-        click.echo(page, nl=False)
+        say(page, nl=False)
         return
     try:
         with open(output, "w", encoding="utf-8") as out:
             out.write(page)
     except OSError as exc:  # a write or close that fails (/proc/version) names no file: name it
         raise OSError(exc.errno, exc.strerror, exc.filename or output) from None
-    click.echo(f"wrote {printable(output)}")
+    say(f"wrote {printable(output)}")
 
 
 @click.command("completion", short_help="Print the shell completion script for bash, zsh or fish.")
@@ -81,7 +86,7 @@ def completion(ctx: click.Context, shell: str) -> None:
     completion_class = get_completion_class(shell)
     assert completion_class is not None  # click knows each shell the argument's Choice takes
     complete = completion_class(root, {}, "ralph", "_RALPH_COMPLETE")
-    click.echo(complete.source(), nl=False)
+    say(complete.source(), nl=False)
 
 
 CLAIM_EVENTS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ralph.cli.common import emit, json_option, root_of
+from ralph.cli.common import emit, json_option, root_of, say
 from ralph.text import printable
 
 
@@ -27,5 +27,5 @@ def spec_new(ctx, name, as_json):
     if as_json:
         emit({"path": path})
         return
-    click.echo(f"wrote {printable(path)}: replace each comment with your text and commit it, then")
-    click.echo(f"  ralph construct {printable(path)} --dry-run    # what the first run would do")
+    say(f"wrote {printable(path)}: replace each comment with your text and commit it, then")
+    say(f"  ralph construct {printable(path)} --dry-run    # what the first run would do")

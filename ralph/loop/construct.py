@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from ralph import secrets
 from ralph.agents import make_adapter
 from ralph.errors import PlanInvalid, RemoteError
 from ralph.loop import preflight
@@ -106,6 +107,7 @@ class Report:
 class Loop:
     def __init__(self, root: Path, settings: Settings, console: Console | None = None):
         self.root, self.settings = root, settings
+        secrets.use_repository(root)  # its .env files' values are redacted (its worktrees have none)
         self.console = console or Console()
         self.journal = Journal(root / LOG_DIR / "events.jsonl")
         self.supervisor = Supervisor(settings.grace_s)

@@ -5,7 +5,6 @@ aside for DECOMPOSE. Context compaction continues the task in a fresh run."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -15,7 +14,6 @@ from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
-from ralph.loop.secrets import redact
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
 from ralph.plan.records import (
     KILLING_STOPS,
@@ -30,6 +28,7 @@ from ralph.plan.records import (
 )
 from ralph.plan.schedule import buildable
 from ralph.plan.scope import outside
+from ralph.secrets import redact
 from ralph.text import shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
@@ -145,7 +144,7 @@ class BuildStage:
                 f"ralph: task {task['id']} set aside: VERIFY rejected it {len(reasons)} times",
                 f"its last build: commit {build}; its changes (still in the code): {changes}",
                 "what VERIFY said, oldest first:",
-                *(f"{n}. {' '.join(reason.split())[:2000]}" for n, reason in enumerate(reasons, 1)),
+                *(f"{n}. {' '.join(redact(reason).split())[:2000]}" for n, reason in enumerate(reasons, 1)),
                 "the VERIFY runs' logs:",
                 *(logs or ["(none found)"]),
                 "",
@@ -262,7 +261,7 @@ class BuildStage:
         self.ws.building |= self.ws.changed_paths() - {
             PLAN_FILE
         }  # a formatter in the gate writes for the build
-        span.end(ok=gate.ok, summary=None if gate.ok else gate.summary.strip()[:600])
+        span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
         self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
         if not gate.ok:
             return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.ws.rel(log))), set()
@@ -295,7 +294,7 @@ class BuildStage:
         timeout = self.ws.settings.gate_timeout_s
         runner = self.ws.runner
         result = run_gate(runner.supervisor, [str(hook)], self.ws.root, log, timeout, runner.sandbox)
-        span.end(ok=result.ok, summary=None if result.ok else result.summary.strip()[:600])
+        span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
         relative = str(self.ws.rel(log))
         self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
         if result.ok:
@@ -355,4 +354,4 @@ class BuildStage:
 def _for_history(output: str, log: Path) -> str:
     """What of a failure goes into plan.jsonl, and so into git history for good: a short excerpt
     with secrets redacted, pointing to the full output in the (ignored) log."""
-    return f"{redact(excerpt(output, HISTORY_EXCERPT_CHARS), dict(os.environ))}\n(full output: {log})"
+    return f"{excerpt(redact(output), HISTORY_EXCERPT_CHARS)}\n(full output: {log})"  # redacted, then cut

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ralph.loop import reaper
 from ralph.plan.records import StopReason
+from ralph.secrets import OutputLines
 
 if TYPE_CHECKING:
     import select
@@ -371,8 +372,9 @@ class _Reader(threading.Thread):
     def __init__(self, child: subprocess.Popen, log, monitor: Monitor | None, tail_lines: int):
         super().__init__(daemon=True)
         self.child, self.log, self.monitor = child, log, monitor
-        self.tail: list[str] = []
+        self.tail: list[str] = []  # redacted: it goes into summaries, the plan and the console
         self.tail_lines = tail_lines
+        self.redact = OutputLines()
         self.stop_reason: StopReason | None = None
         self.logged = 0
         self.held: collections.deque[bytes] = collections.deque()  # the log's tail past its head
@@ -384,7 +386,7 @@ class _Reader(threading.Thread):
         for raw in iter(lambda: stdout.readline(CHUNK), b""):
             self._log(raw)
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            self.tail.append(line[:TAIL_LINE_CHARS])
+            self.tail.append(self.redact(line)[:TAIL_LINE_CHARS])  # redacted before it is cut
             del self.tail[: -self.tail_lines]
             if self.monitor and not self.stop_reason:
                 try:

@@ -28,6 +28,7 @@ from ralph.loop.supervisor import BudgetSpent
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, TaskView
+from ralph.secrets import redact
 from ralph.store import owned, reader, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
@@ -140,6 +141,7 @@ class Workspace:
         # half-made fails ("failed to read .git/worktrees/<name>/commondir").
         self._worktrees = threading.Lock()
         self._count = threading.Lock()
+        self._clean_lines: set[bytes] = set()  # plan lines already redacted (transaction.redact_plan)
 
     @property
     def tokens(self) -> int:
@@ -190,6 +192,8 @@ class Workspace:
         """Change the plan under the lock. With `commit` the change is committed (together with
         anything the loop wrote before it) with the message set on the change; without, it is only
         written, for the loop's next commit to carry."""
+        if commit:
+            transaction.redact_plan(self.root, self._clean_lines)  # what the agents wrote goes in too
         with transaction.transaction(
             self.root, commit=None if commit else False, fold_earlier=True, repo=self.repo
         ) as change:
@@ -374,7 +378,10 @@ class Workspace:
             self.save_spending()
         if paths is None:
             self.leave_foreign_changes("beside the loop's commit")
-        commit, files = self.repo.commit_paths({PLAN_FILE} if paths is None else paths, message)
+        paths = {PLAN_FILE} if paths is None else paths
+        if PLAN_FILE in paths:  # the agents may have written it by hand: nothing secret is committed
+            transaction.redact_plan(self.root, self._clean_lines)
+        commit, files = self.repo.commit_paths(paths, redact(message))  # it can quote a name or an issue
         self.building = set()
         if commit:
             shown = [shown_path(path) for path in files]

@@ -54,8 +54,11 @@ td, li { overflow-wrap: break-word; }
 
 
 def build(root: Path) -> str:
+    from ralph.secrets import FieldsRedactor
+
     points: list[dict[str, Any]] = []
-    events = timeline(root, points=points)
+    redact_fields = FieldsRedactor(root)  # a history from before ralph redacted can hold secrets
+    events = [redact_fields(event) for event in timeline(root, points=points)]
     tasks = _tasks(events)
     spent = _spent(root)
     return f"""<!doctype html>

@@ -486,3 +486,16 @@ def test_a_merge_shows_as_what_it_changed_on_the_branch_merged_into(ralph: Ralph
     side = next(e for e in events if e["id"] == "t-side")
     assert (side["by_hand"], side["merged"]) == (False, True)
     assert ralph("log").stdout.splitlines()[-1].endswith("t-side  created: On the side  [merged]")
+
+
+def test_log_and_report_redact_a_secret_a_history_from_before_redaction_holds(repo: Path, tmp_path: Path):
+    stripe = "sk_live_51HqLmN8oPq2RsT4uVw6XyZ0"
+    plan = repo / "plan.jsonl"
+    task = {"t": "task", "id": "t-leak01", "name": f"Pay with {stripe}", "s": "p"}
+    plan.write_text(plan.read_text() + json.dumps(task) + "\n")
+    git(repo, "commit", "-qam", "a hand edit, committed by an older ralph or a person")
+    ralph = Ralph(repo)
+    shown = ralph("log", "--task", "t-leak01").stdout + ralph("log", "--json").stdout
+    ralph("report", "-o", str(tmp_path / "report.html"))
+    assert "Pay with [redacted]" in shown and "Pay with [redacted]" in (tmp_path / "report.html").read_text()
+    assert stripe not in shown and stripe not in (tmp_path / "report.html").read_text()

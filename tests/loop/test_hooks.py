@@ -5,10 +5,8 @@ run goes on. The scripted agents are tests/support/scripts/fake_agent.py's."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
-from pathlib import Path
 
 from ralph.text import SCHEMA_VERSION
 from tests.support.construct import (
@@ -17,27 +15,10 @@ from tests.support.construct import (
     construct,
     events,
     gone,
-    in_process,
     limited_once,
     wait_for,
 )
-
-# Appends each event it gets on stdin to the file named by its argument, one line each.
-APPEND = "import sys\nwith open(sys.argv[1], 'a') as out:\n    out.write(sys.stdin.read())\n"
-# Writes its pid, then never ends (its timeout must stop it).
-HANG = "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
-
-
-def config_set(root: Path, key: str, value: object) -> None:
-    text = value if isinstance(value, str) else json.dumps(value)
-    done = in_process(["-C", str(root), "config", "set", key, text], dict(os.environ))
-    assert done.returncode == 0, done.stderr
-
-
-def script(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
+from tests.support.hooks import APPEND, HANG, config_set, script
 
 
 def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):
