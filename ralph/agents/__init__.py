@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
 from ralph.agents.base import Adapter
 from ralph.errors import InvalidInput
@@ -16,15 +17,15 @@ ADAPTERS = {
 }
 
 
-def _split(value: str | list[str] | None) -> list[str]:
+def _split(value: str | Sequence[str] | None) -> list[str]:
     return shlex.split(value) if isinstance(value, str) else list(value or [])
 
 
 def make_adapter(
     name: str | None,
-    agent_cmd: str | list[str] | None,
+    agent_cmd: str | Sequence[str] | None,
     model: str | None = None,
-    extra_args: str | list[str] | None = None,
+    extra_args: str | Sequence[str] | None = None,
 ) -> Adapter:
     """The adapter for `name`. For `command`, `agent_cmd` is the program and its arguments (a
     shell-like string, split but never run by a shell, or an argv list); for a named CLI it

@@ -93,7 +93,7 @@ def _tokens(usage: dict) -> UsageEvent:
 
 def _result(event: dict) -> ResultEvent:
     windows = [
-        info.get("contextWindow")
+        info["contextWindow"]
         for info in (event.get("modelUsage") or {}).values()
         if isinstance(info, dict) and info.get("contextWindow")
     ]

@@ -29,6 +29,7 @@ class OpencodeAdapter(CliAdapter):
     program = "opencode"
     auth_hint = "run `opencode auth login`"
     install_hint = "npm install -g opencode-ai"
+    state_paths = (".config/opencode/", ".local/share/opencode/", ".local/state/opencode/")
     default_context_window = 200_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
@@ -66,7 +67,7 @@ class OpencodeAdapter(CliAdapter):
                 events.append(ToolResultEvent(str(state.get("output") or state.get("error") or ""), failed))
         elif kind == "error":
             error = event.get("error") or {}
-            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            data = error["data"] if isinstance(error.get("data"), dict) else {}
             message = data.get("message") or error.get("name") or "error"
             status = data.get("statusCode") if isinstance(data.get("statusCode"), int) else None
             detail = f"{message} {data.get('responseBody') or ''}"

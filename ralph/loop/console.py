@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 
 from ralph.loop import live as drawing
 from ralph.loop.live import Progress, RunUsage, clock
+from ralph.secrets import redact
 
-GATE_LINES = 3  # lines of a gate's output shown
+GATE_LINES = 6  # lines of a failed gate's explanation kept in the live region
+EVENT_LINES = 30  # lines of it printed as events (the gate picks at most about 24)
 
 
 @dataclass
@@ -62,7 +64,8 @@ class View:
 
 
 def render(view: View, now: float, color: bool = False) -> list[str]:
-    """The region's lines (unclipped), as plain text (with `color`, SGR colours)."""
+    """The region's lines (unclipped), as plain text (with `color`, SGR colours). Every text in
+    the view is escaped (task names, output lines: words of agents and people)."""
     return [drawing.plain(row, color) for row in drawing.view_rows(view, now)]
 
 
@@ -84,8 +87,9 @@ class Console:
 
     # --- what the loop reports ----------------------------------------------------------------
     def event(self, text: str) -> None:
-        """One line: above the region on a terminal, else a plain line."""
-        row = drawing.event_row(f"[ralph {self.elapsed()}]", text)
+        """One line: above the region on a terminal, else a plain line. Redacted and escaped: it
+        carries task names, reasons and output lines."""
+        row = drawing.event_row(f"[ralph {self.elapsed()}]", redact(text))
         screen = self._screen
         if screen is not None:  # not under the view's lock: rich's redraw takes it to read the view
             screen.line(row)
@@ -117,7 +121,7 @@ class Console:
                 self.view.progress.running[run_id] = RunUsage(tokens, cost_usd)
 
     def start_run(self, run_id: str, stage: str, item: str | None, name: str | None, log: str) -> None:
-        run = RunView(str(stage), item or "", one_line(name or "", 60), str(log), time.time())
+        run = RunView(str(stage), item or "", one_line(redact(name or ""), 60), str(log), time.time())
         with self._lock:
             self.view.runs[run_id] = run
             self.view.waiting = ""
@@ -133,19 +137,28 @@ class Console:
             self.event(f"{_what(run.stage, run.item)}: agent {outcome} ({took})")
 
     def gate(self, item: str, ok: bool, summary: str, log: str, what: str = "gate") -> None:
+        summary = redact(summary)  # before its lines are cut
         lines = [line.rstrip() for line in summary.strip().splitlines() if line.strip()]
         with self._lock:
             self.view.gate = GateView(item, ok, lines[:GATE_LINES], str(log), what)
         verdict = "passed" if ok else ("REFUSED" if what != "gate" else "FAILED")
         self.event(f"{what} for {item}: {verdict}" + ("" if ok else f", log {log}"))
-        if not ok:
-            for line in lines[:GATE_LINES]:
+        if not ok:  # why: the lines the gate picked (its errors and the end of its output)
+            for line in lines[:EVENT_LINES]:
                 self.event(f"  | {line[:200]}")
+
+    def verdict(self, stage: str, item: str, verdict: str, reason: str = "") -> None:
+        """What a stage concluded about an item (VERIFY: accepted, rejected; BUILD: why an
+        attempt failed), with the reason's first lines."""
+        lines = [line.rstrip() for line in reason.strip().splitlines() if line.strip()]
+        self.event(f"{stage} {item}: {verdict}" + (f": {lines[0][:200]}" if lines else ""))
+        for line in lines[1:EVENT_LINES]:
+            self.event(f"  | {line[:200]}")
 
     def limit_wait(self, text: str) -> None:
         """A rate or usage limit being waited out: shown until the next agent run starts."""
         with self._lock:
-            self.view.waiting = text
+            self.view.waiting = redact(text)
         self.event(text)
 
     def close(self) -> None:

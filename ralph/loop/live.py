@@ -198,7 +198,7 @@ def run_rows(
     return rows
 
 
-def rest_rows(view: View, gate_lines: int = 3) -> list[Row]:
+def rest_rows(view: View, gate_lines: int = 6) -> list[Row]:  # console.GATE_LINES
     rows = []
     if view.waiting:
         rows.append(Row([_seg(f"  {safe(view.waiting)}", "yellow")], True))
@@ -406,7 +406,8 @@ class Screen:
 def event_row(prefix: str, text: str) -> Row:
     """A console event line: `[ralph 1:02] text`, the verdicts coloured."""
     segs, text = [_seg(prefix, "dim"), _seg(" ")], safe(text)
-    for word, style in ((": FAILED", "red"), (": REFUSED", "red"), (": passed", "green")):
+    verdicts = ((": FAILED", "red"), (": REFUSED", "red"), (": rejected", "red"), (": passed", "green"))
+    for word, style in (*verdicts, (": accepted", "green")):
         if word in text:
             before, after = text.split(word, 1)
             return Row([*segs, _seg(before + ": "), _seg(word.removeprefix(": "), style), _seg(after)])

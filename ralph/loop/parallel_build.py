@@ -110,12 +110,12 @@ class ParallelBuilds:
             built()
             merged = self.ws.merge_build(checkout)
             self.ws.save_spending()
-            built = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
+            copies = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
             report.commits = list(merged.commits.values())
             if merged.conflicts:
                 self._conflict(task_id, checkout, merged.conflicts, report)
-            elif built:
-                self._merged(task_id, built[-1])
+            elif copies:
+                self._merged(task_id, copies[-1])
         span.end(merged=bool(merged.commit), conflicts=merged.conflicts or None)
         return report
 

@@ -5,9 +5,11 @@ with the plan."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from string import Template
 
+from ralph.plan.document import Record
 from ralph.text import printable
 
 PACKAGE_PROMPTS = Path(__file__).with_name("templates")
@@ -57,7 +59,7 @@ def one_line(text: str) -> str:
     return printable(" ".join(text.split(" ")))
 
 
-def task_details(task: dict, dep_names: dict[str, str], answered: list[dict] = ()) -> str:
+def task_details(task: Record, dep_names: dict[str, str], answered: Sequence[Record] = ()) -> str:
     """The task's own facts, for a prompt: notes, criteria, dependencies, the questions asked
     about it with their answers, last failure; each piece of text people or agents wrote is fenced
     as data."""

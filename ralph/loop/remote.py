@@ -8,7 +8,7 @@ ending its run, and takes a task over once its claim goes stale."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from ralph.ops import claims
@@ -73,7 +73,7 @@ class RemoteCoordinator:
         """PLAN's tasks are committed: bring in the remote, free the spec record, push."""
         claims.publish(self.root, self.spec or "", self.runner, self.remote)
 
-    def before_investigate(self, skip: set[str] = frozenset()) -> str | None:
+    def before_investigate(self, skip: Collection[str] = frozenset()) -> str | None:
         """The open issue this runner investigates next (not one of `skip`, those it already
         investigated in this stage), claimed on the remote; None: none free."""
         return claims.claim_issue(self.root, self.spec, self.runner, self.remote, self.ttl_s, skip)
@@ -82,7 +82,7 @@ class RemoteCoordinator:
         """The investigation is committed: bring in the remote, free the issue if still open, push."""
         claims.publish(self.root, issue_id, self.runner, self.remote)
 
-    def before_decompose(self, skip: set[str] = frozenset()) -> str | None:
+    def before_decompose(self, skip: Collection[str] = frozenset()) -> str | None:
         """The killed task this runner decomposes next (not one of `skip`), claimed on the
         remote; None: none free."""
         return claims.claim_to_decompose(self.root, self.spec, self.runner, self.remote, self.ttl_s, skip)
@@ -91,12 +91,12 @@ class RemoteCoordinator:
         """The decomposition is committed: bring in the remote, free what is left claimed, push."""
         claims.publish(self.root, task_id, self.runner, self.remote)
 
-    def before_verify(self, limit: int, skip: set[str] = frozenset()) -> list[str]:
+    def before_verify(self, limit: int, skip: Collection[str] = frozenset()) -> list[str]:
         """The done tasks this runner verifies now (at most `limit`, none of `skip`: those it
         verified already in this stage), claimed on the remote."""
         return claims.claim_to_verify(self.root, self.spec, self.runner, self.remote, limit, self.ttl_s, skip)
 
-    def after_verify(self, task_ids: list[str], limit: int, skip: set[str] = frozenset()) -> list[str]:
+    def after_verify(self, task_ids: list[str], limit: int, skip: Collection[str] = frozenset()) -> list[str]:
         """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, and
         claim the next batch (at most `limit`, none of `skip`) in the same push; returns it."""
         then = claims.NextToVerify(self.spec, self.runner, limit, self.ttl_s, skip)

@@ -12,6 +12,7 @@ from ralph.loop.agentrun import LOG_DIR
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage, TaskView, kill_reason_of
+from ralph.secrets import OutputLines
 
 MIN_SUBTASKS, MAX_SUBTASKS = 2, 5
 MAX_DECOMPOSE_FAILURES = 2
@@ -29,7 +30,7 @@ class DecomposeStage:
         span = self.ws.journal.span("stage", stage="DECOMPOSE", iteration=iteration, items=len(killed))
         remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
         if remote:
-            report.items, seen = 0, set()
+            report.items, seen = 0, set[str]()
             while task_id := remote.before_decompose(seen):  # each killed task by one runner only
                 seen.add(task_id)
                 task = next((task for task in self.ws.tasks() if task.id == task_id and task.killed), None)
@@ -78,7 +79,7 @@ class DecomposeStage:
             "task_name": one_line(task.name),
             "task_details": task_details(task.record, {}, plan.answers_for(task.id)),
             "kill_reason": task.kill_reason,
-            "kill_log": one_line(task.kill_log) if log else "(none)",
+            "kill_log": one_line(task.kill_log) if log and task.kill_log else "(none)",
             "log_head": data_block("first lines of the log", head),
             "log_tail": data_block("last lines of the log", tail),
             "rejections": data_block("what VERIFY said each time", "\n".join(f"- {r}" for r in rejections))
@@ -131,7 +132,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def log_sample(path: Path, head_lines: int = 50, tail_lines: int = 100, width: int = 400) -> tuple[str, str]:
-    """The first and last lines of a log, each cut to `width`: never the whole log."""
+    """The first and last lines of a log, each redacted, then cut to `width`: never the whole log
+    (the raw log is the agent's own output, secrets and all)."""
     if not path.is_file():
         return "(no log)", "(no log)"
     with open(path, "rb") as handle:
@@ -141,6 +143,7 @@ def log_sample(path: Path, head_lines: int = 50, tail_lines: int = 100, width: i
         tail = handle.read().splitlines()[-tail_lines:]
 
     def clean(lines: list[bytes]) -> str:
-        return "\n".join(line.decode("utf-8", "replace").rstrip()[:width] for line in lines if line)
+        redact = OutputLines()  # a private key block spanning lines is hidden whole
+        return "\n".join(redact(line.decode("utf-8", "replace").rstrip())[:width] for line in lines if line)
 
     return clean(head), clean(tail)

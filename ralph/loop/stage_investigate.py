@@ -27,7 +27,7 @@ class InvestigateStage:
         span = self.ws.journal.span("stage", stage="INVESTIGATE", iteration=iteration, items=len(issues))
         remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
         if remote:
-            report.items, seen = 0, set()
+            report.items, seen = 0, set[str]()
             while issue_id := remote.before_investigate(seen):  # each issue by one runner only
                 seen.add(issue_id)
                 issue = next((issue for issue in self.ws.issues() if issue["id"] == issue_id), None)

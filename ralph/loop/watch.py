@@ -15,6 +15,8 @@ from ralph.agents.transcript import last_actions, transcript_path
 from ralph.loop import live
 from ralph.loop.console import GateView, RunView, View
 from ralph.ops import runs
+from ralph.secrets import redact
+from ralph.text import terminal_text
 
 POLL_S = 0.5
 _CLOCK = re.compile(r"\d+:\d\d(:\d\d)?")  # elapsed, run times, ETA, time left: they tick
@@ -73,7 +75,8 @@ def view_of(root: Path, events: list[dict]) -> View:
             epoch(agent.get("ts")),
         )
         item = agent.get("item") or agent.get("stage")
-        view.actions += [f"{item}: {line}" for line in last_actions(transcript_path(root / log), ACTIONS)]
+        actions = last_actions(transcript_path(root / log), ACTIONS)
+        view.actions += [f"{item}: {redact(line)}" for line in actions]  # an older ralph's transcript
     return view
 
 
@@ -88,9 +91,8 @@ def watch(root: Path, stream, once: bool = False, err=None, keyboard=None) -> in
     when none runs (saying so on `err`). `keyboard`: where keys come from on a terminal."""
     status = runs.run_status(root)
     if not status["active"]:
-        (err or stream).write(
-            runs.describe(status).replace("run: not running", "ralph watch: no run is active", 1) + "\n"
-        )
+        said = runs.describe(status).replace("run: not running", "ralph watch: no run is active", 1)
+        (err or stream).write(terminal_text(said) + "\n")
         return NO_RUN
     mode = live.mode_of(stream)
     if once or not mode.live:
@@ -110,7 +112,7 @@ def watch(root: Path, stream, once: bool = False, err=None, keyboard=None) -> in
 
         follower = follow.Follower(
             lambda events: view_of(root, events),
-            lambda log, count: last_actions(transcript_path(root / log), count),
+            lambda log, count: [redact(line) for line in last_actions(transcript_path(root / log), count)],
         )
         ended = follow.run(
             follower, stream, keyboard, mode.color, new_events, lambda: runs.holder(root) is not None, POLL_S
@@ -118,9 +120,8 @@ def watch(root: Path, stream, once: bool = False, err=None, keyboard=None) -> in
         if not ended:
             return 0
     ended_status = runs.run_status(root)
-    stream.write(
-        runs.describe(ended_status).replace("run: not running; the last", "ralph watch: the run", 1) + "\n"
-    )
+    said = runs.describe(ended_status).replace("run: not running; the last", "ralph watch: the run", 1)
+    stream.write(terminal_text(said) + "\n")
     return 0
 
 

@@ -18,6 +18,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from ralph.plan import derive
 from ralph.plan.models import IssueId, TaskId, json_schema
@@ -33,10 +34,11 @@ GREATER_OR_EQUAL, LESS_OR_EQUAL = "\u2265", "\u2264"
 BEGIN_NOTE = "generated from ralph/plan/models.py by make schema; edit the descriptions there"
 
 
-def _pattern(annotated: object) -> str:
+def _pattern(annotated: Any) -> str:  # a type form: TaskId, IssueId
     from pydantic import TypeAdapter
 
-    return TypeAdapter(annotated).json_schema()["pattern"]
+    pattern: str = TypeAdapter(annotated).json_schema()["pattern"]
+    return pattern
 
 
 def _id_words() -> dict[str, tuple[str, str]]:
@@ -46,11 +48,11 @@ def _id_words() -> dict[str, tuple[str, str]]:
 class Words:
     """A sub-schema in the docs' words: what values it accepts, singular and plural."""
 
-    def __init__(self, defs: dict):
+    def __init__(self, defs: dict[str, Any]):
         self.defs = defs
         self.ids = _id_words()
 
-    def of(self, schema: dict) -> tuple[str, str]:
+    def of(self, schema: dict[str, Any]) -> tuple[str, str]:
         if "$ref" in schema:
             return self.of(self.defs[schema["$ref"].rsplit("/", 1)[1]])
         if "anyOf" in schema:
@@ -73,14 +75,14 @@ class Words:
             return self._object(schema)
         return "any value", "any values"
 
-    def _any_of(self, options: list[dict]) -> tuple[str, str]:
+    def _any_of(self, options: list[dict[str, Any]]) -> tuple[str, str]:
         found = [self.of(option) for option in options]
         # An integer where a number with the same bounds is accepted says nothing more.
         numbers = {singular for singular, _ in found if singular.startswith("number")}
         found = [w for w in found if not (w[0].startswith("integer") and "number" + w[0][7:] in numbers)]
         return _either([s for s, _ in found]), _either([p for _, p in found])
 
-    def _string(self, schema: dict) -> tuple[str, str]:
+    def _string(self, schema: dict[str, Any]) -> tuple[str, str]:
         if schema.get("pattern") in self.ids:
             return self.ids[schema["pattern"]]
         if "x-words" in schema:  # a pattern with a name: 'a duration ("90s", ...)'
@@ -92,7 +94,7 @@ class Words:
             return "non-empty string", "non-empty strings"
         return "string", "strings"
 
-    def _object(self, schema: dict) -> tuple[str, str]:
+    def _object(self, schema: dict[str, Any]) -> tuple[str, str]:
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties", True)
         if properties:
@@ -109,7 +111,7 @@ class Words:
             return f"object: name -> {self.of(extra)[0]}", f"objects: name -> {self.of(extra)[0]}"
         return "object", "objects"
 
-    def of_field(self, name: str, schema: dict, parent: dict) -> str:
+    def of_field(self, name: str, schema: dict[str, Any], parent: dict[str, Any]) -> str:
         """A field's words in the table: its values, whether it is required, its default."""
         words = self.of(schema)[0]
         if name in parent.get("required", []):
@@ -121,7 +123,7 @@ class Words:
         return words
 
 
-def _bounds(schema: dict) -> str:
+def _bounds(schema: dict[str, Any]) -> str:
     low = ("minimum", GREATER_OR_EQUAL) if "minimum" in schema else ("exclusiveMinimum", ">")
     high = ("maximum", "]") if "maximum" in schema else ("exclusiveMaximum", ")")
     if low[0] in schema and high[0] in schema:
@@ -142,7 +144,7 @@ def _article(words: str) -> str:
     return ("an " if words[0] in "aeiou" else "a ") + words
 
 
-def field_table(schema: dict, kind: str) -> str:
+def field_table(schema: dict[str, Any], kind: str) -> str:
     """The markdown table of one record type's fields, in the order the model declares them."""
     defs = schema["$defs"]
     record = defs[schema["x-records"][kind].rsplit("/", 1)[1]]
@@ -154,7 +156,7 @@ def field_table(schema: dict, kind: str) -> str:
     return "\n".join(rows) + "\n"
 
 
-def docs_text(current: str, schema: dict) -> str:
+def docs_text(current: str, schema: dict[str, Any]) -> str:
     """The docs with each record type's table generated again; every record type needs its place."""
     kinds = set(schema["x-records"])
     placed = {match["kind"] for match in _TABLE.finditer(current)}

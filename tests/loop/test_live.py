@@ -20,8 +20,8 @@ import pytest
 
 from ralph.loop import live
 from ralph.loop.console import Console, GateView, RunView, View
-from tests.loop.test_construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
-from tests.loop.test_watch import Terminal, let_go
+from tests.support.construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
+from tests.support.terminal import Terminal, let_go
 
 LOG = "build/ralph-logs/ralph-20261125-185012-build-t-abc123.log"
 SGR = re.compile(r"\x1b\[[0-9;]*m")
