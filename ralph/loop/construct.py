@@ -118,6 +118,7 @@ class Loop:
         self.deadline = Deadline(settings.max_minutes)
         self.supervisor.deadline_at = self.deadline.at
         self.ws: Workspace | None = None
+        self._shown: dict = {}  # the progress last shown
         self.accepted: list[str] = []
         self.accepted_tasks: list[dict] = []
         self.stopped: list[str] = []
@@ -261,12 +262,13 @@ class Loop:
         return Outcome.COMPLETE, f"planned {len(self.workspace.tasks())} tasks"
 
     def _iteration(self) -> None:
-        number = self.read_plan().iteration() + 1
+        plan = self.read_plan()
+        number = plan.iteration() + 1
         self.iterations_run += 1
         self.workspace.set_state(iteration=number, stage="INVESTIGATE")
         span = self.journal.span("iteration", iteration=number)
         self.console.event(f"iteration {number}")
-        self._progress()
+        self._progress(plan)  # set_state changed no task
         for stage in ITERATION:
             self._stage(stage, number)
         span.end()
@@ -277,21 +279,27 @@ class Loop:
         self.accepted_tasks += report.accepted_tasks
         self.stopped += report.stopped
         self.failed += report.failed
-        if report.accepted or stage is PlanStage:
-            self._progress()
+        if stage is PlanStage:
+            self._progress(self.read_plan())
+        elif report.accepted and self._shown:  # an accepted task leaves the tasks: the total holds
+            self._show_progress({**self._shown, "accepted": self._shown["accepted"] + len(report.accepted)})
         return report
 
-    def _progress(self) -> None:
+    def _progress(self, plan) -> None:
         """Accepted of total and the budgets, for the live view (and `ralph watch`, from the journal)."""
-        plan, spec = self.read_plan(), self.settings.spec
+        spec = self.settings.spec
         accepted = sum(1 for line in plan.of("accept") if line.record.get("spec") in (None, spec))
         fields = {
             "accepted": accepted,
-            "total": accepted + len(self.ws.tasks(plan)),
+            "total": accepted + len(self.workspace.tasks(plan)),
             "max_iterations": self.settings.max_iterations,
             "max_minutes": self.settings.max_minutes,
             "max_cost_usd": self.settings.max_cost_usd,
         }
+        self._show_progress(fields)
+
+    def _show_progress(self, fields: dict) -> None:
+        self._shown = fields
         self.console.progress(**fields)
         self.journal.event("progress", **fields)
 

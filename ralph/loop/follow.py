@@ -99,7 +99,7 @@ class Follower:
         top = live.fit(
             live.header(view, now, width)
             + live.run_rows(view, now, width, numbered=True, picked=self.picked)
-            + live.rest_rows(view),
+            + live.rest_rows(view, gate_lines=1 if height < 30 else 6),  # room for the events
             width,
             height - 1,
         )

@@ -16,6 +16,7 @@ cut. Text from agents, tasks and files goes through `safe` (one line, no control
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -355,18 +356,20 @@ def rich_console(stream: Any, color: bool):
     )
 
 
+Rows = Callable[[int, int], list[Row]]  # the rows to draw on a screen of (width, height)
+
+
 class Screen:
     """A live region at the bottom of a terminal, redrawn by rich's thread from `rows(width,
     height)`, with event lines printed above it. `room`: lines of the terminal the region leaves
     to the events scrolling above it."""
 
-    def __init__(self, stream: Any, color: bool, rows, room: int = 2, full: bool = False):
+    def __init__(self, stream: Any, color: bool, rows: Rows, room: int = 2, full: bool = False):
         from rich.console import Group
         from rich.live import Live
 
         self.stream, self.rows, self.room = stream, rows, room
         self.console = rich_console(stream, color)
-        self._group = Group
 
         def renderable():
             width, height = terminal_size(stream)

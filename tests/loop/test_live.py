@@ -267,3 +267,32 @@ def test_term_dumb_gets_no_escape_sequence_and_no_color_no_colour(held: Path, en
     else:
         assert "\x1b[2K" in shown and "\x1b[H" in watched  # redrawn in place
         assert SGR.findall(shown) == [] and SGR.findall(watched) == []
+
+
+def test_watch_keys_scroll_the_events_and_pick_the_agent_whose_transcript_shows():
+    from ralph.loop.follow import Follower
+
+    journal = [
+        {"ts": f"2026-11-25T19:00:{n:02d}+00:00", "event": "cleaned_up", "item": f"t-{n:02d}"}
+        for n in range(30)
+    ]
+    follower = Follower(lambda events: a_view(agents=3), lambda log, count: [f"-> Bash: in {log[-10:]}"])
+    follower.events = journal
+
+    def screen() -> list[str]:
+        return [live.plain(row) for row in follower.rows(80, 24)]
+
+    small = [live.plain(row) for row in follower.rows(80, 14)]
+    assert len(small) == 14 and small[0].startswith("ralph ") and small[-1].startswith("↑↓/jk")
+    assert sum(" BUILD       t-abc" in line for line in small) == 3
+    shown = screen()
+    assert len(shown) == 24 and all(len(line) <= 80 for line in shown)
+    assert shown[0].startswith("ralph ") and sum(" BUILD       t-abc" in line for line in shown) == 3
+    assert shown[-1].startswith("↑↓/jk scroll events") and shown[-2].endswith("t-29")  # the newest event
+    assert any("-> Bash: in abc000.log" in line for line in shown)  # the first agent's transcript
+    assert follower.key("kk\x1b[A") and screen()[-2].endswith("t-26")  # three up
+    assert follower.key("j") and screen()[-2].endswith("t-27")
+    assert follower.key("3") and any("-> Bash: in abc002.log" in line for line in screen())
+    assert any(line.startswith(">3  BUILD") for line in screen())
+    assert follower.key("\t") and any("-> Bash: in abc000.log" in line for line in screen())  # wraps
+    assert not follower.key("q")

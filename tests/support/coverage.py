@@ -90,6 +90,11 @@ COVERED: dict[str, tuple[str, ...]] = {
         "the demo's run to COMPLETE is this scripted agent's work at every stage.",
     ),
     # loop/: the stages are tested through the real loop with the scripted fake agent.
+    "ralph/loop/follow.py": (
+        "tests/loop/test_live.py",
+        "`ralph watch` full-screen in tmux panes of 80x14 and 200x50 keeps its header, agents and the "
+        "picked agent's transcript on screen, and its keys scroll the events and pick an agent.",
+    ),
     "ralph/loop/preflight.py": (
         "tests/loop/test_dryrun.py",
         "tests/loop/test_loop_safety.py",
