@@ -112,7 +112,12 @@ class Console:
     def progress(self, **fields: object) -> None:
         """How far the run is (accepted, total) and its budgets: see live.Progress."""
         with self._lock:
+            before = self.view.progress.accepted
             self.view.progress.update(time.time(), **fields)
+            first = before is None or before != self.view.progress.accepted
+            text = drawing.progress_text(self.view, time.time())
+        if self._screen is None and first:  # plain lines: progress when it changes (the header shows it live)
+            self.event(text)
 
     def usage(self, run_id: str, tokens: int, cost_usd: float | None) -> None:
         """A running agent's usage so far (cost None: unknown)."""

@@ -109,7 +109,7 @@ class Follower:
         window = max(room - len(shown) - 1, 0)
         self.scroll = min(self.scroll, max(len(lines) - window, 0))
         end = len(lines) - self.scroll
-        events = [Row([_seg(f"  {line}")]) for line in lines[max(end - window, 0) : end]]
+        events = [_event_row(line) for line in lines[max(end - window, 0) : end]]
         title = f"── events ({end} of {len(lines)})" if self.scroll else "── events"
         bottom = ([Row([_seg(title, "bold")])] + events) if window else []
         rows = [*top, *shown, *bottom, Row([_seg(KEYS, "dim")])]
@@ -123,6 +123,14 @@ class Follower:
         title = Row([_seg(named, "bold"), _seg(live.safe(run.log), "dim", live.PATH)])
         actions = self.actions(self.picked, count - 1) if count > 1 else []
         return [title] + [Row([_seg(f"  {live.safe(action)}", "dim")]) for action in actions]
+
+
+def _event_row(line: str) -> Row:
+    """An event line whose log path, when too wide, loses its middle, not its end."""
+    text, said, path = line.rpartition(", log " if ", log " in line else " log ")
+    if not said or " " in path:
+        return Row([_seg(f"  {line}")])
+    return Row([_seg(f"  {text}{said}"), _seg(path, "", live.PATH)])
 
 
 def _keys(data: str) -> list[str]:

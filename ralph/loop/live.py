@@ -114,7 +114,8 @@ def budget_text(view: View, now: float) -> str:
         parts.append(f"{clock(left)} of {progress.max_minutes:g}m")
     if progress.max_cost_usd is not None:
         known = progress.known_runs + sum(1 for run in progress.running.values() if run.cost_usd is not None)
-        if known:
+        unknown = progress.unknown_runs + sum(1 for run in progress.running.values() if run.cost_usd is None)
+        if known or not unknown:  # nothing run yet: all of it is left
             spent = view.cost_usd + sum(run.cost_usd or 0.0 for run in progress.running.values())
             parts.append(f"${max(progress.max_cost_usd - spent, 0):.2f} of ${progress.max_cost_usd:g}")
         else:
@@ -158,6 +159,12 @@ def header(view: View, now: float, width: int | None = None) -> list[Row]:
     if budget:
         second.append(_seg(f" · {budget}"))
     return _packed(first, width) + _packed(second, width)
+
+
+def progress_text(view: View, now: float) -> str:
+    """The header as one line without its clock, for a plain event line (a pipe, CI)."""
+    first, second = (row.text for row in header(view, now))
+    return first.split(" · ", 1)[-1] + " · " + second.strip()
 
 
 def _packed(segs: list[Seg], width: int | None) -> list[Row]:

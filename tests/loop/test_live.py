@@ -296,3 +296,21 @@ def test_watch_keys_scroll_the_events_and_pick_the_agent_whose_transcript_shows(
     assert any(line.startswith(">3  BUILD") for line in screen())
     assert follower.key("\t") and any("-> Bash: in abc000.log" in line for line in screen())  # wraps
     assert not follower.key("q")
+    follower.events = [
+        {"ts": "2026-11-25T19:00:00+00:00", "event": "agent_begin", "stage": "BUILD", "log": LOG}
+    ]
+    assert any(line.endswith("-build-t-abc123.log") and "…" in line for line in screen())
+
+
+def test_plain_lines_say_the_progress_when_it_changes():
+    piped = io.StringIO()
+    console = Console(piped, live=False)
+    console.status(1, "BUILD")
+    for accepted in (0, 0, 1):
+        console.progress(accepted=accepted, total=3, max_iterations=10, max_minutes=None, max_cost_usd=2.0)
+    lines = [line.split("] ", 1)[1] for line in piped.getvalue().splitlines()]
+    assert len(lines) == 2  # the second report changed nothing
+    assert lines[0] == (
+        "iteration 1 of 10 · 0 of 3 accepted · ETA unknown · BUILD · 0 tokens · no cost yet · left $2.00 of $2"
+    )
+    assert " · 1 of 3 accepted · ETA " in lines[1] and "ETA unknown" not in lines[1]
