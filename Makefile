@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install verify lint test e2e bench demo schema clean
+.PHONY: install verify lint test e2e bench bench-replay demo schema clean
 
 # Editable in setuptools' compat mode: a plain path in a .pth file. The default mode installs an
 # import hook that every Python start in the venv loads: 16 ms instead of 7 for `python -c pass`,
@@ -75,6 +75,10 @@ bench: $(STAMP)
 	$(PY) bench/bench_merge.py
 	$(PY) bench/bench_log.py
 	$(PY) bench/bench_remote.py
+
+## bench-replay: the construct loop replaying a small project's history (a few minutes; not in bench)
+bench-replay: $(STAMP)
+	$(PY) bench/bench_replay.py
 
 ## demo: ralph on an example in a temporary git repository; no model account needed
 demo: $(STAMP)
