@@ -48,6 +48,7 @@ HERE = Path(__file__).parent
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'replay_agent.py'))}"
 GATE = f"{shlex.quote(sys.executable)} -m pytest -q"
 MODE_TIMEOUT_S = 300  # a wedged runner waits out its peers' claims (30 minutes): it is stopped
+IDLE_S = 30
 NO_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 RUNNERS = 3
 
@@ -572,6 +573,7 @@ class Outcome:
     accepted: list[str]  # the ids of the tasks accepted
     done: list[str]  # the ids of the tasks built but not (yet) accepted
     notes: list[str]  # the last lines of each construct that failed
+    reached_s: float | None  # when the branch first held the real tree, from the start (in seconds)
 
 
 def replay_env(history: History) -> dict[str, str]:
@@ -589,30 +591,52 @@ def run_mode(folder: Path, history: History, mode: str, deps: str) -> Outcome:
     clones = [clone(origin, folder / f"runner{n}", f"runner {n}") for n in range(runners)]
     flags = ["--agent-cmd", AGENT, "--gate", GATE, "--max-iterations", "40"]
     flags += ["--parallel", "4" if mode == "parallel" else "1"]
-    started = time.perf_counter()
+    outputs = [folder / f"runner{n}.out" for n in range(runners)]
+    handles = [output.open("w") for output in outputs]
+    started, started_at = time.perf_counter(), time.time()
     runs = [
         subprocess.Popen(
             [sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/replay.md", *flags]
             + (["--remote", "origin", "--runner", f"runner-{n}"] if mode == "remote" else []),
             env=replay_env(history),
-            stdout=subprocess.PIPE,
+            stdout=handle,
             stderr=subprocess.STDOUT,
-            text=True,
             start_new_session=True,
         )
-        for n, root in enumerate(clones)
+        for n, (root, handle) in enumerate(zip(clones, handles, strict=True))
     ]
-    ended = [wait(run, started) for run in runs]
+    stopped = wait_all(runs, clones)
     wall = time.perf_counter() - started
+    for handle in handles:
+        handle.close()
+    ended = [note(run, output, stopped) for run, output in zip(runs, outputs, strict=True)]
     final_repo, final_rev = (origin, "main") if mode == "remote" else (clones[0], "HEAD")
     events = [event for root in clones for event in journal(root)]
     records = [json.loads(line) for line in git(final_repo, "show", f"{final_rev}:plan.jsonl").splitlines()]
     accepted = [record["id"] for record in records if record.get("t") == "accept"]
     done = [record["id"] for record in records if record.get("t") == "task" and record.get("s") == "d"]
     tree = tree_without_plan(final_repo, final_rev)
+    reached = reached_after(final_repo, final_rev, tree_without_plan(history.real, history.commits[-1]))
     return Outcome(
-        wall, tree, [code for code, _ in ended], events, accepted, done, [note for _, note in ended if note]
+        wall,
+        tree,
+        [code for code, _ in ended],
+        events,
+        accepted,
+        done,
+        [note for _, note in ended if note],
+        None if reached is None else reached - started_at,
     )
+
+
+def reached_after(repo: Path, rev: str, real_tree: str) -> int | None:
+    """The commit time of the first commit of `rev` with the real tree: when the work was all in,
+    whatever the runners did after."""
+    for line in git(repo, "log", "--reverse", "--format=%H %ct", rev).splitlines():
+        commit, when = line.split()
+        if tree_without_plan(repo, commit) == real_tree:
+            return int(when)
+    return None
 
 
 LABELS = {
@@ -622,18 +646,48 @@ LABELS = {
 }
 
 
-def wait(run: subprocess.Popen, started: float) -> tuple[int, str]:
+def wait_all(runs: list[subprocess.Popen], clones: list[Path]) -> str:
+    """Waits for every run; returns why the runs still going were stopped, if they were: after
+    MODE_TIMEOUT_S, or once a runner has failed and the others' journals have not grown for
+    IDLE_S (they wait out the failed runner's claims, 30 minutes)."""
+    started = last_change = time.perf_counter()
+    sizes: list[int] = []
+    while any(run.poll() is None for run in runs):
+        time.sleep(0.5)
+        now = time.perf_counter()
+        grown = [journal_size(root) for root in clones]
+        if grown != sizes:
+            sizes, last_change = grown, now
+        if now - started > MODE_TIMEOUT_S:
+            why = f"still running after {MODE_TIMEOUT_S} s"
+        elif any(run.returncode for run in runs if run.poll() is not None) and now - last_change > IDLE_S:
+            why = f"idle for {IDLE_S} s after another runner failed"
+        else:
+            continue
+        for run in runs:
+            if run.poll() is None:
+                os.killpg(run.pid, signal.SIGTERM)
+                run.wait()
+        return why
+    return ""
+
+
+def journal_size(root: Path) -> int:
+    path = root / "build" / "ralph-logs" / "events.jsonl"
+    return path.stat().st_size if path.exists() else 0
+
+
+def note(run: subprocess.Popen, output: Path, stopped: str) -> tuple[int, str]:
     """Its exit code and, when it failed, a note with its last lines."""
-    left = max(MODE_TIMEOUT_S - (time.perf_counter() - started), 1)
-    try:
-        output, stopped = run.communicate(timeout=left)[0], ""
-    except subprocess.TimeoutExpired:
-        os.killpg(run.pid, signal.SIGTERM)
-        output, stopped = run.communicate()[0], f" (still running after {MODE_TIMEOUT_S} s: stopped)"
     if run.returncode == 0:
         return 0, ""
-    tail = "\n      ".join(line[:200] for line in output.splitlines()[-4:])
-    return run.returncode, f"a construct exited {run.returncode}{stopped}; its last lines:\n      {tail}"
+    why = (
+        f" ({stopped}: stopped)"
+        if stopped and run.returncode in (128 + signal.SIGTERM, -signal.SIGTERM)
+        else ""
+    )
+    tail = "\n      ".join(line[:200] for line in output.read_text(errors="replace").splitlines()[-4:])
+    return run.returncode, f"a construct exited {run.returncode}{why}; its last lines:\n      {tail}"
 
 
 def journal(root: Path) -> list[dict]:
@@ -668,6 +722,8 @@ def report(mode: str, outcome: Outcome, floors: list[float], real_tree: str, com
         f" {len(outcome.accepted)} tasks accepted and {len(outcome.done)} done,"
         f" {built} of them building one of the {commits} commits"
     )
+    if outcome.reached_s is not None and outcome.exits != [0] * len(outcome.exits):
+        print(f"  the real tree was in after {outcome.reached_s:.0f} s (commit times: whole seconds)")
     for note in outcome.notes:
         print(f"  {note}")
     stages = ", ".join(f"{stage} {n}" for stage, n in sorted(runs.items()))
