@@ -16,7 +16,10 @@ HERE = Path(__file__).parent
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'noop_agent.py'))}"
 
 
-PYCACHE = tempfile.mkdtemp(prefix="ralph-bench-pycache-")
+# Not under /tmp: a sandboxed run has a private /tmp and would compile ralph again in every run.
+CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+CACHE_HOME.mkdir(parents=True, exist_ok=True)
+PYCACHE = tempfile.mkdtemp(prefix="ralph-bench-pycache-", dir=CACHE_HOME)
 
 
 def bench_env(**extra: str) -> dict[str, str]:
@@ -73,19 +76,54 @@ def run_construct(root: Path, *flags: str, env: dict | None = None) -> float:
     return elapsed
 
 
-def overhead_per_run(tasks: int = 10) -> None:
+def overhead_per_run(tasks: int = 10, sandbox: str = "off") -> float:
+    """ralph's overhead per agent run, and the wall time per run (returned)."""
     with tempfile.TemporaryDirectory() as folder:
         root = make_repo(Path(folder), tasks, done=False)
-        wall = run_construct(root, "--parallel", "1")
+        wall = run_construct(root, "--parallel", "1", f"--sandbox={sandbox}")
         runs = [e for e in journal(root) if e["event"] == "agent_end"]
         agent_time = sum(e["duration_s"] for e in runs)
     overhead = (wall - agent_time) / len(runs)
     verdict = "met" if overhead < 0.3 else "NOT met"
     print(
-        f"construct, {tasks} tasks, no-op agent: {len(runs)} agent runs,"
+        f"construct, {tasks} tasks, no-op agent, --sandbox={sandbox}: {len(runs)} agent runs,"
         f" wall {wall:.2f} s, agents {agent_time:.2f} s"
     )
     print(f"  ralph's overhead per agent run  {overhead * 1000:6.0f} ms   (target < 300 ms: {verdict})")
+    return wall / len(runs)
+
+
+def sandbox_start(repeat: int = 40) -> bool:
+    """What the fence adds to starting one run: `true` in the sandbox a run gets (the same bwrap
+    argv, secrets scan and git lookups included) against `true` alone. False where there is none."""
+    from ralph.loop import sandbox
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = make_repo(Path(folder), 0, done=False)
+        try:
+            fence, said = sandbox.make("required", root, (".claude/", ".claude.json"), ())
+        except sandbox.SandboxUnavailable as exc:
+            print(f"sandbox start: {exc}")
+            return False
+        try:
+            timings = {}
+            for label, argv in (
+                ("true", lambda: ["true"]),
+                ("sandbox", lambda: fence.wrap(["true"], root, bench_env())),
+            ):
+                started = time.perf_counter()
+                for _ in range(repeat):
+                    subprocess.run(argv(), check=True, env=bench_env())
+                timings[label] = (time.perf_counter() - started) / repeat
+        finally:
+            fence.close()
+    added = timings["sandbox"] - timings["true"]
+    print(
+        f"sandbox start ({repeat} runs): `true` {timings['true'] * 1000:.1f} ms, in the sandbox"
+        f" {timings['sandbox'] * 1000:.1f} ms: {added * 1000:.1f} ms more per agent or gate run"
+        f" (target < 50 ms: {'met' if added < 0.05 else 'NOT met'})"
+    )
+    return True
 
 
 def parallel_verify(tasks: int = 8, sleep_s: float = 2.0, parallel: int = 4) -> None:
@@ -115,5 +153,8 @@ def parallel_verify(tasks: int = 8, sleep_s: float = 2.0, parallel: int = 4) -> 
 
 if __name__ == "__main__":
     ralph(Path.cwd(), "--version")  # fill the bytecode cache before anything is timed
-    overhead_per_run()
+    unfenced = overhead_per_run()
+    if sandbox_start():
+        fenced = overhead_per_run(sandbox="required")
+        print(f"  the sandbox adds {(fenced - unfenced) * 1000:.0f} ms to each run of the loop above")
     parallel_verify()

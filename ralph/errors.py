@@ -72,7 +72,7 @@ class CodeConflict(RemoteError):
 
 
 class Problem:
-    """One problem found in plan.jsonl, located by file and line."""
+    """One problem found in plan.jsonl, located by file and line (0: the file as a whole)."""
 
     __slots__ = ("path", "line", "message")
 
@@ -82,7 +82,8 @@ class Problem:
         self.message = message
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+        where = f"{self.line}:" if self.line else ""  # line 0: the file as a whole
+        return f"{self.path}:{where} {self.message}"
 
     def __repr__(self) -> str:
         return f"Problem({str(self)!r})"

@@ -14,7 +14,28 @@ def printable(text: str) -> str:
     """`text` with every control character escaped (\\n, \\r, \\t, \\x1b, ...): one safe line."""
     if text.isprintable():
         return text
-    return _CONTROL.sub(lambda match: _NAMED.get(match.group(), f"\\x{ord(match.group()):02x}"), text)
+    return _CONTROL.sub(_escaped, text)
+
+
+def terminal_text(text: str) -> str:
+    """`text` for a terminal, lines kept: every control character but newline and tab escaped, so
+    nothing in it (an agent's title change, screen clear or clipboard write) drives the terminal."""
+    if text.isprintable():
+        return text
+    return _CONTROL_BUT_LINES.sub(_escaped, text)
+
+
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escaped(match: re.Match) -> str:
+    return _NAMED.get(match.group(), f"\\x{ord(match.group()):02x}")
+
+
+def joined_lines(text: str) -> str:
+    """Text of several lines (a verifier's reason) as one: its non-blank lines joined by " | ",
+    where escaping its newlines would show a literal \\n."""
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def shown_path(path: str) -> str:

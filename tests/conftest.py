@@ -1,18 +1,17 @@
-"""Shared fixtures: every test runs in its own temporary git repository with a pinned identity."""
+"""Shared fixtures: every test runs in its own temporary git repository with a pinned identity.
+The helpers they use, and that test modules import, are in tests/support/."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 
-from ralph.cli.main import cli
+from tests.support.cli import Ralph
+from tests.support.gitrepo import Shared, git, isolate_git
 
 # Hypothesis profiles. `verify` (the default; `make verify`) is derandomized: each property test
 # draws the same examples on every run, so the gate gives the same answer twice on one commit.
@@ -36,14 +35,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("verify")  # --hypothesis-profile (applied after this file loads) overrides it
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test Author",
-    "GIT_AUTHOR_EMAIL": "author@example.invalid",
-    "GIT_COMMITTER_NAME": "Test Committer",
-    "GIT_COMMITTER_EMAIL": "committer@example.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -82,7 +73,7 @@ WAITING = (
     "tests/loop/test_many_machines.py::test_two_runners_on_one_issue_investigate_it_once",
     "tests/loop/test_many_machines.py::test_two_runners_decompose_a_killed_task_once",
     "tests/cli/test_remote_status.py::test_status_remote_with_no_claims_and_an_unreachable_remote",
-    "tests/loop/test_units.py::test_output_reaches_the_log_while_the_child_still_runs",
+    "tests/loop/test_supervisor.py::test_output_reaches_the_log_while_the_child_still_runs",
     "tests/loop/test_parallel_build.py::test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time",
     "tests/loop/test_construct.py::test_timeout_kills_agent_and_grandchild_then_decomposes",
     "tests/loop/test_stage_runs.py::test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit",
@@ -138,26 +129,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return AgentCliTestsTogether(config, log)
 
 
-# Every test's git: no system or user config, a pinned identity, and no automatic housekeeping
-# (`git maintenance run --auto` after each commit is a process that tests do not need).
-GIT_CONFIG = "[init]\n\tdefaultBranch = main\n[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n"
-
-
-def _isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
-    global_config = config_dir / "config"
-    global_config.write_text(GIT_CONFIG)
-    for key, value in GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_dir / "xdg"))  # nor the developer's ralph config
-    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "RALPH_LOCK_TIMEOUT"):
-        monkeypatch.delenv(key, raising=False)
-
-
 @pytest.fixture(autouse=True)
 def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the developer's git config or writes outside its temp directories."""
-    _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+    isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
 
 
 @pytest.fixture(autouse=True)
@@ -170,10 +145,6 @@ def _no_assertion_pass_hook(request: pytest.FixtureRequest, monkeypatch: pytest.
         from _pytest.assertion import util
 
         monkeypatch.setattr(util, "_assertion_pass", None)
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture
@@ -191,7 +162,7 @@ def _initialized_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("template") / "repo"
     root.mkdir()
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+        isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
         git(root, "init", "-q")
         (root / "README").write_text("a project\n")
         git(root, "add", "README")
@@ -212,68 +183,9 @@ def repo(tmp_path: Path, _initialized_repo: Path) -> Path:
     return root
 
 
-class Ralph:
-    """Runs the real CLI in-process (CliRunner) against one repository."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.runner = CliRunner()
-
-    def __call__(self, *args: str, input: str | None = None, code: int | None = 0):
-        result = self.runner.invoke(cli, ["-C", str(self.root), *args], input=input, catch_exceptions=False)
-        if code is not None:
-            assert result.exit_code == code, (args, result.exit_code, result.stdout, result.stderr)
-        return result
-
-
 @pytest.fixture
 def ralph(repo: Path) -> Ralph:
     return Ralph(repo)
-
-
-def ralph_in_process(root: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
-    """What ralph_process gives (exit code, stdout, stderr), from the real CLI run in this process
-    through click's runner, in this process's environment: a test about what a command does, not
-    about ralph as a program, saves a Python start-up (about 0.1 s of CPU) per command."""
-    result = CliRunner().invoke(cli, ["-C", str(root), *args], input=input, catch_exceptions=False)
-    return subprocess.CompletedProcess(["ralph", *args], result.exit_code, result.stdout, result.stderr)
-
-
-def ralph_process(root: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
-    """Runs `python -m ralph` as a real process: for what only a process shows (its signals, its
-    user, bytes in its argv, several of them at once); ralph_in_process for the rest."""
-    return subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(root), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ},
-        **kwargs,
-    )
-
-
-class Shared:
-    """One bare repository (the remote every runner shares) seeded from a `repo`, and its clones,
-    each with `ralph init` done (git does not clone the merge driver's registration)."""
-
-    def __init__(self, seed: Path, base: Path):
-        self.seed, self.base = seed, base
-        self.origin = base / "origin.git"
-        git(base, "init", "-q", "--bare", str(self.origin))
-        git(seed, "remote", "add", "origin", str(self.origin))
-        git(seed, "push", "-q", "origin", "main")
-
-    def clone(self, name: str) -> Path:
-        path = self.base / name
-        git(self.base, "clone", "-q", str(self.origin), str(path))
-        from ralph.ops import initialize
-
-        initialize.init(path)
-        return path
-
-    def plan_on_origin(self) -> bytes:
-        return subprocess.run(
-            ["git", "cat-file", "blob", "main:plan.jsonl"], cwd=self.origin, check=True, capture_output=True
-        ).stdout
 
 
 @pytest.fixture

@@ -23,3 +23,25 @@ def test_demo_reaches_complete_keeps_its_repository_and_says_its_tokens_are_simu
     kept = Path(re.search(r"^demo repository: (.+)$", done.stdout, re.M).group(1))
     assert kept.parent == tmp_path and (kept / "plan.jsonl").is_file() and (kept / ".git").is_dir()
     assert f"The repository is kept at {kept}" in done.stdout
+
+
+def demo_agent(tmp_path: Path, spec_text: str, stage: str = "PLAN") -> subprocess.CompletedProcess:
+    spec = tmp_path / "spec.md"
+    spec.write_text(spec_text)
+    env = {**os.environ, "RALPH_STAGE": stage, "RALPH_SPEC": str(spec), "RALPH_BIN": "false"}
+    return subprocess.run(
+        [sys.executable, "-m", "ralph.demo.agent"], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_the_demo_agent_says_so_when_a_spec_was_not_written_for_it(tmp_path):
+    done = demo_agent(tmp_path, "# Todo app\n\nA web app with logins.\n")
+    assert done.returncode == 2 and done.stdout == ""  # no task added, no result event
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        f"demo agent: {tmp_path / 'spec.md'} has no ### FILE sections; the demo agent is a script"
+    )
+    assert "use a real agent (ralph construct SPEC --agent claude" in line
+
+    done = demo_agent(tmp_path, "### app.py\n\n```python\nprint(1)\n```\n")
+    assert done.returncode == 2 and "its section ### app.py has no Check: line" in done.stderr

@@ -52,6 +52,10 @@ class Adapter:
     default_context_window = 200_000
     install_hint = ""  # how to install the CLI, for the error when it is not found
     auth_hint = ""  # how to log in, for the error when it cannot authenticate
+    # Where the CLI keeps its login, settings and sessions, relative to $HOME: writable inside
+    # ralph's sandbox (ralph/loop/sandbox.py), where the rest of $HOME is read-only. A folder
+    # (a trailing /) is made when missing, as the CLI would make it on its first run.
+    state_paths: tuple[str, ...] = ()
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
         raise NotImplementedError

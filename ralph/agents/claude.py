@@ -14,6 +14,7 @@ class ClaudeAdapter(CliAdapter):
     program = "claude"
     auth_hint = "log in by running `claude` once, or set ANTHROPIC_API_KEY"
     install_hint = "npm install -g @anthropic-ai/claude-code"
+    state_paths = (".claude/", ".claude.json")
     default_context_window = 200_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:

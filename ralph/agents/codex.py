@@ -25,6 +25,7 @@ class CodexAdapter(CliAdapter):
     program = "codex"
     auth_hint = "run `codex login`, or set OPENAI_API_KEY"
     install_hint = "npm install -g @openai/codex"
+    state_paths = (".codex/",)
     default_context_window = 272_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:

@@ -27,6 +27,7 @@ class GeminiAdapter(CliAdapter):
     program = "gemini"
     auth_hint = "set GEMINI_API_KEY, or log in by running `gemini` once"
     install_hint = "npm install -g @google/gemini-cli"
+    state_paths = (".gemini/",)
     default_context_window = 1_000_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:

@@ -29,6 +29,7 @@ class OpencodeAdapter(CliAdapter):
     program = "opencode"
     auth_hint = "run `opencode auth login`"
     install_hint = "npm install -g opencode-ai"
+    state_paths = (".config/opencode/", ".local/share/opencode/", ".local/state/opencode/")
     default_context_window = 200_000
 
     def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:

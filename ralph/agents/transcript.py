@@ -20,6 +20,7 @@ from ralph.agents.events import (
     ToolEvent,
     ToolResultEvent,
 )
+from ralph.secrets import OutputLines
 
 SUFFIX = ".transcript.md"
 TOOL_MARK = "-> "  # a tool call's line starts with it: `ralph watch` shows these as the last actions
@@ -100,6 +101,7 @@ class Transcript:
         self._session: str | None = None
         self._in_text = False  # the last thing written was a piece of streamed text
         self._written = 0
+        self._redact = OutputLines()  # redacted as written: a transcript is what people read and share
         self._write(f"# {header}\n")
 
     def add(self, line: str, events: list[Event]) -> None:
@@ -125,6 +127,7 @@ class Transcript:
     def _write(self, text: str) -> None:
         if self._out.closed or self._written > MAX_CHARS:
             return
+        text = self._redact(text)
         self._written += len(text)
         if self._written > MAX_CHARS:  # the raw log keeps everything; this stays readable
             text = f"\n[ralph] transcript cut at {MAX_CHARS:,} characters; the raw log has the rest\n"

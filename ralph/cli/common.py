@@ -8,11 +8,12 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import TypeGuard
 
 import click
 
 from ralph.errors import EXIT_INTERNAL, EXIT_REFUSED, InvalidInput, RalphError
-from ralph.text import printable, versioned
+from ralph.text import printable, terminal_text, versioned
 
 # A group named without its subcommand shows its help (click 8.2+ raises this usage error for it).
 _SHOWS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -31,7 +32,7 @@ class RalphGroup(click.Group):
         try:
             return super().invoke(ctx)
         except RalphError as exc:
-            click.echo(f"ralph: {printable(str(exc))}", err=True)
+            click.echo(f"ralph: {printable(_redacted(str(exc)))}", err=True)
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:  # a bad flag or value: one line too, not click's four
             if isinstance(exc, _SHOWS_HELP):
@@ -44,20 +45,43 @@ class RalphGroup(click.Group):
         except BrokenPipeError:  # `ralph task list | head -1`: the reader has all it wanted
             _discard_stdout()
             ctx.exit(0)
-        except OSError as exc:
-            if exc.errno not in _ENVIRONMENT_ERRNOS:
-                raise
-            # Not a bug in ralph: the system refused (permissions, a read-only or full disk).
-            where = f" {exc.filename}" if exc.filename else ""
-            click.echo(f"ralph: cannot use{printable(where)}: {exc.strerror or exc}", err=True)
-            ctx.exit(EXIT_REFUSED)
-        except Exception as exc:  # a bug: one line for the user, the traceback in a file
-            if os.environ.get("RALPH_DEBUG"):
+        except Exception as exc:
+            if is_environment_error(exc):
+                # Not a bug in ralph: a path is not what it should be (a directory where a file
+                # goes, a missing folder), or the system refused (permissions, a read-only disk).
+                click.echo(f"ralph: {environment_message(exc)}", err=True)
+                ctx.exit(EXIT_REFUSED)
+            if os.environ.get("RALPH_DEBUG"):  # a bug: one line for the user, the traceback in a file
                 raise
             where = _write_crash_log()
-            message = printable(f"{type(exc).__name__}: {exc}")
+            message = printable(_redacted(f"{type(exc).__name__}: {exc}"))
             click.echo(f"ralph: internal error: {message} (traceback: {where})", err=True)
             ctx.exit(EXIT_INTERNAL)
+
+
+def _redacted(message: str) -> str:
+    """An error can quote what an agent or a person wrote (a plan line, a value): no secret in it."""
+    from ralph.secrets import redact
+
+    return redact(message)
+
+
+def say(text: object = "", err: bool = False, nl: bool = True) -> None:
+    """Print for a person: every command's text output goes through here, so no control character
+    from a plan, an agent or a file name drives the terminal (newlines and tabs are kept)."""
+    click.echo(terminal_text(str(text)), err=err, nl=nl)
+
+
+def is_environment_error(exc: BaseException) -> TypeGuard[OSError]:
+    """An OS error about a named path (the user's, or ralph's own in the user's repository), or
+    one the system gives whatever the path: the environment's doing, not a bug in ralph."""
+    return isinstance(exc, OSError) and (bool(exc.filename) or exc.errno in _ENVIRONMENT_ERRNOS)
+
+
+def environment_message(exc: OSError) -> str:
+    """One line naming the path and what is wrong with it."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot use{printable(str(where))}: {printable(exc.strerror or str(exc))}"
 
 
 def _discard_stdout() -> None:
@@ -177,3 +201,30 @@ def task_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> lis
 
 def issue_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
     return _plan_ids(ctx, "issue", incomplete)
+
+
+def agent_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """--agent on Tab: the adapters ralph has (`ralph agents`)."""
+    from ralph.agents import ADAPTERS
+
+    return [name for name in ADAPTERS if name.startswith(incomplete)]
+
+
+def config_keys(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """A config KEY on Tab: every key the config record takes."""
+    from ralph.plan.declared import CONFIG_KEYS
+
+    return [key for key in CONFIG_KEYS if key.startswith(incomplete)]
+
+
+def config_values(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """A config VALUE on Tab, where the key has a few: the agents for `agent`, true or false for a
+    flag; nothing for the rest (a number or a command line is the person's own)."""
+    from ralph.plan.declared import CONFIG_KEYS
+
+    key = CONFIG_KEYS.get(ctx.params.get("key") or "")
+    if ctx.params.get("key") == "agent":
+        return agent_names(ctx, param, incomplete)
+    if key is not None and key.kind == "flag":
+        return [value for value in ("true", "false") if value.startswith(incomplete)]
+    return []

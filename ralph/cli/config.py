@@ -6,7 +6,16 @@ import json
 
 import click
 
-from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of
+from ralph.cli.common import (
+    commit_choice,
+    config_keys,
+    config_values,
+    emit,
+    json_option,
+    no_commit_option,
+    root_of,
+    say,
+)
 from ralph.text import printable
 
 
@@ -15,7 +24,7 @@ def _shown(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-@click.group()
+@click.group(short_help="Read and change the plan's settings, one commit each.")
 def config() -> None:
     """Read and change the settings in the plan's config record (one commit per change).
 
@@ -27,7 +36,7 @@ def config() -> None:
 
 
 @config.command("get")
-@click.argument("key")
+@click.argument("key", shell_complete=config_keys)
 @json_option
 @click.pass_context
 def config_get(ctx, key, as_json):
@@ -35,12 +44,29 @@ def config_get(ctx, key, as_json):
     from ralph.ops import config as ops
 
     found = ops.get(root_of(ctx), key)
-    emit(found) if as_json else click.echo(printable(_shown(found["value"])))
+    emit(found) if as_json else say(printable(_shown(found["value"])))
 
 
-@config.command("set")
-@click.argument("key")
-@click.argument("value")
+class _WithKeys(click.Command):
+    """A command whose help ends with every config key, its kind, default and meaning, as
+    ralph/plan/models.py declares them (read from the generated declared.py: no pydantic)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from ralph.plan.declared import CONFIG_KEYS
+
+        rows = []
+        for name, key in CONFIG_KEYS.items():
+            default = "" if key.default is None else f", default {json.dumps(key.default)}"
+            rows.append((name, f"({key.kind}{default}) {key.description}"))
+        with formatter.section("Keys"):
+            formatter.write_dl(rows)
+
+
+@config.command(
+    "set", cls=_WithKeys, short_help="Set KEY to VALUE in the plan's config record, checked first."
+)
+@click.argument("key", shell_complete=config_keys)
+@click.argument("value", shell_complete=config_values)
 @no_commit_option
 @json_option
 @click.pass_context
@@ -49,11 +75,11 @@ def config_set(ctx, key, value, no_commit, as_json):
     from ralph.ops import config as ops
 
     done = ops.set_value(root_of(ctx), key, value, commit_choice(no_commit))
-    emit(done) if as_json else click.echo(f"set {key} = {printable(json.dumps(done['value']))}")
+    emit(done) if as_json else say(f"set {key} = {printable(json.dumps(done['value']))}")
 
 
-@config.command("unset")
-@click.argument("key")
+@config.command("unset", short_help="Remove KEY from the plan's config record.")
+@click.argument("key", shell_complete=config_keys)
 @no_commit_option
 @json_option
 @click.pass_context
@@ -62,10 +88,10 @@ def config_unset(ctx, key, no_commit, as_json):
     from ralph.ops import config as ops
 
     done = ops.unset(root_of(ctx), key, commit_choice(no_commit))
-    emit(done) if as_json else click.echo(f"unset {key}")
+    emit(done) if as_json else say(f"unset {key}")
 
 
-@config.command("list")
+@config.command("list", short_help="Every key with the value in force (and where it is from).")
 @click.option("--origin", is_flag=True, help="Say where each value comes from.")
 @json_option
 @click.pass_context
@@ -79,4 +105,4 @@ def config_list(ctx, origin, as_json):
         return emit({"config": found})
     for key, entry in found.items():
         where = f"  ({printable(entry['origin'])})" if origin else ""
-        click.echo(f"{key} = {printable(json.dumps(entry['value']))}{where}")
+        say(f"{key} = {printable(json.dumps(entry['value']))}{where}")

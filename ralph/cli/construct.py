@@ -1,14 +1,14 @@
-"""The construct loop's commands: `ralph construct`, `ralph plan` and `ralph agents`. The main group
-loads this module only when one of them is named (or listed in --help), so the state commands never
-load the loop."""
+"""The construct loop's commands: `ralph construct`, `ralph plan`, `ralph watch`, `ralph pr` and
+`ralph agents`. The main group loads this module only when one of them is named (or listed in
+--help), so the state commands never load the loop."""
 
 from __future__ import annotations
 
 import click
 
-from ralph.cli.common import emit, root_of
+from ralph.cli.common import agent_names, emit, root_of, say
 from ralph.durations import parse_duration
-from ralph.errors import InvalidInput
+from ralph.errors import InvalidInput, RalphError
 from ralph.ops.settings import DEFAULTS
 from ralph.text import printable
 
@@ -46,7 +46,11 @@ class Shlex(click.ParamType):
 def _loop_options(command):
     defaults = DEFAULTS
     options = [
-        click.option("--agent", help="claude, codex, opencode, gemini or command (see `ralph agents`)."),
+        click.option(
+            "--agent",
+            help="claude, codex, opencode, gemini or command (see `ralph agents`).",
+            shell_complete=agent_names,
+        ),
         click.option(
             "--agent-cmd",
             type=Shlex(),
@@ -67,6 +71,13 @@ def _loop_options(command):
             is_flag=True,
             default=None,
             help="Start even with uncommitted changes (they are never committed).",
+        ),
+        click.option(
+            "--sandbox",
+            type=click.Choice(["off", "auto", "required"]),
+            help="Fence each agent and gate run with bubblewrap: only its work tree, /tmp and its CLI's"
+            " state writable, secrets hidden. auto: where the system has it; required: refuse"
+            " to run without. [default: auto]",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print the final report as JSON."),
     ]
@@ -116,7 +127,7 @@ def _budget_options(command):
     return command
 
 
-@click.command()
+@click.command(short_help="Run the agent on SPEC, stage by stage, until it is built.")
 @_loop_options
 @_budget_options
 @click.option(
@@ -138,8 +149,14 @@ def _budget_options(command):
     type=Duration(),
     help="Age after which another runner's claim may be taken over. [default: 30m]",
 )
+@click.option(
+    "--pr",
+    is_flag=True,
+    help="At the end, push the branch and open a pull request with the report (gh, or glab for a"
+    " GitLab remote; a draft unless complete). See `ralph pr`.",
+)
 @click.pass_context
-def construct(ctx, spec, dry_run, **flags):
+def construct(ctx, spec, dry_run, pr, **flags):
     """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented (default: the spec
     the loop last worked on).
 
@@ -150,10 +167,10 @@ def construct(ctx, spec, dry_run, **flags):
     interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run again to resume). Rate and usage
     limits and overloaded servers are waited out.
     """
-    _run(ctx, spec, flags, plan_only=False, dry_run=dry_run)
+    _run(ctx, spec, flags, plan_only=False, dry_run=dry_run, pr=pr)
 
 
-@click.command("plan")
+@click.command("plan", short_help="Run one PLAN stage: the agent turns SPEC into tasks.")
 @_loop_options
 @click.pass_context
 def plan_command(ctx, spec, **flags):
@@ -182,6 +199,40 @@ def watch(ctx, once):
     ctx.exit(code)
 
 
+@click.command("pr", short_help="Push the branch and open a pull request with the last report.")
+@click.option(
+    "--remote", default="origin", metavar="NAME", help="The git remote to push to. [default: origin]"
+)
+@click.option("--base", metavar="BRANCH", help="The branch to merge into. [default: the forge's default]")
+@click.option("--title", help="The title. [default: the spec's first heading and the run's outcome]")
+@click.option(
+    "--forge",
+    type=click.Choice(["gh", "glab"]),
+    help="The forge's CLI. [default: glab for a remote whose host names gitlab, else gh]",
+)
+@click.option("--draft/--ready", default=None, help="Open it as a draft. [default: draft unless COMPLETE]")
+@click.option("--json", "as_json", is_flag=True, help="Print what was opened as JSON.")
+@click.pass_context
+def pull_request(ctx, remote, base, title, forge, draft, as_json):
+    """Push the branch checked out to REMOTE and open a pull request (GitHub, through `gh pr
+    create`) or merge request (GitLab, `glab mr create`) with the last `ralph construct` run's
+    report as its description. The CLI must be installed and logged in; ralph keeps no token."""
+    from dataclasses import replace
+
+    from ralph.ops import pullrequest
+
+    root = root_of(ctx)
+    last = pullrequest.last_report(root)
+    request = pullrequest.request_for(root, last["spec"], last["outcome"], last["report"])
+    request = replace(
+        request,
+        base=base,
+        title=title or request.title,
+        draft=request.draft if draft is None else draft,
+    )
+    print_opened(pullrequest.open_pull_request(root, request, remote, forge), as_json)
+
+
 @click.command("agents")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of text.")
 def agents(as_json):
@@ -196,12 +247,14 @@ def agents(as_json):
         if as_json:
             emit({"agent": name, "program": program, "installed": bool(found), "path": found})
         elif name == "command":
-            click.echo("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
+            say("command   any program: --agent-cmd 'prog args' (see docs/agent-contract.md)")
         else:
-            click.echo(f"{name:<9} {program}: {printable(found) if found else 'not installed'}")
+            say(f"{name:<9} {program}: {printable(found) if found else 'not installed'}")
 
 
-def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: bool = False) -> None:
+def _run(
+    ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: bool = False, pr: bool = False
+) -> None:
     from pathlib import Path
 
     from ralph.loop.construct import Loop
@@ -231,21 +284,41 @@ def _run(ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: b
         from ralph.loop import dryrun
         from ralph.ops.settings import flag_layer, layered, user_config_path
 
-        if not (root / spec_rel).is_file():
-            raise InvalidInput(f"no spec file {spec_rel}")
         result = dryrun.preview(root, settings)
         # Where each setting that is not a default came from, as `ralph config list --origin` says.
         found = layered(config, user, str(user_config_path()), flag_layer(flags))
         result["origins"] = {key: origin for key, (_, origin) in found.items() if origin != "default"}
-        emit(result) if as_json else click.echo(
-            "\n".join(printable(line) for line in dryrun.render_text(result))
-        )
-        return
+        emit(result) if as_json else say("\n".join(printable(line) for line in dryrun.render_text(result)))
+        # Each reason the real run would refuse, as the line it would print; its exit code.
+        for refusal in result["refusals"]:
+            say(f"ralph: {printable(refusal['message'])}", err=True)
+        ctx.exit(result["refusals"][0]["exit_code"] if result["refusals"] else 0)
     report = Loop(root, settings).run(plan_only=plan_only)
-    if report.outcome.name != "COMPLETE" and report.iterations:
+    if report.outcome.name != "COMPLETE" and report.began:
         report.resume = resume_command(ctx, spec_rel, flags)
     _print_report(report, as_json)
+    if not report.began:
+        ctx.exit(report.exit_code)
+    from ralph.ops import pullrequest
+
+    text = "\n".join(report_lines(report))
+    pullrequest.save_report(root, spec_rel, report.outcome.name, text)  # for a later `ralph pr`
+    if pr and report.outcome.name != "INTERRUPTED":
+        request = pullrequest.request_for(root, spec_rel, report.outcome.name, text)
+        try:
+            opened = pullrequest.open_pull_request(root, request, settings.remote or "origin")
+        except RalphError as exc:  # the run's own exit code wins; a complete run's is the error's
+            say(f"ralph: no pull request: {printable(str(exc))}", err=True)
+            ctx.exit(report.exit_code or exc.exit_code)
+        print_opened(opened, as_json)
     ctx.exit(report.exit_code)
+
+
+def print_opened(opened: dict, as_json: bool) -> None:
+    if as_json:
+        emit({"pull_request": opened})
+    else:
+        say(f"pull request: {printable(opened['url'] or 'opened (the CLI printed no address)')}")
 
 
 def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
@@ -280,44 +353,49 @@ def _spec_in(root, start, spec: str) -> str:
 
 
 def _print_report(report, as_json: bool) -> None:
+    from ralph.secrets import redact, redact_fields
+
     if as_json:
         data = {key: value for key, value in report.__dict__.items() if key != "outcome"}
-        emit({"outcome": report.outcome.name, **data})
+        emit({"outcome": report.outcome.name, **redact_fields(data)})
         return
-    headline = f"ralph: {report.outcome.name}: {printable(report.message)}"
-    if report.exit_code and not report.iterations and not report.stopped:
-        click.echo(headline, err=True)  # an error ending before any work: one line on stderr, nothing else
+    if report.exit_code and not report.began:
+        # refused before it began: one line on stderr, nothing else
+        say(f"ralph: {report.outcome.name}: {printable(redact(report.message))}", err=True)
         return
-    click.echo(headline)
-    if report.questions:  # first: they are what a person can act on at once
-        click.echo(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
-        for item in report.questions:
-            click.echo(f"  {printable(item)}")
-    from ralph.loop.cost import describe_cost
+    say("\n".join(report_lines(report)))
 
+
+def report_lines(report) -> list[str]:
+    """The final report of a run that began, for a person (and a pull request's description)."""
+    from ralph.loop.cost import describe_cost
+    from ralph.secrets import redact
+
+    lines = [f"ralph: {report.outcome.name}: {printable(redact(report.message))}"]  # it can quote an agent
+    if report.questions:  # first: they are what a person can act on at once
+        lines.append(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
+        lines += [f"  {printable(item)}" for item in report.questions]
     cost = describe_cost(report.cost_usd, report.unknown_cost_runs)
-    click.echo(f"iterations run: {report.iterations}; tokens: {report.tokens:,}; cost: {cost}")
+    lines.append(f"iterations run: {report.iterations}; tokens: {report.tokens:,}; cost: {cost}")
     for title, table in (("by stage", report.by_stage), ("by task", report.by_task)):
         if table:
             rows = (
                 f"{key} {row['tokens']:,} tokens {describe_cost(row['cost_usd'], row['unknown_runs'])}"
                 for key, row in table.items()
             )
-            click.echo(f"{title}: " + "; ".join(rows))
-    if report.accepted:
-        click.echo(f"accepted ({len(report.accepted)}):")
-        for item in report.accepted:
-            click.echo(f"  {printable(item)}")
-    if report.stopped:
-        click.echo(f"stopped ({len(report.stopped)}):")
-        for item in report.stopped:
-            click.echo(f"  {printable(item)}")
-    if report.remaining:
-        click.echo(f"left ({len(report.remaining)}):")
-        for item in report.remaining:
-            click.echo(f"  {printable(item)}")
+            lines.append(f"{title}: " + "; ".join(rows))
+    for title, items in (
+        ("accepted", report.accepted),
+        ("failed attempts and rejections", report.failed),  # why: what a person reads to help the next
+        ("stopped", report.stopped),
+        ("left", report.remaining),
+    ):
+        if items:
+            lines.append(f"{title} ({len(items)}):")
+            lines += [f"  {printable(item)}" for item in items]
     logs = printable(str(report.log_dir))
-    click.echo(f"logs: {logs}/ (events: {logs}/events.jsonl)")
+    lines.append(f"logs: {logs}/ (events: {logs}/events.jsonl)")
     if report.resume:
         then = "answer the questions above, then " if report.questions else ""
-        click.echo(f"to resume: {then}{printable(report.resume)}")
+        lines.append(f"to resume: {then}{printable(report.resume)}")
+    return lines

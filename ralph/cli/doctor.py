@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ralph.cli.common import emit, json_option, root_of
+from ralph.cli.common import emit, json_option, root_of, say
 from ralph.errors import EXIT_REFUSED
 from ralph.text import printable
 
@@ -34,10 +34,10 @@ def doctor(ctx: click.Context, fix: bool, force: bool, as_json: bool) -> None:
     else:
         if found.running:
             running = printable(found.running)
-            click.echo(f"ralph construct is running ({running}): its worktrees and branches are its own")
+            say(f"ralph construct is running ({running}): its worktrees and branches are its own")
         for finding in found.findings:
-            click.echo(printable(finding.line()))
+            say(printable(finding.line()))
         if not found.findings:
-            click.echo("ok: nothing to repair")
+            say("ok: nothing to repair")
     if not found.healthy:
         ctx.exit(EXIT_REFUSED)

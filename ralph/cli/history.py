@@ -6,13 +6,14 @@ import json
 
 import click
 
-from ralph.cli.common import json_line, json_option, root_of, task_ids
-from ralph.text import printable
+from ralph.cli.common import json_line, json_option, root_of, say, task_ids
+from ralph.text import joined_lines, printable
 
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
+FAILURE_LINES = 12  # lines of a failed attempt's recorded failure under `ralph log --task`
 
 
-@click.command("log")
+@click.command("log", short_help="The plan's timeline from git history, oldest first.")
 @click.option("--since", metavar="DATE|REV", help="Only commits after this revision, or from this date on.")
 @click.option(
     "--task",
@@ -29,19 +30,24 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
 
     Each event names its commit, time and author. With --json, one JSON object per event."""
     from ralph.ops import history
+    from ralph.secrets import FieldsRedactor, redact
 
     events = history.timeline(root_of(ctx), since, task_id)
     summary = history.story(events, task_id) if task_id else None
     # One write for the whole log: a thousand-commit history is thousands of lines.
+    # Redacted: a history written before ralph redacted what it stored can hold secrets.
     if as_json:
-        printed = [json_line(event) for event in (*events, *([summary] if summary else []))]
+        redact_fields = FieldsRedactor(root_of(ctx))
+        printed = [json_line(redact_fields(event)) for event in (*events, *([summary] if summary else []))]
+        text = "\n".join(printed)
     else:
         printed = [line(event) for event in events] + (story_lines(summary) if summary else [])
+        text = redact("\n".join(printed), root_of(ctx))
     if printed:
-        click.echo("\n".join(printed))
+        say(text)
 
 
-@click.command("report")
+@click.command("report", short_help="One HTML page of the plan's history, cost and attempts.")
 @click.option(
     "-o", "output", type=click.Path(dir_okay=False), help="Write the page to this file (default: stdout)."
 )
@@ -53,14 +59,17 @@ def report(ctx: click.Context, output: str | None) -> None:
 
     page = pages.build(root_of(ctx))
     if output is None:
-        click.echo(page, nl=False)
+        say(page, nl=False)
         return
-    with open(output, "w", encoding="utf-8") as out:
-        out.write(page)
-    click.echo(f"wrote {printable(output)}")
+    try:
+        with open(output, "w", encoding="utf-8") as out:
+            out.write(page)
+    except OSError as exc:  # a write or close that fails (/proc/version) names no file: name it
+        raise OSError(exc.errno, exc.strerror, exc.filename or output) from None
+    say(f"wrote {printable(output)}")
 
 
-@click.command("completion")
+@click.command("completion", short_help="Print the shell completion script for bash, zsh or fish.")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 @click.pass_context
 def completion(ctx: click.Context, shell: str) -> None:
@@ -77,7 +86,7 @@ def completion(ctx: click.Context, shell: str) -> None:
     completion_class = get_completion_class(shell)
     assert completion_class is not None  # click knows each shell the argument's Choice takes
     complete = completion_class(root, {}, "ralph", "_RALPH_COMPLETE")
-    click.echo(complete.source(), nl=False)
+    say(complete.source(), nl=False)
 
 
 CLAIM_EVENTS = {
@@ -94,12 +103,16 @@ def line(event: dict) -> str:
     who = printable(event["author"])
     item = printable(event["id"]) if event.get("id") else "-"
     what = event["event"]
+    if what == "attempt failed":  # labelled by why: "gate failed", "no changes", "not marked done"
+        from ralph.plan.history import verdict_words
+
+        what = verdict_words(event.get("verdict", ""))
     if what in CLAIM_EVENTS:  # "claimed by R", "taken over from R by S": the runner is the news
         what = CLAIM_EVENTS[what].format(
             runner=printable(str(event.get("runner"))), was=printable(str(event.get("was_claimed_by")))
         )
     detail = describe(event)
-    hand = "  [by hand]" if event.get("by_hand") else ""
+    hand = "  [by hand]" if event.get("by_hand") else "  [merged]" if event.get("merged") else ""
     return f"{event['commit'][:7]} {when} {who}  {item}  {what}{': ' + detail if detail else ''}{hand}"
 
 
@@ -117,8 +130,11 @@ def describe(event: dict) -> str:
         parts.append("into " + ", ".join(event.get("into", [])))
     elif kind in ("rejected", "killed", "stopped", "blocked", "kept open", "rejection removed"):
         parts.append(": ".join(str(event[key]) for key in ("kill_reason", "reason") if event.get(key)))
-    elif kind in ("built", "gate failed"):
-        said = [f"attempt {event.get('attempt')}", _cut(event.get("gate_failure") or "", 120)]
+    elif kind in ("built", "attempt failed"):
+        from ralph.failures import gist
+
+        failure = str(event.get("gate_failure") or "").removeprefix(f"{event.get('verdict')}: ")
+        said = [f"attempt {event.get('attempt')}", gist(failure, 120)]
         said += ["files " + ", ".join(event.get("files") or []) if event.get("files") else "", _usage(event)]
         parts.append("; ".join(part for part in said if part))
     elif kind == "build commit":
@@ -131,23 +147,27 @@ def describe(event: dict) -> str:
         )
     elif kind in ("line added", "line removed"):
         parts.append(_cut(event.get("line", "")))
-    return printable(_cut(" ".join(str(part) for part in parts if part)))  # a hand edit's 5 is "5"
+    return printable(_cut(joined_lines(" ".join(str(part) for part in parts if part))))  # 5 is "5"
 
 
 def story_lines(summary: dict) -> list[str]:
     """The summary under `ralph log --task ID`: where the task ended, its attempts and cost."""
     lines = [f"{summary['id']}: {printable(str(summary.get('name') or ''))}", f"  now: {summary.get('now')}"]
+    from ralph.plan.history import verdict_words
+
     for attempt in summary["attempts"]:
-        verdict = "passed the gate" if attempt["passed"] else "gate failed"
+        verdict = "passed the gate" if attempt["passed"] else verdict_words(attempt.get("verdict", ""))
         usage = _usage(attempt)
         lines.append(
             f"  attempt {attempt.get('attempt')}: {verdict}{', ' + usage if usage else ''}"
             f" ({attempt['commit'][:7]})"
         )
+        lines += [f"    | {printable(_cut(text))}" for text in _failure_lines(attempt.get("gate_failure"))]
     usage = _usage(summary)
     lines.append(
-        f"  attempts: {len(summary['attempts'])}, gate failures: {summary['gate_failures']},"
-        f" rejections: {summary['rejections']}{', ' + usage if usage else ''}"
+        f"  attempts: {len(summary['attempts'])}, failed: {summary['failed_attempts']}"
+        f" (gate failures: {summary['gate_failures']}), rejections: {summary['rejections']}"
+        f"{', ' + usage if usage else ''}"
     )
     if summary.get("build_commit"):
         lines.append(f"  build commit: {printable(summary['build_commit'])}")
@@ -156,6 +176,13 @@ def story_lines(summary: dict) -> list[str]:
     if summary.get("into"):
         lines.append(f"  decomposed into: {printable(', '.join(summary['into']))}")
     return lines
+
+
+def _failure_lines(failure: object) -> list[str]:
+    """A recorded failure's lines as the person reads them under its attempt (the gate's own
+    pick of lines: its errors and the end of its output), blank lines left out."""
+    lines = [line.rstrip() for line in str(failure or "").splitlines() if line.strip()]
+    return lines if len(lines) <= FAILURE_LINES else [*lines[: FAILURE_LINES - 1], "...", lines[-1]]
 
 
 def _usage(item: dict) -> str:

@@ -12,13 +12,14 @@ from ralph.cli.common import (
     json_option,
     no_commit_option,
     root_of,
+    say,
 )
 from ralph.text import printable
 
 # --- issue -----------------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(short_help="Record problems for INVESTIGATE, and resolve them.")
 def issue() -> None:
     """Record questions and problems for INVESTIGATE, and resolve them."""
 
@@ -34,7 +35,7 @@ def issue_add(ctx, text, priority, no_commit, as_json):
     from ralph.ops import issues
 
     record = issues.add(root_of(ctx), text, priority, commit_choice(no_commit))
-    emit(record) if as_json else click.echo(f"added {record['id']}: {printable(record['text'])}")
+    emit(record) if as_json else say(f"added {record['id']}: {printable(record['text'])}")
 
 
 @issue.command("resolve")
@@ -50,10 +51,10 @@ def issue_resolve(ctx, issue_id, note, no_commit, as_json):
     record = issues.resolve(root_of(ctx), issue_id, note, commit_choice(no_commit))
     if as_json:
         return emit({**record, "resolved": True})
-    click.echo(f"resolved {record['id']}: {printable(record['text'])}")
+    say(f"resolved {record['id']}: {printable(record['text'])}")
 
 
-@issue.command("keep")
+@issue.command("keep", short_help="Leave an issue open on purpose: a person must decide.")
 @click.argument("issue_id", metavar="ID", shell_complete=issue_ids)
 @click.argument("reason")
 @no_commit_option
@@ -64,7 +65,7 @@ def issue_keep(ctx, issue_id, reason, no_commit, as_json):
     from ralph.ops import issues
 
     record = issues.keep_open(root_of(ctx), issue_id, reason, commit_choice(no_commit))
-    emit(record) if as_json else click.echo(f"kept open {record['id']}: {printable(record['text'])}")
+    emit(record) if as_json else say(f"kept open {record['id']}: {printable(record['text'])}")
 
 
 @issue.command("list")
@@ -75,4 +76,4 @@ def issue_list(ctx, as_json):
     from ralph.ops import reads
 
     for record in reads.issues(root_of(ctx)):
-        emit(record) if as_json else click.echo(f"{record['id']}  {printable(record['text'])}")
+        emit(record) if as_json else say(f"{record['id']}  {printable(record['text'])}")

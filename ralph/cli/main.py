@@ -9,7 +9,8 @@ import importlib
 
 import click
 
-from ralph.cli import config, doctor, history, issues, queries, questions, state, tasks
+from ralph import __version__
+from ralph.cli import config, doctor, history, issues, queries, questions, specs, state, tasks
 from ralph.cli.common import RalphGroup
 
 LAZY_COMMANDS = {
@@ -17,6 +18,7 @@ LAZY_COMMANDS = {
     "plan": "ralph.cli.construct:plan_command",
     "agents": "ralph.cli.construct:agents",
     "watch": "ralph.cli.construct:watch",
+    "pr": "ralph.cli.construct:pull_request",
 }
 
 
@@ -40,7 +42,7 @@ class Ralph(RalphGroup):
     type=click.Path(file_okay=False),
     help="Run as if started in this directory.",
 )
-@click.version_option(package_name="ralph", message="ralph %(version)s")
+@click.version_option(__version__, message="ralph %(version)s")  # not from the metadata: one place
 def cli(directory: str | None) -> None:
     """Drive a coding agent against a spec; keep all state in a git-committed plan.jsonl."""
 
@@ -62,6 +64,7 @@ for command in (
     questions.ask,
     questions.answer,
     questions.questions,
+    specs.spec,
 ):
     cli.add_command(command)
 

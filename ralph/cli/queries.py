@@ -8,6 +8,7 @@ from ralph.cli.common import (
     emit,
     json_option,
     root_of,
+    say,
 )
 from ralph.cli.state import status_filter
 
@@ -19,7 +20,7 @@ def query() -> None:
     """Read the plan for scripts and agents (JSON or a single word)."""
 
 
-@query.command("stage")
+@query.command("stage", short_help="The stage the plan is in (BUILD, VERIFY, COMPLETE, ...).")
 @json_option
 @click.pass_context
 def query_stage(ctx, as_json):
@@ -28,7 +29,7 @@ def query_stage(ctx, as_json):
     from ralph.ops import reads
 
     stage = reads.stage(root_of(ctx))
-    emit({"stage": stage}) if as_json else click.echo(stage)
+    emit({"stage": stage}) if as_json else say(stage)
 
 
 @query.command("iteration", short_help="The construct loop's current iteration number.")
@@ -39,14 +40,14 @@ def query_iteration(ctx, as_json):
     from ralph.ops import reads
 
     iteration = reads.iteration(root_of(ctx))
-    emit({"iteration": iteration}) if as_json else click.echo(iteration)
+    emit({"iteration": iteration}) if as_json else say(iteration)
 
 
 # The query commands below print JSON either way; --json is accepted so that every command that
 # prints data takes it, as the README promises.
 
 
-@query.command("next")
+@query.command("next", short_help="The next task to build, as one JSON object.")
 @json_option
 @click.pass_context
 def query_next(ctx, as_json):

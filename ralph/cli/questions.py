@@ -7,12 +7,12 @@ import os
 
 import click
 
-from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of, task_or_current
+from ralph.cli.common import commit_choice, emit, json_option, no_commit_option, root_of, say, task_or_current
 from ralph.plan.records import is_pending, status_of
 from ralph.text import printable
 
 
-@click.command()
+@click.command(short_help="Ask a person a question; its task waits for the answer.")
 @click.argument("text", metavar="QUESTION")
 @click.option("--task", "task_id", metavar="ID", help="The task it blocks. [default: $RALPH_TASK_ID]")
 @no_commit_option
@@ -31,10 +31,10 @@ def ask(ctx, text, task_id, no_commit, as_json):
         emit(record)
     else:
         blocks = f"blocks {record['task']} until answered"
-        click.echo(f"asked {record['id']} ({blocks}): {printable(record['text'])}")
+        say(f"asked {record['id']} ({blocks}): {printable(record['text'])}")
 
 
-@click.command()
+@click.command(short_help="Answer a question; its task goes on once it is answered.")
 @click.argument("question_id", metavar="ID")
 @click.argument("text", metavar="ANSWER")
 @no_commit_option
@@ -55,10 +55,10 @@ def answer(ctx, question_id, text, no_commit, as_json):
         then = f"{task['id']} is unblocked"
     else:
         then = f"{task['id']} stays blocked: {printable(task.get('blocked_reason', ''))[:120]}"
-    click.echo(f"answered {record['id']}; {then}")
+    say(f"answered {record['id']}; {then}")
 
 
-@click.command()
+@click.command(short_help="List the open questions a person must answer.")
 @json_option
 @click.pass_context
 def questions(ctx, as_json):
@@ -69,6 +69,6 @@ def questions(ctx, as_json):
         if as_json:
             emit(record)
             continue
-        click.echo(f"{record['id']}  task {record.get('task', '?')}  since {record.get('asked_at', '?')}")
-        click.echo(f"    {printable(record['text'])}")
-        click.echo(f"    asked by {printable(record.get('asked_by') or 'unknown')}")
+        say(f"{record['id']}  task {record.get('task', '?')}  since {record.get('asked_at', '?')}")
+        say(f"    {printable(record['text'])}")
+        say(f"    asked by {printable(record.get('asked_by') or 'unknown')}")

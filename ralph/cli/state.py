@@ -15,9 +15,10 @@ from ralph.cli.common import (
     json_option,
     no_commit_option,
     root_of,
+    say,
 )
 from ralph.errors import EXIT_INVALID, EXIT_REFUSED, InvalidInput
-from ralph.plan.records import Status
+from ralph.plan.records import Stage, Status
 from ralph.text import printable
 
 # --- init, check, schema, status -----------------------------------------------------------
@@ -41,9 +42,12 @@ def init(ctx: click.Context, no_commit: bool, as_json: bool) -> None:
     if as_json:
         emit({"root": str(root), "created": created})
     elif created:
-        click.echo(f"initialized ralph in {printable(str(root))}: " + ", ".join(created))
+        say(f"initialized ralph in {printable(str(root))}: " + ", ".join(created))
+        # The on-ramp: a repository set up just now, with no spec yet, is told what to do first.
+        if "plan.jsonl" in created and not any((root / "specs").glob("*.md")):
+            say("next: `ralph spec new NAME` writes specs/NAME.md, a spec to fill in")
     else:
-        click.echo(f"ralph is already initialized in {printable(str(root))}")
+        say(f"ralph is already initialized in {printable(str(root))}")
 
 
 @click.command("merge-driver", short_help="git's merge driver for plan.jsonl (by record, not line).")
@@ -63,7 +67,7 @@ def merge_driver(ctx: click.Context, base: Path, ours: Path, theirs: Path, path:
 
     merged = merge_files(base, ours, theirs, path)
     for conflict in merged.conflicts:
-        click.echo(printable(str(conflict)), err=True)
+        say(printable(str(conflict)), err=True)
     if merged.conflicts:
         ctx.exit(EXIT_REFUSED)
 
@@ -73,7 +77,7 @@ def _warn_if_driver_unregistered(root: Path) -> None:
 
     warning = unregistered(root)
     if warning:
-        click.echo(f"ralph: {warning}", err=True)
+        say(f"ralph: {warning}", err=True)
 
 
 @click.command()
@@ -95,9 +99,9 @@ def check(ctx: click.Context, staged: bool, as_json: bool) -> None:
         emit({"ok": not problems, "records": result.records, "problems": result.problem_objects()})
     elif problems:
         for problem in problems:
-            click.echo(printable(str(problem)), err=True)
+            say(printable(str(problem)), err=True)
     else:
-        click.echo(f"plan.jsonl{' (staged)' if staged else ''}: ok ({result.records} records)")
+        say(f"plan.jsonl{' (staged)' if staged else ''}: ok ({result.records} records)")
     _warn_if_driver_unregistered(root)
     if problems:
         ctx.exit(EXIT_INVALID)
@@ -109,7 +113,7 @@ def schema(as_json: bool) -> None:
     """Print the JSON Schema of a plan.jsonl line (--json: on one line)."""
     from ralph.plan.models import json_schema
 
-    emit(json_schema()) if as_json else click.echo(json.dumps(json_schema(), indent=2))
+    emit(json_schema()) if as_json else say(json.dumps(json_schema(), indent=2))
 
 
 @click.command()
@@ -154,21 +158,21 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
         return
     where = f"{found['remote']}/{found['branch']}"
     if found["head"] is None:
-        click.echo(f"{printable(where)}: no such branch yet (nothing pushed)")
+        say(f"{printable(where)}: no such branch yet (nothing pushed)")
         return
     live = [claim for claim in found["claims"] if not claim["stale"]]
     stale = [claim for claim in found["claims"] if claim["stale"]]
     ttl = _minutes(found["claim_ttl_s"])
-    click.echo(f"{printable(where)}: {len(live)} live claim(s), {len(stale)} stale (claim_ttl {ttl})")
+    say(f"{printable(where)}: {len(live)} live claim(s), {len(stale)} stale (claim_ttl {ttl})")
     for title, rows in (
         ("live", live),
         (f"stale (older than {ttl}: another runner may take them over)", stale),
     ):
         if rows:
-            click.echo(f"{title}:")
+            say(f"{title}:")
         for claim in rows:
             age = "age unknown" if claim["age_s"] is None else f"{_minutes(claim['age_s'])} ago"
-            click.echo(
+            say(
                 f"  {claim['task']} {printable(claim['name'][:60])}: {printable(claim['runner'])}"
                 f" since {printable(str(claim['since']))} ({age})"
             )
@@ -188,40 +192,45 @@ def _minutes(seconds: float) -> str:
 def _print_status(summary: dict) -> None:
     from ralph.ops.runs import describe
 
-    click.echo(printable(describe(summary["run"])))
+    say(printable(describe(summary["run"])))
     spec = f" ({printable(summary['spec'])})" if summary["spec"] else ""
-    click.echo(f"stage {summary['stage']}, iteration {summary['iteration']}{spec}")
-    click.echo(
+    stage = summary["stage"]
+    if stage == Stage.PLAN and summary["run"]["active"]:
+        stage = "PLAN: planning now"
+    elif stage == Stage.PLAN:  # not running, nothing planned
+        stage = "PLAN: no spec planned yet (`ralph construct SPEC` plans one first)"
+    say(f"stage {stage}, iteration {summary['iteration']}{spec}")
+    say(
         f"tasks: {summary['pending']} pending, {summary['done']} done, {summary['accepted']} accepted"
         + (f", {summary['killed']} to decompose" if summary["killed"] else "")
         + (f", {summary['blocked']} blocked" if summary["blocked"] else "")
     )
     kept = f", {summary['kept_open']} kept open" if summary["kept_open"] else ""
-    click.echo(f"issues: {summary['issues']} open{kept}")
+    say(f"issues: {summary['issues']} open{kept}")
     if summary["waiting"]:
-        click.echo("waiting for a person:")
+        say("waiting for a person:")
         for item in summary["waiting"]:
             why = item["why"].splitlines()[0][:200] if item["why"] else "(no reason given)"
-            click.echo(f"  {item['id']}: {printable(why)}")
+            say(f"  {item['id']}: {printable(why)}")
     if summary["questions"]:
-        click.echo(f"questions: {summary['questions']} open (`ralph questions`)")
+        say(f"questions: {summary['questions']} open (`ralph questions`)")
     _print_spent(summary["spent"])
     nxt = summary["next"]
-    click.echo(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
+    say(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
 
 
 def _print_spent(spent: dict) -> None:
     if not spent["by_stage"] and not spent["by_task"]:
         return
     if spent["by_stage"]:
-        click.echo(
+        say(
             f"spent so far: {spent['runs']} agent run(s), {spent['tokens']:,} tokens,"
             f" {_cost(spent['cost_usd'], spent['unknown_cost_runs'])}"
         )
-        click.echo("  by stage: " + "; ".join(_usage(name, row) for name, row in spent["by_stage"].items()))
+        say("  by stage: " + "; ".join(_usage(name, row) for name, row in spent["by_stage"].items()))
     if spent["by_task"]:
         label = "  by open task (builds): " if spent["by_stage"] else "spent building open tasks: "
-        click.echo(label + "; ".join(_usage(task_id, row) for task_id, row in spent["by_task"].items()))
+        say(label + "; ".join(_usage(task_id, row) for task_id, row in spent["by_task"].items()))
 
 
 def _usage(name: str, row: dict) -> str:

@@ -17,6 +17,7 @@ from ralph.cli.common import (
     json_option,
     no_commit_option,
     root_of,
+    say,
     task_ids,
     task_or_current,
 )
@@ -56,7 +57,11 @@ def _parse_task_json(ctx: click.Context, values: tuple[str, ...]) -> list:
     return items
 
 
-@task.command("add", context_settings={"ignore_unknown_options": True})  # '-5' is JSON, not an option
+@task.command(
+    "add",
+    short_help="Add tasks: a JSON object or array, or --name.",
+    context_settings={"ignore_unknown_options": True},
+)  # '-5' is JSON, not an option
 @click.argument("json_tasks", metavar="[JSON]...", nargs=-1)
 @click.option("--name", help="The task's name (instead of JSON).")
 @click.option("--accept", help="Acceptance criteria.")
@@ -88,10 +93,10 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
         raise InvalidInput(f"task add: {given}")
     added = tasks.add(root_of(ctx), items, commit_choice(no_commit), os.environ.get("RALPH_ISSUE_ID") or None)
     for record in added:
-        emit(record) if as_json else click.echo(f"added {record['id']}: {printable(record['name'])}")
+        emit(record) if as_json else say(f"added {record['id']}: {printable(record['name'])}")
 
 
-@task.command("done")
+@task.command("done", short_help="Mark a task done (default: $RALPH_TASK_ID).")
 @click.argument("task_id", metavar="[ID]", required=False, shell_complete=task_ids)
 @no_commit_option
 @json_option
@@ -101,10 +106,10 @@ def task_done(ctx, task_id, no_commit, as_json):
     from ralph.ops import tasks
 
     record = tasks.done(root_of(ctx), task_or_current(task_id), commit_choice(no_commit))
-    emit(record) if as_json else click.echo(f"done {record['id']}: {printable(record['name'])}")
+    emit(record) if as_json else say(f"done {record['id']}: {printable(record['name'])}")
 
 
-@task.command("accept")
+@task.command("accept", short_help="Accept a done task, or every done task.")
 @click.argument("task_id", metavar="[ID]", required=False, shell_complete=task_ids)
 @no_commit_option
 @json_option
@@ -115,12 +120,12 @@ def task_accept(ctx, task_id, no_commit, as_json):
     from ralph.ops import tasks
 
     for record in tasks.accept(root_of(ctx), task_or_current(task_id), commit_choice(no_commit)):
-        emit({"id": record["id"], "accepted": True}) if as_json else click.echo(
+        emit({"id": record["id"], "accepted": True}) if as_json else say(
             f"accepted {record['id']}: {printable(record['name'])}"
         )
 
 
-@task.command("reject")
+@task.command("reject", short_help="Send a done task back to pending, with the reason.")
 @click.argument("args", metavar="[ID] REASON", nargs=-1, required=True, shell_complete=task_ids)
 @click.option("--kill-reason", type=click.Choice(["timeout", "context_limit", "doom_loop"]), hidden=True)
 @click.option("--kill-log", hidden=True)
@@ -141,12 +146,10 @@ def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
         )
     task_id = task_or_current(task_id)
     record = tasks.reject(root_of(ctx), task_id, reason, kill_reason, kill_log, commit_choice(no_commit))
-    emit(record) if as_json else click.echo(
-        f"rejected {record['id']}: {printable(record['name'])} (pending again)"
-    )
+    emit(record) if as_json else say(f"rejected {record['id']}: {printable(record['name'])} (pending again)")
 
 
-@task.command("delete")
+@task.command("delete", short_help="Remove a task; what needed it needs its subtasks.")
 @click.argument("task_id", metavar="ID", shell_complete=task_ids)
 @click.option("--force", is_flag=True, help="Also drop the dependencies other tasks have on it.")
 @no_commit_option
@@ -160,10 +163,10 @@ def task_delete(ctx, task_id, force, no_commit, as_json):
     if as_json:
         return emit({"id": record["id"], "deleted": True, "updated": list(rewired)})
     suffix = f" ({', '.join(rewired)} updated)" if rewired else ""
-    click.echo(f"deleted {record['id']}: {printable(record['name'])}{suffix}")
+    say(f"deleted {record['id']}: {printable(record['name'])}{suffix}")
 
 
-@task.command("prioritize")
+@task.command("prioritize", short_help="Set a priority on the pending tasks that have none.")
 @click.option("--spec", help="Only tasks of this spec (and tasks without one).")
 @no_commit_option
 @json_option
@@ -193,7 +196,7 @@ def task_list(ctx, pending, done, blocked, as_json):
         else:
             flags = " ".join(f"[{f}]" for f in (record.get("priority"), record.get("kill_reason")) if f)
             line = f"{record['id']}  {status_of(record).name.lower()}  {printable(record['name'])}"
-            click.echo(line + (f"  {flags}" if flags else ""))
+            say(line + (f"  {flags}" if flags else ""))
 
 
 @task.command("show")

@@ -34,23 +34,36 @@ def say(text: str, input_tokens: int = 1200) -> None:
     print(json.dumps({"type": "assistant", "message": message}), flush=True)
 
 
-def _required(pattern: str, body: str, flags: int) -> str:
-    found = re.search(pattern, body, flags)
-    assert found is not None, f"a section of the demo's spec lacks {pattern}"
-    return found.group(1)
+class NotForMe(Exception):
+    """The spec is not one the demo agent was written for: it is a script, not a model."""
+
+
+WRITTEN_FOR = (
+    "the demo agent is a script, not a model: it builds only specs written for it, where each"
+    " `### FILE` section has a `Check: COMMAND` line and a ```python block (like ralph/demo/greeter.md);"
+    " for any other spec use a real agent (ralph construct SPEC --agent claude, see `ralph agents`)"
+)
 
 
 def sections() -> dict[str, dict]:
-    spec = Path(os.environ["RALPH_SPEC"]).read_text(encoding="utf-8")
+    spec = os.environ["RALPH_SPEC"]
     found = {}
-    for match in SECTION.finditer(spec):
-        body = match.group("body")
+    for match in SECTION.finditer(Path(spec).read_text(encoding="utf-8")):
+        body, file = match.group("body"), match.group("file")
+        check = re.search(r"^Check: (.+)$", body, re.MULTILINE)
+        code = re.search(r"```python\n(.*?)```", body, re.DOTALL)
+        if not (check and code):
+            raise NotForMe(
+                f"{spec}: its section ### {file} has no {'Check: line' if not check else '```python block'}"
+            )
         needs = re.search(r"^Needs: (.+)$", body, re.MULTILINE)
-        found[match.group("file")] = {
-            "check": _required(r"^Check: (.+)$", body, re.MULTILINE),
+        found[file] = {
+            "check": check.group(1),
             "needs": [n.strip() for n in needs.group(1).split(",")] if needs else [],
-            "code": _required(r"```python\n(.*?)```", body, re.DOTALL),
+            "code": code.group(1),
         }
+    if not found:
+        raise NotForMe(f"{spec} has no ### FILE sections")
     return found
 
 
@@ -73,7 +86,12 @@ def current_task() -> dict:
 def build() -> None:
     task = current_task()
     file = task["name"].removeprefix("Write ")
-    Path(file).write_text(sections()[file]["code"], encoding="utf-8")
+    found = sections()
+    if file not in found:
+        raise NotForMe(
+            f"task {task['id']} ({task['name']!r}) is not a `Write FILE` task of a section of the spec"
+        )
+    Path(file).write_text(found[file]["code"], encoding="utf-8")
     say(f"wrote {file}", input_tokens=2400)
     ralph("task", "done")
 
@@ -108,7 +126,11 @@ def main() -> int:
         "INVESTIGATE": investigate,
         "DECOMPOSE": decompose,
     }
-    stages[stage]()
+    try:
+        stages[stage]()
+    except NotForMe as exc:
+        print(f"demo agent: {exc}; {WRITTEN_FOR}", file=sys.stderr, flush=True)
+        return 2
     result = {"type": "result", "subtype": "success", "is_error": False, "usage": SPENT}
     print(json.dumps(result), flush=True)
     return 0

@@ -18,8 +18,10 @@ from ralph.loop import prompts
 from ralph.loop.console import Console
 from ralph.loop.journal import Journal
 from ralph.loop.pressure import Pressure
+from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 from ralph.ops.settings import Settings
+from ralph.plan.plan import Plan
 from ralph.plan.records import StopReason
 
 LOG_DIR = Path("build") / "ralph-logs"
@@ -27,6 +29,8 @@ LOG_DIR = Path("build") / "ralph-logs"
 
 class AgentUnavailable(RalphError):
     """The agent program cannot be started at all; the loop cannot go on."""
+
+    exit_code = 6  # the construct outcome AGENT_UNAVAILABLE
 
 
 @dataclass
@@ -38,6 +42,9 @@ class AgentResult:
     plan_problem: str | None = None  # the agent left plan.jsonl invalid (ralph restored it)
     violation: str | None = None  # what the agent did that its stage may not (ralph undid it)
     changed: frozenset[str] = frozenset()  # the paths it left changed (ralph's own files aside)
+    # plan.jsonl as the run left it (or as ralph put it back), read once after the run and passed
+    # on to what the stage does next; None: not read yet.
+    plan: Plan | None = None
 
     @property
     def ok(self) -> bool:
@@ -48,7 +55,7 @@ class AgentResult:
             return f"stopped: {self.run.stop_reason}"
         if self.tracker.reported_error:
             subtype = self.tracker.result.subtype if self.tracker.result else None
-            return f"the agent reported an error ({subtype})"
+            return f"reported an error ({subtype})"  # after "agent" (console) or "the agent ended (...)"
         return f"exit {self.run.exit_code}"
 
 
@@ -73,6 +80,7 @@ class AgentRunner:
         self.journal, self.console, self.supervisor = journal, console, supervisor
         self.log_dir = root / LOG_DIR
         self._names = threading.Lock()
+        self.sandbox: Sandbox | None = None  # the fence around each run, once the loop has made it
 
     def require_program(self) -> None:
         """Fail before touching anything when the agent's program does not exist."""
@@ -197,9 +205,12 @@ class AgentRunner:
         )
         run_id = str(relative_log)  # unique per run: several run at once
         self.console.start_run(run_id, stage, item, name, str(relative_log))
+        argv = invocation.argv
+        if self.sandbox is not None:
+            argv = self.sandbox.wrap(argv, root, invocation.env)
         try:
             result = self.supervisor.run(
-                invocation.argv,
+                argv,
                 cwd=root,
                 env=invocation.env,
                 log_path=log_path,

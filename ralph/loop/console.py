@@ -18,8 +18,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ralph.secrets import redact
+from ralph.text import printable
+
 REDRAW_S = 0.25  # at most four redraws a second
-GATE_LINES = 3  # lines of a gate's output shown
+GATE_LINES = 6  # lines of a failed gate's explanation kept in the live region
+EVENT_LINES = 30  # lines of it printed as events (the gate picks at most about 24)
 
 
 @dataclass
@@ -67,7 +71,8 @@ def clock(seconds: float) -> str:
 
 
 def render(view: View, now: float, color: bool = False) -> list[str]:
-    """The region's lines (unclipped)."""
+    """The region's lines (unclipped). Every text in the view is escaped (task names, output lines:
+    words of agents and people), so only ralph's own colour codes reach the terminal."""
     bold, dim, red, green, off = (
         ("\033[1m", "\033[2m", "\033[31m", "\033[32m", "\033[0m") if color else ("",) * 5
     )
@@ -75,20 +80,21 @@ def render(view: View, now: float, color: bool = False) -> list[str]:
     if view.iteration:
         head += f" · iteration {view.iteration}"
     if view.stage and not view.runs:
-        head += f" · {view.stage}"
+        head += f" · {printable(view.stage)}"
     head += f" · {view.tokens:,} tokens · ${view.cost_usd:.2f}"
     lines = [head]
     if view.waiting:
-        lines.append(f"  {view.waiting}")
+        lines.append(f"  {printable(view.waiting)}")
     for run in sorted(view.runs.values(), key=lambda run: run.started):
-        name = f" {run.name}" if run.name else ""
-        lines.append(f"  {run.stage:<11} {run.item}{name} · {clock(now - run.started)} {dim}{run.log}{off}")
+        name = f" {printable(run.name)}" if run.name else ""
+        what = f"{printable(run.stage):<11} {printable(run.item)}{name}"
+        lines.append(f"  {what} · {clock(now - run.started)} {dim}{printable(run.log)}{off}")
     gate = view.gate
     if gate:
         verdict = f"{green}passed{off}" if gate.ok else f"{red}FAILED{off}"
-        lines.append(f"  last {gate.what} {gate.item}: {verdict} {dim}{gate.log}{off}")
-        lines += [f"    {dim}{line}{off}" for line in ([] if gate.ok else gate.lines[:GATE_LINES])]
-    lines += [f"  {dim}{action}{off}" for action in view.actions]
+        lines.append(f"  last {gate.what} {printable(gate.item)}: {verdict} {dim}{printable(gate.log)}{off}")
+        lines += [f"    {dim}{printable(line)}{off}" for line in ([] if gate.ok else gate.lines[:GATE_LINES])]
+    lines += [f"  {dim}{printable(action)}{off}" for action in view.actions]
     return lines
 
 
@@ -134,7 +140,9 @@ class Console:
 
     # --- what the loop reports ----------------------------------------------------------------
     def event(self, text: str) -> None:
-        """One line: above the region on a terminal, else a plain line."""
+        """One line: above the region on a terminal, else a plain line. Redacted and escaped: it
+        carries task names, reasons and output lines."""
+        text = printable(redact(text))
         with self._lock:
             self._clear()
             self.stream.write(f"[ralph {self.elapsed()}] {text}\n")
@@ -152,7 +160,7 @@ class Console:
             self.view.tokens, self.view.cost_usd = tokens, cost_usd
 
     def start_run(self, run_id: str, stage: str, item: str | None, name: str | None, log: str) -> None:
-        run = RunView(str(stage), item or "", one_line(name or "", 60), str(log), time.time())
+        run = RunView(str(stage), item or "", one_line(redact(name or ""), 60), str(log), time.time())
         with self._lock:
             self.view.runs[run_id] = run
             self.view.waiting = ""
@@ -167,19 +175,28 @@ class Console:
             self.event(f"{_what(run.stage, run.item)}: agent {outcome} ({took})")
 
     def gate(self, item: str, ok: bool, summary: str, log: str, what: str = "gate") -> None:
+        summary = redact(summary)  # before its lines are cut
         lines = [line.rstrip() for line in summary.strip().splitlines() if line.strip()]
         with self._lock:
             self.view.gate = GateView(item, ok, lines[:GATE_LINES], str(log), what)
         verdict = "passed" if ok else ("REFUSED" if what != "gate" else "FAILED")
         self.event(f"{what} for {item}: {verdict}" + ("" if ok else f", log {log}"))
-        if not ok:
-            for line in lines[:GATE_LINES]:
+        if not ok:  # why: the lines the gate picked (its errors and the end of its output)
+            for line in lines[:EVENT_LINES]:
                 self.event(f"  | {line[:200]}")
+
+    def verdict(self, stage: str, item: str, verdict: str, reason: str = "") -> None:
+        """What a stage concluded about an item (VERIFY: accepted, rejected; BUILD: why an
+        attempt failed), with the reason's first lines."""
+        lines = [line.rstrip() for line in reason.strip().splitlines() if line.strip()]
+        self.event(f"{stage} {item}: {verdict}" + (f": {lines[0][:200]}" if lines else ""))
+        for line in lines[1:EVENT_LINES]:
+            self.event(f"  | {line[:200]}")
 
     def limit_wait(self, text: str) -> None:
         """A rate or usage limit being waited out: shown until the next agent run starts."""
         with self._lock:
-            self.view.waiting = text
+            self.view.waiting = redact(text)
         self.event(text)
 
     def close(self) -> None:

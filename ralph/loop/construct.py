@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from ralph import secrets
 from ralph.agents import make_adapter
-from ralph.errors import InvalidInput, PlanInvalid, Refused, RemoteError
+from ralph.errors import PlanInvalid, RemoteError
+from ralph.loop import preflight
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
-from ralph.loop.gate import gate_problem
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
@@ -74,6 +75,9 @@ class Outcome(Enum):
     INTERRUPTED = 130
 
 
+ERROR_OUTCOME = "ERROR"  # a run an error ended (printed in one line, or a crash log): its journal and hooks
+
+
 @dataclass
 class Report:
     outcome: Outcome
@@ -86,16 +90,24 @@ class Report:
     tokens: int = 0
     stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
     questions: list[str] = field(default_factory=list)  # open questions of the spec, for a person
+    failed: list[str] = field(default_factory=list)  # failed build attempts and VERIFY's rejections, and why
     cost_usd: float = 0.0  # of the runs whose cost is known
     unknown_cost_runs: int = 0
     by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
     by_task: dict = field(default_factory=dict)  # task or issue id -> the same
     resume: str = ""  # the command that goes on from here (set by the command line)
+    began: bool = False  # the run got past its checks: what it says is a report, not an error
+    # The same as data, for --json: each task accepted in this run or left ({id, name, status, why,
+    # ...}), each open issue and open question of the spec.
+    tasks: list[dict] = field(default_factory=list)
+    issues: list[dict] = field(default_factory=list)
+    open_questions: list[dict] = field(default_factory=list)
 
 
 class Loop:
     def __init__(self, root: Path, settings: Settings, console: Console | None = None):
         self.root, self.settings = root, settings
+        secrets.use_repository(root)  # its .env files' values are redacted (its worktrees have none)
         self.console = console or Console()
         self.journal = Journal(root / LOG_DIR / "events.jsonl")
         self.supervisor = Supervisor(settings.grace_s)
@@ -107,7 +119,9 @@ class Loop:
         self.supervisor.deadline_at = self.deadline.at
         self.ws: Workspace | None = None
         self.accepted: list[str] = []
+        self.accepted_tasks: list[dict] = []
         self.stopped: list[str] = []
+        self.failed: list[str] = []
         self.iterations_run = 0
 
     @property
@@ -122,20 +136,26 @@ class Loop:
             return self._run(plan_only)
         finally:  # the live region goes whatever ended the run (an error is printed after it)
             self.console.close()
+            if self.runner.sandbox is not None:
+                self.runner.sandbox.close()
 
     def _run(self, plan_only: bool) -> Report:
-        try:
-            self.runner.require_program()
-        except AgentUnavailable as exc:
-            return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
+        unavailable = preflight.agent_problem(self.runner)
+        if unavailable:
+            return self._report(Outcome.AGENT_UNAVAILABLE, str(unavailable))
         # Adopting orphans: a daemon an agent or gate starts (setsid) is ended with its run.
         with stop_signals_interrupt(), self._one_loop_per_repository(), self.supervisor.adopting_orphans():
             try:
                 self.ws = self._prepare(needs_gate=not plan_only)
                 span = self.journal.span("construct", spec=self.settings.spec)
-                outcome, message, exit_code = self._run_stages(plan_only)
+                try:
+                    outcome, message, exit_code = self._run_stages(plan_only)
+                except Exception as exc:  # an error ends the run too: its run_ended hooks hear of it
+                    span.end(outcome=ERROR_OUTCOME, message=f"{type(exc).__name__}: {exc}")
+                    self.hooks.close()
+                    raise
                 span.end(outcome=outcome.name, message=message)
-                self.hooks.close()  # inside: the run_ended hooks are children that Ctrl-C stops
+                self.hooks.close()  # inside: a second Ctrl-C stops the run's last hooks
             except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
                 return self._report(Outcome.INTERRUPTED, "interrupted", 128 + signal_number(exc))
         return self._report(outcome, message, exit_code)
@@ -253,7 +273,9 @@ class Loop:
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
         report = stage(self.workspace).run(iteration)
         self.accepted += report.accepted
+        self.accepted_tasks += report.accepted_tasks
         self.stopped += report.stopped
+        self.failed += report.failed
         return report
 
     # --- preparing and reading ----------------------------------------------------------------
@@ -275,27 +297,21 @@ class Loop:
             self.console.event(f"cleaned up after an earlier run: {line}")
 
     def _prepare(self, needs_gate: bool) -> Workspace:
-        spec = self.root / self.settings.spec
-        if not spec.is_file():
-            raise InvalidInput(f"no spec file {self.settings.spec}")
-        repo = Repo(self.root)
-        operation = repo.operation_in_progress()
-        if operation:
-            raise Refused(f"{operation}: finish or abort it before running ralph construct")
-        if repo.head() is not None and repo.branch() is None:
-            raise Refused("HEAD is detached: check out a branch for ralph construct to commit on")
-        problem = gate_problem(self.settings.gate, self.root) if needs_gate else None
-        if problem:
-            raise Refused(f"{problem}; set --gate (or the config's gate), or --gate '' for none")
+        # The same checks `--dry-run` lists (ralph/loop/preflight.py); here the first one stops the run.
+        for refusal in preflight.start_problems(self.root, self.settings, needs_gate):
+            raise refusal
+        with open(self.journal.path, "a", encoding="utf-8"):
+            pass  # a log folder ralph cannot write stops the run before it commits anything
+        self._fence()
         if not (self.root / PLAN_FILE).exists():
             from ralph.ops.initialize import init
 
             init(self.root)
         ws = Workspace(self.root, self.settings, self.runner, self.journal, self.console, self.deadline)
-        dirty = ws.changed_paths() - {PLAN_FILE}
-        if dirty and not self.settings.allow_dirty:
-            shown = ", ".join(sorted(dirty)[:5]) + (f" (+{len(dirty) - 5} more)" if len(dirty) > 5 else "")
-            raise Refused(f"uncommitted changes: {shown}; commit or stash them, or pass --allow-dirty")
+        dirty = preflight.dirty_paths(self.root)
+        problem = preflight.dirty_problem(dirty, self.settings)
+        if problem:
+            raise problem
         ws.user_dirty = frozenset(dirty)
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
@@ -313,6 +329,24 @@ class Loop:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
         return ws
+
+    def _fence(self) -> None:
+        """Make the sandbox every agent and gate runs in (--sandbox), or say once why there is none.
+        Raises SandboxUnavailable (exit 1) when it is required and this system has none."""
+        from ralph.loop import sandbox
+
+        settings = self.settings
+        state = self.runner.adapter.state_paths
+        logs = (self.root / LOG_DIR,)  # ralph writes the logs and the journal; a run may only read them
+        fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide, logs)
+        self.runner.sandbox = fence
+        if fence is not None:
+            fence.make_state_folders(Path.home())
+        self.journal.event(
+            "sandbox", mode=settings.sandbox, on=fence is not None, program=fence.program if fence else None
+        )
+        if fence is None and settings.sandbox == "auto":
+            self.console.event(said)
 
     def read_plan(self):
         return self.workspace.read_plan()
@@ -378,11 +412,30 @@ class Loop:
             self.ws.tokens if self.ws else 0,
             self.stopped,
             self._questions(),
+            self.failed,
         )
+        report.began = self.ws is not None
+        self._add_items(report)
         if spent is not None:
             report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs
             report.by_stage, report.by_task = spent.by_stage, spent.by_item
         return report
+
+    def _add_items(self, report: Report) -> None:
+        """The report's tasks, issues and questions as data (--json)."""
+        from ralph.loop import report_data
+
+        report.tasks = [{**task, "status": "accepted"} for task in self.accepted_tasks]
+        if not (self.root / PLAN_FILE).exists():
+            return
+        try:
+            plan = read_plan(self.root)
+        except PlanInvalid:
+            return
+        spec = self.settings.spec
+        report.tasks += report_data.left_tasks(plan, spec)
+        report.issues = report_data.open_issues(plan, spec)
+        report.open_questions = report_data.open_questions(plan, spec)
 
     def _questions(self) -> list[str]:
         """The spec's open questions, for a person: what, which task, since when, who asked."""

@@ -1,7 +1,9 @@
 """`ralph construct --dry-run`: what the next iteration would run, read from the plan alone: each
 stage's items, the agent's argv, each prompt's size and first lines, the gate's argv, and the budget
-in force. It runs no agent or gate and writes nothing (no log, no plan change, no commit, not even
-the validation cache in .git)."""
+in force; and every reason the real run would refuse to start (ralph/loop/preflight.py, the checks
+the real run makes). It runs no agent or gate and writes nothing (no log, no plan change, no
+commit, not even the validation cache in .git); only a make gate is asked `make -n`, as the real
+run asks it, which prints its commands and runs none."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ralph.agents import make_adapter
-from ralph.loop import prompts
+from ralph.loop import preflight, prompts
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, ralph_command
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.ops.settings import Settings
@@ -32,6 +34,16 @@ def preview(root: Path, settings: Settings) -> dict:
         root, settings, make_adapter(settings.agent, settings.agent_cmd, settings.model, settings.agent_args),
         None, None, None,  # type: ignore[arg-type]  # a runner that runs nothing: argv and prompts only
     )  # fmt: skip
+    result = _preview(root, settings, plan, runner)
+    # What the real run would refuse to start for: the checks it makes itself, each listed.
+    result["refusals"] = [
+        {"exit_code": problem.exit_code, "message": str(problem)}
+        for problem in preflight.all_problems(root, settings, runner, needs_gate=True)
+    ]
+    return result
+
+
+def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRunner) -> dict:
     spec = settings.spec
     iteration = plan.iteration() + 1 if plan else 1
     runs: list[dict] = []
@@ -43,7 +55,7 @@ def preview(root: Path, settings: Settings) -> dict:
     if plan is None or not plan.has_work_for(spec):
         notes.append("no tasks for the spec yet: PLAN runs first" + ("" if plan else " (after `ralph init`)"))
         add(Stage.PLAN, None, spec, {})
-        return _result(settings, iteration, runs, notes)
+        return _result(settings, iteration, runs, notes, _sandbox(root, settings, runner.adapter))
     tasks = plan.task_views(spec)
     records = [task.record for task in tasks]
     issues = plan.issues(spec)
@@ -90,7 +102,29 @@ def preview(root: Path, settings: Settings) -> dict:
         add(Stage.VERIFY, task.id, task.name, values)
     for question in questions:
         notes.append(f"{question['id']} holds {question.get('task')}: {one_line(question['text'])[:100]}")
-    return _result(settings, iteration, runs, notes)
+    return _result(settings, iteration, runs, notes, _sandbox(root, settings, runner.adapter))
+
+
+def _sandbox(root: Path, settings: Settings, adapter) -> dict:
+    """What fence the runs would get: its mode, whether it is on, the line the run would say, and
+    the bwrap argv an agent in the repository's work tree would be started with (up to `--`)."""
+    from ralph.loop import sandbox
+
+    try:
+        logs = (root / LOG_DIR,)
+        fence, said = sandbox.make(settings.sandbox, root, adapter.state_paths, settings.sandbox_hide, logs)
+    except sandbox.SandboxUnavailable as exc:
+        said = f"the run would refuse to start: {exc}"
+        return {"mode": settings.sandbox, "on": False, "said": said, "argv": []}
+    if fence is None:
+        return {"mode": settings.sandbox, "on": False, "said": said, "argv": []}
+    try:
+        import os
+
+        argv = fence.wrap([], root, dict(os.environ))
+    finally:
+        fence.close()
+    return {"mode": settings.sandbox, "on": True, "said": said, "argv": argv}
 
 
 def _run(
@@ -121,13 +155,14 @@ def _run(
     }
 
 
-def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[str]) -> dict:
+def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[str], fence: dict) -> dict:
     return {
         "spec": settings.spec,
         "iteration": iteration,
         "runs": runs,
         "notes": notes,
         "gate": list(settings.gate),
+        "sandbox": fence,
         "budget": {
             "max_iterations": settings.max_iterations,
             "max_minutes": settings.max_minutes,
@@ -153,6 +188,7 @@ def render_text(result: dict) -> list[str]:
         f" gate timeout {budget['gate_timeout_s']:g}s, parallel {budget['parallel']},"
         f" max-decompose-depth {budget['max_decompose_depth']}",
         f"gate: {shlex.join(result['gate']) if result['gate'] else '(none)'}",
+        f"sandbox: {result['sandbox']['said']}",
         f"iteration {result['iteration']}: {len(result['runs'])} agent run(s)",
     ]
     for run in result["runs"]:
@@ -163,5 +199,9 @@ def render_text(result: dict) -> list[str]:
         lines += [f"      | {line}" for line in run["prompt_head"]]
         if "gate" in run:
             lines.append(f"    then the gate: {shlex.join(run['gate']) if run['gate'] else '(none)'}")
+    if result["sandbox"]["argv"]:
+        lines.append(f"each agent and gate starts as: {shlex.join(result['sandbox']['argv'])} ARGV...")
     lines += [f"note: {note}" for note in result["notes"]]
+    if result["refusals"]:
+        lines.append(f"the real run would not start: {len(result['refusals'])} problem(s), listed on stderr")
     return lines

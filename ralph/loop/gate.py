@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ralph.failures import FailingLines
+from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import ChildNotFound, Supervisor
 from ralph.plan.records import StopReason
 
@@ -14,7 +16,7 @@ from ralph.plan.records import StopReason
 @dataclass
 class GateResult:
     ok: bool
-    summary: str  # the end of its output, or why it could not run
+    summary: str  # why it failed (see FailingLines), the end of its output, or why it could not run
     log_path: Path
 
 
@@ -25,21 +27,34 @@ def gate_env() -> dict[str, str]:
 
 
 def run_gate(
-    supervisor: Supervisor, argv: Sequence[str], root: Path, log_path: Path, timeout_s: float
+    supervisor: Supervisor,
+    argv: Sequence[str],
+    root: Path,
+    log_path: Path,
+    timeout_s: float,
+    sandbox: Sandbox | None = None,
 ) -> GateResult:
+    """Run the gate in the work tree `root`; inside the sandbox when there is one (the gate is the
+    repository's own code: it gets the fence an agent gets)."""
     if not argv:
         return GateResult(True, "no gate configured", log_path)
     shown = " ".join(argv)
+    env = gate_env()
+    run_argv = sandbox.wrap(list(argv), root, env) if sandbox else list(argv)
+    sieve = FailingLines()
     try:
-        result = supervisor.run(list(argv), cwd=root, env=gate_env(), log_path=log_path, timeout_s=timeout_s)
+        result = supervisor.run(
+            run_argv, cwd=root, env=env, log_path=log_path, timeout_s=timeout_s, monitor=sieve
+        )
     except ChildNotFound as exc:
         return GateResult(False, f"the gate could not start: {exc}", log_path)
+    explained = "\n".join(sieve.lines())
     if result.stop_reason == StopReason.TIMEOUT:
-        return GateResult(False, f"`{shown}` timed out after {timeout_s:g}s", log_path)
-    tail = "\n".join(result.tail[-40:])
+        said = f"`{shown}` timed out after {timeout_s:g}s"
+        return GateResult(False, f"{said}:\n{explained}" if explained else said, log_path)
     if result.ok:
-        return GateResult(True, tail, log_path)
-    return GateResult(False, f"`{shown}` exited {result.exit_code}:\n{tail}", log_path)
+        return GateResult(True, explained, log_path)
+    return GateResult(False, f"`{shown}` exited {result.exit_code}:\n{explained}", log_path)
 
 
 def gate_problem(argv: Sequence[str], root: Path) -> str | None:

@@ -3,8 +3,9 @@ killed, a question asked, a wait for a rate or usage limit, the run's end).
 
 The journal tells the hooks of each event it writes; those that are hook events are queued and run
 one after another by one thread, so a slow webhook never holds up a build. Each hook is a child of
-the loop's supervisor (Ctrl-C and SIGTERM stop it; never a shell), gets the event as one JSON
-object on stdin, and is bounded by hook_timeout. A hook that fails, hangs or cannot start is
+the loop's supervisor (never a shell): Ctrl-C and SIGTERM stop it, except run_ended, which runs
+on every ending, a stop or a spent budget included. Each gets the event as one JSON object on
+stdin and is bounded by hook_timeout. A hook that fails, hangs or cannot start is
 journalled as hook_failed and the run goes on. docs/hooks.md has examples."""
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ class Hooks:
             self._queue.put(None)
         try:
             worker.join()
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM while a hook runs: it is stopped too
-            self.supervisor.stop_all()
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the run's last hooks run: run_ended too
+            self.supervisor.stop_all(outliving_too=True)
             worker.join()
             raise
 
@@ -100,8 +101,16 @@ class Hooks:
         env = {**os.environ, "RALPH_HOOK_EVENT": str(event)}
         data = (json_text(payload) + "\n").encode()
         try:
+            # A stop (or a spent budget) ends the other hooks with the agents, but run_ended still
+            # runs, bounded by its timeout: a CI timeout or a closed terminal must still notify.
             result = self.supervisor.run(
-                list(argv), cwd=self.root, env=env, log_path=log, timeout_s=self.timeout_s, stdin_data=data
+                list(argv),
+                cwd=self.root,
+                env=env,
+                log_path=log,
+                timeout_s=self.timeout_s,
+                stdin_data=data,
+                outlives_stop=event is HookEvent.RUN_ENDED,
             )
         except ChildNotFound as exc:
             self.journal.event("hook_failed", **about, error=f"cannot start: {exc}")

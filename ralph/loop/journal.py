@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ralph.secrets import redact_fields
 from ralph.text import json_text
 
 
@@ -26,7 +27,9 @@ class Journal:
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "event": event,
         }
-        record.update({key: value for key, value in fields.items() if value is not None})
+        # Redacted here, once for the journal and the hooks it tells: the fields carry agents' and
+        # gates' words (reasons, summaries, problems).
+        record.update(redact_fields({key: value for key, value in fields.items() if value is not None}))
         line = json_text(record) + "\n"
         with self._lock, open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ralph.failures import gist
 from ralph.plan.plan import Plan
 from ralph.plan.records import IssueView, KillReason, TaskView
 
@@ -38,7 +39,7 @@ def why_left(task: TaskView) -> str:
     failure = record.get("gate_failure") or ""
     found = _FULL_OUTPUT.search(failure)
     failure_log = found.group(1) if found else None
-    last = _first(_FULL_OUTPUT.sub("", failure), 120)
+    last = gist(_FULL_OUTPUT.sub("", failure), 160)  # what failed and its telling line
     if task.kill_reason:
         words = _first(record.get("reject_reason") or str(task.kill_reason), 120)
         doom = task.kill_reason is KillReason.DOOM_LOOP  # BUILD (or VERIFY) kept failing it

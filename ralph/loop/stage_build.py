@@ -5,19 +5,19 @@ aside for DECOMPOSE. Context compaction continues the task in a fresh run."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import NamedTuple
 
+from ralph.failures import gist
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
-from ralph.loop.secrets import redact
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
 from ralph.plan.records import (
     KILLING_STOPS,
+    VERDICT_WORDS,
     KillReason,
     Stage,
     StopReason,
@@ -28,6 +28,7 @@ from ralph.plan.records import (
 )
 from ralph.plan.schedule import buildable
 from ralph.plan.scope import outside
+from ralph.secrets import redact
 from ralph.text import shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
@@ -143,7 +144,7 @@ class BuildStage:
                 f"ralph: task {task['id']} set aside: VERIFY rejected it {len(reasons)} times",
                 f"its last build: commit {build}; its changes (still in the code): {changes}",
                 "what VERIFY said, oldest first:",
-                *(f"{n}. {' '.join(reason.split())[:2000]}" for n, reason in enumerate(reasons, 1)),
+                *(f"{n}. {' '.join(redact(reason).split())[:2000]}" for n, reason in enumerate(reasons, 1)),
                 "the VERIFY runs' logs:",
                 *(logs or ["(none found)"]),
                 "",
@@ -162,7 +163,7 @@ class BuildStage:
                 "task_details": task_details(task, names, plan.answers_for(task_id)),
                 "gate": " ".join(self.ws.settings.gate) or "(none)",
             }
-            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted)
+            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted, plan=plan)
             problem = result.plan_problem
             stop = result.run.stop_reason
             if stop == StopReason.CONTEXT_COMPACT and compactions < MAX_COMPACTIONS:
@@ -173,7 +174,7 @@ class BuildStage:
                 return self._kill(task_id, KillReason.CONTEXT_LIMIT, result, report)
             if stop in KILLING_STOPS:
                 return self._kill(task_id, KILLING_STOPS[stop], result, report)
-            after = self.ws.read_plan().find_task(task_id)  # the task as the agent left it
+            after = self.ws.plan_after(result).find_task(task_id)  # the task as the agent left it
             if after is None:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
             if not result.violation and self._asked(task_id, result, report):
@@ -182,6 +183,7 @@ class BuildStage:
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
             attempts = self._record_failure(task_id, failure, result)
+            self._tell_failure(task_id, attempts, failure, report)
             if attempts >= self.ws.settings.max_attempts:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
 
@@ -189,7 +191,7 @@ class BuildStage:
         """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is
         counted; its partial changes are set aside as a patch beside its log, and the question is
         committed. The task is built afresh, with the answer, once a person gives it."""
-        plan = self.ws.read_plan()
+        plan = self.ws.plan_after(result)
         asked = plan.questions_of(task_id)
         if not asked or not is_blocked(plan.task_line(task_id).record):
             return False
@@ -254,13 +256,18 @@ class BuildStage:
             "gate", item=task["id"], iteration=iteration, log=str(self.ws.rel(log)), worker=self.ws.worker
         )
         settings = self.ws.settings
-        gate = run_gate(self.ws.runner.supervisor, settings.gate, self.ws.root, log, settings.gate_timeout_s)
-        span.end(ok=gate.ok, summary=None if gate.ok else gate.summary.strip()[:600])
+        runner, timeout = self.ws.runner, settings.gate_timeout_s
+        gate = run_gate(runner.supervisor, settings.gate, self.ws.root, log, timeout, runner.sandbox)
+        self.ws.building |= self.ws.changed_paths() - {
+            PLAN_FILE
+        }  # a formatter in the gate writes for the build
+        span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
         self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
         if not gate.ok:
             return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.ws.rel(log))), set()
         refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
         changed = self.ws.changed_paths()  # as the gate and the hook left them (a formatter may write)
+        self.ws.building |= changed - {PLAN_FILE}
         return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
 
     def _scope_failure(self, task: dict, changed: set[str]) -> Failure | None:
@@ -285,8 +292,9 @@ class BuildStage:
         log = self.ws.runner.new_log("hook", task_id)
         span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.ws.rel(log)))
         timeout = self.ws.settings.gate_timeout_s
-        result = run_gate(self.ws.runner.supervisor, [str(hook)], self.ws.root, log, timeout)
-        span.end(ok=result.ok, summary=None if result.ok else result.summary.strip()[:600])
+        runner = self.ws.runner
+        result = run_gate(runner.supervisor, [str(hook)], self.ws.root, log, timeout, runner.sandbox)
+        span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
         relative = str(self.ws.rel(log))
         self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
         if result.ok:
@@ -323,6 +331,14 @@ class BuildStage:
         )
         return attempts
 
+    def _tell_failure(self, task_id: str, attempts: int, failure: Failure, report: StageReport) -> None:
+        """Why the attempt failed, where the person looks: the console (a failed gate's lines were
+        shown as it ended) and the final report."""
+        words, reason = VERDICT_WORDS[failure.verdict], failure.text.removeprefix(f"{failure.verdict}: ")
+        report.failed.append(f"{task_id} attempt {attempts}: {words}: {gist(reason)}")
+        shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
+        self.ws.console.verdict("BUILD", task_id, f"attempt {attempts} failed ({words})", shown)
+
     def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
         """Set the task aside for DECOMPOSE; its partial changes are saved as a patch, then undone."""
         self.ws.set_aside(result.log_path)
@@ -338,4 +354,4 @@ class BuildStage:
 def _for_history(output: str, log: Path) -> str:
     """What of a failure goes into plan.jsonl, and so into git history for good: a short excerpt
     with secrets redacted, pointing to the full output in the (ignored) log."""
-    return f"{redact(excerpt(output, HISTORY_EXCERPT_CHARS), dict(os.environ))}\n(full output: {log})"
+    return f"{excerpt(redact(output), HISTORY_EXCERPT_CHARS)}\n(full output: {log})"  # redacted, then cut

@@ -12,6 +12,7 @@ from ralph.loop.agentrun import LOG_DIR
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage, TaskView, kill_reason_of
+from ralph.secrets import OutputLines
 
 MIN_SUBTASKS, MAX_SUBTASKS = 2, 5
 MAX_DECOMPOSE_FAILURES = 2
@@ -131,7 +132,8 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def log_sample(path: Path, head_lines: int = 50, tail_lines: int = 100, width: int = 400) -> tuple[str, str]:
-    """The first and last lines of a log, each cut to `width`: never the whole log."""
+    """The first and last lines of a log, each redacted, then cut to `width`: never the whole log
+    (the raw log is the agent's own output, secrets and all)."""
     if not path.is_file():
         return "(no log)", "(no log)"
     with open(path, "rb") as handle:
@@ -141,6 +143,7 @@ def log_sample(path: Path, head_lines: int = 50, tail_lines: int = 100, width: i
         tail = handle.read().splitlines()[-tail_lines:]
 
     def clean(lines: list[bytes]) -> str:
-        return "\n".join(line.decode("utf-8", "replace").rstrip()[:width] for line in lines if line)
+        redact = OutputLines()  # a private key block spanning lines is hidden whole
+        return "\n".join(redact(line.decode("utf-8", "replace").rstrip())[:width] for line in lines if line)
 
     return clean(head), clean(tail)

@@ -29,8 +29,10 @@ class PlanStage:
             count = len(self.ws.tasks())
             with self.ws.change_plan() as change:  # goes in with the commit below
                 change.plan.record_plan_kill(self.ws.settings.spec, None)
-            commit = self.ws.commit(f"ralph(plan): {self.ws.settings.spec}: {count} tasks")
-            self.ws.prioritize()
+            # The priorities go in the plan's commit: one commit, not a second 'task prioritize'.
+            counts = self.ws.prioritize(commit=False)
+            priorities = f"{counts['high']} high, {counts['medium']} medium, {counts['low']} low"
+            commit = self.ws.commit(f"ralph(plan): {self.ws.settings.spec}: {count} tasks ({priorities})")
             span.end(tasks=count)
         report.commits += [commit] if commit else []
         return report

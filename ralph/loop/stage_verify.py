@@ -66,11 +66,11 @@ class VerifyStage:
             return report
         span = self.ws.journal.span("stage", stage="VERIFY", iteration=iteration, items=len(done))
         names = {t["id"]: t["name"] for t in plan.tasks()}
-        self.ws.set_state(stage=str(Stage.VERIFY))
-        before, old = self.ws.snapshot(), self.ws.read_plan()
+        self.ws.set_state(plan, stage=str(Stage.VERIFY))
+        before, old = self.ws.snapshot(), self.ws.read_plan()  # the plan as it is once the state is set
         pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
         try:
-            runs = list(pool.map(lambda task: self._verify_one(task, iteration, names), done))
+            runs = list(pool.map(lambda task: self._verify_one(task, iteration, names, old), done))
         except BaseException:  # Ctrl-C or a stop signal: stop every verifier, not only the waited one
             with deferred_signals():
                 # Stopped before the threads are joined (`with pool` would wait for every verifier
@@ -87,7 +87,9 @@ class VerifyStage:
                 run.theirs = None
         self._take(runs, report)
         verdicts = self._verdicts(done)
-        report.accepted = [f"{task.id} {task.name}" for task in done if task.id in verdicts["accepted"]]
+        accepted = [task for task in done if task.id in verdicts["accepted"]]
+        report.accepted = [f"{task.id} {task.name}" for task in accepted]
+        report.accepted_tasks = [{"id": task.id, "name": task.name} for task in accepted]
         summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)
         commit = self.ws.commit(f"ralph(verify): {summary}")
         report.commits += [commit] if commit else []
@@ -95,7 +97,7 @@ class VerifyStage:
         span.end(**{kind.replace(" ", "_"): ids for kind, ids in verdicts.items() if ids})
         return report
 
-    def _verify_one(self, task: TaskView, iteration: int, names: dict[str, str]) -> Verification:
+    def _verify_one(self, task: TaskView, iteration: int, names: dict[str, str], plan: Plan) -> Verification:
         with self.ws.checkout(f"verify-{task.id}") as checkout:
             values = {
                 "task_id": task.id,
@@ -106,7 +108,7 @@ class VerifyStage:
             }
             base = reader.read_plan(checkout.root)
             start = _snapshot(checkout)
-            result = self.ws.run_agent(Stage.VERIFY, iteration, task.id, values, cwd=checkout.root)
+            result = self.ws.run_agent(Stage.VERIFY, iteration, task.id, values, cwd=checkout.root, plan=plan)
             run = Verification(task, result, str(checkout.root), base)
             self._inspect(run, checkout, start)
             return run
@@ -157,6 +159,7 @@ class VerifyStage:
                     self._stopped(change.plan, run, report)
                     continue
                 taken = change.plan.take_verification(run.task.id, run.base, run.theirs) if run.theirs else {}
+                self._tell_verdict(run, taken, report)
                 self.ws.journal.event(
                     "verdict",
                     item=run.task.id,
@@ -169,6 +172,19 @@ class VerifyStage:
                     checkout=run.checkout,
                     log=str(run.result.log_path),
                 )
+
+    def _tell_verdict(self, run: Verification, taken: dict, report: StageReport) -> None:
+        """VERIFY's verdict where the person looks: the console, and (a rejection, with its
+        reason) the final report."""
+        verdict, reason = taken.get("verdict"), str(taken.get("reason") or "")
+        if verdict is None:
+            why = "its run did what VERIFY may not" if run.result.violation else "verified again next time"
+            self.ws.console.verdict("VERIFY", run.task.id, "no verdict", why)
+            return
+        self.ws.console.verdict("VERIFY", run.task.id, verdict, reason)
+        if verdict == "rejected":
+            first = next((line.strip() for line in reason.splitlines() if line.strip()), "no reason given")
+            report.failed.append(f"{run.task.id} rejected by VERIFY: {first[:300]}")
 
     def _stopped(self, plan: Plan, run: Verification, report: StageReport) -> None:
         """A verifier stopped by its time limit or a full context: the task records why; at

@@ -6,6 +6,8 @@ the whole group gets SIGTERM, then SIGKILL after a grace period, so no grandchil
 Output is written to the log as it arrives, line by line, not when the child exits.
 `stop_all` is final: a child a thread starts after it (a VERIFY worker that was just about to) is
 not run at all, and one that slipped in between is stopped at once, with stop_reason "interrupted".
+The exception is a run that `outlives_stop` (the run_ended hooks): it starts and runs after a
+stop or a spent budget, bounded only by its own timeout, so a stopped run still tells.
 Inside `adopting_orphans` (the construct loop), what a run leaves behind outside its group (a
 `setsid` daemon) is ended when the run ends too: see reaper.py.
 """
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ralph.loop import reaper
 from ralph.plan.records import StopReason
+from ralph.secrets import OutputLines
 
 if TYPE_CHECKING:
     import select
@@ -84,6 +87,7 @@ class Supervisor:
         self._runs = 0  # runs started so far; run n's children carry the mark "<ralph pid>.n"
         self._lock = threading.Lock()
         self._stopped = False  # set by stop_all, never cleared
+        self._outliving: set[subprocess.Popen] = set()  # children stop_all leaves to their timeout
         self._adopting = False  # ralph is a child subreaper: the orphans of its children come to it
         # time.monotonic() at which the run's time budget ends (--max-minutes): every child still
         # running then is stopped, so the budget overshoots by at most the grace period.
@@ -108,12 +112,14 @@ class Supervisor:
         stdin_data: bytes | None = None,
         monitor: Monitor | None = None,
         tail_lines: int = 60,
+        outlives_stop: bool = False,
     ) -> RunResult:
-        """Run one child to its end, or until its time is up or the monitor stops it."""
+        """Run one child to its end, or until its time is up or the monitor stops it. A child that
+        `outlives_stop` runs even after stop_all, and is not stopped by it or the time budget."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with open(log_path, "ab", buffering=0) as log:
-            child = self._start(argv, cwd, env, log, stdin_data)
+            child = self._start(argv, cwd, env, log, stdin_data, outlives_stop)
             if child is None:
                 log.write(b"[ralph] not started: ralph is stopping (interrupted)\n")
                 return RunResult(None, StopReason.INTERRUPTED, 0.0, log_path, [])
@@ -122,7 +128,7 @@ class Supervisor:
                 reader.start()
                 if stdin_data is not None:
                     threading.Thread(target=_feed, args=(child, stdin_data), daemon=True).start()
-                stop_reason = self._wait(child, reader, timeout_s, started)
+                stop_reason = self._wait(child, reader, timeout_s, started, outlives_stop)
                 if stop_reason:
                     log.write(f"\n[ralph] stopping the agent's process group: {stop_reason}\n".encode())
                     _stop_group(child, self.grace_s)
@@ -136,7 +142,9 @@ class Supervisor:
             # Only now: a process left behind may hold the output pipe open until it is ended.
             reader.join(timeout=5 if stop_reason is None else self.grace_s + 1)
             if stop_reason is None:  # the monitor may find a reason in the last lines
-                stop_reason = StopReason.INTERRUPTED if self._stopped else reader.stop_reason
+                stop_reason = (
+                    StopReason.INTERRUPTED if self._stopped and not outlives_stop else reader.stop_reason
+                )
                 if stop_reason:
                     log.write(f"\n[ralph] stopping the agent's process group: {stop_reason}\n".encode())
             exit_code = None if stop_reason else child.returncode
@@ -163,12 +171,14 @@ class Supervisor:
                     reaper.reap_adopted()  # the loop's end: no thread of ralph runs a child now
                 self._adopting = False
 
-    def stop_all(self) -> None:
-        """Stop every child still running, each group TERM, then KILL after the grace period; from
-        now on nothing more is started."""
+    def stop_all(self, outliving_too: bool = False) -> None:
+        """Stop every child still running (those that outlive a stop only when `outliving_too`),
+        each group TERM, then KILL after the grace period; from now on nothing more is started."""
         with self._lock:
             self._stopped = True
-            children = list(self._running)
+            children = [child for child in self._running if outliving_too or child not in self._outliving]
+            if outliving_too:
+                self._outliving.clear()
         threads = [threading.Thread(target=_stop_group, args=(child, self.grace_s)) for child in children]
         for thread in threads:  # in parallel: N children cost one grace period, not N
             thread.start()
@@ -176,34 +186,41 @@ class Supervisor:
             thread.join()
 
     def _wait(
-        self, child: subprocess.Popen, reader: _Reader, timeout_s: float | None, started: float
+        self,
+        child: subprocess.Popen,
+        reader: _Reader,
+        timeout_s: float | None,
+        started: float,
+        outlives: bool,
     ) -> StopReason | None:
         """Wait for the child; return why ralph must stop it, or None once it exited by itself."""
         with _ExitWatch(child) as exited:
             while True:
-                if self._stopped:  # added to _running after stop_all took its list, or killed by it
-                    return StopReason.INTERRUPTED
+                if self._stopped and (not outlives or child not in self._outliving):
+                    return StopReason.INTERRUPTED  # started after stop_all took its list, or killed by it
                 if reader.stop_reason:
                     return reader.stop_reason
                 if exited(WAKE_S):
                     return None
                 if timeout_s is not None and time.monotonic() - started > timeout_s:
                     return StopReason.TIMEOUT
-                if self.deadline_at is not None and time.monotonic() >= self.deadline_at:
+                if self.deadline_at is not None and time.monotonic() >= self.deadline_at and not outlives:
                     return StopReason.BUDGET
 
     def _start(
-        self, argv: list[str], cwd: Path, env: dict[str, str], log, stdin_data: bytes | None
+        self, argv: list[str], cwd: Path, env: dict[str, str], log, stdin_data: bytes | None, outlives: bool
     ) -> subprocess.Popen | None:
-        """Start the child unless stop_all came first. Under the lock, so a sweep never sees a
-        child of ralph that is not yet counted as running."""
+        """Start the child unless stop_all came first (and it does not outlive a stop). Under the
+        lock, so a sweep never sees a child of ralph that is not yet counted as running."""
         with self._lock:
-            if self._stopped:
+            if self._stopped and not outlives:
                 return None
             self._runs += 1
             mark = f"{os.getpid()}.{self._runs}"
             child = _start(argv, cwd, {**env, reaper.MARK: mark}, log, stdin_data)
             self._running[child] = self._runs
+            if outlives:
+                self._outliving.add(child)
         return child
 
     def _end_run(self, child: subprocess.Popen, log) -> None:
@@ -211,6 +228,7 @@ class Supervisor:
         group (and what earlier runs did) is ended now, while runs still going keep theirs."""
         with self._lock:
             self._running.pop(child, None)
+            self._outliving.discard(child)
             runs, live = self._runs, set(self._running.values())
             running = {other.pid for other in self._running}
         if not self._adopting:
@@ -354,8 +372,9 @@ class _Reader(threading.Thread):
     def __init__(self, child: subprocess.Popen, log, monitor: Monitor | None, tail_lines: int):
         super().__init__(daemon=True)
         self.child, self.log, self.monitor = child, log, monitor
-        self.tail: list[str] = []
+        self.tail: list[str] = []  # redacted: it goes into summaries, the plan and the console
         self.tail_lines = tail_lines
+        self.redact = OutputLines()
         self.stop_reason: StopReason | None = None
         self.logged = 0
         self.held: collections.deque[bytes] = collections.deque()  # the log's tail past its head
@@ -367,7 +386,7 @@ class _Reader(threading.Thread):
         for raw in iter(lambda: stdout.readline(CHUNK), b""):
             self._log(raw)
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            self.tail.append(line[:TAIL_LINE_CHARS])
+            self.tail.append(self.redact(line)[:TAIL_LINE_CHARS])  # redacted before it is cut
             del self.tail[: -self.tail_lines]
             if self.monitor and not self.stop_reason:
                 try:

@@ -11,6 +11,8 @@ from pathlib import Path
 from ralph.agents.transcript import last_actions, transcript_path
 from ralph.loop.console import GateView, RunView, View, clip, render, terminal_width, wants_color
 from ralph.ops import runs
+from ralph.secrets import redact
+from ralph.text import terminal_text
 
 POLL_S = 0.5
 ACTIONS = 4  # last actions shown per running agent
@@ -57,7 +59,8 @@ def view_of(root: Path, events: list[dict]) -> View:
             epoch(agent.get("ts")),
         )
         item = agent.get("item") or agent.get("stage")
-        view.actions += [f"{item}: {line}" for line in last_actions(transcript_path(root / log), ACTIONS)]
+        actions = last_actions(transcript_path(root / log), ACTIONS)
+        view.actions += [f"{item}: {redact(line)}" for line in actions]  # an older ralph's transcript
     return view
 
 
@@ -71,9 +74,8 @@ def watch(root: Path, stream, once: bool = False, err=None) -> int:
     so on `err`)."""
     status = runs.run_status(root)
     if not status["active"]:
-        (err or stream).write(
-            runs.describe(status).replace("run: not running", "ralph watch: no run is active", 1) + "\n"
-        )
+        said = runs.describe(status).replace("run: not running", "ralph watch: no run is active", 1)
+        (err or stream).write(terminal_text(said) + "\n")
         return NO_RUN
     live = stream.isatty()
     if once or not live:
@@ -99,7 +101,8 @@ def watch(root: Path, stream, once: bool = False, err=None) -> int:
         stream.flush()
         time.sleep(POLL_S)
     ended = runs.run_status(root)
-    stream.write(runs.describe(ended).replace("run: not running; the last", "ralph watch: the run", 1) + "\n")
+    said = runs.describe(ended).replace("run: not running; the last", "ralph watch: the run", 1)
+    stream.write(terminal_text(said) + "\n")
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,12 +22,13 @@ from ralph.loop.console import Console
 from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
-from ralph.loop.permissions import Snapshot, violations
+from ralph.loop.permissions import CODE_STAGES, Snapshot, violations
 from ralph.loop.signals import deferred_signals
 from ralph.loop.supervisor import BudgetSpent
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
-from ralph.plan.records import Stage, TaskView
+from ralph.plan.records import Stage, StopReason, TaskView
+from ralph.secrets import redact
 from ralph.store import owned, reader, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
@@ -54,14 +55,18 @@ class StageReport:
     stage: Stage
     items: int = 0  # issues, tasks or specs the stage ran an agent for
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
+    accepted_tasks: list[dict] = field(default_factory=list)  # the same as {"id", "name"}
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
+    failed: list[str] = field(default_factory=list)  # failed build attempts and rejections, and why
     commits: list[str] = field(default_factory=list)
 
     def absorb(self, part: StageReport) -> None:
         """Add what one part of the stage (a build, a VERIFY batch) reported."""
         self.items += part.items
         self.accepted += part.accepted
+        self.accepted_tasks += part.accepted_tasks
         self.stopped += part.stopped
+        self.failed += part.failed
         self.commits += part.commits
 
 
@@ -125,7 +130,10 @@ class Workspace:
             runner.supervisor,
             runner.adapter.auth_hint,
         )
-        self.user_dirty = user_dirty  # paths dirty before the loop started: the user's, never touched
+        # Paths no agent run is known to have changed: dirty before the loop started, or changed
+        # meanwhile by someone else (a person, a hook). Never committed, set aside or reverted.
+        self.user_dirty = user_dirty
+        self.building: set[str] = set()  # what the current build's earlier attempts left changed
         self.remote: RemoteCoordinator | None = None  # runners sharing a git remote (construct sets it)
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
         self.spending = Spending(settings.max_cost_usd)
@@ -133,6 +141,7 @@ class Workspace:
         # half-made fails ("failed to read .git/worktrees/<name>/commondir").
         self._worktrees = threading.Lock()
         self._count = threading.Lock()
+        self._clean_lines: set[bytes] = set()  # plan lines already redacted (transaction.redact_plan)
 
     @property
     def tokens(self) -> int:
@@ -157,12 +166,19 @@ class Workspace:
 
         child = copy.copy(self)
         child.root, child.repo, child.user_dirty = path, Repo(path), frozenset()
+        child.building = set()
         child.worker = worker
         return child
 
     # --- the plan -----------------------------------------------------------------------------
     def read_plan(self) -> Plan:
         return reader.read_plan(self.root)
+
+    def plan_after(self, result: AgentResult) -> Plan:
+        """The plan as `result`'s run left it: read once after the run, then passed on."""
+        if result.plan is None:
+            result.plan = self.read_plan()
+        return result.plan
 
     def tasks(self, plan: Plan | None = None) -> list[TaskView]:
         """This spec's tasks (and those of no spec)."""
@@ -176,22 +192,26 @@ class Workspace:
         """Change the plan under the lock. With `commit` the change is committed (together with
         anything the loop wrote before it) with the message set on the change; without, it is only
         written, for the loop's next commit to carry."""
+        if commit:
+            transaction.redact_plan(self.root, self._clean_lines)  # what the agents wrote goes in too
         with transaction.transaction(
             self.root, commit=None if commit else False, fold_earlier=True, repo=self.repo
         ) as change:
             yield change
 
-    def set_state(self, **fields: object) -> None:
-        state = reader.read_plan(self.home).state()  # no lock to wait for when nothing changes
+    def set_state(self, plan: Plan | None = None, **fields: object) -> None:
+        """Set the loop state's fields; `plan`: the plan as just read, when it is the home's."""
+        state = (plan or reader.read_plan(self.home)).state()  # no lock to wait for when nothing changes
         if state and all(state.get(key) == value for key, value in fields.items()):
             return
         with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
             change.plan.update_state(**fields)
 
-    def prioritize(self) -> None:
+    def prioritize(self, commit: bool | None = None) -> dict:
+        """Priorities for the spec's tasks that have none; False: for the loop's next commit to carry."""
         from ralph.ops import tasks
 
-        tasks.prioritize(self.root, self.settings.spec, fold_earlier=True)
+        return tasks.prioritize(self.root, self.settings.spec, commit, fold_earlier=True)
 
     # --- agents -------------------------------------------------------------------------------
     def run_agent(
@@ -202,26 +222,34 @@ class Workspace:
         values: dict,
         compacted: str | None = None,
         cwd: Path | None = None,
+        plan: Plan | None = None,
     ) -> AgentResult:
+        """One agent run of `stage` on `item`. `plan`: the plan the caller read for this step (read
+        here when not given), passed on rather than read again; the result carries the plan as
+        the run left it (`result.plan`) for the caller's next step."""
         self.deadline.check()
         over = self.spending.admit()  # counts the run as started when it may start
         if over:
             raise CostSpent(over)
         try:
-            self.set_state(stage=str(stage))
+            old_plan = plan or self.read_plan()
+            self.set_state(None if self.in_worktree else old_plan, stage=str(stage))
             self.console.status(iteration, stage, item or "")
-            # A verifier works in a checkout of its own, which VERIFY inspects: nothing to compare here.
-            before = self.snapshot() if stage is not Stage.VERIFY else None
-            old_plan = self.read_plan()
+            before = self._snapshot_before(stage)
             cwd = cwd or (self.root if self.in_worktree else None)
             name = _name_of(old_plan, item)
             result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name)
+            if result.run.stop_reason is StopReason.INTERRUPTED:
+                # The loop is stopping (a signal, a spent budget, in another thread): the run was
+                # cut short, which is no verdict on its work. It is set aside like the rest; taken
+                # as a failure, the next attempts (never started) killed the task as a doom loop.
+                raise KeyboardInterrupt
         except BaseException:
             self.spending.stopped()
             raise
         result.plan_problem = self.check_plan(result)
         if before is not None:
-            self.enforce(stage, {item} if item else set(), before, old_plan, [result])
+            self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
         self.add_tokens(result.tracker.usage.total)
         usage = result.tracker.usage
         cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
@@ -246,22 +274,47 @@ class Workspace:
             )
         return result
 
+    def _snapshot_before(self, stage: Stage) -> Snapshot | None:
+        """The work tree before a run, once what changed since the loop's last step that is not
+        the current build's is left alone. A verifier works in a checkout of its own, which VERIFY
+        inspects: nothing to compare here (None)."""
+        before = self.snapshot()
+        building = self.building if stage is Stage.BUILD else set()
+        if self.leave_foreign_changes(f"before the {stage} run", among=before.dirty - building):
+            before = Snapshot(before.head, before.branch, before.dirty - self.user_dirty)
+        return before if stage is not Stage.VERIFY else None
+
     def snapshot(self) -> Snapshot:
         head, branch, changed = self.repo.work_state()
         return Snapshot(head, branch, frozenset(changed - self.user_dirty))
 
     def enforce(
-        self, stage: Stage, own: set[str], before: Snapshot, old: Plan, results: list[AgentResult]
+        self,
+        stage: Stage,
+        own: set[str],
+        before: Snapshot,
+        old: Plan,
+        results: list[AgentResult],
+        now: Plan | None = None,
     ) -> list[str]:
         """Undo runs that broke their stage's rules: HEAD and branch put back, their changes saved
         as a patch beside the (first) log and reverted, plan.jsonl as before. Returns what they did.
         Runs that kept the rules learn the paths they left changed (`changed`)."""
         after = self.snapshot()
-        found = violations(stage, own, before, after, old, self.read_plan())
+        if stage not in CODE_STAGES:
+            # Its agent changes only the plan: a file that changed meanwhile is someone else's (a
+            # person's edit during PLAN), left as it is, unstaged, not this run's violation.
+            strays = frozenset((after.dirty ^ before.dirty) - {PLAN_FILE})
+            if strays:
+                self.leave_foreign_changes(f"during the {stage} run", among=strays)
+                after = Snapshot(after.head, after.branch, after.dirty - strays)
+        found = violations(stage, own, before, after, old, now or self.read_plan())
         if not found:
             changed = frozenset(path for path in after.dirty if not RALPH_FILES.fullmatch(path))
             for result in results:
                 result.changed = changed
+            if stage in CODE_STAGES:
+                self.building |= changed - {PLAN_FILE}
             return found
         if self.repo.branch() != before.branch and before.branch:
             self.repo.git("symbolic-ref", "HEAD", f"refs/heads/{before.branch}")
@@ -272,6 +325,7 @@ class Workspace:
         transaction.restore_plan(self.root, old.doc.to_bytes())
         for result in results:
             result.violation = "; ".join(found)
+            result.plan = old  # as it was put back
         items = sorted(own)
         self.journal.event("permission_violation", stage=str(stage), items=items, did=found, log=str(log))
         self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
@@ -279,7 +333,8 @@ class Workspace:
 
     def check_plan(self, result: AgentResult) -> str | None:
         """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and
-        put back the last committed state. Returns the problem, or None."""
+        put back the last committed state. Returns the problem, or None; the plan that loaded is
+        the result's `plan`."""
         try:
             data = (self.root / PLAN_FILE).read_bytes()
         except FileNotFoundError:
@@ -288,7 +343,7 @@ class Workspace:
             self.console.event("the agent deleted plan.jsonl; restored it from HEAD")
             return "the agent deleted plan.jsonl"
         try:
-            reader.load_checked(self.root, data)  # unchanged content is not validated again
+            result.plan = Plan(reader.load_checked(self.root, data))  # unchanged bytes: not validated again
             return None
         except PlanInvalid as exc:
             broken = self.home / result.log_path.with_suffix(".plan.jsonl.broken")
@@ -314,19 +369,42 @@ class Workspace:
                 change.plan.add_spending(unsaved)
 
     def commit(self, message: str, paths: set[str] | None = None) -> str | None:
-        """Commit what the loop's agents changed (`paths`, when the caller has just read them).
-        The spending goes into the loop's own plan first; a build in a worktree leaves that to its
-        merge, instead of waiting here for the plan lock that other builds' merges hold."""
+        """Commit what the loop's agents are known to have changed: `paths` (a build's files, as
+        measured around its runs), else plan.jsonl alone, which is all the other stages change;
+        any other change is left unstaged with a warning. The spending goes into the loop's own
+        plan first; a build in a worktree leaves that to its merge, instead of waiting here for
+        the plan lock that other builds' merges hold."""
         if not self.in_worktree:
             self.save_spending()
-        commit, files = self.repo.commit_paths(self.changed_paths() if paths is None else paths, message)
+        if paths is None:
+            self.leave_foreign_changes("beside the loop's commit")
+        paths = {PLAN_FILE} if paths is None else paths
+        if PLAN_FILE in paths:  # the agents may have written it by hand: nothing secret is committed
+            transaction.redact_plan(self.root, self._clean_lines)
+        commit, files = self.repo.commit_paths(paths, redact(message))  # it can quote a name or an issue
+        self.building = set()
         if commit:
             shown = [shown_path(path) for path in files]
             self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=shown)
         return commit
 
+    def leave_foreign_changes(self, when: str, among: Iterable[str] | None = None) -> bool:
+        """Changes no agent run is known to have made (`among` them, else every one in the work
+        tree): left as they are, unstaged, with a warning, and never touched by the loop again.
+        Returns whether there were any."""
+        found = (self.changed_paths() if among is None else set(among)) - {PLAN_FILE}
+        found = {path for path in found if not RALPH_FILES.fullmatch(path)} - self.user_dirty
+        if not found:
+            return False
+        self.user_dirty = frozenset(self.user_dirty | found)
+        shown = ", ".join(sorted(found)[:5]) + (f" (+{len(found) - 5} more)" if len(found) > 5 else "")
+        self.journal.event("left_unstaged", files=sorted(found), when=when)
+        self.console.event(f"warning: {shown} changed {when}, not by an agent ralph ran: left unstaged")
+        return True
+
     def set_aside(self, log_path: Path) -> None:
         """Save the agents' uncommitted changes to code as a patch beside the log, then undo them."""
+        self.building = set()
         paths = self.changed_paths() - {PLAN_FILE}
         if paths:
             patch = self.home / log_path.with_suffix(".patch")

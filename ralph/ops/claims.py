@@ -247,8 +247,9 @@ def _keep_undone_build(root: Path, repo: Repo, remote_head: str, task_id: str) -
     history), so its work is not only in the reflog."""
     import time
 
-    target = root / CONFLICT_PATCHES / f"{task_id}-{time.strftime('%Y%m%d-%H%M%S')}.patch"
-    target.parent.mkdir(parents=True, exist_ok=True)
+    from ralph.store.files import create_new
+
+    target = create_new(root / CONFLICT_PATCHES / f"{task_id}-{time.strftime('%Y%m%d-%H%M%S')}.patch")
     target.write_text(repo.git("diff", "--binary", f"{remote_head}...HEAD"), encoding="utf-8")
 
 

@@ -41,6 +41,7 @@ def get(root: Path, key: str) -> dict[str, Any]:
 def set_value(root: Path, key: str, text: str, commit: bool | None = None) -> dict[str, Any]:
     """Check TEXT for KEY before taking the lock: a bad value changes nothing."""
     value = settings.parse_value(key, text)
+    settings.refuse_plan_value(key, value)
     if key == "commit" and commit is None:
         commit = True  # `commit false` takes effect after its own change, which is committed
     with transaction(root, commit) as change:

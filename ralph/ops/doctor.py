@@ -33,6 +33,7 @@ from typing import Any
 from ralph.errors import GitError, Refused
 from ralph.ops import mergedriver
 from ralph.store import lock, owned
+from ralph.store.files import create_new, free_name
 from ralph.store.git import Repo
 from ralph.store.owned import Owned, OwnedKind
 from ralph.store.reader import PLAN_NAME
@@ -266,7 +267,8 @@ def _worktree_fix(repo: Repo, worktree: Worktree) -> str:
     if not changed:
         return "removes it"
     return (
-        f"saves its uncommitted changes ({len(changed)} file(s)) to {_patch_path(worktree)}, then removes it"
+        f"saves its uncommitted changes ({len(changed)} file(s)) to {_patch_path(worktree, repo.root)},"
+        " then removes it"
     )
 
 
@@ -277,8 +279,10 @@ def _changed(worktree: Worktree) -> set[str]:
         return set()
 
 
-def _patch_path(worktree: Worktree) -> Path:
-    return PATCHES / f"{worktree.path.name}.patch"
+def _patch_path(worktree: Worktree, root: Path) -> Path:
+    """Where its changes will be kept: a name no earlier patch has (two killed runs of one task
+    leave worktrees of the same name)."""
+    return free_name(root / PATCHES / f"{worktree.path.name}.patch").relative_to(root)
 
 
 def _branches(repo: Repo, force: bool) -> list[Finding]:
@@ -391,8 +395,7 @@ def _remove_worktree(repo: Repo, worktree: Worktree) -> None:
         return
     changed = _changed(worktree)
     if changed:
-        target = repo.root / _patch_path(worktree)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = create_new(repo.root / PATCHES / f"{worktree.path.name}.patch")
         Repo(worktree.path).save_patch(changed, target)
     repo.remove_worktree(worktree.path)
     with contextlib.suppress(OSError):

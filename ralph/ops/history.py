@@ -24,6 +24,7 @@ from ralph.store.reader import PLAN_NAME
 # Subjects of the commits ralph makes itself; any other commit of plan.jsonl is a person's edit.
 _RALPH_SUBJECTS = ("ralph:", "ralph(")  # state commands; the loop: "ralph(build): ..."
 _EARLIER_CHANGES = "ralph: commit earlier uncommitted changes to plan.jsonl"
+ATTEMPT_EVENTS = ("built", "attempt failed")  # a build attempt's event; its verdict says why it failed
 
 
 def timeline(
@@ -45,7 +46,10 @@ def timeline(
             points.append({"commit": change.commit, "time": change.time, **counts})
         if shown is not None and change.commit not in shown:
             continue
-        by_hand = not change.subject.startswith(_RALPH_SUBJECTS) or change.subject == _EARLIER_CHANGES
+        # A merge brings records made on another branch: merged, not edited by whoever merged.
+        by_hand = not change.merge and (
+            not change.subject.startswith(_RALPH_SUBJECTS) or change.subject == _EARLIER_CHANGES
+        )
         for event in diff(before, state, before):
             events.append(
                 {
@@ -54,6 +58,7 @@ def timeline(
                     "author": change.author,
                     "subject": change.subject,
                     "by_hand": by_hand,
+                    "merged": change.merge,
                     **event,
                 }
             )
@@ -130,14 +135,15 @@ def _shown_commits(repo: Repo, since: str) -> set[str]:
 
 
 def story(events: list[Event], task_id: str) -> dict[str, Any]:
-    """One task's whole story, summed up: its attempts (tokens, cost, gate failures), its build
-    commit and files, and where it ended."""
+    """One task's whole story, summed up: its attempts (each with its verdict, tokens, cost and
+    failure), its build commit and files, and where it ended."""
     own = [event for event in events if event.get("id") == task_id]
     attempts = [
         {
             key: event[key]
             for key in (
                 "attempt",
+                "verdict",
                 "commit",
                 "time",
                 "tokens",
@@ -150,7 +156,7 @@ def story(events: list[Event], task_id: str) -> dict[str, Any]:
         }
         | {"passed": event["event"] == "built"}
         for event in own
-        if event["event"] in ("built", "gate failed")
+        if event["event"] in ATTEMPT_EVENTS
     ]
     builds = [event for event in own if event["event"] == "build commit"]
     ends = {
@@ -174,7 +180,8 @@ def story(events: list[Event], task_id: str) -> dict[str, Any]:
         "now": "pending" if last in ("created", "reopened", "rejected", "killed") else last,
         "attempts": attempts,
         "rejections": sum(1 for event in own if event["event"] == "rejected"),
-        "gate_failures": sum(1 for attempt in attempts if not attempt["passed"]),
+        "failed_attempts": sum(1 for attempt in attempts if not attempt["passed"]),
+        "gate_failures": sum(1 for attempt in attempts if attempt.get("verdict") == "gate_failed"),
         "tokens": sum(attempt.get("tokens", 0) for attempt in attempts),
         "cost_usd": round(sum(attempt.get("cost_usd", 0) for attempt in attempts), 6),
         "cost_unknown": any(attempt.get("cost_unknown") for attempt in attempts) or None,

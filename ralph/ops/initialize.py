@@ -29,10 +29,11 @@ def init(root: Path, commit: bool = True) -> list[str]:
     Returns what it added. With `commit`, a plan.jsonl it created is committed (one that was
     already there is the user's: its edits go through the usual checked path), and so are
     .gitignore and .gitattributes when they had no uncommitted changes of the user's before ralph
-    added its lines."""
+    added its lines: all in one commit."""
     from ralph.store.git import Repo
     from ralph.store.transaction import refuse_unsafe_commit
 
+    _refuse_wrong_kinds(root)
     created = []
     for folder in (root / "specs", root / "build" / "ralph-logs"):
         if not folder.is_dir():
@@ -42,19 +43,31 @@ def init(root: Path, commit: bool = True) -> list[str]:
     if commit:
         refuse_unsafe_commit(repo)
     base = repo.snapshot() if commit else None
+    to_commit: dict[str, bytes] = {}  # what goes in ralph's one commit
+    done: list[str] = []  # what it did, for the commit message
     before = _read(root / ".gitignore")
     lines = before.decode("utf-8", "surrogateescape").splitlines()
     missing = [line for line in GITIGNORE_LINES if line not in lines]
     if LOGS_LINE in missing and _LOGS_COVERED_BY.intersection(line.strip() for line in lines):
         missing.remove(LOGS_LINE)
     if missing:
-        base = _append(repo, base, ".gitignore", missing, "ralph: init: ignore ralph's files")
+        _append(repo, base, ".gitignore", missing, to_commit)
+        done += ["ignore ralph's files"] if ".gitignore" in to_commit else []
         created.append(".gitignore entries: " + " ".join(missing))
     attributes = mergedriver.ATTRIBUTES_FILE
-    missing = mergedriver.missing_attribute_lines(_read(root / attributes).decode("utf-8", "replace"))
+    text, anchored = mergedriver.upgraded_attributes(
+        _read(root / attributes).decode("utf-8", "surrogateescape")
+    )
+    if anchored:
+        _write(repo, base, attributes, text.encode("utf-8", "surrogateescape"), to_commit)
+        done += (
+            [f"merge only the top-level {PLAN_NAME} with ralph's driver"] if attributes in to_commit else []
+        )
+        created.append(f"{attributes} entry anchored: " + ", ".join(anchored))
+    missing = mergedriver.missing_attribute_lines(text)
     if missing:
-        message = f"ralph: init: merge {PLAN_NAME} by record (ralph's merge driver)"
-        base = _append(repo, base, attributes, missing, message)
+        _append(repo, base, attributes, missing, to_commit)
+        done += [f"merge {PLAN_NAME} by record (ralph's merge driver)"] if attributes in to_commit else []
         created.append(f"{attributes} entry: " + " ".join(missing))
     registered = mergedriver.register(repo)
     if registered:
@@ -63,29 +76,56 @@ def init(root: Path, commit: bool = True) -> list[str]:
     if not plan_file.exists():
         plan_file.write_bytes(b"")
         created.append(PLAN_NAME)
-        if base is not None:
-            repo.commit_file(PLAN_NAME, b"", "ralph: init", base)
+        to_commit[PLAN_NAME] = b""
+    if base is not None and to_commit:
+        # One commit for all of it (it was one per file): the subject says what it did.
+        if PLAN_NAME in to_commit:
+            message = "ralph: init" + ("\n\n" + "; ".join(done).capitalize() + "." if done else "")
+        else:
+            message = "ralph: init: " + "; ".join(done)
+        repo.commit_files(to_commit, message, base)
     return created
+
+
+def _refuse_wrong_kinds(root: Path) -> None:
+    """A directory where plan.jsonl goes, or a file where a folder goes, stops init before it
+    changes anything (it would add the rest and say all is set up)."""
+    import errno
+    import os
+
+    wanted = {PLAN_NAME: False, "specs": True, "build": True, "build/ralph-logs": True}
+    for name, folder in wanted.items():
+        path = root / name
+        if path.is_dir() != folder and path.exists():
+            code = errno.ENOTDIR if folder else errno.EISDIR
+            raise OSError(code, os.strerror(code), str(path))
 
 
 def _read(path: Path) -> bytes:
     return path.read_bytes() if path.exists() else b""
 
 
-def _append(repo: Repo, base: Snapshot | None, name: str, lines: list[str], message: str) -> Snapshot | None:
-    """Append `lines` to the top-level file `name`; with a `base` snapshot, commit the file too,
-    unless it held uncommitted changes of the user's (which are not ralph's to commit)."""
+def _append(
+    repo: Repo, base: Snapshot | None, name: str, lines: list[str], to_commit: dict[str, bytes]
+) -> None:
+    """Append `lines` to the top-level file `name`; with a `base` snapshot, add the file to
+    `to_commit`, unless it held uncommitted changes of the user's (which are not ralph's to commit)."""
+    path = repo.root / name
+    before = path.read_bytes() if path.exists() else b""
+    prefix = b"" if not before or before.endswith(b"\n") else b"\n"
+    _write(repo, base, name, before + prefix + "\n".join(lines).encode() + b"\n", to_commit)
+
+
+def _write(repo: Repo, base: Snapshot | None, name: str, data: bytes, to_commit: dict[str, bytes]) -> None:
+    """Write the top-level file `name`; with a `base` snapshot, add it to `to_commit` too, unless it
+    held uncommitted changes of the user's (which are not ralph's to commit)."""
     path = repo.root / name
     before = path.read_bytes() if path.exists() else None
-    prefix = "" if not before or before.endswith(b"\n") else "\n"
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(prefix + "\n".join(lines) + "\n")
+    path.write_bytes(data)
     if base is None:
-        return None
+        return
     from ralph.store.git import blob_sha
 
     committed = repo.blob_in(base[1], name)
-    if committed != (blob_sha(before) if before is not None else None):
-        return base
-    commit, entries = repo.commit_file(name, path.read_bytes(), message, base)
-    return (commit or repo.head(), entries)
+    if committed == (blob_sha(before) if before is not None else None):
+        to_commit[name] = path.read_bytes()

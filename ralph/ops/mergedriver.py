@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 DRIVER = "ralph"
 ATTRIBUTES_FILE = ".gitattributes"
-ATTRIBUTES_LINE = f"{PLAN_NAME} merge={DRIVER}"
+# Anchored: `plan.jsonl` alone would match a plan.jsonl in every folder (test fixtures included).
+ATTRIBUTES_LINE = f"/{PLAN_NAME} merge={DRIVER}"
 DRIVER_NAME = "ralph: plan.jsonl merged by record (ralph merge-driver)"
 UNREGISTERED = (
     f"warning: {ATTRIBUTES_FILE} merges {PLAN_NAME} with ralph's merge driver, but this clone's git"
@@ -62,6 +63,19 @@ def missing_attribute_lines(text: str) -> list[str]:
         if words[0] in (PLAN_NAME, f"/{PLAN_NAME}") and any(_is_merge(word) for word in words[1:]):
             return []
     return [ATTRIBUTES_LINE]
+
+
+def upgraded_attributes(text: str) -> tuple[str, list[str]]:
+    """The text with each line an older ralph wrote (`plan.jsonl merge=ralph`, which matches a
+    plan.jsonl in any folder) anchored to the top-level file, and the lines it changed."""
+    lines = text.splitlines(keepends=True)
+    changed = []
+    for index, line in enumerate(lines):
+        words = line.split()
+        if words and words[0] == PLAN_NAME and f"merge={DRIVER}" in words[1:]:
+            lines[index] = line.replace(PLAN_NAME, f"/{PLAN_NAME}", 1)
+            changed.append(line.strip())
+    return "".join(lines), changed
 
 
 def names_driver(text: str) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ralph.errors import Problem, Refused
 from ralph.plan.document import Record
-from ralph.plan.records import Status, TaskView
+from ralph.plan.records import Stage, Status, TaskView
 from ralph.store.reader import PLAN_NAME, read_bytes, read_plan
 
 
@@ -25,9 +25,15 @@ def status(root: Path) -> dict[str, Any]:
     ]
     from ralph.ops.runs import run_status
 
+    run = run_status(root)  # a construct running now, or how the last one ended
+    planned = bool(tasks or issues or plan.accepted())
+    stage = plan.stage()  # COMPLETE for a plan with nothing in it, as for one with everything accepted
+    if not planned or (run["active"] and run.get("stage") == Stage.PLAN):
+        stage = Stage.PLAN  # nothing planned yet (PLAN comes first), or a run planning now
     return {
-        "run": run_status(root),  # a construct running now, or how the last one ended
-        "stage": plan.stage(),
+        "run": run,
+        "stage": stage,
+        "planned": planned,  # any task, issue or accepted task yet
         "iteration": plan.iteration(),
         "spec": plan.state().get("spec"),
         "pending": sum(1 for task in tasks if task.status is Status.PENDING),
@@ -119,7 +125,12 @@ class CheckResult:
     def problem_objects(self) -> list[dict[str, Any]]:
         """Each problem as {file, line, message, record_id}, record_id when its line names one."""
         return [
-            {"file": p.path, "line": p.line, "message": p.message, "record_id": self._record_id(p.line)}
+            {
+                "file": p.path,
+                "line": p.line or None,
+                "message": p.message,
+                "record_id": self._record_id(p.line),
+            }
             for p in self.problems
         ]
 
@@ -143,7 +154,25 @@ def check(root: Path, staged: bool = False) -> CheckResult:
 
     data = _staged_plan(root) if staged else read_bytes(root)
     doc, problems = parse(data, PLAN_NAME)
+    if not staged and _unmerged(root):  # its text may be valid (conflict markers taken out by hand)
+        problems.append(Problem(PLAN_NAME, 0, UNMERGED))
     return CheckResult(len(doc.records()), problems, data.split(b"\n") if problems else None)
+
+
+UNMERGED = (
+    f"git lists {PLAN_NAME} as unmerged (a merge conflict not yet resolved): once it is right,"
+    f" `git add {PLAN_NAME}`"
+)
+
+
+def _unmerged(root: Path) -> bool:
+    from ralph.errors import GitError
+    from ralph.store.git import Repo
+
+    try:
+        return Repo(root).unmerged(PLAN_NAME)
+    except GitError:  # no index to ask (not a git work tree): nothing is unmerged
+        return False
 
 
 def _staged_plan(root: Path) -> bytes:

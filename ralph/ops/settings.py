@@ -73,6 +73,8 @@ class Settings:
     remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
     runner: str | None = None  # this runner's name in its claims (default host-pid)
     claim_ttl_s: float | None = None  # a claim older than this may be taken over (default: the plan's)
+    sandbox: str = _declared("sandbox")  # off, auto or required: the fence around agents and gates
+    sandbox_hide: tuple[str, ...] = ()  # more files the runs see empty, beside the built-in ones
 
     @classmethod
     def resolve(
@@ -89,10 +91,14 @@ class Settings:
             if configured.get("agent") != given["agent"]:
                 configured.pop("agent_args", None)  # arguments and model of another agent
                 configured.pop("model", None)
+        if configured.get("sandbox") is None and "sandbox" not in given and os.environ.get(SANDBOX_ENV):
+            configured["sandbox"] = _sandbox_default()
         values = {**configured, **given}
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
             raise InvalidInput(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        if isinstance(values.get("sandbox_hide"), list):
+            values["sandbox_hide"] = tuple(values["sandbox_hide"])
         for key in COMMANDS:  # "make verify" as --gate takes it, or ["make", "verify"]
             if isinstance(values.get(key), str):
                 values[key] = split_command(values[key], key)
@@ -107,6 +113,16 @@ class Settings:
 
 
 DEFAULTS = Settings()
+SANDBOX_MODES = ("off", "auto", "required")
+SANDBOX_ENV = "RALPH_SANDBOX"  # the default mode, below every config layer and flag (the tests' off)
+
+
+def _sandbox_default() -> str:
+    mode = os.environ[SANDBOX_ENV]
+    if mode not in SANDBOX_MODES:
+        raise InvalidInput(f"${SANDBOX_ENV}: {mode!r} is not one of {', '.join(SANDBOX_MODES)}")
+    return mode
+
 
 PLAN_ORIGIN = "plan.jsonl"
 USER_FILE = "the user's config file"
@@ -150,6 +166,8 @@ def parse_value(name: str, text: str) -> object:
             if text.lower() not in _TRUE + _FALSE:
                 raise ValueError
             value = text.lower() in _TRUE
+        elif kind == "patterns":
+            value = json.loads(text) if text.startswith("[") else [text]
         elif kind in ("prices", "hooks") or (kind == "command" and text.lstrip().startswith("[")):
             value = json.loads(text)
     except ValueError:
@@ -166,6 +184,8 @@ _KIND_WORDS = {
     "command": 'a command line ("make verify") or a list of strings',
     "text": "a string",
     "flag": "true or false",
+    "sandbox": "off, auto or required",
+    "patterns": 'a list of file names or paths (globs: ".env.local", "*.secret", "~/.config/x/token")',
     "prices": 'an object: model -> {"input": USD, "output": USD} per million tokens',
     "hooks": "an object: event ({}) -> command".format(", ".join(HookEvent)),
 }
@@ -177,12 +197,33 @@ def check_value(name: str, value: Any, where: str = "") -> None:
     if not _valid(kind, value):
         at = f" in {where}" if where else ""
         raise InvalidInput(f"config key {name}{at}: {value!r} is not {_KIND_WORDS[kind]}")
+    if kind == "duration":
+        seconds = setting_value(name, value)
+        assert isinstance(seconds, int | float)  # a valid duration's, checked just above
+        _check_bounds(name, seconds, value, where)
     if kind == "command" and isinstance(value, str):
         split_command(value, name)
     if kind == "hooks":
         for event, command in value.items():
             if isinstance(command, str):
                 split_command(command, f"{name} {event}")
+
+
+# Sane bounds on the durations a config sets, in seconds: none is infinite (TOML has `inf`) or
+# longer than a week, and none is so short that it can only fail. A claim may be taken over once it
+# is older than its TTL, while its build still runs: at least a minute.
+_WEEK_S = 7 * 24 * 3600.0
+_DURATION_BOUNDS = {"claim_ttl_ms": (60.0, _WEEK_S)}
+_DEFAULT_BOUNDS = (1.0, _WEEK_S)
+
+
+def _check_bounds(name: str, seconds: float, value: object, where: str) -> None:
+    low, high = _DURATION_BOUNDS.get(name, _DEFAULT_BOUNDS)
+    if not low <= seconds <= high:
+        at = f" in {where}" if where else ""
+        raise InvalidInput(
+            f"config key {name}{at}: {value!r} is out of range: from {low:g}s to {high / 3600:g}h"
+        )
 
 
 def _valid(kind: str, value: Any) -> bool:  # a JSON value: the checks here say which
@@ -201,6 +242,10 @@ def _valid(kind: str, value: Any) -> bool:  # a JSON value: the checks here say 
         return isinstance(value, str)
     if kind == "flag":
         return isinstance(value, bool)
+    if kind == "sandbox":
+        return value in SANDBOX_MODES
+    if kind == "patterns":
+        return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
     if kind == "hooks":
         events = set(HookEvent)
         return isinstance(value, dict) and all(k in events and _valid("command", v) for k, v in value.items())
@@ -214,6 +259,16 @@ def _price(value: object) -> bool:
         and {"input", "output"} <= set(value) <= allowed
         and all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in value.values())
     )
+
+
+def refuse_plan_value(name: str, value: object) -> None:
+    """plan.jsonl is written by the repository and by its agents (`ralph config set`): it may make
+    the fence stricter, never take it down."""
+    if name == "sandbox" and value == "off":
+        raise InvalidInput(
+            "config key sandbox in plan.jsonl: off is not taken from the plan, which the repository"
+            " and its agents write; turn the sandbox off in your own config file or with --sandbox=off"
+        )
 
 
 def setting_value(name: str, value: Any) -> object:
@@ -234,6 +289,8 @@ def config_value(name: str, setting: Any) -> object:
         import shlex
 
         return shlex.join(setting) if isinstance(setting, tuple | list) else setting
+    if kind == "patterns":
+        return list(setting)
     return setting
 
 
@@ -246,6 +303,8 @@ def _from_config(config: dict[str, Any], where: str) -> dict[str, Any]:
         if value is None or key is None or key.setting is None:
             continue
         check_value(name, value, where)
+        if where == PLAN_ORIGIN:
+            refuse_plan_value(name, value)
         values[key.setting] = setting_value(name, value)
     return values
 
@@ -297,6 +356,8 @@ def read_user_config(path: Path | None = None) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8
+        raise InvalidInput(f"{path}: not UTF-8 (byte {exc.start}): TOML files are UTF-8") from None
     for name, value in values.items():
         if name in PLAN_ONLY:
             raise InvalidInput(f"{path}: config key {name} belongs in the plan's config record only")

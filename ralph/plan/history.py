@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ralph.plan.document import Record
-from ralph.plan.records import Status
+from ralph.plan.records import VERDICT_WORDS, Status, Verdict
 
 Key = tuple[Any, ...]  # (kind, id or path), (kind,), or (kind, text, occurrence)
 Event = dict[str, Any]
@@ -164,8 +164,8 @@ def diff(
             fields = _fields(old or {}, new or {}, ("t", "spent") if kind == "state" else ("t",))
             if fields or kind == "config":
                 events.append(_event(f"{kind} changed", None, fields=fields))
-        elif (new or {}).get("t") == "takeover" and old is None:
-            continue  # the claim's own event says it: "taken over from"
+        elif new is not None and new.get("t") == "takeover" and old is None:
+            events += _takeover(new, events)
         else:
             record = new if new is not None else old
             assert record is not None
@@ -239,20 +239,77 @@ def _claim(item_id: str, old: Record, new: Record) -> list[Event]:
     return [_event("taken over", item_id, runner=now, was_claimed_by=was, at=new.get("claimed_at"))]
 
 
+def _takeover(record: Record, events: list[Event]) -> list[Event]:
+    """A takeover record, told once: the claim's own change says it ("taken over from") unless
+    one commit holds the takeover and the release after it (a merge of another runner's pushes):
+    then the claim seems released by the runner that lost it, and is told as taken over from it
+    and released by the runner that took it."""
+    item, runner, was = record.get("id"), record.get("by"), record.get("was_claimed_by")
+    if any(event["event"] == "taken over" and event["id"] == item for event in events):
+        return []
+    taken = _event("taken over", item, runner=runner, was_claimed_by=was, at=record.get("at"))
+    for index, event in enumerate(events):
+        if event["event"] == "released" and event["id"] == item and event.get("runner") == was:
+            events[index : index + 1] = [taken, _event("released", item, runner=runner)]
+            return []
+    return [taken]
+
+
+# What a failed attempt's recorded failure starts with, for plans written before tasks recorded
+# their verdict: each is how ralph has worded that failure since it recorded failures.
+_FAILURE_STARTS = (
+    ("no_changes", Verdict.NO_CHANGES),
+    ("permission_violation", Verdict.PERMISSION_VIOLATION),
+    ("scope_violation", Verdict.SCOPE_VIOLATION),
+    ("merge_conflict", Verdict.MERGE_CONFLICT),
+    ("the agent left plan.jsonl invalid", Verdict.PLAN_INVALID),
+    ("the agent ended (", Verdict.NOT_DONE),
+    ("the pre-commit hook refused", Verdict.HOOK_REFUSED),
+    ("the gate could not start", Verdict.GATE_FAILED),
+    ("`", Verdict.GATE_FAILED),  # "`make verify` exited 2:", "`make verify` timed out after 600s"
+)
+UNKNOWN_FAILURE = "failed"  # a failure worded in no way ralph knows (a hand edit, a cut excerpt)
+_WORDS = {str(verdict): words for verdict, words in VERDICT_WORDS.items()}
+
+
+def verdict_words(verdict: str) -> str:
+    """A verdict in words, for people (ralph log, the reports); one this ralph does not know
+    (a newer ralph's, a hand edit) as it is spelled."""
+    return _WORDS.get(str(verdict)) or str(verdict).replace("_", " ")
+
+
+def attempt_verdict(task: Record) -> str:
+    """What the build attempt a task record tells of came to: its recorded `verdict`, else (a plan
+    written before verdicts were recorded, or one commit that also set the task aside) "built"
+    when no failure is recorded, or the failure's verdict read from its wording; never "gate
+    failed" for a gate that passed or never ran."""
+    recorded = task.get("verdict")
+    # a rejection or a kill in the same commit judges the task, not the attempt: read the failure
+    if isinstance(recorded, str) and recorded and recorded not in (Verdict.REJECTED, Verdict.KILLED):
+        return recorded
+    failure = task.get("gate_failure")
+    if not failure:
+        return Verdict.BUILT
+    text = str(failure)
+    return next((verdict for start, verdict in _FAILURE_STARTS if text.startswith(start)), UNKNOWN_FAILURE)
+
+
 def _attempt(task_id: str, old: Record, new: Record) -> Event:
-    """A build attempt: through the gate (files recorded) or not (gate_failure set)."""
+    """A build attempt: "built" (through the gate, files recorded) or "attempt failed", with its
+    verdict (why) and the failure recorded with it."""
     tokens_list = new.get("attempt_tokens")
     tokens = _int(new.get("tokens")) - _int(old.get("tokens"))
     if isinstance(tokens_list, list) and len(tokens_list) > len(old.get("attempt_tokens") or []):
         tokens = tokens_list[-1]
     cost = new.get("cost_usd") or 0
     cost = round(cost - (old.get("cost_usd") or 0), 6) if isinstance(cost, int | float) else None
-    failed = bool(new.get("gate_failure"))  # a build through the gate clears it
+    verdict = attempt_verdict(new)
+    failed = verdict != Verdict.BUILT
     return _event(
-        "gate failed" if failed else "built",
+        "attempt failed" if failed else "built",
         task_id,
+        verdict=verdict,
         attempt=new.get("attempts"),
-        verdict=new.get("verdict"),  # absent from plans written before verdicts were recorded
         tokens=tokens or None,
         cost_usd=cost or None,
         # no cost reported and no price known: unknown, which a missing cost_usd alone cannot say

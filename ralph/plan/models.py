@@ -367,6 +367,17 @@ class Config(Record):
     prices: dict[str, Price] | None = key(
         "prices", "USD per million tokens by model name, for runs whose agent reports no cost"
     )
+    sandbox: Literal["off", "auto", "required"] | None = key(
+        "sandbox",
+        "the bubblewrap fence around agents and gates (`--sandbox`); off is taken only from the user's"
+        " config file or the flag, never from this record",
+        "auto",
+    )
+    sandbox_hide: list[Annotated[str, Field(min_length=1)]] | None = key(
+        "patterns",
+        "more files agents and gates see empty: names (globs) in the repository, or paths from / or ~/",
+        [],
+    )
 
 
 class Spent(BaseModel):

@@ -155,6 +155,31 @@ class Repo:
         self.land(prepared)
         return prepared.commit, prepared.entries
 
+    def commit_files(
+        self, files: dict[str, bytes], message: str, base: tuple[str | None, list[bytes]] | None = None
+    ) -> tuple[str | None, list[bytes]]:
+        """Commit each top-level file of `files` with its bytes, and nothing else, in one commit;
+        as commit_file does for one (None: HEAD already holds them all)."""
+        parent, entries = base or self.snapshot()
+        staged: list[tuple[str, str, str]] = []
+        for relpath, data in files.items():
+            old, mode = _entry_of(entries, relpath)
+            if old != f"{mode} blob {blob_sha(data)}\t".encode() + os.fsencode(relpath):
+                entries, blob = self._entries_with(entries, old, mode, relpath, data)
+                staged.append((relpath, blob, mode))
+        if not staged:
+            return None, entries
+        commit = self.commit_tree(self._mktree(entries), parent, message)
+        subject = (message.splitlines()[0] if message.strip() else "ralph")[:200]
+        self.git("update-ref", "-m", subject, "HEAD", commit, parent or ZERO_SHA)
+        try:
+            for relpath, blob, mode in staged:
+                self._stage(relpath, blob, mode)
+        except GitError as exc:
+            self._undo_ref(PreparedCommit(*staged[0], commit, parent, entries, message))
+            raise GitError(f"{exc}; HEAD was put back, nothing is committed") from None
+        return commit, entries
+
     def prepare_commit(
         self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[bytes]] | None = None
     ) -> PreparedCommit | None:
@@ -233,6 +258,16 @@ class Repo:
                 return f"a {what} is in progress ({marker} in {git_dir.name})"
         return None
 
+    def head_detached(self) -> bool:
+        """Whether HEAD names a commit rather than a branch: a commit made there belongs to no
+        branch, and the next checkout leaves it behind. Read from the HEAD file (no git process:
+        every state command's commit asks)."""
+        try:
+            head = (self.git_dir() / "HEAD").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False  # not a layout we know (a GIT_DIR elsewhere): git itself will say
+        return not head.startswith("ref: ")
+
     def branch(self) -> str | None:
         """The branch HEAD is on, or None when HEAD is detached."""
         try:
@@ -244,15 +279,17 @@ class Repo:
         return (self.git_dir() / "index.lock").exists()
 
     # --- the work tree around agent runs -------------------------------------------------------
-    def changed_paths(self, among: Iterable[str] | None = None) -> set[str]:
+    def changed_paths(self, among: Iterable[str] | None = None, read_only: bool = False) -> set[str]:
         """Paths that differ from HEAD in the index or the work tree, and untracked files; only
-        those of `among` when given (git then looks at those paths alone, not the whole tree)."""
+        those of `among` when given (git then looks at those paths alone, not the whole tree).
+        `read_only`: git leaves .git/index as it was (status otherwise refreshes it)."""
         limit = sorted(among) if among is not None else []
         if among is not None and not limit:
             return set()
         out = self._paths(
-            "status", "--porcelain=v1", "-z", "--untracked-files=all", *(["--", *limit] if limit else [])
-        )
+            *(["--no-optional-locks"] if read_only else []),
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", *(["--", *limit] if limit else []),
+        )  # fmt: skip
         paths: set[str] = set()
         entries = iter(out.split("\0"))
         for entry in entries:
@@ -447,6 +484,10 @@ class Repo:
         index has no merged version of it (not added, or a merge conflict not yet resolved)."""
         done = self._run(("cat-file", "blob", f":{relpath}"))
         return done.stdout if done.returncode == 0 else None
+
+    def unmerged(self, relpath: str) -> bool:
+        """Whether git's index holds the file as a merge conflict not yet resolved (`git add`)."""
+        return bool(self.git("ls-files", "-u", "--", relpath).strip())
 
     def commit_of(self, rev: str) -> str | None:
         """The commit `rev` names, or None when it names none (not a revision, or not a commit)."""

@@ -25,7 +25,7 @@ def file_history(repo: Repo, relpath: str, rev: str = "HEAD") -> Iterator[FileCh
     args = (
         *("-c", "log.follow=false", "-c", "log.showSignature=false", "-c", "diff.noprefix=false"),
         *("log", "--reverse", "--first-parent", "-m", "-p", "-U0", "--text", "--no-renames"),
-        *("--no-ext-diff", "--no-textconv", "--no-color", "--format=%x01%H%x00%an%x00%aI%x00%s"),
+        *("--no-ext-diff", "--no-textconv", "--no-color", "--format=%x01%H%x00%an%x00%aI%x00%P%x00%s"),
         *(rev, "--", relpath),
     )
     yield from _changes(repo.lines(*args))
@@ -39,8 +39,9 @@ def _changes(lines: Iterable[bytes]) -> Iterator[FileChange]:
         if line.startswith(b"\x01"):
             if change is not None:
                 yield change
-            commit, author, when, subject = line[1:].rstrip(b"\n").decode("utf-8", "replace").split("\0", 3)
-            change = FileChange(commit, author, when, subject)
+            fields = line[1:].rstrip(b"\n").decode("utf-8", "replace").split("\0", 4)
+            commit, author, when, parents, subject = fields
+            change = FileChange(commit, author, when, subject, merge=len(parents.split()) > 1)
             in_hunk = False
         elif change is None:
             continue
@@ -59,9 +60,10 @@ def _changes(lines: Iterable[bytes]) -> Iterator[FileChange]:
 class FileChange:
     """One commit's change to a file: the lines (without line endings) it removed and added."""
 
-    __slots__ = ("commit", "author", "time", "subject", "removed", "added")
+    __slots__ = ("commit", "author", "time", "subject", "merge", "removed", "added")
 
-    def __init__(self, commit: str, author: str, time: str, subject: str):
+    def __init__(self, commit: str, author: str, time: str, subject: str, merge: bool = False):
         self.commit, self.author, self.time, self.subject = commit, author, time, subject
+        self.merge = merge  # a merge commit: its changes were made on the branch it merged
         self.removed: list[str] = []
         self.added: list[str] = []

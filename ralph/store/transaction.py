@@ -16,7 +16,7 @@ from ralph.store.lock import plan_lock
 from ralph.store.reader import PLAN_NAME, load_checked, plan_path, read_bytes
 
 if TYPE_CHECKING:
-    from ralph.plan.document import Document
+    from ralph.plan.document import Document, Line
     from ralph.store.git import Repo
 
 EARLIER_CHANGES_MESSAGE = "ralph: commit earlier uncommitted changes to plan.jsonl"
@@ -50,16 +50,49 @@ def transaction(
         yield change
         if not change.plan.doc.changed:
             return
+        redact_lines(change.plan.doc, change.plan.doc.touched, root)
         after = checked_bytes(change.plan.doc)
         if commit is None:
             commit = _commit_wanted(change.plan)
         if commit:
-            change.commit = _write_and_commit(root, before, after, change.message, fold_earlier, repo)
+            from ralph.secrets import redact
+
+            message = redact(change.message, root)  # it can quote a task's name or an issue's text
+            change.commit = _write_and_commit(root, before, after, message, fold_earlier, repo)
         else:
             write_atomic(plan_path(root), after)
         from ralph.store import validcache
 
         validcache.remember(root, after)
+
+
+def redact_lines(doc: Document, lines: list[Line], root: Path) -> None:
+    """Secrets out of these records of the document, before it is written (and committed, where a
+    leak stays): a reason, a note, an issue's or a question's text can quote one."""
+    from ralph.plan.document import RecordLine
+    from ralph.secrets import FieldsRedactor
+
+    redact_fields = FieldsRedactor(root)
+    current = {id(line) for line in doc.lines}
+    for line in {id(line): line for line in lines if id(line) in current}.values():
+        if not isinstance(line, RecordLine):
+            continue
+        redacted = redact_fields(line.record)
+        if redacted != line.record:
+            line.record.clear()
+            line.record.update(redacted)
+            doc.rewrite(line)
+
+
+def redact_plan(root: Path, clean: set[bytes]) -> None:
+    """Every record of the plan redacted (an agent may write plan.jsonl by hand, and one in a
+    sandbox cannot read the .env files whose values count); `clean` holds lines known to be clean,
+    kept by the caller so that a long plan is not read through again at every commit."""
+    with transaction(root, commit=False, fold_earlier=True) as change:
+        doc = change.plan.doc
+        unread = [line for line in doc.lines if line.record is not None and line.raw not in clean]
+        redact_lines(doc, unread, root)
+        clean.update(line.raw for line in unread)
 
 
 def checked_bytes(doc: Document) -> bytes:
@@ -116,6 +149,10 @@ def refuse_unsafe_commit(repo: Repo) -> None:
     operation = repo.operation_in_progress()
     if operation:
         raise GitError(f"{operation}: finish or abort it first, or pass --no-commit")
+    if repo.head_detached():
+        # Agents in the loop's detached checkouts (VERIFY) never get here: they run with
+        # RALPH_COMMIT=0, and the loop commits on a branch.
+        raise GitError("HEAD is detached: check out a branch for ralph to commit on, or pass --no-commit")
     if repo.index_locked():
         for delay in (0.05, 0.1, 0.2, 0.4, 0.8):  # another git command may hold it for a moment
             time.sleep(delay)

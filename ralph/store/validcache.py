@@ -8,6 +8,7 @@ directory, so it is never committed and never shared between clones.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -58,5 +59,9 @@ def remember(root: Path, data: bytes) -> None:
     try:
         temp.write_text(_key(data), encoding="ascii")
         os.replace(temp, cache)  # readers see the old key or the new one, never half of one
-    except OSError:
-        temp.unlink(missing_ok=True)  # only a cache: never fail a command over it
+    except OSError:  # only a cache: never fail a command over it
+        try:
+            temp.unlink(missing_ok=True)
+        except OSError as exc:  # a read-only .git (ralph's sandbox) refuses even this: EROFS
+            if exc.errno != errno.EROFS:
+                raise

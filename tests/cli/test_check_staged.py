@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = b'{"t": "task", "id": "t-aaaaaa", "name": "A", "deps": ["t-nowhere"]}\n'
@@ -89,3 +89,31 @@ def test_pre_commit_try_repo_runs_the_hook_on_the_staged_plan(repo, tmp_path):
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "ralph check (staged plan.jsonl)" in passed.stdout and "Passed" in passed.stdout
     assert (repo / "plan.jsonl").read_bytes() == BROKEN  # and puts it back
+
+
+def test_check_reports_a_plan_git_lists_as_unmerged_though_its_text_is_valid(repo):
+    """A conflict resolved by hand but not yet `git add`ed: git would refuse to commit it, so it is
+    not ok (before, `ralph check` said ok)."""
+    from tests.support.cli import ralph_in_process
+
+    git(repo, "rm", "-q", ".gitattributes")  # git merges the plan line by line
+    git(repo, "commit", "-qm", "no merge driver")
+    git(repo, "checkout", "-q", "-b", "other")
+    (repo / "plan.jsonl").write_bytes(FINE)
+    git(repo, "commit", "-qam", "other's task")
+    git(repo, "checkout", "-q", "main")
+    (repo / "plan.jsonl").write_bytes(FINE.replace(b'"A"', b'"B"'))
+    git(repo, "commit", "-qam", "main's task")
+    assert subprocess.run(["git", "merge", "-q", "other"], cwd=repo, capture_output=True).returncode == 1
+    (repo / "plan.jsonl").write_bytes(FINE)  # the markers taken out by hand: valid text
+    assert git(repo, "ls-files", "-u", "plan.jsonl") != ""
+
+    done = ralph_in_process(repo, "check")
+
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "plan.jsonl: git lists plan.jsonl as unmerged (a merge conflict not yet resolved): once it is"
+        " right, `git add plan.jsonl`"
+    ]
+    git(repo, "add", "plan.jsonl")
+    assert ralph_in_process(repo, "check").stdout == "plan.jsonl: ok (1 records)\n"

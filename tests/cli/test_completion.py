@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Ralph
+from tests.support.cli import Ralph
 
 BIN = str(Path(sys.executable).parent)  # where `ralph` is installed, beside this interpreter
 
@@ -82,3 +82,23 @@ def test_the_bash_script_completes_ids_in_bash(planned: Path):
         ["bash", "-c", script], cwd=planned, env=env, capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == ["t-login", "t-logout"]
+
+
+def test_agent_names_and_config_keys_complete(tmp_path: Path):
+    assert complete(tmp_path, "ralph construct specs/x.md --agent c") == [
+        "plain,claude",
+        "plain,codex",
+        "plain,command",
+    ]
+    assert complete(tmp_path, "ralph plan --agent ") == [
+        f"plain,{name}" for name in ("claude", "codex", "opencode", "gemini", "command")
+    ]
+    assert sorted(complete(tmp_path, "ralph config set max_")) == [
+        f"plain,max_{key}"
+        for key in ("attempts", "cost_usd", "decompose_depth", "iterations", "minutes", "wait_ms")
+    ]
+    assert complete(tmp_path, "ralph config get gat") == ["plain,gate", "plain,gate_timeout_ms"]
+    assert complete(tmp_path, "ralph config unset comm") == ["plain,commit"]
+    assert complete(tmp_path, "ralph config set agent o") == ["plain,opencode"]
+    assert complete(tmp_path, "ralph config set run_hooks ") == ["plain,true", "plain,false"]
+    assert complete(tmp_path, "ralph config set parallel ") == []

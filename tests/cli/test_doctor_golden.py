@@ -14,8 +14,9 @@ from click.testing import CliRunner
 from pytest_golden.plugin import GoldenTestFixture
 
 from ralph.cli.main import cli
-from tests.conftest import git
-from tests.ops.test_doctor import holder, killed_holder, leftover_branch, leftover_worktree
+from tests.support.gitrepo import git
+from tests.support.leftovers import leftover_branch, leftover_worktree
+from tests.support.locks import holder, killed_holder
 
 
 def leftovers(repo: Path, tmp: Path) -> list:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ralph_process
+from tests.support.cli import ralph_process
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 BAD_LINE = '{"t": "task", "id": "t-bbbbbb", "name": "", "priority": "urgent"}\n'

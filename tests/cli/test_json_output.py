@@ -8,16 +8,17 @@ import json
 import shutil
 from pathlib import Path
 
-import click
 import pytest
 
-from ralph.cli.main import cli
 from ralph.text import SCHEMA_VERSION
-from tests.conftest import Ralph, _isolate_git, git
+from tests.support.cli import Ralph, leaf_commands
+from tests.support.gitrepo import git, isolate_git
 
 # Commands whose output is not data: a script, git's merge driver (writes a file), an HTML page, a
 # live view for a person (its data is build/ralph-logs/events.jsonl).
 NOT_DATA = {"completion", "merge-driver", "report", "watch"}
+# Data commands that need what this module's repository lacks; their JSON is checked where it is.
+ELSEWHERE = {"pr": "tests/loop/test_pull_request.py: a remote, a forge CLI and a run's report"}
 
 # Each data command's arguments; {issue} and {question} are ids made by the setup.
 LOOP = ["--agent", "command", "--agent-cmd", "true", "--allow-dirty"]
@@ -46,6 +47,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "query tasks": [],
     "questions": [],
     "schema": [],
+    "spec new": ["login"],
     "status": [],
     "task accept": ["t-aaaaaa"],
     "task add": ['{"name": "y"}'],
@@ -58,18 +60,8 @@ INVOCATIONS: dict[str, list[str]] = {
 }
 
 
-def leaf_commands(command: click.Command = cli, path: tuple[str, ...] = ()) -> dict[str, click.Command]:
-    if not isinstance(command, click.Group):
-        return {" ".join(path): command}
-    ctx = click.Context(command)
-    found: dict[str, click.Command] = {}
-    for name in command.list_commands(ctx):  # the lazily loaded loop commands too
-        found.update(leaf_commands(command.get_command(ctx, name), (*path, name)))
-    return found
-
-
 def test_every_command_is_listed_as_data_or_not():
-    assert set(leaf_commands()) == set(INVOCATIONS) | NOT_DATA
+    assert set(leaf_commands()) == set(INVOCATIONS) | NOT_DATA | set(ELSEWHERE)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +73,7 @@ def _prepared(
     root = tmp_path_factory.mktemp("json") / "repo"
     shutil.copytree(_initialized_repo, root, symlinks=True)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+        isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
         ralph = Ralph(root)
         tasks = [
             {"id": "t-aaaaaa", "name": "x"},
@@ -114,3 +106,23 @@ def test_each_data_command_takes_json_and_every_object_it_prints_has_the_schema_
     for line in lines:
         printed = json.loads(line)
         assert isinstance(printed, dict) and printed["schema_version"] == SCHEMA_VERSION, (path, line)
+
+
+def test_the_construct_report_gives_its_items_as_the_objects_the_doc_names(_prepared, tmp_path):
+    """docs/json-output.md names the fields of `tasks`, `issues` and `open_questions`: a left task,
+    an open issue and a question of the prepared plan carry exactly those."""
+    doc = (Path(__file__).parents[2] / "docs" / "json-output.md").read_text(encoding="utf-8")
+    row = next(line for line in doc.splitlines() if line.startswith("| `construct`, `plan` |"))
+    named = {
+        field: json.loads("[" + row.split(f"`{field}` (", 1)[1].split("`", 2)[1].strip("{}") + "]")
+        for field in ("tasks", "issues", "open_questions")
+    }
+    root = tmp_path / "repo"
+    shutil.copytree(_prepared[0], root, symlinks=True)
+    git(root, "add", "specs/x.md")
+    git(root, "commit", "-qm", "x")
+    result = Ralph(root)("plan", "specs/x.md", *LOOP, "--json", code=None)
+    report = json.loads(result.stdout)
+    assert report["tasks"] and report["issues"] and report["open_questions"], report
+    for field, keys in named.items():
+        assert all(list(item) == keys for item in report[field]), (field, report[field])

@@ -4,6 +4,7 @@ schema check for --json."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -17,7 +18,8 @@ from pytest_golden.plugin import GoldenTestFixture
 
 from ralph.plan.records import Verdict
 from ralph.store.transaction import transaction
-from tests.conftest import Ralph, _isolate_git, git
+from tests.support.cli import Ralph
+from tests.support.gitrepo import git, isolate_git
 
 
 class Clock:
@@ -31,6 +33,20 @@ class Clock:
         stamp = f"2026-01-02T10:{self.minute:02d}:00+00:00"
         self.monkeypatch.setenv("GIT_AUTHOR_DATE", stamp)
         self.monkeypatch.setenv("GIT_COMMITTER_DATE", stamp)
+
+
+# A failed gate as the loop records it: the lines its gate picked, and where the whole output is.
+GATE_FAILURE = """`make verify` exited 2:
+...
+    def test_login():
+>       assert render_form() == "<form>"
+E       AssertionError: assert '' == '<form>'
+tests/test_login.py:4: AssertionError
+FAILED tests/test_login.py::test_login - AssertionError: assert '' == '<form>'
+========================= 1 failed, 12 passed in 0.21s =========================
+make: *** [Makefile:2: verify] Error 1
+(full output: build/ralph-logs/ralph-20260102-101100-gate-t-login.log)"""
+NO_CHANGES = "no_changes: the agent marked the task done but changed no file."
 
 
 def build_history(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -62,9 +78,8 @@ def build_history(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             change.message = "ralph: claim"
     # The loop's own changes to a task: a failed build, one through the gate, its commit.
     for record in (
-        lambda plan: plan.record_build_failure(
-            "t-login", Verdict.GATE_FAILED, "make verify: 2 tests failed", 1200, 0.01
-        ),
+        lambda plan: plan.record_build_failure("t-login", Verdict.GATE_FAILED, GATE_FAILURE, 1200, 0.01),
+        lambda plan: plan.record_build_failure("t-login", Verdict.NO_CHANGES, NO_CHANGES, 300, 0.002),
         lambda plan: plan.record_build("t-login", ["app/login.py"], 3400, 0.02),
         lambda plan: plan.record_build_commit("t-login", "0123456789abcdef0123456789abcdef01234567"),
     ):
@@ -73,7 +88,7 @@ def build_history(root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             record(change.plan)
             change.message = "ralph(build): t-login"
     step("task", "done", "t-login")
-    step("task", "reject", "t-login", "the form\x1b[31m does not render")
+    step("task", "reject", "t-login", "the form\x1b[31m does not render\nsee the screenshot")
     step("task", "done", "t-login")
     step("task", "accept", "t-login")
     step("task", "reject", "t-split", "BUILD timed out", "--kill-reason", "timeout")
@@ -105,7 +120,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("history") / "repo"
     root.mkdir()
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+        isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
         git(root, "init", "-q")
         (root / "README").write_text("a project\n")
         build_history(root, monkeypatch)
@@ -159,7 +174,7 @@ def test_labels_each_event_by_what_the_records_show(history: Path):
         "BUILD timed out",
     )
     rejected = next(event for event in events if event["event"] == "rejected")
-    assert rejected["reason"] == "the form\x1b[31m does not render"
+    assert rejected["reason"] == "the form\x1b[31m does not render\nsee the screenshot"
     assert [event["event"] for event in events if event["id"] and event["id"].startswith("i-")] == [
         "added",
         "claimed",
@@ -196,17 +211,14 @@ def test_a_tasks_story_sums_its_attempts(history: Path):
     lines = Ralph(history)("log", "--task", "t-login", "--json").stdout.splitlines()
     story = json.loads(lines[-1])
     assert story["event"] == "story" and story["now"] == "accepted"
-    assert [(a["attempt"], a["passed"], a["tokens"], a["cost_usd"]) for a in story["attempts"]] == [
-        (1, False, 1200, 0.01),
-        (2, True, 3400, 0.02),
+    assert [(a["attempt"], a["verdict"], a["passed"], a["tokens"]) for a in story["attempts"]] == [
+        (1, "gate_failed", False, 1200),
+        (2, "no_changes", False, 300),
+        (3, "built", True, 3400),
     ]
-    assert story["attempts"][0]["gate_failure"] == "make verify: 2 tests failed"
-    assert (story["tokens"], story["cost_usd"], story["gate_failures"], story["rejections"]) == (
-        4600,
-        0.03,
-        1,
-        1,
-    )
+    assert story["attempts"][0]["gate_failure"] == GATE_FAILURE
+    assert (story["tokens"], story["cost_usd"], story["rejections"]) == (4900, 0.032, 1)
+    assert (story["failed_attempts"], story["gate_failures"]) == (2, 1)  # no changes is no gate failure
     assert story["build_commit"] == "0123456789abcdef0123456789abcdef01234567"
     assert story["files"] == ["app/login.py"]
     assert all(json.loads(line)["id"] == "t-login" for line in lines)
@@ -218,7 +230,7 @@ def test_since_a_revision_or_a_date_shows_only_later_commits_judged_against_the_
     events = [json.loads(line) for line in ralph("log", "--since", base, "--json").stdout.splitlines()]
     assert [event["event"] for event in events] == ["decomposed", "deleted", "resolved", "changed", "changed"]
     assert base not in {event["commit"] for event in events}
-    dated = ralph("log", "--since", "2026-01-02T10:22:00+00:00", "--json").stdout.splitlines()
+    dated = ralph("log", "--since", "2026-01-02T10:23:00+00:00", "--json").stdout.splitlines()
     assert [json.loads(line)["event"] for line in dated] == ["resolved", "changed", "changed"]
 
 
@@ -269,17 +281,29 @@ def test_report_is_one_self_contained_page_with_a_point_per_plan_commit(history:
     }
     assert set(series) == {"pending", "done", "accepted", "blocked"}
     assert all(len(points) == commits for points in series.values())
-    row = re.search(r'<tr><td data-label="id">t-login</td>.*?</tr>', page).group()
+    row = re.search(r'<tr><td class="id" data-label="id">t-login</td>.*?</tr>', page).group()
     cells = dict(re.findall(r'data-label="([^"]+)">([^<]*)</td>', row))
     assert cells == {
         "id": "t-login",
         "name": "Add login form",
         "now": "accepted",
-        "attempts": "2",
-        "cycle time": cells["cycle time"],
-        "tokens": "4,600",
-        "cost (USD)": "0.0300",
+        "attempts": "3",
+        "failed": "gate failed, no changes, rejected by VERIFY",
+        "cycle time": "16m 00s",  # created 10:02, accepted 10:18
+        "build tokens": "4,900",
+        "build cost (USD)": "0.0320",
     }
+    # why attempts failed: each with its verdict and the line that says why
+    assert (
+        '<td data-label="what">attempt 1: gate failed</td><td data-label="why">`make verify` exited 2:'
+        " E AssertionError: assert &#x27;&#x27; == &#x27;&lt;form&gt;&#x27;</td>" in page
+    )
+    assert '<td data-label="what">attempt 2: no changes</td><td data-label="why">the agent marked' in page
+    assert (
+        '<td data-label="what">rejected by VERIFY</td>'
+        '<td data-label="why">the form\\x1b[31m does not render | see the screenshot</td>'
+    ) in page
+    assert "3 build attempts, 2 failed (67%): gate failed 1, no changes 1; VERIFY rejections: 1." in page
     # read on a phone: the page is as wide as the screen, the chart scales, and tables turn into
     # labelled cards below 40rem instead of scrolling sideways
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
@@ -296,7 +320,9 @@ def test_report_and_log_say_unknown_for_a_cost_nobody_reported(ralph: Ralph, tmp
     the state record's per-stage totals are shown the same way."""
     ralph("task", "add", '{"id": "t-free", "name": "Free?"}')
     for record in (  # one commit each, as the loop makes them
-        lambda plan: plan.record_build_failure("t-free", Verdict.GATE_FAILED, "1 failed", 500, None),
+        lambda plan: plan.record_build_failure(
+            "t-free", Verdict.GATE_FAILED, "`make verify` exited 1:\n1 failed", 500, None
+        ),
         lambda plan: plan.record_build("t-free", ["a.py"], 700, 0.25),
         lambda plan: plan.add_spending(
             {"BUILD": {"runs": 2, "tokens": 1200, "cost_usd": 0.25, "unknown_runs": 1}}
@@ -311,13 +337,45 @@ def test_report_and_log_say_unknown_for_a_cost_nobody_reported(ralph: Ralph, tmp
     target = tmp_path / "report.html"
     ralph("report", "-o", str(target))
     page = target.read_text(encoding="utf-8")
-    assert '<td class="n" data-label="cost (USD)">0.2500 + 1 unknown</td>' in page  # the task
+    assert '<td class="n" data-label="build cost (USD)">0.2500 + 1 unknown</td>' in page  # the task
     assert '<td data-label="stage">VERIFY</td><td class="n" data-label="runs">1</td>' in page
     assert '<td class="n" data-label="cost (USD)">unknown</td></tr>' in page  # VERIFY's
-    assert "BUILD: 1,200 tokens, $0.2500 + 1 unknown" in page
+    # in all: BUILD's and VERIFY's runs, the cost of two of them unknown
+    assert "Spent in all:</b> 1,290 tokens, cost $0.2500 + 2 unknown, in 3 agent runs" in page
+    assert '<th data-label="stage">all stages</th><td class="n" data-label="runs">3</td>' in page
     story = ralph("log", "--task", "t-free").stdout
     assert "attempt 1: gate failed, 500 tokens, cost unknown" in story
     assert "attempt 2: passed the gate, 700 tokens, $0.2500" in story
+
+
+def test_report_says_not_recorded_when_no_run_spent_anything_never_zero(ralph: Ralph, tmp_path: Path):
+    ralph("task", "add", '{"id": "t-new", "name": "New"}')
+    target = tmp_path / "report.html"
+    ralph("report", "-o", str(target))
+    page = target.read_text(encoding="utf-8")
+    assert "Spent in all:</b> 0 tokens, cost not recorded, in 0 agent runs" in page
+    assert "$0.0000" not in page and "no build attempt yet" in page
+
+
+def test_report_axis_ticks_are_whole_even_steps_and_times_read_at_their_scale():
+    from ralph.ops.report import _duration, nice_ticks
+
+    assert [nice_ticks(most) for most in (0, 3, 7, 12, 23, 140)] == [
+        [0, 1],
+        [0, 1, 2, 3],
+        [0, 2, 4, 6, 8],
+        [0, 5, 10, 15],
+        [0, 5, 10, 15, 20, 25],
+        [0, 50, 100, 150],
+    ]
+    assert [_duration(s) for s in (None, 4.4, 61, 3599, 4000, 2 * 86400 + 3 * 3600)] == [
+        "-",
+        "4s",
+        "1m 01s",
+        "59m 59s",
+        "1h 06m",
+        "2d 3h",
+    ]
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -346,7 +404,7 @@ def headless(*args: str, timeout_s: float = 90) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(argv, child.returncode, out, err)
 
 
-@pytest.mark.slow  # two Chromium start-ups
+@pytest.mark.slow  # six Chromium start-ups
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
 def test_report_in_headless_chromium_loads_draws_every_commit_and_is_not_blank(history: Path, tmp_path: Path):
     page = tmp_path / "report.html"
@@ -358,10 +416,41 @@ def test_report_in_headless_chromium_loads_draws_every_commit_and_is_not_blank(h
     drawn = re.findall(r'<polyline[^>]*data-series="(\w+)"[^>]*points="([^"]*)"', dom.stdout)
     assert {name for name, _ in drawn} == {"pending", "done", "accepted", "blocked"}
     assert all(len(points.split()) == commits for _, points in drawn)
-    shot = tmp_path / "phone.png"
-    done = headless(f"--screenshot={shot}", "--window-size=390,844", page.as_uri())
-    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
-    assert len(set(png_pixels(shot.read_bytes()))) > 20  # text and lines in several colours
+    for width in (375, 1280):  # a phone, a desktop
+        shot = tmp_path / f"report-{width}.png"
+        done = headless(f"--screenshot={shot}", f"--window-size={width},900", page.as_uri())
+        assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+        assert len(set(png_pixels(shot.read_bytes()))) > 20  # text and lines in several colours
+        layout = measured(page, width)
+        assert layout["scroll"] <= layout["view"], layout  # nothing runs off the side
+        assert layout["id_lines"] and set(layout["id_lines"]) == {1}, layout  # no id wraps
+        # the phone's layout (labelled cards below 40rem) at the narrowest width --dump-dom lays
+        # out (500 px: headless Chromium's least window width; the screenshot is 375 px wide)
+        assert (layout["view"] < 640) == (width == 375), layout
+
+
+# Appended to a copy of the page (which has no script of its own): how the laid-out page
+# measures, written into the DOM for --dump-dom to carry out.
+MEASURE = """<script>
+const lines = [...document.querySelectorAll("td.id")].map(cell => {
+  const range = document.createRange(); range.selectNodeContents(cell);
+  return new Set([...range.getClientRects()].map(rect => Math.round(rect.top))).size;
+});
+document.body.dataset.layout = JSON.stringify(
+  {scroll: document.documentElement.scrollWidth, view: innerWidth, id_lines: lines});
+</script>"""
+
+
+def measured(page: Path, width: int) -> dict:
+    probe = page.with_name(f"measure-{width}.html")
+    probe.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8"
+    )
+    dom = headless("--dump-dom", f"--window-size={width},900", probe.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'data-layout="([^"]*)"', dom.stdout)
+    assert found, dom.stdout[-2000:]
+    return json.loads(html.unescape(found.group(1)))
 
 
 def png_pixels(data: bytes) -> bytes:
@@ -393,4 +482,20 @@ def test_a_merge_shows_as_what_it_changed_on_the_branch_merged_into(ralph: Ralph
     said = [(event["event"], event["id"], event["commit"] == merge) for event in events]
     # The side branch's task arrives with the merge, already done: one event, "created".
     assert said == [("created", "t-main", False), ("done", "t-main", False), ("created", "t-side", True)]
-    assert next(e for e in events if e["id"] == "t-side")["by_hand"] is True  # "Merge side" is a person's
+    # A person ran `git merge`, but nobody edited the record by hand: it was made on the branch.
+    side = next(e for e in events if e["id"] == "t-side")
+    assert (side["by_hand"], side["merged"]) == (False, True)
+    assert ralph("log").stdout.splitlines()[-1].endswith("t-side  created: On the side  [merged]")
+
+
+def test_log_and_report_redact_a_secret_a_history_from_before_redaction_holds(repo: Path, tmp_path: Path):
+    stripe = "sk_live_51HqLmN8oPq2RsT4uVw6XyZ0"
+    plan = repo / "plan.jsonl"
+    task = {"t": "task", "id": "t-leak01", "name": f"Pay with {stripe}", "s": "p"}
+    plan.write_text(plan.read_text() + json.dumps(task) + "\n")
+    git(repo, "commit", "-qam", "a hand edit, committed by an older ralph or a person")
+    ralph = Ralph(repo)
+    shown = ralph("log", "--task", "t-leak01").stdout + ralph("log", "--json").stdout
+    ralph("report", "-o", str(tmp_path / "report.html"))
+    assert "Pay with [redacted]" in shown and "Pay with [redacted]" in (tmp_path / "report.html").read_text()
+    assert stripe not in shown and stripe not in (tmp_path / "report.html").read_text()

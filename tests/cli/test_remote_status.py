@@ -13,7 +13,8 @@ import pytest
 
 from ralph.ops import tasks
 from ralph.store.transaction import transaction
-from tests.conftest import Ralph, Shared, git
+from tests.support.cli import Ralph
+from tests.support.gitrepo import Shared, git
 
 GOLDEN = Path(__file__).parent / "golden" / "remote"
 

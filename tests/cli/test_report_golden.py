@@ -42,6 +42,7 @@ CASES = {
             " iteration 1, log build/ralph-logs/ralph-20261123-130000-build-t-colour.log)"
         ],
         resume=RESUME,
+        began=True,
         **SPENT,
     ),
     "stuck": Report(
@@ -52,7 +53,13 @@ CASES = {
         remaining=["t-toobig blocked: Too big (decomposed 3 times and still failing (timeout))"],
         tokens=39000,
         stopped=["t-toobig BUILD killed (timeout), set aside for DECOMPOSE; log build/ralph-logs/b.log"],
+        failed=[
+            "t-toobig attempt 1: gate failed: `make verify` exited 2: E AssertionError: assert 0 == 4",
+            "t-toobig attempt 2: no changes: the agent marked the task done but changed no file.",
+            "t-other0 rejected by VERIFY: the report\x1b[2J has no total line",
+        ],
         resume=RESUME,
+        began=True,
         **SPENT,
     ),
 }

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, ralph_process
+from tests.support.cli import ralph_process
+from tests.support.gitrepo import git
 
 
 def test_add_done_accept_commits_each_change_alone(ralph, repo):
@@ -41,7 +42,7 @@ def test_refused_and_invalid_exit_codes(ralph):
 
 def test_a_bug_is_one_line_with_exit_70_and_the_traceback_in_a_file(repo, monkeypatch):
     from ralph.ops import reads
-    from tests.conftest import Ralph
+    from tests.support.cli import Ralph
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("simulated bug")
@@ -177,7 +178,7 @@ def test_an_agent_cli_that_is_not_installed_says_how_to_install_it(
 ):
     import shutil
 
-    from tests.conftest import Ralph
+    from tests.support.cli import Ralph
 
     only_git = tmp_path / "bin"
     only_git.mkdir()

@@ -65,7 +65,8 @@ def test_check_json_gives_problems_as_objects_with_the_record_id(ralph, repo: Pa
 
 
 def test_init_ignores_only_what_ralph_writes_not_the_projects_build_folder(bare_repo):
-    from tests.conftest import Ralph, git
+    from tests.support.cli import Ralph
+    from tests.support.gitrepo import git
 
     Ralph(bare_repo)("init")
     (bare_repo / "build" / "ralph-logs" / "run.log").write_text("log\n")
@@ -75,7 +76,7 @@ def test_init_ignores_only_what_ralph_writes_not_the_projects_build_folder(bare_
 
 
 def test_init_keeps_an_older_build_line_without_adding_the_logs_line(bare_repo):
-    from tests.conftest import Ralph
+    from tests.support.cli import Ralph
 
     (bare_repo / ".gitignore").write_text("/build/\n")
     Ralph(bare_repo)("init", "--no-commit")

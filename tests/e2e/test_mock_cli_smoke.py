@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.mock_model import MockModelServer, RalphStageBrain, Shell, Usage
-from tests.e2e.npm_agents import require_installed
+from tests.support.mock_model import MockModelServer, RalphStageBrain, Shell, Usage
+from tests.support.npm_agents import require_installed
 
 pytestmark = pytest.mark.slow
 

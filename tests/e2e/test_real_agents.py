@@ -8,7 +8,6 @@ the real `ralph` commands.
 
 from __future__ import annotations
 
-import json
 import shlex
 import socket
 import subprocess
@@ -18,11 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.journal import read_events
-from tests.conftest import git
-from tests.e2e.conftest import scratch_env, write_project
-from tests.e2e.mock_model import Conversation, MockModelServer, Usage
-from tests.e2e.npm_agents import require_installed
+from tests.support.e2e import (
+    SANDBOX,
+    add_task,
+    assert_fenced,
+    events,
+    plan_records,
+    recorded,
+    scratch_env,
+    write_project,
+)
+from tests.support.gitrepo import git
+from tests.support.mock_model import Conversation, MockModelServer, Usage
+from tests.support.npm_agents import require_installed
 
 pytestmark = pytest.mark.slow
 
@@ -59,21 +66,9 @@ def construct(root: Path, agent: str, binary: Path, env: dict[str, str], *flags:
     argv = [
         sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
         "--agent", agent, "--agent-cmd", str(binary), "--model", "mock-model",
-        "--gate", f"{shlex.quote(sys.executable)} check_work.py", *flags,
+        "--gate", f"{shlex.quote(sys.executable)} check_work.py", SANDBOX, *flags,
     ]  # fmt: skip
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-
-
-def events(root: Path) -> list[dict]:
-    return read_events(root / "build" / "ralph-logs" / "events.jsonl")
-
-
-def plan_records(root: Path) -> list[dict]:
-    return [json.loads(line) for line in (root / "plan.jsonl").read_text().splitlines() if line.strip()]
-
-
-def recorded(root: Path, key: str) -> int:
-    return sum(e.get("tokens", {}).get(key, 0) for e in events(root) if e["event"] == "agent_end")
 
 
 def assert_complete(root: Path, done: subprocess.CompletedProcess, names: list[str]) -> None:
@@ -93,6 +88,7 @@ def test_claude_takes_a_spec_to_complete_and_its_tokens_are_recorded_exactly(pro
     with MockModelServer(usage=Usage(input_tokens_schedule=[1200, 2500], cache_read_tokens=300)) as server:
         done = construct(project, "claude", claude, claude_env(project, server))
     assert_complete(project, done, ["Parse input", "Print report"])
+    assert_fenced(events(project))
     sent = server.totals("anthropic")
     assert recorded(project, "input_tokens") == sent["input_tokens"]
     assert recorded(project, "output_tokens") == sent["output_tokens"]
@@ -106,6 +102,7 @@ def test_codex_takes_a_spec_to_complete_and_its_tokens_are_recorded_exactly(proj
     with MockModelServer(usage=Usage(input_tokens_schedule=[1200, 2400], cache_read_tokens=200)) as server:
         done = construct(project, "codex", codex, codex_env(project, server.url + "/v1"))
     assert_complete(project, done, ["Parse input", "Print report"])
+    assert_fenced(events(project))
     sent = server.totals("openai")
     cached = sent["input_tokens_details.cached_tokens"]
     assert recorded(project, "cache_read_tokens") == cached
@@ -127,12 +124,6 @@ class PressureUsage(Usage):
             return 1000
         schedule = self.after if "=== COMPACTED CONTEXT ===" in prompt else self.first
         return schedule[min(turn, len(schedule) - 1)]
-
-
-def add_task(root: Path, name: str) -> str:
-    from ralph.ops import tasks
-
-    return tasks.add(root, [{"name": name, "accept": "work file says ok"}])[0]["id"]
 
 
 def test_claude_context_pressure_warns_compacts_and_continues(project):

@@ -17,11 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.e2e.conftest import scratch_env, write_project
-from tests.e2e.mock_model import MockModelServer, Usage
-from tests.e2e.npm_agents import require_installed
-from tests.e2e.test_real_agents import add_task, events, plan_records, recorded
+from tests.support.e2e import (
+    SANDBOX,
+    add_task,
+    assert_fenced,
+    events,
+    plan_records,
+    recorded,
+    scratch_env,
+    write_project,
+)
+from tests.support.gitrepo import git
+from tests.support.mock_model import MockModelServer, Usage
+from tests.support.npm_agents import require_installed
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +84,7 @@ def construct(root: Path, agent: str, binary: Path, model: str, env: dict[str, s
     argv = [
         sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
         "--agent", agent, "--agent-cmd", str(binary), "--model", model,
-        "--gate", f"{shlex.quote(sys.executable)} check_work.py", "--timeout", "240s",
+        "--gate", f"{shlex.quote(sys.executable)} check_work.py", "--timeout", "240s", SANDBOX,
     ]  # fmt: skip
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
 
@@ -92,6 +100,7 @@ def assert_one_task_complete(root: Path, done: subprocess.CompletedProcess, task
     build_files = git(root, "log", "-1", "--name-only", "--format=", "--grep=^ralph(build): ").split()
     assert f"work/{task_id}.txt" in build_files and "plan.jsonl" in build_files
     assert git(root, "status", "--porcelain") == ""
+    assert_fenced(events(root))
     runs = [e for e in events(root) if e["event"] == "agent_end"]
     assert [e["stage"] for e in runs] == ["BUILD", "VERIFY"] and all(e["exit_code"] == 0 for e in runs)
     print("agent runs:", ", ".join(f"{e['stage']} {e['duration_s']:.1f} s" for e in runs))

@@ -1,5 +1,5 @@
 """`ralph construct` end to end: real git repositories, the real CLI, and a scripted fake agent
-(tests/loop/fake_agent.py) that calls the real `ralph` commands.
+(tests/support/scripts/fake_agent.py) that calls the real `ralph` commands.
 
 A run the test waits for goes through the click app in the test's own process: the loop, its
 agents, gates and git are the same, only ralph's own Python start-up is saved. Runs the test
@@ -7,7 +7,6 @@ signals, and tests about ralph as a program, start it as a real process."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
@@ -18,171 +17,24 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from ralph.cli.main import cli
-from ralph.loop.journal import read_events
-from tests.conftest import git, ralph_process
-
-FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
-CHECK_WORK = """import pathlib, sys
-bad = [p.name for p in pathlib.Path("work").glob("*.txt") if p.read_text().startswith("FAIL")]
-print("FAILED: " + " ".join(bad) if bad else "all work ok")
-sys.exit(1 if bad else 0)
-"""
-
-
-def with_app_spec(repo: Path, spec: str) -> Path:
-    """The repository with specs/app.md and the gate check_work.py committed."""
-    (repo / "specs" / "app.md").write_text(spec)
-    (repo / "check_work.py").write_text(CHECK_WORK)
-    git(repo, "add", "specs/app.md", "check_work.py")
-    git(repo, "commit", "-qm", "the app spec and its gate")
-    return repo
-
-
-@pytest.fixture
-def project(repo: Path, tmp_path: Path) -> Path:
-    return with_app_spec(repo, "# App\n\n- Parse input\n- Compute result\n- Print report\n")
-
-
-_started: list[subprocess.Popen] = []  # ralph runs started with wait=False, stopped after each test
-
-
-def construct(
-    root: Path,
-    *flags: str,
-    agent: str | None = None,
-    wait: bool = True,
-    env: dict | None = None,
-    process: bool = False,
-    **kwargs,
-):
-    """Runs `ralph construct` on the app spec with the fake agent: in this process when the test
-    waits for it, else (wait=False, process=True, or Popen arguments) as a real process."""
-    agent = agent or f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
-    argv = [
-        sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
-        "--agent", "command", "--agent-cmd", agent,
-        "--gate", f"{shlex.quote(sys.executable)} check_work.py", "--timeout", "30s", *flags,
-    ]  # fmt: skip
-    env = {
-        **os.environ,
-        "FAKE_AGENT_STATE": str(root.parent / "agent-state"),
-        "AGENT_KIT_DIR": str(FAKE_AGENT.parent),
-        "RALPH_LOCK_TIMEOUT": "120",
-        **(env or {}),
-    }
-    if wait and not process and not kwargs:
-        return in_process(argv[3:], env)
-    if not wait:
-        kwargs.setdefault("preexec_fn", default_signals)
-        kwargs = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kwargs}  # or a terminal's
-        running = subprocess.Popen(argv, env=env, text=True, **kwargs)
-        _started.append(running)
-        return running
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, **kwargs)
-
-
-def in_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    """The real CLI through click's test runner, with exactly `env` as the environment."""
-    runner = CliRunner()
-    unset = {key: None for key in os.environ if key not in env}
-    result = runner.invoke(cli, args, env={**unset, **env}, catch_exceptions=False)
-    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
-
-
-def default_signals() -> None:
-    """In the ralph child, before exec: a parent that ignores SIGINT (a `(cmd &)` shell) or SIGHUP
-    (nohup) passes SIG_IGN down, and ralph would then ignore the signals these tests send."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-
-
-@pytest.fixture(autouse=True)
-def _no_leftovers(tmp_path: Path):
-    """Whatever a failing test leaves running is stopped: its ralph runs, and every agent and
-    grandchild whose pid the fake agent recorded."""
-    yield
-    while _started:
-        running = _started.pop()
-        if running.poll() is None:
-            running.kill()
-        running.communicate()
-    for pid_file in (tmp_path / "agent-state").glob("*.pid"):
-        pid = int(pid_file.read_text())
-        if ours(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def ours(pid: int) -> bool:
-    """The pid is still a fake agent, a test's gate or their `sleep` (pids are reused)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            argv = cmdline.read().split(b"\0")
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    scripts = (b"fake_agent.py", b"slow_gate.py")
-    return alive(pid) and (argv[:2] == [b"sleep", b"600"] or any(arg.endswith(scripts) for arg in argv))
-
-
-def wait_for(condition, what: str, timeout_s: float = 60) -> None:
-    """Poll until `condition()` holds; the timeout only guards against a hang."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
-def gone(pid: int) -> bool:
-    """The process has ended (a zombie counts: it runs nothing), polled for a while since an
-    orphaned grandchild may still be on its way out."""
-    deadline = time.monotonic() + 30
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not alive(pid)
-
-
-def add_tasks(root: Path, *names: str, chain: bool = False) -> list[str]:
-    from ralph.ops import tasks
-
-    ids: list[str] = []
-    for name in names:
-        item = {"name": name, "accept": "work file says ok"}
-        if chain and ids:
-            item["deps"] = [ids[-1]]
-        ids.append(tasks.add(root, [item])[0]["id"])
-    return ids
-
-
-def plan_records(root: Path, ref: str | None = None) -> list[dict]:
-    text = git(root, "show", f"{ref}:plan.jsonl") if ref else (root / "plan.jsonl").read_text()
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def subjects(root: Path) -> list[str]:
-    return git(root, "log", "--format=%s").splitlines()
-
-
-def events(root: Path) -> list[dict]:
-    return read_events(root / "build" / "ralph-logs" / "events.jsonl")
-
-
-def assert_clean(root: Path) -> None:
-    status = git(root, "status", "--porcelain").splitlines()
-    assert status == [], status
-    check = CliRunner().invoke(cli, ["-C", str(root), "check"], catch_exceptions=False)
-    assert check.exit_code == 0, check.stderr
-
-
-def alive(pid: int) -> bool:
-    """A process that exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
+from tests.support.cli import ralph_process
+from tests.support.construct import (
+    FAKE_AGENT,
+    add_tasks,
+    alive,
+    assert_clean,
+    construct,
+    default_signals,
+    events,
+    gone,
+    in_process,
+    limited_once,
+    plan_records,
+    subjects,
+    wait_for,
+)
+from tests.support.gitrepo import git
 
 
 def test_plans_builds_and_verifies_dependent_tasks_to_complete(project):
@@ -704,28 +556,6 @@ def test_the_time_budget_stops_a_running_agent_at_the_deadline_not_at_its_timeou
     assert_clean(project)
 
 
-# The first BUILD run fails as Claude Code does on a 429 (its result event, exit 1); every other
-# run is the fake agent's.
-LIMITED_ONCE = """import json, os, pathlib, subprocess, sys
-flag = pathlib.Path(os.environ["FAKE_AGENT_STATE"]) / "limited-once"
-if os.environ["RALPH_STAGE"] == "BUILD" and not flag.exists():
-    flag.parent.mkdir(parents=True, exist_ok=True)
-    flag.write_text("limited")
-    result = {"type": "result", "subtype": "success", "is_error": True, "api_error_status": __STATUS__,
-              "result": __MESSAGE__}
-    print(json.dumps(result), flush=True)
-    sys.exit(1)
-sys.exit(subprocess.run([sys.executable, __FAKE__]).returncode)
-"""
-
-
-def limited_once(tmp_path: Path, status: int, message: str) -> str:
-    script = tmp_path / "limited_once.py"
-    code = LIMITED_ONCE.replace("__STATUS__", str(status)).replace("__MESSAGE__", repr(message))
-    script.write_text(code.replace("__FAKE__", repr(str(FAKE_AGENT))))
-    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
-
-
 def test_a_rate_limit_is_waited_out_and_is_not_an_attempt(project, tmp_path):
     add_tasks(project, "One")
     message = 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error"}} Please retry after 1s'
@@ -776,7 +606,9 @@ def test_ralph_log_tells_what_the_loop_did(project):
     assert logged.returncode == 0, logged.stderr
     timeline = [json.loads(line) for line in logged.stdout.splitlines()]
     said = [(event["event"], event["id"]) for event in timeline]
-    assert ("gate failed", flaky) in said and ("built", flaky) in said and ("accepted", flaky) in said
+    assert ("attempt failed", flaky) in said and ("built", flaky) in said and ("accepted", flaky) in said
+    failed = next(event for event in timeline if event["event"] == "attempt failed" and event["id"] == flaky)
+    assert failed["verdict"] == "gate_failed"
     assert ("rejected", picky) in said and ("accepted", picky) in said
     killed = next(event for event in timeline if event["event"] == "killed")
     assert (killed["id"], killed["kill_reason"]) == (hard, "doom_loop")

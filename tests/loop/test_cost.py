@@ -12,8 +12,8 @@ import pytest
 
 from ralph.agents.base import Usage
 from ralph.loop.cost import Spending, describe_cost, run_cost
-from tests.conftest import git
-from tests.loop.test_construct import CHECK_WORK, add_tasks, assert_clean, construct, in_process, plan_records
+from tests.support.construct import CHECK_WORK, add_tasks, assert_clean, construct, in_process, plan_records
+from tests.support.gitrepo import git
 
 # Every run costs $0.40, as a Claude-style result event says; BUILD builds, VERIFY accepts.
 AGENT = """import json, os, pathlib, sys

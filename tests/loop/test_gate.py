@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import textwrap
 
 import pytest
 
+from ralph.failures import failing_lines
 from ralph.loop.gate import gate_env, run_gate
 from ralph.loop.supervisor import Supervisor
 
@@ -31,7 +34,88 @@ def test_a_failing_gate_reports_its_exit_code_and_the_end_of_its_output(tmp_path
     assert not result.ok
     first, *tail = result.summary.splitlines()
     assert first.endswith("exited 3:") and first.startswith(f"`{sys.executable} -c ")
-    assert tail == [f"line {n}" for n in range(60, 100)]  # the last 40 lines
+    assert tail == [f"line {n}" for n in range(90, 100)]  # nothing looks like an error: the last 10
+
+
+# A tiny project with one failing test among many passing ones, for the real test runners.
+CALC = """
+    import unittest
+
+    def add(a, b):
+        return a - b
+
+    class TestCalc(unittest.TestCase):
+        def test_ok(self):
+            self.assertEqual(1, 1)
+
+        def test_add(self):
+            self.assertEqual(add(2, 2), 4)
+"""
+
+
+@pytest.fixture
+def calc(tmp_path):
+    (tmp_path / "test_calc.py").write_text(textwrap.dedent(CALC))
+    (tmp_path / "test_many.py").write_text("".join(f"def test_pass_{n}(): pass\n" for n in range(60)))
+    return tmp_path
+
+
+def test_a_failing_pytest_gate_shows_the_failure_not_the_dots(calc):
+    result = gate(calc, [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts="])
+    lines = result.summary.splitlines()
+    assert not result.ok and lines[0].endswith("exited 1:")
+    assert "E       AssertionError: 0 != 4" in lines
+    assert "FAILED test_calc.py::TestCalc::test_add - AssertionError: 0 != 4" in lines
+    assert any(line.startswith("=") and "1 failed, 61 passed" in line for line in lines)
+    assert not [line for line in lines if "...." in line or " F." in line]  # no progress dots
+    assert len(lines) <= 24
+
+
+def test_a_failing_unittest_gate_under_make_shows_the_traceback_and_makes_error(calc, monkeypatch):
+    for name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):  # under `make test`: "make[1]: ***" otherwise
+        monkeypatch.delenv(name, raising=False)
+    (calc / "Makefile").write_text("verify:\n\t$(PYTHON) -m unittest test_calc\n")
+    result = gate(calc, ["make", "verify", f"PYTHON={sys.executable}"])
+    lines = result.summary.splitlines()
+    assert not result.ok and lines[0] == f"`make verify PYTHON={sys.executable}` exited 2:"
+    assert "FAIL: test_add (test_calc.TestCalc.test_add)" in lines
+    assert "AssertionError: 0 != 4" in lines and "FAILED (failures=1)" in lines
+    assert lines[-1] == "make: *** [Makefile:2: verify] Error 1"
+    assert "F." not in lines and "E." not in lines  # unittest's progress line
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_a_failing_npm_test_gate_shows_the_failed_test(tmp_path):
+    (tmp_path / "package.json").write_text(
+        '{"name": "calc", "version": "1.0.0", "scripts": {"test": "node --test"}}'
+    )
+    (tmp_path / "calc.test.js").write_text(
+        "const test = require('node:test'); const assert = require('node:assert');\n"
+        "test('adds', () => { assert.strictEqual(2 - 2, 4); });\ntest('ok', () => {});\n"
+    )
+    result = gate(tmp_path, ["npm", "test"])
+    lines = result.summary.splitlines()
+    assert not result.ok and "not ok 1 - adds" in lines
+    assert "# fail 1" in lines  # the end of the output
+
+
+def test_failing_lines_keeps_errors_from_anywhere_then_the_end_without_noise():
+    output = [
+        "collected 400 items",
+        "src/a.c:3:5: error: expected ';' before 'return'",
+        *(["." * 70 + " [ 10%]"] * 50),
+        *(f"note {n}" for n in range(40)),
+        "",
+        "make: *** [Makefile:9: build] Error 1",
+    ]
+    assert failing_lines(output) == [
+        "src/a.c:3:5: error: expected ';' before 'return'",
+        "...",
+        *(f"note {n}" for n in range(31, 40)),
+        "make: *** [Makefile:9: build] Error 1",
+    ]
+    assert failing_lines(["y" * 5000]) == ["y" * 300]  # a huge line is cut
+    assert failing_lines([f"E   line {n}" for n in range(100)])[:12] == [f"E   line {n}" for n in range(12)]
 
 
 def test_a_gate_that_runs_too_long_fails_as_timed_out(tmp_path):

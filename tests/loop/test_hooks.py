@@ -1,47 +1,27 @@
 """Config hooks through the real loop: each hook event reaches the hook's stdin as JSON with the
 schema version; a hook that fails, hangs past its timeout or cannot start is journalled and the
-run goes on. The scripted agents are tests/loop/fake_agent.py's."""
+run goes on. The scripted agents are tests/support/scripts/fake_agent.py's."""
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
-from pathlib import Path
 
 from ralph.text import SCHEMA_VERSION
-from tests.loop.test_construct import (
+from tests.support.construct import (
     add_tasks,
     assert_clean,
     construct,
     events,
     gone,
-    in_process,
     limited_once,
-    project,  # noqa: F401 (the fixture)
     wait_for,
 )
-
-# Appends each event it gets on stdin to the file named by its argument, one line each.
-APPEND = "import sys\nwith open(sys.argv[1], 'a') as out:\n    out.write(sys.stdin.read())\n"
-# Writes its pid, then never ends (its timeout must stop it).
-HANG = "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+from tests.support.hooks import APPEND, HANG, config_set, script
 
 
-def config_set(root: Path, key: str, value: object) -> None:
-    text = value if isinstance(value, str) else json.dumps(value)
-    done = in_process(["-C", str(root), "config", "set", key, text], dict(os.environ))
-    assert done.returncode == 0, done.stderr
-
-
-def script(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
-
-
-def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):  # noqa: F811
+def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):
     received = tmp_path / "events.jsonl"
     config_set(
         project, "hooks", {"any": [sys.executable, script(tmp_path, "append.py", APPEND), str(received)]}
@@ -67,7 +47,7 @@ def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):  
     assert_clean(project)  # hook logs are under build/ralph-logs/, which git ignores
 
 
-def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(project, tmp_path):  # noqa: F811
+def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(project, tmp_path):
     pid_file = tmp_path / "hang.pid"
     config_set(project, "hook_timeout_ms", "5s")  # long enough for the hang script to start under load
     config_set(
@@ -96,7 +76,7 @@ def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(p
     assert_clean(project)
 
 
-def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):  # noqa: F811
+def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):
     pid_file = tmp_path / "hang.pid"
     config_set(project, "hook_timeout_ms", "5m")  # only the signal can stop it in time
     config_set(

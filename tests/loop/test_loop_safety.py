@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from ralph.loop.journal import read_events
-from tests.conftest import git
-from tests.loop.test_construct import (
+from tests.support.construct import (
     FAKE_AGENT,
     add_tasks,
     assert_clean,
@@ -26,6 +25,7 @@ from tests.loop.test_construct import (
     plan_records,
     with_app_spec,
 )
+from tests.support.gitrepo import git
 
 
 @pytest.fixture
@@ -550,7 +550,7 @@ def test_a_bracketed_file_is_committed_literally_and_the_users_edit_stays_out(pr
 
 
 def test_construct_signs_every_commit_when_the_repository_asks(project, tmp_path):
-    from tests.store.test_user_safety import FAKE_GPG
+    from tests.support.gitrepo import FAKE_GPG
 
     gpg = tmp_path / "fake-gpg"
     gpg.write_text(FAKE_GPG)

@@ -1,5 +1,5 @@
 """`ralph construct --remote`: runners that share one git remote, each in its own clone, with the
-scripted fake agent (tests/loop/fake_agent.py). One runner pushes all it does; three at once build
+scripted fake agent (tests/support/scripts/fake_agent.py). One runner pushes all it does; three at once build
 every task exactly once."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pytest
 from ralph.ops import issues, tasks
 from ralph.plan.records import KillReason
 from ralph.store.transaction import transaction
-from tests.conftest import Shared, git
-from tests.loop.test_construct import construct, with_app_spec
+from tests.support.construct import construct, with_app_spec
+from tests.support.gitrepo import Shared, git
 
 
 def seeded(repo: Path, tmp_path: Path, items: list[dict]) -> Shared:

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from ralph.ops import tasks
-from tests.conftest import git
-from tests.loop.test_construct import (
+from tests.support.construct import (
     assert_clean,
     construct,
     events,
@@ -24,6 +23,7 @@ from tests.loop.test_construct import (
     wait_for,
     with_app_spec,
 )
+from tests.support.gitrepo import git
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.loop.test_construct import (
+from tests.support.construct import (
     assert_clean,
     construct,
     events,
@@ -23,6 +22,7 @@ from tests.loop.test_construct import (
     subjects,
     with_app_spec,
 )
+from tests.support.gitrepo import git
 
 # BUILD asks when its task's name says [ask] and its prompt holds no answer yet; [ask-other] asks
 # about another task, which BUILD may not do. Every prompt is kept in $SEEN.

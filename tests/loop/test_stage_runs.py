@@ -12,15 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.loop.test_construct import (
-    add_tasks,
-    assert_clean,
-    construct,
-    events,
-    plan_records,
-    with_app_spec,
-)
+from tests.support.construct import add_tasks, assert_clean, construct, events, plan_records, with_app_spec
+from tests.support.gitrepo import git
 
 # One agent for every test here: what it does per stage, and the markers in a task's name or an
 # issue's text that make it misbehave. It writes what it saw to $SEEN (outside the repository).

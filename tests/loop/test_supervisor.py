@@ -372,3 +372,34 @@ def test_the_exit_watch_says_whether_the_child_exited_and_reaps_it(monkeypatch, 
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_output_reaches_the_log_while_the_child_still_runs(tmp_path):
+    import threading
+
+    log = tmp_path / "run.log"
+    script = "import time; print('first line', flush=True); time.sleep(3); print('second')"
+    result = {}
+    thread = threading.Thread(
+        target=lambda: result.update(
+            run=Supervisor().run(
+                [sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), log_path=log, timeout_s=30
+            )
+        )
+    )
+    thread.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and "first line" not in (log.read_text() if log.exists() else ""):
+        time.sleep(0.05)
+    assert "first line" in log.read_text() and "second" not in log.read_text()
+    thread.join()
+    assert result["run"].ok and "second" in log.read_text()
+
+
+def test_prompt_is_passed_on_stdin_and_stdin_then_closes(tmp_path):
+    script = "import sys; data = sys.stdin.read(); print(len(data)); print(data[:5])"
+    run = Supervisor().run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), log_path=tmp_path / "l.log",
+        timeout_s=30, stdin_data=b"hello " * 100_000,
+    )  # fmt: skip
+    assert run.ok and run.tail == ["600000", "hello"]

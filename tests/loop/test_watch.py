@@ -7,19 +7,16 @@ from __future__ import annotations
 
 import fcntl
 import os
-import pty
-import select
 import shlex
 import signal
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
 
-from tests.loop.test_construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
+from tests.support.construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
+from tests.support.terminal import Terminal, let_go, ralph_out, terminal
 
 # BUILD says what it does (a Claude Code tool call), then waits for the file `go` beside the fake
 # agent's state (or for ralph to go away), then acts as the fake agent.
@@ -63,17 +60,6 @@ def building(root: Path) -> Path:
 
     wait_for(started, "the BUILD agent started")
     return found[0]
-
-
-def ralph_out(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(root), *args], capture_output=True, text=True, timeout=120
-    )
-
-
-def let_go(root: Path) -> None:
-    (root.parent / "agent-state").mkdir(exist_ok=True)
-    (root.parent / "agent-state" / "go").write_text("")
 
 
 def test_status_and_watch_follow_a_running_construct_to_its_end(held: Path):
@@ -126,48 +112,6 @@ def test_a_killed_run_reads_as_not_running(held: Path):
     assert ralph_out(held, "watch", "--once").returncode == 1
 
 
-class Terminal:
-    """A pseudo-terminal of 40 rows and 200 columns, and what was written on it."""
-
-    def __init__(self):
-        self.leader, self.follower = pty.openpty()
-        fcntl.ioctl(self.follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
-        os.set_blocking(self.leader, False)
-        self.chunks: list[bytes] = []
-        self.closed = False
-
-    def started(self, running: subprocess.Popen) -> Terminal:
-        self.running = running
-        os.close(self.follower)  # the child holds its own copy: EOF comes when it ends
-        return self
-
-    def seen(self) -> str:
-        """What was written so far (reading what is waiting)."""
-        while not self.closed and select.select([self.leader], [], [], 0.05)[0]:
-            try:
-                chunk = os.read(self.leader, 65536)
-            except BlockingIOError:
-                break
-            except OSError:  # EIO: the terminal's last writer is gone
-                chunk = b""
-            self.closed = not chunk
-            self.chunks.append(chunk)
-        return b"".join(self.chunks).decode("utf-8", "replace")
-
-    def finish(self) -> str:
-        """Everything, once the program ended."""
-        wait_for(lambda: self.seen() is not None and self.closed, "the program on the terminal ended", 300)
-        self.running.wait(timeout=60)
-        os.close(self.leader)
-        return self.seen()
-
-
-def terminal(argv: list[str]) -> Terminal:
-    screen = Terminal()
-    tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
-    return screen.started(subprocess.Popen(argv, **tty))
-
-
 def run_on_a_terminal(root: Path, agent: str, env: dict) -> str:
     """`ralph construct` with its output on a pseudo-terminal; all it wrote there."""
     screen = Terminal()
@@ -203,7 +147,7 @@ def test_the_final_report_says_in_words_why_each_task_is_left(project_with_tasks
 
 @pytest.fixture
 def project_with_tasks(repo: Path):
-    from tests.loop.test_construct import add_tasks
+    from tests.support.construct import add_tasks
 
     with_app_spec(repo, "# App\n\n- Picky\n")
     (task_id,) = add_tasks(repo, "Picky [reject-always]")
@@ -213,7 +157,6 @@ def project_with_tasks(repo: Path):
 def test_a_run_not_yet_begun_is_not_mixed_up_with_the_last_one(repo: Path):
     """The lock is held (by this process, as a run starting now would) while the journal's latest
     run is an older one, killed mid-build: the status shows none of the old run's agents."""
-    import fcntl
     import json
 
     from ralph.ops import runs

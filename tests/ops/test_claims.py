@@ -18,7 +18,7 @@ from ralph.store.git import Repo
 from ralph.store.reader import read_plan
 from ralph.store.remote import Remote
 from ralph.store.transaction import transaction
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 
 def seed(shared_repo: Path, *items: dict) -> None:
@@ -42,7 +42,7 @@ def three(repo, tmp_path):
         {"id": "t-bbbbbb", "name": "B"},
         {"id": "t-cccccc", "name": "C"},
     )
-    from tests.conftest import Shared
+    from tests.support.gitrepo import Shared
 
     shared = Shared(repo, tmp_path)
     return shared, shared.clone("one"), shared.clone("two")
@@ -113,7 +113,7 @@ def test_a_stale_claim_is_taken_over_and_the_takeover_recorded(repo, tmp_path):
     seed(repo, {"id": "t-aaaaaa", "name": "A"})
     with transaction(repo) as change:
         change.plan.claim("t-aaaaaa", "dead-runner", "2020-01-01T00:00:00+00:00")
-    from tests.conftest import Shared
+    from tests.support.gitrepo import Shared
 
     shared = Shared(repo, tmp_path)
     two = shared.clone("two")
@@ -220,7 +220,7 @@ def _claim_in_process(clone: str, runner: str, barrier, results) -> None:
 @pytest.mark.parametrize("round_", range(3))
 def test_two_processes_racing_for_the_last_ready_task_exactly_one_claims_it(repo, tmp_path, round_):
     seed(repo, {"id": "t-aaaaaa", "name": "A"}, {"id": "t-bbbbbb", "name": "B", "deps": ["t-aaaaaa"]})
-    from tests.conftest import Shared
+    from tests.support.gitrepo import Shared
 
     shared = Shared(repo, tmp_path)
     clones = [shared.clone(name) for name in ("one", "two")]

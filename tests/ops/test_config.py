@@ -10,7 +10,7 @@ import pytest
 
 from ralph.errors import InvalidInput
 from ralph.ops.settings import Settings, read_user_config, user_config_path
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 
 def commits(root) -> int:
@@ -59,6 +59,8 @@ def test_set_get_unset_each_change_one_commit_of_the_config_record(ralph, repo):
         (("set", "hooks", '{"on_done": "notify-send done"}'), "hooks"),
         (("set", "hooks", '{"run_ended": "notify-send \'done"}'), "hooks"),
         (("set", "hook_timeout_ms", "0s"), "hook_timeout_ms"),
+        (("set", "claim_ttl_ms", "1"), "claim_ttl_ms"),
+        (("set", "timeout_ms", "8000h"), "timeout_ms"),
         (("set", "paralel", "2"), "paralel"),
         (("get", "paralel"), "paralel"),
         (("unset", "paralel"), "paralel"),
@@ -137,8 +139,9 @@ def test_the_dry_run_says_which_values_came_from_flags(ralph, repo):
     write_user_config('model = "opus"\n')
     ralph("config", "set", "max_attempts", "4")
     (repo / "specs" / "x.md").write_text("# x\n")
+    # Exit 1: the real run would refuse (no `make verify` here, specs/x.md uncommitted), as it lists.
     out = ralph("construct", "specs/x.md", "--dry-run", "--json", "--agent", "command", "--agent-cmd", "true",
-                "--timeout", "90s").stdout  # fmt: skip
+                "--timeout", "90s", code=1).stdout  # fmt: skip
     origins = json.loads(out)["origins"]
     assert origins == {
         "agent": "flag", "agent_cmd": "flag", "timeout_ms": "flag", "max_attempts": "plan.jsonl",
@@ -147,7 +150,19 @@ def test_the_dry_run_says_which_values_came_from_flags(ralph, repo):
 
 
 @pytest.mark.parametrize(
-    "text", ["parallel = 0\n", "gate = 3\n", "paralel = 2\n", "commit = false\n", 'model = "x\n']
+    "text",
+    [
+        "parallel = 0\n",
+        "gate = 3\n",
+        "paralel = 2\n",
+        "commit = false\n",
+        'model = "x\n',
+        "timeout_ms = inf\n",  # TOML's infinity: the agent would never be stopped
+        "claim_ttl_ms = 1\n",  # every claim would be taken over at once
+        'claim_ttl_ms = "59s"\n',
+        'gate_timeout_ms = "169h"\n',
+        'hook_timeout_ms = "500ms"\n',
+    ],
 )
 def test_a_bad_users_file_is_refused_in_one_line_naming_the_file(ralph, text):
     path = write_user_config(text)
@@ -169,3 +184,15 @@ def test_hooks_take_each_event_the_format_names_and_a_command_in_either_form(ral
     ralph("check")
     settings = Settings.resolve("specs/x.md", config_record(repo), {})
     assert (settings.hooks, settings.hook_timeout_s) == (hooks, 30)
+
+
+def test_durations_at_their_bounds_are_taken():
+    """From 1s to a week each; a claim TTL from a minute (docs/plan-format.md)."""
+    settings = Settings.resolve(
+        "specs/x.md", {"claim_ttl_ms": "1m", "timeout_ms": "1s", "gate_timeout_ms": "168h"}, {}
+    )
+    assert (settings.claim_ttl_s, settings.timeout_s, settings.gate_timeout_s) == (60, 1, 168 * 3600)
+    with pytest.raises(
+        InvalidInput, match="claim_ttl_ms in plan.jsonl: '59s' is out of range: from 60s to 168h"
+    ):
+        Settings.resolve("specs/x.md", {"claim_ttl_ms": "59s"}, {})

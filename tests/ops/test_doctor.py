@@ -5,67 +5,17 @@ read is in tests/cli/test_doctor_golden.py."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from ralph.store import owned
-from ralph.store.git import Repo
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
-from ralph.store.owned import Owned, OwnedKind
-from tests.conftest import Ralph, git
-
-HOLD = {
-    "plan": "from ralph.store.lock import plan_lock as hold; where = root",
-    "construct": (
-        "from functools import partial; from ralph.store.lock import exclusive_run, CONSTRUCT_LOCK_NAME;"
-        " hold = partial(exclusive_run, what='ralph construct'); where = root / '.git' / CONSTRUCT_LOCK_NAME"
-    ),
-}
-
-
-def holder(root: Path, which: str) -> subprocess.Popen:
-    """A real process that takes the plan lock or the construct lock and holds it."""
-    code = (
-        f"import sys, time; from pathlib import Path; root = Path(sys.argv[1]); {HOLD[which]}\n"
-        "with hold(where):\n    print('locked', flush=True); time.sleep(120)\n"
-    )
-    process = subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True)
-    assert process.stdout.readline() == "locked\n"
-    return process
-
-
-def killed_holder(root: Path, which: str) -> int:
-    """A lock taken by a process that was then SIGKILLed, holding it: its pid."""
-    process = holder(root, which)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    return process.pid
-
-
-def leftover_worktree(root: Path, tmp: Path, label: str, branch: str | None = None) -> Path:
-    """A worktree as ralph.loop.workspace.checkout makes it (<tmp>/ralph-<label>-XXXX/ralph-<label>),
-    recorded as ralph's, as a killed run leaves it; on `branch` (made from HEAD, recorded too) as
-    parallel builds have them."""
-    path = tmp / f"ralph-{label}-k1ll3d" / f"ralph-{label}"
-    path.parent.mkdir(parents=True)
-    repo = Repo(root)
-    owned.record(repo, Owned(OwnedKind.WORKTREE, str(path), folder=str(path.parent)))
-    if branch:
-        owned.record(repo, Owned(OwnedKind.BRANCH, branch, start=repo.head()))
-    where = ["-b", branch] if branch else ["--detach"]
-    git(root, "worktree", "add", "-q", *where, str(path), "HEAD")
-    return path
-
-
-def leftover_branch(root: Path, branch: str, commit: str = "HEAD") -> None:
-    """A build branch ralph recorded making, left by a killed run."""
-    repo = Repo(root)
-    owned.record(repo, Owned(OwnedKind.BRANCH, branch, start=repo.head()))
-    git(root, "branch", branch, commit)
+from tests.support.cli import Ralph
+from tests.support.gitrepo import git
+from tests.support.leftovers import leftover_branch, leftover_worktree
+from tests.support.locks import HOLD, holder, killed_holder
 
 
 def doctor(root: Path, *args: str, code: int | None = None):
@@ -234,6 +184,24 @@ def test_leftover_worktrees_go_and_their_uncommitted_work_is_kept_as_a_patch(rep
     assert git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/") == "ralph/mine\n"
     assert untouched(repo) == before  # the patch is under build/ralph-logs/, which git ignores
     assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
+
+
+def test_two_killed_runs_of_one_task_keep_two_patches(repo, tmp_path):
+    """Each killed build of a task leaves a worktree of the same name: the second patch used to
+    replace the first."""
+    for run, (text, name) in enumerate((("first\n", "ralph-build-t-b"), ("second\n", "ralph-build-t-b-2"))):
+        build = leftover_worktree(repo, tmp_path / f"run{run}", "build-t-b")
+        (build / "README").write_text(text)
+        predicted = findings(repo)[0]["fix"]
+        doctor(repo, "--fix", code=0)
+        assert predicted.endswith(f"to build/ralph-logs/doctor/{name}.patch, then removes it")
+    patches = repo / "build" / "ralph-logs" / "doctor"
+    assert sorted(path.name for path in patches.iterdir()) == [
+        "ralph-build-t-b-2.patch",
+        "ralph-build-t-b.patch",
+    ]
+    assert "+first" in (patches / "ralph-build-t-b.patch").read_text()
+    assert "+second" in (patches / "ralph-build-t-b-2.patch").read_text()
 
 
 def test_a_branch_with_unmerged_commits_is_kept_unless_forced(repo, tmp_path):

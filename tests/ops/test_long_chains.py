@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import git, ralph_process
+from tests.support.cli import ralph_process
+from tests.support.gitrepo import git
 
 
 def test_a_chain_of_a_thousand_done_tasks(repo):

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 from ralph.plan.loader import load
 from ralph.plan.merge import merge_bytes
-from tests.conftest import Ralph, git
+from tests.support.cli import Ralph
+from tests.support.gitrepo import git
 
 BASE_TASKS = ["t-b0", "t-b1", "t-b2", "t-b3"]
 NEW_TASKS = ["t-n0", "t-n1"]  # ids either side may add: both adding one is a real case
@@ -47,9 +48,9 @@ def _base_repo(_initialized_repo: Path, tmp_path_factory: pytest.TempPathFactory
     root = tmp_path_factory.mktemp("merge-base") / "repo"
     shutil.copytree(_initialized_repo, root, symlinks=True)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        from tests.conftest import _isolate_git
+        from tests.support.gitrepo import isolate_git
 
-        _isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+        isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
         git(root, "update-index", "-q", "--refresh")
         ralph = Ralph(root)
         tasks = [

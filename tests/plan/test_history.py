@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ralph.plan.history import add_line, diff, remove_line, version
 
 
@@ -65,7 +67,7 @@ def test_build_attempts_tell_tokens_cost_and_the_gate():
     failed = {
         **LOGIN,
         "attempts": 1,
-        "gate_failure": "2 failed",
+        "gate_failure": "`make verify` exited 2:\n2 failed",
         "tokens": 10,
         "attempt_tokens": [10],
         "cost_usd": 0.5,
@@ -80,17 +82,56 @@ def test_build_attempts_tell_tokens_cost_and_the_gate():
     }
     assert diff(version(plan(LOGIN)), version(plan(failed))) == [
         {
-            "event": "gate failed",
+            "event": "attempt failed",
             "id": "t-login",
+            "verdict": "gate_failed",
             "attempt": 1,
             "tokens": 10,
             "cost_usd": 0.5,
-            "gate_failure": "2 failed",
+            "gate_failure": "`make verify` exited 2:\n2 failed",
         }
     ]
     assert diff(version(plan(failed)), version(plan(built))) == [
-        {"event": "built", "id": "t-login", "attempt": 2, "tokens": 20, "cost_usd": 0.25, "files": ["a.py"]}
+        {
+            "event": "built",
+            "id": "t-login",
+            "verdict": "built",
+            "attempt": 2,
+            "tokens": 20,
+            "cost_usd": 0.25,
+            "files": ["a.py"],
+        }
     ]
+
+
+@pytest.mark.parametrize(
+    ("failure", "verdict"),
+    [
+        ("`make verify` exited 2:\nE   assert 1 == 2", "gate_failed"),
+        ("`make verify` timed out after 600s", "gate_failed"),
+        ("the gate could not start: cannot run make", "gate_failed"),
+        ("no_changes: the agent marked the task done but changed no file.", "no_changes"),
+        ("the agent ended (exit 0) without running `ralph task done`.\n...", "not_done"),
+        ("the agent left plan.jsonl invalid: line 3: not JSON", "plan_invalid"),
+        ("permission_violation: ran git push", "permission_violation"),
+        ("scope_violation: the build changed files outside the task's scope (a.py): b.py", "scope_violation"),
+        ("merge_conflict: the build passed its gate, but ...", "merge_conflict"),
+        ("the pre-commit hook refused the build:\nsecret found", "hook_refused"),
+        ("...\nthe tail of a long excerpt", "failed"),  # its start was cut: not guessed
+    ],
+)
+def test_a_failed_attempt_recorded_without_a_verdict_is_labelled_by_its_failure(failure, verdict):
+    """Plans written before tasks recorded their verdict: a failure is "gate failed" only when
+    the gate ran and failed."""
+    before, after = {**LOGIN, "attempts": 1}, {**LOGIN, "attempts": 2, "gate_failure": failure}
+    (event,) = diff(version(plan(before)), version(plan(after)))
+    assert (event["event"], event["verdict"]) == ("attempt failed", verdict)
+
+
+def test_a_recorded_verdict_is_the_attempts_label():
+    after = {**LOGIN, "attempts": 1, "gate_failure": "`make` exited 2:", "verdict": "hook_refused"}
+    (event,) = diff(version(plan(LOGIN)), version(plan(after)))
+    assert event["verdict"] == "hook_refused"
 
 
 def test_issues_are_added_kept_open_and_resolved():
@@ -172,6 +213,13 @@ def test_claims_of_runners_sharing_a_remote_are_told_as_claims_not_field_changes
     assert diff(version(plan(taken)), version(plan(DONE))) == [
         {"event": "done", "id": "t-login", "name": "Login"},
         {"event": "released", "id": "t-login", "runner": "host-b"},
+    ]
+    # One commit with the takeover and the release after it (a merge of another runner's pushes):
+    # the claim is not "released by host-a", it was taken over from it and released by host-b.
+    found = diff(version(plan(renewed)), version(plan(LOGIN, takeover)))
+    assert [(e["event"], e["runner"], e.get("was_claimed_by")) for e in found] == [
+        ("taken over", "host-b", "host-a"),
+        ("released", "host-b", None),
     ]
     issue = {"t": "issue", "id": "i-1", "text": "slow"}
     assert events(plan(issue), plan({**issue, "claimed_by": "h", "claimed_at": "x"})) == [("claimed", "i-1")]

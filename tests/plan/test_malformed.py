@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, ralph_in_process, ralph_process
+from tests.support.cli import ralph_in_process, ralph_process
+from tests.support.gitrepo import git
 
 CORPUS = Path(__file__).parents[1] / "data" / "malformed"
 

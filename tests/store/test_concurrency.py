@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, ralph_process
+from tests.support.cli import ralph_process
+from tests.support.gitrepo import git
 
 WORKERS = 16
 ROUNDS = 9  # each round: task add, issue add, task done of that task -> 27 commands per worker

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 ROUNDS = 40
 SEED = int(os.environ.get("RALPH_CRASH_SEED", "20261122"))

@@ -10,7 +10,7 @@ import pytest
 
 from ralph.errors import GitError, RalphError
 from ralph.store.git import Repo, blob_sha, find_root
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 
 def git_bytes(root: Path, *args: str) -> bytes:
@@ -115,6 +115,22 @@ def test_commit_file_returns_none_when_head_has_those_bytes(repo):
     assert commit is None
     assert head(repo) == before
     assert entries == repo_.snapshot()[1]
+
+
+def test_commit_files_commits_several_files_and_nothing_else_in_one_commit(bare_repo):
+    (bare_repo / "other.txt").write_text("staged by the user\n")
+    git(bare_repo, "add", "other.txt")
+    repo_ = Repo(bare_repo)
+    files = {"plan.jsonl": b"", ".gitignore": b"/build/ralph-logs/\n"}
+    for name, data in files.items():
+        (bare_repo / name).write_bytes(data)
+
+    commit, _ = repo_.commit_files(files, "ralph: init")
+
+    assert commit == head(bare_repo) and git(bare_repo, "rev-list", "--count", "HEAD").strip() == "1"
+    assert git(bare_repo, "ls-tree", "--name-only", "HEAD").split() == [".gitignore", "plan.jsonl"]
+    assert status(bare_repo) == "A  other.txt\n"  # the two are clean, the user's file still staged
+    assert repo_.commit_files(files, "again") == (None, repo_.snapshot()[1])  # nothing to commit
 
 
 def test_commit_file_before_the_first_commit(bare_repo):

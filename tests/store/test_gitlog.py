@@ -7,7 +7,7 @@ import pytest
 from ralph.errors import GitError
 from ralph.store.git import Repo
 from ralph.store.gitlog import file_history
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 
 def commit_plan(root, text: str, message: str) -> str:

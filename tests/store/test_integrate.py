@@ -12,7 +12,7 @@ from ralph.plan.loader import load
 from ralph.store.git import Repo
 from ralph.store.integrate import integrate, merge_commits, move_head
 from ralph.store.transaction import transaction
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 
 def head(root: Path) -> str:

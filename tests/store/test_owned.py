@@ -10,7 +10,7 @@ from ralph.errors import GitError
 from ralph.store import owned
 from ralph.store.git import Repo
 from ralph.store.owned import Owned, OwnedKind
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 
 def test_records_are_kept_in_the_common_git_dir_until_forgotten(repo: Path, tmp_path: Path):

@@ -12,7 +12,7 @@ import pytest
 from ralph.errors import EXIT_REMOTE, RemoteOffline, RemoteRejected
 from ralph.store.git import Repo
 from ralph.store.remote import Remote, classify_push
-from tests.conftest import git
+from tests.support.gitrepo import git
 
 
 def commit(root: Path, name: str) -> str:

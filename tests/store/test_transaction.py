@@ -12,8 +12,8 @@ import pytest
 from ralph.errors import GitError, PlanInvalid
 from ralph.store import validcache
 from ralph.store.transaction import EARLIER_CHANGES_MESSAGE, restore_plan, transaction
-from tests.conftest import git
-from tests.store.test_files_and_lock import HOLDER
+from tests.support.gitrepo import git
+from tests.support.locks import HOLDER
 
 
 def head(root: Path) -> str:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, ralph_in_process
+from tests.support.cli import ralph_in_process
+from tests.support.gitrepo import FAKE_GPG, git
 
 
 def head_state(root: Path) -> tuple[str, bytes, str]:
@@ -66,6 +67,32 @@ def test_no_commit_while_git_is_stopped_in_an_operation(repo, operation):
     assert written.returncode == 0, written.stderr
     assert b"Written only" in (repo / "plan.jsonl").read_bytes()
     assert git(repo, "rev-parse", "HEAD") == before[0]
+
+
+@pytest.mark.parametrize("command", [("task", "add", "--name", "On no branch"), ("init",)])
+def test_no_commit_on_a_detached_head(repo, command):
+    """A commit on a detached HEAD belongs to no branch: the next checkout leaves it behind.
+    construct refuses one; so does every state command that would commit (--no-commit writes)."""
+    git(repo, "checkout", "-q", "--detach")
+    if command == ("init",):
+        (repo / ".gitattributes").unlink()  # something for init to commit
+    before = head_state(repo)
+    done = ralph_in_process(repo, *command)
+    assert done.returncode == 1, done.stderr
+    assert (
+        done.stderr
+        == "ralph: HEAD is detached: check out a branch for ralph to commit on, or pass --no-commit\n"
+    )
+    assert head_state(repo) == before
+    written = ralph_in_process(repo, *command, "--no-commit")
+    assert written.returncode == 0, written.stderr
+    assert git(repo, "rev-parse", "HEAD") == before[0]
+
+
+def test_the_tests_crash_logs_go_to_a_temporary_folder_not_the_developers(tmp_path_factory):
+    # tests/conftest.py points XDG_STATE_HOME into the test's temp folders (a crash a test causes
+    # on purpose went to ~/.local/state/ralph).
+    assert Path(os.environ["XDG_STATE_HOME"]).is_relative_to(tmp_path_factory.getbasetemp())
 
 
 def test_a_stale_index_lock_changes_nothing_and_says_so(repo):
@@ -283,14 +310,6 @@ def test_a_lone_surrogate_in_task_json_is_refused(repo):
     assert git(repo, "status", "--porcelain") == ""
 
 
-FAKE_GPG = """#!/bin/sh
-# Stands in for gpg: signs anything (git reads the status line from stderr, the signature from stdout).
-cat > /dev/null
-echo '[GNUPG:] SIG_CREATED D 1 8 00 1 X' >&2
-printf -- '-----BEGIN PGP SIGNATURE-----\\nfake\\n-----END PGP SIGNATURE-----\\n'
-"""
-
-
 def test_commits_are_signed_when_the_repository_asks(repo, tmp_path):
     gpg = tmp_path / "fake-gpg"
     gpg.write_text(FAKE_GPG)
@@ -353,7 +372,7 @@ def test_a_lone_surrogate_in_a_hand_edit_is_printed_as_json_escapes(repo):
 
 def test_the_crash_log_is_private_unpredictable_and_never_crashes(repo, tmp_path, monkeypatch):
     from ralph.ops import reads
-    from tests.conftest import Ralph
+    from tests.support.cli import Ralph
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("simulated bug")

@@ -8,7 +8,7 @@ from ralph.errors import PlanInvalid
 from ralph.ops import tasks
 from ralph.store import reader, validcache
 from ralph.store import transaction as store
-from tests.conftest import ralph_process
+from tests.support.cli import ralph_process
 
 
 def test_a_proven_plan_is_read_without_validating_it_again(repo, monkeypatch):

@@ -15,6 +15,7 @@ misbehaviour:
   [reject-once]        the first VERIFY rejects it
   [reject-always]      every VERIFY rejects it
   [crash]              the first build exits 3 without marking the task done
+  [no-changes-once]    the first build marks the task done without changing a file
   [ask]                BUILD asks a person a question (`ralph ask`) instead of building
   [corrupt-plan]       the first build breaks plan.jsonl by hand
   [slow-verify]        VERIFY takes 2 s
@@ -138,6 +139,9 @@ def build() -> int:
     if "[crash]" in name and attempt == 1:
         print("fake agent: crashing", flush=True)
         return 3
+    if "[no-changes-once]" in name and attempt == 1:
+        ralph("task", "done")
+        return 0
     if "[corrupt-plan]" in name and attempt == 1:
         with open("plan.jsonl", "a") as plan_file:
             plan_file.write('{"t": "task", "broken\n')

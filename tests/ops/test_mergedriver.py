@@ -7,7 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.conftest import Ralph, git, ralph_process
+from tests.support.cli import Ralph, ralph_process
+from tests.support.gitrepo import git
 
 WARNING = (
     "ralph: warning: .gitattributes merges plan.jsonl with ralph's merge driver, but this clone's git"
@@ -72,6 +73,7 @@ def test_a_real_conflict_leaves_the_path_conflicted_for_check_to_name(ralph, rep
         "plan.jsonl:1: unresolved git merge conflict marker"
         " (<<<<<<< ours, task t-a: 'name' changed on both sides)"
     )
+    assert problems[-1].startswith("plan.jsonl: git lists plan.jsonl as unmerged")
     written = (repo / "plan.jsonl").read_text()
     assert '"name": "Sign in"' in written and '"name": "Login form"' in written  # nothing lost
     assert '{"t": "task", "id": "t-b", "name": "Logout", "s": "d"}' in written  # the rest merged
@@ -141,7 +143,7 @@ def state_of(root: Path) -> dict:
 
 
 def test_init_registers_the_driver_and_again_changes_nothing(ralph, repo):
-    assert (repo / ".gitattributes").read_text() == "plan.jsonl merge=ralph\n"
+    assert (repo / ".gitattributes").read_text() == "/plan.jsonl merge=ralph\n"
     assert git(repo, "config", "merge.ralph.driver").endswith(" -m ralph merge-driver %O %A %B %P\n")
     assert git(repo, "config", "merge.ralph.name") != ""
     assert git(repo, "ls-files", ".gitattributes") == ".gitattributes\n"  # committed
@@ -166,9 +168,9 @@ def test_init_where_ralph_ran_before_the_driver_existed_adds_only_the_driver(ral
     out = ralph("init").stdout
 
     assert out.endswith(
-        ": .gitattributes entry: plan.jsonl merge=ralph, git config merge.ralph.name merge.ralph.driver\n"
+        ": .gitattributes entry: /plan.jsonl merge=ralph, git config merge.ralph.name merge.ralph.driver\n"
     )
-    assert (repo / ".gitattributes").read_text() == "*.png binary\nplan.jsonl merge=ralph\n"
+    assert (repo / ".gitattributes").read_text() == "*.png binary\n/plan.jsonl merge=ralph\n"
     assert git(repo, "log", "--format=%s", f"{head}..HEAD").splitlines() == [
         "ralph: init: merge plan.jsonl by record (ralph's merge driver)"
     ]
@@ -201,7 +203,7 @@ def test_a_fresh_clone_warns_in_one_line_until_init_registers_the_driver(repo, t
     assert ralph("status").stderr == WARNING
     assert ralph("check").stderr == WARNING
     status = ralph("status", "--json")
-    assert json.loads(status.stdout)["stage"] == "COMPLETE" and status.stderr == WARNING
+    assert json.loads(status.stdout)["stage"] == "PLAN" and status.stderr == WARNING  # nothing planned yet
     head = git(clone, "rev-parse", "HEAD")
 
     assert "git config merge.ralph.name merge.ralph.driver" in ralph("init").stdout
@@ -209,3 +211,26 @@ def test_a_fresh_clone_warns_in_one_line_until_init_registers_the_driver(repo, t
     assert git(clone, "rev-parse", "HEAD") == head  # nothing to commit: only this clone's config
     assert ralph("status").stderr == ""
     assert ralph("check").stderr == ""
+
+
+def test_the_driver_merges_only_the_top_level_plan_not_a_fixture_elsewhere(ralph, repo):
+    attribute = git(repo, "check-attr", "merge", "--", "plan.jsonl", "tests/data/plan.jsonl").splitlines()
+    assert attribute == ["plan.jsonl: merge: ralph", "tests/data/plan.jsonl: merge: unspecified"]
+
+
+def test_init_anchors_the_line_an_older_ralph_wrote_and_commits_it_alone(ralph, repo):
+    (repo / ".gitattributes").write_text("*.png binary\nplan.jsonl merge=ralph\n")
+    git(repo, "commit", "-qam", "as an older ralph left it")
+    head = git(repo, "rev-parse", "HEAD").strip()
+
+    out = ralph("init").stdout
+
+    assert ".gitattributes entry anchored: plan.jsonl merge=ralph" in out
+    assert (repo / ".gitattributes").read_text() == "*.png binary\n/plan.jsonl merge=ralph\n"
+    assert git(repo, "log", "--format=%s", f"{head}..HEAD").splitlines() == [
+        "ralph: init: merge only the top-level plan.jsonl with ralph's driver"
+    ]
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == [".gitattributes"]
+    before = state_of(repo)
+    assert ralph("init").stdout == f"ralph is already initialized in {repo}\n"
+    assert state_of(repo) == before

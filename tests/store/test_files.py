@@ -1,8 +1,8 @@
-"""Atomic file writes and the plan lock, with real processes on the other side."""
+"""Atomic file writes (ralph/store/files.py), with a real reader in another process; the plan lock is
+in test_lock.py."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -10,10 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.errors import EXIT_BUSY, Busy
 from ralph.store.files import remove_stale_temp_files, write_atomic
-from ralph.store.lock import LOCK_NAME, plan_lock
-from tests.conftest import ralph_process
 
 # Two complete versions of a file, of different sizes: any part of one is neither.
 VERSIONS = {"a": 600_000, "b": 900_000}
@@ -34,31 +31,6 @@ while reads < 100_000 and not stop.exists():
 print(reads, bad)
 """
 
-HOLDER = """
-import sys
-from pathlib import Path
-
-from ralph.store.lock import plan_lock
-
-with plan_lock(Path(sys.argv[1])):
-    print("locked", flush=True)
-    sys.stdin.read()  # until the test closes our stdin
-"""
-
-TRY_LOCK = """
-import sys
-from pathlib import Path
-
-from ralph.errors import Busy
-from ralph.store.lock import plan_lock
-
-try:
-    with plan_lock(Path(sys.argv[1])):
-        pass
-except Busy:
-    sys.exit(75)
-"""
-
 
 def version(char: str) -> bytes:
     return char.encode() * VERSIONS[char]
@@ -66,9 +38,6 @@ def version(char: str) -> bytes:
 
 def temp_files(folder: Path) -> list[str]:
     return sorted(path.name for path in folder.iterdir() if path.name.endswith(".tmp"))
-
-
-# --- write_atomic ----------------------------------------------------------------------------
 
 
 def test_write_atomic_replaces_the_content_and_leaves_no_temp_file(tmp_path):
@@ -137,59 +106,3 @@ def test_remove_stale_temp_files_removes_only_that_files_temp_files(tmp_path):
         (tmp_path / name).write_bytes(b"x")
     remove_stale_temp_files(tmp_path, "plan.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".other.1.tmp", "plan.jsonl", "plan.jsonl.tmp"]
-
-
-# --- plan_lock -------------------------------------------------------------------------------
-
-
-def try_lock(root: Path) -> int:
-    """Take the lock from another process, waiting at most 0.2 s; its exit code (75: Busy)."""
-    env = {**os.environ, "RALPH_LOCK_TIMEOUT": "0.2"}
-    return subprocess.run([sys.executable, "-c", TRY_LOCK, str(root)], env=env, check=False).returncode
-
-
-def test_a_lock_held_by_another_process_ends_in_busy(repo, monkeypatch):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(repo)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout.readline() == "locked\n"
-        monkeypatch.setenv("RALPH_LOCK_TIMEOUT", "0.2")
-        with pytest.raises(Busy, match=r"held its lock for 0\.2s") as info, plan_lock(repo):
-            pytest.fail("took a lock another process holds")
-        assert info.value.exit_code == EXIT_BUSY == 75
-        before = (repo / "plan.jsonl").read_bytes()
-        command = ralph_process(repo, "task", "add", "--name", "Waits for the lock")
-        assert command.returncode == 75, command.stderr
-        assert "busy" in command.stderr
-        assert (repo / "plan.jsonl").read_bytes() == before
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
-    assert holder.returncode == 0
-    with plan_lock(repo):  # free again once the holder is gone
-        pass
-
-
-def test_the_lock_is_held_inside_and_released_after_an_exception(tmp_path):
-    with pytest.raises(RuntimeError, match="inside"), plan_lock(tmp_path):
-        assert (tmp_path / LOCK_NAME).exists()
-        assert try_lock(tmp_path) == 75
-        raise RuntimeError("inside")
-    assert try_lock(tmp_path) == 0
-
-
-@pytest.mark.filterwarnings("ignore:flock not supported")  # filelock says so; ralph need not
-def test_where_the_file_system_has_no_flock_the_lock_falls_back_and_still_excludes(tmp_path, monkeypatch):
-    import errno
-    import fcntl
-
-    def no_flock(fd, operation):
-        raise OSError(errno.ENOSYS, "Function not implemented")
-
-    monkeypatch.setattr(fcntl, "flock", no_flock)
-    monkeypatch.setenv("RALPH_LOCK_TIMEOUT", "0.2")
-    with plan_lock(tmp_path), pytest.raises(Busy), plan_lock(tmp_path):
-        pytest.fail("took a lock this process holds")
-    with plan_lock(tmp_path):  # released
-        pass

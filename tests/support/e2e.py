@@ -1,11 +1,20 @@
-"""Shared by the real-CLI end-to-end tests."""
+"""What the tests of the real agent CLIs (tests/e2e/) share: a project for them, ralph's environment
+without the developer's provider settings, and what they read from a run."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-from tests.conftest import git
+from ralph.loop.journal import read_events
+from ralph.loop.sandbox import unavailable_reason
+from tests.support.gitrepo import git
+
+# The real CLIs run fenced wherever this machine can fence them (CI installs bubblewrap): their
+# state folders, their model API on 127.0.0.1 and ralph's own commands must all work inside.
+FENCED = unavailable_reason()[0] is not None
+SANDBOX = "--sandbox=required" if FENCED else "--sandbox=auto"
 
 # Provider settings of the developer's own environment must not reach the CLIs under test.
 SCRUB = (
@@ -26,6 +35,11 @@ sys.exit(1 if bad else 0)
 """
 
 
+def assert_fenced(events: list[dict]) -> None:
+    """The run was sandboxed, where this machine has a sandbox."""
+    assert [e["on"] for e in events if e["event"] == "sandbox"] == [FENCED]
+
+
 def write_project(repo: Path, spec: str) -> Path:
     """The repository with specs/app.md and the gate script check_work.py, committed."""
     (repo / "specs" / "app.md").write_text(spec)
@@ -44,3 +58,21 @@ def scratch_env(root: Path) -> dict[str, str]:
     # HOME's, not the temporary one the suite sets for ralph's own user config.
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), RALPH_LOCK_TIMEOUT="120")
     return env
+
+
+def events(root: Path) -> list[dict]:
+    return read_events(root / "build" / "ralph-logs" / "events.jsonl")
+
+
+def plan_records(root: Path) -> list[dict]:
+    return [json.loads(line) for line in (root / "plan.jsonl").read_text().splitlines() if line.strip()]
+
+
+def recorded(root: Path, key: str) -> int:
+    return sum(e.get("tokens", {}).get(key, 0) for e in events(root) if e["event"] == "agent_end")
+
+
+def add_task(root: Path, name: str) -> str:
+    from ralph.ops import tasks
+
+    return tasks.add(root, [{"name": name, "accept": "work file says ok"}])[0]["id"]

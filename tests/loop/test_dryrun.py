@@ -7,14 +7,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.loop.test_construct import in_process, with_app_spec
+from tests.support.construct import in_process, with_app_spec
+from tests.support.gitrepo import git
 
 # Any run of it leaves a mark: the dry run must start none.
 AGENT = "import pathlib; pathlib.Path(__file__).with_name('agent-ran').write_text('ran')\n"
@@ -96,5 +97,76 @@ def test_dry_run_of_an_unplanned_spec_shows_the_plan_run_and_writes_no_plan(proj
 
 
 def test_dry_run_of_a_missing_spec_is_one_line_and_exit_2(project, tmp_path):
-    done = in_process(["-C", str(project), "construct", "specs/nope.md", "--dry-run"], dict(os.environ))
-    assert done.returncode == 2 and done.stderr.strip() == "ralph: no spec file specs/nope.md"
+    done = in_process(
+        ["-C", str(project), "construct", "specs/nope.md", "--dry-run", "--agent", "command",
+         "--agent-cmd", "true", "--gate", ""],
+        dict(os.environ),
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr == "ralph: no spec file specs/nope.md\n"
+
+
+def test_dry_run_lists_every_reason_the_real_run_refuses_and_the_real_run_stops_at_the_first(
+    project, tmp_path
+):
+    """A missing `make verify` target (the default gate), a dirty tree and a missing agent: the
+    real run refuses for the first it meets, the dry run lists all three, as the real run words them."""
+    (project / "Makefile").write_text("test:\n\ttrue\n")
+    git(project, "add", "Makefile")
+    git(project, "commit", "-qm", "a Makefile without verify")
+    (project / "notes.txt").write_text("mine\n")
+    before = tree_digest(project)
+    common = ["-C", str(project), "construct", "specs/app.md", "--agent", "command"]
+
+    done = in_process([*common, "--agent-cmd", "no-such-agent", "--dry-run"], dict(os.environ))
+    missing_agent = (
+        "ralph: the agent program 'no-such-agent' is not installed or not executable: check --agent-cmd"
+    )
+    # make names itself make[1] when the tests run under make: the line is matched, then reused.
+    no_target = (
+        re.escape("ralph: `make verify` cannot run here: make")
+        + r"(\[\d+\])?"
+        + re.escape(
+            ": *** No rule to make target 'verify'.  Stop.;"
+            " set --gate (or the config's gate), or --gate '' for none"
+        )
+    )
+    dirty = "ralph: uncommitted changes: notes.txt; commit or stash them, or pass --allow-dirty"
+    said = done.stderr.splitlines()
+    assert len(said) == 3 and re.fullmatch(no_target, said[1]), said
+    no_target = said[1]
+    assert said == [missing_agent, no_target, dirty]
+    assert done.returncode == 6  # the first: the real run ends AGENT_UNAVAILABLE
+    assert "the real run would not start: 3 problem(s), listed on stderr" in done.stdout
+    as_json = json.loads(
+        in_process([*common, "--agent-cmd", "true", "--dry-run", "--json"], {**os.environ}).stdout
+    )
+    assert as_json["refusals"] == [
+        {"exit_code": 1, "message": no_target.removeprefix("ralph: ")},
+        {"exit_code": 1, "message": dirty.removeprefix("ralph: ")},
+    ]
+    assert tree_digest(project) == before
+
+    head = git(project, "rev-parse", "HEAD")
+    real = in_process([*common, "--agent-cmd", "true"], dict(os.environ))
+    assert (real.returncode, real.stderr) == (1, no_target + "\n")
+    assert (
+        git(project, "rev-parse", "HEAD") == head
+        and git(project, "status", "--porcelain") == "?? notes.txt\n"
+    )
+    (project / "Makefile").write_text("verify:\n\ttrue\n")
+    git(project, "commit", "-qam", "verify")
+    real = in_process([*common, "--agent-cmd", "true"], dict(os.environ))
+    assert (real.returncode, real.stderr) == (1, dirty + "\n")
+    quiet = in_process([*common, "--agent-cmd", "true", "--dry-run", "--allow-dirty"], dict(os.environ))
+    assert (quiet.returncode, quiet.stderr) == (0, "") and "would not start" not in quiet.stdout
+
+
+def test_dry_run_says_when_another_construct_holds_the_repository(project, tmp_path):
+    from ralph.store.lock import exclusive_run
+
+    with exclusive_run(project / ".git" / "ralph-construct.lock", "ralph construct"):
+        done = dry_run(project, tmp_path)
+    assert done.returncode == 75  # Busy, as the real run's lock would say
+    assert done.stderr.startswith(
+        f"ralph: another ralph construct is running in this repository (pid {os.getpid()}"
+    )

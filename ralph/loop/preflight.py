@@ -1,0 +1,72 @@
+"""What `ralph construct` refuses to start for, checked in one place: the real run raises the first
+problem where it meets it, and `--dry-run` lists them all, so the two cannot drift apart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ralph.errors import Busy, InvalidInput, RalphError, Refused
+from ralph.loop.agentrun import AgentRunner, AgentUnavailable
+from ralph.loop.gate import gate_problem
+from ralph.loop.workspace import PLAN_FILE, RALPH_FILES
+from ralph.ops.settings import Settings
+from ralph.store.git import Repo
+
+
+def agent_problem(runner: AgentRunner) -> AgentUnavailable | None:
+    """The agent's program is missing (checked first: the run ends AGENT_UNAVAILABLE, exit 6)."""
+    try:
+        runner.require_program()
+    except AgentUnavailable as exc:
+        return exc
+    return None
+
+
+def start_problems(root: Path, settings: Settings, needs_gate: bool) -> Iterator[RalphError]:
+    """What stops the run before it changes anything, in the order the run checks it. A generator:
+    the real run stops at the first, before the later checks (the gate's `make -n`) run."""
+    if not (root / settings.spec).is_file():
+        yield InvalidInput(f"no spec file {settings.spec}")
+    repo = Repo(root)
+    operation = repo.operation_in_progress()
+    if operation:
+        yield Refused(f"{operation}: finish or abort it before running ralph construct")
+    if repo.head() is not None and repo.branch() is None:
+        yield Refused("HEAD is detached: check out a branch for ralph construct to commit on")
+    problem = gate_problem(settings.gate, root) if needs_gate else None
+    if problem:
+        yield Refused(f"{problem}; set --gate (or the config's gate), or --gate '' for none")
+
+
+def dirty_paths(root: Path) -> set[str]:
+    """The user's uncommitted changes: what a run without --allow-dirty refuses to start with.
+    Read only: a dry run leaves .git/index byte for byte as it was."""
+    changed = Repo(root).changed_paths(read_only=True) - {PLAN_FILE}
+    return {path for path in changed if not RALPH_FILES.fullmatch(path)}
+
+
+def dirty_problem(dirty: set[str], settings: Settings) -> Refused | None:
+    if not dirty or settings.allow_dirty:
+        return None
+    shown = ", ".join(sorted(dirty)[:5]) + (f" (+{len(dirty) - 5} more)" if len(dirty) > 5 else "")
+    return Refused(f"uncommitted changes: {shown}; commit or stash them, or pass --allow-dirty")
+
+
+def running_problem(root: Path) -> Busy | None:
+    """Another construct holds this repository (the real run finds out when it takes the lock)."""
+    from ralph.ops.runs import holder
+
+    found = holder(root)
+    if found is None:
+        return None
+    since = f", since {found['since']}" if found.get("since") else ""
+    return Busy(f"another ralph construct is running in this repository (pid {found['pid']}{since})")
+
+
+def all_problems(root: Path, settings: Settings, runner: AgentRunner, needs_gate: bool) -> list[RalphError]:
+    """Every reason the real run would refuse to start, for --dry-run."""
+    found: list[RalphError | None] = [agent_problem(runner), running_problem(root)]
+    found += start_problems(root, settings, needs_gate)
+    found.append(dirty_problem(dirty_paths(root), settings))
+    return [problem for problem in found if problem is not None]

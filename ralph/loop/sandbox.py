@@ -1,0 +1,286 @@
+"""The fence around every agent run and gate run: bubblewrap (bwrap), from the distribution's
+packages, on Linux.
+
+Why bubblewrap and not Landlock: the runs need a *view*, not only a rule set. bwrap gives each run
+a mount namespace in which the whole file system is read-only, its own work tree is writable, /tmp
+is a private empty tmpfs, the agent CLI's own state folders are writable, and each file that holds
+secrets is replaced by an empty read-only file (a folder by an empty read-only one). Landlock only
+allows or denies by file hierarchy: it cannot hide one `.env` inside a readable work tree without
+listing every sibling, nor give a run a private /tmp, and it keeps nothing from other processes'
+/proc. bwrap also puts the run in a pid namespace of its own, so whatever the run starts (a
+`setsid` daemon too) ends with it.
+
+What the run sees:
+  /                              read-only (the repository and its main work tree included)
+  its own work tree              writable: the repository's in a serial run, the build's or the
+                                 verifier's worktree otherwise
+  .git of that work tree         read-only (and the common git directory): ralph commits, agents
+                                 never; their `ralph` commands run with RALPH_COMMIT=0 and change
+                                 only plan.jsonl (and its lock), which lie in the work tree
+  /tmp                           a private tmpfs, empty at the start, gone at the end (TMPDIR=/tmp)
+  the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini,
+                                 ~/.npm, ~/.cache): the CLI keeps its login and sessions there
+  secret files                   empty: `.env*` and private-key names the repository does not track,
+                                 ~/.ssh, cloud credentials, git's credential store, and the patterns
+                                 of the config key `sandbox_hide`
+Not stopped: the network (the CLIs reach their model API), reading the rest of the file system
+(read-only is not hidden), the environment ralph passes on (API keys), CPU, memory and disk use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ralph.errors import Refused
+
+BWRAP_ENV = "RALPH_BWRAP"  # the bwrap program to use; "" (or a path that is not there): none here
+MODES = ("off", "auto", "required")
+PRIVATE_TMP = Path("/tmp")
+# The folders the sandbox mounts afresh (a private /tmp, a minimal /dev): what the run must still
+# see under them (a repository or $HOME in /tmp or /dev/shm, as in the tests) is bound again.
+FRESH_MOUNTS = (PRIVATE_TMP, Path("/dev"))
+
+# Names of files that hold secrets, matched anywhere in the repository among the files git does
+# not track (a tracked file is in the history anyway; hiding it would only show it as changed).
+SECRET_NAMES = (
+    ".env",
+    ".env.*",
+    ".envrc",
+    "*.key",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+)
+# In the home folder: keys, cloud and registry credentials, git's credential store and cache.
+SECRET_HOME_PATHS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".oci",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".cache/git/credential",
+    ".npmrc",
+    ".pypirc",
+    ".config/gh/hosts.yml",
+    ".password-store",
+    ".vault-token",
+    ".terraform.d/credentials.tfrc.json",
+)
+# Writable for every run: caches that package managers and build tools write as they work.
+SHARED_CACHES = (".cache/", ".npm/")
+
+
+class SandboxUnavailable(Refused):
+    """`--sandbox=required`, and this system has no sandbox."""
+
+
+class Sandbox:
+    """How to start a run inside the fence. `home`: the repository the loop runs in (its main work
+    tree); `state_paths`: the agent CLI's own files and folders, relative to $HOME; `hide`: the
+    config's extra patterns (file names, or paths from / or ~/); `read_only`: what stays read-only
+    inside a writable work tree besides .git (the loop's logs and journal, which ralph writes from
+    outside). `close` when the loop ends."""
+
+    def __init__(
+        self,
+        program: str,
+        home: Path,
+        state_paths: tuple[str, ...] = (),
+        hide: tuple[str, ...] = (),
+        read_only: tuple[Path, ...] = (),
+    ):
+        import tempfile
+
+        self.program, self.home = program, home.resolve()
+        self.state_paths, self.hide = tuple(state_paths), tuple(hide)
+        self.read_only = tuple(path.resolve() for path in read_only)  # read-only even in the work tree
+        # What a hidden file reads as: empty. (/dev/null would do, but the sandbox's binds are
+        # nodev, so opening it there fails, which some tools take for a crash.)
+        handle, name = tempfile.mkstemp(prefix="ralph-hidden-")
+        os.close(handle)
+        os.chmod(name, 0o444)
+        self.empty_file = Path(name)
+        self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
+
+    def close(self) -> None:
+        self.empty_file.unlink(missing_ok=True)
+
+    def wrap(
+        self, argv: list[str], work_tree: Path, env: dict[str, str], cwd: Path | None = None
+    ) -> list[str]:
+        """`argv` as bwrap runs it: in the view above, with `work_tree` writable."""
+        home_dir = Path(env.get("HOME") or Path.home()).resolve()
+        work_tree = work_tree.resolve()
+        args = [self.program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        args += ["--tmpfs", str(PRIVATE_TMP)]
+        seen = [self.home, home_dir, Path(sys.prefix).resolve()]
+        if argv and os.path.isabs(argv[0]):  # the program itself (a script in a temporary folder)
+            seen.append(Path(argv[0]).resolve().parent)
+        for path in _unique(seen):
+            if any(_under(path, fresh) for fresh in FRESH_MOUNTS) and path.exists():
+                args += ["--ro-bind", str(path), str(path)]
+        for path in self._writable(work_tree, home_dir, env):
+            args += ["--bind", str(path), str(path)]
+        for path in [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]:
+            args += ["--ro-bind", str(path), str(path)]
+        for path in self.secrets(work_tree, home_dir):
+            if path.is_dir():
+                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+            else:
+                args += ["--ro-bind", str(self.empty_file), str(path)]
+        args += ["--unshare-pid", "--die-with-parent", "--setenv", "TMPDIR", str(PRIVATE_TMP)]
+        args += ["--chdir", str((cwd or work_tree).resolve()), "--"]
+        return args + list(argv)
+
+    def _writable(self, work_tree: Path, home_dir: Path, env: dict[str, str]) -> list[Path]:
+        paths = [work_tree]
+        state = [home_dir / name for name in (*SHARED_CACHES, *self.state_paths)]
+        if env.get("CODEX_HOME"):
+            state.append(Path(env["CODEX_HOME"]))
+        for path in state:
+            if path.exists() or path.is_symlink():
+                paths.append(path.resolve())
+        return _unique(paths)
+
+    def make_state_folders(self, home_dir: Path) -> None:
+        """The CLI's state folders and the shared caches that do not exist yet, made now: inside,
+        $HOME is read-only, so the CLI could not make them on its first run (opencode makes
+        ~/.cache, and stopped with EROFS)."""
+        for name in (*SHARED_CACHES, *self.state_paths):
+            if name.endswith("/"):
+                with contextlib.suppress(OSError):  # the CLI then says what it misses
+                    (home_dir / name).mkdir(parents=True, exist_ok=True)
+
+    def _git_dirs(self, work_tree: Path) -> list[Path]:
+        """The work tree's `.git` (a folder, or a worktree's file naming its folder) and the
+        repository's git directories: read-only even where they lie inside a writable tree."""
+        paths = [work_tree / ".git", *self._home_git_dirs]
+        if work_tree != self.home:
+            paths += [Path(name) for name in _git_dirs_of(work_tree)]
+        return [path for path in _unique(paths) if path.exists()]
+
+    def secrets(self, work_tree: Path, home_dir: Path) -> list[Path]:
+        """The files and folders the run sees empty, as they are now."""
+        found = [home_dir / name for name in SECRET_HOME_PATHS]
+        names = list(SECRET_NAMES)
+        for pattern in self.hide:
+            if pattern.startswith(("/", "~")):
+                import glob
+
+                found += [Path(match) for match in glob.glob(os.path.expanduser(pattern))]
+            else:
+                names.append(pattern)
+        for tree in _unique([self.home, work_tree]):
+            found += [tree / name for name in _untracked_matching(tree, names)]
+        found = [path for path in _unique(found) if path.exists()]
+        # A folder is hidden whole, as an empty read-only one: nothing can be mounted inside it.
+        folders = {path for path in found if path.is_dir()}
+        return [path for path in found if not any(parent in folders for parent in path.parents)]
+
+
+def _git_dirs_of(tree: Path) -> list[str]:
+    """The git directory and the common one of the work tree `tree`, as git names them."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
+            cwd=tree, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    except OSError:
+        return []
+    return done.stdout.split() if done.returncode == 0 else []
+
+
+def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
+    """Files under `tree` that git does not track (ignored ones too) whose name or path matches."""
+    pathspecs = [f":(glob){name}" if "/" in name else f":(glob)**/{name}" for name in names]
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-z", "--others", "--", *pathspecs],
+            cwd=tree, capture_output=True, check=False,
+        )  # fmt: skip
+    except OSError:
+        return []
+    if done.returncode != 0:
+        return []
+    return [os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _unique(paths: list[Path]) -> list[Path]:
+    return list(dict.fromkeys(paths))
+
+
+def bwrap_program() -> str | None:
+    """The bwrap to use: $RALPH_BWRAP when set ("" for none), else bwrap on PATH."""
+    named = os.environ.get(BWRAP_ENV)
+    if named is not None:
+        return named if named and os.access(named, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+def probe(program: str) -> str | None:
+    """Why `program` cannot make a sandbox here (user namespaces off, ...), or None when it can."""
+    try:
+        done = subprocess.run(
+            [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "true"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{program} does not run: {exc}"
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return f"{program} cannot make a sandbox here: {said}"
+    return None
+
+
+def unavailable_reason() -> tuple[str | None, str | None]:
+    """(the bwrap program, None) when a sandbox can be made here; else (None, why not)."""
+    if not sys.platform.startswith("linux"):
+        return None, f"no sandbox on {sys.platform} (ralph fences runs with bubblewrap, on Linux)"
+    program = bwrap_program()
+    if program is None:
+        named = os.environ.get(BWRAP_ENV)
+        if named is not None:
+            return None, f"${BWRAP_ENV} names no program ({named!r})"
+        return None, "bubblewrap is not installed (apt-get install bubblewrap, or dnf install bubblewrap)"
+    why = probe(program)
+    return (None, why) if why else (program, None)
+
+
+def make(
+    mode: str,
+    home: Path,
+    state_paths: tuple[str, ...],
+    hide: tuple[str, ...],
+    read_only: tuple[Path, ...] = (),
+) -> tuple[Sandbox | None, str]:
+    """The sandbox the mode asks for and the one line that says what the runs get. Raises
+    SandboxUnavailable when it is required and cannot be made."""
+    if mode == "off":
+        return None, "sandbox off (--sandbox=off): agents and gates run unfenced"
+    program, why = unavailable_reason()
+    if program is None:
+        if mode == "required":
+            raise SandboxUnavailable(f"--sandbox=required, but {why}")
+        return None, f"no sandbox: {why}; agents and gates run unfenced"
+    sandbox = Sandbox(program, home, state_paths, hide, read_only)
+    return sandbox, f"sandbox on ({program}): each run writes only its work tree, /tmp and its CLI's state"

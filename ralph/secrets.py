@@ -1,0 +1,264 @@
+"""Keeping secrets out of what ralph stores and shows: the plan (committed, so a leak stays in
+history), the journal, hook payloads, transcripts, the console. Text from agents, gates and people
+passes `redact` before anything is cut from it (an excerpt cut first could keep the tail of a
+secret that no longer looks like one) and before it is stored or printed.
+
+What is redacted: the values of secret-looking environment variables, the values in the
+repository's `.env*` files, `KEY=value` and `KEY: value` with a secret-looking key, credentials in
+URLs, and common token shapes. Patterns compile on first use: a state command that stores no text
+never pays for them."""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import TypeVar, cast
+
+T = TypeVar("T")
+
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 8  # shorter values ("true", "3000", "dev") are too common to hide everywhere
+
+# Names of variables (in the environment or a .env file) whose values are secrets; an author
+# (GIT_AUTHOR_EMAIL, `Author: ...`) is not one.
+_SECRET_NAME = (
+    r"TOKEN|SECRET|PASSW|PASSPHRASE|KEY|CREDENTIAL|AUTH(?!OR(?:S?\b|_))|COOKIE|_DSN|DATABASE_URL|_PAT\b"
+)
+# A cheap test before the search for assignments: text without any of these holds none.
+_NAME_WORDS = (
+    "token",
+    "secret",
+    "pass",
+    "key",
+    "credential",
+    "auth",
+    "cookie",
+    "dsn",
+    "database_url",
+    "_pat",
+)
+
+# The shapes of common tokens, each by the text it starts with. Each pattern starts with that text
+# and checks the word boundary behind it, so the regex engine can skip to it: a pattern that starts
+# with a word boundary or an alternation is tried at every position, a hundred times slower.
+_TOKEN_SHAPES = {
+    "-----BEGIN ": r"[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+    "AKIA": r"[0-9A-Z]{16}\b",  # AWS access key id
+    "ASIA": r"[0-9A-Z]{16}\b",
+    "gh": r"[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
+    "github_pat_": r"[A-Za-z0-9_]{20,}",
+    "glpat-": r"[A-Za-z0-9_-]{20,}",  # GitLab
+    "sk_": r"(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe secret keys
+    "rk_": r"(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe restricted keys
+    "sk-": r"[A-Za-z0-9_-]{20,}",  # OpenAI / Anthropic style keys (sk-proj-, sk-ant-)
+    "xox": r"[abposr]-[A-Za-z0-9-]{10,}",  # Slack
+    "npm_": r"[A-Za-z0-9]{20,}",
+    "hf_": r"[A-Za-z0-9]{20,}",  # Hugging Face
+    "AIza": r"[0-9A-Za-z_-]{35}",  # Google API key
+    "eyJ": r"[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",  # a JWT: three base64url parts
+}
+_AUTHORIZATION = r"(?i:\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/-]{16,}=*"  # an HTTP Authorization value
+_AUTHORIZATION_MARKS = ("earer", "EARER", "asic ", "ASIC ")
+
+
+@cache
+def _shape(start: str) -> re.Pattern:
+    boundary = "" if start.startswith("-") else rf"(?<=\b{re.escape(start)})"
+    return re.compile(re.escape(start) + boundary + _TOKEN_SHAPES[start])
+
+
+@cache
+def _authorization() -> re.Pattern:
+    return re.compile(_AUTHORIZATION)
+
+
+@cache
+def _url() -> re.Pattern:
+    """Credentials in a URL: group 1 is its scheme."""
+    return re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/@:'\"<>]*:[^\s/@'\"<>]+@(?=[^\s/@'\"<>])")
+
+
+@cache
+def _assignment() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """An assignment's separator; the name before it, read backwards from it (blanks and a quote
+    first); the value after it, a quoted string or everything up to white space or a quote."""
+    return (
+        re.compile(r"[=:]"),
+        re.compile(r"[ \t]*[\"']?([\w.-]{1,64})"),
+        re.compile(r"[ \t]*(\"[^\"\n]{4,}\"|'[^'\n]{4,}'|(?!\[redacted)[^\s\"'`,;]{6,})"),
+    )
+
+
+def _hide_assignments(text: str) -> str:
+    """`KEY=value` and `KEY: value` with a secret-looking key, the value redacted. Found from each
+    separator, not by a pattern tried at every position (ten times slower on long output)."""
+    separators, name_backwards, value_after = _assignment()
+    parts, done = [], 0
+    for separator in separators.finditer(text):
+        at = separator.start()
+        if at < done:
+            continue
+        name = name_backwards.match(text[max(done, at - 80) : at][::-1])
+        value = value_after.match(text, at + 1)
+        if name and value and _secret_name().search(name.group(1)[::-1]):
+            parts += [text[done : value.start(1)], REDACTED]
+            done = value.end(1)
+    return "".join(parts) + text[done:] if parts else text
+
+
+@cache
+def _secret_name() -> re.Pattern:
+    return re.compile(_SECRET_NAME, re.IGNORECASE)
+
+
+def _looks_secret(name: str, value: str) -> bool:
+    """A value worth hiding wherever it appears: a secret-looking name's, long enough, and not a
+    path or a plain word (SSH_AUTH_SOCK holds a path; AUTH_MODE=disabled, a word)."""
+    if len(value) < MIN_SECRET_CHARS or value.startswith(("/", "~")) or not _secret_name().search(name):
+        return False
+    return not (value.isalpha() and len(value) < 16)
+
+
+def _looks_like_a_token(value: str) -> bool:
+    """A value of a .env file whose name does not say secret, but whose shape does: long, one
+    word, letters and digits mixed (not `production`, `3000` or a URL without credentials)."""
+    if len(value) < 12 or any(char.isspace() for char in value) or "://" in value:
+        return False
+    return any(char.isdigit() for char in value) and any(char.isalpha() for char in value)
+
+
+_repository: Path | None = None
+
+
+def use_repository(root: Path) -> None:
+    """The repository whose `.env*` files `redact` reads by default: the construct loop's (its
+    agents' worktrees have no such files, they are not committed)."""
+    global _repository
+    _repository = Path(root)
+
+
+def _dotenv_values(root: Path) -> frozenset[str]:
+    """The secret values of the `.env*` files at the top of `root`. They hold secrets by
+    convention (and are git-ignored), so every value that looks like one counts."""
+    found: set[str] = set()
+    try:
+        entries = [entry for entry in os.scandir(root) if entry.name.startswith(".env") and entry.is_file()]
+    except OSError:
+        return frozenset()
+    for entry in entries:
+        try:
+            stat = entry.stat()
+        except OSError:
+            continue
+        found |= _dotenv_file(entry.path, stat.st_mtime_ns, stat.st_size)
+    return frozenset(found)
+
+
+@lru_cache(maxsize=64)
+def _dotenv_file(path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """One .env file's secret values (cached while the file is unchanged)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    found = set()
+    for line in text.splitlines():
+        name, sep, value = line.strip().removeprefix("export ").partition("=")
+        value = value.strip()
+        if not sep or name.startswith("#"):
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if _looks_secret(name, value) or _looks_like_a_token(value):
+            found.add(value)
+    return frozenset(found)
+
+
+def secret_values(root: Path | None = None) -> frozenset[str]:
+    """The values to hide wherever they appear: the environment's, and those of the .env files of
+    `root` and of the repository `use_repository` named (a build's worktree has none of its own)."""
+    values = {value for name, value in os.environ.items() if _looks_secret(name, value)}
+    for where in {path for path in (root, _repository) if path is not None}:
+        values |= _dotenv_values(where)
+    return frozenset(values)
+
+
+@lru_cache(maxsize=16)
+def _values_pattern(values: frozenset[str]) -> re.Pattern | None:
+    if not values:
+        return None
+    return re.compile("|".join(re.escape(value) for value in sorted(values, key=len, reverse=True)))
+
+
+def redact(text: str, root: Path | None = None) -> str:
+    """`text` without secrets (see the module's docstring), each replaced by [redacted]; the key
+    of a `KEY=value` stays, so a reader still sees what was there. `root`: a repository whose .env
+    files count, besides the one `use_repository` named."""
+    if not text:
+        return text
+    return _redact(text, _values_pattern(secret_values(root)))
+
+
+def _redact(text: str, values: re.Pattern | None) -> str:
+    if values is not None:
+        text = values.sub(REDACTED, text)
+    for start in _TOKEN_SHAPES:
+        if start in text:
+            text = _shape(start).sub(REDACTED, text)
+    if any(mark in text for mark in _AUTHORIZATION_MARKS):
+        text = _authorization().sub(REDACTED, text)
+    if "://" in text:
+        text = _url().sub(lambda match: f"{match.group(1)}{REDACTED}@", text)
+    if ("=" in text or ":" in text) and any(word in text.lower() for word in _NAME_WORDS):
+        text = _hide_assignments(text)
+    return text
+
+
+def redact_fields(value: T, root: Path | None = None) -> T:
+    """`value` (a record: dicts, lists, strings) with every string in it redacted; keys stay."""
+    return FieldsRedactor(root)(value)
+
+
+class FieldsRedactor:
+    """`redact_fields` with the secret values read once, for many records in a row."""
+
+    def __init__(self, root: Path | None = None):
+        self._values = _values_pattern(secret_values(root))
+
+    def __call__(self, value: T) -> T:
+        return cast(T, self._redacted(value))
+
+    def _redacted(self, value: object) -> object:
+        if isinstance(value, str):
+            return _redact(value, self._values) if value else value
+        if isinstance(value, dict):
+            return {key: self._redacted(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self._redacted(item) for item in value)
+        return value
+
+
+class OutputLines:
+    """Redacts a program's output line by line, as it is read. A private key block spans lines: once
+    its first line is seen, every line up to its end is hidden whole (a tail of the output that
+    starts inside the block must not show its body)."""
+
+    def __init__(self, root: Path | None = None):
+        self._values = _values_pattern(secret_values(root))  # read once: a run's output is many lines
+        self._in_key = False
+
+    def __call__(self, line: str) -> str:
+        if self._in_key:
+            if _KEY_END in line:
+                self._in_key = False
+                return REDACTED + _redact(line.split(_KEY_END, 1)[1].split("-----", 1)[-1], self._values)
+            return REDACTED
+        redacted = _redact(line, self._values)
+        if _KEY_BEGIN in line and _KEY_END not in line.split(_KEY_BEGIN, 1)[1]:
+            self._in_key = "PRIVATE KEY-----" in line
+        return redacted
+
+
+_KEY_BEGIN, _KEY_END = "-----BEGIN ", "-----END "

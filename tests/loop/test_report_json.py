@@ -1,0 +1,27 @@
+"""`construct --json` gives each task, issue and question of its report as an object (id, name,
+status, why, ...), beside the text report's lines."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.construct import add_tasks, construct
+
+
+def test_the_json_report_lists_tasks_issues_and_questions_as_objects(project):
+    from ralph.ops import questions
+
+    fine, undecided, held = add_tasks(project, "Fine", "Undecided [no-verdict]", "Pick a colour")
+    asked = questions.ask(project, "Blue or green?", held, "a person")["id"]
+    done = construct(project, "--max-iterations", "1", "--json")
+    assert done.returncode == 3, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    by_id = {task["id"]: task for task in report["tasks"]}
+    assert by_id[fine] == {"id": fine, "name": "Fine", "status": "accepted"}
+    assert by_id[undecided]["name"] == "Undecided [no-verdict]" and by_id[undecided]["status"] == "done"
+    assert by_id[undecided]["attempts"] == 1 and by_id[undecided]["kill_reason"] is None
+    assert by_id[held]["status"] == "blocked" and "Blue or green?" in by_id[held]["why"]
+    assert set(by_id) == {fine, undecided, held} and report["issues"] == []
+    (question,) = report["open_questions"]
+    assert question["id"] == asked and question["task"] == held and question["text"] == "Blue or green?"
+    assert report["accepted"] == [f"{fine} Fine"]  # the text report's lines stay as they were

@@ -1,0 +1,280 @@
+"""The sandbox around agents and gates (ralph/loop/sandbox.py): a battery of hostile agents gets
+nothing inside it and everything outside it; `--sandbox=required` refuses where there is none;
+`auto` says so once and runs as before."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralph.loop.sandbox import unavailable_reason
+from ralph.ops import config, tasks
+from ralph.store.transaction import transaction
+from tests.support.construct import construct, events, with_app_spec
+from tests.support.gitrepo import git
+
+HOSTILE = Path(__file__).with_name("hostile_agent.py")
+AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HOSTILE))}"
+GATE = f"{AGENT} gate"
+SECRETS = {
+    "env": "DB_PASSWORD=hunter2-env-secret",
+    "pattern": "pattern-secret-7731",
+    "ssh": "-----BEGIN OPENSSH PRIVATE KEY----- ssh-secret-5521",
+    "aws": "aws_secret_access_key = aws-secret-9182",
+    "git": "https://user:git-cred-secret-3390@example.com",
+    "home_pattern": "home-token-secret-4410",
+}
+AGENT_ATTACKS = {
+    "read_env",
+    "read_hidden_pattern",
+    "read_ssh_key",
+    "read_aws",
+    "read_git_credentials",
+    "read_hidden_home_path",
+    "write_outside",
+    "write_beside_agent",
+    "write_home",
+    "write_main_tree",
+    "write_hooks",
+    "write_git_config",
+    "symlink_write_out",
+    "symlink_read_key",
+}
+GATE_ATTACKS = {"gate_read_env", "gate_write_outside"}
+BASHRC = "# the user's own\n"
+
+needs_bwrap = pytest.mark.skipif(
+    unavailable_reason()[0] is None, reason=f"no sandbox here: {unavailable_reason()[1]}"
+)
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    (repo / ".gitignore").write_text(".env\n*.secret\nbuild/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore secrets")
+    root = with_app_spec(repo, "# App\n\nTwo parts built side by side.\n")
+    (root / ".env").write_text(SECRETS["env"] + "\n")
+    (root / "creds.secret").write_text(SECRETS["pattern"] + "\n")
+    git(root, "config", "--local", "ralph.test", "1")  # a config the attacks must not change
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A $HOME with planted keys and credentials."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text(SECRETS["ssh"] + "\n")
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text(SECRETS["aws"] + "\n")
+    (home / ".git-credentials").write_text(SECRETS["git"] + "\n")
+    (home / ".config" / "myapp").mkdir(parents=True)
+    (home / ".config" / "myapp" / "token").write_text(SECRETS["home_pattern"] + "\n")
+    (home / ".bashrc").write_text(BASHRC)
+    return home
+
+
+def run_hostile(project: Path, home: Path, outside: Path, mode: str):
+    tasks.add(project, [{"name": "Part one"}, {"name": "Part two"}])
+    # The repository asks to hide more: a name in the tree and a path in $HOME.
+    config.set_value(project, "sandbox_hide", json.dumps(["*.secret", "~/.config/myapp/token"]))
+    outside.mkdir()
+    env = {"HOME": str(home), "HOSTILE_OUTSIDE": str(outside)}
+    flags = ("--parallel", "2", "--gate", GATE, f"--sandbox={mode}")
+    return construct(project, *flags, agent=AGENT, env=env)
+
+
+def attacks_that_worked(project: Path) -> set[str]:
+    """What the agents and gates printed they got: their logs, as ralph kept them."""
+    worked = set()
+    for log in (project / "build" / "ralph-logs").glob("*.log"):
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith("ATTACK ") and line.split()[2] == "ok":
+                worked.add(line.split()[1])
+    return worked
+
+
+def printed_secrets(project: Path) -> set[str]:
+    logs = "".join(log.read_text(errors="replace") for log in (project / "build" / "ralph-logs").iterdir())
+    return {name for name, secret in SECRETS.items() if secret.split()[-1] in logs}
+
+
+def task_ids(project: Path) -> set[str]:
+    records = (json.loads(line) for line in (project / "plan.jsonl").read_text().splitlines() if line)
+    return {record["id"] for record in records if "id" in record}
+
+
+def escapes_on_disk(project: Path, home: Path, outside: Path) -> set[str]:
+    """What the attacks left where they must not write, looked at from outside."""
+    found = set()
+    if any(outside.iterdir()):
+        found.add("outside")
+    beside = list(HOSTILE.parent.glob("escaped-t-*.txt"))
+    for path in beside:  # in this checkout's tests folder: seen, then removed
+        if path.name[len("escaped-") : -len(".txt")] in task_ids(project):
+            found.add("beside the agent")
+            path.unlink()
+    if (home / ".bashrc").read_text() != BASHRC:
+        found.add("home")
+    if list(project.glob("PWNED-*")) or "PWNED" in git(project, "log", "--all", "--name-only", "--format="):
+        found.add("main work tree")
+    if list((project / ".git" / "hooks").glob("post-checkout-*")):
+        found.add("hooks")
+    if "hostile" in git(project, "config", "--local", "--list"):
+        found.add("git config")
+    return found
+
+
+@needs_bwrap
+def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, tmp_path):
+    outside = tmp_path / "outside"
+    done = run_hostile(project, home, outside, "required")
+    assert done.returncode == 0, done.stdout + done.stderr  # ralph's own commands worked inside
+    attempted = {line.split()[1] for log in (project / "build" / "ralph-logs").glob("*.log")
+                 for line in log.read_text().splitlines() if line.startswith("ATTACK ")}  # fmt: skip
+    assert attempted == AGENT_ATTACKS | GATE_ATTACKS  # every attack ran, in agents and gates
+    # Every agent's own `ralph` commands worked (their plan changes, and the validation cache that
+    # cannot be written in the read-only .git, failed none of them).
+    assert {e["exit_code"] for e in events(project) if e["event"] == "agent_end"} == {0}
+    assert attacks_that_worked(project) == set()
+    assert printed_secrets(project) == set()
+    assert escapes_on_disk(project, home, outside) == set()
+    on = [e for e in events(project) if e["event"] == "sandbox"]
+    assert [(e["mode"], e["on"]) for e in on] == [("required", True)]
+    accepted = [line for line in git(project, "log", "--format=%s").splitlines() if "accept" in line]
+    assert accepted  # both tasks built, gated, verified and committed by ralph through .git
+    assert (project / ".env").read_text() == SECRETS["env"] + "\n"  # hidden, not touched
+
+
+def test_the_same_battery_without_the_sandbox_gets_everything(project, home, tmp_path):
+    """The control: the attacks are real, so the test above would fail if the fence broke."""
+    outside = tmp_path / "outside"
+    run_hostile(project, home, outside, "off")
+    assert attacks_that_worked(project) == AGENT_ATTACKS | GATE_ATTACKS
+    assert printed_secrets(project) == set(SECRETS)
+    assert escapes_on_disk(project, home, outside) == {
+        "outside",
+        "beside the agent",
+        "home",
+        "main work tree",
+        "hooks",
+        "git config",
+    }
+    assert (outside / "gate.txt").exists() and list(outside.glob("t-*-link.txt"))  # the gate's, the link's
+
+
+def test_required_refuses_in_one_line_where_there_is_no_sandbox(project):
+    done = construct(project, "--sandbox=required", env={"RALPH_BWRAP": str(project / "no-bwrap")})
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "--sandbox=required" in done.stderr, done.stderr
+    assert "RALPH_BWRAP names no program" in done.stderr
+    assert not list((project / "build" / "ralph-logs").glob("*-plan.log"))  # no agent ran
+
+
+def test_auto_says_once_where_there_is_no_sandbox_and_runs_as_before(project):
+    tasks.add(project, [{"name": "Part one"}])
+    done = construct(project, "--sandbox=auto", env={"RALPH_BWRAP": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if "no sandbox" in line]
+    assert len(said) == 1 and "unfenced" in said[0]
+    assert [(e["mode"], e["on"]) for e in events(project) if e["event"] == "sandbox"] == [("auto", False)]
+
+
+def test_the_plan_cannot_turn_the_sandbox_off(project):
+    with transaction(project) as change:  # as a hand edit would (`ralph config set` refuses it)
+        change.plan.set_config("sandbox", "off")
+    done = construct(project)
+    assert done.returncode == 2
+    assert "config key sandbox in plan.jsonl: off is not taken from the plan" in done.stderr
+
+
+def test_config_set_refuses_to_turn_it_off_in_the_plan(project):
+    from ralph.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="off is not taken from the plan"):
+        config.set_value(project, "sandbox", "off")
+    assert config.set_value(project, "sandbox", "required")["value"] == "required"
+
+
+def test_the_users_own_file_turns_it_off(project):
+    user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "ralph" / "config.toml"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text('sandbox = "off"\n')
+    tasks.add(project, [{"name": "Part one"}])
+    done = construct(project, env={"RALPH_SANDBOX": "required", "RALPH_BWRAP": ""})
+    assert done.returncode == 0, done.stderr  # the user's file beats the default
+    assert [(e["mode"], e["on"]) for e in events(project) if e["event"] == "sandbox"] == [("off", False)]
+
+
+@needs_bwrap
+def test_dry_run_shows_the_sandboxed_argv(project):
+    done = construct(project, "--dry-run", "--sandbox=required")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("sandbox: sandbox on (") for line in lines)
+    started = next(line for line in lines if line.startswith("each agent and gate starts as: "))
+    assert " --ro-bind / / " in started and f" --bind {project.resolve()} {project.resolve()} " in started
+    assert f"--ro-bind {project.resolve() / '.git'} {project.resolve() / '.git'}" in started
+    assert not list(project.glob("build/ralph-logs/*.log"))  # nothing run
+
+
+def test_dry_run_says_when_the_sandbox_is_off_or_missing(project):
+    off = construct(project, "--dry-run", "--sandbox=off")
+    assert "sandbox: sandbox off (--sandbox=off): agents and gates run unfenced" in off.stdout.splitlines()
+    missing = construct(project, "--dry-run", "--sandbox=required", env={"RALPH_BWRAP": ""})
+    assert "sandbox: the run would refuse to start: --sandbox=required, but" in missing.stdout
+    assert not any(line.startswith("each agent and gate starts as") for line in missing.stdout.splitlines())
+
+
+def inside(fence, work_tree: Path, script: str, home: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HOME": str(home)}
+    argv = fence.wrap(["sh", "-c", script], work_tree, env)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def fence(project, home):
+    from ralph.loop import sandbox
+
+    (project / "build" / "ralph-logs").mkdir(parents=True, exist_ok=True)
+    (project / "build" / "ralph-logs" / "events.jsonl").write_text("{}\n")
+    made, _ = sandbox.make(
+        "required", project, (".agent/",), ("~/.ssh/config",), (project / "build" / "ralph-logs",)
+    )
+    yield made
+    made.close()
+
+
+@needs_bwrap
+def test_a_serial_run_writes_its_work_tree_and_plan_but_not_git_logs_or_tmp_outside(project, home, fence):
+    (home / ".ssh" / "config").write_text("Host secret-host\n")  # inside a hidden folder: hidden with it
+    script = (
+        "echo built > work.txt && echo plan >> plan.jsonl && echo tmp > /tmp/private && cat /tmp/private;"
+        " echo x >> .git/config; echo x >> build/ralph-logs/events.jsonl; cat ~/.ssh/config; true"
+    )
+    done = inside(fence, project, script, home)
+    assert done.returncode == 0, done.stderr
+    assert (project / "work.txt").read_text() == "built\n" and (project / "plan.jsonl").read_text().endswith(
+        "plan\n"
+    )
+    assert done.stdout == "tmp\n"  # its own /tmp works, and the hidden file read nothing
+    assert done.stderr.count("Read-only file system") == 2  # .git/config and the journal
+    assert (project / "build" / "ralph-logs" / "events.jsonl").read_text() == "{}\n"
+    assert not Path("/tmp/private").exists()
+    again = inside(fence, project, "test -e /tmp/private || echo fresh", home)
+    assert again.stdout == "fresh\n"  # each run's /tmp starts anew
+
+
+@needs_bwrap
+def test_the_agents_state_folder_is_made_and_writable(project, home, fence):
+    fence.make_state_folders(home)
+    done = inside(fence, project, "echo session > ~/.agent/s && echo x > ~/elsewhere", home)
+    assert (home / ".agent" / "s").read_text() == "session\n"
+    assert "Read-only file system" in done.stderr and not (home / "elsewhere").exists()

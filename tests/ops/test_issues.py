@@ -1,0 +1,52 @@
+"""The issue commands as functions (ralph/ops/issues.py): add, resolve with a note, keep open with
+a reason; each one commit whose subject names the issue by its text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ralph.errors import InvalidInput
+from ralph.ops import issues
+from tests.support.gitrepo import git
+
+
+def message(root: Path) -> str:
+    return git(root, "log", "-1", "--format=%B").strip()
+
+
+def records(root: Path) -> list[dict]:
+    return [json.loads(line) for line in (root / "plan.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_an_issue_is_added_resolved_with_a_note_and_gone_from_the_plan(repo):
+    issue = issues.add(repo, "  Passwords are logged  ", priority="high")
+    assert (
+        issue["id"].startswith("i-")
+        and issue["text"] == "Passwords are logged"
+        and issue["priority"] == "high"
+    )
+    assert message(repo) == f"ralph: issue add {issue['id']} Passwords are logged"
+    issues.resolve(repo, issue["id"], note="the logger masks them now")
+    assert (
+        message(repo)
+        == f"ralph: issue resolve {issue['id']} Passwords are logged\n\nthe logger masks them now"
+    )
+    assert issue["id"] not in [r.get("id") for r in records(repo) if r["t"] == "issue"]
+
+
+def test_keeping_an_issue_open_commits_the_reason(repo):
+    issue = issues.add(repo, "Flaky login")
+    kept = issues.keep_open(repo, issue["id"], "more tasks will come from it")
+    assert kept["id"] == issue["id"]
+    assert message(repo) == f"ralph: issue keep {issue['id']} Flaky login\n\nmore tasks will come from it"
+
+
+def test_a_note_that_is_not_text_is_refused_before_the_plan_is_touched(repo):
+    issue = issues.add(repo, "Flaky login")
+    before = (repo / "plan.jsonl").read_bytes(), git(repo, "rev-parse", "HEAD")
+    with pytest.raises(InvalidInput, match="the note is not valid UTF-8 text"):
+        issues.resolve(repo, issue["id"], note="bad \udcff byte")
+    assert ((repo / "plan.jsonl").read_bytes(), git(repo, "rev-parse", "HEAD")) == before

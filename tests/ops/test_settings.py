@@ -1,0 +1,56 @@
+"""The construct loop's settings resolved from their layers: flags over the config record over the
+defaults, with each value checked (the `ralph config` command is in test_config.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ralph.errors import InvalidInput
+from ralph.ops.settings import Settings
+
+
+def test_flags_override_the_config_record():
+    config = {"t": "config", "timeout_ms": 1000, "max_iterations": 7, "agent_cmd": ["my-agent"], "gate": []}
+    settings = Settings.resolve(
+        "specs/x.md", config, {"timeout_s": 300.0, "max_iterations": None, "parallel": 2}
+    )
+    assert settings.timeout_s == 300 and settings.max_iterations == 7 and settings.parallel == 2
+    assert settings.agent_cmd == ("my-agent",) and settings.gate == ()
+    assert Settings.resolve("specs/x.md", {}, {}).gate == ("make", "verify")
+
+
+@pytest.mark.parametrize(
+    ("gate", "argv"),
+    [("make check", ("make", "check")), ("pytest -k 'a b'", ("pytest", "-k", "a b")), ("", ())],
+)
+def test_the_config_gate_may_be_a_command_line_as_gate_takes_it(gate, argv):
+    assert Settings.resolve("specs/x.md", {"t": "config", "gate": gate}, {}).gate == argv
+
+
+def test_a_config_gate_with_unbalanced_quotes_is_refused_in_one_line():
+    with pytest.raises(InvalidInput, match="cannot split the gate"):
+        Settings.resolve("specs/x.md", {"t": "config", "gate": "make 'verify"}, {})
+
+
+def test_an_agent_named_on_the_command_line_ignores_the_configs_program():
+    config = {
+        "t": "config",
+        "agent": "command",
+        "agent_cmd": ["./evil.sh"],
+        "model": "m",
+        "agent_args": ["-x"],
+    }
+    settings = Settings.resolve("specs/x.md", config, {"agent": "claude", "gate": ()})
+    assert settings.agent == "claude" and settings.agent_cmd is None
+    assert settings.model is None and settings.agent_args is None and settings.gate == ()
+    same = Settings.resolve("specs/x.md", {**config, "agent": "claude"}, {"agent": "claude"})
+    assert same.agent_cmd is None and same.model == "m" and same.agent_args == ("-x",)
+    chosen = Settings.resolve("specs/x.md", config, {"agent": "claude", "agent_cmd": ("/opt/claude",)})
+    assert chosen.agent_cmd == ("/opt/claude",)
+    assert Settings.resolve("specs/x.md", config, {}).agent_cmd == ("./evil.sh",)
+
+
+@pytest.mark.parametrize("minutes", [float("nan"), float("inf"), -1.0])
+def test_a_time_budget_must_be_a_finite_number_of_minutes(minutes):
+    with pytest.raises(InvalidInput, match="--max-minutes must be a number of minutes > 0"):
+        Settings.resolve("specs/x.md", {}, {"max_minutes": minutes})

@@ -1,0 +1,215 @@
+"""Where the tests of a module of ralph/ are when they are not in a test module of its own name.
+
+Each entry: the module, the test modules that cover it, and one sentence saying which of their
+behaviour does. tests/test_layout.py checks that every module with logic has tests of its own name
+or an entry here, and that each entry is still needed and names test modules that exist. Prefer a
+test module of the module's own name: move a clean group of tests there, or write one, and drop
+the entry."""
+
+from __future__ import annotations
+
+COVERED: dict[str, tuple[str, ...]] = {
+    # agents/
+    "ralph/agents/__init__.py": (
+        "tests/agents/test_adapters.py",
+        "tests/agents/test_command.py",
+        "make_adapter builds every adapter these tests read streams with, and refuses an unknown name.",
+    ),
+    # cli/: parses and prints; what it prints is in the goldens, what it does in the ops tests.
+    "ralph/cli/config.py": (
+        "tests/ops/test_config.py",
+        "`ralph config get|set|unset|list` is run through the CLI there, each change and refusal checked.",
+    ),
+    "ralph/cli/construct.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_dryrun.py",
+        "tests/loop/test_loop_safety.py",
+        "tests/cli/test_report_golden.py",
+        "every loop test runs `ralph construct` or `ralph plan` through it, bad loop flags are one line "
+        "with exit 2, and its final report is held in golden files.",
+    ),
+    "ralph/cli/doctor.py": (
+        "tests/ops/test_doctor.py",
+        "tests/cli/test_doctor_golden.py",
+        "`ralph doctor` and its --fix and --json run through the CLI in both, and the goldens hold what "
+        "it prints.",
+    ),
+    "ralph/cli/history.py": (
+        "tests/cli/test_log.py",
+        "tests/cli/test_completion.py",
+        "`ralph log`, `ralph report` and `ralph completion` are run through the CLI, their output held "
+        "in goldens and checked against a schema.",
+    ),
+    "ralph/cli/issues.py": (
+        "tests/cli/test_golden.py",
+        "tests/cli/test_json_output.py",
+        "the issue.yml golden runs `ralph issue add|resolve|list` and holds what each prints, and "
+        "every --json line is checked for its schema version.",
+    ),
+    "ralph/cli/main.py": (
+        "tests/cli/test_golden.py",
+        "tests/ops/test_import_path.py",
+        "every command's --help is a golden, and the state commands are shown never to load the "
+        "construct loop that the group loads lazily.",
+    ),
+    "ralph/cli/queries.py": (
+        "tests/cli/test_golden.py",
+        "tests/cli/test_unix_manners.py",
+        "the query and query_empty goldens hold what each `ralph query` prints, and its JSON objects "
+        "are checked.",
+    ),
+    "ralph/cli/questions.py": (
+        "tests/cli/test_golden.py",
+        "tests/loop/test_questions.py",
+        "the questions.yml golden runs ask, answer and questions, and the loop's agents ask through "
+        "the real `ralph ask`.",
+    ),
+    "ralph/cli/specs.py": (
+        "tests/cli/test_spec_new.py",
+        "`ralph spec new` is run through the CLI: the spec written from the template, and an existing "
+        "file or a bad name refused with nothing changed.",
+    ),
+    "ralph/cli/state.py": (
+        "tests/cli/test_golden.py",
+        "tests/cli/test_check_staged.py",
+        "the init, check, status and merge-driver goldens hold what each prints, and `check --staged` "
+        "is checked against git's index.",
+    ),
+    "ralph/cli/tasks.py": (
+        "tests/cli/test_golden.py",
+        "tests/cli/test_smoke.py",
+        "the task_*.yml goldens hold what every `ralph task` subcommand prints, and test_smoke checks "
+        "their commits and exit codes.",
+    ),
+    "ralph/demo/__main__.py": (
+        "tests/test_demo.py",
+        "the demo test runs `python -m ralph.demo` to COMPLETE and checks the repository it keeps.",
+    ),
+    "ralph/demo/agent.py": (
+        "tests/test_demo.py",
+        "the demo's run to COMPLETE is this scripted agent's work at every stage.",
+    ),
+    # loop/: the stages are tested through the real loop with the scripted fake agent.
+    "ralph/loop/preflight.py": (
+        "tests/loop/test_dryrun.py",
+        "tests/loop/test_loop_safety.py",
+        "the dry run lists every reason the real run refuses while the real run stops at the first, and "
+        "a detached head or a gate that cannot run is refused before any agent.",
+    ),
+    "ralph/loop/reaper.py": (
+        "tests/loop/test_supervisor.py",
+        "tests/loop/test_loop_safety.py",
+        "daemons left outside the run's process group are ended and reaped, only when their run ends, "
+        "and never what ralph itself started.",
+    ),
+    "ralph/loop/remote.py": (
+        "tests/loop/test_many_machines.py",
+        "runners sharing a remote claim each task before building it, hand builds back, and three "
+        "runners build twelve tasks exactly once.",
+    ),
+    "ralph/loop/report_data.py": (
+        "tests/loop/test_report_json.py",
+        "tests/loop/test_early_end.py",
+        "`construct --json` gives each task, issue and question of the report as an object, and a run "
+        "that ends before its first iteration still reports them.",
+    ),
+    "ralph/loop/stage_build.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_loop_safety.py",
+        "builds retried after a failed gate, timed out, crashed, set aside for DECOMPOSE or changing "
+        "nothing are run through the real loop.",
+    ),
+    "ralph/loop/stage_investigate.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_stage_runs.py",
+        "tests/loop/test_loop_safety.py",
+        "issues are investigated into tasks and resolved once, and a hanging investigator is stopped "
+        "and parked at the limit.",
+    ),
+    "ralph/loop/stage_plan.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_stage_runs.py",
+        "`ralph plan` runs only this stage, and a stopped plan run keeps nothing and says why.",
+    ),
+    "ralph/loop/stage_verify.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_stage_runs.py",
+        "verifiers accept or reject tasks in parallel checkouts of their own, and one stopped at the "
+        "limit sets its task aside.",
+    ),
+    "ralph/loop/workspace.py": (
+        "tests/loop/test_construct.py",
+        "tests/loop/test_stage_runs.py",
+        "every stage acts through a Workspace: its checkouts, the time budget's deadline and the stage "
+        "reports are what the loop tests observe.",
+    ),
+    # ops/: the use cases, through the CLI.
+    "ralph/ops/history.py": (
+        "tests/cli/test_log.py",
+        "the timeline, a task's story and --since are read back from real histories made through the CLI.",
+    ),
+    "ralph/ops/pullrequest.py": (
+        "tests/loop/test_pull_request.py",
+        "`construct --pr` and `ralph pr` push the branch to a real bare remote and open the request "
+        "through a stand-in gh or glab whose arguments and stdin are asserted.",
+    ),
+    "ralph/ops/report.py": (
+        "tests/cli/test_log.py",
+        "the page is one self-contained file with a point per plan commit, an unknown cost says so, "
+        "and headless Chromium draws it.",
+    ),
+    "ralph/ops/specs.py": (
+        "tests/cli/test_spec_new.py",
+        "the spec file made from the template, and the refusals of an existing file or a bad name, "
+        "are asserted through `ralph spec new`.",
+    ),
+    "ralph/ops/sync.py": (
+        "tests/ops/test_claims.py",
+        "claims, publishing and release go through its rounds: a lost race is replayed on the new head "
+        "and an unreachable remote fails after bounded retries.",
+    ),
+    # plan/ and store/
+    "ralph/plan/attempts.py": (
+        "tests/plan/test_transitions.py",
+        "the loop's transitions of a task (build attempts and their verdicts, kills, set-asides, "
+        "VERIFY's verdicts) are asserted there with the exact bytes they leave.",
+    ),
+    "ralph/plan/declared.py": (
+        "tests/plan/test_derive.py",
+        "it is generated by derive.py: test_derive checks it is current with the models and that its "
+        "task fields, config keys and typed views mean what the models declare.",
+    ),
+    "ralph/plan/models.py": (
+        "tests/plan/test_models_schema.py",
+        "tests/plan/test_schema_standard.py",
+        "plan.schema.json is exported from the models, matches the documented fields, and a standard "
+        "validator agrees with ralph check.",
+    ),
+    "ralph/plan/questions.py": (
+        "tests/plan/test_transitions.py",
+        "tests/plan/test_plan.py",
+        "asking blocks a task and answering unblocks it through every level of decomposition, and "
+        "issues are added and resolved, on plans in memory.",
+    ),
+    "ralph/plan/reading.py": (
+        "tests/plan/test_transitions.py",
+        "tests/plan/test_plan.py",
+        "the scoped reads (task and issue views by spec, find_task, reads after a change) and the "
+        "next task are asserted on plans in memory.",
+    ),
+    "ralph/plan/singletons.py": (
+        "tests/ops/test_config.py",
+        "tests/plan/test_plan.py",
+        "config keys set and unset one commit each, and the state record rewritten only when "
+        "something changes, are asserted there.",
+    ),
+    "ralph/plan/tasks.py": (
+        "tests/plan/test_plan.py",
+        "add, done, accept, reject, delete and prioritize are asserted on plans in memory: what each "
+        "changes, line by line, and what it refuses.",
+    ),
+    "ralph/plan/validate.py": (
+        "tests/plan/test_models_schema.py",
+        "the validator accepts exactly the records pydantic accepts, on generated valid and broken records.",
+    ),
+}

@@ -1,0 +1,73 @@
+"""Git for the tests: every test's isolated git (config and identity), `git()` to run it, a shared
+bare remote with its clones, and stand-ins for what git calls out to."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.invalid",
+    "GIT_COMMITTER_NAME": "Test Committer",
+    "GIT_COMMITTER_EMAIL": "committer@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+# Every test's git: no system or user config, a pinned identity, and no automatic housekeeping
+# (`git maintenance run --auto` after each commit is a process that tests do not need).
+GIT_CONFIG = "[init]\n\tdefaultBranch = main\n[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n"
+
+
+def isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
+    global_config = config_dir / "config"
+    global_config.write_text(GIT_CONFIG)
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_dir / "xdg"))  # nor the developer's ralph config
+    monkeypatch.setenv("XDG_STATE_HOME", str(config_dir / "state"))  # nor writes crash logs into theirs
+    # Runs are unfenced unless a test asks (--sandbox): the tests' agents keep their counters beside
+    # the repository, and whether this machine has bubblewrap must not change what a test prints.
+    monkeypatch.setenv("RALPH_SANDBOX", "off")
+    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "RALPH_LOCK_TIMEOUT"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+class Shared:
+    """One bare repository (the remote every runner shares) seeded from a `repo`, and its clones,
+    each with `ralph init` done (git does not clone the merge driver's registration)."""
+
+    def __init__(self, seed: Path, base: Path):
+        self.seed, self.base = seed, base
+        self.origin = base / "origin.git"
+        git(base, "init", "-q", "--bare", str(self.origin))
+        git(seed, "remote", "add", "origin", str(self.origin))
+        git(seed, "push", "-q", "origin", "main")
+
+    def clone(self, name: str) -> Path:
+        path = self.base / name
+        git(self.base, "clone", "-q", str(self.origin), str(path))
+        from ralph.ops import initialize
+
+        initialize.init(path)
+        return path
+
+    def plan_on_origin(self) -> bytes:
+        return subprocess.run(
+            ["git", "cat-file", "blob", "main:plan.jsonl"], cwd=self.origin, check=True, capture_output=True
+        ).stdout
+
+
+FAKE_GPG = """#!/bin/sh
+# Stands in for gpg: signs anything (git reads the status line from stderr, the signature from stdout).
+cat > /dev/null
+echo '[GNUPG:] SIG_CREATED D 1 8 00 1 X' >&2
+printf -- '-----BEGIN PGP SIGNATURE-----\\nfake\\n-----END PGP SIGNATURE-----\\n'
+"""

@@ -1,0 +1,26 @@
+"""Hooks for tests: scripts a config hook runs, and setting config keys through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.support.construct import in_process
+
+# Appends each event it gets on stdin to the file named by its argument, one line each.
+APPEND = "import sys\nwith open(sys.argv[1], 'a') as out:\n    out.write(sys.stdin.read())\n"
+# Writes its pid, then never ends (its timeout must stop it).
+HANG = "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+
+
+def config_set(root: Path, key: str, value: object) -> None:
+    text = value if isinstance(value, str) else json.dumps(value)
+    done = in_process(["-C", str(root), "config", "set", key, text], dict(os.environ))
+    assert done.returncode == 0, done.stderr
+
+
+def script(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)

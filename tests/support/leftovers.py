@@ -1,0 +1,33 @@
+"""What a killed run leaves behind, made as ralph makes it: worktrees and build branches recorded as
+ralph's (ralph.store.owned), for doctor and the loop's clean-up to find."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ralph.store import owned
+from ralph.store.git import Repo
+from ralph.store.owned import Owned, OwnedKind
+from tests.support.gitrepo import git
+
+
+def leftover_worktree(root: Path, tmp: Path, label: str, branch: str | None = None) -> Path:
+    """A worktree as ralph.loop.workspace.checkout makes it (<tmp>/ralph-<label>-XXXX/ralph-<label>),
+    recorded as ralph's, as a killed run leaves it; on `branch` (made from HEAD, recorded too) as
+    parallel builds have them."""
+    path = tmp / f"ralph-{label}-k1ll3d" / f"ralph-{label}"
+    path.parent.mkdir(parents=True)
+    repo = Repo(root)
+    owned.record(repo, Owned(OwnedKind.WORKTREE, str(path), folder=str(path.parent)))
+    if branch:
+        owned.record(repo, Owned(OwnedKind.BRANCH, branch, start=repo.head()))
+    where = ["-b", branch] if branch else ["--detach"]
+    git(root, "worktree", "add", "-q", *where, str(path), "HEAD")
+    return path
+
+
+def leftover_branch(root: Path, branch: str, commit: str = "HEAD") -> None:
+    """A build branch ralph recorded making, left by a killed run."""
+    repo = Repo(root)
+    owned.record(repo, Owned(OwnedKind.BRANCH, branch, start=repo.head()))
+    git(root, "branch", branch, commit)

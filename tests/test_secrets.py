@@ -1,0 +1,96 @@
+"""ralph.secrets: what is redacted (the environment's and .env files' secret values, secret
+assignments, URL credentials, token shapes), what is left alone (plain words, paths, URLs without
+credentials), and output read line by line (a private key block spanning lines)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ralph.secrets import REDACTED, OutputLines, redact, redact_fields
+
+SHAPES = [
+    "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t",
+    "sk_live_51HqLmN8oPq2RsT4uVw6",
+    "sk_test_51HqLmN8oPq2RsT4uVw6",
+    "rk_live_51HqLmN8oPq2RsT4uVw6",
+    "ghp_k3Jd9sLq2Wm8Xn4Rb7Tc1Vy6Zp0Ha5Ge3Uf",
+    "gho_k3Jd9sLq2Wm8Xn4Rb7Tc1Vy6Zp0Ha5Ge3Uf",
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+    "xoxb-1234567890-abcdefghijkl",
+    "xoxp-1234567890-abcdefghijkl",
+    "AKIAIOSFODNN7EXAMPLE",
+    "npm_k3Jd9sLq2Wm8Xn4Rb7Tc1Vy6Zp0Ha5Ge3Uf",
+    "hf_k3Jd9sLq2Wm8Xn4Rb7Tc1Vy6Zp0Ha5",
+    "glpat-k3Jd9sLq2Wm8Xn4Rb7Tc",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlLXZhbHVl",
+]
+
+
+@pytest.mark.parametrize("token", SHAPES)
+def test_each_token_shape_is_redacted_wherever_it_stands(token):
+    assert redact(f"the key ({token}) leaked") == f"the key ({REDACTED}) leaked"
+
+
+def test_a_private_key_block_is_redacted_whole():
+    block = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\nAAAAB3\n-----END OPENSSH PRIVATE KEY-----"
+    assert redact(f"key:\n{block}\ndone") == f"key:\n{REDACTED}\ndone"
+
+
+def test_secret_values_of_the_environment_are_redacted_but_not_paths_or_plain_words(monkeypatch):
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "ann@example.com")
+    monkeypatch.setenv("DEPLOY_TOKEN", "envtok-4c1f9a7e2b3d")
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-XXXX/agent.42")
+    monkeypatch.setenv("AUTH_MODE", "disabled")
+    monkeypatch.setenv("HOME_PAGE", "envtok-not-secret-by-name")
+    text = "envtok-4c1f9a7e2b3d at /tmp/ssh-XXXX/agent.42, auth disabled, envtok-not-secret-by-name"
+    assert redact(text) == f"{REDACTED} at /tmp/ssh-XXXX/agent.42, auth disabled, envtok-not-secret-by-name"
+    assert redact("by ann@example.com") == "by ann@example.com"
+
+
+def test_values_of_the_repositorys_env_files_are_redacted(tmp_path):
+    (tmp_path / ".env").write_text("DB_PASSWORD='dotenv-Pa55-word'\nexport APP_SEED=zq9XvB27mKpL44\n# X=y\n")
+    (tmp_path / ".env.local").write_text("NODE_ENV=production\nPORT=3000\nAPI=https://api2.example.com\n")
+    text = "dotenv-Pa55-word zq9XvB27mKpL44 production 3000 https://api2.example.com"
+    assert redact(text, tmp_path) == f"{REDACTED} {REDACTED} production 3000 https://api2.example.com"
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        ("DB_PASSWORD=hunter2hunter2 then", f"DB_PASSWORD={REDACTED} then"),
+        ("password: 'my pass phrase'", f"password: {REDACTED}"),
+        ('{"api_key": "abcd1234efgh"}', f'{{"api_key": {REDACTED}}}'),
+        ("STRIPE_KEY = whsec_abcdef", f"STRIPE_KEY = {REDACTED}"),
+        ("postgres://app:s3cret-pw@db:5432/app", f"postgres://{REDACTED}@db:5432/app"),
+        ("https://x-access-token:abc123@github.com/o/r", f"https://{REDACTED}@github.com/o/r"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", f"Authorization: {REDACTED}"),
+    ],
+)
+def test_secret_assignments_and_url_credentials_are_redacted(said, shown):
+    assert redact(said) == shown
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        "ssh://git@github.com/o/r.git and https://example.com/a@b",
+        "the key: it works",  # a value too short to be a secret
+        "Author: Ann Example <ann@example.com>",  # an author is no secret
+        '"tokens": 1000',
+        "tests passed: 42 of 42; see sk-short",
+        f"DB_PASSWORD={REDACTED} already",
+    ],
+)
+def test_text_without_secrets_is_left_alone(plain):
+    assert redact(plain) == plain
+
+
+def test_records_are_redacted_field_by_field_keys_kept():
+    record = {"t": "task", "notes": ["call with sk_live_51HqLmN8oPq2RsT4uVw6"], "attempts": 2}
+    assert redact_fields(record) == {"t": "task", "notes": [f"call with {REDACTED}"], "attempts": 2}
+
+
+def test_output_read_line_by_line_hides_every_line_of_a_private_key_block():
+    lines = OutputLines()
+    said = ["start", "-----BEGIN EC PRIVATE KEY-----", "MIIEow", "IBA", "-----END EC PRIVATE KEY-----", "end"]
+    assert [lines(line) for line in said] == ["start", REDACTED, REDACTED, REDACTED, REDACTED, "end"]
