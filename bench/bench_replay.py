@@ -473,7 +473,8 @@ class History:
     real: Path  # the repository with the real history
     base: str  # the commit the replay starts from
     commits: list[str]
-    patches: Path  # NN.patch and manifest.json, for the agent
+    subjects: list[str]
+    patches: Path  # NN.patch
     deps: dict[int, list[int]]  # commit number -> the commits its patch needs
 
 
@@ -506,9 +507,7 @@ def make_history(folder: Path, count: int) -> History:
         last_touch.update(dict.fromkeys(touched, number))
     # Compiles pytest into the bench's empty byte-code cache before anything is timed.
     subprocess.run(shlex.split(GATE), cwd=real, capture_output=True, env=bench_env(**NO_PLUGINS), check=False)
-    manifest = {f"{n:02d}": c.subject for n, c in enumerate(HISTORY[:count], start=1)}
-    (patches / "manifest.json").write_text(json.dumps(manifest))
-    return History(real, base, commits, patches, deps)
+    return History(real, base, commits, [commit.subject for commit in HISTORY[:count]], patches, deps)
 
 
 def tree_without_plan(repo: Path, rev: str) -> str:
@@ -552,10 +551,9 @@ def floor(folder: Path, history: History) -> tuple[float, str]:
 
 
 def add_tasks(root: Path, history: History, deps: str) -> None:
-    manifest = json.loads((history.patches / "manifest.json").read_text())
     tasks = []
-    for number in range(1, len(history.commits) + 1):
-        task = {"id": f"t-replay{number:02d}", "name": manifest[f"{number:02d}"]}
+    for number, subject in enumerate(history.subjects, start=1):
+        task = {"id": f"t-replay{number:02d}", "name": subject}
         if deps == "needed" and history.deps[number]:
             task["deps"] = [f"t-replay{n:02d}" for n in history.deps[number]]
         tasks.append(task)
@@ -579,7 +577,11 @@ class Outcome:
 def replay_env(history: History) -> dict[str, str]:
     """The floor's and the loop's: the venv's pytest plugins (golden files, hypothesis, xdist) are
     ralph's, not tally's, and would only slow each suite run."""
-    return bench_env(BENCH_REPLAY_DIR=str(history.patches), **NO_PLUGINS)
+    commits = {
+        f"{n:02d}": {"subject": subject, "patch": (history.patches / f"{n:02d}.patch").read_text()}
+        for n, subject in enumerate(history.subjects, start=1)
+    }
+    return bench_env(BENCH_REPLAY=json.dumps(commits), **NO_PLUGINS)
 
 
 def run_mode(folder: Path, history: History, mode: str, deps: str) -> Outcome:

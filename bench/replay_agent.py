@@ -1,7 +1,8 @@
 """The scripted agent of bench_replay.py: BUILD applies its task's commit as a patch and says
 done, VERIFY accepts, DECOMPOSE hands the same patch to a subtask. The task's id says which
 commit it is (t-replay07; t-replay07-d after a decomposition, with t-replay07-d-check);
-BENCH_REPLAY_DIR holds the patches (07.patch) and manifest.json (the commits' subjects)."""
+BENCH_REPLAY holds each commit's subject and patch, as JSON ({"07": {"subject", "patch"}}): an
+environment variable reaches an agent that ralph's sandbox gives a private /tmp."""
 
 import json
 import os
@@ -9,31 +10,33 @@ import re
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 ralph = shlex.split(os.environ["RALPH_BIN"])
 stage = os.environ["RALPH_STAGE"]
-replay = Path(os.environ["BENCH_REPLAY_DIR"])
+commits = json.loads(os.environ["BENCH_REPLAY"])
 
 
 def commit_number(task_id: str) -> str:
     return re.match(r"t-replay(\d+)", task_id).group(1)
 
 
-def git_apply(patch: Path, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "apply", *flags, str(patch)], capture_output=True, text=True, check=False)
+def git_apply(patch: str, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["git", "apply", *flags, "-"], input=patch, capture_output=True, text=True, check=False
+    )
 
 
 def build(task_id: str) -> int:
     if task_id.endswith("-check"):  # the second half of a decomposition: nothing to change
         subprocess.run([*ralph, "task", "done"], check=True, capture_output=True)
         return 0
-    patch = replay / f"{commit_number(task_id)}.patch"
+    number = commit_number(task_id)
+    patch = commits[number]["patch"]
     # A retry runs with the failed attempt's changes still in place: then the patch is applied.
     if git_apply(patch, "--reverse", "--check").returncode != 0:
         applied = git_apply(patch)
         if applied.returncode != 0:
-            print(f"git apply {patch.name} failed:\n{applied.stderr}", flush=True)
+            print(f"git apply of commit {number} failed:\n{applied.stderr}", flush=True)
             return 1
     subprocess.run([*ralph, "task", "done"], check=True, capture_output=True)
     return 0
@@ -42,7 +45,7 @@ def build(task_id: str) -> int:
 def decompose(task_id: str) -> int:
     """A commit is not split: one subtask applies the same patch, and, since a decomposition
     needs at least two, a second one that changes nothing follows it."""
-    subject = json.loads((replay / "manifest.json").read_text())[commit_number(task_id)]
+    subject = commits[commit_number(task_id)]["subject"]
     again = {"id": f"{task_id}-d", "name": f"{subject} (again)", "parent": task_id}
     check = {
         "id": f"{task_id}-d-check",
