@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install sandbox verify lint test e2e bench demo schema clean
+.PHONY: install sandbox verify lint test e2e bench bench-replay demo schema clean
 
 # Editable as a plain path in a .pth file: pyproject.toml's package-dir makes it setuptools' static
 # strategy. An import hook (its default for a flat layout) is loaded by every Python start in the
@@ -88,6 +88,10 @@ bench: $(STAMP)
 	$(PY) bench/bench_merge.py
 	$(PY) bench/bench_log.py
 	$(PY) bench/bench_remote.py
+
+## bench-replay: the construct loop replaying a small project's history (a few minutes; not in bench)
+bench-replay: $(STAMP)
+	$(PY) bench/bench_replay.py
 
 ## demo: ralph on an example in a temporary git repository; no model account needed
 demo: $(STAMP)

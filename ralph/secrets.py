@@ -201,9 +201,19 @@ def redact(text: str, root: Path | None = None) -> str:
     return _redact(text, _values_pattern(secret_values(root)))
 
 
+@cache
+def _trigger() -> re.Pattern:
+    """Whether a text holds anything the checks below look for: one search in C instead of some
+    thirty substring tests in Python for a plain name (a plan of 10,000 tasks redacts each)."""
+    literals = [*_TOKEN_SHAPES, *_AUTHORIZATION_MARKS, "://", "=", ":"]
+    return re.compile("|".join(re.escape(literal) for literal in literals))
+
+
 def _redact(text: str, values: re.Pattern | None) -> str:
     if values is not None:
         text = values.sub(REDACTED, text)
+    if not _trigger().search(text):
+        return text
     for start in _TOKEN_SHAPES:
         if start in text:
             text = _shape(start).sub(REDACTED, text)

@@ -99,8 +99,9 @@ class DecomposeStage:
                     change.plan.delete(child, force=True)
         self.ws.journal.event("decompose_failed", item=task.id, why=why, log=str(log))
         self.ws.console.event(f"DECOMPOSE of {task.id} {why}")
-        if self.ws.read_plan().find_task(task.id) is None:  # the agent removed it, with too few parts
-            return self.ws.commit(f"ralph(decompose): {task.id} removed ({why})")
+        if self.ws.read_plan().find_task(task.id) is None:  # the agent removed it, with too few parts:
+            with self.ws.change_plan() as change:  # undone whole, the task back as it was
+                change.plan.restore_task(task.record)
         with self.ws.change_plan() as change:
             failures = change.plan.record_decompose_failure(task.id)
         if failures >= MAX_DECOMPOSE_FAILURES:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ralph.errors import Refused
 from ralph.plan import singletons, tasks
 from ralph.plan.document import Record
 from ralph.plan.reading import PlanReader, drop_claim
@@ -224,3 +225,12 @@ def _add_usage(task: Record, tokens: int, cost_usd: float | None) -> None:
         task["unknown_cost_runs"] = task.get("unknown_cost_runs", 0) + 1
     else:
         task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)
+
+
+def restore_task(plan: PlanReader, record: Record) -> Record:
+    """Put back a task an agent removed in a run whose changes are undone (a decomposition into
+    too few parts): as it was before the run."""
+    if plan.find_task(record["id"]) is not None:
+        raise Refused(f"task {record['id']} is in the plan already")
+    plan.doc.append(dict(record))
+    return record

@@ -88,6 +88,9 @@ class Plan(PlanReader):
     def record_decomposition(self, task_id: str, children: list[str], depth_of_task: int = 0) -> None:
         return attempts.record_decomposition(self, task_id, children, depth_of_task)
 
+    def restore_task(self, record: Record) -> Record:
+        return attempts.restore_task(self, record)
+
     def record_decompose_failure(self, task_id: str) -> int:
         return attempts.record_decompose_failure(self, task_id)
 

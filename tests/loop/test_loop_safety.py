@@ -318,10 +318,12 @@ elif stage == "DECOMPOSE":
     for n in range(int(os.environ["SUBTASKS"])):
         item = {"name": f"part {n} of {task}", "parent": task}
         ralph("task", "add", json.dumps(item))
+    if os.environ.get("DELETE_PARENT"):
+        ralph("task", "delete", task)
 """
 
 
-def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int):
+def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int, delete_parent: bool = False):
     from ralph.ops import tasks
 
     agent = tmp_path / "splitter.py"
@@ -331,7 +333,11 @@ def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int):
     plan = project / "plan.jsonl"
     plan.write_text(json.dumps({"t": "config", "max_decompose_depth": depth}) + "\n" + plan.read_text())
     (root,) = tasks.add(project, [{"name": "Too big", "priority": "high"}])
-    env = {"SUBTASKS": str(subtasks), "PROMPTS": str(prompts)}
+    env = {
+        "SUBTASKS": str(subtasks),
+        "PROMPTS": str(prompts),
+        **({"DELETE_PARENT": "1"} if delete_parent else {}),
+    }
     fails = f"{shlex.quote(sys.executable)} -c 'raise SystemExit(1)'"
     argv = ["--gate", fails, "--max-attempts", "1", "--max-iterations", "6"]
     done = construct(project, *argv, agent=f"{shlex.quote(sys.executable)} {agent}", env=env)
@@ -356,8 +362,10 @@ def test_decomposition_stops_at_its_depth_and_blocks_for_a_person(project, tmp_p
     assert "2 blocked" in status.stdout and "stage BLOCKED" in status.stdout
 
 
-def test_a_decomposition_into_one_part_is_undone_and_twice_blocks(project, tmp_path):
-    done, root, _ = splitting_run(project, tmp_path, subtasks=1, depth=3)
+@pytest.mark.parametrize("delete_parent", [False, True], ids=["kept", "deleted by the agent"])
+def test_a_decomposition_into_one_part_is_undone_and_twice_blocks(project, tmp_path, delete_parent):
+    """Also when the agent deletes the task itself: it was lost, and the run ended COMPLETE."""
+    done, root, _ = splitting_run(project, tmp_path, subtasks=1, depth=3, delete_parent=delete_parent)
     tasks = [r for r in plan_records(project) if r["t"] == "task"]
     assert [(t["id"], t["s"], t.get("decompose_failures")) for t in tasks] == [(root, "b", 2)], done.stdout
     assert "made 1 subtask(s); a decomposition needs 2 to 5" in tasks[0]["blocked_reason"]

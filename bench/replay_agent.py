@@ -1,0 +1,70 @@
+"""The scripted agent of bench_replay.py: BUILD applies its task's commit as a patch and says
+done, VERIFY accepts, DECOMPOSE hands the same patch to a subtask. The task's id says which
+commit it is (t-replay07; t-replay07-d after a decomposition, with t-replay07-d-check);
+BENCH_REPLAY holds each commit's subject and patch, as JSON ({"07": {"subject", "patch"}}): an
+environment variable reaches an agent that ralph's sandbox gives a private /tmp."""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+ralph = shlex.split(os.environ["RALPH_BIN"])
+stage = os.environ["RALPH_STAGE"]
+commits = json.loads(os.environ["BENCH_REPLAY"])
+
+
+def commit_number(task_id: str) -> str:
+    return re.match(r"t-replay(\d+)", task_id).group(1)
+
+
+def git_apply(patch: str, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["git", "apply", *flags, "-"], input=patch, capture_output=True, text=True, check=False
+    )
+
+
+def build(task_id: str) -> int:
+    if task_id.endswith("-check"):  # the second half of a decomposition: nothing to change
+        subprocess.run([*ralph, "task", "done"], check=True, capture_output=True)
+        return 0
+    number = commit_number(task_id)
+    patch = commits[number]["patch"]
+    # A retry runs with the failed attempt's changes still in place: then the patch is applied.
+    if git_apply(patch, "--reverse", "--check").returncode != 0:
+        applied = git_apply(patch)
+        if applied.returncode != 0:
+            print(f"git apply of commit {number} failed:\n{applied.stderr}", flush=True)
+            return 1
+    subprocess.run([*ralph, "task", "done"], check=True, capture_output=True)
+    return 0
+
+
+def decompose(task_id: str) -> int:
+    """A commit is not split: one subtask applies the same patch, and, since a decomposition
+    needs at least two, a second one that changes nothing follows it."""
+    subject = commits[commit_number(task_id)]["subject"]
+    again = {"id": f"{task_id}-d", "name": f"{subject} (again)", "parent": task_id}
+    check = {
+        "id": f"{task_id}-d-check",
+        "name": f"{subject} (confirm it is in)",
+        "parent": task_id,
+        "deps": [again["id"]],
+        "no_code": True,
+    }
+    subprocess.run([*ralph, "task", "add", json.dumps([again, check])], check=True, capture_output=True)
+    subprocess.run([*ralph, "task", "delete", task_id], check=True, capture_output=True)
+    return 0
+
+
+if stage == "BUILD":
+    sys.exit(build(os.environ["RALPH_TASK_ID"]))
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept"], check=True, capture_output=True)
+elif stage == "DECOMPOSE":
+    sys.exit(decompose(os.environ["RALPH_TASK_ID"]))
+elif stage == "INVESTIGATE":  # the replay raises no issue; should one appear, it is not this agent's
+    subprocess.run([*ralph, "issue", "resolve", os.environ["RALPH_ISSUE_ID"], "--note", "replay"], check=True)
+sys.exit(0)
