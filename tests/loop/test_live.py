@@ -311,6 +311,7 @@ def test_plain_lines_say_the_progress_when_it_changes():
     lines = [line.split("] ", 1)[1] for line in piped.getvalue().splitlines()]
     assert len(lines) == 2  # the second report changed nothing
     assert lines[0] == (
-        "iteration 1 of 10 · 0 of 3 accepted · ETA unknown · BUILD · 0 tokens · no cost yet · left $2.00 of $2"
+        "iteration 1 of 10 · 0 of 3 accepted · ETA unknown · BUILD · 0 tokens · no cost yet"
+        " · left $2.00 of $2"
     )
     assert " · 1 of 3 accepted · ETA " in lines[1] and "ETA unknown" not in lines[1]
