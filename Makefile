@@ -21,10 +21,11 @@ $(STAMP): pyproject.toml Makefile
 install: $(STAMP)
 
 ## sandbox: install bubblewrap (bwrap), which fences agents and gates, when missing (apt-get, as root)
+# tmux comes along: the live view's tests drive ralph in tmux panes as a person would (they skip without it).
 sandbox:
-	@if command -v bwrap >/dev/null; then echo "bubblewrap: $$(command -v bwrap)"; \
+	@if command -v bwrap >/dev/null && command -v tmux >/dev/null; then echo "bubblewrap: $$(command -v bwrap)"; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap tmux >/dev/null \
 		&& echo "bubblewrap: installed $$(command -v bwrap)"; } \
 		|| echo "could not install bubblewrap: ralph runs agents unfenced, and the sandbox tests skip" >&2; \
 	else echo "bubblewrap is missing: install it with your package manager (apt-get install bubblewrap, dnf install bubblewrap); until then ralph runs agents unfenced" >&2; fi
