@@ -44,6 +44,9 @@ PRIVATE_TMP = Path("/tmp")
 # The folders the sandbox mounts afresh (a private /tmp, a minimal /dev): what the run must still
 # see under them (a repository or $HOME in /tmp or /dev/shm, as in the tests) is bound again.
 FRESH_MOUNTS = (PRIVATE_TMP, Path("/dev"))
+# Where ralph itself is imported from (an editable install in a clone under /tmp, as in CI): an
+# agent's own `ralph` commands import it there.
+RALPH_SOURCE = Path(__file__).resolve().parents[2]
 
 # Names of files that hold secrets, matched anywhere in the repository among the files git does
 # not track (a tracked file is in the history anyway; hiding it would only show it as changed).
@@ -129,9 +132,13 @@ class Sandbox:
         work_tree = work_tree.resolve()
         args = [self.program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         args += ["--tmpfs", str(PRIVATE_TMP)]
-        seen = [self.home, home_dir, Path(sys.prefix).resolve()]
-        if argv and os.path.isabs(argv[0]):  # the program itself (a script in a temporary folder)
-            seen.append(Path(argv[0]).resolve().parent)
+        seen = [self.home, home_dir, Path(sys.prefix).resolve(), RALPH_SOURCE]
+        # The program and the scripts and folders its command line names (`python /tmp/x/agent.py`):
+        # read-only, so that one in a temporary folder still runs under the private /tmp.
+        for arg in argv:
+            if os.path.isabs(arg) and os.path.exists(arg):
+                path = Path(arg).resolve()
+                seen.append(path if path.is_dir() else path.parent)
         for path in _unique(seen):
             if any(_under(path, fresh) for fresh in FRESH_MOUNTS) and path.exists():
                 args += ["--ro-bind", str(path), str(path)]
