@@ -403,3 +403,19 @@ def test_prompt_is_passed_on_stdin_and_stdin_then_closes(tmp_path):
         timeout_s=30, stdin_data=b"hello " * 100_000,
     )  # fmt: skip
     assert run.ok and run.tail == ["600000", "hello"]
+
+
+def test_a_secret_across_the_cut_of_a_long_line_is_redacted_before_the_cut(tmp_path):
+    from ralph.loop import supervisor
+
+    token = "ghp_" + "a1" * 20
+    script = f"print('x' * 1989 + ' ' + {token!r} + ' ' + 'y' * 100_000)"
+    result = supervisor.Supervisor().run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        log_path=tmp_path / "l.log",
+        timeout_s=60,
+    )
+    assert result.ok and len(result.tail[-1]) == supervisor.TAIL_LINE_CHARS
+    assert "ghp_" not in result.tail[-1] and result.tail[-1].startswith("x" * 1989 + " [")
