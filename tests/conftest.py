@@ -60,6 +60,14 @@ RUN_FIRST = (
     "tests/loop/test_questions.py",
     "tests/loop/test_stage_runs.py",
     "tests/plan/test_merge.py",
+    "tests/loop/test_failure_reasons.py",
+    "tests/loop/test_secrets.py",
+    "tests/loop/test_live.py",
+    "tests/loop/test_terminal_escapes.py",
+    "tests/loop/test_plan_reads.py",
+    "tests/loop/test_sandbox.py",
+    "tests/loop/test_stops.py",
+    "tests/loop/test_unknown_changes.py",
 )
 
 
