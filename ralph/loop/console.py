@@ -15,52 +15,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 
 from ralph.loop import live as drawing
-from ralph.loop.live import Progress, RunUsage, clock
+from ralph.loop.live import clock
+from ralph.loop.view import GateView, RunUsage, RunView, View
 from ralph.secrets import redact
 
 GATE_LINES = 6  # lines of a failed gate's explanation kept in the live region
 EVENT_LINES = 30  # lines of it printed as events (the gate picks at most about 24)
-
-
-@dataclass
-class RunView:
-    """One running agent."""
-
-    stage: str
-    item: str
-    name: str
-    log: str
-    started: float  # epoch seconds
-
-
-@dataclass
-class GateView:
-    """The last gate (or pre-commit hook) result."""
-
-    item: str
-    ok: bool
-    lines: list[str]
-    log: str
-    what: str = "gate"
-
-
-@dataclass
-class View:
-    """What the live region shows; the console keeps one, `ralph watch` rebuilds it."""
-
-    started: float = field(default_factory=time.time)
-    iteration: int = 0
-    stage: str = ""
-    runs: dict[str, RunView] = field(default_factory=dict)
-    gate: GateView | None = None
-    tokens: int = 0
-    cost_usd: float = 0.0
-    waiting: str = ""  # a rate or usage limit being waited out
-    actions: list[str] = field(default_factory=list)  # the agent's last actions (ralph watch)
-    progress: Progress = field(default_factory=Progress)
 
 
 def render(view: View, now: float, color: bool = False) -> list[str]:
@@ -110,7 +72,7 @@ class Console:
             self.view.progress.known_runs, self.view.progress.unknown_runs = known_runs, unknown_runs
 
     def progress(self, **fields: object) -> None:
-        """How far the run is (accepted, total) and its budgets: see live.Progress."""
+        """How far the run is (accepted, total) and its budgets: see view.Progress."""
         with self._lock:
             before = self.view.progress.accepted
             self.view.progress.update(time.time(), **fields)

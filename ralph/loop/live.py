@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
+from ralph.loop.view import View
 from ralph.text import printable
-
-if TYPE_CHECKING:
-    from ralph.loop.console import View
 
 USAGE_EVERY_S = 2.0  # a running agent's usage is journalled at most this often
 ELLIPSIS = "…"
@@ -34,43 +32,6 @@ _SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "re
 def safe(text: object) -> str:
     """Text from an agent, a task or a file as one line that cannot drive the terminal."""
     return printable(str(text))
-
-
-# --- what is drawn --------------------------------------------------------------------------------
-@dataclass
-class RunUsage:
-    """A running agent's usage so far; `cost_usd` None: not known (no reported cost, no price)."""
-
-    tokens: int = 0
-    cost_usd: float | None = None
-
-
-@dataclass
-class Progress:
-    """How far the run is and what it may still spend; None: not known (yet)."""
-
-    accepted: int | None = None
-    total: int | None = None
-    max_iterations: int | None = None
-    max_minutes: float | None = None
-    max_cost_usd: float | None = None
-    known_runs: int = 0  # ended runs whose cost is known
-    unknown_runs: int = 0  # ended runs whose cost nobody reported or priced
-    accepted_at: float | None = None  # when the latest acceptance was seen (for the ETA's basis)
-    accepted_before: int | None = None  # accepted when this run began: earlier runs' are no basis
-    running: dict[str, RunUsage] = field(default_factory=dict)  # run id -> usage so far
-
-    def update(self, at: float, **fields: Any) -> None:
-        """A `progress` report (the console's, or a journal event's fields) seen at `at`."""
-        accepted = fields.get("accepted")
-        if accepted is not None:
-            if self.accepted_before is None:
-                self.accepted_before = accepted
-            elif accepted != self.accepted:
-                self.accepted_at = at
-        for key in ("accepted", "total", "max_iterations", "max_minutes", "max_cost_usd"):
-            if key in fields:
-                setattr(self, key, fields[key])
 
 
 def clock(seconds: float) -> str:

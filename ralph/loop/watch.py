@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ralph.agents.transcript import last_actions, transcript_path
 from ralph.loop import live
-from ralph.loop.console import GateView, RunView, View
+from ralph.loop.view import GateView, RunUsage, RunView, View
 from ralph.ops import runs
 from ralph.secrets import redact
 from ralph.text import terminal_text
@@ -55,7 +55,7 @@ def view_of(root: Path, events: list[dict]) -> View:
         elif kind == "progress":
             view.progress.update(epoch(event.get("ts")), **event)
         elif kind == "usage":
-            view.progress.running[str(event.get("log"))] = live.RunUsage(
+            view.progress.running[str(event.get("log"))] = RunUsage(
                 event.get("tokens") or 0, event.get("cost_usd")
             )
         elif kind == "limit_wait":

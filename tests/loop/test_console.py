@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import io
 
-from ralph.loop.console import Console, GateView
+from ralph.loop.console import Console
+from ralph.loop.view import GateView
 
 
 def test_console_draws_a_live_region_on_a_terminal_and_plain_lines_elsewhere():
@@ -37,7 +38,8 @@ def test_console_draws_a_live_region_on_a_terminal_and_plain_lines_elsewhere():
 
 
 def test_the_live_region_is_coloured_unless_no_color_and_plain_lines_never_are(monkeypatch):
-    from ralph.loop.console import View, render
+    from ralph.loop.console import render
+    from ralph.loop.view import View
 
     view = View(started=100.0, iteration=1, tokens=5, cost_usd=0.5)
     view.progress.known_runs = 1

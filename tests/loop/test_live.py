@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from ralph.loop import live
-from ralph.loop.console import Console, GateView, RunView, View
+from ralph.loop.console import Console
+from ralph.loop.view import GateView, RunUsage, RunView, View
 from tests.support.construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
 from tests.support.terminal import Terminal, let_go
 
@@ -42,7 +43,7 @@ def test_the_header_says_how_far_the_run_is_and_what_it_may_still_spend():
     view.progress.known_runs = 2
     view.progress.update(1600.0, accepted=5)  # 5 accepted in 10 minutes: 2 minutes each
     view.progress.accepted_before = 0
-    view.progress.running[LOG.replace("abc123", "abc000")] = live.RunUsage(1000, 0.05)
+    view.progress.running[LOG.replace("abc123", "abc000")] = RunUsage(1000, 0.05)
     lines = [live.plain(row) for row in live.view_rows(view, 1630.0, 200)]
     assert lines[0] == "ralph 10:30 · iteration 2 of 10 · 5 of 12 accepted · ETA 14:00"
     assert lines[1] == "  6,000 tokens · $0.30 · left 19:30 of 30m, $0.70 of $1"
@@ -53,7 +54,7 @@ def test_an_unknown_cost_is_said_to_be_unknown_never_zero():
     view = a_view()
     view.cost_usd = 0.0
     assert live.cost_text(view) == "no cost yet"
-    view.progress.running["r"] = live.RunUsage(10, None)
+    view.progress.running["r"] = RunUsage(10, None)
     assert live.cost_text(view) == "cost unknown"
     view.progress.unknown_runs, view.progress.running = 1, {}
     assert live.cost_text(view) == "cost unknown" and "(spent unknown)" in live.budget_text(view, 1000.0)

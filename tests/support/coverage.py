@@ -90,6 +90,11 @@ COVERED: dict[str, tuple[str, ...]] = {
         "the demo's run to COMPLETE is this scripted agent's work at every stage.",
     ),
     # loop/: the stages are tested through the real loop with the scripted fake agent.
+    "ralph/loop/view.py": (
+        "tests/loop/test_live.py",
+        "the progress header's accepted of total, ETA and budgets come from Progress.update, fed by the "
+        "console's reports and by the journal's progress events in `ralph watch`.",
+    ),
     "ralph/loop/follow.py": (
         "tests/loop/test_live.py",
         "`ralph watch` full-screen in tmux panes of 80x14 and 200x50 keeps its header, agents and the "
