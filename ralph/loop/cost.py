@@ -91,10 +91,6 @@ class Spending:
                 self.running += 1
             return over
 
-    def start(self) -> None:
-        with self._lock:
-            self.running += 1
-
     def stopped(self) -> None:
         """A run that raised (a stop signal, the time budget): it ended, its cost not known."""
         with self._lock:
@@ -102,7 +98,7 @@ class Spending:
             self._lock.notify_all()
 
     def add(self, stage: str, item: str | None, tokens: int, cost_usd: float | None) -> None:
-        """A run ended (one start() or admit() each)."""
+        """A run ended (one admit() each)."""
         with self._lock:
             self._lock.notify_all()
             self.running = max(self.running - 1, 0)

@@ -14,6 +14,7 @@ from ralph.plan.records import (
     KillReason,
     Status,
     Verdict,
+    count_kill,
 )
 
 
@@ -182,11 +183,8 @@ def record_verify_kill(plan: PlanReader, task_id: str, kill_reason: KillReason, 
     done, with why and the run's log, for the next VERIFY to know; returns how many of its
     VERIFY runs were stopped so far (the loop sets it aside at max_attempts)."""
     line = plan.task_line(task_id)
-    task = line.record
-    task["verify_kills"] = task.get("verify_kills", 0) + 1
-    task["verify_kill_reason"], task["verify_kill_log"] = str(kill_reason), kill_log
+    kills = count_kill(line.record, "verify_", kill_reason, kill_log)
     plan.doc.rewrite(line)
-    kills: int = task["verify_kills"]
     return kills
 
 

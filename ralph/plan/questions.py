@@ -10,6 +10,7 @@ from ralph.plan.records import (
     KillReason,
     Status,
     blocking_question,
+    count_kill,
     is_blocked,
     is_done,
 )
@@ -47,11 +48,8 @@ def record_investigation_kill(plan: PlanReader, issue_id: str, kill_reason: Kill
     """An INVESTIGATE run of the issue was stopped (its time limit, a full context): the issue
     records why and the run's log; returns how many of its runs were stopped so far."""
     line = plan.issue_line(issue_id)
-    issue = line.record
-    issue["kills"] = issue.get("kills", 0) + 1
-    issue["kill_reason"], issue["kill_log"] = str(kill_reason), kill_log
+    kills = count_kill(line.record, "", kill_reason, kill_log)
     plan.doc.rewrite(line)
-    kills: int = issue["kills"]
     return kills
 
 

@@ -5,6 +5,7 @@ spelling out keys and defaults in every module."""
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from ralph.plan.declared import IssueFields, TaskFields
 from ralph.plan.document import Record
@@ -76,6 +77,15 @@ VERDICT_WORDS = {
 
 # What a stopped VERIFY run leaves on its (done) task; a new build starts them over.
 VERIFY_KILL_FIELDS = ("verify_kills", "verify_kill_reason", "verify_kill_log")
+
+
+def count_kill(record: dict[str, Any], prefix: str, kill_reason: KillReason, kill_log: str) -> int:
+    """A stopped run of the record's stage: one more in `<prefix>kills`, with why and its log
+    (`<prefix>kill_reason`, `<prefix>kill_log`); returns how many were stopped so far."""
+    kills: int = record.get(f"{prefix}kills", 0) + 1
+    record[f"{prefix}kills"] = kills
+    record[f"{prefix}kill_reason"], record[f"{prefix}kill_log"] = str(kill_reason), kill_log
+    return kills
 
 
 class HookEvent(StrEnum):

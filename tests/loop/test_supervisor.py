@@ -19,19 +19,11 @@ from pathlib import Path
 import pytest
 
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
+from tests.support.construct import alive
 
 # Prints "<grandchild pid> <own pid>", then waits for the grandchild (ten minutes).
 FAMILY = ["sh", "-c", "sleep 600 & echo pids $! $$; wait"]
 GRACE_S = 1.0
-
-
-def alive(pid: int) -> bool:
-    """Exists and is not a zombie (an orphaned zombie may wait a while for its reaper)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def gone(pid: int) -> bool:
