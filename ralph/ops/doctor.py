@@ -122,16 +122,11 @@ def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
 def _construct_locks(repo: Repo) -> list[Path]:
     """The construct lock of every work tree of the repository: a run in another worktree of it
     makes worktrees in the same list."""
-    common = _common_dir(repo)
+    common = repo.common_dir()
     return [
         common / lock.CONSTRUCT_LOCK_NAME,
         *sorted(common.glob(f"worktrees/*/{lock.CONSTRUCT_LOCK_NAME}")),
     ]
-
-
-def _common_dir(repo: Repo) -> Path:
-    path = Path(repo.git("rev-parse", "--git-common-dir").strip())
-    return path if path.is_absolute() else repo.root / path
 
 
 def _running_construct(repo: Repo) -> str | None:
@@ -407,7 +402,7 @@ def _forget(repo: Repo, worktree: Worktree) -> None:
     it alone (prune would also forget the user's worktrees on a drive that is not mounted)."""
     import shutil
 
-    for admin in (_common_dir(repo) / "worktrees").iterdir():
+    for admin in (repo.common_dir() / "worktrees").iterdir():
         try:
             gitdir = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
         except OSError:

@@ -134,14 +134,13 @@ COMMANDS = ("gate", "agent_cmd", "agent_args")
 # Every key the config record and the user's file take, with its kind, default and meaning, as
 # ralph/plan/models.py declares them. Durations keep their _ms names: a plain number is
 # milliseconds, so configs written before units were accepted mean what they meant.
-Key = ConfigKey
 PLAN_ONLY = {name for name, key in CONFIG_KEYS.items() if key.setting is None}  # this repository's history
 
 _DURATION = re.compile(r"(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)(ms|s|m|h)?")
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
-def key_of(name: str) -> Key:
+def key_of(name: str) -> ConfigKey:
     if name not in CONFIG_KEYS:
         known = ", ".join(CONFIG_KEYS)
         raise InvalidInput(f"unknown config key {name!r} (known: {known})")

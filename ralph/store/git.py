@@ -249,6 +249,11 @@ class Repo:
                 return target if target.is_absolute() else self.root / target
         return dot_git
 
+    def common_dir(self) -> Path:
+        """The git directory every worktree of the repository shares (its own, in the main one)."""
+        found = Path(self.git("rev-parse", "--git-common-dir").strip())
+        return found if found.is_absolute() else (self.root / found).resolve()
+
     def operation_in_progress(self) -> str | None:
         """The merge, rebase, cherry-pick or revert git is stopped in, if any. A commit made now
         would be dropped by its --abort, or folded into its result."""

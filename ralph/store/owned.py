@@ -39,12 +39,7 @@ class Owned:
 
 
 def ledger(repo: Repo) -> Path:
-    return common_dir(repo) / "ralph" / "owned"
-
-
-def common_dir(repo: Repo) -> Path:
-    found = Path(repo.git("rev-parse", "--git-common-dir").strip())
-    return found if found.is_absolute() else (repo.root / found).resolve()
+    return repo.common_dir() / "ralph" / "owned"
 
 
 def record(repo: Repo, owned: Owned) -> None:
