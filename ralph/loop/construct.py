@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 
 from ralph import secrets
@@ -26,6 +26,7 @@ from ralph.loop.limits import AgentAuthFailed, LimitTooLong
 from ralph.loop.remaining import remaining_lines
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
+from ralph.loop.stage_check import CheckOutcome, CheckStage
 from ralph.loop.stage_decompose import DecomposeStage
 from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
@@ -75,6 +76,18 @@ class Outcome(Enum):
     INTERRUPTED = 130
 
 
+class Ending(StrEnum):
+    """Which of an outcome's endings a run came to, where one outcome covers several (the report's
+    and the journal's `ending`; None where the outcome says it all)."""
+
+    PLANNED = "planned"  # `ralph plan`: PLAN ran and made tasks (outcome COMPLETE, exit 0)
+    PLAN_STOPPED = "plan_stopped"  # STUCK: the PLAN run was stopped (time, context), nothing kept
+    PLAN_EMPTY = "plan_empty"  # STUCK: PLAN finished and added no task
+    BLOCKED = "blocked"  # STUCK: only blocked tasks and issues kept open for a person are left
+    NO_PROGRESS = "no_progress"  # STUCK: NO_PROGRESS_LIMIT iterations in a row changed nothing
+    CHECK_STOPPED = "check_stopped"  # STUCK: the spec check was stopped (time, context), nothing kept
+
+
 ERROR_OUTCOME = "ERROR"  # a run an error ended (printed in one line, or a crash log): its journal and hooks
 
 
@@ -102,6 +115,7 @@ class Report:
     tasks: list[dict] = field(default_factory=list)
     issues: list[dict] = field(default_factory=list)
     open_questions: list[dict] = field(default_factory=list)
+    ending: str | None = None  # which ending of its outcome (Ending), where the outcome has several
 
 
 class Loop:
@@ -124,6 +138,7 @@ class Loop:
         self.stopped: list[str] = []
         self.failed: list[str] = []
         self.iterations_run = 0
+        self.ending: Ending | None = None
 
     @property
     def workspace(self) -> Workspace:
@@ -155,7 +170,7 @@ class Loop:
                     span.end(outcome=ERROR_OUTCOME, message=f"{type(exc).__name__}: {exc}")
                     self.hooks.close()
                     raise
-                span.end(outcome=outcome.name, message=message)
+                span.end(outcome=self._ended_as(outcome), message=message, ending=self.ending)
                 self.hooks.close()  # inside: a second Ctrl-C stops the run's last hooks
             except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
                 return self._report(Outcome.INTERRUPTED, "interrupted", 128 + signal_number(exc))
@@ -220,8 +235,12 @@ class Loop:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
         self.workspace.save_spending()
         with self.workspace.change_plan(commit=True) as change:
-            change.plan.update_state(stage=outcome.name)
-            change.message = f"ralph: construct {self.settings.spec} ended: {outcome.name}"
+            change.plan.update_state(stage=self._ended_as(outcome))
+            change.message = f"ralph: construct {self.settings.spec} ended: {self._ended_as(outcome)}"
+
+    def _ended_as(self, outcome: Outcome) -> str:
+        """How the ending is named in its commit, the state and the journal: `ralph plan` PLANNED."""
+        return "PLANNED" if outcome is Outcome.COMPLETE and self.ending is Ending.PLANNED else outcome.name
 
     def _iterate(self) -> tuple[Outcome, str]:
         remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: one of them plans
@@ -230,35 +249,80 @@ class Loop:
             if remote:
                 remote.after_plan()
             if self._complete():
-                return Outcome.STUCK, _no_plan(planned)
+                return self._stuck(*_no_plan(planned))
         unchanged = 0
         for _ in range(self.settings.max_iterations):
-            if self._complete():
-                return Outcome.COMPLETE, "every task of the spec is accepted"
+            ended = self._ended_by_check()
+            if ended:
+                return ended
             waiting = self._waiting()
             if waiting:
                 return Outcome.WAITING, waiting
             if self._blocked():
-                return Outcome.STUCK, "what is left is blocked: a person must decide (see below)"
+                return self._stuck(
+                    Ending.BLOCKED, "what is left is blocked: a person must decide (see below)"
+                )
             before = self._work_snapshot()
             self._iteration()
             unchanged = unchanged + 1 if self._work_snapshot() == before else 0
             if unchanged >= NO_PROGRESS_LIMIT:
-                return (
-                    Outcome.STUCK,
-                    f"no progress in {NO_PROGRESS_LIMIT} iterations: the remaining work is stuck",
-                )
-        if self._complete():
-            return Outcome.COMPLETE, "every task of the spec is accepted"
+                why = f"no progress in {NO_PROGRESS_LIMIT} iterations: the remaining work is stuck"
+                return self._stuck(Ending.NO_PROGRESS, why)
+        ended = self._ended_by_check()
+        if ended:
+            return ended
         waiting = self._waiting()
         if waiting:
             return Outcome.WAITING, waiting
         return Outcome.MAX_ITERATIONS, f"the iteration budget ({self.settings.max_iterations}) is spent"
 
+    def _ended_by_check(self) -> tuple[Outcome, str] | None:
+        """With every task of the spec accepted: the spec check (stage_check), which ends the run
+        COMPLETE when it finds nothing missing; None while there is work (it may have added some)."""
+        if not self._complete():
+            return None
+        outcome = self._check_spec()
+        if outcome is CheckOutcome.STOPPED:
+            why = (
+                "the spec check was stopped and nothing of it kept: give it more time (--timeout), run again"
+            )
+            return self._stuck(Ending.CHECK_STOPPED, why)
+        if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET) and self._complete():
+            return (
+                Outcome.COMPLETE,
+                "every task of the spec is accepted, and the spec check found nothing missing",
+            )
+        return None
+
+    def _check_spec(self) -> CheckOutcome | None:
+        """The spec check, run here; with --remote only by the runner that claims the spec for it
+        (the others wait for its verdict, or go on with the work it added). None: not run here."""
+        remote = getattr(self.ws, "remote", None)
+        if remote is not None and not remote.before_check(self._already_met):
+            return CheckOutcome.ALREADY_MET if self._already_met(self.read_plan()) else None
+        check = CheckStage(self.workspace)
+        try:
+            self._take_report(check.run(self.read_plan().iteration()))
+        finally:
+            if remote is not None:
+                remote.after_check()
+        return check.outcome
+
+    def _already_met(self, plan) -> bool:
+        from ralph.loop.stage_check import already_met, spec_digest
+
+        spec = self.settings.spec
+        return already_met(self.workspace.repo, plan, spec, spec_digest(self.root, spec))
+
+    def _stuck(self, ending: Ending, message: str) -> tuple[Outcome, str]:
+        self.ending = ending
+        return Outcome.STUCK, message
+
     def _plan_only(self) -> tuple[Outcome, str]:
         planned = self._stage(PlanStage, self.read_plan().iteration())
         if self._complete():
-            return Outcome.STUCK, _no_plan(planned)
+            return self._stuck(*_no_plan(planned))
+        self.ending = Ending.PLANNED
         return Outcome.COMPLETE, f"planned {len(self.workspace.tasks())} tasks"
 
     def _iteration(self) -> None:
@@ -275,15 +339,18 @@ class Loop:
 
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
         report = stage(self.workspace).run(iteration)
-        self.accepted += report.accepted
-        self.accepted_tasks += report.accepted_tasks
-        self.stopped += report.stopped
-        self.failed += report.failed
+        self._take_report(report)
         if stage is PlanStage:
             self._progress(self.read_plan())
         elif report.accepted and self._shown:  # an accepted task leaves the tasks: the total holds
             self._show_progress({**self._shown, "accepted": self._shown["accepted"] + len(report.accepted)})
         return report
+
+    def _take_report(self, report: StageReport) -> None:
+        self.accepted += report.accepted
+        self.accepted_tasks += report.accepted_tasks
+        self.stopped += report.stopped
+        self.failed += report.failed
 
     def _progress(self, plan) -> None:
         """Accepted of total and the budgets, for the live view (and `ralph watch`, from the journal)."""
@@ -402,7 +469,7 @@ class Loop:
         )
 
     def _needs_planning(self) -> bool:
-        return not self.read_plan().has_work_for(self.settings.spec)
+        return not self.read_plan().planned(self.settings.spec)
 
     def _work_snapshot(self) -> bytes:
         doc = self.read_plan().doc
@@ -440,6 +507,7 @@ class Loop:
             self.failed,
         )
         report.began = self.ws is not None
+        report.ending = self.ending
         self._add_items(report)
         if spent is not None:
             report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs
@@ -487,10 +555,12 @@ class Loop:
         return remaining_lines(plan, self.settings.spec)
 
 
-def _no_plan(planned: StageReport) -> str:
+def _no_plan(planned: StageReport) -> tuple[Ending, str]:
     """Why a spec has no tasks after its PLAN stage."""
     if planned.stopped:
         return (
-            "the PLAN run was stopped and nothing of it kept: give it more time (--timeout) or split the spec"
+            Ending.PLAN_STOPPED,
+            "the PLAN run was stopped and nothing of it kept: give it more time (--timeout) or split the"
+            " spec",
         )
-    return "the PLAN stage added no tasks; see its log"
+    return Ending.PLAN_EMPTY, "the PLAN stage added no tasks; see its log"

@@ -52,8 +52,10 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
     def add(stage: Stage, item: str | None, label: str, values: dict) -> None:
         runs.append(_run(runner, stage, iteration, item, label, values))
 
-    if plan is None or not plan.has_work_for(spec):
-        notes.append("no tasks for the spec yet: PLAN runs first" + ("" if plan else " (after `ralph init`)"))
+    if plan is None or not plan.planned(spec):
+        notes.append(
+            "the spec is not planned yet: PLAN runs first" + ("" if plan else " (after `ralph init`)")
+        )
         add(Stage.PLAN, None, spec, {})
         return _result(settings, iteration, runs, notes, _sandbox(root, settings, runner.adapter))
     tasks = plan.task_views(spec)
@@ -61,8 +63,9 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
     issues = plan.issues(spec)
     questions = plan.questions(spec)
     if not records and not issues:
-        notes.append("nothing to do: the run would end COMPLETE")
-    elif only_questions_left(records, issues, questions):
+        _check(root, settings, plan, notes, add)
+        return _result(settings, iteration, runs, notes, _sandbox(root, settings, runner.adapter))
+    if only_questions_left(records, issues, questions):
         notes.append(f"the run would end WAITING: {len(questions)} question(s) to answer (`ralph questions`)")
     names = {task.id: task.name for task in tasks}
     # Not a Workspace: what the stages' prompt values read of one (hence the type: ignores below).
@@ -103,6 +106,23 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
     for question in questions:
         notes.append(f"{question['id']} holds {question.get('task')}: {one_line(question['text'])[:100]}")
     return _result(settings, iteration, runs, notes, _sandbox(root, settings, runner.adapter))
+
+
+def _check(root: Path, settings: Settings, plan: Plan, notes: list[str], add) -> None:
+    """Every task of the spec is accepted: the spec check runs, unless one found it met as it is."""
+    from ralph.loop.stage_check import already_met, prompt_values, spec_digest
+    from ralph.store.git import Repo
+
+    spec = settings.spec
+    if already_met(Repo(root), plan, spec, spec_digest(root, spec)):
+        notes.append(
+            "nothing to do, and a spec check found this spec and code met: the run would end COMPLETE"
+        )
+        return
+    notes.append(
+        "every task is accepted: the spec check (CHECK) runs; the run ends COMPLETE if it adds nothing"
+    )
+    add(Stage.CHECK, None, spec, prompt_values(plan, spec, settings.max_new_items))
 
 
 def _sandbox(root: Path, settings: Settings, adapter) -> dict:

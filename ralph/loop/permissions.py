@@ -6,6 +6,7 @@ the branch, the work tree, and plan.jsonl's records before and after. The prompt
                      may ask a person about its own task (which blocks it)
   VERIFY             a verdict on its own task (accept or reject), may add tasks and issues; no code
   DECOMPOSE          changes only the plan: adds subtasks, removes its own task
+  CHECK              changes only the plan: adds tasks and issues for what the spec still lacks
   every stage        never commits, moves HEAD or switches branch
 """
 
@@ -21,7 +22,7 @@ CODE_STAGES = {Stage.BUILD}
 ACCEPT_STAGES = {Stage.VERIFY}  # may accept or reject their own task
 STATUS_STAGES = {Stage.BUILD, Stage.VERIFY}  # may change their own task's status
 REMOVE_OWN_STAGES = {Stage.BUILD, Stage.DECOMPOSE}  # may remove their own task line
-ADD_TASK_STAGES = {Stage.PLAN, Stage.INVESTIGATE, Stage.VERIFY, Stage.DECOMPOSE}
+ADD_TASK_STAGES = {Stage.PLAN, Stage.INVESTIGATE, Stage.VERIFY, Stage.DECOMPOSE, Stage.CHECK}
 ASK_STAGES = {Stage.BUILD}  # may ask a person about their own task, which blocks it
 
 

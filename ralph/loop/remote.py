@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from ralph.ops import claims
+from ralph.plan.plan import Plan
 from ralph.plan.reading import claim_age_s
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
@@ -63,7 +64,7 @@ class RemoteCoordinator:
         while True:
             if claims.claim_plan(self.root, self.spec or "", self.runner, self.remote, self.ttl_s):
                 return True
-            if read_plan(self.root).has_work_for(self.spec or ""):
+            if read_plan(self.root).planned(self.spec or ""):
                 return False
             self.check()
             self.sleep(wait)
@@ -71,6 +72,31 @@ class RemoteCoordinator:
 
     def after_plan(self) -> None:
         """PLAN's tasks are committed: bring in the remote, free the spec record, push."""
+        claims.publish(self.root, self.spec or "", self.runner, self.remote)
+
+    def before_check(self, met: Callable[[Plan], bool]) -> bool:
+        """Whether this runner runs the spec check: only a runner holding nothing, and only one,
+        the one that claims the spec record for it. The others wait while it (or any runner)
+        holds something of the spec, then go on with what the check added, or end COMPLETE when
+        it found the spec met (`met`: a check found nothing with this code and spec)."""
+        wait = POLL_S[0]
+        while True:
+            if claims.claim_check(self.root, self.spec or "", self.runner, self.remote, met, self.ttl_s):
+                return True
+            plan = read_plan(self.root)  # as the remote has it: the claim brought it in
+            if (
+                plan.task_views(self.spec)
+                or plan.issues(self.spec)
+                or met(plan)
+                or not self._others_hold_work()
+            ):
+                return False
+            self.check()
+            self.sleep(wait)
+            wait = min(wait * 2, POLL_S[1])
+
+    def after_check(self) -> None:
+        """The check is committed: bring in the remote, free the spec record, push."""
         claims.publish(self.root, self.spec or "", self.runner, self.remote)
 
     def before_investigate(self, skip: Collection[str] = frozenset()) -> str | None:

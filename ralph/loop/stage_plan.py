@@ -29,6 +29,8 @@ class PlanStage:
             count = len(self.ws.tasks())
             with self.ws.change_plan() as change:  # goes in with the commit below
                 change.plan.record_plan_kill(self.ws.settings.spec, None)
+                if count:  # planned: later issues of the spec never skip its PLAN, nor does it run again
+                    change.plan.record_planned(self.ws.settings.spec)
             # The priorities go in the plan's commit: one commit, not a second 'task prioritize'.
             counts = self.ws.prioritize(commit=False)
             priorities = f"{counts['high']} high, {counts['medium']} medium, {counts['low']} low"

@@ -19,6 +19,7 @@ from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.signals import deferred_signals
 from ralph.loop.workspace import PLAN_FILE, RALPH_FILES, StageReport, Workspace
+from ralph.plan.new_work import new_items
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.store import reader
@@ -90,6 +91,8 @@ class VerifyStage:
         accepted = [task for task in done if task.id in verdicts["accepted"]]
         report.accepted = [f"{task.id} {task.name}" for task in accepted]
         report.accepted_tasks = [{"id": task.id, "name": task.name} for task in accepted]
+        # The subject names what the verifiers added (a cut issue included), not only the verdicts.
+        verdicts["added"] = [record["id"] for record in new_items(old, self.ws.read_plan())]
         summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)
         commit = self.ws.commit(f"ralph(verify): {summary}")
         report.commits += [commit] if commit else []
@@ -158,7 +161,12 @@ class VerifyStage:
                 if run.killed:
                     self._stopped(change.plan, run, report)
                     continue
-                taken = change.plan.take_verification(run.task.id, run.base, run.theirs) if run.theirs else {}
+                most = self.ws.settings.max_new_items  # the rest go into one issue (ralph.plan.new_work)
+                taken = (
+                    change.plan.take_verification(run.task.id, run.base, run.theirs, most)
+                    if run.theirs
+                    else {}
+                )
                 self._tell_verdict(run, taken, report)
                 self.ws.journal.event(
                     "verdict",
@@ -168,6 +176,8 @@ class VerifyStage:
                     tasks=taken.get("tasks") or None,
                     issues=taken.get("issues") or None,
                     dropped=taken.get("dropped"),
+                    cut=taken.get("cut"),
+                    cut_issue=taken.get("cut_issue"),
                     violation=bool(run.result.violation) or None,
                     checkout=run.checkout,
                     log=str(run.result.log_path),

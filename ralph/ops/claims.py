@@ -176,11 +176,37 @@ def claim_plan(root: Path, spec: str, runner: str, remote: Remote, ttl_s: float 
     runner holds a live claim on it)."""
 
     def unplanned(plan: Plan) -> list[Record]:
-        if plan.has_work_for(spec):
+        if plan.planned(spec):
             return []
         return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
 
     return _claim_first(root, runner, remote, unplanned, "to plan", ttl_s) is not None
+
+
+def claim_check(
+    root: Path,
+    spec: str,
+    runner: str,
+    remote: Remote,
+    met: Callable[[Plan], bool],
+    ttl_s: float | None = None,
+) -> bool:
+    """Claim the spec record for its spec check while the spec has no open task or issue, no
+    runner holds a claim on anything of it, and no check found it met as it is (`met`); push the
+    claim. False when another runner won it, or there is work (or nothing) to check."""
+
+    def unchecked(plan: Plan) -> list[Record]:
+        if plan.task_views(spec) or plan.issues(spec) or met(plan):
+            return []
+        if any(item.get("claimed_by") != runner for item in plan.claims() if _claimed_in(item, spec)):
+            return []  # another runner still holds something of the spec (its check, or work)
+        return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
+
+    return _claim_first(root, runner, remote, unchecked, "to check", ttl_s) is not None
+
+
+def _claimed_in(item: Record, spec: str) -> bool:
+    return (item.get("path") if item.get("t") == "spec" else item.get("spec")) in (None, spec)
 
 
 def _is_spec(record: Record, spec: str) -> bool:

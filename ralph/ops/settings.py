@@ -56,6 +56,7 @@ class Settings:
     max_minutes: float | None = None
     max_attempts: int = _declared("max_attempts")
     max_decompose_depth: int = _declared("max_decompose_depth")
+    max_new_items: int = _declared("max_new_items")
     parallel: int = _declared("parallel")
     allow_dirty: bool = False
     grace_s: float = 3.0

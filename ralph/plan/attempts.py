@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from ralph.errors import Refused
-from ralph.plan import singletons, tasks
+from ralph.plan import new_work, singletons, tasks
 from ralph.plan.document import Record
 from ralph.plan.reading import PlanReader, drop_claim
 from ralph.plan.records import (
+    CHECK_KILL_PREFIX,
     VERIFY_KILL_FIELDS,
     KillReason,
     Status,
@@ -42,6 +43,44 @@ def record_plan_kill(
                 record["kill_reason"], record["kill_log"] = str(kill_reason), kill_log
             plan.doc.rewrite(line)
             return
+
+
+def record_planned(plan: PlanReader, spec: str) -> None:
+    """A PLAN run of the spec finished with tasks: the spec is planned, whatever issues come later."""
+    line = plan.spec_line(spec)
+    if line is not None and line.record.get("planned") is not True:
+        line.record["planned"] = True
+        plan.doc.rewrite(line)
+
+
+def record_spec_check(plan: PlanReader, spec: str, commit: str | None, digest: str | None) -> None:
+    """A spec check finished: what it read when it found nothing missing (the commit, the spec's
+    SHA-256), or None when it found work (the next check runs whatever changed). A finished check
+    clears what stopped ones left."""
+    line = plan.spec_line(spec)
+    if line is None:
+        return
+    record = line.record
+    for key in (
+        "checked_commit",
+        "checked_spec",
+        *(f"{CHECK_KILL_PREFIX}{k}" for k in ("kills", "kill_reason", "kill_log")),
+    ):
+        record.pop(key, None)
+    if commit is not None and digest is not None:
+        record["checked_commit"], record["checked_spec"] = commit, digest
+    plan.doc.rewrite(line)
+
+
+def record_check_kill(plan: PlanReader, spec: str, kill_reason: KillReason, kill_log: str) -> int:
+    """A spec check was stopped (its time limit, a full context): the spec record counts it, with
+    why and the run's log; returns how many were stopped so far."""
+    line = plan.spec_line(spec)
+    if line is None:
+        return 0
+    kills = count_kill(line.record, CHECK_KILL_PREFIX, kill_reason, kill_log)
+    plan.doc.rewrite(line)
+    return kills
 
 
 def record_build(
@@ -188,9 +227,12 @@ def record_verify_kill(plan: PlanReader, task_id: str, kill_reason: KillReason, 
     return kills
 
 
-def take_verification(plan: PlanReader, task_id: str, base: PlanReader, theirs: PlanReader) -> Record:
+def take_verification(
+    plan: PlanReader, task_id: str, base: PlanReader, theirs: PlanReader, max_new: int | None = None
+) -> Record:
     """Take in what one verifier gave in its own copy of the plan (`theirs`, which started as
-    `base`): its verdict on its task, and the tasks and issues it added. Its permissions are
+    `base`): its verdict on its task, and the tasks and issues it added, at most `max_new` of them
+    (new_work.bound: the rest go into one issue for a person, `cut_issue`). Its permissions are
     checked before; nothing else of its copy is taken. Returns what was taken."""
     taken: dict[str, Any] = {"verdict": None, "tasks": [], "issues": []}
     if task_id in theirs.accepted() - base.accepted():
@@ -201,7 +243,7 @@ def take_verification(plan: PlanReader, task_id: str, base: PlanReader, theirs: 
         if reasons:
             tasks.reject(plan, task_id, reasons[-1])
             taken["verdict"], taken["reason"] = "rejected", reasons[-1]
-    known, present = base.taken_ids(), plan.taken_ids()
+    known, present, added = base.taken_ids(), plan.taken_ids(), []
     for line in theirs.doc.records():
         record = line.record
         if record["t"] in ("task", "issue") and record["id"] not in known:
@@ -210,7 +252,15 @@ def take_verification(plan: PlanReader, task_id: str, base: PlanReader, theirs: 
                 continue
             plan.doc.append(dict(record))
             present.add(record["id"])
-            taken[f"{record['t']}s"].append(record["id"])
+            added.append(record["id"])
+    bounded = new_work.bound(
+        plan, added, max_new if max_new is not None else len(added), f"VERIFY of {task_id}"
+    )
+    for item in bounded.kept:
+        taken["tasks" if item.startswith("t-") else "issues"].append(item)
+    if bounded.cut:
+        taken["cut"] = [cut.record["id"] for cut in bounded.cut]
+        taken["cut_issue"] = bounded.issue
     return taken
 
 

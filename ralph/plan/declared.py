@@ -38,6 +38,7 @@ CONFIG_KEYS = {
     "max_minutes": ConfigKey('max_minutes', 'number', None, 'wall-clock budget of `ralph construct` in minutes'),
     "max_attempts": ConfigKey('max_attempts', 'count', 3, 'builds per task before DECOMPOSE'),
     "parallel": ConfigKey('parallel', 'count', 4, 'builds and VERIFY runs at once; with more than one, builds run in worktrees of their own'),
+    "max_new_items": ConfigKey('max_new_items', 'count', 5, 'new tasks and issues one run of INVESTIGATE, VERIFY or the spec check may add; ralph moves the rest (and duplicates of open tasks by name) into one issue for a person'),
     "max_decompose_depth": ConfigKey('max_decompose_depth', 'count', 3, 'decompositions of decompositions before a task is blocked'),
     "context_warn": ConfigKey('context_warn', 'fraction', 0.7, 'share of the context window at which the agent is warned'),
     "context_compact": ConfigKey('context_compact', 'fraction', 0.85, 'share of the context window at which a BUILD run is compacted into a fresh one'),

@@ -279,6 +279,26 @@ class Spec(Record):
         description="log of that run, under `build/ralph-logs/`; the tasks it made are beside it"
         " as `<log>.plan.jsonl`",
     )
+    planned: bool | None = Field(
+        None,
+        description="true once a PLAN run finished with tasks for it; a spec without it is planned"
+        " first, whatever issues the plan holds (a plan written before this field counts a spec with"
+        " tasks, open or accepted, as planned)",
+    )
+    checked_commit: str | None = Field(
+        None,
+        description="the commit the last spec check that found nothing missing read (HEAD then); a run"
+        " that finds no file but plan.jsonl changed since, and the spec as it was, ends COMPLETE without"
+        " checking again",
+    )
+    checked_spec: str | None = Field(
+        None, description="the SHA-256 of the spec's text that check read (with `checked_commit`)"
+    )
+    check_kills: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="spec checks stopped by their time limit or a full context"
+    )
+    check_kill_reason: KillReason | None = Field(None, description="why its last spec check was stopped")
+    check_kill_log: str | None = Field(None, description="log of its last stopped spec check")
 
 
 class Price(BaseModel):
@@ -317,6 +337,12 @@ class Config(Record):
     max_attempts: Positive | None = key("count", "builds per task before DECOMPOSE", 3)
     parallel: Positive | None = key(
         "count", "builds and VERIFY runs at once; with more than one, builds run in worktrees of their own", 4
+    )
+    max_new_items: Positive | None = key(
+        "count",
+        "new tasks and issues one run of INVESTIGATE, VERIFY or the spec check may add; ralph moves"
+        " the rest (and duplicates of open tasks by name) into one issue for a person",
+        5,
     )
     max_decompose_depth: Positive | None = key(
         "count", "decompositions of decompositions before a task is blocked", 3

@@ -50,6 +50,15 @@ class Plan(PlanReader):
     ) -> None:
         return attempts.record_plan_kill(self, spec, kill_reason, kill_log)
 
+    def record_planned(self, spec: str) -> None:
+        return attempts.record_planned(self, spec)
+
+    def record_spec_check(self, spec: str, commit: str | None, digest: str | None) -> None:
+        return attempts.record_spec_check(self, spec, commit, digest)
+
+    def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
+        return attempts.record_check_kill(self, spec, kill_reason, kill_log)
+
     def record_build(self, task_id: str, files: list[str], tokens: int, cost_usd: float | None) -> Record:
         return attempts.record_build(self, task_id, files, tokens, cost_usd)
 
@@ -97,8 +106,8 @@ class Plan(PlanReader):
     def record_verify_kill(self, task_id: str, kill_reason: KillReason, kill_log: str) -> int:
         return attempts.record_verify_kill(self, task_id, kill_reason, kill_log)
 
-    def take_verification(self, task_id: str, base: Plan, theirs: Plan) -> Record:
-        return attempts.take_verification(self, task_id, base, theirs)
+    def take_verification(self, task_id: str, base: Plan, theirs: Plan, max_new: int | None = None) -> Record:
+        return attempts.take_verification(self, task_id, base, theirs, max_new)
 
     def claim(self, task_id: str, runner: str, now: str, ttl_s: float | None = None) -> Record:
         return claims.claim(self, task_id, runner, now, ttl_s)

@@ -72,16 +72,22 @@ class PlanReader:
             if question.get("task") == task_id or question["id"] in inherited
         ]
 
-    def has_work_for(self, spec: str) -> bool:
-        """Whether `spec` has tasks or issues of its own, open or accepted. Records that name no
-        spec (written before specs were recorded on them) belong to the plan's first spec."""
+    def spec_line(self, spec: str) -> RecordLine | None:
+        return next((line for line in self.of("spec") if line.record["path"] == spec), None)
+
+    def planned(self, spec: str) -> bool:
+        """Whether PLAN ran for `spec` (its record says so), or, in a plan written before that was
+        recorded, the spec has tasks, open or accepted. Open issues alone never make it planned."""
+        line = self.spec_line(spec)
+        if line is not None and line.record.get("planned"):
+            return True
         specs = self.specs()
         owner_of_unnamed = specs[0] if specs else spec
-        for kind in ("task", "issue", "accept"):
-            for line in self.of(kind):
-                if line.record.get("spec", owner_of_unnamed) == spec:
-                    return True
-        return False
+        return any(
+            line.record.get("spec", owner_of_unnamed) == spec
+            for kind in ("task", "accept")
+            for line in self.of(kind)
+        )
 
     def find_task(self, task_id: str) -> Record | None:
         return next((task for task in self.tasks() if task["id"] == task_id), None)

@@ -75,6 +75,9 @@ VERDICT_WORDS = {
 }
 
 
+# What a stopped spec check leaves on its spec record (count_kill's prefix).
+CHECK_KILL_PREFIX = "check_"
+
 # What a stopped VERIFY run leaves on its (done) task; a new build starts them over.
 VERIFY_KILL_FIELDS = ("verify_kills", "verify_kill_reason", "verify_kill_log")
 
@@ -105,6 +108,7 @@ class Stage(StrEnum):
     BUILD = "BUILD"
     VERIFY = "VERIFY"
     DECOMPOSE = "DECOMPOSE"
+    CHECK = "CHECK"  # the spec-level check: the whole spec against the code, before COMPLETE
     WAITING = "WAITING"
     BLOCKED = "BLOCKED"
     COMPLETE = "COMPLETE"

@@ -28,7 +28,11 @@ misbehaviour:
   [shared-file]        BUILD also writes its id to shared.txt; the first build waits (up to 60 s)
                        until every [shared-file] task of the state has started building, so that
                        two runners build them side by side
+  [verify-adds-30]     VERIFY accepts it and adds 30 tasks ("Gap 1" .. "Gap 30"), then one named
+                       like another task of the plan and one like "Gap 1" (duplicates)
 An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s.
+The spec check (CHECK) adds a task for each spec line marked [missing] (which PLAN leaves out) that
+no task, open or accepted, is named like; a spec line [check-hang] makes it hang (a timeout).
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
 
@@ -81,7 +85,7 @@ def plan() -> None:
     if "[slow]" in spec:
         time.sleep(2)
     for line in spec.splitlines():
-        if line.startswith("- "):
+        if line.startswith("- ") and "[missing]" not in line:
             item = {"name": line[2:].strip(), "accept": "work file says ok"}
             if previous:
                 item["deps"] = [previous]
@@ -171,6 +175,11 @@ def verify() -> int:
         (STATE / f"{current['id']}.verify.finished").write_text("the verifier was not stopped\n")
     if "[no-verdict]" in name:
         return 0
+    if "[verify-adds-30]" in name:
+        items = [{"name": f"Gap {n}", "accept": "work file says ok"} for n in range(1, 31)]
+        tasks = [json.loads(line) for line in ralph("query", "tasks").splitlines() if line.strip()]
+        other = next(task["name"] for task in tasks if task["id"] != current["id"])
+        ralph("task", "add", json.dumps([*items, {"name": f"  {other.upper()} "}, {"name": "GAP   1"}]))
     if "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1):
         ralph("task", "reject", "the fake verifier rejects the first build")
     else:
@@ -200,6 +209,21 @@ def investigate() -> int:
     return 0
 
 
+def check() -> int:
+    bump("check")
+    spec = Path(os.environ["RALPH_SPEC"]).read_text()
+    if "[check-hang]" in spec:
+        (STATE / "check.pid").write_text(str(os.getpid()))
+        time.sleep(600)
+    records = [json.loads(line) for line in Path("plan.jsonl").read_text().splitlines() if line.strip()]
+    named = {record.get("name") for record in records if record["t"] in ("task", "accept")}
+    for line in spec.splitlines():
+        name = line[2:].replace("[missing]", "").strip()
+        if line.startswith("- ") and "[missing]" in line and name not in named:
+            ralph("task", "add", json.dumps({"name": name, "accept": "work file says ok"}))
+    return 0
+
+
 def main() -> int:
     stage = os.environ["RALPH_STAGE"]
     handler = {
@@ -208,6 +232,7 @@ def main() -> int:
         "VERIFY": verify,
         "DECOMPOSE": decompose,
         "INVESTIGATE": investigate,
+        "CHECK": check,
     }
     code = handler[stage]() or 0
     usage_event()

@@ -1,0 +1,147 @@
+"""The spec check: once every task of the spec is accepted, and before the run ends COMPLETE, one
+agent run reads the spec and the code and adds a task (or an issue) for each requirement that is
+not met. Nothing added: the spec is met, and the run ends COMPLETE. Work added: the loop goes on.
+
+ralph bounds what the run added (ralph.plan.new_work: at most max_new_items, no duplicate of an
+open task) and records on the spec's record what a check that found nothing read: HEAD and the
+spec's SHA-256. A later run with the spec as it was and no file but plan.jsonl changed since ends
+COMPLETE without another agent run. A check stopped by its time limit or a full context keeps
+nothing of its run; the spec record counts it (check_kills) and the run ends STUCK for a person
+(more --timeout, or a smaller spec), as a stopped PLAN does."""
+
+from __future__ import annotations
+
+import hashlib
+from enum import Enum
+from pathlib import Path
+
+from ralph.errors import GitError
+from ralph.loop.agentrun import AgentResult
+from ralph.loop.prompts import data_block
+from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.plan.new_work import bound_new_work
+from ralph.plan.plan import Plan
+from ralph.plan.reading import PlanReader
+from ralph.plan.records import CHECK_KILL_PREFIX, KillReason, Stage, kill_reason_of
+from ralph.store.git import Repo
+
+LISTED_ACCEPTED = 100  # accepted tasks named in the prompt; the agent reads the rest from the code
+
+
+class CheckOutcome(Enum):
+    MET = "met"  # the check ran and added nothing
+    ALREADY_MET = "already_met"  # a check found nothing with this code and spec: not run again
+    ADDED = "added"  # it added tasks or issues: the loop goes on
+    STOPPED = "stopped"  # its run was stopped (time, context): nothing of it kept
+
+
+def spec_digest(root: Path, spec: str) -> str:
+    """The SHA-256 of the spec's text ('' when it cannot be read: such a spec is never 'as it was')."""
+    try:
+        return hashlib.sha256((root / spec).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def already_met(repo: Repo, plan: PlanReader, spec: str, digest: str) -> bool:
+    """Whether a check that found nothing missing read this spec and, but for plan.jsonl, this code."""
+    line = plan.spec_line(spec)
+    record = line.record if line else {}
+    checked = record.get("checked_commit")
+    if not checked or not digest or record.get("checked_spec") != digest:
+        return False
+    try:
+        changed = repo.git("diff", "--name-only", "-z", checked, "HEAD", "--").split("\0")
+    except GitError:  # the commit is gone (history rewritten): check again
+        return False
+    return not [path for path in changed if path and path != PLAN_FILE]
+
+
+def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict:
+    """What the check's prompt says besides the spec's path: the accepted tasks, earlier stops."""
+    names = [
+        f"- {line.record['id']} {line.record.get('name') or ''}".rstrip()
+        for line in plan.of("accept")
+        if line.record.get("spec") in (None, spec)
+    ]
+    shown = names[-LISTED_ACCEPTED:]
+    if len(names) > len(shown):
+        shown.insert(0, f"(the last {len(shown)} of {len(names)})")
+    accepted = data_block("the accepted tasks of the spec", "\n".join(shown)) + "\n" if shown else ""
+    line = plan.spec_line(spec)
+    record = line.record if line else {}
+    previous = ""
+    reason, kills, log = (
+        record.get(f"{CHECK_KILL_PREFIX}{key}") for key in ("kill_reason", "kills", "kill_log")
+    )
+    if reason:
+        said = f"{kills} earlier spec check(s) were stopped, the last one by {reason} (log: {log})."
+        previous = f"{data_block('earlier spec checks', said)}\nKeep test runs short and focused.\n"
+    return {"accepted": accepted, "previous": previous, "max_new_items": max_new_items}
+
+
+class CheckStage:
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self.outcome: CheckOutcome | None = None
+
+    def run(self, iteration: int) -> StageReport:
+        spec = self.ws.settings.spec
+        report = StageReport(Stage.CHECK)
+        plan = self.ws.read_plan()
+        head, digest = self.ws.repo.head(), spec_digest(self.ws.root, spec)
+        if already_met(self.ws.repo, plan, spec, digest):
+            self.outcome = CheckOutcome.ALREADY_MET
+            self.ws.journal.event("check_skipped", item=spec, head=head)
+            self.ws.console.event(f"CHECK {spec}: met already (nothing but plan.jsonl changed since)")
+            return report
+        report.items = 1
+        span = self.ws.journal.span("stage", stage=str(Stage.CHECK), iteration=iteration, items=1)
+        before = self.ws.plan_bytes()
+        values = prompt_values(plan, spec, self.ws.settings.max_new_items)
+        result = self.ws.run_agent(Stage.CHECK, iteration, None, values, plan=plan)
+        self.ws.check_plan(result)
+        stop = kill_reason_of(result.run.stop_reason)
+        if stop:
+            commit = self._stopped(stop, result, before, report)
+            span.end(kill_reason=str(stop))
+        else:
+            commit, added = self._take(plan, head, digest)
+            span.end(added=added or None)
+        report.commits += [commit] if commit else []
+        return report
+
+    def _take(self, base: Plan, head: str | None, digest: str) -> tuple[str | None, list[str]]:
+        """What the check added, bounded by ralph; the spec record says what a check that added
+        nothing read."""
+        spec = self.ws.settings.spec
+        with self.ws.change_plan() as change:  # goes in with the commit below
+            bounded = bound_new_work(
+                change.plan, base, self.ws.settings.max_new_items, f"the spec check of {spec}"
+            )
+            added = bounded.kept + ([bounded.issue] if bounded.issue else [])
+            met = not added
+            change.plan.record_spec_check(spec, head if met else None, digest if met else None)
+        self.outcome = CheckOutcome.MET if met else CheckOutcome.ADDED
+        cut = [c.record["id"] for c in bounded.cut]
+        self.ws.journal.event(
+            "spec_checked", item=spec, added=bounded.kept or None, cut=cut or None, cut_issue=bounded.issue
+        )
+        said = bounded.summary() if added else "nothing missing"
+        self.ws.console.event(f"CHECK {spec}: {said}")
+        if not met:
+            self.ws.prioritize(commit=False)
+        return self.ws.commit(f"ralph(check): {spec}: {said}"), added
+
+    def _stopped(
+        self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
+    ) -> str | None:
+        spec, log = self.ws.settings.spec, str(result.log_path)
+        self.ws.undo_plan_changes(before, result.log_path, spec)
+        with self.ws.change_plan() as change:
+            stops = change.plan.record_check_kill(spec, reason, log)
+        self.outcome = CheckOutcome.STOPPED
+        self.ws.journal.event("check_stopped", item=spec, kill_reason=reason, stops=stops, log=log)
+        report.stopped.append(f"{spec} CHECK stopped ({reason}), nothing of it kept; log {log}")
+        self.ws.console.event(f"CHECK {spec} stopped ({reason}); nothing of it kept")
+        return self.ws.commit(f"ralph(check): {spec} stopped ({reason})")

@@ -1,0 +1,136 @@
+"""New work an agent run added, bounded by ralph: after a run of INVESTIGATE, VERIFY or the spec
+check, ralph (not the agent) compares the plan before and after. A new task named like an open task
+(or like an earlier new one) is refused; new tasks and issues beyond the run's limit are removed;
+what was cut goes into one issue kept open for a person, which names each item and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from ralph.plan import questions
+from ralph.plan.document import Record
+from ralph.plan.reading import PlanReader
+
+# The cut issue's listing stays well inside intake.MAX_TEXT, whatever a run added.
+LISTED_CUTS = 50
+LISTED_CHARS = 200
+
+
+class CutReason(StrEnum):
+    DUPLICATE = "duplicate"  # named like an open task (or an earlier new one), case and spaces aside
+    OVER_LIMIT = "over_limit"  # beyond the run's max_new_items
+
+
+@dataclass
+class Cut:
+    record: Record
+    reason: CutReason
+    same_as: str | None = None  # the task a duplicate repeats
+
+
+@dataclass
+class Bounded:
+    """What a run added, as ralph took it: the ids kept, what was cut, and the issue naming it."""
+
+    kept: list[str] = field(default_factory=list)
+    cut: list[Cut] = field(default_factory=list)
+    issue: str | None = None
+
+    def summary(self) -> str:
+        """For a commit subject: 'added t-a, i-b; cut 3 into i-c', or '' when nothing was added."""
+        parts = [f"added {', '.join(self.kept)}"] if self.kept else []
+        if self.cut:
+            parts.append(f"cut {len(self.cut)} into {self.issue}")
+        return "; ".join(parts)
+
+
+def normalized(name: object) -> str:
+    return " ".join(str(name).split()).casefold()
+
+
+def new_items(before: PlanReader, after: PlanReader) -> list[Record]:
+    """The tasks and issues (not questions) in `after` whose ids `before` does not hold, in file order."""
+    known = before.taken_ids()
+    return [
+        line.record
+        for line in after.doc.records()
+        if line.record["t"] in ("task", "issue")
+        and line.record["id"] not in known
+        and line.record.get("kind") != "question"
+    ]
+
+
+def bound_new_work(plan: PlanReader, before: PlanReader, limit: int, run: str) -> Bounded:
+    """Bound what one run added to `plan` since `before` (see `bound`)."""
+    return bound(plan, [record["id"] for record in new_items(before, plan)], limit, run)
+
+
+def bound(plan: PlanReader, added: list[str], limit: int, run: str) -> Bounded:
+    """Bound the tasks and issues `added` (their ids, in the order the run added them) to `plan`:
+    duplicates of open tasks by name are refused, items past `limit` removed (with the new tasks'
+    dependencies on them), and one issue kept open for a person lists them. `run` names the run
+    in that issue ("VERIFY of t-x")."""
+    bounded = Bounded()
+    new = set(added)
+    records = {line.record["id"]: line.record for line in plan.doc.records() if line.record.get("id") in new}
+    names = {normalized(task["name"]): task["id"] for task in plan.tasks() if task["id"] not in new}
+    for item in added:
+        record = records[item]
+        cut = _cut(record, names, len(bounded.kept), limit)
+        if cut is None:
+            bounded.kept.append(item)
+            if record["t"] == "task":
+                names.setdefault(normalized(record.get("name")), item)
+        else:
+            bounded.cut.append(cut)
+    if not bounded.cut:
+        return bounded
+    _remove(plan, bounded.cut)
+    issue = questions.add_issue(plan, _cut_text(bounded.cut, run, limit))
+    reason = "ralph cut new work one run added: a person decides what of it to add"
+    questions.keep_issue_open(plan, issue["id"], reason)
+    bounded.issue = issue["id"]
+    return bounded
+
+
+def _cut(record: Record, names: dict[str, str], kept: int, limit: int) -> Cut | None:
+    if record["t"] == "task":
+        same = names.get(normalized(record.get("name")))
+        if same is not None:
+            return Cut(record, CutReason.DUPLICATE, same)
+    if kept >= limit:
+        return Cut(record, CutReason.OVER_LIMIT)
+    return None
+
+
+def _remove(plan: PlanReader, cuts: list[Cut]) -> None:
+    """The cut records go; a kept task's dependency on a cut duplicate points at the task it
+    repeats, on an item cut over the limit it is dropped (the issue names it)."""
+    gone = {cut.record["id"]: cut.same_as for cut in cuts}
+    for line in [line for line in plan.doc.records() if line.record.get("id") in gone]:
+        plan.doc.remove(line)
+    for line in plan.of("task"):
+        deps = line.record.get("deps")
+        if not deps or not set(deps) & set(gone):
+            continue
+        repointed = [gone.get(dep, dep) for dep in deps]
+        line.record["deps"] = list(dict.fromkeys(dep for dep in repointed if dep is not None))
+        if not line.record["deps"]:
+            del line.record["deps"]
+        plan.doc.rewrite(line)
+
+
+def _cut_text(cuts: list[Cut], run: str, limit: int) -> str:
+    lines = [
+        f"{run} added more new work than ralph takes from one run: it takes at most {limit} new tasks"
+        " and issues (config max_new_items) and refuses a task named like an open one. Not added:"
+    ]
+    for cut in cuts[:LISTED_CUTS]:
+        record = cut.record
+        what = record.get("name") if record["t"] == "task" else record.get("text")
+        why = f"duplicate of {cut.same_as}" if cut.reason is CutReason.DUPLICATE else "over the limit"
+        lines.append(f"- {record['t']} {record['id']} ({why}): {' '.join(str(what).split())[:LISTED_CHARS]}")
+    if len(cuts) > LISTED_CUTS:
+        lines.append(f"- and {len(cuts) - LISTED_CUTS} more")
+    return "\n".join(lines)
