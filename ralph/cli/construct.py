@@ -388,6 +388,7 @@ def report_lines(report) -> list[str]:
         ("accepted", report.accepted),
         ("failed attempts and rejections", report.failed),  # why: what a person reads to help the next
         ("stopped", report.stopped),
+        ("issues resolved", [f"{item['id']}: {item['note']}" for item in report.resolved]),
         ("left", report.remaining),
     ):
         if items:

@@ -115,6 +115,7 @@ class Report:
     tasks: list[dict] = field(default_factory=list)
     issues: list[dict] = field(default_factory=list)
     open_questions: list[dict] = field(default_factory=list)
+    resolved: list[dict] = field(default_factory=list)  # issues resolved in the run: {id, text, note}
     ending: str | None = None  # which ending of its outcome (Ending), where the outcome has several
 
 
@@ -139,6 +140,7 @@ class Loop:
         self.failed: list[str] = []
         self.iterations_run = 0
         self.ending: Ending | None = None
+        self.resolved_before: set[str] = set()  # the issues resolved with a note before the run
 
     @property
     def workspace(self) -> Workspace:
@@ -420,6 +422,7 @@ class Loop:
         with ws.change_plan(commit=True) as change:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
+            self.resolved_before = set(change.plan.resolutions())
         return ws
 
     def _fence(self) -> None:
@@ -528,6 +531,7 @@ class Loop:
         spec = self.settings.spec
         report.tasks += report_data.left_tasks(plan, spec)
         report.issues = report_data.open_issues(plan, spec)
+        report.resolved = report_data.resolved_issues(plan, spec, self.resolved_before)
         report.open_questions = report_data.open_questions(plan, spec)
 
     def _questions(self) -> list[str]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.prompts import data_block
 from ralph.loop.workspace import StageReport, Workspace
+from ralph.plan.new_work import bound_new_work
+from ralph.plan.plan import Plan
 from ralph.plan.records import IssueView, KillReason, Stage, kill_reason_of
 
 
@@ -47,18 +49,38 @@ class InvestigateStage:
             "previous": self._previous_stop(IssueView(issue)),
         }
         self.ws.set_state(stage=str(Stage.INVESTIGATE))
-        before = self.ws.plan_bytes()  # what a stopped run's changes go back to
-        result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values)
+        before, base = self.ws.plan_bytes(), self.ws.read_plan()  # what a stopped run's changes go back to
+        result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values, plan=base)
         self.ws.check_plan(result)
         stop = kill_reason_of(result.run.stop_reason)
         if stop:
             commit = self._stopped(issue, stop, result, before, report)
         else:
-            message = f"ralph(investigate): {issue['id']} {issue['text'][:60]}"
+            message = f"ralph(investigate): {issue['id']} {issue['text'][:60]}" + self._bound(issue, base)
             if self._still_open(issue["id"]):
                 message = self._resolve_if_it_became_tasks(issue["id"], message, str(result.log_path))
+            else:
+                message += self._resolution(issue["id"], str(result.log_path))
             commit = self.ws.commit(message)
         report.commits += [commit] if commit else []
+
+    def _bound(self, issue: dict, base: Plan) -> str:
+        """What the run added, bounded by ralph (ralph.plan.new_work); for the commit subject."""
+        with self.ws.change_plan() as change:  # goes in with this stage's commit
+            limit = self.ws.settings.max_new_items
+            bounded = bound_new_work(change.plan, base, limit, f"INVESTIGATE of {issue['id']}")
+        if bounded.cut:
+            cut = [c.record["id"] for c in bounded.cut]
+            self.ws.journal.event("new_work_cut", item=issue["id"], cut=cut, issue=bounded.issue)
+        summary = bounded.summary()
+        return f": {summary}" if summary else ""
+
+    def _resolution(self, issue_id: str, log: str) -> str:
+        """The agent resolved the issue: its note (why it needs no work, or what it became) goes
+        into the commit's body and the journal; the plan keeps it as a resolve record."""
+        note = self.ws.read_plan().resolutions().get(issue_id)
+        self.ws.journal.event("issue_resolved", item=issue_id, note=note, log=log)
+        return f"\n\nresolved: {note}" if note else "\n\nresolved without a note"
 
     def _still_open(self, issue_id: str) -> bool:
         return any(issue["id"] == issue_id for issue in self.ws.issues())

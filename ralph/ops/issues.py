@@ -21,7 +21,7 @@ def resolve(root: Path, issue_id: str, note: str | None = None, commit: bool | N
     if note is not None:
         require_text(note, "the note")
     with transaction(root, commit) as change:
-        issue = change.plan.resolve_issue(issue_id)
+        issue = change.plan.resolve_issue(issue_id, note)
         change.message = f"ralph: issue resolve {named([issue], 'text')}" + (f"\n\n{note}" if note else "")
     return issue
 

@@ -12,7 +12,7 @@ This merges records, pure (bytes in, bytes out):
   random id drawn twice), or a record deleted on one side and changed on the other, is a
   conflict. A task with an accept tombstone on either side is accepted, whatever the other side
   did to it.
-- accept and reject records are appended facts: the union, each once. Records of types ralph does
+- accept, reject and resolve records are appended facts: the union, each once. Records of types ralph does
   not know are kept, each once, unless one side removed them.
 - The order is ours, with theirs' new records appended in theirs' order (before ours' trailing blank
   lines). Every line the merge did not change is written back byte for byte, in ours' line endings.
@@ -38,6 +38,7 @@ BY_ID = ("task", "issue")
 UNION_FACTS = (
     "accept",
     "reject",
+    "resolve",
     "takeover",
 )  # never removed by ralph: a side without one has not seen it yet
 # A status moves forward only (accepted, the tombstone, is further); blocked merges with none.

@@ -249,6 +249,17 @@ class Reject(Record):
     kill_reason: KillReason | None = Field(None, description="set when the loop rejected a build it killed")
 
 
+class Resolve(Record):
+    """Tombstone: an issue resolved with a note (`ralph issue resolve ID --note`); its line went.
+    The note is how it was resolved (INVESTIGATE's reason it needs no work), kept for the report."""
+
+    t: Literal["resolve"]
+    id: IssueId = Field(description="the resolved issue; its own line is gone (git history keeps it)")
+    note: Text = Field(description="how it was resolved: the tasks it became, or why it needs none")
+    text: str | None = Field(None, description="the issue's text, for people reading the file")
+    spec: str | None = Field(None, description="the spec it belonged to, copied from the issue")
+
+
 class Takeover(Record):
     """A runner took over a task whose claim was older than claim_ttl: the claim it replaced."""
 
@@ -437,6 +448,7 @@ RECORD_MODELS: dict[str, type[Record]] = {
     "issue": Issue,
     "accept": Accept,
     "reject": Reject,
+    "resolve": Resolve,
     "takeover": Takeover,
     "spec": Spec,
     "config": Config,

@@ -130,8 +130,8 @@ class Plan(PlanReader):
     def answer(self, question_id: str, text: str, answered_at: str) -> tuple[Record, Record | None]:
         return questions.answer(self, question_id, text, answered_at)
 
-    def resolve_issue(self, issue_id: str) -> Record:
-        return questions.resolve_issue(self, issue_id)
+    def resolve_issue(self, issue_id: str, note: str | None = None) -> Record:
+        return questions.resolve_issue(self, issue_id, note)
 
     def set_config(self, key: str, value: object) -> Record:
         return singletons.set_config(self, key, value)

@@ -118,9 +118,17 @@ def answer(plan: PlanReader, question_id: str, text: str, answered_at: str) -> t
     return question, task
 
 
-def resolve_issue(plan: PlanReader, issue_id: str) -> Record:
+def resolve_issue(plan: PlanReader, issue_id: str, note: str | None = None) -> Record:
+    """The issue goes; with a note, a resolve record keeps it (the commit that would carry it is
+    the loop's, when an agent resolves the issue with RALPH_COMMIT=0)."""
     line = plan.issue_line(issue_id)
     plan.doc.remove(line)
+    if note and note.strip():
+        require_text(note, "the note")
+        resolved = {"t": "resolve", "id": issue_id, "note": note.strip(), "text": line.record["text"][:200]}
+        if line.record.get("spec"):
+            resolved["spec"] = line.record["spec"]
+        plan.doc.append(resolved)
     return line.record
 
 

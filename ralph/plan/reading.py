@@ -72,6 +72,14 @@ class PlanReader:
             if question.get("task") == task_id or question["id"] in inherited
         ]
 
+    def resolutions(self, spec: str | None = None) -> dict[str, str]:
+        """Issue id -> the note it was resolved with (resolve records); with `spec`, that spec's."""
+        return {
+            line.record["id"]: line.record["note"]
+            for line in self.of("resolve")
+            if spec is None or line.record.get("spec") in (None, spec)
+        }
+
     def spec_line(self, spec: str) -> RecordLine | None:
         return next((line for line in self.of("spec") if line.record["path"] == spec), None)
 
