@@ -281,30 +281,35 @@ class Loop:
     def _ended_by_check(self) -> tuple[Outcome, str] | None:
         """With every task of the spec accepted: the spec check (stage_check), which ends the run
         COMPLETE when it finds nothing missing; None while there is work (it may have added some)."""
-        if not self._complete():
+        plan = self.read_plan()
+        if self.workspace.tasks(plan) or self.workspace.issues(plan):
             return None
-        outcome = self._check_spec()
+        outcome = self._check_spec(plan)
         if outcome is CheckOutcome.STOPPED:
             why = (
                 "the spec check was stopped and nothing of it kept: give it more time (--timeout), run again"
             )
             return self._stuck(Ending.CHECK_STOPPED, why)
-        if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET) and self._complete():
+        if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET):  # it added nothing
             return (
                 Outcome.COMPLETE,
                 "every task of the spec is accepted, and the spec check found nothing missing",
             )
         return None
 
-    def _check_spec(self) -> CheckOutcome | None:
+    def _check_spec(self, plan) -> CheckOutcome | None:
         """The spec check, run here; with --remote only by the runner that claims the spec for it
         (the others wait for its verdict, or go on with the work it added). None: not run here."""
         remote = getattr(self.ws, "remote", None)
-        if remote is not None and not remote.before_check(self._already_met):
-            return CheckOutcome.ALREADY_MET if self._already_met(self.read_plan()) else None
-        check = CheckStage(self.workspace)
+        if remote is not None:
+            if not remote.before_check(self._already_met):
+                plan = self.read_plan()  # as the remote has it now
+                complete = not self.workspace.tasks(plan) and not self.workspace.issues(plan)
+                return CheckOutcome.ALREADY_MET if complete and self._already_met(plan) else None
+            plan = self.read_plan()  # the claim brought in the remote
+        check = CheckStage(self.workspace, plan)
         try:
-            self._take_report(check.run(self.read_plan().iteration()))
+            self._take_report(check.run(plan.iteration()))
         finally:
             if remote is not None:
                 remote.after_check()

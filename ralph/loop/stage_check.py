@@ -81,14 +81,15 @@ def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict:
 
 
 class CheckStage:
-    def __init__(self, ws: Workspace):
-        self.ws = ws
+    def __init__(self, ws: Workspace, plan: Plan | None = None):
+        """`plan`: the plan as the caller just read it (read here when not given)."""
+        self.ws, self.plan = ws, plan
         self.outcome: CheckOutcome | None = None
 
     def run(self, iteration: int) -> StageReport:
         spec = self.ws.settings.spec
         report = StageReport(Stage.CHECK)
-        plan = self.ws.read_plan()
+        plan = self.plan or self.ws.read_plan()
         head, digest = self.ws.repo.head(), spec_digest(self.ws.root, spec)
         if already_met(self.ws.repo, plan, spec, digest):
             self.outcome = CheckOutcome.ALREADY_MET

@@ -148,17 +148,21 @@ def test_status_shows_what_every_stage_spent_from_the_committed_plan_unknown_cos
     assert shown["by_stage"] == {
         "BUILD": {"runs": 2, "tokens": 2200, "cost_usd": 0.8, "unknown_cost_runs": 0},
         "VERIFY": {"runs": 2, "tokens": 2200, "cost_usd": None, "unknown_cost_runs": 2},
+        "CHECK": {"runs": 1, "tokens": 1100, "cost_usd": None, "unknown_cost_runs": 1},  # the spec check
     }
     assert (shown["runs"], shown["tokens"], shown["cost_usd"], shown["unknown_cost_runs"]) == (
-        4,
-        4400,
+        5,
+        5500,
         0.8,
-        2,
+        3,
     )
     assert shown["by_task"] == {}  # both accepted: their records are gone, their BUILD runs counted above
     text = in_process(["-C", str(project), "status"], {}).stdout
-    assert "spent so far: 4 agent run(s), 4,400 tokens, $0.80 + 2 run(s) of unknown cost\n" in text
-    assert "by stage: BUILD 2,200 tokens, $0.80; VERIFY 2,200 tokens, cost unknown\n" in text
+    assert "spent so far: 5 agent run(s), 5,500 tokens, $0.80 + 3 run(s) of unknown cost\n" in text
+    assert (
+        "by stage: BUILD 2,200 tokens, $0.80; VERIFY 2,200 tokens, cost unknown;"
+        " CHECK 1,100 tokens, cost unknown\n" in text
+    )
 
 
 def ralph_json(root: Path, *args: str) -> dict:

@@ -109,5 +109,5 @@ def test_each_failed_attempt_says_why_on_the_console_in_the_reports_and_the_log(
     assert all(words in page for words in ("gate failed 1", "no changes 1", "not marked done 1"))
     assert "VERIFY rejections: 1" in page
     # the fake agent reports no cost, for no model with a price: unknown, never $0
-    assert "Spent in all:</b> 13,000 tokens, cost unknown, in 13 agent runs of every stage" in page
+    assert "Spent in all:</b> 14,000 tokens, cost unknown, in 14 agent runs of every stage" in page
     assert '<th data-label="stage">all stages</th>' in page

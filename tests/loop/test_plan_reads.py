@@ -46,6 +46,6 @@ def test_the_loop_reads_the_plan_at_most_nine_times_per_agent_run(repo: Path, tm
     assert result.exit_code == 0, result.stdout + result.stderr
     journal = (repo / "build" / "ralph-logs" / "events.jsonl").read_text().splitlines()
     runs = sum(1 for line in journal if json.loads(line)["event"] == "agent_end")
-    assert runs == 8  # four builds, four verifiers
+    assert runs == 9  # four builds, four verifiers, the spec check
     # 11.8 loads a run before BUILD and VERIFY passed their plan on; 8.1 after.
     assert len(loads) / runs <= 9, (len(loads), runs)

@@ -23,6 +23,7 @@ SAMPLES = {
     "issue": ({"t": "issue", "id": "i-abc", "text": "why?"}, {"id": "t-abc"}),
     "accept": ({"t": "accept", "id": "t-abc"}, {"id": "i-abc"}),
     "reject": ({"t": "reject", "id": "t-abc", "reason": "no"}, {"reason": None}),
+    "resolve": ({"t": "resolve", "id": "i-abc", "note": "out of scope"}, {"note": ""}),
     "takeover": (
         {"t": "takeover", "id": "t-abc", "by": "h2", "at": "now", "was_claimed_by": "h1"},
         {"by": ""},
