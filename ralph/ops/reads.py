@@ -8,6 +8,7 @@ from typing import Any
 
 from ralph.errors import Problem, Refused
 from ralph.plan.document import Record
+from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, Status, TaskView
 from ralph.store.reader import PLAN_NAME, read_bytes, read_plan
 
@@ -100,10 +101,47 @@ def issues(root: Path) -> list[Record]:
 
 
 def next_task(root: Path) -> Record:
-    found = read_plan(root).next_task()
+    """The next task to build; when none is ready, the refusal says what happens next instead."""
+    plan = read_plan(root)
+    found = plan.next_task()
     if found is None:
-        raise Refused("no pending task is ready")
+        stage, said = next_action(plan)
+        raise Refused(f"no pending task is ready; next: {stage}: {said}")
     return found
+
+
+def next_action(plan: Plan) -> tuple[str, str]:
+    """What the loop (or a person) does next when no task is ready to build, by the plan's stage:
+    the stage, and the step in words naming its item."""
+    tasks, issues = plan.task_views(), plan.issues()
+    stage = plan.stage()
+    spec = plan.state().get("spec")
+    if stage is Stage.COMPLETE and not (plan.planned(spec) if spec else plan.accepted()):
+        return str(Stage.PLAN), "`ralph construct SPEC` turns a spec into tasks"
+    if stage is Stage.DECOMPOSE:
+        task = next(task for task in tasks if task.killed)
+        return str(stage), f"split {task.id} ({task.name}), set aside: {task.kill_reason}"
+    if stage is Stage.INVESTIGATE:
+        issue = next(issue for issue in issues if not issue.get("keep_open"))
+        return str(stage), f"turn issue {issue['id']} into tasks, or resolve it ({_short(issue['text'])})"
+    if stage is Stage.WAITING:
+        question = plan.questions()[0]
+        return "a person", f"answers question {question['id']} (`ralph answer {question['id']} TEXT`)"
+    done = [task for task in tasks if task.done]
+    if done:  # VERIFY, or BUILD whose pending tasks wait for a done one's verdict
+        more = f" (and {len(done) - 1} more done)" if len(done) > 1 else ""
+        return str(Stage.VERIFY), f"accept or reject {done[0].id} ({done[0].name}){more}"
+    if stage is Stage.COMPLETE:
+        return str(
+            Stage.CHECK
+        ), "every task is accepted: `ralph construct` checks the spec, then ends COMPLETE"
+    held = [task.id for task in tasks if task.blocked] + [i["id"] for i in issues if i.get("keep_open")]
+    return "a person", f"decides on {', '.join(held[:5])}: blocked or kept open (`ralph status` says why)"
+
+
+def _short(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 60 else line[:57] + "..."
 
 
 def stage(root: Path) -> str:

@@ -124,3 +124,27 @@ def test_a_verifier_adding_30_tasks_leaves_5_and_one_issue_naming_the_rest(proje
         == f"ralph(verify): accepted {one}, {two}; added {', '.join(r['id'] for r in new)}, {cut['id']}"
     )
     assert_clean(project)
+
+
+def test_investigate_keeps_an_out_of_scope_reason_in_its_commit_the_plan_and_the_report(project):
+    add_tasks(project, "Parse input")
+    issue = issues.add(project, "Dark mode [out-of-scope]")
+
+    done = construct(project, "--json")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["resolved"] == [
+        {
+            "id": issue["id"],
+            "text": "Dark mode [out-of-scope]",
+            "note": "out of scope: the spec does not ask for it",
+        }
+    ]
+    body = git(project, "log", "-1", "--format=%B", f"--grep=^ralph(investigate): {issue['id']}")
+    assert "resolved: out of scope: the spec does not ask for it" in body
+    assert [r["note"] for r in plan_records(project) if r["t"] == "resolve"] == [
+        "out of scope: the spec does not ask for it"
+    ]
+    text = construct(project).stdout  # a rerun resolves nothing: its report lists none
+    assert "issues resolved" not in text

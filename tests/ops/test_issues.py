@@ -35,6 +35,29 @@ def test_an_issue_is_added_resolved_with_a_note_and_gone_from_the_plan(repo):
         == f"ralph: issue resolve {issue['id']} Passwords are logged\n\nthe logger masks them now"
     )
     assert issue["id"] not in [r.get("id") for r in records(repo) if r["t"] == "issue"]
+    # The note is kept in the plan too: an agent resolves with RALPH_COMMIT=0, and no commit of its own.
+    resolved = [r for r in records(repo) if r["t"] == "resolve"]
+    assert resolved == [
+        {
+            "t": "resolve",
+            "id": issue["id"],
+            "note": "the logger masks them now",
+            "text": "Passwords are logged",
+        }
+    ]
+
+
+def test_an_issue_resolved_by_an_agent_keeps_its_note_in_the_plan_uncommitted(repo, monkeypatch):
+    issue = issues.add(repo, "Dark mode")
+    head = message(repo)
+    monkeypatch.setenv("RALPH_COMMIT", "0")
+    issues.resolve(repo, issue["id"], note="out of scope: the spec has no themes")
+    assert message(repo) == head  # nothing committed: the loop commits the agent's plan changes
+    assert [r["note"] for r in records(repo) if r["t"] == "resolve"] == [
+        "out of scope: the spec has no themes"
+    ]
+    issues.resolve(repo, issues.add(repo, "No note")["id"])
+    assert len([r for r in records(repo) if r["t"] == "resolve"]) == 1  # without a note, no record
 
 
 def test_keeping_an_issue_open_commits_the_reason(repo):

@@ -30,7 +30,8 @@ misbehaviour:
                        two runners build them side by side
   [verify-adds-30]     VERIFY accepts it and adds 30 tasks ("Gap 1" .. "Gap 30"), then one named
                        like another task of the plan and one like "Gap 1" (duplicates)
-An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s.
+An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s; an issue's text with
+[out-of-scope] makes INVESTIGATE resolve it with a note and no task.
 The spec check (CHECK) adds a task for each spec line marked [missing] (which PLAN leaves out) that
 no task, open or accepted, is named like; a spec line [check-hang] makes it hang (a timeout).
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
@@ -204,6 +205,9 @@ def investigate() -> int:
     bump(f"investigate-{issue_id}")
     if "[slow]" in ralph("issue", "list"):
         time.sleep(2)
+    if "[out-of-scope]" in ralph("issue", "list"):
+        ralph("issue", "resolve", issue_id, "--note", "out of scope: the spec does not ask for it")
+        return 0
     ralph("task", "add", json.dumps({"name": f"Fix what {issue_id} found"}))
     ralph("issue", "resolve", issue_id, "--note", "became a task")
     return 0
