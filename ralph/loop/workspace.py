@@ -14,11 +14,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.console import Console
+from ralph.loop.coordinator import Coordinator, Solo
 from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
@@ -35,9 +36,6 @@ from ralph.store.integrate import Integration, integrate
 from ralph.store.lock import LOCK_NAME
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
-
-if TYPE_CHECKING:
-    from ralph.loop.remote import RemoteCoordinator
 
 PLAN_FILE = reader.PLAN_NAME
 # ralph's own files beside plan.jsonl (its lock, its temporary files): never an agent's change.
@@ -134,7 +132,8 @@ class Workspace:
         # meanwhile by someone else (a person, a hook). Never committed, set aside or reverted.
         self.user_dirty = user_dirty
         self.building: set[str] = set()  # what the current build's earlier attempts left changed
-        self.remote: RemoteCoordinator | None = None  # runners sharing a git remote (construct sets it)
+        # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
+        self.coordinator: Coordinator = Solo()
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
         self.spending = Spending(settings.max_cost_usd)
         # git adds and removes worktrees one at a time: one being added while another is read
