@@ -23,7 +23,6 @@ from ralph.plan.records import (
     VERDICT_WORDS,
     KillReason,
     Stage,
-    StopReason,
     TaskView,
     Verdict,
     is_blocked,
@@ -35,7 +34,6 @@ from ralph.secrets import redact
 from ralph.text import shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
-MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
 _KILL_TEXT = {
     KillReason.TIMEOUT: "the agent run hit its time limit",
     KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
@@ -140,20 +138,12 @@ class BuildStage:
         self._attempts(task_id, iteration, report, plan)
 
     def _attempts(self, task_id: str, iteration: int, report: StageReport, plan: Plan) -> None:
-        compacted, compactions = None, 0
         while True:
             task = plan.task_line(task_id).record
             values = _values(task, plan, self.ws.settings)
-            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted, plan=plan)
+            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
             problem = result.plan_problem
             stop = result.run.stop_reason
-            if stop == StopReason.CONTEXT_COMPACT and compactions < MAX_COMPACTIONS:
-                compacted, compactions = self._compact(task, result), compactions + 1
-                plan = self.ws.read_plan()
-                continue
-            compacted = None
-            if stop == StopReason.CONTEXT_COMPACT:  # compacting again and again is no progress
-                return self._kill(task_id, KillReason.CONTEXT_LIMIT, result, report)
             if stop in KILLING_STOPS:
                 return self._kill(task_id, KILLING_STOPS[stop], result, report)
             after = self.ws.plan_after(result).find_task(task_id)  # the task as the agent left it
@@ -185,33 +175,6 @@ class BuildStage:
         self.ws.journal.event("question_asked", item=task_id, questions=ids, log=str(result.log_path))
         self.ws.console.event(f"{task_id} asked a question ({ids}); it waits for `ralph answer`")
         return True
-
-    def _compact(self, task: dict, result: AgentResult) -> str:
-        """The compacted context a continuation run opens with: the task, what is done so far,
-        the files being changed, the recent output, the next step."""
-        fill = result.pressure.fill if result.pressure else 0.0
-        self.ws.journal.event(
-            "context_compact", item=task["id"], fill_before=round(fill, 4), log=str(result.log_path)
-        )
-        paths = self.ws.changed_paths() - {PLAN_FILE}
-        stat = self.ws.repo.diff_stat(paths).strip() if paths else ""
-        recent = "\n".join(line[:200] for line in result.run.tail[-20:])
-        return "\n".join(
-            [
-                "=== COMPACTED CONTEXT ===",
-                f"Task: {task['id']} {task['name']}",
-                task_details(task, {}).strip(),
-                f"Progress: a previous run worked on this task and was stopped at {fill:.0%} of its context"
-                " window. Its changes are still in the work tree:",
-                stat or "(no changes to tracked files yet)",
-                "Key files: " + (", ".join(sorted(paths)) or "(none yet)"),
-                "Recent output:",
-                recent or "(none)",
-                "Next step: continue from the current state of the files; do not start over, and keep"
-                " command output short.",
-                "=== END COMPACTED ===",
-            ]
-        )
 
     def _build_failure(
         self, task: dict, result: AgentResult, problem: str | None, iteration: int

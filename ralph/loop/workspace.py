@@ -18,6 +18,7 @@ from typing import Protocol
 
 from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
+from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Coordinator, Solo
 from ralph.loop.cost import Spending, run_cost
@@ -219,13 +220,59 @@ class Workspace:
         iteration: int,
         item: str | None,
         values: dict,
-        compacted: str | None = None,
         cwd: Path | None = None,
         plan: Plan | None = None,
     ) -> AgentResult:
-        """One agent run of `stage` on `item`. `plan`: the plan the caller read for this step (read
-        here when not given), passed on rather than read again; the result carries the plan as
-        the run left it (`result.plan`) for the caller's next step."""
+        """One agent run of `stage` on `item`, and its continuations: a run stopped at the
+        context's compact tier goes on in a fresh run that opens with a compacted context, up to
+        MAX_COMPACTIONS times (then it counts as stopped at the context limit). `plan`: the plan
+        the caller read for this step (read here when not given), passed on rather than read
+        again; the result carries the plan as the run left it (`result.plan`)."""
+        carried: Compacted | None = None
+        for compactions in range(MAX_COMPACTIONS + 1):
+            result = self._run_once(stage, iteration, item, values, carried, cwd, plan)
+            if result.run.stop_reason is not StopReason.CONTEXT_COMPACT:
+                return result
+            if compactions == MAX_COMPACTIONS:  # compacting again and again is no progress
+                result.run.stop_reason = StopReason.CONTEXT_LIMIT
+                return result
+            carried = self._compact(stage, item, values, result, cwd)
+            plan = self.plan_after(result)
+        raise AssertionError("unreachable: the last compaction returns")
+
+    def _compact(
+        self, stage: Stage, item: str | None, values: dict, result: AgentResult, cwd: Path | None
+    ) -> Compacted:
+        fill = result.pressure.fill if result.pressure else 0.0
+        self.journal.event(
+            "context_compact",
+            stage=str(stage),
+            item=item,
+            fill_before=round(fill, 4),
+            log=str(result.log_path),
+        )
+        repo = Repo(cwd) if cwd else self.repo
+        changed = sorted(
+            path for path in repo.changed_paths() - self.user_dirty if not RALPH_FILES.fullmatch(path)
+        )
+        code = {path for path in changed if path != PLAN_FILE}
+        details = values.get("task_details") or values.get("issue_text") or ""
+        name = _name_of(self.plan_after(result), item)
+        stopped = Stopped(
+            stage, item, name, details, fill, changed, repo.diff_stat(code) if code else "", result.run.tail
+        )
+        return compacted(stopped)
+
+    def _run_once(
+        self,
+        stage: Stage,
+        iteration: int,
+        item: str | None,
+        values: dict,
+        compacted: Compacted | None,
+        cwd: Path | None,
+        plan: Plan | None,
+    ) -> AgentResult:
         self.deadline.check()
         over = self.spending.admit()  # counts the run as started when it may start
         if over:
