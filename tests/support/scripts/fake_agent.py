@@ -24,6 +24,7 @@ misbehaviour:
   [context-explode]    reports a context past the kill threshold
   [context-stuck]      still above 80% right after compaction
   [context-warm]       several turns above warn but below compact, then a normal build
+  [set-config-once]    the first build also sets the config's gate to `false`
   [verify-context-grow] VERIFY's context grows past compact; fine after compaction
   [slow-decompose]     DECOMPOSE takes 2 s
   [shared-file]        BUILD also writes its id to shared.txt; the first build waits (up to 60 s)
@@ -140,6 +141,8 @@ def build() -> int:
     for marker in CONTEXT_SCHEDULES:
         if marker in name:
             context_pressure(marker)
+    if "[set-config-once]" in name and attempt == 1:
+        ralph("config", "set", "gate", "false")  # would fail every later build, were it kept
     if "[ask]" in name:
         ralph("ask", "Blue or green? The spec does not say.")
         return 0
