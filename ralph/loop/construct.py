@@ -9,7 +9,6 @@ committed together with their code once ralph has checked the work (the gate aft
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from pathlib import Path
@@ -17,9 +16,10 @@ from pathlib import Path
 from ralph import secrets
 from ralph.agents import make_adapter
 from ralph.errors import PlanInvalid, RemoteError
-from ralph.loop import preflight
+from ralph.loop import preflight, stage_plan
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
+from ralph.loop.coordinator import Solo
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
@@ -223,15 +223,8 @@ class Loop:
     def _release_claims(self, quietly: bool = False) -> None:
         """With --remote: the claims the run still holds go back, and its commits are pushed.
         Quietly (after an interrupt): once, errors ignored; the claims expire anyway."""
-        remote = getattr(self.ws, "remote", None) if self.ws else None
-        if remote is None:
-            return
-        if not quietly:
-            remote.release_all()
-            return
-        remote.remote.retries = 0
-        with contextlib.suppress(RemoteError):
-            remote.release_all()
+        if self.ws is not None:
+            self.ws.coordinator.release(quietly)
 
     def _commit_loose_state(self, outcome: Outcome) -> None:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
@@ -245,11 +238,10 @@ class Loop:
         return "PLANNED" if outcome is Outcome.COMPLETE and self.ending is Ending.PLANNED else outcome.name
 
     def _iterate(self) -> tuple[Outcome, str]:
-        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: one of them plans
-        if self._needs_planning() and (remote is None or remote.before_plan()):
+        coordinator = self.workspace.coordinator  # runners sharing a git remote: one of them plans
+        if self._needs_planning() and coordinator.plans():
             planned = self._stage(PlanStage, self.read_plan().iteration())
-            if remote:
-                remote.after_plan()
+            coordinator.planned()
             if self._complete():
                 return self._stuck(*_no_plan(planned))
         unchanged = 0
@@ -300,19 +292,18 @@ class Loop:
     def _check_spec(self, plan) -> CheckOutcome | None:
         """The spec check, run here; with --remote only by the runner that claims the spec for it
         (the others wait for its verdict, or go on with the work it added). None: not run here."""
-        remote = getattr(self.ws, "remote", None)
-        if remote is not None:
-            if not remote.before_check(self._already_met):
-                plan = self.read_plan()  # as the remote has it now
-                complete = not self.workspace.tasks(plan) and not self.workspace.issues(plan)
-                return CheckOutcome.ALREADY_MET if complete and self._already_met(plan) else None
-            plan = self.read_plan()  # the claim brought in the remote
+        coordinator = self.workspace.coordinator
+        if not coordinator.checks(self._already_met):  # another runner checked, or added work meanwhile
+            plan = self.read_plan()  # as the remote has it now
+            complete = not self.workspace.tasks(plan) and not self.workspace.issues(plan)
+            return CheckOutcome.ALREADY_MET if complete and self._already_met(plan) else None
+        if not isinstance(coordinator, Solo):
+            plan = self.read_plan()  # its claim brought in the other runners' work
         check = CheckStage(self.workspace, plan)
         try:
             self._take_report(check.run(plan.iteration()))
         finally:
-            if remote is not None:
-                remote.after_check()
+            coordinator.checked()
         return check.outcome
 
     def _already_met(self, plan) -> bool:
@@ -416,7 +407,7 @@ class Loop:
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator
 
-            ws.remote = RemoteCoordinator(
+            ws.coordinator = RemoteCoordinator(
                 self.root,
                 self.settings.spec,
                 self.settings.remote,
@@ -477,7 +468,7 @@ class Loop:
         )
 
     def _needs_planning(self) -> bool:
-        return not self.read_plan().planned(self.settings.spec)
+        return stage_plan.needed(self.read_plan(), self.settings.spec)
 
     def _work_snapshot(self) -> bytes:
         doc = self.read_plan().doc

@@ -17,8 +17,10 @@ from pathlib import Path
 
 from ralph.errors import GitError
 from ralph.loop.agentrun import AgentResult
+from ralph.loop.job import Job
 from ralph.loop.prompts import data_block
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.ops.settings import Settings
 from ralph.plan.new_work import bound_new_work
 from ralph.plan.plan import Plan
 from ralph.plan.reading import PlanReader
@@ -78,6 +80,19 @@ def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict:
         said = f"{kills} earlier spec check(s) were stopped, the last one by {reason} (log: {log})."
         previous = f"{data_block('earlier spec checks', said)}\nKeep test runs short and focused.\n"
     return {"accepted": accepted, "previous": previous, "max_new_items": max_new_items}
+
+
+def jobs(plan: PlanReader, settings: Settings, root: Path) -> list[Job]:
+    """The spec check a plan whose spec has every task accepted calls for: one, unless a check
+    found this spec and code met already (the run and --dry-run both ask this)."""
+    spec = settings.spec
+    if (
+        plan.task_views(spec)
+        or plan.issues(spec)
+        or already_met(Repo(root), plan, spec, spec_digest(root, spec))
+    ):
+        return []
+    return [Job(Stage.CHECK, None, spec, prompt_values(plan, spec, settings.max_new_items))]
 
 
 class CheckStage:

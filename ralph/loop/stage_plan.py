@@ -7,8 +7,22 @@ the loop ends for a person to decide (a longer --timeout, or a smaller spec)."""
 from __future__ import annotations
 
 from ralph.loop.agentrun import AgentResult
+from ralph.loop.job import Job
 from ralph.loop.workspace import StageReport, Workspace
+from ralph.ops.settings import Settings
+from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, kill_reason_of
+
+
+def needed(plan: Plan | None, spec: str) -> bool:
+    """Whether a spec needs its PLAN run: PLAN never finished with tasks for it (open issues of the
+    spec do not count: PlanReader.planned)."""
+    return plan is None or not plan.planned(spec)
+
+
+def jobs(plan: Plan | None, settings: Settings) -> list[Job]:
+    """The PLAN run a plan calls for: one, when the spec has not been planned."""
+    return [Job(Stage.PLAN, None, settings.spec)] if needed(plan, settings.spec) else []
 
 
 class PlanStage:
