@@ -86,6 +86,7 @@ class Ending(StrEnum):
     BLOCKED = "blocked"  # STUCK: only blocked tasks and issues kept open for a person are left
     NO_PROGRESS = "no_progress"  # STUCK: NO_PROGRESS_LIMIT iterations in a row changed nothing
     CHECK_STOPPED = "check_stopped"  # STUCK: the spec check was stopped (time, context), nothing kept
+    CHECK_FAILED = "check_failed"  # STUCK: the spec check's agent failed (see its log), nothing kept
 
 
 ERROR_OUTCOME = "ERROR"  # a run an error ended (printed in one line, or a crash log): its journal and hooks
@@ -282,6 +283,10 @@ class Loop:
                 "the spec check was stopped and nothing of it kept: give it more time (--timeout), run again"
             )
             return self._stuck(Ending.CHECK_STOPPED, why)
+        if outcome is CheckOutcome.FAILED:
+            return self._stuck(
+                Ending.CHECK_FAILED, "the spec check's agent run failed, nothing of it kept (see below)"
+            )
         if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET):  # it added nothing
             return (
                 Outcome.COMPLETE,

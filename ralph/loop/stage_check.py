@@ -35,6 +35,7 @@ class CheckOutcome(Enum):
     ALREADY_MET = "already_met"  # a check found nothing with this code and spec: not run again
     ADDED = "added"  # it added tasks or issues: the loop goes on
     STOPPED = "stopped"  # its run was stopped (time, context): nothing of it kept
+    FAILED = "failed"  # its agent failed (an error, a broken plan, a permission violation): nothing kept
 
 
 def spec_digest(root: Path, spec: str) -> str:
@@ -121,6 +122,10 @@ class CheckStage:
         if stop:
             commit = self._stopped(stop, result, before, report)
             span.end(kill_reason=str(stop))
+        elif not result.ok or result.violation or result.plan_problem:
+            self._failed(result, before, report)  # not a check that found nothing
+            commit = None
+            span.end(failed=True)
         else:
             commit, added = self._take(plan, head, digest)
             span.end(added=added or None)
@@ -148,6 +153,15 @@ class CheckStage:
         if not met:
             self.ws.prioritize(commit=False)
         return self.ws.commit(f"ralph(check): {spec}: {said}"), added
+
+    def _failed(self, result: AgentResult, before: bytes, report: StageReport) -> None:
+        spec, log = self.ws.settings.spec, str(result.log_path)
+        self.ws.undo_plan_changes(before, result.log_path, spec)
+        self.outcome = CheckOutcome.FAILED
+        why = result.violation or result.plan_problem or f"the agent ended ({result.describe()})"
+        self.ws.journal.event("check_failed", item=spec, why=why, log=log)
+        report.failed.append(f"{spec} CHECK failed: {why}; nothing of it kept; log {log}")
+        self.ws.console.event(f"CHECK {spec} failed: {why}; nothing of it kept")
 
     def _stopped(
         self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport

@@ -193,6 +193,7 @@ def test_no_progress_ends_as_stuck(project):
     done = construct(project)
     assert done.returncode == 5, done.stdout + done.stderr
     assert "STUCK" in done.stdout
+    assert events(project)[-1]["ending"] == "no_progress"  # which of STUCK's endings, as data
     assert [e["event"] for e in events(project)].count("no_verdict") >= 2
     assert_clean(project)
 
@@ -459,6 +460,13 @@ def test_plan_command_runs_only_the_planning_stage(project):
     assert [t["name"] for t in tasks] == ["Parse input", "Compute result", "Print report"]
     assert all(t["s"] == "p" and t.get("priority") for t in tasks)
     assert [e["stage"] for e in events(project) if e["event"] == "agent_begin"] == ["PLAN"]
+    # It says what happened: planned, not COMPLETE (the spec is far from complete).
+    assert subjects(project)[0] == "ralph: construct specs/app.md ended: PLANNED"
+    ended = events(project)[-1]
+    assert (
+        ended["event"] == "construct_end" and ended["outcome"] == "PLANNED" and ended["ending"] == "planned"
+    )
+    assert next(r for r in plan_records(project) if r["t"] == "state")["stage"] == "PLANNED"
     assert_clean(project)
 
 

@@ -4,7 +4,7 @@ before it began is one line on stderr."""
 
 from __future__ import annotations
 
-from tests.support.construct import construct
+from tests.support.construct import construct, events
 
 
 def test_a_run_whose_plan_adds_nothing_reports_on_stdout(project):
@@ -16,6 +16,7 @@ def test_a_run_whose_plan_adds_nothing_reports_on_stdout(project):
     assert lines[-2].startswith("logs: build/ralph-logs/")
     assert lines[-1].startswith("to resume: ralph construct specs/app.md --agent command --agent-cmd true")
     assert "ralph: STUCK" not in done.stderr
+    assert events(project)[-1]["ending"] == "plan_empty"
 
 
 def test_a_run_left_with_only_questions_lists_them_on_stdout(project):

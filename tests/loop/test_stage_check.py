@@ -102,6 +102,20 @@ def test_a_stopped_check_is_counted_and_ends_stuck(repo):
     assert_clean(project)
 
 
+def test_a_check_whose_agent_fails_is_no_pass_and_keeps_nothing(repo):
+    project = with_app_spec(repo, "# App\n\n- Parse input\n\n[check-crash]\n")
+
+    done = construct(project, "--json")
+
+    assert done.returncode == 5, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "STUCK" and report["ending"] == "check_failed"
+    assert any("CHECK failed: the agent ended (exit 3)" in line for line in report["failed"])
+    assert not [r for r in plan_records(project) if r["t"] == "task"]  # its half a finding is not kept
+    assert "checked_commit" not in _spec_record(project)
+    assert_clean(project)
+
+
 def test_a_verifier_adding_30_tasks_leaves_5_and_one_issue_naming_the_rest(project):
     # Two is verified after One (VERIFY takes its verifiers in plan order): One's duplicate of it is seen.
     one, two = add_tasks(project, "One [verify-adds-30]", "Two", chain=True)

@@ -256,6 +256,7 @@ def test_a_stopped_plan_run_keeps_nothing_says_why_and_a_finished_one_clears_it(
     done = run(project, tmp_path, "--timeout", TIMEOUT)
     assert done.returncode == 5, done.stdout + done.stderr
     assert "STUCK: the PLAN run was stopped and nothing of it kept" in done.stdout
+    assert [e for e in events(project) if e["event"] == "construct_end"][-1]["ending"] == "plan_stopped"
     assert "specs/app.md PLAN stopped (timeout), nothing of it kept; log build/ralph-logs/" in done.stdout
     records = plan_records(project)
     assert [r for r in records if r["t"] == "task"] == []  # half a plan is not built as the whole spec

@@ -35,7 +35,8 @@ misbehaviour:
 An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s; an issue's text with
 [out-of-scope] makes INVESTIGATE resolve it with a note and no task.
 The spec check (CHECK) adds a task for each spec line marked [missing] (which PLAN leaves out) that
-no task, open or accepted, is named like; a spec line [check-hang] makes it hang (a timeout).
+no task, open or accepted, is named like; a spec line [check-hang] makes it hang (a timeout),
+[check-crash] makes it add a task and exit 3.
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
 
@@ -231,6 +232,10 @@ def check() -> int:
     if "[check-hang]" in spec:
         (STATE / "check.pid").write_text(str(os.getpid()))
         time.sleep(600)
+    if "[check-crash]" in spec:
+        ralph("task", "add", json.dumps({"name": "Half a finding"}))
+        print("fake agent: crashing", flush=True)
+        return 3
     records = [json.loads(line) for line in Path("plan.jsonl").read_text().splitlines() if line.strip()]
     named = {record.get("name") for record in records if record["t"] in ("task", "accept")}
     for line in spec.splitlines():
