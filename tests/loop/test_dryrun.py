@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.construct import in_process, with_app_spec
+from tests.support.construct import construct, in_process, with_app_spec
 from tests.support.gitrepo import git
 
 # Any run of it leaves a mark: the dry run must start none.
@@ -170,3 +170,26 @@ def test_dry_run_says_when_another_construct_holds_the_repository(project, tmp_p
     assert done.stderr.startswith(
         f"ralph: another ralph construct is running in this repository (pid {os.getpid()}"
     )
+
+
+def test_dry_run_says_the_spec_check_would_run_and_not_once_a_check_found_the_spec_met(project, tmp_path):
+    from ralph.ops import tasks
+
+    task = tasks.add(project, [{"name": "Do it"}])[0]
+    tasks.done(project, task["id"])
+    tasks.accept(project, task["id"])
+    before = tree_digest(project)
+
+    done = dry_run(project, tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert (
+        "  CHECK: specs/app.md" in done.stdout and "      | Stage: CHECK. Spec: specs/app.md" in done.stdout
+    )
+    assert "note: every task is accepted: the spec check (CHECK) runs" in done.stdout
+    assert tree_digest(project) == before
+
+    assert construct(project).returncode == 0  # its check (the fake agent's) finds nothing missing
+    met = dry_run(project, tmp_path, "--json")
+    assert json.loads(met.stdout)["runs"] == []
+    assert "a spec check found this spec and code met" in " ".join(json.loads(met.stdout)["notes"])
