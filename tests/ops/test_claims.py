@@ -327,3 +327,32 @@ def test_publishing_verdicts_claims_the_next_batch_in_the_same_push(three):
     origin = on_origin(shared)
     assert "t-aaaaaa" in origin.accepted()
     assert sorted(t["id"] for t in origin.claims()) == ["t-bbbbbb", "t-cccccc"]
+
+
+def test_the_spec_check_is_claimed_by_one_runner_holding_nothing_and_only_once_all_is_accepted(
+    repo, tmp_path
+):
+    from tests.support.gitrepo import Shared
+
+    with transaction(repo, True) as change:
+        change.plan.add_spec("specs/app.md")
+        change.message = "the spec"
+    seed(repo, {"id": "t-aaaaaa", "name": "A", "spec": "specs/app.md"})
+    shared = Shared(repo, tmp_path)
+    one, two = shared.clone("one"), shared.clone("two")
+    never = lambda plan: False  # noqa: E731  # no check found the spec met yet
+
+    # A task of the spec is open: nothing to check.
+    assert not claims.claim_check(one, "specs/app.md", "runner-1", remote_of(one), never)
+    claimed = claims.claim_next(two, "specs/app.md", "runner-2", remote_of(two))
+    tasks.done(two, claimed["id"])
+    tasks.accept(two, claimed["id"])
+    git(two, "push", "-q", "origin", "HEAD:main")  # its verdict reaches the remote
+
+    # All accepted: one runner wins the check, the other does not; once met, nobody checks.
+    assert claims.claim_check(one, "specs/app.md", "runner-1", remote_of(one), never)
+    assert not claims.claim_check(two, "specs/app.md", "runner-2", remote_of(two), never)
+    spec = next(line.record for line in on_origin(shared).of("spec"))
+    assert spec["claimed_by"] == "runner-1"
+    claims.publish(one, "specs/app.md", "runner-1", remote_of(one))
+    assert not claims.claim_check(two, "specs/app.md", "runner-2", remote_of(two), lambda plan: True)
