@@ -26,7 +26,7 @@ from ralph.loop.limits import AgentAuthFailed, LimitTooLong
 from ralph.loop.remaining import remaining_lines
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
-from ralph.loop.stage_check import CheckOutcome, CheckStage
+from ralph.loop.stage_check import CheckOutcome, CheckStage, already_met, spec_digest
 from ralph.loop.stage_decompose import DecomposeStage
 from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
@@ -42,6 +42,7 @@ from ralph.loop.workspace import (
     Workspace,
 )
 from ralph.ops.settings import Settings
+from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
@@ -294,7 +295,7 @@ class Loop:
             )
         return None
 
-    def _check_spec(self, plan) -> CheckOutcome | None:
+    def _check_spec(self, plan: Plan) -> CheckOutcome | None:
         """The spec check, run here; with --remote only by the runner that claims the spec for it
         (the others wait for its verdict, or go on with the work it added). None: not run here."""
         coordinator = self.workspace.coordinator
@@ -311,9 +312,7 @@ class Loop:
             coordinator.checked()
         return check.outcome
 
-    def _already_met(self, plan) -> bool:
-        from ralph.loop.stage_check import already_met, spec_digest
-
+    def _already_met(self, plan: Plan) -> bool:
         spec = self.settings.spec
         return already_met(self.workspace.repo, plan, spec, spec_digest(self.root, spec))
 
