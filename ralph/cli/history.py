@@ -126,6 +126,8 @@ def describe(event: dict) -> str:
             parts.append(f"(subtask of {event['parent']})")
     elif kind in ("added", "resolved"):
         parts.append(event.get("text") or "")
+        if event.get("note"):
+            parts.append(f"({event['note']})")
     elif kind == "decomposed":
         parts.append("into " + ", ".join(event.get("into", [])))
     elif kind in ("rejected", "killed", "stopped", "blocked", "kept open", "rejection removed"):

@@ -166,6 +166,8 @@ def diff(
                 events.append(_event(f"{kind} changed", None, fields=fields))
         elif new is not None and new.get("t") == "takeover" and old is None:
             events += _takeover(new, events)
+        elif new is not None and new.get("t") == "resolve" and old is None:
+            _resolve(new, events)
         else:
             record = new if new is not None else old
             assert record is not None
@@ -237,6 +239,17 @@ def _claim(item_id: str, old: Record, new: Record) -> list[Event]:
     if was == now:
         return [_event("claim renewed", item_id, runner=now, at=new.get("claimed_at"))]
     return [_event("taken over", item_id, runner=now, was_claimed_by=was, at=new.get("claimed_at"))]
+
+
+def _resolve(record: Record, events: list[Event]) -> None:
+    """A resolve record's note goes on its issue's "resolved" event (told before it: issues rank
+    first), or is told as one when the issue's line went in another commit."""
+    item = record.get("id")
+    told = next((event for event in events if event["event"] == "resolved" and event["id"] == item), None)
+    if told is None:
+        events.append(_event("resolved", item, text=record.get("text"), note=record.get("note")))
+    else:
+        told["note"] = record.get("note")
 
 
 def _takeover(record: Record, events: list[Event]) -> list[Event]:

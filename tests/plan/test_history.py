@@ -139,6 +139,11 @@ def test_issues_are_added_kept_open_and_resolved():
     assert events(b"", plan(issue)) == [("added", "i-q")]
     assert events(plan(issue), plan({**issue, "keep_open": "ask Ada"})) == [("kept open", "i-q")]
     assert events(plan(issue), b"") == [("resolved", "i-q")]
+    # Resolved with a note (a resolve record): the note goes on the "resolved" event.
+    note = {"t": "resolve", "id": "i-q", "note": "out of scope", "text": "Why?"}
+    assert diff(version(plan(issue)), version(plan(note))) == [
+        {"event": "resolved", "id": "i-q", "text": "Why?", "note": "out of scope"}
+    ]
 
 
 def test_lines_that_are_not_records_are_shown_as_lines():
