@@ -165,8 +165,6 @@ class VerifyStage:
                     tasks=taken.get("tasks") or None,
                     issues=taken.get("issues") or None,
                     dropped=taken.get("dropped"),
-                    cut=taken.get("cut"),
-                    cut_issue=taken.get("cut_issue"),
                     violation=bool(run.result.violation) or None,
                     checkout=run.checkout,
                     log=str(run.result.log_path),
