@@ -106,6 +106,19 @@ def verify() -> None:
         ralph("task", "reject", f"`{task['accept']}` failed: {check.stderr.strip()[-200:]}")
 
 
+def check() -> None:
+    """The spec check: a task for each section whose file is missing or fails its check."""
+    for file, section in sections().items():
+        if (
+            Path(file).exists()
+            and subprocess.run(shlex.split(section["check"]), capture_output=True).returncode == 0
+        ):
+            continue
+        ralph("task", "add", json.dumps({"name": f"Write {file}", "accept": section["check"]}))
+        say(f"the spec's {file} is missing or fails `{section['check']}`")
+    say("checked every section of the spec against the code")
+
+
 def investigate() -> None:
     ralph("issue", "resolve", os.environ["RALPH_ISSUE_ID"], "--note", "the demo agent has nothing to add")
 
@@ -125,6 +138,7 @@ def main() -> int:
         "VERIFY": verify,
         "INVESTIGATE": investigate,
         "DECOMPOSE": decompose,
+        "CHECK": check,
     }
     try:
         stages[stage]()
