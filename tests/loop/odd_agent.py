@@ -8,6 +8,7 @@ agent's. The moves:
   [plan-missing]        builds, then deletes plan.jsonl
   [not-utf8]            changes the tracked Latin-1 file menu.txt and writes a binary blob.bin,
                         then builds
+  [verify-removes-checkout]  the first VERIFY deletes its checkout (the folder it runs in)
 Every move leaves its mark in $FAKE_AGENT_STATE/<task>.odd, so a test knows it happened.
 """
 
@@ -79,9 +80,22 @@ def odd_move(task_id: str, name: str) -> int | None:
     return code
 
 
+def remove_checkout(task_id: str) -> bool:
+    """[verify-removes-checkout]: the verifier deletes the checkout it runs in; False: not this task."""
+    if "[verify-removes-checkout]" not in json.loads(ralph("task", "show", task_id))["name"]:
+        return False
+    STATE.mkdir(parents=True, exist_ok=True)
+    (STATE / f"{task_id}.odd-verify").write_text(os.getcwd())
+    shutil.rmtree(os.getcwd())
+    return True
+
+
 def main() -> int:
     task_id = os.environ.get("RALPH_TASK_ID", "")
-    if os.environ["RALPH_STAGE"] == "BUILD" and not (STATE / f"{task_id}.odd").exists():
+    stage = os.environ["RALPH_STAGE"]
+    if stage == "VERIFY" and not (STATE / f"{task_id}.odd-verify").exists() and remove_checkout(task_id):
+        return 0
+    if stage == "BUILD" and not (STATE / f"{task_id}.odd").exists():
         name = json.loads(ralph("task", "show", task_id))["name"]
         if any(move in name for move in MOVES):
             code = odd_move(task_id, name)

@@ -103,6 +103,22 @@ def test_a_build_that_removes_its_worktree_fails_alone(project):
     assert_clean(project)
 
 
+@MODES
+def test_a_verifier_that_removes_its_checkout_gives_no_verdict_and_the_run_goes_on(project, parallel):
+    odd, plain = add_tasks(project, "Odd [verify-removes-checkout]", "Plain")
+    done = construct(project, "--parallel", parallel, "--max-iterations", "6", agent=AGENT)
+    assert done.returncode == 0, done.stderr
+    assert (project.parent / "agent-state" / f"{odd}.odd-verify").exists(), "the verifier made its move"
+
+    violations = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert [(e["items"], e["did"]) for e in violations] == [([odd], ["removed its checkout"])]
+    assert "accepted" in git(project, "log", "--format=%s", "--grep", odd)  # by the next VERIFY
+    assert_sibling_untouched(project, plain)
+    worktrees = git(project, "worktree", "list", "--porcelain").splitlines()
+    assert [line for line in worktrees if line.startswith("worktree ")] == [f"worktree {project}"]
+    assert_clean(project)
+
+
 LATIN1_BEFORE = "caf\xe9 cr\xe8me\n".encode("latin-1")
 LATIN1_AFTER = "caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1")  # what odd_agent.py writes
 BINARY = bytes(range(256)) * 4
