@@ -509,7 +509,8 @@ class Workspace:
 
     def nested_repositories(self, paths: Iterable[str]) -> list[str]:
         """The folders among `paths` (or holding one of them) that are git repositories of their
-        own, as an agent's `git init` or `git clone` makes them; a submodule HEAD records is not."""
+        own, as an agent's `git init` or `git clone` makes them. Not a folder HEAD has: a submodule
+        is a person's, and git keeps tracking the files of a folder it tracks whatever is in it."""
         found: set[str] = set()
         for path in paths:
             parts = PurePosixPath(path.rstrip("/")).parts
@@ -517,7 +518,7 @@ class Workspace:
             folder = next((f for f in folders if os.path.lexists(self.root / f / ".git")), None)
             if folder is not None:
                 found.add(folder)
-        return sorted(found - self.repo.gitlinks_at_head(found))
+        return sorted(found - self.repo.at_head(found))
 
     def unnest(self, paths: Iterable[str], log_path: Path) -> list[str]:
         """Each nested repository among `paths` becomes plain files of this work tree: its .git

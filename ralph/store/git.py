@@ -401,13 +401,13 @@ class Repo:
             ("diff-tree", "-p", *_PATCH_OPTIONS, "--root", "--no-commit-id", commit, "--", *paths)
         )
 
-    def gitlinks_at_head(self, paths: Iterable[str]) -> set[str]:
-        """Those of `paths` that HEAD records as a submodule (a gitlink): a person's, not an agent's."""
+    def at_head(self, paths: Iterable[str]) -> set[str]:
+        """Those of `paths` that HEAD has an entry for (a file, a folder, a submodule): one git run
+        each, as ls-tree given a folder and a path inside it lists the inner one alone."""
         wanted = sorted(paths)
         if not wanted or self.head() is None:
             return set()
-        listed = self._paths("ls-tree", "-z", "HEAD", "--", *wanted)
-        return {entry.split("\t", 1)[1] for entry in listed.split("\0") if entry.startswith("160000 ")}
+        return {path for path in wanted if self._paths("ls-tree", "-z", "HEAD", "--", path)}
 
     def revert(self, paths: set[str]) -> None:
         """Put `paths` back as HEAD has them; files HEAD does not have are removed."""

@@ -435,6 +435,15 @@ def test_commit_patch_is_what_the_commit_changed_without_the_excluded_paths(work
     )
 
 
+def test_at_head_names_the_paths_head_has_an_entry_for(work):
+    (work / "sub").mkdir(exist_ok=True)
+    assert Repo(work).at_head({"sub", "a.txt", "new", "sub/e.txt", "sub/missing"}) == {
+        "sub",
+        "a.txt",
+        "sub/e.txt",
+    }
+
+
 # A tracked file in Latin-1 (not UTF-8) and a binary file, changed: what a patch must carry as bytes.
 LATIN1_BEFORE = "caf\xe9 cr\xe8me\n".encode("latin-1")
 LATIN1_AFTER = "caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1")
