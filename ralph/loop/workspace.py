@@ -310,7 +310,7 @@ class Workspace:
         except BaseException:
             self.spending.stopped()
             raise
-        if not self.root.is_dir():  # the run removed its own work tree: nothing left to check
+        if not self._tree_intact(result):  # the run removed its own work tree: nothing to check
             self.spending.stopped()
             self.add_tokens(result.tracker.usage.total)
             raise TreeRemoved(result)
@@ -404,6 +404,21 @@ class Workspace:
         self.journal.event("permission_violation", stage=str(stage), items=items, did=found, log=str(log))
         self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
         return found
+
+    def _tree_intact(self, result: AgentResult) -> bool:
+        """The work tree is still there, and a build's worktree still this repository's: its .git
+        link removed or replaced (`rm -rf .git && git init`), git would act on another repository
+        or none. Such a worktree's folder, the agent's files in it, moves beside the log."""
+        if not self.root.is_dir():
+            return False
+        if not self.in_worktree or self.repo.links_here():
+            return True
+        import shutil
+
+        kept = self.home / result.log_path.with_suffix(".worktree")
+        shutil.move(self.root, kept)
+        self.journal.event("worktree_kept", folder=str(self.rel(kept)))
+        return False
 
     def check_plan(self, result: AgentResult) -> PlanProblem | None:
         """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and

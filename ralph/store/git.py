@@ -441,6 +441,16 @@ class Repo:
             shutil.rmtree(path, ignore_errors=True)  # not a worktree (any more): the folder goes
             self._forget_worktree(path)
 
+    def links_here(self) -> bool:
+        """This worktree's .git is still the link git made to the repository's (not removed, not
+        replaced by a repository of its own)."""
+        dot_git = self.root / ".git"
+        if dot_git.is_symlink() or not dot_git.is_file():
+            return False
+        text = dot_git.read_text(encoding="utf-8", errors="surrogateescape")
+        admin = self.root / text.removeprefix("gitdir:").strip()  # absolute, or relative to here
+        return text.startswith("gitdir:") and (admin / "gitdir").is_file()
+
     def _forget_worktree(self, path: Path) -> None:
         """The registration (.git/worktrees/<name>) of the worktree that was at `path`, when its
         folder is gone (an agent removed it): that one alone, where prune would take them all."""

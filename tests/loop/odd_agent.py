@@ -4,6 +4,7 @@ agent's. The moves:
   [nested-repo]         `git init` in a new folder nested/, a file committed there
   [nested-uncommitted]  `git init` in nested/, a file in it, nothing committed
   [remove-worktree]     deletes its own work tree (the folder it runs in) and ends
+  [unlink-worktree]     builds, then replaces its worktree's .git link by a repository of its own
   [plan-symlink]        builds, then replaces plan.jsonl with a symlink to a copy outside
   [plan-missing]        builds, then deletes plan.jsonl
   [not-utf8]            changes the tracked Latin-1 file menu.txt and writes a binary blob.bin,
@@ -31,6 +32,7 @@ MOVES = (
     "[nested-repo]",
     "[nested-uncommitted]",
     "[remove-worktree]",
+    "[unlink-worktree]",
     "[plan-symlink]",
     "[plan-missing]",
     "[not-utf8]",
@@ -75,6 +77,9 @@ def odd_move(task_id: str, name: str) -> int | None:
         outside.write_bytes(Path("plan.jsonl").read_bytes())
         os.unlink("plan.jsonl")
         os.symlink(outside, "plan.jsonl")
+    if "[unlink-worktree]" in name:
+        os.unlink(".git")
+        git("init", "-q", ".")
     if "[plan-missing]" in name:
         os.unlink("plan.jsonl")
     return code

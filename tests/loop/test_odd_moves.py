@@ -119,6 +119,19 @@ def test_a_verifier_that_removes_its_checkout_gives_no_verdict_and_the_run_goes_
     assert_clean(project)
 
 
+def test_a_build_that_unlinks_its_worktree_fails_alone_and_its_folder_is_kept(project):
+    odd, plain = run_odd(project, "[unlink-worktree]", "2")
+
+    assert verdicts(project, odd) == [Verdict.WORKTREE_REMOVED]
+    [kept] = (project / LOGS).glob(f"*build-{odd}*.worktree")
+    assert (kept / "work" / f"{odd}.txt").read_text().startswith("ok"), "the agent's files are kept"
+    assert (kept / ".git").is_dir()  # the repository it made in place of the link
+    assert_sibling_untouched(project, plain)
+    worktrees = git(project, "worktree", "list", "--porcelain").splitlines()
+    assert [line for line in worktrees if line.startswith("worktree ")] == [f"worktree {project}"]
+    assert_clean(project)
+
+
 LATIN1_BEFORE = "caf\xe9 cr\xe8me\n".encode("latin-1")
 LATIN1_AFTER = "caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1")  # what odd_agent.py writes
 BINARY = bytes(range(256)) * 4
