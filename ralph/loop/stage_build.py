@@ -235,12 +235,15 @@ class BuildStage:
         )
 
     def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None:
-        """The agent removed the worktree its build ran in (ParallelBuilds): a failed attempt,
-        recorded on the loop's plan (the worktree's copy went with it), the other builds going on."""
+        """The agent removed the worktree its build ran in, or its .git link (ParallelBuilds): a
+        failed attempt, recorded on the loop's plan (the worktree's copy is gone), the other builds
+        going on."""
+        kept = self.ws.rel(result.log_path).with_suffix(".worktree")
+        left = f"its folder is kept as {kept}" if (self.ws.home / kept).exists() else "nothing of it is left"
         failure = Failure(
             Verdict.WORKTREE_REMOVED,
-            f"{Verdict.WORKTREE_REMOVED}: the agent removed the work tree it was building in, and"
-            " its changes with it. Work inside that folder; never delete it.",
+            f"{Verdict.WORKTREE_REMOVED}: the agent removed the worktree it was building in, or its"
+            f" .git link; {left}. Work inside that folder, and never delete it or its .git.",
         )
         attempts = self._record_failure(task_id, failure, result)
         self._tell_failure(task_id, attempts, failure, report)

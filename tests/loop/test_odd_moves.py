@@ -119,6 +119,19 @@ def test_a_verifier_that_removes_its_checkout_gives_no_verdict_and_the_run_goes_
     assert_clean(project)
 
 
+def test_a_removed_worktree_at_the_last_attempt_sets_the_task_aside_for_decompose(project):
+    odd, plain = add_tasks(project, "Odd [remove-worktree]", "Plain")
+    flags = ("--parallel", "2", "--max-attempts", "1", "--max-iterations", "1")
+    done = construct(project, *flags, agent=AGENT)
+    assert done.returncode == 3, done.stderr  # the iteration limit, after DECOMPOSE split the task
+
+    assert verdicts(project, odd) == [Verdict.WORKTREE_REMOVED]
+    killed = [e for e in events(project) if e["event"] == "task_killed" and e["item"] == odd]
+    assert [e["kill_reason"] for e in killed] == ["doom_loop"]
+    assert f"ralph(decompose): {odd} ->" in git(project, "log", "--format=%s")
+    assert_sibling_untouched(project, plain)
+
+
 def test_a_build_that_unlinks_its_worktree_fails_alone_and_its_folder_is_kept(project):
     odd, plain = run_odd(project, "[unlink-worktree]", "2")
 
