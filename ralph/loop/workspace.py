@@ -547,7 +547,8 @@ class Workspace:
             kept = self.home / log_path.with_suffix(".nested") / folder / ".git"
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(self.root / folder / ".git", kept)
-            self.repo.git("rm", "--cached", "-q", "--ignore-unmatch", "--", folder)  # a staged gitlink
+            # Its gitlink (or anything else) staged: unstaged, the files left (HEAD has no folder).
+            self.repo.git("rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", folder)
             self.journal.event("nested_repository_kept", folder=folder, git_dir=str(self.rel(kept)))
         if nested:  # the build's files now, not someone else's change left unstaged
             self.building |= self.repo.changed_paths(among=nested)

@@ -3,6 +3,7 @@ name, then (where it still can) builds as the scripted fake agent does; every ot
 agent's. The moves:
   [nested-repo]         `git init` in a new folder nested/, a file committed there
   [nested-uncommitted]  `git init` in nested/, a file in it, nothing committed
+  [nested-gitlink]      as [nested-repo], then commits nested/ in the work tree (a gitlink), and ends
   [remove-worktree]     deletes its own work tree (the folder it runs in) and ends
   [unlink-worktree]     builds, then replaces its worktree's .git link by a repository of its own
   [plan-symlink]        builds, then replaces plan.jsonl with a symlink to a copy outside
@@ -31,6 +32,7 @@ STATE = Path(os.environ["FAKE_AGENT_STATE"])
 MOVES = (
     "[nested-repo]",
     "[nested-uncommitted]",
+    "[nested-gitlink]",
     "[remove-worktree]",
     "[unlink-worktree]",
     "[plan-symlink]",
@@ -64,6 +66,11 @@ def odd_move(task_id: str, name: str) -> int | None:
     if "[nested-repo]" in name or "[nested-uncommitted]" in name:
         nested(commit="[nested-repo]" in name)
         return None
+    if "[nested-gitlink]" in name:
+        nested(commit=True)
+        git("add", "nested")
+        git("-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "the agent's own commit")
+        return 0
     if "[not-utf8]" in name:
         Path("menu.txt").write_bytes(LATIN1)
         Path("blob.bin").write_bytes(BINARY)

@@ -71,6 +71,21 @@ def test_a_nested_repository_fails_the_attempt_and_its_files_are_committed_as_fi
 
 
 @MODES
+def test_a_nested_repository_committed_by_the_agent_is_undone_and_kept_as_files(project, parallel):
+    odd, plain = run_odd(project, "[nested-gitlink]", parallel)
+
+    assert verdicts(project, odd) == [Verdict.PERMISSION_VIOLATION]  # it committed
+    [patch] = (project / LOGS).glob(f"*build-{odd}*.patch")
+    assert b"+nested work" in patch.read_bytes(), "its files are in the patch, as files"
+    assert b"Subproject commit" not in patch.read_bytes()
+    [kept] = (project / LOGS).glob(f"*build-{odd}*.nested")
+    assert git(project, "--git-dir", str(kept / "nested" / ".git"), "log", "--format=%s").strip() == "nested"
+    assert git(project, "ls-tree", "-r", "HEAD", "nested") == ""  # the retry did without it
+    assert_sibling_untouched(project, plain)
+    assert_clean(project)
+
+
+@MODES
 def test_a_symlinked_plan_fails_the_attempt_and_the_run_goes_on(project, parallel):
     odd, plain = run_odd(project, "[plan-symlink]", parallel)
 
