@@ -524,35 +524,43 @@ class Workspace:
 
     def nested_repositories(self, paths: Iterable[str]) -> list[str]:
         """The folders among `paths` (or holding one of them) that are git repositories of their
-        own, as an agent's `git init` or `git clone` makes them. Not a folder HEAD has: a submodule
-        is a person's, and git keeps tracking the files of a folder it tracks whatever is in it."""
+        own, as an agent's `git init` or `git clone` makes them. Never through a symlink (its
+        .git is somewhere else), nor a folder HEAD has: a submodule is a person's, and git keeps
+        tracking the files of a folder it tracks whatever is in it."""
         found: set[str] = set()
         for path in paths:
             parts = PurePosixPath(path.rstrip("/")).parts
-            folders = ("/".join(parts[:depth]) for depth in range(1, len(parts) + 1))
-            folder = next((f for f in folders if os.path.lexists(self.root / f / ".git")), None)
-            if folder is not None:
-                found.add(folder)
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth])
+                if (self.root / folder).is_symlink() or not (self.root / folder).is_dir():
+                    break
+                if os.path.lexists(self.root / folder / ".git"):
+                    found.add(folder)
+                    break
         return sorted(found - self.repo.at_head(found))
 
     def unnest(self, paths: Iterable[str], log_path: Path) -> list[str]:
         """Each nested repository among `paths` becomes plain files of this work tree: its .git
         (its history) moves beside the log, as <log>.nested/<folder>/.git, and a gitlink staged
-        for it leaves the index. Otherwise git would commit it as a bare gitlink (its files in
-        no commit) or refuse to add it. Returns the folders."""
+        for it leaves the index; then those nested in them, in turn. Otherwise git would commit
+        it as a bare gitlink (its files in no commit) or refuse to add it. Returns the folders."""
         import shutil
 
+        unnested: list[str] = []
         nested = self.nested_repositories(paths)
-        for folder in nested:
-            kept = self.home / log_path.with_suffix(".nested") / folder / ".git"
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(self.root / folder / ".git", kept)
-            # Its gitlink (or anything else) staged: unstaged, the files left (HEAD has no folder).
-            self.repo.git("rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", folder)
-            self.journal.event("nested_repository_kept", folder=folder, git_dir=str(self.rel(kept)))
-        if nested:  # the build's files now, not someone else's change left unstaged
-            self.building |= self.repo.changed_paths(among=nested)
-        return nested
+        while nested:
+            for folder in nested:
+                kept = self.home / log_path.with_suffix(".nested") / folder / ".git"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(self.root / folder / ".git", kept)
+                # Its gitlink (or anything else) staged: unstaged, its files left (HEAD has no folder).
+                self.repo.git("rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", folder)
+                self.journal.event("nested_repository_kept", folder=folder, git_dir=str(self.rel(kept)))
+            unnested += nested
+            inside = self.repo.changed_paths(among=nested)
+            self.building |= inside  # the build's files now, not someone else's left unstaged
+            nested = self.nested_repositories(inside)
+        return unnested
 
     @contextmanager
     def checkout(self, label: str) -> Iterator[Repo]:

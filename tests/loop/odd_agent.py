@@ -52,8 +52,13 @@ def fake() -> int:
 
 
 def nested(commit: bool) -> None:
+    """nested/, a repository of its own with code.txt, and one more inside it (nested/inner/);
+    and a symlink to the repository's own folder, whose .git is no nested repository's."""
     git("init", "-q", "nested")
+    git("init", "-q", "nested/inner")
     Path("nested", "code.txt").write_bytes(b"nested work\n")
+    Path("nested", "inner", "deeper.txt").write_bytes(b"deeper work\n")
+    os.symlink(os.getcwd(), "loop-link")
     if commit:
         git("-C", "nested", "add", "code.txt")
         git("-C", "nested", "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "nested")

@@ -57,13 +57,16 @@ def test_a_nested_repository_fails_the_attempt_and_its_files_are_committed_as_fi
 
     assert verdicts(project, odd) == [Verdict.NESTED_REPOSITORY]
     # The files are plain files of the repository, never a gitlink with its content in no commit.
-    assert git(project, "ls-tree", "-r", "HEAD", "nested").split()[:2] == ["100644", "blob"]
+    committed = git(project, "ls-tree", "-r", "HEAD", "nested").splitlines()
+    assert [line.split()[:2] for line in committed] == [["100644", "blob"]] * 2
     assert (project / "nested" / "code.txt").read_bytes() == b"nested work\n"
-    assert not (project / "nested" / ".git").exists()
+    assert (project / "nested" / "inner" / "deeper.txt").read_bytes() == b"deeper work\n"
+    assert not (project / "nested" / ".git").exists() and not (project / "nested" / "inner" / ".git").exists()
+    assert git(project, "ls-tree", "HEAD", "loop-link").split()[0] == "120000"  # a symlink, left as one
     kept = [path for path in (project / LOGS).glob(f"*build-{odd}*.nested") if path.is_dir()]
     assert len(kept) == 1, "its .git is kept beside the attempt's log"
     nested_git = kept[0] / "nested" / ".git"
-    assert (nested_git / "HEAD").is_file()
+    assert (nested_git / "HEAD").is_file() and (kept[0] / "nested" / "inner" / ".git" / "HEAD").is_file()
     if move == "[nested-repo]":  # its history goes with it
         assert git(project, "--git-dir", str(nested_git), "log", "--format=%s").strip() == "nested"
     assert_sibling_untouched(project, plain)
@@ -77,6 +80,7 @@ def test_a_nested_repository_committed_by_the_agent_is_undone_and_kept_as_files(
     assert verdicts(project, odd) == [Verdict.PERMISSION_VIOLATION]  # it committed
     [patch] = (project / LOGS).glob(f"*build-{odd}*.patch")
     assert b"+nested work" in patch.read_bytes(), "its files are in the patch, as files"
+    assert b"+deeper work" in patch.read_bytes()
     assert b"Subproject commit" not in patch.read_bytes()
     [kept] = (project / LOGS).glob(f"*build-{odd}*.nested")
     assert git(project, "--git-dir", str(kept / "nested" / ".git"), "log", "--format=%s").strip() == "nested"
