@@ -54,8 +54,8 @@ class PlanProblem(NamedTuple):
 
 
 class TreeRemoved(WorkTreeGone):
-    """An agent run removed the work tree it ran in (a build's worktree): that build's attempt
-    failed, and there is nothing of it left to check or keep. `result`: the run."""
+    """An agent run removed the work tree it ran in (a build's worktree), or unlinked it from the
+    repository: that build's attempt failed, with nothing left to check. `result`: the run."""
 
     def __init__(self, result: AgentResult):
         super().__init__(f"the agent removed the work tree it ran in (log {result.log_path})")
@@ -310,7 +310,7 @@ class Workspace:
         except BaseException:
             self.spending.stopped()
             raise
-        if not self._tree_intact(result):  # the run removed its own work tree: nothing to check
+        if self._keep_lost_tree(result):  # the run removed its own work tree: nothing to check
             self.spending.stopped()
             self.add_tokens(result.tracker.usage.total)
             raise TreeRemoved(result)
@@ -405,20 +405,21 @@ class Workspace:
         self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
         return found
 
-    def _tree_intact(self, result: AgentResult) -> bool:
-        """The work tree is still there, and a build's worktree still this repository's: its .git
-        link removed or replaced (`rm -rf .git && git init`), git would act on another repository
-        or none. Such a worktree's folder, the agent's files in it, moves beside the log."""
+    def _keep_lost_tree(self, result: AgentResult) -> bool:
+        """Whether the run lost its work tree: removed it, or (a build's worktree) removed or
+        replaced its .git link (`rm -rf .git && git init`), after which git would act on another
+        repository or none. Such a worktree's folder, the agent's files in it, moves beside the
+        log as <log>.worktree."""
         if not self.root.is_dir():
-            return False
-        if not self.in_worktree or self.repo.links_here():
             return True
+        if not self.in_worktree or self.repo.links_here():
+            return False
         import shutil
 
         kept = self.home / result.log_path.with_suffix(".worktree")
         shutil.move(self.root, kept)
         self.journal.event("worktree_kept", folder=str(self.rel(kept)))
-        return False
+        return True
 
     def check_plan(self, result: AgentResult) -> PlanProblem | None:
         """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and
