@@ -7,6 +7,7 @@ agent's. The moves:
   [remove-worktree]     deletes its own work tree (the folder it runs in) and ends
   [unlink-worktree]     builds, then replaces its worktree's .git link by a repository of its own
   [plan-symlink]        builds, then replaces plan.jsonl with a symlink to a copy outside
+  [plan-folder]         builds, then replaces plan.jsonl with a folder holding a file
   [plan-missing]        builds, then deletes plan.jsonl
   [not-utf8]            changes the tracked Latin-1 file menu.txt and writes a binary blob.bin,
                         then builds
@@ -36,6 +37,7 @@ MOVES = (
     "[remove-worktree]",
     "[unlink-worktree]",
     "[plan-symlink]",
+    "[plan-folder]",
     "[plan-missing]",
     "[not-utf8]",
 )
@@ -89,6 +91,10 @@ def odd_move(task_id: str, name: str) -> int | None:
         outside.write_bytes(Path("plan.jsonl").read_bytes())
         os.unlink("plan.jsonl")
         os.symlink(outside, "plan.jsonl")
+    if "[plan-folder]" in name:
+        os.unlink("plan.jsonl")
+        Path("plan.jsonl").mkdir()
+        Path("plan.jsonl", "notes.txt").write_text("the agent's notes\n")
     if "[unlink-worktree]" in name:
         os.unlink(".git")
         git("init", "-q", ".")

@@ -90,13 +90,17 @@ def test_a_nested_repository_committed_by_the_agent_is_undone_and_kept_as_files(
 
 
 @MODES
-def test_a_symlinked_plan_fails_the_attempt_and_the_run_goes_on(project, parallel):
-    odd, plain = run_odd(project, "[plan-symlink]", parallel)
+@pytest.mark.parametrize("move", ["[plan-symlink]", "[plan-folder]"])
+def test_a_plan_replaced_by_a_link_or_folder_fails_the_attempt_and_the_run_goes_on(project, move, parallel):
+    odd, plain = run_odd(project, move, parallel)
 
     assert verdicts(project, odd) == [Verdict.PLAN_REPLACED]
-    kept = list((project / LOGS).glob(f"*build-{odd}*.plan.jsonl.replaced"))
-    assert len(kept) == 1 and kept[0].is_symlink(), "the link is kept as it was, beside the log"
-    assert not (project / "plan.jsonl").is_symlink()
+    [kept] = (project / LOGS).glob(f"*build-{odd}*.plan.jsonl.replaced")  # as it was, beside the log
+    if move == "[plan-symlink]":
+        assert kept.is_symlink()
+    else:
+        assert (kept / "notes.txt").read_text() == "the agent's notes\n"
+    assert (project / "plan.jsonl").is_file() and not (project / "plan.jsonl").is_symlink()
     assert_sibling_untouched(project, plain)
     assert_clean(project)
 
