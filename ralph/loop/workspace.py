@@ -29,9 +29,10 @@ from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, TaskView
 from ralph.secrets import redact
-from ralph.store import owned, reader, transaction
+from ralph.store import intent, owned, reader, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
+from ralph.store.intent import IntentKind
 from ralph.store.lock import LOCK_NAME
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
@@ -375,12 +376,16 @@ class Workspace:
             with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
                 change.plan.add_spending(unsaved)
 
-    def commit(self, message: str, paths: set[str] | None = None) -> str | None:
+    def commit(self, message: str, paths: set[str] | None = None, task: str | None = None) -> str | None:
         """Commit what the loop's agents are known to have changed: `paths` (a build's files, as
         measured around its runs), else plan.jsonl alone, which is all the other stages change;
         any other change is left unstaged with a warning. The spending goes into the loop's own
         plan first; a build in a worktree leaves that to its merge, instead of waiting here for
-        the plan lock that other builds' merges hold."""
+        the plan lock that other builds' merges hold. `task`: the commit is that task's build,
+        recorded on it here (in the loop's own work tree; a worktree's is recorded by its merge).
+
+        Recorded first (ralph.store.intent, COMMIT): a kill between staging and committing is
+        committed by the next start, never left staged with the plan saying the task is built."""
         if not self.in_worktree:
             self.save_spending()
         if paths is None:
@@ -388,7 +393,26 @@ class Workspace:
         paths = {PLAN_FILE} if paths is None else paths
         if PLAN_FILE in paths:  # the agents may have written it by hand: nothing secret is committed
             transaction.redact_plan(self.root, self._clean_lines)
-        commit, files = self.repo.commit_paths(paths, redact(message))  # it can quote a name or an issue
+        message = redact(message)  # it can quote a name or an issue
+        # A worktree's commit is not recorded: the worktree and its branch are (ralph.store.owned),
+        # and clean-up keeps what an interrupted commit there left as a patch.
+        pending = None
+        if not self.in_worktree:
+            head, paths_listed = self.repo.head(), sorted(paths)
+            pending = intent.begin(
+                self.repo,
+                IntentKind.COMMIT,
+                self.root,
+                head=head,
+                paths=paths_listed,
+                message=message,
+                task=task,
+            )
+        commit, files = self.repo.commit_paths(paths, message)
+        if pending is not None:
+            if commit and task:
+                intent.record_build_commit(self.root, task, commit)
+            intent.finish(self.repo, pending)
         self.building = set()
         if commit:
             shown = [shown_path(path) for path in files]
@@ -489,13 +513,24 @@ class Workspace:
             name = f"{BUILD_BRANCH_PREFIX}{task_id}-{number}"
         return name
 
-    def merge_build(self, checkout: BuildCheckout) -> Integration:
-        """The build branch's commits onto the loop's branch, a copy of each in order."""
+    def merge_build(
+        self, checkout: BuildCheckout, task_id: str | None = None, built: list[str] | None = None
+    ) -> Integration:
+        """The build branch's commits onto the loop's branch, a copy of each in order; the copy of
+        the last of `built` (the build's own commits) recorded on the task, for the loop's next
+        commit, and the branch marked merged. The merge's record (ralph.store.intent) is finished
+        only then: a kill before is finished by the next start."""
         tip = checkout.ws.repo.head()
         if tip is None or tip == checkout.start:
             return Integration()
         with deferred_signals():  # the work tree moves in one step or not at all
-            return integrate(self.repo, checkout.start, tip, checkout.plan_base)
+            merged = integrate(
+                self.repo, checkout.start, tip, checkout.plan_base, task_id, checkout.branch, built
+            )
+            if merged.intent is not None:
+                intent.after_merge(self.repo, self.root, merged.intent.data)
+                intent.finish(self.repo, merged.intent)
+        return merged
 
     def plan_bytes(self) -> bytes:
         return (self.root / PLAN_FILE).read_bytes()
