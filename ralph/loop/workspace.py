@@ -7,6 +7,7 @@ stage reads another stage's state: anything one stage leaves for the next is in 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -448,7 +449,6 @@ class Workspace:
         """A detached worktree of HEAD, in a temporary folder of its own, holding a copy of
         plan.jsonl as it is now: a run that must not share this work tree (a verifier running the
         tests) works there. It is removed afterwards, whatever happened, changes and all."""
-        import shutil
         import tempfile
 
         folder = Path(tempfile.mkdtemp(prefix=f"ralph-{label}-"))
@@ -462,16 +462,13 @@ class Workspace:
             yield repo
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
-                self.repo.remove_worktree(path)
-                shutil.rmtree(folder, ignore_errors=True)
-                owned.forget(self.repo, tree)
+                self._remove_recorded(path, folder, tree)
 
     @contextmanager
     def build_checkout(self, task_id: str, worker: int | None = None) -> Iterator[BuildCheckout]:
         """A worktree on branch `ralph/<task id>` from HEAD (plan.jsonl as HEAD has it), for one
         build at a time with others; removed with its branch afterwards, whatever
         happened (what the caller did not merge is lost, as a run set aside is)."""
-        import shutil
         import tempfile
 
         folder = Path(tempfile.mkdtemp(prefix=f"ralph-build-{task_id}-"))
@@ -497,12 +494,40 @@ class Workspace:
             yield BuildCheckout(self.for_worktree(path, worker), branch, head, plan)
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
-                self.repo.remove_worktree(path)
-                shutil.rmtree(folder, ignore_errors=True)
-                owned.forget(self.repo, tree)
-                if created:  # ralph's own, recorded above; never a person's made meanwhile
-                    self.repo.delete_branch(branch)
-                owned.forget(self.repo, built)
+                self._remove_recorded(path, folder, tree)
+                if created and not self._registered(path):  # ralph's own, recorded above
+                    self._delete_recorded(built)
+                elif not created:
+                    owned.forget(self.repo, built)
+
+    def _remove_recorded(self, path: Path, folder: Path, tree: Owned) -> None:
+        """A worktree ralph made removed, and its record with it; a record stays while git still
+        lists the worktree (its removal failed: a full disk), for clean-up to finish."""
+        import shutil
+
+        self.repo.remove_worktree(path)
+        shutil.rmtree(folder, ignore_errors=True)
+        if not self._registered(path):
+            owned.forget(self.repo, tree)
+
+    def _delete_recorded(self, built: Owned) -> None:
+        """A build branch ralph made deleted, and its record with it, unless git failed to."""
+        try:
+            self.repo.git("update-ref", "-d", f"refs/heads/{built.name}")
+        except GitError:
+            return  # recorded still: clean-up judges it later
+        owned.forget(self.repo, built)
+
+    def _registered(self, path: Path) -> bool:
+        """Whether git still lists the worktree at `path` (its folder under .git/worktrees/ names
+        it), read from the files, without running git."""
+        admin = intent.common_dir(self.repo) / "worktrees"
+        wanted = str(path / ".git")
+        for gitdir in admin.glob("*/gitdir"):
+            with contextlib.suppress(OSError):
+                if gitdir.read_text(encoding="utf-8").strip() == wanted:
+                    return True
+        return False
 
     def _free_branch(self, task_id: str) -> str:
         """ralph/<task id>, or with -2, -3... when a branch of that name exists already (a person's,

@@ -89,8 +89,18 @@ def _short(commit: str | None) -> str:
     return (commit or "?")[:12]
 
 
+_common_dirs: dict[str, Path] = {}  # a work tree's git common dir, asked of git once per process
+
+
+def common_dir(repo: Repo) -> Path:
+    key = str(repo.root)
+    if key not in _common_dirs:
+        _common_dirs[key] = repo.common_dir()
+    return _common_dirs[key]
+
+
 def folder(repo: Repo) -> Path:
-    return repo.common_dir() / "ralph" / "intent"
+    return common_dir(repo) / "ralph" / "intent"
 
 
 _numbers = itertools.count(1)

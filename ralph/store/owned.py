@@ -42,7 +42,9 @@ class Owned:
 
 
 def ledger(repo: Repo) -> Path:
-    return repo.common_dir() / "ralph" / "owned"
+    from ralph.store.intent import common_dir  # asked of git once per work tree and process
+
+    return common_dir(repo) / "ralph" / "owned"
 
 
 def record(repo: Repo, owned: Owned) -> None:
