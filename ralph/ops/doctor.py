@@ -141,6 +141,14 @@ def _interrupted(repo: Repo) -> list[Finding]:
     ]  # fmt: skip
 
 
+SETTLED = {
+    Settled.FINISHED: "finished it",
+    Settled.UNDONE: "undid it",
+    Settled.DONE_ALREADY: "found it done, and removed its record",
+    Settled.LEFT: "forgot it",
+}
+
+
 def _settle(repo: Repo, finding: Finding) -> None:
     assert finding.change
     try:
@@ -152,7 +160,7 @@ def _settle(repo: Repo, finding: Finding) -> None:
         finding.fix = f"left it: {outcome.detail}"
         return
     intent.finish(repo, finding.change)
-    finding.fix = outcome.line().removeprefix(finding.change.describe() + ", interrupted: ")
+    finding.fix = SETTLED[outcome.settled] + (f": {outcome.detail}" if outcome.detail else "")
     finding.fixed = True
 
 

@@ -9,6 +9,7 @@ SIGKILLs ralph (or fails it as a full disk would). The merge's steps are counted
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from ralph.ops import tasks
-from tests.support.construct import construct, plan_records, with_app_spec
+from tests.support.construct import construct, plan_records, wait_for, with_app_spec
 from tests.support.gitrepo import git
 
 # Each BUILD writes work/<task>.txt and marks its task done; VERIFY accepts; PLAN (when asked for)
@@ -211,18 +212,13 @@ def test_a_kill_during_plan_is_undone_and_the_rerun_plans_again(repo: Path, tmp_
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
     running = construct(project, "--parallel", "2", agent=command, wait=False, env={"PLAN_HANGS": str(hang)})
     try:
-        from tests.support.construct import wait_for
-
         wait_for(hang.exists, "PLAN's agent waits")
         running.kill()  # SIGKILL: the loop gets no say
         running.communicate()
     finally:
         if hang.exists():
-            with_pid = int(hang.read_text())
-            try:
-                os.kill(with_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(hang.read_text()), signal.SIGKILL)
     assert "t-one" in (project / "plan.jsonl").read_text()  # written, never committed
     again = run(project, tmp_path)
     assert again.returncode == 0, (again.stdout, again.stderr)
@@ -243,7 +239,7 @@ def test_doctor_reports_an_interrupted_merge_and_fix_finishes_it(project: Path, 
     assert len(interrupted) == 1 and interrupted[0]["fix"].startswith("finishes it"), found
     assert git(project, "rev-parse", "HEAD") == head  # a report changes nothing
     fixed = ralph_doctor(project, "--fix")
-    assert "fixed (--fix finished" in fixed.stdout, fixed.stdout
+    assert "fixed (--fix finished it: HEAD at " in fixed.stdout, fixed.stdout
     assert git(project, "rev-parse", "HEAD") != head
     # doctor commits nothing: the build's commit is recorded on its task for the loop's next commit.
     assert git(project, "status", "--porcelain", "--untracked-files=all") == " M plan.jsonl\n"
