@@ -52,7 +52,7 @@ WRAPPER = r"""#!/bin/sh
 case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in *" construct "*) ;; *) exec "$REAL_GIT" "$@";; esac
 [ "$(pwd -P)" = "$CRASH_ROOT" ] || exec "$REAL_GIT" "$@"
 if [ ! -e "$CRASH_DIR/merging" ]; then
-    case "$*" in "rev-list --reverse "*) : > "$CRASH_DIR/merging";; *) exec "$REAL_GIT" "$@";; esac
+    case "$*" in "$CRASH_FROM"*) : > "$CRASH_DIR/merging";; *) exec "$REAL_GIT" "$@";; esac
 fi
 echo "$*" >> "$CRASH_DIR/steps"
 n=$(wc -l < "$CRASH_DIR/steps")
@@ -88,8 +88,9 @@ def wrapper(tmp_path: Path) -> Path:
     return folder
 
 
-def run(project: Path, tmp_path: Path, crash: dict | None = None, **env: str):
-    """`ralph construct --parallel 2` as a real process; with `crash`, through the wrapper git."""
+def run(project: Path, tmp_path: Path, crash: dict | None = None, parallel: int = 2, **env: str):
+    """`ralph construct --parallel 2` as a real process; with `crash`, through the wrapper git,
+    counting from the merge's first git command (or crash["CRASH_FROM"])."""
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
@@ -101,9 +102,10 @@ def run(project: Path, tmp_path: Path, crash: dict | None = None, **env: str):
             "REAL_GIT": shutil.which("git") or "git",
             "CRASH_ROOT": str(project.resolve()),
             "CRASH_DIR": str(tmp_path / "crash"),
+            "CRASH_FROM": "rev-list --reverse ",
             **{key: str(value) for key, value in crash.items()},
         }
-    return construct(project, "--parallel", "2", agent=command, env=env, process=True)
+    return construct(project, "--parallel", str(parallel), agent=command, env=env, process=True)
 
 
 def steps(tmp_path: Path) -> list[str]:
@@ -200,6 +202,27 @@ def test_a_full_disk_at_read_tree_undoes_the_merge_and_says_so(project: Path, tm
 @pytest.mark.parametrize("at", range(1, MERGE_STEPS + 1))
 def test_a_full_disk_at_any_git_step_of_a_merge_ends_right(project: Path, tmp_path: Path, at: int):
     disk_full_then_rerun(project, tmp_path, at)
+
+
+# A serial build's commit: `git add` of its files, the check of what is staged, `git commit`, HEAD.
+COMMIT_STEPS = 4
+
+
+@pytest.mark.parametrize("at", [pytest.param(at, marks=[pytest.mark.slow] * (at != 1)) for at in range(1, 5)])
+def test_a_kill_at_any_git_step_of_a_serial_builds_commit_ends_right(project: Path, tmp_path: Path, at: int):
+    """At 1 the issue's case: the build's files staged, the plan saying the task is built; the
+    rerun accepted it with its code staged forever. Now the rerun commits them first."""
+    crash = {"CRASH_MODE": "kill", "CRASH_AT": at, "CRASH_FROM": "add -A -- "}
+    killed = run(project, tmp_path, crash=crash, parallel=1)
+    assert killed.returncode == -signal.SIGKILL, (killed.stdout, killed.stderr)
+    assert steps(tmp_path)[0].startswith("add -A -- ") and len(steps(tmp_path)) == at
+    if at == COMMIT_STEPS:
+        assert steps(tmp_path)[-2].startswith("commit --no-verify")
+    again = run(project, tmp_path, parallel=1)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert_every_task_accepted_with_its_code(project)
+    assert_nothing_left(project, again.stdout + again.stderr)
+    assert "a commit of t-" in again.stderr, again.stderr
 
 
 def test_a_kill_during_plan_is_undone_and_the_rerun_plans_again(repo: Path, tmp_path: Path):
