@@ -257,12 +257,17 @@ def settle_paths(
         for line in repo.git("ls-tree", "-r", "-z", to, "--", *changing).split("\0")
         if "\t" in line
     }
-    listed = "\0".join(sorted(present)).encode()
-    if present:
-        repo.git("checkout", to, "--pathspec-from-file=-", "--pathspec-file-nul", stdin=listed)
-    for path in sorted(set(changing) - present):
-        repo.git("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+    absent = sorted(set(changing) - present)
+    for path in absent:  # first: on a full disk, what they free lets git write the index
         (repo.root / path).unlink(missing_ok=True)
+    if absent:
+        repo.git(
+            "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
+            stdin="\0".join(absent).encode(),
+        )  # fmt: skip
+    if present:
+        listed = "\0".join(sorted(present)).encode()
+        repo.git("checkout", to, "--pathspec-from-file=-", "--pathspec-file-nul", stdin=listed)
     return []
 
 

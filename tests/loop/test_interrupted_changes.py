@@ -42,6 +42,8 @@ if stage == "PLAN":
 elif stage == "BUILD":
     pathlib.Path("work").mkdir(exist_ok=True)
     pathlib.Path("work", task + ".txt").write_text("built " + task + "\n")
+    if task == "t-one" and os.environ.get("BIG_FILE_BYTES"):  # incompressible: git stores it whole
+        pathlib.Path("work", "t-one.bin").write_bytes(os.urandom(int(os.environ["BIG_FILE_BYTES"])))
     ralph("task", "done", task)
 elif stage == "VERIFY":
     ralph("task", "accept", task)
@@ -223,6 +225,51 @@ def test_a_kill_at_any_git_step_of_a_serial_builds_commit_ends_right(project: Pa
     assert_every_task_accepted_with_its_code(project)
     assert_nothing_left(project, again.stdout + again.stderr)
     assert "a commit of t-" in again.stderr, again.stderr
+
+
+@pytest.fixture
+def small_disk(repo: Path, tmp_path: Path):
+    """The project on a tmpfs of its own, a few megabytes (root only; skipped where mount fails)."""
+    mount_point = tmp_path / "small-disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        project = mount_point / "repo"
+        shutil.copytree(repo, project, symlinks=True)
+        git(project, "update-index", "-q", "--refresh")
+        with_app_spec(project, "# App\n\nTwo parts.\n")
+        tasks.add(project, [{"id": "t-one", "name": "One"}, {"id": "t-two", "name": "Two"}])
+        yield project, mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+@pytest.mark.slow
+def test_a_real_full_disk_during_a_merge_changes_nothing_and_says_so(small_disk, tmp_path: Path):
+    """A build's file that fits in git's object store but not twice (its checkout in the work
+    tree): git fails in the merge's `read-tree`, half the work tree written. The merge is undone
+    at once, and the error says nothing was merged; with room again, the rerun ends right."""
+    project, mount_point = small_disk
+    free = os.statvfs(project).f_bavail * os.statvfs(project).f_frsize
+    outside = tmp_path / "worktrees"  # the builds' worktrees on the big disk: only the merge fills this one
+    outside.mkdir()
+    big = int(free * 0.6)
+    full = run(project, tmp_path, BIG_FILE_BYTES=str(big), TMPDIR=str(outside))
+    said = full.stdout + full.stderr
+    assert full.returncode != 0, said
+    assert "git read-tree failed" in said and "unchanged" not in said, said
+    assert "nothing was merged: HEAD, the index and the work tree are as they were" in said, said
+    assert "work/" not in git(project, "status", "--porcelain", "--untracked-files=all")  # none left behind
+    subprocess.run(["mount", "-o", "remount,size=64m", str(mount_point)], check=True)
+    again = run(project, tmp_path, BIG_FILE_BYTES=str(big), TMPDIR=str(outside))
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert_every_task_accepted_with_its_code(project)
+    assert_nothing_left(project, again.stdout + again.stderr)
+    assert int(git(project, "cat-file", "-s", "HEAD:work/t-one.bin")) == big
 
 
 def test_a_kill_during_plan_is_undone_and_the_rerun_plans_again(repo: Path, tmp_path: Path):
