@@ -567,11 +567,13 @@ class Workspace:
     def _registered(self, path: Path) -> bool:
         """Whether git still lists the worktree at `path` (its folder under .git/worktrees/ names
         it), read from the files, without running git."""
+        import os
+
         admin = intent.common_dir(self.repo) / "worktrees"
-        wanted = str(path / ".git")
+        wanted = os.path.realpath(path / ".git")  # git may name it through a symlinked /tmp
         for gitdir in admin.glob("*/gitdir"):
             with contextlib.suppress(OSError):
-                if gitdir.read_text(encoding="utf-8").strip() == wanted:
+                if os.path.realpath(gitdir.read_text(encoding="utf-8").strip()) == wanted:
                     return True
         return False
 
