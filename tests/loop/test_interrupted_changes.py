@@ -299,6 +299,25 @@ def test_a_kill_during_plan_is_undone_and_the_rerun_plans_again(repo: Path, tmp_
     assert len(kept) == 1 and '"t-one"' in kept[0].read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("at", range(1, COMMIT_STEPS + 1))
+def test_a_kill_at_any_git_step_of_plans_commit_keeps_its_tasks_once(repo: Path, tmp_path: Path, at: int):
+    """PLAN's agent had finished: its tasks are committed by the rerun (or were), never planned
+    twice, never left uncommitted for builds in worktrees to miss."""
+    project = with_app_spec(repo, "# App\n\nTwo parts.\n")
+    killed = run(project, tmp_path, crash={"CRASH_MODE": "kill", "CRASH_AT": at, "CRASH_FROM": "add -A -- "})
+    assert killed.returncode == -signal.SIGKILL, (killed.stdout, killed.stderr)
+    assert steps(tmp_path)[0] == "add -A -- plan.jsonl"
+    again = run(project, tmp_path)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert_every_task_accepted_with_its_code(project)
+    assert_nothing_left(project, again.stdout + again.stderr)
+    added = [r["id"] for r in plan_records(project) if r["t"] == "task" or r["t"] == "accept"]
+    assert sorted(added) == ["t-one", "t-two"]  # planned once
+    plans = [s for s in git(project, "log", "--format=%s").splitlines() if s.startswith("ralph(plan)")]
+    assert len(plans) <= 1, plans
+
+
 def test_doctor_reports_an_interrupted_merge_and_fix_finishes_it(project: Path, tmp_path: Path):
     killed = run(project, tmp_path, crash={"CRASH_MODE": "kill", "CRASH_AT": MERGE_STEPS - 1})
     assert killed.returncode == -signal.SIGKILL
