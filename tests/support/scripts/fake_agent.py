@@ -14,7 +14,11 @@ misbehaviour:
   [record-env]         BUILD writes its RALPH_* variables to <task>.agent-env.json
   [reject-once]        the first VERIFY rejects it
   [reject-always]      every VERIFY rejects it
-  [crash]              the first build exits 3 without marking the task done
+  [crash]              the first build exits 3 at once, changing nothing (the agent failed)
+  [crash-thrice]       the first three builds do
+  [crash-always]       every build does, saying why on stderr (a secret and an escape in it)
+  [quit-once]          the first build writes part of its work, then exits 3 without marking
+                       the task done (the attempt failed)
   [no-changes-once]    the first build marks the task done without changing a file
   [ask]                BUILD asks a person a question (`ralph ask`) instead of building
   [corrupt-plan]       the first build breaks plan.jsonl by hand
@@ -136,8 +140,18 @@ def build() -> int:
     if "[ask]" in name:
         ralph("ask", "Blue or green? The spec does not say.")
         return 0
-    if "[crash]" in name and attempt == 1:
+    crashes = {"[crash]": 1, "[crash-thrice]": 3, "[crash-always]": attempt}
+    if any(marker in name and attempt <= count for marker, count in crashes.items()):
         print("fake agent: crashing", flush=True)
+        print(
+            f"Error: bad flag --frobnicate (run {attempt}) api_key=sk-fake0123456789abcdef \x1b[2J",
+            file=sys.stderr,
+        )
+        sys.exit(3)  # before its usage event: a crash reports nothing
+    if "[quit-once]" in name and attempt == 1:
+        Path("work").mkdir(exist_ok=True)
+        Path("work", f"{task_id}.txt").write_text(f"ok {task_id} (half of it)\n")
+        print("fake agent: giving up half-way", flush=True)
         return 3
     if "[no-changes-once]" in name and attempt == 1:
         ralph("task", "done")
