@@ -23,7 +23,7 @@ from ralph.cli.common import (
 )
 from ralph.cli.state import TASK_ID, status_filter
 from ralph.errors import InvalidInput
-from ralph.plan.records import status_of
+from ralph.plan.records import KillReason, status_of
 from ralph.text import printable
 
 # --- task ------------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def task_accept(ctx, task_id, no_commit, as_json):
 
 @task.command("reject", short_help="Send a done task back to pending, with the reason.")
 @click.argument("args", metavar="[ID] REASON", nargs=-1, required=True, shell_complete=task_ids)
-@click.option("--kill-reason", type=click.Choice(["timeout", "context_limit", "doom_loop"]), hidden=True)
+@click.option("--kill-reason", type=click.Choice([reason.value for reason in KillReason]), hidden=True)
 @click.option("--kill-log", hidden=True)
 @no_commit_option
 @json_option

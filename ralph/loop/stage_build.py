@@ -15,6 +15,7 @@ from ralph.loop.gate import run_gate
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.plan.attempts import failed_the_same_twice
 from ralph.plan.records import (
     KILLING_STOPS,
     VERDICT_WORDS,
@@ -37,6 +38,7 @@ _KILL_TEXT = {
     KillReason.TIMEOUT: "the agent run hit its time limit",
     KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
     KillReason.DOOM_LOOP: "the build kept failing; split it into smaller tasks",
+    KillReason.REPEATED_FAILURE: "its last two builds failed the same way; split it into smaller tasks",
 }
 
 
@@ -186,6 +188,8 @@ class BuildStage:
             self._tell_failure(task_id, attempts, failure, report)
             if attempts >= self.ws.settings.max_attempts:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
+            if self._failed_the_same_twice(task_id):  # a third identical run would teach nothing
+                return self._send_on_repeated(task_id, result, report)
 
     def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:
         """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is
@@ -339,6 +343,34 @@ class BuildStage:
         shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
         self.ws.console.verdict("BUILD", task_id, f"attempt {attempts} failed ({words})", shown)
 
+    def _failed_the_same_twice(self, task_id: str) -> bool:
+        return failed_the_same_twice(self.ws.read_plan().task_line(task_id).record)
+
+    def _send_on_repeated(self, task_id: str, result: AgentResult, report: StageReport) -> None:
+        """The same failure twice in a row: DECOMPOSE splits the task, with both failures in its
+        prompt; a task decomposed as deep as max_decompose_depth allows goes to a person instead,
+        as a question that quotes them."""
+        task = self.ws.read_plan().task_line(task_id).record
+        if task.get("depth", 0) < self.ws.settings.max_decompose_depth:
+            return self._kill(task_id, KillReason.REPEATED_FAILURE, result, report)
+        self.ws.set_aside(result.log_path)
+        first, second = task["repeated_failure"]
+        question = (
+            f"Task {task_id} failed the same way twice in a row and cannot be split further"
+            f" (decomposed {task.get('depth', 0)} times). How should it be done, or should it be"
+            f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
+        )
+        with self.ws.change_plan(commit=True) as change:
+            asked = change.plan.ask(task_id, question, _now(), "ralph (BUILD: the same failure twice)")
+            change.message = f"ralph(build): {task_id} failed the same way twice; asks {asked['id']}"
+        self.ws.journal.event(
+            "question_asked", item=task_id, questions=asked["id"], repeated=True, log=str(result.log_path)
+        )
+        report.stopped.append(f"{task_id} failed the same way twice; question {asked['id']} for a person")
+        self.ws.console.event(
+            f"{task_id} failed the same way twice; it waits for `ralph answer {asked['id']}`"
+        )
+
     def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
         """Set the task aside for DECOMPOSE; its partial changes are saved as a patch, then undone."""
         self.ws.set_aside(result.log_path)
@@ -349,6 +381,12 @@ class BuildStage:
         then = "set aside for DECOMPOSE"
         report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
         self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _for_history(output: str, log: Path) -> str:

@@ -3,6 +3,8 @@ blocks, decompositions and VERIFY's verdicts."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any
 
 from ralph.errors import Refused
@@ -55,7 +57,8 @@ def record_build(
     task["files"] = sorted(files)
     task["verdict"] = Verdict.BUILT
     _add_usage(task, tokens, cost_usd)
-    for stale in ("gate_failure", "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
+    stale_failure = ("gate_failure", "fingerprint", "repeated_failure")
+    for stale in (*stale_failure, "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
     plan.doc.rewrite(line)
     return task
@@ -79,11 +82,61 @@ def record_build_failure(
     task["s"] = Status.PENDING
     task["attempts"] = task.get("attempts", 0) + 1
     task["verdict"] = verdict
+    print_ = fingerprint(verdict, failure)
+    if task.get("fingerprint") == print_ and task.get("gate_failure"):
+        task["repeated_failure"] = [task["gate_failure"], failure]  # the evidence, oldest first
+    task["fingerprint"] = print_
     task["gate_failure"] = failure
     _add_usage(task, tokens, cost_usd)
     plan.doc.rewrite(line)
     attempts: int = task["attempts"]
     return attempts
+
+
+def verify_reasons(plan: PlanReader, task_id: str) -> list[str]:
+    """Why VERIFY (or a person, `task reject`) sent the task back each time, oldest first: not
+    the loop's own set-asides, which are recorded the same way with a kill_reason."""
+    return [
+        line.record["reason"]
+        for line in plan.of("reject")
+        if line.record["id"] == task_id and not line.record.get("kill_reason")
+    ]
+
+
+def loop_kills(plan: PlanReader, task_id: str) -> list[tuple[KillReason, str]]:
+    """Each time the loop killed the task or set it aside, oldest first: why, and its words."""
+    return [
+        (KillReason(line.record["kill_reason"]), line.record["reason"])
+        for line in plan.of("reject")
+        if line.record["id"] == task_id and line.record.get("kill_reason")
+    ]
+
+
+def failed_the_same_twice(task: Record) -> bool:
+    """Its last two build attempts failed the same way (the same fingerprint in a row)."""
+    return bool(task.get("repeated_failure"))
+
+
+# What differs between two runs of the same failure: where and when it ran, and the numbers.
+_VARYING = [
+    re.compile(r"\(full output: [^)]*\)"),  # the log's name: a timestamp and a counter
+    re.compile(r"(?:/tmp|/var/folders|/private/var/folders)/[^\s:'\"),]*"),  # temporary paths
+    re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),
+    re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"),  # a time of day
+    re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?|m|mins?|minutes?|h)\b"),  # a duration
+    re.compile(r"\b(?:0x)?(?=[0-9a-f]*\d)[0-9a-f]{6,}\b", re.IGNORECASE),  # a hash, an address
+    re.compile(r"\d+"),
+]
+
+
+def fingerprint(verdict: str, text: str) -> str:
+    """A failure's identity across runs: its verdict and its text with temporary paths, times,
+    durations, hex ids and numbers taken out, hashed (16 hex digits)."""
+    normal = text
+    for varying in _VARYING:
+        normal = varying.sub("#", normal)
+    normal = " ".join(normal.split())
+    return hashlib.sha256(f"{verdict}\0{normal}".encode()).hexdigest()[:16]
 
 
 def record_merge_conflict(
@@ -102,7 +155,7 @@ def record_merge_conflict(
         f" meanwhile in {', '.join(sorted(files))}; build it again on the current code"
     )
     _add_usage(task, tokens, cost_usd)
-    for stale in ("commit", "files"):
+    for stale in ("commit", "files", "fingerprint"):  # a conflict between two failures: not in a row
         task.pop(stale, None)
     plan.doc.rewrite(line)
     attempts: int = task["attempts"]

@@ -4,6 +4,8 @@ It acts per RALPH_STAGE by calling the real `ralph` commands. Markers in a task'
 misbehaviour:
   [gate-fails-once]    the first build writes work that fails the gate
   [gate-always-fails]  every build fails the gate (a doom loop)
+  [fails-alike]        every build fails the gate the same way, but for its numbers, a hex id and a
+                       temporary path (a gate that prints the work shows them)
   [hang]               starts a grandchild, then never finishes (a timeout)
   [hang-once]          the same, on the first build only
   [daemon]             BUILD starts `setsid sleep 600` (a session of its own, holding the output
@@ -166,7 +168,11 @@ def build() -> int:
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
     work = Path("work")
     work.mkdir(exist_ok=True)
-    (work / f"{task_id}.txt").write_text(("FAIL" if failing else "ok") + f" {task_id} attempt {attempt}\n")
+    said = ("FAIL" if failing else "ok") + f" {task_id} attempt {attempt}\n"
+    if "[fails-alike]" in name:
+        where, run_id = f"/tmp/fake-{os.getpid()}/out.txt", os.urandom(4).hex()
+        said = f"FAIL {task_id} attempt {attempt}: no answer in {where} (id {run_id})\n"
+    (work / f"{task_id}.txt").write_text(said)
     ralph("task", "done")
     return 0
 
