@@ -98,14 +98,20 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
 
 @task.command("done", short_help="Mark a task done (default: $RALPH_TASK_ID).")
 @click.argument("task_id", metavar="[ID]", required=False, shell_complete=task_ids)
+@click.option(
+    "--unchanged",
+    metavar="ARGUMENT",
+    help="Resubmit work VERIFY rejected as it is, with the argument why it already meets the criteria:"
+    " a fresh verifier judges it once (a second rejection counts as a rebuild).",
+)
 @no_commit_option
 @json_option
 @click.pass_context
-def task_done(ctx, task_id, no_commit, as_json):
+def task_done(ctx, task_id, unchanged, no_commit, as_json):
     """Mark a task done (default: $RALPH_TASK_ID, else the task `ralph query next` shows)."""
     from ralph.ops import tasks
 
-    record = tasks.done(root_of(ctx), task_or_current(task_id), commit_choice(no_commit))
+    record = tasks.done(root_of(ctx), task_or_current(task_id), commit_choice(no_commit), unchanged)
     emit(record) if as_json else say(f"done {record['id']}: {printable(record['name'])}")
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ralph.failures import gist
-from ralph.loop.agentrun import AgentResult
+from ralph.loop.agentrun import AgentResult, ralph_command
 from ralph.loop.gate import run_gate
 from ralph.loop.parallel_build import ParallelBuilds
-from ralph.loop.prompts import excerpt, one_line, task_details
+from ralph.loop.prompts import data_block, excerpt, one_line, task_details
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
-from ralph.plan.attempts import failed_the_same_twice
+from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
 from ralph.plan.records import (
     KILLING_STOPS,
     VERDICT_WORDS,
@@ -84,7 +84,7 @@ class BuildStage:
         if task_id is None:
             return False
         plan = self.ws.read_plan()
-        if plan.rejections(task_id) >= self.ws.settings.max_attempts:
+        if self._rejected_too_often(plan, task_id):
             self._set_aside_rejected(plan, task_id, report)  # VERIFY keeps rejecting it: split it
         else:
             self.build_task(task_id, iteration, report)
@@ -109,7 +109,7 @@ class BuildStage:
                 for task in buildable([task.record for task in self.ws.tasks(plan)], plan.accepted())
                 if task["id"] not in running
             ]
-            rejected = [t["id"] for t in ready if plan.rejections(t["id"]) >= self.ws.settings.max_attempts]
+            rejected = [t["id"] for t in ready if self._rejected_too_often(plan, t["id"])]
             if not rejected:
                 return ready
             self._set_aside_rejected(plan, rejected[0], report)  # VERIFY keeps rejecting it: split it
@@ -162,7 +162,8 @@ class BuildStage:
             values = {
                 "task_id": task_id,
                 "task_name": one_line(task["name"]),
-                "task_details": task_details(task, names, plan.answers_for(task_id)),
+                "task_details": task_details(task, names, plan.answers_for(task_id))
+                + _after_rejection(plan, task_id),
                 "gate": " ".join(self.ws.settings.gate) or "(none)",
             }
             result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted, plan=plan)
@@ -181,12 +182,14 @@ class BuildStage:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
             if not result.violation and self._asked(task_id, result, report):
                 return
+            if not (result.violation or problem) and _resubmitted_unchanged(after, result):
+                return self._record_resubmission(task_id, result, report)
             failure, changed = self._build_failure(after, result, problem, iteration)
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
             attempts = self._record_failure(task_id, failure, result)
             self._tell_failure(task_id, attempts, failure, report)
-            if attempts >= self.ws.settings.max_attempts:
+            if self._out_of_builds(task_id):
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
             if self._failed_the_same_twice(task_id):  # a third identical run would teach nothing
                 return self._send_on_repeated(task_id, result, report)
@@ -343,6 +346,31 @@ class BuildStage:
         shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
         self.ws.console.verdict("BUILD", task_id, f"attempt {attempts} failed ({words})", shown)
 
+    def _rejected_too_often(self, plan, task_id: str) -> bool:
+        """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
+        used up max_rebuilds: DECOMPOSE splits it."""
+        settings = self.ws.settings
+        if plan.rejections(task_id) >= settings.max_attempts:
+            return True
+        return rebuilding(plan, task_id) and plan.out_of_builds(
+            task_id, settings.max_attempts, settings.max_rebuilds
+        )
+
+    def _out_of_builds(self, task_id: str) -> bool:
+        """Its builds used up their budget: max_attempts, or max_rebuilds once VERIFY rejected it."""
+        settings = self.ws.settings
+        return self.ws.read_plan().out_of_builds(task_id, settings.max_attempts, settings.max_rebuilds)
+
+    def _record_resubmission(self, task_id: str, result: AgentResult, report: StageReport) -> None:
+        """The builder found the rejected work already right and resubmitted it unchanged, with its
+        argument: no failure and no build; a fresh verifier judges it next."""
+        usage = result.tracker.usage
+        with self.ws.change_plan(commit=True) as change:
+            change.plan.record_resubmission(task_id, usage.total, usage.cost_usd)
+            change.message = f"ralph(build): {task_id} resubmitted unchanged, with its argument"
+        self.ws.journal.event("resubmitted", item=task_id, log=str(result.log_path))
+        self.ws.console.event(f"{task_id} resubmitted unchanged; a fresh verifier judges it")
+
     def _failed_the_same_twice(self, task_id: str) -> bool:
         return failed_the_same_twice(self.ws.read_plan().task_line(task_id).record)
 
@@ -381,6 +409,31 @@ class BuildStage:
         then = "set aside for DECOMPOSE"
         report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
         self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
+
+
+def _resubmitted_unchanged(task: dict, result: AgentResult) -> bool:
+    """The builder marked the rejected task done with `--unchanged` and changed no file."""
+    return is_done(task) and bool(task.get("resubmitted")) and not result.changed - {PLAN_FILE}
+
+
+def _after_rejection(plan, task_id: str) -> str:
+    """For a rebuild after VERIFY rejected the task: every verifier's reasons, oldest first, and
+    how to resubmit the work unchanged when it is right as it is."""
+    reasons = verify_reasons(plan, task_id)
+    if not reasons:
+        return ""
+    said = "\n".join(f"{n}. {' '.join(reason.split())}" for n, reason in enumerate(reasons, 1))
+    return (
+        "\n"
+        + data_block(
+            f"what the verifiers said, oldest first (VERIFY rejected it {len(reasons)} time(s))", said
+        )
+        + "\n\nIts last build is still in the code. Fix what they found. If you find after checking that"
+        " the work already meets the criteria and the verifiers are wrong, do not change it for the"
+        " sake of a change: resubmit it as it is, with your argument (a fresh verifier judges it once;"
+        " a second rejection counts as a rebuild):\n\n"
+        f'    {ralph_command()} task done {task_id} --unchanged "why it is right, point by point"\n'
+    )
 
 
 def _now() -> str:

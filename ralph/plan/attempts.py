@@ -53,11 +53,11 @@ def record_build(
     clear what earlier failures left on the task."""
     line = plan.task_line(task_id)
     task = line.record
-    task["attempts"] = task.get("attempts", 0) + 1
+    _count_build(plan, task)
     task["files"] = sorted(files)
     task["verdict"] = Verdict.BUILT
     _add_usage(task, tokens, cost_usd)
-    stale_failure = ("gate_failure", "fingerprint", "repeated_failure")
+    stale_failure = ("gate_failure", "fingerprint", "repeated_failure", "resubmitted")
     for stale in (*stale_failure, "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
     plan.doc.rewrite(line)
@@ -80,7 +80,7 @@ def record_build_failure(
     line = plan.task_line(task_id)
     task = line.record
     task["s"] = Status.PENDING
-    task["attempts"] = task.get("attempts", 0) + 1
+    _count_build(plan, task)
     task["verdict"] = verdict
     print_ = fingerprint(verdict, failure)
     if task.get("fingerprint") == print_ and task.get("gate_failure"):
@@ -91,6 +91,42 @@ def record_build_failure(
     plan.doc.rewrite(line)
     attempts: int = task["attempts"]
     return attempts
+
+
+def record_resubmission(plan: PlanReader, task_id: str, tokens: int, cost_usd: float | None) -> Record:
+    """The builder found the rejected work already correct and resubmitted it unchanged, with its
+    argument (`task done --unchanged`): no build to count; a fresh verifier judges it, and only
+    a rejection of it counts, as a rebuild (tasks.reject)."""
+    line = plan.task_line(task_id)
+    task = line.record
+    task["verdict"] = Verdict.BUILT
+    _add_usage(task, tokens, cost_usd)
+    for stale in ("gate_failure", "fingerprint", "repeated_failure", *VERIFY_KILL_FIELDS):
+        task.pop(stale, None)
+    plan.doc.rewrite(line)
+    return task
+
+
+def rebuilding(plan: PlanReader, task_id: str) -> bool:
+    """VERIFY has rejected the task: its builds are rebuilds, with a budget of their own."""
+    return bool(verify_reasons(plan, task_id))
+
+
+def out_of_builds(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
+    """The task has had the builds its budget allows: max_attempts before VERIFY rejected it,
+    max_rebuilds after (the first build, which passed, does not count against the rebuilds)."""
+    task = plan.task_line(task_id).record
+    if rebuilding(plan, task_id):
+        return bool(task.get("rebuilds", 0) >= max_rebuilds)
+    return bool(task.get("attempts", 0) >= max_attempts)
+
+
+def _count_build(plan: PlanReader, task: Record) -> None:
+    """One more build: every build counts in `attempts` (the history of builds), and those after
+    a rejection also in `rebuilds`, their own budget."""
+    task["attempts"] = task.get("attempts", 0) + 1
+    if rebuilding(plan, task["id"]):
+        task["rebuilds"] = task.get("rebuilds", 0) + 1
 
 
 def verify_reasons(plan: PlanReader, task_id: str) -> list[str]:

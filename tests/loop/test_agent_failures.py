@@ -159,3 +159,55 @@ def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(proje
     assert "It was built 2 time(s) and rejected by VERIFY 2 time(s)." in picky
     said = picky.split("what VERIFY said each time", 1)[1].split("~~~~\n", 1)[0]
     assert said.strip().splitlines()[1:] == ["- the sum is off by one", "- the sum is still off by one"]
+
+
+# --- fair attempts after a rejection ---------------------------------------------------------
+
+
+def test_a_rejected_task_resubmitted_unchanged_is_judged_once_more_and_accepted(project):
+    (task_id,) = add_tasks(project, "Right already [resubmit]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert builds_of(project, task_id) == 2
+    verifies = sorted((project / "build" / "ralph-logs").glob(f"ralph-*-verify-{task_id}*.prompt.md"))
+    assert len(verifies) == 2
+    second = verifies[-1].read_text()
+    assert "its builder resubmitted the same work unchanged" in second
+    assert "the work file already says ok, which is what the criteria ask" in second
+    said = subjects(project)
+    assert f"ralph(build): {task_id} resubmitted unchanged, with its argument" in said
+    assert not any(s.startswith(f"ralph(build): {task_id} attempt") for s in said)  # no no_changes
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+    rebuild = (project / "build" / "ralph-logs").glob(f"ralph-*-build-{task_id}*.prompt.md")
+    prompt = max(rebuild, key=lambda path: path.stat().st_mtime).read_text()
+    assert "what the verifiers said, oldest first (VERIFY rejected it 1 time(s))" in prompt
+    assert "1. the fake verifier rejects the first build" in prompt
+    assert f"task done {task_id} --unchanged" in prompt
+    assert_clean(project)
+
+
+def test_rebuilds_after_a_rejection_have_their_own_budget(project):
+    """The first build passed and counted as an attempt; VERIFY rejected it; a rebuild then changes
+    nothing, the next fails the gate. They spend rebuilds (3 by default), not what is left of
+    max_attempts."""
+    (task_id,) = add_tasks(project, "Picky [reject-once] [lazy-rebuild]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert builds_of(project, task_id) == 4
+    said = subjects(project)
+    assert f"ralph(build): {task_id} attempt 3 failed" in said  # max_attempts is 3: a rebuild is not one
+    assert not any(e["event"] == "task_killed" for e in events(project))
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+    failed = git(project, "log", "-1", "--format=%H", f"--grep=^ralph(build): {task_id} attempt 3 failed")
+    task = next(r for r in plan_records(project, failed.strip()) if r.get("id") == task_id)
+    assert (task["attempts"], task["rebuilds"], task["verdict"]) == (3, 2, "gate_failed")
+
+
+def test_rebuilds_stop_at_max_rebuilds(project):
+    config_set(project, "max_rebuilds", "2")
+    (task_id,) = add_tasks(project, "Picky [reject-once] [lazy-rebuild]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert builds_of(project, task_id) == 3
+    killed = [e for e in events(project) if e["event"] == "task_killed"]
+    assert [(e["item"], e["kill_reason"]) for e in killed] == [(task_id, "doom_loop")]

@@ -16,6 +16,11 @@ misbehaviour:
   [record-env]         BUILD writes its RALPH_* variables to <task>.agent-env.json
   [reject-once]        the first VERIFY rejects it
   [reject-always]      every VERIFY rejects it
+  [resubmit]           the first VERIFY rejects it; the rebuild resubmits it unchanged with an
+                       argument (`task done --unchanged`), which the next VERIFY accepts only if
+                       its prompt quotes the argument
+  [lazy-rebuild]       the second build marks the task done without changing a file, the third
+                       fails the gate
   [crash]              the first build exits 3 at once, changing nothing (the agent failed)
   [crash-thrice]       the first three builds do
   [crash-always]       every build does, saying why on stderr (a secret and an escape in it)
@@ -50,6 +55,7 @@ from pathlib import Path
 from agent_kit import ralph  # this script's folder is on sys.path
 
 TOKENS_PER_RUN = 1000
+RESUBMIT_ARGUMENT = "the work file already says ok, which is what the criteria ask"
 STATE = Path(os.environ.get("FAKE_AGENT_STATE", "/tmp/fake-agent-state"))
 
 
@@ -139,6 +145,12 @@ def build() -> int:
                 time.sleep(0.3)
             if marker not in FINISHES_AFTER_PRESSURE and (not compacted or marker == "[context-stuck]"):
                 time.sleep(60)  # ralph stops it before this ends
+    if "[resubmit]" in name and current.get("verdict") == "rejected":
+        ralph("task", "done", task_id, "--unchanged", RESUBMIT_ARGUMENT)
+        return 0
+    if "[lazy-rebuild]" in name and attempt == 2:
+        ralph("task", "done")
+        return 0
     if "[ask]" in name:
         ralph("ask", "Blue or green? The spec does not say.")
         return 0
@@ -166,6 +178,7 @@ def build() -> int:
         together(task_id, attempt)
         Path("shared.txt").write_text(f"{task_id} attempt {attempt}\n")
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
+    failing = failing or ("[lazy-rebuild]" in name and attempt == 3)
     work = Path("work")
     work.mkdir(exist_ok=True)
     said = ("FAIL" if failing else "ok") + f" {task_id} attempt {attempt}\n"
@@ -191,7 +204,13 @@ def verify() -> int:
         (STATE / f"{current['id']}.verify.finished").write_text("the verifier was not stopped\n")
     if "[no-verdict]" in name:
         return 0
-    if "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1):
+    if "[resubmit]" in name and verdicts > 1:
+        prompt = Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+        if RESUBMIT_ARGUMENT not in prompt:
+            ralph("task", "reject", "no argument came with the resubmission")
+            return 0
+    once = "[reject-once]" in name or "[resubmit]" in name
+    if "[reject-always]" in name or (once and verdicts == 1):
         ralph("task", "reject", "the fake verifier rejects the first build")
     else:
         ralph("task", "accept")
