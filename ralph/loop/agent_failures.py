@@ -11,6 +11,7 @@ The evidence is the run's exit and what it changed, measured around it: never it
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 import time
@@ -43,7 +44,7 @@ def work_marks(root: Path, own: re.Pattern) -> str:
     digest = hashlib.sha256(str(repo.head()).encode())
     paths = {path for path in repo.changed_paths(read_only=True) if not own.fullmatch(path)}
     for path in sorted(paths | {"plan.jsonl"}):
-        digest.update(b"\0" + path.encode() + b"\0")
+        digest.update(b"\0" + os.fsencode(path) + b"\0")
         try:
             data = (root / path).read_bytes()
         except (FileNotFoundError, IsADirectoryError):

@@ -284,7 +284,7 @@ class Workspace:
                 return result
             self.add_tokens(result.tracker.usage.total)
             if not self.agent_failures.failed(result, str(stage), item):
-                return result  # ralph is stopping
+                raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
 
     def _run_once(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
         result = self.runner.run(

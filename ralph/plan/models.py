@@ -167,7 +167,8 @@ class Task(Record):
     kill_reason: KillReason | None = Field(
         None,
         description="why the loop killed its build, or set it aside after VERIFY rejected it or could not"
-        " finish checking it `max_attempts` times; the task waits for DECOMPOSE",
+        " finish checking it `max_attempts` times (`repeated_failure`: its last two builds failed the"
+        " same way); the task waits for DECOMPOSE",
     )
     kill_log: str | None = Field(
         None,
