@@ -41,9 +41,9 @@ TAILS = {f"{what} (tail)": secret[-12:] for what, secret in SECRETS.items()}
 
 # Before each run of the fake agent: BUILD of a [leak-build] task prints the environment's and the
 # .env file's secrets and a password URL, then fails (1st attempt: half its work, no `task done`;
-# 2nd: work the gate prints with a long token where the excerpt is cut); VERIFY of a [leak-verify] task rejects
-# it once quoting a token and a Stripe key, adding a task with a JWT in its notes; BUILD of a
-# [leak-ask] task adds an issue and asks a question, both with the JWT.
+# 2nd: work the gate prints with a long token where the excerpt is cut); VERIFY of a [leak-verify]
+# task rejects it once quoting a token and a Stripe key, adding a task with a JWT in its notes;
+# BUILD of a [leak-ask] task adds an issue and asks a question, both with the JWT.
 LEAKY_AGENT = """import json, os, pathlib, subprocess, sys
 sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
 from agent_kit import ralph
