@@ -1,7 +1,9 @@
 """BUILD: one fresh agent run per buildable task, then ralph's own gate. A task stays done only
 when the agent marked it done and the gate passed; a failed attempt is retried at once with the
-failure in its prompt, up to max_attempts; a timeout, a context kill or too many failures set it
-aside for DECOMPOSE. Context compaction continues the task in a fresh run."""
+failure in its prompt, up to max_attempts (max_rebuilds once VERIFY rejected it); a timeout, a
+context kill, too many failures or the same failure twice in a row set it aside for DECOMPOSE.
+A rejected task's builder may resubmit it unchanged with its argument (`task done --unchanged`).
+Context compaction continues the task in a fresh run."""
 
 from __future__ import annotations
 

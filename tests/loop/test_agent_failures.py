@@ -5,11 +5,21 @@ in a row end the loop with AGENT_FAILING (exit 12) and the agent's last error li
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 import sys
 from pathlib import Path
 
-from tests.support.construct import add_tasks, assert_clean, construct, events, plan_records, subjects
+from tests.support.construct import (
+    add_tasks,
+    assert_clean,
+    construct,
+    events,
+    in_process,
+    plan_records,
+    subjects,
+)
 from tests.support.gitrepo import git
 from tests.support.hooks import config_set
 
@@ -27,7 +37,10 @@ def test_an_agent_that_crashes_three_times_then_works_spends_no_attempt(project)
     assert [(e["item"], e["exit_code"], e["in_a_row"]) for e in failed] == [
         (task_id, 3, n) for n in (1, 2, 3)
     ]
-    assert "the agent failed without doing anything (exit 3); running it again" in done.stderr
+    waits = re.findall(
+        r"the agent failed without doing anything \(exit 3\); running it again in (\S+)s", done.stderr
+    )
+    assert waits == ["0.01", "0.02", "0.04"]  # agent_retry_ms, doubling
     assert not any("attempt" in subject and "failed" in subject for subject in subjects(project))
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
     build = next(s for s in subjects(project) if s.startswith(f"ralph(build): {task_id}"))
@@ -183,6 +196,8 @@ def test_a_rejected_task_resubmitted_unchanged_is_judged_once_more_and_accepted(
     assert "what the verifiers said, oldest first (VERIFY rejected it 1 time(s))" in prompt
     assert "1. the fake verifier rejects the first build" in prompt
     assert f"task done {task_id} --unchanged" in prompt
+    logged = in_process(["-C", str(project), "log", "--task", task_id], dict(os.environ)).stdout
+    assert f"{task_id}  resubmitted: the work file already says ok, which is what the criteria ask" in logged
     assert_clean(project)
 
 
