@@ -336,7 +336,9 @@ class BuildStage:
             f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
         )
         with self.ws.change_plan(commit=True) as change:
-            asked = change.plan.ask(task_id, question, _now(), "ralph (BUILD: the same failure twice)")
+            asked = change.plan.ask_about_repeated_failure(
+                task_id, question, _now(), "ralph (BUILD: the same failure twice)"
+            )
             change.message = f"ralph(build): {task_id} failed the same way twice; asks {asked['id']}"
         self.ws.journal.event(
             "question_asked", item=task_id, questions=asked["id"], repeated=True, log=str(result.log_path)

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from ralph.errors import Refused
-from ralph.plan import singletons, tasks
+from ralph.plan import questions, singletons, tasks
 from ralph.plan.document import Record
 from ralph.plan.reading import PlanReader, drop_claim
 from ralph.plan.records import (
@@ -85,6 +85,8 @@ def record_build_failure(
     print_ = fingerprint(verdict, failure)
     if task.get("fingerprint") == print_ and task.get("gate_failure"):
         task["repeated_failure"] = [task["gate_failure"], failure]  # the evidence, oldest first
+    else:
+        task.pop("repeated_failure", None)
     task["fingerprint"] = print_
     task["gate_failure"] = failure
     _add_usage(task, tokens, cost_usd)
@@ -127,6 +129,19 @@ def _count_build(plan: PlanReader, task: Record) -> None:
     task["attempts"] = task.get("attempts", 0) + 1
     if rebuilding(plan, task["id"]):
         task["rebuilds"] = task.get("rebuilds", 0) + 1
+
+
+def ask_about_repeated_failure(
+    plan: PlanReader, task_id: str, text: str, asked_at: str, asked_by: str
+) -> Record:
+    """The same failure twice, and the task cannot be split further: a person is asked (which
+    blocks the task); once answered, its builds start a fresh count of identical failures."""
+    question = questions.ask(plan, task_id, text, asked_at, asked_by)
+    line = plan.task_line(task_id)
+    line.record.pop("fingerprint", None)
+    line.record.pop("repeated_failure", None)
+    plan.doc.rewrite(line)
+    return question
 
 
 def verify_reasons(plan: PlanReader, task_id: str) -> list[str]:

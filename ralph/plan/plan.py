@@ -59,6 +59,9 @@ class Plan(PlanReader):
     def out_of_builds(self, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
         return attempts.out_of_builds(self, task_id, max_attempts, max_rebuilds)
 
+    def ask_about_repeated_failure(self, task_id: str, text: str, asked_at: str, asked_by: str) -> Record:
+        return attempts.ask_about_repeated_failure(self, task_id, text, asked_at, asked_by)
+
     def record_build_commit(self, task_id: str, commit: str) -> None:
         return attempts.record_build_commit(self, task_id, commit)
 

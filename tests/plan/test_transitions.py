@@ -583,3 +583,15 @@ def test_different_failures_in_a_row_are_not_the_same_failure():
     plan.record_build_failure("t-bbbbbb", Verdict.NO_CHANGES, RUN_ONE, 1, None)
     plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, RUN_TWO, 1, None)
     assert "repeated_failure" not in plan.find_task("t-bbbbbb")
+
+
+def test_a_repeated_failure_is_forgotten_once_a_different_one_comes_or_a_person_is_asked():
+    plan = plan_of()
+    for text in (RUN_ONE, RUN_TWO):
+        plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, text, 1, None)
+    plan.record_build_failure("t-bbbbbb", Verdict.NO_CHANGES, "changed no file", 1, None)
+    assert "repeated_failure" not in plan.find_task("t-bbbbbb")  # the last two differ
+    plan.record_build_failure("t-bbbbbb", Verdict.NO_CHANGES, "changed no file", 1, None)
+    question = plan.ask_about_repeated_failure("t-bbbbbb", "How?", "2026-11-25T20:00:00+00:00", "ralph")
+    task = plan.find_task("t-bbbbbb")
+    assert task["blocked_by"] == question["id"] and not {"fingerprint", "repeated_failure"} & set(task)
