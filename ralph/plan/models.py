@@ -136,8 +136,8 @@ class Task(Record):
     )
     attempts: Annotated[int, Field(ge=0)] | None = Field(
         0,
-        description="builds tried before VERIFY first rejected it (an agent that failed without doing"
-        " anything, a crash or a usage error, is run again and does not count)",
+        description="builds tried, rebuilds after a rejection included (an agent that failed without"
+        " doing anything, a crash or a usage error, is run again and does not count)",
     )
     rebuilds: Annotated[int, Field(ge=0)] | None = Field(
         None,
