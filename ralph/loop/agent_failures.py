@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from ralph.errors import RalphError
+from ralph.errors import GitError, RalphError
 from ralph.loop.agentrun import AgentResult
 from ralph.secrets import redact
 from ralph.store.git import Repo
@@ -40,9 +40,14 @@ def work_marks(root: Path, own: re.Pattern) -> str:
     """What a run could change in the checkout at `root`, as one hash: HEAD, every changed or new
     file's content but ralph's `own` (its lock, its temporary files), and plan.jsonl without the
     loop's state record (the loop writes that around every run)."""
+    if not root.is_dir():
+        return "(gone)"  # the run removed its work tree: it did something (workspace's TreeRemoved)
     repo = Repo(root)
-    digest = hashlib.sha256(str(repo.head()).encode())
-    paths = {path for path in repo.changed_paths(read_only=True) if not own.fullmatch(path)}
+    try:
+        digest = hashlib.sha256(str(repo.head()).encode())
+        paths = {path for path in repo.changed_paths(read_only=True) if not own.fullmatch(path)}
+    except GitError:  # its .git link broken or replaced: something, not nothing
+        return "(no repository)"
     for path in sorted(paths | {"plan.jsonl"}):
         digest.update(b"\0" + os.fsencode(path) + b"\0")
         try:
