@@ -96,12 +96,14 @@ def test_agent_names_and_config_keys_complete(tmp_path: Path):
     assert sorted(complete(tmp_path, "ralph config set max_")) == [
         f"plain,max_{key}"
         for key in (
+            "agent_failures",
             "attempts",
             "cost_usd",
             "decompose_depth",
             "iterations",
             "minutes",
             "new_items",
+            "rebuilds",
             "wait_ms",
         )
     ]
