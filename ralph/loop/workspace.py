@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.console import Console
-from ralph.loop.cost import Spending, run_cost
+from ralph.loop.cost import run_cost
 from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import CODE_STAGES, Snapshot, violations
@@ -44,10 +44,6 @@ PLAN_FILE = reader.PLAN_NAME
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
 BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
-
-
-class CostSpent(BudgetSpent):
-    """The next run would pass the money budget: the loop ends with MAX_COST."""
 
 
 @dataclass
@@ -136,7 +132,7 @@ class Workspace:
         self.building: set[str] = set()  # what the current build's earlier attempts left changed
         self.remote: RemoteCoordinator | None = None  # runners sharing a git remote (construct sets it)
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
-        self.spending = Spending(settings.max_cost_usd)
+        self.spending = runner.spending
         # git adds and removes worktrees one at a time: one being added while another is read
         # half-made fails ("failed to read .git/worktrees/<name>/commondir").
         self._worktrees = threading.Lock()
@@ -230,7 +226,7 @@ class Workspace:
         self.deadline.check()
         over = self.spending.admit()  # counts the run as started when it may start
         if over:
-            raise CostSpent(over)
+            raise over
         try:
             old_plan = plan or self.read_plan()
             self.set_state(None if self.in_worktree else old_plan, stage=str(stage))
@@ -245,15 +241,16 @@ class Workspace:
                 # as a failure, the next attempts (never started) killed the task as a doom loop.
                 raise KeyboardInterrupt
         except BaseException:
-            self.spending.stopped()
+            self.add_tokens(self.spending.stopped(str(stage), item, self.settings.model_for(stage)))
             raise
         result.plan_problem = self.check_plan(result)
         if before is not None:
             self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
         self.add_tokens(result.tracker.usage.total)
         usage = result.tracker.usage
-        cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
-        self.spending.add(str(stage), item, usage.total, cost)
+        model = self.settings.model_for(stage) or result.tracker.model
+        cost = run_cost(usage, model, self.settings.prices)
+        self.spending.add(str(stage), item, usage.total, cost, model)
         self.console.status(iteration, stage, item or "", self.tokens)
         spending = self.spending
         self.console.spent(self.tokens, spending.cost_usd, spending.known_runs, spending.unknown_runs)
