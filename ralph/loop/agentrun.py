@@ -221,6 +221,7 @@ class AgentRunner:
             iteration=iteration,
             log=str(relative_log),
             worker=worker,
+            model=model,
         )
         self.console.start_run(run_id, stage, item, name, str(relative_log))
         argv = invocation.argv

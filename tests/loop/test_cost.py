@@ -401,3 +401,5 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_pat
         "by stage: BUILD (claude-haiku-4-5) 10,000 tokens $0.01; VERIFY (claude-opus-4-5) 0 tokens $0.00"
     )
     assert by_stage in done.stdout
+    begun = [(e["stage"], e.get("model")) for e in events(project) if e["event"] == "agent_begin"]
+    assert begun == [("BUILD", "claude-haiku-4-5"), ("VERIFY", "claude-opus-4-5")]
