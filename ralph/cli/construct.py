@@ -81,8 +81,7 @@ def _loop_options(command):
             "stage_models",
             type=StageModel(),
             multiple=True,
-            help="A stage's model, over --model: STAGE=MODEL, e.g. VERIFY=claude-opus-4-5."
-            " Repeatable.",
+            help="A stage's model, over --model: STAGE=MODEL, e.g. VERIFY=claude-opus-4-5. Repeatable.",
         ),
         click.option(
             "--timeout",
