@@ -311,7 +311,7 @@ elif stage == "BUILD":
     for n in range(int(os.environ.get("TURNS", "12"))):
         turn(int(os.environ.get("TURN_TOKENS", "10000")))
         note(f"turn {item} {n + 1}")
-        time.sleep(0.1)
+        time.sleep(0.3)  # long enough for the four builds to overlap on a loaded machine
     ralph("task", "done")
 elif stage == "VERIFY":
     ralph("task", "accept")
