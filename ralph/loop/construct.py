@@ -21,6 +21,7 @@ from ralph.loop.agent_failures import AgentFailing
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Solo
+from ralph.loop.cost import CostSpent, TokensSpent
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
@@ -36,7 +37,6 @@ from ralph.loop.supervisor import Supervisor
 from ralph.loop.workspace import (
     PLAN_FILE,
     BudgetSpent,
-    CostSpent,
     Deadline,
     StageReport,
     StageRun,
@@ -76,6 +76,7 @@ class Outcome(Enum):
     MAX_COST = 10  # the next run would pass the money budget
     REMOTE = 11  # the git remote runners share is unreachable, or refused a push (errors.EXIT_REMOTE)
     AGENT_FAILING = 12  # the agent failed without doing anything max_agent_failures times in a row
+    MAX_TOKENS = 13  # the next run would pass the token budget, or a running one passed it
     INTERRUPTED = 130
 
 
@@ -192,8 +193,15 @@ class Loop:
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:
         try:
             outcome, message = self._plan_only() if plan_only else self._iterate()
-        except CostSpent as exc:
-            outcome, message = Outcome.MAX_COST, str(exc)
+        except (CostSpent, TokensSpent) as exc:
+            outcome = Outcome.MAX_COST if isinstance(exc, CostSpent) else Outcome.MAX_TOKENS
+            message = str(exc)
+            if exc.stopped_run:  # a running agent passed the budget: as after Ctrl-C, its work waits
+                with deferred_signals():
+                    self.supervisor.stop_all()  # the other runs going too
+                    log = self._set_aside_unfinished("budget")
+                self.journal.event("budget_spent", budget=outcome.name, stopped_run=True, log=str(log))
+                message += " with the other runs going, their work set aside"
         except BudgetSpent as exc:
             outcome, message = Outcome.MAX_MINUTES, str(exc)
             if exc.stopped_run:  # an agent or gate stopped half-way: as after Ctrl-C, its work waits

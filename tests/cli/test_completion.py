@@ -104,6 +104,7 @@ def test_agent_names_and_config_keys_complete(tmp_path: Path):
             "minutes",
             "new_items",
             "rebuilds",
+            "tokens",
             "wait_ms",
         )
     ]
