@@ -22,7 +22,8 @@ from ralph.plan.records import HookEvent, Stage
 
 # The stages that run an agent: each may have a model of its own (config stage_models, --stage-model).
 MODEL_STAGES = tuple(
-    str(stage) for stage in (Stage.PLAN, Stage.INVESTIGATE, Stage.BUILD, Stage.VERIFY, Stage.DECOMPOSE)
+    str(stage)
+    for stage in (Stage.PLAN, Stage.INVESTIGATE, Stage.BUILD, Stage.VERIFY, Stage.DECOMPOSE, Stage.CHECK)
 )
 
 

@@ -357,6 +357,7 @@ class StageModels(BaseModel):
     BUILD: Annotated[str, Field(min_length=1)] | None = None
     VERIFY: Annotated[str, Field(min_length=1)] | None = None
     DECOMPOSE: Annotated[str, Field(min_length=1)] | None = None
+    CHECK: Annotated[str, Field(min_length=1)] | None = None
 
 
 class Hooks(BaseModel):

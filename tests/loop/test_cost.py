@@ -394,16 +394,25 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_pat
     done = construct(
         project,
         "--model", "claude-sonnet-4-5", "--stage-model", "BUILD=claude-haiku-4-5",
-        "--stage-model", "verify=claude-opus-4-5", "--gate", "",
+        "--stage-model", "verify=claude-opus-4-5", "--stage-model", "check=claude-opus-4-5", "--gate", "",
         agent=streamer(tmp_path), env={"RUNS": str(runs), "TURNS": "1"},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     started = [line.split()[::2] for line in runs.read_text().splitlines() if not line.startswith("turn")]
-    assert started == [["BUILD", "claude-haiku-4-5"], ["VERIFY", "claude-opus-4-5"]]
+    # The spec check before COMPLETE runs with its own (strong) model too.
+    assert started == [
+        ["BUILD", "claude-haiku-4-5"],
+        ["VERIFY", "claude-opus-4-5"],
+        ["CHECK", "claude-opus-4-5"],
+    ]
     # 10,000 input tokens at haiku's $1 per million; VERIFY streamed nothing
     by_stage = (
         "by stage: BUILD (claude-haiku-4-5) 10,000 tokens $0.01; VERIFY (claude-opus-4-5) 0 tokens $0.00"
     )
     assert by_stage in done.stdout
     begun = [(e["stage"], e.get("model")) for e in events(project) if e["event"] == "agent_begin"]
-    assert begun == [("BUILD", "claude-haiku-4-5"), ("VERIFY", "claude-opus-4-5")]
+    assert begun == [
+        ("BUILD", "claude-haiku-4-5"),
+        ("VERIFY", "claude-opus-4-5"),
+        ("CHECK", "claude-opus-4-5"),
+    ]
