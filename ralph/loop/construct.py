@@ -102,6 +102,7 @@ class Report:
     tasks: list[dict] = field(default_factory=list)
     issues: list[dict] = field(default_factory=list)
     open_questions: list[dict] = field(default_factory=list)
+    drafts: list[dict] = field(default_factory=list)  # {task, branch}: unfinished work kept on a branch
 
 
 class Loop:
@@ -275,6 +276,8 @@ class Loop:
 
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
         report = stage(self.workspace).run(iteration)
+        if report.accepted_tasks:
+            self.workspace.drop_drafts(task["id"] for task in report.accepted_tasks)
         self.accepted += report.accepted
         self.accepted_tasks += report.accepted_tasks
         self.stopped += report.stopped
@@ -339,6 +342,7 @@ class Loop:
             raise problem
         ws.user_dirty = frozenset(dirty)
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
+        ws.drop_drafts(read_plan(self.root).accepted())  # accepted since (by a person, another runner)
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator
 
@@ -417,10 +421,16 @@ class Loop:
         self.journal.event("interrupted", signal=signum, log=str(log))
 
     def _set_aside_unfinished(self, why: str) -> Path:
-        """The stopped unit's partial work saved as a patch and undone, the plan as last committed."""
+        """The stopped unit's partial work saved as a patch and undone, the plan as last committed;
+        a build's work is kept on its task's draft branch too, which the plan then records."""
         log = self.runner.new_log(why)
-        self.workspace.set_aside(log.relative_to(self.root))
-        self.workspace.restore_committed_plan(keep_as=self.root / log.with_suffix(".plan.jsonl"))
+        ws = self.workspace
+        task_id = ws.current_build
+        draft = ws.keep_draft(task_id) if task_id else None
+        ws.set_aside(log.relative_to(self.root))
+        ws.restore_committed_plan(keep_as=self.root / log.with_suffix(".plan.jsonl"))
+        if task_id and draft:
+            ws.record_draft(task_id, draft, commit=True)
         return log.relative_to(self.root)
 
     def _report(self, outcome: Outcome, message: str, exit_code: int | None = None) -> Report:
@@ -461,6 +471,7 @@ class Loop:
         report.tasks += report_data.left_tasks(plan, spec)
         report.issues = report_data.open_issues(plan, spec)
         report.open_questions = report_data.open_questions(plan, spec)
+        report.drafts = report_data.drafts(plan, spec)
 
     def _questions(self) -> list[str]:
         """The spec's open questions, for a person: what, which task, since when, who asked."""

@@ -122,16 +122,21 @@ class ParallelBuilds:
     def _commit_leftovers(self, ws: Workspace, task_id: str) -> None:
         """What the build left uncommitted: its plan changes go on its branch, code is set aside."""
         changed = ws.changed_paths()
-        if changed - {PLAN_FILE}:
-            ws.set_aside(ws.rel(ws.runner.new_log("leftover", task_id)))
+        if changed - {PLAN_FILE}:  # a failed attempt's code: its next build starts from the new HEAD
+            ws.set_aside_as_draft(task_id, ws.rel(ws.runner.new_log("leftover", task_id)))
+            changed = ws.changed_paths()
         if PLAN_FILE in changed:
             ws.commit(f"ralph(build): {task_id} plan changes", {PLAN_FILE})
 
     def _set_aside(self, ws: Workspace, task_id: str) -> None:
-        """A build stopped half way: its changes are kept as a patch beside a log, not merged."""
+        """A build stopped half way: its changes are kept as a patch beside a log and on the task's
+        draft branch (recorded on the task in a commit of the loop's: the stopping loop puts its
+        plan back as last committed), not merged."""
         with deferred_signals():
             log = ws.rel(ws.runner.new_log("unmerged", task_id))
-            ws.set_aside(log)
+            draft = ws.set_aside_as_draft(task_id, log, record=False)
+            if draft:
+                self.ws.record_draft(task_id, draft, commit=True)
             self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
 
     def _merged(self, task_id: str, commit: str) -> None:

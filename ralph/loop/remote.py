@@ -56,6 +56,10 @@ class RemoteCoordinator:
             self.sleep(wait)
             wait = min(wait * 2, POLL_S[1])
 
+    def push_draft(self, branch: str) -> bool:
+        """A draft (ralph.store.drafts) goes to the remote as well, for whoever builds its task next."""
+        return self.remote.push_branch(branch)
+
     def before_plan(self) -> bool:
         """Whether this runner runs PLAN: it won the claim on the spec record. The others wait
         until the tasks it made are on the remote (False), or until its claim goes stale."""

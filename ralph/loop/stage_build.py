@@ -195,7 +195,7 @@ class BuildStage:
         asked = plan.questions_of(task_id)
         if not asked or not is_blocked(plan.task_line(task_id).record):
             return False
-        self.ws.set_aside(result.log_path)
+        self.ws.set_aside_as_draft(task_id, result.log_path)
         ids = ", ".join(question["id"] for question in asked)
         commit = self.ws.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
         report.commits += [commit] if commit else []
@@ -340,8 +340,9 @@ class BuildStage:
         self.ws.console.verdict("BUILD", task_id, f"attempt {attempts} failed ({words})", shown)
 
     def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
-        """Set the task aside for DECOMPOSE; its partial changes are saved as a patch, then undone."""
-        self.ws.set_aside(result.log_path)
+        """Set the task aside for DECOMPOSE; its partial changes are saved as a patch and a draft
+        branch, then undone."""
+        self.ws.set_aside_as_draft(task_id, result.log_path)
         with self.ws.change_plan(commit=True) as change:
             change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
             change.message = f"ralph(build): {task_id} killed ({reason})"

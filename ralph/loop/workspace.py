@@ -134,6 +134,7 @@ class Workspace:
         # meanwhile by someone else (a person, a hook). Never committed, set aside or reverted.
         self.user_dirty = user_dirty
         self.building: set[str] = set()  # what the current build's earlier attempts left changed
+        self.current_build: str | None = None  # the task of the last agent run, when it was a BUILD
         self.remote: RemoteCoordinator | None = None  # runners sharing a git remote (construct sets it)
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
         self.spending = Spending(settings.max_cost_usd)
@@ -167,6 +168,7 @@ class Workspace:
         child = copy.copy(self)
         child.root, child.repo, child.user_dirty = path, Repo(path), frozenset()
         child.building = set()
+        child.current_build = None
         child.worker = worker
         return child
 
@@ -234,6 +236,7 @@ class Workspace:
         try:
             old_plan = plan or self.read_plan()
             self.set_state(None if self.in_worktree else old_plan, stage=str(stage))
+            self.current_build = item if stage is Stage.BUILD else None
             self.console.status(iteration, stage, item or "")
             before = self._snapshot_before(stage)
             cwd = cwd or (self.root if self.in_worktree else None)
@@ -418,6 +421,54 @@ class Workspace:
             self.repo.save_patch(paths, patch)
             self.repo.revert(paths)
             self.journal.event("changes_set_aside", patch=str(self.rel(patch)), files=sorted(paths))
+
+    def keep_draft(self, task_id: str) -> str | None:
+        """The agents' uncommitted changes to code, committed onto HEAD on the task's draft branch
+        (ralph.store.drafts) without touching the work tree or the index, for a person or the
+        task's next build; pushed too when runners share a remote. The branch, or None."""
+        from ralph.store import drafts
+
+        paths = self.changed_paths() - {PLAN_FILE}
+        base = self.repo.head()
+        if not paths or base is None:
+            return None
+        try:
+            branch = drafts.keep(self.repo, task_id, base, paths, f"ralph: draft of {task_id}")
+        except GitError as exc:  # the patch beside the log still keeps the work
+            self.journal.event("draft_failed", item=task_id, error=str(exc))
+            return None
+        if branch is None:
+            return None
+        self.journal.event("draft_kept", item=task_id, branch=branch, files=sorted(paths))
+        self.console.event(f"{task_id}: its unfinished work is kept on branch {branch}")
+        if self.remote is not None:
+            self.remote.push_draft(branch)
+        return branch
+
+    def set_aside_as_draft(self, task_id: str, log_path: Path, record: bool = True) -> str | None:
+        """set_aside, the work kept on the task's draft branch first; with `record`, the branch is
+        written on the task (for the loop's next commit to carry). The branch, or None."""
+        branch = self.keep_draft(task_id)
+        self.set_aside(log_path)
+        if branch and record:
+            self.record_draft(task_id, branch)
+        return branch
+
+    def record_draft(self, task_id: str, branch: str, commit: bool = False) -> None:
+        """Write the draft's branch on the task (gone from the plan: nothing to write)."""
+        with self.change_plan(commit=commit) as change:
+            if change.plan.find_task(task_id) is not None:
+                change.plan.record_draft(task_id, branch)
+            change.message = f"ralph(build): {task_id} draft kept on {branch}"
+
+    def drop_drafts(self, task_ids: Iterable[str]) -> None:
+        """The tasks are accepted: ralph's drafts of them go (by record, never a person's branch)."""
+        from ralph.store import drafts
+
+        for task_id in task_ids:
+            deleted = drafts.delete(self.repo, task_id)
+            if deleted:
+                self.journal.event("draft_deleted", item=task_id, branch=deleted)
 
     @contextmanager
     def checkout(self, label: str) -> Iterator[Repo]:

@@ -1,7 +1,7 @@
 """What ralph made in a repository, recorded before it is made: its worktrees, their temporary
-folders and its build branches. ralph removes, resets or deletes only what a record here names,
-never what merely looks like its names (a person's `ralph/hotfix` branch, their worktree in a folder
-called `ralph-app-hotfix`).
+folders, its build branches and its drafts (ralph.store.drafts). ralph removes, resets or deletes
+only what a record here names, never what merely looks like its names (a person's `ralph/hotfix`
+branch, their worktree in a folder called `ralph-app-hotfix`).
 
 One small JSON file per thing under `<git common dir>/ralph/owned/`, written (and synced) before
 git is asked to make the thing and removed after it is gone: a run killed between the two leaves a
@@ -23,6 +23,7 @@ from ralph.store.git import Repo
 class OwnedKind(StrEnum):
     WORKTREE = "worktree"  # a git worktree at `path`, in the temporary folder `folder`
     BRANCH = "branch"  # a branch `name` ralph created at commit `start`
+    DRAFT = "draft"  # a draft branch `name` of task `task`, last set by ralph to commit `start`
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Owned:
     start: str | None = None  # the commit a branch was created at
     folder: str | None = None  # the temporary folder a worktree was made in (removed with it)
     pid: int | None = None  # the process that made it
+    task: str | None = None  # the task a draft keeps the work of
 
     @property
     def key(self) -> str:
@@ -77,6 +79,7 @@ def recorded(repo: Repo) -> list[Owned]:
                     data.get("start"),
                     data.get("folder"),
                     data.get("pid"),
+                    data.get("task"),
                 )
             )
         except (OSError, ValueError, KeyError, TypeError):
@@ -85,7 +88,9 @@ def recorded(repo: Repo) -> list[Owned]:
 
 
 def owns_branch(repo: Repo, name: str) -> Owned | None:
-    return next((o for o in recorded(repo) if o.kind is OwnedKind.BRANCH and o.name == name), None)
+    """ralph's record of the branch `name` (a build branch or a draft)."""
+    branches = (OwnedKind.BRANCH, OwnedKind.DRAFT)
+    return next((o for o in recorded(repo) if o.kind in branches and o.name == name), None)
 
 
 def owns_worktree(repo: Repo, path: Path) -> Owned | None:

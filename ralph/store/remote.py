@@ -88,6 +88,14 @@ class Remote:
             self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
         raise AssertionError("unreachable")
 
+    def push_branch(self, branch: str) -> bool:
+        """Push the local branch `branch` as the remote's branch of that name, fast-forward only,
+        once (a draft: losing it to an unreachable remote loses nothing kept here). Whether the
+        remote took it."""
+        ref = f"refs/heads/{branch}"
+        code, _, _ = self.repo.attempt("push", "--porcelain", "--quiet", self.name, f"{ref}:{ref}")
+        return code == 0
+
     def _wait_or_raise(self, attempt: int, what: str, output: str, refused: bool = False) -> None:
         if attempt < self.retries:
             self.sleep(self.backoff_s * 2**attempt)
