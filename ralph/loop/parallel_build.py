@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ralph.loop.signals import deferred_signals
-from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.loop.workspace import PLAN_FILE, StageReport, StaleBase, Workspace
 from ralph.plan.records import Stage
 from ralph.plan.scope import overlaps
 
@@ -27,12 +27,18 @@ class Builder(Protocol):
 
 class ParallelBuilds:
     """Up to --parallel builds at once, each in a worktree of its own on branch ralph/<task id>,
-    merged into the loop's branch as each finishes. Tasks whose scopes overlap wait for each other."""
+    merged into the loop's branch as each finishes. Tasks whose scopes overlap wait for each other.
+    A build that failed on a stale base (StaleBase) waits for the builds that ran beside it to merge
+    or fail, then starts again from the new HEAD."""
 
     def __init__(self, lead: Builder, iteration: int, report: StageReport):
         self.lead, self.iteration, self.report = lead, iteration, report
         self.ws = lead.ws
         self._workers = iter(range(1, 1_000_000))
+        self.building: dict[str, dict] = {}  # task id -> record
+        self.merging: dict[str, dict] = {}
+        self._stale: set[str] = set()  # builds that ended in StaleBase (written by their threads)
+        self.held: dict[str, set[str]] = {}  # task id -> the neighbours it waits for
 
     def run(self) -> None:
         """A build's slot frees once its agent and gate are done, before its merge: merges wait
@@ -43,8 +49,7 @@ class ParallelBuilds:
 
         slots = self.ws.settings.parallel
         pool = ThreadPoolExecutor(max_workers=2 * slots)  # the builds, and the built waiting to merge
-        building: dict[str, dict] = {}  # task id -> record
-        merging: dict[str, dict] = {}
+        building, merging = self.building, self.merging
         news: queue.SimpleQueue = queue.SimpleQueue()  # ("built" | "ended", task id, future)
         try:
             while True:
@@ -63,6 +68,9 @@ class ParallelBuilds:
                 building.pop(task_id, None)
                 merging.pop(task_id, None)
                 self.report.absorb(future.result())  # raises what the build raised
+                if task_id in self._stale:  # built again once the builds beside it are done
+                    self._stale.discard(task_id)
+                    self.held[task_id] = {*building, *merging}
         except BaseException:  # Ctrl-C, a stop signal, a budget: stop every build, not only one
             with deferred_signals():
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -83,7 +91,13 @@ class ParallelBuilds:
         if free <= 0:
             return chosen
         busy = [task.get("scope") for task in running]
-        for task in self.lead.ready({t["id"] for t in running}, self.report):
+        active = {t["id"] for t in running}
+        for task_id, waits_for in list(self.held.items()):
+            if not waits_for & active:
+                del self.held[task_id]
+        for task in self.lead.ready(active, self.report):
+            if task["id"] in self.held:
+                continue  # its last build failed on a stale base: after its neighbours
             if any(overlaps(task.get("scope"), scope) for scope in busy):
                 continue  # it may change the same files: after the one building them
             chosen.append(task)
@@ -98,11 +112,17 @@ class ParallelBuilds:
         report = StageReport(Stage.BUILD, items=1)
         span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
         with self.ws.build_checkout(task_id, worker) as checkout:
+            checkout.ws.base = checkout.start
+            checkout.ws.neighbours_running = lambda: bool({*self.building, *self.merging} - {task_id})
             try:
                 self.lead.in_worktree(checkout.ws).build_task(task_id, self.iteration, report)
                 if self.ws.runner.supervisor.stopping:
                     raise KeyboardInterrupt  # the loop is stopping: nothing of it is merged
                 self._commit_leftovers(checkout.ws, task_id)
+            except StaleBase:
+                self._wait_for_neighbours(checkout.ws, task_id)
+                span.end(merged=False, stale_base=True)
+                return StageReport(Stage.BUILD)
             except BaseException:
                 self._set_aside(checkout.ws, task_id)
                 span.end(merged=False)
@@ -138,6 +158,18 @@ class ParallelBuilds:
             if draft:
                 self.ws.record_draft(task_id, draft, commit=True)
             self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
+
+    def _wait_for_neighbours(self, ws: Workspace, task_id: str) -> None:
+        """The attempt failed on a stale base: not counted; its changes are kept as a patch beside
+        a log, and the task is built again from the new HEAD once its neighbours are done."""
+        log = ws.rel(ws.runner.new_log("stale", task_id))
+        ws.set_aside(log)
+        self._stale.add(task_id)
+        self.ws.journal.event("build_stale_base", item=task_id, base=ws.base, log=str(log))
+        self.ws.console.event(
+            f"{task_id}: its build failed on a base its neighbours' builds change; built again from"
+            " the new HEAD once they are done (not counted as an attempt)"
+        )
 
     def _merged(self, task_id: str, commit: str) -> None:
         """The build's commit, as merged, is recorded on the task (with the loop's next commit)."""

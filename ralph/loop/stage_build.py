@@ -14,7 +14,7 @@ from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
-from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.loop.workspace import PLAN_FILE, StageReport, StaleBase, Workspace
 from ralph.plan.records import (
     KILLING_STOPS,
     VERDICT_WORDS,
@@ -182,10 +182,14 @@ class BuildStage:
             failure, changed = self._build_failure(after, result, problem, iteration)
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
+            if self.ws.stale_base(task_id, failure.verdict):  # built again on the new HEAD, uncounted
+                raise StaleBase(task_id)
             attempts = self._record_failure(task_id, failure, result)
             self._tell_failure(task_id, attempts, failure, report)
             if attempts >= self.ws.settings.max_attempts:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
+            if self.ws.behind():  # a retry starts from the branch as it is now: built again there
+                return
 
     def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:
         """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +27,7 @@ from ralph.loop.signals import deferred_signals
 from ralph.loop.supervisor import BudgetSpent
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
-from ralph.plan.records import Stage, StopReason, TaskView
+from ralph.plan.records import Stage, StopReason, TaskView, Verdict
 from ralph.secrets import redact
 from ralph.store import owned, reader, transaction
 from ralph.store.git import Repo
@@ -48,6 +48,17 @@ BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralp
 
 class CostSpent(BudgetSpent):
     """The next run would pass the money budget: the loop ends with MAX_COST."""
+
+
+class StaleBase(Exception):  # noqa: N818 (a signal to the parallel builds, not an error)
+    """A build attempt in a worktree failed on a base its neighbours' builds have moved past, or
+    may yet (they still run): it may have failed only for want of their changes. It is not counted;
+    the task is built again from the new HEAD once those neighbours have merged or failed."""
+
+
+# Verdicts a missing neighbour's change can cause (its code not there to apply onto, import or pass
+# tests with); a violation or a broken plan is the attempt's own doing.
+STALE_VERDICTS = frozenset({Verdict.GATE_FAILED, Verdict.NOT_DONE, Verdict.NO_CHANGES, Verdict.HOOK_REFUSED})
 
 
 @dataclass
@@ -135,6 +146,10 @@ class Workspace:
         self.user_dirty = user_dirty
         self.building: set[str] = set()  # what the current build's earlier attempts left changed
         self.current_build: str | None = None  # the task of the last agent run, when it was a BUILD
+        # A build in a worktree: the commit it started from, and whether other builds run beside it.
+        self.base: str | None = None
+        self.neighbours_running: Callable[[], bool] = lambda: False
+        self._stale_waived: set[tuple[str, str]] = set()  # (task, base): each waived once, shared
         self.remote: RemoteCoordinator | None = None  # runners sharing a git remote (construct sets it)
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
         self.spending = Spending(settings.max_cost_usd)
@@ -155,6 +170,25 @@ class Workspace:
     @property
     def in_worktree(self) -> bool:
         return self.root != self.home
+
+    def behind(self) -> bool:
+        """A build in a worktree whose base the loop's branch has moved past (a neighbour merged)."""
+        return self.in_worktree and self.base is not None and Repo(self.home).head() != self.base
+
+    def stale_base(self, task_id: str, verdict: Verdict) -> bool:
+        """Whether this failed attempt is waived as StaleBase: a verdict a neighbour's missing
+        change can cause, on a base that is behind or beside running neighbours, and the first such
+        failure of the task on this base (each base once: HEAD only moves by merges, so a task is
+        waived at most once per merge and the waits end)."""
+        if verdict not in STALE_VERDICTS or not self.in_worktree or self.base is None:
+            return False
+        if not (self.behind() or self.neighbours_running()):
+            return False
+        with self._count:
+            if (task_id, self.base) in self._stale_waived:
+                return False
+            self._stale_waived.add((task_id, self.base))
+        return True
 
     def rel(self, log: Path) -> Path:
         """A log's path relative to the repository the loop runs in."""
@@ -459,7 +493,7 @@ class Workspace:
         with self.change_plan(commit=commit) as change:
             if change.plan.find_task(task_id) is not None:
                 change.plan.record_draft(task_id, branch)
-            change.message = f"ralph(build): {task_id} draft kept on {branch}"
+            change.message = f"ralph: {task_id} draft kept on {branch}"
 
     def drop_drafts(self, task_ids: Iterable[str]) -> None:
         """The tasks are accepted: ralph's drafts of them go (by record, never a person's branch)."""
