@@ -333,7 +333,7 @@ class Loop:
             raise problem
         ws.user_dirty = frozenset(dirty)
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
-        ws.drop_drafts(read_plan(self.root).accepted())  # accepted since (by a person, another runner)
+        ws.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator
 

@@ -549,6 +549,15 @@ class Workspace:
             if deleted:
                 self.journal.event("draft_deleted", item=task_id, branch=deleted)
 
+    def drop_accepted_drafts(self) -> None:
+        """ralph's drafts of tasks accepted since they were made (by a person, another runner)."""
+        from ralph.store import drafts
+
+        kept = drafts.drafts(self.repo)
+        if kept:  # the plan is read only when there is a draft (most runs have none)
+            accepted = set(self.read_plan().accepted())
+            self.drop_drafts(draft.task for draft in kept if draft.task in accepted)
+
     @contextmanager
     def checkout(self, label: str) -> Iterator[Repo]:
         """A detached worktree of HEAD, in a temporary folder of its own, holding a copy of
