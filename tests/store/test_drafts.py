@@ -90,3 +90,21 @@ def test_a_draft_a_person_committed_on_is_theirs(repo: Path):
     assert git(repo, "rev-parse", first).strip() == mine
     drafts.delete(Repo(repo), "t-one")
     assert git(repo, "rev-parse", first).strip() == mine
+
+
+def test_a_draft_is_pushed_and_its_replacement_pushed_again_without_force(shared):
+    from ralph.store.remote import Remote
+
+    one = shared.clone("one")
+    base = _base(one)
+    (one / "a.txt").write_text("first try\n")
+    branch = drafts.keep(Repo(one), "t-one", base, {"a.txt"}, "draft")
+    assert Remote(Repo(one)).push_branch(branch)
+    (one / "a.txt").write_text("second try\n")
+    drafts.keep(Repo(one), "t-one", base, {"a.txt"}, "draft")
+
+    assert Remote(Repo(one)).push_branch(branch)  # the newer draft is a fast-forward of the older
+
+    pushed = git(shared.origin, "rev-parse", f"refs/heads/{branch}").strip()
+    assert pushed == git(one, "rev-parse", branch).strip()
+    assert git(shared.origin, "show", f"{branch}:a.txt") == "second try\n"
