@@ -28,8 +28,9 @@ class Builder(Protocol):
 class ParallelBuilds:
     """Up to --parallel builds at once, each in a worktree of its own on branch ralph/<task id>,
     merged into the loop's branch as each finishes. Tasks whose scopes overlap wait for each other.
-    A build that failed on a stale base (StaleBase) waits for the builds that ran beside it to merge
-    or fail, then starts again from the new HEAD."""
+    A build that failed on a stale base (StaleBase) waits for the builds that ran beside it and the
+    tasks ahead of it in the plan's order to merge or fail (what it lacked is most likely theirs),
+    then starts again from the new HEAD."""
 
     def __init__(self, lead: Builder, iteration: int, report: StageReport):
         self.lead, self.iteration, self.report = lead, iteration, report
@@ -39,6 +40,7 @@ class ParallelBuilds:
         self.merging: dict[str, dict] = {}
         self._stale: set[str] = set()  # builds that ended in StaleBase (written by their threads)
         self.held: dict[str, set[str]] = {}  # task id -> the neighbours it waits for
+        self._rank: dict[str, int] = {}  # each task's place in the order ready() first gave it
 
     def run(self) -> None:
         """A build's slot frees once its agent and gate are done, before its merge: merges wait
@@ -70,7 +72,7 @@ class ParallelBuilds:
                 self.report.absorb(future.result())  # raises what the build raised
                 if task_id in self._stale:  # built again once the builds beside it are done
                     self._stale.discard(task_id)
-                    self.held[task_id] = {*building, *merging}
+                    self.held[task_id] = {*building, *merging, *self._ahead_of(task_id)}
         except BaseException:  # Ctrl-C, a stop signal, a budget: stop every build, not only one
             with deferred_signals():
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -78,6 +80,11 @@ class ParallelBuilds:
                 pool.shutdown(wait=True)  # each build sets its changes aside and removes its worktree
             raise
         pool.shutdown(wait=True)
+
+    def _ahead_of(self, task_id: str) -> set[str]:
+        """The tasks ready() gave before this one (the plan's order: priority, then position)."""
+        rank = self._rank.get(task_id)
+        return set() if rank is None else {other for other, place in self._rank.items() if place < rank}
 
     def _start(self, pool, task_id: str, news) -> None:
         def built() -> None:
@@ -92,10 +99,17 @@ class ParallelBuilds:
             return chosen
         busy = [task.get("scope") for task in running]
         active = {t["id"] for t in running}
-        for task_id, waits_for in list(self.held.items()):
-            if not waits_for & active:
+        ready = self.lead.ready(active, self.report)
+        for task in ready:
+            self._rank.setdefault(task["id"], len(self._rank))
+        # A held task waits while what it waits for runs or is still to build; of the other held
+        # tasks, only for those ahead of it, so two held tasks never wait for each other.
+        unfinished = active | {t["id"] for t in ready if t["id"] not in self.held}
+        for task_id, waits_for in sorted(self.held.items(), key=lambda item: self._rank.get(item[0], 0)):
+            ahead_held = {other for other in self.held if other in self._ahead_of(task_id)}
+            if not waits_for & (unfinished | ahead_held):
                 del self.held[task_id]
-        for task in self.lead.ready(active, self.report):
+        for task in ready:
             if task["id"] in self.held:
                 continue  # its last build failed on a stale base: after its neighbours
             if any(overlaps(task.get("scope"), scope) for scope in busy):
