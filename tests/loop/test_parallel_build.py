@@ -76,13 +76,11 @@ def add(project: Path, *items: dict) -> list[str]:
     return [record["id"] for record in tasks.add(project, list(items))]
 
 
-def assert_no_worktrees_or_branches(project: Path, drafts: tuple[str, ...] = ()) -> list[str]:
-    """No build's worktree or branch is left; of ralph's branches, only drafts of `drafts` (which
-    are returned)."""
+def assert_no_worktrees_or_branches(project: Path, drafts: tuple[str, ...] = ()) -> None:
+    """No build's worktree or branch is left; of ralph's branches, only drafts of `drafts`."""
     assert len(git(project, "worktree", "list", "--porcelain").strip().split("\n\n")) == 1
     left = git(project, "branch", "--list", "--format=%(refname:short)", "ralph/*").split()
     assert set(left) <= {f"ralph/draft/{task}" for task in drafts}, left
-    return left
 
 
 def test_ready_tasks_build_at_once_in_worktrees_and_merge_one_commit_each(project, tmp_path):
@@ -200,8 +198,8 @@ def test_a_stop_signal_stops_every_build_and_a_rerun_builds_them_all(project, tm
     out, err = running.communicate(timeout=60)
     assert running.returncode == 143, out + err
     assert all(gone(pid) for pid in pids), "every build's agent was stopped"
-    # each build's work kept as a draft (a build stopped before it wrote a file has none)
-    assert assert_no_worktrees_or_branches(project, drafts=tuple(ids))
+    # a build's work kept as a draft (one stopped before it wrote a file has none)
+    assert_no_worktrees_or_branches(project, drafts=tuple(ids))
     assert not [s for s in subjects(project) if s.startswith("ralph(build):")]
     assert git(project, "status", "--porcelain", "--", "plan.jsonl") == "", "the plan is left committed"
     assert git(project, "rev-parse", "HEAD") != before  # the run's start and its end are recorded
