@@ -7,16 +7,18 @@ stage reads another stage's state: anything one stage leaves for the next is in 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple, Protocol
 
-from ralph.errors import GitError, PlanInvalid
+from ralph.errors import GitError, PlanInvalid, WorkTreeGone
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
@@ -31,9 +33,10 @@ from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, TaskView, Verdict
 from ralph.secrets import redact
-from ralph.store import owned, reader, transaction
+from ralph.store import intent, owned, reader, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
+from ralph.store.intent import IntentKind
 from ralph.store.lock import LOCK_NAME
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
@@ -43,6 +46,22 @@ PLAN_FILE = reader.PLAN_NAME
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
 BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
+
+
+class PlanProblem(NamedTuple):
+    """What an agent run did to plan.jsonl that ralph undid: the attempt's verdict, and its words."""
+
+    verdict: Verdict
+    text: str
+
+
+class TreeRemoved(WorkTreeGone):
+    """An agent run removed the work tree it ran in (a build's worktree), or unlinked it from the
+    repository: that build's attempt failed, with nothing left to check. `result`: the run."""
+
+    def __init__(self, result: AgentResult):
+        super().__init__(f"the agent removed the work tree it ran in (log {result.log_path})")
+        self.result = result
 
 
 class CostSpent(BudgetSpent):
@@ -330,6 +349,10 @@ class Workspace:
         except BaseException:
             self.spending.stopped()
             raise
+        if self._keep_lost_tree(result):  # the run removed its own work tree: nothing to check
+            self.spending.stopped()
+            self.add_tokens(result.tracker.usage.total)
+            raise TreeRemoved(result)
         result.plan_problem = self.check_plan(result)
         if before is not None:
             self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
@@ -421,17 +444,36 @@ class Workspace:
         self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
         return found
 
-    def check_plan(self, result: AgentResult) -> str | None:
+    def _keep_lost_tree(self, result: AgentResult) -> bool:
+        """Whether the run lost its work tree: removed it, or (a build's worktree) removed or
+        replaced its .git link (`rm -rf .git && git init`), after which git would act on another
+        repository or none. Such a worktree's folder, the agent's files in it, moves beside the
+        log as <log>.worktree."""
+        if not self.root.is_dir():
+            return True
+        if not self.in_worktree or self.repo.links_here():
+            return False
+        import shutil
+
+        kept = self.home / result.log_path.with_suffix(".worktree")
+        shutil.move(self.root, kept)
+        self.journal.event("worktree_kept", folder=str(self.rel(kept)))
+        return True
+
+    def check_plan(self, result: AgentResult) -> PlanProblem | None:
         """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and
         put back the last committed state. Returns the problem, or None; the plan that loaded is
         the result's `plan`."""
+        path = self.root / PLAN_FILE
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            return self._plan_replaced(result)
         try:
-            data = (self.root / PLAN_FILE).read_bytes()
+            data = path.read_bytes()
         except FileNotFoundError:
             transaction.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
             self.journal.event("plan_restored", problem="the agent deleted plan.jsonl")
             self.console.event("the agent deleted plan.jsonl; restored it from HEAD")
-            return "the agent deleted plan.jsonl"
+            return PlanProblem(Verdict.PLAN_MISSING, "the agent deleted plan.jsonl")
         try:
             result.plan = Plan(reader.load_checked(self.root, data))  # unchanged bytes: not validated again
             return None
@@ -441,7 +483,22 @@ class Workspace:
             transaction.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
             self.journal.event("plan_restored", problem=str(exc), broken_copy=str(self.rel(broken)))
             self.console.event(f"the agent left plan.jsonl invalid ({exc}); restored it from HEAD")
-            return str(exc)
+            return PlanProblem(Verdict.PLAN_INVALID, f"the agent left plan.jsonl invalid: {exc}")
+
+    def _plan_replaced(self, result: AgentResult) -> PlanProblem:
+        """plan.jsonl is a symlink or a folder now: moved beside the log as it is (a link still
+        points where it did), and the committed plan put back in its place."""
+        import shutil
+
+        path = self.root / PLAN_FILE
+        kept = self.home / result.log_path.with_suffix(".plan.jsonl.replaced")
+        what = f"a symlink to {os.readlink(path)}" if path.is_symlink() else "a folder"
+        shutil.move(path, kept)
+        transaction.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
+        problem = f"the agent replaced plan.jsonl with {what}; kept as {self.rel(kept)}"
+        self.journal.event("plan_restored", problem=problem, replaced=str(self.rel(kept)))
+        self.console.event(f"{problem}; restored it from HEAD")
+        return PlanProblem(Verdict.PLAN_REPLACED, problem)
 
     # --- the work tree ------------------------------------------------------------------------
     def changed_paths(self) -> set[str]:
@@ -458,12 +515,16 @@ class Workspace:
             with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
                 change.plan.add_spending(unsaved)
 
-    def commit(self, message: str, paths: set[str] | None = None) -> str | None:
+    def commit(self, message: str, paths: set[str] | None = None, task: str | None = None) -> str | None:
         """Commit what the loop's agents are known to have changed: `paths` (a build's files, as
         measured around its runs), else plan.jsonl alone, which is all the other stages change;
         any other change is left unstaged with a warning. The spending goes into the loop's own
         plan first; a build in a worktree leaves that to its merge, instead of waiting here for
-        the plan lock that other builds' merges hold."""
+        the plan lock that other builds' merges hold. `task`: the commit is that task's build,
+        recorded on it here (in the loop's own work tree; a worktree's is recorded by its merge).
+
+        Recorded first (ralph.store.intent, COMMIT): a kill between staging and committing is
+        committed by the next start, never left staged with the plan saying the task is built."""
         if not self.in_worktree:
             self.save_spending()
         if paths is None:
@@ -471,7 +532,26 @@ class Workspace:
         paths = {PLAN_FILE} if paths is None else paths
         if PLAN_FILE in paths:  # the agents may have written it by hand: nothing secret is committed
             transaction.redact_plan(self.root, self._clean_lines)
-        commit, files = self.repo.commit_paths(paths, redact(message))  # it can quote a name or an issue
+        message = redact(message)  # it can quote a name or an issue
+        # A worktree's commit is not recorded: the worktree and its branch are (ralph.store.owned),
+        # and clean-up keeps what an interrupted commit there left as a patch.
+        pending = None
+        if not self.in_worktree:
+            head, paths_listed = self.repo.head(), sorted(paths)
+            pending = intent.begin(
+                self.repo,
+                IntentKind.COMMIT,
+                self.root,
+                head=head,
+                paths=paths_listed,
+                message=message,
+                task=task,
+            )
+        commit, files = self.repo.commit_paths(paths, message)
+        if pending is not None:
+            if commit and task:
+                intent.record_build_commit(self.root, task, commit)
+            intent.finish(self.repo, pending)
         self.building = set()
         if commit:
             shown = [shown_path(path) for path in files]
@@ -493,9 +573,12 @@ class Workspace:
         return True
 
     def set_aside(self, log_path: Path) -> None:
-        """Save the agents' uncommitted changes to code as a patch beside the log, then undo them."""
+        """Save the agents' uncommitted changes to code as a patch beside the log, then undo them.
+        A git repository an agent made inside the work tree goes in as plain files (unnest)."""
         self.building = set()
         paths = self.changed_paths() - {PLAN_FILE}
+        if self.unnest(paths, log_path):
+            paths = self.changed_paths() - {PLAN_FILE}
         if paths:
             patch = self.home / log_path.with_suffix(".patch")
             self.repo.save_patch(paths, patch)
@@ -558,12 +641,51 @@ class Workspace:
             accepted = set(self.read_plan().accepted())
             self.drop_drafts(draft.task for draft in kept if draft.task in accepted)
 
+    def nested_repositories(self, paths: Iterable[str]) -> list[str]:
+        """The folders among `paths` (or holding one of them) that are git repositories of their
+        own, as an agent's `git init` or `git clone` makes them. Never through a symlink (its
+        .git is somewhere else), nor a folder HEAD has: a submodule is a person's, and git keeps
+        tracking the files of a folder it tracks whatever is in it."""
+        found: set[str] = set()
+        for path in paths:
+            parts = PurePosixPath(path.rstrip("/")).parts
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth])
+                if (self.root / folder).is_symlink() or not (self.root / folder).is_dir():
+                    break
+                if os.path.lexists(self.root / folder / ".git"):
+                    found.add(folder)
+                    break
+        return sorted(found - self.repo.at_head(found))
+
+    def unnest(self, paths: Iterable[str], log_path: Path) -> list[str]:
+        """Each nested repository among `paths` becomes plain files of this work tree: its .git
+        (its history) moves beside the log, as <log>.nested/<folder>/.git, and a gitlink staged
+        for it leaves the index; then those nested in them, in turn. Otherwise git would commit
+        it as a bare gitlink (its files in no commit) or refuse to add it. Returns the folders."""
+        import shutil
+
+        unnested: list[str] = []
+        nested = self.nested_repositories(paths)
+        while nested:
+            for folder in nested:
+                kept = self.home / log_path.with_suffix(".nested") / folder / ".git"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(self.root / folder / ".git", kept)
+                # Its gitlink (or anything else) staged: unstaged, its files left (HEAD has no folder).
+                self.repo.git("rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", folder)
+                self.journal.event("nested_repository_kept", folder=folder, git_dir=str(self.rel(kept)))
+            unnested += nested
+            inside = self.repo.changed_paths(among=nested)
+            self.building |= inside  # the build's files now, not someone else's left unstaged
+            nested = self.nested_repositories(inside)
+        return unnested
+
     @contextmanager
     def checkout(self, label: str) -> Iterator[Repo]:
         """A detached worktree of HEAD, in a temporary folder of its own, holding a copy of
         plan.jsonl as it is now: a run that must not share this work tree (a verifier running the
         tests) works there. It is removed afterwards, whatever happened, changes and all."""
-        import shutil
         import tempfile
 
         folder = Path(tempfile.mkdtemp(prefix=f"ralph-{label}-"))
@@ -577,16 +699,13 @@ class Workspace:
             yield repo
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
-                self.repo.remove_worktree(path)
-                shutil.rmtree(folder, ignore_errors=True)
-                owned.forget(self.repo, tree)
+                self._remove_recorded(path, folder, tree)
 
     @contextmanager
     def build_checkout(self, task_id: str, worker: int | None = None) -> Iterator[BuildCheckout]:
         """A worktree on branch `ralph/<task id>` from HEAD (plan.jsonl as HEAD has it), for one
         build at a time with others; removed with its branch afterwards, whatever
         happened (what the caller did not merge is lost, as a run set aside is)."""
-        import shutil
         import tempfile
 
         folder = Path(tempfile.mkdtemp(prefix=f"ralph-build-{task_id}-"))
@@ -612,12 +731,42 @@ class Workspace:
             yield BuildCheckout(self.for_worktree(path, worker), branch, head, plan)
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
-                self.repo.remove_worktree(path)
-                shutil.rmtree(folder, ignore_errors=True)
-                owned.forget(self.repo, tree)
-                if created:  # ralph's own, recorded above; never a person's made meanwhile
-                    self.repo.delete_branch(branch)
-                owned.forget(self.repo, built)
+                self._remove_recorded(path, folder, tree)
+                if created and not self._registered(path):  # ralph's own, recorded above
+                    self._delete_recorded(built)
+                elif not created:
+                    owned.forget(self.repo, built)
+
+    def _remove_recorded(self, path: Path, folder: Path, tree: Owned) -> None:
+        """A worktree ralph made removed, and its record with it; a record stays while git still
+        lists the worktree (its removal failed: a full disk), for clean-up to finish."""
+        import shutil
+
+        self.repo.remove_worktree(path)
+        shutil.rmtree(folder, ignore_errors=True)
+        if not self._registered(path):
+            owned.forget(self.repo, tree)
+
+    def _delete_recorded(self, built: Owned) -> None:
+        """A build branch ralph made deleted, and its record with it, unless git failed to."""
+        try:
+            self.repo.git("update-ref", "-d", f"refs/heads/{built.name}")
+        except GitError:
+            return  # recorded still: clean-up judges it later
+        owned.forget(self.repo, built)
+
+    def _registered(self, path: Path) -> bool:
+        """Whether git still lists the worktree at `path` (its folder under .git/worktrees/ names
+        it), read from the files, without running git."""
+        import os
+
+        admin = intent.common_dir(self.repo) / "worktrees"
+        wanted = os.path.realpath(path / ".git")  # git may name it through a symlinked /tmp
+        for gitdir in admin.glob("*/gitdir"):
+            with contextlib.suppress(OSError):
+                if os.path.realpath(gitdir.read_text(encoding="utf-8").strip()) == wanted:
+                    return True
+        return False
 
     def _free_branch(self, task_id: str) -> str:
         """ralph/<task id>, or with -2, -3... when a branch of that name exists already (a person's,
@@ -628,13 +777,24 @@ class Workspace:
             name = f"{BUILD_BRANCH_PREFIX}{task_id}-{number}"
         return name
 
-    def merge_build(self, checkout: BuildCheckout) -> Integration:
-        """The build branch's commits onto the loop's branch, a copy of each in order."""
+    def merge_build(
+        self, checkout: BuildCheckout, task_id: str | None = None, built: list[str] | None = None
+    ) -> Integration:
+        """The build branch's commits onto the loop's branch, a copy of each in order; the copy of
+        the last of `built` (the build's own commits) recorded on the task, for the loop's next
+        commit, and the branch marked merged. The merge's record (ralph.store.intent) is finished
+        only then: a kill before is finished by the next start."""
         tip = checkout.ws.repo.head()
         if tip is None or tip == checkout.start:
             return Integration()
         with deferred_signals():  # the work tree moves in one step or not at all
-            return integrate(self.repo, checkout.start, tip, checkout.plan_base)
+            merged = integrate(
+                self.repo, checkout.start, tip, checkout.plan_base, task_id, checkout.branch, built
+            )
+            if merged.intent is not None:
+                intent.after_merge(self.repo, self.root, merged.intent.data)
+                intent.finish(self.repo, merged.intent)
+        return merged
 
     def plan_bytes(self) -> bytes:
         return (self.root / PLAN_FILE).read_bytes()
@@ -664,7 +824,7 @@ class Workspace:
             return None
         if not text:
             return None
-        patch.write_text(text, encoding="utf-8")
+        patch.write_bytes(text)
         saved = str(self.rel(patch))
         self.journal.event("build_patch_saved", item=task.id, commit=task.commit, patch=saved)
         return patch
