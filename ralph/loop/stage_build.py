@@ -160,7 +160,7 @@ class BuildStage:
             self._tell_failure(task_id, attempts, failure, report)
             if attempts >= self.ws.settings.max_attempts:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
-            if self.ws.behind():  # a retry starts from the branch as it is now: built again there
+            if self.ws.retry_from_head(failure.verdict):  # built again from the branch as it is now
                 return
             plan = self.ws.read_plan()
 

@@ -194,6 +194,12 @@ class Workspace:
         """A build in a worktree whose base the loop's branch has moved past (a neighbour merged)."""
         return self.in_worktree and self.base is not None and Repo(self.home).head() != self.base
 
+    def retry_from_head(self, verdict: Verdict) -> bool:
+        """Whether a counted failure's retry starts afresh from HEAD (its code kept as a draft)
+        rather than in place: a build in a worktree that is behind, failed in a way a neighbour's
+        change can settle. Other failures (a nested repository, a violation) are fixed in place."""
+        return verdict in STALE_VERDICTS and self.behind()
+
     def stale_base(self, task_id: str, verdict: Verdict) -> bool:
         """Whether this failed attempt is waived as StaleBase: a verdict a neighbour's missing
         change can cause, on a base that is behind or beside running neighbours, and the first such
