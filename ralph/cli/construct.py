@@ -163,9 +163,11 @@ def construct(ctx, spec, dry_run, pr, **flags):
     Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no
     progress possible), 6 agent unavailable, 7 the agent could not log in, 8 a rate or usage
     limit lifts later than max_wait_ms allows, 9 waiting for answers to questions (`ralph
-    questions`), 10 money budget spent, 11 the --remote is unreachable or refused a push, 130
-    interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run again to resume). Rate and usage
-    limits and overloaded servers are waited out.
+    questions`), 10 money budget spent, 11 the --remote is unreachable or refused a push, 12
+    the agent failed without doing anything (a crash, a usage error) max_agent_failures times in
+    a row, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run again to resume). Rate
+    and usage limits and overloaded servers are waited out; an agent that fails without doing
+    anything is run again after a wait, which is no attempt.
     """
     _run(ctx, spec, flags, plan_only=False, dry_run=dry_run, pr=pr)
 
@@ -372,6 +374,9 @@ def report_lines(report) -> list[str]:
     from ralph.secrets import redact
 
     lines = [f"ralph: {report.outcome.name}: {printable(redact(report.message))}"]  # it can quote an agent
+    if report.agent_error:  # AGENT_FAILING: what the agent said, for a person to fix it
+        lines.append("the agent's last error lines:")
+        lines += [f"  | {printable(redact(line))}" for line in report.agent_error]
     if report.questions:  # first: they are what a person can act on at once
         lines.append(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
         lines += [f"  {printable(item)}" for item in report.questions]

@@ -144,6 +144,8 @@ def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[st
             "gate_timeout_s": settings.gate_timeout_s,
             "parallel": settings.parallel,
             "max_decompose_depth": settings.max_decompose_depth,
+            "max_rebuilds": settings.max_rebuilds,
+            "max_agent_failures": settings.max_agent_failures,
         },
     }
 
@@ -158,7 +160,8 @@ def render_text(result: dict) -> list[str]:
         f"budget: max-iterations {budget['max_iterations']}, max-minutes {minutes}, max-cost {cost},"
         f" max-attempts {budget['max_attempts']}, timeout {budget['timeout_s']:g}s per agent run,"
         f" gate timeout {budget['gate_timeout_s']:g}s, parallel {budget['parallel']},"
-        f" max-decompose-depth {budget['max_decompose_depth']}",
+        f" max-decompose-depth {budget['max_decompose_depth']}, max-rebuilds {budget['max_rebuilds']}"
+        f" after a rejection, {budget['max_agent_failures']} agent failures in a row end the run",
         f"gate: {shlex.join(result['gate']) if result['gate'] else '(none)'}",
         f"sandbox: {result['sandbox']['said']}",
         f"iteration {result['iteration']}: {len(result['runs'])} agent run(s)",

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple, Protocol
 
 from ralph.errors import GitError, PlanInvalid, WorkTreeGone
+from ralph.loop.agent_failures import AgentFailures, did_nothing_and_failed, work_marks
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
@@ -158,6 +159,14 @@ class Workspace:
             console.limit_wait,
             runner.supervisor,
             runner.adapter.auth_hint,
+        )
+        self.agent_failures = AgentFailures(
+            settings.max_agent_failures,
+            settings.agent_retry_s,
+            journal,
+            console.event,
+            runner.supervisor,
+            deadline.check,
         )
         # Paths no agent run is known to have changed: dirty before the loop started, or changed
         # meanwhile by someone else (a person, a hook). Never committed, set aside or reverted.
@@ -379,6 +388,17 @@ class Workspace:
         return result
 
     def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
+        while True:  # an agent that failed without doing anything is run again: not an attempt
+            before = work_marks(cwd or self.root, RALPH_FILES)
+            result = self._run_limited(stage, iteration, item, values, compacted, cwd, name)
+            if not did_nothing_and_failed(result, before, work_marks(cwd or self.root, RALPH_FILES)):
+                self.agent_failures.good()
+                return result
+            self.add_tokens(result.tracker.usage.total)
+            if not self.agent_failures.failed(result, str(stage), item):
+                raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
+
+    def _run_limited(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
         result = self.runner.run(
             stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
         )

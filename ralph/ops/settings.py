@@ -55,6 +55,9 @@ class Settings:
     max_iterations: int = _declared("max_iterations")
     max_minutes: float | None = None
     max_attempts: int = _declared("max_attempts")
+    max_rebuilds: int = _declared("max_rebuilds")
+    max_agent_failures: int = _declared("max_agent_failures")
+    agent_retry_s: float = _declared("agent_retry_ms")
     max_decompose_depth: int = _declared("max_decompose_depth")
     parallel: int = _declared("parallel")
     allow_dirty: bool = False
@@ -210,9 +213,10 @@ def check_value(name: str, value: Any, where: str = "") -> None:
 
 # Sane bounds on the durations a config sets, in seconds: none is infinite (TOML has `inf`) or
 # longer than a week, and none is so short that it can only fail. A claim may be taken over once it
-# is older than its TTL, while its build still runs: at least a minute.
+# is older than its TTL, while its build still runs: at least a minute. A wait before running a
+# failed agent again bounds nothing, so any wait will do (a millisecond for a test).
 _WEEK_S = 7 * 24 * 3600.0
-_DURATION_BOUNDS = {"claim_ttl_ms": (60.0, _WEEK_S)}
+_DURATION_BOUNDS = {"claim_ttl_ms": (60.0, _WEEK_S), "agent_retry_ms": (0.001, _WEEK_S)}
 _DEFAULT_BOUNDS = (1.0, _WEEK_S)
 
 

@@ -42,7 +42,7 @@ UNION_FACTS = (
 )  # never removed by ralph: a side without one has not seen it yet
 # A status moves forward only (accepted, the tombstone, is further); blocked merges with none.
 STATUS_ORDER = {Status.PENDING: 0, Status.DONE: 1}
-COUNTERS = frozenset({"attempts", "tokens", "iteration"})
+COUNTERS = frozenset({"attempts", "rebuilds", "tokens", "iteration"})
 ID_LISTS = frozenset({"deps"})
 CLAIM = ("claimed_by", "claimed_at")  # merged as one value: who holds the task, since when
 

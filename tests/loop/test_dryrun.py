@@ -73,6 +73,7 @@ def test_dry_run_lists_each_run_with_its_argv_and_prompt_and_changes_nothing(pro
         "budget: max-iterations 4, max-minutes none, max-cost $2.5, max-attempts 3, timeout 90s per agent run"
         in out
     )
+    assert ", max-rebuilds 3 after a rejection, 5 agent failures in a row end the run\n" in out
     assert f"  INVESTIGATE {issue}: Is it fast?" in out
     assert f"  BUILD {ready}: Ready" in out and f"  VERIFY {built}: Built" in out
     assert f"BUILD {waiting}" not in out and f"{question} holds {waiting}: Red or blue?" in out
