@@ -209,6 +209,12 @@ class Workspace:
         change can settle. Other failures (a nested repository, a violation) are fixed in place."""
         return verdict in STALE_VERDICTS and self.behind()
 
+    def _may_be_stale(self, task_id: str) -> bool:
+        """A build in a worktree behind HEAD or beside running builds, not yet waived on its base."""
+        if not self.in_worktree or self.base is None or (task_id, self.base) in self._stale_waived:
+            return False
+        return self.behind() or self.neighbours_running()
+
     def stale_base(self, task_id: str, verdict: Verdict) -> bool:
         """Whether this failed attempt is waived as StaleBase: a verdict a neighbour's missing
         change can cause, on a base that is behind or beside running neighbours, and the first such
@@ -394,6 +400,8 @@ class Workspace:
             if not did_nothing_and_failed(result, before, work_marks(cwd or self.root, RALPH_FILES)):
                 self.agent_failures.good()
                 return result
+            if stage is Stage.BUILD and item and self._may_be_stale(item):
+                return result  # it may lack a neighbour's change: BUILD waits for them (StaleBase)
             self.add_tokens(result.tracker.usage.total)
             if not self.agent_failures.failed(result, str(stage), item):
                 raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
