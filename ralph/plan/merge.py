@@ -11,7 +11,11 @@ This merges records, pure (bytes in, bytes out):
   may already have claimed it); a task or an issue added on both with different content (one
   random id drawn twice), or a record deleted on one side and changed on the other, is a
   conflict. A task with an accept tombstone on either side is accepted, whatever the other side
-  did to it.
+  did to it. A task deleted (or decomposed) on one side goes when the other side only changed what
+  ralph changes on its own (a computed priority, a claim): runners would drop such a change
+  replayed on a head without the task.
+- A dependency on a task one side decomposed (deleted, leaving subtasks that name it as parent)
+  moves to those subtasks, as `ralph task delete` moves it.
 - accept and reject records are appended facts: the union, each once. Records of types ralph does
   not know are kept, each once, unless one side removed them.
 - The order is ours, with theirs' new records appended in theirs' order (before ours' trailing blank
@@ -42,9 +46,12 @@ UNION_FACTS = (
 )  # never removed by ralph: a side without one has not seen it yet
 # A status moves forward only (accepted, the tombstone, is further); blocked merges with none.
 STATUS_ORDER = {Status.PENDING: 0, Status.DONE: 1}
+PRIORITY_RANK = {"low": 0, "medium": 1, "high": 2}
 COUNTERS = frozenset({"attempts", "tokens", "iteration"})
 ID_LISTS = frozenset({"deps"})
 CLAIM = ("claimed_by", "claimed_at")  # merged as one value: who holds the task, since when
+# Fields ralph sets on its own (`task prioritize` with auto_priority, claims): a deletion beats them.
+AUTOMATIC = frozenset({"priority", "auto_priority", *CLAIM})
 
 _MISSING = object()  # a field the record does not have
 _CONFLICT = object()
@@ -79,6 +86,7 @@ def merge(base: Document, ours: Document, theirs: Document, name: str = "plan.js
         key: _outcome(b.keyed.get(key), o.keyed.get(key), t.keyed.get(key), accepted)
         for key in {**o.keyed, **t.keyed}
     }
+    _move_deps_to_subtasks(outcomes, b.keyed, accepted)
     wanted = {fact: _copies(fact, b, o, t) for fact in {**o.facts, **t.facts}}
     out = _Writer(name, _line_ending(ours, theirs, base))
     tail = _trailing_blank_lines(ours)
@@ -138,10 +146,60 @@ def _outcome(
         return one  # added on one side
     if _same_line(base, one):
         return None  # deleted on the other side, unchanged on this one
+    if record["t"] == "task" and only_automatic(base.record, one.record):
+        return None  # decomposed or deleted beats a priority or a claim ralph set on its own
     what = _what(record)
     if ours is None:
         return _Conflict(f"{what} was deleted on our side and changed on theirs", what, None, one.raw)
     return _Conflict(f"{what} was changed on our side and deleted on theirs", what, ours.raw, None)
+
+
+def _computed_on_both(ours: Record, theirs: Record) -> bool:
+    """Both sides' priorities are `task prioritize`'s (a known value, auto_priority set)."""
+    return all(
+        side.get("auto_priority") is True and side.get("priority") in PRIORITY_RANK for side in (ours, theirs)
+    )
+
+
+def only_automatic(base: Record, changed: Record) -> bool:
+    """Whether `changed` differs from `base` only in fields ralph sets on its own: a priority
+    `task prioritize` computed (auto_priority set), a claim."""
+    names = {
+        name
+        for name in {**base, **changed}
+        if not _same(base.get(name, _MISSING), changed.get(name, _MISSING))
+    }
+    if not names <= AUTOMATIC:
+        return False
+    return "priority" not in names or changed.get("auto_priority") is True
+
+
+def _move_deps_to_subtasks(
+    outcomes: dict[str, RecordLine | _Conflict | None], base: dict[str, RecordLine], accepted: set[str]
+) -> None:
+    """A dependency on a task that is gone from the result, not accepted, and has subtasks there
+    (records naming it as parent: it was decomposed) moves to those subtasks, in place."""
+    kept = [line for line in outcomes.values() if isinstance(line, RecordLine) and line.record["t"] == "task"]
+    gone = {key for key, line in outcomes.items() if line is None and key in base and key not in accepted}
+    children: dict[str, list[str]] = {}
+    for line in kept:
+        if line.record.get("parent") in gone:
+            children.setdefault(line.record["parent"], []).append(line.record["id"])
+    if not children:
+        return
+    for key, line in list(outcomes.items()):
+        if not isinstance(line, RecordLine) or line.record["t"] != "task":
+            continue
+        deps = line.record.get("deps")
+        if not isinstance(deps, list) or not any(dep in children for dep in deps):
+            continue
+        moved: list[str] = []
+        for dep in deps:
+            for new in children.get(dep, [dep]):
+                if new not in moved and new != line.record["id"]:
+                    moved.append(new)
+        record = {**line.record, "deps": moved}
+        outcomes[key] = RecordLine(serialize(record), record, 0)
 
 
 def _merge_fields(base: Record, ours: Record, theirs: Record, what: str) -> RecordLine | _Conflict:
@@ -167,6 +225,8 @@ def _merge_fields(base: Record, ours: Record, theirs: Record, what: str) -> Reco
             value = t
         elif ours.get("t") == "state" and name == "stage":
             value = o  # each runner's loop says where it is; the work tree merged into keeps its own
+        elif name == "priority" and _computed_on_both(ours, theirs):
+            value = max(o, t, key=PRIORITY_RANK.__getitem__)  # the next `task prioritize` recomputes it
         else:
             value = _merge_field(name, b, o, t)
             if value is _CONFLICT:
