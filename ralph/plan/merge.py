@@ -182,14 +182,15 @@ def _move_deps_to_subtasks(
     kept = [line for line in outcomes.values() if isinstance(line, RecordLine) and line.record["t"] == "task"]
     gone = {key for key, line in outcomes.items() if line is None and key in base and key not in accepted}
     children: dict[str, list[str]] = {}
-    for line in kept:
-        if line.record.get("parent") in gone:
-            children.setdefault(line.record["parent"], []).append(line.record["id"])
+    for child in kept:
+        if child.record.get("parent") in gone:
+            children.setdefault(child.record["parent"], []).append(child.record["id"])
     if not children:
         return
-    for key, line in list(outcomes.items()):
-        if not isinstance(line, RecordLine) or line.record["t"] != "task":
+    for key, outcome in list(outcomes.items()):
+        if not isinstance(outcome, RecordLine) or outcome.record["t"] != "task":
             continue
+        line = outcome
         deps = line.record.get("deps")
         if not isinstance(deps, list) or not any(dep in children for dep in deps):
             continue
