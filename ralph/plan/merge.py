@@ -66,7 +66,9 @@ class Merged:
         self.data, self.conflicts = data, conflicts
 
 
-def merge_bytes(base: bytes, ours: bytes, theirs: bytes, name: str = "plan.jsonl") -> Merged:
+def merge_bytes(
+    base: bytes, ours: bytes, theirs: bytes, name: str = "plan.jsonl", published_wins: bool = False
+) -> Merged:
     """Parse the three versions and merge them. A line that is not a valid record, or two records
     with one id, in any of them raises InvalidInput naming the version and the line: a merge by
     record cannot place it, and must not drop it."""
@@ -75,10 +77,12 @@ def merge_bytes(base: bytes, ours: bytes, theirs: bytes, name: str = "plan.jsonl
         _parse_side(data, f"{name} ({side})", known)
         for data, side in ((base, "base"), (ours, "ours"), (theirs, "theirs"))
     )
-    return merge(base_doc, ours_doc, theirs_doc, name=name)
+    return merge(base_doc, ours_doc, theirs_doc, name=name, published_wins=published_wins)
 
 
-def merge(base: Document, ours: Document, theirs: Document, name: str = "plan.jsonl") -> Merged:
+def merge(
+    base: Document, ours: Document, theirs: Document, name: str = "plan.jsonl", published_wins: bool = False
+) -> Merged:
     fact_keys: dict[bytes, tuple[str, str]] = {}
     b, o, t = _Side(base, fact_keys), _Side(ours, fact_keys), _Side(theirs, fact_keys)
     accepted = o.accepted | t.accepted
@@ -88,7 +92,7 @@ def merge(base: Document, ours: Document, theirs: Document, name: str = "plan.js
     }
     _move_deps_to_subtasks(outcomes, b.keyed, accepted)
     wanted = {fact: _copies(fact, b, o, t) for fact in {**o.facts, **t.facts}}
-    out = _Writer(name, _line_ending(ours, theirs, base))
+    out = _Writer(name, _line_ending(ours, theirs, base), published_wins)
     tail = _trailing_blank_lines(ours)
     for line, key, fact in o.slots[: len(o.slots) - tail]:
         if key is not None:
@@ -435,8 +439,8 @@ def _content(raw: bytes) -> bytes:
 
 
 class _Writer:
-    def __init__(self, name: str, eol: bytes):
-        self.name, self.eol = name, eol
+    def __init__(self, name: str, eol: bytes, published_wins: bool = False):
+        self.name, self.eol, self.published_wins = name, eol, published_wins
         self.lines: list[Line] = []
         self.conflicts: list[Problem] = []
         self.new_records: list[Line] = []  # merged field by field: validated before they count as clean
@@ -455,7 +459,11 @@ class _Writer:
     def put(self, outcome: Line | _Conflict | None, replacing: Line | None = None) -> None:
         if outcome is None:
             return
-        if isinstance(outcome, _Conflict):
+        if isinstance(outcome, _Conflict) and self.published_wins:
+            if outcome.theirs is not None:
+                line = self.add(_content(outcome.theirs) + self.eol, json.loads(outcome.theirs))
+                self.new_records.append(line)
+        elif isinstance(outcome, _Conflict):
             self.conflict(outcome)
         elif outcome is replacing:
             self.keep(outcome)
