@@ -12,7 +12,6 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from ralph.ops import claims
-from ralph.plan.reading import claim_age_s
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import read_plan
@@ -99,7 +98,9 @@ class RemoteCoordinator:
     def after_verify(self, task_ids: list[str], limit: int, skip: Collection[str] = frozenset()) -> list[str]:
         """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, and
         claim the next batch (at most `limit`, none of `skip`) in the same push; returns it."""
-        then = claims.NextToVerify(self.spec, self.runner, limit, self.ttl_s, skip)
+        then = claims.NextToVerify(
+            self.spec, self.runner, limit, self.ttl_s, skip, self.remote.sightings.age_s
+        )
         claims.publish_all(self.root, task_ids, self.runner, self.remote, then=then)
         return then.chosen
 
@@ -110,7 +111,7 @@ class RemoteCoordinator:
         is undone here and the task goes back to be built again, on the remote too."""
         from ralph.errors import CodeConflict
 
-        then = claims.NextTask(self.spec, self.runner, self.ttl_s)
+        then = claims.NextTask(self.spec, self.runner, self.ttl_s, self.remote.sightings.age_s)
         try:
             claims.publish(self.root, task_id, self.runner, self.remote, then=then)
             self._claimed_next = then.chosen["id"] if then.chosen else None
@@ -136,7 +137,7 @@ class RemoteCoordinator:
         for task in plan.claims():  # a task, an issue (its tasks to come) or the spec (its PLAN)
             if task["claimed_by"] == self.runner or not self._in_spec(task):
                 continue
-            age = claim_age_s(task, stamp)
+            age = self.remote.sightings.age_s(task, stamp)
             if age is not None and age < ttl:
                 return True
         return False

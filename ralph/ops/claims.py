@@ -27,9 +27,21 @@ from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
 
+CLOCK_SKEW_ENV = "RALPH_CLOCK_SKEW_S"  # seconds added to this runner's clock: to try clocks that disagree
+
+Ages = Callable[[Record, str], float | None]  # a claim's age in seconds at a time (None: expired)
+
 
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    """This runner's clock (UTC, ISO 8601), moved by $RALPH_CLOCK_SKEW_S when set."""
+    import os
+    from datetime import timedelta
+
+    try:
+        skew = float(os.environ.get(CLOCK_SKEW_ENV) or 0)
+    except ValueError:
+        skew = 0.0
+    return (datetime.now(UTC) + timedelta(seconds=skew)).isoformat(timespec="seconds")
 
 
 def default_runner() -> str:
@@ -48,15 +60,15 @@ class NextTask:
     one this runner claimed before (a restart under the same name) first, then, after a lost
     race, the task it picked before, if still free on the new head."""
 
-    def __init__(self, spec: str | None, runner: str, ttl_s: float | None = None):
-        self.spec, self.runner, self.ttl_s = spec, runner, ttl_s
+    def __init__(self, spec: str | None, runner: str, ttl_s: float | None = None, ages: Ages = claim_age_s):
+        self.spec, self.runner, self.ttl_s, self.ages = spec, runner, ttl_s, ages
         self.chosen: Record | None = None
         self._replay: str | None = None
 
     def __call__(self, plan: Plan) -> Record | None:
         stamp = now()
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
-        free = _claimable(plan, self.spec, self.runner, stamp, ttl)
+        free = _claimable(plan, self.spec, self.runner, stamp, ttl, self.ages)
         chosen = next((task for task in free if task["id"] == self._replay), None) or (
             free[0] if free else None
         )
@@ -76,8 +88,17 @@ class NextToVerify:
     """Picks up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
     those no live claim holds; none of `skip`) and claims them."""
 
-    def __init__(self, spec: str | None, runner: str, limit: int, ttl_s: float | None, skip: Collection[str]):
+    def __init__(
+        self,
+        spec: str | None,
+        runner: str,
+        limit: int,
+        ttl_s: float | None,
+        skip: Collection[str],
+        ages: Ages = claim_age_s,
+    ):
         self.spec, self.runner, self.limit, self.ttl_s, self.skip = spec, runner, limit, ttl_s, skip
+        self.ages = ages
         self.chosen: list[str] = []
 
     def __call__(self, plan: Plan) -> list[str] | None:
@@ -89,7 +110,11 @@ class NextToVerify:
             if is_done(task) and _in_spec(task, self.spec) and task["id"] not in self.skip
         ]
         own = [task for task in done if task.get("claimed_by") == self.runner]
-        free = [task for task in done if task.get("claimed_by") != self.runner and _free(task, stamp, ttl)]
+        free = [
+            task
+            for task in done
+            if task.get("claimed_by") != self.runner and _free(task, stamp, ttl, self.ages)
+        ]
         self.chosen = [task["id"] for task in (own + free)[: self.limit]]
         for task_id in self.chosen:
             plan.claim(task_id, self.runner, stamp, ttl)
@@ -108,7 +133,7 @@ def claim_next(
     """Claim the first ready task of `spec` (all specs: None) no live claim holds, and push the
     claim. Returns the task, or None when no task is free. A task this runner claimed before (a
     restart under the same name) comes first; one whose claim is older than the TTL is taken over."""
-    pick = NextTask(spec, runner, ttl_s)
+    pick = NextTask(spec, runner, ttl_s, remote.sightings.age_s)
     until_pushed(root, remote, runner, pick, pick.message, idle_push=False, after_lost=pick.lost)
     return pick.chosen
 
@@ -125,7 +150,7 @@ def claim_to_verify(
     """Claim up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
     those no live claim holds; none of `skip`) and push the claims; returns their ids (none:
     nothing to verify)."""
-    pick = NextToVerify(spec, runner, limit, ttl_s, skip)
+    pick = NextToVerify(spec, runner, limit, ttl_s, skip, remote.sightings.age_s)
     until_pushed(root, remote, runner, pick, pick.message, idle_push=False)
     return pick.chosen
 
@@ -203,7 +228,8 @@ def _claim_first(
         ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
         items = candidates(plan)
         own = [item for item in items if item.get("claimed_by") == runner]
-        free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl)]
+        ages = remote.sightings.age_s
+        free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl, ages)]
         if not own + free:
             return None
         chosen: str = (own + free)[0]["id"]
@@ -340,7 +366,7 @@ def remote_claims(
     stamp = at or now()
     claims = []
     for task in plan.claims() if plan else []:
-        age = claim_age_s(task, stamp)
+        age = remote.sightings.age_s(task, stamp)
         claims.append(
             {
                 "task": task["id"],
@@ -363,10 +389,10 @@ def remote_claims(
 # --- one round -------------------------------------------------------------------------------
 
 
-def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float) -> list[Record]:
+def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float, ages: Ages) -> list[Record]:
     ready = [task for task in schedule.buildable(plan.tasks(), plan.accepted()) if _in_spec(task, spec)]
     own = [task for task in ready if task.get("claimed_by") == runner]
-    free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl)]
+    free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl, ages)]
     return own + free
 
 
@@ -374,9 +400,12 @@ def _in_spec(task: Record, spec: str | None) -> bool:
     return spec is None or task.get("spec") in (None, spec)
 
 
-def _free(task: Record, stamp: str, ttl: float) -> bool:
+def _free(task: Record, stamp: str, ttl: float, ages: Ages) -> bool:
     """No claim holds the task, or only one older than the TTL."""
-    return not task.get("claimed_by") or _expired(task, stamp, ttl)
+    if not task.get("claimed_by"):
+        return True
+    age = ages(task, stamp)
+    return age is None or age >= ttl
 
 
 def _release_own(plan: Plan, task_id: str, runner: str) -> Record | None:
@@ -386,8 +415,3 @@ def _release_own(plan: Plan, task_id: str, runner: str) -> Record | None:
     if task is None or task.get("claimed_by") != runner:
         return None
     return plan.release(task_id, runner)
-
-
-def _expired(task: Record, stamp: str, ttl: float) -> bool:
-    age = claim_age_s(task, stamp)
-    return age is None or age >= ttl
