@@ -194,6 +194,10 @@ class Loop:
                 self._on_interrupt(signum)
                 self._release_claims(quietly=True)
             return Outcome.INTERRUPTED, "interrupted; run `ralph construct` again to resume", 128 + signum
+        except Exception:  # any other error ends the run too: its claims go back, as after Ctrl-C
+            with deferred_signals(), contextlib.suppress(Exception):  # the error to report is the first
+                self._release_claims(quietly=True)
+            raise
         with deferred_signals():  # the ending's commit is not cut in half by a late signal
             self._commit_loose_state(outcome)
         try:

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ralph.errors import RemoteError
+from ralph.errors import RemoteError, RemoteOffline, RemoteRejected
 from ralph.ops.names import named
-from ralph.ops.sync import until_pushed
+from ralph.ops.sync import on_remote_head, until_pushed
 from ralph.plan import schedule
 from ralph.plan.document import Record
 from ralph.plan.loader import load
@@ -340,7 +340,10 @@ def release(root: Path, task_id: str, runner: str, remote: Remote) -> None:
 
 
 def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
-    """Drop every claim of this runner on the remote (a run that ends); returns the task ids."""
+    """Drop every claim of this runner on the remote (a run that ends), and push its commits;
+    returns the task ids. When its commits cannot be published (their code conflicts with the
+    remote's), the claims are given back on the remote's head alone: a run's claims never outlive
+    it, whatever ended it."""
     released: list[str] = []
 
     def drop(plan: Plan) -> object:
@@ -350,7 +353,13 @@ def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
         return released or None
 
     message = f"ralph: release the claims of {runner}"
-    until_pushed(root, remote, runner, drop, lambda _: message)
+    try:
+        until_pushed(root, remote, runner, drop, lambda _: message)
+    except RemoteError as exc:
+        if isinstance(exc, RemoteOffline | RemoteRejected):
+            raise  # the remote itself failed: nothing can be given back now
+        on_remote_head(remote, runner, drop, lambda _: message)
+        raise
     return released
 
 

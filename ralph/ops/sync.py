@@ -61,6 +61,28 @@ def until_pushed(
     raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
 
 
+def on_remote_head(
+    remote: Remote, runner: str, change: Callable[[Plan], T | None], message: Callable[[T], str]
+) -> T | None:
+    """Rounds of `change` made on the remote head alone, until one is pushed: the local branch
+    and work tree stay as they are. For what must reach the remote whatever the local commits
+    hold (a run's claims given back when its own commits cannot be published)."""
+    repo = remote.repo
+    for _ in range(MAX_ROUNDS):
+        head = remote.fetch()
+        if head is None:
+            return None
+        data = repo.file_at(head, PLAN_NAME) or b""
+        plan = Plan(load(data, PLAN_NAME))
+        result = change(plan)
+        if result is None:
+            return None
+        if remote.push(_commit_change(repo, head, plan, data, message(result))):
+            return result
+        _pause_after_lost_race(remote)
+    raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
 def _pause_after_lost_race(remote: Remote) -> None:
     """A random pause: runners that lost together would otherwise fetch, merge and push in step
     again, and the slowest of them lose every time (measured on bench_remote: one runner lost 9

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ralph.errors import InvalidInput, Refused
+from ralph.errors import CodeConflict, InvalidInput, Refused
 from ralph.ops import claims, questions, tasks
 from ralph.plan.loader import load, parse
 from ralph.plan.plan import Plan
@@ -193,3 +193,18 @@ def test_no_sequence_of_ralphs_commands_on_two_runners_ends_in_a_conflict(seeded
 @given(commands=COMMANDS)
 def test_no_sequence_of_ralphs_commands_on_two_runners_ends_in_a_conflict_long_run(seeded, commands):
     run_commands(seeded, commands)
+
+
+def test_claims_go_back_even_when_the_runners_own_commits_cannot_be_published(two):
+    shared, one, other = two
+    claims.claim_next(one, None, "one", remote_of(one))
+    for clone, text in ((other, "theirs\n"), (one, "ours\n")):  # one file, changed on both
+        (clone / "app.txt").write_text(text)
+        git(clone, "add", "app.txt")
+        git(clone, "commit", "-qm", f"app: {text.strip()}")
+    claims.claim_next(other, None, "two", remote_of(other))  # pushes their app.txt too
+    assert [t["claimed_by"] for t in on_origin(shared).claims()] == ["one", "two"]
+    with pytest.raises(CodeConflict):
+        push(one, "one")
+    assert [t["claimed_by"] for t in on_origin(shared).claims()] == ["two"]
+    assert (one / "app.txt").read_text() == "ours\n"  # nothing of the runner's own was touched
