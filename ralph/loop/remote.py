@@ -108,9 +108,15 @@ class RemoteCoordinator:
         """The build is committed (passed or not): bring in the remote, free the task, claim the
         next one in the same push (before_build hands it out), push. Returns the files its changes
         conflict in with what another runner pushed meanwhile (none: published); then the build
-        is undone here and the task goes back to be built again, on the remote too."""
+        is undone here and the task goes back to be built again, on the remote too. A task
+        another runner took over meanwhile is theirs: this build is kept as a patch and undone."""
         from ralph.errors import CodeConflict
 
+        if claims.taken_over(self.root, task_id, self.runner, self.remote):
+            # Another runner took the task over meanwhile (this one looked dead): its build stands,
+            # this one's is kept as a patch and undone here.
+            claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, [], max_attempts)
+            return []
         then = claims.NextTask(self.spec, self.runner, self.ttl_s, self.remote.sightings.age_s)
         try:
             claims.publish(self.root, task_id, self.runner, self.remote, then=then)

@@ -279,6 +279,30 @@ def _keep_undone_build(root: Path, repo: Repo, remote_head: str, task_id: str) -
     target.write_text(repo.git("diff", "--binary", f"{remote_head}...HEAD"), encoding="utf-8")
 
 
+def taken_over(root: Path, task_id: str, runner: str, remote: Remote) -> bool:
+    """Whether another runner took the task over from this one on the remote since this clone last
+    caught up (a takeover record this clone has not seen names this runner), and holds it or
+    built it: this runner's build of it then yields to the one published first."""
+    from ralph.store.reader import read_plan
+
+    head = remote.fetch()
+    data = remote.repo.file_at(head, PLAN_NAME) if head else None
+    if data is None:
+        return False
+    theirs = Plan(load(data, PLAN_NAME))
+    seen = {line.raw.strip() for line in read_plan(root).doc.records() if line.record["t"] == "takeover"}
+    new = [
+        line.record
+        for line in theirs.doc.records()
+        if line.record["t"] == "takeover"
+        and line.record.get("id") == task_id
+        and line.record.get("was_claimed_by") == runner
+        and line.raw.strip() not in seen
+    ]
+    task = theirs.find_task(task_id)
+    return bool(new) and (task is None or task.get("claimed_by") != runner)
+
+
 def withdraw_conflicting(
     root: Path, task_id: str, runner: str, remote: Remote, files: list[str], max_attempts: int
 ) -> int | None:

@@ -259,3 +259,30 @@ def test_a_runner_verifies_one_claimed_batch_after_another_in_one_verify_stage(r
     events = [json.loads(line) for line in (clone / "build/ralph-logs/events.jsonl").read_text().splitlines()]
     # each batch of one was claimed as the last was published, not one batch per iteration
     assert [e["iteration"] for e in events if e["event"] == "iteration_begin"] == [1]
+
+
+def test_a_build_of_a_task_taken_over_meanwhile_yields_to_the_taker_and_is_kept_as_a_patch(repo, tmp_path):
+    from ralph.loop.remote import RemoteCoordinator
+    from ralph.ops import claims
+    from ralph.store.git import Repo
+    from ralph.store.remote import Remote
+
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
+    slow, heir = shared.clone("slow"), shared.clone("heir")
+    coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
+    assert coordinator.before_build() == "t-task00"
+    # The slow runner's build outlives its claim: another runner takes the task over.
+    assert claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0)["id"] == "t-task00"
+    (slow / "built.txt").write_text("the slow build\n")
+    git(slow, "add", "built.txt")
+    git(slow, "commit", "-qm", "build t-task00")
+    tasks.done(slow, "t-task00")
+    assert coordinator.after_build("t-task00") == []
+    plan = origin_plan(shared)
+    assert [(r["id"], r.get("claimed_by"), r.get("s", "p")) for r in plan if r["t"] == "task"] == [
+        ("t-task00", "heir", "p")
+    ]
+    assert "build t-task00" not in git(shared.origin, "log", "--format=%s", "main")
+    assert git(slow, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
+    [patch] = (slow / "build" / "ralph-logs" / "conflicts").glob("t-task00-*.patch")
+    assert "+the slow build" in patch.read_text()
