@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ralph.errors import RemoteError, RemoteOffline, RemoteRejected
+from ralph.errors import RalphError, RemoteError, RemoteOffline, RemoteRejected
 from ralph.ops.names import named
 from ralph.ops.sync import on_remote_head, until_pushed
 from ralph.plan import schedule
@@ -417,6 +417,31 @@ def remote_claims(
         "claim_ttl_s": ttl,
         "claims": claims,
     }
+
+
+def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
+    """The claims older than the claim TTL on the remote branches this clone last fetched (no
+    fetch: a look that changes nothing), each with its remote-tracking branch and age: a runner
+    that died or is stuck holds them, and others wait until they take them over."""
+    repo = Repo(root)
+    branch = repo.branch() or "main"
+    refs = repo.git("for-each-ref", "--format=%(refname:short)", "refs/remotes").split()
+    stamp = now()
+    found: list[tuple[str, Record, float | None]] = []
+    for ref in (ref for ref in refs if ref.endswith(f"/{branch}")):
+        data = repo.file_at(ref, PLAN_NAME)
+        if data is None:
+            continue
+        try:
+            plan = Plan(load(data, PLAN_NAME))
+        except RalphError:  # a plan that does not load is not ours to judge here
+            continue
+        sightings = Remote(repo, ref.removesuffix(f"/{branch}"), branch).sightings
+        for item in plan.claims():
+            age = sightings.age_s(item, stamp, remember=False)
+            if age is None or age >= plan.claim_ttl_s():
+                found.append((ref, item, age))
+    return found
 
 
 # --- one round -------------------------------------------------------------------------------

@@ -17,6 +17,8 @@
   ralph's to judge.
 - records of things a killed run was making that never came to be (or are gone): fixing forgets
   them.
+- stale claims on the shared remote (as last fetched; `ralph construct --remote`): a runner that
+  died or is stuck holds them, and the others wait until they take its work over; kept.
 
 Nothing is committed. While a construct run is active (its lock held by a live process), its
 worktrees and branches are its own: they are not examined, and `fix` refuses, changing nothing."""
@@ -44,7 +46,7 @@ PATCHES = Path("build") / "ralph-logs" / "doctor"
 
 @dataclass
 class Finding:
-    kind: str  # stale_lock, temp_file, merge_driver, worktree, branch, record
+    kind: str  # stale_lock, temp_file, merge_driver, worktree, branch, record, stale_claim
     subject: str  # the file, worktree or branch
     problem: str
     fix: str  # what `fix` does (or, for what it keeps, why)
@@ -89,7 +91,7 @@ def doctor(root: Path, fix: bool = False, force: bool = False) -> Diagnosis:
             f"a ralph construct run is active in this repository ({running}): nothing was changed;"
             " run 'ralph doctor --fix' after it ends"
         )
-    findings = [*_locks(repo), *_temp_files(root), *_merge_driver(root)]
+    findings = [*_locks(repo), *_temp_files(root), *_merge_driver(root), *_stale_claims(root)]
     if running is None:
         findings += _worktrees(repo)
         if fix:  # the worktrees go first: a branch they had checked out is then free to judge
@@ -150,6 +152,19 @@ def _locks(repo: Repo) -> list[Finding]:
                     "empties it",
                 )
             )
+    return found
+
+
+def _stale_claims(root: Path) -> list[Finding]:
+    """Claims on the shared remote (as last fetched) older than the claim TTL: their runner died
+    or is stuck, and the other runners wait until they take its work over."""
+    from ralph.ops.claims import stale_claims
+
+    found = []
+    for ref, item, age in stale_claims(root):
+        held = f"since {item.get('claimed_at', '?')}" + (f", {age / 60:.0f} min" if age is not None else "")
+        problem = f"stale claim on {item['id']} by runner {item['claimed_by']} ({held})"
+        found.append(Finding("stale_claim", ref, problem, "keeps it: the next runner takes it over", False))
     return found
 
 

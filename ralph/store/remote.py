@@ -131,10 +131,14 @@ class ClaimSightings:
         self.path = path
         self._seen: dict[str, str] | None = None
 
-    def age_s(self, item: Record, now: str) -> float | None:
-        """The claim's age in seconds (None: its claimed_at does not parse; counts as expired)."""
+    def age_s(self, item: Record, now: str, remember: bool = True) -> float | None:
+        """The claim's age in seconds (None: its claimed_at does not parse; counts as expired).
+        `remember` False: a claim not seen before is new, and is not written down (a look that
+        changes nothing, such as `ralph doctor`'s)."""
         seen = self._load()
         key = "\t".join((claimable_id(item), str(item.get("claimed_by")), str(item.get("claimed_at"))))
+        if key not in seen and not remember:
+            return claim_age_s(item, now, now)
         if key not in seen:
             seen[key] = now
             self._save(now)
