@@ -15,6 +15,7 @@ from ralph.agents.events import UsageEvent
 from ralph.agents.transcript import Transcript, transcript_path
 from ralph.errors import RalphError
 from ralph.loop import prompts
+from ralph.loop.compaction import Compacted
 from ralph.loop.console import Console
 from ralph.loop.cost import run_cost
 from ralph.loop.journal import Journal
@@ -151,14 +152,14 @@ class AgentRunner:
         iteration: int,
         item: str | None,
         values: dict,
-        compacted: str | None = None,
+        compacted: Compacted | None = None,
         cwd: Path | None = None,
         worker: int | None = None,
         name: str | None = None,
     ) -> AgentResult:
-        """One agent run, in the repository or in the checkout `cwd`. Only BUILD may be
-        compacted; `compacted` (a compacted-context block) makes this run a continuation that
-        opens with it. `name` (the task's name, the issue's text) is for people watching."""
+        """One agent run, in the repository or in the checkout `cwd`. `compacted` (a compacted
+        context) makes this run a continuation of one the context monitor stopped, opening with it.
+        `name` (the task's name, the issue's text) is for people watching."""
         log_path = self.new_log(stage, item)
         prompt_file = log_path.with_suffix(".prompt.md")
         root = cwd or self.root
@@ -171,14 +172,14 @@ class AgentRunner:
         }
         prompt = prompts.render(self.root, stage, values)
         if compacted:
-            prompt = f"{compacted}\n\n{prompt}"
+            prompt = f"{compacted.text}\n\n{prompt}"
         prompt_file.write_text(prompt, encoding="utf-8")
         env = self.env(stage, iteration, item, prompt_file, cwd)
         invocation = self.adapter.invocation(prompt, str(prompt_file), env)
         tracker = RunTracker()
         relative_log = log_path.relative_to(self.root)
         pressure = self._pressure(
-            stage, item, iteration, log_path, may_compact=stage == "BUILD", after=bool(compacted)
+            stage, item, iteration, log_path, compacted.fill_before if compacted else None
         )
 
         transcript = Transcript(
@@ -252,7 +253,7 @@ class AgentRunner:
         return run_cost(tracker.usage, self.settings.model or tracker.model, self.settings.prices)
 
     def _pressure(
-        self, stage: str, item: str | None, iteration: int, log_path: Path, may_compact: bool, after: bool
+        self, stage: str, item: str | None, iteration: int, log_path: Path, compacted_from: float | None
     ):
         def note(text: str) -> None:
             with open(log_path, "a", encoding="utf-8") as log:  # O_APPEND: safe beside the reader
@@ -266,11 +267,12 @@ class AgentRunner:
             )
 
         def on_compacted(fill: float) -> None:
-            note(f"Context after compaction: {fill:.0%}")
+            note(f"Context compacted: {compacted_from or 0:.0%} -> {fill:.0%}")
             self.journal.event("context_after_compaction", stage=stage, item=item, fill=round(fill, 4))
 
         window = self.settings.context_window or self.adapter.default_context_window
-        return Pressure(self.settings, window, may_compact, after, on_warn, on_compacted)
+        after = compacted_from is not None
+        return Pressure(self.settings, window, after, on_warn, on_compacted)
 
 
 class UsageStream:

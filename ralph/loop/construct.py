@@ -9,7 +9,6 @@ committed together with their code once ralph has checked the work (the gate aft
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 from ralph import secrets
 from ralph.agents import make_adapter
 from ralph.errors import PlanInvalid, RemoteError
-from ralph.loop import preflight
+from ralph.loop import preflight, stage_plan
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.hooks import Hooks
@@ -210,15 +209,8 @@ class Loop:
     def _release_claims(self, quietly: bool = False) -> None:
         """With --remote: the claims the run still holds go back, and its commits are pushed.
         Quietly (after an interrupt): once, errors ignored; the claims expire anyway."""
-        remote = getattr(self.ws, "remote", None) if self.ws else None
-        if remote is None:
-            return
-        if not quietly:
-            remote.release_all()
-            return
-        remote.remote.retries = 0
-        with contextlib.suppress(RemoteError):
-            remote.release_all()
+        if self.ws is not None:
+            self.ws.coordinator.release(quietly)
 
     def _commit_loose_state(self, outcome: Outcome) -> None:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
@@ -228,11 +220,10 @@ class Loop:
             change.message = f"ralph: construct {self.settings.spec} ended: {outcome.name}"
 
     def _iterate(self) -> tuple[Outcome, str]:
-        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: one of them plans
-        if self._needs_planning() and (remote is None or remote.before_plan()):
+        coordinator = self.workspace.coordinator  # runners sharing a git remote: one of them plans
+        if self._needs_planning() and coordinator.plans():
             planned = self._stage(PlanStage, self.read_plan().iteration())
-            if remote:
-                remote.after_plan()
+            coordinator.planned()
             if self._complete():
                 return Outcome.STUCK, _no_plan(planned)
         unchanged = 0
@@ -346,7 +337,7 @@ class Loop:
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator
 
-            ws.remote = RemoteCoordinator(
+            ws.coordinator = RemoteCoordinator(
                 self.root,
                 self.settings.spec,
                 self.settings.remote,
@@ -406,7 +397,7 @@ class Loop:
         )
 
     def _needs_planning(self) -> bool:
-        return not self.read_plan().has_work_for(self.settings.spec)
+        return stage_plan.needed(self.read_plan(), self.settings.spec)
 
     def _work_snapshot(self) -> bytes:
         doc = self.read_plan().doc

@@ -10,17 +10,17 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 from ralph.agents import make_adapter
 from ralph.loop import preflight, prompts
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, ralph_command
-from ralph.loop.prompts import data_block, one_line, task_details
+from ralph.loop.job import Job
+from ralph.loop.prompts import one_line
 from ralph.ops.settings import Settings
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import IssueView, Stage
-from ralph.plan.schedule import buildable, only_questions_left
+from ralph.plan.records import Stage
+from ralph.plan.schedule import only_questions_left
 from ralph.store.reader import PLAN_NAME, plan_path, read_bytes
 
 PROMPT_LINES = 5  # of each prompt, shown
@@ -44,65 +44,37 @@ def preview(root: Path, settings: Settings) -> dict:
 
 
 def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRunner) -> dict:
+    """The runs each stage's `jobs` lists for the plan as it is: the same functions the run takes
+    its items and prompts from."""
+    from ralph.loop import stage_build, stage_decompose, stage_investigate, stage_plan, stage_verify
+
     spec = settings.spec
     iteration = plan.iteration() + 1 if plan else 1
-    runs: list[dict] = []
     notes: list[str] = []
-
-    def add(stage: Stage, item: str | None, label: str, values: dict) -> None:
-        runs.append(_run(runner, stage, iteration, item, label, values))
-
-    if plan is None or not plan.has_work_for(spec):
+    fence = _sandbox(root, settings, runner.adapter)
+    if plan is None or stage_plan.needed(plan, spec):
         notes.append("no tasks for the spec yet: PLAN runs first" + ("" if plan else " (after `ralph init`)"))
-        add(Stage.PLAN, None, spec, {})
-        return _result(settings, iteration, runs, notes, _sandbox(root, settings, runner.adapter))
-    tasks = plan.task_views(spec)
-    records = [task.record for task in tasks]
+        runs = [_run(runner, job, iteration) for job in stage_plan.jobs(plan, settings)]
+        return _result(settings, iteration, runs, notes, fence)
+    records = [task.record for task in plan.task_views(spec)]
     issues = plan.issues(spec)
     questions = plan.questions(spec)
     if not records and not issues:
         notes.append("nothing to do: the run would end COMPLETE")
     elif only_questions_left(records, issues, questions):
         notes.append(f"the run would end WAITING: {len(questions)} question(s) to answer (`ralph questions`)")
-    names = {task.id: task.name for task in tasks}
-    # Not a Workspace: what the stages' prompt values read of one (hence the type: ignores below).
-    shim = SimpleNamespace(root=root, settings=settings, journal=SimpleNamespace(event=lambda *a, **k: None))
-    from ralph.loop.stage_decompose import DecomposeStage
-    from ralph.loop.stage_investigate import InvestigateStage
-    from ralph.loop.stage_verify import _previous_stop as verify_previous
-
-    for task in (task for task in tasks if task.killed):
-        add(Stage.DECOMPOSE, task.id, task.name, DecomposeStage(shim)._values(task, plan))  # type: ignore[arg-type]  # shim
-    for issue in (issue for issue in issues if not issue.get("keep_open")):
-        values = {
-            "issue_id": issue["id"],
-            "issue_text": data_block("the issue", issue["text"]),
-            "previous": InvestigateStage(shim)._previous_stop(IssueView(issue)),  # type: ignore[arg-type]  # shim
-        }
-        add(Stage.INVESTIGATE, issue["id"], issue["text"], values)
-    for record in buildable(records, plan.accepted()):
-        values = {
-            "task_id": record["id"],
-            "task_name": one_line(record["name"]),
-            "task_details": task_details(record, names, plan.answers_for(record["id"])),
-            "gate": " ".join(settings.gate) or "(none)",
-        }
-        add(Stage.BUILD, record["id"], record["name"], values)
-        runs[-1]["gate"] = list(settings.gate)
-    if any(run["stage"] == "BUILD" for run in runs):
+    jobs = [
+        *stage_decompose.jobs(plan, settings, root),
+        *stage_investigate.jobs(plan, settings),
+        *stage_build.jobs(plan, settings),
+        *stage_verify.jobs(plan, settings),
+    ]
+    runs = [_run(runner, job, iteration) for job in jobs]
+    if any(job.stage is Stage.BUILD for job in jobs):
         notes.append("BUILD also takes the tasks these builds unblock; VERIFY then checks each task built")
-    for task in (task for task in tasks if task.done):
-        values = {
-            "task_id": task.id,
-            "task_name": one_line(task.name),
-            "task_details": task_details(task.record, names),
-            "task_commit": task.commit or "HEAD",
-            "previous": verify_previous(task, settings.max_attempts),
-        }
-        add(Stage.VERIFY, task.id, task.name, values)
     for question in questions:
         notes.append(f"{question['id']} holds {question.get('task')}: {one_line(question['text'])[:100]}")
-    return _result(settings, iteration, runs, notes, _sandbox(root, settings, runner.adapter))
+    return _result(settings, iteration, runs, notes, fence)
 
 
 def _sandbox(root: Path, settings: Settings, adapter) -> dict:
@@ -127,32 +99,32 @@ def _sandbox(root: Path, settings: Settings, adapter) -> dict:
     return {"mode": settings.sandbox, "on": True, "said": said, "argv": argv}
 
 
-def _run(
-    runner: AgentRunner, stage: Stage, iteration: int, item: str | None, label: str, values: dict
-) -> dict:
+def _run(runner: AgentRunner, job: Job, iteration: int) -> dict:
     root = runner.root
     values = {
         "root": root,
         "spec": runner.settings.spec,
         "ralph": ralph_command(),
         "project_rules": prompts.project_rules(root),
-        **values,
+        **job.values,
     }
-    prompt = prompts.render(root, str(stage), values)
+    prompt = prompts.render(root, str(job.stage), values)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    prompt_file = (
-        root / LOG_DIR / (f"ralph-{stamp}-{str(stage).lower()}" + (f"-{item}" if item else "") + ".prompt.md")
-    )
-    env = runner.env(str(stage), iteration, item, prompt_file)
+    name = f"ralph-{stamp}-{str(job.stage).lower()}" + (f"-{job.item}" if job.item else "") + ".prompt.md"
+    prompt_file = root / LOG_DIR / name
+    env = runner.env(str(job.stage), iteration, job.item, prompt_file)
     argv = runner.adapter.invocation(prompt, str(prompt_file), env).argv
-    return {
-        "stage": str(stage),
-        "item": item,
-        "name": one_line(label)[:100],
+    run = {
+        "stage": str(job.stage),
+        "item": job.item,
+        "name": one_line(job.label)[:100],
         "argv": [arg if len(arg) <= ARG_CHARS else arg[:ARG_CHARS] + "..." for arg in argv],
         "prompt_bytes": len(prompt.encode("utf-8")),
         "prompt_head": prompt.splitlines()[:PROMPT_LINES],
     }
+    if job.gate is not None:
+        run["gate"] = job.gate
+    return run
 
 
 def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[str], fence: dict) -> dict:

@@ -95,7 +95,7 @@ class ParallelBuilds:
     def _build_one(self, task_id: str, worker: int, built: Callable[[], None] = lambda: None) -> StageReport:
         """Build the task in its worktree; `built` is called once its agent and gate are done,
         before the merge."""
-        report = StageReport(Stage.BUILD, items=1)
+        report = StageReport(Stage.BUILD)  # build_task counts the build
         span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
         with self.ws.build_checkout(task_id, worker) as checkout:
             try:

@@ -6,7 +6,8 @@ the branch, the work tree, and plan.jsonl's records before and after. The prompt
                      may ask a person about its own task (which blocks it)
   VERIFY             a verdict on its own task (accept or reject), may add tasks and issues; no code
   DECOMPOSE          changes only the plan: adds subtasks, removes its own task
-  every stage        never commits, moves HEAD or switches branch
+  every stage        never commits, moves HEAD or switches branch, never changes ralph's config
+                     (its gate, hooks and agent command run outside the agents' sandbox)
 """
 
 from __future__ import annotations
@@ -69,7 +70,18 @@ def _plan_violations(stage: Stage, own: set[str], old: Plan, new: Plan) -> list[
     added = sorted(set(new_tasks) - set(old_tasks))
     if added and stage not in ADD_TASK_STAGES:
         found.append(f"added tasks in {stage}: {', '.join(added[:5])}")
-    return found + _question_violations(stage, own, old, new)
+    return found + _question_violations(stage, own, old, new) + _config_violations(stage, old, new)
+
+
+def _config_violations(stage: Stage, old: Plan, new: Plan) -> list[str]:
+    """No agent changes the config record: its gate and hooks are commands ralph runs itself, and
+    a config an agent wrote would be committed with its work and run on every later build."""
+    before, after = [line.record for line in old.of("config")], [line.record for line in new.of("config")]
+    if before == after:
+        return []
+    was, now = (records[0] if records else {} for records in (before, after))
+    keys = sorted(key for key in set(was) | set(now) - {"t"} if was.get(key) != now.get(key)) or ["config"]
+    return [f"changed ralph's config in {stage}: {', '.join(keys)}"]
 
 
 def _question_violations(stage: Stage, own: set[str], old: Plan, new: Plan) -> list[str]:

@@ -23,7 +23,6 @@ class Pressure:
         self,
         settings: Settings,
         window: int,
-        may_compact: bool,
         after_compaction: bool,
         on_warn: Callable[[float], None],
         on_compacted: Callable[[float], None],
@@ -32,7 +31,6 @@ class Pressure:
         self.compact = settings.context_compact
         self.kill = settings.context_kill
         self.window = window
-        self.may_compact = may_compact
         self.after_compaction = after_compaction
         self.on_warn, self.on_compacted = on_warn, on_compacted
         self.fill = 0.0
@@ -50,7 +48,7 @@ class Pressure:
                 return StopReason.CONTEXT_LIMIT
         if self.fill >= self.kill:
             return StopReason.CONTEXT_LIMIT
-        if self.may_compact and self.fill >= self.compact:
+        if self.fill >= self.compact:
             return StopReason.CONTEXT_COMPACT
         if self.fill >= self.warn and not self.warned:
             self.warned = True

@@ -7,16 +7,20 @@ ending its run, and takes a task over once its claim goes stale."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
+from typing import TypeVar
 
+from ralph.errors import RemoteError
 from ralph.ops import claims
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import read_plan
 from ralph.store.remote import Remote
 
+T = TypeVar("T")
 POLL_S = (0.25, 2.0)  # the first wait for other runners' work, and the longest (it doubles)
 
 
@@ -37,6 +41,63 @@ class RemoteCoordinator:
         self.remote = Remote(Repo(root), remote)
         self.check, self.sleep = check, sleep
         self._claimed_next: str | None = None  # claimed in the push that published the last build
+
+    # --- the stages' coordinator (ralph.loop.coordinator.Coordinator) ---------------------------
+    def plans(self) -> bool:
+        return self.before_plan()
+
+    def planned(self) -> None:
+        self.after_plan()
+
+    def issues(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        """Each issue by one runner only: claimed, investigated, published, then the next."""
+        return self._each(self.before_investigate, self.after_investigate, fresh)
+
+    def killed(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        """Each killed task by one runner only: claimed, decomposed, published, then the next."""
+        return self._each(self.before_decompose, self.after_decompose, fresh)
+
+    def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
+        """Up to `limit` done tasks claimed at a time, and claiming goes on while any is free: a new
+        iteration per batch would cost a fetch for every other stage's claim first. A task
+        verified here once (no verdict) waits for the next stage."""
+        seen: set[str] = set()
+        claimed = self.before_verify(limit, skip=seen)
+        while claimed:
+            seen.update(claimed)
+            yield claimed
+            claimed = self.after_verify(claimed, limit, skip=seen)  # the next batch, in the same push
+
+    def next_builds(self, ready: Callable[[], list[str]]) -> list[str]:
+        """One task at a time, claimed first: the claim's push decides who builds it."""
+        task_id = self.before_build()
+        return [task_id] if task_id else []
+
+    def built(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
+        conflicts = {task_id: self.after_build(task_id, max_attempts) for task_id in task_ids}
+        return {task_id: files for task_id, files in conflicts.items() if files}
+
+    def release(self, quietly: bool = False) -> None:
+        if not quietly:
+            self.release_all()
+            return
+        self.remote.retries = 0  # a remote that just failed every retry is tried once more only
+        with contextlib.suppress(RemoteError):
+            self.release_all()
+
+    def _each(
+        self,
+        claim: Callable[[Collection[str]], str | None],
+        publish: Callable[[str], None],
+        fresh: Callable[[str], T | None],
+    ) -> Iterator[T]:
+        seen: set[str] = set()
+        while item_id := claim(seen):
+            seen.add(item_id)
+            item = fresh(item_id)  # as the claim's fetch brought it in
+            if item is not None:
+                yield item
+            publish(item_id)
 
     def before_build(self) -> str | None:
         """The task this runner builds next, claimed on the remote; None when no task is left to

@@ -12,15 +12,17 @@ from typing import NamedTuple
 from ralph.failures import gist
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.gate import run_gate
+from ralph.loop.job import Job
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
 from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.ops.settings import Settings
+from ralph.plan.plan import Plan
 from ralph.plan.records import (
     KILLING_STOPS,
     VERDICT_WORDS,
     KillReason,
     Stage,
-    StopReason,
     TaskView,
     Verdict,
     is_blocked,
@@ -32,7 +34,6 @@ from ralph.secrets import redact
 from ralph.text import shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
-MAX_COMPACTIONS = 3  # per build attempt; after that the task is killed for its context
 _KILL_TEXT = {
     KillReason.TIMEOUT: "the agent run hit its time limit",
     KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
@@ -58,55 +59,31 @@ class BuildStage:
     def run(self, iteration: int) -> StageReport:
         span = self.ws.journal.span("stage", stage="BUILD", iteration=iteration)
         report = StageReport(Stage.BUILD)
-        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
-        while True:
-            if remote:
-                if not self._build_claimed(remote, iteration, report):
-                    break
-                continue
-            ready = self.ready(set(), report)
-            if not ready:
-                break
-            if self.ws.settings.parallel > 1 and len(ready) > 1:
+        coordinator, max_attempts = self.ws.coordinator, self.ws.settings.max_attempts
+        while batch := coordinator.next_builds(lambda: [task["id"] for task in self.ready(set(), report)]):
+            if self.ws.settings.parallel > 1 and len(batch) > 1:
                 ParallelBuilds(self, iteration, report).run()
-                continue
-            self.build_task(ready[0]["id"], iteration, report)
-            report.items += 1
+            else:
+                self.build_task(batch[0], iteration, report)
+            for task_id, conflicts in coordinator.built(batch, max_attempts).items():
+                self._conflicted(task_id, conflicts)
         span.end(tasks=report.items)
         return report
 
-    def _build_claimed(self, remote, iteration: int, report: StageReport) -> bool:
-        """Runners sharing a git remote build one task at a time, each claimed first (the claim's
-        push decides who builds it) and published after. False when none is left to claim."""
-        task_id = remote.before_build()
-        if task_id is None:
-            return False
-        plan = self.ws.read_plan()
-        if plan.rejections(task_id) >= self.ws.settings.max_attempts:
-            self._set_aside_rejected(plan, task_id, report)  # VERIFY keeps rejecting it: split it
-        else:
-            self.build_task(task_id, iteration, report)
-            report.items += 1
-        conflicts = remote.after_build(task_id, self.ws.settings.max_attempts)
-        if conflicts:  # another runner pushed changes to the same files first: a verdict
-            self.ws.journal.event(
-                "build_failed", item=task_id, verdict=Verdict.MERGE_CONFLICT, files=conflicts
-            )
-            self.ws.console.event(
-                f"{task_id}: its build conflicts with pushed work ({', '.join(conflicts[:5])}); built again"
-            )
-        return True
+    def _conflicted(self, task_id: str, files: list[str]) -> None:
+        """Another runner published changes to the same files first: the build was undone there,
+        and its task goes back to be built again."""
+        self.ws.journal.event("build_failed", item=task_id, verdict=Verdict.MERGE_CONFLICT, files=files)
+        self.ws.console.event(
+            f"{task_id}: its build conflicts with pushed work ({', '.join(files[:5])}); built again"
+        )
 
     def ready(self, running: set[str], report: StageReport) -> list[dict]:
         """The tasks to build next, in order, without those being built; a task VERIFY keeps
         rejecting is set aside for DECOMPOSE on the way."""
         while True:
             plan = self.ws.read_plan()
-            ready = [
-                task
-                for task in buildable([task.record for task in self.ws.tasks(plan)], plan.accepted())
-                if task["id"] not in running
-            ]
+            ready = [task for task in buildable_now(plan, self.ws.settings) if task["id"] not in running]
             rejected = [t["id"] for t in ready if plan.rejections(t["id"]) >= self.ws.settings.max_attempts]
             if not rejected:
                 return ready
@@ -152,26 +129,21 @@ class BuildStage:
         )
 
     def build_task(self, task_id: str, iteration: int, report: StageReport) -> None:
-        compacted, compactions = None, 0
+        """Builds the task, retrying failed attempts; one VERIFY keeps rejecting is set aside for
+        DECOMPOSE instead."""
+        plan = self.ws.read_plan()
+        if plan.rejections(task_id) >= self.ws.settings.max_attempts:
+            return self._set_aside_rejected(plan, task_id, report)
+        report.items += 1
+        self._attempts(task_id, iteration, report, plan)
+
+    def _attempts(self, task_id: str, iteration: int, report: StageReport, plan: Plan) -> None:
         while True:
-            plan = self.ws.read_plan()
             task = plan.task_line(task_id).record
-            names = {t["id"]: t["name"] for t in plan.tasks()}
-            values = {
-                "task_id": task_id,
-                "task_name": one_line(task["name"]),
-                "task_details": task_details(task, names, plan.answers_for(task_id)),
-                "gate": " ".join(self.ws.settings.gate) or "(none)",
-            }
-            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, compacted, plan=plan)
+            values = _values(task, plan, self.ws.settings)
+            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
             problem = result.plan_problem
             stop = result.run.stop_reason
-            if stop == StopReason.CONTEXT_COMPACT and compactions < MAX_COMPACTIONS:
-                compacted, compactions = self._compact(task, result), compactions + 1
-                continue
-            compacted = None
-            if stop == StopReason.CONTEXT_COMPACT:  # compacting again and again is no progress
-                return self._kill(task_id, KillReason.CONTEXT_LIMIT, result, report)
             if stop in KILLING_STOPS:
                 return self._kill(task_id, KILLING_STOPS[stop], result, report)
             after = self.ws.plan_after(result).find_task(task_id)  # the task as the agent left it
@@ -186,6 +158,7 @@ class BuildStage:
             self._tell_failure(task_id, attempts, failure, report)
             if attempts >= self.ws.settings.max_attempts:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
+            plan = self.ws.read_plan()
 
     def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:
         """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is
@@ -202,33 +175,6 @@ class BuildStage:
         self.ws.journal.event("question_asked", item=task_id, questions=ids, log=str(result.log_path))
         self.ws.console.event(f"{task_id} asked a question ({ids}); it waits for `ralph answer`")
         return True
-
-    def _compact(self, task: dict, result: AgentResult) -> str:
-        """The compacted context a continuation run opens with: the task, what is done so far,
-        the files being changed, the recent output, the next step."""
-        fill = result.pressure.fill if result.pressure else 0.0
-        self.ws.journal.event(
-            "context_compact", item=task["id"], fill_before=round(fill, 4), log=str(result.log_path)
-        )
-        paths = self.ws.changed_paths() - {PLAN_FILE}
-        stat = self.ws.repo.diff_stat(paths).strip() if paths else ""
-        recent = "\n".join(line[:200] for line in result.run.tail[-20:])
-        return "\n".join(
-            [
-                "=== COMPACTED CONTEXT ===",
-                f"Task: {task['id']} {task['name']}",
-                task_details(task, {}).strip(),
-                f"Progress: a previous run worked on this task and was stopped at {fill:.0%} of its context"
-                " window. Its changes are still in the work tree:",
-                stat or "(no changes to tracked files yet)",
-                "Key files: " + (", ".join(sorted(paths)) or "(none yet)"),
-                "Recent output:",
-                recent or "(none)",
-                "Next step: continue from the current state of the files; do not start over, and keep"
-                " command output short.",
-                "=== END COMPACTED ===",
-            ]
-        )
 
     def _build_failure(
         self, task: dict, result: AgentResult, problem: str | None, iteration: int
@@ -349,6 +295,31 @@ class BuildStage:
         then = "set aside for DECOMPOSE"
         report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
         self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
+
+
+def buildable_now(plan: Plan, settings: Settings) -> list[dict]:
+    """The spec's tasks BUILD may start now, in order: pending, not set aside, their dependencies
+    accepted."""
+    return buildable([task.record for task in plan.task_views(settings.spec)], plan.accepted())
+
+
+def jobs(plan: Plan, settings: Settings) -> list[Job]:
+    """The BUILD runs a plan calls for now (each build's gate after it); the builds they unblock
+    follow in the same stage."""
+    return [
+        Job(Stage.BUILD, task["id"], task["name"], _values(task, plan, settings), list(settings.gate), task)
+        for task in buildable_now(plan, settings)
+    ]
+
+
+def _values(task: dict, plan: Plan, settings: Settings) -> dict:
+    names = {other["id"]: other["name"] for other in plan.tasks()}
+    return {
+        "task_id": task["id"],
+        "task_name": one_line(task["name"]),
+        "task_details": task_details(task, names, plan.answers_for(task["id"])),
+        "gate": " ".join(settings.gate) or "(none)",
+    }
 
 
 def _for_history(output: str, log: Path) -> str:

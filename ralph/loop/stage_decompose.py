@@ -9,8 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralph.loop.agentrun import LOG_DIR
+from ralph.loop.job import Job
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.workspace import StageReport, Workspace
+from ralph.ops.settings import Settings
+from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, TaskView, kill_reason_of
 from ralph.secrets import OutputLines
 
@@ -23,36 +26,32 @@ class DecomposeStage:
         self.ws = ws
 
     def run(self, iteration: int) -> StageReport:
-        killed = [task for task in self.ws.tasks() if task.killed]
-        report = StageReport(Stage.DECOMPOSE, items=len(killed))
-        if not killed:
+        found = jobs(self.ws.read_plan(), self.ws.settings, self.ws.root)
+        report = StageReport(Stage.DECOMPOSE, items=len(found))
+        if not found:
             return report
-        span = self.ws.journal.span("stage", stage="DECOMPOSE", iteration=iteration, items=len(killed))
-        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
-        if remote:
-            report.items, seen = 0, set[str]()
-            while task_id := remote.before_decompose(seen):  # each killed task by one runner only
-                seen.add(task_id)
-                task = next((task for task in self.ws.tasks() if task.id == task_id and task.killed), None)
-                if task is not None:
-                    commit = self._decompose(task, iteration, report)
-                    report.commits += [commit] if commit else []
-                    report.items += 1
-                remote.after_decompose(task_id)
-        for task in [] if remote else killed:
-            commit = self._decompose(task, iteration, report)
+        span = self.ws.journal.span("stage", stage="DECOMPOSE", iteration=iteration, items=len(found))
+        report.items = 0
+        for job in self.ws.coordinator.killed(found, self._fresh):
+            commit = self._decompose(TaskView(job.record), job.values, iteration, report)
             report.commits += [commit] if commit else []
+            report.items += 1
         span.end()
         return report
 
-    def _decompose(self, task: TaskView, iteration: int, report: StageReport) -> str | None:
+    def _fresh(self, task_id: str) -> Job | None:
+        found = jobs(self.ws.read_plan(), self.ws.settings, self.ws.root)
+        return next((job for job in found if job.item == task_id), None)
+
+    def _decompose(self, task: TaskView, values: dict, iteration: int, report: StageReport) -> str | None:
         limit = self.ws.settings.max_decompose_depth
         if task.depth >= limit:
             return self._block(task, f"decomposed {task.depth} times and still failing ({task.kill_reason})")
-        plan = self.ws.read_plan()
+        if task.kill_log and kill_log_of(task, self.ws.root) is None:
+            self.ws.journal.event("kill_log_refused", item=task.id, kill_log=task.kill_log)
         self.ws.set_state(stage=str(Stage.DECOMPOSE))
         before = self.ws.plan_bytes()  # what a stopped run's changes go back to
-        result = self.ws.run_agent(Stage.DECOMPOSE, iteration, task.id, self._values(task, plan))
+        result = self.ws.run_agent(Stage.DECOMPOSE, iteration, task.id, values)
         stop = kill_reason_of(result.run.stop_reason)
         if stop:  # half a decomposition is none: undone, and it counts as a failed one
             self.ws.undo_plan_changes(before, result.log_path, task.id)
@@ -66,29 +65,6 @@ class DecomposeStage:
             return self.ws.commit(f"ralph(decompose): {task.id} -> {', '.join(children)}")
         why = f"made {len(children)} subtask(s); a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
         return self._refuse(task, children, result.log_path, why)
-
-    def _values(self, task: TaskView, plan) -> dict:
-        """What DECOMPOSE is told: the task, why it was killed, the head and tail of the killed
-        run's log, what the verifiers said, and where its set-aside changes are."""
-        log = self._kill_log(task)
-        head, tail = log_sample(log) if log else ("(no log)", "(no log)")
-        patch = log.with_suffix(".patch") if log else None
-        rejections = plan.reject_reasons(task.id)
-        return {
-            "task_id": task.id,
-            "task_name": one_line(task.name),
-            "task_details": task_details(task.record, {}, plan.answers_for(task.id)),
-            "kill_reason": task.kill_reason,
-            "kill_log": one_line(task.kill_log) if log and task.kill_log else "(none)",
-            "log_head": data_block("first lines of the log", head),
-            "log_tail": data_block("last lines of the log", tail),
-            "rejections": data_block("what VERIFY said each time", "\n".join(f"- {r}" for r in rejections))
-            if rejections
-            else "(VERIFY never rejected it)",
-            "patch": str(patch.relative_to(self.ws.root.resolve()))
-            if patch and patch.is_file()
-            else "(no changes were set aside)",
-        }
 
     def _refuse(self, task: TaskView, children: list[str], log: Path, why: str) -> str | None:
         """2 to 5 subtasks from a run that finished, or the decomposition is undone; a second
@@ -115,17 +91,48 @@ class DecomposeStage:
         self.ws.console.event(f"{task.id} blocked: {reason}; a person must split or rethink it")
         return self.ws.commit(f"ralph(decompose): {task.id} blocked\n\n{reason}")
 
-    def _kill_log(self, task: TaskView) -> Path | None:
-        """The killed run's log, only if it is one of ralph's logs: kill_log comes from the plan, and
-        an absolute or ../ path there would put any readable file into a prompt a model reads."""
-        if not task.kill_log:
-            return None
-        logs = (self.ws.root / LOG_DIR).resolve()
-        path = (self.ws.root / task.kill_log).resolve()
-        if _inside(path, logs):
-            return path
-        self.ws.journal.event("kill_log_refused", item=task.id, kill_log=task.kill_log)
+
+def jobs(plan: Plan, settings: Settings, root: Path) -> list[Job]:
+    """The DECOMPOSE runs a plan calls for: one per killed task of the spec (those decomposed too
+    deep are blocked instead, without a run)."""
+    return [
+        Job(Stage.DECOMPOSE, task.id, task.name, _values(task, plan, root), record=task.record)
+        for task in plan.task_views(settings.spec)
+        if task.killed
+    ]
+
+
+def _values(task: TaskView, plan: Plan, root: Path) -> dict:
+    """What DECOMPOSE is told: the task, why it was killed, the head and tail of the killed
+    run's log, what the verifiers said, and where its set-aside changes are."""
+    log = kill_log_of(task, root)
+    head, tail = log_sample(log) if log else ("(no log)", "(no log)")
+    patch = log.with_suffix(".patch") if log else None
+    rejections = plan.reject_reasons(task.id)
+    return {
+        "task_id": task.id,
+        "task_name": one_line(task.name),
+        "task_details": task_details(task.record, {}, plan.answers_for(task.id)),
+        "kill_reason": task.kill_reason,
+        "kill_log": one_line(task.kill_log) if log and task.kill_log else "(none)",
+        "log_head": data_block("first lines of the log", head),
+        "log_tail": data_block("last lines of the log", tail),
+        "rejections": data_block("what VERIFY said each time", "\n".join(f"- {r}" for r in rejections))
+        if rejections
+        else "(VERIFY never rejected it)",
+        "patch": str(patch.relative_to(root.resolve()))
+        if patch and patch.is_file()
+        else "(no changes were set aside)",
+    }
+
+
+def kill_log_of(task: TaskView, root: Path) -> Path | None:
+    """The killed run's log, only if it is one of ralph's logs: kill_log comes from the plan, and
+    an absolute or ../ path there would put any readable file into a prompt a model reads."""
+    if not task.kill_log:
         return None
+    path = (root / task.kill_log).resolve()
+    return path if _inside(path, (root / LOG_DIR).resolve()) else None
 
 
 def _inside(path: Path, folder: Path) -> bool:

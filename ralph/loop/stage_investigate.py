@@ -10,8 +10,11 @@ max_attempts stopped runs the issue is kept open for a person instead of being r
 from __future__ import annotations
 
 from ralph.loop.agentrun import AgentResult
+from ralph.loop.job import Job
 from ralph.loop.prompts import data_block
 from ralph.loop.workspace import StageReport, Workspace
+from ralph.ops.settings import Settings
+from ralph.plan.plan import Plan
 from ralph.plan.records import IssueView, KillReason, Stage, kill_reason_of
 
 
@@ -20,32 +23,24 @@ class InvestigateStage:
         self.ws = ws
 
     def run(self, iteration: int) -> StageReport:
-        issues = [issue for issue in self.ws.issues() if not issue.get("keep_open")]
-        report = StageReport(Stage.INVESTIGATE, items=len(issues))
-        if not issues:
+        found = jobs(self.ws.read_plan(), self.ws.settings)
+        report = StageReport(Stage.INVESTIGATE, items=len(found))
+        if not found:
             return report
-        span = self.ws.journal.span("stage", stage="INVESTIGATE", iteration=iteration, items=len(issues))
-        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
-        if remote:
-            report.items, seen = 0, set[str]()
-            while issue_id := remote.before_investigate(seen):  # each issue by one runner only
-                seen.add(issue_id)
-                issue = next((issue for issue in self.ws.issues() if issue["id"] == issue_id), None)
-                if issue is not None:
-                    self._investigate(issue, iteration, report)
-                    report.items += 1
-                remote.after_investigate(issue_id)
-        for issue in [] if remote else issues:
-            self._investigate(issue, iteration, report)
+        span = self.ws.journal.span("stage", stage="INVESTIGATE", iteration=iteration, items=len(found))
+        report.items = 0
+        for job in self.ws.coordinator.issues(found, self._fresh):
+            self._investigate(job.record, job.values, iteration, report)
+            report.items += 1
         span.end()
         return report
 
-    def _investigate(self, issue: dict, iteration: int, report: StageReport) -> None:
-        values = {
-            "issue_id": issue["id"],
-            "issue_text": data_block("the issue", issue["text"]),
-            "previous": self._previous_stop(IssueView(issue)),
-        }
+    def _fresh(self, issue_id: str) -> Job | None:
+        return next(
+            (job for job in jobs(self.ws.read_plan(), self.ws.settings) if job.item == issue_id), None
+        )
+
+    def _investigate(self, issue: dict, values: dict, iteration: int, report: StageReport) -> None:
         self.ws.set_state(stage=str(Stage.INVESTIGATE))
         before = self.ws.plan_bytes()  # what a stopped run's changes go back to
         result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values)
@@ -103,16 +98,36 @@ class InvestigateStage:
         self.ws.console.event(f"INVESTIGATE {issue['id']} stopped ({reason}); {then}")
         return self.ws.commit(f"ralph(investigate): {issue['id']} stopped ({reason}), {then}")
 
-    def _previous_stop(self, issue: IssueView) -> str:
-        """What the investigator is told of earlier runs of the issue that were stopped."""
-        if not issue.kill_reason:
-            return ""
-        said = (
-            f"{issue.kills} earlier INVESTIGATE run(s) of this issue were stopped, the last one by"
-            f" {issue.kill_reason} (log: {issue.kill_log}); at {self.ws.settings.max_attempts} the issue"
-            " is left to a person."
+
+def jobs(plan: Plan, settings: Settings) -> list[Job]:
+    """The INVESTIGATE runs a plan calls for: one per open issue of the spec, but those a person
+    keeps open."""
+    return [
+        Job(
+            Stage.INVESTIGATE, issue["id"], issue["text"], _values(issue, settings.max_attempts), record=issue
         )
-        return (
-            f"\n{data_block('earlier INVESTIGATE runs', said)}\n"
-            "Work in small steps, keep command output short, and end with one of the actions below.\n"
-        )
+        for issue in plan.issues(settings.spec)
+        if not issue.get("keep_open")
+    ]
+
+
+def _values(issue: dict, max_attempts: int) -> dict:
+    return {
+        "issue_id": issue["id"],
+        "issue_text": data_block("the issue", issue["text"]),
+        "previous": _previous_stop(IssueView(issue), max_attempts),
+    }
+
+
+def _previous_stop(issue: IssueView, max_attempts: int) -> str:
+    """What the investigator is told of earlier runs of the issue that were stopped."""
+    if not issue.kill_reason:
+        return ""
+    said = (
+        f"{issue.kills} earlier INVESTIGATE run(s) of this issue were stopped, the last one by"
+        f" {issue.kill_reason} (log: {issue.kill_log}); at {max_attempts} the issue is left to a person."
+    )
+    return (
+        f"\n{data_block('earlier INVESTIGATE runs', said)}\n"
+        "Work in small steps, keep command output short, and end with one of the actions below.\n"
+    )

@@ -7,8 +7,21 @@ the loop ends for a person to decide (a longer --timeout, or a smaller spec)."""
 from __future__ import annotations
 
 from ralph.loop.agentrun import AgentResult
+from ralph.loop.job import Job
 from ralph.loop.workspace import StageReport, Workspace
+from ralph.ops.settings import Settings
+from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, kill_reason_of
+
+
+def needed(plan: Plan | None, spec: str) -> bool:
+    """Whether a spec needs its PLAN run: it has no work in the plan yet."""
+    return plan is None or not plan.has_work_for(spec)
+
+
+def jobs(plan: Plan | None, settings: Settings) -> list[Job]:
+    """The PLAN run a plan calls for: one, when the spec has not been planned."""
+    return [Job(Stage.PLAN, None, settings.spec)] if needed(plan, settings.spec) else []
 
 
 class PlanStage:

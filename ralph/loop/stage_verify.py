@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 
 from ralph.errors import PlanInvalid
 from ralph.loop.agentrun import AgentResult
+from ralph.loop.job import Job
 from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.signals import deferred_signals
 from ralph.loop.workspace import PLAN_FILE, RALPH_FILES, StageReport, Workspace
+from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.store import reader
@@ -43,34 +45,25 @@ class VerifyStage:
         self.ws = ws
 
     def run(self, iteration: int) -> StageReport:
-        remote = getattr(self.ws, "remote", None)  # runners sharing a git remote: ralph.loop.remote
-        if remote is None:
-            return self._verify(iteration, None)
-        # Runners sharing a git remote claim up to --parallel done tasks at a time, and go on
-        # claiming while any is free: a new iteration per batch would cost a fetch for every
-        # other stage's claim first. A task verified here once (no verdict) waits for the next.
-        report, seen, limit = StageReport(Stage.VERIFY), set[str](), self.ws.settings.parallel
-        claimed = remote.before_verify(limit, skip=seen)
-        while claimed:
-            seen.update(claimed)
-            report.absorb(self._verify(iteration, claimed))
-            claimed = remote.after_verify(claimed, limit, skip=seen)  # the next batch, in the same push
+        report = StageReport(Stage.VERIFY)
+        for batch in self.ws.coordinator.verify_batches(self.ws.settings.parallel):
+            report.absorb(self._verify(iteration, batch))
         return report
 
     def _verify(self, iteration: int, claimed: list[str] | None) -> StageReport:
         """One fork/join of verifiers: every done task, or (with a remote) the claimed ones."""
         plan = self.ws.read_plan()
-        done = [task for task in self.ws.tasks(plan) if task.done and (claimed is None or task.id in claimed)]
+        found = [job for job in jobs(plan, self.ws.settings) if claimed is None or job.item in claimed]
+        done = [TaskView(job.record) for job in found]
         report = StageReport(Stage.VERIFY, items=len(done))
         if not done:
             return report
         span = self.ws.journal.span("stage", stage="VERIFY", iteration=iteration, items=len(done))
-        names = {t["id"]: t["name"] for t in plan.tasks()}
         self.ws.set_state(plan, stage=str(Stage.VERIFY))
         before, old = self.ws.snapshot(), self.ws.read_plan()  # the plan as it is once the state is set
         pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
         try:
-            runs = list(pool.map(lambda task: self._verify_one(task, iteration, names, old), done))
+            runs = list(pool.map(lambda job: self._verify_one(job, iteration, old), found))
         except BaseException:  # Ctrl-C or a stop signal: stop every verifier, not only the waited one
             with deferred_signals():
                 # Stopped before the threads are joined (`with pool` would wait for every verifier
@@ -97,18 +90,14 @@ class VerifyStage:
         span.end(**{kind.replace(" ", "_"): ids for kind, ids in verdicts.items() if ids})
         return report
 
-    def _verify_one(self, task: TaskView, iteration: int, names: dict[str, str], plan: Plan) -> Verification:
+    def _verify_one(self, job: Job, iteration: int, plan: Plan) -> Verification:
+        task = TaskView(job.record)
         with self.ws.checkout(f"verify-{task.id}") as checkout:
-            values = {
-                "task_id": task.id,
-                "task_name": one_line(task.name),
-                "task_details": task_details(task.record, names),
-                "task_commit": task.commit or "HEAD",
-                "previous": _previous_stop(task, self.ws.settings.max_attempts),
-            }
             base = reader.read_plan(checkout.root)
             start = _snapshot(checkout)
-            result = self.ws.run_agent(Stage.VERIFY, iteration, task.id, values, cwd=checkout.root, plan=plan)
+            result = self.ws.run_agent(
+                Stage.VERIFY, iteration, task.id, job.values, cwd=checkout.root, plan=plan
+            )
             run = Verification(task, result, str(checkout.root), base)
             self._inspect(run, checkout, start)
             return run
@@ -221,6 +210,27 @@ class VerifyStage:
             else:
                 verdicts["rejected"].append(task.id)
         return verdicts
+
+
+def jobs(plan: Plan, settings: Settings) -> list[Job]:
+    """The VERIFY runs a plan calls for: one per task of the spec that is done (built, through the
+    gate) and not yet accepted."""
+    names = {task["id"]: task["name"] for task in plan.tasks()}
+    return [
+        Job(Stage.VERIFY, task.id, task.name, _values(task, names, settings.max_attempts), record=task.record)
+        for task in plan.task_views(settings.spec)
+        if task.done
+    ]
+
+
+def _values(task: TaskView, names: dict[str, str], max_attempts: int) -> dict:
+    return {
+        "task_id": task.id,
+        "task_name": one_line(task.name),
+        "task_details": task_details(task.record, names),
+        "task_commit": task.commit or "HEAD",
+        "previous": _previous_stop(task, max_attempts),
+    }
 
 
 def _snapshot(checkout: Repo) -> Snapshot:

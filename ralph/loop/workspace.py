@@ -14,11 +14,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ralph.errors import GitError, PlanInvalid
 from ralph.loop.agentrun import AgentResult, AgentRunner
+from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
+from ralph.loop.coordinator import Coordinator, Solo
 from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
@@ -35,9 +37,6 @@ from ralph.store.integrate import Integration, integrate
 from ralph.store.lock import LOCK_NAME
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
-
-if TYPE_CHECKING:
-    from ralph.loop.remote import RemoteCoordinator
 
 PLAN_FILE = reader.PLAN_NAME
 # ralph's own files beside plan.jsonl (its lock, its temporary files): never an agent's change.
@@ -134,7 +133,8 @@ class Workspace:
         # meanwhile by someone else (a person, a hook). Never committed, set aside or reverted.
         self.user_dirty = user_dirty
         self.building: set[str] = set()  # what the current build's earlier attempts left changed
-        self.remote: RemoteCoordinator | None = None  # runners sharing a git remote (construct sets it)
+        # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
+        self.coordinator: Coordinator = Solo()
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
         self.spending = Spending(settings.max_cost_usd)
         # git adds and removes worktrees one at a time: one being added while another is read
@@ -220,13 +220,59 @@ class Workspace:
         iteration: int,
         item: str | None,
         values: dict,
-        compacted: str | None = None,
         cwd: Path | None = None,
         plan: Plan | None = None,
     ) -> AgentResult:
-        """One agent run of `stage` on `item`. `plan`: the plan the caller read for this step (read
-        here when not given), passed on rather than read again; the result carries the plan as
-        the run left it (`result.plan`) for the caller's next step."""
+        """One agent run of `stage` on `item`, and its continuations: a run stopped at the
+        context's compact tier goes on in a fresh run that opens with a compacted context, up to
+        MAX_COMPACTIONS times (then it counts as stopped at the context limit). `plan`: the plan
+        the caller read for this step (read here when not given), passed on rather than read
+        again; the result carries the plan as the run left it (`result.plan`)."""
+        carried: Compacted | None = None
+        for compactions in range(MAX_COMPACTIONS + 1):
+            result = self._run_once(stage, iteration, item, values, carried, cwd, plan)
+            if result.run.stop_reason is not StopReason.CONTEXT_COMPACT:
+                return result
+            if compactions == MAX_COMPACTIONS:  # compacting again and again is no progress
+                result.run.stop_reason = StopReason.CONTEXT_LIMIT
+                return result
+            carried = self._compact(stage, item, values, result, cwd)
+            plan = self.plan_after(result)
+        raise AssertionError("unreachable: the last compaction returns")
+
+    def _compact(
+        self, stage: Stage, item: str | None, values: dict, result: AgentResult, cwd: Path | None
+    ) -> Compacted:
+        fill = result.pressure.fill if result.pressure else 0.0
+        self.journal.event(
+            "context_compact",
+            stage=str(stage),
+            item=item,
+            fill_before=round(fill, 4),
+            log=str(result.log_path),
+        )
+        repo = Repo(cwd) if cwd else self.repo
+        changed = sorted(
+            path for path in repo.changed_paths() - self.user_dirty if not RALPH_FILES.fullmatch(path)
+        )
+        code = {path for path in changed if path != PLAN_FILE}
+        details = values.get("task_details") or values.get("issue_text") or ""
+        name = _name_of(self.plan_after(result), item)
+        stopped = Stopped(
+            stage, item, name, details, fill, changed, repo.diff_stat(code) if code else "", result.run.tail
+        )
+        return compacted(stopped)
+
+    def _run_once(
+        self,
+        stage: Stage,
+        iteration: int,
+        item: str | None,
+        values: dict,
+        compacted: Compacted | None,
+        cwd: Path | None,
+        plan: Plan | None,
+    ) -> AgentResult:
         self.deadline.check()
         over = self.spending.admit()  # counts the run as started when it may start
         if over:

@@ -40,7 +40,7 @@ CONFIG_KEYS = {
     "parallel": ConfigKey('parallel', 'count', 4, 'builds and VERIFY runs at once; with more than one, builds run in worktrees of their own'),
     "max_decompose_depth": ConfigKey('max_decompose_depth', 'count', 3, 'decompositions of decompositions before a task is blocked'),
     "context_warn": ConfigKey('context_warn', 'fraction', 0.7, 'share of the context window at which the agent is warned'),
-    "context_compact": ConfigKey('context_compact', 'fraction', 0.85, 'share of the context window at which a BUILD run is compacted into a fresh one'),
+    "context_compact": ConfigKey('context_compact', 'fraction', 0.85, 'share of the context window at which an agent run is compacted into a fresh one'),
     "context_kill": ConfigKey('context_kill', 'fraction', 0.95, 'share of the context window at which the run is killed'),
     "gate": ConfigKey('gate', 'command', 'make verify', 'the quality gate: a command line split like a shell would split it (never run by one), as --gate takes it, or its argv; "" or [] for none'),
     "gate_timeout_ms": ConfigKey('gate_timeout_s', 'duration', 600000, 'bound on one gate run'),

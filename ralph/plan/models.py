@@ -325,7 +325,7 @@ class Config(Record):
         "fraction", "share of the context window at which the agent is warned", 0.70
     )
     context_compact: Fraction | None = key(
-        "fraction", "share of the context window at which a BUILD run is compacted into a fresh one", 0.85
+        "fraction", "share of the context window at which an agent run is compacted into a fresh one", 0.85
     )
     context_kill: Fraction | None = key(
         "fraction", "share of the context window at which the run is killed", 0.95

@@ -479,8 +479,27 @@ def test_context_pressure_warns_then_compacts_and_the_task_continues(project):
     )
     continuation = project / warn_log(journal, task_id, 1)
     prompt = continuation.with_suffix(".prompt.md").read_text()
-    assert prompt.startswith("=== COMPACTED CONTEXT ===\nTask: " + task_id)
+    assert prompt.startswith("=== COMPACTED CONTEXT ===\nTask: BUILD " + task_id + " Big [context-grow]")
+    block = prompt.split("=== END COMPACTED ===")[0]
+    for part in ("Progress:", "Current state:", "Key files:", "Blockers:", "Next step:"):
+        assert f"\n{part}" in block, part  # the construct spec's form
+    assert "[RALPH] Context compacted: 88% -> 10%" in continuation.read_text()
     assert not [e for e in journal if e["event"] == "task_killed"]
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+
+
+def test_a_verifier_is_compacted_and_continues_too(project):
+    (task_id,) = add_tasks(project, "Checked at length [verify-context-grow]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    journal = events(project)
+    compact = next(e for e in journal if e["event"] == "context_compact")
+    assert compact["stage"] == "VERIFY" and compact["item"] == task_id
+    verifiers = [e for e in journal if e["event"] == "agent_begin" and e["stage"] == "VERIFY"]
+    assert len(verifiers) == 2  # the stopped one, and its continuation that gave the verdict
+    prompt = (project / verifiers[1]["log"]).with_suffix(".prompt.md").read_text()
+    assert prompt.startswith(f"=== COMPACTED CONTEXT ===\nTask: VERIFY {task_id}")
+    assert "it gave no verdict yet" in prompt
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
 
 

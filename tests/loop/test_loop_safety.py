@@ -20,6 +20,7 @@ from tests.support.construct import (
     add_tasks,
     assert_clean,
     construct,
+    events,
     in_process,
     ours,
     plan_records,
@@ -715,3 +716,17 @@ def test_a_file_whose_name_is_not_utf8_goes_into_the_build_commit(project, tmp_p
     ]
     assert ["caf\\xe9.txt", "plan.jsonl"] in [e["files"] for e in commits]
     assert_clean(project)
+
+
+def test_an_agent_that_changes_ralphs_config_is_undone_and_its_task_built_again(project):
+    """The config's gate and hooks are commands ralph runs outside the agents' sandbox: a BUILD
+    that sets the gate (here to `false`, which would fail every later build) is a violation."""
+    (task_id,) = add_tasks(project, "Build it [set-config-once]")
+    done = construct(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    violation = next(e for e in events(project) if e["event"] == "permission_violation")
+    assert violation["items"] == [task_id] and violation["did"] == ["changed ralph's config in BUILD: gate"]
+    assert not [r for r in plan_records(project) if r["t"] == "config" and r.get("gate") == ["false"]]
+    history = git(project, "log", "-p", "--format=", "--", "plan.jsonl").splitlines()
+    assert not [line for line in history if line.startswith("+") and '"gate"' in line and '"false"' in line]
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))

@@ -7,10 +7,10 @@ from ralph.loop.pressure import Pressure
 from ralph.ops.settings import Settings
 
 
-def pressure(after=False, may_compact=True):
+def pressure(after=False):
     seen = {"warn": [], "after": []}
     thresholds = Settings(context_warn=0.7, context_compact=0.85, context_kill=0.95)
-    p = Pressure(thresholds, 1000, may_compact, after, seen["warn"].append, seen["after"].append)
+    p = Pressure(thresholds, 1000, after, seen["warn"].append, seen["after"].append)
     return p, seen
 
 
@@ -27,8 +27,6 @@ def test_pressure_tiers():
     assert p.check(usage_at(800)) is None and seen["warn"] == [0.72]  # warned once
     assert p.check(usage_at(860)) == "context_compact"
     assert p.check(usage_at(960)) == "context_limit"
-    p, _ = pressure(may_compact=False)
-    assert p.check(usage_at(900)) is None and p.check(usage_at(950)) == "context_limit"
 
 
 def test_pressure_after_compaction_kills_when_still_above_80_percent():

@@ -24,6 +24,8 @@ misbehaviour:
   [context-explode]    reports a context past the kill threshold
   [context-stuck]      still above 80% right after compaction
   [context-warm]       several turns above warn but below compact, then a normal build
+  [set-config-once]    the first build also sets the config's gate to `false`
+  [verify-context-grow] VERIFY's context grows past compact; fine after compaction
   [slow-decompose]     DECOMPOSE takes 2 s
   [shared-file]        BUILD also writes its id to shared.txt; the first build waits (up to 60 s)
                        until every [shared-file] task of the state has started building, so that
@@ -68,6 +70,17 @@ FINISHES_AFTER_PRESSURE = ("[context-warm]",)  # the others are stopped by ralph
 def usage_event(input_tokens: int = TOKENS_PER_RUN, cache_read: int = 0) -> None:
     usage = {"input_tokens": input_tokens, "cache_read_input_tokens": cache_read, "output_tokens": 1}
     print(json.dumps({"type": "assistant", "message": {"content": [], "usage": usage}}), flush=True)
+
+
+def context_pressure(marker: str) -> None:
+    """Reports the marker's context fills, turn by turn; a run ralph should stop waits for it."""
+    first, after = CONTEXT_SCHEDULES[marker]
+    compacted = "=== COMPACTED CONTEXT ===" in Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+    for tokens in after if compacted else first:
+        usage_event(input_tokens=tokens // 2, cache_read=tokens - tokens // 2)
+        time.sleep(0.3)
+    if marker not in FINISHES_AFTER_PRESSURE and (not compacted or marker == "[context-stuck]"):
+        time.sleep(60)  # ralph stops it before this ends
 
 
 def task() -> dict:
@@ -125,14 +138,11 @@ def build() -> int:
         (STATE / f"{task_id}.grandchild.pid").write_text(str(child.pid))
         (STATE / f"{task_id}.agent.pid").write_text(str(os.getpid()))
         time.sleep(600)
-    for marker, (first, after) in CONTEXT_SCHEDULES.items():
+    for marker in CONTEXT_SCHEDULES:
         if marker in name:
-            compacted = "=== COMPACTED CONTEXT ===" in Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
-            for tokens in after if compacted else first:
-                usage_event(input_tokens=tokens // 2, cache_read=tokens - tokens // 2)
-                time.sleep(0.3)
-            if marker not in FINISHES_AFTER_PRESSURE and (not compacted or marker == "[context-stuck]"):
-                time.sleep(60)  # ralph stops it before this ends
+            context_pressure(marker)
+    if "[set-config-once]" in name and attempt == 1:
+        ralph("config", "set", "gate", "false")  # would fail every later build, were it kept
     if "[ask]" in name:
         ralph("ask", "Blue or green? The spec does not say.")
         return 0
@@ -163,6 +173,8 @@ def verify() -> int:
     verdicts = bump(f"verify-{current['id']}")
     if "[slow-verify]" in name:
         time.sleep(2)
+    if "[verify-context-grow]" in name:
+        context_pressure("[context-grow]")
     if "[verify-hang]" in name:
         child = subprocess.Popen(["sleep", "600"])
         (STATE / f"{current['id']}.verify-grandchild.pid").write_text(str(child.pid))

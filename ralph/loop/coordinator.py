@@ -1,0 +1,76 @@
+"""Who takes which item of a stage. A run alone (`Solo`) takes every item it finds; runners sharing
+a git remote (ralph.loop.remote.RemoteCoordinator) each take the items they win a claim on, and
+publish what they did before taking the next. Stages ask their workspace's coordinator and have
+one code path for both kinds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Coordinator(Protocol):
+    def plans(self) -> bool:
+        """Whether this run runs PLAN for the spec now (False: another runner did meanwhile)."""
+        ...
+
+    def planned(self) -> None:
+        """PLAN's tasks are committed: other runners may build them."""
+        ...
+
+    def issues(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        """Each open issue this run investigates, of those `found`; `fresh` reads one again by id
+        after its claim brought in other runners' changes (None: it is gone)."""
+        ...
+
+    def killed(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        """Each killed task this run decomposes, of those `found` (as for `issues`)."""
+        ...
+
+    def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
+        """The batches of done tasks this run verifies, each at most `limit` (None: all of them)."""
+        ...
+
+    def next_builds(self, ready: Callable[[], list[str]]) -> list[str]:
+        """The tasks to build next (more than one: they may be built at once); `ready` lists the
+        buildable ones as this work tree's plan has them. Empty: nothing is left to build here."""
+        ...
+
+    def built(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
+        """The builds are committed: publish them. Returns each build that conflicts with work
+        published meanwhile, with the files (it was undone, and its task goes back to be built)."""
+        ...
+
+    def release(self, quietly: bool = False) -> None:
+        """The run ends: whatever it holds goes back. Quietly: once, errors ignored."""
+        ...
+
+
+class Solo:
+    """A run with nobody to share the work with: every item is its own, nothing to publish."""
+
+    def plans(self) -> bool:
+        return True
+
+    def planned(self) -> None:
+        pass
+
+    def issues(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        return iter(found)
+
+    def killed(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        return iter(found)
+
+    def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
+        yield None
+
+    def next_builds(self, ready: Callable[[], list[str]]) -> list[str]:
+        return ready()
+
+    def built(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
+        return {}
+
+    def release(self, quietly: bool = False) -> None:
+        pass
