@@ -9,6 +9,7 @@ committed together with their code once ralph has checked the work (the gate aft
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
