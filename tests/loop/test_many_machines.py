@@ -286,3 +286,24 @@ def test_a_build_of_a_task_taken_over_meanwhile_yields_to_the_taker_and_is_kept_
     assert git(slow, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
     [patch] = (slow / "build" / "ralph-logs" / "conflicts").glob("t-task00-*.patch")
     assert "+the slow build" in patch.read_text()
+
+
+def test_a_run_that_ends_in_an_unexpected_error_gives_its_claims_back(project, monkeypatch):
+    from ralph.errors import GitError
+    from ralph.loop.coordinator import Solo
+    from tests.support.construct import add_tasks
+
+    released: list[bool] = []
+
+    class Failing(Solo):
+        def next_builds(self, ready):
+            raise GitError("git broke mid-run")
+
+        def release(self, quietly=False):
+            released.append(quietly)
+
+    monkeypatch.setattr("ralph.loop.workspace.Solo", Failing)
+    add_tasks(project, "Some work")
+    done = construct(project, "--max-iterations", "1", "--parallel", "1")
+    assert done.returncode != 0 and "git broke mid-run" in done.stderr
+    assert released == [True]  # once, quietly: the error that ended the run is the one reported
