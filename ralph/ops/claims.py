@@ -399,7 +399,7 @@ def remote_claims(
     stamp = at or now()
     claims = []
     for task in plan.claims() if plan else []:
-        age = remote.sightings.age_s(task, stamp)
+        age = claim_age_s(task, stamp)  # what the claim says: a clone that never saw it knows no better
         claims.append(
             {
                 "task": task["id"],
