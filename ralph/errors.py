@@ -47,6 +47,10 @@ class GitError(RalphError):
     exit_code = EXIT_REFUSED
 
 
+class WorkTreeGone(GitError):
+    """The work tree a git command was to run in is gone (an agent removed the worktree it ran in)."""
+
+
 class RemoteError(GitError):
     """The shared git remote failed us after the retries: unreachable, or it refused for a reason
     other than another runner's push (permissions, a hook)."""

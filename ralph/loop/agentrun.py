@@ -9,6 +9,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralph.agents.base import Adapter, RunTracker
 from ralph.agents.events import UsageEvent
@@ -27,6 +28,9 @@ from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import StopReason
 
+if TYPE_CHECKING:
+    from ralph.loop.workspace import PlanProblem
+
 LOG_DIR = Path("build") / "ralph-logs"
 
 
@@ -42,7 +46,7 @@ class AgentResult:
     tracker: RunTracker
     log_path: Path  # relative to the repository root
     pressure: Pressure | None = None
-    plan_problem: str | None = None  # the agent left plan.jsonl invalid (ralph restored it)
+    plan_problem: PlanProblem | None = None  # what the agent did to plan.jsonl (ralph restored it)
     violation: str | None = None  # what the agent did that its stage may not (ralph undid it)
     changed: frozenset[str] = frozenset()  # the paths it left changed (ralph's own files aside)
     # plan.jsonl as the run left it (or as ralph put it back), read once after the run and passed

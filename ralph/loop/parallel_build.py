@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from ralph.loop.agentrun import AgentResult
 from ralph.loop.signals import deferred_signals
-from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.loop.workspace import PLAN_FILE, StageReport, TreeRemoved, Workspace
 from ralph.plan.records import Stage
 from ralph.plan.scope import overlaps
 
@@ -23,6 +24,8 @@ class Builder(Protocol):
     def in_worktree(self, ws: Workspace) -> Builder: ...
 
     def build_task(self, task_id: str, iteration: int, report: StageReport) -> None: ...
+
+    def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None: ...
 
 
 class ParallelBuilds:
@@ -103,6 +106,10 @@ class ParallelBuilds:
                 if self.ws.runner.supervisor.stopping:
                     raise KeyboardInterrupt  # the loop is stopping: nothing of it is merged
                 self._commit_leftovers(checkout.ws, task_id)
+            except TreeRemoved as removed:  # the agent's move: this build's outcome, not the run's
+                self.lead.tree_removed(task_id, removed.result, report)
+                span.end(merged=False)
+                return report
             except BaseException:
                 self._set_aside(checkout.ws, task_id)
                 span.end(merged=False)
@@ -143,9 +150,7 @@ class ParallelBuilds:
     def _conflict(self, task_id: str, checkout, files: list[str], report: StageReport) -> None:
         """A code conflict is a verdict: the task is built again, from the new HEAD."""
         log = self.ws.rel(self.ws.runner.new_log("conflict", task_id))
-        (self.ws.home / log).write_text(
-            checkout.ws.repo.git("diff", "--binary", checkout.start), encoding="utf-8"
-        )
+        (self.ws.home / log).write_bytes(checkout.ws.repo.patch(checkout.start))
         built = checkout.ws.read_plan().find_task(task_id) or {}
         with self.ws.change_plan(commit=True) as change:
             limit = self.ws.settings.max_attempts

@@ -15,7 +15,7 @@ from ralph.loop.gate import run_gate
 from ralph.loop.job import Job
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import excerpt, one_line, task_details
-from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.loop.workspace import PLAN_FILE, PlanProblem, StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
@@ -177,7 +177,7 @@ class BuildStage:
         return True
 
     def _build_failure(
-        self, task: dict, result: AgentResult, problem: str | None, iteration: int
+        self, task: dict, result: AgentResult, problem: PlanProblem | None, iteration: int
     ) -> tuple[Failure | None, set[str]]:
         """Why this attempt does not count as built (None when it passed the gate), and the files
         it changed as the gate and hook left them."""
@@ -186,7 +186,10 @@ class BuildStage:
                 Verdict.PERMISSION_VIOLATION, f"{Verdict.PERMISSION_VIOLATION}: {result.violation}"
             ), set()
         if problem:
-            return Failure(Verdict.PLAN_INVALID, f"the agent left plan.jsonl invalid: {problem}"), set()
+            return Failure(problem.verdict, problem.text), set()
+        nested = self._nested_failure(result)
+        if nested:
+            return nested, set()
         if not is_done(task):
             tail = "\n".join(result.run.tail[-15:])
             ended = f"the agent ended ({result.describe()}) without running `ralph task done`."
@@ -215,6 +218,43 @@ class BuildStage:
         changed = self.ws.changed_paths()  # as the gate and the hook left them (a formatter may write)
         self.ws.building |= changed - {PLAN_FILE}
         return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
+
+    def _nested_failure(self, result: AgentResult) -> Failure | None:
+        """A git repository the agent made inside the work tree (`git init`, `git clone`) would be
+        committed as a bare gitlink, its files in no commit, or refused by `git add`: its files
+        stay as plain files for the next attempt, its .git is kept beside the log."""
+        nested = self.ws.unnest(result.changed - {PLAN_FILE}, result.log_path)
+        if not nested:
+            return None
+        kept = self.ws.rel(result.log_path).with_suffix(".nested")
+        return Failure(
+            Verdict.NESTED_REPOSITORY,
+            f"{Verdict.NESTED_REPOSITORY}: the build made git repositories inside the work tree"
+            f" ({', '.join(nested)}). Their files stay, as plain files of this repository; their"
+            f" .git folders are kept in {kept}. Never run `git init` or `git clone` in the work tree.",
+        )
+
+    def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None:
+        """The agent removed the worktree its build ran in, or its .git link (ParallelBuilds): a
+        failed attempt, recorded on the loop's plan (the worktree's copy is gone), the other builds
+        going on."""
+        kept = self.ws.rel(result.log_path).with_suffix(".worktree")
+        left = f"its folder is kept as {kept}" if (self.ws.home / kept).exists() else "nothing of it is left"
+        failure = Failure(
+            Verdict.WORKTREE_REMOVED,
+            f"{Verdict.WORKTREE_REMOVED}: the agent removed the worktree it was building in, or its"
+            f" .git link; {left}. Work inside that folder, and never delete it or its .git.",
+        )
+        attempts = self._record_failure(task_id, failure, result)
+        self._tell_failure(task_id, attempts, failure, report)
+        if attempts < self.ws.settings.max_attempts:
+            return
+        with self.ws.change_plan(commit=True) as change:  # nothing to set aside: no tree is left
+            reason, log = KillReason.DOOM_LOOP, str(result.log_path)
+            change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=log)
+            change.message = f"ralph(build): {task_id} killed ({reason})"
+        self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=log)
+        report.stopped.append(f"{task_id} BUILD killed ({reason}), set aside for DECOMPOSE; log {log}")
 
     def _scope_failure(self, task: dict, changed: set[str]) -> Failure | None:
         """A task that declares its scope may change only the files it names."""

@@ -105,6 +105,9 @@ class VerifyStage:
     def _inspect(self, run: Verification, checkout: Repo, start: Snapshot) -> None:
         """What the verifier left in its checkout: its copy of the plan, and any change to the
         code or to HEAD, which is a violation; the changes are kept as a patch beside its log."""
+        if not checkout.root.is_dir():  # the verifier removed its checkout: no verdict, the run goes on
+            run.did, run.killed = ["removed its checkout"], kill_reason_of(run.result.run.stop_reason)
+            return self._violated(run)
         try:
             theirs = reader.load_checked(checkout.root, (checkout.root / PLAN_FILE).read_bytes())
             run.theirs = Plan(theirs)
@@ -119,7 +122,6 @@ class VerifyStage:
             run.theirs = None  # a run stopped half way gives no verdict
         if not run.did:
             return
-        run.theirs = None
         changed = set(end.dirty)
         if start.head and end.head != start.head:  # its own commits are changes too
             committed = checkout.git("diff", "--name-only", "-z", start.head).split("\0")
@@ -128,6 +130,12 @@ class VerifyStage:
         if changed - {PLAN_FILE}:
             patch = self.ws.root / log.with_suffix(".patch")
             checkout.save_patch(changed - {PLAN_FILE}, patch, base=start.head or "HEAD")
+        self._violated(run)
+
+    def _violated(self, run: Verification) -> None:
+        """The verifier did what VERIFY may not (run.did): nothing of its run is taken."""
+        run.theirs = None
+        log = run.result.log_path
         run.result.violation = "; ".join(run.did)
         self.ws.journal.event(
             "permission_violation",

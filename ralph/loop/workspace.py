@@ -7,16 +7,17 @@ stage reads another stage's state: anything one stage leaves for the next is in 
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple, Protocol
 
-from ralph.errors import GitError, PlanInvalid
+from ralph.errors import GitError, PlanInvalid, WorkTreeGone
 from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
@@ -29,7 +30,7 @@ from ralph.loop.signals import deferred_signals
 from ralph.loop.supervisor import BudgetSpent
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
-from ralph.plan.records import Stage, StopReason, TaskView
+from ralph.plan.records import Stage, StopReason, TaskView, Verdict
 from ralph.secrets import redact
 from ralph.store import owned, reader, transaction
 from ralph.store.git import Repo
@@ -43,6 +44,22 @@ PLAN_FILE = reader.PLAN_NAME
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
 BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
+
+
+class PlanProblem(NamedTuple):
+    """What an agent run did to plan.jsonl that ralph undid: the attempt's verdict, and its words."""
+
+    verdict: Verdict
+    text: str
+
+
+class TreeRemoved(WorkTreeGone):
+    """An agent run removed the work tree it ran in (a build's worktree), or unlinked it from the
+    repository: that build's attempt failed, with nothing left to check. `result`: the run."""
+
+    def __init__(self, result: AgentResult):
+        super().__init__(f"the agent removed the work tree it ran in (log {result.log_path})")
+        self.result = result
 
 
 class CostSpent(BudgetSpent):
@@ -293,6 +310,10 @@ class Workspace:
         except BaseException:
             self.spending.stopped()
             raise
+        if self._keep_lost_tree(result):  # the run removed its own work tree: nothing to check
+            self.spending.stopped()
+            self.add_tokens(result.tracker.usage.total)
+            raise TreeRemoved(result)
         result.plan_problem = self.check_plan(result)
         if before is not None:
             self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
@@ -384,17 +405,36 @@ class Workspace:
         self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
         return found
 
-    def check_plan(self, result: AgentResult) -> str | None:
+    def _keep_lost_tree(self, result: AgentResult) -> bool:
+        """Whether the run lost its work tree: removed it, or (a build's worktree) removed or
+        replaced its .git link (`rm -rf .git && git init`), after which git would act on another
+        repository or none. Such a worktree's folder, the agent's files in it, moves beside the
+        log as <log>.worktree."""
+        if not self.root.is_dir():
+            return True
+        if not self.in_worktree or self.repo.links_here():
+            return False
+        import shutil
+
+        kept = self.home / result.log_path.with_suffix(".worktree")
+        shutil.move(self.root, kept)
+        self.journal.event("worktree_kept", folder=str(self.rel(kept)))
+        return True
+
+    def check_plan(self, result: AgentResult) -> PlanProblem | None:
         """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and
         put back the last committed state. Returns the problem, or None; the plan that loaded is
         the result's `plan`."""
+        path = self.root / PLAN_FILE
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            return self._plan_replaced(result)
         try:
-            data = (self.root / PLAN_FILE).read_bytes()
+            data = path.read_bytes()
         except FileNotFoundError:
             transaction.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
             self.journal.event("plan_restored", problem="the agent deleted plan.jsonl")
             self.console.event("the agent deleted plan.jsonl; restored it from HEAD")
-            return "the agent deleted plan.jsonl"
+            return PlanProblem(Verdict.PLAN_MISSING, "the agent deleted plan.jsonl")
         try:
             result.plan = Plan(reader.load_checked(self.root, data))  # unchanged bytes: not validated again
             return None
@@ -404,7 +444,22 @@ class Workspace:
             transaction.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
             self.journal.event("plan_restored", problem=str(exc), broken_copy=str(self.rel(broken)))
             self.console.event(f"the agent left plan.jsonl invalid ({exc}); restored it from HEAD")
-            return str(exc)
+            return PlanProblem(Verdict.PLAN_INVALID, f"the agent left plan.jsonl invalid: {exc}")
+
+    def _plan_replaced(self, result: AgentResult) -> PlanProblem:
+        """plan.jsonl is a symlink or a folder now: moved beside the log as it is (a link still
+        points where it did), and the committed plan put back in its place."""
+        import shutil
+
+        path = self.root / PLAN_FILE
+        kept = self.home / result.log_path.with_suffix(".plan.jsonl.replaced")
+        what = f"a symlink to {os.readlink(path)}" if path.is_symlink() else "a folder"
+        shutil.move(path, kept)
+        transaction.restore_plan(self.root, self.repo.file_at_head(PLAN_FILE) or b"")
+        problem = f"the agent replaced plan.jsonl with {what}; kept as {self.rel(kept)}"
+        self.journal.event("plan_restored", problem=problem, replaced=str(self.rel(kept)))
+        self.console.event(f"{problem}; restored it from HEAD")
+        return PlanProblem(Verdict.PLAN_REPLACED, problem)
 
     # --- the work tree ------------------------------------------------------------------------
     def changed_paths(self) -> set[str]:
@@ -456,14 +511,57 @@ class Workspace:
         return True
 
     def set_aside(self, log_path: Path) -> None:
-        """Save the agents' uncommitted changes to code as a patch beside the log, then undo them."""
+        """Save the agents' uncommitted changes to code as a patch beside the log, then undo them.
+        A git repository an agent made inside the work tree goes in as plain files (unnest)."""
         self.building = set()
         paths = self.changed_paths() - {PLAN_FILE}
+        if self.unnest(paths, log_path):
+            paths = self.changed_paths() - {PLAN_FILE}
         if paths:
             patch = self.home / log_path.with_suffix(".patch")
             self.repo.save_patch(paths, patch)
             self.repo.revert(paths)
             self.journal.event("changes_set_aside", patch=str(self.rel(patch)), files=sorted(paths))
+
+    def nested_repositories(self, paths: Iterable[str]) -> list[str]:
+        """The folders among `paths` (or holding one of them) that are git repositories of their
+        own, as an agent's `git init` or `git clone` makes them. Never through a symlink (its
+        .git is somewhere else), nor a folder HEAD has: a submodule is a person's, and git keeps
+        tracking the files of a folder it tracks whatever is in it."""
+        found: set[str] = set()
+        for path in paths:
+            parts = PurePosixPath(path.rstrip("/")).parts
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth])
+                if (self.root / folder).is_symlink() or not (self.root / folder).is_dir():
+                    break
+                if os.path.lexists(self.root / folder / ".git"):
+                    found.add(folder)
+                    break
+        return sorted(found - self.repo.at_head(found))
+
+    def unnest(self, paths: Iterable[str], log_path: Path) -> list[str]:
+        """Each nested repository among `paths` becomes plain files of this work tree: its .git
+        (its history) moves beside the log, as <log>.nested/<folder>/.git, and a gitlink staged
+        for it leaves the index; then those nested in them, in turn. Otherwise git would commit
+        it as a bare gitlink (its files in no commit) or refuse to add it. Returns the folders."""
+        import shutil
+
+        unnested: list[str] = []
+        nested = self.nested_repositories(paths)
+        while nested:
+            for folder in nested:
+                kept = self.home / log_path.with_suffix(".nested") / folder / ".git"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(self.root / folder / ".git", kept)
+                # Its gitlink (or anything else) staged: unstaged, its files left (HEAD has no folder).
+                self.repo.git("rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", folder)
+                self.journal.event("nested_repository_kept", folder=folder, git_dir=str(self.rel(kept)))
+            unnested += nested
+            inside = self.repo.changed_paths(among=nested)
+            self.building |= inside  # the build's files now, not someone else's left unstaged
+            nested = self.nested_repositories(inside)
+        return unnested
 
     @contextmanager
     def checkout(self, label: str) -> Iterator[Repo]:
@@ -571,7 +669,7 @@ class Workspace:
             return None
         if not text:
             return None
-        patch.write_text(text, encoding="utf-8")
+        patch.write_bytes(text)
         saved = str(self.rel(patch))
         self.journal.event("build_patch_saved", item=task.id, commit=task.commit, patch=saved)
         return patch

@@ -276,7 +276,7 @@ def _keep_undone_build(root: Path, repo: Repo, remote_head: str, task_id: str) -
     from ralph.store.files import create_new
 
     target = create_new(root / CONFLICT_PATCHES / f"{task_id}-{time.strftime('%Y%m%d-%H%M%S')}.patch")
-    target.write_text(repo.git("diff", "--binary", f"{remote_head}...HEAD"), encoding="utf-8")
+    target.write_bytes(repo.patch(f"{remote_head}...HEAD"))
 
 
 def taken_over(root: Path, task_id: str, runner: str, remote: Remote) -> bool:

@@ -55,6 +55,10 @@ class Verdict(StrEnum):
     HOOK_REFUSED = "hook_refused"  # the repository's pre-commit hook refused the build (run_hooks)
     SCOPE_VIOLATION = "scope_violation"  # changed files outside the task's scope
     MERGE_CONFLICT = "merge_conflict"  # passed, but conflicts with work merged meanwhile
+    NESTED_REPOSITORY = "nested_repository"  # made a git repository inside the work tree
+    WORKTREE_REMOVED = "worktree_removed"  # removed the worktree its build ran in
+    PLAN_REPLACED = "plan_replaced"  # left plan.jsonl a symlink or a folder, not a file
+    PLAN_MISSING = "plan_missing"  # deleted plan.jsonl
     KILLED = "killed"  # stopped or set aside by the loop: kill_reason says why
     REJECTED = "rejected"  # VERIFY (or a person) sent the done task back: reject_reason says why
 
@@ -70,6 +74,10 @@ VERDICT_WORDS = {
     Verdict.HOOK_REFUSED: "pre-commit hook refused",
     Verdict.SCOPE_VIOLATION: "outside its scope",
     Verdict.MERGE_CONFLICT: "merge conflict",
+    Verdict.NESTED_REPOSITORY: "made a git repository inside the work tree",
+    Verdict.WORKTREE_REMOVED: "removed its own work tree",
+    Verdict.PLAN_REPLACED: "plan.jsonl replaced by a link or folder",
+    Verdict.PLAN_MISSING: "plan.jsonl deleted",
     Verdict.KILLED: "killed",
     Verdict.REJECTED: "rejected by VERIFY",
 }

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ralph.errors import GitError, RalphError
+from ralph.errors import GitError, RalphError, WorkTreeGone
 
 if TYPE_CHECKING:
     import subprocess
@@ -90,7 +90,7 @@ class Repo:
             )
         except FileNotFoundError:
             if not self.root.is_dir():  # subprocess says the same of a missing working directory
-                raise GitError(
+                raise WorkTreeGone(
                     f"the work tree {self.root} is gone (removed while ralph worked in it)"
                 ) from None
             raise GitError("git is not installed (or not on PATH)") from None
@@ -382,16 +382,32 @@ class Repo:
         present = [path for path in sorted(paths) if os.path.lexists(self.root / path)]
         if present:
             self.git("add", "-N", "--", *present)
-        target.write_text(self.git("diff", base, "--binary", "--", *sorted(paths)) + "\n", encoding="utf-8")
+        target.write_bytes(self.patch(base, "--", *sorted(paths)) + b"\n")
 
-    def commit_patch(self, commit: str, exclude: frozenset[str] = frozenset()) -> str:
-        """What `commit` changed, as a binary patch, without the paths in `exclude` ('' when it
-        changed nothing else)."""
-        listed = self.git("diff-tree", "-r", "--root", "--no-commit-id", "--name-only", "-z", commit)
+    def patch(self, *args: str) -> bytes:
+        """`git diff args` as a patch `git apply` takes back: bytes as git wrote them (a file that
+        is not UTF-8 decoded and encoded again no longer applies), binary files included, and
+        never a person's diff settings (an external diff, a textconv, colour)."""
+        return self._output(("diff", *_PATCH_OPTIONS, *args))
+
+    def commit_patch(self, commit: str, exclude: frozenset[str] = frozenset()) -> bytes:
+        """What `commit` changed, as a binary patch (bytes, as patch() gives), without the paths
+        in `exclude` (b'' when it changed nothing else)."""
+        listed = self._paths("diff-tree", "-r", "--root", "--no-commit-id", "--name-only", "-z", commit)
         paths = sorted({path for path in listed.split("\0") if path} - exclude)
         if not paths:
-            return ""
-        return self.git("diff-tree", "-p", "--binary", "--root", "--no-commit-id", commit, "--", *paths)
+            return b""
+        return self._output(
+            ("diff-tree", "-p", *_PATCH_OPTIONS, "--root", "--no-commit-id", commit, "--", *paths)
+        )
+
+    def at_head(self, paths: Iterable[str]) -> set[str]:
+        """Those of `paths` that HEAD has an entry for (a file, a folder, a submodule): one git run
+        each, as ls-tree given a folder and a path inside it lists the inner one alone."""
+        wanted = sorted(paths)
+        if not wanted or self.head() is None:
+            return set()
+        return {path for path in wanted if self._paths("ls-tree", "-z", "HEAD", "--", path)}
 
     def revert(self, paths: set[str]) -> None:
         """Put `paths` back as HEAD has them; files HEAD does not have are removed."""
@@ -423,6 +439,28 @@ class Repo:
             import shutil
 
             shutil.rmtree(path, ignore_errors=True)  # not a worktree (any more): the folder goes
+            self._forget_worktree(path)
+
+    def links_here(self) -> bool:
+        """This worktree's .git is still the link git made to the repository's (not removed, not
+        replaced by a repository of its own)."""
+        dot_git = self.root / ".git"
+        if dot_git.is_symlink() or not dot_git.is_file():
+            return False
+        text = dot_git.read_text(encoding="utf-8", errors="surrogateescape")
+        admin = self.root / text.removeprefix("gitdir:").strip()  # absolute, or relative to here
+        return text.startswith("gitdir:") and (admin / "gitdir").is_file()
+
+    def _forget_worktree(self, path: Path) -> None:
+        """The registration (.git/worktrees/<name>) of the worktree that was at `path`, when its
+        folder is gone (an agent removed it): that one alone, where prune would take them all."""
+        import shutil
+
+        admin = self.common_dir() / "worktrees"
+        for entry in admin.glob("*/gitdir") if admin.is_dir() else []:
+            named = entry.read_text(encoding="utf-8", errors="surrogateescape").strip()
+            if Path(named) == path / ".git" and not path.exists():
+                shutil.rmtree(entry.parent, ignore_errors=True)
 
     def add_branch_worktree(self, path: Path, branch: str, commit: str) -> Repo:
         """Check `commit` out at `path` on a new branch `branch`, with no hooks run, as
@@ -606,6 +644,10 @@ def _tree_records(raw: bytes, hash_size: int) -> list[bytes]:
         entries.append(b"%s %s %s\t%s" % (mode.rjust(6, b"0"), kind, oid, name))
         at = nul + 1 + hash_size
     return entries
+
+
+# A patch as git makes it for itself: whatever the person's config says about showing diffs.
+_PATCH_OPTIONS = ("--binary", "--no-ext-diff", "--no-textconv", "--no-color")
 
 
 def _message_bytes(message: str) -> bytes:

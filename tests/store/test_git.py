@@ -424,15 +424,81 @@ def test_commit_patch_is_what_the_commit_changed_without_the_excluded_paths(work
     start = head(work)
     commit_all(work, {"a.txt": "built\n", "plan.jsonl": "{}\n", "new/f.bin": "\x00\x01"}, "a build")
     patch = Repo(work).commit_patch(head(work), exclude=frozenset({"plan.jsonl"}))
-    assert "plan.jsonl" not in patch and "+built" in patch and "new/f.bin" in patch
+    assert b"plan.jsonl" not in patch and b"+built" in patch and b"new/f.bin" in patch
     git(work, "checkout", "-q", start)
-    (work / "patch").write_text(patch)
+    (work / "patch").write_bytes(patch)
     git(work, "apply", "patch")
     assert (work / "a.txt").read_text() == "built\n" and (work / "new" / "f.bin").exists()
     assert (
         Repo(work).commit_patch(start, exclude=frozenset({"a.txt", "b.txt", "c.txt", "d.txt", "sub/e.txt"}))
-        == ""
+        == b""
     )
+
+
+def test_at_head_names_the_paths_head_has_an_entry_for(work):
+    (work / "sub").mkdir(exist_ok=True)
+    assert Repo(work).at_head({"sub", "a.txt", "new", "sub/e.txt", "sub/missing"}) == {
+        "sub",
+        "a.txt",
+        "sub/e.txt",
+    }
+
+
+# A tracked file in Latin-1 (not UTF-8) and a binary file, changed: what a patch must carry as bytes.
+LATIN1_BEFORE = "caf\xe9 cr\xe8me\n".encode("latin-1")
+LATIN1_AFTER = "caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1")
+BINARY = bytes(range(256)) * 4
+
+
+def not_utf8_changes(work: Path) -> dict[str, bytes]:
+    (work / "menu.txt").write_bytes(LATIN1_BEFORE)
+    git(work, "add", "menu.txt")
+    git(work, "commit", "-qm", "a Latin-1 file")
+    changed = {"menu.txt": LATIN1_AFTER, "blob.bin": BINARY}
+    for path, data in changed.items():
+        (work / path).write_bytes(data)
+    return changed
+
+
+def test_save_patch_round_trips_a_latin1_file_and_a_binary_one(work, tmp_path):
+    changed = not_utf8_changes(work)
+    repo_ = Repo(work)
+    patch = tmp_path / "attempt.patch"
+
+    repo_.save_patch(set(changed), patch)
+    repo_.revert(set(changed))
+    assert (work / "menu.txt").read_bytes() == LATIN1_BEFORE
+    git(work, "apply", str(patch))  # refused when the patch went through a text decoder
+
+    assert {path: (work / path).read_bytes() for path in changed} == changed
+
+
+def test_commit_patch_round_trips_a_latin1_file_and_a_binary_one(work):
+    changed = not_utf8_changes(work)
+    start = head(work)
+    git(work, "add", *changed)
+    git(work, "commit", "-qm", "a build")
+    patch = Repo(work).commit_patch(head(work))
+    git(work, "checkout", "-q", start)
+    (work / "patch").write_bytes(patch)
+
+    git(work, "apply", "patch")
+
+    assert {path: (work / path).read_bytes() for path in changed} == changed
+
+
+def test_a_patch_ignores_a_persons_external_diff_and_textconv(work, tmp_path):
+    changed = not_utf8_changes(work)
+    git(work, "config", "diff.external", "false")  # would print nothing and fail the diff
+    (work / ".git" / "info" / "attributes").write_text("*.txt diff=shown\n")
+    git(work, "config", "diff.shown.textconv", "tr a-z A-Z <")
+    patch = Repo(work).patch("HEAD", "--", "menu.txt")
+    Repo(work).revert(set(changed))
+    (tmp_path / "p").write_bytes(patch)
+
+    git(work, "apply", str(tmp_path / "p"))
+
+    assert (work / "menu.txt").read_bytes() == LATIN1_AFTER
 
 
 # --- worktrees -------------------------------------------------------------------------------
