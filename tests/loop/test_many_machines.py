@@ -307,3 +307,29 @@ def test_a_run_that_ends_in_an_unexpected_error_gives_its_claims_back(project, m
     done = construct(project, "--max-iterations", "1", "--parallel", "1")
     assert done.returncode != 0 and "git broke mid-run" in done.stderr
     assert released == [True]  # once, quietly: the error that ended the run is the one reported
+
+
+def test_a_spec_claimed_by_a_runner_whose_clock_is_two_hours_behind_is_planned_once(repo, tmp_path):
+    with_app_spec(repo, "# App [slow]\n\n- Parse input\n- Print report\n")  # PLAN takes 2 s
+    shared = Shared(repo, tmp_path)
+    state = tmp_path / "agent-state"
+    env = {"FAKE_AGENT_STATE": str(state)}
+    behind = construct(
+        shared.clone("behind"), "--remote", "origin", "--runner", "behind", wait=False,
+        env={**env, "RALPH_CLOCK_SKEW_S": str(-2 * 3600)},
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # until its claim on the spec is on the remote: its PLAN runs
+            if any(r.get("claimed_by") == "behind" for r in origin_plan(shared) if r["t"] == "spec"):
+                break
+            time.sleep(0.05)
+        # Its claimed_at is two hours old on this runner's clock, beyond the TTL of 30 minutes.
+        on_time = construct(shared.clone("on-time"), "--remote", "origin", "--runner", "on-time", env=env)
+        assert on_time.returncode == 0, on_time.stdout + on_time.stderr
+    finally:
+        out, err = behind.communicate(timeout=300)
+    assert behind.returncode == 0, out + err
+    assert (state / "plan").read_text() == "1"
+    plan = origin_plan(shared)
+    assert not [r for r in plan if r["t"] == "takeover"]
+    assert sorted(r["name"] for r in plan if r["t"] == "accept") == ["Parse input", "Print report"]
