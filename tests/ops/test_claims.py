@@ -340,8 +340,6 @@ def test_a_claim_by_a_runner_whose_clock_is_two_hours_behind_is_not_taken_over(t
     # Its claimed_at is two hours old on this runner's clock, beyond the TTL: it is still live,
     # as this runner saw it only now.
     assert claims.claim_next(two, None, "on-time", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
-    status = claims.remote_claims(two, remote_of(two), ttl_s=600)
-    assert [(c["runner"], c["stale"]) for c in status["claims"]] == [("behind", False), ("on-time", False)]
     assert not [line for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
 
 
