@@ -317,10 +317,20 @@ class Loop:
             self.journal.event("cleaned_up", what=line)
             self.console.event(f"cleaned up after an earlier run: {line}")
 
+    def _settle_interrupted_changes(self) -> None:
+        """A merge, commit or PLAN a killed run cut in half is finished or undone (each kind's
+        record says which: ralph.store.intent), one line each."""
+        from ralph.ops.doctor import finish_interrupted
+
+        for line in finish_interrupted(self.root):
+            self.journal.event("interrupted_change", what=line)
+            self.console.event(f"after an earlier run: {line}")
+
     def _prepare(self, needs_gate: bool) -> Workspace:
         # The same checks `--dry-run` lists (ralph/loop/preflight.py); here the first one stops the run.
         for refusal in preflight.start_problems(self.root, self.settings, needs_gate):
             raise refusal
+        self._settle_interrupted_changes()  # before anything reads the plan or the work tree
         with open(self.journal.path, "a", encoding="utf-8"):
             pass  # a log folder ralph cannot write stops the run before it commits anything
         self._fence()

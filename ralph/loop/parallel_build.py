@@ -115,7 +115,8 @@ class ParallelBuilds:
                 span.end(merged=False)
                 raise
             built()
-            merged = self.ws.merge_build(checkout)
+            # The copy of the build's commit is recorded on the task by the merge itself.
+            merged = self.ws.merge_build(checkout, task_id, report.commits)
             self.ws.save_spending()
             copies = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
             report.commits = list(merged.commits.values())
@@ -142,9 +143,6 @@ class ParallelBuilds:
             self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
 
     def _merged(self, task_id: str, commit: str) -> None:
-        """The build's commit, as merged, is recorded on the task (with the loop's next commit)."""
-        with self.ws.change_plan() as change:
-            change.plan.record_build_commit(task_id, commit)
         self.ws.journal.event("build_merged", item=task_id, commit=commit)
 
     def _conflict(self, task_id: str, checkout, files: list[str], report: StageReport) -> None:

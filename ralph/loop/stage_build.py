@@ -296,12 +296,10 @@ class BuildStage:
         with self.ws.change_plan() as change:
             shown = [shown_path(path) for path in files]
             task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd)
-        commit = self.ws.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE})
+        # ws.commit records the commit on the task (in a worktree: its copy, once merged).
+        commit = self.ws.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE}, task_id)
         if commit:
             report.commits.append(commit)
-        if commit and not self.ws.in_worktree:  # in a worktree, its copy on the loop's branch is
-            with self.ws.change_plan() as change:  # recorded once merged; goes in with the next commit
-                change.plan.record_build_commit(task_id, commit)
 
     def _record_failure(self, task_id: str, failure: Failure, result: AgentResult) -> int:
         """The attempt failed: back to pending with its verdict and the reason; the code stays for

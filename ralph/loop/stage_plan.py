@@ -2,7 +2,12 @@
 
 A run stopped by its time limit or a full context keeps nothing: a half-made plan would be built
 as if it were the whole spec. Its tasks are kept beside its log, the spec's record says why, and
-the loop ends for a person to decide (a longer --timeout, or a smaller spec)."""
+the loop ends for a person to decide (a longer --timeout, or a smaller spec).
+
+The stage is recorded before its agent starts (ralph.store.intent, PLAN): a kill while the agent
+runs is undone by the next start (what it wrote kept under build/ralph-logs/doctor/), one after it
+ended is finished (its tasks committed). Uncommitted tasks were built in worktrees that have only
+the committed plan, and every build failed with `no task`."""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, kill_reason_of
+from ralph.store import intent
+from ralph.store.intent import IntentKind
 
 
 def needed(plan: Plan | None, spec: str) -> bool:
@@ -31,6 +38,15 @@ class PlanStage:
     def run(self, iteration: int) -> StageReport:
         span = self.ws.journal.span("stage", stage="PLAN")
         before = self.ws.plan_bytes()
+        repo, spec = self.ws.repo, self.ws.settings.spec
+        saved = repo.git("hash-object", "-w", "--stdin", stdin=before).strip()  # what an undo puts back
+        pending = intent.begin(repo, IntentKind.PLAN, self.ws.root, spec=spec, before=saved, phase="agent")
+        try:
+            return self._run(iteration, span, before, pending)
+        finally:  # whatever this process lived to see through (an interrupt sets the run aside itself)
+            intent.finish(repo, pending)
+
+    def _run(self, iteration: int, span, before: bytes, pending: intent.Intent) -> StageReport:
         result = self.ws.run_agent(Stage.PLAN, iteration, None, {})
         self.ws.check_plan(result)
         report = StageReport(Stage.PLAN, items=1)
@@ -40,12 +56,14 @@ class PlanStage:
             span.end(tasks=0, kill_reason=str(stop))
         else:
             count = len(self.ws.tasks())
+            message = f"ralph(plan): {self.ws.settings.spec}: {count} tasks"
+            intent.update(self.ws.repo, pending, phase="planned", message=message)  # its output is whole
             with self.ws.change_plan() as change:  # goes in with the commit below
                 change.plan.record_plan_kill(self.ws.settings.spec, None)
             # The priorities go in the plan's commit: one commit, not a second 'task prioritize'.
             counts = self.ws.prioritize(commit=False)
             priorities = f"{counts['high']} high, {counts['medium']} medium, {counts['low']} low"
-            commit = self.ws.commit(f"ralph(plan): {self.ws.settings.spec}: {count} tasks ({priorities})")
+            commit = self.ws.commit(f"{message} ({priorities})")
             span.end(tasks=count)
         report.commits += [commit] if commit else []
         return report

@@ -7,6 +7,7 @@ stage reads another stage's state: anything one stage leaves for the next is in 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -32,9 +33,10 @@ from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, TaskView, Verdict
 from ralph.secrets import redact
-from ralph.store import owned, reader, transaction
+from ralph.store import intent, owned, reader, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
+from ralph.store.intent import IntentKind
 from ralph.store.lock import LOCK_NAME
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
@@ -476,12 +478,16 @@ class Workspace:
             with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
                 change.plan.add_spending(unsaved)
 
-    def commit(self, message: str, paths: set[str] | None = None) -> str | None:
+    def commit(self, message: str, paths: set[str] | None = None, task: str | None = None) -> str | None:
         """Commit what the loop's agents are known to have changed: `paths` (a build's files, as
         measured around its runs), else plan.jsonl alone, which is all the other stages change;
         any other change is left unstaged with a warning. The spending goes into the loop's own
         plan first; a build in a worktree leaves that to its merge, instead of waiting here for
-        the plan lock that other builds' merges hold."""
+        the plan lock that other builds' merges hold. `task`: the commit is that task's build,
+        recorded on it here (in the loop's own work tree; a worktree's is recorded by its merge).
+
+        Recorded first (ralph.store.intent, COMMIT): a kill between staging and committing is
+        committed by the next start, never left staged with the plan saying the task is built."""
         if not self.in_worktree:
             self.save_spending()
         if paths is None:
@@ -489,7 +495,26 @@ class Workspace:
         paths = {PLAN_FILE} if paths is None else paths
         if PLAN_FILE in paths:  # the agents may have written it by hand: nothing secret is committed
             transaction.redact_plan(self.root, self._clean_lines)
-        commit, files = self.repo.commit_paths(paths, redact(message))  # it can quote a name or an issue
+        message = redact(message)  # it can quote a name or an issue
+        # A worktree's commit is not recorded: the worktree and its branch are (ralph.store.owned),
+        # and clean-up keeps what an interrupted commit there left as a patch.
+        pending = None
+        if not self.in_worktree:
+            head, paths_listed = self.repo.head(), sorted(paths)
+            pending = intent.begin(
+                self.repo,
+                IntentKind.COMMIT,
+                self.root,
+                head=head,
+                paths=paths_listed,
+                message=message,
+                task=task,
+            )
+        commit, files = self.repo.commit_paths(paths, message)
+        if pending is not None:
+            if commit and task:
+                intent.record_build_commit(self.root, task, commit)
+            intent.finish(self.repo, pending)
         self.building = set()
         if commit:
             shown = [shown_path(path) for path in files]
@@ -568,7 +593,6 @@ class Workspace:
         """A detached worktree of HEAD, in a temporary folder of its own, holding a copy of
         plan.jsonl as it is now: a run that must not share this work tree (a verifier running the
         tests) works there. It is removed afterwards, whatever happened, changes and all."""
-        import shutil
         import tempfile
 
         folder = Path(tempfile.mkdtemp(prefix=f"ralph-{label}-"))
@@ -582,16 +606,13 @@ class Workspace:
             yield repo
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
-                self.repo.remove_worktree(path)
-                shutil.rmtree(folder, ignore_errors=True)
-                owned.forget(self.repo, tree)
+                self._remove_recorded(path, folder, tree)
 
     @contextmanager
     def build_checkout(self, task_id: str, worker: int | None = None) -> Iterator[BuildCheckout]:
         """A worktree on branch `ralph/<task id>` from HEAD (plan.jsonl as HEAD has it), for one
         build at a time with others; removed with its branch afterwards, whatever
         happened (what the caller did not merge is lost, as a run set aside is)."""
-        import shutil
         import tempfile
 
         folder = Path(tempfile.mkdtemp(prefix=f"ralph-build-{task_id}-"))
@@ -617,12 +638,42 @@ class Workspace:
             yield BuildCheckout(self.for_worktree(path, worker), branch, head, plan)
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
-                self.repo.remove_worktree(path)
-                shutil.rmtree(folder, ignore_errors=True)
-                owned.forget(self.repo, tree)
-                if created:  # ralph's own, recorded above; never a person's made meanwhile
-                    self.repo.delete_branch(branch)
-                owned.forget(self.repo, built)
+                self._remove_recorded(path, folder, tree)
+                if created and not self._registered(path):  # ralph's own, recorded above
+                    self._delete_recorded(built)
+                elif not created:
+                    owned.forget(self.repo, built)
+
+    def _remove_recorded(self, path: Path, folder: Path, tree: Owned) -> None:
+        """A worktree ralph made removed, and its record with it; a record stays while git still
+        lists the worktree (its removal failed: a full disk), for clean-up to finish."""
+        import shutil
+
+        self.repo.remove_worktree(path)
+        shutil.rmtree(folder, ignore_errors=True)
+        if not self._registered(path):
+            owned.forget(self.repo, tree)
+
+    def _delete_recorded(self, built: Owned) -> None:
+        """A build branch ralph made deleted, and its record with it, unless git failed to."""
+        try:
+            self.repo.git("update-ref", "-d", f"refs/heads/{built.name}")
+        except GitError:
+            return  # recorded still: clean-up judges it later
+        owned.forget(self.repo, built)
+
+    def _registered(self, path: Path) -> bool:
+        """Whether git still lists the worktree at `path` (its folder under .git/worktrees/ names
+        it), read from the files, without running git."""
+        import os
+
+        admin = intent.common_dir(self.repo) / "worktrees"
+        wanted = os.path.realpath(path / ".git")  # git may name it through a symlinked /tmp
+        for gitdir in admin.glob("*/gitdir"):
+            with contextlib.suppress(OSError):
+                if os.path.realpath(gitdir.read_text(encoding="utf-8").strip()) == wanted:
+                    return True
+        return False
 
     def _free_branch(self, task_id: str) -> str:
         """ralph/<task id>, or with -2, -3... when a branch of that name exists already (a person's,
@@ -633,13 +684,24 @@ class Workspace:
             name = f"{BUILD_BRANCH_PREFIX}{task_id}-{number}"
         return name
 
-    def merge_build(self, checkout: BuildCheckout) -> Integration:
-        """The build branch's commits onto the loop's branch, a copy of each in order."""
+    def merge_build(
+        self, checkout: BuildCheckout, task_id: str | None = None, built: list[str] | None = None
+    ) -> Integration:
+        """The build branch's commits onto the loop's branch, a copy of each in order; the copy of
+        the last of `built` (the build's own commits) recorded on the task, for the loop's next
+        commit, and the branch marked merged. The merge's record (ralph.store.intent) is finished
+        only then: a kill before is finished by the next start."""
         tip = checkout.ws.repo.head()
         if tip is None or tip == checkout.start:
             return Integration()
         with deferred_signals():  # the work tree moves in one step or not at all
-            return integrate(self.repo, checkout.start, tip, checkout.plan_base)
+            merged = integrate(
+                self.repo, checkout.start, tip, checkout.plan_base, task_id, checkout.branch, built
+            )
+            if merged.intent is not None:
+                intent.after_merge(self.repo, self.root, merged.intent.data)
+                intent.finish(self.repo, merged.intent)
+        return merged
 
     def plan_bytes(self) -> bytes:
         return (self.root / PLAN_FILE).read_bytes()

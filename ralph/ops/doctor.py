@@ -17,6 +17,9 @@
   ralph's to judge.
 - records of things a killed run was making that never came to be (or are gone): fixing forgets
   them.
+- changes of several steps a killed run (or a full disk) cut in half (ralph.store.intent: a
+  build's merge, the loop's commit of a build, PLAN's output): fixing finishes or undoes each, as
+  its kind says, and says which. They go first: a finished merge marks its branch merged.
 - stale claims on the shared remote (as last fetched; `ralph construct --remote`): a runner that
   died or is stuck holds them, and the others wait until they take its work over; kept.
 
@@ -32,11 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ralph.errors import GitError, Refused
+from ralph.errors import GitError, RalphError, Refused
 from ralph.ops import mergedriver
-from ralph.store import lock, owned
+from ralph.store import intent, lock, owned
 from ralph.store.files import create_new, free_name
 from ralph.store.git import Repo
+from ralph.store.intent import Intent, Settled
 from ralph.store.owned import Owned, OwnedKind
 from ralph.store.reader import PLAN_NAME
 
@@ -46,7 +50,7 @@ PATCHES = Path("build") / "ralph-logs" / "doctor"
 
 @dataclass
 class Finding:
-    kind: str  # stale_lock, temp_file, merge_driver, worktree, branch, record, stale_claim
+    kind: str  # interrupted, stale_lock, temp_file, merge_driver, worktree, branch, record, stale_claim
     subject: str  # the file, worktree or branch
     problem: str
     fix: str  # what `fix` does (or, for what it keeps, why)
@@ -56,6 +60,7 @@ class Finding:
     worktree: Worktree | None = None
     commit: str | None = None
     record: Owned | None = None
+    change: Intent | None = None  # the interrupted change's record
 
     def line(self) -> str:
         if self.fixed:
@@ -91,7 +96,15 @@ def doctor(root: Path, fix: bool = False, force: bool = False) -> Diagnosis:
             f"a ralph construct run is active in this repository ({running}): nothing was changed;"
             " run 'ralph doctor --fix' after it ends"
         )
-    findings = [*_locks(repo), *_temp_files(root), *_merge_driver(root), *_stale_claims(root)]
+    findings = [
+        *_interrupted(repo),
+        *_locks(repo),
+        *_temp_files(root),
+        *_merge_driver(root),
+        *_stale_claims(root),
+    ]
+    if fix:  # settled first: a merge finished marks its build's branch merged
+        _repair(repo, findings, force)
     if running is None:
         findings += _worktrees(repo)
         if fix:  # the worktrees go first: a branch they had checked out is then free to judge
@@ -100,6 +113,13 @@ def doctor(root: Path, fix: bool = False, force: bool = False) -> Diagnosis:
     if fix:
         _repair(repo, findings, force)
     return Diagnosis(findings, running)
+
+
+def finish_interrupted(root: Path) -> list[str]:
+    """What a construct run does first: every change of several steps a killed run of this work
+    tree left half done is finished or undone. Returns one line per change, saying which."""
+    repo = Repo(root)
+    return [outcome.line() for outcome in intent.settle_all(repo, root)]
 
 
 def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
@@ -116,6 +136,40 @@ def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
     branches = _branches(repo, force=False)  # doctor's rule: unmerged work is kept
     _repair(repo, branches, force=False)
     return [finding.line() for finding in findings + branches if finding.fixed or not finding.fixable]
+
+
+# --- interrupted changes -------------------------------------------------------------------------
+
+
+def _interrupted(repo: Repo) -> list[Finding]:
+    return [
+        Finding("interrupted", change.describe(), "interrupted (its ralph run was killed or failed)",
+                change.settling(), change=change)
+        for change in intent.interrupted(repo, repo.root)
+    ]  # fmt: skip
+
+
+SETTLED = {
+    Settled.FINISHED: "finished it",
+    Settled.UNDONE: "undid it",
+    Settled.DONE_ALREADY: "found it done, and removed its record",
+    Settled.LEFT: "forgot it",
+}
+
+
+def _settle(repo: Repo, finding: Finding) -> None:
+    assert finding.change
+    try:
+        outcome = intent.settle(repo, finding.change)
+    except RalphError as exc:
+        finding.fix = f"could not: {exc}"
+        return
+    if outcome.settled is Settled.LEFT and not outcome.detail.startswith("HEAD moved"):
+        finding.fix = f"left it: {outcome.detail}"
+        return
+    intent.finish(repo, finding.change)
+    finding.fix = SETTLED[outcome.settled] + (f": {outcome.detail}" if outcome.detail else "")
+    finding.fixed = True
 
 
 # --- locks ---------------------------------------------------------------------------------------
@@ -319,7 +373,7 @@ def _branches(repo: Repo, force: bool) -> list[Finding]:
 
 def _branch_finding(repo: Repo, record: Owned, commit: str, head: str | None, force: bool) -> Finding:
     name = record.name
-    ahead = _commits_not_in(repo, commit, head)
+    ahead = 0 if record.merged == commit else _commits_not_in(repo, commit, head)
     if not ahead:
         return Finding(
             "branch",
@@ -361,7 +415,9 @@ def _repair(repo: Repo, findings: list[Finding], force: bool) -> None:
     for finding in findings:
         if finding.fixed or not finding.fixable or finding.kind == "temp_file":
             continue
-        if finding.kind == "stale_lock":
+        if finding.kind == "interrupted":
+            _settle(repo, finding)
+        elif finding.kind == "stale_lock":
             finding.fixed = lock.clear(_absolute(repo.root, finding.subject))
         elif finding.kind == "merge_driver":
             mergedriver.register(repo)

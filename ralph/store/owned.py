@@ -32,6 +32,9 @@ class Owned:
     start: str | None = None  # the commit a branch was created at
     folder: str | None = None  # the temporary folder a worktree was made in (removed with it)
     pid: int | None = None  # the process that made it
+    # A build branch whose commits were copied into the loop's branch (a merge copies them, so
+    # they are not in HEAD themselves) while it pointed at this commit: merged, for clean-up.
+    merged: str | None = None
 
     @property
     def key(self) -> str:
@@ -39,7 +42,9 @@ class Owned:
 
 
 def ledger(repo: Repo) -> Path:
-    return repo.common_dir() / "ralph" / "owned"
+    from ralph.store.intent import common_dir  # asked of git once per work tree and process
+
+    return common_dir(repo) / "ralph" / "owned"
 
 
 def record(repo: Repo, owned: Owned) -> None:
@@ -77,11 +82,22 @@ def recorded(repo: Repo) -> list[Owned]:
                     data.get("start"),
                     data.get("folder"),
                     data.get("pid"),
+                    data.get("merged"),
                 )
             )
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return found
+
+
+def mark_merged(repo: Repo, branch: str, tip: str) -> None:
+    """The branch's commits up to `tip` are merged (as copies): clean-up may delete it while it
+    still points there. Nothing to do for a branch ralph has no record of."""
+    from dataclasses import replace
+
+    made = owns_branch(repo, branch)
+    if made is not None and made.merged != tip:
+        record(repo, replace(made, merged=tip))
 
 
 def owns_branch(repo: Repo, name: str) -> Owned | None:

@@ -120,7 +120,11 @@ def _write_and_commit(
 ) -> str | None:
     """Commit `after` as plan.jsonl alone. Everything that could stop the commit is checked, and
     the commit's objects are written, before the file is: a refused commit leaves the plan as it
-    was, and a written plan is committed (or the error says exactly what was left)."""
+    was, and a written plan is committed (or the error says exactly what was left).
+
+    It needs no record of its own (ralph.store.intent): its one file is its own record. A kill
+    after the write leaves plan.jsonl ahead of HEAD, and the next transaction commits that first
+    (EARLIER_CHANGES_MESSAGE): rolled forward, as every change confirmed to its caller must be."""
     from ralph.store.git import Repo, blob_sha
 
     repo = repo or Repo(root)

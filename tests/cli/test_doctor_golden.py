@@ -7,6 +7,7 @@ times and commits are replaced by <tmp>, <repo>, <pid>, <time> and <commit>. Reg
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from pytest_golden.plugin import GoldenTestFixture
 
 from ralph.cli.main import cli
 from tests.support.gitrepo import git
-from tests.support.leftovers import leftover_branch, leftover_worktree
+from tests.support.leftovers import half_merged, leftover_branch, leftover_worktree
 from tests.support.locks import holder, killed_holder
 
 
@@ -39,7 +40,19 @@ def running(repo: Path, tmp: Path) -> list:
     return [holder(repo, "construct")]
 
 
-SCENARIOS = {"healthy": lambda repo, tmp: [], "leftovers": leftovers, "running": running}
+def interrupted(repo: Path, tmp: Path) -> list:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    half_merged(repo, "t-b", ended.pid)  # a merge whose run was killed half way
+    return []
+
+
+SCENARIOS = {
+    "healthy": lambda repo, tmp: [],
+    "leftovers": leftovers,
+    "running": running,
+    "interrupted": interrupted,
+}
 
 
 def clean(text: str, repo: Path, tmp: Path) -> str:
@@ -48,7 +61,7 @@ def clean(text: str, repo: Path, tmp: Path) -> str:
     text = re.sub(r"\bpid \d+", "pid <pid>", text)
     text = re.sub(r"\.plan\.jsonl\.\d+\.tmp", ".plan.jsonl.<pid>.tmp", text)
     text = re.sub(r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "since <time>", text)
-    return re.sub(r"\b[0-9a-f]{40}\b", "<commit>", text)
+    return re.sub(r"\b[0-9a-f]{40}\b|\b[0-9a-f]{12}\b", "<commit>", text)
 
 
 @pytest.mark.golden_test("golden/doctor/*.yml")

@@ -31,3 +31,27 @@ def leftover_branch(root: Path, branch: str, commit: str = "HEAD") -> None:
     repo = Repo(root)
     owned.record(repo, Owned(OwnedKind.BRANCH, branch, start=repo.head()))
     git(root, "branch", branch, commit)
+
+
+def half_merged(root: Path, task: str, dead_pid: int) -> tuple[str, str]:
+    """A build's merge as a run SIGKILLed between `git read-tree -m -u` and `git update-ref` leaves
+    it: index and work tree at the merge, HEAD behind, the merge's record (ralph.store.intent)
+    naming a process that is gone. Returns HEAD and the merge's commit."""
+    import json
+
+    from ralph.store.intent import folder
+
+    head = git(root, "rev-parse", "HEAD").strip()
+    (root / "feature.py").write_text("merged\n")
+    git(root, "add", "feature.py")
+    tree = git(root, "write-tree").strip()
+    git(root, "reset", "-q", "--", "feature.py")
+    (root / "feature.py").unlink()
+    commit = git(root, "commit-tree", tree, "-p", head, "-m", f"ralph(build): {task} Feature").strip()
+    git(root, "read-tree", "-m", "-u", head, commit)
+    record = {"kind": "merge", "root": str(root), "pid": dead_pid, "started": None,
+              "data": {"head": head, "commit": commit, "task": task}}  # fmt: skip
+    target = folder(Repo(root))
+    target.mkdir(parents=True, exist_ok=True)
+    (target / f"merge-{dead_pid}-1.json").write_text(json.dumps(record))
+    return head, commit

@@ -1,0 +1,332 @@
+"""Changes that move more than one thing (HEAD, the index, the work tree, plan.jsonl), recorded
+before they start, so that one a kill (or a full disk) cuts in half is finished or undone by the
+next `ralph construct` or `ralph doctor --fix`, never taken for done.
+
+One small JSON file per change under `<git common dir>/ralph/intent/`, written atomically and
+synced before the change's first step and removed after its last. A record whose process is gone
+(its pid, and on Linux its start time, no longer match a live process) is an interrupted change.
+Which way each kind is settled, and why:
+
+- MERGE (a parallel build's branch onto the loop's branch; `integrate`): rolled FORWARD. The
+  merged commit is complete in git's object store before the record is written, its plan.jsonl
+  holds the loop's own uncommitted plan changes merged in, and the build passed its gate: going
+  back would throw away both. Going forward is setting the changed paths to the commit, moving
+  HEAD by compare-and-swap, and recording the build's commit on its task.
+- COMMIT (the loop's commit of a build's files and plan.jsonl; `Workspace.commit`): rolled
+  FORWARD. The caller had decided what to commit (a build whose gate passed) and the files are in
+  the work tree: committing them is what it was doing. Left half done they are staged or changed
+  files nobody owns, while the plan says the task is built.
+- PLAN (PLAN's agent writing the spec's tasks): while the agent ran, rolled BACK (a half-written
+  plan would be built as the whole spec; the tasks it left are kept beside the logs); once the
+  agent had finished, rolled FORWARD (its tasks are committed, as the stage was about to).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ralph.store.git import Repo
+
+PLAN_NAME = "plan.jsonl"
+KEPT = Path("build") / "ralph-logs" / "doctor"  # where a rolled-back change's leftovers are kept
+
+
+class IntentKind(StrEnum):
+    MERGE = "merge"
+    COMMIT = "commit"
+    PLAN = "plan"
+
+
+class Settled(StrEnum):
+    """What recovery did with an interrupted change."""
+
+    FINISHED = "finished"  # rolled forward
+    UNDONE = "undone"  # rolled back
+    DONE_ALREADY = "done already"  # its last step had happened: only the record was left
+    LEFT = "left"  # something moved since that recovery must not overwrite: a person decides
+
+
+@dataclass
+class Intent:
+    kind: IntentKind
+    root: str  # the work tree the change acts in
+    data: dict[str, Any] = field(default_factory=dict)
+    pid: int = 0
+    started: str | None = None  # the process's start time (Linux), against pid reuse
+    name: str = ""  # the record's file name
+
+    def describe(self) -> str:
+        data = self.data
+        if self.kind is IntentKind.MERGE:
+            what = data.get("task") or data.get("branch") or "a build"
+            return f"a merge of {what} into {_short(data['head'])}"
+        if self.kind is IntentKind.COMMIT:
+            what = f"{data['task']}'s build" if data.get("task") else f"{len(data['paths'])} file(s)"
+            return f"a commit of {what} ({data['message'].splitlines()[0][:80]})"
+        phase = "agent finished" if data.get("phase") == "planned" else "agent running"
+        return f"PLAN of {data.get('spec')} ({phase})"
+
+    def settling(self) -> str:
+        """What recovery does with it, for `ralph doctor`'s report."""
+        if self.kind is IntentKind.PLAN and self.data.get("phase") != "planned":
+            return "undoes it (its tasks kept under build/ralph-logs/doctor/, plan.jsonl as before)"
+        if self.kind is IntentKind.PLAN:
+            return "finishes it (commits the tasks it wrote)"
+        if self.kind is IntentKind.MERGE:
+            return f"finishes it (HEAD, index and work tree to {_short(self.data['commit'])})"
+        return "finishes it (commits the files it names)"
+
+
+def _short(commit: str | None) -> str:
+    return (commit or "?")[:12]
+
+
+_common_dirs: dict[str, Path] = {}  # a work tree's git common dir, asked of git once per process
+
+
+def common_dir(repo: Repo) -> Path:
+    key = str(repo.root)
+    if key not in _common_dirs:
+        _common_dirs[key] = repo.common_dir()
+    return _common_dirs[key]
+
+
+def folder(repo: Repo) -> Path:
+    return common_dir(repo) / "ralph" / "intent"
+
+
+_numbers = itertools.count(1)
+
+
+def begin(repo: Repo, kind: IntentKind, root: Path, **data: object) -> Intent:
+    """Record a change before its first step (synced: a power cut must not lose it)."""
+    intent = Intent(kind, str(root), dict(data), os.getpid(), _start_time(os.getpid()))
+    intent.name = f"{kind}-{os.getpid()}-{next(_numbers)}.json"
+    _write(repo, intent)
+    return intent
+
+
+def update(repo: Repo, intent: Intent, **data: object) -> None:
+    """The change reached a step that settles it differently (PLAN's agent finished)."""
+    intent.data.update(data)
+    _write(repo, intent)
+
+
+def finish(repo: Repo, intent: Intent) -> None:
+    """Its last step is done: the record goes."""
+    with contextlib.suppress(FileNotFoundError):
+        (folder(repo) / intent.name).unlink()
+
+
+def _write(repo: Repo, intent: Intent) -> None:
+    target = folder(repo)
+    target.mkdir(parents=True, exist_ok=True)
+    body = {"kind": str(intent.kind), "root": intent.root, "pid": intent.pid, "started": intent.started}
+    temp = target / f".{intent.name}.tmp"
+    with open(temp, "wb") as handle:
+        handle.write(json.dumps({**body, "data": intent.data}).encode())
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, target / intent.name)
+
+
+def interrupted(repo: Repo, root: Path | None = None) -> list[Intent]:
+    """The records of changes whose process is gone (in `root`, when given), newest first: a change
+    made inside another (PLAN's commit) is settled before the one around it."""
+    target = folder(repo)
+    if not target.is_dir():  # the usual case: one stat at every start
+        return []
+    wanted = _resolved(root) if root is not None else None
+    found = []
+    for path in target.glob("*.json"):
+        try:
+            raw = json.loads(path.read_bytes())
+            intent = Intent(IntentKind(raw["kind"]), raw["root"], raw["data"], raw["pid"], raw.get("started"))
+            mtime = path.stat().st_mtime_ns
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a torn write never got renamed into place: this is someone else's file
+        intent.name = path.name
+        if wanted is not None and _resolved(Path(intent.root)) != wanted:
+            continue
+        if _running(intent):
+            continue
+        found.append((mtime, path.name, intent))
+    return [intent for _, _, intent in sorted(found, key=lambda item: item[:2], reverse=True)]
+
+
+def _running(intent: Intent) -> bool:
+    if intent.pid == os.getpid() and intent.started == _start_time(intent.pid):
+        return True
+    try:
+        os.kill(intent.pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        pass
+    started = _start_time(intent.pid)
+    return started is None or intent.started is None or started == intent.started
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat's 22nd field)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[-1].split()[19]
+
+
+def _resolved(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except OSError:
+        return str(path)
+
+
+# --- settling an interrupted change ----------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    intent: Intent
+    settled: Settled
+    detail: str = ""
+
+    def line(self) -> str:
+        verb = {
+            Settled.FINISHED: "finished",
+            Settled.UNDONE: "undone",
+            Settled.DONE_ALREADY: "had finished; its record removed",
+            Settled.LEFT: "left as it is",
+        }[self.settled]
+        return f"{self.intent.describe()}, interrupted: {verb}" + (f" ({self.detail})" if self.detail else "")
+
+
+def settle_all(repo: Repo, root: Path) -> list[Outcome]:
+    """Finish or undo every interrupted change of this work tree, newest first. One that cannot
+    be settled now (git fails: the disk is still full) keeps its record for the next try."""
+    from ralph.errors import RalphError
+
+    outcomes = []
+    for intent in interrupted(repo, root):
+        try:
+            outcome = settle(repo, intent)
+        except RalphError as exc:
+            outcome = Outcome(intent, Settled.LEFT, f"{exc}; tried again at the next start")
+            outcomes.append(outcome)
+            continue
+        if outcome.settled is not Settled.LEFT or outcome.detail.startswith("HEAD moved"):
+            finish(repo, intent)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def settle(repo: Repo, intent: Intent) -> Outcome:
+    if intent.kind is IntentKind.MERGE:
+        return _finish_merge(repo, intent)
+    if intent.kind is IntentKind.COMMIT:
+        return _finish_commit(intent)
+    return _settle_plan(intent)
+
+
+def _finish_merge(repo: Repo, intent: Intent) -> Outcome:
+    from ralph.store.git import Repo as GitRepo
+    from ralph.store.integrate import settle_paths
+    from ralph.store.lock import plan_lock
+
+    data, root = intent.data, Path(intent.root)
+    head, commit = data["head"], data["commit"]
+    work = GitRepo(root)
+    settled = Settled.DONE_ALREADY
+    with plan_lock(root):
+        now = work.head()
+        if now == head:
+            foreign = settle_paths(work, head, commit, check_only=True)
+            if foreign:
+                changed = ", ".join(foreign[:5])
+                return Outcome(intent, Settled.LEFT, f"changed since, neither before nor after: {changed}")
+            settle_paths(work, head, commit)
+            subject = f"ralph: finish the merge of {data.get('task') or commit[:12]} a killed run left"
+            work.git("update-ref", "-m", subject, "HEAD", commit, head)
+            settled = Settled.FINISHED
+        elif now != commit:
+            return Outcome(intent, Settled.LEFT, f"HEAD moved since, to {_short(now)}")
+    after_merge(repo, root, data)
+    return Outcome(intent, settled, f"HEAD at {_short(commit)}")
+
+
+def after_merge(repo: Repo, root: Path, data: dict[str, Any]) -> None:
+    """What follows a build's merge: its commit (as copied) recorded on its task, and its branch
+    marked merged so that clean-up deletes it although its own commits are not in HEAD (copies
+    are). Safe to repeat."""
+    from ralph.store import owned
+
+    task, recorded = data.get("task"), data.get("record")
+    if task and recorded:
+        record_build_commit(root, task, recorded)
+    if data.get("branch") and data.get("tip"):
+        owned.mark_merged(repo, data["branch"], data["tip"])
+
+
+def record_build_commit(root: Path, task: str, commit: str) -> None:
+    """The task's build commit, in plan.jsonl for the loop's next commit (unless it is there)."""
+    from ralph.store.transaction import transaction
+
+    with transaction(root, commit=False, fold_earlier=True) as change:
+        found = change.plan.find_task(task)
+        if found is not None and found.get("commit") != commit:
+            change.plan.record_build_commit(task, commit)
+
+
+def _finish_commit(intent: Intent) -> Outcome:
+    from ralph.store.git import Repo as GitRepo
+
+    data = intent.data
+    work = GitRepo(Path(intent.root))
+    now = work.head()
+    settled = Settled.DONE_ALREADY
+    if now == data["head"]:
+        commit, files = work.commit_paths(set(data["paths"]), data["message"])
+        settled = Settled.FINISHED if commit else Settled.DONE_ALREADY
+        detail = f"committed {len(files)} file(s) as {_short(commit)}" if commit else "nothing left to commit"
+    elif now is not None and work.commit_of(f"{now}^") == data["head"]:
+        commit, detail = now, f"HEAD at {_short(now)}"
+    else:
+        return Outcome(intent, Settled.LEFT, f"HEAD moved since, to {_short(now)}")
+    if commit and data.get("task"):
+        record_build_commit(Path(intent.root), data["task"], commit)
+    return Outcome(intent, settled, detail)
+
+
+def _settle_plan(intent: Intent) -> Outcome:
+    from ralph.store.files import create_new
+    from ralph.store.git import Repo as GitRepo
+    from ralph.store.reader import plan_path
+    from ralph.store.transaction import restore_plan
+
+    root = Path(intent.root)
+    work = GitRepo(root)
+    current = plan_path(root).read_bytes() if plan_path(root).exists() else b""
+    if intent.data.get("phase") == "planned":
+        commit, _ = work.commit_paths({PLAN_NAME}, intent.data["message"])
+        return Outcome(
+            intent, Settled.FINISHED if commit else Settled.DONE_ALREADY, f"commit {_short(commit)}"
+        )
+    # plan.jsonl is UTF-8 (its loader refuses anything else): the text round-trips exactly.
+    before = work.git("cat-file", "blob", intent.data["before"]).encode()
+    if current == before:
+        return Outcome(intent, Settled.DONE_ALREADY, "plan.jsonl as before it")
+    spec_name = Path(str(intent.data.get("spec") or "spec")).stem
+    kept = create_new(root / KEPT / f"plan-{spec_name}.plan.jsonl")
+    kept.write_bytes(current)
+    restore_plan(root, before)
+    return Outcome(intent, Settled.UNDONE, f"the plan it left kept as {kept.relative_to(root)}")

@@ -1,0 +1,343 @@
+"""A parallel build's merge, the loop's commit of a build and PLAN's output cut in half (SIGKILL,
+a full disk) at every git step, then `ralph construct` again: never a task accepted without its
+code, never files left staged or untracked, never "unchanged" when something changed.
+
+A wrapper `git` first on PATH counts the git commands the construct process runs in the
+repository from the merge's first one (`rev-list --reverse`), and at the Nth runs it, then
+SIGKILLs ralph (or fails it as a full disk would). The merge's steps are counted first
+(test_the_merge_steps_are_counted): the parametrized kills cover each of them."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralph.ops import tasks
+from tests.support.construct import construct, plan_records, wait_for, with_app_spec
+from tests.support.gitrepo import git
+
+# Each BUILD writes work/<task>.txt and marks its task done; VERIFY accepts; PLAN (when asked for)
+# adds two tasks, or with $PLAN_HANGS, writes one and waits to be killed.
+AGENT = r"""
+import json, os, pathlib, sys, time
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "PLAN":
+    ralph("task", "add", json.dumps({"id": "t-one", "name": "One"}))
+    if os.environ.get("PLAN_HANGS"):
+        pathlib.Path(os.environ["PLAN_HANGS"]).write_text(str(os.getpid()))
+        time.sleep(600)
+    ralph("task", "add", json.dumps({"id": "t-two", "name": "Two"}))
+elif stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("built " + task + "\n")
+    if task == "t-one" and os.environ.get("BIG_FILE_BYTES"):  # incompressible: git stores it whole
+        pathlib.Path("work", "t-one.bin").write_bytes(os.urandom(int(os.environ["BIG_FILE_BYTES"])))
+    ralph("task", "done", task)
+elif stage == "VERIFY":
+    ralph("task", "accept", task)
+"""
+
+# Counts the construct process's git commands in the repository, from the merge's first one.
+WRAPPER = r"""#!/bin/sh
+case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in *" construct "*) ;; *) exec "$REAL_GIT" "$@";; esac
+[ "$(pwd -P)" = "$CRASH_ROOT" ] || exec "$REAL_GIT" "$@"
+if [ ! -e "$CRASH_DIR/merging" ]; then
+    case "$*" in "$CRASH_FROM"*) : > "$CRASH_DIR/merging";; *) exec "$REAL_GIT" "$@";; esac
+fi
+echo "$*" >> "$CRASH_DIR/steps"
+n=$(wc -l < "$CRASH_DIR/steps")
+[ "$n" -ge "${CRASH_AT:-999999}" ] || exec "$REAL_GIT" "$@"
+if [ "$CRASH_MODE" = kill ]; then
+    [ "$n" -eq "$CRASH_AT" ] || exec "$REAL_GIT" "$@"
+    "$REAL_GIT" "$@"
+    code=$?
+    kill -9 "$PPID"
+    exit $code
+fi
+echo "fatal: unable to write new index file: No space left on device" >&2
+exit 128
+"""
+
+# The git commands of one build's merge, from the first to HEAD moved (counted with the wrapper:
+# test_the_merge_steps_are_counted fails when the merge changes, and says the new count).
+MERGE_STEPS = 15
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    with_app_spec(repo, "# App\n\nTwo parts.\n")
+    tasks.add(repo, [{"id": "t-one", "name": "One"}, {"id": "t-two", "name": "Two"}])
+    return repo
+
+
+def wrapper(tmp_path: Path) -> Path:
+    folder = tmp_path / "wrapped-bin"
+    folder.mkdir(exist_ok=True)
+    (folder / "git").write_text(WRAPPER)
+    (folder / "git").chmod(0o755)
+    return folder
+
+
+def run(project: Path, tmp_path: Path, crash: dict | None = None, parallel: int = 2, **env: str):
+    """`ralph construct --parallel 2` as a real process; with `crash`, through the wrapper git,
+    counting from the merge's first git command (or crash["CRASH_FROM"])."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = dict(env)
+    if crash is not None:
+        (tmp_path / "crash").mkdir(exist_ok=True)
+        env |= {
+            "PATH": f"{wrapper(tmp_path)}{os.pathsep}{os.environ['PATH']}",
+            "REAL_GIT": shutil.which("git") or "git",
+            "CRASH_ROOT": str(project.resolve()),
+            "CRASH_DIR": str(tmp_path / "crash"),
+            "CRASH_FROM": "rev-list --reverse ",
+            **{key: str(value) for key, value in crash.items()},
+        }
+    return construct(project, "--parallel", str(parallel), agent=command, env=env, process=True)
+
+
+def steps(tmp_path: Path) -> list[str]:
+    path = tmp_path / "crash" / "steps"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def assert_every_task_accepted_with_its_code(project: Path) -> None:
+    records = plan_records(project)
+    accepted = {r["id"]: r for r in records if r["t"] == "accept"}
+    assert set(accepted) == {"t-one", "t-two"}, records
+    for task_id in accepted:
+        assert git(project, "show", f"HEAD:work/{task_id}.txt") == f"built {task_id}\n", task_id
+        # The commit recorded as its build holds its code.
+        commit = accepted[task_id].get("commit")
+        assert commit and git(project, "show", f"{commit}:work/{task_id}.txt"), accepted[task_id]
+    assert git(project, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(project, "show", "HEAD:plan.jsonl") == (project / "plan.jsonl").read_text()
+
+
+def assert_nothing_left(project: Path, said: str = "", merged: str | None = None) -> None:
+    """No worktree, no record of a change; the merged build's branch deleted. A build killed
+    before its merge keeps its branch (unmerged work is a person's to judge), and the run says so."""
+    assert len(git(project, "worktree", "list", "--porcelain").strip().split("\n\n")) == 1
+    for branch in git(project, "branch", "--list", "ralph/*", "--format=%(refname:short)").split():
+        assert branch != f"ralph/{merged}"
+        assert f"{branch}: a branch of a ralph run with 1 commit(s) not merged" in said, said
+    assert not records(project)
+
+
+def records(project: Path) -> list[dict]:
+    """The records of changes under way (ralph.store.intent)."""
+    common = Path(git(project, "rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+    return [json.loads(path.read_text()) for path in (common / "ralph" / "intent").glob("*.json")]
+
+
+def test_the_merge_steps_are_counted(project: Path, tmp_path: Path):
+    done = run(project, tmp_path, crash={"CRASH_MODE": "count"})
+    assert done.returncode == 0, done.stderr
+    counted = steps(tmp_path)
+    moved = next(
+        i for i, step in enumerate(counted) if step.startswith("update-ref -m ") and " HEAD " in step
+    )
+    assert moved + 1 == MERGE_STEPS, counted[: moved + 1]
+    assert counted[MERGE_STEPS - 2].startswith("read-tree -m -u "), counted[:MERGE_STEPS]
+
+
+def kill_and_rerun(project: Path, tmp_path: Path, at: int) -> None:
+    killed = run(project, tmp_path, crash={"CRASH_MODE": "kill", "CRASH_AT": at})
+    assert killed.returncode == -signal.SIGKILL, (at, killed.stdout, killed.stderr)
+    assert len(steps(tmp_path)) == at
+    merging = [record["data"]["task"] for record in records(project) if record["kind"] == "merge"]
+    again = run(project, tmp_path)
+    assert again.returncode == 0, (at, again.stdout, again.stderr)
+    assert "unchanged" not in again.stdout + again.stderr
+    assert_every_task_accepted_with_its_code(project)
+    assert_nothing_left(project, again.stdout + again.stderr, *merging)
+    if merging:
+        assert f"a merge of {merging[0]} into " in again.stderr, again.stderr
+
+
+def test_a_kill_between_read_tree_and_update_ref_is_finished_by_the_next_run(project: Path, tmp_path: Path):
+    """The issue's case: index and work tree at the merge, HEAD behind. The rerun moves HEAD,
+    records the build's commit on its task, and deletes the build's branch as merged."""
+    kill_and_rerun(project, tmp_path, MERGE_STEPS - 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("at", range(1, MERGE_STEPS + 1))
+def test_a_kill_at_any_git_step_of_a_merge_ends_right(project: Path, tmp_path: Path, at: int):
+    kill_and_rerun(project, tmp_path, at)
+
+
+def disk_full_then_rerun(project: Path, tmp_path: Path, at: int) -> None:
+    full = run(project, tmp_path, crash={"CRASH_MODE": "enospc", "CRASH_AT": at})
+    assert full.returncode != 0, full.stdout
+    said = full.stdout + full.stderr
+    moved = any(
+        step.startswith("update-index") or step.startswith("read-tree") for step in steps(tmp_path)[: at - 1]
+    )
+    if moved:  # something had changed when the disk filled: never "unchanged"
+        assert "unchanged" not in said, said
+    again = run(project, tmp_path)
+    assert again.returncode == 0, (at, again.stdout, again.stderr)
+    assert_every_task_accepted_with_its_code(project)
+    assert_nothing_left(project, again.stdout + again.stderr)
+
+
+def test_a_full_disk_at_read_tree_undoes_the_merge_and_says_so(project: Path, tmp_path: Path):
+    disk_full_then_rerun(project, tmp_path, MERGE_STEPS - 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("at", range(1, MERGE_STEPS + 1))
+def test_a_full_disk_at_any_git_step_of_a_merge_ends_right(project: Path, tmp_path: Path, at: int):
+    disk_full_then_rerun(project, tmp_path, at)
+
+
+# A serial build's commit: `git add` of its files, the check of what is staged, `git commit`, HEAD.
+COMMIT_STEPS = 4
+
+
+@pytest.mark.parametrize("at", [pytest.param(at, marks=[pytest.mark.slow] * (at != 1)) for at in range(1, 5)])
+def test_a_kill_at_any_git_step_of_a_serial_builds_commit_ends_right(project: Path, tmp_path: Path, at: int):
+    """At 1 the issue's case: the build's files staged, the plan saying the task is built; the
+    rerun accepted it with its code staged forever. Now the rerun commits them first."""
+    crash = {"CRASH_MODE": "kill", "CRASH_AT": at, "CRASH_FROM": "add -A -- "}
+    killed = run(project, tmp_path, crash=crash, parallel=1)
+    assert killed.returncode == -signal.SIGKILL, (killed.stdout, killed.stderr)
+    assert steps(tmp_path)[0].startswith("add -A -- ") and len(steps(tmp_path)) == at
+    if at == COMMIT_STEPS:
+        assert steps(tmp_path)[-2].startswith("commit --no-verify")
+    again = run(project, tmp_path, parallel=1)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert_every_task_accepted_with_its_code(project)
+    assert_nothing_left(project, again.stdout + again.stderr)
+    assert "a commit of t-" in again.stderr, again.stderr
+
+
+@pytest.fixture
+def small_disk(repo: Path, tmp_path: Path):
+    """The project on a tmpfs of its own, a few megabytes (root only; skipped where mount fails)."""
+    mount_point = tmp_path / "small-disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        project = mount_point / "repo"
+        shutil.copytree(repo, project, symlinks=True)
+        git(project, "update-index", "-q", "--refresh")
+        with_app_spec(project, "# App\n\nTwo parts.\n")
+        tasks.add(project, [{"id": "t-one", "name": "One"}, {"id": "t-two", "name": "Two"}])
+        yield project, mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+@pytest.mark.slow
+def test_a_real_full_disk_during_a_merge_changes_nothing_and_says_so(small_disk, tmp_path: Path):
+    """A build's file that fits in git's object store but not twice (its checkout in the work
+    tree): git fails in the merge's `read-tree`, half the work tree written. The merge is undone
+    at once, and the error says nothing was merged; with room again, the rerun ends right."""
+    project, mount_point = small_disk
+    free = os.statvfs(project).f_bavail * os.statvfs(project).f_frsize
+    outside = tmp_path / "worktrees"  # the builds' worktrees on the big disk: only the merge fills this one
+    outside.mkdir()
+    big = int(free * 0.6)
+    full = run(project, tmp_path, BIG_FILE_BYTES=str(big), TMPDIR=str(outside))
+    said = full.stdout + full.stderr
+    assert full.returncode != 0, said
+    assert "git read-tree failed" in said and "unchanged" not in said, said
+    assert "nothing was merged: HEAD, the index and the work tree are as they were" in said, said
+    assert "work/" not in git(project, "status", "--porcelain", "--untracked-files=all")  # none left behind
+    subprocess.run(["mount", "-o", "remount,size=64m", str(mount_point)], check=True)
+    again = run(project, tmp_path, BIG_FILE_BYTES=str(big), TMPDIR=str(outside))
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert_every_task_accepted_with_its_code(project)
+    assert_nothing_left(project, again.stdout + again.stderr)
+    assert int(git(project, "cat-file", "-s", "HEAD:work/t-one.bin")) == big
+
+
+def test_a_kill_during_plan_is_undone_and_the_rerun_plans_again(repo: Path, tmp_path: Path):
+    """The issue's case: PLAN killed with its tasks written but not committed; every rerun at
+    --parallel built them in worktrees that had only the committed plan (`no task t-...`)."""
+    project = with_app_spec(repo, "# App\n\nTwo parts.\n")
+    hang = tmp_path / "plan-agent.pid"
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    running = construct(project, "--parallel", "2", agent=command, wait=False, env={"PLAN_HANGS": str(hang)})
+    try:
+        wait_for(hang.exists, "PLAN's agent waits")
+        running.kill()  # SIGKILL: the loop gets no say
+        running.communicate()
+    finally:
+        if hang.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(hang.read_text()), signal.SIGKILL)
+    assert "t-one" in (project / "plan.jsonl").read_text()  # written, never committed
+    again = run(project, tmp_path)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert "PLAN of specs/app.md (agent running), interrupted: undone" in again.stderr, again.stderr
+    assert_every_task_accepted_with_its_code(project)
+    assert_nothing_left(project)
+    kept = list((project / "build" / "ralph-logs" / "doctor").glob("plan-app*.plan.jsonl"))
+    assert len(kept) == 1 and '"t-one"' in kept[0].read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("at", range(1, COMMIT_STEPS + 1))
+def test_a_kill_at_any_git_step_of_plans_commit_keeps_its_tasks_once(repo: Path, tmp_path: Path, at: int):
+    """PLAN's agent had finished: its tasks are committed by the rerun (or were), never planned
+    twice, never left uncommitted for builds in worktrees to miss."""
+    project = with_app_spec(repo, "# App\n\nTwo parts.\n")
+    killed = run(project, tmp_path, crash={"CRASH_MODE": "kill", "CRASH_AT": at, "CRASH_FROM": "add -A -- "})
+    assert killed.returncode == -signal.SIGKILL, (killed.stdout, killed.stderr)
+    assert steps(tmp_path)[0] == "add -A -- plan.jsonl"
+    again = run(project, tmp_path)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert_every_task_accepted_with_its_code(project)
+    assert_nothing_left(project, again.stdout + again.stderr)
+    added = [r["id"] for r in plan_records(project) if r["t"] == "task" or r["t"] == "accept"]
+    assert sorted(added) == ["t-one", "t-two"]  # planned once
+    plans = [s for s in git(project, "log", "--format=%s").splitlines() if s.startswith("ralph(plan)")]
+    assert len(plans) <= 1, plans
+
+
+def test_doctor_reports_an_interrupted_merge_and_fix_finishes_it(project: Path, tmp_path: Path):
+    killed = run(project, tmp_path, crash={"CRASH_MODE": "kill", "CRASH_AT": MERGE_STEPS - 1})
+    assert killed.returncode == -signal.SIGKILL
+    head = git(project, "rev-parse", "HEAD")
+    (merging,) = [record["data"]["task"] for record in records(project)]
+    found = json.loads(ralph_doctor(project, "--json").stdout)["findings"]
+    interrupted = [f for f in found if f["kind"] == "interrupted"]
+    assert len(interrupted) == 1 and interrupted[0]["fix"].startswith("finishes it"), found
+    assert git(project, "rev-parse", "HEAD") == head  # a report changes nothing
+    fixed = ralph_doctor(project, "--fix")
+    assert "fixed (--fix finished it: HEAD at " in fixed.stdout, fixed.stdout
+    assert git(project, "rev-parse", "HEAD") != head
+    # doctor commits nothing: the build's commit is recorded on its task for the loop's next commit.
+    assert git(project, "status", "--porcelain", "--untracked-files=all") == " M plan.jsonl\n"
+    task = next(r for r in plan_records(project) if r.get("id") == merging)
+    assert task["s"] == "d" and git(project, "show", f"{task['commit']}:work/{merging}.txt")
+    assert f"ralph/{merging}" not in git(project, "branch", "--list", "ralph/*")  # merged: deleted
+
+
+def ralph_doctor(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(project), "doctor", *args], capture_output=True, text=True
+    )
