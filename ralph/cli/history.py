@@ -128,7 +128,15 @@ def describe(event: dict) -> str:
         parts.append(event.get("text") or "")
     elif kind == "decomposed":
         parts.append("into " + ", ".join(event.get("into", [])))
-    elif kind in ("rejected", "killed", "stopped", "blocked", "kept open", "rejection removed"):
+    elif kind in (
+        "rejected",
+        "resubmitted",
+        "killed",
+        "stopped",
+        "blocked",
+        "kept open",
+        "rejection removed",
+    ):
         parts.append(": ".join(str(event[key]) for key in ("kill_reason", "reason") if event.get(key)))
     elif kind in ("built", "attempt failed"):
         from ralph.failures import gist

@@ -23,7 +23,7 @@ from ralph.cli.common import (
 )
 from ralph.cli.state import TASK_ID, status_filter
 from ralph.errors import InvalidInput
-from ralph.plan.records import status_of
+from ralph.plan.records import KillReason, status_of
 from ralph.text import printable
 
 # --- task ------------------------------------------------------------------------------------
@@ -98,14 +98,20 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
 
 @task.command("done", short_help="Mark a task done (default: $RALPH_TASK_ID).")
 @click.argument("task_id", metavar="[ID]", required=False, shell_complete=task_ids)
+@click.option(
+    "--unchanged",
+    metavar="ARGUMENT",
+    help="Resubmit work VERIFY rejected as it is, with the argument why it already meets the criteria:"
+    " a fresh verifier judges it once (a second rejection counts as a rebuild).",
+)
 @no_commit_option
 @json_option
 @click.pass_context
-def task_done(ctx, task_id, no_commit, as_json):
+def task_done(ctx, task_id, unchanged, no_commit, as_json):
     """Mark a task done (default: $RALPH_TASK_ID, else the task `ralph query next` shows)."""
     from ralph.ops import tasks
 
-    record = tasks.done(root_of(ctx), task_or_current(task_id), commit_choice(no_commit))
+    record = tasks.done(root_of(ctx), task_or_current(task_id), commit_choice(no_commit), unchanged)
     emit(record) if as_json else say(f"done {record['id']}: {printable(record['name'])}")
 
 
@@ -127,7 +133,7 @@ def task_accept(ctx, task_id, no_commit, as_json):
 
 @task.command("reject", short_help="Send a done task back to pending, with the reason.")
 @click.argument("args", metavar="[ID] REASON", nargs=-1, required=True, shell_complete=task_ids)
-@click.option("--kill-reason", type=click.Choice(["timeout", "context_limit", "doom_loop"]), hidden=True)
+@click.option("--kill-reason", type=click.Choice([reason.value for reason in KillReason]), hidden=True)
 @click.option("--kill-log", hidden=True)
 @no_commit_option
 @json_option

@@ -18,8 +18,10 @@ from ralph import secrets
 from ralph.agents import make_adapter
 from ralph.errors import PlanInvalid, RemoteError
 from ralph.loop import preflight, stage_plan
+from ralph.loop.agent_failures import AgentFailing
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
+from ralph.loop.cost import CostSpent, TokensSpent
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
@@ -34,7 +36,6 @@ from ralph.loop.supervisor import Supervisor
 from ralph.loop.workspace import (
     PLAN_FILE,
     BudgetSpent,
-    CostSpent,
     Deadline,
     StageReport,
     StageRun,
@@ -72,9 +73,16 @@ class Outcome(Enum):
     WAITING = 9  # what is left waits for a person's answers to questions (`ralph answer`)
     MAX_COST = 10  # the next run would pass the money budget
     REMOTE = 11  # the git remote runners share is unreachable, or refused a push (errors.EXIT_REMOTE)
+    AGENT_FAILING = 12  # the agent failed without doing anything max_agent_failures times in a row
+    MAX_TOKENS = 13  # the next run would pass the token budget, or a running one passed it
     INTERRUPTED = 130
 
 
+_AGENT_OUTCOMES: dict[type, Outcome] = {
+    AgentAuthFailed: Outcome.AGENT_AUTH,
+    LimitTooLong: Outcome.AGENT_LIMITED,
+    AgentFailing: Outcome.AGENT_FAILING,
+}
 ERROR_OUTCOME = "ERROR"  # a run an error ended (printed in one line, or a crash log): its journal and hooks
 
 
@@ -96,6 +104,7 @@ class Report:
     by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
     by_task: dict = field(default_factory=dict)  # task or issue id -> the same
     resume: str = ""  # the command that goes on from here (set by the command line)
+    agent_error: list[str] = field(default_factory=list)  # AGENT_FAILING: the agent's last lines, redacted
     began: bool = False  # the run got past its checks: what it says is a report, not an error
     # The same as data, for --json: each task accepted in this run or left ({id, name, status, why,
     # ...}), each open issue and open question of the spec.
@@ -124,6 +133,7 @@ class Loop:
         self.stopped: list[str] = []
         self.failed: list[str] = []
         self.iterations_run = 0
+        self.agent_error: list[str] = []  # what a failing agent said last (AGENT_FAILING)
 
     @property
     def workspace(self) -> Workspace:
@@ -164,8 +174,15 @@ class Loop:
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:
         try:
             outcome, message = self._plan_only() if plan_only else self._iterate()
-        except CostSpent as exc:
-            outcome, message = Outcome.MAX_COST, str(exc)
+        except (CostSpent, TokensSpent) as exc:
+            outcome = Outcome.MAX_COST if isinstance(exc, CostSpent) else Outcome.MAX_TOKENS
+            message = str(exc)
+            if exc.stopped_run:  # a running agent passed the budget: as after Ctrl-C, its work waits
+                with deferred_signals():
+                    self.supervisor.stop_all()  # the other runs going too
+                    log = self._set_aside_unfinished("budget")
+                self.journal.event("budget_spent", budget=outcome.name, stopped_run=True, log=str(log))
+                message += " with the other runs going, their work set aside"
         except BudgetSpent as exc:
             outcome, message = Outcome.MAX_MINUTES, str(exc)
             if exc.stopped_run:  # an agent or gate stopped half-way: as after Ctrl-C, its work waits
@@ -181,9 +198,10 @@ class Loop:
             outcome, message = Outcome.AGENT_UNAVAILABLE, str(exc)
         except RemoteError as exc:  # the shared remote is unreachable or refuses: one line, exit 11
             outcome, message = Outcome.REMOTE, str(exc)
-        except (AgentAuthFailed, LimitTooLong) as exc:
-            outcome = Outcome.AGENT_AUTH if isinstance(exc, AgentAuthFailed) else Outcome.AGENT_LIMITED
+        except (AgentAuthFailed, LimitTooLong, AgentFailing) as exc:
+            outcome = _AGENT_OUTCOMES[type(exc)]
             message = str(exc)
+            self.agent_error = exc.lines if isinstance(exc, AgentFailing) else []
             with deferred_signals():  # what the failed run left is set aside, as after Ctrl-C
                 self.supervisor.stop_all()
                 log = self._set_aside_unfinished(outcome.name.lower())
@@ -446,6 +464,7 @@ class Loop:
             self.failed,
         )
         report.began = self.ws is not None
+        report.agent_error = self.agent_error
         self._add_items(report)
         if spent is not None:
             report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs

@@ -81,8 +81,9 @@ def task_details(task: Record, dep_names: dict[str, str], answered: Sequence[Rec
     if answered:
         said = "\n\n".join(f"Q ({q['id']}): {q['text']}\nA: {q.get('answer', '')}" for q in answered)
         parts.append(data_block("questions asked about this task, with a person's answers", said))
-    if task.get("reject_reason"):
-        parts.append(data_block("why VERIFY last rejected it", task["reject_reason"]))
+    if task.get("reject_reason"):  # the loop records its own set-asides there too
+        said = "why ralph set it aside" if task.get("kill_reason") else "why VERIFY last rejected it"
+        parts.append(data_block(said, task["reject_reason"]))
     if task.get("gate_failure"):
         label = f"why the last attempt failed (attempt {task.get('attempts', 1)})"
         parts.append(data_block(label, excerpt(task["gate_failure"])))

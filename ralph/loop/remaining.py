@@ -42,7 +42,7 @@ def why_left(task: TaskView) -> str:
     last = gist(_FULL_OUTPUT.sub("", failure), 160)  # what failed and its telling line
     if task.kill_reason:
         words = _first(record.get("reject_reason") or str(task.kill_reason), 120)
-        doom = task.kill_reason is KillReason.DOOM_LOOP  # BUILD (or VERIFY) kept failing it
+        doom = task.kill_reason in (KillReason.DOOM_LOOP, KillReason.REPEATED_FAILURE)  # kept failing
         attempts = f" after {task.attempts} attempts" if doom and task.attempts else ""
         said = f"; the last failure: {last}" if last and doom else ""
         log = task.kill_log or failure_log

@@ -1,7 +1,9 @@
 """BUILD: one fresh agent run per buildable task, then ralph's own gate. A task stays done only
 when the agent marked it done and the gate passed; a failed attempt is retried at once with the
-failure in its prompt, up to max_attempts; a timeout, a context kill or too many failures set it
-aside for DECOMPOSE. Context compaction continues the task in a fresh run."""
+failure in its prompt, up to max_attempts (max_rebuilds once VERIFY rejected it); a timeout, a
+context kill, too many failures or the same failure twice in a row set it aside for DECOMPOSE.
+A rejected task's builder may resubmit it unchanged with its argument (`task done --unchanged`).
+Context compaction continues the task in a fresh run."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ralph.failures import gist
-from ralph.loop.agentrun import AgentResult
+from ralph.loop.agentrun import AgentResult, ralph_command
 from ralph.loop.gate import run_gate
 from ralph.loop.job import Job
 from ralph.loop.parallel_build import ParallelBuilds
-from ralph.loop.prompts import excerpt, one_line, task_details
+from ralph.loop.prompts import data_block, excerpt, one_line, task_details
 from ralph.loop.workspace import PLAN_FILE, PlanProblem, StageReport, Workspace
 from ralph.ops.settings import Settings
+from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
     KILLING_STOPS,
@@ -38,6 +41,7 @@ _KILL_TEXT = {
     KillReason.TIMEOUT: "the agent run hit its time limit",
     KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
     KillReason.DOOM_LOOP: "the build kept failing; split it into smaller tasks",
+    KillReason.REPEATED_FAILURE: "its last two builds failed the same way; split it into smaller tasks",
 }
 
 
@@ -84,7 +88,7 @@ class BuildStage:
         while True:
             plan = self.ws.read_plan()
             ready = [task for task in buildable_now(plan, self.ws.settings) if task["id"] not in running]
-            rejected = [t["id"] for t in ready if plan.rejections(t["id"]) >= self.ws.settings.max_attempts]
+            rejected = [t["id"] for t in ready if self._rejected_too_often(plan, t["id"])]
             if not rejected:
                 return ready
             self._set_aside_rejected(plan, rejected[0], report)  # VERIFY keeps rejecting it: split it
@@ -132,7 +136,7 @@ class BuildStage:
         """Builds the task, retrying failed attempts; one VERIFY keeps rejecting is set aside for
         DECOMPOSE instead."""
         plan = self.ws.read_plan()
-        if plan.rejections(task_id) >= self.ws.settings.max_attempts:
+        if self._rejected_too_often(plan, task_id):
             return self._set_aside_rejected(plan, task_id, report)
         report.items += 1
         self._attempts(task_id, iteration, report, plan)
@@ -151,13 +155,17 @@ class BuildStage:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
             if not result.violation and self._asked(task_id, result, report):
                 return
+            if not (result.violation or problem) and _resubmitted_unchanged(after, result):
+                return self._record_resubmission(task_id, result, report)
             failure, changed = self._build_failure(after, result, problem, iteration)
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
             attempts = self._record_failure(task_id, failure, result)
             self._tell_failure(task_id, attempts, failure, report)
-            if attempts >= self.ws.settings.max_attempts:
+            if self._out_of_builds(task_id):
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
+            if self._failed_the_same_twice(task_id):  # a third identical run would teach nothing
+                return self._send_on_repeated(task_id, result, report)
             plan = self.ws.read_plan()
 
     def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:
@@ -323,6 +331,61 @@ class BuildStage:
         shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
         self.ws.console.verdict("BUILD", task_id, f"attempt {attempts} failed ({words})", shown)
 
+    def _rejected_too_often(self, plan, task_id: str) -> bool:
+        """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
+        used up max_rebuilds: DECOMPOSE splits it."""
+        settings = self.ws.settings
+        if plan.rejections(task_id) >= settings.max_attempts:
+            return True
+        return rebuilding(plan, task_id) and plan.out_of_builds(
+            task_id, settings.max_attempts, settings.max_rebuilds
+        )
+
+    def _out_of_builds(self, task_id: str) -> bool:
+        """Its builds used up their budget: max_attempts, or max_rebuilds once VERIFY rejected it."""
+        settings = self.ws.settings
+        return self.ws.read_plan().out_of_builds(task_id, settings.max_attempts, settings.max_rebuilds)
+
+    def _record_resubmission(self, task_id: str, result: AgentResult, report: StageReport) -> None:
+        """The builder found the rejected work already right and resubmitted it unchanged, with its
+        argument: no failure and no build; a fresh verifier judges it next."""
+        usage = result.tracker.usage
+        with self.ws.change_plan(commit=True) as change:
+            change.plan.record_resubmission(task_id, usage.total, usage.cost_usd)
+            change.message = f"ralph(build): {task_id} resubmitted unchanged, with its argument"
+        self.ws.journal.event("resubmitted", item=task_id, log=str(result.log_path))
+        self.ws.console.event(f"{task_id} resubmitted unchanged; a fresh verifier judges it")
+
+    def _failed_the_same_twice(self, task_id: str) -> bool:
+        return failed_the_same_twice(self.ws.read_plan().task_line(task_id).record)
+
+    def _send_on_repeated(self, task_id: str, result: AgentResult, report: StageReport) -> None:
+        """The same failure twice in a row: DECOMPOSE splits the task, with both failures in its
+        prompt; a task decomposed as deep as max_decompose_depth allows goes to a person instead,
+        as a question that quotes them."""
+        task = self.ws.read_plan().task_line(task_id).record
+        if task.get("depth", 0) < self.ws.settings.max_decompose_depth:
+            return self._kill(task_id, KillReason.REPEATED_FAILURE, result, report)
+        self.ws.set_aside(result.log_path)
+        first, second = task["repeated_failure"]
+        question = (
+            f"Task {task_id} failed the same way twice in a row and cannot be split further"
+            f" (decomposed {task.get('depth', 0)} times). How should it be done, or should it be"
+            f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
+        )
+        with self.ws.change_plan(commit=True) as change:
+            asked = change.plan.ask_about_repeated_failure(
+                task_id, question, _now(), "ralph (BUILD: the same failure twice)"
+            )
+            change.message = f"ralph(build): {task_id} failed the same way twice; asks {asked['id']}"
+        self.ws.journal.event(
+            "question_asked", item=task_id, questions=asked["id"], repeated=True, log=str(result.log_path)
+        )
+        report.stopped.append(f"{task_id} failed the same way twice; question {asked['id']} for a person")
+        self.ws.console.event(
+            f"{task_id} failed the same way twice; it waits for `ralph answer {asked['id']}`"
+        )
+
     def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
         """Set the task aside for DECOMPOSE; its partial changes are saved as a patch, then undone."""
         self.ws.set_aside(result.log_path)
@@ -355,9 +418,41 @@ def _values(task: dict, plan: Plan, settings: Settings) -> dict:
     return {
         "task_id": task["id"],
         "task_name": one_line(task["name"]),
-        "task_details": task_details(task, names, plan.answers_for(task["id"])),
+        "task_details": task_details(task, names, plan.answers_for(task["id"]))
+        + _after_rejection(plan, task["id"]),
         "gate": " ".join(settings.gate) or "(none)",
     }
+
+
+def _resubmitted_unchanged(task: dict, result: AgentResult) -> bool:
+    """The builder marked the rejected task done with `--unchanged` and changed no file."""
+    return is_done(task) and bool(task.get("resubmitted")) and not result.changed - {PLAN_FILE}
+
+
+def _after_rejection(plan, task_id: str) -> str:
+    """For a rebuild after VERIFY rejected the task: every verifier's reasons, oldest first, and
+    how to resubmit the work unchanged when it is right as it is."""
+    reasons = verify_reasons(plan, task_id)
+    if not reasons:
+        return ""
+    said = "\n".join(f"{n}. {' '.join(reason.split())}" for n, reason in enumerate(reasons, 1))
+    return (
+        "\n"
+        + data_block(
+            f"what the verifiers said, oldest first (VERIFY rejected it {len(reasons)} time(s))", said
+        )
+        + "\n\nIts last build is still in the code. Fix what they found. If you find after checking that"
+        " the work already meets the criteria and the verifiers are wrong, do not change it for the"
+        " sake of a change: resubmit it as it is, with your argument (a fresh verifier judges it once;"
+        " a second rejection counts as a rebuild):\n\n"
+        f'    {ralph_command()} task done {task_id} --unchanged "why it is right, point by point"\n'
+    )
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _for_history(output: str, log: Path) -> str:

@@ -13,8 +13,9 @@ from ralph.loop.job import Job
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
+from ralph.plan.attempts import verify_reasons
 from ralph.plan.plan import Plan
-from ralph.plan.records import Stage, TaskView, kill_reason_of
+from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.secrets import OutputLines
 
 MIN_SUBTASKS, MAX_SUBTASKS = 2, 5
@@ -108,12 +109,13 @@ def _values(task: TaskView, plan: Plan, root: Path) -> dict:
     log = kill_log_of(task, root)
     head, tail = log_sample(log) if log else ("(no log)", "(no log)")
     patch = log.with_suffix(".patch") if log else None
-    rejections = plan.reject_reasons(task.id)
+    rejections = verify_reasons(plan, task.id)  # not the loop's kills, recorded alike
     return {
         "task_id": task.id,
         "task_name": one_line(task.name),
         "task_details": task_details(task.record, {}, plan.answers_for(task.id)),
         "kill_reason": task.kill_reason,
+        "what_happened": what_happened(task, len(rejections)),
         "kill_log": one_line(task.kill_log) if log and task.kill_log else "(none)",
         "log_head": data_block("first lines of the log", head),
         "log_tail": data_block("last lines of the log", tail),
@@ -133,6 +135,32 @@ def kill_log_of(task: TaskView, root: Path) -> Path | None:
         return None
     path = (root / task.kill_log).resolve()
     return path if _inside(path, (root / LOG_DIR).resolve()) else None
+
+
+_HAPPENED = {
+    KillReason.TIMEOUT: "ralph killed its build: the agent run hit its time limit.",
+    KillReason.CONTEXT_LIMIT: "ralph killed its build: the agent's context window filled up.",
+    KillReason.REPEATED_FAILURE: "its last two builds failed the same way (the same verdict and the same"
+    " output but for numbers, ids, paths and times), so ralph stopped building it as it is.",
+}
+
+
+def what_happened(task: TaskView, rejections: int) -> str:
+    """Why the task is being split, as it happened: ralph killed a run (time, context), its builds
+    failed the same way twice, or the loop set it aside in its own words (builds that kept failing,
+    VERIFY's rejections, VERIFY runs that never finished); never the loop's words as VERIFY's."""
+    reason = task.kill_reason
+    said = _HAPPENED.get(reason) if reason else None
+    if said is None:
+        said = f"ralph set it aside: {task.reject_reason or reason or 'it kept failing'}."
+    facts = [f"built {task.attempts} time(s)"] if task.attempts else []
+    facts += [f"rejected by VERIFY {rejections} time(s)"] if rejections else []
+    said += f" It was {' and '.join(facts)}." if facts else ""
+    evidence = task.record.get("repeated_failure") if reason is KillReason.REPEATED_FAILURE else None
+    if evidence:
+        first, second = evidence
+        said += "\n\n" + data_block("the first failure", first) + "\n\n" + data_block("the second", second)
+    return said
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -235,7 +235,7 @@ def _values(task: TaskView, names: dict[str, str], max_attempts: int) -> dict:
     return {
         "task_id": task.id,
         "task_name": one_line(task.name),
-        "task_details": task_details(task.record, names),
+        "task_details": task_details(task.record, names) + _resubmission(task.record),
         "task_commit": task.commit or "HEAD",
         "previous": _previous_stop(task, max_attempts),
     }
@@ -259,3 +259,16 @@ def _previous_stop(task: TaskView, limit: int) -> str:
     )
     advice = "Keep test runs short and focused, and give a verdict."
     return f"{data_block('earlier VERIFY runs', said)}\n{advice}\n"
+
+
+def _resubmission(task: dict) -> str:
+    """A task resubmitted unchanged after a rejection: the builder's argument, for this verifier,
+    which judges it afresh."""
+    argument = task.get("resubmitted")
+    if not argument:
+        return ""
+    return (
+        "\nVERIFY rejected this task (why: above); its builder resubmitted the same work unchanged,"
+        " arguing that it already meets the criteria. Judge the work itself afresh, with the argument"
+        " and the rejection both in mind:\n\n" + data_block("the builder's argument", argument) + "\n"
+    )

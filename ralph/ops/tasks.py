@@ -20,10 +20,12 @@ def add(
     return added
 
 
-def done(root: Path, task_id: str | None, commit: bool | None = None) -> Record:
+def done(root: Path, task_id: str | None, commit: bool | None = None, unchanged: str | None = None) -> Record:
+    """`unchanged`: resubmit the work VERIFY rejected as it is, with the argument why it is right."""
     with transaction(root, commit) as change:
-        task = change.plan.done(task_id)
-        change.message = f"ralph: task done {named([task])}"
+        task = change.plan.done(task_id, unchanged)
+        said = "\n\nresubmitted unchanged: " + unchanged if unchanged is not None else ""
+        change.message = f"ralph: task done {named([task])}{said}"
     return task
 
 

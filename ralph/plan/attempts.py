@@ -3,10 +3,12 @@ blocks, decompositions and VERIFY's verdicts."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any
 
 from ralph.errors import Refused
-from ralph.plan import singletons, tasks
+from ralph.plan import questions, singletons, tasks
 from ralph.plan.document import Record
 from ralph.plan.reading import PlanReader, drop_claim
 from ralph.plan.records import (
@@ -51,11 +53,12 @@ def record_build(
     clear what earlier failures left on the task."""
     line = plan.task_line(task_id)
     task = line.record
-    task["attempts"] = task.get("attempts", 0) + 1
+    _count_build(plan, task)
     task["files"] = sorted(files)
     task["verdict"] = Verdict.BUILT
     _add_usage(task, tokens, cost_usd)
-    for stale in ("gate_failure", "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
+    stale_failure = ("gate_failure", "fingerprint", "repeated_failure", "resubmitted")
+    for stale in (*stale_failure, "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
     plan.doc.rewrite(line)
     return task
@@ -77,13 +80,114 @@ def record_build_failure(
     line = plan.task_line(task_id)
     task = line.record
     task["s"] = Status.PENDING
-    task["attempts"] = task.get("attempts", 0) + 1
+    _count_build(plan, task)
     task["verdict"] = verdict
+    print_ = fingerprint(verdict, failure)
+    if task.get("fingerprint") == print_ and task.get("gate_failure"):
+        task["repeated_failure"] = [task["gate_failure"], failure]  # the evidence, oldest first
+    else:
+        task.pop("repeated_failure", None)
+    task["fingerprint"] = print_
     task["gate_failure"] = failure
     _add_usage(task, tokens, cost_usd)
     plan.doc.rewrite(line)
     attempts: int = task["attempts"]
     return attempts
+
+
+def record_resubmission(plan: PlanReader, task_id: str, tokens: int, cost_usd: float | None) -> Record:
+    """The builder found the rejected work already correct and resubmitted it unchanged, with its
+    argument (`task done --unchanged`): no build to count; a fresh verifier judges it, and only
+    a rejection of it counts, as a rebuild (tasks.reject)."""
+    line = plan.task_line(task_id)
+    task = line.record
+    task["verdict"] = Verdict.BUILT
+    _add_usage(task, tokens, cost_usd)
+    for stale in ("gate_failure", "fingerprint", "repeated_failure", *VERIFY_KILL_FIELDS):
+        task.pop(stale, None)
+    plan.doc.rewrite(line)
+    return task
+
+
+def rebuilding(plan: PlanReader, task_id: str) -> bool:
+    """VERIFY has rejected the task: its builds are rebuilds, with a budget of their own."""
+    return bool(verify_reasons(plan, task_id))
+
+
+def out_of_builds(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
+    """The task has had the builds its budget allows: max_attempts before VERIFY rejected it,
+    max_rebuilds after (the first build, which passed, does not count against the rebuilds)."""
+    task = plan.task_line(task_id).record
+    if rebuilding(plan, task_id):
+        return bool(task.get("rebuilds", 0) >= max_rebuilds)
+    return bool(task.get("attempts", 0) >= max_attempts)
+
+
+def _count_build(plan: PlanReader, task: Record) -> None:
+    """One more build: every build counts in `attempts` (the history of builds), and those after
+    a rejection also in `rebuilds`, their own budget."""
+    task["attempts"] = task.get("attempts", 0) + 1
+    if rebuilding(plan, task["id"]):
+        task["rebuilds"] = task.get("rebuilds", 0) + 1
+
+
+def ask_about_repeated_failure(
+    plan: PlanReader, task_id: str, text: str, asked_at: str, asked_by: str
+) -> Record:
+    """The same failure twice, and the task cannot be split further: a person is asked (which
+    blocks the task); once answered, its builds start a fresh count of identical failures."""
+    question = questions.ask(plan, task_id, text, asked_at, asked_by)
+    line = plan.task_line(task_id)
+    line.record.pop("fingerprint", None)
+    line.record.pop("repeated_failure", None)
+    plan.doc.rewrite(line)
+    return question
+
+
+def verify_reasons(plan: PlanReader, task_id: str) -> list[str]:
+    """Why VERIFY (or a person, `task reject`) sent the task back each time, oldest first: not
+    the loop's own set-asides, which are recorded the same way with a kill_reason."""
+    return [
+        line.record["reason"]
+        for line in plan.of("reject")
+        if line.record["id"] == task_id and not line.record.get("kill_reason")
+    ]
+
+
+def loop_kills(plan: PlanReader, task_id: str) -> list[tuple[KillReason, str]]:
+    """Each time the loop killed the task or set it aside, oldest first: why, and its words."""
+    return [
+        (KillReason(line.record["kill_reason"]), line.record["reason"])
+        for line in plan.of("reject")
+        if line.record["id"] == task_id and line.record.get("kill_reason")
+    ]
+
+
+def failed_the_same_twice(task: Record) -> bool:
+    """Its last two build attempts failed the same way (the same fingerprint in a row)."""
+    return bool(task.get("repeated_failure"))
+
+
+# What differs between two runs of the same failure: where and when it ran, and the numbers.
+_VARYING = [
+    re.compile(r"\(full output: [^)]*\)"),  # the log's name: a timestamp and a counter
+    re.compile(r"(?:/tmp|/var/folders|/private/var/folders)/[^\s:'\"),]*"),  # temporary paths
+    re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),
+    re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"),  # a time of day
+    re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?|m|mins?|minutes?|h)\b"),  # a duration
+    re.compile(r"\b(?:0x)?(?=[0-9a-f]*\d)[0-9a-f]{6,}\b", re.IGNORECASE),  # a hash, an address
+    re.compile(r"\d+"),
+]
+
+
+def fingerprint(verdict: str, text: str) -> str:
+    """A failure's identity across runs: its verdict and its text with temporary paths, times,
+    durations, hex ids and numbers taken out, hashed (16 hex digits)."""
+    normal = text
+    for varying in _VARYING:
+        normal = varying.sub("#", normal)
+    normal = " ".join(normal.split())
+    return hashlib.sha256(f"{verdict}\0{normal}".encode()).hexdigest()[:16]
 
 
 def record_merge_conflict(
@@ -102,7 +206,7 @@ def record_merge_conflict(
         f" meanwhile in {', '.join(sorted(files))}; build it again on the current code"
     )
     _add_usage(task, tokens, cost_usd)
-    for stale in ("commit", "files"):
+    for stale in ("commit", "files", "fingerprint"):  # a conflict between two failures: not in a row
         task.pop(stale, None)
     plan.doc.rewrite(line)
     attempts: int = task["attempts"]

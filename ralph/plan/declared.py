@@ -37,6 +37,9 @@ CONFIG_KEYS = {
     "max_iterations": ConfigKey('max_iterations', 'count', 10, 'iterations of `ralph construct`'),
     "max_minutes": ConfigKey('max_minutes', 'number', None, 'wall-clock budget of `ralph construct` in minutes'),
     "max_attempts": ConfigKey('max_attempts', 'count', 3, 'builds per task before DECOMPOSE'),
+    "max_rebuilds": ConfigKey('max_rebuilds', 'count', 3, 'builds of a task after VERIFY rejected it, before DECOMPOSE (its own budget)'),
+    "max_agent_failures": ConfigKey('max_agent_failures', 'count', 5, 'agent runs in a row, of any task, that fail without doing anything (a crash, a usage error) before the run ends AGENT_FAILING; each is run again after a wait and is no attempt'),
+    "agent_retry_ms": ConfigKey('agent_retry_s', 'duration', 5000, 'the first wait before running an agent again that failed without doing anything (doubles)'),
     "parallel": ConfigKey('parallel', 'count', 4, 'builds and VERIFY runs at once; with more than one, builds run in worktrees of their own'),
     "max_decompose_depth": ConfigKey('max_decompose_depth', 'count', 3, 'decompositions of decompositions before a task is blocked'),
     "context_warn": ConfigKey('context_warn', 'fraction', 0.7, 'share of the context window at which the agent is warned'),
@@ -54,6 +57,8 @@ CONFIG_KEYS = {
     "commit": ConfigKey(None, 'flag', True, 'false: state commands do not commit'),
     "run_hooks": ConfigKey('run_hooks', 'flag', False, "true: a build is committed only if the repository's pre-commit hook passes"),
     "max_cost_usd": ConfigKey('max_cost_usd', 'number', None, 'money budget of `ralph construct` in USD (`--max-cost`)'),
+    "max_tokens": ConfigKey('max_tokens', 'count', None, "token budget of `ralph construct`: all agent runs' tokens together (`--max-tokens`)"),
+    "stage_models": ConfigKey('stage_models', 'models', None, "the model of each stage's runs (`--stage-model STAGE=MODEL`), over `model`: e.g. a cheap one for BUILD, a strong one for VERIFY"),
     "hooks": ConfigKey('hooks', 'hooks', None, "commands run on the loop's events (docs/hooks.md)"),
     "hook_timeout_ms": ConfigKey('hook_timeout_s', 'duration', 10000, 'bound on one hook run'),
     "prices": ConfigKey('prices', 'prices', None, 'USD per million tokens by model name, for runs whose agent reports no cost'),
@@ -154,6 +159,22 @@ class TaskFields:
     def attempts(self) -> int:
         value = self.record.get('attempts')
         return 0 if value is None else cast('int', value)
+
+    @property
+    def rebuilds(self) -> int | None:
+        return cast('int | None', self.record.get('rebuilds'))
+
+    @property
+    def resubmitted(self) -> str | None:
+        return cast('str | None', self.record.get('resubmitted'))
+
+    @property
+    def fingerprint(self) -> str | None:
+        return cast('str | None', self.record.get('fingerprint'))
+
+    @property
+    def repeated_failure(self) -> list[str] | None:
+        return cast('list[str] | None', self.record.get('repeated_failure'))
 
     @property
     def verdict(self) -> str | None:

@@ -35,6 +35,10 @@ _TASK_TOLD = frozenset(
         "blocked_by",
         "verdict",
         "attempts",
+        "rebuilds",
+        "resubmitted",
+        "fingerprint",
+        "repeated_failure",
         "attempt_tokens",
         "tokens",
         "cost_usd",
@@ -205,6 +209,8 @@ def _task(
         events.append(_attempt(task_id, old, new))
     if new.get("commit") and new.get("commit") != old.get("commit"):
         events.append(_event("build commit", task_id, build_commit=new["commit"], files=new.get("files")))
+    if new.get("resubmitted") and new.get("resubmitted") != old.get("resubmitted"):
+        events.append(_event("resubmitted", task_id, reason=new["resubmitted"]))  # unchanged, argued
     if now != was:
         if now == Status.DONE:
             events.append(_event("done", task_id, name=new.get("name")))

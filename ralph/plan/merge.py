@@ -47,7 +47,7 @@ UNION_FACTS = (
 # A status moves forward only (accepted, the tombstone, is further); blocked merges with none.
 STATUS_ORDER = {Status.PENDING: 0, Status.DONE: 1}
 PRIORITY_RANK = {"low": 0, "medium": 1, "high": 2}
-COUNTERS = frozenset({"attempts", "tokens", "iteration"})
+COUNTERS = frozenset({"attempts", "rebuilds", "tokens", "iteration"})
 ID_LISTS = frozenset({"deps"})
 CLAIM = ("claimed_by", "claimed_at")  # merged as one value: who holds the task, since when
 # Fields ralph sets on its own (`task prioritize` with auto_priority, claims): a deletion beats them.

@@ -134,7 +134,31 @@ class Task(Record):
         description="the files whose changes would not merge into the loop's branch when its last build"
         " (in a worktree, beside other builds) finished; it is built again from the new HEAD, as an attempt",
     )
-    attempts: Annotated[int, Field(ge=0)] | None = Field(0, description="builds tried")
+    attempts: Annotated[int, Field(ge=0)] | None = Field(
+        0,
+        description="builds tried, rebuilds after a rejection included (an agent that failed without"
+        " doing anything, a crash or a usage error, is run again and does not count)",
+    )
+    rebuilds: Annotated[int, Field(ge=0)] | None = Field(
+        None,
+        description="builds tried after VERIFY rejected it, and rejections of its unchanged resubmissions;"
+        " at `max_rebuilds` the task is set aside for DECOMPOSE",
+    )
+    resubmitted: str | None = Field(
+        None,
+        description="the builder's argument that the rejected work is already correct"
+        " (`ralph task done ID --unchanged`): a fresh verifier judges it once, with the argument",
+    )
+    fingerprint: str | None = Field(
+        None,
+        description="hash of its last failure's verdict and text with numbers, ids, paths and times"
+        " taken out: the same one twice in a row sends the task on instead of a third identical try",
+    )
+    repeated_failure: list[str] | None = Field(
+        None,
+        description="the two failures' texts when the same failure came twice in a row: DECOMPOSE,"
+        " or the person asked, reads them",
+    )
     verdict: VerdictCode | None = Field(
         None, description="what its latest build attempt came to, or VERIFY's rejection of it"
     )
@@ -143,7 +167,8 @@ class Task(Record):
     kill_reason: KillReason | None = Field(
         None,
         description="why the loop killed its build, or set it aside after VERIFY rejected it or could not"
-        " finish checking it `max_attempts` times; the task waits for DECOMPOSE",
+        " finish checking it `max_attempts` times (`repeated_failure`: its last two builds failed the"
+        " same way); the task waits for DECOMPOSE",
     )
     kill_log: str | None = Field(
         None,
@@ -292,6 +317,17 @@ class Price(BaseModel):
     cache_creation: Annotated[float, Field(ge=0)] | None = None
 
 
+class StageModels(BaseModel):
+    """A model name per stage that runs an agent; a stage not named uses `model`."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    PLAN: Annotated[str, Field(min_length=1)] | None = None
+    INVESTIGATE: Annotated[str, Field(min_length=1)] | None = None
+    BUILD: Annotated[str, Field(min_length=1)] | None = None
+    VERIFY: Annotated[str, Field(min_length=1)] | None = None
+    DECOMPOSE: Annotated[str, Field(min_length=1)] | None = None
+
+
 class Hooks(BaseModel):
     """A command per event of the construct loop (see docs/hooks.md), each a command line like gate
     or its argv; it gets the event as JSON on stdin."""
@@ -315,6 +351,20 @@ class Config(Record):
         "number", "wall-clock budget of `ralph construct` in minutes"
     )
     max_attempts: Positive | None = key("count", "builds per task before DECOMPOSE", 3)
+    max_rebuilds: Positive | None = key(
+        "count", "builds of a task after VERIFY rejected it, before DECOMPOSE (its own budget)", 3
+    )
+    max_agent_failures: Positive | None = key(
+        "count",
+        "agent runs in a row, of any task, that fail without doing anything (a crash, a usage error)"
+        " before the run ends AGENT_FAILING; each is run again after a wait and is no attempt",
+        5,
+    )
+    agent_retry_ms: Duration | None = key(
+        "duration",
+        "the first wait before running an agent again that failed without doing anything (doubles)",
+        5_000,
+    )
     parallel: Positive | None = key(
         "count", "builds and VERIFY runs at once; with more than one, builds run in worktrees of their own", 4
     )
@@ -361,6 +411,14 @@ class Config(Record):
     )
     max_cost_usd: Annotated[float, Field(gt=0)] | None = key(
         "number", "money budget of `ralph construct` in USD (`--max-cost`)"
+    )
+    max_tokens: Positive | None = key(
+        "count", "token budget of `ralph construct`: all agent runs' tokens together (`--max-tokens`)"
+    )
+    stage_models: StageModels | None = key(
+        "models",
+        "the model of each stage's runs (`--stage-model STAGE=MODEL`), over `model`: e.g. a cheap one"
+        " for BUILD, a strong one for VERIFY",
     )
     hooks: Hooks | None = key("hooks", "commands run on the loop's events (docs/hooks.md)")
     hook_timeout_ms: Duration | None = key("duration", "bound on one hook run", 10_000)

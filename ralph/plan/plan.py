@@ -21,8 +21,8 @@ class Plan(PlanReader):
     def add_tasks(self, items: list[object], issue_id: str | None = None) -> list[Record]:
         return tasks.add_tasks(self, items, issue_id)
 
-    def done(self, task_id: str | None) -> Record:
-        return tasks.done(self, task_id)
+    def done(self, task_id: str | None, unchanged: str | None = None) -> Record:
+        return tasks.done(self, task_id, unchanged)
 
     def accept(self, task_id: str | None) -> list[Record]:
         return tasks.accept(self, task_id)
@@ -52,6 +52,15 @@ class Plan(PlanReader):
 
     def record_build(self, task_id: str, files: list[str], tokens: int, cost_usd: float | None) -> Record:
         return attempts.record_build(self, task_id, files, tokens, cost_usd)
+
+    def record_resubmission(self, task_id: str, tokens: int, cost_usd: float | None) -> Record:
+        return attempts.record_resubmission(self, task_id, tokens, cost_usd)
+
+    def out_of_builds(self, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
+        return attempts.out_of_builds(self, task_id, max_attempts, max_rebuilds)
+
+    def ask_about_repeated_failure(self, task_id: str, text: str, asked_at: str, asked_by: str) -> Record:
+        return attempts.ask_about_repeated_failure(self, task_id, text, asked_at, asked_by)
 
     def record_build_commit(self, task_id: str, commit: str) -> None:
         return attempts.record_build_commit(self, task_id, commit)

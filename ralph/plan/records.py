@@ -21,6 +21,7 @@ class KillReason(StrEnum):
     TIMEOUT = "timeout"
     CONTEXT_LIMIT = "context_limit"
     DOOM_LOOP = "doom_loop"
+    REPEATED_FAILURE = "repeated_failure"  # the same failure twice in a row (its fingerprint)
 
 
 class StopReason(StrEnum):

@@ -56,9 +56,13 @@ def _inherit_priority(plan: PlanReader, record: Record) -> None:
         source = next((issue for issue in plan.issues() if issue["id"] == record["issue"]), None)
     if source and source.get("priority"):
         record["priority"] = source["priority"]
+        if source.get("auto_priority"):  # set by `task prioritize`, not a person: it stays recomputable
+            record["auto_priority"] = True
 
 
-def done(plan: PlanReader, task_id: str | None) -> Record:
+def done(plan: PlanReader, task_id: str | None, unchanged: str | None = None) -> Record:
+    """Mark the task built. `unchanged`: the builder's argument that the work VERIFY rejected is
+    correct as it is, resubmitted without a change for a fresh verifier to judge."""
     if task_id is None:
         task = plan.next_task()
         if task is None:
@@ -75,10 +79,23 @@ def done(plan: PlanReader, task_id: str | None) -> Record:
     waiting = schedule.blockers(task, plan.tasks(), plan.accepted())
     if waiting:
         raise Refused(f"task {task_id} is blocked by {', '.join(waiting)} (not done yet)")
+    if unchanged is not None:
+        _check_resubmission(task, unchanged)
+        task["resubmitted"] = unchanged.strip()
     task["s"] = Status.DONE
     drop_claim(task)  # built: the commit that says so frees it (VERIFY claims it anew)
     plan.doc.rewrite(line)
     return task
+
+
+def _check_resubmission(task: Record, argument: str) -> None:
+    require_text(argument, "the argument")
+    if not argument.strip():
+        raise InvalidInput("--unchanged needs the argument why the work is already correct")
+    if task.get("verdict") != Verdict.REJECTED:
+        raise Refused(
+            f"task {task['id']} was not rejected by VERIFY: --unchanged resubmits rejected work as it is"
+        )
 
 
 def accept(plan: PlanReader, task_id: str | None) -> list[Record]:
@@ -130,6 +147,8 @@ def reject(
         raise Refused(f"task {task['id']} is pending; only a done task can be rejected")
     task["s"] = Status.PENDING
     drop_claim(task)  # back in the pool for whichever runner comes next
+    if task.pop("resubmitted", None) is not None and not kill_reason:
+        task["rebuilds"] = task.get("rebuilds", 0) + 1  # its unchanged resubmission was rejected too
     task["reject_reason"] = reason
     task["verdict"] = Verdict.KILLED if kill_reason else Verdict.REJECTED
     tombstone = {"t": "reject", "id": task["id"], "reason": reason}

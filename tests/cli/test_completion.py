@@ -95,7 +95,17 @@ def test_agent_names_and_config_keys_complete(tmp_path: Path):
     ]
     assert sorted(complete(tmp_path, "ralph config set max_")) == [
         f"plain,max_{key}"
-        for key in ("attempts", "cost_usd", "decompose_depth", "iterations", "minutes", "wait_ms")
+        for key in (
+            "agent_failures",
+            "attempts",
+            "cost_usd",
+            "decompose_depth",
+            "iterations",
+            "minutes",
+            "rebuilds",
+            "tokens",
+            "wait_ms",
+        )
     ]
     assert complete(tmp_path, "ralph config get gat") == ["plain,gate", "plain,gate_timeout_ms"]
     assert complete(tmp_path, "ralph config unset comm") == ["plain,commit"]

@@ -54,7 +54,7 @@ def pytest_project(repo: Path) -> Path:
 def test_each_failed_attempt_says_why_on_the_console_in_the_reports_and_the_log(pytest_project, tmp_path):
     root = pytest_project
     flaky, lazy, crashy, picky = add_tasks(
-        root, "Flaky [gate-fails-once]", "Lazy [no-changes-once]", "Crashy [crash]", "Picky [reject-once]"
+        root, "Flaky [gate-fails-once]", "Lazy [no-changes-once]", "Crashy [quit-once]", "Picky [reject-once]"
     )
     pytest_gate = f"{shlex.quote(sys.executable)} -m pytest -p no:cacheprovider -q -o addopts= test_work.py"
     done = construct(root, "--gate", pytest_gate)

@@ -40,10 +40,10 @@ SECRETS = {
 TAILS = {f"{what} (tail)": secret[-12:] for what, secret in SECRETS.items()}
 
 # Before each run of the fake agent: BUILD of a [leak-build] task prints the environment's and the
-# .env file's secrets and a password URL, then fails (1st attempt: no `task done`; 2nd: work the
-# gate prints with a long token where the excerpt is cut); VERIFY of a [leak-verify] task rejects
-# it once quoting a token and a Stripe key, adding a task with a JWT in its notes; BUILD of a
-# [leak-ask] task adds an issue and asks a question, both with the JWT.
+# .env file's secrets and a password URL, then fails (1st attempt: half its work, no `task done`;
+# 2nd: work the gate prints with a long token where the excerpt is cut); VERIFY of a [leak-verify]
+# task rejects it once quoting a token and a Stripe key, adding a task with a JWT in its notes;
+# BUILD of a [leak-ask] task adds an issue and asks a question, both with the JWT.
 LEAKY_AGENT = """import json, os, pathlib, subprocess, sys
 sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
 from agent_kit import ralph
@@ -58,7 +58,9 @@ def count(what):
     return n
 if stage == "BUILD" and "[leak-build]" in name:
     attempt = count("build-" + task_id)
-    if attempt == 1:
+    if attempt == 1:  # part of the work first: a failed attempt, not an agent that did nothing
+        pathlib.Path("work").mkdir(exist_ok=True)
+        pathlib.Path("work", task_id + ".txt").write_text("ok, half of it\\n")
         print("connecting to https://deploy:__URL_PASSWORD__@git.example.com/app.git", flush=True)
         print("DEPLOY_TOKEN is", os.environ["DEPLOY_TOKEN"], "DSN", os.environ["ORDERS_DSN"], flush=True)
         print("the database password is __DOTENV_PASSWORD__; app config:", "__DOTENV_VALUE__", flush=True)

@@ -67,3 +67,40 @@ def test_commit_false_changes_the_file_without_a_commit(repo):
     (task,) = tasks.add(repo, [{"name": "Uncommitted"}], commit=False)
     assert git(repo, "rev-parse", "HEAD") == head and task["id"] in live(repo)
     assert git(repo, "status", "--porcelain") == " M plan.jsonl\n"
+
+
+def test_done_unchanged_resubmits_rejected_work_with_its_argument(repo, ralph):
+    (task,) = tasks.add(repo, [{"name": "Parse input"}])
+    task_id = task["id"]
+    refused = ralph("task", "done", task_id, "--unchanged", "it is right", code=1)
+    assert refused.stderr == (
+        f"ralph: task {task_id} was not rejected by VERIFY: --unchanged resubmits rejected work as it is\n"
+    )
+    assert live(repo)[task_id]["s"] == "p"  # untouched
+    tasks.done(repo, task_id)
+    tasks.reject(repo, task_id, "the parser drops the last line")
+    empty = ralph("task", "done", task_id, "--unchanged", "  ", code=2)
+    assert empty.stderr == "ralph: --unchanged needs the argument why the work is already correct\n"
+    argument = "the last line is a blank one, which the spec drops"
+    ralph("task", "done", task_id, "--unchanged", argument)
+    record = live(repo)[task_id]
+    assert record["s"] == "d" and record["resubmitted"] == argument
+    assert last_commit(repo)[0] == (
+        f"ralph: task done {task_id} Parse input\n\n"
+        "resubmitted unchanged: the last line is a blank one, which the spec drops"
+    )
+    tasks.reject(repo, task_id, "it still drops it")  # its resubmission rejected: a rebuild spent
+    record = live(repo)[task_id]
+    assert record["rebuilds"] == 1 and "resubmitted" not in record
+
+
+def test_a_subtask_keeps_its_parents_priority_as_automatic_when_no_person_chose_it(repo):
+    chosen, computed = tasks.add(repo, [{"name": "Chosen", "priority": "low"}, {"name": "Computed"}])
+    tasks.prioritize(repo, None)
+    assert live(repo)[computed["id"]]["auto_priority"] is True
+    parts = tasks.add(repo, [{"name": "Chosen (part 1)", "parent": chosen["id"]}])
+    parts += tasks.add(repo, [{"name": "Computed (part 1)", "parent": computed["id"]}])
+    records = live(repo)
+    mine, auto = (records[part["id"]] for part in parts)
+    assert mine["priority"] == "low" and "auto_priority" not in mine  # a person's choice, kept as one
+    assert auto["priority"] == records[computed["id"]]["priority"] and auto["auto_priority"] is True

@@ -19,7 +19,7 @@ from ralph.plan.records import (
 
 def test_enum_values_are_the_stored_strings():
     assert [str(s) for s in Status] == ["p", "d", "b"]
-    assert [str(k) for k in KillReason] == ["timeout", "context_limit", "doom_loop"]
+    assert [str(k) for k in KillReason] == ["timeout", "context_limit", "doom_loop", "repeated_failure"]
     stages = ["PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE", "WAITING", "BLOCKED", "COMPLETE"]
     assert [str(s) for s in Stage] == stages
     assert Status.DONE == "d" and KillReason("doom_loop") is KillReason.DOOM_LOOP

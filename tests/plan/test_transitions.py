@@ -8,6 +8,7 @@ import json
 import pytest
 
 from ralph.errors import Refused
+from ralph.plan.attempts import fingerprint
 from ralph.plan.document import serialize
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
@@ -147,6 +148,7 @@ def test_record_build_failure_sends_the_task_back_with_the_gate_failure():
         "attempts": 1,
         "verdict": "gate_failed",
         "gate_failure": "ruff: 3 errors",
+        "fingerprint": fingerprint(Verdict.GATE_FAILED, "ruff: 3 errors"),
         "tokens": 40,
         "attempt_tokens": [40],
         "cost_usd": 0.01,
@@ -546,3 +548,50 @@ def test_answers_go_down_every_level_of_decomposition_and_leave_with_the_last_ta
     plan.done("t-part-d")
     plan.accept("t-part-d")
     assert plan.questions(answered=True) == []
+
+
+# --- the same failure twice ------------------------------------------------------------------
+
+RUN_ONE = """`pytest -q` exited 1: FAILED tests/test_x.py::test_y - AssertionError: 41 != 42
+at /tmp/pytest-of-ann/pytest-17/test_y0/out.txt:12, commit 3fa9c1e0, 2026-11-25T20:31:02Z, in 0.52s
+(full output: build/ralph-logs/ralph-20261125-203102-gate-t-bbbbbb.log)"""
+RUN_TWO = """`pytest -q` exited 1: FAILED tests/test_x.py::test_y - AssertionError: 40 != 43
+at /tmp/pytest-of-ann/pytest-18/test_y1/out.txt:13, commit 9e0d2b47, 2026-11-25T20:33:12Z, in 1.7s
+(full output: build/ralph-logs/ralph-20261125-203312-gate-t-bbbbbb-2.log)"""
+
+
+def test_a_failures_fingerprint_ignores_numbers_ids_temporary_paths_and_times():
+    assert fingerprint(Verdict.GATE_FAILED, RUN_ONE) == fingerprint(Verdict.GATE_FAILED, RUN_TWO)
+    assert fingerprint(Verdict.GATE_FAILED, RUN_ONE) != fingerprint(Verdict.HOOK_REFUSED, RUN_ONE)
+    other_test = RUN_ONE.replace("test_y -", "test_z -")
+    assert fingerprint(Verdict.GATE_FAILED, RUN_ONE) != fingerprint(Verdict.GATE_FAILED, other_test)
+
+
+def test_the_same_failure_twice_in_a_row_is_recorded_with_both_texts():
+    plan = plan_of()
+    plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, RUN_ONE, 1, None)
+    assert "repeated_failure" not in plan.find_task("t-bbbbbb")
+    plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, RUN_TWO, 1, None)
+    assert plan.find_task("t-bbbbbb")["repeated_failure"] == [RUN_ONE, RUN_TWO]
+    plan.record_build("t-bbbbbb", ["x"], 1, None)  # a passing build: the count starts over
+    assert not {"repeated_failure", "fingerprint"} & set(plan.find_task("t-bbbbbb"))
+
+
+def test_different_failures_in_a_row_are_not_the_same_failure():
+    plan = plan_of()
+    plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, RUN_ONE, 1, None)
+    plan.record_build_failure("t-bbbbbb", Verdict.NO_CHANGES, RUN_ONE, 1, None)
+    plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, RUN_TWO, 1, None)
+    assert "repeated_failure" not in plan.find_task("t-bbbbbb")
+
+
+def test_a_repeated_failure_is_forgotten_once_a_different_one_comes_or_a_person_is_asked():
+    plan = plan_of()
+    for text in (RUN_ONE, RUN_TWO):
+        plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, text, 1, None)
+    plan.record_build_failure("t-bbbbbb", Verdict.NO_CHANGES, "changed no file", 1, None)
+    assert "repeated_failure" not in plan.find_task("t-bbbbbb")  # the last two differ
+    plan.record_build_failure("t-bbbbbb", Verdict.NO_CHANGES, "changed no file", 1, None)
+    question = plan.ask_about_repeated_failure("t-bbbbbb", "How?", "2026-11-25T20:00:00+00:00", "ralph")
+    task = plan.find_task("t-bbbbbb")
+    assert task["blocked_by"] == question["id"] and not {"fingerprint", "repeated_failure"} & set(task)

@@ -4,6 +4,8 @@ It acts per RALPH_STAGE by calling the real `ralph` commands. Markers in a task'
 misbehaviour:
   [gate-fails-once]    the first build writes work that fails the gate
   [gate-always-fails]  every build fails the gate (a doom loop)
+  [fails-alike]        every build fails the gate the same way, but for its numbers, a hex id and a
+                       temporary path (a gate that prints the work shows them)
   [hang]               starts a grandchild, then never finishes (a timeout)
   [hang-once]          the same, on the first build only
   [daemon]             BUILD starts `setsid sleep 600` (a session of its own, holding the output
@@ -14,7 +16,16 @@ misbehaviour:
   [record-env]         BUILD writes its RALPH_* variables to <task>.agent-env.json
   [reject-once]        the first VERIFY rejects it
   [reject-always]      every VERIFY rejects it
-  [crash]              the first build exits 3 without marking the task done
+  [resubmit]           the first VERIFY rejects it; the rebuild resubmits it unchanged with an
+                       argument (`task done --unchanged`), which the next VERIFY accepts only if
+                       its prompt quotes the argument
+  [lazy-rebuild]       the second build marks the task done without changing a file, the third
+                       fails the gate
+  [crash]              the first build exits 3 at once, changing nothing (the agent failed)
+  [crash-thrice]       the first three builds do
+  [crash-always]       every build does, saying why on stderr (a secret and an escape in it)
+  [quit-once]          the first build writes part of its work, then exits 3 without marking
+                       the task done (the attempt failed)
   [no-changes-once]    the first build marks the task done without changing a file
   [ask]                BUILD asks a person a question (`ralph ask`) instead of building
   [corrupt-plan]       the first build breaks plan.jsonl by hand
@@ -46,6 +57,7 @@ from pathlib import Path
 from agent_kit import ralph  # this script's folder is on sys.path
 
 TOKENS_PER_RUN = 1000
+RESUBMIT_ARGUMENT = "the work file already says ok, which is what the criteria ask"
 STATE = Path(os.environ.get("FAKE_AGENT_STATE", "/tmp/fake-agent-state"))
 
 
@@ -143,11 +155,27 @@ def build() -> int:
             context_pressure(marker)
     if "[set-config-once]" in name and attempt == 1:
         ralph("config", "set", "gate", "false")  # would fail every later build, were it kept
+    if "[resubmit]" in name and current.get("verdict") == "rejected":
+        ralph("task", "done", task_id, "--unchanged", RESUBMIT_ARGUMENT)
+        return 0
+    if "[lazy-rebuild]" in name and attempt == 2:
+        ralph("task", "done")
+        return 0
     if "[ask]" in name:
         ralph("ask", "Blue or green? The spec does not say.")
         return 0
-    if "[crash]" in name and attempt == 1:
+    crashes = {"[crash]": 1, "[crash-thrice]": 3, "[crash-always]": attempt}
+    if any(marker in name and attempt <= count for marker, count in crashes.items()):
         print("fake agent: crashing", flush=True)
+        print(
+            f"Error: bad flag --frobnicate (run {attempt}) api_key=sk-fake0123456789abcdef \x1b[2J",
+            file=sys.stderr,
+        )
+        sys.exit(3)  # before its usage event: a crash reports nothing
+    if "[quit-once]" in name and attempt == 1:
+        Path("work").mkdir(exist_ok=True)
+        Path("work", f"{task_id}.txt").write_text(f"ok {task_id} (half of it)\n")
+        print("fake agent: giving up half-way", flush=True)
         return 3
     if "[no-changes-once]" in name and attempt == 1:
         ralph("task", "done")
@@ -160,9 +188,14 @@ def build() -> int:
         together(task_id, attempt)
         Path("shared.txt").write_text(f"{task_id} attempt {attempt}\n")
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
+    failing = failing or ("[lazy-rebuild]" in name and attempt == 3)
     work = Path("work")
     work.mkdir(exist_ok=True)
-    (work / f"{task_id}.txt").write_text(("FAIL" if failing else "ok") + f" {task_id} attempt {attempt}\n")
+    said = ("FAIL" if failing else "ok") + f" {task_id} attempt {attempt}\n"
+    if "[fails-alike]" in name:
+        where, run_id = f"/tmp/fake-{os.getpid()}/out.txt", os.urandom(4).hex()
+        said = f"FAIL {task_id} attempt {attempt}: no answer in {where} (id {run_id})\n"
+    (work / f"{task_id}.txt").write_text(said)
     ralph("task", "done")
     return 0
 
@@ -183,7 +216,13 @@ def verify() -> int:
         (STATE / f"{current['id']}.verify.finished").write_text("the verifier was not stopped\n")
     if "[no-verdict]" in name:
         return 0
-    if "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1):
+    if "[resubmit]" in name and verdicts > 1:
+        prompt = Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+        if RESUBMIT_ARGUMENT not in prompt:
+            ralph("task", "reject", "no argument came with the resubmission")
+            return 0
+    once = "[reject-once]" in name or "[resubmit]" in name
+    if "[reject-always]" in name or (once and verdicts == 1):
         ralph("task", "reject", "the fake verifier rejects the first build")
     else:
         ralph("task", "accept")
