@@ -57,7 +57,10 @@ class Adapter:
     # (a trailing /) is made when missing, as the CLI would make it on its first run.
     state_paths: tuple[str, ...] = ()
 
-    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+    def invocation(
+        self, prompt: str, prompt_file: str, env: dict[str, str], model: str | None = None
+    ) -> Invocation:
+        """How to start one run; `model`: this run's model (a stage's own), else the adapter's."""
         raise NotImplementedError
 
     def parse_line(self, line: str) -> list[Event]:

@@ -17,11 +17,14 @@ class ClaudeAdapter(CliAdapter):
     state_paths = (".claude/", ".claude.json")
     default_context_window = 200_000
 
-    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+    def invocation(
+        self, prompt: str, prompt_file: str, env: dict[str, str], model: str | None = None
+    ) -> Invocation:
+        model = model or self.model
         argv = [self.program, "-p", prompt, "--output-format", "stream-json", "--verbose"]
         argv.append("--dangerously-skip-permissions")
-        if self.model:
-            argv += ["--model", self.model]
+        if model:
+            argv += ["--model", model]
         env = dict(env)
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             # As root, Claude Code refuses --dangerously-skip-permissions outside a sandbox it

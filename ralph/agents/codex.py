@@ -28,10 +28,13 @@ class CodexAdapter(CliAdapter):
     state_paths = (".codex/",)
     default_context_window = 272_000
 
-    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+    def invocation(
+        self, prompt: str, prompt_file: str, env: dict[str, str], model: str | None = None
+    ) -> Invocation:
+        model = model or self.model
         argv = [self.program, "exec", "--json", "--dangerously-bypass-approvals-and-sandbox"]
-        if self.model:
-            argv += ["-m", self.model]
+        if model:
+            argv += ["-m", model]
         return Invocation(argv + self.extra_args + [prompt], None, dict(env))
 
     def parse_line(self, line: str) -> list[Event]:

@@ -23,7 +23,10 @@ class CommandAdapter(Adapter):
             )
         self.argv = argv
 
-    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+    def invocation(
+        self, prompt: str, prompt_file: str, env: dict[str, str], model: str | None = None
+    ) -> Invocation:
+        # The run's model reaches the program as $RALPH_MODEL (ralph's environment), not in its argv.
         return Invocation(list(self.argv), prompt.encode("utf-8"), env)
 
     def parse_line(self, line: str) -> list[Event]:

@@ -30,10 +30,13 @@ class GeminiAdapter(CliAdapter):
     state_paths = (".gemini/",)
     default_context_window = 1_000_000
 
-    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+    def invocation(
+        self, prompt: str, prompt_file: str, env: dict[str, str], model: str | None = None
+    ) -> Invocation:
+        model = model or self.model
         argv = [self.program, "-p", prompt, "--output-format", "stream-json", "--yolo", "--skip-trust"]
-        if self.model:
-            argv += ["-m", self.model]
+        if model:
+            argv += ["-m", model]
         return Invocation(argv + self.extra_args, None, dict(env))
 
     def parse_line(self, line: str) -> list[Event]:

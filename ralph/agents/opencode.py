@@ -32,10 +32,13 @@ class OpencodeAdapter(CliAdapter):
     state_paths = (".config/opencode/", ".local/share/opencode/", ".local/state/opencode/")
     default_context_window = 200_000
 
-    def invocation(self, prompt: str, prompt_file: str, env: dict[str, str]) -> Invocation:
+    def invocation(
+        self, prompt: str, prompt_file: str, env: dict[str, str], model: str | None = None
+    ) -> Invocation:
+        model = model or self.model
         argv = [self.program, "run", "--format", "json", "--auto"]  # --auto: approve tool permissions
-        if self.model:
-            argv += ["-m", self.model]
+        if model:
+            argv += ["-m", model]
         env = {"OPENCODE_DISABLE_AUTOUPDATE": "1", **env}
         return Invocation(argv + self.extra_args + [prompt], None, env)
 

@@ -43,6 +43,23 @@ class Shlex(click.ParamType):
             self.fail(f"cannot split {value!r}: {exc}", param, ctx)
 
 
+class StageModel(click.ParamType):
+    """STAGE=MODEL (--stage-model VERIFY=claude-opus-4-5): a (stage, model) pair."""
+
+    name = "stage=model"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        from ralph.ops.settings import MODEL_STAGES
+
+        stage, _, model = value.partition("=")
+        stage = stage.strip().upper()
+        if stage not in MODEL_STAGES or not model.strip():
+            self.fail(f"{value!r} is not STAGE=MODEL with STAGE one of {', '.join(MODEL_STAGES)}", param, ctx)
+        return stage, model.strip()
+
+
 def _loop_options(command):
     defaults = DEFAULTS
     options = [
@@ -58,7 +75,14 @@ def _loop_options(command):
             " for a named CLI, the path of its binary.",
         ),
         click.option("--agent-args", type=Shlex(), help="Extra arguments passed through to the agent CLI."),
-        click.option("--model", help="Model name passed to the agent CLI."),
+        click.option("--model", help="Model name passed to the agent CLI (each stage's default)."),
+        click.option(
+            "--stage-model",
+            "stage_models",
+            type=StageModel(),
+            multiple=True,
+            help="A stage's model, over --model: STAGE=MODEL, e.g. VERIFY=claude-opus-4-5. Repeatable.",
+        ),
         click.option(
             "--timeout",
             "timeout_s",
@@ -113,7 +137,13 @@ def _budget_options(command):
             "--max-cost",
             "max_cost_usd",
             type=click.FloatRange(min=0, min_open=True),
-            help="Money budget in USD: no run starts that would likely pass it. [default: none]",
+            help="Money budget in USD: no run starts that would likely pass it, and a running agent"
+            " whose streamed tokens pass it is stopped, its work set aside. [default: none]",
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(min=1),
+            help="Token budget of all agent runs together, held like --max-cost. [default: none]",
         ),
         click.option(
             "--gate",
@@ -160,14 +190,14 @@ def construct(ctx, spec, dry_run, pr, **flags):
     """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented (default: the spec
     the loop last worked on).
 
-    Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no
-    progress possible), 6 agent unavailable, 7 the agent could not log in, 8 a rate or usage
-    limit lifts later than max_wait_ms allows, 9 waiting for answers to questions (`ralph
-    questions`), 10 money budget spent, 11 the --remote is unreachable or refused a push, 12
-    the agent failed without doing anything (a crash, a usage error) max_agent_failures times in
-    a row, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run again to resume). Rate
-    and usage limits and overloaded servers are waited out; an agent that fails without doing
-    anything is run again after a wait, which is no attempt.
+    Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no progress
+    possible), 6 agent unavailable, 7 the agent could not log in, 8 a rate or usage limit lifts
+    later than max_wait_ms allows, 9 waiting for answers to questions (`ralph questions`), 10 money
+    budget spent, 11 the --remote is unreachable or refused a push, 12 the agent failed without
+    doing anything (a crash, a usage error) max_agent_failures times in a row, 13 token budget
+    spent, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run again to resume). Rate and
+    usage limits and overloaded servers are waited out; an agent that fails without doing anything
+    is run again after a wait, which is no attempt.
     """
     _run(ctx, spec, flags, plan_only=False, dry_run=dry_run, pr=pr)
 
@@ -279,6 +309,7 @@ def _run(
         spec = str(root / spec)
     spec_rel = _spec_in(root, Path(ctx.find_root().params.get("directory") or "."), spec)
     as_json = flags.pop("as_json")
+    flags["stage_models"] = dict(flags.get("stage_models") or ()) or None
     config = plan.config() if plan else {}
     user = read_user_config()
     settings = Settings.resolve(spec_rel, config, flags, user)
@@ -335,6 +366,9 @@ def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
         option = max(param.opts, key=len)
         if param.is_flag:
             words.append(option) if value else None
+        elif isinstance(value, dict):  # --stage-model, repeated
+            for stage, model in value.items():
+                words += [option, f"{stage}={model}"]
         elif isinstance(value, tuple):
             words += [option, shlex.join(value)]
         elif isinstance(param.type, Duration):
@@ -385,7 +419,8 @@ def report_lines(report) -> list[str]:
     for title, table in (("by stage", report.by_stage), ("by task", report.by_task)):
         if table:
             rows = (
-                f"{key} {row['tokens']:,} tokens {describe_cost(row['cost_usd'], row['unknown_runs'])}"
+                f"{key}{_model_of(row)} {row['tokens']:,} tokens"
+                f" {describe_cost(row['cost_usd'], row['unknown_runs'])}"
                 for key, row in table.items()
             )
             lines.append(f"{title}: " + "; ".join(rows))
@@ -410,3 +445,8 @@ def report_lines(report) -> list[str]:
         then = "answer the questions above, then " if report.questions else ""
         lines.append(f"to resume: {then}{printable(report.resume)}")
     return lines
+
+
+def _model_of(row: dict) -> str:
+    """ " (model)" of a stage's runs (per stage only), or nothing."""
+    return f" ({printable(row['model'])})" if row.get("model") else ""

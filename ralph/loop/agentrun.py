@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ralph.agents.base import Adapter, RunTracker
-from ralph.agents.events import UsageEvent
+from ralph.agents.events import ResultEvent, UsageEvent
 from ralph.agents.transcript import Transcript, transcript_path
 from ralph.errors import RalphError
 from ralph.loop import prompts
 from ralph.loop.compaction import Compacted
 from ralph.loop.console import Console
-from ralph.loop.cost import run_cost
+from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal
 from ralph.loop.live import USAGE_EVERY_S
 from ralph.loop.pressure import Pressure
@@ -88,6 +88,9 @@ class AgentRunner:
         self.log_dir = root / LOG_DIR
         self._names = threading.Lock()
         self.sandbox: Sandbox | None = None  # the fence around each run, once the loop has made it
+        # The budgets: the monitor of each run streams its tokens and cost here, and stops it
+        # when they pass one (the workspace admits and counts the runs).
+        self.spending = Spending(settings.max_cost_usd, settings.max_tokens)
 
     def require_program(self) -> None:
         """Fail before touching anything when the agent's program does not exist."""
@@ -122,13 +125,19 @@ class AgentRunner:
         raise RalphError(f"too many logs named {stem}")
 
     def env(
-        self, stage: str, iteration: int, item: str | None, prompt_file: Path, cwd: Path | None = None
+        self,
+        stage: str,
+        iteration: int,
+        item: str | None,
+        prompt_file: Path,
+        cwd: Path | None = None,
+        model: str | None = None,
     ) -> dict[str, str]:
         """`cwd`: the checkout the run works in, when not the repository itself (a verifier's
         worktree, which holds its own copy of plan.jsonl)."""
         where = str(cwd or self.root)
         env = dict(os.environ)
-        for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID"):
+        for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID", "RALPH_MODEL"):
             env.pop(key, None)
         bin_dir = str(Path(sys.executable).parent)
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
@@ -144,6 +153,8 @@ class AgentRunner:
             RALPH_BIN=ralph_command(),
             RALPH_COMMIT="0",  # the loop commits the agent's plan changes with its code
         )
+        if model:  # the stage's model (--stage-model, else --model): a command agent's to pass on
+            env["RALPH_MODEL"] = model
         if item and item.startswith("t-"):
             env["RALPH_TASK_ID"] = item
         elif item and item.startswith("i-"):
@@ -178,8 +189,9 @@ class AgentRunner:
         if compacted:
             prompt = f"{compacted.text}\n\n{prompt}"
         prompt_file.write_text(prompt, encoding="utf-8")
-        env = self.env(stage, iteration, item, prompt_file, cwd)
-        invocation = self.adapter.invocation(prompt, str(prompt_file), env)
+        model = self.settings.model_for(stage)
+        env = self.env(stage, iteration, item, prompt_file, cwd, model)
+        invocation = self.adapter.invocation(prompt, str(prompt_file), env, model)
         tracker = RunTracker()
         relative_log = log_path.relative_to(self.root)
         pressure = self._pressure(
@@ -191,7 +203,7 @@ class AgentRunner:
         )
 
         run_id = str(relative_log)  # unique per run: several run at once
-        streamed = UsageStream(self, run_id, stage, item, tracker)
+        streamed = UsageStream(self, run_id, stage, item, tracker, model)
 
         def monitor(line: str) -> StopReason | None:
             events = self.adapter.parse_line(line)
@@ -202,8 +214,8 @@ class AgentRunner:
                     reason = pressure.check(tracker.usage)
                     if reason:
                         return reason
-            if events:
-                streamed.maybe_report()
+            if events:  # a result line ends the run: its work is done, and kept whatever it cost
+                return streamed.check(ended=any(isinstance(event, ResultEvent) for event in events))
             return None
 
         span = self.journal.span(
@@ -214,6 +226,7 @@ class AgentRunner:
             iteration=iteration,
             log=str(relative_log),
             worker=worker,
+            model=model,
         )
         self.console.start_run(run_id, stage, item, name, str(relative_log))
         argv = invocation.argv
@@ -233,11 +246,16 @@ class AgentRunner:
             span.end(error=str(exc))
             self.console.end_run(run_id, "could not start")
             raise AgentUnavailable(f"the agent cannot start: {exc}") from None
-        except BaseException as exc:  # Ctrl-C, a stop signal or the time budget: the span still closes
+        except BaseException as exc:  # Ctrl-C, a stop signal or a budget: the span still closes
             span.end(
                 stop_reason=StopReason.BUDGET if isinstance(exc, BudgetSpent) else StopReason.INTERRUPTED
             )
             self.console.end_run(run_id, "stopped")
+            over = streamed.over
+            if isinstance(exc, BudgetSpent) and over is not None:  # its monitor stopped it for the budget
+                what = f"{stage} {item}" if item else stage
+                over.args = (f"{over}; {what} was stopped",)
+                raise over from None
             raise
         finally:
             transcript.close()
@@ -253,8 +271,10 @@ class AgentRunner:
         self.console.end_run(run_id, done.describe())
         return done
 
-    def run_cost(self, tracker: RunTracker) -> float | None:
-        return run_cost(tracker.usage, self.settings.model or tracker.model, self.settings.prices)
+    def run_cost(self, tracker: RunTracker, model: str | None) -> float | None:
+        """The run's cost, priced (when its CLI says none) by the model it was run with, else the
+        one its CLI reported."""
+        return run_cost(tracker.usage, model or tracker.model, self.settings.prices)
 
     def _pressure(
         self, stage: str, item: str | None, iteration: int, log_path: Path, compacted_from: float | None
@@ -280,19 +300,43 @@ class AgentRunner:
 
 
 class UsageStream:
-    """A running agent's tokens and cost as they stream: to the console and, at most every
-    USAGE_EVERY_S, to the journal (a `usage` event, which `ralph watch` reads)."""
+    """A running agent's tokens and cost as they stream: priced at once against the budgets
+    (`check`), and shown on the console and, at most every USAGE_EVERY_S, in the journal (a
+    `usage` event, which `ralph watch` reads)."""
 
-    def __init__(self, runner: AgentRunner, run_id: str, stage: str, item: str | None, tracker: RunTracker):
+    def __init__(
+        self,
+        runner: AgentRunner,
+        run_id: str,
+        stage: str,
+        item: str | None,
+        tracker: RunTracker,
+        model: str | None,
+    ):
         self.runner, self.run_id, self.stage, self.item, self.tracker = runner, run_id, stage, item, tracker
+        self.model = model
+        self.owner = threading.get_ident()  # the thread that admitted the run (Spending.stream)
         self.reported: tuple[int, float | None] = (0, None)
         self.at = 0.0
+        self.over: BudgetSpent | None = None  # the budget this run passed, once it has
+
+    def check(self, ended: bool = False) -> StopReason | None:
+        """After the run's events of one output line: BUDGET when it must stop for a budget."""
+        spending = self.runner.spending
+        if spending.budgeted and self.over is None:
+            cost = self.runner.run_cost(self.tracker, self.model)
+            over = spending.stream(self.owner, self.tracker.usage.total, cost)
+            if over is not None and not ended:
+                self.over = over
+                return StopReason.BUDGET
+        self.maybe_report()
+        return None
 
     def maybe_report(self) -> None:
         now = time.monotonic()
         if now - self.at < USAGE_EVERY_S:
             return
-        tokens, cost = self.tracker.usage.total, self.runner.run_cost(self.tracker)
+        tokens, cost = self.tracker.usage.total, self.runner.run_cost(self.tracker, self.model)
         if (tokens, cost) == self.reported:
             return
         self.at, self.reported = now, (tokens, cost)

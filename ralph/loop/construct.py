@@ -9,6 +9,7 @@ committed together with their code once ralph has checked the work (the gate aft
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -20,6 +21,7 @@ from ralph.loop import preflight, stage_plan
 from ralph.loop.agent_failures import AgentFailing
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
+from ralph.loop.cost import CostSpent, TokensSpent
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
@@ -34,7 +36,6 @@ from ralph.loop.supervisor import Supervisor
 from ralph.loop.workspace import (
     PLAN_FILE,
     BudgetSpent,
-    CostSpent,
     Deadline,
     StageReport,
     StageRun,
@@ -73,6 +74,7 @@ class Outcome(Enum):
     MAX_COST = 10  # the next run would pass the money budget
     REMOTE = 11  # the git remote runners share is unreachable, or refused a push (errors.EXIT_REMOTE)
     AGENT_FAILING = 12  # the agent failed without doing anything max_agent_failures times in a row
+    MAX_TOKENS = 13  # the next run would pass the token budget, or a running one passed it
     INTERRUPTED = 130
 
 
@@ -173,8 +175,15 @@ class Loop:
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:
         try:
             outcome, message = self._plan_only() if plan_only else self._iterate()
-        except CostSpent as exc:
-            outcome, message = Outcome.MAX_COST, str(exc)
+        except (CostSpent, TokensSpent) as exc:
+            outcome = Outcome.MAX_COST if isinstance(exc, CostSpent) else Outcome.MAX_TOKENS
+            message = str(exc)
+            if exc.stopped_run:  # a running agent passed the budget: as after Ctrl-C, its work waits
+                with deferred_signals():
+                    self.supervisor.stop_all()  # the other runs going too
+                    log = self._set_aside_unfinished("budget")
+                self.journal.event("budget_spent", budget=outcome.name, stopped_run=True, log=str(log))
+                message += " with the other runs going, their work set aside"
         except BudgetSpent as exc:
             outcome, message = Outcome.MAX_MINUTES, str(exc)
             if exc.stopped_run:  # an agent or gate stopped half-way: as after Ctrl-C, its work waits
@@ -204,6 +213,10 @@ class Loop:
                 self._on_interrupt(signum)
                 self._release_claims(quietly=True)
             return Outcome.INTERRUPTED, "interrupted; run `ralph construct` again to resume", 128 + signum
+        except Exception:  # any other error ends the run too: its claims go back, as after Ctrl-C
+            with deferred_signals(), contextlib.suppress(Exception):  # the error to report is the first
+                self._release_claims(quietly=True)
+            raise
         with deferred_signals():  # the ending's commit is not cut in half by a late signal
             self._commit_loose_state(outcome)
         try:

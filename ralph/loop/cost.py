@@ -1,30 +1,78 @@
-"""What an agent run cost: the amount its CLI reports, else its tokens at the model's price (the
-config's `prices` first, then this table), else unknown (None), never a guessed zero."""
+"""What an agent run cost, and the budgets of a construct run.
+
+A run's cost is the amount its CLI reports, else its tokens at the model's price (the config's
+`prices` first, then the maintained price data of the `genai-prices` library), else unknown (None),
+never a guessed zero. The money budget (--max-cost) and the token budget (--max-tokens) are held
+two ways: a run starts only when the budget would still hold with it (`Spending.admit`), and a
+running run whose streamed tokens, priced as they come, pass the budget is stopped
+(`Spending.stream`)."""
 
 from __future__ import annotations
 
-from ralph.agents.base import Usage
+import threading
+from datetime import UTC, datetime
+from functools import cache
 
-# USD per million tokens, from the providers' public price lists when this was written; prices
-# change, so a repository sets its own in the config record's `prices`. Matched by exact name,
-# then by the longest name the model's starts with ("claude-sonnet-4-5-20250929").
-PRICES: dict[str, dict[str, float]] = {
-    "claude-opus-4": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_creation": 18.75},
-    "claude-sonnet-4": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_creation": 3.75},
-    "claude-haiku-4": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_creation": 1.25},
-    "gpt-5": {"input": 1.25, "output": 10.0, "cache_read": 0.125},
-    "gemini-2.5-pro": {"input": 1.25, "output": 10.0, "cache_read": 0.31},
+from ralph.agents.base import Usage
+from ralph.loop.supervisor import BudgetSpent
+
+PRICE_KEYS = ("input", "output", "cache_read", "cache_creation")
+# genai-prices' names of the same prices, per million tokens
+_LIBRARY_KEYS = {
+    "input": "input_mtok",
+    "output": "output_mtok",
+    "cache_read": "cache_read_mtok",
+    "cache_creation": "cache_write_mtok",
 }
 
 
+class CostSpent(BudgetSpent):
+    """The money budget would be passed: the loop ends with MAX_COST. `stopped_run`: a running
+    agent was stopped for it, so its unfinished work must be set aside."""
+
+
+class TokensSpent(BudgetSpent):
+    """The token budget would be passed: the loop ends with MAX_TOKENS."""
+
+
 def price_of(model: str | None, overrides: dict | None = None) -> dict | None:
+    """USD per million tokens of `model` ({"input", "output", "cache_read"?, "cache_creation"?}):
+    the config's price (by exact name, then by the longest name the model's starts with), else
+    the library's, else None."""
     if not model:
         return None
-    table = {**PRICES, **(overrides or {})}
-    if model in table:
-        return table[model]
-    starts = [name for name in table if model.startswith(name)]
-    return table[max(starts, key=len)] if starts else None
+    mine = overrides or {}
+    if model in mine:
+        return mine[model]
+    starts = [name for name in mine if model.startswith(name)]
+    if starts:
+        return mine[max(starts, key=len)]
+    return library_price(model)
+
+
+@cache
+def library_price(model: str) -> dict | None:
+    """The model's price from genai-prices' bundled data (never fetched: see below), or None.
+
+    The library's own calc_price is not used: it picks a long-context tier from the input tokens of
+    one request, and a run's tokens are the sum of many requests. The base price is the right one.
+    Imported here, on the loop's first priced run: the library's data takes some 0.25 s to load,
+    which no state command may pay. Only its bundled snapshot is read; ralph never starts its
+    UpdatePrices, the one part that goes online."""
+    from genai_prices import data_snapshot
+
+    try:
+        _, info = data_snapshot.get_snapshot().find_provider_model(model, None, None, None)
+    except LookupError:
+        return None
+    prices = info.get_prices(datetime.now(tz=UTC))
+    found: dict[str, float] = {}
+    for key, name in _LIBRARY_KEYS.items():
+        value = getattr(prices, name, None)
+        value = getattr(value, "base", value)  # tiered prices: the base tier's
+        if value is not None:
+            found[key] = float(value)
+    return found if {"input", "output"} <= set(found) else None
 
 
 def run_cost(usage: Usage, model: str | None, overrides: dict | None = None) -> float | None:
@@ -44,79 +92,161 @@ def run_cost(usage: Usage, model: str | None, overrides: dict | None = None) -> 
 
 
 class Spending:
-    """Tokens and cost of a construct run so far, in all and per stage and per item, and the money
-    budget: the next run may not start when the runs so far, plus the ones running and one more at
-    their mean cost, would pass it. Parallel BUILD and VERIFY add from several threads; with a
-    budget, a run waits to start until the first run has ended (before that no cost is known, and
-    four runs started at once passed a $1 budget by $1.40)."""
+    """Tokens and cost of a construct run so far, in all and per stage and per item, and its
+    budgets (money, tokens).
 
-    def __init__(self, max_cost_usd: float | None):
-        import threading
+    A run may start when the amount spent, plus what each running run has streamed (at least the
+    most one run has cost so far), plus one more such run, stays within the budget; while runs
+    are going, one that may not start yet waits for them rather than ending the loop (they may
+    end cheaper). With a money budget only one run goes until a run's cost is known: before that
+    there is nothing to judge (four builds started at once passed a $1 budget by $1.40). The most
+    one run cost, not the mean: a cheap first run (an INVESTIGATE) made four $0.60 builds look
+    like $0.05 ones.
 
+    While a run goes, its streamed tokens and their price are `stream`ed in; once the amount spent
+    and streamed passes a budget, the run is told to stop. Parallel BUILD and VERIFY runs add from
+    several threads, one run per thread at a time: a run's streamed amounts are kept by the thread
+    that admitted it (its `owner`; the monitor that streams them runs in a reader thread)."""
+
+    def __init__(self, max_cost_usd: float | None, max_tokens: int | None = None):
         self.max_cost_usd = max_cost_usd
+        self.max_tokens = max_tokens
         self.cost_usd = 0.0  # of the runs whose cost is known
+        self.tokens = 0
         self.known_runs = 0
         self.unknown_runs = 0
+        self.ended_runs = 0
         self.running = 0
+        self.largest_cost = 0.0  # of one run whose cost is known
+        self.largest_tokens = 0
+        self.streamed: dict[int, tuple[int, float | None]] = {}  # thread -> tokens, cost of its run
         self.by_stage: dict[str, dict] = {}
         self.by_item: dict[str, dict] = {}
         self.unsaved: dict[str, dict] = {}  # per stage, not yet written to the plan's state record
         self._lock = threading.Condition()
 
-    def over_budget(self) -> str | None:
+    @property
+    def budgeted(self) -> bool:
+        return self.max_cost_usd is not None or self.max_tokens is not None
+
+    def over_budget(self) -> BudgetSpent | None:
         """Why the next run may not start, or None."""
         with self._lock:
             return self._over_budget()
 
-    def _over_budget(self) -> str | None:
-        if self.max_cost_usd is None or not self.known_runs:
-            return None
-        spent, mean, running = self.cost_usd, self.cost_usd / self.known_runs, self.running
-        if spent + mean * (running + 1) > self.max_cost_usd:
-            return (
-                f"the money budget (${self.max_cost_usd:g}) would be passed: ${spent:.2f} spent, and a run"
-                f" costs ${mean:.2f} on average"
-            )
+    def _over_budget(self) -> BudgetSpent | None:
+        """With the runs going and one more, each at least the largest run so far."""
+        streams = self.streamed.values()
+        if self.max_cost_usd is not None and self.known_runs:
+            one = self.largest_cost
+            going = sum(max(cost or 0.0, one) for _, cost in streams) + one * (self.running - len(streams))
+            if self.cost_usd + going + one > self.max_cost_usd:
+                return CostSpent(
+                    f"the money budget (${self.max_cost_usd:g}) would be passed: ${self.cost_usd:.2f} spent,"
+                    f" and a run costs up to ${one:.2f}"
+                )
+        if self.max_tokens is not None and self.ended_runs:
+            one = self.largest_tokens
+            going = sum(max(tokens, one) for tokens, _ in streams) + one * (self.running - len(streams))
+            if self.tokens + going + one > self.max_tokens:
+                return TokensSpent(
+                    f"the token budget ({self.max_tokens:,}) would be passed: {self.tokens:,} spent,"
+                    f" and a run takes up to {one:,} tokens"
+                )
         return None
 
-    def admit(self) -> str | None:
-        """Start a run, or say why it may not: the budget would be passed. With a budget and no
-        run ended yet (no cost known), wait for the one running to end first. Judging and counting
-        the start under one lock: two threads cannot both take the last of the budget."""
+    def admit(self) -> BudgetSpent | None:
+        """Start a run, or say why it may not: a budget would be passed. Judging and counting the
+        start under one lock: two threads cannot both take the last of the budget."""
         with self._lock:
-            while self.max_cost_usd is not None and self.running and not self.known_runs + self.unknown_runs:
-                self._lock.wait(timeout=1.0)
-            over = self._over_budget()
-            if over is None:
-                self.running += 1
-            return over
-
-    def stopped(self) -> None:
-        """A run that raised (a stop signal, the time budget): it ended, its cost not known."""
-        with self._lock:
-            self.running = max(self.running - 1, 0)
-            self._lock.notify_all()
-
-    def add(self, stage: str, item: str | None, tokens: int, cost_usd: float | None) -> None:
-        """A run ended (one admit() each)."""
-        with self._lock:
-            self._lock.notify_all()
-            self.running = max(self.running - 1, 0)
-            if cost_usd is None:
-                self.unknown_runs += 1
-            else:
-                self.known_runs += 1
-                self.cost_usd += cost_usd
-            for table, key in ((self.by_stage, stage), (self.by_item, item), (self.unsaved, stage)):
-                if key is None:
+            while True:
+                if not self.budgeted:
+                    break
+                cost_unknown = self.max_cost_usd is not None and not self.known_runs
+                tokens_unknown = self.max_tokens is not None and not self.ended_runs
+                if self.running and (cost_unknown or tokens_unknown):
+                    self._lock.wait(timeout=1.0)  # nothing to judge by yet: one run at a time
                     continue
-                row = table.setdefault(key, {"runs": 0, "tokens": 0, "cost_usd": 0.0, "unknown_runs": 0})
-                row["runs"] += 1
-                row["tokens"] += tokens
-                if cost_usd is None:
-                    row["unknown_runs"] += 1
-                else:
-                    row["cost_usd"] = round(row["cost_usd"] + cost_usd, 6)
+                over = self._over_budget()
+                if over is None:
+                    break
+                if not self.running:
+                    return over
+                self._lock.wait(timeout=1.0)  # judged again as each run going ends
+            self.running += 1
+            self.streamed.pop(threading.get_ident(), None)
+            return None
+
+    def stream(self, owner: int, tokens: int, cost_usd: float | None) -> BudgetSpent | None:
+        """The run that thread `owner` admitted has so far streamed `tokens` tokens costing
+        `cost_usd` (None: no price known). Why it must stop, or None: the spent and streamed amounts
+        passed a budget."""
+        with self._lock:
+            self.streamed[owner] = (tokens, cost_usd)
+            streams = self.streamed.values()
+            if self.max_cost_usd is not None:
+                going = sum(cost or 0.0 for _, cost in streams)
+                if self.cost_usd + going > self.max_cost_usd:
+                    return CostSpent(
+                        f"the money budget (${self.max_cost_usd:g}) is spent: ${self.cost_usd:.2f} by the"
+                        f" runs ended and ${going:.2f} by the {len(self.streamed)} running",
+                        stopped_run=True,
+                    )
+            if self.max_tokens is not None:
+                going_tokens = sum(tokens for tokens, _ in streams)
+                if self.tokens + going_tokens > self.max_tokens:
+                    return TokensSpent(
+                        f"the token budget ({self.max_tokens:,}) is spent: {self.tokens:,} tokens by the runs"
+                        f" ended and {going_tokens:,} by the {len(self.streamed)} running",
+                        stopped_run=True,
+                    )
+            return None
+
+    def stopped(self, stage: str | None = None, item: str | None = None, model: str | None = None) -> int:
+        """A run that raised (a stop signal, a budget): it ended; what it streamed was spent.
+        Returns the tokens it streamed."""
+        with self._lock:
+            tokens, cost = self.streamed.pop(threading.get_ident(), (0, None))
+            self.running = max(self.running - 1, 0)
+            self._lock.notify_all()
+            if stage is not None and (tokens or cost):
+                self._count(stage, item, tokens, cost, model)
+            return tokens
+
+    def add(
+        self, stage: str, item: str | None, tokens: int, cost_usd: float | None, model: str | None = None
+    ) -> None:
+        """A run ended (one admit() each). `model`: the one it ran with, shown per stage."""
+        with self._lock:
+            self._lock.notify_all()
+            self.running = max(self.running - 1, 0)
+            self.streamed.pop(threading.get_ident(), None)
+            self._count(stage, item, tokens, cost_usd, model)
+
+    def _count(
+        self, stage: str, item: str | None, tokens: int, cost_usd: float | None, model: str | None
+    ) -> None:
+        self.ended_runs += 1
+        self.tokens += tokens
+        self.largest_tokens = max(self.largest_tokens, tokens)
+        if cost_usd is None:
+            self.unknown_runs += 1
+        else:
+            self.known_runs += 1
+            self.cost_usd += cost_usd
+            self.largest_cost = max(self.largest_cost, cost_usd)
+        for table, key in ((self.by_stage, stage), (self.by_item, item), (self.unsaved, stage)):
+            if key is None:
+                continue
+            row = table.setdefault(key, {"runs": 0, "tokens": 0, "cost_usd": 0.0, "unknown_runs": 0})
+            row["runs"] += 1
+            row["tokens"] += tokens
+            if cost_usd is None:
+                row["unknown_runs"] += 1
+            else:
+                row["cost_usd"] = round(row["cost_usd"] + cost_usd, 6)
+        if model:  # not in the plan's record (unsaved): the report's, for this run
+            self.by_stage[stage]["model"] = model
 
     def take_unsaved(self) -> dict[str, dict]:
         """What was spent per stage since the last call, for the plan's state record."""

@@ -16,7 +16,7 @@ from ralph.loop import preflight, prompts
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, ralph_command
 from ralph.loop.job import Job
 from ralph.loop.prompts import one_line
-from ralph.ops.settings import Settings
+from ralph.ops.settings import MODEL_STAGES, Settings
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
@@ -112,11 +112,13 @@ def _run(runner: AgentRunner, job: Job, iteration: int) -> dict:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"ralph-{stamp}-{str(job.stage).lower()}" + (f"-{job.item}" if job.item else "") + ".prompt.md"
     prompt_file = root / LOG_DIR / name
-    env = runner.env(str(job.stage), iteration, job.item, prompt_file)
-    argv = runner.adapter.invocation(prompt, str(prompt_file), env).argv
+    model = runner.settings.model_for(job.stage)
+    env = runner.env(str(job.stage), iteration, job.item, prompt_file, model=model)
+    argv = runner.adapter.invocation(prompt, str(prompt_file), env, model).argv
     run = {
         "stage": str(job.stage),
         "item": job.item,
+        "model": model,
         "name": one_line(job.label)[:100],
         "argv": [arg if len(arg) <= ARG_CHARS else arg[:ARG_CHARS] + "..." for arg in argv],
         "prompt_bytes": len(prompt.encode("utf-8")),
@@ -135,10 +137,13 @@ def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[st
         "notes": notes,
         "gate": list(settings.gate),
         "sandbox": fence,
+        # Each stage's model (--stage-model, else --model; None: the agent CLI's default).
+        "models": {stage: settings.model_for(stage) for stage in MODEL_STAGES},
         "budget": {
             "max_iterations": settings.max_iterations,
             "max_minutes": settings.max_minutes,
             "max_cost_usd": settings.max_cost_usd,
+            "max_tokens": settings.max_tokens,
             "max_attempts": settings.max_attempts,
             "timeout_s": settings.timeout_s,
             "gate_timeout_s": settings.gate_timeout_s,
@@ -155,20 +160,26 @@ def render_text(result: dict) -> list[str]:
     budget = result["budget"]
     minutes = f"{budget['max_minutes']:g}" if budget["max_minutes"] else "none"
     cost = f"${budget['max_cost_usd']:g}" if budget["max_cost_usd"] else "none"
+    tokens = f"{budget['max_tokens']:,}" if budget["max_tokens"] else "none"
+    models = ", ".join(f"{stage} {model or '(the CLI default)'}" for stage, model in result["models"].items())
     lines = [
         f"dry run of ralph construct {result['spec']}: nothing is run, written or committed",
         f"budget: max-iterations {budget['max_iterations']}, max-minutes {minutes}, max-cost {cost},"
+        f" max-tokens {tokens},"
         f" max-attempts {budget['max_attempts']}, timeout {budget['timeout_s']:g}s per agent run,"
         f" gate timeout {budget['gate_timeout_s']:g}s, parallel {budget['parallel']},"
         f" max-decompose-depth {budget['max_decompose_depth']}, max-rebuilds {budget['max_rebuilds']}"
         f" after a rejection, {budget['max_agent_failures']} agent failures in a row end the run",
         f"gate: {shlex.join(result['gate']) if result['gate'] else '(none)'}",
         f"sandbox: {result['sandbox']['said']}",
+        *([f"models: {models}"] if any(result["models"].values()) else []),
         f"iteration {result['iteration']}: {len(result['runs'])} agent run(s)",
     ]
     for run in result["runs"]:
         item = f" {run['item']}" if run["item"] else ""
         lines.append(f"  {run['stage']}{item}: {run['name']}")
+        if run["model"]:
+            lines.append(f"    model: {run['model']}")
         lines.append(f"    agent: {shlex.join(run['argv'])}")
         lines.append(f"    prompt: {run['prompt_bytes']} bytes; first lines:")
         lines += [f"      | {line}" for line in run["prompt_head"]]

@@ -15,7 +15,6 @@ from typing import TypeVar
 
 from ralph.errors import RemoteError
 from ralph.ops import claims
-from ralph.plan.reading import claim_age_s
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import read_plan
@@ -165,7 +164,9 @@ class RemoteCoordinator:
     def after_verify(self, task_ids: list[str], limit: int, skip: Collection[str] = frozenset()) -> list[str]:
         """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, and
         claim the next batch (at most `limit`, none of `skip`) in the same push; returns it."""
-        then = claims.NextToVerify(self.spec, self.runner, limit, self.ttl_s, skip)
+        then = claims.NextToVerify(
+            self.spec, self.runner, limit, self.ttl_s, skip, self.remote.sightings.age_s
+        )
         claims.publish_all(self.root, task_ids, self.runner, self.remote, then=then)
         return then.chosen
 
@@ -173,10 +174,16 @@ class RemoteCoordinator:
         """The build is committed (passed or not): bring in the remote, free the task, claim the
         next one in the same push (before_build hands it out), push. Returns the files its changes
         conflict in with what another runner pushed meanwhile (none: published); then the build
-        is undone here and the task goes back to be built again, on the remote too."""
+        is undone here and the task goes back to be built again, on the remote too. A task
+        another runner took over meanwhile is theirs: this build is kept as a patch and undone."""
         from ralph.errors import CodeConflict
 
-        then = claims.NextTask(self.spec, self.runner, self.ttl_s)
+        if claims.taken_over(self.root, task_id, self.runner, self.remote):
+            # Another runner took the task over meanwhile (this one looked dead): its build stands,
+            # this one's is kept as a patch and undone here.
+            claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, [], max_attempts)
+            return []
+        then = claims.NextTask(self.spec, self.runner, self.ttl_s, self.remote.sightings.age_s)
         try:
             claims.publish(self.root, task_id, self.runner, self.remote, then=then)
             self._claimed_next = then.chosen["id"] if then.chosen else None
@@ -202,7 +209,7 @@ class RemoteCoordinator:
         for task in plan.claims():  # a task, an issue (its tasks to come) or the spec (its PLAN)
             if task["claimed_by"] == self.runner or not self._in_spec(task):
                 continue
-            age = claim_age_s(task, stamp)
+            age = self.remote.sightings.age_s(task, stamp)
             if age is not None and age < ttl:
                 return True
         return False

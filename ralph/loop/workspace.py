@@ -24,7 +24,7 @@ from ralph.loop.agentrun import AgentResult, AgentRunner
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Coordinator, Solo
-from ralph.loop.cost import Spending, run_cost
+from ralph.loop.cost import run_cost
 from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import CODE_STAGES, Snapshot, violations
@@ -63,10 +63,6 @@ class TreeRemoved(WorkTreeGone):
     def __init__(self, result: AgentResult):
         super().__init__(f"the agent removed the work tree it ran in (log {result.log_path})")
         self.result = result
-
-
-class CostSpent(BudgetSpent):
-    """The next run would pass the money budget: the loop ends with MAX_COST."""
 
 
 class StaleBase(Exception):  # noqa: N818 (a signal to the parallel builds, not an error)
@@ -180,7 +176,7 @@ class Workspace:
         # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
         self.coordinator: Coordinator = Solo()
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
-        self.spending = Spending(settings.max_cost_usd)
+        self.spending = runner.spending
         # git adds and removes worktrees one at a time: one being added while another is read
         # half-made fails ("failed to read .git/worktrees/<name>/commondir").
         self._worktrees = threading.Lock()
@@ -352,7 +348,7 @@ class Workspace:
         self.deadline.check()
         over = self.spending.admit()  # counts the run as started when it may start
         if over:
-            raise CostSpent(over)
+            raise over
         try:
             old_plan = plan or self.read_plan()
             self.set_state(None if self.in_worktree else old_plan, stage=str(stage))
@@ -368,10 +364,10 @@ class Workspace:
                 # as a failure, the next attempts (never started) killed the task as a doom loop.
                 raise KeyboardInterrupt
         except BaseException:
-            self.spending.stopped()
+            self.add_tokens(self.spending.stopped(str(stage), item, self.settings.model_for(stage)))
             raise
         if self._keep_lost_tree(result):  # the run removed its own work tree: nothing to check
-            self.spending.stopped()
+            self.spending.stopped(str(stage), item, self.settings.model_for(stage))  # what it streamed counts
             self.add_tokens(result.tracker.usage.total)
             raise TreeRemoved(result)
         result.plan_problem = self.check_plan(result)
@@ -379,8 +375,9 @@ class Workspace:
             self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
         self.add_tokens(result.tracker.usage.total)
         usage = result.tracker.usage
-        cost = run_cost(usage, self.settings.model or result.tracker.model, self.settings.prices)
-        self.spending.add(str(stage), item, usage.total, cost)
+        model = self.settings.model_for(stage) or result.tracker.model
+        cost = run_cost(usage, model, self.settings.prices)
+        self.spending.add(str(stage), item, usage.total, cost, model)
         self.console.status(iteration, stage, item or "", self.tokens)
         spending = self.spending
         self.console.spent(self.tokens, spending.cost_usd, spending.known_runs, spending.unknown_runs)

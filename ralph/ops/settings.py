@@ -18,7 +18,12 @@ from typing import Any
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput
 from ralph.plan.declared import CONFIG_KEYS, ConfigKey
-from ralph.plan.records import HookEvent
+from ralph.plan.records import HookEvent, Stage
+
+# The stages that run an agent: each may have a model of its own (config stage_models, --stage-model).
+MODEL_STAGES = tuple(
+    str(stage) for stage in (Stage.PLAN, Stage.INVESTIGATE, Stage.BUILD, Stage.VERIFY, Stage.DECOMPOSE)
+)
 
 
 def split_command(text: str, what: str) -> tuple[str, ...]:
@@ -70,7 +75,9 @@ class Settings:
     max_wait_s: float = _declared("max_wait_ms")
     limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
     max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
-    prices: dict[str, Any] | None = None  # model -> USD per million tokens, over ralph.loop.cost.PRICES
+    max_tokens: int | None = None  # token budget of all agent runs
+    prices: dict[str, Any] | None = None  # model -> USD per million tokens, over the genai-prices data
+    stage_models: dict[str, str] | None = None  # stage -> model, over `model` (--stage-model)
     hooks: dict[str, Any] | None = None  # hook event -> command run on it (ralph/loop/hooks.py)
     hook_timeout_s: float = _declared("hook_timeout_ms")
     remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
@@ -86,7 +93,12 @@ class Settings:
         """The defaults, then the user's file, then the config record's values, then the flags
         given (not None)."""
         given = {key: value for key, value in flags.items() if value is not None}
-        configured = {**_from_config(user or {}, USER_FILE), **_from_config(config, PLAN_ORIGIN)}
+        mine, plans = _from_config(user or {}, USER_FILE), _from_config(config, PLAN_ORIGIN)
+        configured = {**mine, **plans}
+        # A stage's model is set stage by stage: a flag for BUILD keeps the config's VERIFY model.
+        models = {**(mine.get("stage_models") or {}), **(plans.get("stage_models") or {})}
+        if models:
+            configured["stage_models"] = models
         if "agent" in given:
             # An agent named on the command line is that agent's own program: a program the
             # repository's config names (a script shipped in a cloned repository) never replaces it.
@@ -94,6 +106,9 @@ class Settings:
             if configured.get("agent") != given["agent"]:
                 configured.pop("agent_args", None)  # arguments and model of another agent
                 configured.pop("model", None)
+                configured.pop("stage_models", None)
+        if configured.get("stage_models") and given.get("stage_models"):
+            given["stage_models"] = {**configured["stage_models"], **given["stage_models"]}
         if configured.get("sandbox") is None and "sandbox" not in given and os.environ.get(SANDBOX_ENV):
             configured["sandbox"] = _sandbox_default()
         values = {**configured, **given}
@@ -113,6 +128,10 @@ class Settings:
         if settings.parallel < 1 or settings.max_iterations < 1 or settings.max_attempts < 1:
             raise InvalidInput("--parallel, --max-iterations and --max-attempts must be at least 1")
         return settings
+
+    def model_for(self, stage: str) -> str | None:
+        """The model a stage's runs use: its own (`stage_models`), else the default `model`."""
+        return (self.stage_models or {}).get(str(stage)) or self.model
 
 
 DEFAULTS = Settings()
@@ -170,7 +189,7 @@ def parse_value(name: str, text: str) -> object:
             value = text.lower() in _TRUE
         elif kind == "patterns":
             value = json.loads(text) if text.startswith("[") else [text]
-        elif kind in ("prices", "hooks") or (kind == "command" and text.lstrip().startswith("[")):
+        elif kind in ("prices", "hooks", "models") or (kind == "command" and text.lstrip().startswith("[")):
             value = json.loads(text)
     except ValueError:
         raise InvalidInput(f"config key {name}: {text!r} is not {_KIND_WORDS[kind]}") from None
@@ -190,6 +209,7 @@ _KIND_WORDS = {
     "patterns": 'a list of file names or paths (globs: ".env.local", "*.secret", "~/.config/x/token")',
     "prices": 'an object: model -> {"input": USD, "output": USD} per million tokens',
     "hooks": "an object: event ({}) -> command".format(", ".join(HookEvent)),
+    "models": "an object: stage ({}) -> model name".format(", ".join(MODEL_STAGES)),
 }
 
 
@@ -249,6 +269,10 @@ def _valid(kind: str, value: Any) -> bool:  # a JSON value: the checks here say 
         return value in SANDBOX_MODES
     if kind == "patterns":
         return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+    if kind == "models":
+        return isinstance(value, dict) and all(
+            k in MODEL_STAGES and isinstance(v, str) and v for k, v in value.items()
+        )
     if kind == "hooks":
         events = set(HookEvent)
         return isinstance(value, dict) and all(k in events and _valid("command", v) for k, v in value.items())

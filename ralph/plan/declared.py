@@ -57,6 +57,8 @@ CONFIG_KEYS = {
     "commit": ConfigKey(None, 'flag', True, 'false: state commands do not commit'),
     "run_hooks": ConfigKey('run_hooks', 'flag', False, "true: a build is committed only if the repository's pre-commit hook passes"),
     "max_cost_usd": ConfigKey('max_cost_usd', 'number', None, 'money budget of `ralph construct` in USD (`--max-cost`)'),
+    "max_tokens": ConfigKey('max_tokens', 'count', None, "token budget of `ralph construct`: all agent runs' tokens together (`--max-tokens`)"),
+    "stage_models": ConfigKey('stage_models', 'models', None, "the model of each stage's runs (`--stage-model STAGE=MODEL`), over `model`: e.g. a cheap one for BUILD, a strong one for VERIFY"),
     "hooks": ConfigKey('hooks', 'hooks', None, "commands run on the loop's events (docs/hooks.md)"),
     "hook_timeout_ms": ConfigKey('hook_timeout_s', 'duration', 10000, 'bound on one hook run'),
     "prices": ConfigKey('prices', 'prices', None, 'USD per million tokens by model name, for runs whose agent reports no cost'),

@@ -322,6 +322,17 @@ class Price(BaseModel):
     cache_creation: Annotated[float, Field(ge=0)] | None = None
 
 
+class StageModels(BaseModel):
+    """A model name per stage that runs an agent; a stage not named uses `model`."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    PLAN: Annotated[str, Field(min_length=1)] | None = None
+    INVESTIGATE: Annotated[str, Field(min_length=1)] | None = None
+    BUILD: Annotated[str, Field(min_length=1)] | None = None
+    VERIFY: Annotated[str, Field(min_length=1)] | None = None
+    DECOMPOSE: Annotated[str, Field(min_length=1)] | None = None
+
+
 class Hooks(BaseModel):
     """A command per event of the construct loop (see docs/hooks.md), each a command line like gate
     or its argv; it gets the event as JSON on stdin."""
@@ -405,6 +416,14 @@ class Config(Record):
     )
     max_cost_usd: Annotated[float, Field(gt=0)] | None = key(
         "number", "money budget of `ralph construct` in USD (`--max-cost`)"
+    )
+    max_tokens: Positive | None = key(
+        "count", "token budget of `ralph construct`: all agent runs' tokens together (`--max-tokens`)"
+    )
+    stage_models: StageModels | None = key(
+        "models",
+        "the model of each stage's runs (`--stage-model STAGE=MODEL`), over `model`: e.g. a cheap one"
+        " for BUILD, a strong one for VERIFY",
     )
     hooks: Hooks | None = key("hooks", "commands run on the loop's events (docs/hooks.md)")
     hook_timeout_ms: Duration | None = key("duration", "bound on one hook run", 10_000)

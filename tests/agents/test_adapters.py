@@ -13,6 +13,7 @@ import typing
 
 import pytest
 
+from ralph.agents import make_adapter
 from ralph.agents.events import (
     CostEvent,
     ErrorEvent,
@@ -64,3 +65,15 @@ def test_each_adapter_reads_its_stream_as_typed_events(name, stream, kinds, toke
     with pytest.raises(dataclasses.FrozenInstanceError):  # the tracker keeps the result: nobody may edit it
         events[0].session_id = "changed"
     assert token_totals(replay(name, stream).usage) == tokens
+
+
+@pytest.mark.parametrize(
+    ("name", "option"), [("claude", "--model"), ("codex", "-m"), ("gemini", "-m"), ("opencode", "-m")]
+)
+def test_a_run_s_own_model_replaces_the_adapter_s_for_that_run_only(name, option):
+    """One adapter for the whole loop; a stage's model (--stage-model) is passed per run."""
+    adapter = make_adapter(name, None, model="default-model")
+    verify = adapter.invocation("PROMPT", "/tmp/p", {}, "strong-model").argv
+    build = adapter.invocation("PROMPT", "/tmp/p", {}).argv
+    assert verify[verify.index(option) + 1] == "strong-model" and "default-model" not in verify
+    assert build[build.index(option) + 1] == "default-model"

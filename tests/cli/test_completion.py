@@ -103,6 +103,7 @@ def test_agent_names_and_config_keys_complete(tmp_path: Path):
             "iterations",
             "minutes",
             "rebuilds",
+            "tokens",
             "wait_ms",
         )
     ]

@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 
 from ralph.agents.base import Usage
-from ralph.loop.cost import Spending, describe_cost, run_cost
-from tests.support.construct import CHECK_WORK, add_tasks, assert_clean, construct, in_process, plan_records
+from ralph.loop.cost import CostSpent, Spending, TokensSpent, describe_cost, library_price, price_of, run_cost
+from tests.support.construct import (
+    CHECK_WORK,
+    add_tasks,
+    assert_clean,
+    construct,
+    events,
+    in_process,
+    plan_records,
+)
 from tests.support.gitrepo import git
 
 # Every run costs $0.40, as a Claude-style result event says; BUILD builds, VERIFY accepts.
@@ -82,17 +90,89 @@ def test_admit_waits_for_the_first_cost_then_judges_the_budget():
 
     spending = Spending(1.0)
     assert spending.admit() is None  # the first run starts at once
-    admitted: list[str | None] = []
+    admitted: list[object] = []
     waiter = threading.Thread(target=lambda: admitted.append(spending.admit()))
     waiter.start()
     time.sleep(0.3)
     assert admitted == [] and spending.running == 1  # the second waits for a cost to be known
     spending.add("BUILD", "t-a", 100, 0.6)
     waiter.join(timeout=5)
-    assert admitted == [
-        "the money budget ($1) would be passed: $0.60 spent, and a run costs $0.60 on average"
-    ]
+    assert [type(over) for over in admitted] == [CostSpent]
+    assert str(admitted[0]) == (
+        "the money budget ($1) would be passed: $0.60 spent, and a run costs up to $0.60"
+    )
     assert Spending(None).admit() is None and Spending(None).admit() is None  # no budget: never waits
+
+
+def test_a_run_of_unknown_cost_does_not_let_a_second_start_under_a_money_budget():
+    """Until a run's cost is known only one run starts: one that ended with no cost known says
+    nothing about the next (it let four start at once)."""
+    import threading
+    import time
+
+    spending = Spending(1.0)
+    assert spending.admit() is None
+    spending.add("PLAN", None, 500, None)  # no price, no reported cost
+    assert spending.admit() is None  # alone: it starts
+    admitted: list[object] = []
+    waiter = threading.Thread(target=lambda: admitted.append(spending.admit()))
+    waiter.start()
+    time.sleep(0.3)
+    assert admitted == [] and spending.running == 1
+    spending.add("BUILD", "t-a", 100, 0.3)
+    waiter.join(timeout=5)
+    assert admitted == [None] and spending.running == 1
+
+
+def test_a_cheap_first_run_does_not_make_the_next_ones_look_cheap():
+    """The estimate is the most one run cost, not the mean: after a $0.05 run and a $0.60 one, a
+    run at the mean ($0.33) would fit a $1 budget; one like the largest would not."""
+    spending = Spending(1.0)
+    spending.admit()
+    spending.add("INVESTIGATE", "i-a", 10, 0.05)
+    spending.admit()
+    spending.add("BUILD", "t-a", 10, 0.6)
+    over = spending.admit()
+    assert isinstance(over, CostSpent) and "a run costs up to $0.60" in str(over)
+
+
+def test_a_running_run_passing_the_budget_is_told_to_stop_and_its_streamed_cost_counts():
+    import threading
+
+    spending = Spending(1.0, max_tokens=None)
+    spending.admit()
+    spending.add("INVESTIGATE", "i-a", 1000, 0.05)
+    assert spending.admit() is None
+    assert spending.stream(threading.get_ident(), 40_000, 0.5) is None  # $0.55 in all
+    over = spending.stream(threading.get_ident(), 200_000, 1.0)  # $1.05: past $1
+    assert isinstance(over, CostSpent) and over.stopped_run
+    assert str(over) == "the money budget ($1) is spent: $0.05 by the runs ended and $1.00 by the 1 running"
+    spending.stopped("BUILD", "t-a", "claude-opus-4-5")  # what it streamed was spent
+    assert (round(spending.cost_usd, 6), spending.known_runs, spending.tokens) == (1.05, 2, 201_000)
+    assert spending.by_stage["BUILD"] == {
+        "runs": 1,
+        "tokens": 200_000,
+        "cost_usd": 1.0,
+        "unknown_runs": 0,
+        "model": "claude-opus-4-5",
+    }
+    assert spending.running == 0 and spending.streamed == {}
+
+
+def test_the_token_budget_refuses_a_start_and_stops_a_run():
+    spending = Spending(None, max_tokens=10_000)
+    assert spending.admit() is None
+    assert spending.stream(1, 6_000, None) is None
+    spending.add("BUILD", "t-a", 6_000, None)
+    over = spending.admit()  # 6,000 spent and a run takes up to 6,000: 12,000
+    assert isinstance(over, TokensSpent) and not over.stopped_run
+    assert str(over) == (
+        "the token budget (10,000) would be passed: 6,000 spent, and a run takes up to 6,000 tokens"
+    )
+    small = Spending(None, max_tokens=10_000)
+    small.admit()
+    stop = small.stream(1, 10_001, None)
+    assert isinstance(stop, TokensSpent) and stop.stopped_run
 
 
 def test_run_cost_reported_priced_or_unknown():
@@ -113,7 +193,7 @@ def test_spending_sums_per_stage_and_item_and_says_unknown():
     spent.add("VERIFY", "t-a", 50, None)
     assert spent.over_budget() is None  # 0.4 and one more at 0.4: within 1
     spent.add("BUILD", "t-b", 100, 0.4)
-    assert "would be passed: $0.80 spent" in spent.over_budget()  # one more: 1.2
+    assert "would be passed: $0.80 spent" in str(spent.over_budget())  # one more: 1.2
     assert spent.by_item["t-a"] == {"runs": 2, "tokens": 150, "cost_usd": 0.4, "unknown_runs": 1}
     assert describe_cost(spent.cost_usd, spent.unknown_runs) == "$0.80 + 1 run(s) of unknown cost"
     assert describe_cost(0.0, 2).startswith("unknown (2 run(s)")
@@ -163,3 +243,163 @@ def test_status_shows_what_every_stage_spent_from_the_committed_plan_unknown_cos
 
 def ralph_json(root: Path, *args: str) -> dict:
     return json.loads(in_process(["-C", str(root), *args, "--json"], {}).stdout)
+
+
+def test_prices_come_from_the_maintained_data_an_override_wins_an_unknown_model_is_unknown():
+    million = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    # The hand-kept table matched claude-opus-4-5 by the prefix claude-opus-4: $15/$75.
+    assert price_of("claude-opus-4-5")["input"] == 5.0 and price_of("claude-opus-4-5")["output"] == 25.0
+    assert run_cost(million, "claude-opus-4-5") == pytest.approx(30.0)
+    assert run_cost(million, "claude-opus-4-5-20251101") == pytest.approx(30.0)
+    assert run_cost(million, "gemini-2.5-flash") == pytest.approx(0.30 + 2.50)  # the table had none
+    # A run's tokens are many requests: never one request's long-context tier.
+    assert run_cost(Usage(input_tokens=1_000_000), "claude-sonnet-4-5") == pytest.approx(3.0)
+    mine = {"claude-opus-4-5": {"input": 1.0, "output": 2.0}}
+    assert run_cost(million, "claude-opus-4-5", mine) == pytest.approx(3.0)  # the user's own price wins
+    assert run_cost(million, "no-such-model-7") is None
+
+
+def test_a_run_of_a_model_with_no_price_is_counted_as_of_unknown_cost():
+    spending = Spending(None)
+    spending.admit()
+    spending.add("BUILD", "t-a", 1000, run_cost(Usage(input_tokens=1000), "no-such-model-7"))
+    assert (spending.unknown_runs, spending.known_runs, spending.cost_usd) == (1, 0, 0.0)
+
+
+def test_prices_are_read_without_any_network(monkeypatch):
+    """The library can fetch newer prices online (its UpdatePrices); ralph reads only its bundled
+    data: with every connection refused, prices are still found, and no thread was started."""
+    import socket
+    import threading
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network I/O: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    threads = threading.active_count()
+    library_price.cache_clear()
+    assert library_price("gemini-2.5-flash") == {"input": 0.3, "output": 2.5, "cache_read": 0.03}
+    assert library_price("claude-haiku-4-5")["input"] == 1.0
+    assert threading.active_count() == threads
+
+    from genai_prices import data_snapshot
+
+    assert data_snapshot.get_snapshot().from_auto_update is False  # the bundled snapshot
+
+
+# Claude-style stream: each turn an assistant message with its tokens, for claude-opus-4-5 ($5 per
+# million input tokens). INVESTIGATE costs $0.05; a BUILD $0.60, $0.05 a turn.
+STREAMER = """import json, os, pathlib, sys, time
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
+stage, item = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+def note(text):
+    with open(os.environ["RUNS"], "a") as runs:
+        runs.write(text + "\\n")
+def turn(tokens):
+    usage = {"input_tokens": tokens, "output_tokens": 0}
+    print(json.dumps({"type": "assistant", "message": {"content": [], "usage": usage}}), flush=True)
+note(f"{stage} {item} {os.environ.get('RALPH_MODEL')}")
+if stage == "INVESTIGATE":
+    turn(10_000)
+    ralph("issue", "resolve", os.environ["RALPH_ISSUE_ID"])
+elif stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path(f"work/{item}.txt").write_text("ok")
+    for n in range(int(os.environ.get("TURNS", "12"))):
+        turn(int(os.environ.get("TURN_TOKENS", "10000")))
+        note(f"turn {item} {n + 1}")
+        time.sleep(0.3)  # long enough for the four builds to overlap on a loaded machine
+    ralph("task", "done")
+elif stage == "VERIFY":
+    ralph("task", "accept")
+"""
+
+
+def streamer(tmp_path: Path) -> str:
+    agent = tmp_path / "streamer.py"
+    agent.write_text(STREAMER)
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+
+
+def test_the_default_parallel_with_streaming_runs_spends_at_most_the_budget_and_one_turn_each(
+    project, tmp_path
+):
+    """--max-cost 1, $0.60 builds and the default --parallel 4, after a $0.05 INVESTIGATE: at the
+    mean of what was known, four builds started at once and spent $2.45. Now the builds' streamed
+    tokens are priced as they come: once $1 is passed they are stopped, their work set aside."""
+    from ralph.ops import issues
+
+    tasks = add_tasks(project, "A", "B", "C", "D")
+    issues.add(project, "Is the input ever empty?")
+    runs = tmp_path / "runs.txt"
+    done = construct(
+        project,
+        "--max-cost", "1", "--model", "claude-opus-4-5", "--gate", "",
+        agent=streamer(tmp_path), env={"RUNS": str(runs)},
+    )  # fmt: skip
+    assert done.returncode == 10, done.stdout + done.stderr
+    started = [line for line in runs.read_text().splitlines() if not line.startswith("turn")]
+    assert started[0].startswith("INVESTIGATE") and len(started) == 5  # four builds started together
+    turns = [line for line in runs.read_text().splitlines() if line.startswith("turn")]
+    assert len(turns) < 4 * 12  # stopped mid-run
+    cost = float(done.stdout.split("; cost: $")[1].split()[0])
+    assert 1.0 < cost <= 1.20, done.stdout  # past $1 by at most one turn of each run going
+    assert done.stdout.startswith("ralph: MAX_COST: the money budget ($1) is spent: $0.05 by the runs ended")
+    assert "was stopped with the other runs going, their work set aside" in done.stdout
+    assert_clean(project)
+    assert not (project / "work").exists()  # nothing of the stopped builds was merged
+    log = git(project, "log", "--format=%s")
+    assert "ralph(build)" not in log
+    aside = [e for e in events(project) if e.get("event") == "build_not_merged"]
+    assert sorted(e["item"] for e in aside) == sorted(tasks)
+
+
+def test_a_run_streaming_past_max_tokens_is_stopped_mid_run_and_set_aside(project, tmp_path):
+    (task,) = add_tasks(project, "A")
+    runs = tmp_path / "runs.txt"
+    done = construct(
+        project,
+        "--max-tokens", "5000", "--parallel", "1", "--gate", "",
+        agent=streamer(tmp_path), env={"RUNS": str(runs), "TURN_TOKENS": "1000", "TURNS": "20"},
+    )  # fmt: skip
+    assert done.returncode == 13, done.stdout + done.stderr
+    turns = [line for line in runs.read_text().splitlines() if line.startswith("turn")]
+    assert 5 <= len(turns) < 20  # stopped at the sixth turn's tokens, not at the end
+    assert done.stdout.startswith(
+        "ralph: MAX_TOKENS: the token budget (5,000) is spent: 0 tokens by the runs ended and 6,000 by"
+        f" the 1 running; BUILD {task} was stopped"
+    )
+    assert "tokens: 6,000" in done.stdout
+    assert_clean(project)
+    assert not (project / "work" / f"{task}.txt").exists()  # set aside: a patch beside a log
+    aside = [e for e in events(project) if e.get("event") == "changes_set_aside"]
+    assert [e["files"] for e in aside] == [[f"work/{task}.txt"]]
+    assert "+ok" in (project / aside[0]["patch"]).read_text()
+    assert next(r for r in plan_records(project) if r["t"] == "task")["id"] == task
+    assert next(r for r in plan_records(project) if r["t"] == "state")["stage"] == "MAX_TOKENS"
+
+
+def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_path):
+    """--model is every stage's default; --stage-model gives BUILD a cheap model and VERIFY a
+    strong one: the agent gets each as $RALPH_MODEL, and each run is priced by its own."""
+    add_tasks(project, "A")
+    runs = tmp_path / "runs.txt"
+    done = construct(
+        project,
+        "--model", "claude-sonnet-4-5", "--stage-model", "BUILD=claude-haiku-4-5",
+        "--stage-model", "verify=claude-opus-4-5", "--gate", "",
+        agent=streamer(tmp_path), env={"RUNS": str(runs), "TURNS": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    started = [line.split()[::2] for line in runs.read_text().splitlines() if not line.startswith("turn")]
+    assert started == [["BUILD", "claude-haiku-4-5"], ["VERIFY", "claude-opus-4-5"]]
+    # 10,000 input tokens at haiku's $1 per million; VERIFY streamed nothing
+    by_stage = (
+        "by stage: BUILD (claude-haiku-4-5) 10,000 tokens $0.01; VERIFY (claude-opus-4-5) 0 tokens $0.00"
+    )
+    assert by_stage in done.stdout
+    begun = [(e["stage"], e.get("model")) for e in events(project) if e["event"] == "agent_begin"]
+    assert begun == [("BUILD", "claude-haiku-4-5"), ("VERIFY", "claude-opus-4-5")]

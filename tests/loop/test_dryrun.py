@@ -70,8 +70,8 @@ def test_dry_run_lists_each_run_with_its_argv_and_prompt_and_changes_nothing(pro
         out.splitlines()[0] == "dry run of ralph construct specs/app.md: nothing is run, written or committed"
     )
     assert (
-        "budget: max-iterations 4, max-minutes none, max-cost $2.5, max-attempts 3, timeout 90s per agent run"
-        in out
+        "budget: max-iterations 4, max-minutes none, max-cost $2.5, max-tokens none, max-attempts 3,"
+        " timeout 90s per agent run" in out
     )
     assert ", max-rebuilds 3 after a rejection, 5 agent failures in a row end the run\n" in out
     assert f"  INVESTIGATE {issue}: Is it fast?" in out
@@ -87,6 +87,37 @@ def test_dry_run_lists_each_run_with_its_argv_and_prompt_and_changes_nothing(pro
     assert build["argv"][0] == sys.executable and as_json["budget"]["max_iterations"] == 10
     assert tree_digest(project) == before
     assert git(project, "status", "--porcelain") == ""  # last: it refreshes .git/index
+
+
+def test_dry_run_shows_each_stage_s_model(project, tmp_path):
+    from ralph.ops import config, tasks
+
+    built, ready = (tasks.add(project, [{"name": n, "accept": "ok"}])[0]["id"] for n in ("Built", "Ready"))
+    tasks.done(project, built)
+    config.set_value(project, "agent", "command")  # the same agent as the flag: its models hold
+    config.set_value(project, "stage_models", '{"VERIFY": "claude-opus-4-5", "BUILD": "claude-opus-4-1"}')
+    flags = (
+        "--model",
+        "claude-sonnet-4-5",
+        "--stage-model",
+        "BUILD=claude-haiku-4-5",
+        "--max-tokens",
+        "90000",
+    )
+    done = dry_run(project, tmp_path, *flags)
+    assert done.returncode == 0, done.stdout + done.stderr
+    models = "models: PLAN claude-sonnet-4-5, INVESTIGATE claude-sonnet-4-5, BUILD claude-haiku-4-5, VERIFY"
+    assert f"{models} claude-opus-4-5, DECOMPOSE claude-sonnet-4-5\n" in done.stdout
+    assert f"  BUILD {ready}: Ready\n    model: claude-haiku-4-5\n" in done.stdout
+    assert f"  VERIFY {built}: Built\n    model: claude-opus-4-5\n" in done.stdout
+    assert "max-tokens 90,000," in done.stdout
+    as_json = json.loads(dry_run(project, tmp_path, *flags, "--json").stdout)
+    assert [(run["stage"], run["model"]) for run in as_json["runs"]] == [
+        ("BUILD", "claude-haiku-4-5"),
+        ("VERIFY", "claude-opus-4-5"),
+    ]
+    assert as_json["models"]["DECOMPOSE"] == "claude-sonnet-4-5" and as_json["budget"]["max_tokens"] == 90000
+    assert as_json["origins"]["stage_models"] == "flag"
 
 
 def test_dry_run_of_an_unplanned_spec_shows_the_plan_run_and_writes_no_plan(project, tmp_path):

@@ -21,7 +21,16 @@ sys.argv[0] = "ralph"
 runpy.run_module("ralph", run_name="__main__", alter_sys=True)
 """
 
-FORBIDDEN_PACKAGES = ("ralph.loop", "ralph.agents", "ralph.cli.construct", "git", "gitdb", "pydantic")
+FORBIDDEN_PACKAGES = (
+    "ralph.loop",
+    "ralph.agents",
+    "ralph.cli.construct",
+    "git",
+    "gitdb",
+    "pydantic",
+    "genai_prices",  # the loop's prices: some 0.3 s to load
+    "httpx2",
+)
 
 
 def loaded_modules(root: Path, tmp_path: Path, *args: str) -> set[str]:
