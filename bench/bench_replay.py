@@ -711,6 +711,7 @@ def report(mode: str, outcome: Outcome, floors: list[float], real_tree: str, com
     gates = sum(1 for e in outcome.events if e["event"] == "gate_end")
     kills = sum(1 for e in outcome.events if e["event"] == "task_killed")
     not_merged = sum(1 for e in outcome.events if e["event"] == "build_not_merged")
+    stale = sum(1 for e in outcome.events if e["event"] == "build_stale_base")  # uncounted, rebuilt
     same = outcome.tree == real_tree
     floor_s = sum(floors) / len(floors)
     ratio = outcome.wall / floor_s
@@ -738,8 +739,8 @@ def report(mode: str, outcome: Outcome, floors: list[float], real_tree: str, com
     verdicts = ", ".join(f"{verdict} {n}" for verdict, n in sorted(failed.items())) or "none"
     print(
         f"  wasted runs {wasted} (beyond one BUILD and one VERIFY per commit):"
-        f" failed builds {sum(failed.values())} ({verdicts}), builds not merged {not_merged},"
-        f" tasks killed {kills}, DECOMPOSE runs {runs['DECOMPOSE']}"
+        f" failed builds {sum(failed.values())} ({verdicts}), builds on a stale base {stale},"
+        f" builds not merged {not_merged}, tasks killed {kills}, DECOMPOSE runs {runs['DECOMPOSE']}"
     )
     print(f"  suite runs {gates} (the floor: {commits}), {gates - commits} extra")
     if mode == "serial":

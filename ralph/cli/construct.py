@@ -434,6 +434,12 @@ def report_lines(report) -> list[str]:
         if items:
             lines.append(f"{title} ({len(items)}):")
             lines += [f"  {printable(item)}" for item in items]
+    if report.drafts:  # unfinished work, each on a branch of its own
+        lines.append(f"drafts ({len(report.drafts)}; the next build of each task is told of its own):")
+        lines += [
+            f"  {draft['task']}: {printable(draft['branch'])} (git diff HEAD...{printable(draft['branch'])})"
+            for draft in report.drafts
+        ]
     logs = printable(str(report.log_dir))
     lines.append(f"logs: {logs}/ (events: {logs}/events.jsonl)")
     if report.resume:

@@ -212,6 +212,11 @@ def _print_status(summary: dict) -> None:
         for item in summary["waiting"]:
             why = item["why"].splitlines()[0][:200] if item["why"] else "(no reason given)"
             say(f"  {item['id']}: {printable(why)}")
+    if summary["drafts"]:
+        say("drafts (unfinished work, each on a branch of its own):")
+        for draft in summary["drafts"]:
+            branch = printable(draft["branch"])
+            say(f"  {draft['task']}: {branch} (git diff HEAD...{branch})")
     if summary["questions"]:
         say(f"questions: {summary['questions']} open (`ralph questions`)")
     _print_spent(summary["spent"])

@@ -9,6 +9,7 @@ committed together with their code once ralph has checked the work (the gate aft
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from pathlib import Path
@@ -128,6 +129,7 @@ class Report:
     open_questions: list[dict] = field(default_factory=list)
     resolved: list[dict] = field(default_factory=list)  # issues resolved in the run: {id, text, note}
     ending: str | None = None  # which ending of its outcome (Ending), where the outcome has several
+    drafts: list[dict] = field(default_factory=list)  # {task, branch}: unfinished work kept on a branch
 
 
 class Loop:
@@ -231,6 +233,10 @@ class Loop:
                 self._on_interrupt(signum)
                 self._release_claims(quietly=True)
             return Outcome.INTERRUPTED, "interrupted; run `ralph construct` again to resume", 128 + signum
+        except Exception:  # any other error ends the run too: its claims go back, as after Ctrl-C
+            with deferred_signals(), contextlib.suppress(Exception):  # the error to report is the first
+                self._release_claims(quietly=True)
+            raise
         with deferred_signals():  # the ending's commit is not cut in half by a late signal
             self._commit_loose_state(outcome)
         try:
@@ -359,6 +365,8 @@ class Loop:
 
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
         report = stage(self.workspace).run(iteration)
+        if report.accepted_tasks:
+            self.workspace.drop_drafts(task["id"] for task in report.accepted_tasks)
         self._take_report(report)
         if stage is PlanStage:
             self._progress(self.read_plan())
@@ -436,6 +444,7 @@ class Loop:
             raise problem
         ws.user_dirty = frozenset(dirty)
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
+        ws.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator
 
@@ -515,10 +524,16 @@ class Loop:
         self.journal.event("interrupted", signal=signum, log=str(log))
 
     def _set_aside_unfinished(self, why: str) -> Path:
-        """The stopped unit's partial work saved as a patch and undone, the plan as last committed."""
+        """The stopped unit's partial work saved as a patch and undone, the plan as last committed;
+        a build's work is kept on its task's draft branch too, which the plan then records."""
         log = self.runner.new_log(why)
-        self.workspace.set_aside(log.relative_to(self.root))
-        self.workspace.restore_committed_plan(keep_as=self.root / log.with_suffix(".plan.jsonl"))
+        ws = self.workspace
+        task_id = ws.current_build
+        draft = ws.keep_draft(task_id) if task_id else None
+        ws.set_aside(log.relative_to(self.root))
+        ws.restore_committed_plan(keep_as=self.root / log.with_suffix(".plan.jsonl"))
+        if task_id and draft:
+            ws.record_draft(task_id, draft, commit=True)
         return log.relative_to(self.root)
 
     def _report(self, outcome: Outcome, message: str, exit_code: int | None = None) -> Report:
@@ -562,6 +577,7 @@ class Loop:
         report.issues = report_data.open_issues(plan, spec)
         report.resolved = report_data.resolved_issues(plan, spec, self.resolved_before)
         report.open_questions = report_data.open_questions(plan, spec)
+        report.drafts = report_data.drafts(plan, spec)
 
     def _questions(self) -> list[str]:
         """The spec's open questions, for a person: what, which task, since when, who asked."""

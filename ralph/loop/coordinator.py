@@ -56,6 +56,10 @@ class Coordinator(Protocol):
         """The spec check is committed: other runners may see what it added, or that it passed."""
         ...
 
+    def draft_kept(self, branch: str) -> None:
+        """A task's unfinished work is kept on the draft branch `branch`: shared where runners share."""
+        ...
+
     def release(self, quietly: bool = False) -> None:
         """The run ends: whatever it holds goes back. Quietly: once, errors ignored."""
         ...
@@ -89,6 +93,9 @@ class Solo:
         return True
 
     def checked(self) -> None:
+        pass
+
+    def draft_kept(self, branch: str) -> None:
         pass
 
     def release(self, quietly: bool = False) -> None:

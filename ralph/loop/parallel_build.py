@@ -8,7 +8,7 @@ from typing import Protocol
 
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.signals import deferred_signals
-from ralph.loop.workspace import PLAN_FILE, StageReport, TreeRemoved, Workspace
+from ralph.loop.workspace import PLAN_FILE, StageReport, StaleBase, TreeRemoved, Workspace
 from ralph.plan.records import Stage
 from ralph.plan.scope import overlaps
 
@@ -30,12 +30,20 @@ class Builder(Protocol):
 
 class ParallelBuilds:
     """Up to --parallel builds at once, each in a worktree of its own on branch ralph/<task id>,
-    merged into the loop's branch as each finishes. Tasks whose scopes overlap wait for each other."""
+    merged into the loop's branch as each finishes. Tasks whose scopes overlap wait for each other.
+    A build that failed on a stale base (StaleBase) waits for the builds that ran beside it and the
+    tasks ahead of it in the plan's order to merge or fail (what it lacked is most likely theirs),
+    then starts again from the new HEAD."""
 
     def __init__(self, lead: Builder, iteration: int, report: StageReport):
         self.lead, self.iteration, self.report = lead, iteration, report
         self.ws = lead.ws
         self._workers = iter(range(1, 1_000_000))
+        self.building: dict[str, dict] = {}  # task id -> record
+        self.merging: dict[str, dict] = {}
+        self._stale: set[str] = set()  # builds that ended in StaleBase (written by their threads)
+        self.held: dict[str, set[str]] = {}  # task id -> the neighbours it waits for
+        self._rank: dict[str, int] = {}  # each task's place in the order ready() first gave it
 
     def run(self) -> None:
         """A build's slot frees once its agent and gate are done, before its merge: merges wait
@@ -46,8 +54,7 @@ class ParallelBuilds:
 
         slots = self.ws.settings.parallel
         pool = ThreadPoolExecutor(max_workers=2 * slots)  # the builds, and the built waiting to merge
-        building: dict[str, dict] = {}  # task id -> record
-        merging: dict[str, dict] = {}
+        building, merging = self.building, self.merging
         news: queue.SimpleQueue = queue.SimpleQueue()  # ("built" | "ended", task id, future)
         try:
             while True:
@@ -66,6 +73,9 @@ class ParallelBuilds:
                 building.pop(task_id, None)
                 merging.pop(task_id, None)
                 self.report.absorb(future.result())  # raises what the build raised
+                if task_id in self._stale:  # built again once the builds beside it are done
+                    self._stale.discard(task_id)
+                    self.held[task_id] = {*building, *merging, *self._ahead_of(task_id)}
         except BaseException:  # Ctrl-C, a stop signal, a budget: stop every build, not only one
             with deferred_signals():
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -73,6 +83,11 @@ class ParallelBuilds:
                 pool.shutdown(wait=True)  # each build sets its changes aside and removes its worktree
             raise
         pool.shutdown(wait=True)
+
+    def _ahead_of(self, task_id: str) -> set[str]:
+        """The tasks ready() gave before this one (the plan's order: priority, then position)."""
+        rank = self._rank.get(task_id)
+        return set() if rank is None else {other for other, place in self._rank.items() if place < rank}
 
     def _start(self, pool, task_id: str, news) -> None:
         def built() -> None:
@@ -86,7 +101,20 @@ class ParallelBuilds:
         if free <= 0:
             return chosen
         busy = [task.get("scope") for task in running]
-        for task in self.lead.ready({t["id"] for t in running}, self.report):
+        active = {t["id"] for t in running}
+        ready = self.lead.ready(active, self.report)
+        for task in ready:
+            self._rank.setdefault(task["id"], len(self._rank))
+        # A held task waits while what it waits for runs or is still to build; of the other held
+        # tasks, only for those ahead of it, so two held tasks never wait for each other.
+        unfinished = active | {t["id"] for t in ready if t["id"] not in self.held}
+        for task_id, waits_for in sorted(self.held.items(), key=lambda item: self._rank.get(item[0], 0)):
+            ahead_held = {other for other in self.held if other in self._ahead_of(task_id)}
+            if not waits_for & (unfinished | ahead_held):
+                del self.held[task_id]
+        for task in ready:
+            if task["id"] in self.held:
+                continue  # its last build failed on a stale base: after its neighbours
             if any(overlaps(task.get("scope"), scope) for scope in busy):
                 continue  # it may change the same files: after the one building them
             chosen.append(task)
@@ -101,11 +129,17 @@ class ParallelBuilds:
         report = StageReport(Stage.BUILD)  # build_task counts the build
         span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
         with self.ws.build_checkout(task_id, worker) as checkout:
+            checkout.ws.base = checkout.start
+            checkout.ws.neighbours_running = lambda: bool({*self.building, *self.merging} - {task_id})
             try:
                 self.lead.in_worktree(checkout.ws).build_task(task_id, self.iteration, report)
                 if self.ws.runner.supervisor.stopping:
                     raise KeyboardInterrupt  # the loop is stopping: nothing of it is merged
                 self._commit_leftovers(checkout.ws, task_id)
+            except StaleBase:
+                self._wait_for_neighbours(checkout.ws, task_id)
+                span.end(merged=False, stale_base=True)
+                return StageReport(Stage.BUILD)
             except TreeRemoved as removed:  # the agent's move: this build's outcome, not the run's
                 self.lead.tree_removed(task_id, removed.result, report)
                 span.end(merged=False)
@@ -130,17 +164,34 @@ class ParallelBuilds:
     def _commit_leftovers(self, ws: Workspace, task_id: str) -> None:
         """What the build left uncommitted: its plan changes go on its branch, code is set aside."""
         changed = ws.changed_paths()
-        if changed - {PLAN_FILE}:
-            ws.set_aside(ws.rel(ws.runner.new_log("leftover", task_id)))
+        if changed - {PLAN_FILE}:  # a failed attempt's code: its next build starts from the new HEAD
+            ws.set_aside_as_draft(task_id, ws.rel(ws.runner.new_log("leftover", task_id)))
+            changed = ws.changed_paths()
         if PLAN_FILE in changed:
             ws.commit(f"ralph(build): {task_id} plan changes", {PLAN_FILE})
 
     def _set_aside(self, ws: Workspace, task_id: str) -> None:
-        """A build stopped half way: its changes are kept as a patch beside a log, not merged."""
+        """A build stopped half way: its changes are kept as a patch beside a log and on the task's
+        draft branch (recorded on the task in a commit of the loop's: the stopping loop puts its
+        plan back as last committed), not merged."""
         with deferred_signals():
             log = ws.rel(ws.runner.new_log("unmerged", task_id))
-            ws.set_aside(log)
+            draft = ws.set_aside_as_draft(task_id, log, record=False)
+            if draft:
+                self.ws.record_draft(task_id, draft, commit=True)
             self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
+
+    def _wait_for_neighbours(self, ws: Workspace, task_id: str) -> None:
+        """The attempt failed on a stale base: not counted; its changes are kept as a patch beside
+        a log, and the task is built again from the new HEAD once its neighbours are done."""
+        log = ws.rel(ws.runner.new_log("stale", task_id))
+        ws.set_aside(log)
+        self._stale.add(task_id)
+        self.ws.journal.event("build_stale_base", item=task_id, base=ws.base, log=str(log))
+        self.ws.console.event(
+            f"{task_id}: its build failed on a base its neighbours' builds change; built again from"
+            " the new HEAD once they are done (not counted as an attempt)"
+        )
 
     def _merged(self, task_id: str, commit: str) -> None:
         self.ws.journal.event("build_merged", item=task_id, commit=commit)

@@ -81,6 +81,13 @@ def task_details(task: Record, dep_names: dict[str, str], answered: Sequence[Rec
     if answered:
         said = "\n\n".join(f"Q ({q['id']}): {q['text']}\nA: {q.get('answer', '')}" for q in answered)
         parts.append(data_block("questions asked about this task, with a person's answers", said))
+    if task.get("draft"):
+        draft = one_line(str(task["draft"]))
+        parts.append(
+            f"An earlier build of this task was stopped before it finished; its work is kept on branch"
+            f" {draft} (see it with `git diff HEAD...{draft}`, take a file with `git checkout {draft}"
+            " -- PATH`). Reuse what is right in it; it is not in your work tree."
+        )
     if task.get("reject_reason"):  # the loop records its own set-asides there too
         said = "why ralph set it aside" if task.get("kill_reason") else "why VERIFY last rejected it"
         parts.append(data_block(said, task["reject_reason"]))

@@ -16,7 +16,6 @@ from typing import TypeVar
 from ralph.errors import RemoteError
 from ralph.ops import claims
 from ralph.plan.plan import Plan
-from ralph.plan.reading import claim_age_s
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import read_plan
@@ -124,6 +123,11 @@ class RemoteCoordinator:
             self.sleep(wait)
             wait = min(wait * 2, POLL_S[1])
 
+    def draft_kept(self, branch: str) -> None:
+        """A draft (ralph.store.drafts) goes to the remote as well, for whoever builds its task next;
+        a push the remote does not take loses nothing kept here."""
+        self.remote.push_branch(branch)
+
     def before_plan(self) -> bool:
         """Whether this runner runs PLAN: it won the claim on the spec record. The others wait
         until the tasks it made are on the remote (False), or until its claim goes stale."""
@@ -192,7 +196,9 @@ class RemoteCoordinator:
     def after_verify(self, task_ids: list[str], limit: int, skip: Collection[str] = frozenset()) -> list[str]:
         """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, and
         claim the next batch (at most `limit`, none of `skip`) in the same push; returns it."""
-        then = claims.NextToVerify(self.spec, self.runner, limit, self.ttl_s, skip)
+        then = claims.NextToVerify(
+            self.spec, self.runner, limit, self.ttl_s, skip, self.remote.sightings.age_s
+        )
         claims.publish_all(self.root, task_ids, self.runner, self.remote, then=then)
         return then.chosen
 
@@ -200,10 +206,16 @@ class RemoteCoordinator:
         """The build is committed (passed or not): bring in the remote, free the task, claim the
         next one in the same push (before_build hands it out), push. Returns the files its changes
         conflict in with what another runner pushed meanwhile (none: published); then the build
-        is undone here and the task goes back to be built again, on the remote too."""
+        is undone here and the task goes back to be built again, on the remote too. A task
+        another runner took over meanwhile is theirs: this build is kept as a patch and undone."""
         from ralph.errors import CodeConflict
 
-        then = claims.NextTask(self.spec, self.runner, self.ttl_s)
+        if claims.taken_over(self.root, task_id, self.runner, self.remote):
+            # Another runner took the task over meanwhile (this one looked dead): its build stands,
+            # this one's is kept as a patch and undone here.
+            claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, [], max_attempts)
+            return []
+        then = claims.NextTask(self.spec, self.runner, self.ttl_s, self.remote.sightings.age_s)
         try:
             claims.publish(self.root, task_id, self.runner, self.remote, then=then)
             self._claimed_next = then.chosen["id"] if then.chosen else None
@@ -229,7 +241,7 @@ class RemoteCoordinator:
         for task in plan.claims():  # a task, an issue (its tasks to come) or the spec (its PLAN)
             if task["claimed_by"] == self.runner or not self._in_spec(task):
                 continue
-            age = claim_age_s(task, stamp)
+            age = self.remote.sightings.age_s(task, stamp)
             if age is not None and age < ttl:
                 return True
         return False

@@ -19,6 +19,7 @@ def left_tasks(plan: Plan, spec: str) -> list[dict]:
             "why": why_left(task) or None,
             "attempts": task.attempts,
             "kill_reason": str(task.kill_reason) if task.kill_reason else None,
+            "draft": task.record.get("draft"),
         }
         for task in plan.task_views(spec)
     ]
@@ -29,6 +30,15 @@ def open_issues(plan: Plan, spec: str) -> list[dict]:
     return [
         {"id": issue.id, "text": issue.text, "why": issue.why_open or None}
         for issue in map(IssueView, plan.issues(spec))
+    ]
+
+
+def drafts(plan: Plan, spec: str) -> list[dict]:
+    """Each task of the spec whose unfinished work is kept on a draft branch: {task, branch}."""
+    return [
+        {"task": task.id, "branch": task.record["draft"]}
+        for task in plan.task_views(spec)
+        if task.record.get("draft")
     ]
 
 

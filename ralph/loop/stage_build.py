@@ -17,7 +17,7 @@ from ralph.loop.gate import run_gate
 from ralph.loop.job import Job
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import data_block, excerpt, one_line, task_details
-from ralph.loop.workspace import PLAN_FILE, PlanProblem, StageReport, Workspace
+from ralph.loop.workspace import PLAN_FILE, PlanProblem, StageReport, StaleBase, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
 from ralph.plan.plan import Plan
@@ -160,12 +160,16 @@ class BuildStage:
             failure, changed = self._build_failure(after, result, problem, iteration)
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
+            if self.ws.stale_base(task_id, failure.verdict):  # built again on the new HEAD, uncounted
+                raise StaleBase(task_id)
             attempts = self._record_failure(task_id, failure, result)
             self._tell_failure(task_id, attempts, failure, report)
             if self._out_of_builds(task_id):
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
             if self._failed_the_same_twice(task_id):  # a third identical run would teach nothing
                 return self._send_on_repeated(task_id, result, report)
+            if self.ws.retry_from_head(failure.verdict):  # built again from the branch as it is now
+                return
             plan = self.ws.read_plan()
 
     def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:
@@ -176,7 +180,7 @@ class BuildStage:
         asked = plan.questions_of(task_id)
         if not asked or not is_blocked(plan.task_line(task_id).record):
             return False
-        self.ws.set_aside(result.log_path)
+        self.ws.set_aside_as_draft(task_id, result.log_path)
         ids = ", ".join(question["id"] for question in asked)
         commit = self.ws.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
         report.commits += [commit] if commit else []
@@ -387,8 +391,9 @@ class BuildStage:
         )
 
     def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
-        """Set the task aside for DECOMPOSE; its partial changes are saved as a patch, then undone."""
-        self.ws.set_aside(result.log_path)
+        """Set the task aside for DECOMPOSE; its partial changes are saved as a patch and a draft
+        branch, then undone."""
+        self.ws.set_aside_as_draft(task_id, result.log_path)
         with self.ws.change_plan(commit=True) as change:
             change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
             change.message = f"ralph(build): {task_id} killed ({reason})"

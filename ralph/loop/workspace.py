@@ -12,7 +12,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -63,6 +63,17 @@ class TreeRemoved(WorkTreeGone):
     def __init__(self, result: AgentResult):
         super().__init__(f"the agent removed the work tree it ran in (log {result.log_path})")
         self.result = result
+
+
+class StaleBase(Exception):  # noqa: N818 (a signal to the parallel builds, not an error)
+    """A build attempt in a worktree failed on a base its neighbours' builds have moved past, or
+    may yet (they still run): it may have failed only for want of their changes. It is not counted;
+    the task is built again from the new HEAD once those neighbours have merged or failed."""
+
+
+# Verdicts a missing neighbour's change can cause (its code not there to apply onto, import or pass
+# tests with); a violation or a broken plan is the attempt's own doing.
+STALE_VERDICTS = frozenset({Verdict.GATE_FAILED, Verdict.NOT_DONE, Verdict.NO_CHANGES, Verdict.HOOK_REFUSED})
 
 
 @dataclass
@@ -157,6 +168,11 @@ class Workspace:
         # meanwhile by someone else (a person, a hook). Never committed, set aside or reverted.
         self.user_dirty = user_dirty
         self.building: set[str] = set()  # what the current build's earlier attempts left changed
+        self.current_build: str | None = None  # the task of the last agent run, when it was a BUILD
+        # A build in a worktree: the commit it started from, and whether other builds run beside it.
+        self.base: str | None = None
+        self.neighbours_running: Callable[[], bool] = lambda: False
+        self._stale_waived: set[tuple[str, str]] = set()  # (task, base): each waived once, shared
         # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
         self.coordinator: Coordinator = Solo()
         self._tokens = [0]  # shared with the workspaces of builds in worktrees
@@ -179,6 +195,37 @@ class Workspace:
     def in_worktree(self) -> bool:
         return self.root != self.home
 
+    def behind(self) -> bool:
+        """A build in a worktree whose base the loop's branch has moved past (a neighbour merged)."""
+        return self.in_worktree and self.base is not None and Repo(self.home).head() != self.base
+
+    def retry_from_head(self, verdict: Verdict) -> bool:
+        """Whether a counted failure's retry starts afresh from HEAD (its code kept as a draft)
+        rather than in place: a build in a worktree that is behind, failed in a way a neighbour's
+        change can settle. Other failures (a nested repository, a violation) are fixed in place."""
+        return verdict in STALE_VERDICTS and self.behind()
+
+    def _may_be_stale(self, task_id: str) -> bool:
+        """A build in a worktree behind HEAD or beside running builds, not yet waived on its base."""
+        if not self.in_worktree or self.base is None or (task_id, self.base) in self._stale_waived:
+            return False
+        return self.behind() or self.neighbours_running()
+
+    def stale_base(self, task_id: str, verdict: Verdict) -> bool:
+        """Whether this failed attempt is waived as StaleBase: a verdict a neighbour's missing
+        change can cause, on a base that is behind or beside running neighbours, and the first such
+        failure of the task on this base (each base once: HEAD only moves by merges, so a task is
+        waived at most once per merge and the waits end)."""
+        if verdict not in STALE_VERDICTS or not self.in_worktree or self.base is None:
+            return False
+        if not (self.behind() or self.neighbours_running()):
+            return False
+        with self._count:
+            if (task_id, self.base) in self._stale_waived:
+                return False
+            self._stale_waived.add((task_id, self.base))
+        return True
+
     def rel(self, log: Path) -> Path:
         """A log's path relative to the repository the loop runs in."""
         return log.relative_to(self.home) if log.is_absolute() else log
@@ -191,6 +238,7 @@ class Workspace:
         child = copy.copy(self)
         child.root, child.repo, child.user_dirty = path, Repo(path), frozenset()
         child.building = set()
+        child.current_build = None
         child.worker = worker
         return child
 
@@ -304,6 +352,7 @@ class Workspace:
         try:
             old_plan = plan or self.read_plan()
             self.set_state(None if self.in_worktree else old_plan, stage=str(stage))
+            self.current_build = item if stage is Stage.BUILD else None
             self.console.status(iteration, stage, item or "")
             before = self._snapshot_before(stage)
             cwd = cwd or (self.root if self.in_worktree else None)
@@ -348,6 +397,8 @@ class Workspace:
             if not did_nothing_and_failed(result, before, work_marks(cwd or self.root, RALPH_FILES)):
                 self.agent_failures.good()
                 return result
+            if stage is Stage.BUILD and item and self._may_be_stale(item):
+                return result  # it may lack a neighbour's change: BUILD waits for them (StaleBase)
             self.add_tokens(result.tracker.usage.total)
             if not self.agent_failures.failed(result, str(stage), item):
                 raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
@@ -564,6 +615,62 @@ class Workspace:
             self.repo.save_patch(paths, patch)
             self.repo.revert(paths)
             self.journal.event("changes_set_aside", patch=str(self.rel(patch)), files=sorted(paths))
+
+    def keep_draft(self, task_id: str) -> str | None:
+        """The agents' uncommitted changes to code, committed onto HEAD on the task's draft branch
+        (ralph.store.drafts) without touching the work tree or the index, for a person or the
+        task's next build; pushed too when runners share a remote. The branch, or None."""
+        from ralph.store import drafts
+
+        paths = self.changed_paths() - {PLAN_FILE}
+        base = self.repo.head()
+        if not paths or base is None:
+            return None
+        try:
+            branch = drafts.keep(self.repo, task_id, base, paths, f"ralph: draft of {task_id}")
+        except GitError as exc:  # the patch beside the log still keeps the work
+            self.journal.event("draft_failed", item=task_id, error=str(exc))
+            return None
+        if branch is None:
+            return None
+        self.journal.event("draft_kept", item=task_id, branch=branch, files=sorted(paths))
+        self.console.event(f"{task_id}: its unfinished work is kept on branch {branch}")
+        self.coordinator.draft_kept(branch)
+        return branch
+
+    def set_aside_as_draft(self, task_id: str, log_path: Path, record: bool = True) -> str | None:
+        """set_aside, the work kept on the task's draft branch first; with `record`, the branch is
+        written on the task (for the loop's next commit to carry). The branch, or None."""
+        branch = self.keep_draft(task_id)
+        self.set_aside(log_path)
+        if branch and record:
+            self.record_draft(task_id, branch)
+        return branch
+
+    def record_draft(self, task_id: str, branch: str, commit: bool = False) -> None:
+        """Write the draft's branch on the task (gone from the plan: nothing to write)."""
+        with self.change_plan(commit=commit) as change:
+            if change.plan.find_task(task_id) is not None:
+                change.plan.record_draft(task_id, branch)
+            change.message = f"ralph: {task_id} draft kept on {branch}"
+
+    def drop_drafts(self, task_ids: Iterable[str]) -> None:
+        """The tasks are accepted: ralph's drafts of them go (by record, never a person's branch)."""
+        from ralph.store import drafts
+
+        for task_id in task_ids:
+            deleted = drafts.delete(self.repo, task_id)
+            if deleted:
+                self.journal.event("draft_deleted", item=task_id, branch=deleted)
+
+    def drop_accepted_drafts(self) -> None:
+        """ralph's drafts of tasks accepted since they were made (by a person, another runner)."""
+        from ralph.store import drafts
+
+        kept = drafts.drafts(self.repo)
+        if kept:  # the plan is read only when there is a draft (most runs have none)
+            accepted = set(self.read_plan().accepted())
+            self.drop_drafts(draft.task for draft in kept if draft.task in accepted)
 
     def nested_repositories(self, paths: Iterable[str]) -> list[str]:
         """The folders among `paths` (or holding one of them) that are git repositories of their

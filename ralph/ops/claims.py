@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ralph.errors import RemoteError
+from ralph.errors import RalphError, RemoteError, RemoteOffline, RemoteRejected
 from ralph.ops.names import named
-from ralph.ops.sync import until_pushed
+from ralph.ops.sync import on_remote_head, until_pushed
 from ralph.plan import schedule
 from ralph.plan.document import Record
 from ralph.plan.loader import load
@@ -27,9 +27,21 @@ from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
 
+CLOCK_SKEW_ENV = "RALPH_CLOCK_SKEW_S"  # seconds added to this runner's clock: to try clocks that disagree
+
+Ages = Callable[[Record, str], float | None]  # a claim's age in seconds at a time (None: expired)
+
 
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    """This runner's clock (UTC, ISO 8601), moved by $RALPH_CLOCK_SKEW_S when set."""
+    import os
+    from datetime import timedelta
+
+    try:
+        skew = float(os.environ.get(CLOCK_SKEW_ENV) or 0)
+    except ValueError:
+        skew = 0.0
+    return (datetime.now(UTC) + timedelta(seconds=skew)).isoformat(timespec="seconds")
 
 
 def default_runner() -> str:
@@ -48,15 +60,15 @@ class NextTask:
     one this runner claimed before (a restart under the same name) first, then, after a lost
     race, the task it picked before, if still free on the new head."""
 
-    def __init__(self, spec: str | None, runner: str, ttl_s: float | None = None):
-        self.spec, self.runner, self.ttl_s = spec, runner, ttl_s
+    def __init__(self, spec: str | None, runner: str, ttl_s: float | None = None, ages: Ages = claim_age_s):
+        self.spec, self.runner, self.ttl_s, self.ages = spec, runner, ttl_s, ages
         self.chosen: Record | None = None
         self._replay: str | None = None
 
     def __call__(self, plan: Plan) -> Record | None:
         stamp = now()
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
-        free = _claimable(plan, self.spec, self.runner, stamp, ttl)
+        free = _claimable(plan, self.spec, self.runner, stamp, ttl, self.ages)
         chosen = next((task for task in free if task["id"] == self._replay), None) or (
             free[0] if free else None
         )
@@ -76,8 +88,17 @@ class NextToVerify:
     """Picks up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
     those no live claim holds; none of `skip`) and claims them."""
 
-    def __init__(self, spec: str | None, runner: str, limit: int, ttl_s: float | None, skip: Collection[str]):
+    def __init__(
+        self,
+        spec: str | None,
+        runner: str,
+        limit: int,
+        ttl_s: float | None,
+        skip: Collection[str],
+        ages: Ages = claim_age_s,
+    ):
         self.spec, self.runner, self.limit, self.ttl_s, self.skip = spec, runner, limit, ttl_s, skip
+        self.ages = ages
         self.chosen: list[str] = []
 
     def __call__(self, plan: Plan) -> list[str] | None:
@@ -89,7 +110,11 @@ class NextToVerify:
             if is_done(task) and _in_spec(task, self.spec) and task["id"] not in self.skip
         ]
         own = [task for task in done if task.get("claimed_by") == self.runner]
-        free = [task for task in done if task.get("claimed_by") != self.runner and _free(task, stamp, ttl)]
+        free = [
+            task
+            for task in done
+            if task.get("claimed_by") != self.runner and _free(task, stamp, ttl, self.ages)
+        ]
         self.chosen = [task["id"] for task in (own + free)[: self.limit]]
         for task_id in self.chosen:
             plan.claim(task_id, self.runner, stamp, ttl)
@@ -108,7 +133,7 @@ def claim_next(
     """Claim the first ready task of `spec` (all specs: None) no live claim holds, and push the
     claim. Returns the task, or None when no task is free. A task this runner claimed before (a
     restart under the same name) comes first; one whose claim is older than the TTL is taken over."""
-    pick = NextTask(spec, runner, ttl_s)
+    pick = NextTask(spec, runner, ttl_s, remote.sightings.age_s)
     until_pushed(root, remote, runner, pick, pick.message, idle_push=False, after_lost=pick.lost)
     return pick.chosen
 
@@ -125,7 +150,7 @@ def claim_to_verify(
     """Claim up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
     those no live claim holds; none of `skip`) and push the claims; returns their ids (none:
     nothing to verify)."""
-    pick = NextToVerify(spec, runner, limit, ttl_s, skip)
+    pick = NextToVerify(spec, runner, limit, ttl_s, skip, remote.sightings.age_s)
     until_pushed(root, remote, runner, pick, pick.message, idle_push=False)
     return pick.chosen
 
@@ -229,7 +254,8 @@ def _claim_first(
         ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
         items = candidates(plan)
         own = [item for item in items if item.get("claimed_by") == runner]
-        free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl)]
+        ages = remote.sightings.age_s
+        free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl, ages)]
         if not own + free:
             return None
         chosen: str = (own + free)[0]["id"]
@@ -277,6 +303,30 @@ def _keep_undone_build(root: Path, repo: Repo, remote_head: str, task_id: str) -
 
     target = create_new(root / CONFLICT_PATCHES / f"{task_id}-{time.strftime('%Y%m%d-%H%M%S')}.patch")
     target.write_bytes(repo.patch(f"{remote_head}...HEAD"))
+
+
+def taken_over(root: Path, task_id: str, runner: str, remote: Remote) -> bool:
+    """Whether another runner took the task over from this one on the remote since this clone last
+    caught up (a takeover record this clone has not seen names this runner), and holds it or
+    built it: this runner's build of it then yields to the one published first."""
+    from ralph.store.reader import read_plan
+
+    head = remote.fetch()
+    data = remote.repo.file_at(head, PLAN_NAME) if head else None
+    if data is None:
+        return False
+    theirs = Plan(load(data, PLAN_NAME))
+    seen = {line.raw.strip() for line in read_plan(root).doc.records() if line.record["t"] == "takeover"}
+    new = [
+        line.record
+        for line in theirs.doc.records()
+        if line.record["t"] == "takeover"
+        and line.record.get("id") == task_id
+        and line.record.get("was_claimed_by") == runner
+        and line.raw.strip() not in seen
+    ]
+    task = theirs.find_task(task_id)
+    return bool(new) and (task is None or task.get("claimed_by") != runner)
 
 
 def withdraw_conflicting(
@@ -340,7 +390,10 @@ def release(root: Path, task_id: str, runner: str, remote: Remote) -> None:
 
 
 def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
-    """Drop every claim of this runner on the remote (a run that ends); returns the task ids."""
+    """Drop every claim of this runner on the remote (a run that ends), and push its commits;
+    returns the task ids. When its commits cannot be published (their code conflicts with the
+    remote's), the claims are given back on the remote's head alone: a run's claims never outlive
+    it, whatever ended it."""
     released: list[str] = []
 
     def drop(plan: Plan) -> object:
@@ -350,7 +403,13 @@ def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
         return released or None
 
     message = f"ralph: release the claims of {runner}"
-    until_pushed(root, remote, runner, drop, lambda _: message)
+    try:
+        until_pushed(root, remote, runner, drop, lambda _: message)
+    except RemoteError as exc:
+        if isinstance(exc, RemoteOffline | RemoteRejected):
+            raise  # the remote itself failed: nothing can be given back now
+        on_remote_head(remote, runner, drop, lambda _: message)
+        raise
     return released
 
 
@@ -366,7 +425,7 @@ def remote_claims(
     stamp = at or now()
     claims = []
     for task in plan.claims() if plan else []:
-        age = claim_age_s(task, stamp)
+        age = claim_age_s(task, stamp)  # what the claim says: a clone that never saw it knows no better
         claims.append(
             {
                 "task": task["id"],
@@ -386,13 +445,38 @@ def remote_claims(
     }
 
 
+def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
+    """The claims older than the claim TTL on the remote branches this clone last fetched (no
+    fetch: a look that changes nothing), each with its remote-tracking branch and age: a runner
+    that died or is stuck holds them, and others wait until they take them over."""
+    repo = Repo(root)
+    branch = repo.branch() or "main"
+    refs = repo.git("for-each-ref", "--format=%(refname:short)", "refs/remotes").split()
+    stamp = now()
+    found: list[tuple[str, Record, float | None]] = []
+    for ref in (ref for ref in refs if ref.endswith(f"/{branch}")):
+        data = repo.file_at(ref, PLAN_NAME)
+        if data is None:
+            continue
+        try:
+            plan = Plan(load(data, PLAN_NAME))
+        except RalphError:  # a plan that does not load is not ours to judge here
+            continue
+        sightings = Remote(repo, ref.removesuffix(f"/{branch}"), branch).sightings
+        for item in plan.claims():
+            age = sightings.age_s(item, stamp, remember=False)
+            if age is None or age >= plan.claim_ttl_s():
+                found.append((ref, item, age))
+    return found
+
+
 # --- one round -------------------------------------------------------------------------------
 
 
-def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float) -> list[Record]:
+def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float, ages: Ages) -> list[Record]:
     ready = [task for task in schedule.buildable(plan.tasks(), plan.accepted()) if _in_spec(task, spec)]
     own = [task for task in ready if task.get("claimed_by") == runner]
-    free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl)]
+    free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl, ages)]
     return own + free
 
 
@@ -400,9 +484,12 @@ def _in_spec(task: Record, spec: str | None) -> bool:
     return spec is None or task.get("spec") in (None, spec)
 
 
-def _free(task: Record, stamp: str, ttl: float) -> bool:
+def _free(task: Record, stamp: str, ttl: float, ages: Ages) -> bool:
     """No claim holds the task, or only one older than the TTL."""
-    return not task.get("claimed_by") or _expired(task, stamp, ttl)
+    if not task.get("claimed_by"):
+        return True
+    age = ages(task, stamp)
+    return age is None or age >= ttl
 
 
 def _release_own(plan: Plan, task_id: str, runner: str) -> Record | None:
@@ -412,8 +499,3 @@ def _release_own(plan: Plan, task_id: str, runner: str) -> Record | None:
     if task is None or task.get("claimed_by") != runner:
         return None
     return plan.release(task_id, runner)
-
-
-def _expired(task: Record, stamp: str, ttl: float) -> bool:
-    age = claim_age_s(task, stamp)
-    return age is None or age >= ttl

@@ -20,6 +20,8 @@
 - changes of several steps a killed run (or a full disk) cut in half (ralph.store.intent: a
   build's merge, the loop's commit of a build, PLAN's output): fixing finishes or undoes each, as
   its kind says, and says which. They go first: a finished merge marks its branch merged.
+- stale claims on the shared remote (as last fetched; `ralph construct --remote`): a runner that
+  died or is stuck holds them, and the others wait until they take its work over; kept.
 
 Nothing is committed. While a construct run is active (its lock held by a live process), its
 worktrees and branches are its own: they are not examined, and `fix` refuses, changing nothing."""
@@ -48,7 +50,7 @@ PATCHES = Path("build") / "ralph-logs" / "doctor"
 
 @dataclass
 class Finding:
-    kind: str  # interrupted, stale_lock, temp_file, merge_driver, worktree, branch, record
+    kind: str  # interrupted, stale_lock, temp_file, merge_driver, worktree, branch, record, stale_claim
     subject: str  # the file, worktree or branch
     problem: str
     fix: str  # what `fix` does (or, for what it keeps, why)
@@ -94,7 +96,13 @@ def doctor(root: Path, fix: bool = False, force: bool = False) -> Diagnosis:
             f"a ralph construct run is active in this repository ({running}): nothing was changed;"
             " run 'ralph doctor --fix' after it ends"
         )
-    findings = [*_interrupted(repo), *_locks(repo), *_temp_files(root), *_merge_driver(root)]
+    findings = [
+        *_interrupted(repo),
+        *_locks(repo),
+        *_temp_files(root),
+        *_merge_driver(root),
+        *_stale_claims(root),
+    ]
     if fix:  # settled first: a merge finished marks its build's branch merged
         _repair(repo, findings, force)
     if running is None:
@@ -198,6 +206,19 @@ def _locks(repo: Repo) -> list[Finding]:
                     "empties it",
                 )
             )
+    return found
+
+
+def _stale_claims(root: Path) -> list[Finding]:
+    """Claims on the shared remote (as last fetched) older than the claim TTL: their runner died
+    or is stuck, and the other runners wait until they take its work over."""
+    from ralph.ops.claims import stale_claims
+
+    found = []
+    for ref, item, age in stale_claims(root):
+        held = f"since {item.get('claimed_at', '?')}" + (f", {age / 60:.0f} min" if age is not None else "")
+        problem = f"stale claim on {item['id']} by runner {item['claimed_by']} ({held})"
+        found.append(Finding("stale_claim", ref, problem, "keeps it: the next runner takes it over", False))
     return found
 
 

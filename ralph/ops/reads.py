@@ -47,6 +47,10 @@ def status(root: Path) -> dict[str, Any]:
         "next": {"id": next_task["id"], "name": next_task["name"]} if next_task else None,
         "waiting": waiting,
         "questions": len(plan.questions()),
+        # Unfinished work of stopped builds, each kept on a branch of its own (ralph.store.drafts).
+        "drafts": [
+            {"task": task.id, "branch": task.record["draft"]} for task in tasks if task.record.get("draft")
+        ],
         "spent": spending(plan.state().get("spent", {}), tasks),
     }
 

@@ -61,6 +61,28 @@ def until_pushed(
     raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
 
 
+def on_remote_head(
+    remote: Remote, runner: str, change: Callable[[Plan], T | None], message: Callable[[T], str]
+) -> T | None:
+    """Rounds of `change` made on the remote head alone, until one is pushed: the local branch
+    and work tree stay as they are. For what must reach the remote whatever the local commits
+    hold (a run's claims given back when its own commits cannot be published)."""
+    repo = remote.repo
+    for _ in range(MAX_ROUNDS):
+        head = remote.fetch()
+        if head is None:
+            return None
+        data = repo.file_at(head, PLAN_NAME) or b""
+        plan = Plan(load(data, PLAN_NAME))
+        result = change(plan)
+        if result is None:
+            return None
+        if remote.push(_commit_change(repo, head, plan, data, message(result))):
+            return result
+        _pause_after_lost_race(remote)
+    raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
 def _pause_after_lost_race(remote: Remote) -> None:
     """A random pause: runners that lost together would otherwise fetch, merge and push in step
     again, and the slowest of them lose every time (measured on bench_remote: one runner lost 9
@@ -157,7 +179,11 @@ def _caught_up(repo: Repo, remote: Remote, start: str, remote_head: str | None, 
     """The commit holding both the local branch and the remote head, made in the object store:
     `start` (the remote has nothing new), the remote head (a fast forward) or a merge commit
     (plan.jsonl merged by record). Two runners' claims on one task conflict: ours lost (theirs
-    reached the remote first), so ours are dropped and the merge made again."""
+    reached the remote first), so ours are dropped and the merge made again. A plan that still
+    conflicts yields to what was published first: each conflicting record takes the remote's
+    version, and when even that breaks a rule across records, the remote's plan is taken whole
+    (our code still merges; the caller's change is made again on the result). No sequence of
+    ralph's own commands ends here in a plan conflict: only code can conflict."""
     if remote_head is None or remote_head == start:
         return start
     code, out, _ = repo.attempt("merge-base", start, remote_head)
@@ -179,9 +205,36 @@ def _caught_up(repo: Repo, remote: Remote, start: str, remote_head: str | None, 
         merged = _merge(repo, remote, dropped, remote_head, what)
         if merged.commit:
             return merged.commit
+    for whole in (False, True):
+        yielded = _yield_to_published(repo, remote, dropped or start, remote_head, runner, whole)
+        merged = _merge(repo, remote, yielded, remote_head, what)
+        if merged.commit:
+            return merged.commit
     raise RemoteError(
         f"cannot merge {remote.name}/{remote.branch} into the local branch: it conflicts (see `git merge"
         f" {remote.name}/{remote.branch}`); nothing was pushed"
+    )
+
+
+def _yield_to_published(
+    repo: Repo, remote: Remote, ours: str, remote_head: str, runner: str, whole: bool
+) -> str:
+    """A commit on `ours` (object store only) whose plan is ours merged with the remote's, each
+    conflicting record the remote's version; `whole`: the remote's plan as it is."""
+    from ralph.plan.merge import merge_bytes
+
+    theirs = repo.file_at(remote_head, PLAN_NAME) or b""
+    plan = theirs
+    if not whole:
+        code, out, _ = repo.attempt("merge-base", ours, remote_head)
+        base = (repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None) or b""
+        merged = merge_bytes(
+            base, repo.file_at(ours, PLAN_NAME) or b"", theirs, PLAN_NAME, published_wins=True
+        )
+        plan = theirs if merged.conflicts else merged.data  # a rule across records broke: theirs whole
+    where = f"{remote.name}/{remote.branch}"
+    return repo.commit_tree(
+        repo.tree_with_file(ours, PLAN_NAME, plan), ours, f"ralph: yield to {where}'s plan ({runner})"
     )
 
 

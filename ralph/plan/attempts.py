@@ -111,6 +111,16 @@ def record_build_commit(plan: PlanReader, task_id: str, commit: str) -> None:
     plan.doc.rewrite(line)
 
 
+def record_draft(plan: PlanReader, task_id: str, branch: str | None) -> None:
+    """The branch that keeps the task's unfinished work (ralph.store.drafts); None: it has none."""
+    line = plan.task_line(task_id)
+    if branch:
+        line.record["draft"] = branch
+    else:
+        line.record.pop("draft", None)
+    plan.doc.rewrite(line)
+
+
 def record_build_failure(
     plan: PlanReader, task_id: str, verdict: Verdict, failure: str, tokens: int, cost_usd: float | None
 ) -> int:

@@ -219,6 +219,10 @@ class TaskFields:
         return cast('list[str] | None', self.record.get('files'))
 
     @property
+    def draft(self) -> str | None:
+        return cast('str | None', self.record.get('draft'))
+
+    @property
     def tokens(self) -> int | None:
         return cast('int | None', self.record.get('tokens'))
 

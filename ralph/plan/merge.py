@@ -11,7 +11,11 @@ This merges records, pure (bytes in, bytes out):
   may already have claimed it); a task or an issue added on both with different content (one
   random id drawn twice), or a record deleted on one side and changed on the other, is a
   conflict. A task with an accept tombstone on either side is accepted, whatever the other side
-  did to it.
+  did to it. A task deleted (or decomposed) on one side goes when the other side only changed what
+  ralph changes on its own (a computed priority, a claim): runners would drop such a change
+  replayed on a head without the task.
+- A dependency on a task one side decomposed (deleted, leaving subtasks that name it as parent)
+  moves to those subtasks, as `ralph task delete` moves it.
 - accept, reject and resolve records are appended facts: the union, each once. Records of types ralph does
   not know are kept, each once, unless one side removed them.
 - The order is ours, with theirs' new records appended in theirs' order (before ours' trailing blank
@@ -43,9 +47,12 @@ UNION_FACTS = (
 )  # never removed by ralph: a side without one has not seen it yet
 # A status moves forward only (accepted, the tombstone, is further); blocked merges with none.
 STATUS_ORDER = {Status.PENDING: 0, Status.DONE: 1}
+PRIORITY_RANK = {"low": 0, "medium": 1, "high": 2}
 COUNTERS = frozenset({"attempts", "rebuilds", "tokens", "iteration"})
 ID_LISTS = frozenset({"deps"})
 CLAIM = ("claimed_by", "claimed_at")  # merged as one value: who holds the task, since when
+# Fields ralph sets on its own (`task prioritize` with auto_priority, claims): a deletion beats them.
+AUTOMATIC = frozenset({"priority", "auto_priority", *CLAIM})
 
 _MISSING = object()  # a field the record does not have
 _CONFLICT = object()
@@ -60,7 +67,9 @@ class Merged:
         self.data, self.conflicts = data, conflicts
 
 
-def merge_bytes(base: bytes, ours: bytes, theirs: bytes, name: str = "plan.jsonl") -> Merged:
+def merge_bytes(
+    base: bytes, ours: bytes, theirs: bytes, name: str = "plan.jsonl", published_wins: bool = False
+) -> Merged:
     """Parse the three versions and merge them. A line that is not a valid record, or two records
     with one id, in any of them raises InvalidInput naming the version and the line: a merge by
     record cannot place it, and must not drop it."""
@@ -69,10 +78,12 @@ def merge_bytes(base: bytes, ours: bytes, theirs: bytes, name: str = "plan.jsonl
         _parse_side(data, f"{name} ({side})", known)
         for data, side in ((base, "base"), (ours, "ours"), (theirs, "theirs"))
     )
-    return merge(base_doc, ours_doc, theirs_doc, name=name)
+    return merge(base_doc, ours_doc, theirs_doc, name=name, published_wins=published_wins)
 
 
-def merge(base: Document, ours: Document, theirs: Document, name: str = "plan.jsonl") -> Merged:
+def merge(
+    base: Document, ours: Document, theirs: Document, name: str = "plan.jsonl", published_wins: bool = False
+) -> Merged:
     fact_keys: dict[bytes, tuple[str, str]] = {}
     b, o, t = _Side(base, fact_keys), _Side(ours, fact_keys), _Side(theirs, fact_keys)
     accepted = o.accepted | t.accepted
@@ -80,8 +91,9 @@ def merge(base: Document, ours: Document, theirs: Document, name: str = "plan.js
         key: _outcome(b.keyed.get(key), o.keyed.get(key), t.keyed.get(key), accepted)
         for key in {**o.keyed, **t.keyed}
     }
+    _move_deps_to_subtasks(outcomes, b.keyed, accepted)
     wanted = {fact: _copies(fact, b, o, t) for fact in {**o.facts, **t.facts}}
-    out = _Writer(name, _line_ending(ours, theirs, base))
+    out = _Writer(name, _line_ending(ours, theirs, base), published_wins)
     tail = _trailing_blank_lines(ours)
     for line, key, fact in o.slots[: len(o.slots) - tail]:
         if key is not None:
@@ -139,10 +151,61 @@ def _outcome(
         return one  # added on one side
     if _same_line(base, one):
         return None  # deleted on the other side, unchanged on this one
+    if record["t"] == "task" and only_automatic(base.record, one.record):
+        return None  # decomposed or deleted beats a priority or a claim ralph set on its own
     what = _what(record)
     if ours is None:
         return _Conflict(f"{what} was deleted on our side and changed on theirs", what, None, one.raw)
     return _Conflict(f"{what} was changed on our side and deleted on theirs", what, ours.raw, None)
+
+
+def _computed_on_both(ours: Record, theirs: Record) -> bool:
+    """Both sides' priorities are `task prioritize`'s (a known value, auto_priority set)."""
+    return all(
+        side.get("auto_priority") is True and side.get("priority") in PRIORITY_RANK for side in (ours, theirs)
+    )
+
+
+def only_automatic(base: Record, changed: Record) -> bool:
+    """Whether `changed` differs from `base` only in fields ralph sets on its own: a priority
+    `task prioritize` computed (auto_priority set), a claim."""
+    names = {
+        name
+        for name in {**base, **changed}
+        if not _same(base.get(name, _MISSING), changed.get(name, _MISSING))
+    }
+    if not names <= AUTOMATIC:
+        return False
+    return "priority" not in names or changed.get("auto_priority") is True
+
+
+def _move_deps_to_subtasks(
+    outcomes: dict[str, RecordLine | _Conflict | None], base: dict[str, RecordLine], accepted: set[str]
+) -> None:
+    """A dependency on a task that is gone from the result, not accepted, and has subtasks there
+    (records naming it as parent: it was decomposed) moves to those subtasks, in place."""
+    kept = [line for line in outcomes.values() if isinstance(line, RecordLine) and line.record["t"] == "task"]
+    gone = {key for key, line in outcomes.items() if line is None and key in base and key not in accepted}
+    children: dict[str, list[str]] = {}
+    for child in kept:
+        if child.record.get("parent") in gone:
+            children.setdefault(child.record["parent"], []).append(child.record["id"])
+    if not children:
+        return
+    for key, outcome in list(outcomes.items()):
+        if not isinstance(outcome, RecordLine) or outcome.record["t"] != "task":
+            continue
+        line = outcome
+        deps = line.record.get("deps")
+        if not isinstance(deps, list) or not any(dep in children for dep in deps):
+            continue
+        moved: list[str] = []
+        for dep in deps:
+            for new in children.get(dep, [dep]):
+                if new not in moved and new != line.record["id"]:
+                    moved.append(new)
+        record = {**line.record, "deps": moved}
+        outcomes[key] = RecordLine(serialize(record), record, 0)
 
 
 def _merge_fields(base: Record, ours: Record, theirs: Record, what: str) -> RecordLine | _Conflict:
@@ -168,6 +231,8 @@ def _merge_fields(base: Record, ours: Record, theirs: Record, what: str) -> Reco
             value = t
         elif ours.get("t") == "state" and name == "stage":
             value = o  # each runner's loop says where it is; the work tree merged into keeps its own
+        elif name == "priority" and _computed_on_both(ours, theirs):
+            value = max(o, t, key=PRIORITY_RANK.__getitem__)  # the next `task prioritize` recomputes it
         else:
             value = _merge_field(name, b, o, t)
             if value is _CONFLICT:
@@ -375,8 +440,8 @@ def _content(raw: bytes) -> bytes:
 
 
 class _Writer:
-    def __init__(self, name: str, eol: bytes):
-        self.name, self.eol = name, eol
+    def __init__(self, name: str, eol: bytes, published_wins: bool = False):
+        self.name, self.eol, self.published_wins = name, eol, published_wins
         self.lines: list[Line] = []
         self.conflicts: list[Problem] = []
         self.new_records: list[Line] = []  # merged field by field: validated before they count as clean
@@ -395,7 +460,11 @@ class _Writer:
     def put(self, outcome: Line | _Conflict | None, replacing: Line | None = None) -> None:
         if outcome is None:
             return
-        if isinstance(outcome, _Conflict):
+        if isinstance(outcome, _Conflict) and self.published_wins:
+            if outcome.theirs is not None:
+                line = self.add(_content(outcome.theirs) + self.eol, json.loads(outcome.theirs))
+                self.new_records.append(line)
+        elif isinstance(outcome, _Conflict):
             self.conflict(outcome)
         elif outcome is replacing:
             self.keep(outcome)

@@ -184,6 +184,11 @@ class Task(Record):
     verify_kill_log: str | None = Field(None, description="log of its last stopped VERIFY run")
     commit: str | None = Field(None, description="commit that recorded the task's build")
     files: list[str] | None = Field(None, description="files that commit changed")
+    draft: str | None = Field(
+        None,
+        description="the branch keeping the unfinished work of its last killed, interrupted or set-aside"
+        " build (`ralph/draft/<task id>`), offered to its next build; deleted when it is accepted",
+    )
     tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
     attempt_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="tokens per attempt")
     cost_usd: Annotated[float, Field(ge=0)] | None = Field(

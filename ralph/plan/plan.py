@@ -74,6 +74,9 @@ class Plan(PlanReader):
     def record_build_commit(self, task_id: str, commit: str) -> None:
         return attempts.record_build_commit(self, task_id, commit)
 
+    def record_draft(self, task_id: str, branch: str | None) -> None:
+        return attempts.record_draft(self, task_id, branch)
+
     def record_build_failure(
         self, task_id: str, verdict: Verdict, failure: str, tokens: int, cost_usd: float | None
     ) -> int:

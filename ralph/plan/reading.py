@@ -191,6 +191,7 @@ class PlanReader:
 
 DEFAULT_CLAIM_TTL_MS = CONFIG_KEYS["claim_ttl_ms"].default
 CLAIM_FIELDS = ("claimed_by", "claimed_at")
+CLOCKS_DISAGREE_AT_MOST_S = 24 * 3600  # a claimed_at older than this is old on any runner's clock
 CLAIMABLE = ("task", "issue", "spec")  # a task to build, verify or decompose; an issue; a spec to plan
 
 
@@ -205,15 +206,21 @@ def drop_claim(task: Record) -> None:
         task.pop(key, None)
 
 
-def claim_age_s(task: Record, now: str) -> float | None:
+def claim_age_s(task: Record, now: str, seen_at: str | None = None) -> float | None:
     """Seconds since the task was claimed, or None when its claimed_at does not parse (such a
-    claim counts as expired: a person or a broken runner wrote it)."""
+    claim counts as expired: a person or a broken runner wrote it). `seen_at`: when the runner
+    judging it first saw the claim, on the same clock as `now`; the age is then the lesser of the
+    two, so a claimer whose clock is behind the judge's does not look stale (claimed_at is the
+    claimer's clock, seen_at the judge's own), unless claimed_at is older than any clock is wrong
+    (a day: the claim of a runner that died long ago is taken over at once)."""
     from datetime import datetime
 
     try:
-        claimed = datetime.fromisoformat(str(task.get("claimed_at")))
         current = datetime.fromisoformat(now)
-        return (current - claimed).total_seconds()
+        age = (current - datetime.fromisoformat(str(task.get("claimed_at")))).total_seconds()
+        if seen_at is not None and age < CLOCKS_DISAGREE_AT_MOST_S:
+            age = min(age, (current - datetime.fromisoformat(seen_at)).total_seconds())
+        return age
     except (TypeError, ValueError):
         return None
 

@@ -54,6 +54,13 @@ class Repo:
         self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
         self._signs: bool | None = None
 
+    def with_index(self, index: Path) -> Repo:
+        """This work tree with an index file of its own (GIT_INDEX_FILE): what git stages through
+        it leaves the index people use as it was."""
+        other = Repo(self.root)
+        other._env["GIT_INDEX_FILE"] = str(index)
+        return other
+
     def git(self, *args: str, stdin: bytes | None = None) -> str:
         return self._output(args, stdin).decode("utf-8", "replace")
 

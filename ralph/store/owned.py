@@ -1,7 +1,7 @@
 """What ralph made in a repository, recorded before it is made: its worktrees, their temporary
-folders and its build branches. ralph removes, resets or deletes only what a record here names,
-never what merely looks like its names (a person's `ralph/hotfix` branch, their worktree in a folder
-called `ralph-app-hotfix`).
+folders, its build branches and its drafts (ralph.store.drafts). ralph removes, resets or deletes
+only what a record here names, never what merely looks like its names (a person's `ralph/hotfix`
+branch, their worktree in a folder called `ralph-app-hotfix`).
 
 One small JSON file per thing under `<git common dir>/ralph/owned/`, written (and synced) before
 git is asked to make the thing and removed after it is gone: a run killed between the two leaves a
@@ -23,6 +23,7 @@ from ralph.store.git import Repo
 class OwnedKind(StrEnum):
     WORKTREE = "worktree"  # a git worktree at `path`, in the temporary folder `folder`
     BRANCH = "branch"  # a branch `name` ralph created at commit `start`
+    DRAFT = "draft"  # a draft branch `name` of task `task`, last set by ralph to commit `start`
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Owned:
     # A build branch whose commits were copied into the loop's branch (a merge copies them, so
     # they are not in HEAD themselves) while it pointed at this commit: merged, for clean-up.
     merged: str | None = None
+    task: str | None = None  # the task a draft keeps the work of
 
     @property
     def key(self) -> str:
@@ -83,6 +85,7 @@ def recorded(repo: Repo) -> list[Owned]:
                     data.get("folder"),
                     data.get("pid"),
                     data.get("merged"),
+                    data.get("task"),
                 )
             )
         except (OSError, ValueError, KeyError, TypeError):
@@ -101,7 +104,9 @@ def mark_merged(repo: Repo, branch: str, tip: str) -> None:
 
 
 def owns_branch(repo: Repo, name: str) -> Owned | None:
-    return next((o for o in recorded(repo) if o.kind is OwnedKind.BRANCH and o.name == name), None)
+    """ralph's record of the branch `name` (a build branch or a draft)."""
+    branches = (OwnedKind.BRANCH, OwnedKind.DRAFT)
+    return next((o for o in recorded(repo) if o.kind in branches and o.name == name), None)
 
 
 def owns_worktree(repo: Repo, path: Path) -> Owned | None:

@@ -259,3 +259,77 @@ def test_a_runner_verifies_one_claimed_batch_after_another_in_one_verify_stage(r
     events = [json.loads(line) for line in (clone / "build/ralph-logs/events.jsonl").read_text().splitlines()]
     # each batch of one was claimed as the last was published, not one batch per iteration
     assert [e["iteration"] for e in events if e["event"] == "iteration_begin"] == [1]
+
+
+def test_a_build_of_a_task_taken_over_meanwhile_yields_to_the_taker_and_is_kept_as_a_patch(repo, tmp_path):
+    from ralph.loop.remote import RemoteCoordinator
+    from ralph.ops import claims
+    from ralph.store.git import Repo
+    from ralph.store.remote import Remote
+
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
+    slow, heir = shared.clone("slow"), shared.clone("heir")
+    coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
+    assert coordinator.before_build() == "t-task00"
+    # The slow runner's build outlives its claim: another runner takes the task over.
+    assert claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0)["id"] == "t-task00"
+    (slow / "built.txt").write_text("the slow build\n")
+    git(slow, "add", "built.txt")
+    git(slow, "commit", "-qm", "build t-task00")
+    tasks.done(slow, "t-task00")
+    assert coordinator.after_build("t-task00") == []
+    plan = origin_plan(shared)
+    assert [(r["id"], r.get("claimed_by"), r.get("s", "p")) for r in plan if r["t"] == "task"] == [
+        ("t-task00", "heir", "p")
+    ]
+    assert "build t-task00" not in git(shared.origin, "log", "--format=%s", "main")
+    assert git(slow, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
+    [patch] = (slow / "build" / "ralph-logs" / "conflicts").glob("t-task00-*.patch")
+    assert "+the slow build" in patch.read_text()
+
+
+def test_a_run_that_ends_in_an_unexpected_error_gives_its_claims_back(project, monkeypatch):
+    from ralph.errors import GitError
+    from ralph.loop.coordinator import Solo
+    from tests.support.construct import add_tasks
+
+    released: list[bool] = []
+
+    class Failing(Solo):
+        def next_builds(self, ready):
+            raise GitError("git broke mid-run")
+
+        def release(self, quietly=False):
+            released.append(quietly)
+
+    monkeypatch.setattr("ralph.loop.workspace.Solo", Failing)
+    add_tasks(project, "Some work")
+    done = construct(project, "--max-iterations", "1", "--parallel", "1")
+    assert done.returncode != 0 and "git broke mid-run" in done.stderr
+    assert released == [True]  # once, quietly: the error that ended the run is the one reported
+
+
+def test_a_spec_claimed_by_a_runner_whose_clock_is_two_hours_behind_is_planned_once(repo, tmp_path):
+    with_app_spec(repo, "# App [slow]\n\n- Parse input\n- Print report\n")  # PLAN takes 2 s
+    shared = Shared(repo, tmp_path)
+    state = tmp_path / "agent-state"
+    env = {"FAKE_AGENT_STATE": str(state)}
+    behind = construct(
+        shared.clone("behind"), "--remote", "origin", "--runner", "behind", wait=False,
+        env={**env, "RALPH_CLOCK_SKEW_S": str(-2 * 3600)},
+    )  # fmt: skip
+    try:
+        for _ in range(600):  # until its claim on the spec is on the remote: its PLAN runs
+            if any(r.get("claimed_by") == "behind" for r in origin_plan(shared) if r["t"] == "spec"):
+                break
+            time.sleep(0.05)
+        # Its claimed_at is two hours old on this runner's clock, beyond the TTL of 30 minutes.
+        on_time = construct(shared.clone("on-time"), "--remote", "origin", "--runner", "on-time", env=env)
+        assert on_time.returncode == 0, on_time.stdout + on_time.stderr
+    finally:
+        out, err = behind.communicate(timeout=300)
+    assert behind.returncode == 0, out + err
+    assert (state / "plan").read_text() == "1"
+    plan = origin_plan(shared)
+    assert not [r for r in plan if r["t"] == "takeover"]
+    assert sorted(r["name"] for r in plan if r["t"] == "accept") == ["Parse input", "Print report"]

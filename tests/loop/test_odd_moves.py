@@ -183,7 +183,9 @@ def test_changes_set_aside_as_a_patch_are_bytes_that_git_apply_takes_back(projec
     done = construct(project, *flags, agent=AGENT)
     assert done.returncode == 3, done.stderr  # the iteration limit, after DECOMPOSE split the task
     assert (project / "menu.txt").read_bytes() == LATIN1_BEFORE, "the killed build's changes are undone"
-    [patch] = (project / LOGS).glob(f"*build-{odd}*.patch")
+    # Beside a running build the first failure is set aside uncounted (stale-*.patch) and the task
+    # built again from the new HEAD; the first patch is the one with the agent's move.
+    patch = min((project / LOGS).glob(f"*-{odd}.patch"), key=lambda path: path.stat().st_mtime_ns)
 
     git(project, "apply", str(patch))
 

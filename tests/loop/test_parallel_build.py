@@ -76,9 +76,11 @@ def add(project: Path, *items: dict) -> list[str]:
     return [record["id"] for record in tasks.add(project, list(items))]
 
 
-def assert_no_worktrees_or_branches(project: Path) -> None:
+def assert_no_worktrees_or_branches(project: Path, drafts: tuple[str, ...] = ()) -> None:
+    """No build's worktree or branch is left; of ralph's branches, only drafts of `drafts`."""
     assert len(git(project, "worktree", "list", "--porcelain").strip().split("\n\n")) == 1
-    assert git(project, "branch", "--list", "ralph/*").strip() == ""
+    left = git(project, "branch", "--list", "--format=%(refname:short)", "ralph/*").split()
+    assert set(left) <= {f"ralph/draft/{task}" for task in drafts}, left
 
 
 def test_ready_tasks_build_at_once_in_worktrees_and_merge_one_commit_each(project, tmp_path):
@@ -196,7 +198,8 @@ def test_a_stop_signal_stops_every_build_and_a_rerun_builds_them_all(project, tm
     out, err = running.communicate(timeout=60)
     assert running.returncode == 143, out + err
     assert all(gone(pid) for pid in pids), "every build's agent was stopped"
-    assert_no_worktrees_or_branches(project)
+    # a build's work kept as a draft (one stopped before it wrote a file has none)
+    assert_no_worktrees_or_branches(project, drafts=tuple(ids))
     assert not [s for s in subjects(project) if s.startswith("ralph(build):")]
     assert git(project, "status", "--porcelain", "--", "plan.jsonl") == "", "the plan is left committed"
     assert git(project, "rev-parse", "HEAD") != before  # the run's start and its end are recorded
@@ -266,3 +269,50 @@ def test_construct_start_keeps_a_persons_ralph_branches_and_worktrees(project, t
     assert "cleaned up" not in done.stdout + done.stderr
     assert (hotfix / ".env").read_text() == "SECRET=1\n"
     assert set(git(project, "branch", "--list", "ralph/*").split()) == {"ralph/feature", "ralph/unmerged"}
+
+
+# BUILD of "First" takes a second and writes work/first.txt; a build of any other task passes the
+# gate only when work/first.txt is in its checkout (it needs First's change); VERIFY accepts.
+NEEDS_FIRST_AGENT = r"""
+import json, os, pathlib, sys, time
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    name = json.loads(ralph("task", "show", task))["name"]
+    pathlib.Path("work").mkdir(exist_ok=True)
+    if name == "First":
+        time.sleep(1.0)
+        pathlib.Path("work", "first.txt").write_text("ok\n")
+    else:
+        has_first = pathlib.Path("work", "first.txt").exists()
+        pathlib.Path("work", task + ".txt").write_text("ok\n" if has_first else "FAIL: no first.txt\n")
+        with open(os.environ["RUNS"], "a") as runs:
+            runs.write(json.dumps({"task": task, "had_first": has_first}) + "\n")
+    ralph("task", "done", task)
+elif stage == "VERIFY":
+    ralph("task", "accept", task)
+"""
+
+
+def test_a_build_that_failed_for_a_running_neighbours_change_waits_and_is_built_again_uncounted(
+    project, tmp_path
+):
+    first, second = add(project, {"name": "First"}, {"name": "Second"})
+    agent = tmp_path / "agent.py"
+    agent.write_text(NEEDS_FIRST_AGENT)
+    runs = tmp_path / "runs.jsonl"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+
+    done = construct(project, "--parallel", "2", agent=command, env={"RUNS": str(runs)})
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = [json.loads(line) for line in runs.read_text().splitlines()]
+    assert seen == [{"task": second, "had_first": False}, {"task": second, "had_first": True}]
+    journal = events(project)
+    assert [e["item"] for e in journal if e["event"] == "build_stale_base"] == [second]
+    assert [e for e in journal if e["event"] == "build_failed"] == []  # no attempt was counted
+    accepted = {r["id"] for r in plan_records(project) if r.get("t") == "accept"}
+    assert accepted == {first, second}
+    assert_no_worktrees_or_branches(project)

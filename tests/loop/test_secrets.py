@@ -130,7 +130,8 @@ def test_no_planted_secret_reaches_history_journal_console_hooks_log_or_report(p
     add_tasks(project, "Alpha [leak-build]", "Beta [leak-verify]", "Gamma [leak-ask]")
     env = {"DEPLOY_TOKEN": ENV_TOKEN, "ORDERS_DSN": f"mysql://orders:{ENV_DSN_PASSWORD}@orders.db/orders"}
     gate = f"{shlex.quote(sys.executable)} leaky_gate.py"
-    done = construct(project, "--max-attempts", "3", "--gate", gate, agent=leaky_agent(tmp_path), env=env)
+    flags = ("--max-attempts", "3", "--gate", gate, "--parallel", "1")  # every failure counted: serial
+    done = construct(project, *flags, agent=leaky_agent(tmp_path), env=env)
     assert done.returncode == 9, done.stdout + done.stderr  # WAITING: Gamma's question is not answered
 
     logs = project / "build" / "ralph-logs"

@@ -356,3 +356,58 @@ def test_the_spec_check_is_claimed_by_one_runner_holding_nothing_and_only_once_a
     assert spec["claimed_by"] == "runner-1"
     claims.publish(one, "specs/app.md", "runner-1", remote_of(one))
     assert not claims.claim_check(two, "specs/app.md", "runner-2", remote_of(two), lambda plan: True)
+
+
+# --- clocks that disagree ------------------------------------------------------------------------
+
+
+def test_a_claim_by_a_runner_whose_clock_is_two_hours_behind_is_not_taken_over(three, monkeypatch):
+    shared, one, two = three
+    monkeypatch.setenv(claims.CLOCK_SKEW_ENV, str(-2 * 3600))
+    assert claims.claim_next(one, None, "behind", remote_of(one))["id"] == "t-aaaaaa"
+    monkeypatch.delenv(claims.CLOCK_SKEW_ENV)
+    # Its claimed_at is two hours old on this runner's clock, beyond the TTL: it is still live,
+    # as this runner saw it only now.
+    assert claims.claim_next(two, None, "on-time", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
+    assert not [line for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
+
+
+def test_a_runner_whose_clock_is_two_hours_ahead_does_not_take_over_a_live_claim(three, monkeypatch):
+    shared, one, two = three
+    claims.claim_next(one, None, "on-time", remote_of(one))
+    monkeypatch.setenv(claims.CLOCK_SKEW_ENV, str(2 * 3600))
+    assert claims.claim_next(two, None, "ahead", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
+    assert on_origin(shared).find_task("t-aaaaaa")["claimed_by"] == "on-time"
+
+
+def test_a_spec_claimed_for_plan_by_a_runner_two_hours_behind_is_planned_once(repo, tmp_path, monkeypatch):
+    from tests.support.gitrepo import Shared
+
+    with transaction(repo) as change:
+        change.plan.add_spec("specs/app.md")
+    shared = Shared(repo, tmp_path)
+    one, two = shared.clone("one"), shared.clone("two")
+    monkeypatch.setenv(claims.CLOCK_SKEW_ENV, str(-2 * 3600))
+    assert claims.claim_plan(one, "specs/app.md", "behind", remote_of(one))
+    monkeypatch.delenv(claims.CLOCK_SKEW_ENV)
+    assert not claims.claim_plan(two, "specs/app.md", "on-time", remote_of(two), ttl_s=600)
+
+
+def test_a_claim_seen_for_longer_than_the_ttl_is_taken_over_whatever_the_claimers_clock(three, monkeypatch):
+    shared, one, two = three
+    monkeypatch.setenv(claims.CLOCK_SKEW_ENV, str(-2 * 3600))
+    claims.claim_next(one, None, "behind", remote_of(one))
+    claims.claim_next(one, None, "behind-2", remote_of(one))
+    monkeypatch.delenv(claims.CLOCK_SKEW_ENV)
+    assert claims.claim_next(two, None, "heir", remote_of(two), ttl_s=1)["id"] == "t-cccccc"
+    sightings = json.loads((two / ".git" / "ralph" / "claims-seen.json").read_text())
+    assert sorted(key.split("\t")[:2] for key in sightings) == [
+        ["t-aaaaaa", "behind"],
+        ["t-bbbbbb", "behind-2"],
+    ]
+    import time
+
+    time.sleep(1.2)  # this runner has seen the claims for longer than the TTL now
+    assert claims.claim_next(two, None, "heir-2", remote_of(two), ttl_s=1)["id"] == "t-aaaaaa"
+    takeovers = [line.record for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
+    assert [(t["by"], t["was_claimed_by"]) for t in takeovers] == [("heir-2", "behind")]

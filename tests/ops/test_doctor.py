@@ -249,3 +249,22 @@ def test_a_lock_let_go_names_nobody(repo, which):
     )
     subprocess.run([sys.executable, "-c", code, str(repo)], check=True)
     assert path.read_text() == ""
+
+
+def test_a_stale_claim_on_the_shared_remote_is_reported_and_kept(repo, tmp_path):
+    from ralph.ops import tasks
+    from ralph.store.transaction import transaction
+    from tests.support.gitrepo import Shared
+
+    tasks.add(repo, [{"id": "t-aaaaaa", "name": "A"}, {"id": "t-bbbbbb", "name": "B"}])
+    with transaction(repo) as change:  # a runner that died days ago, and one at work now
+        change.plan.claim("t-aaaaaa", "dead-runner", "2020-01-01T00:00:00+00:00")
+        change.plan.claim("t-bbbbbb", "live-runner", "2099-01-01T00:00:00+00:00")
+    clone = Shared(repo, tmp_path).clone("clone")
+    out = doctor(clone, code=1).stdout
+    assert (
+        "origin/main: stale claim on t-aaaaaa by runner dead-runner (since 2020-01-01T00:00:00+00:00" in out
+    )
+    assert "live-runner" not in out
+    assert [(f["kind"], f["fixed"]) for f in findings(clone, "--fix")] == [("stale_claim", False)]
+    assert not (clone / ".git" / "ralph" / "claims-seen.json").exists()  # a look that changes nothing

@@ -112,6 +112,51 @@ def test_a_record_deleted_on_one_side_and_changed_on_the_other_conflicts_and_kee
     ]
 
 
+def test_a_task_decomposed_on_one_side_beats_a_computed_priority_or_a_claim_on_the_other():
+    # Runner one decomposed t-b (it goes, two subtasks name it as parent); runner two's
+    # `task prioritize` gave it a priority, or runner two claimed it: the decomposition wins.
+    parts = [task("b1", parent="t-b"), task("b2", parent="t-b")]
+    prioritized = task("b", priority="high", auto_priority=True)
+    claimed = task("b", claimed_by="two", claimed_at="2026-01-01T00:00:00+00:00")
+    for changed in (prioritized, claimed):
+        assert clean([A, B], [A, *parts], [A, changed]) == [A, *parts]
+        assert clean([A, B], [A, changed], [A, *parts]) == [A, *parts]
+
+
+def test_a_deleted_task_against_a_priority_a_person_set_still_conflicts():
+    conflicts, _ = conflicted([A, B], [A], [A, task("b", priority="high")])
+    assert conflicts == [
+        "plan.jsonl:2: merge conflict: task t-b was deleted on our side and changed on theirs"
+    ]
+    conflicts, _ = conflicted([A, B], [A], [A, task("b", priority="high", auto_priority=True, notes="n")])
+    assert len(conflicts) == 1
+
+
+def test_a_priority_computed_on_both_sides_takes_the_higher_and_one_set_by_a_person_conflicts():
+    low, high = (task("a", priority=p, auto_priority=True) for p in ("low", "high"))
+    assert clean([A], [low], [high]) == [high]
+    assert clean([A], [high], [low]) == [high]
+    conflicted([A], [task("a", priority="low")], [high])
+
+
+def test_a_dependency_on_a_task_the_other_side_decomposed_moves_to_its_subtasks():
+    parts = [task("b1", parent="t-b"), task("b2", parent="t-b")]
+    # Runner two added t-c depending on t-b (and t-a) while runner one decomposed t-b.
+    theirs = [A, B, task("c", deps=["t-a", "t-b"])]
+    assert clean([A, B], [A, *parts], theirs) == [A, *parts, task("c", deps=["t-a", "t-b1", "t-b2"])]
+    assert clean([A, B], theirs, [A, *parts]) == [A, task("c", deps=["t-a", "t-b1", "t-b2"]), *parts]
+
+
+def test_a_dependency_on_a_decomposed_task_moves_even_when_the_dependent_changed_on_both_sides():
+    parts = [task("b1", parent="t-b"), task("b2", parent="t-b")]
+    base = [A, B, task("c", deps=["t-b"])]
+    ours = [A, *parts, task("c", deps=["t-b1", "t-b2"])]  # ralph's decompose moved it here
+    theirs = [A, B, task("c", deps=["t-b"], priority="low", auto_priority=True)]
+    assert clean(base, ours, theirs)[-1] == task(
+        "c", deps=["t-b1", "t-b2"], priority="low", auto_priority=True
+    )
+
+
 # --- changed on both sides ---------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ misbehaviour:
                        temporary path (a gate that prints the work shows them)
   [hang]               starts a grandchild, then never finishes (a timeout)
   [hang-once]          the same, on the first build only
+  [work-then-hang-once] the first build writes its work file, then never finishes
   [daemon]             BUILD starts `setsid sleep 600` (a session of its own, holding the output
                        pipe, as `setsid cmd &` in a shell does), writes its pid to
                        <task>.daemon.pid and exits without waiting for it
@@ -48,6 +49,7 @@ An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s; an
 The spec check (CHECK) adds a task for each spec line marked [missing] (which PLAN leaves out) that
 no task, open or accepted, is named like; a spec line [check-hang] makes it hang (a timeout),
 [check-crash] makes it add a task and exit 3.
+Every BUILD run copies its prompt to <task>.build-<attempt>.prompt.
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
 
@@ -146,6 +148,13 @@ def build() -> int:
     current = task()
     name, task_id = current["name"], current["id"]
     attempt = bump(f"build-{task_id}")
+    prompt = Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+    (STATE / f"{task_id}.build-{attempt}.prompt").write_text(prompt)
+    if "[work-then-hang-once]" in name and attempt == 1:
+        Path("work").mkdir(exist_ok=True)
+        Path("work", f"{task_id}.txt").write_text(f"ok {task_id} half way\n")
+        (STATE / f"{task_id}.agent.pid").write_text(str(os.getpid()))
+        time.sleep(600)
     if "[record-env]" in name:
         ralph_env = sorted(key for key in os.environ if key.startswith("RALPH_"))
         (STATE / f"{task_id}.agent-env.json").write_text(json.dumps(ralph_env))

@@ -1,0 +1,82 @@
+"""Issue 23, drafts: a build the loop stopped keeps its work on ralph/draft/<task id> (beside the
+patch in the logs), recorded on the task, listed by `ralph status`, named in the task's next build
+prompt, and deleted once the task is accepted. The person's work tree and index stay as they were.
+Real processes: ralph, the fake agent, git."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+from ralph.store import owned
+from ralph.store.git import Repo
+from ralph.store.owned import OwnedKind
+from tests.support.construct import add_tasks, construct, plan_records, wait_for
+from tests.support.gitrepo import git
+
+
+def test_an_interrupted_build_is_kept_as_a_draft_offered_to_the_next_build(project, tmp_path):
+    (task,) = add_tasks(project, "Half [work-then-hang-once]")
+    (project / "mine.txt").write_text("a person's staged work\n")
+    git(project, "add", "mine.txt")
+    (project / "check_work.py").write_text((project / "check_work.py").read_text() + "# a person's edit\n")
+    index_before = git(project, "diff", "--cached")
+    tree_before = git(project, "diff")
+    state = tmp_path / "agent-state"
+    running = construct(project, "--allow-dirty", wait=False)
+    wait_for(lambda: (state / f"{task}.agent.pid").exists(), "the agent never started")
+
+    running.send_signal(signal.SIGINT)
+    out, err = running.communicate(timeout=90)
+
+    assert running.returncode == 130, out + err
+    draft = f"ralph/draft/{task}"
+    assert git(project, "show", f"{draft}:work/{task}.txt") == f"ok {task} half way\n"
+    assert "mine.txt" not in git(project, "ls-tree", "-r", "--name-only", draft)
+    assert git(project, "diff", "--cached") == index_before  # the person's index, as it was
+    assert git(project, "diff") == tree_before  # and their unstaged edit
+    assert not (project / "work" / f"{task}.txt").exists()  # set aside: the next build starts clean
+    (record,) = [r for r in plan_records(project, "HEAD") if r.get("id") == task]
+    assert record["draft"] == draft
+    status = json.loads(_status(project))
+    assert status["drafts"] == [{"task": task, "branch": draft}]
+
+    again = construct(project, "--allow-dirty")
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    prompt = (state / f"{task}.build-2.prompt").read_text()
+    assert f"git diff HEAD...{draft}" in prompt
+    assert not Repo(project).branch_exists(draft)  # accepted: ralph's draft is gone
+    assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
+
+
+def test_a_persons_own_branch_named_like_the_draft_survives(project, tmp_path):
+    (task,) = add_tasks(project, "Half [work-then-hang-once]")
+    git(project, "branch", f"ralph/draft/{task}")
+    theirs = git(project, "rev-parse", f"ralph/draft/{task}").strip()
+    state = tmp_path / "agent-state"
+    running = construct(project, wait=False)
+    wait_for(lambda: (state / f"{task}.agent.pid").exists(), "the agent never started")
+
+    running.send_signal(signal.SIGINT)
+    out, err = running.communicate(timeout=90)
+
+    assert running.returncode == 130, out + err
+    assert git(project, "rev-parse", f"ralph/draft/{task}").strip() == theirs
+    kept = f"ralph/draft/{task}-2"
+    assert git(project, "show", f"{kept}:work/{task}.txt") == f"ok {task} half way\n"
+
+    again = construct(project)
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"git diff HEAD...{kept}" in (state / f"{task}.build-2.prompt").read_text()
+    assert git(project, "rev-parse", f"ralph/draft/{task}").strip() == theirs  # never ralph's to delete
+    assert not Repo(project).branch_exists(kept)
+
+
+def _status(root) -> str:
+    from tests.support.cli import ralph_in_process
+
+    done = ralph_in_process(root, "status", "--json")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
