@@ -18,6 +18,11 @@ from tests.support.gitrepo import git
 ODD_AGENT = Path(__file__).with_name("odd_agent.py")
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(ODD_AGENT))}"
 MODES = pytest.mark.parametrize("parallel", ["1", "2"], ids=["serial", "parallel"])
+# The default (--parallel 4) builds in worktrees: that mode stays in `make test`; the serial one of
+# each move runs with the slow suites (`make e2e`, which CI runs too), to keep `make test` short.
+DEFAULT_MODE_FAST = pytest.mark.parametrize(
+    "parallel", [pytest.param("1", id="serial", marks=pytest.mark.slow), pytest.param("2", id="parallel")]
+)
 LOGS = Path("build") / "ralph-logs"
 
 
@@ -73,7 +78,7 @@ def test_a_nested_repository_fails_the_attempt_and_its_files_are_committed_as_fi
     assert_clean(project)
 
 
-@MODES
+@DEFAULT_MODE_FAST
 def test_a_nested_repository_committed_by_the_agent_is_undone_and_kept_as_files(project, parallel):
     odd, plain = run_odd(project, "[nested-gitlink]", parallel)
 
@@ -89,7 +94,7 @@ def test_a_nested_repository_committed_by_the_agent_is_undone_and_kept_as_files(
     assert_clean(project)
 
 
-@MODES
+@DEFAULT_MODE_FAST
 @pytest.mark.parametrize("move", ["[plan-symlink]", "[plan-folder]"])
 def test_a_plan_replaced_by_a_link_or_folder_fails_the_attempt_and_the_run_goes_on(project, move, parallel):
     odd, plain = run_odd(project, move, parallel)
@@ -105,7 +110,7 @@ def test_a_plan_replaced_by_a_link_or_folder_fails_the_attempt_and_the_run_goes_
     assert_clean(project)
 
 
-@MODES
+@DEFAULT_MODE_FAST
 def test_a_deleted_plan_fails_the_attempt_as_missing(project, parallel):
     odd, plain = run_odd(project, "[plan-missing]", parallel)
 
@@ -126,7 +131,7 @@ def test_a_build_that_removes_its_worktree_fails_alone(project):
     assert_clean(project)
 
 
-@MODES
+@DEFAULT_MODE_FAST
 def test_a_verifier_that_removes_its_checkout_gives_no_verdict_and_the_run_goes_on(project, parallel):
     odd, plain = add_tasks(project, "Odd [verify-removes-checkout]", "Plain")
     done = construct(project, "--parallel", parallel, "--max-iterations", "6", agent=AGENT)
@@ -173,7 +178,7 @@ LATIN1_AFTER = "caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1")  # what odd_a
 BINARY = bytes(range(256)) * 4
 
 
-@MODES
+@DEFAULT_MODE_FAST
 def test_changes_set_aside_as_a_patch_are_bytes_that_git_apply_takes_back(project, parallel):
     (project / "menu.txt").write_bytes(LATIN1_BEFORE)
     git(project, "add", "menu.txt")
