@@ -3,12 +3,11 @@ blocks, decompositions and VERIFY's verdicts."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
 from ralph.errors import Refused
-from ralph.plan import new_work, questions, singletons, tasks
+from ralph.plan import questions, singletons, tasks
 from ralph.plan.document import Record
 from ralph.plan.reading import PlanReader, drop_claim
 from ralph.plan.records import (
@@ -236,6 +235,8 @@ def fingerprint(verdict: str, text: str) -> str:
     for varying in _VARYING:
         normal = varying.sub("#", normal)
     normal = " ".join(normal.split())
+    import hashlib  # here: the state commands import this module and never fingerprint
+
     return hashlib.sha256(f"{verdict}\0{normal}".encode()).hexdigest()[:16]
 
 
@@ -367,6 +368,8 @@ def take_verification(
             plan.doc.append(dict(record))
             present.add(record["id"])
             added.append(record["id"])
+    from ralph.plan import new_work  # the loop's alone: the state commands never load it (dataclasses)
+
     bounded = new_work.bound(
         plan, added, max_new if max_new is not None else len(added), f"VERIFY of {task_id}"
     )

@@ -30,6 +30,7 @@ FORBIDDEN_PACKAGES = (
     "pydantic",
     "genai_prices",  # the loop's prices: some 0.3 s to load
     "httpx2",
+    "ralph.plan.new_work",  # the loop's bound on new work, with dataclasses
 )
 
 
