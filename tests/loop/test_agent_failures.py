@@ -182,7 +182,9 @@ def test_a_rejected_task_resubmitted_unchanged_is_judged_once_more_and_accepted(
     done = construct(project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert builds_of(project, task_id) == 2
-    verifies = sorted((project / "build" / "ralph-logs").glob(f"ralph-*-verify-{task_id}*.prompt.md"))
+    # By time: two runs in one second are named <stamp>-verify-<id> and <stamp>-verify-<id>-2.
+    logs = (project / "build" / "ralph-logs").glob(f"ralph-*-verify-{task_id}*.prompt.md")
+    verifies = sorted(logs, key=lambda path: path.stat().st_mtime_ns)
     assert len(verifies) == 2
     second = verifies[-1].read_text()
     assert "its builder resubmitted the same work unchanged" in second
