@@ -60,6 +60,11 @@ class Coordinator(Protocol):
         """A task's unfinished work is kept on the draft branch `branch`: shared where runners share."""
         ...
 
+    def others_published(self) -> bool:
+        """Whether others published work this work tree lacks (a build here may fail for want of
+        it): then a failed build is given back, uncounted, and built again once caught up."""
+        ...
+
     def release(self, quietly: bool = False) -> None:
         """The run ends: whatever it holds goes back. Quietly: once, errors ignored."""
         ...
@@ -97,6 +102,9 @@ class Solo:
 
     def draft_kept(self, branch: str) -> None:
         pass
+
+    def others_published(self) -> bool:
+        return False
 
     def release(self, quietly: bool = False) -> None:
         pass

@@ -123,6 +123,17 @@ class RemoteCoordinator:
             self.sleep(wait)
             wait = min(wait * 2, POLL_S[1])
 
+    def others_published(self) -> bool:
+        """The remote's head (fetched now) has commits HEAD lacks: another runner published since
+        this one last caught up."""
+        remote_head = self.remote.fetch()
+        repo = self.remote.repo
+        head = repo.head()
+        if remote_head is None or head is None or remote_head == head:
+            return False
+        code, _, _ = repo.attempt("merge-base", "--is-ancestor", remote_head, head)
+        return code != 0
+
     def draft_kept(self, branch: str) -> None:
         """A draft (ralph.store.drafts) goes to the remote as well, for whoever builds its task next;
         a push the remote does not take loses nothing kept here."""

@@ -161,6 +161,8 @@ class BuildStage:
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
             if self.ws.stale_base(task_id, failure.verdict):  # built again on the new HEAD, uncounted
+                if not self.ws.in_worktree:
+                    return self._give_back_stale(task_id)
                 raise StaleBase(task_id)
             attempts = self._record_failure(task_id, failure, result)
             self._tell_failure(task_id, attempts, failure, report)
@@ -171,6 +173,18 @@ class BuildStage:
             if self.ws.retry_from_head(failure.verdict):  # built again from the branch as it is now
                 return
             plan = self.ws.read_plan()
+
+    def _give_back_stale(self, task_id: str) -> None:
+        """A runner's build failed while other runners had published work it lacks: not counted.
+        Its changes are set aside (a patch and a draft), the plan as committed; publishing the
+        build catches up with the remote, and the task is built again there."""
+        log = self.ws.rel(self.ws.runner.new_log("stale", task_id))
+        self.ws.set_aside_as_draft(task_id, log, record=False)
+        self.ws.restore_committed_plan(keep_as=self.ws.home / log.with_suffix(".plan.jsonl"))
+        self.ws.journal.event("build_stale_base", item=task_id, base=self.ws.repo.head(), log=str(log))
+        self.ws.console.event(
+            f"{task_id}: other runners published work this build may lack; built again after"
+        )
 
     def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:
         """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is

@@ -206,17 +206,38 @@ class Workspace:
         return verdict in STALE_VERDICTS and self.behind()
 
     def _may_be_stale(self, task_id: str) -> bool:
-        """A build in a worktree behind HEAD or beside running builds, not yet waived on its base."""
-        if not self.in_worktree or self.base is None or (task_id, self.base) in self._stale_waived:
+        """A build in a worktree behind HEAD or beside running builds, or in a runner's work tree
+        that lacks what other runners published, not yet waived on its base."""
+        if not self.in_worktree:
+            return self._lacks_published(task_id)
+        if self.base is None or (task_id, self.base) in self._stale_waived:
             return False
         return self.behind() or self.neighbours_running()
+
+    def _lacks_published(self, task_id: str, waive: bool = False) -> bool:
+        """A build in this work tree while other runners published work it lacks (checked on the
+        remote: a fetch), the first time for the task on this HEAD (HEAD moves when this runner
+        catches up, so the waits end). `waive`: count this as that first time."""
+        head = self.repo.head()
+        if head is None or (task_id, head) in self._stale_waived:
+            return False
+        if not self.coordinator.others_published():
+            return False
+        if waive:
+            with self._count:
+                self._stale_waived.add((task_id, head))
+        return True
 
     def stale_base(self, task_id: str, verdict: Verdict) -> bool:
         """Whether this failed attempt is waived as StaleBase: a verdict a neighbour's missing
         change can cause, on a base that is behind or beside running neighbours, and the first such
         failure of the task on this base (each base once: HEAD only moves by merges, so a task is
         waived at most once per merge and the waits end)."""
-        if verdict not in STALE_VERDICTS or not self.in_worktree or self.base is None:
+        if verdict not in STALE_VERDICTS:
+            return False
+        if not self.in_worktree:  # a runner sharing a remote: what others published may settle it
+            return self._lacks_published(task_id, waive=True)
+        if self.base is None:
             return False
         if not (self.behind() or self.neighbours_running()):
             return False

@@ -333,3 +333,30 @@ def test_a_spec_claimed_by_a_runner_whose_clock_is_two_hours_behind_is_planned_o
     plan = origin_plan(shared)
     assert not [r for r in plan if r["t"] == "takeover"]
     assert sorted(r["name"] for r in plan if r["t"] == "accept") == ["Parse input", "Print report"]
+
+
+def test_a_build_lacking_what_another_runner_published_is_given_back_and_built_after_catching_up(
+    repo, tmp_path
+):
+    """The agent-failure rule (a run that failed without changing anything is retried, and five in
+    a row end the run) meets runners: a runner retrying on its own stale base would fail until
+    AGENT_FAILING. Once others published, its failed build is given back uncounted, and built
+    again on the remote's head."""
+    items = [
+        {"id": "t-task00", "name": "Base [after-a-need]"},
+        {"id": "t-task01", "name": "Uses the base [needs-t-task00]", "priority": "high"},
+    ]
+    shared = seeded(repo, tmp_path, items)
+    state = tmp_path / "agent-state"
+    two_runners(shared, state)
+    plan = origin_plan(shared)
+    assert sorted(r["id"] for r in plan if r["t"] == "accept") == ["t-task00", "t-task01"]
+    journal = [
+        json.loads(line)
+        for n in range(2)
+        for line in (shared.base / f"clone{n}" / "build" / "ralph-logs" / "events.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    assert [e["item"] for e in journal if e["event"] == "build_stale_base"] == ["t-task01"]
+    assert git(shared.origin, "show", "main:work/t-task01.txt").startswith("ok t-task01")

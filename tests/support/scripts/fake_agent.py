@@ -36,6 +36,8 @@ misbehaviour:
   [context-explode]    reports a context past the kill threshold
   [context-stuck]      still above 80% right after compaction
   [context-warm]       several turns above warn but below compact, then a normal build
+  [needs-t-task00]     BUILD exits 3, changing nothing, while work/t-task00.txt is missing
+  [after-a-need]       BUILD starts only once a [needs-t-task00] build found that file missing
   [set-config-once]    the first build also sets the config's gate to `false`
   [verify-context-grow] VERIFY's context grows past compact; fine after compaction
   [slow-decompose]     DECOMPOSE takes 2 s
@@ -168,6 +170,14 @@ def build() -> int:
     for marker in CONTEXT_SCHEDULES:
         if marker in name:
             context_pressure(marker)
+    if "[needs-t-task00]" in name and not Path("work/t-task00.txt").exists():
+        (STATE / "needed-t-task00").write_text("missing\n")  # t-task00's build may go on now
+        print("fake agent: work/t-task00.txt is not here; cannot build on this base", flush=True)
+        return 3
+    if "[after-a-need]" in name:  # waits (up to 60 s) until a build found it missing
+        deadline = time.monotonic() + 60
+        while not (STATE / "needed-t-task00").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
     if "[set-config-once]" in name and attempt == 1:
         ralph("config", "set", "gate", "false")  # would fail every later build, were it kept
     if "[resubmit]" in name and current.get("verdict") == "rejected":
