@@ -124,14 +124,19 @@ class RemoteCoordinator:
             wait = min(wait * 2, POLL_S[1])
 
     def others_published(self) -> bool:
-        """The remote's head (fetched now) has commits HEAD lacks: another runner published since
-        this one last caught up."""
+        """The remote's head (fetched now) has changes to code HEAD lacks: another runner published
+        a build since this one last caught up (claims and verdicts change plan.jsonl alone)."""
         remote_head = self.remote.fetch()
         repo = self.remote.repo
         head = repo.head()
         if remote_head is None or head is None or remote_head == head:
             return False
         code, _, _ = repo.attempt("merge-base", "--is-ancestor", remote_head, head)
+        if code == 0:
+            return False
+        code, _, _ = repo.attempt(
+            "diff", "--quiet", f"{head}...{remote_head}", "--", ".", ":(exclude)plan.jsonl"
+        )
         return code != 0
 
     def draft_kept(self, branch: str) -> None:

@@ -358,5 +358,6 @@ def test_a_build_lacking_what_another_runner_published_is_given_back_and_built_a
         .read_text()
         .splitlines()
     ]
-    assert [e["item"] for e in journal if e["event"] == "build_stale_base"] == ["t-task01"]
+    given_back = [e["item"] for e in journal if e["event"] == "build_stale_base"]
+    assert given_back and set(given_back) == {"t-task01"}
     assert git(shared.origin, "show", "main:work/t-task01.txt").startswith("ok t-task01")
