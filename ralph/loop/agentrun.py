@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from ralph.agents.base import Adapter, RunTracker
 from ralph.agents.events import ResultEvent, UsageEvent
@@ -26,12 +26,16 @@ from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
-from ralph.plan.records import StopReason
-
-if TYPE_CHECKING:
-    from ralph.loop.workspace import PlanProblem
+from ralph.plan.records import StopReason, Verdict
 
 LOG_DIR = Path("build") / "ralph-logs"
+
+
+class PlanProblem(NamedTuple):
+    """What an agent run did to plan.jsonl that ralph undid: the attempt's verdict, and its words."""
+
+    verdict: Verdict
+    text: str
 
 
 class AgentUnavailable(RalphError):

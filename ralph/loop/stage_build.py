@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ralph.failures import gist
-from ralph.loop.agentrun import AgentResult, ralph_command
+from ralph.loop.agentrun import AgentResult, PlanProblem, ralph_command
 from ralph.loop.gate import run_gate
 from ralph.loop.job import Job
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.prompts import data_block, excerpt, one_line, task_details
-from ralph.loop.workspace import PLAN_FILE, PlanProblem, StageReport, StaleBase, Workspace
+from ralph.loop.workspace import PLAN_FILE, StageReport, StaleBase, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
 from ralph.plan.plan import Plan

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from ralph.errors import GitError, PlanInvalid, WorkTreeGone
 from ralph.loop.agent_failures import AgentFailures, did_nothing_and_failed, work_marks
-from ralph.loop.agentrun import AgentResult, AgentRunner
+from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Coordinator, Solo
@@ -34,7 +34,7 @@ from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, TaskView, Verdict
 from ralph.secrets import redact
-from ralph.store import intent, owned, reader, transaction
+from ralph.store import intent, owned, reader, settle, transaction
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
 from ralph.store.intent import IntentKind
@@ -47,13 +47,6 @@ PLAN_FILE = reader.PLAN_NAME
 RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 # How an agent run that ralph stopped ends its item: the run's stop reason, as a kill reason.
 BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
-
-
-class PlanProblem(NamedTuple):
-    """What an agent run did to plan.jsonl that ralph undid: the attempt's verdict, and its words."""
-
-    verdict: Verdict
-    text: str
 
 
 class TreeRemoved(WorkTreeGone):
@@ -602,7 +595,7 @@ class Workspace:
         commit, files = self.repo.commit_paths(paths, message)
         if pending is not None:
             if commit and task:
-                intent.record_build_commit(self.root, task, commit)
+                settle.record_build_commit(self.root, task, commit)
             intent.finish(self.repo, pending)
         self.building = set()
         if commit:
@@ -812,7 +805,7 @@ class Workspace:
         it), read from the files, without running git."""
         import os
 
-        admin = intent.common_dir(self.repo) / "worktrees"
+        admin = self.repo.common_dir() / "worktrees"
         wanted = os.path.realpath(path / ".git")  # git may name it through a symlinked /tmp
         for gitdir in admin.glob("*/gitdir"):
             with contextlib.suppress(OSError):
@@ -844,7 +837,7 @@ class Workspace:
                 self.repo, checkout.start, tip, checkout.plan_base, task_id, checkout.branch, built
             )
             if merged.intent is not None:
-                intent.after_merge(self.repo, self.root, merged.intent.data)
+                settle.after_merge(self.repo, self.root, merged.intent.data)
                 intent.finish(self.repo, merged.intent)
         return merged
 

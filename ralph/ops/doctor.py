@@ -37,7 +37,7 @@ from typing import Any
 
 from ralph.errors import GitError, RalphError, Refused
 from ralph.ops import mergedriver
-from ralph.store import intent, lock, owned
+from ralph.store import intent, lock, owned, settle
 from ralph.store.files import create_new, free_name
 from ralph.store.git import Repo
 from ralph.store.intent import Intent, Settled
@@ -119,7 +119,7 @@ def finish_interrupted(root: Path) -> list[str]:
     """What a construct run does first: every change of several steps a killed run of this work
     tree left half done is finished or undone. Returns one line per change, saying which."""
     repo = Repo(root)
-    return [outcome.line() for outcome in intent.settle_all(repo, root)]
+    return [outcome.line() for outcome in settle.settle_all(repo, root)]
 
 
 def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
@@ -160,7 +160,7 @@ SETTLED = {
 def _settle(repo: Repo, finding: Finding) -> None:
     assert finding.change
     try:
-        outcome = intent.settle(repo, finding.change)
+        outcome = settle.settle(repo, finding.change)
     except RalphError as exc:
         finding.fix = f"could not: {exc}"
         return

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
 ZERO_SHA = "0" * 40
+_COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
 _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
 
@@ -257,9 +258,13 @@ class Repo:
         return dot_git
 
     def common_dir(self) -> Path:
-        """The git directory every worktree of the repository shares (its own, in the main one)."""
-        found = Path(self.git("rev-parse", "--git-common-dir").strip())
-        return found if found.is_absolute() else (self.root / found).resolve()
+        """The git directory every worktree of the repository shares (its own, in the main one);
+        asked of git once per work tree and process (the ledgers under it are read often)."""
+        key = str(self.root)
+        if key not in _COMMON_DIRS:
+            found = Path(self.git("rev-parse", "--git-common-dir").strip())
+            _COMMON_DIRS[key] = found if found.is_absolute() else (self.root / found).resolve()
+        return _COMMON_DIRS[key]
 
     def operation_in_progress(self) -> str | None:
         """The merge, rebase, cherry-pick or revert git is stopped in, if any. A commit made now

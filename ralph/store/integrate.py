@@ -53,7 +53,7 @@ def integrate(
 
     `task`, `branch` and `built` (the build's own commits) go in the merge's record, for a kill's
     recovery to record the build's commit on its task and mark its branch merged: the caller
-    does both (intent.after_merge), then finishes the record (`intent` of the result).
+    does both (settle.after_merge), then finishes the record (`intent` of the result).
     """
     root = repo.root
     with plan_lock(root):

@@ -5,7 +5,7 @@ next `ralph construct` or `ralph doctor --fix`, never taken for done.
 One small JSON file per change under `<git common dir>/ralph/intent/`, written atomically and
 synced before the change's first step and removed after its last. A record whose process is gone
 (its pid, and on Linux its start time, no longer match a live process) is an interrupted change.
-Which way each kind is settled, and why:
+Which way each kind is settled (ralph.store.settle), and why:
 
 - MERGE (a parallel build's branch onto the loop's branch; `integrate`): rolled FORWARD. The
   merged commit is complete in git's object store before the record is written, its plan.jsonl
@@ -67,7 +67,7 @@ class Intent:
         data = self.data
         if self.kind is IntentKind.MERGE:
             what = data.get("task") or data.get("branch") or "a build"
-            return f"a merge of {what} into {_short(data['head'])}"
+            return f"a merge of {what} into {short(data['head'])}"
         if self.kind is IntentKind.COMMIT:
             what = f"{data['task']}'s build" if data.get("task") else f"{len(data['paths'])} file(s)"
             return f"a commit of {what} ({data['message'].splitlines()[0][:80]})"
@@ -81,26 +81,16 @@ class Intent:
         if self.kind is IntentKind.PLAN:
             return "finishes it (commits the tasks it wrote)"
         if self.kind is IntentKind.MERGE:
-            return f"finishes it (HEAD, index and work tree to {_short(self.data['commit'])})"
+            return f"finishes it (HEAD, index and work tree to {short(self.data['commit'])})"
         return "finishes it (commits the files it names)"
 
 
-def _short(commit: str | None) -> str:
+def short(commit: str | None) -> str:
     return (commit or "?")[:12]
 
 
-_common_dirs: dict[str, Path] = {}  # a work tree's git common dir, asked of git once per process
-
-
-def common_dir(repo: Repo) -> Path:
-    key = str(repo.root)
-    if key not in _common_dirs:
-        _common_dirs[key] = repo.common_dir()
-    return _common_dirs[key]
-
-
 def folder(repo: Repo) -> Path:
-    return common_dir(repo) / "ralph" / "intent"
+    return repo.common_dir() / "ralph" / "intent"
 
 
 _numbers = itertools.count(1)
@@ -190,143 +180,3 @@ def _resolved(path: Path) -> str:
         return str(path.resolve())
     except OSError:
         return str(path)
-
-
-# --- settling an interrupted change ----------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    intent: Intent
-    settled: Settled
-    detail: str = ""
-
-    def line(self) -> str:
-        verb = {
-            Settled.FINISHED: "finished",
-            Settled.UNDONE: "undone",
-            Settled.DONE_ALREADY: "had finished; its record removed",
-            Settled.LEFT: "left as it is",
-        }[self.settled]
-        return f"{self.intent.describe()}, interrupted: {verb}" + (f" ({self.detail})" if self.detail else "")
-
-
-def settle_all(repo: Repo, root: Path) -> list[Outcome]:
-    """Finish or undo every interrupted change of this work tree, newest first. One that cannot
-    be settled now (git fails: the disk is still full) keeps its record for the next try."""
-    from ralph.errors import RalphError
-
-    outcomes = []
-    for intent in interrupted(repo, root):
-        try:
-            outcome = settle(repo, intent)
-        except RalphError as exc:
-            outcome = Outcome(intent, Settled.LEFT, f"{exc}; tried again at the next start")
-            outcomes.append(outcome)
-            continue
-        if outcome.settled is not Settled.LEFT or outcome.detail.startswith("HEAD moved"):
-            finish(repo, intent)
-        outcomes.append(outcome)
-    return outcomes
-
-
-def settle(repo: Repo, intent: Intent) -> Outcome:
-    if intent.kind is IntentKind.MERGE:
-        return _finish_merge(repo, intent)
-    if intent.kind is IntentKind.COMMIT:
-        return _finish_commit(intent)
-    return _settle_plan(intent)
-
-
-def _finish_merge(repo: Repo, intent: Intent) -> Outcome:
-    from ralph.store.git import Repo as GitRepo
-    from ralph.store.integrate import settle_paths
-    from ralph.store.lock import plan_lock
-
-    data, root = intent.data, Path(intent.root)
-    head, commit = data["head"], data["commit"]
-    work = GitRepo(root)
-    settled = Settled.DONE_ALREADY
-    with plan_lock(root):
-        now = work.head()
-        if now == head:
-            foreign = settle_paths(work, head, commit, check_only=True)
-            if foreign:
-                changed = ", ".join(foreign[:5])
-                return Outcome(intent, Settled.LEFT, f"changed since, neither before nor after: {changed}")
-            settle_paths(work, head, commit)
-            subject = f"ralph: finish the merge of {data.get('task') or commit[:12]} a killed run left"
-            work.git("update-ref", "-m", subject, "HEAD", commit, head)
-            settled = Settled.FINISHED
-        elif now != commit:
-            return Outcome(intent, Settled.LEFT, f"HEAD moved since, to {_short(now)}")
-    after_merge(repo, root, data)
-    return Outcome(intent, settled, f"HEAD at {_short(commit)}")
-
-
-def after_merge(repo: Repo, root: Path, data: dict[str, Any]) -> None:
-    """What follows a build's merge: its commit (as copied) recorded on its task, and its branch
-    marked merged so that clean-up deletes it although its own commits are not in HEAD (copies
-    are). Safe to repeat."""
-    from ralph.store import owned
-
-    task, recorded = data.get("task"), data.get("record")
-    if task and recorded:
-        record_build_commit(root, task, recorded)
-    if data.get("branch") and data.get("tip"):
-        owned.mark_merged(repo, data["branch"], data["tip"])
-
-
-def record_build_commit(root: Path, task: str, commit: str) -> None:
-    """The task's build commit, in plan.jsonl for the loop's next commit (unless it is there)."""
-    from ralph.store.transaction import transaction
-
-    with transaction(root, commit=False, fold_earlier=True) as change:
-        found = change.plan.find_task(task)
-        if found is not None and found.get("commit") != commit:
-            change.plan.record_build_commit(task, commit)
-
-
-def _finish_commit(intent: Intent) -> Outcome:
-    from ralph.store.git import Repo as GitRepo
-
-    data = intent.data
-    work = GitRepo(Path(intent.root))
-    now = work.head()
-    settled = Settled.DONE_ALREADY
-    if now == data["head"]:
-        commit, files = work.commit_paths(set(data["paths"]), data["message"])
-        settled = Settled.FINISHED if commit else Settled.DONE_ALREADY
-        detail = f"committed {len(files)} file(s) as {_short(commit)}" if commit else "nothing left to commit"
-    elif now is not None and work.commit_of(f"{now}^") == data["head"]:
-        commit, detail = now, f"HEAD at {_short(now)}"
-    else:
-        return Outcome(intent, Settled.LEFT, f"HEAD moved since, to {_short(now)}")
-    if commit and data.get("task"):
-        record_build_commit(Path(intent.root), data["task"], commit)
-    return Outcome(intent, settled, detail)
-
-
-def _settle_plan(intent: Intent) -> Outcome:
-    from ralph.store.files import create_new
-    from ralph.store.git import Repo as GitRepo
-    from ralph.store.reader import plan_path
-    from ralph.store.transaction import restore_plan
-
-    root = Path(intent.root)
-    work = GitRepo(root)
-    current = plan_path(root).read_bytes() if plan_path(root).exists() else b""
-    if intent.data.get("phase") == "planned":
-        commit, _ = work.commit_paths({PLAN_NAME}, intent.data["message"])
-        return Outcome(
-            intent, Settled.FINISHED if commit else Settled.DONE_ALREADY, f"commit {_short(commit)}"
-        )
-    # plan.jsonl is UTF-8 (its loader refuses anything else): the text round-trips exactly.
-    before = work.git("cat-file", "blob", intent.data["before"]).encode()
-    if current == before:
-        return Outcome(intent, Settled.DONE_ALREADY, "plan.jsonl as before it")
-    spec_name = Path(str(intent.data.get("spec") or "spec")).stem
-    kept = create_new(root / KEPT / f"plan-{spec_name}.plan.jsonl")
-    kept.write_bytes(current)
-    restore_plan(root, before)
-    return Outcome(intent, Settled.UNDONE, f"the plan it left kept as {kept.relative_to(root)}")

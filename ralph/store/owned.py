@@ -44,9 +44,8 @@ class Owned:
 
 
 def ledger(repo: Repo) -> Path:
-    from ralph.store.intent import common_dir  # asked of git once per work tree and process
 
-    return common_dir(repo) / "ralph" / "owned"
+    return repo.common_dir() / "ralph" / "owned"
 
 
 def record(repo: Repo, owned: Owned) -> None:

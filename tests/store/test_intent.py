@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from ralph.ops import tasks
-from ralph.store import intent
+from ralph.store import intent, settle
 from ralph.store.git import Repo
 from ralph.store.intent import IntentKind, Settled
 from tests.support.gitrepo import git
@@ -41,7 +41,7 @@ def test_a_record_is_there_while_its_change_runs_and_gone_after(repo: Path):
 
 def test_a_merge_killed_before_head_moved_is_finished(repo: Path):
     head, commit = half_merged(repo, "t-b", ended_pid())
-    [outcome] = intent.settle_all(Repo(repo), repo)
+    [outcome] = settle.settle_all(Repo(repo), repo)
     assert outcome.settled is Settled.FINISHED
     assert outcome.line() == f"a merge of t-b into {head[:12]}, interrupted: finished (HEAD at {commit[:12]})"
     assert git(repo, "rev-parse", "HEAD").strip() == commit
@@ -52,7 +52,7 @@ def test_a_merge_killed_before_head_moved_is_finished(repo: Path):
 def test_a_merge_whose_files_a_person_changed_since_is_left_for_them(repo: Path):
     head, _ = half_merged(repo, "t-b", ended_pid())
     (repo / "feature.py").write_text("a person's edit\n")
-    [outcome] = intent.settle_all(Repo(repo), repo)
+    [outcome] = settle.settle_all(Repo(repo), repo)
     assert outcome.settled is Settled.LEFT and "feature.py" in outcome.detail
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert (repo / "feature.py").read_text() == "a person's edit\n"
@@ -68,7 +68,7 @@ def test_a_build_commit_killed_after_staging_is_committed_and_recorded_on_its_ta
     interrupted(
         repo, IntentKind.COMMIT, head=head, paths=["code.py", "plan.jsonl"], message=message, task="t-a"
     )
-    [outcome] = intent.settle_all(Repo(repo), repo)
+    [outcome] = settle.settle_all(Repo(repo), repo)
     assert outcome.settled is Settled.FINISHED
     commit = git(repo, "rev-parse", "HEAD").strip()
     assert git(repo, "log", "-1", "--format=%s").strip() == message
@@ -85,7 +85,7 @@ def test_a_plan_killed_while_its_agent_ran_is_undone_and_its_tasks_kept(repo: Pa
     saved = git(repo, "hash-object", "-w", "plan.jsonl").strip()
     tasks.add(repo, [{"id": "t-half", "name": "Half a plan"}], commit=False)
     interrupted(repo, IntentKind.PLAN, spec="specs/app.md", before=saved, phase="agent")
-    [outcome] = intent.settle_all(Repo(repo), repo)
+    [outcome] = settle.settle_all(Repo(repo), repo)
     assert outcome.settled is Settled.UNDONE
     assert (repo / "plan.jsonl").read_bytes() == before
     kept = repo / "build" / "ralph-logs" / "doctor" / "plan-app.plan.jsonl"
@@ -98,7 +98,7 @@ def test_a_plan_killed_after_its_agent_finished_is_committed(repo: Path):
     interrupted(
         repo, IntentKind.PLAN, spec="specs/app.md", before="0" * 40, phase="planned", message="ralph(plan): x"
     )
-    [outcome] = intent.settle_all(Repo(repo), repo)
+    [outcome] = settle.settle_all(Repo(repo), repo)
     assert outcome.settled is Settled.FINISHED
     assert '"t-whole"' in git(repo, "show", "HEAD:plan.jsonl")
     assert git(repo, "status", "--porcelain") == ""

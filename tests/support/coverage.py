@@ -179,6 +179,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "and an unreachable remote fails after bounded retries.",
     ),
     # plan/ and store/
+    "ralph/store/settle.py": (
+        "tests/store/test_intent.py",
+        "tests/loop/test_interrupted_changes.py",
+        "each kind of interrupted change is settled as its kind says, and a kill at every git step of a "
+        "merge, a build's commit and PLAN's commit ends right on the next run.",
+    ),
     "ralph/plan/attempts.py": (
         "tests/plan/test_transitions.py",
         "the loop's transitions of a task (build attempts and their verdicts, kills, set-asides, "

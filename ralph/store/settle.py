@@ -1,0 +1,141 @@
+"""Settling the changes a kill or a full disk cut in half (their records: ralph.store.intent):
+each finished or undone as its kind says, at the next `ralph construct` or `ralph doctor --fix`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ralph.errors import RalphError
+from ralph.store import owned
+from ralph.store.files import create_new
+from ralph.store.git import Repo
+from ralph.store.integrate import settle_paths
+from ralph.store.intent import KEPT, PLAN_NAME, Intent, IntentKind, Settled, finish, interrupted, short
+from ralph.store.lock import plan_lock
+from ralph.store.reader import plan_path
+from ralph.store.transaction import restore_plan, transaction
+
+
+@dataclass
+class Outcome:
+    intent: Intent
+    settled: Settled
+    detail: str = ""
+
+    def line(self) -> str:
+        verb = {
+            Settled.FINISHED: "finished",
+            Settled.UNDONE: "undone",
+            Settled.DONE_ALREADY: "had finished; its record removed",
+            Settled.LEFT: "left as it is",
+        }[self.settled]
+        return f"{self.intent.describe()}, interrupted: {verb}" + (f" ({self.detail})" if self.detail else "")
+
+
+def settle_all(repo: Repo, root: Path) -> list[Outcome]:
+    """Finish or undo every interrupted change of this work tree, newest first. One that cannot
+    be settled now (git fails: the disk is still full) keeps its record for the next try."""
+
+    outcomes = []
+    for intent in interrupted(repo, root):
+        try:
+            outcome = settle(repo, intent)
+        except RalphError as exc:
+            outcome = Outcome(intent, Settled.LEFT, f"{exc}; tried again at the next start")
+            outcomes.append(outcome)
+            continue
+        if outcome.settled is not Settled.LEFT or outcome.detail.startswith("HEAD moved"):
+            finish(repo, intent)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def settle(repo: Repo, intent: Intent) -> Outcome:
+    if intent.kind is IntentKind.MERGE:
+        return _finish_merge(repo, intent)
+    if intent.kind is IntentKind.COMMIT:
+        return _finish_commit(intent)
+    return _settle_plan(intent)
+
+
+def _finish_merge(repo: Repo, intent: Intent) -> Outcome:
+    data, root = intent.data, Path(intent.root)
+    head, commit = data["head"], data["commit"]
+    work = Repo(root)
+    settled = Settled.DONE_ALREADY
+    with plan_lock(root):
+        now = work.head()
+        if now == head:
+            foreign = settle_paths(work, head, commit, check_only=True)
+            if foreign:
+                changed = ", ".join(foreign[:5])
+                return Outcome(intent, Settled.LEFT, f"changed since, neither before nor after: {changed}")
+            settle_paths(work, head, commit)
+            subject = f"ralph: finish the merge of {data.get('task') or commit[:12]} a killed run left"
+            work.git("update-ref", "-m", subject, "HEAD", commit, head)
+            settled = Settled.FINISHED
+        elif now != commit:
+            return Outcome(intent, Settled.LEFT, f"HEAD moved since, to {short(now)}")
+    after_merge(repo, root, data)
+    return Outcome(intent, settled, f"HEAD at {short(commit)}")
+
+
+def after_merge(repo: Repo, root: Path, data: dict[str, Any]) -> None:
+    """What follows a build's merge: its commit (as copied) recorded on its task, and its branch
+    marked merged so that clean-up deletes it although its own commits are not in HEAD (copies
+    are). Safe to repeat."""
+
+    task, recorded = data.get("task"), data.get("record")
+    if task and recorded:
+        record_build_commit(root, task, recorded)
+    if data.get("branch") and data.get("tip"):
+        owned.mark_merged(repo, data["branch"], data["tip"])
+
+
+def record_build_commit(root: Path, task: str, commit: str) -> None:
+    """The task's build commit, in plan.jsonl for the loop's next commit (unless it is there)."""
+
+    with transaction(root, commit=False, fold_earlier=True) as change:
+        found = change.plan.find_task(task)
+        if found is not None and found.get("commit") != commit:
+            change.plan.record_build_commit(task, commit)
+
+
+def _finish_commit(intent: Intent) -> Outcome:
+    data = intent.data
+    work = Repo(Path(intent.root))
+    now = work.head()
+    settled = Settled.DONE_ALREADY
+    if now == data["head"]:
+        commit, files = work.commit_paths(set(data["paths"]), data["message"])
+        settled = Settled.FINISHED if commit else Settled.DONE_ALREADY
+        detail = f"committed {len(files)} file(s) as {short(commit)}" if commit else "nothing left to commit"
+    elif now is not None and work.commit_of(f"{now}^") == data["head"]:
+        commit, detail = now, f"HEAD at {short(now)}"
+    else:
+        return Outcome(intent, Settled.LEFT, f"HEAD moved since, to {short(now)}")
+    if commit and data.get("task"):
+        record_build_commit(Path(intent.root), data["task"], commit)
+    return Outcome(intent, settled, detail)
+
+
+def _settle_plan(intent: Intent) -> Outcome:
+    root = Path(intent.root)
+    work = Repo(root)
+    current = plan_path(root).read_bytes() if plan_path(root).exists() else b""
+    if intent.data.get("phase") == "planned":
+        commit, _ = work.commit_paths({PLAN_NAME}, intent.data["message"])
+        return Outcome(
+            intent, Settled.FINISHED if commit else Settled.DONE_ALREADY, f"commit {short(commit)}"
+        )
+    # plan.jsonl is UTF-8 (its loader refuses anything else): the text round-trips exactly.
+    before = work.git("cat-file", "blob", intent.data["before"]).encode()
+    if current == before:
+        return Outcome(intent, Settled.DONE_ALREADY, "plan.jsonl as before it")
+    spec_name = Path(str(intent.data.get("spec") or "spec")).stem
+    kept = create_new(root / KEPT / f"plan-{spec_name}.plan.jsonl")
+    kept.write_bytes(current)
+    restore_plan(root, before)
+    return Outcome(intent, Settled.UNDONE, f"the plan it left kept as {kept.relative_to(root)}")
