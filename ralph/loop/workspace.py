@@ -795,7 +795,7 @@ class Workspace:
     def _delete_recorded(self, built: Owned) -> None:
         """A build branch ralph made deleted, and its record with it, unless git failed to."""
         try:
-            self.repo.delete_branch(built.name)
+            self.repo.git("update-ref", "-d", f"refs/heads/{built.name}")
         except GitError:
             return  # recorded still: clean-up judges it later
         owned.forget(self.repo, built)
