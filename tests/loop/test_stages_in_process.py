@@ -24,13 +24,15 @@ from ralph.loop.permissions import Snapshot
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.stage_build import BuildStage
 from ralph.loop.stage_check import CheckOutcome, CheckStage
+from ralph.loop.stage_decompose import DecomposeStage
+from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import RunResult
 from ralph.loop.workspace import Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import Stage, StopReason, Verdict
+from ralph.plan.records import KillReason, Stage, StopReason, Verdict
 from ralph.store.transaction import Change
 
 SPEC = "specs/app.md"
@@ -424,3 +426,73 @@ def test_a_check_whose_agent_failed_keeps_nothing_of_it(tmp_path: Path, spec: Pa
     assert stage.outcome is CheckOutcome.FAILED
     assert ws.plan.data == before and ws.tree.commits == []
     assert report.failed[0].startswith(f"{SPEC} CHECK failed: the agent ended (exit 1)")
+
+
+# --- INVESTIGATE and DECOMPOSE -------------------------------------------------------------------
+def add_tasks(ws: Workspace, *names: str, **fields: object) -> None:
+    """What an agent's `ralph task add` does to the plan (here: in memory)."""
+    with ws.plan.change() as change:
+        change.plan.add_tasks(
+            [{"name": name, "accept": f"{name} works", "spec": SPEC, **fields} for name in names]
+        )
+
+
+def test_an_investigation_that_made_tasks_resolves_its_issue(tmp_path: Path):
+    def investigator(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        add_tasks(ws, "Fill the report", "Test the report", issue=item)
+
+    data = Plan(load(a_plan()))
+    issue = data.add_issue("the report is empty")
+    ws = workspace(tmp_path, data.doc.to_bytes(), investigator)
+
+    report = InvestigateStage(ws).run(1)
+
+    made = [task.id for task in ws.plan.tasks()]
+    assert report.items == 1 and len(made) == 2
+    assert ws.plan.issues() == []  # resolved: it became those tasks
+    ((message, paths, _),) = ws.tree.commits
+    assert message.startswith(f"ralph(investigate): {issue['id']} the report is empty")
+    assert message.endswith(f"resolved by ralph: it became {', '.join(made)}") and paths == [PLAN_FILE]
+
+
+def test_an_investigation_stopped_half_way_keeps_nothing_and_the_issue_records_why(tmp_path: Path):
+    def stopped(stage: Stage, item: str | None, cwd: Path | None):
+        add_tasks(ws, "Half a thought", issue=item)
+        return StopReason.CONTEXT_LIMIT, None
+
+    data = Plan(load(a_plan()))
+    issue = data.add_issue("the report is empty")
+    ws = workspace(tmp_path, data.doc.to_bytes(), stopped, max_attempts=3)
+
+    report = InvestigateStage(ws).run(1)
+
+    assert ws.plan.tasks() == []
+    (still_open,) = ws.plan.issues()
+    assert still_open["id"] == issue["id"] and still_open["kill_reason"] == "context_limit"
+    assert report.stopped[0].startswith(f"{issue['id']} INVESTIGATE stopped (context_limit)")
+
+
+def killed_task_plan() -> tuple[bytes, str]:
+    plan = Plan(load(a_plan("Parse input")))
+    task_id = plan.task_views(SPEC)[0].id
+    plan.set_aside(task_id, KillReason.TIMEOUT, "too slow", kill_log=str(LOG_DIR / "ralph-build.log"))
+    return plan.doc.to_bytes(), task_id
+
+
+@pytest.mark.parametrize(("parts", "decomposed"), [(3, True), (1, False)])
+def test_decompose_takes_two_to_five_subtasks_and_refuses_fewer(tmp_path: Path, parts: int, decomposed: bool):
+    data, task_id = killed_task_plan()
+
+    def decomposer(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        add_tasks(ws, *(f"Part {n}" for n in range(parts)), parent=item)
+
+    ws = workspace(tmp_path, data, decomposer)
+
+    DecomposeStage(ws).run(1)
+
+    children = [task.id for task in ws.plan.tasks() if task.parent == task_id]
+    ((message, _, _),) = ws.tree.commits
+    if decomposed:
+        assert len(children) == 3 and message == f"ralph(decompose): {task_id} -> {', '.join(children)}"
+    else:  # the one subtask is deleted again, and the task waits for a second try
+        assert children == [] and message.startswith(f"ralph(decompose): {task_id} not decomposed")
