@@ -22,7 +22,8 @@ a person would have made them: later commits extend files earlier ones made, and
 functions of others. `--deps needed` gives each task the tasks its patch needs (the last earlier
 commit to touch each of its files, and the commits whose functions it uses); `--deps none`, the
 default, gives none, as a history replayed task by task has none, so parallel modes show runs
-wasted on a stale base.
+wasted on a stale base: builds started beside the neighbour whose change they need, which fail
+and are built again (not counted as attempts) once it has merged.
 
     python bench/bench_replay.py [--commits N] [--modes serial,parallel,remote] [--deps none|needed]
                                  [--keep]   (keep the repositories and logs, to look at a run)
@@ -754,7 +755,8 @@ def report(mode: str, outcome: Outcome, floors: list[Floor], real_tree: str, com
     verdicts = ", ".join(f"{verdict} {n}" for verdict, n in sorted(failed.items())) or "none"
     print(
         f"  wasted runs {wasted} (beyond one BUILD and one VERIFY per commit and one passing CHECK):"
-        f" failed builds {sum(failed.values())} ({verdicts}), builds on a stale base {stale},"
+        f" failed builds {sum(failed.values())} ({verdicts}),"
+        f" builds on a stale base {stale} (a neighbour's change not in it yet),"
         f" builds not merged {not_merged}, tasks killed {kills}, DECOMPOSE runs {runs['DECOMPOSE']}"
     )
     print(f"  suite runs {gates} (the floor: {commits}), {gates - commits} extra")
