@@ -675,7 +675,8 @@ class Workspace:
         for task_id in task_ids:
             deleted = drafts.delete(self.repo, task_id)
             if deleted:
-                self.journal.event("draft_deleted", item=task_id, branch=deleted)
+                self.journal.event("draft_deleted", item=task_id, branch=deleted.name)
+                self.coordinator.draft_dropped(deleted.name, deleted.start or "")
 
     def drop_accepted_drafts(self) -> None:
         """ralph's drafts of tasks accepted since they were made (by a person, another runner)."""
