@@ -368,7 +368,7 @@ class Loop:
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
         report = stage(self.workspace).run(iteration)
         if report.accepted_tasks:
-            self.workspace.drop_drafts(task["id"] for task in report.accepted_tasks)
+            self.workspace.drop_drafts(report.accepted_tasks)
         self._take_report(report)
         if stage is PlanStage:
             self._progress(self.read_plan())
@@ -567,7 +567,9 @@ class Loop:
         """The report's tasks, issues and questions as data (--json)."""
         from ralph.loop import report_data
 
-        report.tasks = [{**task, "status": "accepted"} for task in self.accepted_tasks]
+        report.tasks = [
+            {"id": task["id"], "name": task["name"], "status": "accepted"} for task in self.accepted_tasks
+        ]
         if not (self.root / PLAN_FILE).exists():
             return
         try:

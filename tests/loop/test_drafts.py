@@ -129,3 +129,21 @@ def _interrupted_runner(repo, tmp_path):
     out, err = running.communicate(timeout=90)
     assert running.returncode == 130, out + err
     return shared, clone, task
+
+
+def test_a_killed_tasks_draft_is_offered_to_its_subtasks_and_goes_once_they_are_accepted(project, tmp_path):
+    (task,) = add_tasks(project, "Stubborn [gate-always-fails]")
+    draft = f"ralph/draft/{task}"
+
+    done = construct(project, "--max-iterations", "6")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = tmp_path / "agent-state"
+    prompts = sorted(state.glob("t-*.build-1.prompt"))
+    subtask_prompts = [p.read_text() for p in prompts if not p.name.startswith(f"{task}.")]
+    assert len(subtask_prompts) == 2  # DECOMPOSE split it in two
+    for prompt in subtask_prompts:
+        assert f"git diff HEAD...{draft}" in prompt  # the killed build's work, offered to each part
+        assert "or of the task it was split from" in prompt
+    assert not Repo(project).branch_exists(draft)  # both parts accepted: nobody is offered it now
+    assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
