@@ -6,15 +6,16 @@ spending always go to the repository the loop runs in (`home`)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ralph.plan.plan import Plan
 from ralph.plan.records import TaskView
-from ralph.store import reader, transaction
+from ralph.store import intent, reader, transaction
 from ralph.store.git import Repo
+from ralph.store.intent import IntentKind
 from ralph.store.lock import LOCK_NAME
 
 if TYPE_CHECKING:
@@ -73,6 +74,24 @@ class PlanAccess:
             self.root, commit=None if commit else False, fold_earlier=True, repo=self.repo
         ) as change:
             yield change
+
+    @contextmanager
+    def planning(self, before: bytes) -> Iterator[Callable[[str], None]]:
+        """PLAN's run, recorded before its agent starts (ralph.store.intent, PLAN) with the plan
+        as it was (`before`): a kill while the agent runs is undone by the next start; once the
+        caller says its output is whole (the function yielded, with the commit's message), a kill
+        is finished (its tasks committed). The record goes when this ends, whatever happened."""
+        repo = self.repo
+        saved = repo.git("hash-object", "-w", "--stdin", stdin=before).strip()  # what an undo puts back
+        pending = intent.begin(repo, IntentKind.PLAN, self.root, spec=self.spec, before=saved, phase="agent")
+
+        def whole(message: str) -> None:
+            intent.update(repo, pending, phase="planned", message=message)
+
+        try:
+            yield whole
+        finally:  # whatever this process lived to see through (an interrupt sets the run aside itself)
+            intent.finish(repo, pending)
 
     def redact(self) -> None:
         """Secrets out of what the agents wrote to plan.jsonl by hand, before it is committed."""

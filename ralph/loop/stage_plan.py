@@ -11,14 +11,14 @@ the committed plan, and every build failed with `no task`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.job import Job
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, kill_reason_of
-from ralph.store import intent
-from ralph.store.intent import IntentKind
 
 
 def needed(plan: Plan | None, spec: str) -> bool:
@@ -40,15 +40,10 @@ class PlanStage:
     def run(self, iteration: int) -> StageReport:
         span = self.ws.journal.span("stage", stage="PLAN")
         before = self.plan.raw()
-        repo, spec = self.tree.repo, self.ws.settings.spec
-        saved = repo.git("hash-object", "-w", "--stdin", stdin=before).strip()  # what an undo puts back
-        pending = intent.begin(repo, IntentKind.PLAN, self.tree.root, spec=spec, before=saved, phase="agent")
-        try:
-            return self._run(iteration, span, before, pending)
-        finally:  # whatever this process lived to see through (an interrupt sets the run aside itself)
-            intent.finish(repo, pending)
+        with self.plan.planning(before) as whole:
+            return self._run(iteration, span, before, whole)
 
-    def _run(self, iteration: int, span, before: bytes, pending: intent.Intent) -> StageReport:
+    def _run(self, iteration: int, span, before: bytes, whole: Callable[[str], None]) -> StageReport:
         result = self.agents.run_agent(Stage.PLAN, iteration, None, {})
         self.agents.check_plan(result)
         report = StageReport(Stage.PLAN, items=1)
@@ -59,7 +54,7 @@ class PlanStage:
         else:
             count = len(self.plan.tasks())
             message = f"ralph(plan): {self.ws.settings.spec}: {count} tasks"
-            intent.update(self.tree.repo, pending, phase="planned", message=message)  # its output is whole
+            whole(message)  # its output is whole: a kill from here on is finished, not undone
             with self.plan.change() as change:  # goes in with the commit below
                 change.plan.record_plan_kill(self.ws.settings.spec, None)
                 if count:  # planned: later issues of the spec never skip its PLAN, nor does it run again

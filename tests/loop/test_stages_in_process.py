@@ -26,6 +26,7 @@ from ralph.loop.stage_build import BuildStage
 from ralph.loop.stage_check import CheckOutcome, CheckStage
 from ralph.loop.stage_decompose import DecomposeStage
 from ralph.loop.stage_investigate import InvestigateStage
+from ralph.loop.stage_plan import PlanStage
 from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import RunResult
 from ralph.loop.workspace import Workspace
@@ -46,6 +47,7 @@ class MemoryPlan:
         self.spec, self.data = SPEC, data
         self.committed: list[str] = []
         self.prioritized = 0
+        self.planned: list[str] = []
 
     def read(self) -> Plan:
         return Plan(load(self.data))
@@ -82,7 +84,12 @@ class MemoryPlan:
 
     def prioritize(self, commit: bool | None = None) -> dict:
         self.prioritized += 1
-        return {}
+        return {"high": 0, "medium": 0, "low": 0}
+
+    @contextmanager
+    def planning(self, before: bytes) -> Iterator[Callable[[str], None]]:
+        """PLAN's record: `planned` holds the message once its output is whole."""
+        yield self.planned.append
 
     def record_draft(self, task_id: str, branch: str, commit: bool = False) -> None:
         raise AssertionError("no draft is kept in these tests")
@@ -496,3 +503,34 @@ def test_decompose_takes_two_to_five_subtasks_and_refuses_fewer(tmp_path: Path, 
         assert len(children) == 3 and message == f"ralph(decompose): {task_id} -> {', '.join(children)}"
     else:  # the one subtask is deleted again, and the task waits for a second try
         assert children == [] and message.startswith(f"ralph(decompose): {task_id} not decomposed")
+
+
+# --- PLAN ----------------------------------------------------------------------------------------
+def test_plan_commits_the_tasks_its_agent_made_and_records_the_spec_planned(tmp_path: Path):
+    def planner(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        assert stage is Stage.PLAN and item is None
+        add_tasks(ws, "Parse input", "Compute result", "Print report")
+
+    ws = workspace(tmp_path, a_plan(), planner)
+
+    report = PlanStage(ws).run(1)
+
+    message = f"ralph(plan): {SPEC}: 3 tasks"
+    assert ws.plan.planned == [message]  # its output was whole before the commit
+    assert ws.tree.commits == [(f"{message} (0 high, 0 medium, 0 low)", [PLAN_FILE], None)]
+    assert ws.plan.read().planned(SPEC) and ws.plan.prioritized == 1 and report.items == 1
+
+
+def test_plan_stopped_at_its_time_limit_keeps_none_of_its_tasks(tmp_path: Path):
+    def stopped(stage: Stage, item: str | None, cwd: Path | None):
+        add_tasks(ws, "Parse input")
+        return StopReason.TIMEOUT, None
+
+    ws = workspace(tmp_path, a_plan(), stopped)
+
+    report = PlanStage(ws).run(1)
+
+    assert ws.plan.tasks() == [] and not ws.plan.read().planned(SPEC)
+    assert ws.plan.planned == []  # never whole: a kill meanwhile is undone
+    assert ws.tree.commits == [(f"ralph(plan): {SPEC} stopped (timeout)", [PLAN_FILE], None)]
+    assert report.stopped[0].startswith(f"{SPEC} PLAN stopped (timeout), nothing of it kept")
