@@ -78,18 +78,28 @@ class ClaimClock:
         if not isinstance(stamp, str) or key in self._not_found:
             return None
         needle = json.dumps(stamp, ensure_ascii=False)  # as plan.jsonl holds it
+        # Newest first, streamed: the search stops at the claim's commit (mostly a recent one)
+        # instead of reading the whole history's plans first.
+        hits = self.repo.lines(
+            "log",
+            "--no-merges",
+            "--ignore-missing",
+            "--format=%H %ct",
+            f"-S{needle}",
+            *self.refs,
+            "--",
+            PLAN_NAME,
+        )
         try:
-            out = self.repo.git(
-                "log", "--no-merges", "--topo-order", "--ignore-missing", "--format=%H %ct",
-                f"-S{needle}", *self.refs, "--", PLAN_NAME,
-            )  # fmt: skip
-        except GitError:
-            out = ""
-        hits = [line.split() for line in out.splitlines() if len(line.split()) == 2]
-        for commit, time_s in hits:  # newest first: the claim's latest making
-            after, before = self.repo.files_at([commit, f"{commit}^"], PLAN_NAME)
-            if _holds(after, item, needle) and not _holds(before, item, needle):
-                return datetime.fromtimestamp(int(time_s), UTC).isoformat(timespec="seconds")
+            for line in hits:
+                commit, _, time_s = line.decode("ascii", "replace").strip().partition(" ")
+                after, before = self.repo.files_at([commit, f"{commit}^"], PLAN_NAME)
+                if time_s.isdigit() and _holds(after, item, needle) and not _holds(before, item, needle):
+                    return datetime.fromtimestamp(int(time_s), UTC).isoformat(timespec="seconds")
+        except GitError:  # no such refs yet, or a history git cannot read: claimed_at stands in
+            pass
+        finally:
+            hits.close()
         self._not_found.add(key)
         return None
 

@@ -23,7 +23,7 @@ from ralph.errors import GitError, RalphError, WorkTreeGone
 
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Generator, Iterable
 
 ZERO_SHA = "0" * 40
 _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
@@ -617,7 +617,7 @@ class Repo:
         """`git rev-list ARGS`, first parents only: the commits, newest first."""
         return self.git("rev-list", "--first-parent", *args).split()
 
-    def lines(self, *args: str) -> Iterator[bytes]:
+    def lines(self, *args: str) -> Generator[bytes, None, None]:
         """git's output, line by line as it prints it, for a command whose output is too large to
         hold (a file's whole history); GitError at the end if git failed. A caller that stops
         early stops git too."""
