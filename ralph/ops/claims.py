@@ -53,7 +53,7 @@ class NextTask:
     def __call__(self, plan: Plan) -> Record | None:
         stamp = now()
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
-        _look_at_all(plan, stamp, self.ages)
+        _look_at_all(plan, self.runner, stamp, self.ages)
         free = _claimable(plan, self.spec, self.runner, stamp, ttl, self.ages)
         chosen = next((task for task in free if task["id"] == self._replay), None) or (
             free[0] if free else None
@@ -90,7 +90,7 @@ class NextToVerify:
     def __call__(self, plan: Plan) -> list[str] | None:
         stamp = now()
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
-        _look_at_all(plan, stamp, self.ages)
+        _look_at_all(plan, self.runner, stamp, self.ages)
         done = [
             task
             for task in plan.tasks()
@@ -240,7 +240,7 @@ def _claim_first(
         stamp = now()
         ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
         ages = remote.claim_clock.age_s
-        _look_at_all(plan, stamp, ages)
+        _look_at_all(plan, runner, stamp, ages)
         items = candidates(plan)
         own = [item for item in items if item.get("claimed_by") == runner]
         free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl, ages)]
@@ -474,12 +474,14 @@ def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float
     return own + free
 
 
-def _look_at_all(plan: Plan, stamp: str, ages: Ages) -> None:
-    """Judge every claim on the plan, not only those on the items wanted now: a clone notes when
-    it first saw each (ralph.store.claim_clock), so a claim it comes to want later is as old as
-    it has been in sight, and a dead runner's claim is taken over a TTL after it was pushed."""
+def _look_at_all(plan: Plan, runner: str, stamp: str, ages: Ages) -> None:
+    """Judge every other runner's claim on the plan, not only those on the items wanted now: a
+    clone notes when it first saw each (ralph.store.claim_clock), so a claim it comes to want
+    later is as old as it has been in sight, and a dead runner's claim is taken over a TTL after
+    it was pushed."""
     for item in plan.claims():
-        ages(item, stamp)
+        if item["claimed_by"] != runner:
+            ages(item, stamp)
 
 
 def _in_spec(task: Record, spec: str | None) -> bool:

@@ -220,11 +220,14 @@ def claim_age_s(
     - Since this runner first saw the claim: `seen_at`, on the judge's own clock, which no other
       clock moves: a safe lower bound on the claim's age.
 
-    A takeover thus needs both over the TTL: whichever one clock is off (the claimer's, the
-    judge's, or the history's after a runner ahead of the others pushed), a live claim is never
-    taken over; the price is that a runner that first sees a dead runner's claim late (a fresh
-    clone) waits a TTL from its first look. When the first is over a day (no clock is that
-    wrong), it is believed alone: a runner dead for days loses its claims at once.
+    A takeover thus needs both over the TTL, and no clock hours off lets a live claim be taken
+    over: not the claimer's (behind, its commit is pulled to the history's time; ahead, its commit
+    looks new), not the judge's while it stays off (it saw the claim on that clock too), nor the
+    judge's set right while it watched (the commit kept the history's time). The price: a runner
+    that first sees a dead runner's claim late (a fresh clone) waits a TTL from its first look,
+    and a claim committed after a runner ahead of the others pushed looks new until the clocks
+    catch up with that one. When the first is over a day (no clock is that wrong), it is
+    believed alone: a runner dead for days loses its claims at once.
     None when the claim's time does not parse: it counts as expired (a person or a broken runner
     wrote it)."""
     from datetime import datetime

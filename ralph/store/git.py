@@ -551,13 +551,13 @@ class Repo:
         the environment sets (GIT_COMMITTER_DATE, GIT_AUTHOR_DATE) are kept."""
         from ralph import clock
 
-        now = int(clock.now_s())
+        now, zone = int(clock.now_s()), time.strftime("%z")  # the zone git would write
         stamps = {}
         if clock.skew_s() and "GIT_AUTHOR_DATE" not in self._env:
-            stamps["GIT_AUTHOR_DATE"] = f"@{now} +0000"
+            stamps["GIT_AUTHOR_DATE"] = f"@{now} {zone}"
         if "GIT_COMMITTER_DATE" not in self._env:
             latest = max(self.commit_times(parents).values(), default=0)
-            stamps["GIT_COMMITTER_DATE"] = f"@{max(now, latest)} +0000"
+            stamps["GIT_COMMITTER_DATE"] = f"@{max(now, latest)} {zone}"
         return stamps
 
     def commit_times(self, commits: list[str]) -> dict[str, int]:
