@@ -127,8 +127,7 @@ class VerifyStage:
             return
         changed = set(end.dirty)
         if start.head and end.head != start.head:  # its own commits are changes too
-            committed = checkout.git("diff", "--name-only", "-z", start.head).split("\0")
-            changed |= {path for path in committed if path}
+            changed |= set(checkout.paths("diff", "--name-only", "-z", start.head))
         log = run.result.log_path
         if changed - {PLAN_FILE}:
             patch = self.ws.root / log.with_suffix(".patch")
