@@ -340,12 +340,11 @@ class WorkTree:
         """A detached worktree of HEAD, in a temporary folder of its own, holding a copy of
         plan.jsonl as it is now: a run that must not share this work tree (a verifier running the
         tests) works there. It is removed afterwards, whatever happened, changes and all."""
-        import tempfile
-
-        folder = Path(tempfile.mkdtemp(prefix=f"ralph-{label}-"))
+        folder = _new_folder(f"ralph-{label}-")
         path = folder / f"ralph-{label}"  # its name in .git/worktrees
         tree = Owned(OwnedKind.WORKTREE, str(path), folder=str(folder))
-        owned.record(self.repo, tree)  # before git makes it: a kill in between is cleaned up later
+        owned.record(self.repo, tree)  # before it is made: a kill in between is cleaned up later
+        folder.mkdir(mode=0o700)
         try:
             with self._worktrees:
                 repo = self.repo.add_worktree(path, "HEAD")
@@ -360,19 +359,18 @@ class WorkTree:
         """A worktree on branch `ralph/<task id>` from HEAD (plan.jsonl as HEAD has it), for one
         build at a time with others; removed with its branch afterwards, whatever
         happened (what the caller did not merge is lost, as a run set aside is)."""
-        import tempfile
-
-        folder = Path(tempfile.mkdtemp(prefix=f"ralph-build-{task_id}-"))
+        folder = _new_folder(f"ralph-build-{task_id}-")
         path = folder / f"ralph-build-{task_id}"
         tree = Owned(OwnedKind.WORKTREE, str(path), folder=str(folder))
         with self._worktrees:
             head = self.repo.head() or "HEAD"
             branch = self._free_branch(task_id)
             built = Owned(OwnedKind.BRANCH, branch, start=head)
-            owned.record(self.repo, tree)  # before git makes them: a kill in between is cleaned up later
+            owned.record(self.repo, tree)  # before they are made: a kill in between is cleaned up later
             owned.record(self.repo, built)
         created = False
         try:
+            folder.mkdir(mode=0o700)
             with self._worktrees:
                 self.repo.add_branch_worktree(path, branch, head)
             created = True
@@ -468,3 +466,13 @@ class WorkTree:
         saved = str(self.rel(patch))
         self.journal.event("build_patch_saved", item=task.id, commit=task.commit, patch=saved)
         return patch
+
+
+def _new_folder(prefix: str) -> Path:
+    """The name of a temporary folder not made yet, as mkdtemp would choose one: the folder is
+    recorded as ralph's before it is made (mkdtemp makes it at once, and a kill before the record
+    left a folder nobody would remove)."""
+    import secrets
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"{prefix}{secrets.token_hex(6)}"
