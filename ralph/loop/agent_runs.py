@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ralph.errors import PlanInvalid, WorkTreeGone
+from ralph.loop import beside_changes
 from ralph.loop.agent_failures import AgentFailures, did_nothing_and_failed, work_marks
 from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
@@ -277,7 +278,8 @@ class AgentRuns:
         before = self.tree.snapshot()
         building = self.tree.building if stage is Stage.BUILD else set()
         if self.tree.leave_foreign_changes(f"before the {stage} run", among=before.dirty - building):
-            before = Snapshot(before.head, before.branch, before.dirty - self.tree.user_dirty)
+            kept = before.dirty - self.tree.user_dirty
+            before = Snapshot(before.head, before.branch, kept, before.beside_at)
         return before if stage is not Stage.VERIFY else None
 
     def enforce(
@@ -299,9 +301,16 @@ class AgentRuns:
             strays = frozenset((after.dirty ^ before.dirty) - {PLAN_FILE})
             if strays:
                 self.tree.leave_foreign_changes(f"during the {stage} run", among=strays)
-                after = Snapshot(after.head, after.branch, after.dirty - strays)
-        found = violations(stage, own, before, after, old, now or self.plan.read())
+                after = Snapshot(after.head, after.branch, after.dirty - strays, after.beside_at)
+        if self.runner.sandbox is not None:  # its .git was read-only: HEAD moved by someone else
+            after = Snapshot(before.head, before.branch, after.dirty, after.beside_at)
+        now = now or self.plan.read()
+        persons = beside_changes.since(self.tree.repo, before.beside_at)
+        if persons.keys:  # a person's changes meanwhile (ralph.store.beside): judged on top of them
+            old = beside_changes.with_persons_changes(old, now, persons.keys)
+        found = violations(stage, own, before, after, old, now)
         if not found:
+            self.tree.commit_persons_changes(persons, old)
             changed = frozenset(path for path in after.dirty if not RALPH_FILES.fullmatch(path))
             for result in results:
                 result.changed = changed
@@ -314,7 +323,9 @@ class AgentRuns:
             self.tree.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
         log = results[0].log_path
         self.tree.set_aside(log)
+        self.tree.keep_replaced_plan(log, old)
         self.plan.restore(old.doc.to_bytes())
+        self.tree.commit_persons_changes(persons, old)
         for result in results:
             result.violation = "; ".join(found)
             result.plan = old  # as it was put back

@@ -250,6 +250,7 @@ class Loop:
     def _commit_loose_state(self, outcome: Outcome) -> None:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
         self.workspace.plan.save_spending()
+        self.workspace.tree.commit_beside()
         with self.workspace.plan.change(commit=True) as change:
             change.plan.update_state(stage=self._ended_as(outcome))
             change.message = f"ralph: construct {self.settings.spec} ended: {self._ended_as(outcome)}"
@@ -361,6 +362,7 @@ class Loop:
         span.end()
 
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
+        self.workspace.tree.commit_beside()  # a person's commands since: theirs, in commits of their own
         report = stage(self.workspace).run(iteration)
         if report.accepted_tasks:
             self.workspace.tree.drop_drafts(report.accepted_tasks)
@@ -453,6 +455,7 @@ class Loop:
                 check=self.deadline.check,
             )
         ws.tree.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
+        ws.tree.commit_beside(earlier_runs=True)  # a person's commands beside a run that died first
         with ws.plan.change(commit=True) as change:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"

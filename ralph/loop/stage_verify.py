@@ -81,13 +81,14 @@ class VerifyStage:
         if self.agents.enforce(Stage.VERIFY, set(), before, old, [run.result for run in runs]):
             for run in runs:
                 run.theirs = None
+        taken_on = self.plan.read()  # with what a person changed meanwhile, which is theirs
         self._take(runs, report)
         verdicts = self._verdicts(done)
         accepted = [task for task in done if task.id in verdicts["accepted"]]
         report.accepted = [f"{task.id} {task.name}" for task in accepted]
         report.accepted_tasks = [_accepted(task) for task in accepted]
         # The subject names what the verifiers added (a cut issue included), not only the verdicts.
-        verdicts["added"] = [record["id"] for record in new_items(old, self.plan.read())]
+        verdicts["added"] = [record["id"] for record in new_items(taken_on, self.plan.read())]
         summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)
         commit = self.tree.commit(f"ralph(verify): {summary}")
         report.commits += [commit] if commit else []

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ralph.errors import GitError
+from ralph.loop import beside_changes
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Coordinator, Solo
 from ralph.loop.journal import Journal
@@ -22,6 +23,7 @@ from ralph.loop.permissions import Snapshot
 from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES, PlanAccess
 from ralph.loop.signals import deferred_signals
 from ralph.plan.document import Record
+from ralph.plan.plan import Plan
 from ralph.plan.records import TaskView, Verdict
 from ralph.secrets import redact
 from ralph.store import intent, owned, settle
@@ -71,6 +73,7 @@ class WorkTree:
         # Paths no agent run is known to have changed: dirty before the loop started, or changed
         # meanwhile by someone else (a person, a hook). Never committed, set aside or reverted.
         self.user_dirty = user_dirty
+        self.beside_seen = 0  # the changes a person made beside the run committed so far (ledger bytes)
         self.building: set[str] = set()  # what the current build's earlier attempts left changed
         # A build in a worktree: the commit it started from, and whether other builds run beside it.
         self.base: str | None = None
@@ -155,8 +158,49 @@ class WorkTree:
         return True
 
     def snapshot(self) -> Snapshot:
+        from ralph.store import beside
+
+        at = beside.size(self.repo)  # first: a change written down meanwhile is after it
         head, branch, changed = self.repo.work_state()
-        return Snapshot(head, branch, frozenset(changed - self.user_dirty))
+        return Snapshot(head, branch, frozenset(changed - self.user_dirty), at)
+
+    def commit_beside(self, earlier_runs: bool = False) -> None:
+        """Commit what a person changed with ralph's commands beside the run (ralph.store.beside)
+        since last asked, under their messages; `earlier_runs`: what they changed beside a run
+        that ended before committing it too (at the start of a run, which then starts the
+        ledger afresh)."""
+        from ralph.plan.loader import load
+        from ralph.store import beside
+
+        persons = beside_changes.since(self.repo, self.beside_seen, any_run=earlier_runs)
+        self.beside_seen = persons.end
+        if persons.keys:
+            committed = Plan(load(self.repo.file_at_head(PLAN_FILE) or b"", PLAN_FILE))
+            theirs = beside_changes.with_persons_changes(committed, self.plan.read(), persons.keys)
+            self.commit_persons_changes(persons, theirs)
+        if earlier_runs:
+            beside.forget(self.repo)
+            self.beside_seen = 0
+
+    def commit_persons_changes(self, persons: beside_changes.PersonsChanges, theirs: Plan) -> None:
+        """A person's changes made beside the run, in a commit of their own under their messages,
+        before anything of the run's: the plan as it was, with only their records changed."""
+        self.beside_seen = max(self.beside_seen, persons.end)
+        if not persons.keys:
+            return
+        commit, _ = self.repo.commit_file(PLAN_FILE, theirs.doc.to_bytes(), persons.message())
+        self.journal.event("persons_changes", keys=sorted(persons.keys), commit=commit)
+        subject = persons.message().splitlines()[0]
+        self.console.event(f"committed a change made beside the run: {subject}")
+
+    def keep_replaced_plan(self, log: Path, old: Plan) -> None:
+        """plan.jsonl as a run left it, beside its log, before the plan as it was goes back: a hand
+        edit made meanwhile (nobody can tell whose) is never lost."""
+        current = self.plan.raw()
+        if current != old.doc.to_bytes():
+            kept = self.home / log.with_suffix(".plan.jsonl")
+            kept.write_bytes(current)
+            self.journal.event("plan_kept", path=str(self.rel(kept)))
 
     def changed_paths(self) -> set[str]:
         """What the loop's agents changed since the last commit (never the user's dirty paths)."""
