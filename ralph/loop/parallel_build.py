@@ -10,7 +10,7 @@ from ralph.loop.agent_runs import TreeRemoved
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.signals import deferred_signals
-from ralph.loop.work_tree import StaleBase
+from ralph.loop.work_tree import BuildCheckout, StaleBase
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage
 from ralph.plan.scope import overlaps
@@ -153,13 +153,16 @@ class ParallelBuilds:
                 span.end(merged=False)
                 raise
             built()
+            if self._removed_meanwhile(ws, checkout, task_id):
+                span.end(merged=False, removed=True)
+                return report
             # The copy of the build's commit is recorded on the task by the merge itself.
             merged = self.ws.tree.merge_build(checkout, task_id, report.commits)
             self.ws.plan.save_spending()
             copies = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
             report.commits = list(merged.commits.values())
             if merged.conflicts:
-                self._conflict(task_id, checkout, merged.conflicts, report)
+                self._conflict(ws, task_id, checkout, merged.conflicts, report)
             elif copies:
                 self._merged(task_id, copies[-1])
         span.end(merged=bool(merged.commit), conflicts=merged.conflicts or None)
@@ -200,8 +203,28 @@ class ParallelBuilds:
     def _merged(self, task_id: str, commit: str) -> None:
         self.ws.journal.event("build_merged", item=task_id, commit=commit)
 
-    def _conflict(self, task_id: str, checkout, files: list[str], report: StageReport) -> None:
+    def _removed_meanwhile(self, ws: Workspace, checkout: BuildCheckout, task_id: str) -> bool:
+        """Whether a person removed the task (deleted it, or accepted it by hand) while it was
+        built: its work is then not merged into a plan that no longer wants it, but kept on its
+        draft branch and as a patch beside a log, and the run goes on."""
+        if self.ws.plan.read().find_task(task_id) is not None:
+            return False
+        log = self.ws.agents.rel(self.ws.agents.new_log("removed", task_id))
+        (self.ws.tree.home / log).write_bytes(checkout.tree.repo.patch(checkout.start))
+        draft = ws.tree.keep_draft(task_id, since=checkout.start)
+        self.ws.journal.event("build_of_removed_task", item=task_id, log=str(log), draft=draft)
+        kept = f"on branch {draft} and in {log}" if draft else f"in {log}"
+        self.ws.console.event(
+            f"{task_id} left the plan while it was built: its work is kept {kept}, not merged"
+        )
+        return True
+
+    def _conflict(
+        self, ws: Workspace, task_id: str, checkout: BuildCheckout, files: list[str], report: StageReport
+    ) -> None:
         """A code conflict is a verdict: the task is built again, from the new HEAD."""
+        if self._removed_meanwhile(ws, checkout, task_id):  # during the merge: nothing to record
+            return
         log = self.ws.agents.rel(self.ws.agents.new_log("conflict", task_id))
         (self.ws.tree.home / log).write_bytes(checkout.tree.repo.patch(checkout.start))
         built = checkout.tree.plan.read().find_task(task_id) or {}

@@ -153,8 +153,8 @@ class BuildStage:
             if stop in KILLING_STOPS:
                 return self._kill(task_id, KILLING_STOPS[stop], result, report)
             after = self.plan.after(result).find_task(task_id)  # the task as the agent left it
-            if after is None:
-                return  # the agent removed it (e.g. found it already done); its change is recorded
+            if after is None:  # its agent removed it (found it done), or a person deleted it meanwhile
+                return self._left_the_plan(task_id, result)
             if not result.violation and self._asked(task_id, result, report):
                 return
             if not (result.violation or problem) and _resubmitted_unchanged(after, result):
@@ -175,6 +175,17 @@ class BuildStage:
             if self.tree.retry_from_head(failure.verdict):  # built again from the branch as it is now
                 return
             plan = self.plan.read()
+
+    def _left_the_plan(self, task_id: str, result: AgentResult) -> None:
+        """The task is gone from the plan after its build ran: what the run changed in the code is
+        kept on the task's draft branch and as a patch beside its log, and undone, never
+        committed with another task's build; the plan's change goes in with the loop's next."""
+        kept = None
+        if self.tree.changed_paths() - {PLAN_FILE}:
+            kept = self.tree.set_aside_as_draft(task_id, result.log_path, record=False)
+        self.ws.journal.event("task_left_the_plan", item=task_id, draft=kept, log=str(result.log_path))
+        if kept:
+            self.ws.console.event(f"{task_id} left the plan during its build: its changes are kept on {kept}")
 
     def _give_back_stale(self, task_id: str) -> None:
         """A runner's build failed while other runners had published work it lacks: not counted.

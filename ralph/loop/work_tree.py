@@ -169,26 +169,30 @@ class WorkTree:
         since last asked, under their messages; `earlier_runs`: what they changed beside a run
         that ended before committing it too (at the start of a run, which then starts the
         ledger afresh)."""
-        from ralph.plan.loader import load
         from ralph.store import beside
 
         persons = beside_changes.since(self.repo, self.beside_seen, any_run=earlier_runs)
-        self.beside_seen = persons.end
-        if persons.keys:
-            committed = Plan(load(self.repo.file_at_head(PLAN_FILE) or b"", PLAN_FILE))
-            theirs = beside_changes.with_persons_changes(committed, self.plan.read(), persons.keys)
-            self.commit_persons_changes(persons, theirs)
+        self.commit_persons_changes(persons)
         if earlier_runs:
             beside.forget(self.repo)
             self.beside_seen = 0
 
-    def commit_persons_changes(self, persons: beside_changes.PersonsChanges, theirs: Plan) -> None:
+    def commit_persons_changes(
+        self, persons: beside_changes.PersonsChanges, onto: Plan | None = None
+    ) -> None:
         """A person's changes made beside the run, in a commit of their own under their messages,
-        before anything of the run's: the plan as it was, with only their records changed."""
+        before anything of the run's: the plan `onto` (HEAD's), with only their records changed."""
+        from ralph.plan.loader import load
+        from ralph.store.lock import plan_lock
+
         self.beside_seen = max(self.beside_seen, persons.end)
         if not persons.keys:
             return
-        commit, _ = self.repo.commit_file(PLAN_FILE, theirs.doc.to_bytes(), persons.message())
+        with plan_lock(self.root):  # HEAD moves: never under a build's merge (ralph.store.integrate)
+            if onto is None:
+                onto = Plan(load(self.repo.file_at_head(PLAN_FILE) or b"", PLAN_FILE))
+            theirs = beside_changes.with_persons_changes(onto, self.plan.read(), persons.keys)
+            commit, _ = self.repo.commit_file(PLAN_FILE, theirs.doc.to_bytes(), persons.message())
         self.journal.event("persons_changes", keys=sorted(persons.keys), commit=commit)
         subject = persons.message().splitlines()[0]
         self.console.event(f"committed a change made beside the run: {subject}")
@@ -278,14 +282,18 @@ class WorkTree:
             self.repo.revert(paths)
             self.journal.event("changes_set_aside", patch=str(self.rel(patch)), files=sorted(paths))
 
-    def keep_draft(self, task_id: str) -> str | None:
-        """The agents' uncommitted changes to code, committed onto HEAD on the task's draft branch
-        (ralph.store.drafts) without touching the work tree or the index, for a person or the
-        task's next build; pushed too when runners share a remote. The branch, or None."""
+    def keep_draft(self, task_id: str, since: str | None = None) -> str | None:
+        """The agents' uncommitted changes to code (and, `since` a commit, those committed since),
+        committed onto HEAD (onto `since`) on the task's draft branch (ralph.store.drafts) without
+        touching the work tree or the index, for a person or the task's next build; pushed too
+        when runners share a remote. The branch, or None."""
         from ralph.store import drafts
 
         paths = self.changed_paths() - {PLAN_FILE}
         base = self.repo.head()
+        if since is not None:
+            paths |= set(self.repo.paths("diff", "--name-only", "-z", since, "HEAD")) - {PLAN_FILE}
+            base = since
         if not paths or base is None:
             return None
         try:
@@ -483,6 +491,7 @@ class WorkTree:
         tip = checkout.tree.repo.head()
         if tip is None or tip == checkout.start:
             return Integration()
+        self.commit_beside()  # a person's commands meanwhile go in as theirs, not as this build's
         with deferred_signals():  # the work tree moves in one step or not at all
             merged = integrate(
                 self.repo, checkout.start, tip, checkout.plan_base, task_id, checkout.branch, built

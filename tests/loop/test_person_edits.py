@@ -164,3 +164,24 @@ def test_in_the_sandbox_a_persons_git_commit_during_a_build_is_theirs_and_the_bu
     assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == task] == ["accept"]
     assert not [e for e in events(project) if e["event"] == "permission_violation"]
     assert [e["on"] for e in events(project) if e["event"] == "sandbox"] == [True]
+
+
+@pytest.mark.parametrize("parallel", ["1", "2"], ids=["serial", "in-a-worktree"])
+def test_a_task_a_person_deletes_while_it_is_built_keeps_its_work_on_a_draft_and_the_run_goes_on(
+    project, tmp_path, parallel
+):
+    doomed, other = add_tasks(project, "Deleted while built [slow-build]", "Built beside it [slow-build]")
+    state = tmp_path / "agent-state"
+    running = construct(project, "--parallel", parallel, wait=False)
+    wait_for(lambda: (state / f"{doomed}.building").exists(), "the build started")
+
+    ralph(project, "task", "delete", doomed)
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err
+    assert f"ralph: task delete {doomed} Deleted while built [slow-build]" in subjects(project)
+    assert not [r for r in plan_records(project, "HEAD") if r.get("id") == doomed]
+    assert git(project, "ls-files", "work").split() == [f"work/{other}.txt"]  # never merged or swept in
+    draft = f"ralph/draft/{doomed}"
+    assert git(project, "show", f"{draft}:work/{doomed}.txt").startswith("ok")  # its work, kept
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == other] == ["accept"]
