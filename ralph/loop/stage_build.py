@@ -147,6 +147,12 @@ class BuildStage:
         while True:
             task = plan.task_line(task_id).record
             values = _values(task, plan, self.ws.settings)
+            if (
+                self.tree.in_worktree
+            ):  # whether it starts from the branch as it is now (the replay bench counts)
+                self.ws.journal.event(
+                    "build_attempt", item=task_id, base=self.tree.base, behind=self.tree.behind()
+                )
             result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
             problem = result.plan_problem
             stop = result.run.stop_reason
