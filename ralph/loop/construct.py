@@ -359,6 +359,8 @@ class Loop:
         span = self.journal.span("iteration", iteration=number)
         self.console.event(f"iteration {number}")
         self._progress(plan)  # set_state changed no task
+        if self.iterations_run > 1:  # another runner may have accepted a task this run kept a draft of
+            self.workspace.drop_accepted_drafts()
         for stage in ITERATION:
             self._stage(stage, number)
         span.end()
@@ -366,7 +368,7 @@ class Loop:
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
         report = stage(self.workspace).run(iteration)
         if report.accepted_tasks:
-            self.workspace.drop_drafts(task["id"] for task in report.accepted_tasks)
+            self.workspace.drop_drafts(report.accepted_tasks)
         self._take_report(report)
         if stage is PlanStage:
             self._progress(self.read_plan())
@@ -444,7 +446,6 @@ class Loop:
             raise problem
         ws.user_dirty = frozenset(dirty)
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
-        ws.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator
 
@@ -456,6 +457,7 @@ class Loop:
                 self.settings.claim_ttl_s,
                 check=self.deadline.check,
             )
+        ws.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
         with ws.change_plan(commit=True) as change:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
@@ -565,7 +567,9 @@ class Loop:
         """The report's tasks, issues and questions as data (--json)."""
         from ralph.loop import report_data
 
-        report.tasks = [{**task, "status": "accepted"} for task in self.accepted_tasks]
+        report.tasks = [
+            {"id": task["id"], "name": task["name"], "status": "accepted"} for task in self.accepted_tasks
+        ]
         if not (self.root / PLAN_FILE).exists():
             return
         try:

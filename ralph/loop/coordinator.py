@@ -60,6 +60,11 @@ class Coordinator(Protocol):
         """A task's unfinished work is kept on the draft branch `branch`: shared where runners share."""
         ...
 
+    def draft_dropped(self, branch: str, commit: str) -> None:
+        """ralph's draft branch `branch`, at `commit`, is deleted here (its task is accepted): gone
+        where runners share too, unless someone moved it there."""
+        ...
+
     def others_published(self) -> bool:
         """Whether others published work this work tree lacks (a build here may fail for want of
         it): then a failed build is given back, uncounted, and built again once caught up."""
@@ -101,6 +106,9 @@ class Solo:
         pass
 
     def draft_kept(self, branch: str) -> None:
+        pass
+
+    def draft_dropped(self, branch: str, commit: str) -> None:
         pass
 
     def others_published(self) -> bool:

@@ -83,8 +83,9 @@ def task_details(task: Record, dep_names: dict[str, str], answered: Sequence[Rec
         parts.append(data_block("questions asked about this task, with a person's answers", said))
     if task.get("draft"):
         draft = one_line(str(task["draft"]))
+        whose = "this task (or of the task it was split from)" if task.get("parent") else "this task"
         parts.append(
-            f"An earlier build of this task was stopped before it finished; its work is kept on branch"
+            f"An earlier build of {whose} was stopped before it finished; its work is kept on branch"
             f" {draft} (see it with `git diff HEAD...{draft}`, take a file with `git checkout {draft}"
             " -- PATH`). Reuse what is right in it; it is not in your work tree."
         )

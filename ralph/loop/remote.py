@@ -144,6 +144,12 @@ class RemoteCoordinator:
         a push the remote does not take loses nothing kept here."""
         self.remote.push_branch(branch)
 
+    def draft_dropped(self, branch: str, commit: str) -> None:
+        """The remote's copy of a deleted draft goes too, while it is the commit this runner
+        pushed (a lease): a commit someone pushed on it keeps it."""
+        if commit:
+            self.remote.delete_branch(branch, commit)
+
     def before_plan(self) -> bool:
         """Whether this runner runs PLAN: it won the claim on the spec record. The others wait
         until the tasks it made are on the remote (False), or until its claim goes stale."""

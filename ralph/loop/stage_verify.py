@@ -83,7 +83,7 @@ class VerifyStage:
         verdicts = self._verdicts(done)
         accepted = [task for task in done if task.id in verdicts["accepted"]]
         report.accepted = [f"{task.id} {task.name}" for task in accepted]
-        report.accepted_tasks = [{"id": task.id, "name": task.name} for task in accepted]
+        report.accepted_tasks = [_accepted(task) for task in accepted]
         # The subject names what the verifiers added (a cut issue included), not only the verdicts.
         verdicts["added"] = [record["id"] for record in new_items(old, self.ws.read_plan())]
         summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)
@@ -127,8 +127,7 @@ class VerifyStage:
             return
         changed = set(end.dirty)
         if start.head and end.head != start.head:  # its own commits are changes too
-            committed = checkout.git("diff", "--name-only", "-z", start.head).split("\0")
-            changed |= {path for path in committed if path}
+            changed |= set(checkout.paths("diff", "--name-only", "-z", start.head))
         log = run.result.log_path
         if changed - {PLAN_FILE}:
             patch = self.ws.root / log.with_suffix(".patch")
@@ -280,3 +279,10 @@ def _resubmission(task: dict) -> str:
         " arguing that it already meets the criteria. Judge the work itself afresh, with the argument"
         " and the rejection both in mind:\n\n" + data_block("the builder's argument", argument) + "\n"
     )
+
+
+def _accepted(task: TaskView) -> dict:
+    """What the run keeps of an accepted task: its id and name, and the draft it was offered with
+    the parent it came from (a decomposed parent's draft goes once no task is offered it)."""
+    kept = {"id": task.id, "name": task.name}
+    return kept | {key: task.record[key] for key in ("parent", "draft") if task.record.get(key)}

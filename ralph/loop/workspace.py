@@ -31,6 +31,7 @@ from ralph.loop.permissions import CODE_STAGES, Snapshot, violations
 from ralph.loop.signals import deferred_signals
 from ralph.loop.supervisor import BudgetSpent
 from ralph.ops.settings import Settings
+from ralph.plan.document import Record
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, TaskView, Verdict
 from ralph.secrets import redact
@@ -74,7 +75,7 @@ class StageReport:
     stage: Stage
     items: int = 0  # issues, tasks or specs the stage ran an agent for
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
-    accepted_tasks: list[dict] = field(default_factory=list)  # the same as {"id", "name"}
+    accepted_tasks: list[dict] = field(default_factory=list)  # {"id", "name"}, "parent" and "draft"
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
     failed: list[str] = field(default_factory=list)  # failed build attempts and rejections, and why
     commits: list[str] = field(default_factory=list)
@@ -668,14 +669,26 @@ class Workspace:
                 change.plan.record_draft(task_id, branch)
             change.message = f"ralph: {task_id} draft kept on {branch}"
 
-    def drop_drafts(self, task_ids: Iterable[str]) -> None:
-        """The tasks are accepted: ralph's drafts of them go (by record, never a person's branch)."""
+    def drop_drafts(self, accepted: Iterable[Record]) -> None:
+        """The tasks are accepted: ralph's drafts of them go (by record, never a person's branch),
+        and a parent's draft they were offered once no task is offered it any more."""
         from ralph.store import drafts
 
-        for task_id in task_ids:
-            deleted = drafts.delete(self.repo, task_id)
-            if deleted:
-                self.journal.event("draft_deleted", item=task_id, branch=deleted)
+        for task in accepted:
+            self._drop_draft(drafts.delete(self.repo, task["id"]), task["id"])
+            parent, inherited = task.get("parent"), task.get("draft")
+            if parent and inherited and inherited not in self._offered_drafts():
+                record = drafts.draft_of(self.repo, parent)
+                if record and record.name == inherited:
+                    self._drop_draft(drafts.delete(self.repo, parent), parent)
+
+    def _offered_drafts(self) -> set[str]:
+        return {task["draft"] for task in self.read_plan().tasks() if task.get("draft")}
+
+    def _drop_draft(self, deleted: Owned | None, task_id: str) -> None:
+        if deleted:
+            self.journal.event("draft_deleted", item=task_id, branch=deleted.name)
+            self.coordinator.draft_dropped(deleted.name, deleted.start or "")
 
     def drop_accepted_drafts(self) -> None:
         """ralph's drafts of tasks accepted since they were made (by a person, another runner)."""
@@ -684,7 +697,7 @@ class Workspace:
         kept = drafts.drafts(self.repo)
         if kept:  # the plan is read only when there is a draft (most runs have none)
             accepted = set(self.read_plan().accepted())
-            self.drop_drafts(draft.task for draft in kept if draft.task in accepted)
+            self.drop_drafts({"id": draft.task} for draft in kept if draft.task in accepted)
 
     def nested_repositories(self, paths: Iterable[str]) -> list[str]:
         """The folders among `paths` (or holding one of them) that are git repositories of their

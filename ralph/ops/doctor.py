@@ -153,7 +153,8 @@ SETTLED = {
     Settled.FINISHED: "finished it",
     Settled.UNDONE: "undid it",
     Settled.DONE_ALREADY: "found it done, and removed its record",
-    Settled.LEFT: "forgot it",
+    Settled.LEFT: "left it",
+    Settled.OVERTAKEN: "forgot it",
 }
 
 
@@ -164,7 +165,7 @@ def _settle(repo: Repo, finding: Finding) -> None:
     except RalphError as exc:
         finding.fix = f"could not: {exc}"
         return
-    if outcome.settled is Settled.LEFT and not outcome.detail.startswith("HEAD moved"):
+    if outcome.settled is Settled.LEFT:
         finding.fix = f"left it: {outcome.detail}"
         return
     intent.finish(repo, finding.change)

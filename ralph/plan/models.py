@@ -187,7 +187,8 @@ class Task(Record):
     draft: str | None = Field(
         None,
         description="the branch keeping the unfinished work of its last killed, interrupted or set-aside"
-        " build (`ralph/draft/<task id>`), offered to its next build; deleted when it is accepted",
+        " build (`ralph/draft/<task id>`), offered to its next build and to its subtasks; deleted when it"
+        " is accepted (a decomposed task's, when no subtask is offered it any more)",
     )
     tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
     attempt_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="tokens per attempt")

@@ -32,6 +32,7 @@ def add_tasks(plan: PlanReader, items: list[object], issue_id: str | None = None
         if issue_id and "issue" not in record:
             record["issue"] = issue_id
         _inherit_priority(plan, record)
+        _inherit_draft(plan, record)
         taken.add(record["id"])
         records.append(record)
     batch = {record["id"] for record in records}
@@ -58,6 +59,14 @@ def _inherit_priority(plan: PlanReader, record: Record) -> None:
         record["priority"] = source["priority"]
         if source.get("auto_priority"):  # set by `task prioritize`, not a person: it stays recomputable
             record["auto_priority"] = True
+
+
+def _inherit_draft(plan: PlanReader, record: Record) -> None:
+    """A subtask is offered its parent's draft (the work of the build that was stopped), unless
+    given one: what was right in it need not be written again."""
+    parent = plan.find_task(record["parent"]) if record.get("parent") and not record.get("draft") else None
+    if parent and parent.get("draft"):
+        record["draft"] = parent["draft"]
 
 
 def done(plan: PlanReader, task_id: str | None, unchanged: str | None = None) -> Record:

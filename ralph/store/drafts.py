@@ -59,16 +59,17 @@ def keep(repo: Repo, task_id: str, base: str, paths: set[str], message: str) -> 
     return name
 
 
-def delete(repo: Repo, task_id: str) -> str | None:
+def delete(repo: Repo, task_id: str) -> Owned | None:
     """Delete ralph's draft of the task, by its record, if the branch is still where ralph left
-    it (a person's commits on it keep it); the record goes either way. The name, or None."""
+    it (a person's commits on it keep it); the record goes either way. The record of the branch
+    deleted (its name, and the commit it was at), or None."""
     record = draft_of(repo, task_id)
     if record is None:
         return None
     deleted = None
     if record.start and repo.commit_of(f"refs/heads/{record.name}") == record.start:
         repo.delete_branch(record.name, record.start)
-        deleted = record.name
+        deleted = record
     owned.forget(repo, record)
     return deleted
 

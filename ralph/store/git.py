@@ -65,6 +65,10 @@ class Repo:
     def git(self, *args: str, stdin: bytes | None = None) -> str:
         return self._output(args, stdin).decode("utf-8", "replace")
 
+    def paths(self, *args: str) -> list[str]:
+        """The paths a git command lists with -z, as names to hand back to git (see _paths)."""
+        return [path for path in self._paths(*args).split("\0") if path]
+
     def _paths(self, *args: str) -> str:
         """git's output for a command that lists paths, as names to hand back to git: a name that
         is not UTF-8 keeps its bytes (as surrogates, which arguments encode back), where the
@@ -516,7 +520,7 @@ class Repo:
         done = self._run((*driver, "merge-tree", "--write-tree", "--name-only", "-z", ours, theirs))
         if done.returncode not in (0, 1):
             raise GitError(_explain(("merge-tree",), done.stderr.decode("utf-8", "replace")))
-        listing = done.stdout.decode("utf-8", "replace").split("\0\0", 1)[0].split("\0")
+        listing = done.stdout.decode("utf-8", "surrogateescape").split("\0\0", 1)[0].split("\0")
         return listing[0], sorted({path for path in listing[1:] if path})
 
     def file_at_head(self, relpath: str) -> bytes | None:

@@ -154,8 +154,8 @@ def _copy_commits(
 
 
 def _changes_code(repo: Repo, commit: str) -> bool:
-    changed = repo.git("diff-tree", "-r", "-z", "--name-only", "--root", commit).split("\0")
-    return bool(set(changed) - {"", PLAN_NAME, commit})
+    changed = repo.paths("diff-tree", "-r", "-z", "--name-only", "--root", commit)
+    return bool(set(changed) - {PLAN_NAME, commit})
 
 
 def _merge_code(repo: Repo, ours: str, theirs: str) -> tuple[str, list[str]]:
@@ -168,7 +168,7 @@ def _merge_code(repo: Repo, ours: str, theirs: str) -> tuple[str, list[str]]:
 def in_the_way(repo: Repo, head: str, tree: str) -> list[str]:
     """Paths that moving HEAD to `tree` would change and that differ from HEAD in the work tree:
     the user's uncommitted edits, which a merge must not overwrite."""
-    changing = set(repo.git("diff-tree", "-r", "-z", "--name-only", head, tree).split("\0")) - {"", PLAN_NAME}
+    changing = set(repo.paths("diff-tree", "-r", "-z", "--name-only", head, tree)) - {PLAN_NAME}
     return sorted(changing & repo.changed_paths(among=changing))
 
 
@@ -248,9 +248,7 @@ def settle_paths(
     finished or undone. Only paths whose work tree content is `start`'s or `end`'s (or missing)
     are touched; `check_only` returns the others (a person's edit since) and changes nothing."""
     to = end if to is None else to
-    changing = [
-        path for path in repo.git("diff-tree", "-r", "-z", "--name-only", start, end).split("\0") if path
-    ]
+    changing = repo.paths("diff-tree", "-r", "-z", "--name-only", start, end)
     if not changing:
         return []
     if check_only:

@@ -52,6 +52,7 @@ class Settled(StrEnum):
     UNDONE = "undone"  # rolled back
     DONE_ALREADY = "done already"  # its last step had happened: only the record was left
     LEFT = "left"  # something moved since that recovery must not overwrite: a person decides
+    OVERTAKEN = "overtaken"  # HEAD moved on since: nothing left to finish or undo; the record goes
 
 
 @dataclass

@@ -110,6 +110,15 @@ class Remote:
         code, _, _ = self.repo.attempt("push", "--porcelain", "--quiet", self.name, f"{ref}:{ref}")
         return code == 0
 
+    def delete_branch(self, branch: str, expected: str) -> bool:
+        """Delete the remote's branch `branch` only while it points at `expected` (a lease: a
+        commit someone pushed on it since keeps it; a branch never pushed is not there), once.
+        Whether the remote deleted it."""
+        ref = f"refs/heads/{branch}"
+        lease = f"--force-with-lease={ref}:{expected}"
+        code, _, _ = self.repo.attempt("push", "--porcelain", "--quiet", lease, self.name, f":{ref}")
+        return code == 0
+
     def _wait_or_raise(self, attempt: int, what: str, output: str, refused: bool = False) -> None:
         if attempt < self.retries:
             self.sleep(self.backoff_s * 2**attempt)

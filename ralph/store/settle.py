@@ -30,6 +30,7 @@ class Outcome:
             Settled.UNDONE: "undone",
             Settled.DONE_ALREADY: "had finished; its record removed",
             Settled.LEFT: "left as it is",
+            Settled.OVERTAKEN: "overtaken, its record removed",
         }[self.settled]
         return f"{self.intent.describe()}, interrupted: {verb}" + (f" ({self.detail})" if self.detail else "")
 
@@ -46,7 +47,7 @@ def settle_all(repo: Repo, root: Path) -> list[Outcome]:
             outcome = Outcome(intent, Settled.LEFT, f"{exc}; tried again at the next start")
             outcomes.append(outcome)
             continue
-        if outcome.settled is not Settled.LEFT or outcome.detail.startswith("HEAD moved"):
+        if outcome.settled is not Settled.LEFT:
             finish(repo, intent)
         outcomes.append(outcome)
     return outcomes
@@ -77,7 +78,7 @@ def _finish_merge(repo: Repo, intent: Intent) -> Outcome:
             work.git("update-ref", "-m", subject, "HEAD", commit, head)
             settled = Settled.FINISHED
         elif now != commit:
-            return Outcome(intent, Settled.LEFT, f"HEAD moved since, to {short(now)}")
+            return Outcome(intent, Settled.OVERTAKEN, f"HEAD moved since, to {short(now)}")
     after_merge(repo, root, data)
     return Outcome(intent, settled, f"HEAD at {short(commit)}")
 
@@ -115,7 +116,7 @@ def _finish_commit(intent: Intent) -> Outcome:
     elif now is not None and work.commit_of(f"{now}^") == data["head"]:
         commit, detail = now, f"HEAD at {short(now)}"
     else:
-        return Outcome(intent, Settled.LEFT, f"HEAD moved since, to {short(now)}")
+        return Outcome(intent, Settled.OVERTAKEN, f"HEAD moved since, to {short(now)}")
     if commit and data.get("task"):
         record_build_commit(Path(intent.root), data["task"], commit)
     return Outcome(intent, settled, detail)

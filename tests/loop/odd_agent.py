@@ -40,6 +40,9 @@ MOVES = (
     "[plan-folder]",
     "[plan-missing]",
     "[not-utf8]",
+    "[switch-branch]",
+    "[reset-back]",
+    "[detach]",
 )
 LATIN1 = "caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1")
 BINARY = bytes(range(256)) * 4
@@ -85,6 +88,12 @@ def odd_move(task_id: str, name: str) -> int | None:
     if "[remove-worktree]" in name:
         shutil.rmtree(os.getcwd())
         return 0
+    if "[switch-branch]" in name:
+        git("switch", "-q", "-c", "agent-side")
+    if "[reset-back]" in name:
+        git("reset", "-q", "--hard", "HEAD~1")
+    if "[detach]" in name:
+        git("checkout", "-q", "--detach")
     code = fake()
     if "[plan-symlink]" in name:
         outside = STATE / f"{task_id}.plan.jsonl"

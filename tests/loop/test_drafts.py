@@ -80,3 +80,70 @@ def _status(root) -> str:
     done = ralph_in_process(root, "status", "--json")
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def test_a_runners_draft_is_pushed_and_deleted_on_the_remote_once_its_task_is_accepted(repo, tmp_path):
+    shared, clone, task = _interrupted_runner(repo, tmp_path)
+    draft = f"ralph/draft/{task}"
+    pushed = git(shared.origin, "rev-parse", f"refs/heads/{draft}").strip()
+    assert pushed == git(clone, "rev-parse", draft).strip()
+
+    again = construct(clone, "--remote", "origin", env={"FAKE_AGENT_STATE": str(tmp_path / "agent-state")})
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not Repo(clone).branch_exists(draft)
+    assert git(shared.origin, "branch", "--list", draft) == ""  # gone where the runners share it too
+
+
+def test_a_draft_someone_pushed_onto_is_kept_on_the_remote(repo, tmp_path):
+    shared, clone, task = _interrupted_runner(repo, tmp_path)
+    draft = f"ralph/draft/{task}"
+    other = shared.clone("a-person")
+    git(other, "fetch", "-q", "origin", f"{draft}:{draft}")
+    git(other, "switch", "-q", draft)
+    (other / "theirs.txt").write_text("a person's work on the draft\n")
+    git(other, "add", "theirs.txt")
+    git(other, "commit", "-qm", "theirs")
+    git(other, "push", "-q", "origin", draft)
+    theirs = git(other, "rev-parse", "HEAD").strip()
+
+    again = construct(clone, "--remote", "origin", env={"FAKE_AGENT_STATE": str(tmp_path / "agent-state")})
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert git(shared.origin, "rev-parse", f"refs/heads/{draft}").strip() == theirs
+
+
+def _interrupted_runner(repo, tmp_path):
+    """A runner on a shared remote, interrupted in the middle of a build: its draft is pushed."""
+    from tests.support.construct import with_app_spec
+    from tests.support.gitrepo import Shared
+
+    with_app_spec(repo, "# App\n")
+    (task,) = add_tasks(repo, "Half [work-then-hang-once]")
+    shared = Shared(repo, tmp_path)
+    clone = shared.clone("runner")
+    state = tmp_path / "agent-state"
+    running = construct(clone, "--remote", "origin", env={"FAKE_AGENT_STATE": str(state)}, wait=False)
+    wait_for(lambda: (state / f"{task}.agent.pid").exists(), "the agent never started")
+    running.send_signal(signal.SIGINT)
+    out, err = running.communicate(timeout=90)
+    assert running.returncode == 130, out + err
+    return shared, clone, task
+
+
+def test_a_killed_tasks_draft_is_offered_to_its_subtasks_and_goes_once_they_are_accepted(project, tmp_path):
+    (task,) = add_tasks(project, "Stubborn [gate-always-fails]")
+    draft = f"ralph/draft/{task}"
+
+    done = construct(project, "--max-iterations", "6")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = tmp_path / "agent-state"
+    prompts = sorted(state.glob("t-*.build-1.prompt"))
+    subtask_prompts = [p.read_text() for p in prompts if not p.name.startswith(f"{task}.")]
+    assert len(subtask_prompts) == 2  # DECOMPOSE split it in two
+    for prompt in subtask_prompts:
+        assert f"git diff HEAD...{draft}" in prompt  # the killed build's work, offered to each part
+        assert "or of the task it was split from" in prompt
+    assert not Repo(project).branch_exists(draft)  # both parts accepted: nobody is offered it now
+    assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []

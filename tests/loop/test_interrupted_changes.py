@@ -53,6 +53,15 @@ elif stage == "VERIFY":
 WRAPPER = r"""#!/bin/sh
 case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in *" construct "*) ;; *) exec "$REAL_GIT" "$@";; esac
 [ "$(pwd -P)" = "$CRASH_ROOT" ] || exec "$REAL_GIT" "$@"
+if [ -n "$CRASH_ON" ]; then  # a pattern: the first command it matches runs, then ralph is killed
+    case "$*" in $CRASH_ON) ;; *) exec "$REAL_GIT" "$@";; esac
+    mkdir "$CRASH_DIR/killed" 2>/dev/null || exec "$REAL_GIT" "$@"
+    echo "$*" >> "$CRASH_DIR/steps"
+    "$REAL_GIT" "$@"
+    code=$?
+    kill -9 "$PPID"
+    exit $code
+fi
 if [ ! -e "$CRASH_DIR/merging" ]; then
     case "$*" in "$CRASH_FROM"*) : > "$CRASH_DIR/merging";; *) exec "$REAL_GIT" "$@";; esac
 fi
@@ -225,6 +234,45 @@ def test_a_kill_at_any_git_step_of_a_serial_builds_commit_ends_right(project: Pa
     assert_every_task_accepted_with_its_code(project)
     assert_nothing_left(project, again.stdout + again.stderr)
     assert "a commit of t-" in again.stderr, again.stderr
+
+
+# A worktree's set-up and removal, for a build (on a branch of its own) and for a verifier
+# (detached): ralph is killed right after the git command of each step.
+WORKTREE_STEPS = {
+    "build set up": "-c core.hooksPath=* worktree add -q -b ralph/t-* *",
+    "build removed": "worktree remove --force --force *ralph-build-*",
+    "build branch deleted": "update-ref -d refs/heads/ralph/t-*",
+    "verifier set up": "-c core.hooksPath=* worktree add -q --detach *ralph-verify-*",
+    "verifier removed": "worktree remove --force --force *ralph-verify-*",
+}
+
+
+@pytest.mark.parametrize(
+    "step",
+    [pytest.param(step, marks=[pytest.mark.slow] * (step != "build set up")) for step in WORKTREE_STEPS],
+)
+def test_a_kill_at_each_step_of_a_worktrees_set_up_and_removal_leaves_nothing_behind(
+    project: Path, tmp_path: Path, step: str
+):
+    """The worktree and its branch are ralph's by record (ralph.store.owned) before git makes
+    them, and forgotten only once gone: the rerun removes what the kill left, builds every task
+    with its code, and no folder of ralph's stays in the temporary folder."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    crash = {"CRASH_MODE": "kill", "CRASH_ON": WORKTREE_STEPS[step]}
+    killed = run(project, tmp_path, crash=crash, TMPDIR=str(temp))
+    assert killed.returncode == -signal.SIGKILL, (step, killed.stdout, killed.stderr)
+    assert len(steps(tmp_path)) == 1, steps(tmp_path)
+    again = run(project, tmp_path, TMPDIR=str(temp))
+    assert again.returncode == 0, (step, again.stdout, again.stderr)
+    assert_every_task_accepted_with_its_code(project)
+    said = again.stdout + again.stderr
+    assert len(git(project, "worktree", "list", "--porcelain").strip().split("\n\n")) == 1
+    assert not records(project)
+    assert [p.name for p in temp.iterdir() if p.name.startswith("ralph-")] == [], said
+    left = git(project, "branch", "--list", "ralph/*", "--format=%(refname:short)").split()
+    for branch in left:  # a build killed before its merge: unmerged work is a person's to judge
+        assert f"{branch}: a branch of a ralph run with 1 commit(s) not merged" in said, said
 
 
 @pytest.fixture

@@ -361,3 +361,29 @@ def test_a_build_lacking_what_another_runner_published_is_given_back_and_built_a
     given_back = [e["item"] for e in journal if e["event"] == "build_stale_base"]
     assert given_back and set(given_back) == {"t-task01"}
     assert git(shared.origin, "show", "main:work/t-task01.txt").startswith("ok t-task01")
+
+
+@pytest.mark.slow
+def test_a_runner_whose_agent_keeps_failing_ends_agent_failing_and_another_builds_its_tasks(repo, tmp_path):
+    from tests.support.hooks import config_set
+
+    config_set(repo, "agent_retry_ms", "10ms")
+    config_set(repo, "max_agent_failures", "3")
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(2)]
+    shared = seeded(repo, tmp_path, items)
+    one, two = shared.clone("one"), shared.clone("two")
+
+    failing = construct(one, "--remote", "origin", "--runner", "broken", agent="false")
+
+    assert failing.returncode == 12, failing.stdout + failing.stderr
+    assert failing.stdout.startswith("ralph: AGENT_FAILING")
+    plan = origin_plan(shared)
+    assert not [r for r in plan if r.get("claimed_by")]  # its claims went back with it
+    assert all(r.get("attempts", 0) == 0 for r in plan if r["t"] == "task")  # and it spent no attempt
+
+    done = construct(
+        two, "--remote", "origin", "--runner", "sound", env={"FAKE_AGENT_STATE": str(tmp_path / "s2")}
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr  # no claim of the broken runner to wait out
+    assert sorted(r["id"] for r in origin_plan(shared) if r["t"] == "accept") == ["t-task00", "t-task01"]

@@ -1,5 +1,6 @@
 """An agent's odd move is its attempt's outcome, never the run's end: a git repository made inside
-the work tree, a build's worktree removed, plan.jsonl replaced by a symlink or deleted. Each fails
+the work tree, a build's worktree removed, plan.jsonl replaced by a symlink or deleted, the branch
+switched, reset or detached. Each fails
 that attempt with a verdict saying what happened, keeps the agent's files, and leaves the other
 builds going. Serial and --parallel 2, real git and real agent processes (tests/loop/odd_agent.py)."""
 
@@ -115,6 +116,25 @@ def test_a_deleted_plan_fails_the_attempt_as_missing(project, parallel):
     odd, plain = run_odd(project, "[plan-missing]", parallel)
 
     assert verdicts(project, odd) == [Verdict.PLAN_MISSING]
+    assert_sibling_untouched(project, plain)
+    assert_clean(project)
+
+
+@DEFAULT_MODE_FAST
+@pytest.mark.parametrize("move", ["[switch-branch]", "[reset-back]", "[detach]"])
+def test_a_build_that_moves_its_branch_fails_the_attempt_and_the_branch_is_put_back(project, move, parallel):
+    """Switching to a branch of its own, resetting the branch behind where it started, detaching
+    HEAD: a change to git's state outside the task's files. The attempt fails, the work tree goes
+    back to the loop's branch, the retry builds the task, and the branch the agent made stays
+    (it is not ralph's to delete)."""
+    before = git(project, "rev-parse", "HEAD").strip()
+    odd, plain = run_odd(project, move, parallel)
+
+    assert verdicts(project, odd) == [Verdict.PERMISSION_VIOLATION]
+    assert git(project, "branch", "--show-current").strip() == "main"
+    assert git(project, "merge-base", "--is-ancestor", before, "HEAD") == ""  # nothing of it lost
+    assert "accepted" in git(project, "log", "--format=%s", "--grep", odd)
+    assert (git(project, "branch", "--list", "agent-side") != "") == (move == "[switch-branch]")
     assert_sibling_untouched(project, plain)
     assert_clean(project)
 

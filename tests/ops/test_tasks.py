@@ -104,3 +104,16 @@ def test_a_subtask_keeps_its_parents_priority_as_automatic_when_no_person_chose_
     mine, auto = (records[part["id"]] for part in parts)
     assert mine["priority"] == "low" and "auto_priority" not in mine  # a person's choice, kept as one
     assert auto["priority"] == records[computed["id"]]["priority"] and auto["auto_priority"] is True
+
+
+def test_a_subtask_is_offered_its_parents_draft(repo):
+    from ralph.store.transaction import transaction
+
+    (parent,) = tasks.add(repo, [{"name": "Killed"}])
+    with transaction(repo) as change:  # as the loop records a killed build's draft
+        change.plan.record_draft(parent["id"], "ralph/draft/t-killed")
+    (part,) = tasks.add(repo, [{"name": "Killed (part 1)", "parent": parent["id"]}])
+    (other,) = tasks.add(repo, [{"name": "Unrelated"}])
+    records = live(repo)
+    assert records[part["id"]]["draft"] == "ralph/draft/t-killed"
+    assert "draft" not in records[other["id"]]

@@ -3,6 +3,7 @@ merge and plan.jsonl by record, or nothing changed at all when something conflic
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,36 @@ def test_plan_jsonl_is_in_place_before_git_moves_the_work_tree(setup, monkeypatc
     merged = integrate(Repo(repo), start, head(tree), base)
     assert merged.commit == head(repo) and seen == [(True, True)]
     assert git(repo, "status", "--porcelain") == ""
+
+
+NOT_UTF8 = os.fsdecode(b"caf\xe9.txt")  # a Latin-1 name: bytes that are no UTF-8
+
+
+def test_a_file_whose_name_is_not_utf8_merges_under_its_own_name(setup):
+    repo, tree, first, second, base, start = setup
+    (tree / NOT_UTF8).write_bytes(b"built\n")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "ralph(build): a Latin-1 name")
+
+    merged = integrate(Repo(repo), start, head(tree), base)
+
+    assert merged.conflicts == [] and merged.commit == head(repo)
+    assert os.listdir(os.fsencode(repo)).count(b"caf\xe9.txt") == 1
+    assert (repo / NOT_UTF8).read_bytes() == b"built\n"
+    assert git(repo, "status", "--porcelain").strip() == ""
+
+
+def test_a_persons_edit_to_a_file_whose_name_is_not_utf8_is_in_the_way_and_stays(setup):
+    repo, tree, first, second, base, start = setup
+    (repo / NOT_UTF8).write_bytes(b"one\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a Latin-1 name")
+    Repo(tree).git("merge", "-q", "--ff-only", head(repo))
+    (tree / NOT_UTF8).write_bytes(b"the build's\n")
+    git(tree, "commit", "-qam", "branch edit")
+    (repo / NOT_UTF8).write_bytes(b"a person's edit\n")  # not committed
+
+    merged = integrate(Repo(repo), head(repo), head(tree), (repo / "plan.jsonl").read_bytes())
+
+    assert merged.commit is None and merged.conflicts == [NOT_UTF8]
+    assert (repo / NOT_UTF8).read_bytes() == b"a person's edit\n"

@@ -108,3 +108,22 @@ def test_a_record_of_another_work_tree_is_not_this_ones(repo: Path, tmp_path: Pa
     interrupted(repo, IntentKind.COMMIT, head="x", paths=["a"], message="m")
     assert intent.interrupted(Repo(repo), tmp_path) == []
     assert len(intent.interrupted(Repo(repo), repo)) == 1
+
+
+def test_a_commit_whose_branch_moved_on_since_is_overtaken_and_its_record_removed(repo: Path):
+    head = git(repo, "rev-parse", "HEAD").strip()
+    interrupted(
+        repo, IntentKind.COMMIT, head=head, paths=["code.py"], message="ralph(build): t-a A", task=None
+    )
+    for n in (1, 2):  # a person committed twice since: HEAD is neither the base nor its child
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"a person's commit {n}")
+    moved = git(repo, "rev-parse", "HEAD").strip()
+
+    [outcome] = settle.settle_all(Repo(repo), repo)
+
+    assert outcome.settled is Settled.OVERTAKEN
+    assert outcome.line().endswith(
+        f"interrupted: overtaken, its record removed (HEAD moved since, to {moved[:12]})"
+    )
+    assert git(repo, "rev-parse", "HEAD").strip() == moved  # nothing of the person's was touched
+    assert intent.interrupted(Repo(repo), repo) == []
