@@ -120,9 +120,9 @@ def _commit_wanted(plan: Plan) -> bool:
 
 def _ops_trailers(plan: Plan, root: Path) -> str:
     """The commit's `Ralph-Op:` trailers: the operations that made the change, for a runner to
-    replay on the remote's head (ralph.plan.ops). None when something else changed the plan too
-    (a hand edit, a redacted secret), or when an argument holds a secret: the commit message
-    never quotes one, and that change is merged by record instead."""
+    replay on the remote's head (ralph.plan.ops). None ("") when something else changed the plan
+    too (a hand edit, a redacted secret), or when an argument holds a secret (a commit message
+    never quotes one): a runner merges that change by record instead."""
     from ralph.plan.ops import made_by_ops, trailers
     from ralph.secrets import redact
 
