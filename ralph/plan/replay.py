@@ -6,6 +6,7 @@ task done twice, a question answered twice) is dropped with its reason. Pure: by
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,23 +33,29 @@ class Outcome:
 
 
 def replay(data: bytes, ops: list[Op], name: str = "plan.jsonl") -> tuple[bytes, list[Outcome]]:
-    """The plan `data` with `ops` made on it in order, and what became of each."""
+    """The plan `data` with `ops` made on it in order, and what became of each. The plan is
+    loaded once; an operation refused half way is undone by loading the bytes it started from
+    again (known valid, so only parsed)."""
+    plan = Plan(load(data, name))
     outcomes = []
     for op in ops:
-        data, outcome = replay_one(data, op, name)
+        before = plan.doc.to_bytes()
+        outcome = _replay_one(plan, copy.deepcopy(op))
+        if outcome.kind == Replayed.DROPPED and plan.doc.to_bytes() != before:
+            plan = Plan(load(before, name, trusted=True))
+        plan.doc.touched = []  # what the next operation writes is checked alone
         outcomes.append(outcome)
-    return data, outcomes
+    return plan.doc.to_bytes(), outcomes
 
 
-def replay_one(data: bytes, op: Op, name: str = "plan.jsonl") -> tuple[bytes, Outcome]:
+def _replay_one(plan: Plan, op: Op) -> Outcome:
     transition = op["op"]
     if transition not in TRANSITIONS:  # a message names it: only a transition is ever called
-        return data, Outcome(transition, Replayed.DROPPED, "not a transition of the plan")
-    plan = Plan(load(data, name))
+        return Outcome(transition, Replayed.DROPPED, "not a transition of the plan")
     args, kw = list(op.get("args", [])), dict(op.get("kw", {}))
     why = _no_longer_applies(plan, transition, args, kw)
     if why:
-        return data, Outcome(transition, Replayed.DROPPED, why)
+        return Outcome(transition, Replayed.DROPPED, why)
     moved = _deps_moved_off_decomposed(plan, transition, args, kw)
     try:
         with handing_out(op.get("ids", [])):
@@ -57,31 +64,17 @@ def replay_one(data: bytes, op: Op, name: str = "plan.jsonl") -> tuple[bytes, Ou
         if problems:
             raise PlanInvalid(problems)
     except (RalphError, AttributeError, KeyError, TypeError, ValueError) as exc:  # refused on this plan
-        return data, Outcome(transition, Replayed.DROPPED, _first_line(exc))
-    return plan.doc.to_bytes(), Outcome(transition, Replayed.MOVED if moved else Replayed.APPLIED, moved)
+        return Outcome(transition, Replayed.DROPPED, _first_line(exc))
+    return Outcome(transition, Replayed.MOVED if moved else Replayed.APPLIED, moved)
 
 
 def decomposed_into(plan: Plan, task_id: str) -> list[str]:
-    """The subtasks that replaced `task_id` (the leaves, when a subtask was decomposed again);
-    none when the task is in the plan, or went another way (deleted, accepted)."""
+    """The subtasks that replaced `task_id`, those still in the plan; none when the task is in
+    the plan, or went another way (deleted, accepted). A subtask decomposed in turn is not
+    followed to its own: theirs name it as parent, and nothing records its parent once it goes."""
     if plan.find_task(task_id) is not None:
         return []
-    children: dict[str, list[str]] = {}
-    for task in plan.tasks():
-        if task.get("parent"):
-            children.setdefault(task["parent"], []).append(task["id"])
-    found, seen = [], set()
-    queue = list(children.get(task_id, []))
-    while queue:
-        child = queue.pop(0)
-        if child in seen:
-            continue
-        seen.add(child)
-        if plan.find_task(child) is not None:
-            found.append(child)
-        else:
-            queue.extend(children.get(child, []))
-    return found
+    return [task["id"] for task in plan.tasks() if task.get("parent") == task_id]
 
 
 def _no_longer_applies(plan: Plan, transition: str, args: list[Any], kw: dict[str, Any]) -> str:
