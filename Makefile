@@ -89,6 +89,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_merge.py
 	$(PY) bench/bench_log.py
 	$(PY) bench/bench_remote.py
+	$(PY) bench/bench_claim_age.py
 
 ## bench-replay: the construct loop replaying a small project's history (a few minutes; not in bench)
 bench-replay: $(STAMP)

@@ -16,3 +16,14 @@ def parse_duration(text: str) -> float:
     if not match or float(match.group(1)) <= 0:
         raise InvalidInput(f"invalid duration {text!r}: use milliseconds or a unit, e.g. 300000, 90s, 5m")
     return float(match.group(1)) * _UNITS[match.group(2) or "ms"]
+
+
+def spoken(seconds: float) -> str:
+    """An age or a TTL in the largest whole unit that reads well: 45s, 12 min, 3 h, 4 days."""
+    if seconds < 120:
+        return f"{max(0, int(seconds))}s"
+    if seconds < 2 * 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 2 * 86400:
+        return f"{int(seconds // 3600)} h"
+    return f"{int(seconds // 86400)} days"

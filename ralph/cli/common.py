@@ -30,7 +30,9 @@ class RalphGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            _say_deferred()
+            return result
         except RalphError as exc:
             click.echo(f"ralph: {printable(_redacted(str(exc)))}", err=True)
             ctx.exit(exc.exit_code)
@@ -57,6 +59,17 @@ class RalphGroup(click.Group):
             message = printable(_redacted(f"{type(exc).__name__}: {exc}"))
             click.echo(f"ralph: internal error: {message} (traceback: {where})", err=True)
             ctx.exit(EXIT_INTERNAL)
+
+
+def _say_deferred() -> None:
+    """A change a live `ralph construct` is to commit (ralph.store.beside): said once."""
+    import sys
+
+    beside = sys.modules.get("ralph.store.beside")  # not loaded: nothing was deferred
+    if beside is not None and beside.deferred:
+        pid = beside.deferred[-1]
+        say(f"ralph: ralph construct (pid {pid}) runs in this work tree: it commits this change", err=True)
+        beside.deferred.clear()
 
 
 def _redacted(message: str) -> str:

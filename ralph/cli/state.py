@@ -17,6 +17,7 @@ from ralph.cli.common import (
     root_of,
     say,
 )
+from ralph.durations import spoken
 from ralph.errors import EXIT_INVALID, EXIT_REFUSED, InvalidInput
 from ralph.plan.records import Stage, Status
 from ralph.text import printable
@@ -162,7 +163,7 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
         return
     live = [claim for claim in found["claims"] if not claim["stale"]]
     stale = [claim for claim in found["claims"] if claim["stale"]]
-    ttl = _minutes(found["claim_ttl_s"])
+    ttl = spoken(found["claim_ttl_s"])
     say(f"{printable(where)}: {len(live)} live claim(s), {len(stale)} stale (claim_ttl {ttl})")
     for title, rows in (
         ("live", live),
@@ -171,22 +172,26 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
         if rows:
             say(f"{title}:")
         for claim in rows:
-            age = "age unknown" if claim["age_s"] is None else f"{_minutes(claim['age_s'])} ago"
-            say(
-                f"  {claim['task']} {printable(claim['name'][:60])}: {printable(claim['runner'])}"
-                f" since {printable(str(claim['since']))} ({age})"
-            )
+            who = f"{claim['task']} {printable(claim['name'][:60])}: {printable(claim['runner'])}"
+            say(f"  {who}, {_age(claim, found['at'])}")
 
 
-def _minutes(seconds: float) -> str:
-    """A claim's age or the TTL, in the largest whole unit that reads well."""
-    if seconds < 120:
-        return f"{max(0, int(seconds))}s"
-    if seconds < 2 * 3600:
-        return f"{int(seconds // 60)} min"
-    if seconds < 2 * 86400:
-        return f"{int(seconds // 3600)} h"
-    return f"{int(seconds // 86400)} days"
+def _age(claim: dict, at: str) -> str:
+    """A claim's age by the rule, and the two ages it is the lesser of: since its commit on the
+    remote's history (its claimed_at when no commit is known) and since this clone first saw it."""
+    from datetime import datetime
+
+    def since(stamp: str) -> str:
+        return spoken((datetime.fromisoformat(at) - datetime.fromisoformat(stamp)).total_seconds())
+
+    if claim["age_s"] is None:
+        return f"age unknown (claimed_at {printable(str(claim['since']))})"
+    made = (
+        f"committed {since(claim['committed_at'])} ago"
+        if claim["committed_at"]
+        else f"not in the remote's history, claimed_at {printable(str(claim['since']))}"
+    )
+    return f"{spoken(claim['age_s'])} old ({made}, seen here for {since(claim['seen_at'])})"
 
 
 def _print_status(summary: dict) -> None:

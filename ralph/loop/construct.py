@@ -19,6 +19,7 @@ from ralph.agents import make_adapter
 from ralph.errors import PlanInvalid, RemoteError
 from ralph.loop import preflight, stage_plan
 from ralph.loop.agent_failures import AgentFailing
+from ralph.loop.agent_runs import Deadline
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Solo
@@ -26,6 +27,7 @@ from ralph.loop.cost import CostSpent, TokensSpent
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
+from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.remaining import remaining_lines
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
@@ -34,15 +36,8 @@ from ralph.loop.stage_decompose import DecomposeStage
 from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
 from ralph.loop.stage_verify import VerifyStage
-from ralph.loop.supervisor import Supervisor
-from ralph.loop.workspace import (
-    PLAN_FILE,
-    BudgetSpent,
-    Deadline,
-    StageReport,
-    StageRun,
-    Workspace,
-)
+from ralph.loop.supervisor import BudgetSpent, Supervisor
+from ralph.loop.workspace import StageReport, StageRun, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
@@ -254,8 +249,9 @@ class Loop:
 
     def _commit_loose_state(self, outcome: Outcome) -> None:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
-        self.workspace.save_spending()
-        with self.workspace.change_plan(commit=True) as change:
+        self.workspace.plan.save_spending()
+        self.workspace.tree.commit_beside()
+        with self.workspace.plan.change(commit=True) as change:
             change.plan.update_state(stage=self._ended_as(outcome))
             change.message = f"ralph: construct {self.settings.spec} ended: {self._ended_as(outcome)}"
 
@@ -300,7 +296,7 @@ class Loop:
         """With every task of the spec accepted: the spec check (stage_check), which ends the run
         COMPLETE when it finds nothing missing; None while there is work (it may have added some)."""
         plan = self.read_plan()
-        if self.workspace.tasks(plan) or self.workspace.issues(plan):
+        if self.workspace.plan.tasks(plan) or self.workspace.plan.issues(plan):
             return None
         outcome = self._check_spec(plan)
         if outcome is CheckOutcome.STOPPED:
@@ -325,7 +321,7 @@ class Loop:
         coordinator = self.workspace.coordinator
         if not coordinator.checks(self._already_met):  # another runner checked, or added work meanwhile
             plan = self.read_plan()  # as the remote has it now
-            complete = not self.workspace.tasks(plan) and not self.workspace.issues(plan)
+            complete = not self.workspace.plan.tasks(plan) and not self.workspace.plan.issues(plan)
             return CheckOutcome.ALREADY_MET if complete and self._already_met(plan) else None
         if not isinstance(coordinator, Solo):
             plan = self.read_plan()  # its claim brought in the other runners' work
@@ -338,7 +334,7 @@ class Loop:
 
     def _already_met(self, plan: Plan) -> bool:
         spec = self.settings.spec
-        return already_met(self.workspace.repo, plan, spec, spec_digest(self.root, spec))
+        return already_met(self.workspace.tree.repo, plan, spec, spec_digest(self.root, spec))
 
     def _stuck(self, ending: Ending, message: str) -> tuple[Outcome, str]:
         self.ending = ending
@@ -349,26 +345,27 @@ class Loop:
         if self._complete():
             return self._stuck(*_no_plan(planned))
         self.ending = Ending.PLANNED
-        return Outcome.COMPLETE, f"planned {len(self.workspace.tasks())} tasks"
+        return Outcome.COMPLETE, f"planned {len(self.workspace.plan.tasks())} tasks"
 
     def _iteration(self) -> None:
         plan = self.read_plan()
         number = plan.iteration() + 1
         self.iterations_run += 1
-        self.workspace.set_state(iteration=number, stage="INVESTIGATE")
+        self.workspace.plan.set_state(iteration=number, stage="INVESTIGATE")
         span = self.journal.span("iteration", iteration=number)
         self.console.event(f"iteration {number}")
         self._progress(plan)  # set_state changed no task
         if self.iterations_run > 1:  # another runner may have accepted a task this run kept a draft of
-            self.workspace.drop_accepted_drafts()
+            self.workspace.tree.drop_accepted_drafts()
         for stage in ITERATION:
             self._stage(stage, number)
         span.end()
 
     def _stage(self, stage: type[StageRun], iteration: int) -> StageReport:
+        self.workspace.tree.commit_beside()  # a person's commands since: theirs, in commits of their own
         report = stage(self.workspace).run(iteration)
         if report.accepted_tasks:
-            self.workspace.drop_drafts(report.accepted_tasks)
+            self.workspace.tree.drop_drafts(report.accepted_tasks)
         self._take_report(report)
         if stage is PlanStage:
             self._progress(self.read_plan())
@@ -388,7 +385,7 @@ class Loop:
         accepted = sum(1 for line in plan.of("accept") if line.record.get("spec") in (None, spec))
         fields = {
             "accepted": accepted,
-            "total": accepted + len(self.workspace.tasks(plan)),
+            "total": accepted + len(self.workspace.plan.tasks(plan)),
             "max_iterations": self.settings.max_iterations,
             "max_minutes": self.settings.max_minutes,
             "max_cost_usd": self.settings.max_cost_usd,
@@ -439,12 +436,12 @@ class Loop:
             from ralph.ops.initialize import init
 
             init(self.root)
-        ws = Workspace(self.root, self.settings, self.runner, self.journal, self.console, self.deadline)
+        ws = Workspace.at(self.root, self.settings, self.runner, self.journal, self.console, self.deadline)
         dirty = preflight.dirty_paths(self.root)
         problem = preflight.dirty_problem(dirty, self.settings)
         if problem:
             raise problem
-        ws.user_dirty = frozenset(dirty)
+        ws.tree.user_dirty = frozenset(dirty)
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator
@@ -457,8 +454,9 @@ class Loop:
                 self.settings.claim_ttl_s,
                 check=self.deadline.check,
             )
-        ws.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
-        with ws.change_plan(commit=True) as change:
+        ws.tree.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
+        ws.tree.commit_beside(earlier_runs=True)  # a person's commands beside a run that died first
+        with ws.plan.change(commit=True) as change:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
             self.resolved_before = set(change.plan.resolutions())
@@ -483,16 +481,16 @@ class Loop:
             self.console.event(said)
 
     def read_plan(self):
-        return self.workspace.read_plan()
+        return self.workspace.plan.read()
 
     def _complete(self) -> bool:
         plan = self.read_plan()
-        return not self.workspace.tasks(plan) and not self.workspace.issues(plan)
+        return not self.workspace.plan.tasks(plan) and not self.workspace.plan.issues(plan)
 
     def _blocked(self) -> bool:
         plan = self.read_plan()
-        tasks = [task.record for task in self.workspace.tasks(plan)]
-        return stage_of(tasks, self.workspace.issues(plan)) is Stage.BLOCKED
+        tasks = [task.record for task in self.workspace.plan.tasks(plan)]
+        return stage_of(tasks, self.workspace.plan.issues(plan)) is Stage.BLOCKED
 
     def _waiting(self) -> str:
         """Why the run can only wait for answers (empty when it can do something else): the spec's
@@ -502,8 +500,8 @@ class Loop:
         asked = plan.questions(self.settings.spec)
         if not asked:
             return ""
-        tasks = [task.record for task in self.workspace.tasks(plan)]
-        if not only_questions_left(tasks, self.workspace.issues(plan), asked):
+        tasks = [task.record for task in self.workspace.plan.tasks(plan)]
+        if not only_questions_left(tasks, self.workspace.plan.issues(plan), asked):
             return ""
         return (
             f"what is left waits for {len(asked)} answer(s): answer each question with"
@@ -530,17 +528,17 @@ class Loop:
         a build's work is kept on its task's draft branch too, which the plan then records."""
         log = self.runner.new_log(why)
         ws = self.workspace
-        task_id = ws.current_build
-        draft = ws.keep_draft(task_id) if task_id else None
-        ws.set_aside(log.relative_to(self.root))
-        ws.restore_committed_plan(keep_as=self.root / log.with_suffix(".plan.jsonl"))
+        task_id = ws.agents.current_build
+        draft = ws.tree.keep_draft(task_id) if task_id else None
+        ws.tree.set_aside(log.relative_to(self.root))
+        ws.plan.keep_uncommitted(self.root / log.with_suffix(".plan.jsonl"))
         if task_id and draft:
-            ws.record_draft(task_id, draft, commit=True)
+            ws.plan.record_draft(task_id, draft, commit=True)
         return log.relative_to(self.root)
 
     def _report(self, outcome: Outcome, message: str, exit_code: int | None = None) -> Report:
         code = outcome.value if exit_code is None else exit_code
-        spent = self.ws.spending if self.ws else None
+        spent = self.ws.agents.spending if self.ws else None
         report = Report(
             outcome,
             message,
@@ -549,7 +547,7 @@ class Loop:
             self.accepted,
             self._remaining(),
             str(LOG_DIR),
-            self.ws.tokens if self.ws else 0,
+            self.ws.agents.tokens if self.ws else 0,
             self.stopped,
             self._questions(),
             self.failed,

@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from ralph.loop.agent_runs import TreeRemoved
 from ralph.loop.agentrun import AgentResult
+from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.signals import deferred_signals
-from ralph.loop.workspace import PLAN_FILE, StageReport, StaleBase, TreeRemoved, Workspace
+from ralph.loop.work_tree import StaleBase
+from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage
 from ralph.plan.scope import overlaps
 
@@ -79,7 +82,7 @@ class ParallelBuilds:
         except BaseException:  # Ctrl-C, a stop signal, a budget: stop every build, not only one
             with deferred_signals():
                 pool.shutdown(wait=False, cancel_futures=True)
-                self.ws.runner.supervisor.stop_all()
+                self.ws.agents.stop_all()
                 pool.shutdown(wait=True)  # each build sets its changes aside and removes its worktree
             raise
         pool.shutdown(wait=True)
@@ -128,16 +131,17 @@ class ParallelBuilds:
         before the merge."""
         report = StageReport(Stage.BUILD)  # build_task counts the build
         span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
-        with self.ws.build_checkout(task_id, worker) as checkout:
-            checkout.ws.base = checkout.start
-            checkout.ws.neighbours_running = lambda: bool({*self.building, *self.merging} - {task_id})
+        with self.ws.tree.build_checkout(task_id) as checkout:
+            ws = self.ws.for_worktree(checkout, worker)
+            ws.tree.base = checkout.start
+            ws.tree.neighbours_running = lambda: bool({*self.building, *self.merging} - {task_id})
             try:
-                self.lead.in_worktree(checkout.ws).build_task(task_id, self.iteration, report)
-                if self.ws.runner.supervisor.stopping:
+                self.lead.in_worktree(ws).build_task(task_id, self.iteration, report)
+                if self.ws.agents.stopping:
                     raise KeyboardInterrupt  # the loop is stopping: nothing of it is merged
-                self._commit_leftovers(checkout.ws, task_id)
+                self._commit_leftovers(ws, task_id)
             except StaleBase:
-                self._wait_for_neighbours(checkout.ws, task_id)
+                self._wait_for_neighbours(ws, task_id)
                 span.end(merged=False, stale_base=True)
                 return StageReport(Stage.BUILD)
             except TreeRemoved as removed:  # the agent's move: this build's outcome, not the run's
@@ -145,13 +149,13 @@ class ParallelBuilds:
                 span.end(merged=False)
                 return report
             except BaseException:
-                self._set_aside(checkout.ws, task_id)
+                self._set_aside(ws, task_id)
                 span.end(merged=False)
                 raise
             built()
             # The copy of the build's commit is recorded on the task by the merge itself.
-            merged = self.ws.merge_build(checkout, task_id, report.commits)
-            self.ws.save_spending()
+            merged = self.ws.tree.merge_build(checkout, task_id, report.commits)
+            self.ws.plan.save_spending()
             copies = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
             report.commits = list(merged.commits.values())
             if merged.conflicts:
@@ -163,31 +167,31 @@ class ParallelBuilds:
 
     def _commit_leftovers(self, ws: Workspace, task_id: str) -> None:
         """What the build left uncommitted: its plan changes go on its branch, code is set aside."""
-        changed = ws.changed_paths()
+        changed = ws.tree.changed_paths()
         if changed - {PLAN_FILE}:  # a failed attempt's code: its next build starts from the new HEAD
-            ws.set_aside_as_draft(task_id, ws.rel(ws.runner.new_log("leftover", task_id)))
-            changed = ws.changed_paths()
+            ws.tree.set_aside_as_draft(task_id, ws.agents.rel(ws.agents.new_log("leftover", task_id)))
+            changed = ws.tree.changed_paths()
         if PLAN_FILE in changed:
-            ws.commit(f"ralph(build): {task_id} plan changes", {PLAN_FILE})
+            ws.tree.commit(f"ralph(build): {task_id} plan changes", {PLAN_FILE})
 
     def _set_aside(self, ws: Workspace, task_id: str) -> None:
         """A build stopped half way: its changes are kept as a patch beside a log and on the task's
         draft branch (recorded on the task in a commit of the loop's: the stopping loop puts its
         plan back as last committed), not merged."""
         with deferred_signals():
-            log = ws.rel(ws.runner.new_log("unmerged", task_id))
-            draft = ws.set_aside_as_draft(task_id, log, record=False)
+            log = ws.agents.rel(ws.agents.new_log("unmerged", task_id))
+            draft = ws.tree.set_aside_as_draft(task_id, log, record=False)
             if draft:
-                self.ws.record_draft(task_id, draft, commit=True)
+                self.ws.plan.record_draft(task_id, draft, commit=True)
             self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
 
     def _wait_for_neighbours(self, ws: Workspace, task_id: str) -> None:
         """The attempt failed on a stale base: not counted; its changes are kept as a patch beside
         a log, and the task is built again from the new HEAD once its neighbours are done."""
-        log = ws.rel(ws.runner.new_log("stale", task_id))
-        ws.set_aside(log)
+        log = ws.agents.rel(ws.agents.new_log("stale", task_id))
+        ws.tree.set_aside(log)
         self._stale.add(task_id)
-        self.ws.journal.event("build_stale_base", item=task_id, base=ws.base, log=str(log))
+        self.ws.journal.event("build_stale_base", item=task_id, base=ws.tree.base, log=str(log))
         self.ws.console.event(
             f"{task_id}: its build failed on a base its neighbours' builds change; built again from"
             " the new HEAD once they are done (not counted as an attempt)"
@@ -198,10 +202,10 @@ class ParallelBuilds:
 
     def _conflict(self, task_id: str, checkout, files: list[str], report: StageReport) -> None:
         """A code conflict is a verdict: the task is built again, from the new HEAD."""
-        log = self.ws.rel(self.ws.runner.new_log("conflict", task_id))
-        (self.ws.home / log).write_bytes(checkout.ws.repo.patch(checkout.start))
-        built = checkout.ws.read_plan().find_task(task_id) or {}
-        with self.ws.change_plan(commit=True) as change:
+        log = self.ws.agents.rel(self.ws.agents.new_log("conflict", task_id))
+        (self.ws.tree.home / log).write_bytes(checkout.tree.repo.patch(checkout.start))
+        built = checkout.tree.plan.read().find_task(task_id) or {}
+        with self.ws.plan.change(commit=True) as change:
             limit = self.ws.settings.max_attempts
             attempts = change.plan.record_unmerged_build(task_id, files, built, limit, kill_log=str(log))
             change.message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])}"

@@ -32,6 +32,7 @@ class Snapshot:
     head: str | None
     branch: str | None
     dirty: frozenset[str]  # paths changed against HEAD (the user's excluded)
+    beside_at: int = 0  # where a person's changes made from then on are written down (ralph.store.beside)
 
 
 def violations(

@@ -9,7 +9,7 @@ from pathlib import Path
 from ralph.errors import Busy, InvalidInput, RalphError, Refused
 from ralph.loop.agentrun import AgentRunner, AgentUnavailable
 from ralph.loop.gate import gate_problem
-from ralph.loop.workspace import PLAN_FILE, RALPH_FILES
+from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES
 from ralph.ops.settings import Settings
 from ralph.store.git import Repo
 

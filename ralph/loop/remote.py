@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from ralph import clock
 from ralph.errors import RemoteError
 from ralph.ops import claims
 from ralph.plan.plan import Plan
@@ -219,7 +220,7 @@ class RemoteCoordinator:
         """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, and
         claim the next batch (at most `limit`, none of `skip`) in the same push; returns it."""
         then = claims.NextToVerify(
-            self.spec, self.runner, limit, self.ttl_s, skip, self.remote.sightings.age_s
+            self.spec, self.runner, limit, self.ttl_s, skip, self.remote.claim_clock.age_s
         )
         claims.publish_all(self.root, task_ids, self.runner, self.remote, then=then)
         return then.chosen
@@ -237,7 +238,7 @@ class RemoteCoordinator:
             # this one's is kept as a patch and undone here.
             claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, [], max_attempts)
             return []
-        then = claims.NextTask(self.spec, self.runner, self.ttl_s, self.remote.sightings.age_s)
+        then = claims.NextTask(self.spec, self.runner, self.ttl_s, self.remote.claim_clock.age_s)
         try:
             claims.publish(self.root, task_id, self.runner, self.remote, then=then)
             self._claimed_next = then.chosen["id"] if then.chosen else None
@@ -256,14 +257,14 @@ class RemoteCoordinator:
         of this runner's."""
         plan = read_plan(self.root)
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
-        stamp = claims.now()
+        stamp = clock.now()
         done = [task for task in plan.tasks() if self._in_spec(task) and is_done(task)]
         if any(not task.get("claimed_by") for task in done):
             return False  # VERIFY has work: go on to it
         for task in plan.claims():  # a task, an issue (its tasks to come) or the spec (its PLAN)
             if task["claimed_by"] == self.runner or not self._in_spec(task):
                 continue
-            age = self.remote.sightings.age_s(task, stamp)
+            age = self.remote.claim_clock.age_s(task, stamp)
             if age is not None and age < ttl:
                 return True
         return False

@@ -13,11 +13,12 @@ from typing import NamedTuple
 
 from ralph.failures import gist
 from ralph.loop.agentrun import AgentResult, PlanProblem, ralph_command
-from ralph.loop.gate import run_gate
 from ralph.loop.job import Job
 from ralph.loop.parallel_build import ParallelBuilds
+from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.prompts import data_block, excerpt, one_line, task_details
-from ralph.loop.workspace import PLAN_FILE, StageReport, StaleBase, Workspace
+from ralph.loop.work_tree import StaleBase
+from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
 from ralph.plan.plan import Plan
@@ -55,6 +56,7 @@ class Failure(NamedTuple):
 class BuildStage:
     def __init__(self, ws: Workspace):
         self.ws = ws
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
 
     def in_worktree(self, ws: Workspace) -> BuildStage:
         """This stage acting in a build's worktree (ws: Workspace.for_worktree's)."""
@@ -86,7 +88,7 @@ class BuildStage:
         """The tasks to build next, in order, without those being built; a task VERIFY keeps
         rejecting is set aside for DECOMPOSE on the way."""
         while True:
-            plan = self.ws.read_plan()
+            plan = self.plan.read()
             ready = [task for task in buildable_now(plan, self.ws.settings) if task["id"] not in running]
             rejected = [t["id"] for t in ready if self._rejected_too_often(plan, t["id"])]
             if not rejected:
@@ -98,11 +100,11 @@ class BuildStage:
         runs' logs are, and the changes of the rejected build as a patch beside it."""
         task = plan.task_line(task_id).record
         reasons = plan.reject_reasons(task_id)
-        log = self.ws.rel(self.ws.runner.new_log("rejected", task_id))
-        patch = self.ws.save_build_patch(TaskView(task), log)
-        (self.ws.home / log).write_text(self._rejection_record(task, reasons, patch), encoding="utf-8")
+        log = self.agents.rel(self.agents.new_log("rejected", task_id))
+        patch = self.tree.save_build_patch(TaskView(task), log)
+        (self.tree.home / log).write_text(self._rejection_record(task, reasons, patch), encoding="utf-8")
         reason = f"VERIFY rejected it {len(reasons)} times; split it into smaller tasks"
-        with self.ws.change_plan(commit=True) as change:
+        with self.plan.change(commit=True) as change:
             change.plan.set_aside(task_id, KillReason.DOOM_LOOP, reason, kill_log=str(log))
             change.message = f"ralph(build): {task_id} set aside (rejected too often)"
         self.ws.journal.event(
@@ -114,12 +116,12 @@ class BuildStage:
     def _rejection_record(self, task: dict, reasons: list[str], patch: Path | None) -> str:
         own = re.compile(rf"ralph-[0-9-]+-verify-{re.escape(task['id'])}(-\d+)?\.log")
         logs = sorted(
-            str(self.ws.rel(path))
-            for path in self.ws.runner.log_dir.glob("ralph-*-verify-*.log")
+            str(self.agents.rel(path))
+            for path in self.agents.log_dir.glob("ralph-*-verify-*.log")
             if own.fullmatch(path.name)
         )
         build = task.get("commit") or "(not recorded)"
-        changes = str(self.ws.rel(patch)) if patch else "(none saved)"
+        changes = str(self.agents.rel(patch)) if patch else "(none saved)"
         return "\n".join(
             [
                 f"ralph: task {task['id']} set aside: VERIFY rejected it {len(reasons)} times",
@@ -135,7 +137,7 @@ class BuildStage:
     def build_task(self, task_id: str, iteration: int, report: StageReport) -> None:
         """Builds the task, retrying failed attempts; one VERIFY keeps rejecting is set aside for
         DECOMPOSE instead."""
-        plan = self.ws.read_plan()
+        plan = self.plan.read()
         if self._rejected_too_often(plan, task_id):
             return self._set_aside_rejected(plan, task_id, report)
         report.items += 1
@@ -145,12 +147,12 @@ class BuildStage:
         while True:
             task = plan.task_line(task_id).record
             values = _values(task, plan, self.ws.settings)
-            result = self.ws.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
+            result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
             problem = result.plan_problem
             stop = result.run.stop_reason
             if stop in KILLING_STOPS:
                 return self._kill(task_id, KILLING_STOPS[stop], result, report)
-            after = self.ws.plan_after(result).find_task(task_id)  # the task as the agent left it
+            after = self.plan.after(result).find_task(task_id)  # the task as the agent left it
             if after is None:
                 return  # the agent removed it (e.g. found it already done); its change is recorded
             if not result.violation and self._asked(task_id, result, report):
@@ -160,8 +162,8 @@ class BuildStage:
             failure, changed = self._build_failure(after, result, problem, iteration)
             if failure is None:
                 return self._record_build(task_id, result, report, changed)
-            if self.ws.stale_base(task_id, failure.verdict):  # built again on the new HEAD, uncounted
-                if not self.ws.in_worktree:
+            if self.tree.stale_base(task_id, failure.verdict):  # built again on the new HEAD, uncounted
+                if not self.tree.in_worktree:
                     return self._give_back_stale(task_id)
                 raise StaleBase(task_id)
             attempts = self._record_failure(task_id, failure, result)
@@ -170,18 +172,18 @@ class BuildStage:
                 return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
             if self._failed_the_same_twice(task_id):  # a third identical run would teach nothing
                 return self._send_on_repeated(task_id, result, report)
-            if self.ws.retry_from_head(failure.verdict):  # built again from the branch as it is now
+            if self.tree.retry_from_head(failure.verdict):  # built again from the branch as it is now
                 return
-            plan = self.ws.read_plan()
+            plan = self.plan.read()
 
     def _give_back_stale(self, task_id: str) -> None:
         """A runner's build failed while other runners had published work it lacks: not counted.
         Its changes are set aside (a patch and a draft), the plan as committed; publishing the
         build catches up with the remote, and the task is built again there."""
-        log = self.ws.rel(self.ws.runner.new_log("stale", task_id))
-        self.ws.set_aside_as_draft(task_id, log, record=False)
-        self.ws.restore_committed_plan(keep_as=self.ws.home / log.with_suffix(".plan.jsonl"))
-        self.ws.journal.event("build_stale_base", item=task_id, base=self.ws.repo.head(), log=str(log))
+        log = self.agents.rel(self.agents.new_log("stale", task_id))
+        self.tree.set_aside_as_draft(task_id, log, record=False)
+        self.plan.keep_uncommitted(self.tree.home / log.with_suffix(".plan.jsonl"))
+        self.ws.journal.event("build_stale_base", item=task_id, base=self.tree.repo.head(), log=str(log))
         self.ws.console.event(
             f"{task_id}: other runners published work this build may lack; built again after"
         )
@@ -190,13 +192,13 @@ class BuildStage:
         """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is
         counted; its partial changes are set aside as a patch beside its log, and the question is
         committed. The task is built afresh, with the answer, once a person gives it."""
-        plan = self.ws.plan_after(result)
+        plan = self.plan.after(result)
         asked = plan.questions_of(task_id)
         if not asked or not is_blocked(plan.task_line(task_id).record):
             return False
-        self.ws.set_aside_as_draft(task_id, result.log_path)
+        self.tree.set_aside_as_draft(task_id, result.log_path)
         ids = ", ".join(question["id"] for question in asked)
-        commit = self.ws.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
+        commit = self.tree.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
         report.commits += [commit] if commit else []
         self.ws.journal.event("question_asked", item=task_id, questions=ids, log=str(result.log_path))
         self.ws.console.event(f"{task_id} asked a question ({ids}); it waits for `ralph answer`")
@@ -226,33 +228,35 @@ class BuildStage:
                 f"{Verdict.NO_CHANGES}: the agent marked the task done but changed no file. Build it; if"
                 ' it truly needs no change, the task must say so ("no_code": true).',
             ), set()
-        log = self.ws.runner.new_log("gate", task["id"])
+        log = self.agents.new_log("gate", task["id"])
         span = self.ws.journal.span(
-            "gate", item=task["id"], iteration=iteration, log=str(self.ws.rel(log)), worker=self.ws.worker
+            "gate",
+            item=task["id"],
+            iteration=iteration,
+            log=str(self.agents.rel(log)),
+            worker=self.agents.worker,
         )
         settings = self.ws.settings
-        runner, timeout = self.ws.runner, settings.gate_timeout_s
-        gate = run_gate(runner.supervisor, settings.gate, self.ws.root, log, timeout, runner.sandbox)
-        self.ws.building |= self.ws.changed_paths() - {
-            PLAN_FILE
-        }  # a formatter in the gate writes for the build
+        gate = self.agents.gate(settings.gate, log)
+        # A formatter in the gate writes for the build.
+        self.tree.building |= self.tree.changed_paths() - {PLAN_FILE}
         span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
-        self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.ws.rel(log)))
+        self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.agents.rel(log)))
         if not gate.ok:
-            return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.ws.rel(log))), set()
+            return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.agents.rel(log))), set()
         refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
-        changed = self.ws.changed_paths()  # as the gate and the hook left them (a formatter may write)
-        self.ws.building |= changed - {PLAN_FILE}
+        changed = self.tree.changed_paths()  # as the gate and the hook left them (a formatter may write)
+        self.tree.building |= changed - {PLAN_FILE}
         return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
 
     def _nested_failure(self, result: AgentResult) -> Failure | None:
         """A git repository the agent made inside the work tree (`git init`, `git clone`) would be
         committed as a bare gitlink, its files in no commit, or refused by `git add`: its files
         stay as plain files for the next attempt, its .git is kept beside the log."""
-        nested = self.ws.unnest(result.changed - {PLAN_FILE}, result.log_path)
+        nested = self.tree.unnest(result.changed - {PLAN_FILE}, result.log_path)
         if not nested:
             return None
-        kept = self.ws.rel(result.log_path).with_suffix(".nested")
+        kept = self.agents.rel(result.log_path).with_suffix(".nested")
         return Failure(
             Verdict.NESTED_REPOSITORY,
             f"{Verdict.NESTED_REPOSITORY}: the build made git repositories inside the work tree"
@@ -264,8 +268,10 @@ class BuildStage:
         """The agent removed the worktree its build ran in, or its .git link (ParallelBuilds): a
         failed attempt, recorded on the loop's plan (the worktree's copy is gone), the other builds
         going on."""
-        kept = self.ws.rel(result.log_path).with_suffix(".worktree")
-        left = f"its folder is kept as {kept}" if (self.ws.home / kept).exists() else "nothing of it is left"
+        kept = self.agents.rel(result.log_path).with_suffix(".worktree")
+        left = (
+            f"its folder is kept as {kept}" if (self.tree.home / kept).exists() else "nothing of it is left"
+        )
         failure = Failure(
             Verdict.WORKTREE_REMOVED,
             f"{Verdict.WORKTREE_REMOVED}: the agent removed the worktree it was building in, or its"
@@ -275,7 +281,7 @@ class BuildStage:
         self._tell_failure(task_id, attempts, failure, report)
         if attempts < self.ws.settings.max_attempts:
             return
-        with self.ws.change_plan(commit=True) as change:  # nothing to set aside: no tree is left
+        with self.plan.change(commit=True) as change:  # nothing to set aside: no tree is left
             reason, log = KillReason.DOOM_LOOP, str(result.log_path)
             change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=log)
             change.message = f"ralph(build): {task_id} killed ({reason})"
@@ -297,33 +303,31 @@ class BuildStage:
     def _hook_failure(self, task_id: str, iteration: int) -> Failure | None:
         """With run_hooks: the repository's pre-commit hook (a secret scanner, a linter) sees the
         build staged, as it would a person's commit; ralph's own commit then skips it."""
-        hook = self.ws.repo.hook("pre-commit")
+        hook = self.tree.repo.hook("pre-commit")
         if hook is None:
             return None
-        self.ws.repo.stage_paths(self.ws.changed_paths() - {PLAN_FILE})
-        log = self.ws.runner.new_log("hook", task_id)
-        span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.ws.rel(log)))
-        timeout = self.ws.settings.gate_timeout_s
-        runner = self.ws.runner
-        result = run_gate(runner.supervisor, [str(hook)], self.ws.root, log, timeout, runner.sandbox)
+        self.tree.repo.stage_paths(self.tree.changed_paths() - {PLAN_FILE})
+        log = self.agents.new_log("hook", task_id)
+        span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.agents.rel(log)))
+        result = self.agents.gate([str(hook)], log)
         span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
-        relative = str(self.ws.rel(log))
+        relative = str(self.agents.rel(log))
         self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
         if result.ok:
             return None
         refusal = f"the pre-commit hook refused the build:\n{result.summary}"
-        return Failure(Verdict.HOOK_REFUSED, _for_history(refusal, self.ws.rel(log)))
+        return Failure(Verdict.HOOK_REFUSED, _for_history(refusal, self.agents.rel(log)))
 
     def _record_build(
         self, task_id: str, result: AgentResult, report: StageReport, changed: set[str]
     ) -> None:
         files = sorted(changed - {PLAN_FILE})
         usage = result.tracker.usage
-        with self.ws.change_plan() as change:
+        with self.plan.change() as change:
             shown = [shown_path(path) for path in files]
             task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd)
-        # ws.commit records the commit on the task (in a worktree: its copy, once merged).
-        commit = self.ws.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE}, task_id)
+        # The work tree's commit records it on the task (in a worktree: its copy, once merged).
+        commit = self.tree.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE}, task_id)
         if commit:
             report.commits.append(commit)
 
@@ -331,7 +335,7 @@ class BuildStage:
         """The attempt failed: back to pending with its verdict and the reason; the code stays for
         the next try."""
         usage = result.tracker.usage
-        with self.ws.change_plan(commit=True) as change:
+        with self.plan.change(commit=True) as change:
             attempts = change.plan.record_build_failure(
                 task_id, failure.verdict, failure.text, usage.total, usage.cost_usd
             )
@@ -362,36 +366,36 @@ class BuildStage:
     def _out_of_builds(self, task_id: str) -> bool:
         """Its builds used up their budget: max_attempts, or max_rebuilds once VERIFY rejected it."""
         settings = self.ws.settings
-        return self.ws.read_plan().out_of_builds(task_id, settings.max_attempts, settings.max_rebuilds)
+        return self.plan.read().out_of_builds(task_id, settings.max_attempts, settings.max_rebuilds)
 
     def _record_resubmission(self, task_id: str, result: AgentResult, report: StageReport) -> None:
         """The builder found the rejected work already right and resubmitted it unchanged, with its
         argument: no failure and no build; a fresh verifier judges it next."""
         usage = result.tracker.usage
-        with self.ws.change_plan(commit=True) as change:
+        with self.plan.change(commit=True) as change:
             change.plan.record_resubmission(task_id, usage.total, usage.cost_usd)
             change.message = f"ralph(build): {task_id} resubmitted unchanged, with its argument"
         self.ws.journal.event("resubmitted", item=task_id, log=str(result.log_path))
         self.ws.console.event(f"{task_id} resubmitted unchanged; a fresh verifier judges it")
 
     def _failed_the_same_twice(self, task_id: str) -> bool:
-        return failed_the_same_twice(self.ws.read_plan().task_line(task_id).record)
+        return failed_the_same_twice(self.plan.read().task_line(task_id).record)
 
     def _send_on_repeated(self, task_id: str, result: AgentResult, report: StageReport) -> None:
         """The same failure twice in a row: DECOMPOSE splits the task, with both failures in its
         prompt; a task decomposed as deep as max_decompose_depth allows goes to a person instead,
         as a question that quotes them."""
-        task = self.ws.read_plan().task_line(task_id).record
+        task = self.plan.read().task_line(task_id).record
         if task.get("depth", 0) < self.ws.settings.max_decompose_depth:
             return self._kill(task_id, KillReason.REPEATED_FAILURE, result, report)
-        self.ws.set_aside(result.log_path)
+        self.tree.set_aside(result.log_path)
         first, second = task["repeated_failure"]
         question = (
             f"Task {task_id} failed the same way twice in a row and cannot be split further"
             f" (decomposed {task.get('depth', 0)} times). How should it be done, or should it be"
             f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
         )
-        with self.ws.change_plan(commit=True) as change:
+        with self.plan.change(commit=True) as change:
             asked = change.plan.ask_about_repeated_failure(
                 task_id, question, _now(), "ralph (BUILD: the same failure twice)"
             )
@@ -407,8 +411,8 @@ class BuildStage:
     def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
         """Set the task aside for DECOMPOSE; its partial changes are saved as a patch and a draft
         branch, then undone."""
-        self.ws.set_aside_as_draft(task_id, result.log_path)
-        with self.ws.change_plan(commit=True) as change:
+        self.tree.set_aside_as_draft(task_id, result.log_path)
+        with self.plan.change(commit=True) as change:
             change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
             change.message = f"ralph(build): {task_id} killed ({reason})"
         self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=str(result.log_path))

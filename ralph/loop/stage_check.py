@@ -18,8 +18,9 @@ from pathlib import Path
 from ralph.errors import GitError
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.job import Job
+from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.prompts import data_block
-from ralph.loop.workspace import PLAN_FILE, StageReport, Workspace
+from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.new_work import bound_new_work
 from ralph.plan.plan import Plan
@@ -99,25 +100,26 @@ def jobs(plan: PlanReader, settings: Settings, root: Path) -> list[Job]:
 class CheckStage:
     def __init__(self, ws: Workspace, plan: Plan | None = None):
         """`plan`: the plan as the caller just read it (read here when not given)."""
-        self.ws, self.plan = ws, plan
+        self.ws, self.read_first = ws, plan
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
         self.outcome: CheckOutcome | None = None
 
     def run(self, iteration: int) -> StageReport:
         spec = self.ws.settings.spec
         report = StageReport(Stage.CHECK)
-        plan = self.plan or self.ws.read_plan()
-        head, digest = self.ws.repo.head(), spec_digest(self.ws.root, spec)
-        if already_met(self.ws.repo, plan, spec, digest):
+        plan = self.read_first or self.plan.read()
+        head, digest = self.tree.repo.head(), spec_digest(self.tree.root, spec)
+        if already_met(self.tree.repo, plan, spec, digest):
             self.outcome = CheckOutcome.ALREADY_MET
             self.ws.journal.event("check_skipped", item=spec, head=head)
             self.ws.console.event(f"CHECK {spec}: met already (nothing but plan.jsonl changed since)")
             return report
         report.items = 1
         span = self.ws.journal.span("stage", stage=str(Stage.CHECK), iteration=iteration, items=1)
-        before = self.ws.plan_bytes()
+        before = self.plan.raw()
         values = prompt_values(plan, spec, self.ws.settings.max_new_items)
-        result = self.ws.run_agent(Stage.CHECK, iteration, None, values, plan=plan)
-        self.ws.check_plan(result)
+        result = self.agents.run_agent(Stage.CHECK, iteration, None, values, plan=plan)
+        self.agents.check_plan(result)
         stop = kill_reason_of(result.run.stop_reason)
         if stop:
             commit = self._stopped(stop, result, before, report)
@@ -136,7 +138,7 @@ class CheckStage:
         """What the check added, bounded by ralph; the spec record says what a check that added
         nothing read."""
         spec = self.ws.settings.spec
-        with self.ws.change_plan() as change:  # goes in with the commit below
+        with self.plan.change() as change:  # goes in with the commit below
             bounded = bound_new_work(
                 change.plan, base, self.ws.settings.max_new_items, f"the spec check of {spec}"
             )
@@ -151,12 +153,12 @@ class CheckStage:
         said = bounded.summary() if added else "nothing missing"
         self.ws.console.event(f"CHECK {spec}: {said}")
         if not met:
-            self.ws.prioritize(commit=False)
-        return self.ws.commit(f"ralph(check): {spec}: {said}"), added
+            self.plan.prioritize(commit=False)
+        return self.tree.commit(f"ralph(check): {spec}: {said}"), added
 
     def _failed(self, result: AgentResult, before: bytes, report: StageReport) -> None:
         spec, log = self.ws.settings.spec, str(result.log_path)
-        self.ws.undo_plan_changes(before, result.log_path, spec)
+        self.plan.undo_since(before, result.log_path, spec)
         self.outcome = CheckOutcome.FAILED
         why = result.violation or result.plan_problem or f"the agent ended ({result.describe()})"
         self.ws.journal.event("check_failed", item=spec, why=why, log=log)
@@ -167,11 +169,11 @@ class CheckStage:
         self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
     ) -> str | None:
         spec, log = self.ws.settings.spec, str(result.log_path)
-        self.ws.undo_plan_changes(before, result.log_path, spec)
-        with self.ws.change_plan() as change:
+        self.plan.undo_since(before, result.log_path, spec)
+        with self.plan.change() as change:
             stops = change.plan.record_check_kill(spec, reason, log)
         self.outcome = CheckOutcome.STOPPED
         self.ws.journal.event("check_stopped", item=spec, kill_reason=reason, stops=stops, log=log)
         report.stopped.append(f"{spec} CHECK stopped ({reason}), nothing of it kept; log {log}")
         self.ws.console.event(f"CHECK {spec} stopped ({reason}); nothing of it kept")
-        return self.ws.commit(f"ralph(check): {spec} stopped ({reason})")
+        return self.tree.commit(f"ralph(check): {spec} stopped ({reason})")

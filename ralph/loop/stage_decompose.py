@@ -25,9 +25,10 @@ MAX_DECOMPOSE_FAILURES = 2
 class DecomposeStage:
     def __init__(self, ws: Workspace):
         self.ws = ws
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
 
     def run(self, iteration: int) -> StageReport:
-        found = jobs(self.ws.read_plan(), self.ws.settings, self.ws.root)
+        found = jobs(self.plan.read(), self.ws.settings, self.tree.root)
         report = StageReport(Stage.DECOMPOSE, items=len(found))
         if not found:
             return report
@@ -41,29 +42,29 @@ class DecomposeStage:
         return report
 
     def _fresh(self, task_id: str) -> Job | None:
-        found = jobs(self.ws.read_plan(), self.ws.settings, self.ws.root)
+        found = jobs(self.plan.read(), self.ws.settings, self.tree.root)
         return next((job for job in found if job.item == task_id), None)
 
     def _decompose(self, task: TaskView, values: dict, iteration: int, report: StageReport) -> str | None:
         limit = self.ws.settings.max_decompose_depth
         if task.depth >= limit:
             return self._block(task, f"decomposed {task.depth} times and still failing ({task.kill_reason})")
-        if task.kill_log and kill_log_of(task, self.ws.root) is None:
+        if task.kill_log and kill_log_of(task, self.tree.root) is None:
             self.ws.journal.event("kill_log_refused", item=task.id, kill_log=task.kill_log)
-        self.ws.set_state(stage=str(Stage.DECOMPOSE))
-        before = self.ws.plan_bytes()  # what a stopped run's changes go back to
-        result = self.ws.run_agent(Stage.DECOMPOSE, iteration, task.id, values)
+        self.plan.set_state(stage=str(Stage.DECOMPOSE))
+        before = self.plan.raw()  # what a stopped run's changes go back to
+        result = self.agents.run_agent(Stage.DECOMPOSE, iteration, task.id, values)
         stop = kill_reason_of(result.run.stop_reason)
         if stop:  # half a decomposition is none: undone, and it counts as a failed one
-            self.ws.undo_plan_changes(before, result.log_path, task.id)
+            self.plan.undo_since(before, result.log_path, task.id)
             report.stopped.append(f"{task.id} DECOMPOSE stopped ({stop}), undone; log {result.log_path}")
             return self._refuse(task, [], result.log_path, f"was stopped ({stop}) before it finished")
-        plan = self.ws.read_plan()
+        plan = self.plan.read()
         children = [child.id for child in plan.task_views() if child.parent == task.id and child.pending]
         if MIN_SUBTASKS <= len(children) <= MAX_SUBTASKS:
-            with self.ws.change_plan() as change:
+            with self.plan.change() as change:
                 change.plan.record_decomposition(task.id, children, task.depth)
-            return self.ws.commit(f"ralph(decompose): {task.id} -> {', '.join(children)}")
+            return self.tree.commit(f"ralph(decompose): {task.id} -> {', '.join(children)}")
         why = f"made {len(children)} subtask(s); a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
         return self._refuse(task, children, result.log_path, why)
 
@@ -71,26 +72,26 @@ class DecomposeStage:
         """2 to 5 subtasks from a run that finished, or the decomposition is undone; a second
         failure blocks the task."""
         if children:
-            with self.ws.change_plan() as change:
+            with self.plan.change() as change:
                 for child in children:
                     change.plan.delete(child, force=True)
         self.ws.journal.event("decompose_failed", item=task.id, why=why, log=str(log))
         self.ws.console.event(f"DECOMPOSE of {task.id} {why}")
-        if self.ws.read_plan().find_task(task.id) is None:  # the agent removed it, with too few parts:
-            with self.ws.change_plan() as change:  # undone whole, the task back as it was
+        if self.plan.read().find_task(task.id) is None:  # the agent removed it, with too few parts:
+            with self.plan.change() as change:  # undone whole, the task back as it was
                 change.plan.restore_task(task.record)
-        with self.ws.change_plan() as change:
+        with self.plan.change() as change:
             failures = change.plan.record_decompose_failure(task.id)
         if failures >= MAX_DECOMPOSE_FAILURES:
             return self._block(task, f"DECOMPOSE failed {failures} times: {why}")
-        return self.ws.commit(f"ralph(decompose): {task.id} not decomposed ({why})")
+        return self.tree.commit(f"ralph(decompose): {task.id} not decomposed ({why})")
 
     def _block(self, task: TaskView, reason: str) -> str | None:
-        with self.ws.change_plan() as change:
+        with self.plan.change() as change:
             change.plan.block(task.id, reason)
         self.ws.journal.event("task_blocked", item=task.id, reason=reason)
         self.ws.console.event(f"{task.id} blocked: {reason}; a person must split or rethink it")
-        return self.ws.commit(f"ralph(decompose): {task.id} blocked\n\n{reason}")
+        return self.tree.commit(f"ralph(decompose): {task.id} blocked\n\n{reason}")
 
 
 def jobs(plan: Plan, settings: Settings, root: Path) -> list[Job]:

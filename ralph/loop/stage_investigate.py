@@ -22,9 +22,10 @@ from ralph.plan.records import IssueView, KillReason, Stage, kill_reason_of
 class InvestigateStage:
     def __init__(self, ws: Workspace):
         self.ws = ws
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
 
     def run(self, iteration: int) -> StageReport:
-        found = jobs(self.ws.read_plan(), self.ws.settings)
+        found = jobs(self.plan.read(), self.ws.settings)
         report = StageReport(Stage.INVESTIGATE, items=len(found))
         if not found:
             return report
@@ -37,15 +38,13 @@ class InvestigateStage:
         return report
 
     def _fresh(self, issue_id: str) -> Job | None:
-        return next(
-            (job for job in jobs(self.ws.read_plan(), self.ws.settings) if job.item == issue_id), None
-        )
+        return next((job for job in jobs(self.plan.read(), self.ws.settings) if job.item == issue_id), None)
 
     def _investigate(self, issue: dict, values: dict, iteration: int, report: StageReport) -> None:
-        self.ws.set_state(stage=str(Stage.INVESTIGATE))
-        before, base = self.ws.plan_bytes(), self.ws.read_plan()  # what a stopped run's changes go back to
-        result = self.ws.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values, plan=base)
-        self.ws.check_plan(result)
+        self.plan.set_state(stage=str(Stage.INVESTIGATE))
+        before, base = self.plan.raw(), self.plan.read()  # what a stopped run's changes go back to
+        result = self.agents.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values, plan=base)
+        self.agents.check_plan(result)
         stop = kill_reason_of(result.run.stop_reason)
         if stop:
             commit = self._stopped(issue, stop, result, before, report)
@@ -55,12 +54,12 @@ class InvestigateStage:
                 message = self._resolve_if_it_became_tasks(issue["id"], message, str(result.log_path))
             else:
                 message += self._resolution(issue["id"], str(result.log_path))
-            commit = self.ws.commit(message)
+            commit = self.tree.commit(message)
         report.commits += [commit] if commit else []
 
     def _bound(self, issue: dict, base: Plan) -> str:
         """What the run added, bounded by ralph (ralph.plan.new_work); for the commit subject."""
-        with self.ws.change_plan() as change:  # goes in with this stage's commit
+        with self.plan.change() as change:  # goes in with this stage's commit
             limit = self.ws.settings.max_new_items
             bounded = bound_new_work(change.plan, base, limit, f"INVESTIGATE of {issue['id']}")
         if bounded.cut:
@@ -72,21 +71,21 @@ class InvestigateStage:
     def _resolution(self, issue_id: str, log: str) -> str:
         """The agent resolved the issue: its note (why it needs no work, or what it became) goes
         into the commit's body and the journal; the plan keeps it as a resolve record."""
-        note = self.ws.read_plan().resolutions().get(issue_id)
+        note = self.plan.read().resolutions().get(issue_id)
         self.ws.journal.event("issue_resolved", item=issue_id, note=note, log=log)
         return f"\n\nresolved: {note}" if note else "\n\nresolved without a note"
 
     def _still_open(self, issue_id: str) -> bool:
-        return any(issue["id"] == issue_id for issue in self.ws.issues())
+        return any(issue["id"] == issue_id for issue in self.plan.issues())
 
     def _resolve_if_it_became_tasks(self, issue_id: str, message: str, log: str) -> str:
-        plan = self.ws.read_plan()
+        plan = self.plan.read()
         made = [task["id"] for task in plan.tasks() if task.get("issue") == issue_id]
         kept = any(issue.get("keep_open") for issue in plan.issues() if issue["id"] == issue_id)
         if not made or kept:
             self.ws.journal.event("issue_unresolved", item=issue_id, kept_open=kept or None, log=log)
             return message
-        with self.ws.change_plan() as change:  # goes in with this stage's commit
+        with self.plan.change() as change:  # goes in with this stage's commit
             change.plan.resolve_issue(issue_id)
         self.ws.journal.event("issue_resolved_by_ralph", item=issue_id, tasks=made)
         return f"{message}\n\nresolved by ralph: it became {', '.join(made)}"
@@ -98,9 +97,9 @@ class InvestigateStage:
         are kept beside its log and undone, and the issue records the stop; at max_attempts
         stops it is kept open for a person."""
         log = str(result.log_path)
-        self.ws.undo_plan_changes(before, result.log_path, issue["id"])
+        self.plan.undo_since(before, result.log_path, issue["id"])
         limit = self.ws.settings.max_attempts
-        with self.ws.change_plan() as change:  # goes in with the commit below
+        with self.plan.change() as change:  # goes in with the commit below
             if not any(open_issue["id"] == issue["id"] for open_issue in change.plan.issues()):
                 return None  # gone meanwhile (a person resolved it): nothing to record
             stops = change.plan.record_investigation_kill(issue["id"], reason, log)
@@ -117,7 +116,7 @@ class InvestigateStage:
         then = "kept open for a person" if parked else f"investigated again next time ({stops} of {limit})"
         report.stopped.append(f"{issue['id']} INVESTIGATE stopped ({reason}), {then}; log {log}")
         self.ws.console.event(f"INVESTIGATE {issue['id']} stopped ({reason}); {then}")
-        return self.ws.commit(f"ralph(investigate): {issue['id']} stopped ({reason}), {then}")
+        return self.tree.commit(f"ralph(investigate): {issue['id']} stopped ({reason}), {then}")
 
 
 def jobs(plan: Plan, settings: Settings) -> list[Job]:

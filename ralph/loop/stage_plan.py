@@ -11,14 +11,14 @@ the committed plan, and every build failed with `no task`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.job import Job
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, kill_reason_of
-from ralph.store import intent
-from ralph.store.intent import IntentKind
 
 
 def needed(plan: Plan | None, spec: str) -> bool:
@@ -35,38 +35,34 @@ def jobs(plan: Plan | None, settings: Settings) -> list[Job]:
 class PlanStage:
     def __init__(self, ws: Workspace):
         self.ws = ws
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
 
     def run(self, iteration: int) -> StageReport:
         span = self.ws.journal.span("stage", stage="PLAN")
-        before = self.ws.plan_bytes()
-        repo, spec = self.ws.repo, self.ws.settings.spec
-        saved = repo.git("hash-object", "-w", "--stdin", stdin=before).strip()  # what an undo puts back
-        pending = intent.begin(repo, IntentKind.PLAN, self.ws.root, spec=spec, before=saved, phase="agent")
-        try:
-            return self._run(iteration, span, before, pending)
-        finally:  # whatever this process lived to see through (an interrupt sets the run aside itself)
-            intent.finish(repo, pending)
+        before = self.plan.raw()
+        with self.plan.planning(before) as whole:
+            return self._run(iteration, span, before, whole)
 
-    def _run(self, iteration: int, span, before: bytes, pending: intent.Intent) -> StageReport:
-        result = self.ws.run_agent(Stage.PLAN, iteration, None, {})
-        self.ws.check_plan(result)
+    def _run(self, iteration: int, span, before: bytes, whole: Callable[[str], None]) -> StageReport:
+        result = self.agents.run_agent(Stage.PLAN, iteration, None, {})
+        self.agents.check_plan(result)
         report = StageReport(Stage.PLAN, items=1)
         stop = kill_reason_of(result.run.stop_reason)
         if stop:
             commit = self._stopped(stop, result, before, report)
             span.end(tasks=0, kill_reason=str(stop))
         else:
-            count = len(self.ws.tasks())
+            count = len(self.plan.tasks())
             message = f"ralph(plan): {self.ws.settings.spec}: {count} tasks"
-            intent.update(self.ws.repo, pending, phase="planned", message=message)  # its output is whole
-            with self.ws.change_plan() as change:  # goes in with the commit below
+            whole(message)  # its output is whole: a kill from here on is finished, not undone
+            with self.plan.change() as change:  # goes in with the commit below
                 change.plan.record_plan_kill(self.ws.settings.spec, None)
                 if count:  # planned: later issues of the spec never skip its PLAN, nor does it run again
                     change.plan.record_planned(self.ws.settings.spec)
             # The priorities go in the plan's commit: one commit, not a second 'task prioritize'.
-            counts = self.ws.prioritize(commit=False)
+            counts = self.plan.prioritize(commit=False)
             priorities = f"{counts['high']} high, {counts['medium']} medium, {counts['low']} low"
-            commit = self.ws.commit(f"{message} ({priorities})")
+            commit = self.tree.commit(f"{message} ({priorities})")
             span.end(tasks=count)
         report.commits += [commit] if commit else []
         return report
@@ -75,10 +71,10 @@ class PlanStage:
         self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
     ) -> str | None:
         spec, log = self.ws.settings.spec, str(result.log_path)
-        self.ws.undo_plan_changes(before, result.log_path, spec)
-        with self.ws.change_plan() as change:
+        self.plan.undo_since(before, result.log_path, spec)
+        with self.plan.change() as change:
             change.plan.record_plan_kill(spec, reason, log)
         self.ws.journal.event("plan_stopped", item=spec, kill_reason=reason, log=log)
         report.stopped.append(f"{spec} PLAN stopped ({reason}), nothing of it kept; log {log}")
         self.ws.console.event(f"PLAN {spec} stopped ({reason}); nothing of it kept")
-        return self.ws.commit(f"ralph(plan): {spec} stopped ({reason})")
+        return self.tree.commit(f"ralph(plan): {spec} stopped ({reason})")

@@ -17,9 +17,10 @@ from ralph.errors import PlanInvalid
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.job import Job
 from ralph.loop.permissions import Snapshot, violations
+from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.signals import deferred_signals
-from ralph.loop.workspace import PLAN_FILE, RALPH_FILES, StageReport, Workspace
+from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.new_work import new_items
 from ralph.plan.plan import Plan
@@ -44,6 +45,7 @@ class Verification:
 class VerifyStage:
     def __init__(self, ws: Workspace):
         self.ws = ws
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
 
     def run(self, iteration: int) -> StageReport:
         report = StageReport(Stage.VERIFY)
@@ -53,15 +55,15 @@ class VerifyStage:
 
     def _verify(self, iteration: int, claimed: list[str] | None) -> StageReport:
         """One fork/join of verifiers: every done task, or (with a remote) the claimed ones."""
-        plan = self.ws.read_plan()
+        plan = self.plan.read()
         found = [job for job in jobs(plan, self.ws.settings) if claimed is None or job.item in claimed]
         done = [TaskView(job.record) for job in found]
         report = StageReport(Stage.VERIFY, items=len(done))
         if not done:
             return report
         span = self.ws.journal.span("stage", stage="VERIFY", iteration=iteration, items=len(done))
-        self.ws.set_state(plan, stage=str(Stage.VERIFY))
-        before, old = self.ws.snapshot(), self.ws.read_plan()  # the plan as it is once the state is set
+        self.plan.set_state(plan, stage=str(Stage.VERIFY))
+        before, old = self.tree.snapshot(), self.plan.read()  # the plan as it is once the state is set
         pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
         try:
             runs = list(pool.map(lambda job: self._verify_one(job, iteration, old), found))
@@ -70,35 +72,36 @@ class VerifyStage:
                 # Stopped before the threads are joined (`with pool` would wait for every verifier
                 # to finish); the queued ones never start. Each running one removes its checkout.
                 pool.shutdown(wait=False, cancel_futures=True)
-                self.ws.runner.supervisor.stop_all()
+                self.agents.stop_all()
                 pool.shutdown(wait=True)
             raise
         pool.shutdown(wait=True)
         # The verifiers had no business in this work tree or its plan.jsonl at all (their verdicts
         # go to their own copies): whatever changed here is undone, and none of theirs is taken.
-        if self.ws.enforce(Stage.VERIFY, set(), before, old, [run.result for run in runs]):
+        if self.agents.enforce(Stage.VERIFY, set(), before, old, [run.result for run in runs]):
             for run in runs:
                 run.theirs = None
+        taken_on = self.plan.read()  # with what a person changed meanwhile, which is theirs
         self._take(runs, report)
         verdicts = self._verdicts(done)
         accepted = [task for task in done if task.id in verdicts["accepted"]]
         report.accepted = [f"{task.id} {task.name}" for task in accepted]
         report.accepted_tasks = [_accepted(task) for task in accepted]
         # The subject names what the verifiers added (a cut issue included), not only the verdicts.
-        verdicts["added"] = [record["id"] for record in new_items(old, self.ws.read_plan())]
+        verdicts["added"] = [record["id"] for record in new_items(taken_on, self.plan.read())]
         summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)
-        commit = self.ws.commit(f"ralph(verify): {summary}")
+        commit = self.tree.commit(f"ralph(verify): {summary}")
         report.commits += [commit] if commit else []
-        self.ws.prioritize()
+        self.plan.prioritize()
         span.end(**{kind.replace(" ", "_"): ids for kind, ids in verdicts.items() if ids})
         return report
 
     def _verify_one(self, job: Job, iteration: int, plan: Plan) -> Verification:
         task = TaskView(job.record)
-        with self.ws.checkout(f"verify-{task.id}") as checkout:
+        with self.tree.checkout(f"verify-{task.id}") as checkout:
             base = reader.read_plan(checkout.root)
             start = _snapshot(checkout)
-            result = self.ws.run_agent(
+            result = self.agents.run_agent(
                 Stage.VERIFY, iteration, task.id, job.values, cwd=checkout.root, plan=plan
             )
             run = Verification(task, result, str(checkout.root), base)
@@ -130,7 +133,7 @@ class VerifyStage:
             changed |= set(checkout.paths("diff", "--name-only", "-z", start.head))
         log = run.result.log_path
         if changed - {PLAN_FILE}:
-            patch = self.ws.root / log.with_suffix(".patch")
+            patch = self.tree.root / log.with_suffix(".patch")
             checkout.save_patch(changed - {PLAN_FILE}, patch, base=start.head or "HEAD")
         self._violated(run)
 
@@ -152,7 +155,7 @@ class VerifyStage:
 
     def _take(self, runs: list[Verification], report: StageReport) -> None:
         """Into the plan: each verifier's verdict and additions, or why its run was stopped."""
-        with self.ws.change_plan() as change:  # goes in with this stage's commit
+        with self.plan.change() as change:  # goes in with this stage's commit
             for run in runs:
                 if run.killed:
                     self._stopped(change.plan, run, report)
@@ -202,7 +205,7 @@ class VerifyStage:
         if set_aside:
             text = f"VERIFY was stopped {stops} times ({reason}); split it into tasks one run can check"
             plan.set_aside(task.id, reason, text, kill_log=log)
-            self.ws.save_build_patch(task, run.result.log_path)
+            self.tree.save_build_patch(task, run.result.log_path)
         self.ws.journal.event(
             "verify_stopped", item=task.id, kill_reason=reason, stops=stops, set_aside=set_aside, log=log
         )
@@ -213,7 +216,7 @@ class VerifyStage:
         self.ws.console.event(f"VERIFY {task.id} stopped ({reason}); {then}")
 
     def _verdicts(self, done: list[TaskView]) -> dict[str, list[str]]:
-        plan = self.ws.read_plan()
+        plan = self.plan.read()
         accepted, current = plan.accepted(), {task.id: task for task in plan.task_views()}
         verdicts: dict[str, list[str]] = {"accepted": [], "rejected": [], "no verdict": []}
         for task in done:

@@ -10,14 +10,15 @@ if it is now claimed by another runner, done or accepted. Nothing is ever force-
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ralph.clock import now
 from ralph.errors import RalphError, RemoteError, RemoteOffline, RemoteRejected
 from ralph.ops.names import named
 from ralph.ops.sync import on_remote_head, until_pushed
 from ralph.plan import schedule
+from ralph.plan.claims import Ages
 from ralph.plan.document import Record
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
@@ -26,22 +27,6 @@ from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
-
-CLOCK_SKEW_ENV = "RALPH_CLOCK_SKEW_S"  # seconds added to this runner's clock: to try clocks that disagree
-
-Ages = Callable[[Record, str], float | None]  # a claim's age in seconds at a time (None: expired)
-
-
-def now() -> str:
-    """This runner's clock (UTC, ISO 8601), moved by $RALPH_CLOCK_SKEW_S when set."""
-    import os
-    from datetime import timedelta
-
-    try:
-        skew = float(os.environ.get(CLOCK_SKEW_ENV) or 0)
-    except ValueError:
-        skew = 0.0
-    return (datetime.now(UTC) + timedelta(seconds=skew)).isoformat(timespec="seconds")
 
 
 def default_runner() -> str:
@@ -68,12 +53,13 @@ class NextTask:
     def __call__(self, plan: Plan) -> Record | None:
         stamp = now()
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
+        _look_at_all(plan, self.runner, stamp, self.ages)
         free = _claimable(plan, self.spec, self.runner, stamp, ttl, self.ages)
         chosen = next((task for task in free if task["id"] == self._replay), None) or (
             free[0] if free else None
         )
         if chosen is not None:
-            plan.claim(chosen["id"], self.runner, stamp, ttl)
+            plan.claim(chosen["id"], self.runner, stamp, ttl, self.ages)
         self.chosen = chosen
         return chosen
 
@@ -104,6 +90,7 @@ class NextToVerify:
     def __call__(self, plan: Plan) -> list[str] | None:
         stamp = now()
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
+        _look_at_all(plan, self.runner, stamp, self.ages)
         done = [
             task
             for task in plan.tasks()
@@ -117,7 +104,7 @@ class NextToVerify:
         ]
         self.chosen = [task["id"] for task in (own + free)[: self.limit]]
         for task_id in self.chosen:
-            plan.claim(task_id, self.runner, stamp, ttl)
+            plan.claim(task_id, self.runner, stamp, ttl, self.ages)
         return self.chosen or None
 
     def message(self, ids: list[str]) -> str:
@@ -133,7 +120,7 @@ def claim_next(
     """Claim the first ready task of `spec` (all specs: None) no live claim holds, and push the
     claim. Returns the task, or None when no task is free. A task this runner claimed before (a
     restart under the same name) comes first; one whose claim is older than the TTL is taken over."""
-    pick = NextTask(spec, runner, ttl_s, remote.sightings.age_s)
+    pick = NextTask(spec, runner, ttl_s, remote.claim_clock.age_s)
     until_pushed(root, remote, runner, pick, pick.message, idle_push=False, after_lost=pick.lost)
     return pick.chosen
 
@@ -150,7 +137,7 @@ def claim_to_verify(
     """Claim up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
     those no live claim holds; none of `skip`) and push the claims; returns their ids (none:
     nothing to verify)."""
-    pick = NextToVerify(spec, runner, limit, ttl_s, skip, remote.sightings.age_s)
+    pick = NextToVerify(spec, runner, limit, ttl_s, skip, remote.claim_clock.age_s)
     until_pushed(root, remote, runner, pick, pick.message, idle_push=False)
     return pick.chosen
 
@@ -252,14 +239,15 @@ def _claim_first(
     def pick(plan: Plan) -> str | None:
         stamp = now()
         ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
+        ages = remote.claim_clock.age_s
+        _look_at_all(plan, runner, stamp, ages)
         items = candidates(plan)
         own = [item for item in items if item.get("claimed_by") == runner]
-        ages = remote.sightings.age_s
         free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl, ages)]
         if not own + free:
             return None
         chosen: str = (own + free)[0]["id"]
-        plan.claim(chosen, runner, stamp, ttl)
+        plan.claim(chosen, runner, stamp, ttl, ages)
         return chosen
 
     chosen = until_pushed(
@@ -416,8 +404,10 @@ def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
 def remote_claims(
     root: Path, remote: Remote, ttl_s: float | None = None, at: str | None = None
 ) -> dict[str, Any]:
-    """The claims on the remote branch's head: each with its runner, since when, how old and
-    whether it is live or stale (older than the claim TTL)."""
+    """The claims on the remote branch's head: each with its runner, its claimed_at, its age by the
+    rule runners judge claims by (ralph.plan.reading.claim_age_s: since its commit on the remote's
+    history, and since this clone first saw it; this look counts as a sighting) and whether it is
+    live or stale (older than the claim TTL)."""
     head = remote.fetch()
     data = remote.repo.file_at(head, PLAN_NAME) if head else None
     plan = Plan(load(data, PLAN_NAME)) if data is not None else None
@@ -425,15 +415,17 @@ def remote_claims(
     stamp = at or now()
     claims = []
     for task in plan.claims() if plan else []:
-        age = claim_age_s(task, stamp)  # what the claim says: a clone that never saw it knows no better
+        judged = remote.claim_clock.judge(task, stamp)
         claims.append(
             {
                 "task": task["id"],
                 "name": task.get("name") or task.get("text") or task["id"],
                 "runner": task["claimed_by"],
                 "since": task.get("claimed_at"),
-                "age_s": age,
-                "stale": age is None or age >= ttl,
+                "committed_at": judged.committed_at,
+                "seen_at": judged.seen_at or stamp,
+                "age_s": judged.age_s,
+                "stale": judged.age_s is None or judged.age_s >= ttl,
             }
         )
     return {
@@ -441,14 +433,16 @@ def remote_claims(
         "branch": remote.branch,
         "head": head,
         "claim_ttl_s": ttl,
+        "at": stamp,
         "claims": claims,
     }
 
 
 def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
-    """The claims older than the claim TTL on the remote branches this clone last fetched (no
-    fetch: a look that changes nothing), each with its remote-tracking branch and age: a runner
-    that died or is stuck holds them, and others wait until they take them over."""
+    """The claims older than the claim TTL on the remote branches this clone last fetched, by the
+    rule runners judge them by (no fetch, and nothing written down: a look that changes nothing),
+    each with its remote-tracking branch and age: a runner that died or is stuck holds them, and
+    others wait until they take them over."""
     repo = Repo(root)
     branch = repo.branch() or "main"
     refs = repo.git("for-each-ref", "--format=%(refname:short)", "refs/remotes").split()
@@ -462,9 +456,9 @@ def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
             plan = Plan(load(data, PLAN_NAME))
         except RalphError:  # a plan that does not load is not ours to judge here
             continue
-        sightings = Remote(repo, ref.removesuffix(f"/{branch}"), branch).sightings
+        clock = Remote(repo, ref.removesuffix(f"/{branch}"), branch).claim_clock
         for item in plan.claims():
-            age = sightings.age_s(item, stamp, remember=False)
+            age = clock.age_s(item, stamp, remember=False)
             if age is None or age >= plan.claim_ttl_s():
                 found.append((ref, item, age))
     return found
@@ -478,6 +472,16 @@ def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float
     own = [task for task in ready if task.get("claimed_by") == runner]
     free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl, ages)]
     return own + free
+
+
+def _look_at_all(plan: Plan, runner: str, stamp: str, ages: Ages) -> None:
+    """Judge every other runner's claim on the plan, not only those on the items wanted now: a
+    clone notes when it first saw each (ralph.store.claim_clock), so a claim it comes to want
+    later is as old as it has been in sight, and a dead runner's claim is taken over a TTL after
+    it was pushed."""
+    for item in plan.claims():
+        if item["claimed_by"] != runner:
+            ages(item, stamp)
 
 
 def _in_spec(task: Record, spec: str | None) -> bool:

@@ -211,13 +211,15 @@ def _locks(repo: Repo) -> list[Finding]:
 
 
 def _stale_claims(root: Path) -> list[Finding]:
-    """Claims on the shared remote (as last fetched) older than the claim TTL: their runner died
-    or is stuck, and the other runners wait until they take its work over."""
+    """Claims on the shared remote (as last fetched) older than the claim TTL, judged as runners
+    judge them (by the remote's commit times and this clone's own sightings): their runner died or
+    is stuck, and the other runners wait until they take its work over."""
+    from ralph.durations import spoken
     from ralph.ops.claims import stale_claims
 
     found = []
     for ref, item, age in stale_claims(root):
-        held = f"since {item.get('claimed_at', '?')}" + (f", {age / 60:.0f} min" if age is not None else "")
+        held = f"claimed {spoken(age)} ago" if age is not None else f"claimed_at {item.get('claimed_at')!r}"
         problem = f"stale claim on {item['id']} by runner {item['claimed_by']} ({held})"
         found.append(Finding("stale_claim", ref, problem, "keeps it: the next runner takes it over", False))
     return found

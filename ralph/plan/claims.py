@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ralph.errors import InvalidInput, Refused
 from ralph.plan.document import Record
 from ralph.plan.intake import require_text
 from ralph.plan.reading import PlanReader, claim_age_s, drop_claim
 from ralph.plan.records import is_blocked
 
+# A claim's age in seconds at a time, None: expired (ralph.plan.reading.claim_age_s for the rule).
+Ages = Callable[[Record, str], float | None]
 
-def claim(plan: PlanReader, task_id: str, runner: str, now: str, ttl_s: float | None = None) -> Record:
+
+def claim(
+    plan: PlanReader,
+    task_id: str,
+    runner: str,
+    now: str,
+    ttl_s: float | None = None,
+    ages: Ages = claim_age_s,
+) -> Record:
     """`runner` claims the task at `now` (UTC, ISO 8601): it builds it (a pending task),
     verifies it (a done one) or decomposes it (a killed one), no other runner does. An issue
     (to investigate it) or a spec record (to plan it) is claimed the same way. Claiming one's
     own item again renews the claim. Another runner's claim is refused unless it is older
-    than the claim TTL: then it is taken over, and a takeover record keeps the claim it
+    than the claim TTL (by `ages`: runners sharing a remote judge it by the remote's history,
+    see ralph.store.claim_clock): then it is taken over, and a takeover record keeps the claim it
     replaced."""
     require_text(runner, "the runner")
     if not runner.strip():
@@ -26,7 +39,7 @@ def claim(plan: PlanReader, task_id: str, runner: str, now: str, ttl_s: float | 
     holder = task.get("claimed_by")
     if holder and holder != runner:
         ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
-        age = claim_age_s(task, now)
+        age = ages(task, now)
         if age is not None and age < ttl:
             raise Refused(f"task {task_id} is claimed by {holder} since {task.get('claimed_at', '?')}")
         takeover = {"t": "takeover", "id": task_id, "by": runner, "at": now, "was_claimed_by": holder}

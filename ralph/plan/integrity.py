@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ralph.errors import Problem
 
@@ -11,6 +11,16 @@ if TYPE_CHECKING:
 
 SINGLETONS = ("config", "state")
 SHOWN_OF_A_CYCLE = 8
+
+
+def record_key(record: dict[str, Any]) -> str:
+    """What a record is, whatever its fields say: a task or issue (or another record with an id)
+    by id, a spec by path, config and state by type."""
+    if record.get("t") == "spec":
+        return f"spec {record.get('path')}"
+    if record.get("t") in SINGLETONS or "id" not in record:
+        return str(record.get("t"))
+    return str(record["id"])
 
 
 def cycle_text(cycle: list[str]) -> str:

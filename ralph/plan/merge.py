@@ -33,7 +33,7 @@ from typing import Any
 
 from ralph.errors import InvalidInput, Problem
 from ralph.plan.document import Document, Line, Record, RecordLine, line_of, serialize
-from ralph.plan.integrity import SINGLETONS, integrity_problems
+from ralph.plan.integrity import SINGLETONS, integrity_problems, record_key
 from ralph.plan.loader import parse_lines
 from ralph.plan.records import Status
 from ralph.plan.validate import record_problems
@@ -408,10 +408,7 @@ class _Side:
 def _key(record: Record) -> str:
     """A task or issue by id, a spec by path (the loop marks a spec whose PLAN run was stopped),
     config and state by type."""
-    if record["t"] == "spec":
-        return f"spec {record['path']}"
-    key: str = record["t"] if record["t"] in SINGLETONS else record["id"]
-    return key
+    return record_key(record)
 
 
 def _trailing_blank_lines(doc: Document) -> int:

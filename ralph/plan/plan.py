@@ -11,7 +11,7 @@ from typing import Any
 from ralph.plan import attempts, claims, questions, singletons, tasks
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
-from ralph.plan.reading import PlanReader
+from ralph.plan.reading import PlanReader, claim_age_s
 from ralph.plan.records import KillReason, Verdict
 
 
@@ -122,8 +122,10 @@ class Plan(PlanReader):
     def take_verification(self, task_id: str, base: Plan, theirs: Plan, max_new: int | None = None) -> Record:
         return attempts.take_verification(self, task_id, base, theirs, max_new)
 
-    def claim(self, task_id: str, runner: str, now: str, ttl_s: float | None = None) -> Record:
-        return claims.claim(self, task_id, runner, now, ttl_s)
+    def claim(
+        self, task_id: str, runner: str, now: str, ttl_s: float | None = None, ages: claims.Ages = claim_age_s
+    ) -> Record:
+        return claims.claim(self, task_id, runner, now, ttl_s, ages)
 
     def release(self, task_id: str, runner: str) -> Record | None:
         return claims.release(self, task_id, runner)

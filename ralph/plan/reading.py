@@ -191,7 +191,7 @@ class PlanReader:
 
 DEFAULT_CLAIM_TTL_MS = CONFIG_KEYS["claim_ttl_ms"].default
 CLAIM_FIELDS = ("claimed_by", "claimed_at")
-CLOCKS_DISAGREE_AT_MOST_S = 24 * 3600  # a claimed_at older than this is old on any runner's clock
+CLOCKS_DISAGREE_AT_MOST_S = 24 * 3600  # a claim made longer ago than this is old on any runner's clock
 CLAIMABLE = ("task", "issue", "spec")  # a task to build, verify or decompose; an issue; a spec to plan
 
 
@@ -206,18 +206,36 @@ def drop_claim(task: Record) -> None:
         task.pop(key, None)
 
 
-def claim_age_s(task: Record, now: str, seen_at: str | None = None) -> float | None:
-    """Seconds since the task was claimed, or None when its claimed_at does not parse (such a
-    claim counts as expired: a person or a broken runner wrote it). `seen_at`: when the runner
-    judging it first saw the claim, on the same clock as `now`; the age is then the lesser of the
-    two, so a claimer whose clock is behind the judge's does not look stale (claimed_at is the
-    claimer's clock, seen_at the judge's own), unless claimed_at is older than any clock is wrong
-    (a day: the claim of a runner that died long ago is taken over at once)."""
+def claim_age_s(
+    task: Record, now: str, seen_at: str | None = None, committed_at: str | None = None
+) -> float | None:
+    """Seconds since the task was claimed, as of `now` (the judging runner's clock), by the rule
+    every runner follows: the lesser of two ages, each read on one clock against the other.
+
+    - Since the claim was made: `committed_at`, the committer time of the commit that made the
+      claim on the shared remote. Every runner reads the same time there, and ralph stamps its
+      commits so that times along the history never go backwards (a runner whose clock is behind
+      is pulled forward to the history's time). Without it (the commit is not known), the claim's
+      own claimed_at, which the claimer's clock wrote.
+    - Since this runner first saw the claim: `seen_at`, on the judge's own clock, which no other
+      clock moves: a safe lower bound on the claim's age.
+
+    A takeover thus needs both over the TTL, and no clock hours off lets a live claim be taken
+    over: not the claimer's (behind, its commit is pulled to the history's time; ahead, its commit
+    looks new), not the judge's while it stays off (it saw the claim on that clock too), nor the
+    judge's set right while it watched (the commit kept the history's time). The price: a runner
+    that first sees a dead runner's claim late (a fresh clone) waits a TTL from its first look,
+    and a claim committed after a runner ahead of the others pushed looks new until the clocks
+    catch up with that one. When the first is over a day (no clock is that wrong), it is
+    believed alone: a runner dead for days loses its claims at once.
+    None when the claim's time does not parse: it counts as expired (a person or a broken runner
+    wrote it)."""
     from datetime import datetime
 
     try:
         current = datetime.fromisoformat(now)
-        age = (current - datetime.fromisoformat(str(task.get("claimed_at")))).total_seconds()
+        made = committed_at if committed_at is not None else str(task.get("claimed_at"))
+        age = (current - datetime.fromisoformat(made)).total_seconds()
         if seen_at is not None and age < CLOCKS_DISAGREE_AT_MOST_S:
             age = min(age, (current - datetime.fromisoformat(seen_at)).total_seconds())
         return age

@@ -23,7 +23,7 @@ from ralph.errors import GitError, RalphError, WorkTreeGone
 
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Generator, Iterable
 
 ZERO_SHA = "0" * 40
 _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
@@ -54,6 +54,7 @@ class Repo:
         self._env["GIT_LITERAL_PATHSPECS"] = "1"
         self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
         self._signs: bool | None = None
+        self._commit_times: dict[str, int] = {}  # commit -> committer time, as read or made here
 
     def with_index(self, index: Path) -> Repo:
         """This work tree with an index file of its own (GIT_INDEX_FILE): what git stages through
@@ -75,14 +76,19 @@ class Repo:
         replacement character would name no file at all."""
         return self._output(args).decode("utf-8", "surrogateescape")
 
-    def _output(self, args: tuple[str, ...], stdin: bytes | None = None) -> bytes:
-        """git's stdout as bytes; GitError naming the command when it fails."""
-        done = self._run(args, stdin)
+    def _output(
+        self, args: tuple[str, ...], stdin: bytes | None = None, env: dict[str, str] | None = None
+    ) -> bytes:
+        """git's stdout as bytes; GitError naming the command when it fails. `env`: variables
+        set for this command alone."""
+        done = self._run(args, stdin, env)
         if done.returncode != 0:
             raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
         return done.stdout
 
-    def _run(self, args: tuple[str, ...], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    def _run(
+        self, args: tuple[str, ...], stdin: bytes | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
         import subprocess  # here, not above: read-only commands import this module for find_root alone
 
         try:
@@ -94,7 +100,7 @@ class Repo:
             return subprocess.run(
                 ["git", *args],
                 cwd=self.root,
-                env=self._env,
+                env={**self._env, **env} if env else self._env,
                 input=stdin,
                 capture_output=True,
                 check=False,
@@ -148,6 +154,7 @@ class Repo:
         commit, tree = _batch_objects(out)
         if commit is None:
             return None, []
+        self._note_commit_time(commit[0], commit[2])
         if tree is not None and commit[2].startswith(b"tree %s\n" % tree[0].encode()):
             return commit[0], _tree_records(tree[2], len(tree[0]) // 2)
         parent = self.head()  # HEAD moved between the two look-ups: the tree of the commit read now
@@ -372,7 +379,11 @@ class Repo:
         takes_plan = "plan.jsonl" in staged
         if takes_plan:
             message = self._with_pending_ops(message)
-        self.git("commit", "--no-verify", "-q", "-F", "-", "--", *staged, stdin=_message_bytes(message))
+        head = self.head()
+        stamps = self._commit_dates([head] if head else [])
+        self._output(
+            ("commit", "--no-verify", "-q", "-F", "-", "--", *staged), _message_bytes(message), stamps
+        )
         if takes_plan:
             from ralph.store import pending_ops
 
@@ -532,12 +543,63 @@ class Repo:
         done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
         return done.stdout if done.returncode == 0 else None
 
+    def files_at(self, revs: list[str], relpath: str) -> list[bytes | None]:
+        """The file's bytes in each of `revs` (None where there is no such file), from one
+        `git cat-file --batch`."""
+        if not revs:
+            return []
+        asked = "".join(f"{rev}:{relpath}\n" for rev in revs).encode()
+        found = _batch_objects(self._output(("cat-file", "--batch"), stdin=asked))
+        return [obj[2] if obj is not None and obj[1] == "blob" else None for obj in found]
+
     def commit_tree(self, tree: str, parent: str | None, message: str, *more_parents: str) -> str:
-        parents = [arg for commit in (parent, *more_parents) if commit for arg in ("-p", commit)]
+        parents = [commit for commit in (parent, *more_parents) if commit]
         sign = ["-S"] if self.signs_commits() else []  # commit-tree ignores commit.gpgSign by itself
-        return self.git(
-            "commit-tree", *sign, tree, *parents, "-F", "-", stdin=_message_bytes(message)
-        ).strip()
+        stamps = self._commit_dates(parents)
+        args = ("commit-tree", *sign, tree, *(arg for commit in parents for arg in ("-p", commit)), "-F", "-")
+        made = self._output(args, _message_bytes(message), stamps).decode().strip()
+        if "GIT_COMMITTER_DATE" in stamps:
+            self._commit_times[made] = int(stamps["GIT_COMMITTER_DATE"][1:].split()[0])
+        return made
+
+    def _commit_dates(self, parents: list[str]) -> dict[str, str]:
+        """The dates of a commit ralph makes on `parents`: this runner's clock (moved by
+        $RALPH_CLOCK_SKEW_S, as a machine with a wrong clock would stamp it), and a committer date
+        never earlier than its latest parent's. Times along a history ralph writes thus never go
+        backwards, and a runner whose clock is behind is pulled forward to the history's time: a
+        claim's commit says when it was made in a time every runner reads alike (see
+        ralph.store.claim_clock). Not a second later than the parent, as a strictly rising time
+        would be: a burst of commits in one second would then run ahead of every clock. Dates
+        the environment sets (GIT_COMMITTER_DATE, GIT_AUTHOR_DATE) are kept."""
+        from ralph import clock
+
+        now, zone = int(clock.now_s()), time.strftime("%z")  # the zone git would write
+        stamps = {}
+        if clock.skew_s() and "GIT_AUTHOR_DATE" not in self._env:
+            stamps["GIT_AUTHOR_DATE"] = f"@{now} {zone}"
+        if "GIT_COMMITTER_DATE" not in self._env:
+            latest = max(self.commit_times(parents).values(), default=0)
+            stamps["GIT_COMMITTER_DATE"] = f"@{max(now, latest)} {zone}"
+        return stamps
+
+    def commit_times(self, commits: list[str]) -> dict[str, int]:
+        """Each commit's committer time (seconds since the epoch), read once per Repo."""
+        missing = [commit for commit in commits if commit not in self._commit_times]
+        if missing:
+            out = self.git("log", "--no-walk=unsorted", "--format=%H %ct", *missing, "--")
+            for line in out.splitlines():
+                commit, _, time_s = line.partition(" ")
+                if time_s.isdigit():
+                    self._commit_times[commit] = int(time_s)
+        return {commit: self._commit_times[commit] for commit in commits if commit in self._commit_times}
+
+    def _note_commit_time(self, commit: str, raw: bytes) -> None:
+        """Remember the committer time of a commit whose raw object was read anyway."""
+        for line in raw.split(b"\n\n", 1)[0].split(b"\n"):
+            if line.startswith(b"committer "):
+                fields = line.rsplit(b" ", 2)
+                if len(fields) == 3 and fields[1].isdigit():
+                    self._commit_times[commit] = int(fields[1])
 
     def tree_with_file(self, tree: str, relpath: str, data: bytes) -> str:
         """`tree` with its top-level file `relpath` replaced by `data` (its mode kept)."""
@@ -577,7 +639,7 @@ class Repo:
         """`git rev-list ARGS`, first parents only: the commits, newest first."""
         return self.git("rev-list", "--first-parent", *args).split()
 
-    def lines(self, *args: str) -> Iterator[bytes]:
+    def lines(self, *args: str) -> Generator[bytes, None, None]:
         """git's output, line by line as it prints it, for a command whose output is too large to
         hold (a file's whole history); GitError at the end if git failed. A caller that stops
         early stops git too."""

@@ -10,16 +10,15 @@ commit."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ralph.errors import RalphError, RemoteOffline, RemoteRejected
-from ralph.plan.document import Record
-from ralph.plan.reading import claim_age_s, claimable_id
+from ralph.errors import RemoteOffline, RemoteRejected
 from ralph.store.git import Repo
+
+if TYPE_CHECKING:
+    from ralph.store.claim_clock import ClaimClock
 
 # A rejection that only means the remote branch moved since we looked: fetch and try again.
 _RACE_WORDS = (
@@ -61,15 +60,17 @@ class Remote:
         self.repo, self.name = repo, name
         self.branch = branch or repo.branch() or "main"
         self.retries, self.backoff_s, self.sleep = retries, backoff_s, sleep
-
-        self._sightings: ClaimSightings | None = None
+        self._claim_clock: ClaimClock | None = None
 
     @property
-    def sightings(self) -> ClaimSightings:
-        """When this clone first saw each claim (see ClaimSightings)."""
-        if self._sightings is None:
-            self._sightings = ClaimSightings(self.repo.common_dir() / "ralph" / SIGHTINGS_FILE)
-        return self._sightings
+    def claim_clock(self) -> ClaimClock:
+        """How old the claims on this remote are, as this clone judges them (see ClaimClock)."""
+        if self._claim_clock is None:
+            from ralph.store.claim_clock import SIGHTINGS_FILE, ClaimClock
+
+            path = self.repo.common_dir() / "ralph" / SIGHTINGS_FILE
+            self._claim_clock = ClaimClock(self.repo, (self.tracking_ref, "HEAD"), path)
+        return self._claim_clock
 
     @property
     def tracking_ref(self) -> str:
@@ -129,63 +130,6 @@ class Remote:
         if refused:
             raise RemoteRejected(f"{what} {self.name} refused ({tries}): {reason}")
         raise RemoteOffline(f"cannot {what.split()[0]} {self.name} ({tries}): {reason}")
-
-
-SIGHTINGS_FILE = "claims-seen.json"
-SIGHTINGS_KEPT = timedelta(days=7)  # a sighting older than any TTL in use is forgotten
-
-
-class ClaimSightings:
-    """When this clone first saw each claim on the remote, on its own clock. A claim's age is the
-    time since then, or since its claimed_at when that is less: the two ends of an age are never
-    read from two runners' clocks, so a runner whose clock is hours behind (or ahead) neither
-    takes over a live claim nor has its own taken over. A renewed claim (a new claimed_at) is a
-    new sighting. Kept in .git/ralph/claims-seen.json, so that a restarted runner remembers; a
-    runner that never saw a claim counts its age from its first look (a dead runner's task is taken
-    over at most one TTL later than by the claimer's clock)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._seen: dict[str, str] | None = None
-
-    def age_s(self, item: Record, now: str, remember: bool = True) -> float | None:
-        """The claim's age in seconds (None: its claimed_at does not parse; counts as expired).
-        `remember` False: a claim not seen before is new, and is not written down (a look that
-        changes nothing, such as `ralph doctor`'s)."""
-        seen = self._load()
-        key = "\t".join((claimable_id(item), str(item.get("claimed_by")), str(item.get("claimed_at"))))
-        if key not in seen and not remember:
-            return claim_age_s(item, now, now)
-        if key not in seen:
-            seen[key] = now
-            self._save(now)
-        return claim_age_s(item, now, seen[key])
-
-    def _load(self) -> dict[str, str]:
-        if self._seen is None:
-            try:
-                loaded = json.loads(self.path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):  # none yet, or unreadable: claims count from now
-                loaded = {}
-            self._seen = (
-                {k: v for k, v in loaded.items() if isinstance(v, str)} if isinstance(loaded, dict) else {}
-            )
-        return self._seen
-
-    def _save(self, now: str) -> None:
-        from ralph.store.files import write_atomic
-
-        seen = self._load()
-        try:
-            oldest = (datetime.fromisoformat(now) - SIGHTINGS_KEPT).isoformat()
-        except ValueError:
-            oldest = ""
-        kept = {key: at for key, at in seen.items() if at >= oldest}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.path, json.dumps(kept, sort_keys=True).encode())
-        except (OSError, RalphError):  # this process's sightings still count; the next start looks afresh
-            pass
 
 
 def classify_push(out: str, err: str) -> str:

@@ -55,6 +55,8 @@ def transaction(
         after = checked_bytes(change.plan.doc)
         if commit is None:
             commit = _commit_wanted(change.plan)
+        if commit and _beside_a_run(root, repo, before, change):
+            commit = False  # the live run commits it (ralph.store.beside)
         if commit:
             from ralph.secrets import redact
 
@@ -67,6 +69,27 @@ def transaction(
         from ralph.store import validcache
 
         validcache.remember(root, after)
+
+
+def _beside_a_run(root: Path, repo: Repo | None, before: bytes, change: Change) -> bool:
+    """Whether another process's `ralph construct` runs in this work tree: then this change is a
+    person's, written down for the run to commit (ralph.store.beside), not committed here."""
+    from ralph.store import beside
+    from ralph.store.git import Repo
+
+    repo = repo or Repo(root)
+    run = beside.live_run(repo)
+    if run is None:
+        return False
+    from ralph.plan.integrity import record_key
+    from ralph.plan.loader import load
+    from ralph.secrets import redact
+
+    old = {record_key(line.record): line.raw for line in load(before, PLAN_NAME).records()}
+    new = {record_key(line.record): line.raw for line in change.plan.doc.records()}
+    keys = sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
+    beside.record(repo, run, redact(change.message, root), keys)
+    return True
 
 
 def redact_lines(doc: Document, lines: list[Line], root: Path) -> None:

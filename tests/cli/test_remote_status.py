@@ -24,9 +24,11 @@ def ago(minutes: int) -> str:
 
 
 @pytest.fixture
-def claimed(repo: Path, tmp_path: Path) -> tuple[Shared, Path, dict[str, str]]:
-    """origin with one live claim (5 minutes old), one stale (45 minutes, past the 30 minute
-    default) and a free task; and a clone whose own plan knows nothing of them yet."""
+def claimed(repo: Path, tmp_path: Path, monkeypatch) -> tuple[Shared, Path, dict[str, str]]:
+    """origin with one live claim (committed 5 minutes ago), one stale (committed two days ago,
+    longer than any clock is wrong) and a free task; and a clone whose own plan knows nothing of
+    them yet. Their claimed_at texts say otherwise (the claimers' clocks were wrong): ages are
+    judged by the remote's commit times."""
     tasks.add(
         repo,
         [
@@ -37,10 +39,15 @@ def claimed(repo: Path, tmp_path: Path) -> tuple[Shared, Path, dict[str, str]]:
     )
     shared = Shared(repo, tmp_path)
     clone = shared.clone("clone")
-    times = {"<5 minutes ago>": ago(5), "<45 minutes ago>": ago(45)}
-    with transaction(repo) as change:
-        change.plan.claim("t-live00", "build-box-1-4242", times["<5 minutes ago>"])
-        change.plan.claim("t-stale0", "laptop-977", times["<45 minutes ago>"])
+    times = {"<5 minutes ago>": ago(5), "<2 days ago>": ago(2 * 24 * 60)}
+    for task, runner, committed, said in (
+        ("t-live00", "build-box-1-4242", "<5 minutes ago>", "<2 days ago>"),
+        ("t-stale0", "laptop-977", "<2 days ago>", "<5 minutes ago>"),
+    ):
+        monkeypatch.setenv("GIT_COMMITTER_DATE", times[committed])
+        with transaction(repo) as change:
+            change.plan.claim(task, runner, times[said])
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
     git(repo, "push", "-q", "origin", "main")
     return shared, clone, times
 
@@ -67,10 +74,16 @@ def test_status_remote_json_and_a_remote_named(claimed):
     git(clone, "remote", "add", "shared", str(shared.origin))
     found = json.loads(Ralph(clone)("status", "--remote", "shared", "--json").stdout)
     assert found["remote"] == "shared" and found["branch"] == "main" and found["claim_ttl_s"] == 1800
-    assert [(c["task"], c["runner"], c["since"], c["stale"]) for c in found["claims"]] == [
-        ("t-live00", "build-box-1-4242", times["<5 minutes ago>"], False),
-        ("t-stale0", "laptop-977", times["<45 minutes ago>"], True),
+    assert [(c["task"], c["runner"], c["since"], c["committed_at"], c["stale"]) for c in found["claims"]] == [
+        ("t-live00", "build-box-1-4242", times["<2 days ago>"], times["<5 minutes ago>"], False),
+        ("t-stale0", "laptop-977", times["<5 minutes ago>"], times["<2 days ago>"], True),
     ]
+    # This clone saw the claims first now: the live one is as old as that, the stale one is
+    # older than any clock is wrong. A later look counts from the first.
+    assert [c["seen_at"] for c in found["claims"]] == [found["at"]] * 2
+    assert found["claims"][0]["age_s"] == 0 and found["claims"][1]["age_s"] >= 2 * 86400
+    again = json.loads(Ralph(clone)("status", "--remote", "shared", "--json").stdout)
+    assert [c["seen_at"] for c in again["claims"]] == [found["at"]] * 2
 
 
 def test_status_remote_with_no_claims_and_an_unreachable_remote(repo, tmp_path, request):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ralph import clock
 from ralph.errors import RemoteOffline
 from ralph.ops import claims, sync, tasks
 from ralph.plan.loader import load
@@ -109,10 +110,12 @@ def test_no_free_task_gives_none_and_commits_nothing(three):
     assert git(shared.origin, "rev-parse", "main") == before
 
 
-def test_a_stale_claim_is_taken_over_and_the_takeover_recorded(repo, tmp_path):
+def test_a_stale_claim_is_taken_over_and_the_takeover_recorded(repo, tmp_path, monkeypatch):
     seed(repo, {"id": "t-aaaaaa", "name": "A"})
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2020-01-01T00:00:00+00:00")  # a runner dead for years
     with transaction(repo) as change:
         change.plan.claim("t-aaaaaa", "dead-runner", "2020-01-01T00:00:00+00:00")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
     from tests.support.gitrepo import Shared
 
     shared = Shared(repo, tmp_path)
@@ -363,9 +366,9 @@ def test_the_spec_check_is_claimed_by_one_runner_holding_nothing_and_only_once_a
 
 def test_a_claim_by_a_runner_whose_clock_is_two_hours_behind_is_not_taken_over(three, monkeypatch):
     shared, one, two = three
-    monkeypatch.setenv(claims.CLOCK_SKEW_ENV, str(-2 * 3600))
+    monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(-2 * 3600))
     assert claims.claim_next(one, None, "behind", remote_of(one))["id"] == "t-aaaaaa"
-    monkeypatch.delenv(claims.CLOCK_SKEW_ENV)
+    monkeypatch.delenv(clock.CLOCK_SKEW_ENV)
     # Its claimed_at is two hours old on this runner's clock, beyond the TTL: it is still live,
     # as this runner saw it only now.
     assert claims.claim_next(two, None, "on-time", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
@@ -375,7 +378,7 @@ def test_a_claim_by_a_runner_whose_clock_is_two_hours_behind_is_not_taken_over(t
 def test_a_runner_whose_clock_is_two_hours_ahead_does_not_take_over_a_live_claim(three, monkeypatch):
     shared, one, two = three
     claims.claim_next(one, None, "on-time", remote_of(one))
-    monkeypatch.setenv(claims.CLOCK_SKEW_ENV, str(2 * 3600))
+    monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(2 * 3600))
     assert claims.claim_next(two, None, "ahead", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
     assert on_origin(shared).find_task("t-aaaaaa")["claimed_by"] == "on-time"
 
@@ -387,18 +390,18 @@ def test_a_spec_claimed_for_plan_by_a_runner_two_hours_behind_is_planned_once(re
         change.plan.add_spec("specs/app.md")
     shared = Shared(repo, tmp_path)
     one, two = shared.clone("one"), shared.clone("two")
-    monkeypatch.setenv(claims.CLOCK_SKEW_ENV, str(-2 * 3600))
+    monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(-2 * 3600))
     assert claims.claim_plan(one, "specs/app.md", "behind", remote_of(one))
-    monkeypatch.delenv(claims.CLOCK_SKEW_ENV)
+    monkeypatch.delenv(clock.CLOCK_SKEW_ENV)
     assert not claims.claim_plan(two, "specs/app.md", "on-time", remote_of(two), ttl_s=600)
 
 
 def test_a_claim_seen_for_longer_than_the_ttl_is_taken_over_whatever_the_claimers_clock(three, monkeypatch):
     shared, one, two = three
-    monkeypatch.setenv(claims.CLOCK_SKEW_ENV, str(-2 * 3600))
+    monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(-2 * 3600))
     claims.claim_next(one, None, "behind", remote_of(one))
     claims.claim_next(one, None, "behind-2", remote_of(one))
-    monkeypatch.delenv(claims.CLOCK_SKEW_ENV)
+    monkeypatch.delenv(clock.CLOCK_SKEW_ENV)
     assert claims.claim_next(two, None, "heir", remote_of(two), ttl_s=1)["id"] == "t-cccccc"
     sightings = json.loads((two / ".git" / "ralph" / "claims-seen.json").read_text())
     assert sorted(key.split("\t")[:2] for key in sightings) == [

@@ -123,6 +123,19 @@ COVERED: dict[str, tuple[str, ...]] = {
         "`construct --json` gives each task, issue and question of the report as an object, and a run "
         "that ends before its first iteration still reports them.",
     ),
+    "ralph/loop/agent_runs.py": (
+        "tests/loop/test_agent_failures.py",
+        "tests/loop/test_odd_moves.py",
+        "tests/loop/test_construct.py",
+        "agent runs retried when they did nothing, continued after a compaction, and checked after: a "
+        "removed worktree, a deleted or replaced plan, a permission violation undone.",
+    ),
+    "ralph/loop/plan_access.py": (
+        "tests/loop/test_plan_reads.py",
+        "tests/loop/test_bookkeeping_commits.py",
+        "the plan is read once per step and passed on, and the loop's changes to it go into one commit "
+        "per unit of work.",
+    ),
     "ralph/loop/stage_build.py": (
         "tests/loop/test_construct.py",
         "tests/loop/test_loop_safety.py",
@@ -147,11 +160,18 @@ COVERED: dict[str, tuple[str, ...]] = {
         "verifiers accept or reject tasks in parallel checkouts of their own, and one stopped at the "
         "limit sets its task aside.",
     ),
+    "ralph/loop/work_tree.py": (
+        "tests/loop/test_unknown_changes.py",
+        "tests/loop/test_drafts.py",
+        "tests/loop/test_interrupted_changes.py",
+        "only what a run is known to have changed is committed, unfinished work is kept on draft "
+        "branches, and a commit or a build's merge cut short is finished by the next start.",
+    ),
     "ralph/loop/workspace.py": (
+        "tests/loop/test_stages_in_process.py",
         "tests/loop/test_construct.py",
-        "tests/loop/test_stage_runs.py",
-        "every stage acts through a Workspace: its checkouts, the time budget's deadline and the stage "
-        "reports are what the loop tests observe.",
+        "stages run on a Workspace of fakes of its parts decide from their agents' runs, and the loop's "
+        "own Workspace composes the real parts in every construct test.",
     ),
     # ops/: the use cases, through the CLI.
     "ralph/ops/history.py": (

@@ -31,6 +31,7 @@ misbehaviour:
   [ask]                BUILD asks a person a question (`ralph ask`) instead of building
   [corrupt-plan]       the first build breaks plan.jsonl by hand
   [slow-verify]        VERIFY takes 2 s
+  [slow-build]         BUILD takes 2 s (it writes <task>.building first)
   [no-verdict]         VERIFY gives no verdict
   [context-grow]       reports a context growing past warn and compact; fine after compaction
   [context-explode]    reports a context past the kill threshold
@@ -152,6 +153,9 @@ def build() -> int:
     attempt = bump(f"build-{task_id}")
     prompt = Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
     (STATE / f"{task_id}.build-{attempt}.prompt").write_text(prompt)
+    if "[slow-build]" in name:
+        (STATE / f"{task_id}.building").write_text(str(os.getpid()))
+        time.sleep(2)
     if "[work-then-hang-once]" in name and attempt == 1:
         Path("work").mkdir(exist_ok=True)
         Path("work", f"{task_id}.txt").write_text(f"ok {task_id} half way\n")

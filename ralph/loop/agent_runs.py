@@ -1,0 +1,404 @@
+"""Agent runs for a stage: one run of a job, waited through rate limits and retried when the agent
+failed without doing anything, continued in a fresh run when its context is compacted, then
+checked: its plan (deleted, broken, replaced), its work tree (removed), its stage's permissions,
+its spending. The journal and the console hear of each. Also the runs' logs, and the gates and
+hooks that run under the same supervisor and sandbox as the agents."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ralph.errors import PlanInvalid, WorkTreeGone
+from ralph.loop import beside_changes
+from ralph.loop.agent_failures import AgentFailures, did_nothing_and_failed, work_marks
+from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem
+from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
+from ralph.loop.console import Console
+from ralph.loop.cost import run_cost
+from ralph.loop.gate import GateResult, run_gate
+from ralph.loop.journal import Journal
+from ralph.loop.limits import LimitWaits
+from ralph.loop.permissions import CODE_STAGES, Snapshot, violations
+from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES, PlanAccess
+from ralph.loop.supervisor import BudgetSpent
+from ralph.loop.work_tree import WorkTree
+from ralph.ops.settings import Settings
+from ralph.plan.plan import Plan
+from ralph.plan.records import Stage, StopReason, Verdict
+from ralph.store import reader
+from ralph.store.git import Repo
+
+
+class TreeRemoved(WorkTreeGone):
+    """An agent run removed the work tree it ran in (a build's worktree), or unlinked it from the
+    repository: that build's attempt failed, with nothing left to check. `result`: the run."""
+
+    def __init__(self, result: AgentResult):
+        super().__init__(f"the agent removed the work tree it ran in (log {result.log_path})")
+        self.result = result
+
+
+class Deadline:
+    """The run's wall-clock budget, checked before every agent run (and by the supervisor while
+    one runs: `at`)."""
+
+    def __init__(self, minutes: float | None):
+        self.minutes = minutes
+        self.started = time.monotonic()
+        self.at = None if minutes is None else self.started + minutes * 60
+
+    def check(self) -> None:
+        if self.minutes is not None and time.monotonic() - self.started > self.minutes * 60:
+            raise BudgetSpent(f"the time budget ({self.minutes:g} minutes) is spent")
+
+
+class AgentRuns:
+    def __init__(
+        self,
+        runner: AgentRunner,
+        settings: Settings,
+        plan: PlanAccess,
+        tree: WorkTree,
+        journal: Journal,
+        console: Console,
+        deadline: Deadline,
+    ):
+        self.runner, self.settings, self.plan, self.tree = runner, settings, plan, tree
+        self.journal, self.console, self.deadline = journal, console, deadline
+        self.worker: int | None = None  # which of the parallel builds, in the journal
+        self.current_build: str | None = None  # the task of the last agent run, when it was a BUILD
+        self.limits = LimitWaits(
+            settings.max_wait_s,
+            settings.limit_backoff_s,
+            deadline.at,
+            journal,
+            console.limit_wait,
+            runner.supervisor,
+            runner.adapter.auth_hint,
+        )
+        self.agent_failures = AgentFailures(
+            settings.max_agent_failures,
+            settings.agent_retry_s,
+            journal,
+            console.event,
+            runner.supervisor,
+            deadline.check,
+        )
+        self._tokens = [0]  # shared with the runs of builds in worktrees
+        self._count = threading.Lock()
+        self.spending = runner.spending
+
+    def for_worktree(self, plan: PlanAccess, tree: WorkTree, worker: int | None) -> AgentRuns:
+        """The runs of a build in a worktree: its plan and work tree; the budgets, limits and
+        totals shared."""
+        import copy
+
+        child = copy.copy(self)
+        child.plan, child.tree, child.worker, child.current_build = plan, tree, worker, None
+        return child
+
+    @property
+    def tokens(self) -> int:
+        return self._tokens[0]
+
+    def add_tokens(self, tokens: int) -> None:
+        with self._count:  # builds in worktrees count at once
+            self._tokens[0] += tokens
+
+    # --- logs, and the other processes that run as the agents do --------------------------------
+    @property
+    def log_dir(self) -> Path:
+        return self.runner.log_dir
+
+    def new_log(self, kind: str, item: str | None = None) -> Path:
+        """A fresh log's path (absolute), named for `kind` and the item."""
+        return self.runner.new_log(kind, item)
+
+    def rel(self, log: Path) -> Path:
+        """A log's path relative to the repository the loop runs in."""
+        return self.tree.rel(log)
+
+    def gate(self, argv: Sequence[str], log: Path) -> GateResult:
+        """`argv` (a gate, a hook) run in the work tree under the agents' supervisor and sandbox,
+        its output in `log`, within the gate's time limit."""
+        runner, timeout = self.runner, self.settings.gate_timeout_s
+        return run_gate(runner.supervisor, argv, self.tree.root, log, timeout, runner.sandbox)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the loop is stopping (a signal, a spent budget): nothing more is started or kept."""
+        return self.runner.supervisor.stopping
+
+    def stop_all(self) -> None:
+        """Stop every agent and gate running now (the loop is stopping, in another thread)."""
+        self.runner.supervisor.stop_all()
+
+    # --- runs ----------------------------------------------------------------------------------
+
+    def run_agent(
+        self,
+        stage: Stage,
+        iteration: int,
+        item: str | None,
+        values: dict,
+        cwd: Path | None = None,
+        plan: Plan | None = None,
+    ) -> AgentResult:
+        """One agent run of `stage` on `item`, and its continuations: a run stopped at the
+        context's compact tier goes on in a fresh run that opens with a compacted context, up to
+        MAX_COMPACTIONS times (then it counts as stopped at the context limit). `plan`: the plan
+        the caller read for this step (read here when not given), passed on rather than read
+        again; the result carries the plan as the run left it (`result.plan`)."""
+        carried: Compacted | None = None
+        for compactions in range(MAX_COMPACTIONS + 1):
+            result = self._run_once(stage, iteration, item, values, carried, cwd, plan)
+            if result.run.stop_reason is not StopReason.CONTEXT_COMPACT:
+                return result
+            if compactions == MAX_COMPACTIONS:  # compacting again and again is no progress
+                result.run.stop_reason = StopReason.CONTEXT_LIMIT
+                return result
+            carried = self._compact(stage, item, values, result, cwd)
+            plan = self.plan.after(result)
+        raise AssertionError("unreachable: the last compaction returns")
+
+    def _compact(
+        self, stage: Stage, item: str | None, values: dict, result: AgentResult, cwd: Path | None
+    ) -> Compacted:
+        fill = result.pressure.fill if result.pressure else 0.0
+        self.journal.event(
+            "context_compact",
+            stage=str(stage),
+            item=item,
+            fill_before=round(fill, 4),
+            log=str(result.log_path),
+        )
+        repo = Repo(cwd) if cwd else self.tree.repo
+        changed = sorted(
+            path for path in repo.changed_paths() - self.tree.user_dirty if not RALPH_FILES.fullmatch(path)
+        )
+        code = {path for path in changed if path != PLAN_FILE}
+        details = values.get("task_details") or values.get("issue_text") or ""
+        name = _name_of(self.plan.after(result), item)
+        stopped = Stopped(
+            stage, item, name, details, fill, changed, repo.diff_stat(code) if code else "", result.run.tail
+        )
+        return compacted(stopped)
+
+    def _run_once(
+        self,
+        stage: Stage,
+        iteration: int,
+        item: str | None,
+        values: dict,
+        compacted: Compacted | None,
+        cwd: Path | None,
+        plan: Plan | None,
+    ) -> AgentResult:
+        self.deadline.check()
+        over = self.spending.admit()  # counts the run as started when it may start
+        if over:
+            raise over
+        try:
+            old_plan = plan or self.plan.read()
+            self.plan.set_state(None if self.tree.in_worktree else old_plan, stage=str(stage))
+            self.current_build = item if stage is Stage.BUILD else None
+            self.console.status(iteration, stage, item or "")
+            before = self._snapshot_before(stage)
+            cwd = cwd or (self.tree.root if self.tree.in_worktree else None)
+            name = _name_of(old_plan, item)
+            result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name)
+            if result.run.stop_reason is StopReason.INTERRUPTED:
+                # The loop is stopping (a signal, a spent budget, in another thread): the run was
+                # cut short, which is no verdict on its work. It is set aside like the rest; taken
+                # as a failure, the next attempts (never started) killed the task as a doom loop.
+                raise KeyboardInterrupt
+        except BaseException:
+            self.add_tokens(self.spending.stopped(str(stage), item, self.settings.model_for(stage)))
+            raise
+        if self._keep_lost_tree(result):  # the run removed its own work tree: nothing to check
+            self.spending.stopped(str(stage), item, self.settings.model_for(stage))  # what it streamed counts
+            self.add_tokens(result.tracker.usage.total)
+            raise TreeRemoved(result)
+        result.plan_problem = self.check_plan(result)
+        if before is not None:
+            self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
+        self.add_tokens(result.tracker.usage.total)
+        usage = result.tracker.usage
+        model = self.settings.model_for(stage) or result.tracker.model
+        cost = run_cost(usage, model, self.settings.prices)
+        self.spending.add(str(stage), item, usage.total, cost, model)
+        self.console.status(iteration, stage, item or "", self.tokens)
+        spending = self.spending
+        self.console.spent(self.tokens, spending.cost_usd, spending.known_runs, spending.unknown_runs)
+        self.journal.event(
+            "spent",
+            tokens=self.tokens,
+            cost_usd=round(spending.cost_usd, 6),
+            known_runs=spending.known_runs,
+            unknown_runs=spending.unknown_runs,
+        )
+        return result
+
+    def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
+        while True:  # an agent that failed without doing anything is run again: not an attempt
+            before = work_marks(cwd or self.tree.root, RALPH_FILES)
+            result = self._run_limited(stage, iteration, item, values, compacted, cwd, name)
+            if not did_nothing_and_failed(result, before, work_marks(cwd or self.tree.root, RALPH_FILES)):
+                self.agent_failures.good()
+                return result
+            if stage is Stage.BUILD and item and self.tree.may_be_stale(item):
+                return result  # it may lack a neighbour's change: BUILD waits for them (StaleBase)
+            self.add_tokens(result.tracker.usage.total)
+            if not self.agent_failures.failed(result, str(stage), item):
+                raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
+
+    def _run_limited(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
+        result = self.runner.run(
+            stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
+        )
+        waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
+        while not result.ok and not result.run.stop_reason:
+            if not self.limits.should_retry(result.tracker.failure, waits, str(stage), item):
+                break
+            waits += 1
+            self.add_tokens(result.tracker.usage.total)
+            result = self.runner.run(
+                stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
+            )
+        return result
+
+    def _snapshot_before(self, stage: Stage) -> Snapshot | None:
+        """The work tree before a run, once what changed since the loop's last step that is not
+        the current build's is left alone. A verifier works in a checkout of its own, which VERIFY
+        inspects: nothing to compare here (None)."""
+        before = self.tree.snapshot()
+        building = self.tree.building if stage is Stage.BUILD else set()
+        if self.tree.leave_foreign_changes(f"before the {stage} run", among=before.dirty - building):
+            kept = before.dirty - self.tree.user_dirty
+            before = Snapshot(before.head, before.branch, kept, before.beside_at)
+        return before if stage is not Stage.VERIFY else None
+
+    def enforce(
+        self,
+        stage: Stage,
+        own: set[str],
+        before: Snapshot,
+        old: Plan,
+        results: list[AgentResult],
+        now: Plan | None = None,
+    ) -> list[str]:
+        """Undo runs that broke their stage's rules: HEAD and branch put back, their changes saved
+        as a patch beside the (first) log and reverted, plan.jsonl as before. Returns what they did.
+        Runs that kept the rules learn the paths they left changed (`changed`)."""
+        after = self.tree.snapshot()
+        if stage not in CODE_STAGES:
+            # Its agent changes only the plan: a file that changed meanwhile is someone else's (a
+            # person's edit during PLAN), left as it is, unstaged, not this run's violation.
+            strays = frozenset((after.dirty ^ before.dirty) - {PLAN_FILE})
+            if strays:
+                self.tree.leave_foreign_changes(f"during the {stage} run", among=strays)
+                after = Snapshot(after.head, after.branch, after.dirty - strays, after.beside_at)
+        if self.runner.sandbox is not None:  # its .git was read-only: HEAD moved by someone else
+            after = Snapshot(before.head, before.branch, after.dirty, after.beside_at)
+        now = now or self.plan.read()
+        persons = beside_changes.since(self.tree.repo, before.beside_at)
+        if persons.keys:  # a person's changes meanwhile (ralph.store.beside): judged on top of them
+            old = beside_changes.with_persons_changes(old, now, persons.keys)
+        found = violations(stage, own, before, after, old, now)
+        if not found:
+            self.tree.commit_persons_changes(persons, old)
+            changed = frozenset(path for path in after.dirty if not RALPH_FILES.fullmatch(path))
+            for result in results:
+                result.changed = changed
+            if stage in CODE_STAGES:
+                self.tree.building |= changed - {PLAN_FILE}
+            return found
+        if self.tree.repo.branch() != before.branch and before.branch:
+            self.tree.repo.git("symbolic-ref", "HEAD", f"refs/heads/{before.branch}")
+        if self.tree.repo.head() != before.head and before.head:
+            self.tree.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
+        log = results[0].log_path
+        self.tree.set_aside(log)
+        self.tree.keep_replaced_plan(log, old)
+        self.plan.restore(old.doc.to_bytes())
+        self.tree.commit_persons_changes(persons, old)
+        for result in results:
+            result.violation = "; ".join(found)
+            result.plan = old  # as it was put back
+        items = sorted(own)
+        self.journal.event("permission_violation", stage=str(stage), items=items, did=found, log=str(log))
+        self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
+        return found
+
+    def _keep_lost_tree(self, result: AgentResult) -> bool:
+        """Whether the run lost its work tree: removed it, or (a build's worktree) removed or
+        replaced its .git link (`rm -rf .git && git init`), after which git would act on another
+        repository or none. Such a worktree's folder, the agent's files in it, moves beside the
+        log as <log>.worktree."""
+        if not self.tree.root.is_dir():
+            return True
+        if not self.tree.in_worktree or self.tree.repo.links_here():
+            return False
+        import shutil
+
+        kept = self.tree.home / result.log_path.with_suffix(".worktree")
+        shutil.move(self.tree.root, kept)
+        self.journal.event("worktree_kept", folder=str(self.rel(kept)))
+        return True
+
+    def check_plan(self, result: AgentResult) -> PlanProblem | None:
+        """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and
+        put back the last committed state. Returns the problem, or None; the plan that loaded is
+        the result's `plan`."""
+        path = self.tree.root / PLAN_FILE
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            return self._plan_replaced(result)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            self.plan.restore_committed()
+            self.journal.event("plan_restored", problem="the agent deleted plan.jsonl")
+            self.console.event("the agent deleted plan.jsonl; restored it from HEAD")
+            return PlanProblem(Verdict.PLAN_MISSING, "the agent deleted plan.jsonl")
+        try:
+            result.plan = Plan(
+                reader.load_checked(self.tree.root, data)
+            )  # unchanged bytes: not validated again
+            return None
+        except PlanInvalid as exc:
+            broken = self.tree.home / result.log_path.with_suffix(".plan.jsonl.broken")
+            broken.write_bytes(data)
+            self.plan.restore_committed()
+            self.journal.event("plan_restored", problem=str(exc), broken_copy=str(self.rel(broken)))
+            self.console.event(f"the agent left plan.jsonl invalid ({exc}); restored it from HEAD")
+            return PlanProblem(Verdict.PLAN_INVALID, f"the agent left plan.jsonl invalid: {exc}")
+
+    def _plan_replaced(self, result: AgentResult) -> PlanProblem:
+        """plan.jsonl is a symlink or a folder now: moved beside the log as it is (a link still
+        points where it did), and the committed plan put back in its place."""
+        import shutil
+
+        path = self.tree.root / PLAN_FILE
+        kept = self.tree.home / result.log_path.with_suffix(".plan.jsonl.replaced")
+        what = f"a symlink to {os.readlink(path)}" if path.is_symlink() else "a folder"
+        shutil.move(path, kept)
+        self.plan.restore_committed()
+        problem = f"the agent replaced plan.jsonl with {what}; kept as {self.rel(kept)}"
+        self.journal.event("plan_restored", problem=problem, replaced=str(self.rel(kept)))
+        self.console.event(f"{problem}; restored it from HEAD")
+        return PlanProblem(Verdict.PLAN_REPLACED, problem)
+
+
+def _name_of(plan: Plan, item: str | None) -> str | None:
+    """The task's name or the issue's text, for people watching the run."""
+    if not item:
+        return None
+    task = plan.find_task(item)
+    if task is not None:
+        return task.get("name")
+    issue = next((issue for issue in plan.issues() if issue.get("id") == item), None)
+    return issue.get("text") if issue else None

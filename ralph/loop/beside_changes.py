@@ -1,0 +1,54 @@
+"""What a person changed in the plan with ralph's own commands while this run went on
+(ralph.store.beside): theirs, not an agent's. The run judges an agent by what it changed on top
+of them, never undoes them, and commits them first, under the person's own messages."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ralph.plan.integrity import record_key
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.store import beside
+from ralph.store.git import Repo
+
+
+@dataclass(frozen=True)
+class PersonsChanges:
+    keys: frozenset[str]  # the records they changed (ralph.plan.integrity.record_key)
+    messages: tuple[str, ...]  # their commands' messages, in order
+    end: int  # where the ledger's next records start
+
+    def message(self) -> str:
+        """One commit's message for them all: the one command's own, or a line per command."""
+        if len(self.messages) == 1:
+            return self.messages[0]
+        return f"ralph: {len(self.messages)} changes made beside the run\n\n" + "\n".join(self.messages)
+
+
+def since(repo: Repo, offset: int, any_run: bool = False) -> PersonsChanges:
+    """The changes written down for this run (`any_run`: for any) from ledger byte `offset` on."""
+    found, end = beside.entries(repo, offset)
+    mine = [entry for entry in found if any_run or entry.run == os.getpid()]
+    keys = frozenset(key for entry in mine for key in entry.keys)
+    return PersonsChanges(keys, tuple(entry.message for entry in mine), end)
+
+
+def with_persons_changes(old: Plan, now: Plan, keys: frozenset[str]) -> Plan:
+    """`old`, with each record `keys` names as `now` has it (added, changed, or gone)."""
+    doc = load(old.doc.to_bytes(), old.doc.name)
+    lines = {record_key(line.record): line for line in doc.records()}
+    current = {record_key(line.record): line.record for line in now.doc.records()}
+    for key in sorted(keys):
+        line, record = lines.get(key), current.get(key)
+        if record is None:
+            if line is not None:
+                doc.remove(line)
+        elif line is None:
+            doc.append(dict(record))
+        elif line.record != record:
+            line.record.clear()
+            line.record.update(record)
+            doc.rewrite(line)
+    return Plan(doc)

@@ -1,0 +1,522 @@
+"""The work tree a stage acts in: what changed in it since the loop's last step and who changed it,
+the loop's commits, what is set aside (patches, drafts), the repositories an agent nested in it,
+and the worktrees ralph makes beside it (a verifier's checkout, a build's own worktree), owned by
+record (ralph.store.owned). A build in a worktree has a WorkTree of its own (`for_worktree`): its
+`root` there, the repository the loop runs in its `home`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ralph.errors import GitError
+from ralph.loop import beside_changes
+from ralph.loop.console import Console
+from ralph.loop.coordinator import Coordinator, Solo
+from ralph.loop.journal import Journal
+from ralph.loop.permissions import Snapshot
+from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES, PlanAccess
+from ralph.loop.signals import deferred_signals
+from ralph.plan.document import Record
+from ralph.plan.plan import Plan
+from ralph.plan.records import TaskView, Verdict
+from ralph.secrets import redact
+from ralph.store import intent, owned, settle
+from ralph.store.git import Repo
+from ralph.store.integrate import Integration, integrate
+from ralph.store.intent import IntentKind
+from ralph.store.owned import Owned, OwnedKind
+from ralph.text import shown_path
+
+BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
+
+
+class StaleBase(Exception):  # noqa: N818 (a signal to the parallel builds, not an error)
+    """A build attempt in a worktree failed on a base its neighbours' builds have moved past, or
+    may yet (they still run): it may have failed only for want of their changes. It is not counted;
+    the task is built again from the new HEAD once those neighbours have merged or failed."""
+
+
+# Verdicts a missing neighbour's change can cause (its code not there to apply onto, import or pass
+# tests with); a violation or a broken plan is the attempt's own doing.
+STALE_VERDICTS = frozenset({Verdict.GATE_FAILED, Verdict.NOT_DONE, Verdict.NO_CHANGES, Verdict.HOOK_REFUSED})
+
+
+@dataclass
+class BuildCheckout:
+    """A build's own worktree: its work tree, its branch, the commit it started from and the
+    plan.jsonl it started with (the base its plan changes are merged from)."""
+
+    tree: WorkTree
+    branch: str
+    start: str
+    plan_base: bytes
+
+
+class WorkTree:
+    def __init__(
+        self,
+        plan: PlanAccess,
+        journal: Journal,
+        console: Console,
+        user_dirty: frozenset[str] = frozenset(),
+        coordinator: Coordinator | None = None,
+    ):
+        self.root = self.home = plan.root
+        self.repo, self.plan = plan.repo, plan
+        self.journal, self.console = journal, console
+        # Paths no agent run is known to have changed: dirty before the loop started, or changed
+        # meanwhile by someone else (a person, a hook). Never committed, set aside or reverted.
+        self.user_dirty = user_dirty
+        self.beside_seen = 0  # the changes a person made beside the run committed so far (ledger bytes)
+        self.building: set[str] = set()  # what the current build's earlier attempts left changed
+        # A build in a worktree: the commit it started from, and whether other builds run beside it.
+        self.base: str | None = None
+        self.neighbours_running: Callable[[], bool] = lambda: False
+        self._stale_waived: set[tuple[str, str]] = set()  # (task, base): each waived once, shared
+        # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
+        self.coordinator: Coordinator = coordinator or Solo()
+        # git adds and removes worktrees one at a time: one being added while another is read
+        # half-made fails ("failed to read .git/worktrees/<name>/commondir").
+        self._worktrees = threading.Lock()
+        self._count = threading.Lock()
+
+    def for_worktree(self, path: Path) -> WorkTree:
+        """The work tree of a build in the worktree at `path`: its changes, commits and plan
+        there; the waivers, the locks and the coordinator shared."""
+        import copy
+
+        child = copy.copy(self)
+        child.repo = Repo(path)
+        child.root, child.plan = path, self.plan.at(path, child.repo)
+        child.user_dirty, child.building = frozenset(), set()
+        return child
+
+    def rel(self, log: Path) -> Path:
+        """A log's path relative to the repository the loop runs in."""
+        return log.relative_to(self.home) if log.is_absolute() else log
+
+    @property
+    def in_worktree(self) -> bool:
+        return self.root != self.home
+
+    def behind(self) -> bool:
+        """A build in a worktree whose base the loop's branch has moved past (a neighbour merged)."""
+        return self.in_worktree and self.base is not None and Repo(self.home).head() != self.base
+
+    def retry_from_head(self, verdict: Verdict) -> bool:
+        """Whether a counted failure's retry starts afresh from HEAD (its code kept as a draft)
+        rather than in place: a build in a worktree that is behind, failed in a way a neighbour's
+        change can settle. Other failures (a nested repository, a violation) are fixed in place."""
+        return verdict in STALE_VERDICTS and self.behind()
+
+    def may_be_stale(self, task_id: str) -> bool:
+        """A build in a worktree behind HEAD or beside running builds, or in a runner's work tree
+        that lacks what other runners published, not yet waived on its base."""
+        if not self.in_worktree:
+            return self._lacks_published(task_id)
+        if self.base is None or (task_id, self.base) in self._stale_waived:
+            return False
+        return self.behind() or self.neighbours_running()
+
+    def _lacks_published(self, task_id: str, waive: bool = False) -> bool:
+        """A build in this work tree while other runners published work it lacks (checked on the
+        remote: a fetch), the first time for the task on this HEAD (HEAD moves when this runner
+        catches up, so the waits end). `waive`: count this as that first time."""
+        head = self.repo.head()
+        if head is None or (task_id, head) in self._stale_waived:
+            return False
+        if not self.coordinator.others_published():
+            return False
+        if waive:
+            with self._count:
+                self._stale_waived.add((task_id, head))
+        return True
+
+    def stale_base(self, task_id: str, verdict: Verdict) -> bool:
+        """Whether this failed attempt is waived as StaleBase: a verdict a neighbour's missing
+        change can cause, on a base that is behind or beside running neighbours, and the first such
+        failure of the task on this base (each base once: HEAD only moves by merges, so a task is
+        waived at most once per merge and the waits end)."""
+        if verdict not in STALE_VERDICTS:
+            return False
+        if not self.in_worktree:  # a runner sharing a remote: what others published may settle it
+            return self._lacks_published(task_id, waive=True)
+        if self.base is None:
+            return False
+        if not (self.behind() or self.neighbours_running()):
+            return False
+        with self._count:
+            if (task_id, self.base) in self._stale_waived:
+                return False
+            self._stale_waived.add((task_id, self.base))
+        return True
+
+    def snapshot(self) -> Snapshot:
+        from ralph.store import beside
+
+        at = beside.size(self.repo)  # first: a change written down meanwhile is after it
+        head, branch, changed = self.repo.work_state()
+        return Snapshot(head, branch, frozenset(changed - self.user_dirty), at)
+
+    def commit_beside(self, earlier_runs: bool = False) -> None:
+        """Commit what a person changed with ralph's commands beside the run (ralph.store.beside)
+        since last asked, under their messages; `earlier_runs`: what they changed beside a run
+        that ended before committing it too (at the start of a run, which then starts the
+        ledger afresh)."""
+        from ralph.plan.loader import load
+        from ralph.store import beside
+
+        persons = beside_changes.since(self.repo, self.beside_seen, any_run=earlier_runs)
+        self.beside_seen = persons.end
+        if persons.keys:
+            committed = Plan(load(self.repo.file_at_head(PLAN_FILE) or b"", PLAN_FILE))
+            theirs = beside_changes.with_persons_changes(committed, self.plan.read(), persons.keys)
+            self.commit_persons_changes(persons, theirs)
+        if earlier_runs:
+            beside.forget(self.repo)
+            self.beside_seen = 0
+
+    def commit_persons_changes(self, persons: beside_changes.PersonsChanges, theirs: Plan) -> None:
+        """A person's changes made beside the run, in a commit of their own under their messages,
+        before anything of the run's: the plan as it was, with only their records changed."""
+        self.beside_seen = max(self.beside_seen, persons.end)
+        if not persons.keys:
+            return
+        commit, _ = self.repo.commit_file(PLAN_FILE, theirs.doc.to_bytes(), persons.message())
+        self.journal.event("persons_changes", keys=sorted(persons.keys), commit=commit)
+        subject = persons.message().splitlines()[0]
+        self.console.event(f"committed a change made beside the run: {subject}")
+
+    def keep_replaced_plan(self, log: Path, old: Plan) -> None:
+        """plan.jsonl as a run left it, beside its log, before the plan as it was goes back: a hand
+        edit made meanwhile (nobody can tell whose) is never lost."""
+        current = self.plan.raw()
+        if current != old.doc.to_bytes():
+            kept = self.home / log.with_suffix(".plan.jsonl")
+            kept.write_bytes(current)
+            self.journal.event("plan_kept", path=str(self.rel(kept)))
+
+    def changed_paths(self) -> set[str]:
+        """What the loop's agents changed since the last commit (never the user's dirty paths)."""
+        return {
+            path for path in self.repo.changed_paths() - self.user_dirty if not RALPH_FILES.fullmatch(path)
+        }
+
+    def commit(self, message: str, paths: set[str] | None = None, task: str | None = None) -> str | None:
+        """Commit what the loop's agents are known to have changed: `paths` (a build's files, as
+        measured around its runs), else plan.jsonl alone, which is all the other stages change;
+        any other change is left unstaged with a warning. The spending goes into the loop's own
+        plan first; a build in a worktree leaves that to its merge, instead of waiting here for
+        the plan lock that other builds' merges hold. `task`: the commit is that task's build,
+        recorded on it here (in the loop's own work tree; a worktree's is recorded by its merge).
+
+        Recorded first (ralph.store.intent, COMMIT): a kill between staging and committing is
+        committed by the next start, never left staged with the plan saying the task is built."""
+        if not self.in_worktree:
+            self.plan.save_spending()
+        if paths is None:
+            self.leave_foreign_changes("beside the loop's commit")
+        paths = {PLAN_FILE} if paths is None else paths
+        if PLAN_FILE in paths:  # the agents may have written it by hand: nothing secret is committed
+            self.plan.redact()
+        message = redact(message)  # it can quote a name or an issue
+        # A worktree's commit is not recorded: the worktree and its branch are (ralph.store.owned),
+        # and clean-up keeps what an interrupted commit there left as a patch.
+        pending = None
+        if not self.in_worktree:
+            head, paths_listed = self.repo.head(), sorted(paths)
+            pending = intent.begin(
+                self.repo,
+                IntentKind.COMMIT,
+                self.root,
+                head=head,
+                paths=paths_listed,
+                message=message,
+                task=task,
+            )
+        commit, files = self.repo.commit_paths(paths, message)
+        if pending is not None:
+            if commit and task:
+                settle.record_build_commit(self.root, task, commit)
+            intent.finish(self.repo, pending)
+        self.building = set()
+        if commit:
+            shown = [shown_path(path) for path in files]
+            self.journal.event("commit", commit=commit, message=message.splitlines()[0], files=shown)
+        return commit
+
+    def leave_foreign_changes(self, when: str, among: Iterable[str] | None = None) -> bool:
+        """Changes no agent run is known to have made (`among` them, else every one in the work
+        tree): left as they are, unstaged, with a warning, and never touched by the loop again.
+        Returns whether there were any."""
+        found = (self.changed_paths() if among is None else set(among)) - {PLAN_FILE}
+        found = {path for path in found if not RALPH_FILES.fullmatch(path)} - self.user_dirty
+        if not found:
+            return False
+        self.user_dirty = frozenset(self.user_dirty | found)
+        shown = ", ".join(sorted(found)[:5]) + (f" (+{len(found) - 5} more)" if len(found) > 5 else "")
+        self.journal.event("left_unstaged", files=sorted(found), when=when)
+        self.console.event(f"warning: {shown} changed {when}, not by an agent ralph ran: left unstaged")
+        return True
+
+    def set_aside(self, log_path: Path) -> None:
+        """Save the agents' uncommitted changes to code as a patch beside the log, then undo them.
+        A git repository an agent made inside the work tree goes in as plain files (unnest)."""
+        self.building = set()
+        paths = self.changed_paths() - {PLAN_FILE}
+        if self.unnest(paths, log_path):
+            paths = self.changed_paths() - {PLAN_FILE}
+        if paths:
+            patch = self.home / log_path.with_suffix(".patch")
+            self.repo.save_patch(paths, patch)
+            self.repo.revert(paths)
+            self.journal.event("changes_set_aside", patch=str(self.rel(patch)), files=sorted(paths))
+
+    def keep_draft(self, task_id: str) -> str | None:
+        """The agents' uncommitted changes to code, committed onto HEAD on the task's draft branch
+        (ralph.store.drafts) without touching the work tree or the index, for a person or the
+        task's next build; pushed too when runners share a remote. The branch, or None."""
+        from ralph.store import drafts
+
+        paths = self.changed_paths() - {PLAN_FILE}
+        base = self.repo.head()
+        if not paths or base is None:
+            return None
+        try:
+            branch = drafts.keep(self.repo, task_id, base, paths, f"ralph: draft of {task_id}")
+        except GitError as exc:  # the patch beside the log still keeps the work
+            self.journal.event("draft_failed", item=task_id, error=str(exc))
+            return None
+        if branch is None:
+            return None
+        self.journal.event("draft_kept", item=task_id, branch=branch, files=sorted(paths))
+        self.console.event(f"{task_id}: its unfinished work is kept on branch {branch}")
+        self.coordinator.draft_kept(branch)
+        return branch
+
+    def set_aside_as_draft(self, task_id: str, log_path: Path, record: bool = True) -> str | None:
+        """set_aside, the work kept on the task's draft branch first; with `record`, the branch is
+        written on the task (for the loop's next commit to carry). The branch, or None."""
+        branch = self.keep_draft(task_id)
+        self.set_aside(log_path)
+        if branch and record:
+            self.plan.record_draft(task_id, branch)
+        return branch
+
+    def drop_drafts(self, accepted: Iterable[Record]) -> None:
+        """The tasks are accepted: ralph's drafts of them go (by record, never a person's branch),
+        and a parent's draft they were offered once no task is offered it any more."""
+        from ralph.store import drafts
+
+        for task in accepted:
+            self._drop_draft(drafts.delete(self.repo, task["id"]), task["id"])
+            parent, inherited = task.get("parent"), task.get("draft")
+            if parent and inherited and inherited not in self._offered_drafts():
+                record = drafts.draft_of(self.repo, parent)
+                if record and record.name == inherited:
+                    self._drop_draft(drafts.delete(self.repo, parent), parent)
+
+    def _offered_drafts(self) -> set[str]:
+        return {task["draft"] for task in self.plan.read().tasks() if task.get("draft")}
+
+    def _drop_draft(self, deleted: Owned | None, task_id: str) -> None:
+        if deleted:
+            self.journal.event("draft_deleted", item=task_id, branch=deleted.name)
+            self.coordinator.draft_dropped(deleted.name, deleted.start or "")
+
+    def drop_accepted_drafts(self) -> None:
+        """ralph's drafts of tasks accepted since they were made (by a person, another runner)."""
+        from ralph.store import drafts
+
+        kept = drafts.drafts(self.repo)
+        if kept:  # the plan is read only when there is a draft (most runs have none)
+            accepted = set(self.plan.read().accepted())
+            self.drop_drafts({"id": draft.task} for draft in kept if draft.task in accepted)
+
+    def nested_repositories(self, paths: Iterable[str]) -> list[str]:
+        """The folders among `paths` (or holding one of them) that are git repositories of their
+        own, as an agent's `git init` or `git clone` makes them. Never through a symlink (its
+        .git is somewhere else), nor a folder HEAD has: a submodule is a person's, and git keeps
+        tracking the files of a folder it tracks whatever is in it."""
+        found: set[str] = set()
+        for path in paths:
+            parts = PurePosixPath(path.rstrip("/")).parts
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth])
+                if (self.root / folder).is_symlink() or not (self.root / folder).is_dir():
+                    break
+                if os.path.lexists(self.root / folder / ".git"):
+                    found.add(folder)
+                    break
+        return sorted(found - self.repo.at_head(found))
+
+    def unnest(self, paths: Iterable[str], log_path: Path) -> list[str]:
+        """Each nested repository among `paths` becomes plain files of this work tree: its .git
+        (its history) moves beside the log, as <log>.nested/<folder>/.git, and a gitlink staged
+        for it leaves the index; then those nested in them, in turn. Otherwise git would commit
+        it as a bare gitlink (its files in no commit) or refuse to add it. Returns the folders."""
+        import shutil
+
+        unnested: list[str] = []
+        nested = self.nested_repositories(paths)
+        while nested:
+            for folder in nested:
+                kept = self.home / log_path.with_suffix(".nested") / folder / ".git"
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(self.root / folder / ".git", kept)
+                # Its gitlink (or anything else) staged: unstaged, its files left (HEAD has no folder).
+                self.repo.git("rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", folder)
+                self.journal.event("nested_repository_kept", folder=folder, git_dir=str(self.rel(kept)))
+            unnested += nested
+            inside = self.repo.changed_paths(among=nested)
+            self.building |= inside  # the build's files now, not someone else's left unstaged
+            nested = self.nested_repositories(inside)
+        return unnested
+
+    @contextmanager
+    def checkout(self, label: str) -> Iterator[Repo]:
+        """A detached worktree of HEAD, in a temporary folder of its own, holding a copy of
+        plan.jsonl as it is now: a run that must not share this work tree (a verifier running the
+        tests) works there. It is removed afterwards, whatever happened, changes and all."""
+        folder = _new_folder(f"ralph-{label}-")
+        path = folder / f"ralph-{label}"  # its name in .git/worktrees
+        tree = Owned(OwnedKind.WORKTREE, str(path), folder=str(folder))
+        owned.record(self.repo, tree)  # before it is made: a kill in between is cleaned up later
+        folder.mkdir(mode=0o700)
+        try:
+            with self._worktrees:
+                repo = self.repo.add_worktree(path, "HEAD")
+            (path / PLAN_FILE).write_bytes((self.root / PLAN_FILE).read_bytes())
+            yield repo
+        finally:
+            with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
+                self._remove_recorded(path, folder, tree)
+
+    @contextmanager
+    def build_checkout(self, task_id: str) -> Iterator[BuildCheckout]:
+        """A worktree on branch `ralph/<task id>` from HEAD (plan.jsonl as HEAD has it), for one
+        build at a time with others; removed with its branch afterwards, whatever
+        happened (what the caller did not merge is lost, as a run set aside is)."""
+        folder = _new_folder(f"ralph-build-{task_id}-")
+        path = folder / f"ralph-build-{task_id}"
+        tree = Owned(OwnedKind.WORKTREE, str(path), folder=str(folder))
+        with self._worktrees:
+            head = self.repo.head() or "HEAD"
+            branch = self._free_branch(task_id)
+            built = Owned(OwnedKind.BRANCH, branch, start=head)
+            owned.record(self.repo, tree)  # before they are made: a kill in between is cleaned up later
+            owned.record(self.repo, built)
+        created = False
+        try:
+            folder.mkdir(mode=0o700)
+            with self._worktrees:
+                self.repo.add_branch_worktree(path, branch, head)
+            created = True
+            # The plan as HEAD has it: the loop's own uncommitted changes (a merged build's commit
+            # id, its state) are no business of a builder's, and the merge keeps them. Read from
+            # the work tree, it could be a later merge's plan over this HEAD.
+            if not (path / PLAN_FILE).exists():  # never committed: the loop's copy, then
+                (path / PLAN_FILE).write_bytes(self.plan.raw())
+            plan = (path / PLAN_FILE).read_bytes()
+            yield BuildCheckout(self.for_worktree(path), branch, head, plan)
+        finally:
+            with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
+                self._remove_recorded(path, folder, tree)
+                if created and not self._registered(path):  # ralph's own, recorded above
+                    self._delete_recorded(built)
+                elif not created:
+                    owned.forget(self.repo, built)
+
+    def _remove_recorded(self, path: Path, folder: Path, tree: Owned) -> None:
+        """A worktree ralph made removed, and its record with it; a record stays while git still
+        lists the worktree (its removal failed: a full disk), for clean-up to finish."""
+        import shutil
+
+        self.repo.remove_worktree(path)
+        shutil.rmtree(folder, ignore_errors=True)
+        if not self._registered(path):
+            owned.forget(self.repo, tree)
+
+    def _delete_recorded(self, built: Owned) -> None:
+        """A build branch ralph made deleted, and its record with it, unless git failed to."""
+        try:
+            self.repo.git("update-ref", "-d", f"refs/heads/{built.name}")
+        except GitError:
+            return  # recorded still: clean-up judges it later
+        owned.forget(self.repo, built)
+
+    def _registered(self, path: Path) -> bool:
+        """Whether git still lists the worktree at `path` (its folder under .git/worktrees/ names
+        it), read from the files, without running git."""
+        import os
+
+        admin = self.repo.common_dir() / "worktrees"
+        wanted = os.path.realpath(path / ".git")  # git may name it through a symlinked /tmp
+        for gitdir in admin.glob("*/gitdir"):
+            with contextlib.suppress(OSError):
+                if os.path.realpath(gitdir.read_text(encoding="utf-8").strip()) == wanted:
+                    return True
+        return False
+
+    def _free_branch(self, task_id: str) -> str:
+        """ralph/<task id>, or with -2, -3... when a branch of that name exists already (a person's,
+        or one of ralph's kept because it holds unmerged work): never reset, never reused."""
+        name, number = f"{BUILD_BRANCH_PREFIX}{task_id}", 1
+        while self.repo.branch_exists(name) or owned.owns_branch(self.repo, name):
+            number += 1
+            name = f"{BUILD_BRANCH_PREFIX}{task_id}-{number}"
+        return name
+
+    def merge_build(
+        self, checkout: BuildCheckout, task_id: str | None = None, built: list[str] | None = None
+    ) -> Integration:
+        """The build branch's commits onto the loop's branch, a copy of each in order; the copy of
+        the last of `built` (the build's own commits) recorded on the task, for the loop's next
+        commit, and the branch marked merged. The merge's record (ralph.store.intent) is finished
+        only then: a kill before is finished by the next start."""
+        tip = checkout.tree.repo.head()
+        if tip is None or tip == checkout.start:
+            return Integration()
+        with deferred_signals():  # the work tree moves in one step or not at all
+            merged = integrate(
+                self.repo, checkout.start, tip, checkout.plan_base, task_id, checkout.branch, built
+            )
+            if merged.intent is not None:
+                settle.after_merge(self.repo, self.root, merged.intent.data)
+                intent.finish(self.repo, merged.intent)
+        return merged
+
+    def save_build_patch(self, task: TaskView, log_path: Path) -> Path | None:
+        """The changes of the task's last build commit as a patch beside the log (relative to the
+        root), for DECOMPOSE to see what was built of a task set aside after its build was
+        committed (VERIFY rejected it, or could not finish checking it). They stay in the code."""
+        if not task.commit:
+            return None
+        patch = self.home / log_path.with_suffix(".patch")
+        try:
+            text = self.repo.commit_patch(task.commit, exclude=frozenset({PLAN_FILE}))
+        except GitError as exc:  # the commit is gone (history rewritten since)
+            self.journal.event("build_patch_missing", item=task.id, commit=task.commit, error=str(exc))
+            return None
+        if not text:
+            return None
+        patch.write_bytes(text)
+        saved = str(self.rel(patch))
+        self.journal.event("build_patch_saved", item=task.id, commit=task.commit, patch=saved)
+        return patch
+
+
+def _new_folder(prefix: str) -> Path:
+    """The name of a temporary folder not made yet, as mkdtemp would choose one: the folder is
+    recorded as ralph's before it is made (mkdtemp makes it at once, and a kill before the record
+    left a folder nobody would remove)."""
+    import secrets
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"{prefix}{secrets.token_hex(6)}"

@@ -1,0 +1,114 @@
+"""A person's ralph commands beside a live `ralph construct` in the same work tree.
+
+While a run lasts it owns the commits of its work tree: a commit of a person's `ralph task add`
+would move HEAD under a build (whose check sees HEAD moved and the plan changed, and undid both)
+and would sweep an agent's uncommitted plan changes into the person's commit. So such a command
+writes plan.jsonl, under the plan lock as always, but does not commit, and records what it changed
+in `.git/ralph/beside.jsonl` (one line per command, synced): its message and the keys of the
+records it added, changed or removed. The run reads the records made since it started: those
+changes are a person's, never judged as an agent's, never undone, and committed by the run under
+the person's own message. The agents' own `ralph` commands never get here (RALPH_COMMIT=0)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralph.store.git import Repo
+from ralph.store.lock import CONSTRUCT_LOCK_NAME
+
+LEDGER = Path("ralph") / "beside.jsonl"
+
+# The runs this process deferred its commits to (pids), for the command line to say so once.
+deferred: list[int] = []
+
+
+@dataclass(frozen=True)
+class Entry:
+    message: str  # the command's commit message, as it would have committed
+    keys: tuple[str, ...]  # the records it changed (ralph.plan.integrity.record_key)
+    run: int  # the pid of the run it deferred to
+
+
+def live_run(repo: Repo) -> int | None:
+    """The pid of another process's `ralph construct` holding this work tree's construct lock, or
+    None. The run itself (which holds it) and no run at all answer None."""
+    path = repo.git_dir() / CONSTRUCT_LOCK_NAME
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    fields = text.split()
+    if len(fields) < 2 or fields[0] != "pid" or not fields[1].rstrip(",").isdigit():
+        return None  # released (emptied) or never held
+    pid = int(fields[1].rstrip(","))
+    if pid == os.getpid() or not _held(path):
+        return None
+    return pid
+
+
+def _held(path: Path) -> bool:
+    import fcntl
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return False
+    except OSError:
+        return False
+
+
+def record(repo: Repo, run: int, message: str, keys: list[str]) -> None:
+    """Write down a person's change the run `run` is to commit (before the plan is written)."""
+    path = repo.git_dir() / LEDGER
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({"run": run, "pid": os.getpid(), "message": message, "keys": keys}) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    deferred.append(run)
+
+
+def entries(repo: Repo, offset: int = 0) -> tuple[list[Entry], int]:
+    """The records written from byte `offset` on (whole lines; a torn one is skipped), and the
+    offset after them."""
+    path = repo.git_dir() / LEDGER
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except OSError:
+        return [], offset
+    whole = data[: data.rfind(b"\n") + 1]
+    found = []
+    for raw in whole.splitlines():
+        try:
+            item = json.loads(raw)
+            found.append(Entry(str(item["message"]), tuple(item["keys"]), int(item["run"])))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found, offset + len(whole)
+
+
+def size(repo: Repo) -> int:
+    """Where the records made from now on start."""
+    try:
+        return (repo.git_dir() / LEDGER).stat().st_size
+    except OSError:
+        return 0
+
+
+def forget(repo: Repo) -> None:
+    """Every record is committed: the ledger starts afresh."""
+    with contextlib.suppress(FileNotFoundError):
+        (repo.git_dir() / LEDGER).unlink()

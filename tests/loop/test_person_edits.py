@@ -1,0 +1,166 @@
+"""A person works beside a run: runs ralph's own commands, edits plan.jsonl by hand. What their
+commands did is theirs: never undone, never credited to an agent, committed under their own
+messages. A hand edit nobody can attribute is never lost. Real processes: ralph, the fake agent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.construct import add_tasks, construct, events, plan_records, subjects, wait_for
+from tests.support.gitrepo import git
+
+BY_HAND = {"t": "task", "id": "t-byhand", "name": "Added beside the run", "accept": "work file says ok"}
+
+
+def ralph(project, *args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(project), *args], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def person_edits(project, by_hand: bool) -> None:
+    """A task added (by hand, or with `ralph task add`), then `ralph config set`."""
+    if by_hand:
+        with open(project / "plan.jsonl", "a") as plan:
+            plan.write(json.dumps(BY_HAND) + "\n")
+    else:
+        added = ralph(project, "task", "add", json.dumps({k: v for k, v in BY_HAND.items() if k != "t"}))
+        assert "runs in this work tree: it commits this change" in added.stderr
+    ralph(project, "config", "set", "max_attempts", "7")
+
+
+def assert_config_kept_and_committed_as_theirs(project) -> None:
+    config = next(r for r in plan_records(project, "HEAD") if r["t"] == "config")
+    assert config["max_attempts"] == 7
+    (theirs,) = [
+        c
+        for c in git(project, "log", "--format=%H", "HEAD").split()
+        if "config set" in git(project, "log", "-1", "--format=%B", c)
+    ]
+    assert git(project, "show", "--format=", "--name-only", theirs).split() == ["plan.jsonl"]
+
+
+def test_a_persons_commands_and_hand_edit_during_verify_stay_and_the_verdict_stands(project, tmp_path):
+    (task,) = add_tasks(project, "Slow to judge [slow-verify]")
+    state = tmp_path / "agent-state"
+    running = construct(project, wait=False)
+    wait_for(lambda: (state / f"verify-{task}").exists(), "the verifier started")
+
+    person_edits(project, by_hand=True)
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err
+    assert_config_kept_and_committed_as_theirs(project)
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == BY_HAND["id"]] == ["accept"]
+    assert (state / f"verify-{task}").read_text() == "1"  # its verdict stood: judged once
+    verify = next(s for s in subjects(project) if s.startswith("ralph(verify): accepted " + task))
+    assert BY_HAND["id"] not in verify  # not credited to the verifier
+    assert not [e for e in events(project) if e["event"] == "permission_violation"]
+
+
+@pytest.mark.parametrize("parallel", ["1", "2"], ids=["serial", "in-a-worktree"])
+def test_a_persons_commands_during_a_build_are_theirs_and_the_build_goes_on(project, tmp_path, parallel):
+    (task,) = add_tasks(project, "Slow to build [slow-build]")
+    state = tmp_path / "agent-state"
+    running = construct(project, "--parallel", parallel, wait=False)
+    wait_for(lambda: (state / f"{task}.building").exists(), "the build started")
+
+    person_edits(project, by_hand=False)
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err
+    assert_config_kept_and_committed_as_theirs(project)
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == BY_HAND["id"]] == ["accept"]
+    assert (state / f"build-{task}").read_text() == "1"  # the build was not undone
+    assert not [e for e in events(project) if e["event"] == "permission_violation"]
+    assert "committed a change made beside the run: ralph: 2 changes made beside the run" in err
+
+
+def test_a_hand_edit_during_a_build_is_kept_beside_its_log_when_the_attempt_is_undone(project, tmp_path):
+    (task,) = add_tasks(project, "Slow to build [slow-build]")
+    state = tmp_path / "agent-state"
+    running = construct(project, "--parallel", "1", wait=False)
+    wait_for(lambda: (state / f"{task}.building").exists(), "the build started")
+
+    person_edits(project, by_hand=True)  # a line nobody can tell from the agent's own hand edit
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err
+    assert_config_kept_and_committed_as_theirs(project)  # their command's change stays
+    (violation,) = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert violation["did"] == [f"added tasks in BUILD: {BY_HAND['id']}"]
+    (kept,) = [e["path"] for e in events(project) if e["event"] == "plan_kept"]
+    assert json.dumps(BY_HAND) in (project / kept).read_text()  # never lost
+
+
+def test_a_persons_command_beside_a_run_that_died_is_committed_as_theirs_by_the_next(project, tmp_path):
+    from ralph.store import beside
+    from ralph.store.git import Repo
+    from tests.support.runlock import hold_the_run_lock
+
+    holder = hold_the_run_lock(project)  # a run that dies before it commits what was added beside it
+    ralph(project, "task", "add", json.dumps({"id": "t-mine", "name": "Mine", "accept": "work file says ok"}))
+    holder.kill()
+    holder.wait()
+
+    done = construct(project)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    (theirs,) = [
+        c
+        for c in git(project, "log", "--format=%H %s").splitlines()
+        if c.endswith("ralph: task add t-mine Mine")
+    ]
+    assert git(project, "show", "--format=", "--name-only", theirs.split()[0]).split() == ["plan.jsonl"]
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == "t-mine"] == ["accept"]
+    assert beside.entries(Repo(project)) == ([], 0)  # the ledger starts afresh
+
+
+FENCED_AGENT = r"""
+import os, pathlib, shlex, subprocess, time
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    time.sleep(2)  # while a person commits beside it
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok " + task + "\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+def test_in_the_sandbox_a_persons_git_commit_during_a_build_is_theirs_and_the_build_goes_on(
+    project, tmp_path
+):
+    from ralph.loop.sandbox import unavailable_reason
+
+    if unavailable_reason()[0] is None:
+        pytest.skip(f"no sandbox here: {unavailable_reason()[1]}")
+    (task,) = add_tasks(project, "Built while a person commits")
+    agent = tmp_path / "fenced_agent.py"
+    agent.write_text(FENCED_AGENT)
+    command = f"{sys.executable} {agent}"
+    running = construct(project, "--parallel", "1", "--sandbox=required", agent=command, wait=False)
+    wait_for(
+        lambda: any(e["event"] == "agent_begin" and e.get("stage") == "BUILD" for e in events(project)),
+        "the build started",
+    )
+
+    (project / "notes.txt").write_text("a person's notes\n")
+    git(project, "add", "notes.txt")
+    git(project, "commit", "-qm", "a person's commit beside the run")
+    theirs = git(project, "rev-parse", "HEAD").strip()
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err
+    git(project, "merge-base", "--is-ancestor", theirs, "HEAD")  # kept: its .git was read-only to the agent
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == task] == ["accept"]
+    assert not [e for e in events(project) if e["event"] == "permission_violation"]
+    assert [e["on"] for e in events(project) if e["event"] == "sandbox"] == [True]

@@ -1,0 +1,536 @@
+"""Stages run in this process against fakes of the parts a Workspace composes (ralph.loop.workspace):
+a plan held in memory (PlanAccess), agent runs that act as a script says (AgentRuns), a work tree
+that records what the stage commits and sets aside (WorkTree), and a coordinator of one (Solo).
+No agent process, no git, no construct: each test asserts what the stage decided from what its
+agent run did."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from ralph.agents.base import RunTracker
+from ralph.loop.agentrun import LOG_DIR, AgentResult
+from ralph.loop.console import Console
+from ralph.loop.coordinator import Solo
+from ralph.loop.gate import GateResult
+from ralph.loop.journal import Journal, read_events
+from ralph.loop.permissions import Snapshot
+from ralph.loop.plan_access import PLAN_FILE
+from ralph.loop.stage_build import BuildStage
+from ralph.loop.stage_check import CheckOutcome, CheckStage
+from ralph.loop.stage_decompose import DecomposeStage
+from ralph.loop.stage_investigate import InvestigateStage
+from ralph.loop.stage_plan import PlanStage
+from ralph.loop.stage_verify import VerifyStage
+from ralph.loop.supervisor import RunResult
+from ralph.loop.workspace import Workspace
+from ralph.ops.settings import Settings
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.plan.records import KillReason, Stage, StopReason, Verdict
+from ralph.store.transaction import Change
+
+SPEC = "specs/app.md"
+HEAD = "0" * 40
+
+
+class MemoryPlan:
+    """PlanAccess over bytes in memory; `committed`: the messages of the changes committed at once."""
+
+    def __init__(self, data: bytes):
+        self.spec, self.data = SPEC, data
+        self.committed: list[str] = []
+        self.prioritized = 0
+        self.planned: list[str] = []
+
+    def read(self) -> Plan:
+        return Plan(load(self.data))
+
+    def after(self, result: AgentResult) -> Plan:
+        if result.plan is None:
+            result.plan = self.read()
+        return result.plan
+
+    def tasks(self, plan: Plan | None = None):
+        return (plan or self.read()).task_views(self.spec)
+
+    def issues(self, plan: Plan | None = None):
+        return (plan or self.read()).issues(self.spec)
+
+    def raw(self) -> bytes:
+        return self.data
+
+    @contextmanager
+    def change(self, commit: bool = False) -> Iterator[Change]:
+        change = Change(self.read())
+        yield change
+        if change.plan.doc.changed:
+            self.data = change.plan.doc.to_bytes()
+        if commit:
+            self.committed.append(change.message)
+
+    def set_state(self, plan: Plan | None = None, **fields: object) -> None:
+        with self.change() as change:
+            change.plan.update_state(**fields)
+
+    def save_spending(self) -> None:
+        pass
+
+    def prioritize(self, commit: bool | None = None) -> dict:
+        self.prioritized += 1
+        return {"high": 0, "medium": 0, "low": 0}
+
+    @contextmanager
+    def planning(self, before: bytes) -> Iterator[Callable[[str], None]]:
+        """PLAN's record: `planned` holds the message once its output is whole."""
+        yield self.planned.append
+
+    def record_draft(self, task_id: str, branch: str, commit: bool = False) -> None:
+        raise AssertionError("no draft is kept in these tests")
+
+    def restore(self, data: bytes) -> None:
+        self.data = data
+
+    def undo_since(self, before: bytes, log_path: Path, item: str) -> None:
+        self.data = before
+
+    def keep_uncommitted(self, keep_as: Path) -> None:
+        pass
+
+
+class FakeRepo:
+    """What the stages ask of a repository here: its HEAD, its hooks, its state."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def head(self) -> str:
+        return HEAD
+
+    def hook(self, name: str) -> None:
+        return None
+
+    def work_state(self) -> tuple[str, str | None, set[str]]:
+        return HEAD, None, set()
+
+
+class RecordingTree:
+    """WorkTree that keeps the agents' changes as a set of paths (`dirty`) and records the stage's
+    commits (message, paths, task) and what it set aside."""
+
+    def __init__(self, root: Path, plan: MemoryPlan):
+        self.root = self.home = root
+        self.plan, self.repo = plan, FakeRepo(root)
+        self.dirty: set[str] = set()
+        self.building: set[str] = set()
+        self.user_dirty: frozenset[str] = frozenset()
+        self.in_worktree = False
+        self.coordinator = Solo()
+        self.commits: list[tuple[str, list[str], str | None]] = []
+        self.set_aside_logs: list[Path] = []
+
+    def rel(self, log: Path) -> Path:
+        return log.relative_to(self.home) if log.is_absolute() else log
+
+    def changed_paths(self) -> set[str]:
+        return set(self.dirty)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(HEAD, "main", frozenset(self.dirty))
+
+    def commit(self, message: str, paths: set[str] | None = None, task: str | None = None) -> str:
+        paths = {PLAN_FILE} if paths is None else paths
+        self.commits.append((message, sorted(paths), task))
+        self.dirty -= paths
+        self.building = set()
+        return f"{len(self.commits):040x}"
+
+    def set_aside(self, log_path: Path) -> None:
+        self.set_aside_logs.append(log_path)
+        self.dirty.clear()
+        self.building = set()
+
+    def set_aside_as_draft(self, task_id: str, log_path: Path, record: bool = True) -> None:
+        self.set_aside(log_path)
+
+    def unnest(self, paths, log_path: Path) -> list[str]:
+        return []
+
+    def stale_base(self, task_id: str, verdict: Verdict) -> bool:
+        return False
+
+    def retry_from_head(self, verdict: Verdict) -> bool:
+        return False
+
+    def save_build_patch(self, task, log_path: Path) -> None:
+        return None
+
+    @contextmanager
+    def checkout(self, label: str) -> Iterator[FakeRepo]:
+        """A verifier's checkout: a folder with a copy of the plan, removed afterwards."""
+        folder = self.root / f"checkout-{label}"
+        folder.mkdir()
+        (folder / PLAN_FILE).write_bytes(self.plan.data)
+        try:
+            yield FakeRepo(folder)
+        finally:
+            shutil.rmtree(folder)
+
+
+# What an agent run does: given the stage, the item and where it ran (None: the work tree), it
+# acts and says how it ended (a stop reason and an exit code).
+Act = Callable[[Stage, "str | None", "Path | None"], "tuple[StopReason | None, int] | None"]
+
+
+class ScriptedAgents:
+    """AgentRuns whose runs do what `act` does; `runs`: each (stage, item); the gate passes or
+    fails as `gate_ok` says."""
+
+    def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool = True):
+        self.tree, self.act, self.gate_ok = tree, act, gate_ok
+        self.runs: list[tuple[Stage, str | None]] = []
+        self.gates: list[list[str]] = []
+        self.worker: int | None = None
+        self.current_build: str | None = None
+        self.stopping = False
+        self.tokens = 0
+
+    @property
+    def log_dir(self) -> Path:
+        return self.tree.home / LOG_DIR
+
+    def new_log(self, kind: str, item: str | None = None) -> Path:
+        return self.log_dir / f"ralph-{kind}-{item}.log"
+
+    def rel(self, log: Path) -> Path:
+        return self.tree.rel(log)
+
+    def run_agent(self, stage, iteration, item, values, cwd=None, plan=None) -> AgentResult:
+        self.runs.append((stage, item))
+        stop, exit_code = self.act(stage, item, cwd) or (None, 0)
+        log = LOG_DIR / f"ralph-{stage.lower()}-{item}-{len(self.runs)}.log"
+        run = RunResult(exit_code, stop, 0.1, log, ["the agent's last line"])
+        result = AgentResult(run, RunTracker(), log)
+        result.changed = frozenset(self.tree.dirty)  # as enforce measures it
+        return result
+
+    def check_plan(self, result: AgentResult) -> None:
+        return None
+
+    def enforce(self, stage, own, before, old, results, now=None) -> list[str]:
+        return []
+
+    def gate(self, argv, log: Path) -> GateResult:
+        self.gates.append(list(argv))
+        return GateResult(self.gate_ok, "" if self.gate_ok else "FAILED tests/test_app.py::test_parse", log)
+
+    def stop_all(self) -> None:
+        self.stopping = True
+
+
+def a_plan(*tasks: str, done: bool = False) -> bytes:
+    """A plan of the spec with these tasks (by name), pending or built and marked done."""
+    plan = Plan(load(b""))
+    plan.add_spec(SPEC)
+    records = [{"name": name, "accept": f"{name} works", "spec": SPEC} for name in tasks]
+    added = plan.add_tasks(records) if records else []
+    for task in added if done else []:
+        plan.record_build(task["id"], ["app.py"], 0, None)
+        plan.done(task["id"])
+    return plan.doc.to_bytes()
+
+
+def workspace(tmp_path: Path, data: bytes, act: Act, gate_ok: bool = True, **settings) -> Workspace:
+    plan = MemoryPlan(data)
+    tree = RecordingTree(tmp_path, plan)
+    agents = ScriptedAgents(tree, act, gate_ok)
+    values = {"spec": SPEC, "parallel": 1, "gate": ("make", "test"), "run_hooks": False, **settings}
+    journal, console = Journal(tmp_path / "journal.jsonl"), Console(io.StringIO(), live=False)
+    return Workspace(Settings(**values), plan, agents, tree, journal, console, Solo())
+
+
+def task_of(ws: Workspace, name: str) -> dict:
+    return next(task.record for task in ws.plan.tasks() if task.name == name)
+
+
+def mark_done(ws_plan: MemoryPlan, item: str | None) -> None:
+    with ws_plan.change() as change:
+        change.plan.done(item)
+
+
+# --- BUILD ---------------------------------------------------------------------------------------
+def test_a_build_whose_agent_changed_nothing_fails_no_changes_and_the_next_attempt_is_committed(
+    tmp_path: Path,
+):
+    attempts: list[str] = []
+
+    def builder(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        attempts.append(str(item))
+        if len(attempts) == 2:  # the second attempt writes the code
+            ws.tree.dirty.add("app.py")
+        mark_done(ws.plan, item)
+
+    ws = workspace(tmp_path, a_plan("Parse input"), builder, max_attempts=3)
+    task_id = task_of(ws, "Parse input")["id"]
+
+    report = BuildStage(ws).run(1)
+
+    assert ws.agents.runs == [(Stage.BUILD, task_id), (Stage.BUILD, task_id)]
+    assert len(report.failed) == 1 and report.failed[0].startswith(f"{task_id} attempt 1: ")
+    failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
+    assert [(e["item"], e["verdict"]) for e in failed] == [(task_id, Verdict.NO_CHANGES)]
+    assert ws.plan.committed == [f"ralph(build): {task_id} attempt 1 failed"]
+    # Only the passing attempt's code is committed, with the plan, as the task's build; the gate ran once.
+    assert ws.tree.commits == [(f"ralph(build): {task_id} Parse input", ["app.py", PLAN_FILE], task_id)]
+    assert ws.agents.gates == [["make", "test"]]
+    built = task_of(ws, "Parse input")
+    assert built["verdict"] == Verdict.BUILT and built["attempts"] == 2
+
+
+def test_a_build_the_gate_fails_at_its_last_attempt_is_set_aside_for_decompose(tmp_path: Path):
+    def builder(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        ws.tree.dirty.add("app.py")
+        mark_done(ws.plan, item)
+
+    ws = workspace(tmp_path, a_plan("Parse input"), builder, gate_ok=False, max_attempts=1)
+    task_id = task_of(ws, "Parse input")["id"]
+
+    report = BuildStage(ws).run(1)
+
+    assert "gate failed" in report.failed[0].lower()
+    assert report.stopped and report.stopped[0].startswith(f"{task_id} BUILD killed (doom_loop)")
+    assert ws.tree.commits == []  # no code of a failed build is committed
+    assert ws.tree.set_aside_logs and not ws.tree.dirty  # its changes are set aside
+    assert task_of(ws, "Parse input")["kill_reason"] == "doom_loop"
+
+
+def test_a_build_whose_agent_never_marks_its_task_done_is_not_done(tmp_path: Path):
+    ws = workspace(tmp_path, a_plan("Parse input"), lambda *_: None, max_attempts=1)
+    task_id = task_of(ws, "Parse input")["id"]
+
+    BuildStage(ws).run(1)
+
+    failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
+    assert [(e["item"], e["verdict"]) for e in failed] == [(task_id, Verdict.NOT_DONE)]
+    assert ws.agents.gates == []  # no gate for a build its agent did not finish
+
+
+# --- VERIFY --------------------------------------------------------------------------------------
+def verifier(verdict: str) -> Act:
+    """A verifier that gives `verdict` on its task in its checkout's copy of the plan."""
+
+    def act(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        assert stage is Stage.VERIFY and cwd is not None  # it runs in a checkout of its own
+        plan = Plan(load((cwd / PLAN_FILE).read_bytes()))
+        if verdict == "accept":
+            plan.accept(item)
+        else:
+            plan.reject(item, "the output is not sorted")
+        (cwd / PLAN_FILE).write_bytes(plan.doc.to_bytes())
+
+    return act
+
+
+def test_verify_whose_agent_accepts_accepts_the_task_and_commits_the_verdict(tmp_path: Path):
+    ws = workspace(tmp_path, a_plan("Parse input", done=True), verifier("accept"))
+    task_id = task_of(ws, "Parse input")["id"]
+
+    report = VerifyStage(ws).run(1)
+
+    assert report.accepted == [f"{task_id} Parse input"]
+    assert ws.agents.runs == [(Stage.VERIFY, task_id)]
+    assert task_id in ws.plan.read().accepted()
+    assert ws.tree.commits == [(f"ralph(verify): accepted {task_id}", [PLAN_FILE], None)]
+    assert ws.plan.prioritized == 1
+    assert not list(tmp_path.glob("checkout-*"))  # the verifier's checkout is gone
+
+
+def test_verify_whose_agent_rejects_sends_the_task_back_to_be_built(tmp_path: Path):
+    ws = workspace(tmp_path, a_plan("Parse input", done=True), verifier("reject"))
+    task_id = task_of(ws, "Parse input")["id"]
+
+    report = VerifyStage(ws).run(1)
+
+    assert report.accepted == []
+    assert report.failed == [f"{task_id} rejected by VERIFY: the output is not sorted"]
+    assert task_id not in ws.plan.read().accepted()
+    assert not ws.plan.tasks()[0].done  # pending: BUILD builds it again
+    assert ws.tree.commits == [(f"ralph(verify): rejected {task_id}", [PLAN_FILE], None)]
+
+
+def test_verify_stopped_at_its_time_limit_gives_no_verdict(tmp_path: Path):
+    def stopped(stage: Stage, item: str | None, cwd: Path | None):
+        verifier("accept")(stage, item, cwd)  # what it wrote before it was stopped is not taken
+        return StopReason.TIMEOUT, None
+
+    ws = workspace(tmp_path, a_plan("Parse input", done=True), stopped, max_attempts=2)
+    task_id = task_of(ws, "Parse input")["id"]
+
+    report = VerifyStage(ws).run(1)
+
+    assert report.accepted == []
+    assert report.stopped[0].startswith(f"{task_id} VERIFY stopped (timeout), verified again next time")
+    assert task_id not in ws.plan.read().accepted() and ws.plan.tasks()[0].done
+
+
+# --- CHECK ---------------------------------------------------------------------------------------
+@pytest.fixture
+def spec(tmp_path: Path) -> Path:
+    path = tmp_path / SPEC
+    path.parent.mkdir()
+    path.write_text("# App\n\n- Parse input\n")
+    return path
+
+
+def test_a_check_that_adds_nothing_finds_the_spec_met_and_records_what_it_read(tmp_path: Path, spec: Path):
+    ws = workspace(tmp_path, a_plan(), lambda *_: None)
+    stage = CheckStage(ws)
+
+    report = stage.run(1)
+
+    assert stage.outcome is CheckOutcome.MET and report.items == 1
+    assert ws.tree.commits == [(f"ralph(check): {SPEC}: nothing missing", [PLAN_FILE], None)]
+    line = ws.plan.read().spec_line(SPEC)
+    assert line is not None and line.record["checked_commit"] == HEAD and line.record["checked_spec"]
+    assert ws.plan.prioritized == 0
+
+
+def test_a_check_that_adds_a_task_goes_on_building(tmp_path: Path, spec: Path):
+    def checker(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        with ws.plan.change() as change:
+            change.plan.add_tasks([{"name": "Print report", "accept": "it prints", "spec": SPEC}])
+
+    ws = workspace(tmp_path, a_plan(), checker)
+    stage = CheckStage(ws)
+
+    stage.run(1)
+
+    assert stage.outcome is CheckOutcome.ADDED
+    assert [task.name for task in ws.plan.tasks()] == ["Print report"]
+    assert ws.plan.prioritized == 1
+    line = ws.plan.read().spec_line(SPEC)
+    assert line is not None and not line.record.get("checked_commit")
+
+
+def test_a_check_whose_agent_failed_keeps_nothing_of_it(tmp_path: Path, spec: Path):
+    def failing(stage: Stage, item: str | None, cwd: Path | None):
+        with ws.plan.change() as change:
+            change.plan.add_tasks([{"name": "Half a thought", "accept": "?", "spec": SPEC}])
+        return None, 1
+
+    ws = workspace(tmp_path, a_plan(), failing)
+    before = ws.plan.data
+    stage = CheckStage(ws)
+
+    report = stage.run(1)
+
+    assert stage.outcome is CheckOutcome.FAILED
+    assert ws.plan.data == before and ws.tree.commits == []
+    assert report.failed[0].startswith(f"{SPEC} CHECK failed: the agent ended (exit 1)")
+
+
+# --- INVESTIGATE and DECOMPOSE -------------------------------------------------------------------
+def add_tasks(ws: Workspace, *names: str, **fields: object) -> None:
+    """What an agent's `ralph task add` does to the plan (here: in memory)."""
+    with ws.plan.change() as change:
+        change.plan.add_tasks(
+            [{"name": name, "accept": f"{name} works", "spec": SPEC, **fields} for name in names]
+        )
+
+
+def test_an_investigation_that_made_tasks_resolves_its_issue(tmp_path: Path):
+    def investigator(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        add_tasks(ws, "Fill the report", "Test the report", issue=item)
+
+    data = Plan(load(a_plan()))
+    issue = data.add_issue("the report is empty")
+    ws = workspace(tmp_path, data.doc.to_bytes(), investigator)
+
+    report = InvestigateStage(ws).run(1)
+
+    made = [task.id for task in ws.plan.tasks()]
+    assert report.items == 1 and len(made) == 2
+    assert ws.plan.issues() == []  # resolved: it became those tasks
+    ((message, paths, _),) = ws.tree.commits
+    assert message.startswith(f"ralph(investigate): {issue['id']} the report is empty")
+    assert message.endswith(f"resolved by ralph: it became {', '.join(made)}") and paths == [PLAN_FILE]
+
+
+def test_an_investigation_stopped_half_way_keeps_nothing_and_the_issue_records_why(tmp_path: Path):
+    def stopped(stage: Stage, item: str | None, cwd: Path | None):
+        add_tasks(ws, "Half a thought", issue=item)
+        return StopReason.CONTEXT_LIMIT, None
+
+    data = Plan(load(a_plan()))
+    issue = data.add_issue("the report is empty")
+    ws = workspace(tmp_path, data.doc.to_bytes(), stopped, max_attempts=3)
+
+    report = InvestigateStage(ws).run(1)
+
+    assert ws.plan.tasks() == []
+    (still_open,) = ws.plan.issues()
+    assert still_open["id"] == issue["id"] and still_open["kill_reason"] == "context_limit"
+    assert report.stopped[0].startswith(f"{issue['id']} INVESTIGATE stopped (context_limit)")
+
+
+def killed_task_plan() -> tuple[bytes, str]:
+    plan = Plan(load(a_plan("Parse input")))
+    task_id = plan.task_views(SPEC)[0].id
+    plan.set_aside(task_id, KillReason.TIMEOUT, "too slow", kill_log=str(LOG_DIR / "ralph-build.log"))
+    return plan.doc.to_bytes(), task_id
+
+
+@pytest.mark.parametrize(("parts", "decomposed"), [(3, True), (1, False)])
+def test_decompose_takes_two_to_five_subtasks_and_refuses_fewer(tmp_path: Path, parts: int, decomposed: bool):
+    data, task_id = killed_task_plan()
+
+    def decomposer(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        add_tasks(ws, *(f"Part {n}" for n in range(parts)), parent=item)
+
+    ws = workspace(tmp_path, data, decomposer)
+
+    DecomposeStage(ws).run(1)
+
+    children = [task.id for task in ws.plan.tasks() if task.parent == task_id]
+    ((message, _, _),) = ws.tree.commits
+    if decomposed:
+        assert len(children) == 3 and message == f"ralph(decompose): {task_id} -> {', '.join(children)}"
+    else:  # the one subtask is deleted again, and the task waits for a second try
+        assert children == [] and message.startswith(f"ralph(decompose): {task_id} not decomposed")
+
+
+# --- PLAN ----------------------------------------------------------------------------------------
+def test_plan_commits_the_tasks_its_agent_made_and_records_the_spec_planned(tmp_path: Path):
+    def planner(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        assert stage is Stage.PLAN and item is None
+        add_tasks(ws, "Parse input", "Compute result", "Print report")
+
+    ws = workspace(tmp_path, a_plan(), planner)
+
+    report = PlanStage(ws).run(1)
+
+    message = f"ralph(plan): {SPEC}: 3 tasks"
+    assert ws.plan.planned == [message]  # its output was whole before the commit
+    assert ws.tree.commits == [(f"{message} (0 high, 0 medium, 0 low)", [PLAN_FILE], None)]
+    assert ws.plan.read().planned(SPEC) and ws.plan.prioritized == 1 and report.items == 1
+
+
+def test_plan_stopped_at_its_time_limit_keeps_none_of_its_tasks(tmp_path: Path):
+    def stopped(stage: Stage, item: str | None, cwd: Path | None):
+        add_tasks(ws, "Parse input")
+        return StopReason.TIMEOUT, None
+
+    ws = workspace(tmp_path, a_plan(), stopped)
+
+    report = PlanStage(ws).run(1)
+
+    assert ws.plan.tasks() == [] and not ws.plan.read().planned(SPEC)
+    assert ws.plan.planned == []  # never whole: a kill meanwhile is undone
+    assert ws.tree.commits == [(f"ralph(plan): {SPEC} stopped (timeout)", [PLAN_FILE], None)]
+    assert report.stopped[0].startswith(f"{SPEC} PLAN stopped (timeout), nothing of it kept")
