@@ -2,7 +2,8 @@
 catch up with the remote head, change plan.jsonl in a commit, push.
 
 Between the fetch and the push everything is made in git's object store: the catch-up merge
-(`git merge-tree` for the code, plan.jsonl by record) and the plan commits. HEAD and the work tree
+(`git merge-tree` for the code; for plan.jsonl, the remote's plan with this runner's unpublished
+operations replayed on it: ralph.plan.replay) and the plan commits. HEAD and the work tree
 move once, after the push is won, so a lost race (another runner pushed first) or a remote gone
 offline leaves nothing here to undo, and the window in which another push can win stays short.
 The change itself, and what to replay after a lost race, are the caller's (ralph.ops.claims)."""
@@ -13,9 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ralph.errors import CodeConflict, GitError, RemoteError
+from ralph.errors import CodeConflict, GitError, RalphError, RemoteError
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
+from ralph.plan.records import Replayed
+from ralph.plan.replay import Outcome, replay
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, in_the_way, merge_commits, move_head
 from ralph.store.reader import PLAN_NAME, load_checked
@@ -54,9 +57,9 @@ def until_pushed(
         result, pushed = _round(root, remote, runner, change, message, idle_push, then)
         if pushed:
             return result
-        for replay in (after_lost, then.lost if then else None):
-            if replay:
-                replay()
+        for again in (after_lost, then.lost if then else None):
+            if again:
+                again()
         _pause_after_lost_race(remote)
     raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
 
@@ -165,25 +168,26 @@ def _refuse_overwriting_edits(repo: Repo, remote: Remote, start: str, target: st
 def _commit_loose_plan(root: Path, repo: Repo) -> None:
     """Commit plan.jsonl as it is when it differs from HEAD's (the loop writes some changes for
     its next commit to carry): the round builds on HEAD's plan, and must not drop them."""
+    from ralph.store import pending_ops
     from ralph.store.lock import plan_lock
     from ralph.store.reader import read_bytes
-    from ralph.store.transaction import EARLIER_CHANGES_MESSAGE
+    from ralph.store.transaction import earlier_changes_message
 
     with plan_lock(root):
         data = read_bytes(root)
         if repo.file_at_head(PLAN_NAME) != data:
-            repo.commit_file(PLAN_NAME, data, EARLIER_CHANGES_MESSAGE)
+            base = repo.snapshot()
+            repo.commit_file(PLAN_NAME, data, earlier_changes_message(repo, base[1], data), base)
+            pending_ops.forget(repo)
 
 
 def _caught_up(repo: Repo, remote: Remote, start: str, remote_head: str | None, runner: str) -> str:
     """The commit holding both the local branch and the remote head, made in the object store:
-    `start` (the remote has nothing new), the remote head (a fast forward) or a merge commit
-    (plan.jsonl merged by record). Two runners' claims on one task conflict: ours lost (theirs
-    reached the remote first), so ours are dropped and the merge made again. A plan that still
-    conflicts yields to what was published first: each conflicting record takes the remote's
-    version, and when even that breaks a rule across records, the remote's plan is taken whole
-    (our code still merges; the caller's change is made again on the result). No sequence of
-    ralph's own commands ends here in a plan conflict: only code can conflict."""
+    `start` (the remote has nothing new), the remote head (a fast forward) or a merge commit.
+    The merge's code comes from `git merge-tree`; its plan is the remote head's with this
+    runner's unpublished plan changes made again on it (_replayed), each checked against the plan
+    as it is now. No sequence of ralph's own commands ends here in a plan conflict: only code
+    can conflict."""
     if remote_head is None or remote_head == start:
         return start
     code, out, _ = repo.attempt("merge-base", start, remote_head)
@@ -192,75 +196,93 @@ def _caught_up(repo: Repo, remote: Remote, start: str, remote_head: str | None, 
         return start  # ours is ahead: the push brings the remote up
     if base == start:
         return remote_head
-    what = f"ralph: merge {remote.name}/{remote.branch}"
-    merged = _merge(repo, remote, start, remote_head, what)
+    from ralph.plan.ops import REPLAYED_TRAILER, with_trailers
+
+    where = f"{remote.name}/{remote.branch}"
+    plan, outcomes = _replayed(repo, start, remote_head)
+    said = "".join(f"\n{outcome.line()}" for outcome in outcomes)  # the body: what became of each
+    message = with_trailers(f"ralph: merge {where}\n{said}", f"{REPLAYED_TRAILER}: {where} ({runner})")
+    merged = _merge(repo, remote, start, remote_head, message, plan)
     if merged.commit:
         return merged.commit
-    clashing = [path for path in merged.conflicts if path != PLAN_NAME]
-    if clashing:
-        where = f"{remote.name}/{remote.branch} in {', '.join(clashing[:5])}"
-        raise CodeConflict(f"the local commits conflict with {where}", clashing)
-    dropped = _drop_lost_claims(repo, start, remote_head, runner)
-    if dropped is not None:
-        merged = _merge(repo, remote, dropped, remote_head, what)
-        if merged.commit:
-            return merged.commit
-    for whole in (False, True):
-        yielded = _yield_to_published(repo, remote, dropped or start, remote_head, runner, whole)
-        merged = _merge(repo, remote, yielded, remote_head, what)
-        if merged.commit:
-            return merged.commit
-    raise RemoteError(
-        f"cannot merge {remote.name}/{remote.branch} into the local branch: it conflicts (see `git merge"
-        f" {remote.name}/{remote.branch}`); nothing was pushed"
-    )
+    where = f"{where} in {', '.join(merged.conflicts[:5])}"
+    raise CodeConflict(f"the local commits conflict with {where}", merged.conflicts)
 
 
-def _yield_to_published(
-    repo: Repo, remote: Remote, ours: str, remote_head: str, runner: str, whole: bool
-) -> str:
-    """A commit on `ours` (object store only) whose plan is ours merged with the remote's, each
-    conflicting record the remote's version; `whole`: the remote's plan as it is."""
+def _replayed(repo: Repo, start: str, remote_head: str) -> tuple[bytes, list[Outcome]]:
+    """The remote head's plan with the plan changes of the local commits it lacks made again on
+    it, oldest first, and what became of each. A commit that records its operations
+    (ralph.plan.ops) has them replayed; one that does not (a hand edit of plan.jsonl, the loop's
+    commits of plan and code together) has its change merged by record, and when that conflicts
+    the version published first stands. A catch-up merge of an earlier round is skipped: what
+    it brought from the remote is on the remote head, and what it replayed is replayed again."""
+    from ralph.plan.ops import ops_in, replayed_merge
+
+    plan = repo.file_at(remote_head, PLAN_NAME) or b""
+    outcomes: list[Outcome] = []
+    for commit, parents, message in _unpublished(repo, start, remote_head):
+        if len(parents) > 1 and replayed_merge(message):
+            continue
+        before = (repo.file_at(parents[0], PLAN_NAME) or b"") if parents else b""
+        after = repo.file_at(commit, PLAN_NAME) or b""
+        if after == before:
+            continue  # code alone
+        ops = ops_in(message) if len(parents) <= 1 else None
+        if ops is None:
+            plan, made = _merged_by_record(before, after, plan, commit, "no operation recorded")
+        elif not _reproduces(before, after, ops):
+            plan, made = _merged_by_record(before, after, plan, commit, "its operations do not make it")
+        else:
+            plan, made = replay(plan, ops, PLAN_NAME)
+        outcomes.extend(made)
+    return plan, outcomes
+
+
+def _reproduces(before: bytes, after: bytes, ops: list[Any]) -> bool:
+    """Whether the operations a message records make exactly the commit's change: a message
+    written by hand, or a change edited after the fact, is merged by record instead."""
+    try:
+        made, outcomes = replay(before, ops, PLAN_NAME)
+    except RalphError:
+        return False
+    return made == after and all(outcome.kind != Replayed.DROPPED for outcome in outcomes)
+
+
+def _merged_by_record(
+    before: bytes, after: bytes, plan: bytes, commit: str, why: str
+) -> tuple[bytes, list[Outcome]]:
+    """The fallback for a commit whose plan change no operation replays: merged by record, each
+    record both changed taking the published version."""
     from ralph.plan.merge import merge_bytes
 
-    theirs = repo.file_at(remote_head, PLAN_NAME) or b""
-    plan = theirs
-    if not whole:
-        code, out, _ = repo.attempt("merge-base", ours, remote_head)
-        base = (repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None) or b""
-        merged = merge_bytes(
-            base, repo.file_at(ours, PLAN_NAME) or b"", theirs, PLAN_NAME, published_wins=True
-        )
-        plan = theirs if merged.conflicts else merged.data  # a rule across records broke: theirs whole
-    where = f"{remote.name}/{remote.branch}"
-    return repo.commit_tree(
-        repo.tree_with_file(ours, PLAN_NAME, plan), ours, f"ralph: yield to {where}'s plan ({runner})"
-    )
-
-
-def _merge(repo: Repo, remote: Remote, ours: str, theirs: str, message: str) -> Integration:
+    what = f"the plan change of {commit[:12]}"
     try:
-        return merge_commits(repo, ours, theirs, message)
+        merged = merge_bytes(before, after, plan, PLAN_NAME, published_wins=True)
+    except RalphError as exc:
+        return plan, [Outcome(what, Replayed.DROPPED, str(exc).splitlines()[0])]
+    if merged.conflicts:  # a rule across records broke: the published plan stands
+        return plan, [Outcome(what, Replayed.DROPPED, "it conflicts with the published plan")]
+    return merged.data, [Outcome(what, Replayed.MERGED, f"{why}: merged by record")]
+
+
+def _unpublished(repo: Repo, start: str, remote_head: str) -> list[tuple[str, list[str], str]]:
+    """The local commits the remote head lacks, oldest first, along the local branch's own line
+    (first parents): a branch merged into it (a build's, a person's) counts once, as its merge's
+    change, not once for each of its commits and again for the merge. Each with its parents and
+    message."""
+    out = repo.git(
+        "log", "--first-parent", "--reverse", "--format=%x1e%H %P%x1f%B", f"{remote_head}..{start}"
+    )
+    found = []
+    for entry in out.split("\x1e")[1:]:
+        ids, _, message = entry.partition("\x1f")
+        commit, *parents = ids.split()
+        found.append((commit, parents, message))
+    return found
+
+
+def _merge(repo: Repo, remote: Remote, ours: str, theirs: str, message: str, plan: bytes) -> Integration:
+    try:
+        return merge_commits(repo, ours, theirs, message, plan)
     except GitError as exc:  # unrelated histories, a corrupt object: nothing was changed
         raise RemoteError(f"cannot merge {remote.name}/{remote.branch}: {exc}; nothing was pushed") from None
-
-
-def _drop_lost_claims(repo: Repo, start: str, remote_head: str, runner: str) -> str | None:
-    """A commit on `start` releasing our claims on tasks the remote head has claimed by another
-    runner (object store only); None when there is none to release."""
-    data = repo.file_at(remote_head, PLAN_NAME)
-    if data is None:
-        return None
-    theirs = {item["id"]: item["claimed_by"] for item in Plan(load(data, PLAN_NAME)).claims()}
-    ours = Plan(load(repo.file_at(start, PLAN_NAME) or b"", PLAN_NAME))
-    lost = [
-        task["id"]
-        for task in ours.claims()
-        if task["claimed_by"] == runner and theirs.get(task["id"]) not in (None, runner)
-    ]
-    if not lost:
-        return None
-    for task_id in lost:
-        ours.release(task_id, runner)
-    tree = repo.tree_with_file(start, PLAN_NAME, checked_bytes(ours.doc))
-    return repo.commit_tree(tree, start, f"ralph: drop the claims {runner} lost: {', '.join(lost)}")

@@ -27,12 +27,19 @@ def refuse_cycle(records: list[Record], batch: set[str]) -> None:
 
 
 def new_id(prefix: str, taken: set[str]) -> str:
-    """prefix + 6 random base36 characters: safe to create on two branches at once."""
+    """prefix + 6 random base36 characters: safe to create on two branches at once. An operation
+    being replayed gets the id it made the first time (ralph.plan.ops)."""
+    from ralph.plan import ops
+
+    given = ops.given_id(prefix, taken)
+    if given is not None:
+        return given
     while True:
         number = int.from_bytes(os.urandom(5), "big")
         chars = "".join(_BASE36[(number // 36**i) % 36] for i in range(6))
         candidate = f"{prefix}-{chars}"
         if candidate not in taken:
+            ops.made_id(candidate)
             return candidate
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ralph.plan import attempts, claims, questions, singletons, tasks
 from ralph.plan.document import Record
+from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
 from ralph.plan.records import KillReason, Verdict
 
@@ -158,3 +159,12 @@ class Plan(PlanReader):
 
     def add_spending(self, by_stage: dict[str, dict[str, Any]]) -> Record:
         return singletons.add_spending(self, by_stage)
+
+
+# Every transition is recorded as an operation (ralph.plan.ops): what a runner replays on the
+# remote's head when its push lost the race.
+TRANSITIONS = frozenset(
+    name for name, value in vars(Plan).items() if callable(value) and not name.startswith("_")
+)
+for _name in TRANSITIONS:
+    setattr(Plan, _name, recorded(getattr(Plan, _name)))

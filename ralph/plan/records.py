@@ -43,6 +43,16 @@ def kill_reason_of(stop: StopReason | None) -> KillReason | None:
     return KILLING_STOPS.get(stop) if stop else None
 
 
+class Replayed(StrEnum):
+    """What became of one of a runner's unpublished plan changes replayed on the remote's head
+    (ralph.plan.replay)."""
+
+    APPLIED = "applied"  # made again as it was
+    MOVED = "moved"  # made again with its dependencies on a decomposed task moved to the subtasks
+    DROPPED = "dropped"  # its precondition no longer holds: what was published first stands
+    MERGED = "merged"  # a change no operation records (a hand edit), merged by record
+
+
 class Verdict(StrEnum):
     """What one build attempt came to, or VERIFY's judgement of it: a task records its latest as
     `verdict`, so each commit of plan.jsonl says what the attempt it records came to."""

@@ -376,12 +376,30 @@ class Repo:
         ]
         if not staged:
             return None, []
+        takes_plan = "plan.jsonl" in staged
+        if takes_plan:
+            message = self._with_pending_ops(message)
         head = self.head()
         stamps = self._commit_dates([head] if head else [])
         self._output(
             ("commit", "--no-verify", "-q", "-F", "-", "--", *staged), _message_bytes(message), stamps
         )
+        if takes_plan:
+            from ralph.store import pending_ops
+
+            pending_ops.forget(self)
         return self.head(), staged
+
+    def _with_pending_ops(self, message: str) -> str:
+        """The message with the operations that made the staged plan's change (ralph.store.pending_ops)."""
+        from ralph.store import pending_ops
+
+        if not (self.git_dir() / pending_ops.NAME).exists():
+            return message
+        code, out, _ = self.attempt("rev-parse", "--verify", "-q", "HEAD:plan.jsonl")
+        parent = out.strip() if code == 0 else None
+        code, out, _ = self.attempt("rev-parse", "--verify", "-q", ":plan.jsonl")
+        return pending_ops.message_with(self, message, parent, out.strip()) if code == 0 else message
 
     def stage_paths(self, paths: set[str]) -> None:
         """Put exactly `paths` in the index as they are in the work tree (added, changed, deleted)."""

@@ -86,21 +86,24 @@ def integrate(
         return copied
 
 
-def merge_commits(repo: Repo, ours: str, theirs: str, message: str) -> Integration:
+def merge_commits(repo: Repo, ours: str, theirs: str, message: str, plan: bytes | None = None) -> Integration:
     """The merge of commit `theirs` into `ours` as `git merge --no-ff` would make it (a commit
     with both as parents), in git's object store only: the code through `git merge-tree`,
-    plan.jsonl by record from the two commits' merge base. Nothing moves: the caller moves HEAD
+    plan.jsonl by record from the two commits' merge base, or `plan` when the caller made it
+    (a runner replays its operations: ralph.ops.sync). Nothing moves: the caller moves HEAD
     (move_head) once it wants the result. A conflict gives the conflicting paths."""
-    code, out, _ = repo.attempt("merge-base", ours, theirs)
-    base_plan = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
-    ours_plan, theirs_plan = repo.file_at(ours, PLAN_NAME) or b"", repo.file_at(theirs, PLAN_NAME) or b""
-    merged = merge_bytes(base_plan or b"", ours_plan, theirs_plan, PLAN_NAME)
-    if merged.conflicts:
-        return Integration(conflicts=[PLAN_NAME])
+    if plan is None:
+        code, out, _ = repo.attempt("merge-base", ours, theirs)
+        base_plan = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
+        ours_plan, theirs_plan = repo.file_at(ours, PLAN_NAME) or b"", repo.file_at(theirs, PLAN_NAME) or b""
+        merged = merge_bytes(base_plan or b"", ours_plan, theirs_plan, PLAN_NAME)
+        if merged.conflicts:
+            return Integration(conflicts=[PLAN_NAME])
+        plan = merged.data
     tree, conflicts = _merge_code(repo, ours, theirs)
     if conflicts:
         return Integration(conflicts=conflicts)
-    commit = repo.commit_tree(repo.tree_with_file(tree, PLAN_NAME, merged.data), ours, message, theirs)
+    commit = repo.commit_tree(repo.tree_with_file(tree, PLAN_NAME, plan), ours, message, theirs)
     return Integration(commit=commit)
 
 

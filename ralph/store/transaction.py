@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator
@@ -60,9 +61,11 @@ def transaction(
             from ralph.secrets import redact
 
             message = redact(change.message, root)  # it can quote a task's name or an issue's text
-            change.commit = _write_and_commit(root, before, after, message, fold_earlier, repo)
+            ops = _ops_trailers(change.plan, root)
+            change.commit = _write_and_commit(root, before, after, message, fold_earlier, repo, ops)
         else:
             write_atomic(plan_path(root), after)
+            _remember_ops(root, before, after, change.plan, repo)
         from ralph.store import validcache
 
         validcache.remember(root, after)
@@ -138,8 +141,42 @@ def _commit_wanted(plan: Plan) -> bool:
     return wanted
 
 
+def _ops_trailers(plan: Plan, root: Path) -> str:
+    """The commit's `Ralph-Op:` trailers: the operations that made the change, for a runner to
+    replay on the remote's head (ralph.plan.ops). None ("") when something else changed the plan
+    too (a hand edit, a redacted secret), or when an argument holds a secret (a commit message
+    never quotes one): a runner merges that change by record instead."""
+    from ralph.plan.ops import made_by_ops, trailers
+    from ralph.secrets import redact
+
+    ops = made_by_ops(plan)
+    lines = trailers(ops) if ops else ""
+    return lines if lines and redact(lines, root) == lines else ""
+
+
+def _remember_ops(root: Path, before: bytes, after: bytes, plan: Plan, repo: Repo | None) -> None:
+    """The operations of a change written without a commit, for the commit that takes the plan
+    later (the loop's, of plan and code together) to record (ralph.store.pending_ops)."""
+    if not (root / ".git").exists():
+        return  # not a git work tree: nothing will commit it
+    from ralph.plan.ops import made_by_ops
+    from ralph.store import pending_ops
+    from ralph.store.git import Repo
+
+    # The record is an aid to a later replay, and an agent's sandbox keeps .git read-only: the
+    # change itself is written, and the commit that takes it finds a gap (merged by record).
+    with contextlib.suppress(OSError):
+        pending_ops.remember(repo or Repo(root), before, after, made_by_ops(plan))
+
+
 def _write_and_commit(
-    root: Path, before: bytes, after: bytes, message: str, fold_earlier: bool, repo: Repo | None
+    root: Path,
+    before: bytes,
+    after: bytes,
+    message: str,
+    fold_earlier: bool,
+    repo: Repo | None,
+    ops: str = "",
 ) -> str | None:
     """Commit `after` as plan.jsonl alone. Everything that could stop the commit is checked, and
     the commit's objects are written, before the file is: a refused commit leaves the plan as it
@@ -153,13 +190,21 @@ def _write_and_commit(
     repo = repo or Repo(root)
     refuse_unsafe_commit(repo)
     base = repo.snapshot()
-    if not fold_earlier and Repo.blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():
-        # Commit what was already there (a hand edit, or a change whose commit was interrupted)
-        # on its own, so this command's commit shows only this command's change.
-        earlier, entries = repo.commit_file(PLAN_NAME, before, EARLIER_CHANGES_MESSAGE, base)
-        base = (earlier or base[0], entries)
-    prepared = repo.prepare_commit(PLAN_NAME, after, message, base)
+    if Repo.blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():
+        if fold_earlier:
+            ops = ""  # the commit holds earlier changes no operation made
+        else:
+            # Commit what was already there (a hand edit, or a change whose commit was
+            # interrupted) on its own, so this command's commit shows only this command's change.
+            earlier_message = earlier_changes_message(repo, base[1], before)
+            earlier, entries = repo.commit_file(PLAN_NAME, before, earlier_message, base)
+            base = (earlier or base[0], entries)
+    from ralph.plan.ops import with_trailers
+    from ralph.store import pending_ops
+
+    prepared = repo.prepare_commit(PLAN_NAME, after, with_trailers(message, ops), base)
     write_atomic(plan_path(root), after)
+    pending_ops.forget(repo)  # committed now, with its operations or merged by record
     if prepared is None:
         return None
     try:
@@ -169,6 +214,16 @@ def _write_and_commit(
             f"{exc} (plan.jsonl is changed but not committed; the next ralph command commits it)"
         ) from None
     return prepared.commit
+
+
+def earlier_changes_message(repo: Repo, head_entries: list[bytes], before: bytes) -> str:
+    """EARLIER_CHANGES_MESSAGE, with the operations that made those changes when they are known
+    (the loop's agents and its own bookkeeping write the plan without a commit)."""
+    from ralph.store import pending_ops
+    from ralph.store.git import Repo, blob_sha
+
+    parent = Repo.blob_in(head_entries, PLAN_NAME)
+    return pending_ops.message_with(repo, EARLIER_CHANGES_MESSAGE, parent, blob_sha(before))
 
 
 def refuse_unsafe_commit(repo: Repo) -> None:

@@ -10,11 +10,11 @@ import pytest
 
 from ralph.errors import InvalidInput
 from ralph.ops import issues
-from tests.support.gitrepo import git
+from tests.support.gitrepo import git, said
 
 
 def message(root: Path) -> str:
-    return git(root, "log", "-1", "--format=%B").strip()
+    return said(root)
 
 
 def records(root: Path) -> list[dict]:

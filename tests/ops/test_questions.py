@@ -10,11 +10,11 @@ import pytest
 
 from ralph.errors import InvalidInput
 from ralph.ops import questions, tasks
-from tests.support.gitrepo import git
+from tests.support.gitrepo import git, said
 
 
 def message(root: Path) -> str:
-    return git(root, "log", "-1", "--format=%B").strip()
+    return said(root)
 
 
 def test_who_asks_is_the_agent_of_a_run_with_its_log_or_a_person():

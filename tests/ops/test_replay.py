@@ -101,10 +101,72 @@ def test_a_record_both_runners_changed_by_hand_takes_the_version_published_first
     push(other, "two")
     push(one, "one")
     assert on_origin(shared).find_task(A["id"])["notes"] == "theirs"
-    assert git(shared.origin, "log", "-2", "--format=%s", "main").splitlines()[1] == (
-        "ralph: yield to origin/main's plan (one)"
-    )
+    said = replay_said(shared)
+    assert len(said) == 1 and said[0].startswith("merged the plan change of ")  # no op: by record
     assert git(one, "status", "--porcelain") == ""
+
+
+def test_a_build_of_a_task_another_runner_decomposed_meanwhile_is_dropped_and_the_merge_says_why(two):
+    shared, one, other = two
+    parts = decompose(other, B["id"], [{"name": "B1"}, {"name": "B2"}])
+    push(other, "two")
+    tasks.done(one, B["id"])
+    tasks.done(one, A["id"])
+    push(one, "one")
+    origin = on_origin(shared)
+    assert origin.find_task(B["id"]) is None and origin.find_task(A["id"])["s"] == "d"
+    assert replay_said(shared) == [
+        f"dropped done: {B['id']} was decomposed into {', '.join(parts)}",
+        "applied done",
+    ]
+
+
+def test_a_message_whose_operations_do_not_make_its_commits_change_is_merged_by_record(two):
+    shared, one, other = two
+    plan = one / "plan.jsonl"
+    plan.write_bytes(plan.read_bytes().replace(b'"name": "C"', b'"name": "C by hand"'))
+    git(one, "commit", "-qam", f'notes\n\nRalph-Op: {{"op":"done","args":["{A["id"]}",null]}}')
+    hand = git(one, "rev-parse", "HEAD").strip()
+    tasks.prioritize(other)
+    push(other, "two")
+    push(one, "one")
+    origin = on_origin(shared)
+    assert origin.find_task(C["id"])["name"] == "C by hand"
+    assert origin.find_task(A["id"])["s"] == "p"  # the trailer's `done` was not made
+    assert replay_said(shared) == [
+        f"merged the plan change of {hand[:12]}: its operations do not make it: merged by record"
+    ]
+
+
+def test_the_loops_commit_of_plan_and_code_is_replayed_and_a_second_build_yields_to_the_first(two):
+    shared, one, other = two
+    tasks.done(other, A["id"])
+    push(other, "two")
+    tasks.done(one, A["id"], commit=False)  # as the loop's agent does, RALPH_COMMIT=0
+    (one / "app.txt").write_text("built\n")
+    Repo(one).commit_paths({"plan.jsonl", "app.txt"}, "ralph(build): A")  # as the loop commits
+    push(one, "one")
+    [said] = replay_said(shared)
+    assert said.startswith("dropped done: ")  # done already: the build published first stands
+    # The code merges: a loop yields before this when its task was taken over (claims.taken_over).
+    assert git(shared.origin, "show", "main:app.txt") == "built\n"
+
+
+def test_each_of_ralphs_commands_records_the_operation_it_made_in_its_commit(two):
+    _, one, _ = two
+    tasks.done(one, A["id"])
+    assert git(one, "log", "-1", "--format=%B").strip().splitlines()[-1] == (
+        f'Ralph-Op: {{"op":"done","args":["{A["id"]}",null]}}'
+    )
+
+
+def replay_said(shared: Shared) -> list[str]:
+    """What the runners' catch-up merges on the remote say of the operations they replayed."""
+    said = []
+    for body in git(shared.origin, "log", "--format=%B%x00", "main").split("\0"):
+        if "Ralph-Replayed: " in body:
+            said += [line for line in body.strip().splitlines()[2:] if line and not line.startswith("Ralph-")]
+    return said
 
 
 # --- any sequence of ralph's commands on two runners ----------------------------------------------
@@ -168,6 +230,12 @@ def run_commands(seed_repo: Path, commands: list[tuple[int, str, int]]) -> None:
         assert not on_origin(shared).claims()  # every claim was given back
         for clone in clones:
             assert git(clone, "status", "--porcelain") == ""
+        merges = git(shared.origin, "log", "--merges", "--format=%B%x00", "main").split("\0")
+        assert all("Ralph-Replayed: " in body for body in merges if body.strip())  # caught up by replay
+        said = replay_said(shared)
+        assert not [line for line in said if line.startswith("merged")]  # each commit's ops, no record merge
+        for line in said:
+            event(line.split(":")[0])
 
 
 FUNCTION_FIXTURES = settings(

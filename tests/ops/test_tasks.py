@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 from ralph.ops import tasks
-from tests.support.gitrepo import git
+from tests.support.gitrepo import git, said
 
 
 def last_commit(root: Path) -> tuple[str, list[str]]:
-    message = git(root, "log", "-1", "--format=%B").strip()
+    message = said(root)
     files = git(root, "show", "--name-only", "--format=", "HEAD").split()
     return message, files
 

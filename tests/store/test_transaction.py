@@ -59,7 +59,10 @@ def test_a_change_commits_plan_jsonl_alone_with_the_message(planned):
     assert change.commit == head(planned)
     assert git(planned, "rev-parse", "HEAD^").strip() == before
     assert git(planned, "show", "--name-only", "--format=", "HEAD").split() == ["plan.jsonl"]
-    assert git(planned, "log", "-1", "--format=%B").strip() == "ralph: task add t-cccccc\n\ndetails"
+    assert git(planned, "log", "-1", "--format=%B").strip() == (
+        "ralph: task add t-cccccc\n\ndetails\n\n"  # and the operation, for a runner to replay
+        'Ralph-Op: {"op":"add_tasks","args":[[{"id":"t-cccccc","name":"C"}]]}'
+    )
     assert git(planned, "status", "--porcelain") == status_before  # plan.jsonl clean, the rest as it was
     assert validcache.known_valid(planned, data)
 

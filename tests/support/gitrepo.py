@@ -40,6 +40,13 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
 
+def said(root: Path, rev: str = "HEAD") -> str:
+    """A commit's message as a person reads it: without the `Ralph-Op:` trailers that record the
+    operations behind it (ralph.plan.ops; tests/plan/test_ops.py checks those)."""
+    text = git(root, "log", "-1", "--format=%B", rev)
+    return "\n".join(line for line in text.splitlines() if not line.startswith("Ralph-Op: ")).strip()
+
+
 class Shared:
     """One bare repository (the remote every runner shares) seeded from a `repo`, and its clones,
     each with `ralph init` done (git does not clone the merge driver's registration)."""
