@@ -22,8 +22,10 @@ a person would have made them: later commits extend files earlier ones made, and
 functions of others. `--deps needed` gives each task the tasks its patch needs (the last earlier
 commit to touch each of its files, and the commits whose functions it uses); `--deps none`, the
 default, gives none, as a history replayed task by task has none, so parallel modes show runs
-wasted on a stale base: builds started beside the neighbour whose change they need, which fail
-and are built again (not counted as attempts) once it has merged.
+wasted beside a neighbour: builds started at the same time as the one whose change they need,
+which fail and are built again (not counted as attempts) once it has merged. A run on a stale
+base is another thing: a build attempt started where the branch had already moved past its base
+(the loop journals each attempt's base in a worktree); the issue's target is that none is.
 
     python bench/bench_replay.py [--commits N] [--modes serial,parallel,remote] [--deps none|needed]
                                  [--keep]   (keep the repositories and logs, to look at a run)
@@ -727,7 +729,9 @@ def report(mode: str, outcome: Outcome, floors: list[Floor], real_tree: str, com
     gates = sum(1 for e in outcome.events if e["event"] == "gate_end")
     kills = sum(1 for e in outcome.events if e["event"] == "task_killed")
     not_merged = sum(1 for e in outcome.events if e["event"] == "build_not_merged")
-    stale = sum(1 for e in outcome.events if e["event"] == "build_stale_base")  # uncounted, rebuilt
+    beside = sum(1 for e in outcome.events if e["event"] == "build_stale_base")  # uncounted, rebuilt
+    # A run on a stale base: a build attempt that started where the branch had already moved past.
+    stale = sum(1 for e in outcome.events if e["event"] == "build_attempt" and e.get("behind"))
     same = outcome.tree == real_tree
     floor_s = sum(f.wall for f in floors) / len(floors)
     ratio = outcome.wall / floor_s
@@ -756,7 +760,8 @@ def report(mode: str, outcome: Outcome, floors: list[Floor], real_tree: str, com
     print(
         f"  wasted runs {wasted} (beyond one BUILD and one VERIFY per commit and one passing CHECK):"
         f" failed builds {sum(failed.values())} ({verdicts}),"
-        f" builds on a stale base {stale} (a neighbour's change not in it yet),"
+        f" builds that failed beside a neighbour whose change they needed {beside} (built again once it"
+        f" merged), builds started on a stale base {stale},"
         f" builds not merged {not_merged}, tasks killed {kills}, DECOMPOSE runs {runs['DECOMPOSE']}"
     )
     print(f"  suite runs {gates} (the floor: {commits}), {gates - commits} extra")
