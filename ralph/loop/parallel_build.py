@@ -10,10 +10,12 @@ from ralph.loop.agent_runs import TreeRemoved
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.signals import deferred_signals
-from ralph.loop.work_tree import BuildCheckout, StaleBase
+from ralph.loop.work_tree import BuildCheckout, CheckoutBehind, StaleBase
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage
 from ralph.plan.scope import overlaps
+
+CHECKOUT_RENEWALS = 3  # worktrees made again because a neighbour merged while one was made
 
 
 class Builder(Protocol):
@@ -128,13 +130,26 @@ class ParallelBuilds:
 
     def _build_one(self, task_id: str, worker: int, built: Callable[[], None] = lambda: None) -> StageReport:
         """Build the task in its worktree; `built` is called once its agent and gate are done,
-        before the merge."""
+        before the merge. A worktree the branch moved past while it was made (a neighbour
+        merged) is made again from the new HEAD before any agent runs in it, a few times at most:
+        a build starts from the branch as it is."""
+        for renewals_left in reversed(range(CHECKOUT_RENEWALS + 1)):
+            try:
+                return self._build_in_checkout(task_id, worker, built, renewals_left > 0)
+            except CheckoutBehind:
+                self.ws.journal.event("build_checkout_renewed", item=task_id)
+        raise AssertionError("the last renewal builds whatever the base")  # pragma: no cover
+
+    def _build_in_checkout(
+        self, task_id: str, worker: int, built: Callable[[], None], renew_if_behind: bool
+    ) -> StageReport:
         report = StageReport(Stage.BUILD)  # build_task counts the build
-        span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
         with self.ws.tree.build_checkout(task_id) as checkout:
             ws = self.ws.for_worktree(checkout, worker)
             ws.tree.base = checkout.start
             ws.tree.neighbours_running = lambda: bool({*self.building, *self.merging} - {task_id})
+            ws.tree.renew_if_behind = renew_if_behind
+            span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
             try:
                 self.lead.in_worktree(ws).build_task(task_id, self.iteration, report)
                 if self.ws.agents.stopping:
@@ -148,6 +163,9 @@ class ParallelBuilds:
                 self.lead.tree_removed(task_id, removed.result, report)
                 span.end(merged=False)
                 return report
+            except CheckoutBehind:  # before any agent ran in it: the checkout goes, a fresh one is made
+                span.end(merged=False, renewed=True)
+                raise
             except BaseException:
                 self._set_aside(ws, task_id)
                 span.end(merged=False)

@@ -17,7 +17,7 @@ from ralph.loop.job import Job
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.prompts import data_block, excerpt, one_line, task_details
-from ralph.loop.work_tree import StaleBase
+from ralph.loop.work_tree import CheckoutBehind, StaleBase
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
@@ -144,15 +144,13 @@ class BuildStage:
         self._attempts(task_id, iteration, report, plan)
 
     def _attempts(self, task_id: str, iteration: int, report: StageReport, plan: Plan) -> None:
+        first = True
         while True:
             task = plan.task_line(task_id).record
             values = _values(task, plan, self.ws.settings)
-            if (
-                self.tree.in_worktree
-            ):  # whether it starts from the branch as it is now (the replay bench counts)
-                self.ws.journal.event(
-                    "build_attempt", item=task_id, base=self.tree.base, behind=self.tree.behind()
-                )
+            if self.tree.in_worktree:
+                self._from_the_branch_as_it_is(task_id, first)
+            first = False
             result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
             problem = result.plan_problem
             stop = result.run.stop_reason
@@ -181,6 +179,15 @@ class BuildStage:
             if self.tree.retry_from_head(failure.verdict):  # built again from the branch as it is now
                 return
             plan = self.plan.read()
+
+    def _from_the_branch_as_it_is(self, task_id: str, first: bool) -> None:
+        """A build in a worktree starts from the branch as it is: one a neighbour's merge left
+        behind before its first attempt is made again (CheckoutBehind). Each attempt's base is
+        journalled, with whether the branch had moved past it (the replay bench counts them)."""
+        behind = self.tree.behind()
+        if behind and first and self.tree.renew_if_behind:
+            raise CheckoutBehind(task_id)
+        self.ws.journal.event("build_attempt", item=task_id, base=self.tree.base, behind=behind)
 
     def _left_the_plan(self, task_id: str, result: AgentResult) -> None:
         """The task is gone from the plan after its build ran: what the run changed in the code is

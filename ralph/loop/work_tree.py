@@ -36,6 +36,11 @@ from ralph.text import shown_path
 BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
 
 
+class CheckoutBehind(Exception):  # noqa: N818 (a signal to the parallel builds, not an error)
+    """A build's worktree the loop's branch moved past (a neighbour merged) before any agent ran
+    in it: made again from the new HEAD rather than built on the old one."""
+
+
 class StaleBase(Exception):  # noqa: N818 (a signal to the parallel builds, not an error)
     """A build attempt in a worktree failed on a base its neighbours' builds have moved past, or
     may yet (they still run): it may have failed only for want of their changes. It is not counted;
@@ -78,6 +83,7 @@ class WorkTree:
         # A build in a worktree: the commit it started from, and whether other builds run beside it.
         self.base: str | None = None
         self.neighbours_running: Callable[[], bool] = lambda: False
+        self.renew_if_behind = False  # a fresh worktree behind HEAD at its first attempt is made again
         self._stale_waived: set[tuple[str, str]] = set()  # (task, base): each waived once, shared
         # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
         self.coordinator: Coordinator = coordinator or Solo()

@@ -14,6 +14,7 @@ import pytest
 
 from ralph.ops import tasks
 from tests.support.construct import (
+    add_tasks,
     assert_clean,
     construct,
     events,
@@ -316,3 +317,33 @@ def test_a_build_that_failed_for_a_running_neighbours_change_waits_and_is_built_
     accepted = {r["id"] for r in plan_records(project) if r.get("t") == "accept"}
     assert accepted == {first, second}
     assert_no_worktrees_or_branches(project)
+
+
+def test_a_worktree_the_branch_moved_past_before_its_first_attempt_is_made_again(project, monkeypatch):
+    """A neighbour merged while the worktree was made: the build is not started on the old base
+    but in a fresh worktree from the new HEAD (here the first look at each worktree says it is
+    behind, as a merge in that moment would make it)."""
+    from ralph.loop.work_tree import WorkTree
+
+    real = WorkTree.behind
+    looked: set[str] = set()
+
+    def behind_the_first_time(tree: WorkTree) -> bool:
+        key = tree.root.name  # ralph-build-<task id>: the first worktree of each task
+        if tree.in_worktree and tree.renew_if_behind and key not in looked:
+            looked.add(key)
+            return True
+        return real(tree)
+
+    monkeypatch.setattr(WorkTree, "behind", behind_the_first_time)
+    ids = add_tasks(project, "Parse input", "Compute result")
+
+    done = construct(project, "--parallel", "2")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    renewed = [e["item"] for e in events(project) if e["event"] == "build_checkout_renewed"]
+    assert sorted(renewed) == sorted(ids)  # each made again once
+    attempts = [e for e in events(project) if e["event"] == "build_attempt"]
+    assert sorted(e["item"] for e in attempts) == sorted(ids) and not any(e["behind"] for e in attempts)
+    assert {r["id"] for r in plan_records(project) if r["t"] == "accept"} == set(ids)
+    assert not [e for e in events(project) if e["event"] == "build_failed"]
