@@ -70,6 +70,16 @@ class Coordinator(Protocol):
         it): then a failed build is given back, uncounted, and built again once caught up."""
         ...
 
+    def others_building(self) -> bool:
+        """Whether others are building tasks now (a build here may fail for want of their work,
+        not yet published): then a failed build is given back, uncounted, and held (`hold`)."""
+        ...
+
+    def hold(self, task_id: str) -> None:
+        """The task's build was given back while others' work was in flight: not claimed again
+        by this run until what others publish has moved the shared branch."""
+        ...
+
     def release(self, quietly: bool = False) -> None:
         """The run ends: whatever it holds goes back. Quietly: once, errors ignored."""
         ...
@@ -113,6 +123,12 @@ class Solo:
 
     def others_published(self) -> bool:
         return False
+
+    def others_building(self) -> bool:
+        return False
+
+    def hold(self, task_id: str) -> None:
+        pass
 
     def release(self, quietly: bool = False) -> None:
         pass

@@ -16,9 +16,11 @@ from typing import TypeVar
 from ralph import clock
 from ralph.errors import RemoteError
 from ralph.ops import claims
+from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
+from ralph.store.reader import PLAN_NAME as PLAN_FILE
 from ralph.store.reader import read_plan
 from ralph.store.remote import Remote
 
@@ -43,6 +45,7 @@ class RemoteCoordinator:
         self.remote = Remote(Repo(root), remote)
         self.check, self.sleep = check, sleep
         self._claimed_next: str | None = None  # claimed in the push that published the last build
+        self._held: dict[str, str] = {}  # task -> the remote head when its build was given back
 
     # --- the stages' coordinator (ralph.loop.coordinator.Coordinator) ---------------------------
     def plans(self) -> bool:
@@ -115,7 +118,8 @@ class RemoteCoordinator:
             return task_id
         wait = POLL_S[0]
         while True:
-            task = claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s)
+            held = self._held_back()
+            task = claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s, skip=held)
             if task is not None:
                 return task["id"]
             if not self._others_hold_work():
@@ -135,10 +139,46 @@ class RemoteCoordinator:
         code, _, _ = repo.attempt("merge-base", "--is-ancestor", remote_head, head)
         if code == 0:
             return False
-        code, _, _ = repo.attempt(
-            "diff", "--quiet", f"{head}...{remote_head}", "--", ".", ":(exclude)plan.jsonl"
-        )
-        return code != 0
+        return _code_differs(repo, f"{head}...{remote_head}")
+
+    def others_building(self) -> bool:
+        """Another runner holds a live claim on a task of the spec it has not yet built, as the
+        remote head last fetched has it (others_published fetched it just now)."""
+        plan = self._remote_plan()
+        if plan is None:
+            return False
+        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
+        stamp = clock.now()
+        for task in plan.tasks():
+            claimer = task.get("claimed_by")
+            if not claimer or claimer == self.runner or is_done(task) or not self._in_spec(task):
+                continue
+            age = self.remote.claim_clock.age_s(task, stamp)
+            if age is not None and age < ttl:
+                return True
+        return False
+
+    def hold(self, task_id: str) -> None:
+        self._held[task_id] = self._fetched_head() or ""
+
+    def _held_back(self) -> set[str]:
+        """The tasks given back while others' work was in flight, as long as nobody has published
+        code since (claims and verdicts change plan.jsonl alone: they free no one)."""
+        head = self._fetched_head()
+        if head:
+            self._held = {task_id: at for task_id, at in self._held.items() if not self._code_moved(at, head)}
+        return set(self._held)
+
+    def _code_moved(self, since: str, head: str) -> bool:
+        return bool(since) and since != head and _code_differs(self.remote.repo, since, head)
+
+    def _fetched_head(self) -> str | None:
+        return self.remote.repo.commit_of(self.remote.tracking_ref)
+
+    def _remote_plan(self) -> Plan | None:
+        head = self._fetched_head()
+        data = self.remote.repo.file_at(head, PLAN_FILE) if head else None
+        return Plan(load(data, PLAN_FILE)) if data is not None else None
 
     def draft_kept(self, branch: str) -> None:
         """A draft (ralph.store.drafts) goes to the remote as well, for whoever builds its task next;
@@ -272,3 +312,10 @@ class RemoteCoordinator:
     def _in_spec(self, task: dict) -> bool:
         spec = task.get("path") if task.get("t") == "spec" else task.get("spec")
         return self.spec is None or spec in (None, self.spec)
+
+
+def _code_differs(repo: Repo, *revisions: str) -> bool:
+    """Whether the diff of `revisions` changes any file but plan.jsonl (claims and verdicts change
+    plan.jsonl alone). Listed and filtered here: ralph's git runs with literal pathspecs, in which
+    `:(exclude)plan.jsonl` names a file of that name and excludes nothing."""
+    return bool(set(repo.paths("diff", "--name-only", "-z", *revisions)) - {PLAN_FILE})

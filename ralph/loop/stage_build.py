@@ -201,15 +201,17 @@ class BuildStage:
             self.ws.console.event(f"{task_id} left the plan during its build: its changes are kept on {kept}")
 
     def _give_back_stale(self, task_id: str) -> None:
-        """A runner's build failed while other runners had published work it lacks: not counted.
-        Its changes are set aside (a patch and a draft), the plan as committed; publishing the
-        build catches up with the remote, and the task is built again there."""
+        """A runner's build failed while other runners had published work it lacks, or were
+        building theirs: not counted. Its changes are set aside (a patch and a draft), the plan as
+        committed; publishing the build catches up with the remote, and the task is built again
+        there, once what others publish has moved the shared branch (held until then)."""
         log = self.agents.rel(self.agents.new_log("stale", task_id))
+        self.tree.coordinator.hold(task_id)
         self.tree.set_aside_as_draft(task_id, log, record=False)
         self.plan.keep_uncommitted(self.tree.home / log.with_suffix(".plan.jsonl"))
         self.ws.journal.event("build_stale_base", item=task_id, base=self.tree.repo.head(), log=str(log))
         self.ws.console.event(
-            f"{task_id}: other runners published work this build may lack; built again after"
+            f"{task_id}: other runners' work this build may lack is published or under way; built again after"
         )
 
     def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:

@@ -137,7 +137,7 @@ class WorkTree:
         head = self.repo.head()
         if head is None or (task_id, head) in self._stale_waived:
             return False
-        if not self.coordinator.others_published():
+        if not (self.coordinator.others_published() or self.coordinator.others_building()):
             return False
         if waive:
             with self._count:

@@ -45,8 +45,15 @@ class NextTask:
     one this runner claimed before (a restart under the same name) first, then, after a lost
     race, the task it picked before, if still free on the new head."""
 
-    def __init__(self, spec: str | None, runner: str, ttl_s: float | None = None, ages: Ages = claim_age_s):
-        self.spec, self.runner, self.ttl_s, self.ages = spec, runner, ttl_s, ages
+    def __init__(
+        self,
+        spec: str | None,
+        runner: str,
+        ttl_s: float | None = None,
+        ages: Ages = claim_age_s,
+        skip: Collection[str] = (),
+    ):
+        self.spec, self.runner, self.ttl_s, self.ages, self.skip = spec, runner, ttl_s, ages, skip
         self.chosen: Record | None = None
         self._replay: str | None = None
 
@@ -54,7 +61,11 @@ class NextTask:
         stamp = now()
         ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
         _look_at_all(plan, self.runner, stamp, self.ages)
-        free = _claimable(plan, self.spec, self.runner, stamp, ttl, self.ages)
+        free = [
+            task
+            for task in _claimable(plan, self.spec, self.runner, stamp, ttl, self.ages)
+            if task["id"] not in self.skip
+        ]
         chosen = next((task for task in free if task["id"] == self._replay), None) or (
             free[0] if free else None
         )
@@ -115,12 +126,18 @@ class NextToVerify:
 
 
 def claim_next(
-    root: Path, spec: str | None, runner: str, remote: Remote, ttl_s: float | None = None
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
 ) -> Record | None:
-    """Claim the first ready task of `spec` (all specs: None) no live claim holds, and push the
-    claim. Returns the task, or None when no task is free. A task this runner claimed before (a
-    restart under the same name) comes first; one whose claim is older than the TTL is taken over."""
-    pick = NextTask(spec, runner, ttl_s, remote.claim_clock.age_s)
+    """Claim the first ready task of `spec` (all specs: None) no live claim holds, none of `skip`,
+    and push the claim. Returns the task, or None when no task is free. A task this runner claimed
+    before (a restart under the same name) comes first; one whose claim is older than the TTL is
+    taken over."""
+    pick = NextTask(spec, runner, ttl_s, remote.claim_clock.age_s, skip)
     until_pushed(root, remote, runner, pick, pick.message, idle_push=False, after_lost=pick.lost)
     return pick.chosen
 

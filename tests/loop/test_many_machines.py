@@ -387,3 +387,51 @@ def test_a_runner_whose_agent_keeps_failing_ends_agent_failing_and_another_build
 
     assert done.returncode == 0, done.stdout + done.stderr  # no claim of the broken runner to wait out
     assert sorted(r["id"] for r in origin_plan(shared) if r["t"] == "accept") == ["t-task00", "t-task01"]
+
+
+def test_a_build_failing_while_another_runner_builds_what_it_needs_is_given_back_and_held(repo, tmp_path):
+    """Issue 23's "waits for a neighbour" between runners: a build whose gate fails while another
+    runner is still building the task it needs is given back uncounted, and this runner does not
+    take it again until something is published; then it passes on the remote's head."""
+    items = [
+        {"id": "t-task00", "name": "Base [slow-build]"},
+        {"id": "t-task01", "name": "Uses the base [fails-without-t-task00]", "priority": "high"},
+    ]
+    shared = seeded(repo, tmp_path, items)
+    state = tmp_path / "agent-state"
+    two_runners(shared, state)
+    plan = origin_plan(shared)
+    assert sorted(r["id"] for r in plan if r["t"] == "accept") == ["t-task00", "t-task01"]
+    journal = [
+        json.loads(line)
+        for n in range(2)
+        for line in (shared.base / f"clone{n}" / "build" / "ralph-logs" / "events.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    assert {e["item"] for e in journal if e["event"] == "build_stale_base"} == {"t-task01"}
+    assert not [e for e in journal if e["event"] == "build_failed"]  # no attempt spent on it
+    assert not [e for e in journal if e["event"] == "task_killed"]
+    assert git(shared.origin, "show", "main:work/t-task01.txt").startswith("ok t-task01")
+
+
+def test_a_held_task_is_not_claimed_again_until_the_remote_moves(repo, tmp_path):
+    from ralph.loop.remote import RemoteCoordinator
+
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}, {"id": "t-task01", "name": "Other"}])
+    one, two = shared.clone("one"), shared.clone("two")
+    coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    coordinator.remote.fetch()
+    coordinator.hold("t-task00")
+
+    assert coordinator.before_build() == "t-task01"  # the held one is skipped, the other claimed
+    assert coordinator._held_back() == {"t-task00"}  # a claim was pushed since: no code
+    assert not coordinator.others_published()
+    git(two, "pull", "-q", "origin", "main")
+    (two / "work").mkdir()
+    (two / "work" / "t-task01.txt").write_text("ok t-task01\n")
+    git(two, "add", "work")
+    git(two, "commit", "-qm", "another runner's build")
+    git(two, "push", "-q", "origin", "HEAD:main")
+    assert coordinator.others_published()  # fetches
+    assert coordinator._held_back() == set()  # code was published: it may be built again

@@ -32,6 +32,8 @@ misbehaviour:
   [corrupt-plan]       the first build breaks plan.jsonl by hand
   [slow-verify]        VERIFY takes 2 s
   [slow-build]         BUILD takes 2 s (it writes <task>.building first)
+  [fails-without-t-task00] BUILD waits (up to 60 s) until t-task00's build has started, then
+                       writes work that fails the gate while work/t-task00.txt is not in its tree
   [no-verdict]         VERIFY gives no verdict
   [context-grow]       reports a context growing past warn and compact; fine after compaction
   [context-explode]    reports a context past the kill threshold
@@ -216,7 +218,12 @@ def build() -> int:
     if "[shared-file]" in name:
         together(task_id, attempt)
         Path("shared.txt").write_text(f"{task_id} attempt {attempt}\n")
+    if "[fails-without-t-task00]" in name:  # its neighbour is built meanwhile, maybe by another runner
+        deadline = time.monotonic() + 60
+        while not (STATE / "t-task00.building").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
+    failing = failing or ("[fails-without-t-task00]" in name and not Path("work/t-task00.txt").exists())
     failing = failing or ("[lazy-rebuild]" in name and attempt == 3)
     work = Path("work")
     work.mkdir(exist_ok=True)
