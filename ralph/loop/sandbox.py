@@ -146,6 +146,8 @@ class Sandbox:
             args += ["--bind", str(path), str(path)]
         for path in [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]:
             args += ["--ro-bind", str(path), str(path)]
+        for path in self._pending_ops(work_tree):  # one file inside the read-only .git: see there
+            args += ["--bind", str(path), str(path)]
         for path in self.secrets(work_tree, home_dir):
             if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
@@ -181,6 +183,25 @@ class Sandbox:
         if work_tree != self.home:
             paths += [Path(name) for name in _git_dirs_of(work_tree)]
         return [path for path in _unique(paths) if path.exists()]
+
+    def _pending_ops(self, work_tree: Path) -> list[Path]:
+        """The work tree's record of the operations behind uncommitted plan changes
+        (ralph.store.pending_ops), made now if need be: the agents' `ralph` commands append theirs,
+        for the loop's commit of their work to name (a runner replays them). Writable alone: what
+        it holds is checked before it is trusted (a commit's operations must make its change)."""
+        from ralph.store import pending_ops
+
+        dot_git = work_tree / ".git"
+        git_dir = dot_git if dot_git.is_dir() else next(iter(_git_dirs_of(work_tree)), None)
+        if git_dir is None:
+            return []
+        path = Path(git_dir) / pending_ops.NAME
+        try:
+            path.parent.mkdir(exist_ok=True)
+            path.touch()
+        except OSError:
+            return []
+        return [path.resolve()]
 
     def secrets(self, work_tree: Path, home_dir: Path) -> list[Path]:
         """The files and folders the run sees empty, as they are now."""

@@ -278,3 +278,40 @@ def test_the_agents_state_folder_is_made_and_writable(project, home, fence):
     done = inside(fence, project, "echo session > ~/.agent/s && echo x > ~/elsewhere", home)
     assert (home / ".agent" / "s").read_text() == "session\n"
     assert "Read-only file system" in done.stderr and not (home / "elsewhere").exists()
+
+
+OPS_AGENT = r"""
+import os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok " + task + "\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+    # the one writable file in .git is the record of operations; the rest stays read-only
+    hooks = pathlib.Path(".git", "hooks", "post-commit-from-agent")
+    try:
+        hooks.write_text("#!/bin/sh\n")
+    except OSError:
+        pass
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+@needs_bwrap
+def test_a_fenced_agents_ralph_commands_are_named_in_its_build_commit(project, tmp_path):
+    """A runner replays a build commit's operations (Ralph-Op trailers): the agent's own
+    `ralph task done` inside the sandbox is recorded, though .git is read-only to it."""
+    (task,) = tasks.add(project, [{"name": "One part"}])
+    agent = tmp_path / "ops_agent.py"
+    agent.write_text(OPS_AGENT)
+    done = construct(project, "--parallel", "1", "--sandbox=required", agent=f"{sys.executable} {agent}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    build = git(project, "log", "--format=%H %s").splitlines()
+    (commit,) = [
+        line.split()[0] for line in build if line.split(" ", 1)[1].startswith(f"ralph(build): {task['id']}")
+    ]
+    body = git(project, "log", "-1", "--format=%B", commit)
+    assert f'Ralph-Op: {{"op":"done","args":["{task["id"]}",' in body, body
+    assert not (project / ".git" / "hooks" / "post-commit-from-agent").exists()
