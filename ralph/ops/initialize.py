@@ -124,7 +124,7 @@ def _write(repo: Repo, base: Snapshot | None, name: str, data: bytes, to_commit:
     path.write_bytes(data)
     if base is None:
         return
-    from ralph.store.git import blob_sha
+    from ralph.store.blobs import blob_sha
 
     committed = repo.blob_in(base[1], name)
     if committed == (blob_sha(before) if before is not None else None):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ralph.errors import GitError, RalphError, WorkTreeGone
+from ralph.store.blobs import blob_sha
 
 if TYPE_CHECKING:
     import subprocess
@@ -38,13 +39,6 @@ def find_root(start: Path) -> Path:
         if (folder / ".git").exists():
             return folder
     raise RalphError(f"not inside a git repository: {start} (run 'git init' first)")
-
-
-def blob_sha(data: bytes) -> str:
-    """The id git gives a file with these bytes, computed without running git."""
-    import hashlib  # here, not above: read-only commands import this module for find_root alone
-
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 class Repo:

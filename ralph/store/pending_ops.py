@@ -14,13 +14,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from ralph.store.git import blob_sha
+from ralph.store.blobs import blob_sha
 
 if TYPE_CHECKING:
     from ralph.plan.ops import Op
-    from ralph.store.git import Repo
+
+
+class Repo(Protocol):
+    """What this module needs of a repository (ralph.store.git.Repo, which uses this module)."""
+
+    root: Path
+
+    def git_dir(self) -> Path: ...
+
 
 NAME = "ralph/pending-ops.jsonl"  # under the work tree's git directory
 MAX_BYTES = 1 << 20

@@ -185,7 +185,8 @@ def _write_and_commit(
     It needs no record of its own (ralph.store.intent): its one file is its own record. A kill
     after the write leaves plan.jsonl ahead of HEAD, and the next transaction commits that first
     (EARLIER_CHANGES_MESSAGE): rolled forward, as every change confirmed to its caller must be."""
-    from ralph.store.git import Repo, blob_sha
+    from ralph.store.blobs import blob_sha
+    from ralph.store.git import Repo
 
     repo = repo or Repo(root)
     refuse_unsafe_commit(repo)
@@ -220,7 +221,8 @@ def earlier_changes_message(repo: Repo, head_entries: list[bytes], before: bytes
     """EARLIER_CHANGES_MESSAGE, with the operations that made those changes when they are known
     (the loop's agents and its own bookkeeping write the plan without a commit)."""
     from ralph.store import pending_ops
-    from ralph.store.git import Repo, blob_sha
+    from ralph.store.blobs import blob_sha
+    from ralph.store.git import Repo
 
     parent = Repo.blob_in(head_entries, PLAN_NAME)
     return pending_ops.message_with(repo, EARLIER_CHANGES_MESSAGE, parent, blob_sha(before))

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ralph.errors import GitError, RalphError
-from ralph.store.git import Repo, blob_sha, find_root
+from ralph.store.blobs import blob_sha
+from ralph.store.git import Repo, find_root
 from tests.support.gitrepo import git
 
 
