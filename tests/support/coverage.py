@@ -199,6 +199,10 @@ COVERED: dict[str, tuple[str, ...]] = {
         "and an unreachable remote fails after bounded retries.",
     ),
     # plan/ and store/
+    "ralph/store/blobs.py": (
+        "tests/store/test_git.py",
+        "blob_sha is checked against `git hash-object` for random bytes.",
+    ),
     "ralph/store/settle.py": (
         "tests/store/test_intent.py",
         "tests/loop/test_interrupted_changes.py",
