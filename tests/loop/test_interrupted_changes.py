@@ -215,11 +215,23 @@ def test_a_full_disk_at_any_git_step_of_a_merge_ends_right(project: Path, tmp_pa
     disk_full_then_rerun(project, tmp_path, at)
 
 
-# A serial build's commit: `git add` of its files, the check of what is staged, `git commit`, HEAD.
-COMMIT_STEPS = 4
+# A serial build's commit: `git add` of its files, the check of what is staged, the plan's blobs
+# before and after (for the operations behind it), HEAD, `git commit`, HEAD again (counted with
+# the wrapper: test_the_serial_commit_steps_are_counted fails when the commit changes).
+COMMIT_STEPS = 7
 
 
-@pytest.mark.parametrize("at", [pytest.param(at, marks=[pytest.mark.slow] * (at != 1)) for at in range(1, 5)])
+def test_the_serial_commit_steps_are_counted(project: Path, tmp_path: Path):
+    done = run(project, tmp_path, crash={"CRASH_MODE": "count", "CRASH_FROM": "add -A -- "}, parallel=1)
+    assert done.returncode == 0, done.stderr
+    counted = steps(tmp_path)
+    committed = next(i for i, step in enumerate(counted) if step.startswith("commit --no-verify"))
+    assert committed + 2 == COMMIT_STEPS, counted[: committed + 2]
+
+
+@pytest.mark.parametrize(
+    "at", [pytest.param(at, marks=[pytest.mark.slow] * (at != 1)) for at in range(1, COMMIT_STEPS + 1)]
+)
 def test_a_kill_at_any_git_step_of_a_serial_builds_commit_ends_right(project: Path, tmp_path: Path, at: int):
     """At 1 the issue's case: the build's files staged, the plan saying the task is built; the
     rerun accepted it with its code staged forever. Now the rerun commits them first."""
