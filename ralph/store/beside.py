@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from ralph.store.git import Repo
@@ -26,11 +25,14 @@ LEDGER = Path("ralph") / "beside.jsonl"
 deferred: list[int] = []
 
 
-@dataclass(frozen=True)
-class Entry:
-    message: str  # the command's commit message, as it would have committed
-    keys: tuple[str, ...]  # the records it changed (ralph.plan.integrity.record_key)
-    run: int  # the pid of the run it deferred to
+class Entry:  # a plain class: `dataclasses` would cost every committing command's start-up
+    """One command's change: its commit message (as it would have committed), the keys of the
+    records it changed (ralph.plan.integrity.record_key), the pid of the run it deferred to."""
+
+    __slots__ = ("message", "keys", "run")
+
+    def __init__(self, message: str, keys: tuple[str, ...], run: int):
+        self.message, self.keys, self.run = message, keys, run
 
 
 def live_run(repo: Repo) -> int | None:

@@ -14,21 +14,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ralph.store.blobs import blob_sha
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a class made at import costs every state command's start-up: checkers only
+    from pathlib import Path
+    from typing import Protocol
+
     from ralph.plan.ops import Op
 
+    class Repo(Protocol):
+        """What this module needs of a repository (ralph.store.git.Repo, which uses this module)."""
 
-class Repo(Protocol):
-    """What this module needs of a repository (ralph.store.git.Repo, which uses this module)."""
+        root: Path
 
-    root: Path
-
-    def git_dir(self) -> Path: ...
+        def git_dir(self) -> Path: ...
 
 
 NAME = "ralph/pending-ops.jsonl"  # under the work tree's git directory
