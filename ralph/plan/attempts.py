@@ -348,30 +348,57 @@ def take_verification(
     """Take in what one verifier gave in its own copy of the plan (`theirs`, which started as
     `base`): its verdict on its task, and the tasks and issues it added, at most `max_new` of them
     (new_work.bound: the rest go into one issue for a person, `cut_issue`). Its permissions are
-    checked before; nothing else of its copy is taken. Returns what was taken."""
-    taken: dict[str, Any] = {"verdict": None, "tasks": [], "issues": []}
+    checked before; nothing else of its copy is taken. Returns what was taken. The change is made
+    by `apply_verification`, whose arguments are plain data: a runner replays it as an operation."""
+    verdict, reason = None, None
     if task_id in theirs.accepted() - base.accepted():
-        tasks.accept(plan, task_id)
-        taken["verdict"] = "accepted"
+        verdict = "accepted"
     else:
         reasons = theirs.reject_reasons(task_id)[len(base.reject_reasons(task_id)) :]
         if reasons:
-            tasks.reject(plan, task_id, reasons[-1])
-            taken["verdict"], taken["reason"] = "rejected", reasons[-1]
-    known, present, added = base.taken_ids(), plan.taken_ids(), []
-    for line in theirs.doc.records():
-        record = line.record
-        if record["t"] in ("task", "issue") and record["id"] not in known:
-            if record["id"] in present:  # two verifiers drew one random id: keep the first
-                taken.setdefault("dropped", []).append(record["id"])
-                continue
-            plan.doc.append(dict(record))
-            present.add(record["id"])
-            added.append(record["id"])
+            verdict, reason = "rejected", reasons[-1]
+    known = base.taken_ids()
+    added = [
+        dict(line.record)
+        for line in theirs.doc.records()
+        if line.record["t"] in ("task", "issue") and line.record["id"] not in known
+    ]
+    apply = getattr(plan, "apply_verification", None)  # the recorded transition, on a Plan
+    if apply is not None:
+        return apply(task_id, verdict, reason, added, max_new)  # type: ignore[no-any-return]
+    return apply_verification(plan, task_id, verdict, reason, added, max_new)
+
+
+def apply_verification(
+    plan: PlanReader,
+    task_id: str,
+    verdict: str | None,
+    reason: str | None,
+    added: list[Record],
+    max_new: int | None = None,
+) -> Record:
+    """A verifier's verdict on its task ("accepted", or "rejected" with its reason) and the tasks
+    and issues it added (records, with their ids), at most `max_new` of them. Returns what was
+    taken."""
+    taken: dict[str, Any] = {"verdict": None, "tasks": [], "issues": []}
+    if verdict == "accepted":
+        tasks.accept(plan, task_id)
+        taken["verdict"] = "accepted"
+    elif verdict == "rejected" and reason is not None:
+        tasks.reject(plan, task_id, reason)
+        taken["verdict"], taken["reason"] = "rejected", reason
+    present, kept = plan.taken_ids(), []
+    for record in added:
+        if record["id"] in present:  # two verifiers drew one random id: keep the first
+            taken.setdefault("dropped", []).append(record["id"])
+            continue
+        plan.doc.append(dict(record))
+        present.add(record["id"])
+        kept.append(record["id"])
     from ralph.plan import new_work  # the loop's alone: the state commands never load it (dataclasses)
 
     bounded = new_work.bound(
-        plan, added, max_new if max_new is not None else len(added), f"VERIFY of {task_id}"
+        plan, kept, max_new if max_new is not None else len(kept), f"VERIFY of {task_id}"
     )
     for item in bounded.kept:
         taken["tasks" if item.startswith("t-") else "issues"].append(item)

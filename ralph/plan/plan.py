@@ -122,6 +122,16 @@ class Plan(PlanReader):
     def take_verification(self, task_id: str, base: Plan, theirs: Plan, max_new: int | None = None) -> Record:
         return attempts.take_verification(self, task_id, base, theirs, max_new)
 
+    def apply_verification(
+        self,
+        task_id: str,
+        verdict: str | None,
+        reason: str | None,
+        added: list[Record],
+        max_new: int | None = None,
+    ) -> Record:
+        return attempts.apply_verification(self, task_id, verdict, reason, added, max_new)
+
     def claim(
         self, task_id: str, runner: str, now: str, ttl_s: float | None = None, ages: claims.Ages = claim_age_s
     ) -> Record:
@@ -163,8 +173,13 @@ class Plan(PlanReader):
 
 # Every transition is recorded as an operation (ralph.plan.ops): what a runner replays on the
 # remote's head when its push lost the race.
+# take_verification reads two whole plans and makes its change through apply_verification,
+# whose arguments are plain data: that one is the operation.
+NOT_OPERATIONS = frozenset({"take_verification"})
 TRANSITIONS = frozenset(
-    name for name, value in vars(Plan).items() if callable(value) and not name.startswith("_")
+    name
+    for name, value in vars(Plan).items()
+    if callable(value) and not name.startswith("_") and name not in NOT_OPERATIONS
 )
 for _name in TRANSITIONS:
     setattr(Plan, _name, recorded(getattr(Plan, _name)))

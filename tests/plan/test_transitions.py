@@ -595,3 +595,21 @@ def test_a_repeated_failure_is_forgotten_once_a_different_one_comes_or_a_person_
     question = plan.ask_about_repeated_failure("t-bbbbbb", "How?", "2026-11-25T20:00:00+00:00", "ralph")
     task = plan.find_task("t-bbbbbb")
     assert task["blocked_by"] == question["id"] and not {"fingerprint", "repeated_failure"} & set(task)
+
+
+def test_take_verification_is_recorded_as_one_operation_of_plain_data_that_replays_to_the_same_plan():
+    from ralph.plan.ops import decode, encode, made_by_ops
+    from ralph.plan.replay import replay
+
+    theirs = plan_of()
+    theirs.accept("t-bbbbbb")
+    theirs.add_tasks([{"id": "t-gap000", "name": "A gap it found"}])
+    ours = plan_of()
+    before = ours.doc.to_bytes()
+    ours.take_verification("t-bbbbbb", plan_of(), theirs)
+
+    ops = made_by_ops(ours)
+    assert [op["op"] for op in ops] == ["apply_verification"]  # no plan among its arguments
+    assert decode(encode(ops[0])) == ops[0]
+    again, outcomes = replay(before, ops)
+    assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied"]
