@@ -19,12 +19,20 @@ class PersonsChanges:
     keys: frozenset[str]  # the records they changed (ralph.plan.integrity.record_key)
     messages: tuple[str, ...]  # their commands' messages, in order
     end: int  # where the ledger's next records start
+    ops: tuple[str, ...] = ()  # each command's `Ralph-Op:` trailer lines ("" where none made it)
 
     def message(self) -> str:
-        """One commit's message for them all: the one command's own, or a line per command."""
+        """One commit's message for them all: the one command's own, or a line per command; with
+        their operations' trailers when every command has them (a runner replays them; a commit
+        whose operations do not make its change is merged by record instead)."""
+        from ralph.plan.ops import with_trailers
+
         if len(self.messages) == 1:
-            return self.messages[0]
-        return f"ralph: {len(self.messages)} changes made beside the run\n\n" + "\n".join(self.messages)
+            text = self.messages[0]
+        else:
+            text = f"ralph: {len(self.messages)} changes made beside the run\n\n" + "\n".join(self.messages)
+        known = self.ops and all(self.ops)
+        return with_trailers(text, "\n".join(self.ops)) if known else text
 
 
 def since(repo: Repo, offset: int, any_run: bool = False) -> PersonsChanges:
@@ -32,7 +40,9 @@ def since(repo: Repo, offset: int, any_run: bool = False) -> PersonsChanges:
     found, end = beside.entries(repo, offset)
     mine = [entry for entry in found if any_run or entry.run == os.getpid()]
     keys = frozenset(key for entry in mine for key in entry.keys)
-    return PersonsChanges(keys, tuple(entry.message for entry in mine), end)
+    return PersonsChanges(
+        keys, tuple(entry.message for entry in mine), end, tuple(entry.ops for entry in mine)
+    )
 
 
 def with_persons_changes(old: Plan, now: Plan, keys: frozenset[str]) -> Plan:

@@ -29,10 +29,11 @@ class Entry:  # a plain class: `dataclasses` would cost every committing command
     """One command's change: its commit message (as it would have committed), the keys of the
     records it changed (ralph.plan.integrity.record_key), the pid of the run it deferred to."""
 
-    __slots__ = ("message", "keys", "run")
+    __slots__ = ("message", "keys", "run", "ops")
 
-    def __init__(self, message: str, keys: tuple[str, ...], run: int):
+    def __init__(self, message: str, keys: tuple[str, ...], run: int, ops: str = ""):
         self.message, self.keys, self.run = message, keys, run
+        self.ops = ops  # its `Ralph-Op:` trailer lines ("" when no operation made it)
 
 
 def live_run(repo: Repo) -> int | None:
@@ -67,11 +68,13 @@ def _held(path: Path) -> bool:
         return False
 
 
-def record(repo: Repo, run: int, message: str, keys: list[str]) -> None:
-    """Write down a person's change the run `run` is to commit (before the plan is written)."""
+def record(repo: Repo, run: int, message: str, keys: list[str], ops: str = "") -> None:
+    """Write down a person's change the run `run` is to commit (before the plan is written), with
+    the trailer lines of the operations that made it (for a runner to replay)."""
     path = repo.git_dir() / LEDGER
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps({"run": run, "pid": os.getpid(), "message": message, "keys": keys}) + "\n"
+    item = {"run": run, "pid": os.getpid(), "message": message, "keys": keys, "ops": ops}
+    line = json.dumps(item) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         os.write(fd, line.encode())
@@ -96,7 +99,9 @@ def entries(repo: Repo, offset: int = 0) -> tuple[list[Entry], int]:
     for raw in whole.splitlines():
         try:
             item = json.loads(raw)
-            found.append(Entry(str(item["message"]), tuple(item["keys"]), int(item["run"])))
+            found.append(
+                Entry(str(item["message"]), tuple(item["keys"]), int(item["run"]), str(item.get("ops") or ""))
+            )
         except (ValueError, KeyError, TypeError):
             continue
     return found, offset + len(whole)

@@ -80,6 +80,13 @@ def test_a_persons_commands_during_a_build_are_theirs_and_the_build_goes_on(proj
     assert (state / f"build-{task}").read_text() == "1"  # the build was not undone
     assert not [e for e in events(project) if e["event"] == "permission_violation"]
     assert "committed a change made beside the run: ralph: 2 changes made beside the run" in err
+    (theirs,) = [
+        c
+        for c in git(project, "log", "--format=%H", "HEAD").split()
+        if "changes made beside" in git(project, "log", "-1", "--format=%s", c)
+    ]
+    body = git(project, "log", "-1", "--format=%B", theirs)
+    assert 'Ralph-Op: {"op":"add_tasks"' in body and 'Ralph-Op: {"op":"set_config"' in body, body
 
 
 def test_a_hand_edit_during_a_build_is_kept_beside_its_log_when_the_attempt_is_undone(project, tmp_path):

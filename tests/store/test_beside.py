@@ -39,6 +39,8 @@ def test_a_command_beside_a_live_run_writes_its_change_for_the_run_to_commit(rep
     found, end = beside.entries(Repo(repo))
     assert [(e.keys, e.run) for e in found] == [(("t-mine",), holder.pid), (("config",), holder.pid)]
     assert found[0].message.startswith("ralph: task add t-mine")
+    assert found[0].ops.startswith('Ralph-Op: {"op":"add_tasks"')  # for the run's commit: a runner replays it
+    assert found[1].ops.startswith('Ralph-Op: {"op":"set_config"')
     assert beside.entries(Repo(repo), end) == ([], end)
 
 
