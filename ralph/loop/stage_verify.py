@@ -184,6 +184,10 @@ class VerifyStage:
         """VERIFY's verdict where the person looks: the console, and (a rejection, with its
         reason) the final report."""
         verdict, reason = taken.get("verdict"), str(taken.get("reason") or "")
+        if taken.get("overtaken"):
+            why = "a person judged or removed the task meanwhile; theirs stands"
+            self.ws.console.verdict("VERIFY", run.task.id, "verdict not taken", why)
+            return
         if verdict is None:
             why = "its run did what VERIFY may not" if run.result.violation else "verified again next time"
             self.ws.console.verdict("VERIFY", run.task.id, "no verdict", why)

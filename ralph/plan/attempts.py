@@ -17,6 +17,7 @@ from ralph.plan.records import (
     Status,
     Verdict,
     count_kill,
+    is_done,
 )
 
 
@@ -381,7 +382,10 @@ def apply_verification(
     and issues it added (records, with their ids), at most `max_new` of them. Returns what was
     taken."""
     taken: dict[str, Any] = {"verdict": None, "tasks": [], "issues": []}
-    if verdict == "accepted":
+    task = plan.find_task(task_id)
+    if verdict is not None and (task is None or not is_done(task)):
+        taken["overtaken"] = True  # a person judged or removed it meanwhile: theirs stands
+    elif verdict == "accepted":
         tasks.accept(plan, task_id)
         taken["verdict"] = "accepted"
     elif verdict == "rejected" and reason is not None:

@@ -192,3 +192,31 @@ def test_a_task_a_person_deletes_while_it_is_built_keeps_its_work_on_a_draft_and
     draft = f"ralph/draft/{doomed}"
     assert git(project, "show", f"{draft}:work/{doomed}.txt").startswith("ok")  # its work, kept
     assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == other] == ["accept"]
+
+
+@pytest.mark.parametrize("command", ["reject", "delete", "accept"])
+def test_a_person_who_judges_or_removes_a_task_while_it_is_verified_has_the_last_word(
+    project, tmp_path, command
+):
+    (task,) = add_tasks(project, "Judged slowly [slow-verify]")
+    state = tmp_path / "agent-state"
+    running = construct(project, wait=False)
+    wait_for(lambda: (state / f"verify-{task}").exists(), "the verifier started")
+
+    args = {
+        "reject": ["reject", task, "a person says no"],
+        "delete": ["delete", task],
+        "accept": ["accept", task],
+    }
+    ralph(project, "task", *args[command])
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err  # the run went on
+    assert f"VERIFY {task}: verdict not taken: a person judged or removed the task meanwhile" in err
+    assert any(s.startswith(f"ralph: task {command} {task}") for s in subjects(project))
+    kinds = [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == task]
+    if command == "delete":
+        assert kinds == []
+    else:  # accepted: by the person, or (after their rejection) by the next build's verifier
+        assert kinds[-1] == "accept"
+        assert (state / f"build-{task}").read_text() == ("2" if command == "reject" else "1")
