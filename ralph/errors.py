@@ -47,6 +47,11 @@ class GitError(RalphError):
     exit_code = EXIT_REFUSED
 
 
+class BranchSwitched(GitError):
+    """The work tree's branch changed under a running construct (a person's `git switch`): ralph
+    stops before committing onto a branch that is not the run's."""
+
+
 class WorkTreeGone(GitError):
     """The work tree a git command was to run in is gone (an agent removed the worktree it ran in)."""
 

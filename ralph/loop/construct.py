@@ -442,6 +442,7 @@ class Loop:
         if problem:
             raise problem
         ws.tree.user_dirty = frozenset(dirty)
+        ws.tree.repo.run_branch = ws.tree.repo.branch()  # nothing of the run lands on another one
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.remote import RemoteCoordinator

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from ralph.errors import BranchSwitched
 from ralph.loop.agent_runs import TreeRemoved
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.plan_access import PLAN_FILE
@@ -175,7 +176,12 @@ class ParallelBuilds:
                 span.end(merged=False, removed=True)
                 return report
             # The copy of the build's commit is recorded on the task by the merge itself.
-            merged = self.ws.tree.merge_build(checkout, task_id, report.commits)
+            try:
+                merged = self.ws.tree.merge_build(checkout, task_id, report.commits)
+            except BranchSwitched:  # a person switched branches under the run: nothing merged
+                ws.tree.keep_draft(task_id, since=checkout.start)  # the build's work, on its draft
+                span.end(merged=False)
+                raise
             self.ws.plan.save_spending()
             copies = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
             report.commits = list(merged.commits.values())

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ralph.errors import GitError, RalphError, WorkTreeGone
+from ralph.errors import BranchSwitched, GitError, RalphError, WorkTreeGone
 from ralph.store.blobs import blob_sha
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ class Repo:
         self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
         self._signs: bool | None = None
         self._commit_times: dict[str, int] = {}  # commit -> committer time, as read or made here
+        self.run_branch: str | None = None  # a construct's branch: nothing is committed on another
 
     def with_index(self, index: Path) -> Repo:
         """This work tree with an index file of its own (GIT_INDEX_FILE): what git stages through
@@ -209,6 +210,7 @@ class Repo:
 
     def land(self, prepared: PreparedCommit) -> None:
         """Move HEAD to the prepared commit and record the file in the index: both or neither."""
+        self.refuse_switched_branch()
         # The reflog keeps the subject; argv has a size limit, so a huge one is cut.
         subject = (prepared.message.splitlines()[0] if prepared.message.strip() else "ralph")[:200]
         # The old value makes this a compare-and-swap: a commit made meanwhile is never lost.
@@ -290,6 +292,19 @@ class Repo:
             return False  # not a layout we know (a GIT_DIR elsewhere): git itself will say
         return not head.startswith("ref: ")
 
+    def refuse_switched_branch(self) -> None:
+        """Raise BranchSwitched when a run set `run_branch` (the branch it works on) and HEAD is
+        on another one now: before anything is written, so nothing lands on a branch a person
+        switched to under the run."""
+        if self.run_branch is None:
+            return
+        now = self.branch()
+        if now != self.run_branch:
+            raise BranchSwitched(
+                f"the work tree switched from {self.run_branch} to {now or 'a detached HEAD'} during the"
+                " run: ralph stopped before committing onto it; switch back and run ralph construct again"
+            )
+
     def branch(self) -> str | None:
         """The branch HEAD is on, or None when HEAD is detached."""
         try:
@@ -353,6 +368,7 @@ class Repo:
         commit and the files it changed (None and [] when nothing differed)."""
         if not paths:
             return None, []
+        self.refuse_switched_branch()
         ordered = sorted(paths)
         # A path gone from both the work tree and the index (the agent ran `git rm` or `git mv`) is
         # already staged as deleted, and `git add` would refuse it: "pathspec did not match".

@@ -57,6 +57,7 @@ def integrate(
     """
     root = repo.root
     with plan_lock(root):
+        repo.refuse_switched_branch()  # under the lock: another build's merge is not cut in
         head = repo.head()
         commits = repo.git("rev-list", "--reverse", f"{start}..{tip}").split()
         if head is None or not commits:
@@ -114,6 +115,7 @@ def move_head(repo: Repo, start: str, target: str) -> None:
     merge is refused before anything moves."""
     root = repo.root
     with plan_lock(root):
+        repo.refuse_switched_branch()
         current = plan_path(root).read_bytes()
         start_plan = repo.file_at(start, PLAN_NAME)
         kept = None

@@ -220,3 +220,31 @@ def test_a_person_who_judges_or_removes_a_task_while_it_is_verified_has_the_last
     else:  # accepted: by the person, or (after their rejection) by the next build's verifier
         assert kinds[-1] == "accept"
         assert (state / f"build-{task}").read_text() == ("2" if command == "reject" else "1")
+
+
+def test_a_branch_switched_under_a_run_gets_none_of_its_commits_and_the_run_stops_in_one_line(
+    project, tmp_path
+):
+    task, _ = add_tasks(project, "Slow to build [slow-build]", "Slow too [slow-build]")  # two: in worktrees
+    main = git(project, "rev-parse", "HEAD").strip()
+    state = tmp_path / "agent-state"
+    running = construct(project, "--parallel", "2", wait=False)
+    wait_for(lambda: (state / f"{task}.building").exists(), "the build started")
+    started = git(project, "rev-parse", "HEAD").strip()
+
+    git(project, "switch", "-q", "-c", "persons-feature")
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 1, out + err
+    lines = [line for line in err.splitlines() if line.startswith("ralph: ")]
+    assert lines[-1].startswith("ralph: the work tree switched from main to persons-feature during the run")
+    assert git(project, "rev-parse", "persons-feature").strip() == started  # none of the run's commits
+    git(project, "merge-base", "--is-ancestor", main, "main")
+    assert git(project, "show", f"ralph/draft/{task}:work/{task}.txt").startswith("ok")  # its work, kept
+
+    git(project, "switch", "-q", "main")
+    again = construct(project, "--parallel", "2")
+
+    assert again.returncode == 0, again.stdout + again.stderr  # as the message says: switch back, run again
+    assert len([r for r in plan_records(project, "HEAD") if r["t"] == "accept"]) == 2
+    assert git(project, "rev-parse", "persons-feature").strip() == started
