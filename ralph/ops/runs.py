@@ -13,33 +13,27 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
+from ralph.store import lock
 from ralph.store.git import Repo
 
 JOURNAL = Path("build") / "ralph-logs" / "events.jsonl"  # as ralph.loop.agentrun.LOG_DIR has it
-CONSTRUCT_LOCK = "ralph-construct.lock"
-_HOLDER = re.compile(r"pid (\d+)(?:, since (.+))?")
 
 
 def lock_path(root: Path) -> Path:
-    return Repo(root).git_dir() / CONSTRUCT_LOCK
+    return Repo(root).git_dir() / lock.CONSTRUCT_LOCK_NAME
 
 
 def holder(root: Path) -> dict[str, Any] | None:
     """The live run holding the construct lock: {"pid", "since"}, or None (no lock file, or one
     left by a run that died: its process is gone, or nothing holds the lock)."""
-    path = lock_path(root)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+    state = lock.probe(lock_path(root))
+    named = lock.holder_of(state.holder) if state is not None and state.held else None
+    if named is None or not _alive(named[0]):
         return None
-    found = _HOLDER.match(text)
-    if not found or not _alive(int(found.group(1))) or not _locked(path):
-        return None
-    return {"pid": int(found.group(1)), "since": found.group(2)}
+    return {"pid": named[0], "since": named[1]}
 
 
 def _alive(pid: int) -> bool:
@@ -50,23 +44,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: alive
         return True
     return True
-
-
-def _locked(path: Path) -> bool:
-    """Whether a process holds the lock (the pid in the file may have been reused). Only asked
-    when the pid is alive; taking and dropping the lock at once is the one portable question."""
-    import fcntl
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False
-    except OSError:
-        return False
 
 
 def journal_events(root: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:

@@ -16,8 +16,8 @@ import json
 import os
 from pathlib import Path
 
+from ralph.store import lock
 from ralph.store.git import Repo
-from ralph.store.lock import CONSTRUCT_LOCK_NAME
 
 LEDGER = Path("ralph") / "beside.jsonl"
 
@@ -39,33 +39,11 @@ class Entry:  # a plain class: `dataclasses` would cost every committing command
 def live_run(repo: Repo) -> int | None:
     """The pid of another process's `ralph construct` holding this work tree's construct lock, or
     None. The run itself (which holds it) and no run at all answer None."""
-    path = repo.git_dir() / CONSTRUCT_LOCK_NAME
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    state = lock.probe(repo.git_dir() / lock.CONSTRUCT_LOCK_NAME)
+    named = lock.holder_of(state.holder) if state is not None and state.held else None
+    if named is None or named[0] == os.getpid():
         return None
-    fields = text.split()
-    if len(fields) < 2 or fields[0] != "pid" or not fields[1].rstrip(",").isdigit():
-        return None  # released (emptied) or never held
-    pid = int(fields[1].rstrip(","))
-    if pid == os.getpid() or not _held(path):
-        return None
-    return pid
-
-
-def _held(path: Path) -> bool:
-    import fcntl
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False
-    except OSError:
-        return False
+    return named[0]
 
 
 def record(repo: Repo, run: int, message: str, keys: list[str], ops: str = "") -> None:

@@ -184,6 +184,15 @@ def _write_holder(path: Path, text: str | None = None) -> None:
         os.close(fd)
 
 
+def holder_of(text: str) -> tuple[int, str | None] | None:
+    """The pid and start a lock file names ("pid N, since T", as its holder writes it), or None
+    (emptied: let go, or never held)."""
+    import re
+
+    found = re.match(r"pid (\d+)(?:, since (.+))?", text.strip())
+    return (int(found.group(1)), found.group(2)) if found else None
+
+
 class LockState:
     """A lock file as `ralph doctor` finds it: `held` by a live process, and the holder the file
     names (its own, or a killed one's when not held; "" when it names none)."""
