@@ -125,6 +125,12 @@ def two_runners(shared: Shared, state: Path) -> None:
         assert run.returncode == 0, out + err
 
 
+def two_runners_journal(shared: Shared) -> list[dict]:
+    """The events of both clones of two_runners, one list."""
+    logs = (shared.base / f"clone{n}" / "build" / "ralph-logs" / "events.jsonl" for n in range(2))
+    return [json.loads(line) for log in logs for line in log.read_text().splitlines()]
+
+
 def test_two_runners_on_one_issue_investigate_it_once(repo, tmp_path):
     with_app_spec(repo, "# App\n")
     issue = issues.add(repo, "The report is wrong [slow]")  # INVESTIGATE takes 2 s: both runners see it
@@ -351,13 +357,7 @@ def test_a_build_lacking_what_another_runner_published_is_given_back_and_built_a
     two_runners(shared, state)
     plan = origin_plan(shared)
     assert sorted(r["id"] for r in plan if r["t"] == "accept") == ["t-task00", "t-task01"]
-    journal = [
-        json.loads(line)
-        for n in range(2)
-        for line in (shared.base / f"clone{n}" / "build" / "ralph-logs" / "events.jsonl")
-        .read_text()
-        .splitlines()
-    ]
+    journal = two_runners_journal(shared)
     given_back = [e["item"] for e in journal if e["event"] == "build_stale_base"]
     assert given_back and set(given_back) == {"t-task01"}
     assert git(shared.origin, "show", "main:work/t-task01.txt").startswith("ok t-task01")
@@ -402,13 +402,7 @@ def test_a_build_failing_while_another_runner_builds_what_it_needs_is_given_back
     two_runners(shared, state)
     plan = origin_plan(shared)
     assert sorted(r["id"] for r in plan if r["t"] == "accept") == ["t-task00", "t-task01"]
-    journal = [
-        json.loads(line)
-        for n in range(2)
-        for line in (shared.base / f"clone{n}" / "build" / "ralph-logs" / "events.jsonl")
-        .read_text()
-        .splitlines()
-    ]
+    journal = two_runners_journal(shared)
     assert {e["item"] for e in journal if e["event"] == "build_stale_base"} == {"t-task01"}
     assert not [e for e in journal if e["event"] == "build_failed"]  # no attempt spent on it
     assert not [e for e in journal if e["event"] == "task_killed"]
