@@ -16,6 +16,7 @@ from typing import TypeVar
 from ralph import clock
 from ralph.errors import RemoteError
 from ralph.ops import claims
+from ralph.plan.document import Record
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import is_done
@@ -145,18 +146,9 @@ class RemoteCoordinator:
         """Another runner holds a live claim on a task of the spec it has not yet built, as the
         remote head last fetched has it (others_published fetched it just now)."""
         plan = self._remote_plan()
-        if plan is None:
-            return False
-        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
-        stamp = clock.now()
-        for task in plan.tasks():
-            claimer = task.get("claimed_by")
-            if not claimer or claimer == self.runner or is_done(task) or not self._in_spec(task):
-                continue
-            age = self.remote.claim_clock.age_s(task, stamp)
-            if age is not None and age < ttl:
-                return True
-        return False
+        return plan is not None and any(
+            claim.get("t") == "task" and not is_done(claim) for claim in self._others_live_claims(plan)
+        )
 
     def hold(self, task_id: str) -> None:
         self._held[task_id] = self._fetched_head() or ""
@@ -296,18 +288,22 @@ class RemoteCoordinator:
         tasks that depend on it; its VERIFY may reject it) while no done task waits for a VERIFY
         of this runner's."""
         plan = read_plan(self.root)
-        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
-        stamp = clock.now()
         done = [task for task in plan.tasks() if self._in_spec(task) and is_done(task)]
         if any(not task.get("claimed_by") for task in done):
             return False  # VERIFY has work: go on to it
-        for task in plan.claims():  # a task, an issue (its tasks to come) or the spec (its PLAN)
-            if task["claimed_by"] == self.runner or not self._in_spec(task):
+        return any(True for _ in self._others_live_claims(plan))
+
+    def _others_live_claims(self, plan: Plan) -> Iterator[Record]:
+        """Other runners' claims in the spec younger than the TTL: a task, an issue (its tasks to
+        come) or the spec (its PLAN)."""
+        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
+        stamp = clock.now()
+        for claim in plan.claims():
+            if claim["claimed_by"] == self.runner or not self._in_spec(claim):
                 continue
-            age = self.remote.claim_clock.age_s(task, stamp)
+            age = self.remote.claim_clock.age_s(claim, stamp)
             if age is not None and age < ttl:
-                return True
-        return False
+                yield claim
 
     def _in_spec(self, task: dict) -> bool:
         spec = task.get("path") if task.get("t") == "spec" else task.get("spec")
