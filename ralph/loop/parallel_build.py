@@ -134,12 +134,12 @@ class ParallelBuilds:
         before the merge. A worktree the branch moved past while it was made (a neighbour
         merged) is made again from the new HEAD before any agent runs in it, a few times at most:
         a build starts from the branch as it is."""
-        for renewals_left in reversed(range(CHECKOUT_RENEWALS + 1)):
+        for _ in range(CHECKOUT_RENEWALS):
             try:
-                return self._build_in_checkout(task_id, worker, built, renewals_left > 0)
+                return self._build_in_checkout(task_id, worker, built, renew_if_behind=True)
             except CheckoutBehind:
                 self.ws.journal.event("build_checkout_renewed", item=task_id)
-        raise AssertionError("the last renewal builds whatever the base")  # pragma: no cover
+        return self._build_in_checkout(task_id, worker, built, renew_if_behind=False)  # whatever the base
 
     def _build_in_checkout(
         self, task_id: str, worker: int, built: Callable[[], None], renew_if_behind: bool
