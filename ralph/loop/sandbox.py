@@ -120,6 +120,7 @@ class Sandbox:
         os.chmod(name, 0o444)
         self.empty_file = Path(name)
         self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
+        self._dirs_of: dict[Path, list[str]] = {}  # a worktree's git directories, asked of git once
 
     def close(self) -> None:
         self.empty_file.unlink(missing_ok=True)
@@ -181,8 +182,13 @@ class Sandbox:
         repository's git directories: read-only even where they lie inside a writable tree."""
         paths = [work_tree / ".git", *self._home_git_dirs]
         if work_tree != self.home:
-            paths += [Path(name) for name in _git_dirs_of(work_tree)]
+            paths += [Path(name) for name in self._worktree_git_dirs(work_tree)]
         return [path for path in _unique(paths) if path.exists()]
+
+    def _worktree_git_dirs(self, work_tree: Path) -> list[str]:
+        if work_tree not in self._dirs_of:  # a build's agent and gate runs share one answer
+            self._dirs_of[work_tree] = _git_dirs_of(work_tree)
+        return self._dirs_of[work_tree]
 
     def _pending_ops(self, work_tree: Path) -> list[Path]:
         """The work tree's record of the operations behind uncommitted plan changes
@@ -192,7 +198,7 @@ class Sandbox:
         from ralph.store import pending_ops
 
         dot_git = work_tree / ".git"
-        git_dir = dot_git if dot_git.is_dir() else next(iter(_git_dirs_of(work_tree)), None)
+        git_dir = dot_git if dot_git.is_dir() else next(iter(self._worktree_git_dirs(work_tree)), None)
         if git_dir is None:
             return []
         path = Path(git_dir) / pending_ops.NAME
