@@ -207,10 +207,15 @@ def test_time_budget_ends_with_its_exit_code(project):
     assert_clean(project)
 
 
+# Each signal's exit code: SIGINT here, SIGTERM in the stop during VERIFY, SIGHUP in tests/loop/
+# test_stops.py run in `make test`; the other pairs (a second whole run each) with the slow suites.
 STOPS = pytest.mark.parametrize(
     ("sig", "code"),
-    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
-    ids=["SIGINT", "SIGTERM", "SIGHUP"],
+    [
+        pytest.param(signal.SIGINT, 130, id="SIGINT"),
+        pytest.param(signal.SIGTERM, 143, id="SIGTERM", marks=pytest.mark.slow),
+        pytest.param(signal.SIGHUP, 129, id="SIGHUP", marks=pytest.mark.slow),
+    ],
 )
 
 
@@ -341,7 +346,11 @@ def test_interrupt_by_signals_in_a_row_stops_the_run_once_and_cleans_up(project)
 
 
 @pytest.mark.parametrize(
-    ("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+    ("sig", "code"),
+    [
+        pytest.param(signal.SIGINT, 130, id="SIGINT", marks=pytest.mark.slow),
+        pytest.param(signal.SIGTERM, 143, id="SIGTERM"),
+    ],
 )
 def test_interrupt_during_verify_stops_every_verifier_at_once(project, sig, code):
     from ralph.ops import tasks

@@ -153,6 +153,7 @@ def records(project: Path) -> list[dict]:
     return [json.loads(path.read_text()) for path in (common / "ralph" / "intent").glob("*.json")]
 
 
+@pytest.mark.slow  # MERGE_STEPS bounds the slow kill-at-any-step tests; the fast kill below checks its step
 def test_the_merge_steps_are_counted(project: Path, tmp_path: Path):
     done = run(project, tmp_path, crash={"CRASH_MODE": "count"})
     assert done.returncode == 0, done.stderr
@@ -182,6 +183,7 @@ def test_a_kill_between_read_tree_and_update_ref_is_finished_by_the_next_run(pro
     """The issue's case: index and work tree at the merge, HEAD behind. The rerun moves HEAD,
     records the build's commit on its task, and deletes the build's branch as merged."""
     kill_and_rerun(project, tmp_path, MERGE_STEPS - 1)
+    assert steps(tmp_path)[-1].startswith("read-tree -m -u "), steps(tmp_path)  # killed right after it
 
 
 @pytest.mark.slow
@@ -221,6 +223,7 @@ def test_a_full_disk_at_any_git_step_of_a_merge_ends_right(project: Path, tmp_pa
 COMMIT_STEPS = 7
 
 
+@pytest.mark.slow  # COMMIT_STEPS bounds the slow kill-at-any-step tests; the fast one (at 1) checks its step
 def test_the_serial_commit_steps_are_counted(project: Path, tmp_path: Path):
     done = run(project, tmp_path, crash={"CRASH_MODE": "count", "CRASH_FROM": "add -A -- "}, parallel=1)
     assert done.returncode == 0, done.stderr

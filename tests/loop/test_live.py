@@ -246,10 +246,15 @@ def _shows_the_run(screen: list[str], item: str, log: str) -> bool:
     )
 
 
+# NO_COLOR on a terminal (redrawn, no colour) is also test_the_console_draws_a_live_region_on_a_real_
+# terminal[True] (tests/loop/test_watch.py) for construct, and the Mode each env gives is
+# test_the_terminal_decides_how_it_is_drawn: with watch beside it, that case runs with the slow suites.
 @pytest.mark.parametrize(
     ("env", "dumb"),
-    [({"TERM": "dumb", "FORCE_COLOR": "1"}, True), ({"TERM": "xterm", "NO_COLOR": "1"}, False)],
-    ids=["TERM=dumb", "NO_COLOR"],
+    [
+        pytest.param({"TERM": "dumb", "FORCE_COLOR": "1"}, True, id="TERM=dumb"),
+        pytest.param({"TERM": "xterm", "NO_COLOR": "1"}, False, id="NO_COLOR", marks=pytest.mark.slow),
+    ],
 )
 def test_term_dumb_gets_no_escape_sequence_and_no_color_no_colour(held: Path, env: dict, dumb: bool):
     """On a terminal, TERM=dumb: plain lines, not one escape sequence, from construct and watch

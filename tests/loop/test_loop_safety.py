@@ -38,27 +38,26 @@ FAKE_KEY = "AKIAIOSFODNN7EXAMPLE"
 SECRET_VALUE = "hunter2-very-secret-value"
 
 
-@pytest.mark.parametrize("how", ["absolute", "../ out of the logs"])
-def test_a_kill_log_outside_the_logs_never_reaches_a_prompt(project, tmp_path, how):
+def test_a_kill_log_outside_the_logs_never_reaches_a_prompt(project, tmp_path):
+    """Two killed tasks in one run: one kill_log an absolute path, one ../ out of the logs."""
     outside = tmp_path / "credentials"
     outside.write_text(f"aws_access_key_id = {FAKE_KEY}\n")
     plan = project / "plan.jsonl"
     escape = os.path.relpath(outside, project / "build" / "ralph-logs")  # ../../../credentials
-    killed = {
-        "t": "task",
-        "id": "t-killed",
-        "name": "Killed",
-        "kill_reason": "timeout",
-        "kill_log": str(outside) if how == "absolute" else f"build/ralph-logs/{escape}",
-    }
-    plan.write_text(plan.read_text() + json.dumps(killed) + "\n")
-    git(project, "commit", "-qam", "a killed task whose kill_log points outside")
+    ways = {"t-absolute": str(outside), "t-dotdot": f"build/ralph-logs/{escape}"}
+    killed = [
+        {"t": "task", "id": task_id, "name": f"Killed {task_id}", "kill_reason": "timeout", "kill_log": log}
+        for task_id, log in ways.items()
+    ]
+    plan.write_text(plan.read_text() + "".join(json.dumps(record) + "\n" for record in killed))
+    git(project, "commit", "-qam", "killed tasks whose kill_log points outside")
     construct(project, "--max-iterations", "1")
     prompts = list((project / "build" / "ralph-logs").glob("*decompose*.prompt.md"))
-    assert prompts, "DECOMPOSE ran"
+    assert sorted(task_id for task_id in ways for path in prompts if task_id in path.name) == sorted(ways)
     assert all(FAKE_KEY not in path.read_text() for path in prompts)
-    events = (project / "build" / "ralph-logs" / "events.jsonl").read_text()
-    assert '"kill_log_refused"' in events
+    refused = [e["item"] for e in read_events(project / "build" / "ralph-logs" / "events.jsonl")
+               if e["event"] == "kill_log_refused"]  # fmt: skip
+    assert sorted(refused) == sorted(ways)
 
 
 def test_gate_output_goes_into_history_short_and_redacted(project):

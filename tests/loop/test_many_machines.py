@@ -32,6 +32,13 @@ def origin_plan(shared: Shared) -> list[dict]:
     return [json.loads(line) for line in shared.plan_on_origin().decode().splitlines() if line.strip()]
 
 
+# TWO_RUNNERS_IN_MAKE_TEST: each test of two or three runners at once costs some 2-4 s of CPU (two
+# whole construct runs, their pushes and fetches) and waits seconds for the other. `make test` keeps
+# one runner pushing all it does, and two runners taking one item once (decompose); the other
+# meetings of runners (plan or investigate once, a conflict pushed meanwhile, a clock behind, a
+# build given back for what another runner publishes) run with the slow suites, which CI runs too.
+
+
 def build_counts(*states: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
     for state in states:
@@ -76,6 +83,7 @@ def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_
     assert trace.read_text().count("built-in: git fetch") == 5
 
 
+@pytest.mark.slow  # two runners at once on a bare remote (see TWO_RUNNERS_IN_MAKE_TEST)
 def test_a_build_that_conflicts_with_one_pushed_meanwhile_is_undone_and_built_again(repo, tmp_path):
     items = [{"id": f"t-task{n:02d}", "name": f"Task {n} [shared-file]"} for n in range(2)]
     shared = seeded(repo, tmp_path, items)
@@ -131,6 +139,7 @@ def two_runners_journal(shared: Shared) -> list[dict]:
     return [json.loads(line) for log in logs for line in log.read_text().splitlines()]
 
 
+@pytest.mark.slow  # two runners at once on a bare remote (see TWO_RUNNERS_IN_MAKE_TEST)
 def test_two_runners_on_one_issue_investigate_it_once(repo, tmp_path):
     with_app_spec(repo, "# App\n")
     issue = issues.add(repo, "The report is wrong [slow]")  # INVESTIGATE takes 2 s: both runners see it
@@ -146,6 +155,7 @@ def test_two_runners_on_one_issue_investigate_it_once(repo, tmp_path):
     assert not [r for r in plan if r["t"] in ("task", "issue")]
 
 
+@pytest.mark.slow  # two runners at once on a bare remote (see TWO_RUNNERS_IN_MAKE_TEST)
 def test_two_runners_on_a_spec_with_no_tasks_plan_it_once(repo, tmp_path):
     with_app_spec(repo, "# App [slow]\n\n- Parse input\n- Print report\n")  # PLAN takes 2 s
     shared = Shared(repo, tmp_path)
@@ -315,6 +325,7 @@ def test_a_run_that_ends_in_an_unexpected_error_gives_its_claims_back(project, m
     assert released == [True]  # once, quietly: the error that ended the run is the one reported
 
 
+@pytest.mark.slow  # two runners at once on a bare remote (see TWO_RUNNERS_IN_MAKE_TEST)
 def test_a_spec_claimed_by_a_runner_whose_clock_is_two_hours_behind_is_planned_once(repo, tmp_path):
     with_app_spec(repo, "# App [slow]\n\n- Parse input\n- Print report\n")  # PLAN takes 2 s
     shared = Shared(repo, tmp_path)
@@ -341,6 +352,7 @@ def test_a_spec_claimed_by_a_runner_whose_clock_is_two_hours_behind_is_planned_o
     assert sorted(r["name"] for r in plan if r["t"] == "accept") == ["Parse input", "Print report"]
 
 
+@pytest.mark.slow  # two runners at once on a bare remote (see TWO_RUNNERS_IN_MAKE_TEST)
 def test_a_build_lacking_what_another_runner_published_is_given_back_and_built_after_catching_up(
     repo, tmp_path
 ):
@@ -389,6 +401,7 @@ def test_a_runner_whose_agent_keeps_failing_ends_agent_failing_and_another_build
     assert sorted(r["id"] for r in origin_plan(shared) if r["t"] == "accept") == ["t-task00", "t-task01"]
 
 
+@pytest.mark.slow  # two runners at once on a bare remote (see TWO_RUNNERS_IN_MAKE_TEST)
 def test_a_build_failing_while_another_runner_builds_what_it_needs_is_given_back_and_held(repo, tmp_path):
     """Issue 23's "waits for a neighbour" between runners: a build whose gate fails while another
     runner is still building the task it needs is given back uncounted, and this runner does not

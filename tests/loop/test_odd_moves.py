@@ -24,6 +24,14 @@ MODES = pytest.mark.parametrize("parallel", ["1", "2"], ids=["serial", "parallel
 DEFAULT_MODE_FAST = pytest.mark.parametrize(
     "parallel", [pytest.param("1", id="serial", marks=pytest.mark.slow), pytest.param("2", id="parallel")]
 )
+
+
+def first_fast(*moves: str) -> list:
+    """Moves of one kind (the same verdict, the same handling): the first runs in `make test`, the
+    others with the slow suites; each is a whole construct run, about 1.4 s of CPU."""
+    return [pytest.param(move, marks=[pytest.mark.slow] * (n > 0)) for n, move in enumerate(moves)]
+
+
 LOGS = Path("build") / "ralph-logs"
 
 
@@ -57,7 +65,7 @@ def assert_sibling_untouched(project: Path, plain: str) -> None:
 
 
 @MODES
-@pytest.mark.parametrize("move", ["[nested-repo]", "[nested-uncommitted]"])
+@pytest.mark.parametrize("move", first_fast("[nested-repo]", "[nested-uncommitted]"))
 def test_a_nested_repository_fails_the_attempt_and_its_files_are_committed_as_files(project, move, parallel):
     odd, plain = run_odd(project, move, parallel)
 
@@ -96,7 +104,7 @@ def test_a_nested_repository_committed_by_the_agent_is_undone_and_kept_as_files(
 
 
 @DEFAULT_MODE_FAST
-@pytest.mark.parametrize("move", ["[plan-symlink]", "[plan-folder]"])
+@pytest.mark.parametrize("move", first_fast("[plan-symlink]", "[plan-folder]"))
 def test_a_plan_replaced_by_a_link_or_folder_fails_the_attempt_and_the_run_goes_on(project, move, parallel):
     odd, plain = run_odd(project, move, parallel)
 
@@ -121,7 +129,7 @@ def test_a_deleted_plan_fails_the_attempt_as_missing(project, parallel):
 
 
 @DEFAULT_MODE_FAST
-@pytest.mark.parametrize("move", ["[switch-branch]", "[reset-back]", "[detach]"])
+@pytest.mark.parametrize("move", first_fast("[switch-branch]", "[reset-back]", "[detach]"))
 def test_a_build_that_moves_its_branch_fails_the_attempt_and_the_branch_is_put_back(project, move, parallel):
     """Switching to a branch of its own, resetting the branch behind where it started, detaching
     HEAD: a change to git's state outside the task's files. The attempt fails, the work tree goes

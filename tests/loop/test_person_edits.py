@@ -5,21 +5,22 @@ messages. A hand edit nobody can attribute is never lost. Real processes: ralph,
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
-from tests.support.construct import add_tasks, construct, events, plan_records, subjects, wait_for
+from tests.support.construct import add_tasks, construct, events, in_process, plan_records, subjects, wait_for
 from tests.support.gitrepo import git
 
 BY_HAND = {"t": "task", "id": "t-byhand", "name": "Added beside the run", "accept": "work file says ok"}
 
 
 def ralph(project, *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(project), *args], capture_output=True, text=True
-    )
+    """A person's ralph command, through the CLI in this process: the run beside it is a process of
+    its own either way, and a Python start-up of ralph costs some 0.15 s of CPU."""
+    done = in_process(["-C", str(project), *args], dict(os.environ))
     assert done.returncode == 0, done.stderr
     return done
 
@@ -173,7 +174,12 @@ def test_in_the_sandbox_a_persons_git_commit_during_a_build_is_theirs_and_the_bu
     assert [e["on"] for e in events(project) if e["event"] == "sandbox"] == [True]
 
 
-@pytest.mark.parametrize("parallel", ["1", "2"], ids=["serial", "in-a-worktree"])
+# A person's command while the build runs in the work tree: test_a_persons_commands_during_a_build_are_
+# theirs_and_the_build_goes_on[serial]; this serial case runs with the slow suites.
+@pytest.mark.parametrize(
+    "parallel",
+    [pytest.param("1", id="serial", marks=pytest.mark.slow), pytest.param("2", id="in-a-worktree")],
+)
 def test_a_task_a_person_deletes_while_it_is_built_keeps_its_work_on_a_draft_and_the_run_goes_on(
     project, tmp_path, parallel
 ):
@@ -194,7 +200,16 @@ def test_a_task_a_person_deletes_while_it_is_built_keeps_its_work_on_a_draft_and
     assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == other] == ["accept"]
 
 
-@pytest.mark.parametrize("command", ["reject", "delete", "accept"])
+# The run sees the task changed under its verifier whichever command did it: the rejection (built
+# again after it) stays in `make test`, a person's delete and accept run with the slow suites.
+@pytest.mark.parametrize(
+    "command",
+    [
+        "reject",
+        pytest.param("delete", marks=pytest.mark.slow),
+        pytest.param("accept", marks=pytest.mark.slow),
+    ],
+)
 def test_a_person_who_judges_or_removes_a_task_while_it_is_verified_has_the_last_word(
     project, tmp_path, command
 ):

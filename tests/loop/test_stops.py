@@ -45,10 +45,13 @@ def payloads(received: Path, event: str) -> list[dict]:
     return [json.loads(path.read_text()) for path in sorted(received.glob(f"{event}-*.json"))]
 
 
-@pytest.mark.parametrize(
+@pytest.mark.parametrize(  # SIGINT and SIGTERM stop serial runs and VERIFY in test_construct.py too
     ("sig", "code"),
-    [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
-    ids=["SIGINT", "SIGTERM", "SIGHUP"],
+    [
+        pytest.param(signal.SIGINT, 130, id="SIGINT", marks=pytest.mark.slow),
+        pytest.param(signal.SIGTERM, 143, id="SIGTERM", marks=pytest.mark.slow),
+        pytest.param(signal.SIGHUP, 129, id="SIGHUP"),
+    ],
 )
 def test_a_stop_during_parallel_builds_kills_no_task_and_the_run_ended_hook_runs(app, tmp_path, sig, code):
     received = with_hooks(app, tmp_path)
