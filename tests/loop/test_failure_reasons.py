@@ -57,8 +57,10 @@ def test_each_failed_attempt_says_why_on_the_console_in_the_reports_and_the_log(
         root, "Flaky [gate-fails-once]", "Lazy [no-changes-once]", "Crashy [quit-once]", "Picky [reject-once]"
     )
     pytest_gate = f"{shlex.quote(sys.executable)} -m pytest -p no:cacheprovider -q -o addopts= test_work.py"
-    # one build at a time: beside running builds a first failure waits for them, uncounted
-    done = construct(root, "--gate", pytest_gate, "--parallel", "1")
+    # one build at a time: beside running builds a first failure waits for them, uncounted. The
+    # gate's pytest loads none of this venv's plugins (hypothesis, xdist): 0.14 s a run, not 0.4 s.
+    quick = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    done = construct(root, "--gate", pytest_gate, "--parallel", "1", env=quick)
     assert done.returncode == 0, done.stdout + done.stderr
     console, report = done.stderr, done.stdout
 

@@ -44,7 +44,7 @@ TAILS = {f"{what} (tail)": secret[-12:] for what, secret in SECRETS.items()}
 # 2nd: work the gate prints with a long token where the excerpt is cut); VERIFY of a [leak-verify]
 # task rejects it once quoting a token and a Stripe key, adding a task with a JWT in its notes;
 # BUILD of a [leak-ask] task adds an issue and asks a question, both with the JWT.
-LEAKY_AGENT = """import json, os, pathlib, subprocess, sys
+LEAKY_AGENT = """import json, os, pathlib, sys
 sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
 from agent_kit import ralph
 state = pathlib.Path(os.environ["FAKE_AGENT_STATE"])
@@ -79,7 +79,8 @@ if stage == "BUILD" and "[leak-ask]" in name:
     ralph("issue", "add", "the API answers with __JWT__ in its error")
     ralph("ask", "Is __JWT__ the staging token?")
     sys.exit(0)
-sys.exit(subprocess.run([sys.executable, __FAKE__]).returncode)
+import runpy  # the fake agent in this process: no second Python start-up
+runpy.run_path(__FAKE__, run_name="__main__")
 """
 # Prints each failing work file whole (the fake agent's gate prints only their names).
 LEAKY_GATE = """import pathlib, sys

@@ -179,7 +179,7 @@ def alive(pid: int) -> bool:
 
 # The first BUILD run fails as Claude Code does on a 429 (its result event, exit 1); every other
 # run is the fake agent's.
-LIMITED_ONCE = """import json, os, pathlib, subprocess, sys
+LIMITED_ONCE = """import json, os, pathlib, sys
 flag = pathlib.Path(os.environ["FAKE_AGENT_STATE"]) / "limited-once"
 if os.environ["RALPH_STAGE"] == "BUILD" and not flag.exists():
     flag.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +188,9 @@ if os.environ["RALPH_STAGE"] == "BUILD" and not flag.exists():
               "result": __MESSAGE__}
     print(json.dumps(result), flush=True)
     sys.exit(1)
-sys.exit(subprocess.run([sys.executable, __FAKE__]).returncode)
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])  # the fake agent in this process: no second start-up
+import runpy
+runpy.run_path(__FAKE__, run_name="__main__")
 """
 
 
