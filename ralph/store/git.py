@@ -15,12 +15,12 @@ that file, not a pattern.
 from __future__ import annotations
 
 import os
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ralph.errors import BranchSwitched, GitError, RalphError, WorkTreeGone
+from ralph.store import refs
 from ralph.store.blobs import blob_sha
 
 if TYPE_CHECKING:
@@ -31,55 +31,6 @@ ZERO_SHA = "0" * 40
 _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
 _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
-
-
-_OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256
-_BRANCH_REF = "ref: refs/heads/"
-_ASK_GIT = "(ask git)"
-
-
-def _head_from_files(git_dir: Path) -> str | None:
-    """HEAD's commit read as git stores it in files: HEAD naming a commit (detached) or a branch,
-    whose loose ref file or packed-refs line names the commit, in the common git directory (where a
-    linked worktree's `commondir` file points). None for a branch with no commit yet. _ASK_GIT for
-    anything else (a symbolic ref to a symbolic ref, the reftable format, a file being made): git
-    then answers. The loose file is read before packed-refs, as git does: `git pack-refs` writes
-    packed-refs before it deletes the loose files, so a reader never misses a ref between the two."""
-    try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-        if _OBJECT_NAME.fullmatch(head):
-            return head
-        if not head.startswith(_BRANCH_REF) or head == f"{_BRANCH_REF}.invalid":
-            return _ASK_GIT
-        ref = head[len("ref: ") :]
-        common = git_dir
-        if (git_dir / "commondir").is_file():
-            common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
-        if (common / "reftable").exists():
-            return _ASK_GIT
-        try:
-            loose = (common / ref).read_text(encoding="utf-8").strip()
-        except (FileNotFoundError, IsADirectoryError):
-            loose = None
-        if loose is not None:
-            return loose if _OBJECT_NAME.fullmatch(loose) else _ASK_GIT
-        return _packed_ref(common, ref)
-    except (OSError, UnicodeDecodeError):
-        return _ASK_GIT
-
-
-def _packed_ref(common: Path, ref: str) -> str | None:
-    """The commit packed-refs gives `ref`, or None when it has none (a branch not yet born)."""
-    try:
-        packed = (common / "packed-refs").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    suffix = f" {ref}"
-    for line in packed.splitlines():
-        if line.endswith(suffix):
-            name = line[: -len(suffix)]
-            return name if _OBJECT_NAME.fullmatch(name) else _ASK_GIT
-    return None
 
 
 def find_root(start: Path) -> Path:
@@ -179,11 +130,10 @@ class Repo:
         self.git("config", "--local", key, value)
 
     def head(self) -> str | None:
-        """The commit HEAD points at, or None in a repository with no commits yet. Read from the
-        ref files where their layout is the usual one (the loop asks before and after every agent
-        run and commit: a file read instead of a git process of 3-5 ms), else asked of git."""
-        found = _head_from_files(self.git_dir())
-        if found is not _ASK_GIT:
+        """The commit HEAD points at, or None in a repository with no commits yet: from the ref
+        files where they say (ralph.store.refs), else from git."""
+        found = refs.head_commit(self.git_dir())
+        if found != refs.ASK_GIT:
             return found
         try:
             return self.git("rev-parse", "-q", "--verify", "HEAD^{commit}").strip()
@@ -361,16 +311,11 @@ class Repo:
             )
 
     def branch(self) -> str | None:
-        """The branch HEAD is on, or None when HEAD is detached. From the HEAD file where it says
-        (every commit of a run checks the branch first), else from git."""
-        try:
-            head = (self.git_dir() / "HEAD").read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            head = ""
-        if _OBJECT_NAME.fullmatch(head):
-            return None
-        if head.startswith(_BRANCH_REF) and head != f"{_BRANCH_REF}.invalid":  # reftable's placeholder
-            return head[len(_BRANCH_REF) :]
+        """The branch HEAD is on, or None when HEAD is detached: from the HEAD file where it says
+        (ralph.store.refs), else from git."""
+        found = refs.head_branch(self.git_dir())
+        if found != refs.ASK_GIT:
+            return found
         try:
             return self.git("symbolic-ref", "-q", "--short", "HEAD").strip()
         except GitError:
@@ -478,7 +423,7 @@ class Repo:
         # Both blobs' names from one git run; a name git cannot find comes back as "... missing".
         asked = b"HEAD:plan.jsonl\n:plan.jsonl\n"
         out = self._output(("cat-file", "--batch-check=%(objectname)"), stdin=asked).decode()
-        parent, staged = (name if _OBJECT_NAME.fullmatch(name) else None for name in out.splitlines())
+        parent, staged = (name if refs.OBJECT_NAME.fullmatch(name) else None for name in out.splitlines())
         return pending_ops.message_with(self, message, parent, staged) if staged else message
 
     def stage_paths(self, paths: set[str]) -> None:

@@ -276,53 +276,6 @@ def test_work_state_before_the_first_commit_and_with_a_conflict(work, tmp_path):
     assert "a.txt" in Repo(work).work_state()[2] and Repo(work).work_state()[2] == Repo(work).changed_paths()
 
 
-# --- head and branch, read from the ref files --------------------------------------------------
-
-
-def gits_answer(root: Path) -> tuple[str | None, str | None]:
-    """What git itself says HEAD's commit and branch are."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=root, capture_output=True, text=True
-    ).stdout.strip()
-    branch = subprocess.run(
-        ["git", "symbolic-ref", "-q", "--short", "HEAD"], cwd=root, capture_output=True, text=True
-    ).stdout.strip()
-    return commit or None, branch or None
-
-
-def test_head_and_branch_from_the_files_say_what_git_says_in_every_layout(work, tmp_path):
-    repo_ = Repo(work)
-    commit_all(work, {"a.txt": "second\n"}, "second")
-    git(work, "pack-refs", "--all")  # the branch now lives in packed-refs alone
-    assert not (work / ".git" / "refs" / "heads" / "main").exists()
-    assert repo_.head() == gits_answer(work)[0] and repo_.branch() == "main"
-    commit_all(work, {"a.txt": "third\n"}, "third")  # a loose ref again, newer than the packed one
-    assert repo_.head() == head(work) != git(work, "rev-parse", "HEAD~1").strip()
-
-    git(work, "checkout", "-q", "-b", "feature/nested")
-    assert (repo_.head(), repo_.branch()) == gits_answer(work) == (head(work), "feature/nested")
-    git(work, "checkout", "-q", "--detach", "HEAD~1")
-    assert (repo_.head(), repo_.branch()) == gits_answer(work) == (head(work), None)
-    git(work, "checkout", "-q", "--orphan", "unborn")
-    assert (repo_.head(), repo_.branch()) == gits_answer(work) == (None, "unborn")
-
-    git(work, "checkout", "-q", "-f", "main")
-    linked = tmp_path / "linked"
-    git(work, "worktree", "add", "-q", "-b", "side", str(linked))
-    assert (Repo(linked).head(), Repo(linked).branch()) == gits_answer(linked) == (head(work), "side")
-    commit_all(linked, {"b.txt": "on side\n"}, "side")  # the worktree's branch moves, main's does not
-    assert Repo(linked).head() == head(linked) != repo_.head() == head(work)
-
-
-def test_head_asks_git_where_the_files_are_not_the_usual_layout(work):
-    repo_ = Repo(work)
-    real = head(work)
-    # HEAD naming a symbolic ref that names the branch: git follows both, the file reader does not.
-    git(work, "symbolic-ref", "refs/heads/alias", "refs/heads/main")
-    git(work, "symbolic-ref", "HEAD", "refs/heads/alias")
-    assert repo_.head() == real and repo_.branch() == "alias"
-
-
 # --- commit_paths ----------------------------------------------------------------------------
 
 
