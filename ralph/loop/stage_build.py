@@ -35,7 +35,7 @@ from ralph.plan.records import (
 from ralph.plan.schedule import buildable
 from ralph.plan.scope import outside
 from ralph.secrets import redact
-from ralph.text import shown_path
+from ralph.text import plural, shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
 _KILL_TEXT = {
@@ -490,7 +490,7 @@ def _after_rejection(plan, task_id: str) -> str:
     return (
         "\n"
         + data_block(
-            f"what the verifiers said, oldest first (VERIFY rejected it {len(reasons)} time(s))", said
+            f"what the verifiers said, oldest first (VERIFY rejected it {plural(len(reasons), 'time')})", said
         )
         + "\n\nIts last build is still in the code. Fix what they found. If you find after checking that"
         " the work already meets the criteria and the verifiers are wrong, do not change it for the"

@@ -10,8 +10,18 @@ import pytest
 
 from ralph.store import refs
 from ralph.store.git import Repo
-from tests.store.test_git import commit_all, head
 from tests.support.gitrepo import git
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def commit_all(root: Path, files: dict[str, str], message: str = "files") -> None:
+    for name, text in files.items():
+        (root / name).write_text(text)
+    git(root, "add", "--", *files)
+    git(root, "commit", "-qm", message)
 
 
 @pytest.fixture
