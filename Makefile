@@ -91,9 +91,11 @@ bench: $(STAMP)
 	$(PY) bench/bench_remote.py
 	$(PY) bench/bench_claim_age.py
 
-## bench-replay: the construct loop replaying a small project's history (a few minutes; not in bench)
+## bench-replay: the construct loop replaying a project's history: tally's 12 commits in every mode, then
+## 9 releases of more-itertools serially (its sdists downloaded once into build/bench-cache/); a few minutes
 bench-replay: $(STAMP)
 	$(PY) bench/bench_replay.py
+	$(PY) bench/bench_replay.py --subject more-itertools
 
 ## demo: ralph on an example in a temporary git repository; no model account needed
 demo: $(STAMP)

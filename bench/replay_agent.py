@@ -1,8 +1,8 @@
 """The scripted agent of bench_replay.py: BUILD applies its task's commit as a patch and says
 done, VERIFY accepts, DECOMPOSE hands the same patch to a subtask. The task's id says which
 commit it is (t-replay07; t-replay07-d after a decomposition, with t-replay07-d-check);
-BENCH_REPLAY holds each commit's subject and patch, as JSON ({"07": {"subject", "patch"}}): an
-environment variable reaches an agent that ralph's sandbox gives a private /tmp."""
+BENCH_REPLAY holds each commit's subject as JSON ({"07": "subject"}), and BENCH_REPLAY_PATCHES
+the folder of their patches (07.patch), outside the private /tmp ralph's sandbox gives agents."""
 
 import json
 import os
@@ -13,7 +13,8 @@ import sys
 
 ralph = shlex.split(os.environ["RALPH_BIN"])
 stage = os.environ["RALPH_STAGE"]
-commits = json.loads(os.environ["BENCH_REPLAY"])
+subjects = json.loads(os.environ["BENCH_REPLAY"])
+patches = os.environ["BENCH_REPLAY_PATCHES"]
 
 
 def commit_number(task_id: str) -> str:
@@ -31,7 +32,8 @@ def build(task_id: str) -> int:
         subprocess.run([*ralph, "task", "done"], check=True, capture_output=True)
         return 0
     number = commit_number(task_id)
-    patch = commits[number]["patch"]
+    with open(os.path.join(patches, f"{number}.patch"), encoding="utf-8") as file:
+        patch = file.read()
     # A retry runs with the failed attempt's changes still in place: then the patch is applied.
     if git_apply(patch, "--reverse", "--check").returncode != 0:
         applied = git_apply(patch)
@@ -45,7 +47,7 @@ def build(task_id: str) -> int:
 def decompose(task_id: str) -> int:
     """A commit is not split: one subtask applies the same patch, and, since a decomposition
     needs at least two, a second one that changes nothing follows it."""
-    subject = commits[commit_number(task_id)]["subject"]
+    subject = subjects[commit_number(task_id)]
     again = {"id": f"{task_id}-d", "name": f"{subject} (again)", "parent": task_id}
     check = {
         "id": f"{task_id}-d-check",

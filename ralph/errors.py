@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ralph.text import plural
+
 # Exit codes are part of the interface: agents and scripts branch on them.
 EXIT_OK = 0
 EXIT_REFUSED = 1  # a valid request the plan cannot honour (unknown id, nothing to accept, ...)
@@ -35,7 +37,11 @@ class PlanInvalid(InvalidInput):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         first = problems[0]
-        more = f" (and {len(problems) - 1} more problem(s); run 'ralph check')" if len(problems) > 1 else ""
+        more = (
+            f" (and {plural(len(problems) - 1, 'more problem')}; run 'ralph check')"
+            if len(problems) > 1
+            else ""
+        )
         super().__init__(f"{first}{more}")
 
 

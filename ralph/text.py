@@ -66,3 +66,8 @@ SCHEMA_VERSION = 1
 def versioned(data: dict) -> dict:
     """`data` with `schema_version` as its first key."""
     return {"schema_version": SCHEMA_VERSION, **data}
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """ "1 run", "2 runs" (`words`: the plural where it is not the word and an s)."""
+    return f"{count} {word if count == 1 else words or word + 's'}"

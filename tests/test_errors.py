@@ -35,7 +35,7 @@ def test_an_invalid_plan_is_told_by_its_first_problem_and_how_many_more_there_ar
     assert str(PlanInvalid(one)) == "plan.jsonl:2: not JSON"
     three = [*one, Problem("plan.jsonl", 5, "unknown task"), Problem("plan.jsonl", 9, "a cycle")]
     invalid = PlanInvalid(three)
-    assert str(invalid) == "plan.jsonl:2: not JSON (and 2 more problem(s); run 'ralph check')"
+    assert str(invalid) == "plan.jsonl:2: not JSON (and 2 more problems; run 'ralph check')"
     assert invalid.problems == three and invalid.exit_code == 2
 
 

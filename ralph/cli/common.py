@@ -13,7 +13,7 @@ from typing import TypeGuard
 import click
 
 from ralph.errors import EXIT_INTERNAL, EXIT_REFUSED, InvalidInput, RalphError
-from ralph.text import printable, terminal_text, versioned
+from ralph.text import plural, printable, terminal_text, versioned
 
 # A group named without its subcommand shows its help (click 8.2+ raises this usage error for it).
 _SHOWS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -241,3 +241,12 @@ def config_values(ctx: click.Context, param: click.Parameter, incomplete: str) -
     if key is not None and key.kind == "flag":
         return [value for value in ("true", "false") if value.startswith(incomplete)]
     return []
+
+
+def describe_cost(cost_usd: float | None, unknown_runs: int, why: bool = False) -> str:
+    """ "$0.42", "$0.42 + 2 runs of unknown cost", or "unknown" when no run's cost is known, never
+    $0. `why`: the reason too, said once in a report (its total), not in each of its rows."""
+    if cost_usd is None or (unknown_runs and not cost_usd):
+        reason = f" ({plural(unknown_runs, 'run')} with no reported cost and no price for the model)"
+        return "unknown" + (reason if why and unknown_runs else "")
+    return f"${cost_usd:.2f}" + (f" + {plural(unknown_runs, 'run')} of unknown cost" if unknown_runs else "")

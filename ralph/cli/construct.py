@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from ralph.cli.common import agent_names, emit, root_of, say
+from ralph.cli.common import agent_names, describe_cost, emit, root_of, say
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, RalphError
 from ralph.ops.settings import DEFAULTS
@@ -404,7 +404,6 @@ def _print_report(report, as_json: bool) -> None:
 
 def report_lines(report) -> list[str]:
     """The final report of a run that began, for a person (and a pull request's description)."""
-    from ralph.loop.cost import describe_cost
     from ralph.secrets import redact
 
     lines = [f"ralph: {report.outcome.name}: {printable(redact(report.message))}"]  # it can quote an agent
@@ -414,13 +413,13 @@ def report_lines(report) -> list[str]:
     if report.questions:  # first: they are what a person can act on at once
         lines.append(f"questions waiting for an answer ({len(report.questions)}; `ralph answer ID TEXT`):")
         lines += [f"  {printable(item)}" for item in report.questions]
-    cost = describe_cost(report.cost_usd, report.unknown_cost_runs)
+    cost = describe_cost(report.cost_usd, report.unknown_cost_runs, why=True)
     lines.append(f"iterations run: {report.iterations}; tokens: {report.tokens:,}; cost: {cost}")
     for title, table in (("by stage", report.by_stage), ("by task", report.by_task)):
         if table:
             rows = (
-                f"{key}{_model_of(row)} {row['tokens']:,} tokens"
-                f" {describe_cost(row['cost_usd'], row['unknown_runs'])}"
+                f"{key}{_model_of(row)} {row['tokens']:,} tokens,"
+                f" cost {describe_cost(row['cost_usd'], row['unknown_runs'])}"
                 for key, row in table.items()
             )
             lines.append(f"{title}: " + "; ".join(rows))

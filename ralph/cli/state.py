@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from ralph.cli.common import (
+    describe_cost,
     emit,
     json_option,
     no_commit_option,
@@ -20,7 +21,7 @@ from ralph.cli.common import (
 from ralph.durations import spoken
 from ralph.errors import EXIT_INVALID, EXIT_REFUSED, InvalidInput
 from ralph.plan.records import Stage, Status
-from ralph.text import printable
+from ralph.text import plural, printable
 
 # --- init, check, schema, status -----------------------------------------------------------
 
@@ -164,7 +165,7 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
     live = [claim for claim in found["claims"] if not claim["stale"]]
     stale = [claim for claim in found["claims"] if claim["stale"]]
     ttl = spoken(found["claim_ttl_s"])
-    say(f"{printable(where)}: {len(live)} live claim(s), {len(stale)} stale (claim_ttl {ttl})")
+    say(f"{printable(where)}: {plural(len(live), 'live claim')}, {len(stale)} stale (claim_ttl {ttl})")
     for title, rows in (
         ("live", live),
         (f"stale (older than {ttl}: another runner may take them over)", stale),
@@ -234,8 +235,8 @@ def _print_spent(spent: dict) -> None:
         return
     if spent["by_stage"]:
         say(
-            f"spent so far: {spent['runs']} agent run(s), {spent['tokens']:,} tokens,"
-            f" {_cost(spent['cost_usd'], spent['unknown_cost_runs'])}"
+            f"spent so far: {plural(spent['runs'], 'agent run')}, {spent['tokens']:,} tokens,"
+            f" cost {describe_cost(spent['cost_usd'], spent['unknown_cost_runs'])}"
         )
         say("  by stage: " + "; ".join(_usage(name, row) for name, row in spent["by_stage"].items()))
     if spent["by_task"]:
@@ -244,14 +245,7 @@ def _print_spent(spent: dict) -> None:
 
 
 def _usage(name: str, row: dict) -> str:
-    return f"{name} {row['tokens']:,} tokens, {_cost(row['cost_usd'], row['unknown_cost_runs'])}"
-
-
-def _cost(cost_usd: float | None, unknown_runs: int) -> str:
-    """A cost that is not known is said to be unknown, never shown as $0."""
-    if cost_usd is None:
-        return "cost unknown"
-    return f"${cost_usd:.2f}" + (f" + {unknown_runs} run(s) of unknown cost" if unknown_runs else "")
+    return f"{name} {row['tokens']:,} tokens, cost {describe_cost(row['cost_usd'], row['unknown_cost_runs'])}"
 
 
 TASK_ID = re.compile(r"t-[0-9a-z][0-9a-z_-]{0,39}")

@@ -15,6 +15,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ralph.errors import GitError, RalphError
@@ -44,8 +45,9 @@ def work_marks(root: Path, own: re.Pattern) -> str:
         return "(gone)"  # the run removed its work tree: it did something (workspace's TreeRemoved)
     repo = Repo(root)
     try:
-        digest = hashlib.sha256(str(repo.head()).encode())
-        paths = {path for path in repo.changed_paths(read_only=True) if not own.fullmatch(path)}
+        head, _, changed = repo.work_state(read_only=True)  # one git run: one is taken per agent run
+        digest = hashlib.sha256(str(head).encode())
+        paths = {path for path in changed if not own.fullmatch(path)}
     except GitError:  # its .git link broken or replaced: something, not nothing
         return "(no repository)"
     for path in sorted(paths | {"plan.jsonl"}):
@@ -61,9 +63,10 @@ def work_marks(root: Path, own: re.Pattern) -> str:
     return digest.hexdigest()
 
 
-def did_nothing_and_failed(result: AgentResult, before: str, after: str) -> bool:
-    """The run ended with an error of its own (not stopped by ralph) and changed nothing."""
-    return not result.ok and result.run.stop_reason is None and before == after
+def did_nothing_and_failed(result: AgentResult, before: str, after: Callable[[], str]) -> bool:
+    """The run ended with an error of its own (not stopped by ralph) and changed nothing. `after`
+    gives the work marks now: asked only of a run that failed, as most runs do not."""
+    return not result.ok and result.run.stop_reason is None and before == after()
 
 
 def error_lines(result: AgentResult) -> list[str]:

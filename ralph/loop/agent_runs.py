@@ -6,6 +6,7 @@ hooks that run under the same supervisor and sandbox as the agents."""
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -244,10 +245,12 @@ class AgentRuns:
         return result
 
     def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
+        root = cwd or self.tree.root
+        marks = functools.partial(work_marks, root, RALPH_FILES)
         while True:  # an agent that failed without doing anything is run again: not an attempt
-            before = work_marks(cwd or self.tree.root, RALPH_FILES)
+            before = marks()
             result = self._run_limited(stage, iteration, item, values, compacted, cwd, name)
-            if not did_nothing_and_failed(result, before, work_marks(cwd or self.tree.root, RALPH_FILES)):
+            if not did_nothing_and_failed(result, before, marks):
                 self.agent_failures.good()
                 return result
             if stage is Stage.BUILD and item and self.tree.may_be_stale(item):

@@ -7,11 +7,12 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from ralph.agents.base import Adapter, RunTracker
+from ralph.agents.base import Adapter, Invocation, RunTracker
 from ralph.agents.events import ResultEvent, UsageEvent
 from ralph.agents.transcript import Transcript, transcript_path
 from ralph.errors import RalphError
@@ -19,7 +20,7 @@ from ralph.loop import prompts
 from ralph.loop.compaction import Compacted
 from ralph.loop.console import Console
 from ralph.loop.cost import Spending, run_cost
-from ralph.loop.journal import Journal
+from ralph.loop.journal import Journal, Span
 from ralph.loop.live import USAGE_EVERY_S
 from ralph.loop.pressure import Pressure
 from ralph.loop.sandbox import Sandbox
@@ -42,6 +43,16 @@ class AgentUnavailable(RalphError):
     """The agent program cannot be started at all; the loop cannot go on."""
 
     exit_code = 6  # the construct outcome AGENT_UNAVAILABLE
+
+
+class _Watched(NamedTuple):
+    """What is told of a run that ends early: its stage and item, console line, span and usage."""
+
+    stage: str
+    item: str | None
+    run_id: str
+    span: Span
+    streamed: UsageStream
 
 
 @dataclass
@@ -180,48 +191,21 @@ class AgentRunner:
         context) makes this run a continuation of one the context monitor stopped, opening with it.
         `name` (the task's name, the issue's text) is for people watching."""
         log_path = self.new_log(stage, item)
-        prompt_file = log_path.with_suffix(".prompt.md")
         root = cwd or self.root
-        values = {
-            "root": root,
-            "spec": self.settings.spec,
-            "ralph": ralph_command(),
-            "project_rules": prompts.project_rules(self.root),
-            **values,
-        }
-        prompt = prompts.render(self.root, stage, values)
-        if compacted:
-            prompt = f"{compacted.text}\n\n{prompt}"
-        prompt_file.write_text(prompt, encoding="utf-8")
+        prompt, prompt_file = self._write_prompt(stage, values, root, log_path, compacted)
         model = self.settings.model_for(stage)
         env = self.env(stage, iteration, item, prompt_file, cwd, model)
         invocation = self.adapter.invocation(prompt, str(prompt_file), env, model)
-        tracker = RunTracker()
         relative_log = log_path.relative_to(self.root)
+        run_id = str(relative_log)  # unique per run: several run at once
+        tracker = RunTracker()
         pressure = self._pressure(
             stage, item, iteration, log_path, compacted.fill_before if compacted else None
         )
-
         transcript = Transcript(
             transcript_path(log_path), f"{stage} {item or self.settings.spec}: {relative_log.name}"
         )
-
-        run_id = str(relative_log)  # unique per run: several run at once
         streamed = UsageStream(self, run_id, stage, item, tracker, model)
-
-        def monitor(line: str) -> StopReason | None:
-            events = self.adapter.parse_line(line)
-            transcript.add(line, events)
-            for event in events:
-                tracker.add(event)
-                if isinstance(event, UsageEvent):
-                    reason = pressure.check(tracker.usage)
-                    if reason:
-                        return reason
-            if events:  # a result line ends the run: its work is done, and kept whatever it cost
-                return streamed.check(ended=any(isinstance(event, ResultEvent) for event in events))
-            return None
-
         span = self.journal.span(
             "agent",
             stage=stage,
@@ -237,30 +221,14 @@ class AgentRunner:
         if self.sandbox is not None:
             argv = self.sandbox.wrap(argv, root, invocation.env)
         try:
-            result = self.supervisor.run(
+            result = self._supervise(
                 argv,
-                cwd=root,
-                env=invocation.env,
-                log_path=log_path,
-                timeout_s=self.settings.timeout_s,
-                stdin_data=invocation.stdin,
-                monitor=monitor,
+                root,
+                invocation,
+                log_path,
+                self._monitor(tracker, pressure, transcript, streamed),
+                _Watched(stage, item, run_id, span, streamed),
             )
-        except ChildNotFound as exc:
-            span.end(error=str(exc))
-            self.console.end_run(run_id, "could not start")
-            raise AgentUnavailable(f"the agent cannot start: {exc}") from None
-        except BaseException as exc:  # Ctrl-C, a stop signal or a budget: the span still closes
-            span.end(
-                stop_reason=StopReason.BUDGET if isinstance(exc, BudgetSpent) else StopReason.INTERRUPTED
-            )
-            self.console.end_run(run_id, "stopped")
-            over = streamed.over
-            if isinstance(exc, BudgetSpent) and over is not None:  # its monitor stopped it for the budget
-                what = f"{stage} {item}" if item else stage
-                over.args = (f"{over}; {what} was stopped",)
-                raise over from None
-            raise
         finally:
             transcript.close()
         if tracker.ignored:
@@ -274,6 +242,83 @@ class AgentRunner:
         done = AgentResult(result, tracker, relative_log, pressure)
         self.console.end_run(run_id, done.describe())
         return done
+
+    def _write_prompt(
+        self, stage: str, values: dict, root: Path, log_path: Path, compacted: Compacted | None
+    ) -> tuple[str, Path]:
+        """The stage's prompt for this run (after the compacted context it continues, if any),
+        written beside its log; the prompt and where it is."""
+        values = {
+            "root": root,
+            "spec": self.settings.spec,
+            "ralph": ralph_command(),
+            "project_rules": prompts.project_rules(self.root),
+            **values,
+        }
+        prompt = prompts.render(self.root, stage, values)
+        if compacted:
+            prompt = f"{compacted.text}\n\n{prompt}"
+        prompt_file = log_path.with_suffix(".prompt.md")
+        prompt_file.write_text(prompt, encoding="utf-8")
+        return prompt, prompt_file
+
+    def _monitor(
+        self, tracker: RunTracker, pressure: Pressure, transcript: Transcript, streamed: UsageStream
+    ) -> Callable[[str], StopReason | None]:
+        """What reads each line the agent prints: its events tracked and kept in the transcript,
+        and the reason to stop it, if any (its context pressure, the budget its usage spends)."""
+
+        def monitor(line: str) -> StopReason | None:
+            events = self.adapter.parse_line(line)
+            transcript.add(line, events)
+            for event in events:
+                tracker.add(event)
+                if isinstance(event, UsageEvent):
+                    reason = pressure.check(tracker.usage)
+                    if reason:
+                        return reason
+            if events:  # a result line ends the run: its work is done, and kept whatever it cost
+                return streamed.check(ended=any(isinstance(event, ResultEvent) for event in events))
+            return None
+
+        return monitor
+
+    def _supervise(
+        self,
+        argv: list[str],
+        root: Path,
+        invocation: Invocation,
+        log_path: Path,
+        monitor: Callable[[str], StopReason | None],
+        watched: _Watched,
+    ) -> RunResult:
+        """The agent's process run to its end by the supervisor. One that cannot start is
+        AgentUnavailable; one stopped by Ctrl-C, a stop signal or the budget closes its journal
+        span and console line first (a budget its own usage spent names the run it stopped)."""
+        try:
+            return self.supervisor.run(
+                argv,
+                cwd=root,
+                env=invocation.env,
+                log_path=log_path,
+                timeout_s=self.settings.timeout_s,
+                stdin_data=invocation.stdin,
+                monitor=monitor,
+            )
+        except ChildNotFound as exc:
+            watched.span.end(error=str(exc))
+            self.console.end_run(watched.run_id, "could not start")
+            raise AgentUnavailable(f"the agent cannot start: {exc}") from None
+        except BaseException as exc:
+            spent = isinstance(exc, BudgetSpent)
+            watched.span.end(stop_reason=StopReason.BUDGET if spent else StopReason.INTERRUPTED)
+            self.console.end_run(watched.run_id, "stopped")
+            over = watched.streamed.over
+            if spent and over is not None:  # its monitor stopped it for the budget
+                what = f"{watched.stage} {watched.item}" if watched.item else watched.stage
+                over.args = (f"{over}; {what} was stopped",)
+                raise over from None
+            raise
 
     def run_cost(self, tracker: RunTracker, model: str | None) -> float | None:
         """The run's cost, priced (when its CLI says none) by the model it was run with, else the

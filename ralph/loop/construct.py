@@ -46,6 +46,7 @@ from ralph.plan.stages import stage_of
 from ralph.store.git import Repo
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, exclusive_run
 from ralph.store.reader import read_plan
+from ralph.text import plural
 
 NO_PROGRESS_LIMIT = 2  # iterations in a row that change nothing before the loop gives up
 # One iteration: failed work is split first, then issues, builds, splits of what BUILD killed, verdicts.
@@ -505,7 +506,7 @@ class Loop:
         if not only_questions_left(tasks, self.workspace.plan.issues(plan), asked):
             return ""
         return (
-            f"what is left waits for {len(asked)} answer(s): answer each question with"
+            f"what is left waits for {plural(len(asked), 'answer')}: answer each question with"
             ' `ralph answer ID "text"`, then run `ralph construct` again'
         )
 

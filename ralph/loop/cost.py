@@ -253,10 +253,3 @@ class Spending:
         with self._lock:
             unsaved, self.unsaved = self.unsaved, {}
         return unsaved
-
-
-def describe_cost(cost_usd: float, unknown_runs: int) -> str:
-    """ "$0.42", "$0.42 + 2 runs of unknown cost", or "unknown" when no run's cost is known."""
-    if unknown_runs and not cost_usd:
-        return f"unknown ({unknown_runs} run(s) with no reported cost and no price for the model)"
-    return f"${cost_usd:.2f}" + (f" + {unknown_runs} run(s) of unknown cost" if unknown_runs else "")

@@ -22,6 +22,7 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
 from ralph.store.reader import PLAN_NAME, plan_path, read_bytes
+from ralph.text import plural
 
 PROMPT_LINES = 5  # of each prompt, shown
 ARG_CHARS = 120  # of each argument shown (an adapter may pass the whole prompt as one)
@@ -77,7 +78,9 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
         )
         return _result(settings, iteration, [_run(runner, job, iteration) for job in checks], notes, fence)
     if only_questions_left(records, issues, questions):
-        notes.append(f"the run would end WAITING: {len(questions)} question(s) to answer (`ralph questions`)")
+        notes.append(
+            f"the run would end WAITING: {plural(len(questions), 'question')} to answer (`ralph questions`)"
+        )
     jobs = [
         *stage_decompose.jobs(plan, settings, root),
         *stage_investigate.jobs(plan, settings),
@@ -188,7 +191,7 @@ def render_text(result: dict) -> list[str]:
         f"gate: {shlex.join(result['gate']) if result['gate'] else '(none)'}",
         f"sandbox: {result['sandbox']['said']}",
         *([f"models: {models}"] if any(result["models"].values()) else []),
-        f"iteration {result['iteration']}: {len(result['runs'])} agent run(s)",
+        f"iteration {result['iteration']}: {plural(len(result['runs']), 'agent run')}",
     ]
     for run in result["runs"]:
         item = f" {run['item']}" if run["item"] else ""
@@ -204,5 +207,7 @@ def render_text(result: dict) -> list[str]:
         lines.append(f"each agent and gate starts as: {shlex.join(result['sandbox']['argv'])} ARGV...")
     lines += [f"note: {note}" for note in result["notes"]]
     if result["refusals"]:
-        lines.append(f"the real run would not start: {len(result['refusals'])} problem(s), listed on stderr")
+        lines.append(
+            f"the real run would not start: {plural(len(result['refusals']), 'problem')}, listed on stderr"
+        )
     return lines

@@ -96,7 +96,10 @@ def _question_violations(stage: Stage, own: set[str], old: Plan, new: Plan) -> l
     still_open = {question["id"] for question in new.questions()}
     answered = sorted(q["id"] for q in old.questions() if q["id"] not in still_open)
     if answered:
-        found.append(f"answered or removed question(s) in {stage}: {', '.join(answered)} (a person answers)")
+        found.append(
+            f"answered or removed {'question' if len(answered) == 1 else 'questions'} in {stage}:"
+            f" {', '.join(answered)} (a person answers)"
+        )
     return found
 
 

@@ -35,7 +35,7 @@ from ralph.plan.records import (
 from ralph.plan.schedule import buildable
 from ralph.plan.scope import outside
 from ralph.secrets import redact
-from ralph.text import shown_path
+from ralph.text import plural, shown_path
 
 HISTORY_EXCERPT_CHARS = 1500
 _KILL_TEXT = {
@@ -264,15 +264,17 @@ class BuildStage:
         )
         settings = self.ws.settings
         gate = self.agents.gate(settings.gate, log)
-        # A formatter in the gate writes for the build.
-        self.tree.building |= self.tree.changed_paths() - {PLAN_FILE}
+        changed = self.tree.changed_paths()  # as the gate left them: a formatter in it writes for the build
+        self.tree.building |= changed - {PLAN_FILE}
         span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
         self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.agents.rel(log)))
         if not gate.ok:
             return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.agents.rel(log))), set()
-        refused = self._hook_failure(task["id"], iteration) if settings.run_hooks else None
-        changed = self.tree.changed_paths()  # as the gate and the hook left them (a formatter may write)
-        self.tree.building |= changed - {PLAN_FILE}
+        refused = None
+        if settings.run_hooks:
+            refused = self._hook_failure(task["id"], iteration)
+            changed = self.tree.changed_paths()  # as the hook left them: it may write too
+            self.tree.building |= changed - {PLAN_FILE}
         return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
 
     def _nested_failure(self, result: AgentResult) -> Failure | None:
@@ -488,7 +490,7 @@ def _after_rejection(plan, task_id: str) -> str:
     return (
         "\n"
         + data_block(
-            f"what the verifiers said, oldest first (VERIFY rejected it {len(reasons)} time(s))", said
+            f"what the verifiers said, oldest first (VERIFY rejected it {plural(len(reasons), 'time')})", said
         )
         + "\n\nIts last build is still in the code. Fix what they found. If you find after checking that"
         " the work already meets the criteria and the verifiers are wrong, do not change it for the"

@@ -27,6 +27,7 @@ from ralph.plan.plan import Plan
 from ralph.plan.reading import PlanReader
 from ralph.plan.records import CHECK_KILL_PREFIX, KillReason, Stage, kill_reason_of
 from ralph.store.git import Repo
+from ralph.text import plural
 
 LISTED_ACCEPTED = 100  # accepted tasks named in the prompt; the agent reads the rest from the code
 
@@ -79,7 +80,9 @@ def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict:
         record.get(f"{CHECK_KILL_PREFIX}{key}") for key in ("kill_reason", "kills", "kill_log")
     )
     if reason:
-        said = f"{kills} earlier spec check(s) were stopped, the last one by {reason} (log: {log})."
+        kills = int(kills or 1)
+        were = "was" if kills == 1 else "were"
+        said = f"{plural(kills, 'earlier spec check')} {were} stopped, the last one by {reason} (log: {log})."
         previous = f"{data_block('earlier spec checks', said)}\nKeep test runs short and focused.\n"
     return {"accepted": accepted, "previous": previous, "max_new_items": max_new_items}
 

@@ -17,6 +17,7 @@ from ralph.plan.attempts import verify_reasons
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.secrets import OutputLines
+from ralph.text import plural
 
 MIN_SUBTASKS, MAX_SUBTASKS = 2, 5
 MAX_DECOMPOSE_FAILURES = 2
@@ -65,7 +66,9 @@ class DecomposeStage:
             with self.plan.change() as change:
                 change.plan.record_decomposition(task.id, children, task.depth)
             return self.tree.commit(f"ralph(decompose): {task.id} -> {', '.join(children)}")
-        why = f"made {len(children)} subtask(s); a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
+        why = (
+            f"made {plural(len(children), 'subtask')}; a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
+        )
         return self._refuse(task, children, result.log_path, why)
 
     def _refuse(self, task: TaskView, children: list[str], log: Path, why: str) -> str | None:
@@ -154,8 +157,8 @@ def what_happened(task: TaskView, rejections: int) -> str:
     said = _HAPPENED.get(reason) if reason else None
     if said is None:
         said = f"ralph set it aside: {task.reject_reason or reason or 'it kept failing'}."
-    facts = [f"built {task.attempts} time(s)"] if task.attempts else []
-    facts += [f"rejected by VERIFY {rejections} time(s)"] if rejections else []
+    facts = [f"built {plural(task.attempts, 'time')}"] if task.attempts else []
+    facts += [f"rejected by VERIFY {plural(rejections, 'time')}"] if rejections else []
     said += f" It was {' and '.join(facts)}." if facts else ""
     evidence = task.record.get("repeated_failure") if reason is KillReason.REPEATED_FAILURE else None
     if evidence:

@@ -17,6 +17,7 @@ from ralph.ops.settings import Settings
 from ralph.plan.new_work import bound_new_work
 from ralph.plan.plan import Plan
 from ralph.plan.records import IssueView, KillReason, Stage, kill_reason_of
+from ralph.text import plural
 
 
 class InvestigateStage:
@@ -144,7 +145,8 @@ def _previous_stop(issue: IssueView, max_attempts: int) -> str:
     if not issue.kill_reason:
         return ""
     said = (
-        f"{issue.kills} earlier INVESTIGATE run(s) of this issue were stopped, the last one by"
+        f"{plural(issue.kills, 'earlier INVESTIGATE run')} of this issue"
+        f" {'was' if issue.kills == 1 else 'were'} stopped, the last one by"
         f" {issue.kill_reason} (log: {issue.kill_log}); at {max_attempts} the issue is left to a person."
     )
     return (

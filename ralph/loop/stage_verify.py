@@ -27,6 +27,7 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.store import reader
 from ralph.store.git import Repo
+from ralph.text import plural
 
 
 @dataclass
@@ -268,7 +269,8 @@ def _previous_stop(task: TaskView, limit: int) -> str:
     if not task.verify_kill_reason:
         return ""
     said = (
-        f"{task.verify_kills} earlier VERIFY run(s) of this task were stopped, the last one by"
+        f"{plural(task.verify_kills, 'earlier VERIFY run')} of this task"
+        f" {'was' if task.verify_kills == 1 else 'were'} stopped, the last one by"
         f" {task.verify_kill_reason} (log: {task.verify_kill_log}); at {limit} the task is split instead."
     )
     advice = "Keep test runs short and focused, and give a verdict."

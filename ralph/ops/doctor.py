@@ -43,6 +43,7 @@ from ralph.store.git import Repo
 from ralph.store.intent import Intent, Settled
 from ralph.store.owned import Owned, OwnedKind
 from ralph.store.reader import PLAN_NAME
+from ralph.text import plural
 
 TEMP_FILE = re.compile(re.escape(f".{PLAN_NAME}.") + r"(\d+)\.tmp")
 PATCHES = Path("build") / "ralph-logs" / "doctor"
@@ -334,8 +335,8 @@ def _worktree_fix(repo: Repo, worktree: Worktree) -> str:
     if not changed:
         return "removes it"
     return (
-        f"saves its uncommitted changes ({len(changed)} file(s)) to {_patch_path(worktree, repo.root)},"
-        " then removes it"
+        f"saves its uncommitted changes ({plural(len(changed), 'file')}) to"
+        f" {_patch_path(worktree, repo.root)}, then removes it"
     )
 
 
@@ -387,7 +388,7 @@ def _branch_finding(repo: Repo, record: Owned, commit: str, head: str | None, fo
             record=record,
         )
     into = repo.branch() or "HEAD"
-    problem = f"a branch of a ralph run with {ahead} commit(s) not merged into {into}"
+    problem = f"a branch of a ralph run with {plural(ahead, 'commit')} not merged into {into}"
     if force:
         fix = f"deletes it (--force; 'git branch {name} {commit}' restores it)"
         return Finding("branch", name, problem, fix, commit=commit, record=record)

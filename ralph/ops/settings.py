@@ -116,7 +116,9 @@ class Settings:
         values = {**configured, **given}
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
-            raise InvalidInput(f"unknown setting(s): {', '.join(sorted(unknown))}")
+            raise InvalidInput(
+                f"unknown {'setting' if len(unknown) == 1 else 'settings'}: {', '.join(sorted(unknown))}"
+            )
         if isinstance(values.get("sandbox_hide"), list):
             values["sandbox_hide"] = tuple(values["sandbox_hide"])
         for key in COMMANDS:  # "make verify" as --gate takes it, or ["make", "verify"]

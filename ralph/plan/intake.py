@@ -52,7 +52,10 @@ def new_task_record(item: object, label: str, taken: set[str], spec: str | None)
     unknown = sorted(set(item) - set(TASK_FIELDS_FROM_USER))
     if unknown:
         allowed = ", ".join(TASK_FIELDS_FROM_USER)
-        raise InvalidInput(f"{label}: unknown field(s) {', '.join(unknown)} (allowed: {allowed})")
+        raise InvalidInput(
+            f"{label}: unknown {'field' if len(unknown) == 1 else 'fields'} {', '.join(unknown)}"
+            f" (allowed: {allowed})"
+        )
     if isinstance(item.get("name"), str):
         item = {**item, "name": item["name"].strip()}
     if isinstance(item.get("deps"), str):

@@ -37,6 +37,7 @@ from ralph.plan.integrity import SINGLETONS, integrity_problems, record_key
 from ralph.plan.loader import parse_lines
 from ralph.plan.records import Status
 from ralph.plan.validate import record_problems
+from ralph.text import plural
 
 BY_ID = ("task", "issue")
 UNION_FACTS = (
@@ -362,7 +363,7 @@ def _what(record: Record) -> str:
 def _parse_side(data: bytes, name: str, known: dict[bytes, Record]) -> Document:
     doc, problems = parse_lines(data, name, known)
     if problems:
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        more = f" (and {plural(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
         raise InvalidInput(f"{problems[0]}{more}; cannot merge it by record")
     return doc
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ralph.plan.declared import IssueFields, TaskFields
 from ralph.plan.document import Record
+from ralph.text import plural
 
 
 class Status(StrEnum):
@@ -216,7 +217,7 @@ class TaskView(TaskFields):
         found = next((record[key] for key in reasons if record.get(key)), "")
         if not found and self.done and self.verify_kill_reason:
             log = f", log {self.verify_kill_log}" if self.verify_kill_log else ""
-            found = f"VERIFY stopped {self.verify_kills} time(s): {self.verify_kill_reason}{log}"
+            found = f"VERIFY stopped {plural(self.verify_kills, 'time')}: {self.verify_kill_reason}{log}"
         return found
 
     def __repr__(self) -> str:
@@ -239,5 +240,7 @@ class IssueView(IssueFields):
         if self.keep_open:
             return f"kept open: {self.keep_open}"
         if self.kill_reason:
-            return f"INVESTIGATE stopped {self.kills} time(s): {self.kill_reason}, log {self.kill_log}"
+            return (
+                f"INVESTIGATE stopped {plural(self.kills, 'time')}: {self.kill_reason}, log {self.kill_log}"
+            )
         return ""

@@ -187,7 +187,10 @@ def delete(plan: PlanReader, task_id: str, force: bool = False) -> tuple[Record,
     dependents = [other for other in plan.task_lines() if task_id in other.record.get("deps", [])]
     if dependents and not children and not force:
         names = ", ".join(other.record["id"] for other in dependents)
-        raise Refused(f"{names} depend(s) on {task_id}; decompose it first or use --force")
+        raise Refused(
+            f"{names} {'depends' if len(dependents) == 1 else 'depend'} on {task_id};"
+            " decompose it first or use --force"
+        )
     for other in dependents:
         deps = [dep for dep in other.record["deps"] if dep != task_id]
         other.record["deps"] = deps + [

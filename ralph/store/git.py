@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ralph.errors import BranchSwitched, GitError, RalphError, WorkTreeGone
+from ralph.store import refs
 from ralph.store.blobs import blob_sha
 
 if TYPE_CHECKING:
@@ -129,7 +130,11 @@ class Repo:
         self.git("config", "--local", key, value)
 
     def head(self) -> str | None:
-        """The commit HEAD points at, or None in a repository with no commits yet."""
+        """The commit HEAD points at, or None in a repository with no commits yet: from the ref
+        files where they say (ralph.store.refs), else from git."""
+        found = refs.head_commit(self.git_dir())
+        if found != refs.ASK_GIT:
+            return found
         try:
             return self.git("rev-parse", "-q", "--verify", "HEAD^{commit}").strip()
         except GitError:
@@ -306,7 +311,11 @@ class Repo:
             )
 
     def branch(self) -> str | None:
-        """The branch HEAD is on, or None when HEAD is detached."""
+        """The branch HEAD is on, or None when HEAD is detached: from the HEAD file where it says
+        (ralph.store.refs), else from git."""
+        found = refs.head_branch(self.git_dir())
+        if found != refs.ASK_GIT:
+            return found
         try:
             return self.git("symbolic-ref", "-q", "--short", "HEAD").strip()
         except GitError:
@@ -339,11 +348,14 @@ class Repo:
         paths.discard("")
         return paths
 
-    def work_state(self) -> tuple[str | None, str | None, set[str]]:
+    def work_state(self, read_only: bool = False) -> tuple[str | None, str | None, set[str]]:
         """HEAD's commit (None before the first), its branch (None when detached) and the paths
         changed_paths() gives, from one `git status` instead of three git runs: the loop takes
-        this before and after every agent run."""
-        out = self._paths("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
+        this before and after every agent run. `read_only` as for changed_paths()."""
+        out = self._paths(
+            *(["--no-optional-locks"] if read_only else []),
+            "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
+        )  # fmt: skip
         head: str | None = None
         branch: str | None = None
         paths: set[str] = set()
@@ -398,7 +410,9 @@ class Repo:
             from ralph.store import pending_ops
 
             pending_ops.forget(self)
-        return self.head(), staged
+        made = self.head()
+        self._note_stamp(made, stamps)
+        return made, staged
 
     def _with_pending_ops(self, message: str) -> str:
         """The message with the operations that made the staged plan's change (ralph.store.pending_ops)."""
@@ -406,10 +420,11 @@ class Repo:
 
         if not (self.git_dir() / pending_ops.NAME).exists():
             return message
-        code, out, _ = self.attempt("rev-parse", "--verify", "-q", "HEAD:plan.jsonl")
-        parent = out.strip() if code == 0 else None
-        code, out, _ = self.attempt("rev-parse", "--verify", "-q", ":plan.jsonl")
-        return pending_ops.message_with(self, message, parent, out.strip()) if code == 0 else message
+        # Both blobs' names from one git run; a name git cannot find comes back as "... missing".
+        asked = b"HEAD:plan.jsonl\n:plan.jsonl\n"
+        out = self._output(("cat-file", "--batch-check=%(objectname)"), stdin=asked).decode()
+        parent, staged = (name if refs.OBJECT_NAME.fullmatch(name) else None for name in out.splitlines())
+        return pending_ops.message_with(self, message, parent, staged) if staged else message
 
     def stage_paths(self, paths: set[str]) -> None:
         """Put exactly `paths` in the index as they are in the work tree (added, changed, deleted)."""
@@ -568,9 +583,14 @@ class Repo:
         stamps = self._commit_dates(parents)
         args = ("commit-tree", *sign, tree, *(arg for commit in parents for arg in ("-p", commit)), "-F", "-")
         made = self._output(args, _message_bytes(message), stamps).decode().strip()
-        if "GIT_COMMITTER_DATE" in stamps:
-            self._commit_times[made] = int(stamps["GIT_COMMITTER_DATE"][1:].split()[0])
+        self._note_stamp(made, stamps)
         return made
+
+    def _note_stamp(self, commit: str | None, stamps: dict[str, str]) -> None:
+        """Remember the committer time ralph gave a commit it made: the next one, made on it,
+        needs it (_commit_dates) and need not ask git."""
+        if commit and "GIT_COMMITTER_DATE" in stamps:
+            self._commit_times[commit] = int(stamps["GIT_COMMITTER_DATE"][1:].split()[0])
 
     def _commit_dates(self, parents: list[str]) -> dict[str, str]:
         """The dates of a commit ralph makes on `parents`: this runner's clock (moved by

@@ -32,6 +32,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ralph.text import plural
+
 if TYPE_CHECKING:
     from ralph.store.git import Repo
 
@@ -70,7 +72,7 @@ class Intent:
             what = data.get("task") or data.get("branch") or "a build"
             return f"a merge of {what} into {short(data['head'])}"
         if self.kind is IntentKind.COMMIT:
-            what = f"{data['task']}'s build" if data.get("task") else f"{len(data['paths'])} file(s)"
+            what = f"{data['task']}'s build" if data.get("task") else plural(len(data["paths"]), "file")
             return f"a commit of {what} ({data['message'].splitlines()[0][:80]})"
         phase = "agent finished" if data.get("phase") == "planned" else "agent running"
         return f"PLAN of {data.get('spec')} ({phase})"

@@ -16,6 +16,7 @@ from ralph.store.intent import KEPT, PLAN_NAME, Intent, IntentKind, Settled, fin
 from ralph.store.lock import plan_lock
 from ralph.store.reader import plan_path
 from ralph.store.transaction import restore_plan, transaction
+from ralph.text import plural
 
 
 @dataclass
@@ -112,7 +113,11 @@ def _finish_commit(intent: Intent) -> Outcome:
     if now == data["head"]:
         commit, files = work.commit_paths(set(data["paths"]), data["message"])
         settled = Settled.FINISHED if commit else Settled.DONE_ALREADY
-        detail = f"committed {len(files)} file(s) as {short(commit)}" if commit else "nothing left to commit"
+        detail = (
+            f"committed {plural(len(files), 'file')} as {short(commit)}"
+            if commit
+            else "nothing left to commit"
+        )
     elif now is not None and work.commit_of(f"{now}^") == data["head"]:
         commit, detail = now, f"HEAD at {short(now)}"
     else:

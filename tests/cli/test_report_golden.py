@@ -27,7 +27,7 @@ SPENT = {
 CASES = {
     "waiting": Report(
         Outcome.WAITING,
-        'what is left waits for 1 answer(s): answer each question with `ralph answer ID "text"`,'
+        'what is left waits for 1 answer: answer each question with `ralph answer ID "text"`,'
         " then run `ralph construct` again",
         7,
         iterations=2,
@@ -61,6 +61,26 @@ CASES = {
         resume=RESUME,
         began=True,
         **SPENT,
+    ),
+    # No run's cost known (a CLI that reports none, a model with no price): the total says why
+    # once, the rows say only "unknown".
+    "tokens_unpriced": Report(
+        Outcome.MAX_TOKENS,
+        "the next run would pass the token budget (--max-tokens 40,000): 39,000 spent",
+        13,
+        iterations=2,
+        accepted=["t-other0 Other work"],
+        remaining=["t-after0 pending: After the colour"],
+        tokens=39000,
+        resume=RESUME,
+        began=True,
+        cost_usd=0.0,
+        unknown_cost_runs=5,
+        by_stage={
+            "BUILD": {"runs": 3, "tokens": 30000, "cost_usd": 0.0, "unknown_runs": 3},
+            "VERIFY": {"runs": 2, "tokens": 9000, "cost_usd": 0.0, "unknown_runs": 2},
+        },
+        by_task={"t-other0": {"runs": 2, "tokens": 21000, "cost_usd": 0.0, "unknown_runs": 2}},
     ),
 }
 

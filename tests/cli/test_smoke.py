@@ -96,7 +96,7 @@ def test_a_field_name_with_control_characters_is_one_escaped_error_line(ralph, f
     result = ralph("task", "add", "--", json.dumps({field: None}), code=2)
     assert result.stdout == ""
     line = one_line(result.stderr)
-    assert line.startswith(f"ralph: task: unknown field(s) {shown} (allowed: ")
+    assert line.startswith(f"ralph: task: unknown field {shown} (allowed: ")
 
 
 def test_an_escape_sequence_in_a_field_name_reaches_a_real_stderr_escaped(repo):
@@ -104,7 +104,7 @@ def test_an_escape_sequence_in_a_field_name_reaches_a_real_stderr_escaped(repo):
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     line = one_line(done.stderr)
-    assert line.startswith("ralph: task: unknown field(s) ")
+    assert line.startswith("ralph: task: unknown fields ")
     assert "\\x1b]0;pwned\\x07" in line and "\\n" in line
 
 

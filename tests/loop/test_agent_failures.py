@@ -169,7 +169,7 @@ def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(proje
     assert "why ralph set it aside" in slow and "why VERIFY last rejected it" not in slow
     picky = next(logs.glob("ralph-*-decompose-t-picky0.prompt.md")).read_text()
     assert f"What happened: ralph set it aside: {rejected_too_often}." in picky
-    assert "It was built 2 time(s) and rejected by VERIFY 2 time(s)." in picky
+    assert "It was built 2 times and rejected by VERIFY 2 times." in picky
     said = picky.split("what VERIFY said each time", 1)[1].split("~~~~\n", 1)[0]
     assert said.strip().splitlines()[1:] == ["- the sum is off by one", "- the sum is still off by one"]
 
@@ -195,7 +195,7 @@ def test_a_rejected_task_resubmitted_unchanged_is_judged_once_more_and_accepted(
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
     rebuild = (project / "build" / "ralph-logs").glob(f"ralph-*-build-{task_id}*.prompt.md")
     prompt = max(rebuild, key=lambda path: path.stat().st_mtime).read_text()
-    assert "what the verifiers said, oldest first (VERIFY rejected it 1 time(s))" in prompt
+    assert "what the verifiers said, oldest first (VERIFY rejected it 1 time)" in prompt
     assert "1. the fake verifier rejects the first build" in prompt
     assert f"task done {task_id} --unchanged" in prompt
     logged = in_process(["-C", str(project), "log", "--task", task_id], dict(os.environ)).stdout

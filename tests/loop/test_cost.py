@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ralph.agents.base import Usage
-from ralph.loop.cost import CostSpent, Spending, TokensSpent, describe_cost, library_price, price_of, run_cost
+from ralph.cli.common import describe_cost
+from ralph.loop.cost import CostSpent, Spending, TokensSpent, library_price, price_of, run_cost
 from tests.support.construct import (
     CHECK_WORK,
     add_tasks,
@@ -62,8 +63,8 @@ def test_max_cost_stops_before_the_run_that_would_pass_it_and_leaves_the_plan_co
     # $0.40 + $0.40 spent; a third run at that mean would reach $1.20: it never starts
     assert runs.read_text().splitlines() == [f"BUILD {first}", f"BUILD {second}"]
     assert done.stdout.startswith("ralph: MAX_COST: the money budget ($1) would be passed: $0.80 spent")
-    assert "; cost: $0.80\n" in done.stdout and "by stage: BUILD 2,200 tokens $0.80" in done.stdout
-    assert f"by task: {first} 1,100 tokens $0.40; {second} 1,100 tokens $0.40" in done.stdout
+    assert "; cost: $0.80\n" in done.stdout and "by stage: BUILD 2,200 tokens, cost $0.80" in done.stdout
+    assert f"by task: {first} 1,100 tokens, cost $0.40; {second} 1,100 tokens, cost $0.40" in done.stdout
     assert_clean(project)
     assert next(r for r in plan_records(project) if r["t"] == "state")["stage"] == "MAX_COST"
     assert third in {r["id"] for r in plan_records(project) if r["t"] == "task"}
@@ -195,8 +196,11 @@ def test_spending_sums_per_stage_and_item_and_says_unknown():
     spent.add("BUILD", "t-b", 100, 0.4)
     assert "would be passed: $0.80 spent" in str(spent.over_budget())  # one more: 1.2
     assert spent.by_item["t-a"] == {"runs": 2, "tokens": 150, "cost_usd": 0.4, "unknown_runs": 1}
-    assert describe_cost(spent.cost_usd, spent.unknown_runs) == "$0.80 + 1 run(s) of unknown cost"
-    assert describe_cost(0.0, 2).startswith("unknown (2 run(s)")
+    assert describe_cost(spent.cost_usd, spent.unknown_runs) == "$0.80 + 1 run of unknown cost"
+    why = "unknown (2 runs with no reported cost and no price for the model)"
+    assert describe_cost(0.0, 2, why=True) == why
+    assert describe_cost(None, 2) == describe_cost(0.0, 2) == "unknown"  # a report's row: said once
+    assert describe_cost(0.25, 0) == "$0.25"
 
 
 def test_a_run_is_priced_by_the_model_its_cli_reports():
@@ -238,9 +242,9 @@ def test_status_shows_what_every_stage_spent_from_the_committed_plan_unknown_cos
     )
     assert shown["by_task"] == {}  # both accepted: their records are gone, their BUILD runs counted above
     text = in_process(["-C", str(project), "status"], {}).stdout
-    assert "spent so far: 5 agent run(s), 5,500 tokens, $0.80 + 3 run(s) of unknown cost\n" in text
+    assert "spent so far: 5 agent runs, 5,500 tokens, cost $0.80 + 3 runs of unknown cost\n" in text
     assert (
-        "by stage: BUILD 2,200 tokens, $0.80; VERIFY 2,200 tokens, cost unknown;"
+        "by stage: BUILD 2,200 tokens, cost $0.80; VERIFY 2,200 tokens, cost unknown;"
         " CHECK 1,100 tokens, cost unknown\n" in text
     )
 
@@ -407,7 +411,8 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_pat
     ]
     # 10,000 input tokens at haiku's $1 per million; VERIFY streamed nothing
     by_stage = (
-        "by stage: BUILD (claude-haiku-4-5) 10,000 tokens $0.01; VERIFY (claude-opus-4-5) 0 tokens $0.00"
+        "by stage: BUILD (claude-haiku-4-5) 10,000 tokens, cost $0.01;"
+        " VERIFY (claude-opus-4-5) 0 tokens, cost $0.00"
     )
     assert by_stage in done.stdout
     begun = [(e["stage"], e.get("model")) for e in events(project) if e["event"] == "agent_begin"]

@@ -168,7 +168,7 @@ def test_dry_run_lists_every_reason_the_real_run_refuses_and_the_real_run_stops_
     no_target = said[1]
     assert said == [missing_agent, no_target, dirty]
     assert done.returncode == 6  # the first: the real run ends AGENT_UNAVAILABLE
-    assert "the real run would not start: 3 problem(s), listed on stderr" in done.stdout
+    assert "the real run would not start: 3 problems, listed on stderr" in done.stdout
     as_json = json.loads(
         in_process([*common, "--agent-cmd", "true", "--dry-run", "--json"], {**os.environ}).stdout
     )

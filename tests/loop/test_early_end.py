@@ -26,7 +26,7 @@ def test_a_run_left_with_only_questions_lists_them_on_stdout(project):
     asked = questions.ask(project, "SQLite or Postgres?", task, "a person")["id"]
     done = construct(project, agent="true")
     assert done.returncode == 9, done.stdout + done.stderr
-    assert done.stdout.startswith("ralph: WAITING: what is left waits for 1 answer(s)")
+    assert done.stdout.startswith("ralph: WAITING: what is left waits for 1 answer:")
     assert f"  {asked} on {task}: SQLite or Postgres?" in done.stdout
     assert "to resume: answer the questions above, then ralph construct specs/app.md" in done.stdout
     assert "WAITING" not in done.stderr

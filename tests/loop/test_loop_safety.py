@@ -368,7 +368,7 @@ def test_a_decomposition_into_one_part_is_undone_and_twice_blocks(project, tmp_p
     done, root, _ = splitting_run(project, tmp_path, subtasks=1, depth=3, delete_parent=delete_parent)
     tasks = [r for r in plan_records(project) if r["t"] == "task"]
     assert [(t["id"], t["s"], t.get("decompose_failures")) for t in tasks] == [(root, "b", 2)], done.stdout
-    assert "made 1 subtask(s); a decomposition needs 2 to 5" in tasks[0]["blocked_reason"]
+    assert "made 1 subtask; a decomposition needs 2 to 5" in tasks[0]["blocked_reason"]
 
 
 ADVERSARY = """import os, pathlib, shlex, subprocess

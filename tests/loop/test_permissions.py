@@ -47,7 +47,7 @@ def test_no_agent_answers_a_question():
     new = plan()
     new.answer("i-asked0", "yes", "2026-11-23T00:00:00+00:00")
     found = violations(Stage.BUILD, {"t-other0"}, SAME, SAME, plan(), new)
-    assert any("answered or removed question(s) in BUILD: i-asked0" in problem for problem in found), found
+    assert any("answered or removed question in BUILD: i-asked0" in problem for problem in found), found
 
 
 @pytest.mark.parametrize("stage", list(Stage)[:5])

@@ -88,7 +88,7 @@ def test_a_question_blocks_its_task_and_dependents_the_rest_completes_then_waiti
     done = run(project, tmp_path)
     assert done.returncode == 9, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("ralph: WAITING: what is left waits for 1 answer(s)")
+    assert lines[0].startswith("ralph: WAITING: what is left waits for 1 answer:")
     assert lines[1].startswith("questions waiting for an answer (1")  # the questions come first
     assert "on t-colour: Blue or green? The spec does not say. (asked 20" in lines[2]
     assert "by BUILD agent, iteration 1, log build/ralph-logs/ralph-" in lines[2]

@@ -108,8 +108,10 @@ def test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit
         (issue, "timeout", 2, True),
     ]
     first_log = stops[0]["log"]
-    assert "earlier INVESTIGATE runs" not in runs[0]["prompt"]
-    assert first_log in runs[1]["prompt"] and "stopped, the last one by context_limit" in runs[1]["prompt"]
+    assert "earlier INVESTIGATE run" not in runs[0]["prompt"]
+    assert first_log in runs[1]["prompt"]
+    said = "1 earlier INVESTIGATE run of this issue was stopped, the last one by context_limit"
+    assert said in runs[1]["prompt"]
 
     parked = record(project, issue)
     assert (
@@ -151,7 +153,8 @@ def test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told(proj
     assert kept["s"] == "d" and (kept["verify_kills"], kept["verify_kill_reason"]) == (1, "context_limit")
     assert kept["verify_kill_log"] == stops[0]["log"]
     first, second = seen(tmp_path, "VERIFY", task)
-    assert stops[0]["log"] in second["prompt"] and "earlier VERIFY runs" not in first["prompt"]
+    assert stops[0]["log"] in second["prompt"] and "earlier VERIFY run" not in first["prompt"]
+    assert "1 earlier VERIFY run of this task was stopped, the last one by context_limit" in second["prompt"]
     assert f"{task} VERIFY stopped (context_limit), verified again next time (1 of 2)" in done.stdout
     assert [r["id"] for r in plan_records(project) if r["t"] == "accept"] == [task]
 

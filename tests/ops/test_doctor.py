@@ -216,7 +216,7 @@ def test_a_branch_with_unmerged_commits_is_kept_unless_forced(repo, tmp_path):
 
     result = doctor(repo, "--fix", code=1)  # what is kept needs a person: not healthy
     assert result.stdout.splitlines()[-2:] == [
-        "ralph/t-b: a branch of a ralph run with 1 commit(s) not merged into main;"
+        "ralph/t-b: a branch of a ralph run with 1 commit not merged into main;"
         " --fix keeps it (merge it, or --force deletes it)",
         "ralph/t-old: a branch of a ralph run, merged and in no worktree; fixed (--fix deletes it)",
     ]
@@ -225,7 +225,7 @@ def test_a_branch_with_unmerged_commits_is_kept_unless_forced(repo, tmp_path):
 
     forced = doctor(repo, "--fix", "--force", code=0).stdout
     assert forced == (
-        "ralph/t-b: a branch of a ralph run with 1 commit(s) not merged into main;"
+        "ralph/t-b: a branch of a ralph run with 1 commit not merged into main;"
         f" fixed (--fix deletes it (--force; 'git branch ralph/t-b {commit}' restores it))\n"
     )
     assert git(repo, "branch", "--list", "ralph/*") == "  ralph/hers\n"

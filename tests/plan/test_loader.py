@@ -36,7 +36,7 @@ def test_parse_collects_every_line_problem_and_load_refuses():
     with pytest.raises(PlanInvalid) as caught:
         load(data)
     assert str(caught.value).startswith("plan.jsonl:1: task is missing field 'id'")
-    assert "(and 2 more problem(s); run 'ralph check')" in str(caught.value)
+    assert "(and 2 more problems; run 'ralph check')" in str(caught.value)
     assert len(caught.value.problems) == 3
 
 

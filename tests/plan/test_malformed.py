@@ -131,7 +131,7 @@ def test_check_lists_every_problem_of_a_file(ralph, repo):
         ("plan.jsonl", n) for n in (3, 4, 6, 7, 8)
     ]
     refused = ralph("task", "add", "--name", "x", code=2)
-    assert "(and 4 more problem(s); run 'ralph check')" in refused.stderr
+    assert "(and 4 more problems; run 'ralph check')" in refused.stderr
     assert (repo / "plan.jsonl").read_bytes() == data
 
 

@@ -86,8 +86,8 @@ def test_add_takes_the_spec_of_the_loop_state_unless_given():
         ([{"accept": "x"}], InvalidInput, 'task needs a "name"'),
         ([{"name": ""}], InvalidInput, "field 'name' must be a non-empty string"),
         ([{"name": "   "}], InvalidInput, "field 'name' must be a non-empty string"),
-        ([{"name": "x", "s": "d"}], InvalidInput, "unknown field(s) s"),
-        ([{"name": "x", "bogus": 1, "t": "issue"}], InvalidInput, "unknown field(s) bogus, t"),
+        ([{"name": "x", "s": "d"}], InvalidInput, "unknown field s"),
+        ([{"name": "x", "bogus": 1, "t": "issue"}], InvalidInput, "unknown fields bogus, t"),
         ([{"name": "x", "priority": "urgent"}], InvalidInput, "field 'priority'"),
         ([{"name": "x", "id": "T-UPPER"}], InvalidInput, "field 'id' must be a string matching"),
         ([{"name": "x", "deps": [3]}], InvalidInput, "field 'deps'"),
@@ -306,7 +306,7 @@ def test_delete_rewires_dependents_to_the_children():
 def test_delete_refuses_when_dependents_would_lose_a_dependency_unless_forced():
     plan = plan_of(task("t-a"), task("t-b", deps=["t-a", "t-c"]), task("t-c"))
     before = plan.doc.to_bytes()
-    with pytest.raises(Refused, match="t-b depend\\(s\\) on t-a; decompose it first or use --force"):
+    with pytest.raises(Refused, match="t-b depends on t-a; decompose it first or use --force"):
         plan.delete("t-a")
     assert plan.doc.to_bytes() == before
     _, rewired = plan.delete("t-a", force=True)

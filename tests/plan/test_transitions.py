@@ -347,7 +347,7 @@ def test_record_verify_kill_counts_on_the_done_task_and_a_new_build_clears_it():
     assert (task["s"], task["verify_kills"], task["verify_kill_reason"]) == ("d", 2, "context_limit")
     view = TaskView(task)
     assert not view.killed and view.verify_kill_reason is KillReason.CONTEXT_LIMIT
-    assert view.why_not_done == "VERIFY stopped 2 time(s): context_limit, log build/ralph-logs/v2.log"
+    assert view.why_not_done == "VERIFY stopped 2 times: context_limit, log build/ralph-logs/v2.log"
     plan.record_build("t-bbbbbb", ["b.py"], 0, None)
     assert not {"verify_kills", "verify_kill_reason", "verify_kill_log"} & set(plan.find_task("t-bbbbbb"))
     assert plan.doc.to_bytes().count(b"\n") == b"".join(LINES).count(b"\n")  # rewritten in place
@@ -364,7 +364,7 @@ def test_record_investigation_kill_counts_on_the_issue_and_parking_keeps_it_open
         KillReason.TIMEOUT,
         "build/ralph-logs/i.log",
     )
-    assert issue.why_open == "INVESTIGATE stopped 1 time(s): timeout, log build/ralph-logs/i.log"
+    assert issue.why_open == "INVESTIGATE stopped 1 time: timeout, log build/ralph-logs/i.log"
     plan.keep_issue_open("i-aaaaaa", "stopped too often")
     assert issue.why_open == "kept open: stopped too often"
     with pytest.raises(Refused, match="no open issue i-zzzzzz"):
