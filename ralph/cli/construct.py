@@ -291,17 +291,9 @@ def _run(
 
     from ralph.loop.construct import Loop
     from ralph.ops.settings import Settings, read_user_config
-    from ralph.store.reader import plan_path, read_plan
 
     root = root_of(ctx)
-    if dry_run:  # the plan is read without the validation cache, which would write to .git
-        from ralph.plan.loader import load
-        from ralph.plan.plan import Plan
-        from ralph.store.reader import PLAN_NAME, read_bytes
-
-        plan = Plan(load(read_bytes(root), PLAN_NAME)) if plan_path(root).exists() else None
-    else:
-        plan = read_plan(root) if plan_path(root).exists() else None
+    plan = _plan_of(root, dry_run)
     if spec is None:  # continue the spec the loop last worked on
         spec = plan.state().get("spec") if plan else None
         if spec is None:
@@ -314,18 +306,7 @@ def _run(
     user = read_user_config()
     settings = Settings.resolve(spec_rel, config, flags, user)
     if dry_run:
-        from ralph.loop import dryrun
-        from ralph.ops.settings import flag_layer, layered, user_config_path
-
-        result = dryrun.preview(root, settings)
-        # Where each setting that is not a default came from, as `ralph config list --origin` says.
-        found = layered(config, user, str(user_config_path()), flag_layer(flags))
-        result["origins"] = {key: origin for key, (_, origin) in found.items() if origin != "default"}
-        emit(result) if as_json else say("\n".join(printable(line) for line in dryrun.render_text(result)))
-        # Each reason the real run would refuse, as the line it would print; its exit code.
-        for refusal in result["refusals"]:
-            say(f"ralph: {printable(refusal['message'])}", err=True)
-        ctx.exit(result["refusals"][0]["exit_code"] if result["refusals"] else 0)
+        _dry_run(ctx, root, settings, config, user, flags, as_json)
     report = Loop(root, settings).run(plan_only=plan_only)
     if report.outcome.name != "COMPLETE" and report.began:
         report.resume = resume_command(ctx, spec_rel, flags)
@@ -345,6 +326,41 @@ def _run(
             ctx.exit(report.exit_code or exc.exit_code)
         print_opened(opened, as_json)
     ctx.exit(report.exit_code)
+
+
+def _plan_of(root, dry_run: bool):
+    """The plan, or None where there is none yet. A dry run reads it without the validation
+    cache, which would write to .git."""
+    from ralph.store.reader import plan_path, read_plan
+
+    if not plan_path(root).exists():
+        return None
+    if not dry_run:
+        return read_plan(root)
+    from ralph.plan.loader import load
+    from ralph.plan.plan import Plan
+    from ralph.store.reader import PLAN_NAME, read_bytes
+
+    return Plan(load(read_bytes(root), PLAN_NAME))
+
+
+def _dry_run(
+    ctx: click.Context, root, settings, config: dict, user: dict, flags: dict, as_json: bool
+) -> None:
+    """What the next iteration would run, printed; exits with the code the real run would refuse
+    with (0 when it would start)."""
+    from ralph.loop import dryrun
+    from ralph.ops.settings import flag_layer, layered, user_config_path
+
+    result = dryrun.preview(root, settings)
+    # Where each setting that is not a default came from, as `ralph config list --origin` says.
+    found = layered(config, user, str(user_config_path()), flag_layer(flags))
+    result["origins"] = {key: origin for key, (_, origin) in found.items() if origin != "default"}
+    emit(result) if as_json else say("\n".join(printable(line) for line in dryrun.render_text(result)))
+    # Each reason the real run would refuse, as the line it would print; its exit code.
+    for refusal in result["refusals"]:
+        say(f"ralph: {printable(refusal['message'])}", err=True)
+    ctx.exit(result["refusals"][0]["exit_code"] if result["refusals"] else 0)
 
 
 def print_opened(opened: dict, as_json: bool) -> None:

@@ -20,11 +20,12 @@ def query() -> None:
     """Read the plan for scripts and agents (JSON or a single word)."""
 
 
-@query.command("stage", short_help="The stage the plan is in (BUILD, VERIFY, COMPLETE, ...).")
+@query.command("stage", short_help="The stage the plan is in (PLAN, BUILD, VERIFY, COMPLETE, ...).")
 @json_option
 @click.pass_context
 def query_stage(ctx, as_json):
-    """The stage the plan is in: INVESTIGATE, BUILD, VERIFY, DECOMPOSE or COMPLETE (--json:
+    """The stage the plan is in: PLAN (nothing planned yet), DECOMPOSE, INVESTIGATE, BUILD,
+    VERIFY, WAITING (for a person's answers), BLOCKED (a person must decide) or COMPLETE (--json:
     {"stage": ...})."""
     from ralph.ops import reads
 

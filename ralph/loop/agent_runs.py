@@ -227,6 +227,11 @@ class AgentRuns:
         result.plan_problem = self.check_plan(result)
         if before is not None:
             self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
+        self._count_spent(stage, iteration, item, result)
+        return result
+
+    def _count_spent(self, stage: Stage, iteration: int, item: str | None, result: AgentResult) -> None:
+        """A finished run's tokens and cost added to the run's, shown and journalled."""
         self.add_tokens(result.tracker.usage.total)
         usage = result.tracker.usage
         model = self.settings.model_for(stage) or result.tracker.model
@@ -242,7 +247,6 @@ class AgentRuns:
             known_runs=spending.known_runs,
             unknown_runs=spending.unknown_runs,
         )
-        return result
 
     def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
         root = cwd or self.tree.root

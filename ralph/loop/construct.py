@@ -192,37 +192,15 @@ class Loop:
         try:
             outcome, message = self._plan_only() if plan_only else self._iterate()
         except (CostSpent, TokensSpent) as exc:
-            outcome = Outcome.MAX_COST if isinstance(exc, CostSpent) else Outcome.MAX_TOKENS
-            message = str(exc)
-            if exc.stopped_run:  # a running agent passed the budget: as after Ctrl-C, its work waits
-                with deferred_signals():
-                    self.supervisor.stop_all()  # the other runs going too
-                    log = self._set_aside_unfinished("budget")
-                self.journal.event("budget_spent", budget=outcome.name, stopped_run=True, log=str(log))
-                message += " with the other runs going, their work set aside"
+            outcome, message = self._money_or_tokens_spent(exc)
         except BudgetSpent as exc:
-            outcome, message = Outcome.MAX_MINUTES, str(exc)
-            if exc.stopped_run:  # an agent or gate stopped half-way: as after Ctrl-C, its work waits
-                with deferred_signals():
-                    self.supervisor.stop_all()  # the other verifiers too
-                    log = self._set_aside_unfinished("budget")
-                self.journal.event("budget_spent", stopped_run=True, log=str(log))
-                minutes = f"{self.settings.max_minutes:g} minutes"
-                message = (
-                    f"the time budget ({minutes}) is spent: the running agent was stopped, its work set aside"
-                )
+            outcome, message = self._time_spent(exc)
         except AgentUnavailable as exc:
             outcome, message = Outcome.AGENT_UNAVAILABLE, str(exc)
         except RemoteError as exc:  # the shared remote is unreachable or refuses: one line, exit 11
             outcome, message = Outcome.REMOTE, str(exc)
         except (AgentAuthFailed, LimitTooLong, AgentFailing) as exc:
-            outcome = _AGENT_OUTCOMES[type(exc)]
-            message = str(exc)
-            self.agent_error = exc.lines if isinstance(exc, AgentFailing) else []
-            with deferred_signals():  # what the failed run left is set aside, as after Ctrl-C
-                self.supervisor.stop_all()
-                log = self._set_aside_unfinished(outcome.name.lower())
-            self.journal.event(outcome.name.lower(), message=message, log=str(log))
+            outcome, message = self._agent_failed(exc)
         except KeyboardInterrupt as exc:
             signum = signal_number(exc)
             with deferred_signals():
@@ -241,6 +219,39 @@ class Loop:
         except RemoteError as exc:
             return Outcome.REMOTE, str(exc), Outcome.REMOTE.value
         return outcome, message, outcome.value
+
+    def _money_or_tokens_spent(self, exc: CostSpent | TokensSpent) -> tuple[Outcome, str]:
+        outcome = Outcome.MAX_COST if isinstance(exc, CostSpent) else Outcome.MAX_TOKENS
+        message = str(exc)
+        if exc.stopped_run:  # a running agent passed the budget: as after Ctrl-C, its work waits
+            with deferred_signals():
+                self.supervisor.stop_all()  # the other runs going too
+                log = self._set_aside_unfinished("budget")
+            self.journal.event("budget_spent", budget=outcome.name, stopped_run=True, log=str(log))
+            message += " with the other runs going, their work set aside"
+        return outcome, message
+
+    def _time_spent(self, exc: BudgetSpent) -> tuple[Outcome, str]:
+        if not exc.stopped_run:
+            return Outcome.MAX_MINUTES, str(exc)
+        with deferred_signals():  # an agent or gate stopped half-way: as after Ctrl-C, its work waits
+            self.supervisor.stop_all()  # the other verifiers too
+            log = self._set_aside_unfinished("budget")
+        self.journal.event("budget_spent", stopped_run=True, log=str(log))
+        minutes = f"{self.settings.max_minutes:g} minutes"
+        return (
+            Outcome.MAX_MINUTES,
+            f"the time budget ({minutes}) is spent: the running agent was stopped, its work set aside",
+        )
+
+    def _agent_failed(self, exc: AgentAuthFailed | LimitTooLong | AgentFailing) -> tuple[Outcome, str]:
+        outcome, message = _AGENT_OUTCOMES[type(exc)], str(exc)
+        self.agent_error = exc.lines if isinstance(exc, AgentFailing) else []
+        with deferred_signals():  # what the failed run left is set aside, as after Ctrl-C
+            self.supervisor.stop_all()
+            log = self._set_aside_unfinished(outcome.name.lower())
+        self.journal.event(outcome.name.lower(), message=message, log=str(log))
+        return outcome, message
 
     def _release_claims(self, quietly: bool = False) -> None:
         """With --remote: the claims the run still holds go back, and its commits are pushed.

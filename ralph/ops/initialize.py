@@ -34,57 +34,76 @@ def init(root: Path, commit: bool = True) -> list[str]:
     from ralph.store.transaction import refuse_unsafe_commit
 
     _refuse_wrong_kinds(root)
-    created = []
+    added = _Added()
     for folder in (root / "specs", root / "build" / "ralph-logs"):
         if not folder.is_dir():
             folder.mkdir(parents=True)
-            created.append(str(folder.relative_to(root)) + "/")
+            added.created.append(str(folder.relative_to(root)) + "/")
     repo = Repo(root)
     if commit:
         refuse_unsafe_commit(repo)
     base = repo.snapshot() if commit else None
-    to_commit: dict[str, bytes] = {}  # what goes in ralph's one commit
-    done: list[str] = []  # what it did, for the commit message
-    before = _read(root / ".gitignore")
-    lines = before.decode("utf-8", "surrogateescape").splitlines()
+    _ignore_ralphs_files(repo, base, added)
+    _merge_plan_by_record(repo, base, added)
+    plan_file = root / PLAN_NAME
+    if not plan_file.exists():
+        plan_file.write_bytes(b"")
+        added.created.append(PLAN_NAME)
+        added.to_commit[PLAN_NAME] = b""
+    if base is not None and added.to_commit:
+        repo.commit_files(added.to_commit, added.message(), base)
+    return added.created
+
+
+class _Added:
+    """What init added: for the person (`created`), for ralph's one commit (`to_commit`, the
+    files' new bytes) and for its message (`done`)."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.to_commit: dict[str, bytes] = {}
+        self.done: list[str] = []
+
+    def message(self) -> str:
+        """One commit for all of it (it was one per file): the subject says what it did."""
+        if PLAN_NAME in self.to_commit:
+            return "ralph: init" + ("\n\n" + "; ".join(self.done).capitalize() + "." if self.done else "")
+        return "ralph: init: " + "; ".join(self.done)
+
+
+def _ignore_ralphs_files(repo: Repo, base: Snapshot | None, added: _Added) -> None:
+    """The .gitignore lines for ralph's logs, lock and temporary files that it lacks."""
+    lines = _read(repo.root / ".gitignore").decode("utf-8", "surrogateescape").splitlines()
     missing = [line for line in GITIGNORE_LINES if line not in lines]
     if LOGS_LINE in missing and _LOGS_COVERED_BY.intersection(line.strip() for line in lines):
         missing.remove(LOGS_LINE)
     if missing:
-        _append(repo, base, ".gitignore", missing, to_commit)
-        done += ["ignore ralph's files"] if ".gitignore" in to_commit else []
-        created.append(".gitignore entries: " + " ".join(missing))
+        _append(repo, base, ".gitignore", missing, added.to_commit)
+        added.done += ["ignore ralph's files"] if ".gitignore" in added.to_commit else []
+        added.created.append(".gitignore entries: " + " ".join(missing))
+
+
+def _merge_plan_by_record(repo: Repo, base: Snapshot | None, added: _Added) -> None:
+    """The .gitattributes lines that give plan.jsonl ralph's merge driver (an older unanchored
+    line anchored to the top-level file), and the driver registered in .git/config."""
     attributes = mergedriver.ATTRIBUTES_FILE
     text, anchored = mergedriver.upgraded_attributes(
-        _read(root / attributes).decode("utf-8", "surrogateescape")
+        _read(repo.root / attributes).decode("utf-8", "surrogateescape")
     )
     if anchored:
-        _write(repo, base, attributes, text.encode("utf-8", "surrogateescape"), to_commit)
-        done += (
-            [f"merge only the top-level {PLAN_NAME} with ralph's driver"] if attributes in to_commit else []
-        )
-        created.append(f"{attributes} entry anchored: " + ", ".join(anchored))
+        _write(repo, base, attributes, text.encode("utf-8", "surrogateescape"), added.to_commit)
+        if attributes in added.to_commit:
+            added.done.append(f"merge only the top-level {PLAN_NAME} with ralph's driver")
+        added.created.append(f"{attributes} entry anchored: " + ", ".join(anchored))
     missing = mergedriver.missing_attribute_lines(text)
     if missing:
-        _append(repo, base, attributes, missing, to_commit)
-        done += [f"merge {PLAN_NAME} by record (ralph's merge driver)"] if attributes in to_commit else []
-        created.append(f"{attributes} entry: " + " ".join(missing))
+        _append(repo, base, attributes, missing, added.to_commit)
+        if attributes in added.to_commit:
+            added.done.append(f"merge {PLAN_NAME} by record (ralph's merge driver)")
+        added.created.append(f"{attributes} entry: " + " ".join(missing))
     registered = mergedriver.register(repo)
     if registered:
-        created.append("git config " + " ".join(registered))
-    plan_file = root / PLAN_NAME
-    if not plan_file.exists():
-        plan_file.write_bytes(b"")
-        created.append(PLAN_NAME)
-        to_commit[PLAN_NAME] = b""
-    if base is not None and to_commit:
-        # One commit for all of it (it was one per file): the subject says what it did.
-        if PLAN_NAME in to_commit:
-            message = "ralph: init" + ("\n\n" + "; ".join(done).capitalize() + "." if done else "")
-        else:
-            message = "ralph: init: " + "; ".join(done)
-        repo.commit_files(to_commit, message, base)
-    return created
+        added.created.append("git config " + " ".join(registered))
 
 
 def _refuse_wrong_kinds(root: Path) -> None:

@@ -28,9 +28,9 @@ def status(root: Path) -> dict[str, Any]:
 
     run = run_status(root)  # a construct running now, or how the last one ended
     planned = bool(tasks or issues or plan.accepted())
-    stage = plan.stage()  # COMPLETE for a plan with nothing in it, as for one with everything accepted
-    if not planned or (run["active"] and run.get("stage") == Stage.PLAN):
-        stage = Stage.PLAN  # nothing planned yet (PLAN comes first), or a run planning now
+    stage = current_stage(plan)
+    if run["active"] and run.get("stage") == Stage.PLAN:
+        stage = Stage.PLAN  # a run planning now
     return {
         "run": run,
         "stage": stage,
@@ -118,9 +118,8 @@ def next_action(plan: Plan) -> tuple[str, str]:
     """What the loop (or a person) does next when no task is ready to build, by the plan's stage:
     the stage, and the step in words naming its item."""
     tasks, issues = plan.task_views(), plan.issues()
-    stage = plan.stage()
-    spec = plan.state().get("spec")
-    if stage is Stage.COMPLETE and not (plan.planned(spec) if spec else plan.accepted()):
+    stage = current_stage(plan)
+    if stage is Stage.PLAN:
         return str(Stage.PLAN), "`ralph construct SPEC` turns a spec into tasks"
     if stage is Stage.DECOMPOSE:
         task = next(task for task in tasks if task.killed)
@@ -149,7 +148,18 @@ def _short(text: str) -> str:
 
 
 def stage(root: Path) -> str:
-    return str(read_plan(root).stage())
+    return str(current_stage(read_plan(root)))
+
+
+def current_stage(plan: Plan) -> Stage:
+    """The plan's stage as a person or a script reads it: PLAN where nothing of the spec the last
+    run named (of any spec, when none is named) was planned yet. The plan's own stage says
+    COMPLETE for a plan with nothing in it, as for one with everything accepted."""
+    stage = plan.stage()
+    spec = plan.state().get("spec")
+    if stage is Stage.COMPLETE and not (plan.planned(spec) if spec else plan.accepted()):
+        return Stage.PLAN
+    return stage
 
 
 def iteration(root: Path) -> int:

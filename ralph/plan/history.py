@@ -141,33 +141,13 @@ def diff(
         elif kind == "issue":
             events += _issue(key[1], old, new)
         elif kind == "accept":
-            if old is None:
-                assert new is not None  # a key that changed is in one version at least
-                events.append(_event("accepted", key[1], name=new.get("name")))
-            elif new is None:
-                events.append(_event("unaccepted", key[1], name=old.get("name")))
-            else:
-                events.append(_event("changed", key[1], fields=_fields(old, new, ("t", "id"))))
+            events.append(_accept(key[1], old, new))
         elif kind == "reject":
-            if old is None:
-                assert new is not None
-                name = "killed" if new.get("kill_reason") else "rejected"
-                events.append(
-                    _event(name, new.get("id"), reason=new.get("reason"), kill_reason=new.get("kill_reason"))
-                )
-            elif new is None:
-                events.append(_event("rejection removed", old.get("id"), reason=old.get("reason")))
+            events += _reject(old, new)
         elif kind == "spec":
-            events += _claim(key[1], old or {}, new or {}) if old and new else []
-            fields = _fields(old or {}, new or {}, ("t", "path", *_CLAIM)) if old and new else None
-            if not (old and new) or fields:
-                label = "spec added" if old is None else "spec removed" if new is None else "spec changed"
-                events.append(_event(label, key[1], fields=fields))
+            events += _spec(key[1], old, new)
         elif kind in ("config", "state"):
-            # the state's running spending totals are no news: each build attempt tells its own
-            fields = _fields(old or {}, new or {}, ("t", "spent") if kind == "state" else ("t",))
-            if fields or kind == "config":
-                events.append(_event(f"{kind} changed", None, fields=fields))
+            events += _settings(kind, old, new)
         elif new is not None and new.get("t") == "takeover" and old is None:
             events += _takeover(new, events)
         elif new is not None and new.get("t") == "resolve" and old is None:
@@ -178,6 +158,41 @@ def diff(
             label = "line added" if old is None else "line removed"
             events.append(_event(label, None, line=record.get("line") or json.dumps(record)))
     return events
+
+
+def _accept(task_id: str, old: Record | None, new: Record | None) -> Event:
+    if old is None:
+        assert new is not None  # a key that changed is in one version at least
+        return _event("accepted", task_id, name=new.get("name"))
+    if new is None:
+        return _event("unaccepted", task_id, name=old.get("name"))
+    return _event("changed", task_id, fields=_fields(old, new, ("t", "id")))
+
+
+def _reject(old: Record | None, new: Record | None) -> list[Event]:
+    if old is None:
+        assert new is not None
+        name = "killed" if new.get("kill_reason") else "rejected"
+        return [_event(name, new.get("id"), reason=new.get("reason"), kill_reason=new.get("kill_reason"))]
+    if new is None:
+        return [_event("rejection removed", old.get("id"), reason=old.get("reason"))]
+    return []
+
+
+def _spec(path: str, old: Record | None, new: Record | None) -> list[Event]:
+    events = _claim(path, old, new) if old and new else []
+    fields = _fields(old or {}, new or {}, ("t", "path", *_CLAIM)) if old and new else None
+    if not (old and new) or fields:
+        label = "spec added" if old is None else "spec removed" if new is None else "spec changed"
+        events.append(_event(label, path, fields=fields))
+    return events
+
+
+def _settings(kind: str, old: Record | None, new: Record | None) -> list[Event]:
+    """The config record or the loop's state record changed."""
+    # the state's running spending totals are no news: each build attempt tells its own
+    fields = _fields(old or {}, new or {}, ("t", "spent") if kind == "state" else ("t",))
+    return [_event(f"{kind} changed", None, fields=fields)] if fields or kind == "config" else []
 
 
 def _task(

@@ -58,7 +58,9 @@ def head_branch(git_dir: Path) -> str | None:
 
 
 def _head_file(git_dir: Path) -> str:
-    return (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    """HEAD's text; "" (which no layout reads) where HEAD is a symbolic link, as git once made it."""
+    head = git_dir / "HEAD"
+    return "" if head.is_symlink() else head.read_text(encoding="utf-8").strip()
 
 
 def _packed(common: Path, ref: str) -> str | None:

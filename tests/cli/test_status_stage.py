@@ -1,5 +1,6 @@
-"""`ralph status` says what is true of the stage: an empty plan has nothing planned yet (PLAN comes
-first), a run planning now is in PLAN, and only a plan whose tasks are all accepted is COMPLETE."""
+"""`ralph status` and `ralph query stage` say what is true of the stage: an empty plan has nothing
+planned yet (PLAN comes first), a run planning now is in PLAN, and only a plan whose tasks are all
+accepted is COMPLETE."""
 
 from __future__ import annotations
 
@@ -20,12 +21,15 @@ def test_an_empty_plan_has_nothing_planned_and_an_accepted_one_is_complete(ralph
     )
     summary = json.loads(ralph("status", "--json").stdout)
     assert (summary["stage"], summary["planned"]) == ("PLAN", False)
+    assert ralph("query", "stage").stdout == "PLAN\n"  # the same answer a script gets
     ralph("task", "add", '{"id": "t-aaaaaa", "name": "x"}')
     assert stage_line(ralph).startswith("stage BUILD")
+    assert ralph("query", "stage").stdout == "BUILD\n"
     ralph("task", "done", "t-aaaaaa")
     ralph("task", "accept", "t-aaaaaa")
     assert stage_line(ralph) == "stage COMPLETE, iteration 0"
     assert json.loads(ralph("status", "--json").stdout)["planned"] is True
+    assert ralph("query", "stage").stdout == "COMPLETE\n"
 
 
 def test_a_run_planning_now_is_in_plan(ralph: Ralph):

@@ -39,7 +39,7 @@ def test_a_misspelt_flag_on_task_add_is_an_unknown_option_not_invalid_json(ralph
 
 
 def test_query_stage_and_iteration_as_json_are_objects(ralph):
-    assert json.loads(ralph("query", "stage", "--json").stdout) == {"schema_version": 1, "stage": "COMPLETE"}
+    assert json.loads(ralph("query", "stage", "--json").stdout) == {"schema_version": 1, "stage": "PLAN"}
     assert json.loads(ralph("query", "iteration", "--json").stdout) == {"schema_version": 1, "iteration": 0}
 
 

@@ -88,3 +88,6 @@ def test_what_the_files_do_not_settle_is_asked_of_git(tmp_path):
     (git_dir / "HEAD").write_bytes(b"\xff\xfe")  # not text
     assert refs.head_commit(git_dir) == refs.ASK_GIT and refs.head_branch(git_dir) == refs.ASK_GIT
     assert refs.head_commit(tmp_path / "none") == refs.ASK_GIT  # no HEAD file at all
+    (git_dir / "HEAD").unlink()
+    (git_dir / "HEAD").symlink_to(git_dir / "refs" / "heads" / "main")  # as git made it long ago
+    assert refs.head_commit(git_dir) == refs.ASK_GIT and refs.head_branch(git_dir) == refs.ASK_GIT
