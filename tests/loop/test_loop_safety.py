@@ -392,11 +392,16 @@ elif stage == "VERIFY":
 """
 
 
+# A verifier that edits code ("changed code in VERIFY: check_work.py", its edit undone and kept as a
+# patch, the task accepted by the next verifier) is test_verifiers_work_in_checkouts_of_their_own_and_
+# one_that_edits_keeps_nothing in tests/loop/test_stage_runs.py, which asserts all this test did: this
+# case runs with the slow suites.
 @pytest.mark.parametrize(
     ("mode", "stage", "did"),
     [("self-accept", "BUILD", "gave a verdict in BUILD"),
      ("commit", "BUILD", "moved HEAD"),
-     ("edit-in-verify", "VERIFY", "changed code in VERIFY: check_work.py")],
+     pytest.param("edit-in-verify", "VERIFY", "changed code in VERIFY: check_work.py",
+                  marks=pytest.mark.slow)],
 )  # fmt: skip
 def test_a_run_that_breaks_its_stages_rules_is_undone_and_the_run_goes_on(
     project, tmp_path, mode, stage, did
