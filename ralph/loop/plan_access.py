@@ -139,13 +139,21 @@ class PlanAccess:
     def undo_since(self, before: bytes, log_path: Path, item: str) -> None:
         """A run stopped half way changes nothing: what it did to plan.jsonl since `before` is
         kept beside its log (as <log>.plan.jsonl) and undone."""
-        current = self.raw()
-        if current == before:
+        kept = self.keep_beside_log(log_path, unless=before)
+        if kept is None:
             return
-        kept = self.home / log_path.with_suffix(".plan.jsonl")
-        kept.write_bytes(current)
         transaction.restore_plan(self.root, before)
         self.journal.event("plan_changes_set_aside", item=item, plan=str(kept.relative_to(self.home)))
+
+    def keep_beside_log(self, log_path: Path, unless: bytes) -> Path | None:
+        """plan.jsonl as it is now, kept beside a run's log (as <log>.plan.jsonl) before another
+        version replaces it, unless it is `unless` (nothing to keep); where it was kept."""
+        current = self.raw()
+        if current == unless:
+            return None
+        kept = self.home / log_path.with_suffix(".plan.jsonl")
+        kept.write_bytes(current)
+        return kept
 
     def keep_uncommitted(self, keep_as: Path) -> None:
         """Put plan.jsonl back as HEAD has it, keeping the uncommitted version at `keep_as`."""

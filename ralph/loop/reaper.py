@@ -79,16 +79,55 @@ def process_table() -> dict[int, Proc] | None:
         return None
     table = {}
     for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # it exited while being read
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, session
-        table[int(entry.name)] = Proc(name, fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
+        if entry.name.isdigit():
+            found = _proc(int(entry.name))
+            if found is not None:
+                table[int(entry.name)] = found
     return table
+
+
+def descendants_table() -> dict[int, Proc] | None:
+    """This process's descendants (its children, theirs, ...) as process_table() shows them, found
+    through /proc's children files instead of every process's stat: after each agent run and
+    gate, ralph looks for what the run left, and a person's machine runs hundreds of processes
+    where a run leaves a few. None where those files are missing (a kernel built without
+    CONFIG_PROC_CHILDREN): the caller reads the whole table. A process forked while the files
+    are read can be missed, as by a whole scan: the callers look again until nothing is left."""
+    try:
+        todo = _children(os.getpid())
+    except OSError:
+        return None
+    table: dict[int, Proc] = {}
+    while todo:  # a loop, not recursion: a fork bomb's tree is deep
+        pid = todo.pop()
+        if pid in table:
+            continue
+        found = _proc(pid)
+        if found is None:
+            continue  # gone meanwhile
+        table[pid] = found
+        with contextlib.suppress(OSError):
+            todo += _children(pid)
+    return table
+
+
+def _children(pid: int) -> list[int]:
+    """The children of every thread of `pid`: a child belongs to the thread that started it."""
+    children: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(FileNotFoundError):  # the thread ended meanwhile
+            children += map(int, Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+    return children
+
+
+def _proc(pid: int) -> Proc | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # it exited while being read
+        return None
+    name = stat[stat.index("(") + 1 : stat.rindex(")")]
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, session
+    return Proc(name, fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
 
 
 def mark_of(pid: int) -> str | None:
@@ -115,7 +154,7 @@ def end_left_behind(finished: Callable[[str], bool], exclude: Collection[int], g
     killed_at: float | None = None
     deadline = time.monotonic() + grace_s
     while True:
-        table = process_table()
+        table = _ours()
         if table is None:
             return []
         ours = {pid: p for pid, p in table.items() if p.ppid == me and pid not in exclude}
@@ -150,11 +189,17 @@ def reap_adopted() -> None:
     """Reap every zombie child outside this process's session: adopted orphans that exited by
     themselves. Only where no other thread of this process runs a child of its own in a new
     session (ralph's git commands are), whose exit status this would take: the loop's end."""
-    table = process_table() or {}
+    table = _ours() or {}
     me, my_sid = os.getpid(), os.getsid(0)
     for pid, proc in table.items():
         if proc.ppid == me and proc.state == "Z" and proc.sid != my_sid:
             _reap(pid)
+
+
+def _ours() -> dict[int, Proc] | None:
+    """This process's descendants, from the children files where there are, else every process."""
+    table = descendants_table()
+    return table if table is not None else process_table()
 
 
 def _marked(pid: int, finished: Callable[[str], bool]) -> bool:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from ralph.loop import reaper
 from ralph.plan.records import StopReason
 from ralph.secrets import OutputLines
+from ralph.text import plural
 
 if TYPE_CHECKING:
     import select
@@ -238,7 +239,8 @@ class Supervisor:
             running.add(child.pid)
         ended = reaper.end_left_behind(self._finished(runs, live), running, self.grace_s)
         if ended:
-            note = f"\n[ralph] ended {len(ended)} process(es) left running outside the run's group: "
+            processes = plural(len(ended), "process", "processes")
+            note = f"\n[ralph] ended {processes} left running outside the run's group: "
             log.write((note + ", ".join(ended) + "\n").encode())
 
     @staticmethod
@@ -360,7 +362,13 @@ def _group_alive(child: subprocess.Popen) -> bool:
 
 
 def _group_members(pgid: int) -> list[str] | None:
-    """The states of the processes in group `pgid`, read from /proc; None where there is no /proc."""
+    """The states of the processes in group `pgid`, read from /proc; None where there is no /proc.
+    Looked for among ralph's descendants first (where its subreaper keeps a run's orphans); only
+    when none is there (a member adopted elsewhere: no subreaper) among every process."""
+    ours = reaper.descendants_table()
+    members = [proc.state for proc in ours.values() if proc.pgrp == pgid] if ours else []
+    if members:
+        return members
     table = reaper.process_table()
     return None if table is None else [proc.state for proc in table.values() if proc.pgrp == pgid]
 

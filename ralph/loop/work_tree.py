@@ -206,10 +206,8 @@ class WorkTree:
     def keep_replaced_plan(self, log: Path, old: Plan) -> None:
         """plan.jsonl as a run left it, beside its log, before the plan as it was goes back: a hand
         edit made meanwhile (nobody can tell whose) is never lost."""
-        current = self.plan.raw()
-        if current != old.doc.to_bytes():
-            kept = self.home / log.with_suffix(".plan.jsonl")
-            kept.write_bytes(current)
+        kept = self.plan.keep_beside_log(log, unless=old.doc.to_bytes())
+        if kept is not None:
             self.journal.event("plan_kept", path=str(self.rel(kept)))
 
     def changed_paths(self) -> set[str]:

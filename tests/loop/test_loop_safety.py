@@ -507,7 +507,7 @@ def test_a_daemon_an_agent_or_its_gate_starts_is_ended_with_the_run(project, tmp
         logs = project / "build" / "ralph-logs"
         (build_log,) = logs.glob(f"*-build-{task_id}.log")
         (gate_log,) = logs.glob(f"*-gate-{task_id}*.log")
-        note = "ended 1 process(es) left running outside the run's group: {} sleep"
+        note = "ended 1 process left running outside the run's group: {} sleep"
         assert note.format(agent_daemon) in build_log.read_text()
         assert note.format(gate_daemon) in gate_log.read_text()
     finally:  # if ralph did not end them, the test does

@@ -276,7 +276,7 @@ def test_a_daemon_left_outside_the_group_is_ended_and_reaped(tmp_path, cleanup):
         cleanup.append(pid)
         assert result.ok
         assert not Path(f"/proc/{pid}").exists()  # ended, and reaped by its adoptive parent: this process
-        assert f"ended 1 process(es) left running outside the run's group: {pid} sleep" in (
+        assert f"ended 1 process left running outside the run's group: {pid} sleep" in (
             result.log_path.read_text()
         )
     assert not reaper._is_subreaper(reaper._prctl())  # as it was before
@@ -411,3 +411,58 @@ def test_a_secret_across_the_cut_of_a_long_line_is_redacted_before_the_cut(tmp_p
     )
     assert result.ok and len(result.tail[-1]) == supervisor.TAIL_LINE_CHARS
     assert "ghp_" not in result.tail[-1] and result.tail[-1].startswith("x" * 1989 + " [")
+
+
+@linux_only
+def test_the_descendants_table_is_the_full_tables_descendants_of_this_process(cleanup):
+    """After each run ralph looks for what it left among its own descendants (through /proc's
+    children files), not in every process of the machine: the same processes, as they are."""
+    from ralph.loop import reaper
+
+    family = subprocess.Popen(FAMILY, stdout=subprocess.PIPE, text=True)
+    grandchild, child = (int(pid) for pid in family.stdout.readline().split()[1:])
+    cleanup += [grandchild, child]
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{grandchild}/comm").read_text().strip() != "sleep" and time.monotonic() < deadline:
+        time.sleep(0.01)  # forked, not yet exec'd: its name is still sh's
+    try:
+        ours = reaper.descendants_table()
+        full = reaper.process_table()
+        assert ours is not None and full is not None
+        mine = [pid for pid, proc in full.items() if proc.ppid == os.getpid()]
+        assert {child, grandchild} <= set(ours) == set(reaper._with_descendants(full, mine))
+        same = ("name", "ppid", "pgrp", "sid")  # its state may change between the two reads
+        assert [getattr(ours[grandchild], f) for f in same] == [getattr(full[grandchild], f) for f in same]
+        assert ours[grandchild].ppid == child
+        assert len(ours) < len(full)  # this machine's other processes are not read
+    finally:
+        family.kill()
+        family.wait()
+
+
+def test_without_children_files_the_whole_table_is_read(monkeypatch):
+    from ralph.loop import reaper
+
+    def no_children_files(pid):
+        raise FileNotFoundError(f"/proc/{pid}/task/{pid}/children")
+
+    monkeypatch.setattr(reaper, "_children", no_children_files)
+    assert reaper.descendants_table() is None
+    everything = {1: reaper.Proc("init", "S", 0, 1, 1)}
+    monkeypatch.setattr(reaper, "process_table", lambda: everything)
+    assert reaper._ours() is everything
+
+
+def test_a_group_member_that_is_not_a_descendant_is_found_in_the_whole_table(monkeypatch):
+    """Without a subreaper a run's orphan is re-parented to PID 1: not ralph's descendant, still
+    in the run's group, and still to be stopped."""
+    from ralph.loop import reaper, supervisor
+
+    adopted_elsewhere = reaper.Proc("sleep", "S", 1, 4242, 4242)
+    monkeypatch.setattr(reaper, "descendants_table", lambda: {})
+    monkeypatch.setattr(reaper, "process_table", lambda: {4243: adopted_elsewhere})
+    assert supervisor._group_members(4242) == ["S"]
+    ours = reaper.Proc("bwrap", "Z", os.getpid(), 4242, 4242)
+    monkeypatch.setattr(reaper, "descendants_table", lambda: {4244: ours})
+    monkeypatch.setattr(reaper, "process_table", lambda: pytest.fail("the whole table was read"))
+    assert supervisor._group_members(4242) == ["Z"]
