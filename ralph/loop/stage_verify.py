@@ -2,8 +2,9 @@
 rejects its task. A task given no verdict stays done for the next VERIFY. Then prioritize.
 
 Each verifier works in a checkout of its own: a detached worktree of HEAD with its own copy of
-plan.jsonl, removed after its run. Verifiers running tests at once never share files, and what
-each did is known: any change to its checkout is a permission violation (VERIFY changes no code),
+plan.jsonl, lent to one verifier at a time, cleaned between two and removed when the fork/join
+ends (ralph.loop.checkouts). Verifiers running tests at once never share files, and what each did
+is known: any change to its checkout is a permission violation (VERIFY changes no code),
 and only its verdict on its own task and the tasks and issues it added are taken into the plan.
 A verifier stopped by its time limit or a full context gives no verdict; the task records why,
 and after max_attempts such runs it is set aside for DECOMPOSE instead of being verified again."""
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ralph.errors import PlanInvalid
 from ralph.loop.agentrun import AgentResult
+from ralph.loop.checkouts import Checkouts
 from ralph.loop.job import Job
 from ralph.loop.permissions import Snapshot, violations
 from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES
@@ -65,18 +67,8 @@ class VerifyStage:
         span = self.ws.journal.span("stage", stage="VERIFY", iteration=iteration, items=len(done))
         self.plan.set_state(plan, stage=str(Stage.VERIFY))
         before, old = self.tree.snapshot(), self.plan.read()  # the plan as it is once the state is set
-        pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
-        try:
-            runs = list(pool.map(lambda job: self._verify_one(job, iteration, old), found))
-        except BaseException:  # Ctrl-C or a stop signal: stop every verifier, not only the waited one
-            with deferred_signals():
-                # Stopped before the threads are joined (`with pool` would wait for every verifier
-                # to finish); the queued ones never start. Each running one removes its checkout.
-                pool.shutdown(wait=False, cancel_futures=True)
-                self.agents.stop_all()
-                pool.shutdown(wait=True)
-            raise
-        pool.shutdown(wait=True)
+        with self.tree.verifier_checkouts() as checkouts:
+            runs = self._fork_join(found, iteration, old, checkouts)
         # The verifiers had no business in this work tree or its plan.jsonl at all (their verdicts
         # go to their own copies): whatever changed here is undone, and none of theirs is taken.
         if self.agents.enforce(Stage.VERIFY, set(), before, old, [run.result for run in runs]):
@@ -97,9 +89,27 @@ class VerifyStage:
         span.end(**{kind.replace(" ", "_"): ids for kind, ids in verdicts.items() if ids})
         return report
 
-    def _verify_one(self, job: Job, iteration: int, plan: Plan) -> Verification:
+    def _fork_join(
+        self, found: list[Job], iteration: int, plan: Plan, checkouts: Checkouts
+    ) -> list[Verification]:
+        """Every verifier run, up to --parallel at once, each in a checkout lent to it alone."""
+        pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
+        try:
+            runs = list(pool.map(lambda job: self._verify_one(job, iteration, plan, checkouts), found))
+        except BaseException:  # Ctrl-C or a stop signal: stop every verifier, not only the waited one
+            with deferred_signals():
+                # Stopped before the threads are joined (`with pool` would wait for every verifier
+                # to finish); the queued ones never start. Each running one's checkout is removed.
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.agents.stop_all()
+                pool.shutdown(wait=True)
+            raise
+        pool.shutdown(wait=True)
+        return runs
+
+    def _verify_one(self, job: Job, iteration: int, plan: Plan, checkouts: Checkouts) -> Verification:
         task = TaskView(job.record)
-        with self.tree.checkout(f"verify-{task.id}") as checkout:
+        with checkouts.lend() as checkout:
             base = reader.read_plan(checkout.root)
             start = _snapshot(checkout)
             result = self.agents.run_agent(
@@ -112,8 +122,9 @@ class VerifyStage:
     def _inspect(self, run: Verification, checkout: Repo, start: Snapshot) -> None:
         """What the verifier left in its checkout: its copy of the plan, and any change to the
         code or to HEAD, which is a violation; the changes are kept as a patch beside its log."""
-        if not checkout.root.is_dir():  # the verifier removed its checkout: no verdict, the run goes on
-            run.did, run.killed = ["removed its checkout"], kill_reason_of(run.result.run.stop_reason)
+        gone = _gone(checkout)
+        if gone:  # no verdict, and nothing is read or run there; the run goes on
+            run.did, run.killed = [gone], kill_reason_of(run.result.run.stop_reason)
             return self._violated(run)
         try:
             theirs = reader.load_checked(checkout.root, (checkout.root / PLAN_FILE).read_bytes())
@@ -254,6 +265,14 @@ def _values(task: TaskView, names: dict[str, str], max_attempts: int) -> dict:
         "task_commit": task.commit or "HEAD",
         "previous": _previous_stop(task, max_attempts),
     }
+
+
+def _gone(checkout: Repo) -> str | None:
+    """Whether the verifier removed its checkout, or put something else in its place (a link to
+    another folder, a repository of its own), where nothing may be read or run as its."""
+    if checkout.root.is_symlink() or (checkout.root.is_dir() and not checkout.links_here()):
+        return "replaced its checkout"
+    return None if checkout.root.is_dir() else "removed its checkout"
 
 
 def _snapshot(checkout: Repo) -> Snapshot:

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from ralph.errors import GitError
 from ralph.loop import beside_changes
+from ralph.loop.checkouts import Checkout, Checkouts
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Coordinator, Solo
 from ralph.loop.journal import Journal
@@ -392,10 +393,19 @@ class WorkTree:
         return unnested
 
     @contextmanager
-    def checkout(self, label: str) -> Iterator[Repo]:
-        """A detached worktree of HEAD, in a temporary folder of its own, holding a copy of
-        plan.jsonl as it is now: a run that must not share this work tree (a verifier running the
-        tests) works there. It is removed afterwards, whatever happened, changes and all."""
+    def verifier_checkouts(self) -> Iterator[Checkouts]:
+        """The checkouts of HEAD one VERIFY fork/join lends its verifiers (ralph.loop.checkouts),
+        every one removed at its end, whatever happened."""
+        checkouts = Checkouts(self)
+        try:
+            yield checkouts
+        finally:
+            checkouts.close()
+
+    def make_checkout(self, label: str) -> Checkout:
+        """A detached worktree of HEAD in a temporary folder of its own, recorded as ralph's
+        before it is made: a run that must not share this work tree (a verifier running the
+        tests) works there."""
         folder = _new_folder(f"ralph-{label}-")
         path = folder / f"ralph-{label}"  # its name in .git/worktrees
         tree = Owned(OwnedKind.WORKTREE, str(path), folder=str(folder))
@@ -403,12 +413,19 @@ class WorkTree:
         folder.mkdir(mode=0o700)
         try:
             with self._worktrees:
-                repo = self.repo.add_worktree(path, "HEAD")
-            (path / PLAN_FILE).write_bytes((self.root / PLAN_FILE).read_bytes())
-            yield repo
-        finally:
-            with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
+                head = self.repo.head()
+                repo = self.repo.add_worktree(path, head or "HEAD")
+        except BaseException:
+            with deferred_signals(), self._worktrees:
                 self._remove_recorded(path, folder, tree)
+            raise
+        return Checkout(repo, head, tree)
+
+    def remove_checkout(self, checkout: Checkout) -> None:
+        """A checkout removed, changes and all, and its record with it."""
+        folder = Path(checkout.owned.folder or checkout.path.parent)
+        with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
+            self._remove_recorded(checkout.path, folder, checkout.owned)
 
     @contextmanager
     def build_checkout(self, task_id: str) -> Iterator[BuildCheckout]:
@@ -440,7 +457,7 @@ class WorkTree:
         finally:
             with deferred_signals(), self._worktrees:  # a stop signal must not leave a worktree behind
                 self._remove_recorded(path, folder, tree)
-                if created and not self._registered(path):  # ralph's own, recorded above
+                if created and not self.registered(path):  # ralph's own, recorded above
                     self._delete_recorded(built)
                 elif not created:
                     owned.forget(self.repo, built)
@@ -452,7 +469,7 @@ class WorkTree:
 
         self.repo.remove_worktree(path)
         shutil.rmtree(folder, ignore_errors=True)
-        if not self._registered(path):
+        if not self.registered(path):
             owned.forget(self.repo, tree)
 
     def _delete_recorded(self, built: Owned) -> None:
@@ -463,7 +480,7 @@ class WorkTree:
             return  # recorded still: clean-up judges it later
         owned.forget(self.repo, built)
 
-    def _registered(self, path: Path) -> bool:
+    def registered(self, path: Path) -> bool:
         """Whether git still lists the worktree at `path` (its folder under .git/worktrees/ names
         it), read from the files, without running git."""
         import os

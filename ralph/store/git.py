@@ -505,10 +505,13 @@ class Repo:
         the user's own worktrees on a drive that is not mounted."""
         try:
             self.git("worktree", "remove", "--force", "--force", str(path))  # twice: even if locked
-        except GitError:
-            import shutil
+        except GitError:  # not a worktree (any more): what is at its path goes
+            if path.is_symlink():  # a link put in its place: the link, never what it points to
+                path.unlink()
+            else:
+                import shutil
 
-            shutil.rmtree(path, ignore_errors=True)  # not a worktree (any more): the folder goes
+                shutil.rmtree(path, ignore_errors=True)
             self._forget_worktree(path)
 
     def links_here(self) -> bool:

@@ -53,6 +53,18 @@ elif stage == "VERIFY":
         time.sleep(30)
     if "[edit]" in name and runs == 1:
         pathlib.Path("check_work.py").write_text("print('verifier was here')")
+    left = pathlib.Path("leftovers", "by-a-verifier.txt")  # ignored, where a test asks (see below)
+    what["found_left"] = left.exists()
+    (seen / f"{stage}-{item}-{runs}.json").write_text(json.dumps(what))
+    if "[leave-ignored]" in name:
+        left.parent.mkdir(parents=True, exist_ok=True)
+        left.write_text("a test run's leftovers")
+    if "[swap-for-link]" in name and runs == 1:  # its checkout: a link elsewhere
+        elsewhere = pathlib.Path(os.environ["ELSEWHERE"])
+        os.chdir("/")
+        subprocess.run(["rm", "-rf", what["cwd"]], check=True)
+        os.symlink(elsewhere, what["cwd"])
+        os.chdir(what["cwd"])
     if "[reject]" in name:
         ralph("task", "reject", f"reason {runs}: still wrong")
     else:
@@ -233,6 +245,79 @@ def test_verifiers_work_in_checkouts_of_their_own_and_one_that_edits_keeps_nothi
     assert "verifier was here" not in (project / "check_work.py").read_text()
     assert "verifier was here" not in git(project, "log", "-p", f"{head}..HEAD")
     assert_clean(project)
+
+
+def ignoring_leftovers(project: Path) -> None:
+    with (project / ".gitignore").open("a") as ignore:
+        ignore.write("/leftovers/\n")
+    git(project, "commit", "-qam", "leftovers are ignored")
+
+
+def test_verifiers_one_after_another_share_one_checkout_cleaned_between_them(project, tmp_path):
+    """One `git worktree add` for a fork/join, not one per task: each verifier finds the checkout
+    as a fresh one would be (what the one before left, ignored files too, is gone) and its own
+    copy of the plan; the checkout is removed at the end."""
+    from ralph.ops import tasks
+
+    ignoring_leftovers(project)
+    ids = add_tasks(project, "One [leave-ignored]", "Two [leave-ignored]", "Three")
+    for task in ids:
+        tasks.done(project, task)
+    done = run(project, tmp_path, "--parallel", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    runs = [seen(tmp_path, "VERIFY", task)[0] for task in ids]
+    assert len({Path(run_["cwd"]).resolve() for run_ in runs}) == 1  # one checkout, lent three times
+    assert project.resolve() != Path(runs[0]["cwd"]).resolve()
+    assert [run_["found_left"] for run_ in runs] == [False, False, False]  # cleaned between loans
+    verdicts = [(e["item"], e.get("verdict")) for e in events(project) if e["event"] == "verdict"]
+    assert verdicts == [(task, "accepted") for task in ids]
+    assert not Path(runs[0]["cwd"]).exists()
+    assert len(git(project, "worktree", "list").splitlines()) == 1
+    assert_clean(project)
+
+
+def test_a_verifier_that_changed_its_checkout_leaves_it_to_no_other(project, tmp_path):
+    """A checkout a verifier changed (a violation) is removed, not cleaned and lent again: the
+    next verifier gets a fresh one."""
+    from ralph.ops import tasks
+
+    editor, other = add_tasks(project, "Edits [edit]", "Checks")
+    for task in (editor, other):
+        tasks.done(project, task)
+    done = run(project, tmp_path, "--parallel", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, then = seen(tmp_path, "VERIFY", editor)[0], seen(tmp_path, "VERIFY", other)[0]
+    assert Path(first["cwd"]).resolve() != Path(then["cwd"]).resolve()
+    assert "verifier was here" not in (project / "check_work.py").read_text()
+
+
+def test_a_checkout_swapped_for_a_link_is_never_cleaned_through_it(project, tmp_path):
+    """A verifier (unfenced) that replaced its checkout with a link to another folder: ralph
+    cleans nothing there (`git clean` through the link would take that folder's ignored files),
+    removes the link and lends the next verifier a new checkout."""
+    from ralph.ops import tasks
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git(elsewhere, "init", "-q")
+    (elsewhere / ".gitignore").write_text("precious.txt\n")
+    (elsewhere / "precious.txt").write_text("a person's file")
+    swapper, other = add_tasks(project, "Swaps [swap-for-link]", "Checks")
+    for task in (swapper, other):
+        tasks.done(project, task)
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    (tmp_path / "seen").mkdir()
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"SEEN": str(tmp_path / "seen"), "ELSEWHERE": str(elsewhere)}
+    done = construct(project, "--gate", "", "--parallel", "1", "--sandbox", "off", agent=command, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (elsewhere / "precious.txt").read_text() == "a person's file"
+    first, then = seen(tmp_path, "VERIFY", swapper)[0], seen(tmp_path, "VERIFY", other)[0]
+    assert first["cwd"] != then["cwd"]
+    assert not Path(first["cwd"]).is_symlink() and not Path(first["cwd"]).exists()
+    assert len(git(project, "worktree", "list").splitlines()) == 1
 
 
 def test_a_decomposition_stopped_half_way_is_undone_and_counts_as_failed(project, tmp_path):

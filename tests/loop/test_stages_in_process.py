@@ -119,6 +119,9 @@ class FakeRepo:
     def work_state(self) -> tuple[str, str | None, set[str]]:
         return HEAD, None, set()
 
+    def links_here(self) -> bool:  # a checkout's link to the repository, intact
+        return True
+
 
 class RecordingTree:
     """WorkTree that keeps the agents' changes as a set of paths (`dirty`) and records the stage's
@@ -172,11 +175,23 @@ class RecordingTree:
         return None
 
     @contextmanager
-    def checkout(self, label: str) -> Iterator[FakeRepo]:
-        """A verifier's checkout: a folder with a copy of the plan, removed afterwards."""
-        folder = self.root / f"checkout-{label}"
+    def verifier_checkouts(self) -> Iterator[FakeCheckouts]:
+        yield FakeCheckouts(self)
+
+
+class FakeCheckouts:
+    """The checkouts a fork/join lends its verifiers: each a folder with a copy of the plan,
+    removed after its loan."""
+
+    def __init__(self, tree: RecordingTree):
+        self.tree, self.lent = tree, 0
+
+    @contextmanager
+    def lend(self) -> Iterator[FakeRepo]:
+        self.lent += 1
+        folder = self.tree.root / f"checkout-{self.lent}"
         folder.mkdir()
-        (folder / PLAN_FILE).write_bytes(self.plan.data)
+        (folder / PLAN_FILE).write_bytes(self.tree.plan.data)
         try:
             yield FakeRepo(folder)
         finally:
