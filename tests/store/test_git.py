@@ -66,7 +66,11 @@ def test_find_root_outside_any_repository_raises(tmp_path):
         find_root(outside)
 
 
-@pytest.mark.parametrize("data", [b"", b"hello\n", b"\x00\xff binary\r\n" * 50, "é ü\n".encode()])
+# The last two: either side of the size where blob_sha turns from CPython's SHA-1 to OpenSSL's.
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"hello\n", b"\x00\xff binary\r\n" * 50, "é ü\n".encode(), b"p" * 131072, b"q" * 131073],
+)
 def test_blob_sha_is_what_git_hash_object_says(bare_repo, data):
     done = subprocess.run(
         ["git", "hash-object", "--stdin"], cwd=bare_repo, input=data, capture_output=True, check=True
