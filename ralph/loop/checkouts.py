@@ -4,13 +4,16 @@ once and lent to one verifier at a time, with a fresh copy of plan.jsonl each ti
 A verifier runs the tests in a checkout of its own, never in the work tree or beside another
 verifier. Making a worktree for every verifier cost a `git worktree add` and a removal per task
 (a full checkout each, some 40 ms a task on a 200-file project); HEAD does not move while one
-fork/join runs, so a checkout a verifier left as it found it serves the next. Between two
-verifiers it is cleaned (`git clean -ffdx`: what the tests left, ignored files too, as a fresh
-checkout would have none) and then checked: it is still this repository's worktree at the same
-commit, detached, with nothing changed but its copy of the plan. Anything else (a violation, a
-kill, a folder replaced or gone) and it is removed instead of lent again. Every checkout is
-recorded as ralph's before it is made (ralph.store.owned) and removed when the fork/join ends,
-whatever happened; a kill in between leaves the record, and the next start removes it."""
+fork/join runs, so a checkout a verifier left as it found it serves the next. Whether it did is
+VERIFY's finding from the checkout's state after the run (`Loan.unchanged`: same commit, still
+detached, nothing changed but its copy of the plan). Such a checkout is cleaned (`git clean
+-ffdx`: what the tests left, ignored files too, as a fresh checkout has none) once it is checked
+to be still this repository's worktree at its path, and lent again; cleaning changes no tracked
+file, so the next verifier starts from a state known without asking git. Any other checkout (a
+violation, a folder replaced or gone, a loan ended by an exception) is removed instead. Every
+checkout is recorded as ralph's before it is made (ralph.store.owned) and removed when the
+fork/join ends, whatever happened; a kill in between leaves the record, and the next start
+removes it."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ralph.loop.permissions import Snapshot
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.store.git import Repo
 from ralph.store.owned import Owned
@@ -43,6 +47,17 @@ class Checkout:
         return self.repo.root
 
 
+@dataclass
+class Loan:
+    """A checkout lent to one verifier. `start`: its state as lent, when known without asking git
+    (a checkout lent before and cleaned since). The borrower sets `unchanged` once it has checked
+    that the run left the checkout as it found it."""
+
+    repo: Repo
+    start: Snapshot | None = None
+    unchanged: bool = False
+
+
 class Checkouts:
     """Lends checkouts of HEAD (see the module's text); `close` removes every one."""
 
@@ -51,21 +66,23 @@ class Checkouts:
         self._free: list[Checkout] = []
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
-        self.made = 0  # how many were made (the rest of the loans reused one)
+        self.made = 0  # how many were made (the other loans reused one)
 
     @contextmanager
-    def lend(self) -> Iterator[Repo]:
+    def lend(self) -> Iterator[Loan]:
         """A checkout of HEAD holding plan.jsonl as the work tree has it now, for one verifier."""
         with self._lock:
             checkout = self._free.pop() if self._free else None
+        loan = Loan(checkout.repo, Snapshot(checkout.head, None, frozenset())) if checkout else None
         if checkout is None:
             checkout = self.tree.make_checkout(f"verify-{next(self._numbers)}")
             self.made += 1
+        loan = loan or Loan(checkout.repo)
         reusable = False
         try:
             (checkout.path / PLAN_FILE).write_bytes((self.tree.root / PLAN_FILE).read_bytes())
-            yield checkout.repo
-            reusable = self._as_found(checkout)
+            yield loan
+            reusable = loan.unchanged and self._cleaned(checkout)
         finally:
             if reusable:
                 with self._lock:
@@ -80,15 +97,14 @@ class Checkouts:
         for checkout in free:
             self.tree.remove_checkout(checkout)
 
-    def _as_found(self, checkout: Checkout) -> bool:
-        """Cleaned for the next verifier, and still fit for one: this repository's worktree at
-        its commit, detached, nothing changed but plan.jsonl. Checked, not assumed: the folder
-        could have been replaced by a link to somewhere that `git clean` must never touch."""
+    def _cleaned(self, checkout: Checkout) -> bool:
+        """Cleaned for the next verifier, once checked to be still this repository's worktree at
+        its path: the folder could have been replaced by a link to somewhere else, where `git
+        clean` must never run."""
         path = checkout.path
         if path.is_symlink() or not path.is_dir() or not checkout.repo.links_here():
             return False
         if not self.tree.registered(path):
             return False
         checkout.repo.git("clean", "-ffdxq")
-        head, branch, changed = checkout.repo.work_state()
-        return head == checkout.head and branch is None and changed <= {PLAN_FILE}
+        return True

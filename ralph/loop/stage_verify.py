@@ -109,14 +109,16 @@ class VerifyStage:
 
     def _verify_one(self, job: Job, iteration: int, plan: Plan, checkouts: Checkouts) -> Verification:
         task = TaskView(job.record)
-        with checkouts.lend() as checkout:
+        with checkouts.lend() as loan:
+            checkout = loan.repo
             base = reader.read_plan(checkout.root)
-            start = _snapshot(checkout)
+            start = loan.start or _snapshot(checkout)
             result = self.agents.run_agent(
                 Stage.VERIFY, iteration, task.id, job.values, cwd=checkout.root, plan=plan
             )
             run = Verification(task, result, str(checkout.root), base)
             self._inspect(run, checkout, start)
+            loan.unchanged = not run.did  # then it is cleaned and lent to the next verifier
             return run
 
     def _inspect(self, run: Verification, checkout: Repo, start: Snapshot) -> None:

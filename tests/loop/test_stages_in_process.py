@@ -16,6 +16,7 @@ import pytest
 
 from ralph.agents.base import RunTracker
 from ralph.loop.agentrun import LOG_DIR, AgentResult
+from ralph.loop.checkouts import Loan
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Solo
 from ralph.loop.gate import GateResult
@@ -187,13 +188,13 @@ class FakeCheckouts:
         self.tree, self.lent = tree, 0
 
     @contextmanager
-    def lend(self) -> Iterator[FakeRepo]:
+    def lend(self) -> Iterator[Loan]:
         self.lent += 1
         folder = self.tree.root / f"checkout-{self.lent}"
         folder.mkdir()
         (folder / PLAN_FILE).write_bytes(self.tree.plan.data)
         try:
-            yield FakeRepo(folder)
+            yield Loan(FakeRepo(folder))  # type: ignore[arg-type]  # a fake of the Repo it asks
         finally:
             shutil.rmtree(folder)
 
