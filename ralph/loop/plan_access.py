@@ -105,11 +105,14 @@ class PlanAccess:
         with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
             change.plan.update_state(**fields)
 
-    def save_spending(self) -> None:
+    def save_spending(self, into: Plan | None = None) -> None:
         """Add what the runs since the last commit spent to the state record's per-stage totals,
-        so `ralph status` and `ralph report` show it from the plan that git keeps."""
+        so `ralph status` and `ralph report` show it from the plan that git keeps. `into`: the
+        loop's own plan, being changed by the caller (one write instead of two)."""
         unsaved = self.spending.take_unsaved()
-        if unsaved:  # the loop's state record: in the repository, never a build's worktree copy
+        if unsaved and into is not None:
+            into.add_spending(unsaved)
+        elif unsaved:  # the loop's state record: in the repository, never a build's worktree copy
             with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
                 change.plan.add_spending(unsaved)
 

@@ -354,6 +354,8 @@ class BuildStage:
         with self.plan.change() as change:
             shown = [shown_path(path) for path in files]
             task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd)
+            if not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
+                self.plan.save_spending(into=change.plan)
         # The work tree's commit records it on the task (in a worktree: its copy, once merged).
         commit = self.tree.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE}, task_id)
         if commit:

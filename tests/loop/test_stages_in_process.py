@@ -80,7 +80,7 @@ class MemoryPlan:
         with self.change() as change:
             change.plan.update_state(**fields)
 
-    def save_spending(self) -> None:
+    def save_spending(self, into: Plan | None = None) -> None:
         pass
 
     def prioritize(self, commit: bool | None = None) -> dict:
