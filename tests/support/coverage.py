@@ -130,6 +130,13 @@ COVERED: dict[str, tuple[str, ...]] = {
         "agent runs retried when they did nothing, continued after a compaction, and checked after: a "
         "removed worktree, a deleted or replaced plan, a permission violation undone.",
     ),
+    "ralph/loop/checkouts.py": (
+        "tests/loop/test_stage_runs.py",
+        "tests/loop/test_interrupted_changes.py",
+        "consecutive verifiers share one checkout, cleaned between them; one a verifier changed or"
+        " replaced with a link goes to no other and is never cleaned through the link; a kill at the"
+        " verifier's set-up or removal leaves nothing behind.",
+    ),
     "ralph/loop/plan_access.py": (
         "tests/loop/test_plan_reads.py",
         "tests/loop/test_bookkeeping_commits.py",
