@@ -389,18 +389,13 @@ class Repo:
         addable = [path for path in ordered if path not in gone or path in indexed]
         if addable:
             self.git("add", "-A", "--", *addable)
-        staged = [
-            path
-            for path in self._paths(
-                "diff", "--cached", "--no-renames", "--name-only", "-z", "--", *ordered
-            ).split("\0")
-            if path
-        ]
+        blobs = self._staged_blobs(ordered)
+        staged = list(blobs)
         if not staged:
             return None, []
-        takes_plan = "plan.jsonl" in staged
+        takes_plan = "plan.jsonl" in blobs
         if takes_plan:
-            message = self._with_pending_ops(message)
+            message = self._with_pending_ops(message, *blobs["plan.jsonl"])
         head = self.head()
         stamps = self._commit_dates([head] if head else [])
         self._output(
@@ -414,17 +409,28 @@ class Repo:
         self._note_stamp(made, stamps)
         return made, staged
 
-    def _with_pending_ops(self, message: str) -> str:
-        """The message with the operations that made the staged plan's change (ralph.store.pending_ops)."""
+    def _staged_blobs(self, paths: list[str]) -> dict[str, tuple[str | None, str | None]]:
+        """The paths among `paths` whose staged content differs from HEAD's, each with its blob in
+        HEAD and in the index (None where it has none: added, deleted): one git run for both."""
+        out = self._paths("diff", "--cached", "--no-renames", "--raw", "--no-abbrev", "-z", "--", *paths)
+        fields = iter(out.split("\0"))
+        blobs: dict[str, tuple[str | None, str | None]] = {}
+        for meta in fields:  # ":100644 100644 <HEAD's blob> <the index's blob> M", then the path
+            if not meta.startswith(":"):
+                continue
+            _, _, before, after, _ = meta[1:].split(" ", 4)
+            blobs[next(fields, "")] = (_blob_or_none(before), _blob_or_none(after))
+        blobs.pop("", None)
+        return blobs
+
+    def _with_pending_ops(self, message: str, parent: str | None, staged: str | None) -> str:
+        """The message with the operations that made the staged plan's change from blob `parent`
+        to blob `staged` (ralph.store.pending_ops)."""
         from ralph.store import pending_ops
 
-        if not (self.git_dir() / pending_ops.NAME).exists():
+        if staged is None or not (self.git_dir() / pending_ops.NAME).exists():
             return message
-        # Both blobs' names from one git run; a name git cannot find comes back as "... missing".
-        asked = b"HEAD:plan.jsonl\n:plan.jsonl\n"
-        out = self._output(("cat-file", "--batch-check=%(objectname)"), stdin=asked).decode()
-        parent, staged = (name if refs.OBJECT_NAME.fullmatch(name) else None for name in out.splitlines())
-        return pending_ops.message_with(self, message, parent, staged) if staged else message
+        return pending_ops.message_with(self, message, parent, staged)
 
     def stage_paths(self, paths: set[str]) -> None:
         """Put exactly `paths` in the index as they are in the work tree (added, changed, deleted)."""
@@ -777,6 +783,11 @@ def _tree_records(raw: bytes, hash_size: int) -> list[bytes]:
 
 # A patch as git makes it for itself: whatever the person's config says about showing diffs.
 _PATCH_OPTIONS = ("--binary", "--no-ext-diff", "--no-textconv", "--no-color")
+
+
+def _blob_or_none(name: str) -> str | None:
+    """A blob's name as `git diff --raw` gives it; None for the zeros that say there is none."""
+    return None if not name.strip("0") else name
 
 
 def _message_bytes(message: str) -> bytes:
