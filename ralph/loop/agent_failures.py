@@ -28,6 +28,9 @@ MAX_WAIT_S = 300.0  # one wait, however many failures came before
 _STATE = b'{"t": "state"'
 
 
+WorkState = tuple["str | None", "set[str] | frozenset[str]"]  # HEAD, and the paths git lists as changed
+
+
 class AgentFailing(RalphError):
     """The agent failed without doing anything too many times in a row: the loop stops with
     AGENT_FAILING (exit 12). `lines`: its last error lines, redacted."""
@@ -37,15 +40,18 @@ class AgentFailing(RalphError):
         self.lines = lines
 
 
-def work_marks(root: Path, own: re.Pattern) -> str:
+def work_marks(root: Path, own: re.Pattern, state: WorkState | None = None) -> str:
     """What a run could change in the checkout at `root`, as one hash: HEAD, every changed or new
     file's content but ralph's `own` (its lock, its temporary files), and plan.jsonl without the
-    loop's state record (the loop writes that around every run)."""
+    loop's state record (the loop writes that around every run). `state`: HEAD and the changed
+    paths as git listed them a moment ago (the loop's snapshot before the run), else asked now."""
     if not root.is_dir():
         return "(gone)"  # the run removed its work tree: it did something (workspace's TreeRemoved)
-    repo = Repo(root)
     try:
-        head, _, changed = repo.work_state(read_only=True)  # one git run: one is taken per agent run
+        if state is None:
+            head, _, listed = Repo(root).work_state(read_only=True)  # one git run per agent run
+            state = (head, listed)
+        head, changed = state
         digest = hashlib.sha256(str(head).encode())
         paths = {path for path in changed if not own.fullmatch(path)}
     except GitError:  # its .git link broken or replaced: something, not nothing

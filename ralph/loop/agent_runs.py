@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ralph.errors import PlanInvalid, WorkTreeGone
 from ralph.loop import beside_changes
-from ralph.loop.agent_failures import AgentFailures, did_nothing_and_failed, work_marks
+from ralph.loop.agent_failures import AgentFailures, WorkState, did_nothing_and_failed, work_marks
 from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
@@ -148,15 +148,19 @@ class AgentRuns:
         values: dict,
         cwd: Path | None = None,
         plan: Plan | None = None,
+        state: WorkState | None = None,
     ) -> AgentResult:
         """One agent run of `stage` on `item`, and its continuations: a run stopped at the
         context's compact tier goes on in a fresh run that opens with a compacted context, up to
         MAX_COMPACTIONS times (then it counts as stopped at the context limit). `plan`: the plan
         the caller read for this step (read here when not given), passed on rather than read
-        again; the result carries the plan as the run left it (`result.plan`)."""
+        again; the result carries the plan as the run left it (`result.plan`). `state`: HEAD and
+        the changed paths of `cwd` as the caller just found them (VERIFY's checkout), so that
+        git is not asked again before the run."""
         carried: Compacted | None = None
         for compactions in range(MAX_COMPACTIONS + 1):
-            result = self._run_once(stage, iteration, item, values, carried, cwd, plan)
+            result = self._run_once(stage, iteration, item, values, carried, cwd, plan, state)
+            state = None  # a continuation starts where the run before it left the tree
             if result.run.stop_reason is not StopReason.CONTEXT_COMPACT:
                 return result
             if compactions == MAX_COMPACTIONS:  # compacting again and again is no progress
@@ -198,6 +202,7 @@ class AgentRuns:
         compacted: Compacted | None,
         cwd: Path | None,
         plan: Plan | None,
+        state: WorkState | None = None,
     ) -> AgentResult:
         self.deadline.check()
         over = self.spending.admit()  # counts the run as started when it may start
@@ -210,8 +215,10 @@ class AgentRuns:
             self.console.status(iteration, stage, item or "")
             before = self._snapshot_before(stage)
             cwd = cwd or (self.tree.root if self.tree.in_worktree else None)
+            if before is not None and (cwd or self.tree.root) == self.tree.root:  # the tree it runs in
+                state = (before.head, before.listed)
             name = _name_of(old_plan, item)
-            result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name)
+            result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name, state)
             if result.run.stop_reason is StopReason.INTERRUPTED:
                 # The loop is stopping (a signal, a spent budget, in another thread): the run was
                 # cut short, which is no verdict on its work. It is set aside like the rest; taken
@@ -248,11 +255,14 @@ class AgentRuns:
             unknown_runs=spending.unknown_runs,
         )
 
-    def _run_waiting_out_limits(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
+    def _run_waiting_out_limits(
+        self, stage, iteration, item, values, compacted, cwd, name, state: WorkState | None = None
+    ) -> AgentResult:
         root = cwd or self.tree.root
         marks = functools.partial(work_marks, root, RALPH_FILES)
         while True:  # an agent that failed without doing anything is run again: not an attempt
-            before = marks()
+            before = marks(state=state)
+            state = None  # a run again after a failure: its marks are taken anew
             result = self._run_limited(stage, iteration, item, values, compacted, cwd, name)
             if not did_nothing_and_failed(result, before, marks):
                 self.agent_failures.good()
@@ -286,7 +296,7 @@ class AgentRuns:
         building = self.tree.building if stage is Stage.BUILD else set()
         if self.tree.leave_foreign_changes(f"before the {stage} run", among=before.dirty - building):
             kept = before.dirty - self.tree.user_dirty
-            before = Snapshot(before.head, before.branch, kept, before.beside_at)
+            before = Snapshot(before.head, before.branch, kept, before.beside_at, before.listed)
         return before if stage is not Stage.VERIFY else None
 
     def enforce(

@@ -33,6 +33,7 @@ class Snapshot:
     branch: str | None
     dirty: frozenset[str]  # paths changed against HEAD (the user's excluded)
     beside_at: int = 0  # where a person's changes made from then on are written down (ralph.store.beside)
+    listed: frozenset[str] = frozenset()  # every path git listed as changed, the user's too
 
 
 def violations(

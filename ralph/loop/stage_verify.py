@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ralph.errors import PlanInvalid
+from ralph.loop.agent_failures import WorkState
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.checkouts import Checkouts
 from ralph.loop.job import Job
@@ -114,7 +115,13 @@ class VerifyStage:
             base = reader.read_plan(checkout.root)
             start = loan.start or _snapshot(checkout)
             result = self.agents.run_agent(
-                Stage.VERIFY, iteration, task.id, job.values, cwd=checkout.root, plan=plan
+                Stage.VERIFY,
+                iteration,
+                task.id,
+                job.values,
+                cwd=checkout.root,
+                plan=plan,
+                state=_state(start),
             )
             run = Verification(task, result, str(checkout.root), base)
             self._inspect(run, checkout, start)
@@ -275,6 +282,12 @@ def _gone(checkout: Repo) -> str | None:
     if checkout.root.is_symlink() or (checkout.root.is_dir() and not checkout.links_here()):
         return "replaced its checkout"
     return None if checkout.root.is_dir() else "removed its checkout"
+
+
+def _state(snapshot: Snapshot) -> WorkState:
+    """HEAD and the changed paths, for the agent run's marks: the checkout as VERIFY found it (its
+    lock and temporary files left out, as the marks leave them out)."""
+    return snapshot.head, snapshot.dirty
 
 
 def _snapshot(checkout: Repo) -> Snapshot:

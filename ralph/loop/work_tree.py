@@ -169,7 +169,7 @@ class WorkTree:
 
         at = beside.size(self.repo)  # first: a change written down meanwhile is after it
         head, branch, changed = self.repo.work_state()
-        return Snapshot(head, branch, frozenset(changed - self.user_dirty), at)
+        return Snapshot(head, branch, frozenset(changed - self.user_dirty), at, frozenset(changed))
 
     def commit_beside(self, earlier_runs: bool = False) -> None:
         """Commit what a person changed with ralph's commands beside the run (ralph.store.beside)

@@ -50,6 +50,20 @@ def test_an_agent_that_crashes_three_times_then_works_spends_no_attempt(project)
     assert_clean(project)
 
 
+def test_a_crash_beside_a_persons_uncommitted_edit_is_still_an_agent_failure(project):
+    """The work tree's state before the run is the one the loop's snapshot found, a person's
+    changed file included: the same after the crash, so the crash did nothing and spends no attempt."""
+    quick_retries(project)
+    (task_id,) = add_tasks(project, "Fragile [crash-thrice]")
+    (project / "notes.txt").write_text("a person's notes, not committed\n")
+    done = construct(project, "--allow-dirty")
+    assert done.returncode == 0, done.stdout + done.stderr
+    failed = [e for e in events(project) if e["event"] == "agent_failed"]
+    assert [(e["item"], e["in_a_row"]) for e in failed] == [(task_id, n) for n in (1, 2, 3)]
+    assert not any("attempt" in subject and "failed" in subject for subject in subjects(project))
+    assert (project / "notes.txt").read_text() == "a person's notes, not committed\n"
+
+
 def test_an_agent_that_always_crashes_ends_the_run_with_its_last_error_lines(project):
     quick_retries(project)
     config_set(project, "max_agent_failures", "4")

@@ -227,7 +227,7 @@ class ScriptedAgents:
     def rel(self, log: Path) -> Path:
         return self.tree.rel(log)
 
-    def run_agent(self, stage, iteration, item, values, cwd=None, plan=None) -> AgentResult:
+    def run_agent(self, stage, iteration, item, values, cwd=None, plan=None, state=None) -> AgentResult:
         self.runs.append((stage, item))
         stop, exit_code = self.act(stage, item, cwd) or (None, 0)
         log = LOG_DIR / f"ralph-{stage.lower()}-{item}-{len(self.runs)}.log"
