@@ -240,9 +240,29 @@ def _git_dirs_of(tree: Path) -> list[str]:
     return done.stdout.split() if done.returncode == 0 else []
 
 
+# Folders of installed dependencies and tool caches: the scan for secrets below does not walk them.
+# They hold thousands of files nobody keeps a secret among (a .venv: some 7,000; node_modules: often
+# 100,000), and walking them was most of a run's set-up: 39 ms a scan for ralph's own checkout with
+# its .venv, 4 ms without it, paid by every agent run and gate (a verifier's twice).
+UNSCANNED_FOLDERS = (
+    ".venv",
+    "venv",
+    "node_modules",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+)
+
+
 def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
-    """Files under `tree` that git does not track (ignored ones too) whose name or path matches."""
+    """Files under `tree` that git does not track (ignored ones too) whose name or path matches,
+    outside the UNSCANNED_FOLDERS."""
     pathspecs = [f":(glob){name}" if "/" in name else f":(glob)**/{name}" for name in names]
+    pathspecs += [f":(exclude,glob)**/{folder}/**" for folder in UNSCANNED_FOLDERS]
     try:
         done = subprocess.run(
             ["git", "ls-files", "-z", "--others", "--", *pathspecs],

@@ -315,3 +315,21 @@ def test_a_fenced_agents_ralph_commands_are_named_in_its_build_commit(project, t
     body = git(project, "log", "-1", "--format=%B", commit)
     assert f'Ralph-Op: {{"op":"done","args":["{task["id"]}",' in body, body
     assert not (project / ".git" / "hooks" / "post-commit-from-agent").exists()
+
+
+def test_the_secrets_scan_finds_untracked_and_ignored_secrets_but_not_in_dependency_folders(repo):
+    """What a run sees empty: a secret git does not track, ignored or not, at any depth; the
+    folders of installed dependencies and tool caches are not walked (thousands of files, no
+    secret of the project's: ralph.loop.sandbox.UNSCANNED_FOLDERS)."""
+    from ralph.loop.sandbox import SECRET_NAMES, _untracked_matching
+
+    (repo / ".gitignore").write_text("secrets/\n.venv/\nnode_modules/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore")
+    for path in (".env", "secrets/.env", "deep/er/id_rsa", "app/node_modules/pkg/.env", ".venv/lib/x.key"):
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("secret\n")
+    (repo / "tracked.key").write_text("in the history anyway\n")
+    git(repo, "add", "tracked.key")
+    found = sorted(_untracked_matching(repo, list(SECRET_NAMES)))
+    assert found == [".env", "deep/er/id_rsa", "secrets/.env"]
