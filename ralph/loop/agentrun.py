@@ -27,7 +27,7 @@ from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
-from ralph.plan.records import StopReason, Verdict
+from ralph.plan.records import Stage, StopReason, Verdict
 
 LOG_DIR = Path("build") / "ralph-logs"
 
@@ -219,7 +219,9 @@ class AgentRunner:
         self.console.start_run(run_id, stage, item, name, str(relative_log))
         argv = invocation.argv
         if self.sandbox is not None:
-            argv = self.sandbox.wrap(argv, root, invocation.env)
+            # A verifier's checkout is made or cleaned for its run (ralph.loop.checkouts).
+            fresh = stage == Stage.VERIFY and root != self.root
+            argv = self.sandbox.wrap(argv, root, invocation.env, fresh=fresh)
         try:
             result = self._supervise(
                 argv,

@@ -126,9 +126,16 @@ class Sandbox:
         self.empty_file.unlink(missing_ok=True)
 
     def wrap(
-        self, argv: list[str], work_tree: Path, env: dict[str, str], cwd: Path | None = None
+        self,
+        argv: list[str],
+        work_tree: Path,
+        env: dict[str, str],
+        cwd: Path | None = None,
+        fresh: bool = False,
     ) -> list[str]:
-        """`argv` as bwrap runs it: in the view above, with `work_tree` writable."""
+        """`argv` as bwrap runs it: in the view above, with `work_tree` writable. `fresh`: the
+        work tree is a checkout ralph made or cleaned for this run (a verifier's), which holds no
+        file git does not track: no secret to look for in it."""
         home_dir = Path(env.get("HOME") or Path.home()).resolve()
         work_tree = work_tree.resolve()
         args = [self.program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -149,7 +156,7 @@ class Sandbox:
             args += ["--ro-bind", str(path), str(path)]
         for path in self._pending_ops(work_tree):  # one file inside the read-only .git: see there
             args += ["--bind", str(path), str(path)]
-        for path in self.secrets(work_tree, home_dir):
+        for path in self.secrets(work_tree, home_dir, scan_work_tree=not fresh):
             if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
@@ -209,7 +216,7 @@ class Sandbox:
             return []
         return [path.resolve()]
 
-    def secrets(self, work_tree: Path, home_dir: Path) -> list[Path]:
+    def secrets(self, work_tree: Path, home_dir: Path, scan_work_tree: bool = True) -> list[Path]:
         """The files and folders the run sees empty, as they are now."""
         found = [home_dir / name for name in SECRET_HOME_PATHS]
         names = list(SECRET_NAMES)
@@ -220,7 +227,7 @@ class Sandbox:
                 found += [Path(match) for match in glob.glob(os.path.expanduser(pattern))]
             else:
                 names.append(pattern)
-        for tree in _unique([self.home, work_tree]):
+        for tree in _unique([self.home, *([work_tree] if scan_work_tree else [])]):
             found += [tree / name for name in _untracked_matching(tree, names)]
         found = [path for path in _unique(found) if path.exists()]
         # A folder is hidden whole, as an empty read-only one: nothing can be mounted inside it.

@@ -333,3 +333,29 @@ def test_the_secrets_scan_finds_untracked_and_ignored_secrets_but_not_in_depende
     git(repo, "add", "tracked.key")
     found = sorted(_untracked_matching(repo, list(SECRET_NAMES)))
     assert found == [".env", "deep/er/id_rsa", "secrets/.env"]
+
+
+def test_a_verifiers_fresh_checkout_is_not_searched_but_the_repository_still_is(
+    project, home, fence, tmp_path
+):
+    """A verifier's checkout is made or cleaned for its run, so it holds nothing git does not
+    track: only the repository it came from is searched for secrets (one git run fewer)."""
+    (project / ".gitignore").write_text(".env\n")
+    (project / ".env").write_text("TOKEN=in-the-repository\n")
+    checkout = tmp_path / "checkout"
+    git(project, "worktree", "add", "-q", "--detach", str(checkout))
+    (checkout / ".env").write_text(
+        "TOKEN=not-there-in-a-fresh-checkout\n"
+    )  # only to see it is not looked for
+    env = {**os.environ, "HOME": str(home)}
+    fresh = fence.wrap(["true"], checkout, env, fresh=True)
+    searched = fence.wrap(["true"], checkout, env)
+    hidden = {
+        fresh[i + 2]
+        for i, arg in enumerate(fresh)
+        if arg == "--ro-bind" and fresh[i + 1] == str(fence.empty_file)
+    }
+    assert str(project.resolve() / ".env") in hidden
+    assert str(checkout.resolve() / ".env") not in hidden
+    assert str(checkout.resolve() / ".env") in searched  # without `fresh`, the checkout is searched too
+    git(project, "worktree", "remove", "--force", str(checkout))
