@@ -95,6 +95,9 @@ def test_plans_builds_and_verifies_dependent_tasks_to_complete(project):
     assert journal[-1]["event"] == "construct_end" and journal[-1]["outcome"] == "COMPLETE"
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_gate_failure_is_an_attempt_and_the_next_build_passes
+@pytest.mark.slow
 def test_gate_failure_is_retried_and_then_passes(project):
     (task_id,) = add_tasks(project, "Flaky [gate-fails-once]")
     done = construct(project)
@@ -108,6 +111,9 @@ def test_gate_failure_is_retried_and_then_passes(project):
     assert any(r.get("id") == task_id for r in plan_records(project) if r["t"] == "accept")
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_repeated_gate_failures_set_the_work_aside_and_are_decomposed
+@pytest.mark.slow
 def test_repeated_gate_failures_are_decomposed_into_subtasks(project):
     (task_id,) = add_tasks(project, "Hard [gate-always-fails]")
     done = construct(project, "--max-attempts", "2")
@@ -145,6 +151,9 @@ def test_timeout_kills_agent_and_grandchild_then_decomposes(project):
     assert time.monotonic() - started < 120
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_rejected_task_is_built_again_and_then_accepted
+@pytest.mark.slow
 def test_rejected_task_is_rebuilt_then_accepted(project):
     (task_id,) = add_tasks(project, "Picky [reject-once]")
     done = construct(project)
@@ -155,6 +164,9 @@ def test_rejected_task_is_rebuilt_then_accepted(project):
     assert (project.parent / "agent-state" / f"build-{task_id}").read_text() == "2"
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_task_rejected_max_attempts_times_is_decomposed_and_its_parts_accepted
+@pytest.mark.slow
 def test_a_task_rejected_max_attempts_times_is_decomposed(project):
     (task_id,) = add_tasks(project, "Contested [reject-always]")
     done = construct(project, "--max-attempts", "2")
@@ -181,6 +193,9 @@ def test_parallel_verify_overlaps_and_the_loop_ends(project):
     assert len([r for r in plan_records(project) if r["t"] == "accept"]) == 4
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_the_iteration_budget_ends_the_run
+@pytest.mark.slow
 def test_iteration_budget_ends_with_its_exit_code(project):
     add_tasks(project, "Undecided [no-verdict]")
     done = construct(project, "--max-iterations", "1")
@@ -189,6 +204,9 @@ def test_iteration_budget_ends_with_its_exit_code(project):
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_without_progress_ends_stuck
+@pytest.mark.slow
 def test_no_progress_ends_as_stuck(project):
     add_tasks(project, "Undecided [no-verdict]")
     done = construct(project)
@@ -562,7 +580,11 @@ def warn_log(journal: list[dict], task_id: str, index: int) -> str:
     return runs[index]["log"]
 
 
-@pytest.mark.parametrize("marker", ["[context-explode]", "[context-stuck]"])
+# Both end in a kill at the context limit through the same stop; which fills are a kill is
+# tests/loop/test_pressure.py's. The kill past the threshold mid-run runs with the slow suites.
+@pytest.mark.parametrize(
+    "marker", [pytest.param("[context-explode]", marks=pytest.mark.slow), "[context-stuck]"]
+)
 def test_context_kill_or_failed_compaction_kills_the_task_for_decompose(project, marker):
     (task_id,) = add_tasks(project, f"Huge {marker}")
     done = construct(project)

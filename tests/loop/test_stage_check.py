@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ralph.ops import issues
 from tests.support.construct import (
     add_tasks,
@@ -26,6 +28,9 @@ def _spec_record(root) -> dict:
     return next(r for r in plan_records(root) if r["t"] == "spec")
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_spec_never_planned_is_planned_first_whatever_issues_the_plan_holds
+@pytest.mark.slow
 def test_a_spec_never_planned_is_planned_whatever_issues_the_plan_holds(repo):
     requirements = ["Parse input", "Validate input", "Compute result", "Format output", "Print report", "Log"]
     project = with_app_spec(repo, "# App\n\n" + "".join(f"- {name}\n" for name in requirements))

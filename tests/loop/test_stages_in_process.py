@@ -1,8 +1,9 @@
 """Stages run in this process against fakes of the parts a Workspace composes (ralph.loop.workspace):
 a plan held in memory (PlanAccess), agent runs that act as a script says (AgentRuns), a work tree
 that records what the stage commits and sets aside (WorkTree), and a coordinator of one (Solo).
-No agent process, no git, no construct: each test asserts what the stage decided from what its
-agent run did."""
+No agent process, no git: each test asserts what the stage decided from what its agent run did.
+The last part runs the loop's iterations (ralph.loop.construct.Loop) over the same fakes: what the
+stages decide together, from one iteration to the next, as `ralph construct` runs them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from ralph.agents.base import RunTracker
 from ralph.loop.agentrun import LOG_DIR, AgentResult
 from ralph.loop.console import Console
+from ralph.loop.construct import Ending, Loop, Outcome
 from ralph.loop.coordinator import Solo
 from ralph.loop.gate import GateResult
 from ralph.loop.journal import Journal, read_events
@@ -171,6 +173,15 @@ class RecordingTree:
     def save_build_patch(self, task, log_path: Path) -> None:
         return None
 
+    def commit_beside(self, earlier_runs: bool = False) -> None:
+        pass  # no person works beside these runs
+
+    def drop_accepted_drafts(self) -> None:
+        pass
+
+    def drop_drafts(self, accepted: list) -> None:
+        pass
+
     @contextmanager
     def checkout(self, label: str) -> Iterator[FakeRepo]:
         """A verifier's checkout: a folder with a copy of the plan, removed afterwards."""
@@ -189,12 +200,14 @@ Act = Callable[[Stage, "str | None", "Path | None"], "tuple[StopReason | None, i
 
 
 class ScriptedAgents:
-    """AgentRuns whose runs do what `act` does; `runs`: each (stage, item); the gate passes or
-    fails as `gate_ok` says."""
+    """AgentRuns whose runs do what `act` does; `runs`: each (stage, item), `values`: what each
+    run's prompt was made from; the gate passes or fails as `gate_ok` says (a callable: asked at
+    each gate)."""
 
-    def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool = True):
+    def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool | Callable[[], bool] = True):
         self.tree, self.act, self.gate_ok = tree, act, gate_ok
         self.runs: list[tuple[Stage, str | None]] = []
+        self.values: list[dict] = []
         self.gates: list[list[str]] = []
         self.worker: int | None = None
         self.current_build: str | None = None
@@ -213,6 +226,7 @@ class ScriptedAgents:
 
     def run_agent(self, stage, iteration, item, values, cwd=None, plan=None) -> AgentResult:
         self.runs.append((stage, item))
+        self.values.append(values)
         stop, exit_code = self.act(stage, item, cwd) or (None, 0)
         log = LOG_DIR / f"ralph-{stage.lower()}-{item}-{len(self.runs)}.log"
         run = RunResult(exit_code, stop, 0.1, log, ["the agent's last line"])
@@ -228,7 +242,8 @@ class ScriptedAgents:
 
     def gate(self, argv, log: Path) -> GateResult:
         self.gates.append(list(argv))
-        return GateResult(self.gate_ok, "" if self.gate_ok else "FAILED tests/test_app.py::test_parse", log)
+        ok = self.gate_ok() if callable(self.gate_ok) else self.gate_ok
+        return GateResult(ok, "" if ok else "FAILED tests/test_app.py::test_parse", log)
 
     def stop_all(self) -> None:
         self.stopping = True
@@ -246,11 +261,14 @@ def a_plan(*tasks: str, done: bool = False) -> bytes:
     return plan.doc.to_bytes()
 
 
-def workspace(tmp_path: Path, data: bytes, act: Act, gate_ok: bool = True, **settings) -> Workspace:
+def workspace(
+    tmp_path: Path, data: bytes, act: Act, gate_ok: bool | Callable[[], bool] = True, **settings
+) -> Workspace:
     plan = MemoryPlan(data)
     tree = RecordingTree(tmp_path, plan)
     agents = ScriptedAgents(tree, act, gate_ok)
     values = {"spec": SPEC, "parallel": 1, "gate": ("make", "test"), "run_hooks": False, **settings}
+    values = {"agent": "command", "agent_cmd": "true", **values}  # the loop makes an adapter, never runs it
     journal, console = Journal(tmp_path / "journal.jsonl"), Console(io.StringIO(), live=False)
     return Workspace(Settings(**values), plan, agents, tree, journal, console, Solo())
 
@@ -534,3 +552,190 @@ def test_plan_stopped_at_its_time_limit_keeps_none_of_its_tasks(tmp_path: Path):
     assert ws.plan.planned == []  # never whole: a kill meanwhile is undone
     assert ws.tree.commits == [(f"ralph(plan): {SPEC} stopped (timeout)", [PLAN_FILE], None)]
     assert report.stopped[0].startswith(f"{SPEC} PLAN stopped (timeout), nothing of it kept")
+
+
+# --- the loop: iterations of the stages over the same fakes -----------------------------------------
+class MarkedAgent:
+    """In this process, what tests/support/scripts/fake_agent.py does for the markers below in a
+    task's name: PLAN adds a task per `- ` line of the spec (each after the one before), BUILD
+    writes the task's work and marks it done, VERIFY accepts, DECOMPOSE splits a task into two
+    parts, INVESTIGATE turns an issue into a task; CHECK finds nothing missing. The gate fails while
+    the last build wrote failing work (`gate`).
+      [gate-fails-once]   the first build writes work that fails the gate
+      [gate-always-fails] every build does
+      [reject-once]       the first VERIFY rejects it; [reject-always] every VERIFY does
+      [no-verdict]        VERIFY gives no verdict"""
+
+    def __init__(self) -> None:
+        self.ws: Workspace | None = None
+        self.counts: dict[str, int] = {}
+        self.work_fails = False
+
+    def bump(self, what: str) -> int:
+        self.counts[what] = self.counts.get(what, 0) + 1
+        return self.counts[what]
+
+    def gate(self) -> bool:
+        return not self.work_fails
+
+    def __call__(self, stage: Stage, item: str | None, cwd: Path | None) -> None:
+        assert self.ws is not None
+        ws = self.ws
+        name = next((t.name for t in ws.plan.tasks() if t.id == item), "")
+        if stage is Stage.PLAN:
+            spec = (ws.tree.home / SPEC).read_text()
+            with ws.plan.change() as change:
+                previous: list[str] = []
+                for line in spec.splitlines():
+                    if line.startswith("- "):
+                        record = {"name": line[2:], "accept": "it works", "spec": SPEC, "deps": previous}
+                        previous = [change.plan.add_tasks([record])[0]["id"]]
+        elif stage is Stage.BUILD:
+            attempt = self.bump(f"build-{item}")
+            self.work_fails = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
+            ws.tree.dirty.add(f"work/{item}.txt")
+            mark_done(ws.plan, item)
+        elif stage is Stage.VERIFY:
+            verdicts = self.bump(f"verify-{item}")
+            if "[no-verdict]" in name:
+                return
+            rejects = "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1)
+            verifier("reject" if rejects else "accept")(stage, item, cwd)
+        elif stage is Stage.DECOMPOSE:
+            self.bump(f"decompose-{item}")
+            add_tasks(ws, *(f"{name.split(' [')[0]} (part {n})" for n in (1, 2)), parent=item)
+        elif stage is Stage.INVESTIGATE:
+            add_tasks(ws, f"Fix what {item} found", issue=item)
+
+
+def looping(tmp_path: Path, data: bytes, spec: str = "# App\n", **settings) -> tuple[Loop, MarkedAgent]:
+    """A loop over the fakes whose agent runs are the MarkedAgent's; the spec at SPEC is `spec`."""
+    (tmp_path / SPEC).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / SPEC).write_text(spec)
+    agent = MarkedAgent()
+    ws = workspace(tmp_path, data, agent, gate_ok=agent.gate, **settings)
+    agent.ws = ws
+    loop = Loop(tmp_path, ws.settings, ws.console)
+    loop.ws, loop.journal = ws, ws.journal
+    return loop, agent
+
+
+def journal(tmp_path: Path, kind: str) -> list[dict]:
+    return [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == kind]
+
+
+def accepted_names(ws: Workspace) -> list[str]:
+    return sorted(line.record["name"] for line in ws.plan.read().of("accept"))
+
+
+def test_loop_a_rejected_task_is_built_again_and_then_accepted(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Picky [reject-once]"))
+    task_id = task_of(loop.workspace, "Picky [reject-once]")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    rejects = [line.record for line in loop.workspace.plan.read().of("reject")]
+    assert rejects == [{"t": "reject", "id": task_id, "reason": "the output is not sorted"}]
+    assert accepted_names(loop.workspace) == ["Picky [reject-once]"]
+    assert agent.counts[f"build-{task_id}"] == 2 and agent.counts[f"verify-{task_id}"] == 2
+
+
+def test_loop_a_task_rejected_max_attempts_times_is_decomposed_and_its_parts_accepted(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Contested [reject-always]"), max_attempts=2)
+    task_id = task_of(loop.workspace, "Contested [reject-always]")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    assert agent.counts[f"verify-{task_id}"] == 2 and agent.counts[f"decompose-{task_id}"] == 1
+    killed = journal(tmp_path, "task_killed")
+    assert [(e["item"], e["kill_reason"], e.get("rejected")) for e in killed] == [
+        (task_id, "doom_loop", True)
+    ]
+    assert accepted_names(loop.workspace) == ["Contested (part 1)", "Contested (part 2)"]
+
+
+def test_loop_repeated_gate_failures_set_the_work_aside_and_are_decomposed(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Hard [gate-always-fails]"), max_attempts=2)
+    task_id = task_of(loop.workspace, "Hard [gate-always-fails]")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    assert agent.counts[f"build-{task_id}"] == 2
+    killed = journal(tmp_path, "task_killed")
+    assert [(e["item"], e["kill_reason"]) for e in killed] == [(task_id, "doom_loop")]
+    assert loop.workspace.tree.set_aside_logs  # the killed task's work is set aside, never committed
+    assert not any(task == task_id for _, _, task in loop.workspace.tree.commits)
+    decomposed = [
+        m for m, _, _ in loop.workspace.tree.commits if m.startswith(f"ralph(decompose): {task_id} -> ")
+    ]
+    assert len(decomposed) == 1
+    assert accepted_names(loop.workspace) == ["Hard (part 1)", "Hard (part 2)"]
+
+
+def test_loop_a_gate_failure_is_an_attempt_and_the_next_build_passes(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Flaky [gate-fails-once]"))
+    task_id = task_of(loop.workspace, "Flaky [gate-fails-once]")["id"]
+    seen: list[dict] = []
+    committed = loop.workspace.plan.change
+
+    @contextmanager
+    def change(commit: bool = False) -> Iterator[Change]:  # the task as each committed change left it
+        with committed(commit) as made:
+            yield made
+        if commit and made.message == f"ralph(build): {task_id} attempt 1 failed":
+            seen.append(task_of(loop.workspace, "Flaky [gate-fails-once]"))
+
+    loop.workspace.plan.change = change  # type: ignore[method-assign]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    (after_failure,) = seen
+    assert after_failure.get("s", "p") == "p" and after_failure["attempts"] == 1
+    assert "FAILED" in after_failure["gate_failure"]
+    assert agent.counts[f"build-{task_id}"] == 2
+    assert accepted_names(loop.workspace) == ["Flaky [gate-fails-once]"]
+
+
+def test_loop_without_progress_ends_stuck(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Undecided [no-verdict]"))
+    task_id = task_of(loop.workspace, "Undecided [no-verdict]")["id"]
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.NO_PROGRESS
+    assert "no progress in 2 iterations" in message
+    assert {e["item"] for e in journal(tmp_path, "no_verdict")} == {task_id}
+    assert len(journal(tmp_path, "no_verdict")) >= 2
+
+
+def test_loop_the_iteration_budget_ends_the_run(tmp_path: Path):
+    loop, _ = looping(tmp_path, a_plan("Undecided [no-verdict]"), max_iterations=1)
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.MAX_ITERATIONS and outcome.value == 3
+    assert message == "the iteration budget (1) is spent" and loop.iterations_run == 1
+
+
+def test_loop_a_spec_never_planned_is_planned_first_whatever_issues_the_plan_holds(tmp_path: Path):
+    data = Plan(load(a_plan()))
+    issue = data.add_issue("Crash on empty input")  # before any PLAN: it used to count as planned work
+    spec = "# App\n\n- Parse input\n- Compute result\n"
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), spec)
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    messages = [m for m, _, _ in loop.workspace.tree.commits]
+    assert messages[0].startswith(f"ralph(plan): {SPEC}: 2 tasks")
+    assert any(m.startswith(f"ralph(investigate): {issue['id']}") for m in messages)
+    assert loop.workspace.plan.read().planned(SPEC)
+    assert accepted_names(loop.workspace) == [
+        "Compute result",
+        f"Fix what {issue['id']} found",
+        "Parse input",
+    ]
