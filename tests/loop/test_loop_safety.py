@@ -275,6 +275,9 @@ elif stage == "VERIFY":
 """
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_an_issue_turned_into_a_task_is_resolved_once_unless_kept_open
+@pytest.mark.slow
 @pytest.mark.parametrize("keep_open", [False, True])
 def test_an_issue_turned_into_tasks_is_resolved_once_unless_kept_open(
     project, tmp_path, monkeypatch, keep_open
@@ -362,6 +365,9 @@ def test_decomposition_stops_at_its_depth_and_blocks_for_a_person(project, tmp_p
     assert "2 blocked" in status.stdout and "stage BLOCKED" in status.stdout
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_decomposition_into_one_part_is_undone_and_twice_blocks
+@pytest.mark.slow
 @pytest.mark.parametrize("delete_parent", [False, True], ids=["kept", "deleted by the agent"])
 def test_a_decomposition_into_one_part_is_undone_and_twice_blocks(project, tmp_path, delete_parent):
     """Also when the agent deletes the task itself: it was lost, and the run ended COMPLETE."""

@@ -124,7 +124,7 @@ class FakeRepo:
 
 class RecordingTree:
     """WorkTree that keeps the agents' changes as a set of paths (`dirty`) and records the stage's
-    commits (message, paths, task) and what it set aside."""
+    commits (message, paths, task; the plan each holds) and what it set aside."""
 
     def __init__(self, root: Path, plan: MemoryPlan):
         self.root = self.home = root
@@ -135,6 +135,7 @@ class RecordingTree:
         self.in_worktree = False
         self.coordinator = Solo()
         self.commits: list[tuple[str, list[str], str | None]] = []
+        self.committed_plans: list[bytes] = []  # the plan as each commit has it
         self.set_aside_logs: list[Path] = []
 
     def rel(self, log: Path) -> Path:
@@ -149,6 +150,7 @@ class RecordingTree:
     def commit(self, message: str, paths: set[str] | None = None, task: str | None = None) -> str:
         paths = {PLAN_FILE} if paths is None else paths
         self.commits.append((message, sorted(paths), task))
+        self.committed_plans.append(self.plan.data)
         self.dirty -= paths
         self.building = set()
         return f"{len(self.commits):040x}"
@@ -564,7 +566,11 @@ class MarkedAgent:
       [gate-fails-once]   the first build writes work that fails the gate
       [gate-always-fails] every build does
       [reject-once]       the first VERIFY rejects it; [reject-always] every VERIFY does
-      [no-verdict]        VERIFY gives no verdict"""
+      [no-verdict]        VERIFY gives no verdict
+      [one-part]          DECOMPOSE adds one part only; [deletes-itself] it also deletes the task
+    An issue's text with [keep-open] makes INVESTIGATE keep it open as well. CHECK adds a task for
+    each spec line marked [missing] (which PLAN leaves out) that no task is named like; a spec with
+    [check-hang] has it stopped at its time limit, [check-crash] has it add a task and exit 3."""
 
     def __init__(self) -> None:
         self.ws: Workspace | None = None
@@ -578,16 +584,16 @@ class MarkedAgent:
     def gate(self) -> bool:
         return not self.work_fails
 
-    def __call__(self, stage: Stage, item: str | None, cwd: Path | None) -> None:
+    def __call__(self, stage: Stage, item: str | None, cwd: Path | None):
         assert self.ws is not None
         ws = self.ws
         name = next((t.name for t in ws.plan.tasks() if t.id == item), "")
+        spec = (ws.tree.home / SPEC).read_text()
         if stage is Stage.PLAN:
-            spec = (ws.tree.home / SPEC).read_text()
             with ws.plan.change() as change:
                 previous: list[str] = []
                 for line in spec.splitlines():
-                    if line.startswith("- "):
+                    if line.startswith("- ") and "[missing]" not in line:
                         record = {"name": line[2:], "accept": "it works", "spec": SPEC, "deps": previous}
                         previous = [change.plan.add_tasks([record])[0]["id"]]
         elif stage is Stage.BUILD:
@@ -603,9 +609,31 @@ class MarkedAgent:
             verifier("reject" if rejects else "accept")(stage, item, cwd)
         elif stage is Stage.DECOMPOSE:
             self.bump(f"decompose-{item}")
-            add_tasks(ws, *(f"{name.split(' [')[0]} (part {n})" for n in (1, 2)), parent=item)
+            parts = (1,) if "[one-part]" in name else (1, 2)
+            add_tasks(ws, *(f"{name.split(' [')[0]} (part {n})" for n in parts), parent=item)
+            if "[deletes-itself]" in name:
+                with ws.plan.change() as change:
+                    change.plan.delete(str(item), force=True)
         elif stage is Stage.INVESTIGATE:
+            self.bump(f"investigate-{item}")
             add_tasks(ws, f"Fix what {item} found", issue=item)
+            issue = next(i for i in ws.plan.issues() if i["id"] == item)
+            if "[keep-open]" in issue["text"]:
+                with ws.plan.change() as change:
+                    change.plan.keep_issue_open(str(item), "a person decides")
+        elif stage is Stage.CHECK:
+            self.bump("check")
+            if "[check-hang]" in spec:
+                return StopReason.TIMEOUT, None
+            named = {line.record.get("name") for line in ws.plan.read().doc.lines if line.record}
+            lines = [line for line in spec.splitlines() if line.startswith("- ") and "[missing]" in line]
+            missing = [line[2:].replace("[missing]", "").strip() for line in lines]
+            if [name for name in missing if name not in named]:
+                add_tasks(ws, *(name for name in missing if name not in named))
+            if "[check-crash]" in spec:
+                add_tasks(ws, "Half a finding")
+                return None, 3
+        return None
 
 
 def looping(tmp_path: Path, data: bytes, spec: str = "# App\n", **settings) -> tuple[Loop, MarkedAgent]:
@@ -739,3 +767,87 @@ def test_loop_a_spec_never_planned_is_planned_first_whatever_issues_the_plan_hol
         f"Fix what {issue['id']} found",
         "Parse input",
     ]
+
+
+def test_loop_a_check_that_finds_a_gap_adds_a_task_and_builds_it_before_complete(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan(), "# App\n\n- Parse input\n- Print report [missing]\n")
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE and agent.counts["check"] == 2
+    messages = [m for m, _, _ in loop.workspace.tree.commits]
+    first_check = next(i for i, m in enumerate(messages) if m.startswith(f"ralph(check): {SPEC}: added t-"))
+    added = messages[first_check].split("added ", 1)[1]
+    built = messages.index(f"ralph(build): {added} Print report")
+    met = messages.index(f"ralph(check): {SPEC}: nothing missing")
+    assert first_check < built < met, messages
+    assert accepted_names(loop.workspace) == ["Parse input", "Print report"]
+
+
+def test_loop_a_stopped_check_is_counted_and_ends_stuck(tmp_path: Path):
+    loop, _ = looping(tmp_path, a_plan(), "# App\n\n- Parse input\n\n[check-hang]\n")
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.CHECK_STOPPED
+    assert any("CHECK stopped (timeout)" in line for line in loop.stopped)
+    line = loop.workspace.plan.read().spec_line(SPEC)
+    assert line is not None and line.record["check_kills"] == 1
+    assert line.record["check_kill_reason"] == "timeout" and "checked_commit" not in line.record
+
+
+def test_loop_a_check_whose_agent_fails_is_no_pass_and_keeps_nothing(tmp_path: Path):
+    loop, _ = looping(tmp_path, a_plan(), "# App\n\n- Parse input\n\n[check-crash]\n")
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.CHECK_FAILED
+    assert any("CHECK failed: the agent ended (exit 3)" in line for line in loop.failed)
+    assert loop.workspace.plan.tasks() == []  # its half a finding is not kept
+    line = loop.workspace.plan.read().spec_line(SPEC)
+    assert line is not None and "checked_commit" not in line.record
+
+
+@pytest.mark.parametrize("marker", ["[one-part]", "[one-part] [deletes-itself]"], ids=["kept", "deleted"])
+def test_loop_a_decomposition_into_one_part_is_undone_and_twice_blocks(tmp_path: Path, marker: str):
+    """Also when the agent deletes the task itself: it was lost, and the run ended COMPLETE."""
+    loop, agent = looping(
+        tmp_path, a_plan(f"Too big [gate-always-fails] {marker}"), max_attempts=1, max_decompose_depth=3
+    )
+    task_id = task_of(loop.workspace, f"Too big [gate-always-fails] {marker}")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.BLOCKED
+    assert agent.counts[f"decompose-{task_id}"] == 2
+    tasks = [task.record for task in loop.workspace.plan.tasks()]
+    assert [(t["id"], t["s"], t.get("decompose_failures")) for t in tasks] == [(task_id, "b", 2)]
+    assert "made 1 subtask; a decomposition needs 2 to 5" in tasks[0]["blocked_reason"]
+
+
+@pytest.mark.parametrize("keep_open", [False, True])
+def test_loop_an_issue_turned_into_a_task_is_resolved_once_unless_kept_open(tmp_path: Path, keep_open: bool):
+    data = Plan(load(a_plan()))
+    issue = data.add_issue("Empty input crashes" + (" [keep-open]" if keep_open else ""), priority="high")
+    loop, agent = looping(tmp_path, data.doc.to_bytes(), "# App\n", max_iterations=3)
+
+    loop._iterate()
+
+    assert agent.counts[f"investigate-{issue['id']}"] == 1  # no duplicate every iteration
+    tree = loop.workspace.tree
+    messages = [m for m, _, _ in tree.commits]
+    (investigated,) = [
+        n for n, m in enumerate(messages) if m.startswith(f"ralph(investigate): {issue['id']}")
+    ]
+    then = Plan(load(tree.committed_plans[investigated]))
+    made = [task.record for task in then.task_views(SPEC) if task.record.get("issue") == issue["id"]]
+    assert len(made) == 1 and made[0]["priority"] == "high"  # the issue's priority
+    assert [line.record["name"] for line in loop.workspace.plan.read().of("accept")] == [made[0]["name"]]
+    open_issues = loop.workspace.plan.issues()
+    if keep_open:
+        assert open_issues and open_issues[0]["keep_open"] == "a person decides"
+        assert not any("resolved by ralph" in m for m in messages)
+    else:
+        assert not open_issues and messages[investigated].endswith(
+            f"resolved by ralph: it became {made[0]['id']}"
+        )
