@@ -8,6 +8,7 @@ stages decide together, from one iteration to the next, as `ralph construct` run
 from __future__ import annotations
 
 import io
+import json
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ralph.agents.base import RunTracker
+from ralph.loop import prompts
 from ralph.loop.agentrun import LOG_DIR, AgentResult
 from ralph.loop.console import Console
 from ralph.loop.construct import Ending, Loop, Outcome
@@ -48,6 +50,7 @@ class MemoryPlan:
     def __init__(self, data: bytes):
         self.spec, self.data = SPEC, data
         self.committed: list[str] = []
+        self.committed_data: list[bytes] = []  # the plan as each of those commits has it
         self.prioritized = 0
         self.planned: list[str] = []
 
@@ -76,6 +79,7 @@ class MemoryPlan:
             self.data = change.plan.doc.to_bytes()
         if commit:
             self.committed.append(change.message)
+            self.committed_data.append(self.data)
 
     def set_state(self, plan: Plan | None = None, **fields: object) -> None:
         with self.change() as change:
@@ -196,20 +200,22 @@ class RecordingTree:
             shutil.rmtree(folder)
 
 
+Gated = bool | tuple[bool, str]  # a gate's result: passed, and what it said when it failed
+
 # What an agent run does: given the stage, the item and where it ran (None: the work tree), it
 # acts and says how it ended (a stop reason and an exit code).
 Act = Callable[[Stage, "str | None", "Path | None"], "tuple[StopReason | None, int] | None"]
 
 
 class ScriptedAgents:
-    """AgentRuns whose runs do what `act` does; `runs`: each (stage, item), `values`: what each
-    run's prompt was made from; the gate passes or fails as `gate_ok` says (a callable: asked at
-    each gate)."""
+    """AgentRuns whose runs do what `act` does; `runs`: each (stage, item), `prompts`: each run's
+    prompt, from the stage's template as a real run's; the gate passes or fails as `gate_ok` says
+    (a callable: asked at each gate, for a bool or a bool and the gate's output)."""
 
-    def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool | Callable[[], bool] = True):
+    def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool | Callable[[], Gated] = True):
         self.tree, self.act, self.gate_ok = tree, act, gate_ok
         self.runs: list[tuple[Stage, str | None]] = []
-        self.values: list[dict] = []
+        self.prompts: list[str] = []
         self.gates: list[list[str]] = []
         self.worker: int | None = None
         self.current_build: str | None = None
@@ -228,7 +234,7 @@ class ScriptedAgents:
 
     def run_agent(self, stage, iteration, item, values, cwd=None, plan=None) -> AgentResult:
         self.runs.append((stage, item))
-        self.values.append(values)
+        self.prompts.append(prompts.render(self.tree.home, stage, {"spec": SPEC, **values}))
         stop, exit_code = self.act(stage, item, cwd) or (None, 0)
         log = LOG_DIR / f"ralph-{stage.lower()}-{item}-{len(self.runs)}.log"
         run = RunResult(exit_code, stop, 0.1, log, ["the agent's last line"])
@@ -244,8 +250,9 @@ class ScriptedAgents:
 
     def gate(self, argv, log: Path) -> GateResult:
         self.gates.append(list(argv))
-        ok = self.gate_ok() if callable(self.gate_ok) else self.gate_ok
-        return GateResult(ok, "" if ok else "FAILED tests/test_app.py::test_parse", log)
+        gated = self.gate_ok() if callable(self.gate_ok) else self.gate_ok
+        ok, said = gated if isinstance(gated, tuple) else (gated, "FAILED tests/test_app.py::test_parse")
+        return GateResult(ok, "" if ok else said, log)
 
     def stop_all(self) -> None:
         self.stopping = True
@@ -264,7 +271,7 @@ def a_plan(*tasks: str, done: bool = False) -> bytes:
 
 
 def workspace(
-    tmp_path: Path, data: bytes, act: Act, gate_ok: bool | Callable[[], bool] = True, **settings
+    tmp_path: Path, data: bytes, act: Act, gate_ok: bool | Callable[[], Gated] = True, **settings
 ) -> Workspace:
     plan = MemoryPlan(data)
     tree = RecordingTree(tmp_path, plan)
@@ -565,6 +572,9 @@ class MarkedAgent:
     the last build wrote failing work (`gate`).
       [gate-fails-once]   the first build writes work that fails the gate
       [gate-always-fails] every build does
+      [fails-alike]       every build fails the gate the same way but for its numbers and a path
+      [lazy-rebuild]      the second build marks the task done without changing a file, the third
+                          fails the gate
       [reject-once]       the first VERIFY rejects it; [reject-always] every VERIFY does
       [no-verdict]        VERIFY gives no verdict
       [one-part]          DECOMPOSE adds one part only; [deletes-itself] it also deletes the task
@@ -575,14 +585,14 @@ class MarkedAgent:
     def __init__(self) -> None:
         self.ws: Workspace | None = None
         self.counts: dict[str, int] = {}
-        self.work_fails = False
+        self.work_fails = ""  # what the gate says of the last build's work: nothing while it is right
 
     def bump(self, what: str) -> int:
         self.counts[what] = self.counts.get(what, 0) + 1
         return self.counts[what]
 
-    def gate(self) -> bool:
-        return not self.work_fails
+    def gate(self) -> Gated:
+        return not self.work_fails, self.work_fails
 
     def __call__(self, stage: Stage, item: str | None, cwd: Path | None):
         assert self.ws is not None
@@ -598,8 +608,14 @@ class MarkedAgent:
                         previous = [change.plan.add_tasks([record])[0]["id"]]
         elif stage is Stage.BUILD:
             attempt = self.bump(f"build-{item}")
-            self.work_fails = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
-            ws.tree.dirty.add(f"work/{item}.txt")
+            fails = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
+            fails = fails or ("[lazy-rebuild]" in name and attempt == 3)
+            self.work_fails = f"FAILED: {item}.txt" if fails else ""
+            if "[fails-alike]" in name:
+                run = f"/tmp/fake-{1000 + attempt}/out.txt (id {attempt:08x})"
+                self.work_fails = f"FAIL {item} attempt {attempt}: no answer in {run}"
+            if not ("[lazy-rebuild]" in name and attempt == 2):
+                ws.tree.dirty.add(f"work/{item}.txt")
             mark_done(ws.plan, item)
         elif stage is Stage.VERIFY:
             verdicts = self.bump(f"verify-{item}")
@@ -706,22 +722,13 @@ def test_loop_repeated_gate_failures_set_the_work_aside_and_are_decomposed(tmp_p
 def test_loop_a_gate_failure_is_an_attempt_and_the_next_build_passes(tmp_path: Path):
     loop, agent = looping(tmp_path, a_plan("Flaky [gate-fails-once]"))
     task_id = task_of(loop.workspace, "Flaky [gate-fails-once]")["id"]
-    seen: list[dict] = []
-    committed = loop.workspace.plan.change
-
-    @contextmanager
-    def change(commit: bool = False) -> Iterator[Change]:  # the task as each committed change left it
-        with committed(commit) as made:
-            yield made
-        if commit and made.message == f"ralph(build): {task_id} attempt 1 failed":
-            seen.append(task_of(loop.workspace, "Flaky [gate-fails-once]"))
-
-    loop.workspace.plan.change = change  # type: ignore[method-assign]
 
     outcome, _ = loop._iterate()
 
     assert outcome is Outcome.COMPLETE
-    (after_failure,) = seen
+    after_failure = (
+        plan_at(loop.workspace, f"ralph(build): {task_id} attempt 1 failed").task_line(task_id).record
+    )
     assert after_failure.get("s", "p") == "p" and after_failure["attempts"] == 1
     assert "FAILED" in after_failure["gate_failure"]
     assert agent.counts[f"build-{task_id}"] == 2
@@ -851,3 +858,120 @@ def test_loop_an_issue_turned_into_a_task_is_resolved_once_unless_kept_open(tmp_
         assert not open_issues and messages[investigated].endswith(
             f"resolved by ralph: it became {made[0]['id']}"
         )
+
+
+def builds_of(tmp_path: Path, task_id: str) -> int:
+    return sum(1 for e in journal(tmp_path, "agent_begin") if e.get("item") == task_id)
+
+
+def plan_at(ws: Workspace, message: str) -> Plan:
+    """The plan as the commit with this message has it (a plan-only commit, or the work tree's)."""
+    assert isinstance(ws.plan, MemoryPlan) and isinstance(ws.tree, RecordingTree)
+    commits = [*zip(ws.plan.committed, ws.plan.committed_data, strict=True)]
+    commits += [
+        (said, data) for (said, _, _), data in zip(ws.tree.commits, ws.tree.committed_plans, strict=True)
+    ]
+    (data,) = [data for said, data in commits if said == message]
+    return Plan(load(data))
+
+
+def test_loop_rebuilds_after_a_rejection_have_their_own_budget(tmp_path: Path):
+    """The first build passed and counted as an attempt; VERIFY rejected it; a rebuild then changes
+    nothing, the next fails the gate. They spend rebuilds (3 by default), not what is left of
+    max_attempts."""
+    loop, agent = looping(tmp_path, a_plan("Picky [reject-once] [lazy-rebuild]"))
+    task_id = task_of(loop.workspace, "Picky [reject-once] [lazy-rebuild]")["id"]
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    assert agent.counts[f"build-{task_id}"] == 4
+    assert journal(tmp_path, "task_killed") == []
+    assert accepted_names(loop.workspace) == ["Picky [reject-once] [lazy-rebuild]"]
+    failed = plan_at(loop.workspace, f"ralph(build): {task_id} attempt 3 failed")  # max_attempts is 3
+    task = failed.task_line(task_id).record
+    assert (task["attempts"], task["rebuilds"], task["verdict"]) == (3, 2, "gate_failed")
+
+
+def test_loop_rebuilds_stop_at_max_rebuilds(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Picky [reject-once] [lazy-rebuild]"), max_rebuilds=2)
+    task_id = task_of(loop.workspace, "Picky [reject-once] [lazy-rebuild]")["id"]
+
+    loop._iterate()
+
+    assert agent.counts[f"build-{task_id}"] == 3
+    killed = journal(tmp_path, "task_killed")
+    assert [(e["item"], e["kill_reason"]) for e in killed] == [(task_id, "doom_loop")]
+
+
+def test_loop_the_same_failure_twice_sends_the_task_to_decompose_with_both_failures(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Hard [fails-alike]"))
+    task_id = task_of(loop.workspace, "Hard [fails-alike]")["id"]
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    assert agent.counts[f"build-{task_id}"] == 2  # no third identical run (max_attempts is 3)
+    killed = journal(tmp_path, "task_killed")
+    assert [(e["item"], e["kill_reason"]) for e in killed] == [(task_id, "repeated_failure")]
+    (prompt,) = [
+        p
+        for (stage, item), p in zip(loop.workspace.agents.runs, loop.workspace.agents.prompts, strict=True)
+        if stage is Stage.DECOMPOSE
+    ]
+    assert "its last two builds failed the same way" in prompt
+    first, second = prompt.split("the first failure", 1)[1].split("the second", 1)
+    assert f"FAIL {task_id} attempt 1: no answer in /tmp/fake-" in first
+    assert f"FAIL {task_id} attempt 2: no answer in /tmp/fake-" in second
+    assert "What VERIFY said" in prompt and "(VERIFY never rejected it)" in prompt
+    assert accepted_names(loop.workspace) == ["Hard (part 1)", "Hard (part 2)"]
+
+
+def test_loop_the_same_failure_twice_at_the_depth_limit_asks_a_person(tmp_path: Path):
+    data = Plan(load(a_plan("Deep [fails-alike]")))
+    line = data.task_views(SPEC)[0]
+    line.record["depth"] = 1  # it was decomposed once already
+    data.doc.rewrite(data.task_line(line.id))
+    loop, agent = looping(tmp_path, data.doc.to_bytes(), max_decompose_depth=1)
+    task_id = line.id
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.WAITING  # for the answer
+    assert agent.counts[f"build-{task_id}"] == 2
+    plan = loop.workspace.plan.read()
+    (question,) = plan.questions(SPEC)
+    assert question["task"] == task_id and "failed the same way twice" in question["text"]
+    assert f"FAIL {task_id} attempt 1" in question["text"] and f"FAIL {task_id} attempt 2" in question["text"]
+    task = plan.task_line(task_id).record
+    assert task["s"] == "b" and task["blocked_by"] == question["id"]
+    assert journal(tmp_path, "task_killed") == []
+
+
+def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(tmp_path: Path):
+    """A kill for time is the loop's, not VERIFY's; a task set aside after rejections quotes what
+    VERIFY said, and the loop's own words are not among them."""
+    timed_out = "the agent run hit its time limit"
+    rejected_too_often = "VERIFY rejected it 2 times; split it into smaller tasks"
+    records = [
+        {"t": "task", "id": "t-slow00", "name": "Slow", "kill_reason": "timeout", "reject_reason": timed_out},
+        {"t": "reject", "id": "t-slow00", "reason": timed_out, "kill_reason": "timeout"},
+        {"t": "task", "id": "t-picky0", "name": "Picky", "attempts": 2, "kill_reason": "doom_loop"},
+        {"t": "reject", "id": "t-picky0", "reason": "the sum is off by one"},
+        {"t": "reject", "id": "t-picky0", "reason": "the sum is still off by one"},
+        {"t": "reject", "id": "t-picky0", "reason": rejected_too_often, "kill_reason": "doom_loop"},
+    ]
+    records[2]["reject_reason"] = rejected_too_often
+    data = a_plan() + b"".join(json.dumps(record).encode() + b"\n" for record in records)
+    ws = workspace(tmp_path, data, lambda *_: None)
+
+    DecomposeStage(ws).run(1)
+
+    told = dict(zip((item for _, item in ws.agents.runs), ws.agents.prompts, strict=True))
+    slow = told["t-slow00"]
+    assert f"What happened: ralph killed its build: {timed_out}." in slow
+    assert "(VERIFY never rejected it)" in slow and f"- {timed_out}" not in slow
+    assert "why ralph set it aside" in slow and "why VERIFY last rejected it" not in slow
+    picky = told["t-picky0"]
+    assert f"What happened: ralph set it aside: {rejected_too_often}." in picky
+    assert "It was built 2 times and rejected by VERIFY 2 times." in picky
+    said = picky.split("what VERIFY said each time", 1)[1].split("~~~~\n", 1)[0]
+    assert said.strip().splitlines()[1:] == ["- the sum is off by one", "- the sum is still off by one"]
