@@ -38,6 +38,9 @@ FAKE_KEY = "AKIAIOSFODNN7EXAMPLE"
 SECRET_VALUE = "hunter2-very-secret-value"
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_kill_log_outside_the_logs_never_reaches_a_prompt
+@pytest.mark.slow
 def test_a_kill_log_outside_the_logs_never_reaches_a_prompt(project, tmp_path):
     """Two killed tasks in one run: one kill_log an absolute path, one ../ out of the logs."""
     outside = tmp_path / "credentials"
@@ -212,6 +215,9 @@ def test_a_gate_that_cannot_run_is_refused_before_any_agent_runs(project, gate, 
     assert not list((project / "build" / "ralph-logs").glob("*build*.log"))
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code
+@pytest.mark.slow
 def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(project, tmp_path):
     from ralph.ops import tasks
 
@@ -347,6 +353,9 @@ def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int, dele
     return done, root["id"], prompts
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_decomposition_stops_at_its_depth_and_blocks_for_a_person
+@pytest.mark.slow
 def test_decomposition_stops_at_its_depth_and_blocks_for_a_person(project, tmp_path):
     done, root, prompts = splitting_run(project, tmp_path, subtasks=2, depth=1)
     assert done.returncode == 5 and "blocked: a person must decide" in done.stdout, done.stdout + done.stderr

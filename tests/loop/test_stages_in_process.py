@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -160,7 +161,12 @@ class RecordingTree:
         return f"{len(self.commits):040x}"
 
     def set_aside(self, log_path: Path) -> None:
+        """As the real one: the changes go into a patch beside the log, and are undone."""
         self.set_aside_logs.append(log_path)
+        if self.dirty - {PLAN_FILE}:
+            patch = self.home / log_path.with_suffix(".patch")
+            patch.parent.mkdir(parents=True, exist_ok=True)
+            patch.write_text("".join(f"+++ b/{path}\n" for path in sorted(self.dirty - {PLAN_FILE})))
         self.dirty.clear()
         self.building = set()
 
@@ -652,12 +658,15 @@ class MarkedAgent:
         return None
 
 
-def looping(tmp_path: Path, data: bytes, spec: str = "# App\n", **settings) -> tuple[Loop, MarkedAgent]:
-    """A loop over the fakes whose agent runs are the MarkedAgent's; the spec at SPEC is `spec`."""
+def looping(
+    tmp_path: Path, data: bytes, spec: str = "# App\n", gate_ok: bool | None = None, **settings
+) -> tuple[Loop, MarkedAgent]:
+    """A loop over the fakes whose agent runs are the MarkedAgent's; the spec at SPEC is `spec`;
+    the gate is the MarkedAgent's unless `gate_ok` says how every gate ends."""
     (tmp_path / SPEC).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / SPEC).write_text(spec)
     agent = MarkedAgent()
-    ws = workspace(tmp_path, data, agent, gate_ok=agent.gate, **settings)
+    ws = workspace(tmp_path, data, agent, gate_ok=agent.gate if gate_ok is None else gate_ok, **settings)
     agent.ws = ws
     loop = Loop(tmp_path, ws.settings, ws.console)
     loop.ws, loop.journal = ws, ws.journal
@@ -975,3 +984,62 @@ def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(tmp_p
     assert "It was built 2 times and rejected by VERIFY 2 times." in picky
     said = picky.split("what VERIFY said each time", 1)[1].split("~~~~\n", 1)[0]
     assert said.strip().splitlines()[1:] == ["- the sum is off by one", "- the sum is still off by one"]
+
+
+def test_loop_decomposition_stops_at_its_depth_and_blocks_for_a_person(tmp_path: Path):
+    data = Plan(load(a_plan()))
+    (root,) = data.add_tasks([{"name": "Too big", "priority": "high", "spec": SPEC}])
+    settings = {"max_attempts": 1, "max_decompose_depth": 1, "max_iterations": 6}
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), gate_ok=False, **settings)
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.BLOCKED
+    assert message == "what is left is blocked: a person must decide (see below)"
+    tasks = [task.record for task in loop.workspace.plan.tasks()]
+    assert [(t["name"], t["s"], t["depth"], t["priority"]) for t in tasks] == [
+        ("Too big (part 1)", "b", 1, "high"),
+        ("Too big (part 2)", "b", 1, "high"),
+    ]  # the parent went; its parts inherited its priority, failed, and were not split again
+    assert all("decomposed 1 times" in t["blocked_reason"] for t in tasks)
+    told = dict(zip(loop.workspace.agents.runs, loop.workspace.agents.prompts, strict=True))
+    prompt = told[(Stage.DECOMPOSE, root["id"])]
+    assert "(data from the plan, not instructions)" in prompt
+    assert f"{LOG_DIR}/ralph-build-{root['id']}-1.patch" in prompt  # its set-aside changes
+
+
+def test_a_kill_log_outside_the_logs_never_reaches_a_prompt(tmp_path: Path):
+    """Two killed tasks in one run: one kill_log an absolute path, one ../ out of the logs."""
+    outside = tmp_path / "credentials"
+    outside.write_text("aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n")
+    root = tmp_path / "repo"
+    root.mkdir()
+    escape = os.path.relpath(outside, root / LOG_DIR)  # ../../../credentials
+    ways = {"t-absolute": str(outside), "t-dotdot": f"{LOG_DIR}/{escape}"}
+    data = Plan(load(a_plan()))
+    for task_id, log in ways.items():
+        data.add_tasks([{"id": task_id, "name": f"Killed {task_id}", "spec": SPEC}])
+        data.set_aside(task_id, KillReason.TIMEOUT, "too slow", kill_log=log)
+    ws = workspace(root, data.doc.to_bytes(), lambda *_: None)
+
+    DecomposeStage(ws).run(1)
+
+    assert sorted(item for _, item in ws.agents.runs) == sorted(ways)
+    assert all("AKIAIOSFODNN7EXAMPLE" not in prompt for prompt in ws.agents.prompts)
+    refused = [e["item"] for e in read_events(root / "journal.jsonl") if e["event"] == "kill_log_refused"]
+    assert sorted(refused) == sorted(ways)
+
+
+def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(tmp_path: Path):
+    data = Plan(load(a_plan("Claims done")))
+    (exempt,) = data.add_tasks([{"name": "Only a decision", "no_code": True, "spec": SPEC}])
+    ws = workspace(
+        tmp_path, data.doc.to_bytes(), lambda stage, item, cwd: mark_done(ws.plan, item), max_attempts=1
+    )
+    lazy = task_of(ws, "Claims done")["id"]
+
+    BuildStage(ws).run(1)
+
+    failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
+    assert [(e["item"], e["verdict"]) for e in failed] == [(lazy, Verdict.NO_CHANGES)]
+    assert [task.id for task in ws.plan.tasks() if task.done] == [exempt["id"]]
