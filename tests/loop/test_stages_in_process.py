@@ -584,6 +584,8 @@ class MarkedAgent:
       [reject-once]       the first VERIFY rejects it; [reject-always] every VERIFY does
       [no-verdict]        VERIFY gives no verdict
       [one-part]          DECOMPOSE adds one part only; [deletes-itself] it also deletes the task
+      [ask]               BUILD asks a person a question while its prompt holds no answer yet,
+                          writing part of its work; [split] once answered, its work fails the gate
     An issue's text with [keep-open] makes INVESTIGATE keep it open as well. CHECK adds a task for
     each spec line marked [missing] (which PLAN leaves out) that no task is named like; a spec with
     [check-hang] has it stopped at its time limit, [check-crash] has it add a task and exit 3."""
@@ -614,8 +616,16 @@ class MarkedAgent:
                         previous = [change.plan.add_tasks([record])[0]["id"]]
         elif stage is Stage.BUILD:
             attempt = self.bump(f"build-{item}")
+            answered = "a person's answers" in ws.agents.prompts[-1]
+            if "[ask]" in name and not answered:
+                ws.tree.dirty.add(f"work/{item}.txt")
+                with ws.plan.change() as change:
+                    change.plan.ask(
+                        str(item), "Blue or green? The spec does not say.", "2026-01-01T00:00:00Z"
+                    )
+                return None
             fails = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
-            fails = fails or ("[lazy-rebuild]" in name and attempt == 3)
+            fails = fails or ("[lazy-rebuild]" in name and attempt == 3) or "[split]" in name
             self.work_fails = f"FAILED: {item}.txt" if fails else ""
             if "[fails-alike]" in name:
                 run = f"/tmp/fake-{1000 + attempt}/out.txt (id {attempt:08x})"
@@ -1043,3 +1053,83 @@ def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(tmp_pa
     failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
     assert [(e["item"], e["verdict"]) for e in failed] == [(lazy, Verdict.NO_CHANGES)]
     assert [task.id for task in ws.plan.tasks() if task.done] == [exempt["id"]]
+
+
+ANSWER = "Q ({question}): Blue or green? The spec does not say.\nA: Green, like the logo."
+
+
+def answer(ws: Workspace, question: str) -> None:
+    """What `ralph answer` does to the plan."""
+    with ws.plan.change(commit=True) as change:
+        change.plan.answer(question, "Green, like the logo.", "2026-01-02T00:00:00Z")
+
+
+def prompts_of(ws: Workspace, stage: Stage, item: str) -> list[str]:
+    return [
+        prompt for run, prompt in zip(ws.agents.runs, ws.agents.prompts, strict=True) if run == (stage, item)
+    ]
+
+
+def test_loop_a_question_blocks_its_task_and_dependents_the_rest_completes_then_waiting(tmp_path: Path):
+    data = Plan(load(a_plan()))
+    data.add_tasks(
+        [
+            {"id": "t-colour", "name": "Colour [ask]", "spec": SPEC},
+            {"id": "t-other", "name": "Other work", "spec": SPEC},
+            {"id": "t-after", "name": "After the colour", "deps": ["t-colour"], "spec": SPEC},
+        ]
+    )
+    loop, _ = looping(tmp_path, data.doc.to_bytes())
+    ws = loop.workspace
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.WAITING and message.startswith("what is left waits for 1 answer:")
+    plan = ws.plan.read()
+    (question,) = plan.questions(SPEC)
+    assert "t-other" in {line.record["id"] for line in plan.of("accept")}
+    colour = plan.task_line("t-colour").record
+    assert colour["s"] == "b" and question["id"] in colour["blocked_reason"]
+    assert colour.get("attempts") is None  # asking is no failed attempt
+    assert plan.task_line("t-after").record.get("s", "p") == "p"
+    # the asking run's changes were set aside, not committed with another task's build
+    assert ws.tree.set_aside_logs and not any("work/t-colour.txt" in paths for _, paths, _ in ws.tree.commits)
+    assert f"ralph(build): t-colour waits for an answer to {question['id']}" in [
+        m for m, _, _ in ws.tree.commits
+    ]
+    assert not [run for run in ws.agents.runs if run[0] is Stage.INVESTIGATE]  # a question is no issue
+    assert not prompts_of(ws, Stage.BUILD, "t-after")
+
+    answer(ws, question["id"])
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    first, second = prompts_of(ws, Stage.BUILD, "t-colour")
+    assert "Green, like the logo." not in first and ANSWER.format(question=question["id"]) in second
+    kept = [line for line in ws.plan.read().doc.lines if line.record and line.record["t"] == "issue"]
+    assert kept == []  # accepted: its answers went with it
+
+
+def test_loop_subtasks_of_a_decomposed_task_carry_its_answered_questions(tmp_path: Path):
+    data = Plan(load(a_plan()))
+    data.add_tasks([{"id": "t-colour", "name": "Colour [ask][split]", "spec": SPEC}])
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), max_attempts=1)
+    ws = loop.workspace
+    assert loop._iterate()[0] is Outcome.WAITING
+    (question,) = ws.plan.read().questions(SPEC)
+    answer(ws, question["id"])
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    (split,) = [m for m, _, _ in ws.tree.commits if m.startswith("ralph(decompose): t-colour -> ")]
+    parts = split.split(" -> ")[1].split(", ")
+    said = ANSWER.format(question=question["id"])
+    assert said in prompts_of(ws, Stage.DECOMPOSE, "t-colour")[0]
+    for part in parts:  # each part's BUILD prompt carries the parent's question and its answer
+        assert said in prompts_of(ws, Stage.BUILD, part)[0]
+    # while a part was open the answered question stayed; once all are accepted it went with them
+    then = plan_at(ws, split)
+    assert any(line.record and line.record.get("id") == question["id"] for line in then.doc.lines)
+    assert all(then.task_line(part).record["questions"] == [question["id"]] for part in parts)
+    assert not any(
+        line.record and line.record.get("id") == question["id"] for line in ws.plan.read().doc.lines
+    )
