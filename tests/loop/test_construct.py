@@ -178,6 +178,10 @@ def test_a_task_rejected_max_attempts_times_is_decomposed(project):
     assert accepted == ["Contested (part 1)", "Contested (part 2)"]
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_parallel_verifiers_run_at_once_and_the_loop_ends
+# (the --json report: tests/loop/test_report_json.py)
+@pytest.mark.slow
 def test_parallel_verify_overlaps_and_the_loop_ends(project):
     ids = add_tasks(project, *(f"Check {n} [slow-verify]" for n in range(4)))
     done = construct(project, "--parallel", "4", "--json")

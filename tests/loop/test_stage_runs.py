@@ -139,6 +139,9 @@ def test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told
+@pytest.mark.slow
 def test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told(project, tmp_path):
     (task,) = add_tasks(project, "Big to check [full-once]")
     done = run(project, tmp_path, "--timeout", TIMEOUT, "--max-attempts", "2")

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -1133,3 +1134,104 @@ def test_loop_subtasks_of_a_decomposed_task_carry_its_answered_questions(tmp_pat
     assert not any(
         line.record and line.record.get("id") == question["id"] for line in ws.plan.read().doc.lines
     )
+
+
+def test_parallel_verifiers_run_at_once_and_the_loop_ends(tmp_path: Path):
+    ran: list[tuple[float, float]] = []
+
+    def slow_verifier(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        if stage is not Stage.VERIFY:
+            return  # the spec check after: it finds nothing missing
+        began = time.monotonic()
+        time.sleep(0.3)
+        verifier("accept")(stage, item, cwd)
+        ran.append((began, time.monotonic()))
+
+    names = [f"Check {n}" for n in range(4)]
+    ws = workspace(tmp_path, a_plan(*names, done=True), slow_verifier, parallel=4)
+    (tmp_path / SPEC).parent.mkdir(parents=True)
+    (tmp_path / SPEC).write_text("# App\n")
+    loop = Loop(tmp_path, ws.settings, ws.console)
+    loop.ws, loop.journal = ws, ws.journal
+    ids = {task.name: task.id for task in ws.plan.tasks()}
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    assert sorted(loop.accepted) == sorted(f"{ids[name]} {name}" for name in names)
+    assert len(ran) == 4 and max(began for began, _ in ran) < min(ended for _, ended in ran), "all at once"
+
+
+def test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told(tmp_path: Path):
+    def full_once(stage: Stage, item: str | None, cwd: Path | None):
+        if len(ws.agents.runs) == 1:
+            return StopReason.CONTEXT_LIMIT, None
+        verifier("accept")(stage, item, cwd)
+        return None
+
+    ws = workspace(tmp_path, a_plan("Big to check", done=True), full_once, max_attempts=2)
+    task_id = task_of(ws, "Big to check")["id"]
+
+    first = VerifyStage(ws).run(1)
+
+    stops = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "verify_stopped"]
+    assert [(e["item"], e["kill_reason"], e["stops"], e["set_aside"]) for e in stops] == [
+        (task_id, "context_limit", 1, False)
+    ]
+    kept = task_of(ws, "Big to check")
+    assert kept["s"] == "d" and (kept["verify_kills"], kept["verify_kill_reason"]) == (1, "context_limit")
+    assert kept["verify_kill_log"] == stops[0]["log"]
+    (said,) = first.stopped
+    assert said.startswith(f"{task_id} VERIFY stopped (context_limit), verified again next time (1 of 2)")
+
+    VerifyStage(ws).run(2)
+
+    before, after = ws.agents.prompts
+    assert "earlier VERIFY run" not in before and stops[0]["log"] in after
+    assert "1 earlier VERIFY run of this task was stopped, the last one by context_limit" in after
+    assert task_id in ws.plan.read().accepted()
+
+
+def test_the_stages_take_only_the_items_their_coordinator_hands_out(tmp_path: Path):
+    asked: list[str] = []
+
+    class OnlyFirstIssue(Solo):
+        """Hands this run the first open issue only (another runner took the rest); records what
+        the stages asked of it."""
+
+        def issues(self, found, fresh):
+            asked.append(f"issues {[job.item for job in found]}")
+            return iter(found[:1])
+
+        def next_builds(self, ready):
+            batch = ready()
+            asked.append(f"next_builds {batch}")
+            return batch
+
+        def built(self, task_ids, max_attempts):
+            asked.append(f"built {task_ids}")
+            return {}
+
+        def verify_batches(self, limit):
+            asked.append(f"verify_batches {limit}")
+            yield None
+
+        def release(self, quietly=False):
+            asked.append("release")
+
+    data = Plan(load(a_plan("Existing work")))
+    first = data.add_issue("The report prints nothing for empty input")["id"]
+    other = data.add_issue("Another runner investigates this one")["id"]
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), max_iterations=1)
+    loop.workspace.coordinator = loop.workspace.tree.coordinator = OnlyFirstIssue()
+
+    loop._run_stages(plan_only=False)
+
+    investigated = [item for stage, item in loop.workspace.agents.runs if stage is Stage.INVESTIGATE]
+    assert investigated == [first]
+    assert [issue["id"] for issue in loop.workspace.plan.issues()] == [other]
+    assert asked[0] == f"issues {[first, other]}"
+    assert any(line.startswith("next_builds ['t-") for line in asked)
+    assert any(line.startswith("built ['t-") for line in asked)
+    assert "verify_batches 1" in asked
+    assert asked[-1] == "release"  # the run gives back what it holds, whatever ended it
