@@ -128,6 +128,9 @@ def test_a_check_whose_agent_fails_is_no_pass_and_keeps_nothing(repo):
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_verifier_adding_30_tasks_leaves_5_and_one_issue_naming_the_rest
+@pytest.mark.slow
 def test_a_verifier_adding_30_tasks_leaves_5_and_one_issue_naming_the_rest(project):
     # Two is verified after One (VERIFY takes its verifiers in plan order): One's duplicate of it is seen.
     one, two = add_tasks(project, "One [verify-adds-30]", "Two", chain=True)

@@ -162,6 +162,10 @@ def test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told(proj
     assert [r["id"] for r in plan_records(project) if r["t"] == "accept"] == [task]
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_on
+# (a build's patch from real git beside a log: the rejected-too-often test below)
+@pytest.mark.slow
 def test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_on(project, tmp_path):
     hangs, fine = add_tasks(project, "Never checked [hang]", "Fine")
     done = run(project, tmp_path, "--timeout", TIMEOUT, "--max-attempts", "1", "--max-iterations", "1")

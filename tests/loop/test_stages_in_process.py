@@ -28,6 +28,7 @@ from ralph.loop.gate import GateResult
 from ralph.loop.journal import Journal, read_events
 from ralph.loop.permissions import Snapshot
 from ralph.loop.plan_access import PLAN_FILE
+from ralph.loop.remaining import why_left
 from ralph.loop.stage_build import BuildStage
 from ralph.loop.stage_check import CheckOutcome, CheckStage
 from ralph.loop.stage_decompose import DecomposeStage
@@ -39,7 +40,7 @@ from ralph.loop.workspace import Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, Stage, StopReason, Verdict
+from ralph.plan.records import KillReason, Stage, StopReason, TaskView, Verdict
 from ralph.store.transaction import Change
 
 SPEC = "specs/app.md"
@@ -155,11 +156,15 @@ class RecordingTree:
 
     def commit(self, message: str, paths: set[str] | None = None, task: str | None = None) -> str:
         paths = {PLAN_FILE} if paths is None else paths
+        commit = f"{len(self.commits) + 1:040x}"
+        if task:  # as the real one: the task names its build commit
+            with self.plan.change() as change:
+                change.plan.record_build_commit(task, commit)
         self.commits.append((message, sorted(paths), task))
         self.committed_plans.append(self.plan.data)
         self.dirty -= paths
         self.building = set()
-        return f"{len(self.commits):040x}"
+        return commit
 
     def set_aside(self, log_path: Path) -> None:
         """As the real one: the changes go into a patch beside the log, and are undone."""
@@ -183,8 +188,16 @@ class RecordingTree:
     def retry_from_head(self, verdict: Verdict) -> bool:
         return False
 
-    def save_build_patch(self, task, log_path: Path) -> None:
-        return None
+    def save_build_patch(self, task, log_path: Path) -> Path | None:
+        """As the real one: the code of the task's build commit, as a patch beside the log."""
+        commit = task.commit and int(task.commit, 16)
+        if not commit:
+            return None
+        _, paths, _ = self.commits[commit - 1]
+        patch = self.home / log_path.with_suffix(".patch")
+        patch.parent.mkdir(parents=True, exist_ok=True)
+        patch.write_text("".join(f"+++ b/{path}\n" for path in paths if path != PLAN_FILE))
+        return patch
 
     def commit_beside(self, earlier_runs: bool = False) -> None:
         pass  # no person works beside these runs
@@ -356,7 +369,7 @@ def test_a_build_whose_agent_never_marks_its_task_done_is_not_done(tmp_path: Pat
 
 
 # --- VERIFY --------------------------------------------------------------------------------------
-def verifier(verdict: str) -> Act:
+def verifier(verdict: str, why: str = "the output is not sorted") -> Act:
     """A verifier that gives `verdict` on its task in its checkout's copy of the plan."""
 
     def act(stage: Stage, item: str | None, cwd: Path | None) -> None:
@@ -365,7 +378,7 @@ def verifier(verdict: str) -> Act:
         if verdict == "accept":
             plan.accept(item)
         else:
-            plan.reject(item, "the output is not sorted")
+            plan.reject(item, why)
         (cwd / PLAN_FILE).write_bytes(plan.doc.to_bytes())
 
     return act
@@ -639,7 +652,7 @@ class MarkedAgent:
             if "[no-verdict]" in name:
                 return
             rejects = "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1)
-            verifier("reject" if rejects else "accept")(stage, item, cwd)
+            verifier("reject" if rejects else "accept", f"reason {verdicts}: still wrong")(stage, item, cwd)
         elif stage is Stage.DECOMPOSE:
             self.bump(f"decompose-{item}")
             parts = (1,) if "[one-part]" in name else (1, 2)
@@ -700,7 +713,7 @@ def test_loop_a_rejected_task_is_built_again_and_then_accepted(tmp_path: Path):
 
     assert outcome is Outcome.COMPLETE
     rejects = [line.record for line in loop.workspace.plan.read().of("reject")]
-    assert rejects == [{"t": "reject", "id": task_id, "reason": "the output is not sorted"}]
+    assert rejects == [{"t": "reject", "id": task_id, "reason": "reason 1: still wrong"}]
     assert accepted_names(loop.workspace) == ["Picky [reject-once]"]
     assert agent.counts[f"build-{task_id}"] == 2 and agent.counts[f"verify-{task_id}"] == 2
 
@@ -1235,3 +1248,96 @@ def test_the_stages_take_only_the_items_their_coordinator_hands_out(tmp_path: Pa
     assert any(line.startswith("built ['t-") for line in asked)
     assert "verify_batches 1" in asked
     assert asked[-1] == "release"  # the run gives back what it holds, whatever ended it
+
+
+def test_loop_a_task_rejected_too_often_goes_to_decompose_with_its_log_reasons_and_patch(tmp_path: Path):
+    loop, _ = looping(tmp_path, a_plan("Contested [reject-always]"), max_attempts=2, max_iterations=3)
+    ws = loop.workspace
+    task_id = task_of(ws, "Contested [reject-always]")["id"]
+
+    assert loop._iterate()[0] is Outcome.MAX_ITERATIONS
+
+    (killed,) = journal(tmp_path, "task_killed")
+    aside = plan_at(ws, f"ralph(build): {task_id} set aside (rejected too often)").task_line(task_id).record
+    assert aside["kill_reason"] == "doom_loop" and aside["kill_log"] == killed["log"]
+    assert aside["kill_log"].startswith(f"{LOG_DIR}/") and "-rejected-" in aside["kill_log"]
+    log = (tmp_path / aside["kill_log"]).read_text()
+    assert "1. reason 1: still wrong" in log and "2. reason 2: still wrong" in log
+    patch = tmp_path / aside["kill_log"].replace(".log", ".patch")
+    assert f"work/{task_id}.txt" in patch.read_text()  # the build, still in the code
+    (prompt,) = prompts_of(ws, Stage.DECOMPOSE, task_id)
+    assert aside["kill_log"] in prompt and "2. reason 2: still wrong" in prompt  # the log's head
+    assert "- reason 1: still wrong" in prompt and "- reason 2: still wrong" in prompt
+    assert str(patch.relative_to(tmp_path)) in prompt
+
+
+def test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_on(tmp_path: Path):
+    def hangs(stage: Stage, item: str | None, cwd: Path | None):
+        if item == hanging:
+            return StopReason.TIMEOUT, None
+        verifier("accept")(stage, item, cwd)
+        return None
+
+    data = Plan(load(a_plan("Never checked", "Fine")))
+    hanging, fine = (task.id for task in data.task_views(SPEC))
+    for task_id in (hanging, fine):  # built, in a commit of its own
+        data.record_build(task_id, [f"work/{task_id}.txt"], 0, None)
+        data.done(task_id)
+    ws = workspace(tmp_path, data.doc.to_bytes(), hangs, max_attempts=1)
+    for task_id in (hanging, fine):
+        ws.tree.commit(f"ralph(build): {task_id}", {f"work/{task_id}.txt", PLAN_FILE}, task_id)
+
+    report = VerifyStage(ws).run(1)
+
+    assert [item for _, item in ws.agents.runs].count(hanging) == 1
+    assert ws.plan.read().accepted() == {fine} or fine in ws.plan.read().accepted()
+    aside = ws.plan.read().task_line(hanging).record
+    assert aside.get("s", "p") == "p" and aside["kill_reason"] == "timeout"
+    assert aside["kill_log"].startswith(f"{LOG_DIR}/") and "-verify-" in aside["kill_log"]
+    patch = (tmp_path / aside["kill_log"]).with_suffix(".patch").read_text()
+    assert f"work/{hanging}.txt" in patch and PLAN_FILE not in patch  # the build, still in the code
+    assert any(
+        line.startswith(f"{hanging} VERIFY stopped (timeout), set aside for DECOMPOSE")
+        for line in report.stopped
+    )
+    assert why_left(TaskView(aside)) == (  # why, in words, and the log to read (the final report's)
+        "set aside for DECOMPOSE: VERIFY was stopped 1 times (timeout); split it into tasks one run"
+        f" can check; log {aside['kill_log']}"
+    )
+
+
+def test_a_verifier_adding_30_tasks_leaves_5_and_one_issue_naming_the_rest(tmp_path: Path):
+    def adds_30(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        assert cwd is not None
+        verifier("accept")(stage, item, cwd)
+        if item == one:
+            plan = Plan(load((cwd / PLAN_FILE).read_bytes()))
+            gaps = [{"name": f"Gap {n}", "accept": "it works", "spec": SPEC} for n in range(1, 31)]
+            plan.add_tasks([*gaps, {"name": "  TWO ", "spec": SPEC}, {"name": "GAP   1", "spec": SPEC}])
+            (cwd / PLAN_FILE).write_bytes(plan.doc.to_bytes())
+
+    data = Plan(load(a_plan()))
+    # Two is verified after One (VERIFY takes its verifiers in plan order): One's duplicate of it is seen.
+    one = data.add_tasks([{"name": "One", "spec": SPEC}])[0]["id"]
+    two = data.add_tasks([{"name": "Two", "deps": [one], "spec": SPEC}])[0]["id"]
+    for task_id in (one, two):
+        data.record_build(task_id, ["app.py"], 0, None)
+        data.done(task_id)
+    ws = workspace(tmp_path, data.doc.to_bytes(), adds_30)
+
+    VerifyStage(ws).run(1)
+
+    plan = ws.plan.read()
+    new = [task.record for task in plan.task_views(SPEC) if task.id not in (one, two)]
+    assert [r["name"] for r in new] == ["Gap 1", "Gap 2", "Gap 3", "Gap 4", "Gap 5"]
+    (cut,) = plan.issues(SPEC)
+    assert cut["keep_open"]
+    text = cut["text"]
+    assert all(f"Gap {n}" in text for n in range(6, 31)) and "Gap 5" not in text
+    assert f"(duplicate of {two}): TWO" in text and "GAP 1" in text
+    # The subject names what was added, not only the verdicts.
+    ((verify, _, _),) = ws.tree.commits
+    assert (
+        verify
+        == f"ralph(verify): accepted {one}, {two}; added {', '.join(r['id'] for r in new)}, {cut['id']}"
+    )
