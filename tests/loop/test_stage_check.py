@@ -69,7 +69,8 @@ def test_a_check_that_finds_a_gap_adds_a_task_and_builds_it_before_complete(repo
     assert json.loads(done.stdout)["outcome"] == "COMPLETE"
 
 
-def test_a_check_that_adds_nothing_ends_complete_after_one_run_and_a_rerun_does_not_check_again(project):
+def test_a_check_that_adds_nothing_ends_complete_after_one_run_and_a_rerun_does_not_check_again(repo):
+    project = with_app_spec(repo, "# App\n\n- Parse input\n")  # one task to build before the check
     done = construct(project)
 
     assert done.returncode == 0, done.stdout + done.stderr

@@ -128,6 +128,11 @@ class FakeRepo:
     def work_state(self) -> tuple[str, str | None, set[str]]:
         return HEAD, None, set()
 
+    def git(self, *args: str) -> str:
+        """Only what the spec check asks: the files changed since a commit (none: HEAD stays)."""
+        assert args[:2] == ("diff", "--name-only"), args
+        return ""
+
 
 class RecordingTree:
     """WorkTree that keeps the agents' changes as a set of paths (`dirty`) and records the stage's
@@ -1341,3 +1346,28 @@ def test_a_verifier_adding_30_tasks_leaves_5_and_one_issue_naming_the_rest(tmp_p
         verify
         == f"ralph(verify): accepted {one}, {two}; added {', '.join(r['id'] for r in new)}, {cut['id']}"
     )
+
+
+def test_loop_a_check_that_adds_nothing_ends_complete_and_a_rerun_checks_again_only_for_a_new_spec(
+    tmp_path: Path,
+):
+    loop, agent = looping(tmp_path, a_plan("Parse input"), "# App\n\n- Parse input\n")
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    assert agent.counts["check"] == 1
+    line = loop.workspace.plan.read().spec_line(SPEC)
+    assert line is not None and line.record["checked_commit"] == HEAD
+    assert len(line.record["checked_spec"]) == 64  # the spec's SHA-256
+    assert f"ralph(check): {SPEC}: nothing missing" in [m for m, _, _ in loop.workspace.tree.commits]
+
+    again = Loop(tmp_path, loop.settings, loop.console)  # a rerun: same spec, same code
+    again.ws, again.journal = loop.workspace, loop.journal
+    assert again._iterate()[0] is Outcome.COMPLETE
+    assert agent.counts["check"] == 1 and len(journal(tmp_path, "check_skipped")) == 1
+
+    (tmp_path / SPEC).write_text("# App\n\n- Parse input\n\nMore words.\n")  # the spec says more
+    third = Loop(tmp_path, loop.settings, loop.console)
+    third.ws, third.journal = loop.workspace, loop.journal
+    assert third._iterate()[0] is Outcome.COMPLETE
+    assert agent.counts["check"] == 2
