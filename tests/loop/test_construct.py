@@ -11,14 +11,13 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import ralph_process
+from tests.support.cli import ralph_in_process
 from tests.support.construct import (
     FAKE_AGENT,
     add_tasks,
@@ -470,10 +469,7 @@ def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_recor
     add_tasks(project, "Existing work")
     issue = issues.add(project, "The report prints nothing for empty input")
     env = {**os.environ, "FAKE_AGENT_STATE": str(project.parent / "agent-state")}
-    done = subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(project), "construct", "specs/app.md"],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = in_process(["-C", str(project), "construct", "specs/app.md"], env)
     assert done.returncode == 0, done.stdout + done.stderr
     accepted = sorted(r["name"] for r in plan_records(project) if r["t"] == "accept")
     assert accepted == ["Existing work", f"Fix what {issue['id']} found"]
@@ -483,11 +479,8 @@ def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_recor
 
 
 def test_plan_command_runs_only_the_planning_stage(project):
-    done = subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(project), "plan", "specs/app.md",
-         "--agent-cmd", f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
+    done = in_process(["-C", str(project), "plan", "specs/app.md", "--agent-cmd", agent], dict(os.environ))
     assert done.returncode == 0, done.stdout + done.stderr
     tasks = [r for r in plan_records(project) if r["t"] == "task"]
     assert [t["name"] for t in tasks] == ["Parse input", "Compute result", "Print report"]
@@ -614,7 +607,7 @@ def test_the_time_budget_stops_a_running_agent_at_the_deadline_not_at_its_timeou
     assert done.returncode == 4, done.stdout + done.stderr
     assert "the running agent was stopped" in done.stdout
     assert took < 10, took  # the run's timeout is 30 s; the budget's overshoot is the grace period
-    task = json.loads(ralph_process(project, "task", "show", task_id).stdout)
+    task = json.loads(ralph_in_process(project, "task", "show", task_id).stdout)
     assert "kill_reason" not in task and not task.get("attempts")  # not held against the task
     assert "budget_spent" in [e["event"] for e in events(project)]
     assert_clean(project)
@@ -639,7 +632,7 @@ def test_an_authentication_error_stops_the_run_with_its_own_outcome_and_a_hint(p
     done = construct(project, agent=agent)
     assert done.returncode == 7, done.stdout + done.stderr
     assert "AGENT_AUTH: the agent could not authenticate (Invalid API key" in done.stdout
-    task = json.loads(ralph_process(project, "task", "show", task_id).stdout)
+    task = json.loads(ralph_in_process(project, "task", "show", task_id).stdout)
     assert not task.get("attempts") and not task.get("gate_failure")  # not held against the task
     assert_clean(project)
 

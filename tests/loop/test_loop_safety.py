@@ -189,15 +189,14 @@ def test_an_agent_that_deletes_the_plan_is_undone(project, tmp_path):
 
 
 def test_spec_paths_are_one_spec_however_written_and_never_outside(project, tmp_path):
-    argv = [sys.executable, "-m", "ralph", "-C", str(project), "construct", "--agent", "command"]
+    argv = ["-C", str(project), "construct", "--agent", "command"]
     outside = tmp_path / "elsewhere.md"
     outside.write_text("# not in the repository\n")
-    refused = subprocess.run([*argv, "--agent-cmd", "true", str(outside)], capture_output=True, text=True)
+    refused = in_process([*argv, "--agent-cmd", "true", str(outside)], dict(os.environ))
     assert refused.returncode == 2 and "is outside the repository" in refused.stderr
     for spelling in ("./specs/app.md", str(project / "specs" / "app.md"), "specs/../specs/app.md"):
-        subprocess.run(
-            [*argv, "--agent-cmd", "true", "--gate", "", "--max-iterations", "1", spelling],
-            capture_output=True,
+        in_process(
+            [*argv, "--agent-cmd", "true", "--gate", "", "--max-iterations", "1", spelling], dict(os.environ)
         )
     specs = [r["path"] for r in plan_records(project) if r["t"] == "spec"]
     assert specs == ["specs/app.md"]
@@ -537,11 +536,9 @@ def test_a_daemon_an_agent_or_its_gate_starts_is_ended_with_the_run(project, tmp
      "--timeout=soon"],
 )  # fmt: skip
 def test_a_bad_loop_flag_is_one_line_with_exit_2_before_anything_runs(project, flag):
-    argv = [sys.executable, "-m", "ralph", "-C", str(project), "construct", "specs/app.md"]
+    argv = ["-C", str(project), "construct", "specs/app.md"]
     head = git(project, "rev-parse", "HEAD")
-    done = subprocess.run(
-        [*argv, "--agent", "command", "--agent-cmd", "true", flag], capture_output=True, text=True
-    )
+    done = in_process([*argv, "--agent", "command", "--agent-cmd", "true", flag], dict(os.environ))
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
     assert done.stderr.startswith("ralph: ") and done.stdout == ""
     assert git(project, "rev-parse", "HEAD") == head and not list((project / "build").rglob("*.*"))

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import ralph_in_process
 from tests.support.construct import add_tasks, assert_clean, construct, events, plan_records, with_app_spec
 from tests.support.gitrepo import git
 
@@ -130,9 +130,7 @@ def test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit
         and f"{issue} INVESTIGATE stopped (timeout), kept open for a person" in report
     )
     assert f"{issue} issue: Does it hang? (kept open: INVESTIGATE was stopped 2 times" in report
-    status = subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(project), "status"], capture_output=True, text=True
-    ).stdout
+    status = ralph_in_process(project, "status").stdout
     assert (
         "issues: 1 open, 1 kept open" in status and f"  {issue}: kept open: INVESTIGATE was stopped" in status
     )
