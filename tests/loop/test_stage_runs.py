@@ -92,6 +92,11 @@ def record(project: Path, item: str) -> dict:
     return next(r for r in plan_records(project) if r.get("id") == item and r["t"] in ("task", "issue"))
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit
+# (a stopped run's plan kept beside its log: the PLAN and DECOMPOSE tests below; `ralph status`'s
+# kept-open count: tests/cli/golden/cli/status_waiting.yml)
+@pytest.mark.slow
 def test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit(project, tmp_path):
     from ralph.ops import issues
 

@@ -28,7 +28,7 @@ from ralph.loop.gate import GateResult
 from ralph.loop.journal import Journal, read_events
 from ralph.loop.permissions import Snapshot
 from ralph.loop.plan_access import PLAN_FILE
-from ralph.loop.remaining import why_left
+from ralph.loop.remaining import remaining_lines, why_left
 from ralph.loop.stage_build import BuildStage
 from ralph.loop.stage_check import CheckOutcome, CheckStage
 from ralph.loop.stage_decompose import DecomposeStage
@@ -1371,3 +1371,41 @@ def test_loop_a_check_that_adds_nothing_ends_complete_and_a_rerun_checks_again_o
     third.ws, third.journal = loop.workspace, loop.journal
     assert third._iterate()[0] is Outcome.COMPLETE
     assert agent.counts["check"] == 2
+
+
+def test_loop_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit(tmp_path: Path):
+    def investigator(stage: Stage, item: str | None, cwd: Path | None):
+        if stage is not Stage.INVESTIGATE:
+            return agent(stage, item, cwd)
+        add_tasks(ws, f"half of {item}", issue=item)  # half an investigation, then stopped
+        runs = sum(1 for run in ws.agents.runs if run == (Stage.INVESTIGATE, item))
+        return (StopReason.CONTEXT_LIMIT if runs == 1 else StopReason.TIMEOUT), None
+
+    data = Plan(load(a_plan("Other work")))
+    issue = data.add_issue("Does it hang?")["id"]
+    loop, agent = looping(tmp_path, data.doc.to_bytes(), max_attempts=2)
+    ws = loop.workspace
+    assert isinstance(ws.agents, ScriptedAgents)
+    ws.agents.act = investigator
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.STUCK and message.startswith("what is left is blocked: a person must decide")
+    first, second = prompts_of(ws, Stage.INVESTIGATE, issue)  # the limit, then no more runs
+    stops = journal(tmp_path, "issue_stopped")
+    assert [(e["item"], e["kill_reason"], e["stops"], e["parked"]) for e in stops] == [
+        (issue, "context_limit", 1, False),
+        (issue, "timeout", 2, True),
+    ]
+    assert "earlier INVESTIGATE run" not in first and stops[0]["log"] in second
+    assert "1 earlier INVESTIGATE run of this issue was stopped, the last one by context_limit" in second
+    (parked,) = ws.plan.issues()
+    assert (
+        parked["kills"] == 2 and parked["kill_reason"] == "timeout" and parked["kill_log"] == stops[1]["log"]
+    )
+    assert parked["keep_open"].startswith("INVESTIGATE was stopped 2 times (timeout")
+    # What the stopped runs added is not kept (no duplicate every run).
+    assert ws.plan.tasks() == [] and accepted_names(ws) == ["Other work"]
+    assert f"{issue} INVESTIGATE stopped (timeout), kept open for a person" in " ".join(loop.stopped)
+    (left,) = remaining_lines(ws.plan.read(), SPEC)  # the final report's line for it
+    assert left.startswith(f"{issue} issue: Does it hang? (kept open: INVESTIGATE was stopped 2 times")
