@@ -417,6 +417,9 @@ def test_missing_agent_binary_is_a_clear_failure(project):
     assert_clean(project)
 
 
+# A variant of test_agent_failures.py's test_an_agent_that_crashes_three_times_then_works_spends_no_
+# attempt, which asserts all this one does (exit 3 seen, no failed attempt, accepted) in `make test`.
+@pytest.mark.slow
 def test_an_agent_crashing_at_once_is_run_again_and_spends_no_attempt(project):
     (task_id,) = add_tasks(project, "Fragile [crash]")
     config_set(project, "agent_retry_ms", "10ms")
