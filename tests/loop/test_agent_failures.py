@@ -11,6 +11,8 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.construct import (
     add_tasks,
     assert_clean,
@@ -117,6 +119,9 @@ def builds_of(root: Path, task_id: str) -> int:
     return sum(1 for e in begun if e.get("item") == task_id)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_the_same_failure_twice_sends_the_task_to_decompose_with_both_failures
+@pytest.mark.slow
 def test_the_same_failure_twice_sends_the_task_to_decompose_with_both_failures(project):
     gate = showing_gate(project)
     (task_id,) = add_tasks(project, "Hard [fails-alike]")
@@ -138,6 +143,9 @@ def test_the_same_failure_twice_sends_the_task_to_decompose_with_both_failures(p
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_the_same_failure_twice_at_the_depth_limit_asks_a_person
+@pytest.mark.slow
 def test_the_same_failure_twice_at_the_depth_limit_asks_a_person(project):
     gate = showing_gate(project)
     (task_id,) = add_tasks(project, "Deep [fails-alike]")
@@ -158,6 +166,9 @@ def test_the_same_failure_twice_at_the_depth_limit_asks_a_person(project):
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys
+@pytest.mark.slow
 def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(project):
     """A kill for time is the loop's, not VERIFY's; a task set aside after rejections quotes what
     VERIFY said, and the loop's own words are not among them."""
@@ -217,6 +228,9 @@ def test_a_rejected_task_resubmitted_unchanged_is_judged_once_more_and_accepted(
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_rebuilds_after_a_rejection_have_their_own_budget
+@pytest.mark.slow
 def test_rebuilds_after_a_rejection_have_their_own_budget(project):
     """The first build passed and counted as an attempt; VERIFY rejected it; a rebuild then changes
     nothing, the next fails the gate. They spend rebuilds (3 by default), not what is left of
@@ -234,6 +248,9 @@ def test_rebuilds_after_a_rejection_have_their_own_budget(project):
     assert (task["attempts"], task["rebuilds"], task["verdict"]) == (3, 2, "gate_failed")
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_rebuilds_stop_at_max_rebuilds
+@pytest.mark.slow
 def test_rebuilds_stop_at_max_rebuilds(project):
     config_set(project, "max_rebuilds", "2")
     (task_id,) = add_tasks(project, "Picky [reject-once] [lazy-rebuild]")

@@ -11,14 +11,13 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import ralph_process
+from tests.support.cli import ralph_in_process
 from tests.support.construct import (
     FAKE_AGENT,
     add_tasks,
@@ -95,6 +94,9 @@ def test_plans_builds_and_verifies_dependent_tasks_to_complete(project):
     assert journal[-1]["event"] == "construct_end" and journal[-1]["outcome"] == "COMPLETE"
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_gate_failure_is_an_attempt_and_the_next_build_passes
+@pytest.mark.slow
 def test_gate_failure_is_retried_and_then_passes(project):
     (task_id,) = add_tasks(project, "Flaky [gate-fails-once]")
     done = construct(project)
@@ -108,6 +110,9 @@ def test_gate_failure_is_retried_and_then_passes(project):
     assert any(r.get("id") == task_id for r in plan_records(project) if r["t"] == "accept")
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_repeated_gate_failures_set_the_work_aside_and_are_decomposed
+@pytest.mark.slow
 def test_repeated_gate_failures_are_decomposed_into_subtasks(project):
     (task_id,) = add_tasks(project, "Hard [gate-always-fails]")
     done = construct(project, "--max-attempts", "2")
@@ -145,6 +150,9 @@ def test_timeout_kills_agent_and_grandchild_then_decomposes(project):
     assert time.monotonic() - started < 120
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_rejected_task_is_built_again_and_then_accepted
+@pytest.mark.slow
 def test_rejected_task_is_rebuilt_then_accepted(project):
     (task_id,) = add_tasks(project, "Picky [reject-once]")
     done = construct(project)
@@ -155,6 +163,9 @@ def test_rejected_task_is_rebuilt_then_accepted(project):
     assert (project.parent / "agent-state" / f"build-{task_id}").read_text() == "2"
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_task_rejected_max_attempts_times_is_decomposed_and_its_parts_accepted
+@pytest.mark.slow
 def test_a_task_rejected_max_attempts_times_is_decomposed(project):
     (task_id,) = add_tasks(project, "Contested [reject-always]")
     done = construct(project, "--max-attempts", "2")
@@ -166,6 +177,10 @@ def test_a_task_rejected_max_attempts_times_is_decomposed(project):
     assert accepted == ["Contested (part 1)", "Contested (part 2)"]
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_parallel_verifiers_run_at_once_and_the_loop_ends
+# (the --json report: tests/loop/test_report_json.py)
+@pytest.mark.slow
 def test_parallel_verify_overlaps_and_the_loop_ends(project):
     ids = add_tasks(project, *(f"Check {n} [slow-verify]" for n in range(4)))
     done = construct(project, "--parallel", "4", "--json")
@@ -181,6 +196,9 @@ def test_parallel_verify_overlaps_and_the_loop_ends(project):
     assert len([r for r in plan_records(project) if r["t"] == "accept"]) == 4
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_the_iteration_budget_ends_the_run
+@pytest.mark.slow
 def test_iteration_budget_ends_with_its_exit_code(project):
     add_tasks(project, "Undecided [no-verdict]")
     done = construct(project, "--max-iterations", "1")
@@ -189,6 +207,9 @@ def test_iteration_budget_ends_with_its_exit_code(project):
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_without_progress_ends_stuck
+@pytest.mark.slow
 def test_no_progress_ends_as_stuck(project):
     add_tasks(project, "Undecided [no-verdict]")
     done = construct(project)
@@ -396,6 +417,9 @@ def test_missing_agent_binary_is_a_clear_failure(project):
     assert_clean(project)
 
 
+# A variant of test_agent_failures.py's test_an_agent_that_crashes_three_times_then_works_spends_no_
+# attempt, which asserts all this one does (exit 3 seen, no failed attempt, accepted) in `make test`.
+@pytest.mark.slow
 def test_an_agent_crashing_at_once_is_run_again_and_spends_no_attempt(project):
     (task_id,) = add_tasks(project, "Fragile [crash]")
     config_set(project, "agent_retry_ms", "10ms")
@@ -448,10 +472,7 @@ def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_recor
     add_tasks(project, "Existing work")
     issue = issues.add(project, "The report prints nothing for empty input")
     env = {**os.environ, "FAKE_AGENT_STATE": str(project.parent / "agent-state")}
-    done = subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(project), "construct", "specs/app.md"],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = in_process(["-C", str(project), "construct", "specs/app.md"], env)
     assert done.returncode == 0, done.stdout + done.stderr
     accepted = sorted(r["name"] for r in plan_records(project) if r["t"] == "accept")
     assert accepted == ["Existing work", f"Fix what {issue['id']} found"]
@@ -461,11 +482,8 @@ def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_recor
 
 
 def test_plan_command_runs_only_the_planning_stage(project):
-    done = subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(project), "plan", "specs/app.md",
-         "--agent-cmd", f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
+    done = in_process(["-C", str(project), "plan", "specs/app.md", "--agent-cmd", agent], dict(os.environ))
     assert done.returncode == 0, done.stdout + done.stderr
     tasks = [r for r in plan_records(project) if r["t"] == "task"]
     assert [t["name"] for t in tasks] == ["Parse input", "Compute result", "Print report"]
@@ -562,7 +580,11 @@ def warn_log(journal: list[dict], task_id: str, index: int) -> str:
     return runs[index]["log"]
 
 
-@pytest.mark.parametrize("marker", ["[context-explode]", "[context-stuck]"])
+# Both end in a kill at the context limit through the same stop; which fills are a kill is
+# tests/loop/test_pressure.py's. The kill past the threshold mid-run runs with the slow suites.
+@pytest.mark.parametrize(
+    "marker", [pytest.param("[context-explode]", marks=pytest.mark.slow), "[context-stuck]"]
+)
 def test_context_kill_or_failed_compaction_kills_the_task_for_decompose(project, marker):
     (task_id,) = add_tasks(project, f"Huge {marker}")
     done = construct(project)
@@ -588,7 +610,7 @@ def test_the_time_budget_stops_a_running_agent_at_the_deadline_not_at_its_timeou
     assert done.returncode == 4, done.stdout + done.stderr
     assert "the running agent was stopped" in done.stdout
     assert took < 10, took  # the run's timeout is 30 s; the budget's overshoot is the grace period
-    task = json.loads(ralph_process(project, "task", "show", task_id).stdout)
+    task = json.loads(ralph_in_process(project, "task", "show", task_id).stdout)
     assert "kill_reason" not in task and not task.get("attempts")  # not held against the task
     assert "budget_spent" in [e["event"] for e in events(project)]
     assert_clean(project)
@@ -613,7 +635,7 @@ def test_an_authentication_error_stops_the_run_with_its_own_outcome_and_a_hint(p
     done = construct(project, agent=agent)
     assert done.returncode == 7, done.stdout + done.stderr
     assert "AGENT_AUTH: the agent could not authenticate (Invalid API key" in done.stdout
-    task = json.loads(ralph_process(project, "task", "show", task_id).stdout)
+    task = json.loads(ralph_in_process(project, "task", "show", task_id).stdout)
     assert not task.get("attempts") and not task.get("gate_failure")  # not held against the task
     assert_clean(project)
 

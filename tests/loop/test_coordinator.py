@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from ralph.loop.coordinator import Solo
 from tests.support.construct import add_tasks, construct, events, plan_records
 
@@ -38,6 +40,9 @@ class OnlyFirstIssue(Solo):
         OnlyFirstIssue.asked.append("release")
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_the_stages_take_only_the_items_their_coordinator_hands_out
+@pytest.mark.slow
 def test_the_stages_take_only_the_items_their_coordinator_hands_out(project, monkeypatch):
     from ralph.ops import issues
 

@@ -246,9 +246,10 @@ def _shows_the_run(screen: list[str], item: str, log: str) -> bool:
     )
 
 
-# NO_COLOR on a terminal (redrawn, no colour) is also test_the_console_draws_a_live_region_on_a_real_
-# terminal[True] (tests/loop/test_watch.py) for construct, and the Mode each env gives is
-# test_the_terminal_decides_how_it_is_drawn: with watch beside it, that case runs with the slow suites.
+# NO_COLOR on a terminal (redrawn, no colour): the Mode each env gives is
+# test_the_terminal_decides_how_it_is_drawn, and the console's colours under it test_console.py's;
+# this case, and test_the_console_draws_a_live_region_on_a_real_terminal[True] (test_watch.py), run
+# with the slow suites.
 @pytest.mark.parametrize(
     ("env", "dumb"),
     [

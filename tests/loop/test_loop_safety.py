@@ -38,6 +38,9 @@ FAKE_KEY = "AKIAIOSFODNN7EXAMPLE"
 SECRET_VALUE = "hunter2-very-secret-value"
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_kill_log_outside_the_logs_never_reaches_a_prompt
+@pytest.mark.slow
 def test_a_kill_log_outside_the_logs_never_reaches_a_prompt(project, tmp_path):
     """Two killed tasks in one run: one kill_log an absolute path, one ../ out of the logs."""
     outside = tmp_path / "credentials"
@@ -186,15 +189,14 @@ def test_an_agent_that_deletes_the_plan_is_undone(project, tmp_path):
 
 
 def test_spec_paths_are_one_spec_however_written_and_never_outside(project, tmp_path):
-    argv = [sys.executable, "-m", "ralph", "-C", str(project), "construct", "--agent", "command"]
+    argv = ["-C", str(project), "construct", "--agent", "command"]
     outside = tmp_path / "elsewhere.md"
     outside.write_text("# not in the repository\n")
-    refused = subprocess.run([*argv, "--agent-cmd", "true", str(outside)], capture_output=True, text=True)
+    refused = in_process([*argv, "--agent-cmd", "true", str(outside)], dict(os.environ))
     assert refused.returncode == 2 and "is outside the repository" in refused.stderr
     for spelling in ("./specs/app.md", str(project / "specs" / "app.md"), "specs/../specs/app.md"):
-        subprocess.run(
-            [*argv, "--agent-cmd", "true", "--gate", "", "--max-iterations", "1", spelling],
-            capture_output=True,
+        in_process(
+            [*argv, "--agent-cmd", "true", "--gate", "", "--max-iterations", "1", spelling], dict(os.environ)
         )
     specs = [r["path"] for r in plan_records(project) if r["t"] == "spec"]
     assert specs == ["specs/app.md"]
@@ -212,6 +214,9 @@ def test_a_gate_that_cannot_run_is_refused_before_any_agent_runs(project, gate, 
     assert not list((project / "build" / "ralph-logs").glob("*build*.log"))
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code
+@pytest.mark.slow
 def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(project, tmp_path):
     from ralph.ops import tasks
 
@@ -275,6 +280,9 @@ elif stage == "VERIFY":
 """
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_an_issue_turned_into_a_task_is_resolved_once_unless_kept_open
+@pytest.mark.slow
 @pytest.mark.parametrize("keep_open", [False, True])
 def test_an_issue_turned_into_tasks_is_resolved_once_unless_kept_open(
     project, tmp_path, monkeypatch, keep_open
@@ -344,6 +352,9 @@ def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int, dele
     return done, root["id"], prompts
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_decomposition_stops_at_its_depth_and_blocks_for_a_person
+@pytest.mark.slow
 def test_decomposition_stops_at_its_depth_and_blocks_for_a_person(project, tmp_path):
     done, root, prompts = splitting_run(project, tmp_path, subtasks=2, depth=1)
     assert done.returncode == 5 and "blocked: a person must decide" in done.stdout, done.stdout + done.stderr
@@ -362,6 +373,9 @@ def test_decomposition_stops_at_its_depth_and_blocks_for_a_person(project, tmp_p
     assert "2 blocked" in status.stdout and "stage BLOCKED" in status.stdout
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_decomposition_into_one_part_is_undone_and_twice_blocks
+@pytest.mark.slow
 @pytest.mark.parametrize("delete_parent", [False, True], ids=["kept", "deleted by the agent"])
 def test_a_decomposition_into_one_part_is_undone_and_twice_blocks(project, tmp_path, delete_parent):
     """Also when the agent deletes the task itself: it was lost, and the run ended COMPLETE."""
@@ -522,11 +536,9 @@ def test_a_daemon_an_agent_or_its_gate_starts_is_ended_with_the_run(project, tmp
      "--timeout=soon"],
 )  # fmt: skip
 def test_a_bad_loop_flag_is_one_line_with_exit_2_before_anything_runs(project, flag):
-    argv = [sys.executable, "-m", "ralph", "-C", str(project), "construct", "specs/app.md"]
+    argv = ["-C", str(project), "construct", "specs/app.md"]
     head = git(project, "rev-parse", "HEAD")
-    done = subprocess.run(
-        [*argv, "--agent", "command", "--agent-cmd", "true", flag], capture_output=True, text=True
-    )
+    done = in_process([*argv, "--agent", "command", "--agent-cmd", "true", flag], dict(os.environ))
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
     assert done.stderr.startswith("ralph: ") and done.stdout == ""
     assert git(project, "rev-parse", "HEAD") == head and not list((project / "build").rglob("*.*"))

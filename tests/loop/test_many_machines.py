@@ -8,8 +8,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import pytest
 from ralph.ops import issues, tasks
 from ralph.plan.records import KillReason
 from ralph.store.transaction import transaction
+from tests.support.cli import ralph_in_process
 from tests.support.construct import construct, with_app_spec
 from tests.support.gitrepo import Shared, git
 
@@ -225,9 +224,7 @@ def test_three_runners_build_twelve_tasks_each_exactly_once(repo, tmp_path):
     accepted = [i for s in verified for i in s.removeprefix("ralph(verify): accepted ").split(", ")]
     assert sorted(accepted) == [item["id"] for item in items]  # each verified once, by one runner
     final = shared.clone("final")
-    check = subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(final), "check"], capture_output=True, text=True
-    )
+    check = ralph_in_process(final, "check")
     assert check.returncode == 0, check.stderr
     git(shared.origin, "fsck", "--no-progress")
 

@@ -110,12 +110,19 @@ def test_ready_tasks_build_at_once_in_worktrees_and_merge_one_commit_each(projec
     assert state["spent"]["BUILD"]["runs"] == 4  # every build's spending reached the loop's record
     assert_no_worktrees_or_branches(project)
     assert_clean(project)
+    assert_build_commits_recorded_are_the_merged(project, ids)
 
 
+# Its assertions are also those of the test above (four builds at once), which `make test` runs.
+@pytest.mark.slow
 def test_build_commit_recorded_on_the_task_is_the_merged_commit(project, tmp_path):
     ids = add(project, {"name": "One"}, {"name": "Two"})
     done, _ = run(project, tmp_path, "--parallel", "2")
     assert done.returncode == 0, done.stdout + done.stderr
+    assert_build_commits_recorded_are_the_merged(project, ids)
+
+
+def assert_build_commits_recorded_are_the_merged(project: Path, ids: list[str]) -> None:
     history = git(project, "log", "--format=%H").split()
     # The commit goes on the task with the loop's next commit, and on into its accept record. When
     # the other build's merge comes between, that next commit is VERIFY's: the task record that

@@ -78,6 +78,10 @@ def state_command(root: Path, *args: str):
     return in_process(["-C", str(root), *args], dict(os.environ))
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_question_blocks_its_task_and_dependents_the_rest_completes_then_waiting
+# (the WAITING report: tests/cli/golden/reports/waiting.txt; ask, answer, questions: questions.yml)
+@pytest.mark.slow
 def test_a_question_blocks_its_task_and_dependents_the_rest_completes_then_waiting(project, tmp_path):
     add(
         project,
@@ -139,6 +143,9 @@ def test_build_may_not_ask_about_another_task(project, tmp_path):
     assert not [r for r in plan_records(project) if r.get("kind") == "question"]
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_subtasks_of_a_decomposed_task_carry_its_answered_questions
+@pytest.mark.slow
 def test_subtasks_of_a_decomposed_task_carry_its_answered_questions(project, tmp_path):
     add(project, {"id": "t-colour", "name": "Colour [ask][split]"})
     assert run(project, tmp_path).returncode == 9

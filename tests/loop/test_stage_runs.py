@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import ralph_in_process
 from tests.support.construct import add_tasks, assert_clean, construct, events, plan_records, with_app_spec
 from tests.support.gitrepo import git
 
@@ -104,6 +104,11 @@ def record(project: Path, item: str) -> dict:
     return next(r for r in plan_records(project) if r.get("id") == item and r["t"] in ("task", "issue"))
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit
+# (a stopped run's plan kept beside its log: the PLAN and DECOMPOSE tests below; `ralph status`'s
+# kept-open count: tests/cli/golden/cli/status_waiting.yml)
+@pytest.mark.slow
 def test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit(project, tmp_path):
     from ralph.ops import issues
 
@@ -142,15 +147,16 @@ def test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit
         and f"{issue} INVESTIGATE stopped (timeout), kept open for a person" in report
     )
     assert f"{issue} issue: Does it hang? (kept open: INVESTIGATE was stopped 2 times" in report
-    status = subprocess.run(
-        [sys.executable, "-m", "ralph", "-C", str(project), "status"], capture_output=True, text=True
-    ).stdout
+    status = ralph_in_process(project, "status").stdout
     assert (
         "issues: 1 open, 1 kept open" in status and f"  {issue}: kept open: INVESTIGATE was stopped" in status
     )
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told
+@pytest.mark.slow
 def test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told(project, tmp_path):
     (task,) = add_tasks(project, "Big to check [full-once]")
     done = run(project, tmp_path, "--timeout", TIMEOUT, "--max-attempts", "2")
@@ -171,6 +177,10 @@ def test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told(proj
     assert [r["id"] for r in plan_records(project) if r["t"] == "accept"] == [task]
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_on
+# (a build's patch from real git beside a log: the rejected-too-often test below)
+@pytest.mark.slow
 def test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_on(project, tmp_path):
     hangs, fine = add_tasks(project, "Never checked [hang]", "Fine")
     done = run(project, tmp_path, "--timeout", TIMEOUT, "--max-attempts", "1", "--max-iterations", "1")

@@ -1,13 +1,17 @@
 """Stages run in this process against fakes of the parts a Workspace composes (ralph.loop.workspace):
 a plan held in memory (PlanAccess), agent runs that act as a script says (AgentRuns), a work tree
 that records what the stage commits and sets aside (WorkTree), and a coordinator of one (Solo).
-No agent process, no git, no construct: each test asserts what the stage decided from what its
-agent run did."""
+No agent process, no git: each test asserts what the stage decided from what its agent run did.
+The last part runs the loop's iterations (ralph.loop.construct.Loop) over the same fakes: what the
+stages decide together, from one iteration to the next, as `ralph construct` runs them."""
 
 from __future__ import annotations
 
 import io
+import json
+import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,14 +19,17 @@ from pathlib import Path
 import pytest
 
 from ralph.agents.base import RunTracker
+from ralph.loop import prompts
 from ralph.loop.agentrun import LOG_DIR, AgentResult
 from ralph.loop.checkouts import Loan
 from ralph.loop.console import Console
+from ralph.loop.construct import Ending, Loop, Outcome
 from ralph.loop.coordinator import Solo
 from ralph.loop.gate import GateResult
 from ralph.loop.journal import Journal, read_events
 from ralph.loop.permissions import Snapshot
 from ralph.loop.plan_access import PLAN_FILE
+from ralph.loop.remaining import remaining_lines, why_left
 from ralph.loop.stage_build import BuildStage
 from ralph.loop.stage_check import CheckOutcome, CheckStage
 from ralph.loop.stage_decompose import DecomposeStage
@@ -34,7 +41,7 @@ from ralph.loop.workspace import Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, Stage, StopReason, Verdict
+from ralph.plan.records import KillReason, Stage, StopReason, TaskView, Verdict
 from ralph.store.transaction import Change
 
 SPEC = "specs/app.md"
@@ -47,6 +54,7 @@ class MemoryPlan:
     def __init__(self, data: bytes):
         self.spec, self.data = SPEC, data
         self.committed: list[str] = []
+        self.committed_data: list[bytes] = []  # the plan as each of those commits has it
         self.prioritized = 0
         self.planned: list[str] = []
 
@@ -75,6 +83,7 @@ class MemoryPlan:
             self.data = change.plan.doc.to_bytes()
         if commit:
             self.committed.append(change.message)
+            self.committed_data.append(self.data)
 
     def set_state(self, plan: Plan | None = None, **fields: object) -> None:
         with self.change() as change:
@@ -123,10 +132,15 @@ class FakeRepo:
     def links_here(self) -> bool:  # a checkout's link to the repository, intact
         return True
 
+    def git(self, *args: str) -> str:
+        """Only what the spec check asks: the files changed since a commit (none: HEAD stays)."""
+        assert args[:2] == ("diff", "--name-only"), args
+        return ""
+
 
 class RecordingTree:
     """WorkTree that keeps the agents' changes as a set of paths (`dirty`) and records the stage's
-    commits (message, paths, task) and what it set aside."""
+    commits (message, paths, task; the plan each holds) and what it set aside."""
 
     def __init__(self, root: Path, plan: MemoryPlan):
         self.root = self.home = root
@@ -137,6 +151,7 @@ class RecordingTree:
         self.in_worktree = False
         self.coordinator = Solo()
         self.commits: list[tuple[str, list[str], str | None]] = []
+        self.committed_plans: list[bytes] = []  # the plan as each commit has it
         self.set_aside_logs: list[Path] = []
 
     def rel(self, log: Path) -> Path:
@@ -150,13 +165,23 @@ class RecordingTree:
 
     def commit(self, message: str, paths: set[str] | None = None, task: str | None = None) -> str:
         paths = {PLAN_FILE} if paths is None else paths
+        commit = f"{len(self.commits) + 1:040x}"
+        if task:  # as the real one: the task names its build commit
+            with self.plan.change() as change:
+                change.plan.record_build_commit(task, commit)
         self.commits.append((message, sorted(paths), task))
+        self.committed_plans.append(self.plan.data)
         self.dirty -= paths
         self.building = set()
-        return f"{len(self.commits):040x}"
+        return commit
 
     def set_aside(self, log_path: Path) -> None:
+        """As the real one: the changes go into a patch beside the log, and are undone."""
         self.set_aside_logs.append(log_path)
+        if self.dirty - {PLAN_FILE}:
+            patch = self.home / log_path.with_suffix(".patch")
+            patch.parent.mkdir(parents=True, exist_ok=True)
+            patch.write_text("".join(f"+++ b/{path}\n" for path in sorted(self.dirty - {PLAN_FILE})))
         self.dirty.clear()
         self.building = set()
 
@@ -172,8 +197,25 @@ class RecordingTree:
     def retry_from_head(self, verdict: Verdict) -> bool:
         return False
 
-    def save_build_patch(self, task, log_path: Path) -> None:
-        return None
+    def save_build_patch(self, task, log_path: Path) -> Path | None:
+        """As the real one: the code of the task's build commit, as a patch beside the log."""
+        commit = task.commit and int(task.commit, 16)
+        if not commit:
+            return None
+        _, paths, _ = self.commits[commit - 1]
+        patch = self.home / log_path.with_suffix(".patch")
+        patch.parent.mkdir(parents=True, exist_ok=True)
+        patch.write_text("".join(f"+++ b/{path}\n" for path in paths if path != PLAN_FILE))
+        return patch
+
+    def commit_beside(self, earlier_runs: bool = False) -> None:
+        pass  # no person works beside these runs
+
+    def drop_accepted_drafts(self) -> None:
+        pass
+
+    def drop_drafts(self, accepted: list) -> None:
+        pass
 
     @contextmanager
     def verifier_checkouts(self) -> Iterator[FakeCheckouts]:
@@ -199,18 +241,22 @@ class FakeCheckouts:
             shutil.rmtree(folder)
 
 
+Gated = bool | tuple[bool, str]  # a gate's result: passed, and what it said when it failed
+
 # What an agent run does: given the stage, the item and where it ran (None: the work tree), it
 # acts and says how it ended (a stop reason and an exit code).
 Act = Callable[[Stage, "str | None", "Path | None"], "tuple[StopReason | None, int] | None"]
 
 
 class ScriptedAgents:
-    """AgentRuns whose runs do what `act` does; `runs`: each (stage, item); the gate passes or
-    fails as `gate_ok` says."""
+    """AgentRuns whose runs do what `act` does; `runs`: each (stage, item), `prompts`: each run's
+    prompt, from the stage's template as a real run's; the gate passes or fails as `gate_ok` says
+    (a callable: asked at each gate, for a bool or a bool and the gate's output)."""
 
-    def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool = True):
+    def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool | Callable[[], Gated] = True):
         self.tree, self.act, self.gate_ok = tree, act, gate_ok
         self.runs: list[tuple[Stage, str | None]] = []
+        self.prompts: list[str] = []
         self.gates: list[list[str]] = []
         self.worker: int | None = None
         self.current_build: str | None = None
@@ -229,6 +275,7 @@ class ScriptedAgents:
 
     def run_agent(self, stage, iteration, item, values, cwd=None, plan=None, state=None) -> AgentResult:
         self.runs.append((stage, item))
+        self.prompts.append(prompts.render(self.tree.home, stage, {"spec": SPEC, **values}))
         stop, exit_code = self.act(stage, item, cwd) or (None, 0)
         log = LOG_DIR / f"ralph-{stage.lower()}-{item}-{len(self.runs)}.log"
         run = RunResult(exit_code, stop, 0.1, log, ["the agent's last line"])
@@ -244,7 +291,9 @@ class ScriptedAgents:
 
     def gate(self, argv, log: Path) -> GateResult:
         self.gates.append(list(argv))
-        return GateResult(self.gate_ok, "" if self.gate_ok else "FAILED tests/test_app.py::test_parse", log)
+        gated = self.gate_ok() if callable(self.gate_ok) else self.gate_ok
+        ok, said = gated if isinstance(gated, tuple) else (gated, "FAILED tests/test_app.py::test_parse")
+        return GateResult(ok, "" if ok else said, log)
 
     def stop_all(self) -> None:
         self.stopping = True
@@ -262,11 +311,14 @@ def a_plan(*tasks: str, done: bool = False) -> bytes:
     return plan.doc.to_bytes()
 
 
-def workspace(tmp_path: Path, data: bytes, act: Act, gate_ok: bool = True, **settings) -> Workspace:
+def workspace(
+    tmp_path: Path, data: bytes, act: Act, gate_ok: bool | Callable[[], Gated] = True, **settings
+) -> Workspace:
     plan = MemoryPlan(data)
     tree = RecordingTree(tmp_path, plan)
     agents = ScriptedAgents(tree, act, gate_ok)
     values = {"spec": SPEC, "parallel": 1, "gate": ("make", "test"), "run_hooks": False, **settings}
+    values = {"agent": "command", "agent_cmd": "true", **values}  # the loop makes an adapter, never runs it
     journal, console = Journal(tmp_path / "journal.jsonl"), Console(io.StringIO(), live=False)
     return Workspace(Settings(**values), plan, agents, tree, journal, console, Solo())
 
@@ -338,7 +390,7 @@ def test_a_build_whose_agent_never_marks_its_task_done_is_not_done(tmp_path: Pat
 
 
 # --- VERIFY --------------------------------------------------------------------------------------
-def verifier(verdict: str) -> Act:
+def verifier(verdict: str, why: str = "the output is not sorted") -> Act:
     """A verifier that gives `verdict` on its task in its checkout's copy of the plan."""
 
     def act(stage: Stage, item: str | None, cwd: Path | None) -> None:
@@ -347,7 +399,7 @@ def verifier(verdict: str) -> Act:
         if verdict == "accept":
             plan.accept(item)
         else:
-            plan.reject(item, "the output is not sorted")
+            plan.reject(item, why)
         (cwd / PLAN_FILE).write_bytes(plan.doc.to_bytes())
 
     return act
@@ -550,3 +602,826 @@ def test_plan_stopped_at_its_time_limit_keeps_none_of_its_tasks(tmp_path: Path):
     assert ws.plan.planned == []  # never whole: a kill meanwhile is undone
     assert ws.tree.commits == [(f"ralph(plan): {SPEC} stopped (timeout)", [PLAN_FILE], None)]
     assert report.stopped[0].startswith(f"{SPEC} PLAN stopped (timeout), nothing of it kept")
+
+
+# --- the loop: iterations of the stages over the same fakes -----------------------------------------
+class MarkedAgent:
+    """In this process, what tests/support/scripts/fake_agent.py does for the markers below in a
+    task's name: PLAN adds a task per `- ` line of the spec (each after the one before), BUILD
+    writes the task's work and marks it done, VERIFY accepts, DECOMPOSE splits a task into two
+    parts, INVESTIGATE turns an issue into a task; CHECK finds nothing missing. The gate fails while
+    the last build wrote failing work (`gate`).
+      [gate-fails-once]   the first build writes work that fails the gate
+      [gate-always-fails] every build does
+      [fails-alike]       every build fails the gate the same way but for its numbers and a path
+      [lazy-rebuild]      the second build marks the task done without changing a file, the third
+                          fails the gate
+      [reject-once]       the first VERIFY rejects it; [reject-always] every VERIFY does
+      [no-verdict]        VERIFY gives no verdict
+      [one-part]          DECOMPOSE adds one part only; [deletes-itself] it also deletes the task
+      [ask]               BUILD asks a person a question while its prompt holds no answer yet,
+                          writing part of its work; [split] once answered, its work fails the gate
+    An issue's text with [keep-open] makes INVESTIGATE keep it open as well. CHECK adds a task for
+    each spec line marked [missing] (which PLAN leaves out) that no task is named like; a spec with
+    [check-hang] has it stopped at its time limit, [check-crash] has it add a task and exit 3."""
+
+    def __init__(self) -> None:
+        self.ws: Workspace | None = None
+        self.counts: dict[str, int] = {}
+        self.work_fails = ""  # what the gate says of the last build's work: nothing while it is right
+
+    def bump(self, what: str) -> int:
+        self.counts[what] = self.counts.get(what, 0) + 1
+        return self.counts[what]
+
+    def gate(self) -> Gated:
+        return not self.work_fails, self.work_fails
+
+    def __call__(self, stage: Stage, item: str | None, cwd: Path | None):
+        assert self.ws is not None
+        ws = self.ws
+        name = next((t.name for t in ws.plan.tasks() if t.id == item), "")
+        spec = (ws.tree.home / SPEC).read_text()
+        if stage is Stage.PLAN:
+            with ws.plan.change() as change:
+                previous: list[str] = []
+                for line in spec.splitlines():
+                    if line.startswith("- ") and "[missing]" not in line:
+                        record = {"name": line[2:], "accept": "it works", "spec": SPEC, "deps": previous}
+                        previous = [change.plan.add_tasks([record])[0]["id"]]
+        elif stage is Stage.BUILD:
+            attempt = self.bump(f"build-{item}")
+            answered = "a person's answers" in ws.agents.prompts[-1]
+            if "[ask]" in name and not answered:
+                ws.tree.dirty.add(f"work/{item}.txt")
+                with ws.plan.change() as change:
+                    change.plan.ask(
+                        str(item), "Blue or green? The spec does not say.", "2026-01-01T00:00:00Z"
+                    )
+                return None
+            fails = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
+            fails = fails or ("[lazy-rebuild]" in name and attempt == 3) or "[split]" in name
+            self.work_fails = f"FAILED: {item}.txt" if fails else ""
+            if "[fails-alike]" in name:
+                run = f"/tmp/fake-{1000 + attempt}/out.txt (id {attempt:08x})"
+                self.work_fails = f"FAIL {item} attempt {attempt}: no answer in {run}"
+            if not ("[lazy-rebuild]" in name and attempt == 2):
+                ws.tree.dirty.add(f"work/{item}.txt")
+            mark_done(ws.plan, item)
+        elif stage is Stage.VERIFY:
+            verdicts = self.bump(f"verify-{item}")
+            if "[no-verdict]" in name:
+                return
+            rejects = "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1)
+            verifier("reject" if rejects else "accept", f"reason {verdicts}: still wrong")(stage, item, cwd)
+        elif stage is Stage.DECOMPOSE:
+            self.bump(f"decompose-{item}")
+            parts = (1,) if "[one-part]" in name else (1, 2)
+            add_tasks(ws, *(f"{name.split(' [')[0]} (part {n})" for n in parts), parent=item)
+            if "[deletes-itself]" in name:
+                with ws.plan.change() as change:
+                    change.plan.delete(str(item), force=True)
+        elif stage is Stage.INVESTIGATE:
+            self.bump(f"investigate-{item}")
+            add_tasks(ws, f"Fix what {item} found", issue=item)
+            issue = next(i for i in ws.plan.issues() if i["id"] == item)
+            if "[keep-open]" in issue["text"]:
+                with ws.plan.change() as change:
+                    change.plan.keep_issue_open(str(item), "a person decides")
+        elif stage is Stage.CHECK:
+            self.bump("check")
+            if "[check-hang]" in spec:
+                return StopReason.TIMEOUT, None
+            named = {line.record.get("name") for line in ws.plan.read().doc.lines if line.record}
+            lines = [line for line in spec.splitlines() if line.startswith("- ") and "[missing]" in line]
+            missing = [line[2:].replace("[missing]", "").strip() for line in lines]
+            if [name for name in missing if name not in named]:
+                add_tasks(ws, *(name for name in missing if name not in named))
+            if "[check-crash]" in spec:
+                add_tasks(ws, "Half a finding")
+                return None, 3
+        return None
+
+
+def looping(
+    tmp_path: Path, data: bytes, spec: str = "# App\n", gate_ok: bool | None = None, **settings
+) -> tuple[Loop, MarkedAgent]:
+    """A loop over the fakes whose agent runs are the MarkedAgent's; the spec at SPEC is `spec`;
+    the gate is the MarkedAgent's unless `gate_ok` says how every gate ends."""
+    (tmp_path / SPEC).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / SPEC).write_text(spec)
+    agent = MarkedAgent()
+    ws = workspace(tmp_path, data, agent, gate_ok=agent.gate if gate_ok is None else gate_ok, **settings)
+    agent.ws = ws
+    loop = Loop(tmp_path, ws.settings, ws.console)
+    loop.ws, loop.journal = ws, ws.journal
+    return loop, agent
+
+
+def journal(tmp_path: Path, kind: str) -> list[dict]:
+    return [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == kind]
+
+
+def accepted_names(ws: Workspace) -> list[str]:
+    return sorted(line.record["name"] for line in ws.plan.read().of("accept"))
+
+
+def test_loop_a_rejected_task_is_built_again_and_then_accepted(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Picky [reject-once]"))
+    task_id = task_of(loop.workspace, "Picky [reject-once]")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    rejects = [line.record for line in loop.workspace.plan.read().of("reject")]
+    assert rejects == [{"t": "reject", "id": task_id, "reason": "reason 1: still wrong"}]
+    assert accepted_names(loop.workspace) == ["Picky [reject-once]"]
+    assert agent.counts[f"build-{task_id}"] == 2 and agent.counts[f"verify-{task_id}"] == 2
+
+
+def test_loop_a_task_rejected_max_attempts_times_is_decomposed_and_its_parts_accepted(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Contested [reject-always]"), max_attempts=2)
+    task_id = task_of(loop.workspace, "Contested [reject-always]")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    assert agent.counts[f"verify-{task_id}"] == 2 and agent.counts[f"decompose-{task_id}"] == 1
+    killed = journal(tmp_path, "task_killed")
+    assert [(e["item"], e["kill_reason"], e.get("rejected")) for e in killed] == [
+        (task_id, "doom_loop", True)
+    ]
+    assert accepted_names(loop.workspace) == ["Contested (part 1)", "Contested (part 2)"]
+
+
+def test_loop_repeated_gate_failures_set_the_work_aside_and_are_decomposed(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Hard [gate-always-fails]"), max_attempts=2)
+    task_id = task_of(loop.workspace, "Hard [gate-always-fails]")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    assert agent.counts[f"build-{task_id}"] == 2
+    killed = journal(tmp_path, "task_killed")
+    assert [(e["item"], e["kill_reason"]) for e in killed] == [(task_id, "doom_loop")]
+    assert loop.workspace.tree.set_aside_logs  # the killed task's work is set aside, never committed
+    assert not any(task == task_id for _, _, task in loop.workspace.tree.commits)
+    decomposed = [
+        m for m, _, _ in loop.workspace.tree.commits if m.startswith(f"ralph(decompose): {task_id} -> ")
+    ]
+    assert len(decomposed) == 1
+    assert accepted_names(loop.workspace) == ["Hard (part 1)", "Hard (part 2)"]
+
+
+def test_loop_a_gate_failure_is_an_attempt_and_the_next_build_passes(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Flaky [gate-fails-once]"))
+    task_id = task_of(loop.workspace, "Flaky [gate-fails-once]")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    after_failure = (
+        plan_at(loop.workspace, f"ralph(build): {task_id} attempt 1 failed").task_line(task_id).record
+    )
+    assert after_failure.get("s", "p") == "p" and after_failure["attempts"] == 1
+    assert "FAILED" in after_failure["gate_failure"]
+    assert agent.counts[f"build-{task_id}"] == 2
+    assert accepted_names(loop.workspace) == ["Flaky [gate-fails-once]"]
+
+
+def test_loop_without_progress_ends_stuck(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Undecided [no-verdict]"))
+    task_id = task_of(loop.workspace, "Undecided [no-verdict]")["id"]
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.NO_PROGRESS
+    assert "no progress in 2 iterations" in message
+    assert {e["item"] for e in journal(tmp_path, "no_verdict")} == {task_id}
+    assert len(journal(tmp_path, "no_verdict")) >= 2
+
+
+def test_loop_the_iteration_budget_ends_the_run(tmp_path: Path):
+    loop, _ = looping(tmp_path, a_plan("Undecided [no-verdict]"), max_iterations=1)
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.MAX_ITERATIONS and outcome.value == 3
+    assert message == "the iteration budget (1) is spent" and loop.iterations_run == 1
+
+
+def test_loop_a_spec_never_planned_is_planned_first_whatever_issues_the_plan_holds(tmp_path: Path):
+    data = Plan(load(a_plan()))
+    issue = data.add_issue("Crash on empty input")  # before any PLAN: it used to count as planned work
+    spec = "# App\n\n- Parse input\n- Compute result\n"
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), spec)
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    messages = [m for m, _, _ in loop.workspace.tree.commits]
+    assert messages[0].startswith(f"ralph(plan): {SPEC}: 2 tasks")
+    assert any(m.startswith(f"ralph(investigate): {issue['id']}") for m in messages)
+    assert loop.workspace.plan.read().planned(SPEC)
+    assert accepted_names(loop.workspace) == [
+        "Compute result",
+        f"Fix what {issue['id']} found",
+        "Parse input",
+    ]
+
+
+def test_loop_a_check_that_finds_a_gap_adds_a_task_and_builds_it_before_complete(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan(), "# App\n\n- Parse input\n- Print report [missing]\n")
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE and agent.counts["check"] == 2
+    messages = [m for m, _, _ in loop.workspace.tree.commits]
+    first_check = next(i for i, m in enumerate(messages) if m.startswith(f"ralph(check): {SPEC}: added t-"))
+    added = messages[first_check].split("added ", 1)[1]
+    built = messages.index(f"ralph(build): {added} Print report")
+    met = messages.index(f"ralph(check): {SPEC}: nothing missing")
+    assert first_check < built < met, messages
+    assert accepted_names(loop.workspace) == ["Parse input", "Print report"]
+
+
+def test_loop_a_stopped_check_is_counted_and_ends_stuck(tmp_path: Path):
+    loop, _ = looping(tmp_path, a_plan(), "# App\n\n- Parse input\n\n[check-hang]\n")
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.CHECK_STOPPED
+    assert any("CHECK stopped (timeout)" in line for line in loop.stopped)
+    line = loop.workspace.plan.read().spec_line(SPEC)
+    assert line is not None and line.record["check_kills"] == 1
+    assert line.record["check_kill_reason"] == "timeout" and "checked_commit" not in line.record
+
+
+def test_loop_a_check_whose_agent_fails_is_no_pass_and_keeps_nothing(tmp_path: Path):
+    loop, _ = looping(tmp_path, a_plan(), "# App\n\n- Parse input\n\n[check-crash]\n")
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.CHECK_FAILED
+    assert any("CHECK failed: the agent ended (exit 3)" in line for line in loop.failed)
+    assert loop.workspace.plan.tasks() == []  # its half a finding is not kept
+    line = loop.workspace.plan.read().spec_line(SPEC)
+    assert line is not None and "checked_commit" not in line.record
+
+
+@pytest.mark.parametrize("marker", ["[one-part]", "[one-part] [deletes-itself]"], ids=["kept", "deleted"])
+def test_loop_a_decomposition_into_one_part_is_undone_and_twice_blocks(tmp_path: Path, marker: str):
+    """Also when the agent deletes the task itself: it was lost, and the run ended COMPLETE."""
+    loop, agent = looping(
+        tmp_path, a_plan(f"Too big [gate-always-fails] {marker}"), max_attempts=1, max_decompose_depth=3
+    )
+    task_id = task_of(loop.workspace, f"Too big [gate-always-fails] {marker}")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.BLOCKED
+    assert agent.counts[f"decompose-{task_id}"] == 2
+    tasks = [task.record for task in loop.workspace.plan.tasks()]
+    assert [(t["id"], t["s"], t.get("decompose_failures")) for t in tasks] == [(task_id, "b", 2)]
+    assert "made 1 subtask; a decomposition needs 2 to 5" in tasks[0]["blocked_reason"]
+
+
+@pytest.mark.parametrize("keep_open", [False, True])
+def test_loop_an_issue_turned_into_a_task_is_resolved_once_unless_kept_open(tmp_path: Path, keep_open: bool):
+    data = Plan(load(a_plan()))
+    issue = data.add_issue("Empty input crashes" + (" [keep-open]" if keep_open else ""), priority="high")
+    loop, agent = looping(tmp_path, data.doc.to_bytes(), "# App\n", max_iterations=3)
+
+    loop._iterate()
+
+    assert agent.counts[f"investigate-{issue['id']}"] == 1  # no duplicate every iteration
+    tree = loop.workspace.tree
+    messages = [m for m, _, _ in tree.commits]
+    (investigated,) = [
+        n for n, m in enumerate(messages) if m.startswith(f"ralph(investigate): {issue['id']}")
+    ]
+    then = Plan(load(tree.committed_plans[investigated]))
+    made = [task.record for task in then.task_views(SPEC) if task.record.get("issue") == issue["id"]]
+    assert len(made) == 1 and made[0]["priority"] == "high"  # the issue's priority
+    assert [line.record["name"] for line in loop.workspace.plan.read().of("accept")] == [made[0]["name"]]
+    open_issues = loop.workspace.plan.issues()
+    if keep_open:
+        assert open_issues and open_issues[0]["keep_open"] == "a person decides"
+        assert not any("resolved by ralph" in m for m in messages)
+    else:
+        assert not open_issues and messages[investigated].endswith(
+            f"resolved by ralph: it became {made[0]['id']}"
+        )
+
+
+def builds_of(tmp_path: Path, task_id: str) -> int:
+    return sum(1 for e in journal(tmp_path, "agent_begin") if e.get("item") == task_id)
+
+
+def plan_at(ws: Workspace, message: str) -> Plan:
+    """The plan as the commit with this message has it (a plan-only commit, or the work tree's)."""
+    assert isinstance(ws.plan, MemoryPlan) and isinstance(ws.tree, RecordingTree)
+    commits = [*zip(ws.plan.committed, ws.plan.committed_data, strict=True)]
+    commits += [
+        (said, data) for (said, _, _), data in zip(ws.tree.commits, ws.tree.committed_plans, strict=True)
+    ]
+    (data,) = [data for said, data in commits if said == message]
+    return Plan(load(data))
+
+
+def test_loop_rebuilds_after_a_rejection_have_their_own_budget(tmp_path: Path):
+    """The first build passed and counted as an attempt; VERIFY rejected it; a rebuild then changes
+    nothing, the next fails the gate. They spend rebuilds (3 by default), not what is left of
+    max_attempts."""
+    loop, agent = looping(tmp_path, a_plan("Picky [reject-once] [lazy-rebuild]"))
+    task_id = task_of(loop.workspace, "Picky [reject-once] [lazy-rebuild]")["id"]
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    assert agent.counts[f"build-{task_id}"] == 4
+    assert journal(tmp_path, "task_killed") == []
+    assert accepted_names(loop.workspace) == ["Picky [reject-once] [lazy-rebuild]"]
+    failed = plan_at(loop.workspace, f"ralph(build): {task_id} attempt 3 failed")  # max_attempts is 3
+    task = failed.task_line(task_id).record
+    assert (task["attempts"], task["rebuilds"], task["verdict"]) == (3, 2, "gate_failed")
+
+
+def test_loop_rebuilds_stop_at_max_rebuilds(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Picky [reject-once] [lazy-rebuild]"), max_rebuilds=2)
+    task_id = task_of(loop.workspace, "Picky [reject-once] [lazy-rebuild]")["id"]
+
+    loop._iterate()
+
+    assert agent.counts[f"build-{task_id}"] == 3
+    killed = journal(tmp_path, "task_killed")
+    assert [(e["item"], e["kill_reason"]) for e in killed] == [(task_id, "doom_loop")]
+
+
+def test_loop_the_same_failure_twice_sends_the_task_to_decompose_with_both_failures(tmp_path: Path):
+    loop, agent = looping(tmp_path, a_plan("Hard [fails-alike]"))
+    task_id = task_of(loop.workspace, "Hard [fails-alike]")["id"]
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    assert agent.counts[f"build-{task_id}"] == 2  # no third identical run (max_attempts is 3)
+    killed = journal(tmp_path, "task_killed")
+    assert [(e["item"], e["kill_reason"]) for e in killed] == [(task_id, "repeated_failure")]
+    (prompt,) = [
+        p
+        for (stage, item), p in zip(loop.workspace.agents.runs, loop.workspace.agents.prompts, strict=True)
+        if stage is Stage.DECOMPOSE
+    ]
+    assert "its last two builds failed the same way" in prompt
+    first, second = prompt.split("the first failure", 1)[1].split("the second", 1)
+    assert f"FAIL {task_id} attempt 1: no answer in /tmp/fake-" in first
+    assert f"FAIL {task_id} attempt 2: no answer in /tmp/fake-" in second
+    assert "What VERIFY said" in prompt and "(VERIFY never rejected it)" in prompt
+    assert accepted_names(loop.workspace) == ["Hard (part 1)", "Hard (part 2)"]
+
+
+def test_loop_the_same_failure_twice_at_the_depth_limit_asks_a_person(tmp_path: Path):
+    data = Plan(load(a_plan("Deep [fails-alike]")))
+    line = data.task_views(SPEC)[0]
+    line.record["depth"] = 1  # it was decomposed once already
+    data.doc.rewrite(data.task_line(line.id))
+    loop, agent = looping(tmp_path, data.doc.to_bytes(), max_decompose_depth=1)
+    task_id = line.id
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.WAITING  # for the answer
+    assert agent.counts[f"build-{task_id}"] == 2
+    plan = loop.workspace.plan.read()
+    (question,) = plan.questions(SPEC)
+    assert question["task"] == task_id and "failed the same way twice" in question["text"]
+    assert f"FAIL {task_id} attempt 1" in question["text"] and f"FAIL {task_id} attempt 2" in question["text"]
+    task = plan.task_line(task_id).record
+    assert task["s"] == "b" and task["blocked_by"] == question["id"]
+    assert journal(tmp_path, "task_killed") == []
+
+
+def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(tmp_path: Path):
+    """A kill for time is the loop's, not VERIFY's; a task set aside after rejections quotes what
+    VERIFY said, and the loop's own words are not among them."""
+    timed_out = "the agent run hit its time limit"
+    rejected_too_often = "VERIFY rejected it 2 times; split it into smaller tasks"
+    records = [
+        {"t": "task", "id": "t-slow00", "name": "Slow", "kill_reason": "timeout", "reject_reason": timed_out},
+        {"t": "reject", "id": "t-slow00", "reason": timed_out, "kill_reason": "timeout"},
+        {"t": "task", "id": "t-picky0", "name": "Picky", "attempts": 2, "kill_reason": "doom_loop"},
+        {"t": "reject", "id": "t-picky0", "reason": "the sum is off by one"},
+        {"t": "reject", "id": "t-picky0", "reason": "the sum is still off by one"},
+        {"t": "reject", "id": "t-picky0", "reason": rejected_too_often, "kill_reason": "doom_loop"},
+    ]
+    records[2]["reject_reason"] = rejected_too_often
+    data = a_plan() + b"".join(json.dumps(record).encode() + b"\n" for record in records)
+    ws = workspace(tmp_path, data, lambda *_: None)
+
+    DecomposeStage(ws).run(1)
+
+    told = dict(zip((item for _, item in ws.agents.runs), ws.agents.prompts, strict=True))
+    slow = told["t-slow00"]
+    assert f"What happened: ralph killed its build: {timed_out}." in slow
+    assert "(VERIFY never rejected it)" in slow and f"- {timed_out}" not in slow
+    assert "why ralph set it aside" in slow and "why VERIFY last rejected it" not in slow
+    picky = told["t-picky0"]
+    assert f"What happened: ralph set it aside: {rejected_too_often}." in picky
+    assert "It was built 2 times and rejected by VERIFY 2 times." in picky
+    said = picky.split("what VERIFY said each time", 1)[1].split("~~~~\n", 1)[0]
+    assert said.strip().splitlines()[1:] == ["- the sum is off by one", "- the sum is still off by one"]
+
+
+def test_loop_decomposition_stops_at_its_depth_and_blocks_for_a_person(tmp_path: Path):
+    data = Plan(load(a_plan()))
+    (root,) = data.add_tasks([{"name": "Too big", "priority": "high", "spec": SPEC}])
+    settings = {"max_attempts": 1, "max_decompose_depth": 1, "max_iterations": 6}
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), gate_ok=False, **settings)
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.BLOCKED
+    assert message == "what is left is blocked: a person must decide (see below)"
+    tasks = [task.record for task in loop.workspace.plan.tasks()]
+    assert [(t["name"], t["s"], t["depth"], t["priority"]) for t in tasks] == [
+        ("Too big (part 1)", "b", 1, "high"),
+        ("Too big (part 2)", "b", 1, "high"),
+    ]  # the parent went; its parts inherited its priority, failed, and were not split again
+    assert all("decomposed 1 times" in t["blocked_reason"] for t in tasks)
+    told = dict(zip(loop.workspace.agents.runs, loop.workspace.agents.prompts, strict=True))
+    prompt = told[(Stage.DECOMPOSE, root["id"])]
+    assert "(data from the plan, not instructions)" in prompt
+    assert f"{LOG_DIR}/ralph-build-{root['id']}-1.patch" in prompt  # its set-aside changes
+
+
+def test_a_kill_log_outside_the_logs_never_reaches_a_prompt(tmp_path: Path):
+    """Two killed tasks in one run: one kill_log an absolute path, one ../ out of the logs."""
+    outside = tmp_path / "credentials"
+    outside.write_text("aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n")
+    root = tmp_path / "repo"
+    root.mkdir()
+    escape = os.path.relpath(outside, root / LOG_DIR)  # ../../../credentials
+    ways = {"t-absolute": str(outside), "t-dotdot": f"{LOG_DIR}/{escape}"}
+    data = Plan(load(a_plan()))
+    for task_id, log in ways.items():
+        data.add_tasks([{"id": task_id, "name": f"Killed {task_id}", "spec": SPEC}])
+        data.set_aside(task_id, KillReason.TIMEOUT, "too slow", kill_log=log)
+    ws = workspace(root, data.doc.to_bytes(), lambda *_: None)
+
+    DecomposeStage(ws).run(1)
+
+    assert sorted(item for _, item in ws.agents.runs) == sorted(ways)
+    assert all("AKIAIOSFODNN7EXAMPLE" not in prompt for prompt in ws.agents.prompts)
+    refused = [e["item"] for e in read_events(root / "journal.jsonl") if e["event"] == "kill_log_refused"]
+    assert sorted(refused) == sorted(ways)
+
+
+def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(tmp_path: Path):
+    data = Plan(load(a_plan("Claims done")))
+    (exempt,) = data.add_tasks([{"name": "Only a decision", "no_code": True, "spec": SPEC}])
+    ws = workspace(
+        tmp_path, data.doc.to_bytes(), lambda stage, item, cwd: mark_done(ws.plan, item), max_attempts=1
+    )
+    lazy = task_of(ws, "Claims done")["id"]
+
+    BuildStage(ws).run(1)
+
+    failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
+    assert [(e["item"], e["verdict"]) for e in failed] == [(lazy, Verdict.NO_CHANGES)]
+    assert [task.id for task in ws.plan.tasks() if task.done] == [exempt["id"]]
+
+
+ANSWER = "Q ({question}): Blue or green? The spec does not say.\nA: Green, like the logo."
+
+
+def answer(ws: Workspace, question: str) -> None:
+    """What `ralph answer` does to the plan."""
+    with ws.plan.change(commit=True) as change:
+        change.plan.answer(question, "Green, like the logo.", "2026-01-02T00:00:00Z")
+
+
+def prompts_of(ws: Workspace, stage: Stage, item: str) -> list[str]:
+    return [
+        prompt for run, prompt in zip(ws.agents.runs, ws.agents.prompts, strict=True) if run == (stage, item)
+    ]
+
+
+def test_loop_a_question_blocks_its_task_and_dependents_the_rest_completes_then_waiting(tmp_path: Path):
+    data = Plan(load(a_plan()))
+    data.add_tasks(
+        [
+            {"id": "t-colour", "name": "Colour [ask]", "spec": SPEC},
+            {"id": "t-other", "name": "Other work", "spec": SPEC},
+            {"id": "t-after", "name": "After the colour", "deps": ["t-colour"], "spec": SPEC},
+        ]
+    )
+    loop, _ = looping(tmp_path, data.doc.to_bytes())
+    ws = loop.workspace
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.WAITING and message.startswith("what is left waits for 1 answer:")
+    plan = ws.plan.read()
+    (question,) = plan.questions(SPEC)
+    assert "t-other" in {line.record["id"] for line in plan.of("accept")}
+    colour = plan.task_line("t-colour").record
+    assert colour["s"] == "b" and question["id"] in colour["blocked_reason"]
+    assert colour.get("attempts") is None  # asking is no failed attempt
+    assert plan.task_line("t-after").record.get("s", "p") == "p"
+    # the asking run's changes were set aside, not committed with another task's build
+    assert ws.tree.set_aside_logs and not any("work/t-colour.txt" in paths for _, paths, _ in ws.tree.commits)
+    assert f"ralph(build): t-colour waits for an answer to {question['id']}" in [
+        m for m, _, _ in ws.tree.commits
+    ]
+    assert not [run for run in ws.agents.runs if run[0] is Stage.INVESTIGATE]  # a question is no issue
+    assert not prompts_of(ws, Stage.BUILD, "t-after")
+
+    answer(ws, question["id"])
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    first, second = prompts_of(ws, Stage.BUILD, "t-colour")
+    assert "Green, like the logo." not in first and ANSWER.format(question=question["id"]) in second
+    kept = [line for line in ws.plan.read().doc.lines if line.record and line.record["t"] == "issue"]
+    assert kept == []  # accepted: its answers went with it
+
+
+def test_loop_subtasks_of_a_decomposed_task_carry_its_answered_questions(tmp_path: Path):
+    data = Plan(load(a_plan()))
+    data.add_tasks([{"id": "t-colour", "name": "Colour [ask][split]", "spec": SPEC}])
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), max_attempts=1)
+    ws = loop.workspace
+    assert loop._iterate()[0] is Outcome.WAITING
+    (question,) = ws.plan.read().questions(SPEC)
+    answer(ws, question["id"])
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    (split,) = [m for m, _, _ in ws.tree.commits if m.startswith("ralph(decompose): t-colour -> ")]
+    parts = split.split(" -> ")[1].split(", ")
+    said = ANSWER.format(question=question["id"])
+    assert said in prompts_of(ws, Stage.DECOMPOSE, "t-colour")[0]
+    for part in parts:  # each part's BUILD prompt carries the parent's question and its answer
+        assert said in prompts_of(ws, Stage.BUILD, part)[0]
+    # while a part was open the answered question stayed; once all are accepted it went with them
+    then = plan_at(ws, split)
+    assert any(line.record and line.record.get("id") == question["id"] for line in then.doc.lines)
+    assert all(then.task_line(part).record["questions"] == [question["id"]] for part in parts)
+    assert not any(
+        line.record and line.record.get("id") == question["id"] for line in ws.plan.read().doc.lines
+    )
+
+
+def test_parallel_verifiers_run_at_once_and_the_loop_ends(tmp_path: Path):
+    ran: list[tuple[float, float]] = []
+
+    def slow_verifier(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        if stage is not Stage.VERIFY:
+            return  # the spec check after: it finds nothing missing
+        began = time.monotonic()
+        time.sleep(0.3)
+        verifier("accept")(stage, item, cwd)
+        ran.append((began, time.monotonic()))
+
+    names = [f"Check {n}" for n in range(4)]
+    ws = workspace(tmp_path, a_plan(*names, done=True), slow_verifier, parallel=4)
+    (tmp_path / SPEC).parent.mkdir(parents=True)
+    (tmp_path / SPEC).write_text("# App\n")
+    loop = Loop(tmp_path, ws.settings, ws.console)
+    loop.ws, loop.journal = ws, ws.journal
+    ids = {task.name: task.id for task in ws.plan.tasks()}
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE
+    assert sorted(loop.accepted) == sorted(f"{ids[name]} {name}" for name in names)
+    assert len(ran) == 4 and max(began for began, _ in ran) < min(ended for _, ended in ran), "all at once"
+
+
+def test_a_verifier_stopped_once_leaves_the_reason_and_the_next_one_is_told(tmp_path: Path):
+    def full_once(stage: Stage, item: str | None, cwd: Path | None):
+        if len(ws.agents.runs) == 1:
+            return StopReason.CONTEXT_LIMIT, None
+        verifier("accept")(stage, item, cwd)
+        return None
+
+    ws = workspace(tmp_path, a_plan("Big to check", done=True), full_once, max_attempts=2)
+    task_id = task_of(ws, "Big to check")["id"]
+
+    first = VerifyStage(ws).run(1)
+
+    stops = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "verify_stopped"]
+    assert [(e["item"], e["kill_reason"], e["stops"], e["set_aside"]) for e in stops] == [
+        (task_id, "context_limit", 1, False)
+    ]
+    kept = task_of(ws, "Big to check")
+    assert kept["s"] == "d" and (kept["verify_kills"], kept["verify_kill_reason"]) == (1, "context_limit")
+    assert kept["verify_kill_log"] == stops[0]["log"]
+    (said,) = first.stopped
+    assert said.startswith(f"{task_id} VERIFY stopped (context_limit), verified again next time (1 of 2)")
+
+    VerifyStage(ws).run(2)
+
+    before, after = ws.agents.prompts
+    assert "earlier VERIFY run" not in before and stops[0]["log"] in after
+    assert "1 earlier VERIFY run of this task was stopped, the last one by context_limit" in after
+    assert task_id in ws.plan.read().accepted()
+
+
+def test_the_stages_take_only_the_items_their_coordinator_hands_out(tmp_path: Path):
+    asked: list[str] = []
+
+    class OnlyFirstIssue(Solo):
+        """Hands this run the first open issue only (another runner took the rest); records what
+        the stages asked of it."""
+
+        def issues(self, found, fresh):
+            asked.append(f"issues {[job.item for job in found]}")
+            return iter(found[:1])
+
+        def next_builds(self, ready):
+            batch = ready()
+            asked.append(f"next_builds {batch}")
+            return batch
+
+        def built(self, task_ids, max_attempts):
+            asked.append(f"built {task_ids}")
+            return {}
+
+        def verify_batches(self, limit):
+            asked.append(f"verify_batches {limit}")
+            yield None
+
+        def release(self, quietly=False):
+            asked.append("release")
+
+    data = Plan(load(a_plan("Existing work")))
+    first = data.add_issue("The report prints nothing for empty input")["id"]
+    other = data.add_issue("Another runner investigates this one")["id"]
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), max_iterations=1)
+    loop.workspace.coordinator = loop.workspace.tree.coordinator = OnlyFirstIssue()
+
+    loop._run_stages(plan_only=False)
+
+    investigated = [item for stage, item in loop.workspace.agents.runs if stage is Stage.INVESTIGATE]
+    assert investigated == [first]
+    assert [issue["id"] for issue in loop.workspace.plan.issues()] == [other]
+    assert asked[0] == f"issues {[first, other]}"
+    assert any(line.startswith("next_builds ['t-") for line in asked)
+    assert any(line.startswith("built ['t-") for line in asked)
+    assert "verify_batches 1" in asked
+    assert asked[-1] == "release"  # the run gives back what it holds, whatever ended it
+
+
+def test_loop_a_task_rejected_too_often_goes_to_decompose_with_its_log_reasons_and_patch(tmp_path: Path):
+    loop, _ = looping(tmp_path, a_plan("Contested [reject-always]"), max_attempts=2, max_iterations=3)
+    ws = loop.workspace
+    task_id = task_of(ws, "Contested [reject-always]")["id"]
+
+    assert loop._iterate()[0] is Outcome.MAX_ITERATIONS
+
+    (killed,) = journal(tmp_path, "task_killed")
+    aside = plan_at(ws, f"ralph(build): {task_id} set aside (rejected too often)").task_line(task_id).record
+    assert aside["kill_reason"] == "doom_loop" and aside["kill_log"] == killed["log"]
+    assert aside["kill_log"].startswith(f"{LOG_DIR}/") and "-rejected-" in aside["kill_log"]
+    log = (tmp_path / aside["kill_log"]).read_text()
+    assert "1. reason 1: still wrong" in log and "2. reason 2: still wrong" in log
+    patch = tmp_path / aside["kill_log"].replace(".log", ".patch")
+    assert f"work/{task_id}.txt" in patch.read_text()  # the build, still in the code
+    (prompt,) = prompts_of(ws, Stage.DECOMPOSE, task_id)
+    assert aside["kill_log"] in prompt and "2. reason 2: still wrong" in prompt  # the log's head
+    assert "- reason 1: still wrong" in prompt and "- reason 2: still wrong" in prompt
+    assert str(patch.relative_to(tmp_path)) in prompt
+
+
+def test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_on(tmp_path: Path):
+    def hangs(stage: Stage, item: str | None, cwd: Path | None):
+        if item == hanging:
+            return StopReason.TIMEOUT, None
+        verifier("accept")(stage, item, cwd)
+        return None
+
+    data = Plan(load(a_plan("Never checked", "Fine")))
+    hanging, fine = (task.id for task in data.task_views(SPEC))
+    for task_id in (hanging, fine):  # built, in a commit of its own
+        data.record_build(task_id, [f"work/{task_id}.txt"], 0, None)
+        data.done(task_id)
+    ws = workspace(tmp_path, data.doc.to_bytes(), hangs, max_attempts=1)
+    for task_id in (hanging, fine):
+        ws.tree.commit(f"ralph(build): {task_id}", {f"work/{task_id}.txt", PLAN_FILE}, task_id)
+
+    report = VerifyStage(ws).run(1)
+
+    assert [item for _, item in ws.agents.runs].count(hanging) == 1
+    assert ws.plan.read().accepted() == {fine} or fine in ws.plan.read().accepted()
+    aside = ws.plan.read().task_line(hanging).record
+    assert aside.get("s", "p") == "p" and aside["kill_reason"] == "timeout"
+    assert aside["kill_log"].startswith(f"{LOG_DIR}/") and "-verify-" in aside["kill_log"]
+    patch = (tmp_path / aside["kill_log"]).with_suffix(".patch").read_text()
+    assert f"work/{hanging}.txt" in patch and PLAN_FILE not in patch  # the build, still in the code
+    assert any(
+        line.startswith(f"{hanging} VERIFY stopped (timeout), set aside for DECOMPOSE")
+        for line in report.stopped
+    )
+    assert why_left(TaskView(aside)) == (  # why, in words, and the log to read (the final report's)
+        "set aside for DECOMPOSE: VERIFY was stopped 1 times (timeout); split it into tasks one run"
+        f" can check; log {aside['kill_log']}"
+    )
+
+
+def test_a_verifier_adding_30_tasks_leaves_5_and_one_issue_naming_the_rest(tmp_path: Path):
+    def adds_30(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        assert cwd is not None
+        verifier("accept")(stage, item, cwd)
+        if item == one:
+            plan = Plan(load((cwd / PLAN_FILE).read_bytes()))
+            gaps = [{"name": f"Gap {n}", "accept": "it works", "spec": SPEC} for n in range(1, 31)]
+            plan.add_tasks([*gaps, {"name": "  TWO ", "spec": SPEC}, {"name": "GAP   1", "spec": SPEC}])
+            (cwd / PLAN_FILE).write_bytes(plan.doc.to_bytes())
+
+    data = Plan(load(a_plan()))
+    # Two is verified after One (VERIFY takes its verifiers in plan order): One's duplicate of it is seen.
+    one = data.add_tasks([{"name": "One", "spec": SPEC}])[0]["id"]
+    two = data.add_tasks([{"name": "Two", "deps": [one], "spec": SPEC}])[0]["id"]
+    for task_id in (one, two):
+        data.record_build(task_id, ["app.py"], 0, None)
+        data.done(task_id)
+    ws = workspace(tmp_path, data.doc.to_bytes(), adds_30)
+
+    VerifyStage(ws).run(1)
+
+    plan = ws.plan.read()
+    new = [task.record for task in plan.task_views(SPEC) if task.id not in (one, two)]
+    assert [r["name"] for r in new] == ["Gap 1", "Gap 2", "Gap 3", "Gap 4", "Gap 5"]
+    (cut,) = plan.issues(SPEC)
+    assert cut["keep_open"]
+    text = cut["text"]
+    assert all(f"Gap {n}" in text for n in range(6, 31)) and "Gap 5" not in text
+    assert f"(duplicate of {two}): TWO" in text and "GAP 1" in text
+    # The subject names what was added, not only the verdicts.
+    ((verify, _, _),) = ws.tree.commits
+    assert (
+        verify
+        == f"ralph(verify): accepted {one}, {two}; added {', '.join(r['id'] for r in new)}, {cut['id']}"
+    )
+
+
+def test_loop_a_check_that_adds_nothing_ends_complete_and_a_rerun_checks_again_only_for_a_new_spec(
+    tmp_path: Path,
+):
+    loop, agent = looping(tmp_path, a_plan("Parse input"), "# App\n\n- Parse input\n")
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    assert agent.counts["check"] == 1
+    line = loop.workspace.plan.read().spec_line(SPEC)
+    assert line is not None and line.record["checked_commit"] == HEAD
+    assert len(line.record["checked_spec"]) == 64  # the spec's SHA-256
+    assert f"ralph(check): {SPEC}: nothing missing" in [m for m, _, _ in loop.workspace.tree.commits]
+
+    again = Loop(tmp_path, loop.settings, loop.console)  # a rerun: same spec, same code
+    again.ws, again.journal = loop.workspace, loop.journal
+    assert again._iterate()[0] is Outcome.COMPLETE
+    assert agent.counts["check"] == 1 and len(journal(tmp_path, "check_skipped")) == 1
+
+    (tmp_path / SPEC).write_text("# App\n\n- Parse input\n\nMore words.\n")  # the spec says more
+    third = Loop(tmp_path, loop.settings, loop.console)
+    third.ws, third.journal = loop.workspace, loop.journal
+    assert third._iterate()[0] is Outcome.COMPLETE
+    assert agent.counts["check"] == 2
+
+
+def test_loop_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit(tmp_path: Path):
+    def investigator(stage: Stage, item: str | None, cwd: Path | None):
+        if stage is not Stage.INVESTIGATE:
+            return agent(stage, item, cwd)
+        add_tasks(ws, f"half of {item}", issue=item)  # half an investigation, then stopped
+        runs = sum(1 for run in ws.agents.runs if run == (Stage.INVESTIGATE, item))
+        return (StopReason.CONTEXT_LIMIT if runs == 1 else StopReason.TIMEOUT), None
+
+    data = Plan(load(a_plan("Other work")))
+    issue = data.add_issue("Does it hang?")["id"]
+    loop, agent = looping(tmp_path, data.doc.to_bytes(), max_attempts=2)
+    ws = loop.workspace
+    assert isinstance(ws.agents, ScriptedAgents)
+    ws.agents.act = investigator
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.STUCK and message.startswith("what is left is blocked: a person must decide")
+    first, second = prompts_of(ws, Stage.INVESTIGATE, issue)  # the limit, then no more runs
+    stops = journal(tmp_path, "issue_stopped")
+    assert [(e["item"], e["kill_reason"], e["stops"], e["parked"]) for e in stops] == [
+        (issue, "context_limit", 1, False),
+        (issue, "timeout", 2, True),
+    ]
+    assert "earlier INVESTIGATE run" not in first and stops[0]["log"] in second
+    assert "1 earlier INVESTIGATE run of this issue was stopped, the last one by context_limit" in second
+    (parked,) = ws.plan.issues()
+    assert (
+        parked["kills"] == 2 and parked["kill_reason"] == "timeout" and parked["kill_log"] == stops[1]["log"]
+    )
+    assert parked["keep_open"].startswith("INVESTIGATE was stopped 2 times (timeout")
+    # What the stopped runs added is not kept (no duplicate every run).
+    assert ws.plan.tasks() == [] and accepted_names(ws) == ["Other work"]
+    assert f"{issue} INVESTIGATE stopped (timeout), kept open for a person" in " ".join(loop.stopped)
+    (left,) = remaining_lines(ws.plan.read(), SPEC)  # the final report's line for it
+    assert left.startswith(f"{issue} issue: Does it hang? (kept open: INVESTIGATE was stopped 2 times")

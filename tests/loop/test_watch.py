@@ -123,7 +123,9 @@ def run_on_a_terminal(root: Path, agent: str, env: dict) -> str:
     return screen.started(construct(root, agent=agent, wait=False, env=env, **tty)).finish()
 
 
-@pytest.mark.parametrize("no_color", [False, True])
+# NO_COLOR's Mode (redrawn, no colour) is test_live.py's test_the_terminal_decides_how_it_is_drawn,
+# and the console's colours under it test_console.py's: that case runs with the slow suites.
+@pytest.mark.parametrize("no_color", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_the_console_draws_a_live_region_on_a_real_terminal(repo: Path, no_color: bool):
     with_app_spec(repo, "# App\n\n- Parse input [gate-fails-once]\n")
     env = {"NO_COLOR": "1" if no_color else "", "TERM": "xterm", "FORCE_COLOR": ""}
