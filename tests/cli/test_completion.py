@@ -3,6 +3,7 @@ real bash script where bash is installed)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -10,7 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from ralph.cli.main import cli
 from tests.support.cli import Ralph
 
 BIN = str(Path(sys.executable).parent)  # where `ralph` is installed, beside this interpreter
@@ -35,10 +38,13 @@ def test_an_unknown_shell_is_one_line(ralph: Ralph):
 
 
 def complete(root: Path, words: str, shell: str = "bash") -> list[str]:
-    """What `ralph` answers to the completion request its script sends for these words."""
-    env = {**os.environ, "_RALPH_COMPLETE": f"{shell}_complete", "COMP_WORDS": words}
+    """What `ralph` answers to the completion request its script sends for these words: the real
+    CLI in this process, in `root` (the bash script's own run of the program is the bash test's)."""
+    env = {"_RALPH_COMPLETE": f"{shell}_complete", "COMP_WORDS": words}
     env["COMP_CWORD"] = str(len(words.split(" ")) - 1)
-    done = subprocess.run([f"{BIN}/ralph"], cwd=root, env=env, capture_output=True, text=True, check=True)
+    with contextlib.chdir(root):
+        done = CliRunner().invoke(cli, [], env=env, prog_name="ralph", catch_exceptions=False)
+    assert done.exit_code == 0, done.output
     return [line for line in done.stdout.splitlines() if line]
 
 
