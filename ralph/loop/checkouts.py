@@ -30,8 +30,17 @@ from ralph.loop.plan_access import PLAN_FILE
 from ralph.store.git import Repo
 from ralph.store.owned import Owned
 
-if TYPE_CHECKING:
-    from ralph.loop.work_tree import WorkTree
+if TYPE_CHECKING:  # what the lender needs of the work tree (ralph.loop.work_tree, which uses this module)
+    from typing import Protocol
+
+    class WorkTree(Protocol):
+        root: Path
+
+        def make_checkout(self, label: str) -> Checkout: ...
+
+        def remove_checkout(self, checkout: Checkout) -> None: ...
+
+        def registered(self, path: Path) -> bool: ...
 
 
 @dataclass
