@@ -25,13 +25,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ralph.errors import GitError
 from ralph.loop.permissions import Snapshot
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.store.git import Repo
 from ralph.store.owned import Owned
 
-if TYPE_CHECKING:
-    from ralph.loop.work_tree import WorkTree
+if TYPE_CHECKING:  # what the lender needs of the work tree (ralph.loop.work_tree, which uses this module)
+    from typing import Protocol
+
+    class WorkTree(Protocol):
+        root: Path
+
+        def make_checkout(self, label: str) -> Checkout: ...
+
+        def remove_checkout(self, checkout: Checkout) -> None: ...
+
+        def registered(self, path: Path) -> bool: ...
 
 
 @dataclass
@@ -66,18 +76,17 @@ class Checkouts:
         self._free: list[Checkout] = []
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
-        self.made = 0  # how many were made (the other loans reused one)
 
     @contextmanager
     def lend(self) -> Iterator[Loan]:
         """A checkout of HEAD holding plan.jsonl as the work tree has it now, for one verifier."""
         with self._lock:
             checkout = self._free.pop() if self._free else None
-        loan = Loan(checkout.repo, Snapshot(checkout.head, None, frozenset())) if checkout else None
-        if checkout is None:
+        if checkout is not None:  # cleaned after its last loan: its state is known
+            loan = Loan(checkout.repo, Snapshot(checkout.head, None, frozenset()))
+        else:
             checkout = self.tree.make_checkout(f"verify-{next(self._numbers)}")
-            self.made += 1
-        loan = loan or Loan(checkout.repo)
+            loan = Loan(checkout.repo)
         reusable = False
         try:
             (checkout.path / PLAN_FILE).write_bytes((self.tree.root / PLAN_FILE).read_bytes())
@@ -106,5 +115,8 @@ class Checkouts:
             return False
         if not self.tree.registered(path):
             return False
-        checkout.repo.git("clean", "-ffdxq")
+        try:
+            checkout.repo.git("clean", "-ffdxq")
+        except GitError:  # removed instead, and the next verifier gets a new one
+            return False
         return True
