@@ -44,8 +44,9 @@ lint: $(STAMP)
 # part of their time waiting on agents, gates, time limits and retries. On 2 CPUs (measured on
 # one commit, when the suite took ~135 CPU-s): 3 workers 46 s, 4 workers 42 s, 5 workers 39 s, 6
 # workers 39 s. WORKERS=0: all in this process. The suite is CPU-bound: its wall time on 2 idle CPUs
-# is about its CPU time over 2 (1508 tests, about 230 CPU-s of user and system time in Nov 2026,
-# most of it git and Python processes that the construct tests start: about 1 CPU-s each).
+# is about its CPU time over 2 (on 28 Nov 2026: 1515 tests, 72 s, about 133 CPU-s of user and
+# system time, most of it the git and Python processes that the process-level tests start; a
+# construct run costs about 1 CPU-s, so the loop's behaviours are tested in process where they can be).
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
