@@ -530,6 +530,22 @@ def test_an_investigation_that_made_tasks_resolves_its_issue(tmp_path: Path):
     assert message.endswith(f"resolved by ralph: it became {', '.join(made)}") and paths == [PLAN_FILE]
 
 
+def test_an_issue_kept_open_for_a_person_is_not_investigated_beside_one_that_is(tmp_path: Path):
+    def investigator(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        add_tasks(ws, "Fill the report", issue=item)
+
+    data = Plan(load(a_plan()))
+    kept = data.add_issue("which report format do we want?")
+    data.keep_issue_open(kept["id"], "a person must choose")
+    issue = data.add_issue("the report is empty")
+    ws = workspace(tmp_path, data.doc.to_bytes(), investigator)
+
+    report = InvestigateStage(ws).run(1)
+
+    assert report.items == 1 and ws.agents.runs == [(Stage.INVESTIGATE, issue["id"])]
+    assert [open_issue["id"] for open_issue in ws.plan.issues()] == [kept["id"]]
+
+
 def test_an_investigation_stopped_half_way_keeps_nothing_and_the_issue_records_why(tmp_path: Path):
     def stopped(stage: Stage, item: str | None, cwd: Path | None):
         add_tasks(ws, "Half a thought", issue=item)
