@@ -24,6 +24,7 @@ from tests.support.construct import (
 )
 from tests.support.gitrepo import git
 from tests.support.hooks import config_set
+from tests.support.plans import SET_ASIDE_REJECTED_TOO_OFTEN, SET_ASIDE_TIMED_OUT, set_aside_for_decompose
 
 
 def quick_retries(root: Path) -> None:
@@ -172,17 +173,8 @@ def test_the_same_failure_twice_at_the_depth_limit_asks_a_person(project):
 def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(project):
     """A kill for time is the loop's, not VERIFY's; a task set aside after rejections quotes what
     VERIFY said, and the loop's own words are not among them."""
-    timed_out = "the agent run hit its time limit"
-    rejected_too_often = "VERIFY rejected it 2 times; split it into smaller tasks"
-    records = [
-        {"t": "task", "id": "t-slow00", "name": "Slow", "kill_reason": "timeout", "reject_reason": timed_out},
-        {"t": "reject", "id": "t-slow00", "reason": timed_out, "kill_reason": "timeout"},
-        {"t": "task", "id": "t-picky0", "name": "Picky", "attempts": 2, "kill_reason": "doom_loop"},
-        {"t": "reject", "id": "t-picky0", "reason": "the sum is off by one"},
-        {"t": "reject", "id": "t-picky0", "reason": "the sum is still off by one"},
-        {"t": "reject", "id": "t-picky0", "reason": rejected_too_often, "kill_reason": "doom_loop"},
-    ]
-    records[2]["reject_reason"] = rejected_too_often
+    timed_out, rejected_too_often = SET_ASIDE_TIMED_OUT, SET_ASIDE_REJECTED_TOO_OFTEN
+    records = set_aside_for_decompose()
     plan = project / "plan.jsonl"
     plan.write_text(plan.read_text() + "".join(json.dumps(record) + "\n" for record in records))
     git(project, "commit", "-qam", "two tasks set aside")

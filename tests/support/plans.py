@@ -45,3 +45,28 @@ def decomposed(data: bytes, task_id: str, parts: list[str]) -> bytes:
     plan.add_tasks([{"id": part, "name": part, "parent": task_id} for part in parts])
     plan.record_decomposition(task_id, parts)
     return plan.doc.to_bytes()
+
+
+# Two tasks set aside for DECOMPOSE: one killed for time (the loop's words, never VERIFY's), one
+# rejected by VERIFY until it was set aside (its reasons, then the loop's).
+SET_ASIDE_TIMED_OUT = "the agent run hit its time limit"
+SET_ASIDE_REJECTED_TOO_OFTEN = "VERIFY rejected it 2 times; split it into smaller tasks"
+
+
+def set_aside_for_decompose() -> list[dict]:
+    timed_out, rejected_too_often = SET_ASIDE_TIMED_OUT, SET_ASIDE_REJECTED_TOO_OFTEN
+    return [
+        {"t": "task", "id": "t-slow00", "name": "Slow", "kill_reason": "timeout", "reject_reason": timed_out},
+        {"t": "reject", "id": "t-slow00", "reason": timed_out, "kill_reason": "timeout"},
+        {
+            "t": "task",
+            "id": "t-picky0",
+            "name": "Picky",
+            "attempts": 2,
+            "kill_reason": "doom_loop",
+            "reject_reason": rejected_too_often,
+        },
+        {"t": "reject", "id": "t-picky0", "reason": "the sum is off by one"},
+        {"t": "reject", "id": "t-picky0", "reason": "the sum is still off by one"},
+        {"t": "reject", "id": "t-picky0", "reason": rejected_too_often, "kill_reason": "doom_loop"},
+    ]
