@@ -16,6 +16,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from ralph.errors import GitError, RalphError
@@ -28,7 +29,7 @@ MAX_WAIT_S = 300.0  # one wait, however many failures came before
 _STATE = b'{"t": "state"'
 
 
-WorkState = tuple["str | None", "set[str] | frozenset[str]"]  # HEAD, and the paths git lists as changed
+WorkState = tuple[str | None, AbstractSet[str]]  # HEAD, and the paths git lists as changed
 
 
 class AgentFailing(RalphError):

@@ -156,7 +156,7 @@ class Sandbox:
             args += ["--ro-bind", str(path), str(path)]
         for path in self._pending_ops(work_tree):  # one file inside the read-only .git: see there
             args += ["--bind", str(path), str(path)]
-        for path in self.secrets(work_tree, home_dir, scan_work_tree=not fresh):
+        for path in self.secrets(work_tree, home_dir, fresh):
             if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
@@ -216,8 +216,8 @@ class Sandbox:
             return []
         return [path.resolve()]
 
-    def secrets(self, work_tree: Path, home_dir: Path, scan_work_tree: bool = True) -> list[Path]:
-        """The files and folders the run sees empty, as they are now."""
+    def secrets(self, work_tree: Path, home_dir: Path, fresh: bool = False) -> list[Path]:
+        """The files and folders the run sees empty, as they are now (`fresh`: as for wrap)."""
         found = [home_dir / name for name in SECRET_HOME_PATHS]
         names = list(SECRET_NAMES)
         for pattern in self.hide:
@@ -227,7 +227,7 @@ class Sandbox:
                 found += [Path(match) for match in glob.glob(os.path.expanduser(pattern))]
             else:
                 names.append(pattern)
-        for tree in _unique([self.home, *([work_tree] if scan_work_tree else [])]):
+        for tree in _unique([self.home, *([] if fresh else [work_tree])]):
             found += [tree / name for name in _untracked_matching(tree, names)]
         found = [path for path in _unique(found) if path.exists()]
         # A folder is hidden whole, as an empty read-only one: nothing can be mounted inside it.
