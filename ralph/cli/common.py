@@ -129,7 +129,7 @@ def _write_crash_log() -> str:
 
 def root_of(ctx: click.Context) -> Path:
     """The repository the command acts on: the work tree around -C (default: here)."""
-    from ralph.store.git import find_root
+    from ralph.store.root import find_root
 
     return find_root(Path(ctx.find_root().params.get("directory") or "."))
 

@@ -10,7 +10,7 @@ from ralph.cli.common import (
     root_of,
     say,
 )
-from ralph.cli.state import status_filter
+from ralph.cli.filters import status_filter
 
 # --- query (machine-readable) ----------------------------------------------------------------
 

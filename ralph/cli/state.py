@@ -5,7 +5,6 @@ cli/questions.py). Each parses its arguments, calls ralph.ops, and prints."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import click
@@ -19,8 +18,8 @@ from ralph.cli.common import (
     say,
 )
 from ralph.durations import spoken
-from ralph.errors import EXIT_INVALID, EXIT_REFUSED, InvalidInput
-from ralph.plan.records import Stage, Status
+from ralph.errors import EXIT_INVALID, EXIT_REFUSED
+from ralph.plan.records import Stage
 from ralph.text import plural, printable
 
 # --- init, check, schema, status -----------------------------------------------------------
@@ -246,13 +245,3 @@ def _print_spent(spent: dict) -> None:
 
 def _usage(name: str, row: dict) -> str:
     return f"{name} {row['tokens']:,} tokens, cost {describe_cost(row['cost_usd'], row['unknown_cost_runs'])}"
-
-
-TASK_ID = re.compile(r"t-[0-9a-z][0-9a-z_-]{0,39}")
-
-
-def status_filter(pending: bool, done: bool, blocked: bool) -> Status | None:
-    chosen = [status for status, wanted in zip(Status, (pending, done, blocked), strict=True) if wanted]
-    if len(chosen) > 1:
-        raise InvalidInput("choose one of --pending, --done, --blocked")
-    return chosen[0] if chosen else None

@@ -21,7 +21,7 @@ from ralph.cli.common import (
     task_ids,
     task_or_current,
 )
-from ralph.cli.state import TASK_ID, status_filter
+from ralph.cli.filters import TASK_ID, status_filter
 from ralph.errors import InvalidInput
 from ralph.plan.records import KillReason, status_of
 from ralph.text import printable

@@ -218,15 +218,16 @@ def failed_the_same_twice(task: Record) -> bool:
 
 
 # What differs between two runs of the same failure: where and when it ran, and the numbers.
-_VARYING = [
-    re.compile(r"\(full output: [^)]*\)"),  # the log's name: a timestamp and a counter
-    re.compile(r"(?:/tmp|/var/folders|/private/var/folders)/[^\s:'\"),]*"),  # temporary paths
-    re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),
-    re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"),  # a time of day
-    re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?|m|mins?|minutes?|h)\b"),  # a duration
-    re.compile(r"\b(?:0x)?(?=[0-9a-f]*\d)[0-9a-f]{6,}\b", re.IGNORECASE),  # a hash, an address
-    re.compile(r"\d+"),
-]
+# Compiled on the first fingerprint: every state command imports this module and never needs them.
+_VARYING = (
+    r"\(full output: [^)]*\)",  # the log's name: a timestamp and a counter
+    r"(?:/tmp|/var/folders|/private/var/folders)/[^\s:'\"),]*",  # temporary paths
+    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
+    r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b",  # a time of day
+    r"\b\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?|m|mins?|minutes?|h)\b",  # a duration
+    r"(?i)\b(?:0x)?(?=[0-9a-f]*\d)[0-9a-f]{6,}\b",  # a hash, an address
+    r"\d+",
+)
 
 
 def fingerprint(verdict: str, text: str) -> str:
@@ -234,7 +235,7 @@ def fingerprint(verdict: str, text: str) -> str:
     durations, hex ids and numbers taken out, hashed (16 hex digits)."""
     normal = text
     for varying in _VARYING:
-        normal = varying.sub("#", normal)
+        normal = re.sub(varying, "#", normal)  # re's own cache keeps them compiled
     normal = " ".join(normal.split())
     import hashlib  # here: the state commands import this module and never fingerprint
 

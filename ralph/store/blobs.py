@@ -14,7 +14,7 @@ def blob_sha(data: bytes) -> str:
             from _sha1 import sha1  # type: ignore[import-not-found]  # CPython's; typeshed has no stub
         except ImportError:  # a Python built without it
             from hashlib import sha1
-    else:  # here, not above: read-only commands import ralph.store.git for find_root alone
+    else:  # here, not above: hashlib loads OpenSSL (2 ms), for the large plans alone
         from hashlib import sha1
     digest: str = sha1(b"blob %d\0" % len(data) + data).hexdigest()
     return digest

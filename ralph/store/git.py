@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ralph.errors import BranchSwitched, GitError, RalphError, WorkTreeGone
+from ralph.errors import BranchSwitched, GitError, WorkTreeGone
 from ralph.store import refs
 from ralph.store.blobs import blob_sha
+from ralph.store.root import git_dir
 
 if TYPE_CHECKING:
     import subprocess
@@ -31,15 +32,6 @@ ZERO_SHA = "0" * 40
 _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
 _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
-
-
-def find_root(start: Path) -> Path:
-    """The top of the git work tree containing `start` (a `.git` directory or file marks it)."""
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            return folder
-    raise RalphError(f"not inside a git repository: {start} (run 'git init' first)")
 
 
 class Repo:
@@ -85,7 +77,7 @@ class Repo:
     def _run(
         self, args: tuple[str, ...], stdin: bytes | None = None, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[bytes]:
-        import subprocess  # here, not above: read-only commands import this module for find_root alone
+        import subprocess  # here, not above: a command may import this module and never run git
 
         try:
             # A session of its own: when ralph's process group is killed (SIGKILL of a timed-out
@@ -261,13 +253,7 @@ class Repo:
     # --- what git is in the middle of ------------------------------------------------------------
     def git_dir(self) -> Path:
         """This work tree's git directory (`.git`, or where a `.git` file of a worktree points)."""
-        dot_git = self.root / ".git"
-        if dot_git.is_file():
-            text = dot_git.read_text(encoding="utf-8", errors="replace")
-            if text.startswith("gitdir: "):
-                target = Path(text[len("gitdir: ") :].strip())
-                return target if target.is_absolute() else self.root / target
-        return dot_git
+        return git_dir(self.root)
 
     def common_dir(self) -> Path:
         """The git directory every worktree of the repository shares (its own, in the main one);

@@ -36,13 +36,14 @@ NAME = "ralph/pending-ops.jsonl"  # under the work tree's git directory
 MAX_BYTES = 1 << 20
 
 
-def remember(repo: Repo, before: bytes, after: bytes, ops: list[Op] | None) -> None:
-    """One uncommitted change of the plan; `ops` None: no operation made it (a gap)."""
+def remember(git_dir: Path, before: bytes, after: bytes, ops: list[Op] | None) -> None:
+    """One uncommitted change of the plan, in the work tree's `git_dir`; `ops` None: no
+    operation made it (a gap)."""
     from ralph.plan.ops import encode
 
     encoded = [encode(op) for op in ops] if ops is not None else None
     line = {"before": blob_sha(before), "after": blob_sha(after), "ops": encoded}
-    path = repo.git_dir() / NAME
+    path = git_dir / NAME
     path.parent.mkdir(exist_ok=True)
     if path.exists() and path.stat().st_size > MAX_BYTES:
         path.unlink()  # a clone whose plan ralph never commits (config commit: false): a gap

@@ -161,12 +161,12 @@ def _remember_ops(root: Path, before: bytes, after: bytes, plan: Plan, repo: Rep
         return  # not a git work tree: nothing will commit it
     from ralph.plan.ops import made_by_ops
     from ralph.store import pending_ops
-    from ralph.store.git import Repo
+    from ralph.store.root import git_dir
 
     # The record is an aid to a later replay, and an agent's sandbox keeps .git read-only: the
     # change itself is written, and the commit that takes it finds a gap (merged by record).
     with contextlib.suppress(OSError):
-        pending_ops.remember(repo or Repo(root), before, after, made_by_ops(plan))
+        pending_ops.remember(git_dir(root), before, after, made_by_ops(plan))
 
 
 def _write_and_commit(

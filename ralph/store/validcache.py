@@ -16,17 +16,10 @@ CACHE_NAME = "ralph-valid-plan"
 
 
 def _cache_file(root: Path) -> Path | None:
-    dot_git = root / ".git"
-    if dot_git.is_dir():
-        return dot_git / CACHE_NAME
-    try:  # a worktree or submodule: .git is a file naming the git directory
-        text = dot_git.read_text(encoding="utf-8")
-    except OSError:
-        return None
-    if text.startswith("gitdir: "):
-        git_dir = Path(text[len("gitdir: ") :].strip())
-        return (root / git_dir if not git_dir.is_absolute() else git_dir) / CACHE_NAME
-    return None
+    from ralph.store.root import git_dir
+
+    folder = git_dir(root)
+    return folder / CACHE_NAME if folder.is_dir() else None
 
 
 def _key(data: bytes) -> str:

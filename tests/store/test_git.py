@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ralph.errors import GitError, RalphError
+from ralph.errors import GitError
 from ralph.store.blobs import blob_sha
-from ralph.store.git import Repo, find_root
+from ralph.store.git import Repo
 from tests.support.gitrepo import git
 
 
@@ -47,23 +47,7 @@ def work(repo: Path) -> Path:
     return repo
 
 
-# --- find_root and blob_sha ------------------------------------------------------------------
-
-
-def test_find_root_from_a_subfolder(repo):
-    deep = repo / "one" / "two"
-    deep.mkdir(parents=True)
-    assert find_root(deep) == repo.resolve()
-    assert find_root(repo) == repo.resolve()
-
-
-def test_find_root_outside_any_repository_raises(tmp_path):
-    outside = tmp_path / "plain" / "folder"
-    outside.mkdir(parents=True)
-    if any((folder / ".git").exists() for folder in outside.resolve().parents):
-        pytest.skip("the temp directory is itself inside a git repository")
-    with pytest.raises(RalphError, match="not inside a git repository"):
-        find_root(outside)
+# --- blob_sha ------------------------------------------------------------------------
 
 
 # The last two: either side of the size where blob_sha turns from CPython's SHA-1 to OpenSSL's.
