@@ -325,6 +325,8 @@ class AgentRuns:
         persons = beside_changes.since(self.tree.repo, before.beside_at)
         if persons.keys:  # a person's changes meanwhile (ralph.store.beside): judged on top of them
             old = beside_changes.with_persons_changes(old, now, persons.keys)
+            for result in results:
+                result.with_persons = old
         found = violations(stage, own, before, after, old, now)
         if not found:
             self.tree.commit_persons_changes(persons, old)

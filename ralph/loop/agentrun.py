@@ -67,6 +67,10 @@ class AgentResult:
     # plan.jsonl as the run left it (or as ralph put it back), read once after the run and passed
     # on to what the stage does next; None: not read yet.
     plan: Plan | None = None
+    # The plan the run started from, with what a person changed in it meanwhile with ralph's own
+    # commands (ralph.loop.beside_changes); None when nobody did. What the run's new work is
+    # counted against, and what undoing the run puts back: the person's changes are never its.
+    with_persons: Plan | None = None
 
     @property
     def ok(self) -> bool:

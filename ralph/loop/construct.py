@@ -321,6 +321,9 @@ class Loop:
                 Ending.CHECK_FAILED, "the spec check's agent run failed, nothing of it kept (see below)"
             )
         if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET):  # it added nothing
+            after = self.read_plan()
+            if self.workspace.plan.tasks(after) or self.workspace.plan.issues(after):
+                return None  # a person added work while it ran: the run goes on with it
             return (
                 Outcome.COMPLETE,
                 "every task of the spec is accepted, and the spec check found nothing missing",
@@ -544,7 +547,7 @@ class Loop:
         task_id = ws.agents.current_build
         draft = ws.tree.keep_draft(task_id) if task_id else None
         ws.tree.set_aside(log.relative_to(self.root))
-        ws.plan.keep_uncommitted(self.root / log.with_suffix(".plan.jsonl"))
+        ws.tree.reset_plan(self.root / log.with_suffix(".plan.jsonl"))
         if task_id and draft:
             ws.plan.record_draft(task_id, draft, commit=True)
         return log.relative_to(self.root)

@@ -139,10 +139,13 @@ class PlanAccess:
         transaction.restore_plan(self.root, data)
         return data
 
-    def undo_since(self, before: bytes, log_path: Path, item: str) -> None:
+    def undo_since(self, before: bytes, result: AgentResult, item: str) -> None:
         """A run stopped half way changes nothing: what it did to plan.jsonl since `before` is
-        kept beside its log (as <log>.plan.jsonl) and undone."""
-        kept = self.keep_beside_log(log_path, unless=before)
+        kept beside its log (as <log>.plan.jsonl) and undone. What a person changed meanwhile
+        with ralph's commands stays (`result.with_persons`): it was never the run's."""
+        if result.with_persons is not None:
+            before = result.with_persons.doc.to_bytes()
+        kept = self.keep_beside_log(result.log_path, unless=before)
         if kept is None:
             return
         transaction.restore_plan(self.root, before)

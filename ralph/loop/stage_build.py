@@ -208,7 +208,7 @@ class BuildStage:
         log = self.agents.rel(self.agents.new_log("stale", task_id))
         self.tree.coordinator.hold(task_id)
         self.tree.set_aside_as_draft(task_id, log, record=False)
-        self.plan.keep_uncommitted(self.tree.home / log.with_suffix(".plan.jsonl"))
+        self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
         self.ws.journal.event("build_stale_base", item=task_id, base=self.tree.repo.head(), log=str(log))
         self.ws.console.event(
             f"{task_id}: other runners' work this build may lack is published or under way; built again after"

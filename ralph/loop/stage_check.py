@@ -132,7 +132,7 @@ class CheckStage:
             commit = None
             span.end(failed=True)
         else:
-            commit, added = self._take(plan, head, digest)
+            commit, added = self._take(result.with_persons or plan, head, digest)  # a person's: not its
             span.end(added=added or None)
         report.commits += [commit] if commit else []
         return report
@@ -161,7 +161,7 @@ class CheckStage:
 
     def _failed(self, result: AgentResult, before: bytes, report: StageReport) -> None:
         spec, log = self.ws.settings.spec, str(result.log_path)
-        self.plan.undo_since(before, result.log_path, spec)
+        self.plan.undo_since(before, result, spec)
         self.outcome = CheckOutcome.FAILED
         why = result.violation or result.plan_problem or f"the agent ended ({result.describe()})"
         self.ws.journal.event("check_failed", item=spec, why=why, log=log)
@@ -172,7 +172,7 @@ class CheckStage:
         self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
     ) -> str | None:
         spec, log = self.ws.settings.spec, str(result.log_path)
-        self.plan.undo_since(before, result.log_path, spec)
+        self.plan.undo_since(before, result, spec)
         with self.plan.change() as change:
             stops = change.plan.record_check_kill(spec, reason, log)
         self.outcome = CheckOutcome.STOPPED

@@ -57,7 +57,7 @@ class DecomposeStage:
         result = self.agents.run_agent(Stage.DECOMPOSE, iteration, task.id, values)
         stop = kill_reason_of(result.run.stop_reason)
         if stop:  # half a decomposition is none: undone, and it counts as a failed one
-            self.plan.undo_since(before, result.log_path, task.id)
+            self.plan.undo_since(before, result, task.id)
             report.stopped.append(f"{task.id} DECOMPOSE stopped ({stop}), undone; log {result.log_path}")
             return self._refuse(task, [], result.log_path, f"was stopped ({stop}) before it finished")
         plan = self.plan.read()

@@ -50,7 +50,8 @@ class InvestigateStage:
         if stop:
             commit = self._stopped(issue, stop, result, before, report)
         else:
-            message = f"ralph(investigate): {issue['id']} {issue['text'][:60]}" + self._bound(issue, base)
+            bound = self._bound(issue, result.with_persons or base)  # a person's additions are not the run's
+            message = f"ralph(investigate): {issue['id']} {issue['text'][:60]}" + bound
             if self._still_open(issue["id"]):
                 message = self._resolve_if_it_became_tasks(issue["id"], message, str(result.log_path))
             else:
@@ -98,7 +99,7 @@ class InvestigateStage:
         are kept beside its log and undone, and the issue records the stop; at max_attempts
         stops it is kept open for a person."""
         log = str(result.log_path)
-        self.plan.undo_since(before, result.log_path, issue["id"])
+        self.plan.undo_since(before, result, issue["id"])
         limit = self.ws.settings.max_attempts
         with self.plan.change() as change:  # goes in with the commit below
             if not any(open_issue["id"] == issue["id"] for open_issue in change.plan.issues()):

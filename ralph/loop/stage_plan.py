@@ -71,7 +71,7 @@ class PlanStage:
         self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
     ) -> str | None:
         spec, log = self.ws.settings.spec, str(result.log_path)
-        self.plan.undo_since(before, result.log_path, spec)
+        self.plan.undo_since(before, result, spec)
         with self.plan.change() as change:
             change.plan.record_plan_kill(spec, reason, log)
         self.ws.journal.event("plan_stopped", item=spec, kill_reason=reason, log=log)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ralph.errors import GitError
+from ralph.errors import GitError, PlanInvalid
 from ralph.loop import beside_changes
 from ralph.loop.checkouts import Checkout, Checkouts
 from ralph.loop.console import Console
@@ -203,6 +203,14 @@ class WorkTree:
         self.journal.event("persons_changes", keys=sorted(persons.keys), commit=commit)
         subject = persons.message().splitlines()[0]
         self.console.event(f"committed a change made beside the run: {subject}")
+
+    def reset_plan(self, keep_as: Path) -> None:
+        """plan.jsonl back as last committed, the run's uncommitted version kept at `keep_as`;
+        what a person changed beside the run with ralph's commands is committed first, under
+        their messages: theirs, never reset with the run's."""
+        with contextlib.suppress(PlanInvalid):  # a plan the run left broken: nothing to read theirs from
+            self.commit_beside()
+        self.plan.keep_uncommitted(keep_as)
 
     def keep_replaced_plan(self, log: Path, old: Plan) -> None:
         """plan.jsonl as a run left it, beside its log, before the plan as it was goes back: a hand

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -274,3 +275,97 @@ def test_a_branch_switched_under_a_run_gets_none_of_its_commits_and_the_run_stop
     assert again.returncode == 0, again.stdout + again.stderr  # as the message says: switch back, run again
     assert len([r for r in plan_records(project, "HEAD") if r["t"] == "accept"]) == 2
     assert git(project, "rev-parse", "persons-feature").strip() == started
+
+
+MINE = {"id": "t-mine", "name": "Mine", "accept": "work file says ok"}
+
+
+def add_mine(project) -> None:
+    """A person's `ralph task add` while the run goes on: written down for the run to commit."""
+    added = ralph(project, "task", "add", json.dumps(MINE))
+    assert "runs in this work tree: it commits this change" in added.stderr
+
+
+def assert_mine_committed_as_theirs(project) -> None:
+    (theirs,) = [
+        c
+        for c in git(project, "log", "--format=%H %s").splitlines()
+        if c.endswith("ralph: task add t-mine Mine")
+    ]
+    assert git(project, "show", "--format=", "--name-only", theirs.split()[0]).split() == ["plan.jsonl"]
+
+
+def test_a_task_a_person_adds_during_investigate_is_neither_counted_nor_cut_as_the_agents(project, tmp_path):
+    from ralph.ops import issues
+
+    add_tasks(project, "Parse input")
+    ralph(project, "config", "set", "max_new_items", "1")  # the agent adds one: theirs would be a second
+    issue = issues.add(project, "The report is wrong [slow]")["id"]
+    running = construct(project, wait=False)
+    wait_for(lambda: (tmp_path / "agent-state" / f"investigate-{issue}").exists(), "INVESTIGATE started")
+
+    add_mine(project)
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err
+    assert_mine_committed_as_theirs(project)
+    (investigated,) = [s for s in subjects(project) if s.startswith(f"ralph(investigate): {issue}")]
+    assert "t-mine" not in investigated and "cut" not in investigated, investigated
+    assert not [e for e in events(project) if e["event"] == "new_work_cut"]
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == "t-mine"] == ["accept"]
+
+
+def test_a_task_a_person_adds_during_the_spec_check_is_not_what_the_check_found(repo, tmp_path):
+    from tests.support.construct import with_app_spec
+
+    project = with_app_spec(repo, "# App\n\n- Parse input\n\n[check-slow]\n")
+    running = construct(project, wait=False)
+    wait_for(lambda: (tmp_path / "agent-state" / "check").exists(), "CHECK started")
+
+    add_mine(project)
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err
+    assert_mine_committed_as_theirs(project)
+    checks = [s for s in subjects(project) if s.startswith("ralph(check): ")]
+    assert checks[-1] == "ralph(check): specs/app.md: nothing missing", (
+        checks
+    )  # the first: theirs is not its finding
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == "t-mine"] == ["accept"]
+
+
+def test_a_task_a_person_adds_during_an_investigate_run_that_is_stopped_stays(project, tmp_path):
+    from ralph.ops import issues
+
+    add_tasks(project, "Parse input")
+    issue = issues.add(project, "The report is wrong [investigate-hang]")["id"]
+    running = construct(project, "--timeout", "3s", "--max-iterations", "1", wait=False)
+    wait_for(lambda: (tmp_path / "agent-state" / "investigate.pid").exists(), "INVESTIGATE hangs")
+
+    add_mine(project)
+    out, err = running.communicate(timeout=120)
+
+    assert f"INVESTIGATE {issue} stopped (timeout)" in err, out + err
+    assert_mine_committed_as_theirs(project)
+    mine = [r for r in plan_records(project, "HEAD") if r.get("id") == "t-mine"]
+    assert [r["t"] for r in mine] in (["task"], ["accept"]), mine  # kept, whatever the run did with it
+    names = [r.get("name") for r in plan_records(project, "HEAD")]
+    assert f"Half of what {issue} found" not in names  # the stopped run's own addition is undone
+
+
+def test_a_persons_task_added_during_a_build_stays_when_the_run_is_stopped_by_a_signal(project, tmp_path):
+    (task,) = add_tasks(project, "Slow to build [slow-build]")
+    running = construct(project, wait=False)
+    wait_for(lambda: (tmp_path / "agent-state" / f"{task}.building").exists(), "the build started")
+
+    add_mine(project)
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 143, out + err
+    assert_mine_committed_as_theirs(project)
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == "t-mine"] == ["task"]
+    assert git(project, "status", "--porcelain", "--", "plan.jsonl") == ""
+    again = construct(project)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == "t-mine"] == ["accept"]

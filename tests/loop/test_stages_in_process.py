@@ -108,7 +108,7 @@ class MemoryPlan:
     def restore(self, data: bytes) -> None:
         self.data = data
 
-    def undo_since(self, before: bytes, log_path: Path, item: str) -> None:
+    def undo_since(self, before: bytes, result: AgentResult, item: str) -> None:
         self.data = before
 
     def keep_uncommitted(self, keep_as: Path) -> None:
@@ -188,6 +188,9 @@ class RecordingTree:
 
     def set_aside_as_draft(self, task_id: str, log_path: Path, record: bool = True) -> None:
         self.set_aside(log_path)
+
+    def reset_plan(self, keep_as: Path) -> None:
+        self.plan.keep_uncommitted(keep_as)
 
     def unnest(self, paths, log_path: Path) -> list[str]:
         return []

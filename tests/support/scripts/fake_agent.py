@@ -50,10 +50,11 @@ misbehaviour:
   [verify-adds-30]     VERIFY accepts it and adds 30 tasks ("Gap 1" .. "Gap 30"), then one named
                        like another task of the plan and one like "Gap 1" (duplicates)
 An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s; an issue's text with
-[out-of-scope] makes INVESTIGATE resolve it with a note and no task.
+[out-of-scope] makes INVESTIGATE resolve it with a note and no task, one with [investigate-hang]
+makes it add a task, then hang (a timeout).
 The spec check (CHECK) adds a task for each spec line marked [missing] (which PLAN leaves out) that
 no task, open or accepted, is named like; a spec line [check-hang] makes it hang (a timeout),
-[check-crash] makes it add a task and exit 3.
+[check-crash] makes it add a task and exit 3, [check-slow] makes it take 2 s (<state>/check first).
 Every BUILD run copies its prompt to <task>.build-<attempt>.prompt.
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
@@ -287,6 +288,10 @@ def investigate() -> int:
     bump(f"investigate-{issue_id}")
     if "[slow]" in ralph("issue", "list"):
         time.sleep(2)
+    if "[investigate-hang]" in ralph("issue", "list"):
+        ralph("task", "add", json.dumps({"name": f"Half of what {issue_id} found"}))
+        (STATE / "investigate.pid").write_text(str(os.getpid()))
+        time.sleep(600)
     if "[out-of-scope]" in ralph("issue", "list"):
         ralph("issue", "resolve", issue_id, "--note", "out of scope: the spec does not ask for it")
         return 0
@@ -301,6 +306,8 @@ def check() -> int:
     if "[check-hang]" in spec:
         (STATE / "check.pid").write_text(str(os.getpid()))
         time.sleep(600)
+    if "[check-slow]" in spec:
+        time.sleep(2)
     if "[check-crash]" in spec:
         ralph("task", "add", json.dumps({"name": "Half a finding"}))
         print("fake agent: crashing", flush=True)
