@@ -269,9 +269,17 @@ class AgentRuns:
                 return result
             if stage is Stage.BUILD and item and self.tree.may_be_stale(item):
                 return result  # it may lack a neighbour's change: BUILD waits for them (StaleBase)
-            self.add_tokens(result.tracker.usage.total)
+            self._count_spent(stage, iteration, item, result)  # spent, if not an attempt
             if not self.agent_failures.failed(result, str(stage), item):
                 raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
+            self._admit_again()
+
+    def _admit_again(self) -> None:
+        """A run started again (after an agent failure, a limit waited out: neither an attempt)
+        is admitted by the budgets as any run is: BudgetSpent when it may not start."""
+        over = self.spending.admit()
+        if over:
+            raise over
 
     def _run_limited(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
         result = self.runner.run(
@@ -282,7 +290,8 @@ class AgentRuns:
             if not self.limits.should_retry(result.tracker.failure, waits, str(stage), item):
                 break
             waits += 1
-            self.add_tokens(result.tracker.usage.total)
+            self._count_spent(stage, iteration, item, result)  # spent, if not an attempt
+            self._admit_again()
             result = self.runner.run(
                 stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
             )

@@ -116,7 +116,7 @@ class Spending:
         self.known_runs = 0
         self.unknown_runs = 0
         self.ended_runs = 0
-        self.running = 0
+        self._admitted: set[int] = set()  # the threads whose run is going (one admit() each)
         self.largest_cost = 0.0  # of one run whose cost is known
         self.largest_tokens = 0
         self.streamed: dict[int, tuple[int, float | None]] = {}  # thread -> tokens, cost of its run
@@ -124,6 +124,10 @@ class Spending:
         self.by_item: dict[str, dict] = {}
         self.unsaved: dict[str, dict] = {}  # per stage, not yet written to the plan's state record
         self._lock = threading.Condition()
+
+    @property
+    def running(self) -> int:
+        return len(self._admitted)
 
     @property
     def budgeted(self) -> bool:
@@ -173,7 +177,7 @@ class Spending:
                 if not self.running:
                     return over
                 self._lock.wait(timeout=1.0)  # judged again as each run going ends
-            self.running += 1
+            self._admitted.add(threading.get_ident())
             self.streamed.pop(threading.get_ident(), None)
             return None
 
@@ -207,7 +211,7 @@ class Spending:
         Returns the tokens it streamed."""
         with self._lock:
             tokens, cost = self.streamed.pop(threading.get_ident(), (0, None))
-            self.running = max(self.running - 1, 0)
+            self._admitted.discard(threading.get_ident())  # none going (refused a start): nothing to end
             self._lock.notify_all()
             if stage is not None and (tokens or cost):
                 self._count(stage, item, tokens, cost, model)
@@ -219,7 +223,7 @@ class Spending:
         """A run ended (one admit() each). `model`: the one it ran with, shown per stage."""
         with self._lock:
             self._lock.notify_all()
-            self.running = max(self.running - 1, 0)
+            self._admitted.discard(threading.get_ident())
             self.streamed.pop(threading.get_ident(), None)
             self._count(stage, item, tokens, cost_usd, model)
 

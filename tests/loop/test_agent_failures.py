@@ -53,6 +53,22 @@ def test_an_agent_that_crashes_three_times_then_works_spends_no_attempt(project)
     assert_clean(project)
 
 
+def test_agent_failures_run_again_count_against_the_token_budget(project):
+    """A run that failed before changing anything is run again and costs no attempt; what it
+    spent counts all the same: the next run starts only if the budget holds it."""
+    quick_retries(project)
+    add_tasks(project, "Crashes after spending [costly-crash-thrice]")
+
+    done = construct(project, "--max-tokens", "2500", "--parallel", "1")
+
+    assert done.returncode == 13, done.stdout + done.stderr
+    assert done.stdout.startswith("ralph: MAX_TOKENS: the token budget (2,500) would be passed"), done.stdout
+    spent = int(done.stdout.split("; tokens: ")[1].split(";")[0].replace(",", ""))
+    assert 2000 <= spent <= 2500, done.stdout  # two failed runs: a third would pass it
+    assert f"BUILD {spent:,} tokens" in done.stdout  # theirs, counted as any run's
+    assert len([e for e in events(project) if e["event"] == "agent_failed"]) == 2
+
+
 def test_a_crash_beside_a_persons_uncommitted_edit_is_still_an_agent_failure(project):
     """The work tree's state before the run is the one the loop's snapshot found, a person's
     changed file included: the same after the crash, so the crash did nothing and spends no attempt."""

@@ -25,6 +25,8 @@ misbehaviour:
   [crash]              the first build exits 3 at once, changing nothing (the agent failed)
   [crash-thrice]       the first three builds do
   [crash-always]       every build does, saying why on stderr (a secret and an escape in it)
+  [costly-crash-thrice] the first three builds report their usage (they spent), then exit 3
+                       changing nothing
   [quit-once]          the first build writes part of its work, then exits 3 without marking
                        the task done (the attempt failed)
   [no-changes-once]    the first build marks the task done without changing a file
@@ -204,6 +206,10 @@ def build() -> int:
             file=sys.stderr,
         )
         sys.exit(3)  # before its usage event: a crash reports nothing
+    if "[costly-crash-thrice]" in name and attempt <= 3:
+        usage_event()
+        print("fake agent: crashing after spending", flush=True)
+        sys.exit(3)
     if "[quit-once]" in name and attempt == 1:
         Path("work").mkdir(exist_ok=True)
         Path("work", f"{task_id}.txt").write_text(f"ok {task_id} (half of it)\n")
