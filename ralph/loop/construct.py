@@ -263,6 +263,7 @@ class Loop:
         """Leave nothing uncommitted: the loop's last state change goes in with the ending."""
         self.workspace.plan.save_spending()
         self.workspace.tree.commit_beside()
+        self.workspace.tree.drop_accepted_drafts()  # accepted meanwhile (by another runner, caught up with)
         with self.workspace.plan.change(commit=True) as change:
             change.plan.update_state(stage=self._ended_as(outcome))
             change.message = f"ralph: construct {self.settings.spec} ended: {self._ended_as(outcome)}"

@@ -60,6 +60,11 @@ class Coordinator(Protocol):
         """A task's unfinished work is kept on the draft branch `branch`: shared where runners share."""
         ...
 
+    def fetch_draft(self, branch: str) -> str | None:
+        """The draft branch `branch`, which is not here (another runner kept it), fetched from
+        where runners share; the ref to read it at, or None (nowhere to fetch it from, or not there)."""
+        ...
+
     def draft_dropped(self, branch: str, commit: str) -> None:
         """ralph's draft branch `branch`, at `commit`, is deleted here (its task is accepted): gone
         where runners share too, unless someone moved it there."""
@@ -117,6 +122,9 @@ class Solo:
 
     def draft_kept(self, branch: str) -> None:
         pass
+
+    def fetch_draft(self, branch: str) -> str | None:
+        return None
 
     def draft_dropped(self, branch: str, commit: str) -> None:
         pass

@@ -177,6 +177,10 @@ class RemoteCoordinator:
         a push the remote does not take loses nothing kept here."""
         self.remote.push_branch(branch)
 
+    def fetch_draft(self, branch: str) -> str | None:
+        """A draft another runner kept and pushed, fetched from the remote; its ref, or None."""
+        return self.remote.fetch_branch(branch)
+
     def draft_dropped(self, branch: str, commit: str) -> None:
         """The remote's copy of a deleted draft goes too, while it is the commit this runner
         pushed (a lease): a commit someone pushed on it keeps it."""

@@ -143,11 +143,20 @@ class BuildStage:
         report.items += 1
         self._attempts(task_id, iteration, report, plan)
 
+    def _draft_shown(self, task: dict) -> dict:
+        """The task as its prompt shows it: its draft named by a ref this clone has (another
+        runner's is fetched), or not offered when there is none to read."""
+        if not task.get("draft"):
+            return task
+        ref = self.tree.draft_ref(str(task["draft"]))
+        shown = {key: value for key, value in task.items() if key != "draft"}
+        return {**shown, "draft": ref} if ref else shown
+
     def _attempts(self, task_id: str, iteration: int, report: StageReport, plan: Plan) -> None:
         first = True
         while True:
             task = plan.task_line(task_id).record
-            values = _values(task, plan, self.ws.settings)
+            values = _values(self._draft_shown(task), plan, self.ws.settings)
             if self.tree.in_worktree:
                 self._from_the_branch_as_it_is(task_id, first)
             first = False

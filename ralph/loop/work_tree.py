@@ -321,6 +321,14 @@ class WorkTree:
         self.coordinator.draft_kept(branch)
         return branch
 
+    def draft_ref(self, branch: str) -> str | None:
+        """Where a build here can read the draft `branch` a task names: the branch, or another
+        runner's draft fetched from the remote they share; None when it is neither (a person
+        deleted it, the push or the fetch failed)."""
+        if self.repo.commit_of(f"refs/heads/{branch}"):
+            return branch
+        return self.coordinator.fetch_draft(branch)
+
     def set_aside_as_draft(self, task_id: str, log_path: Path, record: bool = True) -> str | None:
         """set_aside, the work kept on the task's draft branch first; with `record`, the branch is
         written on the task (for the loop's next commit to carry). The branch, or None."""
@@ -337,11 +345,11 @@ class WorkTree:
 
         for task in accepted:
             self._drop_draft(drafts.delete(self.repo, task["id"]), task["id"])
-            parent, inherited = task.get("parent"), task.get("draft")
-            if parent and inherited and inherited not in self._offered_drafts():
-                record = drafts.draft_of(self.repo, parent)
-                if record and record.name == inherited:
-                    self._drop_draft(drafts.delete(self.repo, parent), parent)
+            inherited = task.get("draft")  # an ancestor's, split however many times since
+            if inherited and inherited not in self._offered_drafts():
+                record = drafts.named(self.repo, inherited)
+                if record and record.task and record.task != task["id"]:
+                    self._drop_draft(drafts.delete(self.repo, record.task), record.task)
 
     def _offered_drafts(self) -> set[str]:
         return {task["draft"] for task in self.plan.read().tasks() if task.get("draft")}

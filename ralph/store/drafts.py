@@ -32,6 +32,14 @@ def draft_of(repo: Repo, task_id: str) -> Owned | None:
     )
 
 
+def named(repo: Repo, branch: str) -> Owned | None:
+    """ralph's draft on the branch `branch`, by record (a subtask's draft is its ancestor's)."""
+    return next(
+        (o for o in owned.recorded(repo) if o.kind is OwnedKind.DRAFT and o.name == branch),
+        None,
+    )
+
+
 def drafts(repo: Repo) -> list[Owned]:
     """Every draft ralph recorded whose branch exists, by name."""
     found = [o for o in owned.recorded(repo) if o.kind is OwnedKind.DRAFT]

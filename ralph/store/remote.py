@@ -111,6 +111,14 @@ class Remote:
         code, _, _ = self.repo.attempt("push", "--porcelain", "--quiet", self.name, f"{ref}:{ref}")
         return code == 0
 
+    def fetch_branch(self, branch: str) -> str | None:
+        """The remote's branch `branch` fetched into its remote-tracking ref, once (a draft a
+        runner pushed: none here is no failure of the run). The ref's short name
+        (`<remote>/<branch>`), or None when the remote has no such branch or cannot be reached."""
+        refspec = f"+refs/heads/{branch}:refs/remotes/{self.name}/{branch}"
+        code, _, _ = self.repo.attempt("fetch", "--quiet", "--no-tags", self.name, refspec)
+        return f"{self.name}/{branch}" if code == 0 else None
+
     def delete_branch(self, branch: str, expected: str) -> bool:
         """Delete the remote's branch `branch` only while it points at `expected` (a lease: a
         commit someone pushed on it since keeps it; a branch never pushed is not there), once.

@@ -6,12 +6,14 @@ Real processes: ralph, the fake agent, git."""
 from __future__ import annotations
 
 import json
+import shlex
 import signal
+import sys
 
 from ralph.store import owned
 from ralph.store.git import Repo
 from ralph.store.owned import OwnedKind
-from tests.support.construct import add_tasks, construct, plan_records, wait_for
+from tests.support.construct import add_tasks, construct, events, plan_records, wait_for
 from tests.support.gitrepo import git
 
 
@@ -146,4 +148,68 @@ def test_a_killed_tasks_draft_is_offered_to_its_subtasks_and_goes_once_they_are_
         assert f"git diff HEAD...{draft}" in prompt  # the killed build's work, offered to each part
         assert "or of the task it was split from" in prompt
     assert not Repo(project).branch_exists(draft)  # both parts accepted: nobody is offered it now
+    assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
+
+
+def test_another_runner_builds_from_a_pushed_draft_and_its_keeper_deletes_it_once_accepted(repo, tmp_path):
+    shared, clone, task = _interrupted_runner(repo, tmp_path)
+    draft = f"ralph/draft/{task}"
+    pushed = git(shared.origin, "rev-parse", f"refs/heads/{draft}").strip()
+    other = shared.clone("runner-b")
+    state = {"FAKE_AGENT_STATE": str(tmp_path / "agent-state")}
+
+    built = construct(other, "--remote", "origin", env=state)
+
+    assert built.returncode == 0, built.stdout + built.stderr
+    prompt = (tmp_path / "agent-state" / f"{task}.build-2.prompt").read_text()
+    assert f"git diff HEAD...origin/{draft}" in prompt  # a ref this clone has: the remote's copy
+    assert git(other, "rev-parse", f"origin/{draft}").strip() == pushed
+    assert not Repo(other).branch_exists(draft)  # not made a branch of here: not this runner's
+
+    again = construct(clone, "--remote", "origin", env=state)  # its keeper catches up
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert not Repo(clone).branch_exists(draft)
+    assert git(shared.origin, "branch", "--list", draft) == ""
+
+
+SPLITTING_AGENT = r"""
+import json, os, pathlib, shlex, subprocess, sys
+ralph = shlex.split(os.environ["RALPH_BIN"])
+def run(*args):
+    return subprocess.run([*ralph, *args], check=True, capture_output=True, text=True).stdout
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID", "")
+if stage == "BUILD" and task == "t-parent":  # half of it, never done: set aside with a draft
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work/parent.txt").write_text("ok half of the parent\n")
+elif stage == "BUILD" and task == "t-parent-b":  # gives up, changing nothing: split again, no draft
+    print("I give up")
+elif stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path(f"work/{task}.txt").write_text(f"ok {task}\n")
+    run("task", "done")
+elif stage == "DECOMPOSE":
+    parts = [{"id": f"{task}-{n}", "name": f"{task} part {n}", "parent": task} for n in "ab"]
+    run("task", "add", json.dumps(parts))
+    run("task", "delete", task)
+elif stage == "VERIFY":
+    run("task", "accept")
+"""
+
+
+def test_a_draft_offered_through_two_splits_goes_once_the_last_part_is_accepted(project, tmp_path):
+    from ralph.ops import tasks
+
+    tasks.add(project, [{"id": "t-parent", "name": "Parent", "accept": "work file says ok"}])
+    agent = tmp_path / "splitting_agent.py"
+    agent.write_text(SPLITTING_AGENT)
+
+    done = construct(project, "--max-iterations", "12", agent=f"{shlex.quote(sys.executable)} {agent}")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    accepted = {r["id"] for r in plan_records(project, "HEAD") if r["t"] == "accept"}
+    assert accepted == {"t-parent-a", "t-parent-b-a", "t-parent-b-b"}, accepted
+    drafted = [e for e in events(project) if e["event"] == "draft_kept"]
+    assert [e["item"] for e in drafted] == ["t-parent"]  # the parent's only
+    assert not Repo(project).branch_exists("ralph/draft/t-parent")
     assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
