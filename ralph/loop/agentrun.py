@@ -81,7 +81,8 @@ class AgentResult:
             return f"stopped: {self.run.stop_reason}"
         if self.tracker.reported_error:
             subtype = self.tracker.result.subtype if self.tracker.result else None
-            return f"reported an error ({subtype})"  # after "agent" (console) or "the agent ended (...)"
+            said = f" ({subtype})" if subtype else ""  # a result event need not name its kind
+            return f"reported an error{said}"  # after "agent" (console) or "the agent ended (...)"
         return f"exit {self.run.exit_code}"
 
 

@@ -142,7 +142,6 @@ class Loop:
         self.deadline = Deadline(settings.max_minutes)
         self.supervisor.deadline_at = self.deadline.at
         self.ws: Workspace | None = None
-        self._shown: dict = {}  # the progress last shown
         self.accepted: list[str] = []
         self.accepted_tasks: list[dict] = []
         self.stopped: list[str] = []
@@ -383,10 +382,8 @@ class Loop:
         if report.accepted_tasks:
             self.workspace.tree.drop_drafts(report.accepted_tasks)
         self._take_report(report)
-        if stage is PlanStage:
-            self._progress(self.read_plan())
-        elif report.accepted and self._shown:  # an accepted task leaves the tasks: the total holds
-            self._show_progress({**self._shown, "accepted": self._shown["accepted"] + len(report.accepted)})
+        if stage is PlanStage or report.accepted or report.commits:
+            self._progress(self.read_plan())  # what it accepted, and what it added (INVESTIGATE, VERIFY, ...)
         return report
 
     def _take_report(self, report: StageReport) -> None:
@@ -406,10 +403,6 @@ class Loop:
             "max_minutes": self.settings.max_minutes,
             "max_cost_usd": self.settings.max_cost_usd,
         }
-        self._show_progress(fields)
-
-    def _show_progress(self, fields: dict) -> None:
-        self._shown = fields
         self.console.progress(**fields)
         self.journal.event("progress", **fields)
 

@@ -37,3 +37,6 @@ def test_a_run_the_agent_called_failed_is_described_by_its_result_subtype(tmp_pa
     tracker.add(ResultEvent(is_error=True, subtype="turn.failed"))
     failed = AgentResult(exited, tracker, Path("x.log"))
     assert not failed.ok and failed.describe() == "reported an error (turn.failed)"
+    untyped = RunTracker()
+    untyped.add(ResultEvent(is_error=True))  # a result event that names no kind of error
+    assert AgentResult(exited, untyped, Path("x.log")).describe() == "reported an error"

@@ -178,3 +178,17 @@ def test_investigate_keeps_an_out_of_scope_reason_in_its_commit_the_plan_and_the
     ]
     text = construct(project).stdout  # a rerun resolves nothing: its report lists none
     assert "issues resolved" not in text
+
+
+def test_progress_counts_the_tasks_a_stage_adds_as_it_goes(project):
+    """INVESTIGATE turns an issue into a task mid-iteration: the progress shown from then on counts
+    it, and never shows more accepted than there are tasks."""
+    add_tasks(project, "Parse input")
+    issues.add(project, "The report is wrong")
+
+    done = construct(project)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = [(e["accepted"], e["total"]) for e in events(project) if e["event"] == "progress"]
+    assert all(accepted <= total for accepted, total in shown), shown
+    assert (0, 2) in shown and shown[-1] == (2, 2), shown
