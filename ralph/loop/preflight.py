@@ -10,7 +10,9 @@ from ralph.errors import Busy, InvalidInput, RalphError, Refused
 from ralph.loop.agentrun import AgentRunner, AgentUnavailable
 from ralph.loop.gate import gate_problem
 from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES
+from ralph.loop.work_tree import BUILD_BRANCH_PREFIX
 from ralph.ops.settings import Settings
+from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
 
 
@@ -34,9 +36,24 @@ def start_problems(root: Path, settings: Settings, needs_gate: bool) -> Iterator
         yield Refused(f"{operation}: finish or abort it before running ralph construct")
     if repo.head() is not None and repo.branch() is None:
         yield Refused("HEAD is detached: check out a branch for ralph construct to commit on")
+    blocking = blocking_branch(repo)
+    if blocking:
+        yield Refused(
+            f"a branch named '{blocking}' blocks the branches ralph makes under {blocking}/ (git cannot"
+            f" have both); rename yours: git branch -m {blocking} {blocking.replace('/', '-')}-mine"
+        )
     problem = gate_problem(settings.gate, root) if needs_gate else None
     if problem:
         yield Refused(f"{problem}; set --gate (or the config's gate), or --gate '' for none")
+
+
+def blocking_branch(repo: Repo) -> str | None:
+    """A branch named like a folder of ralph's branches (`ralph`, `ralph/draft`): git keeps a
+    branch as a file where those need a folder, so every build branch or draft would fail."""
+    folders = (BUILD_BRANCH_PREFIX.rstrip("/"), DRAFT_PREFIX.rstrip("/"))
+    listed = repo.git("for-each-ref", "--format=%(refname)", *(f"refs/heads/{f}" for f in folders))
+    branches = {line.removeprefix("refs/heads/") for line in listed.splitlines()}
+    return next((folder for folder in folders if folder in branches), None)
 
 
 def dirty_paths(root: Path) -> set[str]:

@@ -159,6 +159,26 @@ def test_a_second_loop_in_the_same_repository_exits_75_naming_the_first(project)
     assert first.returncode == 143
 
 
+@pytest.mark.parametrize("theirs", ["ralph", "ralph/draft"])
+def test_a_persons_branch_where_ralph_needs_a_folder_of_branches_is_refused_in_one_line(project, theirs):
+    """git keeps a branch as a file: a person's `ralph` leaves no room for ralph/<task>, nor
+    `ralph/draft` for the drafts. Refused before anything runs, their branch as it was."""
+    add_tasks(project, "Anything")
+    git(project, "branch", theirs)
+    head = git(project, "rev-parse", "HEAD")
+
+    done = construct(project, "--parallel", "2")
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr == (
+        f"ralph: a branch named '{theirs}' blocks the branches ralph makes under {theirs}/ (git cannot"
+        f" have both); rename yours: git branch -m {theirs} {theirs.replace('/', '-')}-mine\n"
+    )
+    assert git(project, "rev-parse", theirs) == head and git(project, "rev-parse", "HEAD") == head
+    git(project, "branch", "-m", theirs, "mine")
+    assert construct(project, "--parallel", "2").returncode == 0  # a name of their own: no conflict
+
+
 def test_a_lock_left_by_a_dead_loop_does_not_block(project):
     (project / ".git" / "ralph-construct.lock").write_text("pid 999999, since 2026-01-01 00:00:00")
     add_tasks(project, "Quick")
