@@ -7,8 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ralph.plan.integrity import record_key
-from ralph.plan.loader import load
+from ralph.plan.merge import with_records_of
 from ralph.plan.plan import Plan
 from ralph.store import beside
 from ralph.store.git import Repo
@@ -47,18 +46,4 @@ def since(repo: Repo, offset: int, any_run: bool = False) -> PersonsChanges:
 
 def with_persons_changes(old: Plan, now: Plan, keys: frozenset[str]) -> Plan:
     """`old`, with each record `keys` names as `now` has it (added, changed, or gone)."""
-    doc = load(old.doc.to_bytes(), old.doc.name)
-    lines = {record_key(line.record): line for line in doc.records()}
-    current = {record_key(line.record): line.record for line in now.doc.records()}
-    for key in sorted(keys):
-        line, record = lines.get(key), current.get(key)
-        if record is None:
-            if line is not None:
-                doc.remove(line)
-        elif line is None:
-            doc.append(dict(record))
-        elif line.record != record:
-            line.record.clear()
-            line.record.update(record)
-            doc.rewrite(line)
-    return Plan(doc)
+    return Plan(with_records_of(old.doc, now.doc, keys))

@@ -34,7 +34,7 @@ from typing import Any
 from ralph.errors import InvalidInput, Problem
 from ralph.plan.document import Document, Line, Record, RecordLine, line_of, serialize
 from ralph.plan.integrity import SINGLETONS, integrity_problems, record_key
-from ralph.plan.loader import parse_lines
+from ralph.plan.loader import load, parse_lines
 from ralph.plan.records import Status
 from ralph.plan.validate import record_problems
 from ralph.text import plural
@@ -499,3 +499,23 @@ class _Writer:
             ]
             conflicts = merged + integrity_problems(Document(self.name, self.lines))
         return Merged(b"".join(line.raw for line in self.lines), sorted(conflicts, key=lambda p: p.line))
+
+
+def with_records_of(old: Document, now: Document, keys: frozenset[str]) -> Document:
+    """A copy of `old` with each record `keys` names (ralph.plan.integrity.record_key) as `now` has
+    it: added, changed, or gone. What a person changed beside a run, put on the plan as it was."""
+    doc = load(old.to_bytes(), old.name)
+    lines = {record_key(line.record): line for line in doc.records()}
+    current = {record_key(line.record): line.record for line in now.records()}
+    for key in sorted(keys):
+        line, record = lines.get(key), current.get(key)
+        if record is None:
+            if line is not None:
+                doc.remove(line)
+        elif line is None:
+            doc.append(dict(record))
+        elif line.record != record:
+            line.record.clear()
+            line.record.update(record)
+            doc.rewrite(line)
+    return doc

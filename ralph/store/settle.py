@@ -143,5 +143,23 @@ def _settle_plan(intent: Intent) -> Outcome:
     spec_name = Path(str(intent.data.get("spec") or "spec")).stem
     kept = create_new(root / KEPT / f"plan-{spec_name}.plan.jsonl")
     kept.write_bytes(current)
-    restore_plan(root, before)
+    restore_plan(root, _with_persons_changes(work, before, current))
     return Outcome(intent, Settled.UNDONE, f"the plan it left kept as {kept.relative_to(root)}")
+
+
+def _with_persons_changes(repo: Repo, before: bytes, current: bytes) -> bytes:
+    """`before`, with what a person changed with ralph's commands beside the killed run
+    (ralph.store.beside) as `current` has it: theirs, not the run's, and committed by the next
+    run's start. A plan that no longer loads gives nothing to take theirs from."""
+    from ralph.errors import PlanInvalid
+    from ralph.plan.loader import load
+    from ralph.plan.merge import with_records_of
+    from ralph.store import beside
+
+    keys = frozenset(key for entry in beside.entries(repo)[0] for key in entry.keys)
+    if not keys:
+        return before
+    try:
+        return with_records_of(load(before), load(current), keys).to_bytes()
+    except PlanInvalid:
+        return before

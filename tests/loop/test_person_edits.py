@@ -369,3 +369,27 @@ def test_a_persons_task_added_during_a_build_stays_when_the_run_is_stopped_by_a_
     again = construct(project)
     assert again.returncode == 0, again.stdout + again.stderr
     assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == "t-mine"] == ["accept"]
+
+
+def test_a_persons_task_added_during_plan_stays_when_the_run_is_killed(repo, tmp_path):
+    """A kill -9 during PLAN: the next start undoes PLAN's half-written output, and keeps what a
+    person added meanwhile with ralph's commands, committed as theirs."""
+    from tests.support.construct import with_app_spec
+
+    project = with_app_spec(repo, "# App [slow]\n\n- Parse input\n")  # PLAN takes 2 s
+    running = construct(project, wait=False)
+    wait_for(lambda: (tmp_path / "agent-state" / "plan").exists(), "PLAN started")
+    add_mine(project)
+    running.kill()  # SIGKILL: nothing of ralph's own cleanup runs
+    running.communicate(timeout=60)
+    wait_for(lambda: "Parse input" in (project / "plan.jsonl").read_text(), "the orphaned agent's output")
+
+    again = construct(project)
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "PLAN" in again.stderr and "undone" in again.stderr, again.stderr
+    assert_mine_committed_as_theirs(project)
+    names = {r["name"]: r["t"] for r in plan_records(project, "HEAD") if r["t"] in ("task", "accept")}
+    # PLAN's half-written task is undone; the spec counts as planned by hand (a person's task),
+    # so the spec check is what finds what is missing.
+    assert names == {"Mine": "accept"}, again.stderr
