@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -119,20 +120,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = spread + waiting
 
 
+# Modules whose tests share a fixture made once per module (their repository takes some 20 commands
+# to build, and the tests only read it or copy it): run in one worker, it is built once, not once in
+# each of the five (tests/cli/test_log.py's history was 550 git runs and 1.5 CPU-s of the suite).
+ONE_WORKER_MODULES = ("tests/cli/test_log.py", "tests/cli/test_json_output.py")
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which a plain `pytest` may run without
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """With pytest-xdist's --dist loadgroup: tests go to whichever worker is free, except the tests
     of the real agent CLIs (tests/e2e/), which run one after another in one worker. They share the
     CLIs installed in .e2e-cache/, and some look for leftover processes of a CLI, which another
-    test's run of that CLI would be. (xdist's own xdist_group marks do not group anything with
-    pytest 9.2: pytest-dev/pytest-xdist#1386.)"""
+    test's run of that CLI would be. The tests of each of ONE_WORKER_MODULES go to one worker too.
+    (xdist's own xdist_group marks do not group anything with pytest 9.2:
+    pytest-dev/pytest-xdist#1386.)"""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class AgentCliTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "tests/e2e" if nodeid.startswith("tests/e2e/") else nodeid
+            if nodeid.startswith("tests/e2e/"):
+                return "tests/e2e"
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER_MODULES else nodeid
 
     return AgentCliTestsTogether(config, log)
 
@@ -189,6 +200,33 @@ def repo(tmp_path: Path, _initialized_repo: Path) -> Path:
     shutil.copytree(_initialized_repo, root, symlinks=True)
     git(root, "update-index", "-q", "--refresh")  # the copies' inodes and ctimes differ from the index's
     return root
+
+
+@pytest.fixture(scope="session")
+def _shared_templates(tmp_path_factory: pytest.TempPathFactory, _initialized_repo: Path):
+    """Shared repositories (a seed, its remote, clones) made once per test process by a builder
+    given its seed (a copy of `repo`) and the folder to make them in; `shared_copy` copies them."""
+    made: dict[str, Shared] = {}
+
+    def template(key: str, build: Callable[[Path, Path], Shared]) -> Shared:
+        if key not in made:
+            base = tmp_path_factory.mktemp(f"shared-{key}")
+            seed = base / "repo"
+            shutil.copytree(_initialized_repo, seed, symlinks=True)
+            with pytest.MonkeyPatch.context() as monkeypatch:
+                isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+                git(seed, "update-index", "-q", "--refresh")
+                made[key] = build(seed, base)
+        return made[key]
+
+    return template
+
+
+@pytest.fixture
+def shared_copy(_shared_templates, tmp_path: Path) -> Callable[[str, Callable[[Path, Path], Shared]], Shared]:
+    """`shared_copy(key, build)`: a fresh copy, in tmp_path, of the repositories `build(seed, base)`
+    made under `key` (once per test process): a seed, its remote and clones (Shared.copy_of)."""
+    return lambda key, build: Shared.copy_of(_shared_templates(key, build), tmp_path)
 
 
 @pytest.fixture

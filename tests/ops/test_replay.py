@@ -5,7 +5,6 @@ record both changed), with real git: one bare repository, two clones."""
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -49,11 +48,19 @@ def push(clone: Path, runner: str) -> None:
     claims.release_all(clone, runner, remote_of(clone))
 
 
-@pytest.fixture
-def two(repo, tmp_path):
+def three_tasks_two_clones(repo: Path, base: Path) -> Shared:
     tasks.add(repo, [dict(A), dict(B), dict(C)])
-    shared = Shared(repo, tmp_path)
-    return shared, shared.clone("one"), shared.clone("two")
+    shared = Shared(repo, base)
+    for name in RUNNERS:
+        shared.clone(name)
+    return shared
+
+
+@pytest.fixture
+def two(shared_copy):
+    """origin with tasks A, B and C, and two clones of it (made once, copied for each test)."""
+    shared = shared_copy("replay-two", three_tasks_two_clones)
+    return shared, shared.base / "one", shared.base / "two"
 
 
 def test_a_decomposition_published_after_a_computed_priority_of_the_same_task_goes_through(two):
@@ -212,14 +219,10 @@ def act(clone: Path, runner: str, command: str, pick: int) -> str:
     return command
 
 
-def run_commands(seed_repo: Path, commands: list[tuple[int, str, int]]) -> None:
+def run_commands(template: Shared, commands: list[tuple[int, str, int]]) -> None:
     with tempfile.TemporaryDirectory(prefix="ralph-replay-prop-") as folder:
-        base = Path(folder)
-        seed = base / "seed"
-        shutil.copytree(seed_repo, seed, symlinks=True)
-        git(seed, "update-index", "-q", "--refresh")
-        shared = Shared(seed, base)
-        clones = [shared.clone(name) for name in RUNNERS]
+        shared = Shared.copy_of(template, Path(folder))  # each example on fresh copies
+        clones = [shared.base / name for name in RUNNERS]
         for which, command, pick in commands:
             event(act(clones[which], RUNNERS[which], command, pick))
         for clone, runner in zip(clones, RUNNERS, strict=True):  # no RemoteError, no CodeConflict
@@ -244,10 +247,19 @@ FUNCTION_FIXTURES = settings(
 )
 
 
-@pytest.fixture
-def seeded(repo):
+def seeded_two_clones(repo: Path, base: Path) -> Shared:
     tasks.add(repo, [dict(A), dict(B), dict({**C, "deps": [B["id"]]})])
-    return repo
+    shared = Shared(repo, base)
+    for name in RUNNERS:
+        shared.clone(name)
+    return shared
+
+
+@pytest.fixture
+def seeded(_shared_templates) -> Shared:
+    """origin with A, B and C (C depending on B) and a clone for each runner, made once per test
+    process: each example runs on copies of its own."""
+    return _shared_templates("replay-seeded", seeded_two_clones)
 
 
 @settings(FUNCTION_FIXTURES, max_examples=4)

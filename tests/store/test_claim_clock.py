@@ -26,12 +26,19 @@ TWO_HOURS = 2 * 3600
 TASKS = [{"id": f"t-{letter * 6}", "name": letter.upper()} for letter in "abcd"]
 
 
-@pytest.fixture
-def runners(repo: Path, tmp_path: Path) -> tuple[Shared, Path, Path, Path]:
-    """origin with four independent tasks, and three clones of it."""
+def four_tasks_three_clones(repo: Path, base: Path) -> Shared:
     tasks.add(repo, [dict(task) for task in TASKS])
-    shared = Shared(repo, tmp_path)
-    return shared, shared.clone("one"), shared.clone("two"), shared.clone("three")
+    shared = Shared(repo, base)
+    for name in ("one", "two", "three"):
+        shared.clone(name)
+    return shared
+
+
+@pytest.fixture
+def runners(shared_copy) -> tuple[Shared, Path, Path, Path]:
+    """origin with four independent tasks, and three clones of it (made once, copied for each test)."""
+    shared = shared_copy("claim-clock-runners", four_tasks_three_clones)
+    return shared, shared.base / "one", shared.base / "two", shared.base / "three"
 
 
 def remote_of(clone: Path) -> Remote:

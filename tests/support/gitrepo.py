@@ -3,6 +3,7 @@ bare remote with its clones, and stand-ins for what git calls out to."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -66,10 +67,31 @@ class Shared:
         initialize.init(path)
         return path
 
+    @classmethod
+    def copy_of(cls, template: Shared, base: Path) -> Shared:
+        """The repositories of `template` (its seed, remote and clones, all in its base folder) copied
+        into `base`, as if made there: some ten git runs and three ralph commands fewer per test."""
+        copy_repositories(template.base, base)
+        shared = cls.__new__(cls)
+        shared.seed = base / template.seed.relative_to(template.base)
+        shared.base, shared.origin = base, base / "origin.git"
+        return shared
+
     def plan_on_origin(self) -> bytes:
         return subprocess.run(
             ["git", "cat-file", "blob", "main:plan.jsonl"], cwd=self.origin, check=True, capture_output=True
         ).stdout
+
+
+def copy_repositories(template: Path, base: Path) -> None:
+    """Every repository in the folder `template` copied into `base`: the remote each names by its
+    path under `template` is the one under `base`, and each work tree's index is refreshed (the
+    copies' inodes and ctimes differ from the index's)."""
+    for entry in template.iterdir():
+        shutil.copytree(entry, base / entry.name, symlinks=True)
+    for config in base.glob("*/.git/config"):
+        config.write_text(config.read_text().replace(f"{template}/", f"{base}/"))
+        git(config.parent.parent, "update-index", "-q", "--refresh")
 
 
 FAKE_GPG = """#!/bin/sh
