@@ -141,7 +141,8 @@ class BuildStage:
         if self._rejected_too_often(plan, task_id):
             return self._set_aside_rejected(plan, task_id, report)
         report.items += 1
-        self._attempts(task_id, iteration, report, plan)
+        with self.tree.build_recorded(task_id, plan.task_line(task_id).record):
+            self._attempts(task_id, iteration, report, plan)
 
     def _draft_shown(self, task: dict) -> dict:
         """The task as its prompt shows it: its draft named by a ref this clone has (another

@@ -204,6 +204,29 @@ class WorkTree:
         subject = persons.message().splitlines()[0]
         self.console.event(f"committed a change made beside the run: {subject}")
 
+    @contextmanager
+    def build_recorded(self, task_id: str, record: Record) -> Iterator[None]:
+        """A build in this work tree, recorded from its first run to its end (ralph.store.intent,
+        BUILD): a kill in between is undone by the next start, its work kept on the task's draft,
+        never taken for built. A build in a worktree needs none: the worktree is recorded."""
+        if self.in_worktree:
+            yield
+            return
+        dirty = sorted(self.user_dirty)  # the person's own changed files: never the build's
+        pending = intent.begin(
+            self.repo,
+            IntentKind.BUILD,
+            self.root,
+            task=task_id,
+            head=self.repo.head(),
+            record=record,  # the task as it was: what an undo puts back
+            user_dirty=dirty,
+        )
+        try:
+            yield
+        finally:  # built and committed, set aside, or stopped: settled by this process
+            intent.finish(self.repo, pending)
+
     def reset_plan(self, keep_as: Path) -> None:
         """plan.jsonl back as last committed, the run's uncommitted version kept at `keep_as`;
         what a person changed beside the run with ralph's commands is committed first, under

@@ -19,6 +19,11 @@ Which way each kind is settled (ralph.store.settle), and why:
 - PLAN (PLAN's agent writing the spec's tasks): while the agent ran, rolled BACK (a half-written
   plan would be built as the whole spec; the tasks it left are kept beside the logs); once the
   agent had finished, rolled FORWARD (its tasks are committed, as the stage was about to).
+- BUILD (a build in the loop's own work tree, from its first agent run to its commit): rolled
+  BACK. No gate passed what it left, or none is known to have: taken forward, the next run would
+  verify (and accept) a task marked done whose files were never committed. Its changes are kept
+  on the task's draft branch and as a patch beside the logs, and undone; the task's record goes
+  back to what the build found (the rest of plan.jsonl, the loop's and a person's, stays).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ class IntentKind(StrEnum):
     MERGE = "merge"
     COMMIT = "commit"
     PLAN = "plan"
+    BUILD = "build"
 
 
 class Settled(StrEnum):
@@ -74,6 +80,8 @@ class Intent:
         if self.kind is IntentKind.COMMIT:
             what = f"{data['task']}'s build" if data.get("task") else plural(len(data["paths"]), "file")
             return f"a commit of {what} ({data['message'].splitlines()[0][:80]})"
+        if self.kind is IntentKind.BUILD:
+            return f"the build of {data['task']} on {short(data['head'])}"
         phase = "agent finished" if data.get("phase") == "planned" else "agent running"
         return f"PLAN of {data.get('spec')} ({phase})"
 

@@ -13,7 +13,7 @@ from ralph.store.files import create_new
 from ralph.store.git import Repo
 from ralph.store.integrate import settle_paths
 from ralph.store.intent import KEPT, PLAN_NAME, Intent, IntentKind, Settled, finish, interrupted, short
-from ralph.store.lock import plan_lock
+from ralph.store.lock import LOCK_NAME, plan_lock
 from ralph.store.reader import plan_path
 from ralph.store.transaction import restore_plan, transaction
 from ralph.text import plural
@@ -59,7 +59,47 @@ def settle(repo: Repo, intent: Intent) -> Outcome:
         return _finish_merge(repo, intent)
     if intent.kind is IntentKind.COMMIT:
         return _finish_commit(intent)
+    if intent.kind is IntentKind.BUILD:
+        return _undo_build(repo, intent)
     return _settle_plan(intent)
+
+
+def _undo_build(repo: Repo, intent: Intent) -> Outcome:
+    """A build cut off before its commit: what it changed (but the person's own changed paths)
+    kept on the task's draft and as a patch, and undone; the task's record put back as the build
+    found it (what the agent marked done is not built). The loop's own uncommitted bookkeeping in
+    plan.jsonl, and a person's changes, stay."""
+    from ralph.store import drafts
+
+    data, root = intent.data, Path(intent.root)
+    work = Repo(root)
+    if work.head() != data["head"]:
+        return Outcome(intent, Settled.OVERTAKEN, f"HEAD moved since, to {short(work.head())}")
+    theirs = set(data.get("user_dirty") or [])
+    changed = {p for p in work.changed_paths() - theirs - {PLAN_NAME} if not _ralphs_own(p)}
+    task, said = str(data["task"]), []
+    draft = None
+    if changed:
+        kept = create_new(root / KEPT / f"build-{task}.patch")
+        work.save_patch(changed, kept)
+        draft = drafts.keep(work, task, data["head"], changed, f"ralph: draft of {task}")
+        work.revert(changed)
+        said.append(f"its changes kept as {kept.relative_to(root)}" + (f" and on {draft}" if draft else ""))
+    with transaction(root, commit=False, fold_earlier=True) as change:
+        line = next((line for line in change.plan.task_lines() if line.record["id"] == task), None)
+        if line is not None and data.get("record") and line.record != data["record"]:
+            line.record.clear()
+            line.record.update(data["record"])  # as the build found it: not built
+            change.plan.doc.rewrite(line)
+            said.append(f"{task} as it was before")
+        if draft and line is not None:  # offered to the task's next build, as after an interrupt
+            change.plan.record_draft(task, draft)
+    return Outcome(intent, Settled.UNDONE, "; ".join(said) or "nothing changed")
+
+
+def _ralphs_own(path: str) -> bool:
+    """plan.jsonl's lock and temporary files: never a build's change."""
+    return path == LOCK_NAME or (path.startswith(f".{PLAN_NAME}.") and path.endswith(".tmp"))
 
 
 def _finish_merge(repo: Repo, intent: Intent) -> Outcome:

@@ -213,3 +213,28 @@ def test_a_draft_offered_through_two_splits_goes_once_the_last_part_is_accepted(
     assert [e["item"] for e in drafted] == ["t-parent"]  # the parent's only
     assert not Repo(project).branch_exists("ralph/draft/t-parent")
     assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
+
+
+def test_a_build_killed_outright_is_undone_at_the_next_start_and_never_taken_for_built(project, tmp_path):
+    """kill -9 of the loop while an agent builds in its work tree: the orphaned agent still writes
+    its file and marks the task done. The next start undoes that build (its work on the task's
+    draft), and the task is built and gated again, its file committed by its own build."""
+    (task,) = add_tasks(project, "Slow [slow-build]")
+    state = tmp_path / "agent-state"
+    running = construct(project, wait=False)
+    wait_for(lambda: (state / f"{task}.building").exists(), "the build started")
+    running.kill()  # SIGKILL: nothing of ralph's own cleanup runs
+    running.communicate(timeout=60)
+    wait_for(lambda: '"s": "d"' in (project / "plan.jsonl").read_text(), "the orphaned agent marked it done")
+
+    again = construct(project)
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"the build of {task} on" in again.stderr and "interrupted: undone" in again.stderr, again.stderr
+    draft = f"ralph/draft/{task}"
+    assert f"git diff HEAD...{draft}" in (state / f"{task}.build-2.prompt").read_text()  # offered
+    assert not Repo(project).branch_exists(draft)  # and gone once the task was accepted
+    assert (state / f"build-{task}").read_text() == "2"  # built again, not taken for built
+    (build,) = [c for c in git(project, "log", "--format=%H %s").splitlines() if f"ralph(build): {task}" in c]
+    assert f"work/{task}.txt" in git(project, "show", "--format=", "--name-only", build.split()[0]).split()
+    assert git(project, "status", "--porcelain") == ""
