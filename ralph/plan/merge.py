@@ -136,7 +136,7 @@ def _outcome(
     if record["t"] == "task" and record["id"] in accepted:
         return None  # the tombstone wins over a change or a deletion on the other side
     if ours is not None and theirs is not None:
-        if _same_line(ours, theirs):
+        if _same_line(ours, theirs) and not _spent_on_both(base, ours):
             return ours
         if base is not None and _same_line(base, ours):
             return theirs  # changed on their side only
@@ -158,6 +158,12 @@ def _outcome(
     if ours is None:
         return _Conflict(f"{what} was deleted on our side and changed on theirs", what, None, one.raw)
     return _Conflict(f"{what} was changed on our side and deleted on theirs", what, ours.raw, None)
+
+
+def _spent_on_both(base: RecordLine | None, ours: RecordLine) -> bool:
+    """Both sides' state records alike, their spending changed since the base: each side's own
+    runs (which happened to cost the same), to be summed, not taken once."""
+    return base is not None and ours.record.get("spent") != base.record.get("spent")
 
 
 def _computed_on_both(ours: Record, theirs: Record) -> bool:
@@ -226,7 +232,13 @@ def _merge_fields(base: Record, ours: Record, theirs: Record, what: str) -> Reco
                 assert isinstance(claim, dict)  # neither sentinel: the merged claim's fields
                 ours_pick[name] = theirs_pick[name] = claim.get(name, _MISSING)
             continue
-        if _same(o, t) or _same(t, b):
+        if name == "spent" and not (_same(o, b) or _same(t, b)):
+            value = _merge_field(name, b, o, t)  # each side's runs, even the same amounts: summed
+            if value is _CONFLICT:
+                conflicting.append(name)
+                ours_pick[name], theirs_pick[name] = o, t
+                continue
+        elif _same(o, t) or _same(t, b):
             value = o
         elif _same(o, b):
             value = t
@@ -267,6 +279,9 @@ def _merge_claim(base: Record, ours: Record, theirs: Record) -> Record | object:
     return _CONFLICT
 
 
+SPEC_CHECKED = ("checked_commit", "checked_spec")  # a spec's last passing check (ralph.loop.stage_check)
+
+
 def _merge_field(name: str, base: Any, ours: Any, theirs: Any) -> object:
     """A field both sides changed to different values: a status moves forward only, a counter takes
     the larger, a list of ids the union (in order, without what either side removed); any other
@@ -285,6 +300,8 @@ def _merge_field(name: str, base: Any, ours: Any, theirs: Any) -> object:
         return _larger(ours, counts[0], theirs, counts[1])
     if name == "spent":
         return merge_spent(*({} if value is _MISSING else value for value in (base, ours, theirs)))
+    if name in SPEC_CHECKED:  # each side checked its own code: the merged code is checked again
+        return _MISSING
     if name in ID_LISTS:
         lists = [[] if value is _MISSING else value for value in (base, ours, theirs)]
         if not all(isinstance(ids, list) and all(type(i) is str for i in ids) for ids in lists):

@@ -341,6 +341,30 @@ def test_spending_saved_on_both_sides_adds_up_each_sides_runs():
     assert clean([state], [ours], [theirs]) == [{**state, "spent": {"BUILD": total, "VERIFY": verify}}]
 
 
+
+def test_the_same_spending_saved_on_both_sides_still_adds_up_each_sides_runs():
+    """Two runners whose runs cost exactly the same (scripted or cached agents): their state
+    records are alike, yet each side's runs happened: summed, not taken once."""
+    row = {"runs": 1, "tokens": 100, "cost_usd": 0.5, "unknown_runs": 0}
+    state = {"t": "state", "iteration": 1, "spent": {"BUILD": row}}
+    both = {**state, "spent": {"BUILD": {**row, "runs": 2, "tokens": 200, "cost_usd": 1.0}}}
+    total = {"runs": 3, "tokens": 300, "cost_usd": 1.5, "unknown_runs": 0}
+    assert clean([state], [both], [both]) == [{**state, "spent": {"BUILD": total}}]
+    # alike but for another field: the spending is still summed
+    later = {**both, "iteration": 2}
+    assert clean([state], [both], [later]) == [{**later, "spent": {"BUILD": total}}]
+    assert clean([state], [state], [state]) == [state]  # nobody spent: as it was
+
+
+def test_a_spec_checked_on_both_sides_is_checked_again_not_a_conflict():
+    """Each side's passing spec check read its own code; the merged code is neither: the record
+    drops the check, so the next run checks the spec again."""
+    spec = {"t": "spec", "path": "specs/a.md", "planned": True}
+    ours = {**spec, "checked_commit": "a" * 40, "checked_spec": "d" * 64}
+    theirs = {**spec, "checked_commit": "b" * 40, "checked_spec": "e" * 64}
+    assert clean([spec], [ours], [theirs]) == [spec]
+    assert clean([spec], [ours], [spec]) == [ours]  # checked on one side only: that check stands
+
 def test_a_state_record_added_on_both_sides_merges_field_by_field():
     ours = {"t": "state", "iteration": 2, "spec": "specs/a.md"}
     theirs = {"t": "state", "iteration": 1, "spec": "specs/a.md", "stage": "BUILD"}
