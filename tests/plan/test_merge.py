@@ -341,7 +341,6 @@ def test_spending_saved_on_both_sides_adds_up_each_sides_runs():
     assert clean([state], [ours], [theirs]) == [{**state, "spent": {"BUILD": total, "VERIFY": verify}}]
 
 
-
 def test_the_same_spending_saved_on_both_sides_still_adds_up_each_sides_runs():
     """Two runners whose runs cost exactly the same (scripted or cached agents): their state
     records are alike, yet each side's runs happened: summed, not taken once."""
@@ -364,6 +363,7 @@ def test_a_spec_checked_on_both_sides_is_checked_again_not_a_conflict():
     theirs = {**spec, "checked_commit": "b" * 40, "checked_spec": "e" * 64}
     assert clean([spec], [ours], [theirs]) == [spec]
     assert clean([spec], [ours], [spec]) == [ours]  # checked on one side only: that check stands
+
 
 def test_a_state_record_added_on_both_sides_merges_field_by_field():
     ours = {"t": "state", "iteration": 2, "spec": "specs/a.md"}
