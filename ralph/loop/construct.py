@@ -182,7 +182,8 @@ class Loop:
                     self.hooks.close()
                     raise
                 span.end(outcome=self._ended_as(outcome), message=message, ending=self.ending)
-                self.hooks.close()  # inside: a second Ctrl-C stops the run's last hooks
+                with contextlib.suppress(KeyboardInterrupt):  # the run ended, and is committed, before
+                    self.hooks.close()  # the signal: its outcome stands, its notification goes out
             except KeyboardInterrupt as exc:  # stopped before the run began: nothing to undo
                 return self._report(Outcome.INTERRUPTED, "interrupted", 128 + signal_number(exc))
         return self._report(outcome, message, exit_code)

@@ -53,6 +53,10 @@ class Hooks:
         }
         self._queue: queue.Queue = queue.Queue()
         self._worker: threading.Thread | None = None
+        # Set when the worker has run every queued hook. Waited on instead of Thread.join: a join
+        # interrupted by a signal (CPython 3.11) can leave the thread taken for ended, and the
+        # next join returns at once, with run_ended still notifying.
+        self._idle = threading.Event()
         self._lock = threading.Lock()
         self._runs = 0
 
@@ -70,6 +74,7 @@ class Hooks:
             for argv in commands:
                 self._queue.put((event, argv, payload))
             if self._worker is None:
+                self._idle.clear()
                 self._worker = threading.Thread(target=self._work, name="ralph-hooks", daemon=True)
                 self._worker.start()
 
@@ -81,18 +86,21 @@ class Hooks:
                 return
             self._queue.put(None)
         try:
-            worker.join()
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the run's last hooks run: run_ended too
-            self.supervisor.stop_all(outliving_too=True)
-            worker.join()
+            self._idle.wait()
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the run's last hooks run: the others
+            self.supervisor.stop_all()  # stop, run_ended still notifies, bounded by its timeout
+            self._idle.wait()  # (further signals are ignored meanwhile: ralph.loop.signals)
             raise
 
     def _work(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                self._run(*item)
-            except Exception as exc:  # noqa: BLE001 (a hook must never stop the run)
-                self.journal.event("hook_failed", hook=str(item[0]), argv=list(item[1]), error=repr(exc))
+        try:
+            while (item := self._queue.get()) is not None:
+                try:
+                    self._run(*item)
+                except Exception as exc:  # noqa: BLE001 (a hook must never stop the run)
+                    self.journal.event("hook_failed", hook=str(item[0]), argv=list(item[1]), error=repr(exc))
+        finally:
+            self._idle.set()
 
     def _run(self, event: HookEvent, argv: tuple[str, ...], payload: dict) -> None:
         self._runs += 1

@@ -92,3 +92,37 @@ def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):
     out, err = running.communicate(timeout=60)
     assert running.returncode == 143, out + err
     assert gone(int(pid_file.read_text())), "the hook outlived ralph"
+
+
+SLOW_NOTIFY = """import json, pathlib, sys, time
+payload = json.load(sys.stdin)
+folder = pathlib.Path(sys.argv[1])
+(folder / "started").write_text(payload["outcome"])
+time.sleep(2)
+(folder / "sent").write_text(payload["outcome"])
+"""
+
+
+def test_a_signal_during_the_last_hook_of_a_finished_run_neither_changes_its_outcome_nor_stops_the_notice(
+    project, tmp_path
+):
+    """The run ended COMPLETE (committed) and its run_ended hook is notifying when SIGTERM comes
+    (a CI job's end): the notification still goes out, bounded by its timeout, and the report,
+    last-report.json and the exit code say COMPLETE."""
+    config_set(
+        project,
+        "hooks",
+        {"run_ended": [sys.executable, script(tmp_path, "notify.py", SLOW_NOTIFY), str(tmp_path)]},
+    )
+    add_tasks(project, "One")
+    running = construct(project, "--json", wait=False)
+    wait_for((tmp_path / "started").exists, "the run_ended hook never started")
+
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+
+    assert running.returncode == 0, out + err
+    assert (tmp_path / "sent").read_text() == "COMPLETE"  # the notification went out whole
+    assert json.loads(out)["outcome"] == "COMPLETE"
+    last = json.loads((project / "build" / "ralph-logs" / "last-report.json").read_text())
+    assert last["outcome"] == "COMPLETE"
