@@ -47,10 +47,14 @@ def _alive(pid: int) -> bool:
 
 
 def journal_events(root: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """The journal's events from byte `offset` on (whole lines only), and the offset after them."""
+    """The journal's events from byte `offset` on (whole lines only), and the offset after them.
+    A journal shorter than `offset` was truncated or replaced (a log rotation, a person clearing
+    the logs): it is read from its start."""
     path = root / JOURNAL
     try:
         with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size < offset:
+                offset = 0
             handle.seek(offset)
             data = handle.read()
     except OSError:

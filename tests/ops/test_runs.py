@@ -39,6 +39,19 @@ def test_journal_events_are_whole_lines_from_an_offset_and_a_line_being_written_
     assert runs.journal_events(tmp_path / "elsewhere", 7) == ([], 7)
 
 
+def test_a_journal_truncated_or_replaced_is_read_again_from_its_start(tmp_path):
+    """logrotate's copytruncate, or a person clearing the logs, while `ralph watch` follows: the
+    offset it held is past the end, and the events written since are read from the start."""
+    first = [event("construct_begin", "1"), event("agent_begin", "2", log="a.log")]
+    path = journal(tmp_path, *first)
+    events, offset = runs.journal_events(tmp_path)
+    assert events == first
+    after = event("agent_end", "3", log="a.log")
+    journal(tmp_path, after)  # truncated, then written again: shorter than before
+    assert path.stat().st_size < offset
+    assert runs.journal_events(tmp_path, offset) == ([after], path.stat().st_size)
+
+
 def test_the_last_run_and_its_agents_still_running():
     events = [
         event("construct_begin", "1"),
