@@ -231,7 +231,7 @@ class AgentRuns:
             self.spending.stopped(str(stage), item, self.settings.model_for(stage))  # what it streamed counts
             self.add_tokens(result.tracker.usage.total)
             raise TreeRemoved(result)
-        result.plan_problem = self.check_plan(result)
+        result.plan_problem = self.check_plan(result, in_tree=before is not None)  # None: a verifier's
         if before is not None:
             self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
         self._count_spent(stage, iteration, item, result)
@@ -378,10 +378,11 @@ class AgentRuns:
         self.journal.event("worktree_kept", folder=str(self.rel(kept)))
         return True
 
-    def check_plan(self, result: AgentResult) -> PlanProblem | None:
+    def check_plan(self, result: AgentResult, in_tree: bool = True) -> PlanProblem | None:
         """After an agent run: if plan.jsonl no longer loads, keep the broken copy in the logs and
         put back the last committed state. Returns the problem, or None; the plan that loaded is
-        the result's `plan`."""
+        the result's `plan`. `in_tree`: the run worked in this work tree; a verifier works in a
+        checkout of its own, so what broke the plan here meanwhile was not its agent."""
         path = self.tree.root / PLAN_FILE
         if path.is_symlink() or (path.exists() and not path.is_file()):
             return self._plan_replaced(result)
@@ -401,9 +402,17 @@ class AgentRuns:
             broken = self.tree.home / result.log_path.with_suffix(".plan.jsonl.broken")
             broken.write_bytes(data)
             self.plan.restore_committed()
-            self.journal.event("plan_restored", problem=str(exc), broken_copy=str(self.rel(broken)))
-            self.console.event(f"the agent left plan.jsonl invalid ({exc}); restored it from HEAD")
-            return PlanProblem(Verdict.PLAN_INVALID, f"the agent left plan.jsonl invalid: {exc}")
+            self.journal.event(
+                "plan_restored", problem=str(exc), broken_copy=str(self.rel(broken)), by_agent=in_tree
+            )
+            said = "the agent left plan.jsonl invalid" if in_tree else "plan.jsonl was made invalid"
+            where = (
+                ""
+                if in_tree
+                else f" (not by a verifier: each works in a checkout; kept as {self.rel(broken)})"
+            )
+            self.console.event(f"{said} ({exc}); restored it from HEAD{where}")
+            return PlanProblem(Verdict.PLAN_INVALID, f"{said}: {exc}")
 
     def _plan_replaced(self, result: AgentResult) -> PlanProblem:
         """plan.jsonl is a symlink or a folder now: moved beside the log as it is (a link still

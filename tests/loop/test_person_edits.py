@@ -393,3 +393,21 @@ def test_a_persons_task_added_during_plan_stays_when_the_run_is_killed(repo, tmp
     # PLAN's half-written task is undone; the spec counts as planned by hand (a person's task),
     # so the spec check is what finds what is missing.
     assert names == {"Mine": "accept"}, again.stderr
+
+
+def test_a_half_typed_hand_edit_during_verify_is_not_blamed_on_an_agent_and_is_kept(project, tmp_path):
+    (task,) = add_tasks(project, "Slow to judge [slow-verify]")
+    running = construct(project, wait=False)
+    wait_for(lambda: (tmp_path / "agent-state" / f"verify-{task}").exists(), "the verifier started")
+
+    with open(project / "plan.jsonl", "a") as plan:
+        plan.write('{"t": "task", "id": "t-hand", "name": "half typ\n')  # saved mid-edit
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err
+    assert "the agent left plan.jsonl invalid" not in err, err
+    assert "plan.jsonl was made invalid" in err and "not by a verifier" in err, err
+    (restored,) = [e for e in events(project) if e["event"] == "plan_restored"]
+    assert restored["by_agent"] is False
+    assert '"name": "half typ' in (project / restored["broken_copy"]).read_text()  # kept for them
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == task] == ["accept"]
