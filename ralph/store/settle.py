@@ -171,6 +171,14 @@ def _settle_plan(intent: Intent) -> Outcome:
     root = Path(intent.root)
     work = Repo(root)
     current = plan_path(root).read_bytes() if plan_path(root).exists() else b""
+    theirs = _persons_keys(work)
+    if intent.data.get("phase") == "planned" and theirs:  # PLAN's tasks alone: theirs go as theirs
+        earlier = work.git("cat-file", "blob", intent.data["before"]).encode()
+        planned = _with_records(current, earlier, theirs)
+        commit, _ = work.commit_file(PLAN_NAME, planned, intent.data["message"])
+        return Outcome(
+            intent, Settled.FINISHED if commit else Settled.DONE_ALREADY, f"commit {short(commit)}"
+        )
     if intent.data.get("phase") == "planned":
         commit, _ = work.commit_paths({PLAN_NAME}, intent.data["message"])
         return Outcome(
@@ -183,23 +191,28 @@ def _settle_plan(intent: Intent) -> Outcome:
     spec_name = Path(str(intent.data.get("spec") or "spec")).stem
     kept = create_new(root / KEPT / f"plan-{spec_name}.plan.jsonl")
     kept.write_bytes(current)
-    restore_plan(root, _with_persons_changes(work, before, current))
+    restore_plan(root, _with_records(before, current, theirs))
     return Outcome(intent, Settled.UNDONE, f"the plan it left kept as {kept.relative_to(root)}")
 
 
-def _with_persons_changes(repo: Repo, before: bytes, current: bytes) -> bytes:
-    """`before`, with what a person changed with ralph's commands beside the killed run
-    (ralph.store.beside) as `current` has it: theirs, not the run's, and committed by the next
-    run's start. A plan that no longer loads gives nothing to take theirs from."""
+def _persons_keys(repo: Repo) -> frozenset[str]:
+    """The records a person changed with ralph's commands beside a run (ralph.store.beside), not
+    yet committed: theirs, whatever a killed run's settling puts back or commits."""
+    from ralph.store import beside
+
+    return frozenset(key for entry in beside.entries(repo)[0] for key in entry.keys)
+
+
+def _with_records(onto: bytes, source: bytes, keys: frozenset[str]) -> bytes:
+    """`onto` with the records `keys` names as `source` has them; `onto` when there are none, or
+    when either does not load (nothing to take them from)."""
     from ralph.errors import PlanInvalid
     from ralph.plan.loader import load
     from ralph.plan.merge import with_records_of
-    from ralph.store import beside
 
-    keys = frozenset(key for entry in beside.entries(repo)[0] for key in entry.keys)
     if not keys:
-        return before
+        return onto
     try:
-        return with_records_of(load(before), load(current), keys).to_bytes()
+        return with_records_of(load(onto), load(source), keys).to_bytes()
     except PlanInvalid:
-        return before
+        return onto

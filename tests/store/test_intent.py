@@ -104,6 +104,28 @@ def test_a_plan_killed_after_its_agent_finished_is_committed(repo: Path):
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_a_plan_killed_after_its_agent_finished_commits_its_tasks_and_not_a_persons_beside_it(repo: Path):
+    """A person's `ralph task add` beside the run went into plan.jsonl uncommitted, noted in the
+    ledger (ralph.store.beside): PLAN's commit takes PLAN's tasks alone; theirs stay for the
+    start to commit under their own message."""
+    from ralph.store import beside
+
+    saved = git(repo, "hash-object", "-w", "plan.jsonl").strip()
+    tasks.add(repo, [{"id": "t-planned", "name": "From the spec"}], commit=False)
+    tasks.add(repo, [{"id": "t-theirs", "name": "A person's"}], commit=False)
+    beside.record(Repo(repo), ended_pid(), "ralph: task add t-theirs A person's", ["t-theirs"])
+    interrupted(
+        repo, IntentKind.PLAN, spec="specs/app.md", before=saved, phase="planned", message="ralph(plan): x"
+    )
+
+    [outcome] = settle.settle_all(Repo(repo), repo)
+
+    assert outcome.settled is Settled.FINISHED
+    committed = git(repo, "show", "HEAD:plan.jsonl")
+    assert '"t-planned"' in committed and '"t-theirs"' not in committed
+    assert '"t-theirs"' in (repo / "plan.jsonl").read_text()  # theirs, still in the file
+
+
 def test_a_record_of_another_work_tree_is_not_this_ones(repo: Path, tmp_path: Path):
     interrupted(repo, IntentKind.COMMIT, head="x", paths=["a"], message="m")
     assert intent.interrupted(Repo(repo), tmp_path) == []
