@@ -274,7 +274,7 @@ class BuildStage:
         )
         settings = self.ws.settings
         gate = self.agents.gate(settings.gate, log)
-        changed = self.tree.changed_paths()  # as the gate left them: a formatter in it writes for the build
+        changed = self._the_builds(result.changed, "by the gate")
         self.tree.building |= changed - {PLAN_FILE}
         span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
         self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.agents.rel(log)))
@@ -283,9 +283,18 @@ class BuildStage:
         refused = None
         if settings.run_hooks:
             refused = self._hook_failure(task["id"], iteration)
-            changed = self.tree.changed_paths()  # as the hook left them: it may write too
+            changed = self._the_builds(frozenset(changed), "by the pre-commit hook")
             self.tree.building |= changed - {PLAN_FILE}
         return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
+
+    def _the_builds(self, before: frozenset[str], when: str) -> set[str]:
+        """The build's paths after its gate (or hook) ran: those it had changed `before`, as the
+        gate left them (a formatter in it writes for the build). What the gate made or touched
+        besides (a coverage file, a build artifact) is not the build's: left unstaged, with a
+        warning, never committed, never counted against its scope."""
+        changed = self.tree.changed_paths()
+        self.tree.leave_foreign_changes(when, among=changed - before)
+        return changed & (before | {PLAN_FILE})
 
     def _nested_failure(self, result: AgentResult) -> Failure | None:
         """A git repository the agent made inside the work tree (`git init`, `git clone`) would be

@@ -766,3 +766,44 @@ def test_an_agent_that_changes_ralphs_config_is_undone_and_its_task_built_again(
     history = git(project, "log", "-p", "--format=", "--", "plan.jsonl").splitlines()
     assert not [line for line in history if line.startswith("+") and '"gate"' in line and '"false"' in line]
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
+
+
+ARTIFACT_GATE = """import pathlib, subprocess, sys
+pathlib.Path("coverage.xml").write_text("<coverage/>")  # what a test run leaves, not ignored
+pathlib.Path("out").mkdir(exist_ok=True)
+pathlib.Path("out/app.bin").write_text("built")
+sys.exit(subprocess.run([sys.executable, "check_work.py"]).returncode)
+"""
+
+
+def test_files_the_gate_makes_are_not_the_builds_nor_outside_its_scope(project, tmp_path):
+    """A gate that leaves a coverage file and a build artifact behind (not in .gitignore): the build
+    commits its own files alone, the gate's are left unstaged with a warning, and a scoped task
+    is not failed for them."""
+    from ralph.ops import tasks
+
+    (scoped,) = [
+        t["id"] for t in tasks.add(project, [{"name": "In work", "accept": "ok", "scope": ["work/**"]}])
+    ]
+    gate = tmp_path / "gate.py"
+    gate.write_text(ARTIFACT_GATE)
+
+    done = construct(project, "--gate", f"{shlex.quote(sys.executable)} {gate}")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    (build,) = [
+        c for c in git(project, "log", "--format=%H %s").splitlines() if f"ralph(build): {scoped}" in c
+    ]
+    assert git(project, "show", "--format=", "--name-only", build.split()[0]).split() == [
+        "plan.jsonl",
+        f"work/{scoped}.txt",
+    ]
+    assert (
+        "coverage.xml, out/app.bin changed by the gate, not by an agent ralph ran: left unstaged"
+        in done.stderr
+    )
+    assert "outside its scope" not in done.stdout + done.stderr
+    assert sorted(git(project, "status", "--porcelain", "--untracked-files=all").splitlines()) == [
+        "?? coverage.xml",
+        "?? out/app.bin",
+    ]

@@ -161,6 +161,12 @@ class RecordingTree:
     def changed_paths(self) -> set[str]:
         return set(self.dirty)
 
+    def leave_foreign_changes(self, when: str, among=None) -> bool:
+        """As the real one: left as they are, no longer the loop's changes."""
+        found = (set(self.dirty) if among is None else set(among)) - {PLAN_FILE}
+        self.dirty -= found
+        return bool(found)
+
     def snapshot(self) -> Snapshot:
         return Snapshot(HEAD, "main", frozenset(self.dirty))
 
