@@ -76,17 +76,60 @@ class Remote:
     def tracking_ref(self) -> str:
         return f"refs/remotes/{self.name}/{self.branch}"
 
+    @property
+    def seen_ref(self) -> str:
+        """ralph's own record of the remote branch's head as this clone last fetched or pushed it
+        (the remote-tracking ref is git's: a person's `git fetch` moves it too)."""
+        return f"refs/ralph/seen/{self.name}/{self.branch}"
+
     def fetch(self) -> str | None:
-        """Bring the remote branch's commits here; its head, or None when it has no such branch yet."""
+        """Bring the remote branch's commits here; its head, or None when it has no such branch yet.
+        ralph never force-pushes, so the branch only moves forward: a head that does not descend
+        from the one seen before is a person's rewrite (a force-push, history cleaned of a secret),
+        and one gone is a person's deletion. RemoteRejected for either: a runner must not merge
+        its old commits back onto it, nor make the branch again."""
         refspec = f"+refs/heads/{self.branch}:{self.tracking_ref}"
         for attempt in range(self.retries + 1):
             code, _, err = self.repo.attempt("fetch", "--quiet", "--no-tags", self.name, refspec)
             if code == 0:
-                return self.repo.commit_of(self.tracking_ref)
+                head = self.repo.commit_of(self.tracking_ref)
+                self._check_forward(head)
+                return head
             if "couldn't find remote ref" in err.lower():
+                self._check_forward(None)
                 return None  # an empty remote: the first push makes the branch
             self._wait_or_raise(attempt, "fetch from", err)
         raise AssertionError("unreachable")  # _wait_or_raise raises on the last attempt
+
+    def _check_forward(self, head: str | None) -> None:
+        seen = self.repo.commit_of(self.seen_ref)
+        where = f"{self.name}'s {self.branch}"
+        if seen and head is None:
+            raise RemoteRejected(
+                f"{where} is gone (deleted since this clone last saw it): ralph does not make it again;"
+                " push it back, or run with another --remote"
+            )
+        if (
+            seen
+            and head
+            and head != seen
+            and not self._descends(seen, head)
+            and not self._descends("HEAD", head)
+        ):
+            # This clone still holds commits the rewrite dropped: merged, they would come back.
+            raise RemoteRejected(
+                f"{where} was rewritten (force-pushed) since this clone last saw it; ralph never pushes"
+                f" over a rewrite: bring this clone in line (git reset --keep {self.name}/{self.branch},"
+                " after keeping what you need) and run again"
+            )
+        if head:
+            self._saw(head)
+
+    def _descends(self, ancestor: str, head: str) -> bool:
+        return self.repo.attempt("merge-base", "--is-ancestor", ancestor, head)[0] == 0
+
+    def _saw(self, head: str) -> None:
+        self.repo.attempt("update-ref", self.seen_ref, head)
 
     def push(self, commit: str) -> bool:
         """Push `commit` as the remote branch, fast-forward only. True: it is the remote's head now;
@@ -96,6 +139,7 @@ class Remote:
             code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", self.name, target)
             if code == 0:
                 self.repo.attempt("update-ref", self.tracking_ref, commit)  # as a fetch would see it
+                self._saw(commit)
                 return True
             verdict = classify_push(out, err)
             if verdict == "race":

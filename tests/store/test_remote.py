@@ -42,6 +42,31 @@ def test_a_push_another_clone_beat_is_a_lost_race_and_changes_nothing(shared):
     assert git(shared.origin, "rev-parse", "main").strip() == first  # never forced
 
 
+def test_a_rewritten_shared_branch_stops_a_clone_that_holds_what_it_dropped(shared):
+    """A person pushed a secret, a runner took it, the person rewrote it away and force-pushed:
+    the runner's next fetch refuses in one line instead of handing back a head its old commits
+    (the secret among them) would be merged onto. Once the clone is brought in line, it goes on."""
+    runner, person = shared.clone("runner"), shared.clone("person")
+    base = git(person, "rev-parse", "HEAD").strip()
+    leaked = commit(person, "secret.txt")
+    git(person, "push", "-q", "origin", "main")
+    remote = Remote(Repo(runner))
+    assert remote.fetch() == leaked
+    git(runner, "merge", "-q", "--ff-only", "origin/main")
+    git(person, "reset", "-q", "--hard", base)
+    cleaned = commit(person, "notes.txt")
+    git(person, "push", "-q", "--force", "origin", "main")
+
+    with pytest.raises(RemoteRejected, match="rewritten .force-pushed. since this clone last saw it"):
+        remote.fetch()
+
+    git(runner, "reset", "-q", "--keep", "origin/main")
+    assert remote.fetch() == cleaned  # in line now: nothing of the rewrite comes back
+    git(shared.origin, "update-ref", "-d", "refs/heads/main")  # deleted on the remote
+    with pytest.raises(RemoteRejected, match="is gone"):
+        remote.fetch()
+
+
 def test_fetch_of_an_empty_remote_gives_none(tmp_path, repo):
     empty = tmp_path / "empty.git"
     git(tmp_path, "init", "-q", "--bare", str(empty))
