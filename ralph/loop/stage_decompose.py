@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ralph.errors import PlanInvalid
 from ralph.loop.agentrun import LOG_DIR
 from ralph.loop.job import Job
 from ralph.loop.prompts import data_block, one_line, task_details
@@ -63,8 +64,12 @@ class DecomposeStage:
         plan = self.plan.read()
         children = [child.id for child in plan.task_views() if child.parent == task.id and child.pending]
         if MIN_SUBTASKS <= len(children) <= MAX_SUBTASKS:
-            with self.plan.change() as change:
-                change.plan.record_decomposition(task.id, children, task.depth)
+            try:
+                with self.plan.change() as change:
+                    change.plan.record_decomposition(task.id, children, task.depth)
+            except PlanInvalid as exc:  # its dependents would need its parts, which need them
+                why = f"made subtasks that close a dependency cycle ({exc})"
+                return self._refuse(task, children, result.log_path, why)
             return self.tree.commit(f"ralph(decompose): {task.id} -> {', '.join(children)}")
         why = (
             f"made {plural(len(children), 'subtask')}; a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
