@@ -333,7 +333,7 @@ class AgentRuns:
         now = now or self.plan.read()
         persons = beside_changes.since(self.tree.repo, before.beside_at)
         if persons.keys:  # a person's changes meanwhile (ralph.store.beside): judged on top of them
-            old = beside_changes.with_persons_changes(old, now, persons.keys)
+            old = beside_changes.with_persons_changes(old, now, persons)
             for result in results:
                 result.with_persons = old
         found = violations(stage, own, before, after, old, now)

@@ -4,10 +4,11 @@ of them, never undoes them, and commits them first, under the person's own messa
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
-from ralph.plan.merge import with_records_of
+from ralph.plan.merge import records_by_key, with_records_of
 from ralph.plan.plan import Plan
 from ralph.store import beside
 from ralph.store.git import Repo
@@ -19,6 +20,8 @@ class PersonsChanges:
     messages: tuple[str, ...]  # their commands' messages, in order
     end: int  # where the ledger's next records start
     ops: tuple[str, ...] = ()  # each command's `Ralph-Op:` trailer lines ("" where none made it)
+    # each record's line as their last command left it (None: removed), where the ledger kept it
+    lines: tuple[tuple[str, str | None], ...] = ()
 
     def message(self) -> str:
         """One commit's message for them all: the one command's own, or a line per command; with
@@ -39,11 +42,27 @@ def since(repo: Repo, offset: int, any_run: bool = False) -> PersonsChanges:
     found, end = beside.entries(repo, offset)
     mine = [entry for entry in found if any_run or entry.run == os.getpid()]
     keys = frozenset(key for entry in mine for key in entry.keys)
+    lines: dict[str, str | None] = {}
+    for entry in mine:  # the last command's version of each record
+        for key in entry.keys:
+            if entry.records is None or key not in entry.records:
+                lines.pop(key, None)  # not kept: the plan's current line stands in
+            else:
+                lines[key] = entry.records[key]
     return PersonsChanges(
-        keys, tuple(entry.message for entry in mine), end, tuple(entry.ops for entry in mine)
+        keys,
+        tuple(entry.message for entry in mine),
+        end,
+        tuple(entry.ops for entry in mine),
+        tuple(sorted(lines.items())),
     )
 
 
-def with_persons_changes(old: Plan, now: Plan, keys: frozenset[str]) -> Plan:
-    """`old`, with each record `keys` names as `now` has it (added, changed, or gone)."""
-    return Plan(with_records_of(old.doc, now.doc, keys))
+def with_persons_changes(old: Plan, now: Plan, persons: PersonsChanges) -> Plan:
+    """`old`, with each record the person changed as their command left it (added, changed, or
+    gone), not as an agent changed it since (a DECOMPOSE moving a dependency on its parent);
+    as `now` has it where the ledger did not keep their line."""
+    records = records_by_key(now.doc, persons.keys)
+    for key, line in persons.lines:
+        records[key] = None if line is None else json.loads(line)
+    return Plan(with_records_of(old.doc, records))

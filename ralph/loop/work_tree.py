@@ -198,7 +198,7 @@ class WorkTree:
         with plan_lock(self.root):  # HEAD moves: never under a build's merge (ralph.store.integrate)
             if onto is None:
                 onto = Plan(load(self.repo.file_at_head(PLAN_FILE) or b"", PLAN_FILE))
-            theirs = beside_changes.with_persons_changes(onto, self.plan.read(), persons.keys)
+            theirs = beside_changes.with_persons_changes(onto, self.plan.read(), persons)
             commit, _ = self.repo.commit_file(PLAN_FILE, theirs.doc.to_bytes(), persons.message())
         self.journal.event("persons_changes", keys=sorted(persons.keys), commit=commit)
         subject = persons.message().splitlines()[0]

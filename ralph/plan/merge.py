@@ -518,14 +518,19 @@ class _Writer:
         return Merged(b"".join(line.raw for line in self.lines), sorted(conflicts, key=lambda p: p.line))
 
 
-def with_records_of(old: Document, now: Document, keys: frozenset[str]) -> Document:
-    """A copy of `old` with each record `keys` names (ralph.plan.integrity.record_key) as `now` has
-    it: added, changed, or gone. What a person changed beside a run, put on the plan as it was."""
+def records_by_key(doc: Document, keys: frozenset[str]) -> dict[str, Record | None]:
+    """The records of `doc` that `keys` name (ralph.plan.integrity.record_key); None: not in it."""
+    found = {record_key(line.record): line.record for line in doc.records()}
+    return {key: found.get(key) for key in keys}
+
+
+def with_records_of(old: Document, records: dict[str, Record | None]) -> Document:
+    """A copy of `old` with each record of `records` (by its key) as given: added, changed, or
+    gone (None). What a person changed beside a run, put on the plan as it was."""
     doc = load(old.to_bytes(), old.name)
     lines = {record_key(line.record): line for line in doc.records()}
-    current = {record_key(line.record): line.record for line in now.records()}
-    for key in sorted(keys):
-        line, record = lines.get(key), current.get(key)
+    for key in sorted(records):
+        line, record = lines.get(key), records[key]
         if record is None:
             if line is not None:
                 doc.remove(line)

@@ -29,11 +29,21 @@ class Entry:  # a plain class: `dataclasses` would cost every committing command
     """One command's change: its commit message (as it would have committed), the keys of the
     records it changed (ralph.plan.integrity.record_key), the pid of the run it deferred to."""
 
-    __slots__ = ("message", "keys", "run", "ops")
+    __slots__ = ("message", "keys", "run", "ops", "records")
 
-    def __init__(self, message: str, keys: tuple[str, ...], run: int, ops: str = ""):
+    def __init__(
+        self,
+        message: str,
+        keys: tuple[str, ...],
+        run: int,
+        ops: str = "",
+        records: dict[str, str | None] | None = None,
+    ):
         self.message, self.keys, self.run = message, keys, run
         self.ops = ops  # its `Ralph-Op:` trailer lines ("" when no operation made it)
+        # each changed record's line as the command wrote it (None: removed); None: not kept
+        # (a ledger written before they were), so the plan's current line stands in
+        self.records = records
 
 
 def live_run(repo: Repo) -> int | None:
@@ -46,12 +56,21 @@ def live_run(repo: Repo) -> int | None:
     return named[0]
 
 
-def record(repo: Repo, run: int, message: str, keys: list[str], ops: str = "") -> None:
+def record(
+    repo: Repo,
+    run: int,
+    message: str,
+    keys: list[str],
+    ops: str = "",
+    records: dict[str, str | None] | None = None,
+) -> None:
     """Write down a person's change the run `run` is to commit (before the plan is written), with
-    the trailer lines of the operations that made it (for a runner to replay)."""
+    the trailer lines of the operations that made it (for a runner to replay) and each changed
+    record's line as the change left it (None: removed): what is committed as theirs, whatever an
+    agent does to those records afterwards."""
     path = repo.git_dir() / LEDGER
     path.parent.mkdir(parents=True, exist_ok=True)
-    item = {"run": run, "pid": os.getpid(), "message": message, "keys": keys, "ops": ops}
+    item = {"run": run, "pid": os.getpid(), "message": message, "keys": keys, "ops": ops, "records": records}
     line = json.dumps(item) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
@@ -77,8 +96,15 @@ def entries(repo: Repo, offset: int = 0) -> tuple[list[Entry], int]:
     for raw in whole.splitlines():
         try:
             item = json.loads(raw)
+            records = item.get("records")
             found.append(
-                Entry(str(item["message"]), tuple(item["keys"]), int(item["run"]), str(item.get("ops") or ""))
+                Entry(
+                    str(item["message"]),
+                    tuple(item["keys"]),
+                    int(item["run"]),
+                    str(item.get("ops") or ""),
+                    dict(records) if isinstance(records, dict) else None,
+                )
             )
         except (ValueError, KeyError, TypeError):
             continue

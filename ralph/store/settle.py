@@ -208,11 +208,11 @@ def _with_records(onto: bytes, source: bytes, keys: frozenset[str]) -> bytes:
     when either does not load (nothing to take them from)."""
     from ralph.errors import PlanInvalid
     from ralph.plan.loader import load
-    from ralph.plan.merge import with_records_of
+    from ralph.plan.merge import records_by_key, with_records_of
 
     if not keys:
         return onto
     try:
-        return with_records_of(load(onto), load(source), keys).to_bytes()
+        return with_records_of(load(onto), records_by_key(load(source), keys)).to_bytes()
     except PlanInvalid:
         return onto

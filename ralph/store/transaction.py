@@ -88,7 +88,8 @@ def _beside_a_run(root: Path, repo: Repo | None, before: bytes, change: Change) 
     old = {record_key(line.record): line.raw for line in load(before, PLAN_NAME).records()}
     new = {record_key(line.record): line.raw for line in change.plan.doc.records()}
     keys = sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
-    beside.record(repo, run, redact(change.message, root), keys, _ops_trailers(change.plan, root))
+    lines = {key: new[key].decode("utf-8", "surrogateescape") if key in new else None for key in keys}
+    beside.record(repo, run, redact(change.message, root), keys, _ops_trailers(change.plan, root), lines)
     return True
 
 

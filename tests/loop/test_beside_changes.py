@@ -25,7 +25,8 @@ def test_only_the_records_the_person_changed_are_taken():
         {"t": "task", "id": "t-person", "name": "Added by the person"},
     )
 
-    theirs = with_persons_changes(old, now, frozenset({"config", "t-person", "t-gone"}))
+    persons = PersonsChanges(frozenset({"config", "t-person", "t-gone"}), ("ralph: x",), 1)
+    theirs = with_persons_changes(old, now, persons)  # no lines kept (an older ledger): as now
 
     records = [line.record for line in theirs.doc.records()]
     assert records == [
@@ -46,3 +47,25 @@ def test_one_command_keeps_its_message_and_several_are_listed():
         "ralph: task add t-a A",
         "ralph: config set x",
     ]
+
+
+def test_a_persons_record_is_taken_as_their_command_left_it_not_as_an_agent_changed_it_since():
+    """A person added C needing A while DECOMPOSE split A: the agent's delete of A moved C onto A's
+    parts, which HEAD does not have. Theirs is C as they wrote it; the move is the agent's."""
+    old = plan({"t": "task", "id": "t-a", "name": "A"})
+    written = {"t": "task", "id": "t-c", "name": "C", "deps": ["t-a"]}
+    now = plan(
+        {"t": "task", "id": "t-a1", "name": "A part 1", "parent": "t-a"},
+        {"t": "task", "id": "t-c", "name": "C", "deps": ["t-a1"]},
+    )
+    persons = PersonsChanges(
+        frozenset({"t-c"}), ("ralph: task add t-c C",), 1, lines=(("t-c", json.dumps(written)),)
+    )
+
+    theirs = with_persons_changes(old, now, persons)
+
+    assert [line.record for line in theirs.doc.records()] == [
+        {"t": "task", "id": "t-a", "name": "A"},
+        written,
+    ]
+    assert theirs.doc.to_bytes().count(b"t-a1") == 0

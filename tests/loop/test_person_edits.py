@@ -411,3 +411,34 @@ def test_a_half_typed_hand_edit_during_verify_is_not_blamed_on_an_agent_and_is_k
     assert restored["by_agent"] is False
     assert '"name": "half typ' in (project / restored["broken_copy"]).read_text()  # kept for them
     assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == task] == ["accept"]
+
+
+def test_a_task_a_person_adds_on_a_task_being_decomposed_is_committed_as_written_then_moved(
+    project, tmp_path
+):
+    """While DECOMPOSE splits A, a person adds C needing A. C goes in under their message as they
+    wrote it (needing A, which HEAD has), and the decomposition's commit moves it onto A's parts:
+    every commit's plan is valid, and the run ends with C built."""
+    from tests.support.construct import assert_clean
+
+    (stubborn,) = add_tasks(project, "Stubborn [gate-always-fails] [slow-decompose]")
+    running = construct(project, "--max-iterations", "8", wait=False)
+    wait_for(lambda: (tmp_path / "agent-state" / f"decompose-{stubborn}").exists(), "DECOMPOSE started")
+
+    added = ralph(project, "task", "add", json.dumps({"id": "t-cccccc", "name": "C", "deps": [stubborn]}))
+    assert "it commits this change" in added.stderr
+    out, err = running.communicate(timeout=120)
+
+    assert running.returncode == 0, out + err
+    (theirs,) = [
+        c
+        for c in git(project, "log", "--format=%H %s").splitlines()
+        if c.endswith("ralph: task add t-cccccc C")
+    ]
+    at_theirs = [
+        json.loads(line) for line in git(project, "show", f"{theirs.split()[0]}:plan.jsonl").splitlines()
+    ]
+    assert next(r for r in at_theirs if r.get("id") == "t-cccccc")["deps"] == [stubborn]  # as written
+    assert any(s.startswith(f"ralph(decompose): {stubborn} -> ") for s in subjects(project))
+    assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == "t-cccccc"] == ["accept"]
+    assert_clean(project)
