@@ -1,8 +1,9 @@
 """File scope: the path patterns a task may change (`"scope": ["src/auth/**", "tests/test_auth.py"]`).
 
 Patterns are relative to the repository root, `/`-separated: `*` and `?` match within one path
-segment, `**` as a whole segment matches any number of segments (none included). A task without
-`scope` may change anything.
+segment, `**` as a whole segment matches any number of segments (none included), and a pattern
+ending in `/` names a folder: everything under it (`src/` is `src/**`). A task without `scope` may
+change anything.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ SCOPE_VIOLATION = "scope_violation"  # the verdict on a build that changed files
 @lru_cache(maxsize=512)
 def _regex(pattern: str) -> re.Pattern[str]:
     parts = []
-    segments = pattern.strip("/").split("/")
+    segments = _segments(pattern)
     for index, segment in enumerate(segments):
         last = index == len(segments) - 1
         if segment == "**":
@@ -52,7 +53,7 @@ def _patterns_overlap(p: str, q: str) -> bool:
     """Segment by segment: two literal segments that differ keep the patterns apart; a wildcard
     segment is taken to match (erring towards "overlap": builds are then only run one after
     another); `**` matches whatever the rest of the other pattern is."""
-    ps, qs = p.strip("/").split("/"), q.strip("/").split("/")
+    ps, qs = _segments(p), _segments(q)
     for x, y in zip(ps, qs, strict=False):  # the shorter one ends first
         if x == "**" or y == "**":
             return True
@@ -62,6 +63,12 @@ def _patterns_overlap(p: str, q: str) -> bool:
         elif _literal(x) and not matches(y, x) or _literal(y) and not matches(x, y):
             return False
     return len(ps) == len(qs)
+
+
+def _segments(pattern: str) -> list[str]:
+    """A pattern's segments; one ending in `/` names a folder, and so everything under it."""
+    folder = pattern.endswith("/") and pattern.strip("/") != ""
+    return pattern.strip("/").split("/") + (["**"] if folder else [])
 
 
 def _literal(segment: str) -> bool:

@@ -22,6 +22,9 @@ from ralph.plan.scope import matches, outside, overlaps
         ("tests/test_?.py", "tests/test_ab.py", False),
         ("a+b/[x].py", "a+b/[x].py", True),  # regex and glob brackets are literal text
         ("a+b/[x].py", "aab/x.py", False),
+        ("src/", "src/app/main.py", True),  # a folder: everything under it, as `src/**`
+        ("src/", "srcs/main.py", False),
+        ("/", "anything.py", False),  # no folder named: nothing
     ],
 )
 def test_patterns_match_by_path_segment(pattern, path, expected):
@@ -46,6 +49,7 @@ def test_outside_lists_only_files_no_pattern_allows_and_no_scope_allows_all():
         (["a.py"], ["b.py"], False),
         (["a.py", "docs/**"], ["docs/x.md"], True),
         (["src/a/b.py"], ["src/a"], False),  # a file and a folder of another depth
+        (["src/a/b.py"], ["src/a/"], True),  # the folder holds the file
         (["**"], ["anything/at/all"], True),
         (None, ["src/**"], False),  # no scope: not held apart (a conflict shows when merging)
     ],
