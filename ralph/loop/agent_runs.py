@@ -24,7 +24,7 @@ from ralph.loop.gate import GateResult, run_gate
 from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import CODE_STAGES, Snapshot, violations
-from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES, PlanAccess
+from ralph.loop.plan_access import PLAN_FILE, PlanAccess
 from ralph.loop.supervisor import BudgetSpent
 from ralph.loop.work_tree import WorkTree
 from ralph.ops.settings import Settings
@@ -32,6 +32,7 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, Verdict
 from ralph.store import reader
 from ralph.store.git import Repo
+from ralph.store.lock import RALPH_FILES
 
 
 class TreeRemoved(WorkTreeGone):

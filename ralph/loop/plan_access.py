@@ -5,7 +5,6 @@ spending always go to the repository the loop runs in (`home`)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +15,6 @@ from ralph.plan.records import TaskView
 from ralph.store import intent, reader, transaction
 from ralph.store.git import Repo
 from ralph.store.intent import IntentKind
-from ralph.store.lock import LOCK_NAME
 
 if TYPE_CHECKING:
     from ralph.loop.agentrun import AgentResult
@@ -24,8 +22,6 @@ if TYPE_CHECKING:
     from ralph.loop.journal import Journal
 
 PLAN_FILE = reader.PLAN_NAME
-# ralph's own files beside plan.jsonl (its lock, its temporary files): never an agent's change.
-RALPH_FILES = re.compile(re.escape(LOCK_NAME) + "|" + re.escape(f".{PLAN_FILE}.") + r"\d+\.tmp")
 
 
 class PlanAccess:

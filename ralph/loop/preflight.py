@@ -9,11 +9,12 @@ from pathlib import Path
 from ralph.errors import Busy, InvalidInput, RalphError, Refused
 from ralph.loop.agentrun import AgentRunner, AgentUnavailable
 from ralph.loop.gate import gate_problem
-from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES
+from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.work_tree import BUILD_BRANCH_PREFIX
 from ralph.ops.settings import Settings
 from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
+from ralph.store.lock import RALPH_FILES
 
 
 def agent_problem(runner: AgentRunner) -> AgentUnavailable | None:

@@ -20,7 +20,7 @@ from ralph.loop.agentrun import AgentResult
 from ralph.loop.checkouts import Checkouts
 from ralph.loop.job import Job
 from ralph.loop.permissions import Snapshot, violations
-from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES
+from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.prompts import data_block, one_line, task_details
 from ralph.loop.signals import deferred_signals
 from ralph.loop.workspace import StageReport, Workspace
@@ -30,6 +30,7 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.store import reader
 from ralph.store.git import Repo
+from ralph.store.lock import RALPH_FILES
 from ralph.text import plural
 
 

@@ -21,7 +21,7 @@ from ralph.loop.console import Console
 from ralph.loop.coordinator import Coordinator, Solo
 from ralph.loop.journal import Journal
 from ralph.loop.permissions import Snapshot
-from ralph.loop.plan_access import PLAN_FILE, RALPH_FILES, PlanAccess
+from ralph.loop.plan_access import PLAN_FILE, PlanAccess
 from ralph.loop.signals import deferred_signals
 from ralph.plan.document import Record
 from ralph.plan.plan import Plan
@@ -31,6 +31,7 @@ from ralph.store import intent, owned, settle
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
 from ralph.store.intent import IntentKind
+from ralph.store.lock import RALPH_FILES
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
 

@@ -34,7 +34,7 @@ from typing import Any
 from ralph.errors import InvalidInput, Problem
 from ralph.plan.document import Document, Line, Record, RecordLine, line_of, serialize
 from ralph.plan.integrity import SINGLETONS, integrity_problems, record_key
-from ralph.plan.loader import load, parse_lines
+from ralph.plan.loader import parse_lines
 from ralph.plan.records import Status
 from ralph.plan.validate import record_problems
 from ralph.text import plural
@@ -516,28 +516,3 @@ class _Writer:
             ]
             conflicts = merged + integrity_problems(Document(self.name, self.lines))
         return Merged(b"".join(line.raw for line in self.lines), sorted(conflicts, key=lambda p: p.line))
-
-
-def records_by_key(doc: Document, keys: frozenset[str]) -> dict[str, Record | None]:
-    """The records of `doc` that `keys` name (ralph.plan.integrity.record_key); None: not in it."""
-    found = {record_key(line.record): line.record for line in doc.records()}
-    return {key: found.get(key) for key in keys}
-
-
-def with_records_of(old: Document, records: dict[str, Record | None]) -> Document:
-    """A copy of `old` with each record of `records` (by its key) as given: added, changed, or
-    gone (None). What a person changed beside a run, put on the plan as it was."""
-    doc = load(old.to_bytes(), old.name)
-    lines = {record_key(line.record): line for line in doc.records()}
-    for key in sorted(records):
-        line, record = lines.get(key), records[key]
-        if record is None:
-            if line is not None:
-                doc.remove(line)
-        elif line is None:
-            doc.append(dict(record))
-        elif line.record != record:
-            line.record.clear()
-            line.record.update(record)
-            doc.rewrite(line)
-    return doc

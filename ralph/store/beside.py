@@ -14,10 +14,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralph.store import lock
 from ralph.store.git import Repo
+
+if TYPE_CHECKING:
+    from ralph.plan.document import Document, Record
 
 LEDGER = Path("ralph") / "beside.jsonl"
 
@@ -109,6 +114,25 @@ def entries(repo: Repo, offset: int = 0) -> tuple[list[Entry], int]:
         except (ValueError, KeyError, TypeError):
             continue
     return found, offset + len(whole)
+
+
+def as_written(found: Sequence[Entry], now: Document) -> dict[str, Record | None]:
+    """Each record the entries changed, as the last command that changed it wrote it (None:
+    removed), whatever an agent did to it since; as `now` has it where the ledger kept no line
+    (one written before it kept them)."""
+    from ralph.plan.overlay import records_by_key
+
+    current = records_by_key(now, frozenset(key for entry in found for key in entry.keys))
+    written: dict[str, Record | None] = {}
+    for entry in found:
+        for key in entry.keys:
+            kept = entry.records
+            if kept is not None and key in kept:
+                line = kept[key]
+                written[key] = None if line is None else json.loads(line)
+            else:
+                written[key] = current[key]
+    return written
 
 
 def size(repo: Repo) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,9 @@ from pathlib import Path
 from ralph.errors import Busy, InvalidInput, RalphError
 
 LOCK_NAME = "plan.jsonl.lock"
+# ralph's own files beside plan.jsonl (its lock, the temporary files of its atomic writes):
+# never an agent's change, nor a build's.
+RALPH_FILES = re.compile(re.escape(LOCK_NAME) + r"|\.plan\.jsonl\.\d+\.tmp")
 CONSTRUCT_LOCK_NAME = "ralph-construct.lock"  # in the work tree's git directory
 DEFAULT_LOCK_TIMEOUT_S = 60.0
 

@@ -109,13 +109,8 @@ class Remote:
                 f"{where} is gone (deleted since this clone last saw it): ralph does not make it again;"
                 " push it back, or run with another --remote"
             )
-        if (
-            seen
-            and head
-            and head != seen
-            and not self._descends(seen, head)
-            and not self._descends("HEAD", head)
-        ):
+        rewritten = seen and head and head != seen and not self._descends(seen, head)
+        if rewritten and head and not self._descends("HEAD", head):
             # This clone still holds commits the rewrite dropped: merged, they would come back.
             raise RemoteRejected(
                 f"{where} was rewritten (force-pushed) since this clone last saw it; ralph never pushes"

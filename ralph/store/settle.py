@@ -3,17 +3,20 @@ each finished or undone as its kind says, at the next `ralph construct` or `ralp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ralph.errors import RalphError
-from ralph.store import owned
+from ralph.errors import PlanInvalid, RalphError
+from ralph.plan.loader import load
+from ralph.plan.overlay import records_by_key, with_records_of
+from ralph.store import beside, owned
 from ralph.store.files import create_new
 from ralph.store.git import Repo
 from ralph.store.integrate import settle_paths
 from ralph.store.intent import KEPT, PLAN_NAME, Intent, IntentKind, Settled, finish, interrupted, short
-from ralph.store.lock import LOCK_NAME, plan_lock
+from ralph.store.lock import RALPH_FILES, plan_lock
 from ralph.store.reader import plan_path
 from ralph.store.transaction import restore_plan, transaction
 from ralph.text import plural
@@ -76,7 +79,7 @@ def _undo_build(repo: Repo, intent: Intent) -> Outcome:
     if work.head() != data["head"]:
         return Outcome(intent, Settled.OVERTAKEN, f"HEAD moved since, to {short(work.head())}")
     theirs = set(data.get("user_dirty") or [])
-    changed = {p for p in work.changed_paths() - theirs - {PLAN_NAME} if not _ralphs_own(p)}
+    changed = {p for p in work.changed_paths() - theirs - {PLAN_NAME} if not RALPH_FILES.fullmatch(p)}
     task, said = str(data["task"]), []
     draft = None
     if changed:
@@ -95,11 +98,6 @@ def _undo_build(repo: Repo, intent: Intent) -> Outcome:
         if draft and line is not None:  # offered to the task's next build, as after an interrupt
             change.plan.record_draft(task, draft)
     return Outcome(intent, Settled.UNDONE, "; ".join(said) or "nothing changed")
-
-
-def _ralphs_own(path: str) -> bool:
-    """plan.jsonl's lock and temporary files: never a build's change."""
-    return path == LOCK_NAME or (path.startswith(f".{PLAN_NAME}.") and path.endswith(".tmp"))
 
 
 def _finish_merge(repo: Repo, intent: Intent) -> Outcome:
@@ -171,16 +169,14 @@ def _settle_plan(intent: Intent) -> Outcome:
     root = Path(intent.root)
     work = Repo(root)
     current = plan_path(root).read_bytes() if plan_path(root).exists() else b""
-    theirs = _persons_keys(work)
-    if intent.data.get("phase") == "planned" and theirs:  # PLAN's tasks alone: theirs go as theirs
-        earlier = work.git("cat-file", "blob", intent.data["before"]).encode()
-        planned = _with_records(current, earlier, theirs)
-        commit, _ = work.commit_file(PLAN_NAME, planned, intent.data["message"])
-        return Outcome(
-            intent, Settled.FINISHED if commit else Settled.DONE_ALREADY, f"commit {short(commit)}"
-        )
+    theirs = beside.entries(work)[0]  # a person's commands beside the killed run: never its
     if intent.data.get("phase") == "planned":
-        commit, _ = work.commit_paths({PLAN_NAME}, intent.data["message"])
+        if theirs:  # PLAN's tasks alone, their records as before it: theirs go in as theirs
+            earlier = work.git("cat-file", "blob", intent.data["before"]).encode()
+            planned = _with_theirs(current, theirs, earlier, as_written=False)
+            commit, _ = work.commit_file(PLAN_NAME, planned, intent.data["message"])
+        else:
+            commit, _ = work.commit_paths({PLAN_NAME}, intent.data["message"])
         return Outcome(
             intent, Settled.FINISHED if commit else Settled.DONE_ALREADY, f"commit {short(commit)}"
         )
@@ -191,28 +187,20 @@ def _settle_plan(intent: Intent) -> Outcome:
     spec_name = Path(str(intent.data.get("spec") or "spec")).stem
     kept = create_new(root / KEPT / f"plan-{spec_name}.plan.jsonl")
     kept.write_bytes(current)
-    restore_plan(root, _with_records(before, current, theirs))
+    restore_plan(root, _with_theirs(before, theirs, current, as_written=True))
     return Outcome(intent, Settled.UNDONE, f"the plan it left kept as {kept.relative_to(root)}")
 
 
-def _persons_keys(repo: Repo) -> frozenset[str]:
-    """The records a person changed with ralph's commands beside a run (ralph.store.beside), not
-    yet committed: theirs, whatever a killed run's settling puts back or commits."""
-    from ralph.store import beside
-
-    return frozenset(key for entry in beside.entries(repo)[0] for key in entry.keys)
-
-
-def _with_records(onto: bytes, source: bytes, keys: frozenset[str]) -> bytes:
-    """`onto` with the records `keys` names as `source` has them; `onto` when there are none, or
-    when either does not load (nothing to take them from)."""
-    from ralph.errors import PlanInvalid
-    from ralph.plan.loader import load
-    from ralph.plan.merge import records_by_key, with_records_of
-
-    if not keys:
+def _with_theirs(onto: bytes, theirs: Sequence[beside.Entry], source: bytes, as_written: bool) -> bytes:
+    """`onto` with each record a person's commands changed: as they wrote it (`as_written`), or as
+    `source` has it; `onto` itself when there are none, or when a plan does not load."""
+    if not theirs:
         return onto
     try:
-        return with_records_of(load(onto), records_by_key(load(source), keys)).to_bytes()
+        keys = frozenset(key for entry in theirs for key in entry.keys)
+        records = (
+            beside.as_written(theirs, load(source)) if as_written else records_by_key(load(source), keys)
+        )
+        return with_records_of(load(onto), records).to_bytes()
     except PlanInvalid:
         return onto

@@ -7,6 +7,7 @@ import json
 from ralph.loop.beside_changes import PersonsChanges, with_persons_changes
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
+from ralph.store.beside import Entry
 
 
 def plan(*records: dict) -> Plan:
@@ -25,7 +26,7 @@ def test_only_the_records_the_person_changed_are_taken():
         {"t": "task", "id": "t-person", "name": "Added by the person"},
     )
 
-    persons = PersonsChanges(frozenset({"config", "t-person", "t-gone"}), ("ralph: x",), 1)
+    persons = PersonsChanges((Entry("ralph: x", ("config", "t-person", "t-gone"), 1),), 1)
     theirs = with_persons_changes(old, now, persons)  # no lines kept (an older ledger): as now
 
     records = [line.record for line in theirs.doc.records()]
@@ -38,8 +39,9 @@ def test_only_the_records_the_person_changed_are_taken():
 
 
 def test_one_command_keeps_its_message_and_several_are_listed():
-    one = PersonsChanges(frozenset({"t-a"}), ("ralph: task add t-a A",), 10)
-    two = PersonsChanges(frozenset({"t-a", "config"}), ("ralph: task add t-a A", "ralph: config set x"), 20)
+    add, config = Entry("ralph: task add t-a A", ("t-a",), 1), Entry("ralph: config set x", ("config",), 1)
+    one = PersonsChanges((add,), 10)
+    two = PersonsChanges((add, config), 20)
     assert one.message() == "ralph: task add t-a A"
     assert two.message().splitlines() == [
         "ralph: 2 changes made beside the run",
@@ -59,7 +61,7 @@ def test_a_persons_record_is_taken_as_their_command_left_it_not_as_an_agent_chan
         {"t": "task", "id": "t-c", "name": "C", "deps": ["t-a1"]},
     )
     persons = PersonsChanges(
-        frozenset({"t-c"}), ("ralph: task add t-c C",), 1, lines=(("t-c", json.dumps(written)),)
+        (Entry("ralph: task add t-c C", ("t-c",), 1, records={"t-c": json.dumps(written)}),), 1
     )
 
     theirs = with_persons_changes(old, now, persons)
