@@ -73,7 +73,7 @@ def recorded(repo: Repo) -> list[Owned]:
     if not folder.is_dir():
         return []
     found = []
-    for path in sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns):
+    for path in sorted(folder.glob("*.json"), key=_age):
         try:
             data = json.loads(path.read_bytes())
             found.append(
@@ -90,6 +90,15 @@ def recorded(repo: Repo) -> list[Owned]:
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return found
+
+
+def _age(path: Path) -> int:
+    """When the record was written; a record another thread forgot since the listing sorts first
+    and is then skipped (reading it fails), rather than failing the listing."""
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return 0
 
 
 def mark_merged(repo: Repo, branch: str, tip: str) -> None:

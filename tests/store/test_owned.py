@@ -52,3 +52,17 @@ def test_a_build_branch_is_never_made_over_an_existing_one(repo: Path, tmp_path:
     git(repo, "branch", "ralph/t-a")
     with pytest.raises(GitError):
         Repo(repo).add_branch_worktree(tmp_path / "w", "ralph/t-a", "HEAD")
+
+
+def test_a_record_another_thread_forgets_while_they_are_listed_is_skipped_not_fatal(repo: Path, monkeypatch):
+    """Parallel builds forget their worktrees' records while another thread lists them: a record
+    gone between the listing and its reading is simply not there."""
+    kept = Owned(OwnedKind.BRANCH, "ralph/t-a")
+    gone = Owned(OwnedKind.WORKTREE, "/tmp/ralph-build-t-b")
+    owned.record(Repo(repo), kept)
+    owned.record(Repo(repo), gone)
+    folder = owned.ledger(Repo(repo))
+    listed = sorted(folder.glob("*.json"))
+    owned.forget(Repo(repo), gone)  # after the listing, before the records are read
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(listed))
+    assert [o.name for o in owned.recorded(Repo(repo))] == ["ralph/t-a"]
