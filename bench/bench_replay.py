@@ -24,7 +24,10 @@ serially by default. `--deps needed` gives each task the tasks its patch needs (
 commit to touch each of its files, and the commits whose functions it uses); `--deps none`, the
 default, gives none, as a history replayed task by task has none, so parallel modes show runs
 wasted beside a neighbour: builds started at the same time as the one whose change they need,
-which fail and are built again (not counted as attempts) once it has merged. A run on a stale
+which fail and are built again (not counted as attempts) once it has merged. `--order log` adds
+the tasks newest first, as `git log` lists the commits: serially too a task's change may then
+need one not yet in, and the scripted agent says so as Claude Code's stream-json does (a result
+with is_error, then exit 1), so the loop must move on to other tasks and come back. A run on a stale
 base is another thing: a build attempt started where the branch had already moved past its base
 (the loop journals each attempt's base in a worktree); the issue's target is that none is.
 
@@ -33,6 +36,8 @@ gives agents a private /tmp, and a release's patch is too big for an environment
 
     python bench/bench_replay.py [--subject tally|more-itertools] [--commits N]
                                  [--modes serial,parallel,remote] [--deps none|needed]
+                                 [--order history|log]
+                                 [--order history|log]
                                  [--keep]   (keep the repositories and logs, to look at a run)
 """
 
@@ -122,13 +127,15 @@ def floor(folder: Path, history: History) -> Floor:
     return Floor(time.perf_counter() - started, suites, tree_without_plan(root, "HEAD"))
 
 
-def add_tasks(root: Path, history: History, deps: str) -> None:
+def add_tasks(root: Path, history: History, deps: str, order: str) -> None:
     tasks = []
     for number, subject in enumerate(history.subjects, start=1):
         task = {"id": f"t-replay{number:02d}", "name": subject}
         if deps == "needed" and history.deps[number]:
             task["deps"] = [f"t-replay{n:02d}" for n in history.deps[number]]
         tasks.append(task)
+    if order == "log":  # newest first, as `git log` lists them
+        tasks.reverse()
     added = ralph(root, "task", "add", json.dumps(tasks))
     if added.returncode != 0:
         sys.exit(f"task add failed: {added.stderr}")
@@ -154,10 +161,10 @@ def replay_env(history: History) -> dict[str, str]:
     )
 
 
-def run_mode(folder: Path, history: History, mode: str, deps: str) -> Outcome:
+def run_mode(folder: Path, history: History, mode: str, deps: str, order: str) -> Outcome:
     origin = bare_origin(folder, history)
     seed = clone(origin, folder / "seed", "seed")
-    add_tasks(seed, history, deps)
+    add_tasks(seed, history, deps, order)
     git(seed, "push", "-q", "origin", "HEAD:main")
     runners = RUNNERS if mode == "remote" else 1
     clones = [clone(origin, folder / f"runner{n}", f"runner {n}") for n in range(runners)]
@@ -379,6 +386,9 @@ def main() -> None:
     parser.add_argument("--commits", type=int, help="how many of the subject's (all of them)")
     parser.add_argument("--modes", help="serial,parallel,remote (tally: all three; more-itertools: serial)")
     parser.add_argument("--deps", choices=("none", "needed"), default="none")
+    parser.add_argument(
+        "--order", choices=("history", "log"), default="history", help="tasks oldest first, or newest first"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the repositories and print where")
     args = parser.parse_args()
     make_history, most, default_modes = SUBJECTS[args.subject]
@@ -394,7 +404,7 @@ def main() -> None:
             if args.keep:
                 print(f"repositories kept in {folder}, patches in {patches}")
             history = make_history(Path(folder), patches, commits)
-            replay(history, modes, args.deps, folder, args.keep)
+            replay(history, modes, args.deps, args.order, folder, args.keep)
     finally:
         if not args.keep:
             shutil.rmtree(patches, ignore_errors=True)
@@ -406,18 +416,18 @@ def _build_folder() -> Path:
     return folder
 
 
-def replay(history: History, modes: list[str], deps: str, folder: str, keep: bool) -> None:
+def replay(history: History, modes: list[str], deps: str, order: str, folder: str, keep: bool) -> None:
     real_tree = tree_without_plan(history.real, history.commits[-1])
     needs = sum(1 for n in history.deps.values() if n)
     print(
         f"replay of {history.name} ({needs} of them build on an earlier one), gate `pytest -q`,"
-        f" deps {deps}; the floor (git apply + suite + commit per commit, in a plain loop) is"
-        " measured before and after each mode, the machine's load being what it is:"
+        f" deps {deps}, tasks in {order} order; the floor (git apply + suite + commit per commit, in a"
+        " plain loop) is measured before and after each mode, the machine's load being what it is:"
     )
     floors = [floor_once(folder, history, real_tree, keep)]
     for mode in modes:
         with scratch_folder(f"{mode}-", folder, keep) as scratch:
-            outcome = run_mode(Path(scratch), history, mode, deps)
+            outcome = run_mode(Path(scratch), history, mode, deps, order)
         floors.append(floor_once(folder, history, real_tree, keep))
         report(mode, outcome, floors[-2:], real_tree, len(history.commits))
 

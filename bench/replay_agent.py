@@ -27,6 +27,14 @@ def git_apply(patch: str, *flags: str) -> subprocess.CompletedProcess:
     )
 
 
+def report_error(text: str) -> None:
+    """As Claude Code's stream-json tells of a run that worked, then ended in an error."""
+    call = {"type": "tool_use", "name": "Bash", "input": {"command": "git apply"}}
+    print(json.dumps({"type": "assistant", "message": {"content": [call]}}), flush=True)
+    event = {"type": "result", "subtype": "error_during_execution", "is_error": True, "result": text}
+    print(json.dumps(event), flush=True)
+
+
 def build(task_id: str) -> int:
     if task_id.endswith("-check"):  # the second half of a decomposition: nothing to change
         subprocess.run([*ralph, "task", "done"], check=True, capture_output=True)
@@ -38,7 +46,10 @@ def build(task_id: str) -> int:
     # already (asked only when applying fails, so that the usual build runs git once, as the floor).
     applied = git_apply(patch)
     if applied.returncode != 0 and git_apply(patch, "--reverse", "--check").returncode != 0:
-        print(f"git apply of commit {number} failed:\n{applied.stderr}", flush=True)
+        # Said as Claude Code's stream-json says a run that ended in an error: a result with
+        # is_error, then a non-zero exit. The change needs an earlier one: not this task's yet.
+        said = f"git apply of commit {number} failed: {applied.stderr.strip()}"
+        report_error(said)
         return 1
     subprocess.run([*ralph, "task", "done"], check=True, capture_output=True)
     return 0

@@ -12,6 +12,8 @@ from ralph.agents.events import (
     FailureEvent,
     ResultEvent,
     SessionEvent,
+    TextEvent,
+    ToolEvent,
     UsageEvent,
 )
 
@@ -101,6 +103,7 @@ class RunTracker:
         self.errors: list[str] = []
         self.failure: FailureEvent | None = None  # why the run failed, as its CLI reported it
         self.ignored: list[str] = []  # reported numbers that made no sense, left out of the sums
+        self.turns = 0  # the model's turns seen (text or a tool call): the agent got to work
 
     def add(self, event: Event) -> None:
         problem = _implausible(event)
@@ -131,6 +134,8 @@ class RunTracker:
                     usage.context_window = event.context_window
             case CostEvent():
                 usage.cost_usd = (usage.cost_usd or 0) + event.cost_usd
+            case TextEvent() | ToolEvent():
+                self.turns += 1
             case SessionEvent():
                 self.session_id = event.session_id
                 self.model = event.model or self.model

@@ -17,8 +17,9 @@ RATE_LIMIT = "rate_limit"
 USAGE_LIMIT = "usage_limit"
 OVERLOADED = "overloaded"
 AUTH = "auth"
+NETWORK = "network"
 OTHER = "other"
-WAITED_OUT = frozenset({RATE_LIMIT, USAGE_LIMIT, OVERLOADED})
+WAITED_OUT = frozenset({RATE_LIMIT, USAGE_LIMIT, OVERLOADED, NETWORK})
 
 _STATUS_IN_TEXT = re.compile(
     r"(?:\bstatus(?:Code)?\W{0,3}|API Error:?\s*|\bHTTP\s*|\"code\"\s*:\s*)(\d{3})\b", re.I
@@ -32,6 +33,11 @@ _RATE = re.compile(r"rate[ _-]?limit|too many requests|resource_exhausted", re.I
 _OVERLOADED = re.compile(
     r"overloaded|server error|internal error|service unavailable|bad gateway|gateway timeout|"
     r"temporarily unavailable|\bunavailable\b|api_error\b",
+    re.I,
+)
+_NETWORK = re.compile(
+    r"ECONNRESET|ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|socket hang up|fetch failed|"
+    r"connection (?:reset|refused|error|timed out|closed)|network (?:error|is unreachable)",
     re.I,
 )
 _AUTH = re.compile(
@@ -77,6 +83,8 @@ def classify(
         status is None and _OVERLOADED.search(text)
     ):
         kind = OVERLOADED
+    elif _NETWORK.search(text):
+        kind = NETWORK
     else:
         kind = OTHER
     message = " ".join(text.split())[:300]

@@ -193,11 +193,11 @@ def construct(ctx, spec, dry_run, pr, **flags):
     Exit codes: 0 complete, 3 iteration budget spent, 4 time budget spent, 5 stuck (no progress
     possible), 6 agent unavailable, 7 the agent could not log in, 8 a rate or usage limit lifts
     later than max_wait_ms allows, 9 waiting for answers to questions (`ralph questions`), 10 money
-    budget spent, 11 the --remote is unreachable or refused a push, 12 the agent failed without
-    doing anything (a crash, a usage error) max_agent_failures times in a row, 13 token budget
-    spent, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run again to resume). Rate and
-    usage limits and overloaded servers are waited out; an agent that fails without doing anything
-    is run again after a wait, which is no attempt.
+    budget spent, 11 the --remote is unreachable or refused a push, 12 the agent itself fails (the
+    same error on two items or twice before doing anything, or max_agent_failures failures in a
+    row), 13 token budget spent, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run
+    again to resume). Rate and usage limits, network errors, overloaded servers and crash signals
+    are waited out, which is no attempt; an error an agent reports on one task is that task's.
     """
     _run(ctx, spec, flags, plan_only=False, dry_run=dry_run, pr=pr)
 

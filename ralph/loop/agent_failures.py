@@ -1,12 +1,20 @@
-"""An agent that failed is not a task that failed. A run that ended with an error (a non-zero exit,
-or an error its CLI reported) and changed nothing, neither a file of its work tree nor the plan,
-did none of its item's work: the agent itself failed (a crash, a usage error, a broken install).
-Such a run is run again after a wait (config `agent_retry_ms`, doubling) and is no attempt: the
-stage sees only the run that ended otherwise. Too many of them in a row, of any item, with no
-other run between (config `max_agent_failures`), end the loop with AGENT_FAILING and the agent's
-last error lines. Rate and usage limits and authentication errors are ralph.loop.limits' part.
+"""An agent that failed is not always a task that failed. A run that ended with an error (a non-zero
+exit, or an error its CLI reported) and changed nothing, neither a file of its work tree nor the
+plan, is judged by its reach:
 
-The evidence is the run's exit and what it changed, measured around it: never its words."""
+- a crash signal (the agent killed by SIGSEGV, SIGKILL, ...) looks transient: waited out (config
+  `agent_retry_ms`, doubling), run again, no attempt (rate limits, network errors and overloaded
+  servers are ralph.loop.limits' part, waited out the same way);
+- an error on one BUILD task from an agent that works (the run got as far as the model's turns,
+  or an earlier run of this construct did something) is that task's: the stage records it as a
+  failed attempt and the loop goes on with other tasks;
+- anything else (an error before the agent did anything: a usage error, a broken install) is run
+  again once, at once; the same error again, or the same error on another item or stage, ends the
+  loop with AGENT_FAILING and the agent's last error lines, after two runs.
+
+`max_agent_failures` failures in a row of any kind, with no run between that did something, end
+the loop too. The evidence is the run's exit, its events and what it changed, measured around it;
+its words only tell one error from another (the same error, on another task, is the agent's)."""
 
 from __future__ import annotations
 
@@ -15,9 +23,11 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
+from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 from ralph.errors import GitError, RalphError
 from ralph.loop.agentrun import AgentResult
@@ -30,6 +40,19 @@ _STATE = b'{"t": "state"'
 
 
 WorkState = tuple[str | None, AbstractSet[str]]  # HEAD, and the paths git lists as changed
+
+
+class Judgement(StrEnum):
+    """What a run that failed without doing anything comes to (see the module's docstring)."""
+
+    WAIT = "wait"  # transient: waited out, then run again; no attempt
+    AGAIN = "again"  # run again at once, once; no attempt
+    TASK_ERROR = "task_error"  # the task's failed attempt: the stage judges it
+
+
+# What varies between two runs' words for the same error: times, durations, long hex ids, temporary
+# paths. Other numbers stay: "commit 07" and "commit 08" are two tasks' errors, not one.
+_VARYING = (r"\d{4}-\d\d-\d\dT[\d:.]+Z?|\b\d+(?:\.\d+)?\s*(?:ms|s)\b|\b[0-9a-f]{8,}\b|/tmp/\S+",)
 
 
 class AgentFailing(RalphError):
@@ -84,27 +107,60 @@ def error_lines(result: AgentResult) -> list[str]:
     return [redact(line)[:400] for line in (said + lines)[-ERROR_LINES:]]
 
 
+def error_mark(lines: list[str], own_words: Iterable[str]) -> str:
+    """An error's identity across runs and items: its lines with the item's own words (its id, its
+    name) and what varies from run to run (times, hex ids, temporary paths) taken out, hashed."""
+    text = "\n".join(lines)
+    for word in sorted((w for w in own_words if w), key=len, reverse=True):
+        text = text.replace(word, "@")
+    for varying in _VARYING:
+        text = re.sub(varying, "#", text)
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16]
+
+
+def crashed(result: AgentResult) -> bool:
+    """Killed by a signal of its own (a segfault, the kernel's OOM killer): not a verdict on the
+    task or on how the agent is set up. A shell reports such a child's end as 128 + the signal."""
+    code = result.run.exit_code
+    return code is not None and (code < 0 or 128 < code <= 128 + 64)
+
+
+class _Failed(NamedTuple):
+    stage: str
+    item: str | None
+    mark: str
+
+
 class AgentFailures:
-    """The agent failures in a row, across items and the parallel builds (one counter, shared)."""
+    """The agent failures in a row, across items and the parallel builds (one memory, shared)."""
 
     def __init__(self, limit: int, first_wait_s: float, journal, say, supervisor, deadline_check):
         self.limit, self.first_wait_s = limit, first_wait_s
         self.journal, self.say, self.supervisor = journal, say, supervisor
         self.deadline_check = deadline_check
         self.in_a_row = 0
+        self.worked = False  # a run of this construct did something: the agent is set up right
+        self._last: _Failed | None = None  # the last failure, while no run did something since
         self._lock = threading.Lock()
 
     def good(self) -> None:
         """A run that did something, or failed at its work: the agent works."""
         with self._lock:
-            self.in_a_row = 0
+            self.in_a_row, self._last, self.worked = 0, None, True
 
-    def failed(self, result: AgentResult, stage: str, item: str | None) -> bool:
-        """After a run that failed without doing anything: wait, and True to run it again; False
-        when ralph is stopping meanwhile. Raises AgentFailing at the limit."""
+    def judge(
+        self, result: AgentResult, stage: str, item: str | None, own_words: Iterable[str] = ()
+    ) -> Judgement:
+        """A run that failed without doing anything: what it comes to. Raises AgentFailing when
+        the agent itself is what fails (see the module's docstring)."""
         lines = error_lines(result)
+        now = _Failed(stage, item, error_mark(lines, [*(own_words), *([item] if item else [])]))
         with self._lock:
-            self.in_a_row += 1
+            last, self._last = self._last, now
+            works = self.worked or result.tracker.turns > 0
+            judgement = _judgement(result, now, last, works)
+            if judgement is not Judgement.TASK_ERROR:
+                self.in_a_row += 1
             count = self.in_a_row
         self.journal.event(
             "agent_failed",
@@ -112,23 +168,35 @@ class AgentFailures:
             item=item,
             exit_code=result.run.exit_code,
             in_a_row=count,
+            judgement=str(judgement) if judgement else "agent_failing",
             log=str(result.log_path),
             lines=lines,
         )
+        how = f"without doing anything ({result.describe()}); its last log: {result.log_path}"
+        if judgement is None:
+            raise AgentFailing(f"the agent failed the same way {_where(now, last)} {how}", lines)
         if count >= self.limit:
-            raise AgentFailing(
-                f"the agent failed {count} times in a row without doing anything ({result.describe()});"
-                f" its last log: {result.log_path}",
-                lines,
-            )
-        seconds = min(MAX_WAIT_S, self.first_wait_s * 2 ** (count - 1))
+            raise AgentFailing(f"the agent failed {count} times in a row {how}", lines)
+        return judgement
+
+    def wait(self, result: AgentResult, stage: str, item: str | None, judgement: Judgement) -> bool:
+        """Before running a failed run again: a transient failure is waited out (doubling). True
+        to run it again; False when ralph is stopping meanwhile."""
+        seconds = (
+            min(MAX_WAIT_S, self.first_wait_s * 2 ** (self.in_a_row - 1))
+            if judgement is Judgement.WAIT
+            else 0.0
+        )
+        when = f"in {seconds:g}s" if seconds else "once more"
         self.say(
             f"{stage} {item or ''}: the agent failed without doing anything ({result.describe()});"
-            f" running it again in {seconds:g}s (not an attempt)"
+            f" running it again {when} (not an attempt)"
         )
         return self._sleep(seconds)
 
     def _sleep(self, seconds: float) -> bool:
+        if self.supervisor.stopping:
+            return False
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             self.deadline_check()
@@ -136,3 +204,25 @@ class AgentFailures:
                 return False
             time.sleep(min(left, 0.1))
         return True
+
+
+def _judgement(result: AgentResult, now: _Failed, last: _Failed | None, works: bool) -> Judgement | None:
+    """None: the agent fails, whatever the item (the same error on another item or stage, or the
+    same error twice on one item before the agent did anything)."""
+    if crashed(result):
+        return Judgement.WAIT
+    if last is not None and last.mark == now.mark and (last.stage, last.item) != (now.stage, now.item):
+        return None  # the same error on another item: the agent's, not the items'
+    if works and now.stage == "BUILD" and now.item:
+        return Judgement.TASK_ERROR
+    if last is not None and last == now:
+        return None  # run again once already, and failed the same way
+    return Judgement.AGAIN
+
+
+def _where(now: _Failed, last: _Failed | None) -> str:
+    """Where the same error came twice: on one item, or on two."""
+    if last is None or (last.stage, last.item) == (now.stage, now.item):
+        return "twice"
+    first, then = (" ".join(filter(None, (f.stage, f.item))) for f in (last, now))
+    return f"on {first} and on {then}"

@@ -15,7 +15,13 @@ from pathlib import Path
 
 from ralph.errors import PlanInvalid, WorkTreeGone
 from ralph.loop import beside_changes
-from ralph.loop.agent_failures import AgentFailures, WorkState, did_nothing_and_failed, work_marks
+from ralph.loop.agent_failures import (
+    AgentFailures,
+    Judgement,
+    WorkState,
+    did_nothing_and_failed,
+    work_marks,
+)
 from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
@@ -261,19 +267,25 @@ class AgentRuns:
     ) -> AgentResult:
         root = cwd or self.tree.root
         marks = functools.partial(work_marks, root, RALPH_FILES)
-        while True:  # an agent that failed without doing anything is run again: not an attempt
+        while True:  # an agent that failed without doing anything is judged by its reach
             before = marks(state=state)
             state = None  # a run again after a failure: its marks are taken anew
             result = self._run_limited(stage, iteration, item, values, compacted, cwd, name)
             if not did_nothing_and_failed(result, before, marks):
                 self.agent_failures.good()
                 return result
-            if stage is Stage.BUILD and item and self.tree.may_be_stale(item):
+            judgement = self.agent_failures.judge(result, str(stage), item, [name] if name else [])
+            if judgement is Judgement.TASK_ERROR:
+                return result  # the task's failed attempt: BUILD judges it
+            if judgement is Judgement.AGAIN and stage is Stage.BUILD and self._may_be_stale(item):
                 return result  # it may lack a neighbour's change: BUILD waits for them (StaleBase)
             self._count_spent(stage, iteration, item, result)  # spent, if not an attempt
-            if not self.agent_failures.failed(result, str(stage), item):
+            if not self.agent_failures.wait(result, str(stage), item, judgement):
                 raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
             self._admit_again()
+
+    def _may_be_stale(self, item: str | None) -> bool:
+        return item is not None and self.tree.may_be_stale(item)
 
     def _admit_again(self) -> None:
         """A run started again (after an agent failure, a limit waited out: neither an attempt)

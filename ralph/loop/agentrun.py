@@ -83,7 +83,19 @@ class AgentResult:
             subtype = self.tracker.result.subtype if self.tracker.result else None
             said = f" ({subtype})" if subtype else ""  # a result event need not name its kind
             return f"reported an error{said}"  # after "agent" (console) or "the agent ended (...)"
-        return f"exit {self.run.exit_code}"
+        code = self.run.exit_code
+        if code is not None and code < 0:
+            return f"killed by {_signal_name(-code)}"
+        return f"exit {code}"
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def ralph_command() -> str:

@@ -23,6 +23,7 @@ _WORDS = {
     limits.RATE_LIMIT: "the rate limit",
     limits.USAGE_LIMIT: "the usage limit",
     limits.OVERLOADED: "the overloaded server",
+    limits.NETWORK: "the network error",
 }
 
 

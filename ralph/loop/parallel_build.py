@@ -4,7 +4,7 @@ and merged into the loop's branch one at a time as each is built."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ralph.errors import BranchSwitched
 from ralph.loop.agent_runs import TreeRemoved
@@ -31,7 +31,20 @@ class Builder(Protocol):
 
     def build_task(self, task_id: str, iteration: int, report: StageReport) -> None: ...
 
+    def count_failure(
+        self, task_id: str, failure: Any, result: AgentResult, report: StageReport, kept: bool = False
+    ) -> bool: ...
+
     def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None: ...
+
+
+class Unjudged(NamedTuple):
+    """A failure StaleBase held back beside running neighbours: the code it failed on, and what
+    to count if their builds leave that code as it was."""
+
+    base: str
+    failure: Any
+    result: AgentResult
 
 
 class ParallelBuilds:
@@ -50,6 +63,7 @@ class ParallelBuilds:
         self._stale: set[str] = set()  # builds that ended in StaleBase (written by their threads)
         self.held: dict[str, set[str]] = {}  # task id -> the neighbours it waits for
         self._rank: dict[str, int] = {}  # each task's place in the order ready() first gave it
+        self._unjudged: dict[str, Unjudged] = {}  # written by the builds' threads, each its own task
 
     def run(self) -> None:
         """A build's slot frees once its agent and gate are done, before its merge: merges wait
@@ -134,12 +148,27 @@ class ParallelBuilds:
         before the merge. A worktree the branch moved past while it was made (a neighbour
         merged) is made again from the new HEAD before any agent runs in it, a few times at most:
         a build starts from the branch as it is."""
+        if not self._judge_held_back(task_id):
+            return StageReport(Stage.BUILD)
         for _ in range(CHECKOUT_RENEWALS):
             try:
                 return self._build_in_checkout(task_id, worker, built, renew_if_behind=True)
             except CheckoutBehind:
                 self.ws.journal.event("build_checkout_renewed", item=task_id)
         return self._build_in_checkout(task_id, worker, built, renew_if_behind=False)  # whatever the base
+
+    def _judge_held_back(self, task_id: str) -> bool:
+        """A failure held back while neighbours ran counts once they are done if none of them
+        changed the code it failed on: a rebuild then would run on the same code, uncounted
+        forever. True when the task is to be built again (now, from the branch as it is)."""
+        held = self._unjudged.pop(task_id, None)
+        head = self.ws.tree.repo.head()
+        if held is None or head is None or self.ws.tree.home_repo.code_differs(held.base, head):
+            return True
+        report = StageReport(Stage.BUILD)
+        again = self.lead.count_failure(task_id, held.failure, held.result, report, kept=True)
+        self.report.absorb(report)
+        return again
 
     def _build_in_checkout(
         self, task_id: str, worker: int, built: Callable[[], None], renew_if_behind: bool
@@ -156,8 +185,8 @@ class ParallelBuilds:
                 if self.ws.agents.stopping:
                     raise KeyboardInterrupt  # the loop is stopping: nothing of it is merged
                 self._commit_leftovers(ws, task_id)
-            except StaleBase:
-                self._wait_for_neighbours(ws, task_id)
+            except StaleBase as stale:
+                self._wait_for_neighbours(ws, task_id, stale)
                 span.end(merged=False, stale_base=True)
                 return StageReport(Stage.BUILD)
             except TreeRemoved as removed:  # the agent's move: this build's outcome, not the run's
@@ -212,16 +241,35 @@ class ParallelBuilds:
                 self.ws.plan.record_draft(task_id, draft, commit=True)
             self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
 
-    def _wait_for_neighbours(self, ws: Workspace, task_id: str) -> None:
-        """The attempt failed on a stale base: not counted; its changes are kept as a patch beside
-        a log, and the task is built again from the new HEAD once its neighbours are done."""
+    def _wait_for_neighbours(self, ws: Workspace, task_id: str, stale: StaleBase) -> None:
+        """The attempt failed on a stale base: not counted now; its changes are kept as a patch
+        beside a log, and the task is built again from the new HEAD once its neighbours are done.
+        When the code had not moved yet, the failure counts then if it still has not."""
         log = ws.agents.rel(ws.agents.new_log("stale", task_id))
         ws.tree.set_aside(log)
         self._stale.add(task_id)
-        self.ws.journal.event("build_stale_base", item=task_id, base=ws.tree.base, log=str(log))
+        moved = ws.tree.behind()
+        if not moved and ws.tree.base is not None and stale.result is not None:
+            self._unjudged[task_id] = Unjudged(ws.tree.base, stale.failure, stale.result)
+        neighbours = sorted({*self.building, *self.merging} - {task_id})
+        self.ws.journal.event(
+            "build_stale_base",
+            item=task_id,
+            base=ws.tree.base,
+            moved=moved,
+            waits_for=neighbours,
+            log=str(log),
+        )
+        head = (self.ws.tree.repo.head() or "")[:12]
+        why = (
+            f"the code moved since its base (merged up to {head})"
+            if moved
+            else f"it may need the change of {', '.join(neighbours)}, still building"
+        )
         self.ws.console.event(
-            f"{task_id}: its build failed on a base its neighbours' builds change; built again from"
-            " the new HEAD once they are done (not counted as an attempt)"
+            f"{task_id}: its build failed; {why}: built again from the new HEAD once"
+            f" {'they are' if len(neighbours) != 1 else 'it is'} done (not counted as an attempt"
+            f"{'' if moved else ' unless the code stays as it was'})"
         )
 
     def _merged(self, task_id: str, commit: str) -> None:

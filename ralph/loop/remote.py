@@ -124,7 +124,13 @@ class RemoteCoordinator:
             if task is not None:
                 return task["id"]
             if not self._others_hold_work():
-                return None
+                # Nobody else's work can move the code now: a task held for it is built as it is.
+                again = (
+                    claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s)
+                    if held
+                    else None
+                )
+                return again["id"] if again is not None else None
             self.check()
             self.sleep(wait)
             wait = min(wait * 2, POLL_S[1])
@@ -274,7 +280,8 @@ class RemoteCoordinator:
             # this one's is kept as a patch and undone here.
             claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, [], max_attempts)
             return []
-        then = claims.NextTask(self.spec, self.runner, self.ttl_s, self.remote.claim_clock.age_s)
+        ages, held = self.remote.claim_clock.age_s, self._held_back()
+        then = claims.NextTask(self.spec, self.runner, self.ttl_s, ages, skip=held)
         try:
             claims.publish(self.root, task_id, self.runner, self.remote, then=then)
             self._claimed_next = then.chosen["id"] if then.chosen else None

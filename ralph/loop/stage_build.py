@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ralph.failures import gist
+from ralph.loop.agent_failures import error_lines
 from ralph.loop.agentrun import AgentResult, PlanProblem, ralph_command
 from ralph.loop.job import Job
 from ralph.loop.parallel_build import ParallelBuilds
@@ -92,7 +93,7 @@ class BuildStage:
             ready = [task for task in buildable_now(plan, self.ws.settings) if task["id"] not in running]
             rejected = [t["id"] for t in ready if self._rejected_too_often(plan, t["id"])]
             if not rejected:
-                return ready
+                return _waiting_last(ready, self.tree.waiting_for_code())
             self._set_aside_rejected(plan, rejected[0], report)  # VERIFY keeps rejecting it: split it
 
     def _set_aside_rejected(self, plan, task_id: str, report: StageReport) -> None:
@@ -179,16 +180,63 @@ class BuildStage:
             if self.tree.stale_base(task_id, failure.verdict):  # built again on the new HEAD, uncounted
                 if not self.tree.in_worktree:
                     return self._give_back_stale(task_id)
-                raise StaleBase(task_id)
-            attempts = self._record_failure(task_id, failure, result)
-            self._tell_failure(task_id, attempts, failure, report)
-            if self._out_of_builds(task_id):
-                return self._kill(task_id, KillReason.DOOM_LOOP, result, report)
-            if self._failed_the_same_twice(task_id):  # a third identical run would teach nothing
-                return self._send_on_repeated(task_id, result, report)
+                raise StaleBase(task_id, failure, result)
+            if self._deferred(task_id, failure, result):  # built again once other tasks move the code
+                return
+            if not self.count_failure(task_id, failure, result, report):
+                return
+            if failure.verdict is Verdict.AGENT_ERROR:  # asked again at once, it would say the same
+                return self.tree.wait_for_code(task_id)
             if self.tree.retry_from_head(failure.verdict):  # built again from the branch as it is now
                 return
             plan = self.plan.read()
+
+    def count_failure(
+        self, task_id: str, failure: Failure, result: AgentResult, report: StageReport, kept: bool = False
+    ) -> bool:
+        """The attempt failed, and counts: recorded and told; the task set aside for DECOMPOSE or
+        asked about when that was its last chance. True when it is built again. `kept`: its
+        changes were set aside already (a build StaleBase held back), nothing to set aside here."""
+        attempts = self._record_failure(task_id, failure, result)
+        self._tell_failure(task_id, attempts, failure, report)
+        if self._out_of_builds(task_id):
+            self._kill(task_id, KillReason.DOOM_LOOP, result, report, kept)
+            return False
+        if self._failed_the_same_twice(task_id):  # a third identical run would teach nothing
+            self._send_on_repeated(task_id, result, report, kept)
+            return False
+        return True
+
+    def _deferred(self, task_id: str, failure: Failure, result: AgentResult) -> bool:
+        """Serially, the agent reported it could not do the task (AGENT_ERROR) while other tasks are
+        ready: not counted the first time on this code; its changes set aside, and the task built
+        again once their merges have changed the code (or when nothing else is left to build)."""
+        if failure.verdict is not Verdict.AGENT_ERROR or self.tree.in_worktree:
+            return False
+        waiting = self.tree.waiting_for_code()
+        others = [
+            task["id"]
+            for task in buildable_now(self.plan.read(), self.ws.settings)
+            if task["id"] != task_id and task["id"] not in waiting
+        ]
+        if not others or not self.tree.defer(task_id):
+            return False
+        log = self.agents.rel(self.agents.new_log("deferred", task_id))
+        if self.tree.changed_paths() - {PLAN_FILE}:
+            self.tree.set_aside_as_draft(task_id, log, record=False)
+        self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
+        self.ws.journal.event(
+            "build_deferred",
+            item=task_id,
+            verdict=failure.verdict,
+            others=len(others),
+            log=str(result.log_path),
+        )
+        self.ws.console.event(
+            f"{task_id}: {gist(failure.text)}; built again once other tasks have changed the code"
+            f" ({plural(len(others), 'other task')} ready; not counted as an attempt)"
+        )
+        return True
 
     def _from_the_branch_as_it_is(self, task_id: str, first: bool) -> None:
         """A build in a worktree starts from the branch as it is: one a neighbour's merge left
@@ -254,6 +302,10 @@ class BuildStage:
         nested = self._nested_failure(result)
         if nested:
             return nested, set()
+        if _errored_doing_nothing(task, result):
+            said = "\n".join(error_lines(result))
+            text = f"{Verdict.AGENT_ERROR}: the agent ended ({result.describe()}) on this task:\n{said}"
+            return Failure(Verdict.AGENT_ERROR, _for_history(text, result.log_path)), set()
         if not is_done(task):
             tail = "\n".join(result.run.tail[-15:])
             ended = f"the agent ended ({result.describe()}) without running `ralph task done`."
@@ -430,14 +482,17 @@ class BuildStage:
     def _failed_the_same_twice(self, task_id: str) -> bool:
         return failed_the_same_twice(self.plan.read().task_line(task_id).record)
 
-    def _send_on_repeated(self, task_id: str, result: AgentResult, report: StageReport) -> None:
+    def _send_on_repeated(
+        self, task_id: str, result: AgentResult, report: StageReport, kept: bool = False
+    ) -> None:
         """The same failure twice in a row: DECOMPOSE splits the task, with both failures in its
         prompt; a task decomposed as deep as max_decompose_depth allows goes to a person instead,
         as a question that quotes them."""
         task = self.plan.read().task_line(task_id).record
         if task.get("depth", 0) < self.ws.settings.max_decompose_depth:
-            return self._kill(task_id, KillReason.REPEATED_FAILURE, result, report)
-        self.tree.set_aside(result.log_path)
+            return self._kill(task_id, KillReason.REPEATED_FAILURE, result, report, kept)
+        if not kept:
+            self.tree.set_aside(result.log_path)
         first, second = task["repeated_failure"]
         question = (
             f"Task {task_id} failed the same way twice in a row and cannot be split further"
@@ -457,10 +512,13 @@ class BuildStage:
             f"{task_id} failed the same way twice; it waits for `ralph answer {asked['id']}`"
         )
 
-    def _kill(self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport) -> None:
+    def _kill(
+        self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport, kept: bool = False
+    ) -> None:
         """Set the task aside for DECOMPOSE; its partial changes are saved as a patch and a draft
-        branch, then undone."""
-        self.tree.set_aside_as_draft(task_id, result.log_path)
+        branch, then undone (`kept`: they were already)."""
+        if not kept:
+            self.tree.set_aside_as_draft(task_id, result.log_path)
         with self.plan.change(commit=True) as change:
             change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
             change.message = f"ralph(build): {task_id} killed ({reason})"
@@ -468,6 +526,12 @@ class BuildStage:
         then = "set aside for DECOMPOSE"
         report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
         self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
+
+
+def _waiting_last(ready: list[dict], waiting: set[str]) -> list[dict]:
+    """The ready tasks, those deferred until the code moves left out while any other is ready."""
+    others = [task for task in ready if task["id"] not in waiting]
+    return others or ready
 
 
 def buildable_now(plan: Plan, settings: Settings) -> list[dict]:
@@ -494,6 +558,13 @@ def _values(task: dict, plan: Plan, settings: Settings) -> dict:
         + _after_rejection(plan, task["id"]),
         "gate": " ".join(settings.gate) or "(none)",
     }
+
+
+def _errored_doing_nothing(task: dict, result: AgentResult) -> bool:
+    """The agent ended in an error of its own (not stopped by ralph) without marking the task done
+    or changing a file: what it says is why (Verdict.AGENT_ERROR)."""
+    stopped = result.run.stop_reason is not None
+    return not is_done(task) and not result.ok and not stopped and not result.changed - {PLAN_FILE}
 
 
 def _resubmitted_unchanged(task: dict, result: AgentResult) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ralph.errors import GitError, PlanInvalid
 from ralph.loop import beside_changes
@@ -35,6 +36,9 @@ from ralph.store.lock import RALPH_FILES
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
 
+if TYPE_CHECKING:
+    from ralph.loop.agentrun import AgentResult
+
 BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
 
 
@@ -45,13 +49,21 @@ class CheckoutBehind(Exception):  # noqa: N818 (a signal to the parallel builds,
 
 class StaleBase(Exception):  # noqa: N818 (a signal to the parallel builds, not an error)
     """A build attempt in a worktree failed on a base its neighbours' builds have moved past, or
-    may yet (they still run): it may have failed only for want of their changes. It is not counted;
-    the task is built again from the new HEAD once those neighbours have merged or failed."""
+    may yet (they still run): it may have failed only for want of their changes. It is not counted
+    now; the task is built again from the new HEAD once those neighbours have merged or failed,
+    and the failure counted then if none of them changed the code. `failure`, `result`: the
+    attempt's verdict and words (ralph.loop.stage_build.Failure) and its agent run."""
+
+    def __init__(self, task_id: str, failure: object = None, result: AgentResult | None = None):
+        super().__init__(task_id)
+        self.failure, self.result = failure, result
 
 
 # Verdicts a missing neighbour's change can cause (its code not there to apply onto, import or pass
 # tests with); a violation or a broken plan is the attempt's own doing.
-STALE_VERDICTS = frozenset({Verdict.GATE_FAILED, Verdict.NOT_DONE, Verdict.NO_CHANGES, Verdict.HOOK_REFUSED})
+STALE_VERDICTS = frozenset(
+    {Verdict.GATE_FAILED, Verdict.NOT_DONE, Verdict.NO_CHANGES, Verdict.HOOK_REFUSED, Verdict.AGENT_ERROR}
+)
 
 
 @dataclass
@@ -76,6 +88,7 @@ class WorkTree:
     ):
         self.root = self.home = plan.root
         self.repo, self.plan = plan.repo, plan
+        self.home_repo = plan.repo  # the repository the loop runs in, shared with builds' work trees
         self.journal, self.console = journal, console
         # Paths no agent run is known to have changed: dirty before the loop started, or changed
         # meanwhile by someone else (a person, a hook). Never committed, set aside or reverted.
@@ -86,7 +99,8 @@ class WorkTree:
         self.base: str | None = None
         self.neighbours_running: Callable[[], bool] = lambda: False
         self.renew_if_behind = False  # a fresh worktree behind HEAD at its first attempt is made again
-        self._stale_waived: set[tuple[str, str]] = set()  # (task, base): each waived once, shared
+        self._stale_waived: set[tuple[str, str]] = set()  # (task, code_tree): each waived once, shared
+        self.deferred: dict[str, str] = {}  # serial builds deferred: task -> the code they could not build on
         # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
         self.coordinator: Coordinator = coordinator or Solo()
         # git adds and removes worktrees one at a time: one being added while another is read
@@ -114,8 +128,12 @@ class WorkTree:
         return self.root != self.home
 
     def behind(self) -> bool:
-        """A build in a worktree whose base the loop's branch has moved past (a neighbour merged)."""
-        return self.in_worktree and self.base is not None and Repo(self.home).head() != self.base
+        """A build in a worktree whose base the loop's branch has moved past with code (a neighbour
+        merged): commits that change plan.jsonl alone (a claim, a verdict) leave it where it was."""
+        if not self.in_worktree or self.base is None:
+            return False
+        head = self.home_repo.head()
+        return head is not None and self.home_repo.code_differs(self.base, head)
 
     def retry_from_head(self, verdict: Verdict) -> bool:
         """Whether a counted failure's retry starts afresh from HEAD (its code kept as a draft)
@@ -125,32 +143,46 @@ class WorkTree:
 
     def may_be_stale(self, task_id: str) -> bool:
         """A build in a worktree behind HEAD or beside running builds, or in a runner's work tree
-        that lacks what other runners published, not yet waived on its base."""
+        that lacks what other runners published, not yet waived on its base's code."""
         if not self.in_worktree:
             return self._lacks_published(task_id)
-        if self.base is None or (task_id, self.base) in self._stale_waived:
+        if self.base is None or self._waived(task_id, self.base):
             return False
         return self.behind() or self.neighbours_running()
 
+    def _waived(self, task_id: str, base: str) -> bool:
+        return (task_id, self.home_repo.code_tree(base)) in self._stale_waived
+
+    def _waive(self, task_id: str, base: str) -> bool:
+        """Waive the task's failure on `base`'s code, once: False when it was waived there already.
+        Keyed by the code, not the commit: the branch moves with every claim and verdict, and a
+        waiver each of those re-armed would let a failing build run again forever uncounted."""
+        key = (task_id, self.home_repo.code_tree(base))
+        with self._count:
+            if key in self._stale_waived:
+                return False
+            self._stale_waived.add(key)
+        return True
+
     def _lacks_published(self, task_id: str, waive: bool = False) -> bool:
-        """A build in this work tree while other runners published work it lacks (checked on the
-        remote: a fetch), the first time for the task on this HEAD (HEAD moves when this runner
-        catches up, so the waits end). `waive`: count this as that first time."""
+        """A build in this work tree while other runners published code it lacks (checked on the
+        remote: a fetch) or build theirs, the first time for the task on this code (the code moves
+        only when this runner catches up with a build, so the waits end). `waive`: count this as
+        that first time."""
         head = self.repo.head()
-        if head is None or (task_id, head) in self._stale_waived:
+        if head is None or self._waived(task_id, head):
             return False
         if not (self.coordinator.others_published() or self.coordinator.others_building()):
             return False
-        if waive:
-            with self._count:
-                self._stale_waived.add((task_id, head))
-        return True
+        return self._waive(task_id, head) if waive else True
 
     def stale_base(self, task_id: str, verdict: Verdict) -> bool:
         """Whether this failed attempt is waived as StaleBase: a verdict a neighbour's missing
-        change can cause, on a base that is behind or beside running neighbours, and the first such
-        failure of the task on this base (each base once: HEAD only moves by merges, so a task is
-        waived at most once per merge and the waits end)."""
+        change can cause, on a base whose code the branch has moved past or beside running
+        neighbours, and the first such failure of the task on this code (each code once: the code
+        moves only by merges, so a task is waived at most once per merge and the waits end). A
+        failure waived beside running neighbours is judged once they are done (ParallelBuilds):
+        counted after all when none of them changed the code."""
         if verdict not in STALE_VERDICTS:
             return False
         if not self.in_worktree:  # a runner sharing a remote: what others published may settle it
@@ -159,11 +191,35 @@ class WorkTree:
             return False
         if not (self.behind() or self.neighbours_running()):
             return False
-        with self._count:
-            if (task_id, self.base) in self._stale_waived:
-                return False
-            self._stale_waived.add((task_id, self.base))
+        return self._waive(task_id, self.base)
+
+    def defer(self, task_id: str) -> bool:
+        """A serial build the agent could not do on this code (Verdict.AGENT_ERROR) while other
+        tasks are ready: not counted, and built again once the code has moved (their merges), the
+        first time on this code only. False when it was deferred on this code already."""
+        head = self.home_repo.head()
+        if head is None or not self._waive(task_id, head):
+            return False
+        self.wait_for_code(task_id)
         return True
+
+    def wait_for_code(self, task_id: str) -> None:
+        """The task goes after the other ready tasks until the code moves: built again on the same
+        code, the agent would most likely say the same."""
+        head = self.home_repo.head()
+        if head is not None:
+            with self._count:
+                self.deferred[task_id] = self.home_repo.code_tree(head)
+        self.coordinator.hold(task_id)  # runners: not claimed again until code is published
+
+    def waiting_for_code(self) -> set[str]:
+        """The deferred tasks whose code has not moved since: not built again yet."""
+        head = self.home_repo.head()
+        now = self.home_repo.code_tree(head) if head else ""
+        with self._count:  # in place: a build's work tree shares it
+            for task in [task for task, code in self.deferred.items() if code != now]:
+                del self.deferred[task]
+            return set(self.deferred)
 
     def snapshot(self) -> Snapshot:
         from ralph.store import beside

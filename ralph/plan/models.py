@@ -395,12 +395,13 @@ class Config(Record):
     max_agent_failures: Positive | None = key(
         "count",
         "agent runs in a row, of any task, that fail without doing anything (a crash, a usage error)"
-        " before the run ends AGENT_FAILING; each is run again after a wait and is no attempt",
+        " and are not a task's own error, before the run ends AGENT_FAILING; each is run again and is"
+        " no attempt (a crash after a wait); the same error on two items ends it at once",
         5,
     )
     agent_retry_ms: Duration | None = key(
         "duration",
-        "the first wait before running an agent again that failed without doing anything (doubles)",
+        "the first wait before running an agent again that crashed (killed by a signal; doubles)",
         5_000,
     )
     parallel: Positive | None = key(

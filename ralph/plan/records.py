@@ -60,6 +60,7 @@ class Verdict(StrEnum):
 
     BUILT = "built"  # passed the gate (and the pre-commit hook, and its scope): awaiting VERIFY
     NOT_DONE = "not_done"  # the agent ended without `ralph task done`
+    AGENT_ERROR = "agent_error"  # the agent reported an error on this task and changed nothing
     NO_CHANGES = "no_changes"  # marked done, changed no file, and the task is not no_code
     PLAN_INVALID = "plan_invalid"  # the agent left plan.jsonl invalid
     PERMISSION_VIOLATION = "permission_violation"  # the run did what BUILD may not
@@ -79,6 +80,7 @@ class Verdict(StrEnum):
 VERDICT_WORDS = {
     Verdict.BUILT: "built",
     Verdict.NOT_DONE: "not marked done",
+    Verdict.AGENT_ERROR: "the agent reported an error",
     Verdict.NO_CHANGES: "no changes",
     Verdict.PLAN_INVALID: "plan.jsonl left invalid",
     Verdict.PERMISSION_VIOLATION: "permission violation",

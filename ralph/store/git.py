@@ -15,6 +15,7 @@ that file, not a pattern.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 ZERO_SHA = "0" * 40
 _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
+_FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
 
 
@@ -42,6 +44,7 @@ class Repo:
         self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
         self._signs: bool | None = None
         self._commit_times: dict[str, int] = {}  # commit -> committer time, as read or made here
+        self._code_trees: dict[str, str] = {}  # commit -> code_tree(commit)
         self.run_branch: str | None = None  # a construct's branch: nothing is committed on another
 
     def with_index(self, index: Path) -> Repo:
@@ -138,6 +141,24 @@ class Repo:
         if rev is None:
             return []
         return [entry for entry in self._output(("ls-tree", "-z", rev)).split(b"\0") if entry]
+
+    def code_tree(self, rev: str) -> str:
+        """What `rev` holds besides plan.jsonl, as one hash: equal for two commits whose code is the
+        same (a claim, a verdict, a give-back change plan.jsonl alone). Cached: a commit never changes."""
+        commit = rev if _FULL_HASH.fullmatch(rev) else (self.commit_of(rev) or "")
+        known = self._code_trees.get(commit)
+        if known is None:
+            import hashlib
+
+            entries = self.tree_entries(commit or None)
+            kept = [entry for entry in entries if not entry.endswith(b"\tplan.jsonl")]
+            known = hashlib.sha256(b"\0".join(kept)).hexdigest()
+            self._code_trees[commit] = known
+        return known
+
+    def code_differs(self, since: str, now: str) -> bool:
+        """Whether the code (all but plan.jsonl) of commit `now` differs from that of `since`."""
+        return since != now and self.code_tree(since) != self.code_tree(now)
 
     def snapshot(self) -> tuple[str | None, list[bytes]]:
         """HEAD's commit and its top-level tree entries (None and [] before the first commit), from

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from ralph.agents.base import RunTracker
+from ralph.loop.agent_failures import AgentFailing, AgentFailures, Judgement, error_mark
+from ralph.loop.agentrun import AgentResult
+from ralph.loop.supervisor import RunResult
 from tests.support.construct import (
     add_tasks,
     assert_clean,
@@ -37,11 +41,12 @@ def test_an_agent_that_crashes_three_times_then_works_spends_no_attempt(project)
     done = construct(project)
     assert done.returncode == 0, done.stdout + done.stderr
     failed = [e for e in events(project) if e["event"] == "agent_failed"]
-    assert [(e["item"], e["exit_code"], e["in_a_row"]) for e in failed] == [
-        (task_id, 3, n) for n in (1, 2, 3)
+    assert [(e["item"], e["exit_code"], e["in_a_row"], e["judgement"]) for e in failed] == [
+        (task_id, -9, n, "wait") for n in (1, 2, 3)
     ]
     waits = re.findall(
-        r"the agent failed without doing anything \(exit 3\); running it again in (\S+)s", done.stderr
+        r"the agent failed without doing anything \(killed by SIGKILL\); running it again in (\S+)s",
+        done.stderr,
     )
     assert waits == ["0.01", "0.02", "0.04"]  # agent_retry_ms, doubling
     assert not any("attempt" in subject and "failed" in subject for subject in subjects(project))
@@ -267,3 +272,119 @@ def test_rebuilds_stop_at_max_rebuilds(project):
     assert builds_of(project, task_id) == 3
     killed = [e for e in events(project) if e["event"] == "task_killed"]
     assert [(e["item"], e["kill_reason"]) for e in killed] == [(task_id, "doom_loop")]
+
+
+# --- the judgement of one failed run, in process -------------------------------------------------
+class Heard:
+    """The journal and the console of AgentFailures: what each was told."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.said: list[str] = []
+
+    def event(self, name: str, **fields) -> None:
+        self.events.append({"event": name, **fields})
+
+
+class NeverStopping:
+    stopping = False
+
+
+def failures(limit: int = 5) -> tuple[AgentFailures, Heard]:
+    heard = Heard()
+    return AgentFailures(limit, 0.001, heard, heard.said.append, NeverStopping(), lambda: None), heard
+
+
+def failed_run(said: str, exit_code: int = 1, turns: int = 0) -> AgentResult:
+    """A run that ended with `exit_code`, its last line `said`; `turns`: the model's turns seen."""
+    tracker = RunTracker()
+    tracker.turns = turns
+    log = Path("build/ralph-logs/ralph-run.log")
+    return AgentResult(RunResult(exit_code, None, 0.1, log, [said]), tracker, log)
+
+
+def test_a_usage_error_before_the_agent_did_anything_ends_the_run_after_two_runs():
+    judge, heard = failures()
+    usage = "error: unknown option '--frobnicate'"
+    assert judge.judge(failed_run(usage, exit_code=2), "PLAN", None) is Judgement.AGAIN
+    with pytest.raises(AgentFailing) as failing:
+        judge.judge(failed_run(usage, exit_code=2), "PLAN", None)
+    assert str(failing.value).startswith(
+        "the agent failed the same way twice without doing anything (exit 2)"
+    )
+    assert usage in failing.value.lines
+    assert [e["judgement"] for e in heard.events] == ["again", "agent_failing"]
+
+
+def test_the_same_error_on_two_tasks_is_the_agents_whatever_the_task_is_called():
+    judge, _ = failures()
+    judge.good()  # the agent worked before: an error on one task is that task's
+    first = failed_run("Error: cannot read t-aaaa1 (Parse input): EACCES", turns=3)
+    assert judge.judge(first, "BUILD", "t-aaaa1", ["Parse input"]) is Judgement.TASK_ERROR
+    second = failed_run("Error: cannot read t-bbbb2 (Compute result): EACCES", turns=3)
+    with pytest.raises(AgentFailing) as failing:
+        judge.judge(second, "BUILD", "t-bbbb2", ["Compute result"])
+    assert "the same way on BUILD t-aaaa1 and on BUILD t-bbbb2" in str(failing.value)
+
+
+def test_an_error_on_one_task_of_an_agent_that_works_is_that_tasks_and_ends_no_run():
+    judge, _ = failures(limit=2)
+    for number in range(1, 6):  # more than the limit: none of them counts against it
+        said = f"git apply of commit {number:02d} failed: error: tally/words.py: patch does not apply"
+        judged = judge.judge(failed_run(said, turns=2), "BUILD", f"t-replay{number:02d}")
+        assert judged is Judgement.TASK_ERROR
+    assert judge.in_a_row == 0
+
+
+def test_an_error_with_no_turn_is_a_tasks_once_an_earlier_run_of_the_construct_did_something():
+    judge, _ = failures()
+    assert judge.judge(failed_run("cannot apply"), "BUILD", "t-one") is Judgement.AGAIN
+    judge.good()
+    assert judge.judge(failed_run("cannot apply"), "BUILD", "t-one") is Judgement.TASK_ERROR
+
+
+def test_an_error_that_is_not_a_builds_is_run_again_once_then_ends_the_run():
+    judge, _ = failures()
+    judge.good()
+    said = "Error: the verifier's tool crashed"
+    assert judge.judge(failed_run(said, turns=4), "VERIFY", "t-one") is Judgement.AGAIN
+    with pytest.raises(AgentFailing):
+        judge.judge(failed_run(said, turns=4), "VERIFY", "t-one")
+
+
+def test_a_crash_signal_is_waited_out_until_too_many_in_a_row():
+    judge, heard = failures(limit=3)
+    for _ in range(2):
+        crashed = failed_run("Segmentation fault", exit_code=-11)
+        assert judge.judge(crashed, "BUILD", "t-one") is Judgement.WAIT
+        assert judge.wait(crashed, "BUILD", "t-one", Judgement.WAIT)
+    assert "killed by SIGSEGV" in heard.said[0] and "running it again in 0.001s" in heard.said[0]
+    with pytest.raises(AgentFailing) as failing:
+        judge.judge(failed_run("Segmentation fault", exit_code=139), "BUILD", "t-two")  # 128 + 11
+    assert str(failing.value).startswith("the agent failed 3 times in a row")
+
+
+def test_two_runs_of_one_error_are_one_error_whatever_time_and_ids_they_print():
+    one = error_mark(["2026-11-29T01:02:03Z request 0123abcd89ef failed after 1.5s in /tmp/x1"], ["t-a"])
+    two = error_mark(["2026-11-30T11:12:13Z request fedc3210aa55 failed after 12s in /tmp/y2"], ["t-b"])
+    assert one == two
+    assert error_mark(["commit 07 does not apply"], []) != error_mark(["commit 08 does not apply"], [])
+
+
+def test_a_usage_error_ends_the_run_after_two_runs_without_waiting_or_spending_an_attempt(project):
+    """A usage error says the same on every task and changes nothing: not a crash to wait out and
+    not the task's fault. The run ends AGENT_FAILING after the second run, with its lines."""
+    config_set(project, "agent_retry_ms", "5m")  # a wait would hold the test for minutes
+    add_tasks(project, "Parse input [usage-error]", "Compute result [usage-error]")
+
+    done = construct(project, "--parallel", "1")
+
+    assert done.returncode == 12, done.stdout + done.stderr
+    assert done.stdout.startswith("ralph: AGENT_FAILING: the agent failed the same way"), done.stdout
+    assert "error: unknown option '--frobnicate' (see --help)" in done.stdout
+    assert "running it again once more (not an attempt)" in done.stderr
+    builds = [e for e in events(project) if e["event"] == "agent_begin" and e["stage"] == "BUILD"]
+    assert len(builds) == 2
+    tasks = [r for r in plan_records(project) if r["t"] == "task"]
+    assert all(task.get("attempts", 0) == 0 for task in tasks)
+    assert_clean(project)

@@ -25,6 +25,7 @@ from tests.support.construct import (
     with_app_spec,
 )
 from tests.support.gitrepo import git
+from tests.support.hooks import config_set
 
 
 @pytest.fixture
@@ -354,3 +355,51 @@ def test_a_worktree_the_branch_moved_past_before_its_first_attempt_is_made_again
     assert sorted(e["item"] for e in attempts) == sorted(ids) and not any(e["behind"] for e in attempts)
     assert {r["id"] for r in plan_records(project) if r["t"] == "accept"} == set(ids)
     assert not [e for e in events(project) if e["event"] == "build_failed"]
+
+
+# Every build fails its gate; First's waits until a build beside it has failed and was held back
+# as a stale base (the journal says so), so that its neighbour fails while it runs.
+FAILS_BESIDE_FIRST_AGENT = r"""
+import json, os, pathlib, sys, time
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    name = json.loads(ralph("task", "show", task))["name"]
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("FAIL: never right\n")
+    journal = pathlib.Path(os.environ["PROJECT"], "build", "ralph-logs", "events.jsonl")
+    waited = 0.0
+    while name == "First" and waited < 60 and "build_stale_base" not in journal.read_text():
+        time.sleep(0.05)
+        waited += 0.05
+    with open(os.environ["RUNS"], "a") as runs:
+        runs.write(json.dumps({"task": task}) + "\n")
+    ralph("task", "done", task)
+"""
+
+
+def test_a_failure_held_back_beside_a_neighbour_counts_when_the_neighbour_changed_no_code(project, tmp_path):
+    """Second fails while First builds: it may lack First's change, so it is not counted yet. First
+    fails too and merges nothing: rebuilt on the same code, Second would fail the same way, so its
+    held-back failure counts, and it has exactly its max_attempts builds."""
+    config_set(project, "max_attempts", "2")
+    first, second = add(project, {"name": "First"}, {"name": "Second"})
+    agent = tmp_path / "agent.py"
+    agent.write_text(FAILS_BESIDE_FIRST_AGENT)
+    runs = tmp_path / "runs.jsonl"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(runs), "PROJECT": str(project)}
+
+    construct(project, "--parallel", "2", "--max-iterations", "1", "--sandbox=off", agent=command, env=env)
+
+    built = [json.loads(line)["task"] for line in runs.read_text().splitlines()]
+    assert built.count(second) == 2 and built.count(first) == 2
+    journal = events(project)
+    held = [e for e in journal if e["event"] == "build_stale_base"]
+    assert [(e["item"], e["moved"], e["waits_for"]) for e in held] == [(second, False, [first])]
+    counted = [e["attempts"] for e in journal if e["event"] == "build_failed" and e["item"] == second]
+    assert counted == [1, 2]
+    killed = {r["id"]: r.get("kill_reason") for r in plan_records(project) if r["t"] == "task"}
+    assert killed[second] is not None

@@ -154,6 +154,26 @@ class RecordingTree:
         self.commits: list[tuple[str, list[str], str | None]] = []
         self.committed_plans: list[bytes] = []  # the plan as each commit has it
         self.set_aside_logs: list[Path] = []
+        self.deferred: dict[str, int] = {}  # as the real one: task -> the code it was deferred on
+        self._waived: set[tuple[str, int]] = set()
+
+    @property
+    def code(self) -> int:
+        """The code's state: how many commits changed more than plan.jsonl."""
+        return sum(1 for _, paths, _ in self.commits if set(paths) - {PLAN_FILE})
+
+    def defer(self, task_id: str) -> bool:
+        if (task_id, self.code) in self._waived:
+            return False
+        self._waived.add((task_id, self.code))
+        self.wait_for_code(task_id)
+        return True
+
+    def wait_for_code(self, task_id: str) -> None:
+        self.deferred[task_id] = self.code
+
+    def waiting_for_code(self) -> set[str]:
+        return {task for task, code in self.deferred.items() if code == self.code}
 
     def rel(self, log: Path) -> Path:
         return log.relative_to(self.home) if log.is_absolute() else log
@@ -401,6 +421,64 @@ def test_a_build_whose_agent_never_marks_its_task_done_is_not_done(tmp_path: Pat
     failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
     assert [(e["item"], e["verdict"]) for e in failed] == [(task_id, Verdict.NOT_DONE)]
     assert ws.agents.gates == []  # no gate for a build its agent did not finish
+
+
+def needs_first(ws_box: list[Workspace], first: str = "First") -> Act:
+    """A builder that builds `first`, and any other task only once First's code is committed: until
+    then its agent reports an error (exit 1) and changes nothing, as an agent whose change needs
+    an earlier one does."""
+
+    def act(stage: Stage, item: str | None, cwd: Path | None) -> tuple[None, int] | None:
+        ws = ws_box[0]
+        name = next(task.name for task in ws.plan.tasks() if task.id == item)
+        if name != first and not any(f"{first}.py" in paths for _, paths, _ in ws.tree.commits):
+            return None, 1
+        ws.tree.dirty.add(f"{name}.py")
+        mark_done(ws.plan, item)
+        return None
+
+    return act
+
+
+def test_a_task_the_agent_cannot_do_yet_waits_uncounted_for_the_others_code(tmp_path: Path):
+    """Serially, tasks with no declared order: the agent cannot build Second before First's code
+    is in and says so. Second is not counted, not retried at once: First is built, then Second."""
+    box: list[Workspace] = []
+    ws = workspace(tmp_path, a_plan("Second", "First"), needs_first(box), max_attempts=3)
+    box.append(ws)
+    second, first = task_of(ws, "Second")["id"], task_of(ws, "First")["id"]
+
+    BuildStage(ws).run(1)
+
+    assert ws.agents.runs == [(Stage.BUILD, second), (Stage.BUILD, first), (Stage.BUILD, second)]
+    journal = read_events(tmp_path / "journal.jsonl")
+    assert [(e["item"], e["others"]) for e in journal if e["event"] == "build_deferred"] == [(second, 1)]
+    assert [e for e in journal if e["event"] == "build_failed"] == []  # no attempt counted
+    assert task_of(ws, "Second").get("attempts", 0) == 1 and task_of(ws, "Second")["verdict"] == "built"
+    assert [task for _, _, task in ws.tree.commits] == [first, second]
+
+
+def test_a_task_the_agent_never_can_do_counts_its_attempts_once_nothing_else_can_move_the_code(
+    tmp_path: Path,
+):
+    """Neither task can be built: Second is deferred once, while First might change the code; after
+    that each error is its task's failed attempt, never retried at once, and the same error twice
+    sends the task on to DECOMPOSE."""
+    box: list[Workspace] = []
+    ws = workspace(tmp_path, a_plan("Second", "First"), needs_first(box, first="Nothing"), max_attempts=3)
+    box.append(ws)
+    second, first = task_of(ws, "Second")["id"], task_of(ws, "First")["id"]
+
+    BuildStage(ws).run(1)
+
+    assert ws.agents.runs.count((Stage.BUILD, first)) == 2  # deferred, then counted: it never can
+    failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
+    assert {e["verdict"] for e in failed} == {Verdict.AGENT_ERROR}
+    for task_id in (first, second):
+        record = task_of(ws, "First" if task_id == first else "Second")
+        assert record["kill_reason"] == KillReason.REPEATED_FAILURE
+        assert "agent_error: the agent ended (exit 1) on this task" in record["gate_failure"]
+    assert ws.tree.commits == []
 
 
 # --- VERIFY --------------------------------------------------------------------------------------

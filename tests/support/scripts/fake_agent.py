@@ -22,11 +22,13 @@ misbehaviour:
                        its prompt quotes the argument
   [lazy-rebuild]       the second build marks the task done without changing a file, the third
                        fails the gate
-  [crash]              the first build exits 3 at once, changing nothing (the agent failed)
-  [crash-thrice]       the first three builds do
-  [crash-always]       every build does, saying why on stderr (a secret and an escape in it)
-  [costly-crash-thrice] the first three builds report their usage (they spent), then exit 3
+  [crash]              the first build is killed at once by a signal (SIGKILL, as the kernel's
+                       OOM killer does), changing nothing (the agent failed)
+  [crash-thrice]       the first three builds are
+  [crash-always]       every build is, saying why on stderr first (a secret and an escape in it)
+  [costly-crash-thrice] the first three builds report their usage (they spent), then are killed
                        changing nothing
+  [usage-error]        every build exits 2 at once with a usage error on stderr, the same each time
   [quit-once]          the first build writes part of its work, then exits 3 without marking
                        the task done (the attempt failed)
   [no-changes-once]    the first build marks the task done without changing a file
@@ -65,6 +67,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -152,6 +155,12 @@ def together(task_id: str, attempt: int) -> None:
         time.sleep(0.05)
 
 
+def crash() -> None:
+    """Killed by a signal, as a crash is: a transient failure that ralph waits out."""
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def build() -> int:
     current = task()
     name, task_id = current["name"], current["id"]
@@ -198,6 +207,9 @@ def build() -> int:
     if "[ask]" in name:
         ralph("ask", "Blue or green? The spec does not say.")
         return 0
+    if "[usage-error]" in name:
+        print("error: unknown option '--frobnicate' (see --help)", file=sys.stderr)
+        return 2
     crashes = {"[crash]": 1, "[crash-thrice]": 3, "[crash-always]": attempt}
     if any(marker in name and attempt <= count for marker, count in crashes.items()):
         print("fake agent: crashing", flush=True)
@@ -205,11 +217,11 @@ def build() -> int:
             f"Error: bad flag --frobnicate (run {attempt}) api_key=sk-fake0123456789abcdef \x1b[2J",
             file=sys.stderr,
         )
-        sys.exit(3)  # before its usage event: a crash reports nothing
+        crash()  # before its usage event: a crash reports nothing
     if "[costly-crash-thrice]" in name and attempt <= 3:
         usage_event()
         print("fake agent: crashing after spending", flush=True)
-        sys.exit(3)
+        crash()
     if "[quit-once]" in name and attempt == 1:
         Path("work").mkdir(exist_ok=True)
         Path("work", f"{task_id}.txt").write_text(f"ok {task_id} (half of it)\n")
