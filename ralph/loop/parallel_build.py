@@ -175,16 +175,17 @@ class ParallelBuilds:
             if self._removed_meanwhile(ws, checkout, task_id):
                 span.end(merged=False, removed=True)
                 return report
-            # The copy of the build's commit is recorded on the task by the merge itself.
+            # The copy of the build's commit is recorded on the task by the merge itself (only a
+            # build's: a question's commit is merged too, but it built nothing).
             try:
-                merged = self.ws.tree.merge_build(checkout, task_id, report.commits)
+                merged = self.ws.tree.merge_build(checkout, task_id, report.builds)
             except BranchSwitched:  # a person switched branches under the run: nothing merged
                 ws.tree.keep_draft(task_id, since=checkout.start)  # the build's work, on its draft
                 span.end(merged=False)
                 raise
             self.ws.plan.save_spending()
-            copies = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
-            report.commits = list(merged.commits.values())
+            copies = [merged.commits[commit] for commit in report.builds if commit in merged.commits]
+            report.commits, report.builds = list(merged.commits.values()), copies
             if merged.conflicts:
                 self._conflict(ws, task_id, checkout, merged.conflicts, report)
             elif copies:

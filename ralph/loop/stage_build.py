@@ -379,6 +379,7 @@ class BuildStage:
         commit = self.tree.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE}, task_id)
         if commit:
             report.commits.append(commit)
+            report.builds.append(commit)
 
     def _record_failure(self, task_id: str, failure: Failure, result: AgentResult) -> int:
         """The attempt failed: back to pending with its verdict and the reason; the code stays for
