@@ -277,7 +277,9 @@ class BuildStage:
         changed = self._the_builds(result.changed, "by the gate")
         self.tree.building |= changed - {PLAN_FILE}
         span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
-        self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.agents.rel(log)))
+        self.ws.console.gate(
+            task["id"], gate.ok, gate.summary, str(self.agents.rel(log)), tagged=self.tree.in_worktree
+        )
         if not gate.ok:
             return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.agents.rel(log))), set()
         refused = None
@@ -359,7 +361,9 @@ class BuildStage:
         result = self.agents.gate([str(hook)], log)
         span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
         relative = str(self.agents.rel(log))
-        self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
+        self.ws.console.gate(
+            task_id, result.ok, result.summary, relative, what="pre-commit hook", tagged=self.tree.in_worktree
+        )
         if result.ok:
             return None
         refusal = f"the pre-commit hook refused the build:\n{result.summary}"
@@ -401,7 +405,9 @@ class BuildStage:
         words, reason = VERDICT_WORDS[failure.verdict], failure.text.removeprefix(f"{failure.verdict}: ")
         report.failed.append(f"{task_id} attempt {attempts}: {words}: {gist(reason)}")
         shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
-        self.ws.console.verdict("BUILD", task_id, f"attempt {attempts} failed ({words})", shown)
+        # In a worktree, builds run side by side: their lines name their task.
+        said = f"attempt {attempts} failed ({words})"
+        self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
 
     def _rejected_too_often(self, plan, task_id: str) -> bool:
         """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
