@@ -91,6 +91,14 @@ def run_cost(usage: Usage, model: str | None, overrides: dict | None = None) -> 
     )
 
 
+def known_cost(cost_usd: float, known_runs: int, unknown_runs: int) -> float | None:
+    """What runs cost as a report gives it: the sum of the known costs, or None when runs were made
+    and none of their costs is known (unknown, which $0 would misstate)."""
+    if unknown_runs and not known_runs:
+        return None
+    return round(cost_usd, 6)
+
+
 class Spending:
     """Tokens and cost of a construct run so far, in all and per stage and per item, and its
     budgets (money, tokens).
