@@ -23,7 +23,7 @@ from ralph.loop.agent_runs import Deadline
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Solo
-from ralph.loop.cost import CostSpent, TokensSpent, known_cost
+from ralph.loop.cost import CostSpent, CostUnknown, TokensSpent, known_cost
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
@@ -88,6 +88,7 @@ class Ending(StrEnum):
     NO_PROGRESS = "no_progress"  # STUCK: NO_PROGRESS_LIMIT iterations in a row changed nothing
     CHECK_STOPPED = "check_stopped"  # STUCK: the spec check was stopped (time, context), nothing kept
     CHECK_FAILED = "check_failed"  # STUCK: the spec check's agent failed (see its log), nothing kept
+    COST_UNKNOWN = "cost_unknown"  # MAX_COST: a run's cost was unknown, so the money budget cannot hold
 
 
 _AGENT_OUTCOMES: dict[type, Outcome] = {
@@ -224,6 +225,8 @@ class Loop:
 
     def _money_or_tokens_spent(self, exc: CostSpent | TokensSpent) -> tuple[Outcome, str]:
         outcome = Outcome.MAX_COST if isinstance(exc, CostSpent) else Outcome.MAX_TOKENS
+        if isinstance(exc, CostUnknown):
+            self.ending = Ending.COST_UNKNOWN
         message = str(exc)
         if exc.stopped_run:  # a running agent passed the budget: as after Ctrl-C, its work waits
             with deferred_signals():
@@ -438,7 +441,7 @@ class Loop:
 
     def _prepare(self, needs_gate: bool) -> Workspace:
         # The same checks `--dry-run` lists (ralph/loop/preflight.py); here the first one stops the run.
-        for refusal in preflight.start_problems(self.root, self.settings, needs_gate):
+        for refusal in preflight.start_problems(self.root, self.settings, needs_gate, self.runner.adapter):
             raise refusal
         self._settle_interrupted_changes()  # before anything reads the plan or the work tree
         with open(self.journal.path, "a", encoding="utf-8"):
