@@ -58,6 +58,10 @@ class Adapter:
     # ralph's sandbox (ralph/loop/sandbox.py), where the rest of $HOME is read-only. A folder
     # (a trailing /) is made when missing, as the CLI would make it on its first run.
     state_paths: tuple[str, ...] = ()
+    # Whether the CLI reports each run's cost (Claude's result, opencode's steps): True; never
+    # (codex, gemini): False, so a run is priced by its model or unknown; None: ralph cannot know
+    # in advance (a command of yours). `--max-cost` is refused up front only on False.
+    reports_cost: bool | None = None
 
     def invocation(
         self, prompt: str, prompt_file: str, env: dict[str, str], model: str | None = None

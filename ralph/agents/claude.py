@@ -15,6 +15,7 @@ class ClaudeAdapter(CliAdapter):
     auth_hint = "log in by running `claude` once, or set ANTHROPIC_API_KEY"
     install_hint = "npm install -g @anthropic-ai/claude-code"
     state_paths = (".claude/", ".claude.json")
+    reports_cost = True  # total_cost_usd in its result event
     default_context_window = 200_000
 
     def invocation(

@@ -26,6 +26,7 @@ class CodexAdapter(CliAdapter):
     auth_hint = "run `codex login`, or set OPENAI_API_KEY"
     install_hint = "npm install -g @openai/codex"
     state_paths = (".codex/",)
+    reports_cost = False  # turn.completed has tokens only
     default_context_window = 272_000
 
     def invocation(

@@ -28,6 +28,7 @@ class GeminiAdapter(CliAdapter):
     auth_hint = "set GEMINI_API_KEY, or log in by running `gemini` once"
     install_hint = "npm install -g @google/gemini-cli"
     state_paths = (".gemini/",)
+    reports_cost = False  # its result's stats are tokens only
     default_context_window = 1_000_000
 
     def invocation(

@@ -30,6 +30,7 @@ class OpencodeAdapter(CliAdapter):
     auth_hint = "run `opencode auth login`"
     install_hint = "npm install -g opencode-ai"
     state_paths = (".config/opencode/", ".local/share/opencode/", ".local/state/opencode/")
+    reports_cost = True  # each step_finish's cost
     default_context_window = 200_000
 
     def invocation(

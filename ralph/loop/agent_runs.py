@@ -250,7 +250,10 @@ class AgentRuns:
         usage = result.tracker.usage
         model = self.settings.model_for(stage) or result.tracker.model
         cost = run_cost(usage, model, self.settings.prices)
-        self.spending.add(str(stage), item, usage.total, cost, model)
+        unholdable = self.spending.add(str(stage), item, usage.total, cost, model)
+        if unholdable is not None:  # said now: runs going finish, and the loop ends after them
+            self.journal.event("cost_unknown", stage=str(stage), item=item, model=model)
+            self.console.event(str(unholdable))
         self.console.status(iteration, stage, item or "", self.tokens)
         spending = self.spending
         self.console.spent(self.tokens, spending.cost_usd, spending.known_runs, spending.unknown_runs)

@@ -103,7 +103,11 @@ class Console:
             took = clock(time.time() - run.started)
             self.event(f"{_what(run.stage, run.item)}: agent {outcome} ({took})")
 
-    def gate(self, item: str, ok: bool, summary: str, log: str, what: str = "gate") -> None:
+    def gate(
+        self, item: str, ok: bool, summary: str, log: str, what: str = "gate", tagged: bool = False
+    ) -> None:
+        """A gate's (or hook's) result; a failed one's picked lines below it. `tagged`: each line
+        names the item too, for builds running side by side, whose lines interleave."""
         summary = redact(summary)  # before its lines are cut
         lines = [line.rstrip() for line in summary.strip().splitlines() if line.strip()]
         with self._lock:
@@ -111,16 +115,18 @@ class Console:
         verdict = "passed" if ok else ("REFUSED" if what != "gate" else "FAILED")
         self.event(f"{what} for {item}: {verdict}" + ("" if ok else f", log {log}"))
         if not ok:  # why: the lines the gate picked (its errors and the end of its output)
+            mark = _continued(item if tagged else None)
             for line in lines[:EVENT_LINES]:
-                self.event(f"  | {line[:200]}")
+                self.event(f"{mark}{line[:200]}")
 
-    def verdict(self, stage: str, item: str, verdict: str, reason: str = "") -> None:
+    def verdict(self, stage: str, item: str, verdict: str, reason: str = "", tagged: bool = False) -> None:
         """What a stage concluded about an item (VERIFY: accepted, rejected; BUILD: why an
-        attempt failed), with the reason's first lines."""
+        attempt failed), with the reason's first lines (`tagged`: each naming the item)."""
         lines = [line.rstrip() for line in reason.strip().splitlines() if line.strip()]
         self.event(f"{stage} {item}: {verdict}" + (f": {lines[0][:200]}" if lines else ""))
+        mark = _continued(item if tagged else None)
         for line in lines[1:EVENT_LINES]:
-            self.event(f"  | {line[:200]}")
+            self.event(f"{mark}{line[:200]}")
 
     def limit_wait(self, text: str) -> None:
         """A rate or usage limit being waited out: shown until the next agent run starts."""
@@ -137,6 +143,12 @@ class Console:
     def _rows(self, width: int, height: int) -> list:
         with self._lock:
             return drawing.view_rows(self.view, time.time(), width)
+
+
+def _continued(item: str | None) -> str:
+    """How a line that continues an item's event starts: "  | ", or "  <item> | " where the lines
+    of several items' events come in between each other."""
+    return f"  {item} | " if item else "  | "
 
 
 def _what(stage: str, item: str | None) -> str:

@@ -23,7 +23,7 @@ from ralph.loop.agent_runs import Deadline
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Solo
-from ralph.loop.cost import CostSpent, TokensSpent
+from ralph.loop.cost import CostSpent, CostUnknown, TokensSpent, known_cost
 from ralph.loop.hooks import Hooks
 from ralph.loop.journal import Journal
 from ralph.loop.limits import AgentAuthFailed, LimitTooLong
@@ -88,6 +88,7 @@ class Ending(StrEnum):
     NO_PROGRESS = "no_progress"  # STUCK: NO_PROGRESS_LIMIT iterations in a row changed nothing
     CHECK_STOPPED = "check_stopped"  # STUCK: the spec check was stopped (time, context), nothing kept
     CHECK_FAILED = "check_failed"  # STUCK: the spec check's agent failed (see its log), nothing kept
+    COST_UNKNOWN = "cost_unknown"  # MAX_COST: a run's cost was unknown, so the money budget cannot hold
 
 
 _AGENT_OUTCOMES: dict[type, Outcome] = {
@@ -111,9 +112,11 @@ class Report:
     stopped: list[str] = field(default_factory=list)  # agent runs stopped (time, context) and what came of it
     questions: list[str] = field(default_factory=list)  # open questions of the spec, for a person
     failed: list[str] = field(default_factory=list)  # failed build attempts and VERIFY's rejections, and why
-    cost_usd: float = 0.0  # of the runs whose cost is known
+    cost_usd: float | None = 0.0  # of the runs whose cost is known; None: no run's is (unknown, not $0)
     unknown_cost_runs: int = 0
-    by_stage: dict = field(default_factory=dict)  # stage -> runs, tokens, cost_usd, unknown_runs
+    by_stage: dict = field(
+        default_factory=dict
+    )  # stage -> runs, tokens, cost_usd (None: unknown), unknown_runs
     by_task: dict = field(default_factory=dict)  # task or issue id -> the same
     resume: str = ""  # the command that goes on from here (set by the command line)
     agent_error: list[str] = field(default_factory=list)  # AGENT_FAILING: the agent's last lines, redacted
@@ -222,6 +225,8 @@ class Loop:
 
     def _money_or_tokens_spent(self, exc: CostSpent | TokensSpent) -> tuple[Outcome, str]:
         outcome = Outcome.MAX_COST if isinstance(exc, CostSpent) else Outcome.MAX_TOKENS
+        if isinstance(exc, CostUnknown):
+            self.ending = Ending.COST_UNKNOWN
         message = str(exc)
         if exc.stopped_run:  # a running agent passed the budget: as after Ctrl-C, its work waits
             with deferred_signals():
@@ -436,7 +441,7 @@ class Loop:
 
     def _prepare(self, needs_gate: bool) -> Workspace:
         # The same checks `--dry-run` lists (ralph/loop/preflight.py); here the first one stops the run.
-        for refusal in preflight.start_problems(self.root, self.settings, needs_gate):
+        for refusal in preflight.start_problems(self.root, self.settings, needs_gate, self.runner.adapter):
             raise refusal
         self._settle_interrupted_changes()  # before anything reads the plan or the work tree
         with open(self.journal.path, "a", encoding="utf-8"):
@@ -568,8 +573,9 @@ class Loop:
         report.agent_error = self.agent_error
         self._add_items(report)
         if spent is not None:
-            report.cost_usd, report.unknown_cost_runs = round(spent.cost_usd, 6), spent.unknown_runs
-            report.by_stage, report.by_task = spent.by_stage, spent.by_item
+            report.cost_usd = known_cost(spent.cost_usd, spent.known_runs, spent.unknown_runs)
+            report.unknown_cost_runs = spent.unknown_runs
+            report.by_stage, report.by_task = _known_rows(spent.by_stage), _known_rows(spent.by_item)
         return report
 
     def _add_items(self, report: Report) -> None:
@@ -615,6 +621,18 @@ class Loop:
         except PlanInvalid as exc:
             return [f"plan.jsonl does not load: {exc}"]
         return remaining_lines(plan, self.settings.spec)
+
+
+def _known_rows(table: dict[str, dict]) -> dict[str, dict]:
+    """Spending rows (stage or item -> runs, tokens, cost_usd, unknown_runs) as the report gives
+    them: a row none of whose runs' cost is known has cost_usd None."""
+    return {
+        key: {
+            **row,
+            "cost_usd": known_cost(row["cost_usd"], row["runs"] - row["unknown_runs"], row["unknown_runs"]),
+        }
+        for key, row in table.items()
+    }
 
 
 def _no_plan(planned: StageReport) -> tuple[Ending, str]:

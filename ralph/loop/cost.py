@@ -5,7 +5,9 @@ A run's cost is the amount its CLI reports, else its tokens at the model's price
 never a guessed zero. The money budget (--max-cost) and the token budget (--max-tokens) are held
 two ways: a run starts only when the budget would still hold with it (`Spending.admit`), and a
 running run whose streamed tokens, priced as they come, pass the budget is stopped
-(`Spending.stream`)."""
+(`Spending.stream`). A money budget that cannot be held is not pretended to be: refused before the
+run where ralph can tell (`unpriced_models`), and no run starts after one whose cost is unknown
+(CostUnknown), unless a token budget bounds the run."""
 
 from __future__ import annotations
 
@@ -29,6 +31,16 @@ _LIBRARY_KEYS = {
 class CostSpent(BudgetSpent):
     """The money budget would be passed: the loop ends with MAX_COST. `stopped_run`: a running
     agent was stopped for it, so its unfinished work must be set aside."""
+
+
+class CostUnknown(CostSpent):
+    """A run's cost turned out unknown (no reported cost, no price for its model) under a money
+    budget and no token budget: nothing bounds what the next runs spend, so none starts; the loop
+    ends with MAX_COST. `model`: the run's (None: the agent CLI's default)."""
+
+    def __init__(self, message: str, model: str | None):
+        super().__init__(message)
+        self.model = model
 
 
 class TokensSpent(BudgetSpent):
@@ -75,6 +87,19 @@ def library_price(model: str) -> dict | None:
     return found if {"input", "output"} <= set(found) else None
 
 
+def unpriced_models(
+    models: dict[str, str | None], overrides: dict | None = None
+) -> dict[str | None, list[str]]:
+    """Of each stage's model (stage -> model; None: the agent CLI's default, which ralph cannot
+    name), those with no known price, each with its stages: what a CLI that reports no cost would
+    leave of unknown cost."""
+    unpriced: dict[str | None, list[str]] = {}
+    for stage, model in models.items():
+        if price_of(model, overrides) is None:
+            unpriced.setdefault(model, []).append(stage)
+    return unpriced
+
+
 def run_cost(usage: Usage, model: str | None, overrides: dict | None = None) -> float | None:
     """The run's cost in USD, or None when neither the CLI nor a price says it."""
     if usage.cost_usd is not None:
@@ -89,6 +114,14 @@ def run_cost(usage: Usage, model: str | None, overrides: dict | None = None) -> 
         + usage.cache_read_tokens * per_token.get("cache_read", per_token["input"])
         + usage.cache_creation_tokens * per_token.get("cache_creation", per_token["input"])
     )
+
+
+def known_cost(cost_usd: float, known_runs: int, unknown_runs: int) -> float | None:
+    """What runs cost as a report gives it: the sum of the known costs, or None when runs were made
+    and none of their costs is known (unknown, which $0 would misstate)."""
+    if unknown_runs and not known_runs:
+        return None
+    return round(cost_usd, 6)
 
 
 class Spending:
@@ -123,6 +156,9 @@ class Spending:
         self.by_stage: dict[str, dict] = {}
         self.by_item: dict[str, dict] = {}
         self.unsaved: dict[str, dict] = {}  # per stage, not yet written to the plan's state record
+        # The first run of unknown cost under a money budget that no token budget backs: no run
+        # starts after it (CostUnknown).
+        self.cost_unknown: CostUnknown | None = None
         self._lock = threading.Condition()
 
     @property
@@ -140,6 +176,8 @@ class Spending:
 
     def _over_budget(self) -> BudgetSpent | None:
         """With the runs going and one more, each at least the largest run so far."""
+        if self.cost_unknown is not None:  # a fresh one for each refusal: threads raise their own
+            return CostUnknown(str(self.cost_unknown), self.cost_unknown.model)
         streams = self.streamed.values()
         if self.max_cost_usd is not None and self.known_runs:
             one = self.largest_cost
@@ -166,9 +204,9 @@ class Spending:
             while True:
                 if not self.budgeted:
                     break
-                cost_unknown = self.max_cost_usd is not None and not self.known_runs
-                tokens_unknown = self.max_tokens is not None and not self.ended_runs
-                if self.running and (cost_unknown or tokens_unknown):
+                no_cost_yet = self.max_cost_usd is not None and not self.known_runs
+                no_tokens_yet = self.max_tokens is not None and not self.ended_runs
+                if self.running and (no_cost_yet or no_tokens_yet):
                     self._lock.wait(timeout=1.0)  # nothing to judge by yet: one run at a time
                     continue
                 over = self._over_budget()
@@ -219,22 +257,25 @@ class Spending:
 
     def add(
         self, stage: str, item: str | None, tokens: int, cost_usd: float | None, model: str | None = None
-    ) -> None:
-        """A run ended (one admit() each). `model`: the one it ran with, shown per stage."""
+    ) -> CostUnknown | None:
+        """A run ended (one admit() each). `model`: the one it ran with, shown per stage. Returns
+        why no run starts from now on when it is this run that made the money budget unholdable."""
         with self._lock:
             self._lock.notify_all()
             self._admitted.discard(threading.get_ident())
             self.streamed.pop(threading.get_ident(), None)
-            self._count(stage, item, tokens, cost_usd, model)
+            return self._count(stage, item, tokens, cost_usd, model)
 
     def _count(
         self, stage: str, item: str | None, tokens: int, cost_usd: float | None, model: str | None
-    ) -> None:
+    ) -> CostUnknown | None:
         self.ended_runs += 1
         self.tokens += tokens
         self.largest_tokens = max(self.largest_tokens, tokens)
+        unholdable = None
         if cost_usd is None:
             self.unknown_runs += 1
+            unholdable = self._cannot_hold(stage, item, model)
         else:
             self.known_runs += 1
             self.cost_usd += cost_usd
@@ -251,6 +292,22 @@ class Spending:
                 row["cost_usd"] = round(row["cost_usd"] + cost_usd, 6)
         if model:  # not in the plan's record (unsaved): the report's, for this run
             self.by_stage[stage]["model"] = model
+        return unholdable
+
+    def _cannot_hold(self, stage: str, item: str | None, model: str | None) -> CostUnknown | None:
+        """A run of unknown cost: under a money budget alone, the budget cannot be held from now on.
+        The refusal, when this run is the first to make it so."""
+        if self.max_cost_usd is None or self.max_tokens is not None or self.cost_unknown is not None:
+            return None
+        run = f"{stage} {item}" if item else stage
+        named = f"model {model}" if model else "the agent CLI's default model"
+        self.cost_unknown = CostUnknown(
+            f"the money budget (${self.max_cost_usd:g}) cannot be held: the cost of {run} is unknown"
+            f" (no cost reported, no price known for {named}), so no further run starts; give its price"
+            " in the config's `prices` (USD per million tokens) or bound the run with --max-tokens",
+            model,
+        )
+        return self.cost_unknown
 
     def take_unsaved(self) -> dict[str, dict]:
         """What was spent per stage since the last call, for the plan's state record."""

@@ -16,7 +16,8 @@ from ralph.loop.live import Row, _seg
 
 TRANSCRIPT_LINES = 8  # of the picked agent, at most
 KEYS = "↑↓/jk scroll events · 1-9/tab pick agent · q quit"
-_SKIPPED = {"usage", "spent", "progress"}  # shown in the header, not as events
+# Shown in the header, not as events; or said by another event (a gate cut short: its gate_end).
+_SKIPPED = {"usage", "spent", "progress", "gate_cut_short"}
 
 
 def event_text(event: dict[str, Any]) -> str | None:
@@ -32,7 +33,7 @@ def event_text(event: dict[str, Any]) -> str | None:
         how = "error" if event.get("is_error") else how
         text = f"{what}: agent ended ({how})"
     elif kind in ("gate_end", "hook_end"):
-        verdict = "passed" if event.get("ok") else "FAILED"
+        verdict = "cut short" if event.get("cut_short") else "passed" if event.get("ok") else "FAILED"
         text = f"{'gate' if kind == 'gate_end' else 'pre-commit hook'} for {event.get('item')}: {verdict}"
     elif kind == "iteration_begin":
         text = f"iteration {event.get('iteration')}"

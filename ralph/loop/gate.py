@@ -18,6 +18,9 @@ class GateResult:
     ok: bool
     summary: str  # why it failed (see FailingLines), the end of its output, or why it could not run
     log_path: Path
+    # The loop's stop (a signal, a spent budget: Supervisor.stop_all) ended it, or kept it from
+    # starting: no verdict on the build, whatever it had printed.
+    cut_short: bool = False
 
 
 def gate_env() -> dict[str, str]:
@@ -49,6 +52,8 @@ def run_gate(
     except ChildNotFound as exc:
         return GateResult(False, f"the gate could not start: {exc}", log_path)
     explained = "\n".join(sieve.lines())
+    if result.stop_reason == StopReason.INTERRUPTED:
+        return GateResult(False, f"`{shown}` was cut short: ralph is stopping", log_path, cut_short=True)
     if result.stop_reason == StopReason.TIMEOUT:
         said = f"`{shown}` timed out after {timeout_s:g}s"
         return GateResult(False, f"{said}:\n{explained}" if explained else said, log_path)

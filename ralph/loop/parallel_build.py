@@ -11,6 +11,7 @@ from ralph.loop.agent_runs import TreeRemoved
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.signals import deferred_signals
+from ralph.loop.supervisor import BudgetSpent
 from ralph.loop.work_tree import BuildCheckout, CheckoutBehind, StaleBase
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.plan.records import Stage
@@ -64,11 +65,15 @@ class ParallelBuilds:
         self.held: dict[str, set[str]] = {}  # task id -> the neighbours it waits for
         self._rank: dict[str, int] = {}  # each task's place in the order ready() first gave it
         self._unjudged: dict[str, Unjudged] = {}  # written by the builds' threads, each its own task
+        # A budget refused a run: no build starts, those going end (read by the builds' threads).
+        self.winding_down = False
 
     def run(self) -> None:
         """A build's slot frees once its agent and gate are done, before its merge: merges wait
         for each other (one work tree), and the next agent need not wait for them. A built task
-        keeps its scope until merged, and tasks that depend on it wait for its merge."""
+        keeps its scope until merged, and tasks that depend on it wait for its merge. A budget
+        that refuses a run winds the builds down (`_absorb`); a stop signal, a budget a running
+        agent passed or an error stops them all."""
         import queue
         from concurrent.futures import ThreadPoolExecutor
 
@@ -76,9 +81,11 @@ class ParallelBuilds:
         pool = ThreadPoolExecutor(max_workers=2 * slots)  # the builds, and the built waiting to merge
         building, merging = self.building, self.merging
         news: queue.SimpleQueue = queue.SimpleQueue()  # ("built" | "ended", task id, future)
+        refused: list[BudgetSpent] = []
         try:
             while True:
-                for task in self._startable([*building.values(), *merging.values()], slots - len(building)):
+                free = 0 if refused else slots - len(building)
+                for task in self._startable([*building.values(), *merging.values()], free):
                     building[task["id"]] = task
                     self._start(pool, task["id"], news)
                 if not building and not merging:
@@ -92,7 +99,8 @@ class ParallelBuilds:
                     continue
                 building.pop(task_id, None)
                 merging.pop(task_id, None)
-                self.report.absorb(future.result())  # raises what the build raised
+                if self._absorb(future, refused):
+                    continue
                 if task_id in self._stale:  # built again once the builds beside it are done
                     self._stale.discard(task_id)
                     self.held[task_id] = {*building, *merging, *self._ahead_of(task_id)}
@@ -103,6 +111,24 @@ class ParallelBuilds:
                 pool.shutdown(wait=True)  # each build sets its changes aside and removes its worktree
             raise
         pool.shutdown(wait=True)
+        if refused:
+            raise refused[0]
+
+    def _absorb(self, future, refused: list[BudgetSpent]) -> bool:
+        """Add what an ended build reported, or raise what it raised; but a budget's refusal to
+        start a run (the money, token or time budget would be passed) winds the builds down
+        instead (True): none starts, and those going end as they would have, their gates and
+        merges included. They were admitted within the budget, and what passes its gate costs no
+        more to merge; stopping them would throw that away."""
+        try:
+            self.report.absorb(future.result())
+        except BudgetSpent as exc:
+            if exc.stopped_run:  # a running agent or gate passed it: every build stops
+                raise
+            refused.append(exc)
+            self.winding_down = True
+            return True
+        return False
 
     def _ahead_of(self, task_id: str) -> set[str]:
         """The tasks ready() gave before this one (the plan's order: priority, then position)."""
@@ -182,8 +208,8 @@ class ParallelBuilds:
             span = self.ws.journal.span("build", item=task_id, iteration=self.iteration, worker=worker)
             try:
                 self.lead.in_worktree(ws).build_task(task_id, self.iteration, report)
-                if self.ws.agents.stopping:
-                    raise KeyboardInterrupt  # the loop is stopping: nothing of it is merged
+                if self.ws.agents.stopping and not report.builds:
+                    raise KeyboardInterrupt  # the loop is stopping: what did not pass is set aside
                 self._commit_leftovers(ws, task_id)
             except StaleBase as stale:
                 self._wait_for_neighbours(ws, task_id, stale)
@@ -197,24 +223,29 @@ class ParallelBuilds:
                 span.end(merged=False, renewed=True)
                 raise
             except BaseException:
-                self._set_aside(ws, task_id)
+                self._set_aside(ws, task_id, checkout.start)
                 span.end(merged=False)
                 raise
+            # Passed its gate: merged even when the loop is stopping (a spent budget, a signal). A
+            # merge costs no agent run, and work that passed is never thrown away.
             built()
             if self._removed_meanwhile(ws, checkout, task_id):
                 span.end(merged=False, removed=True)
                 return report
-            # The copy of the build's commit is recorded on the task by the merge itself.
+            # The copy of the build's commit is recorded on the task by the merge itself (only a
+            # build's: a question's commit is merged too, but it built nothing).
             try:
-                merged = self.ws.tree.merge_build(checkout, task_id, report.commits)
+                merged = self.ws.tree.merge_build(checkout, task_id, report.builds)
             except BranchSwitched:  # a person switched branches under the run: nothing merged
                 ws.tree.keep_draft(task_id, since=checkout.start)  # the build's work, on its draft
                 span.end(merged=False)
                 raise
             self.ws.plan.save_spending()
-            copies = [merged.commits[commit] for commit in report.commits if commit in merged.commits]
-            report.commits = list(merged.commits.values())
-            if merged.conflicts:
+            copies = [merged.commits[commit] for commit in report.builds if commit in merged.commits]
+            report.commits, report.builds = list(merged.commits.values()), copies
+            if merged.conflicts and (self.ws.agents.stopping or self.winding_down):
+                self._keep_unmerged(ws, task_id, checkout, merged.conflicts)
+            elif merged.conflicts:
                 self._conflict(ws, task_id, checkout, merged.conflicts, report)
             elif copies:
                 self._merged(task_id, copies[-1])
@@ -230,16 +261,39 @@ class ParallelBuilds:
         if PLAN_FILE in changed:
             ws.tree.commit(f"ralph(build): {task_id} plan changes", {PLAN_FILE})
 
-    def _set_aside(self, ws: Workspace, task_id: str) -> None:
-        """A build stopped half way: its changes are kept as a patch beside a log and on the task's
-        draft branch (recorded on the task in a commit of the loop's: the stopping loop puts its
-        plan back as last committed), not merged."""
+    def _set_aside(self, ws: Workspace, task_id: str, start: str) -> None:
+        """A build stopped half way: its changes (those its branch committed since `start` too)
+        are kept as a patch beside a log and on the task's draft branch (recorded on the task in a
+        commit of the loop's: the stopping loop puts its plan back as last committed), not merged."""
         with deferred_signals():
             log = ws.agents.rel(ws.agents.new_log("unmerged", task_id))
-            draft = ws.tree.set_aside_as_draft(task_id, log, record=False)
+            draft = ws.tree.keep_draft(task_id, since=start)
+            ws.tree.set_aside(log)
             if draft:
                 self.ws.plan.record_draft(task_id, draft, commit=True)
-            self.ws.journal.event("build_not_merged", item=task_id, log=str(log))
+            self.ws.journal.event("build_not_merged", item=task_id, log=str(log), draft=draft)
+
+    def _keep_unmerged(self, ws: Workspace, task_id: str, checkout: BuildCheckout, files: list[str]) -> None:
+        """The loop is stopping (or winding down: no build starts again) and a build that passed
+        its gate does not merge (merged work changed the same files): kept on the task's draft
+        branch, recorded on the task (the report names it) and as a patch beside a log; no attempt
+        is counted, the next run builds it again, told of its draft."""
+        if self._removed_meanwhile(ws, checkout, task_id):  # during the merge: kept already
+            return
+        with deferred_signals():
+            log = self.ws.agents.rel(self.ws.agents.new_log("unmerged", task_id))
+            (self.ws.tree.home / log).write_bytes(checkout.tree.repo.patch(checkout.start))
+            draft = ws.tree.keep_draft(task_id, since=checkout.start)
+            if draft:
+                self.ws.plan.record_draft(task_id, draft, commit=True)
+            self.ws.journal.event(
+                "build_not_merged", item=task_id, log=str(log), draft=draft, conflicts=files
+            )
+        kept = f"on branch {draft} and in {log}" if draft else f"in {log}"
+        self.ws.console.event(
+            f"{task_id}: its build passed its gate but conflicts with merged work ({', '.join(files[:5])});"
+            f" kept {kept}, built again by the next run"
+        )
 
     def _wait_for_neighbours(self, ws: Workspace, task_id: str, stale: StaleBase) -> None:
         """The attempt failed on a stale base: not counted now; its changes are kept as a patch

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from ralph.agents.base import Adapter
 from ralph.errors import Busy, InvalidInput, RalphError, Refused
 from ralph.loop.agentrun import AgentRunner, AgentUnavailable
 from ralph.loop.gate import gate_problem
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.work_tree import BUILD_BRANCH_PREFIX
-from ralph.ops.settings import Settings
+from ralph.ops.settings import MODEL_STAGES, Settings
 from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
@@ -26,11 +27,16 @@ def agent_problem(runner: AgentRunner) -> AgentUnavailable | None:
     return None
 
 
-def start_problems(root: Path, settings: Settings, needs_gate: bool) -> Iterator[RalphError]:
+def start_problems(
+    root: Path, settings: Settings, needs_gate: bool, adapter: Adapter
+) -> Iterator[RalphError]:
     """What stops the run before it changes anything, in the order the run checks it. A generator:
     the real run stops at the first, before the later checks (the gate's `make -n`) run."""
     if not (root / settings.spec).is_file():
         yield InvalidInput(f"no spec file {settings.spec}")
+    unbounded = budget_problem(settings, adapter)
+    if unbounded:
+        yield unbounded
     repo = Repo(root)
     operation = repo.operation_in_progress()
     if operation:
@@ -46,6 +52,38 @@ def start_problems(root: Path, settings: Settings, needs_gate: bool) -> Iterator
     problem = gate_problem(settings.gate, root) if needs_gate else None
     if problem:
         yield Refused(f"{problem}; set --gate (or the config's gate), or --gate '' for none")
+
+
+def budget_problem(settings: Settings, adapter: Adapter) -> Refused | None:
+    """--max-cost that ralph can tell cannot be held: an agent CLI that never reports a cost, and a
+    stage's model with no known price (or none named: the CLI's default, which ralph cannot price).
+    A token budget bounds the run instead; a command of yours may report a cost (judged per run)."""
+    if settings.max_cost_usd is None or settings.max_tokens is not None or adapter.reports_cost is not False:
+        return None
+    from ralph.loop.cost import unpriced_models
+
+    unpriced = unpriced_models({stage: settings.model_for(stage) for stage in MODEL_STAGES}, settings.prices)
+    if not unpriced:
+        return None
+    shown = ", ".join(_model_and_stages(model, stages) for model, stages in unpriced.items())
+    fixes = []
+    named = [model for model in unpriced if model]
+    if named:
+        example = f'{{"{named[0]}": {{"input": USD, "output": USD}}}}'
+        fixes.append(f"give its price (per million tokens): ralph config set prices '{example}'")
+    if None in unpriced:
+        fixes.append("name a model ralph knows the price of (--model, --stage-model)")
+    return Refused(
+        f"--max-cost cannot be held: {adapter.name} reports no cost and ralph knows no price for {shown};"
+        f" {', '.join(fixes)}, or bound the run with --max-tokens"
+    )
+
+
+def _model_and_stages(model: str | None, stages: list[str]) -> str:
+    """ "model gpt-x (BUILD, VERIFY)", or "the CLI's default model" for stages that name none;
+    without the stages when it is every stage's."""
+    what = f"model {model}" if model else "the CLI's default model (none named)"
+    return what if len(stages) == len(MODEL_STAGES) else f"{what} ({', '.join(stages)})"
 
 
 def blocking_branch(repo: Repo) -> str | None:
@@ -85,6 +123,6 @@ def running_problem(root: Path) -> Busy | None:
 def all_problems(root: Path, settings: Settings, runner: AgentRunner, needs_gate: bool) -> list[RalphError]:
     """Every reason the real run would refuse to start, for --dry-run."""
     found: list[RalphError | None] = [agent_problem(runner), running_problem(root)]
-    found += start_problems(root, settings, needs_gate)
+    found += start_problems(root, settings, needs_gate, runner.adapter)
     found.append(dirty_problem(dirty_paths(root), settings))
     return [problem for problem in found if problem is not None]

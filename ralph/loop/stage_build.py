@@ -8,16 +8,20 @@ Context compaction continues the task in a fresh run."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from ralph.failures import gist
 from ralph.loop.agent_failures import error_lines
 from ralph.loop.agentrun import AgentResult, PlanProblem, ralph_command
+from ralph.loop.gate import GateResult
 from ralph.loop.job import Job
+from ralph.loop.journal import Span
 from ralph.loop.parallel_build import ParallelBuilds
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.prompts import data_block, excerpt, one_line, task_details
+from ralph.loop.supervisor import BudgetSpent
 from ralph.loop.work_tree import CheckoutBehind, StaleBase
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
@@ -325,11 +329,13 @@ class BuildStage:
             worker=self.agents.worker,
         )
         settings = self.ws.settings
-        gate = self.agents.gate(settings.gate, log)
+        gate = self._run_check(settings.gate, log, task["id"], span, "gate")
         changed = self._the_builds(result.changed, "by the gate")
         self.tree.building |= changed - {PLAN_FILE}
         span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
-        self.ws.console.gate(task["id"], gate.ok, gate.summary, str(self.agents.rel(log)))
+        self.ws.console.gate(
+            task["id"], gate.ok, gate.summary, str(self.agents.rel(log)), tagged=self.tree.in_worktree
+        )
         if not gate.ok:
             return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.agents.rel(log))), set()
         refused = None
@@ -338,6 +344,27 @@ class BuildStage:
             changed = self._the_builds(frozenset(changed), "by the pre-commit hook")
             self.tree.building |= changed - {PLAN_FILE}
         return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
+
+    def _run_check(self, argv: Sequence[str], log: Path, task_id: str, span: Span, what: str) -> GateResult:
+        """The gate (or pre-commit hook) run on the build. One the loop's stop cut short (a signal,
+        a spent budget) is no verdict on the build: it is journalled as cut short (never as the
+        build's failure, never as an attempt) and the stop goes on, the build set aside with the
+        rest of the loop's unfinished work."""
+        try:
+            result = self.agents.gate(argv, log)
+        except (KeyboardInterrupt, BudgetSpent):  # the stop reached this thread in the gate
+            self._cut_short(task_id, log, span, what)
+            raise
+        if result.cut_short:  # the stop came from another thread (a neighbour's budget, a signal)
+            self._cut_short(task_id, log, span, what)
+            raise KeyboardInterrupt
+        return result
+
+    def _cut_short(self, task_id: str, log: Path, span: Span, what: str) -> None:
+        shown = str(self.agents.rel(log))
+        span.end(ok=None, cut_short=True)
+        self.ws.journal.event("gate_cut_short", item=task_id, what=what, log=shown)
+        self.ws.console.event(f"{what} for {task_id}: cut short, ralph is stopping (no verdict), log {shown}")
 
     def _the_builds(self, before: frozenset[str], when: str) -> set[str]:
         """The build's paths after its gate (or hook) ran: those it had changed `before`, as the
@@ -408,10 +435,12 @@ class BuildStage:
         self.tree.repo.stage_paths(self.tree.changed_paths() - {PLAN_FILE})
         log = self.agents.new_log("hook", task_id)
         span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.agents.rel(log)))
-        result = self.agents.gate([str(hook)], log)
+        result = self._run_check([str(hook)], log, task_id, span, "pre-commit hook")
         span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
         relative = str(self.agents.rel(log))
-        self.ws.console.gate(task_id, result.ok, result.summary, relative, what="pre-commit hook")
+        self.ws.console.gate(
+            task_id, result.ok, result.summary, relative, what="pre-commit hook", tagged=self.tree.in_worktree
+        )
         if result.ok:
             return None
         refusal = f"the pre-commit hook refused the build:\n{result.summary}"
@@ -431,6 +460,7 @@ class BuildStage:
         commit = self.tree.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE}, task_id)
         if commit:
             report.commits.append(commit)
+            report.builds.append(commit)
 
     def _record_failure(self, task_id: str, failure: Failure, result: AgentResult) -> int:
         """The attempt failed: back to pending with its verdict and the reason; the code stays for
@@ -452,7 +482,9 @@ class BuildStage:
         words, reason = VERDICT_WORDS[failure.verdict], failure.text.removeprefix(f"{failure.verdict}: ")
         report.failed.append(f"{task_id} attempt {attempts}: {words}: {gist(reason)}")
         shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
-        self.ws.console.verdict("BUILD", task_id, f"attempt {attempts} failed ({words})", shown)
+        # In a worktree, builds run side by side: their lines name their task.
+        said = f"attempt {attempts} failed ({words})"
+        self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
 
     def _rejected_too_often(self, plan, task_id: str) -> bool:
         """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)

@@ -41,7 +41,7 @@ def view_of(root: Path, events: list[dict]) -> View:
             view.iteration = event.get("iteration") or view.iteration
         elif kind == "stage_begin":
             view.stage = str(event.get("stage") or "")
-        elif kind in ("gate_end", "hook_end"):
+        elif kind in ("gate_end", "hook_end") and not event.get("cut_short"):  # no verdict: not shown
             summary = str(event.get("summary") or "")
             lines = [line for line in summary.splitlines() if line.strip()]
             what = "gate" if kind == "gate_end" else "pre-commit hook"

@@ -34,6 +34,9 @@ class StageReport:
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
     failed: list[str] = field(default_factory=list)  # failed build attempts and rejections, and why
     commits: list[str] = field(default_factory=list)
+    # Of `commits`, the builds (BUILD's commit of a task that passed its gate): each is recorded on
+    # its task; a question or a plan-only commit never is.
+    builds: list[str] = field(default_factory=list)
 
     def absorb(self, part: StageReport) -> None:
         """Add what one part of the stage (a build, a VERIFY batch) reported."""
@@ -43,6 +46,7 @@ class StageReport:
         self.stopped += part.stopped
         self.failed += part.failed
         self.commits += part.commits
+        self.builds += part.builds
 
 
 class StageRun(Protocol):

@@ -74,13 +74,13 @@ CASES = {
         tokens=39000,
         resume=RESUME,
         began=True,
-        cost_usd=0.0,
+        cost_usd=None,
         unknown_cost_runs=5,
         by_stage={
-            "BUILD": {"runs": 3, "tokens": 30000, "cost_usd": 0.0, "unknown_runs": 3},
-            "VERIFY": {"runs": 2, "tokens": 9000, "cost_usd": 0.0, "unknown_runs": 2},
+            "BUILD": {"runs": 3, "tokens": 30000, "cost_usd": None, "unknown_runs": 3},
+            "VERIFY": {"runs": 2, "tokens": 9000, "cost_usd": None, "unknown_runs": 2},
         },
-        by_task={"t-other0": {"runs": 2, "tokens": 21000, "cost_usd": 0.0, "unknown_runs": 2}},
+        by_task={"t-other0": {"runs": 2, "tokens": 21000, "cost_usd": None, "unknown_runs": 2}},
     ),
 }
 

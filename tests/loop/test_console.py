@@ -78,3 +78,26 @@ def test_the_console_says_every_line_the_gate_picked_and_each_verdict_with_its_r
         "  | see report.txt",
         "VERIFY t-def456: accepted",
     ]
+
+
+def test_lines_of_builds_side_by_side_name_their_task():
+    """Two parallel builds' gate lines (and a failed attempt's reason lines) interleave on the
+    console: tagged, each names its task; untagged (one build at a time) they do not."""
+    plain = io.StringIO()
+    console = Console(plain, live=False)
+    console.gate("t-aaaaaa", False, "FAILED: a.txt\nE  one", "a.log", tagged=True)
+    console.gate("t-bbbbbb", False, "FAILED: b.txt", "b.log", what="pre-commit hook", tagged=True)
+    console.verdict("BUILD", "t-aaaaaa", "attempt 1 failed (no changes)", "first\nsecond", tagged=True)
+    console.gate("t-cccccc", False, "FAILED: c.txt", "c.log")
+    lines = [line.split("] ", 1)[1] for line in plain.getvalue().splitlines()]
+    assert lines == [
+        "gate for t-aaaaaa: FAILED, log a.log",
+        "  t-aaaaaa | FAILED: a.txt",
+        "  t-aaaaaa | E  one",
+        "pre-commit hook for t-bbbbbb: REFUSED, log b.log",
+        "  t-bbbbbb | FAILED: b.txt",
+        "BUILD t-aaaaaa: attempt 1 failed (no changes): first",
+        "  t-aaaaaa | second",
+        "gate for t-cccccc: FAILED, log c.log",
+        "  | FAILED: c.txt",
+    ]

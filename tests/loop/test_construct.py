@@ -319,6 +319,11 @@ def test_interrupt_during_the_gate_stops_it_and_sets_the_build_aside(project, tm
     assert not (project / "work" / f"{task_id}.txt").exists()
     assert [e for e in events(project) if e["event"] == "changes_set_aside"]
     assert next(r for r in plan_records(project) if r.get("id") == task_id)["s"] == "p"
+    # The gate is recorded as cut short (no verdict), never as the build's failure.
+    journal = events(project)
+    assert [e["item"] for e in journal if e["event"] == "gate_cut_short"] == [task_id]
+    assert [e.get("cut_short") for e in journal if e["event"] == "gate_end"] == [True]
+    assert not [e for e in journal if e["event"] == "build_failed"]
 
 
 def ignored_signals(pid: int) -> set[int]:

@@ -4,15 +4,25 @@ else unknown; `--max-cost` stops the loop cleanly before the run that would pass
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ralph.agents.base import Usage
 from ralph.cli.common import describe_cost
-from ralph.loop.cost import CostSpent, Spending, TokensSpent, library_price, price_of, run_cost
+from ralph.loop.cost import (
+    CostSpent,
+    CostUnknown,
+    Spending,
+    TokensSpent,
+    library_price,
+    price_of,
+    run_cost,
+)
 from tests.support.construct import (
     CHECK_WORK,
     add_tasks,
@@ -107,13 +117,14 @@ def test_admit_waits_for_the_first_cost_then_judges_the_budget():
 
 def test_a_run_of_unknown_cost_does_not_let_a_second_start_under_a_money_budget():
     """Until a run's cost is known only one run starts: one that ended with no cost known says
-    nothing about the next (it let four start at once)."""
+    nothing about the next (it let four start at once). With a token budget beside the money
+    budget, the run goes on after it (the tokens bound it), one run at a time."""
     import threading
     import time
 
-    spending = Spending(1.0)
+    spending = Spending(1.0, max_tokens=10**9)
     assert spending.admit() is None
-    spending.add("PLAN", None, 500, None)  # no price, no reported cost
+    assert spending.add("PLAN", None, 500, None) is None  # no price, no reported cost
     assert spending.admit() is None  # alone: it starts
     admitted: list[object] = []
     waiter = threading.Thread(target=lambda: admitted.append(spending.admit()))
@@ -123,6 +134,35 @@ def test_a_run_of_unknown_cost_does_not_let_a_second_start_under_a_money_budget(
     spending.add("BUILD", "t-a", 100, 0.3)
     waiter.join(timeout=5)
     assert admitted == [None] and spending.running == 1
+
+
+def test_a_run_of_unknown_cost_under_a_money_budget_alone_stops_the_admission_of_new_runs():
+    """Nothing bounds what runs of unknown cost spend: the first ends the admission of new runs,
+    saying which run and model, and how to bound the budget; every refusal after it says the same."""
+    spending = Spending(2.0)
+    assert spending.admit() is None
+    first = spending.add("BUILD", "t-a", 1000, None, "no-such-model-7")
+    assert (
+        isinstance(first, CostUnknown) and isinstance(first, CostSpent) and first.model == "no-such-model-7"
+    )
+    assert str(first) == (
+        "the money budget ($2) cannot be held: the cost of BUILD t-a is unknown (no cost reported, no"
+        " price known for model no-such-model-7), so no further run starts; give its price in the"
+        " config's `prices` (USD per million tokens) or bound the run with --max-tokens"
+    )
+    refused = [spending.admit(), spending.admit()]
+    assert [type(over) for over in refused] == [CostUnknown, CostUnknown]
+    assert {str(over) for over in refused} == {str(first)} and refused[0] is not refused[1]
+    assert spending.running == 0
+    later = Spending(2.0)
+    later.admit()
+    later.add("BUILD", "t-a", 1000, 0.5)
+    later.admit()
+    assert "the agent CLI's default model" in str(later.add("VERIFY", "t-a", 1000, None))
+    assert isinstance(later.admit(), CostUnknown)  # known runs before do not make it holdable
+    no_budget = Spending(None)
+    no_budget.admit()
+    assert no_budget.add("BUILD", "t-a", 1000, None) is None and no_budget.admit() is None
 
 
 def test_a_cheap_first_run_does_not_make_the_next_ones_look_cheap():
@@ -188,7 +228,7 @@ def test_run_cost_reported_priced_or_unknown():
 
 
 def test_spending_sums_per_stage_and_item_and_says_unknown():
-    spent = Spending(max_cost_usd=1.0)
+    spent = Spending(max_cost_usd=1.0, max_tokens=10**9)  # the tokens bound the runs of unknown cost
     assert spent.over_budget() is None
     spent.add("BUILD", "t-a", 100, 0.4)
     spent.add("VERIFY", "t-a", 50, None)
@@ -421,3 +461,96 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_pat
         ("VERIFY", "claude-opus-4-5"),
         ("CHECK", "claude-opus-4-5"),
     ]
+
+
+# --- a money budget that cannot be held --------------------------------------------------------
+
+
+def test_max_cost_is_refused_up_front_where_ralph_can_tell_no_cost_will_be_known():
+    """codex and gemini report no cost: every stage's model needs a known price, or a token budget
+    beside; claude and opencode report theirs, and a command of yours may (judged per run)."""
+    from ralph.agents.claude import ClaudeAdapter
+    from ralph.agents.codex import CodexAdapter
+    from ralph.agents.command import CommandAdapter
+    from ralph.agents.gemini import GeminiAdapter
+    from ralph.loop.preflight import budget_problem
+    from ralph.ops.settings import DEFAULTS
+
+    def refusal(adapter, **settings) -> str | None:
+        found = budget_problem(replace(DEFAULTS, spec="specs/app.md", max_cost_usd=2.0, **settings), adapter)
+        return None if found is None else str(found)
+
+    assert refusal(CodexAdapter(), model="no-such-model-7") == (
+        "--max-cost cannot be held: codex reports no cost and ralph knows no price for model"
+        " no-such-model-7; give its price (per million tokens): ralph config set prices"
+        ' \'{"no-such-model-7": {"input": USD, "output": USD}}\', or bound the run with --max-tokens'
+    )
+    assert refusal(GeminiAdapter()) == (
+        "--max-cost cannot be held: gemini reports no cost and ralph knows no price for the CLI's"
+        " default model (none named); name a model ralph knows the price of (--model, --stage-model),"
+        " or bound the run with --max-tokens"
+    )
+    mixed = refusal(GeminiAdapter(), model="gemini-2.5-flash", stage_models={"VERIFY": "no-such-model-7"})
+    assert mixed is not None and "no price for model no-such-model-7 (VERIFY);" in mixed
+    assert refusal(GeminiAdapter(), model="gemini-2.5-flash") is None  # a price is known
+    mine = {"no-such-model-7": {"input": 1.0, "output": 2.0}}
+    assert refusal(CodexAdapter(), model="no-such-model-7", prices=mine) is None  # the config gives it
+    assert refusal(CodexAdapter(), model="no-such-model-7", max_tokens=100_000) is None  # tokens bound it
+    assert refusal(ClaudeAdapter(), model="no-such-model-7") is None  # it reports its cost
+    assert refusal(CommandAdapter(["agent"]), model="no-such-model-7") is None  # unknowable: per run
+    assert budget_problem(replace(DEFAULTS, spec="x", model="no-such-model-7"), CodexAdapter()) is None
+
+
+def test_a_max_cost_that_cannot_hold_refuses_to_start_with_one_line(project, tmp_path):
+    """The real run: one line on stderr, exit 1, nothing committed, no agent started; --dry-run
+    lists the same line among the reasons the run would not start."""
+    started = tmp_path / "started"
+    program = tmp_path / "codex"
+    program.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(started))}\n")
+    program.chmod(0o755)
+    add_tasks(project, "A")
+    head = git(project, "rev-parse", "HEAD")
+    argv = ["-C", str(project), "construct", "specs/app.md", "--agent", "codex", "--agent-cmd", str(program)]
+    argv += ["--model", "no-such-model-7", "--max-cost", "2", "--gate", ""]
+    done = in_process(argv, dict(os.environ))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("ralph: --max-cost cannot be held: codex reports no cost and ralph knows no price")
+    assert "model no-such-model-7" in line and line.endswith("or bound the run with --max-tokens")
+    assert git(project, "rev-parse", "HEAD") == head and not started.exists()
+    dry = in_process([*argv, "--dry-run"], dict(os.environ))
+    assert dry.returncode == 1 and line in dry.stderr.splitlines()
+    bounded = in_process([*argv, "--dry-run", "--max-tokens", "100000"], dict(os.environ))
+    assert bounded.returncode == 0, bounded.stderr
+
+
+def test_a_cost_unknown_mid_run_stops_new_runs_and_ends_max_cost_committed(project, tmp_path):
+    """A command agent that reports tokens and no cost, for no model ralph knows: the first run's
+    cost is unknown, so no further run starts (it ran 18 runs to COMPLETE under --max-cost 2). With
+    a token budget too, the tokens bound the run and it completes."""
+    tasks = add_tasks(project, "A", "B")
+    agent, runs = tmp_path / "agent.py", tmp_path / "runs.txt"
+    agent.write_text(AGENT.replace('"total_cost_usd": 0.4, ', ""))
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(runs)}
+    done = construct(project, "--max-cost", "2", "--gate", "", "--json", agent=command, env=env)
+    assert done.returncode == 10, done.stdout + done.stderr
+    (run,) = runs.read_text().splitlines()  # two builds ready side by side: one ran, alone
+    first = run.split()[1]
+    assert run == f"BUILD {first}" and first in tasks
+    report = json.loads(done.stdout)
+    assert (report["outcome"], report["ending"], report["cost_usd"]) == ("MAX_COST", "cost_unknown", None)
+    assert report["message"].startswith(
+        f"the money budget ($2) cannot be held: the cost of BUILD {first} is unknown (no cost reported,"
+        " no price known for the agent CLI's default model), so no further run starts"
+    )
+    assert report["message"] in done.stderr  # said on the console as it happened
+    assert [e["item"] for e in events(project) if e["event"] == "cost_unknown"] == [first]
+    assert next(r for r in plan_records(project) if r["t"] == "state")["stage"] == "MAX_COST"
+    assert_clean(project)
+
+    bounded = construct(
+        project, "--max-cost", "2", "--max-tokens", "1000000", "--gate", "", agent=command, env=env
+    )
+    assert bounded.returncode == 0, bounded.stdout + bounded.stderr

@@ -403,3 +403,21 @@ def test_a_failure_held_back_beside_a_neighbour_counts_when_the_neighbour_change
     assert counted == [1, 2]
     killed = {r["id"]: r.get("kill_reason") for r in plan_records(project) if r["t"] == "task"}
     assert killed[second] is not None
+
+
+def test_the_gate_lines_of_builds_side_by_side_name_their_task(project, tmp_path):
+    """Both builds fail their gate once, side by side: every line the gates' failures print
+    names the task whose gate printed it (they interleave on the console)."""
+    ids = add_tasks(project, "One [gate-fails-once]", "Two [gate-fails-once]")
+    done = construct(project, "--parallel", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line.split("] ", 1)[1] for line in done.stderr.splitlines() if "] " in line]
+    failed = [
+        line.split()[2].rstrip(":") for line in said if line.startswith("gate for ") and "FAILED" in line
+    ]
+    assert sorted(failed) == sorted(ids), done.stderr
+    tagged = {task_id: [line for line in said if line.startswith(f"  {task_id} | ")] for task_id in ids}
+    for task_id, other in (ids, ids[::-1]):
+        assert f"  {task_id} | FAILED: {task_id}.txt" in tagged[task_id]
+        assert not [line for line in tagged[task_id] if other in line.split(" | ", 1)[1]]
+    assert not [line for line in said if line.startswith("  | ")]  # no line of theirs without its task

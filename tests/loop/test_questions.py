@@ -166,3 +166,19 @@ def test_subtasks_of_a_decomposed_task_carry_its_answered_questions(project, tmp
     assert question["id"] in then and all(then[part]["questions"] == [question["id"]] for part in parts)
     assert not [r for r in plan_records(project) if r["t"] == "issue"]
     assert_clean(project)
+
+
+def test_a_parallel_builds_question_commit_is_not_recorded_as_its_build(project, tmp_path):
+    """With --parallel the question is committed on the build's branch and merged like a build:
+    its copy was recorded as the task's build `commit` (and journalled as its build merged),
+    which a later VERIFY or DECOMPOSE would read as the task's built work."""
+    add(project, {"id": "t-colour", "name": "Colour [ask]"}, {"id": "t-other", "name": "Other work"})
+    done = run(project, tmp_path, "--parallel", "2")
+    assert done.returncode == 9, done.stdout + done.stderr
+    asked = [s for s in subjects(project) if s.startswith("ralph(build): t-colour waits for an answer")]
+    assert len(asked) == 1  # the question was committed and merged
+    colour = next(r for r in plan_records(project) if r.get("id") == "t-colour")
+    assert colour["s"] == "b" and "commit" not in colour
+    merged = {e["item"] for e in events(project) if e["event"] == "build_merged"}
+    assert merged == {"t-other"}
+    assert_clean(project)

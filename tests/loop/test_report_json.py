@@ -25,3 +25,20 @@ def test_the_json_report_lists_tasks_issues_and_questions_as_objects(project):
     (question,) = report["open_questions"]
     assert question["id"] == asked and question["task"] == held and question["text"] == "Blue or green?"
     assert report["accepted"] == [f"{fine} Fine"]  # the text report's lines stay as they were
+
+
+def test_the_json_report_says_null_for_a_cost_no_run_made_known(project):
+    """The fake agent reports tokens, no cost, and runs with no model ralph knows a price of:
+    the cost is unknown, which --json says as null, never as $0 spent."""
+    (task,) = add_tasks(project, "Fine")
+    done = construct(project, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["cost_usd"] is None and report["unknown_cost_runs"] == 3  # BUILD, VERIFY, CHECK
+    assert report["tokens"] > 0
+    assert {stage: row["cost_usd"] for stage, row in report["by_stage"].items()} == {
+        "BUILD": None,
+        "VERIFY": None,
+        "CHECK": None,
+    }
+    assert report["by_task"][task]["cost_usd"] is None
