@@ -36,7 +36,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ralph.errors import Refused
+from ralph.errors import GitError, Refused
 
 BWRAP_ENV = "RALPH_BWRAP"  # the bwrap program to use; "" (or a path that is not there): none here
 MODES = ("off", "auto", "required")
@@ -237,12 +237,14 @@ class Sandbox:
 
 def _git_dirs_of(tree: Path) -> list[str]:
     """The git directory and the common one of the work tree `tree`, as git names them."""
+    from ralph.store.git import git_argv, git_env
+
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
-            cwd=tree, capture_output=True, text=True, check=False,
+            git_argv(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]),
+            cwd=tree, env=git_env(tree), capture_output=True, text=True, check=False,
         )  # fmt: skip
-    except OSError:
+    except (OSError, GitError):
         return []
     return done.stdout.split() if done.returncode == 0 else []
 
@@ -270,12 +272,14 @@ def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
     outside the UNSCANNED_FOLDERS."""
     pathspecs = [f":(glob){name}" if "/" in name else f":(glob)**/{name}" for name in names]
     pathspecs += [f":(exclude,glob)**/{folder}/**" for folder in UNSCANNED_FOLDERS]
+    from ralph.store.git import git_argv, git_env
+
     try:
         done = subprocess.run(
-            ["git", "ls-files", "-z", "--others", "--", *pathspecs],
-            cwd=tree, capture_output=True, check=False,
+            git_argv(["ls-files", "-z", "--others", "--", *pathspecs]),
+            cwd=tree, env=git_env(tree), capture_output=True, check=False,
         )  # fmt: skip
-    except OSError:
+    except (OSError, GitError):
         return []
     if done.returncode != 0:
         return []

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ralph.errors import BranchSwitched, GitError, WorkTreeGone
-from ralph.store import refs
+from ralph.store import programs, refs
 from ralph.store.blobs import blob_sha
 from ralph.store.root import git_dir
 
@@ -34,12 +34,37 @@ _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
 _FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
+# Settings over every config file (as -c: passed on to the git processes git starts too) that keep
+# each git call ralph makes from running what a repository, a submodule or an agent wrote: no
+# fsmonitor program, no hooks (ralph's commits, checkouts and ref updates run none: a hooksPath in
+# the work tree, as husky sets, is the agents' to write; the one hook ralph means to run, pre-commit
+# with run_hooks, it runs itself, in the fence), and no command that goes into submodules, whose
+# `.git` links lie in the work tree. Filters stay on (git-lfs needs its clean and smudge): a driver
+# is defined only in config, which agents cannot write (.git and $HOME are read-only in the fence;
+# a config that includes a file inside the work tree is refused at the start of a run:
+# ralph.loop.preflight), so .gitattributes chooses among the person's drivers alone, and git starts
+# them with a PATH that has no entry inside the work tree.
+_HOOKS_OFF = ("-c", f"core.hooksPath={os.devnull}")
+_HARDENED = (
+    *("-c", "core.fsmonitor=false", "-c", "submodule.recurse=false"),
+    *("-c", "fetch.recurseSubmodules=false", "-c", "push.recurseSubmodules=no"),
+)
+# Options each command gets, right after its name: status and diff never look into a submodule's
+# work tree (which would run git there, with the config its `.git` link leads to), and a diff never
+# runs an external diff or a textconv program.
+_COMMAND_OPTIONS = {
+    "status": ("--ignore-submodules=all",),
+    "diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"),
+    "diff-tree": ("--no-ext-diff", "--no-textconv"),
+}
 
 
 class Repo:
     def __init__(self, root: Path):
         self.root = root
+        programs.fence(root)  # nothing ralph runs comes from inside it
         self._env = {key: value for key, value in os.environ.items() if key not in _LOCATION_VARS}
+        self._env["PATH"] = programs.trusted_path(self._env.get("PATH", os.defpath))
         self._env["GIT_LITERAL_PATHSPECS"] = "1"
         self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
         self._signs: bool | None = None
@@ -78,8 +103,14 @@ class Repo:
         return done.stdout
 
     def _run(
-        self, args: tuple[str, ...], stdin: bytes | None = None, env: dict[str, str] | None = None
+        self,
+        args: tuple[str, ...],
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        hooks_as_configured: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
+        """`hooks_as_configured`: core.hooksPath as the person's config sets it (to find a hook,
+        never to run one)."""
         import subprocess  # here, not above: a command may import this module and never run git
 
         try:
@@ -89,7 +120,7 @@ class Repo:
             # behind for every later git command to fail on. These plumbing commands take
             # milliseconds and never wait for input.
             return subprocess.run(
-                ["git", *args],
+                git_argv(args, hooks_as_configured),
                 cwd=self.root,
                 env={**self._env, **env} if env else self._env,
                 input=stdin,
@@ -446,7 +477,10 @@ class Repo:
 
     def hook(self, name: str) -> Path | None:
         """The repository's hook program of that name (core.hooksPath respected), if it would run."""
-        path = Path(self.git("rev-parse", "--git-path", f"hooks/{name}").strip())
+        done = self._run(("rev-parse", "--git-path", f"hooks/{name}"), hooks_as_configured=True)
+        if done.returncode != 0:
+            raise GitError(_explain(("rev-parse",), done.stderr.decode("utf-8", "replace")))
+        path = Path(done.stdout.decode("utf-8", "surrogateescape").strip())
         path = path if path.is_absolute() else self.root / path
         return path if path.is_file() and os.access(path, os.X_OK) else None
 
@@ -509,7 +543,7 @@ class Repo:
         """Check `commit` out at `path` (which must not exist yet) as a detached worktree of this
         repository, and return it. The repository's hooks do not run: a post-checkout hook is the
         user's, for the user's checkouts."""
-        self.git("-c", f"core.hooksPath={os.devnull}", "worktree", "add", "-q", "--detach", str(path), commit)
+        self.git("worktree", "add", "-q", "--detach", str(path), commit)  # hooks off: git_argv
         return Repo(path)
 
     def remove_worktree(self, path: Path) -> None:
@@ -551,8 +585,7 @@ class Repo:
     def add_branch_worktree(self, path: Path, branch: str, commit: str) -> Repo:
         """Check `commit` out at `path` on a new branch `branch`, with no hooks run, as
         add_worktree does. Never -B: a branch of that name (a person's) makes git refuse."""
-        hooks_off = f"core.hooksPath={os.devnull}"
-        self.git("-c", hooks_off, "worktree", "add", "-q", "-b", branch, str(path), commit)
+        self.git("worktree", "add", "-q", "-b", branch, str(path), commit)  # hooks off: git_argv
         return Repo(path)
 
     def branch_exists(self, branch: str) -> bool:
@@ -694,7 +727,7 @@ class Repo:
 
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: it cannot fill up and stall git
             git = subprocess.Popen(
-                ["git", *args],
+                git_argv(args),
                 cwd=self.root,
                 env=self._env,
                 stdout=subprocess.PIPE,
@@ -808,6 +841,22 @@ def _explain(args: tuple[str, ...], stderr: str) -> str:
     if "Please tell me who you are" in stderr or "empty ident" in stderr:
         return "git needs an identity to commit: set user.name and user.email (git config --global ...)"
     return f"git {_subcommand(args)} failed: {text}"
+
+
+def git_argv(args: tuple[str, ...] | list[str], hooks_as_configured: bool = False) -> list[str]:
+    """The argv of `git ARGS` as ralph runs it: the trusted git (ralph.store.programs), the
+    hardened settings, and the options the command always gets (_COMMAND_OPTIONS)."""
+    at = 0
+    while at < len(args) and args[at].startswith("-"):  # -c key=value, --no-optional-locks
+        at += 2 if args[at] == "-c" else 1
+    options = _COMMAND_OPTIONS.get(args[at], ()) if at < len(args) else ()
+    hardened = _HARDENED if hooks_as_configured else (*_HOOKS_OFF, *_HARDENED)
+    return [programs.git_program(), *hardened, *args[: at + 1], *options, *args[at + 1 :]]
+
+
+def git_env(root: Path) -> dict[str, str]:
+    """The environment of a git call in the work tree `root`, as Repo gives its own."""
+    return Repo(root)._env
 
 
 def _subcommand(args: tuple[str, ...]) -> str:
