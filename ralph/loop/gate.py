@@ -25,7 +25,11 @@ class GateResult:
 
 def gate_env() -> dict[str, str]:
     """The gate's environment: ralph's own, less the loop's RALPH_* variables. A project whose tests
-    run `ralph` (like ralph's own) must not see RALPH_TASK_ID or RALPH_COMMIT=0 from the loop."""
+    run `ralph` (like ralph's own) must not see RALPH_TASK_ID or RALPH_COMMIT=0 from the loop.
+    Its PATH is the person's as it is, entries inside the work tree (the project's .venv/bin) and
+    relative ones included, where ralph's own children get none of those (ralph.store.programs):
+    the gate is the repository's own code (a `make test` may need the project's virtualenv), so a
+    program found there runs nothing the gate could not run itself, and it runs in the fence."""
     return {key: value for key, value in os.environ.items() if not key.startswith("RALPH_")}
 
 

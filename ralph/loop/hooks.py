@@ -10,7 +10,6 @@ journalled as hook_failed and the run goes on. docs/hooks.md has examples."""
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from pathlib import Path
@@ -19,6 +18,7 @@ from ralph.loop.journal import Journal
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, Supervisor
 from ralph.ops.settings import Settings, split_command
 from ralph.plan.records import HookEvent
+from ralph.store import programs
 from ralph.text import json_text, versioned
 
 HOOK_LOGS = "hooks"  # under the log directory: one log per hook run
@@ -106,7 +106,9 @@ class Hooks:
         self._runs += 1
         log = self.log_dir / f"{self._runs:03d}-{event}.log"
         about = {"hook": str(event), "argv": list(argv), "log": str(log.relative_to(self.root))}
-        env = {**os.environ, "RALPH_HOOK_EVENT": str(event)}
+        # The person's PATH less what an agent could have written (ralph.store.programs): a hook
+        # named `notify-send` is never a notify-send in the project's .venv/bin or ./bin.
+        env = {**programs.trusted_env(), "RALPH_HOOK_EVENT": str(event)}
         data = (json_text(payload) + "\n").encode()
         try:
             # A stop (or a spent budget) ends the other hooks with the agents, but run_ended still

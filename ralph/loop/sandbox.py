@@ -296,10 +296,12 @@ def _unique(paths: list[Path]) -> list[Path]:
 
 def bwrap_program() -> str | None:
     """The bwrap to use: $RALPH_BWRAP when set ("" for none), else bwrap on PATH."""
+    from ralph.store.programs import trusted_path
+
     named = os.environ.get(BWRAP_ENV)
     if named is not None:
         return named if named and os.access(named, os.X_OK) else None
-    return shutil.which("bwrap")
+    return shutil.which("bwrap", path=trusted_path())  # never a bwrap an agent wrote
 
 
 def probe(program: str) -> str | None:

@@ -5,6 +5,7 @@ run goes on. The scripted agents are tests/support/scripts/fake_agent.py's."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 
@@ -74,6 +75,26 @@ def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(p
     hung = next(e for e in failed if e.get("stop_reason") == "timeout")
     assert "stopping the agent's process group: timeout" in (project / hung["log"]).read_text()
     assert_clean(project)
+
+
+def test_a_hook_never_runs_a_program_from_the_work_tree_or_a_relative_path(project, tmp_path):
+    """A hook named by its program alone, with ./bin and the work tree's bin on PATH: not the
+    one there (an agent's to write), which never runs; the hook cannot start and the run goes on."""
+    ran = tmp_path / "ran"
+    program = project / "bin" / "notify-me"
+    program.parent.mkdir()
+    program.write_text(f"#!/bin/sh\necho ran >> {ran}\n")
+    program.chmod(0o755)
+    with open(project / ".git" / "info" / "exclude", "a") as exclude:
+        exclude.write("/bin/\n")
+    config_set(project, "hooks", {"run_ended": ["notify-me"]})
+    add_tasks(project, "One")
+    path = os.pathsep.join([str(project / "bin"), "bin", os.environ["PATH"]])
+    done = construct(project, env={"PATH": path})
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    assert not ran.exists()
+    failed = [e for e in events(project) if e["event"] == "hook_failed"]
+    assert [e["hook"] for e in failed] == ["run_ended"] and "cannot start" in failed[0]["error"]
 
 
 def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):
