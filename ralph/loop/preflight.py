@@ -31,7 +31,7 @@ def start_problems(
     root: Path, settings: Settings, needs_gate: bool, adapter: Adapter
 ) -> Iterator[RalphError]:
     """What stops the run before it changes anything, in the order the run checks it. A generator:
-    the real run stops at the first, before the later checks (the gate's `make -n`) run."""
+    the real run stops at the first, before the later checks (the gate's Makefile read) run."""
     if not (root / settings.spec).is_file():
         yield InvalidInput(f"no spec file {settings.spec}")
     unbounded = budget_problem(settings, adapter)

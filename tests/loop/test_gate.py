@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from ralph.failures import failing_lines
-from ralph.loop.gate import gate_env, run_gate
+from ralph.loop.gate import gate_env, gate_problem, run_gate
 from ralph.loop.supervisor import Supervisor
 
 PRINT_RALPH_VARS = (
@@ -150,3 +150,60 @@ def test_the_gate_sees_no_ralph_variables(tmp_path, monkeypatch):
     assert env["GATE_KEEPS_THIS"] == "1" and env["PATH"]
     result = gate(tmp_path, [sys.executable, "-c", PRINT_RALPH_VARS])
     assert result.ok and json.loads(result.summary) == []
+
+
+# The probe before the first agent run reads the Makefile and runs nothing from it (ralph.loop.makefile).
+HOSTILE_MAKEFILE = "STAMP := $(shell echo ran >> {marker})\nverify:\n\techo ran >> {marker}\n"
+
+
+def test_the_probe_of_a_make_gate_runs_nothing_from_the_makefile(tmp_path):
+    """make expands `$(shell ...)` even with -n: a Makefile a build committed would run outside
+    the fence at the next start. The probe reads it instead."""
+    marker = tmp_path / "ran"
+    (tmp_path / "Makefile").write_text(HOSTILE_MAKEFILE.format(marker=marker))
+    assert gate_problem(["make", "verify"], tmp_path) is None
+    assert gate_problem(["make", "test"], tmp_path) == (
+        "`make test` cannot run here: Makefile has no rule to make target 'test'"
+    )
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("makefile", "argv", "missing"),
+    [
+        ("verify test: build\n\ttrue\n", ["verify"], None),
+        ("verify:: a\n\ttrue\n", ["-k", "-j", "4", "--no-print-directory", "verify", "V=1"], None),
+        ("X := 1\nY ::= 2\nverify: ; true\n", ["-j4", "verify", "lint"], ("Makefile", ["lint"])),
+        ("include rules.mk\n", ["verify"], ("Makefile", ["verify"])),  # rules.mk: test only
+        ("include $(RULES)\n", ["verify"], None),  # a variable: text cannot tell
+        ("%.out: %.in\n\ttrue\n", ["verify"], None),  # a pattern rule
+        ("$(eval $(call rule,verify))\n", ["verify"], None),
+        ("all:\n\ttrue\n", [], None),  # the default goal
+        ("X = 1\n", [], ("Makefile", ["(the default goal)"])),
+        ("all:\n", ["--eval=verify:", "verify"], None),  # an option read here as unknown
+        ("all:\n", ["-C", "sub", "verify"], None),  # sub/Makefile has it
+        ("all:\n", ["-f", "other.mk", "verify"], ("other.mk", ["verify"])),
+    ],
+)
+def test_a_make_gates_targets_are_read_from_its_makefile(tmp_path, makefile, argv, missing):
+    from ralph.loop.makefile import missing_targets
+
+    (tmp_path / "Makefile").write_text(makefile)
+    (tmp_path / "rules.mk").write_text("test:\n\ttrue\n")
+    (tmp_path / "other.mk").write_text("other:\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "Makefile").write_text("verify:\n")
+    assert missing_targets(argv, tmp_path) == missing
+
+
+def test_a_rule_named_by_plain_variables_is_read_through_them(tmp_path):
+    from ralph.loop.makefile import missing_targets
+
+    (tmp_path / "Makefile").write_text(
+        "VENV ?= .venv\nSTAMP := $(VENV)/.installed\nGOALS = test\nGOALS += verify\n"
+        "$(STAMP): x\n\ttrue\n$(GOALS): $(STAMP)\n\ttrue\n"
+    )
+    assert missing_targets(["verify", ".venv/.installed"], tmp_path) is None
+    assert missing_targets(["lint"], tmp_path) == ("Makefile", ["lint"])
+    (tmp_path / "Makefile").write_text("GOALS := $(shell ls)\n$(GOALS):\n\ttrue\n")
+    assert missing_targets(["lint"], tmp_path) is None  # a function: text cannot tell

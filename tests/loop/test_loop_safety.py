@@ -224,7 +224,8 @@ def test_spec_paths_are_one_spec_however_written_and_never_outside(project, tmp_
 
 @pytest.mark.parametrize(
     ("gate", "said"),
-    [("make verify", "No rule to make target 'verify'"),  # "make:" or "make[1]:" under a parent make
+    [("make verify", "cannot run here: no makefile (GNUmakefile, makefile, Makefile), and it has no rule"
+                     " to make target 'verify'"),
      ("no-such-gate --check", "the gate's program 'no-such-gate' is not installed")],
 )  # fmt: skip
 def test_a_gate_that_cannot_run_is_refused_before_any_agent_runs(project, gate, said):
