@@ -487,7 +487,9 @@ class Loop:
         state = self.runner.adapter.state_paths
         logs = (self.root / LOG_DIR,)  # ralph writes the logs and the journal; a run may only read them
         fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide, logs)
-        self.runner.sandbox = fence
+        self.runner.sandbox = self.hooks.sandbox = fence
+        for refused in self.hooks.refused:  # a hook naming a file of the work tree no commit has
+            self.console.event(refused)
         if fence is not None:
             fence.make_state_folders(Path.home())
         self.journal.event(

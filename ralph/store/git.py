@@ -612,6 +612,13 @@ class Repo:
         """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""
         return self.file_at("HEAD", relpath)
 
+    def mode_at(self, rev: str, relpath: str) -> str | None:
+        """The mode of the entry `relpath` in commit or tree `rev` (100644, 100755, 120000 for a
+        link, 040000 for a folder, 160000 for a submodule), or None where it has none."""
+        listed = self._paths("ls-tree", "-z", rev, "--", relpath).split("\0")
+        entry = next((line for line in listed if line.endswith(f"\t{relpath}")), None)
+        return entry.split(" ", 1)[0] if entry else None
+
     def file_at(self, rev: str, relpath: str) -> bytes | None:
         """The file's bytes in commit or tree `rev`, or None (no such file there)."""
         done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
