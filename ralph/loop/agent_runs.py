@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ralph.errors import PlanInvalid, WorkTreeGone
@@ -321,7 +322,7 @@ class AgentRuns:
         building = self.tree.building if stage is Stage.BUILD else set()
         if self.tree.leave_foreign_changes(f"before the {stage} run", among=before.dirty - building):
             kept = before.dirty - self.tree.user_dirty
-            before = Snapshot(before.head, before.branch, kept, before.beside_at, before.listed)
+            before = replace(before, dirty=kept)
         return before if stage is not Stage.VERIFY else None
 
     def enforce(
@@ -343,9 +344,9 @@ class AgentRuns:
             strays = frozenset((after.dirty ^ before.dirty) - {PLAN_FILE})
             if strays:
                 self.tree.leave_foreign_changes(f"during the {stage} run", among=strays)
-                after = Snapshot(after.head, after.branch, after.dirty - strays, after.beside_at)
+                after = replace(after, dirty=after.dirty - strays, listed=frozenset())
         if self.runner.sandbox is not None:  # its .git was read-only: HEAD moved by someone else
-            after = Snapshot(before.head, before.branch, after.dirty, after.beside_at)
+            after = replace(after, head=before.head, branch=before.branch, listed=frozenset())
         now = now or self.plan.read()
         persons = beside_changes.since(self.tree.repo, before.beside_at)
         if persons.keys:  # a person's changes meanwhile (ralph.store.beside): judged on top of them
@@ -366,6 +367,7 @@ class AgentRuns:
         if self.tree.repo.head() != before.head and before.head:
             self.tree.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
         log = results[0].log_path
+        self.tree.restore_links(before.links, log)  # first: git then acts on the submodules' own
         self.tree.set_aside(log)
         self.tree.keep_replaced_plan(log, old)
         self.plan.restore(old.doc.to_bytes())

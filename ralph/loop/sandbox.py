@@ -14,7 +14,8 @@ What the run sees:
   /                              read-only (the repository and its main work tree included)
   its own work tree              writable: the repository's in a serial run, the build's or the
                                  verifier's worktree otherwise
-  .git of that work tree         read-only (and the common git directory): ralph commits, agents
+  .git of that work tree         read-only (and the common git directory, and each submodule's
+                                 `.git` link): ralph commits, agents
                                  never; their `ralph` commands run with RALPH_COMMIT=0 and change
                                  only plan.jsonl (and its lock), which lie in the work tree
   /tmp                           a private tmpfs, empty at the start, gone at the end (TMPDIR=/tmp)
@@ -121,6 +122,7 @@ class Sandbox:
         self.empty_file = Path(name)
         self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
         self._dirs_of: dict[Path, list[str]] = {}  # a worktree's git directories, asked of git once
+        self._links_of: dict[Path, list[Path]] = {}  # a work tree's submodule links, the same
 
     def close(self) -> None:
         self.empty_file.unlink(missing_ok=True)
@@ -187,10 +189,18 @@ class Sandbox:
     def _git_dirs(self, work_tree: Path) -> list[Path]:
         """The work tree's `.git` (a folder, or a worktree's file naming its folder) and the
         repository's git directories: read-only even where they lie inside a writable tree."""
-        paths = [work_tree / ".git", *self._home_git_dirs]
+        paths = [work_tree / ".git", *self._home_git_dirs, *self._submodule_links(work_tree)]
         if work_tree != self.home:
             paths += [Path(name) for name in self._worktree_git_dirs(work_tree)]
         return [path for path in _unique(paths) if path.exists()]
+
+    def _submodule_links(self, work_tree: Path) -> list[Path]:
+        """Each submodule's `.git` link in the work tree: read-only too (ralph.store.gitlinks)."""
+        if work_tree not in self._links_of:
+            from ralph.store.git import Repo
+
+            self._links_of[work_tree] = [work_tree / path / ".git" for path in Repo(work_tree).gitlinks()]
+        return [path for path in self._links_of[work_tree] if not path.is_symlink()]
 
     def _worktree_git_dirs(self, work_tree: Path) -> list[str]:
         if work_tree not in self._dirs_of:  # a build's agent and gate runs share one answer

@@ -612,6 +612,14 @@ class Repo:
         """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""
         return self.file_at("HEAD", relpath)
 
+    def gitlinks(self) -> list[str]:
+        """The submodules of this work tree: the paths the index has as gitlinks. No git run where
+        there is neither a .gitmodules nor a .git/modules (most repositories)."""
+        if not (self.root / ".gitmodules").is_file() and not (self.common_dir() / "modules").is_dir():
+            return []
+        listed = self._paths("ls-files", "-z", "-s").split("\0")
+        return [entry.split("\t", 1)[1] for entry in listed if entry.startswith("160000 ")]
+
     def mode_at(self, rev: str, relpath: str) -> str | None:
         """The mode of the entry `relpath` in commit or tree `rev` (100644, 100755, 120000 for a
         link, 040000 for a folder, 160000 for a submodule), or None where it has none."""
