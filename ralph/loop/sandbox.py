@@ -196,10 +196,11 @@ class Sandbox:
 
     def _submodule_links(self, work_tree: Path) -> list[Path]:
         """Each submodule's `.git` link in the work tree: read-only too (ralph.store.gitlinks)."""
-        if work_tree not in self._links_of:
+        if work_tree not in self._links_of:  # none in a folder that is no work tree (a hook's own)
             from ralph.store.git import Repo
 
-            self._links_of[work_tree] = [work_tree / path / ".git" for path in Repo(work_tree).gitlinks()]
+            found = Repo(work_tree).gitlinks() if os.path.lexists(work_tree / ".git") else []
+            self._links_of[work_tree] = [work_tree / path / ".git" for path in found]
         return [path for path in self._links_of[work_tree] if not path.is_symlink()]
 
     def _worktree_git_dirs(self, work_tree: Path) -> list[str]:
@@ -287,7 +288,7 @@ def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
     try:
         done = subprocess.run(
             git_argv(["ls-files", "-z", "--others", "--", *pathspecs]),
-            cwd=tree, env=git_env(tree), capture_output=True, check=False,
+            cwd=tree, env=git_env(tree, literal_pathspecs=False), capture_output=True, check=False,
         )  # fmt: skip
     except (OSError, GitError):
         return []

@@ -869,9 +869,13 @@ def git_argv(args: tuple[str, ...] | list[str], hooks_as_configured: bool = Fals
     return [programs.git_program(), *hardened, *args[: at + 1], *options, *args[at + 1 :]]
 
 
-def git_env(root: Path) -> dict[str, str]:
-    """The environment of a git call in the work tree `root`, as Repo gives its own."""
-    return Repo(root)._env
+def git_env(root: Path, literal_pathspecs: bool = True) -> dict[str, str]:
+    """The environment of a git call in the work tree `root`, as Repo gives its own; without
+    `literal_pathspecs`, pathspec magic (`:(glob)`) is read as such."""
+    env = dict(Repo(root)._env)
+    if not literal_pathspecs:
+        del env["GIT_LITERAL_PATHSPECS"]
+    return env
 
 
 def _subcommand(args: tuple[str, ...]) -> str:
