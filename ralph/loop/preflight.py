@@ -41,6 +41,13 @@ def start_problems(
     operation = repo.operation_in_progress()
     if operation:
         yield Refused(f"{operation}: finish or abort it before running ralph construct")
+    delegated = repo.config_files_in_work_tree()
+    if delegated:
+        yield Refused(
+            f"git's config reads {', '.join(delegated)}, a file in the work tree, which agents write"
+            " (an include): its settings could make git run an agent's program; move it out of the"
+            " repository (or drop the include.path that names it) before running ralph construct"
+        )
     if repo.head() is not None and repo.branch() is None:
         yield Refused("HEAD is detached: check out a branch for ralph construct to commit on")
     blocking = blocking_branch(repo)

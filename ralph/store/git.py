@@ -34,26 +34,31 @@ _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
 _FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
-# Settings over every config file (as -c: passed on to the git processes git starts too) that keep
-# each git call ralph makes from running what a repository, a submodule or an agent wrote: no
-# fsmonitor program, no hooks (ralph's commits, checkouts and ref updates run none: a hooksPath in
-# the work tree, as husky sets, is the agents' to write; the one hook ralph means to run, pre-commit
-# with run_hooks, it runs itself, in the fence), and no command that goes into submodules, whose
-# `.git` links lie in the work tree. Filters stay on (git-lfs needs its clean and smudge): a driver
-# is defined only in config, which agents cannot write (.git and $HOME are read-only in the fence;
-# a config that includes a file inside the work tree is refused at the start of a run:
-# ralph.loop.preflight), so .gitattributes chooses among the person's drivers alone, and git starts
-# them with a PATH that has no entry inside the work tree.
-_HOOKS_OFF = ("-c", f"core.hooksPath={os.devnull}")
+# Settings over every config file that keep each git call ralph makes from running what a
+# repository, a submodule or an agent wrote: no fsmonitor program, no hooks (ralph's commits,
+# checkouts and ref updates run none: a hooksPath in the work tree, as husky sets, is the agents' to
+# write; the one hook ralph means to run, pre-commit with run_hooks, it runs itself, in the fence),
+# and no command that goes into submodules, whose `.git` links lie in the work tree. Given as
+# GIT_CONFIG_PARAMETERS, which is what `git -c` passes on (the same precedence, over every file, and
+# for the git processes git starts too), read by every git version; the argv stays the command's.
+# Filters stay on (git-lfs needs its clean and smudge): a driver is defined only in config, which
+# agents cannot write (.git and $HOME are read-only in the fence, and a config that includes a file
+# of the work tree is refused at the start of a run: ralph.loop.preflight), so .gitattributes
+# chooses among the person's drivers alone, and git starts them with a PATH that has no entry
+# inside the work tree.
+_HOOKS_OFF = (f"core.hooksPath={os.devnull}",)
 _HARDENED = (
-    *("-c", "core.fsmonitor=false", "-c", "submodule.recurse=false"),
-    *("-c", "fetch.recurseSubmodules=false", "-c", "push.recurseSubmodules=no"),
+    "core.fsmonitor=false",
+    "submodule.recurse=false",
+    "fetch.recurseSubmodules=false",
+    "push.recurseSubmodules=no",
 )
 # Options each command gets, right after its name: status and diff never look into a submodule's
-# work tree (which would run git there, with the config its `.git` link leads to), and a diff never
-# runs an external diff or a textconv program.
+# work tree (which would run git there, with the config its `.git` link leads to: `dirty` still
+# shows a gitlink an agent staged or committed, read from the refs its link leads to, running
+# nothing), and a diff never runs an external diff or a textconv program.
 _COMMAND_OPTIONS = {
-    "status": ("--ignore-submodules=all",),
+    "status": ("--ignore-submodules=dirty",),
     "diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"),
     "diff-tree": ("--no-ext-diff", "--no-textconv"),
 }
@@ -67,6 +72,7 @@ class Repo:
         self._env["PATH"] = programs.trusted_path(self._env.get("PATH", os.defpath))
         self._env["GIT_LITERAL_PATHSPECS"] = "1"
         self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
+        self._env["GIT_CONFIG_PARAMETERS"] = _config_parameters(self._env, (*_HOOKS_OFF, *_HARDENED))
         self._signs: bool | None = None
         self._commit_times: dict[str, int] = {}  # commit -> committer time, as read or made here
         self._code_trees: dict[str, str] = {}  # commit -> code_tree(commit)
@@ -119,8 +125,10 @@ class Repo:
             # removes its lock file (.git/index.lock, refs/heads/*.lock) instead of leaving it
             # behind for every later git command to fail on. These plumbing commands take
             # milliseconds and never wait for input.
+            if hooks_as_configured:
+                env = {**(env or {}), "GIT_CONFIG_PARAMETERS": _config_parameters(os.environ, _HARDENED)}
             return subprocess.run(
-                git_argv(args, hooks_as_configured),
+                git_argv(args),
                 cwd=self.root,
                 env={**self._env, **env} if env else self._env,
                 input=stdin,
@@ -150,6 +158,22 @@ class Repo:
         if done.returncode != 0:
             raise GitError(_explain(("config",), done.stderr.decode("utf-8", "replace")))
         return done.stdout.decode("utf-8", "replace").removesuffix("\n")
+
+    def config_files_in_work_tree(self) -> list[str]:
+        """The config files git reads for this repository that lie in the work tree outside its
+        git directories (a file `include.path` names, such as a tracked `.gitconfig`): agents
+        write them, and a config can name programs git runs (a filter, a diff driver, ssh)."""
+        listed = self._paths("config", "--list", "--show-origin", "--name-only", "-z").split("\0")
+        files = {origin.removeprefix("file:") for origin in listed[::2] if origin.startswith("file:")}
+        top = os.path.realpath(self.root)
+        git_dirs = [os.path.realpath(self.git_dir()), os.path.realpath(self.common_dir())]
+        found = []
+        for name in sorted(files):
+            real = os.path.realpath(self.root / name)  # a relative origin is relative to the work tree
+            inside = real == top or real.startswith(top + os.sep)
+            if inside and not any(real == d or real.startswith(d + os.sep) for d in git_dirs):
+                found.append(os.path.relpath(real, top))
+        return found
 
     def config_set(self, key: str, value: str) -> None:
         """Set `key` in this repository's own config (.git/config: neither committed nor cloned)."""
@@ -858,15 +882,24 @@ def _explain(args: tuple[str, ...], stderr: str) -> str:
     return f"git {_subcommand(args)} failed: {text}"
 
 
-def git_argv(args: tuple[str, ...] | list[str], hooks_as_configured: bool = False) -> list[str]:
-    """The argv of `git ARGS` as ralph runs it: the trusted git (ralph.store.programs), the
-    hardened settings, and the options the command always gets (_COMMAND_OPTIONS)."""
+def git_argv(args: tuple[str, ...] | list[str]) -> list[str]:
+    """The argv of `git ARGS` as ralph runs it: the trusted git (ralph.store.programs), and the
+    options the command always gets (_COMMAND_OPTIONS), before its `--` if it has one. Run it with
+    a Repo's environment (git_env), which holds the hardened settings."""
     at = 0
     while at < len(args) and args[at].startswith("-"):  # -c key=value, --no-optional-locks
         at += 2 if args[at] == "-c" else 1
     options = _COMMAND_OPTIONS.get(args[at], ()) if at < len(args) else ()
-    hardened = _HARDENED if hooks_as_configured else (*_HOOKS_OFF, *_HARDENED)
-    return [programs.git_program(), *hardened, *args[: at + 1], *options, *args[at + 1 :]]
+    end = args.index("--", at) if "--" in args[at:] else len(args)
+    return [programs.git_program(), *args[:end], *options, *args[end:]]
+
+
+def _config_parameters(env: dict[str, str] | os._Environ[str], settings: tuple[str, ...]) -> str:
+    """GIT_CONFIG_PARAMETERS with `settings` after what `env` already has (a later one wins), each
+    in single quotes, as git writes and reads them."""
+    given = env.get("GIT_CONFIG_PARAMETERS", "").strip()
+    quoted = ("'" + setting.replace("'", "'\\''") + "'" for setting in settings)
+    return " ".join([*([given] if given else []), *quoted])
 
 
 def git_env(root: Path, literal_pathspecs: bool = True) -> dict[str, str]:

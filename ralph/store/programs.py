@@ -6,7 +6,8 @@ verifier. A PATH entry inside one of those (a project's `.venv/bin` activated in
 shell, `./bin`), a relative one (`bin`, `node_modules/.bin`, resolved against whatever folder a
 process runs in) or an empty one (the current folder) may hold a `git` or a `python` an agent
 wrote. So ralph's own git calls run one absolute `git`, found on the PATH without those entries
-(once per process, again only if a work tree ralph learns of later holds the one found), and the
+(once per process: again only if a work tree ralph learns of later holds the one found, or PATH
+changed, as tests change it), and the
 children ralph starts for itself (agents, hooks, git) get that PATH. The gate keeps the person's
 PATH as it is (ralph.loop.gate): it is the repository's own code, a `make test` may need the
 project's virtualenv, and it runs in the fence.
@@ -23,7 +24,7 @@ from pathlib import Path
 from ralph.errors import GitError
 
 _FENCED: dict[str, str] = {}  # a work tree as named -> its real path
-_GIT: list[str] = []  # the git found: [program, real path], once found
+_GIT: list[str] = []  # the git found: [program, real path, the PATH it was found on]
 
 
 def fence(root: Path) -> None:
@@ -49,13 +50,14 @@ def trusted_path(path: str | None = None) -> str:
 def git_program() -> str:
     """The absolute git ralph runs: the first on the trusted PATH that is not itself a link into
     a work tree agents may write."""
-    if _GIT and not fenced(_GIT[1]):
+    path = os.environ.get("PATH", os.defpath)
+    if _GIT and _GIT[2] == path and not fenced(_GIT[1]):  # (PATH changes only in tests, in process)
         return _GIT[0]
-    for folder in trusted_path().split(os.pathsep):
+    for folder in trusted_path(path).split(os.pathsep):
         program = os.path.join(folder, "git")
         real = os.path.realpath(program)
         if folder and os.path.isfile(real) and os.access(real, os.X_OK) and not fenced(real):
-            _GIT[:] = [program, real]
+            _GIT[:] = [program, real, path]
             return program
     raise GitError("git is not installed (or not on PATH outside the work tree)")
 
