@@ -42,7 +42,8 @@ _INCLUDE = re.compile(r"^\s*[-s]?include\s+(.+)$")
 _EVAL = re.compile(r"[$][({]eval\s")
 _ASSIGN = re.compile(r"^(?:override\s+|export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(:{1,3}|[?+!])?=\s*(.*)$")
 _REFERENCE = re.compile(r"[$](?:[(]([A-Za-z_][A-Za-z0-9_.-]*)[)]|[{]([A-Za-z_][A-Za-z0-9_.-]*)[}])")
-_DEPTH = 8  # includes followed
+_DEPTH = 8
+_MAX_BYTES = 4 << 20  # includes followed
 
 
 @dataclass
@@ -152,10 +153,12 @@ def _rules(files: list[Path], folder: Path) -> set[str] | None:
         if path in seen or len(seen) > _DEPTH:
             continue
         seen.add(path)
-        try:
+        try:  # a regular file, of a makefile's size: never a FIFO or /dev/zero an include names
+            if not path.is_file() or path.stat().st_size > _MAX_BYTES:
+                raise OSError(f"not a makefile: {path}")
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
-            return None if path not in files else set()
+            return None if path not in files or path.is_file() else set()
         if _EVAL.search(text):  # rules made by $(eval ...) as make runs
             return None
         for line in text.replace("\\\n", " ").splitlines():

@@ -236,13 +236,16 @@ class WorkTree:
         what an agent put in its place moves beside the log, as <log>.submodules/<path>/.git."""
         import shutil
 
-        from ralph.store.gitlinks import changed_links, read_link
+        from ralph.store.gitlinks import changed_links, read_link, through_a_link
 
         was = {link.path: link for link in before}
         for path in changed_links(before, frozenset(read_link(self.root, path) for path in was)):
             link, dot_git = was[path], self.root / path / ".git"
+            kept = self.home / log_path.with_suffix(".submodules") / path / ".git"
+            while (planted := through_a_link(self.root, path)) is not None:  # the link, not where it leads
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(planted, kept.with_name(f"{planted.name}.link"))
             if os.path.lexists(dot_git) and read_link(self.root, path)[:4] != link[:4]:
-                kept = self.home / log_path.with_suffix(".submodules") / path / ".git"
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(dot_git, kept)
                 self.journal.event("submodule_link_kept", folder=path, kept=str(self.rel(kept)))

@@ -33,6 +33,8 @@ def read_links(root: Path, gitlinks: list[str]) -> frozenset[Link]:
 
 def read_link(root: Path, path: str) -> Link:
     dot_git = root / path / ".git"
+    if through_a_link(root, path):  # never read (or, undoing, write) where an agent's link leads
+        return Link(path, "behind a link")
     try:
         if dot_git.is_symlink():
             return Link(path, "link", os.fsencode(os.readlink(dot_git)))
@@ -47,6 +49,17 @@ def read_link(root: Path, path: str) -> Link:
     named = Path(text.removeprefix("gitdir:").strip()) if text.startswith("gitdir:") else None
     git_dir = named if named is None or named.is_absolute() else dot_git.parent / named
     return Link(path, "file", data, 0, _config(git_dir) if git_dir else None)
+
+
+def through_a_link(root: Path, path: str) -> Path | None:
+    """The first folder on the way from `root` to the submodule `path` (itself included) that is
+    a symbolic link, if any."""
+    folder = root
+    for part in Path(path).parts:
+        folder = folder / part
+        if folder.is_symlink():
+            return folder
+    return None
 
 
 def _config(git_dir: Path) -> bytes | None:

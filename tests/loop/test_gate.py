@@ -207,3 +207,11 @@ def test_a_rule_named_by_plain_variables_is_read_through_them(tmp_path):
     assert missing_targets(["lint"], tmp_path) == ("Makefile", ["lint"])
     (tmp_path / "Makefile").write_text("GOALS := $(shell ls)\n$(GOALS):\n\ttrue\n")
     assert missing_targets(["lint"], tmp_path) is None  # a function: text cannot tell
+
+
+def test_the_probe_reads_only_regular_files_of_a_makefiles_size(tmp_path):
+    """An include a build committed that names /dev/zero (or a FIFO) never hangs the start."""
+    from ralph.loop.makefile import missing_targets
+
+    (tmp_path / "Makefile").write_text("include /dev/zero\nall:\n")
+    assert missing_targets(["verify"], tmp_path) is None  # cannot tell: never refused, never read

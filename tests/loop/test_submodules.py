@@ -27,6 +27,11 @@ if stage == "BUILD":
         monitor.write_text("#!/bin/sh\\necho ran >> " + os.environ["SUBMODULE_MARKER"] + "\\nexit 1\\n")
         monitor.chmod(0o755)
         try:
+            if os.environ.get("SUBMODULE_LINK_TO"):  # the folder becomes a link to one outside
+                import shutil
+                shutil.rmtree("lib")
+                os.symlink(os.environ["SUBMODULE_LINK_TO"], "lib")
+                raise SystemExit(print("ATTACK link_submodule_folder ok", flush=True))
             os.remove("lib/.git")
             for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "mine"],
                          ["config", "core.fsmonitor", str(monitor.resolve())]):
@@ -77,3 +82,21 @@ def test_an_agent_that_replaces_a_submodules_git_link_is_undone_and_its_program_
     assert (project / kept[0]["kept"] / "config").is_file()  # the agent's repository, beside the log
     git(project, "status", "--porcelain")  # the person's next look
     assert not marker.exists()
+
+
+def test_a_submodule_folder_replaced_by_a_link_is_put_back_and_nothing_is_written_where_it_leads(
+    project, tmp_path
+):
+    """Undoing never writes through the agent's link: the link moves beside the log, the folder
+    and its `.git` link come back."""
+    marker, elsewhere = tmp_path / "ran", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = with_submodule(project, tmp_path)
+    add_tasks(project, "One")
+    env = {"SUBMODULE_MARKER": str(marker), "SUBMODULE_LINK_TO": str(elsewhere)}
+    done = construct(project, agent=hostile_agent(tmp_path), env=env)
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    violated = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert len(violated) == 1 and "changed the git link of submodule lib" in violated[0]["did"][0]
+    assert list(elsewhere.iterdir()) == []
+    assert not (project / "lib").is_symlink() and (project / "lib" / ".git").read_bytes() == link
