@@ -24,6 +24,7 @@ from pathlib import Path
 from ralph.errors import GitError
 
 _FENCED: dict[str, str] = {}  # a work tree as named -> its real path
+_TRUSTED: dict[tuple[str, int], str] = {}  # (PATH, work trees known) -> the trusted PATH
 _GIT: list[str] = []  # the git found: [program, real path, the PATH it was found on]
 
 
@@ -42,9 +43,13 @@ def fenced(path: str) -> bool:
 def trusted_path(path: str | None = None) -> str:
     """`path` (default: ralph's own $PATH) without its relative and empty entries and those inside
     a work tree agents may write, each kept once, in order."""
-    entries = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
-    kept = [entry for entry in entries if os.path.isabs(entry) and not fenced(os.path.realpath(entry))]
-    return os.pathsep.join(dict.fromkeys(kept))
+    path = os.environ.get("PATH", os.defpath) if path is None else path
+    key = (path, len(_FENCED))  # work trees are only ever added: their count says which are known
+    if key not in _TRUSTED:
+        entries = path.split(os.pathsep)
+        kept = [entry for entry in entries if os.path.isabs(entry) and not fenced(os.path.realpath(entry))]
+        _TRUSTED[key] = os.pathsep.join(dict.fromkeys(kept))
+    return _TRUSTED[key]
 
 
 def git_program() -> str:
