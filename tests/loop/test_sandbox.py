@@ -17,7 +17,7 @@ from ralph.loop.sandbox import unavailable_reason
 from ralph.ops import config, tasks
 from ralph.store.transaction import transaction
 from tests.support.construct import construct, events, with_app_spec
-from tests.support.gitrepo import git
+from tests.support.gitrepo import git, with_submodule
 
 HOSTILE = Path(__file__).with_name("hostile_agent.py")
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HOSTILE))}"
@@ -382,8 +382,6 @@ ESCAPES = {  # marker -> what ran outside the fence
 
 
 def run_hostile_git(project: Path, home: Path, outside: Path, tmp_path: Path, mode: str):
-    from tests.loop.test_submodules import with_submodule
-
     with_submodule(project, tmp_path)
     (project / "scripts").mkdir()
     (project / "scripts" / "hook.py").write_text(HOOK_SCRIPT)

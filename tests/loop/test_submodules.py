@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.support.construct import add_tasks, construct, events
-from tests.support.gitrepo import git
+from tests.support.gitrepo import git, with_submodule
 
 # BUILD, once: lib/.git becomes a repository of the agent's whose core.fsmonitor is a program
 # that writes $SUBMODULE_MARKER; then it does its task honestly. VERIFY accepts.
@@ -45,19 +45,6 @@ if stage == "BUILD":
 elif stage == "VERIFY":
     ralph("task", "accept", task)
 """
-
-
-def with_submodule(project: Path, tmp_path: Path) -> bytes:
-    """A submodule at lib/; the bytes of its `.git` link."""
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    git(sub, "init", "-q")
-    (sub / "lib.txt").write_text("lib\n")
-    git(sub, "add", "lib.txt")
-    git(sub, "commit", "-qm", "lib")
-    git(project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib")
-    git(project, "commit", "-qm", "a submodule")
-    return (project / "lib" / ".git").read_bytes()
 
 
 def hostile_agent(tmp_path: Path) -> str:
