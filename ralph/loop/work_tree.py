@@ -234,7 +234,6 @@ class WorkTree:
     def restore_links(self, before: frozenset[Link], log_path: Path) -> None:
         """Each submodule's `.git` link (and the config it leads to) put back as `before` has it;
         what an agent put in its place moves beside the log, as <log>.submodules/<path>/.git."""
-        import shutil
 
         from ralph.store.gitlinks import changed_links, read_link, through_a_link
 
@@ -243,11 +242,9 @@ class WorkTree:
             link, dot_git = was[path], self.root / path / ".git"
             kept = self.home / log_path.with_suffix(".submodules") / path / ".git"
             while (planted := through_a_link(self.root, path)) is not None:  # the link, not where it leads
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(planted, kept.with_name(f"{planted.name}.link"))
+                _keep(planted, kept.with_name(f"{planted.name}.link"))
             if os.path.lexists(dot_git) and read_link(self.root, path)[:4] != link[:4]:
-                kept.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(dot_git, kept)
+                _keep(dot_git, kept)
                 self.journal.event("submodule_link_kept", folder=path, kept=str(self.rel(kept)))
             if link.kind == "file":
                 dot_git.parent.mkdir(parents=True, exist_ok=True)
@@ -663,6 +660,21 @@ class WorkTree:
         saved = str(self.rel(patch))
         self.journal.event("build_patch_saved", item=task.id, commit=task.commit, patch=saved)
         return patch
+
+
+def _keep(path: Path, kept: Path) -> None:
+    """Move what an agent made at `path` to `kept`; what cannot be moved (a FIFO onto another file
+    system) is removed: it must not stay where git reads."""
+    import shutil
+
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.move(path, kept)
+    except (OSError, shutil.Error):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def _put_back_config(folder: Path, link: Link) -> None:

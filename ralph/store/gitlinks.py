@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+_MAX_BYTES = 1 << 20
+
 
 class Link(NamedTuple):
     """A submodule's `.git` entry: what it is (file, folder, link, missing), its content (a file's
@@ -40,7 +42,9 @@ def read_link(root: Path, path: str) -> Link:
             return Link(path, "link", os.fsencode(os.readlink(dot_git)))
         if dot_git.is_dir():
             return Link(path, "folder", b"", dot_git.stat().st_ino, _config(dot_git))
-        data = dot_git.read_bytes()
+        data = _small_file(dot_git)
+        if data is None:  # a FIFO, a device, a huge file: never read (a FIFO would hang ralph)
+            return Link(path, "odd", b"", dot_git.lstat().st_ino)
     except FileNotFoundError:
         return Link(path, "missing")
     except OSError:  # NotADirectoryError (a file where the submodule's folder was), no access
@@ -64,9 +68,20 @@ def through_a_link(root: Path, path: str) -> Path | None:
 
 def _config(git_dir: Path) -> bytes | None:
     try:
-        return (git_dir / "config").read_bytes()
+        return _small_file(git_dir / "config")
     except OSError:
         return None
+
+
+def _small_file(path: Path) -> bytes | None:
+    """The bytes of `path` when it is a regular file of at most a megabyte, else None."""
+    import stat
+
+    found = path.stat()
+    if not stat.S_ISREG(found.st_mode) or found.st_size > _MAX_BYTES:
+        return None
+    with open(path, "rb") as handle:
+        return handle.read(_MAX_BYTES + 1)
 
 
 def changed_links(before: frozenset[Link], after: frozenset[Link]) -> list[str]:

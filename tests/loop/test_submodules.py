@@ -5,6 +5,7 @@ ralph's git nor the person's next `git status` runs the agent's program."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -87,3 +88,18 @@ def test_a_submodule_folder_replaced_by_a_link_is_put_back_and_nothing_is_writte
     assert len(violated) == 1 and "changed the git link of submodule lib" in violated[0]["did"][0]
     assert list(elsewhere.iterdir()) == []
     assert not (project / "lib").is_symlink() and (project / "lib" / ".git").read_bytes() == link
+
+
+def test_a_fifo_in_place_of_a_submodules_link_or_its_config_is_never_read(tmp_path):
+    """Reading one would block ralph for good: it is told apart by what it is, unread."""
+    from ralph.store.gitlinks import read_link
+
+    (tmp_path / "lib").mkdir()
+    os.mkfifo(tmp_path / "lib" / ".git")
+    assert read_link(tmp_path, "lib").kind == "odd"
+    (tmp_path / "lib" / ".git").unlink()
+    (tmp_path / "lib" / ".git").write_text("gitdir: ../modules-of-mine\n")
+    (tmp_path / "modules-of-mine").mkdir()
+    os.mkfifo(tmp_path / "modules-of-mine" / "config")
+    link = read_link(tmp_path, "lib")
+    assert link.kind == "file" and link.config is None
