@@ -316,9 +316,9 @@ def _run(
     from ralph.ops import pullrequest
 
     text = "\n".join(report_lines(report))
-    pullrequest.save_report(root, spec_rel, report.outcome.name, text)  # for a later `ralph pr`
+    pullrequest.save_report(root, spec_rel, report.ended_as, text)  # for a later `ralph pr`
     if pr and report.outcome.name != "INTERRUPTED":
-        request = pullrequest.request_for(root, spec_rel, report.outcome.name, text)
+        request = pullrequest.request_for(root, spec_rel, report.ended_as, text)
         try:
             opened = pullrequest.open_pull_request(root, request, settings.remote or "origin")
         except RalphError as exc:  # the run's own exit code wins; a complete run's is the error's
@@ -422,7 +422,7 @@ def report_lines(report) -> list[str]:
     """The final report of a run that began, for a person (and a pull request's description)."""
     from ralph.secrets import redact
 
-    lines = [f"ralph: {report.outcome.name}: {printable(redact(report.message))}"]  # it can quote an agent
+    lines = [f"ralph: {report.ended_as}: {printable(redact(report.message))}"]  # it can quote an agent
     if report.agent_error:  # AGENT_FAILING: what the agent said, for a person to fix it
         lines.append("the agent's last error lines:")
         lines += [f"  | {printable(redact(line))}" for line in report.agent_error]

@@ -90,6 +90,13 @@ class Ending(StrEnum):
     CHECK_FAILED = "check_failed"  # STUCK: the spec check's agent failed (see its log), nothing kept
 
 
+def ended_as(outcome: Outcome, ending: str | None) -> str:
+    """How a run's ending is named in its commit, the state record, the journal and its report:
+    the outcome's name, but `ralph plan`'s PLANNED (its outcome COMPLETE, exit 0, says nothing of
+    the spec being complete)."""
+    return "PLANNED" if outcome is Outcome.COMPLETE and ending == Ending.PLANNED else outcome.name
+
+
 _AGENT_OUTCOMES: dict[type, Outcome] = {
     AgentAuthFailed: Outcome.AGENT_AUTH,
     LimitTooLong: Outcome.AGENT_LIMITED,
@@ -126,6 +133,11 @@ class Report:
     resolved: list[dict] = field(default_factory=list)  # issues resolved in the run: {id, text, note}
     ending: str | None = None  # which ending of its outcome (Ending), where the outcome has several
     drafts: list[dict] = field(default_factory=list)  # {task, branch}: unfinished work kept on a branch
+
+    @property
+    def ended_as(self) -> str:
+        """The ending's name as its commit says it (PLANNED for `ralph plan`; else the outcome's)."""
+        return ended_as(self.outcome, self.ending)
 
 
 class Loop:
@@ -269,8 +281,7 @@ class Loop:
             change.message = f"ralph: construct {self.settings.spec} ended: {self._ended_as(outcome)}"
 
     def _ended_as(self, outcome: Outcome) -> str:
-        """How the ending is named in its commit, the state and the journal: `ralph plan` PLANNED."""
-        return "PLANNED" if outcome is Outcome.COMPLETE and self.ending is Ending.PLANNED else outcome.name
+        return ended_as(outcome, self.ending)
 
     def _iterate(self) -> tuple[Outcome, str]:
         coordinator = self.workspace.coordinator  # runners sharing a git remote: one of them plans
