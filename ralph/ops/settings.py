@@ -96,21 +96,24 @@ class Settings:
         given (not None)."""
         given = {key: value for key, value in flags.items() if value is not None}
         mine, plans = _from_config(user or {}, USER_FILE), _from_config(config, PLAN_ORIGIN)
+        _drop_other_agents_models(given.get("agent") or plans.get("agent") or mine.get("agent"), mine, plans)
         configured = {**mine, **plans}
-        # A stage's model is set stage by stage: a flag for BUILD keeps the config's VERIFY model.
-        models = {**(mine.get("stage_models") or {}), **(plans.get("stage_models") or {})}
-        if models:
-            configured["stage_models"] = models
         if "agent" in given:
             # An agent named on the command line is that agent's own program: a program the
             # repository's config names (a script shipped in a cloned repository) never replaces it.
             configured.pop("agent_cmd", None)
             if configured.get("agent") != given["agent"]:
-                configured.pop("agent_args", None)  # arguments and model of another agent
-                configured.pop("model", None)
-                configured.pop("stage_models", None)
-        if configured.get("stage_models") and given.get("stage_models"):
-            given["stage_models"] = {**configured["stage_models"], **given["stage_models"]}
+                configured.pop("agent_args", None)  # arguments of another agent
+        # A stage's model is set stage by stage: a flag for BUILD keeps the config's VERIFY model.
+        models = {
+            **(mine.get("stage_models") or {}),
+            **(plans.get("stage_models") or {}),
+            **(given.get("stage_models") or {}),
+        }
+        for layer in (configured, given):
+            layer.pop("stage_models", None)
+        if models:
+            given["stage_models"] = models
         if configured.get("sandbox") is None and "sandbox" not in given and os.environ.get(SANDBOX_ENV):
             configured["sandbox"] = _sandbox_default()
         values = {**configured, **given}
@@ -134,11 +137,22 @@ class Settings:
         return settings
 
     def model_for(self, stage: str) -> str | None:
-        """The model a stage's runs use: its own (`stage_models`), else the default `model`."""
+        """The model a stage's runs use, the first set of: --stage-model, the config's
+        `stage_models`, --model, the config's `model` (None: the agent CLI's default)."""
         return (self.stage_models or {}).get(str(stage)) or self.model
 
 
 DEFAULTS = Settings()
+
+
+def _drop_other_agents_models(agent: str | None, *layers: dict[str, Any]) -> None:
+    """A config layer's models (`model`, `stage_models`) are for the agent that layer names: a
+    layer that names another agent than the one in force keeps them for its own. A layer that
+    names none sets models for whichever agent runs, named by a flag or another layer."""
+    for layer in layers:
+        if layer.get("agent") not in (None, agent):
+            layer.pop("model", None)
+            layer.pop("stage_models", None)
 SANDBOX_MODES = ("off", "auto", "required")
 SANDBOX_ENV = "RALPH_SANDBOX"  # the default mode, below every config layer and flag (the tests' off)
 
