@@ -44,7 +44,8 @@ class Shlex(click.ParamType):
 
 
 class StageModel(click.ParamType):
-    """STAGE=MODEL (--stage-model VERIFY=claude-opus-4-5): a (stage, model) pair."""
+    """STAGE=MODEL (--stage-model VERIFY=claude-opus-4-5), or STAGE=M1,M2 (an escalation, cheap
+    first: BUILD=claude-haiku-4-5,claude-sonnet-4-5): a (stage, models) pair."""
 
     name = "stage=model"
 
@@ -53,11 +54,17 @@ class StageModel(click.ParamType):
             return value
         from ralph.ops.settings import MODEL_STAGES
 
-        stage, _, model = value.partition("=")
+        stage, _, given = value.partition("=")
         stage = stage.strip().upper()
-        if stage not in MODEL_STAGES or not model.strip():
-            self.fail(f"{value!r} is not STAGE=MODEL with STAGE one of {', '.join(MODEL_STAGES)}", param, ctx)
-        return stage, model.strip()
+        models = tuple(model.strip() for model in given.split(","))
+        if stage not in MODEL_STAGES or not all(models):
+            self.fail(
+                f"{value!r} is not STAGE=MODEL or STAGE=MODEL,MODEL,... with STAGE one of"
+                f" {', '.join(MODEL_STAGES)}",
+                param,
+                ctx,
+            )
+        return stage, models
 
 
 def _loop_options(command):
@@ -81,7 +88,9 @@ def _loop_options(command):
             "stage_models",
             type=StageModel(),
             multiple=True,
-            help="A stage's model, over --model: STAGE=MODEL, e.g. VERIFY=claude-opus-4-5. Repeatable.",
+            help="A stage's model, over --model: STAGE=MODEL, e.g. VERIFY=claude-opus-4-5; or an"
+            " escalation, cheap first, each build of a task after a failed one taking the next:"
+            " BUILD=claude-haiku-4-5,claude-sonnet-4-5. Repeatable.",
         ),
         click.option(
             "--timeout",
@@ -383,8 +392,8 @@ def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
         if param.is_flag:
             words.append(option) if value else None
         elif isinstance(value, dict):  # --stage-model, repeated
-            for stage, model in value.items():
-                words += [option, f"{stage}={model}"]
+            for stage, models in value.items():
+                words += [option, f"{stage}={','.join(models)}"]
         elif isinstance(value, tuple):
             words += [option, shlex.join(value)]
         elif isinstance(param.type, Duration):
@@ -464,5 +473,7 @@ def report_lines(report) -> list[str]:
 
 
 def _model_of(row: dict) -> str:
-    """ " (model)" of a stage's runs (per stage only), or nothing."""
-    return f" ({printable(row['model'])})" if row.get("model") else ""
+    """ " (model)" of a stage's runs (per stage only), " (model, model)" when an escalation
+    used more than one, or nothing."""
+    models = row.get("models") or ([row["model"]] if row.get("model") else [])
+    return f" ({printable(', '.join(models))})" if models else ""

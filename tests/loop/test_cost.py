@@ -4,6 +4,7 @@ else unknown; `--max-cost` stops the loop cleanly before the run that would pass
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -421,3 +422,39 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_pat
         ("VERIFY", "claude-opus-4-5"),
         ("CHECK", "claude-opus-4-5"),
     ]
+
+
+def test_a_task_s_builds_after_a_failure_escalate_to_the_next_model_shown_and_recorded(project):
+    """--stage-model BUILD=cheap,strong: a task's first build runs with the cheap model and, after
+    it failed its gate, the next with the strong one; the console line of each attempt, the
+    report and the task's record say which. VERIFY, given no model, runs with the CLI's default."""
+    (task_id,) = add_tasks(project, "Flaky [gate-fails-once]")
+
+    done = construct(project, "--stage-model", "BUILD=claude-haiku-4-5,claude-sonnet-4-5")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    begun = [(e["stage"], e.get("model")) for e in events(project) if e["event"] == "agent_begin"]
+    assert begun[:3] == [
+        ("BUILD", "claude-haiku-4-5"),
+        ("BUILD", "claude-sonnet-4-5"),
+        ("VERIFY", None),
+    ]
+    assert (
+        f"BUILD {task_id} (Flaky [gate-fails-once]): agent started with claude-haiku-4-5, log" in done.stderr
+    )
+    assert (
+        f"BUILD {task_id} (Flaky [gate-fails-once]): agent started with claude-sonnet-4-5, log" in done.stderr
+    )
+    assert f"BUILD {task_id}: attempt 1 with claude-haiku-4-5 failed (gate failed)" in done.stderr
+    assert f"  {task_id} attempt 1 with claude-haiku-4-5: gate failed: " in done.stdout
+    assert "by stage: BUILD (claude-haiku-4-5, claude-sonnet-4-5) " in done.stdout
+    failed = git(project, "log", "--format=%H", "-1", f"--grep=^ralph(build): {task_id} attempt 1 failed")
+    built = git(project, "log", "--format=%H", "-1", f"--grep=^ralph(build): {task_id} Flaky")
+    models = [
+        next(r.get("model") for r in plan_records(project, commit.strip()) if r.get("id") == task_id)
+        for commit in (failed, built)
+    ]
+    assert models == ["claude-haiku-4-5", "claude-sonnet-4-5"]
+    story = in_process(["-C", str(project), "log", "--task", task_id], dict(os.environ)).stdout
+    assert "  attempt 1 with claude-haiku-4-5: gate failed" in story
+    assert "  attempt 2 with claude-sonnet-4-5: passed the gate" in story

@@ -77,9 +77,41 @@ def test_a_layer_that_names_another_agent_keeps_its_models_for_that_agent():
     config = {"t": "config", "agent": "claude", "stage_models": {"VERIFY": "claude-opus-4-5"}}
     settings = Settings.resolve("specs/x.md", config, {}, user)
     assert settings.agent == "claude" and settings.model is None
-    assert settings.stage_models == {"VERIFY": "claude-opus-4-5"}
+    assert settings.stage_models == {"VERIFY": ("claude-opus-4-5",)}
     unnamed = Settings.resolve("specs/x.md", config, {}, {"model": "claude-sonnet-4-5"})
-    assert unnamed.model_for("BUILD") == "claude-sonnet-4-5" and unnamed.model_for("VERIFY") == "claude-opus-4-5"
+    assert (
+        unnamed.model_for("BUILD") == "claude-sonnet-4-5" and unnamed.model_for("VERIFY") == "claude-opus-4-5"
+    )
+
+
+def test_an_escalation_gives_a_task_s_later_builds_the_next_model_then_the_last():
+    config = {"t": "config", "stage_models": {"BUILD": ["cheap", "middle", "strong"], "VERIFY": "judge"}}
+    settings = Settings.resolve("specs/x.md", config, {"model": "general"})
+    assert [settings.model_for("BUILD", failures) for failures in range(5)] == [
+        "cheap",
+        "middle",
+        "strong",
+        "strong",
+        "strong",
+    ]
+    assert settings.model_for("VERIFY", 3) == "judge" and settings.model_for("PLAN", 3) == "general"
+    flag = Settings.resolve("specs/x.md", config, {"stage_models": {"BUILD": ("a", "b")}})
+    assert flag.stage_models == {"BUILD": ("a", "b"), "VERIFY": ("judge",)}
+
+
+@pytest.mark.parametrize(
+    ("models", "said"),
+    [
+        ({"BUILD": []}, "BUILD: [] is not a model name or a non-empty list of model names"),
+        ({"BUILD": ["a", ""]}, "BUILD: ['a', ''] is not a model name or a non-empty list of model names"),
+        ({"BUILD": 3}, "BUILD: 3 is not a model name or a non-empty list of model names"),
+        ({"BUID": "a"}, "'BUID' is not a stage that runs an agent"),
+    ],
+)
+def test_a_bad_stage_model_is_one_line_naming_the_key_and_the_stage(models, said):
+    with pytest.raises(InvalidInput) as refused:
+        Settings.resolve("specs/x.md", {}, {}, {"stage_models": models})
+    assert str(refused.value).startswith("config key stage_models in the user's config file: " + said)
 
 
 @pytest.mark.parametrize("minutes", [float("nan"), float("inf"), -1.0])
