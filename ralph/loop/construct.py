@@ -31,7 +31,7 @@ from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.remaining import remaining_lines
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
-from ralph.loop.stage_check import CheckOutcome, CheckStage, already_met, spec_digest
+from ralph.loop.stage_check import CheckOutcome, CheckStage
 from ralph.loop.stage_decompose import DecomposeStage
 from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
@@ -39,6 +39,7 @@ from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import BudgetSpent, Supervisor
 from ralph.loop.workspace import StageReport, StageRun, Workspace
 from ralph.ops.settings import Settings
+from ralph.ops.spec_checks import already_met, spec_digest
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left

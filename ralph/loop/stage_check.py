@@ -11,17 +11,15 @@ nothing of its run; the spec record counts it (check_kills) and the run ends STU
 
 from __future__ import annotations
 
-import hashlib
 from enum import Enum
 from pathlib import Path
 
-from ralph.errors import GitError
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.job import Job
-from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.prompts import data_block
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
+from ralph.ops.spec_checks import already_met, spec_digest
 from ralph.plan.new_work import bound_new_work
 from ralph.plan.plan import Plan
 from ralph.plan.reading import PlanReader
@@ -38,28 +36,6 @@ class CheckOutcome(Enum):
     ADDED = "added"  # it added tasks or issues: the loop goes on
     STOPPED = "stopped"  # its run was stopped (time, context): nothing of it kept
     FAILED = "failed"  # its agent failed (an error, a broken plan, a permission violation): nothing kept
-
-
-def spec_digest(root: Path, spec: str) -> str:
-    """The SHA-256 of the spec's text ('' when it cannot be read: such a spec is never 'as it was')."""
-    try:
-        return hashlib.sha256((root / spec).read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
-def already_met(repo: Repo, plan: PlanReader, spec: str, digest: str) -> bool:
-    """Whether a check that found nothing missing read this spec and, but for plan.jsonl, this code."""
-    line = plan.spec_line(spec)
-    record = line.record if line else {}
-    checked = record.get("checked_commit")
-    if not checked or not digest or record.get("checked_spec") != digest:
-        return False
-    try:
-        changed = repo.git("diff", "--name-only", "-z", checked, "HEAD", "--").split("\0")
-    except GitError:  # the commit is gone (history rewritten): check again
-        return False
-    return not [path for path in changed if path and path != PLAN_FILE]
 
 
 def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict:
