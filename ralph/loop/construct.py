@@ -31,7 +31,7 @@ from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.remaining import remaining_lines
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
-from ralph.loop.stage_check import CheckOutcome, CheckStage
+from ralph.loop.stage_check import CheckOutcome, CheckStage, open_work
 from ralph.loop.stage_decompose import DecomposeStage
 from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
@@ -321,7 +321,7 @@ class Loop:
         """With every task of the spec accepted: the spec check (stage_check), which ends the run
         COMPLETE when it finds nothing missing; None while there is work (it may have added some)."""
         plan = self.read_plan()
-        if self.workspace.plan.tasks(plan) or self.workspace.plan.issues(plan):
+        if open_work(plan, self.settings.spec):  # the cut of an earlier check waits for this one
             return None
         outcome = self._check_spec(plan)
         if outcome is CheckOutcome.STOPPED:
@@ -334,8 +334,7 @@ class Loop:
                 Ending.CHECK_FAILED, "the spec check's agent run failed, nothing of it kept (see below)"
             )
         if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET):  # it added nothing
-            after = self.read_plan()
-            if self.workspace.plan.tasks(after) or self.workspace.plan.issues(after):
+            if open_work(self.read_plan(), self.settings.spec):
                 return None  # a person added work while it ran: the run goes on with it
             return (
                 Outcome.COMPLETE,
@@ -349,7 +348,7 @@ class Loop:
         coordinator = self.workspace.coordinator
         if not coordinator.checks(self._already_met):  # another runner checked, or added work meanwhile
             plan = self.read_plan()  # as the remote has it now
-            complete = not self.workspace.plan.tasks(plan) and not self.workspace.plan.issues(plan)
+            complete = not open_work(plan, self.settings.spec)
             return CheckOutcome.ALREADY_MET if complete and self._already_met(plan) else None
         if not isinstance(coordinator, Solo):
             plan = self.read_plan()  # its claim brought in the other runners' work

@@ -9,7 +9,7 @@ from typing import Any
 from ralph.errors import Problem, Refused
 from ralph.plan.document import Record
 from ralph.plan.plan import Plan
-from ralph.plan.records import Stage, Status, TaskView
+from ralph.plan.records import Stage, Status, TaskView, awaits_recheck
 from ralph.store.reader import PLAN_NAME, read_bytes, read_plan
 
 
@@ -22,7 +22,7 @@ def status(root: Path) -> dict[str, Any]:
     waiting = [{"id": task.id, "why": task.why_not_done} for task in tasks if task.blocked] + [
         {"id": issue["id"], "why": f"kept open: {issue['keep_open']}"}
         for issue in issues
-        if issue.get("keep_open")
+        if issue.get("keep_open") and not awaits_recheck(issue)  # that one waits for the spec check
     ]
     from ralph.ops.runs import run_status
 
@@ -143,7 +143,8 @@ def next_action(plan: Plan, root: Path) -> tuple[str, str]:
             "every task is accepted and a spec check found nothing missing in this spec and code:"
             " `ralph construct` ends COMPLETE without another run"
         )
-    held = [task.id for task in tasks if task.blocked] + [i["id"] for i in issues if i.get("keep_open")]
+    held = [task.id for task in tasks if task.blocked]
+    held += [issue["id"] for issue in issues if issue.get("keep_open") and not awaits_recheck(issue)]
     return "a person", f"decides on {', '.join(held[:5])}: blocked or kept open (`ralph status` says why)"
 
 

@@ -286,6 +286,10 @@ class IssueFields:
         return 0 if value is None else cast('int', value)
 
     @property
+    def recheck(self) -> bool | None:
+        return cast('bool | None', self.record.get('recheck'))
+
+    @property
     def kill_reason(self) -> str | None:
         return cast('str | None', self.record.get('kill_reason'))
 

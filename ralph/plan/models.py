@@ -233,6 +233,12 @@ class Issue(Record):
     kills: Annotated[int, Field(ge=0)] | None = Field(
         0, description="INVESTIGATE runs of it stopped by their time limit or a full context"
     )
+    recheck: bool | None = Field(
+        None,
+        description="true on the issue naming the new work a spec check added beyond `max_new_items`"
+        " (kept open): it waits for no person but for the next spec check, which runs once the spec's"
+        " other work is accepted, reads the spec and code again and resolves it",
+    )
     kill_reason: KillReason | None = Field(None, description="why its last INVESTIGATE run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped INVESTIGATE run")
     kind: Literal["question"] | None = Field(

@@ -104,3 +104,26 @@ def test_a_spec_a_check_found_met_is_complete_until_code_changes(ralph: Ralph):
     git(ralph.root, "commit", "-qm", "more code")
     assert ralph("query", "stage").stdout == "CHECK\n"
     assert "next: CHECK: " in _next(ralph)
+
+
+def test_the_cut_of_a_spec_check_waits_for_the_next_check_not_for_a_person(ralph: Ralph):
+    """An issue naming work a spec check added beyond max_new_items awaits the next check: with
+    everything else accepted the stage is CHECK; an issue kept open for a person is BLOCKED."""
+    _all_accepted(ralph, checked=False)
+    cut = {
+        "t": "issue", "id": "i-cut000", "text": "the spec check of specs/app.md added more ...",
+        "spec": "specs/app.md", "keep_open": "ralph cut new work the spec check added", "recheck": True,
+    }  # fmt: skip
+    plan = ralph.root / "plan.jsonl"
+    plan.write_text(plan.read_text() + json.dumps(cut) + "\n")
+    assert ralph("query", "stage").stdout == "CHECK\n"
+    assert "next: CHECK: " in _next(ralph)
+    assert "waiting for a person" not in ralph("status").stdout
+    del cut["recheck"]  # the same issue, kept open for a person
+    plan.write_text(_without_last_line(plan) + json.dumps(cut) + "\n")
+    assert ralph("query", "stage").stdout == "BLOCKED\n"
+    assert "next: a person: decides on i-cut000" in _next(ralph)
+
+
+def _without_last_line(path) -> str:
+    return "".join(path.read_text().splitlines(keepends=True)[:-1])
