@@ -26,6 +26,11 @@ MIN_SECRET_CHARS = 8  # shorter values ("true", "3000", "dev") are too common to
 _SECRET_NAME = (
     r"TOKEN|SECRET|PASSW|PASSPHRASE|KEY|CREDENTIAL|AUTH(?!OR(?:S?\b|_))|COOKIE|_DSN|DATABASE_URL|_PAT\b"
 )
+# A count of tokens is no secret, though its name says TOKEN: an integer under a name that ends
+# in `tokens` or `token_count` (input_tokens, cache_read_input_tokens, max_tokens, total_tokens:
+# every agent CLI's usage line) is left alone. An integer under any other secret name is hidden.
+_COUNT_NAME_ENDS = ("tokens", "token_count")
+_INTEGER = r"[\"']?\d+[\"']?[)}\]]*"  # as a value is read after its separator: quoted, or before a bracket
 # A cheap test before the search for assignments: text without any of these holds none.
 _NAME_WORDS = (
     "token",
@@ -103,6 +108,8 @@ def _hide_assignments(text: str) -> str:
         name = name_backwards.match(text[max(done, at - 80) : at][::-1])
         value = value_after.match(text, at + 1)
         if name and value and _secret_name().search(name.group(1)[::-1]):
+            if _is_count(name.group(1)[::-1], value.group(1)):
+                continue
             parts += [text[done : value.start(1)], REDACTED]
             done = value.end(1)
     return "".join(parts) + text[done:] if parts else text
@@ -113,10 +120,17 @@ def _secret_name() -> re.Pattern:
     return re.compile(_SECRET_NAME, re.IGNORECASE)
 
 
+def _is_count(name: str, value: str) -> bool:
+    """A token count (`"input_tokens": 120000`), not a secret: see _COUNT_NAME_ENDS."""
+    return name.lower().endswith(_COUNT_NAME_ENDS) and re.fullmatch(_INTEGER, value) is not None
+
+
 def _looks_secret(name: str, value: str) -> bool:
     """A value worth hiding wherever it appears: a secret-looking name's, long enough, and not a
     path or a plain word (SSH_AUTH_SOCK holds a path; AUTH_MODE=disabled, a word)."""
     if len(value) < MIN_SECRET_CHARS or value.startswith(("/", "~")) or not _secret_name().search(name):
+        return False
+    if _is_count(name, value):  # MAX_TOKENS=200000000
         return False
     return not (value.isalpha() and len(value) < 16)
 

@@ -85,6 +85,39 @@ def test_text_without_secrets_is_left_alone(plain):
     assert redact(plain) == plain
 
 
+@pytest.mark.parametrize(
+    "counts",
+    [
+        '"usage": {"input_tokens": 12345678, "cache_read_input_tokens": 90000000, "output_tokens": 4521}',
+        '{"cache_creation_input_tokens":1500000}',
+        "total_tokens=1234567, max_tokens: 200000",
+        "max_tokens = '64000000'",
+        "prompt_token_count: 3400000",
+    ],
+)
+def test_token_counts_are_not_secrets_though_their_names_say_token(counts):
+    assert redact(counts) == counts
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        ("GITHUB_TOKEN=ghx9f8e7d6c5b4a", f"GITHUB_TOKEN={REDACTED}"),
+        ("API_TOKEN=123456789012", f"API_TOKEN={REDACTED}"),  # digits, but not a count's name
+        ('"token": "k3Jd9sLq2Wm8Xn4R"', f'"token": {REDACTED}'),
+        ("max_tokens: abcdef123456", f"max_tokens: {REDACTED}"),  # a count's name, but no count
+    ],
+)
+def test_secret_values_under_token_names_are_still_redacted(said, shown):
+    assert redact(said) == shown
+
+
+def test_a_count_in_the_environment_is_not_hidden_everywhere(monkeypatch):
+    monkeypatch.setenv("MAX_OUTPUT_TOKENS", "128000000")
+    monkeypatch.setenv("DEPLOY_TOKEN", "123456789012")
+    assert redact("128000000 and 123456789012") == f"128000000 and {REDACTED}"
+
+
 def test_records_are_redacted_field_by_field_keys_kept():
     record = {"t": "task", "notes": ["call with sk_live_51HqLmN8oPq2RsT4uVw6"], "attempts": 2}
     assert redact_fields(record) == {"t": "task", "notes": [f"call with {REDACTED}"], "attempts": 2}

@@ -34,6 +34,7 @@ from ralph.loop.plan_access import PLAN_FILE, PlanAccess
 from ralph.loop.supervisor import BudgetSpent
 from ralph.loop.work_tree import WorkTree
 from ralph.ops.settings import Settings
+from ralph.plan.attempts import failed_builds
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, Verdict
 from ralph.store import reader
@@ -215,8 +216,10 @@ class AgentRuns:
         over = self.spending.admit()  # counts the run as started when it may start
         if over:
             raise over
+        model = self.settings.model_for(stage)
         try:
             old_plan = plan or self.plan.read()
+            model = run_model(self.settings, stage, old_plan.find_task(item) if item else None)
             self.plan.set_state(None if self.tree.in_worktree else old_plan, stage=str(stage))
             self.current_build = item if stage is Stage.BUILD else None
             self.console.status(iteration, stage, item or "")
@@ -225,17 +228,19 @@ class AgentRuns:
             if before is not None and (cwd or self.tree.root) == self.tree.root:  # the tree it runs in
                 state = (before.head, before.listed)
             name = _name_of(old_plan, item)
-            result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name, state)
+            result = self._run_waiting_out_limits(
+                stage, iteration, item, values, compacted, cwd, name, model, state
+            )
             if result.run.stop_reason is StopReason.INTERRUPTED:
                 # The loop is stopping (a signal, a spent budget, in another thread): the run was
                 # cut short, which is no verdict on its work. It is set aside like the rest; taken
                 # as a failure, the next attempts (never started) killed the task as a doom loop.
                 raise KeyboardInterrupt
         except BaseException:
-            self.add_tokens(self.spending.stopped(str(stage), item, self.settings.model_for(stage)))
+            self.add_tokens(self.spending.stopped(str(stage), item, model))
             raise
         if self._keep_lost_tree(result):  # the run removed its own work tree: nothing to check
-            self.spending.stopped(str(stage), item, self.settings.model_for(stage))  # what it streamed counts
+            self.spending.stopped(str(stage), item, model)  # what it streamed counts
             self.add_tokens(result.tracker.usage.total)
             raise TreeRemoved(result)
         result.plan_problem = self.check_plan(result, in_tree=before is not None)  # None: a verifier's
@@ -248,7 +253,7 @@ class AgentRuns:
         """A finished run's tokens and cost added to the run's, shown and journalled."""
         self.add_tokens(result.tracker.usage.total)
         usage = result.tracker.usage
-        model = self.settings.model_for(stage) or result.tracker.model
+        model = result.model or result.tracker.model
         cost = run_cost(usage, model, self.settings.prices)
         unholdable = self.spending.add(str(stage), item, usage.total, cost, model)
         if unholdable is not None:  # said now: runs going finish, and the loop ends after them
@@ -266,14 +271,14 @@ class AgentRuns:
         )
 
     def _run_waiting_out_limits(
-        self, stage, iteration, item, values, compacted, cwd, name, state: WorkState | None = None
+        self, stage, iteration, item, values, compacted, cwd, name, model, state: WorkState | None = None
     ) -> AgentResult:
         root = cwd or self.tree.root
         marks = functools.partial(work_marks, root, RALPH_FILES)
         while True:  # an agent that failed without doing anything is judged by its reach
             before = marks(state=state)
             state = None  # a run again after a failure: its marks are taken anew
-            result = self._run_limited(stage, iteration, item, values, compacted, cwd, name)
+            result = self._run_limited(stage, iteration, item, values, compacted, cwd, name, model)
             if not did_nothing_and_failed(result, before, marks):
                 self.agent_failures.good()
                 return result
@@ -297,9 +302,9 @@ class AgentRuns:
         if over:
             raise over
 
-    def _run_limited(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
+    def _run_limited(self, stage, iteration, item, values, compacted, cwd, name, model) -> AgentResult:
         result = self.runner.run(
-            stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
+            stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name, model=model
         )
         waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
         while not result.ok and not result.run.stop_reason:
@@ -309,7 +314,7 @@ class AgentRuns:
             self._count_spent(stage, iteration, item, result)  # spent, if not an attempt
             self._admit_again()
             result = self.runner.run(
-                stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
+                stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name, model=model
             )
         return result
 
@@ -444,6 +449,14 @@ class AgentRuns:
         self.journal.event("plan_restored", problem=problem, replaced=str(self.rel(kept)))
         self.console.event(f"{problem}; restored it from HEAD")
         return PlanProblem(Verdict.PLAN_REPLACED, problem)
+
+
+def run_model(settings: Settings, stage: Stage, task: dict | None) -> str | None:
+    """The model a run of `stage` uses: the stage's (Settings.model_for); a task's BUILD goes one
+    step along the stage's escalation per failed build of the task (attempts.failed_builds), so a
+    cheap model builds first and a stronger one takes over when it is stuck."""
+    failures = failed_builds(task) if stage is Stage.BUILD and task is not None else 0
+    return settings.model_for(stage, failures)
 
 
 def _name_of(plan: Plan, item: str | None) -> str | None:

@@ -71,6 +71,7 @@ class AgentResult:
     # commands (ralph.loop.beside_changes); None when nobody did. What the run's new work is
     # counted against, and what undoing the run puts back: the person's changes are never its.
     with_persons: Plan | None = None
+    model: str | None = None  # the model it was run with (None: the agent CLI's default)
 
     @property
     def ok(self) -> bool:
@@ -203,14 +204,15 @@ class AgentRunner:
         cwd: Path | None = None,
         worker: int | None = None,
         name: str | None = None,
+        model: str | None = None,
     ) -> AgentResult:
         """One agent run, in the repository or in the checkout `cwd`. `compacted` (a compacted
         context) makes this run a continuation of one the context monitor stopped, opening with it.
-        `name` (the task's name, the issue's text) is for people watching."""
+        `name` (the task's name, the issue's text) is for people watching. `model`: the one it runs
+        with (None: the agent CLI's default)."""
         log_path = self.new_log(stage, item)
         root = cwd or self.root
         prompt, prompt_file = self._write_prompt(stage, values, root, log_path, compacted)
-        model = self.settings.model_for(stage)
         env = self.env(stage, iteration, item, prompt_file, cwd, model)
         invocation = self.adapter.invocation(prompt, str(prompt_file), env, model)
         relative_log = log_path.relative_to(self.root)
@@ -233,7 +235,7 @@ class AgentRunner:
             worker=worker,
             model=model,
         )
-        self.console.start_run(run_id, stage, item, name, str(relative_log))
+        self.console.start_run(run_id, stage, item, name, str(relative_log), model)
         argv = invocation.argv
         if self.sandbox is not None:
             # A verifier's checkout is made or cleaned for its run (ralph.loop.checkouts).
@@ -258,7 +260,7 @@ class AgentRunner:
             is_error=tracker.reported_error or None,
             tokens=tracker.usage.to_dict() if tracker.usage.total else None,
         )
-        done = AgentResult(result, tracker, relative_log, pressure)
+        done = AgentResult(result, tracker, relative_log, pressure, model=model)
         self.console.end_run(run_id, done.describe())
         return done
 

@@ -31,7 +31,7 @@ from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.remaining import remaining_lines
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
-from ralph.loop.stage_check import CheckOutcome, CheckStage, already_met, spec_digest
+from ralph.loop.stage_check import CheckOutcome, CheckStage, open_work
 from ralph.loop.stage_decompose import DecomposeStage
 from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
@@ -39,6 +39,7 @@ from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import BudgetSpent, Supervisor
 from ralph.loop.workspace import StageReport, StageRun, Workspace
 from ralph.ops.settings import Settings
+from ralph.ops.spec_checks import already_met, spec_digest
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
@@ -91,6 +92,13 @@ class Ending(StrEnum):
     COST_UNKNOWN = "cost_unknown"  # MAX_COST: a run's cost was unknown, so the money budget cannot hold
 
 
+def ended_as(outcome: Outcome, ending: str | None) -> str:
+    """How a run's ending is named in its commit, the state record, the journal and its report:
+    the outcome's name, but `ralph plan`'s PLANNED (its outcome COMPLETE, exit 0, says nothing of
+    the spec being complete)."""
+    return "PLANNED" if outcome is Outcome.COMPLETE and ending == Ending.PLANNED else outcome.name
+
+
 _AGENT_OUTCOMES: dict[type, Outcome] = {
     AgentAuthFailed: Outcome.AGENT_AUTH,
     LimitTooLong: Outcome.AGENT_LIMITED,
@@ -129,6 +137,11 @@ class Report:
     resolved: list[dict] = field(default_factory=list)  # issues resolved in the run: {id, text, note}
     ending: str | None = None  # which ending of its outcome (Ending), where the outcome has several
     drafts: list[dict] = field(default_factory=list)  # {task, branch}: unfinished work kept on a branch
+
+    @property
+    def ended_as(self) -> str:
+        """The ending's name as its commit says it (PLANNED for `ralph plan`; else the outcome's)."""
+        return ended_as(self.outcome, self.ending)
 
 
 class Loop:
@@ -274,8 +287,7 @@ class Loop:
             change.message = f"ralph: construct {self.settings.spec} ended: {self._ended_as(outcome)}"
 
     def _ended_as(self, outcome: Outcome) -> str:
-        """How the ending is named in its commit, the state and the journal: `ralph plan` PLANNED."""
-        return "PLANNED" if outcome is Outcome.COMPLETE and self.ending is Ending.PLANNED else outcome.name
+        return ended_as(outcome, self.ending)
 
     def _iterate(self) -> tuple[Outcome, str]:
         coordinator = self.workspace.coordinator  # runners sharing a git remote: one of them plans
@@ -314,7 +326,7 @@ class Loop:
         """With every task of the spec accepted: the spec check (stage_check), which ends the run
         COMPLETE when it finds nothing missing; None while there is work (it may have added some)."""
         plan = self.read_plan()
-        if self.workspace.plan.tasks(plan) or self.workspace.plan.issues(plan):
+        if open_work(plan, self.settings.spec):  # the cut of an earlier check waits for this one
             return None
         outcome = self._check_spec(plan)
         if outcome is CheckOutcome.STOPPED:
@@ -327,8 +339,7 @@ class Loop:
                 Ending.CHECK_FAILED, "the spec check's agent run failed, nothing of it kept (see below)"
             )
         if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET):  # it added nothing
-            after = self.read_plan()
-            if self.workspace.plan.tasks(after) or self.workspace.plan.issues(after):
+            if open_work(self.read_plan(), self.settings.spec):
                 return None  # a person added work while it ran: the run goes on with it
             return (
                 Outcome.COMPLETE,
@@ -342,7 +353,7 @@ class Loop:
         coordinator = self.workspace.coordinator
         if not coordinator.checks(self._already_met):  # another runner checked, or added work meanwhile
             plan = self.read_plan()  # as the remote has it now
-            complete = not self.workspace.plan.tasks(plan) and not self.workspace.plan.issues(plan)
+            complete = not open_work(plan, self.settings.spec)
             return CheckOutcome.ALREADY_MET if complete and self._already_met(plan) else None
         if not isinstance(coordinator, Solo):
             plan = self.read_plan()  # its claim brought in the other runners' work

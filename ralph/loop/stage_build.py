@@ -202,7 +202,7 @@ class BuildStage:
         asked about when that was its last chance. True when it is built again. `kept`: its
         changes were set aside already (a build StaleBase held back), nothing to set aside here."""
         attempts = self._record_failure(task_id, failure, result)
-        self._tell_failure(task_id, attempts, failure, report)
+        self._tell_failure(task_id, attempts, failure, report, result.model)
         if self._out_of_builds(task_id):
             self._kill(task_id, KillReason.DOOM_LOOP, result, report, kept)
             return False
@@ -404,7 +404,7 @@ class BuildStage:
             f" .git link; {left}. Work inside that folder, and never delete it or its .git.",
         )
         attempts = self._record_failure(task_id, failure, result)
-        self._tell_failure(task_id, attempts, failure, report)
+        self._tell_failure(task_id, attempts, failure, report, result.model)
         if attempts < self.ws.settings.max_attempts:
             return
         with self.plan.change(commit=True) as change:  # nothing to set aside: no tree is left
@@ -453,7 +453,7 @@ class BuildStage:
         usage = result.tracker.usage
         with self.plan.change() as change:
             shown = [shown_path(path) for path in files]
-            task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd)
+            task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd, result.model)
             if not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
                 self.plan.save_spending(into=change.plan)
         # The work tree's commit records it on the task (in a worktree: its copy, once merged).
@@ -468,7 +468,7 @@ class BuildStage:
         usage = result.tracker.usage
         with self.plan.change(commit=True) as change:
             attempts = change.plan.record_build_failure(
-                task_id, failure.verdict, failure.text, usage.total, usage.cost_usd
+                task_id, failure.verdict, failure.text, usage.total, usage.cost_usd, result.model
             )
             change.message = f"ralph(build): {task_id} attempt {attempts} failed"
         self.ws.journal.event(
@@ -476,14 +476,17 @@ class BuildStage:
         )
         return attempts
 
-    def _tell_failure(self, task_id: str, attempts: int, failure: Failure, report: StageReport) -> None:
-        """Why the attempt failed, where the person looks: the console (a failed gate's lines were
-        shown as it ended) and the final report."""
+    def _tell_failure(
+        self, task_id: str, attempts: int, failure: Failure, report: StageReport, model: str | None
+    ) -> None:
+        """Why the attempt failed, and the model it ran with, where the person looks: the console
+        (a failed gate's lines were shown as it ended) and the final report."""
         words, reason = VERDICT_WORDS[failure.verdict], failure.text.removeprefix(f"{failure.verdict}: ")
-        report.failed.append(f"{task_id} attempt {attempts}: {words}: {gist(reason)}")
+        attempt = f"attempt {attempts}" + (f" with {model}" if model else "")
+        report.failed.append(f"{task_id} {attempt}: {words}: {gist(reason)}")
         shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
         # In a worktree, builds run side by side: their lines name their task.
-        said = f"attempt {attempts} failed ({words})"
+        said = f"{attempt} failed ({words})"
         self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
 
     def _rejected_too_often(self, plan, task_id: str) -> bool:

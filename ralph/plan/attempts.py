@@ -86,16 +86,22 @@ def record_check_kill(plan: PlanReader, spec: str, kill_reason: KillReason, kill
 
 
 def record_build(
-    plan: PlanReader, task_id: str, files: list[str], tokens: int, cost_usd: float | None
+    plan: PlanReader,
+    task_id: str,
+    files: list[str],
+    tokens: int,
+    cost_usd: float | None,
+    model: str | None = None,
 ) -> Record:
-    """A build attempt passed the gate: count it, note the files it changed and its cost, and
-    clear what earlier failures left on the task."""
+    """A build attempt passed the gate: count it, note the files it changed, the model it ran
+    with and its cost, and clear what earlier failures left on the task."""
     line = plan.task_line(task_id)
     task = line.record
     _count_build(plan, task)
     task["files"] = sorted(files)
     task["verdict"] = Verdict.BUILT
     _add_usage(task, tokens, cost_usd)
+    _record_model(task, model)
     stale_failure = ("gate_failure", "fingerprint", "repeated_failure", "resubmitted")
     for stale in (*stale_failure, "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
@@ -122,10 +128,16 @@ def record_draft(plan: PlanReader, task_id: str, branch: str | None) -> None:
 
 
 def record_build_failure(
-    plan: PlanReader, task_id: str, verdict: Verdict, failure: str, tokens: int, cost_usd: float | None
+    plan: PlanReader,
+    task_id: str,
+    verdict: Verdict,
+    failure: str,
+    tokens: int,
+    cost_usd: float | None,
+    model: str | None = None,
 ) -> int:
-    """A build attempt failed: back to pending with its verdict and the reason; returns the
-    attempts so far."""
+    """A build attempt failed: back to pending with its verdict, the reason and the model it ran
+    with; returns the attempts so far."""
     line = plan.task_line(task_id)
     task = line.record
     task["s"] = Status.PENDING
@@ -139,6 +151,7 @@ def record_build_failure(
     task["fingerprint"] = print_
     task["gate_failure"] = failure
     _add_usage(task, tokens, cost_usd)
+    _record_model(task, model)
     plan.doc.rewrite(line)
     attempts: int = task["attempts"]
     return attempts
@@ -161,6 +174,13 @@ def record_resubmission(plan: PlanReader, task_id: str, tokens: int, cost_usd: f
 def rebuilding(plan: PlanReader, task_id: str) -> bool:
     """VERIFY has rejected the task: its builds are rebuilds, with a budget of their own."""
     return bool(verify_reasons(plan, task_id))
+
+
+def failed_builds(task: Record) -> int:
+    """How many of the task's builds failed: each it had, as none of them was accepted (its gate,
+    its merge or VERIFY failed it). A run whose agent failed without doing anything, or a build
+    given back as made on a stale base, is no attempt and counts here neither."""
+    return int(task.get("attempts") or 0)
 
 
 def out_of_builds(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
@@ -422,6 +442,14 @@ def _add_usage(task: Record, tokens: int, cost_usd: float | None) -> None:
         task["unknown_cost_runs"] = task.get("unknown_cost_runs", 0) + 1
     else:
         task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)
+
+
+def _record_model(task: Record, model: str | None) -> None:
+    """The model the task's last build ran with; none given (the CLI's default): none recorded."""
+    if model:
+        task["model"] = model
+    else:
+        task.pop("model", None)
 
 
 def restore_task(plan: PlanReader, record: Record) -> Record:

@@ -70,7 +70,9 @@ class Words:
         if kind == "boolean":
             return "boolean", "booleans"
         if kind == "array":
-            return f"list of {self.of(schema['items'])[1]}", f"lists of {self.of(schema['items'])[1]}"
+            items = self.of(schema["items"])[1]
+            some = "non-empty " if schema.get("minItems") == 1 else ""
+            return f"{some}list of {items}", f"{some}lists of {items}"
         if kind == "object":
             return self._object(schema)
         return "any value", "any values"

@@ -40,6 +40,7 @@ _TASK_TOLD = frozenset(
         "fingerprint",
         "repeated_failure",
         "attempt_tokens",
+        "model",
         "tokens",
         "cost_usd",
         "unknown_cost_runs",
@@ -344,6 +345,7 @@ def _attempt(task_id: str, old: Record, new: Record) -> Event:
         task_id,
         verdict=verdict,
         attempt=new.get("attempts"),
+        model=new.get("model"),
         tokens=tokens or None,
         cost_usd=cost or None,
         # no cost reported and no price known: unknown, which a missing cost_usd alone cannot say

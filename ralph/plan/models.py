@@ -190,6 +190,11 @@ class Task(Record):
         " build (`ralph/draft/<task id>`), offered to its next build and to its subtasks; deleted when it"
         " is accepted (a decomposed task's, when no subtask is offered it any more)",
     )
+    model: Text | None = Field(
+        None,
+        description="the model its last build ran with (`--stage-model`, `stage_models`, `--model`; with"
+        " an escalation list, the step its failed builds reached); absent: the agent CLI's default",
+    )
     tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
     attempt_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="tokens per attempt")
     cost_usd: Annotated[float, Field(ge=0)] | None = Field(
@@ -227,6 +232,12 @@ class Issue(Record):
     )
     kills: Annotated[int, Field(ge=0)] | None = Field(
         0, description="INVESTIGATE runs of it stopped by their time limit or a full context"
+    )
+    recheck: bool | None = Field(
+        None,
+        description="true on the issue naming the new work a spec check added beyond `max_new_items`"
+        " (kept open): it waits for no person but for the next spec check, which runs once the spec's"
+        " other work is accepted, reads the spec and code again and resolves it",
     )
     kill_reason: KillReason | None = Field(None, description="why its last INVESTIGATE run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped INVESTIGATE run")
@@ -354,16 +365,23 @@ class Price(BaseModel):
     cache_creation: Annotated[float, Field(ge=0)] | None = None
 
 
+ModelName = Annotated[str, Field(min_length=1)]
+# A stage's model, or an escalation: a list of models, cheap first; a task's BUILD runs with the
+# next one after each failed build (the last one from then on).
+StageModel = ModelName | Annotated[list[ModelName], Field(min_length=1)]
+
+
 class StageModels(BaseModel):
-    """A model name per stage that runs an agent; a stage not named uses `model`."""
+    """A model name per stage that runs an agent, or a list of them (an escalation: a task's BUILD
+    takes the next after each of its failed builds); a stage not named uses `model`."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
-    PLAN: Annotated[str, Field(min_length=1)] | None = None
-    INVESTIGATE: Annotated[str, Field(min_length=1)] | None = None
-    BUILD: Annotated[str, Field(min_length=1)] | None = None
-    VERIFY: Annotated[str, Field(min_length=1)] | None = None
-    DECOMPOSE: Annotated[str, Field(min_length=1)] | None = None
-    CHECK: Annotated[str, Field(min_length=1)] | None = None
+    PLAN: StageModel | None = None
+    INVESTIGATE: StageModel | None = None
+    BUILD: StageModel | None = None
+    VERIFY: StageModel | None = None
+    DECOMPOSE: StageModel | None = None
+    CHECK: StageModel | None = None
 
 
 class Hooks(BaseModel):
@@ -463,7 +481,8 @@ class Config(Record):
     stage_models: StageModels | None = key(
         "models",
         "the model of each stage's runs (`--stage-model STAGE=MODEL`), over `model`: e.g. a cheap one"
-        " for BUILD, a strong one for VERIFY",
+        ' for BUILD, a strong one for VERIFY; or a list, cheap first (`{"BUILD": ["claude-haiku-4-5",'
+        ' "claude-sonnet-4-5"]}`): each build of a task after a failed one runs with the next',
     )
     hooks: Hooks | None = key("hooks", "commands run on the loop's events (docs/hooks.md)")
     hook_timeout_ms: Duration | None = key("duration", "bound on one hook run", 10_000)

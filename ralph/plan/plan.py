@@ -60,8 +60,10 @@ class Plan(PlanReader):
     def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
         return attempts.record_check_kill(self, spec, kill_reason, kill_log)
 
-    def record_build(self, task_id: str, files: list[str], tokens: int, cost_usd: float | None) -> Record:
-        return attempts.record_build(self, task_id, files, tokens, cost_usd)
+    def record_build(
+        self, task_id: str, files: list[str], tokens: int, cost_usd: float | None, model: str | None = None
+    ) -> Record:
+        return attempts.record_build(self, task_id, files, tokens, cost_usd, model)
 
     def record_resubmission(self, task_id: str, tokens: int, cost_usd: float | None) -> Record:
         return attempts.record_resubmission(self, task_id, tokens, cost_usd)
@@ -79,9 +81,15 @@ class Plan(PlanReader):
         return attempts.record_draft(self, task_id, branch)
 
     def record_build_failure(
-        self, task_id: str, verdict: Verdict, failure: str, tokens: int, cost_usd: float | None
+        self,
+        task_id: str,
+        verdict: Verdict,
+        failure: str,
+        tokens: int,
+        cost_usd: float | None,
+        model: str | None = None,
     ) -> int:
-        return attempts.record_build_failure(self, task_id, verdict, failure, tokens, cost_usd)
+        return attempts.record_build_failure(self, task_id, verdict, failure, tokens, cost_usd, model)
 
     def record_merge_conflict(
         self, task_id: str, files: list[str], tokens: int = 0, cost_usd: float | None = None

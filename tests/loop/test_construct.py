@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ralph.ops import pullrequest
 from tests.support.cli import ralph_in_process
 from tests.support.construct import (
     FAKE_AGENT,
@@ -494,7 +495,10 @@ def test_plan_command_runs_only_the_planning_stage(project):
     assert [t["name"] for t in tasks] == ["Parse input", "Compute result", "Print report"]
     assert all(t["s"] == "p" and t.get("priority") for t in tasks)
     assert [e["stage"] for e in events(project) if e["event"] == "agent_begin"] == ["PLAN"]
-    # It says what happened: planned, not COMPLETE (the spec is far from complete).
+    # It says what happened: planned, not COMPLETE (the spec is far from complete), in its report
+    # as in its commit; a later `ralph pr` would open a draft.
+    assert done.stdout.splitlines()[0] == "ralph: PLANNED: planned 3 tasks"
+    assert pullrequest.last_report(project)["outcome"] == "PLANNED"
     assert subjects(project)[0] == "ralph: construct specs/app.md ended: PLANNED"
     ended = events(project)[-1]
     assert (

@@ -953,6 +953,41 @@ def test_loop_a_check_that_finds_a_gap_adds_a_task_and_builds_it_before_complete
     assert accepted_names(loop.workspace) == ["Parse input", "Print report"]
 
 
+def agent_prompts(loop: Loop) -> list[str]:
+    agents = loop.workspace.agents
+    assert isinstance(agents, ScriptedAgents)
+    return agents.prompts
+
+
+def test_loop_work_a_check_had_to_cut_is_found_by_a_second_check_once_the_first_is_accepted(tmp_path: Path):
+    """The check finds 7 gaps and ralph takes 5 (max_new_items), the rest named in an issue: once
+    the 5 are accepted a second check runs (it finds the 2 again, and the issue is resolved as
+    superseded), not a STUCK run waiting on a person for what a check finds by itself."""
+    gaps = [f"Gap {n}" for n in range(1, 8)]
+    spec = "# App\n\n- Parse input\n" + "".join(f"- {gap} [missing]\n" for gap in gaps)
+    loop, agent = looping(tmp_path, a_plan("Parse input"), spec, max_new_items=5)
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE, message
+    assert agent.counts["check"] == 3  # 5 added, then the 2 cut, then nothing missing
+    assert accepted_names(loop.workspace) == sorted(["Parse input", *gaps])
+    checks = [m for m, _, _ in loop.workspace.tree.commits if m.startswith(f"ralph(check): {SPEC}")]
+    assert checks[0].endswith(" into i-" + checks[0].rsplit(" into i-", 1)[1]) and "cut 2" in checks[0]
+    cut = checks[0].rsplit(" into ", 1)[1]
+    assert checks[2] == f"ralph(check): {SPEC}: nothing missing"
+    plan = loop.workspace.plan.read()
+    assert plan.issues() == []
+    (resolved,) = [line.record for line in plan.of("resolve") if line.record["id"] == cut]
+    assert "the spec check ran again" in resolved["note"]
+    runs = loop.workspace.agents.runs
+    second = [
+        prompt for (stage, _), prompt in zip(runs, agent_prompts(loop), strict=True) if stage is Stage.CHECK
+    ][1]
+    assert "what an earlier spec check found beyond what ralph takes from one run" in second
+    assert "Gap 6" in second and "Gap 7" in second
+
+
 def test_loop_a_stopped_check_is_counted_and_ends_stuck(tmp_path: Path):
     loop, _ = looping(tmp_path, a_plan(), "# App\n\n- Parse input\n\n[check-hang]\n")
 

@@ -200,6 +200,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "the spec file made from the template, and the refusals of an existing file or a bad name, "
         "are asserted through `ralph spec new`.",
     ),
+    "ralph/ops/spec_checks.py": (
+        "tests/cli/test_status_stage.py",
+        "tests/loop/test_stage_check.py",
+        "a spec a check found met is COMPLETE to `query stage` and `query next`, and CHECK again once "
+        "code changed; a run with the spec and code as checked ends COMPLETE without another check.",
+    ),
     "ralph/ops/sync.py": (
         "tests/ops/test_claims.py",
         "claims, publishing and release go through its rounds: a lost race is replayed on the new head "
