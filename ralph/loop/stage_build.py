@@ -217,30 +217,32 @@ class BuildStage:
         again once their merges have changed the code (or when nothing else is left to build)."""
         if failure.verdict is not Verdict.AGENT_ERROR or self.tree.in_worktree:
             return False
-        waiting = self.tree.waiting_for_code()
-        others = [
-            task["id"]
-            for task in buildable_now(self.plan.read(), self.ws.settings)
-            if task["id"] != task_id and task["id"] not in waiting
-        ]
+        others = self.others_ready(task_id)
         if not others or not self.tree.defer(task_id):
             return False
         log = self.agents.rel(self.agents.new_log("deferred", task_id))
         if self.tree.changed_paths() - {PLAN_FILE}:
             self.tree.set_aside_as_draft(task_id, log, record=False)
         self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
-        self.ws.journal.event(
-            "build_deferred",
-            item=task_id,
-            verdict=failure.verdict,
-            others=len(others),
-            log=str(result.log_path),
-        )
+        self.tell_deferred(task_id, failure, result, others)
+        return True
+
+    def others_ready(self, task_id: str) -> list[str]:
+        """The other tasks ready to build that do not wait for the code to move: their builds may
+        bring what this one lacks."""
+        waiting = self.tree.waiting_for_code()
+        return [
+            task["id"]
+            for task in buildable_now(self.plan.read(), self.ws.settings)
+            if task["id"] != task_id and task["id"] not in waiting
+        ]
+
+    def tell_deferred(self, task_id: str, failure: Failure, result: AgentResult, others: list[str]) -> None:
+        self.ws.journal.event("build_deferred", item=task_id, others=len(others), log=str(result.log_path))
         self.ws.console.event(
             f"{task_id}: {gist(failure.text)}; built again once other tasks have changed the code"
             f" ({plural(len(others), 'other task')} ready; not counted as an attempt)"
         )
-        return True
 
     def _from_the_branch_as_it_is(self, task_id: str, first: bool) -> None:
         """A build in a worktree starts from the branch as it is: one a neighbour's merge left
