@@ -26,7 +26,7 @@ from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import CODE_STAGES, PLAN_ONLY_STAGES, Snapshot, violations
 from ralph.loop.plan_access import PLAN_FILE, PlanAccess
-from ralph.loop.sandbox import Fence
+from ralph.loop.sandbox import Fence, top_level_names
 from ralph.loop.supervisor import BudgetSpent
 from ralph.loop.work_tree import WorkTree
 from ralph.ops.settings import Settings
@@ -342,7 +342,10 @@ class AgentRuns:
         Runs that kept the rules learn the paths they left changed (`changed`). `fence`: what a
         plan-only stage's runs could write (_fenced); a change to code it rules out is a person's
         (_leave_persons_code), any other is the runs' violation."""
+        hidden = self._hidden(fence)
         after = self.tree.snapshot()
+        if hidden:  # under names the runs may have made: theirs, whoever's ignore rule hides them
+            after = Snapshot(after.head, after.branch, after.dirty | hidden, after.beside_at, after.listed)
         if stage not in CODE_STAGES:
             after = self._leave_persons_code(stage, before, after, fence)
         if self.runner.sandbox is not None:  # its .git was read-only: HEAD moved by someone else
@@ -367,7 +370,7 @@ class AgentRuns:
         if self.tree.repo.head() != before.head and before.head:
             self.tree.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
         log = results[0].log_path
-        patch = self.tree.set_aside(log)
+        patch = self.tree.set_aside(log, also=hidden)
         self.tree.keep_replaced_plan(log, old)
         self.plan.restore(old.doc.to_bytes())
         self.tree.commit_persons_changes(persons, old)
@@ -387,6 +390,17 @@ class AgentRuns:
                 f" with `git apply --include=<file> {kept}`"
             )
         return found
+
+    def _hidden(self, fence: Fence | None) -> frozenset[str]:
+        """Files under top-level names made during a plan-only step that an ignore rule written
+        there hides from git (a new folder holding a `.gitignore` of `*`): how a run would keep
+        code it wrote out of every check. What the repository's own rules ignore is not counted
+        (a person's build output), nor anything under names that were there before: with the
+        sandbox the runs could write nothing there, and without it nothing could be told anyway."""
+        if fence is None:
+            return frozenset()
+        made = top_level_names(self.tree.root) - fence.seen
+        return frozenset(self.tree.repo.hidden_in(made)) if made else frozenset()
 
     def _leave_persons_code(
         self, stage: Stage, before: Snapshot, after: Snapshot, fence: Fence | None

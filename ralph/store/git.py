@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ralph.errors import BranchSwitched, GitError, WorkTreeGone
@@ -334,6 +334,27 @@ class Repo:
         paths.discard("")
         return paths
 
+    def hidden_in(self, folders: Iterable[str]) -> set[str]:
+        """The untracked files under `folders` that git ignores by a rule written in one of them (a
+        .gitignore inside, or the folder being one): files whoever made those folders hid from
+        `git status`. Those ignored by the repository's own rules (a build's output) are not."""
+        names = sorted(folders)
+        if not names:
+            return set()
+        ignored = self.paths("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *names)
+        if not ignored:
+            return set()
+        stdin = "\0".join(ignored).encode("utf-8", "surrogateescape")
+        # -z: <source> NUL <line> NUL <pattern> NUL <path> NUL, one match per path; exit 1: none
+        # matched. check-ignore refuses the literal pathspecs the other commands run with.
+        args = ("check-ignore", "-v", "-z", "--stdin")
+        done = self._run(args, stdin, {"GIT_LITERAL_PATHSPECS": "0"})
+        if done.returncode not in (0, 1):
+            raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
+        fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+        matches = zip(fields[0::4], fields[3::4], strict=False)
+        return {path for source, path in matches if source and PurePosixPath(source).parts[0] in names}
+
     def work_state(self, read_only: bool = False) -> tuple[str | None, str | None, set[str]]:
         """HEAD's commit (None before the first), its branch (None when detached) and the paths
         changed_paths() gives, from one `git status` instead of three git runs: the loop takes
@@ -442,8 +463,8 @@ class Repo:
         # Intent-to-add, so new files show in the diff; only paths in the work tree, as `git add`
         # refuses one that is gone from it and from the index (`git rm`, the source of a `git mv`).
         present = [path for path in sorted(paths) if os.path.lexists(self.root / path)]
-        if present:
-            self.git("add", "-N", "--", *present)
+        if present:  # -f: a file hidden by an ignore rule (hidden_in) is kept too
+            self.git("add", "-N", "-f", "--", *present)
         target.write_bytes(self.patch(base, "--", *sorted(paths)) + b"\n")
 
     def patch(self, *args: str) -> bytes:

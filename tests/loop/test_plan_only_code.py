@@ -58,6 +58,14 @@ def writes_code():
     attempt("rename_folder", lambda: os.rename("specs", "specs-moved"))
     attempt("replace_lock", lambda: os.remove("plan.jsonl.lock"))
     attempt("hard_link", lambda: os.link("README", "readme-link"))
+    # a folder of its own whose ignore rule hides it, and its code, from git
+    attempt("hidden_folder", lambda: hide("hidden", "conftest.py"))
+
+
+def hide(folder, name):
+    pathlib.Path(folder).mkdir()
+    pathlib.Path(folder, ".gitignore").write_text("*\\n")
+    pathlib.Path(folder, name).write_text(CODE)
 
 
 # After its own ralph commands (which clear what has the names of their temporary files): a file
@@ -207,13 +215,16 @@ def test_in_the_sandbox_a_plan_agent_writes_only_the_plan_and_new_names_which_ar
         "rename_folder": "blocked",
         "replace_lock": "blocked",
         "hard_link": "blocked",
+        "hidden_folder": "ok",
         "temp_named": "ok",
         "temp_link": "ok",
     }
     (violation,) = violations(app)
-    assert violation["did"] == ["changed code in PLAN: helper.py"]  # all that got through
-    assert CODE.strip() in (app / violation["patch"]).read_text()
+    got_through = ["helper.py", "hidden/.gitignore", "hidden/conftest.py"]
+    assert violation["did"] == [f"changed code in PLAN: {', '.join(got_through)}"]
+    assert (app / violation["patch"]).read_text().count(CODE.strip()) == 2
     assert not (app / "helper.py").exists() and (app / "README").read_text() == README
+    assert not [path for path in (app / "hidden").rglob("*")]  # its folder stays, empty
     # ralph's own names: nothing of the agent's is left under them, nor written through them
     assert victim.read_text() == "the user's own\n"
     assert not list(app.glob(".plan.jsonl.*.tmp"))
@@ -224,8 +235,11 @@ def test_in_the_sandbox_a_plan_agent_writes_only_the_plan_and_new_names_which_ar
 
 
 def persons_edit_during_plan(app: Path, tmp_path: Path, sandbox: str, new_name: bool):
-    """A person edits README and adds specs/ideas.md (and, `new_name`, notes.txt at the top level)
-    while the first PLAN run waits; the run's result."""
+    """A person edits README and adds specs/ideas.md (and, `new_name`, notes.txt at the top level
+    and a dependency under node_modules/, which the repository ignores) while the first PLAN run
+    waits; the run's result."""
+    (app / ".gitignore").write_text((app / ".gitignore").read_text() + "/node_modules/\n")
+    git(app, "commit", "-qam", "ignore installed dependencies")
     wait_dir = tmp_path / "wait"  # beside the agent's script: the sandbox shows it (read-only)
     wait_dir.mkdir()
     running = run(app, tmp_path, "waits", sandbox, wait=False, WAIT_DIR=str(wait_dir))
@@ -238,6 +252,8 @@ def persons_edit_during_plan(app: Path, tmp_path: Path, sandbox: str, new_name: 
     (app / "specs" / "ideas.md").write_text("a person's new file\n")
     if new_name:
         (app / "notes.txt").write_text("a person's notes\n")
+        (app / "node_modules" / "dep").mkdir(parents=True)
+        (app / "node_modules" / "dep" / "index.js").write_text("// installed\n")
     (wait_dir / "go").write_text("")
     out, err = running.communicate(timeout=120)
     return subprocess.CompletedProcess(running.args, running.returncode, out, err)
@@ -258,6 +274,7 @@ def test_unfenced_a_persons_edit_during_plan_is_undone_with_the_run_and_comes_ba
     assert (app / "README").read_text() == "a person's edit\n"  # not lost: back as they wrote it
     assert (app / "notes.txt").read_text() == "a person's notes\n"
     assert not (app / "specs" / "ideas.md").exists()  # only what was asked for came back
+    assert (app / "node_modules" / "dep" / "index.js").exists()  # ignored by the repository's rules
     assert accepted(app) == ["Parse input", "Print report"]
 
 
@@ -275,4 +292,5 @@ def test_in_the_sandbox_a_new_top_level_name_a_person_makes_during_plan_is_kept_
     assert "a person's notes" in (app / violation["patch"]).read_text()
     assert (app / "README").read_text() == "a person's edit\n"
     assert (app / "specs" / "ideas.md").read_text() == "a person's new file\n"
+    assert (app / "node_modules" / "dep" / "index.js").exists()  # ignored by the repository's rules
     assert accepted(app) == ["Parse input", "Print report"]
