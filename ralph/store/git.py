@@ -493,16 +493,29 @@ class Repo:
         return {path for path in wanted if self._paths("ls-tree", "-z", "HEAD", "--", path)}
 
     def revert(self, paths: set[str]) -> None:
-        """Put `paths` back as HEAD has them; files HEAD does not have are removed."""
+        """Put `paths` back as HEAD has them; files HEAD does not have are removed. Those go
+        first: a tracked link put back first (an agent made a folder of `docs -> specs`) would
+        send the removal of `docs/x.py` through it, to `specs/x.py`. Nor is anything removed
+        through a link some other way (one made since git listed the path)."""
         if not paths:
             return
         listed = self._paths("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *sorted(paths))
         tracked = {path for path in listed.split("\0") if path}
-        if tracked:
-            self.git("checkout", "HEAD", "--", *sorted(tracked))
         for path in sorted(paths - tracked):
             self.git("rm", "--cached", "-q", "--ignore-unmatch", "--", path)
-            (self.root / path).unlink(missing_ok=True)
+            if not self._through_link(path):
+                (self.root / path).unlink(missing_ok=True)
+        if tracked:
+            self.git("checkout", "HEAD", "--", *sorted(tracked))
+
+    def _through_link(self, path: str) -> bool:
+        """Whether a folder on the way to `path` (relative) is a symbolic link."""
+        parent = self.root
+        for part in PurePosixPath(path).parts[:-1]:
+            parent = parent / part
+            if parent.is_symlink():
+                return True
+        return False
 
     # --- worktrees: a checkout of its own for a run that must not share this one ----------------
     def add_worktree(self, path: Path, commit: str) -> Repo:

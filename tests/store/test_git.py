@@ -601,3 +601,20 @@ def test_hidden_in_names_files_an_ignore_rule_inside_the_new_folders_hides_and_o
     assert not [p for p in (work / "made").rglob("*") if p.is_file()] and (work / "deps" / "lib.js").exists()
     git(work, "apply", str(patch))
     assert (work / "made" / "[id].py").read_text() == "code\n"
+
+
+def test_revert_never_removes_through_a_link_it_puts_back(work):
+    """An agent replaced the tracked link docs -> sub with a folder of its own files: undoing that
+    removes its files, then puts the link back; sub/e.txt, which the link points at, stays."""
+    (work / "docs").symlink_to("sub")
+    git(work, "add", "docs")
+    git(work, "commit", "-qm", "a link")
+    (work / "docs").unlink()
+    (work / "docs").mkdir()
+    (work / "docs" / "e.txt").write_text("the agent's\n")
+    repo = Repo(work)
+    changed = repo.changed_paths()
+    assert changed == {"docs", "docs/e.txt"}
+    repo.revert(changed)
+    assert (work / "docs").is_symlink() and (work / "sub" / "e.txt").read_text() == "e\n"
+    assert status(work) == ""
