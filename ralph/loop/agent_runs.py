@@ -26,7 +26,7 @@ from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import CODE_STAGES, PLAN_ONLY_STAGES, Snapshot, violations
 from ralph.loop.plan_access import PLAN_FILE, PlanAccess
-from ralph.loop.sandbox import Fence, top_level_names
+from ralph.loop.sandbox import Fence
 from ralph.loop.supervisor import BudgetSpent
 from ralph.loop.work_tree import WorkTree
 from ralph.ops.settings import Settings
@@ -392,15 +392,14 @@ class AgentRuns:
         return found
 
     def _hidden(self, fence: Fence | None) -> frozenset[str]:
-        """Files under top-level names made during a plan-only step that an ignore rule written
-        there hides from git (a new folder holding a `.gitignore` of `*`): how a run would keep
-        code it wrote out of every check. What the repository's own rules ignore is not counted
-        (a person's build output), nor anything under names that were there before: with the
-        sandbox the runs could write nothing there, and without it nothing could be told anyway."""
+        """Files a plan-only step's runs may have written that an ignore rule written beside them
+        hides from git (a new folder holding a `.gitignore` of `*`): how a run would keep its code
+        out of every check. Looked for under the names the runs could write (Fence.searched); what
+        the repository's own rules ignore is not counted (a dependency folder a person installs)."""
         if fence is None:
             return frozenset()
-        made = top_level_names(self.tree.root) - fence.seen
-        return frozenset(self.tree.repo.hidden_in(made)) if made else frozenset()
+        searched = fence.searched(self.tree.root)
+        return frozenset(self.tree.repo.hidden_in(searched)) if searched else frozenset()
 
     def _leave_persons_code(
         self, stage: Stage, before: Snapshot, after: Snapshot, fence: Fence | None

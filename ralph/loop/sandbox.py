@@ -120,15 +120,24 @@ class Fence:
     `seen`: the top-level names when the step began; `held`: those of them every run of the step
     had read-only (a run started again after a rate limit is wrapped anew: a name gone at its start,
     or made by an earlier run, was open to it). A change under a held name cannot be a run's.
-    Unfenced (`Fence.open`), nothing is held."""
+    Unfenced (`Fence.open`, `fenced` false), nothing is held."""
 
-    def __init__(self, seen: frozenset[str], held: frozenset[str]):
-        self.seen, self.held = seen, held
+    def __init__(self, seen: frozenset[str], held: frozenset[str], fenced: bool = True):
+        self.seen, self.held, self.fenced = seen, held, fenced
 
     @classmethod
     def open(cls, root: Path) -> Fence:
         """A step whose runs are not fenced: everything was theirs to write."""
-        return cls(top_level_names(root), frozenset())
+        return cls(top_level_names(root), frozenset(), fenced=False)
+
+    def searched(self, root: Path) -> frozenset[str]:
+        """The top-level names in `root` now where a run of the step may have hidden files from
+        git with an ignore rule of its own: those it could write, fenced (names made since, links,
+        names gone meanwhile); unfenced, those made since only. Unfenced every name was open, and
+        reading every ignored folder of the tree (dependencies, caches) after each run would cost
+        more than it finds: such a run could as well hide files in .git/info/exclude."""
+        now = top_level_names(root)
+        return now - self.held if self.fenced else now - self.seen
 
     def holds(self, path: str) -> bool:
         """Whether no run of the step could have changed `path` (relative, as git names it)."""

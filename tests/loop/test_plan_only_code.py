@@ -58,8 +58,10 @@ def writes_code():
     attempt("rename_folder", lambda: os.rename("specs", "specs-moved"))
     attempt("replace_lock", lambda: os.remove("plan.jsonl.lock"))
     attempt("hard_link", lambda: os.link("README", "readme-link"))
-    # a folder of its own whose ignore rule hides it, and its code, from git
+    # a folder of its own whose ignore rule hides it, and its code, from git; and one in the place
+    # of a tracked link (a link cannot be mounted over: the folder's entry is the run's to replace)
     attempt("hidden_folder", lambda: hide("hidden", "conftest.py"))
+    attempt("link_replaced", lambda: os.remove("specs-link") or hide("specs-link", "conftest.py"))
 
 
 def hide(folder, name):
@@ -203,6 +205,10 @@ def test_code_an_investigator_writes_is_its_violation_and_the_issue_is_investiga
 def test_in_the_sandbox_a_plan_agent_writes_only_the_plan_and_new_names_which_are_undone(app, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("the user's own\n")
+    (app / "specs-link").symlink_to("specs")
+    (app / "specs" / "conftest.py").write_text("# the repository's own\n")  # where the link points
+    git(app, "add", "specs-link", "specs/conftest.py")
+    git(app, "commit", "-qm", "a link")
 
     done = run(app, tmp_path, "attacks", "required", VICTIM=str(victim))
 
@@ -216,15 +222,18 @@ def test_in_the_sandbox_a_plan_agent_writes_only_the_plan_and_new_names_which_ar
         "replace_lock": "blocked",
         "hard_link": "blocked",
         "hidden_folder": "ok",
+        "link_replaced": "ok",
         "temp_named": "ok",
         "temp_link": "ok",
     }
     (violation,) = violations(app)
-    got_through = ["helper.py", "hidden/.gitignore", "hidden/conftest.py"]
-    assert violation["did"] == [f"changed code in PLAN: {', '.join(got_through)}"]
-    assert (app / violation["patch"]).read_text().count(CODE.strip()) == 2
+    got_through = ["helper.py", "hidden/.gitignore", "hidden/conftest.py", "specs-link"]
+    assert violation["did"] == [f"changed code in PLAN: {', '.join(got_through)}, specs-link/.gitignore ..."]
+    assert (app / violation["patch"]).read_text().count(CODE.strip()) == 3
     assert not (app / "helper.py").exists() and (app / "README").read_text() == README
     assert not [path for path in (app / "hidden").rglob("*")]  # its folder stays, empty
+    assert (app / "specs-link").is_symlink()  # put back, and nothing removed through it
+    assert (app / "specs" / "conftest.py").read_text() == "# the repository's own\n"
     # ralph's own names: nothing of the agent's is left under them, nor written through them
     assert victim.read_text() == "the user's own\n"
     assert not list(app.glob(".plan.jsonl.*.tmp"))
