@@ -6,11 +6,12 @@ hooks that run under the same supervisor and sandbox as the agents."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ralph.errors import PlanInvalid, WorkTreeGone
@@ -29,8 +30,9 @@ from ralph.loop.cost import run_cost
 from ralph.loop.gate import GateResult, run_gate
 from ralph.loop.journal import Journal
 from ralph.loop.limits import LimitWaits
-from ralph.loop.permissions import CODE_STAGES, Snapshot, violations
+from ralph.loop.permissions import CODE_STAGES, PLAN_ONLY_STAGES, Snapshot, violations
 from ralph.loop.plan_access import PLAN_FILE, PlanAccess
+from ralph.loop.sandbox import Fence
 from ralph.loop.supervisor import BudgetSpent
 from ralph.loop.work_tree import WorkTree
 from ralph.ops.settings import Settings
@@ -228,9 +230,10 @@ class AgentRuns:
             if before is not None and (cwd or self.tree.root) == self.tree.root:  # the tree it runs in
                 state = (before.head, before.listed)
             name = _name_of(old_plan, item)
-            result = self._run_waiting_out_limits(
-                stage, iteration, item, values, compacted, cwd, name, model, state
-            )
+            with self._fenced(stage) as fence:
+                result = self._run_waiting_out_limits(
+                    stage, iteration, item, values, compacted, cwd, name, model, state
+                )
             if result.run.stop_reason is StopReason.INTERRUPTED:
                 # The loop is stopping (a signal, a spent budget, in another thread): the run was
                 # cut short, which is no verdict on its work. It is set aside like the rest; taken
@@ -245,7 +248,7 @@ class AgentRuns:
             raise TreeRemoved(result)
         result.plan_problem = self.check_plan(result, in_tree=before is not None)  # None: a verifier's
         if before is not None:
-            self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
+            self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan, fence)
         self._count_spent(stage, iteration, item, result)
         return result
 
@@ -318,6 +321,19 @@ class AgentRuns:
             )
         return result
 
+    @contextlib.contextmanager
+    def _fenced(self, stage: Stage) -> Iterator[Fence | None]:
+        """What the runs of one step of a plan-only stage could write in the work tree, measured
+        around them (ralph.loop.sandbox.Fence: with the sandbox, nothing but the plan and new
+        top-level names; without, everything); None for the other stages."""
+        if stage not in PLAN_ONLY_STAGES:
+            yield None
+        elif self.runner.sandbox is None:
+            yield Fence.open(self.tree.root)
+        else:
+            with self.runner.sandbox.fencing(self.tree.root) as fence:
+                yield fence
+
     def _snapshot_before(self, stage: Stage) -> Snapshot | None:
         """The work tree before a run, once what changed since the loop's last step that is not
         the current build's is left alone. A verifier works in a checkout of its own, which VERIFY
@@ -337,18 +353,19 @@ class AgentRuns:
         old: Plan,
         results: list[AgentResult],
         now: Plan | None = None,
+        fence: Fence | None = None,
     ) -> list[str]:
         """Undo runs that broke their stage's rules: HEAD and branch put back, their changes saved
         as a patch beside the (first) log and reverted, plan.jsonl as before. Returns what they did.
-        Runs that kept the rules learn the paths they left changed (`changed`)."""
+        Runs that kept the rules learn the paths they left changed (`changed`). `fence`: what a
+        plan-only stage's runs could write (_fenced); a change to code it rules out is a person's
+        (_leave_persons_code), any other is the runs' violation."""
+        hidden = self._hidden(fence)
         after = self.tree.snapshot()
+        if hidden:  # under names the runs may have made: theirs, whoever's ignore rule hides them
+            after = Snapshot(after.head, after.branch, after.dirty | hidden, after.beside_at, after.listed)
         if stage not in CODE_STAGES:
-            # Its agent changes only the plan: a file that changed meanwhile is someone else's (a
-            # person's edit during PLAN), left as it is, unstaged, not this run's violation.
-            strays = frozenset((after.dirty ^ before.dirty) - {PLAN_FILE})
-            if strays:
-                self.tree.leave_foreign_changes(f"during the {stage} run", among=strays)
-                after = Snapshot(after.head, after.branch, after.dirty - strays, after.beside_at)
+            after = self._leave_persons_code(stage, before, after, fence)
         if self.runner.sandbox is not None:  # its .git was read-only: HEAD moved by someone else
             after = Snapshot(before.head, before.branch, after.dirty, after.beside_at)
         now = now or self.plan.read()
@@ -371,7 +388,7 @@ class AgentRuns:
         if self.tree.repo.head() != before.head and before.head:
             self.tree.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
         log = results[0].log_path
-        self.tree.set_aside(log)
+        patch = self.tree.set_aside(log, also=hidden)
         self.tree.keep_replaced_plan(log, old)
         self.plan.restore(old.doc.to_bytes())
         self.tree.commit_persons_changes(persons, old)
@@ -379,9 +396,51 @@ class AgentRuns:
             result.violation = "; ".join(found)
             result.plan = old  # as it was put back
         items = sorted(own)
-        self.journal.event("permission_violation", stage=str(stage), items=items, did=found, log=str(log))
-        self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
+        kept = str(self.rel(patch)) if patch else None
+        self.journal.event(
+            "permission_violation", stage=str(stage), items=items, did=found, log=str(log), patch=kept
+        )
+        who = " ".join([str(stage), *items])
+        self.console.event(f"{who}: permission violation, undone: {'; '.join(found)}")
+        if kept and fence is not None:  # a person's edit may be among them: where it is, how it comes back
+            self.console.event(
+                f"{who}: the changes it undid are kept in {kept}; one of yours among them comes back"
+                f" with `git apply --include=<file> {kept}`"
+            )
         return found
+
+    def _hidden(self, fence: Fence | None) -> frozenset[str]:
+        """Files a plan-only step's runs may have written that an ignore rule written beside them
+        hides from git (a new folder holding a `.gitignore` of `*`): how a run would keep its code
+        out of every check. Looked for under the names the runs could write (Fence.searched); what
+        the repository's own rules ignore is not counted (a dependency folder a person installs)."""
+        if fence is None:
+            return frozenset()
+        searched = fence.searched(self.tree.root)
+        return frozenset(self.tree.repo.hidden_in(searched)) if searched else frozenset()
+
+    def _leave_persons_code(
+        self, stage: Stage, before: Snapshot, after: Snapshot, fence: Fence | None
+    ) -> Snapshot:
+        """`after`, without the changes to code (files but plan.jsonl) that no run of a stage that
+        changes no code can have made, which are left as they are, unstaged, as a person's.
+
+        VERIFY's agents run in checkouts of their own: a change in this work tree meanwhile is
+        never theirs. A plan-only stage's agents run here, and a change meanwhile is theirs (their
+        violation, set aside) unless their fence rules it out (ralph.loop.sandbox.Fence): with the
+        sandbox, anything under a top-level entry they saw read-only. Nothing else tells a person's
+        edit from the agent's: same user, same files, same minutes; the agent's own word is no
+        evidence. Unfenced, then, a person's edit during such a run is taken for the agent's, and
+        the patch beside the log keeps it (the console says how it comes back): an agent's code
+        left in place, however unstaged, would run in every later gate and agent run."""
+        strays = (after.dirty ^ before.dirty) - {PLAN_FILE}
+        held = frozenset(
+            path for path in strays if stage is Stage.VERIFY or (fence is not None and fence.holds(path))
+        )
+        if not held:
+            return after
+        self.tree.leave_foreign_changes(f"during the {stage} run", among=held)
+        return Snapshot(after.head, after.branch, after.dirty - held, after.beside_at)
 
     def _keep_lost_tree(self, result: AgentResult) -> bool:
         """Whether the run lost its work tree: removed it, or (a build's worktree) removed or

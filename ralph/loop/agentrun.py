@@ -22,6 +22,7 @@ from ralph.loop.console import Console
 from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal, Span
 from ralph.loop.live import USAGE_EVERY_S
+from ralph.loop.permissions import PLAN_ONLY_STAGES
 from ralph.loop.pressure import Pressure
 from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
@@ -240,7 +241,8 @@ class AgentRunner:
         if self.sandbox is not None:
             # A verifier's checkout is made or cleaned for its run (ralph.loop.checkouts).
             fresh = stage == Stage.VERIFY and root != self.root
-            argv = self.sandbox.wrap(argv, root, invocation.env, fresh=fresh)
+            plan_only = stage in PLAN_ONLY_STAGES  # its work tree read-only but for plan.jsonl
+            argv = self.sandbox.wrap(argv, root, invocation.env, fresh=fresh, plan_only=plan_only)
         try:
             result = self._supervise(
                 argv,

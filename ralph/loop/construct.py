@@ -85,6 +85,7 @@ class Ending(StrEnum):
     PLANNED = "planned"  # `ralph plan`: PLAN ran and made tasks (outcome COMPLETE, exit 0)
     PLAN_STOPPED = "plan_stopped"  # STUCK: the PLAN run was stopped (time, context), nothing kept
     PLAN_EMPTY = "plan_empty"  # STUCK: PLAN finished and added no task
+    PLAN_FAILED = "plan_failed"  # STUCK: PLAN added no task, and its runs broke the stage's rules
     BLOCKED = "blocked"  # STUCK: only blocked tasks and issues kept open for a person are left
     NO_PROGRESS = "no_progress"  # STUCK: NO_PROGRESS_LIMIT iterations in a row changed nothing
     CHECK_STOPPED = "check_stopped"  # STUCK: the spec check was stopped (time, context), nothing kept
@@ -654,4 +655,6 @@ def _no_plan(planned: StageReport) -> tuple[Ending, str]:
             "the PLAN run was stopped and nothing of it kept: give it more time (--timeout) or split the"
             " spec",
         )
+    if planned.failed:  # runs that broke the stage's rules: undone, tasks and all (stage_plan)
+        return Ending.PLAN_FAILED, "the PLAN stage added no tasks: its runs broke the stage's rules (below)"
     return Ending.PLAN_EMPTY, "the PLAN stage added no tasks; see its log"

@@ -9,6 +9,9 @@ the branch, the work tree, and plan.jsonl's records before and after. The prompt
   CHECK              changes only the plan: adds tasks and issues for what the spec still lacks
   every stage        never commits, moves HEAD or switches branch, never changes ralph's config
                      (its gate, hooks and agent command run outside the agents' sandbox)
+
+A change to code during a plan-only stage's run is its agent's unless the run's fence rules that
+out (ralph.loop.sandbox.Fence; ralph.loop.agent_runs.AgentRuns._leave_persons_code says why).
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from ralph.plan.records import Stage, status_of
 from ralph.store.reader import PLAN_NAME as PLAN_FILE
 
 CODE_STAGES = {Stage.BUILD}
+# Stages whose agents run in the loop's own work tree and change only plan.jsonl there: with the
+# sandbox they see that tree read-only but for the plan (ralph.loop.sandbox.Fence). VERIFY's agents
+# run in checkouts of their own, where any change is theirs (ralph.loop.stage_verify).
+PLAN_ONLY_STAGES = frozenset({Stage.PLAN, Stage.INVESTIGATE, Stage.DECOMPOSE, Stage.CHECK})
 ACCEPT_STAGES = {Stage.VERIFY}  # may accept or reject their own task
 STATUS_STAGES = {Stage.BUILD, Stage.VERIFY}  # may change their own task's status
 REMOVE_OWN_STAGES = {Stage.BUILD, Stage.DECOMPOSE}  # may remove their own task line
