@@ -20,6 +20,7 @@ Figures measured in this run; not a pass/fail test.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shlex
 import subprocess
@@ -109,7 +110,7 @@ def construct(root: Path, *flags: str, env: dict[str, str] | None = None) -> Run
     waits = []
     if "waiting for a person:" in status:
         after = status[status.index("waiting for a person:") + 1 :]
-        waits = [line.strip() for line in after if line.startswith("  ")]
+        waits = [line.strip() for line in itertools.takewhile(lambda line: line.startswith("  "), after)]
     return Run(
         known.get(done.returncode, f"exit {done.returncode}"),
         [event for event in events if event["event"] == "agent_end"],
