@@ -5,6 +5,7 @@ from __future__ import annotations
 from ralph.errors import InvalidInput, Refused
 from ralph.plan import schedule
 from ralph.plan.document import Record
+from ralph.plan.families import family_of
 from ralph.plan.intake import new_task_record, refuse_cycle, require_text
 from ralph.plan.reading import PlanReader, drop_claim, is_question
 from ralph.plan.records import (
@@ -131,9 +132,11 @@ def _drop_served_answers(plan: PlanReader) -> None:
     """Answered questions no task left asks or inherits have served (git history keeps them)."""
     tasks = plan.tasks()
     wanted = {task["id"] for task in tasks} | {q for task in tasks for q in task.get("questions", [])}
+    families = {family_of(task) for task in tasks}
     for line in plan.of("issue"):
         question = line.record
         served = question.get("task") not in wanted and question["id"] not in wanted
+        served = served and question.get("family") not in families
         if is_question(question) and question.get("answer") and served:
             plan.doc.remove(line)
 
