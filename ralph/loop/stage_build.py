@@ -2,9 +2,9 @@
 when the agent marked it done and the gate passed; a failed attempt is retried at once with the
 failure in its prompt, up to max_attempts (max_rebuilds once VERIFY rejected it); a timeout, a
 context kill, too many failures or the same failure twice in a row set it aside for DECOMPOSE. A
-failure that another split would only repeat goes to a person instead, as one question with
-both texts: a subtask failing as its ancestor did, for its whole family, which waits with it
-(ralph.plan.families).
+failure that another build or split would only repeat goes to a person instead, as one question
+with both texts: a subtask failing (or rejected) as its ancestor did, for its whole family, which
+waits with it (ralph.plan.families); the same rejection by VERIFY twice in a row.
 A rejected task's builder may resubmit it unchanged with its argument (`task done --unchanged`).
 Context compaction continues the task in a fresh run."""
 
@@ -138,7 +138,11 @@ class BuildStage:
         asked = next((q for q in plan.questions() if family and q.get("family") == family), None)
         with self.plan.change(commit=True) as change:
             if asked is None:
-                by = "ralph (a failure that survived a split)"
+                by = (
+                    "ralph (a failure that survived a split)"
+                    if family
+                    else "ralph (the same rejection twice)"
+                )
                 asked = change.plan.ask_about_repeated_failure(
                     task_id, _repeat_question(task), _now(), by, family, sorted(running)
                 )
@@ -612,19 +616,30 @@ EVIDENCE_CHARS = 4000  # of each text a question quotes: two fit in one (intake.
 
 def _repeat_words(task: dict) -> str:
     """What repeated, in the words of a commit subject and the console."""
-    return f"failed as its ancestor {task['repeated_from']} did"
+    if task.get("repeated_from"):
+        if task.get("verdict") == Verdict.REJECTED:
+            return f"was rejected as its ancestor {task['repeated_from']} was"
+        return f"failed as its ancestor {task['repeated_from']} did"
+    return "was rejected the same way twice"
 
 
 def _repeat_question(task: dict) -> str:
-    """The question about a failure that survived a split, quoting both texts, the earlier first."""
+    """The question about a repeated failure, quoting both texts, the earlier first."""
     first, second = (excerpt(text, EVIDENCE_CHARS) for text in task["repeated_failure"])
-    task_id, name, ancestor = task["id"], one_line(task["name"]), task["repeated_from"]
+    task_id, name, ancestor = task["id"], one_line(task["name"]), task.get("repeated_from")
+    if ancestor:
+        rejected = task.get("verdict") == Verdict.REJECTED
+        what = "VERIFY rejected it as it rejected" if rejected else "its build failed as did"
+        return (
+            f"Task {task_id} ({name}): {what} its ancestor {ancestor}, before DECOMPOSE split that."
+            " The failure survived the split, so splitting further will not cure it; the other tasks"
+            f" of its family ({family_of(task)}) wait with it. How should it be done, or should it be"
+            f" dropped?\n\nThe ancestor's ({ancestor}):\n{first}\n\nThis task's ({task_id}):\n{second}"
+        )
     return (
-        f"Task {task_id} ({name}): its build failed as did its ancestor {ancestor}, before DECOMPOSE"
-        " split that. The failure survived the split, so splitting further will not cure it; the"
-        f" other tasks of its family ({family_of(task)}) wait with it. How should it be done, or"
-        f" should it be dropped?\n\nThe ancestor's ({ancestor}):\n{first}"
-        f"\n\nThis task's ({task_id}):\n{second}"
+        f"VERIFY rejected task {task_id} ({name}) twice in a row for the same reason. Is the criterion"
+        " right, and how should the task meet it, or should it be dropped? Built again as it is, it"
+        f" would be rejected again.\n\nThe first rejection:\n{first}\n\nThe second:\n{second}"
     )
 
 

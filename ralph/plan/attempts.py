@@ -195,14 +195,14 @@ def ask_about_repeated_failure(
     running: list[str] | None = None,
 ) -> Record:
     """A failure repeated where another try would teach nothing (the same failure twice in a task
-    that cannot be split further, or, with `family`, an ancestor's failure that survived a split):
-    a person is asked, which blocks the task. A family's question
+    that cannot be split further, the same rejection twice, or, with `family`, an ancestor's
+    failure that survived a split): a person is asked, which blocks the task. A family's question
     holds its other pending tasks too, except those being built (`running`), which wait with it
     once their build is over (hold_for_question). Once answered, their builds start a fresh count
     of identical failures."""
     question = questions.ask(plan, task_id, text, asked_at, asked_by, family)
     line = plan.task_line(task_id)
-    for stale in ("fingerprint", "repeated_failure", "repeated_from"):
+    for stale in ("fingerprint", "repeated_failure", "repeated_from", "rejection_fingerprint"):
         line.record.pop(stale, None)
     plan.doc.rewrite(line)
     for member in members_to_hold(plan.tasks(), family, running or ()) if family else ():
@@ -310,7 +310,7 @@ def record_decomposition(
     source = parent or decomposed or {"id": task_id}
     depth = source.get("depth", depth_of_task) + 1
     family = source.get("family") or task_id
-    remembered = inherited_failures({**source, "id": task_id})
+    remembered = inherited_failures({**source, "id": task_id}, plan.verify_reasons(task_id))
     # The answers given for the task hold for its parts: the subtasks name those questions.
     answers = [question["id"] for question in plan.answers_for(task_id)]
     for child in children:

@@ -190,6 +190,10 @@ class TaskFields:
         return cast('str | None', self.record.get('repeated_from'))
 
     @property
+    def rejection_fingerprint(self) -> str | None:
+        return cast('str | None', self.record.get('rejection_fingerprint'))
+
+    @property
     def verdict(self) -> str | None:
         return cast('str | None', self.record.get('verdict'))
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 from ralph.plan.document import Record
-from ralph.plan.records import is_pending
+from ralph.plan.records import Verdict, is_pending
 
 # What differs between two runs of the same failure: where and when it ran, and the numbers; task
 # and issue ids. Compiled on the first fingerprint: every state command imports this module and
@@ -66,9 +66,10 @@ def in_family(task: Record, family: str) -> bool:
     return family_of(task) == family
 
 
-def inherited_failures(task: Record) -> list[Record]:
+def inherited_failures(task: Record, verify_reasons: list[str]) -> list[Record]:
     """What a task's subtasks remember of the failures in their family, oldest first: its
-    ancestors' (its `ancestor_failures`), then its own last build failure, with its fingerprint."""
+    ancestors' (its `ancestor_failures`), then its own last build failure and each distinct
+    rejection VERIFY gave it (`verify_reasons`, oldest first), each with its fingerprint."""
     failures = [dict(failure) for failure in task.get("ancestor_failures") or []]
     known = {failure["fingerprint"] for failure in failures}
 
@@ -79,6 +80,9 @@ def inherited_failures(task: Record) -> list[Record]:
 
     if task.get("fingerprint") and task.get("gate_failure"):
         remember(task["fingerprint"], task["gate_failure"])
+    own = [task["id"], *(task.get("files") or [])]
+    for reason in verify_reasons:
+        remember(fingerprint(Verdict.REJECTED, reason, own), reason)
     return failures
 
 
@@ -108,8 +112,11 @@ def note_repeat(
 
 def asks_a_person(task: Record) -> bool:
     """Whether another build of the task would only repeat its last failure, so a person is asked
-    before it is built again: that failure was an ancestor's (it survived a split)."""
-    return bool(task.get("repeated_from"))
+    before it is built again: that failure was an ancestor's (it survived a split), or VERIFY
+    rejected it the same way twice in a row."""
+    if task.get("repeated_from"):
+        return True
+    return task.get("verdict") == Verdict.REJECTED and bool(task.get("repeated_failure"))
 
 
 def members_to_hold(tasks: Iterable[Record], family: str, running: Iterable[str] = ()) -> list[str]:

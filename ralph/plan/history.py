@@ -40,6 +40,7 @@ _TASK_TOLD = frozenset(
         "fingerprint",
         "repeated_failure",
         "repeated_from",
+        "rejection_fingerprint",
         "ancestor_failures",
         "family",
         "attempt_tokens",

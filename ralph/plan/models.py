@@ -177,14 +177,20 @@ class Task(Record):
     )
     repeated_failure: list[str] | None = Field(
         None,
-        description="the two failures' texts when the same failure came twice in a row (two builds, or an"
-        " ancestor's failure and its own): DECOMPOSE, or the person asked, reads them",
+        description="the two failures' texts when the same failure came twice in a row (two builds, two"
+        " rejections by VERIFY, or an ancestor's failure and its own): DECOMPOSE, or the person asked,"
+        " reads them",
     )
     repeated_from: TaskId | None = Field(
         None,
         description="the ancestor whose failure its last build or rejection repeated (the first text of"
         " `repeated_failure` is that ancestor's): the failure survived a split, and the loop asks one"
         " question for the family instead of splitting it further",
+    )
+    rejection_fingerprint: str | None = Field(
+        None,
+        description="hash of VERIFY's last rejection of it, made like `fingerprint`: the same rejection"
+        " twice in a row asks a person, with both reasons, instead of building it again",
     )
     verdict: VerdictCode | None = Field(
         None, description="what its latest build attempt came to, or VERIFY's rejection of it"

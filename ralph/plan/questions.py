@@ -116,7 +116,7 @@ def hold_for_question(plan: PlanReader, task_id: str, question_id: str) -> Recor
     task["blocked_reason"] = (
         f"waits with its family ({family}) for the answer to question {question_id}: {question['text'][:200]}"
     )
-    for stale in ("fingerprint", "repeated_failure", "repeated_from"):
+    for stale in ("fingerprint", "repeated_failure", "repeated_from", "rejection_fingerprint"):
         task.pop(stale, None)
     drop_claim(task)
     plan.doc.rewrite(line)

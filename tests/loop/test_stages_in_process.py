@@ -636,6 +636,9 @@ def test_plan_stopped_at_its_time_limit_keeps_none_of_its_tasks(tmp_path: Path):
 
 
 # --- the loop: iterations of the stages over the same fakes -----------------------------------------
+OTHER_FLAWS = ("still wrong", "the totals are off", "the names come out unsorted")
+
+
 class MarkedAgent:
     """In this process, what tests/support/scripts/fake_agent.py does for the markers below in a
     task's name: PLAN adds a task per `- ` line of the spec (each after the one before), BUILD
@@ -649,7 +652,8 @@ class MarkedAgent:
                           DECOMPOSE's parts keep the marker (the failure survives every split)
       [lazy-rebuild]      the second build marks the task done without changing a file, the third
                           fails the gate
-      [reject-once]       the first VERIFY rejects it; [reject-always] every VERIFY does
+      [reject-once]       the first VERIFY rejects it; [reject-always] every VERIFY does, each time
+                          for another reason; [reject-alike] every VERIFY does, for the same one
       [no-verdict]        VERIFY gives no verdict
       [one-part]          DECOMPOSE adds one part only; [deletes-itself] it also deletes the task
       [ask]               BUILD asks a person a question while its prompt holds no answer yet,
@@ -709,8 +713,12 @@ class MarkedAgent:
             verdicts = self.bump(f"verify-{item}")
             if "[no-verdict]" in name:
                 return
-            rejects = "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1)
-            verifier("reject" if rejects else "accept", f"reason {verdicts}: still wrong")(stage, item, cwd)
+            always = "[reject-always]" in name or "[reject-alike]" in name
+            rejects = always or ("[reject-once]" in name and verdicts == 1)
+            why = (
+                OTHER_FLAWS[(verdicts - 1) % len(OTHER_FLAWS)] if "[reject-always]" in name else "still wrong"
+            )
+            verifier("reject" if rejects else "accept", f"reason {verdicts}: {why}")(stage, item, cwd)
         elif stage is Stage.DECOMPOSE:
             self.bump(f"decompose-{item}")
             parts = (1,) if "[one-part]" in name else (1, 2)
@@ -1102,6 +1110,53 @@ def test_loop_an_answered_family_question_reaches_every_part_and_a_failure_survi
     assert plan.task_line(held).record["blocked_by"] == again["id"] and not prompts_of(ws, Stage.BUILD, held)
 
 
+def test_loop_the_same_rejection_twice_asks_a_person_with_both_reasons_instead_of_decomposing(tmp_path: Path):
+    """A verifier that rejects forever, for the same reason: two builds and two verdicts, then a
+    question quoting both reasons; nothing is set aside or decomposed (before: 3 rejections, then
+    DECOMPOSE, and its parts rejected in turn until the iteration budget)."""
+    loop, agent = looping(tmp_path, a_plan("Disputed [reject-alike]"))
+    ws = loop.workspace
+    task_id = task_of(ws, "Disputed [reject-alike]")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.WAITING
+    assert [stage for stage, _ in ws.agents.runs] == [Stage.BUILD, Stage.VERIFY] * 2  # at most 6 runs
+    (question,) = ws.plan.read().questions(SPEC)
+    assert question["task"] == task_id and "family" not in question
+    first, second = question["text"].split("The second:")
+    assert "reason 1: still wrong" in first and "reason 2: still wrong" in second
+    task = ws.plan.read().task_line(task_id).record
+    assert task["s"] == "b" and task["blocked_by"] == question["id"]
+    assert journal(tmp_path, "task_killed") == []
+
+
+def test_loop_a_part_rejected_as_its_ancestor_was_asks_about_its_family_at_the_first_rejection(
+    tmp_path: Path,
+):
+    data = Plan(load(a_plan("Disputed")))
+    parent = data.task_views(SPEC)[0].id
+    data.record_build(parent, ["app.py"], 0, None)
+    data.done(parent)
+    data.reject(parent, "reason 7: still wrong")
+    data.set_aside(parent, KillReason.DOOM_LOOP, "rejected too often")
+    (part,) = data.add_tasks([{"name": "Disputed part [reject-alike]", "spec": SPEC, "parent": parent}])
+    data.record_decomposition(parent, [part["id"]])
+    loop, _ = looping(tmp_path, data.doc.to_bytes())
+    ws = loop.workspace
+
+    assert loop._iterate()[0] is Outcome.WAITING
+
+    assert ws.agents.runs == [(Stage.BUILD, part["id"]), (Stage.VERIFY, part["id"])]
+    (question,) = ws.plan.read().questions(SPEC)
+    assert question["family"] == parent and question["task"] == part["id"]
+    ancestors, its_own = question["text"].split("This task's")
+    assert (
+        "VERIFY rejected it as it rejected its ancestor" in ancestors and "reason 7: still wrong" in ancestors
+    )
+    assert "reason 1: still wrong" in its_own
+
+
 def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(tmp_path: Path):
     """A kill for time is the loop's, not VERIFY's; a task set aside after rejections quotes what
     VERIFY said, and the loop's own words are not among them."""
@@ -1378,12 +1433,12 @@ def test_loop_a_task_rejected_too_often_goes_to_decompose_with_its_log_reasons_a
     assert aside["kill_reason"] == "doom_loop" and aside["kill_log"] == killed["log"]
     assert aside["kill_log"].startswith(f"{LOG_DIR}/") and "-rejected-" in aside["kill_log"]
     log = (tmp_path / aside["kill_log"]).read_text()
-    assert "1. reason 1: still wrong" in log and "2. reason 2: still wrong" in log
+    assert "1. reason 1: still wrong" in log and "2. reason 2: the totals are off" in log
     patch = tmp_path / aside["kill_log"].replace(".log", ".patch")
     assert f"work/{task_id}.txt" in patch.read_text()  # the build, still in the code
     (prompt,) = prompts_of(ws, Stage.DECOMPOSE, task_id)
-    assert aside["kill_log"] in prompt and "2. reason 2: still wrong" in prompt  # the log's head
-    assert "- reason 1: still wrong" in prompt and "- reason 2: still wrong" in prompt
+    assert aside["kill_log"] in prompt and "2. reason 2: the totals are off" in prompt  # the log's head
+    assert "- reason 1: still wrong" in prompt and "- reason 2: the totals are off" in prompt
     assert str(patch.relative_to(tmp_path)) in prompt
 
 

@@ -82,20 +82,29 @@ def test_a_failure_repeating_its_own_last_one_names_no_ancestor_and_one_repeatin
     assert not {"repeated_failure", "repeated_from"} & set(task)
 
 
+def test_only_a_repeated_rejection_or_an_ancestors_failure_asks_a_person_before_a_build():
+    assert asks_a_person({"id": "t-a", "verdict": "rejected", "repeated_failure": ["r", "r"]})
+    assert not asks_a_person({"id": "t-a", "verdict": "gate_failed", "repeated_failure": ["g", "g"]})
+    assert not asks_a_person({"id": "t-a", "verdict": "rejected"})
+
+
 def test_what_a_task_passes_to_its_parts_is_its_ancestors_failures_then_its_own_each_once():
     task = {
         "id": "t-mid",
+        "files": ["app.py"],
         "fingerprint": "ffff",
         "gate_failure": "mid's gate",
-        "ancestor_failures": remembered(("t-root", "aaaa", "root's"), ("t-root", "ffff", "the same")),
+        "ancestor_failures": remembered(("t-root", "aaaa", "root's")),
     }
-    passed = inherited_failures(task)
-    assert [(f["task"], f["failure"]) for f in passed] == [("t-root", "root's"), ("t-root", "the same")]
-    del task["ancestor_failures"][1]
-    assert [(f["task"], f["failure"]) for f in inherited_failures(task)] == [
+    rejections = ["t-mid: the sum is off by 1", "t-mid: the sum is off by 2", "the names are unsorted"]
+    passed = inherited_failures(task, rejections)
+    assert [(f["task"], f["failure"]) for f in passed] == [
         ("t-root", "root's"),
         ("t-mid", "mid's gate"),
+        ("t-mid", "t-mid: the sum is off by 1"),  # the second is the same rejection
+        ("t-mid", "the names are unsorted"),
     ]
+    assert passed[2]["fingerprint"] == fingerprint(Verdict.REJECTED, "t-part: the sum is off by 9")
 
 
 def test_a_question_holds_the_pending_tasks_of_its_family_but_those_being_built():

@@ -698,3 +698,36 @@ def test_a_family_question_holds_its_pending_tasks_and_its_answer_frees_them_all
     plan.done("t-part01")
     plan.accept("t-part01")  # the family still has tasks: the answer stays for them
     assert plan.questions(answered=True)
+
+
+def test_the_same_rejection_twice_in_a_row_is_a_repeated_failure_and_a_question_starts_the_count_again():
+    plan = plan_of(b'{"t": "task", "id": "t-picky0", "name": "Picky", "s": "d", "files": ["sort.py"]}\n')
+    plan.reject("t-picky0", "sort.py: 3 items come out unsorted")
+    assert "repeated_failure" not in plan.find_task("t-picky0")
+    plan.record_build("t-picky0", ["sort.py"], 1, None)  # a passing rebuild: the rejection is remembered
+    plan.done("t-picky0")
+    plan.reject("t-picky0", "sort.py: 4 items come out unsorted")
+    task = plan.find_task("t-picky0")
+    assert task["repeated_failure"] == [
+        "sort.py: 3 items come out unsorted",
+        "sort.py: 4 items come out unsorted",
+    ]
+    plan.ask_about_repeated_failure("t-picky0", "Sorted how?", ASKED, "ralph")
+    assert not {"rejection_fingerprint", "repeated_failure"} & set(plan.find_task("t-picky0"))
+
+
+def test_a_part_rejected_as_its_ancestor_was_repeats_the_ancestors_failure():
+    plan = plan_of(b'{"t": "task", "id": "t-picky0", "name": "Picky", "s": "d", "files": ["sort.py"]}\n')
+    plan.reject("t-picky0", "t-picky0: sort.py leaves the list unsorted")
+    plan.set_aside("t-picky0", KillReason.DOOM_LOOP, "rejected too often")
+    plan.add_tasks([{"id": "t-part01", "name": "Part 1", "parent": "t-picky0"}])
+    plan.record_decomposition("t-picky0", ["t-part01"])
+    plan.record_build("t-part01", ["sort_part.py"], 1, None)
+    plan.done("t-part01")
+    plan.reject("t-part01", "t-part01: sort_part.py leaves the list unsorted")
+    task = plan.find_task("t-part01")
+    assert task["repeated_from"] == "t-picky0"
+    assert task["repeated_failure"] == [
+        "t-picky0: sort.py leaves the list unsorted",
+        "t-part01: sort_part.py leaves the list unsorted",
+    ]
