@@ -121,7 +121,10 @@ def asks_a_person(task: Record) -> bool:
 
 def members_to_hold(tasks: Iterable[Record], family: str, running: Iterable[str] = ()) -> list[str]:
     """The family's tasks a question about it holds now: pending ones (killed ones too), except
-    those being built (`running`), which are held once their build is over."""
+    those being built, here (`running`) or by another runner sharing a remote (claimed): they are
+    held once their build is over, not under a build whose outcome would unblock them again."""
     busy = set(running)
-    held = (task for task in tasks if in_family(task, family) and is_pending(task))
+    held = (
+        task for task in tasks if in_family(task, family) and is_pending(task) and not task.get("claimed_by")
+    )
     return [task["id"] for task in held if task["id"] not in busy]

@@ -114,6 +114,7 @@ def test_a_question_holds_the_pending_tasks_of_its_family_but_those_being_built(
         {"id": "t-root-3", "family": "t-root", "s": "p", "kill_reason": "timeout"},
         {"id": "t-root-4", "family": "t-root"},
         {"id": "t-root-5", "family": "t-root", "s": "d"},
+        {"id": "t-root-6", "family": "t-root", "claimed_by": "runner-2"},  # another runner builds it
         {"id": "t-other", "family": "t-else"},
         {"id": "t-root"},  # the family's first task, when it is back (its split undone)
     ]
