@@ -73,6 +73,7 @@ def make_repo(folder: Path, tasks: list[dict]) -> Path:
 class Run:
     outcome: str
     runs: list[dict]  # the agent runs' end events, in order
+    stale: list[dict]  # the builds given back uncounted as built on a stale base
     questions: int
     accepted: list[str]
     waits: list[str]  # what `ralph status` says waits for a person
@@ -114,6 +115,7 @@ def construct(root: Path, *flags: str, env: dict[str, str] | None = None) -> Run
     return Run(
         known.get(done.returncode, f"exit {done.returncode}"),
         [event for event in events if event["event"] == "agent_end"],
+        [event for event in events if event["event"] == "build_stale_base"],
         sum(1 for r in records if r.get("t") == "issue" and r.get("kind") == "question"),
         [r["id"] for r in records if r.get("t") == "accept"],
         waits,
@@ -129,11 +131,13 @@ def hopeless_family(folder: Path, parallel: int | None) -> None:
     mode = f"--parallel {parallel}" if parallel else "the default --parallel (4)"
     family, others = run.of(True), run.of(False)
     builds = len(run.of(True, "BUILD"))
+    stale = sum(1 for event in run.stale if str(event.get("item")).startswith(FAMILY))
     decomposed = len(run.of(True, "DECOMPOSE"))
     good = sum(1 for task in run.accepted if not task.startswith(FAMILY))
     print(f"  {mode}: ended {run.outcome}")
     print(
-        f"    the hopeless family: {builds} builds, {decomposed} DECOMPOSE runs,"
+        f"    the hopeless family: {builds} builds ({stale} given back uncounted, stale base),"
+        f" {decomposed} DECOMPOSE runs,"
         f" {len(family)} agent runs, ${cost(family):.2f}; {run.questions} question(s)"
     )
     print(
