@@ -1,7 +1,10 @@
 """BUILD: one fresh agent run per buildable task, then ralph's own gate. A task stays done only
 when the agent marked it done and the gate passed; a failed attempt is retried at once with the
 failure in its prompt, up to max_attempts (max_rebuilds once VERIFY rejected it); a timeout, a
-context kill, too many failures or the same failure twice in a row set it aside for DECOMPOSE.
+context kill, too many failures or the same failure twice in a row set it aside for DECOMPOSE. A
+failure that another build or split would only repeat goes to a person instead, as one question
+with both texts: a subtask failing (or rejected) as its ancestor did, for its whole family, which
+waits with it (ralph.plan.families); the same rejection by VERIFY twice in a row.
 A rejected task's builder may resubmit it unchanged with its argument (`task done --unchanged`).
 Context compaction continues the task in a fresh run."""
 
@@ -26,6 +29,7 @@ from ralph.loop.work_tree import CheckoutBehind, StaleBase
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
+from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
     KILLING_STOPS,
@@ -90,15 +94,79 @@ class BuildStage:
         )
 
     def ready(self, running: set[str], report: StageReport) -> list[dict]:
-        """The tasks to build next, in order, without those being built; a task VERIFY keeps
-        rejecting is set aside for DECOMPOSE on the way."""
+        """The tasks to build next, in order, without those being built. On the way, what needs
+        no build to judge (here, where every finished build is in the plan, so two builds of one
+        family never ask two questions): a task another build would only fail again goes to a
+        person (families.asks_a_person), the rest of a family an open question is about waits
+        with it, and a task VERIFY keeps rejecting is set aside for DECOMPOSE."""
         while True:
             plan = self.plan.read()
+            if self._hold_families(plan, running):
+                continue
             ready = [task for task in buildable_now(plan, self.ws.settings) if task["id"] not in running]
+            repeating = [task for task in ready if asks_a_person(task)]
+            if repeating:
+                self._ask_about_repeat(plan, repeating[0], running, report)
+                continue
             rejected = [t["id"] for t in ready if self._rejected_too_often(plan, t["id"])]
             if not rejected:
                 return _waiting_last(ready, self.tree.waiting_for_code())
             self._set_aside_rejected(plan, rejected[0], report)  # VERIFY keeps rejecting it: split it
+
+    def _hold_families(self, plan: Plan, running: set[str]) -> bool:
+        """The pending tasks of a family an open question is about wait with it (those being built
+        once their build is over); whether any had to."""
+        for question in plan.questions(self.ws.settings.spec):
+            family = question.get("family")
+            waiting = members_to_hold(plan.tasks(), family, running) if family else []
+            if not waiting:
+                continue
+            with self.plan.change(commit=True) as change:
+                for member in waiting:
+                    change.plan.hold_for_question(member, question["id"])
+                change.message = (
+                    f"ralph(build): {', '.join(waiting)} wait with family {family} for {question['id']}"
+                )
+            self.ws.journal.event("family_held", items=waiting, family=family, questions=question["id"])
+            self.ws.console.event(
+                f"{', '.join(waiting)} wait with family {family} for `ralph answer {question['id']}`"
+            )
+            return True
+        return False
+
+    def _ask_about_repeat(self, plan: Plan, task: dict, running: set[str], report: StageReport) -> None:
+        """A person is asked about a failure another build would only repeat, with both texts: a
+        family's is asked once, and its other tasks wait with it; a task of a family already asked
+        about waits for that question."""
+        task_id, ancestor = task["id"], task.get("repeated_from")
+        family = family_of(task) if ancestor else None
+        asked = next((q for q in plan.questions() if family and q.get("family") == family), None)
+        with self.plan.change(commit=True) as change:
+            if asked is None:
+                by = (
+                    "ralph (a failure that survived a split)"
+                    if family
+                    else "ralph (the same rejection twice)"
+                )
+                asked = change.plan.ask_about_repeated_failure(
+                    task_id, _repeat_question(task), _now(), by, family, sorted(running)
+                )
+                change.message = f"ralph(build): {task_id} {_repeat_words(task)}; asks {asked['id']}"
+            else:
+                change.plan.hold_for_question(task_id, asked["id"])
+                change.message = f"ralph(build): {task_id} {_repeat_words(task)}; waits for {asked['id']}"
+        self.ws.journal.event(
+            "question_asked",
+            item=task_id,
+            questions=asked["id"],
+            repeated=True,
+            family=family,
+            ancestor=ancestor,
+        )
+        said = f"{task_id} {_repeat_words(task)}"
+        report.stopped.append(f"{said}; question {asked['id']} for a person")
+        held = f" (family {family} waits with it)" if family else ""
+        self.ws.console.event(f"{said}; it waits for `ralph answer {asked['id']}`{held}")
 
     def _set_aside_rejected(self, plan, task_id: str, report: StageReport) -> None:
         """Set aside for DECOMPOSE with a log of its own: what VERIFY said each time and where its
@@ -203,6 +271,8 @@ class BuildStage:
         changes were set aside already (a build StaleBase held back), nothing to set aside here."""
         attempts = self._record_failure(task_id, failure, result)
         self._tell_failure(task_id, attempts, failure, report, result.model)
+        if self._survived_a_split(task_id, result, kept):  # its family's question: asked in ready()
+            return False
         if self._out_of_builds(task_id):
             self._kill(task_id, KillReason.DOOM_LOOP, result, report, kept)
             return False
@@ -243,6 +313,25 @@ class BuildStage:
             f"{task_id}: {gist(failure.text)}; built again once other tasks have changed the code"
             f" ({plural(len(others), 'other task')} ready; not counted as an attempt)"
         )
+
+    def _survived_a_split(self, task_id: str, result: AgentResult, kept: bool = False) -> bool:
+        """Whether the build failed the way one of the task's ancestors did: then neither another
+        build nor another split would cure it. Its changes are set aside beside the log, and the
+        family's question is asked by ready(), before any other build starts."""
+        task = self.plan.read().task_line(task_id).record
+        ancestor = task.get("repeated_from")
+        if not ancestor:
+            return False
+        if not kept:
+            self.tree.set_aside(result.log_path)
+        family = family_of(task)
+        self.ws.journal.event(
+            "failure_survived_split", item=task_id, ancestor=ancestor, family=family, log=str(result.log_path)
+        )
+        self.ws.console.event(
+            f"{task_id} failed as its ancestor {ancestor} did: family {family} goes to a person"
+        )
+        return True
 
     def _from_the_branch_as_it_is(self, task_id: str, first: bool) -> None:
         """A build in a worktree starts from the branch as it is: one a neighbour's merge left
@@ -468,9 +557,10 @@ class BuildStage:
         """The attempt failed: back to pending with its verdict and the reason; the code stays for
         the next try."""
         usage = result.tracker.usage
+        files = sorted(result.changed - {PLAN_FILE})  # names its fingerprint takes out
         with self.plan.change(commit=True) as change:
             attempts = change.plan.record_build_failure(
-                task_id, failure.verdict, failure.text, usage.total, usage.cost_usd, result.model
+                task_id, failure.verdict, failure.text, usage.total, usage.cost_usd, result.model, files
             )
             change.message = f"ralph(build): {task_id} attempt {attempts} failed"
         self.ws.journal.event(
@@ -579,10 +669,11 @@ def buildable_now(plan: Plan, settings: Settings) -> list[dict]:
 
 def jobs(plan: Plan, settings: Settings) -> list[Job]:
     """The BUILD runs a plan calls for now (each build's gate after it); the builds they unblock
-    follow in the same stage."""
+    follow in the same stage. A task whose repeated failure goes to a person first gets none."""
     return [
         Job(Stage.BUILD, task["id"], task["name"], _values(task, plan, settings), list(settings.gate), task)
         for task in buildable_now(plan, settings)
+        if not asks_a_person(task)
     ]
 
 
@@ -626,6 +717,38 @@ def _after_rejection(plan, task_id: str) -> str:
         " sake of a change: resubmit it as it is, with your argument (a fresh verifier judges it once;"
         " a second rejection counts as a rebuild):\n\n"
         f'    {ralph_command()} task done {task_id} --unchanged "why it is right, point by point"\n'
+    )
+
+
+EVIDENCE_CHARS = 4000  # of each text a question quotes: two fit in one (intake.MAX_TEXT)
+
+
+def _repeat_words(task: dict) -> str:
+    """What repeated, in the words of a commit subject and the console."""
+    if task.get("repeated_from"):
+        if task.get("verdict") == Verdict.REJECTED:
+            return f"was rejected as its ancestor {task['repeated_from']} was"
+        return f"failed as its ancestor {task['repeated_from']} did"
+    return "was rejected the same way twice"
+
+
+def _repeat_question(task: dict) -> str:
+    """The question about a repeated failure, quoting both texts, the earlier first."""
+    first, second = (excerpt(text, EVIDENCE_CHARS) for text in task["repeated_failure"])
+    task_id, name, ancestor = task["id"], one_line(task["name"]), task.get("repeated_from")
+    if ancestor:
+        rejected = task.get("verdict") == Verdict.REJECTED
+        what = "VERIFY rejected it as it rejected" if rejected else "its build failed as did"
+        return (
+            f"Task {task_id} ({name}): {what} its ancestor {ancestor}, before DECOMPOSE split that."
+            " The failure survived the split, so splitting further will not cure it; the other tasks"
+            f" of its family ({family_of(task)}) wait with it. How should it be done, or should it be"
+            f" dropped?\n\nThe ancestor's ({ancestor}):\n{first}\n\nThis task's ({task_id}):\n{second}"
+        )
+    return (
+        f"VERIFY rejected task {task_id} ({name}) twice in a row for the same reason. Is the criterion"
+        " right, and how should the task meet it, or should it be dropped? Built again as it is, it"
+        f" would be rejected again.\n\nThe first rejection:\n{first}\n\nThe second:\n{second}"
     )
 
 

@@ -66,7 +66,7 @@ class DecomposeStage:
         if MIN_SUBTASKS <= len(children) <= MAX_SUBTASKS:
             try:
                 with self.plan.change() as change:
-                    change.plan.record_decomposition(task.id, children, task.depth)
+                    change.plan.record_decomposition(task.id, children, task.depth, task.record)
             except PlanInvalid as exc:  # its dependents would need its parts, which need them
                 why = f"made subtasks that close a dependency cycle ({exc})"
                 return self._refuse(task, children, result.log_path, why)

@@ -133,6 +133,14 @@ class TaskFields:
         return 0 if value is None else cast('int', value)
 
     @property
+    def family(self) -> str | None:
+        return cast('str | None', self.record.get('family'))
+
+    @property
+    def ancestor_failures(self) -> list[dict[str, Any]] | None:
+        return cast('list[dict[str, Any]] | None', self.record.get('ancestor_failures'))
+
+    @property
     def blocked_reason(self) -> str | None:
         return cast('str | None', self.record.get('blocked_reason'))
 
@@ -176,6 +184,14 @@ class TaskFields:
     @property
     def repeated_failure(self) -> list[str] | None:
         return cast('list[str] | None', self.record.get('repeated_failure'))
+
+    @property
+    def repeated_from(self) -> str | None:
+        return cast('str | None', self.record.get('repeated_from'))
+
+    @property
+    def rejection_fingerprint(self) -> str | None:
+        return cast('str | None', self.record.get('rejection_fingerprint'))
 
     @property
     def verdict(self) -> str | None:
@@ -304,6 +320,10 @@ class IssueFields:
     @property
     def task(self) -> str | None:
         return cast('str | None', self.record.get('task'))
+
+    @property
+    def family(self) -> str | None:
+        return cast('str | None', self.record.get('family'))
 
     @property
     def asked_at(self) -> str | None:

@@ -108,7 +108,7 @@ class Words:
             if schema.get("required"):
                 said += "; " + _either([f"`{key}`" for key in schema["required"]]).replace(" or ", " and ")
                 said += " required"
-            return said, "objects like that"
+            return said, "objects" + said.removeprefix("object")
         if isinstance(extra, dict):
             return f"object: name -> {self.of(extra)[0]}", f"objects: name -> {self.of(extra)[0]}"
         return "object", "objects"

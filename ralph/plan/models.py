@@ -68,6 +68,16 @@ def key(kind: str, description: str, default: Any = None, setting: str | None = 
     return Field(None, description=description, json_schema_extra=extra)
 
 
+class AncestorFailure(BaseModel):
+    """A failure recorded on a task a subtask was decomposed from: which task, its fingerprint, and
+    its text (the evidence a question quotes)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    task: TaskId
+    fingerprint: Annotated[str, Field(min_length=1)]
+    failure: str
+
+
 class Task(Record):
     """A unit of work. `s` is its status: `p` pending, `d` done (built, awaiting VERIFY)."""
 
@@ -109,6 +119,17 @@ class Task(Record):
         0,
         description="how many decompositions made it (0: planned as it is);"
         " DECOMPOSE stops at `max_decompose_depth`, then blocks",
+    )
+    family: TaskId | None = Field(
+        None,
+        description="the task the first of the decompositions that made it split (DECOMPOSE sets it):"
+        " a task and every subtask made from it are one family, with one failure memory",
+    )
+    ancestor_failures: list[AncestorFailure] | None = Field(
+        None,
+        description="the failures recorded on the tasks it was decomposed from, oldest first (DECOMPOSE"
+        " copies them): a build or rejection of it that fails the same way (the same fingerprint)"
+        " survived the split, and its family goes to one question for a person",
     )
     blocked_reason: str | None = Field(None, description="why the loop gave up on it (status `b`)")
     blocked_by: IssueId | None = Field(
@@ -156,8 +177,20 @@ class Task(Record):
     )
     repeated_failure: list[str] | None = Field(
         None,
-        description="the two failures' texts when the same failure came twice in a row: DECOMPOSE,"
-        " or the person asked, reads them",
+        description="the two failures' texts when the same failure came twice in a row (two builds, two"
+        " rejections by VERIFY, or an ancestor's failure and its own): DECOMPOSE, or the person asked,"
+        " reads them",
+    )
+    repeated_from: TaskId | None = Field(
+        None,
+        description="the ancestor whose failure its last build or rejection repeated (the first text of"
+        " `repeated_failure` is that ancestor's): the failure survived a split, and the loop asks one"
+        " question for the family instead of splitting it further",
+    )
+    rejection_fingerprint: str | None = Field(
+        None,
+        description="hash of VERIFY's last rejection of it, made like `fingerprint`: the same rejection"
+        " twice in a row asks a person, with both reasons, instead of building it again",
     )
     verdict: VerdictCode | None = Field(
         None, description="what its latest build attempt came to, or VERIFY's rejection of it"
@@ -250,6 +283,12 @@ class Issue(Record):
         None,
         description='the task a question blocks (status `"b"`, with `blocked_by` naming the question);'
         " its dependents wait too",
+    )
+    family: TaskId | None = Field(
+        None,
+        description="a question about a failure that survived a decomposition: the family it is about"
+        " (the tasks whose `family` it is); it holds every task of it (status `b`, `blocked_by` naming"
+        " it) until it is answered, and their prompts carry the answer",
     )
     asked_at: str | None = Field(None, description="when the question was asked (UTC, ISO 8601)")
     asked_by: str | None = Field(

@@ -66,14 +66,16 @@ def buildable(tasks: list[Record], accepted: set[str]) -> list[Record]:
 
 
 def held_by_questions(tasks: list[Record], questions: list[Record]) -> set[str]:
-    """The tasks open questions hold: each task asked about, and every task that depends on one
-    of them, directly or not."""
+    """The tasks open questions hold: each task asked about, each task blocked by one of them (a
+    family's, waiting with it), and every task that depends on one of those, directly or not."""
     dependents: dict[str, list[str]] = {}
     for task in tasks:
         for dep in task.get("deps", []):
             dependents.setdefault(dep, []).append(task["id"])
     held: set[str] = set()
+    asked = {question["id"] for question in questions}
     stack = [question["task"] for question in questions if question.get("task")]
+    stack += [task["id"] for task in tasks if task.get("blocked_by") in asked]
     while stack:
         task_id = stack.pop()
         if task_id not in held:
