@@ -110,7 +110,7 @@ class BuildStage:
                 continue
             rejected = [t["id"] for t in ready if self._rejected_too_often(plan, t["id"])]
             if not rejected:
-                return _waiting_last(ready, self.tree.waiting_for_code())
+                return _waiting_last(ready, self.tree.waiting_for_code(), running)
             self._set_aside_rejected(plan, rejected[0], report)  # VERIFY keeps rejecting it: split it
 
     def _hold_families(self, plan: Plan, running: set[str]) -> bool:
@@ -655,10 +655,13 @@ class BuildStage:
         self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
 
 
-def _waiting_last(ready: list[dict], waiting: set[str]) -> list[dict]:
-    """The ready tasks, those deferred until the code moves left out while any other is ready."""
+def _waiting_last(ready: list[dict], waiting: set[str], running: set[str]) -> list[dict]:
+    """The ready tasks, those deferred until the code moves left out while any other is ready or
+    builds beside them may still change the code."""
     others = [task for task in ready if task["id"] not in waiting]
-    return others or ready
+    if others or running - waiting:
+        return others
+    return ready
 
 
 def buildable_now(plan: Plan, settings: Settings) -> list[dict]:
