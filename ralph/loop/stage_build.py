@@ -282,18 +282,20 @@ class BuildStage:
         return True
 
     def _deferred(self, task_id: str, failure: Failure, result: AgentResult) -> bool:
-        """Serially, the agent reported it could not do the task (AGENT_ERROR) while other tasks are
-        ready: not counted the first time on this code; its changes set aside, and the task built
-        again once their merges have changed the code (or when nothing else is left to build)."""
-        if failure.verdict is not Verdict.AGENT_ERROR or self.tree.in_worktree:
+        """The agent reported it could not do the task (AGENT_ERROR) while other tasks are ready:
+        not counted the first time on this code; its changes set aside, and the task built again
+        once their merges have changed the code (or when nothing else is left to build). In a
+        build's worktree, what is left there is the parallel builds' to set aside."""
+        if failure.verdict is not Verdict.AGENT_ERROR:
             return False
         others = self.others_ready(task_id)
         if not others or not self.tree.defer(task_id):
             return False
-        log = self.agents.rel(self.agents.new_log("deferred", task_id))
-        if self.tree.changed_paths() - {PLAN_FILE}:
-            self.tree.set_aside_as_draft(task_id, log, record=False)
-        self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
+        if not self.tree.in_worktree:
+            log = self.agents.rel(self.agents.new_log("deferred", task_id))
+            if self.tree.changed_paths() - {PLAN_FILE}:
+                self.tree.set_aside_as_draft(task_id, log, record=False)
+            self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
         self.tell_deferred(task_id, failure, result, others)
         return True
 

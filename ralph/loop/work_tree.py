@@ -194,7 +194,7 @@ class WorkTree:
         return self._waive(task_id, self.base)
 
     def defer(self, task_id: str) -> bool:
-        """A serial build the agent could not do on this code (Verdict.AGENT_ERROR) while other
+        """A build the agent could not do on this code (Verdict.AGENT_ERROR) while other
         tasks are ready: not counted, and built again once the code has moved (their merges), the
         first time on this code only. False when it was deferred on this code already."""
         head = self.home_repo.head()
