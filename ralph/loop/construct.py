@@ -495,6 +495,12 @@ class Loop:
         )
         if fence is None and settings.sandbox == "auto":
             self.console.event(said)
+        if (
+            fence is not None
+            and not settings.sandbox_hide
+            and sandbox.first_fenced_run(Repo(self.root).git_dir())
+        ):
+            self.console.event(sandbox.HIDE_HINT)
 
     def read_plan(self):
         return self.workspace.plan.read()

@@ -43,6 +43,10 @@ def project_rules(root: Path) -> str:
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The end of `text`, redacted whole before it is cut (a cut first can keep a secret's tail)."""
+    from ralph.secrets import redact
+
+    text = redact(text)
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 

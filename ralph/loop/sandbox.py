@@ -63,6 +63,16 @@ SECRET_NAMES = (
     ".git-credentials",
     ".npmrc",
     ".pypirc",
+    # Private keys and certificates with theirs, cloud and service credentials, deploy variables.
+    "*.pem",
+    "*.p12",
+    "*.pfx",
+    "credentials.json",
+    "service-account*.json",
+    "secrets.toml",
+    "*.tfvars",
+    "*.tfvars.json",
+    ".dev.vars",
 )
 # In the home folder: keys, cloud and registry credentials, git's credential store and cache.
 SECRET_HOME_PATHS = (
@@ -87,6 +97,26 @@ SECRET_HOME_PATHS = (
 )
 # Writable for every run: caches that package managers and build tools write as they work.
 SHARED_CACHES = (".cache/", ".npm/")
+
+
+# Said at the first fenced run of a repository that names nothing more to hide: the list above is
+# what ralph knows of; the project knows its own.
+HIDE_HINT = (
+    "sandbox: agents and gates see .env*, private keys, certificates and cloud credential files empty;"
+    " name any other file they must not read with `ralph config set sandbox_hide '[\"NAME-OR-GLOB\"]'`"
+)
+TOLD_NAME = "ralph/sandbox-hide-told"  # under the git directory: the hint above was given
+
+
+def first_fenced_run(git_dir: Path) -> bool:
+    """Whether this is the repository's first fenced run (the first time this is asked)."""
+    told = git_dir / TOLD_NAME
+    if told.exists():
+        return False
+    with contextlib.suppress(OSError):
+        told.parent.mkdir(exist_ok=True)
+        told.touch()
+    return True
 
 
 class SandboxUnavailable(Refused):

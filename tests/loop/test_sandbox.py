@@ -359,3 +359,37 @@ def test_a_verifiers_fresh_checkout_is_not_searched_but_the_repository_still_is(
     assert str(checkout.resolve() / ".env") not in hidden
     assert str(checkout.resolve() / ".env") in searched  # without `fresh`, the checkout is searched too
     git(project, "worktree", "remove", "--force", str(checkout))
+
+
+# --- issue 32: the escapes through what ralph itself reads, writes or runs --------------------------
+
+SECRET_FILES = (
+    "certs/server.pem",
+    "client.p12",
+    "gcp/credentials.json",
+    "service-account-prod.json",
+    ".streamlit/secrets.toml",
+    "infra/prod.tfvars",
+    ".dev.vars",
+)
+
+
+@needs_bwrap
+def test_keys_certificates_and_cloud_credential_files_read_empty(project, home, fence):
+    for name in SECRET_FILES:
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(f"secret-of-{name}\n")
+    done = inside(fence, project, " ".join(f"cat {shlex.quote(name)};" for name in SECRET_FILES), home)
+    got = [name for name in SECRET_FILES if f"secret-of-{name}" in done.stdout]
+    assert got == [], done.stdout + done.stderr
+
+
+@needs_bwrap
+def test_the_first_fenced_run_names_sandbox_hide_once(project):
+    tasks.add(project, [{"name": "Part one"}])
+    first = construct(project, "--sandbox=required")
+    assert first.returncode == 0, first.stderr
+    assert [line for line in first.stderr.splitlines() if "sandbox_hide" in line], first.stderr
+    tasks.add(project, [{"name": "Part two"}])
+    again = construct(project, "--sandbox=required")
+    assert again.returncode == 0 and "sandbox_hide" not in again.stderr, again.stderr
