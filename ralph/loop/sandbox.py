@@ -16,7 +16,8 @@ What the run sees:
                                  verifier's worktree otherwise
   .git of that work tree         read-only (and the common git directory): ralph commits, agents
                                  never; their `ralph` commands run with RALPH_COMMIT=0 and change
-                                 only plan.jsonl (and its lock), which lie in the work tree
+                                 only plan.jsonl (and its lock), which lie in the work tree, and
+                                 a record of their operations that is theirs, not ralph's
   /tmp                           a private tmpfs, empty at the start, gone at the end (TMPDIR=/tmp)
   the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini,
                                  ~/.npm, ~/.cache): the CLI keeps its login and sessions there
@@ -184,8 +185,8 @@ class Sandbox:
             args += ["--bind", str(path), str(path)]
         for path in [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]:
             args += ["--ro-bind", str(path), str(path)]
-        for path in self._pending_ops(work_tree):  # one file inside the read-only .git: see there
-            args += ["--bind", str(path), str(path)]
+        for record, path in self._pending_ops(work_tree):  # a file of their own, at the record's place
+            args += ["--bind", str(record), str(path)]
         for path in self.secrets(work_tree, home_dir, fresh):
             if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
@@ -227,24 +228,24 @@ class Sandbox:
             self._dirs_of[work_tree] = _git_dirs_of(work_tree)
         return self._dirs_of[work_tree]
 
-    def _pending_ops(self, work_tree: Path) -> list[Path]:
-        """The work tree's record of the operations behind uncommitted plan changes
-        (ralph.store.pending_ops), made now if need be: the agents' `ralph` commands append theirs,
-        for the loop's commit of their work to name (a runner replays them). Writable alone: what
-        it holds is checked before it is trusted (a commit's operations must make its change)."""
+    def _pending_ops(self, work_tree: Path) -> list[tuple[Path, Path]]:
+        """The file the run's `ralph` commands append the operations behind their plan changes
+        to, and where they look for it: the work tree's record (ralph.store.pending_ops), which
+        the run sees replaced by a file of its own. ralph's own record stays out of its reach, and
+        what it wrote is checked by replaying it before a commit names it."""
         from ralph.store import pending_ops
 
         dot_git = work_tree / ".git"
         git_dir = dot_git if dot_git.is_dir() else next(iter(self._worktree_git_dirs(work_tree)), None)
         if git_dir is None:
             return []
-        path = Path(git_dir) / pending_ops.NAME
+        fenced = pending_ops.fenced_record(Path(git_dir))
+        record = Path(git_dir) / pending_ops.NAME
         try:
-            path.parent.mkdir(exist_ok=True)
-            path.touch()
+            record.touch()  # the place the run's own file is bound to
         except OSError:
             return []
-        return [path.resolve()]
+        return [] if fenced is None else [(fenced.resolve(), record.resolve())]
 
     def secrets(self, work_tree: Path, home_dir: Path, fresh: bool = False) -> list[Path]:
         """The files and folders the run sees empty, as they are now (`fresh`: as for wrap)."""

@@ -393,3 +393,25 @@ def test_the_first_fenced_run_names_sandbox_hide_once(project):
     tasks.add(project, [{"name": "Part two"}])
     again = construct(project, "--sandbox=required")
     assert again.returncode == 0 and "sandbox_hide" not in again.stderr, again.stderr
+
+
+@needs_bwrap
+def test_ralphs_record_of_operations_is_out_of_a_fenced_runs_reach(project, home, fence):
+    """What a run sees as .git/ralph/pending-ops.jsonl is a file of its own: ralph's record, from
+    which commit trailers are written, is neither read nor written by it."""
+    from ralph.store import pending_ops
+
+    record = project / ".git" / pending_ops.NAME
+    record.parent.mkdir(exist_ok=True)
+    record.write_text('{"before": "ralphs-own", "after": "x", "ops": null}\n')
+    forged = '{"before": "a", "after": "b", "ops": ["{\\"op\\":\\"accept\\",\\"args\\":[\\"t-x\\"]}"]}'
+    done = inside(
+        fence,
+        project,
+        f"cat .git/{pending_ops.NAME}; echo {shlex.quote(forged)} >> .git/{pending_ops.NAME}",
+        home,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ralphs-own" not in done.stdout  # not even read
+    assert record.read_text() == '{"before": "ralphs-own", "after": "x", "ops": null}\n'
+    assert (project / ".git" / pending_ops.FENCED_NAME).read_text() == forged + "\n"
