@@ -28,6 +28,7 @@ from ralph.loop.console import Console
 from ralph.loop.cost import run_cost
 from ralph.loop.gate import GateResult, run_gate
 from ralph.loop.journal import Journal
+from ralph.loop.judged import guarded
 from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import CODE_STAGES, Snapshot, violations
 from ralph.loop.plan_access import PLAN_FILE, PlanAccess
@@ -352,7 +353,7 @@ class AgentRuns:
             old = beside_changes.with_persons_changes(old, now, persons)
             for result in results:
                 result.with_persons = old
-        found = violations(stage, own, before, after, old, now)
+        found = violations(stage, own, before, after, old, now, guarded(self.settings.spec))
         if not found:
             self.tree.commit_persons_changes(persons, old)
             changed = frozenset(path for path in after.dirty if not RALPH_FILES.fullmatch(path))

@@ -21,6 +21,7 @@ from ralph.loop.compaction import Compacted
 from ralph.loop.console import Console
 from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal, Span
+from ralph.loop.judged import JUDGES, JudgedInputs
 from ralph.loop.live import USAGE_EVERY_S
 from ralph.loop.pressure import Pressure
 from ralph.loop.sandbox import Sandbox
@@ -120,6 +121,7 @@ class AgentRunner:
         self.log_dir = root / LOG_DIR
         self._names = threading.Lock()
         self.sandbox: Sandbox | None = None  # the fence around each run, once the loop has made it
+        self.judged: JudgedInputs | None = None  # what judges read, from the run's first commit
         # The budgets: the monitor of each run streams its tokens and cost here, and stops it
         # when they pass one (the workspace admits and counts the runs).
         self.spending = Spending(settings.max_cost_usd, settings.max_tokens)
@@ -274,7 +276,12 @@ class AgentRunner:
             "project_rules": prompts.project_rules(self.root),
             **values,
         }
-        prompt = prompts.render(self.root, stage, values)
+        template = None
+        if self.judged is not None and stage in JUDGES:  # never what a build may have just written
+            values.update(self.judged.values(self.settings.spec))
+            template = self.judged.template(stage)
+            template = template if template is not None else prompts.package_template(stage)
+        prompt = prompts.render(self.root, stage, values, template)
         if compacted:
             prompt = f"{compacted.text}\n\n{prompt}"
         prompt_file = log_path.with_suffix(".prompt.md")
