@@ -23,6 +23,7 @@ from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal, Span
 from ralph.loop.judged import JUDGES, JudgedInputs
 from ralph.loop.live import USAGE_EVERY_S
+from ralph.loop.log_folder import LogFolder
 from ralph.loop.pressure import Pressure
 from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
@@ -122,6 +123,7 @@ class AgentRunner:
         self._names = threading.Lock()
         self.sandbox: Sandbox | None = None  # the fence around each run, once the loop has made it
         self.judged: JudgedInputs | None = None  # what judges read, from the run's first commit
+        self.logs: LogFolder | None = None  # the log folder as opened at the start
         # The budgets: the monitor of each run streams its tokens and cost here, and stops it
         # when they pass one (the workspace admits and counts the runs).
         self.spending = Spending(settings.max_cost_usd, settings.max_tokens)
@@ -147,6 +149,9 @@ class AgentRunner:
         """build/ralph-logs/ralph-<YYYYmmdd-HHMMSS>-<stage>[-<item>].log, created empty."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
         stem = f"ralph-{stamp}-{stage.lower()}" + (f"-{item}" if item else "")
+        if self.logs is not None and self.logs.replaced():  # a gate's doing: never written through
+            kept = self.logs.restore()
+            self.journal.event("log_folder_restored", kept=kept or None)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with self._names:
             for n in range(1, 1000):

@@ -168,6 +168,9 @@ class Loop:
             self.console.close()
             if self.runner.sandbox is not None:
                 self.runner.sandbox.close()
+            if self.runner.logs is not None:
+                self.journal.folder_fd = None
+                self.runner.logs.close()
 
     def _run(self, plan_only: bool) -> Report:
         unavailable = preflight.agent_problem(self.runner)
@@ -444,6 +447,7 @@ class Loop:
         for refusal in preflight.start_problems(self.root, self.settings, needs_gate, self.runner.adapter):
             raise refusal
         self._settle_interrupted_changes()  # before anything reads the plan or the work tree
+        self._open_log_folder()
         with open(self.journal.path, "a", encoding="utf-8"):
             pass  # a log folder ralph cannot write stops the run before it commits anything
         self._fence()
@@ -482,6 +486,16 @@ class Loop:
 
             self.runner.judged = JudgedInputs(ws.tree.repo, started, self.root / LOG_DIR)
         return ws
+
+    def _open_log_folder(self) -> None:
+        """The log folder as this run decides it now (ralph.loop.log_folder): refused when it is
+        a link; its journal written through the folder opened here."""
+        from ralph.loop.log_folder import LogFolder
+
+        logs = LogFolder(self.root, LOG_DIR)
+        logs.open()
+        self.runner.logs = logs
+        self.journal.folder_fd = logs.fd
 
     def _fence(self) -> None:
         """Make the sandbox every agent and gate runs in (--sandbox), or say once why there is none.

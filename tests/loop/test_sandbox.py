@@ -499,3 +499,57 @@ def test_the_judges_copies_are_the_first_commits(repo, tmp_path):
     assert copy is not None and copy.read_text() == "the rules\n" and str(copy) in values["project_rules"]
     assert "spec" not in values  # no such file in the commit: the prompt names the spec as it did
     assert judged.copy("../../etc/passwd") is None
+
+
+LOGS_AGENT = r"""
+import os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    if not list(pathlib.Path("build/ralph-logs").glob("replaced-*")):  # once: then it builds
+        os.rename("build", "build-moved")
+        os.mkdir("build")
+        os.symlink(os.environ["HOSTILE_OUTSIDE"], "build/ralph-logs")
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+@needs_bwrap
+def test_ralph_writes_its_logs_only_where_it_decided_at_the_start(project, tmp_path):
+    """A serial build renames build/ and makes build/ralph-logs a link to a folder of its choice:
+    ralph writes nothing there, puts its folder back, commits no link, and the next run starts."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tasks.add(project, [{"name": "Part one"}])
+    agent = tmp_path / "logs_agent.py"
+    agent.write_text(LOGS_AGENT)
+    env = {"HOSTILE_OUTSIDE": str(outside)}
+    done = construct(project, "--sandbox=required", agent=f"{sys.executable} {agent}", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list(outside.iterdir()) == []  # nothing written through the agent's link
+    assert not (project / "build" / "ralph-logs").is_symlink() and not (project / "build-moved").exists()
+    violations = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert any("replaced the log folder" in did for e in violations for did in e["did"]), violations
+    assert "ralph-logs" not in git(project, "log", "--all", "--name-only", "--format=")
+    tasks.add(project, [{"name": "Part two"}])
+    again = construct(project, "--sandbox=required", agent=f"{sys.executable} {agent}", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_a_log_folder_that_is_a_link_at_the_start_is_refused(project, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / "build").mkdir(exist_ok=True)
+    if (project / "build" / "ralph-logs").exists():
+        import shutil
+
+        shutil.rmtree(project / "build" / "ralph-logs")
+    (project / "build" / "ralph-logs").symlink_to(elsewhere)
+    tasks.add(project, [{"name": "Part one"}])
+    done = construct(project)
+    assert done.returncode != 0 and "build/ralph-logs is a symbolic link" in done.stderr, done.stderr
+    assert list(elsewhere.iterdir()) == []
