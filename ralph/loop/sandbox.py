@@ -19,8 +19,10 @@ What the run sees:
                                  only plan.jsonl (and its lock), which lie in the work tree, and
                                  a record of their operations that is theirs, not ralph's
   /tmp                           a private tmpfs, empty at the start, gone at the end (TMPDIR=/tmp)
-  the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini,
-                                 ~/.npm, ~/.cache): the CLI keeps its login and sessions there
+  the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini):
+                                 the CLI keeps its login and sessions there
+  ~/.cache, ~/.npm               the run's own: empty private folders, gone at its end (they hold
+                                 code other tools run later)
   secret files                   empty: `.env*` and private-key names the repository does not track,
                                  ~/.ssh, cloud credentials, git's credential store, and the patterns
                                  of the config key `sandbox_hide`
@@ -96,7 +98,10 @@ SECRET_HOME_PATHS = (
     ".vault-token",
     ".terraform.d/credentials.tfrc.json",
 )
-# Writable for every run: caches that package managers and build tools write as they work.
+# Each run's own: caches that package managers and build tools write as they work, and that hold
+# code other tools run later (pre-commit's hooks in ~/.cache/pre-commit, npx's packages in
+# ~/.npm/_npx): an agent rewrote pre-commit's cached hook, and the person's next `git commit` ran
+# it. Each run gets an empty private folder in their place, gone with the run.
 SHARED_CACHES = (".cache/", ".npm/")
 
 
@@ -181,6 +186,8 @@ class Sandbox:
         for path in _unique(seen):
             if any(_under(path, fresh) for fresh in FRESH_MOUNTS) and path.exists():
                 args += ["--ro-bind", str(path), str(path)]
+        for path in _caches(home_dir):  # before the CLI's state: one may lie inside a cache
+            args += ["--tmpfs", str(path)]
         for path in self._writable(work_tree, home_dir, env):
             args += ["--bind", str(path), str(path)]
         for path in [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]:
@@ -198,7 +205,7 @@ class Sandbox:
 
     def _writable(self, work_tree: Path, home_dir: Path, env: dict[str, str]) -> list[Path]:
         paths = [work_tree]
-        state = [home_dir / name for name in (*SHARED_CACHES, *self.state_paths)]
+        state = [home_dir / name for name in self.state_paths]
         if env.get("CODEX_HOME"):
             state.append(Path(env["CODEX_HOME"]))
         for path in state:
@@ -264,6 +271,16 @@ class Sandbox:
         # A folder is hidden whole, as an empty read-only one: nothing can be mounted inside it.
         folders = {path for path in found if path.is_dir()}
         return [path for path in found if not any(parent in folders for parent in path.parents)]
+
+
+def _caches(home_dir: Path) -> list[Path]:
+    """The shared caches there are (a link: where it leads), each to be a private empty folder."""
+    found = []
+    for name in SHARED_CACHES:
+        path = home_dir / name
+        if path.is_dir():
+            found.append(path.resolve())
+    return _unique(found)
 
 
 def _git_dirs_of(tree: Path) -> list[str]:

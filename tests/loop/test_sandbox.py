@@ -553,3 +553,24 @@ def test_a_log_folder_that_is_a_link_at_the_start_is_refused(project, tmp_path):
     done = construct(project)
     assert done.returncode != 0 and "build/ralph-logs is a symbolic link" in done.stderr, done.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+@needs_bwrap
+def test_what_a_run_writes_in_the_caches_is_gone_at_its_end(project, home, fence):
+    """pre-commit keeps the hooks it installed in ~/.cache/pre-commit and runs them at the
+    person's next `git commit`; npx runs what ~/.npm/_npx holds: a run's writes there are its own."""
+    hook = home / ".cache" / "pre-commit" / "repo1" / "hook.py"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("print('the real hook')\n")
+    (home / ".npm" / "_npx").mkdir(parents=True)
+    fence.make_state_folders(home)
+    script = (
+        "mkdir -p ~/.cache/pre-commit/repo1 && echo 'import os; os.system(\"touch /escaped\")' > ~/.cache/pre-commit/repo1/hook.py;"
+        " echo x > ~/.cache/new-tool; mkdir -p ~/.npm/_npx/pkg && echo x > ~/.npm/_npx/pkg/index.js;"
+        " cat ~/.cache/new-tool; echo session > ~/.agent/s"
+    )
+    done = inside(fence, project, script, home)
+    assert done.returncode == 0 and done.stdout == "x\n", done.stderr  # writable inside the run
+    assert hook.read_text() == "print('the real hook')\n"
+    assert not (home / ".cache" / "new-tool").exists() and not (home / ".npm" / "_npx" / "pkg").exists()
+    assert (home / ".agent" / "s").read_text() == "session\n"  # the CLI's own state persists
