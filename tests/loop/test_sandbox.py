@@ -565,7 +565,8 @@ def test_what_a_run_writes_in_the_caches_is_gone_at_its_end(project, home, fence
     (home / ".npm" / "_npx").mkdir(parents=True)
     fence.make_state_folders(home)
     script = (
-        "mkdir -p ~/.cache/pre-commit/repo1 && echo 'import os; os.system(\"touch /escaped\")' > ~/.cache/pre-commit/repo1/hook.py;"
+        "mkdir -p ~/.cache/pre-commit/repo1"
+        " && echo 'import os; os.system(\"touch /escaped\")' > ~/.cache/pre-commit/repo1/hook.py;"
         " echo x > ~/.cache/new-tool; mkdir -p ~/.npm/_npx/pkg && echo x > ~/.npm/_npx/pkg/index.js;"
         " cat ~/.cache/new-tool; echo session > ~/.agent/s"
     )
