@@ -11,9 +11,9 @@ made) leaves the message without them, and a runner merges that change by record
 
 Fenced runs (an agent, a gate) never see this record: the sandbox binds a file of their own
 (FENCED_NAME) in its place, where their `ralph` commands append theirs. An agent can write anything
-there, so nothing read back is trusted: the operations of both files are written into a commit
-message only when replaying them on the parent's plan makes exactly the plan committed
-(ralph.plan.replay), and only as ralph encodes them (JSON), never as the line said them."""
+there, so nothing it wrote is trusted: operations a fenced run wrote are written into a commit
+message only when replaying the chain on the parent's plan makes exactly the plan committed
+(ralph.plan.replay); and every one only as ralph encodes it (JSON), never as the line said it."""
 
 from __future__ import annotations
 
@@ -71,9 +71,11 @@ def trailers(repo: Repo, parent_plan: str | None, committed_plan: str, committed
     when their chain links the two without a gap and replaying them makes that very plan."""
     from ralph.plan.ops import TRAILER, encode
 
-    ops = _chained(_chain(repo.git_dir()), parent_plan, committed_plan)
+    ops, fenced = _chained(_chain(repo.git_dir()), parent_plan, committed_plan)
     if not ops or parent_plan is None:
         return ""
+    if not fenced:  # ralph's own record alone: written outside every fence from its transitions
+        return "\n".join(f"{TRAILER}: {encode(op)}" for op in ops)
     parent = repo.blob(parent_plan)
     committed = committed if committed is not None else repo.blob(committed_plan)
     if parent is None or committed is None or not _replays_to(parent, ops, committed):
@@ -81,10 +83,13 @@ def trailers(repo: Repo, parent_plan: str | None, committed_plan: str, committed
     return "\n".join(f"{TRAILER}: {encode(op)}" for op in ops)
 
 
-def _chain(git_dir: Path) -> dict[str, tuple[str, list[str] | None]]:
+Chain = dict[str, tuple[str, list[str] | None, bool]]  # before -> (after, ops, from a fenced run)
+
+
+def _chain(git_dir: Path) -> Chain:
     """Each recorded change by the plan's blob before it: the fenced runs' first, then ralph's own,
     which wins where both name one blob (a fenced line cannot hide ralph's)."""
-    chain: dict[str, tuple[str, list[str] | None]] = {}
+    chain: Chain = {}
     for name in (FENCED_NAME, NAME):
         try:
             with open(git_dir / name, "rb") as handle:
@@ -94,7 +99,7 @@ def _chain(git_dir: Path) -> dict[str, tuple[str, list[str] | None]]:
         for raw in text.splitlines():
             entry = _entry(raw)
             if entry is not None:
-                chain[entry[0]] = entry[1:]
+                chain[entry[0]] = (entry[1], entry[2], name == FENCED_NAME)
     return chain
 
 
@@ -115,29 +120,29 @@ def _entry(raw: str) -> tuple[str, str, list[str] | None] | None:
     return before, after, ops
 
 
-def _chained(
-    chain: dict[str, tuple[str, list[str] | None]], parent_plan: str | None, committed_plan: str
-) -> list[Op]:
-    """The operations that lead from `parent_plan` to `committed_plan` through `chain`, decoded;
-    none when there is a gap or one does not read as an operation."""
+def _chained(chain: Chain, parent_plan: str | None, committed_plan: str) -> tuple[list[Op], bool]:
+    """The operations that lead from `parent_plan` to `committed_plan` through `chain`, decoded,
+    and whether a fenced run wrote any of them; none when there is a gap or one does not read as
+    an operation."""
     from ralph.plan.ops import decode, well_formed
 
     texts: list[str] = []
-    current = parent_plan
+    current, fenced = parent_plan, False
     for _ in range(len(chain)):
         if current == committed_plan or current not in chain:
             break
-        current, ops = chain[current]
+        current, ops, by_fence = chain[current]
         if ops is None:
-            return []
+            return [], False
         texts += ops
+        fenced |= by_fence
     if current != committed_plan:
-        return []
+        return [], False
     try:
         decoded = [decode(text) for text in texts]
     except ValueError:
-        return []
-    return decoded if all(well_formed(op) for op in decoded) else []
+        return [], False
+    return (decoded, fenced) if all(well_formed(op) for op in decoded) else ([], False)
 
 
 def _replays_to(parent: bytes, ops: list[Op], committed: bytes) -> bool:

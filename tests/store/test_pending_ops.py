@@ -87,14 +87,13 @@ def test_operations_that_never_happened_are_not_written_into_a_commit(repo):
     (Repo(repo).git_dir() / pending_ops.NAME).unlink()  # only the agent's lines are left
     after = plan.read_bytes()
     fake = '{"op":"accept","args":["t-bbbbbb"]}'
-    for name in pending_ops.NAMES:
-        fenced_line(repo, before, after, [fake], name)
+    fenced_line(repo, before, after, [fake])
     Repo(repo).commit_paths({"plan.jsonl"}, "ralph(build): t-aaaaaa A")
     assert ops_in(message(repo)) is None and "Ralph-Op" not in message(repo)
     # A repr, not JSON: the op as a dict where a text belongs is no line of ralph's.
     tasks.done(repo, B["id"], commit=False)
     (Repo(repo).git_dir() / pending_ops.NAME).unlink()
-    for name in pending_ops.NAMES:
+    for name in pending_ops.NAMES:  # not even in ralph's own (as an unfenced agent could write it)
         fenced_line(repo, after, plan.read_bytes(), [{"op": "done", "args": [B["id"], None]}], name)
     Repo(repo).commit_paths({"plan.jsonl"}, "ralph(build): t-bbbbbb B")
     assert "Ralph-Op" not in message(repo), message(repo)
