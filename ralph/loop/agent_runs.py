@@ -29,6 +29,7 @@ from ralph.loop.console import Console
 from ralph.loop.cost import run_cost
 from ralph.loop.gate import GateResult, run_gate
 from ralph.loop.journal import Journal
+from ralph.loop.judged import guarded
 from ralph.loop.limits import LimitWaits
 from ralph.loop.permissions import CODE_STAGES, PLAN_ONLY_STAGES, Snapshot, violations
 from ralph.loop.plan_access import PLAN_FILE, PlanAccess
@@ -374,7 +375,9 @@ class AgentRuns:
             old = beside_changes.with_persons_changes(old, now, persons)
             for result in results:
                 result.with_persons = old
-        found = violations(stage, own, before, after, old, now)
+        found = self._log_folder_replaced() + violations(
+            stage, own, before, after, old, now, guarded(self.settings.spec)
+        )
         if not found:
             self.tree.commit_persons_changes(persons, old)
             changed = frozenset(path for path in after.dirty if not RALPH_FILES.fullmatch(path))
@@ -441,6 +444,21 @@ class AgentRuns:
             return after
         self.tree.leave_foreign_changes(f"during the {stage} run", among=held)
         return Snapshot(after.head, after.branch, after.dirty - held, after.beside_at)
+
+    def _log_folder_replaced(self) -> list[str]:
+        """The run replaced the log folder (or build/) with a link or a folder of its own: put
+        back, what stood there kept in it; a violation (ralph.loop.log_folder)."""
+        logs = self.runner.logs
+        if logs is None or self.tree.in_worktree:  # a build's worktree holds no log folder of ralph's
+            return []
+        replaced = logs.replaced()
+        if not replaced:
+            return []
+        kept = logs.restore()
+        return [
+            f"replaced the log folder ({', '.join(replaced)})"
+            + (f"; what stood there is {kept}" if kept else "")
+        ]
 
     def _keep_lost_tree(self, result: AgentResult) -> bool:
         """Whether the run lost its work tree: removed it, or (a build's worktree) removed or

@@ -21,7 +21,9 @@ from ralph.loop.compaction import Compacted
 from ralph.loop.console import Console
 from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal, Span
+from ralph.loop.judged import JUDGES, JudgedInputs
 from ralph.loop.live import USAGE_EVERY_S
+from ralph.loop.log_folder import LogFolder
 from ralph.loop.permissions import PLAN_ONLY_STAGES
 from ralph.loop.pressure import Pressure
 from ralph.loop.sandbox import Sandbox
@@ -122,6 +124,8 @@ class AgentRunner:
         self.log_dir = root / LOG_DIR
         self._names = threading.Lock()
         self.sandbox: Sandbox | None = None  # the fence around each run, once the loop has made it
+        self.judged: JudgedInputs | None = None  # what judges read, from the run's first commit
+        self.logs: LogFolder | None = None  # the log folder as opened at the start
         # The budgets: the monitor of each run streams its tokens and cost here, and stops it
         # when they pass one (the workspace admits and counts the runs).
         self.spending = Spending(settings.max_cost_usd, settings.max_tokens)
@@ -147,6 +151,9 @@ class AgentRunner:
         """build/ralph-logs/ralph-<YYYYmmdd-HHMMSS>-<stage>[-<item>].log, created empty."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
         stem = f"ralph-{stamp}-{stage.lower()}" + (f"-{item}" if item else "")
+        if self.logs is not None and self.logs.replaced():  # a gate's doing: never written through
+            kept = self.logs.restore()
+            self.journal.event("log_folder_restored", kept=kept or None)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with self._names:
             for n in range(1, 1000):
@@ -278,7 +285,12 @@ class AgentRunner:
             "project_rules": prompts.project_rules(self.root),
             **values,
         }
-        prompt = prompts.render(self.root, stage, values)
+        template = None
+        if self.judged is not None and stage in JUDGES:  # never what a build may have just written
+            values.update(self.judged.values(self.settings.spec))
+            template = self.judged.template(stage)
+            template = template if template is not None else prompts.package_template(stage)
+        prompt = prompts.render(self.root, stage, values, template)
         if compacted:
             prompt = f"{compacted.text}\n\n{prompt}"
         prompt_file = log_path.with_suffix(".prompt.md")

@@ -182,6 +182,9 @@ class Loop:
             self.console.close()
             if self.runner.sandbox is not None:
                 self.runner.sandbox.close()
+            if self.runner.logs is not None:
+                self.journal.folder_fd = None
+                self.runner.logs.close()
 
     def _run(self, plan_only: bool) -> Report:
         unavailable = preflight.agent_problem(self.runner)
@@ -456,6 +459,7 @@ class Loop:
         for refusal in preflight.start_problems(self.root, self.settings, needs_gate, self.runner.adapter):
             raise refusal
         self._settle_interrupted_changes()  # before anything reads the plan or the work tree
+        self._open_log_folder()
         with open(self.journal.path, "a", encoding="utf-8"):
             pass  # a log folder ralph cannot write stops the run before it commits anything
         self._fence()
@@ -488,7 +492,22 @@ class Loop:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
             self.resolved_before = set(change.plan.resolutions())
+        started = ws.tree.repo.head()
+        if started is not None:  # what judges read, as the run's first commit has it
+            from ralph.loop.judged import JudgedInputs
+
+            self.runner.judged = JudgedInputs(ws.tree.repo, started, self.root / LOG_DIR)
         return ws
+
+    def _open_log_folder(self) -> None:
+        """The log folder as this run decides it now (ralph.loop.log_folder): refused when it is
+        a link; its journal written through the folder opened here."""
+        from ralph.loop.log_folder import LogFolder
+
+        logs = LogFolder(self.root, LOG_DIR)
+        logs.open()
+        self.runner.logs = logs
+        self.journal.folder_fd = logs.fd
 
     def _fence(self) -> None:
         """Make the sandbox every agent and gate runs in (--sandbox), or say once why there is none.
@@ -507,6 +526,12 @@ class Loop:
         )
         if fence is None and settings.sandbox == "auto":
             self.console.event(said)
+        if (
+            fence is not None
+            and not settings.sandbox_hide
+            and sandbox.first_fenced_run(Repo(self.root).git_dir())
+        ):
+            self.console.event(sandbox.HIDE_HINT)
 
     def read_plan(self):
         return self.workspace.plan.read()

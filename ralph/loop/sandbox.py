@@ -18,10 +18,13 @@ What the run sees:
                                  plan.jsonl and its lock, which its `ralph` commands change (Fence)
   .git of that work tree         read-only (and the common git directory): ralph commits, agents
                                  never; their `ralph` commands run with RALPH_COMMIT=0 and change
-                                 only plan.jsonl (and its lock), which lie in the work tree
+                                 only plan.jsonl (and its lock), which lie in the work tree, and
+                                 a record of their operations that is theirs, not ralph's
   /tmp                           a private tmpfs, empty at the start, gone at the end (TMPDIR=/tmp)
-  the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini,
-                                 ~/.npm, ~/.cache): the CLI keeps its login and sessions there
+  the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini):
+                                 the CLI keeps its login and sessions there
+  ~/.cache, ~/.npm               the run's own: empty private folders, gone at its end (they hold
+                                 code other tools run later)
   secret files                   empty: `.env*` and private-key names the repository does not track,
                                  ~/.ssh, cloud credentials, git's credential store, and the patterns
                                  of the config key `sandbox_hide`
@@ -68,6 +71,16 @@ SECRET_NAMES = (
     ".git-credentials",
     ".npmrc",
     ".pypirc",
+    # Private keys and certificates with theirs, cloud and service credentials, deploy variables.
+    "*.pem",
+    "*.p12",
+    "*.pfx",
+    "credentials.json",
+    "service-account*.json",
+    "secrets.toml",
+    "*.tfvars",
+    "*.tfvars.json",
+    ".dev.vars",
 )
 # In the home folder: keys, cloud and registry credentials, git's credential store and cache.
 SECRET_HOME_PATHS = (
@@ -90,7 +103,10 @@ SECRET_HOME_PATHS = (
     ".vault-token",
     ".terraform.d/credentials.tfrc.json",
 )
-# Writable for every run: caches that package managers and build tools write as they work.
+# Each run's own: caches that package managers and build tools write as they work, and that hold
+# code other tools run later (pre-commit's hooks in ~/.cache/pre-commit, npx's packages in
+# ~/.npm/_npx): an agent rewrote pre-commit's cached hook, and the person's next `git commit` ran
+# it. Each run gets an empty private folder in their place, gone with the run.
 SHARED_CACHES = (".cache/", ".npm/")
 
 
@@ -98,6 +114,25 @@ SHARED_CACHES = (".cache/", ".npm/")
 # which the run's `ralph` commands change (the lock is mounted writable over itself instead), and
 # .git, read-only in every run anyway.
 UNFENCED_NAMES = frozenset({PLAN_NAME, LOCK_NAME, ".git"})
+
+# Said at the first fenced run of a repository that names nothing more to hide: the list above is
+# what ralph knows of; the project knows its own.
+HIDE_HINT = (
+    "sandbox: agents and gates see .env*, private keys, certificates and cloud credential files empty;"
+    " name any other file they must not read with `ralph config set sandbox_hide '[\"NAME-OR-GLOB\"]'`"
+)
+TOLD_NAME = "ralph/sandbox-hide-told"  # under the git directory: the hint above was given
+
+
+def first_fenced_run(git_dir: Path) -> bool:
+    """Whether this is the repository's first fenced run (the first time this is asked)."""
+    told = git_dir / TOLD_NAME
+    if told.exists():
+        return False
+    with contextlib.suppress(OSError):
+        told.parent.mkdir(exist_ok=True)
+        told.touch()
+    return True
 
 
 class SandboxUnavailable(Refused):
@@ -223,6 +258,8 @@ class Sandbox:
         for path in _unique(seen):
             if any(_under(path, fresh) for fresh in FRESH_MOUNTS) and path.exists():
                 args += ["--ro-bind", str(path), str(path)]
+        for path in _caches(home_dir):  # before the CLI's state: one may lie inside a cache
+            args += ["--tmpfs", str(path)]
         writable = self._writable(work_tree, home_dir, env)
         args += ["--bind", str(work_tree), str(work_tree)]
         if plan_only:
@@ -231,8 +268,8 @@ class Sandbox:
             args += ["--bind", str(path), str(path)]
         for path in [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]:
             args += ["--ro-bind", str(path), str(path)]
-        for path in self._pending_ops(work_tree):  # one file inside the read-only .git: see there
-            args += ["--bind", str(path), str(path)]
+        for record, path in self._pending_ops(work_tree):  # a file of their own, at the record's place
+            args += ["--bind", str(record), str(path)]
         for path in self.secrets(work_tree, home_dir, fresh):
             if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
@@ -264,7 +301,7 @@ class Sandbox:
     def _writable(self, work_tree: Path, home_dir: Path, env: dict[str, str]) -> list[Path]:
         """The folders the run may write, its work tree first."""
         paths = [work_tree]
-        state = [home_dir / name for name in (*SHARED_CACHES, *self.state_paths)]
+        state = [home_dir / name for name in self.state_paths]
         if env.get("CODEX_HOME"):
             state.append(Path(env["CODEX_HOME"]))
         for path in state:
@@ -294,24 +331,24 @@ class Sandbox:
             self._dirs_of[work_tree] = _git_dirs_of(work_tree)
         return self._dirs_of[work_tree]
 
-    def _pending_ops(self, work_tree: Path) -> list[Path]:
-        """The work tree's record of the operations behind uncommitted plan changes
-        (ralph.store.pending_ops), made now if need be: the agents' `ralph` commands append theirs,
-        for the loop's commit of their work to name (a runner replays them). Writable alone: what
-        it holds is checked before it is trusted (a commit's operations must make its change)."""
+    def _pending_ops(self, work_tree: Path) -> list[tuple[Path, Path]]:
+        """The file the run's `ralph` commands append the operations behind their plan changes
+        to, and where they look for it: the work tree's record (ralph.store.pending_ops), which
+        the run sees replaced by a file of its own. ralph's own record stays out of its reach, and
+        what it wrote is checked by replaying it before a commit names it."""
         from ralph.store import pending_ops
 
         dot_git = work_tree / ".git"
         git_dir = dot_git if dot_git.is_dir() else next(iter(self._worktree_git_dirs(work_tree)), None)
         if git_dir is None:
             return []
-        path = Path(git_dir) / pending_ops.NAME
+        fenced = pending_ops.fenced_record(Path(git_dir))
+        record = Path(git_dir) / pending_ops.NAME
         try:
-            path.parent.mkdir(exist_ok=True)
-            path.touch()
+            record.touch()  # the place the run's own file is bound to
         except OSError:
             return []
-        return [path.resolve()]
+        return [] if fenced is None else [(fenced.resolve(), record.resolve())]
 
     def secrets(self, work_tree: Path, home_dir: Path, fresh: bool = False) -> list[Path]:
         """The files and folders the run sees empty, as they are now (`fresh`: as for wrap)."""
@@ -356,6 +393,16 @@ def _lock_file(work_tree: Path) -> Path | None:
     with contextlib.suppress(OSError):  # there already (the usual case), or it cannot be made
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
     return path if not path.is_symlink() and path.is_file() else None
+
+
+def _caches(home_dir: Path) -> list[Path]:
+    """The shared caches there are (a link: where it leads), each to be a private empty folder."""
+    found = []
+    for name in SHARED_CACHES:
+        path = home_dir / name
+        if path.is_dir():
+            found.append(path.resolve())
+    return _unique(found)
 
 
 def _git_dirs_of(tree: Path) -> list[str]:

@@ -189,6 +189,7 @@ def log_sample(path: Path, head_lines: int = 50, tail_lines: int = 100, width: i
 
     def clean(lines: list[bytes]) -> str:
         redact = OutputLines()  # a private key block spanning lines is hidden whole
-        return "\n".join(redact(line.decode("utf-8", "replace").rstrip())[:width] for line in lines if line)
+        texts = (line.decode("utf-8", "replace").rstrip() for line in lines if line)
+        return "\n".join(redact.head(text, width) for text in texts)
 
     return clean(head), clean(tail)

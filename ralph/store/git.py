@@ -456,7 +456,8 @@ class Repo:
         to blob `staged` (ralph.store.pending_ops)."""
         from ralph.store import pending_ops
 
-        if staged is None or not (self.git_dir() / pending_ops.NAME).exists():
+        git_dir = self.git_dir()
+        if staged is None or not any((git_dir / name).exists() for name in pending_ops.NAMES):
             return message
         return pending_ops.message_with(self, message, parent, staged)
 
@@ -616,6 +617,11 @@ class Repo:
     def file_at(self, rev: str, relpath: str) -> bytes | None:
         """The file's bytes in commit or tree `rev`, or None (no such file there)."""
         done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
+        return done.stdout if done.returncode == 0 else None
+
+    def blob(self, sha: str) -> bytes | None:
+        """The bytes of blob `sha`, or None (no such object)."""
+        done = self._run(("cat-file", "blob", sha))
         return done.stdout if done.returncode == 0 else None
 
     def files_at(self, revs: list[str], relpath: str) -> list[bytes | None]:
