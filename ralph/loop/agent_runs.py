@@ -225,6 +225,8 @@ class AgentRuns:
             model = run_model(self.settings, stage, old_plan.find_task(item) if item else None)
             self.plan.set_state(None if self.tree.in_worktree else old_plan, stage=str(stage))
             self.current_build = item if stage is Stage.BUILD else None
+            if not self.tree.in_worktree:  # an agent works in the loop's own tree again
+                self.tree.agents_elsewhere = False
             self.console.status(iteration, stage, item or "")
             before = self._snapshot_before(stage)
             cwd = cwd or (self.tree.root if self.tree.in_worktree else None)

@@ -581,6 +581,10 @@ class Loop:
         a build's work is kept on its task's draft branch too, which the plan then records."""
         log = self.runner.new_log(why)
         ws = self.workspace
+        if ws.tree.agents_elsewhere:  # parallel builds: each sets its own worktree's work aside
+            ws.tree.leave_foreign_changes(f"when the run was {why}", among=ws.tree.changed_paths())
+            ws.tree.reset_plan(self.root / log.with_suffix(".plan.jsonl"))
+            return log.relative_to(self.root)
         task_id = ws.agents.current_build
         draft = ws.tree.keep_draft(task_id) if task_id else None
         ws.tree.set_aside(log.relative_to(self.root))

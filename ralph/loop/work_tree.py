@@ -99,6 +99,7 @@ class WorkTree:
         self.base: str | None = None
         self.neighbours_running: Callable[[], bool] = lambda: False
         self.renew_if_behind = False  # a fresh worktree behind HEAD at its first attempt is made again
+        self.agents_elsewhere = False  # parallel builds under way: no agent works in this tree
         self._stale_waived: set[tuple[str, str]] = set()  # (task, code_tree): each waived once, shared
         self.deferred: dict[str, str] = {}  # serial builds deferred: task -> the code they could not build on
         # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
