@@ -430,17 +430,20 @@ class AgentRuns:
         """`after`, without the changes to code (files but plan.jsonl) that no run of a stage that
         changes no code can have made, which are left as they are, unstaged, as a person's.
 
-        VERIFY's agents run in checkouts of their own: a change in this work tree meanwhile is
-        never theirs. A plan-only stage's agents run here, and a change meanwhile is theirs (their
-        violation, set aside) unless their fence rules it out (ralph.loop.sandbox.Fence): with the
-        sandbox, anything under a top-level entry they saw read-only. Nothing else tells a person's
+        VERIFY's agents run in checkouts of their own: fenced, this work tree is read-only to them
+        and a change in it meanwhile is never theirs; unfenced, a verifier can reach it (its
+        checkout names the repository) and a change is taken for theirs. A plan-only stage's agents
+        run here, and a change meanwhile is theirs (their violation, set aside) unless their fence
+        rules it out (ralph.loop.sandbox.Fence): with the sandbox, anything under a top-level entry
+        they saw read-only. Nothing else tells a person's
         edit from the agent's: same user, same files, same minutes; the agent's own word is no
         evidence. Unfenced, then, a person's edit during such a run is taken for the agent's, and
         the patch beside the log keeps it (the console says how it comes back): an agent's code
         left in place, however unstaged, would run in every later gate and agent run."""
         strays = (after.dirty ^ before.dirty) - {PLAN_FILE}
+        fenced_verifiers = stage is Stage.VERIFY and self.runner.sandbox is not None  # this tree read-only
         held = frozenset(
-            path for path in strays if stage is Stage.VERIFY or (fence is not None and fence.holds(path))
+            path for path in strays if fenced_verifiers or (fence is not None and fence.holds(path))
         )
         if not held:
             return after
