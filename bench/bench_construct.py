@@ -16,10 +16,11 @@ HERE = Path(__file__).parent
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'noop_agent.py'))}"
 
 
-# Not under /tmp: a sandboxed run has a private /tmp and would compile ralph again in every run.
-CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-CACHE_HOME.mkdir(parents=True, exist_ok=True)
-PYCACHE = tempfile.mkdtemp(prefix="ralph-bench-pycache-", dir=CACHE_HOME)
+# Not under /tmp, ~/.cache or ~/.npm: a sandboxed run has private ones, empty, and would compile
+# ralph again in every run. Compiled here first, as an install does: the sandbox reads it.
+STATE_HOME = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+STATE_HOME.mkdir(parents=True, exist_ok=True)
+PYCACHE = tempfile.mkdtemp(prefix="ralph-bench-pycache-", dir=STATE_HOME)
 
 
 def bench_env(**extra: str) -> dict[str, str]:
@@ -153,6 +154,10 @@ def parallel_verify(tasks: int = 8, sleep_s: float = 2.0, parallel: int = 4) -> 
 
 if __name__ == "__main__":
     ralph(Path.cwd(), "--version")  # fill the bytecode cache before anything is timed
+    # ... with every module of ralph (an agent's `ralph` commands import some ralph itself does not)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(HERE.parent / "ralph")], env=bench_env(), check=True
+    )
     unfenced = overhead_per_run()
     if sandbox_start():
         fenced = overhead_per_run(sandbox="required")

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 ERROR_LINES = 12  # lines that look like errors, kept from anywhere in the output
 TAIL_LINES = 10  # lines kept from its end
 LINE_CHARS = 300  # of each line kept
+ROOM_PAST_CUT = 64 * 1024  # of a longer line, kept until it is cut: the longest secret it can hide
 
 # Lines that say why a test run or a build failed, in the tools a gate usually runs.
 _ERROR = re.compile(
@@ -51,20 +52,25 @@ class FailingLines:
         if not line.strip() or _NOISE.match(line.strip()):
             return
         self.seen += 1
-        numbered = (self.seen, line[:LINE_CHARS])
+        # Kept with room past the cut, and cut when picked: a secret the cut falls inside must be
+        # seen whole to be hidden (ralph.secrets.redacted_head).
+        numbered = (self.seen, line[: LINE_CHARS + ROOM_PAST_CUT])
         self.tail.append(numbered)
-        if len(self.errors) < self.most_errors and _ERROR.match(numbered[1]):
+        if len(self.errors) < self.most_errors and _ERROR.match(numbered[1][:LINE_CHARS]):
             self.errors.append(numbered)
 
     def lines(self) -> list[str]:
-        """In the order they came; "..." where lines were left out between the errors and the end."""
+        """In the order they came, redacted and cut; "..." where lines were left out between the
+        errors and the end."""
+        from ralph.secrets import redacted_head
+
         tail = list(self.tail)
         first_of_tail = tail[0][0] if tail else self.seen + 1
         picked, last = [], 0
         for number, line in [*(e for e in self.errors if e[0] < first_of_tail), *tail]:
             if last and number > last + 1:
                 picked.append("...")
-            picked.append(line)
+            picked.append(redacted_head(line, LINE_CHARS))
             last = number
         return picked
 

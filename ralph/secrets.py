@@ -5,18 +5,26 @@ secret that no longer looks like one) and before it is stored or printed.
 
 What is redacted: the values of secret-looking environment variables, the values in the
 repository's `.env*` files, `KEY=value` and `KEY: value` with a secret-looking key, credentials in
-URLs, and common token shapes. Patterns compile on first use: a state command that stores no text
-never pays for them."""
+URLs, webhook URLs (Slack's, Discord's: whoever holds one posts as the project), and common token
+shapes. Patterns compile on first use: a state command that stores no text never pays for them.
+
+Cutting: `redacted_head` (and OutputLines.head) keep the head of a line too long to keep whole.
+Redacting first and cutting after is not enough there: a redaction makes the text shorter, so a cut
+at a fixed length of the redacted text reaches past the part that was redacted, into a secret the
+window cut in half. They mask instead (each character of a secret replaced by one placeholder, so
+positions stay those of the line), cut, and only then say [redacted] for each masked run."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TypeVar, cast
 
 T = TypeVar("T")
+Hide = Callable[[str], str]  # what a secret found in a text becomes
 
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 8  # shorter values ("true", "3000", "dev") are too common to hide everywhere
@@ -25,7 +33,13 @@ MIN_SECRET_CHARS = 8  # shorter values ("true", "3000", "dev") are too common to
 # (GIT_AUTHOR_EMAIL, `Author: ...`) is not one.
 _SECRET_NAME = (
     r"TOKEN|SECRET|PASSW|PASSPHRASE|KEY|CREDENTIAL|AUTH(?!OR(?:S?\b|_))|COOKIE|_DSN|DATABASE_URL|_PAT\b"
+    r"|WEBHOOK"
 )
+# A count of tokens is no secret, though its name says TOKEN: an integer under a name that ends
+# in `tokens` or `token_count` (input_tokens, cache_read_input_tokens, max_tokens, total_tokens:
+# every agent CLI's usage line) is left alone. An integer under any other secret name is hidden.
+_COUNT_NAME_ENDS = ("tokens", "token_count")
+_INTEGER = r"[\"']?\d+[\"']?[)}\]]*"  # as a value is read after its separator: quoted, or before a bracket
 # A cheap test before the search for assignments: text without any of these holds none.
 _NAME_WORDS = (
     "token",
@@ -38,6 +52,7 @@ _NAME_WORDS = (
     "dsn",
     "database_url",
     "_pat",
+    "webhook",
 )
 
 # The shapes of common tokens, each by the text it starts with. Each pattern starts with that text
@@ -58,6 +73,10 @@ _TOKEN_SHAPES = {
     "hf_": r"[A-Za-z0-9]{20,}",  # Hugging Face
     "AIza": r"[0-9A-Za-z_-]{35}",  # Google API key
     "eyJ": r"[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",  # a JWT: three base64url parts
+    # Webhook URLs: the path is the credential (anyone holding it posts to the channel).
+    "hooks.slack.com/": r"[A-Za-z0-9/_-]{8,}",
+    "discord.com/api/webhooks/": r"[A-Za-z0-9/_-]{8,}",
+    "discordapp.com/api/webhooks/": r"[A-Za-z0-9/_-]{8,}",
 }
 _AUTHORIZATION = r"(?i:\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/-]{16,}=*"  # an HTTP Authorization value
 _AUTHORIZATION_MARKS = ("earer", "EARER", "asic ", "ASIC ")
@@ -87,12 +106,12 @@ def _assignment() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     return (
         re.compile(r"[=:]"),
         re.compile(r"[ \t]*[\"']?([\w.-]{1,64})"),
-        re.compile(r"[ \t]*(\"[^\"\n]{4,}\"|'[^'\n]{4,}'|(?!\[redacted)[^\s\"'`,;]{6,})"),
+        re.compile(r"[ \t]*(\"[^\"\n]{4,}\"|'[^'\n]{4,}'|(?!\[redacted|\ue000)[^\s\"'`,;]{6,})"),
     )
 
 
-def _hide_assignments(text: str) -> str:
-    """`KEY=value` and `KEY: value` with a secret-looking key, the value redacted. Found from each
+def _hide_assignments(text: str, hide: Hide) -> str:
+    """`KEY=value` and `KEY: value` with a secret-looking key, the value hidden. Found from each
     separator, not by a pattern tried at every position (ten times slower on long output)."""
     separators, name_backwards, value_after = _assignment()
     parts, done = [], 0
@@ -103,7 +122,9 @@ def _hide_assignments(text: str) -> str:
         name = name_backwards.match(text[max(done, at - 80) : at][::-1])
         value = value_after.match(text, at + 1)
         if name and value and _secret_name().search(name.group(1)[::-1]):
-            parts += [text[done : value.start(1)], REDACTED]
+            if _is_count(name.group(1)[::-1], value.group(1)):
+                continue
+            parts += [text[done : value.start(1)], hide(value.group(1))]
             done = value.end(1)
     return "".join(parts) + text[done:] if parts else text
 
@@ -113,10 +134,17 @@ def _secret_name() -> re.Pattern:
     return re.compile(_SECRET_NAME, re.IGNORECASE)
 
 
+def _is_count(name: str, value: str) -> bool:
+    """A token count (`"input_tokens": 120000`), not a secret: see _COUNT_NAME_ENDS."""
+    return name.lower().endswith(_COUNT_NAME_ENDS) and re.fullmatch(_INTEGER, value) is not None
+
+
 def _looks_secret(name: str, value: str) -> bool:
     """A value worth hiding wherever it appears: a secret-looking name's, long enough, and not a
     path or a plain word (SSH_AUTH_SOCK holds a path; AUTH_MODE=disabled, a word)."""
     if len(value) < MIN_SECRET_CHARS or value.startswith(("/", "~")) or not _secret_name().search(name):
+        return False
+    if _is_count(name, value):  # MAX_TOKENS=200000000
         return False
     return not (value.isalpha() and len(value) < 16)
 
@@ -189,7 +217,12 @@ def secret_values(root: Path | None = None) -> frozenset[str]:
 def _values_pattern(values: frozenset[str]) -> re.Pattern | None:
     if not values:
         return None
-    return re.compile("|".join(re.escape(value) for value in sorted(values, key=len, reverse=True)))
+    pattern = re.compile("|".join(re.escape(value) for value in sorted(values, key=len, reverse=True)))
+    _longest[pattern.pattern] = max(len(value) for value in values)
+    return pattern
+
+
+_longest: dict[str, int] = {}  # a values pattern's longest value, for the margin of a cut
 
 
 def redact(text: str, root: Path | None = None) -> str:
@@ -209,21 +242,66 @@ def _trigger() -> re.Pattern:
     return re.compile("|".join(re.escape(literal) for literal in literals))
 
 
-def _redact(text: str, values: re.Pattern | None) -> str:
+def _redact(text: str, values: re.Pattern | None, hide: Hide | None = None) -> str:
+    """`text` with every secret replaced by [redacted], or by what `hide` makes of it."""
+    said: str | Callable[[re.Match], str] = REDACTED
+    if hide is not None:
+        said = lambda match: hide(match.group())  # noqa: E731 (a sub's replacement)
     if values is not None:
-        text = values.sub(REDACTED, text)
+        text = values.sub(said, text)
     if not _trigger().search(text):
         return text
     for start in _TOKEN_SHAPES:
         if start in text:
-            text = _shape(start).sub(REDACTED, text)
+            text = _shape(start).sub(said, text)
     if any(mark in text for mark in _AUTHORIZATION_MARKS):
-        text = _authorization().sub(REDACTED, text)
+        text = _authorization().sub(said, text)
     if "://" in text:
-        text = _url().sub(lambda match: f"{match.group(1)}{REDACTED}@", text)
+        hidden = hide or (lambda _: REDACTED)
+        text = _url().sub(
+            lambda match: f"{match.group(1)}{hidden(match.group()[len(match.group(1)) : -1])}@", text
+        )
     if ("=" in text or ":" in text) and any(word in text.lower() for word in _NAME_WORDS):
-        text = _hide_assignments(text)
+        text = _hide_assignments(text, hide or (lambda _: REDACTED))
     return text
+
+
+# While a cut is made, each character of a secret is one of these (a private-use character): the
+# masked text keeps the line's positions, so a cut of it cuts the line where it was meant to.
+MASK = "\ue000"
+# Past a cut, what is redacted with the part kept besides the longest secret value: enough for a
+# token shape, a key block's first line or an assignment's name to be recognised whole.
+SHAPE_MARGIN = 256
+
+
+def _masked(secret: str) -> str:
+    return MASK * len(secret)
+
+
+@cache
+def _mask_runs() -> re.Pattern:
+    return re.compile(MASK + "+")
+
+
+def _margin(values: re.Pattern | None) -> int:
+    return SHAPE_MARGIN + (_longest.get(values.pattern, len(values.pattern)) if values is not None else 0)
+
+
+def _head(text: str, limit: int, values: re.Pattern | None, before: str = "") -> str:
+    """The first `limit` characters of `text`, redacted as if the whole were (see the module's
+    docstring). `before`: what came just before `text` on the same line (a line read in pieces):
+    a secret that started there is recognised, and its part in `text` hidden."""
+    margin = _margin(values)
+    context = before[-margin:]
+    window = context + text[: limit + margin]
+    masked = _redact(window, values, _masked)[len(context) : len(context) + limit]
+    return _mask_runs().sub(REDACTED, masked) if MASK in masked else masked
+
+
+def redacted_head(text: str, limit: int, root: Path | None = None, before: str = "") -> str:
+    """`text` cut to `limit` characters with no piece of a secret left at the cut (`root` as for
+    redact, `before` as for OutputLines.head)."""
+    return _head(text, limit, _values_pattern(secret_values(root)), before)
 
 
 def redact_fields(value: T, root: Path | None = None) -> T:
@@ -260,15 +338,25 @@ class OutputLines:
         self._in_key = False
 
     def __call__(self, line: str) -> str:
+        return self.head(line)
+
+    def head(self, line: str, limit: int | None = None, before: str = "") -> str:
+        """The line redacted; with `limit`, its first `limit` characters, no piece of a secret
+        left at the cut. `before`: the same line's text read before this piece (see _head)."""
         if self._in_key:
             if _KEY_END in line:
                 self._in_key = False
-                return REDACTED + _redact(line.split(_KEY_END, 1)[1].split("-----", 1)[-1], self._values)
+                return REDACTED + self._cut(line.split(_KEY_END, 1)[1].split("-----", 1)[-1], limit)
             return REDACTED
-        redacted = _redact(line, self._values)
+        redacted = self._cut(line, limit, before)
         if _KEY_BEGIN in line and _KEY_END not in line.split(_KEY_BEGIN, 1)[1]:
             self._in_key = "PRIVATE KEY-----" in line
         return redacted
+
+    def _cut(self, text: str, limit: int | None, before: str = "") -> str:
+        if limit is None:
+            return _redact(text, self._values)
+        return _head(text, limit, self._values, before)
 
 
 _KEY_BEGIN, _KEY_END = "-----BEGIN ", "-----END "

@@ -5,6 +5,8 @@ credentials), and output read line by line (a private key block spanning lines).
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ralph.secrets import REDACTED, OutputLines, redact, redact_fields
 
@@ -85,6 +87,39 @@ def test_text_without_secrets_is_left_alone(plain):
     assert redact(plain) == plain
 
 
+@pytest.mark.parametrize(
+    "counts",
+    [
+        '"usage": {"input_tokens": 12345678, "cache_read_input_tokens": 90000000, "output_tokens": 4521}',
+        '{"cache_creation_input_tokens":1500000}',
+        "total_tokens=1234567, max_tokens: 200000",
+        "max_tokens = '64000000'",
+        "prompt_token_count: 3400000",
+    ],
+)
+def test_token_counts_are_not_secrets_though_their_names_say_token(counts):
+    assert redact(counts) == counts
+
+
+@pytest.mark.parametrize(
+    ("said", "shown"),
+    [
+        ("GITHUB_TOKEN=ghx9f8e7d6c5b4a", f"GITHUB_TOKEN={REDACTED}"),
+        ("API_TOKEN=123456789012", f"API_TOKEN={REDACTED}"),  # digits, but not a count's name
+        ('"token": "k3Jd9sLq2Wm8Xn4R"', f'"token": {REDACTED}'),
+        ("max_tokens: abcdef123456", f"max_tokens: {REDACTED}"),  # a count's name, but no count
+    ],
+)
+def test_secret_values_under_token_names_are_still_redacted(said, shown):
+    assert redact(said) == shown
+
+
+def test_a_count_in_the_environment_is_not_hidden_everywhere(monkeypatch):
+    monkeypatch.setenv("MAX_OUTPUT_TOKENS", "128000000")
+    monkeypatch.setenv("DEPLOY_TOKEN", "123456789012")
+    assert redact("128000000 and 123456789012") == f"128000000 and {REDACTED}"
+
+
 def test_records_are_redacted_field_by_field_keys_kept():
     record = {"t": "task", "notes": ["call with sk_live_51HqLmN8oPq2RsT4uVw6"], "attempts": 2}
     assert redact_fields(record) == {"t": "task", "notes": [f"call with {REDACTED}"], "attempts": 2}
@@ -94,3 +129,79 @@ def test_output_read_line_by_line_hides_every_line_of_a_private_key_block():
     lines = OutputLines()
     said = ["start", "-----BEGIN EC PRIVATE KEY-----", "MIIEow", "IBA", "-----END EC PRIVATE KEY-----", "end"]
     assert [lines(line) for line in said] == ["start", REDACTED, REDACTED, REDACTED, REDACTED, "end"]
+
+
+# --- cuts: no piece of a secret survives a cut (issue 32) -----------------------------------------
+
+SECRET_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+FILLER_ALPHABET = " .()[]#"  # shares no character with a secret: any fragment found is the secret's
+
+
+def fragments(secret: str, length: int = 8) -> set[str]:
+    return {secret[at : at + length] for at in range(len(secret) - length + 1)}
+
+
+def leaked(secret: str, shown: str) -> set[str]:
+    return {piece for piece in fragments(secret) if piece in shown}
+
+
+def test_a_secret_repeated_on_one_long_line_leaves_no_piece_in_a_gate_failure(monkeypatch):
+    """The issue's case: a 62-character secret printed many times on one line; the gate failure's
+    300-character cut kept 52 of its characters."""
+    from ralph.failures import failing_lines
+
+    secret = "LS-qoLo" + "x9Kd" * 13 + "zQ3"
+    assert len(secret) == 62
+    monkeypatch.setenv("DEPLOY_TOKEN", secret)
+    (line,) = failing_lines([f"ERROR: {secret * 40}"])
+    assert leaked(secret, line) == set() and line.startswith(f"ERROR: {REDACTED}")
+
+
+def test_each_piece_of_a_long_line_read_in_pieces_hides_the_secret_it_cuts(monkeypatch):
+    """A line longer than what is read at once comes in pieces, each longer than what is kept of
+    it: a secret split between two is recognised from the piece before (`before`), so the second
+    piece's head shows no part of it."""
+    secret = "pc7Qz1-e8RkLw20Xy"
+    monkeypatch.setenv("API_TOKEN", secret)
+    line = "." * 1000 + secret * 3
+    first, second = line[:1005], line[1005:]
+    lines = OutputLines()
+    assert lines.head(first, 100) == "." * 100
+    assert lines.head(second, 100, before=first) == REDACTED
+    assert lines.head(second, 100).startswith(secret[5:])  # the control: without what came before
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    secret=st.text(SECRET_ALPHABET, min_size=8, max_size=120).filter(
+        lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
+    ),
+    copies=st.integers(1, 60),
+    lead=st.text(FILLER_ALPHABET, max_size=400),
+    gap=st.text(FILLER_ALPHABET, max_size=3),
+    cut=st.integers(0, 8000),
+    split=st.integers(0, 8000),
+)
+def test_no_secret_fragment_of_8_characters_survives_any_cut(
+    monkeypatch, secret, copies, lead, gap, cut, split
+):
+    from ralph.secrets import redacted_head
+
+    monkeypatch.setenv("SOME_SECRET", secret)
+    line = lead + gap.join([secret] * copies) + lead
+    assert leaked(secret, redacted_head(line, cut)) == set()
+    # The same line read in two pieces, the first longer than what is kept of it (a piece is read
+    # whole, CHUNK bytes): the second piece's head, knowing the first, shows no part either.
+    split = min(split, len(line))
+    first, second = line[:split], line[split:]
+    assert leaked(secret, OutputLines().head(second, cut, before=first)) == set()
+
+
+def test_webhook_urls_and_webhook_variables_are_redacted(monkeypatch):
+    slack = "https://hooks.slack.com/services/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"
+    discord = "https://discord.com/api/webhooks/123456789012345678/aBcDeF-gHiJkLmN_oPqRsT"
+    assert redact(f"posted to {slack} ok") == f"posted to https://{REDACTED} ok"
+    assert redact(f"posted to {discord}") == f"posted to https://{REDACTED}"
+    monkeypatch.setenv("DEPLOY_WEBHOOK", "https://example.com/hook/k3Jd9sLq2Wm8")
+    assert redact("sent to https://example.com/hook/k3Jd9sLq2Wm8") == f"sent to {REDACTED}"
+    assert redact("MY_WEBHOOK_URL=https://example.org/p/abc123xyz") == f"MY_WEBHOOK_URL={REDACTED}"

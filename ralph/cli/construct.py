@@ -44,7 +44,8 @@ class Shlex(click.ParamType):
 
 
 class StageModel(click.ParamType):
-    """STAGE=MODEL (--stage-model VERIFY=claude-opus-4-5): a (stage, model) pair."""
+    """STAGE=MODEL (--stage-model VERIFY=claude-opus-4-5), or STAGE=M1,M2 (an escalation, cheap
+    first: BUILD=claude-haiku-4-5,claude-sonnet-4-5): a (stage, models) pair."""
 
     name = "stage=model"
 
@@ -53,11 +54,17 @@ class StageModel(click.ParamType):
             return value
         from ralph.ops.settings import MODEL_STAGES
 
-        stage, _, model = value.partition("=")
+        stage, _, given = value.partition("=")
         stage = stage.strip().upper()
-        if stage not in MODEL_STAGES or not model.strip():
-            self.fail(f"{value!r} is not STAGE=MODEL with STAGE one of {', '.join(MODEL_STAGES)}", param, ctx)
-        return stage, model.strip()
+        models = tuple(model.strip() for model in given.split(","))
+        if stage not in MODEL_STAGES or not all(models):
+            self.fail(
+                f"{value!r} is not STAGE=MODEL or STAGE=MODEL,MODEL,... with STAGE one of"
+                f" {', '.join(MODEL_STAGES)}",
+                param,
+                ctx,
+            )
+        return stage, models
 
 
 def _loop_options(command):
@@ -81,7 +88,9 @@ def _loop_options(command):
             "stage_models",
             type=StageModel(),
             multiple=True,
-            help="A stage's model, over --model: STAGE=MODEL, e.g. VERIFY=claude-opus-4-5. Repeatable.",
+            help="A stage's model, over --model: STAGE=MODEL, e.g. VERIFY=claude-opus-4-5; or an"
+            " escalation, cheap first, each build of a task after a failed one taking the next:"
+            " BUILD=claude-haiku-4-5,claude-sonnet-4-5. Repeatable.",
         ),
         click.option(
             "--timeout",
@@ -316,9 +325,9 @@ def _run(
     from ralph.ops import pullrequest
 
     text = "\n".join(report_lines(report))
-    pullrequest.save_report(root, spec_rel, report.outcome.name, text)  # for a later `ralph pr`
+    pullrequest.save_report(root, spec_rel, report.ended_as, text)  # for a later `ralph pr`
     if pr and report.outcome.name != "INTERRUPTED":
-        request = pullrequest.request_for(root, spec_rel, report.outcome.name, text)
+        request = pullrequest.request_for(root, spec_rel, report.ended_as, text)
         try:
             opened = pullrequest.open_pull_request(root, request, settings.remote or "origin")
         except RalphError as exc:  # the run's own exit code wins; a complete run's is the error's
@@ -383,8 +392,8 @@ def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
         if param.is_flag:
             words.append(option) if value else None
         elif isinstance(value, dict):  # --stage-model, repeated
-            for stage, model in value.items():
-                words += [option, f"{stage}={model}"]
+            for stage, models in value.items():
+                words += [option, f"{stage}={','.join(models)}"]
         elif isinstance(value, tuple):
             words += [option, shlex.join(value)]
         elif isinstance(param.type, Duration):
@@ -422,7 +431,7 @@ def report_lines(report) -> list[str]:
     """The final report of a run that began, for a person (and a pull request's description)."""
     from ralph.secrets import redact
 
-    lines = [f"ralph: {report.outcome.name}: {printable(redact(report.message))}"]  # it can quote an agent
+    lines = [f"ralph: {report.ended_as}: {printable(redact(report.message))}"]  # it can quote an agent
     if report.agent_error:  # AGENT_FAILING: what the agent said, for a person to fix it
         lines.append("the agent's last error lines:")
         lines += [f"  | {printable(redact(line))}" for line in report.agent_error]
@@ -464,5 +473,7 @@ def report_lines(report) -> list[str]:
 
 
 def _model_of(row: dict) -> str:
-    """ " (model)" of a stage's runs (per stage only), or nothing."""
-    return f" ({printable(row['model'])})" if row.get("model") else ""
+    """ " (model)" of a stage's runs (per stage only), " (model, model)" when an escalation
+    used more than one, or nothing."""
+    models = row.get("models") or ([row["model"]] if row.get("model") else [])
+    return f" ({printable(', '.join(models))})" if models else ""

@@ -144,7 +144,8 @@ def describe(event: dict) -> str:
         from ralph.failures import gist
 
         failure = str(event.get("gate_failure") or "").removeprefix(f"{event.get('verdict')}: ")
-        said = [f"attempt {event.get('attempt')}", gist(failure, 120)]
+        model = f" with {event['model']}" if event.get("model") else ""
+        said = [f"attempt {event.get('attempt')}{model}", gist(failure, 120)]
         said += ["files " + ", ".join(event.get("files") or []) if event.get("files") else "", _usage(event)]
         parts.append("; ".join(part for part in said if part))
     elif kind == "build commit":
@@ -168,8 +169,9 @@ def story_lines(summary: dict) -> list[str]:
     for attempt in summary["attempts"]:
         verdict = "passed the gate" if attempt["passed"] else verdict_words(attempt.get("verdict", ""))
         usage = _usage(attempt)
+        model = f" with {printable(attempt['model'])}" if attempt.get("model") else ""
         lines.append(
-            f"  attempt {attempt.get('attempt')}: {verdict}{', ' + usage if usage else ''}"
+            f"  attempt {attempt.get('attempt')}{model}: {verdict}{', ' + usage if usage else ''}"
             f" ({attempt['commit'][:7]})"
         )
         lines += [f"    | {printable(_cut(text))}" for text in _failure_lines(attempt.get("gate_failure"))]

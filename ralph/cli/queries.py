@@ -20,13 +20,14 @@ def query() -> None:
     """Read the plan for scripts and agents (JSON or a single word)."""
 
 
-@query.command("stage", short_help="The stage the plan is in (PLAN, BUILD, VERIFY, COMPLETE, ...).")
+@query.command("stage", short_help="The stage the plan is in (PLAN, BUILD, CHECK, COMPLETE, ...).")
 @json_option
 @click.pass_context
 def query_stage(ctx, as_json):
     """The stage the plan is in: PLAN (nothing planned yet), DECOMPOSE, INVESTIGATE, BUILD,
-    VERIFY, WAITING (for a person's answers), BLOCKED (a person must decide) or COMPLETE (--json:
-    {"stage": ...})."""
+    VERIFY, WAITING (for a person's answers), BLOCKED (a person must decide), CHECK (every task
+    accepted; the spec check runs next) or COMPLETE (a spec check found the spec met with this
+    code) (--json: {"stage": ...})."""
     from ralph.ops import reads
 
     stage = reads.stage(root_of(ctx))

@@ -6,11 +6,12 @@ hooks that run under the same supervisor and sandbox as the agents."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,12 +30,15 @@ from ralph.loop.console import Console
 from ralph.loop.cost import run_cost
 from ralph.loop.gate import GateResult, run_gate
 from ralph.loop.journal import Journal
+from ralph.loop.judged import guarded
 from ralph.loop.limits import LimitWaits
-from ralph.loop.permissions import CODE_STAGES, Snapshot, violations
+from ralph.loop.permissions import CODE_STAGES, PLAN_ONLY_STAGES, Snapshot, violations
 from ralph.loop.plan_access import PLAN_FILE, PlanAccess
+from ralph.loop.sandbox import Fence
 from ralph.loop.supervisor import BudgetSpent
 from ralph.loop.work_tree import WorkTree
 from ralph.ops.settings import Settings
+from ralph.plan.attempts import failed_builds
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, Verdict
 from ralph.store import reader
@@ -216,32 +220,39 @@ class AgentRuns:
         over = self.spending.admit()  # counts the run as started when it may start
         if over:
             raise over
+        model = self.settings.model_for(stage)
         try:
             old_plan = plan or self.plan.read()
+            model = run_model(self.settings, stage, old_plan.find_task(item) if item else None)
             self.plan.set_state(None if self.tree.in_worktree else old_plan, stage=str(stage))
             self.current_build = item if stage is Stage.BUILD else None
+            if not self.tree.in_worktree:  # an agent works in the loop's own tree again
+                self.tree.agents_elsewhere = False
             self.console.status(iteration, stage, item or "")
             before = self._snapshot_before(stage)
             cwd = cwd or (self.tree.root if self.tree.in_worktree else None)
             if before is not None and (cwd or self.tree.root) == self.tree.root:  # the tree it runs in
                 state = (before.head, before.listed)
             name = _name_of(old_plan, item)
-            result = self._run_waiting_out_limits(stage, iteration, item, values, compacted, cwd, name, state)
+            with self._fenced(stage) as fence:
+                result = self._run_waiting_out_limits(
+                    stage, iteration, item, values, compacted, cwd, name, model, state
+                )
             if result.run.stop_reason is StopReason.INTERRUPTED:
                 # The loop is stopping (a signal, a spent budget, in another thread): the run was
                 # cut short, which is no verdict on its work. It is set aside like the rest; taken
                 # as a failure, the next attempts (never started) killed the task as a doom loop.
                 raise KeyboardInterrupt
         except BaseException:
-            self.add_tokens(self.spending.stopped(str(stage), item, self.settings.model_for(stage)))
+            self.add_tokens(self.spending.stopped(str(stage), item, model))
             raise
         if self._keep_lost_tree(result):  # the run removed its own work tree: nothing to check
-            self.spending.stopped(str(stage), item, self.settings.model_for(stage))  # what it streamed counts
+            self.spending.stopped(str(stage), item, model)  # what it streamed counts
             self.add_tokens(result.tracker.usage.total)
             raise TreeRemoved(result)
         result.plan_problem = self.check_plan(result, in_tree=before is not None)  # None: a verifier's
         if before is not None:
-            self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan)
+            self.enforce(stage, {item} if item else set(), before, old_plan, [result], result.plan, fence)
         self._count_spent(stage, iteration, item, result)
         return result
 
@@ -249,7 +260,7 @@ class AgentRuns:
         """A finished run's tokens and cost added to the run's, shown and journalled."""
         self.add_tokens(result.tracker.usage.total)
         usage = result.tracker.usage
-        model = self.settings.model_for(stage) or result.tracker.model
+        model = result.model or result.tracker.model
         cost = run_cost(usage, model, self.settings.prices)
         unholdable = self.spending.add(str(stage), item, usage.total, cost, model)
         if unholdable is not None:  # said now: runs going finish, and the loop ends after them
@@ -267,14 +278,14 @@ class AgentRuns:
         )
 
     def _run_waiting_out_limits(
-        self, stage, iteration, item, values, compacted, cwd, name, state: WorkState | None = None
+        self, stage, iteration, item, values, compacted, cwd, name, model, state: WorkState | None = None
     ) -> AgentResult:
         root = cwd or self.tree.root
         marks = functools.partial(work_marks, root, RALPH_FILES)
         while True:  # an agent that failed without doing anything is judged by its reach
             before = marks(state=state)
             state = None  # a run again after a failure: its marks are taken anew
-            result = self._run_limited(stage, iteration, item, values, compacted, cwd, name)
+            result = self._run_limited(stage, iteration, item, values, compacted, cwd, name, model)
             if not did_nothing_and_failed(result, before, marks):
                 self.agent_failures.good()
                 return result
@@ -298,9 +309,9 @@ class AgentRuns:
         if over:
             raise over
 
-    def _run_limited(self, stage, iteration, item, values, compacted, cwd, name) -> AgentResult:
+    def _run_limited(self, stage, iteration, item, values, compacted, cwd, name, model) -> AgentResult:
         result = self.runner.run(
-            stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
+            stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name, model=model
         )
         waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
         while not result.ok and not result.run.stop_reason:
@@ -310,9 +321,22 @@ class AgentRuns:
             self._count_spent(stage, iteration, item, result)  # spent, if not an attempt
             self._admit_again()
             result = self.runner.run(
-                stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name
+                stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name, model=model
             )
         return result
+
+    @contextlib.contextmanager
+    def _fenced(self, stage: Stage) -> Iterator[Fence | None]:
+        """What the runs of one step of a plan-only stage could write in the work tree, measured
+        around them (ralph.loop.sandbox.Fence: with the sandbox, nothing but the plan and new
+        top-level names; without, everything); None for the other stages."""
+        if stage not in PLAN_ONLY_STAGES:
+            yield None
+        elif self.runner.sandbox is None:
+            yield Fence.open(self.tree.root)
+        else:
+            with self.runner.sandbox.fencing(self.tree.root) as fence:
+                yield fence
 
     def _snapshot_before(self, stage: Stage) -> Snapshot | None:
         """The work tree before a run, once what changed since the loop's last step that is not
@@ -333,18 +357,19 @@ class AgentRuns:
         old: Plan,
         results: list[AgentResult],
         now: Plan | None = None,
+        fence: Fence | None = None,
     ) -> list[str]:
         """Undo runs that broke their stage's rules: HEAD and branch put back, their changes saved
         as a patch beside the (first) log and reverted, plan.jsonl as before. Returns what they did.
-        Runs that kept the rules learn the paths they left changed (`changed`)."""
+        Runs that kept the rules learn the paths they left changed (`changed`). `fence`: what a
+        plan-only stage's runs could write (_fenced); a change to code it rules out is a person's
+        (_leave_persons_code), any other is the runs' violation."""
+        hidden = self._hidden(fence)
         after = self.tree.snapshot()
+        if hidden:  # under names the runs may have made: theirs, whoever's ignore rule hides them
+            after = replace(after, dirty=after.dirty | hidden)
         if stage not in CODE_STAGES:
-            # Its agent changes only the plan: a file that changed meanwhile is someone else's (a
-            # person's edit during PLAN), left as it is, unstaged, not this run's violation.
-            strays = frozenset((after.dirty ^ before.dirty) - {PLAN_FILE})
-            if strays:
-                self.tree.leave_foreign_changes(f"during the {stage} run", among=strays)
-                after = replace(after, dirty=after.dirty - strays, listed=frozenset())
+            after = self._leave_persons_code(stage, before, after, fence)
         if self.runner.sandbox is not None:  # its .git was read-only: HEAD moved by someone else
             after = replace(after, head=before.head, branch=before.branch, listed=frozenset())
         now = now or self.plan.read()
@@ -353,7 +378,9 @@ class AgentRuns:
             old = beside_changes.with_persons_changes(old, now, persons)
             for result in results:
                 result.with_persons = old
-        found = violations(stage, own, before, after, old, now)
+        found = self._log_folder_replaced() + violations(
+            stage, own, before, after, old, now, guarded(self.settings.spec)
+        )
         if not found:
             self.tree.commit_persons_changes(persons, old)
             changed = frozenset(path for path in after.dirty if not RALPH_FILES.fullmatch(path))
@@ -368,7 +395,7 @@ class AgentRuns:
             self.tree.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
         log = results[0].log_path
         self.tree.restore_links(before.links, log)  # first: git then acts on the submodules' own
-        self.tree.set_aside(log)
+        patch = self.tree.set_aside(log, also=hidden)
         self.tree.keep_replaced_plan(log, old)
         self.plan.restore(old.doc.to_bytes())
         self.tree.commit_persons_changes(persons, old)
@@ -376,9 +403,69 @@ class AgentRuns:
             result.violation = "; ".join(found)
             result.plan = old  # as it was put back
         items = sorted(own)
-        self.journal.event("permission_violation", stage=str(stage), items=items, did=found, log=str(log))
-        self.console.event(f"{stage} {' '.join(items)}: permission violation, undone: {'; '.join(found)}")
+        kept = str(self.rel(patch)) if patch else None
+        self.journal.event(
+            "permission_violation", stage=str(stage), items=items, did=found, log=str(log), patch=kept
+        )
+        who = " ".join([str(stage), *items])
+        self.console.event(f"{who}: permission violation, undone: {'; '.join(found)}")
+        if kept and fence is not None:  # a person's edit may be among them: where it is, how it comes back
+            self.console.event(
+                f"{who}: the changes it undid are kept in {kept}; one of yours among them comes back"
+                f" with `git apply --include=<file> {kept}`"
+            )
         return found
+
+    def _hidden(self, fence: Fence | None) -> frozenset[str]:
+        """Files a plan-only step's runs may have written that an ignore rule written beside them
+        hides from git (a new folder holding a `.gitignore` of `*`): how a run would keep its code
+        out of every check. Looked for under the names the runs could write (Fence.searched); what
+        the repository's own rules ignore is not counted (a dependency folder a person installs)."""
+        if fence is None:
+            return frozenset()
+        searched = fence.searched(self.tree.root)
+        return frozenset(self.tree.repo.hidden_in(searched)) if searched else frozenset()
+
+    def _leave_persons_code(
+        self, stage: Stage, before: Snapshot, after: Snapshot, fence: Fence | None
+    ) -> Snapshot:
+        """`after`, without the changes to code (files but plan.jsonl) that no run of a stage that
+        changes no code can have made, which are left as they are, unstaged, as a person's.
+
+        VERIFY's agents run in checkouts of their own: fenced, this work tree is read-only to them
+        and a change in it meanwhile is never theirs; unfenced, a verifier can reach it (its
+        checkout names the repository) and a change is taken for theirs. A plan-only stage's agents
+        run here, and a change meanwhile is theirs (their violation, set aside) unless their fence
+        rules it out (ralph.loop.sandbox.Fence): with the sandbox, anything under a top-level entry
+        they saw read-only. Nothing else tells a person's
+        edit from the agent's: same user, same files, same minutes; the agent's own word is no
+        evidence. Unfenced, then, a person's edit during such a run is taken for the agent's, and
+        the patch beside the log keeps it (the console says how it comes back): an agent's code
+        left in place, however unstaged, would run in every later gate and agent run."""
+        strays = (after.dirty ^ before.dirty) - {PLAN_FILE}
+        fenced_verifiers = stage is Stage.VERIFY and self.runner.sandbox is not None  # this tree read-only
+        held = frozenset(
+            path for path in strays if fenced_verifiers or (fence is not None and fence.holds(path))
+        )
+        if not held:
+            return after
+        self.tree.leave_foreign_changes(f"during the {stage} run", among=held)
+        return replace(after, dirty=after.dirty - held, listed=frozenset())
+
+    def _log_folder_replaced(self) -> list[str]:
+        """The run replaced the log folder (or build/) with a link or a folder of its own: put
+        back, what stood there kept in it; a violation (ralph.loop.log_folder)."""
+        logs = self.runner.logs
+        if logs is None or self.tree.in_worktree:  # a build's worktree holds no log folder of ralph's
+            return []
+        replaced = logs.replaced()
+        if not replaced:
+            return []
+        kept = logs.restore()
+        return [
+            f"replaced the log folder ({', '.join(replaced)})"
+            + (f"; what stood there is {kept}" if kept else "")
+        ]
 
     def _keep_lost_tree(self, result: AgentResult) -> bool:
         """Whether the run lost its work tree: removed it, or (a build's worktree) removed or
@@ -446,6 +533,14 @@ class AgentRuns:
         self.journal.event("plan_restored", problem=problem, replaced=str(self.rel(kept)))
         self.console.event(f"{problem}; restored it from HEAD")
         return PlanProblem(Verdict.PLAN_REPLACED, problem)
+
+
+def run_model(settings: Settings, stage: Stage, task: dict | None) -> str | None:
+    """The model a run of `stage` uses: the stage's (Settings.model_for); a task's BUILD goes one
+    step along the stage's escalation per failed build of the task (attempts.failed_builds), so a
+    cheap model builds first and a stronger one takes over when it is stuck."""
+    failures = failed_builds(task) if stage is Stage.BUILD and task is not None else 0
+    return settings.model_for(stage, failures)
 
 
 def _name_of(plan: Plan, item: str | None) -> str | None:

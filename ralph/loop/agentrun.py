@@ -21,7 +21,10 @@ from ralph.loop.compaction import Compacted
 from ralph.loop.console import Console
 from ralph.loop.cost import Spending, run_cost
 from ralph.loop.journal import Journal, Span
+from ralph.loop.judged import JUDGES, JudgedInputs
 from ralph.loop.live import USAGE_EVERY_S
+from ralph.loop.log_folder import LogFolder
+from ralph.loop.permissions import PLAN_ONLY_STAGES
 from ralph.loop.pressure import Pressure
 from ralph.loop.sandbox import Sandbox
 from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
@@ -72,6 +75,7 @@ class AgentResult:
     # commands (ralph.loop.beside_changes); None when nobody did. What the run's new work is
     # counted against, and what undoing the run puts back: the person's changes are never its.
     with_persons: Plan | None = None
+    model: str | None = None  # the model it was run with (None: the agent CLI's default)
 
     @property
     def ok(self) -> bool:
@@ -122,6 +126,8 @@ class AgentRunner:
         self.log_dir = root / LOG_DIR
         self._names = threading.Lock()
         self.sandbox: Sandbox | None = None  # the fence around each run, once the loop has made it
+        self.judged: JudgedInputs | None = None  # what judges read, from the run's first commit
+        self.logs: LogFolder | None = None  # the log folder as opened at the start
         # The budgets: the monitor of each run streams its tokens and cost here, and stops it
         # when they pass one (the workspace admits and counts the runs).
         self.spending = Spending(settings.max_cost_usd, settings.max_tokens)
@@ -147,6 +153,9 @@ class AgentRunner:
         """build/ralph-logs/ralph-<YYYYmmdd-HHMMSS>-<stage>[-<item>].log, created empty."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
         stem = f"ralph-{stamp}-{stage.lower()}" + (f"-{item}" if item else "")
+        if self.logs is not None and self.logs.replaced():  # a gate's doing: never written through
+            kept = self.logs.restore()
+            self.journal.event("log_folder_restored", kept=kept or None)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with self._names:
             for n in range(1, 1000):
@@ -207,14 +216,15 @@ class AgentRunner:
         cwd: Path | None = None,
         worker: int | None = None,
         name: str | None = None,
+        model: str | None = None,
     ) -> AgentResult:
         """One agent run, in the repository or in the checkout `cwd`. `compacted` (a compacted
         context) makes this run a continuation of one the context monitor stopped, opening with it.
-        `name` (the task's name, the issue's text) is for people watching."""
+        `name` (the task's name, the issue's text) is for people watching. `model`: the one it runs
+        with (None: the agent CLI's default)."""
         log_path = self.new_log(stage, item)
         root = cwd or self.root
         prompt, prompt_file = self._write_prompt(stage, values, root, log_path, compacted)
-        model = self.settings.model_for(stage)
         env = self.env(stage, iteration, item, prompt_file, cwd, model)
         invocation = self.adapter.invocation(prompt, str(prompt_file), env, model)
         relative_log = log_path.relative_to(self.root)
@@ -237,12 +247,13 @@ class AgentRunner:
             worker=worker,
             model=model,
         )
-        self.console.start_run(run_id, stage, item, name, str(relative_log))
+        self.console.start_run(run_id, stage, item, name, str(relative_log), model)
         argv = invocation.argv
         if self.sandbox is not None:
             # A verifier's checkout is made or cleaned for its run (ralph.loop.checkouts).
             fresh = stage == Stage.VERIFY and root != self.root
-            argv = self.sandbox.wrap(argv, root, invocation.env, fresh=fresh)
+            plan_only = stage in PLAN_ONLY_STAGES  # its work tree read-only but for plan.jsonl
+            argv = self.sandbox.wrap(argv, root, invocation.env, fresh=fresh, plan_only=plan_only)
         try:
             result = self._supervise(
                 argv,
@@ -262,7 +273,7 @@ class AgentRunner:
             is_error=tracker.reported_error or None,
             tokens=tracker.usage.to_dict() if tracker.usage.total else None,
         )
-        done = AgentResult(result, tracker, relative_log, pressure)
+        done = AgentResult(result, tracker, relative_log, pressure, model=model)
         self.console.end_run(run_id, done.describe())
         return done
 
@@ -278,7 +289,12 @@ class AgentRunner:
             "project_rules": prompts.project_rules(self.root),
             **values,
         }
-        prompt = prompts.render(self.root, stage, values)
+        template = None
+        if self.judged is not None and stage in JUDGES:  # never what a build may have just written
+            values.update(self.judged.values(self.settings.spec))
+            template = self.judged.template(stage)
+            template = template if template is not None else prompts.package_template(stage)
+        prompt = prompts.render(self.root, stage, values, template)
         if compacted:
             prompt = f"{compacted.text}\n\n{prompt}"
         prompt_file = log_path.with_suffix(".prompt.md")

@@ -87,13 +87,15 @@ class Console:
             if run_id in self.view.runs:
                 self.view.progress.running[run_id] = RunUsage(tokens, cost_usd)
 
-    def start_run(self, run_id: str, stage: str, item: str | None, name: str | None, log: str) -> None:
+    def start_run(
+        self, run_id: str, stage: str, item: str | None, name: str | None, log: str, model: str | None = None
+    ) -> None:
         run = RunView(str(stage), item or "", one_line(redact(name or ""), 60), str(log), time.time())
         with self._lock:
             self.view.runs[run_id] = run
             self.view.waiting = ""
         named = f" ({run.name})" if run.name else ""
-        self.event(f"{_what(stage, item)}{named}: agent started, log {log}")
+        self.event(f"{_what(stage, item)}{named}: agent started{_with(model)}, log {log}")
 
     def end_run(self, run_id: str, outcome: str) -> None:
         with self._lock:
@@ -153,6 +155,11 @@ def _continued(item: str | None) -> str:
 
 def _what(stage: str, item: str | None) -> str:
     return f"{stage} {item}" if item else str(stage)
+
+
+def _with(model: str | None) -> str:
+    """ " with MODEL" for a run given a model (an escalation shows each step), else nothing."""
+    return f" with {model}" if model else ""
 
 
 def one_line(text: str, limit: int) -> str:

@@ -31,7 +31,7 @@ from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.remaining import remaining_lines
 from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.stage_build import BuildStage
-from ralph.loop.stage_check import CheckOutcome, CheckStage, already_met, spec_digest
+from ralph.loop.stage_check import CheckOutcome, CheckStage, open_work
 from ralph.loop.stage_decompose import DecomposeStage
 from ralph.loop.stage_investigate import InvestigateStage
 from ralph.loop.stage_plan import PlanStage
@@ -39,6 +39,7 @@ from ralph.loop.stage_verify import VerifyStage
 from ralph.loop.supervisor import BudgetSpent, Supervisor
 from ralph.loop.workspace import StageReport, StageRun, Workspace
 from ralph.ops.settings import Settings
+from ralph.ops.spec_checks import already_met, spec_digest
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
@@ -84,11 +85,19 @@ class Ending(StrEnum):
     PLANNED = "planned"  # `ralph plan`: PLAN ran and made tasks (outcome COMPLETE, exit 0)
     PLAN_STOPPED = "plan_stopped"  # STUCK: the PLAN run was stopped (time, context), nothing kept
     PLAN_EMPTY = "plan_empty"  # STUCK: PLAN finished and added no task
+    PLAN_FAILED = "plan_failed"  # STUCK: PLAN added no task, and its runs broke the stage's rules
     BLOCKED = "blocked"  # STUCK: only blocked tasks and issues kept open for a person are left
     NO_PROGRESS = "no_progress"  # STUCK: NO_PROGRESS_LIMIT iterations in a row changed nothing
     CHECK_STOPPED = "check_stopped"  # STUCK: the spec check was stopped (time, context), nothing kept
     CHECK_FAILED = "check_failed"  # STUCK: the spec check's agent failed (see its log), nothing kept
     COST_UNKNOWN = "cost_unknown"  # MAX_COST: a run's cost was unknown, so the money budget cannot hold
+
+
+def ended_as(outcome: Outcome, ending: str | None) -> str:
+    """How a run's ending is named in its commit, the state record, the journal and its report:
+    the outcome's name, but `ralph plan`'s PLANNED (its outcome COMPLETE, exit 0, says nothing of
+    the spec being complete)."""
+    return "PLANNED" if outcome is Outcome.COMPLETE and ending == Ending.PLANNED else outcome.name
 
 
 _AGENT_OUTCOMES: dict[type, Outcome] = {
@@ -130,6 +139,11 @@ class Report:
     ending: str | None = None  # which ending of its outcome (Ending), where the outcome has several
     drafts: list[dict] = field(default_factory=list)  # {task, branch}: unfinished work kept on a branch
 
+    @property
+    def ended_as(self) -> str:
+        """The ending's name as its commit says it (PLANNED for `ralph plan`; else the outcome's)."""
+        return ended_as(self.outcome, self.ending)
+
 
 class Loop:
     def __init__(self, root: Path, settings: Settings, console: Console | None = None):
@@ -168,6 +182,9 @@ class Loop:
             self.console.close()
             if self.runner.sandbox is not None:
                 self.runner.sandbox.close()
+            if self.runner.logs is not None:
+                self.journal.folder_fd = None
+                self.runner.logs.close()
 
     def _run(self, plan_only: bool) -> Report:
         unavailable = preflight.agent_problem(self.runner)
@@ -274,8 +291,7 @@ class Loop:
             change.message = f"ralph: construct {self.settings.spec} ended: {self._ended_as(outcome)}"
 
     def _ended_as(self, outcome: Outcome) -> str:
-        """How the ending is named in its commit, the state and the journal: `ralph plan` PLANNED."""
-        return "PLANNED" if outcome is Outcome.COMPLETE and self.ending is Ending.PLANNED else outcome.name
+        return ended_as(outcome, self.ending)
 
     def _iterate(self) -> tuple[Outcome, str]:
         coordinator = self.workspace.coordinator  # runners sharing a git remote: one of them plans
@@ -314,7 +330,7 @@ class Loop:
         """With every task of the spec accepted: the spec check (stage_check), which ends the run
         COMPLETE when it finds nothing missing; None while there is work (it may have added some)."""
         plan = self.read_plan()
-        if self.workspace.plan.tasks(plan) or self.workspace.plan.issues(plan):
+        if open_work(plan, self.settings.spec):  # the cut of an earlier check waits for this one
             return None
         outcome = self._check_spec(plan)
         if outcome is CheckOutcome.STOPPED:
@@ -327,8 +343,7 @@ class Loop:
                 Ending.CHECK_FAILED, "the spec check's agent run failed, nothing of it kept (see below)"
             )
         if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET):  # it added nothing
-            after = self.read_plan()
-            if self.workspace.plan.tasks(after) or self.workspace.plan.issues(after):
+            if open_work(self.read_plan(), self.settings.spec):
                 return None  # a person added work while it ran: the run goes on with it
             return (
                 Outcome.COMPLETE,
@@ -342,7 +357,7 @@ class Loop:
         coordinator = self.workspace.coordinator
         if not coordinator.checks(self._already_met):  # another runner checked, or added work meanwhile
             plan = self.read_plan()  # as the remote has it now
-            complete = not self.workspace.plan.tasks(plan) and not self.workspace.plan.issues(plan)
+            complete = not open_work(plan, self.settings.spec)
             return CheckOutcome.ALREADY_MET if complete and self._already_met(plan) else None
         if not isinstance(coordinator, Solo):
             plan = self.read_plan()  # its claim brought in the other runners' work
@@ -444,6 +459,7 @@ class Loop:
         for refusal in preflight.start_problems(self.root, self.settings, needs_gate, self.runner.adapter):
             raise refusal
         self._settle_interrupted_changes()  # before anything reads the plan or the work tree
+        self._open_log_folder()
         with open(self.journal.path, "a", encoding="utf-8"):
             pass  # a log folder ralph cannot write stops the run before it commits anything
         self._fence()
@@ -476,7 +492,22 @@ class Loop:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
             self.resolved_before = set(change.plan.resolutions())
+        started = ws.tree.repo.head()
+        if started is not None:  # what judges read, as the run's first commit has it
+            from ralph.loop.judged import JudgedInputs
+
+            self.runner.judged = JudgedInputs(ws.tree.repo, started, self.root / LOG_DIR)
         return ws
+
+    def _open_log_folder(self) -> None:
+        """The log folder as this run decides it now (ralph.loop.log_folder): refused when it is
+        a link; its journal written through the folder opened here."""
+        from ralph.loop.log_folder import LogFolder
+
+        logs = LogFolder(self.root, LOG_DIR)
+        logs.open()
+        self.runner.logs = logs
+        self.journal.folder_fd = logs.fd
 
     def _fence(self) -> None:
         """Make the sandbox every agent and gate runs in (--sandbox), or say once why there is none.
@@ -497,6 +528,12 @@ class Loop:
         )
         if fence is None and settings.sandbox == "auto":
             self.console.event(said)
+        if (
+            fence is not None
+            and not settings.sandbox_hide
+            and sandbox.first_fenced_run(Repo(self.root).git_dir())
+        ):
+            self.console.event(sandbox.HIDE_HINT)
 
     def read_plan(self):
         return self.workspace.plan.read()
@@ -546,6 +583,10 @@ class Loop:
         a build's work is kept on its task's draft branch too, which the plan then records."""
         log = self.runner.new_log(why)
         ws = self.workspace
+        if ws.tree.agents_elsewhere:  # parallel builds: each sets its own worktree's work aside
+            ws.tree.leave_foreign_changes(f"when the run was {why}", among=ws.tree.changed_paths())
+            ws.tree.reset_plan(self.root / log.with_suffix(".plan.jsonl"))
+            return log.relative_to(self.root)
         task_id = ws.agents.current_build
         draft = ws.tree.keep_draft(task_id) if task_id else None
         ws.tree.set_aside(log.relative_to(self.root))
@@ -645,4 +686,6 @@ def _no_plan(planned: StageReport) -> tuple[Ending, str]:
             "the PLAN run was stopped and nothing of it kept: give it more time (--timeout) or split the"
             " spec",
         )
+    if planned.failed:  # runs that broke the stage's rules: undone, tasks and all (stage_plan)
+        return Ending.PLAN_FAILED, "the PLAN stage added no tasks: its runs broke the stage's rules (below)"
     return Ending.PLAN_EMPTY, "the PLAN stage added no tasks; see its log"

@@ -291,7 +291,13 @@ class Spending:
             else:
                 row["cost_usd"] = round(row["cost_usd"] + cost_usd, 6)
         if model:  # not in the plan's record (unsaved): the report's, for this run
-            self.by_stage[stage]["model"] = model
+            row = self.by_stage[stage]
+            used = row.get("models") or ([row["model"]] if row.get("model") else [])
+            if model not in used:  # more than one: an escalation's steps, in order
+                used.append(model)
+            row["model"] = model  # the last one
+            if len(used) > 1:
+                row["models"] = used
         return unholdable
 
     def _cannot_hold(self, stage: str, item: str | None, model: str | None) -> CostUnknown | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ralph.agents import make_adapter
 from ralph.loop import preflight, prompts
+from ralph.loop.agent_runs import run_model
 from ralph.loop.agentrun import LOG_DIR, AgentRunner, ralph_command
 from ralph.loop.job import Job
 from ralph.loop.prompts import one_line
@@ -130,7 +131,7 @@ def _run(runner: AgentRunner, job: Job, iteration: int) -> dict:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"ralph-{stamp}-{str(job.stage).lower()}" + (f"-{job.item}" if job.item else "") + ".prompt.md"
     prompt_file = root / LOG_DIR / name
-    model = runner.settings.model_for(job.stage)
+    model = run_model(runner.settings, job.stage, job.record or None)  # a rebuild's: a step further
     env = runner.env(str(job.stage), iteration, job.item, prompt_file, model=model)
     argv = runner.adapter.invocation(prompt, str(prompt_file), env, model).argv
     run = {
@@ -155,8 +156,12 @@ def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[st
         "notes": notes,
         "gate": list(settings.gate),
         "sandbox": fence,
-        # Each stage's model (--stage-model, else --model; None: the agent CLI's default).
+        # Each stage's model (--stage-model, else --model; None: the agent CLI's default), and the
+        # stages given an escalation, its models in order (a task's BUILD after failures).
         "models": {stage: settings.model_for(stage) for stage in MODEL_STAGES},
+        "escalations": {
+            stage: list(models) for stage, models in (settings.stage_models or {}).items() if len(models) > 1
+        },
         "budget": {
             "max_iterations": settings.max_iterations,
             "max_minutes": settings.max_minutes,
@@ -179,7 +184,11 @@ def render_text(result: dict) -> list[str]:
     minutes = f"{budget['max_minutes']:g}" if budget["max_minutes"] else "none"
     cost = f"${budget['max_cost_usd']:g}" if budget["max_cost_usd"] else "none"
     tokens = f"{budget['max_tokens']:,}" if budget["max_tokens"] else "none"
-    models = ", ".join(f"{stage} {model or '(the CLI default)'}" for stage, model in result["models"].items())
+    steps = result["escalations"]
+    models = ", ".join(
+        f"{stage} {' -> '.join(steps[stage]) if stage in steps else model or '(the CLI default)'}"
+        for stage, model in result["models"].items()
+    )
     lines = [
         f"dry run of ralph construct {result['spec']}: nothing is run, written or committed",
         f"budget: max-iterations {budget['max_iterations']}, max-minutes {minutes}, max-cost {cost},"

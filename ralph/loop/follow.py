@@ -27,7 +27,8 @@ def event_text(event: dict[str, Any]) -> str | None:
         return None
     what = " ".join(str(event[key]) for key in ("stage", "item") if event.get(key))
     if kind == "agent_begin":
-        text = f"{what}: agent started, log {event.get('log')}"
+        model = f" with {event['model']}" if event.get("model") else ""
+        text = f"{what}: agent started{model}, log {event.get('log')}"
     elif kind == "agent_end":
         how = event.get("stop_reason") or f"exit {event.get('exit_code')}"
         how = "error" if event.get("is_error") else how

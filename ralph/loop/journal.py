@@ -4,6 +4,7 @@ and gate run, flushed as it happens so `tail -f` follows the loop."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +21,9 @@ class Journal:
         self.path = path
         self._lock = threading.Lock()  # VERIFY writes from several threads
         self.listener: Callable[[dict], None] | None = None  # told of each event written (hooks)
+        # The log folder as opened at the start (ralph.loop.log_folder): written through it, so
+        # a link an agent put in its place is never followed.
+        self.folder_fd: int | None = None
 
     def event(self, event: str, **fields: object) -> dict:
         record: dict[str, object] = {
@@ -33,11 +37,23 @@ class Journal:
         # Written, not fsynced: what a killed ralph wrote is in the page cache and survives it;
         # only a power cut loses the last lines of a log kept for people and `ralph status`,
         # and an fsync an event cost some 35 ms a commit (ten events each).
-        with self._lock, open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line)
+        with self._lock:
+            self._append(line.encode("utf-8"))
         if self.listener is not None:
             self.listener(record)
         return record
+
+    def _append(self, data: bytes) -> None:
+        if self.folder_fd is None:
+            with open(self.path, "ab") as handle:
+                handle.write(data)
+            return
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        fd = os.open(self.path.name, flags, 0o644, dir_fd=self.folder_fd)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
 
     def span(self, kind: str, **fields: object) -> Span:
         return Span(self, kind, fields)

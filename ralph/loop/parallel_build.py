@@ -14,7 +14,7 @@ from ralph.loop.signals import deferred_signals
 from ralph.loop.supervisor import BudgetSpent
 from ralph.loop.work_tree import BuildCheckout, CheckoutBehind, StaleBase
 from ralph.loop.workspace import StageReport, Workspace
-from ralph.plan.records import Stage
+from ralph.plan.records import Stage, Verdict
 from ralph.plan.scope import overlaps
 
 CHECKOUT_RENEWALS = 3  # worktrees made again because a neighbour merged while one was made
@@ -35,6 +35,10 @@ class Builder(Protocol):
     def count_failure(
         self, task_id: str, failure: Any, result: AgentResult, report: StageReport, kept: bool = False
     ) -> bool: ...
+
+    def others_ready(self, task_id: str) -> list[str]: ...
+
+    def tell_deferred(self, task_id: str, failure: Any, result: AgentResult, others: list[str]) -> None: ...
 
     def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None: ...
 
@@ -82,6 +86,9 @@ class ParallelBuilds:
         building, merging = self.building, self.merging
         news: queue.SimpleQueue = queue.SimpleQueue()  # ("built" | "ended", task id, future)
         refused: list[BudgetSpent] = []
+        # Until the stage ends by itself, no agent works in the loop's own work tree: what a stop
+        # finds changed there is a person's (ralph.loop.construct leaves it as it is).
+        self.ws.tree.agents_elsewhere = True
         try:
             while True:
                 free = 0 if refused else slots - len(building)
@@ -113,6 +120,7 @@ class ParallelBuilds:
         pool.shutdown(wait=True)
         if refused:
             raise refused[0]
+        self.ws.tree.agents_elsewhere = False
 
     def _absorb(self, future, refused: list[BudgetSpent]) -> bool:
         """Add what an ended build reported, or raise what it raised; but a budget's refusal to
@@ -191,6 +199,11 @@ class ParallelBuilds:
         head = self.ws.tree.repo.head()
         if held is None or head is None or self.ws.tree.home_repo.code_differs(held.base, head):
             return True
+        if held.failure.verdict is Verdict.AGENT_ERROR and (others := self.lead.others_ready(task_id)):
+            # The agent said it cannot do it on this code, and other tasks may change the code.
+            self.ws.tree.wait_for_code(task_id)
+            self.lead.tell_deferred(task_id, held.failure, held.result, others)
+            return False
         report = StageReport(Stage.BUILD)
         again = self.lead.count_failure(task_id, held.failure, held.result, report, kept=True)
         self.report.absorb(report)

@@ -10,6 +10,11 @@ the branch, the work tree, and plan.jsonl's records before and after. The prompt
   every stage        never commits, moves HEAD or switches branch, never changes ralph's config
                      (its gate, hooks and agent command run outside the agents' sandbox), never
                      changes a submodule's `.git` link or its git directory
+  BUILD              never changes what judges it (the rules files, .ralph/, the spec) unless its
+                     task's scope names them (ralph.loop.judged)
+
+A change to code during a plan-only stage's run is its agent's unless the run's fence rules that
+out (ralph.loop.sandbox.Fence; ralph.loop.agent_runs.AgentRuns._leave_persons_code says why).
 """
 
 from __future__ import annotations
@@ -22,6 +27,10 @@ from ralph.store.gitlinks import Link, changed_links
 from ralph.store.reader import PLAN_NAME as PLAN_FILE
 
 CODE_STAGES = {Stage.BUILD}
+# Stages whose agents run in the loop's own work tree and change only plan.jsonl there: with the
+# sandbox they see that tree read-only but for the plan (ralph.loop.sandbox.Fence). VERIFY's agents
+# run in checkouts of their own, where any change is theirs (ralph.loop.stage_verify).
+PLAN_ONLY_STAGES = frozenset({Stage.PLAN, Stage.INVESTIGATE, Stage.DECOMPOSE, Stage.CHECK})
 ACCEPT_STAGES = {Stage.VERIFY}  # may accept or reject their own task
 STATUS_STAGES = {Stage.BUILD, Stage.VERIFY}  # may change their own task's status
 REMOVE_OWN_STAGES = {Stage.BUILD, Stage.DECOMPOSE}  # may remove their own task line
@@ -42,10 +51,18 @@ class Snapshot:
 
 
 def violations(
-    stage: Stage, own: set[str], before: Snapshot, after: Snapshot, old: Plan, new: Plan
+    stage: Stage,
+    own: set[str],
+    before: Snapshot,
+    after: Snapshot,
+    old: Plan,
+    new: Plan,
+    guarded: tuple[str, ...] = (),
 ) -> list[str]:
     """Everything the run did that its stage may not do, in words (empty when it kept the rules).
-    `own`: the task(s) the run was about (VERIFY's parallel runs are checked together, as a batch)."""
+    `own`: the task(s) the run was about (VERIFY's parallel runs are checked together, as a batch).
+    `guarded`: the path patterns of what judges the build (ralph.loop.judged), which a BUILD
+    changes only where its task's scope names them."""
     found = []
     if after.head != before.head:
         found.append(f"moved HEAD ({_short(before.head)} -> {_short(after.head)}): agents never commit")
@@ -57,7 +74,22 @@ def violations(
     code = sorted((after.dirty ^ before.dirty) - {PLAN_FILE})
     if code and stage not in CODE_STAGES:
         found.append(f"changed code in {stage}: {', '.join(code[:5])}" + (" ..." if len(code) > 5 else ""))
+    elif code and guarded:
+        found += _judges_changed(stage, own, code, old, guarded)
     return found + _plan_violations(stage, own, old, new)
+
+
+def _judges_changed(
+    stage: Stage, own: set[str], code: list[str], old: Plan, guarded: tuple[str, ...]
+) -> list[str]:
+    from ralph.loop.judged import guarded_changes
+
+    scopes = [task.get("scope") or [] for task in old.tasks() if task["id"] in own]
+    changed = guarded_changes(code, guarded, scopes)
+    if not changed:
+        return []
+    shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+    return [f"changed what judges the build in {stage} (its task's scope does not name it): {shown}"]
 
 
 def _plan_violations(stage: Stage, own: set[str], old: Plan, new: Plan) -> list[str]:

@@ -61,6 +61,17 @@ def start_problems(
         yield Refused(f"{problem}; set --gate (or the config's gate), or --gate '' for none")
 
 
+def _every_model(settings: Settings) -> dict[str, str | None]:
+    """Each stage's model, and each later step of a stage's escalation (`BUILD step 2`): a run of
+    any of them may come."""
+    models: dict[str, str | None] = {}
+    for stage in MODEL_STAGES:
+        steps = len((settings.stage_models or {}).get(str(stage)) or [None])
+        for step in range(steps):
+            models[f"{stage} step {step + 1}" if step else str(stage)] = settings.model_for(stage, step)
+    return models
+
+
 def budget_problem(settings: Settings, adapter: Adapter) -> Refused | None:
     """--max-cost that ralph can tell cannot be held: an agent CLI that never reports a cost, and a
     stage's model with no known price (or none named: the CLI's default, which ralph cannot price).
@@ -69,7 +80,7 @@ def budget_problem(settings: Settings, adapter: Adapter) -> Refused | None:
         return None
     from ralph.loop.cost import unpriced_models
 
-    unpriced = unpriced_models({stage: settings.model_for(stage) for stage in MODEL_STAGES}, settings.prices)
+    unpriced = unpriced_models(_every_model(settings), settings.prices)
     if not unpriced:
         return None
     shown = ", ".join(_model_and_stages(model, stages) for model, stages in unpriced.items())

@@ -23,9 +23,16 @@ def template_for(root: Path, stage: str) -> str:
     return (override if override.exists() else PACKAGE_PROMPTS / name).read_text(encoding="utf-8")
 
 
-def render(root: Path, stage: str, values: dict[str, object]) -> str:
-    """Fill the stage's template; unknown $names are left as they are (safe_substitute)."""
-    return Template(template_for(root, stage)).safe_substitute({k: str(v) for k, v in values.items()})
+def package_template(stage: str) -> str:
+    """ralph's own template for the stage (no repository's override)."""
+    return (PACKAGE_PROMPTS / f"{stage.lower()}.md").read_text(encoding="utf-8")
+
+
+def render(root: Path, stage: str, values: dict[str, object], template: str | None = None) -> str:
+    """Fill the stage's template (`template`: that text instead, an override as a commit has it);
+    unknown $names are left as they are (safe_substitute)."""
+    text = template if template is not None else template_for(root, stage)
+    return Template(text).safe_substitute({k: str(v) for k, v in values.items()})
 
 
 RULE_FILES = ("AGENTS.md", "CLAUDE.md")  # the project's rules for agents, by convention
@@ -43,6 +50,10 @@ def project_rules(root: Path) -> str:
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The end of `text`, redacted whole before it is cut (a cut first can keep a secret's tail)."""
+    from ralph.secrets import redact
+
+    text = redact(text)
     return text if len(text) <= limit else "...\n" + text[-limit:]
 
 

@@ -124,13 +124,7 @@ class RemoteCoordinator:
             if task is not None:
                 return task["id"]
             if not self._others_hold_work():
-                # Nobody else's work can move the code now: a task held for it is built as it is.
-                again = (
-                    claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s)
-                    if held
-                    else None
-                )
-                return again["id"] if again is not None else None
+                return self._held_as_it_is(held)
             self.check()
             self.sleep(wait)
             wait = min(wait * 2, POLL_S[1])
@@ -294,13 +288,25 @@ class RemoteCoordinator:
         """The run ends: every claim of this runner goes back, and its commits are pushed."""
         return claims.release_all(self.root, self.runner, self.remote)
 
+    def _held_as_it_is(self, held: set[str]) -> str | None:
+        """Nobody else's work can move the code now, and no VERIFY waits: a task held for code to
+        come is built on the code as it is (its failure counts), rather than left unbuilt."""
+        if not held or self._verify_waits(read_plan(self.root)):
+            return None
+        again = claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s)
+        return again["id"] if again is not None else None
+
+    def _verify_waits(self, plan: Plan) -> bool:
+        """A done task of the spec nobody has claimed to verify."""
+        done = [task for task in plan.tasks() if self._in_spec(task) and is_done(task)]
+        return any(not task.get("claimed_by") for task in done)
+
     def _others_hold_work(self) -> bool:
         """Whether another runner holds a live claim on a task of the spec (its build may free the
         tasks that depend on it; its VERIFY may reject it) while no done task waits for a VERIFY
         of this runner's."""
         plan = read_plan(self.root)
-        done = [task for task in plan.tasks() if self._in_spec(task) and is_done(task)]
-        if any(not task.get("claimed_by") for task in done):
+        if self._verify_waits(plan):
             return False  # VERIFY has work: go on to it
         return any(True for _ in self._others_live_claims(plan))
 

@@ -13,14 +13,19 @@ listing every sibling, nor give a run a private /tmp, and it keeps nothing from 
 What the run sees:
   /                              read-only (the repository and its main work tree included)
   its own work tree              writable: the repository's in a serial run, the build's or the
-                                 verifier's worktree otherwise
+                                 verifier's worktree otherwise; for a plan-only stage (PLAN,
+                                 INVESTIGATE, DECOMPOSE, CHECK: `plan_only`) read-only but for
+                                 plan.jsonl and its lock, which its `ralph` commands change (Fence)
   .git of that work tree         read-only (and the common git directory, and each submodule's
                                  `.git` link): ralph commits, agents
                                  never; their `ralph` commands run with RALPH_COMMIT=0 and change
-                                 only plan.jsonl (and its lock), which lie in the work tree
+                                 only plan.jsonl (and its lock), which lie in the work tree, and
+                                 a record of their operations that is theirs, not ralph's
   /tmp                           a private tmpfs, empty at the start, gone at the end (TMPDIR=/tmp)
-  the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini,
-                                 ~/.npm, ~/.cache): the CLI keeps its login and sessions there
+  the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini):
+                                 the CLI keeps its login and sessions there
+  ~/.cache, ~/.npm               the run's own: empty private folders, gone at its end (they hold
+                                 code other tools run later)
   secret files                   empty: `.env*` and private-key names the repository does not track,
                                  ~/.ssh, cloud credentials, git's credential store, and the patterns
                                  of the config key `sandbox_hide`
@@ -35,9 +40,12 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
 
 from ralph.errors import GitError, Refused
+from ralph.store.lock import LOCK_NAME, RALPH_FILES
+from ralph.store.reader import PLAN_NAME
 
 BWRAP_ENV = "RALPH_BWRAP"  # the bwrap program to use; "" (or a path that is not there): none here
 MODES = ("off", "auto", "required")
@@ -64,6 +72,16 @@ SECRET_NAMES = (
     ".git-credentials",
     ".npmrc",
     ".pypirc",
+    # Private keys and certificates with theirs, cloud and service credentials, deploy variables.
+    "*.pem",
+    "*.p12",
+    "*.pfx",
+    "credentials.json",
+    "service-account*.json",
+    "secrets.toml",
+    "*.tfvars",
+    "*.tfvars.json",
+    ".dev.vars",
 )
 # In the home folder: keys, cloud and registry credentials, git's credential store and cache.
 SECRET_HOME_PATHS = (
@@ -86,12 +104,84 @@ SECRET_HOME_PATHS = (
     ".vault-token",
     ".terraform.d/credentials.tfrc.json",
 )
-# Writable for every run: caches that package managers and build tools write as they work.
+# Each run's own: caches that package managers and build tools write as they work, and that hold
+# code other tools run later (pre-commit's hooks in ~/.cache/pre-commit, npx's packages in
+# ~/.npm/_npx): an agent rewrote pre-commit's cached hook, and the person's next `git commit` ran
+# it. Each run gets an empty private folder in their place, gone with the run.
 SHARED_CACHES = (".cache/", ".npm/")
+
+
+# The top-level entries of a work tree a plan-only run's fence leaves alone: plan.jsonl and its lock,
+# which the run's `ralph` commands change (the lock is mounted writable over itself instead), and
+# .git, read-only in every run anyway.
+UNFENCED_NAMES = frozenset({PLAN_NAME, LOCK_NAME, ".git"})
+
+# Said at the first fenced run of a repository that names nothing more to hide: the list above is
+# what ralph knows of; the project knows its own.
+HIDE_HINT = (
+    "sandbox: agents and gates see .env*, private keys, certificates and cloud credential files empty;"
+    " name any other file they must not read with `ralph config set sandbox_hide '[\"NAME-OR-GLOB\"]'`"
+)
+TOLD_NAME = "ralph/sandbox-hide-told"  # under the git directory: the hint above was given
+
+
+def first_fenced_run(git_dir: Path) -> bool:
+    """Whether this is the repository's first fenced run (the first time this is asked)."""
+    told = git_dir / TOLD_NAME
+    if told.exists():
+        return False
+    with contextlib.suppress(OSError):
+        told.parent.mkdir(exist_ok=True)
+        told.touch()
+    return True
 
 
 class SandboxUnavailable(Refused):
     """`--sandbox=required`, and this system has no sandbox."""
+
+
+class Fence:
+    """What the runs of one plan-only step (ralph.loop.permissions.PLAN_ONLY_STAGES) could not
+    write in their work tree: how a change made meanwhile is told to be a person's, not theirs.
+
+    Such a run sees each top-level entry of its work tree mounted read-only over itself, but
+    plan.jsonl, its lock (mounted writable over itself: it can be neither removed nor replaced by a
+    link, whose target ralph's lock holder would write) and .git. The folder itself stays writable:
+    ralph's state commands replace plan.jsonl atomically, with a temporary file beside it renamed
+    over it, and a rename onto a mount point fails. So a run can still make top-level names that
+    did not exist when it started (a mount namespace fences what exists, not names to come) and
+    remove or replace an entry that cannot be mounted over (a symbolic link); nothing under a
+    fenced entry, and no fenced entry itself (a mount point cannot be removed or renamed).
+
+    `seen`: the top-level names when the step began; `held`: those of them every run of the step
+    had read-only (a run started again after a rate limit is wrapped anew: a name gone at its start,
+    or made by an earlier run, was open to it). A change under a held name cannot be a run's.
+    Unfenced (`Fence.open`, `fenced` false), nothing is held."""
+
+    def __init__(self, seen: frozenset[str], held: frozenset[str], fenced: bool = True):
+        self.seen, self.held, self.fenced = seen, held, fenced
+
+    @classmethod
+    def open(cls, root: Path) -> Fence:
+        """A step whose runs are not fenced: everything was theirs to write."""
+        return cls(top_level_names(root), frozenset(), fenced=False)
+
+    def searched(self, root: Path) -> frozenset[str]:
+        """The top-level names in `root` now where a run of the step may have hidden files from
+        git with an ignore rule of its own: those it could write, fenced (names made since, links,
+        names gone meanwhile); unfenced, those made since only. Unfenced every name was open, and
+        reading every ignored folder of the tree (dependencies, caches) after each run would cost
+        more than it finds: such a run could as well hide files in .git/info/exclude."""
+        now = top_level_names(root)
+        return now - self.held if self.fenced else now - self.seen
+
+    def holds(self, path: str) -> bool:
+        """Whether no run of the step could have changed `path` (relative, as git names it)."""
+        return PurePosixPath(path).parts[0] in self.held
+
+    def keep(self, names: frozenset[str]) -> None:
+        """A run of the step had only these names read-only."""
+        self.held &= names
 
 
 class Sandbox:
@@ -123,9 +213,25 @@ class Sandbox:
         self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
         self._dirs_of: dict[Path, list[str]] = {}  # a worktree's git directories, asked of git once
         self._links_of: dict[Path, list[Path]] = {}  # a work tree's submodule links, the same
+        # The step each work tree's plan-only runs belong to (`fencing`); the stages that have them
+        # run one at a time in the loop's work tree, never beside each other.
+        self._fences: dict[Path, Fence] = {}
 
     def close(self) -> None:
         self.empty_file.unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def fencing(self, work_tree: Path) -> Iterator[Fence]:
+        """One step of plan-only runs in `work_tree` (a run and its runs again after a rate
+        limit): the Fence they had, as each run's wrap narrows it."""
+        root = work_tree.resolve()
+        seen = top_level_names(root)
+        fence = Fence(seen, frozenset(name for name in seen if _fenceable(root / name)))
+        self._fences[root] = fence
+        try:
+            yield fence
+        finally:
+            self._fences.pop(root, None)
 
     def wrap(
         self,
@@ -134,10 +240,12 @@ class Sandbox:
         env: dict[str, str],
         cwd: Path | None = None,
         fresh: bool = False,
+        plan_only: bool = False,
     ) -> list[str]:
         """`argv` as bwrap runs it: in the view above, with `work_tree` writable. `fresh`: the
         work tree is a checkout ralph made or cleaned for this run (a verifier's), which holds no
-        file git does not track: no secret to look for in it."""
+        file git does not track: no secret to look for in it. `plan_only`: a plan-only stage's
+        run, which may change plan.jsonl alone (Fence)."""
         home_dir = Path(env.get("HOME") or Path.home()).resolve()
         work_tree = work_tree.resolve()
         args = [self.program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -152,12 +260,18 @@ class Sandbox:
         for path in _unique(seen):
             if any(_under(path, fresh) for fresh in FRESH_MOUNTS) and path.exists():
                 args += ["--ro-bind", str(path), str(path)]
-        for path in self._writable(work_tree, home_dir, env):
+        for path in _caches(home_dir):  # before the CLI's state: one may lie inside a cache
+            args += ["--tmpfs", str(path)]
+        writable = self._writable(work_tree, home_dir, env)
+        args += ["--bind", str(work_tree), str(work_tree)]
+        if plan_only:
+            args += self._plan_only(work_tree, writable)
+        for path in writable[1:]:
             args += ["--bind", str(path), str(path)]
         for path in [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]:
             args += ["--ro-bind", str(path), str(path)]
-        for path in self._pending_ops(work_tree):  # one file inside the read-only .git: see there
-            args += ["--bind", str(path), str(path)]
+        for record, path in self._pending_ops(work_tree):  # a file of their own, at the record's place
+            args += ["--bind", str(record), str(path)]
         for path in self.secrets(work_tree, home_dir, fresh):
             if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
@@ -167,9 +281,29 @@ class Sandbox:
         args += ["--chdir", str((cwd or work_tree).resolve()), "--"]
         return args + list(argv)
 
+    def _plan_only(self, work_tree: Path, writable: list[Path]) -> list[str]:
+        """The mounts that leave a plan-only run only plan.jsonl to change in `work_tree` (Fence):
+        each top-level entry read-only over itself, but those the fence leaves alone and those that
+        hold a folder the run must write (the agent CLI's state, where $HOME is in the tree)."""
+        inside = {path.relative_to(work_tree).parts[0] for path in writable[1:] if _under(path, work_tree)}
+        names = frozenset(
+            name for name in top_level_names(work_tree) - inside if _fenceable(work_tree / name)
+        )
+        fence = self._fences.get(work_tree)
+        if fence is not None:
+            fence.keep(names)
+        args: list[str] = []
+        for name in sorted(names):
+            args += ["--ro-bind", str(work_tree / name), str(work_tree / name)]
+        lock = _lock_file(work_tree)
+        if lock is not None:
+            args += ["--bind", str(lock), str(lock)]
+        return args
+
     def _writable(self, work_tree: Path, home_dir: Path, env: dict[str, str]) -> list[Path]:
+        """The folders the run may write, its work tree first."""
         paths = [work_tree]
-        state = [home_dir / name for name in (*SHARED_CACHES, *self.state_paths)]
+        state = [home_dir / name for name in self.state_paths]
         if env.get("CODEX_HOME"):
             state.append(Path(env["CODEX_HOME"]))
         for path in state:
@@ -208,24 +342,24 @@ class Sandbox:
             self._dirs_of[work_tree] = _git_dirs_of(work_tree)
         return self._dirs_of[work_tree]
 
-    def _pending_ops(self, work_tree: Path) -> list[Path]:
-        """The work tree's record of the operations behind uncommitted plan changes
-        (ralph.store.pending_ops), made now if need be: the agents' `ralph` commands append theirs,
-        for the loop's commit of their work to name (a runner replays them). Writable alone: what
-        it holds is checked before it is trusted (a commit's operations must make its change)."""
+    def _pending_ops(self, work_tree: Path) -> list[tuple[Path, Path]]:
+        """The file the run's `ralph` commands append the operations behind their plan changes
+        to, and where they look for it: the work tree's record (ralph.store.pending_ops), which
+        the run sees replaced by a file of its own. ralph's own record stays out of its reach, and
+        what it wrote is checked by replaying it before a commit names it."""
         from ralph.store import pending_ops
 
         dot_git = work_tree / ".git"
         git_dir = dot_git if dot_git.is_dir() else next(iter(self._worktree_git_dirs(work_tree)), None)
         if git_dir is None:
             return []
-        path = Path(git_dir) / pending_ops.NAME
+        fenced = pending_ops.fenced_record(Path(git_dir))
+        record = Path(git_dir) / pending_ops.NAME
         try:
-            path.parent.mkdir(exist_ok=True)
-            path.touch()
+            record.touch()  # the place the run's own file is bound to
         except OSError:
             return []
-        return [path.resolve()]
+        return [] if fenced is None else [(fenced.resolve(), record.resolve())]
 
     def secrets(self, work_tree: Path, home_dir: Path, fresh: bool = False) -> list[Path]:
         """The files and folders the run sees empty, as they are now (`fresh`: as for wrap)."""
@@ -244,6 +378,42 @@ class Sandbox:
         # A folder is hidden whole, as an empty read-only one: nothing can be mounted inside it.
         folders = {path for path in found if path.is_dir()}
         return [path for path in found if not any(parent in folders for parent in path.parents)]
+
+
+def top_level_names(root: Path) -> frozenset[str]:
+    """The names in the folder `root`, but those a plan-only run's fence leaves alone and ralph's
+    own temporary files beside plan.jsonl."""
+    try:
+        names = os.listdir(root)
+    except OSError:  # the work tree is gone: the loop finds that out on its own
+        return frozenset()
+    return frozenset(name for name in names if name not in UNFENCED_NAMES and not RALPH_FILES.fullmatch(name))
+
+
+def _fenceable(path: Path) -> bool:
+    """A folder or a plain file, which a mount can cover; a symbolic link cannot be (a mount on it
+    lands on its target), nor can a name that is gone meanwhile."""
+    return not path.is_symlink() and (path.is_dir() or path.is_file())
+
+
+def _lock_file(work_tree: Path) -> Path | None:
+    """plan.jsonl's lock in `work_tree`, made if it is missing (as any ralph command makes it), to be
+    mounted writable over itself; None when something else has its name (a link, a folder), which
+    the run's ralph commands then refuse, as they do outside."""
+    path = work_tree / LOCK_NAME
+    with contextlib.suppress(OSError):  # there already (the usual case), or it cannot be made
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+    return path if not path.is_symlink() and path.is_file() else None
+
+
+def _caches(home_dir: Path) -> list[Path]:
+    """The shared caches there are (a link: where it leads), each to be a private empty folder."""
+    found = []
+    for name in SHARED_CACHES:
+        path = home_dir / name
+        if path.is_dir():
+            found.append(path.resolve())
+    return _unique(found)
 
 
 def _git_dirs_of(tree: Path) -> list[str]:

@@ -1,7 +1,10 @@
 """BUILD: one fresh agent run per buildable task, then ralph's own gate. A task stays done only
 when the agent marked it done and the gate passed; a failed attempt is retried at once with the
 failure in its prompt, up to max_attempts (max_rebuilds once VERIFY rejected it); a timeout, a
-context kill, too many failures or the same failure twice in a row set it aside for DECOMPOSE.
+context kill, too many failures or the same failure twice in a row set it aside for DECOMPOSE. A
+failure that another build or split would only repeat goes to a person instead, as one question
+with both texts: a subtask failing (or rejected) as its ancestor did, for its whole family, which
+waits with it (ralph.plan.families); the same rejection by VERIFY twice in a row.
 A rejected task's builder may resubmit it unchanged with its argument (`task done --unchanged`).
 Context compaction continues the task in a fresh run."""
 
@@ -26,6 +29,7 @@ from ralph.loop.work_tree import CheckoutBehind, StaleBase
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
 from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
+from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
     KILLING_STOPS,
@@ -90,15 +94,79 @@ class BuildStage:
         )
 
     def ready(self, running: set[str], report: StageReport) -> list[dict]:
-        """The tasks to build next, in order, without those being built; a task VERIFY keeps
-        rejecting is set aside for DECOMPOSE on the way."""
+        """The tasks to build next, in order, without those being built. On the way, what needs
+        no build to judge (here, where every finished build is in the plan, so two builds of one
+        family never ask two questions): a task another build would only fail again goes to a
+        person (families.asks_a_person), the rest of a family an open question is about waits
+        with it, and a task VERIFY keeps rejecting is set aside for DECOMPOSE."""
         while True:
             plan = self.plan.read()
+            if self._hold_families(plan, running):
+                continue
             ready = [task for task in buildable_now(plan, self.ws.settings) if task["id"] not in running]
+            repeating = [task for task in ready if asks_a_person(task)]
+            if repeating:
+                self._ask_about_repeat(plan, repeating[0], running, report)
+                continue
             rejected = [t["id"] for t in ready if self._rejected_too_often(plan, t["id"])]
             if not rejected:
-                return _waiting_last(ready, self.tree.waiting_for_code())
+                return _waiting_last(ready, self.tree.waiting_for_code(), running)
             self._set_aside_rejected(plan, rejected[0], report)  # VERIFY keeps rejecting it: split it
+
+    def _hold_families(self, plan: Plan, running: set[str]) -> bool:
+        """The pending tasks of a family an open question is about wait with it (those being built
+        once their build is over); whether any had to."""
+        for question in plan.questions(self.ws.settings.spec):
+            family = question.get("family")
+            waiting = members_to_hold(plan.tasks(), family, running) if family else []
+            if not waiting:
+                continue
+            with self.plan.change(commit=True) as change:
+                for member in waiting:
+                    change.plan.hold_for_question(member, question["id"])
+                change.message = (
+                    f"ralph(build): {', '.join(waiting)} wait with family {family} for {question['id']}"
+                )
+            self.ws.journal.event("family_held", items=waiting, family=family, questions=question["id"])
+            self.ws.console.event(
+                f"{', '.join(waiting)} wait with family {family} for `ralph answer {question['id']}`"
+            )
+            return True
+        return False
+
+    def _ask_about_repeat(self, plan: Plan, task: dict, running: set[str], report: StageReport) -> None:
+        """A person is asked about a failure another build would only repeat, with both texts: a
+        family's is asked once, and its other tasks wait with it; a task of a family already asked
+        about waits for that question."""
+        task_id, ancestor = task["id"], task.get("repeated_from")
+        family = family_of(task) if ancestor else None
+        asked = next((q for q in plan.questions() if family and q.get("family") == family), None)
+        with self.plan.change(commit=True) as change:
+            if asked is None:
+                by = (
+                    "ralph (a failure that survived a split)"
+                    if family
+                    else "ralph (the same rejection twice)"
+                )
+                asked = change.plan.ask_about_repeated_failure(
+                    task_id, _repeat_question(task), _now(), by, family, sorted(running)
+                )
+                change.message = f"ralph(build): {task_id} {_repeat_words(task)}; asks {asked['id']}"
+            else:
+                change.plan.hold_for_question(task_id, asked["id"])
+                change.message = f"ralph(build): {task_id} {_repeat_words(task)}; waits for {asked['id']}"
+        self.ws.journal.event(
+            "question_asked",
+            item=task_id,
+            questions=asked["id"],
+            repeated=True,
+            family=family,
+            ancestor=ancestor,
+        )
+        said = f"{task_id} {_repeat_words(task)}"
+        report.stopped.append(f"{said}; question {asked['id']} for a person")
+        held = f" (family {family} waits with it)" if family else ""
+        self.ws.console.event(f"{said}; it waits for `ralph answer {asked['id']}`{held}")
 
     def _set_aside_rejected(self, plan, task_id: str, report: StageReport) -> None:
         """Set aside for DECOMPOSE with a log of its own: what VERIFY said each time and where its
@@ -202,7 +270,9 @@ class BuildStage:
         asked about when that was its last chance. True when it is built again. `kept`: its
         changes were set aside already (a build StaleBase held back), nothing to set aside here."""
         attempts = self._record_failure(task_id, failure, result)
-        self._tell_failure(task_id, attempts, failure, report)
+        self._tell_failure(task_id, attempts, failure, report, result.model)
+        if self._survived_a_split(task_id, result, kept):  # its family's question: asked in ready()
+            return False
         if self._out_of_builds(task_id):
             self._kill(task_id, KillReason.DOOM_LOOP, result, report, kept)
             return False
@@ -212,33 +282,56 @@ class BuildStage:
         return True
 
     def _deferred(self, task_id: str, failure: Failure, result: AgentResult) -> bool:
-        """Serially, the agent reported it could not do the task (AGENT_ERROR) while other tasks are
-        ready: not counted the first time on this code; its changes set aside, and the task built
-        again once their merges have changed the code (or when nothing else is left to build)."""
-        if failure.verdict is not Verdict.AGENT_ERROR or self.tree.in_worktree:
+        """The agent reported it could not do the task (AGENT_ERROR) while other tasks are ready:
+        not counted the first time on this code; its changes set aside, and the task built again
+        once their merges have changed the code (or when nothing else is left to build). In a
+        build's worktree, what is left there is the parallel builds' to set aside."""
+        if failure.verdict is not Verdict.AGENT_ERROR:
             return False
+        others = self.others_ready(task_id)
+        if not others or not self.tree.defer(task_id):
+            return False
+        if not self.tree.in_worktree:
+            log = self.agents.rel(self.agents.new_log("deferred", task_id))
+            if self.tree.changed_paths() - {PLAN_FILE}:
+                self.tree.set_aside_as_draft(task_id, log, record=False)
+            self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
+        self.tell_deferred(task_id, failure, result, others)
+        return True
+
+    def others_ready(self, task_id: str) -> list[str]:
+        """The other tasks ready to build that do not wait for the code to move: their builds may
+        bring what this one lacks."""
         waiting = self.tree.waiting_for_code()
-        others = [
+        return [
             task["id"]
             for task in buildable_now(self.plan.read(), self.ws.settings)
             if task["id"] != task_id and task["id"] not in waiting
         ]
-        if not others or not self.tree.defer(task_id):
-            return False
-        log = self.agents.rel(self.agents.new_log("deferred", task_id))
-        if self.tree.changed_paths() - {PLAN_FILE}:
-            self.tree.set_aside_as_draft(task_id, log, record=False)
-        self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
-        self.ws.journal.event(
-            "build_deferred",
-            item=task_id,
-            verdict=failure.verdict,
-            others=len(others),
-            log=str(result.log_path),
-        )
+
+    def tell_deferred(self, task_id: str, failure: Failure, result: AgentResult, others: list[str]) -> None:
+        self.ws.journal.event("build_deferred", item=task_id, others=len(others), log=str(result.log_path))
         self.ws.console.event(
             f"{task_id}: {gist(failure.text)}; built again once other tasks have changed the code"
             f" ({plural(len(others), 'other task')} ready; not counted as an attempt)"
+        )
+
+    def _survived_a_split(self, task_id: str, result: AgentResult, kept: bool = False) -> bool:
+        """Whether the build failed the way one of the task's ancestors did: then neither another
+        build nor another split would cure it. Its changes are set aside beside the log, and the
+        family's question is asked by ready(), before any other build starts."""
+        task = self.plan.read().task_line(task_id).record
+        ancestor = task.get("repeated_from")
+        if not ancestor:
+            return False
+        if not kept:
+            self.tree.set_aside(result.log_path)
+        family = family_of(task)
+        self.ws.journal.event(
+            "failure_survived_split", item=task_id, ancestor=ancestor, family=family, log=str(result.log_path)
+        )
+        self.ws.console.event(
+            f"{task_id} failed as its ancestor {ancestor} did: family {family} goes to a person"
         )
         return True
 
@@ -404,7 +497,7 @@ class BuildStage:
             f" .git link; {left}. Work inside that folder, and never delete it or its .git.",
         )
         attempts = self._record_failure(task_id, failure, result)
-        self._tell_failure(task_id, attempts, failure, report)
+        self._tell_failure(task_id, attempts, failure, report, result.model)
         if attempts < self.ws.settings.max_attempts:
             return
         with self.plan.change(commit=True) as change:  # nothing to set aside: no tree is left
@@ -453,7 +546,7 @@ class BuildStage:
         usage = result.tracker.usage
         with self.plan.change() as change:
             shown = [shown_path(path) for path in files]
-            task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd)
+            task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd, result.model)
             if not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
                 self.plan.save_spending(into=change.plan)
         # The work tree's commit records it on the task (in a worktree: its copy, once merged).
@@ -466,9 +559,10 @@ class BuildStage:
         """The attempt failed: back to pending with its verdict and the reason; the code stays for
         the next try."""
         usage = result.tracker.usage
+        files = sorted(result.changed - {PLAN_FILE})  # names its fingerprint takes out
         with self.plan.change(commit=True) as change:
             attempts = change.plan.record_build_failure(
-                task_id, failure.verdict, failure.text, usage.total, usage.cost_usd
+                task_id, failure.verdict, failure.text, usage.total, usage.cost_usd, result.model, files
             )
             change.message = f"ralph(build): {task_id} attempt {attempts} failed"
         self.ws.journal.event(
@@ -476,14 +570,17 @@ class BuildStage:
         )
         return attempts
 
-    def _tell_failure(self, task_id: str, attempts: int, failure: Failure, report: StageReport) -> None:
-        """Why the attempt failed, where the person looks: the console (a failed gate's lines were
-        shown as it ended) and the final report."""
+    def _tell_failure(
+        self, task_id: str, attempts: int, failure: Failure, report: StageReport, model: str | None
+    ) -> None:
+        """Why the attempt failed, and the model it ran with, where the person looks: the console
+        (a failed gate's lines were shown as it ended) and the final report."""
         words, reason = VERDICT_WORDS[failure.verdict], failure.text.removeprefix(f"{failure.verdict}: ")
-        report.failed.append(f"{task_id} attempt {attempts}: {words}: {gist(reason)}")
+        attempt = f"attempt {attempts}" + (f" with {model}" if model else "")
+        report.failed.append(f"{task_id} {attempt}: {words}: {gist(reason)}")
         shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
         # In a worktree, builds run side by side: their lines name their task.
-        said = f"attempt {attempts} failed ({words})"
+        said = f"{attempt} failed ({words})"
         self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
 
     def _rejected_too_often(self, plan, task_id: str) -> bool:
@@ -560,10 +657,13 @@ class BuildStage:
         self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
 
 
-def _waiting_last(ready: list[dict], waiting: set[str]) -> list[dict]:
-    """The ready tasks, those deferred until the code moves left out while any other is ready."""
+def _waiting_last(ready: list[dict], waiting: set[str], running: set[str]) -> list[dict]:
+    """The ready tasks, those deferred until the code moves left out while any other is ready or
+    builds beside them may still change the code."""
     others = [task for task in ready if task["id"] not in waiting]
-    return others or ready
+    if others or running - waiting:
+        return others
+    return ready
 
 
 def buildable_now(plan: Plan, settings: Settings) -> list[dict]:
@@ -574,10 +674,11 @@ def buildable_now(plan: Plan, settings: Settings) -> list[dict]:
 
 def jobs(plan: Plan, settings: Settings) -> list[Job]:
     """The BUILD runs a plan calls for now (each build's gate after it); the builds they unblock
-    follow in the same stage."""
+    follow in the same stage. A task whose repeated failure goes to a person first gets none."""
     return [
         Job(Stage.BUILD, task["id"], task["name"], _values(task, plan, settings), list(settings.gate), task)
         for task in buildable_now(plan, settings)
+        if not asks_a_person(task)
     ]
 
 
@@ -621,6 +722,38 @@ def _after_rejection(plan, task_id: str) -> str:
         " sake of a change: resubmit it as it is, with your argument (a fresh verifier judges it once;"
         " a second rejection counts as a rebuild):\n\n"
         f'    {ralph_command()} task done {task_id} --unchanged "why it is right, point by point"\n'
+    )
+
+
+EVIDENCE_CHARS = 4000  # of each text a question quotes: two fit in one (intake.MAX_TEXT)
+
+
+def _repeat_words(task: dict) -> str:
+    """What repeated, in the words of a commit subject and the console."""
+    if task.get("repeated_from"):
+        if task.get("verdict") == Verdict.REJECTED:
+            return f"was rejected as its ancestor {task['repeated_from']} was"
+        return f"failed as its ancestor {task['repeated_from']} did"
+    return "was rejected the same way twice"
+
+
+def _repeat_question(task: dict) -> str:
+    """The question about a repeated failure, quoting both texts, the earlier first."""
+    first, second = (excerpt(text, EVIDENCE_CHARS) for text in task["repeated_failure"])
+    task_id, name, ancestor = task["id"], one_line(task["name"]), task.get("repeated_from")
+    if ancestor:
+        rejected = task.get("verdict") == Verdict.REJECTED
+        what = "VERIFY rejected it as it rejected" if rejected else "its build failed as did"
+        return (
+            f"Task {task_id} ({name}): {what} its ancestor {ancestor}, before DECOMPOSE split that."
+            " The failure survived the split, so splitting further will not cure it; the other tasks"
+            f" of its family ({family_of(task)}) wait with it. How should it be done, or should it be"
+            f" dropped?\n\nThe ancestor's ({ancestor}):\n{first}\n\nThis task's ({task_id}):\n{second}"
+        )
+    return (
+        f"VERIFY rejected task {task_id} ({name}) twice in a row for the same reason. Is the criterion"
+        " right, and how should the task meet it, or should it be dropped? Built again as it is, it"
+        f" would be rejected again.\n\nThe first rejection:\n{first}\n\nThe second:\n{second}"
     )
 
 

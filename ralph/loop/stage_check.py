@@ -7,29 +7,32 @@ open task) and records on the spec's record what a check that found nothing read
 spec's SHA-256. A later run with the spec as it was and no file but plan.jsonl changed since ends
 COMPLETE without another agent run. A check stopped by its time limit or a full context keeps
 nothing of its run; the spec record counts it (check_kills) and the run ends STUCK for a person
-(more --timeout, or a smaller spec), as a stopped PLAN does."""
+(more --timeout, or a smaller spec), as a stopped PLAN does.
+
+What a check added beyond max_new_items goes into an issue that awaits the next check
+(records.awaits_recheck), not a person: once the rest is accepted the check runs again, is told
+what was cut, adds what is still missing (bounded again), and resolves that issue."""
 
 from __future__ import annotations
 
-import hashlib
 from enum import Enum
 from pathlib import Path
 
-from ralph.errors import GitError
 from ralph.loop.agentrun import AgentResult
 from ralph.loop.job import Job
-from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.prompts import data_block
 from ralph.loop.workspace import StageReport, Workspace
 from ralph.ops.settings import Settings
+from ralph.ops.spec_checks import already_met, spec_digest
 from ralph.plan.new_work import bound_new_work
 from ralph.plan.plan import Plan
 from ralph.plan.reading import PlanReader
-from ralph.plan.records import CHECK_KILL_PREFIX, KillReason, Stage, kill_reason_of
+from ralph.plan.records import CHECK_KILL_PREFIX, KillReason, Stage, awaits_recheck, kill_reason_of
 from ralph.store.git import Repo
 from ralph.text import plural
 
 LISTED_ACCEPTED = 100  # accepted tasks named in the prompt; the agent reads the rest from the code
+SUPERSEDED = "the spec check ran again and added what of this was still missing"
 
 
 class CheckOutcome(Enum):
@@ -38,28 +41,6 @@ class CheckOutcome(Enum):
     ADDED = "added"  # it added tasks or issues: the loop goes on
     STOPPED = "stopped"  # its run was stopped (time, context): nothing of it kept
     FAILED = "failed"  # its agent failed (an error, a broken plan, a permission violation): nothing kept
-
-
-def spec_digest(root: Path, spec: str) -> str:
-    """The SHA-256 of the spec's text ('' when it cannot be read: such a spec is never 'as it was')."""
-    try:
-        return hashlib.sha256((root / spec).read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
-def already_met(repo: Repo, plan: PlanReader, spec: str, digest: str) -> bool:
-    """Whether a check that found nothing missing read this spec and, but for plan.jsonl, this code."""
-    line = plan.spec_line(spec)
-    record = line.record if line else {}
-    checked = record.get("checked_commit")
-    if not checked or not digest or record.get("checked_spec") != digest:
-        return False
-    try:
-        changed = repo.git("diff", "--name-only", "-z", checked, "HEAD", "--").split("\0")
-    except GitError:  # the commit is gone (history rewritten): check again
-        return False
-    return not [path for path in changed if path and path != PLAN_FILE]
 
 
 def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict:
@@ -84,18 +65,24 @@ def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict:
         were = "was" if kills == 1 else "were"
         said = f"{plural(kills, 'earlier spec check')} {were} stopped, the last one by {reason} (log: {log})."
         previous = f"{data_block('earlier spec checks', said)}\nKeep test runs short and focused.\n"
+    cut = [issue["text"] for issue in plan.issues(spec) if awaits_recheck(issue)]
+    if cut:
+        what = "what an earlier spec check found beyond what ralph takes from one run"
+        previous += f"{data_block(what, chr(10).join(cut))}\nAdd what of it is still missing.\n"
     return {"accepted": accepted, "previous": previous, "max_new_items": max_new_items}
+
+
+def open_work(plan: PlanReader, spec: str) -> bool:
+    """Whether the spec has work before its check: a task, or an issue that is not the cut of an
+    earlier check awaiting this one (records.awaits_recheck)."""
+    return bool(plan.task_views(spec)) or any(not awaits_recheck(issue) for issue in plan.issues(spec))
 
 
 def jobs(plan: PlanReader, settings: Settings, root: Path) -> list[Job]:
     """The spec check a plan whose spec has every task accepted calls for: one, unless a check
     found this spec and code met already (the run and --dry-run both ask this)."""
     spec = settings.spec
-    if (
-        plan.task_views(spec)
-        or plan.issues(spec)
-        or already_met(Repo(root), plan, spec, spec_digest(root, spec))
-    ):
+    if open_work(plan, spec) or already_met(Repo(root), plan, spec, spec_digest(root, spec)):
         return []
     return [Job(Stage.CHECK, None, spec, prompt_values(plan, spec, settings.max_new_items))]
 
@@ -142,12 +129,15 @@ class CheckStage:
         nothing read."""
         spec = self.ws.settings.spec
         with self.plan.change() as change:  # goes in with the commit below
+            superseded = [issue["id"] for issue in change.plan.issues(spec) if awaits_recheck(issue)]
             bounded = bound_new_work(
-                change.plan, base, self.ws.settings.max_new_items, f"the spec check of {spec}"
+                change.plan, base, self.ws.settings.max_new_items, f"the spec check of {spec}", recheck=True
             )
             added = bounded.kept + ([bounded.issue] if bounded.issue else [])
             met = not added
             change.plan.record_spec_check(spec, head if met else None, digest if met else None)
+            for issue_id in superseded:  # this check read the spec again: what it cut then is in its findings
+                change.plan.resolve_issue(issue_id, SUPERSEDED)
         self.outcome = CheckOutcome.MET if met else CheckOutcome.ADDED
         cut = [c.record["id"] for c in bounded.cut]
         self.ws.journal.event(

@@ -66,7 +66,7 @@ class DecomposeStage:
         if MIN_SUBTASKS <= len(children) <= MAX_SUBTASKS:
             try:
                 with self.plan.change() as change:
-                    change.plan.record_decomposition(task.id, children, task.depth)
+                    change.plan.record_decomposition(task.id, children, task.depth, task.record)
             except PlanInvalid as exc:  # its dependents would need its parts, which need them
                 why = f"made subtasks that close a dependency cycle ({exc})"
                 return self._refuse(task, children, result.log_path, why)
@@ -189,6 +189,7 @@ def log_sample(path: Path, head_lines: int = 50, tail_lines: int = 100, width: i
 
     def clean(lines: list[bytes]) -> str:
         redact = OutputLines()  # a private key block spanning lines is hidden whole
-        return "\n".join(redact(line.decode("utf-8", "replace").rstrip())[:width] for line in lines if line)
+        texts = (line.decode("utf-8", "replace").rstrip() for line in lines if line)
+        return "\n".join(redact.head(text, width) for text in texts)
 
     return clean(head), clean(tail)

@@ -4,6 +4,11 @@ A run stopped by its time limit or a full context keeps nothing: a half-made pla
 as if it were the whole spec. Its tasks are kept beside its log, the spec's record says why, and
 the loop ends for a person to decide (a longer --timeout, or a smaller spec).
 
+A run that broke the stage's rules (wrote code, gave a verdict, ...) is undone whole, tasks and all
+(ralph.loop.agent_runs), and PLAN runs again, up to max_attempts runs in all: its work is still to
+do, and an agent that scaffolded code beside its tasks once need not end the loop. When no run
+kept them, or none added a task, the loop ends STUCK (`plan_failed`) with what each did.
+
 The stage is recorded before its agent starts (ralph.store.intent, PLAN): a kill while the agent
 runs is undone by the next start (what it wrote kept under build/ralph-logs/doctor/), one after it
 ended is finished (its tasks committed). Uncommitted tasks were built in worktrees that have only
@@ -44,9 +49,8 @@ class PlanStage:
             return self._run(iteration, span, before, whole)
 
     def _run(self, iteration: int, span, before: bytes, whole: Callable[[str], None]) -> StageReport:
-        result = self.agents.run_agent(Stage.PLAN, iteration, None, {})
-        self.agents.check_plan(result)
         report = StageReport(Stage.PLAN, items=1)
+        result = self._agent(iteration, report)
         stop = kill_reason_of(result.run.stop_reason)
         if stop:
             commit = self._stopped(stop, result, before, report)
@@ -66,6 +70,25 @@ class PlanStage:
             span.end(tasks=count)
         report.commits += [commit] if commit else []
         return report
+
+    def _agent(self, iteration: int, report: StageReport) -> AgentResult:
+        """PLAN's agent run; again after a run that broke the stage's rules (undone, each in
+        `report.failed`), up to max_attempts runs. The last run, whatever came of it."""
+        limit = self.ws.settings.max_attempts
+        for run in range(1, limit + 1):
+            result = self.agents.run_agent(Stage.PLAN, iteration, None, {})
+            self.agents.check_plan(result)
+            if not result.violation or kill_reason_of(result.run.stop_reason):
+                return result
+            spec, log = self.ws.settings.spec, str(result.log_path)
+            report.failed.append(f"{spec} PLAN run {run} of {limit}: permission violation, undone:"
+                                 f" {result.violation}; log {log}")  # fmt: skip
+            if run < limit:
+                self.ws.journal.event("plan_again", item=spec, run=run + 1, max_runs=limit, log=log)
+                self.ws.console.event(
+                    f"PLAN {spec}: its run broke the stage's rules; run {run + 1} of {limit}"
+                )
+        return result
 
     def _stopped(
         self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport

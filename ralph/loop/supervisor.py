@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 DEFAULT_GRACE_S = 3.0
 CHUNK = 1 << 20  # the most of one output line read at once
 TAIL_LINE_CHARS = 2000  # of each line kept for failure summaries
-SECRET_MARGIN = 8192  # characters past the kept part of a line that are redacted with it
+CARRIED = 8192  # of a piece of a long line, carried to the next: a secret that spans the two is seen
 LOG_HEAD = 32 << 20  # bytes of a run's output written to its log as they arrive
 LOG_TAIL = 8 << 20  # bytes kept from the end once the head is written
 WAKE_S = 0.05  # how often a wait looks at the stop flag, the monitor, the timeout and the budget
@@ -397,12 +397,14 @@ class _Reader(threading.Thread):
     def run(self) -> None:
         stdout = self.child.stdout
         assert stdout is not None  # stdout=PIPE
+        before = ""  # the end of the same line's last piece, when a line longer than CHUNK goes on
         for raw in iter(lambda: stdout.readline(CHUNK), b""):
             self._log(raw)
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            # Redacted before it is cut, over a margin past the cut: a secret that starts in the kept
-            # part ends within it (a flood of one 200 MB line took seconds to redact whole).
-            self.tail.append(self.redact(line[: TAIL_LINE_CHARS + SECRET_MARGIN])[:TAIL_LINE_CHARS])
+            # Cut with no piece of a secret left at either end (a flood of one 200 MB line took
+            # seconds to redact whole; its head is redacted as the whole would be).
+            self.tail.append(self.redact.head(line, TAIL_LINE_CHARS, before))
+            before = "" if raw.endswith(b"\n") else line[-CARRIED:]
             del self.tail[: -self.tail_lines]
             if self.monitor and not self.stop_reason:
                 try:

@@ -100,6 +100,7 @@ class WorkTree:
         self.base: str | None = None
         self.neighbours_running: Callable[[], bool] = lambda: False
         self.renew_if_behind = False  # a fresh worktree behind HEAD at its first attempt is made again
+        self.agents_elsewhere = False  # parallel builds under way: no agent works in this tree
         self._stale_waived: set[tuple[str, str]] = set()  # (task, code_tree): each waived once, shared
         self.deferred: dict[str, str] = {}  # serial builds deferred: task -> the code they could not build on
         # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
@@ -195,7 +196,7 @@ class WorkTree:
         return self._waive(task_id, self.base)
 
     def defer(self, task_id: str) -> bool:
-        """A serial build the agent could not do on this code (Verdict.AGENT_ERROR) while other
+        """A build the agent could not do on this code (Verdict.AGENT_ERROR) while other
         tasks are ready: not counted, and built again once the code has moved (their merges), the
         first time on this code only. False when it was deferred on this code already."""
         head = self.home_repo.head()
@@ -386,18 +387,22 @@ class WorkTree:
         self.console.event(f"warning: {shown} changed {when}, not by an agent ralph ran: left unstaged")
         return True
 
-    def set_aside(self, log_path: Path) -> None:
+    def set_aside(self, log_path: Path, also: Iterable[str] = ()) -> Path | None:
         """Save the agents' uncommitted changes to code as a patch beside the log, then undo them.
-        A git repository an agent made inside the work tree goes in as plain files (unnest)."""
+        A git repository an agent made inside the work tree goes in as plain files (unnest).
+        `also`: files of theirs git does not list (hidden by an ignore rule they wrote). Returns
+        the patch (absolute), or None when there was nothing to undo."""
         self.building = set()
-        paths = self.changed_paths() - {PLAN_FILE}
+        paths = (self.changed_paths() | set(also)) - {PLAN_FILE}
         if self.unnest(paths, log_path):
-            paths = self.changed_paths() - {PLAN_FILE}
-        if paths:
-            patch = self.home / log_path.with_suffix(".patch")
-            self.repo.save_patch(paths, patch)
-            self.repo.revert(paths)
-            self.journal.event("changes_set_aside", patch=str(self.rel(patch)), files=sorted(paths))
+            paths = (self.changed_paths() | set(also)) - {PLAN_FILE}
+        if not paths:
+            return None
+        patch = self.home / log_path.with_suffix(".patch")
+        self.repo.save_patch(paths, patch)
+        self.repo.revert(paths)
+        self.journal.event("changes_set_aside", patch=str(self.rel(patch)), files=sorted(paths))
+        return patch
 
     def keep_draft(self, task_id: str, since: str | None = None) -> str | None:
         """The agents' uncommitted changes to code (and, `since` a commit, those committed since),

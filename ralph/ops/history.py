@@ -143,6 +143,7 @@ def story(events: list[Event], task_id: str) -> dict[str, Any]:
             key: event[key]
             for key in (
                 "attempt",
+                "model",
                 "verdict",
                 "commit",
                 "time",

@@ -9,7 +9,7 @@ from typing import Any
 from ralph.errors import Problem, Refused
 from ralph.plan.document import Record
 from ralph.plan.plan import Plan
-from ralph.plan.records import Stage, Status, TaskView
+from ralph.plan.records import Stage, Status, TaskView, awaits_recheck
 from ralph.store.reader import PLAN_NAME, read_bytes, read_plan
 
 
@@ -22,13 +22,13 @@ def status(root: Path) -> dict[str, Any]:
     waiting = [{"id": task.id, "why": task.why_not_done} for task in tasks if task.blocked] + [
         {"id": issue["id"], "why": f"kept open: {issue['keep_open']}"}
         for issue in issues
-        if issue.get("keep_open")
+        if issue.get("keep_open") and not awaits_recheck(issue)  # that one waits for the spec check
     ]
     from ralph.ops.runs import run_status
 
     run = run_status(root)  # a construct running now, or how the last one ended
     planned = bool(tasks or issues or plan.accepted())
-    stage = current_stage(plan)
+    stage = current_stage(plan, root)
     if run["active"] and run.get("stage") == Stage.PLAN:
         stage = Stage.PLAN  # a run planning now
     return {
@@ -109,16 +109,16 @@ def next_task(root: Path) -> Record:
     plan = read_plan(root)
     found = plan.next_task()
     if found is None:
-        stage, said = next_action(plan)
+        stage, said = next_action(plan, root)
         raise Refused(f"no pending task is ready; next: {stage}: {said}")
     return found
 
 
-def next_action(plan: Plan) -> tuple[str, str]:
+def next_action(plan: Plan, root: Path) -> tuple[str, str]:
     """What the loop (or a person) does next when no task is ready to build, by the plan's stage:
     the stage, and the step in words naming its item."""
     tasks, issues = plan.task_views(), plan.issues()
-    stage = current_stage(plan)
+    stage = current_stage(plan, root)
     if stage is Stage.PLAN:
         return str(Stage.PLAN), "`ralph construct SPEC` turns a spec into tasks"
     if stage is Stage.DECOMPOSE:
@@ -134,11 +134,17 @@ def next_action(plan: Plan) -> tuple[str, str]:
     if done:  # VERIFY, or BUILD whose pending tasks wait for a done one's verdict
         more = f" (and {len(done) - 1} more done)" if len(done) > 1 else ""
         return str(Stage.VERIFY), f"accept or reject {done[0].id} ({done[0].name}){more}"
+    if stage is Stage.CHECK:
+        return str(stage), "every task is accepted: `ralph construct` checks the spec, then ends COMPLETE"
+    if stage is Stage.COMPLETE and not plan.state().get("spec"):
+        return str(stage), "every task is accepted; `ralph construct SPEC` checks a spec against the code"
     if stage is Stage.COMPLETE:
-        return str(
-            Stage.CHECK
-        ), "every task is accepted: `ralph construct` checks the spec, then ends COMPLETE"
-    held = [task.id for task in tasks if task.blocked] + [i["id"] for i in issues if i.get("keep_open")]
+        return str(stage), (
+            "every task is accepted and a spec check found nothing missing in this spec and code:"
+            " `ralph construct` ends COMPLETE without another run"
+        )
+    held = [task.id for task in tasks if task.blocked]
+    held += [issue["id"] for issue in issues if issue.get("keep_open") and not awaits_recheck(issue)]
     return "a person", f"decides on {', '.join(held[:5])}: blocked or kept open (`ralph status` says why)"
 
 
@@ -148,17 +154,25 @@ def _short(text: str) -> str:
 
 
 def stage(root: Path) -> str:
-    return str(current_stage(read_plan(root)))
+    return str(current_stage(read_plan(root), root))
 
 
-def current_stage(plan: Plan) -> Stage:
-    """The plan's stage as a person or a script reads it: PLAN where nothing of the spec the last
-    run named (of any spec, when none is named) was planned yet. The plan's own stage says
-    COMPLETE for a plan with nothing in it, as for one with everything accepted."""
+def current_stage(plan: Plan, root: Path) -> Stage:
+    """The plan's stage as a person or a script reads it, as `ralph construct` would go on: PLAN
+    where nothing of the spec the last run named (of any spec, when none is named) was planned
+    yet; with every task accepted, CHECK until a spec check found that spec met with this code
+    (ralph.ops.spec_checks), then COMPLETE. The plan's own stage says COMPLETE for a plan with
+    nothing in it, as for one with everything accepted."""
     stage = plan.stage()
+    if stage is not Stage.COMPLETE:
+        return stage
     spec = plan.state().get("spec")
-    if stage is Stage.COMPLETE and not (plan.planned(spec) if spec else plan.accepted()):
+    if not (plan.planned(spec) if spec else plan.accepted()):
         return Stage.PLAN
+    from ralph.ops import spec_checks  # git is asked only here: a plan with everything accepted
+
+    if spec and not spec_checks.met(root, plan, spec):
+        return Stage.CHECK
     return stage
 
 

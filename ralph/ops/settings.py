@@ -79,7 +79,8 @@ class Settings:
     max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it
     max_tokens: int | None = None  # token budget of all agent runs
     prices: dict[str, Any] | None = None  # model -> USD per million tokens, over the genai-prices data
-    stage_models: dict[str, str] | None = None  # stage -> model, over `model` (--stage-model)
+    # stage -> its models, over `model` (--stage-model): one, or an escalation (cheap first)
+    stage_models: dict[str, tuple[str, ...]] | None = None
     hooks: dict[str, Any] | None = None  # hook event -> command run on it (ralph/loop/hooks.py)
     hook_timeout_s: float = _declared("hook_timeout_ms")
     remote: str | None = None  # the git remote runners on several machines share (ralph.loop.remote)
@@ -96,21 +97,24 @@ class Settings:
         given (not None)."""
         given = {key: value for key, value in flags.items() if value is not None}
         mine, plans = _from_config(user or {}, USER_FILE), _from_config(config, PLAN_ORIGIN)
+        _drop_other_agents_models(given.get("agent") or plans.get("agent") or mine.get("agent"), mine, plans)
         configured = {**mine, **plans}
-        # A stage's model is set stage by stage: a flag for BUILD keeps the config's VERIFY model.
-        models = {**(mine.get("stage_models") or {}), **(plans.get("stage_models") or {})}
-        if models:
-            configured["stage_models"] = models
         if "agent" in given:
             # An agent named on the command line is that agent's own program: a program the
             # repository's config names (a script shipped in a cloned repository) never replaces it.
             configured.pop("agent_cmd", None)
             if configured.get("agent") != given["agent"]:
-                configured.pop("agent_args", None)  # arguments and model of another agent
-                configured.pop("model", None)
-                configured.pop("stage_models", None)
-        if configured.get("stage_models") and given.get("stage_models"):
-            given["stage_models"] = {**configured["stage_models"], **given["stage_models"]}
+                configured.pop("agent_args", None)  # arguments of another agent
+        # A stage's model is set stage by stage: a flag for BUILD keeps the config's VERIFY model.
+        models = {
+            **(mine.get("stage_models") or {}),
+            **(plans.get("stage_models") or {}),
+            **(given.get("stage_models") or {}),
+        }
+        for layer in (configured, given):
+            layer.pop("stage_models", None)
+        if models:
+            given["stage_models"] = {stage: _escalation(chosen) for stage, chosen in models.items()}
         if configured.get("sandbox") is None and "sandbox" not in given and os.environ.get(SANDBOX_ENV):
             configured["sandbox"] = _sandbox_default()
         values = {**configured, **given}
@@ -133,12 +137,35 @@ class Settings:
             raise InvalidInput("--parallel, --max-iterations and --max-attempts must be at least 1")
         return settings
 
-    def model_for(self, stage: str) -> str | None:
-        """The model a stage's runs use: its own (`stage_models`), else the default `model`."""
-        return (self.stage_models or {}).get(str(stage)) or self.model
+    def model_for(self, stage: str, failures: int = 0) -> str | None:
+        """The model a stage's runs use, the first set of: --stage-model, the config's
+        `stage_models`, --model, the config's `model` (None: the agent CLI's default). A stage
+        given an escalation runs the model `failures` steps along it (the last one past its end):
+        a task's BUILD after that many failed builds."""
+        chosen = (self.stage_models or {}).get(str(stage))
+        if not chosen:
+            return self.model
+        return chosen[min(max(failures, 0), len(chosen) - 1)]
 
 
 DEFAULTS = Settings()
+
+
+def _escalation(chosen: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """A stage's model as the setting holds it: its escalation, one model or more."""
+    return (chosen,) if isinstance(chosen, str) else tuple(chosen)
+
+
+def _drop_other_agents_models(agent: str | None, *layers: dict[str, Any]) -> None:
+    """A config layer's models (`model`, `stage_models`) are for the agent that layer names: a
+    layer that names another agent than the one in force keeps them for its own. A layer that
+    names none sets models for whichever agent runs, named by a flag or another layer."""
+    for layer in layers:
+        if layer.get("agent") not in (None, agent):
+            layer.pop("model", None)
+            layer.pop("stage_models", None)
+
+
 SANDBOX_MODES = ("off", "auto", "required")
 SANDBOX_ENV = "RALPH_SANDBOX"  # the default mode, below every config layer and flag (the tests' off)
 
@@ -213,7 +240,9 @@ _KIND_WORDS = {
     "patterns": 'a list of file names or paths (globs: ".env.local", "*.secret", "~/.config/x/token")',
     "prices": 'an object: model -> {"input": USD, "output": USD} per million tokens',
     "hooks": "an object: event ({}) -> command".format(", ".join(HookEvent)),
-    "models": "an object: stage ({}) -> model name".format(", ".join(MODEL_STAGES)),
+    "models": "an object: stage ({}) -> a model name, or a non-empty list of them (cheap first)".format(
+        ", ".join(MODEL_STAGES)
+    ),
 }
 
 
@@ -222,6 +251,9 @@ def check_value(name: str, value: Any, where: str = "") -> None:
     kind = key_of(name).kind
     if not _valid(kind, value):
         at = f" in {where}" if where else ""
+        bad = _bad_stage_model(value) if kind == "models" else None
+        if bad is not None:  # the stage whose value is wrong, not the whole object
+            raise InvalidInput(f"config key {name}{at}: {bad}")
         raise InvalidInput(f"config key {name}{at}: {value!r} is not {_KIND_WORDS[kind]}")
     if kind == "duration":
         seconds = setting_value(name, value)
@@ -274,13 +306,30 @@ def _valid(kind: str, value: Any) -> bool:  # a JSON value: the checks here say 
     if kind == "patterns":
         return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
     if kind == "models":
-        return isinstance(value, dict) and all(
-            k in MODEL_STAGES and isinstance(v, str) and v for k, v in value.items()
-        )
+        return isinstance(value, dict) and all(k in MODEL_STAGES and _models(v) for k, v in value.items())
     if kind == "hooks":
         events = set(HookEvent)
         return isinstance(value, dict) and all(k in events and _valid("command", v) for k, v in value.items())
     return isinstance(value, dict) and all(_price(v) for v in value.values())  # prices
+
+
+def _bad_stage_model(value: object) -> str | None:
+    """What is wrong with one stage of a stage_models object, or None (not an object at all)."""
+    if not isinstance(value, dict):
+        return None
+    for stage, chosen in value.items():
+        if stage not in MODEL_STAGES:
+            return f"{stage!r} is not a stage that runs an agent ({', '.join(MODEL_STAGES)})"
+        if not _models(chosen):
+            return f"{stage}: {chosen!r} is not a model name or a non-empty list of model names"
+    return None
+
+
+def _models(value: object) -> bool:
+    """A stage's model: a name, or a non-empty list of names (an escalation)."""
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(name, str) and name for name in value)
+    return isinstance(value, str) and bool(value)
 
 
 def _price(value: object) -> bool:

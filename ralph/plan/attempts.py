@@ -3,12 +3,12 @@ blocks, decompositions and VERIFY's verdicts."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ralph.errors import Refused
 from ralph.plan import questions, singletons, tasks
 from ralph.plan.document import Record
+from ralph.plan.families import fingerprint, inherited_failures, members_to_hold, note_repeat
 from ralph.plan.reading import PlanReader, drop_claim
 from ralph.plan.records import (
     CHECK_KILL_PREFIX,
@@ -86,17 +86,23 @@ def record_check_kill(plan: PlanReader, spec: str, kill_reason: KillReason, kill
 
 
 def record_build(
-    plan: PlanReader, task_id: str, files: list[str], tokens: int, cost_usd: float | None
+    plan: PlanReader,
+    task_id: str,
+    files: list[str],
+    tokens: int,
+    cost_usd: float | None,
+    model: str | None = None,
 ) -> Record:
-    """A build attempt passed the gate: count it, note the files it changed and its cost, and
-    clear what earlier failures left on the task."""
+    """A build attempt passed the gate: count it, note the files it changed, the model it ran
+    with and its cost, and clear what earlier failures left on the task."""
     line = plan.task_line(task_id)
     task = line.record
     _count_build(plan, task)
     task["files"] = sorted(files)
     task["verdict"] = Verdict.BUILT
     _add_usage(task, tokens, cost_usd)
-    stale_failure = ("gate_failure", "fingerprint", "repeated_failure", "resubmitted")
+    _record_model(task, model)
+    stale_failure = ("gate_failure", "fingerprint", "repeated_failure", "repeated_from", "resubmitted")
     for stale in (*stale_failure, "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
     plan.doc.rewrite(line)
@@ -122,23 +128,30 @@ def record_draft(plan: PlanReader, task_id: str, branch: str | None) -> None:
 
 
 def record_build_failure(
-    plan: PlanReader, task_id: str, verdict: Verdict, failure: str, tokens: int, cost_usd: float | None
+    plan: PlanReader,
+    task_id: str,
+    verdict: Verdict,
+    failure: str,
+    tokens: int,
+    cost_usd: float | None,
+    model: str | None = None,
+    files: list[str] | None = None,
 ) -> int:
-    """A build attempt failed: back to pending with its verdict and the reason; returns the
-    attempts so far."""
+    """A build attempt failed: back to pending with its verdict, the reason and the model it ran
+    with; returns the attempts so far. Its fingerprint (`files`: the paths the build changed, whose
+    names it takes out) against its last failure's and its ancestors' says whether it repeats one
+    (families.note_repeat)."""
     line = plan.task_line(task_id)
     task = line.record
     task["s"] = Status.PENDING
     _count_build(plan, task)
     task["verdict"] = verdict
-    print_ = fingerprint(verdict, failure)
-    if task.get("fingerprint") == print_ and task.get("gate_failure"):
-        task["repeated_failure"] = [task["gate_failure"], failure]  # the evidence, oldest first
-    else:
-        task.pop("repeated_failure", None)
+    print_ = fingerprint(verdict, failure, [task_id, *(files or [])])
+    note_repeat(task, print_, task.get("fingerprint"), task.get("gate_failure"), failure)
     task["fingerprint"] = print_
     task["gate_failure"] = failure
     _add_usage(task, tokens, cost_usd)
+    _record_model(task, model)
     plan.doc.rewrite(line)
     attempts: int = task["attempts"]
     return attempts
@@ -152,7 +165,7 @@ def record_resubmission(plan: PlanReader, task_id: str, tokens: int, cost_usd: f
     task = line.record
     task["verdict"] = Verdict.BUILT
     _add_usage(task, tokens, cost_usd)
-    for stale in ("gate_failure", "fingerprint", "repeated_failure", *VERIFY_KILL_FIELDS):
+    for stale in ("gate_failure", "fingerprint", "repeated_failure", "repeated_from", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
     plan.doc.rewrite(line)
     return task
@@ -161,6 +174,13 @@ def record_resubmission(plan: PlanReader, task_id: str, tokens: int, cost_usd: f
 def rebuilding(plan: PlanReader, task_id: str) -> bool:
     """VERIFY has rejected the task: its builds are rebuilds, with a budget of their own."""
     return bool(verify_reasons(plan, task_id))
+
+
+def failed_builds(task: Record) -> int:
+    """How many of the task's builds failed: each it had, as none of them was accepted (its gate,
+    its merge or VERIFY failed it). A run whose agent failed without doing anything, or a build
+    given back as made on a stale base, is no attempt and counts here neither."""
+    return int(task.get("attempts") or 0)
 
 
 def out_of_builds(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
@@ -181,26 +201,34 @@ def _count_build(plan: PlanReader, task: Record) -> None:
 
 
 def ask_about_repeated_failure(
-    plan: PlanReader, task_id: str, text: str, asked_at: str, asked_by: str
+    plan: PlanReader,
+    task_id: str,
+    text: str,
+    asked_at: str,
+    asked_by: str,
+    family: str | None = None,
+    running: list[str] | None = None,
 ) -> Record:
-    """The same failure twice, and the task cannot be split further: a person is asked (which
-    blocks the task); once answered, its builds start a fresh count of identical failures."""
-    question = questions.ask(plan, task_id, text, asked_at, asked_by)
+    """A failure repeated where another try would teach nothing (the same failure twice in a task
+    that cannot be split further, the same rejection twice, or, with `family`, an ancestor's
+    failure that survived a split): a person is asked, which blocks the task. A family's question
+    holds its other pending tasks too, except those being built (`running`), which wait with it
+    once their build is over (hold_for_question). Once answered, their builds start a fresh count
+    of identical failures."""
+    question = questions.ask(plan, task_id, text, asked_at, asked_by, family)
     line = plan.task_line(task_id)
-    line.record.pop("fingerprint", None)
-    line.record.pop("repeated_failure", None)
+    for stale in ("fingerprint", "repeated_failure", "repeated_from", "rejection_fingerprint"):
+        line.record.pop(stale, None)
     plan.doc.rewrite(line)
+    for member in members_to_hold(plan.tasks(), family, running or ()) if family else ():
+        questions.hold_for_question(plan, member, question["id"])
     return question
 
 
 def verify_reasons(plan: PlanReader, task_id: str) -> list[str]:
     """Why VERIFY (or a person, `task reject`) sent the task back each time, oldest first: not
     the loop's own set-asides, which are recorded the same way with a kill_reason."""
-    return [
-        line.record["reason"]
-        for line in plan.of("reject")
-        if line.record["id"] == task_id and not line.record.get("kill_reason")
-    ]
+    return plan.verify_reasons(task_id)
 
 
 def loop_kills(plan: PlanReader, task_id: str) -> list[tuple[KillReason, str]]:
@@ -215,31 +243,6 @@ def loop_kills(plan: PlanReader, task_id: str) -> list[tuple[KillReason, str]]:
 def failed_the_same_twice(task: Record) -> bool:
     """Its last two build attempts failed the same way (the same fingerprint in a row)."""
     return bool(task.get("repeated_failure"))
-
-
-# What differs between two runs of the same failure: where and when it ran, and the numbers.
-# Compiled on the first fingerprint: every state command imports this module and never needs them.
-_VARYING = (
-    r"\(full output: [^)]*\)",  # the log's name: a timestamp and a counter
-    r"(?:/tmp|/var/folders|/private/var/folders)/[^\s:'\"),]*",  # temporary paths
-    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
-    r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b",  # a time of day
-    r"\b\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?|m|mins?|minutes?|h)\b",  # a duration
-    r"(?i)\b(?:0x)?(?=[0-9a-f]*\d)[0-9a-f]{6,}\b",  # a hash, an address
-    r"\d+",
-)
-
-
-def fingerprint(verdict: str, text: str) -> str:
-    """A failure's identity across runs: its verdict and its text with temporary paths, times,
-    durations, hex ids and numbers taken out, hashed (16 hex digits)."""
-    normal = text
-    for varying in _VARYING:
-        normal = re.sub(varying, "#", normal)  # re's own cache keeps them compiled
-    normal = " ".join(normal.split())
-    import hashlib  # here: the state commands import this module and never fingerprint
-
-    return hashlib.sha256(f"{verdict}\0{normal}".encode()).hexdigest()[:16]
 
 
 def record_merge_conflict(
@@ -307,16 +310,29 @@ def block(plan: PlanReader, task_id: str, reason: str) -> Record:
     return line.record
 
 
-def record_decomposition(plan: PlanReader, task_id: str, children: list[str], depth_of_task: int = 0) -> None:
-    """DECOMPOSE replaced the task by `children`: they are one level deeper than it (its depth
-    is passed in when the agent already removed it); the task goes."""
+def record_decomposition(
+    plan: PlanReader,
+    task_id: str,
+    children: list[str],
+    depth_of_task: int = 0,
+    decomposed: Record | None = None,
+) -> None:
+    """DECOMPOSE replaced the task by `children`: they are one level deeper than it, of its family,
+    and remember the failures recorded on it and its ancestors (families.inherited_failures).
+    `decomposed` (or its depth alone) is the task as DECOMPOSE found it, for when the agent
+    already removed it. The task goes."""
     parent = plan.find_task(task_id)
-    depth = (parent or {}).get("depth", depth_of_task) + 1
+    source = parent or decomposed or {"id": task_id}
+    depth = source.get("depth", depth_of_task) + 1
+    family = source.get("family") or task_id
+    remembered = inherited_failures({**source, "id": task_id}, plan.verify_reasons(task_id))
     # The answers given for the task hold for its parts: the subtasks name those questions.
     answers = [question["id"] for question in plan.answers_for(task_id)]
     for child in children:
         line = plan.task_line(child)
-        line.record["depth"] = depth
+        line.record["depth"], line.record["family"] = depth, family
+        if remembered:
+            line.record["ancestor_failures"] = remembered
         known = line.record.get("questions", [])
         if answers:
             line.record["questions"] = known + [q for q in answers if q not in known]
@@ -422,6 +438,14 @@ def _add_usage(task: Record, tokens: int, cost_usd: float | None) -> None:
         task["unknown_cost_runs"] = task.get("unknown_cost_runs", 0) + 1
     else:
         task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)
+
+
+def _record_model(task: Record, model: str | None) -> None:
+    """The model the task's last build ran with; none given (the CLI's default): none recorded."""
+    if model:
+        task["model"] = model
+    else:
+        task.pop("model", None)
 
 
 def restore_task(plan: PlanReader, record: Record) -> Record:

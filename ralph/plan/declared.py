@@ -59,7 +59,7 @@ CONFIG_KEYS = {
     "run_hooks": ConfigKey('run_hooks', 'flag', False, "true: a build is committed only if the repository's pre-commit hook passes"),
     "max_cost_usd": ConfigKey('max_cost_usd', 'number', None, 'money budget of `ralph construct` in USD (`--max-cost`)'),
     "max_tokens": ConfigKey('max_tokens', 'count', None, "token budget of `ralph construct`: all agent runs' tokens together (`--max-tokens`)"),
-    "stage_models": ConfigKey('stage_models', 'models', None, "the model of each stage's runs (`--stage-model STAGE=MODEL`), over `model`: e.g. a cheap one for BUILD, a strong one for VERIFY"),
+    "stage_models": ConfigKey('stage_models', 'models', None, 'the model of each stage\'s runs (`--stage-model STAGE=MODEL`), over `model`: e.g. a cheap one for BUILD, a strong one for VERIFY; or a list, cheap first (`{"BUILD": ["claude-haiku-4-5", "claude-sonnet-4-5"]}`): each build of a task after a failed one runs with the next'),
     "hooks": ConfigKey('hooks', 'hooks', None, "commands run on the loop's events (docs/hooks.md)"),
     "hook_timeout_ms": ConfigKey('hook_timeout_s', 'duration', 10000, 'bound on one hook run'),
     "prices": ConfigKey('prices', 'prices', None, 'USD per million tokens by model name, for runs whose agent reports no cost'),
@@ -133,6 +133,14 @@ class TaskFields:
         return 0 if value is None else cast('int', value)
 
     @property
+    def family(self) -> str | None:
+        return cast('str | None', self.record.get('family'))
+
+    @property
+    def ancestor_failures(self) -> list[dict[str, Any]] | None:
+        return cast('list[dict[str, Any]] | None', self.record.get('ancestor_failures'))
+
+    @property
     def blocked_reason(self) -> str | None:
         return cast('str | None', self.record.get('blocked_reason'))
 
@@ -178,6 +186,14 @@ class TaskFields:
         return cast('list[str] | None', self.record.get('repeated_failure'))
 
     @property
+    def repeated_from(self) -> str | None:
+        return cast('str | None', self.record.get('repeated_from'))
+
+    @property
+    def rejection_fingerprint(self) -> str | None:
+        return cast('str | None', self.record.get('rejection_fingerprint'))
+
+    @property
     def verdict(self) -> str | None:
         return cast('str | None', self.record.get('verdict'))
 
@@ -221,6 +237,10 @@ class TaskFields:
     @property
     def draft(self) -> str | None:
         return cast('str | None', self.record.get('draft'))
+
+    @property
+    def model(self) -> str | None:
+        return cast('str | None', self.record.get('model'))
 
     @property
     def tokens(self) -> int | None:
@@ -282,6 +302,10 @@ class IssueFields:
         return 0 if value is None else cast('int', value)
 
     @property
+    def recheck(self) -> bool | None:
+        return cast('bool | None', self.record.get('recheck'))
+
+    @property
     def kill_reason(self) -> str | None:
         return cast('str | None', self.record.get('kill_reason'))
 
@@ -296,6 +320,10 @@ class IssueFields:
     @property
     def task(self) -> str | None:
         return cast('str | None', self.record.get('task'))
+
+    @property
+    def family(self) -> str | None:
+        return cast('str | None', self.record.get('family'))
 
     @property
     def asked_at(self) -> str | None:

@@ -70,7 +70,9 @@ class Words:
         if kind == "boolean":
             return "boolean", "booleans"
         if kind == "array":
-            return f"list of {self.of(schema['items'])[1]}", f"lists of {self.of(schema['items'])[1]}"
+            items = self.of(schema["items"])[1]
+            some = "non-empty " if schema.get("minItems") == 1 else ""
+            return f"{some}list of {items}", f"{some}lists of {items}"
         if kind == "object":
             return self._object(schema)
         return "any value", "any values"
@@ -106,7 +108,7 @@ class Words:
             if schema.get("required"):
                 said += "; " + _either([f"`{key}`" for key in schema["required"]]).replace(" or ", " and ")
                 said += " required"
-            return said, "objects like that"
+            return said, "objects" + said.removeprefix("object")
         if isinstance(extra, dict):
             return f"object: name -> {self.of(extra)[0]}", f"objects: name -> {self.of(extra)[0]}"
         return "object", "objects"

@@ -68,6 +68,16 @@ def key(kind: str, description: str, default: Any = None, setting: str | None = 
     return Field(None, description=description, json_schema_extra=extra)
 
 
+class AncestorFailure(BaseModel):
+    """A failure recorded on a task a subtask was decomposed from: which task, its fingerprint, and
+    its text (the evidence a question quotes)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    task: TaskId
+    fingerprint: Annotated[str, Field(min_length=1)]
+    failure: str
+
+
 class Task(Record):
     """A unit of work. `s` is its status: `p` pending, `d` done (built, awaiting VERIFY)."""
 
@@ -109,6 +119,17 @@ class Task(Record):
         0,
         description="how many decompositions made it (0: planned as it is);"
         " DECOMPOSE stops at `max_decompose_depth`, then blocks",
+    )
+    family: TaskId | None = Field(
+        None,
+        description="the task the first of the decompositions that made it split (DECOMPOSE sets it):"
+        " a task and every subtask made from it are one family, with one failure memory",
+    )
+    ancestor_failures: list[AncestorFailure] | None = Field(
+        None,
+        description="the failures recorded on the tasks it was decomposed from, oldest first (DECOMPOSE"
+        " copies them): a build or rejection of it that fails the same way (the same fingerprint)"
+        " survived the split, and its family goes to one question for a person",
     )
     blocked_reason: str | None = Field(None, description="why the loop gave up on it (status `b`)")
     blocked_by: IssueId | None = Field(
@@ -156,8 +177,20 @@ class Task(Record):
     )
     repeated_failure: list[str] | None = Field(
         None,
-        description="the two failures' texts when the same failure came twice in a row: DECOMPOSE,"
-        " or the person asked, reads them",
+        description="the two failures' texts when the same failure came twice in a row (two builds, two"
+        " rejections by VERIFY, or an ancestor's failure and its own): DECOMPOSE, or the person asked,"
+        " reads them",
+    )
+    repeated_from: TaskId | None = Field(
+        None,
+        description="the ancestor whose failure its last build or rejection repeated (the first text of"
+        " `repeated_failure` is that ancestor's): the failure survived a split, and the loop asks one"
+        " question for the family instead of splitting it further",
+    )
+    rejection_fingerprint: str | None = Field(
+        None,
+        description="hash of VERIFY's last rejection of it, made like `fingerprint`: the same rejection"
+        " twice in a row asks a person, with both reasons, instead of building it again",
     )
     verdict: VerdictCode | None = Field(
         None, description="what its latest build attempt came to, or VERIFY's rejection of it"
@@ -189,6 +222,11 @@ class Task(Record):
         description="the branch keeping the unfinished work of its last killed, interrupted or set-aside"
         " build (`ralph/draft/<task id>`), offered to its next build and to its subtasks; deleted when it"
         " is accepted (a decomposed task's, when no subtask is offered it any more)",
+    )
+    model: Text | None = Field(
+        None,
+        description="the model its last build ran with (`--stage-model`, `stage_models`, `--model`; with"
+        " an escalation list, the step its failed builds reached); absent: the agent CLI's default",
     )
     tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
     attempt_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="tokens per attempt")
@@ -228,6 +266,12 @@ class Issue(Record):
     kills: Annotated[int, Field(ge=0)] | None = Field(
         0, description="INVESTIGATE runs of it stopped by their time limit or a full context"
     )
+    recheck: bool | None = Field(
+        None,
+        description="true on the issue naming the new work a spec check added beyond `max_new_items`"
+        " (kept open): it waits for no person but for the next spec check, which runs once the spec's"
+        " other work is accepted, reads the spec and code again and resolves it",
+    )
     kill_reason: KillReason | None = Field(None, description="why its last INVESTIGATE run was stopped")
     kill_log: str | None = Field(None, description="log of its last stopped INVESTIGATE run")
     kind: Literal["question"] | None = Field(
@@ -239,6 +283,12 @@ class Issue(Record):
         None,
         description='the task a question blocks (status `"b"`, with `blocked_by` naming the question);'
         " its dependents wait too",
+    )
+    family: TaskId | None = Field(
+        None,
+        description="a question about a failure that survived a decomposition: the family it is about"
+        " (the tasks whose `family` it is); it holds every task of it (status `b`, `blocked_by` naming"
+        " it) until it is answered, and their prompts carry the answer",
     )
     asked_at: str | None = Field(None, description="when the question was asked (UTC, ISO 8601)")
     asked_by: str | None = Field(
@@ -354,16 +404,23 @@ class Price(BaseModel):
     cache_creation: Annotated[float, Field(ge=0)] | None = None
 
 
+ModelName = Annotated[str, Field(min_length=1)]
+# A stage's model, or an escalation: a list of models, cheap first; a task's BUILD runs with the
+# next one after each failed build (the last one from then on).
+StageModel = ModelName | Annotated[list[ModelName], Field(min_length=1)]
+
+
 class StageModels(BaseModel):
-    """A model name per stage that runs an agent; a stage not named uses `model`."""
+    """A model name per stage that runs an agent, or a list of them (an escalation: a task's BUILD
+    takes the next after each of its failed builds); a stage not named uses `model`."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
-    PLAN: Annotated[str, Field(min_length=1)] | None = None
-    INVESTIGATE: Annotated[str, Field(min_length=1)] | None = None
-    BUILD: Annotated[str, Field(min_length=1)] | None = None
-    VERIFY: Annotated[str, Field(min_length=1)] | None = None
-    DECOMPOSE: Annotated[str, Field(min_length=1)] | None = None
-    CHECK: Annotated[str, Field(min_length=1)] | None = None
+    PLAN: StageModel | None = None
+    INVESTIGATE: StageModel | None = None
+    BUILD: StageModel | None = None
+    VERIFY: StageModel | None = None
+    DECOMPOSE: StageModel | None = None
+    CHECK: StageModel | None = None
 
 
 class Hooks(BaseModel):
@@ -463,7 +520,8 @@ class Config(Record):
     stage_models: StageModels | None = key(
         "models",
         "the model of each stage's runs (`--stage-model STAGE=MODEL`), over `model`: e.g. a cheap one"
-        " for BUILD, a strong one for VERIFY",
+        ' for BUILD, a strong one for VERIFY; or a list, cheap first (`{"BUILD": ["claude-haiku-4-5",'
+        ' "claude-sonnet-4-5"]}`): each build of a task after a failed one runs with the next',
     )
     hooks: Hooks | None = key("hooks", "commands run on the loop's events (docs/hooks.md)")
     hook_timeout_ms: Duration | None = key("duration", "bound on one hook run", 10_000)

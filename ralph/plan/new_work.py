@@ -61,16 +61,19 @@ def new_items(before: PlanReader, after: PlanReader) -> list[Record]:
     ]
 
 
-def bound_new_work(plan: PlanReader, before: PlanReader, limit: int, run: str) -> Bounded:
+def bound_new_work(
+    plan: PlanReader, before: PlanReader, limit: int, run: str, recheck: bool = False
+) -> Bounded:
     """Bound what one run added to `plan` since `before` (see `bound`)."""
-    return bound(plan, [record["id"] for record in new_items(before, plan)], limit, run)
+    return bound(plan, [record["id"] for record in new_items(before, plan)], limit, run, recheck)
 
 
-def bound(plan: PlanReader, added: list[str], limit: int, run: str) -> Bounded:
+def bound(plan: PlanReader, added: list[str], limit: int, run: str, recheck: bool = False) -> Bounded:
     """Bound the tasks and issues `added` (their ids, in the order the run added them) to `plan`:
     duplicates of open tasks by name are refused, items past `limit` removed (with the new tasks'
     dependencies on them), and one issue kept open for a person lists them. `run` names the run
-    in that issue ("VERIFY of t-x")."""
+    in that issue ("VERIFY of t-x"). `recheck` (the spec check's run): the issue awaits the next
+    spec check instead (`awaits_recheck`), which finds again what is still missing."""
     bounded = Bounded()
     new = set(added)
     records = {line.record["id"]: line.record for line in plan.doc.records() if line.record.get("id") in new}
@@ -89,7 +92,16 @@ def bound(plan: PlanReader, added: list[str], limit: int, run: str) -> Bounded:
     _remove(plan, bounded.cut)
     issue = questions.add_issue(plan, _cut_text(bounded.cut, run, limit))
     reason = "ralph cut new work one run added: a person decides what of it to add"
+    if recheck:
+        reason = (
+            "ralph cut new work the spec check added: the next spec check, once the rest is accepted,"
+            " adds what of it is still missing"
+        )
     questions.keep_issue_open(plan, issue["id"], reason)
+    if recheck:
+        line = plan.issue_line(issue["id"])
+        line.record["recheck"] = True
+        plan.doc.rewrite(line)
     bounded.issue = issue["id"]
     return bounded
 

@@ -135,7 +135,7 @@ def ops_in(message: str) -> list[Op] | None:
         ops = [decode(text) for text in found]
     except ValueError:
         return None
-    return ops if all(_well_formed(op) for op in ops) else None
+    return ops if all(well_formed(op) for op in ops) else None
 
 
 def replayed_merge(message: str) -> bool:
@@ -177,7 +177,7 @@ def _with_ids(items: Any, added: Any) -> Any:
     return out
 
 
-def _well_formed(op: object) -> bool:
+def well_formed(op: object) -> bool:
     return (
         isinstance(op, dict)
         and isinstance(op.get("op"), str)

@@ -60,8 +60,10 @@ class Plan(PlanReader):
     def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
         return attempts.record_check_kill(self, spec, kill_reason, kill_log)
 
-    def record_build(self, task_id: str, files: list[str], tokens: int, cost_usd: float | None) -> Record:
-        return attempts.record_build(self, task_id, files, tokens, cost_usd)
+    def record_build(
+        self, task_id: str, files: list[str], tokens: int, cost_usd: float | None, model: str | None = None
+    ) -> Record:
+        return attempts.record_build(self, task_id, files, tokens, cost_usd, model)
 
     def record_resubmission(self, task_id: str, tokens: int, cost_usd: float | None) -> Record:
         return attempts.record_resubmission(self, task_id, tokens, cost_usd)
@@ -69,8 +71,16 @@ class Plan(PlanReader):
     def out_of_builds(self, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
         return attempts.out_of_builds(self, task_id, max_attempts, max_rebuilds)
 
-    def ask_about_repeated_failure(self, task_id: str, text: str, asked_at: str, asked_by: str) -> Record:
-        return attempts.ask_about_repeated_failure(self, task_id, text, asked_at, asked_by)
+    def ask_about_repeated_failure(
+        self,
+        task_id: str,
+        text: str,
+        asked_at: str,
+        asked_by: str,
+        family: str | None = None,
+        running: list[str] | None = None,
+    ) -> Record:
+        return attempts.ask_about_repeated_failure(self, task_id, text, asked_at, asked_by, family, running)
 
     def record_build_commit(self, task_id: str, commit: str) -> None:
         return attempts.record_build_commit(self, task_id, commit)
@@ -79,9 +89,16 @@ class Plan(PlanReader):
         return attempts.record_draft(self, task_id, branch)
 
     def record_build_failure(
-        self, task_id: str, verdict: Verdict, failure: str, tokens: int, cost_usd: float | None
+        self,
+        task_id: str,
+        verdict: Verdict,
+        failure: str,
+        tokens: int,
+        cost_usd: float | None,
+        model: str | None = None,
+        files: list[str] | None = None,
     ) -> int:
-        return attempts.record_build_failure(self, task_id, verdict, failure, tokens, cost_usd)
+        return attempts.record_build_failure(self, task_id, verdict, failure, tokens, cost_usd, model, files)
 
     def record_merge_conflict(
         self, task_id: str, files: list[str], tokens: int = 0, cost_usd: float | None = None
@@ -107,8 +124,10 @@ class Plan(PlanReader):
     def block(self, task_id: str, reason: str) -> Record:
         return attempts.block(self, task_id, reason)
 
-    def record_decomposition(self, task_id: str, children: list[str], depth_of_task: int = 0) -> None:
-        return attempts.record_decomposition(self, task_id, children, depth_of_task)
+    def record_decomposition(
+        self, task_id: str, children: list[str], depth_of_task: int = 0, decomposed: Record | None = None
+    ) -> None:
+        return attempts.record_decomposition(self, task_id, children, depth_of_task, decomposed)
 
     def restore_task(self, record: Record) -> Record:
         return attempts.restore_task(self, record)
@@ -149,8 +168,13 @@ class Plan(PlanReader):
     def record_investigation_kill(self, issue_id: str, kill_reason: KillReason, kill_log: str) -> int:
         return questions.record_investigation_kill(self, issue_id, kill_reason, kill_log)
 
-    def ask(self, task_id: str, text: str, asked_at: str, asked_by: str | None = None) -> Record:
-        return questions.ask(self, task_id, text, asked_at, asked_by)
+    def ask(
+        self, task_id: str, text: str, asked_at: str, asked_by: str | None = None, family: str | None = None
+    ) -> Record:
+        return questions.ask(self, task_id, text, asked_at, asked_by, family)
+
+    def hold_for_question(self, task_id: str, question_id: str) -> Record:
+        return questions.hold_for_question(self, task_id, question_id)
 
     def answer(self, question_id: str, text: str, answered_at: str) -> tuple[Record, Record | None]:
         return questions.answer(self, question_id, text, answered_at)

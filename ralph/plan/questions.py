@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ralph.errors import InvalidInput, Refused
-from ralph.plan.document import Record
+from ralph.plan.document import Record, RecordLine
 from ralph.plan.intake import new_id, require_text
-from ralph.plan.reading import PlanReader, is_question
+from ralph.plan.reading import PlanReader, drop_claim, is_question
 from ralph.plan.records import (
     KillReason,
     Status,
@@ -13,6 +13,7 @@ from ralph.plan.records import (
     count_kill,
     is_blocked,
     is_done,
+    is_pending,
 )
 from ralph.plan.validate import record_problems
 
@@ -53,9 +54,17 @@ def record_investigation_kill(plan: PlanReader, issue_id: str, kill_reason: Kill
     return kills
 
 
-def ask(plan: PlanReader, task_id: str, text: str, asked_at: str, asked_by: str | None = None) -> Record:
+def ask(
+    plan: PlanReader,
+    task_id: str,
+    text: str,
+    asked_at: str,
+    asked_by: str | None = None,
+    family: str | None = None,
+) -> Record:
     """Record a question for a person about a task, and block the task (and so everything that
-    depends on it) until it is answered."""
+    depends on it) until it is answered. `family`: the question is about a failure that survived
+    a split of that family, whose other tasks wait with it (hold_for_question)."""
     require_text(text, "the question")
     if not text.strip():
         raise InvalidInput("the question is empty")
@@ -73,6 +82,8 @@ def ask(plan: PlanReader, task_id: str, text: str, asked_at: str, asked_by: str 
     }
     if asked_by:
         record["asked_by"] = asked_by
+    if family:
+        record["family"] = family
     spec = task.get("spec") or plan.state().get("spec")
     if spec:
         record["spec"] = spec
@@ -88,10 +99,35 @@ def ask(plan: PlanReader, task_id: str, text: str, asked_at: str, asked_by: str 
     return record
 
 
+def hold_for_question(plan: PlanReader, task_id: str, question_id: str) -> Record:
+    """The task waits with its family for the open question about that family's failure: blocked
+    by it (its answer unblocks the task). What it remembers of its own failures goes: the question
+    has the evidence, and once answered its builds start a fresh count of identical failures."""
+    question = next((q for q in plan.questions() if q["id"] == question_id), None)
+    if question is None:
+        raise Refused(f"no open question {question_id}")
+    line = plan.task_line(task_id)
+    task = line.record
+    if not is_pending(task):
+        raise Refused(f"task {task_id} is not pending: only a pending task waits for a question")
+    task["s"] = Status.BLOCKED
+    task["blocked_by"] = question_id
+    family = question.get("family") or question.get("task")
+    task["blocked_reason"] = (
+        f"waits with its family ({family}) for the answer to question {question_id}: {question['text'][:200]}"
+    )
+    for stale in ("fingerprint", "repeated_failure", "repeated_from", "rejection_fingerprint"):
+        task.pop(stale, None)
+    drop_claim(task)
+    plan.doc.rewrite(line)
+    return task
+
+
 def answer(plan: PlanReader, question_id: str, text: str, answered_at: str) -> tuple[Record, Record | None]:
-    """Record a person's answer. The task goes back to pending once none of its questions is
-    open (a task the loop blocked for another reason stays blocked). Returns the question and
-    the task (None when the task is gone)."""
+    """Record a person's answer. Each task it blocks (the one asked about, and those waiting
+    with its family) goes back to pending once none of its own questions is open (a task the
+    loop blocked for another reason stays blocked). Returns the question and the task asked
+    about (None when it is gone)."""
     require_text(text, "the answer")
     if not text.strip():
         raise InvalidInput("the answer is empty")
@@ -103,19 +139,27 @@ def answer(plan: PlanReader, question_id: str, text: str, answered_at: str) -> t
         raise Refused(f"question {question_id} is already answered")
     question["answer"], question["answered_at"] = text.strip(), answered_at
     plan.doc.rewrite(line)
-    task = plan.find_task(question.get("task", ""))
-    if task is not None and blocking_question(task):
-        still_open = plan.questions_of(task["id"])
-        task_line = plan.task_line(task["id"])
-        if still_open:
-            task["blocked_by"] = still_open[0]["id"]
-            task["blocked_reason"] = _question_reason(still_open[0])
-        else:
-            task["s"] = Status.PENDING
-            task.pop("blocked_by", None)
-            task.pop("blocked_reason", None)
-        plan.doc.rewrite(task_line)
-    return question, task
+    for task_line in plan.task_lines():
+        task = task_line.record
+        asked_about = task["id"] == question.get("task")
+        if blocking_question(task) and (asked_about or task.get("blocked_by") == question_id):
+            _unblock(plan, task_line)
+    return question, plan.find_task(question.get("task", ""))
+
+
+def _unblock(plan: PlanReader, line: RecordLine) -> None:
+    """An answered question blocked the task: it waits for the next of its own open questions,
+    or goes back to pending."""
+    task = line.record
+    still_open = plan.questions_of(task["id"])
+    if still_open:
+        task["blocked_by"] = still_open[0]["id"]
+        task["blocked_reason"] = _question_reason(still_open[0])
+    else:
+        task["s"] = Status.PENDING
+        task.pop("blocked_by", None)
+        task.pop("blocked_reason", None)
+    plan.doc.rewrite(line)
 
 
 def resolve_issue(plan: PlanReader, issue_id: str, note: str | None = None) -> Record:

@@ -62,14 +62,18 @@ class PlanReader:
         return [question for question in self.questions(answered=answered) if question.get("task") == task_id]
 
     def answers_for(self, task_id: str) -> list[Record]:
-        """The answered questions a task's prompts carry: those asked about it, and those its
-        `questions` names (asked about the task it was decomposed from, which is gone)."""
+        """The answered questions a task's prompts carry: those asked about it, those its
+        `questions` names (asked about the task it was decomposed from, which is gone), and those
+        about its family's failure."""
         task = self.find_task(task_id) or {}
         inherited = set(task.get("questions", []))
+        family = task.get("family") or task_id
         return [
             question
             for question in self.questions(answered=True)
-            if question.get("task") == task_id or question["id"] in inherited
+            if question.get("task") == task_id
+            or question["id"] in inherited
+            or question.get("family") == family
         ]
 
     def resolutions(self, spec: str | None = None) -> dict[str, str]:
@@ -141,6 +145,15 @@ class PlanReader:
 
     def reject_reasons(self, task_id: str) -> list[str]:
         return [line.record["reason"] for line in self.of("reject") if line.record["id"] == task_id]
+
+    def verify_reasons(self, task_id: str) -> list[str]:
+        """Why VERIFY (or a person, `task reject`) sent the task back each time, oldest first: not
+        the loop's own set-asides, which are recorded the same way with a kill_reason."""
+        return [
+            line.record["reason"]
+            for line in self.of("reject")
+            if line.record["id"] == task_id and not line.record.get("kill_reason")
+        ]
 
     def claim_ttl_s(self) -> float:
         """Age in seconds at which a claim may be taken over (config claim_ttl_ms, default 30 min)."""

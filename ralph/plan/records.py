@@ -180,6 +180,12 @@ def verdict_of(task: Record) -> Verdict | None:
         return None
 
 
+def awaits_recheck(issue: Record) -> bool:
+    """An issue naming work a spec check found beyond what ralph takes from one run: the next
+    spec check, not a person, takes it up (so it holds neither the check nor COMPLETE back)."""
+    return bool(issue.get("recheck"))
+
+
 def is_killed(task: Record) -> bool:
     """Set aside by the loop (timeout, context, repeated failure): DECOMPOSE splits it next."""
     return bool(task.get("kill_reason")) and is_pending(task)

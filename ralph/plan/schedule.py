@@ -14,7 +14,7 @@ import re
 from ralph.errors import Refused
 from ralph.plan.document import Record
 from ralph.plan.integrity import cycle_text
-from ralph.plan.records import is_done, is_pending
+from ralph.plan.records import awaits_recheck, is_done, is_pending
 
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2, None: 1}
 
@@ -66,14 +66,16 @@ def buildable(tasks: list[Record], accepted: set[str]) -> list[Record]:
 
 
 def held_by_questions(tasks: list[Record], questions: list[Record]) -> set[str]:
-    """The tasks open questions hold: each task asked about, and every task that depends on one
-    of them, directly or not."""
+    """The tasks open questions hold: each task asked about, each task blocked by one of them (a
+    family's, waiting with it), and every task that depends on one of those, directly or not."""
     dependents: dict[str, list[str]] = {}
     for task in tasks:
         for dep in task.get("deps", []):
             dependents.setdefault(dep, []).append(task["id"])
     held: set[str] = set()
+    asked = {question["id"] for question in questions}
     stack = [question["task"] for question in questions if question.get("task")]
+    stack += [task["id"] for task in tasks if task.get("blocked_by") in asked]
     while stack:
         task_id = stack.pop()
         if task_id not in held:
@@ -84,8 +86,9 @@ def held_by_questions(tasks: list[Record], questions: list[Record]) -> set[str]:
 
 def only_questions_left(tasks: list[Record], issues: list[Record], questions: list[Record]) -> bool:
     """Whether open questions hold every task left (directly or through dependencies), with no
-    issue left and no done or killed task: only a person's answers can move it on."""
-    if not questions or issues:
+    issue left (but the cut of a spec check, which waits for the next check: awaits_recheck) and
+    no done or killed task: only a person's answers can move it on."""
+    if not questions or any(not awaits_recheck(issue) for issue in issues):
         return False
     held = held_by_questions(tasks, questions)
     return all(task["id"] in held and not is_done(task) and not task.get("kill_reason") for task in tasks)

@@ -10,7 +10,8 @@ When several hold, the first wins:
   BUILD        pending tasks;
   VERIFY       done tasks and nothing pending;
   BLOCKED      only blocked tasks and issues kept open remain: a person must decide;
-  COMPLETE     no task and no issue.
+  COMPLETE     no task and no issue (an issue awaiting the next spec check aside: it is that
+               check's, which COMPLETE comes after).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ralph.plan.document import Record
-from ralph.plan.records import Stage, is_done, is_killed, is_pending
+from ralph.plan.records import Stage, awaits_recheck, is_done, is_killed, is_pending
 from ralph.plan.schedule import only_questions_left
 
 
 def stage_of(tasks: list[Record], issues: list[Record], questions: Sequence[Record] = ()) -> Stage:
     """The plan's stage; `questions` are the open questions (without them, never WAITING)."""
+    issues = [issue for issue in issues if not awaits_recheck(issue)]
     if any(map(is_killed, tasks)):
         return Stage.DECOMPOSE
     if any(not issue.get("keep_open") for issue in issues):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ralph.errors import InvalidInput, Refused
 from ralph.plan import schedule
 from ralph.plan.document import Record
+from ralph.plan.families import family_of, fingerprint, note_repeat
 from ralph.plan.intake import new_task_record, refuse_cycle, require_text
 from ralph.plan.reading import PlanReader, drop_claim, is_question
 from ralph.plan.records import (
@@ -131,9 +132,11 @@ def _drop_served_answers(plan: PlanReader) -> None:
     """Answered questions no task left asks or inherits have served (git history keeps them)."""
     tasks = plan.tasks()
     wanted = {task["id"] for task in tasks} | {q for task in tasks for q in task.get("questions", [])}
+    families = {family_of(task) for task in tasks}
     for line in plan.of("issue"):
         question = line.record
         served = question.get("task") not in wanted and question["id"] not in wanted
+        served = served and question.get("family") not in families
         if is_question(question) and question.get("answer") and served:
             plan.doc.remove(line)
 
@@ -158,6 +161,8 @@ def reject(
     drop_claim(task)  # back in the pool for whichever runner comes next
     if task.pop("resubmitted", None) is not None and not kill_reason:
         task["rebuilds"] = task.get("rebuilds", 0) + 1  # its unchanged resubmission was rejected too
+    if not kill_reason:
+        _fingerprint_rejection(plan, task, reason)
     task["reject_reason"] = reason
     task["verdict"] = Verdict.KILLED if kill_reason else Verdict.REJECTED
     tombstone = {"t": "reject", "id": task["id"], "reason": reason}
@@ -168,6 +173,17 @@ def reject(
     plan.doc.rewrite(line)
     plan.doc.append(tombstone)
     return task
+
+
+def _fingerprint_rejection(plan: PlanReader, task: Record, reason: str) -> None:
+    """A rejection fingerprinted like a build failure (its reason with the task's id and its
+    files' names taken out, numbers and the like too): the same as its last rejection, or as a
+    failure of its ancestors, repeats it (families.note_repeat), and the loop asks a person
+    instead of building it again."""
+    earlier = plan.verify_reasons(task["id"])
+    print_ = fingerprint(Verdict.REJECTED, reason, [task["id"], *(task.get("files") or [])])
+    note_repeat(task, print_, task.get("rejection_fingerprint"), earlier[-1] if earlier else None, reason)
+    task["rejection_fingerprint"] = print_
 
 
 def _only_done_task(plan: PlanReader) -> str:

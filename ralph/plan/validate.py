@@ -3,7 +3,7 @@
 plan.schema.json is exported from ralph.models (the definition); the tests keep the two in step
 and check that this validator and pydantic agree. Only the schema features that export uses are
 supported: type, const, enum, pattern (x-words: its phrase in messages), minLength, minimum/maximum
-(exclusive too), items, anyOf, $ref and required, and (for values inside a record) properties and
+(exclusive too), items, minItems, anyOf, $ref and required, and (for values inside a record) properties and
 additionalProperties.
 
 Hand-written by choice (bench/bench_validator.py, on the realistic plans of `make bench`): per
@@ -123,6 +123,10 @@ def _compile(schema: Schema, defs: dict[str, Schema]) -> tuple[Check, str]:
         item_check, item_words = _compile(schema["items"], defs)
         words = f"a list, each item {item_words}"
         checks.append(lambda v: _first_item_problem(v, item_check, item_words))
+    if "minItems" in schema:
+        least = schema["minItems"]
+        words = ("a non-empty list" if least == 1 else f"a list of at least {least} items") + words[6:]
+        checks.append(lambda v: None if len(v) >= least else words)
     if "properties" in schema or isinstance(schema.get("additionalProperties"), dict):
         checks.append(_object_check(schema, defs))
     check = _all_of(checks)
@@ -230,6 +234,9 @@ def _predicate(schema: Schema, defs: dict[str, Schema]) -> Predicate:
     if "items" in schema:
         item_valid = _predicate(schema["items"], defs)
         tests.append(lambda v: all(map(item_valid, v)))
+    if "minItems" in schema:
+        least = schema["minItems"]
+        tests.append(lambda v: len(v) >= least)
     if "properties" in schema or isinstance(schema.get("additionalProperties"), dict):
         object_check = _object_check(schema, defs)
         tests.append(lambda v: object_check(v) is None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -19,13 +20,14 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def _replace(path: Path, data: bytes) -> None:
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = _new_temp(temp)
     try:
-        with open(temp, "wb") as handle:
+        with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(temp, path.stat().st_mode & 0o7777)
+            if path.exists():  # through the file made above, whatever has its name by now
+                os.fchmod(handle.fileno(), path.stat().st_mode & 0o7777)
         os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)
@@ -36,10 +38,37 @@ def _replace(path: Path, data: bytes) -> None:
         os.close(directory)
 
 
+# A temporary file is made afresh, never opened through what has its name: an agent that can write
+# beside plan.jsonl (any agent but a fenced one's: ralph.loop.sandbox) could put a link there,
+# named for the pid of the ralph that writes next, to have ralph write the plan into another file.
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _new_temp(temp: Path) -> int:
+    """`temp`, made anew and opened for writing; whatever had its name (a file a killed writer of the
+    same pid left, a link, an empty folder) removed first."""
+    try:
+        return os.open(temp, _TEMP_FLAGS, 0o666)
+    except FileExistsError:
+        _remove_temp(temp)
+        return os.open(temp, _TEMP_FLAGS, 0o666)
+
+
+def _remove_temp(path: Path) -> None:
+    """A temporary file's name freed: a file or a link unlinked (never what a link points to), an
+    empty folder removed; a folder with something in it is nobody's temporary file, and stays."""
+    if path.is_dir() and not path.is_symlink():
+        path.rmdir()
+    else:
+        path.unlink(missing_ok=True)
+
+
 def remove_stale_temp_files(folder: Path, name: str) -> None:
-    # Under the lock no other writer exists, so any temp file is left from a killed process.
+    # Under the lock no other writer exists, so any temp file is left from a killed process. What
+    # cannot go (a folder with files in it, made by someone else) does not stop the writer.
     for stale in folder.glob(f".{name}.*.tmp"):
-        stale.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            _remove_temp(stale)
 
 
 def free_name(path: Path) -> Path:

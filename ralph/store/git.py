@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ralph.errors import BranchSwitched, GitError, WorkTreeGone
@@ -410,6 +410,27 @@ class Repo:
         paths.discard("")
         return paths
 
+    def hidden_in(self, folders: Iterable[str]) -> set[str]:
+        """The untracked files under `folders` that git ignores by a rule written in one of them (a
+        .gitignore inside, or the folder being one): files whoever made those folders hid from
+        `git status`. Those ignored by the repository's own rules (a build's output) are not."""
+        names = sorted(folders)
+        if not names:
+            return set()
+        ignored = self.paths("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *names)
+        if not ignored:
+            return set()
+        stdin = "\0".join(ignored).encode("utf-8", "surrogateescape")
+        # -z: <source> NUL <line> NUL <pattern> NUL <path> NUL, one match per path; exit 1: none
+        # matched. check-ignore refuses the literal pathspecs the other commands run with.
+        args = ("check-ignore", "-v", "-z", "--stdin")
+        done = self._run(args, stdin, {"GIT_LITERAL_PATHSPECS": "0"})
+        if done.returncode not in (0, 1):
+            raise GitError(_explain(args, done.stderr.decode("utf-8", "replace")))
+        fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+        matches = zip(fields[0::4], fields[3::4], strict=False)
+        return {path for source, path in matches if source and PurePosixPath(source).parts[0] in names}
+
     def work_state(self, read_only: bool = False) -> tuple[str | None, str | None, set[str]]:
         """HEAD's commit (None before the first), its branch (None when detached) and the paths
         changed_paths() gives, from one `git status` instead of three git runs: the loop takes
@@ -490,7 +511,8 @@ class Repo:
         to blob `staged` (ralph.store.pending_ops)."""
         from ralph.store import pending_ops
 
-        if staged is None or not (self.git_dir() / pending_ops.NAME).exists():
+        git_dir = self.git_dir()
+        if staged is None or not any((git_dir / name).exists() for name in pending_ops.NAMES):
             return message
         return pending_ops.message_with(self, message, parent, staged)
 
@@ -521,8 +543,8 @@ class Repo:
         # Intent-to-add, so new files show in the diff; only paths in the work tree, as `git add`
         # refuses one that is gone from it and from the index (`git rm`, the source of a `git mv`).
         present = [path for path in sorted(paths) if os.path.lexists(self.root / path)]
-        if present:
-            self.git("add", "-N", "--", *present)
+        if present:  # -f: a file hidden by an ignore rule (hidden_in) is kept too
+            self.git("add", "-N", "-f", "--", *present)
         target.write_bytes(self.patch(base, "--", *sorted(paths)) + b"\n")
 
     def patch(self, *args: str) -> bytes:
@@ -551,16 +573,29 @@ class Repo:
         return {path for path in wanted if self._paths("ls-tree", "-z", "HEAD", "--", path)}
 
     def revert(self, paths: set[str]) -> None:
-        """Put `paths` back as HEAD has them; files HEAD does not have are removed."""
+        """Put `paths` back as HEAD has them; files HEAD does not have are removed. Those go
+        first: a tracked link put back first (an agent made a folder of `docs -> specs`) would
+        send the removal of `docs/x.py` through it, to `specs/x.py`. Nor is anything removed
+        through a link some other way (one made since git listed the path)."""
         if not paths:
             return
         listed = self._paths("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *sorted(paths))
         tracked = {path for path in listed.split("\0") if path}
-        if tracked:
-            self.git("checkout", "HEAD", "--", *sorted(tracked))
         for path in sorted(paths - tracked):
             self.git("rm", "--cached", "-q", "--ignore-unmatch", "--", path)
-            (self.root / path).unlink(missing_ok=True)
+            if not self._through_link(path):
+                (self.root / path).unlink(missing_ok=True)
+        if tracked:
+            self.git("checkout", "HEAD", "--", *sorted(tracked))
+
+    def _through_link(self, path: str) -> bool:
+        """Whether a folder on the way to `path` (relative) is a symbolic link."""
+        parent = self.root
+        for part in PurePosixPath(path).parts[:-1]:
+            parent = parent / part
+            if parent.is_symlink():
+                return True
+        return False
 
     # --- worktrees: a checkout of its own for a run that must not share this one ----------------
     def add_worktree(self, path: Path, commit: str) -> Repo:
@@ -654,6 +689,11 @@ class Repo:
     def file_at(self, rev: str, relpath: str) -> bytes | None:
         """The file's bytes in commit or tree `rev`, or None (no such file there)."""
         done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
+        return done.stdout if done.returncode == 0 else None
+
+    def blob(self, sha: str) -> bytes | None:
+        """The bytes of blob `sha`, or None (no such object)."""
+        done = self._run(("cat-file", "blob", sha))
         return done.stdout if done.returncode == 0 else None
 
     def files_at(self, revs: list[str], relpath: str) -> list[bytes | None]:

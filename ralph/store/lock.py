@@ -22,7 +22,9 @@ from ralph.errors import Busy, InvalidInput, RalphError
 LOCK_NAME = "plan.jsonl.lock"
 # ralph's own files beside plan.jsonl (its lock, the temporary files of its atomic writes):
 # never an agent's change, nor a build's.
-RALPH_FILES = re.compile(re.escape(LOCK_NAME) + r"|\.plan\.jsonl\.\d+\.tmp")
+# ralph's own files in a work tree, never a build's change: the plan's lock and temporary copies,
+# and the log folder (a link an agent put there is never committed with its build).
+RALPH_FILES = re.compile(re.escape(LOCK_NAME) + r"|\.plan\.jsonl\.\d+\.tmp|build/ralph-logs(?:/.*)?")
 CONSTRUCT_LOCK_NAME = "ralph-construct.lock"  # in the work tree's git directory
 DEFAULT_LOCK_TIMEOUT_S = 60.0
 

@@ -226,7 +226,7 @@ def earlier_changes_message(repo: Repo, head_entries: list[bytes], before: bytes
     from ralph.store.git import Repo
 
     parent = Repo.blob_in(head_entries, PLAN_NAME)
-    return pending_ops.message_with(repo, EARLIER_CHANGES_MESSAGE, parent, blob_sha(before))
+    return pending_ops.message_with(repo, EARLIER_CHANGES_MESSAGE, parent, blob_sha(before), before)
 
 
 def refuse_unsafe_commit(repo: Repo) -> None:

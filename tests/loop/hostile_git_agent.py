@@ -1,17 +1,18 @@
 """A hostile agent for the sandbox battery's second part (tests/loop/test_sandbox.py): it plants
 what ralph itself, running outside the fence, could be made to run, then does its task honestly.
 
-The first BUILD (marked done in $HOME/.cache, which runs may write) plants a `git` in the work
-tree's .venv/bin and bin (ralph's PATH has them), a Makefile whose `$(shell ...)` runs when make
-reads it (the gate's probe) and a rewrite of the hook script scripts/hook.py, all committed with
-its build. The second puts a repository of its own in place of the submodule lib's `.git` link,
-whose core.fsmonitor is a program (a violation, undone; its next attempt builds honestly). Each,
+The first attempt at "Part one" plants a `git` in the work tree's .venv/bin and bin (ralph's PATH
+has them), a Makefile whose `$(shell ...)` runs when make reads it (the gate's probe) and a
+rewrite of the hook script scripts/hook.py, all committed with its build. The first at "Part two"
+puts a repository of its own in place of the submodule lib's `.git` link, whose core.fsmonitor is
+a program (a violation, undone; its next attempt builds honestly). Each,
 when run, writes a marker into $HOSTILE_OUTSIDE: a marker there is an escape. One line per attempt,
 as hostile_agent.py prints them ("planted" when the file is in place). VERIFY accepts.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,8 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, os.environ.get("AGENT_KIT_DIR", str(Path(__file__).parent)))
 
-GROUPS = (("plant_path_git", "plant_makefile", "rewrite_hook_script"), ("replace_submodule_link",))
-PLANTED = {name for group in GROUPS for name in group}
+GROUPS = {
+    "Part one": ("plant_path_git", "plant_makefile", "rewrite_hook_script"),
+    "Part two": ("replace_submodule_link",),
+}
+PLANTED = {name for group in GROUPS.values() for name in group}
 
 
 def attempt(name: str, action) -> None:
@@ -83,14 +87,11 @@ def main() -> int:
 
     stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
     if stage == "BUILD":
-        for number, group in enumerate(GROUPS):
-            once = Path.home() / ".cache" / f"hostile-git-{number}"
-            if not once.exists():
-                once.parent.mkdir(parents=True, exist_ok=True)
-                once.write_text("")
-                for name in group:
-                    attempt(name, globals()[name])
-                break
+        records = [json.loads(line) for line in Path("plan.jsonl").read_text().splitlines() if line]
+        task_record = next(r for r in records if r.get("t") == "task" and r.get("id") == task)
+        if not task_record.get("attempts"):  # its first attempt
+            for name in GROUPS.get(task_record["name"], ()):
+                attempt(name, globals()[name])
         Path("work").mkdir(exist_ok=True)
         Path("work", f"{task}.txt").write_text("ok\n")
         ralph("task", "done", task)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ralph.ops import pullrequest
 from tests.support.cli import ralph_in_process
 from tests.support.construct import (
     FAKE_AGENT,
@@ -423,7 +424,8 @@ def test_missing_agent_binary_is_a_clear_failure(project):
 
 
 # A variant of test_agent_failures.py's test_an_agent_that_crashes_three_times_then_works_spends_no_
-# attempt, which asserts all this one does (exit 3 seen, no failed attempt, accepted) in `make test`.
+# attempt, which asserts all this one does (a crash signal seen, no failed attempt, accepted) in
+# `make test`.
 @pytest.mark.slow
 def test_an_agent_crashing_at_once_is_run_again_and_spends_no_attempt(project):
     (task_id,) = add_tasks(project, "Fragile [crash]")
@@ -431,7 +433,7 @@ def test_an_agent_crashing_at_once_is_run_again_and_spends_no_attempt(project):
     done = construct(project)
     assert done.returncode == 0, done.stdout + done.stderr
     ends = [e for e in events(project) if e["event"] == "agent_end" and e.get("item") == task_id]
-    assert ends[0]["exit_code"] == 3
+    assert ends[0]["exit_code"] == -9  # killed by SIGKILL: a crash, waited out
     assert not any(s.endswith("attempt 1 failed") for s in subjects(project))
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
 
@@ -494,7 +496,10 @@ def test_plan_command_runs_only_the_planning_stage(project):
     assert [t["name"] for t in tasks] == ["Parse input", "Compute result", "Print report"]
     assert all(t["s"] == "p" and t.get("priority") for t in tasks)
     assert [e["stage"] for e in events(project) if e["event"] == "agent_begin"] == ["PLAN"]
-    # It says what happened: planned, not COMPLETE (the spec is far from complete).
+    # It says what happened: planned, not COMPLETE (the spec is far from complete), in its report
+    # as in its commit; a later `ralph pr` would open a draft.
+    assert done.stdout.splitlines()[0] == "ralph: PLANNED: planned 3 tasks"
+    assert pullrequest.last_report(project)["outcome"] == "PLANNED"
     assert subjects(project)[0] == "ralph: construct specs/app.md ended: PLANNED"
     ended = events(project)[-1]
     assert (

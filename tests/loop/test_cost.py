@@ -490,7 +490,7 @@ def test_max_cost_is_refused_up_front_where_ralph_can_tell_no_cost_will_be_known
         " default model (none named); name a model ralph knows the price of (--model, --stage-model),"
         " or bound the run with --max-tokens"
     )
-    mixed = refusal(GeminiAdapter(), model="gemini-2.5-flash", stage_models={"VERIFY": "no-such-model-7"})
+    mixed = refusal(GeminiAdapter(), model="gemini-2.5-flash", stage_models={"VERIFY": ("no-such-model-7",)})
     assert mixed is not None and "no price for model no-such-model-7 (VERIFY);" in mixed
     assert refusal(GeminiAdapter(), model="gemini-2.5-flash") is None  # a price is known
     mine = {"no-such-model-7": {"input": 1.0, "output": 2.0}}
@@ -554,3 +554,61 @@ def test_a_cost_unknown_mid_run_stops_new_runs_and_ends_max_cost_committed(proje
         project, "--max-cost", "2", "--max-tokens", "1000000", "--gate", "", agent=command, env=env
     )
     assert bounded.returncode == 0, bounded.stdout + bounded.stderr
+
+
+def test_a_task_s_builds_after_a_failure_escalate_to_the_next_model_shown_and_recorded(project):
+    """--stage-model BUILD=cheap,strong: a task's first build runs with the cheap model and, after
+    it failed its gate, the next with the strong one; the console line of each attempt, the
+    report and the task's record say which. VERIFY, given no model, runs with the CLI's default."""
+    (task_id,) = add_tasks(project, "Flaky [gate-fails-once]")
+
+    done = construct(project, "--stage-model", "BUILD=claude-haiku-4-5,claude-sonnet-4-5")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    begun = [(e["stage"], e.get("model")) for e in events(project) if e["event"] == "agent_begin"]
+    assert begun[:3] == [
+        ("BUILD", "claude-haiku-4-5"),
+        ("BUILD", "claude-sonnet-4-5"),
+        ("VERIFY", None),
+    ]
+    assert (
+        f"BUILD {task_id} (Flaky [gate-fails-once]): agent started with claude-haiku-4-5, log" in done.stderr
+    )
+    assert (
+        f"BUILD {task_id} (Flaky [gate-fails-once]): agent started with claude-sonnet-4-5, log" in done.stderr
+    )
+    assert f"BUILD {task_id}: attempt 1 with claude-haiku-4-5 failed (gate failed)" in done.stderr
+    assert f"  {task_id} attempt 1 with claude-haiku-4-5: gate failed: " in done.stdout
+    assert "by stage: BUILD (claude-haiku-4-5, claude-sonnet-4-5) " in done.stdout
+    failed = git(project, "log", "--format=%H", "-1", f"--grep=^ralph(build): {task_id} attempt 1 failed")
+    built = git(project, "log", "--format=%H", "-1", f"--grep=^ralph(build): {task_id} Flaky")
+    models = [
+        next(r.get("model") for r in plan_records(project, commit.strip()) if r.get("id") == task_id)
+        for commit in (failed, built)
+    ]
+    assert models == ["claude-haiku-4-5", "claude-sonnet-4-5"]
+    story = in_process(["-C", str(project), "log", "--task", task_id], dict(os.environ)).stdout
+    assert "  attempt 1 with claude-haiku-4-5: gate failed" in story
+    assert "  attempt 2 with claude-sonnet-4-5: passed the gate" in story
+
+
+def test_max_cost_refuses_a_later_step_of_an_escalation_with_no_known_price():
+    """Every model an escalation may reach is priced before the run starts, not only its first."""
+    from ralph.agents.codex import CodexAdapter
+    from ralph.loop.preflight import budget_problem
+    from ralph.ops.settings import DEFAULTS
+
+    prices = {"cheap-model-1": {"input": 1.0, "output": 2.0}}
+    stage_models = {"BUILD": ("cheap-model-1", "no-such-model-9")}
+    settings = replace(
+        DEFAULTS,
+        spec="specs/app.md",
+        max_cost_usd=2.0,
+        model="cheap-model-1",
+        prices=prices,
+        stage_models=stage_models,
+    )
+    refused = budget_problem(settings, CodexAdapter())
+    assert refused is not None and "no-such-model-9 (BUILD step 2)" in str(refused), refused
+    settings = replace(settings, stage_models={"BUILD": ("cheap-model-1",)})
+    assert budget_problem(settings, CodexAdapter()) is None

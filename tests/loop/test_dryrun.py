@@ -119,6 +119,30 @@ def test_dry_run_shows_each_stage_s_model(project, tmp_path):
     assert as_json["origins"]["stage_models"] == "flag"
 
 
+def test_dry_run_shows_an_escalation_and_the_step_a_task_s_failed_builds_reached(project, tmp_path):
+    from ralph.ops import tasks
+
+    fresh, failed = (tasks.add(project, [{"name": n, "accept": "ok"}])[0]["id"] for n in ("Fresh", "Failed"))
+    plan = project / "plan.jsonl"
+    records = [json.loads(line) for line in plan.read_text().splitlines()]
+    for record in records:
+        if record.get("id") == failed:  # as after a build whose gate failed
+            record.update(attempts=1, verdict="gate_failed", gate_failure="FAILED: test_it")
+    plan.write_text("".join(json.dumps(record) + "\n" for record in records))
+    git(project, "commit", "-qam", "Failed failed once")
+
+    done = dry_run(project, tmp_path, "--stage-model", "build=claude-haiku-4-5, claude-sonnet-4-5")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "BUILD claude-haiku-4-5 -> claude-sonnet-4-5, VERIFY (the CLI default)" in done.stdout
+    assert f"  BUILD {fresh}: Fresh\n    model: claude-haiku-4-5\n" in done.stdout
+    assert f"  BUILD {failed}: Failed\n    model: claude-sonnet-4-5\n" in done.stdout
+    as_json = json.loads(dry_run(project, tmp_path, "--stage-model", "BUILD=a,b", "--json").stdout)
+    assert as_json["escalations"] == {"BUILD": ["a", "b"]} and as_json["models"]["BUILD"] == "a"
+    refused = dry_run(project, tmp_path, "--stage-model", "BUILD=a,,b")
+    assert refused.returncode == 2 and "is not STAGE=MODEL or STAGE=MODEL,MODEL,..." in refused.stderr
+
+
 def test_dry_run_of_an_unplanned_spec_shows_the_plan_run_and_writes_no_plan(project, tmp_path):
     before = tree_digest(project)
     done = dry_run(project, tmp_path)

@@ -4,7 +4,18 @@ before it began is one line on stderr."""
 
 from __future__ import annotations
 
+import sys
+
 from tests.support.construct import construct, events
+
+# A planner that also changes ralph's config, which no agent may: every PLAN run of it is undone.
+CONFIG_SETTER = """import json, os, sys
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+if os.environ["RALPH_STAGE"] == "PLAN":
+    ralph("task", "add", "--json", json.dumps({"name": "Parse input", "accept": "ok"}))
+    ralph("config", "set", "max_attempts", "9")
+"""
 
 
 def test_a_run_whose_plan_adds_nothing_reports_on_stdout(project):
@@ -17,6 +28,22 @@ def test_a_run_whose_plan_adds_nothing_reports_on_stdout(project):
     assert lines[-1].startswith("to resume: ralph construct specs/app.md --agent command --agent-cmd true")
     assert "ralph: STUCK" not in done.stderr
     assert events(project)[-1]["ending"] == "plan_empty"
+
+
+def test_a_run_whose_every_plan_run_breaks_the_rules_runs_it_max_attempts_times_and_says_so(
+    project, tmp_path
+):
+    agent = tmp_path / "planner.py"
+    agent.write_text(CONFIG_SETTER)
+    done = construct(project, agent=f"{sys.executable} {agent}")
+    assert done.returncode == 5, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "ralph: STUCK: the PLAN stage added no tasks: its runs broke the stage's rules (below)"
+    did = "permission violation, undone: changed ralph's config in PLAN: max_attempts; log"
+    failures = [line.split(": ", 1)[1] for line in lines if line.startswith("  specs/app.md PLAN run ")]
+    assert [line.rsplit(" ", 1)[0] for line in failures] == [did] * 3  # the report's, each with its log
+    assert [e["run"] for e in events(project) if e["event"] == "plan_again"] == [2, 3]
+    assert events(project)[-1]["ending"] == "plan_failed"
 
 
 def test_a_run_left_with_only_questions_lists_them_on_stdout(project):

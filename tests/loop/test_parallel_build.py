@@ -421,3 +421,96 @@ def test_the_gate_lines_of_builds_side_by_side_name_their_task(project, tmp_path
         assert f"  {task_id} | FAILED: {task_id}.txt" in tagged[task_id]
         assert not [line for line in tagged[task_id] if other in line.split(" | ", 1)[1]]
     assert not [line for line in said if line.startswith("  | ")]  # no line of theirs without its task
+
+
+# "Needs C" reports an error (as Claude Code's stream-json does, after a tool call) until
+# work/c.txt is in its checkout; "Fails" waits until that error was held back as a stale base,
+# then fails its gate; "Provides C" (whose scope keeps it from building beside "Fails") waits
+# until "Needs C" was deferred, then writes work/c.txt.
+NEEDS_C_AGENT = r"""
+import json, os, pathlib, sys, time
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+def wait_for(event):
+    journal = pathlib.Path(os.environ["PROJECT"], "build", "ralph-logs", "events.jsonl")
+    for _ in range(1200):
+        if event in journal.read_text():
+            return
+        time.sleep(0.05)
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    name = json.loads(ralph("task", "show", task))["name"]
+    pathlib.Path("work").mkdir(exist_ok=True)
+    if name == "Needs C" and not pathlib.Path("work", "c.txt").exists():
+        call = {"type": "tool_use", "name": "Bash", "input": {"command": "cat work/c.txt"}}
+        print(json.dumps({"type": "assistant", "message": {"content": [call]}}), flush=True)
+        said = "work/c.txt is not there yet: this task needs it"
+        print(json.dumps({"type": "result", "is_error": True, "result": said}), flush=True)
+        sys.exit(1)
+    if name == "Fails":
+        wait_for('"build_stale_base"')
+    if name == "Provides C":
+        wait_for('"build_deferred"')
+    own = {"Needs C": "a", "Fails": "b", "Provides C": "c"}[name]
+    pathlib.Path("work", own + ".txt").write_text("FAIL: never\n" if name == "Fails" else "ok\n")
+    with open(os.environ["RUNS"], "a") as runs:
+        runs.write(json.dumps({"task": name}) + "\n")
+    ralph("task", "done", task)
+elif stage == "VERIFY":
+    ralph("task", "accept", task)
+"""
+
+
+def test_an_agent_error_held_back_beside_a_failing_neighbour_waits_for_another_tasks_code(project, tmp_path):
+    """Needs C's agent says it cannot do it yet, beside Fails: held back. Fails changes no code,
+    but Provides C is ready and may bring what Needs C lacks: Needs C waits for it, uncounted,
+    and is then built."""
+    config_set(project, "max_attempts", "2")
+    needs, fails, provides = add(
+        project,
+        {"name": "Needs C"},
+        {"name": "Fails", "scope": ["work/"]},
+        {"name": "Provides C", "scope": ["work/"]},
+    )
+    agent = tmp_path / "agent.py"
+    agent.write_text(NEEDS_C_AGENT)
+    runs = tmp_path / "runs.jsonl"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(runs), "PROJECT": str(project)}
+
+    construct(project, "--parallel", "2", "--max-iterations", "1", "--sandbox=off", agent=command, env=env)
+
+    journal = events(project)
+    assert [e["item"] for e in journal if e["event"] == "build_deferred"] == [needs]
+    assert not [e for e in journal if e["event"] == "build_failed" and e["item"] == needs]
+    merged = [e["item"] for e in journal if e["event"] == "build_merged"]
+    assert merged.index(provides) < merged.index(needs)
+    built = [json.loads(line)["task"] for line in runs.read_text().splitlines()]
+    assert built.count("Needs C") == 1 and fails not in merged
+
+
+def test_a_stop_during_parallel_builds_leaves_a_persons_edit_in_the_work_tree_as_it_is(project, tmp_path):
+    """Every agent of a parallel BUILD works in a worktree of its own: what changes in the work
+    tree meanwhile is a person's, and a stop leaves it where it is, not reverted into a patch
+    (nor kept as some task's draft)."""
+    add(project, *({"name": f"Part {n}"} for n in range(2)))
+    agent, started = tmp_path / "agent.py", tmp_path / "started"
+    agent.write_text(AGENT)
+    started.mkdir()
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(tmp_path / "runs.jsonl"), "BUILD_SLEEP": "600", "STARTED": str(started)}
+    running = construct(project, "--parallel", "2", agent=command, env=env, wait=False)
+    wait_for(lambda: len([p for p in started.iterdir() if p.read_text()]) == 2, "two builds at once")
+    mine = "# App\n\nWhat I am writing while it builds.\n"
+    (project / "specs" / "app.md").write_text(mine)
+    (project / "notes.txt").write_text("my notes\n")
+
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+
+    assert running.returncode == 143, out + err
+    assert (project / "specs" / "app.md").read_text() == mine
+    assert (project / "notes.txt").read_text() == "my notes\n"
+    assert git(project, "status", "--porcelain", "--", "plan.jsonl") == "", "the plan is left committed"

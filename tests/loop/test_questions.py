@@ -181,4 +181,58 @@ def test_a_parallel_builds_question_commit_is_not_recorded_as_its_build(project,
     assert colour["s"] == "b" and "commit" not in colour
     merged = {e["item"] for e in events(project) if e["event"] == "build_merged"}
     assert merged == {"t-other"}
+
+
+# BUILD writes work/<its name as a file name>.txt: "FAIL" for a [hopeless] task, which the gate
+# (check_work.py) then names, "ok" for the others; DECOMPOSE makes two parts that keep the marker.
+FAMILY_AGENT = """import json, os, pathlib, re, sys
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
+stage, item = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+name = json.loads(ralph("task", "show", item))["name"] if item else ""
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    own = re.sub(r"[^a-z0-9]+", "-", name.split(" [")[0].lower()).strip("-")
+    pathlib.Path("work", own + ".txt").write_text("FAIL" if "[hopeless]" in name else "ok")
+    ralph("task", "done", item)
+elif stage == "VERIFY":
+    ralph("task", "accept", item)
+elif stage == "DECOMPOSE":
+    parts = [{"name": f"{name.split(' [')[0]} part {n} [hopeless]", "parent": item} for n in ("one", "two")]
+    ralph("task", "add", json.dumps(parts))
+    ralph("task", "delete", item)
+"""
+
+
+def test_parts_built_side_by_side_that_fail_as_their_parent_ask_one_question_and_status_says_what_waits(
+    project, tmp_path
+):
+    """At the default --parallel, the two parts of a task whose failure survives its split are built
+    side by side and both fail as it did: one question for the family, with both failures, no
+    second split, the other work accepted, and `ralph status` names each part and what it waits for."""
+    add(project, {"id": "t-hopeless", "name": "Hopeless [hopeless]"}, {"id": "t-good", "name": "Good"})
+    agent = tmp_path / "family_agent.py"
+    agent.write_text(FAMILY_AGENT)
+
+    done = construct(project, agent=f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}")
+
+    assert done.returncode == 9, done.stdout + done.stderr  # WAITING
+    records = plan_records(project)
+    (question,) = [r for r in records if r.get("kind") == "question"]
+    parts = [r for r in records if r["t"] == "task"]
+    assert question["family"] == "t-hopeless" and len(parts) == 2
+    assert all(part["family"] == "t-hopeless" and part["blocked_by"] == question["id"] for part in parts)
+    assert "FAILED: hopeless.txt" in question["text"] and "FAILED: hopeless-part-" in question["text"]
+    assert [r["id"] for r in records if r["t"] == "accept"] == ["t-good"]
+    decomposed = [
+        e["item"] for e in events(project) if e["event"] == "agent_begin" and e["stage"] == "DECOMPOSE"
+    ]
+    assert decomposed == ["t-hopeless"]  # its parts were not split again
+    shown = state_command(project, "status").stdout.splitlines()
+    assert shown[1].startswith("stage WAITING") and "2 blocked" in shown[2]
+    waiting = shown[shown.index("waiting for a person:") + 1 :][:2]
+    (other,) = [part["id"] for part in parts if part["id"] != question["task"]]
+    assert {line.split(question["id"])[0] for line in waiting} == {
+        f"  {question['task']}: waiting for the answer to question ",
+        f"  {other}: waits with its family (t-hopeless) for the answer to question ",
+    }
     assert_clean(project)

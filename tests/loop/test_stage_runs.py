@@ -65,8 +65,9 @@ elif stage == "VERIFY":
         subprocess.run(["rm", "-rf", what["cwd"]], check=True)
         os.symlink(elsewhere, what["cwd"])
         os.chdir(what["cwd"])
-    if "[reject]" in name:
-        ralph("task", "reject", f"reason {runs}: still wrong")
+    if "[reject]" in name:  # a different reason each time: the same one twice would ask a person
+        why = ["still wrong", "the totals are off", "the names come out unsorted"][(runs - 1) % 3]
+        ralph("task", "reject", f"reason {runs}: {why}")
     else:
         ralph("task", "accept")
 elif stage == "DECOMPOSE":
@@ -210,12 +211,14 @@ def test_a_task_rejected_too_often_goes_to_decompose_with_its_log_reasons_and_pa
     assert aside["kill_reason"] == "doom_loop" and aside["kill_log"] == killed["log"]
     assert aside["kill_log"].startswith("build/ralph-logs/") and "-rejected-" in aside["kill_log"]
     log = (project / aside["kill_log"]).read_text()
-    assert "1. reason 1: still wrong" in log and "2. reason 2: still wrong" in log and "-verify-" in log
+    assert (
+        "1. reason 1: still wrong" in log and "2. reason 2: the totals are off" in log and "-verify-" in log
+    )
     patch = project / aside["kill_log"].replace(".log", ".patch")
     assert f"work-{task}.txt" in patch.read_text()
     (prompt,) = [run["prompt"] for run in seen(tmp_path, "DECOMPOSE", task)]
-    assert aside["kill_log"] in prompt and "2. reason 2: still wrong" in prompt  # the log's head
-    assert "- reason 1: still wrong" in prompt and "- reason 2: still wrong" in prompt
+    assert aside["kill_log"] in prompt and "2. reason 2: the totals are off" in prompt  # the log's head
+    assert "- reason 1: still wrong" in prompt and "- reason 2: the totals are off" in prompt
     assert str(patch.relative_to(project)) in prompt
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -154,6 +155,7 @@ class RecordingTree:
         self.commits: list[tuple[str, list[str], str | None]] = []
         self.committed_plans: list[bytes] = []  # the plan as each commit has it
         self.set_aside_logs: list[Path] = []
+        self.agents_elsewhere = False  # as the real one: set while parallel builds run
         self.deferred: dict[str, int] = {}  # as the real one: task -> the code it was deferred on
         self._waived: set[tuple[str, int]] = set()
 
@@ -713,6 +715,9 @@ def test_plan_stopped_at_its_time_limit_keeps_none_of_its_tasks(tmp_path: Path):
 
 
 # --- the loop: iterations of the stages over the same fakes -----------------------------------------
+OTHER_FLAWS = ("still wrong", "the totals are off", "the names come out unsorted")
+
+
 class MarkedAgent:
     """In this process, what tests/support/scripts/fake_agent.py does for the markers below in a
     task's name: PLAN adds a task per `- ` line of the spec (each after the one before), BUILD
@@ -722,9 +727,12 @@ class MarkedAgent:
       [gate-fails-once]   the first build writes work that fails the gate
       [gate-always-fails] every build does
       [fails-alike]       every build fails the gate the same way but for its numbers and a path
+      [hopeless]          every build writes a file named after the task, which the gate says fails;
+                          DECOMPOSE's parts keep the marker (the failure survives every split)
       [lazy-rebuild]      the second build marks the task done without changing a file, the third
                           fails the gate
-      [reject-once]       the first VERIFY rejects it; [reject-always] every VERIFY does
+      [reject-once]       the first VERIFY rejects it; [reject-always] every VERIFY does, each time
+                          for another reason; [reject-alike] every VERIFY does, for the same one
       [no-verdict]        VERIFY gives no verdict
       [one-part]          DECOMPOSE adds one part only; [deletes-itself] it also deletes the task
       [ask]               BUILD asks a person a question while its prompt holds no answer yet,
@@ -773,19 +781,28 @@ class MarkedAgent:
             if "[fails-alike]" in name:
                 run = f"/tmp/fake-{1000 + attempt}/out.txt (id {attempt:08x})"
                 self.work_fails = f"FAIL {item} attempt {attempt}: no answer in {run}"
-            if not ("[lazy-rebuild]" in name and attempt == 2):
+            if "[hopeless]" in name:  # its own file, named after it, which the gate names
+                own = re.sub(r"[^a-z0-9]+", "-", name.split(" [")[0].lower()).strip("-")
+                ws.tree.dirty.add(f"work/{own}.txt")
+                self.work_fails = f"FAILED: {own}.txt gives no answer\nE   assert None == 42"
+            elif not ("[lazy-rebuild]" in name and attempt == 2):
                 ws.tree.dirty.add(f"work/{item}.txt")
             mark_done(ws.plan, item)
         elif stage is Stage.VERIFY:
             verdicts = self.bump(f"verify-{item}")
             if "[no-verdict]" in name:
                 return
-            rejects = "[reject-always]" in name or ("[reject-once]" in name and verdicts == 1)
-            verifier("reject" if rejects else "accept", f"reason {verdicts}: still wrong")(stage, item, cwd)
+            always = "[reject-always]" in name or "[reject-alike]" in name
+            rejects = always or ("[reject-once]" in name and verdicts == 1)
+            why = (
+                OTHER_FLAWS[(verdicts - 1) % len(OTHER_FLAWS)] if "[reject-always]" in name else "still wrong"
+            )
+            verifier("reject" if rejects else "accept", f"reason {verdicts}: {why}")(stage, item, cwd)
         elif stage is Stage.DECOMPOSE:
             self.bump(f"decompose-{item}")
             parts = (1,) if "[one-part]" in name else (1, 2)
-            add_tasks(ws, *(f"{name.split(' [')[0]} (part {n})" for n in parts), parent=item)
+            kept = " [hopeless]" if "[hopeless]" in name else ""  # its parts fail as it does
+            add_tasks(ws, *(f"{name.split(' [')[0]} (part {n}){kept}" for n in parts), parent=item)
             if "[deletes-itself]" in name:
                 with ws.plan.change() as change:
                     change.plan.delete(str(item), force=True)
@@ -812,7 +829,11 @@ class MarkedAgent:
 
 
 def looping(
-    tmp_path: Path, data: bytes, spec: str = "# App\n", gate_ok: bool | None = None, **settings
+    tmp_path: Path,
+    data: bytes,
+    spec: str = "# App\n",
+    gate_ok: bool | Callable[[], Gated] | None = None,
+    **settings,
 ) -> tuple[Loop, MarkedAgent]:
     """A loop over the fakes whose agent runs are the MarkedAgent's; the spec at SPEC is `spec`;
     the gate is the MarkedAgent's unless `gate_ok` says how every gate ends."""
@@ -951,6 +972,41 @@ def test_loop_a_check_that_finds_a_gap_adds_a_task_and_builds_it_before_complete
     met = messages.index(f"ralph(check): {SPEC}: nothing missing")
     assert first_check < built < met, messages
     assert accepted_names(loop.workspace) == ["Parse input", "Print report"]
+
+
+def agent_prompts(loop: Loop) -> list[str]:
+    agents = loop.workspace.agents
+    assert isinstance(agents, ScriptedAgents)
+    return agents.prompts
+
+
+def test_loop_work_a_check_had_to_cut_is_found_by_a_second_check_once_the_first_is_accepted(tmp_path: Path):
+    """The check finds 7 gaps and ralph takes 5 (max_new_items), the rest named in an issue: once
+    the 5 are accepted a second check runs (it finds the 2 again, and the issue is resolved as
+    superseded), not a STUCK run waiting on a person for what a check finds by itself."""
+    gaps = [f"Gap {n}" for n in range(1, 8)]
+    spec = "# App\n\n- Parse input\n" + "".join(f"- {gap} [missing]\n" for gap in gaps)
+    loop, agent = looping(tmp_path, a_plan("Parse input"), spec, max_new_items=5)
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.COMPLETE, message
+    assert agent.counts["check"] == 3  # 5 added, then the 2 cut, then nothing missing
+    assert accepted_names(loop.workspace) == sorted(["Parse input", *gaps])
+    checks = [m for m, _, _ in loop.workspace.tree.commits if m.startswith(f"ralph(check): {SPEC}")]
+    assert checks[0].endswith(" into i-" + checks[0].rsplit(" into i-", 1)[1]) and "cut 2" in checks[0]
+    cut = checks[0].rsplit(" into ", 1)[1]
+    assert checks[2] == f"ralph(check): {SPEC}: nothing missing"
+    plan = loop.workspace.plan.read()
+    assert plan.issues() == []
+    (resolved,) = [line.record for line in plan.of("resolve") if line.record["id"] == cut]
+    assert "the spec check ran again" in resolved["note"]
+    runs = loop.workspace.agents.runs
+    second = [
+        prompt for (stage, _), prompt in zip(runs, agent_prompts(loop), strict=True) if stage is Stage.CHECK
+    ][1]
+    assert "what an earlier spec check found beyond what ralph takes from one run" in second
+    assert "Gap 6" in second and "Gap 7" in second
 
 
 def test_loop_a_stopped_check_is_counted_and_ends_stuck(tmp_path: Path):
@@ -1108,6 +1164,113 @@ def test_loop_the_same_failure_twice_at_the_depth_limit_asks_a_person(tmp_path: 
     assert journal(tmp_path, "task_killed") == []
 
 
+def builds_by_item(agent: MarkedAgent) -> dict[str, int]:
+    return {what.removeprefix("build-"): n for what, n in agent.counts.items() if what.startswith("build-")}
+
+
+def test_loop_a_failure_that_survives_a_split_asks_one_question_for_its_family_and_the_rest_is_built(
+    tmp_path: Path,
+):
+    """Issue 33's scenario, serially: among 12 tasks, one whose every build (and every part's)
+    fails the gate with the same lines, each naming the build's own file. Its failure survives
+    the first split: one question quoting the ancestor's failure and the part's, the other part
+    waits with it, no second split; the 11 others are accepted."""
+    good = [f"Good {n}" for n in range(1, 12)]
+    loop, agent = looping(tmp_path, a_plan("Hopeless [hopeless]", *good))
+    ws = loop.workspace
+    root = task_of(ws, "Hopeless [hopeless]")["id"]
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.WAITING and message.startswith("what is left waits for 1 answer:")
+    plan = ws.plan.read()
+    (question,) = plan.questions(SPEC)
+    family = [task for task in plan.tasks() if task.get("family") == root]
+    assert sorted(t["name"] for t in family) == [
+        "Hopeless (part 1) [hopeless]",
+        "Hopeless (part 2) [hopeless]",
+    ]
+    first, second = sorted(family, key=lambda t: t["name"])
+    assert question["family"] == root and question["task"] == first["id"]
+    assert all(t["s"] == "b" and t["blocked_by"] == question["id"] for t in family)  # the other part too
+    builds = builds_by_item(agent)
+    assert builds[root] == 2 and builds[first["id"]] == 1 and second["id"] not in builds
+    assert [item for what, item in ws.agents.runs if what is Stage.DECOMPOSE] == [root]  # split once
+    assert "FAILED: hopeless.txt gives no answer" in question["text"].split("This task's")[0]
+    assert "FAILED: hopeless-part-1.txt gives no answer" in question["text"].split("This task's")[1]
+    assert len(accepted_names(ws)) == 11
+    (asked,) = [e for e in journal(tmp_path, "question_asked") if e.get("family")]
+    assert (asked["item"], asked["ancestor"], asked["questions"]) == (first["id"], root, question["id"])
+
+
+def test_loop_an_answered_family_question_reaches_every_part_and_a_failure_surviving_it_asks_again(
+    tmp_path: Path,
+):
+    loop, _ = looping(tmp_path, a_plan("Hopeless [hopeless]"))
+    ws = loop.workspace
+    loop._iterate()
+    (question,) = ws.plan.read().questions(SPEC)
+    asked = question["task"]
+    held = next(t["id"] for t in ws.plan.read().tasks() if t["id"] != asked)
+    answer(ws, question["id"])
+
+    assert loop._iterate()[0] is Outcome.WAITING
+
+    assert "Green, like the logo." in prompts_of(ws, Stage.BUILD, asked)[-1]
+    plan = ws.plan.read()
+    assert [q["id"] for q in plan.answers_for(held)] == [question["id"]]  # its prompt's, once built
+    (again,) = plan.questions(SPEC)  # the answer did not cure it: one new question, the family held
+    assert again["id"] != question["id"] and again["family"] == question["family"]
+    assert plan.task_line(held).record["blocked_by"] == again["id"] and not prompts_of(ws, Stage.BUILD, held)
+
+
+def test_loop_the_same_rejection_twice_asks_a_person_with_both_reasons_instead_of_decomposing(tmp_path: Path):
+    """A verifier that rejects forever, for the same reason: two builds and two verdicts, then a
+    question quoting both reasons; nothing is set aside or decomposed (before: 3 rejections, then
+    DECOMPOSE, and its parts rejected in turn until the iteration budget)."""
+    loop, agent = looping(tmp_path, a_plan("Disputed [reject-alike]"))
+    ws = loop.workspace
+    task_id = task_of(ws, "Disputed [reject-alike]")["id"]
+
+    outcome, _ = loop._iterate()
+
+    assert outcome is Outcome.WAITING
+    assert [stage for stage, _ in ws.agents.runs] == [Stage.BUILD, Stage.VERIFY] * 2  # at most 6 runs
+    (question,) = ws.plan.read().questions(SPEC)
+    assert question["task"] == task_id and "family" not in question
+    first, second = question["text"].split("The second:")
+    assert "reason 1: still wrong" in first and "reason 2: still wrong" in second
+    task = ws.plan.read().task_line(task_id).record
+    assert task["s"] == "b" and task["blocked_by"] == question["id"]
+    assert journal(tmp_path, "task_killed") == []
+
+
+def test_loop_a_part_rejected_as_its_ancestor_was_asks_about_its_family_at_the_first_rejection(
+    tmp_path: Path,
+):
+    data = Plan(load(a_plan("Disputed")))
+    parent = data.task_views(SPEC)[0].id
+    data.record_build(parent, ["app.py"], 0, None)
+    data.done(parent)
+    data.reject(parent, "reason 7: still wrong")
+    data.set_aside(parent, KillReason.DOOM_LOOP, "rejected too often")
+    (part,) = data.add_tasks([{"name": "Disputed part [reject-alike]", "spec": SPEC, "parent": parent}])
+    data.record_decomposition(parent, [part["id"]])
+    loop, _ = looping(tmp_path, data.doc.to_bytes())
+    ws = loop.workspace
+
+    assert loop._iterate()[0] is Outcome.WAITING
+
+    assert ws.agents.runs == [(Stage.BUILD, part["id"]), (Stage.VERIFY, part["id"])]
+    (question,) = ws.plan.read().questions(SPEC)
+    assert question["family"] == parent and question["task"] == part["id"]
+    ancestors, its_own = question["text"].split("This task's")
+    assert (
+        "VERIFY rejected it as it rejected its ancestor" in ancestors and "reason 7: still wrong" in ancestors
+    )
+    assert "reason 1: still wrong" in its_own
+
+
 def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(tmp_path: Path):
     """A kill for time is the loop's, not VERIFY's; a task set aside after rejections quotes what
     VERIFY said, and the loop's own words are not among them."""
@@ -1134,7 +1297,9 @@ def test_loop_decomposition_stops_at_its_depth_and_blocks_for_a_person(tmp_path:
     data = Plan(load(a_plan()))
     (root,) = data.add_tasks([{"name": "Too big", "priority": "high", "spec": SPEC}])
     settings = {"max_attempts": 1, "max_decompose_depth": 1, "max_iterations": 6}
-    loop, _ = looping(tmp_path, data.doc.to_bytes(), gate_ok=False, **settings)
+    failures = (f"FAILED tests/test_app.py::test_{name}" for name in ("parse", "render", "save", "load"))
+    gate = lambda: (False, next(failures))  # noqa: E731  # each build its own failure: none survives a split
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), gate_ok=gate, **settings)
 
     outcome, message = loop._iterate()
 
@@ -1382,12 +1547,12 @@ def test_loop_a_task_rejected_too_often_goes_to_decompose_with_its_log_reasons_a
     assert aside["kill_reason"] == "doom_loop" and aside["kill_log"] == killed["log"]
     assert aside["kill_log"].startswith(f"{LOG_DIR}/") and "-rejected-" in aside["kill_log"]
     log = (tmp_path / aside["kill_log"]).read_text()
-    assert "1. reason 1: still wrong" in log and "2. reason 2: still wrong" in log
+    assert "1. reason 1: still wrong" in log and "2. reason 2: the totals are off" in log
     patch = tmp_path / aside["kill_log"].replace(".log", ".patch")
     assert f"work/{task_id}.txt" in patch.read_text()  # the build, still in the code
     (prompt,) = prompts_of(ws, Stage.DECOMPOSE, task_id)
-    assert aside["kill_log"] in prompt and "2. reason 2: still wrong" in prompt  # the log's head
-    assert "- reason 1: still wrong" in prompt and "- reason 2: still wrong" in prompt
+    assert aside["kill_log"] in prompt and "2. reason 2: the totals are off" in prompt  # the log's head
+    assert "- reason 1: still wrong" in prompt and "- reason 2: the totals are off" in prompt
     assert str(patch.relative_to(tmp_path)) in prompt
 
 

@@ -1,7 +1,8 @@
 """Issue 24, "only what a run is known to have changed is committed": a change in the work tree
-that no agent run is known to have made (a person's edit during PLAN, a file a task_accepted hook
-writes) stays as it is, unstaged, with a warning; it is neither committed, nor a violation of
-the run, nor undone."""
+that no agent run is known to have made (a person's edit during a fenced PLAN, a file a
+task_accepted hook writes) stays as it is, unstaged, with a warning; it is neither committed, nor
+a violation of the run, nor undone. (Unfenced, a change during PLAN may be its agent's: that is
+tests/loop/test_plan_only_code.py.)"""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ralph.loop.sandbox import unavailable_reason
 from tests.support.cli import ralph_in_process
 from tests.support.construct import (
     FAKE_AGENT,
@@ -28,16 +30,21 @@ from tests.support.construct import (
 from tests.support.gitrepo import git
 
 # A PLAN agent that waits for the test's go before it adds its tasks: the person edits meanwhile.
+# It says it started in its log: in the sandbox it can write nothing outside its work tree.
 WAITING_PLANNER = """import json, os, pathlib, sys, time
 sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
 from agent_kit import ralph
-state = pathlib.Path(os.environ["WAIT_DIR"])
-(state / "started").write_text("")
-while not (state / "go").exists():
+print("planner started", flush=True)
+while not pathlib.Path(os.environ["WAIT_DIR"], "go").exists():
     time.sleep(0.02)
 for name in ("Parse input", "Print report"):
     ralph("task", "add", "--json", json.dumps({"name": name, "accept": "work file says ok"}))
 """
+
+
+needs_bwrap = pytest.mark.skipif(
+    unavailable_reason()[0] is None, reason=f"no sandbox here: {unavailable_reason()[1]}"
+)
 
 
 @pytest.fixture
@@ -45,36 +52,41 @@ def app(repo: Path) -> Path:
     return with_app_spec(repo, "# App\n\n- Parse input\n- Print report\n")
 
 
-def test_a_persons_edit_during_plan_is_left_unstaged_and_plans_tasks_are_kept(app, tmp_path):
+@needs_bwrap
+def test_a_persons_edit_during_a_fenced_plan_is_left_unstaged_and_plans_tasks_are_kept(app, tmp_path):
     agent = tmp_path / "planner.py"
     agent.write_text(WAITING_PLANNER)
-    wait_dir = tmp_path / "wait"
+    wait_dir = tmp_path / "wait"  # beside the agent's script: the sandbox shows it (read-only)
     wait_dir.mkdir()
     running = subprocess.Popen(
-        [sys.executable, "-m", "ralph", "-C", str(app), "plan", "specs/app.md",
+        [sys.executable, "-m", "ralph", "-C", str(app), "plan", "specs/app.md", "--sandbox=required",
          "--agent", "command", "--agent-cmd", f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"],
         env={**os.environ, "WAIT_DIR": str(wait_dir), "AGENT_KIT_DIR": str(FAKE_AGENT.parent)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals,
     )  # fmt: skip
-    wait_for((wait_dir / "started").exists, "the planner never started")
+    logs = app / "build" / "ralph-logs"
+    wait_for(
+        lambda: any("planner started" in log.read_text() for log in logs.glob("*-plan.log")),
+        "the planner never started",
+    )
     (app / "README").write_text("a person's edit\n")
-    (app / "notes.txt").write_text("a person's new file\n")
+    (app / "specs" / "notes.txt").write_text("a person's new file\n")
     (wait_dir / "go").write_text("")
     out, err = running.communicate(timeout=120)
 
     assert running.returncode == 0, out + err
     committed = [json.loads(line) for line in git(app, "show", "HEAD:plan.jsonl").splitlines()]
     assert [r["name"] for r in committed if r["t"] == "task"] == ["Parse input", "Print report"]
-    assert git(app, "status", "--porcelain").splitlines() == [" M README", "?? notes.txt"]
+    assert git(app, "status", "--porcelain").splitlines() == [" M README", "?? specs/notes.txt"]
     assert (app / "README").read_text() == "a person's edit\n"  # not undone, not moved to a patch
     assert "a person's" not in git(app, "log", "-p")
     journal = events(app)
     assert not [e for e in journal if e["event"] == "permission_violation"]
     (left,) = [e for e in journal if e["event"] == "left_unstaged"]
-    assert left["files"] == ["README", "notes.txt"] and left["when"] == "during the PLAN run"
+    assert left["files"] == ["README", "specs/notes.txt"] and left["when"] == "during the PLAN run"
     assert (
-        "warning: README, notes.txt changed during the PLAN run, not by an agent ralph ran: left unstaged"
-        in err
+        "warning: README, specs/notes.txt changed during the PLAN run, not by an agent ralph ran: left"
+        " unstaged" in err
     )
 
 

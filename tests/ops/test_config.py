@@ -61,6 +61,9 @@ def test_set_get_unset_each_change_one_commit_of_the_config_record(ralph, repo):
         (("set", "hook_timeout_ms", "0s"), "hook_timeout_ms"),
         (("set", "claim_ttl_ms", "1"), "claim_ttl_ms"),
         (("set", "timeout_ms", "8000h"), "timeout_ms"),
+        (("set", "stage_models", '{"BUILD": []}'), "stage_models"),
+        (("set", "stage_models", '{"BUILD": ["claude-haiku-4-5", 4]}'), "stage_models"),
+        (("set", "stage_models", '{"BUILD": ""}'), "stage_models"),
         (("set", "paralel", "2"), "paralel"),
         (("get", "paralel"), "paralel"),
         (("unset", "paralel"), "paralel"),
@@ -73,6 +76,15 @@ def test_an_unknown_key_or_a_bad_value_is_one_line_naming_it_and_changes_nothing
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and named in result.stderr
     assert (repo / "plan.jsonl").read_bytes() == before and commits(repo) == head
+
+
+def test_a_stage_model_may_be_an_escalation_list(ralph, repo):
+    ralph("config", "set", "stage_models", '{"BUILD": ["claude-haiku-4-5", "claude-sonnet-4-5"]}')
+    assert config_record(repo)["stage_models"] == {"BUILD": ["claude-haiku-4-5", "claude-sonnet-4-5"]}
+    refused = ralph("config", "set", "stage_models", '{"VERIFY": "m", "BUILD": []}', code=2)
+    assert refused.stderr == (
+        "ralph: config key stage_models: BUILD: [] is not a model name or a non-empty list of model names\n"
+    )
 
 
 def test_the_plan_reads_a_claim_ttl_in_either_form(ralph, repo):

@@ -8,8 +8,10 @@ import re
 import pytest
 
 from ralph.errors import InvalidInput, PlanInvalid, RalphError, Refused
+from ralph.plan.families import fingerprint
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
+from ralph.plan.records import Verdict
 
 GENERATED_TASK_ID = re.compile(r"^t-[0-9a-z]{6}$")
 GENERATED_ISSUE_ID = re.compile(r"^i-[0-9a-z]{6}$")
@@ -239,6 +241,8 @@ def test_reject_sends_the_task_back_with_the_reason_and_a_tombstone():
         "s": "p",
         "reject_reason": "the form does not render",
         "verdict": "rejected",
+        # the next rejection is compared with it: the same one twice asks a person
+        "rejection_fingerprint": fingerprint(Verdict.REJECTED, "the form does not render", ["t-a"]),
     }
     assert after[1] == before[1]
     assert json.loads(after[2]) == {"t": "reject", "id": "t-a", "reason": "the form does not render"}

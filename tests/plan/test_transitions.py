@@ -8,6 +8,7 @@ import json
 import pytest
 
 from ralph.errors import Refused
+from ralph.plan import schedule
 from ralph.plan.attempts import fingerprint
 from ralph.plan.document import serialize
 from ralph.plan.loader import load
@@ -613,3 +614,120 @@ def test_take_verification_is_recorded_as_one_operation_of_plain_data_that_repla
     assert decode(encode(ops[0])) == ops[0]
     again, outcomes = replay(before, ops)
     assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied"]
+
+
+# --- a failure family ------------------------------------------------------------------------
+
+ROOT_FAILS = "FAILED: hopeless.txt gives no answer (full output: build/ralph-logs/gate-t-hopeless.log)"
+PART_FAILS = "FAILED: hopeless-part-1.txt gives no answer (full output: build/ralph-logs/gate-t-part01.log)"
+
+
+def split_family(agent_removed_it: bool = False) -> Plan:
+    """t-hopeless failed the same way twice, was set aside and split into t-part01 and t-part02."""
+    plan = plan_of(b'{"t": "task", "id": "t-hopeless", "name": "Hopeless", "depth": 0}\n')
+    for _ in range(2):
+        plan.record_build_failure(
+            "t-hopeless", Verdict.GATE_FAILED, ROOT_FAILS, 1, None, files=["work/hopeless.txt"]
+        )
+    plan.set_aside("t-hopeless", KillReason.REPEATED_FAILURE, "the same failure twice")
+    found = dict(plan.find_task("t-hopeless"))
+    parts = [{"id": f"t-part0{n}", "name": f"Part {n}", "parent": "t-hopeless"} for n in (1, 2)]
+    plan.add_tasks(parts)
+    if agent_removed_it:
+        plan.delete("t-hopeless")
+    plan.record_decomposition("t-hopeless", ["t-part01", "t-part02"], 0, found)
+    return plan
+
+
+@pytest.mark.parametrize("agent_removed_it", [False, True])
+def test_a_split_tasks_parts_are_its_family_and_remember_its_failure(agent_removed_it: bool):
+    plan = split_family(agent_removed_it)
+    for part in ("t-part01", "t-part02"):
+        task = plan.find_task(part)
+        assert (task["family"], task["depth"]) == ("t-hopeless", 1)
+        (remembered,) = task["ancestor_failures"]
+        assert remembered == {
+            "task": "t-hopeless",
+            "fingerprint": fingerprint(Verdict.GATE_FAILED, ROOT_FAILS, ["t-hopeless", "work/hopeless.txt"]),
+            "failure": ROOT_FAILS,
+        }
+    plan.add_tasks([{"id": "t-part11", "name": "Part 1.1", "parent": "t-part01"}])
+    plan.record_build_failure("t-part01", Verdict.NO_CHANGES, "changed no file", 1, None)
+    plan.record_decomposition("t-part01", ["t-part11"])
+    grandchild = plan.find_task("t-part11")
+    assert grandchild["family"] == "t-hopeless"  # the family is the first task split, at every depth
+    assert [f["task"] for f in grandchild["ancestor_failures"]] == ["t-hopeless", "t-part01"]
+
+
+def test_a_parts_first_failure_like_its_ancestors_is_that_failure_again():
+    plan = split_family()
+    plan.record_build_failure(
+        "t-part01", Verdict.GATE_FAILED, PART_FAILS, 1, None, files=["work/hopeless-part-1.txt"]
+    )
+    task = plan.find_task("t-part01")
+    assert task["repeated_from"] == "t-hopeless" and task["repeated_failure"] == [ROOT_FAILS, PART_FAILS]
+    plan.record_build_failure("t-part02", Verdict.GATE_FAILED, PART_FAILS, 1, None)  # not its own file
+    assert not {"repeated_from", "repeated_failure"} & set(plan.find_task("t-part02"))
+
+
+def test_a_family_question_holds_its_pending_tasks_and_its_answer_frees_them_all():
+    plan = split_family()
+    plan.add_tasks([{"id": "t-part03", "name": "Part 3", "parent": "t-hopeless"}])
+    plan.record_decomposition("t-hopeless", ["t-part03"], 0, {"id": "t-hopeless", "depth": 0})
+    plan.add_tasks([{"id": "t-after", "name": "After part 2", "deps": ["t-part02"]}])
+    plan.record_build_failure(
+        "t-part01", Verdict.GATE_FAILED, PART_FAILS, 1, None, files=["work/hopeless-part-1.txt"]
+    )
+    question = plan.ask_about_repeated_failure("t-part01", "How?", ASKED, "ralph", "t-hopeless", ["t-part03"])
+    assert question["family"] == "t-hopeless"
+    status = {task["id"]: (task.get("s", "p"), task.get("blocked_by")) for task in plan.tasks()}
+    assert status == {
+        "t-part01": ("b", question["id"]),
+        "t-part02": ("b", question["id"]),
+        "t-part03": ("p", None),  # being built: held once its build is over
+        "t-after": ("p", None),
+    }
+    assert schedule.held_by_questions(plan.tasks(), plan.questions()) == {"t-part01", "t-part02", "t-after"}
+    plan.hold_for_question("t-part03", question["id"])
+    assert plan.stage() == "WAITING"
+
+    plan.answer(question["id"], "Drop the answer check.", ASKED)
+
+    assert all(task.get("s") == "p" and "blocked_by" not in task for task in plan.tasks())
+    assert [q["id"] for q in plan.answers_for("t-part02")] == [question["id"]]  # it reaches all
+    plan.done("t-part01")
+    plan.accept("t-part01")  # the family still has tasks: the answer stays for them
+    assert plan.questions(answered=True)
+
+
+def test_the_same_rejection_twice_in_a_row_is_a_repeated_failure_and_a_question_starts_the_count_again():
+    plan = plan_of(b'{"t": "task", "id": "t-picky0", "name": "Picky", "s": "d", "files": ["sort.py"]}\n')
+    plan.reject("t-picky0", "sort.py: 3 items come out unsorted")
+    assert "repeated_failure" not in plan.find_task("t-picky0")
+    plan.record_build("t-picky0", ["sort.py"], 1, None)  # a passing rebuild: the rejection is remembered
+    plan.done("t-picky0")
+    plan.reject("t-picky0", "sort.py: 4 items come out unsorted")
+    task = plan.find_task("t-picky0")
+    assert task["repeated_failure"] == [
+        "sort.py: 3 items come out unsorted",
+        "sort.py: 4 items come out unsorted",
+    ]
+    plan.ask_about_repeated_failure("t-picky0", "Sorted how?", ASKED, "ralph")
+    assert not {"rejection_fingerprint", "repeated_failure"} & set(plan.find_task("t-picky0"))
+
+
+def test_a_part_rejected_as_its_ancestor_was_repeats_the_ancestors_failure():
+    plan = plan_of(b'{"t": "task", "id": "t-picky0", "name": "Picky", "s": "d", "files": ["sort.py"]}\n')
+    plan.reject("t-picky0", "t-picky0: sort.py leaves the list unsorted")
+    plan.set_aside("t-picky0", KillReason.DOOM_LOOP, "rejected too often")
+    plan.add_tasks([{"id": "t-part01", "name": "Part 1", "parent": "t-picky0"}])
+    plan.record_decomposition("t-picky0", ["t-part01"])
+    plan.record_build("t-part01", ["sort_part.py"], 1, None)
+    plan.done("t-part01")
+    plan.reject("t-part01", "t-part01: sort_part.py leaves the list unsorted")
+    task = plan.find_task("t-part01")
+    assert task["repeated_from"] == "t-picky0"
+    assert task["repeated_failure"] == [
+        "t-picky0: sort.py leaves the list unsorted",
+        "t-part01: sort_part.py leaves the list unsorted",
+    ]

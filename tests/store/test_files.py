@@ -106,3 +106,39 @@ def test_remove_stale_temp_files_removes_only_that_files_temp_files(tmp_path):
         (tmp_path / name).write_bytes(b"x")
     remove_stale_temp_files(tmp_path, "plan.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".other.1.tmp", "plan.jsonl", "plan.jsonl.tmp"]
+
+
+def test_a_link_put_where_the_temp_file_goes_is_not_written_through(tmp_path):
+    """An agent that can write beside plan.jsonl names a link for the pid of the ralph that writes
+    next: ralph writes its own new file, the link's target stays as it was."""
+    import os
+
+    path, victim = tmp_path / "plan.jsonl", tmp_path / "victim.txt"
+    path.write_bytes(b"old\n")
+    victim.write_bytes(b"the user's own\n")
+    (tmp_path / f".plan.jsonl.{os.getpid()}.tmp").symlink_to(victim)
+    write_atomic(path, b"new\n")
+    assert victim.read_bytes() == b"the user's own\n"
+    assert path.read_bytes() == b"new\n" and not path.is_symlink()
+    assert temp_files(tmp_path) == []
+
+
+def test_an_empty_folder_where_the_temp_file_goes_does_not_stop_the_write(tmp_path):
+    import os
+
+    path = tmp_path / "plan.jsonl"
+    (tmp_path / f".plan.jsonl.{os.getpid()}.tmp").mkdir()
+    write_atomic(path, b"new\n")
+    assert path.read_bytes() == b"new\n" and temp_files(tmp_path) == []
+
+
+def test_stale_temp_names_go_but_never_a_links_target_nor_a_folder_with_files(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"kept\n")
+    (tmp_path / ".plan.jsonl.1.tmp").symlink_to(victim)
+    (tmp_path / ".plan.jsonl.2.tmp").mkdir()
+    (tmp_path / ".plan.jsonl.3.tmp").mkdir()
+    (tmp_path / ".plan.jsonl.3.tmp" / "someones.txt").write_bytes(b"theirs\n")
+    remove_stale_temp_files(tmp_path, "plan.jsonl")
+    assert temp_files(tmp_path) == [".plan.jsonl.3.tmp"]  # not ralph's to delete: it holds a file
+    assert victim.read_bytes() == b"kept\n"

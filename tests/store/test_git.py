@@ -583,3 +583,38 @@ def test_changed_paths_name_a_file_that_is_not_utf8_so_that_git_finds_it_again(w
     assert commit == head(work) and files == ["caf\udce9.txt"]
     assert git_bytes(work, "show", "--name-only", "-z", "--format=", "HEAD") == b"caf\xe9.txt\0"
     assert status(work) == ""
+
+
+def test_hidden_in_names_files_an_ignore_rule_inside_the_new_folders_hides_and_only_those(work):
+    (work / ".gitignore").write_text("/deps/\n")  # the repository's own rule: not hiding anything
+    for path in ("made/.gitignore", "made/[id].py", "made/sub/x.py", "deps/lib.js", "open/y.py"):
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text("*\n" if path.endswith(".gitignore") else "code\n")
+    (work / "plain.py").write_text("code\n")
+    repo = Repo(work)
+    hidden = {"made/.gitignore", "made/[id].py", "made/sub/x.py"}
+    assert repo.hidden_in(["made", "deps", "open", "plain.py"]) == hidden
+    assert repo.hidden_in(["deps", "open"]) == set() and repo.hidden_in([]) == set()
+    patch = work.parent / "kept.patch"
+    repo.save_patch(hidden | {"open/y.py"}, patch)  # kept, though git ignores them
+    repo.revert(hidden | {"open/y.py"})
+    assert not [p for p in (work / "made").rglob("*") if p.is_file()] and (work / "deps" / "lib.js").exists()
+    git(work, "apply", str(patch))
+    assert (work / "made" / "[id].py").read_text() == "code\n"
+
+
+def test_revert_never_removes_through_a_link_it_puts_back(work):
+    """An agent replaced the tracked link docs -> sub with a folder of its own files: undoing that
+    removes its files, then puts the link back; sub/e.txt, which the link points at, stays."""
+    (work / "docs").symlink_to("sub")
+    git(work, "add", "docs")
+    git(work, "commit", "-qm", "a link")
+    (work / "docs").unlink()
+    (work / "docs").mkdir()
+    (work / "docs" / "e.txt").write_text("the agent's\n")
+    repo = Repo(work)
+    changed = repo.changed_paths()
+    assert changed == {"docs", "docs/e.txt"}
+    repo.revert(changed)
+    assert (work / "docs").is_symlink() and (work / "sub" / "e.txt").read_text() == "e\n"
+    assert status(work) == ""

@@ -96,6 +96,17 @@ COVERED: dict[str, tuple[str, ...]] = {
         "the demo's run to COMPLETE is this scripted agent's work at every stage.",
     ),
     # loop/: the stages are tested through the real loop with the scripted fake agent.
+    "ralph/loop/judged.py": (
+        "tests/loop/test_sandbox.py",
+        "tests/loop/test_permissions.py",
+        "a verifier and CHECK get the first commit's prompts, rules and spec however a build rewrote "
+        "them, and a BUILD changing them without a scope that names them is a violation.",
+    ),
+    "ralph/loop/log_folder.py": (
+        "tests/loop/test_sandbox.py",
+        "a build that replaces build/ralph-logs with a link gets nothing written there and its folder put "
+        "back; a link there at the start is refused.",
+    ),
     "ralph/loop/view.py": (
         "tests/loop/test_live.py",
         "the progress header's accepted of total, ETA and budgets come from Progress.update, fed by the "
@@ -205,6 +216,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "tests/cli/test_spec_new.py",
         "the spec file made from the template, and the refusals of an existing file or a bad name, "
         "are asserted through `ralph spec new`.",
+    ),
+    "ralph/ops/spec_checks.py": (
+        "tests/cli/test_status_stage.py",
+        "tests/loop/test_stage_check.py",
+        "a spec a check found met is COMPLETE to `query stage` and `query next`, and CHECK again once "
+        "code changed; a run with the spec and code as checked ends COMPLETE without another check.",
     ),
     "ralph/ops/sync.py": (
         "tests/ops/test_claims.py",

@@ -88,7 +88,8 @@ class Values:
         if kind == "null":
             return st.none()
         if kind == "array":
-            return st.lists(self.valid(_key(schema["items"])), max_size=3)
+            least = schema.get("minItems", 0)
+            return st.lists(self.valid(_key(schema["items"])), min_size=least, max_size=max(3, least))
         if kind == "object":
             return self._objects(schema, valid=True)
         return JSON_VALUES
@@ -139,7 +140,10 @@ class Values:
             one_bad = st.tuples(st.lists(self.valid(item), max_size=2), self.broken(item)).map(
                 lambda parts: parts[0] + [parts[1]]
             )
-            return st.one_of(one_bad, self.valid(item))  # a single item where a list is wanted
+            near = [one_bad, self.valid(item)]  # a single item where a list is wanted
+            if schema.get("minItems"):
+                near.append(st.just([]))
+            return st.one_of(near)
         if kind == "object":
             return self._objects(schema, valid=False)
         return None

@@ -16,7 +16,8 @@ misbehaviour:
                        <task>.verify.finished (a test stops it long before)
   [record-env]         BUILD writes its RALPH_* variables to <task>.agent-env.json
   [reject-once]        the first VERIFY rejects it
-  [reject-always]      every VERIFY rejects it
+  [reject-always]      every VERIFY rejects it, each time for another reason (the same twice
+                       in a row would go to a person)
   [resubmit]           the first VERIFY rejects it; the rebuild resubmits it unchanged with an
                        argument (`task done --unchanged`), which the next VERIFY accepts only if
                        its prompt quotes the argument
@@ -76,6 +77,7 @@ from pathlib import Path
 from agent_kit import ralph  # this script's folder is on sys.path
 
 TOKENS_PER_RUN = 1000
+OTHER_FLAWS = ("the totals are off", "the names come out unsorted", "the help text is missing")
 RESUBMIT_ARGUMENT = "the work file already says ok, which is what the criteria ask"
 STATE = Path(os.environ.get("FAKE_AGENT_STATE", "/tmp/fake-agent-state"))
 
@@ -282,7 +284,9 @@ def verify() -> int:
             ralph("task", "reject", "no argument came with the resubmission")
             return 0
     once = "[reject-once]" in name or "[resubmit]" in name
-    if "[reject-always]" in name or (once and verdicts == 1):
+    if "[reject-always]" in name and verdicts > 1:  # another reason each time: the same twice asks a person
+        ralph("task", "reject", f"the fake verifier finds something else wrong: {OTHER_FLAWS[verdicts % 3]}")
+    elif "[reject-always]" in name or (once and verdicts == 1):
         ralph("task", "reject", "the fake verifier rejects the first build")
     else:
         ralph("task", "accept")
