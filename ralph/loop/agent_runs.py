@@ -292,15 +292,28 @@ class AgentRuns:
             judgement = self.agent_failures.judge(result, str(stage), item, [name] if name else [])
             if judgement is Judgement.TASK_ERROR:
                 return result  # the task's failed attempt: BUILD judges it
-            if judgement is Judgement.AGAIN and stage is Stage.BUILD and self._may_be_stale(item):
-                return result  # it may lack a neighbour's change: BUILD waits for them (StaleBase)
+            if judgement is Judgement.AGAIN and stage is Stage.BUILD and self._others_may_help(item):
+                # It may lack a neighbour's change, or another task's: BUILD gives it back or defers
+                # it (uncounted, once per code). Were the error the agent's, the next task's run
+                # says the same, which ends the run then.
+                return result
             self._count_spent(stage, iteration, item, result)  # spent, if not an attempt
             if not self.agent_failures.wait(result, str(stage), item, judgement):
                 raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
             self._admit_again()
 
-    def _may_be_stale(self, item: str | None) -> bool:
-        return item is not None and self.tree.may_be_stale(item)
+    def _others_may_help(self, item: str | None) -> bool:
+        """A build of `item` may fail for want of what other builds bring: it is behind or beside
+        builds that may merge, or other tasks of the spec are ready to build."""
+        if item is None:
+            return False
+        if self.tree.may_be_stale(item):
+            return True
+        from ralph.plan.schedule import buildable
+
+        plan = self.plan.read()
+        ready = buildable([task.record for task in plan.task_views(self.settings.spec)], plan.accepted())
+        return any(task["id"] != item for task in ready)
 
     def _admit_again(self) -> None:
         """A run started again (after an agent failure, a limit waited out: neither an attempt)

@@ -352,6 +352,15 @@ elif stage == "DECOMPOSE":
 """
 
 
+DIFFERENT_FAILURES = """import pathlib
+counter = pathlib.Path(COUNTER)
+seen = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(seen + 1))
+names = ["parse", "render", "save", "load", "print", "sort", "merge", "split"]
+raise SystemExit(f"FAILED tests/test_app.py::test_{names[seen % len(names)]}")
+"""
+
+
 def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int, delete_parent: bool = False):
     from ralph.ops import tasks
 
@@ -367,7 +376,10 @@ def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int, dele
         "PROMPTS": str(prompts),
         **({"DELETE_PARENT": "1"} if delete_parent else {}),
     }
-    fails = f"{shlex.quote(sys.executable)} -c 'raise SystemExit(1)'"
+    # Each build fails its own way (a failure a split did not change would ask a person at once).
+    gate = tmp_path / "gate.py"
+    gate.write_text(DIFFERENT_FAILURES.replace("COUNTER", repr(str(tmp_path / "gates"))))
+    fails = f"{shlex.quote(sys.executable)} {shlex.quote(str(gate))}"
     argv = ["--gate", fails, "--max-attempts", "1", "--max-iterations", "6"]
     done = construct(project, *argv, agent=f"{shlex.quote(sys.executable)} {agent}", env=env)
     return done, root["id"], prompts

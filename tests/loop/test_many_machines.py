@@ -367,8 +367,10 @@ def test_a_build_lacking_what_another_runner_published_is_given_back_and_built_a
     plan = origin_plan(shared)
     assert sorted(r["id"] for r in plan if r["t"] == "accept") == ["t-task00", "t-task01"]
     journal = two_runners_journal(shared)
-    given_back = [e["item"] for e in journal if e["event"] == "build_stale_base"]
+    # given back (others were building) or deferred (another task may bring it): uncounted either way
+    given_back = [e["item"] for e in journal if e["event"] in ("build_stale_base", "build_deferred")]
     assert given_back and set(given_back) == {"t-task01"}
+    assert not [e for e in journal if e["event"] == "build_failed"]
     assert git(shared.origin, "show", "main:work/t-task01.txt").startswith("ok t-task01")
 
 
