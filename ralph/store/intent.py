@@ -93,6 +93,11 @@ class Intent:
             return "finishes it (commits the tasks it wrote)"
         if self.kind is IntentKind.MERGE:
             return f"finishes it (HEAD, index and work tree to {short(self.data['commit'])})"
+        if self.kind is IntentKind.BUILD:  # rolled back (see above): never committed
+            return (
+                "undoes it (its changes kept on the task's draft branch and under build/ralph-logs/doctor/,"
+                f" {self.data.get('task')} as before the build)"
+            )
         return "finishes it (commits the files it names)"
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ralph.store.intent import IntentKind
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
+from tests.store.test_intent import interrupted
 from tests.support.cli import Ralph
 from tests.support.gitrepo import git
 from tests.support.leftovers import leftover_branch, leftover_worktree
@@ -273,3 +275,24 @@ def test_a_stale_claim_on_the_shared_remote_is_reported_and_kept(repo, tmp_path,
     assert "live-runner" not in out
     assert [(f["kind"], f["fixed"]) for f in findings(clone, "--fix")] == [("stale_claim", False)]
     assert not (clone / ".git" / "ralph" / "claims-seen.json").exists()  # a look that changes nothing
+
+
+def test_an_interrupted_build_is_said_to_be_undone_as_fix_undoes_it(repo):
+    """doctor's words are what --fix does: a BUILD cut off before its commit is rolled back (its
+    changes kept on the task's draft), never committed."""
+    ralph = Ralph(repo)
+    ralph("task", "add", '{"id": "t-a", "name": "A"}')
+    record = next(
+        json.loads(line) for line in (repo / "plan.jsonl").read_text().splitlines() if '"t-a"' in line
+    )
+    head = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "half.py").write_text("half a build\n")
+    interrupted(repo, IntentKind.BUILD, task="t-a", head=head, record=record, user_dirty=[])
+    [found] = findings(repo)
+    assert found["kind"] == "interrupted" and found["fix"].startswith("undoes it"), found
+    assert "commit" not in found["fix"], found
+    [fixed] = findings(repo, "--fix")
+    assert fixed["fixed"] and fixed["fix"].startswith("undid it"), fixed
+    assert git(repo, "rev-parse", "HEAD").strip() == head  # nothing committed
+    assert not (repo / "half.py").exists()
+    assert "half.py" in git(repo, "show", "--stat", "--format=", "refs/heads/ralph/draft/t-a")
