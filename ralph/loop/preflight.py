@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ralph.agents.base import Adapter
-from ralph.errors import Busy, InvalidInput, RalphError, Refused
+from ralph.errors import Busy, InvalidInput, RalphError, Refused, RemoteOffline
 from ralph.loop.agentrun import AgentRunner, AgentUnavailable
 from ralph.loop.gate import gate_problem
 from ralph.loop.plan_access import PLAN_FILE
@@ -16,6 +16,7 @@ from ralph.ops.settings import MODEL_STAGES, Settings
 from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
+from ralph.store.remote import configured
 
 
 def agent_problem(runner: AgentRunner) -> AgentUnavailable | None:
@@ -48,6 +49,11 @@ def start_problems(
         yield Refused(
             f"a branch named '{blocking}' blocks the branches ralph makes under {blocking}/ (git cannot"
             f" have both); rename yours: git branch -m {blocking} {blocking.replace('/', '-')}-mine"
+        )
+    if settings.remote and not configured(repo, settings.remote):  # before the run's first commit
+        yield RemoteOffline(
+            f"no git remote named {settings.remote!r} in this clone ('git remote -v' lists them):"
+            f" add it with 'git remote add {settings.remote} URL', or name another with --remote"
         )
     problem = gate_problem(settings.gate, root) if needs_gate else None
     if problem:

@@ -82,6 +82,18 @@ def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_
     assert trace.read_text().count("built-in: git fetch") == 5
 
 
+def test_a_remote_this_clone_lacks_ends_before_any_commit_with_one_line_and_exit_11(repo, tmp_path):
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}])
+    clone = shared.clone("one")
+    head = git(clone, "rev-parse", "HEAD")
+    done = construct(clone, "--remote", "nosuch", env={"FAKE_AGENT_STATE": str(tmp_path / "s1")})
+    assert done.returncode == 11, done.stdout + done.stderr
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "no git remote named 'nosuch'" in done.stderr
+    assert git(clone, "rev-parse", "HEAD") == head  # nothing committed
+    assert git(clone, "status", "--porcelain") == ""
+
+
 @pytest.mark.slow  # two runners at once on a bare remote (see TWO_RUNNERS_IN_MAKE_TEST)
 def test_a_build_that_conflicts_with_one_pushed_meanwhile_is_undone_and_built_again(repo, tmp_path):
     items = [{"id": f"t-task{n:02d}", "name": f"Task {n} [shared-file]"} for n in range(2)]
