@@ -12,7 +12,7 @@ from ralph.loop.agentrun import AgentRunner, AgentUnavailable
 from ralph.loop.gate import gate_problem
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.work_tree import BUILD_BRANCH_PREFIX
-from ralph.ops.settings import MODEL_STAGES, Settings
+from ralph.ops.settings import MODEL_STAGES, Settings, hide_problem
 from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
@@ -38,6 +38,9 @@ def start_problems(
     unbounded = budget_problem(settings, adapter)
     if unbounded:
         yield unbounded
+    hidden = hide_problem(settings.sandbox_hide, root)
+    if hidden:  # every run would see an empty folder where it needs one (its program, its tree)
+        yield InvalidInput(hidden)
     repo = Repo(root)
     operation = repo.operation_in_progress()
     if operation:

@@ -203,6 +203,46 @@ def test_config_set_refuses_to_turn_it_off_in_the_plan(project):
     assert config.set_value(project, "sandbox", "required")["value"] == "required"
 
 
+@pytest.mark.parametrize("pattern", ["/", "/*", "~", "~/", "~/..", "{tree}", "{tree}/", "{parent}/*"])
+def test_config_set_refuses_a_hide_pattern_that_would_hide_the_system_home_or_the_work_tree(project, pattern):
+    """Hidden, `/` (or $HOME, or the work tree) is an empty folder: every agent would then fail
+    "without doing anything" until the run ended exit 12."""
+    from ralph.errors import InvalidInput
+
+    pattern = pattern.format(tree=project, parent=project.parent)
+    before = (project / "plan.jsonl").read_bytes(), git(project, "rev-parse", "HEAD")
+    refused = "config key sandbox_hide: .* would hide .*, which every run needs"
+    with pytest.raises(InvalidInput, match=refused):
+        config.set_value(project, "sandbox_hide", json.dumps(["*.secret", pattern]))
+    assert ((project / "plan.jsonl").read_bytes(), git(project, "rev-parse", "HEAD")) == before
+    assert config.set_value(project, "sandbox_hide", json.dumps([f"{project}/creds.secret", "~/.aws"]))
+
+
+def test_a_hide_pattern_reaching_home_through_a_link_is_refused(project, tmp_path):
+    from ralph.errors import InvalidInput
+
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "home").symlink_to(Path.home())
+    with pytest.raises(InvalidInput, match="through"):
+        config.set_value(project, "sandbox_hide", json.dumps([f"{tmp_path}/links/*"]))
+
+
+def test_a_hand_edited_hide_pattern_of_slash_is_refused_by_check_and_by_construct(project):
+    with transaction(project) as change:  # as a hand edit would (`ralph config set` refuses it)
+        change.plan.set_config("sandbox_hide", ["/"])
+    checked = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(project), "check"], capture_output=True, text=True
+    )
+    assert checked.returncode != 0 and "plan.jsonl:" in checked.stderr, checked
+    assert "sandbox_hide: '/' would hide /," in checked.stderr
+    tasks.add(project, [{"name": "Part one"}])
+    head = git(project, "rev-parse", "HEAD")
+    done = construct(project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "sandbox_hide: '/' would hide /," in done.stderr
+    assert git(project, "rev-parse", "HEAD") == head  # refused before the run's first commit
+
+
 def test_the_users_own_file_turns_it_off(project):
     user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "ralph" / "config.toml"
     user_file.parent.mkdir(parents=True)

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from ralph.store import intent
+from ralph.store.git import Repo
 from ralph.store.intent import IntentKind
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
-from tests.store.test_intent import interrupted
 from tests.support.cli import Ralph
 from tests.support.gitrepo import git
 from tests.support.leftovers import leftover_branch, leftover_worktree
@@ -275,6 +276,16 @@ def test_a_stale_claim_on_the_shared_remote_is_reported_and_kept(repo, tmp_path,
     assert "live-runner" not in out
     assert [(f["kind"], f["fixed"]) for f in findings(clone, "--fix")] == [("stale_claim", False)]
     assert not (clone / ".git" / "ralph" / "claims-seen.json").exists()  # a look that changes nothing
+
+
+def interrupted(repo: Path, kind: IntentKind, **data) -> None:
+    """A record of a change as a process that is gone left it."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    record = {"kind": str(kind), "root": str(repo), "pid": ended.pid, "started": None, "data": data}
+    folder = intent.folder(Repo(repo))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{kind}-{ended.pid}-1.json").write_text(json.dumps(record))
 
 
 def test_an_interrupted_build_is_said_to_be_undone_as_fix_undoes_it(repo):
