@@ -39,7 +39,8 @@ from ralph.ops.settings import Settings
 from ralph.plan.attempts import failed_builds
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, Verdict
-from ralph.store import reader
+from ralph.store import lock, reader
+from ralph.store.files import free_name
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
 
@@ -360,6 +361,7 @@ class AgentRuns:
         Runs that kept the rules learn the paths they left changed (`changed`). `fence`: what a
         plan-only stage's runs could write (_fenced); a change to code it rules out is a person's
         (_leave_persons_code), any other is the runs' violation."""
+        lock_replaced = self._restore_lock(results[0].log_path)
         hidden = self._hidden(fence)
         after = self.tree.snapshot()
         if hidden:  # under names the runs may have made: theirs, whoever's ignore rule hides them
@@ -374,7 +376,7 @@ class AgentRuns:
             old = beside_changes.with_persons_changes(old, now, persons)
             for result in results:
                 result.with_persons = old
-        found = violations(stage, own, before, after, old, now)
+        found = violations(stage, own, before, after, old, now) + lock_replaced
         if not found:
             self.tree.commit_persons_changes(persons, old)
             changed = frozenset(path for path in after.dirty if not RALPH_FILES.fullmatch(path))
@@ -408,6 +410,17 @@ class AgentRuns:
                 f" with `git apply --include=<file> {kept}`"
             )
         return found
+
+    def _restore_lock(self, log: Path) -> list[str]:
+        """plan.jsonl's lock, which ralph alone makes (a regular file), put back if a run replaced
+        it (a link, a folder: every later command would fail to take it): the run's violation, what
+        it left there kept beside its log."""
+        root = self.tree.root
+        keep = free_name(self.tree.home / log.with_suffix(f".{lock.LOCK_NAME}"))
+        found = lock.restore(root / lock.LOCK_NAME, keep)
+        if found is None:
+            return []
+        return [f"replaced {lock.LOCK_NAME} with {found} (ralph's lock put back; kept as {self.rel(keep)})"]
 
     def _hidden(self, fence: Fence | None) -> frozenset[str]:
         """Files a plan-only step's runs may have written that an ignore rule written beside them

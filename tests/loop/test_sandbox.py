@@ -399,3 +399,53 @@ def test_a_verifiers_fresh_checkout_is_not_searched_but_the_repository_still_is(
     assert str(checkout.resolve() / ".env") not in hidden
     assert str(checkout.resolve() / ".env") in searched  # without `fresh`, the checkout is searched too
     git(project, "worktree", "remove", "--force", str(checkout))
+
+
+# BUILD builds its task, then (on the task's first build: nothing kept beside the logs yet) puts
+# something else where plan.jsonl's lock is: a link to a file outside, or a folder.
+LOCK_AGENT = r"""
+import os, pathlib, sys
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    ralph("task", "done", task)
+    if not list(pathlib.Path("build", "ralph-logs").glob("*.plan.jsonl.lock")):
+        os.remove("plan.jsonl.lock")
+        if os.environ["LOCK_MOVE"] == "link":
+            os.symlink(os.environ["LOCK_TARGET"], "plan.jsonl.lock")
+        else:
+            os.mkdir("plan.jsonl.lock")
+            pathlib.Path("plan.jsonl.lock", "inside").write_text("x")
+elif stage == "VERIFY":
+    ralph("task", "accept", task)
+"""
+
+
+@pytest.mark.parametrize("move", ["link", "folder"])
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+def test_an_agent_that_replaces_the_plan_lock_is_undone_and_the_run_goes_on(project, tmp_path, move, mode):
+    """Every later state command failed on the link (opened without following it): the run
+    ended exit 1, and so did each of the person's commands, while doctor found nothing. Now it is
+    the build's violation: ralph's lock back as a regular file, the link kept beside the log."""
+    tasks.add(project, [{"id": "t-one", "name": "Part one"}])
+    agent_script = tmp_path / "lock_agent.py"
+    agent_script.write_text(LOCK_AGENT)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not ralph's\n")
+    env = {"LOCK_MOVE": move, "LOCK_TARGET": str(target)}
+    agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent_script))}"
+    done = construct(project, "--parallel", "1", f"--sandbox={mode}", agent=agent, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lock = project / "plan.jsonl.lock"
+    assert lock.is_file() and not lock.is_symlink()
+    assert target.read_text() == "not ralph's\n"  # nothing written through the link
+    [violation] = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert any("replaced plan.jsonl.lock with a" in did for did in violation["did"]), violation
+    kept = list((project / "build" / "ralph-logs").glob("*.plan.jsonl.lock"))
+    assert len(kept) == 1 and (kept[0].is_symlink() if move == "link" else kept[0].is_dir())
+    assert git(project, "status", "--porcelain", "--", ":!plan.jsonl.lock") == ""  # not ignored here
+    assert '"t": "accept"' in (project / "plan.jsonl").read_text()  # built again, and accepted

@@ -307,3 +307,30 @@ def test_an_interrupted_build_is_said_to_be_undone_as_fix_undoes_it(repo):
     assert git(repo, "rev-parse", "HEAD").strip() == head  # nothing committed
     assert not (repo / "half.py").exists()
     assert "half.py" in git(repo, "show", "--stat", "--format=", "refs/heads/ralph/draft/t-a")
+
+
+@pytest.mark.parametrize("what", ["link", "folder"])
+def test_a_lock_that_is_not_a_regular_file_is_named_and_fix_puts_ralphs_back(repo, tmp_path, what):
+    """An agent's link (or folder) at plan.jsonl.lock failed every later state command, while
+    doctor said nothing needed repair."""
+    ralph = Ralph(repo)
+    ralph("task", "add", '{"id": "t-a", "name": "A"}')
+    target = tmp_path / "elsewhere"
+    target.write_text("not ralph's\n")
+    (repo / LOCK_NAME).unlink()
+    if what == "link":
+        (repo / LOCK_NAME).symlink_to(target)
+    else:
+        (repo / LOCK_NAME).mkdir()
+        (repo / LOCK_NAME / "inside").write_text("x\n")
+    failed = ralph("task", "add", '{"id": "t-b", "name": "B"}', code=1)
+    assert failed.stderr.count("\n") == 1 and "'ralph doctor --fix' puts ralph's back" in failed.stderr
+    out = doctor(repo, code=1).stdout
+    assert out.startswith(f"{LOCK_NAME}: a lock that is not a regular file but a ")
+    assert kinds(repo, "--fix") == [("lock_not_file", LOCK_NAME, True)]
+    assert (repo / LOCK_NAME).is_file() and not (repo / LOCK_NAME).is_symlink()
+    kept = repo / "build" / "ralph-logs" / "doctor" / LOCK_NAME
+    assert kept.is_symlink() if what == "link" else (kept / "inside").read_text() == "x\n"
+    assert target.read_text() == "not ralph's\n"
+    ralph("task", "add", '{"id": "t-b", "name": "B"}')  # state commands work again
+    assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
