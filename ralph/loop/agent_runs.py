@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ralph.errors import PlanInvalid, WorkTreeGone
-from ralph.loop import beside_changes
+from ralph.loop import beside_changes, sandbox
 from ralph.loop.agent_failures import (
     AgentFailures,
     Judgement,
@@ -23,7 +23,7 @@ from ralph.loop.agent_failures import (
     did_nothing_and_failed,
     work_marks,
 )
-from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem
+from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem, SandboxFailed
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
 from ralph.loop.cost import run_cost
@@ -286,6 +286,7 @@ class AgentRuns:
             if not did_nothing_and_failed(result, before, marks):
                 self.agent_failures.good()
                 return result
+            self._raise_if_the_fence_failed(result)
             judgement = self.agent_failures.judge(result, str(stage), item, [name] if name else [])
             if judgement is Judgement.TASK_ERROR:
                 return result  # the task's failed attempt: BUILD judges it
@@ -295,6 +296,16 @@ class AgentRuns:
             if not self.agent_failures.wait(result, str(stage), item, judgement):
                 raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
             self._admit_again()
+
+    def _raise_if_the_fence_failed(self, result: AgentResult) -> None:
+        """bwrap, not the agent, ended a run that did nothing (`bwrap: ...`, exit 1): every run
+        would end the same way, so the loop ends now, the sandbox named with the fix, never an
+        agent failure waited out and retried."""
+        if self.runner.sandbox is None:
+            return
+        line = sandbox.setup_failure(result.run.exit_code, result.run.tail)
+        if line is not None:
+            raise SandboxFailed(sandbox.failed_setup(line))
 
     def _may_be_stale(self, item: str | None) -> bool:
         return item is not None and self.tree.may_be_stale(item)

@@ -10,6 +10,7 @@ committed together with their code once ralph has checked the work (the gate aft
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from pathlib import Path
@@ -20,7 +21,7 @@ from ralph.errors import PlanInvalid, RemoteError
 from ralph.loop import preflight, stage_plan
 from ralph.loop.agent_failures import AgentFailing
 from ralph.loop.agent_runs import Deadline
-from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
+from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable, SandboxFailed
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Solo
 from ralph.loop.cost import CostSpent, CostUnknown, TokensSpent, known_cost
@@ -190,7 +191,10 @@ class Loop:
         # Adopting orphans: a daemon an agent or gate starts (setsid) is ended with its run.
         with stop_signals_interrupt(), self._one_loop_per_repository(), self.supervisor.adopting_orphans():
             try:
-                self.ws = self._prepare(needs_gate=not plan_only)
+                try:
+                    self.ws = self._prepare(needs_gate=not plan_only)
+                except SandboxFailed as exc:  # before anything changed: the named outcome, once
+                    return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
                 span = self.journal.span("construct", spec=self.settings.spec)
                 try:
                     outcome, message, exit_code = self._run_stages(plan_only)
@@ -501,6 +505,10 @@ class Loop:
         fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide, logs)
         self.runner.sandbox = fence
         if fence is not None:
+            program = self.runner.adapter.invocation("", "", {}).argv[0]
+            unseen = sandbox.unseen_program(fence, program, os.environ.get("PATH"))
+            if unseen:  # every run would fail "without doing anything": said once, before any
+                raise SandboxFailed(unseen)
             fence.make_state_folders(Path.home())
         self.journal.event(
             "sandbox", mode=settings.sandbox, on=fence is not None, program=fence.program if fence else None

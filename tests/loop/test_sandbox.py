@@ -449,3 +449,55 @@ def test_an_agent_that_replaces_the_plan_lock_is_undone_and_the_run_goes_on(proj
     assert len(kept) == 1 and (kept[0].is_symlink() if move == "link" else kept[0].is_dir())
     assert git(project, "status", "--porcelain", "--", ":!plan.jsonl.lock") == ""  # not ignored here
     assert '"t": "accept"' in (project / "plan.jsonl").read_text()  # built again, and accepted
+
+
+@needs_bwrap
+def test_an_agent_program_under_the_temporary_folder_is_the_sandboxs_problem_said_once(project, tmp_path):
+    """An npm prefix in /tmp: the fence's /tmp is empty, and every run failed with `bwrap: execvp
+    codex: No such file or directory`, waited out and retried until exit 12. Now the run ends
+    before it starts anything or commits, AGENT_UNAVAILABLE, one line saying the fix."""
+    tasks.add(project, [{"id": "t-one", "name": "Part one"}])
+    if not tmp_path.is_relative_to("/tmp"):
+        pytest.skip("the test's temporary folder is not under /tmp")
+    prefix = tmp_path / "npm-prefix"
+    (prefix / "bin").mkdir(parents=True)
+    program = prefix / "bin" / "myagent"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    head = git(project, "rev-parse", "HEAD")
+    env = {"PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    done = construct(project, "--sandbox=required", agent="myagent", env=env)
+    assert done.returncode == 6, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("lies under /tmp, which the sandbox replaces with an empty one") == 1, said
+    assert "--sandbox=off" in said and not [e for e in events(project) if e["event"] == "agent_begin"]
+    assert git(project, "rev-parse", "HEAD") == head  # nothing committed
+
+
+# A bwrap that makes the start-up probe's sandbox but fails to set up any run, as where user
+# namespaces are turned off for it after the probe (or a mount it is asked for fails).
+BROKEN_BWRAP = """#!/bin/sh
+for last; do :; done
+[ "$last" = true ] && exit 0
+echo "bwrap: setting up uid map: Permission denied" >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def broken_bwrap(tmp_path: Path) -> str:
+    path = tmp_path / "bwrap"
+    path.write_text(BROKEN_BWRAP)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_bwrap_that_cannot_set_up_a_run_is_said_once_as_the_sandboxs_with_the_fix(project, broken_bwrap):
+    tasks.add(project, [{"id": "t-one", "name": "Part one"}, {"id": "t-two", "name": "Part two"}])
+    done = construct(project, "--sandbox=required", "--parallel", "1", env={"RALPH_BWRAP": broken_bwrap})
+    said = done.stdout + done.stderr
+    assert done.returncode == 6, said
+    assert said.count("the sandbox could not start the agent (bwrap: setting up uid map: Permission denied)") == 1
+    assert "user namespaces" in said and "--sandbox=off" in said
+    assert len([e for e in events(project) if e["event"] == "agent_begin"]) == 1  # never run again
+    assert "waiting" not in said
