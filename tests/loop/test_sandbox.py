@@ -497,7 +497,8 @@ def test_a_bwrap_that_cannot_set_up_a_run_is_said_once_as_the_sandboxs_with_the_
     done = construct(project, "--sandbox=required", "--parallel", "1", env={"RALPH_BWRAP": broken_bwrap})
     said = done.stdout + done.stderr
     assert done.returncode == 6, said
-    assert said.count("the sandbox could not start the agent (bwrap: setting up uid map: Permission denied)") == 1
+    failed = "the sandbox could not start the agent (bwrap: setting up uid map: Permission denied)"
+    assert said.count(failed) == 1, said
     assert "user namespaces" in said and "--sandbox=off" in said
     assert len([e for e in events(project) if e["event"] == "agent_begin"]) == 1  # never run again
     assert "waiting" not in said
