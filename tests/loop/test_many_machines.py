@@ -313,6 +313,36 @@ def test_a_build_of_a_task_taken_over_meanwhile_yields_to_the_taker_and_is_kept_
     assert "+the slow build" in patch.read_text()
 
 
+def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_without_gits_words(repo, tmp_path):
+    """The loop's own uncommitted plan changes (its state record, a run's spending) beside the
+    build: `git reset --keep` refused them (`Entry 'plan.jsonl' not uptodate`) and the run ended
+    exit 1 in git's words. They are carried onto the remote's head instead, and the build yields."""
+    from ralph.loop.remote import RemoteCoordinator
+    from ralph.ops import claims
+    from ralph.store.git import Repo
+    from ralph.store.remote import Remote
+
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
+    slow, heir = shared.clone("slow"), shared.clone("heir")
+    coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
+    assert coordinator.before_build() == "t-task00"
+    assert claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0)["id"] == "t-task00"
+    (slow / "built.txt").write_text("the slow build\n")
+    git(slow, "add", "built.txt")
+    git(slow, "commit", "-qm", "build t-task00")
+    tasks.done(slow, "t-task00")
+    tasks.add(slow, [{"id": "t-local", "name": "Not committed yet"}], commit=False)
+    assert coordinator.after_build("t-task00") == []
+    plan = origin_plan(shared)
+    assert [(r["id"], r.get("claimed_by"), r.get("s", "p")) for r in plan if r["t"] == "task"] == [
+        ("t-task00", "heir", "p"),
+        ("t-local", None, "p"),  # carried, and pushed with the next commit
+    ]
+    assert "build t-task00" not in git(slow, "log", "--format=%s")
+    assert not (slow / "built.txt").exists()
+    assert '"t-local"' in (slow / "plan.jsonl").read_text()  # the uncommitted change kept
+
+
 def test_a_run_that_ends_in_an_unexpected_error_gives_its_claims_back(project, monkeypatch):
     from ralph.errors import GitError
     from ralph.loop.coordinator import Solo
