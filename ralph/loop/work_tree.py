@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from ralph.errors import GitError, PlanInvalid
+from ralph.errors import GitError, PlanInvalid, disk_full
 from ralph.loop import beside_changes
 from ralph.loop.checkouts import Checkout, Checkouts
 from ralph.loop.console import Console
@@ -281,8 +281,12 @@ class WorkTree:
         )
         try:
             yield
-        finally:  # built and committed, set aside, or stopped: settled by this process
-            intent.finish(self.repo, pending)
+        except BaseException as exc:
+            if disk_full(exc):  # cut off, as by a kill: the next start undoes it (its work on the draft)
+                raise
+            intent.finish(self.repo, pending)  # set aside, or stopped: settled by this process
+            raise
+        intent.finish(self.repo, pending)  # built and committed, or its attempts recorded
 
     def reset_plan(self, keep_as: Path) -> None:
         """plan.jsonl back as last committed, the run's uncommitted version kept at `keep_as`;
