@@ -50,7 +50,7 @@ def test_a_full_disk_is_told_by_gits_words_once_and_by_the_errno_of_ralphs_own_w
 
     from ralph.errors import CodeConflict, GitError, disk_full
 
-    assert disk_full(GitError("git add failed: fatal: unable to write new index file: No space left on device"))
+    assert disk_full(GitError("git add failed: fatal: unable to write new index: No space left on device"))
     assert disk_full(GitError("git commit failed: error: Disk quota exceeded"))
     assert not disk_full(GitError("git add failed: fatal: pathspec 'x' did not match any files"))
     assert not disk_full(CodeConflict("conflict", ["a.py"]))
