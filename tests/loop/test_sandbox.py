@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -452,14 +453,15 @@ def test_an_agent_that_replaces_the_plan_lock_is_undone_and_the_run_goes_on(proj
 
 
 @needs_bwrap
-def test_an_agent_program_under_the_temporary_folder_is_the_sandboxs_problem_said_once(project, tmp_path):
+def test_an_agent_program_under_the_temporary_folder_is_the_sandboxs_problem_said_once(project, request):
     """An npm prefix in /tmp: the fence's /tmp is empty, and every run failed with `bwrap: execvp
     codex: No such file or directory`, waited out and retried until exit 12. Now the run ends
     before it starts anything or commits, AGENT_UNAVAILABLE, one line saying the fix."""
     tasks.add(project, [{"id": "t-one", "name": "Part one"}])
-    if not tmp_path.is_relative_to("/tmp"):
-        pytest.skip("the test's temporary folder is not under /tmp")
-    prefix = tmp_path / "npm-prefix"
+    import tempfile
+
+    prefix = Path(tempfile.mkdtemp(prefix="npm-prefix-", dir="/tmp"))  # /tmp itself, whatever TMPDIR says
+    request.addfinalizer(lambda: shutil.rmtree(prefix, ignore_errors=True))
     (prefix / "bin").mkdir(parents=True)
     program = prefix / "bin" / "myagent"
     program.write_text("#!/bin/sh\nexit 0\n")
