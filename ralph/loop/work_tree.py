@@ -31,7 +31,7 @@ from ralph.secrets import redact
 from ralph.store import intent, owned, settle
 from ralph.store.git import Repo
 from ralph.store.integrate import Integration, integrate
-from ralph.store.intent import IntentKind
+from ralph.store.intent import CutBy, IntentKind
 from ralph.store.lock import RALPH_FILES
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
@@ -283,6 +283,8 @@ class WorkTree:
             yield
         except BaseException as exc:
             if disk_full(exc):  # cut off, as by a kill: the next start undoes it (its work on the draft)
+                with contextlib.suppress(OSError):  # said where there is room for it (doctor names it)
+                    intent.update(self.repo, pending, cut_by=str(CutBy.DISK_FULL))
                 raise
             intent.finish(self.repo, pending)  # set aside, or stopped: settled by this process
             raise

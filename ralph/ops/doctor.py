@@ -44,7 +44,7 @@ from ralph.ops import mergedriver
 from ralph.store import intent, lock, owned, settle
 from ralph.store.files import create_new, free_name
 from ralph.store.git import Repo
-from ralph.store.intent import Intent, Settled
+from ralph.store.intent import CutBy, Intent, Settled
 from ralph.store.owned import Owned, OwnedKind
 from ralph.store.reader import PLAN_NAME
 from ralph.text import plural
@@ -149,10 +149,15 @@ def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
 
 def _interrupted(repo: Repo) -> list[Finding]:
     return [
-        Finding("interrupted", change.describe(), "interrupted (its ralph run was killed or failed)",
-                change.settling(), change=change)
+        Finding("interrupted", change.describe(), _cut_short(change), change.settling(), change=change)
         for change in intent.interrupted(repo, repo.root)
-    ]  # fmt: skip
+    ]
+
+
+def _cut_short(change: Intent) -> str:
+    if change.data.get("cut_by") == CutBy.DISK_FULL:
+        return "interrupted by a full disk (its ralph run ended DISK_FULL)"
+    return "interrupted (its ralph run was killed or failed)"
 
 
 SETTLED = {

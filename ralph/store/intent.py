@@ -53,6 +53,13 @@ class IntentKind(StrEnum):
     BUILD = "build"
 
 
+class CutBy(StrEnum):
+    """What ended a change's process before its last step, where that process could still say
+    (data["cut_by"]; a kill leaves none)."""
+
+    DISK_FULL = "disk_full"
+
+
 class Settled(StrEnum):
     """What recovery did with an interrupted change."""
 

@@ -483,6 +483,11 @@ def test_a_full_disk_as_git_stages_a_builds_commit_is_disk_full_and_the_rerun_co
     )
     assert_disk_full_said_once(full)
     assert sorted(record["kind"] for record in records(project)) == ["build", "commit"]
+    said = ralph_doctor(project).stdout
+    assert (
+        "the build of t-one on " in said
+        and "interrupted by a full disk (its ralph run ended DISK_FULL)" in said
+    )
     again = run(project, tmp_path, parallel=1)
     assert again.returncode == 0, (again.stdout, again.stderr)
     assert "uncommitted changes" not in again.stderr
