@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ralph.clock import now
-from ralph.errors import RalphError, RemoteError, RemoteOffline, RemoteRejected
+from ralph.errors import RalphError, RemoteError, RemoteOffline, RemoteRejected, disk_full
 from ralph.ops.names import named
 from ralph.ops.sync import on_remote_head, until_pushed
 from ralph.plan import schedule
@@ -396,7 +396,17 @@ def withdraw_conflicting(
         raise RemoteError(f"{remote.name}/{remote.branch} is gone; nothing was pushed")
     spent = _spent_since(repo, local, remote_head)  # the undone commits' runs still count
     kept = _keep_undone_build(root, repo, remote_head, task_id)
-    _reset_carrying_the_plan(root, repo, remote_head, kept.with_suffix(".plan.jsonl"))
+    try:
+        _reset_carrying_the_plan(root, repo, remote_head, kept.with_suffix(".plan.jsonl"))
+    except RalphError as exc:
+        if disk_full(exc):
+            raise
+        shown = kept.relative_to(root) if kept.is_relative_to(root) else kept
+        raise RemoteError(
+            f"the build of {task_id} yields to what another runner pushed to {remote.name}, but undoing"
+            f" it here would overwrite changes you have not committed ({exc}): commit or stash them and"
+            f" run again; the build is kept as {shown}"
+        ) from None
     attempts: list[int] = []
 
     def record(plan: Plan) -> object:

@@ -343,6 +343,32 @@ def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_withou
     assert '"t-local"' in (slow / "plan.jsonl").read_text()  # the uncommitted change kept
 
 
+def test_a_build_taken_over_with_a_persons_edit_in_the_way_ends_remote_in_one_line(repo, tmp_path):
+    from ralph.errors import RemoteError
+    from ralph.loop.remote import RemoteCoordinator
+    from ralph.ops import claims
+    from ralph.store.git import Repo
+    from ralph.store.remote import Remote
+
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
+    slow, heir = shared.clone("slow"), shared.clone("heir")
+    coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
+    assert coordinator.before_build() == "t-task00"
+    assert claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0)["id"] == "t-task00"
+    (slow / "built.txt").write_text("the slow build\n")
+    git(slow, "add", "built.txt")
+    git(slow, "commit", "-qm", "build t-task00")
+    tasks.done(slow, "t-task00")
+    (slow / "built.txt").write_text("a person's edit\n")
+    head = git(slow, "rev-parse", "HEAD")
+    with pytest.raises(RemoteError, match="would overwrite changes you have not committed") as raised:
+        coordinator.after_build("t-task00")
+    assert "\n" not in str(raised.value).strip() and "kept as build/ralph-logs/conflicts/" in str(
+        raised.value
+    )
+    assert git(slow, "rev-parse", "HEAD") == head and (slow / "built.txt").read_text() == "a person's edit\n"
+
+
 def test_a_run_that_ends_in_an_unexpected_error_gives_its_claims_back(project, monkeypatch):
     from ralph.errors import GitError
     from ralph.loop.coordinator import Solo
