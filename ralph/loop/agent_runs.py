@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ralph.errors import PlanInvalid, WorkTreeGone
-from ralph.loop import beside_changes
+from ralph.loop import beside_changes, sandbox
 from ralph.loop.agent_failures import (
     AgentFailures,
     Judgement,
@@ -24,7 +24,7 @@ from ralph.loop.agent_failures import (
     did_nothing_and_failed,
     work_marks,
 )
-from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem
+from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem, SandboxFailed
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
 from ralph.loop.cost import run_cost
@@ -41,7 +41,8 @@ from ralph.ops.settings import Settings
 from ralph.plan.attempts import failed_builds
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, Verdict
-from ralph.store import reader
+from ralph.store import lock, reader
+from ralph.store.files import free_name
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
 
@@ -289,6 +290,7 @@ class AgentRuns:
             if not did_nothing_and_failed(result, before, marks):
                 self.agent_failures.good()
                 return result
+            self._raise_if_the_fence_failed(result)
             judgement = self.agent_failures.judge(result, str(stage), item, [name] if name else [])
             if judgement is Judgement.TASK_ERROR:
                 return result  # the task's failed attempt: BUILD judges it
@@ -314,6 +316,16 @@ class AgentRuns:
         plan = self.plan.read()
         ready = buildable([task.record for task in plan.task_views(self.settings.spec)], plan.accepted())
         return any(task["id"] != item for task in ready)
+
+    def _raise_if_the_fence_failed(self, result: AgentResult) -> None:
+        """bwrap, not the agent, ended a run that did nothing (`bwrap: ...`, exit 1): every run
+        would end the same way, so the loop ends now, the sandbox named with the fix, never an
+        agent failure waited out and retried."""
+        if self.runner.sandbox is None:
+            return
+        line = sandbox.setup_failure(result.run.exit_code, result.run.tail)
+        if line is not None:
+            raise SandboxFailed(sandbox.failed_setup(line))
 
     def _admit_again(self) -> None:
         """A run started again (after an agent failure, a limit waited out: neither an attempt)
@@ -377,6 +389,7 @@ class AgentRuns:
         Runs that kept the rules learn the paths they left changed (`changed`). `fence`: what a
         plan-only stage's runs could write (_fenced); a change to code it rules out is a person's
         (_leave_persons_code), any other is the runs' violation."""
+        lock_replaced = self._restore_lock(results[0].log_path)
         hidden = self._hidden(fence)
         after = self.tree.snapshot()
         if hidden:  # under names the runs may have made: theirs, whoever's ignore rule hides them
@@ -391,8 +404,10 @@ class AgentRuns:
             old = beside_changes.with_persons_changes(old, now, persons)
             for result in results:
                 result.with_persons = old
-        found = self._log_folder_replaced() + violations(
-            stage, own, before, after, old, now, guarded(self.settings.spec)
+        found = (
+            self._log_folder_replaced()
+            + violations(stage, own, before, after, old, now, guarded(self.settings.spec))
+            + lock_replaced
         )
         if not found:
             self.tree.commit_persons_changes(persons, old)
@@ -428,6 +443,17 @@ class AgentRuns:
                 f" with `git apply --include=<file> {kept}`"
             )
         return found
+
+    def _restore_lock(self, log: Path) -> list[str]:
+        """plan.jsonl's lock, which ralph alone makes (a regular file), put back if a run replaced
+        it (a link, a folder: every later command would fail to take it): the run's violation, what
+        it left there kept beside its log."""
+        root = self.tree.root
+        keep = free_name(self.tree.home / log.with_suffix(f".{lock.LOCK_NAME}"))
+        found = lock.restore(root / lock.LOCK_NAME, keep)
+        if found is None:
+            return []
+        return [f"replaced {lock.LOCK_NAME} with {found} (ralph's lock put back; kept as {self.rel(keep)})"]
 
     def _hidden(self, fence: Fence | None) -> frozenset[str]:
         """Files a plan-only step's runs may have written that an ignore rule written beside them

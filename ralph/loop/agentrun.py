@@ -49,6 +49,12 @@ class AgentUnavailable(RalphError):
     exit_code = 6  # the construct outcome AGENT_UNAVAILABLE
 
 
+class SandboxFailed(AgentUnavailable):
+    """The fence itself cannot start the agent (bwrap fails to set a run up, or cannot see the
+    agent's program): every run would fail the same way, so none is run again; said once, as the
+    sandbox's, with the fix (ralph.loop.sandbox.unseen_program, failed_setup)."""
+
+
 class _Watched(NamedTuple):
     """What is told of a run that ends early: its stage and item, console line, span and usage."""
 

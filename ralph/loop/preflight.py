@@ -7,15 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ralph.agents.base import Adapter
-from ralph.errors import Busy, InvalidInput, RalphError, Refused
+from ralph.errors import Busy, InvalidInput, RalphError, Refused, RemoteOffline
 from ralph.loop.agentrun import AgentRunner, AgentUnavailable
 from ralph.loop.gate import gate_problem
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.work_tree import BUILD_BRANCH_PREFIX
-from ralph.ops.settings import MODEL_STAGES, Settings
+from ralph.ops.settings import MODEL_STAGES, Settings, hide_problem
 from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
+from ralph.store.remote import configured
 
 
 def agent_problem(runner: AgentRunner) -> AgentUnavailable | None:
@@ -37,6 +38,9 @@ def start_problems(
     unbounded = budget_problem(settings, adapter)
     if unbounded:
         yield unbounded
+    hidden = hide_problem(settings.sandbox_hide, root)
+    if hidden:  # every run would see an empty folder where it needs one (its program, its tree)
+        yield InvalidInput(hidden)
     repo = Repo(root)
     operation = repo.operation_in_progress()
     if operation:
@@ -55,6 +59,11 @@ def start_problems(
         yield Refused(
             f"a branch named '{blocking}' blocks the branches ralph makes under {blocking}/ (git cannot"
             f" have both); rename yours: git branch -m {blocking} {blocking.replace('/', '-')}-mine"
+        )
+    if settings.remote and not configured(repo, settings.remote):  # before the run's first commit
+        yield RemoteOffline(
+            f"no git remote named {settings.remote!r} in this clone ('git remote -v' lists them):"
+            f" add it with 'git remote add {settings.remote} URL', or name another with --remote"
         )
     problem = gate_problem(settings.gate, root) if needs_gate else None
     if problem:

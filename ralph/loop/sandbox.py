@@ -380,6 +380,52 @@ class Sandbox:
         return [path for path in found if not any(parent in folders for parent in path.parents)]
 
 
+BWRAP_SAID = "bwrap: "  # how bubblewrap begins its own errors (it then exits 1, running nothing)
+
+
+def unseen_program(sandbox: Sandbox, program: str, path: str | None) -> str | None:
+    """Why the fence cannot run `program` (an agent CLI named by its name, found on `path`), or
+    None. The fence mounts an empty /tmp (FRESH_MOUNTS) and binds again only the folders it
+    knows the run needs: a CLI installed under the temporary folder (an npm prefix there) is not
+    among them, and every run would fail with `bwrap: execvp ...: No such file or directory`."""
+    if os.sep in program:
+        return None  # named by its path: bound for the run as its command line names it (wrap)
+    found = shutil.which(program, path=path)
+    if found is None:
+        return None  # not installed: said before (AgentUnavailable)
+    real = Path(found).resolve()
+    home = Path(os.environ.get("HOME") or Path.home()).resolve()
+    bound = [sandbox.home, home, Path(sys.prefix).resolve(), RALPH_SOURCE]  # as wrap binds them
+    for where in (Path(found).absolute(), real):
+        hidden = next((fresh for fresh in FRESH_MOUNTS if _under(where, fresh)), None)
+        if hidden is not None and not any(_under(where, folder) for folder in bound):
+            return (
+                f"the agent program {program} ({found}) lies under {hidden}, which the sandbox"
+                f" replaces with an empty one: no run could start it; install it outside {hidden}"
+                " (npm: a --prefix elsewhere), name it by its path with --agent-cmd, or run with"
+                " --sandbox=off"
+            )
+    return None
+
+
+def setup_failure(exit_code: int | None, tail: list[str]) -> str | None:
+    """bwrap's own error when it is what ended a run (it exits 1 after saying `bwrap: ...`, before
+    the agent runs), or None."""
+    if exit_code != 1:
+        return None
+    said = [line.strip() for line in tail if line.strip()]
+    return said[-1] if said and said[-1].startswith(BWRAP_SAID) else None
+
+
+def failed_setup(line: str) -> str:
+    """What a run's bwrap error (setup_failure) means, and the fix, in one line."""
+    return (
+        f"the sandbox could not start the agent ({line}): no run can; bubblewrap needs unprivileged"
+        " user namespaces (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile that"
+        " allows bwrap) and the agent program outside /tmp; or run with --sandbox=off"
+    )
+
+
 def top_level_names(root: Path) -> frozenset[str]:
     """The names in the folder `root`, but those a plan-only run's fence leaves alone and ralph's
     own temporary files beside plan.jsonl."""

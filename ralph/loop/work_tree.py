@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from ralph.errors import GitError, PlanInvalid
+from ralph.errors import GitError, PlanInvalid, disk_full
 from ralph.loop import beside_changes
 from ralph.loop.checkouts import Checkout, Checkouts
 from ralph.loop.console import Console
@@ -32,7 +32,7 @@ from ralph.store import intent, owned, settle
 from ralph.store.git import Repo
 from ralph.store.gitlinks import Link
 from ralph.store.integrate import Integration, integrate
-from ralph.store.intent import IntentKind
+from ralph.store.intent import CutBy, IntentKind
 from ralph.store.lock import RALPH_FILES
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
@@ -306,8 +306,14 @@ class WorkTree:
         )
         try:
             yield
-        finally:  # built and committed, set aside, or stopped: settled by this process
-            intent.finish(self.repo, pending)
+        except BaseException as exc:
+            if disk_full(exc):  # cut off, as by a kill: the next start undoes it (its work on the draft)
+                with contextlib.suppress(OSError):  # said where there is room for it (doctor names it)
+                    intent.update(self.repo, pending, cut_by=str(CutBy.DISK_FULL))
+                raise
+            intent.finish(self.repo, pending)  # set aside, or stopped: settled by this process
+            raise
+        intent.finish(self.repo, pending)  # built and committed, or its attempts recorded
 
     def reset_plan(self, keep_as: Path) -> None:
         """plan.jsonl back as last committed, the run's uncommitted version kept at `keep_as`;

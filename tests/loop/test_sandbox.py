@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -205,6 +206,46 @@ def test_config_set_refuses_to_turn_it_off_in_the_plan(project):
     with pytest.raises(InvalidInput, match="off is not taken from the plan"):
         config.set_value(project, "sandbox", "off")
     assert config.set_value(project, "sandbox", "required")["value"] == "required"
+
+
+@pytest.mark.parametrize("pattern", ["/", "/*", "~", "~/", "~/..", "{tree}", "{tree}/", "{parent}/*"])
+def test_config_set_refuses_a_hide_pattern_that_would_hide_the_system_home_or_the_work_tree(project, pattern):
+    """Hidden, `/` (or $HOME, or the work tree) is an empty folder: every agent would then fail
+    "without doing anything" until the run ended exit 12."""
+    from ralph.errors import InvalidInput
+
+    pattern = pattern.format(tree=project, parent=project.parent)
+    before = (project / "plan.jsonl").read_bytes(), git(project, "rev-parse", "HEAD")
+    refused = "config key sandbox_hide: .* would hide .*, which every run needs"
+    with pytest.raises(InvalidInput, match=refused):
+        config.set_value(project, "sandbox_hide", json.dumps(["*.secret", pattern]))
+    assert ((project / "plan.jsonl").read_bytes(), git(project, "rev-parse", "HEAD")) == before
+    assert config.set_value(project, "sandbox_hide", json.dumps([f"{project}/creds.secret", "~/.aws"]))
+
+
+def test_a_hide_pattern_reaching_home_through_a_link_is_refused(project, tmp_path):
+    from ralph.errors import InvalidInput
+
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "home").symlink_to(Path.home())
+    with pytest.raises(InvalidInput, match="through"):
+        config.set_value(project, "sandbox_hide", json.dumps([f"{tmp_path}/links/*"]))
+
+
+def test_a_hand_edited_hide_pattern_of_slash_is_refused_by_check_and_by_construct(project):
+    with transaction(project) as change:  # as a hand edit would (`ralph config set` refuses it)
+        change.plan.set_config("sandbox_hide", ["/"])
+    checked = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(project), "check"], capture_output=True, text=True
+    )
+    assert checked.returncode != 0 and "plan.jsonl:" in checked.stderr, checked
+    assert "sandbox_hide: '/' would hide /," in checked.stderr
+    tasks.add(project, [{"name": "Part one"}])
+    head = git(project, "rev-parse", "HEAD")
+    done = construct(project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "sandbox_hide: '/' would hide /," in done.stderr
+    assert git(project, "rev-parse", "HEAD") == head  # refused before the run's first commit
 
 
 def test_the_users_own_file_turns_it_off(project):
@@ -664,3 +705,107 @@ def test_what_a_run_writes_in_the_caches_is_gone_at_its_end(project, home, fence
     assert hook.read_text() == "print('the real hook')\n"
     assert not (home / ".cache" / "new-tool").exists() and not (home / ".npm" / "_npx" / "pkg").exists()
     assert (home / ".agent" / "s").read_text() == "session\n"  # the CLI's own state persists
+
+
+# BUILD builds its task, then (on the task's first build: nothing kept beside the logs yet) puts
+# something else where plan.jsonl's lock is: a link to a file outside, or a folder.
+LOCK_AGENT = r"""
+import os, pathlib, sys
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    ralph("task", "done", task)
+    if not list(pathlib.Path("build", "ralph-logs").glob("*.plan.jsonl.lock")):
+        os.remove("plan.jsonl.lock")
+        if os.environ["LOCK_MOVE"] == "link":
+            os.symlink(os.environ["LOCK_TARGET"], "plan.jsonl.lock")
+        else:
+            os.mkdir("plan.jsonl.lock")
+            pathlib.Path("plan.jsonl.lock", "inside").write_text("x")
+elif stage == "VERIFY":
+    ralph("task", "accept", task)
+"""
+
+
+@pytest.mark.parametrize("move", ["link", "folder"])
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+def test_an_agent_that_replaces_the_plan_lock_is_undone_and_the_run_goes_on(project, tmp_path, move, mode):
+    """Every later state command failed on the link (opened without following it): the run
+    ended exit 1, and so did each of the person's commands, while doctor found nothing. Now it is
+    the build's violation: ralph's lock back as a regular file, the link kept beside the log."""
+    tasks.add(project, [{"id": "t-one", "name": "Part one"}])
+    agent_script = tmp_path / "lock_agent.py"
+    agent_script.write_text(LOCK_AGENT)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not ralph's\n")
+    env = {"LOCK_MOVE": move, "LOCK_TARGET": str(target)}
+    agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent_script))}"
+    done = construct(project, "--parallel", "1", f"--sandbox={mode}", agent=agent, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lock = project / "plan.jsonl.lock"
+    assert lock.is_file() and not lock.is_symlink()
+    assert target.read_text() == "not ralph's\n"  # nothing written through the link
+    [violation] = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert any("replaced plan.jsonl.lock with a" in did for did in violation["did"]), violation
+    kept = list((project / "build" / "ralph-logs").glob("*.plan.jsonl.lock"))
+    assert len(kept) == 1 and (kept[0].is_symlink() if move == "link" else kept[0].is_dir())
+    assert git(project, "status", "--porcelain", "--", ":!plan.jsonl.lock") == ""  # not ignored here
+    assert '"t": "accept"' in (project / "plan.jsonl").read_text()  # built again, and accepted
+
+
+@needs_bwrap
+def test_an_agent_program_under_the_temporary_folder_is_the_sandboxs_problem_said_once(project, request):
+    """An npm prefix in /tmp: the fence's /tmp is empty, and every run failed with `bwrap: execvp
+    codex: No such file or directory`, waited out and retried until exit 12. Now the run ends
+    before it starts anything or commits, AGENT_UNAVAILABLE, one line saying the fix."""
+    tasks.add(project, [{"id": "t-one", "name": "Part one"}])
+    import tempfile
+
+    prefix = Path(tempfile.mkdtemp(prefix="npm-prefix-", dir="/tmp"))  # /tmp itself, whatever TMPDIR says
+    request.addfinalizer(lambda: shutil.rmtree(prefix, ignore_errors=True))
+    (prefix / "bin").mkdir(parents=True)
+    program = prefix / "bin" / "myagent"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    head = git(project, "rev-parse", "HEAD")
+    env = {"PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    done = construct(project, "--sandbox=required", agent="myagent", env=env)
+    assert done.returncode == 6, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("lies under /tmp, which the sandbox replaces with an empty one") == 1, said
+    assert "--sandbox=off" in said and not [e for e in events(project) if e["event"] == "agent_begin"]
+    assert git(project, "rev-parse", "HEAD") == head  # nothing committed
+
+
+# A bwrap that makes the start-up probe's sandbox but fails to set up any run, as where user
+# namespaces are turned off for it after the probe (or a mount it is asked for fails).
+BROKEN_BWRAP = """#!/bin/sh
+for last; do :; done
+[ "$last" = true ] && exit 0
+echo "bwrap: setting up uid map: Permission denied" >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def broken_bwrap(tmp_path: Path) -> str:
+    path = tmp_path / "bwrap"
+    path.write_text(BROKEN_BWRAP)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_bwrap_that_cannot_set_up_a_run_is_said_once_as_the_sandboxs_with_the_fix(project, broken_bwrap):
+    tasks.add(project, [{"id": "t-one", "name": "Part one"}, {"id": "t-two", "name": "Part two"}])
+    done = construct(project, "--sandbox=required", "--parallel", "1", env={"RALPH_BWRAP": broken_bwrap})
+    said = done.stdout + done.stderr
+    assert done.returncode == 6, said
+    failed = "the sandbox could not start the agent (bwrap: setting up uid map: Permission denied)"
+    assert said.count(failed) == 1, said
+    assert "user namespaces" in said and "--sandbox=off" in said
+    assert len([e for e in events(project) if e["event"] == "agent_begin"]) == 1  # never run again
+    assert "waiting" not in said
