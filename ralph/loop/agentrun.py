@@ -178,7 +178,7 @@ class AgentRunner:
         worktree, which holds its own copy of plan.jsonl)."""
         where = str(cwd or self.root)
         env = dict(os.environ)
-        for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID", "RALPH_MODEL"):
+        for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID", "RALPH_MODEL", "RALPH_DRAFT", "RALPH_DRAFT_FILE"):
             env.pop(key, None)
         bin_dir = str(Path(sys.executable).parent)
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
