@@ -65,7 +65,8 @@ def spec_draft(ctx, name, idea, decision, feedback, **flags):
         drafts.reject(drafts.find_draft(root, name))
         say(f"dropped the draft of {drafts.spec_of(name.removesuffix('.md'))} and its questions")
         return
-    draft = drafts.open_draft(root, name, idea, flags.get("agent"))
+    draft = drafts.open_draft(root, name, idea, flags)
+    flags = drafts.agent_flags(draft)
     if feedback is not None:
         drafts.revise(draft, feedback)
     person = _Person() if sys.stdin.isatty() else None
@@ -76,8 +77,7 @@ def spec_draft(ctx, name, idea, decision, feedback, **flags):
     if person is not None and click.confirm(f"start `ralph construct {accepted}` now?", default=False):
         from ralph.cli.construct import construct
 
-        given = {key: value for key, value in flags.items() if value is not None}
-        ctx.invoke(construct, spec=str(root / accepted), **given)
+        ctx.invoke(construct, spec=str(root / accepted), **flags)
     else:
         say(f"next: ralph construct {accepted} --dry-run    # what the first run would do")
 

@@ -19,7 +19,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ralph.errors import InvalidInput, RalphError, Refused
 from ralph.ops.specs import _NAME, SPECS_DIR
@@ -74,7 +74,10 @@ class Draft:
     root: Path
     name: str
     idea: str
-    agent: str | None = None  # the agent that drafts it, as the person named it (for the commit)
+    agent: str | None = None  # the agent that drafts it (for the commit)
+    # The agent's flags as last given (--agent, --agent-cmd, ...): the same command without them
+    # goes on with the same agent.
+    flags: dict[str, Any] = field(default_factory=dict)
     told: list[str] = field(default_factory=list)  # the answered questions the agent was given
     feedback: str | None = None  # the person's feedback the next run is given
     runs: int = 0
@@ -129,7 +132,7 @@ def _regular_file(path: Path) -> bool:
     return path.is_file() and not path.is_symlink()
 
 
-def open_draft(root: Path, name: str, idea: str | None, agent: str | None = None) -> Draft:
+def open_draft(root: Path, name: str, idea: str | None, flags: dict[str, Any] | None = None) -> Draft:
     """The draft of specs/NAME.md: the one begun before (its idea kept), or a new one from `idea`.
     Refused when specs/NAME.md exists: a person's spec is never replaced."""
     name = name.removesuffix(".md")
@@ -145,17 +148,24 @@ def open_draft(root: Path, name: str, idea: str | None, agent: str | None = None
     if draft is None:
         if idea is None or not idea.strip():
             raise InvalidInput(f'say what {spec} should be about: ralph spec draft {name} "the idea"')
-        draft = Draft(root, name, idea.strip(), agent)
-        draft.save()
+        draft = Draft(root, name, idea.strip())
     elif idea is not None and idea.strip() != draft.idea:
         raise Refused(
             f"a draft of {spec} from another idea exists: go on with `ralph spec draft {name}`,"
             f" or drop it with `ralph spec draft {name} --reject`"
         )
-    if agent and draft.agent != agent:
-        draft.agent = agent
-        draft.save()
+    given = {key: value for key, value in (flags or {}).items() if value is not None}
+    if given:  # flags given again replace the ones remembered (one agent's, not a mix)
+        draft.flags = {
+            key: list(value) if isinstance(value, tuple) else value for key, value in given.items()
+        }
+    draft.save()
     return draft
+
+
+def agent_flags(draft: Draft) -> dict[str, Any]:
+    """The agent's flags the draft goes on with, as the command line gives them."""
+    return {key: tuple(value) if isinstance(value, list) else value for key, value in draft.flags.items()}
 
 
 def find_draft(root: Path, name: str) -> Draft:
