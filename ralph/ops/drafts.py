@@ -241,8 +241,17 @@ def run(draft: Draft, settings: Settings, console: Console) -> RunOutcome:
         _put_back_plan(draft.root, plan_before)
         raise Interrupted(signal_number(exc)) from None
     log = str(result.log_path)
-    _check_fence(draft, repo, plan_before, dirty_before, log)
-    asked = [q for q in questions(draft) if not q.get("answer")]
+    try:
+        _check_fence(draft, repo, plan_before, dirty_before, log)
+        if draft.file.is_symlink():
+            draft.text()  # refused: a link is no draft
+        if not result.ok and not _open(draft):  # a half-written draft is no draft
+            said = f"the drafting agent ended ({result.describe()}); its draft is not kept; log {log}"
+            raise DraftFailed(said)
+    except DraftFailed:
+        draft.file.unlink(missing_ok=True)  # what such a run drafted is not kept either
+        raise
+    asked = _open(draft)
     if asked:
         repo.commit_paths(
             {"plan.jsonl"}, f"ralph: spec draft {draft.name}: {len(asked)} question(s) for a person"
@@ -256,6 +265,10 @@ def run(draft: Draft, settings: Settings, console: Console) -> RunOutcome:
     if drafted:
         draft.text()  # refused now, not at approval, when it cannot be read as a spec
     return RunOutcome(log, asked, drafted and not asked)
+
+
+def _open(draft: Draft) -> list[Record]:
+    return [q for q in questions(draft) if not q.get("answer")]
 
 
 def _dirty(repo: Repo) -> set[str]:

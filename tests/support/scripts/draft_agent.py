@@ -1,0 +1,51 @@
+"""A scripted drafting agent for `ralph spec draft` tests, as $DRAFT_AGENT says:
+
+- "ask" (default): the demo agent's draft (it asks once, then drafts with the answer);
+- "escape": a draft whose title holds terminal escape sequences;
+- "file": writes a code file beside its draft (what a fenced run cannot);
+- "task": adds a task to the plan beside its draft;
+- "link": leaves a link to a file outside the draft in the draft's place;
+- "nothing": ends without a draft or a question."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+RESULT = {
+    "type": "result",
+    "subtype": "success",
+    "is_error": False,
+    "usage": {"input_tokens": 1, "output_tokens": 1},
+}
+
+
+def main() -> int:
+    mode = os.environ.get("DRAFT_AGENT", "ask")
+    draft = Path(os.environ["RALPH_DRAFT_FILE"])
+    if mode == "ask":
+        from ralph.demo.agent import main as demo
+
+        return demo()
+    if mode == "escape":
+        draft.write_text("# Title \x1b]0;owned\x07 \x1b[2J\n\n## Goal\n\nG.\n", encoding="utf-8")
+    elif mode == "file":
+        draft.write_text("# A spec\n", encoding="utf-8")
+        Path("code.py").write_text("print('built before approval')\n", encoding="utf-8")
+    elif mode == "task":
+        import shlex
+        import subprocess
+
+        draft.write_text("# A spec\n", encoding="utf-8")
+        command = [*shlex.split(os.environ["RALPH_BIN"]), "task", "add", json.dumps({"name": "Build it now"})]
+        subprocess.run(command, check=True, capture_output=True)
+    elif mode == "link":
+        draft.symlink_to(Path(os.environ["RALPH_ROOT"]) / "secret.txt")
+    print(json.dumps(RESULT), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
