@@ -11,7 +11,7 @@ from ralph.text import printable
 
 @click.group(
     cls=lazy_group({"draft": "ralph.cli.drafts:spec_draft"}),
-    short_help="Write a new spec: from a template, or drafted by an agent from an idea.",
+    short_help="Write a spec: from a template, or drafted by an agent.",
 )
 def spec() -> None:
     """Write specs for `ralph construct`."""

@@ -5,7 +5,8 @@
 - "file": writes a code file beside its draft (what a fenced run cannot);
 - "task": adds a task to the plan beside its draft;
 - "link": leaves a link to a file outside the draft in the draft's place;
-- "nothing": ends without a draft or a question."""
+- "nothing": ends without a draft or a question;
+- "hang": asks a question, starts a child, writes both pids to $DRAFT_PIDS, and waits to be stopped."""
 
 from __future__ import annotations
 
@@ -41,6 +42,17 @@ def main() -> int:
         draft.write_text("# A spec\n", encoding="utf-8")
         command = [*shlex.split(os.environ["RALPH_BIN"]), "task", "add", json.dumps({"name": "Build it now"})]
         subprocess.run(command, check=True, capture_output=True)
+    elif mode == "hang":
+        import shlex
+        import subprocess
+        import time
+
+        subprocess.run(
+            [*shlex.split(os.environ["RALPH_BIN"]), "ask", "Which one?"], check=True, capture_output=True
+        )
+        child = subprocess.Popen(["sleep", "600"])
+        Path(os.environ["DRAFT_PIDS"]).write_text(f"{os.getpid()} {child.pid}\n")
+        time.sleep(600)
     elif mode == "link":
         draft.symlink_to(Path(os.environ["RALPH_ROOT"]) / "secret.txt")
     print(json.dumps(RESULT), flush=True)

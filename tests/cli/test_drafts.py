@@ -38,6 +38,7 @@ def test_without_a_terminal_it_waits_for_the_answer_then_for_a_decision_then_com
     question = only_question(ralph)
     assert question["draft"] == "farewell" and question["choices"] == ["Goodbye", "See you"]
     assert "task" not in question  # it blocks no task
+    ralph("check")  # a valid plan record
     assert said(ralph.root) == "ralph: spec draft farewell: 1 question(s) for a person"
     assert not (ralph.root / "specs" / "farewell.md").exists()
 
@@ -192,3 +193,32 @@ def test_fenced_the_agent_can_write_its_draft_and_ask_but_no_code(ralph, monkeyp
     )
     assert not (ralph.root / "code.py").exists()
     assert not (ralph.root / DRAFT).exists()
+
+
+def test_a_signal_stops_the_agent_and_its_child_and_leaves_the_plan_as_committed(repo, tmp_path):
+    import signal
+    import subprocess
+
+    from tests.support.construct import gone
+
+    pids = tmp_path / "pids"
+    env = {**os.environ, "DRAFT_AGENT": "hang", "DRAFT_PIDS": str(pids)}
+    argv = [sys.executable, "-m", "ralph", "-C", str(repo), "spec", "draft", "farewell", IDEA, *AGENT]
+    running = subprocess.Popen(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    wait_for(
+        lambda: pids.exists() and pids.read_text().endswith("\n"),
+        "the agent asked and started its child",
+        120,
+    )
+    agent, child = (int(pid) for pid in pids.read_text().split())
+    running.send_signal(signal.SIGTERM)
+    _, err = running.communicate(timeout=120)
+    assert running.returncode == 128 + signal.SIGTERM, err
+    assert err.decode().splitlines()[-1] == (
+        "ralph: interrupted: the drafting run was stopped; run the same command again to go on"
+    )
+    assert gone(agent) and gone(child)
+    assert git(repo, "status", "--porcelain") == ""  # the question it asked went with it
+    assert Ralph(repo)("questions").stdout == ""
