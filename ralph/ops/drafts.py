@@ -35,6 +35,7 @@ DRAFTS = Path("build") / "ralph-logs" / "drafts"
 DRAFT_FILE = "draft.md"
 MAX_DRAFT_BYTES = 200_000  # a spec, not a dump: more is refused rather than shown and committed
 EXIT_WAITING = 9  # as `ralph construct` ends WAITING: a person must answer or decide
+DRAFT_LOCK = "ralph-spec-draft.lock"  # in the git directory: held while a drafting agent runs
 
 
 class Step(StrEnum):
@@ -219,16 +220,35 @@ def run(draft: Draft, settings: Settings, console: Console) -> RunOutcome:
     """One drafting run, given the answers and feedback it has not had; what it left checked:
     the plan may only have gained its questions, the work tree nothing (both put back and refused
     otherwise). Its questions are committed."""
-    from ralph.loop.drafting import DraftRequest, run_draft
-    from ralph.loop.signals import signal_number
     from ralph.store.git import Repo
-    from ralph.store.reader import plan_path, read_bytes
+    from ralph.store.lock import exclusive_run
+    from ralph.store.reader import plan_path
 
     if not plan_path(draft.root).exists():
         from ralph.ops.initialize import init
 
         init(draft.root)
     repo = Repo(draft.root)
+    _refuse_beside_a_construct(repo)
+    with exclusive_run(repo.git_dir() / DRAFT_LOCK, "ralph spec draft"):  # one drafting run at a time
+        return _run(draft, settings, console, repo)
+
+
+def _refuse_beside_a_construct(repo: Repo) -> None:
+    """A drafting run commits the plan: beside a live `ralph construct`, which commits it too, a
+    person's answer would go to the run's commit instead (ralph.store.beside)."""
+    from ralph.store.beside import live_run
+
+    pid = live_run(repo)
+    if pid is not None:
+        raise Refused(f"a ralph construct runs in this work tree (pid {pid}): draft when it has ended")
+
+
+def _run(draft: Draft, settings: Settings, console: Console, repo: Repo) -> RunOutcome:
+    from ralph.loop.drafting import DraftRequest, run_draft
+    from ralph.loop.signals import signal_number
+    from ralph.store.reader import read_bytes
+
     plan_before, dirty_before = read_bytes(draft.root), _dirty(repo)
     answered = [q for q in questions(draft) if q.get("answer")]
     draft.folder.mkdir(parents=True, exist_ok=True)

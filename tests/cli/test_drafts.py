@@ -134,13 +134,11 @@ def test_what_a_hostile_agent_leaves_is_refused_and_undone(ralph, monkeypatch, m
     ralph("spec", "draft", "farewell", "--accept", code=1)  # nothing to accept
 
 
-def test_on_a_terminal_it_asks_at_once_shows_the_draft_escaped_revises_and_accepts(repo):
+def test_on_a_terminal_it_asks_at_once_shows_the_draft_revises_edits_and_accepts(repo, monkeypatch):
+    monkeypatch.setenv("PAGER", "cat")  # the draft is paged; cat pages nothing (terminal() passes it on)
+    monkeypatch.setenv("EDITOR", "sed -i s/Ada/Bob/g")  # a person's edit in $EDITOR
     argv = [sys.executable, "-m", "ralph", "-C", str(repo), "spec", "draft", "farewell", IDEA, *AGENT]
-    os.environ["PAGER"] = "cat"  # the draft is paged; cat pages nothing (terminal() passes os.environ on)
-    try:
-        screen = terminal(argv)
-    finally:
-        del os.environ["PAGER"]
+    screen = terminal(argv)
 
     def reply(after: str, count: int, text: str) -> None:
         wait_for(lambda: screen.seen().count(after) >= count, f"{after!r} shown {count} time(s)", 120)
@@ -149,16 +147,23 @@ def test_on_a_terminal_it_asks_at_once_shows_the_draft_escaped_revises_and_accep
     reply("1-2, or your own answer", 1, "2")
     reply("re[j]ect", 1, "r")
     reply("what should change", 1, "shout it")
-    reply("re[j]ect", 2, "a")
+    reply("re[j]ect", 2, "e")
+    reply("re[j]ect", 3, "a")
     reply("now? [y/N]", 1, "n")
     shown = screen.finish()
     assert screen.running.returncode == 0, shown
-    assert "question i-" in shown and "Which words should the farewell say?" in shown
+    assert "Which words should the farewell say?" in shown
     assert "1) Goodbye" in shown and "2) See you" in shown
     assert 'return f"See you, {name}!"' in shown  # the first draft, shown
-    assert "SEE YOU, Ada!" in (repo / "specs" / "farewell.md").read_text()
+    assert "SEE YOU, Bob!" in shown  # the revised one, edited, shown again
+    assert "SEE YOU, Bob!" in (repo / "specs" / "farewell.md").read_text()
     assert "accepted: wrote and committed specs/farewell.md" in shown
+    assert "next: ralph construct specs/farewell.md --dry-run" in shown  # not started: nothing built
     assert "  A: See you" in said(repo)
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").split() == [
+        "plan.jsonl",
+        "specs/farewell.md",
+    ]
 
 
 def test_a_draft_is_shown_escaped_on_the_terminal(repo, monkeypatch):
