@@ -91,4 +91,6 @@ def questions(ctx, as_json):
         about = f"draft {record['draft']}" if record.get("draft") else f"task {record.get('task', '?')}"
         say(f"{record['id']}  {about}  since {record.get('asked_at', '?')}")
         say(f"    {printable(record['text'])}")
+        if record.get("choices"):
+            say(f"    choices: {' | '.join(printable(choice) for choice in record['choices'])}")
         say(f"    asked by {printable(record.get('asked_by') or 'unknown')}")

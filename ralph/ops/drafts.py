@@ -259,12 +259,14 @@ def _run(draft: Draft, settings: Settings, console: Console, repo: Repo) -> RunO
         result = run_draft(draft.root, settings, request, console)
     except KeyboardInterrupt as exc:
         _put_back_plan(draft.root, plan_before)
+        if not request.revising:  # half a first draft is no draft; a revision's feedback still waits
+            draft.file.unlink(missing_ok=True)
         raise Interrupted(signal_number(exc)) from None
     log = str(result.log_path)
     try:
         _check_fence(draft, repo, plan_before, dirty_before, log)
-        if draft.file.is_symlink():
-            draft.text()  # refused: a link is no draft
+        if draft.file.exists() or draft.file.is_symlink():
+            draft.text()  # refused now, not at approval: a link, not UTF-8, too long
         if not result.ok and not _open(draft):  # a half-written draft is no draft
             said = f"the drafting agent ended ({result.describe()}); its draft is not kept; log {log}"
             raise DraftFailed(said)
@@ -282,8 +284,6 @@ def _run(draft: Draft, settings: Settings, console: Console, repo: Repo) -> RunO
     if not asked and not drafted:
         said = "" if result.ok else f" ({result.describe()})"
         raise DraftFailed(f"the drafting agent ended{said} without a draft in {draft.relative()}; log {log}")
-    if drafted:
-        draft.text()  # refused now, not at approval, when it cannot be read as a spec
     return RunOutcome(log, asked, drafted and not asked)
 
 

@@ -39,6 +39,7 @@ def test_without_a_terminal_it_waits_for_the_answer_then_for_a_decision_then_com
     assert question["draft"] == "farewell" and question["choices"] == ["Goodbye", "See you"]
     assert "task" not in question  # it blocks no task
     ralph("check")  # a valid plan record
+    assert "    choices: Goodbye | See you\n" in ralph("questions").stdout
     assert said(ralph.root) == "ralph: spec draft farewell: 1 question(s) for a person"
     assert not (ralph.root / "specs" / "farewell.md").exists()
 
