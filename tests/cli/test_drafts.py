@@ -228,3 +228,21 @@ def test_a_signal_stops_the_agent_and_its_child_and_leaves_the_plan_as_committed
     assert gone(agent) and gone(child)
     assert git(repo, "status", "--porcelain") == ""  # the question it asked went with it
     assert Ralph(repo)("questions").stdout == ""
+
+
+def test_on_a_terminal_accepting_offers_construct_which_builds_the_spec_with_the_same_agent(
+    repo, monkeypatch
+):
+    monkeypatch.setenv("PAGER", "cat")
+    (repo / ".gitignore").write_text((repo / ".gitignore").read_text() + "__pycache__/\n")
+    git(repo, "commit", "-qam", "ignore bytecode")  # the demo agent's checks import what it built
+    Ralph(repo)("config", "set", "gate", "")
+    argv = [sys.executable, "-m", "ralph", "-C", str(repo), "spec", "draft", "farewell", IDEA, *AGENT]
+    screen = terminal(argv)
+    for prompt, text in (("or your own answer", "1"), ("re[j]ect", "a"), ("now? [y/N]", "y")):
+        wait_for(lambda prompt=prompt: prompt in screen.seen(), f"{prompt!r} shown", 120)
+        os.write(screen.leader, text.encode() + b"\r")
+    shown = screen.finish()
+    assert screen.running.returncode == 0, shown
+    assert "ralph: COMPLETE" in shown
+    assert (repo / "farewell.py").read_text().strip().endswith('return f"Goodbye, {name}!"')

@@ -1,6 +1,7 @@
 """A scripted drafting agent for `ralph spec draft` tests, as $DRAFT_AGENT says:
 
-- "ask" (default): the demo agent's draft (it asks once, then drafts with the answer);
+- "ask" (default): the demo agent's draft (it asks once, then drafts with the answer), and the demo
+  agent in every stage of the loop;
 - "escape": a draft whose title holds terminal escape sequences;
 - "file": writes a code file beside its draft (what a fenced run cannot);
 - "task": adds a task to the plan beside its draft;
@@ -25,11 +26,11 @@ RESULT = {
 
 def main() -> int:
     mode = os.environ.get("DRAFT_AGENT", "ask")
-    draft = Path(os.environ["RALPH_DRAFT_FILE"])
-    if mode == "ask":
+    if mode == "ask" or os.environ["RALPH_STAGE"] != "DRAFT":  # the loop's stages: the demo agent's
         from ralph.demo.agent import main as demo
 
         return demo()
+    draft = Path(os.environ["RALPH_DRAFT_FILE"])
     if mode == "escape":
         draft.write_text("# Title \x1b]0;owned\x07 \x1b[2J\n\n## Goal\n\nG.\n", encoding="utf-8")
     elif mode == "file":
