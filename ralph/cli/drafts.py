@@ -57,7 +57,8 @@ def spec_draft(ctx, name, idea, decision, feedback, **flags):
 
     Without a terminal the command ends with exit 9 when it waits for a person: for answers (`ralph
     answer ID TEXT`) or for a decision (--accept, --revise FEEDBACK, --reject). Run the same
-    command again to go on. Nothing is built before the spec is accepted."""
+    command again to go on: the draft remembers its idea and agent flags. Nothing is built before
+    the spec is accepted."""
     from ralph.ops import drafts
 
     root = root_of(ctx)
