@@ -18,7 +18,9 @@ def main() -> int:
         return draft()
     root = Path(tempfile.mkdtemp(prefix="ralph-demo-"))
     print(f"demo repository: {root}", flush=True)
-    git = ["git", "-C", str(root)]
+    from ralph.store.programs import git_program
+
+    git = [git_program(), "-C", str(root)]
     subprocess.run([*git, "init", "-q"], check=True)
     for key, value in (("user.name", "ralph demo"), ("user.email", "demo@ralph.invalid")):
         subprocess.run([*git, "config", key, value], check=True)

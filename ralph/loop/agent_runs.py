@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ralph.errors import PlanInvalid, WorkTreeGone
@@ -225,6 +226,8 @@ class AgentRuns:
             model = run_model(self.settings, stage, old_plan.find_task(item) if item else None)
             self.plan.set_state(None if self.tree.in_worktree else old_plan, stage=str(stage))
             self.current_build = item if stage is Stage.BUILD else None
+            if not self.tree.in_worktree:  # an agent works in the loop's own tree again
+                self.tree.agents_elsewhere = False
             self.console.status(iteration, stage, item or "")
             before = self._snapshot_before(stage)
             cwd = cwd or (self.tree.root if self.tree.in_worktree else None)
@@ -343,7 +346,7 @@ class AgentRuns:
         building = self.tree.building if stage is Stage.BUILD else set()
         if self.tree.leave_foreign_changes(f"before the {stage} run", among=before.dirty - building):
             kept = before.dirty - self.tree.user_dirty
-            before = Snapshot(before.head, before.branch, kept, before.beside_at, before.listed)
+            before = replace(before, dirty=kept)
         return before if stage is not Stage.VERIFY else None
 
     def enforce(
@@ -364,11 +367,11 @@ class AgentRuns:
         hidden = self._hidden(fence)
         after = self.tree.snapshot()
         if hidden:  # under names the runs may have made: theirs, whoever's ignore rule hides them
-            after = Snapshot(after.head, after.branch, after.dirty | hidden, after.beside_at, after.listed)
+            after = replace(after, dirty=after.dirty | hidden)
         if stage not in CODE_STAGES:
             after = self._leave_persons_code(stage, before, after, fence)
         if self.runner.sandbox is not None:  # its .git was read-only: HEAD moved by someone else
-            after = Snapshot(before.head, before.branch, after.dirty, after.beside_at)
+            after = replace(after, head=before.head, branch=before.branch, listed=frozenset())
         now = now or self.plan.read()
         persons = beside_changes.since(self.tree.repo, before.beside_at)
         if persons.keys:  # a person's changes meanwhile (ralph.store.beside): judged on top of them
@@ -391,6 +394,7 @@ class AgentRuns:
         if self.tree.repo.head() != before.head and before.head:
             self.tree.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
         log = results[0].log_path
+        self.tree.restore_links(before.links, log)  # first: git then acts on the submodules' own
         patch = self.tree.set_aside(log, also=hidden)
         self.tree.keep_replaced_plan(log, old)
         self.plan.restore(old.doc.to_bytes())
@@ -428,22 +432,25 @@ class AgentRuns:
         """`after`, without the changes to code (files but plan.jsonl) that no run of a stage that
         changes no code can have made, which are left as they are, unstaged, as a person's.
 
-        VERIFY's agents run in checkouts of their own: a change in this work tree meanwhile is
-        never theirs. A plan-only stage's agents run here, and a change meanwhile is theirs (their
-        violation, set aside) unless their fence rules it out (ralph.loop.sandbox.Fence): with the
-        sandbox, anything under a top-level entry they saw read-only. Nothing else tells a person's
+        VERIFY's agents run in checkouts of their own: fenced, this work tree is read-only to them
+        and a change in it meanwhile is never theirs; unfenced, a verifier can reach it (its
+        checkout names the repository) and a change is taken for theirs. A plan-only stage's agents
+        run here, and a change meanwhile is theirs (their violation, set aside) unless their fence
+        rules it out (ralph.loop.sandbox.Fence): with the sandbox, anything under a top-level entry
+        they saw read-only. Nothing else tells a person's
         edit from the agent's: same user, same files, same minutes; the agent's own word is no
         evidence. Unfenced, then, a person's edit during such a run is taken for the agent's, and
         the patch beside the log keeps it (the console says how it comes back): an agent's code
         left in place, however unstaged, would run in every later gate and agent run."""
         strays = (after.dirty ^ before.dirty) - {PLAN_FILE}
+        fenced_verifiers = stage is Stage.VERIFY and self.runner.sandbox is not None  # this tree read-only
         held = frozenset(
-            path for path in strays if stage is Stage.VERIFY or (fence is not None and fence.holds(path))
+            path for path in strays if fenced_verifiers or (fence is not None and fence.holds(path))
         )
         if not held:
             return after
         self.tree.leave_foreign_changes(f"during the {stage} run", among=held)
-        return Snapshot(after.head, after.branch, after.dirty - held, after.beside_at)
+        return replace(after, dirty=after.dirty - held, listed=frozenset())
 
     def _log_folder_replaced(self) -> list[str]:
         """The run replaced the log folder (or build/) with a link or a folder of its own: put

@@ -31,6 +31,7 @@ from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervi
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, Verdict
+from ralph.store import programs
 
 LOG_DIR = Path("build") / "ralph-logs"
 
@@ -120,6 +121,7 @@ class AgentRunner:
         supervisor: Supervisor,
     ):
         self.root, self.settings, self.adapter = root, settings, adapter
+        programs.fence(root)  # its agents' PATH has no entry inside it
         self.journal, self.console, self.supervisor = journal, console, supervisor
         self.log_dir = root / LOG_DIR
         self._names = threading.Lock()
@@ -136,7 +138,7 @@ class AgentRunner:
 
         program = self.adapter.invocation("", "", {}).argv[0]
         found = (
-            shutil.which(program)
+            shutil.which(program, path=programs.trusted_path())
             if os.sep not in program
             else (program if os.access(program, os.X_OK) else None)
         )
@@ -180,8 +182,10 @@ class AgentRunner:
         env = dict(os.environ)
         for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID", "RALPH_MODEL", "RALPH_DRAFT", "RALPH_DRAFT_FILE"):
             env.pop(key, None)
+        # ralph's own bin first (its `ralph`), then the person's PATH less what an agent could have
+        # written (entries inside the work tree, relative and empty ones: ralph.store.programs).
         bin_dir = str(Path(sys.executable).parent)
-        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        env["PATH"] = bin_dir + os.pathsep + programs.trusted_path(env.get("PATH", ""))
         env.update(
             RALPH_STAGE=stage,
             RALPH_ITERATION=str(iteration),

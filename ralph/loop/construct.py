@@ -518,7 +518,9 @@ class Loop:
         state = self.runner.adapter.state_paths
         logs = (self.root / LOG_DIR,)  # ralph writes the logs and the journal; a run may only read them
         fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide, logs)
-        self.runner.sandbox = fence
+        self.runner.sandbox = self.hooks.sandbox = fence
+        for refused in self.hooks.refused:  # a hook naming a file of the work tree no commit has
+            self.console.event(refused)
         if fence is not None:
             fence.make_state_folders(Path.home())
         self.journal.event(
@@ -581,6 +583,10 @@ class Loop:
         a build's work is kept on its task's draft branch too, which the plan then records."""
         log = self.runner.new_log(why)
         ws = self.workspace
+        if ws.tree.agents_elsewhere:  # parallel builds: each sets its own worktree's work aside
+            ws.tree.leave_foreign_changes(f"when the run was {why}", among=ws.tree.changed_paths())
+            ws.tree.reset_plan(self.root / log.with_suffix(".plan.jsonl"))
+            return log.relative_to(self.root)
         task_id = ws.agents.current_build
         draft = ws.tree.keep_draft(task_id) if task_id else None
         ws.tree.set_aside(log.relative_to(self.root))

@@ -31,7 +31,7 @@ def start_problems(
     root: Path, settings: Settings, needs_gate: bool, adapter: Adapter
 ) -> Iterator[RalphError]:
     """What stops the run before it changes anything, in the order the run checks it. A generator:
-    the real run stops at the first, before the later checks (the gate's `make -n`) run."""
+    the real run stops at the first, before the later checks (the gate's Makefile read) run."""
     if not (root / settings.spec).is_file():
         yield InvalidInput(f"no spec file {settings.spec}")
     unbounded = budget_problem(settings, adapter)
@@ -41,6 +41,13 @@ def start_problems(
     operation = repo.operation_in_progress()
     if operation:
         yield Refused(f"{operation}: finish or abort it before running ralph construct")
+    delegated = repo.config_files_in_work_tree()
+    if delegated:
+        yield Refused(
+            f"git's config reads {', '.join(delegated)}, a file in the work tree, which agents write"
+            " (an include): its settings could make git run an agent's program; move it out of the"
+            " repository (or drop the include.path that names it) before running ralph construct"
+        )
     if repo.head() is not None and repo.branch() is None:
         yield Refused("HEAD is detached: check out a branch for ralph construct to commit on")
     blocking = blocking_branch(repo)

@@ -16,7 +16,8 @@ What the run sees:
                                  verifier's worktree otherwise; for a plan-only stage (PLAN,
                                  INVESTIGATE, DECOMPOSE, CHECK: `plan_only`) read-only but for
                                  plan.jsonl and its lock, which its `ralph` commands change (Fence)
-  .git of that work tree         read-only (and the common git directory): ralph commits, agents
+  .git of that work tree         read-only (and the common git directory, and each submodule's
+                                 `.git` link): ralph commits, agents
                                  never; their `ralph` commands run with RALPH_COMMIT=0 and change
                                  only plan.jsonl (and its lock), which lie in the work tree, and
                                  a record of their operations that is theirs, not ralph's
@@ -42,7 +43,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from ralph.errors import Refused
+from ralph.errors import GitError, Refused
 from ralph.store.lock import LOCK_NAME, RALPH_FILES
 from ralph.store.reader import PLAN_NAME
 
@@ -211,6 +212,7 @@ class Sandbox:
         self.empty_file = Path(name)
         self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
         self._dirs_of: dict[Path, list[str]] = {}  # a worktree's git directories, asked of git once
+        self._links_of: dict[Path, list[Path]] = {}  # a work tree's submodule links, the same
         # Folders writable even inside a read-only tree or the read-only logs (a spec draft's
         # folder: ralph.loop.drafting), bound last so that no mount above hides them.
         self.writable_last: tuple[Path, ...] = ()
@@ -326,10 +328,19 @@ class Sandbox:
     def _git_dirs(self, work_tree: Path) -> list[Path]:
         """The work tree's `.git` (a folder, or a worktree's file naming its folder) and the
         repository's git directories: read-only even where they lie inside a writable tree."""
-        paths = [work_tree / ".git", *self._home_git_dirs]
+        paths = [work_tree / ".git", *self._home_git_dirs, *self._submodule_links(work_tree)]
         if work_tree != self.home:
             paths += [Path(name) for name in self._worktree_git_dirs(work_tree)]
         return [path for path in _unique(paths) if path.exists()]
+
+    def _submodule_links(self, work_tree: Path) -> list[Path]:
+        """Each submodule's `.git` link in the work tree: read-only too (ralph.store.gitlinks)."""
+        if work_tree not in self._links_of:  # none in a folder that is no work tree (a hook's own)
+            from ralph.store.git import Repo
+
+            found = Repo(work_tree).gitlinks() if os.path.lexists(work_tree / ".git") else []
+            self._links_of[work_tree] = [work_tree / path / ".git" for path in found]
+        return [path for path in self._links_of[work_tree] if not path.is_symlink()]
 
     def _worktree_git_dirs(self, work_tree: Path) -> list[str]:
         if work_tree not in self._dirs_of:  # a build's agent and gate runs share one answer
@@ -412,12 +423,14 @@ def _caches(home_dir: Path) -> list[Path]:
 
 def _git_dirs_of(tree: Path) -> list[str]:
     """The git directory and the common one of the work tree `tree`, as git names them."""
+    from ralph.store.git import git_argv, git_env
+
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
-            cwd=tree, capture_output=True, text=True, check=False,
+            git_argv(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]),
+            cwd=tree, env=git_env(tree), capture_output=True, text=True, check=False,
         )  # fmt: skip
-    except OSError:
+    except (OSError, GitError):
         return []
     return done.stdout.split() if done.returncode == 0 else []
 
@@ -445,12 +458,14 @@ def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
     outside the UNSCANNED_FOLDERS."""
     pathspecs = [f":(glob){name}" if "/" in name else f":(glob)**/{name}" for name in names]
     pathspecs += [f":(exclude,glob)**/{folder}/**" for folder in UNSCANNED_FOLDERS]
+    from ralph.store.git import git_argv, git_env
+
     try:
         done = subprocess.run(
-            ["git", "ls-files", "-z", "--others", "--", *pathspecs],
-            cwd=tree, capture_output=True, check=False,
+            git_argv(["ls-files", "-z", "--others", "--", *pathspecs]),
+            cwd=tree, env=git_env(tree, literal_pathspecs=False), capture_output=True, check=False,
         )  # fmt: skip
-    except OSError:
+    except (OSError, GitError):
         return []
     if done.returncode != 0:
         return []
@@ -467,10 +482,12 @@ def _unique(paths: list[Path]) -> list[Path]:
 
 def bwrap_program() -> str | None:
     """The bwrap to use: $RALPH_BWRAP when set ("" for none), else bwrap on PATH."""
+    from ralph.store.programs import trusted_path
+
     named = os.environ.get(BWRAP_ENV)
     if named is not None:
         return named if named and os.access(named, os.X_OK) else None
-    return shutil.which("bwrap")
+    return shutil.which("bwrap", path=trusted_path())  # never a bwrap an agent wrote
 
 
 def probe(program: str) -> str | None:

@@ -257,10 +257,10 @@ def test_a_kill_at_any_git_step_of_a_serial_builds_commit_ends_right(project: Pa
 # A worktree's set-up and removal, for a build (on a branch of its own) and for a verifier
 # (detached): ralph is killed right after the git command of each step.
 WORKTREE_STEPS = {
-    "build set up": "-c core.hooksPath=* worktree add -q -b ralph/t-* *",
+    "build set up": "worktree add -q -b ralph/t-* *",  # hooks off: every git call of ralph's
     "build removed": "worktree remove --force --force *ralph-build-*",
     "build branch deleted": "update-ref -d refs/heads/ralph/t-*",
-    "verifier set up": "-c core.hooksPath=* worktree add -q --detach *ralph-verify-*",
+    "verifier set up": "worktree add -q --detach *ralph-verify-*",
     "verifier removed": "worktree remove --force --force *ralph-verify-*",
 }
 

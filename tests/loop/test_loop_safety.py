@@ -224,7 +224,8 @@ def test_spec_paths_are_one_spec_however_written_and_never_outside(project, tmp_
 
 @pytest.mark.parametrize(
     ("gate", "said"),
-    [("make verify", "No rule to make target 'verify'"),  # "make:" or "make[1]:" under a parent make
+    [("make verify", "cannot run here: no makefile (GNUmakefile, makefile, Makefile), and it has no rule"
+                     " to make target 'verify'"),
      ("no-such-gate --check", "the gate's program 'no-such-gate' is not installed")],
 )  # fmt: skip
 def test_a_gate_that_cannot_run_is_refused_before_any_agent_runs(project, gate, said):
@@ -807,3 +808,17 @@ def test_files_the_gate_makes_are_not_the_builds_nor_outside_its_scope(project, 
         "?? coverage.xml",
         "?? out/app.bin",
     ]
+
+
+def test_a_git_config_that_reads_a_file_of_the_work_tree_is_refused_before_any_agent_runs(project):
+    """A config that includes a tracked file (`include.path = ../.gitconfig`) takes settings the
+    agents write: a filter or diff driver, core.sshCommand, a program git runs as ralph."""
+    (project / ".gitconfig").write_text('[filter "shared"]\n\tclean = cat\n')
+    git(project, "add", ".gitconfig")
+    git(project, "commit", "-qm", "a shared git config")
+    git(project, "config", "include.path", "../.gitconfig")
+    add_tasks(project, "Anything")
+    done = construct(project)
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "git's config reads .gitconfig, a file in the work tree, which agents write" in done.stderr
+    assert not list((project / "build" / "ralph-logs").glob("*build*.log"))

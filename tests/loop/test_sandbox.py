@@ -17,7 +17,7 @@ from ralph.loop.sandbox import unavailable_reason
 from ralph.ops import config, tasks
 from ralph.store.transaction import transaction
 from tests.support.construct import construct, events, with_app_spec
-from tests.support.gitrepo import git
+from tests.support.gitrepo import git, with_submodule
 
 HOSTILE = Path(__file__).with_name("hostile_agent.py")
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HOSTILE))}"
@@ -363,6 +363,91 @@ def test_a_verifiers_fresh_checkout_is_not_searched_but_the_repository_still_is(
     assert str(checkout.resolve() / ".env") not in hidden
     assert str(checkout.resolve() / ".env") in searched  # without `fresh`, the checkout is searched too
     git(project, "worktree", "remove", "--force", str(checkout))
+
+
+# The battery's second part: what ralph itself, outside the fence, could be made to run
+# (tests/loop/hostile_git_agent.py). Each marker in the outside folder is an escape.
+GIT_AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HOSTILE.with_name('hostile_git_agent.py')))}"
+HOOK_SCRIPT = """import os, pathlib
+print("HOOK committed")
+try:  # in the fence the outside folder is read-only
+    with open(pathlib.Path(os.environ["HOSTILE_OUTSIDE"]) / "hook-unfenced", "a") as out:
+        out.write("unfenced\\n")
+except OSError as exc:
+    print("HOOK fenced", exc)
+"""
+ESCAPES = {  # marker -> what ran outside the fence
+    "git-ran": "a git on ralph's PATH inside the work tree, or a relative one",
+    "make-probe": "the gate's probe read a Makefile a build committed",
+    "hook-rewritten": "a hook ran its script as an agent rewrote it",
+    "fsmonitor-ran": "git went into a submodule whose link an agent replaced",
+    "hook-unfenced": "a hook ran outside the fence",
+}
+
+
+def run_hostile_git(project: Path, home: Path, outside: Path, tmp_path: Path, mode: str):
+    with_submodule(project, tmp_path)
+    (project / "scripts").mkdir()
+    (project / "scripts" / "hook.py").write_text(HOOK_SCRIPT)
+    git(project, "add", "scripts")
+    git(project, "commit", "-qm", "a hook script")
+    hook = [sys.executable, "scripts/hook.py"]
+    config.set_value(project, "hooks", json.dumps({"task_accepted": hook, "run_ended": hook}))
+    tasks.add(project, [{"name": "Part one"}, {"name": "Part two"}])
+    outside.mkdir()
+    # The project's virtualenv activated in the person's shell, and a relative entry.
+    path = os.pathsep.join([str(project / ".venv" / "bin"), "bin", os.environ["PATH"]])
+    env = {"HOME": str(home), "HOSTILE_OUTSIDE": str(outside), "PATH": path}
+    done = construct(project, f"--sandbox={mode}", agent=GIT_AGENT, env=env)
+    git(project, "status")  # the person's next look at the repository
+    dry = construct(project, "--dry-run", "--gate", "make verify", f"--sandbox={mode}", env=env)
+    return done, dry
+
+
+def git_escapes(outside: Path) -> set[str]:
+    return {path.name for path in outside.iterdir()} & set(ESCAPES)
+
+
+def planted(project: Path) -> set[str]:
+    """The attacks the agents made (their logs, as ralph kept them)."""
+    return {
+        line.split()[1]
+        for log in (project / "build" / "ralph-logs").glob("*.log")
+        for line in log.read_text(errors="replace").splitlines()
+        if line.startswith("ATTACK ") and line.split()[2] == "planted"
+    }
+
+
+ALL_PLANTED = {"plant_path_git", "plant_makefile", "rewrite_hook_script", "replace_submodule_link"}
+
+
+@needs_bwrap
+def test_hostile_agents_get_nothing_run_by_ralph_outside_the_sandbox(project, home, tmp_path):
+    """ralph's own git (its PATH, submodules), the gate's probe and the hooks: 0 escapes."""
+    outside = tmp_path / "outside"
+    done, dry = run_hostile_git(project, home, outside, tmp_path, "required")
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    assert dry.returncode == 0, dry.stderr
+    assert git_escapes(outside) == set()
+    # Every attack was made: the plantings committed with the first build, the submodule's link
+    # replaced through a renamed folder (the link itself is read-only), and undone.
+    assert planted(project) == ALL_PLANTED
+    assert (project / ".venv" / "bin" / "git").exists() and "$(shell" in (project / "Makefile").read_text()
+    assert "rewritten" in (project / "scripts" / "hook.py").read_text()
+    violated = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert any("submodule lib" in did for e in violated for did in e["did"])
+    hook_logs = "".join(log.read_text() for log in (project / "build" / "ralph-logs" / "hooks").glob("*.log"))
+    assert "HOOK committed" in hook_logs and "HOOK fenced" in hook_logs and "rewritten" not in hook_logs
+
+
+def test_the_same_git_battery_without_the_sandbox_gets_only_the_unfenced_hook(project, home, tmp_path):
+    """The control: unfenced, hooks write outside (the sandbox's to stop, and the person's own
+    config's to allow); everything else ralph runs itself stays shut, fence or none."""
+    outside = tmp_path / "outside"
+    done, _ = run_hostile_git(project, home, outside, tmp_path, "off")
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    assert planted(project) == ALL_PLANTED
+    assert git_escapes(outside) == {"hook-unfenced"}
 
 
 # --- issue 32: the escapes through what ralph itself reads, writes or runs --------------------------

@@ -9,6 +9,12 @@ the entry."""
 from __future__ import annotations
 
 COVERED: dict[str, tuple[str, ...]] = {
+    "ralph/store/gitlinks.py": (
+        "tests/loop/test_submodules.py",
+        "tests/loop/test_sandbox.py",
+        "a submodule's `.git` link an agent replaced, or whose folder it made a link, is read as"
+        " changed, put back and kept beside the log, with the sandbox and without.",
+    ),
     # agents/
     "ralph/agents/__init__.py": (
         "tests/agents/test_adapters.py",
