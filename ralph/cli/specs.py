@@ -5,10 +5,14 @@ from __future__ import annotations
 import click
 
 from ralph.cli.common import emit, json_option, root_of, say
+from ralph.cli.lazy import lazy_group
 from ralph.text import printable
 
 
-@click.group(short_help="Write a new spec from a template (ralph spec new NAME).")
+@click.group(
+    cls=lazy_group({"draft": "ralph.cli.drafts:spec_draft"}),
+    short_help="Write a spec: from a template, or drafted by an agent.",
+)
 def spec() -> None:
     """Write specs for `ralph construct`."""
 

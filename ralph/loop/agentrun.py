@@ -186,7 +186,7 @@ class AgentRunner:
         worktree, which holds its own copy of plan.jsonl)."""
         where = str(cwd or self.root)
         env = dict(os.environ)
-        for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID", "RALPH_MODEL"):
+        for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID", "RALPH_MODEL", "RALPH_DRAFT", "RALPH_DRAFT_FILE"):
             env.pop(key, None)
         # ralph's own bin first (its `ralph`), then the person's PATH less what an agent could have
         # written (entries inside the work tree, relative and empty ones: ralph.store.programs).

@@ -213,6 +213,9 @@ class Sandbox:
         self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
         self._dirs_of: dict[Path, list[str]] = {}  # a worktree's git directories, asked of git once
         self._links_of: dict[Path, list[Path]] = {}  # a work tree's submodule links, the same
+        # Folders writable even inside a read-only tree or the read-only logs (a spec draft's
+        # folder: ralph.loop.drafting), bound last so that no mount above hides them.
+        self.writable_last: tuple[Path, ...] = ()
         # The step each work tree's plan-only runs belong to (`fencing`); the stages that have them
         # run one at a time in the loop's work tree, never beside each other.
         self._fences: dict[Path, Fence] = {}
@@ -277,6 +280,8 @@ class Sandbox:
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
                 args += ["--ro-bind", str(self.empty_file), str(path)]
+        for path in self.writable_last:
+            args += ["--bind", str(path), str(path)]
         args += ["--unshare-pid", "--die-with-parent", "--setenv", "TMPDIR", str(PRIVATE_TMP)]
         args += ["--chdir", str((cwd or work_tree).resolve()), "--"]
         return args + list(argv)
