@@ -511,6 +511,11 @@ class Config(Record):
     run_hooks: bool | None = key(
         "flag", "true: a build is committed only if the repository's pre-commit hook passes", False
     )
+    spec_check: bool | None = key(
+        "flag",
+        "false: a spec is planned without `ralph spec check` first (`--no-spec-check`)",
+        True,
+    )
     max_cost_usd: Annotated[float, Field(gt=0)] | None = key(
         "number", "money budget of `ralph construct` in USD (`--max-cost`)"
     )
