@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install sandbox verify lint test e2e bench bench-replay demo schema clean
+.PHONY: install sandbox verify lint test e2e bench bench-replay demo demo-draft schema clean
 
 # Editable as a plain path in a .pth file: pyproject.toml's package-dir makes it setuptools' static
 # strategy. An import hook (its default for a flat layout) is loaded by every Python start in the
@@ -104,6 +104,11 @@ bench-replay: $(STAMP)
 ## demo: ralph on an example in a temporary git repository; no model account needed
 demo: $(STAMP)
 	$(PY) -m ralph.demo
+
+## demo-draft: the way to a first spec: the demo agent drafts one from an idea, asks a question,
+## the answer goes in, the draft is accepted and committed, then built; no model account needed
+demo-draft: $(STAMP)
+	$(PY) -m ralph.demo --draft
 
 ## schema: regenerate what is derived from the records declared in ralph/plan/models.py: the JSON
 ## Schema (ralph/plan/plan.schema.json), docs/plan-format.md's field tables and the Python the state

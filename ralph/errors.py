@@ -49,8 +49,28 @@ class Busy(RalphError):
     exit_code = EXIT_BUSY
 
 
+# How git (and the C library under it) says a disk is full: strerror(ENOSPC), strerror(EDQUOT).
+NO_SPACE_WORDS = ("No space left on device", "Disk quota exceeded")
+
+
 class GitError(RalphError):
     exit_code = EXIT_REFUSED
+
+    def __init__(self, message: str = "", *args: object):
+        super().__init__(message, *args)
+        # git's words read once, here: whatever catches it reads the field (disk_full below)
+        self.no_space = any(words in message for words in NO_SPACE_WORDS)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` says the disk (or the user's quota) is full: git's error, or ralph's own
+    write's. Not the work's fault nor the person's: the loop ends DISK_FULL, what was under way
+    recorded as interrupted (ralph.store.intent), undone or finished once there is room."""
+    import errno
+
+    if isinstance(exc, GitError):
+        return exc.no_space
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 class BranchSwitched(GitError):

@@ -45,3 +45,23 @@ def test_the_demo_agent_says_so_when_a_spec_was_not_written_for_it(tmp_path):
 
     done = demo_agent(tmp_path, "### app.py\n\n```python\nprint(1)\n```\n")
     assert done.returncode == 2 and "its section ### app.py has no Check: line" in done.stderr
+
+
+def test_the_draft_demo_drafts_asks_accepts_and_builds_the_spec(tmp_path):
+    """`make demo-draft`: the way to a first spec, with the demo agent, to COMPLETE."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ralph.demo", "--draft"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "ralph: WAITING: the draft of specs/farewell.md waits for 1 answer(s):" in out
+    assert "waits for your decision: read build/ralph-logs/drafts/farewell/draft.md" in out
+    assert "accepted: wrote and committed specs/farewell.md" in out
+    assert "ralph: COMPLETE" in out
+    assert "ralph: spec specs/farewell.md: drafted by command, accepted" in out  # in the git log
+    kept = Path(re.search(r"^demo repository: (.+)$", out, re.M).group(1))
+    assert "Goodbye, Ada!" in (kept / "specs" / "farewell.md").read_text()

@@ -43,3 +43,18 @@ def test_a_code_conflict_names_its_files_and_is_a_remote_error():
     conflict = errors.CodeConflict("the build conflicts with the remote", ["src/a.py", "b.txt"])
     assert conflict.files == ["src/a.py", "b.txt"] and conflict.exit_code == 11
     assert str(conflict) == "the build conflicts with the remote"
+
+
+def test_a_full_disk_is_told_by_gits_words_once_and_by_the_errno_of_ralphs_own_writes():
+    import errno
+
+    from ralph.errors import CodeConflict, GitError, disk_full
+
+    assert disk_full(GitError("git add failed: fatal: unable to write new index: No space left on device"))
+    assert disk_full(GitError("git commit failed: error: Disk quota exceeded"))
+    assert not disk_full(GitError("git add failed: fatal: pathspec 'x' did not match any files"))
+    assert not disk_full(CodeConflict("conflict", ["a.py"]))
+    assert disk_full(OSError(errno.ENOSPC, "No space left on device"))
+    assert disk_full(OSError(errno.EDQUOT, "Disk quota exceeded"))
+    assert not disk_full(OSError(errno.EACCES, "Permission denied"))
+    assert not disk_full(ValueError("No space left on device"))  # only git's error is read for its words

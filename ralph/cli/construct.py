@@ -211,7 +211,8 @@ def construct(ctx, spec, dry_run, pr, **flags):
     later than max_wait_ms allows, 9 waiting for answers to questions (`ralph questions`), 10 money
     budget spent, 11 the --remote is unreachable or refused a push, 12 the agent itself fails (the
     same error on two items or twice before doing anything, or max_agent_failures failures in a
-    row), 13 token budget spent, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run
+    row), 13 token budget spent, 14 the disk is full (the build under way is undone by the next
+    run or `ralph doctor --fix`), 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (run
     again to resume). Rate and usage limits, network errors, overloaded servers and crash signals
     are waited out, which is no attempt; an error an agent reports on one task is that task's.
     """

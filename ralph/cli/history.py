@@ -47,9 +47,20 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
         say(text)
 
 
+def _a_file_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`-o ''` names no file (open('') fails with no name to say): a usage error, as click's own."""
+    if value == "":
+        raise click.BadParameter("an empty file name names no file", ctx, param)
+    return value
+
+
 @click.command("report", short_help="One HTML page of the plan's history, cost and attempts.")
 @click.option(
-    "-o", "output", type=click.Path(dir_okay=False), help="Write the page to this file (default: stdout)."
+    "-o",
+    "output",
+    type=click.Path(dir_okay=False),
+    callback=_a_file_name,
+    help="Write the page to this file (default: stdout).",
 )
 @click.pass_context
 def report(ctx: click.Context, output: str | None) -> None:

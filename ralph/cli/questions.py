@@ -15,20 +15,37 @@ from ralph.text import printable
 @click.command(short_help="Ask a person a question; its task waits for the answer.")
 @click.argument("text", metavar="QUESTION")
 @click.option("--task", "task_id", metavar="ID", help="The task it blocks. [default: $RALPH_TASK_ID]")
+@click.option(
+    "--choice",
+    "choices",
+    multiple=True,
+    metavar="ANSWER",
+    help="An answer to offer (repeatable); a person may still answer otherwise. For questions"
+    " about a spec draft.",
+)
 @no_commit_option
 @json_option
 @click.pass_context
-def ask(ctx, text, task_id, no_commit, as_json):
+def ask(ctx, text, task_id, choices, no_commit, as_json):
     """Ask a person a question about a task: the task (and what depends on it) is blocked until
     `ralph answer`. For a decision the spec leaves open that changes the result; not for what you
-    can find out yourself."""
+    can find out yourself. An agent drafting a spec ($RALPH_DRAFT set by `ralph spec draft`) asks
+    about its draft, and may offer answers with --choice."""
     from ralph.ops import questions
 
     record = questions.ask(
-        root_of(ctx), text, task_or_current(task_id), questions.who_asks(os.environ), commit_choice(no_commit)
+        root_of(ctx),
+        text,
+        task_or_current(task_id),
+        questions.who_asks(os.environ),
+        commit_choice(no_commit),
+        draft=os.environ.get("RALPH_DRAFT") or None,
+        choices=choices,
     )
     if as_json:
         emit(record)
+    elif record.get("draft"):
+        say(f"asked {record['id']} (about the spec draft {record['draft']}): {printable(record['text'])}")
     else:
         blocks = f"blocks {record['task']} until answered"
         say(f"asked {record['id']} ({blocks}): {printable(record['text'])}")
@@ -49,7 +66,9 @@ def answer(ctx, question_id, text, no_commit, as_json):
     if as_json:
         emit({**record, "task_status": status_of(task) if task else None})
         return
-    if task is None:
+    if record.get("draft"):
+        then = f"run `ralph spec draft {record['draft']}` to go on with the draft"
+    elif task is None:
         then = f"its task {record.get('task')} is gone"
     elif is_pending(task):
         then = f"{task['id']} is unblocked"
@@ -69,6 +88,9 @@ def questions(ctx, as_json):
         if as_json:
             emit(record)
             continue
-        say(f"{record['id']}  task {record.get('task', '?')}  since {record.get('asked_at', '?')}")
+        about = f"draft {record['draft']}" if record.get("draft") else f"task {record.get('task', '?')}"
+        say(f"{record['id']}  {about}  since {record.get('asked_at', '?')}")
         say(f"    {printable(record['text'])}")
+        if record.get("choices"):
+            say(f"    choices: {' | '.join(printable(choice) for choice in record['choices'])}")
         say(f"    asked by {printable(record.get('asked_by') or 'unknown')}")

@@ -6,11 +6,15 @@ from __future__ import annotations
 import click
 
 from ralph.cli.common import emit, json_option, root_of, say
+from ralph.cli.lazy import lazy_group
 from ralph.errors import EXIT_INVALID
 from ralph.text import printable
 
 
-@click.group(short_help="Write a spec from a template (spec new), check one (spec check).")
+@click.group(
+    cls=lazy_group({"draft": "ralph.cli.drafts:spec_draft"}),
+    short_help="Write a spec: from a template, drafted by an agent; check one.",
+)
 def spec() -> None:
     """Write specs for `ralph construct`, and check them before they are planned."""
 

@@ -3,6 +3,7 @@ repository is kept (its path is printed) so that what ralph did can be looked at
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -13,9 +14,13 @@ HERE = Path(__file__).parent
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--draft"]:
+        return draft()
     root = Path(tempfile.mkdtemp(prefix="ralph-demo-"))
     print(f"demo repository: {root}", flush=True)
-    git = ["git", "-C", str(root)]
+    from ralph.store.programs import git_program
+
+    git = [git_program(), "-C", str(root)]
     subprocess.run([*git, "init", "-q"], check=True)
     for key, value in (("user.name", "ralph demo"), ("user.email", "demo@ralph.invalid")):
         subprocess.run([*git, "config", key, value], check=True)
@@ -40,6 +45,60 @@ def main() -> int:
         flush=True,
     )
     return done.returncode
+
+
+def draft() -> int:
+    """The way to a first spec, as a person without a terminal takes it: the demo agent drafts
+    specs/farewell.md from an idea and asks a question (ralph ends WAITING); the answer is given
+    with `ralph answer`, the draft goes on; the draft is accepted (written and committed), then
+    built. With a terminal, `ralph spec draft` asks the question and shows the draft itself."""
+    root = Path(tempfile.mkdtemp(prefix="ralph-demo-draft-"))
+    print(f"demo repository: {root}", flush=True)
+    git = ["git", "-C", str(root)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    for key, value in (("user.name", "ralph demo"), ("user.email", "demo@ralph.invalid")):
+        subprocess.run([*git, "config", key, value], check=True)
+    shutil.copy(HERE / "Makefile", root / "Makefile")
+    (root / ".gitignore").write_text("__pycache__/\n")
+    subprocess.run([sys.executable, "-m", "ralph", "-C", str(root), "init"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "Example project"], check=True)
+    agent = f"{shlex_quote(sys.executable)} -m ralph.demo.agent"
+    ralph = [sys.executable, "-m", "ralph", "-C", str(root)]
+
+    def step(shown: str, *args: str) -> int:
+        print(f"\n$ {shown}", flush=True)
+        return subprocess.run([*ralph, *args], stdin=subprocess.DEVNULL).returncode
+
+    idea = "a farewell function beside the greeter, with a test"
+    flags = ["--agent", "command", "--agent-cmd", agent]
+    step(
+        f"ralph spec draft farewell '{idea}' --agent command --agent-cmd '{agent}'",
+        "spec",
+        "draft",
+        "farewell",
+        idea,
+        *flags,
+    )
+    asked = subprocess.run([*ralph, "questions", "--json"], capture_output=True, text=True, check=True)
+    question = json.loads(asked.stdout.splitlines()[0])["id"]
+    step(f"ralph answer {question} Goodbye", "answer", question, "Goodbye")
+    step("ralph spec draft farewell", "spec", "draft", "farewell")
+    if step("ralph spec draft farewell --accept", "spec", "draft", "farewell", "--accept"):
+        return 1
+    done = step(
+        f"ralph construct specs/farewell.md --agent command --agent-cmd '{agent}'",
+        "construct", "specs/farewell.md", *flags,
+    )  # fmt: skip
+    print("\n$ git log --oneline", flush=True)
+    subprocess.run([*git, "--no-pager", "log", "--oneline"], check=True)
+    print(
+        "\nThe demo agent is a script, not a model: no model was called and nothing was spent."
+        f"\nThe repository is kept at {root}: look around (`git log -p specs/` shows the accepted"
+        " spec and its questions), then rm -rf it.",
+        flush=True,
+    )
+    return done
 
 
 def shlex_quote(text: str) -> str:

@@ -130,6 +130,82 @@ def decompose() -> None:
     ralph("task", "delete", task["id"])
 
 
+FAREWELL = """# Farewell
+
+## Goal
+
+A tiny farewell library beside the greeter: `farewell(name)` says goodbye with the words the
+person chose while the spec was drafted, and a test keeps it so.
+
+## Requirements
+
+- [ ] `farewell.farewell("Ada")` returns `{words}, Ada!`
+  Verify: python3 -c "import farewell; assert farewell.farewell('Ada') == '{words}, Ada!'"
+- [ ] the unit test of the farewell passes
+  Verify: python3 -m unittest -q test_farewell
+
+## Constraints
+
+Python's standard library only; the greeter's files stay as they are.
+
+## Out of scope
+
+A command-line entry point, and other languages.
+
+## How to verify
+
+`make verify` runs every `test_*.py`. The scripted demo agent builds one file per section below
+and checks each with its `Check:` line.
+
+### farewell.py
+Check: python3 -c "import farewell; assert farewell.farewell('Ada') == '{words}, Ada!'"
+
+```python
+def farewell(name: str) -> str:
+    \"\"\"Say goodbye to someone by name.\"\"\"
+    return f"{words}, {{name}}!"
+```
+
+### test_farewell.py
+Needs: farewell.py
+Check: python3 -m unittest -q test_farewell
+
+```python
+import unittest
+
+from farewell import farewell
+
+
+class FarewellTest(unittest.TestCase):
+    def test_says_goodbye_by_name(self):
+        self.assertEqual(farewell("Ada"), "{words}, Ada!")
+
+
+if __name__ == "__main__":
+    unittest.main()
+```
+"""
+QUESTION = "Which words should the farewell say?"
+
+
+def draft() -> None:
+    """A scripted draft (`ralph spec draft`): it asks once which words to use, then writes the
+    farewell spec with the answer, which its prompt carries; feedback asking for "shout" makes the
+    words upper case (a revision)."""
+    prompt = Path(os.environ["RALPH_PROMPT_FILE"]).read_text(encoding="utf-8")
+    answer = re.search(r"^A: (.+)$", prompt, re.MULTILINE)
+    if answer is None:
+        ralph("ask", QUESTION, "--choice", "Goodbye", "--choice", "See you")
+        say(f"asked: {QUESTION}")
+        return
+    words = re.sub(r"[^\w ,.!-]", "", answer.group(1)).strip() or "Goodbye"  # it goes into code
+    feedback = prompt.split("the person's feedback", 1)
+    if len(feedback) == 2 and "shout" in feedback[1].lower():
+        words = words.upper()
+    Path(os.environ["RALPH_DRAFT_FILE"]).write_text(FAREWELL.format(words=words), encoding="utf-8")
+    say(f"drafted the farewell spec: {words}, NAME!", input_tokens=2000)
+
+
 def main() -> int:
     stage = os.environ["RALPH_STAGE"]
     stages = {
@@ -139,6 +215,7 @@ def main() -> int:
         "INVESTIGATE": investigate,
         "DECOMPOSE": decompose,
         "CHECK": check,
+        "DRAFT": draft,
     }
     try:
         stages[stage]()

@@ -12,10 +12,11 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ralph.errors import PlanInvalid, WorkTreeGone
-from ralph.loop import beside_changes
+from ralph.loop import beside_changes, sandbox
 from ralph.loop.agent_failures import (
     AgentFailures,
     Judgement,
@@ -23,7 +24,7 @@ from ralph.loop.agent_failures import (
     did_nothing_and_failed,
     work_marks,
 )
-from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem
+from ralph.loop.agentrun import AgentResult, AgentRunner, PlanProblem, SandboxFailed
 from ralph.loop.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.console import Console
 from ralph.loop.cost import run_cost
@@ -40,7 +41,8 @@ from ralph.ops.settings import Settings
 from ralph.plan.attempts import failed_builds
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, Verdict
-from ralph.store import reader
+from ralph.store import lock, reader
+from ralph.store.files import free_name
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
 
@@ -225,6 +227,8 @@ class AgentRuns:
             model = run_model(self.settings, stage, old_plan.find_task(item) if item else None)
             self.plan.set_state(None if self.tree.in_worktree else old_plan, stage=str(stage))
             self.current_build = item if stage is Stage.BUILD else None
+            if not self.tree.in_worktree:  # an agent works in the loop's own tree again
+                self.tree.agents_elsewhere = False
             self.console.status(iteration, stage, item or "")
             before = self._snapshot_before(stage)
             cwd = cwd or (self.tree.root if self.tree.in_worktree else None)
@@ -286,18 +290,42 @@ class AgentRuns:
             if not did_nothing_and_failed(result, before, marks):
                 self.agent_failures.good()
                 return result
+            self._raise_if_the_fence_failed(result)
             judgement = self.agent_failures.judge(result, str(stage), item, [name] if name else [])
             if judgement is Judgement.TASK_ERROR:
                 return result  # the task's failed attempt: BUILD judges it
-            if judgement is Judgement.AGAIN and stage is Stage.BUILD and self._may_be_stale(item):
-                return result  # it may lack a neighbour's change: BUILD waits for them (StaleBase)
+            if judgement is Judgement.AGAIN and stage is Stage.BUILD and self._others_may_help(item):
+                # It may lack a neighbour's change, or another task's: BUILD gives it back or defers
+                # it (uncounted, once per code). Were the error the agent's, the next task's run
+                # says the same, which ends the run then.
+                return result
             self._count_spent(stage, iteration, item, result)  # spent, if not an attempt
             if not self.agent_failures.wait(result, str(stage), item, judgement):
                 raise KeyboardInterrupt  # ralph is stopping meanwhile: as for a run it interrupted
             self._admit_again()
 
-    def _may_be_stale(self, item: str | None) -> bool:
-        return item is not None and self.tree.may_be_stale(item)
+    def _others_may_help(self, item: str | None) -> bool:
+        """A build of `item` may fail for want of what other builds bring: it is behind or beside
+        builds that may merge, or other tasks of the spec are ready to build."""
+        if item is None:
+            return False
+        if self.tree.may_be_stale(item):
+            return True
+        from ralph.plan.schedule import buildable
+
+        plan = self.plan.read()
+        ready = buildable([task.record for task in plan.task_views(self.settings.spec)], plan.accepted())
+        return any(task["id"] != item for task in ready)
+
+    def _raise_if_the_fence_failed(self, result: AgentResult) -> None:
+        """bwrap, not the agent, ended a run that did nothing (`bwrap: ...`, exit 1): every run
+        would end the same way, so the loop ends now, the sandbox named with the fix, never an
+        agent failure waited out and retried."""
+        if self.runner.sandbox is None:
+            return
+        line = sandbox.setup_failure(result.run.exit_code, result.run.tail)
+        if line is not None:
+            raise SandboxFailed(sandbox.failed_setup(line))
 
     def _admit_again(self) -> None:
         """A run started again (after an agent failure, a limit waited out: neither an attempt)
@@ -343,7 +371,7 @@ class AgentRuns:
         building = self.tree.building if stage is Stage.BUILD else set()
         if self.tree.leave_foreign_changes(f"before the {stage} run", among=before.dirty - building):
             kept = before.dirty - self.tree.user_dirty
-            before = Snapshot(before.head, before.branch, kept, before.beside_at, before.listed)
+            before = replace(before, dirty=kept)
         return before if stage is not Stage.VERIFY else None
 
     def enforce(
@@ -361,22 +389,25 @@ class AgentRuns:
         Runs that kept the rules learn the paths they left changed (`changed`). `fence`: what a
         plan-only stage's runs could write (_fenced); a change to code it rules out is a person's
         (_leave_persons_code), any other is the runs' violation."""
+        lock_replaced = self._restore_lock(results[0].log_path)
         hidden = self._hidden(fence)
         after = self.tree.snapshot()
         if hidden:  # under names the runs may have made: theirs, whoever's ignore rule hides them
-            after = Snapshot(after.head, after.branch, after.dirty | hidden, after.beside_at, after.listed)
+            after = replace(after, dirty=after.dirty | hidden)
         if stage not in CODE_STAGES:
             after = self._leave_persons_code(stage, before, after, fence)
         if self.runner.sandbox is not None:  # its .git was read-only: HEAD moved by someone else
-            after = Snapshot(before.head, before.branch, after.dirty, after.beside_at)
+            after = replace(after, head=before.head, branch=before.branch, listed=frozenset())
         now = now or self.plan.read()
         persons = beside_changes.since(self.tree.repo, before.beside_at)
         if persons.keys:  # a person's changes meanwhile (ralph.store.beside): judged on top of them
             old = beside_changes.with_persons_changes(old, now, persons)
             for result in results:
                 result.with_persons = old
-        found = self._log_folder_replaced() + violations(
-            stage, own, before, after, old, now, guarded(self.settings.spec)
+        found = (
+            self._log_folder_replaced()
+            + violations(stage, own, before, after, old, now, guarded(self.settings.spec))
+            + lock_replaced
         )
         if not found:
             self.tree.commit_persons_changes(persons, old)
@@ -391,6 +422,7 @@ class AgentRuns:
         if self.tree.repo.head() != before.head and before.head:
             self.tree.repo.git("reset", "-q", "--soft", before.head)  # its commits become changes to undo
         log = results[0].log_path
+        self.tree.restore_links(before.links, log)  # first: git then acts on the submodules' own
         patch = self.tree.set_aside(log, also=hidden)
         self.tree.keep_replaced_plan(log, old)
         self.plan.restore(old.doc.to_bytes())
@@ -412,6 +444,17 @@ class AgentRuns:
             )
         return found
 
+    def _restore_lock(self, log: Path) -> list[str]:
+        """plan.jsonl's lock, which ralph alone makes (a regular file), put back if a run replaced
+        it (a link, a folder: every later command would fail to take it): the run's violation, what
+        it left there kept beside its log."""
+        root = self.tree.root
+        keep = free_name(self.tree.home / log.with_suffix(f".{lock.LOCK_NAME}"))
+        found = lock.restore(root / lock.LOCK_NAME, keep)
+        if found is None:
+            return []
+        return [f"replaced {lock.LOCK_NAME} with {found} (ralph's lock put back; kept as {self.rel(keep)})"]
+
     def _hidden(self, fence: Fence | None) -> frozenset[str]:
         """Files a plan-only step's runs may have written that an ignore rule written beside them
         hides from git (a new folder holding a `.gitignore` of `*`): how a run would keep its code
@@ -428,22 +471,25 @@ class AgentRuns:
         """`after`, without the changes to code (files but plan.jsonl) that no run of a stage that
         changes no code can have made, which are left as they are, unstaged, as a person's.
 
-        VERIFY's agents run in checkouts of their own: a change in this work tree meanwhile is
-        never theirs. A plan-only stage's agents run here, and a change meanwhile is theirs (their
-        violation, set aside) unless their fence rules it out (ralph.loop.sandbox.Fence): with the
-        sandbox, anything under a top-level entry they saw read-only. Nothing else tells a person's
+        VERIFY's agents run in checkouts of their own: fenced, this work tree is read-only to them
+        and a change in it meanwhile is never theirs; unfenced, a verifier can reach it (its
+        checkout names the repository) and a change is taken for theirs. A plan-only stage's agents
+        run here, and a change meanwhile is theirs (their violation, set aside) unless their fence
+        rules it out (ralph.loop.sandbox.Fence): with the sandbox, anything under a top-level entry
+        they saw read-only. Nothing else tells a person's
         edit from the agent's: same user, same files, same minutes; the agent's own word is no
         evidence. Unfenced, then, a person's edit during such a run is taken for the agent's, and
         the patch beside the log keeps it (the console says how it comes back): an agent's code
         left in place, however unstaged, would run in every later gate and agent run."""
         strays = (after.dirty ^ before.dirty) - {PLAN_FILE}
+        fenced_verifiers = stage is Stage.VERIFY and self.runner.sandbox is not None  # this tree read-only
         held = frozenset(
-            path for path in strays if stage is Stage.VERIFY or (fence is not None and fence.holds(path))
+            path for path in strays if fenced_verifiers or (fence is not None and fence.holds(path))
         )
         if not held:
             return after
         self.tree.leave_foreign_changes(f"during the {stage} run", among=held)
-        return Snapshot(after.head, after.branch, after.dirty - held, after.beside_at)
+        return replace(after, dirty=after.dirty - held, listed=frozenset())
 
     def _log_folder_replaced(self) -> list[str]:
         """The run replaced the log folder (or build/) with a link or a folder of its own: put

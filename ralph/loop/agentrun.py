@@ -31,6 +31,7 @@ from ralph.loop.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervi
 from ralph.ops.settings import Settings
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, Verdict
+from ralph.store import programs
 
 LOG_DIR = Path("build") / "ralph-logs"
 
@@ -46,6 +47,12 @@ class AgentUnavailable(RalphError):
     """The agent program cannot be started at all; the loop cannot go on."""
 
     exit_code = 6  # the construct outcome AGENT_UNAVAILABLE
+
+
+class SandboxFailed(AgentUnavailable):
+    """The fence itself cannot start the agent (bwrap fails to set a run up, or cannot see the
+    agent's program): every run would fail the same way, so none is run again; said once, as the
+    sandbox's, with the fix (ralph.loop.sandbox.unseen_program, failed_setup)."""
 
 
 class _Watched(NamedTuple):
@@ -120,6 +127,7 @@ class AgentRunner:
         supervisor: Supervisor,
     ):
         self.root, self.settings, self.adapter = root, settings, adapter
+        programs.fence(root)  # its agents' PATH has no entry inside it
         self.journal, self.console, self.supervisor = journal, console, supervisor
         self.log_dir = root / LOG_DIR
         self._names = threading.Lock()
@@ -136,7 +144,7 @@ class AgentRunner:
 
         program = self.adapter.invocation("", "", {}).argv[0]
         found = (
-            shutil.which(program)
+            shutil.which(program, path=programs.trusted_path())
             if os.sep not in program
             else (program if os.access(program, os.X_OK) else None)
         )
@@ -178,10 +186,12 @@ class AgentRunner:
         worktree, which holds its own copy of plan.jsonl)."""
         where = str(cwd or self.root)
         env = dict(os.environ)
-        for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID", "RALPH_MODEL"):
+        for key in ("RALPH_TASK_ID", "RALPH_ISSUE_ID", "RALPH_MODEL", "RALPH_DRAFT", "RALPH_DRAFT_FILE"):
             env.pop(key, None)
+        # ralph's own bin first (its `ralph`), then the person's PATH less what an agent could have
+        # written (entries inside the work tree, relative and empty ones: ralph.store.programs).
         bin_dir = str(Path(sys.executable).parent)
-        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        env["PATH"] = bin_dir + os.pathsep + programs.trusted_path(env.get("PATH", ""))
         env.update(
             RALPH_STAGE=stage,
             RALPH_ITERATION=str(iteration),

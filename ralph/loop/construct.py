@@ -10,17 +10,18 @@ committed together with their code once ralph has checked the work (the gate aft
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from pathlib import Path
 
 from ralph import secrets
 from ralph.agents import make_adapter
-from ralph.errors import PlanInvalid, RemoteError
+from ralph.errors import PlanInvalid, RemoteError, disk_full
 from ralph.loop import preflight, stage_plan
 from ralph.loop.agent_failures import AgentFailing
 from ralph.loop.agent_runs import Deadline
-from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable
+from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable, SandboxFailed
 from ralph.loop.console import Console
 from ralph.loop.coordinator import Solo
 from ralph.loop.cost import CostSpent, CostUnknown, TokensSpent, known_cost
@@ -75,6 +76,7 @@ class Outcome(Enum):
     REMOTE = 11  # the git remote runners share is unreachable, or refused a push (errors.EXIT_REMOTE)
     AGENT_FAILING = 12  # the agent failed without doing anything max_agent_failures times in a row
     MAX_TOKENS = 13  # the next run would pass the token budget, or a running one passed it
+    DISK_FULL = 14  # git or ralph could not write (ENOSPC, EDQUOT): the change under way is undone later
     INTERRUPTED = 130
 
 
@@ -91,6 +93,14 @@ class Ending(StrEnum):
     CHECK_STOPPED = "check_stopped"  # STUCK: the spec check was stopped (time, context), nothing kept
     CHECK_FAILED = "check_failed"  # STUCK: the spec check's agent failed (see its log), nothing kept
     COST_UNKNOWN = "cost_unknown"  # MAX_COST: a run's cost was unknown, so the money budget cannot hold
+
+
+def _disk_full_message(exc: Exception) -> str:
+    said = " ".join(str(exc).split()) or "No space left on device"
+    return (
+        f"the disk is full ({said}): what was under way is kept as interrupted; free some space,"
+        " then run ralph construct again (or ralph doctor --fix), which undoes it onto its draft"
+    )
 
 
 def ended_as(outcome: Outcome, ending: str | None) -> str:
@@ -193,7 +203,14 @@ class Loop:
         # Adopting orphans: a daemon an agent or gate starts (setsid) is ended with its run.
         with stop_signals_interrupt(), self._one_loop_per_repository(), self.supervisor.adopting_orphans():
             try:
-                self.ws = self._prepare(needs_gate=not plan_only)
+                try:
+                    self.ws = self._prepare(needs_gate=not plan_only)
+                except SandboxFailed as exc:  # before anything changed: the named outcome, once
+                    return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
+                except Exception as exc:  # settling an earlier run's change, on a disk still full
+                    if not disk_full(exc):
+                        raise
+                    return self._report(Outcome.DISK_FULL, _disk_full_message(exc))
                 span = self.journal.span("construct", spec=self.settings.spec)
                 try:
                     outcome, message, exit_code = self._run_stages(plan_only)
@@ -227,7 +244,9 @@ class Loop:
                 self._on_interrupt(signum)
                 self._release_claims(quietly=True)
             return Outcome.INTERRUPTED, "interrupted; run `ralph construct` again to resume", 128 + signum
-        except Exception:  # any other error ends the run too: its claims go back, as after Ctrl-C
+        except Exception as exc:  # any other error ends the run too: its claims go back, as after Ctrl-C
+            if disk_full(exc):
+                return self._disk_full(exc)
             with deferred_signals(), contextlib.suppress(Exception):  # the error to report is the first
                 self._release_claims(quietly=True)
             raise
@@ -239,6 +258,18 @@ class Loop:
         except RemoteError as exc:
             return Outcome.REMOTE, str(exc), Outcome.REMOTE.value
         return outcome, message, outcome.value
+
+    def _disk_full(self, exc: Exception) -> tuple[Outcome, str, int]:
+        """git or ralph could not write: the run ends DISK_FULL, committing nothing more (it could
+        not). What was under way stays recorded as interrupted (a build in this work tree, a
+        commit: ralph.store.intent), and the next start (or `ralph doctor --fix`) undoes or
+        finishes it once there is room: its files are never taken for the person's."""
+        with deferred_signals(), contextlib.suppress(Exception):
+            self.supervisor.stop_all()
+            self._release_claims(quietly=True)
+        with contextlib.suppress(OSError):
+            self.journal.event("disk_full", error=str(exc))
+        return Outcome.DISK_FULL, _disk_full_message(exc), Outcome.DISK_FULL.value
 
     def _money_or_tokens_spent(self, exc: CostSpent | TokensSpent) -> tuple[Outcome, str]:
         outcome = Outcome.MAX_COST if isinstance(exc, CostSpent) else Outcome.MAX_TOKENS
@@ -518,8 +549,14 @@ class Loop:
         state = self.runner.adapter.state_paths
         logs = (self.root / LOG_DIR,)  # ralph writes the logs and the journal; a run may only read them
         fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide, logs)
-        self.runner.sandbox = fence
+        self.runner.sandbox = self.hooks.sandbox = fence
+        for refused in self.hooks.refused:  # a hook naming a file of the work tree no commit has
+            self.console.event(refused)
         if fence is not None:
+            program = self.runner.adapter.invocation("", "", {}).argv[0]
+            unseen = sandbox.unseen_program(fence, program, os.environ.get("PATH"))
+            if unseen:  # every run would fail "without doing anything": said once, before any
+                raise SandboxFailed(unseen)
             fence.make_state_folders(Path.home())
         self.journal.event(
             "sandbox", mode=settings.sandbox, on=fence is not None, program=fence.program if fence else None
@@ -581,6 +618,10 @@ class Loop:
         a build's work is kept on its task's draft branch too, which the plan then records."""
         log = self.runner.new_log(why)
         ws = self.workspace
+        if ws.tree.agents_elsewhere:  # parallel builds: each sets its own worktree's work aside
+            ws.tree.leave_foreign_changes(f"when the run was {why}", among=ws.tree.changed_paths())
+            ws.tree.reset_plan(self.root / log.with_suffix(".plan.jsonl"))
+            return log.relative_to(self.root)
         task_id = ws.agents.current_build
         draft = ws.tree.keep_draft(task_id) if task_id else None
         ws.tree.set_aside(log.relative_to(self.root))

@@ -2,8 +2,8 @@
 stage's items, the agent's argv, each prompt's size and first lines, the gate's argv, and the budget
 in force; and every reason the real run would refuse to start (ralph/loop/preflight.py, the checks
 the real run makes). It runs no agent or gate and writes nothing (no log, no plan change, no
-commit, not even the validation cache in .git); only a make gate is asked `make -n`, as the real
-run asks it, which prints its commands and runs none."""
+commit, not even the validation cache in .git), and nothing from the repository: a make gate's
+Makefile is read as text, as the real run reads it (ralph.loop.makefile), never given to make."""
 
 from __future__ import annotations
 

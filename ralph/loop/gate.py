@@ -25,7 +25,11 @@ class GateResult:
 
 def gate_env() -> dict[str, str]:
     """The gate's environment: ralph's own, less the loop's RALPH_* variables. A project whose tests
-    run `ralph` (like ralph's own) must not see RALPH_TASK_ID or RALPH_COMMIT=0 from the loop."""
+    run `ralph` (like ralph's own) must not see RALPH_TASK_ID or RALPH_COMMIT=0 from the loop.
+    Its PATH is the person's as it is, entries inside the work tree (the project's .venv/bin) and
+    relative ones included, where ralph's own children get none of those (ralph.store.programs):
+    the gate is the repository's own code (a `make test` may need the project's virtualenv), so a
+    program found there runs nothing the gate could not run itself, and it runs in the fence."""
     return {key: value for key, value in os.environ.items() if not key.startswith("RALPH_")}
 
 
@@ -64,20 +68,22 @@ def run_gate(
 
 def gate_problem(argv: Sequence[str], root: Path) -> str | None:
     """Why the gate cannot run at all, checked before the first agent run (a repository without a
-    `verify` target would otherwise fail every task max_attempts times, then decompose it)."""
+    `verify` target would otherwise fail every task max_attempts times, then decompose it). Runs
+    nothing: the program is looked up, a make gate's Makefile read as text (ralph.loop.makefile:
+    `make -n` would run its `$(shell ...)` outside the fence)."""
     if not argv:
         return None
     import shutil
-    import subprocess
 
     program = argv[0] if os.sep in argv[0] else shutil.which(argv[0], path=gate_env().get("PATH"))
     if program is None or not os.access(program, os.X_OK):
         return f"the gate's program {argv[0]!r} is not installed or not executable"
     if Path(program).name in ("make", "gmake"):
-        dry = subprocess.run(
-            [program, "-n", *argv[1:]], cwd=root, env=gate_env(), capture_output=True, text=True, check=False
-        )  # -n: prints the commands, runs none
-        if dry.returncode != 0:
-            said = (dry.stderr.strip().splitlines() or ["no reason given"])[-1]
-            return f"`{' '.join(argv)}` cannot run here: {said}"
+        from ralph.loop.makefile import missing_targets
+
+        missing = missing_targets(list(argv[1:]), root)
+        if missing:
+            makefile, targets = missing
+            names = ", ".join(f"'{target}'" for target in targets)
+            return f"`{' '.join(argv)}` cannot run here: {makefile} has no rule to make target {names}"
     return None

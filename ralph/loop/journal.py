@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ralph.errors import disk_full
 from ralph.secrets import redact_fields
 from ralph.text import json_text
 
@@ -37,8 +38,12 @@ class Journal:
         # Written, not fsynced: what a killed ralph wrote is in the page cache and survives it;
         # only a power cut loses the last lines of a log kept for people and `ralph status`,
         # and an fsync an event cost some 35 ms a commit (ten events each).
-        with self._lock:
-            self._append(line.encode("utf-8"))
+        try:
+            with self._lock:
+                self._append(line.encode("utf-8"))
+        except OSError as exc:  # no room for it: the run ends DISK_FULL, saying so on the console
+            if not disk_full(exc):
+                raise
         if self.listener is not None:
             self.listener(record)
         return record

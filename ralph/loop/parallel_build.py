@@ -86,6 +86,9 @@ class ParallelBuilds:
         building, merging = self.building, self.merging
         news: queue.SimpleQueue = queue.SimpleQueue()  # ("built" | "ended", task id, future)
         refused: list[BudgetSpent] = []
+        # Until the stage ends by itself, no agent works in the loop's own work tree: what a stop
+        # finds changed there is a person's (ralph.loop.construct leaves it as it is).
+        self.ws.tree.agents_elsewhere = True
         try:
             while True:
                 free = 0 if refused else slots - len(building)
@@ -117,6 +120,7 @@ class ParallelBuilds:
         pool.shutdown(wait=True)
         if refused:
             raise refused[0]
+        self.ws.tree.agents_elsewhere = False
 
     def _absorb(self, future, refused: list[BudgetSpent]) -> bool:
         """Add what an ended build reported, or raise what it raised; but a budget's refusal to

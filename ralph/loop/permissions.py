@@ -8,7 +8,8 @@ the branch, the work tree, and plan.jsonl's records before and after. The prompt
   DECOMPOSE          changes only the plan: adds subtasks, removes its own task
   CHECK              changes only the plan: adds tasks and issues for what the spec still lacks
   every stage        never commits, moves HEAD or switches branch, never changes ralph's config
-                     (its gate, hooks and agent command run outside the agents' sandbox)
+                     (its gate, hooks and agent command run outside the agents' sandbox), never
+                     changes a submodule's `.git` link or its git directory
   BUILD              never changes what judges it (the rules files, .ralph/, the spec) unless its
                      task's scope names them (ralph.loop.judged)
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, status_of
+from ralph.store.gitlinks import Link, changed_links
 from ralph.store.reader import PLAN_NAME as PLAN_FILE
 
 CODE_STAGES = {Stage.BUILD}
@@ -43,6 +45,9 @@ class Snapshot:
     dirty: frozenset[str]  # paths changed against HEAD (the user's excluded)
     beside_at: int = 0  # where a person's changes made from then on are written down (ralph.store.beside)
     listed: frozenset[str] = frozenset()  # every path git listed as changed, the user's too
+    # Each submodule's `.git` link as it is (ralph.store.gitlinks): git follows it, and runs the
+    # config of the repository it leads to, at the person's next `git status`.
+    links: frozenset[Link] = frozenset()
 
 
 def violations(
@@ -63,6 +68,9 @@ def violations(
         found.append(f"moved HEAD ({_short(before.head)} -> {_short(after.head)}): agents never commit")
     if after.branch != before.branch:
         found.append(f"switched branch ({before.branch} -> {after.branch})")
+    moved = changed_links(before.links, after.links)
+    if moved:
+        found.append(f"changed the git link of submodule {', '.join(moved)}: git's own, never an agent's")
     code = sorted((after.dirty ^ before.dirty) - {PLAN_FILE})
     if code and stage not in CODE_STAGES:
         found.append(f"changed code in {stage}: {', '.join(code[:5])}" + (" ..." if len(code) > 5 else ""))

@@ -7,15 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ralph.agents.base import Adapter
-from ralph.errors import Busy, InvalidInput, RalphError, Refused
+from ralph.errors import Busy, InvalidInput, RalphError, Refused, RemoteOffline
 from ralph.loop.agentrun import AgentRunner, AgentUnavailable
 from ralph.loop.gate import gate_problem
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.work_tree import BUILD_BRANCH_PREFIX
-from ralph.ops.settings import MODEL_STAGES, Settings
+from ralph.ops.settings import MODEL_STAGES, Settings, hide_problem
 from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
+from ralph.store.remote import configured
 
 
 def agent_problem(runner: AgentRunner) -> AgentUnavailable | None:
@@ -31,7 +32,7 @@ def start_problems(
     root: Path, settings: Settings, needs_gate: bool, adapter: Adapter
 ) -> Iterator[RalphError]:
     """What stops the run before it changes anything, in the order the run checks it. A generator:
-    the real run stops at the first, before the later checks (the gate's `make -n`) run."""
+    the real run stops at the first, before the later checks (the gate's Makefile read) run."""
     if not (root / settings.spec).is_file():
         yield InvalidInput(f"no spec file {settings.spec}")
     elif settings.spec_check:  # before PLAN turns an unfinished spec into paid work
@@ -43,10 +44,20 @@ def start_problems(
     unbounded = budget_problem(settings, adapter)
     if unbounded:
         yield unbounded
+    hidden = hide_problem(settings.sandbox_hide, root)
+    if hidden:  # every run would see an empty folder where it needs one (its program, its tree)
+        yield InvalidInput(hidden)
     repo = Repo(root)
     operation = repo.operation_in_progress()
     if operation:
         yield Refused(f"{operation}: finish or abort it before running ralph construct")
+    delegated = repo.config_files_in_work_tree()
+    if delegated:
+        yield Refused(
+            f"git's config reads {', '.join(delegated)}, a file in the work tree, which agents write"
+            " (an include): its settings could make git run an agent's program; move it out of the"
+            " repository (or drop the include.path that names it) before running ralph construct"
+        )
     if repo.head() is not None and repo.branch() is None:
         yield Refused("HEAD is detached: check out a branch for ralph construct to commit on")
     blocking = blocking_branch(repo)
@@ -54,6 +65,11 @@ def start_problems(
         yield Refused(
             f"a branch named '{blocking}' blocks the branches ralph makes under {blocking}/ (git cannot"
             f" have both); rename yours: git branch -m {blocking} {blocking.replace('/', '-')}-mine"
+        )
+    if settings.remote and not configured(repo, settings.remote):  # before the run's first commit
+        yield RemoteOffline(
+            f"no git remote named {settings.remote!r} in this clone ('git remote -v' lists them):"
+            f" add it with 'git remote add {settings.remote} URL', or name another with --remote"
         )
     problem = gate_problem(settings.gate, root) if needs_gate else None
     if problem:

@@ -16,7 +16,8 @@ What the run sees:
                                  verifier's worktree otherwise; for a plan-only stage (PLAN,
                                  INVESTIGATE, DECOMPOSE, CHECK: `plan_only`) read-only but for
                                  plan.jsonl and its lock, which its `ralph` commands change (Fence)
-  .git of that work tree         read-only (and the common git directory): ralph commits, agents
+  .git of that work tree         read-only (and the common git directory, and each submodule's
+                                 `.git` link): ralph commits, agents
                                  never; their `ralph` commands run with RALPH_COMMIT=0 and change
                                  only plan.jsonl (and its lock), which lie in the work tree, and
                                  a record of their operations that is theirs, not ralph's
@@ -42,7 +43,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from ralph.errors import Refused
+from ralph.errors import GitError, Refused
 from ralph.store.lock import LOCK_NAME, RALPH_FILES
 from ralph.store.reader import PLAN_NAME
 
@@ -211,6 +212,10 @@ class Sandbox:
         self.empty_file = Path(name)
         self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
         self._dirs_of: dict[Path, list[str]] = {}  # a worktree's git directories, asked of git once
+        self._links_of: dict[Path, list[Path]] = {}  # a work tree's submodule links, the same
+        # Folders writable even inside a read-only tree or the read-only logs (a spec draft's
+        # folder: ralph.loop.drafting), bound last so that no mount above hides them.
+        self.writable_last: tuple[Path, ...] = ()
         # The step each work tree's plan-only runs belong to (`fencing`); the stages that have them
         # run one at a time in the loop's work tree, never beside each other.
         self._fences: dict[Path, Fence] = {}
@@ -275,6 +280,8 @@ class Sandbox:
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
                 args += ["--ro-bind", str(self.empty_file), str(path)]
+        for path in self.writable_last:
+            args += ["--bind", str(path), str(path)]
         args += ["--unshare-pid", "--die-with-parent", "--setenv", "TMPDIR", str(PRIVATE_TMP)]
         args += ["--chdir", str((cwd or work_tree).resolve()), "--"]
         return args + list(argv)
@@ -321,10 +328,19 @@ class Sandbox:
     def _git_dirs(self, work_tree: Path) -> list[Path]:
         """The work tree's `.git` (a folder, or a worktree's file naming its folder) and the
         repository's git directories: read-only even where they lie inside a writable tree."""
-        paths = [work_tree / ".git", *self._home_git_dirs]
+        paths = [work_tree / ".git", *self._home_git_dirs, *self._submodule_links(work_tree)]
         if work_tree != self.home:
             paths += [Path(name) for name in self._worktree_git_dirs(work_tree)]
         return [path for path in _unique(paths) if path.exists()]
+
+    def _submodule_links(self, work_tree: Path) -> list[Path]:
+        """Each submodule's `.git` link in the work tree: read-only too (ralph.store.gitlinks)."""
+        if work_tree not in self._links_of:  # none in a folder that is no work tree (a hook's own)
+            from ralph.store.git import Repo
+
+            found = Repo(work_tree).gitlinks() if os.path.lexists(work_tree / ".git") else []
+            self._links_of[work_tree] = [work_tree / path / ".git" for path in found]
+        return [path for path in self._links_of[work_tree] if not path.is_symlink()]
 
     def _worktree_git_dirs(self, work_tree: Path) -> list[str]:
         if work_tree not in self._dirs_of:  # a build's agent and gate runs share one answer
@@ -369,6 +385,52 @@ class Sandbox:
         return [path for path in found if not any(parent in folders for parent in path.parents)]
 
 
+BWRAP_SAID = "bwrap: "  # how bubblewrap begins its own errors (it then exits 1, running nothing)
+
+
+def unseen_program(sandbox: Sandbox, program: str, path: str | None) -> str | None:
+    """Why the fence cannot run `program` (an agent CLI named by its name, found on `path`), or
+    None. The fence mounts an empty /tmp (FRESH_MOUNTS) and binds again only the folders it
+    knows the run needs: a CLI installed under the temporary folder (an npm prefix there) is not
+    among them, and every run would fail with `bwrap: execvp ...: No such file or directory`."""
+    if os.sep in program:
+        return None  # named by its path: bound for the run as its command line names it (wrap)
+    found = shutil.which(program, path=path)
+    if found is None:
+        return None  # not installed: said before (AgentUnavailable)
+    real = Path(found).resolve()
+    home = Path(os.environ.get("HOME") or Path.home()).resolve()
+    bound = [sandbox.home, home, Path(sys.prefix).resolve(), RALPH_SOURCE]  # as wrap binds them
+    for where in (Path(found).absolute(), real):
+        hidden = next((fresh for fresh in FRESH_MOUNTS if _under(where, fresh)), None)
+        if hidden is not None and not any(_under(where, folder) for folder in bound):
+            return (
+                f"the agent program {program} ({found}) lies under {hidden}, which the sandbox"
+                f" replaces with an empty one: no run could start it; install it outside {hidden}"
+                " (npm: a --prefix elsewhere), name it by its path with --agent-cmd, or run with"
+                " --sandbox=off"
+            )
+    return None
+
+
+def setup_failure(exit_code: int | None, tail: list[str]) -> str | None:
+    """bwrap's own error when it is what ended a run (it exits 1 after saying `bwrap: ...`, before
+    the agent runs), or None."""
+    if exit_code != 1:
+        return None
+    said = [line.strip() for line in tail if line.strip()]
+    return said[-1] if said and said[-1].startswith(BWRAP_SAID) else None
+
+
+def failed_setup(line: str) -> str:
+    """What a run's bwrap error (setup_failure) means, and the fix, in one line."""
+    return (
+        f"the sandbox could not start the agent ({line}): no run can; bubblewrap needs unprivileged"
+        " user namespaces (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile that"
+        " allows bwrap) and the agent program outside /tmp; or run with --sandbox=off"
+    )
+
+
 def top_level_names(root: Path) -> frozenset[str]:
     """The names in the folder `root`, but those a plan-only run's fence leaves alone and ralph's
     own temporary files beside plan.jsonl."""
@@ -407,12 +469,14 @@ def _caches(home_dir: Path) -> list[Path]:
 
 def _git_dirs_of(tree: Path) -> list[str]:
     """The git directory and the common one of the work tree `tree`, as git names them."""
+    from ralph.store.git import git_argv, git_env
+
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
-            cwd=tree, capture_output=True, text=True, check=False,
+            git_argv(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]),
+            cwd=tree, env=git_env(tree), capture_output=True, text=True, check=False,
         )  # fmt: skip
-    except OSError:
+    except (OSError, GitError):
         return []
     return done.stdout.split() if done.returncode == 0 else []
 
@@ -440,12 +504,14 @@ def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
     outside the UNSCANNED_FOLDERS."""
     pathspecs = [f":(glob){name}" if "/" in name else f":(glob)**/{name}" for name in names]
     pathspecs += [f":(exclude,glob)**/{folder}/**" for folder in UNSCANNED_FOLDERS]
+    from ralph.store.git import git_argv, git_env
+
     try:
         done = subprocess.run(
-            ["git", "ls-files", "-z", "--others", "--", *pathspecs],
-            cwd=tree, capture_output=True, check=False,
+            git_argv(["ls-files", "-z", "--others", "--", *pathspecs]),
+            cwd=tree, env=git_env(tree, literal_pathspecs=False), capture_output=True, check=False,
         )  # fmt: skip
-    except OSError:
+    except (OSError, GitError):
         return []
     if done.returncode != 0:
         return []
@@ -462,10 +528,12 @@ def _unique(paths: list[Path]) -> list[Path]:
 
 def bwrap_program() -> str | None:
     """The bwrap to use: $RALPH_BWRAP when set ("" for none), else bwrap on PATH."""
+    from ralph.store.programs import trusted_path
+
     named = os.environ.get(BWRAP_ENV)
     if named is not None:
         return named if named and os.access(named, os.X_OK) else None
-    return shutil.which("bwrap")
+    return shutil.which("bwrap", path=trusted_path())  # never a bwrap an agent wrote
 
 
 def probe(program: str) -> str | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from ralph.errors import GitError, PlanInvalid
+from ralph.errors import GitError, PlanInvalid, disk_full
 from ralph.loop import beside_changes
 from ralph.loop.checkouts import Checkout, Checkouts
 from ralph.loop.console import Console
@@ -30,8 +30,9 @@ from ralph.plan.records import TaskView, Verdict
 from ralph.secrets import redact
 from ralph.store import intent, owned, settle
 from ralph.store.git import Repo
+from ralph.store.gitlinks import Link
 from ralph.store.integrate import Integration, integrate
-from ralph.store.intent import IntentKind
+from ralph.store.intent import CutBy, IntentKind
 from ralph.store.lock import RALPH_FILES
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
@@ -99,6 +100,7 @@ class WorkTree:
         self.base: str | None = None
         self.neighbours_running: Callable[[], bool] = lambda: False
         self.renew_if_behind = False  # a fresh worktree behind HEAD at its first attempt is made again
+        self.agents_elsewhere = False  # parallel builds under way: no agent works in this tree
         self._stale_waived: set[tuple[str, str]] = set()  # (task, code_tree): each waived once, shared
         self.deferred: dict[str, str] = {}  # serial builds deferred: task -> the code they could not build on
         # Who takes which item: this run alone, or runners sharing a git remote (construct sets it).
@@ -223,10 +225,33 @@ class WorkTree:
 
     def snapshot(self) -> Snapshot:
         from ralph.store import beside
+        from ralph.store.gitlinks import read_links
 
         at = beside.size(self.repo)  # first: a change written down meanwhile is after it
         head, branch, changed = self.repo.work_state()
-        return Snapshot(head, branch, frozenset(changed - self.user_dirty), at, frozenset(changed))
+        links = read_links(self.root, self.repo.gitlinks())
+        return Snapshot(head, branch, frozenset(changed - self.user_dirty), at, frozenset(changed), links)
+
+    def restore_links(self, before: frozenset[Link], log_path: Path) -> None:
+        """Each submodule's `.git` link (and the config it leads to) put back as `before` has it;
+        what an agent put in its place moves beside the log, as <log>.submodules/<path>/.git."""
+
+        from ralph.store.gitlinks import changed_links, read_link, through_a_link
+
+        was = {link.path: link for link in before}
+        for path in changed_links(before, frozenset(read_link(self.root, path) for path in was)):
+            link, dot_git = was[path], self.root / path / ".git"
+            kept = self.home / log_path.with_suffix(".submodules") / path / ".git"
+            while (planted := through_a_link(self.root, path)) is not None:  # the link, not where it leads
+                _keep(planted, kept.with_name(f"{planted.name}.link"))
+            if os.path.lexists(dot_git) and read_link(self.root, path)[:4] != link[:4]:
+                _keep(dot_git, kept)
+                self.journal.event("submodule_link_kept", folder=path, kept=str(self.rel(kept)))
+            if link.kind == "file":
+                dot_git.parent.mkdir(parents=True, exist_ok=True)
+                dot_git.write_bytes(link.content)
+            if link.config is not None:
+                _put_back_config(self.root / path, link)
 
     def commit_beside(self, earlier_runs: bool = False) -> None:
         """Commit what a person changed with ralph's commands beside the run (ralph.store.beside)
@@ -281,8 +306,14 @@ class WorkTree:
         )
         try:
             yield
-        finally:  # built and committed, set aside, or stopped: settled by this process
-            intent.finish(self.repo, pending)
+        except BaseException as exc:
+            if disk_full(exc):  # cut off, as by a kill: the next start undoes it (its work on the draft)
+                with contextlib.suppress(OSError):  # said where there is room for it (doctor names it)
+                    intent.update(self.repo, pending, cut_by=str(CutBy.DISK_FULL))
+                raise
+            intent.finish(self.repo, pending)  # set aside, or stopped: settled by this process
+            raise
+        intent.finish(self.repo, pending)  # built and committed, or its attempts recorded
 
     def reset_plan(self, keep_as: Path) -> None:
         """plan.jsonl back as last committed, the run's uncommitted version kept at `keep_as`;
@@ -640,6 +671,32 @@ class WorkTree:
         saved = str(self.rel(patch))
         self.journal.event("build_patch_saved", item=task.id, commit=task.commit, patch=saved)
         return patch
+
+
+def _keep(path: Path, kept: Path) -> None:
+    """Move what an agent made at `path` to `kept`; what cannot be moved (a FIFO onto another file
+    system) is removed: it must not stay where git reads."""
+    import shutil
+
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.move(path, kept)
+    except (OSError, shutil.Error):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _put_back_config(folder: Path, link: Link) -> None:
+    """The config of the git directory a submodule's link leads to, as it was (an agent unfenced
+    could have changed it; in the sandbox .git is read-only)."""
+    from ralph.store.root import git_dir
+
+    config = git_dir(folder) / "config"
+    with contextlib.suppress(OSError):
+        if config.read_bytes() != link.config:
+            config.write_bytes(link.config or b"")
 
 
 def _new_folder(prefix: str) -> Path:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ralph.clock import now
-from ralph.errors import RalphError, RemoteError, RemoteOffline, RemoteRejected
+from ralph.errors import RalphError, RemoteError, RemoteOffline, RemoteRejected, disk_full
 from ralph.ops.names import named
 from ralph.ops.sync import on_remote_head, until_pushed
 from ralph.plan import schedule
@@ -299,15 +299,58 @@ def publish(root: Path, task_id: str, runner: str, remote: Remote, then: NextTas
 CONFLICT_PATCHES = Path("build") / "ralph-logs" / "conflicts"  # ignored by git, as all logs are
 
 
-def _keep_undone_build(root: Path, repo: Repo, remote_head: str, task_id: str) -> None:
+def _keep_undone_build(root: Path, repo: Repo, remote_head: str, task_id: str) -> Path:
     """The build about to be undone, kept as a patch (its commits since it left the remote's
-    history), so its work is not only in the reflog."""
+    history), so its work is not only in the reflog. Returns the patch."""
     import time
 
     from ralph.store.files import create_new
 
     target = create_new(root / CONFLICT_PATCHES / f"{task_id}-{time.strftime('%Y%m%d-%H%M%S')}.patch")
     target.write_bytes(repo.patch(f"{remote_head}...HEAD"))
+    return target
+
+
+def _reset_carrying_the_plan(root: Path, repo: Repo, remote_head: str, keep: Path) -> None:
+    """HEAD, index and work tree to `remote_head` (`reset --keep`: a person's uncommitted edits
+    stay), plan.jsonl's uncommitted changes (the loop's bookkeeping for its next commit, a
+    person's `ralph` commands beside the run) carried onto the remote's plan by record. Left in
+    plan.jsonl, reset --keep refused them (`Entry 'plan.jsonl' not uptodate`) and the run ended in
+    git's words. Where they cannot be merged, the remote's plan stands and they are kept at
+    `keep`. Under the plan lock: no ralph command writes the plan meanwhile."""
+    from ralph.errors import InvalidInput
+    from ralph.plan.merge import merge_bytes
+    from ralph.store.files import create_new, write_atomic
+    from ralph.store.lock import plan_lock
+    from ralph.store.reader import plan_path, read_bytes
+
+    with plan_lock(root):
+        ours, committed = read_bytes(root), repo.file_at_head(PLAN_NAME)
+        loose = committed is not None and ours != committed
+        if loose:
+            assert committed is not None
+            write_atomic(plan_path(root), committed)
+        # ralph's plan commits record plan.jsonl in the index without its stat data: refreshed
+        # first, or reset --keep takes the file for a local change it must not lose.
+        repo.attempt("update-index", "-q", "--refresh")
+        try:
+            repo.git("reset", "-q", "--keep", remote_head)
+        except RalphError:
+            if loose:
+                write_atomic(plan_path(root), ours)  # as it was: nothing moved
+            raise
+        if not loose:
+            return
+        assert committed is not None
+        theirs = repo.file_at(remote_head, PLAN_NAME) or b""
+        try:
+            merged = merge_bytes(committed, ours, theirs, published_wins=True)
+        except InvalidInput:  # a line no merge by record can place
+            merged = None
+        if merged is not None and not merged.conflicts:
+            write_atomic(plan_path(root), merged.data)
+        else:
+            create_new(keep).write_bytes(ours)
 
 
 def taken_over(root: Path, task_id: str, runner: str, remote: Remote) -> bool:
@@ -352,11 +395,18 @@ def withdraw_conflicting(
     if remote_head is None:
         raise RemoteError(f"{remote.name}/{remote.branch} is gone; nothing was pushed")
     spent = _spent_since(repo, local, remote_head)  # the undone commits' runs still count
-    _keep_undone_build(root, repo, remote_head, task_id)
-    # ralph's plan commits record plan.jsonl in the index without its stat data: refreshed
-    # first, or reset --keep takes the file for a local change it must not lose.
-    repo.attempt("update-index", "-q", "--refresh")
-    repo.git("reset", "-q", "--keep", remote_head)
+    kept = _keep_undone_build(root, repo, remote_head, task_id)
+    try:
+        _reset_carrying_the_plan(root, repo, remote_head, kept.with_suffix(".plan.jsonl"))
+    except RalphError as exc:
+        if disk_full(exc):
+            raise
+        shown = kept.relative_to(root) if kept.is_relative_to(root) else kept
+        raise RemoteError(
+            f"the build of {task_id} yields to what another runner pushed to {remote.name}, but undoing"
+            f" it here would overwrite changes you have not committed ({exc}): commit or stash them and"
+            f" run again; the build is kept as {shown}"
+        ) from None
     attempts: list[int] = []
 
     def record(plan: Plan) -> object:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ralph.errors import Refused
+from ralph.errors import InvalidInput, Refused
 from ralph.ops import settings
 from ralph.plan.declared import CONFIG_KEYS
 from ralph.store.reader import plan_path, read_plan
@@ -42,6 +42,10 @@ def set_value(root: Path, key: str, text: str, commit: bool | None = None) -> di
     """Check TEXT for KEY before taking the lock: a bad value changes nothing."""
     value = settings.parse_value(key, text)
     settings.refuse_plan_value(key, value)
+    if key == "sandbox_hide" and isinstance(value, list):  # parse_value checked: a list of names
+        problem = settings.hide_problem(value, root)
+        if problem:
+            raise InvalidInput(problem)
     if key == "commit" and commit is None:
         commit = True  # `commit false` takes effect after its own change, which is committed
     with transaction(root, commit) as change:

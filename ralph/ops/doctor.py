@@ -1,5 +1,9 @@
 """`ralph doctor`: what a killed ralph leaves behind, found and (with `fix`) repaired.
 
+- a lock that is not a regular file (a link, a folder: an agent's doing; ralph makes its locks as
+  regular files, and every command that takes one fails on anything else); fixing moves it under
+  build/ralph-logs/doctor/ (a link is only removed where it cannot be moved) and puts an empty lock
+  file back.
 - a stale lock: the plan lock (plan.jsonl.lock) or a construct lock (ralph-construct.lock in a
   work tree's git directory) whose file names a holder that no longer holds it: a process killed
   while it held it (see ralph.store.lock). It blocks nothing; fixing empties the file.
@@ -40,7 +44,7 @@ from ralph.ops import mergedriver
 from ralph.store import intent, lock, owned, settle
 from ralph.store.files import create_new, free_name
 from ralph.store.git import Repo
-from ralph.store.intent import Intent, Settled
+from ralph.store.intent import CutBy, Intent, Settled
 from ralph.store.owned import Owned, OwnedKind
 from ralph.store.reader import PLAN_NAME
 from ralph.text import plural
@@ -51,7 +55,8 @@ PATCHES = Path("build") / "ralph-logs" / "doctor"
 
 @dataclass
 class Finding:
-    kind: str  # interrupted, stale_lock, temp_file, merge_driver, worktree, branch, record, stale_claim
+    # interrupted, lock_not_file, stale_lock, temp_file, merge_driver, worktree, branch, record, stale_claim
+    kind: str
     subject: str  # the file, worktree or branch
     problem: str
     fix: str  # what `fix` does (or, for what it keeps, why)
@@ -144,10 +149,15 @@ def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
 
 def _interrupted(repo: Repo) -> list[Finding]:
     return [
-        Finding("interrupted", change.describe(), "interrupted (its ralph run was killed or failed)",
-                change.settling(), change=change)
+        Finding("interrupted", change.describe(), _cut_short(change), change.settling(), change=change)
         for change in intent.interrupted(repo, repo.root)
-    ]  # fmt: skip
+    ]
+
+
+def _cut_short(change: Intent) -> str:
+    if change.data.get("cut_by") == CutBy.DISK_FULL:
+        return "interrupted by a full disk (its ralph run ended DISK_FULL)"
+    return "interrupted (its ralph run was killed or failed)"
 
 
 SETTLED = {
@@ -198,6 +208,17 @@ def _running_construct(repo: Repo) -> str | None:
 def _locks(repo: Repo) -> list[Finding]:
     found = []
     for path in [repo.root / lock.LOCK_NAME, *_construct_locks(repo)]:
+        other = lock.not_a_file(path)
+        if other is not None:  # ralph makes its locks as regular files: an agent's (or a hand's) doing
+            found.append(
+                Finding(
+                    "lock_not_file",
+                    _shown(repo.root, path),
+                    f"a lock that is not a regular file but {other}: every command that takes it fails",
+                    f"moves it to {PATCHES}/ and puts ralph's lock back",
+                )
+            )
+            continue
         state = lock.probe(path)
         if state is not None and state.stale:
             found.append(
@@ -413,11 +434,16 @@ def _commits_not_in(repo: Repo, commit: str, head: str | None) -> int:
 
 
 def _repair(repo: Repo, findings: list[Finding], force: bool) -> None:
+    for finding in findings:  # first: removing temp files takes the plan lock
+        if finding.kind == "lock_not_file" and not finding.fixed:
+            path = _absolute(repo.root, finding.subject)
+            lock.restore(path, free_name(repo.root / PATCHES / path.name))
+            finding.fixed = True
     temp_files = [f for f in findings if f.kind == "temp_file" and not f.fixed]
     if temp_files:
         _remove_temp_files(repo.root, temp_files)
     for finding in findings:
-        if finding.fixed or not finding.fixable or finding.kind == "temp_file":
+        if finding.fixed or not finding.fixable or finding.kind in ("temp_file", "lock_not_file"):
             continue
         if finding.kind == "interrupted":
             _settle(repo, finding)

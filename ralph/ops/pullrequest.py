@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ralph.errors import GitError, InvalidInput, Refused, RemoteError
+from ralph.store import programs
 from ralph.store.git import Repo
 from ralph.store.remote import Remote
 
@@ -62,7 +63,7 @@ def open_pull_request(
     if code != 0:
         raise Refused(f"no git remote {remote!r}: add one (git remote add {remote} URL) or pass --remote")
     chosen = Forge(forge) if forge else forge_of(url.strip())
-    program = shutil.which(chosen.value)
+    program = shutil.which(chosen.value, path=programs.trusted_path())  # never one an agent wrote
     if program is None:
         raise Refused(
             f"{chosen.value} is not installed ({_INSTALL[chosen]}):"
@@ -83,6 +84,7 @@ def open_pull_request(
         argv,
         cwd=root,
         input=request.body if chosen is Forge.GITHUB else None,
+        env=programs.trusted_env(),
         capture_output=True,
         text=True,
         check=False,

@@ -34,12 +34,37 @@ def who_asks(env: Mapping[str, str]) -> str:
     return said
 
 
-def ask(root: Path, text: str, task_id: str | None, asked_by: str, commit: bool | None = None) -> Record:
+def ask(
+    root: Path,
+    text: str,
+    task_id: str | None,
+    asked_by: str,
+    commit: bool | None = None,
+    draft: str | None = None,
+    choices: tuple[str, ...] = (),
+) -> Record:
+    """A question about a task; or, from an agent drafting a spec (`draft`, its $RALPH_DRAFT, and
+    no task named), about that draft, which blocks no task."""
+    if draft and not task_id:
+        return _ask_about_draft(root, draft, text, asked_by, commit, choices)
     if not task_id:
         raise InvalidInput("name the task the question blocks: --task ID (no $RALPH_TASK_ID is set)")
+    if choices:
+        raise InvalidInput("--choice is for questions about a spec draft (ralph spec draft)")
     with transaction(root, commit) as change:
         question = change.plan.ask(task_id, text, now(), asked_by)
         change.message = f"ralph: ask {named([question], 'text')}\n\nblocks {task_id} until answered"
+    return question
+
+
+def _ask_about_draft(
+    root: Path, draft: str, text: str, asked_by: str, commit: bool | None, choices: tuple[str, ...]
+) -> Record:
+    from ralph.ops.drafts import spec_of
+
+    with transaction(root, commit) as change:
+        question = change.plan.ask_about_draft(draft, spec_of(draft), text, list(choices), now(), asked_by)
+        change.message = f"ralph: ask {named([question], 'text')}\n\nabout the spec draft {draft}"
     return question
 
 

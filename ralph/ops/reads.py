@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ralph.errors import Problem, Refused
-from ralph.plan.document import Record
+from ralph.plan.document import Document, Record
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, Status, TaskView, awaits_recheck
 from ralph.store.reader import PLAN_NAME, read_bytes, read_plan
@@ -220,9 +220,26 @@ def check(root: Path, staged: bool = False) -> CheckResult:
 
     data = _staged_plan(root) if staged else read_bytes(root)
     doc, problems = parse(data, PLAN_NAME)
+    problems += _config_problems(doc, root)
     if not staged and _unmerged(root):  # its text may be valid (conflict markers taken out by hand)
         problems.append(Problem(PLAN_NAME, 0, UNMERGED))
     return CheckResult(len(doc.records()), problems, data.split(b"\n") if problems else None)
+
+
+def _config_problems(doc: Document, root: Path) -> list[Problem]:
+    """What the config record sets that no run could take, though its form is valid: a
+    `sandbox_hide` that would hide `/`, $HOME or the work tree (a hand edit `ralph config set`
+    would have refused)."""
+    from ralph.ops.settings import hide_problem
+
+    found = []
+    for line in doc.records():
+        patterns = line.record.get("sandbox_hide") if line.record.get("t") == "config" else None
+        if isinstance(patterns, list) and all(isinstance(p, str) for p in patterns):
+            problem = hide_problem(patterns, root)
+            if problem:
+                found.append(Problem(PLAN_NAME, line.number, problem))
+    return found
 
 
 UNMERGED = (

@@ -327,6 +327,14 @@ class IssueFields:
         return cast('str | None', self.record.get('family'))
 
     @property
+    def draft(self) -> str | None:
+        return cast('str | None', self.record.get('draft'))
+
+    @property
+    def choices(self) -> list[str] | None:
+        return cast('list[str] | None', self.record.get('choices'))
+
+    @property
     def asked_at(self) -> str | None:
         return cast('str | None', self.record.get('asked_at'))
 

@@ -308,6 +308,15 @@ class Issue(Record):
         " (the tasks whose `family` it is); it holds every task of it (status `b`, `blocked_by` naming"
         " it) until it is answered, and their prompts carry the answer",
     )
+    draft: str | None = Field(
+        None,
+        description="a question asked while drafting a spec (`ralph spec draft NAME`): the draft's NAME;"
+        " it blocks no task, and the next drafting run carries its answer",
+    )
+    choices: list[Text] | None = Field(
+        None,
+        description="the answers the asker offers (`ralph ask --choice`); a person may answer otherwise",
+    )
     asked_at: str | None = Field(None, description="when the question was asked (UTC, ISO 8601)")
     asked_by: str | None = Field(
         None, description="who asked it, in which run (stage, iteration and log of the agent's run)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ralph.plan import attempts, claims, questions, singletons, tasks
+from ralph.plan import attempts, claims, drafts, questions, singletons, tasks
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
@@ -172,6 +172,20 @@ class Plan(PlanReader):
         self, task_id: str, text: str, asked_at: str, asked_by: str | None = None, family: str | None = None
     ) -> Record:
         return questions.ask(self, task_id, text, asked_at, asked_by, family)
+
+    def ask_about_draft(
+        self,
+        draft: str,
+        spec: str,
+        text: str,
+        choices: list[str],
+        asked_at: str,
+        asked_by: str | None = None,
+    ) -> Record:
+        return drafts.ask_about_draft(self, draft, spec, text, choices, asked_at, asked_by)
+
+    def forget_draft(self, draft: str) -> list[Record]:
+        return drafts.forget_draft(self, draft)
 
     def hold_for_question(self, task_id: str, question_id: str) -> Record:
         return questions.hold_for_question(self, task_id, question_id)

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from ralph.errors import BranchSwitched, GitError, WorkTreeGone
-from ralph.store import refs
+from ralph.store import programs, refs
 from ralph.store.blobs import blob_sha
 from ralph.store.root import git_dir
 
@@ -34,14 +34,45 @@ _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
 _FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
+# Settings over every config file that keep each git call ralph makes from running what a
+# repository, a submodule or an agent wrote: no fsmonitor program, no hooks (ralph's commits,
+# checkouts and ref updates run none: a hooksPath in the work tree, as husky sets, is the agents' to
+# write; the one hook ralph means to run, pre-commit with run_hooks, it runs itself, in the fence),
+# and no command that goes into submodules, whose `.git` links lie in the work tree. Given as
+# GIT_CONFIG_PARAMETERS, which is what `git -c` passes on (the same precedence, over every file, and
+# for the git processes git starts too), read by every git version; the argv stays the command's.
+# Filters stay on (git-lfs needs its clean and smudge): a driver is defined only in config, which
+# agents cannot write (.git and $HOME are read-only in the fence, and a config that includes a file
+# of the work tree is refused at the start of a run: ralph.loop.preflight), so .gitattributes
+# chooses among the person's drivers alone, and git starts them with a PATH that has no entry
+# inside the work tree.
+_HOOKS_OFF = (f"core.hooksPath={os.devnull}",)
+_HARDENED = (
+    "core.fsmonitor=false",
+    "submodule.recurse=false",
+    "fetch.recurseSubmodules=false",
+    "push.recurseSubmodules=no",
+)
+# Options each command gets, right after its name: status and diff never look into a submodule's
+# work tree (which would run git there, with the config its `.git` link leads to: `dirty` still
+# shows a gitlink an agent staged or committed, read from the refs its link leads to, running
+# nothing), and a diff never runs an external diff or a textconv program.
+_COMMAND_OPTIONS = {
+    "status": ("--ignore-submodules=dirty",),
+    "diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"),
+    "diff-tree": ("--no-ext-diff", "--no-textconv"),
+}
 
 
 class Repo:
     def __init__(self, root: Path):
         self.root = root
+        programs.fence(root)  # nothing ralph runs comes from inside it
         self._env = {key: value for key, value in os.environ.items() if key not in _LOCATION_VARS}
+        self._env["PATH"] = programs.trusted_path(self._env.get("PATH", os.defpath))
         self._env["GIT_LITERAL_PATHSPECS"] = "1"
         self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
+        self._env["GIT_CONFIG_PARAMETERS"] = _config_parameters(self._env, (*_HOOKS_OFF, *_HARDENED))
         self._signs: bool | None = None
         self._commit_times: dict[str, int] = {}  # commit -> committer time, as read or made here
         self._code_trees: dict[str, str] = {}  # commit -> code_tree(commit)
@@ -78,8 +109,14 @@ class Repo:
         return done.stdout
 
     def _run(
-        self, args: tuple[str, ...], stdin: bytes | None = None, env: dict[str, str] | None = None
+        self,
+        args: tuple[str, ...],
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        hooks_as_configured: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
+        """`hooks_as_configured`: core.hooksPath as the person's config sets it (to find a hook,
+        never to run one)."""
         import subprocess  # here, not above: a command may import this module and never run git
 
         try:
@@ -88,8 +125,10 @@ class Repo:
             # removes its lock file (.git/index.lock, refs/heads/*.lock) instead of leaving it
             # behind for every later git command to fail on. These plumbing commands take
             # milliseconds and never wait for input.
+            if hooks_as_configured:
+                env = {**(env or {}), "GIT_CONFIG_PARAMETERS": _config_parameters(os.environ, _HARDENED)}
             return subprocess.run(
-                ["git", *args],
+                git_argv(args),
                 cwd=self.root,
                 env={**self._env, **env} if env else self._env,
                 input=stdin,
@@ -119,6 +158,22 @@ class Repo:
         if done.returncode != 0:
             raise GitError(_explain(("config",), done.stderr.decode("utf-8", "replace")))
         return done.stdout.decode("utf-8", "replace").removesuffix("\n")
+
+    def config_files_in_work_tree(self) -> list[str]:
+        """The config files git reads for this repository that lie in the work tree outside its
+        git directories (a file `include.path` names, such as a tracked `.gitconfig`): agents
+        write them, and a config can name programs git runs (a filter, a diff driver, ssh)."""
+        listed = self._paths("config", "--list", "--show-origin", "--name-only", "-z").split("\0")
+        files = {origin.removeprefix("file:") for origin in listed[::2] if origin.startswith("file:")}
+        top = os.path.realpath(self.root)
+        git_dirs = [os.path.realpath(self.git_dir()), os.path.realpath(self.common_dir())]
+        found = []
+        for name in sorted(files):
+            real = os.path.realpath(self.root / name)  # a relative origin is relative to the work tree
+            inside = real == top or real.startswith(top + os.sep)
+            if inside and not any(real == d or real.startswith(d + os.sep) for d in git_dirs):
+                found.append(os.path.relpath(real, top))
+        return found
 
     def config_set(self, key: str, value: str) -> None:
         """Set `key` in this repository's own config (.git/config: neither committed nor cloned)."""
@@ -468,7 +523,10 @@ class Repo:
 
     def hook(self, name: str) -> Path | None:
         """The repository's hook program of that name (core.hooksPath respected), if it would run."""
-        path = Path(self.git("rev-parse", "--git-path", f"hooks/{name}").strip())
+        done = self._run(("rev-parse", "--git-path", f"hooks/{name}"), hooks_as_configured=True)
+        if done.returncode != 0:
+            raise GitError(_explain(("rev-parse",), done.stderr.decode("utf-8", "replace")))
+        path = Path(done.stdout.decode("utf-8", "surrogateescape").strip())
         path = path if path.is_absolute() else self.root / path
         return path if path.is_file() and os.access(path, os.X_OK) else None
 
@@ -544,7 +602,7 @@ class Repo:
         """Check `commit` out at `path` (which must not exist yet) as a detached worktree of this
         repository, and return it. The repository's hooks do not run: a post-checkout hook is the
         user's, for the user's checkouts."""
-        self.git("-c", f"core.hooksPath={os.devnull}", "worktree", "add", "-q", "--detach", str(path), commit)
+        self.git("worktree", "add", "-q", "--detach", str(path), commit)  # hooks off: git_argv
         return Repo(path)
 
     def remove_worktree(self, path: Path) -> None:
@@ -586,8 +644,7 @@ class Repo:
     def add_branch_worktree(self, path: Path, branch: str, commit: str) -> Repo:
         """Check `commit` out at `path` on a new branch `branch`, with no hooks run, as
         add_worktree does. Never -B: a branch of that name (a person's) makes git refuse."""
-        hooks_off = f"core.hooksPath={os.devnull}"
-        self.git("-c", hooks_off, "worktree", "add", "-q", "-b", branch, str(path), commit)
+        self.git("worktree", "add", "-q", "-b", branch, str(path), commit)  # hooks off: git_argv
         return Repo(path)
 
     def branch_exists(self, branch: str) -> bool:
@@ -613,6 +670,21 @@ class Repo:
     def file_at_head(self, relpath: str) -> bytes | None:
         """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""
         return self.file_at("HEAD", relpath)
+
+    def gitlinks(self) -> list[str]:
+        """The submodules of this work tree: the paths the index has as gitlinks. No git run where
+        there is neither a .gitmodules nor a .git/modules (most repositories)."""
+        if not (self.root / ".gitmodules").is_file() and not (self.common_dir() / "modules").is_dir():
+            return []
+        listed = self._paths("ls-files", "-z", "-s").split("\0")
+        return [entry.split("\t", 1)[1] for entry in listed if entry.startswith("160000 ")]
+
+    def mode_at(self, rev: str, relpath: str) -> str | None:
+        """The mode of the entry `relpath` in commit or tree `rev` (100644, 100755, 120000 for a
+        link, 040000 for a folder, 160000 for a submodule), or None where it has none."""
+        listed = self._paths("ls-tree", "-z", rev, "--", relpath).split("\0")
+        entry = next((line for line in listed if line.endswith(f"\t{relpath}")), None)
+        return entry.split(" ", 1)[0] if entry else None
 
     def file_at(self, rev: str, relpath: str) -> bytes | None:
         """The file's bytes in commit or tree `rev`, or None (no such file there)."""
@@ -734,7 +806,7 @@ class Repo:
 
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: it cannot fill up and stall git
             git = subprocess.Popen(
-                ["git", *args],
+                git_argv(args),
                 cwd=self.root,
                 env=self._env,
                 stdout=subprocess.PIPE,
@@ -848,6 +920,35 @@ def _explain(args: tuple[str, ...], stderr: str) -> str:
     if "Please tell me who you are" in stderr or "empty ident" in stderr:
         return "git needs an identity to commit: set user.name and user.email (git config --global ...)"
     return f"git {_subcommand(args)} failed: {text}"
+
+
+def git_argv(args: tuple[str, ...] | list[str]) -> list[str]:
+    """The argv of `git ARGS` as ralph runs it: the trusted git (ralph.store.programs), and the
+    options the command always gets (_COMMAND_OPTIONS), before its `--` if it has one. Run it with
+    a Repo's environment (git_env), which holds the hardened settings."""
+    at = 0
+    while at < len(args) and args[at].startswith("-"):  # -c key=value, --no-optional-locks
+        at += 2 if args[at] == "-c" else 1
+    options = _COMMAND_OPTIONS.get(args[at], ()) if at < len(args) else ()
+    end = args.index("--", at) if "--" in args[at:] else len(args)
+    return [programs.git_program(), *args[:end], *options, *args[end:]]
+
+
+def _config_parameters(env: dict[str, str] | os._Environ[str], settings: tuple[str, ...]) -> str:
+    """GIT_CONFIG_PARAMETERS with `settings` after what `env` already has (a later one wins), each
+    in single quotes, as git writes and reads them."""
+    given = env.get("GIT_CONFIG_PARAMETERS", "").strip()
+    quoted = ("'" + setting.replace("'", "'\\''") + "'" for setting in settings)
+    return " ".join([*([given] if given else []), *quoted])
+
+
+def git_env(root: Path, literal_pathspecs: bool = True) -> dict[str, str]:
+    """The environment of a git call in the work tree `root`, as Repo gives its own; without
+    `literal_pathspecs`, pathspec magic (`:(glob)`) is read as such."""
+    env = dict(Repo(root)._env)
+    if not literal_pathspecs:
+        del env["GIT_LITERAL_PATHSPECS"]
+    return env
 
 
 def _subcommand(args: tuple[str, ...]) -> str:

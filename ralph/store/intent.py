@@ -53,6 +53,13 @@ class IntentKind(StrEnum):
     BUILD = "build"
 
 
+class CutBy(StrEnum):
+    """What ended a change's process before its last step, where that process could still say
+    (data["cut_by"]; a kill leaves none)."""
+
+    DISK_FULL = "disk_full"
+
+
 class Settled(StrEnum):
     """What recovery did with an interrupted change."""
 
@@ -93,6 +100,11 @@ class Intent:
             return "finishes it (commits the tasks it wrote)"
         if self.kind is IntentKind.MERGE:
             return f"finishes it (HEAD, index and work tree to {short(self.data['commit'])})"
+        if self.kind is IntentKind.BUILD:  # rolled back (see above): never committed
+            return (
+                "undoes it (its changes kept on the task's draft branch and under build/ralph-logs/doctor/,"
+                f" {self.data.get('task')} as before the build)"
+            )
         return "finishes it (commits the files it names)"
 
 

@@ -10,9 +10,11 @@ which only empties the file, under the lock: removing a flock file would let two
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,7 +51,7 @@ def plan_lock(root: Path) -> Iterator[None]:
             fd = _locked_fd(path)
         except OSError as exc:  # a read-only folder, a directory where the lock file goes, ...
             if exc.errno != errno.ENOSYS:
-                raise RalphError(f"cannot take the lock {LOCK_NAME}: {exc.strerror or exc}") from None
+                raise _cannot_lock(path, exc) from None
             break  # no flock here
         if fd is not None:
             break
@@ -66,6 +68,16 @@ def plan_lock(root: Path) -> Iterator[None]:
     finally:
         _name_holder(fd, "")  # let go: the file names no holder
         os.close(fd)  # closing releases the lock
+
+
+def _cannot_lock(path: Path, exc: OSError) -> RalphError:
+    found = not_a_file(path)
+    if found is not None:  # never made so by ralph: an agent's doing, which doctor undoes
+        return RalphError(
+            f"cannot take the lock {LOCK_NAME}: it is {found}, not ralph's lock file;"
+            " 'ralph doctor --fix' puts ralph's back"
+        )
+    return RalphError(f"cannot take the lock {LOCK_NAME}: {exc.strerror or exc}")
 
 
 def _name_holder(fd: int, text: str) -> None:
@@ -190,6 +202,42 @@ def _write_holder(path: Path, text: str | None = None) -> None:
         os.close(fd)
 
 
+def not_a_file(path: Path) -> str | None:
+    """What stands at a lock's name when it is not a regular file ("a symbolic link", "a folder",
+    ...), or None (a regular file, or nothing: the next command makes it). Only ralph makes its
+    locks, always as regular files: anything else there is an agent's (or a person's) doing, and
+    every command that needs the lock fails on it (it is opened without following links)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a folder" if stat.S_ISDIR(mode) else "a special file"
+
+
+def restore(path: Path, keep: Path) -> str | None:
+    """ralph's lock put back at `path` as an empty regular file, when something else stands there:
+    that is moved to `keep` (a name no file has: the person sees what it was), or, a link that
+    cannot be moved there, removed (its target is not touched). Returns what stood there, or None
+    when the lock was a regular file (or missing) and nothing was done."""
+    found = not_a_file(path)
+    if found is None:
+        return None
+    keep.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(path, keep)  # a link moves as a link: nothing is followed
+    except OSError:
+        if not path.is_symlink():
+            raise
+        path.unlink()
+    with contextlib.suppress(FileExistsError):  # made meanwhile by a ralph command: a regular file
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+    return found
+
+
 def holder_of(text: str) -> tuple[int, str | None] | None:
     """The pid and start a lock file names ("pid N, since T", as its holder writes it), or None
     (emptied: let go, or never held)."""
@@ -219,10 +267,12 @@ def probe(path: Path) -> LockState | None:
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder, a fifo: no lock of ralph's (not_a_file)
+            return None
         holder = os.read(fd, 200).decode("utf-8", "replace").strip()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

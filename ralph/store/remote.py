@@ -44,6 +44,12 @@ _REFUSAL_WORDS = (
 )
 
 
+def configured(repo: Repo, name: str) -> bool:
+    """A remote of that name is set in this clone's config (`git remote` lists it): read locally,
+    no network."""
+    return name in repo.git("remote").splitlines()
+
+
 class Remote:
     """One remote branch runners share: `name` (e.g. origin) and `branch` (default: the branch
     checked out here)."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ralph.errors import PlanInvalid, RalphError
+from ralph.errors import PlanInvalid, RalphError, disk_full
 from ralph.plan.loader import load
 from ralph.plan.overlay import records_by_key, with_records_of
 from ralph.store import beside, owned
@@ -48,6 +48,8 @@ def settle_all(repo: Repo, root: Path) -> list[Outcome]:
         try:
             outcome = settle(repo, intent)
         except RalphError as exc:
+            if disk_full(exc):  # still no room: the run cannot start, nor blame its leftovers on anyone
+                raise
             outcome = Outcome(intent, Settled.LEFT, f"{exc}; tried again at the next start")
             outcomes.append(outcome)
             continue

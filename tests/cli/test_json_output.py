@@ -15,8 +15,9 @@ from tests.support.cli import Ralph, leaf_commands
 from tests.support.gitrepo import git, isolate_git
 
 # Commands whose output is not data: a script, git's merge driver (writes a file), an HTML page, a
-# live view for a person (its data is build/ralph-logs/events.jsonl).
-NOT_DATA = {"completion", "merge-driver", "report", "watch"}
+# live view for a person (its data is build/ralph-logs/events.jsonl), a conversation with a person
+# (spec draft: its data is the spec it commits and the questions in the plan).
+NOT_DATA = {"completion", "merge-driver", "report", "spec draft", "watch"}
 # Data commands that need what this module's repository lacks; their JSON is checked where it is.
 ELSEWHERE = {"pr": "tests/loop/test_pull_request.py: a remote, a forge CLI and a run's report"}
 

@@ -499,3 +499,9 @@ def test_log_and_report_redact_a_secret_a_history_from_before_redaction_holds(re
     ralph("report", "-o", str(tmp_path / "report.html"))
     assert "Pay with [redacted]" in shown and "Pay with [redacted]" in (tmp_path / "report.html").read_text()
     assert stripe not in shown and stripe not in (tmp_path / "report.html").read_text()
+
+
+def test_report_to_an_empty_file_name_is_a_usage_error_in_one_line(history: Path):
+    done = Ralph(history)("report", "-o", "", code=2)
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "empty file name" in done.stderr

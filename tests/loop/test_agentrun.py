@@ -26,6 +26,24 @@ def test_agents_get_the_repository_as_pwd_and_the_item_in_their_environment(tmp_
     assert env["RALPH_STAGE"] == "BUILD" and env["RALPH_ITERATION"] == "3" and env["RALPH_COMMIT"] == "0"
 
 
+def test_an_agents_path_keeps_no_entry_an_agent_could_have_written(tmp_path, monkeypatch):
+    """The project's .venv activated, ./bin, an empty entry: gone; ralph's own bin comes first."""
+    import os
+    import sys
+
+    from ralph.loop.agentrun import AgentRunner
+    from ralph.loop.journal import Journal
+
+    outside = tmp_path / "tools"
+    path = [str(tmp_path / "repo" / ".venv" / "bin"), "bin", "", str(outside), str(tmp_path / "repo")]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    settings = Settings.resolve("specs/x.md", {}, {})
+    adapter, journal = make_adapter("command", ["x"]), Journal(tmp_path / "e.jsonl")
+    runner = AgentRunner(tmp_path / "repo", settings, adapter, journal, Console(), Supervisor())
+    env = runner.env("BUILD", 1, "t-abc123", tmp_path / "p.md")
+    assert env["PATH"].split(os.pathsep) == [str(Path(sys.executable).parent), str(outside)]
+
+
 def test_a_run_the_agent_called_failed_is_described_by_its_result_subtype(tmp_path):
     from ralph.agents.events import ResultEvent
     from ralph.loop.agentrun import AgentResult

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from ralph.failures import failing_lines
-from ralph.loop.gate import gate_env, run_gate
+from ralph.loop.gate import gate_env, gate_problem, run_gate
 from ralph.loop.supervisor import Supervisor
 
 PRINT_RALPH_VARS = (
@@ -150,3 +150,19 @@ def test_the_gate_sees_no_ralph_variables(tmp_path, monkeypatch):
     assert env["GATE_KEEPS_THIS"] == "1" and env["PATH"]
     result = gate(tmp_path, [sys.executable, "-c", PRINT_RALPH_VARS])
     assert result.ok and json.loads(result.summary) == []
+
+
+# The probe before the first agent run reads the Makefile and runs nothing from it (ralph.loop.makefile).
+HOSTILE_MAKEFILE = "STAMP := $(shell echo ran >> {marker})\nverify:\n\techo ran >> {marker}\n"
+
+
+def test_the_probe_of_a_make_gate_runs_nothing_from_the_makefile(tmp_path):
+    """make expands `$(shell ...)` even with -n: a Makefile a build committed would run outside
+    the fence at the next start. The probe reads it instead."""
+    marker = tmp_path / "ran"
+    (tmp_path / "Makefile").write_text(HOSTILE_MAKEFILE.format(marker=marker))
+    assert gate_problem(["make", "verify"], tmp_path) is None
+    assert gate_problem(["make", "test"], tmp_path) == (
+        "`make test` cannot run here: Makefile has no rule to make target 'test'"
+    )
+    assert not marker.exists()

@@ -5,6 +5,7 @@ run goes on. The scripted agents are tests/support/scripts/fake_agent.py's."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 
@@ -18,6 +19,7 @@ from tests.support.construct import (
     limited_once,
     wait_for,
 )
+from tests.support.gitrepo import git
 from tests.support.hooks import APPEND, HANG, config_set, script
 
 
@@ -76,6 +78,26 @@ def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(p
     assert_clean(project)
 
 
+def test_a_hook_never_runs_a_program_from_the_work_tree_or_a_relative_path(project, tmp_path):
+    """A hook named by its program alone, with ./bin and the work tree's bin on PATH: not the
+    one there (an agent's to write), which never runs; the hook cannot start and the run goes on."""
+    ran = tmp_path / "ran"
+    program = project / "bin" / "notify-me"
+    program.parent.mkdir()
+    program.write_text(f"#!/bin/sh\necho ran >> {ran}\n")
+    program.chmod(0o755)
+    with open(project / ".git" / "info" / "exclude", "a") as exclude:
+        exclude.write("/bin/\n")
+    config_set(project, "hooks", {"run_ended": ["notify-me"]})
+    add_tasks(project, "One")
+    path = os.pathsep.join([str(project / "bin"), "bin", os.environ["PATH"]])
+    done = construct(project, env={"PATH": path})
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    assert not ran.exists()
+    failed = [e for e in events(project) if e["event"] == "hook_failed"]
+    assert [e["hook"] for e in failed] == ["run_ended"] and "cannot start" in failed[0]["error"]
+
+
 def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):
     pid_file = tmp_path / "hang.pid"
     config_set(project, "hook_timeout_ms", "5m")  # only the signal can stop it in time
@@ -126,3 +148,54 @@ def test_a_signal_during_the_last_hook_of_a_finished_run_neither_changes_its_out
     assert json.loads(out)["outcome"] == "COMPLETE"
     last = json.loads((project / "build" / "ralph-logs" / "last-report.json").read_text())
     assert last["outcome"] == "COMPLETE"
+
+
+REWRITER = """import os, sys
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from pathlib import Path
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":  # rewrites the hook's script, then does its task
+    Path("scripts/hook.py").write_text("import sys\\nopen(sys.argv[1], 'a').write('rewritten\\\\n')\\n")
+    Path("work").mkdir(exist_ok=True)
+    Path("work", f"{task}.txt").write_text("ok\\n")
+    ralph("task", "done", task)
+elif stage == "VERIFY":
+    ralph("task", "accept", task)
+"""
+
+
+def test_a_hook_script_in_the_work_tree_runs_as_the_commit_the_run_started_on_has_it(project, tmp_path):
+    """The docs' own example (`python3 scripts/slack_hook.py`): a BUILD rewrites the script, and
+    ralph commits it with the build; every hook of the run still runs the script it started with."""
+    ran = tmp_path / "ran"
+    (project / "scripts").mkdir()
+    (project / "scripts" / "hook.py").write_text("import sys\nopen(sys.argv[1], 'a').write('committed\\n')\n")
+    git(project, "add", "scripts")
+    git(project, "commit", "-qm", "a hook script")
+    hook = [sys.executable, "scripts/hook.py", str(ran)]
+    config_set(project, "hooks", {"task_accepted": hook, "run_ended": hook})
+    add_tasks(project, "One")
+    agent = tmp_path / "rewriter.py"
+    agent.write_text(REWRITER)
+    done = construct(project, agent=f"{sys.executable} {agent}")
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    assert "rewritten" in (project / "scripts" / "hook.py").read_text()  # committed by the build
+    assert ran.read_text().splitlines() == ["committed", "committed"]
+
+
+def test_a_hook_naming_a_file_of_the_work_tree_no_commit_has_is_refused_in_one_line(project, tmp_path):
+    ran = tmp_path / "ran"
+    (project / "local").mkdir()
+    (project / "local" / "hook.py").write_text(f"open({str(ran)!r}, 'a').write('ran\\n')\n")
+    with open(project / ".git" / "info" / "exclude", "a") as exclude:
+        exclude.write("/local/\n")
+    config_set(project, "hooks", {"run_ended": [sys.executable, "local/hook.py"]})
+    add_tasks(project, "One")
+    done = construct(project)
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if "refused" in line]
+    assert len(said) == 1 and "hook run_ended refused: local/hook.py lies in the work tree" in said[0]
+    assert [e["path"] for e in events(project) if e["event"] == "hook_refused"] == ["local/hook.py"]
+    assert not ran.exists()

@@ -257,10 +257,10 @@ def test_a_kill_at_any_git_step_of_a_serial_builds_commit_ends_right(project: Pa
 # A worktree's set-up and removal, for a build (on a branch of its own) and for a verifier
 # (detached): ralph is killed right after the git command of each step.
 WORKTREE_STEPS = {
-    "build set up": "-c core.hooksPath=* worktree add -q -b ralph/t-* *",
+    "build set up": "worktree add -q -b ralph/t-* *",  # hooks off: every git call of ralph's
     "build removed": "worktree remove --force --force *ralph-build-*",
     "build branch deleted": "update-ref -d refs/heads/ralph/t-*",
-    "verifier set up": "-c core.hooksPath=* worktree add -q --detach *ralph-verify-*",
+    "verifier set up": "worktree add -q --detach *ralph-verify-*",
     "verifier removed": "worktree remove --force --force *ralph-verify-*",
 }
 
@@ -407,3 +407,89 @@ def ralph_doctor(project: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "ralph", "-C", str(project), "doctor", *args], capture_output=True, text=True
     )
+
+
+# ralph's own write failing for want of room, in a real process: the record of the build's commit
+# (ralph.store.intent), the first thing its commit writes.
+NO_ROOM_FOR_THE_COMMIT = r"""
+import errno, sys
+from ralph.store import intent
+
+real = intent.begin
+
+def begin(repo, kind, root, **data):
+    if kind is intent.IntentKind.COMMIT and data.get("task"):
+        raise OSError(errno.ENOSPC, "No space left on device", str(intent.folder(repo)))
+    return real(repo, kind, root, **data)
+
+intent.begin = begin
+from ralph.cli.main import main
+sys.argv[0] = "ralph"
+main()
+"""
+
+
+def full_disk_run(project: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    launcher = tmp_path / "no_room.py"
+    launcher.write_text(NO_ROOM_FOR_THE_COMMIT)
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    argv = [
+        sys.executable, str(launcher), "-C", str(project), "construct", "specs/app.md", "--agent", "command",
+        "--agent-cmd", command, "--gate", "", "--parallel", "1", "--timeout", "30s",
+    ]  # fmt: skip
+    env = {**os.environ, "AGENT_KIT_DIR": str(Path(__file__).parents[1] / "support" / "scripts")}
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+
+
+def assert_disk_full_said_once(full: subprocess.CompletedProcess) -> None:
+    assert full.returncode == 14, (full.stdout, full.stderr)
+    said = [line for line in (full.stdout + full.stderr).splitlines() if "No space left" in line]
+    assert len(said) == 1 and said[0].startswith("ralph: DISK_FULL: the disk is full ("), (
+        full.stdout,
+        full.stderr,
+    )
+    assert "Traceback" not in full.stderr
+
+
+def test_a_full_disk_as_ralph_records_a_builds_commit_is_disk_full_and_the_rerun_undoes_the_build(
+    project: Path, tmp_path: Path
+):
+    """The build's files were left and its record closed: the next run called them the person's
+    uncommitted changes. Now the build stays recorded as interrupted: doctor says --fix undoes it,
+    the rerun undoes it onto its draft and builds the task again."""
+    full = full_disk_run(project, tmp_path)
+    assert_disk_full_said_once(full)
+    assert [record["kind"] for record in records(project)] == ["build"]
+    found = json.loads(ralph_doctor(project, "--json").stdout)["findings"]
+    assert [(f["kind"], f["fix"].split(" (")[0]) for f in found] == [("interrupted", "undoes it")], found
+    again = run(project, tmp_path, parallel=1)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert "uncommitted changes" not in again.stderr
+    assert "the build of t-one on " in again.stderr and "interrupted: undone" in again.stderr, again.stderr
+    assert_every_task_accepted_with_its_code(project)
+    assert not records(project)
+
+
+def test_a_full_disk_as_git_stages_a_builds_commit_is_disk_full_and_the_rerun_commits_it(
+    project: Path, tmp_path: Path
+):
+    full = run(
+        project,
+        tmp_path,
+        crash={"CRASH_MODE": "enospc", "CRASH_AT": 1, "CRASH_FROM": "add -A -- "},
+        parallel=1,
+    )
+    assert_disk_full_said_once(full)
+    assert sorted(record["kind"] for record in records(project)) == ["build", "commit"]
+    said = ralph_doctor(project).stdout
+    assert (
+        "the build of t-one on " in said
+        and "interrupted by a full disk (its ralph run ended DISK_FULL)" in said
+    )
+    again = run(project, tmp_path, parallel=1)
+    assert again.returncode == 0, (again.stdout, again.stderr)
+    assert "uncommitted changes" not in again.stderr
+    assert_every_task_accepted_with_its_code(project)
+    assert not records(project)

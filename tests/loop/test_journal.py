@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 
 def test_journal_lines_are_complete_json(tmp_path):
@@ -15,3 +16,26 @@ def test_journal_lines_are_complete_json(tmp_path):
     assert [e["event"] for e in events] == ["agent_begin", "agent_end"]
     assert events[1]["duration_s"] >= 0 and events[1]["item"] == "t-abc123"
     assert all(json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines())
+
+
+def test_an_event_with_no_room_for_it_is_dropped_and_any_other_write_error_raised(tmp_path, monkeypatch):
+    """On a full disk the run ends DISK_FULL; the journal's own lines must not turn that ending into
+    a crash (every later event of the ending failed the same way)."""
+    import builtins
+    import errno
+
+    import pytest
+
+    from ralph.loop.journal import Journal
+
+    journal = Journal(tmp_path / "events.jsonl")
+    failing = {"errno": errno.ENOSPC}
+
+    def no_room(*args, **kwargs):
+        raise OSError(failing["errno"], os.strerror(failing["errno"]))
+
+    monkeypatch.setattr(builtins, "open", no_room)
+    journal.event("disk_full")  # dropped
+    failing["errno"] = errno.EACCES
+    with pytest.raises(PermissionError):
+        journal.event("anything")

@@ -224,7 +224,8 @@ def test_spec_paths_are_one_spec_however_written_and_never_outside(project, tmp_
 
 @pytest.mark.parametrize(
     ("gate", "said"),
-    [("make verify", "No rule to make target 'verify'"),  # "make:" or "make[1]:" under a parent make
+    [("make verify", "cannot run here: no makefile (GNUmakefile, makefile, Makefile), and it has no rule"
+                     " to make target 'verify'"),
      ("no-such-gate --check", "the gate's program 'no-such-gate' is not installed")],
 )  # fmt: skip
 def test_a_gate_that_cannot_run_is_refused_before_any_agent_runs(project, gate, said):
@@ -351,6 +352,15 @@ elif stage == "DECOMPOSE":
 """
 
 
+DIFFERENT_FAILURES = """import pathlib
+counter = pathlib.Path(COUNTER)
+seen = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(seen + 1))
+names = ["parse", "render", "save", "load", "print", "sort", "merge", "split"]
+raise SystemExit(f"FAILED tests/test_app.py::test_{names[seen % len(names)]}")
+"""
+
+
 def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int, delete_parent: bool = False):
     from ralph.ops import tasks
 
@@ -366,7 +376,10 @@ def splitting_run(project: Path, tmp_path: Path, subtasks: int, depth: int, dele
         "PROMPTS": str(prompts),
         **({"DELETE_PARENT": "1"} if delete_parent else {}),
     }
-    fails = f"{shlex.quote(sys.executable)} -c 'raise SystemExit(1)'"
+    # Each build fails its own way (a failure a split did not change would ask a person at once).
+    gate = tmp_path / "gate.py"
+    gate.write_text(DIFFERENT_FAILURES.replace("COUNTER", repr(str(tmp_path / "gates"))))
+    fails = f"{shlex.quote(sys.executable)} {shlex.quote(str(gate))}"
     argv = ["--gate", fails, "--max-attempts", "1", "--max-iterations", "6"]
     done = construct(project, *argv, agent=f"{shlex.quote(sys.executable)} {agent}", env=env)
     return done, root["id"], prompts
@@ -807,3 +820,17 @@ def test_files_the_gate_makes_are_not_the_builds_nor_outside_its_scope(project, 
         "?? coverage.xml",
         "?? out/app.bin",
     ]
+
+
+def test_a_git_config_that_reads_a_file_of_the_work_tree_is_refused_before_any_agent_runs(project):
+    """A config that includes a tracked file (`include.path = ../.gitconfig`) takes settings the
+    agents write: a filter or diff driver, core.sshCommand, a program git runs as ralph."""
+    (project / ".gitconfig").write_text('[filter "shared"]\n\tclean = cat\n')
+    git(project, "add", ".gitconfig")
+    git(project, "commit", "-qm", "a shared git config")
+    git(project, "config", "include.path", "../.gitconfig")
+    add_tasks(project, "Anything")
+    done = construct(project)
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "git's config reads .gitconfig, a file in the work tree, which agents write" in done.stderr
+    assert not list((project / "build" / "ralph-logs").glob("*build*.log"))

@@ -489,3 +489,28 @@ def test_an_agent_error_held_back_beside_a_failing_neighbour_waits_for_another_t
     assert merged.index(provides) < merged.index(needs)
     built = [json.loads(line)["task"] for line in runs.read_text().splitlines()]
     assert built.count("Needs C") == 1 and fails not in merged
+
+
+def test_a_stop_during_parallel_builds_leaves_a_persons_edit_in_the_work_tree_as_it_is(project, tmp_path):
+    """Every agent of a parallel BUILD works in a worktree of its own: what changes in the work
+    tree meanwhile is a person's, and a stop leaves it where it is, not reverted into a patch
+    (nor kept as some task's draft)."""
+    add(project, *({"name": f"Part {n}"} for n in range(2)))
+    agent, started = tmp_path / "agent.py", tmp_path / "started"
+    agent.write_text(AGENT)
+    started.mkdir()
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+    env = {"RUNS": str(tmp_path / "runs.jsonl"), "BUILD_SLEEP": "600", "STARTED": str(started)}
+    running = construct(project, "--parallel", "2", agent=command, env=env, wait=False)
+    wait_for(lambda: len([p for p in started.iterdir() if p.read_text()]) == 2, "two builds at once")
+    mine = "# App\n\nWhat I am writing while it builds.\n"
+    (project / "specs" / "app.md").write_text(mine)
+    (project / "notes.txt").write_text("my notes\n")
+
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+
+    assert running.returncode == 143, out + err
+    assert (project / "specs" / "app.md").read_text() == mine
+    assert (project / "notes.txt").read_text() == "my notes\n"
+    assert git(project, "status", "--porcelain", "--", "plan.jsonl") == "", "the plan is left committed"

@@ -303,3 +303,51 @@ def test_in_the_sandbox_a_new_top_level_name_a_person_makes_during_plan_is_kept_
     assert (app / "specs" / "ideas.md").read_text() == "a person's new file\n"
     assert (app / "node_modules" / "dep" / "index.js").exists()  # ignored by the repository's rules
     assert accepted(app) == ["Parse input", "Print report"]
+
+
+# A verifier that, the first time, writes code into the loop's own work tree (found from its
+# checkout through git's common directory), then accepts.
+STRAY_VERIFIER = """import json, os, pathlib, subprocess, sys
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\\n")
+    ralph("task", "done", task)
+elif stage == "VERIFY":
+    marker = pathlib.Path(os.environ["MARKS"], "strayed")
+    if not marker.exists():
+        marker.write_text("once")
+        common = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        pathlib.Path(common).parent.joinpath("stray.py").write_text("print('a verifier was here')\\n")
+    ralph("task", "accept", task)
+"""
+
+
+def test_unfenced_code_a_verifier_writes_in_the_loops_work_tree_is_its_violation(app, tmp_path):
+    """A verifier works in a checkout of its own; unfenced, it can still reach the loop's work
+    tree. What it writes there is undone and kept as a patch, and its verdict is not taken: the
+    next VERIFY judges the task again."""
+    from tests.support.construct import add_tasks
+
+    (task_id,) = add_tasks(app, "Write the work")
+    agent = tmp_path / "verifier.py"
+    agent.write_text(STRAY_VERIFIER)
+    (tmp_path / "marks").mkdir()
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
+
+    done = construct(app, "--sandbox=off", agent=command, env={"MARKS": str(tmp_path / "marks")})
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (app / "stray.py").exists()
+    violations = [e for e in events(app) if e["event"] == "permission_violation"]
+    assert [e["stage"] for e in violations] == ["VERIFY"]
+    assert "stray.py" in (app / violations[0]["patch"]).read_text()
+    verifies = [e for e in events(app) if e["event"] == "agent_begin" and e["stage"] == "VERIFY"]
+    assert len(verifies) == 2  # the first verdict was not taken
+    assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(app))

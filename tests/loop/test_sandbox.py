@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from ralph.loop.sandbox import unavailable_reason
 from ralph.ops import config, tasks
 from ralph.store.transaction import transaction
 from tests.support.construct import construct, events, with_app_spec
-from tests.support.gitrepo import git
+from tests.support.gitrepo import git, with_submodule
 
 HOSTILE = Path(__file__).with_name("hostile_agent.py")
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HOSTILE))}"
@@ -207,6 +208,46 @@ def test_config_set_refuses_to_turn_it_off_in_the_plan(project):
     assert config.set_value(project, "sandbox", "required")["value"] == "required"
 
 
+@pytest.mark.parametrize("pattern", ["/", "/*", "~", "~/", "~/..", "{tree}", "{tree}/", "{parent}/*"])
+def test_config_set_refuses_a_hide_pattern_that_would_hide_the_system_home_or_the_work_tree(project, pattern):
+    """Hidden, `/` (or $HOME, or the work tree) is an empty folder: every agent would then fail
+    "without doing anything" until the run ended exit 12."""
+    from ralph.errors import InvalidInput
+
+    pattern = pattern.format(tree=project, parent=project.parent)
+    before = (project / "plan.jsonl").read_bytes(), git(project, "rev-parse", "HEAD")
+    refused = "config key sandbox_hide: .* would hide .*, which every run needs"
+    with pytest.raises(InvalidInput, match=refused):
+        config.set_value(project, "sandbox_hide", json.dumps(["*.secret", pattern]))
+    assert ((project / "plan.jsonl").read_bytes(), git(project, "rev-parse", "HEAD")) == before
+    assert config.set_value(project, "sandbox_hide", json.dumps([f"{project}/creds.secret", "~/.aws"]))
+
+
+def test_a_hide_pattern_reaching_home_through_a_link_is_refused(project, tmp_path):
+    from ralph.errors import InvalidInput
+
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "home").symlink_to(Path.home())
+    with pytest.raises(InvalidInput, match="through"):
+        config.set_value(project, "sandbox_hide", json.dumps([f"{tmp_path}/links/*"]))
+
+
+def test_a_hand_edited_hide_pattern_of_slash_is_refused_by_check_and_by_construct(project):
+    with transaction(project) as change:  # as a hand edit would (`ralph config set` refuses it)
+        change.plan.set_config("sandbox_hide", ["/"])
+    checked = subprocess.run(
+        [sys.executable, "-m", "ralph", "-C", str(project), "check"], capture_output=True, text=True
+    )
+    assert checked.returncode != 0 and "plan.jsonl:" in checked.stderr, checked
+    assert "sandbox_hide: '/' would hide /," in checked.stderr
+    tasks.add(project, [{"name": "Part one"}])
+    head = git(project, "rev-parse", "HEAD")
+    done = construct(project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "sandbox_hide: '/' would hide /," in done.stderr
+    assert git(project, "rev-parse", "HEAD") == head  # refused before the run's first commit
+
+
 def test_the_users_own_file_turns_it_off(project):
     user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "ralph" / "config.toml"
     user_file.parent.mkdir(parents=True, exist_ok=True)
@@ -363,6 +404,91 @@ def test_a_verifiers_fresh_checkout_is_not_searched_but_the_repository_still_is(
     assert str(checkout.resolve() / ".env") not in hidden
     assert str(checkout.resolve() / ".env") in searched  # without `fresh`, the checkout is searched too
     git(project, "worktree", "remove", "--force", str(checkout))
+
+
+# The battery's second part: what ralph itself, outside the fence, could be made to run
+# (tests/loop/hostile_git_agent.py). Each marker in the outside folder is an escape.
+GIT_AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HOSTILE.with_name('hostile_git_agent.py')))}"
+HOOK_SCRIPT = """import os, pathlib
+print("HOOK committed")
+try:  # in the fence the outside folder is read-only
+    with open(pathlib.Path(os.environ["HOSTILE_OUTSIDE"]) / "hook-unfenced", "a") as out:
+        out.write("unfenced\\n")
+except OSError as exc:
+    print("HOOK fenced", exc)
+"""
+ESCAPES = {  # marker -> what ran outside the fence
+    "git-ran": "a git on ralph's PATH inside the work tree, or a relative one",
+    "make-probe": "the gate's probe read a Makefile a build committed",
+    "hook-rewritten": "a hook ran its script as an agent rewrote it",
+    "fsmonitor-ran": "git went into a submodule whose link an agent replaced",
+    "hook-unfenced": "a hook ran outside the fence",
+}
+
+
+def run_hostile_git(project: Path, home: Path, outside: Path, tmp_path: Path, mode: str):
+    with_submodule(project, tmp_path)
+    (project / "scripts").mkdir()
+    (project / "scripts" / "hook.py").write_text(HOOK_SCRIPT)
+    git(project, "add", "scripts")
+    git(project, "commit", "-qm", "a hook script")
+    hook = [sys.executable, "scripts/hook.py"]
+    config.set_value(project, "hooks", json.dumps({"task_accepted": hook, "run_ended": hook}))
+    tasks.add(project, [{"name": "Part one"}, {"name": "Part two"}])
+    outside.mkdir()
+    # The project's virtualenv activated in the person's shell, and a relative entry.
+    path = os.pathsep.join([str(project / ".venv" / "bin"), "bin", os.environ["PATH"]])
+    env = {"HOME": str(home), "HOSTILE_OUTSIDE": str(outside), "PATH": path}
+    done = construct(project, f"--sandbox={mode}", agent=GIT_AGENT, env=env)
+    git(project, "status")  # the person's next look at the repository
+    dry = construct(project, "--dry-run", "--gate", "make verify", f"--sandbox={mode}", env=env)
+    return done, dry
+
+
+def git_escapes(outside: Path) -> set[str]:
+    return {path.name for path in outside.iterdir()} & set(ESCAPES)
+
+
+def planted(project: Path) -> set[str]:
+    """The attacks the agents made (their logs, as ralph kept them)."""
+    return {
+        line.split()[1]
+        for log in (project / "build" / "ralph-logs").glob("*.log")
+        for line in log.read_text(errors="replace").splitlines()
+        if line.startswith("ATTACK ") and line.split()[2] == "planted"
+    }
+
+
+ALL_PLANTED = {"plant_path_git", "plant_makefile", "rewrite_hook_script", "replace_submodule_link"}
+
+
+@needs_bwrap
+def test_hostile_agents_get_nothing_run_by_ralph_outside_the_sandbox(project, home, tmp_path):
+    """ralph's own git (its PATH, submodules), the gate's probe and the hooks: 0 escapes."""
+    outside = tmp_path / "outside"
+    done, dry = run_hostile_git(project, home, outside, tmp_path, "required")
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    assert dry.returncode == 0, dry.stderr
+    assert git_escapes(outside) == set()
+    # Every attack was made: the plantings committed with the first build, the submodule's link
+    # replaced through a renamed folder (the link itself is read-only), and undone.
+    assert planted(project) == ALL_PLANTED
+    assert (project / ".venv" / "bin" / "git").exists() and "$(shell" in (project / "Makefile").read_text()
+    assert "rewritten" in (project / "scripts" / "hook.py").read_text()
+    violated = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert any("submodule lib" in did for e in violated for did in e["did"])
+    hook_logs = "".join(log.read_text() for log in (project / "build" / "ralph-logs" / "hooks").glob("*.log"))
+    assert "HOOK committed" in hook_logs and "HOOK fenced" in hook_logs and "rewritten" not in hook_logs
+
+
+def test_the_same_git_battery_without_the_sandbox_gets_only_the_unfenced_hook(project, home, tmp_path):
+    """The control: unfenced, hooks write outside (the sandbox's to stop, and the person's own
+    config's to allow); everything else ralph runs itself stays shut, fence or none."""
+    outside = tmp_path / "outside"
+    done, _ = run_hostile_git(project, home, outside, tmp_path, "off")
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    assert planted(project) == ALL_PLANTED
+    assert git_escapes(outside) == {"hook-unfenced"}
 
 
 # --- issue 32: the escapes through what ralph itself reads, writes or runs --------------------------
@@ -579,3 +705,107 @@ def test_what_a_run_writes_in_the_caches_is_gone_at_its_end(project, home, fence
     assert hook.read_text() == "print('the real hook')\n"
     assert not (home / ".cache" / "new-tool").exists() and not (home / ".npm" / "_npx" / "pkg").exists()
     assert (home / ".agent" / "s").read_text() == "session\n"  # the CLI's own state persists
+
+
+# BUILD builds its task, then (on the task's first build: nothing kept beside the logs yet) puts
+# something else where plan.jsonl's lock is: a link to a file outside, or a folder.
+LOCK_AGENT = r"""
+import os, pathlib, sys
+sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
+from agent_kit import ralph
+
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    ralph("task", "done", task)
+    if not list(pathlib.Path("build", "ralph-logs").glob("*.plan.jsonl.lock")):
+        os.remove("plan.jsonl.lock")
+        if os.environ["LOCK_MOVE"] == "link":
+            os.symlink(os.environ["LOCK_TARGET"], "plan.jsonl.lock")
+        else:
+            os.mkdir("plan.jsonl.lock")
+            pathlib.Path("plan.jsonl.lock", "inside").write_text("x")
+elif stage == "VERIFY":
+    ralph("task", "accept", task)
+"""
+
+
+@pytest.mark.parametrize("move", ["link", "folder"])
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+def test_an_agent_that_replaces_the_plan_lock_is_undone_and_the_run_goes_on(project, tmp_path, move, mode):
+    """Every later state command failed on the link (opened without following it): the run
+    ended exit 1, and so did each of the person's commands, while doctor found nothing. Now it is
+    the build's violation: ralph's lock back as a regular file, the link kept beside the log."""
+    tasks.add(project, [{"id": "t-one", "name": "Part one"}])
+    agent_script = tmp_path / "lock_agent.py"
+    agent_script.write_text(LOCK_AGENT)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not ralph's\n")
+    env = {"LOCK_MOVE": move, "LOCK_TARGET": str(target)}
+    agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent_script))}"
+    done = construct(project, "--parallel", "1", f"--sandbox={mode}", agent=agent, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lock = project / "plan.jsonl.lock"
+    assert lock.is_file() and not lock.is_symlink()
+    assert target.read_text() == "not ralph's\n"  # nothing written through the link
+    [violation] = [e for e in events(project) if e["event"] == "permission_violation"]
+    assert any("replaced plan.jsonl.lock with a" in did for did in violation["did"]), violation
+    kept = list((project / "build" / "ralph-logs").glob("*.plan.jsonl.lock"))
+    assert len(kept) == 1 and (kept[0].is_symlink() if move == "link" else kept[0].is_dir())
+    assert git(project, "status", "--porcelain", "--", ":!plan.jsonl.lock") == ""  # not ignored here
+    assert '"t": "accept"' in (project / "plan.jsonl").read_text()  # built again, and accepted
+
+
+@needs_bwrap
+def test_an_agent_program_under_the_temporary_folder_is_the_sandboxs_problem_said_once(project, request):
+    """An npm prefix in /tmp: the fence's /tmp is empty, and every run failed with `bwrap: execvp
+    codex: No such file or directory`, waited out and retried until exit 12. Now the run ends
+    before it starts anything or commits, AGENT_UNAVAILABLE, one line saying the fix."""
+    tasks.add(project, [{"id": "t-one", "name": "Part one"}])
+    import tempfile
+
+    prefix = Path(tempfile.mkdtemp(prefix="npm-prefix-", dir="/tmp"))  # /tmp itself, whatever TMPDIR says
+    request.addfinalizer(lambda: shutil.rmtree(prefix, ignore_errors=True))
+    (prefix / "bin").mkdir(parents=True)
+    program = prefix / "bin" / "myagent"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    head = git(project, "rev-parse", "HEAD")
+    env = {"PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    done = construct(project, "--sandbox=required", agent="myagent", env=env)
+    assert done.returncode == 6, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("lies under /tmp, which the sandbox replaces with an empty one") == 1, said
+    assert "--sandbox=off" in said and not [e for e in events(project) if e["event"] == "agent_begin"]
+    assert git(project, "rev-parse", "HEAD") == head  # nothing committed
+
+
+# A bwrap that makes the start-up probe's sandbox but fails to set up any run, as where user
+# namespaces are turned off for it after the probe (or a mount it is asked for fails).
+BROKEN_BWRAP = """#!/bin/sh
+for last; do :; done
+[ "$last" = true ] && exit 0
+echo "bwrap: setting up uid map: Permission denied" >&2
+exit 1
+"""
+
+
+@pytest.fixture
+def broken_bwrap(tmp_path: Path) -> str:
+    path = tmp_path / "bwrap"
+    path.write_text(BROKEN_BWRAP)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_bwrap_that_cannot_set_up_a_run_is_said_once_as_the_sandboxs_with_the_fix(project, broken_bwrap):
+    tasks.add(project, [{"id": "t-one", "name": "Part one"}, {"id": "t-two", "name": "Part two"}])
+    done = construct(project, "--sandbox=required", "--parallel", "1", env={"RALPH_BWRAP": broken_bwrap})
+    said = done.stdout + done.stderr
+    assert done.returncode == 6, said
+    failed = "the sandbox could not start the agent (bwrap: setting up uid map: Permission denied)"
+    assert said.count(failed) == 1, said
+    assert "user namespaces" in said and "--sandbox=off" in said
+    assert len([e for e in events(project) if e["event"] == "agent_begin"]) == 1  # never run again
+    assert "waiting" not in said

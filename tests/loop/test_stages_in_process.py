@@ -155,6 +155,7 @@ class RecordingTree:
         self.commits: list[tuple[str, list[str], str | None]] = []
         self.committed_plans: list[bytes] = []  # the plan as each commit has it
         self.set_aside_logs: list[Path] = []
+        self.agents_elsewhere = False  # as the real one: set while parallel builds run
         self.deferred: dict[str, int] = {}  # as the real one: task -> the code it was deferred on
         self._waived: set[tuple[str, int]] = set()
 

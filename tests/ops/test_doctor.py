@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ralph.store import intent
+from ralph.store.git import Repo
+from ralph.store.intent import IntentKind
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
 from tests.support.cli import Ralph
 from tests.support.gitrepo import git
@@ -273,3 +276,61 @@ def test_a_stale_claim_on_the_shared_remote_is_reported_and_kept(repo, tmp_path,
     assert "live-runner" not in out
     assert [(f["kind"], f["fixed"]) for f in findings(clone, "--fix")] == [("stale_claim", False)]
     assert not (clone / ".git" / "ralph" / "claims-seen.json").exists()  # a look that changes nothing
+
+
+def interrupted(repo: Path, kind: IntentKind, **data) -> None:
+    """A record of a change as a process that is gone left it."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    record = {"kind": str(kind), "root": str(repo), "pid": ended.pid, "started": None, "data": data}
+    folder = intent.folder(Repo(repo))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{kind}-{ended.pid}-1.json").write_text(json.dumps(record))
+
+
+def test_an_interrupted_build_is_said_to_be_undone_as_fix_undoes_it(repo):
+    """doctor's words are what --fix does: a BUILD cut off before its commit is rolled back (its
+    changes kept on the task's draft), never committed."""
+    ralph = Ralph(repo)
+    ralph("task", "add", '{"id": "t-a", "name": "A"}')
+    record = next(
+        json.loads(line) for line in (repo / "plan.jsonl").read_text().splitlines() if '"t-a"' in line
+    )
+    head = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "half.py").write_text("half a build\n")
+    interrupted(repo, IntentKind.BUILD, task="t-a", head=head, record=record, user_dirty=[])
+    [found] = findings(repo)
+    assert found["kind"] == "interrupted" and found["fix"].startswith("undoes it"), found
+    assert "commit" not in found["fix"], found
+    [fixed] = findings(repo, "--fix")
+    assert fixed["fixed"] and fixed["fix"].startswith("undid it"), fixed
+    assert git(repo, "rev-parse", "HEAD").strip() == head  # nothing committed
+    assert not (repo / "half.py").exists()
+    assert "half.py" in git(repo, "show", "--stat", "--format=", "refs/heads/ralph/draft/t-a")
+
+
+@pytest.mark.parametrize("what", ["link", "folder"])
+def test_a_lock_that_is_not_a_regular_file_is_named_and_fix_puts_ralphs_back(repo, tmp_path, what):
+    """An agent's link (or folder) at plan.jsonl.lock failed every later state command, while
+    doctor said nothing needed repair."""
+    ralph = Ralph(repo)
+    ralph("task", "add", '{"id": "t-a", "name": "A"}')
+    target = tmp_path / "elsewhere"
+    target.write_text("not ralph's\n")
+    (repo / LOCK_NAME).unlink()
+    if what == "link":
+        (repo / LOCK_NAME).symlink_to(target)
+    else:
+        (repo / LOCK_NAME).mkdir()
+        (repo / LOCK_NAME / "inside").write_text("x\n")
+    failed = ralph("task", "add", '{"id": "t-b", "name": "B"}', code=1)
+    assert failed.stderr.count("\n") == 1 and "'ralph doctor --fix' puts ralph's back" in failed.stderr
+    out = doctor(repo, code=1).stdout
+    assert out.startswith(f"{LOCK_NAME}: a lock that is not a regular file but a ")
+    assert kinds(repo, "--fix") == [("lock_not_file", LOCK_NAME, True)]
+    assert (repo / LOCK_NAME).is_file() and not (repo / LOCK_NAME).is_symlink()
+    kept = repo / "build" / "ralph-logs" / "doctor" / LOCK_NAME
+    assert kept.is_symlink() if what == "link" else (kept / "inside").read_text() == "x\n"
+    assert target.read_text() == "not ralph's\n"
+    ralph("task", "add", '{"id": "t-b", "name": "B"}')  # state commands work again
+    assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"

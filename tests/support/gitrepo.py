@@ -114,3 +114,16 @@ cat > /dev/null
 echo '[GNUPG:] SIG_CREATED D 1 8 00 1 X' >&2
 printf -- '-----BEGIN PGP SIGNATURE-----\\nfake\\n-----END PGP SIGNATURE-----\\n'
 """
+
+
+def with_submodule(project: Path, tmp_path: Path) -> bytes:
+    """A submodule at lib/; the bytes of its `.git` link."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    git(sub, "init", "-q")
+    (sub / "lib.txt").write_text("lib\n")
+    git(sub, "add", "lib.txt")
+    git(sub, "commit", "-qm", "lib")
+    git(project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib")
+    git(project, "commit", "-qm", "a submodule")
+    return (project / "lib" / ".git").read_bytes()

@@ -1,0 +1,74 @@
+"""Which programs ralph's own processes run, and the PATH its children get: never one an agent
+could have written.
+
+An agent writes its work tree: the repository's, or a worktree ralph made for a build or a
+verifier. A PATH entry inside one of those (a project's `.venv/bin` activated in the person's
+shell, `./bin`), a relative one (`bin`, `node_modules/.bin`, resolved against whatever folder a
+process runs in) or an empty one (the current folder) may hold a `git` or a `python` an agent
+wrote. So ralph's own git calls run one absolute `git`, found on the PATH without those entries
+(once per process: again only if a work tree ralph learns of later holds the one found, or PATH
+changed, as tests change it), and the
+children ralph starts for itself (agents, hooks, git) get that PATH. The gate keeps the person's
+PATH as it is (ralph.loop.gate): it is the repository's own code, a `make test` may need the
+project's virtualenv, and it runs in the fence.
+
+Every `Repo` names its work tree here (`fence`): the work trees ralph knows of are the ones whose
+entries are dropped. Looked up by path, never by process: nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ralph.errors import GitError
+
+_FENCED: dict[str, str] = {}  # a work tree as named -> its real path
+_TRUSTED: dict[tuple[str, int], str] = {}  # (PATH, work trees known) -> the trusted PATH
+_GIT: list[str] = []  # the git found: [program, real path, the PATH it was found on]
+
+
+def fence(root: Path) -> None:
+    """`root` is a work tree agents may write: no program ralph runs comes from inside it."""
+    key = str(root)
+    if key not in _FENCED:
+        _FENCED[key] = os.path.realpath(root)
+
+
+def fenced(path: str) -> bool:
+    """Whether `path` (real, absolute) lies inside a work tree agents may write."""
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in _FENCED.values())
+
+
+def trusted_path(path: str | None = None) -> str:
+    """`path` (default: ralph's own $PATH) without its relative and empty entries and those inside
+    a work tree agents may write, each kept once, in order."""
+    path = os.environ.get("PATH", os.defpath) if path is None else path
+    key = (path, len(_FENCED))  # work trees are only ever added: their count says which are known
+    if key not in _TRUSTED:
+        entries = path.split(os.pathsep)
+        kept = [entry for entry in entries if os.path.isabs(entry) and not fenced(os.path.realpath(entry))]
+        _TRUSTED[key] = os.pathsep.join(dict.fromkeys(kept))
+    return _TRUSTED[key]
+
+
+def git_program() -> str:
+    """The absolute git ralph runs: the first on the trusted PATH that is not itself a link into
+    a work tree agents may write."""
+    path = os.environ.get("PATH", os.defpath)
+    if _GIT and _GIT[2] == path and not fenced(_GIT[1]):  # (PATH changes only in tests, in process)
+        return _GIT[0]
+    for folder in trusted_path(path).split(os.pathsep):
+        program = os.path.join(folder, "git")
+        real = os.path.realpath(program)
+        if folder and os.path.isfile(real) and os.access(real, os.X_OK) and not fenced(real):
+            _GIT[:] = [program, real, path]
+            return program
+    raise GitError("git is not installed (or not on PATH outside the work tree)")
+
+
+def trusted_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (default: ralph's own environment) with its PATH made trusted."""
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = trusted_path(env.get("PATH", os.defpath))
+    return env
