@@ -100,6 +100,13 @@ def _loop_options(command):
             f" [default: {defaults.timeout_s:g}s]",
         ),
         click.option(
+            "--spec-check/--no-spec-check",
+            default=None,
+            help="Refuse a spec that still holds the template's placeholders, has no requirement,"
+            " or has one with no way to verify it (`ralph spec check`); --no-spec-check plans it"
+            " as it is. [default: check]",
+        ),
+        click.option(
             "--allow-dirty",
             is_flag=True,
             default=None,
@@ -390,7 +397,9 @@ def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
         if not isinstance(param, click.Option) or value is None or param.name == "as_json":
             continue
         option = max(param.opts, key=len)
-        if param.is_flag:
+        if param.is_flag and param.secondary_opts and not value:  # --no-spec-check
+            words.append(max(param.secondary_opts, key=len))
+        elif param.is_flag:
             words.append(option) if value else None
         elif isinstance(value, dict):  # --stage-model, repeated
             for stage, models in value.items():

@@ -1,4 +1,5 @@
-"""`ralph spec new NAME`: a spec to fill in, from a template that says what a good spec holds."""
+"""`ralph spec new NAME`: a spec to fill in, from a template that says what a good spec holds;
+`ralph spec check FILE`: whether a spec is ready to be planned (ralph.ops.spec_lint)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,16 @@ import click
 
 from ralph.cli.common import emit, json_option, root_of, say
 from ralph.cli.lazy import lazy_group
+from ralph.errors import EXIT_INVALID
 from ralph.text import printable
 
 
 @click.group(
     cls=lazy_group({"draft": "ralph.cli.drafts:spec_draft"}),
-    short_help="Write a spec: from a template, or drafted by an agent.",
+    short_help="Write a spec: from a template, drafted by an agent; check one.",
 )
 def spec() -> None:
-    """Write specs for `ralph construct`."""
+    """Write specs for `ralph construct`, and check them before they are planned."""
 
 
 @spec.command("new", short_help="Write specs/NAME.md: a spec template to fill in.")
@@ -33,3 +35,35 @@ def spec_new(ctx, name, as_json):
         return
     say(f"wrote {printable(path)}: replace each comment with your text and commit it, then")
     say(f"  ralph construct {printable(path)} --dry-run    # what the first run would do")
+
+
+@spec.command("check", short_help="Check that FILE is ready to be planned.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@json_option
+@click.pass_context
+def spec_check(ctx, file, as_json):
+    """Check that FILE is ready for `ralph construct`, as construct checks it before planning: no
+    placeholder of the template left, at least one requirement (a `- [ ]` item under
+    `## Requirements`), and a `verify:` part in each (docs/specs.md). Prints `ok` and exits 0;
+    else one line per problem, `FILE:LINE: problem`, on stderr, and exits 2. Reads only."""
+    from pathlib import Path
+
+    from ralph.ops.spec_lint import check_spec_file, problem_line
+
+    start = Path(ctx.find_root().params.get("directory") or ".")
+    report = check_spec_file(start / file, file)
+    if as_json:
+        emit(
+            {
+                "path": file,
+                "ok": report.ok,
+                "requirements": report.requirements,
+                "problems": [problem.as_dict() for problem in report.problems],
+            }
+        )
+    elif report.ok:
+        say(f"{printable(file)}: ok ({report.requirements} requirements, each with a way to verify it)")
+    for problem in report.problems:
+        say(f"ralph: {problem_line(file, problem)}", err=True)
+    if not report.ok:
+        ctx.exit(EXIT_INVALID)

@@ -35,6 +35,12 @@ def start_problems(
     the real run stops at the first, before the later checks (the gate's Makefile read) run."""
     if not (root / settings.spec).is_file():
         yield InvalidInput(f"no spec file {settings.spec}")
+    elif settings.spec_check:  # before PLAN turns an unfinished spec into paid work
+        from ralph.ops.spec_lint import spec_refusal
+
+        unready = spec_refusal(root, settings.spec)
+        if unready:
+            yield unready
     unbounded = budget_problem(settings, adapter)
     if unbounded:
         yield unbounded

@@ -74,6 +74,7 @@ class Settings:
     context_kill: float = _declared("context_kill")
     context_window: int | None = None
     run_hooks: bool = _declared("run_hooks")
+    spec_check: bool = _declared("spec_check")  # a spec is checked (ralph.ops.spec_lint) before PLAN
     max_wait_s: float = _declared("max_wait_ms")
     limit_backoff_s: float = 30.0  # the first wait for a limit that gives no reset time (doubles)
     max_cost_usd: float | None = None  # money budget; runs of unknown cost do not count towards it

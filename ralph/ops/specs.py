@@ -37,3 +37,12 @@ def new_spec(root: Path, name: str) -> str:
     with open(path, "x", encoding="utf-8") as handle:  # "x": a file made meanwhile is not overwritten
         handle.write(text)
     return relative
+
+
+def require_spec_file(root: Path, spec: str, label: str) -> None:
+    """A spec a command is given names a file in the repository (relative to its top, as the plan
+    records it): a task of a spec that does not exist would be planned and checked against nothing."""
+    path = root / spec
+    if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise InvalidInput(f"{label}: the spec {printable(spec)} {what} (a path from the repository's top)")

@@ -14,6 +14,11 @@ from ralph.store.transaction import transaction
 def add(
     root: Path, items: list[object], commit: bool | None = None, issue_id: str | None = None
 ) -> list[Record]:
+    from ralph.ops.specs import require_spec_file
+
+    for item in items:  # the plan's own default spec (its state's) is the loop's, and exists
+        if isinstance(item, dict) and isinstance(item.get("spec"), str) and item["spec"]:
+            require_spec_file(root, item["spec"], "task add")
     with transaction(root, commit) as change:
         added = change.plan.add_tasks(items, issue_id)
         change.message = f"ralph: task add {named(added)}"
@@ -63,6 +68,14 @@ def prioritize(
     root: Path, spec: str | None = None, commit: bool | None = None, fold_earlier: bool = False
 ) -> Record:
     with transaction(root, commit, fold_earlier) as change:
+        if (
+            spec
+            and not (root / spec).is_file()
+            and not any(t.get("spec") == spec for t in change.plan.tasks())
+        ):
+            from ralph.ops.specs import require_spec_file
+
+            require_spec_file(root, spec, "task prioritize")  # a typo would filter every task out
         counts = change.plan.prioritize(spec)
         change.message = (
             f"ralph: task prioritize ({counts['high']} high, {counts['medium']} medium, {counts['low']} low)"

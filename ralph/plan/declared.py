@@ -57,6 +57,7 @@ CONFIG_KEYS = {
     "context_window": ConfigKey('context_window', 'count', None, "the model's context window in tokens"),
     "commit": ConfigKey(None, 'flag', True, 'false: state commands do not commit'),
     "run_hooks": ConfigKey('run_hooks', 'flag', False, "true: a build is committed only if the repository's pre-commit hook passes"),
+    "spec_check": ConfigKey('spec_check', 'flag', True, 'false: a spec is planned without `ralph spec check` first (`--no-spec-check`)'),
     "max_cost_usd": ConfigKey('max_cost_usd', 'number', None, 'money budget of `ralph construct` in USD (`--max-cost`)'),
     "max_tokens": ConfigKey('max_tokens', 'count', None, "token budget of `ralph construct`: all agent runs' tokens together (`--max-tokens`)"),
     "stage_models": ConfigKey('stage_models', 'models', None, 'the model of each stage\'s runs (`--stage-model STAGE=MODEL`), over `model`: e.g. a cheap one for BUILD, a strong one for VERIFY; or a list, cheap first (`{"BUILD": ["claude-haiku-4-5", "claude-sonnet-4-5"]}`): each build of a task after a failed one runs with the next'),

@@ -10,7 +10,7 @@ from ralph.plan.declared import TASK_FIELDS_FROM_USER
 from ralph.plan.document import Record
 from ralph.plan.integrity import cycle_text
 from ralph.plan.records import Status
-from ralph.plan.validate import record_problems
+from ralph.plan.validate import record_problems, unknown_fields
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 MAX_TEXT = 20_000  # characters in any one text a command takes (docs/plan-format.md)
@@ -51,11 +51,7 @@ def new_task_record(item: object, label: str, taken: set[str], spec: str | None)
         raise InvalidInput(f'{label} must be a JSON object with at least a "name", not {type(item).__name__}')
     unknown = sorted(set(item) - set(TASK_FIELDS_FROM_USER))
     if unknown:
-        allowed = ", ".join(TASK_FIELDS_FROM_USER)
-        raise InvalidInput(
-            f"{label}: unknown {'field' if len(unknown) == 1 else 'fields'} {', '.join(unknown)}"
-            f" (allowed: {allowed})"
-        )
+        raise InvalidInput(unknown_fields(label, unknown, list(TASK_FIELDS_FROM_USER)))
     if isinstance(item.get("name"), str):
         item = {**item, "name": item["name"].strip()}
     if isinstance(item.get("deps"), str):

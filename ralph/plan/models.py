@@ -11,9 +11,10 @@ extra fields survive every rewrite.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ralph.plan import records
 from ralph.text import SCHEMA_VERSION
@@ -48,8 +49,25 @@ else:
     VerdictCode = Literal[tuple(verdict.value for verdict in records.Verdict)]
 
 
+OWN_FIELD = "^x-"  # a field of the user's own on a known record (ralph.plan.validate.OWN_FIELD_PREFIX)
+
+
 class Record(BaseModel):
-    model_config = ConfigDict(strict=True, extra="allow")
+    """A record of a known type takes its declared fields and fields of the user's own (`x-...`),
+    kept as they are; any other is a typo (`"acept"`), refused as `task add` refuses it."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="allow",
+        json_schema_extra={"patternProperties": {OWN_FIELD: {}}, "additionalProperties": False},
+    )
+
+    @model_validator(mode="after")
+    def _only_own_extra_fields(self) -> Record:
+        unknown = sorted(key for key in self.model_extra or {} if not re.match(OWN_FIELD, key))
+        if unknown:
+            raise ValueError(f"unknown field {', '.join(unknown)}")
+        return self
 
 
 def given(default: Any = None, description: str | None = None, **kwargs: Any) -> Any:
@@ -519,6 +537,11 @@ class Config(Record):
     commit: bool | None = key("flag", "false: state commands do not commit", True, setting=None)
     run_hooks: bool | None = key(
         "flag", "true: a build is committed only if the repository's pre-commit hook passes", False
+    )
+    spec_check: bool | None = key(
+        "flag",
+        "false: a spec is planned without `ralph spec check` first (`--no-spec-check`)",
+        True,
     )
     max_cost_usd: Annotated[float, Field(gt=0)] | None = key(
         "number", "money budget of `ralph construct` in USD (`--max-cost`)"

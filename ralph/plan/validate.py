@@ -259,15 +259,39 @@ def _either(options: list[Predicate]) -> Predicate:
     return first if rest is None else lambda v: first(v) or rest(v)
 
 
+OWN_FIELD_PREFIX = "x-"  # a field of the user's own on a known record: kept, never refused
+FIELDS_LISTED = 12  # more allowed fields than this are named by the page that lists them
+
+
+def unknown_fields(label: str, unknown: list[str], allowed: list[str], own: bool = False) -> str:
+    """The one line `task add` and the plan's checks both give for fields a record does not take:
+    the closest allowed name of each typo, then the allowed ones (the page that lists them, where
+    they are many), and with `own` how to name a field of one's own."""
+    import difflib
+
+    guesses = [g for name in unknown for g in difflib.get_close_matches(name, allowed, n=1, cutoff=0.75)]
+    meant = f"did you mean {', '.join(dict.fromkeys(guesses))}?; " if guesses else ""
+    listed = ", ".join(allowed) if len(allowed) <= FIELDS_LISTED else "see docs/plan-format.md"
+    mine = f"; a field of your own starts with {OWN_FIELD_PREFIX}" if own else ""
+    fields = "field" if len(unknown) == 1 else "fields"
+    return f"{label}: unknown {fields} {', '.join(unknown)} ({meant}allowed: {listed}{mine})"
+
+
 class RecordValidator:
-    """Checks one record type: required fields present, each known field valid."""
+    """Checks one record type: required fields present, each known field valid, no field it does
+    not know but a user's own (`x-...`): a hand-typed typo is refused as `task add` refuses it."""
 
     def __init__(self, record_type: str, schema: Schema, defs: dict[str, Schema]):
         self.record_type = record_type
         self.required = schema.get("required", [])
         self.fields = {name: _compile(sub, defs)[0] for name, sub in schema["properties"].items()}
         self._required = frozenset(self.required)
+        self._known = frozenset(self.fields)
         self._valid_fields = {name: _predicate(sub, defs) for name, sub in schema["properties"].items()}
+
+    def unknown(self, record: dict[str, Any]) -> list[str]:
+        """The record's fields this type does not take, but the user's own."""
+        return sorted(name for name in record.keys() - self._known if not name.startswith(OWN_FIELD_PREFIX))
 
     def problems(self, record: dict[str, Any]) -> list[str]:
         if self._valid(record):
@@ -275,6 +299,9 @@ class RecordValidator:
         found = [
             f"{self.record_type} is missing field '{name}'" for name in self.required if name not in record
         ]
+        unknown = self.unknown(record)
+        if unknown:
+            found.append(unknown_fields(self.record_type, unknown, list(self.fields), own=True))
         for name, value in record.items():
             check = self.fields.get(name)
             problem = check(value) if check else None
@@ -284,6 +311,8 @@ class RecordValidator:
 
     def _valid(self, record: dict[str, Any]) -> bool:
         if not record.keys() >= self._required:
+            return False
+        if not record.keys() <= self._known and self.unknown(record):
             return False
         valid_fields = self._valid_fields
         for name, value in record.items():

@@ -48,6 +48,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "query tasks": [],
     "questions": [],
     "schema": [],
+    "spec check": ["specs/x.md"],
     "spec new": ["login"],
     "status": [],
     "task accept": ["t-aaaaaa"],

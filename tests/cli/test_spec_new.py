@@ -21,7 +21,7 @@ def test_writes_the_template_under_specs_and_commits_nothing(ralph: Ralph):
     text = (ralph.root / "specs" / "login-form.md").read_text()
     assert text.startswith("# Login form\n") and "`ralph construct specs/login-form.md`" in text
     assert [line for line in text.splitlines() if line.startswith("## ")] == SECTIONS
-    assert "- [ ] <one behaviour, and how to check it>" in text  # requirements as a checklist
+    assert "- [ ] <one behaviour — verify: the command to run and what it prints>" in text  # a checklist
     assert "$" not in re.sub(r"`[^`]*`", "", text)  # every placeholder filled
     assert git(ralph.root, "rev-parse", "HEAD") == head
     assert git(ralph.root, "status", "--porcelain", "--untracked-files=all") == "?? specs/login-form.md\n"

@@ -250,8 +250,8 @@ def test_a_hand_edited_hide_pattern_of_slash_is_refused_by_check_and_by_construc
 
 def test_the_users_own_file_turns_it_off(project):
     user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "ralph" / "config.toml"
-    user_file.parent.mkdir(parents=True)
-    user_file.write_text('sandbox = "off"\n')
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text(user_file.read_text() + 'sandbox = "off"\n')
     tasks.add(project, [{"name": "Part one"}])
     done = construct(project, env={"RALPH_SANDBOX": "required", "RALPH_BWRAP": ""})
     assert done.returncode == 0, done.stderr  # the user's file beats the default

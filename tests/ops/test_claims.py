@@ -348,6 +348,7 @@ def test_the_spec_check_is_claimed_by_one_runner_holding_nothing_and_only_once_a
     with transaction(repo, True) as change:
         change.plan.add_spec("specs/app.md")
         change.message = "the spec"
+    (repo / "specs" / "app.md").write_text("# App\n")  # task add takes a spec that exists
     seed(repo, {"id": "t-aaaaaa", "name": "A", "spec": "specs/app.md"})
     shared = Shared(repo, tmp_path)
     one, two = shared.clone("one"), shared.clone("two")

@@ -150,7 +150,7 @@ def test_the_users_file_is_below_the_plans_config_which_is_below_the_flags(ralph
 def test_the_dry_run_says_which_values_came_from_flags(ralph, repo):
     write_user_config('model = "opus"\n')
     ralph("config", "set", "max_attempts", "4")
-    (repo / "specs" / "x.md").write_text("# x\n")
+    (repo / "specs" / "x.md").write_text("# x\n## Requirements\n- [ ] x — verify: `x`\n")  # one to plan
     # Exit 1: the real run would refuse (no `make verify` here, specs/x.md uncommitted), as it lists.
     out = ralph("construct", "specs/x.md", "--dry-run", "--json", "--agent", "command", "--agent-cmd", "true",
                 "--timeout", "90s", code=1).stdout  # fmt: skip

@@ -116,7 +116,7 @@ HAND_WRITTEN = (
     b"\n"
     b'  {"name": "Schema", "t": "task", "id": "t-aaaaaa", "notes": "keep  spacing"}  \n'
     b'{"t": "milestone", "id": "m-1", "title": "unknown record type"}\r\n'
-    b'{"t":"task","id":"t-bbbbbb","name":"Model","deps":["t-aaaaaa"],"x":{"y":[1,2]}}\r\n'
+    b'{"t":"task","id":"t-bbbbbb","name":"Model","deps":["t-aaaaaa"],"x-y":{"y":[1,2]}}\r\n'
     b'{"t": "task", "id": "t-cccccc", "name": "Done one", "s": "d", "priority": "high"}\n'
     b'{"t": "task", "id": "t-dddddd", "name": "Child of c", "parent": "t-cccccc"}\n'
     b'{"t": "task", "id": "t-eeeeee", "name": "Uses c", "deps": ["t-cccccc"], "priority": "low"}\n'

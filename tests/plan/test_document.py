@@ -12,7 +12,7 @@ from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 
 HAND_EDITED = (
-    b'{"t":"config",   "commit" : false, "mine": [1, 2]}\n'
+    b'{"t":"config",   "commit" : false, "x-mine": [1, 2]}\n'
     b"\n"
     b'  {"name": "First", "t": "task", "id": "t-aaaaaa", "s": "p", "x-note": {"keep": true}}  \n'
     b'{"t": "milestone", "id": "m-1", "title": "unknown record type"}\r\n'
@@ -49,7 +49,7 @@ def test_records_keep_unknown_keys_and_record_types():
     doc = load(HAND_EDITED)
     records = [line.record for line in doc.records()]
     assert [r["t"] for r in records] == ["config", "task", "milestone", "task", "issue", "task"]
-    assert records[0]["mine"] == [1, 2]
+    assert records[0]["x-mine"] == [1, 2]
     assert records[1]["x-note"] == {"keep": True}
     assert records[2] == {"t": "milestone", "id": "m-1", "title": "unknown record type"}
     assert records[3]["name"] == "Second \u00e9t\u00e9"

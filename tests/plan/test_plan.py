@@ -145,14 +145,14 @@ def test_done_marks_the_next_task_by_default_and_rewrites_only_its_line():
     plan = plan_of(
         b'{"t":"spec",  "path":"specs/a.md"}\n',
         task("t-later", deps=["t-first"]),
-        b'{"t": "task", "name": "First", "id": "t-first", "extra": 1}\n',
+        b'{"t": "task", "name": "First", "id": "t-first", "x-extra": 1}\n',
     )
     before = raw_lines(plan)
     record = plan.done(None)
     assert record["id"] == "t-first" and record["s"] == "d"
     after = raw_lines(plan)
     assert after[:2] == before[:2]
-    assert json.loads(after[2]) == {"t": "task", "name": "First", "id": "t-first", "extra": 1, "s": "d"}
+    assert json.loads(after[2]) == {"t": "task", "name": "First", "id": "t-first", "x-extra": 1, "s": "d"}
     assert reloaded(plan).next_task()["id"] == "t-later"
 
 

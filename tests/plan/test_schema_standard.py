@@ -17,7 +17,7 @@ from tests.support.plan_records import KINDS, any_record
 
 VALID = [
     {"t": "task", "id": "t-aaaaaa", "name": "x"},
-    {"t": "task", "id": "t-aaaaaa", "name": "x", "s": "d", "priority": "high", "extra": 1},
+    {"t": "task", "id": "t-aaaaaa", "name": "x", "s": "d", "priority": "high", "x-extra": 1},
     {"t": "issue", "id": "i-aaaaaa", "text": "why?"},
     {"t": "accept", "id": "t-aaaaaa"},
     {"t": "reject", "id": "t-aaaaaa", "reason": "no"},
@@ -31,6 +31,7 @@ VALID = [
 ]
 BROKEN = [
     {"t": "task", "id": "t-aaaaaa"},  # no name
+    {"t": "task", "id": "t-aaaaaa", "name": "x", "acept": "y"},  # a typo, not a field of ralph or yours
     {"t": "task", "id": "t-aaaaaa", "name": ""},
     {"t": "task", "id": "x-aaaaaa", "name": "x"},
     {"t": "task", "id": "t-aaaaaa", "name": "x", "s": "q"},

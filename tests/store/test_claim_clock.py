@@ -195,6 +195,7 @@ def test_every_claim_a_round_sees_is_noted_not_only_those_it_wants_then(repo, tm
 
     with transaction(repo) as change:
         change.plan.add_spec("specs/app.md")
+    (repo / "specs" / "other.md").write_text("# Other\n")  # task add takes a spec that exists
     tasks.add(repo, [{"id": "t-aaaaaa", "name": "A", "spec": "specs/other.md"}])
     shared = Shared(repo, tmp_path)
     one, two = shared.clone("one"), shared.clone("two")

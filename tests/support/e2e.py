@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ralph.loop.journal import read_events
 from ralph.loop.sandbox import unavailable_reason
-from tests.support.gitrepo import git
+from tests.support.gitrepo import git, write_user_config
 
 # The real CLIs run fenced wherever this machine can fence them (CI installs bubblewrap): their
 # state folders, their model API on 127.0.0.1 and ralph's own commands must all work inside.
@@ -57,6 +57,7 @@ def scratch_env(root: Path) -> dict[str, str]:
     # The agent CLIs find their settings under $XDG_CONFIG_HOME first (opencode does): the scratch
     # HOME's, not the temporary one the suite sets for ralph's own user config.
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), RALPH_LOCK_TIMEOUT="120")
+    write_user_config(home / ".config")  # the suite's ralph defaults (tests/support/gitrepo.py)
     return env
 
 

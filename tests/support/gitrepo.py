@@ -29,12 +29,26 @@ def isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config_dir / "xdg"))  # nor the developer's ralph config
+    # The suite's specs are the fake agents' bullet lists, not the template's checklist: the user
+    # file turns the spec check off (tests/cli/test_spec_check.py turns it on where it is tested).
+    write_user_config(config_dir / "xdg")
     monkeypatch.setenv("XDG_STATE_HOME", str(config_dir / "state"))  # nor writes crash logs into theirs
     # Runs are unfenced unless a test asks (--sandbox): the tests' agents keep their counters beside
     # the repository, and whether this machine has bubblewrap must not change what a test prints.
     monkeypatch.setenv("RALPH_SANDBOX", "off")
     for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "RALPH_LOCK_TIMEOUT"):
         monkeypatch.delenv(key, raising=False)
+
+
+USER_CONFIG = "spec_check = false\n"
+
+
+def write_user_config(xdg: Path, extra: str = "") -> Path:
+    """ralph's user file under this XDG_CONFIG_HOME: the suite's defaults, and `extra` lines."""
+    path = xdg / "ralph" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(USER_CONFIG + extra)
+    return path
 
 
 def git(root: Path, *args: str) -> str:
