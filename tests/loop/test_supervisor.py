@@ -341,7 +341,9 @@ def test_a_child_still_running_at_the_budgets_deadline_is_stopped_then(tmp_path)
         supervisor.run(
             ["sleep", "30"], cwd=tmp_path, env=dict(os.environ), log_path=tmp_path / "x.log", timeout_s=60
         )
-    assert raised.value.stopped_run and time.monotonic() - started < 3
+    # Stopped at the deadline, not at the child's end (30 s) or its timeout (60 s): what would have
+    # come instead, not how fast (a loaded machine takes its time to get there).
+    assert raised.value.stopped_run and time.monotonic() - started < 30
     assert "[ralph] exit budget" in (tmp_path / "x.log").read_text()
 
 
