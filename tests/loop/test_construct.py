@@ -614,15 +614,19 @@ def test_context_kill_or_failed_compaction_kills_the_task_for_decompose(project,
 
 def test_the_time_budget_stops_a_running_agent_at_the_deadline_not_at_its_timeout(project):
     (task_id,) = add_tasks(project, "Slow [hang]")
-    started = time.monotonic()
-    done = construct(project, "--max-minutes", "0.01", "--timeout", "30s")  # 0.6 s of budget
-    took = time.monotonic() - started
-    assert done.returncode == 4, done.stdout + done.stderr
+    # 0.6 s of budget, doubled for another run while the budget ran out before the agent started
+    # (a loaded machine's start-up can take longer): the test is about an agent running then.
+    for minutes in (0.01, 0.02, 0.04, 0.08, 0.16):
+        done = construct(project, "--max-minutes", str(minutes), "--timeout", "30s")
+        assert done.returncode == 4, done.stdout + done.stderr
+        if any(e["event"] == "agent_begin" for e in events(project)):
+            break
     assert "the running agent was stopped" in done.stdout
-    assert took < 10, took  # the run's timeout is 30 s; the budget's overshoot is the grace period
+    # Stopped by the budget, not by its 30 s timeout: no timeout kill, the stop in the agent's log.
     task = json.loads(ralph_in_process(project, "task", "show", task_id).stdout)
     assert "kill_reason" not in task and not task.get("attempts")  # not held against the task
     assert "budget_spent" in [e["event"] for e in events(project)]
+    assert not [e for e in events(project) if e["event"] == "task_killed"]
     assert_clean(project)
 
 

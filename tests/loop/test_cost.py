@@ -339,7 +339,11 @@ def test_prices_are_read_without_any_network(monkeypatch):
 
 
 # Claude-style stream: each turn an assistant message with its tokens, for claude-opus-4-5 ($5 per
-# million input tokens). INVESTIGATE costs $0.05; a BUILD $0.60, $0.05 a turn.
+# million input tokens). INVESTIGATE costs $0.05; a BUILD $0.60, $0.05 a turn. The builds stream in
+# step: none starts turn n before all BUILDERS have written turn n - 1 (files in the test's folder), so that
+# the budget is crossed at the same turn however the machine's load orders them; after turn
+# HOLD_AFTER (where the test's budget is passed) a build waits to be stopped (up to 20 s, under the
+# agent's 30 s limit) before it goes on, so a loop slowed by load still stops it at that turn.
 STREAMER = """import json, os, pathlib, sys, time
 sys.path.insert(0, os.environ["AGENT_KIT_DIR"]); from agent_kit import ralph
 stage, item = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
@@ -356,10 +360,18 @@ if stage == "INVESTIGATE":
 elif stage == "BUILD":
     pathlib.Path("work").mkdir(exist_ok=True)
     pathlib.Path(f"work/{item}.txt").write_text("ok")
+    barrier = pathlib.Path(TURNS_DIR)
+    builders, hold_after = int(os.environ.get("BUILDERS", "0")), int(os.environ.get("HOLD_AFTER", "0"))
+    barrier.mkdir(exist_ok=True)
     for n in range(int(os.environ.get("TURNS", "12"))):
+        deadline = time.monotonic() + 60
+        while n and len(list(barrier.glob(f"*.{n}"))) < builders and time.monotonic() < deadline:
+            time.sleep(0.01)
         turn(int(os.environ.get("TURN_TOKENS", "10000")))
         note(f"turn {item} {n + 1}")
-        time.sleep(0.3)  # long enough for the four builds to overlap on a loaded machine
+        (barrier / f"{item}.{n + 1}").touch()
+        if n + 1 == hold_after:
+            time.sleep(20)
     ralph("task", "done")
 elif stage == "VERIFY":
     ralph("task", "accept")
@@ -368,7 +380,7 @@ elif stage == "VERIFY":
 
 def streamer(tmp_path: Path) -> str:
     agent = tmp_path / "streamer.py"
-    agent.write_text(STREAMER)
+    agent.write_text(STREAMER.replace("TURNS_DIR", repr(str(tmp_path / "turns"))))
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
 
 
@@ -386,7 +398,8 @@ def test_the_default_parallel_with_streaming_runs_spends_at_most_the_budget_and_
     done = construct(
         project,
         "--max-cost", "1", "--model", "claude-opus-4-5", "--gate", "",
-        agent=streamer(tmp_path), env={"RUNS": str(runs)},
+        agent=streamer(tmp_path),
+        env={"RUNS": str(runs), "BUILDERS": "4", "HOLD_AFTER": "5"},
     )  # fmt: skip
     assert done.returncode == 10, done.stdout + done.stderr
     started = [line for line in runs.read_text().splitlines() if not line.startswith("turn")]
@@ -411,7 +424,8 @@ def test_a_run_streaming_past_max_tokens_is_stopped_mid_run_and_set_aside(projec
     done = construct(
         project,
         "--max-tokens", "5000", "--parallel", "1", "--gate", "",
-        agent=streamer(tmp_path), env={"RUNS": str(runs), "TURN_TOKENS": "1000", "TURNS": "20"},
+        agent=streamer(tmp_path),
+        env={"RUNS": str(runs), "TURN_TOKENS": "1000", "TURNS": "20", "HOLD_AFTER": "6"},
     )  # fmt: skip
     assert done.returncode == 13, done.stdout + done.stderr
     turns = [line for line in runs.read_text().splitlines() if line.startswith("turn")]

@@ -33,8 +33,11 @@ def project(repo: Path) -> Path:
     return with_app_spec(repo, "# App\n\nParts that can be built side by side.\n")
 
 
-# BUILD writes work/<task>.txt (and what the task's name asks for), sleeps $BUILD_SLEEP, marks the
-# task done and appends what it saw to $RUNS; VERIFY accepts.
+# BUILD writes work/<task>.txt (and what the task's name asks for), waits until $TOGETHER builds
+# have started (a file each in $TOGETHER_DIR; at most 30 s: a loop that never runs that many at once
+# fails the test's assertions, not the wait) and $BUILD_SLEEP seconds more, marks the task done and
+# appends what it saw to $RUNS; VERIFY accepts. The handshake, not a sleep, makes builds overlap,
+# whatever the machine's load.
 AGENT = r"""
 import json, os, pathlib, sys, time
 sys.path.insert(0, os.environ["AGENT_KIT_DIR"])
@@ -52,7 +55,14 @@ if stage == "BUILD":
         pathlib.Path("shared.txt").write_text(task + "\n")
     if "[stray]" in name:
         pathlib.Path("stray.txt").write_text("outside the scope\n")
-    time.sleep(float(os.environ.get("BUILD_SLEEP", "0")))
+    if os.environ.get("TOGETHER_DIR"):
+        together = pathlib.Path(os.environ["TOGETHER_DIR"])
+        together.mkdir(exist_ok=True)
+        (together / task).touch()
+        deadline = time.monotonic() + 30
+        while len(list(together.iterdir())) < int(os.environ["TOGETHER"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    time.sleep(float(os.environ.get("BUILD_SLEEP", "0")))  # the stop tests' builds: until stopped
     ralph("task", "done", task)
     seen = {"task": task, "start": start, "end": time.time(), "cwd": os.getcwd(),
             "root": os.environ["RALPH_ROOT"], "head": pathlib.Path("shared.txt").exists()}
@@ -63,12 +73,13 @@ elif stage == "VERIFY":
 """
 
 
-def run(project: Path, tmp_path: Path, *flags: str, sleep: float = 0.0):
+def run(project: Path, tmp_path: Path, *flags: str, together: int = 0):
+    """The loop with AGENT; each build waits until `together` builds have started (itself too)."""
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
     runs = tmp_path / "runs.jsonl"
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
-    env = {"RUNS": str(runs), "BUILD_SLEEP": str(sleep)}
+    env = {"RUNS": str(runs), "TOGETHER": str(together), "TOGETHER_DIR": str(tmp_path / "together")}
     done = construct(project, *flags, agent=command, env=env)
     seen = [json.loads(line) for line in runs.read_text().splitlines()] if runs.exists() else []
     return done, seen
@@ -87,7 +98,7 @@ def assert_no_worktrees_or_branches(project: Path, drafts: tuple[str, ...] = ())
 
 def test_ready_tasks_build_at_once_in_worktrees_and_merge_one_commit_each(project, tmp_path):
     ids = add(project, *({"name": f"Part {n}"} for n in range(4)))
-    done, seen = run(project, tmp_path, "--parallel", "4", sleep=1.0)
+    done, seen = run(project, tmp_path, "--parallel", "4", together=4)
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(run["task"] for run in seen) == sorted(ids)
     assert max(run["start"] for run in seen) < min(run["end"] for run in seen), "all four built at once"
@@ -143,7 +154,7 @@ def assert_build_commits_recorded_are_the_merged(project: Path, ids: list[str]) 
 
 def test_conflicting_builds_are_a_verdict_and_the_task_is_built_again_from_the_new_head(project, tmp_path):
     ids = add(project, *({"name": f"Shared {n} [shared]"} for n in range(2)))
-    done, seen = run(project, tmp_path, "--parallel", "2", sleep=0.5)
+    done, seen = run(project, tmp_path, "--parallel", "2", together=2)
     assert done.returncode == 0, done.stdout + done.stderr
     conflicts = [s for s in subjects(project) if "merge conflict in shared.txt" in s]
     assert len(conflicts) == 1, subjects(project)
@@ -169,7 +180,7 @@ def test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time(project, t
         {"name": "Docs", "scope": ["docs/**"]},
     )
     (project / "docs").mkdir()
-    done, seen = run(project, tmp_path, "--parallel", "3", sleep=0.7)
+    done, seen = run(project, tmp_path, "--parallel", "3", together=2)
     by_task = {run["task"]: run for run in reversed(seen)}  # each task's first build
     first, second = sorted((by_task[a], by_task[b]), key=lambda r: r["start"])
     assert first["end"] <= second["start"], "the two auth tasks ran one after the other"
@@ -280,7 +291,8 @@ def test_construct_start_keeps_a_persons_ralph_branches_and_worktrees(project, t
     assert set(git(project, "branch", "--list", "ralph/*").split()) == {"ralph/feature", "ralph/unmerged"}
 
 
-# BUILD of "First" takes a second and writes work/first.txt; a build of any other task passes the
+# BUILD of "First" waits until a build beside it has failed and was held back as a stale base (the
+# journal says so; at most 60 s), then writes work/first.txt; a build of any other task passes the
 # gate only when work/first.txt is in its checkout (it needs First's change); VERIFY accepts.
 NEEDS_FIRST_AGENT = r"""
 import json, os, pathlib, sys, time
@@ -292,7 +304,10 @@ if stage == "BUILD":
     name = json.loads(ralph("task", "show", task))["name"]
     pathlib.Path("work").mkdir(exist_ok=True)
     if name == "First":
-        time.sleep(1.0)
+        journal = pathlib.Path(os.environ["PROJECT"], "build", "ralph-logs", "events.jsonl")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "build_stale_base" not in journal.read_text():
+            time.sleep(0.05)
         pathlib.Path("work", "first.txt").write_text("ok\n")
     else:
         has_first = pathlib.Path("work", "first.txt").exists()
@@ -314,7 +329,8 @@ def test_a_build_that_failed_for_a_running_neighbours_change_waits_and_is_built_
     runs = tmp_path / "runs.jsonl"
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
 
-    done = construct(project, "--parallel", "2", agent=command, env={"RUNS": str(runs)})
+    env = {"RUNS": str(runs), "PROJECT": str(project)}  # First reads the journal: no sandbox
+    done = construct(project, "--parallel", "2", "--sandbox=off", agent=command, env=env)
 
     assert done.returncode == 0, done.stdout + done.stderr
     seen = [json.loads(line) for line in runs.read_text().splitlines()]

@@ -18,6 +18,18 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def default_dispositions():
+    """SIGTERM and SIGHUP at their defaults for each test, put back after: these tests are about
+    what ralph does with dispositions it inherits, and a suite run under nohup (SIGHUP ignored) or
+    from a `(cmd &)` shell would otherwise hand each test its own (see default_signals in
+    tests/support/construct.py for the ralph processes the loop tests start)."""
+    before = {sig: signal.signal(sig, signal.SIG_DFL) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
 def deliver(sig: signal.Signals) -> None:
     """Raises the signal in this process and gives its Python handler the moment to run."""
     signal.raise_signal(sig)

@@ -45,8 +45,13 @@ elif stage == "BUILD":
     pathlib.Path(f"work-{item}.txt").write_text(f"built {name}, run {runs}")
     ralph("task", "done")
 elif stage == "VERIFY":
-    if "[pause]" in name:
-        time.sleep(0.4)
+    if "[pause]" in name:  # until two [pause] verifiers have started (at most 20 s): a handshake
+        together = seen / "together"
+        together.mkdir(exist_ok=True)
+        (together / f"{item}-{runs}").touch()
+        deadline = time.monotonic() + 20
+        while len(list(together.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
     if "[full-once]" in name and runs == 1:
         full_context()
     if "[hang]" in name:

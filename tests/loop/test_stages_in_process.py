@@ -1435,13 +1435,18 @@ def test_loop_subtasks_of_a_decomposed_task_carry_its_answered_questions(tmp_pat
 
 
 def test_parallel_verifiers_run_at_once_and_the_loop_ends(tmp_path: Path):
+    import threading
+
     ran: list[tuple[float, float]] = []
+    # Each verifier waits until all four are running (a barrier, not a sleep: a loaded machine
+    # cannot order them otherwise); verifiers run one after another break it, and the test fails.
+    all_four = threading.Barrier(4, timeout=20)
 
     def slow_verifier(stage: Stage, item: str | None, cwd: Path | None) -> None:
         if stage is not Stage.VERIFY:
             return  # the spec check after: it finds nothing missing
         began = time.monotonic()
-        time.sleep(0.3)
+        all_four.wait()
         verifier("accept")(stage, item, cwd)
         ran.append((began, time.monotonic()))
 
