@@ -143,6 +143,7 @@ class Supervisor:
                 self._end_run(child, log)
             # Only now: a process left behind may hold the output pipe open until it is ended.
             reader.join(timeout=5 if stop_reason is None else self.grace_s + 1)
+            reader.detach()  # what it reads after this is not written: the log closes below
             if stop_reason is None:  # the monitor may find a reason in the last lines
                 stop_reason = (
                     StopReason.INTERRUPTED if self._stopped and not outlives_stop else reader.stop_reason
@@ -393,6 +394,20 @@ class _Reader(threading.Thread):
         self.logged = 0
         self.held: collections.deque[bytes] = collections.deque()  # the log's tail past its head
         self.held_bytes = self.omitted = 0
+        self._writing = threading.Lock()
+        self._detached = False  # the run has ended and its log is closing: nothing more is written
+
+    def detach(self) -> None:
+        """The run ended while this thread still reads (a process left behind, outside the
+        child's group, holds the pipe open): from now on it writes nothing to the log, which the
+        run closes, and reads on only to let that process go."""
+        with self._writing:
+            self._detached = True
+
+    def _write(self, data: bytes) -> None:
+        with self._writing:
+            if not self._detached:
+                self.log.write(data)
 
     def run(self) -> None:
         stdout = self.child.stdout
@@ -416,7 +431,7 @@ class _Reader(threading.Thread):
 
     def _log(self, raw: bytes) -> None:
         if self.logged < LOG_HEAD:
-            self.log.write(raw)
+            self._write(raw)
             self.logged += len(raw)
             return
         self.held.append(raw)
@@ -429,6 +444,6 @@ class _Reader(threading.Thread):
     def _flush_tail(self) -> None:
         if self.omitted:
             note = f"\n[ralph] {self.omitted:,} bytes of output omitted (the log keeps its head and tail)\n"
-            self.log.write(note.encode())
-        self.log.write(b"".join(self.held))
+            self._write(note.encode())
+        self._write(b"".join(self.held))
         self.held.clear()

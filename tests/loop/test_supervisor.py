@@ -475,3 +475,43 @@ def test_a_group_member_that_is_not_a_descendant_is_found_in_the_whole_table(mon
     monkeypatch.setattr(reaper, "descendants_table", lambda: {4244: ours})
     monkeypatch.setattr(reaper, "process_table", lambda: pytest.fail("the whole table was read"))
     assert supervisor._group_members(4242) == ["Z"]
+
+
+def test_output_a_process_left_outside_the_group_prints_after_the_run_is_not_written_to_the_closed_log(
+    tmp_path, monkeypatch
+):
+    """A grandchild in a session of its own keeps the output pipe open after the run ends: the run
+    stops waiting for its reader, closes the log, and the reader writes nothing after that (it
+    died on the closed file, and the end of the log was lost with it)."""
+    import threading
+
+    failures: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    go, gone = tmp_path / "go", tmp_path / "gone"
+    late = (
+        "import os, time\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
+        "print('late line', flush=True)\n"
+        f"open({str(gone)!r}, 'w').close()"
+    )
+    script = (
+        "import subprocess, sys\n"
+        f"subprocess.Popen([sys.executable, '-c', {late!r}], start_new_session=True)\n"
+        "print('early line', flush=True)"
+    )
+    log = tmp_path / "run.log"
+    result = Supervisor().run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=dict(os.environ), log_path=log, timeout_s=30
+    )
+    go.touch()  # the grandchild prints now, after the run ended and its log was closed
+    for _ in range(600):
+        if gone.exists():
+            break
+        time.sleep(0.05)
+    from ralph.loop.supervisor import _Reader
+
+    for reader in [thread for thread in threading.enumerate() if isinstance(thread, _Reader)]:
+        reader.join(timeout=30)  # the pipe closed with the grandchild: its reader ends
+    assert result.ok and "early line" in log.read_text()
+    assert "late line" not in log.read_text()
+    assert failures == []
