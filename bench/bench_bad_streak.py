@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_construct import bench_env, ralph
+from bench_construct import SPEC, bench_env, ralph
 
 HERE = Path(__file__).parent
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'streak_agent.py'))}"
@@ -58,7 +58,7 @@ def make_repo(folder: Path, tasks: list[dict]) -> Path:
     git(root, "config", "user.name", "bench")
     git(root, "config", "user.email", "bench@ralph.invalid")
     (root / "specs").mkdir()
-    (root / "specs" / "streak.md").write_text("# streak\n")
+    (root / "specs" / "streak.md").write_text(SPEC.format(name="streak"))
     (root / "gate.py").write_text(GATE)
     ralph(root, "init")
     git(root, "add", "-A")

@@ -23,6 +23,10 @@ STATE_HOME.mkdir(parents=True, exist_ok=True)
 PYCACHE = tempfile.mkdtemp(prefix="ralph-bench-pycache-", dir=STATE_HOME)
 
 
+# A spec as `ralph spec check` wants one (construct refuses one with no checkable requirement).
+SPEC = "# {name}\n\n## Requirements\n- [ ] every task of the plan is built — verify: the gate passes\n"
+
+
 def bench_env(**extra: str) -> dict[str, str]:
     """As an installed ralph runs: byte-compiled modules (this sandbox sets PYTHONDONTWRITEBYTECODE,
     which would recompile ralph from source in every agent's `ralph` call)."""
@@ -50,7 +54,7 @@ def make_repo(folder: Path, tasks: int, done: bool) -> Path:
     ):
         subprocess.run(["git", "-C", str(root), *args], check=True)
     (root / "specs").mkdir()
-    (root / "specs" / "bench.md").write_text("# bench\n")
+    (root / "specs" / "bench.md").write_text(SPEC.format(name="bench"))
     ralph(root, "init")
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(root), "commit", "-qm", "bench"], check=True)

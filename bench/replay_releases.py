@@ -17,6 +17,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from bench_construct import SPEC
 from replay_history import History, Recorder, new_repo
 
 PROJECT = "more-itertools"
@@ -55,7 +56,7 @@ def releases_history(folder: Path, patches: Path, count: int = len(VERSIONS) - 1
         released = _copy_release(release_tree(version), real)
         subject = f"{PROJECT} {version}"
         if number == 0:
-            spec = f"# Replay\n\nThe releases of {PROJECT}, one task per release.\n"
+            spec = SPEC.format(name=f"Replay of the releases of {PROJECT}, one task per release")
             recorder.start(
                 f"{count} releases of {PROJECT} ({VERSIONS[1]} to {VERSIONS[count]})", subject, spec
             )

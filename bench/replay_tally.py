@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench_construct import SPEC
 from replay_history import History, Recorder, new_repo
 
 # The base commit: the package with its first module and test.
@@ -419,7 +420,7 @@ def tally_history(folder: Path, patches: Path, count: int = len(HISTORY)) -> His
         (real / path).parent.mkdir(parents=True, exist_ok=True)
         (real / path).write_text(text)
     recorder = Recorder(real, patches)
-    spec = "# Replay\n\nThe history of tally, one task per commit.\n"
+    spec = SPEC.format(name="Replay of tally's history, one task per commit")
     recorder.start(f"{count} commits of tally", "Start tally: split a text into words", spec)
     for commit in HISTORY[:count]:
         for change in commit.changes:
