@@ -44,7 +44,7 @@ lint: $(STAMP)
 # part of their time waiting on agents, gates, time limits and retries. On 2 CPUs (measured on
 # one commit, when the suite took ~135 CPU-s): 3 workers 46 s, 4 workers 42 s, 5 workers 39 s, 6
 # workers 39 s. WORKERS=0: all in this process. The suite is CPU-bound: its wall time on 2 idle CPUs
-# is about its CPU time over 2 (on 28 Nov 2026: 1558 tests, 83 s, about 153 CPU-s of user and
+# is about its CPU time over 2 (on 29 Nov 2026: 1761 tests, 87 s, about 162 CPU-s of user and
 # system time, most of it the git and Python processes that the process-level tests start; a
 # construct run costs about 1 CPU-s, so the loop's behaviours are tested in process where they can be).
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
