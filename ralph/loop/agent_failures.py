@@ -52,7 +52,7 @@ class Judgement(StrEnum):
 
 # What varies between two runs' words for the same error: times, durations, long hex ids, temporary
 # paths. Other numbers stay: "commit 07" and "commit 08" are two tasks' errors, not one.
-_VARYING = (r"\d{4}-\d\d-\d\dT[\d:.]+Z?|\b\d+(?:\.\d+)?\s*(?:ms|s)\b|\b[0-9a-f]{8,}\b|/tmp/\S+",)
+_VARYING = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+Z?|\b\d+(?:\.\d+)?\s*(?:ms|s)\b|\b[0-9a-f]{8,}\b|/tmp/\S+")
 
 
 class AgentFailing(RalphError):
@@ -113,8 +113,7 @@ def error_mark(lines: list[str], own_words: Iterable[str]) -> str:
     text = "\n".join(lines)
     for word in sorted((w for w in own_words if w), key=len, reverse=True):
         text = text.replace(word, "@")
-    for varying in _VARYING:
-        text = re.sub(varying, "#", text)
+    text = _VARYING.sub("#", text)
     return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16]
 
 

@@ -162,7 +162,7 @@ class RemoteCoordinator:
         return set(self._held)
 
     def _code_moved(self, since: str, head: str) -> bool:
-        return bool(since) and since != head and _code_differs(self.remote.repo, since, head)
+        return bool(since) and self.remote.repo.code_differs(since, head)  # trees cached by commit
 
     def _fetched_head(self) -> str | None:
         return self.remote.repo.commit_of(self.remote.tracking_ref)

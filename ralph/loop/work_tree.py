@@ -216,6 +216,8 @@ class WorkTree:
 
     def waiting_for_code(self) -> set[str]:
         """The deferred tasks whose code has not moved since: not built again yet."""
+        if not self.deferred:  # the usual case: no git asked on every look at the ready tasks
+            return set()
         head = self.home_repo.head()
         now = self.home_repo.code_tree(head) if head else ""
         with self._count:  # in place: a build's work tree shares it

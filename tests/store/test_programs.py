@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ralph.store import programs
 from ralph.store.git import Repo
-from tests.support.gitrepo import git
+from tests.support.gitrepo import git, with_submodule
 
 HOOKS = (
     *("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit"),
@@ -91,14 +91,7 @@ def test_a_submodules_git_link_replaced_by_a_git_dir_with_an_fsmonitor_runs_noth
     """An agent replaced lib/.git (a link into .git/modules) by a repository of its own whose config
     runs an fsmonitor: ralph's status, diffs and patches never go into the submodule."""
     marker = tmp_path / "ran"
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    git(sub, "init", "-q")
-    (sub / "lib.txt").write_text("lib\n")
-    git(sub, "add", "lib.txt")
-    git(sub, "commit", "-qm", "lib")
-    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "lib")
-    git(repo, "commit", "-qm", "a submodule")
+    with_submodule(repo, tmp_path)
     (repo / "lib" / ".git").unlink()
     git(repo / "lib", "init", "-q")
     git(repo / "lib", "add", "lib.txt")
