@@ -1,17 +1,16 @@
-"""The construct loop's transitions of a task: its spec, build attempts and their verdicts, kills,
-blocks, decompositions and VERIFY's verdicts."""
+"""The construct loop's transitions of a task: build attempts and their verdicts, kills, blocks,
+decompositions and VERIFY's verdicts. A spec's own records are ralph.plan.spec_records'."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ralph.errors import Refused
-from ralph.plan import questions, singletons, tasks
+from ralph.plan import questions, tasks
 from ralph.plan.document import Record
 from ralph.plan.families import fingerprint, inherited_failures, members_to_hold, note_repeat
 from ralph.plan.reading import PlanReader, drop_claim
 from ralph.plan.records import (
-    CHECK_KILL_PREFIX,
     VERIFY_KILL_FIELDS,
     KillReason,
     Status,
@@ -19,70 +18,6 @@ from ralph.plan.records import (
     count_kill,
     is_done,
 )
-
-
-def add_spec(plan: PlanReader, path: str) -> None:
-    """Record a spec the plan works towards (once) and make it the loop's current one."""
-    if path not in plan.specs():
-        plan.doc.append({"t": "spec", "path": path})
-    singletons.update_state(plan, spec=path)
-
-
-def record_plan_kill(
-    plan: PlanReader, spec: str, kill_reason: KillReason | None, kill_log: str | None = None
-) -> None:
-    """The spec's PLAN run was stopped (its time limit, a full context): its record keeps why
-    and the run's log. None clears them (a PLAN run that finished)."""
-    for line in plan.of("spec"):
-        if line.record["path"] == spec:
-            record = line.record
-            if kill_reason is None:
-                if "kill_reason" not in record and "kill_log" not in record:
-                    return
-                record.pop("kill_reason", None)
-                record.pop("kill_log", None)
-            else:
-                record["kill_reason"], record["kill_log"] = str(kill_reason), kill_log
-            plan.doc.rewrite(line)
-            return
-
-
-def record_planned(plan: PlanReader, spec: str) -> None:
-    """A PLAN run of the spec finished with tasks: the spec is planned, whatever issues come later."""
-    line = plan.spec_line(spec)
-    if line is not None and line.record.get("planned") is not True:
-        line.record["planned"] = True
-        plan.doc.rewrite(line)
-
-
-def record_spec_check(plan: PlanReader, spec: str, commit: str | None, digest: str | None) -> None:
-    """A spec check finished: what it read when it found nothing missing (the commit, the spec's
-    SHA-256), or None when it found work (the next check runs whatever changed). A finished check
-    clears what stopped ones left."""
-    line = plan.spec_line(spec)
-    if line is None:
-        return
-    record = line.record
-    for key in (
-        "checked_commit",
-        "checked_spec",
-        *(f"{CHECK_KILL_PREFIX}{k}" for k in ("kills", "kill_reason", "kill_log")),
-    ):
-        record.pop(key, None)
-    if commit is not None and digest is not None:
-        record["checked_commit"], record["checked_spec"] = commit, digest
-    plan.doc.rewrite(line)
-
-
-def record_check_kill(plan: PlanReader, spec: str, kill_reason: KillReason, kill_log: str) -> int:
-    """A spec check was stopped (its time limit, a full context): the spec record counts it, with
-    why and the run's log; returns how many were stopped so far."""
-    line = plan.spec_line(spec)
-    if line is None:
-        return 0
-    kills = count_kill(line.record, CHECK_KILL_PREFIX, kill_reason, kill_log)
-    plan.doc.rewrite(line)
-    return kills
 
 
 def record_build(

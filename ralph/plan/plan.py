@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ralph.plan import attempts, claims, drafts, questions, singletons, tasks
+from ralph.plan import attempts, claims, drafts, questions, singletons, spec_records, tasks
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
@@ -44,21 +44,21 @@ class Plan(PlanReader):
         return tasks.prioritize(self, spec)
 
     def add_spec(self, path: str) -> None:
-        return attempts.add_spec(self, path)
+        return spec_records.add_spec(self, path)
 
     def record_plan_kill(
         self, spec: str, kill_reason: KillReason | None, kill_log: str | None = None
     ) -> None:
-        return attempts.record_plan_kill(self, spec, kill_reason, kill_log)
+        return spec_records.record_plan_kill(self, spec, kill_reason, kill_log)
 
     def record_planned(self, spec: str) -> None:
-        return attempts.record_planned(self, spec)
+        return spec_records.record_planned(self, spec)
 
     def record_spec_check(self, spec: str, commit: str | None, digest: str | None) -> None:
-        return attempts.record_spec_check(self, spec, commit, digest)
+        return spec_records.record_spec_check(self, spec, commit, digest)
 
     def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
-        return attempts.record_check_kill(self, spec, kill_reason, kill_log)
+        return spec_records.record_check_kill(self, spec, kill_reason, kill_log)
 
     def record_build(
         self, task_id: str, files: list[str], tokens: int, cost_usd: float | None, model: str | None = None

@@ -254,6 +254,11 @@ COVERED: dict[str, tuple[str, ...]] = {
         "each kind of interrupted change is settled as its kind says, and a kill at every git step of a "
         "merge, a build's commit and PLAN's commit ends right on the next run.",
     ),
+    "ralph/plan/spec_records.py": (
+        "tests/plan/test_transitions.py",
+        "a spec's records (the current spec, planned, a stopped PLAN or check, a passing check) are "
+        "asserted there with the bytes they leave, and by the loop's CHECK tests.",
+    ),
     "ralph/plan/attempts.py": (
         "tests/plan/test_transitions.py",
         "the loop's transitions of a task (build attempts and their verdicts, kills, set-asides, "
