@@ -12,7 +12,8 @@ from ralph.loop.agentrun import AgentRunner, AgentUnavailable
 from ralph.loop.gate import gate_problem
 from ralph.loop.plan_access import PLAN_FILE
 from ralph.loop.work_tree import BUILD_BRANCH_PREFIX
-from ralph.ops.settings import MODEL_STAGES, Settings, hide_problem
+from ralph.ops.sandbox_hide import hide_problem
+from ralph.ops.settings import MODEL_STAGES, Settings
 from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES

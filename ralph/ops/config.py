@@ -8,6 +8,7 @@ from typing import Any
 
 from ralph.errors import InvalidInput, Refused
 from ralph.ops import settings
+from ralph.ops.sandbox_hide import hide_problem
 from ralph.plan.declared import CONFIG_KEYS
 from ralph.store.reader import plan_path, read_plan
 from ralph.store.transaction import transaction
@@ -43,7 +44,7 @@ def set_value(root: Path, key: str, text: str, commit: bool | None = None) -> di
     value = settings.parse_value(key, text)
     settings.refuse_plan_value(key, value)
     if key == "sandbox_hide" and isinstance(value, list):  # parse_value checked: a list of names
-        problem = settings.hide_problem(value, root)
+        problem = hide_problem(value, root)
         if problem:
             raise InvalidInput(problem)
     if key == "commit" and commit is None:

@@ -230,7 +230,7 @@ def _config_problems(doc: Document, root: Path) -> list[Problem]:
     """What the config record sets that no run could take, though its form is valid: a
     `sandbox_hide` that would hide `/`, $HOME or the work tree (a hand edit `ralph config set`
     would have refused)."""
-    from ralph.ops.settings import hide_problem
+    from ralph.ops.sandbox_hide import hide_problem
 
     found = []
     for line in doc.records():

@@ -254,6 +254,11 @@ COVERED: dict[str, tuple[str, ...]] = {
         "each kind of interrupted change is settled as its kind says, and a kill at every git step of a "
         "merge, a build's commit and PLAN's commit ends right on the next run.",
     ),
+    "ralph/ops/sandbox_hide.py": (
+        "tests/loop/test_sandbox.py",
+        "patterns that would hide /, $HOME or the work tree (directly or through a link) are refused by "
+        "`ralph config set`, `ralph check` and construct's start there.",
+    ),
     "ralph/plan/spec_records.py": (
         "tests/plan/test_transitions.py",
         "a spec's records (the current spec, planned, a stopped PLAN or check, a passing check) are "
