@@ -101,7 +101,7 @@ def overhead_per_run(tasks: int = 10, sandbox: str = "off") -> float:
 def sandbox_start(repeat: int = 40) -> bool:
     """What the fence adds to starting one run: `true` in the sandbox a run gets (the same bwrap
     argv, secrets scan and git lookups included) against `true` alone. False where there is none."""
-    from ralph.loop import sandbox
+    from ralph.loop.process import sandbox
 
     with tempfile.TemporaryDirectory() as folder:
         root = make_repo(Path(folder), 0, done=False)

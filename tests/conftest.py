@@ -53,8 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # after the others had finished: the suite's wall time was the rest plus that one.
 RUN_FIRST = (
     "tests/test_demo.py",
-    "tests/ops/test_properties.py::test_commands_keep_every_line_they_do_not_change",
-    "tests/ops/test_properties.py::test_task_add_never_crashes",
+    "tests/usecases/test_properties.py::test_commands_keep_every_line_they_do_not_change",
+    "tests/usecases/test_properties.py::test_task_add_never_crashes",
     "tests/plan/test_models_schema.py::test_validator_agrees_with_pydantic",
     "tests/loop/test_construct.py",
     "tests/loop/test_loop_safety.py",
@@ -63,10 +63,10 @@ RUN_FIRST = (
     "tests/plan/test_merge.py",
     "tests/loop/test_failure_reasons.py",
     "tests/loop/test_secrets.py",
-    "tests/loop/test_live.py",
+    "tests/loop/observe/test_live.py",
     "tests/loop/test_terminal_escapes.py",
     "tests/loop/test_plan_reads.py",
-    "tests/loop/test_sandbox.py",
+    "tests/loop/process/test_sandbox.py",
     "tests/loop/test_stops.py",
     "tests/loop/test_unknown_changes.py",
 )
@@ -77,25 +77,25 @@ RUN_FIRST = (
 # among the CPU-bound tests of RUN_FIRST instead, the longest waits first.
 WAITING = (
     "tests/loop/test_many_machines.py::test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11",
-    "tests/loop/test_hooks.py::test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes",
+    "tests/loop/process/test_hooks.py::test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes",
     "tests/loop/test_many_machines.py::test_two_runners_on_a_spec_with_no_tasks_plan_it_once",
     "tests/loop/test_many_machines.py::test_two_runners_on_one_issue_investigate_it_once",
     "tests/loop/test_many_machines.py::test_two_runners_decompose_a_killed_task_once",
     "tests/cli/test_remote_status.py::test_status_remote_with_no_claims_and_an_unreachable_remote",
-    "tests/loop/test_supervisor.py::test_output_reaches_the_log_while_the_child_still_runs",
-    "tests/loop/test_parallel_build.py::test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time",
+    "tests/loop/process/test_supervisor.py::test_output_reaches_the_log_while_the_child_still_runs",
+    "tests/loop/stages/test_build_parallel.py::test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time",
     "tests/loop/test_construct.py::test_timeout_kills_agent_and_grandchild_then_decomposes",
     "tests/loop/test_stage_runs.py::test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit",
     "tests/loop/test_construct.py::test_parallel_verify_overlaps_and_the_loop_ends",
     "tests/loop/test_stage_runs.py::test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_on",
     "tests/loop/test_stage_runs.py::test_a_stopped_plan_run_keeps_nothing_says_why_and_a_finished_one_clears_it",
-    "tests/loop/test_supervisor.py::test_a_timeout_stops_the_child_and_its_grandchild",
-    "tests/loop/test_watch.py::test_status_and_watch_follow_a_running_construct_to_its_end",
+    "tests/loop/process/test_supervisor.py::test_a_timeout_stops_the_child_and_its_grandchild",
+    "tests/loop/observe/test_watch.py::test_status_and_watch_follow_a_running_construct_to_its_end",
     "tests/loop/test_construct.py::test_a_rate_limit_is_waited_out_and_is_not_an_attempt",
     "tests/store/test_user_safety.py::test_a_stale_index_lock_changes_nothing_and_says_so",
     "tests/loop/test_construct.py::test_context_warning_is_given_once_per_run",
     "tests/loop/test_construct.py::test_context_pressure_warns_then_compacts_and_the_task_continues",
-    "tests/loop/test_gate.py::test_a_gate_that_runs_too_long_fails_as_timed_out",
+    "tests/loop/process/test_gate.py::test_a_gate_that_runs_too_long_fails_as_timed_out",
 )
 
 
@@ -186,7 +186,7 @@ def _initialized_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (root / "README").write_text("a project\n")
         git(root, "add", "README")
         git(root, "commit", "-qm", "initial")
-        from ralph.ops import initialize
+        from ralph.usecases import initialize
 
         initialize.init(root)  # commits .gitignore (it was clean) and plan.jsonl
     return root

@@ -125,6 +125,102 @@ def test_each_entry_of_the_coverage_map_names_existing_tests_and_says_how_they_c
     assert map_problems(ROOT, COVERED) == []
 
 
+# ralph's layers, top to bottom: a module may import from its own layer and the layers below it.
+# The loop's rooms are layers of their own (ralph/loop/__init__.py says what each holds); the
+# modules directly under ralph/ (errors, text, clock, ...) are the base every layer may use.
+LAYERS = (
+    ("ralph.__main__", "ralph.cli", "ralph.demo"),
+    ("ralph.loop",),
+    ("ralph.loop.stages",),
+    ("ralph.loop.tree",),
+    ("ralph.loop.share",),
+    ("ralph.loop.runs",),
+    ("ralph.loop.process",),
+    ("ralph.loop.observe",),
+    ("ralph.usecases",),
+    ("ralph.store",),
+    ("ralph.plan",),
+    ("ralph.agents",),
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the longest prefix naming the module; the base below them all."""
+    best, depth = len(LAYERS), 0
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and prefix.count(".") + 1 > depth:
+                best, depth = index, prefix.count(".") + 1
+    return best
+
+
+def ralph_imports(root: Path) -> dict[str, list[tuple[int, str]]]:
+    """Each module of ralph/ and the modules of ralph/ it imports (line, dotted name)."""
+    found = {}
+    for path in sorted((root / "ralph").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[module] = [(line, name) for line, name in imported(path, root) if name.split(".")[0] == "ralph"]
+    return found
+
+
+def top(module: str) -> str:
+    """The name of the module's layer (its first prefix; base for the modules under ralph/)."""
+    index = layer_of(module)
+    return LAYERS[index][0] if index < len(LAYERS) else "the base"
+
+
+def upward_imports(root: Path) -> list[str]:
+    return [
+        f"{module} imports {name} (line {line}): {top(name)} is above {top(module)}"
+        for module, names in ralph_imports(root).items()
+        for line, name in names
+        if layer_of(name) < layer_of(module)
+    ]
+
+
+def import_circles(root: Path) -> list[str]:
+    """Each circle of modules importing each other, as `a -> b -> a` (a package stands for its
+    __init__, which importing any of its modules runs)."""
+    graph = {module: {name for _, name in names} for module, names in ralph_imports(root).items()}
+    circles, done = [], set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            circle = path[path.index(module) :] + [module]
+            circles.append(" -> ".join(circle))
+            return
+        if module in done or module not in graph:
+            return
+        for name in sorted(graph[module]):
+            visit(name, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    return circles
+
+
+def test_ralph_imports_run_downward_through_the_layers():
+    assert upward_imports(ROOT) == []
+
+
+def test_no_module_of_ralph_imports_itself_back():
+    assert import_circles(ROOT) == []
+
+
+def test_every_package_of_ralph_has_a_layer_and_every_room_of_the_loop_says_what_it_holds():
+    packages = [path.parent for path in (ROOT / "ralph").rglob("__init__.py")]
+    named = {prefix for prefixes in LAYERS for prefix in prefixes}
+    for package in packages:
+        dotted = ".".join(package.relative_to(ROOT).parts)
+        if package.parent == ROOT / "ralph" or package.parent == ROOT / "ralph" / "loop":
+            assert dotted in named, f"{dotted} has no place in LAYERS"
+        if package.parent == ROOT / "ralph" / "loop":
+            doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+            assert len(doc.split()) >= 20, f"{dotted}/__init__.py: say in a paragraph what lives there"
+
+
 # The rules themselves, on small trees made for the purpose: each breaks one and must be caught.
 
 
@@ -217,3 +313,33 @@ def test_an_entry_for_a_tested_or_missing_module_or_naming_no_real_tests_is_caug
         "ralph/loop/mapped.py: tests/loop/helpers.py is not a test module",
         "ralph/loop/mapped.py: say in one sentence which behaviour of those tests covers it",
     ]
+
+
+LAYERED = {
+    "ralph/__init__.py": "",
+    "ralph/text.py": "",
+    "ralph/loop/__init__.py": "",
+    "ralph/loop/stages/__init__.py": "",
+    "ralph/loop/stages/build.py": "from ralph.loop.runs import agent\nfrom ralph import text\n",
+    "ralph/loop/runs/__init__.py": "",
+    "ralph/loop/runs/agent.py": "from ralph.store.git import Repo\n",
+    "ralph/store/__init__.py": "",
+    "ralph/store/git.py": "import ralph.plan.models\n",
+    "ralph/plan/__init__.py": "",
+    "ralph/plan/models.py": "",
+}
+
+
+def test_downward_imports_pass_and_an_upward_one_is_caught_even_when_lazy(tmp_path):
+    root = write(tmp_path, LAYERED)
+    assert upward_imports(root) == [] and import_circles(root) == []
+    (root / "ralph/store/git.py").write_text("def f():\n    from ralph.loop.runs.agent import x\n")
+    assert upward_imports(root) == [
+        "ralph.store.git imports ralph.loop.runs.agent (line 2): ralph.loop.runs is above ralph.store"
+    ]
+
+
+def test_a_circle_inside_one_layer_is_caught(tmp_path):
+    root = write(tmp_path, {**LAYERED, "ralph/plan/models.py": "from ralph.plan import other\n"})
+    (root / "ralph/plan/other.py").write_text("if True:\n    from ralph.plan.models import x\n")
+    assert import_circles(root) == ["ralph.plan.models -> ralph.plan.other -> ralph.plan.models"]

@@ -55,7 +55,7 @@ class Adapter:
     install_hint = ""  # how to install the CLI, for the error when it is not found
     auth_hint = ""  # how to log in, for the error when it cannot authenticate
     # Where the CLI keeps its login, settings and sessions, relative to $HOME: writable inside
-    # ralph's sandbox (ralph/loop/sandbox.py), where the rest of $HOME is read-only. A folder
+    # ralph's sandbox (ralph/loop/process/sandbox.py), where the rest of $HOME is read-only. A folder
     # (a trailing /) is made when missing, as the CLI would make it on its first run.
     state_paths: tuple[str, ...] = ()
     # Whether the CLI reports each run's cost (Claude's result, opencode's steps): True; never

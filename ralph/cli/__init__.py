@@ -1,1 +1,1 @@
-"""The command line: parse arguments, call ralph.ops or the loop, print. Nothing else lives here."""
+"""The command line: parse arguments, call ralph.usecases or the loop, print. Nothing else lives here."""

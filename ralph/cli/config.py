@@ -41,7 +41,7 @@ def config() -> None:
 @click.pass_context
 def config_get(ctx, key, as_json):
     """Print the value of KEY in force (from whichever layer set it)."""
-    from ralph.ops import config as ops
+    from ralph.usecases import config as ops
 
     found = ops.get(root_of(ctx), key)
     emit(found) if as_json else say(printable(_shown(found["value"])))
@@ -72,7 +72,7 @@ class _WithKeys(click.Command):
 @click.pass_context
 def config_set(ctx, key, value, no_commit, as_json):
     """Set KEY to VALUE in the plan's config record, checked first (a bad value changes nothing)."""
-    from ralph.ops import config as ops
+    from ralph.usecases import config as ops
 
     done = ops.set_value(root_of(ctx), key, value, commit_choice(no_commit))
     emit(done) if as_json else say(f"set {key} = {printable(json.dumps(done['value']))}")
@@ -85,7 +85,7 @@ def config_set(ctx, key, value, no_commit, as_json):
 @click.pass_context
 def config_unset(ctx, key, no_commit, as_json):
     """Remove KEY from the plan's config record (the layer below applies again)."""
-    from ralph.ops import config as ops
+    from ralph.usecases import config as ops
 
     done = ops.unset(root_of(ctx), key, commit_choice(no_commit))
     emit(done) if as_json else say(f"unset {key}")
@@ -98,7 +98,7 @@ def config_unset(ctx, key, no_commit, as_json):
 def config_list(ctx, origin, as_json):
     """Every config key with the value in force (--origin: default, the user's file or
     plan.jsonl)."""
-    from ralph.ops import config as ops
+    from ralph.usecases import config as ops
 
     found = ops.layers(root_of(ctx))
     if as_json:

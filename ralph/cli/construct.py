@@ -9,8 +9,8 @@ import click
 from ralph.cli.common import agent_names, describe_cost, emit, root_of, say
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, RalphError
-from ralph.ops.settings import DEFAULTS
 from ralph.text import printable
+from ralph.usecases.settings import DEFAULTS
 
 
 class Duration(click.ParamType):
@@ -52,7 +52,7 @@ class StageModel(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, tuple):
             return value
-        from ralph.ops.settings import MODEL_STAGES
+        from ralph.usecases.settings import MODEL_STAGES
 
         stage, _, given = value.partition("=")
         stage = stage.strip().upper()
@@ -239,7 +239,7 @@ def watch(ctx, once):
     its end (or with --once, after the snapshot), 1 at once when no run is active."""
     import sys
 
-    from ralph.loop.watch import watch as follow
+    from ralph.loop.observe.watch import watch as follow
 
     try:
         code = follow(root_of(ctx), sys.stdout, once=once, err=sys.stderr, keyboard=sys.stdin)
@@ -268,7 +268,7 @@ def pull_request(ctx, remote, base, title, forge, draft, as_json):
     report as its description. The CLI must be installed and logged in; ralph keeps no token."""
     from dataclasses import replace
 
-    from ralph.ops import pullrequest
+    from ralph.usecases import pullrequest
 
     root = root_of(ctx)
     last = pullrequest.last_report(root)
@@ -307,7 +307,7 @@ def _run(
     from pathlib import Path
 
     from ralph.loop.construct import Loop
-    from ralph.ops.settings import Settings, read_user_config
+    from ralph.usecases.settings import Settings, read_user_config
 
     root = root_of(ctx)
     plan = _plan_of(root, dry_run)
@@ -330,7 +330,7 @@ def _run(
     _print_report(report, as_json)
     if not report.began:
         ctx.exit(report.exit_code)
-    from ralph.ops import pullrequest
+    from ralph.usecases import pullrequest
 
     text = "\n".join(report_lines(report))
     pullrequest.save_report(root, spec_rel, report.ended_as, text)  # for a later `ralph pr`
@@ -367,7 +367,7 @@ def _dry_run(
     """What the next iteration would run, printed; exits with the code the real run would refuse
     with (0 when it would start)."""
     from ralph.loop import dryrun
-    from ralph.ops.settings import flag_layer, layered, user_config_path
+    from ralph.usecases.settings import flag_layer, layered, user_config_path
 
     result = dryrun.preview(root, settings)
     # Where each setting that is not a default came from, as `ralph config list --origin` says.

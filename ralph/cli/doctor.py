@@ -24,7 +24,7 @@ def doctor(ctx: click.Context, fix: bool, force: bool, as_json: bool) -> None:
     (--fix deletes a merged one; one with unmerged commits is kept unless --force). One line per
     finding, with what --fix does. While `ralph construct` runs, --fix refuses. Exit 0 when
     healthy (or all repaired), 1 when problems remain."""
-    from ralph.ops.doctor import doctor as diagnose
+    from ralph.usecases.doctor import doctor as diagnose
 
     if force and not fix:
         raise click.UsageError("--force goes with --fix")

@@ -1,6 +1,6 @@
 """`ralph spec draft NAME "idea"`: an agent drafts the spec, asking through ralph what only the
 person can decide; the person approves the draft before anything is built. The steps are
-ralph.ops.drafts'; this module parses, asks the person on a terminal, and prints."""
+ralph.loop.spec_drafts'; this module parses, asks the person on a terminal, and prints."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def spec_draft(ctx, name, idea, decision, feedback, **flags):
     answer ID TEXT`) or for a decision (--accept, --revise FEEDBACK, --reject). Run the same
     command again to go on: the draft remembers its idea and agent flags. Nothing is built before
     the spec is accepted."""
-    from ralph.ops import drafts
+    from ralph.loop import spec_drafts as drafts
 
     root = root_of(ctx)
     if decision == "reject":
@@ -86,8 +86,8 @@ def spec_draft(ctx, name, idea, decision, feedback, **flags):
 def _until_decided(ctx: click.Context, draft, decision: str | None, person: _Person | None, flags: dict):
     """Run the draft's steps until it is accepted (its spec's path), rejected (None), or waits
     for a person who is not at a terminal (exit 9)."""
-    from ralph.ops import drafts
-    from ralph.ops.drafts import Step
+    from ralph.loop import spec_drafts as drafts
+    from ralph.loop.spec_drafts import Step
 
     settings = None
     while True:
@@ -120,8 +120,8 @@ def _until_decided(ctx: click.Context, draft, decision: str | None, person: _Per
 
 
 def _settings(draft, flags: dict):
-    from ralph.ops.settings import Settings, read_user_config
     from ralph.store.reader import plan_path, read_plan
+    from ralph.usecases.settings import Settings, read_user_config
 
     config = read_plan(draft.root).config() if plan_path(draft.root).exists() else {}
     settings = Settings.resolve(draft.spec, config, dict(flags), read_user_config())
@@ -132,8 +132,8 @@ def _settings(draft, flags: dict):
 
 
 def _run(draft, settings) -> None:
-    from ralph.loop.console import Console
-    from ralph.ops import drafts
+    from ralph.loop import spec_drafts as drafts
+    from ralph.loop.observe.console import Console
 
     what = "revising" if draft.exists() else "drafting"
     say(f"{what} {draft.spec} with the {settings.agent} agent (read-only on the code)...", err=True)
@@ -145,13 +145,13 @@ def _run(draft, settings) -> None:
 
 
 def _answer(draft, question: dict, text: str) -> None:
-    from ralph.ops import questions
+    from ralph.usecases import questions
 
     questions.answer(draft.root, question["id"], text)
 
 
 def _waiting_for_answers(ctx: click.Context, draft, waiting: list[dict]) -> None:
-    from ralph.ops.drafts import EXIT_WAITING
+    from ralph.loop.spec_drafts import EXIT_WAITING
 
     say(f"ralph: WAITING: the draft of {draft.spec} waits for {len(waiting)} answer(s):")
     for question in waiting:
@@ -163,7 +163,7 @@ def _waiting_for_answers(ctx: click.Context, draft, waiting: list[dict]) -> None
 
 
 def _waiting_for_decision(ctx: click.Context, draft) -> None:
-    from ralph.ops.drafts import EXIT_WAITING
+    from ralph.loop.spec_drafts import EXIT_WAITING
 
     say(f"ralph: WAITING: the draft of {draft.spec} waits for your decision: read {draft.relative()}, then")
     say(f"  ralph spec draft {draft.name} --accept              # write and commit {draft.spec}")
@@ -190,7 +190,7 @@ class _Person:
                 return given
 
     def decide(self, draft):
-        from ralph.ops.drafts import Decision
+        from ralph.loop.spec_drafts import Decision
         from ralph.text import terminal_text
 
         click.echo_via_pager(terminal_text(draft.text()))

@@ -29,8 +29,8 @@ def log(ctx: click.Context, since: str | None, task_id: str | None, as_json: boo
     decomposed, accepted, deleted; issues added and resolved; hand edits as what they changed.
 
     Each event names its commit, time and author. With --json, one JSON object per event."""
-    from ralph.ops import history
     from ralph.secrets import FieldsRedactor, redact
+    from ralph.usecases import history
 
     events = history.timeline(root_of(ctx), since, task_id)
     summary = history.story(events, task_id) if task_id else None
@@ -66,7 +66,7 @@ def _a_file_name(ctx: click.Context, param: click.Parameter, value: str | None) 
 def report(ctx: click.Context, output: str | None) -> None:
     """One self-contained HTML page of the plan's history: a burndown, attempts, cycle time,
     tokens and cost per task, the gate-failure rate, the slowest tasks. No network, no scripts."""
-    from ralph.ops import report as pages
+    from ralph.usecases import report as pages
 
     page = pages.build(root_of(ctx))
     if output is None:

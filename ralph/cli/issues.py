@@ -1,4 +1,4 @@
-"""`ralph issue ...`: add, resolve, keep, list. Each parses its arguments, calls ralph.ops, and
+"""`ralph issue ...`: add, resolve, keep, list. Each parses its arguments, calls ralph.usecases, and
 prints."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def issue() -> None:
 @click.pass_context
 def issue_add(ctx, text, priority, no_commit, as_json):
     """Add an issue: a question or problem to investigate."""
-    from ralph.ops import issues
+    from ralph.usecases import issues
 
     record = issues.add(root_of(ctx), text, priority, commit_choice(no_commit))
     emit(record) if as_json else say(f"added {record['id']}: {printable(record['text'])}")
@@ -46,7 +46,7 @@ def issue_add(ctx, text, priority, no_commit, as_json):
 @click.pass_context
 def issue_resolve(ctx, issue_id, note, no_commit, as_json):
     """Resolve an issue: its line is removed (git history keeps it)."""
-    from ralph.ops import issues
+    from ralph.usecases import issues
 
     record = issues.resolve(root_of(ctx), issue_id, note, commit_choice(no_commit))
     if as_json:
@@ -62,7 +62,7 @@ def issue_resolve(ctx, issue_id, note, no_commit, as_json):
 @click.pass_context
 def issue_keep(ctx, issue_id, reason, no_commit, as_json):
     """Leave an issue open on purpose (a person must decide): INVESTIGATE skips it from now on."""
-    from ralph.ops import issues
+    from ralph.usecases import issues
 
     record = issues.keep_open(root_of(ctx), issue_id, reason, commit_choice(no_commit))
     emit(record) if as_json else say(f"kept open {record['id']}: {printable(record['text'])}")
@@ -73,7 +73,7 @@ def issue_keep(ctx, issue_id, reason, no_commit, as_json):
 @click.pass_context
 def issue_list(ctx, as_json):
     """List the open issues, one line each."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     for record in reads.issues(root_of(ctx)):
         emit(record) if as_json else say(f"{record['id']}  {printable(record['text'])}")

@@ -28,7 +28,7 @@ def query_stage(ctx, as_json):
     VERIFY, WAITING (for a person's answers), BLOCKED (a person must decide), CHECK (every task
     accepted; the spec check runs next) or COMPLETE (a spec check found the spec met with this
     code) (--json: {"stage": ...})."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     stage = reads.stage(root_of(ctx))
     emit({"stage": stage}) if as_json else say(stage)
@@ -39,7 +39,7 @@ def query_stage(ctx, as_json):
 @click.pass_context
 def query_iteration(ctx, as_json):
     """The construct loop's current iteration number (--json: {"iteration": N})."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     iteration = reads.iteration(root_of(ctx))
     emit({"iteration": iteration}) if as_json else say(iteration)
@@ -54,7 +54,7 @@ def query_iteration(ctx, as_json):
 @click.pass_context
 def query_next(ctx, as_json):
     """The next task to build, as one JSON object (exit 1 when none is ready)."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     emit(reads.next_task(root_of(ctx)))
 
@@ -67,7 +67,7 @@ def query_next(ctx, as_json):
 @click.pass_context
 def query_tasks(ctx, pending, done, blocked, as_json):
     """The tasks, one JSON object per line."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     for record in reads.tasks(root_of(ctx), status_filter(pending, done, blocked)):
         emit(record)
@@ -78,7 +78,7 @@ def query_tasks(ctx, pending, done, blocked, as_json):
 @click.pass_context
 def query_issues(ctx, as_json):
     """The open issues, one JSON object per line."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     for record in reads.issues(root_of(ctx)):
         emit(record)

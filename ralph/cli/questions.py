@@ -1,5 +1,5 @@
 """The questions a person answers: `ralph ask` (for agents), `ralph answer` and `ralph questions`
-(for people). Each parses its arguments, calls ralph.ops.questions, and prints."""
+(for people). Each parses its arguments, calls ralph.usecases.questions, and prints."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def ask(ctx, text, task_id, choices, no_commit, as_json):
     `ralph answer`. For a decision the spec leaves open that changes the result; not for what you
     can find out yourself. An agent drafting a spec ($RALPH_DRAFT set by `ralph spec draft`) asks
     about its draft, and may offer answers with --choice."""
-    from ralph.ops import questions
+    from ralph.usecases import questions
 
     record = questions.ask(
         root_of(ctx),
@@ -60,7 +60,7 @@ def ask(ctx, text, task_id, choices, no_commit, as_json):
 def answer(ctx, question_id, text, no_commit, as_json):
     """Answer a question: its task is unblocked (once none of its questions is open), and its next
     BUILD prompt carries the question and the answer."""
-    from ralph.ops import questions
+    from ralph.usecases import questions
 
     record, task = questions.answer(root_of(ctx), question_id, text, commit_choice(no_commit))
     if as_json:
@@ -82,7 +82,7 @@ def answer(ctx, question_id, text, no_commit, as_json):
 @click.pass_context
 def questions(ctx, as_json):
     """List the open questions: what, which task, since when, who asked in which run."""
-    from ralph.ops import questions as ops
+    from ralph.usecases import questions as ops
 
     for record in ops.open_questions(root_of(ctx)):
         if as_json:

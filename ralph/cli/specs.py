@@ -1,5 +1,5 @@
 """`ralph spec new NAME`: a spec to fill in, from a template that says what a good spec holds;
-`ralph spec check FILE`: whether a spec is ready to be planned (ralph.ops.spec_lint)."""
+`ralph spec check FILE`: whether a spec is ready to be planned (ralph.usecases.spec_lint)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def spec_new(ctx, name, as_json):
     """Write specs/NAME.md from a template that says what a good spec holds: the goal,
     requirements as a checklist of checkable items, constraints, what is out of scope, and how to
     verify. An existing file is never overwritten; nothing is committed."""
-    from ralph.ops.specs import new_spec
+    from ralph.usecases.specs import new_spec
 
     path = new_spec(root_of(ctx), name)
     if as_json:
@@ -48,7 +48,7 @@ def spec_check(ctx, file, as_json):
     else one line per problem, `FILE:LINE: problem`, on stderr, and exits 2. Reads only."""
     from pathlib import Path
 
-    from ralph.ops.spec_lint import check_spec_file, problem_line
+    from ralph.usecases.spec_lint import check_spec_file, problem_line
 
     start = Path(ctx.find_root().params.get("directory") or ".")
     report = check_spec_file(start / file, file)

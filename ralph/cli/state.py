@@ -1,6 +1,6 @@
 """The state commands: init, merge-driver, check, schema and status (the task, issue and query
 groups are in cli/tasks.py, cli/issues.py and cli/queries.py; the questions a person answers in
-cli/questions.py). Each parses its arguments, calls ralph.ops, and prints."""
+cli/questions.py). Each parses its arguments, calls ralph.usecases, and prints."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def init(ctx: click.Context, no_commit: bool, as_json: bool) -> None:
     driver for plan.jsonl (a .gitattributes line, and merge.ralph.* in the repository's git config).
     Safe to run again: it adds only what is missing. git does not clone its config: run it once in
     a fresh clone."""
-    from ralph.ops.initialize import init as initialize
+    from ralph.usecases.initialize import init as initialize
 
     root = root_of(ctx)
     created = initialize(root, commit=not no_commit)
@@ -64,7 +64,7 @@ def merge_driver(ctx: click.Context, base: Path, ours: Path, theirs: Path, path:
     when clean; 1 on a conflict, each printed as PATH:LINE and left between conflict markers in OURS
     for `ralph check` to name; 2 when a version is not a plan ralph can read (OURS is left as it
     was)."""
-    from ralph.ops.mergedriver import merge_files
+    from ralph.usecases.mergedriver import merge_files
 
     merged = merge_files(base, ours, theirs, path)
     for conflict in merged.conflicts:
@@ -74,7 +74,7 @@ def merge_driver(ctx: click.Context, base: Path, ours: Path, theirs: Path, path:
 
 
 def _warn_if_driver_unregistered(root: Path) -> None:
-    from ralph.ops.mergedriver import unregistered
+    from ralph.usecases.mergedriver import unregistered
 
     warning = unregistered(root)
     if warning:
@@ -91,7 +91,7 @@ def _warn_if_driver_unregistered(root: Path) -> None:
 @click.pass_context
 def check(ctx: click.Context, staged: bool, as_json: bool) -> None:
     """List every problem in plan.jsonl (exit 2 if there is any)."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     root = root_of(ctx)
     result = reads.check(root, staged)
@@ -134,7 +134,7 @@ def status(ctx: click.Context, as_json: bool, remote: str | None) -> None:
     The run line says whether `ralph construct` is running here (pid, since when, its agents)
     or how the last run ended. With --remote: the claims of the runners sharing that remote
     (runner, task, since when), live or stale."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     root = root_of(ctx)
     if remote is not None:
@@ -149,9 +149,9 @@ def status(ctx: click.Context, as_json: bool, remote: str | None) -> None:
 
 
 def _remote_status(root: Path, name: str, as_json: bool) -> None:
-    from ralph.ops import claims
     from ralph.store.git import Repo
     from ralph.store.remote import Remote
+    from ralph.usecases import claims
 
     found = claims.remote_claims(root, Remote(Repo(root), name, retries=2))
     if as_json:
@@ -195,7 +195,7 @@ def _age(claim: dict, at: str) -> str:
 
 
 def _print_status(summary: dict) -> None:
-    from ralph.ops.runs import describe
+    from ralph.usecases.runs import describe
 
     say(printable(describe(summary["run"])))
     spec = f" ({printable(summary['spec'])})" if summary["spec"] else ""

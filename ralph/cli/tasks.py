@@ -1,5 +1,5 @@
 """`ralph task ...`: add, done, accept, reject, delete, prioritize, list, show. Each parses its
-arguments, calls ralph.ops, and prints."""
+arguments, calls ralph.usecases, and prints."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def _parse_task_json(ctx: click.Context, values: tuple[str, ...]) -> list:
 @click.pass_context
 def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_stdin, no_commit, as_json):
     """Add tasks: a JSON object or array, e.g. '{"name": "Add login", "accept": "..."}', or --name."""
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     if from_stdin:
         json_tasks = (*json_tasks, sys.stdin.read())
@@ -109,7 +109,7 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
 @click.pass_context
 def task_done(ctx, task_id, unchanged, no_commit, as_json):
     """Mark a task done (default: $RALPH_TASK_ID, else the task `ralph query next` shows)."""
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     record = tasks.done(root_of(ctx), task_or_current(task_id), commit_choice(no_commit), unchanged)
     emit(record) if as_json else say(f"done {record['id']}: {printable(record['name'])}")
@@ -123,7 +123,7 @@ def task_done(ctx, task_id, unchanged, no_commit, as_json):
 def task_accept(ctx, task_id, no_commit, as_json):
     """Accept a done task (default: $RALPH_TASK_ID, else every done task); its line becomes an
     accept tombstone."""
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     for record in tasks.accept(root_of(ctx), task_or_current(task_id), commit_choice(no_commit)):
         emit({"id": record["id"], "accepted": True}) if as_json else say(
@@ -141,7 +141,7 @@ def task_accept(ctx, task_id, no_commit, as_json):
 def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
     """Send a done task back to pending with the reason (default ID: $RALPH_TASK_ID, else the
     only done task)."""
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     if len(args) > 2:
         raise InvalidInput("task reject takes [ID] REASON: quote the reason")
@@ -163,7 +163,7 @@ def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
 @click.pass_context
 def task_delete(ctx, task_id, force, no_commit, as_json):
     """Remove a task; tasks that need it then need its subtasks (tasks with it as parent)."""
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     record, rewired = tasks.delete(root_of(ctx), task_id, force, commit_choice(no_commit))
     if as_json:
@@ -180,7 +180,7 @@ def task_delete(ctx, task_id, force, no_commit, as_json):
 def task_prioritize(ctx, spec, no_commit, as_json):
     """Set the priority of pending tasks that have none set by a person; print the counts (JSON,
     with or without --json)."""
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     counts = tasks.prioritize(root_of(ctx), spec, commit_choice(no_commit))
     emit(counts)
@@ -194,7 +194,7 @@ def task_prioritize(ctx, spec, no_commit, as_json):
 @click.pass_context
 def task_list(ctx, pending, done, blocked, as_json):
     """List the tasks in the plan, one line each."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     for record in reads.tasks(root_of(ctx), status_filter(pending, done, blocked)):
         if as_json:
@@ -211,6 +211,6 @@ def task_list(ctx, pending, done, blocked, as_json):
 @click.pass_context
 def task_show(ctx, task_id, as_json):
     """Print one task as JSON (with or without --json)."""
-    from ralph.ops import reads
+    from ralph.usecases import reads
 
     emit(reads.task(root_of(ctx), task_id))

@@ -18,29 +18,28 @@ from pathlib import Path
 from ralph import secrets
 from ralph.agents import make_adapter
 from ralph.errors import PlanInvalid, RemoteError, disk_full
-from ralph.loop import preflight, stage_plan
-from ralph.loop.agent_failures import AgentFailing
-from ralph.loop.agent_runs import Deadline
-from ralph.loop.agentrun import LOG_DIR, AgentRunner, AgentUnavailable, SandboxFailed
-from ralph.loop.console import Console
-from ralph.loop.coordinator import Solo
-from ralph.loop.cost import CostSpent, CostUnknown, TokensSpent, known_cost
-from ralph.loop.hooks import Hooks
-from ralph.loop.journal import Journal
-from ralph.loop.limits import AgentAuthFailed, LimitTooLong
-from ralph.loop.plan_access import PLAN_FILE
-from ralph.loop.remaining import remaining_lines
-from ralph.loop.signals import deferred_signals, signal_number, stop_signals_interrupt
-from ralph.loop.stage_build import BuildStage
-from ralph.loop.stage_check import CheckOutcome, CheckStage, open_work
-from ralph.loop.stage_decompose import DecomposeStage
-from ralph.loop.stage_investigate import InvestigateStage
-from ralph.loop.stage_plan import PlanStage
-from ralph.loop.stage_verify import VerifyStage
-from ralph.loop.supervisor import BudgetSpent, Supervisor
-from ralph.loop.workspace import StageReport, StageRun, Workspace
-from ralph.ops.settings import Settings
-from ralph.ops.spec_checks import already_met, spec_digest
+from ralph.loop import preflight
+from ralph.loop.observe.console import Console
+from ralph.loop.observe.journal import Journal
+from ralph.loop.observe.remaining import remaining_lines
+from ralph.loop.process.hooks import Hooks
+from ralph.loop.process.signals import deferred_signals, signal_number, stop_signals_interrupt
+from ralph.loop.process.supervisor import BudgetSpent, Supervisor
+from ralph.loop.runs.agent_process import LOG_DIR, AgentRunner, AgentUnavailable, SandboxFailed
+from ralph.loop.runs.cost import CostSpent, CostUnknown, TokensSpent, known_cost
+from ralph.loop.runs.rate_limits import AgentAuthFailed, LimitTooLong
+from ralph.loop.share.coordinator import Solo
+from ralph.loop.stages import plan as stage_plan
+from ralph.loop.stages.agent_errors import AgentFailing
+from ralph.loop.stages.build import BuildStage
+from ralph.loop.stages.check import CheckOutcome, CheckStage, open_work
+from ralph.loop.stages.decompose import DecomposeStage
+from ralph.loop.stages.investigate import InvestigateStage
+from ralph.loop.stages.plan import PlanStage
+from ralph.loop.stages.retries import Deadline
+from ralph.loop.stages.verify import VerifyStage
+from ralph.loop.stages.workspace import StageReport, StageRun, Workspace
+from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
@@ -49,6 +48,8 @@ from ralph.store.git import Repo
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, exclusive_run
 from ralph.store.reader import read_plan
 from ralph.text import plural
+from ralph.usecases.settings import Settings
+from ralph.usecases.spec_checks import already_met, spec_digest
 
 NO_PROGRESS_LIMIT = 2  # iterations in a row that change nothing before the loop gives up
 # One iteration: failed work is split first, then issues, builds, splits of what BUILD killed, verdicts.
@@ -470,7 +471,7 @@ class Loop:
         """What a killed run recorded making is cleaned up as `ralph doctor --fix` would: its
         worktrees removed (their changes kept as patches), its merged branches deleted, its
         branches with unmerged work kept and named."""
-        from ralph.ops.doctor import clean_after_killed_run
+        from ralph.usecases.doctor import clean_after_killed_run
 
         for line in clean_after_killed_run(self.root, self._construct_lock()):
             self.journal.event("cleaned_up", what=line)
@@ -479,7 +480,7 @@ class Loop:
     def _settle_interrupted_changes(self) -> None:
         """A merge, commit or PLAN a killed run cut in half is finished or undone (each kind's
         record says which: ralph.store.intent), one line each."""
-        from ralph.ops.doctor import finish_interrupted
+        from ralph.usecases.doctor import finish_interrupted
 
         for line in finish_interrupted(self.root):
             self.journal.event("interrupted_change", what=line)
@@ -495,7 +496,7 @@ class Loop:
             pass  # a log folder ralph cannot write stops the run before it commits anything
         self._fence()
         if not (self.root / PLAN_FILE).exists():
-            from ralph.ops.initialize import init
+            from ralph.usecases.initialize import init
 
             init(self.root)
         ws = Workspace.at(self.root, self.settings, self.runner, self.journal, self.console, self.deadline)
@@ -507,7 +508,7 @@ class Loop:
         ws.tree.repo.run_branch = ws.tree.repo.branch()  # nothing of the run lands on another one
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
-            from ralph.loop.remote import RemoteCoordinator
+            from ralph.loop.share.remote import RemoteCoordinator
 
             ws.coordinator = RemoteCoordinator(
                 self.root,
@@ -525,15 +526,15 @@ class Loop:
             self.resolved_before = set(change.plan.resolutions())
         started = ws.tree.repo.head()
         if started is not None:  # what judges read, as the run's first commit has it
-            from ralph.loop.judged import JudgedInputs
+            from ralph.loop.runs.judged import JudgedInputs
 
             self.runner.judged = JudgedInputs(ws.tree.repo, started, self.root / LOG_DIR)
         return ws
 
     def _open_log_folder(self) -> None:
-        """The log folder as this run decides it now (ralph.loop.log_folder): refused when it is
+        """The log folder as this run decides it now (ralph.loop.observe.log_folder): refused when it is
         a link; its journal written through the folder opened here."""
-        from ralph.loop.log_folder import LogFolder
+        from ralph.loop.observe.log_folder import LogFolder
 
         logs = LogFolder(self.root, LOG_DIR)
         logs.open()
@@ -543,7 +544,7 @@ class Loop:
     def _fence(self) -> None:
         """Make the sandbox every agent and gate runs in (--sandbox), or say once why there is none.
         Raises SandboxUnavailable (exit 1) when it is required and this system has none."""
-        from ralph.loop import sandbox
+        from ralph.loop.process import sandbox
 
         settings = self.settings
         state = self.runner.adapter.state_paths
@@ -658,7 +659,7 @@ class Loop:
 
     def _add_items(self, report: Report) -> None:
         """The report's tasks, issues and questions as data (--json)."""
-        from ralph.loop import report_data
+        from ralph.loop.observe import report_data
 
         report.tasks = [
             {"id": task["id"], "name": task["name"], "status": "accepted"} for task in self.accepted_tasks

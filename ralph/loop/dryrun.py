@@ -3,7 +3,7 @@ stage's items, the agent's argv, each prompt's size and first lines, the gate's 
 in force; and every reason the real run would refuse to start (ralph/loop/preflight.py, the checks
 the real run makes). It runs no agent or gate and writes nothing (no log, no plan change, no
 commit, not even the validation cache in .git), and nothing from the repository: a make gate's
-Makefile is read as text, as the real run reads it (ralph.loop.makefile), never given to make."""
+Makefile is read as text, as the real run reads it (ralph.loop.process.makefile), never given to make."""
 
 from __future__ import annotations
 
@@ -12,18 +12,19 @@ import time
 from pathlib import Path
 
 from ralph.agents import make_adapter
-from ralph.loop import preflight, prompts
-from ralph.loop.agent_runs import run_model
-from ralph.loop.agentrun import LOG_DIR, AgentRunner, ralph_command
-from ralph.loop.job import Job
-from ralph.loop.prompts import one_line
-from ralph.ops.settings import MODEL_STAGES, Settings
+from ralph.loop import preflight
+from ralph.loop.runs import prompts
+from ralph.loop.runs.agent_process import LOG_DIR, AgentRunner, ralph_command
+from ralph.loop.runs.prompts import one_line
+from ralph.loop.stages.job import Job
+from ralph.loop.stages.retries import run_model
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
 from ralph.store.reader import PLAN_NAME, plan_path, read_bytes
 from ralph.text import plural
+from ralph.usecases.settings import MODEL_STAGES, Settings
 
 PROMPT_LINES = 5  # of each prompt, shown
 ARG_CHARS = 120  # of each argument shown (an adapter may pass the whole prompt as one)
@@ -48,14 +49,12 @@ def preview(root: Path, settings: Settings) -> dict:
 def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRunner) -> dict:
     """The runs each stage's `jobs` lists for the plan as it is: the same functions the run takes
     its items and prompts from."""
-    from ralph.loop import (
-        stage_build,
-        stage_check,
-        stage_decompose,
-        stage_investigate,
-        stage_plan,
-        stage_verify,
-    )
+    from ralph.loop.stages import build as stage_build
+    from ralph.loop.stages import check as stage_check
+    from ralph.loop.stages import decompose as stage_decompose
+    from ralph.loop.stages import investigate as stage_investigate
+    from ralph.loop.stages import plan as stage_plan
+    from ralph.loop.stages import verify as stage_verify
 
     spec = settings.spec
     iteration = plan.iteration() + 1 if plan else 1
@@ -99,7 +98,7 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
 def _sandbox(root: Path, settings: Settings, adapter) -> dict:
     """What fence the runs would get: its mode, whether it is on, the line the run would say, and
     the bwrap argv an agent in the repository's work tree would be started with (up to `--`)."""
-    from ralph.loop import sandbox
+    from ralph.loop.process import sandbox
 
     try:
         logs = (root / LOG_DIR,)

@@ -8,16 +8,16 @@ from pathlib import Path
 
 from ralph.agents.base import Adapter
 from ralph.errors import Busy, InvalidInput, RalphError, Refused, RemoteOffline
-from ralph.loop.agentrun import AgentRunner, AgentUnavailable
-from ralph.loop.gate import gate_problem
-from ralph.loop.plan_access import PLAN_FILE
-from ralph.loop.work_tree import BUILD_BRANCH_PREFIX
-from ralph.ops.sandbox_hide import hide_problem
-from ralph.ops.settings import MODEL_STAGES, Settings
+from ralph.loop.process.gate import gate_problem
+from ralph.loop.runs.agent_process import AgentRunner, AgentUnavailable
+from ralph.loop.tree.plan_access import PLAN_FILE
+from ralph.loop.tree.work_tree import BUILD_BRANCH_PREFIX
 from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
 from ralph.store.remote import configured
+from ralph.usecases.sandbox_hide import hide_problem
+from ralph.usecases.settings import MODEL_STAGES, Settings
 
 
 def agent_problem(runner: AgentRunner) -> AgentUnavailable | None:
@@ -37,7 +37,7 @@ def start_problems(
     if not (root / settings.spec).is_file():
         yield InvalidInput(f"no spec file {settings.spec}")
     elif settings.spec_check:  # before PLAN turns an unfinished spec into paid work
-        from ralph.ops.spec_lint import spec_refusal
+        from ralph.usecases.spec_lint import spec_refusal
 
         unready = spec_refusal(root, settings.spec)
         if unready:
@@ -94,7 +94,7 @@ def budget_problem(settings: Settings, adapter: Adapter) -> Refused | None:
     A token budget bounds the run instead; a command of yours may report a cost (judged per run)."""
     if settings.max_cost_usd is None or settings.max_tokens is not None or adapter.reports_cost is not False:
         return None
-    from ralph.loop.cost import unpriced_models
+    from ralph.loop.runs.cost import unpriced_models
 
     unpriced = unpriced_models(_every_model(settings), settings.prices)
     if not unpriced:
@@ -145,7 +145,7 @@ def dirty_problem(dirty: set[str], settings: Settings) -> Refused | None:
 
 def running_problem(root: Path) -> Busy | None:
     """Another construct holds this repository (the real run finds out when it takes the lock)."""
-    from ralph.ops.runs import holder
+    from ralph.usecases.runs import holder
 
     found = holder(root)
     if found is None:

@@ -266,7 +266,7 @@ def _merge_claim(base: Record, ours: Record, theirs: Record) -> Record | object:
     """A task's claim (claimed_by with claimed_at), one value: changed on one side, that side's;
     on both, a live claim wins over a release (a release frees only the claim it knew, not a newer
     one), one runner's two claims give the later, and two runners' claims conflict: the runner
-    whose claim did not reach the remote first drops its own (ralph.ops.claims does)."""
+    whose claim did not reach the remote first drops its own (ralph.usecases.claims does)."""
     b, o, t = ({key: side[key] for key in CLAIM if key in side} for side in (base, ours, theirs))
     if _same(o, t) or _same(t, b):
         return o
@@ -279,7 +279,7 @@ def _merge_claim(base: Record, ours: Record, theirs: Record) -> Record | object:
     return _CONFLICT
 
 
-SPEC_CHECKED = ("checked_commit", "checked_spec")  # a spec's last passing check (ralph.loop.stage_check)
+SPEC_CHECKED = ("checked_commit", "checked_spec")  # a spec's last passing check (ralph.loop.stages.check)
 
 
 def _merge_field(name: str, base: Any, ours: Any, theirs: Any) -> object:

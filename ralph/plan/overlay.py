@@ -1,5 +1,5 @@
 """A plan with some of its records taken from another version, by record: what a person changed
-beside a run laid on the plan as it was (ralph.loop.beside_changes, ralph.store.settle)."""
+beside a run laid on the plan as it was (ralph.loop.tree.beside_changes, ralph.store.settle)."""
 
 from __future__ import annotations
 

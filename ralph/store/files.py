@@ -39,7 +39,7 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 # A temporary file is made afresh, never opened through what has its name: an agent that can write
-# beside plan.jsonl (any agent but a fenced one's: ralph.loop.sandbox) could put a link there,
+# beside plan.jsonl (any agent but a fenced one's: ralph.loop.process.sandbox) could put a link there,
 # named for the pid of the ralph that writes next, to have ralph write the plan into another file.
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 

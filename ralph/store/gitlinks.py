@@ -6,7 +6,7 @@ sets core.fsmonitor, or core.worktree) has git run that config at the person's n
 (ralph's own never goes into a submodule: ralph.store.git). The sandbox binds each link read-only,
 but a folder holding one can still be renamed and a new one made; so each run's link, and the
 config of the git directory it leads to, are compared before and after it, and a change is a
-permission violation, undone (ralph.loop.work_tree.restore_links).
+permission violation, undone (ralph.loop.tree.work_tree.restore_links).
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def merge_commits(repo: Repo, ours: str, theirs: str, message: str, plan: bytes 
     """The merge of commit `theirs` into `ours` as `git merge --no-ff` would make it (a commit
     with both as parents), in git's object store only: the code through `git merge-tree`,
     plan.jsonl by record from the two commits' merge base, or `plan` when the caller made it
-    (a runner replays its operations: ralph.ops.sync). Nothing moves: the caller moves HEAD
+    (a runner replays its operations: ralph.usecases.sync). Nothing moves: the caller moves HEAD
     (move_head) once it wants the result. A conflict gives the conflicting paths."""
     if plan is None:
         code, out, _ = repo.attempt("merge-base", ours, theirs)

@@ -12,7 +12,7 @@ Which way each kind is settled (ralph.store.settle), and why:
   holds the loop's own uncommitted plan changes merged in, and the build passed its gate: going
   back would throw away both. Going forward is setting the changed paths to the commit, moving
   HEAD by compare-and-swap, and recording the build's commit on its task.
-- COMMIT (the loop's commit of a build's files and plan.jsonl; ralph.loop.work_tree's commit): rolled
+- COMMIT (the loop's commit of a build's files and plan.jsonl; ralph.loop.tree.work_tree's commit): rolled
   FORWARD. The caller had decided what to commit (a build whose gate passed) and the files are in
   the work tree: committing them is what it was doing. Left half done they are staged or changed
   files nobody owns, while the plan says the task is built.

@@ -9,7 +9,7 @@ wrote. So ralph's own git calls run one absolute `git`, found on the PATH withou
 (once per process: again only if a work tree ralph learns of later holds the one found, or PATH
 changed, as tests change it), and the
 children ralph starts for itself (agents, hooks, git) get that PATH. The gate keeps the person's
-PATH as it is (ralph.loop.gate): it is the repository's own code, a `make test` may need the
+PATH as it is (ralph.loop.process.gate): it is the repository's own code, a `make test` may need the
 project's virtualenv, and it runs in the fence.
 
 Every `Repo` names its work tree here (`fence`): the work trees ralph knows of are the ones whose

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.sandbox import unavailable_reason
+from ralph.loop.process.sandbox import unavailable_reason
 from tests.support.cli import Ralph
 from tests.support.construct import wait_for
 from tests.support.gitrepo import git, said
@@ -192,7 +192,7 @@ def test_fenced_the_agent_can_write_its_draft_and_ask_but_no_code(ralph, monkeyp
 
     monkeypatch.setenv("DRAFT_AGENT", "file")
     done = ralph("spec", "draft", "farewell", IDEA, *AGENT, "--sandbox", "required", code=1)
-    # A new top-level name is the one thing the fence cannot stop (ralph.loop.sandbox.Fence): ralph
+    # A new top-level name is the one thing the fence cannot stop (ralph.loop.process.sandbox.Fence): ralph
     # finds it after the run and undoes it, draft and all.
     assert done.stderr.splitlines()[-1].startswith(
         "ralph: the drafting agent changed files beyond its draft (code.py): undone"

@@ -358,7 +358,7 @@ def test_report_says_not_recorded_when_no_run_spent_anything_never_zero(ralph: R
 
 
 def test_report_axis_ticks_are_whole_even_steps_and_times_read_at_their_scale():
-    from ralph.ops.report import _duration, nice_ticks
+    from ralph.usecases.report import _duration, nice_ticks
 
     assert [nice_ticks(most) for most in (0, 3, 7, 12, 23, 140)] == [
         [0, 1],

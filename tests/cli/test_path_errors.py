@@ -208,12 +208,12 @@ def test_init_in_a_read_only_folder(bare_repo, request):
 def test_an_os_error_naming_no_path_is_a_crash_with_its_log(project, monkeypatch):
     """What is not the environment's doing is a bug: exit 70 and the traceback in the crash log
     (before, an OS error ralph did not expect escaped as a traceback with exit 1)."""
-    import ralph.ops.reads
+    import ralph.usecases.reads
 
     def broken(*args, **kwargs):
         raise OSError(5, "Input/output error")  # no filename: nothing to name
 
-    monkeypatch.setattr(ralph.ops.reads, "tasks", broken)
+    monkeypatch.setattr(ralph.usecases.reads, "tasks", broken)
     done = ralph_in_process(project, "task", "list")
     assert done.returncode == 70, done.stderr
     assert done.stderr.startswith("ralph: internal error: OSError: [Errno 5] Input/output error (traceback: ")

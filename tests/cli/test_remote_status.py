@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ralph.ops import tasks
 from ralph.store.transaction import transaction
+from ralph.usecases import tasks
 from tests.support.cli import Ralph
 from tests.support.gitrepo import Shared, git
 

@@ -41,7 +41,7 @@ def test_refused_and_invalid_exit_codes(ralph):
 
 
 def test_a_bug_is_one_line_with_exit_70_and_the_traceback_in_a_file(repo, monkeypatch):
-    from ralph.ops import reads
+    from ralph.usecases import reads
     from tests.support.cli import Ralph
 
     def broken(*args, **kwargs):

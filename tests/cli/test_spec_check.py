@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.ops.spec_lint import spec_report
+from ralph.usecases.spec_lint import spec_report
 from tests.support.cli import Ralph
 from tests.support.gitrepo import git
 

@@ -137,7 +137,7 @@ def mock_server() -> Iterator[MockModelServer]:
 
 
 def build_prompt(ws: Workspace) -> str:
-    """A prompt in the shape of ralph/loop/templates/build.md."""
+    """A prompt in the shape of ralph/loop/runs/templates/build.md."""
     return f"""Stage: BUILD. Task {TASK_ID}: Write the work file
 Spec: specs/x.md
 
@@ -155,7 +155,7 @@ After you finish, ralph runs the quality gate (`make verify`) itself and commits
 
 
 def plan_prompt(ws: Workspace) -> str:
-    """A prompt in the shape of ralph/loop/templates/plan.md."""
+    """A prompt in the shape of ralph/loop/runs/templates/plan.md."""
     return f"""Stage: PLAN. Spec: specs/x.md
 
 You are planning the implementation of the spec in `specs/x.md`, in the git repository at {ws.root}.

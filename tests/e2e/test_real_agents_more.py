@@ -119,7 +119,7 @@ def test_opencode_builds_one_task_to_complete_and_its_tokens_are_recorded_exactl
     agent_requests = [r for r in server.model_requests("chat") if r.body.get("tools")]
     firsts = [json.dumps(r.body["messages"][0]) for r in agent_requests]
     in_repository = [first for first in firsts if str(project) in first]
-    in_checkout = [first for first in firsts if "/ralph-verify-" in first]  # ralph.loop.checkouts
+    in_checkout = [first for first in firsts if "/ralph-verify-" in first]  # ralph.loop.tree.checkouts
     assert in_repository and in_checkout and len(in_repository) + len(in_checkout) == len(firsts)
     # opencode reports input without the cached tokens, and not its session-title requests.
     sent = server.totals("chat", side=False)

@@ -1,4 +1,4 @@
-"""A hostile agent for the sandbox battery's second part (tests/loop/test_sandbox.py): it plants
+"""A hostile agent for the sandbox battery's second part (tests/loop/process/test_sandbox.py): it plants
 what ralph itself, running outside the fence, could be made to run, then does its task honestly.
 
 The first attempt at "Part one" plants a `git` in the work tree's .venv/bin and bin (ralph's PATH

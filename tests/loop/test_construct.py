@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.ops import pullrequest
+from ralph.usecases import pullrequest
 from tests.support.cli import ralph_in_process
 from tests.support.construct import (
     FAKE_AGENT,
@@ -380,7 +380,7 @@ def test_interrupt_by_signals_in_a_row_stops_the_run_once_and_cleans_up(project)
     ],
 )
 def test_interrupt_during_verify_stops_every_verifier_at_once(project, sig, code):
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     ids = add_tasks(project, *(f"Check {n} [verify-hang]" for n in range(4)))
     for task_id in ids:
@@ -464,7 +464,7 @@ def test_refuses_a_dirty_tree_unless_allowed_and_never_commits_it(project):
 
 
 def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_record(project):
-    from ralph.ops import issues
+    from ralph.usecases import issues
 
     agent_cmd = [sys.executable, str(FAKE_AGENT)]
     config = {
@@ -591,7 +591,7 @@ def warn_log(journal: list[dict], task_id: str, index: int) -> str:
 
 
 # Both end in a kill at the context limit through the same stop; which fills are a kill is
-# tests/loop/test_pressure.py's. The kill past the threshold mid-run runs with the slow suites.
+# tests/loop/runs/test_pressure.py's. The kill past the threshold mid-run runs with the slow suites.
 @pytest.mark.parametrize(
     "marker", [pytest.param("[context-explode]", marks=pytest.mark.slow), "[context-stuck]"]
 )

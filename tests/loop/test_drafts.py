@@ -198,7 +198,7 @@ elif stage == "VERIFY":
 
 
 def test_a_draft_offered_through_two_splits_goes_once_the_last_part_is_accepted(project, tmp_path):
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     tasks.add(project, [{"id": "t-parent", "name": "Parent", "accept": "work file says ok"}])
     agent = tmp_path / "splitting_agent.py"

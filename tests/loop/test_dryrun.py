@@ -46,7 +46,7 @@ def dry_run(root: Path, tmp_path: Path, *flags: str):
 
 
 def test_dry_run_lists_each_run_with_its_argv_and_prompt_and_changes_nothing(project, tmp_path):
-    from ralph.ops import issues, questions, tasks
+    from ralph.usecases import issues, questions, tasks
 
     built, waiting, ready = (
         tasks.add(project, [{"name": n, "accept": "ok"}])[0]["id"] for n in ("Built", "Waits", "Ready")
@@ -89,7 +89,7 @@ def test_dry_run_lists_each_run_with_its_argv_and_prompt_and_changes_nothing(pro
 
 
 def test_dry_run_shows_each_stage_s_model(project, tmp_path):
-    from ralph.ops import config, tasks
+    from ralph.usecases import config, tasks
 
     built, ready = (tasks.add(project, [{"name": n, "accept": "ok"}])[0]["id"] for n in ("Built", "Ready"))
     tasks.done(project, built)
@@ -120,7 +120,7 @@ def test_dry_run_shows_each_stage_s_model(project, tmp_path):
 
 
 def test_dry_run_shows_an_escalation_and_the_step_a_task_s_failed_builds_reached(project, tmp_path):
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     fresh, failed = (tasks.add(project, [{"name": n, "accept": "ok"}])[0]["id"] for n in ("Fresh", "Failed"))
     plan = project / "plan.jsonl"
@@ -221,7 +221,7 @@ def test_dry_run_says_when_another_construct_holds_the_repository(project, tmp_p
 
 
 def test_dry_run_says_the_spec_check_would_run_and_not_once_a_check_found_the_spec_met(project, tmp_path):
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     task = tasks.add(project, [{"name": "Do it"}])[0]
     tasks.done(project, task["id"])

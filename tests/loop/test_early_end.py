@@ -47,7 +47,7 @@ def test_a_run_whose_every_plan_run_breaks_the_rules_runs_it_max_attempts_times_
 
 
 def test_a_run_left_with_only_questions_lists_them_on_stdout(project):
-    from ralph.ops import questions, tasks
+    from ralph.usecases import questions, tasks
 
     task = tasks.add(project, [{"name": "Pick a database", "accept": "ok"}])[0]["id"]
     asked = questions.ask(project, "SQLite or Postgres?", task, "a person")["id"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.ops import tasks
+from ralph.usecases import tasks
 from tests.support.construct import construct, plan_records, wait_for, with_app_spec
 from tests.support.gitrepo import git
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ralph.ops import issues, tasks
 from ralph.plan.records import KillReason
 from ralph.store.transaction import transaction
+from ralph.usecases import issues, tasks
 from tests.support.cli import ralph_in_process
 from tests.support.construct import construct, with_app_spec
 from tests.support.gitrepo import Shared, git
@@ -287,10 +287,10 @@ def test_a_runner_verifies_one_claimed_batch_after_another_in_one_verify_stage(r
 
 
 def test_a_build_of_a_task_taken_over_meanwhile_yields_to_the_taker_and_is_kept_as_a_patch(repo, tmp_path):
-    from ralph.loop.remote import RemoteCoordinator
-    from ralph.ops import claims
+    from ralph.loop.share.remote import RemoteCoordinator
     from ralph.store.git import Repo
     from ralph.store.remote import Remote
+    from ralph.usecases import claims
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     slow, heir = shared.clone("slow"), shared.clone("heir")
@@ -317,10 +317,10 @@ def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_withou
     """The loop's own uncommitted plan changes (its state record, a run's spending) beside the
     build: `git reset --keep` refused them (`Entry 'plan.jsonl' not uptodate`) and the run ended
     exit 1 in git's words. They are carried onto the remote's head instead, and the build yields."""
-    from ralph.loop.remote import RemoteCoordinator
-    from ralph.ops import claims
+    from ralph.loop.share.remote import RemoteCoordinator
     from ralph.store.git import Repo
     from ralph.store.remote import Remote
+    from ralph.usecases import claims
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     slow, heir = shared.clone("slow"), shared.clone("heir")
@@ -345,10 +345,10 @@ def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_withou
 
 def test_a_build_taken_over_with_a_persons_edit_in_the_way_ends_remote_in_one_line(repo, tmp_path):
     from ralph.errors import RemoteError
-    from ralph.loop.remote import RemoteCoordinator
-    from ralph.ops import claims
+    from ralph.loop.share.remote import RemoteCoordinator
     from ralph.store.git import Repo
     from ralph.store.remote import Remote
+    from ralph.usecases import claims
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     slow, heir = shared.clone("slow"), shared.clone("heir")
@@ -371,7 +371,7 @@ def test_a_build_taken_over_with_a_persons_edit_in_the_way_ends_remote_in_one_li
 
 def test_a_run_that_ends_in_an_unexpected_error_gives_its_claims_back(project, monkeypatch):
     from ralph.errors import GitError
-    from ralph.loop.coordinator import Solo
+    from ralph.loop.share.coordinator import Solo
     from tests.support.construct import add_tasks
 
     released: list[bool] = []
@@ -383,7 +383,7 @@ def test_a_run_that_ends_in_an_unexpected_error_gives_its_claims_back(project, m
         def release(self, quietly=False):
             released.append(quietly)
 
-    monkeypatch.setattr("ralph.loop.workspace.Solo", Failing)
+    monkeypatch.setattr("ralph.loop.stages.workspace.Solo", Failing)
     add_tasks(project, "Some work")
     done = construct(project, "--max-iterations", "1", "--parallel", "1")
     assert done.returncode != 0 and "git broke mid-run" in done.stderr
@@ -490,7 +490,7 @@ def test_a_build_failing_while_another_runner_builds_what_it_needs_is_given_back
 
 
 def test_a_held_task_is_not_claimed_again_until_the_remote_moves(repo, tmp_path):
-    from ralph.loop.remote import RemoteCoordinator
+    from ralph.loop.share.remote import RemoteCoordinator
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}, {"id": "t-task01", "name": "Other"}])
     one, two = shared.clone("one"), shared.clone("two")

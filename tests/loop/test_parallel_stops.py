@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.stage_build import BuildStage
+from ralph.loop.stages.build import BuildStage
 from tests.support.construct import (
     add_tasks,
     assert_clean,

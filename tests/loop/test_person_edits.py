@@ -154,7 +154,7 @@ elif stage == "VERIFY":
 def test_in_the_sandbox_a_persons_git_commit_during_a_build_is_theirs_and_the_build_goes_on(
     project, tmp_path
 ):
-    from ralph.loop.sandbox import unavailable_reason
+    from ralph.loop.process.sandbox import unavailable_reason
 
     if unavailable_reason()[0] is None:
         pytest.skip(f"no sandbox here: {unavailable_reason()[1]}")
@@ -296,7 +296,7 @@ def assert_mine_committed_as_theirs(project) -> None:
 
 
 def test_a_task_a_person_adds_during_investigate_is_neither_counted_nor_cut_as_the_agents(project, tmp_path):
-    from ralph.ops import issues
+    from ralph.usecases import issues
 
     add_tasks(project, "Parse input")
     ralph(project, "config", "set", "max_new_items", "1")  # the agent adds one: theirs would be a second
@@ -335,7 +335,7 @@ def test_a_task_a_person_adds_during_the_spec_check_is_not_what_the_check_found(
 
 
 def test_a_task_a_person_adds_during_an_investigate_run_that_is_stopped_stays(project, tmp_path):
-    from ralph.ops import issues
+    from ralph.usecases import issues
 
     add_tasks(project, "Parse input")
     issue = issues.add(project, "The report is wrong [investigate-hang]")["id"]

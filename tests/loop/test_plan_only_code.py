@@ -1,5 +1,5 @@
 """Issue 33, "plan-only stages cannot change code": a change to code made during a PLAN run (as
-INVESTIGATE, DECOMPOSE and CHECK: ralph.loop.permissions.PLAN_ONLY_STAGES) is its agent's
+INVESTIGATE, DECOMPOSE and CHECK: ralph.loop.runs.permissions.PLAN_ONLY_STAGES) is its agent's
 permission violation, undone and kept as a patch beside its log, and PLAN runs again; in the
 sandbox the agent cannot write the work tree but for plan.jsonl (and new top-level names, which
 are then its own), so a person's edit under what it saw read-only stays theirs. Unfenced, nothing
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.sandbox import unavailable_reason
+from ralph.loop.process.sandbox import unavailable_reason
 from tests.support.construct import construct, events, plan_records, wait_for, with_app_spec
 from tests.support.gitrepo import git
 
@@ -183,7 +183,7 @@ def test_a_plan_agent_that_writes_code_every_time_ends_the_run_stuck_saying_so(a
 
 
 def test_code_an_investigator_writes_is_its_violation_and_the_issue_is_investigated_again(app, tmp_path):
-    from ralph.ops import issues, tasks
+    from ralph.usecases import issues, tasks
 
     tasks.add(app, [{"name": "Parse input", "accept": "work file says ok"}])  # planned by hand
     issue = issues.add(app, "The report is wrong")["id"]

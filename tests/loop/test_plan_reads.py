@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import ralph.plan.loader as loader
 from ralph.cli.main import cli
-from ralph.ops import tasks
+from ralph.usecases import tasks
 from tests.support.gitrepo import git
 
 AGENT = """import os, subprocess, shlex

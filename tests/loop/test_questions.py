@@ -69,7 +69,7 @@ def run(project: Path, tmp_path: Path, *flags: str):
 
 
 def add(root: Path, *tasks: dict) -> None:
-    from ralph.ops import tasks as ops
+    from ralph.usecases import tasks as ops
 
     ops.add(root, [{"accept": "work file says ok", **task} for task in tasks])
 

@@ -9,7 +9,7 @@ from tests.support.construct import add_tasks, construct
 
 
 def test_the_json_report_lists_tasks_issues_and_questions_as_objects(project):
-    from ralph.ops import questions
+    from ralph.usecases import questions
 
     fine, undecided, held = add_tasks(project, "Fine", "Undecided [no-verdict]", "Pick a colour")
     asked = questions.ask(project, "Blue or green?", held, "a person")["id"]

@@ -116,7 +116,7 @@ def record(project: Path, item: str) -> dict:
 # kept-open count: tests/cli/golden/cli/status_waiting.yml)
 @pytest.mark.slow
 def test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit(project, tmp_path):
-    from ralph.ops import issues
+    from ralph.usecases import issues
 
     issue = issues.add(project, "Does it hang?")["id"]
     (other,) = add_tasks(project, "Other work")
@@ -228,7 +228,7 @@ def test_a_task_rejected_too_often_goes_to_decompose_with_its_log_reasons_and_pa
 
 
 def test_verifiers_work_in_checkouts_of_their_own_and_one_that_edits_keeps_nothing(project, tmp_path):
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     editor, other = add_tasks(project, "Edits [edit] [pause]", "Checks [pause]")
     for task in (editor, other):
@@ -275,7 +275,7 @@ def test_verifiers_one_after_another_share_one_checkout_cleaned_between_them(pro
     """One `git worktree add` for a fork/join, not one per task: each verifier finds the checkout
     as a fresh one would be (what the one before left, ignored files too, is gone) and its own
     copy of the plan; the checkout is removed at the end."""
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     ignoring_leftovers(project)
     ids = add_tasks(project, "One [leave-ignored]", "Two [leave-ignored]", "Three")
@@ -298,7 +298,7 @@ def test_verifiers_one_after_another_share_one_checkout_cleaned_between_them(pro
 def test_a_verifier_that_changed_its_checkout_leaves_it_to_no_other(project, tmp_path):
     """A checkout a verifier changed (a violation) is removed, not cleaned and lent again: the
     next verifier gets a fresh one."""
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     editor, other = add_tasks(project, "Edits [edit]", "Checks")
     for task in (editor, other):
@@ -314,7 +314,7 @@ def test_a_checkout_swapped_for_a_link_is_never_cleaned_through_it(project, tmp_
     """A verifier (unfenced) that replaced its checkout with a link to another folder: ralph
     cleans nothing there (`git clean` through the link would take that folder's ignored files),
     removes the link and lends the next verifier a new checkout."""
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -1,4 +1,4 @@
-"""Stages run in this process against fakes of the parts a Workspace composes (ralph.loop.workspace):
+"""Stages run in this process against fakes of the parts a Workspace composes (ralph.loop.stages.workspace):
 a plan held in memory (PlanAccess), agent runs that act as a script says (AgentRuns), a work tree
 that records what the stage commits and sets aside (WorkTree), and a coordinator of one (Solo).
 No agent process, no git: each test asserts what the stage decided from what its agent run did.
@@ -20,30 +20,30 @@ from pathlib import Path
 import pytest
 
 from ralph.agents.base import RunTracker
-from ralph.loop import prompts
-from ralph.loop.agentrun import LOG_DIR, AgentResult
-from ralph.loop.checkouts import Loan
-from ralph.loop.console import Console
 from ralph.loop.construct import Ending, Loop, Outcome
-from ralph.loop.coordinator import Solo
-from ralph.loop.gate import GateResult
-from ralph.loop.journal import Journal, read_events
-from ralph.loop.permissions import Snapshot
-from ralph.loop.plan_access import PLAN_FILE
-from ralph.loop.remaining import remaining_lines, why_left
-from ralph.loop.stage_build import BuildStage
-from ralph.loop.stage_check import CheckOutcome, CheckStage
-from ralph.loop.stage_decompose import DecomposeStage
-from ralph.loop.stage_investigate import InvestigateStage
-from ralph.loop.stage_plan import PlanStage
-from ralph.loop.stage_verify import VerifyStage
-from ralph.loop.supervisor import RunResult
-from ralph.loop.workspace import Workspace
-from ralph.ops.settings import Settings
+from ralph.loop.observe.console import Console
+from ralph.loop.observe.journal import Journal, read_events
+from ralph.loop.observe.remaining import remaining_lines, why_left
+from ralph.loop.process.gate import GateResult
+from ralph.loop.process.supervisor import RunResult
+from ralph.loop.runs import prompts
+from ralph.loop.runs.agent_process import LOG_DIR, AgentResult
+from ralph.loop.runs.permissions import Snapshot
+from ralph.loop.share.coordinator import Solo
+from ralph.loop.stages.build import BuildStage
+from ralph.loop.stages.check import CheckOutcome, CheckStage
+from ralph.loop.stages.decompose import DecomposeStage
+from ralph.loop.stages.investigate import InvestigateStage
+from ralph.loop.stages.plan import PlanStage
+from ralph.loop.stages.verify import VerifyStage
+from ralph.loop.stages.workspace import Workspace
+from ralph.loop.tree.checkouts import Loan
+from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, StopReason, TaskView, Verdict
 from ralph.store.transaction import Change
+from ralph.usecases.settings import Settings
 from tests.support.plans import SET_ASIDE_REJECTED_TOO_OFTEN, SET_ASIDE_TIMED_OUT, set_aside_for_decompose
 
 SPEC = "specs/app.md"

@@ -8,12 +8,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from ralph.loop.console import Console
-from ralph.loop.coordinator import Solo
-from ralph.loop.cost import Spending
-from ralph.loop.journal import Journal
-from ralph.loop.plan_access import PlanAccess
-from ralph.loop.work_tree import WorkTree
+from ralph.loop.observe.console import Console
+from ralph.loop.observe.journal import Journal
+from ralph.loop.runs.cost import Spending
+from ralph.loop.share.coordinator import Solo
+from ralph.loop.tree.plan_access import PlanAccess
+from ralph.loop.tree.work_tree import WorkTree
 from ralph.plan.records import Verdict
 from ralph.store.git import Repo
 from tests.support.gitrepo import git

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.sandbox import unavailable_reason
+from ralph.loop.process.sandbox import unavailable_reason
 from tests.support.cli import ralph_in_process
 from tests.support.construct import (
     FAKE_AGENT,

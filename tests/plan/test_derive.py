@@ -7,10 +7,10 @@ import copy
 from pathlib import Path
 
 import ralph
-from ralph.ops import settings
 from ralph.plan import declared, derive
 from ralph.plan.models import Config, Task, json_schema
 from ralph.plan.records import IssueView, TaskView
+from ralph.usecases import settings
 
 DECLARED_FILE = Path(ralph.__file__).parent / "plan" / "declared.py"
 

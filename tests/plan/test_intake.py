@@ -1,6 +1,6 @@
 """Intake (ralph/plan/intake.py): what a person or agent typed, turned into a new task record and
 checked before anything is written. Through the commands: test_plan.py's add tests and
-tests/ops/test_properties.py's generated input."""
+tests/usecases/test_properties.py's generated input."""
 
 from __future__ import annotations
 

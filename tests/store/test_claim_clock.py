@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from ralph import clock
-from ralph.ops import claims, tasks
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.store.claim_clock import ClaimClock
 from ralph.store.git import Repo
 from ralph.store.remote import Remote
+from ralph.usecases import claims, tasks
 from tests.support.gitrepo import Shared, git
 
 TWO_HOURS = 2 * 3600

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ralph.ops import tasks
 from ralph.plan.loader import load
 from ralph.store.git import Repo
 from ralph.store.integrate import integrate, merge_commits, move_head
 from ralph.store.transaction import transaction
+from ralph.usecases import tasks
 from tests.support.gitrepo import git
 
 

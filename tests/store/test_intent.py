@@ -7,10 +7,10 @@ import json
 import subprocess
 from pathlib import Path
 
-from ralph.ops import tasks
 from ralph.store import intent, settle
 from ralph.store.git import Repo
 from ralph.store.intent import IntentKind, Settled
+from ralph.usecases import tasks
 from tests.support.gitrepo import git
 from tests.support.leftovers import half_merged
 

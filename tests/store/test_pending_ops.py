@@ -4,10 +4,10 @@ whole change, and not otherwise."""
 
 from __future__ import annotations
 
-from ralph.ops import tasks
 from ralph.plan.ops import ops_in
 from ralph.store import pending_ops
 from ralph.store.git import Repo
+from ralph.usecases import tasks
 from tests.support.gitrepo import git
 
 A, B = {"id": "t-aaaaaa", "name": "A"}, {"id": "t-bbbbbb", "name": "B"}

@@ -371,7 +371,7 @@ def test_a_lone_surrogate_in_a_hand_edit_is_printed_as_json_escapes(repo):
 
 
 def test_the_crash_log_is_private_unpredictable_and_never_crashes(repo, tmp_path, monkeypatch):
-    from ralph.ops import reads
+    from ralph.usecases import reads
     from tests.support.cli import Ralph
 
     def broken(*args, **kwargs):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ralph.errors import PlanInvalid
-from ralph.ops import tasks
 from ralph.store import reader, validcache
 from ralph.store import transaction as store
+from ralph.usecases import tasks
 from tests.support.cli import ralph_process
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ralph.cli.main import cli
-from ralph.loop.journal import read_events
+from ralph.loop.observe.journal import read_events
 from tests.support.gitrepo import git
 
 FAKE_AGENT = Path(__file__).parent / "scripts" / "fake_agent.py"
@@ -137,7 +137,7 @@ def gone(pid: int) -> bool:
 
 
 def add_tasks(root: Path, *names: str, chain: bool = False) -> list[str]:
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     ids: list[str] = []
     for name in names:

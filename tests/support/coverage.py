@@ -11,7 +11,7 @@ from __future__ import annotations
 COVERED: dict[str, tuple[str, ...]] = {
     "ralph/store/gitlinks.py": (
         "tests/loop/test_submodules.py",
-        "tests/loop/test_sandbox.py",
+        "tests/loop/process/test_sandbox.py",
         "a submodule's `.git` link an agent replaced, or whose folder it made a link, is read as"
         " changed, put back and kept beside the log, with the sandbox and without.",
     ),
@@ -23,7 +23,7 @@ COVERED: dict[str, tuple[str, ...]] = {
     ),
     # cli/: parses and prints; what it prints is in the goldens, what it does in the ops tests.
     "ralph/cli/config.py": (
-        "tests/ops/test_config.py",
+        "tests/usecases/test_config.py",
         "`ralph config get|set|unset|list` is run through the CLI there, each change and refusal checked.",
     ),
     "ralph/cli/construct.py": (
@@ -35,7 +35,7 @@ COVERED: dict[str, tuple[str, ...]] = {
         "with exit 2, and its final report is held in golden files.",
     ),
     "ralph/cli/doctor.py": (
-        "tests/ops/test_doctor.py",
+        "tests/usecases/test_doctor.py",
         "tests/cli/test_doctor_golden.py",
         "`ralph doctor` and its --fix and --json run through the CLI in both, and the goldens hold what "
         "it prints.",
@@ -59,7 +59,7 @@ COVERED: dict[str, tuple[str, ...]] = {
     ),
     "ralph/cli/main.py": (
         "tests/cli/test_golden.py",
-        "tests/ops/test_import_path.py",
+        "tests/usecases/test_import_path.py",
         "every command's --help is a golden, and the state commands are shown never to load the "
         "construct loop that the group loads lazily.",
     ),
@@ -101,29 +101,29 @@ COVERED: dict[str, tuple[str, ...]] = {
         "the demo's run to COMPLETE is this scripted agent's work at every stage.",
     ),
     # loop/: the stages are tested through the real loop with the scripted fake agent.
-    "ralph/loop/drafting.py": (
+    "ralph/loop/stages/draft.py": (
         "tests/cli/test_drafts.py",
         "every drafting run goes through it: the scripted agent asks and drafts, fenced with --sandbox"
         " required, and a SIGTERM stops it and its child.",
     ),
-    "ralph/loop/judged.py": (
-        "tests/loop/test_sandbox.py",
-        "tests/loop/test_permissions.py",
+    "ralph/loop/runs/judged.py": (
+        "tests/loop/process/test_sandbox.py",
+        "tests/loop/runs/test_permissions.py",
         "a verifier and CHECK get the first commit's prompts, rules and spec however a build rewrote "
         "them, and a BUILD changing them without a scope that names them is a violation.",
     ),
-    "ralph/loop/log_folder.py": (
-        "tests/loop/test_sandbox.py",
+    "ralph/loop/observe/log_folder.py": (
+        "tests/loop/process/test_sandbox.py",
         "a build that replaces build/ralph-logs with a link gets nothing written there and its folder put "
         "back; a link there at the start is refused.",
     ),
-    "ralph/loop/view.py": (
-        "tests/loop/test_live.py",
+    "ralph/loop/observe/view.py": (
+        "tests/loop/observe/test_live.py",
         "the progress header's accepted of total, ETA and budgets come from Progress.update, fed by the "
         "console's reports and by the journal's progress events in `ralph watch`.",
     ),
-    "ralph/loop/follow.py": (
-        "tests/loop/test_live.py",
+    "ralph/loop/observe/follow.py": (
+        "tests/loop/observe/test_live.py",
         "`ralph watch` full-screen in tmux panes of 80x14 and 200x50 keeps its header, agents and the "
         "picked agent's transcript on screen, and its keys scroll the events and pick an agent.",
     ),
@@ -133,113 +133,113 @@ COVERED: dict[str, tuple[str, ...]] = {
         "the dry run lists every reason the real run refuses while the real run stops at the first, and "
         "a detached head or a gate that cannot run is refused before any agent.",
     ),
-    "ralph/loop/reaper.py": (
-        "tests/loop/test_supervisor.py",
+    "ralph/loop/process/reaper.py": (
+        "tests/loop/process/test_supervisor.py",
         "tests/loop/test_loop_safety.py",
         "daemons left outside the run's process group are ended and reaped, only when their run ends, "
         "and never what ralph itself started.",
     ),
-    "ralph/loop/remote.py": (
+    "ralph/loop/share/remote.py": (
         "tests/loop/test_many_machines.py",
         "runners sharing a remote claim each task before building it, hand builds back, and three "
         "runners build twelve tasks exactly once.",
     ),
-    "ralph/loop/report_data.py": (
+    "ralph/loop/observe/report_data.py": (
         "tests/loop/test_report_json.py",
         "tests/loop/test_early_end.py",
         "`construct --json` gives each task, issue and question of the report as an object, and a run "
         "that ends before its first iteration still reports them.",
     ),
-    "ralph/loop/agent_runs.py": (
-        "tests/loop/test_agent_failures.py",
+    "ralph/loop/stages/retries.py": (
+        "tests/loop/stages/test_agent_errors.py",
         "tests/loop/test_odd_moves.py",
         "tests/loop/test_construct.py",
         "agent runs retried when they did nothing, continued after a compaction, and checked after: a "
         "removed worktree, a deleted or replaced plan, a permission violation undone.",
     ),
-    "ralph/loop/checkouts.py": (
+    "ralph/loop/tree/checkouts.py": (
         "tests/loop/test_stage_runs.py",
         "tests/loop/test_interrupted_changes.py",
         "consecutive verifiers share one checkout, cleaned between them; one a verifier changed or"
         " replaced with a link goes to no other and is never cleaned through the link; a kill at the"
         " verifier's set-up or removal leaves nothing behind.",
     ),
-    "ralph/loop/plan_access.py": (
+    "ralph/loop/tree/plan_access.py": (
         "tests/loop/test_plan_reads.py",
         "tests/loop/test_bookkeeping_commits.py",
         "the plan is read once per step and passed on, and the loop's changes to it go into one commit "
         "per unit of work.",
     ),
-    "ralph/loop/stage_build.py": (
+    "ralph/loop/stages/build.py": (
         "tests/loop/test_construct.py",
         "tests/loop/test_loop_safety.py",
         "builds retried after a failed gate, timed out, crashed, set aside for DECOMPOSE or changing "
         "nothing are run through the real loop.",
     ),
-    "ralph/loop/stage_investigate.py": (
+    "ralph/loop/stages/investigate.py": (
         "tests/loop/test_construct.py",
         "tests/loop/test_stage_runs.py",
         "tests/loop/test_loop_safety.py",
         "issues are investigated into tasks and resolved once, and a hanging investigator is stopped "
         "and parked at the limit.",
     ),
-    "ralph/loop/stage_plan.py": (
+    "ralph/loop/stages/plan.py": (
         "tests/loop/test_construct.py",
         "tests/loop/test_stage_runs.py",
         "`ralph plan` runs only this stage, and a stopped plan run keeps nothing and says why.",
     ),
-    "ralph/loop/stage_verify.py": (
+    "ralph/loop/stages/verify.py": (
         "tests/loop/test_construct.py",
         "tests/loop/test_stage_runs.py",
         "verifiers accept or reject tasks in parallel checkouts of their own, and one stopped at the "
         "limit sets its task aside.",
     ),
-    "ralph/loop/work_tree.py": (
+    "ralph/loop/tree/work_tree.py": (
         "tests/loop/test_unknown_changes.py",
         "tests/loop/test_drafts.py",
         "tests/loop/test_interrupted_changes.py",
         "only what a run is known to have changed is committed, unfinished work is kept on draft "
         "branches, and a commit or a build's merge cut short is finished by the next start.",
     ),
-    "ralph/loop/workspace.py": (
+    "ralph/loop/stages/workspace.py": (
         "tests/loop/test_stages_in_process.py",
         "tests/loop/test_construct.py",
         "stages run on a Workspace of fakes of its parts decide from their agents' runs, and the loop's "
         "own Workspace composes the real parts in every construct test.",
     ),
     # ops/: the use cases, through the CLI.
-    "ralph/ops/history.py": (
+    "ralph/usecases/history.py": (
         "tests/cli/test_log.py",
         "the timeline, a task's story and --since are read back from real histories made through the CLI.",
     ),
-    "ralph/ops/pullrequest.py": (
+    "ralph/usecases/pullrequest.py": (
         "tests/loop/test_pull_request.py",
         "`construct --pr` and `ralph pr` push the branch to a real bare remote and open the request "
         "through a stand-in gh or glab whose arguments and stdin are asserted.",
     ),
-    "ralph/ops/report.py": (
+    "ralph/usecases/report.py": (
         "tests/cli/test_log.py",
         "the page is one self-contained file with a point per plan commit, an unknown cost says so, "
         "and headless Chromium draws it.",
     ),
-    "ralph/ops/drafts.py": (
+    "ralph/loop/spec_drafts.py": (
         "tests/cli/test_drafts.py",
         "each step of a draft (run, questions, approve) and its refusals are run through `ralph spec"
         " draft`: WAITING, answers, a revision, accept committing the spec alone, reject leaving nothing.",
     ),
-    "ralph/ops/specs.py": (
+    "ralph/usecases/specs.py": (
         "tests/cli/test_spec_new.py",
         "the spec file made from the template, and the refusals of an existing file or a bad name, "
         "are asserted through `ralph spec new`.",
     ),
-    "ralph/ops/spec_checks.py": (
+    "ralph/usecases/spec_checks.py": (
         "tests/cli/test_status_stage.py",
-        "tests/loop/test_stage_check.py",
+        "tests/loop/stages/test_check.py",
         "a spec a check found met is COMPLETE to `query stage` and `query next`, and CHECK again once "
         "code changed; a run with the spec and code as checked ends COMPLETE without another check.",
     ),
-    "ralph/ops/sync.py": (
-        "tests/ops/test_claims.py",
+    "ralph/usecases/sync.py": (
+        "tests/usecases/test_claims.py",
         "claims, publishing and release go through its rounds: a lost race is replayed on the new head "
         "and an unreachable remote fails after bounded retries.",
     ),
@@ -254,8 +254,8 @@ COVERED: dict[str, tuple[str, ...]] = {
         "each kind of interrupted change is settled as its kind says, and a kill at every git step of a "
         "merge, a build's commit and PLAN's commit ends right on the next run.",
     ),
-    "ralph/ops/sandbox_hide.py": (
-        "tests/loop/test_sandbox.py",
+    "ralph/usecases/sandbox_hide.py": (
+        "tests/loop/process/test_sandbox.py",
         "patterns that would hide /, $HOME or the work tree (directly or through a link) are refused by "
         "`ralph config set`, `ralph check` and construct's start there.",
     ),
@@ -298,7 +298,7 @@ COVERED: dict[str, tuple[str, ...]] = {
         "next task are asserted on plans in memory.",
     ),
     "ralph/plan/singletons.py": (
-        "tests/ops/test_config.py",
+        "tests/usecases/test_config.py",
         "tests/plan/test_plan.py",
         "config keys set and unset one commit each, and the state record rewritten only when "
         "something changes, are asserted there.",

@@ -7,8 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from ralph.loop.journal import read_events
-from ralph.loop.sandbox import unavailable_reason
+from ralph.loop.observe.journal import read_events
+from ralph.loop.process.sandbox import unavailable_reason
 from tests.support.gitrepo import git, write_user_config
 
 # The real CLIs run fenced wherever this machine can fence them (CI installs bubblewrap): their
@@ -74,6 +74,6 @@ def recorded(root: Path, key: str) -> int:
 
 
 def add_task(root: Path, name: str) -> str:
-    from ralph.ops import tasks
+    from ralph.usecases import tasks
 
     return tasks.add(root, [{"name": name, "accept": "work file says ok"}])[0]["id"]

@@ -76,7 +76,7 @@ class Shared:
     def clone(self, name: str) -> Path:
         path = self.base / name
         git(self.base, "clone", "-q", str(self.origin), str(path))
-        from ralph.ops import initialize
+        from ralph.usecases import initialize
 
         initialize.init(path)
         return path

@@ -12,7 +12,7 @@ from tests.support.gitrepo import git
 
 
 def leftover_worktree(root: Path, tmp: Path, label: str, branch: str | None = None) -> Path:
-    """A worktree as ralph.loop.work_tree's checkout makes it (<tmp>/ralph-<label>-XXXX/ralph-<label>),
+    """A worktree as ralph.loop.tree.work_tree's checkout makes it (<tmp>/ralph-<label>-XXXX/ralph-<label>),
     recorded as ralph's, as a killed run leaves it; on `branch` (made from HEAD, recorded too) as
     parallel builds have them."""
     path = tmp / f"ralph-{label}-k1ll3d" / f"ralph-{label}"

@@ -1,0 +1,85 @@
+"""What judges a build is not the build's to write: the verifier's and CHECK's prompt templates
+(`.ralph/prompts/*.md`), the rules files they are given (AGENTS.md, CLAUDE.md) and the spec are read
+from the commit the run started on, never from a work tree a BUILD just changed (a BUILD that wrote
+"always accept" into .ralph/prompts/verify.md was obeyed by the same run's verifier). A BUILD that
+changes them is a permission violation unless its task's scope names them (ralph.loop.runs.permissions).
+
+The judges get copies: the rules and the spec as that commit has them are written once into the
+log folder (which runs read but never write), and their prompts name those copies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ralph.loop.runs.prompts import OVERRIDE_DIR, RULE_FILES
+from ralph.plan.scope import matches
+from ralph.store.git import Repo
+
+# What the builder may not change unless its task's scope names it: the rules agents are given
+# (at any depth: agent CLIs read nested ones too), ralph's own folder (its prompt overrides).
+GUARDED = (*RULE_FILES, *(f"**/{name}" for name in RULE_FILES), ".ralph/**")
+JUDGES = ("VERIFY", "CHECK")
+
+
+def guarded(spec: str | None) -> tuple[str, ...]:
+    """The patterns of what judges read, the spec's path among them."""
+    return (*GUARDED, spec) if spec else GUARDED
+
+
+def guarded_changes(
+    changed: set[str] | list[str], patterns: tuple[str, ...], scopes: list[list[str]]
+) -> list[str]:
+    """The changed paths that judges read and that no scope names (a pattern that starts with a
+    wildcard, `**` or `*.md`, names no file: it allows, it does not name)."""
+    named = [pattern for scope in scopes for pattern in scope if not pattern.startswith(("*", "?"))]
+    return sorted(
+        path
+        for path in changed
+        if any(matches(pattern, path) for pattern in patterns) and not any(matches(p, path) for p in named)
+    )
+
+
+class JudgedInputs:
+    """The judges' inputs as commit `rev` has them, copied under `folder` when first asked for."""
+
+    def __init__(self, repo: Repo, rev: str, folder: Path):
+        self.repo, self.rev = repo, rev
+        self.folder = folder / f"judged-{rev[:12]}"
+        self._copies: dict[str, Path | None] = {}
+
+    def template(self, stage: str) -> str | None:
+        """The stage's prompt override as the commit has it (None: none there, use ralph's)."""
+        data = self.repo.file_at(self.rev, (OVERRIDE_DIR / f"{stage.lower()}.md").as_posix())
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def copy(self, relpath: str) -> Path | None:
+        """The absolute path of the commit's `relpath`, copied into the log folder (None: the
+        commit has no such file)."""
+        if relpath not in self._copies:
+            data = self.repo.file_at(self.rev, relpath)
+            path = None
+            if data is not None:
+                path = (self.folder / relpath).resolve()
+                if self.folder.resolve() not in path.parents:  # a spec path that climbs out
+                    return None
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+            self._copies[relpath] = path
+        return self._copies[relpath]
+
+    def values(self, spec: str | None) -> dict[str, str]:
+        """The prompt values that name what a judge reads: the rules and the spec, as copies."""
+        rules = [(name, self.copy(name)) for name in RULE_FILES]
+        found = [f"{path} (the repository's {name})" for name, path in rules if path is not None]
+        said = ""
+        if found:
+            said = (
+                f"The project's rules for agents are in {' and '.join(found)}, as commit"
+                f" {self.rev[:12]} has them: follow them (not the work tree's copies, which a build"
+                " may have changed).\n"
+            )
+        values = {"project_rules": said}
+        spec_copy = self.copy(spec) if spec else None
+        if spec and spec_copy is not None:
+            values["spec"] = f"{spec} (read it from {spec_copy}: the spec as commit {self.rev[:12]} has it)"
+        return values

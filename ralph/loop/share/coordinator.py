@@ -1,0 +1,142 @@
+"""Who takes which item of a stage. A run alone (`Solo`) takes every item it finds; runners sharing
+a git remote (ralph.loop.share.remote.RemoteCoordinator) each take the items they win a claim on, and
+publish what they did before taking the next. Stages ask their workspace's coordinator and have
+one code path for both kinds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from ralph.plan.plan import Plan
+
+T = TypeVar("T")
+
+
+class Coordinator(Protocol):
+    def plans(self) -> bool:
+        """Whether this run runs PLAN for the spec now (False: another runner did meanwhile)."""
+        ...
+
+    def planned(self) -> None:
+        """PLAN's tasks are committed: other runners may build them."""
+        ...
+
+    def issues(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        """Each open issue this run investigates, of those `found`; `fresh` reads one again by id
+        after its claim brought in other runners' changes (None: it is gone)."""
+        ...
+
+    def killed(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        """Each killed task this run decomposes, of those `found` (as for `issues`)."""
+        ...
+
+    def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
+        """The batches of done tasks this run verifies, each at most `limit` (None: all of them)."""
+        ...
+
+    def next_builds(self, ready: Callable[[], list[str]]) -> list[str]:
+        """The tasks to build next (more than one: they may be built at once); `ready` lists the
+        buildable ones as this work tree's plan has them. Empty: nothing is left to build here."""
+        ...
+
+    def built(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
+        """The builds are committed: publish them. Returns each build that conflicts with work
+        published meanwhile, with the files (it was undone, and its task goes back to be built)."""
+        ...
+
+    def checks(self, met: Callable[[Plan], bool]) -> bool:
+        """Whether this run runs the spec check now: every task of the spec is accepted here.
+        False: another runner holds it, or work came in meanwhile; `met` says whether a check
+        found the plan's spec and code met already."""
+        ...
+
+    def checked(self) -> None:
+        """The spec check is committed: other runners may see what it added, or that it passed."""
+        ...
+
+    def draft_kept(self, branch: str) -> None:
+        """A task's unfinished work is kept on the draft branch `branch`: shared where runners share."""
+        ...
+
+    def fetch_draft(self, branch: str) -> str | None:
+        """The draft branch `branch`, which is not here (another runner kept it), fetched from
+        where runners share; the ref to read it at, or None (nowhere to fetch it from, or not there)."""
+        ...
+
+    def draft_dropped(self, branch: str, commit: str) -> None:
+        """ralph's draft branch `branch`, at `commit`, is deleted here (its task is accepted): gone
+        where runners share too, unless someone moved it there."""
+        ...
+
+    def others_published(self) -> bool:
+        """Whether others published work this work tree lacks (a build here may fail for want of
+        it): then a failed build is given back, uncounted, and built again once caught up."""
+        ...
+
+    def others_building(self) -> bool:
+        """Whether others are building tasks now (a build here may fail for want of their work,
+        not yet published): then a failed build is given back, uncounted, and held (`hold`)."""
+        ...
+
+    def hold(self, task_id: str) -> None:
+        """The task's build was given back while others' work was in flight: not claimed again
+        by this run until what others publish has moved the shared branch."""
+        ...
+
+    def release(self, quietly: bool = False) -> None:
+        """The run ends: whatever it holds goes back. Quietly: once, errors ignored."""
+        ...
+
+
+class Solo:
+    """A run with nobody to share the work with: every item is its own, nothing to publish."""
+
+    def plans(self) -> bool:
+        return True
+
+    def planned(self) -> None:
+        pass
+
+    def issues(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        return iter(found)
+
+    def killed(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+        return iter(found)
+
+    def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
+        yield None
+
+    def next_builds(self, ready: Callable[[], list[str]]) -> list[str]:
+        return ready()
+
+    def built(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
+        return {}
+
+    def checks(self, met: Callable[[Plan], bool]) -> bool:
+        return True
+
+    def checked(self) -> None:
+        pass
+
+    def draft_kept(self, branch: str) -> None:
+        pass
+
+    def fetch_draft(self, branch: str) -> str | None:
+        return None
+
+    def draft_dropped(self, branch: str, commit: str) -> None:
+        pass
+
+    def others_published(self) -> bool:
+        return False
+
+    def others_building(self) -> bool:
+        return False
+
+    def hold(self, task_id: str) -> None:
+        pass
+
+    def release(self, quietly: bool = False) -> None:
+        pass

@@ -1,0 +1,769 @@
+"""BUILD: one fresh agent run per buildable task, then ralph's own gate. A task stays done only
+when the agent marked it done and the gate passed; a failed attempt is retried at once with the
+failure in its prompt, up to max_attempts (max_rebuilds once VERIFY rejected it); a timeout, a
+context kill, too many failures or the same failure twice in a row set it aside for DECOMPOSE. A
+failure that another build or split would only repeat goes to a person instead, as one question
+with both texts: a subtask failing (or rejected) as its ancestor did, for its whole family, which
+waits with it (ralph.plan.families); the same rejection by VERIFY twice in a row.
+A rejected task's builder may resubmit it unchanged with its argument (`task done --unchanged`).
+Context compaction continues the task in a fresh run."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from ralph.failures import gist
+from ralph.loop.observe.journal import Span
+from ralph.loop.process.gate import GateResult
+from ralph.loop.process.supervisor import BudgetSpent
+from ralph.loop.runs.agent_process import AgentResult, PlanProblem, ralph_command
+from ralph.loop.runs.prompts import data_block, excerpt, one_line, task_details
+from ralph.loop.stages.agent_errors import error_lines
+from ralph.loop.stages.build_parallel import ParallelBuilds
+from ralph.loop.stages.job import Job
+from ralph.loop.stages.workspace import StageReport, Workspace
+from ralph.loop.tree.plan_access import PLAN_FILE
+from ralph.loop.tree.work_tree import CheckoutBehind, StaleBase
+from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
+from ralph.plan.families import asks_a_person, family_of, members_to_hold
+from ralph.plan.plan import Plan
+from ralph.plan.records import (
+    KILLING_STOPS,
+    VERDICT_WORDS,
+    KillReason,
+    Stage,
+    TaskView,
+    Verdict,
+    is_blocked,
+    is_done,
+)
+from ralph.plan.schedule import buildable
+from ralph.plan.scope import outside
+from ralph.secrets import redact
+from ralph.text import plural, shown_path
+from ralph.usecases.settings import Settings
+
+HISTORY_EXCERPT_CHARS = 1500
+_KILL_TEXT = {
+    KillReason.TIMEOUT: "the agent run hit its time limit",
+    KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
+    KillReason.DOOM_LOOP: "the build kept failing; split it into smaller tasks",
+    KillReason.REPEATED_FAILURE: "its last two builds failed the same way; split it into smaller tasks",
+}
+
+
+class Failure(NamedTuple):
+    """Why a build attempt does not count as built: its verdict, and the words recorded with it."""
+
+    verdict: Verdict
+    text: str
+
+
+class BuildStage:
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
+
+    def in_worktree(self, ws: Workspace) -> BuildStage:
+        """This stage acting in a build's worktree (ws: Workspace.for_worktree's)."""
+        return BuildStage(ws)
+
+    def run(self, iteration: int) -> StageReport:
+        span = self.ws.journal.span("stage", stage="BUILD", iteration=iteration)
+        report = StageReport(Stage.BUILD)
+        coordinator, max_attempts = self.ws.coordinator, self.ws.settings.max_attempts
+        while batch := coordinator.next_builds(lambda: [task["id"] for task in self.ready(set(), report)]):
+            if self.ws.settings.parallel > 1 and len(batch) > 1:
+                ParallelBuilds(self, iteration, report).run()
+            else:
+                self.build_task(batch[0], iteration, report)
+            for task_id, conflicts in coordinator.built(batch, max_attempts).items():
+                self._conflicted(task_id, conflicts)
+        span.end(tasks=report.items)
+        return report
+
+    def _conflicted(self, task_id: str, files: list[str]) -> None:
+        """Another runner published changes to the same files first: the build was undone there,
+        and its task goes back to be built again."""
+        self.ws.journal.event("build_failed", item=task_id, verdict=Verdict.MERGE_CONFLICT, files=files)
+        self.ws.console.event(
+            f"{task_id}: its build conflicts with pushed work ({', '.join(files[:5])}); built again"
+        )
+
+    def ready(self, running: set[str], report: StageReport) -> list[dict]:
+        """The tasks to build next, in order, without those being built. On the way, what needs
+        no build to judge (here, where every finished build is in the plan, so two builds of one
+        family never ask two questions): a task another build would only fail again goes to a
+        person (families.asks_a_person), the rest of a family an open question is about waits
+        with it, and a task VERIFY keeps rejecting is set aside for DECOMPOSE."""
+        while True:
+            plan = self.plan.read()
+            if self._hold_families(plan, running):
+                continue
+            ready = [task for task in buildable_now(plan, self.ws.settings) if task["id"] not in running]
+            repeating = [task for task in ready if asks_a_person(task)]
+            if repeating:
+                self._ask_about_repeat(plan, repeating[0], running, report)
+                continue
+            rejected = [t["id"] for t in ready if self._rejected_too_often(plan, t["id"])]
+            if not rejected:
+                return _waiting_last(ready, self.tree.waiting_for_code(), running)
+            self._set_aside_rejected(plan, rejected[0], report)  # VERIFY keeps rejecting it: split it
+
+    def _hold_families(self, plan: Plan, running: set[str]) -> bool:
+        """The pending tasks of a family an open question is about wait with it (those being built
+        once their build is over); whether any had to."""
+        for question in plan.questions(self.ws.settings.spec):
+            family = question.get("family")
+            waiting = members_to_hold(plan.tasks(), family, running) if family else []
+            if not waiting:
+                continue
+            with self.plan.change(commit=True) as change:
+                for member in waiting:
+                    change.plan.hold_for_question(member, question["id"])
+                change.message = (
+                    f"ralph(build): {', '.join(waiting)} wait with family {family} for {question['id']}"
+                )
+            self.ws.journal.event("family_held", items=waiting, family=family, questions=question["id"])
+            self.ws.console.event(
+                f"{', '.join(waiting)} wait with family {family} for `ralph answer {question['id']}`"
+            )
+            return True
+        return False
+
+    def _ask_about_repeat(self, plan: Plan, task: dict, running: set[str], report: StageReport) -> None:
+        """A person is asked about a failure another build would only repeat, with both texts: a
+        family's is asked once, and its other tasks wait with it; a task of a family already asked
+        about waits for that question."""
+        task_id, ancestor = task["id"], task.get("repeated_from")
+        family = family_of(task) if ancestor else None
+        asked = next((q for q in plan.questions() if family and q.get("family") == family), None)
+        with self.plan.change(commit=True) as change:
+            if asked is None:
+                by = (
+                    "ralph (a failure that survived a split)"
+                    if family
+                    else "ralph (the same rejection twice)"
+                )
+                asked = change.plan.ask_about_repeated_failure(
+                    task_id, _repeat_question(task), _now(), by, family, sorted(running)
+                )
+                change.message = f"ralph(build): {task_id} {_repeat_words(task)}; asks {asked['id']}"
+            else:
+                change.plan.hold_for_question(task_id, asked["id"])
+                change.message = f"ralph(build): {task_id} {_repeat_words(task)}; waits for {asked['id']}"
+        self.ws.journal.event(
+            "question_asked",
+            item=task_id,
+            questions=asked["id"],
+            repeated=True,
+            family=family,
+            ancestor=ancestor,
+        )
+        said = f"{task_id} {_repeat_words(task)}"
+        report.stopped.append(f"{said}; question {asked['id']} for a person")
+        held = f" (family {family} waits with it)" if family else ""
+        self.ws.console.event(f"{said}; it waits for `ralph answer {asked['id']}`{held}")
+
+    def _set_aside_rejected(self, plan, task_id: str, report: StageReport) -> None:
+        """Set aside for DECOMPOSE with a log of its own: what VERIFY said each time and where its
+        runs' logs are, and the changes of the rejected build as a patch beside it."""
+        task = plan.task_line(task_id).record
+        reasons = plan.reject_reasons(task_id)
+        log = self.agents.rel(self.agents.new_log("rejected", task_id))
+        patch = self.tree.save_build_patch(TaskView(task), log)
+        (self.tree.home / log).write_text(self._rejection_record(task, reasons, patch), encoding="utf-8")
+        reason = f"VERIFY rejected it {len(reasons)} times; split it into smaller tasks"
+        with self.plan.change(commit=True) as change:
+            change.plan.set_aside(task_id, KillReason.DOOM_LOOP, reason, kill_log=str(log))
+            change.message = f"ralph(build): {task_id} set aside (rejected too often)"
+        self.ws.journal.event(
+            "task_killed", item=task_id, kill_reason=KillReason.DOOM_LOOP, rejected=True, log=str(log)
+        )
+        report.stopped.append(f"{task_id} set aside after {len(reasons)} rejections; log {log}")
+        self.ws.console.event(f"{task_id} was rejected too often; it will be decomposed")
+
+    def _rejection_record(self, task: dict, reasons: list[str], patch: Path | None) -> str:
+        own = re.compile(rf"ralph-[0-9-]+-verify-{re.escape(task['id'])}(-\d+)?\.log")
+        logs = sorted(
+            str(self.agents.rel(path))
+            for path in self.agents.log_dir.glob("ralph-*-verify-*.log")
+            if own.fullmatch(path.name)
+        )
+        build = task.get("commit") or "(not recorded)"
+        changes = str(self.agents.rel(patch)) if patch else "(none saved)"
+        return "\n".join(
+            [
+                f"ralph: task {task['id']} set aside: VERIFY rejected it {len(reasons)} times",
+                f"its last build: commit {build}; its changes (still in the code): {changes}",
+                "what VERIFY said, oldest first:",
+                *(f"{n}. {' '.join(redact(reason).split())[:2000]}" for n, reason in enumerate(reasons, 1)),
+                "the VERIFY runs' logs:",
+                *(logs or ["(none found)"]),
+                "",
+            ]
+        )
+
+    def build_task(self, task_id: str, iteration: int, report: StageReport) -> None:
+        """Builds the task, retrying failed attempts; one VERIFY keeps rejecting is set aside for
+        DECOMPOSE instead."""
+        plan = self.plan.read()
+        if self._rejected_too_often(plan, task_id):
+            return self._set_aside_rejected(plan, task_id, report)
+        report.items += 1
+        with self.tree.build_recorded(task_id, plan.task_line(task_id).record):
+            self._attempts(task_id, iteration, report, plan)
+
+    def _draft_shown(self, task: dict) -> dict:
+        """The task as its prompt shows it: its draft named by a ref this clone has (another
+        runner's is fetched), or not offered when there is none to read."""
+        if not task.get("draft"):
+            return task
+        ref = self.tree.draft_ref(str(task["draft"]))
+        shown = {key: value for key, value in task.items() if key != "draft"}
+        return {**shown, "draft": ref} if ref else shown
+
+    def _attempts(self, task_id: str, iteration: int, report: StageReport, plan: Plan) -> None:
+        first = True
+        while True:
+            task = plan.task_line(task_id).record
+            values = _values(self._draft_shown(task), plan, self.ws.settings)
+            if self.tree.in_worktree:
+                self._from_the_branch_as_it_is(task_id, first)
+            first = False
+            result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
+            problem = result.plan_problem
+            stop = result.run.stop_reason
+            if stop in KILLING_STOPS:
+                return self._kill(task_id, KILLING_STOPS[stop], result, report)
+            after = self.plan.after(result).find_task(task_id)  # the task as the agent left it
+            if after is None:  # its agent removed it (found it done), or a person deleted it meanwhile
+                return self._left_the_plan(task_id, result)
+            if not result.violation and self._asked(task_id, result, report):
+                return
+            if not (result.violation or problem) and _resubmitted_unchanged(after, result):
+                return self._record_resubmission(task_id, result, report)
+            failure, changed = self._build_failure(after, result, problem, iteration)
+            if failure is None:
+                return self._record_build(task_id, result, report, changed)
+            if self.tree.stale_base(task_id, failure.verdict):  # built again on the new HEAD, uncounted
+                if not self.tree.in_worktree:
+                    return self._give_back_stale(task_id)
+                raise StaleBase(task_id, failure, result)
+            if self._deferred(task_id, failure, result):  # built again once other tasks move the code
+                return
+            if not self.count_failure(task_id, failure, result, report):
+                return
+            if failure.verdict is Verdict.AGENT_ERROR:  # asked again at once, it would say the same
+                return self.tree.wait_for_code(task_id)
+            if self.tree.retry_from_head(failure.verdict):  # built again from the branch as it is now
+                return
+            plan = self.plan.read()
+
+    def count_failure(
+        self, task_id: str, failure: Failure, result: AgentResult, report: StageReport, kept: bool = False
+    ) -> bool:
+        """The attempt failed, and counts: recorded and told; the task set aside for DECOMPOSE or
+        asked about when that was its last chance. True when it is built again. `kept`: its
+        changes were set aside already (a build StaleBase held back), nothing to set aside here."""
+        attempts = self._record_failure(task_id, failure, result)
+        self._tell_failure(task_id, attempts, failure, report, result.model)
+        if self._survived_a_split(task_id, result, kept):  # its family's question: asked in ready()
+            return False
+        if self._out_of_builds(task_id):
+            self._kill(task_id, KillReason.DOOM_LOOP, result, report, kept)
+            return False
+        if self._failed_the_same_twice(task_id):  # a third identical run would teach nothing
+            self._send_on_repeated(task_id, result, report, kept)
+            return False
+        return True
+
+    def _deferred(self, task_id: str, failure: Failure, result: AgentResult) -> bool:
+        """The agent reported it could not do the task (AGENT_ERROR) while other tasks are ready:
+        not counted the first time on this code; its changes set aside, and the task built again
+        once their merges have changed the code (or when nothing else is left to build). In a
+        build's worktree, what is left there is the parallel builds' to set aside."""
+        if failure.verdict is not Verdict.AGENT_ERROR:
+            return False
+        others = self.others_ready(task_id)
+        if not others or not self.tree.defer(task_id):
+            return False
+        if not self.tree.in_worktree:
+            log = self.agents.rel(self.agents.new_log("deferred", task_id))
+            if self.tree.changed_paths() - {PLAN_FILE}:
+                self.tree.set_aside_as_draft(task_id, log, record=False)
+            self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
+        self.tell_deferred(task_id, failure, result, others)
+        return True
+
+    def others_ready(self, task_id: str) -> list[str]:
+        """The other tasks ready to build that do not wait for the code to move: their builds may
+        bring what this one lacks."""
+        waiting = self.tree.waiting_for_code()
+        return [
+            task["id"]
+            for task in buildable_now(self.plan.read(), self.ws.settings)
+            if task["id"] != task_id and task["id"] not in waiting
+        ]
+
+    def tell_deferred(self, task_id: str, failure: Failure, result: AgentResult, others: list[str]) -> None:
+        self.ws.journal.event("build_deferred", item=task_id, others=len(others), log=str(result.log_path))
+        self.ws.console.event(
+            f"{task_id}: {gist(failure.text)}; built again once other tasks have changed the code"
+            f" ({plural(len(others), 'other task')} ready; not counted as an attempt)"
+        )
+
+    def _survived_a_split(self, task_id: str, result: AgentResult, kept: bool = False) -> bool:
+        """Whether the build failed the way one of the task's ancestors did: then neither another
+        build nor another split would cure it. Its changes are set aside beside the log, and the
+        family's question is asked by ready(), before any other build starts."""
+        task = self.plan.read().task_line(task_id).record
+        ancestor = task.get("repeated_from")
+        if not ancestor:
+            return False
+        if not kept:
+            self.tree.set_aside(result.log_path)
+        family = family_of(task)
+        self.ws.journal.event(
+            "failure_survived_split", item=task_id, ancestor=ancestor, family=family, log=str(result.log_path)
+        )
+        self.ws.console.event(
+            f"{task_id} failed as its ancestor {ancestor} did: family {family} goes to a person"
+        )
+        return True
+
+    def _from_the_branch_as_it_is(self, task_id: str, first: bool) -> None:
+        """A build in a worktree starts from the branch as it is: one a neighbour's merge left
+        behind before its first attempt is made again (CheckoutBehind). Each attempt's base is
+        journalled, with whether the branch had moved past it (the replay bench counts them)."""
+        behind = self.tree.behind()
+        if behind and first and self.tree.renew_if_behind:
+            raise CheckoutBehind(task_id)
+        self.ws.journal.event("build_attempt", item=task_id, base=self.tree.base, behind=behind)
+
+    def _left_the_plan(self, task_id: str, result: AgentResult) -> None:
+        """The task is gone from the plan after its build ran: what the run changed in the code is
+        kept on the task's draft branch and as a patch beside its log, and undone, never
+        committed with another task's build; the plan's change goes in with the loop's next."""
+        kept = None
+        if self.tree.changed_paths() - {PLAN_FILE}:
+            kept = self.tree.set_aside_as_draft(task_id, result.log_path, record=False)
+        self.ws.journal.event("task_left_the_plan", item=task_id, draft=kept, log=str(result.log_path))
+        if kept:
+            self.ws.console.event(f"{task_id} left the plan during its build: its changes are kept on {kept}")
+
+    def _give_back_stale(self, task_id: str) -> None:
+        """A runner's build failed while other runners had published work it lacks, or were
+        building theirs: not counted. Its changes are set aside (a patch and a draft), the plan as
+        committed; publishing the build catches up with the remote, and the task is built again
+        there, once what others publish has moved the shared branch (held until then)."""
+        log = self.agents.rel(self.agents.new_log("stale", task_id))
+        self.tree.coordinator.hold(task_id)
+        self.tree.set_aside_as_draft(task_id, log, record=False)
+        self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
+        self.ws.journal.event("build_stale_base", item=task_id, base=self.tree.repo.head(), log=str(log))
+        self.ws.console.event(
+            f"{task_id}: other runners' work this build may lack is published or under way; built again after"
+        )
+
+    def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:
+        """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is
+        counted; its partial changes are set aside as a patch beside its log, and the question is
+        committed. The task is built afresh, with the answer, once a person gives it."""
+        plan = self.plan.after(result)
+        asked = plan.questions_of(task_id)
+        if not asked or not is_blocked(plan.task_line(task_id).record):
+            return False
+        self.tree.set_aside_as_draft(task_id, result.log_path)
+        ids = ", ".join(question["id"] for question in asked)
+        commit = self.tree.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
+        report.commits += [commit] if commit else []
+        self.ws.journal.event("question_asked", item=task_id, questions=ids, log=str(result.log_path))
+        self.ws.console.event(f"{task_id} asked a question ({ids}); it waits for `ralph answer`")
+        return True
+
+    def _build_failure(
+        self, task: dict, result: AgentResult, problem: PlanProblem | None, iteration: int
+    ) -> tuple[Failure | None, set[str]]:
+        """Why this attempt does not count as built (None when it passed the gate), and the files
+        it changed as the gate and hook left them."""
+        if result.violation:
+            return Failure(
+                Verdict.PERMISSION_VIOLATION, f"{Verdict.PERMISSION_VIOLATION}: {result.violation}"
+            ), set()
+        if problem:
+            return Failure(problem.verdict, problem.text), set()
+        nested = self._nested_failure(result)
+        if nested:
+            return nested, set()
+        if _errored_doing_nothing(task, result):
+            said = "\n".join(error_lines(result))
+            text = f"{Verdict.AGENT_ERROR}: the agent ended ({result.describe()}) on this task:\n{said}"
+            return Failure(Verdict.AGENT_ERROR, _for_history(text, result.log_path)), set()
+        if not is_done(task):
+            tail = "\n".join(result.run.tail[-15:])
+            ended = f"the agent ended ({result.describe()}) without running `ralph task done`."
+            return Failure(Verdict.NOT_DONE, _for_history(f"{ended}\n{tail}", result.log_path)), set()
+        if not task.get("no_code") and not result.changed - {PLAN_FILE}:
+            return Failure(
+                Verdict.NO_CHANGES,
+                f"{Verdict.NO_CHANGES}: the agent marked the task done but changed no file. Build it; if"
+                ' it truly needs no change, the task must say so ("no_code": true).',
+            ), set()
+        log = self.agents.new_log("gate", task["id"])
+        span = self.ws.journal.span(
+            "gate",
+            item=task["id"],
+            iteration=iteration,
+            log=str(self.agents.rel(log)),
+            worker=self.agents.worker,
+        )
+        settings = self.ws.settings
+        gate = self._run_check(settings.gate, log, task["id"], span, "gate")
+        changed = self._the_builds(result.changed, "by the gate")
+        self.tree.building |= changed - {PLAN_FILE}
+        span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
+        self.ws.console.gate(
+            task["id"], gate.ok, gate.summary, str(self.agents.rel(log)), tagged=self.tree.in_worktree
+        )
+        if not gate.ok:
+            return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.agents.rel(log))), set()
+        refused = None
+        if settings.run_hooks:
+            refused = self._hook_failure(task["id"], iteration)
+            changed = self._the_builds(frozenset(changed), "by the pre-commit hook")
+            self.tree.building |= changed - {PLAN_FILE}
+        return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
+
+    def _run_check(self, argv: Sequence[str], log: Path, task_id: str, span: Span, what: str) -> GateResult:
+        """The gate (or pre-commit hook) run on the build. One the loop's stop cut short (a signal,
+        a spent budget) is no verdict on the build: it is journalled as cut short (never as the
+        build's failure, never as an attempt) and the stop goes on, the build set aside with the
+        rest of the loop's unfinished work."""
+        try:
+            result = self.agents.gate(argv, log)
+        except (KeyboardInterrupt, BudgetSpent):  # the stop reached this thread in the gate
+            self._cut_short(task_id, log, span, what)
+            raise
+        if result.cut_short:  # the stop came from another thread (a neighbour's budget, a signal)
+            self._cut_short(task_id, log, span, what)
+            raise KeyboardInterrupt
+        return result
+
+    def _cut_short(self, task_id: str, log: Path, span: Span, what: str) -> None:
+        shown = str(self.agents.rel(log))
+        span.end(ok=None, cut_short=True)
+        self.ws.journal.event("gate_cut_short", item=task_id, what=what, log=shown)
+        self.ws.console.event(f"{what} for {task_id}: cut short, ralph is stopping (no verdict), log {shown}")
+
+    def _the_builds(self, before: frozenset[str], when: str) -> set[str]:
+        """The build's paths after its gate (or hook) ran: those it had changed `before`, as the
+        gate left them (a formatter in it writes for the build). What the gate made or touched
+        besides (a coverage file, a build artifact) is not the build's: left unstaged, with a
+        warning, never committed, never counted against its scope."""
+        changed = self.tree.changed_paths()
+        self.tree.leave_foreign_changes(when, among=changed - before)
+        return changed & (before | {PLAN_FILE})
+
+    def _nested_failure(self, result: AgentResult) -> Failure | None:
+        """A git repository the agent made inside the work tree (`git init`, `git clone`) would be
+        committed as a bare gitlink, its files in no commit, or refused by `git add`: its files
+        stay as plain files for the next attempt, its .git is kept beside the log."""
+        nested = self.tree.unnest(result.changed - {PLAN_FILE}, result.log_path)
+        if not nested:
+            return None
+        kept = self.agents.rel(result.log_path).with_suffix(".nested")
+        return Failure(
+            Verdict.NESTED_REPOSITORY,
+            f"{Verdict.NESTED_REPOSITORY}: the build made git repositories inside the work tree"
+            f" ({', '.join(nested)}). Their files stay, as plain files of this repository; their"
+            f" .git folders are kept in {kept}. Never run `git init` or `git clone` in the work tree.",
+        )
+
+    def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None:
+        """The agent removed the worktree its build ran in, or its .git link (ParallelBuilds): a
+        failed attempt, recorded on the loop's plan (the worktree's copy is gone), the other builds
+        going on."""
+        kept = self.agents.rel(result.log_path).with_suffix(".worktree")
+        left = (
+            f"its folder is kept as {kept}" if (self.tree.home / kept).exists() else "nothing of it is left"
+        )
+        failure = Failure(
+            Verdict.WORKTREE_REMOVED,
+            f"{Verdict.WORKTREE_REMOVED}: the agent removed the worktree it was building in, or its"
+            f" .git link; {left}. Work inside that folder, and never delete it or its .git.",
+        )
+        attempts = self._record_failure(task_id, failure, result)
+        self._tell_failure(task_id, attempts, failure, report, result.model)
+        if attempts < self.ws.settings.max_attempts:
+            return
+        with self.plan.change(commit=True) as change:  # nothing to set aside: no tree is left
+            reason, log = KillReason.DOOM_LOOP, str(result.log_path)
+            change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=log)
+            change.message = f"ralph(build): {task_id} killed ({reason})"
+        self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=log)
+        report.stopped.append(f"{task_id} BUILD killed ({reason}), set aside for DECOMPOSE; log {log}")
+
+    def _scope_failure(self, task: dict, changed: set[str]) -> Failure | None:
+        """A task that declares its scope may change only the files it names."""
+        strays = outside(task.get("scope"), changed)
+        if not strays:
+            return None
+        allowed = ", ".join(task["scope"])
+        return Failure(
+            Verdict.SCOPE_VIOLATION,
+            f"{Verdict.SCOPE_VIOLATION}: the build changed files outside the task's scope ({allowed}): "
+            + ", ".join(strays[:50]),
+        )
+
+    def _hook_failure(self, task_id: str, iteration: int) -> Failure | None:
+        """With run_hooks: the repository's pre-commit hook (a secret scanner, a linter) sees the
+        build staged, as it would a person's commit; ralph's own commit then skips it."""
+        hook = self.tree.repo.hook("pre-commit")
+        if hook is None:
+            return None
+        self.tree.repo.stage_paths(self.tree.changed_paths() - {PLAN_FILE})
+        log = self.agents.new_log("hook", task_id)
+        span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.agents.rel(log)))
+        result = self._run_check([str(hook)], log, task_id, span, "pre-commit hook")
+        span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
+        relative = str(self.agents.rel(log))
+        self.ws.console.gate(
+            task_id, result.ok, result.summary, relative, what="pre-commit hook", tagged=self.tree.in_worktree
+        )
+        if result.ok:
+            return None
+        refusal = f"the pre-commit hook refused the build:\n{result.summary}"
+        return Failure(Verdict.HOOK_REFUSED, _for_history(refusal, self.agents.rel(log)))
+
+    def _record_build(
+        self, task_id: str, result: AgentResult, report: StageReport, changed: set[str]
+    ) -> None:
+        files = sorted(changed - {PLAN_FILE})
+        usage = result.tracker.usage
+        with self.plan.change() as change:
+            shown = [shown_path(path) for path in files]
+            task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd, result.model)
+            if not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
+                self.plan.save_spending(into=change.plan)
+        # The work tree's commit records it on the task (in a worktree: its copy, once merged).
+        commit = self.tree.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE}, task_id)
+        if commit:
+            report.commits.append(commit)
+            report.builds.append(commit)
+
+    def _record_failure(self, task_id: str, failure: Failure, result: AgentResult) -> int:
+        """The attempt failed: back to pending with its verdict and the reason; the code stays for
+        the next try."""
+        usage = result.tracker.usage
+        files = sorted(result.changed - {PLAN_FILE})  # names its fingerprint takes out
+        with self.plan.change(commit=True) as change:
+            attempts = change.plan.record_build_failure(
+                task_id, failure.verdict, failure.text, usage.total, usage.cost_usd, result.model, files
+            )
+            change.message = f"ralph(build): {task_id} attempt {attempts} failed"
+        self.ws.journal.event(
+            "build_failed", item=task_id, attempts=attempts, verdict=failure.verdict, log=str(result.log_path)
+        )
+        return attempts
+
+    def _tell_failure(
+        self, task_id: str, attempts: int, failure: Failure, report: StageReport, model: str | None
+    ) -> None:
+        """Why the attempt failed, and the model it ran with, where the person looks: the console
+        (a failed gate's lines were shown as it ended) and the final report."""
+        words, reason = VERDICT_WORDS[failure.verdict], failure.text.removeprefix(f"{failure.verdict}: ")
+        attempt = f"attempt {attempts}" + (f" with {model}" if model else "")
+        report.failed.append(f"{task_id} {attempt}: {words}: {gist(reason)}")
+        shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
+        # In a worktree, builds run side by side: their lines name their task.
+        said = f"{attempt} failed ({words})"
+        self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
+
+    def _rejected_too_often(self, plan, task_id: str) -> bool:
+        """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
+        used up max_rebuilds: DECOMPOSE splits it."""
+        settings = self.ws.settings
+        if plan.rejections(task_id) >= settings.max_attempts:
+            return True
+        return rebuilding(plan, task_id) and plan.out_of_builds(
+            task_id, settings.max_attempts, settings.max_rebuilds
+        )
+
+    def _out_of_builds(self, task_id: str) -> bool:
+        """Its builds used up their budget: max_attempts, or max_rebuilds once VERIFY rejected it."""
+        settings = self.ws.settings
+        return self.plan.read().out_of_builds(task_id, settings.max_attempts, settings.max_rebuilds)
+
+    def _record_resubmission(self, task_id: str, result: AgentResult, report: StageReport) -> None:
+        """The builder found the rejected work already right and resubmitted it unchanged, with its
+        argument: no failure and no build; a fresh verifier judges it next."""
+        usage = result.tracker.usage
+        with self.plan.change(commit=True) as change:
+            change.plan.record_resubmission(task_id, usage.total, usage.cost_usd)
+            change.message = f"ralph(build): {task_id} resubmitted unchanged, with its argument"
+        self.ws.journal.event("resubmitted", item=task_id, log=str(result.log_path))
+        self.ws.console.event(f"{task_id} resubmitted unchanged; a fresh verifier judges it")
+
+    def _failed_the_same_twice(self, task_id: str) -> bool:
+        return failed_the_same_twice(self.plan.read().task_line(task_id).record)
+
+    def _send_on_repeated(
+        self, task_id: str, result: AgentResult, report: StageReport, kept: bool = False
+    ) -> None:
+        """The same failure twice in a row: DECOMPOSE splits the task, with both failures in its
+        prompt; a task decomposed as deep as max_decompose_depth allows goes to a person instead,
+        as a question that quotes them."""
+        task = self.plan.read().task_line(task_id).record
+        if task.get("depth", 0) < self.ws.settings.max_decompose_depth:
+            return self._kill(task_id, KillReason.REPEATED_FAILURE, result, report, kept)
+        if not kept:
+            self.tree.set_aside(result.log_path)
+        first, second = task["repeated_failure"]
+        question = (
+            f"Task {task_id} failed the same way twice in a row and cannot be split further"
+            f" (decomposed {task.get('depth', 0)} times). How should it be done, or should it be"
+            f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
+        )
+        with self.plan.change(commit=True) as change:
+            asked = change.plan.ask_about_repeated_failure(
+                task_id, question, _now(), "ralph (BUILD: the same failure twice)"
+            )
+            change.message = f"ralph(build): {task_id} failed the same way twice; asks {asked['id']}"
+        self.ws.journal.event(
+            "question_asked", item=task_id, questions=asked["id"], repeated=True, log=str(result.log_path)
+        )
+        report.stopped.append(f"{task_id} failed the same way twice; question {asked['id']} for a person")
+        self.ws.console.event(
+            f"{task_id} failed the same way twice; it waits for `ralph answer {asked['id']}`"
+        )
+
+    def _kill(
+        self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport, kept: bool = False
+    ) -> None:
+        """Set the task aside for DECOMPOSE; its partial changes are saved as a patch and a draft
+        branch, then undone (`kept`: they were already)."""
+        if not kept:
+            self.tree.set_aside_as_draft(task_id, result.log_path)
+        with self.plan.change(commit=True) as change:
+            change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
+            change.message = f"ralph(build): {task_id} killed ({reason})"
+        self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=str(result.log_path))
+        then = "set aside for DECOMPOSE"
+        report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
+        self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
+
+
+def _waiting_last(ready: list[dict], waiting: set[str], running: set[str]) -> list[dict]:
+    """The ready tasks, those deferred until the code moves left out while any other is ready or
+    builds beside them may still change the code."""
+    others = [task for task in ready if task["id"] not in waiting]
+    if others or running - waiting:
+        return others
+    return ready
+
+
+def buildable_now(plan: Plan, settings: Settings) -> list[dict]:
+    """The spec's tasks BUILD may start now, in order: pending, not set aside, their dependencies
+    accepted."""
+    return buildable([task.record for task in plan.task_views(settings.spec)], plan.accepted())
+
+
+def jobs(plan: Plan, settings: Settings) -> list[Job]:
+    """The BUILD runs a plan calls for now (each build's gate after it); the builds they unblock
+    follow in the same stage. A task whose repeated failure goes to a person first gets none."""
+    return [
+        Job(Stage.BUILD, task["id"], task["name"], _values(task, plan, settings), list(settings.gate), task)
+        for task in buildable_now(plan, settings)
+        if not asks_a_person(task)
+    ]
+
+
+def _values(task: dict, plan: Plan, settings: Settings) -> dict:
+    names = {other["id"]: other["name"] for other in plan.tasks()}
+    return {
+        "task_id": task["id"],
+        "task_name": one_line(task["name"]),
+        "task_details": task_details(task, names, plan.answers_for(task["id"]))
+        + _after_rejection(plan, task["id"]),
+        "gate": " ".join(settings.gate) or "(none)",
+    }
+
+
+def _errored_doing_nothing(task: dict, result: AgentResult) -> bool:
+    """The agent ended in an error of its own (not stopped by ralph) without marking the task done
+    or changing a file: what it says is why (Verdict.AGENT_ERROR)."""
+    stopped = result.run.stop_reason is not None
+    return not is_done(task) and not result.ok and not stopped and not result.changed - {PLAN_FILE}
+
+
+def _resubmitted_unchanged(task: dict, result: AgentResult) -> bool:
+    """The builder marked the rejected task done with `--unchanged` and changed no file."""
+    return is_done(task) and bool(task.get("resubmitted")) and not result.changed - {PLAN_FILE}
+
+
+def _after_rejection(plan, task_id: str) -> str:
+    """For a rebuild after VERIFY rejected the task: every verifier's reasons, oldest first, and
+    how to resubmit the work unchanged when it is right as it is."""
+    reasons = verify_reasons(plan, task_id)
+    if not reasons:
+        return ""
+    said = "\n".join(f"{n}. {' '.join(reason.split())}" for n, reason in enumerate(reasons, 1))
+    return (
+        "\n"
+        + data_block(
+            f"what the verifiers said, oldest first (VERIFY rejected it {plural(len(reasons), 'time')})", said
+        )
+        + "\n\nIts last build is still in the code. Fix what they found. If you find after checking that"
+        " the work already meets the criteria and the verifiers are wrong, do not change it for the"
+        " sake of a change: resubmit it as it is, with your argument (a fresh verifier judges it once;"
+        " a second rejection counts as a rebuild):\n\n"
+        f'    {ralph_command()} task done {task_id} --unchanged "why it is right, point by point"\n'
+    )
+
+
+EVIDENCE_CHARS = 4000  # of each text a question quotes: two fit in one (intake.MAX_TEXT)
+
+
+def _repeat_words(task: dict) -> str:
+    """What repeated, in the words of a commit subject and the console."""
+    if task.get("repeated_from"):
+        if task.get("verdict") == Verdict.REJECTED:
+            return f"was rejected as its ancestor {task['repeated_from']} was"
+        return f"failed as its ancestor {task['repeated_from']} did"
+    return "was rejected the same way twice"
+
+
+def _repeat_question(task: dict) -> str:
+    """The question about a repeated failure, quoting both texts, the earlier first."""
+    first, second = (excerpt(text, EVIDENCE_CHARS) for text in task["repeated_failure"])
+    task_id, name, ancestor = task["id"], one_line(task["name"]), task.get("repeated_from")
+    if ancestor:
+        rejected = task.get("verdict") == Verdict.REJECTED
+        what = "VERIFY rejected it as it rejected" if rejected else "its build failed as did"
+        return (
+            f"Task {task_id} ({name}): {what} its ancestor {ancestor}, before DECOMPOSE split that."
+            " The failure survived the split, so splitting further will not cure it; the other tasks"
+            f" of its family ({family_of(task)}) wait with it. How should it be done, or should it be"
+            f" dropped?\n\nThe ancestor's ({ancestor}):\n{first}\n\nThis task's ({task_id}):\n{second}"
+        )
+    return (
+        f"VERIFY rejected task {task_id} ({name}) twice in a row for the same reason. Is the criterion"
+        " right, and how should the task meet it, or should it be dropped? Built again as it is, it"
+        f" would be rejected again.\n\nThe first rejection:\n{first}\n\nThe second:\n{second}"
+    )
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _for_history(output: str, log: Path) -> str:
+    """What of a failure goes into plan.jsonl, and so into git history for good: a short excerpt
+    with secrets redacted, pointing to the full output in the (ignored) log."""
+    return f"{excerpt(redact(output), HISTORY_EXCERPT_CHARS)}\n(full output: {log})"  # redacted, then cut

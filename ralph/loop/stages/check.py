@@ -1,0 +1,172 @@
+"""The spec check: once every task of the spec is accepted, and before the run ends COMPLETE, one
+agent run reads the spec and the code and adds a task (or an issue) for each requirement that is
+not met. Nothing added: the spec is met, and the run ends COMPLETE. Work added: the loop goes on.
+
+ralph bounds what the run added (ralph.plan.new_work: at most max_new_items, no duplicate of an
+open task) and records on the spec's record what a check that found nothing read: HEAD and the
+spec's SHA-256. A later run with the spec as it was and no file but plan.jsonl changed since ends
+COMPLETE without another agent run. A check stopped by its time limit or a full context keeps
+nothing of its run; the spec record counts it (check_kills) and the run ends STUCK for a person
+(more --timeout, or a smaller spec), as a stopped PLAN does.
+
+What a check added beyond max_new_items goes into an issue that awaits the next check
+(records.awaits_recheck), not a person: once the rest is accepted the check runs again, is told
+what was cut, adds what is still missing (bounded again), and resolves that issue."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+from ralph.loop.runs.agent_process import AgentResult
+from ralph.loop.runs.prompts import data_block
+from ralph.loop.stages.job import Job
+from ralph.loop.stages.workspace import StageReport, Workspace
+from ralph.plan.new_work import bound_new_work
+from ralph.plan.plan import Plan
+from ralph.plan.reading import PlanReader
+from ralph.plan.records import CHECK_KILL_PREFIX, KillReason, Stage, awaits_recheck, kill_reason_of
+from ralph.store.git import Repo
+from ralph.text import plural
+from ralph.usecases.settings import Settings
+from ralph.usecases.spec_checks import already_met, spec_digest
+
+LISTED_ACCEPTED = 100  # accepted tasks named in the prompt; the agent reads the rest from the code
+SUPERSEDED = "the spec check ran again and added what of this was still missing"
+
+
+class CheckOutcome(Enum):
+    MET = "met"  # the check ran and added nothing
+    ALREADY_MET = "already_met"  # a check found nothing with this code and spec: not run again
+    ADDED = "added"  # it added tasks or issues: the loop goes on
+    STOPPED = "stopped"  # its run was stopped (time, context): nothing of it kept
+    FAILED = "failed"  # its agent failed (an error, a broken plan, a permission violation): nothing kept
+
+
+def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict:
+    """What the check's prompt says besides the spec's path: the accepted tasks, earlier stops."""
+    names = [
+        f"- {line.record['id']} {line.record.get('name') or ''}".rstrip()
+        for line in plan.of("accept")
+        if line.record.get("spec") in (None, spec)
+    ]
+    shown = names[-LISTED_ACCEPTED:]
+    if len(names) > len(shown):
+        shown.insert(0, f"(the last {len(shown)} of {len(names)})")
+    accepted = data_block("the accepted tasks of the spec", "\n".join(shown)) + "\n" if shown else ""
+    line = plan.spec_line(spec)
+    record = line.record if line else {}
+    previous = ""
+    reason, kills, log = (
+        record.get(f"{CHECK_KILL_PREFIX}{key}") for key in ("kill_reason", "kills", "kill_log")
+    )
+    if reason:
+        kills = int(kills or 1)
+        were = "was" if kills == 1 else "were"
+        said = f"{plural(kills, 'earlier spec check')} {were} stopped, the last one by {reason} (log: {log})."
+        previous = f"{data_block('earlier spec checks', said)}\nKeep test runs short and focused.\n"
+    cut = [issue["text"] for issue in plan.issues(spec) if awaits_recheck(issue)]
+    if cut:
+        what = "what an earlier spec check found beyond what ralph takes from one run"
+        previous += f"{data_block(what, chr(10).join(cut))}\nAdd what of it is still missing.\n"
+    return {"accepted": accepted, "previous": previous, "max_new_items": max_new_items}
+
+
+def open_work(plan: PlanReader, spec: str) -> bool:
+    """Whether the spec has work before its check: a task, or an issue that is not the cut of an
+    earlier check awaiting this one (records.awaits_recheck)."""
+    return bool(plan.task_views(spec)) or any(not awaits_recheck(issue) for issue in plan.issues(spec))
+
+
+def jobs(plan: PlanReader, settings: Settings, root: Path) -> list[Job]:
+    """The spec check a plan whose spec has every task accepted calls for: one, unless a check
+    found this spec and code met already (the run and --dry-run both ask this)."""
+    spec = settings.spec
+    if open_work(plan, spec) or already_met(Repo(root), plan, spec, spec_digest(root, spec)):
+        return []
+    return [Job(Stage.CHECK, None, spec, prompt_values(plan, spec, settings.max_new_items))]
+
+
+class CheckStage:
+    def __init__(self, ws: Workspace, plan: Plan | None = None):
+        """`plan`: the plan as the caller just read it (read here when not given)."""
+        self.ws, self.read_first = ws, plan
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
+        self.outcome: CheckOutcome | None = None
+
+    def run(self, iteration: int) -> StageReport:
+        spec = self.ws.settings.spec
+        report = StageReport(Stage.CHECK)
+        plan = self.read_first or self.plan.read()
+        head, digest = self.tree.repo.head(), spec_digest(self.tree.root, spec)
+        if already_met(self.tree.repo, plan, spec, digest):
+            self.outcome = CheckOutcome.ALREADY_MET
+            self.ws.journal.event("check_skipped", item=spec, head=head)
+            self.ws.console.event(f"CHECK {spec}: met already (nothing but plan.jsonl changed since)")
+            return report
+        report.items = 1
+        span = self.ws.journal.span("stage", stage=str(Stage.CHECK), iteration=iteration, items=1)
+        before = self.plan.raw()
+        values = prompt_values(plan, spec, self.ws.settings.max_new_items)
+        result = self.agents.run_agent(Stage.CHECK, iteration, None, values, plan=plan)
+        self.agents.check_plan(result)
+        stop = kill_reason_of(result.run.stop_reason)
+        if stop:
+            commit = self._stopped(stop, result, before, report)
+            span.end(kill_reason=str(stop))
+        elif not result.ok or result.violation or result.plan_problem:
+            self._failed(result, before, report)  # not a check that found nothing
+            commit = None
+            span.end(failed=True)
+        else:
+            commit, added = self._take(result.with_persons or plan, head, digest)  # a person's: not its
+            span.end(added=added or None)
+        report.commits += [commit] if commit else []
+        return report
+
+    def _take(self, base: Plan, head: str | None, digest: str) -> tuple[str | None, list[str]]:
+        """What the check added, bounded by ralph; the spec record says what a check that added
+        nothing read."""
+        spec = self.ws.settings.spec
+        with self.plan.change() as change:  # goes in with the commit below
+            superseded = [issue["id"] for issue in change.plan.issues(spec) if awaits_recheck(issue)]
+            bounded = bound_new_work(
+                change.plan, base, self.ws.settings.max_new_items, f"the spec check of {spec}", recheck=True
+            )
+            added = bounded.kept + ([bounded.issue] if bounded.issue else [])
+            met = not added
+            change.plan.record_spec_check(spec, head if met else None, digest if met else None)
+            for issue_id in superseded:  # this check read the spec again: what it cut then is in its findings
+                change.plan.resolve_issue(issue_id, SUPERSEDED)
+        self.outcome = CheckOutcome.MET if met else CheckOutcome.ADDED
+        cut = [c.record["id"] for c in bounded.cut]
+        self.ws.journal.event(
+            "spec_checked", item=spec, added=bounded.kept or None, cut=cut or None, cut_issue=bounded.issue
+        )
+        said = bounded.summary() if added else "nothing missing"
+        self.ws.console.event(f"CHECK {spec}: {said}")
+        if not met:
+            self.plan.prioritize(commit=False)
+        return self.tree.commit(f"ralph(check): {spec}: {said}"), added
+
+    def _failed(self, result: AgentResult, before: bytes, report: StageReport) -> None:
+        spec, log = self.ws.settings.spec, str(result.log_path)
+        self.plan.undo_since(before, result, spec)
+        self.outcome = CheckOutcome.FAILED
+        why = result.violation or result.plan_problem or f"the agent ended ({result.describe()})"
+        self.ws.journal.event("check_failed", item=spec, why=why, log=log)
+        report.failed.append(f"{spec} CHECK failed: {why}; nothing of it kept; log {log}")
+        self.ws.console.event(f"CHECK {spec} failed: {why}; nothing of it kept")
+
+    def _stopped(
+        self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
+    ) -> str | None:
+        spec, log = self.ws.settings.spec, str(result.log_path)
+        self.plan.undo_since(before, result, spec)
+        with self.plan.change() as change:
+            stops = change.plan.record_check_kill(spec, reason, log)
+        self.outcome = CheckOutcome.STOPPED
+        self.ws.journal.event("check_stopped", item=spec, kill_reason=reason, stops=stops, log=log)
+        report.stopped.append(f"{spec} CHECK stopped ({reason}), nothing of it kept; log {log}")
+        self.ws.console.event(f"CHECK {spec} stopped ({reason}); nothing of it kept")
+        return self.tree.commit(f"ralph(check): {spec} stopped ({reason})")

@@ -1,0 +1,195 @@
+"""DECOMPOSE: an agent replaces a killed task with 2-5 smaller ones that name it as parent,
+reading only the head and tail of the killed run's log. Subtasks are one level deeper than their
+parent; at max_decompose_depth, or after two decompositions that made too few or too many
+subtasks, the task is blocked for a person instead. A run stopped by its time limit or a full
+context is a failed decomposition: what it did to the plan is kept beside its log and undone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ralph.errors import PlanInvalid
+from ralph.loop.runs.agent_process import LOG_DIR
+from ralph.loop.runs.prompts import data_block, one_line, task_details
+from ralph.loop.stages.job import Job
+from ralph.loop.stages.workspace import StageReport, Workspace
+from ralph.plan.attempts import verify_reasons
+from ralph.plan.plan import Plan
+from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
+from ralph.secrets import OutputLines
+from ralph.text import plural
+from ralph.usecases.settings import Settings
+
+MIN_SUBTASKS, MAX_SUBTASKS = 2, 5
+MAX_DECOMPOSE_FAILURES = 2
+
+
+class DecomposeStage:
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
+
+    def run(self, iteration: int) -> StageReport:
+        found = jobs(self.plan.read(), self.ws.settings, self.tree.root)
+        report = StageReport(Stage.DECOMPOSE, items=len(found))
+        if not found:
+            return report
+        span = self.ws.journal.span("stage", stage="DECOMPOSE", iteration=iteration, items=len(found))
+        report.items = 0
+        for job in self.ws.coordinator.killed(found, self._fresh):
+            commit = self._decompose(TaskView(job.record), job.values, iteration, report)
+            report.commits += [commit] if commit else []
+            report.items += 1
+        span.end()
+        return report
+
+    def _fresh(self, task_id: str) -> Job | None:
+        found = jobs(self.plan.read(), self.ws.settings, self.tree.root)
+        return next((job for job in found if job.item == task_id), None)
+
+    def _decompose(self, task: TaskView, values: dict, iteration: int, report: StageReport) -> str | None:
+        limit = self.ws.settings.max_decompose_depth
+        if task.depth >= limit:
+            return self._block(task, f"decomposed {task.depth} times and still failing ({task.kill_reason})")
+        if task.kill_log and kill_log_of(task, self.tree.root) is None:
+            self.ws.journal.event("kill_log_refused", item=task.id, kill_log=task.kill_log)
+        self.plan.set_state(stage=str(Stage.DECOMPOSE))
+        before = self.plan.raw()  # what a stopped run's changes go back to
+        result = self.agents.run_agent(Stage.DECOMPOSE, iteration, task.id, values)
+        stop = kill_reason_of(result.run.stop_reason)
+        if stop:  # half a decomposition is none: undone, and it counts as a failed one
+            self.plan.undo_since(before, result, task.id)
+            report.stopped.append(f"{task.id} DECOMPOSE stopped ({stop}), undone; log {result.log_path}")
+            return self._refuse(task, [], result.log_path, f"was stopped ({stop}) before it finished")
+        plan = self.plan.read()
+        children = [child.id for child in plan.task_views() if child.parent == task.id and child.pending]
+        if MIN_SUBTASKS <= len(children) <= MAX_SUBTASKS:
+            try:
+                with self.plan.change() as change:
+                    change.plan.record_decomposition(task.id, children, task.depth, task.record)
+            except PlanInvalid as exc:  # its dependents would need its parts, which need them
+                why = f"made subtasks that close a dependency cycle ({exc})"
+                return self._refuse(task, children, result.log_path, why)
+            return self.tree.commit(f"ralph(decompose): {task.id} -> {', '.join(children)}")
+        why = (
+            f"made {plural(len(children), 'subtask')}; a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
+        )
+        return self._refuse(task, children, result.log_path, why)
+
+    def _refuse(self, task: TaskView, children: list[str], log: Path, why: str) -> str | None:
+        """2 to 5 subtasks from a run that finished, or the decomposition is undone; a second
+        failure blocks the task."""
+        if children:
+            with self.plan.change() as change:
+                for child in children:
+                    change.plan.delete(child, force=True)
+        self.ws.journal.event("decompose_failed", item=task.id, why=why, log=str(log))
+        self.ws.console.event(f"DECOMPOSE of {task.id} {why}")
+        if self.plan.read().find_task(task.id) is None:  # the agent removed it, with too few parts:
+            with self.plan.change() as change:  # undone whole, the task back as it was
+                change.plan.restore_task(task.record)
+        with self.plan.change() as change:
+            failures = change.plan.record_decompose_failure(task.id)
+        if failures >= MAX_DECOMPOSE_FAILURES:
+            return self._block(task, f"DECOMPOSE failed {failures} times: {why}")
+        return self.tree.commit(f"ralph(decompose): {task.id} not decomposed ({why})")
+
+    def _block(self, task: TaskView, reason: str) -> str | None:
+        with self.plan.change() as change:
+            change.plan.block(task.id, reason)
+        self.ws.journal.event("task_blocked", item=task.id, reason=reason)
+        self.ws.console.event(f"{task.id} blocked: {reason}; a person must split or rethink it")
+        return self.tree.commit(f"ralph(decompose): {task.id} blocked\n\n{reason}")
+
+
+def jobs(plan: Plan, settings: Settings, root: Path) -> list[Job]:
+    """The DECOMPOSE runs a plan calls for: one per killed task of the spec (those decomposed too
+    deep are blocked instead, without a run)."""
+    return [
+        Job(Stage.DECOMPOSE, task.id, task.name, _values(task, plan, root), record=task.record)
+        for task in plan.task_views(settings.spec)
+        if task.killed
+    ]
+
+
+def _values(task: TaskView, plan: Plan, root: Path) -> dict:
+    """What DECOMPOSE is told: the task, why it was killed, the head and tail of the killed
+    run's log, what the verifiers said, and where its set-aside changes are."""
+    log = kill_log_of(task, root)
+    head, tail = log_sample(log) if log else ("(no log)", "(no log)")
+    patch = log.with_suffix(".patch") if log else None
+    rejections = verify_reasons(plan, task.id)  # not the loop's kills, recorded alike
+    return {
+        "task_id": task.id,
+        "task_name": one_line(task.name),
+        "task_details": task_details(task.record, {}, plan.answers_for(task.id)),
+        "kill_reason": task.kill_reason,
+        "what_happened": what_happened(task, len(rejections)),
+        "kill_log": one_line(task.kill_log) if log and task.kill_log else "(none)",
+        "log_head": data_block("first lines of the log", head),
+        "log_tail": data_block("last lines of the log", tail),
+        "rejections": data_block("what VERIFY said each time", "\n".join(f"- {r}" for r in rejections))
+        if rejections
+        else "(VERIFY never rejected it)",
+        "patch": str(patch.relative_to(root.resolve()))
+        if patch and patch.is_file()
+        else "(no changes were set aside)",
+    }
+
+
+def kill_log_of(task: TaskView, root: Path) -> Path | None:
+    """The killed run's log, only if it is one of ralph's logs: kill_log comes from the plan, and
+    an absolute or ../ path there would put any readable file into a prompt a model reads."""
+    if not task.kill_log:
+        return None
+    path = (root / task.kill_log).resolve()
+    return path if _inside(path, (root / LOG_DIR).resolve()) else None
+
+
+_HAPPENED = {
+    KillReason.TIMEOUT: "ralph killed its build: the agent run hit its time limit.",
+    KillReason.CONTEXT_LIMIT: "ralph killed its build: the agent's context window filled up.",
+    KillReason.REPEATED_FAILURE: "its last two builds failed the same way (the same verdict and the same"
+    " output but for numbers, ids, paths and times), so ralph stopped building it as it is.",
+}
+
+
+def what_happened(task: TaskView, rejections: int) -> str:
+    """Why the task is being split, as it happened: ralph killed a run (time, context), its builds
+    failed the same way twice, or the loop set it aside in its own words (builds that kept failing,
+    VERIFY's rejections, VERIFY runs that never finished); never the loop's words as VERIFY's."""
+    reason = task.kill_reason
+    said = _HAPPENED.get(reason) if reason else None
+    if said is None:
+        said = f"ralph set it aside: {task.reject_reason or reason or 'it kept failing'}."
+    facts = [f"built {plural(task.attempts, 'time')}"] if task.attempts else []
+    facts += [f"rejected by VERIFY {plural(rejections, 'time')}"] if rejections else []
+    said += f" It was {' and '.join(facts)}." if facts else ""
+    evidence = task.record.get("repeated_failure") if reason is KillReason.REPEATED_FAILURE else None
+    if evidence:
+        first, second = evidence
+        said += "\n\n" + data_block("the first failure", first) + "\n\n" + data_block("the second", second)
+    return said
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path != folder and path.is_relative_to(folder)
+
+
+def log_sample(path: Path, head_lines: int = 50, tail_lines: int = 100, width: int = 400) -> tuple[str, str]:
+    """The first and last lines of a log, each redacted, then cut to `width`: never the whole log
+    (the raw log is the agent's own output, secrets and all)."""
+    if not path.is_file():
+        return "(no log)", "(no log)"
+    with open(path, "rb") as handle:
+        head = [handle.readline() for _ in range(head_lines)]
+        size = handle.seek(0, 2)
+        handle.seek(max(0, size - 64 * 1024))
+        tail = handle.read().splitlines()[-tail_lines:]
+
+    def clean(lines: list[bytes]) -> str:
+        redact = OutputLines()  # a private key block spanning lines is hidden whole
+        texts = (line.decode("utf-8", "replace").rstrip() for line in lines if line)
+        return "\n".join(redact.head(text, width) for text in texts)
+
+    return clean(head), clean(tail)

@@ -1,0 +1,332 @@
+"""VERIFY: one agent run per done task, up to --parallel at once (fork/join); each accepts or
+rejects its task. A task given no verdict stays done for the next VERIFY. Then prioritize.
+
+Each verifier works in a checkout of its own: a detached worktree of HEAD with its own copy of
+plan.jsonl, lent to one verifier at a time, cleaned between two and removed when the fork/join
+ends (ralph.loop.tree.checkouts). Verifiers running tests at once never share files, and what each did
+is known: any change to its checkout is a permission violation (VERIFY changes no code),
+and only its verdict on its own task and the tasks and issues it added are taken into the plan.
+A verifier stopped by its time limit or a full context gives no verdict; the task records why,
+and after max_attempts such runs it is set aside for DECOMPOSE instead of being verified again."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ralph.errors import PlanInvalid
+from ralph.loop.process.signals import deferred_signals
+from ralph.loop.runs.agent_process import AgentResult
+from ralph.loop.runs.permissions import Snapshot, violations
+from ralph.loop.runs.prompts import data_block, one_line, task_details
+from ralph.loop.stages.agent_errors import WorkState
+from ralph.loop.stages.job import Job
+from ralph.loop.stages.workspace import StageReport, Workspace
+from ralph.loop.tree.checkouts import Checkouts
+from ralph.loop.tree.plan_access import PLAN_FILE
+from ralph.plan.new_work import new_items
+from ralph.plan.plan import Plan
+from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
+from ralph.store import reader
+from ralph.store.git import Repo
+from ralph.store.lock import RALPH_FILES
+from ralph.text import plural
+from ralph.usecases.settings import Settings
+
+
+@dataclass
+class Verification:
+    """One verifier's run in its own checkout, and what came of it."""
+
+    task: TaskView
+    result: AgentResult
+    checkout: str  # where it ran (removed since)
+    base: Plan  # its copy of the plan as it started
+    theirs: Plan | None = None  # its copy after the run; None: nothing of it is taken
+    did: list[str] = field(default_factory=list)  # what it did that VERIFY may not
+    killed: KillReason | None = None
+
+
+class VerifyStage:
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
+
+    def run(self, iteration: int) -> StageReport:
+        report = StageReport(Stage.VERIFY)
+        for batch in self.ws.coordinator.verify_batches(self.ws.settings.parallel):
+            report.absorb(self._verify(iteration, batch))
+        return report
+
+    def _verify(self, iteration: int, claimed: list[str] | None) -> StageReport:
+        """One fork/join of verifiers: every done task, or (with a remote) the claimed ones."""
+        plan = self.plan.read()
+        found = [job for job in jobs(plan, self.ws.settings) if claimed is None or job.item in claimed]
+        done = [TaskView(job.record) for job in found]
+        report = StageReport(Stage.VERIFY, items=len(done))
+        if not done:
+            return report
+        span = self.ws.journal.span("stage", stage="VERIFY", iteration=iteration, items=len(done))
+        self.plan.set_state(plan, stage=str(Stage.VERIFY))
+        before, old = self.tree.snapshot(), self.plan.read()  # the plan as it is once the state is set
+        with self.tree.verifier_checkouts() as checkouts:
+            runs = self._fork_join(found, iteration, old, checkouts)
+        # The verifiers had no business in this work tree or its plan.jsonl at all (their verdicts
+        # go to their own copies): whatever changed here is undone, and none of theirs is taken.
+        if self.agents.enforce(Stage.VERIFY, set(), before, old, [run.result for run in runs]):
+            for run in runs:
+                run.theirs = None
+        taken_on = self.plan.read()  # with what a person changed meanwhile, which is theirs
+        self._take(runs, report)
+        verdicts = self._verdicts(done)
+        accepted = [task for task in done if task.id in verdicts["accepted"]]
+        report.accepted = [f"{task.id} {task.name}" for task in accepted]
+        report.accepted_tasks = [_accepted(task) for task in accepted]
+        # The subject names what the verifiers added (a cut issue included), not only the verdicts.
+        verdicts["added"] = [record["id"] for record in new_items(taken_on, self.plan.read())]
+        summary = "; ".join(f"{kind} {', '.join(ids)}" for kind, ids in verdicts.items() if ids)
+        commit = self.tree.commit(f"ralph(verify): {summary}")
+        report.commits += [commit] if commit else []
+        self.plan.prioritize()
+        span.end(**{kind.replace(" ", "_"): ids for kind, ids in verdicts.items() if ids})
+        return report
+
+    def _fork_join(
+        self, found: list[Job], iteration: int, plan: Plan, checkouts: Checkouts
+    ) -> list[Verification]:
+        """Every verifier run, up to --parallel at once, each in a checkout lent to it alone."""
+        pool = ThreadPoolExecutor(max_workers=self.ws.settings.parallel)
+        try:
+            runs = list(pool.map(lambda job: self._verify_one(job, iteration, plan, checkouts), found))
+        except BaseException:  # Ctrl-C or a stop signal: stop every verifier, not only the waited one
+            with deferred_signals():
+                # Stopped before the threads are joined (`with pool` would wait for every verifier
+                # to finish); the queued ones never start. Each running one's checkout is removed.
+                pool.shutdown(wait=False, cancel_futures=True)
+                self.agents.stop_all()
+                pool.shutdown(wait=True)
+            raise
+        pool.shutdown(wait=True)
+        return runs
+
+    def _verify_one(self, job: Job, iteration: int, plan: Plan, checkouts: Checkouts) -> Verification:
+        task = TaskView(job.record)
+        with checkouts.lend() as loan:
+            checkout = loan.repo
+            base = reader.read_plan(checkout.root)
+            start = loan.start or _snapshot(checkout)
+            result = self.agents.run_agent(
+                Stage.VERIFY,
+                iteration,
+                task.id,
+                job.values,
+                cwd=checkout.root,
+                plan=plan,
+                state=_state(start),
+            )
+            run = Verification(task, result, str(checkout.root), base)
+            self._inspect(run, checkout, start)
+            loan.unchanged = not run.did  # then it is cleaned and lent to the next verifier
+            return run
+
+    def _inspect(self, run: Verification, checkout: Repo, start: Snapshot) -> None:
+        """What the verifier left in its checkout: its copy of the plan, and any change to the
+        code or to HEAD, which is a violation; the changes are kept as a patch beside its log."""
+        gone = _gone(checkout)
+        if gone:  # no verdict, and nothing is read or run there; the run goes on
+            run.did, run.killed = [gone], kill_reason_of(run.result.run.stop_reason)
+            return self._violated(run)
+        try:
+            theirs = reader.load_checked(checkout.root, (checkout.root / PLAN_FILE).read_bytes())
+            run.theirs = Plan(theirs)
+        except (FileNotFoundError, PlanInvalid) as exc:
+            problem = "deleted plan.jsonl" if isinstance(exc, FileNotFoundError) else str(exc)
+            self.ws.journal.event("verifier_plan_invalid", item=run.task.id, problem=problem)
+        end = _snapshot(checkout)
+        run.did = violations(Stage.VERIFY, {run.task.id}, start, end, run.base, run.theirs or run.base)
+        stop = run.result.run.stop_reason
+        run.killed = kill_reason_of(stop)
+        if run.killed:
+            run.theirs = None  # a run stopped half way gives no verdict
+        if not run.did:
+            return
+        changed = set(end.dirty)
+        if start.head and end.head != start.head:  # its own commits are changes too
+            changed |= set(checkout.paths("diff", "--name-only", "-z", start.head))
+        log = run.result.log_path
+        if changed - {PLAN_FILE}:
+            patch = self.tree.root / log.with_suffix(".patch")
+            checkout.save_patch(changed - {PLAN_FILE}, patch, base=start.head or "HEAD")
+        self._violated(run)
+
+    def _violated(self, run: Verification) -> None:
+        """The verifier did what VERIFY may not (run.did): nothing of its run is taken."""
+        run.theirs = None
+        log = run.result.log_path
+        run.result.violation = "; ".join(run.did)
+        self.ws.journal.event(
+            "permission_violation",
+            stage=str(Stage.VERIFY),
+            items=[run.task.id],
+            did=run.did,
+            log=str(log),
+            checkout=run.checkout,
+        )
+        did = run.result.violation
+        self.ws.console.event(f"VERIFY {run.task.id}: permission violation, nothing kept: {did}")
+
+    def _take(self, runs: list[Verification], report: StageReport) -> None:
+        """Into the plan: each verifier's verdict and additions, or why its run was stopped."""
+        with self.plan.change() as change:  # goes in with this stage's commit
+            for run in runs:
+                if run.killed:
+                    self._stopped(change.plan, run, report)
+                    continue
+                most = self.ws.settings.max_new_items  # the rest go into one issue (ralph.plan.new_work)
+                taken = (
+                    change.plan.take_verification(run.task.id, run.base, run.theirs, most)
+                    if run.theirs
+                    else {}
+                )
+                self._tell_verdict(run, taken, report)
+                self.ws.journal.event(
+                    "verdict",
+                    item=run.task.id,
+                    verdict=taken.get("verdict"),
+                    reason=taken.get("reason"),
+                    tasks=taken.get("tasks") or None,
+                    issues=taken.get("issues") or None,
+                    dropped=taken.get("dropped"),
+                    violation=bool(run.result.violation) or None,
+                    checkout=run.checkout,
+                    log=str(run.result.log_path),
+                )
+
+    def _tell_verdict(self, run: Verification, taken: dict, report: StageReport) -> None:
+        """VERIFY's verdict where the person looks: the console, and (a rejection, with its
+        reason) the final report."""
+        verdict, reason = taken.get("verdict"), str(taken.get("reason") or "")
+        if taken.get("overtaken"):
+            why = "a person judged or removed the task meanwhile; theirs stands"
+            self.ws.console.verdict("VERIFY", run.task.id, "verdict not taken", why)
+            return
+        if verdict is None:
+            why = "its run did what VERIFY may not" if run.result.violation else "verified again next time"
+            self.ws.console.verdict("VERIFY", run.task.id, "no verdict", why)
+            return
+        self.ws.console.verdict("VERIFY", run.task.id, verdict, reason)
+        if verdict == "rejected":
+            first = next((line.strip() for line in reason.splitlines() if line.strip()), "no reason given")
+            report.failed.append(f"{run.task.id} rejected by VERIFY: {first[:300]}")
+
+    def _stopped(self, plan: Plan, run: Verification, report: StageReport) -> None:
+        """A verifier stopped by its time limit or a full context: the task records why; at
+        max_attempts such runs it is set aside for DECOMPOSE with the build's changes beside the
+        log, rather than verified blindly again."""
+        task, reason, log = run.task, run.killed, str(run.result.log_path)
+        assert reason is not None  # only a stopped verifier comes here
+        stops = plan.record_verify_kill(task.id, reason, log)
+        limit = self.ws.settings.max_attempts
+        set_aside = stops >= limit
+        if set_aside:
+            text = f"VERIFY was stopped {stops} times ({reason}); split it into tasks one run can check"
+            plan.set_aside(task.id, reason, text, kill_log=log)
+            self.tree.save_build_patch(task, run.result.log_path)
+        self.ws.journal.event(
+            "verify_stopped", item=task.id, kill_reason=reason, stops=stops, set_aside=set_aside, log=log
+        )
+        if set_aside:
+            self.ws.journal.event("task_killed", item=task.id, kill_reason=reason, log=log, stage="VERIFY")
+        then = "set aside for DECOMPOSE" if set_aside else f"verified again next time ({stops} of {limit})"
+        report.stopped.append(f"{task.id} VERIFY stopped ({reason}), {then}; log {log}")
+        self.ws.console.event(f"VERIFY {task.id} stopped ({reason}); {then}")
+
+    def _verdicts(self, done: list[TaskView]) -> dict[str, list[str]]:
+        plan = self.plan.read()
+        accepted, current = plan.accepted(), {task.id: task for task in plan.task_views()}
+        verdicts: dict[str, list[str]] = {"accepted": [], "rejected": [], "no verdict": []}
+        for task in done:
+            if task.id in accepted:
+                verdicts["accepted"].append(task.id)
+            elif task.id in current and current[task.id].done:
+                verdicts["no verdict"].append(task.id)
+                self.ws.journal.event("no_verdict", item=task.id)
+            else:
+                verdicts["rejected"].append(task.id)
+        return verdicts
+
+
+def jobs(plan: Plan, settings: Settings) -> list[Job]:
+    """The VERIFY runs a plan calls for: one per task of the spec that is done (built, through the
+    gate) and not yet accepted."""
+    names = {task["id"]: task["name"] for task in plan.tasks()}
+    return [
+        Job(Stage.VERIFY, task.id, task.name, _values(task, names, settings.max_attempts), record=task.record)
+        for task in plan.task_views(settings.spec)
+        if task.done
+    ]
+
+
+def _values(task: TaskView, names: dict[str, str], max_attempts: int) -> dict:
+    return {
+        "task_id": task.id,
+        "task_name": one_line(task.name),
+        "task_details": task_details(task.record, names) + _resubmission(task.record),
+        "task_commit": task.commit or "HEAD",
+        "previous": _previous_stop(task, max_attempts),
+    }
+
+
+def _gone(checkout: Repo) -> str | None:
+    """Whether the verifier removed its checkout, or put something else in its place (a link to
+    another folder, a repository of its own), where nothing may be read or run as its."""
+    if checkout.root.is_symlink() or (checkout.root.is_dir() and not checkout.links_here()):
+        return "replaced its checkout"
+    return None if checkout.root.is_dir() else "removed its checkout"
+
+
+def _state(snapshot: Snapshot) -> WorkState:
+    """HEAD and the changed paths, for the agent run's marks: the checkout as VERIFY found it (its
+    lock and temporary files left out, as the marks leave them out)."""
+    return snapshot.head, snapshot.dirty
+
+
+def _snapshot(checkout: Repo) -> Snapshot:
+    """A checkout's HEAD, branch and changed paths, ralph's own files (its lock, its temporary
+    files, beside the plan copy) left out."""
+    head, branch, changed = checkout.work_state()
+    dirty = {path for path in changed if not RALPH_FILES.fullmatch(path)}
+    return Snapshot(head, branch, frozenset(dirty))
+
+
+def _previous_stop(task: TaskView, limit: int) -> str:
+    """What the verifier is told of earlier VERIFY runs of the task that were stopped."""
+    if not task.verify_kill_reason:
+        return ""
+    said = (
+        f"{plural(task.verify_kills, 'earlier VERIFY run')} of this task"
+        f" {'was' if task.verify_kills == 1 else 'were'} stopped, the last one by"
+        f" {task.verify_kill_reason} (log: {task.verify_kill_log}); at {limit} the task is split instead."
+    )
+    advice = "Keep test runs short and focused, and give a verdict."
+    return f"{data_block('earlier VERIFY runs', said)}\n{advice}\n"
+
+
+def _resubmission(task: dict) -> str:
+    """A task resubmitted unchanged after a rejection: the builder's argument, for this verifier,
+    which judges it afresh."""
+    argument = task.get("resubmitted")
+    if not argument:
+        return ""
+    return (
+        "\nVERIFY rejected this task (why: above); its builder resubmitted the same work unchanged,"
+        " arguing that it already meets the criteria. Judge the work itself afresh, with the argument"
+        " and the rejection both in mind:\n\n" + data_block("the builder's argument", argument) + "\n"
+    )
+
+
+def _accepted(task: TaskView) -> dict:
+    """What the run keeps of an accepted task: its id and name, and the draft it was offered with
+    the parent it came from (a decomposed parent's draft goes once no task is offered it)."""
+    kept = {"id": task.id, "name": task.name}
+    return kept | {key: task.record[key] for key in ("parent", "draft") if task.record.get(key)}

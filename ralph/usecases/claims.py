@@ -1,0 +1,572 @@
+"""Runners on several machines sharing one git remote: claiming a task, publishing a build,
+releasing a claim. They coordinate through git alone: a claim is a plan commit that sets
+`claimed_by` and `claimed_at` on a task, and the push of that commit is the compare-and-swap.
+
+Each use case is a change to the plan that ralph.usecases.sync pushes in rounds (fetch, catch up,
+commit, push). A push another runner beat is a lost race: the round starts again on the new head,
+so a claim is replayed there: kept if the task is still free, dropped (and another task picked)
+if it is now claimed by another runner, done or accepted. Nothing is ever force-pushed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+from ralph.clock import now
+from ralph.errors import RalphError, RemoteError, RemoteOffline, RemoteRejected, disk_full
+from ralph.plan import schedule
+from ralph.plan.claims import Ages
+from ralph.plan.document import Record
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.plan.reading import claim_age_s
+from ralph.plan.records import is_done
+from ralph.store.git import Repo
+from ralph.store.reader import PLAN_NAME
+from ralph.store.remote import Remote
+from ralph.usecases.names import named
+from ralph.usecases.sync import on_remote_head, until_pushed
+
+
+def default_runner() -> str:
+    """host-pid: unique among the runners alive at once, and says where to look for one."""
+    import os
+    import socket
+
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+# --- the use cases ---------------------------------------------------------------------------
+
+
+class NextTask:
+    """Picks the first ready task of `spec` (all specs: None) no live claim holds, and claims it:
+    one this runner claimed before (a restart under the same name) first, then, after a lost
+    race, the task it picked before, if still free on the new head."""
+
+    def __init__(
+        self,
+        spec: str | None,
+        runner: str,
+        ttl_s: float | None = None,
+        ages: Ages = claim_age_s,
+        skip: Collection[str] = (),
+    ):
+        self.spec, self.runner, self.ttl_s, self.ages, self.skip = spec, runner, ttl_s, ages, skip
+        self.chosen: Record | None = None
+        self._replay: str | None = None
+
+    def __call__(self, plan: Plan) -> Record | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
+        _look_at_all(plan, self.runner, stamp, self.ages)
+        free = [
+            task
+            for task in _claimable(plan, self.spec, self.runner, stamp, ttl, self.ages)
+            if task["id"] not in self.skip
+        ]
+        chosen = next((task for task in free if task["id"] == self._replay), None) or (
+            free[0] if free else None
+        )
+        if chosen is not None:
+            plan.claim(chosen["id"], self.runner, stamp, ttl, self.ages)
+        self.chosen = chosen
+        return chosen
+
+    def message(self, task: Record) -> str:
+        return f"ralph: claim {named([task])} ({self.runner})"
+
+    def lost(self) -> None:
+        self._replay = self.chosen["id"] if self.chosen else None
+
+
+class NextToVerify:
+    """Picks up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
+    those no live claim holds; none of `skip`) and claims them."""
+
+    def __init__(
+        self,
+        spec: str | None,
+        runner: str,
+        limit: int,
+        ttl_s: float | None,
+        skip: Collection[str],
+        ages: Ages = claim_age_s,
+    ):
+        self.spec, self.runner, self.limit, self.ttl_s, self.skip = spec, runner, limit, ttl_s, skip
+        self.ages = ages
+        self.chosen: list[str] = []
+
+    def __call__(self, plan: Plan) -> list[str] | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
+        _look_at_all(plan, self.runner, stamp, self.ages)
+        done = [
+            task
+            for task in plan.tasks()
+            if is_done(task) and _in_spec(task, self.spec) and task["id"] not in self.skip
+        ]
+        own = [task for task in done if task.get("claimed_by") == self.runner]
+        free = [
+            task
+            for task in done
+            if task.get("claimed_by") != self.runner and _free(task, stamp, ttl, self.ages)
+        ]
+        self.chosen = [task["id"] for task in (own + free)[: self.limit]]
+        for task_id in self.chosen:
+            plan.claim(task_id, self.runner, stamp, ttl, self.ages)
+        return self.chosen or None
+
+    def message(self, ids: list[str]) -> str:
+        return f"ralph: claim {', '.join(ids)} to verify ({self.runner})"
+
+    def lost(self) -> None:
+        pass
+
+
+def claim_next(
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
+) -> Record | None:
+    """Claim the first ready task of `spec` (all specs: None) no live claim holds, none of `skip`,
+    and push the claim. Returns the task, or None when no task is free. A task this runner claimed
+    before (a restart under the same name) comes first; one whose claim is older than the TTL is
+    taken over."""
+    pick = NextTask(spec, runner, ttl_s, remote.claim_clock.age_s, skip)
+    until_pushed(root, remote, runner, pick, pick.message, idle_push=False, after_lost=pick.lost)
+    return pick.chosen
+
+
+def claim_to_verify(
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    limit: int,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
+) -> list[str]:
+    """Claim up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
+    those no live claim holds; none of `skip`) and push the claims; returns their ids (none:
+    nothing to verify)."""
+    pick = NextToVerify(spec, runner, limit, ttl_s, skip, remote.claim_clock.age_s)
+    until_pushed(root, remote, runner, pick, pick.message, idle_push=False)
+    return pick.chosen
+
+
+def claim_issue(
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
+) -> str | None:
+    """Claim the first open issue of `spec` for INVESTIGATE (not one kept open for a person, nor
+    one of `skip`) and push the claim; None when no issue is free."""
+    return _claim_first(
+        root,
+        runner,
+        remote,
+        lambda plan: [i for i in plan.issues(spec) if not i.get("keep_open") and i["id"] not in skip],
+        "to investigate",
+        ttl_s,
+    )
+
+
+def claim_to_decompose(
+    root: Path,
+    spec: str | None,
+    runner: str,
+    remote: Remote,
+    ttl_s: float | None = None,
+    skip: Collection[str] = (),
+) -> str | None:
+    """Claim the first killed task of `spec` (not one of `skip`) for DECOMPOSE and push the
+    claim; None when none is free."""
+    return _claim_first(
+        root,
+        runner,
+        remote,
+        lambda plan: [view.record for view in plan.task_views(spec) if view.killed and view.id not in skip],
+        "to decompose",
+        ttl_s,
+    )
+
+
+def claim_plan(root: Path, spec: str, runner: str, remote: Remote, ttl_s: float | None = None) -> bool:
+    """Claim the spec record for PLAN while the spec has no work yet, and push the claim: the
+    runner that wins plans, the others wait for its tasks. False when it is planned (or another
+    runner holds a live claim on it)."""
+
+    def unplanned(plan: Plan) -> list[Record]:
+        if plan.planned(spec):
+            return []
+        return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
+
+    return _claim_first(root, runner, remote, unplanned, "to plan", ttl_s) is not None
+
+
+def claim_check(
+    root: Path,
+    spec: str,
+    runner: str,
+    remote: Remote,
+    met: Callable[[Plan], bool],
+    ttl_s: float | None = None,
+) -> bool:
+    """Claim the spec record for its spec check while the spec has no open task or issue, no
+    runner holds a claim on anything of it, and no check found it met as it is (`met`); push the
+    claim. False when another runner won it, or there is work (or nothing) to check."""
+
+    def unchecked(plan: Plan) -> list[Record]:
+        if plan.task_views(spec) or plan.issues(spec) or met(plan):
+            return []
+        if any(item.get("claimed_by") != runner for item in plan.claims() if _claimed_in(item, spec)):
+            return []  # another runner still holds something of the spec (its check, or work)
+        return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
+
+    return _claim_first(root, runner, remote, unchecked, "to check", ttl_s) is not None
+
+
+def _claimed_in(item: Record, spec: str) -> bool:
+    return (item.get("path") if item.get("t") == "spec" else item.get("spec")) in (None, spec)
+
+
+def _is_spec(record: Record, spec: str) -> bool:
+    return record.get("t") == "spec" and record.get("path") == spec
+
+
+def _claim_first(
+    root: Path,
+    runner: str,
+    remote: Remote,
+    candidates: Callable[[Plan], list[Record]],
+    what: str,
+    ttl_s: float | None,
+) -> str | None:
+    """Claim the first of `candidates` (this runner's own claim first, then a free one) and push;
+    a lost race replays on the new head. Returns its id, None when none is free."""
+
+    def pick(plan: Plan) -> str | None:
+        stamp = now()
+        ttl = plan.claim_ttl_s() if ttl_s is None else ttl_s
+        ages = remote.claim_clock.age_s
+        _look_at_all(plan, runner, stamp, ages)
+        items = candidates(plan)
+        own = [item for item in items if item.get("claimed_by") == runner]
+        free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl, ages)]
+        if not own + free:
+            return None
+        chosen: str = (own + free)[0]["id"]
+        plan.claim(chosen, runner, stamp, ttl, ages)
+        return chosen
+
+    chosen = until_pushed(
+        root, remote, runner, pick, lambda item: f"ralph: claim {item} {what} ({runner})", idle_push=False
+    )
+    return chosen
+
+
+def publish_all(
+    root: Path, task_ids: list[str], runner: str, remote: Remote, then: NextToVerify | None = None
+) -> None:
+    """After VERIFY's commit: bring in the remote branch, free what is still claimed, push; with
+    `then`, claim the next batch in the same push (a commit of its own)."""
+
+    def free(plan: Plan) -> object:
+        return [task_id for task_id in task_ids if _release_own(plan, task_id, runner)] or None
+
+    message = f"ralph: publish the verdicts on {', '.join(task_ids)} ({runner})"
+    until_pushed(root, remote, runner, free, lambda _: message, then=then)
+
+
+def publish(root: Path, task_id: str, runner: str, remote: Remote, then: NextTask | None = None) -> None:
+    """After a build commit: bring in the remote branch, free the task (when the build commit did
+    not already: `task done` frees it) and push; with `then`, claim the next task in the same push
+    (a commit of its own), which saves a round of fetch and push per task."""
+    message = f"ralph: publish {task_id} ({runner})"
+    until_pushed(
+        root, remote, runner, lambda plan: _release_own(plan, task_id, runner), lambda _: message, then=then
+    )
+
+
+CONFLICT_PATCHES = Path("build") / "ralph-logs" / "conflicts"  # ignored by git, as all logs are
+
+
+def _keep_undone_build(root: Path, repo: Repo, remote_head: str, task_id: str) -> Path:
+    """The build about to be undone, kept as a patch (its commits since it left the remote's
+    history), so its work is not only in the reflog. Returns the patch."""
+    import time
+
+    from ralph.store.files import create_new
+
+    target = create_new(root / CONFLICT_PATCHES / f"{task_id}-{time.strftime('%Y%m%d-%H%M%S')}.patch")
+    target.write_bytes(repo.patch(f"{remote_head}...HEAD"))
+    return target
+
+
+def _reset_carrying_the_plan(root: Path, repo: Repo, remote_head: str, keep: Path) -> None:
+    """HEAD, index and work tree to `remote_head` (`reset --keep`: a person's uncommitted edits
+    stay), plan.jsonl's uncommitted changes (the loop's bookkeeping for its next commit, a
+    person's `ralph` commands beside the run) carried onto the remote's plan by record. Left in
+    plan.jsonl, reset --keep refused them (`Entry 'plan.jsonl' not uptodate`) and the run ended in
+    git's words. Where they cannot be merged, the remote's plan stands and they are kept at
+    `keep`. Under the plan lock: no ralph command writes the plan meanwhile."""
+    from ralph.errors import InvalidInput
+    from ralph.plan.merge import merge_bytes
+    from ralph.store.files import create_new, write_atomic
+    from ralph.store.lock import plan_lock
+    from ralph.store.reader import plan_path, read_bytes
+
+    with plan_lock(root):
+        ours, committed = read_bytes(root), repo.file_at_head(PLAN_NAME)
+        loose = committed is not None and ours != committed
+        if loose:
+            assert committed is not None
+            write_atomic(plan_path(root), committed)
+        # ralph's plan commits record plan.jsonl in the index without its stat data: refreshed
+        # first, or reset --keep takes the file for a local change it must not lose.
+        repo.attempt("update-index", "-q", "--refresh")
+        try:
+            repo.git("reset", "-q", "--keep", remote_head)
+        except RalphError:
+            if loose:
+                write_atomic(plan_path(root), ours)  # as it was: nothing moved
+            raise
+        if not loose:
+            return
+        assert committed is not None
+        theirs = repo.file_at(remote_head, PLAN_NAME) or b""
+        try:
+            merged = merge_bytes(committed, ours, theirs, published_wins=True)
+        except InvalidInput:  # a line no merge by record can place
+            merged = None
+        if merged is not None and not merged.conflicts:
+            write_atomic(plan_path(root), merged.data)
+        else:
+            create_new(keep).write_bytes(ours)
+
+
+def taken_over(root: Path, task_id: str, runner: str, remote: Remote) -> bool:
+    """Whether another runner took the task over from this one on the remote since this clone last
+    caught up (a takeover record this clone has not seen names this runner), and holds it or
+    built it: this runner's build of it then yields to the one published first."""
+    from ralph.store.reader import read_plan
+
+    head = remote.fetch()
+    data = remote.repo.file_at(head, PLAN_NAME) if head else None
+    if data is None:
+        return False
+    theirs = Plan(load(data, PLAN_NAME))
+    seen = {line.raw.strip() for line in read_plan(root).doc.records() if line.record["t"] == "takeover"}
+    new = [
+        line.record
+        for line in theirs.doc.records()
+        if line.record["t"] == "takeover"
+        and line.record.get("id") == task_id
+        and line.record.get("was_claimed_by") == runner
+        and line.raw.strip() not in seen
+    ]
+    task = theirs.find_task(task_id)
+    return bool(new) and (task is None or task.get("claimed_by") != runner)
+
+
+def withdraw_conflicting(
+    root: Path, task_id: str, runner: str, remote: Remote, files: list[str], max_attempts: int
+) -> int | None:
+    """The build of `task_id` could not be published: its changes conflict in `files` with what
+    another runner pushed meanwhile. This runner's unpushed commits are undone (the remote head
+    holds every commit ever pushed, so none of those is touched), the task goes back to pending
+    with the conflict recorded (set aside once it has conflicted `max_attempts` times), its claim
+    is dropped, and that is pushed: the task is built again from the new remote head. Returns the
+    task's attempts, or None when another runner took it over meanwhile."""
+    from ralph.store.reader import read_plan
+
+    repo = remote.repo
+    local = read_plan(root)
+    ours = local.find_task(task_id) or {}
+    remote_head = remote.fetch()
+    if remote_head is None:
+        raise RemoteError(f"{remote.name}/{remote.branch} is gone; nothing was pushed")
+    spent = _spent_since(repo, local, remote_head)  # the undone commits' runs still count
+    kept = _keep_undone_build(root, repo, remote_head, task_id)
+    try:
+        _reset_carrying_the_plan(root, repo, remote_head, kept.with_suffix(".plan.jsonl"))
+    except RalphError as exc:
+        if disk_full(exc):
+            raise
+        shown = kept.relative_to(root) if kept.is_relative_to(root) else kept
+        raise RemoteError(
+            f"the build of {task_id} yields to what another runner pushed to {remote.name}, but undoing"
+            f" it here would overwrite changes you have not committed ({exc}): commit or stash them and"
+            f" run again; the build is kept as {shown}"
+        ) from None
+    attempts: list[int] = []
+
+    def record(plan: Plan) -> object:
+        task = plan.find_task(task_id)
+        if task is None or task.get("claimed_by") != runner:
+            return None
+        attempts[:] = [plan.record_unmerged_build(task_id, files, ours, max_attempts, where="pushed")]
+        if spent:
+            plan.add_spending(spent)
+        plan.release(task_id, runner)
+        return task
+
+    message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])} ({runner})"
+    until_pushed(root, remote, runner, record, lambda _: message)
+    return attempts[0] if attempts else None
+
+
+def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict[str, Any]:
+    """What the local plan's spending totals gained since the local branch left the remote's."""
+    code, out, _ = repo.attempt("merge-base", "HEAD", remote_head)
+    data = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
+    before = Plan(load(data, PLAN_NAME)).state().get("spent", {}) if data is not None else {}
+    gained: dict[str, Any] = {}
+    for stage, row in local.state().get("spent", {}).items():
+        old = before.get(stage, {})
+        diff = {key: value - old.get(key, 0) for key, value in row.items() if isinstance(value, int | float)}
+        if any(diff.values()):
+            gained[stage] = diff
+    return gained
+
+
+def release(root: Path, task_id: str, runner: str, remote: Remote) -> None:
+    """Give the task back: drop this runner's claim on the remote."""
+    message = f"ralph: release {task_id} ({runner})"
+    until_pushed(root, remote, runner, lambda plan: _release_own(plan, task_id, runner), lambda _: message)
+
+
+def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
+    """Drop every claim of this runner on the remote (a run that ends), and push its commits;
+    returns the task ids. When its commits cannot be published (their code conflicts with the
+    remote's), the claims are given back on the remote's head alone: a run's claims never outlive
+    it, whatever ended it."""
+    released: list[str] = []
+
+    def drop(plan: Plan) -> object:
+        released[:] = [task["id"] for task in plan.claims() if task["claimed_by"] == runner]
+        for task_id in released:
+            plan.release(task_id, runner)
+        return released or None
+
+    message = f"ralph: release the claims of {runner}"
+    try:
+        until_pushed(root, remote, runner, drop, lambda _: message)
+    except RemoteError as exc:
+        if isinstance(exc, RemoteOffline | RemoteRejected):
+            raise  # the remote itself failed: nothing can be given back now
+        on_remote_head(remote, runner, drop, lambda _: message)
+        raise
+    return released
+
+
+def remote_claims(
+    root: Path, remote: Remote, ttl_s: float | None = None, at: str | None = None
+) -> dict[str, Any]:
+    """The claims on the remote branch's head: each with its runner, its claimed_at, its age by the
+    rule runners judge claims by (ralph.plan.reading.claim_age_s: since its commit on the remote's
+    history, and since this clone first saw it; this look counts as a sighting) and whether it is
+    live or stale (older than the claim TTL)."""
+    head = remote.fetch()
+    data = remote.repo.file_at(head, PLAN_NAME) if head else None
+    plan = Plan(load(data, PLAN_NAME)) if data is not None else None
+    ttl = (plan.claim_ttl_s() if plan else 1800.0) if ttl_s is None else ttl_s
+    stamp = at or now()
+    claims = []
+    for task in plan.claims() if plan else []:
+        judged = remote.claim_clock.judge(task, stamp)
+        claims.append(
+            {
+                "task": task["id"],
+                "name": task.get("name") or task.get("text") or task["id"],
+                "runner": task["claimed_by"],
+                "since": task.get("claimed_at"),
+                "committed_at": judged.committed_at,
+                "seen_at": judged.seen_at or stamp,
+                "age_s": judged.age_s,
+                "stale": judged.age_s is None or judged.age_s >= ttl,
+            }
+        )
+    return {
+        "remote": remote.name,
+        "branch": remote.branch,
+        "head": head,
+        "claim_ttl_s": ttl,
+        "at": stamp,
+        "claims": claims,
+    }
+
+
+def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
+    """The claims older than the claim TTL on the remote branches this clone last fetched, by the
+    rule runners judge them by (no fetch, and nothing written down: a look that changes nothing),
+    each with its remote-tracking branch and age: a runner that died or is stuck holds them, and
+    others wait until they take them over."""
+    repo = Repo(root)
+    branch = repo.branch() or "main"
+    refs = repo.git("for-each-ref", "--format=%(refname:short)", "refs/remotes").split()
+    stamp = now()
+    found: list[tuple[str, Record, float | None]] = []
+    for ref in (ref for ref in refs if ref.endswith(f"/{branch}")):
+        data = repo.file_at(ref, PLAN_NAME)
+        if data is None:
+            continue
+        try:
+            plan = Plan(load(data, PLAN_NAME))
+        except RalphError:  # a plan that does not load is not ours to judge here
+            continue
+        clock = Remote(repo, ref.removesuffix(f"/{branch}"), branch).claim_clock
+        for item in plan.claims():
+            age = clock.age_s(item, stamp, remember=False)
+            if age is None or age >= plan.claim_ttl_s():
+                found.append((ref, item, age))
+    return found
+
+
+# --- one round -------------------------------------------------------------------------------
+
+
+def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float, ages: Ages) -> list[Record]:
+    ready = [task for task in schedule.buildable(plan.tasks(), plan.accepted()) if _in_spec(task, spec)]
+    own = [task for task in ready if task.get("claimed_by") == runner]
+    free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl, ages)]
+    return own + free
+
+
+def _look_at_all(plan: Plan, runner: str, stamp: str, ages: Ages) -> None:
+    """Judge every other runner's claim on the plan, not only those on the items wanted now: a
+    clone notes when it first saw each (ralph.store.claim_clock), so a claim it comes to want
+    later is as old as it has been in sight, and a dead runner's claim is taken over a TTL after
+    it was pushed."""
+    for item in plan.claims():
+        if item["claimed_by"] != runner:
+            ages(item, stamp)
+
+
+def _in_spec(task: Record, spec: str | None) -> bool:
+    return spec is None or task.get("spec") in (None, spec)
+
+
+def _free(task: Record, stamp: str, ttl: float, ages: Ages) -> bool:
+    """No claim holds the task, or only one older than the TTL."""
+    if not task.get("claimed_by"):
+        return True
+    age = ages(task, stamp)
+    return age is None or age >= ttl
+
+
+def _release_own(plan: Plan, task_id: str, runner: str) -> Record | None:
+    """Drop the claim if it is still ours: another runner may have taken the task over meanwhile
+    (ours had expired), and its claim is not ours to drop."""
+    task = plan.find_claimable(task_id)
+    if task is None or task.get("claimed_by") != runner:
+        return None
+    return plan.release(task_id, runner)

@@ -1,0 +1,288 @@
+"""One round against the git remote that runners share, and rounds until one is pushed: fetch,
+catch up with the remote head, change plan.jsonl in a commit, push.
+
+Between the fetch and the push everything is made in git's object store: the catch-up merge
+(`git merge-tree` for the code; for plan.jsonl, the remote's plan with this runner's unpublished
+operations replayed on it: ralph.plan.replay) and the plan commits. HEAD and the work tree
+move once, after the push is won, so a lost race (another runner pushed first) or a remote gone
+offline leaves nothing here to undo, and the window in which another push can win stays short.
+The change itself, and what to replay after a lost race, are the caller's (ralph.usecases.claims)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from ralph.errors import CodeConflict, GitError, RalphError, RemoteError
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.plan.records import Replayed
+from ralph.plan.replay import Outcome, replay
+from ralph.store.git import Repo
+from ralph.store.integrate import Integration, in_the_way, merge_commits, move_head
+from ralph.store.reader import PLAN_NAME, load_checked
+from ralph.store.remote import Remote
+from ralph.store.transaction import checked_bytes
+
+MAX_ROUNDS = 30  # lost races in a row before giving up: other runners push faster than we fetch
+LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race
+
+T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)
+
+
+class Step(Protocol):
+    """A second change a round commits after the first (claiming the next item as the last one
+    is published): what it chose, its commit message, and what to replay after a lost race."""
+
+    def __call__(self, plan: Plan) -> object: ...
+
+    def message(self, chosen: Any) -> str: ...
+
+    def lost(self) -> None: ...
+
+
+def until_pushed(
+    root: Path,
+    remote: Remote,
+    runner: str,
+    change: Callable[[Plan], T | None],
+    message: Callable[[T], str],
+    idle_push: bool = True,
+    then: Step | None = None,
+    after_lost: Callable[[], None] | None = None,
+) -> T | None:
+    """Rounds until one is pushed (a lost race replays on the new head); what `change` returned."""
+    for _ in range(MAX_ROUNDS):
+        result, pushed = _round(root, remote, runner, change, message, idle_push, then)
+        if pushed:
+            return result
+        for again in (after_lost, then.lost if then else None):
+            if again:
+                again()
+        _pause_after_lost_race(remote)
+    raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
+def on_remote_head(
+    remote: Remote, runner: str, change: Callable[[Plan], T | None], message: Callable[[T], str]
+) -> T | None:
+    """Rounds of `change` made on the remote head alone, until one is pushed: the local branch
+    and work tree stay as they are. For what must reach the remote whatever the local commits
+    hold (a run's claims given back when its own commits cannot be published)."""
+    repo = remote.repo
+    for _ in range(MAX_ROUNDS):
+        head = remote.fetch()
+        if head is None:
+            return None
+        data = repo.file_at(head, PLAN_NAME) or b""
+        plan = Plan(load(data, PLAN_NAME))
+        result = change(plan)
+        if result is None:
+            return None
+        if remote.push(_commit_change(repo, head, plan, data, message(result))):
+            return result
+        _pause_after_lost_race(remote)
+    raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
+
+
+def _pause_after_lost_race(remote: Remote) -> None:
+    """A random pause: runners that lost together would otherwise fetch, merge and push in step
+    again, and the slowest of them lose every time (measured on bench_remote: one runner lost 9
+    publishes in a row; with the pause three runners took 1.26-1.37x the ideal, not 1.50-1.60x).
+    A pause that doubled with each loss measured no better."""
+    import random
+
+    remote.sleep(random.uniform(0, LOST_RACE_PAUSE_S))
+
+
+def _round(
+    root: Path,
+    remote: Remote,
+    runner: str,
+    change: Callable[[Plan], T | None],
+    message: Callable[[Any], str],  # takes what change chose: until_pushed's signature says so
+    idle_push: bool = True,
+    then: Step | None = None,
+) -> tuple[T | None, bool]:
+    """Fetch, catch up, change the plan in one commit (and `then` in a second), push. Returns
+    what `change` returned and whether the remote has our head now.
+
+    Between the fetch and the push everything is made in git's object store (the catch-up merge,
+    the plan commit); HEAD and the work tree move once, after the push is won. A lost race (or a
+    remote gone offline) leaves nothing here to undo, and the window in which another runner's
+    push beats ours stays short."""
+    repo = remote.repo
+    _commit_loose_plan(root, repo)
+    start = repo.head()
+    if start is None:
+        raise RemoteError("the local branch has no commit yet: run `ralph init` and commit first")
+    remote_head = remote.fetch()
+    base = _caught_up(repo, remote, start, remote_head, runner)
+    data = repo.file_at(base, PLAN_NAME) or b""
+    plan = Plan(load_checked(root, data))  # the bytes of most rounds were proven valid before
+    result = change(plan)
+    target = _commit_change(repo, base, plan, data, message(result)) if result is not None else base
+    if then is not None:
+        before = plan.doc.to_bytes()
+        chosen = then(plan)
+        if chosen is not None:
+            target = _commit_change(repo, target, plan, before, then.message(chosen))
+    if target == remote_head or (target == base and result is None and not idle_push):
+        _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
+        return result, True
+    _refuse_overwriting_edits(repo, remote, start, target)
+    if not remote.push(target):
+        return result, False
+    _move(repo, start, target)
+    return result, True
+
+
+def _commit_change(repo: Repo, parent: str, plan: Plan, before: bytes, message: str) -> str:
+    """A commit on `parent` holding the changed plan (object store only); `parent` when the
+    change left its bytes as they were."""
+    after = checked_bytes(plan.doc)
+    if after == before:
+        return parent
+    return repo.commit_tree(repo.tree_with_file(parent, PLAN_NAME, after), parent, message)
+
+
+def _move(repo: Repo, start: str, target: str) -> None:
+    if target != start:
+        move_head(repo, start, target)
+
+
+def _refuse_overwriting_edits(repo: Repo, remote: Remote, start: str, target: str) -> None:
+    """Nothing is pushed that this work tree could not then take: a user's uncommitted edit to a
+    file the remote changed is in the way."""
+    if target == start:
+        return
+    blocking = in_the_way(repo, start, target)
+    if blocking:
+        raise RemoteError(
+            f"{remote.name}/{remote.branch} changes {', '.join(blocking[:5])}, which you have changed"
+            " and not committed: commit or stash them; nothing was pushed"
+        )
+
+
+def _commit_loose_plan(root: Path, repo: Repo) -> None:
+    """Commit plan.jsonl as it is when it differs from HEAD's (the loop writes some changes for
+    its next commit to carry): the round builds on HEAD's plan, and must not drop them."""
+    from ralph.store import pending_ops
+    from ralph.store.lock import plan_lock
+    from ralph.store.reader import read_bytes
+    from ralph.store.transaction import earlier_changes_message
+
+    with plan_lock(root):
+        data = read_bytes(root)
+        if repo.file_at_head(PLAN_NAME) != data:
+            base = repo.snapshot()
+            repo.commit_file(PLAN_NAME, data, earlier_changes_message(repo, base[1], data), base)
+            pending_ops.forget(repo)
+
+
+def _caught_up(repo: Repo, remote: Remote, start: str, remote_head: str | None, runner: str) -> str:
+    """The commit holding both the local branch and the remote head, made in the object store:
+    `start` (the remote has nothing new), the remote head (a fast forward) or a merge commit.
+    The merge's code comes from `git merge-tree`; its plan is the remote head's with this
+    runner's unpublished plan changes made again on it (_replayed), each checked against the plan
+    as it is now. No sequence of ralph's own commands ends here in a plan conflict: only code
+    can conflict."""
+    if remote_head is None or remote_head == start:
+        return start
+    code, out, _ = repo.attempt("merge-base", start, remote_head)
+    base = out.strip() if code == 0 else None
+    if base == remote_head:
+        return start  # ours is ahead: the push brings the remote up
+    if base == start:
+        return remote_head
+    from ralph.plan.ops import REPLAYED_TRAILER, with_trailers
+
+    where = f"{remote.name}/{remote.branch}"
+    plan, outcomes = _replayed(repo, start, remote_head)
+    said = "".join(f"\n{outcome.line()}" for outcome in outcomes)  # the body: what became of each
+    message = with_trailers(f"ralph: merge {where}\n{said}", f"{REPLAYED_TRAILER}: {where} ({runner})")
+    merged = _merge(repo, remote, start, remote_head, message, plan)
+    if merged.commit:
+        return merged.commit
+    where = f"{where} in {', '.join(merged.conflicts[:5])}"
+    raise CodeConflict(f"the local commits conflict with {where}", merged.conflicts)
+
+
+def _replayed(repo: Repo, start: str, remote_head: str) -> tuple[bytes, list[Outcome]]:
+    """The remote head's plan with the plan changes of the local commits it lacks made again on
+    it, oldest first, and what became of each. A commit that records its operations
+    (ralph.plan.ops) has them replayed; one that does not (a hand edit of plan.jsonl, the loop's
+    commits of plan and code together) has its change merged by record, and when that conflicts
+    the version published first stands. A catch-up merge of an earlier round is skipped: what
+    it brought from the remote is on the remote head, and what it replayed is replayed again."""
+    from ralph.plan.ops import ops_in, replayed_merge
+
+    plan = repo.file_at(remote_head, PLAN_NAME) or b""
+    outcomes: list[Outcome] = []
+    for commit, parents, message in _unpublished(repo, start, remote_head):
+        if len(parents) > 1 and replayed_merge(message):
+            continue
+        before = (repo.file_at(parents[0], PLAN_NAME) or b"") if parents else b""
+        after = repo.file_at(commit, PLAN_NAME) or b""
+        if after == before:
+            continue  # code alone
+        ops = ops_in(message) if len(parents) <= 1 else None
+        if ops is None:
+            plan, made = _merged_by_record(before, after, plan, commit, "no operation recorded")
+        elif not _reproduces(before, after, ops):
+            plan, made = _merged_by_record(before, after, plan, commit, "its operations do not make it")
+        else:
+            plan, made = replay(plan, ops, PLAN_NAME)
+        outcomes.extend(made)
+    return plan, outcomes
+
+
+def _reproduces(before: bytes, after: bytes, ops: list[Any]) -> bool:
+    """Whether the operations a message records make exactly the commit's change: a message
+    written by hand, or a change edited after the fact, is merged by record instead."""
+    try:
+        made, outcomes = replay(before, ops, PLAN_NAME)
+    except RalphError:
+        return False
+    return made == after and all(outcome.kind != Replayed.DROPPED for outcome in outcomes)
+
+
+def _merged_by_record(
+    before: bytes, after: bytes, plan: bytes, commit: str, why: str
+) -> tuple[bytes, list[Outcome]]:
+    """The fallback for a commit whose plan change no operation replays: merged by record, each
+    record both changed taking the published version."""
+    from ralph.plan.merge import merge_bytes
+
+    what = f"the plan change of {commit[:12]}"
+    try:
+        merged = merge_bytes(before, after, plan, PLAN_NAME, published_wins=True)
+    except RalphError as exc:
+        return plan, [Outcome(what, Replayed.DROPPED, str(exc).splitlines()[0])]
+    if merged.conflicts:  # a rule across records broke: the published plan stands
+        return plan, [Outcome(what, Replayed.DROPPED, "it conflicts with the published plan")]
+    return merged.data, [Outcome(what, Replayed.MERGED, f"{why}: merged by record")]
+
+
+def _unpublished(repo: Repo, start: str, remote_head: str) -> list[tuple[str, list[str], str]]:
+    """The local commits the remote head lacks, oldest first, along the local branch's own line
+    (first parents): a branch merged into it (a build's, a person's) counts once, as its merge's
+    change, not once for each of its commits and again for the merge. Each with its parents and
+    message."""
+    out = repo.git(
+        "log", "--first-parent", "--reverse", "--format=%x1e%H %P%x1f%B", f"{remote_head}..{start}"
+    )
+    found = []
+    for entry in out.split("\x1e")[1:]:
+        ids, _, message = entry.partition("\x1f")
+        commit, *parents = ids.split()
+        found.append((commit, parents, message))
+    return found
+
+
+def _merge(repo: Repo, remote: Remote, ours: str, theirs: str, message: str, plan: bytes) -> Integration:
+    try:
+        return merge_commits(repo, ours, theirs, message, plan)
+    except GitError as exc:  # unrelated histories, a corrupt object: nothing was changed
+        raise RemoteError(f"cannot merge {remote.name}/{remote.branch}: {exc}; nothing was pushed") from None

@@ -1,0 +1,423 @@
+"""Claims through a shared git remote (ralph.usecases.claims) with real git: one bare repository,
+clones of it, claims pushed as plan commits. The push is the compare-and-swap: races between
+clones, in one process and in two, leave each task claimed by exactly one runner."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from ralph import clock
+from ralph.errors import RemoteOffline
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.store.git import Repo
+from ralph.store.reader import read_plan
+from ralph.store.remote import Remote
+from ralph.store.transaction import transaction
+from ralph.usecases import claims, sync, tasks
+from tests.support.gitrepo import Shared, git
+
+
+def seed(shared_repo: Path, *items: dict) -> None:
+    tasks.add(shared_repo, [dict(item) for item in items])
+
+
+def on_origin(shared) -> Plan:
+    return Plan(load(shared.plan_on_origin()))
+
+
+def remote_of(clone: Path, **kwargs) -> Remote:
+    return Remote(Repo(clone), retries=kwargs.pop("retries", 2), backoff_s=0.01, **kwargs)
+
+
+def three_tasks_two_clones(repo: Path, base: Path) -> Shared:
+    seed(
+        repo,
+        {"id": "t-aaaaaa", "name": "A"},
+        {"id": "t-bbbbbb", "name": "B"},
+        {"id": "t-cccccc", "name": "C"},
+    )
+    shared = Shared(repo, base)
+    shared.clone("one"), shared.clone("two")
+    return shared
+
+
+@pytest.fixture
+def three(shared_copy):
+    """origin with three independent tasks, and two clones of it (made once, copied for each test)."""
+    shared = shared_copy("claims-three", three_tasks_two_clones)
+    return shared, shared.base / "one", shared.base / "two"
+
+
+def test_a_claim_is_a_pushed_plan_commit_and_the_next_runner_takes_the_next_task(three):
+    shared, one, two = three
+    first = claims.claim_next(one, None, "runner-1", remote_of(one))
+    second = claims.claim_next(two, None, "runner-2", remote_of(two))
+    assert (first["id"], second["id"]) == ("t-aaaaaa", "t-bbbbbb")
+    origin = on_origin(shared)
+    assert origin.find_task("t-aaaaaa")["claimed_by"] == "runner-1"
+    assert origin.find_task("t-bbbbbb")["claimed_by"] == "runner-2"
+    subject = git(shared.origin, "log", "-1", "--format=%s", "main").strip()
+    assert subject == "ralph: claim t-bbbbbb B (runner-2)"
+    assert git(two, "status", "--porcelain") == ""
+
+
+def test_a_runner_that_claims_again_gets_its_own_task_back_first(three):
+    shared, one, _ = three
+    claims.claim_next(one, None, "runner-1", remote_of(one))
+    again = claims.claim_next(one, None, "runner-1", remote_of(one))
+    assert again["id"] == "t-aaaaaa"
+    assert [task["id"] for task in on_origin(shared).claims()] == ["t-aaaaaa"]
+
+
+class Beaten(Remote):
+    """A remote another runner pushes to just before our first push: our push loses the race."""
+
+    def __init__(self, repo: Repo, rival: Path, **kwargs):
+        super().__init__(repo, **kwargs)
+        self.rival, self.pushes = rival, 0
+
+    def push(self, commit: str) -> bool:
+        self.pushes += 1
+        if self.pushes == 1:
+            claims.claim_next(self.rival, None, "rival", remote_of(self.rival))
+        return super().push(commit)
+
+
+def test_a_lost_race_is_replayed_on_the_new_head_and_a_task_taken_meanwhile_is_dropped(three):
+    shared, one, two = three
+    remote = Beaten(Repo(two), rival=one, retries=0)
+    won = claims.claim_next(two, None, "runner-2", remote)
+    assert remote.pushes == 2
+    assert won["id"] == "t-bbbbbb"  # t-aaaaaa went to the rival while runner-2's push was on its way
+    origin = on_origin(shared)
+    assert origin.find_task("t-aaaaaa")["claimed_by"] == "rival"
+    assert origin.find_task("t-bbbbbb")["claimed_by"] == "runner-2"
+    # the lost claim commit was undone, never pushed: one claim commit per claim on the remote
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    assert [s for s in subjects if s.startswith("ralph: claim")] == [
+        "ralph: claim t-bbbbbb B (runner-2)",
+        "ralph: claim t-aaaaaa A (rival)",
+    ]
+
+
+def test_no_free_task_gives_none_and_commits_nothing(three):
+    shared, one, two = three
+    for runner in ("r1", "r2", "r3"):
+        claims.claim_next(one, None, runner, remote_of(one))
+    before = git(shared.origin, "rev-parse", "main")
+    assert claims.claim_next(two, None, "r4", remote_of(two)) is None
+    assert git(shared.origin, "rev-parse", "main") == before
+
+
+def test_a_stale_claim_is_taken_over_and_the_takeover_recorded(repo, tmp_path, monkeypatch):
+    seed(repo, {"id": "t-aaaaaa", "name": "A"})
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2020-01-01T00:00:00+00:00")  # a runner dead for years
+    with transaction(repo) as change:
+        change.plan.claim("t-aaaaaa", "dead-runner", "2020-01-01T00:00:00+00:00")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    shared = Shared(repo, tmp_path)
+    two = shared.clone("two")
+    assert claims.claim_next(two, None, "runner-2", remote_of(two))["id"] == "t-aaaaaa"
+    origin = on_origin(shared)
+    assert origin.find_task("t-aaaaaa")["claimed_by"] == "runner-2"
+    takeovers = [line.record for line in origin.doc.records() if line.record["t"] == "takeover"]
+    assert [(t["by"], t["was_claimed_by"], t["was_claimed_at"]) for t in takeovers] == [
+        ("runner-2", "dead-runner", "2020-01-01T00:00:00+00:00")
+    ]
+
+
+def test_a_live_claim_is_respected_until_the_ttl_says_it_is_stale(three):
+    shared, one, two = three
+    claims.claim_next(one, "specs/none.md", "runner-1", remote_of(one))  # tasks of no spec count for any
+    assert claims.claim_next(two, None, "runner-2", remote_of(two))["id"] == "t-bbbbbb"
+    taken = claims.claim_next(two, None, "runner-3", remote_of(two), ttl_s=0.0)
+    assert taken["id"] == "t-aaaaaa"  # a TTL of 0: every claim of another runner is stale
+
+
+def test_publish_merges_the_remote_and_pushes_the_build_with_the_claim_cleared(three):
+    shared, one, two = three
+    claims.claim_next(one, None, "runner-1", remote_of(one))
+    (one / "a.txt").write_text("built\n")
+    git(one, "add", "a.txt")
+    git(one, "commit", "-qm", "build A")
+    tasks.done(one, "t-aaaaaa")  # the build's plan commit frees the task
+    claims.claim_next(two, None, "runner-2", remote_of(two))  # the remote moves meanwhile
+    claims.publish(one, "t-aaaaaa", "runner-1", remote_of(one))
+    origin = on_origin(shared)
+    assert origin.find_task("t-aaaaaa")["s"] == "d" and "claimed_by" not in origin.find_task("t-aaaaaa")
+    assert origin.find_task("t-bbbbbb")["claimed_by"] == "runner-2"
+    assert git(shared.origin, "show", "main:a.txt") == "built\n"
+    assert git(shared.origin, "log", "-1", "--format=%s", "main").strip() == "ralph: merge origin/main"
+
+
+def test_publish_clears_a_claim_the_build_left(three):
+    shared, one, _ = three
+    claims.claim_next(one, None, "runner-1", remote_of(one))
+    claims.publish(one, "t-aaaaaa", "runner-1", remote_of(one))
+    assert on_origin(shared).claims() == []
+    assert (
+        git(shared.origin, "log", "-1", "--format=%s", "main").strip() == "ralph: publish t-aaaaaa (runner-1)"
+    )
+
+
+def test_release_and_release_all_give_the_tasks_back(three):
+    shared, one, _ = three
+    claims.claim_next(one, None, "runner-1", remote_of(one))
+    claims.claim_next(one, None, "runner-2", remote_of(one))
+    claims.claim_next(one, None, "runner-2", remote_of(one))  # its own again: still one task
+    claims.claim_next(one, None, "runner-1", remote_of(one))
+    claims.release(one, "t-aaaaaa", "runner-1", remote_of(one))
+    assert [t["claimed_by"] for t in on_origin(shared).claims()] == ["runner-2"]
+    assert claims.release_all(one, "runner-2", remote_of(one)) == ["t-bbbbbb"]
+    assert on_origin(shared).claims() == []
+
+
+def test_a_claim_on_the_same_task_that_reached_the_remote_first_wins_the_merge(three):
+    shared, one, two = three
+    with transaction(one) as change:  # runner-1 claimed t-aaaaaa here but never pushed it
+        change.plan.claim("t-aaaaaa", "runner-1", claims.now())
+    claims.claim_next(two, None, "runner-2", remote_of(two))  # runner-2's claim reaches origin
+    claims.release_all(one, "runner-1", remote_of(one))  # merges: the two claims conflict
+    assert on_origin(shared).find_task("t-aaaaaa")["claimed_by"] == "runner-2"
+    assert read_plan(one).find_task("t-aaaaaa")["claimed_by"] == "runner-2"
+    assert git(one, "status", "--porcelain") == ""
+
+
+def test_an_unreachable_remote_fails_after_bounded_retries_with_nothing_claimed(three, tmp_path):
+    shared, one, _ = three
+    head = git(one, "rev-parse", "HEAD")
+    git(one, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    with pytest.raises(RemoteOffline, match=r"^cannot fetch origin \(3 attempts\): "):
+        claims.claim_next(one, None, "runner-1", remote_of(one))
+    assert git(one, "rev-parse", "HEAD") == head
+    assert read_plan(one).claims() == []
+
+
+class GoneAtPush(Remote):
+    def push(self, commit: str) -> bool:
+        self.repo.git("remote", "set-url", self.name, "/nonexistent/gone.git")
+        return super().push(commit)
+
+
+def test_a_remote_gone_between_fetch_and_push_leaves_no_claim_behind(three):
+    _, one, _ = three
+    head = git(one, "rev-parse", "HEAD")
+    with pytest.raises(RemoteOffline, match="cannot push origin"):
+        claims.claim_next(one, None, "runner-1", GoneAtPush(Repo(one), retries=1, backoff_s=0.01))
+    assert git(one, "rev-parse", "HEAD") == head
+    assert read_plan(one).claims() == []
+
+
+# --- two processes racing --------------------------------------------------------------------
+
+
+def _claim_in_process(clone: str, runner: str, barrier, results) -> None:
+    barrier.wait()
+    task = claims.claim_next(Path(clone), None, runner, Remote(Repo(Path(clone)), retries=2, backoff_s=0.01))
+    results.put((runner, task["id"] if task else None))
+
+
+def one_ready_task_two_clones(repo: Path, base: Path) -> Shared:
+    seed(repo, {"id": "t-aaaaaa", "name": "A"}, {"id": "t-bbbbbb", "name": "B", "deps": ["t-aaaaaa"]})
+    shared = Shared(repo, base)
+    for name in ("one", "two"):
+        shared.clone(name)
+    return shared
+
+
+# Each round is the same race, whichever process wins it: `make test` runs it once, the slow suites
+# three times. The loser's path (fetch, replay on the new head, find nothing ready) is also taken on
+# purpose, every time, by test_a_lost_race_is_replayed_on_the_new_head_and_a_task_taken_meanwhile_is_dropped.
+@pytest.mark.parametrize("round_", [pytest.param(n, marks=[pytest.mark.slow] * (n > 0)) for n in range(3)])
+def test_two_processes_racing_for_the_last_ready_task_exactly_one_claims_it(shared_copy, round_):
+    shared = shared_copy("claims-race", one_ready_task_two_clones)
+    clones = [shared.base / name for name in ("one", "two")]
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(2), context.Queue()
+    workers = [
+        context.Process(target=_claim_in_process, args=(str(clone), f"runner-{n}", barrier, results))
+        for n, clone in enumerate(clones, start=1)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    got = dict(results.get(timeout=5) for _ in workers)
+    assert sorted(got.values(), key=str) == [None, "t-aaaaaa"]  # t-bbbbbb waits for t-aaaaaa
+    winner = next(runner for runner, task in got.items() if task)
+    assert on_origin(shared).find_task("t-aaaaaa")["claimed_by"] == winner
+    assert json.dumps(on_origin(shared).find_task("t-bbbbbb")).find("claimed_by") == -1
+    git(shared.origin, "fsck", "--no-progress")
+
+
+def test_done_tasks_are_claimed_for_verify_in_batches_no_two_runners_share(three):
+    shared, one, two = three
+    for task_id in ("t-aaaaaa", "t-bbbbbb", "t-cccccc"):
+        tasks.done(one, task_id)
+    first = claims.claim_to_verify(one, None, "runner-1", remote_of(one), limit=2)
+    second = claims.claim_to_verify(two, None, "runner-2", remote_of(two), limit=2)
+    assert (first, second) == (["t-aaaaaa", "t-bbbbbb"], ["t-cccccc"])
+    assert claims.claim_to_verify(two, None, "runner-3", remote_of(two), limit=2) == []
+    tasks.accept(one, "t-aaaaaa")  # runner-1's verdicts: one accepted, one stopped (still done)
+    claims.publish_all(one, first, "runner-1", remote_of(one))
+    origin = on_origin(shared)
+    assert "t-aaaaaa" in origin.accepted()
+    assert [(t["id"], t["claimed_by"]) for t in origin.claims()] == [("t-cccccc", "runner-2")]
+
+
+class Watched(Beaten):
+    """Beaten, and what the clone's HEAD and plan.jsonl were at each push."""
+
+    def __init__(self, repo: Repo, rival: Path, **kwargs):
+        super().__init__(repo, rival, **kwargs)
+        self.seen: list[tuple[str, bytes]] = []
+
+    def push(self, commit: str) -> bool:
+        self.seen.append(
+            (git(self.repo.root, "rev-parse", "HEAD"), (self.repo.root / "plan.jsonl").read_bytes())
+        )
+        return super().push(commit)
+
+
+def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_pauses_before_the_next(three):
+    shared, one, two = three
+    start = (git(two, "rev-parse", "HEAD"), (two / "plan.jsonl").read_bytes())
+    pauses: list[float] = []
+    remote = Watched(Repo(two), rival=one, retries=0, sleep=pauses.append)
+    claims.claim_next(two, None, "runner-2", remote)
+    # the lost round's merge and claim were made in the object store only: both pushes left from
+    # the work tree as it was, and the lost one left nothing to undo
+    assert remote.seen == [start, start]
+    assert len(pauses) == 1 and 0 <= pauses[0] <= sync.LOST_RACE_PAUSE_S
+    assert git(two, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
+    assert read_plan(two).find_task("t-bbbbbb")["claimed_by"] == "runner-2"
+    assert git(two, "status", "--porcelain") == ""
+
+
+class Counted(Remote):
+    def __init__(self, repo: Repo, **kwargs):
+        super().__init__(repo, **kwargs)
+        self.pushes = 0
+
+    def push(self, commit: str) -> bool:
+        self.pushes += 1
+        return super().push(commit)
+
+
+def test_publish_claims_the_next_task_in_a_commit_of_its_own_in_the_same_push(three):
+    shared, one, _ = three
+    claims.claim_next(one, None, "runner-1", remote_of(one))
+    tasks.done(one, "t-aaaaaa")  # the build's plan commit frees the task
+    build = git(one, "log", "-1", "--format=%s").strip()
+    remote = Counted(Repo(one), retries=0)
+    then = claims.NextTask(None, "runner-1")
+    claims.publish(one, "t-aaaaaa", "runner-1", remote, then=then)
+    assert remote.pushes == 1 and then.chosen["id"] == "t-bbbbbb"
+    assert git(shared.origin, "log", "-2", "--format=%s", "main").splitlines() == [
+        "ralph: claim t-bbbbbb B (runner-1)",
+        build,
+    ]
+    assert on_origin(shared).find_task("t-aaaaaa")["s"] == "d"
+    assert [(t["id"], t["claimed_by"]) for t in on_origin(shared).claims()] == [("t-bbbbbb", "runner-1")]
+
+
+def test_publishing_verdicts_claims_the_next_batch_in_the_same_push(three):
+    shared, one, _ = three
+    for task_id in ("t-aaaaaa", "t-bbbbbb", "t-cccccc"):
+        tasks.done(one, task_id)
+    first = claims.claim_to_verify(one, None, "runner-1", remote_of(one), limit=1)
+    tasks.accept(one, first[0])
+    remote = Counted(Repo(one), retries=0)
+    then = claims.NextToVerify(None, "runner-1", 2, None, skip=set(first))
+    claims.publish_all(one, first, "runner-1", remote, then=then)
+    assert remote.pushes == 1 and then.chosen == ["t-bbbbbb", "t-cccccc"]
+    origin = on_origin(shared)
+    assert "t-aaaaaa" in origin.accepted()
+    assert sorted(t["id"] for t in origin.claims()) == ["t-bbbbbb", "t-cccccc"]
+
+
+def test_the_spec_check_is_claimed_by_one_runner_holding_nothing_and_only_once_all_is_accepted(
+    repo, tmp_path
+):
+    with transaction(repo, True) as change:
+        change.plan.add_spec("specs/app.md")
+        change.message = "the spec"
+    (repo / "specs" / "app.md").write_text("# App\n")  # task add takes a spec that exists
+    seed(repo, {"id": "t-aaaaaa", "name": "A", "spec": "specs/app.md"})
+    shared = Shared(repo, tmp_path)
+    one, two = shared.clone("one"), shared.clone("two")
+    never = lambda plan: False  # noqa: E731  # no check found the spec met yet
+
+    # A task of the spec is open: nothing to check.
+    assert not claims.claim_check(one, "specs/app.md", "runner-1", remote_of(one), never)
+    claimed = claims.claim_next(two, "specs/app.md", "runner-2", remote_of(two))
+    tasks.done(two, claimed["id"])
+    tasks.accept(two, claimed["id"])
+    git(two, "push", "-q", "origin", "HEAD:main")  # its verdict reaches the remote
+
+    # All accepted: one runner wins the check, the other does not; once met, nobody checks.
+    assert claims.claim_check(one, "specs/app.md", "runner-1", remote_of(one), never)
+    assert not claims.claim_check(two, "specs/app.md", "runner-2", remote_of(two), never)
+    spec = next(line.record for line in on_origin(shared).of("spec"))
+    assert spec["claimed_by"] == "runner-1"
+    claims.publish(one, "specs/app.md", "runner-1", remote_of(one))
+    assert not claims.claim_check(two, "specs/app.md", "runner-2", remote_of(two), lambda plan: True)
+
+
+# --- clocks that disagree ------------------------------------------------------------------------
+
+
+def test_a_claim_by_a_runner_whose_clock_is_two_hours_behind_is_not_taken_over(three, monkeypatch):
+    shared, one, two = three
+    monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(-2 * 3600))
+    assert claims.claim_next(one, None, "behind", remote_of(one))["id"] == "t-aaaaaa"
+    monkeypatch.delenv(clock.CLOCK_SKEW_ENV)
+    # Its claimed_at is two hours old on this runner's clock, beyond the TTL: it is still live,
+    # as this runner saw it only now.
+    assert claims.claim_next(two, None, "on-time", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
+    assert not [line for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
+
+
+def test_a_runner_whose_clock_is_two_hours_ahead_does_not_take_over_a_live_claim(three, monkeypatch):
+    shared, one, two = three
+    claims.claim_next(one, None, "on-time", remote_of(one))
+    monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(2 * 3600))
+    assert claims.claim_next(two, None, "ahead", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
+    assert on_origin(shared).find_task("t-aaaaaa")["claimed_by"] == "on-time"
+
+
+def test_a_spec_claimed_for_plan_by_a_runner_two_hours_behind_is_planned_once(repo, tmp_path, monkeypatch):
+    with transaction(repo) as change:
+        change.plan.add_spec("specs/app.md")
+    shared = Shared(repo, tmp_path)
+    one, two = shared.clone("one"), shared.clone("two")
+    monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(-2 * 3600))
+    assert claims.claim_plan(one, "specs/app.md", "behind", remote_of(one))
+    monkeypatch.delenv(clock.CLOCK_SKEW_ENV)
+    assert not claims.claim_plan(two, "specs/app.md", "on-time", remote_of(two), ttl_s=600)
+
+
+def test_a_claim_seen_for_longer_than_the_ttl_is_taken_over_whatever_the_claimers_clock(three, monkeypatch):
+    shared, one, two = three
+    monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(-2 * 3600))
+    claims.claim_next(one, None, "behind", remote_of(one))
+    claims.claim_next(one, None, "behind-2", remote_of(one))
+    monkeypatch.delenv(clock.CLOCK_SKEW_ENV)
+    assert claims.claim_next(two, None, "heir", remote_of(two), ttl_s=1)["id"] == "t-cccccc"
+    sightings = json.loads((two / ".git" / "ralph" / "claims-seen.json").read_text())
+    assert sorted(key.split("\t")[:2] for key in sightings) == [
+        ["t-aaaaaa", "behind"],
+        ["t-bbbbbb", "behind-2"],
+    ]
+    import time
+
+    time.sleep(1.2)  # this runner has seen the claims for longer than the TTL now
+    assert claims.claim_next(two, None, "heir-2", remote_of(two), ttl_s=1)["id"] == "t-aaaaaa"
+    takeovers = [line.record for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
+    assert [(t["by"], t["was_claimed_by"]) for t in takeovers] == [("heir-2", "behind")]
