@@ -94,6 +94,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_remote.py
 	$(PY) bench/bench_claim_age.py
 	$(PY) bench/bench_bad_streak.py
+	$(PY) bench/bench_set_aside.py
 
 ## bench-replay: the construct loop replaying a project's history: tally's 12 commits in every mode, then
 ## 9 releases of more-itertools serially (its sdists downloaded once into build/bench-cache/); a few minutes

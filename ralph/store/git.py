@@ -581,8 +581,10 @@ class Repo:
             return
         listed = self._paths("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *sorted(paths))
         tracked = {path for path in listed.split("\0") if path}
-        for path in sorted(paths - tracked):
-            self.git("rm", "--cached", "-q", "--ignore-unmatch", "--", path)
+        untracked = sorted(paths - tracked)
+        if untracked:  # one git run for them all: one per file took 40 s for a 1,000-file build
+            self.git("rm", "--cached", "-q", "--ignore-unmatch", *_PATHS_ON_STDIN, stdin=_nul_list(untracked))
+        for path in untracked:
             if not self._through_link(path):
                 (self.root / path).unlink(missing_ok=True)
         if tracked:
@@ -902,6 +904,14 @@ def _tree_records(raw: bytes, hash_size: int) -> list[bytes]:
 
 # A patch as git makes it for itself: whatever the person's config says about showing diffs.
 _PATCH_OPTIONS = ("--binary", "--no-ext-diff", "--no-textconv", "--no-color")
+
+# Paths handed to git on stdin (NUL-separated), for lists as long as a build's files.
+_PATHS_ON_STDIN = ("--pathspec-from-file=-", "--pathspec-file-nul")
+
+
+def _nul_list(paths: Iterable[str]) -> bytes:
+    """Paths as git reads them with --pathspec-file-nul (names that are not UTF-8 keep their bytes)."""
+    return b"".join(path.encode("utf-8", "surrogateescape") + b"\0" for path in paths)
 
 
 def _blob_or_none(name: str) -> str | None:

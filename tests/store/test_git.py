@@ -3,6 +3,7 @@ leaves alone."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -385,6 +386,25 @@ def test_revert_restores_tracked_files_and_removes_new_ones(work):
     for name in ("moved.txt", "fresh/new.txt", "staged-new.txt", "blob.bin"):
         assert not (work / name).exists()
     assert status(work) == "?? user.txt\n"
+
+
+def test_revert_unstages_and_removes_many_new_files_odd_names_among_them(work):
+    """New files are taken out of the index in one go (a build of a thousand files took 40 s
+    when each went alone): staged ones, a name git would read as a glob, one that is not UTF-8."""
+    names = [f"gen/part{n % 7}/file{n}.txt" for n in range(300)] + ["gen/[ab].txt", "gen/a.txt"]
+    for name in names:
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(f"{name}\n")
+    odd = os.fsdecode(b"gen/caf\xe9.txt")  # as Repo lists it: surrogate-escaped bytes
+    (work / odd).write_bytes(b"latin-1 name\n")
+    git(work, "add", "gen")
+    repo_ = Repo(work)
+    assert repo_.changed_paths() == {*names, odd}
+
+    repo_.revert({*names[:-1], odd})  # gen/a.txt stays: `[ab]` must not match it
+
+    assert status(work) == "A  gen/a.txt\n"
+    assert [path.name for path in (work / "gen").rglob("*") if path.is_file()] == ["a.txt"]
 
 
 def test_save_patch_keeps_what_git_apply_restores(work, tmp_path):
