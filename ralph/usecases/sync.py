@@ -25,8 +25,12 @@ from ralph.store.reader import PLAN_NAME, load_checked
 from ralph.store.remote import Remote
 from ralph.store.transaction import checked_bytes
 
-MAX_ROUNDS = 30  # lost races in a row before giving up: other runners push faster than we fetch
-LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race
+# A lost race is no error while the remote moves: others' pushes won, and they are progress. Only
+# pushes refused as behind a head that did not move since the last fetch (something other than
+# runners says no) end the run, after this many in a row.
+MAX_STILL_LOSSES = 5
+LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a first lost race
+LOST_RACE_PAUSE_CAP_S = 6.4  # the longest after many: the pause's range doubles with each loss
 
 T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)
 
@@ -53,15 +57,15 @@ def until_pushed(
     after_lost: Callable[[], None] | None = None,
 ) -> T | None:
     """Rounds until one is pushed (a lost race replays on the new head); what `change` returned."""
-    for _ in range(MAX_ROUNDS):
+    losses = Losses(remote)
+    while True:
         result, pushed = _round(root, remote, runner, change, message, idle_push, then)
         if pushed:
             return result
         for again in (after_lost, then.lost if then else None):
             if again:
                 again()
-        _pause_after_lost_race(remote)
-    raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
+        losses.lost()
 
 
 def on_remote_head(
@@ -70,8 +74,8 @@ def on_remote_head(
     """Rounds of `change` made on the remote head alone, until one is pushed: the local branch
     and work tree stay as they are. For what must reach the remote whatever the local commits
     hold (a run's claims given back when its own commits cannot be published)."""
-    repo = remote.repo
-    for _ in range(MAX_ROUNDS):
+    repo, losses = remote.repo, Losses(remote)
+    while True:
         head = remote.fetch()
         if head is None:
             return None
@@ -82,18 +86,39 @@ def on_remote_head(
             return None
         if remote.push(_commit_change(repo, head, plan, data, message(result))):
             return result
-        _pause_after_lost_race(remote)
-    raise RemoteError(f"lost the race to push {MAX_ROUNDS} times in a row on {remote.name}; try again")
+        losses.lost()
 
 
-def _pause_after_lost_race(remote: Remote) -> None:
-    """A random pause: runners that lost together would otherwise fetch, merge and push in step
+class Losses:
+    """The races a runner lost in a row, and the pause after each.
+
+    The pause is random: runners that lost together would otherwise fetch, merge and push in step
     again, and the slowest of them lose every time (measured on bench_remote: one runner lost 9
-    publishes in a row; with the pause three runners took 1.26-1.37x the ideal, not 1.50-1.60x).
-    A pause that doubled with each loss measured no better."""
-    import random
+    publishes in a row; with a pause of up to 0.2 s three runners took 1.26-1.37x the ideal, not
+    1.50-1.60x). Its range doubles with each loss in a row, up to LOST_RACE_PAUSE_CAP_S: with many
+    runners a fixed range keeps them in lockstep. A loss to a remote head that did not move since
+    the last fetch is no race: after MAX_STILL_LOSSES of those the remote is refusing."""
 
-    remote.sleep(random.uniform(0, LOST_RACE_PAUSE_S))
+    def __init__(self, remote: Remote):
+        self.remote, self.count, self.still = remote, 0, 0
+        self.head = remote.repo.commit_of(remote.tracking_ref)
+
+    def lost(self) -> None:
+        import random
+
+        head = self.remote.repo.commit_of(self.remote.tracking_ref)  # as this round's fetch saw it
+        self.still = self.still + 1 if self.count and head == self.head else 0
+        self.head, self.count = head, self.count + 1
+        if self.still >= MAX_STILL_LOSSES:
+            raise RemoteError(
+                f"{self.remote.name} refused {self.still + 1} pushes in a row as behind its head, which"
+                " did not move: check its hooks and branch protection"
+            )
+        self.remote.sleep(random.uniform(0, self.pause_range()))
+
+    def pause_range(self) -> float:
+        """The longest pause after the losses so far: 0.2 s after the first, doubling."""
+        return min(LOST_RACE_PAUSE_CAP_S, LOST_RACE_PAUSE_S * 2.0 ** min(self.count - 1, 16))
 
 
 def _round(

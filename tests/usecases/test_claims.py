@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ralph import clock
-from ralph.errors import RemoteOffline
+from ralph.errors import RemoteError, RemoteOffline
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.store.git import Repo
@@ -269,6 +269,55 @@ def test_done_tasks_are_claimed_for_verify_in_batches_no_two_runners_share(three
     origin = on_origin(shared)
     assert "t-aaaaaa" in origin.accepted()
     assert [(t["id"], t["claimed_by"]) for t in origin.claims()] == [("t-cccccc", "runner-2")]
+
+
+class OutPushed(Remote):
+    """A remote another runner pushes to before each of our first `losses` pushes."""
+
+    def __init__(self, repo: Repo, rival: Path, losses: int, **kwargs):
+        super().__init__(repo, **kwargs)
+        self.rival, self.losses, self.pushes = rival, losses, 0
+
+    def push(self, commit: str) -> bool:
+        self.pushes += 1
+        if self.pushes <= self.losses:
+            git(self.rival, "commit", "-q", "--allow-empty", "-m", f"rival's work {self.pushes}")
+            git(self.rival, "push", "-q", "origin", "HEAD:main")
+        return super().push(commit)
+
+
+def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_pause_grows(three):
+    shared, one, two = three
+    pauses: list[float] = []
+    remote = OutPushed(Repo(two), rival=one, losses=sync.MAX_STILL_LOSSES * 8, retries=0, sleep=pauses.append)
+    won = claims.claim_next(two, None, "runner-2", remote)
+    assert won is not None and remote.pushes == sync.MAX_STILL_LOSSES * 8 + 1
+    assert on_origin(shared).find_task(won["id"])["claimed_by"] == "runner-2"
+    ranges = [sync.LOST_RACE_PAUSE_S * 2.0 ** min(n, 16) for n in range(len(pauses))]
+    assert all(
+        0 <= pause <= min(top, sync.LOST_RACE_PAUSE_CAP_S) for pause, top in zip(pauses, ranges, strict=True)
+    )
+    assert max(pauses) > sync.LOST_RACE_PAUSE_S  # the range grew: not a fixed 0.2 s
+
+
+class RefusingAsBehind(Remote):
+    """A remote that turns every push away as behind, while nobody pushes to it."""
+
+    def __init__(self, repo: Repo, **kwargs):
+        super().__init__(repo, **kwargs)
+        self.pushes = 0
+
+    def push(self, commit: str) -> bool:
+        self.pushes += 1
+        return False
+
+
+def test_pushes_turned_away_while_the_remote_head_stays_put_end_the_run_with_the_reason(three):
+    shared, one, two = three
+    remote = RefusingAsBehind(Repo(two), retries=0, sleep=lambda seconds: None)
+    with pytest.raises(RemoteError, match="did not move"):
+        claims.claim_next(two, None, "runner-2", remote)
+    assert remote.pushes == sync.MAX_STILL_LOSSES + 1
 
 
 class Watched(Beaten):
