@@ -32,6 +32,7 @@ COMMANDS = {
     "answer": "ralph.cli.questions:answer",
     "questions": "ralph.cli.questions:questions",
     "spec": "ralph.cli.specs:spec",
+    "skills": "ralph.cli.skills:skills",
     # the construct loop's
     "construct": "ralph.cli.construct:construct",
     "plan": "ralph.cli.construct:plan_command",

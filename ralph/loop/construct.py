@@ -495,6 +495,7 @@ class Loop:
         with open(self.journal.path, "a", encoding="utf-8"):
             pass  # a log folder ralph cannot write stops the run before it commits anything
         self._fence()
+        self._say_skill_problems()
         if not (self.root / PLAN_FILE).exists():
             from ralph.usecases.initialize import init
 
@@ -570,6 +571,13 @@ class Loop:
             and sandbox.first_fenced_run(Repo(self.root).git_dir())
         ):
             self.console.event(sandbox.HIDE_HINT)
+
+    def _say_skill_problems(self) -> None:
+        """A SKILL.md whose front matter cannot be read: one line each, once; prompts leave it out."""
+        from ralph.loop.runs.skills import in_work_tree
+
+        for problem in in_work_tree(self.root)[1]:
+            self.console.event(f"warning: skill not listed in prompts: {problem}")
 
     def read_plan(self):
         return self.workspace.plan.read()

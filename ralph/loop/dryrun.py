@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ralph.agents import make_adapter
 from ralph.loop import preflight
-from ralph.loop.runs import prompts
+from ralph.loop.runs import prompts, skills
 from ralph.loop.runs.agent_process import LOG_DIR, AgentRunner, ralph_command
 from ralph.loop.runs.prompts import one_line
 from ralph.loop.stages.job import Job
@@ -124,6 +124,7 @@ def _run(runner: AgentRunner, job: Job, iteration: int) -> dict:
         "spec": runner.settings.spec,
         "ralph": ralph_command(),
         "project_rules": prompts.project_rules(root),
+        "skills": skills.prompt_section(skills.in_work_tree(root)[0], job.values.get("task_type")),
         **job.values,
     }
     prompt = prompts.render(root, str(job.stage), values)

@@ -47,6 +47,7 @@ INVOCATIONS: dict[str, list[str]] = {
     "query stage": [],
     "query tasks": [],
     "questions": [],
+    "skills": [],
     "schema": [],
     "spec check": ["specs/x.md"],
     "spec new": ["login"],

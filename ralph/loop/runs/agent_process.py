@@ -22,7 +22,7 @@ from ralph.loop.observe.live import USAGE_EVERY_S
 from ralph.loop.observe.log_folder import LogFolder
 from ralph.loop.process.sandbox import Sandbox
 from ralph.loop.process.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
-from ralph.loop.runs import prompts
+from ralph.loop.runs import prompts, skills
 from ralph.loop.runs.compaction import Compacted
 from ralph.loop.runs.cost import Spending, run_cost
 from ralph.loop.runs.judged import JUDGES, JudgedInputs
@@ -293,11 +293,12 @@ class AgentRunner:
             "spec": self.settings.spec,
             "ralph": ralph_command(),
             "project_rules": prompts.project_rules(self.root),
+            "skills": skills.prompt_section(skills.in_work_tree(root)[0], values.get("task_type")),
             **values,
         }
         template = None
         if self.judged is not None and stage in JUDGES:  # never what a build may have just written
-            values.update(self.judged.values(self.settings.spec))
+            values.update(self.judged.values(self.settings.spec, values.get("task_type")))
             template = self.judged.template(stage)
             template = template if template is not None else prompts.package_template(stage)
         prompt = prompts.render(self.root, stage, values, template)

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ralph.loop.runs import skills
 from ralph.loop.runs.prompts import OVERRIDE_DIR, RULE_FILES
 from ralph.plan.scope import matches
 from ralph.store.git import Repo
 
 # What the builder may not change unless its task's scope names it: the rules agents are given
 # (at any depth: agent CLIs read nested ones too), ralph's own folder (its prompt overrides).
-GUARDED = (*RULE_FILES, *(f"**/{name}" for name in RULE_FILES), ".ralph/**")
+GUARDED = (
+    *RULE_FILES,
+    *(f"**/{name}" for name in RULE_FILES),
+    ".ralph/**",
+    *(f"{d}/**" for d in skills.SKILL_DIRS),
+)
 JUDGES = ("VERIFY", "CHECK")
 
 
@@ -67,8 +73,15 @@ class JudgedInputs:
             self._copies[relpath] = path
         return self._copies[relpath]
 
-    def values(self, spec: str | None) -> dict[str, str]:
-        """The prompt values that name what a judge reads: the rules and the spec, as copies."""
+    def skills(self) -> list[skills.Skill]:
+        """The repository's skills as the commit has them (a build may have added or changed one)."""
+        listed = self.repo.paths("ls-tree", "-r", "-z", "--name-only", self.rev, "--", *skills.SKILL_DIRS)
+        found, _ = skills.discover(_skill_files_of(listed), lambda path: self.repo.file_at(self.rev, path))
+        return found
+
+    def values(self, spec: str | None, task_type: str | None = None) -> dict[str, str]:
+        """The prompt values that name what a judge reads: the rules and the spec, as copies, and
+        the skills as the commit has them."""
         rules = [(name, self.copy(name)) for name in RULE_FILES]
         found = [f"{path} (the repository's {name})" for name, path in rules if path is not None]
         said = ""
@@ -78,8 +91,21 @@ class JudgedInputs:
                 f" {self.rev[:12]} has them: follow them (not the work tree's copies, which a build"
                 " may have changed).\n"
             )
-        values = {"project_rules": said}
+        values = {"project_rules": said, "skills": skills.prompt_section(self.skills(), task_type)}
         spec_copy = self.copy(spec) if spec else None
         if spec and spec_copy is not None:
             values["spec"] = f"{spec} (read it from {spec_copy}: the spec as commit {self.rev[:12]} has it)"
         return values
+
+
+def _skill_files_of(listed: list[str]) -> list[str]:
+    """Those of a commit's paths that are a skill's file (<skill folder>/<name>/SKILL.md), in the
+    order of the skill folders, as in the work tree."""
+    return [
+        path
+        for folder in skills.SKILL_DIRS
+        for path in sorted(listed)
+        if path.startswith(folder + "/")
+        and path.count("/") == folder.count("/") + 2
+        and path.endswith("/" + skills.SKILL_FILE)
+    ]
