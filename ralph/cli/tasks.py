@@ -23,7 +23,7 @@ from ralph.cli.common import (
 )
 from ralph.cli.filters import TASK_ID, status_filter
 from ralph.errors import InvalidInput
-from ralph.plan.records import KillReason, status_of
+from ralph.plan.records import KillReason, TaskType, status_of
 from ralph.text import printable
 
 # --- task ------------------------------------------------------------------------------------
@@ -69,11 +69,19 @@ def _parse_task_json(ctx: click.Context, values: tuple[str, ...]) -> list:
 @click.option("--priority", type=click.Choice(["high", "medium", "low"]), help="Set an explicit priority.")
 @click.option("--notes", help="Notes for whoever builds it.")
 @click.option("--spec", help="The spec file the task belongs to.")
+@click.option(
+    "--type",
+    "task_type",
+    type=click.Choice([kind.value for kind in TaskType]),
+    help="The kind of work: its BUILD and VERIFY prompts carry the type's own instructions.",
+)
 @click.option("--stdin", "from_stdin", is_flag=True, help="Read the JSON from standard input.")
 @no_commit_option
 @json_option
 @click.pass_context
-def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_stdin, no_commit, as_json):
+def task_add(
+    ctx, json_tasks, name, accept, deps, priority, notes, spec, task_type, from_stdin, no_commit, as_json
+):
     """Add tasks: a JSON object or array, e.g. '{"name": "Add login", "accept": "..."}', or --name."""
     from ralph.usecases import tasks
 
@@ -84,10 +92,11 @@ def task_add(ctx, json_tasks, name, accept, deps, priority, notes, spec, from_st
         raise InvalidInput("task add: give the task as JSON or with --name, not both")
     if name is not None:
         fields = {"name": name, "accept": accept, "priority": priority, "notes": notes, "spec": spec}
+        fields["type"] = task_type
         fields["deps"] = [d.strip() for d in deps.split(",") if d.strip()] if deps else None
         items.append({key: value for key, value in fields.items() if value is not None})
-    elif any(v is not None for v in (accept, deps, priority, notes, spec)):
-        raise InvalidInput("task add: --accept/--deps/--priority/--notes/--spec go with --name")
+    elif any(v is not None for v in (accept, deps, priority, notes, spec, task_type)):
+        raise InvalidInput("task add: --accept/--deps/--priority/--notes/--spec/--type go with --name")
     if not items:
         given = "the JSON holds no task" if json_tasks else "give a task as JSON or with --name"
         raise InvalidInput(f"task add: {given}")

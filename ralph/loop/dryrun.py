@@ -125,6 +125,7 @@ def _run(runner: AgentRunner, job: Job, iteration: int) -> dict:
         "ralph": ralph_command(),
         "project_rules": prompts.project_rules(root),
         "skills": skills.prompt_section(skills.in_work_tree(root)[0], job.values.get("task_type")),
+        "type_guidance": prompts.type_section(root, str(job.stage), job.values.get("task_type")),
         **job.values,
     }
     prompt = prompts.render(root, str(job.stage), values)

@@ -253,7 +253,8 @@ def record_decomposition(
     decomposed: Record | None = None,
 ) -> None:
     """DECOMPOSE replaced the task by `children`: they are one level deeper than it, of its family,
-    and remember the failures recorded on it and its ancestors (families.inherited_failures).
+    of its type unless they have one, and remember the failures recorded on it and its ancestors
+    (families.inherited_failures).
     `decomposed` (or its depth alone) is the task as DECOMPOSE found it, for when the agent
     already removed it. The task goes."""
     parent = plan.find_task(task_id)
@@ -268,6 +269,8 @@ def record_decomposition(
         line.record["depth"], line.record["family"] = depth, family
         if remembered:
             line.record["ancestor_failures"] = remembered
+        if source.get("type") and not line.record.get("type"):  # the work's kind, unless it said another
+            line.record["type"] = source["type"]
         known = line.record.get("questions", [])
         if answers:
             line.record["questions"] = known + [q for q in answers if q not in known]

@@ -23,6 +23,7 @@ TASK_FIELDS_FROM_USER = (
     "accept",
     "deps",
     "priority",
+    "type",
     "notes",
     "spec",
     "parent",
@@ -103,6 +104,10 @@ class TaskFields:
     @property
     def priority(self) -> str | None:
         return cast('str | None', self.record.get('priority'))
+
+    @property
+    def type(self) -> str | None:
+        return cast('str | None', self.record.get('type'))
 
     @property
     def auto_priority(self) -> bool | None:

@@ -38,6 +38,8 @@ Duration = (
 # A command line split like a shell would split it (never run by one), or its argv.
 Command = str | list[str]
 Priority = Literal["high", "medium", "low"]
+# The kinds of work (ralph.plan.records.TaskType): each brings its own part of the BUILD and VERIFY prompts.
+TaskTypeName = Literal["feature", "bugfix", "refactor", "test", "docs", "chore"]
 # The enums of ralph.plan.records are the one list of each; the format spells their values.
 if TYPE_CHECKING:  # a Literal built at import is beyond a type checker: to it they are strings
     KillReason = str
@@ -113,6 +115,12 @@ class Task(Record):
         default_factory=list,
     )
     priority: Priority | None = given(None, "how soon to build it; none counts as medium")
+    type: TaskTypeName | None = given(
+        None,
+        "the kind of work: feature, bugfix (reproduce it first, a test that failed passes now), refactor"
+        " (behaviour unchanged, the tests untouched), test, docs (no code changed) or chore; its BUILD"
+        " and VERIFY prompts carry the type's own instructions; none: as a feature",
+    )
     auto_priority: bool | None = Field(
         None,
         description="true when `task prioritize` set the priority, which it may then recompute;"

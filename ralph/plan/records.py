@@ -54,6 +54,18 @@ class Replayed(StrEnum):
     MERGED = "merged"  # a change no operation records (a hand edit), merged by record
 
 
+class TaskType(StrEnum):
+    """The kind of work a task is (its `type`): each brings its own part of the BUILD and VERIFY
+    prompts (ralph/loop/runs/templates/types/)."""
+
+    FEATURE = "feature"
+    BUGFIX = "bugfix"
+    REFACTOR = "refactor"
+    TEST = "test"
+    DOCS = "docs"
+    CHORE = "chore"
+
+
 class Verdict(StrEnum):
     """What one build attempt came to, or VERIFY's judgement of it: a task records its latest as
     `verdict`, so each commit of plan.jsonl says what the attempt it records came to."""

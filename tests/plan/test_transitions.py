@@ -521,6 +521,18 @@ def test_a_question_cannot_be_answered_twice_resolved_or_marked_done_around():
         plan.answer(question["id"], "that", ASKED)
 
 
+def test_subtasks_take_the_type_of_the_task_they_were_split_from_unless_they_say_another():
+    plan = plan_of(b'{"t": "task", "id": "t-big000", "name": "Big", "type": "bugfix"}\n')
+    plan.add_tasks(
+        [
+            {"id": "t-part-a", "name": "Reproduce and fix", "parent": "t-big000"},
+            {"id": "t-part-b", "name": "Regression tests", "parent": "t-big000", "type": "test"},
+        ]
+    )
+    plan.record_decomposition("t-big000", ["t-part-a", "t-part-b"])
+    assert [plan.find_task(t).get("type") for t in ("t-part-a", "t-part-b")] == ["bugfix", "test"]
+
+
 def test_answers_go_down_every_level_of_decomposition_and_leave_with_the_last_task_they_serve():
     plan = plan_of(b'{"t": "task", "id": "t-big000", "name": "Big"}\n')
     question = plan.ask("t-big000", "Cookie or token?", "2026-11-23T10:00:00+00:00")

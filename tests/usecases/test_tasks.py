@@ -117,3 +117,12 @@ def test_a_subtask_is_offered_its_parents_draft(repo):
     records = live(repo)
     assert records[part["id"]]["draft"] == "ralph/draft/t-killed"
     assert "draft" not in records[other["id"]]
+
+
+def test_a_task_added_with_a_type_keeps_it_and_an_unknown_type_is_refused(repo, ralph):
+    ralph("task", "add", "--name", "Fix the crash on empty input", "--type", "bugfix")
+    added = [json.loads(line) for line in (repo / "plan.jsonl").read_text().splitlines() if '"task"' in line]
+    assert added[-1]["type"] == "bugfix"
+    refused = ralph("task", "add", '{"name": "Tidy", "type": "cleanup"}', code=2)
+    assert "type" in refused.stderr and "cleanup" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1

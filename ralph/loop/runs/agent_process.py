@@ -294,11 +294,12 @@ class AgentRunner:
             "ralph": ralph_command(),
             "project_rules": prompts.project_rules(self.root),
             "skills": skills.prompt_section(skills.in_work_tree(root)[0], values.get("task_type")),
+            "type_guidance": prompts.type_section(self.root, stage, values.get("task_type")),
             **values,
         }
         template = None
         if self.judged is not None and stage in JUDGES:  # never what a build may have just written
-            values.update(self.judged.values(self.settings.spec, values.get("task_type")))
+            values.update(self.judged.values(self.settings.spec, values.get("task_type"), stage))
             template = self.judged.template(stage)
             template = template if template is not None else prompts.package_template(stage)
         prompt = prompts.render(self.root, stage, values, template)

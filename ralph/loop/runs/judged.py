@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralph.loop.runs import skills
-from ralph.loop.runs.prompts import OVERRIDE_DIR, RULE_FILES
+from ralph.loop.runs.prompts import OVERRIDE_DIR, PACKAGE_PROMPTS, RULE_FILES, type_file, type_section
 from ralph.plan.scope import matches
 from ralph.store.git import Repo
 
@@ -73,13 +73,23 @@ class JudgedInputs:
             self._copies[relpath] = path
         return self._copies[relpath]
 
+    def type_section(self, stage: str, task_type: str | None) -> str:
+        """The task type's part of the stage's prompt: the repository's override as the commit has
+        it, else ralph's."""
+        if not task_type:
+            return ""
+        data = self.repo.file_at(self.rev, (OVERRIDE_DIR / type_file(stage, task_type)).as_posix())
+        if data is None:
+            return _package_type(stage, task_type)
+        return type_section(self.repo.root, stage, task_type, data.decode("utf-8", "replace"))
+
     def skills(self) -> list[skills.Skill]:
         """The repository's skills as the commit has them (a build may have added or changed one)."""
         listed = self.repo.paths("ls-tree", "-r", "-z", "--name-only", self.rev, "--", *skills.SKILL_DIRS)
         found, _ = skills.discover(_skill_files_of(listed), lambda path: self.repo.file_at(self.rev, path))
         return found
 
-    def values(self, spec: str | None, task_type: str | None = None) -> dict[str, str]:
+    def values(self, spec: str | None, task_type: str | None = None, stage: str = "VERIFY") -> dict[str, str]:
         """The prompt values that name what a judge reads: the rules and the spec, as copies, and
         the skills as the commit has them."""
         rules = [(name, self.copy(name)) for name in RULE_FILES]
@@ -91,7 +101,11 @@ class JudgedInputs:
                 f" {self.rev[:12]} has them: follow them (not the work tree's copies, which a build"
                 " may have changed).\n"
             )
-        values = {"project_rules": said, "skills": skills.prompt_section(self.skills(), task_type)}
+        values = {
+            "project_rules": said,
+            "skills": skills.prompt_section(self.skills(), task_type),
+            "type_guidance": self.type_section(stage, task_type),
+        }
         spec_copy = self.copy(spec) if spec else None
         if spec and spec_copy is not None:
             values["spec"] = f"{spec} (read it from {spec_copy}: the spec as commit {self.rev[:12]} has it)"
@@ -109,3 +123,13 @@ def _skill_files_of(listed: list[str]) -> list[str]:
         and path.count("/") == folder.count("/") + 2
         and path.endswith("/" + skills.SKILL_FILE)
     ]
+
+
+def _package_type(stage: str, task_type: str) -> str:
+    """ralph's own part of the stage's prompt for the type (never the work tree's override)."""
+    path = PACKAGE_PROMPTS / type_file(stage, task_type)
+    return (
+        type_section(PACKAGE_PROMPTS, stage, task_type, path.read_text(encoding="utf-8"))
+        if path.is_file()
+        else ""
+    )

@@ -23,6 +23,28 @@ def template_for(root: Path, stage: str) -> str:
     return (override if override.exists() else PACKAGE_PROMPTS / name).read_text(encoding="utf-8")
 
 
+TYPES = "types"  # ralph/loop/runs/templates/types/<type>-<stage>.md, .ralph/prompts/types/ the same
+TYPED_STAGES = ("BUILD", "VERIFY")
+
+
+def type_file(stage: str, task_type: str) -> str:
+    """Where a task type's part of a stage's prompt lives, under the templates or the override folder."""
+    return f"{TYPES}/{task_type}-{stage.lower()}.md"
+
+
+def type_section(root: Path, stage: str, task_type: str | None, override: str | None = None) -> str:
+    """The task type's own instructions for the stage (`override`: the repository's text as a
+    commit has it, for the judges), or nothing: a type without any, an untyped task, another stage."""
+    if not task_type or stage not in TYPED_STAGES:
+        return ""
+    name = type_file(stage, task_type)
+    if override is None and (root / OVERRIDE_DIR / name).is_file():
+        override = (root / OVERRIDE_DIR / name).read_text(encoding="utf-8")
+    if override is None and (PACKAGE_PROMPTS / name).is_file():
+        override = (PACKAGE_PROMPTS / name).read_text(encoding="utf-8")
+    return f"{override.rstrip()}\n\n" if override else ""
+
+
 def package_template(stage: str) -> str:
     """ralph's own template for the stage (no repository's override)."""
     return (PACKAGE_PROMPTS / f"{stage.lower()}.md").read_text(encoding="utf-8")

@@ -687,6 +687,7 @@ def _values(task: dict, plan: Plan, settings: Settings) -> dict:
     return {
         "task_id": task["id"],
         "task_name": one_line(task["name"]),
+        "task_type": task.get("type") or "",
         "task_details": task_details(task, names, plan.answers_for(task["id"]))
         + _after_rejection(plan, task["id"]),
         "gate": " ".join(settings.gate) or "(none)",

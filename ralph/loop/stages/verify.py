@@ -271,6 +271,7 @@ def _values(task: TaskView, names: dict[str, str], max_attempts: int) -> dict:
     return {
         "task_id": task.id,
         "task_name": one_line(task.name),
+        "task_type": task.record.get("type") or "",
         "task_details": task_details(task.record, names) + _resubmission(task.record),
         "task_commit": task.commit or "HEAD",
         "previous": _previous_stop(task, max_attempts),

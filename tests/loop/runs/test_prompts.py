@@ -72,3 +72,36 @@ def test_a_tasks_scope_is_in_its_build_prompt_and_absent_without_one():
     details = prompts.task_details({"id": "t-a", "name": "x", "scope": ["src/auth/**", "README.md"]}, {})
     assert "its scope" in details and "- src/auth/**\n- README.md" in details
     assert "scope" not in prompts.task_details({"id": "t-a", "name": "x", "notes": "n"}, {})
+
+
+# --- task types: each brings its own part of the BUILD and VERIFY prompts ---------------------
+
+
+def test_a_task_type_brings_its_own_instructions_to_build_and_verify_only(tmp_path):
+    from ralph.loop.runs.prompts import type_section
+
+    assert "reproduce the bug" in type_section(tmp_path, "BUILD", "bugfix")
+    assert "reproduces the bug" in type_section(tmp_path, "VERIFY", "bugfix")
+    assert "must not change" in type_section(tmp_path, "BUILD", "refactor")
+    assert type_section(tmp_path, "BUILD", "feature") == ""  # the stage's own prompt is a feature's
+    assert type_section(tmp_path, "BUILD", None) == ""
+    assert type_section(tmp_path, "PLAN", "bugfix") == ""
+
+
+def test_a_repository_overrides_a_types_instructions_in_its_prompts_folder(tmp_path):
+    from ralph.loop.runs.prompts import type_section
+
+    override = tmp_path / ".ralph" / "prompts" / "types" / "docs-build.md"
+    override.parent.mkdir(parents=True)
+    override.write_text("Docs here are built with `make docs`; run it.\n")
+    assert type_section(tmp_path, "BUILD", "docs") == "Docs here are built with `make docs`; run it.\n\n"
+    assert "Check each command" in type_section(tmp_path, "VERIFY", "docs")  # ralph's, not overridden
+
+
+def test_every_task_type_is_in_the_records_enum_and_the_plan_format():
+    from typing import get_args
+
+    from ralph.plan.models import TaskTypeName
+    from ralph.plan.records import TaskType
+
+    assert list(get_args(TaskTypeName)) == [kind.value for kind in TaskType]
