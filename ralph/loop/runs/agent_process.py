@@ -217,7 +217,7 @@ class AgentRunner:
         stage: str,
         iteration: int,
         item: str | None,
-        values: dict,
+        values: dict[str, object],
         compacted: Compacted | None = None,
         cwd: Path | None = None,
         worker: int | None = None,
@@ -284,7 +284,7 @@ class AgentRunner:
         return done
 
     def _write_prompt(
-        self, stage: str, values: dict, root: Path, log_path: Path, compacted: Compacted | None
+        self, stage: str, values: dict[str, object], root: Path, log_path: Path, compacted: Compacted | None
     ) -> tuple[str, Path]:
         """The stage's prompt for this run (after the compacted context it continues, if any),
         written beside its log; the prompt and where it is."""
@@ -372,7 +372,7 @@ class AgentRunner:
 
     def _pressure(
         self, stage: str, item: str | None, iteration: int, log_path: Path, compacted_from: float | None
-    ):
+    ) -> Pressure:
         def note(text: str) -> None:
             with open(log_path, "a", encoding="utf-8") as log:  # O_APPEND: safe beside the reader
                 log.write(f"\n[RALPH] {text}\n")
