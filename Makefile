@@ -33,7 +33,7 @@ sandbox:
 ## verify: the quality gate: lint, the schema is current, then every fast test
 verify: lint test
 
-# mypy checks ralph/ as pyproject.toml's [tool.mypy] says (strict flags for plan, store and ops). Its
+# mypy checks ralph/ as pyproject.toml's [tool.mypy] says (strict flags over all of ralph). Its
 # cache (.mypy_cache, ignored by git) keeps a run after a one-file edit at ~3 s; without it, ~15 s.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ralph tests bench

@@ -83,24 +83,24 @@ _AUTHORIZATION_MARKS = ("earer", "EARER", "asic ", "ASIC ")
 
 
 @cache
-def _shape(start: str) -> re.Pattern:
+def _shape(start: str) -> re.Pattern[str]:
     boundary = "" if start.startswith("-") else rf"(?<=\b{re.escape(start)})"
     return re.compile(re.escape(start) + boundary + _TOKEN_SHAPES[start])
 
 
 @cache
-def _authorization() -> re.Pattern:
+def _authorization() -> re.Pattern[str]:
     return re.compile(_AUTHORIZATION)
 
 
 @cache
-def _url() -> re.Pattern:
+def _url() -> re.Pattern[str]:
     """Credentials in a URL: group 1 is its scheme."""
     return re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/@:'\"<>]*:[^\s/@'\"<>]+@(?=[^\s/@'\"<>])")
 
 
 @cache
-def _assignment() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+def _assignment() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """An assignment's separator; the name before it, read backwards from it (blanks and a quote
     first); the value after it, a quoted string or everything up to white space or a quote."""
     return (
@@ -130,7 +130,7 @@ def _hide_assignments(text: str, hide: Hide) -> str:
 
 
 @cache
-def _secret_name() -> re.Pattern:
+def _secret_name() -> re.Pattern[str]:
     return re.compile(_SECRET_NAME, re.IGNORECASE)
 
 
@@ -214,7 +214,7 @@ def secret_values(root: Path | None = None) -> frozenset[str]:
 
 
 @lru_cache(maxsize=16)
-def _values_pattern(values: frozenset[str]) -> re.Pattern | None:
+def _values_pattern(values: frozenset[str]) -> re.Pattern[str] | None:
     if not values:
         return None
     pattern = re.compile("|".join(re.escape(value) for value in sorted(values, key=len, reverse=True)))
@@ -235,16 +235,16 @@ def redact(text: str, root: Path | None = None) -> str:
 
 
 @cache
-def _trigger() -> re.Pattern:
+def _trigger() -> re.Pattern[str]:
     """Whether a text holds anything the checks below look for: one search in C instead of some
     thirty substring tests in Python for a plain name (a plan of 10,000 tasks redacts each)."""
     literals = [*_TOKEN_SHAPES, *_AUTHORIZATION_MARKS, "://", "=", ":"]
     return re.compile("|".join(re.escape(literal) for literal in literals))
 
 
-def _redact(text: str, values: re.Pattern | None, hide: Hide | None = None) -> str:
+def _redact(text: str, values: re.Pattern[str] | None, hide: Hide | None = None) -> str:
     """`text` with every secret replaced by [redacted], or by what `hide` makes of it."""
-    said: str | Callable[[re.Match], str] = REDACTED
+    said: str | Callable[[re.Match[str]], str] = REDACTED
     if hide is not None:
         said = lambda match: hide(match.group())  # noqa: E731 (a sub's replacement)
     if values is not None:
@@ -279,15 +279,15 @@ def _masked(secret: str) -> str:
 
 
 @cache
-def _mask_runs() -> re.Pattern:
+def _mask_runs() -> re.Pattern[str]:
     return re.compile(MASK + "+")
 
 
-def _margin(values: re.Pattern | None) -> int:
+def _margin(values: re.Pattern[str] | None) -> int:
     return SHAPE_MARGIN + (_longest.get(values.pattern, len(values.pattern)) if values is not None else 0)
 
 
-def _head(text: str, limit: int, values: re.Pattern | None, before: str = "") -> str:
+def _head(text: str, limit: int, values: re.Pattern[str] | None, before: str = "") -> str:
     """The first `limit` characters of `text`, redacted as if the whole were (see the module's
     docstring). `before`: what came just before `text` on the same line (a line read in pieces):
     a secret that started there is recognised, and its part in `text` hidden."""

@@ -4,6 +4,7 @@ not drive the terminal (an escape sequence in a task name could retitle or rewri
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # C0 controls, DEL and C1 controls; tabs too, so a message stays one visible line of fields.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -28,7 +29,7 @@ def terminal_text(text: str) -> str:
 _CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def _escaped(match: re.Match) -> str:
+def _escaped(match: re.Match[str]) -> str:
     return _NAMED.get(match.group(), f"\\x{ord(match.group()):02x}")
 
 
@@ -63,7 +64,7 @@ def json_text(data: object) -> str:
 SCHEMA_VERSION = 1
 
 
-def versioned(data: dict) -> dict:
+def versioned(data: Mapping[str, object]) -> dict[str, object]:
     """`data` with `schema_version` as its first key."""
     return {"schema_version": SCHEMA_VERSION, **data}
 

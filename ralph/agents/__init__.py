@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ralph.agents.base import Adapter
 from ralph.errors import InvalidInput
@@ -40,7 +40,8 @@ def make_adapter(
     module_name, class_name = ADAPTERS[name]
     import importlib
 
-    adapter_class = getattr(importlib.import_module(module_name), class_name)
+    # Callable, not type[Adapter]: a named CLI's adapter and `command`'s take different arguments.
+    adapter_class: Callable[..., Adapter] = getattr(importlib.import_module(module_name), class_name)
     if name == "command":
         return adapter_class(_split(agent_cmd) + _split(extra_args))
     program = _split(agent_cmd)

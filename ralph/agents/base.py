@@ -10,6 +10,7 @@ from ralph.agents.events import (
     ErrorEvent,
     Event,
     FailureEvent,
+    JsonObject,
     ResultEvent,
     SessionEvent,
     TextEvent,
@@ -30,7 +31,7 @@ class Usage:
     context_window: int | None = None
     cost_usd: float | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, int | float]:
         return {key: value for key, value in self.__dict__.items() if value is not None}
 
     @property
@@ -84,7 +85,7 @@ class CliAdapter(Adapter):
         self.program = program or type(self).program
 
 
-def json_object(line: str) -> dict | None:
+def json_object(line: str) -> JsonObject | None:
     """The JSON object on an output line, or None for anything else (plain text, arrays)."""
     line = line.strip()
     if not line.startswith("{"):

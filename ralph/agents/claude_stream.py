@@ -11,6 +11,7 @@ import json
 
 from ralph.agents.events import (
     Event,
+    JsonObject,
     ResultEvent,
     SessionEvent,
     TextEvent,
@@ -48,7 +49,7 @@ def parse_stream_json(line: str) -> list[Event]:
     return []
 
 
-def _assistant(message: dict) -> list[Event]:
+def _assistant(message: JsonObject) -> list[Event]:
     events: list[Event] = []
     for block in message.get("content") or []:
         if block.get("type") == "text":
@@ -61,7 +62,7 @@ def _assistant(message: dict) -> list[Event]:
     return events
 
 
-def _tool_results(message: dict) -> list[Event]:
+def _tool_results(message: JsonObject) -> list[Event]:
     content = message.get("content")
     blocks = content if isinstance(content, list) else []
     return [
@@ -82,7 +83,7 @@ def _block_text(content: object) -> str:
     return "" if content is None else str(content)
 
 
-def _tokens(usage: dict) -> UsageEvent:
+def _tokens(usage: JsonObject) -> UsageEvent:
     return UsageEvent(
         input_tokens=usage.get("input_tokens") or 0,
         output_tokens=usage.get("output_tokens") or 0,
@@ -91,7 +92,7 @@ def _tokens(usage: dict) -> UsageEvent:
     )
 
 
-def _result(event: dict) -> ResultEvent:
+def _result(event: JsonObject) -> ResultEvent:
     windows = [
         info["contextWindow"]
         for info in (event.get("modelUsage") or {}).values()

@@ -10,6 +10,7 @@ from ralph.agents.base import CliAdapter, Invocation, json_object
 from ralph.agents.events import (
     ErrorEvent,
     Event,
+    JsonObject,
     ResultEvent,
     SessionEvent,
     TextEvent,
@@ -58,7 +59,7 @@ class CodexAdapter(CliAdapter):
         return []
 
 
-def _usage(usage: dict) -> UsageEvent:
+def _usage(usage: JsonObject) -> UsageEvent:
     cached = usage.get("cached_input_tokens") or 0
     return UsageEvent(
         input_tokens=max(0, (usage.get("input_tokens") or 0) - cached),
@@ -67,7 +68,7 @@ def _usage(usage: dict) -> UsageEvent:
     )
 
 
-def _item(item: dict) -> list[Event]:
+def _item(item: JsonObject) -> list[Event]:
     kind = item.get("type")
     if kind == "agent_message":
         return [TextEvent(item.get("text", ""))]

@@ -7,6 +7,11 @@ stays cheap to import.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+# One JSON object an agent CLI printed, as parsed: its keys and values are the CLI's, read with
+# .get() and isinstance checks, so its values stay Any.
+JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

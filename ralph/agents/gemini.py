@@ -12,6 +12,7 @@ from ralph.agents.base import CliAdapter, Invocation, json_object
 from ralph.agents.events import (
     ErrorEvent,
     Event,
+    JsonObject,
     ResultEvent,
     SessionEvent,
     TextEvent,
@@ -67,7 +68,7 @@ class GeminiAdapter(CliAdapter):
         return []
 
 
-def _result(event: dict) -> ResultEvent:
+def _result(event: JsonObject) -> ResultEvent:
     stats = event.get("stats") or {}
     cached = stats.get("cached") or 0
     total_input = stats.get("input_tokens") or 0

@@ -8,12 +8,15 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import click
 
 from ralph.errors import EXIT_INTERNAL, EXIT_REFUSED, InvalidInput, RalphError
 from ralph.text import plural, printable, terminal_text, versioned
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 # A group named without its subcommand shows its help (click 8.2+ raises this usage error for it).
 _SHOWS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -28,7 +31,7 @@ _ENVIRONMENT_ERRNOS = frozenset(
 class RalphGroup(click.Group):
     """Turns ralph's errors into one line on stderr and the error's exit code."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             result = super().invoke(ctx)
             _say_deferred()
@@ -181,7 +184,7 @@ def commit_choice(no_commit: bool) -> bool | None:
 # --- shell completion of ids ------------------------------------------------------------------
 
 
-def _plan_ids(ctx: click.Context, kind: str, incomplete: str) -> list:
+def _plan_ids(ctx: click.Context, kind: str, incomplete: str) -> list[CompletionItem]:
     """The ids of the plan's live records of this kind that start with `incomplete`. Completion
     runs on every Tab: it reads plan.jsonl leniently (a broken line is skipped, no lock, no git)
     and never fails, whatever the plan or the directory holds."""
@@ -189,7 +192,7 @@ def _plan_ids(ctx: click.Context, kind: str, incomplete: str) -> list:
 
     try:
         root = root_of(ctx)
-        found = []
+        found: list[CompletionItem] = []
         for raw in (root / "plan.jsonl").read_bytes().splitlines():
             try:
                 record = json.loads(raw)
@@ -208,11 +211,11 @@ def _plan_ids(ctx: click.Context, kind: str, incomplete: str) -> list:
         return []
 
 
-def task_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+def task_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     return _plan_ids(ctx, "task", incomplete)
 
 
-def issue_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+def issue_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     return _plan_ids(ctx, "issue", incomplete)
 
 

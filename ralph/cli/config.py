@@ -39,7 +39,7 @@ def config() -> None:
 @click.argument("key", shell_complete=config_keys)
 @json_option
 @click.pass_context
-def config_get(ctx, key, as_json):
+def config_get(ctx: click.Context, key: str, as_json: bool) -> None:
     """Print the value of KEY in force (from whichever layer set it)."""
     from ralph.usecases import config as ops
 
@@ -70,7 +70,7 @@ class _WithKeys(click.Command):
 @no_commit_option
 @json_option
 @click.pass_context
-def config_set(ctx, key, value, no_commit, as_json):
+def config_set(ctx: click.Context, key: str, value: str, no_commit: bool, as_json: bool) -> None:
     """Set KEY to VALUE in the plan's config record, checked first (a bad value changes nothing)."""
     from ralph.usecases import config as ops
 
@@ -83,7 +83,7 @@ def config_set(ctx, key, value, no_commit, as_json):
 @no_commit_option
 @json_option
 @click.pass_context
-def config_unset(ctx, key, no_commit, as_json):
+def config_unset(ctx: click.Context, key: str, no_commit: bool, as_json: bool) -> None:
     """Remove KEY from the plan's config record (the layer below applies again)."""
     from ralph.usecases import config as ops
 
@@ -95,7 +95,7 @@ def config_unset(ctx, key, no_commit, as_json):
 @click.option("--origin", is_flag=True, help="Say where each value comes from.")
 @json_option
 @click.pass_context
-def config_list(ctx, origin, as_json):
+def config_list(ctx: click.Context, origin: bool, as_json: bool) -> None:
     """Every config key with the value in force (--origin: default, the user's file or
     plan.jsonl)."""
     from ralph.usecases import config as ops

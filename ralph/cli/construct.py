@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import click
 
 from ralph.cli.common import agent_names, describe_cost, emit, root_of, say
@@ -12,13 +16,29 @@ from ralph.errors import InvalidInput, RalphError
 from ralph.text import printable
 from ralph.usecases.settings import DEFAULTS
 
+if TYPE_CHECKING:
+    from ralph.loop.construct import Report
+    from ralph.plan.plan import Plan
+    from ralph.usecases.settings import Settings
 
-class Duration(click.ParamType):
+    # click's ParamType is generic over the value it converts to from click 8.4 on; ralph allows
+    # click 8.1, where subscripting it fails at run time, so only the type checker sees it.
+    _Seconds = click.ParamType[float]
+    _Argv = click.ParamType[tuple[str, ...]]
+    _StageModels = click.ParamType[tuple[str, tuple[str, ...]]]
+else:
+    _Seconds = _Argv = _StageModels = click.ParamType
+
+# A click command function, or a command, that options decorate.
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+class Duration(_Seconds):
     """A duration in milliseconds ('300000') or with a unit ('90s', '5m', '1500ms'); as seconds."""
 
     name = "duration"
 
-    def convert(self, value, param, ctx):
+    def convert(self, value: str | float, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, float):
             return value
         try:
@@ -27,12 +47,14 @@ class Duration(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class Shlex(click.ParamType):
+class Shlex(_Argv):
     """A command line split like a shell would (never run by one): an argv tuple."""
 
     name = "command"
 
-    def convert(self, value, param, ctx):
+    def convert(
+        self, value: str | tuple[str, ...], param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, ...]:
         if isinstance(value, tuple):
             return value
         import shlex
@@ -43,13 +65,18 @@ class Shlex(click.ParamType):
             self.fail(f"cannot split {value!r}: {exc}", param, ctx)
 
 
-class StageModel(click.ParamType):
+class StageModel(_StageModels):
     """STAGE=MODEL (--stage-model VERIFY=claude-opus-4-5), or STAGE=M1,M2 (an escalation, cheap
     first: BUILD=claude-haiku-4-5,claude-sonnet-4-5): a (stage, models) pair."""
 
     name = "stage=model"
 
-    def convert(self, value, param, ctx):
+    def convert(
+        self,
+        value: str | tuple[str, tuple[str, ...]],
+        param: click.Parameter | None,
+        ctx: click.Context | None,
+    ) -> tuple[str, tuple[str, ...]]:
         if isinstance(value, tuple):
             return value
         from ralph.usecases.settings import MODEL_STAGES
@@ -67,7 +94,7 @@ class StageModel(click.ParamType):
         return stage, models
 
 
-def _loop_options(command):
+def _loop_options(command: _Command) -> _Command:
     defaults = DEFAULTS
     options = [
         click.option(
@@ -126,7 +153,7 @@ def _loop_options(command):
     return click.argument("spec", type=click.Path(dir_okay=False), required=False)(command)
 
 
-def _budget_options(command):
+def _budget_options(command: _Command) -> _Command:
     defaults = DEFAULTS
     options = [
         click.option(
@@ -202,7 +229,8 @@ def _budget_options(command):
     " GitLab remote; a draft unless complete). See `ralph pr`.",
 )
 @click.pass_context
-def construct(ctx, spec, dry_run, pr, **flags):
+# ctx positional-only (/): click passes it so, and beside **flags a named ctx does not type-check.
+def construct(ctx: click.Context, /, spec: str | None, dry_run: bool, pr: bool, **flags: Any) -> None:
     """Run INVESTIGATE -> BUILD -> VERIFY iterations until SPEC is implemented (default: the spec
     the loop last worked on).
 
@@ -222,7 +250,7 @@ def construct(ctx, spec, dry_run, pr, **flags):
 @click.command("plan", short_help="Run one PLAN stage: the agent turns SPEC into tasks.")
 @_loop_options
 @click.pass_context
-def plan_command(ctx, spec, **flags):
+def plan_command(ctx: click.Context, /, spec: str | None, **flags: Any) -> None:
     """Run one PLAN stage: the agent turns SPEC into prioritized tasks."""
     _run(ctx, spec, flags, plan_only=True)
 
@@ -230,7 +258,7 @@ def plan_command(ctx, spec, **flags):
 @click.command("watch")
 @click.option("--once", is_flag=True, help="Print one snapshot and exit (for scripts and tests).")
 @click.pass_context
-def watch(ctx, once):
+def watch(ctx: click.Context, once: bool) -> None:
     """Follow the running construct from another terminal.
 
     Shows what its console shows, read from the journal and the agents' transcripts: the clock,
@@ -262,7 +290,15 @@ def watch(ctx, once):
 @click.option("--draft/--ready", default=None, help="Open it as a draft. [default: draft unless COMPLETE]")
 @click.option("--json", "as_json", is_flag=True, help="Print what was opened as JSON.")
 @click.pass_context
-def pull_request(ctx, remote, base, title, forge, draft, as_json):
+def pull_request(
+    ctx: click.Context,
+    remote: str,
+    base: str | None,
+    title: str | None,
+    forge: str | None,
+    draft: bool | None,
+    as_json: bool,
+) -> None:
     """Push the branch checked out to REMOTE and open a pull request (GitHub, through `gh pr
     create`) or merge request (GitLab, `glab mr create`) with the last `ralph construct` run's
     report as its description. The CLI must be installed and logged in; ralph keeps no token."""
@@ -284,7 +320,7 @@ def pull_request(ctx, remote, base, title, forge, draft, as_json):
 
 @click.command("agents")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of text.")
-def agents(as_json):
+def agents(as_json: bool) -> None:
     """List the agent adapters and whether each CLI is installed."""
     import shutil
 
@@ -302,10 +338,13 @@ def agents(as_json):
 
 
 def _run(
-    ctx: click.Context, spec: str, flags: dict, plan_only: bool, dry_run: bool = False, pr: bool = False
+    ctx: click.Context,
+    spec: str | None,
+    flags: dict[str, Any],
+    plan_only: bool,
+    dry_run: bool = False,
+    pr: bool = False,
 ) -> None:
-    from pathlib import Path
-
     from ralph.loop.construct import Loop
     from ralph.usecases.settings import Settings, read_user_config
 
@@ -345,7 +384,7 @@ def _run(
     ctx.exit(report.exit_code)
 
 
-def _plan_of(root, dry_run: bool):
+def _plan_of(root: Path, dry_run: bool) -> Plan | None:
     """The plan, or None where there is none yet. A dry run reads it without the validation
     cache, which would write to .git."""
     from ralph.store.reader import plan_path, read_plan
@@ -362,7 +401,13 @@ def _plan_of(root, dry_run: bool):
 
 
 def _dry_run(
-    ctx: click.Context, root, settings, config: dict, user: dict, flags: dict, as_json: bool
+    ctx: click.Context,
+    root: Path,
+    settings: Settings,
+    config: dict[str, Any],
+    user: dict[str, Any],
+    flags: dict[str, Any],
+    as_json: bool,
 ) -> None:
     """What the next iteration would run, printed; exits with the code the real run would refuse
     with (0 when it would start)."""
@@ -380,14 +425,14 @@ def _dry_run(
     ctx.exit(result["refusals"][0]["exit_code"] if result["refusals"] else 0)
 
 
-def print_opened(opened: dict, as_json: bool) -> None:
+def print_opened(opened: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit({"pull_request": opened})
     else:
         say(f"pull request: {printable(opened['url'] or 'opened (the CLI printed no address)')}")
 
 
-def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
+def resume_command(ctx: click.Context, spec: str, flags: Mapping[str, Any]) -> str:
     """The command that goes on where this run stopped: the same spec and the flags given."""
     import shlex
 
@@ -413,7 +458,7 @@ def resume_command(ctx: click.Context, spec: str, flags: dict) -> str:
     return shlex.join(words)
 
 
-def _spec_in(root, start, spec: str) -> str:
+def _spec_in(root: Path, start: Path, spec: str) -> str:
     """The spec's path relative to the repository root, as the plan records it: `./specs/x.md`,
     `specs/x.md` and the absolute path are one spec; relative paths start where -C points."""
     path = (start / spec).resolve()
@@ -423,7 +468,7 @@ def _spec_in(root, start, spec: str) -> str:
         raise InvalidInput(f"the spec {printable(spec)} is outside the repository {root}") from None
 
 
-def _print_report(report, as_json: bool) -> None:
+def _print_report(report: Report, as_json: bool) -> None:
     from ralph.secrets import redact, redact_fields
 
     if as_json:
@@ -437,7 +482,7 @@ def _print_report(report, as_json: bool) -> None:
     say("\n".join(report_lines(report)))
 
 
-def report_lines(report) -> list[str]:
+def report_lines(report: Report) -> list[str]:
     """The final report of a run that began, for a person (and a pull request's description)."""
     from ralph.secrets import redact
 
@@ -482,7 +527,7 @@ def report_lines(report) -> list[str]:
     return lines
 
 
-def _model_of(row: dict) -> str:
+def _model_of(row: Mapping[str, Any]) -> str:
     """ " (model)" of a stage's runs (per stage only), " (model, model)" when an escalation
     used more than one, or nothing."""
     models = row.get("models") or ([row["model"]] if row.get("model") else [])

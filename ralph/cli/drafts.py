@@ -5,12 +5,18 @@ ralph.loop.spec_drafts'; this module parses, asks the person on a terminal, and 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from ralph.cli.common import agent_names, root_of, say
 from ralph.cli.construct import Duration, Shlex
 from ralph.text import printable
+
+if TYPE_CHECKING:
+    from ralph.loop.spec_drafts import Decision, Draft
+    from ralph.plan.document import Record
+    from ralph.usecases.settings import Settings
 
 NOT_A_TERMINAL = "no terminal"
 
@@ -45,7 +51,16 @@ NOT_A_TERMINAL = "no terminal"
     "--revise", "feedback", metavar="FEEDBACK", help="Have the agent revise the draft with this feedback."
 )
 @click.pass_context
-def spec_draft(ctx, name, idea, decision, feedback, **flags):
+# ctx positional-only (/): click passes it so, and beside **flags a named ctx does not type-check.
+def spec_draft(
+    ctx: click.Context,
+    /,
+    name: str,
+    idea: str | None,
+    decision: str | None,
+    feedback: str | None,
+    **flags: Any,
+) -> None:
     """Have the agent draft specs/NAME.md from IDEA: it explores the repository (read-only, fenced
     like PLAN) and writes the spec in the template's sections (goal, requirements each with how to
     verify it, constraints, out of scope) to a draft under build/ralph-logs/drafts/.
@@ -60,11 +75,12 @@ def spec_draft(ctx, name, idea, decision, feedback, **flags):
     command again to go on: the draft remembers its idea and agent flags. Nothing is built before
     the spec is accepted."""
     from ralph.loop import spec_drafts as drafts
+    from ralph.usecases.specs import spec_of
 
     root = root_of(ctx)
     if decision == "reject":
         drafts.reject(drafts.find_draft(root, name))
-        say(f"dropped the draft of {drafts.spec_of(name.removesuffix('.md'))} and its questions")
+        say(f"dropped the draft of {spec_of(name.removesuffix('.md'))} and its questions")
         return
     draft = drafts.open_draft(root, name, idea, flags)
     flags = drafts.agent_flags(draft)
@@ -83,13 +99,15 @@ def spec_draft(ctx, name, idea, decision, feedback, **flags):
         say(f"next: ralph construct {accepted} --dry-run    # what the first run would do")
 
 
-def _until_decided(ctx: click.Context, draft, decision: str | None, person: _Person | None, flags: dict):
+def _until_decided(
+    ctx: click.Context, draft: Draft, decision: str | None, person: _Person | None, flags: dict[str, Any]
+) -> str | None:
     """Run the draft's steps until it is accepted (its spec's path), rejected (None), or waits
     for a person who is not at a terminal (exit 9)."""
     from ralph.loop import spec_drafts as drafts
     from ralph.loop.spec_drafts import Step
 
-    settings = None
+    settings: Settings | None = None
     while True:
         now = drafts.step(draft)
         if now is Step.QUESTIONS:
@@ -119,7 +137,7 @@ def _until_decided(ctx: click.Context, draft, decision: str | None, person: _Per
                 click.edit(filename=str(draft.file))
 
 
-def _settings(draft, flags: dict):
+def _settings(draft: Draft, flags: dict[str, Any]) -> Settings:
     from ralph.store.reader import plan_path, read_plan
     from ralph.usecases.settings import Settings, read_user_config
 
@@ -131,7 +149,7 @@ def _settings(draft, flags: dict):
     return settings
 
 
-def _run(draft, settings) -> None:
+def _run(draft: Draft, settings: Settings) -> None:
     from ralph.loop import spec_drafts as drafts
     from ralph.loop.observe.console import Console
 
@@ -144,13 +162,13 @@ def _run(draft, settings) -> None:
         say(f"draft written: {draft.relative()}; log {printable(outcome.log)}", err=True)
 
 
-def _answer(draft, question: dict, text: str) -> None:
+def _answer(draft: Draft, question: Record, text: str) -> None:
     from ralph.usecases import questions
 
     questions.answer(draft.root, question["id"], text)
 
 
-def _waiting_for_answers(ctx: click.Context, draft, waiting: list[dict]) -> None:
+def _waiting_for_answers(ctx: click.Context, draft: Draft, waiting: list[Record]) -> NoReturn:
     from ralph.loop.spec_drafts import EXIT_WAITING
 
     say(f"ralph: WAITING: the draft of {draft.spec} waits for {len(waiting)} answer(s):")
@@ -162,7 +180,7 @@ def _waiting_for_answers(ctx: click.Context, draft, waiting: list[dict]) -> None
     ctx.exit(EXIT_WAITING)
 
 
-def _waiting_for_decision(ctx: click.Context, draft) -> None:
+def _waiting_for_decision(ctx: click.Context, draft: Draft) -> NoReturn:
     from ralph.loop.spec_drafts import EXIT_WAITING
 
     say(f"ralph: WAITING: the draft of {draft.spec} waits for your decision: read {draft.relative()}, then")
@@ -176,7 +194,7 @@ class _Person:
     """The person at the terminal: asked each question at once, then for a decision on the draft.
     What the agent wrote is shown escaped: it never drives the terminal."""
 
-    def answer(self, question: dict) -> str:
+    def answer(self, question: Record) -> str:
         choices = question.get("choices") or []
         say(f"\nquestion {question['id']}: {printable(question['text'])}")
         for number, choice in enumerate(choices, 1):
@@ -189,7 +207,7 @@ class _Person:
             if given:
                 return given
 
-    def decide(self, draft):
+    def decide(self, draft: Draft) -> Decision:
         from ralph.loop.spec_drafts import Decision
         from ralph.text import terminal_text
 
@@ -203,4 +221,5 @@ class _Person:
         return keys[said]
 
     def feedback(self) -> str:
-        return click.prompt("what should change", prompt_suffix=": ").strip()
+        said: str = click.prompt("what should change", prompt_suffix=": ")
+        return said.strip()

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ralph.cli.common import json_line, json_option, root_of, say, task_ids
 from ralph.text import joined_lines, printable
+
+if TYPE_CHECKING:
+    from ralph.plan.history import Event
 
 MAX_DETAIL = 200  # characters of one free text (a gate failure, a reason) on a line of the log
 FAILURE_LINES = 12  # lines of a failed attempt's recorded failure under `ralph log --task`
@@ -108,7 +112,7 @@ CLAIM_EVENTS = {
 }
 
 
-def line(event: dict) -> str:
+def line(event: Event) -> str:
     """One event as one line: commit, time, author, item, what happened."""
     when = event["time"][:16].replace("T", " ")
     who = printable(event["author"])
@@ -127,7 +131,7 @@ def line(event: dict) -> str:
     return f"{event['commit'][:7]} {when} {who}  {item}  {what}{': ' + detail if detail else ''}{hand}"
 
 
-def describe(event: dict) -> str:
+def describe(event: Event) -> str:
     """What the event says beyond its name, escaped to one line."""
     kind = event["event"]
     parts: list[str] = []
@@ -172,7 +176,7 @@ def describe(event: dict) -> str:
     return printable(_cut(joined_lines(" ".join(str(part) for part in parts if part))))  # 5 is "5"
 
 
-def story_lines(summary: dict) -> list[str]:
+def story_lines(summary: dict[str, Any]) -> list[str]:
     """The summary under `ralph log --task ID`: where the task ended, its attempts and cost."""
     lines = [f"{summary['id']}: {printable(str(summary.get('name') or ''))}", f"  now: {summary.get('now')}"]
     from ralph.plan.history import verdict_words
@@ -208,7 +212,7 @@ def _failure_lines(failure: object) -> list[str]:
     return lines if len(lines) <= FAILURE_LINES else [*lines[: FAILURE_LINES - 1], "...", lines[-1]]
 
 
-def _usage(item: dict) -> str:
+def _usage(item: dict[str, Any]) -> str:
     found = []
     if item.get("tokens"):
         found.append(f"{item['tokens']} tokens")

@@ -30,7 +30,7 @@ def issue() -> None:
 @no_commit_option
 @json_option
 @click.pass_context
-def issue_add(ctx, text, priority, no_commit, as_json):
+def issue_add(ctx: click.Context, text: str, priority: str | None, no_commit: bool, as_json: bool) -> None:
     """Add an issue: a question or problem to investigate."""
     from ralph.usecases import issues
 
@@ -44,7 +44,9 @@ def issue_add(ctx, text, priority, no_commit, as_json):
 @no_commit_option
 @json_option
 @click.pass_context
-def issue_resolve(ctx, issue_id, note, no_commit, as_json):
+def issue_resolve(
+    ctx: click.Context, issue_id: str, note: str | None, no_commit: bool, as_json: bool
+) -> None:
     """Resolve an issue: its line is removed (git history keeps it)."""
     from ralph.usecases import issues
 
@@ -60,7 +62,7 @@ def issue_resolve(ctx, issue_id, note, no_commit, as_json):
 @no_commit_option
 @json_option
 @click.pass_context
-def issue_keep(ctx, issue_id, reason, no_commit, as_json):
+def issue_keep(ctx: click.Context, issue_id: str, reason: str, no_commit: bool, as_json: bool) -> None:
     """Leave an issue open on purpose (a person must decide): INVESTIGATE skips it from now on."""
     from ralph.usecases import issues
 
@@ -71,7 +73,7 @@ def issue_keep(ctx, issue_id, reason, no_commit, as_json):
 @issue.command("list")
 @json_option
 @click.pass_context
-def issue_list(ctx, as_json):
+def issue_list(ctx: click.Context, as_json: bool) -> None:
     """List the open issues, one line each."""
     from ralph.usecases import reads
 

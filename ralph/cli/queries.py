@@ -23,7 +23,7 @@ def query() -> None:
 @query.command("stage", short_help="The stage the plan is in (PLAN, BUILD, CHECK, COMPLETE, ...).")
 @json_option
 @click.pass_context
-def query_stage(ctx, as_json):
+def query_stage(ctx: click.Context, as_json: bool) -> None:
     """The stage the plan is in: PLAN (nothing planned yet), DECOMPOSE, INVESTIGATE, BUILD,
     VERIFY, WAITING (for a person's answers), BLOCKED (a person must decide), CHECK (every task
     accepted; the spec check runs next) or COMPLETE (a spec check found the spec met with this
@@ -37,7 +37,7 @@ def query_stage(ctx, as_json):
 @query.command("iteration", short_help="The construct loop's current iteration number.")
 @json_option
 @click.pass_context
-def query_iteration(ctx, as_json):
+def query_iteration(ctx: click.Context, as_json: bool) -> None:
     """The construct loop's current iteration number (--json: {"iteration": N})."""
     from ralph.usecases import reads
 
@@ -52,7 +52,7 @@ def query_iteration(ctx, as_json):
 @query.command("next", short_help="The next task to build, as one JSON object.")
 @json_option
 @click.pass_context
-def query_next(ctx, as_json):
+def query_next(ctx: click.Context, as_json: bool) -> None:
     """The next task to build, as one JSON object (exit 1 when none is ready)."""
     from ralph.usecases import reads
 
@@ -65,7 +65,7 @@ def query_next(ctx, as_json):
 @click.option("--blocked", is_flag=True, help="Only blocked tasks.")
 @json_option
 @click.pass_context
-def query_tasks(ctx, pending, done, blocked, as_json):
+def query_tasks(ctx: click.Context, pending: bool, done: bool, blocked: bool, as_json: bool) -> None:
     """The tasks, one JSON object per line."""
     from ralph.usecases import reads
 
@@ -76,7 +76,7 @@ def query_tasks(ctx, pending, done, blocked, as_json):
 @query.command("issues")
 @json_option
 @click.pass_context
-def query_issues(ctx, as_json):
+def query_issues(ctx: click.Context, as_json: bool) -> None:
     """The open issues, one JSON object per line."""
     from ralph.usecases import reads
 

@@ -26,7 +26,14 @@ from ralph.text import printable
 @no_commit_option
 @json_option
 @click.pass_context
-def ask(ctx, text, task_id, choices, no_commit, as_json):
+def ask(
+    ctx: click.Context,
+    text: str,
+    task_id: str | None,
+    choices: tuple[str, ...],
+    no_commit: bool,
+    as_json: bool,
+) -> None:
     """Ask a person a question about a task: the task (and what depends on it) is blocked until
     `ralph answer`. For a decision the spec leaves open that changes the result; not for what you
     can find out yourself. An agent drafting a spec ($RALPH_DRAFT set by `ralph spec draft`) asks
@@ -57,7 +64,7 @@ def ask(ctx, text, task_id, choices, no_commit, as_json):
 @no_commit_option
 @json_option
 @click.pass_context
-def answer(ctx, question_id, text, no_commit, as_json):
+def answer(ctx: click.Context, question_id: str, text: str, no_commit: bool, as_json: bool) -> None:
     """Answer a question: its task is unblocked (once none of its questions is open), and its next
     BUILD prompt carries the question and the answer."""
     from ralph.usecases import questions
@@ -80,7 +87,7 @@ def answer(ctx, question_id, text, no_commit, as_json):
 @click.command(short_help="List the open questions a person must answer.")
 @json_option
 @click.pass_context
-def questions(ctx, as_json):
+def questions(ctx: click.Context, as_json: bool) -> None:
     """List the open questions: what, which task, since when, who asked in which run."""
     from ralph.usecases import questions as ops
 

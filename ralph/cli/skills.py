@@ -13,7 +13,7 @@ from ralph.text import printable
 @click.command(short_help="List the repository's skills for agents, and where each is.")
 @json_option
 @click.pass_context
-def skills(ctx, as_json):
+def skills(ctx: click.Context, as_json: bool) -> None:
     """List the skills ralph finds in the work tree: a folder with a SKILL.md under .ralph/skills/
     or an agent CLI's skills folder (.claude/skills/, .codex/skills/, .agents/skills/,
     .opencode/skill/, .gemini/skills/). Each stage's prompt lists them by name, description and

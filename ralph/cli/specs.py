@@ -23,7 +23,7 @@ def spec() -> None:
 @click.argument("name")
 @json_option
 @click.pass_context
-def spec_new(ctx, name, as_json):
+def spec_new(ctx: click.Context, name: str, as_json: bool) -> None:
     """Write specs/NAME.md from a template that says what a good spec holds: the goal,
     requirements as a checklist of checkable items, constraints, what is out of scope, and how to
     verify. An existing file is never overwritten; nothing is committed."""
@@ -41,7 +41,7 @@ def spec_new(ctx, name, as_json):
 @click.argument("file", type=click.Path(dir_okay=False))
 @json_option
 @click.pass_context
-def spec_check(ctx, file, as_json):
+def spec_check(ctx: click.Context, file: str, as_json: bool) -> None:
     """Check that FILE is ready for `ralph construct`, as construct checks it before planning: no
     placeholder of the template left, at least one requirement (a `- [ ]` item under
     `## Requirements`), and a `verify:` part in each (docs/specs.md). Prints `ok` and exits 0;

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -176,7 +177,7 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
             say(f"  {who}, {_age(claim, found['at'])}")
 
 
-def _age(claim: dict, at: str) -> str:
+def _age(claim: dict[str, Any], at: str) -> str:
     """A claim's age by the rule, and the two ages it is the lesser of: since its commit on the
     remote's history (its claimed_at when no commit is known) and since this clone first saw it."""
     from datetime import datetime
@@ -194,7 +195,7 @@ def _age(claim: dict, at: str) -> str:
     return f"{spoken(claim['age_s'])} old ({made}, seen here for {since(claim['seen_at'])})"
 
 
-def _print_status(summary: dict) -> None:
+def _print_status(summary: dict[str, Any]) -> None:
     from ralph.usecases.runs import describe
 
     say(printable(describe(summary["run"])))
@@ -229,7 +230,7 @@ def _print_status(summary: dict) -> None:
     say(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
 
 
-def _print_spent(spent: dict) -> None:
+def _print_spent(spent: dict[str, Any]) -> None:
     if not spent["by_stage"] and not spent["by_task"]:
         return
     if spent["by_stage"]:
@@ -243,5 +244,5 @@ def _print_spent(spent: dict) -> None:
         say(label + "; ".join(_usage(task_id, row) for task_id, row in spent["by_task"].items()))
 
 
-def _usage(name: str, row: dict) -> str:
+def _usage(name: str, row: dict[str, Any]) -> str:
     return f"{name} {row['tokens']:,} tokens, cost {describe_cost(row['cost_usd'], row['unknown_cost_runs'])}"

@@ -38,8 +38,8 @@ def task() -> None:
 _OPTION_LIKE = re.compile(r"--?[A-Za-z][\w-]*(=.*)?", re.DOTALL)
 
 
-def _parse_task_json(ctx: click.Context, values: tuple[str, ...]) -> list:
-    items: list = []
+def _parse_task_json(ctx: click.Context, values: tuple[str, ...]) -> list[object]:
+    items: list[object] = []
     for value in values:
         try:
             parsed = json.loads(value)
@@ -80,8 +80,19 @@ def _parse_task_json(ctx: click.Context, values: tuple[str, ...]) -> list:
 @json_option
 @click.pass_context
 def task_add(
-    ctx, json_tasks, name, accept, deps, priority, notes, spec, task_type, from_stdin, no_commit, as_json
-):
+    ctx: click.Context,
+    json_tasks: tuple[str, ...],
+    name: str | None,
+    accept: str | None,
+    deps: str | None,
+    priority: str | None,
+    notes: str | None,
+    spec: str | None,
+    task_type: str | None,
+    from_stdin: bool,
+    no_commit: bool,
+    as_json: bool,
+) -> None:
     """Add tasks: a JSON object or array, e.g. '{"name": "Add login", "accept": "..."}', or --name."""
     from ralph.usecases import tasks
 
@@ -91,8 +102,14 @@ def task_add(
     if name is not None and json_tasks:
         raise InvalidInput("task add: give the task as JSON or with --name, not both")
     if name is not None:
-        fields = {"name": name, "accept": accept, "priority": priority, "notes": notes, "spec": spec}
-        fields["type"] = task_type
+        fields: dict[str, object] = {
+            "name": name,
+            "accept": accept,
+            "priority": priority,
+            "notes": notes,
+            "spec": spec,
+            "type": task_type,
+        }
         fields["deps"] = [d.strip() for d in deps.split(",") if d.strip()] if deps else None
         items.append({key: value for key, value in fields.items() if value is not None})
     elif any(v is not None for v in (accept, deps, priority, notes, spec, task_type)):
@@ -116,7 +133,9 @@ def task_add(
 @no_commit_option
 @json_option
 @click.pass_context
-def task_done(ctx, task_id, unchanged, no_commit, as_json):
+def task_done(
+    ctx: click.Context, task_id: str | None, unchanged: str | None, no_commit: bool, as_json: bool
+) -> None:
     """Mark a task done (default: $RALPH_TASK_ID, else the task `ralph query next` shows)."""
     from ralph.usecases import tasks
 
@@ -129,7 +148,7 @@ def task_done(ctx, task_id, unchanged, no_commit, as_json):
 @no_commit_option
 @json_option
 @click.pass_context
-def task_accept(ctx, task_id, no_commit, as_json):
+def task_accept(ctx: click.Context, task_id: str | None, no_commit: bool, as_json: bool) -> None:
     """Accept a done task (default: $RALPH_TASK_ID, else every done task); its line becomes an
     accept tombstone."""
     from ralph.usecases import tasks
@@ -147,7 +166,14 @@ def task_accept(ctx, task_id, no_commit, as_json):
 @no_commit_option
 @json_option
 @click.pass_context
-def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
+def task_reject(
+    ctx: click.Context,
+    args: tuple[str, ...],
+    kill_reason: str | None,
+    kill_log: str | None,
+    no_commit: bool,
+    as_json: bool,
+) -> None:
     """Send a done task back to pending with the reason (default ID: $RALPH_TASK_ID, else the
     only done task)."""
     from ralph.usecases import tasks
@@ -170,7 +196,7 @@ def task_reject(ctx, args, kill_reason, kill_log, no_commit, as_json):
 @no_commit_option
 @json_option
 @click.pass_context
-def task_delete(ctx, task_id, force, no_commit, as_json):
+def task_delete(ctx: click.Context, task_id: str, force: bool, no_commit: bool, as_json: bool) -> None:
     """Remove a task; tasks that need it then need its subtasks (tasks with it as parent)."""
     from ralph.usecases import tasks
 
@@ -186,7 +212,7 @@ def task_delete(ctx, task_id, force, no_commit, as_json):
 @no_commit_option
 @json_option
 @click.pass_context
-def task_prioritize(ctx, spec, no_commit, as_json):
+def task_prioritize(ctx: click.Context, spec: str | None, no_commit: bool, as_json: bool) -> None:
     """Set the priority of pending tasks that have none set by a person; print the counts (JSON,
     with or without --json)."""
     from ralph.usecases import tasks
@@ -201,7 +227,7 @@ def task_prioritize(ctx, spec, no_commit, as_json):
 @click.option("--blocked", is_flag=True, help="Only blocked tasks.")
 @json_option
 @click.pass_context
-def task_list(ctx, pending, done, blocked, as_json):
+def task_list(ctx: click.Context, pending: bool, done: bool, blocked: bool, as_json: bool) -> None:
     """List the tasks in the plan, one line each."""
     from ralph.usecases import reads
 
@@ -218,7 +244,7 @@ def task_list(ctx, pending, done, blocked, as_json):
 @click.argument("task_id", metavar="ID", shell_complete=task_ids)
 @json_option
 @click.pass_context
-def task_show(ctx, task_id, as_json):
+def task_show(ctx: click.Context, task_id: str, as_json: bool) -> None:
     """Print one task as JSON (with or without --json)."""
     from ralph.usecases import reads
 

@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, TypedDict
 
 SECTION = re.compile(r"^### (?P<file>\S+)\n(?P<body>.*?)(?=^### |\Z)", re.MULTILINE | re.DOTALL)
 
@@ -34,6 +35,14 @@ def say(text: str, input_tokens: int = 1200) -> None:
     print(json.dumps({"type": "assistant", "message": message}), flush=True)
 
 
+class Section(TypedDict):
+    """A `### FILE` section of a spec written for the demo agent."""
+
+    check: str  # its `Check: COMMAND` line's command
+    needs: list[str]  # the files its `Needs:` line names
+    code: str  # its ```python block
+
+
 class NotForMe(Exception):
     """The spec is not one the demo agent was written for: it is a script, not a model."""
 
@@ -45,9 +54,9 @@ WRITTEN_FOR = (
 )
 
 
-def sections() -> dict[str, dict]:
+def sections() -> dict[str, Section]:
     spec = os.environ["RALPH_SPEC"]
-    found = {}
+    found: dict[str, Section] = {}
     for match in SECTION.finditer(Path(spec).read_text(encoding="utf-8")):
         body, file = match.group("body"), match.group("file")
         check = re.search(r"^Check: (.+)$", body, re.MULTILINE)
@@ -79,8 +88,10 @@ def plan() -> None:
         say(f"planned {ids[file]}: write {file}")
 
 
-def current_task() -> dict:
-    return json.loads(ralph("task", "show", os.environ["RALPH_TASK_ID"]))
+def current_task() -> dict[str, Any]:
+    """The task as `ralph task show` prints it (docs/json-output.md)."""
+    task: dict[str, Any] = json.loads(ralph("task", "show", os.environ["RALPH_TASK_ID"]))
+    return task
 
 
 def build() -> None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from pathlib import Path
+from typing import Any
 
 from ralph import secrets
 from ralph.agents import make_adapter
@@ -26,7 +28,7 @@ from ralph.loop.process.hooks import Hooks
 from ralph.loop.process.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.process.supervisor import BudgetSpent, Supervisor
 from ralph.loop.runs.agent_process import LOG_DIR, AgentRunner, AgentUnavailable, SandboxFailed
-from ralph.loop.runs.cost import CostSpent, CostUnknown, TokensSpent, known_cost
+from ralph.loop.runs.cost import CostSpent, CostUnknown, SpendingRow, TokensSpent, known_cost
 from ralph.loop.runs.rate_limits import AgentAuthFailed, LimitTooLong
 from ralph.loop.share.coordinator import Solo
 from ralph.loop.stages import plan as stage_plan
@@ -134,21 +136,22 @@ class Report:
     failed: list[str] = field(default_factory=list)  # failed build attempts and VERIFY's rejections, and why
     cost_usd: float | None = 0.0  # of the runs whose cost is known; None: no run's is (unknown, not $0)
     unknown_cost_runs: int = 0
-    by_stage: dict = field(
-        default_factory=dict
-    )  # stage -> runs, tokens, cost_usd (None: unknown), unknown_runs
-    by_task: dict = field(default_factory=dict)  # task or issue id -> the same
+    # stage -> runs, tokens, cost_usd (None: unknown), unknown_runs
+    by_stage: dict[str, SpendingRow] = field(default_factory=dict)
+    by_task: dict[str, SpendingRow] = field(default_factory=dict)  # task or issue id -> the same
     resume: str = ""  # the command that goes on from here (set by the command line)
     agent_error: list[str] = field(default_factory=list)  # AGENT_FAILING: the agent's last lines, redacted
     began: bool = False  # the run got past its checks: what it says is a report, not an error
     # The same as data, for --json: each task accepted in this run or left ({id, name, status, why,
     # ...}), each open issue and open question of the spec.
-    tasks: list[dict] = field(default_factory=list)
-    issues: list[dict] = field(default_factory=list)
-    open_questions: list[dict] = field(default_factory=list)
-    resolved: list[dict] = field(default_factory=list)  # issues resolved in the run: {id, text, note}
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    issues: list[dict[str, Any]] = field(default_factory=list)
+    open_questions: list[dict[str, Any]] = field(default_factory=list)
+    # issues resolved in the run: {id, text, note}
+    resolved: list[dict[str, Any]] = field(default_factory=list)
     ending: str | None = None  # which ending of its outcome (Ending), where the outcome has several
-    drafts: list[dict] = field(default_factory=list)  # {task, branch}: unfinished work kept on a branch
+    # {task, branch}: unfinished work kept on a branch
+    drafts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ended_as(self) -> str:
@@ -171,7 +174,7 @@ class Loop:
         self.supervisor.deadline_at = self.deadline.at
         self.ws: Workspace | None = None
         self.accepted: list[str] = []
-        self.accepted_tasks: list[dict] = []
+        self.accepted_tasks: list[dict[str, Any]] = []
         self.stopped: list[str] = []
         self.failed: list[str] = []
         self.iterations_run = 0
@@ -445,7 +448,7 @@ class Loop:
         self.stopped += report.stopped
         self.failed += report.failed
 
-    def _progress(self, plan) -> None:
+    def _progress(self, plan: Plan) -> None:
         """Accepted of total and the budgets, for the live view (and `ralph watch`, from the journal)."""
         spec = self.settings.spec
         accepted = sum(1 for line in plan.of("accept") if line.record.get("spec") in (None, spec))
@@ -460,7 +463,7 @@ class Loop:
         self.journal.event("progress", **fields)
 
     # --- preparing and reading ----------------------------------------------------------------
-    def _one_loop_per_repository(self):
+    def _one_loop_per_repository(self) -> AbstractContextManager[None]:
         # Two loops in one work tree would build the same task twice and mix their work in one commit.
         return exclusive_run(self._construct_lock(), "ralph construct")
 
@@ -579,7 +582,7 @@ class Loop:
         for problem in in_work_tree(self.root)[1]:
             self.console.event(f"warning: skill not listed in prompts: {problem}")
 
-    def read_plan(self):
+    def read_plan(self) -> Plan:
         return self.workspace.plan.read()
 
     def _complete(self) -> bool:
@@ -710,7 +713,7 @@ class Loop:
         return remaining_lines(plan, self.settings.spec)
 
 
-def _known_rows(table: dict[str, dict]) -> dict[str, dict]:
+def _known_rows(table: dict[str, SpendingRow]) -> dict[str, SpendingRow]:
     """Spending rows (stage or item -> runs, tokens, cost_usd, unknown_runs) as the report gives
     them: a row none of whose runs' cost is known has cost_usd None."""
     return {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from ralph.agents import make_adapter
 from ralph.loop import preflight
@@ -26,11 +27,60 @@ from ralph.store.reader import PLAN_NAME, plan_path, read_bytes
 from ralph.text import plural
 from ralph.usecases.settings import MODEL_STAGES, Settings
 
+if TYPE_CHECKING:
+    from ralph.agents.base import Adapter
+
 PROMPT_LINES = 5  # of each prompt, shown
 ARG_CHARS = 120  # of each argument shown (an adapter may pass the whole prompt as one)
 
 
-def preview(root: Path, settings: Settings) -> dict:
+class FencePreview(TypedDict):
+    """The fence the runs would get: --sandbox's mode, whether it is on, what the run would say,
+    and bwrap's argv up to the agent's."""
+
+    mode: str
+    on: bool
+    said: str
+    argv: list[str]
+
+
+class RunPreview(TypedDict):
+    """One agent run the iteration would start."""
+
+    stage: str
+    item: str | None
+    model: str | None
+    name: str
+    argv: list[str]
+    prompt_bytes: int
+    prompt_head: list[str]
+    gate: NotRequired[list[str]]  # BUILD's: the gate that runs after it
+
+
+class Refusal(TypedDict):
+    """A reason the real run would refuse to start, as the line it would print, and its exit code."""
+
+    exit_code: int
+    message: str
+
+
+class Preview(TypedDict):
+    """What `construct --dry-run` prints (as JSON with --json; docs/json-output.md)."""
+
+    spec: str
+    iteration: int
+    runs: list[RunPreview]
+    notes: list[str]
+    gate: list[str]
+    sandbox: FencePreview
+    models: dict[str, str | None]
+    escalations: dict[str, list[str]]
+    budget: dict[str, float | None]
+    refusals: NotRequired[list[Refusal]]  # added by preview()
+    origins: NotRequired[dict[str, str]]  # added by the command line: where each setting came from
+
+
+def preview(root: Path, settings: Settings) -> Preview:
     """The next iteration's runs, and the settings in force, as plain data."""
     plan = Plan(load(read_bytes(root), PLAN_NAME)) if plan_path(root).exists() else None
     runner = AgentRunner(
@@ -46,7 +96,7 @@ def preview(root: Path, settings: Settings) -> dict:
     return result
 
 
-def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRunner) -> dict:
+def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRunner) -> Preview:
     """The runs each stage's `jobs` lists for the plan as it is: the same functions the run takes
     its items and prompts from."""
     from ralph.loop.stages import build as stage_build
@@ -95,7 +145,7 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
     return _result(settings, iteration, runs, notes, fence)
 
 
-def _sandbox(root: Path, settings: Settings, adapter) -> dict:
+def _sandbox(root: Path, settings: Settings, adapter: Adapter) -> FencePreview:
     """What fence the runs would get: its mode, whether it is on, the line the run would say, and
     the bwrap argv an agent in the repository's work tree would be started with (up to `--`)."""
     from ralph.loop.process import sandbox
@@ -117,15 +167,15 @@ def _sandbox(root: Path, settings: Settings, adapter) -> dict:
     return {"mode": settings.sandbox, "on": True, "said": said, "argv": argv}
 
 
-def _run(runner: AgentRunner, job: Job, iteration: int) -> dict:
+def _run(runner: AgentRunner, job: Job, iteration: int) -> RunPreview:
     root = runner.root
     values = {
         "root": root,
         "spec": runner.settings.spec,
         "ralph": ralph_command(),
         "project_rules": prompts.project_rules(root),
-        "skills": skills.prompt_section(skills.in_work_tree(root)[0], job.values.get("task_type")),
-        "type_guidance": prompts.type_section(root, str(job.stage), job.values.get("task_type")),
+        "skills": skills.prompt_section(skills.in_work_tree(root)[0], prompts.task_type_of(job.values)),
+        "type_guidance": prompts.type_section(root, str(job.stage), prompts.task_type_of(job.values)),
         **job.values,
     }
     prompt = prompts.render(root, str(job.stage), values)
@@ -135,7 +185,7 @@ def _run(runner: AgentRunner, job: Job, iteration: int) -> dict:
     model = run_model(runner.settings, job.stage, job.record or None)  # a rebuild's: a step further
     env = runner.env(str(job.stage), iteration, job.item, prompt_file, model=model)
     argv = runner.adapter.invocation(prompt, str(prompt_file), env, model).argv
-    run = {
+    run: RunPreview = {
         "stage": str(job.stage),
         "item": job.item,
         "model": model,
@@ -149,7 +199,9 @@ def _run(runner: AgentRunner, job: Job, iteration: int) -> dict:
     return run
 
 
-def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[str], fence: dict) -> dict:
+def _result(
+    settings: Settings, iteration: int, runs: list[RunPreview], notes: list[str], fence: FencePreview
+) -> Preview:
     return {
         "spec": settings.spec,
         "iteration": iteration,
@@ -179,7 +231,7 @@ def _result(settings: Settings, iteration: int, runs: list[dict], notes: list[st
     }
 
 
-def render_text(result: dict) -> list[str]:
+def render_text(result: Preview) -> list[str]:
     """The preview for a person, one line each."""
     budget = result["budget"]
     minutes = f"{budget['max_minutes']:g}" if budget["max_minutes"] else "none"

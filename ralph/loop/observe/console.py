@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import TextIO
 
 from ralph.loop.observe import live as drawing
 from ralph.loop.observe.live import clock
@@ -32,7 +33,7 @@ def render(view: View, now: float, color: bool = False) -> list[str]:
 
 
 class Console:
-    def __init__(self, stream=None, live: bool | None = None):
+    def __init__(self, stream: TextIO | None = None, live: bool | None = None):
         self.stream = stream or sys.stderr
         mode = drawing.mode_of(self.stream)
         self.live = mode.live if live is None else live
@@ -142,7 +143,7 @@ class Console:
             screen.close()  # its last redraw reads the view: not under the lock
         self.stream.flush()
 
-    def _rows(self, width: int, height: int) -> list:
+    def _rows(self, width: int, height: int) -> list[drawing.Row]:
         with self._lock:
             return drawing.view_rows(self.view, time.time(), width)
 

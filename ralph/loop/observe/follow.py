@@ -12,7 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from ralph.loop.observe import live
+from ralph.loop.observe.journal import JournalRecord
 from ralph.loop.observe.live import Row, _seg
+from ralph.loop.observe.view import View
 
 TRANSCRIPT_LINES = 8  # of the picked agent, at most
 KEYS = "↑↓/jk scroll events · 1-9/tab pick agent · q quit"
@@ -20,7 +22,7 @@ KEYS = "↑↓/jk scroll events · 1-9/tab pick agent · q quit"
 _SKIPPED = {"usage", "spent", "progress", "gate_cut_short"}
 
 
-def event_text(event: dict[str, Any]) -> str | None:
+def event_text(event: JournalRecord) -> str | None:
     """A journal event as one line for a person, or None for the ones the header shows."""
     kind = str(event.get("event") or "")
     if kind in _SKIPPED:
@@ -58,9 +60,11 @@ class Follower:
     """What `ralph watch` shows and the keys that change it; `view_of(events)` builds the View,
     `actions(log, count)` reads a running agent's last actions."""
 
-    def __init__(self, view_of: Callable[[list[dict]], Any], actions: Callable[[str, int], list[str]]):
+    def __init__(
+        self, view_of: Callable[[list[JournalRecord]], View], actions: Callable[[str, int], list[str]]
+    ):
         self.view_of, self.actions = view_of, actions
-        self.events: list[dict] = []
+        self.events: list[JournalRecord] = []
         self.scroll = 0  # events above the newest one: 0 follows the run
         self.picked: str | None = None  # the log of the agent whose transcript is shown
 
@@ -88,7 +92,7 @@ class Follower:
             self.picked = logs[int(key) - 1]
 
     @property
-    def view(self):
+    def view(self) -> View:
         view = self.view_of(self.events)
         view.actions = []  # the picked agent's transcript has a section of its own
         return view
@@ -117,7 +121,7 @@ class Follower:
         rows = [*top, *shown, *bottom, Row([_seg(KEYS, "dim")])]
         return [live.fit_row(Row(row.segs, True), width) for row in rows[:height]]
 
-    def _transcript(self, view, count: int) -> list[Row]:
+    def _transcript(self, view: View, count: int) -> list[Row]:
         if self.picked is None or count < 1:
             return []
         run = view.runs[self.picked]
@@ -155,7 +159,7 @@ def run(
     stream: Any,
     keyboard: Any,
     color: bool,
-    new_events: Callable[[], list[dict]],
+    new_events: Callable[[], list[JournalRecord]],
     still_running: Callable[[], bool],
     interval: float,
 ) -> bool:

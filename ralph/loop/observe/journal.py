@@ -10,10 +10,15 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ralph.errors import disk_full
 from ralph.secrets import redact_fields
 from ralph.text import json_text
+
+# One line of events.jsonl: its "ts" and "event", then the event's own fields (JSON values, read
+# back by name: watch, status, hooks).
+JournalRecord = dict[str, Any]
 
 
 class Journal:
@@ -21,13 +26,13 @@ class Journal:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()  # VERIFY writes from several threads
-        self.listener: Callable[[dict], None] | None = None  # told of each event written (hooks)
+        self.listener: Callable[[JournalRecord], None] | None = None  # told of each event written (hooks)
         # The log folder as opened at the start (ralph.loop.observe.log_folder): written through it, so
         # a link an agent put in its place is never followed.
         self.folder_fd: int | None = None
 
-    def event(self, event: str, **fields: object) -> dict:
-        record: dict[str, object] = {
+    def event(self, event: str, **fields: object) -> JournalRecord:
+        record: JournalRecord = {
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "event": event,
         }
@@ -67,7 +72,7 @@ class Journal:
 class Span:
     """A begin event now and an end event (with its duration) when finished."""
 
-    def __init__(self, journal: Journal, kind: str, fields: dict):
+    def __init__(self, journal: Journal, kind: str, fields: dict[str, object]):
         self.journal, self.kind, self.fields = journal, kind, fields
         self.started = time.monotonic()
         journal.event(f"{kind}_begin", **fields)
@@ -78,7 +83,7 @@ class Span:
         return duration
 
 
-def read_events(path: Path) -> list[dict]:
+def read_events(path: Path) -> list[JournalRecord]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

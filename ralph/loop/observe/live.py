@@ -18,10 +18,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ralph.loop.observe.view import View
 from ralph.text import printable
+
+if TYPE_CHECKING:  # rich loads only when a live region is drawn
+    from rich.console import Console as RichConsole
+    from rich.console import Group
+    from rich.text import Text
 
 USAGE_EVERY_S = 2.0  # a running agent's usage is journalled at most this often
 ELLIPSIS = "…"
@@ -301,7 +306,7 @@ def terminal_size(stream: Any) -> tuple[int, int]:
         return 80, 24
 
 
-def rich_text(row: Row):
+def rich_text(row: Row) -> Text:
     from rich.text import Text
 
     text = Text(no_wrap=True, overflow="crop")
@@ -310,7 +315,7 @@ def rich_text(row: Row):
     return text
 
 
-def rich_console(stream: Any, color: bool):
+def rich_console(stream: Any, color: bool) -> RichConsole:
     from rich.console import Console as RichConsole
 
     return RichConsole(
@@ -339,7 +344,7 @@ class Screen:
         self.stream, self.rows, self.room = stream, rows, room
         self.console = rich_console(stream, color)
 
-        def renderable():
+        def renderable() -> Group:
             width, height = terminal_size(stream)
             self.console.size = (width, height)
             fitted = fit(self.rows(width, height), width - 1, height - self.room)

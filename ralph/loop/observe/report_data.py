@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ralph.loop.observe.remaining import why_left
 from ralph.plan.plan import Plan
 from ralph.plan.records import IssueView
 
 
-def left_tasks(plan: Plan, spec: str) -> list[dict]:
+def left_tasks(plan: Plan, spec: str) -> list[dict[str, Any]]:
     """Each task of the spec not accepted: its id, name, status, why it is left (None when it just
     waits its turn), its build attempts and kill reason."""
     return [
@@ -25,7 +27,7 @@ def left_tasks(plan: Plan, spec: str) -> list[dict]:
     ]
 
 
-def open_issues(plan: Plan, spec: str) -> list[dict]:
+def open_issues(plan: Plan, spec: str) -> list[dict[str, Any]]:
     """Each open issue of the spec: its id, text and why it is still open (None: not yet investigated)."""
     return [
         {"id": issue.id, "text": issue.text, "why": issue.why_open or None}
@@ -33,7 +35,7 @@ def open_issues(plan: Plan, spec: str) -> list[dict]:
     ]
 
 
-def drafts(plan: Plan, spec: str) -> list[dict]:
+def drafts(plan: Plan, spec: str) -> list[dict[str, Any]]:
     """Each task of the spec whose unfinished work is kept on a draft branch: {task, branch}."""
     return [
         {"task": task.id, "branch": task.record["draft"]}
@@ -42,7 +44,7 @@ def drafts(plan: Plan, spec: str) -> list[dict]:
     ]
 
 
-def open_questions(plan: Plan, spec: str) -> list[dict]:
+def open_questions(plan: Plan, spec: str) -> list[dict[str, Any]]:
     """Each open question of the spec: its id, the task it holds, its text, when and who asked."""
     return [
         {
@@ -56,7 +58,7 @@ def open_questions(plan: Plan, spec: str) -> list[dict]:
     ]
 
 
-def resolved_issues(plan: Plan, spec: str, before: set[str]) -> list[dict]:
+def resolved_issues(plan: Plan, spec: str, before: set[str]) -> list[dict[str, Any]]:
     """Each issue of the spec resolved with a note since `before` (the resolve records then): its
     id, text and note (INVESTIGATE's reason it needs no work, or what it became)."""
     return [

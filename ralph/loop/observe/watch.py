@@ -10,9 +10,11 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 from ralph.agents.transcript import last_actions, transcript_path
 from ralph.loop.observe import live
+from ralph.loop.observe.journal import JournalRecord
 from ralph.loop.observe.view import GateView, RunUsage, RunView, View
 from ralph.secrets import redact
 from ralph.text import terminal_text
@@ -31,7 +33,7 @@ def epoch(ts: str | None) -> float:
         return time.time()
 
 
-def view_of(root: Path, events: list[dict]) -> View:
+def view_of(root: Path, events: list[JournalRecord]) -> View:
     """The view of the latest run in `events` (the journal's)."""
     events = runs.last_run(events)
     view = View(started=epoch(events[0].get("ts")) if events else time.time())
@@ -86,7 +88,13 @@ def snapshot(root: Path, color: bool = False, width: int | None = None) -> list[
     return [live.plain(live.fit_row(row, width) if width else row, color) for row in rows]
 
 
-def watch(root: Path, stream, once: bool = False, err=None, keyboard=None) -> int:
+def watch(
+    root: Path,
+    stream: TextIO,
+    once: bool = False,
+    err: TextIO | None = None,
+    keyboard: TextIO | None = None,
+) -> int:
     """Follow the running construct until it ends; 0 then (or when q is pressed), NO_RUN at once
     when none runs (saying so on `err`). `keyboard`: where keys come from on a terminal."""
     status = runs.run_status(root)
@@ -105,7 +113,7 @@ def watch(root: Path, stream, once: bool = False, err=None, keyboard=None) -> in
 
         offset = 0
 
-        def new_events() -> list[dict]:
+        def new_events() -> list[JournalRecord]:
             nonlocal offset
             new, offset = runs.journal_events(root, offset)
             return new
@@ -125,9 +133,10 @@ def watch(root: Path, stream, once: bool = False, err=None, keyboard=None) -> in
     return 0
 
 
-def _follow_in_lines(root: Path, stream, color: bool) -> None:
+def _follow_in_lines(root: Path, stream: TextIO, color: bool) -> None:
     """A pipe (or TERM=dumb): a new snapshot whenever something but the clocks changed."""
-    offset, events, shown = 0, [], snapshot(root)
+    events: list[JournalRecord] = []
+    offset, shown = 0, snapshot(root)
     while runs.holder(root) is not None:
         new, offset = runs.journal_events(root, offset)
         events += new

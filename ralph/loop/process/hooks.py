@@ -23,7 +23,7 @@ import threading
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from ralph.loop.observe.journal import Journal
+from ralph.loop.observe.journal import Journal, JournalRecord
 from ralph.loop.process.sandbox import Sandbox
 from ralph.loop.process.supervisor import BudgetSpent, ChildNotFound, Supervisor
 from ralph.plan.records import HookEvent
@@ -54,8 +54,11 @@ _JOURNALLED = {
     "construct_end": HookEvent.RUN_ENDED,
 }
 
+# A hook queued to run: its event, its argv and the JSON payload it reads on stdin.
+_Queued = tuple[HookEvent, tuple[str, ...], dict[str, object]]
 
-def hook_event(record: dict) -> HookEvent | None:
+
+def hook_event(record: JournalRecord) -> HookEvent | None:
     """The hook event a journal record is, if any."""
     if record.get("event") == "verdict":
         return HookEvent.TASK_ACCEPTED if record.get("verdict") == "accepted" else None
@@ -83,7 +86,7 @@ class Hooks:
                 start.append(Repo(root).head())
             if argv and self._pin(event, argv, inside, start[0] if start else None):
                 self.commands[HookEvent(event)] = argv
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: queue.Queue[_Queued | None] = queue.Queue()  # None: the worker stops
         self._worker: threading.Thread | None = None
         # Set when the worker has run every queued hook. Waited on instead of Thread.join: a join
         # interrupted by a signal (CPython 3.11) can leave the thread taken for ended, and the
@@ -114,7 +117,7 @@ class Hooks:
             self._pins[arg] = Pinned(relpath, data, mode == "100755")
         return True
 
-    def notify(self, record: dict) -> None:
+    def notify(self, record: JournalRecord) -> None:
         """Called by the journal with each record it writes: queue the hooks of a hook event."""
         event = hook_event(record)
         if event is None:
@@ -156,7 +159,7 @@ class Hooks:
         finally:
             self._idle.set()
 
-    def _run(self, event: HookEvent, argv: tuple[str, ...], payload: dict) -> None:
+    def _run(self, event: HookEvent, argv: tuple[str, ...], payload: dict[str, object]) -> None:
         import tempfile
 
         self._runs += 1
@@ -164,7 +167,7 @@ class Hooks:
         with tempfile.TemporaryDirectory(prefix="ralph-hook-") as own:
             self._run_in(Path(own), event, argv, payload)
 
-    def _run_in(self, own: Path, event: HookEvent, argv: tuple[str, ...], payload: dict) -> None:
+    def _run_in(self, own: Path, event: HookEvent, argv: tuple[str, ...], payload: dict[str, object]) -> None:
         log = self.log_dir / f"{self._runs:03d}-{event}.log"
         about = {"hook": str(event), "argv": list(argv), "log": str(log.relative_to(self.root))}
         # The person's PATH less what an agent could have written (ralph.store.programs): a hook

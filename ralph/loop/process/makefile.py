@@ -194,7 +194,7 @@ def _expand(text: str, variables: dict[str, str]) -> str | None:
             return text
         known = True
 
-        def value(match: re.Match) -> str:
+        def value(match: re.Match[str]) -> str:
             nonlocal known
             name = match.group(1) or match.group(2)
             if name not in variables:

@@ -36,7 +36,7 @@ class Proc(NamedTuple):
     sid: int
 
 
-def _prctl():
+def _prctl() -> Callable[..., int] | None:
     """libc's prctl with its argument types, or None where there is none."""
     if not sys.platform.startswith("linux"):
         return None
@@ -51,7 +51,7 @@ def _prctl():
     return prctl
 
 
-def _is_subreaper(prctl) -> bool:
+def _is_subreaper(prctl: Callable[..., int]) -> bool:
     import ctypes
 
     value = ctypes.c_int(0)
@@ -68,7 +68,7 @@ def subreaper() -> Iterator[bool]:
     try:
         yield on
     finally:
-        if on and not was:
+        if on and not was and prctl is not None:  # on: prctl is there
             prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from ralph.loop.process import reaper
 from ralph.plan.records import StopReason
@@ -85,11 +85,11 @@ class Supervisor:
 
     def __init__(self, grace_s: float = DEFAULT_GRACE_S):
         self.grace_s = grace_s
-        self._running: dict[subprocess.Popen, int] = {}  # each running child: its run's number
+        self._running: dict[subprocess.Popen[bytes], int] = {}  # each running child: its run's number
         self._runs = 0  # runs started so far; run n's children carry the mark "<ralph pid>.n"
         self._lock = threading.Lock()
         self._stopped = False  # set by stop_all, never cleared
-        self._outliving: set[subprocess.Popen] = set()  # children stop_all leaves to their timeout
+        self._outliving: set[subprocess.Popen[bytes]] = set()  # children stop_all leaves to their timeout
         self._adopting = False  # ralph is a child subreaper: the orphans of its children come to it
         # time.monotonic() at which the run's time budget ends (--max-minutes): every child still
         # running then is stopped, so the budget overshoots by at most the grace period.
@@ -190,7 +190,7 @@ class Supervisor:
 
     def _wait(
         self,
-        child: subprocess.Popen,
+        child: subprocess.Popen[bytes],
         reader: _Reader,
         timeout_s: float | None,
         started: float,
@@ -211,8 +211,14 @@ class Supervisor:
                     return StopReason.BUDGET
 
     def _start(
-        self, argv: list[str], cwd: Path, env: dict[str, str], log, stdin_data: bytes | None, outlives: bool
-    ) -> subprocess.Popen | None:
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        log: BinaryIO,
+        stdin_data: bytes | None,
+        outlives: bool,
+    ) -> subprocess.Popen[bytes] | None:
         """Start the child unless stop_all came first (and it does not outlive a stop). Under the
         lock, so a sweep never sees a child of ralph that is not yet counted as running."""
         with self._lock:
@@ -226,7 +232,7 @@ class Supervisor:
                 self._outliving.add(child)
         return child
 
-    def _end_run(self, child: subprocess.Popen, log) -> None:
+    def _end_run(self, child: subprocess.Popen[bytes], log: BinaryIO) -> None:
         """The run is over: it no longer counts as running, and what it left behind outside its
         group (and what earlier runs did) is ended now, while runs still going keep theirs."""
         with self._lock:
@@ -266,7 +272,7 @@ class _ExitWatch:
     instead polls with sleeps growing to 50 ms, so each run's end was noticed some 25 ms late on
     average, and every agent run, gate and hook of a loop paid that. Elsewhere: Popen.wait."""
 
-    def __init__(self, child: subprocess.Popen):
+    def __init__(self, child: subprocess.Popen[bytes]):
         self.child = child
         self._poll: select.poll | None = None
         self._pidfd: int | None = None
@@ -282,7 +288,7 @@ class _ExitWatch:
         self._poll.register(self._pidfd, select.POLLIN)
         return self._wait_on_pidfd
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._pidfd is not None:
             os.close(self._pidfd)
 
@@ -302,8 +308,8 @@ class _ExitWatch:
 
 
 def _start(
-    argv: list[str], cwd: Path, env: dict[str, str], log, stdin_data: bytes | None
-) -> subprocess.Popen:
+    argv: list[str], cwd: Path, env: dict[str, str], log: BinaryIO, stdin_data: bytes | None
+) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
             argv,
@@ -319,7 +325,7 @@ def _start(
         raise ChildNotFound(f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
 
 
-def _feed(child: subprocess.Popen, data: bytes) -> None:
+def _feed(child: subprocess.Popen[bytes], data: bytes) -> None:
     assert child.stdin is not None  # stdin=PIPE: there is data to feed
     try:
         child.stdin.write(data)
@@ -328,7 +334,7 @@ def _feed(child: subprocess.Popen, data: bytes) -> None:
         pass  # the child did not read its stdin; that is its choice
 
 
-def _signal_group(child: subprocess.Popen, sig: int) -> bool:
+def _signal_group(child: subprocess.Popen[bytes], sig: int) -> bool:
     try:
         os.killpg(child.pid, sig)
         return True
@@ -336,7 +342,7 @@ def _signal_group(child: subprocess.Popen, sig: int) -> bool:
         return False
 
 
-def _stop_group(child: subprocess.Popen, grace_s: float) -> None:
+def _stop_group(child: subprocess.Popen[bytes], grace_s: float) -> None:
     _signal_group(child, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     pause = 0.001
@@ -353,7 +359,7 @@ def _stop_group(child: subprocess.Popen, grace_s: float) -> None:
         child.wait(timeout=5)
 
 
-def _group_alive(child: subprocess.Popen) -> bool:
+def _group_alive(child: subprocess.Popen[bytes]) -> bool:
     """Whether any process of the child's group still runs. A zombie (exited, not yet reaped by
     whoever adopted it: a slow PID 1 in a container) no longer runs, so it does not count."""
     if not _signal_group(child, 0):
@@ -374,7 +380,7 @@ def _group_members(pgid: int) -> list[str] | None:
     return None if table is None else [proc.state for proc in table.values() if proc.pgrp == pgid]
 
 
-def _kill_leftovers(child: subprocess.Popen) -> None:
+def _kill_leftovers(child: subprocess.Popen[bytes]) -> None:
     if _group_alive(child):
         _stop_group(child, 0.5)
 
@@ -384,7 +390,9 @@ class _Reader(threading.Thread):
     bounded whatever the child prints (a line is read at most CHUNK bytes at a time), and so does
     the log: past LOG_HEAD bytes only the last LOG_TAIL are kept, written when the child ends."""
 
-    def __init__(self, child: subprocess.Popen, log, monitor: Monitor | None, tail_lines: int):
+    def __init__(
+        self, child: subprocess.Popen[bytes], log: BinaryIO, monitor: Monitor | None, tail_lines: int
+    ):
         super().__init__(daemon=True)
         self.child, self.log, self.monitor = child, log, monitor
         self.tail: list[str] = []  # redacted: it goes into summaries, the plan and the console

@@ -217,7 +217,7 @@ class AgentRunner:
         stage: str,
         iteration: int,
         item: str | None,
-        values: dict,
+        values: dict[str, object],
         compacted: Compacted | None = None,
         cwd: Path | None = None,
         worker: int | None = None,
@@ -284,7 +284,7 @@ class AgentRunner:
         return done
 
     def _write_prompt(
-        self, stage: str, values: dict, root: Path, log_path: Path, compacted: Compacted | None
+        self, stage: str, values: dict[str, object], root: Path, log_path: Path, compacted: Compacted | None
     ) -> tuple[str, Path]:
         """The stage's prompt for this run (after the compacted context it continues, if any),
         written beside its log; the prompt and where it is."""
@@ -293,13 +293,13 @@ class AgentRunner:
             "spec": self.settings.spec,
             "ralph": ralph_command(),
             "project_rules": prompts.project_rules(self.root),
-            "skills": skills.prompt_section(skills.in_work_tree(root)[0], values.get("task_type")),
-            "type_guidance": prompts.type_section(self.root, stage, values.get("task_type")),
+            "skills": skills.prompt_section(skills.in_work_tree(root)[0], prompts.task_type_of(values)),
+            "type_guidance": prompts.type_section(self.root, stage, prompts.task_type_of(values)),
             **values,
         }
         template = None
         if self.judged is not None and stage in JUDGES:  # never what a build may have just written
-            values.update(self.judged.values(self.settings.spec, values.get("task_type"), stage))
+            values.update(self.judged.values(self.settings.spec, prompts.task_type_of(values), stage))
             template = self.judged.template(stage)
             template = template if template is not None else prompts.package_template(stage)
         prompt = prompts.render(self.root, stage, values, template)
@@ -374,7 +374,7 @@ class AgentRunner:
 
     def _pressure(
         self, stage: str, item: str | None, iteration: int, log_path: Path, compacted_from: float | None
-    ):
+    ) -> Pressure:
         def note(text: str) -> None:
             with open(log_path, "a", encoding="utf-8") as log:  # O_APPEND: safe beside the reader
                 log.write(f"\n[RALPH] {text}\n")

@@ -14,11 +14,17 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 from functools import cache
+from typing import Any
 
 from ralph.agents.base import Usage
 from ralph.loop.process.supervisor import BudgetSpent
 
 PRICE_KEYS = ("input", "output", "cache_read", "cache_creation")
+Price = dict[str, float]  # USD per million tokens, by PRICE_KEYS ("input" and "output" at least)
+Prices = dict[str, Price]  # model name (or the start of one) -> its price: the config's `prices`
+# A stage's or an item's spending: runs, tokens, cost_usd, unknown_runs (and the report's model,
+# models); a dict because the plan's state record keeps it as such (Plan.add_spending).
+SpendingRow = dict[str, Any]
 # genai-prices' names of the same prices, per million tokens
 _LIBRARY_KEYS = {
     "input": "input_mtok",
@@ -47,7 +53,7 @@ class TokensSpent(BudgetSpent):
     """The token budget would be passed: the loop ends with MAX_TOKENS."""
 
 
-def price_of(model: str | None, overrides: dict | None = None) -> dict | None:
+def price_of(model: str | None, overrides: Prices | None = None) -> Price | None:
     """USD per million tokens of `model` ({"input", "output", "cache_read"?, "cache_creation"?}):
     the config's price (by exact name, then by the longest name the model's starts with), else
     the library's, else None."""
@@ -63,7 +69,7 @@ def price_of(model: str | None, overrides: dict | None = None) -> dict | None:
 
 
 @cache
-def library_price(model: str) -> dict | None:
+def library_price(model: str) -> Price | None:
     """The model's price from genai-prices' bundled data (never fetched: see below), or None.
 
     The library's own calc_price is not used: it picks a long-context tier from the input tokens of
@@ -88,7 +94,7 @@ def library_price(model: str) -> dict | None:
 
 
 def unpriced_models(
-    models: dict[str, str | None], overrides: dict | None = None
+    models: dict[str, str | None], overrides: Prices | None = None
 ) -> dict[str | None, list[str]]:
     """Of each stage's model (stage -> model; None: the agent CLI's default, which ralph cannot
     name), those with no known price, each with its stages: what a CLI that reports no cost would
@@ -100,7 +106,7 @@ def unpriced_models(
     return unpriced
 
 
-def run_cost(usage: Usage, model: str | None, overrides: dict | None = None) -> float | None:
+def run_cost(usage: Usage, model: str | None, overrides: Prices | None = None) -> float | None:
     """The run's cost in USD, or None when neither the CLI nor a price says it."""
     if usage.cost_usd is not None:
         return usage.cost_usd
@@ -153,9 +159,9 @@ class Spending:
         self.largest_cost = 0.0  # of one run whose cost is known
         self.largest_tokens = 0
         self.streamed: dict[int, tuple[int, float | None]] = {}  # thread -> tokens, cost of its run
-        self.by_stage: dict[str, dict] = {}
-        self.by_item: dict[str, dict] = {}
-        self.unsaved: dict[str, dict] = {}  # per stage, not yet written to the plan's state record
+        self.by_stage: dict[str, SpendingRow] = {}
+        self.by_item: dict[str, SpendingRow] = {}
+        self.unsaved: dict[str, SpendingRow] = {}  # per stage, not yet written to the plan's state record
         # The first run of unknown cost under a money budget that no token budget backs: no run
         # starts after it (CostUnknown).
         self.cost_unknown: CostUnknown | None = None
@@ -315,7 +321,7 @@ class Spending:
         )
         return self.cost_unknown
 
-    def take_unsaved(self) -> dict[str, dict]:
+    def take_unsaved(self) -> dict[str, SpendingRow]:
         """What was spent per stage since the last call, for the plan's state record."""
         with self._lock:
             unsaved, self.unsaved = self.unsaved, {}

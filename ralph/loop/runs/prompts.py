@@ -5,7 +5,7 @@ with the plan."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from string import Template
 
@@ -25,6 +25,12 @@ def template_for(root: Path, stage: str) -> str:
 
 TYPES = "types"  # ralph/loop/runs/templates/types/<type>-<stage>.md, .ralph/prompts/types/ the same
 TYPED_STAGES = ("BUILD", "VERIFY")
+
+
+def task_type_of(values: Mapping[str, object]) -> str | None:
+    """The type of the task a stage's prompt values are about (None: untyped, or no task)."""
+    value = values.get("task_type")
+    return value if isinstance(value, str) and value else None
 
 
 def type_file(stage: str, task_type: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from datetime import datetime
 
 from ralph.agents import limits
@@ -42,7 +43,7 @@ class LimitWaits:
         backoff_s: float,
         deadline_at: float | None,
         journal: Journal,
-        say,
+        say: Callable[[str], None],  # shows a wait on the console
         supervisor: Supervisor,
         auth_hint: str = "",
     ):

@@ -122,7 +122,8 @@ class RemoteCoordinator:
             held = self._held_back()
             task = claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s, skip=held)
             if task is not None:
-                return task["id"]
+                claimed: str = task["id"]
+                return claimed
             if not self._others_hold_work():
                 return self._held_as_it_is(held)
             self.check()
@@ -322,7 +323,7 @@ class RemoteCoordinator:
             if age is not None and age < ttl:
                 yield claim
 
-    def _in_spec(self, task: dict) -> bool:
+    def _in_spec(self, task: Record) -> bool:
         spec = task.get("path") if task.get("t") == "spec" else task.get("spec")
         return self.spec is None or spec in (None, self.spec)
 

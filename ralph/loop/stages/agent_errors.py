@@ -27,12 +27,16 @@ from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from enum import StrEnum
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ralph.errors import GitError, RalphError
 from ralph.loop.runs.agent_process import AgentResult
 from ralph.secrets import redact
 from ralph.store.git import Repo
+
+if TYPE_CHECKING:
+    from ralph.loop.observe.journal import Journal
+    from ralph.loop.process.supervisor import Supervisor
 
 ERROR_LINES = 10  # of the agent's output, in the journal and the final report
 MAX_WAIT_S = 300.0  # one wait, however many failures came before
@@ -64,7 +68,7 @@ class AgentFailing(RalphError):
         self.lines = lines
 
 
-def work_marks(root: Path, own: re.Pattern, state: WorkState | None = None) -> str:
+def work_marks(root: Path, own: re.Pattern[str], state: WorkState | None = None) -> str:
     """What a run could change in the checkout at `root`, as one hash: HEAD, every changed or new
     file's content but ralph's `own` (its lock, its temporary files), and plan.jsonl without the
     loop's state record (the loop writes that around every run). `state`: HEAD and the changed
@@ -133,7 +137,15 @@ class _Failed(NamedTuple):
 class AgentFailures:
     """The agent failures in a row, across items and the parallel builds (one memory, shared)."""
 
-    def __init__(self, limit: int, first_wait_s: float, journal, say, supervisor, deadline_check):
+    def __init__(
+        self,
+        limit: int,
+        first_wait_s: float,
+        journal: Journal,
+        say: Callable[[str], None],  # a line on the console
+        supervisor: Supervisor,
+        deadline_check: Callable[[], None],  # raises once the time budget is spent
+    ):
         self.limit, self.first_wait_s = limit, first_wait_s
         self.journal, self.say, self.supervisor = journal, say, supervisor
         self.deadline_check = deadline_check

@@ -28,6 +28,7 @@ from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.loop.tree.work_tree import CheckoutBehind, StaleBase
 from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
+from ralph.plan.document import Record
 from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
@@ -93,7 +94,7 @@ class BuildStage:
             f"{task_id}: its build conflicts with pushed work ({', '.join(files[:5])}); built again"
         )
 
-    def ready(self, running: set[str], report: StageReport) -> list[dict]:
+    def ready(self, running: set[str], report: StageReport) -> list[Record]:
         """The tasks to build next, in order, without those being built. On the way, what needs
         no build to judge (here, where every finished build is in the plan, so two builds of one
         family never ask two questions): a task another build would only fail again goes to a
@@ -134,7 +135,7 @@ class BuildStage:
             return True
         return False
 
-    def _ask_about_repeat(self, plan: Plan, task: dict, running: set[str], report: StageReport) -> None:
+    def _ask_about_repeat(self, plan: Plan, task: Record, running: set[str], report: StageReport) -> None:
         """A person is asked about a failure another build would only repeat, with both texts: a
         family's is asked once, and its other tasks wait with it; a task of a family already asked
         about waits for that question."""
@@ -168,7 +169,7 @@ class BuildStage:
         held = f" (family {family} waits with it)" if family else ""
         self.ws.console.event(f"{said}; it waits for `ralph answer {asked['id']}`{held}")
 
-    def _set_aside_rejected(self, plan, task_id: str, report: StageReport) -> None:
+    def _set_aside_rejected(self, plan: Plan, task_id: str, report: StageReport) -> None:
         """Set aside for DECOMPOSE with a log of its own: what VERIFY said each time and where its
         runs' logs are, and the changes of the rejected build as a patch beside it."""
         task = plan.task_line(task_id).record
@@ -186,7 +187,7 @@ class BuildStage:
         report.stopped.append(f"{task_id} set aside after {len(reasons)} rejections; log {log}")
         self.ws.console.event(f"{task_id} was rejected too often; it will be decomposed")
 
-    def _rejection_record(self, task: dict, reasons: list[str], patch: Path | None) -> str:
+    def _rejection_record(self, task: Record, reasons: list[str], patch: Path | None) -> str:
         own = re.compile(rf"ralph-[0-9-]+-verify-{re.escape(task['id'])}(-\d+)?\.log")
         logs = sorted(
             str(self.agents.rel(path))
@@ -217,7 +218,7 @@ class BuildStage:
         with self.tree.build_recorded(task_id, plan.task_line(task_id).record):
             self._attempts(task_id, iteration, report, plan)
 
-    def _draft_shown(self, task: dict) -> dict:
+    def _draft_shown(self, task: Record) -> Record:
         """The task as its prompt shows it: its draft named by a ref this clone has (another
         runner's is fetched), or not offered when there is none to read."""
         if not task.get("draft"):
@@ -386,7 +387,7 @@ class BuildStage:
         return True
 
     def _build_failure(
-        self, task: dict, result: AgentResult, problem: PlanProblem | None, iteration: int
+        self, task: Record, result: AgentResult, problem: PlanProblem | None, iteration: int
     ) -> tuple[Failure | None, set[str]]:
         """Why this attempt does not count as built (None when it passed the gate), and the files
         it changed as the gate and hook left them."""
@@ -507,7 +508,7 @@ class BuildStage:
         self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=log)
         report.stopped.append(f"{task_id} BUILD killed ({reason}), set aside for DECOMPOSE; log {log}")
 
-    def _scope_failure(self, task: dict, changed: set[str]) -> Failure | None:
+    def _scope_failure(self, task: Record, changed: set[str]) -> Failure | None:
         """A task that declares its scope may change only the files it names."""
         strays = outside(task.get("scope"), changed)
         if not strays:
@@ -583,7 +584,7 @@ class BuildStage:
         said = f"{attempt} failed ({words})"
         self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
 
-    def _rejected_too_often(self, plan, task_id: str) -> bool:
+    def _rejected_too_often(self, plan: Plan, task_id: str) -> bool:
         """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
         used up max_rebuilds: DECOMPOSE splits it."""
         settings = self.ws.settings
@@ -657,7 +658,7 @@ class BuildStage:
         self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
 
 
-def _waiting_last(ready: list[dict], waiting: set[str], running: set[str]) -> list[dict]:
+def _waiting_last(ready: list[Record], waiting: set[str], running: set[str]) -> list[Record]:
     """The ready tasks, those deferred until the code moves left out while any other is ready or
     builds beside them may still change the code."""
     others = [task for task in ready if task["id"] not in waiting]
@@ -666,7 +667,7 @@ def _waiting_last(ready: list[dict], waiting: set[str], running: set[str]) -> li
     return ready
 
 
-def buildable_now(plan: Plan, settings: Settings) -> list[dict]:
+def buildable_now(plan: Plan, settings: Settings) -> list[Record]:
     """The spec's tasks BUILD may start now, in order: pending, not set aside, their dependencies
     accepted."""
     return buildable([task.record for task in plan.task_views(settings.spec)], plan.accepted())
@@ -682,7 +683,7 @@ def jobs(plan: Plan, settings: Settings) -> list[Job]:
     ]
 
 
-def _values(task: dict, plan: Plan, settings: Settings) -> dict:
+def _values(task: Record, plan: Plan, settings: Settings) -> dict[str, object]:
     names = {other["id"]: other["name"] for other in plan.tasks()}
     return {
         "task_id": task["id"],
@@ -694,19 +695,19 @@ def _values(task: dict, plan: Plan, settings: Settings) -> dict:
     }
 
 
-def _errored_doing_nothing(task: dict, result: AgentResult) -> bool:
+def _errored_doing_nothing(task: Record, result: AgentResult) -> bool:
     """The agent ended in an error of its own (not stopped by ralph) without marking the task done
     or changing a file: what it says is why (Verdict.AGENT_ERROR)."""
     stopped = result.run.stop_reason is not None
     return not is_done(task) and not result.ok and not stopped and not result.changed - {PLAN_FILE}
 
 
-def _resubmitted_unchanged(task: dict, result: AgentResult) -> bool:
+def _resubmitted_unchanged(task: Record, result: AgentResult) -> bool:
     """The builder marked the rejected task done with `--unchanged` and changed no file."""
     return is_done(task) and bool(task.get("resubmitted")) and not result.changed - {PLAN_FILE}
 
 
-def _after_rejection(plan, task_id: str) -> str:
+def _after_rejection(plan: Plan, task_id: str) -> str:
     """For a rebuild after VERIFY rejected the task: every verifier's reasons, oldest first, and
     how to resubmit the work unchanged when it is right as it is."""
     reasons = verify_reasons(plan, task_id)
@@ -729,7 +730,7 @@ def _after_rejection(plan, task_id: str) -> str:
 EVIDENCE_CHARS = 4000  # of each text a question quotes: two fit in one (intake.MAX_TEXT)
 
 
-def _repeat_words(task: dict) -> str:
+def _repeat_words(task: Record) -> str:
     """What repeated, in the words of a commit subject and the console."""
     if task.get("repeated_from"):
         if task.get("verdict") == Verdict.REJECTED:
@@ -738,7 +739,7 @@ def _repeat_words(task: dict) -> str:
     return "was rejected the same way twice"
 
 
-def _repeat_question(task: dict) -> str:
+def _repeat_question(task: Record) -> str:
     """The question about a repeated failure, quoting both texts, the earlier first."""
     first, second = (excerpt(text, EVIDENCE_CHARS) for text in task["repeated_failure"])
     task_id, name, ancestor = task["id"], one_line(task["name"]), task.get("repeated_from")

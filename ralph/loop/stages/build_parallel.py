@@ -4,7 +4,7 @@ and merged into the loop's branch one at a time as each is built."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ralph.errors import BranchSwitched
 from ralph.loop.process.signals import deferred_signals
@@ -14,8 +14,16 @@ from ralph.loop.stages.retries import TreeRemoved
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.loop.tree.work_tree import BuildCheckout, CheckoutBehind, StaleBase
+from ralph.plan.document import Record
 from ralph.plan.records import Stage, Verdict
 from ralph.plan.scope import overlaps
+
+if TYPE_CHECKING:
+    import queue
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    # What a build tells the stage: ("built" | "ended", its task id, its future once ended).
+    _News = tuple[str, str, Future[StageReport] | None]
 
 CHECKOUT_RENEWALS = 3  # worktrees made again because a neighbour merged while one was made
 
@@ -26,7 +34,7 @@ class Builder(Protocol):
 
     ws: Workspace
 
-    def ready(self, running: set[str], report: StageReport) -> list[dict]: ...
+    def ready(self, running: set[str], report: StageReport) -> list[Record]: ...
 
     def in_worktree(self, ws: Workspace) -> Builder: ...
 
@@ -63,8 +71,8 @@ class ParallelBuilds:
         self.lead, self.iteration, self.report = lead, iteration, report
         self.ws = lead.ws
         self._workers = iter(range(1, 1_000_000))
-        self.building: dict[str, dict] = {}  # task id -> record
-        self.merging: dict[str, dict] = {}
+        self.building: dict[str, Record] = {}  # task id -> record
+        self.merging: dict[str, Record] = {}
         self._stale: set[str] = set()  # builds that ended in StaleBase (written by their threads)
         self.held: dict[str, set[str]] = {}  # task id -> the neighbours it waits for
         self._rank: dict[str, int] = {}  # each task's place in the order ready() first gave it
@@ -84,7 +92,7 @@ class ParallelBuilds:
         slots = self.ws.settings.parallel
         pool = ThreadPoolExecutor(max_workers=2 * slots)  # the builds, and the built waiting to merge
         building, merging = self.building, self.merging
-        news: queue.SimpleQueue = queue.SimpleQueue()  # ("built" | "ended", task id, future)
+        news: queue.SimpleQueue[_News] = queue.SimpleQueue()
         refused: list[BudgetSpent] = []
         # Until the stage ends by itself, no agent works in the loop's own work tree: what a stop
         # finds changed there is a person's (ralph.loop.construct leaves it as it is).
@@ -106,6 +114,7 @@ class ParallelBuilds:
                     continue
                 building.pop(task_id, None)
                 merging.pop(task_id, None)
+                assert future is not None  # an "ended" news carries its build's future
                 if self._absorb(future, refused):
                     continue
                 if task_id in self._stale:  # built again once the builds beside it are done
@@ -122,7 +131,7 @@ class ParallelBuilds:
             raise refused[0]
         self.ws.tree.agents_elsewhere = False
 
-    def _absorb(self, future, refused: list[BudgetSpent]) -> bool:
+    def _absorb(self, future: Future[StageReport], refused: list[BudgetSpent]) -> bool:
         """Add what an ended build reported, or raise what it raised; but a budget's refusal to
         start a run (the money, token or time budget would be passed) winds the builds down
         instead (True): none starts, and those going end as they would have, their gates and
@@ -143,15 +152,15 @@ class ParallelBuilds:
         rank = self._rank.get(task_id)
         return set() if rank is None else {other for other, place in self._rank.items() if place < rank}
 
-    def _start(self, pool, task_id: str, news) -> None:
+    def _start(self, pool: ThreadPoolExecutor, task_id: str, news: queue.SimpleQueue[_News]) -> None:
         def built() -> None:
             news.put(("built", task_id, None))
 
         future = pool.submit(self._build_one, task_id, next(self._workers), built)
         future.add_done_callback(lambda done: news.put(("ended", task_id, done)))
 
-    def _startable(self, running: list[dict], free: int) -> list[dict]:
-        chosen: list[dict] = []
+    def _startable(self, running: list[Record], free: int) -> list[Record]:
+        chosen: list[Record] = []
         if free <= 0:
             return chosen
         busy = [task.get("scope") for task in running]

@@ -43,7 +43,7 @@ class CheckOutcome(Enum):
     FAILED = "failed"  # its agent failed (an error, a broken plan, a permission violation): nothing kept
 
 
-def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict:
+def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict[str, object]:
     """What the check's prompt says besides the spec's path: the accepted tasks, earlier stops."""
     names = [
         f"- {line.record['id']} {line.record.get('name') or ''}".rstrip()

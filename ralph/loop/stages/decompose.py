@@ -47,7 +47,9 @@ class DecomposeStage:
         found = jobs(self.plan.read(), self.ws.settings, self.tree.root)
         return next((job for job in found if job.item == task_id), None)
 
-    def _decompose(self, task: TaskView, values: dict, iteration: int, report: StageReport) -> str | None:
+    def _decompose(
+        self, task: TaskView, values: dict[str, object], iteration: int, report: StageReport
+    ) -> str | None:
         limit = self.ws.settings.max_decompose_depth
         if task.depth >= limit:
             return self._block(task, f"decomposed {task.depth} times and still failing ({task.kill_reason})")
@@ -112,7 +114,7 @@ def jobs(plan: Plan, settings: Settings, root: Path) -> list[Job]:
     ]
 
 
-def _values(task: TaskView, plan: Plan, root: Path) -> dict:
+def _values(task: TaskView, plan: Plan, root: Path) -> dict[str, object]:
     """What DECOMPOSE is told: the task, why it was killed, the head and tail of the killed
     run's log, what the verifiers said, and where its set-aside changes are."""
     log = kill_log_of(task, root)

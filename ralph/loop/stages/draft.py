@@ -47,8 +47,16 @@ class DraftRunner(AgentRunner):
         super().__init__(root, settings, adapter, journal, console, Supervisor(settings.grace_s))
         self.request = request
 
-    def env(self, *args, **kwargs) -> dict[str, str]:
-        env = super().env(*args, **kwargs)
+    def env(
+        self,
+        stage: str,
+        iteration: int,
+        item: str | None,
+        prompt_file: Path,
+        cwd: Path | None = None,
+        model: str | None = None,
+    ) -> dict[str, str]:
+        env = super().env(stage, iteration, item, prompt_file, cwd, model)
         env.update(RALPH_DRAFT=self.request.name, RALPH_DRAFT_FILE=str(self.request.draft_file))
         return env
 
@@ -99,7 +107,15 @@ def run_draft(root: Path, settings: Settings, request: DraftRequest, console: Co
 class _DraftSandbox(Sandbox):
     """The plan-only fence, whatever the stage's name: a drafting run may write its draft alone."""
 
-    def wrap(self, argv, work_tree, env, cwd=None, fresh=False, plan_only=False):
+    def wrap(
+        self,
+        argv: list[str],
+        work_tree: Path,
+        env: dict[str, str],
+        cwd: Path | None = None,
+        fresh: bool = False,
+        plan_only: bool = False,
+    ) -> list[str]:
         return super().wrap(argv, work_tree, env, cwd, fresh, plan_only=True)
 
 

@@ -13,6 +13,7 @@ from ralph.loop.runs.agent_process import AgentResult
 from ralph.loop.runs.prompts import data_block
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
+from ralph.plan.document import Record
 from ralph.plan.new_work import bound_new_work
 from ralph.plan.plan import Plan
 from ralph.plan.records import IssueView, KillReason, Stage, kill_reason_of
@@ -41,7 +42,9 @@ class InvestigateStage:
     def _fresh(self, issue_id: str) -> Job | None:
         return next((job for job in jobs(self.plan.read(), self.ws.settings) if job.item == issue_id), None)
 
-    def _investigate(self, issue: dict, values: dict, iteration: int, report: StageReport) -> None:
+    def _investigate(
+        self, issue: Record, values: dict[str, object], iteration: int, report: StageReport
+    ) -> None:
         self.plan.set_state(stage=str(Stage.INVESTIGATE))
         before, base = self.plan.raw(), self.plan.read()  # what a stopped run's changes go back to
         result = self.agents.run_agent(Stage.INVESTIGATE, iteration, issue["id"], values, plan=base)
@@ -59,7 +62,7 @@ class InvestigateStage:
             commit = self.tree.commit(message)
         report.commits += [commit] if commit else []
 
-    def _bound(self, issue: dict, base: Plan) -> str:
+    def _bound(self, issue: Record, base: Plan) -> str:
         """What the run added, bounded by ralph (ralph.plan.new_work); for the commit subject."""
         with self.plan.change() as change:  # goes in with this stage's commit
             limit = self.ws.settings.max_new_items
@@ -93,7 +96,7 @@ class InvestigateStage:
         return f"{message}\n\nresolved by ralph: it became {', '.join(made)}"
 
     def _stopped(
-        self, issue: dict, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
+        self, issue: Record, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
     ) -> str | None:
         """The run was stopped half way: its plan changes (tasks of a half-done investigation)
         are kept beside its log and undone, and the issue records the stop; at max_attempts
@@ -133,7 +136,7 @@ def jobs(plan: Plan, settings: Settings) -> list[Job]:
     ]
 
 
-def _values(issue: dict, max_attempts: int) -> dict:
+def _values(issue: Record, max_attempts: int) -> dict[str, object]:
     return {
         "issue_id": issue["id"],
         "issue_text": data_block("the issue", issue["text"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ralph.plan.document import Record
 from ralph.plan.records import Stage
 
 
@@ -14,6 +15,7 @@ class Job:
     stage: Stage
     item: str | None  # the task or issue id; None: the spec (PLAN)
     label: str  # the task's name, the issue's text, the spec's path
-    values: dict = field(default_factory=dict)  # the prompt's values (ralph/loop/runs/prompts.py)
+    # the prompt's values (ralph/loop/runs/prompts.py)
+    values: dict[str, object] = field(default_factory=dict)
     gate: list[str] | None = None  # the gate that runs after it (BUILD)
-    record: dict = field(default_factory=dict, compare=False)  # the task's or issue's plan record
+    record: Record = field(default_factory=dict, compare=False)  # the task's or issue's plan record

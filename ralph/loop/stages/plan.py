@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ralph.loop.observe.journal import Span
 from ralph.loop.runs.agent_process import AgentResult
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
@@ -48,7 +49,7 @@ class PlanStage:
         with self.plan.planning(before) as whole:
             return self._run(iteration, span, before, whole)
 
-    def _run(self, iteration: int, span, before: bytes, whole: Callable[[str], None]) -> StageReport:
+    def _run(self, iteration: int, span: Span, before: bytes, whole: Callable[[str], None]) -> StageReport:
         report = StageReport(Stage.PLAN, items=1)
         result = self._agent(iteration, report)
         stop = kill_reason_of(result.run.stop_reason)

@@ -39,6 +39,7 @@ from ralph.loop.tree import beside_changes
 from ralph.loop.tree.plan_access import PLAN_FILE, PlanAccess
 from ralph.loop.tree.work_tree import WorkTree
 from ralph.plan.attempts import failed_builds
+from ralph.plan.document import Record
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, StopReason, Verdict
 from ralph.store import lock, reader
@@ -159,7 +160,7 @@ class AgentRuns:
         stage: Stage,
         iteration: int,
         item: str | None,
-        values: dict,
+        values: dict[str, object],
         cwd: Path | None = None,
         plan: Plan | None = None,
         state: WorkState | None = None,
@@ -185,7 +186,7 @@ class AgentRuns:
         raise AssertionError("unreachable: the last compaction returns")
 
     def _compact(
-        self, stage: Stage, item: str | None, values: dict, result: AgentResult, cwd: Path | None
+        self, stage: Stage, item: str | None, values: dict[str, object], result: AgentResult, cwd: Path | None
     ) -> Compacted:
         fill = result.pressure.fill if result.pressure else 0.0
         self.journal.event(
@@ -200,7 +201,7 @@ class AgentRuns:
             path for path in repo.changed_paths() - self.tree.user_dirty if not RALPH_FILES.fullmatch(path)
         )
         code = {path for path in changed if path != PLAN_FILE}
-        details = values.get("task_details") or values.get("issue_text") or ""
+        details = str(values.get("task_details") or values.get("issue_text") or "")  # str already
         name = _name_of(self.plan.after(result), item)
         stopped = Stopped(
             stage, item, name, details, fill, changed, repo.diff_stat(code) if code else "", result.run.tail
@@ -212,7 +213,7 @@ class AgentRuns:
         stage: Stage,
         iteration: int,
         item: str | None,
-        values: dict,
+        values: dict[str, object],
         compacted: Compacted | None,
         cwd: Path | None,
         plan: Plan | None,
@@ -280,7 +281,16 @@ class AgentRuns:
         )
 
     def _run_waiting_out_limits(
-        self, stage, iteration, item, values, compacted, cwd, name, model, state: WorkState | None = None
+        self,
+        stage: Stage,
+        iteration: int,
+        item: str | None,
+        values: dict[str, object],
+        compacted: Compacted | None,
+        cwd: Path | None,
+        name: str | None,
+        model: str | None,
+        state: WorkState | None = None,
     ) -> AgentResult:
         root = cwd or self.tree.root
         marks = functools.partial(work_marks, root, RALPH_FILES)
@@ -335,7 +345,17 @@ class AgentRuns:
         if over:
             raise over
 
-    def _run_limited(self, stage, iteration, item, values, compacted, cwd, name, model) -> AgentResult:
+    def _run_limited(
+        self,
+        stage: Stage,
+        iteration: int,
+        item: str | None,
+        values: dict[str, object],
+        compacted: Compacted | None,
+        cwd: Path | None,
+        name: str | None,
+        model: str | None,
+    ) -> AgentResult:
         result = self.runner.run(
             stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name, model=model
         )
@@ -575,7 +595,7 @@ class AgentRuns:
         return PlanProblem(Verdict.PLAN_REPLACED, problem)
 
 
-def run_model(settings: Settings, stage: Stage, task: dict | None) -> str | None:
+def run_model(settings: Settings, stage: Stage, task: Record | None) -> str | None:
     """The model a run of `stage` uses: the stage's (Settings.model_for); a task's BUILD goes one
     step along the stage's escalation per failed build of the task (attempts.failed_builds), so a
     cheap model builds first and a stronger one takes over when it is stuck."""

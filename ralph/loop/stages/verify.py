@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from ralph.errors import PlanInvalid
 from ralph.loop.process.signals import deferred_signals
@@ -24,6 +25,7 @@ from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.checkouts import Checkouts
 from ralph.loop.tree.plan_access import PLAN_FILE
+from ralph.plan.document import Record
 from ralph.plan.new_work import new_items
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
@@ -202,7 +204,7 @@ class VerifyStage:
                     log=str(run.result.log_path),
                 )
 
-    def _tell_verdict(self, run: Verification, taken: dict, report: StageReport) -> None:
+    def _tell_verdict(self, run: Verification, taken: Record, report: StageReport) -> None:
         """VERIFY's verdict where the person looks: the console, and (a rejection, with its
         reason) the final report."""
         verdict, reason = taken.get("verdict"), str(taken.get("reason") or "")
@@ -267,7 +269,7 @@ def jobs(plan: Plan, settings: Settings) -> list[Job]:
     ]
 
 
-def _values(task: TaskView, names: dict[str, str], max_attempts: int) -> dict:
+def _values(task: TaskView, names: dict[str, str], max_attempts: int) -> dict[str, object]:
     return {
         "task_id": task.id,
         "task_name": one_line(task.name),
@@ -313,7 +315,7 @@ def _previous_stop(task: TaskView, limit: int) -> str:
     return f"{data_block('earlier VERIFY runs', said)}\n{advice}\n"
 
 
-def _resubmission(task: dict) -> str:
+def _resubmission(task: Record) -> str:
     """A task resubmitted unchanged after a rejection: the builder's argument, for this verifier,
     which judges it afresh."""
     argument = task.get("resubmitted")
@@ -326,7 +328,7 @@ def _resubmission(task: dict) -> str:
     )
 
 
-def _accepted(task: TaskView) -> dict:
+def _accepted(task: TaskView) -> dict[str, Any]:
     """What the run keeps of an accepted task: its id and name, and the draft it was offered with
     the parent it came from (a decomposed parent's draft goes once no task is offered it)."""
     kept = {"id": task.id, "name": task.name}

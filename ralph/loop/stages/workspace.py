@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ralph.loop.observe.console import Console
 from ralph.loop.observe.journal import Journal
@@ -30,7 +30,7 @@ class StageReport:
     stage: Stage
     items: int = 0  # issues, tasks or specs the stage ran an agent for
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
-    accepted_tasks: list[dict] = field(default_factory=list)  # {"id", "name"}, "parent" and "draft"
+    accepted_tasks: list[dict[str, Any]] = field(default_factory=list)  # {"id", "name"}, "parent" and "draft"
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
     failed: list[str] = field(default_factory=list)  # failed build attempts and rejections, and why
     commits: list[str] = field(default_factory=list)

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ralph.plan.document import Record
 from ralph.plan.plan import Plan
 from ralph.plan.records import TaskView
 from ralph.store import intent, reader, transaction
@@ -52,7 +53,7 @@ class PlanAccess:
         """This spec's tasks (and those of no spec)."""
         return (plan or self.read()).task_views(self.spec)
 
-    def issues(self, plan: Plan | None = None) -> list[dict]:
+    def issues(self, plan: Plan | None = None) -> list[Record]:
         return (plan or self.read()).issues(self.spec)
 
     def raw(self) -> bytes:
@@ -112,7 +113,7 @@ class PlanAccess:
             with transaction.transaction(self.home, commit=False, fold_earlier=True) as change:
                 change.plan.add_spending(unsaved)
 
-    def prioritize(self, commit: bool | None = None) -> dict:
+    def prioritize(self, commit: bool | None = None) -> Record:
         """Priorities for the spec's tasks that have none; False: for the loop's next commit to carry."""
         from ralph.usecases import tasks
 
