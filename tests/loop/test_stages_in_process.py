@@ -62,7 +62,7 @@ class MemoryPlan(PlanAccess):
     A subclass so that mypy holds each method to the real one's signature; PlanAccess.__init__ is
     not run (nothing here reads a repository), so a method not faked here fails when called."""
 
-    def __init__(self, data: bytes):  # noqa: B903
+    def __init__(self, data: bytes):
         self.spec, self.data = SPEC, data
         self.committed: list[str] = []
         self.committed_data: list[bytes] = []  # the plan as each of those commits has it
@@ -154,7 +154,7 @@ class RecordingTree(WorkTree):
 
     plan: MemoryPlan
 
-    def __init__(self, root: Path, plan: MemoryPlan):  # noqa: B903
+    def __init__(self, root: Path, plan: MemoryPlan):
         self.root = self.home = root
         self.plan, self.repo = plan, FakeRepo(root)
         self.dirty: set[str] = set()
@@ -276,7 +276,7 @@ class FakeCheckouts(Checkouts):
     """The checkouts a fork/join lends its verifiers: each a folder with a copy of the plan,
     removed after its loan."""
 
-    def __init__(self, tree: RecordingTree):  # noqa: B903
+    def __init__(self, tree: RecordingTree):
         self.tree: RecordingTree = tree
         self.lent = 0
 
@@ -307,7 +307,7 @@ class ScriptedAgents(AgentRuns):
 
     tree: RecordingTree
 
-    def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool | Callable[[], Gated] = True):  # noqa: B903
+    def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool | Callable[[], Gated] = True):
         self.tree, self.act, self.gate_ok = tree, act, gate_ok
         self.runs: list[tuple[Stage, str | None]] = []
         self.prompts: list[str] = []
