@@ -127,7 +127,11 @@ class MemoryPlan(PlanAccess):
 
 class FakeRepo(Repo):
     """What the stages ask of a repository here: its HEAD, its hooks, its state (a Repo whose other
-    methods would run git in `root`, which is no repository: a test that reaches one fails)."""
+    methods would run git in `root`, which is no repository: a test that reaches one fails).
+    Repo.__init__ is not run: it fences `root` off for the whole process."""
+
+    def __init__(self, root: Path):
+        self.root = root
 
     def head(self) -> str:
         return HEAD
