@@ -33,8 +33,10 @@ sandbox:
 ## verify: the quality gate: lint, the schema is current, then every fast test
 verify: lint test
 
-# mypy checks ralph/ as pyproject.toml's [tool.mypy] says (strict flags over all of ralph). Its
-# cache (.mypy_cache, ignored by git) keeps a run after a one-file edit at ~3 s; without it, ~15 s.
+# mypy checks ralph/, tests/ and bench/ as pyproject.toml's [tool.mypy] says (strict flags over all of
+# ralph; the tests' fakes subclass what they fake, so they keep its signatures). Its
+# cache (.mypy_cache, ignored by git) keeps a run after a one-file edit at ~1 s; without it, ~15 s
+# (29 Nov 2026, 372 files: 6.2 CPU-s cold, 3.3 of them for ralph/ alone; 0.2-0.5 CPU-s warm).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ralph tests bench
 	$(VENV)/bin/ruff format --check ralph tests bench

@@ -73,12 +73,11 @@ def main() -> None:
             path = Path(folder) / f"seen-{next(fresh)}.json"
             found = ClaimClock(repo, ("main",), path).judge(item, now).committed_at
             assert found is not None, "the claim's commit was not found"
-            first[made] = median_s(
-                lambda item=item: ClaimClock(
-                    repo, ("main",), Path(folder) / f"seen-{next(fresh)}.json"
-                ).judge(item, now),
-                5,
-            )
+
+            def fresh_judge(item: Record = item) -> object:
+                return ClaimClock(repo, ("main",), Path(folder) / f"seen-{next(fresh)}.json").judge(item, now)
+
+            first[made] = median_s(fresh_judge, 5)
         restarted = median_s(lambda: ClaimClock(repo, ("main",), path).judge(item, now), 21)
         warm = ClaimClock(repo, ("main",), path)
         in_round = median_s(lambda: warm.judge(item, now), 101)

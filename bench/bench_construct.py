@@ -63,7 +63,7 @@ def make_repo(folder: Path, tasks: int, done: bool) -> Path:
     ralph(root, "task", "add", json.dumps(items))
     if done:
         for item in items:
-            ralph(root, "task", "done", item["id"])
+            ralph(root, "task", "done", str(item["id"]))
     return root
 
 
@@ -106,10 +106,12 @@ def sandbox_start(repeat: int = 40) -> bool:
     with tempfile.TemporaryDirectory() as folder:
         root = make_repo(Path(folder), 0, done=False)
         try:
-            fence, said = sandbox.make("required", root, (".claude/", ".claude.json"), ())
+            made, said = sandbox.make("required", root, (".claude/", ".claude.json"), ())
         except sandbox.SandboxUnavailable as exc:
             print(f"sandbox start: {exc}")
             return False
+        assert made is not None  # required: made, or make raised
+        fence = made
         try:
             timings = {}
             for label, argv in (

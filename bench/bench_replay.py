@@ -130,7 +130,7 @@ def floor(folder: Path, history: History) -> Floor:
 def add_tasks(root: Path, history: History, deps: str, order: str) -> None:
     tasks = []
     for number, subject in enumerate(history.subjects, start=1):
-        task = {"id": f"t-replay{number:02d}", "name": subject}
+        task: dict[str, str | list[str]] = {"id": f"t-replay{number:02d}", "name": subject}
         if deps == "needed" and history.deps[number]:
             task["deps"] = [f"t-replay{n:02d}" for n in history.deps[number]]
         tasks.append(task)

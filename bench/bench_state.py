@@ -74,7 +74,12 @@ def make_plan(n: int, rng: random.Random) -> tuple[bytes, list[str]]:
     tombstones = []
     for i, task_id in enumerate(ids):
         name = f"{rng.choice(VERBS)} {' '.join(rng.sample(WORDS, rng.randint(1, 4)))} ({i})"
-        record = {"t": "task", "id": task_id, "name": name, "s": "d" if i < done_until else "p"}
+        record: dict[str, object] = {
+            "t": "task",
+            "id": task_id,
+            "name": name,
+            "s": "d" if i < done_until else "p",
+        }
         record["spec"] = "specs/app.md"
         record["accept"] = "; ".join(
             f"{' '.join(rng.sample(WORDS, 3))} works" for _ in range(rng.randint(1, 3))
@@ -261,8 +266,8 @@ def importtime_report(repo: Path, env: dict[str, str], top: int = 25) -> str:
     rows.sort(reverse=True)
     lines = [f"python -X importtime: ralph query next (1000 tasks), top {top} cumulative imports"]
     lines.append(f"{'cumulative':>12} {'self':>8}  module")
-    for cumulative, own, name in rows[:top]:
-        lines.append(f"{cumulative / 1000:9.1f} ms {own / 1000:5.1f} ms  {name}")
+    for cumulative_us, own_us, module in rows[:top]:
+        lines.append(f"{cumulative_us / 1000:9.1f} ms {own_us / 1000:5.1f} ms  {module}")
     return "\n".join(lines) + "\n"
 
 

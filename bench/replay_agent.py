@@ -18,7 +18,9 @@ patches = os.environ["BENCH_REPLAY_PATCHES"]
 
 
 def commit_number(task_id: str) -> str:
-    return re.match(r"t-replay(\d+)", task_id).group(1)
+    found = re.match(r"t-replay(\d+)", task_id)
+    assert found, task_id
+    return found.group(1)
 
 
 def git_apply(patch: str, *flags: str) -> subprocess.CompletedProcess:

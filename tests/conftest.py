@@ -136,7 +136,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     pytest-dev/pytest-xdist#1386.)"""
     if config.getvalue("dist") != "loadgroup":
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]  # pytest-xdist has no types
 
     class AgentCliTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

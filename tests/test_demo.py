@@ -20,7 +20,9 @@ def test_demo_reaches_complete_keeps_its_repository_and_says_its_tokens_are_simu
     assert done.stdout.count("ralph(build): ") == 3  # one commit per task in the printed git log
     assert "ralph(verify): accepted" in done.stdout
     assert "the token counts above are simulated" in done.stdout
-    kept = Path(re.search(r"^demo repository: (.+)$", done.stdout, re.M).group(1))
+    shown = re.search(r"^demo repository: (.+)$", done.stdout, re.M)
+    assert shown, done.stdout
+    kept = Path(shown.group(1))
     assert kept.parent == tmp_path and (kept / "plan.jsonl").is_file() and (kept / ".git").is_dir()
     assert f"The repository is kept at {kept}" in done.stdout
 
@@ -63,5 +65,7 @@ def test_the_draft_demo_drafts_asks_accepts_and_builds_the_spec(tmp_path):
     assert "accepted: wrote and committed specs/farewell.md" in out
     assert "ralph: COMPLETE" in out
     assert "ralph: spec specs/farewell.md: drafted by command, accepted" in out  # in the git log
-    kept = Path(re.search(r"^demo repository: (.+)$", out, re.M).group(1))
+    shown = re.search(r"^demo repository: (.+)$", out, re.M)
+    assert shown, out
+    kept = Path(shown.group(1))
     assert "Goodbye, Ada!" in (kept / "specs" / "farewell.md").read_text()

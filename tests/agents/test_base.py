@@ -7,6 +7,7 @@ from ralph.agents.base import RunTracker
 from ralph.agents.events import (
     CostEvent,
     ErrorEvent,
+    Event,
     ResultEvent,
     SessionEvent,
     TextEvent,
@@ -18,7 +19,7 @@ from tests.support.streams import token_totals
 
 def test_the_tracker_sums_the_turns_and_the_results_totals_win():
     tracker = RunTracker()
-    for event in [
+    events: list[Event] = [
         SessionEvent("s-1", model="m"),
         UsageEvent(input_tokens=10, output_tokens=2, cache_read_tokens=5),
         CostEvent(0.25),
@@ -26,7 +27,8 @@ def test_the_tracker_sums_the_turns_and_the_results_totals_win():
         ToolEvent("shell", "ls", exit_code=0),
         UsageEvent(input_tokens=20, output_tokens=3, cache_creation_tokens=7),
         CostEvent(0.25),
-    ]:
+    ]
+    for event in events:
         tracker.add(event)
     usage = tracker.usage
     assert token_totals(usage) == (30, 5, 7, 5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ralph.agents import make_adapter
+from tests.support.present import present
 from tests.support.streams import replay
 
 
@@ -28,4 +29,4 @@ def test_claude_argv_env_and_stream():
 
 def test_claude_http_error_is_an_error_even_though_subtype_says_success():
     tracker = replay("claude", "claude-http-400.jsonl")
-    assert tracker.result.subtype == "success" and tracker.reported_error
+    assert present(tracker.result).subtype == "success" and tracker.reported_error

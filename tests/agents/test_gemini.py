@@ -4,6 +4,7 @@ its event streams in tests/data/streams/ (all adapters' streams together: test_a
 from __future__ import annotations
 
 from ralph.agents import make_adapter
+from tests.support.present import present
 from tests.support.streams import replay
 
 
@@ -35,11 +36,11 @@ def test_gemini_real_stream():
         600,
         60,
     )
-    assert tracker.result.subtype == "success" and not tracker.reported_error and not tracker.errors
+    assert present(tracker.result).subtype == "success" and not tracker.reported_error and not tracker.errors
     assert tracker.usage.last_turn_context == 0  # Gemini CLI reports no per-turn usage
 
 
 def test_gemini_real_http_400_is_an_error():
     tracker = replay("gemini", "gemini-real-http-400.jsonl")
-    assert tracker.reported_error and tracker.result.subtype == "error"
+    assert tracker.reported_error and present(tracker.result).subtype == "error"
     assert "mock failure (HTTP 400)" in tracker.errors[0] and tracker.usage.total == 0

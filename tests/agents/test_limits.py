@@ -12,6 +12,7 @@ import pytest
 from ralph.agents import make_adapter
 from ralph.agents.base import RunTracker
 from ralph.agents.limits import classify
+from tests.support.present import present
 
 NOW = datetime(2026, 11, 23, 13, 0).timestamp()
 
@@ -60,9 +61,9 @@ def test_a_usage_limit_gives_its_reset_time_as_an_epoch_or_a_clock_time():
     assert classify(None, "Claude AI usage limit reached|1795957200", now=NOW).reset_at == 1795957200
     at_five = classify(429, "429 rate_limit_error: 5-hour limit reached, resets at 5pm", now=NOW)
     assert at_five.kind == "rate_limit"
-    assert datetime.fromtimestamp(at_five.reset_at) == datetime(2026, 11, 23, 17, 0)
+    assert datetime.fromtimestamp(present(at_five.reset_at)) == datetime(2026, 11, 23, 17, 0)
     tomorrow = classify(None, "usage limit reached, resets 9am", now=NOW).reset_at
-    assert datetime.fromtimestamp(tomorrow) == datetime(2026, 11, 24, 9, 0)
+    assert datetime.fromtimestamp(present(tomorrow)) == datetime(2026, 11, 24, 9, 0)
 
 
 def replay(agent: str, *events: dict) -> RunTracker:
@@ -81,8 +82,8 @@ def test_claude_reads_the_status_and_reset_from_its_result():
         "api_error_status": 429,
         "result": f"Claude AI usage limit reached|{int(time.time()) + 3600}",
     }
-    failure = replay("claude", limited).failure
-    assert failure.kind == "usage_limit" and failure.status == 429 and failure.reset_at > time.time()
+    failure = present(replay("claude", limited).failure)
+    assert failure.kind == "usage_limit" and failure.status == 429 and present(failure.reset_at) > time.time()
     ok = {"type": "result", "subtype": "success", "is_error": False, "result": "rate limit docs written"}
     assert replay("claude", ok).failure is None  # success is never classified from words
 
@@ -90,7 +91,7 @@ def test_claude_reads_the_status_and_reset_from_its_result():
 def test_codex_classifies_a_failed_turn():
     failed = {"type": "turn.failed", "error": {"message": "unexpected status 429 Too Many Requests"}}
     assert (
-        replay("codex", {"type": "error", "message": "Reconnecting... 1/5"}, failed).failure.kind
+        present(replay("codex", {"type": "error", "message": "Reconnecting... 1/5"}, failed).failure).kind
         == "rate_limit"
     )
 
@@ -103,14 +104,14 @@ def test_opencode_reads_the_status_code_and_retry_after_header():
             "data": {"message": "Overloaded", "statusCode": 503, "responseHeaders": {"Retry-After": "7"}},
         },
     }
-    failure = replay("opencode", error).failure
+    failure = present(replay("opencode", error).failure)
     assert (failure.kind, failure.status, failure.retry_after_s) == ("overloaded", 503, 7)
 
 
 def test_gemini_classifies_an_error_result():
     message = '[API Error: {"error":{"code":401,"message":"API key not valid","status":"UNAUTHENTICATED"}}]'
     result = {"type": "result", "status": "error", "error": {"type": "unknown", "message": message}}
-    assert replay("gemini", result).failure.kind == "auth"
+    assert present(replay("gemini", result).failure).kind == "auth"
 
 
 @pytest.mark.parametrize(
@@ -126,5 +127,5 @@ def test_the_recorded_http_400_streams_are_other_failures_not_limits(agent, stre
     from pathlib import Path
 
     lines = (Path(__file__).parents[1] / "data" / "streams" / stream).read_text().splitlines()
-    failure = replay(agent, *(json.loads(line) for line in lines if line.strip())).failure
+    failure = present(replay(agent, *(json.loads(line) for line in lines if line.strip())).failure)
     assert failure.kind == "other" and failure.status == 400

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ralph.agents import make_adapter
+from tests.support.present import present
 from tests.support.streams import replay
 
 
@@ -45,4 +46,4 @@ def test_opencode_real_stream():
 def test_opencode_real_http_400_is_an_error():
     tracker = replay("opencode", "opencode-real-http-400.jsonl")
     assert tracker.reported_error and tracker.errors == ["mock failure (HTTP 400)"]
-    assert tracker.session_id.startswith("ses_") and tracker.usage.total == 0
+    assert present(tracker.session_id).startswith("ses_") and tracker.usage.total == 0

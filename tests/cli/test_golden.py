@@ -134,7 +134,9 @@ def command_paths(command: click.Command = cli, path: tuple[str, ...] = ()) -> l
     if isinstance(command, click.Group):
         ctx = click.Context(command)
         for name in command.list_commands(ctx):  # lazily loaded commands too
-            found.extend(command_paths(command.get_command(ctx, name), (*path, name)))
+            sub = command.get_command(ctx, name)
+            assert sub is not None, name
+            found.extend(command_paths(sub, (*path, name)))
     return found
 
 

@@ -18,7 +18,9 @@ def groups(command: click.Command = cli, path: tuple[str, ...] = ()) -> list[tup
     ctx = click.Context(command)
     found = [path]
     for name in command.list_commands(ctx):
-        found += groups(command.get_command(ctx, name), (*path, name))
+        sub = command.get_command(ctx, name)
+        assert sub is not None, name
+        found += groups(sub, (*path, name))
     return found
 
 

@@ -20,6 +20,7 @@ from ralph.plan.records import Verdict
 from ralph.store.transaction import transaction
 from tests.support.cli import Ralph
 from tests.support.gitrepo import git, isolate_git
+from tests.support.present import present
 
 
 class Clock:
@@ -281,7 +282,7 @@ def test_report_is_one_self_contained_page_with_a_point_per_plan_commit(history:
     }
     assert set(series) == {"pending", "done", "accepted", "blocked"}
     assert all(len(points) == commits for points in series.values())
-    row = re.search(r'<tr><td class="id" data-label="id">t-login</td>.*?</tr>', page).group()
+    row = present(re.search(r'<tr><td class="id" data-label="id">t-login</td>.*?</tr>', page)).group()
     cells = dict(re.findall(r'data-label="([^"]+)">([^<]*)</td>', row))
     assert cells == {
         "id": "t-login",
@@ -383,6 +384,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 def headless(*args: str, timeout_s: float = 90) -> subprocess.CompletedProcess:
     """Chromium, headless, in a session of its own: on a time-out its whole process group goes."""
+    assert CHROMIUM, "the tests that run Chromium skip without it"
     argv = [
         CHROMIUM,
         "--headless",

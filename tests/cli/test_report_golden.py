@@ -5,6 +5,7 @@ tests/loop covers that real runs fill them in. Regenerate with `pytest --update-
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 import click
 import pytest
@@ -15,7 +16,18 @@ from ralph.loop.construct import Outcome, Report
 
 REPORTS = Path(__file__).parent / "golden" / "reports"
 RESUME = "ralph construct specs/app.md --agent command --agent-cmd 'python agent.py' --max-cost 5"
-SPENT = {
+
+
+class Spent(TypedDict):
+    """Report's fields of what the runs spent, typed as Report declares them."""
+
+    cost_usd: float | None
+    unknown_cost_runs: int
+    by_stage: dict
+    by_task: dict
+
+
+SPENT: Spent = {
     "cost_usd": 1.25,
     "unknown_cost_runs": 1,
     "by_stage": {

@@ -33,8 +33,11 @@ from tests.support.npm_agents import require_installed
 
 pytestmark = pytest.mark.slow
 
+
 # Distinct per turn, so a dropped or double-counted request shows in the totals.
-USAGE = dict(input_tokens_schedule=[1200, 2400, 3600], cache_read_tokens=200, output_tokens=20)
+def usage() -> Usage:
+    """What the mock reports in these tests (a new one each: its schedule is a list)."""
+    return Usage(input_tokens_schedule=[1200, 2400, 3600], cache_read_tokens=200, output_tokens=20)
 
 
 @pytest.fixture
@@ -111,7 +114,7 @@ def assert_one_task_complete(root: Path, done: subprocess.CompletedProcess, task
 def test_opencode_builds_one_task_to_complete_and_its_tokens_are_recorded_exactly(project):
     opencode = require_installed("opencode-ai", "opencode")
     task_id = add_task(project, "Parse input")
-    with MockModelServer(usage=Usage(**USAGE)) as server:
+    with MockModelServer(usage=usage()) as server:
         done = construct(project, "opencode", opencode, "mock/mock-model", opencode_env(project, server))
     assert_one_task_complete(project, done, task_id)
     # Every agent request carried opencode's working directory: the repository for BUILD, the
@@ -132,7 +135,7 @@ def test_opencode_builds_one_task_to_complete_and_its_tokens_are_recorded_exactl
 def test_gemini_builds_one_task_to_complete_and_its_tokens_are_recorded_exactly(project):
     gemini = require_installed("@google/gemini-cli", "gemini")
     task_id = add_task(project, "Parse input")
-    with MockModelServer(usage=Usage(**USAGE)) as server:
+    with MockModelServer(usage=usage()) as server:
         done = construct(project, "gemini", gemini, "gemini-2.5-flash", gemini_env(project, server))
     assert_one_task_complete(project, done, task_id)
     assert all("gemini-2.5-flash:" in r.path for r in server.model_requests("gemini"))

@@ -81,7 +81,7 @@ def main() -> int:
         return 0
     from agent_kit import ralph
 
-    stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+    stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID", "")  # set for BUILD, VERIFY
     if stage == "BUILD":
         attacks(task)
         Path("work").mkdir(exist_ok=True)

@@ -85,7 +85,7 @@ def replace_submodule_link() -> None:
 def main() -> int:
     from agent_kit import ralph
 
-    stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+    stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID", "")  # set for BUILD, VERIFY
     if stage == "BUILD":
         records = [json.loads(line) for line in Path("plan.jsonl").read_text().splitlines() if line]
         task_record = next(r for r in records if r.get("t") == "task" and r.get("id") == task)

@@ -19,6 +19,7 @@ from ralph.usecases import issues, tasks
 from tests.support.cli import ralph_in_process
 from tests.support.construct import construct, with_app_spec
 from tests.support.gitrepo import Shared, git
+from tests.support.present import present
 
 
 def seeded(repo: Path, tmp_path: Path, items: list[dict]) -> Shared:
@@ -201,7 +202,7 @@ def test_two_runners_decompose_a_killed_task_once(repo, tmp_path):
 def test_three_runners_build_twelve_tasks_each_exactly_once(repo, tmp_path):
     items = []
     for n in range(12):  # every third task needs the one before it
-        item = {"id": f"t-task{n:02d}", "name": f"Task {n}"}
+        item: dict[str, str | list[str]] = {"id": f"t-task{n:02d}", "name": f"Task {n}"}
         if n % 3 == 2:
             item["deps"] = [f"t-task{n - 1:02d}"]
         items.append(item)
@@ -242,7 +243,7 @@ def test_three_runners_build_twelve_tasks_each_exactly_once(repo, tmp_path):
 
 
 def claimed_on_origin(shared: Shared) -> list[str]:
-    return [r.get("claimed_by") for r in origin_plan(shared) if r["t"] == "task" and r.get("claimed_by")]
+    return [r["claimed_by"] for r in origin_plan(shared) if r["t"] == "task" and r.get("claimed_by")]
 
 
 @pytest.mark.slow
@@ -297,7 +298,8 @@ def test_a_build_of_a_task_taken_over_meanwhile_yields_to_the_taker_and_is_kept_
     coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
     assert coordinator.before_build() == "t-task00"
     # The slow runner's build outlives its claim: another runner takes the task over.
-    assert claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0)["id"] == "t-task00"
+    taken = present(claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0))
+    assert taken["id"] == "t-task00"
     (slow / "built.txt").write_text("the slow build\n")
     git(slow, "add", "built.txt")
     git(slow, "commit", "-qm", "build t-task00")
@@ -326,7 +328,8 @@ def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_withou
     slow, heir = shared.clone("slow"), shared.clone("heir")
     coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
     assert coordinator.before_build() == "t-task00"
-    assert claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0)["id"] == "t-task00"
+    taken = present(claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0))
+    assert taken["id"] == "t-task00"
     (slow / "built.txt").write_text("the slow build\n")
     git(slow, "add", "built.txt")
     git(slow, "commit", "-qm", "build t-task00")
@@ -354,7 +357,8 @@ def test_a_build_taken_over_with_a_persons_edit_in_the_way_ends_remote_in_one_li
     slow, heir = shared.clone("slow"), shared.clone("heir")
     coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
     assert coordinator.before_build() == "t-task00"
-    assert claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0)["id"] == "t-task00"
+    taken = present(claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0))
+    assert taken["id"] == "t-task00"
     (slow / "built.txt").write_text("the slow build\n")
     git(slow, "add", "built.txt")
     git(slow, "commit", "-qm", "build t-task00")

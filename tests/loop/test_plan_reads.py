@@ -9,6 +9,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -36,9 +37,14 @@ def test_the_loop_reads_the_plan_at_most_nine_times_per_agent_run(repo: Path, tm
     agent.write_text(AGENT)
     loads = []
     original = loader.load
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        loads.append(1)
+        return original(*args, **kwargs)
+
     for module in [m for name, m in sys.modules.items() if name.startswith("ralph.")]:
         if getattr(module, "load", None) is original:
-            monkeypatch.setattr(module, "load", lambda *a, **k: loads.append(1) or original(*a, **k))
+            monkeypatch.setattr(module, "load", counted)
     monkeypatch.setenv("RALPH_SANDBOX", "off")
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
     args = ["-C", str(repo), "construct", "specs/app.md", "--agent", "command", "--agent-cmd", command]

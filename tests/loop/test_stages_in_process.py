@@ -13,9 +13,10 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,33 +26,41 @@ from ralph.loop.observe.console import Console
 from ralph.loop.observe.journal import Journal, read_events
 from ralph.loop.observe.remaining import remaining_lines, why_left
 from ralph.loop.process.gate import GateResult
+from ralph.loop.process.sandbox import Fence
 from ralph.loop.process.supervisor import RunResult
 from ralph.loop.runs import prompts
 from ralph.loop.runs.agent_process import LOG_DIR, AgentResult
 from ralph.loop.runs.permissions import Snapshot
-from ralph.loop.share.coordinator import Solo
+from ralph.loop.share.coordinator import Coordinator, Solo
+from ralph.loop.stages.agent_errors import WorkState
 from ralph.loop.stages.build import BuildStage
 from ralph.loop.stages.check import CheckOutcome, CheckStage
 from ralph.loop.stages.decompose import DecomposeStage
 from ralph.loop.stages.investigate import InvestigateStage
 from ralph.loop.stages.plan import PlanStage
+from ralph.loop.stages.retries import AgentRuns
 from ralph.loop.stages.verify import VerifyStage
 from ralph.loop.stages.workspace import Workspace
-from ralph.loop.tree.checkouts import Loan
-from ralph.loop.tree.plan_access import PLAN_FILE
+from ralph.loop.tree.checkouts import Checkouts, Loan
+from ralph.loop.tree.plan_access import PLAN_FILE, PlanAccess
+from ralph.loop.tree.work_tree import WorkTree
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, StopReason, TaskView, Verdict
+from ralph.store.git import Repo
 from ralph.store.transaction import Change
 from ralph.usecases.settings import Settings
 from tests.support.plans import SET_ASIDE_REJECTED_TOO_OFTEN, SET_ASIDE_TIMED_OUT, set_aside_for_decompose
+from tests.support.present import present
 
 SPEC = "specs/app.md"
 HEAD = "0" * 40
 
 
-class MemoryPlan:
-    """PlanAccess over bytes in memory; `committed`: the messages of the changes committed at once."""
+class MemoryPlan(PlanAccess):
+    """PlanAccess over bytes in memory; `committed`: the messages of the changes committed at once.
+    A subclass so that mypy holds each method to the real one's signature; PlanAccess.__init__ is
+    not run (nothing here reads a repository), so a method not faked here fails when called."""
 
     def __init__(self, data: bytes):
         self.spec, self.data = SPEC, data
@@ -68,10 +77,10 @@ class MemoryPlan:
             result.plan = self.read()
         return result.plan
 
-    def tasks(self, plan: Plan | None = None):
+    def tasks(self, plan: Plan | None = None) -> list[TaskView]:
         return (plan or self.read()).task_views(self.spec)
 
-    def issues(self, plan: Plan | None = None):
+    def issues(self, plan: Plan | None = None) -> list[dict]:
         return (plan or self.read()).issues(self.spec)
 
     def raw(self) -> bytes:
@@ -116,8 +125,10 @@ class MemoryPlan:
         pass
 
 
-class FakeRepo:
-    """What the stages ask of a repository here: its HEAD, its hooks, its state."""
+class FakeRepo(Repo):
+    """What the stages ask of a repository here: its HEAD, its hooks, its state (a Repo whose other
+    methods would run git in `root`, which is no repository: a test that reaches one fails).
+    Repo.__init__ is not run: it fences `root` off for the whole process."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -128,21 +139,24 @@ class FakeRepo:
     def hook(self, name: str) -> None:
         return None
 
-    def work_state(self) -> tuple[str, str | None, set[str]]:
+    def work_state(self, read_only: bool = False) -> tuple[str, str | None, set[str]]:
         return HEAD, None, set()
 
     def links_here(self) -> bool:  # a checkout's link to the repository, intact
         return True
 
-    def git(self, *args: str) -> str:
+    def git(self, *args: str, stdin: bytes | None = None) -> str:
         """Only what the spec check asks: the files changed since a commit (none: HEAD stays)."""
         assert args[:2] == ("diff", "--name-only"), args
         return ""
 
 
-class RecordingTree:
+class RecordingTree(WorkTree):
     """WorkTree that keeps the agents' changes as a set of paths (`dirty`) and records the stage's
-    commits (message, paths, task; the plan each holds) and what it set aside."""
+    commits (message, paths, task; the plan each holds) and what it set aside. A subclass, its
+    __init__ not run, as MemoryPlan is."""
+
+    plan: MemoryPlan
 
     def __init__(self, root: Path, plan: MemoryPlan):
         self.root = self.home = root
@@ -150,24 +164,27 @@ class RecordingTree:
         self.dirty: set[str] = set()
         self.building: set[str] = set()
         self.user_dirty: frozenset[str] = frozenset()
-        self.in_worktree = False
-        self.coordinator = Solo()
+        self.coordinator: Coordinator = Solo()
         self.commits: list[tuple[str, list[str], str | None]] = []
         self.committed_plans: list[bytes] = []  # the plan as each commit has it
         self.set_aside_logs: list[Path] = []
         self.agents_elsewhere = False  # as the real one: set while parallel builds run
-        self.deferred: dict[str, int] = {}  # as the real one: task -> the code it was deferred on
-        self._waived: set[tuple[str, int]] = set()
+        self.deferred: dict[str, str] = {}  # as the real one: task -> the code it was deferred on
+        self._deferred_once: set[tuple[str, str]] = set()
 
     @property
-    def code(self) -> int:
-        """The code's state: how many commits changed more than plan.jsonl."""
-        return sum(1 for _, paths, _ in self.commits if set(paths) - {PLAN_FILE})
+    def in_worktree(self) -> bool:
+        return False
+
+    @property
+    def code(self) -> str:
+        """The code's state: how many commits changed more than plan.jsonl (the real one: a tree)."""
+        return str(sum(1 for _, paths, _ in self.commits if set(paths) - {PLAN_FILE}))
 
     def defer(self, task_id: str) -> bool:
-        if (task_id, self.code) in self._waived:
+        if (task_id, self.code) in self._deferred_once:
             return False
-        self._waived.add((task_id, self.code))
+        self._deferred_once.add((task_id, self.code))
         self.wait_for_code(task_id)
         return True
 
@@ -183,7 +200,7 @@ class RecordingTree:
     def changed_paths(self) -> set[str]:
         return set(self.dirty)
 
-    def leave_foreign_changes(self, when: str, among=None) -> bool:
+    def leave_foreign_changes(self, when: str, among: Iterable[str] | None = None) -> bool:
         """As the real one: left as they are, no longer the loop's changes."""
         found = (set(self.dirty) if among is None else set(among)) - {PLAN_FILE}
         self.dirty -= found
@@ -204,8 +221,9 @@ class RecordingTree:
         self.building = set()
         return commit
 
-    def set_aside(self, log_path: Path) -> None:
+    def set_aside(self, log_path: Path, also: Iterable[str] = ()) -> None:
         """As the real one: the changes go into a patch beside the log, and are undone."""
+        assert not also, "no test here sets aside paths beyond the changed ones"
         self.set_aside_logs.append(log_path)
         if self.dirty - {PLAN_FILE}:
             patch = self.home / log_path.with_suffix(".patch")
@@ -224,7 +242,7 @@ class RecordingTree:
     def reset_plan(self, keep_as: Path) -> None:
         self.plan.keep_uncommitted(keep_as)
 
-    def unnest(self, paths, log_path: Path) -> list[str]:
+    def unnest(self, paths: Iterable[str], log_path: Path) -> list[str]:
         return []
 
     def stale_base(self, task_id: str, verdict: Verdict) -> bool:
@@ -233,7 +251,7 @@ class RecordingTree:
     def retry_from_head(self, verdict: Verdict) -> bool:
         return False
 
-    def save_build_patch(self, task, log_path: Path) -> Path | None:
+    def save_build_patch(self, task: TaskView, log_path: Path) -> Path | None:
         """As the real one: the code of the task's build commit, as a patch beside the log."""
         commit = task.commit and int(task.commit, 16)
         if not commit:
@@ -250,7 +268,7 @@ class RecordingTree:
     def drop_accepted_drafts(self) -> None:
         pass
 
-    def drop_drafts(self, accepted: list) -> None:
+    def drop_drafts(self, accepted: Iterable[dict]) -> None:
         pass
 
     @contextmanager
@@ -258,12 +276,13 @@ class RecordingTree:
         yield FakeCheckouts(self)
 
 
-class FakeCheckouts:
+class FakeCheckouts(Checkouts):
     """The checkouts a fork/join lends its verifiers: each a folder with a copy of the plan,
     removed after its loan."""
 
     def __init__(self, tree: RecordingTree):
-        self.tree, self.lent = tree, 0
+        self.tree: RecordingTree = tree
+        self.lent = 0
 
     @contextmanager
     def lend(self) -> Iterator[Loan]:
@@ -272,7 +291,7 @@ class FakeCheckouts:
         folder.mkdir()
         (folder / PLAN_FILE).write_bytes(self.tree.plan.data)
         try:
-            yield Loan(FakeRepo(folder))  # type: ignore[arg-type]  # a fake of the Repo it asks
+            yield Loan(FakeRepo(folder))
         finally:
             shutil.rmtree(folder)
 
@@ -284,10 +303,13 @@ Gated = bool | tuple[bool, str]  # a gate's result: passed, and what it said whe
 Act = Callable[[Stage, "str | None", "Path | None"], "tuple[StopReason | None, int] | None"]
 
 
-class ScriptedAgents:
+class ScriptedAgents(AgentRuns):
     """AgentRuns whose runs do what `act` does; `runs`: each (stage, item), `prompts`: each run's
     prompt, from the stage's template as a real run's; the gate passes or fails as `gate_ok` says
-    (a callable: asked at each gate, for a bool or a bool and the gate's output)."""
+    (a callable: asked at each gate, for a bool or a bool and the gate's output). A subclass, its
+    __init__ not run, as MemoryPlan is."""
+
+    tree: RecordingTree
 
     def __init__(self, tree: RecordingTree, act: Act, gate_ok: bool | Callable[[], Gated] = True):
         self.tree, self.act, self.gate_ok = tree, act, gate_ok
@@ -296,8 +318,15 @@ class ScriptedAgents:
         self.gates: list[list[str]] = []
         self.worker: int | None = None
         self.current_build: str | None = None
-        self.stopping = False
-        self.tokens = 0
+        self.stopped = False
+
+    @property
+    def stopping(self) -> bool:
+        return self.stopped
+
+    @property
+    def tokens(self) -> int:
+        return 0
 
     @property
     def log_dir(self) -> Path:
@@ -309,7 +338,16 @@ class ScriptedAgents:
     def rel(self, log: Path) -> Path:
         return self.tree.rel(log)
 
-    def run_agent(self, stage, iteration, item, values, cwd=None, plan=None, state=None) -> AgentResult:
+    def run_agent(
+        self,
+        stage: Stage,
+        iteration: int,
+        item: str | None,
+        values: dict,
+        cwd: Path | None = None,
+        plan: Plan | None = None,
+        state: WorkState | None = None,
+    ) -> AgentResult:
         self.runs.append((stage, item))
         self.prompts.append(prompts.render(self.tree.home, stage, {"spec": SPEC, **values}))
         stop, exit_code = self.act(stage, item, cwd) or (None, 0)
@@ -319,27 +357,36 @@ class ScriptedAgents:
         result.changed = frozenset(self.tree.dirty)  # as enforce measures it
         return result
 
-    def check_plan(self, result: AgentResult) -> None:
+    def check_plan(self, result: AgentResult, in_tree: bool = True) -> None:
         return None
 
-    def enforce(self, stage, own, before, old, results, now=None) -> list[str]:
+    def enforce(
+        self,
+        stage: Stage,
+        own: set[str],
+        before: Snapshot,
+        old: Plan,
+        results: list[AgentResult],
+        now: Plan | None = None,
+        fence: Fence | None = None,
+    ) -> list[str]:
         return []
 
-    def gate(self, argv, log: Path) -> GateResult:
+    def gate(self, argv: Sequence[str], log: Path) -> GateResult:
         self.gates.append(list(argv))
         gated = self.gate_ok() if callable(self.gate_ok) else self.gate_ok
         ok, said = gated if isinstance(gated, tuple) else (gated, "FAILED tests/test_app.py::test_parse")
         return GateResult(ok, "" if ok else said, log)
 
     def stop_all(self) -> None:
-        self.stopping = True
+        self.stopped = True
 
 
 def a_plan(*tasks: str, done: bool = False) -> bytes:
     """A plan of the spec with these tasks (by name), pending or built and marked done."""
     plan = Plan(load(b""))
     plan.add_spec(SPEC)
-    records = [{"name": name, "accept": f"{name} works", "spec": SPEC} for name in tasks]
+    records: list[object] = [{"name": name, "accept": f"{name} works", "spec": SPEC} for name in tasks]
     added = plan.add_tasks(records) if records else []
     for task in added if done else []:
         plan.record_build(task["id"], ["app.py"], 0, None)
@@ -347,19 +394,36 @@ def a_plan(*tasks: str, done: bool = False) -> bytes:
     return plan.doc.to_bytes()
 
 
+class FakeWorkspace(Workspace):
+    """A Workspace of this module's fakes, typed as them: the tests read what they recorded."""
+
+    plan: MemoryPlan
+    agents: ScriptedAgents
+    tree: RecordingTree
+
+
+class LoopOfFakes(Loop):
+    """A Loop whose workspace is a FakeWorkspace, typed as one."""
+
+    @property
+    def workspace(self) -> FakeWorkspace:
+        assert isinstance(self.ws, FakeWorkspace)
+        return self.ws
+
+
 def workspace(
-    tmp_path: Path, data: bytes, act: Act, gate_ok: bool | Callable[[], Gated] = True, **settings
-) -> Workspace:
+    tmp_path: Path, data: bytes, act: Act, gate_ok: bool | Callable[[], Gated] = True, **settings: Any
+) -> FakeWorkspace:
     plan = MemoryPlan(data)
     tree = RecordingTree(tmp_path, plan)
     agents = ScriptedAgents(tree, act, gate_ok)
     values = {"spec": SPEC, "parallel": 1, "gate": ("make", "test"), "run_hooks": False, **settings}
     values = {"agent": "command", "agent_cmd": "true", **values}  # the loop makes an adapter, never runs it
     journal, console = Journal(tmp_path / "journal.jsonl"), Console(io.StringIO(), live=False)
-    return Workspace(Settings(**values), plan, agents, tree, journal, console, Solo())
+    return FakeWorkspace(Settings(**values), plan, agents, tree, journal, console, Solo())
 
 
-def task_of(ws: Workspace, name: str) -> dict:
+def task_of(ws: FakeWorkspace, name: str) -> dict:
     return next(task.record for task in ws.plan.tasks() if task.name == name)
 
 
@@ -425,7 +489,7 @@ def test_a_build_whose_agent_never_marks_its_task_done_is_not_done(tmp_path: Pat
     assert ws.agents.gates == []  # no gate for a build its agent did not finish
 
 
-def needs_first(ws_box: list[Workspace], first: str = "First") -> Act:
+def needs_first(ws_box: list[FakeWorkspace], first: str = "First") -> Act:
     """A builder that builds `first`, and any other task only once First's code is committed: until
     then its agent reports an error (exit 1) and changes nothing, as an agent whose change needs
     an earlier one does."""
@@ -445,7 +509,7 @@ def needs_first(ws_box: list[Workspace], first: str = "First") -> Act:
 def test_a_task_the_agent_cannot_do_yet_waits_uncounted_for_the_others_code(tmp_path: Path):
     """Serially, tasks with no declared order: the agent cannot build Second before First's code
     is in and says so. Second is not counted, not retried at once: First is built, then Second."""
-    box: list[Workspace] = []
+    box: list[FakeWorkspace] = []
     ws = workspace(tmp_path, a_plan("Second", "First"), needs_first(box), max_attempts=3)
     box.append(ws)
     second, first = task_of(ws, "Second")["id"], task_of(ws, "First")["id"]
@@ -466,7 +530,7 @@ def test_a_task_the_agent_never_can_do_counts_its_attempts_once_nothing_else_can
     """Neither task can be built: Second is deferred once, while First might change the code; after
     that each error is its task's failed attempt, never retried at once, and the same error twice
     sends the task on to DECOMPOSE."""
-    box: list[Workspace] = []
+    box: list[FakeWorkspace] = []
     ws = workspace(tmp_path, a_plan("Second", "First"), needs_first(box, first="Nothing"), max_attempts=3)
     box.append(ws)
     second, first = task_of(ws, "Second")["id"], task_of(ws, "First")["id"]
@@ -598,7 +662,7 @@ def test_a_check_whose_agent_failed_keeps_nothing_of_it(tmp_path: Path, spec: Pa
 
 
 # --- INVESTIGATE and DECOMPOSE -------------------------------------------------------------------
-def add_tasks(ws: Workspace, *names: str, **fields: object) -> None:
+def add_tasks(ws: FakeWorkspace, *names: str, **fields: object) -> None:
     """What an agent's `ralph task add` does to the plan (here: in memory)."""
     with ws.plan.change() as change:
         change.plan.add_tasks(
@@ -742,7 +806,7 @@ class MarkedAgent:
     [check-hang] has it stopped at its time limit, [check-crash] has it add a task and exit 3."""
 
     def __init__(self) -> None:
-        self.ws: Workspace | None = None
+        self.ws: FakeWorkspace | None = None
         self.counts: dict[str, int] = {}
         self.work_fails = ""  # what the gate says of the last build's work: nothing while it is right
 
@@ -834,7 +898,7 @@ def looping(
     spec: str = "# App\n",
     gate_ok: bool | Callable[[], Gated] | None = None,
     **settings,
-) -> tuple[Loop, MarkedAgent]:
+) -> tuple[LoopOfFakes, MarkedAgent]:
     """A loop over the fakes whose agent runs are the MarkedAgent's; the spec at SPEC is `spec`;
     the gate is the MarkedAgent's unless `gate_ok` says how every gate ends."""
     (tmp_path / SPEC).parent.mkdir(parents=True, exist_ok=True)
@@ -842,7 +906,7 @@ def looping(
     agent = MarkedAgent()
     ws = workspace(tmp_path, data, agent, gate_ok=agent.gate if gate_ok is None else gate_ok, **settings)
     agent.ws = ws
-    loop = Loop(tmp_path, ws.settings, ws.console)
+    loop = LoopOfFakes(tmp_path, ws.settings, ws.console)
     loop.ws, loop.journal = ws, ws.journal
     return loop, agent
 
@@ -851,7 +915,7 @@ def journal(tmp_path: Path, kind: str) -> list[dict]:
     return [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == kind]
 
 
-def accepted_names(ws: Workspace) -> list[str]:
+def accepted_names(ws: FakeWorkspace) -> list[str]:
     return sorted(line.record["name"] for line in ws.plan.read().of("accept"))
 
 
@@ -1082,7 +1146,7 @@ def builds_of(tmp_path: Path, task_id: str) -> int:
     return sum(1 for e in journal(tmp_path, "agent_begin") if e.get("item") == task_id)
 
 
-def plan_at(ws: Workspace, message: str) -> Plan:
+def plan_at(ws: FakeWorkspace, message: str) -> Plan:
     """The plan as the commit with this message has it (a plan-only commit, or the work tree's)."""
     assert isinstance(ws.plan, MemoryPlan) and isinstance(ws.tree, RecordingTree)
     commits = [*zip(ws.plan.committed, ws.plan.committed_data, strict=True)]
@@ -1296,10 +1360,10 @@ def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(tmp_p
 def test_loop_decomposition_stops_at_its_depth_and_blocks_for_a_person(tmp_path: Path):
     data = Plan(load(a_plan()))
     (root,) = data.add_tasks([{"name": "Too big", "priority": "high", "spec": SPEC}])
-    settings = {"max_attempts": 1, "max_decompose_depth": 1, "max_iterations": 6}
     failures = (f"FAILED tests/test_app.py::test_{name}" for name in ("parse", "render", "save", "load"))
     gate = lambda: (False, next(failures))  # noqa: E731  # each build its own failure: none survives a split
-    loop, _ = looping(tmp_path, data.doc.to_bytes(), gate_ok=gate, **settings)
+    limits = {"max_attempts": 1, "max_decompose_depth": 1, "max_iterations": 6}
+    loop, _ = looping(tmp_path, data.doc.to_bytes(), "# App\n", gate, **limits)
 
     outcome, message = loop._iterate()
 
@@ -1333,7 +1397,7 @@ def test_a_kill_log_outside_the_logs_never_reaches_a_prompt(tmp_path: Path):
 
     DecomposeStage(ws).run(1)
 
-    assert sorted(item for _, item in ws.agents.runs) == sorted(ways)
+    assert sorted(present(item) for _, item in ws.agents.runs) == sorted(ways)
     assert all("AKIAIOSFODNN7EXAMPLE" not in prompt for prompt in ws.agents.prompts)
     refused = [e["item"] for e in read_events(root / "journal.jsonl") if e["event"] == "kill_log_refused"]
     assert sorted(refused) == sorted(ways)
@@ -1357,13 +1421,13 @@ def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(tmp_pa
 ANSWER = "Q ({question}): Blue or green? The spec does not say.\nA: Green, like the logo."
 
 
-def answer(ws: Workspace, question: str) -> None:
+def answer(ws: FakeWorkspace, question: str) -> None:
     """What `ralph answer` does to the plan."""
     with ws.plan.change(commit=True) as change:
         change.plan.answer(question, "Green, like the logo.", "2026-01-02T00:00:00Z")
 
 
-def prompts_of(ws: Workspace, stage: Stage, item: str) -> list[str]:
+def prompts_of(ws: FakeWorkspace, stage: Stage, item: str) -> list[str]:
     return [
         prompt for run, prompt in zip(ws.agents.runs, ws.agents.prompts, strict=True) if run == (stage, item)
     ]
@@ -1454,7 +1518,7 @@ def test_parallel_verifiers_run_at_once_and_the_loop_ends(tmp_path: Path):
     ws = workspace(tmp_path, a_plan(*names, done=True), slow_verifier, parallel=4)
     (tmp_path / SPEC).parent.mkdir(parents=True)
     (tmp_path / SPEC).write_text("# App\n")
-    loop = Loop(tmp_path, ws.settings, ws.console)
+    loop = LoopOfFakes(tmp_path, ws.settings, ws.console)
     loop.ws, loop.journal = ws, ws.journal
     ids = {task.name: task.id for task in ws.plan.tasks()}
 

@@ -61,8 +61,18 @@ def test_no_escape_sequence_from_a_task_name_or_agent_output_reaches_the_termina
     agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent_script))}"
 
     screen = Terminal()
-    tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
-    screen.started(construct(repo, agent=agent, wait=False, env={"NO_COLOR": "", "TERM": "xterm"}, **tty))
+    tty = screen.follower
+    screen.started(
+        construct(
+            repo,
+            agent=agent,
+            wait=False,
+            env={"NO_COLOR": "", "TERM": "xterm"},
+            stdin=tty,
+            stdout=tty,
+            stderr=tty,
+        )
+    )
     logs = repo / "build" / "ralph-logs"
     wait_for(
         lambda: any("plain output" in path.read_text() for path in logs.glob("*-build-*.transcript.md")),

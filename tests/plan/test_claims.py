@@ -12,6 +12,8 @@ from ralph.errors import Refused
 from ralph.plan.loader import load, parse
 from ralph.plan.merge import merge_bytes
 from ralph.plan.plan import Plan
+from tests.support.plans import task_in
+from tests.support.present import present
 
 T0 = "2026-01-01T10:00:00+00:00"
 T10 = "2026-01-01T10:10:00+00:00"  # ten minutes later
@@ -30,8 +32,8 @@ def test_a_claim_names_the_runner_and_the_time_and_rewrites_only_its_line():
     plan = plan_of(task("a"), task("b"))
     before = plan.doc.lines[1].raw
     plan.claim("t-a", "host-1", T0)
-    assert plan.find_task("t-a")["claimed_by"] == "host-1"
-    assert plan.find_task("t-a")["claimed_at"] == T0
+    assert task_in(plan, "t-a")["claimed_by"] == "host-1"
+    assert task_in(plan, "t-a")["claimed_at"] == T0
     assert plan.doc.lines[1].raw == before
     assert [t["id"] for t in plan.claims()] == ["t-a"]
 
@@ -41,14 +43,14 @@ def test_a_live_claim_of_another_runner_is_refused_and_ones_own_is_renewed():
     with pytest.raises(Refused, match="t-a is claimed by host-1 since"):
         plan.claim("t-a", "host-2", T10)
     plan.claim("t-a", "host-1", T10)
-    assert plan.find_task("t-a")["claimed_at"] == T10
+    assert task_in(plan, "t-a")["claimed_at"] == T10
     assert not [r for r in plan.doc.records() if r.record["t"] == "takeover"]
 
 
 def test_a_stale_claim_is_taken_over_and_the_old_claim_kept_in_a_takeover_record():
     plan = plan_of(task("a", claimed_by="host-1", claimed_at=T0))
     plan.claim("t-a", "host-2", T31)
-    assert plan.find_task("t-a")["claimed_by"] == "host-2"
+    assert task_in(plan, "t-a")["claimed_by"] == "host-2"
     takeovers = [r.record for r in plan.doc.records() if r.record["t"] == "takeover"]
     assert takeovers == [
         {
@@ -67,7 +69,7 @@ def test_the_claim_ttl_comes_from_the_config_or_the_caller():
     plan = plan_of({"t": "config", "claim_ttl_ms": 60_000}, task("a", claimed_by="h1", claimed_at=T0))
     assert plan.claim_ttl_s() == 60
     plan.claim("t-a", "h2", "2026-01-01T10:01:30+00:00")  # 90 s: past the configured minute
-    assert plan.find_task("t-a")["claimed_by"] == "h2"
+    assert task_in(plan, "t-a")["claimed_by"] == "h2"
     plan = plan_of(task("a", claimed_by="h1", claimed_at=T0))
     assert plan.claim_ttl_s() == 1800
     with pytest.raises(Refused):
@@ -78,13 +80,13 @@ def test_the_claim_ttl_comes_from_the_config_or_the_caller():
 def test_a_claim_whose_time_does_not_parse_counts_as_expired():
     plan = plan_of(task("a", claimed_by="h1", claimed_at="yesterday"))
     plan.claim("t-a", "h2", T0)
-    assert plan.find_task("t-a")["claimed_by"] == "h2"
+    assert task_in(plan, "t-a")["claimed_by"] == "h2"
 
 
 def test_a_pending_or_done_task_is_claimed_a_blocked_one_is_not():
     plan = plan_of(task("a", s="d"), task("b", s="b"))
     plan.claim("t-a", "h1", T0)  # to verify it
-    assert plan.find_task("t-a")["claimed_by"] == "h1"
+    assert task_in(plan, "t-a")["claimed_by"] == "h1"
     with pytest.raises(Refused, match="t-b is blocked"):
         plan.claim("t-b", "h1", T0)
 
@@ -101,8 +103,8 @@ def test_release_drops_ones_own_claim_refuses_anothers_and_ignores_what_is_gone(
     plan = plan_of(task("a", claimed_by="h1", claimed_at=T0), task("b"))
     with pytest.raises(Refused, match="claimed by h1, not by h2"):
         plan.release("t-a", "h2")
-    assert plan.release("t-a", "h1")["id"] == "t-a"
-    assert "claimed_by" not in plan.find_task("t-a") and "claimed_at" not in plan.find_task("t-a")
+    assert present(plan.release("t-a", "h1"))["id"] == "t-a"
+    assert "claimed_by" not in task_in(plan, "t-a") and "claimed_at" not in task_in(plan, "t-a")
     assert plan.release("t-b", "h1") is None  # not claimed
     assert plan.release("t-gone", "h1") is None  # accepted or deleted meanwhile
 
@@ -110,13 +112,13 @@ def test_release_drops_ones_own_claim_refuses_anothers_and_ignores_what_is_gone(
 def test_done_reject_and_block_free_the_task():
     plan = plan_of(task("a", claimed_by="h1", claimed_at=T0), task("b", claimed_by="h1", claimed_at=T0))
     plan.done("t-a")
-    assert "claimed_by" not in plan.find_task("t-a")
+    assert "claimed_by" not in task_in(plan, "t-a")
     plan.claim("t-b", "h1", T0)
     plan.block("t-b", "too deep")
-    assert "claimed_by" not in plan.find_task("t-b")
+    assert "claimed_by" not in task_in(plan, "t-b")
     plan = plan_of(task("a", s="d", claimed_by="verifier", claimed_at=T0))
     plan.reject("t-a", "wrong")
-    assert "claimed_by" not in plan.find_task("t-a")
+    assert "claimed_by" not in task_in(plan, "t-a")
 
 
 # --- the merge driver ------------------------------------------------------------------------
@@ -206,7 +208,7 @@ def test_an_issue_and_a_spec_record_are_claimed_released_and_taken_over_like_a_t
     plan.claim("specs/a.md", "h2", T31)
     takeovers = [line.record for line in plan.doc.records() if line.record["t"] == "takeover"]
     assert [(r["id"], r["by"], r["was_claimed_by"]) for r in takeovers] == [("specs/a.md", "h2", "h1")]
-    assert plan.release("i-1", "h1")["id"] == "i-1"
+    assert present(plan.release("i-1", "h1"))["id"] == "i-1"
     assert [c["id"] for c in plan.claims()] == ["specs/a.md"]
     assert parse(plan.doc.to_bytes())[1] == []  # the claims pass `ralph check`
     with pytest.raises(Refused, match="no task, issue or spec i-9"):
@@ -217,6 +219,7 @@ def test_an_issue_claim_released_on_one_branch_and_renewed_on_the_other_merges_t
     issue = {"t": "issue", "id": "i-1", "text": "slow"}
     claimed = {**issue, "claimed_by": "h1", "claimed_at": T10}
     sides = [({**claimed, "claimed_at": T0},), (issue,), (claimed, task("b"))]  # base, ours, theirs
-    merged = merge_bytes(*("".join(json.dumps(r) + "\n" for r in side).encode() for side in sides))
+    base, ours, theirs = ("".join(json.dumps(r) + "\n" for r in side).encode() for side in sides)
+    merged = merge_bytes(base, ours, theirs)
     assert merged.conflicts == []
     assert [json.loads(line) for line in merged.data.decode().splitlines()] == [claimed, task("b")]

@@ -15,7 +15,7 @@ from ralph.plan.merge import merge_bytes
 from ralph.plan.plan import Plan
 
 
-def task(task_id: str, name: str = "", **fields) -> dict:
+def task(task_id: str, name: str = "", /, **fields: object) -> dict:
     return {"t": "task", "id": f"t-{task_id}", "name": name or task_id.upper(), **fields}
 
 

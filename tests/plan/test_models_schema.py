@@ -18,7 +18,7 @@ from tests.support.plan_records import any_record, records
 
 # One smallest valid line per record type, and the same line with a field only that type has made
 # wrong: the validator must pick each type's own definition by "t" (and agree with pydantic).
-SAMPLES = {
+SAMPLES: dict[str, tuple[dict[str, object], dict[str, object]]] = {
     "task": ({"t": "task", "id": "t-abc", "name": "x"}, {"s": "x"}),
     "issue": ({"t": "issue", "id": "i-abc", "text": "why?"}, {"id": "t-abc"}),
     "accept": ({"t": "accept", "id": "t-abc"}, {"id": "i-abc"}),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ralph.plan.ops import decode, encode, made_by_ops, ops_in, trailers, with_trailers
 from ralph.plan.records import KillReason
-from tests.support.plans import BASE, T0, decomposed, ops_of, plan_of
+from tests.support.plans import BASE, T0, decomposed, ops_made, ops_of, plan_of
 
 
 def test_each_transition_that_changes_the_plan_is_recorded_with_its_arguments():
@@ -21,7 +21,7 @@ def test_added_tasks_are_recorded_with_the_ids_they_were_given():
     [added] = plan.add_tasks(["D"])
     assert made_by_ops(plan) == [{"op": "add_tasks", "args": [[{"name": "D", "id": added["id"]}]]}]
     again = plan_of(BASE)
-    again.add_tasks(*made_by_ops(plan)[0]["args"])
+    again.add_tasks(*ops_made(plan)[0]["args"])
     assert again.doc.to_bytes() == plan.doc.to_bytes()  # the same task, under the same id
 
 

@@ -11,7 +11,9 @@ from ralph.errors import InvalidInput, PlanInvalid, RalphError, Refused
 from ralph.plan.families import fingerprint
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import Verdict
+from ralph.plan.records import KillReason, Verdict
+from tests.support.plans import task_in
+from tests.support.present import present
 
 GENERATED_TASK_ID = re.compile(r"^t-[0-9a-z]{6}$")
 GENERATED_ISSUE_ID = re.compile(r"^i-[0-9a-z]{6}$")
@@ -153,7 +155,7 @@ def test_done_marks_the_next_task_by_default_and_rewrites_only_its_line():
     after = raw_lines(plan)
     assert after[:2] == before[:2]
     assert json.loads(after[2]) == {"t": "task", "name": "First", "id": "t-first", "x-extra": 1, "s": "d"}
-    assert reloaded(plan).next_task()["id"] == "t-later"
+    assert present(reloaded(plan).next_task())["id"] == "t-later"
 
 
 def test_done_refuses_a_blocked_task():
@@ -221,7 +223,7 @@ def test_an_accepted_task_still_satisfies_its_dependents():
     plan = plan_of(task("t-a", s="d"), task("t-b", deps=["t-a"]))
     plan.accept("t-a")
     again = reloaded(plan)
-    assert again.next_task()["id"] == "t-b"
+    assert present(again.next_task())["id"] == "t-b"
     again.done("t-b")
 
 
@@ -272,7 +274,9 @@ def test_reject_refuses_a_pending_task_and_an_empty_reason():
 
 def test_reject_with_a_kill_reason_takes_a_pending_task_to_decompose():
     plan = plan_of(task("t-a"))
-    record = plan.reject("t-a", "ran out of time", kill_reason="timeout", kill_log="build/ralph-logs/1.log")
+    record = plan.reject(
+        "t-a", "ran out of time", kill_reason=KillReason.TIMEOUT, kill_log="build/ralph-logs/1.log"
+    )
     assert record["kill_reason"] == "timeout" and record["kill_log"] == "build/ralph-logs/1.log"
     again = reloaded(plan)
     assert again.doc.records()[-1].record == {
@@ -458,32 +462,32 @@ def test_a_question_blocks_its_task_through_blocked_by_and_the_answer_frees_it()
     plan = plan_of(task("t-a"))
     first = plan.ask("t-a", "SQLite or Postgres?", "2026-01-01T00:00:00+00:00")
     second = plan.ask("t-a", "Which port?", "2026-01-01T00:01:00+00:00")
-    blocked = plan.find_task("t-a")
+    blocked = task_in(plan, "t-a")
     assert blocked["s"] == "b" and blocked["blocked_by"] == second["id"]  # the latest asked
     plan.answer(second["id"], "8080", "2026-01-01T00:02:00+00:00")
-    assert plan.find_task("t-a")["blocked_by"] == first["id"]  # the one still open
+    assert task_in(plan, "t-a")["blocked_by"] == first["id"]  # the one still open
     plan.answer(first["id"], "SQLite", "2026-01-01T00:03:00+00:00")
-    freed = reloaded(plan).find_task("t-a")
+    freed = task_in(reloaded(plan), "t-a")
     assert freed["s"] == "p" and "blocked_by" not in freed and "blocked_reason" not in freed
 
 
 def test_rewording_blocked_reason_changes_nothing_a_question_decides():
     plan = plan_of(task("t-a"))
     question = plan.ask("t-a", "SQLite or Postgres?", "2026-01-01T00:00:00+00:00")
-    plan.find_task("t-a")["blocked_reason"] = "Ana decides the database on Monday"  # a person's words
+    task_in(plan, "t-a")["blocked_reason"] = "Ana decides the database on Monday"  # a person's words
     with pytest.raises(Refused, match="Ana decides"):
         plan.done("t-a")
     plan.answer(question["id"], "SQLite", "2026-01-01T00:02:00+00:00")
-    assert plan.find_task("t-a")["s"] == "p"
+    assert task_in(plan, "t-a")["s"] == "p"
 
 
 def test_a_block_by_the_loop_is_not_lifted_by_an_answer():
     plan = plan_of(task("t-a"))
     question = plan.ask("t-a", "SQLite or Postgres?", "2026-01-01T00:00:00+00:00")
     plan.block("t-a", "decomposed too deep")
-    assert "blocked_by" not in plan.find_task("t-a")
+    assert "blocked_by" not in task_in(plan, "t-a")
     plan.answer(question["id"], "SQLite", "2026-01-01T00:02:00+00:00")
-    assert plan.find_task("t-a")["s"] == "b"
+    assert task_in(plan, "t-a")["s"] == "b"
 
 
 def test_a_plan_written_before_blocked_by_still_reads_its_question_from_blocked_reason():
@@ -493,4 +497,4 @@ def test_a_plan_written_before_blocked_by_still_reads_its_question_from_blocked_
     with pytest.raises(Refused, match="waiting for the answer to question i-q00001"):
         plan.done("t-a")
     plan.answer("i-q00001", "8080", "2026-01-01T00:02:00+00:00")
-    assert plan.find_task("t-a")["s"] == "p" and "blocked_reason" not in plan.find_task("t-a")
+    assert task_in(plan, "t-a")["s"] == "p" and "blocked_reason" not in task_in(plan, "t-a")

@@ -4,11 +4,21 @@ changes meet when its push lost the race."""
 
 from __future__ import annotations
 
-from ralph.plan.ops import made_by_ops
 from ralph.plan.plan import Plan
 from ralph.plan.records import Replayed
 from ralph.plan.replay import decomposed_into, replay
-from tests.support.plans import BASE, T0, data_of, decomposed, ops_of, plan_of, records_of, task
+from tests.support.plans import (
+    BASE,
+    T0,
+    data_of,
+    decomposed,
+    ops_made,
+    ops_of,
+    plan_of,
+    records_of,
+    task,
+    task_in,
+)
 
 
 def test_an_operation_whose_precondition_holds_is_made_again_as_it_was():
@@ -16,20 +26,20 @@ def test_an_operation_whose_precondition_holds_is_made_again_as_it_was():
     theirs = data_of({"t": "config"}, task("a"), task("b"), task("c", deps=["t-b"]), task("e"))
     data, [outcome] = replay(theirs, ops)
     assert outcome.kind == Replayed.APPLIED
-    assert plan_of(data).find_task("t-a")["s"] == "d"
+    assert task_in(plan_of(data), "t-a")["s"] == "d"
     assert plan_of(data).find_task("t-e") is not None  # theirs stays
 
 
 def test_a_priority_for_a_task_now_decomposed_is_dropped_and_the_subtasks_are_ranked():
     ours = plan_of(BASE)
     ours.prioritize()
-    assert ours.find_task("t-b").get("priority")
+    assert task_in(ours, "t-b").get("priority")
     theirs = decomposed(BASE, "t-b", ["t-b1", "t-b2"])
-    data, [outcome] = replay(theirs, made_by_ops(ours))
+    data, [outcome] = replay(theirs, ops_made(ours))
     plan = plan_of(data)
     assert outcome.kind == Replayed.APPLIED  # prioritize is computed again on the plan as it is
     assert plan.find_task("t-b") is None
-    assert plan.find_task("t-b1").get("priority") and plan.find_task("t-b1").get("auto_priority")
+    assert task_in(plan, "t-b1").get("priority") and task_in(plan, "t-b1").get("auto_priority")
 
 
 def test_an_operation_on_a_task_another_runner_decomposed_is_dropped_saying_so():
@@ -45,7 +55,7 @@ def test_a_dependency_on_a_decomposed_task_moves_to_its_subtasks():
     ops = ops_of(BASE, lambda plan: plan.add_tasks([{"id": "t-d", "name": "D", "deps": ["t-b", "t-a"]}]))
     theirs = decomposed(BASE, "t-b", ["t-b1", "t-b2"])
     data, [outcome] = replay(theirs, ops)
-    assert plan_of(data).find_task("t-d")["deps"] == ["t-b1", "t-b2", "t-a"]
+    assert task_in(plan_of(data), "t-d")["deps"] == ["t-b1", "t-b2", "t-a"]
     assert outcome.kind == Replayed.MOVED
     assert "t-b -> t-b1, t-b2" in outcome.why
 
@@ -58,13 +68,11 @@ def test_a_decomposed_task_is_known_by_its_subtasks_and_one_in_the_plan_by_none(
 
 
 def test_a_second_decomposition_of_a_task_another_runner_decomposed_is_dropped():
-    ops = ops_of(
-        BASE,
-        lambda plan: (
-            plan.add_tasks([{"id": "t-x1", "name": "X1", "parent": "t-b"}]),
-            plan.record_decomposition("t-b", ["t-x1"]),
-        ),
-    )
+    def decompose_b(plan: Plan) -> None:
+        plan.add_tasks([{"id": "t-x1", "name": "X1", "parent": "t-b"}])
+        plan.record_decomposition("t-b", ["t-x1"])
+
+    ops = ops_of(BASE, decompose_b)
     theirs = decomposed(BASE, "t-b", ["t-b1", "t-b2"])
     data, outcomes = replay(theirs, ops)
     assert data == theirs  # one decomposition: the one published first
@@ -76,7 +84,7 @@ def test_a_claim_another_runner_published_first_stands():
     theirs = plan_of(BASE)
     theirs.claim("t-a", "two", T0)
     data, [outcome] = replay(theirs.doc.to_bytes(), ops)
-    assert plan_of(data).find_task("t-a")["claimed_by"] == "two"
+    assert task_in(plan_of(data), "t-a")["claimed_by"] == "two"
     assert outcome.kind == Replayed.DROPPED and "claimed by two" in outcome.why
 
 
@@ -126,7 +134,7 @@ def test_an_id_an_operation_made_is_made_again_so_later_operations_still_name_it
 
     ours = plan_of(BASE)
     ask_and_answer(ours)
-    ops = made_by_ops(ours)
+    ops = ops_made(ours)
     assert ops[0]["ids"] == [ops[1]["args"][0]]
     theirs = data_of({"t": "config"}, task("a"), task("b"), task("c", deps=["t-b"]), task("e"))
     data, outcomes = replay(theirs, ops)

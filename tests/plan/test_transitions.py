@@ -9,11 +9,13 @@ import pytest
 
 from ralph.errors import Refused
 from ralph.plan import schedule
-from ralph.plan.attempts import fingerprint
 from ralph.plan.document import serialize
+from ralph.plan.families import fingerprint
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, TaskView, Verdict
+from tests.support.plans import ops_made, task_in
+from tests.support.present import present
 
 # Hand-written lines: odd spacing, key order, CRLF, a blank line, an unknown record type.
 SPEC_A = b'{"t": "spec", "path": "specs/a.md"}\n'
@@ -106,7 +108,7 @@ def test_record_build_sums_costs_without_float_noise():
 def test_record_build_commit_notes_the_commit_on_that_line_only():
     plan = plan_of()
     plan.record_build_commit("t-bbbbbb", "0123456789abcdef0123456789abcdef01234567")
-    task = plan.find_task("t-bbbbbb")
+    task = task_in(plan, "t-bbbbbb")
     assert task["commit"] == "0123456789abcdef0123456789abcdef01234567"
     assert plan.doc.to_bytes() == replaced(TASK_B, task)
 
@@ -137,7 +139,7 @@ def test_the_loops_transitions_refuse_an_unknown_or_accepted_task(method, args, 
 def test_record_build_failure_sends_the_task_back_with_the_gate_failure():
     plan = plan_of()
     attempts = plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, "ruff: 3 errors", 40, 0.01)
-    task = plan.find_task("t-bbbbbb")
+    task = task_in(plan, "t-bbbbbb")
     assert attempts == 1
     assert task == {
         "t": "task",
@@ -166,7 +168,7 @@ def test_record_build_failure_sends_the_task_back_with_the_gate_failure():
 def test_record_build_failure_adds_to_the_usage_already_recorded():
     plan = plan_of()
     assert plan.record_build_failure("t-aaaaaa", Verdict.GATE_FAILED, "lint", 5, 0.125) == 2
-    task = plan.find_task("t-aaaaaa")
+    task = task_in(plan, "t-aaaaaa")
     assert (task["tokens"], task["attempt_tokens"], task["cost_usd"]) == (105, [100, 5], 0.625)
     assert task["gate_failure"] == "lint" and task["x-mine"] == {"keep": True}
     assert plan.doc.to_bytes() == replaced(TASK_A, task)
@@ -177,7 +179,7 @@ def test_record_merge_conflict_sends_the_task_back_with_the_files_and_counts_an_
     plan.record_build("t-aaaaaa", ["a.py"], 10, None)
     plan.record_build_commit("t-aaaaaa", "c0ffee")
     attempts = plan.record_merge_conflict("t-aaaaaa", ["z.py", "a.py"], 7, 0.5)
-    task = plan.find_task("t-aaaaaa")
+    task = task_in(plan, "t-aaaaaa")
     assert attempts == 3 and task["s"] == "p"
     assert task["merge_conflict"] == ["a.py", "z.py"] and task["verdict"] == "merge_conflict"
     assert task["gate_failure"].startswith("merge_conflict: ") and "a.py, z.py" in task["gate_failure"]
@@ -185,19 +187,19 @@ def test_record_merge_conflict_sends_the_task_back_with_the_files_and_counts_an_
     assert (task["tokens"], task["cost_usd"], task["x-mine"]) == (117, 1.0, {"keep": True})
     assert plan.doc.to_bytes() == replaced(TASK_A, task)
     plan.record_build("t-aaaaaa", ["a.py"], 1, None)  # built again: the conflict is history
-    assert "merge_conflict" not in plan.find_task("t-aaaaaa")
+    assert "merge_conflict" not in task_in(plan, "t-aaaaaa")
 
 
 def test_an_unmerged_build_adds_what_its_own_runs_spent_and_is_set_aside_at_the_limit():
     plan = plan_of()
-    before = dict(plan.find_task("t-aaaaaa"))
+    before = dict(task_in(plan, "t-aaaaaa"))
     built = {**before, "tokens": before["tokens"] + 40, "cost_usd": before["cost_usd"] + 0.25}
     assert plan.record_unmerged_build("t-aaaaaa", ["a.py"], built, max_attempts=3) == 2
-    task = plan.find_task("t-aaaaaa")
+    task = task_in(plan, "t-aaaaaa")
     assert task["s"] == "p" and (task["tokens"], task["cost_usd"]) == (before["tokens"] + 40, 0.75)
     assert task["kill_reason"] != "doom_loop"  # not set aside below the limit
     assert plan.record_unmerged_build("t-aaaaaa", ["a.py"], task, 3, where="pushed", kill_log="l.log") == 3
-    task = plan.find_task("t-aaaaaa")
+    task = task_in(plan, "t-aaaaaa")
     assert task["kill_reason"] == "doom_loop" and task["kill_log"] == "l.log"
     assert "work pushed meanwhile" in task["reject_reason"]
 
@@ -315,7 +317,7 @@ def test_issues_with_a_spec_take_that_spec_and_issues_of_none():
 
 def test_find_task():
     plan = plan_of()
-    assert plan.find_task("t-cccccc") == {
+    assert task_in(plan, "t-cccccc") == {
         "name": "Build C",
         "t": "task",
         "id": "t-cccccc",
@@ -344,13 +346,13 @@ def test_record_verify_kill_counts_on_the_done_task_and_a_new_build_clears_it():
     plan = plan_of()
     assert plan.record_verify_kill("t-bbbbbb", KillReason.TIMEOUT, "build/ralph-logs/v1.log") == 1
     assert plan.record_verify_kill("t-bbbbbb", KillReason.CONTEXT_LIMIT, "build/ralph-logs/v2.log") == 2
-    task = plan.find_task("t-bbbbbb")
+    task = task_in(plan, "t-bbbbbb")
     assert (task["s"], task["verify_kills"], task["verify_kill_reason"]) == ("d", 2, "context_limit")
     view = TaskView(task)
     assert not view.killed and view.verify_kill_reason is KillReason.CONTEXT_LIMIT
     assert view.why_not_done == "VERIFY stopped 2 times: context_limit, log build/ralph-logs/v2.log"
     plan.record_build("t-bbbbbb", ["b.py"], 0, None)
-    assert not {"verify_kills", "verify_kill_reason", "verify_kill_log"} & set(plan.find_task("t-bbbbbb"))
+    assert not {"verify_kills", "verify_kill_reason", "verify_kill_log"} & set(task_in(plan, "t-bbbbbb"))
     assert plan.doc.to_bytes().count(b"\n") == b"".join(LINES).count(b"\n")  # rewritten in place
 
 
@@ -378,12 +380,12 @@ def test_take_verification_takes_the_verdict_and_additions_and_nothing_else():
     theirs.accept("t-bbbbbb")
     theirs.add_tasks([{"id": "t-gap000", "name": "A gap it found"}])
     theirs.add_issue("A question it raised")
-    theirs.find_task("t-cccccc")["notes"] = "scribbled on another task"  # not a verifier's to give
+    task_in(theirs, "t-cccccc")["notes"] = "scribbled on another task"  # not a verifier's to give
     ours = plan_of()
     taken = ours.take_verification("t-bbbbbb", base, theirs)
     assert taken["verdict"] == "accepted" and taken["tasks"] == ["t-gap000"] and len(taken["issues"]) == 1
-    assert "t-bbbbbb" in ours.accepted() and ours.find_task("t-gap000")["name"] == "A gap it found"
-    assert "notes" not in ours.find_task("t-cccccc")
+    assert "t-bbbbbb" in ours.accepted() and task_in(ours, "t-gap000")["name"] == "A gap it found"
+    assert "notes" not in task_in(ours, "t-cccccc")
 
     earlier = b"".join(LINES) + b'{"t":"reject","id":"t-bbbbbb","reason":"first"}\n'  # rebuilt since
     theirs = Plan(load(earlier))
@@ -392,7 +394,7 @@ def test_take_verification_takes_the_verdict_and_additions_and_nothing_else():
     taken = ours.take_verification("t-bbbbbb", Plan(load(earlier)), theirs)
     assert (taken["verdict"], taken["reason"]) == ("rejected", "still wrong")
     assert (
-        ours.reject_reasons("t-bbbbbb") == ["first", "still wrong"] and ours.find_task("t-bbbbbb")["s"] == "p"
+        ours.reject_reasons("t-bbbbbb") == ["first", "still wrong"] and task_in(ours, "t-bbbbbb")["s"] == "p"
     )
 
 
@@ -443,14 +445,15 @@ def test_ask_blocks_the_task_and_records_the_question_linked_to_it():
         "asked_by": "BUILD agent, iteration 4",
         "spec": "specs/a.md",
     }
-    task = plan.find_task("t-cccccc")
+    task = task_in(plan, "t-cccccc")
     assert task["s"] == "b" and task["blocked_reason"].startswith(
         f"waiting for the answer to question {question['id']}"
     )
     assert plan.questions() == [question] and plan.questions_of("t-cccccc") == [question]
     # a question is no issue to investigate, and nothing held by it is buildable
     assert question not in plan.issues() and question not in plan.issues("specs/a.md")
-    assert plan.next_task() is None or plan.next_task()["id"] not in ("t-cccccc", "t-dddddd")
+    next_one = plan.next_task()
+    assert next_one is None or next_one["id"] not in ("t-cccccc", "t-dddddd")
     from ralph.plan import schedule
 
     assert schedule.held_by_questions(plan.tasks(), plan.questions()) == {"t-cccccc", "t-dddddd"}
@@ -463,16 +466,18 @@ def test_answer_unblocks_the_task_once_its_last_question_is_answered():
     plan = plan_of()
     first = plan.ask("t-cccccc", "first?", ASKED)
     second = plan.ask("t-cccccc", "second?", ASKED)
-    answered, task = plan.answer(first["id"], " yes ", "2026-11-23T13:00:00+00:00")
+    answered, waiting = plan.answer(first["id"], " yes ", "2026-11-23T13:00:00+00:00")
+    task = present(waiting)
     assert answered["answer"] == "yes" and answered["answered_at"] == "2026-11-23T13:00:00+00:00"
     assert task["s"] == "b" and second["id"] in task["blocked_reason"]  # still waits for the second
-    _, task = plan.answer(second["id"], "no", ASKED)
+    _, freed = plan.answer(second["id"], "no", ASKED)
+    task = present(freed)
     assert task["s"] == "p" and "blocked_reason" not in task
     assert plan.questions() == [] and [q["id"] for q in plan.questions_of("t-cccccc", answered=True)] == [
         first["id"],
         second["id"],
     ]
-    assert plan.next_task()["id"] == "t-cccccc"
+    assert present(plan.next_task())["id"] == "t-cccccc"
 
 
 def test_accepting_a_task_removes_its_answered_questions():
@@ -488,7 +493,8 @@ def test_a_task_blocked_by_the_loop_stays_blocked_after_the_answer():
     plan = plan_of()
     plan.block("t-cccccc", "decomposed too deep")
     question = plan.ask("t-cccccc", "split how?", ASKED)
-    _, task = plan.answer(question["id"], "in two", ASKED)
+    _, still = plan.answer(question["id"], "in two", ASKED)
+    task = present(still)
     assert task["s"] == "b" and task["blocked_reason"] == "decomposed too deep"
 
 
@@ -530,7 +536,7 @@ def test_subtasks_take_the_type_of_the_task_they_were_split_from_unless_they_say
         ]
     )
     plan.record_decomposition("t-big000", ["t-part-a", "t-part-b"])
-    assert [plan.find_task(t).get("type") for t in ("t-part-a", "t-part-b")] == ["bugfix", "test"]
+    assert [task_in(plan, t).get("type") for t in ("t-part-a", "t-part-b")] == ["bugfix", "test"]
 
 
 def test_answers_go_down_every_level_of_decomposition_and_leave_with_the_last_task_they_serve():
@@ -552,7 +558,7 @@ def test_answers_go_down_every_level_of_decomposition_and_leave_with_the_last_ta
     )
     plan.record_decomposition("t-part-a", ["t-part-c", "t-part-d"])
     for task_id in ("t-part-b", "t-part-c", "t-part-d"):
-        assert plan.find_task(task_id)["questions"] == [question["id"]]
+        assert task_in(plan, task_id)["questions"] == [question["id"]]
         assert [q["answer"] for q in plan.answers_for(task_id)] == ["Cookie."]
     for task_id in ("t-part-b", "t-part-c"):
         plan.done(task_id)
@@ -583,11 +589,11 @@ def test_a_failures_fingerprint_ignores_numbers_ids_temporary_paths_and_times():
 def test_the_same_failure_twice_in_a_row_is_recorded_with_both_texts():
     plan = plan_of()
     plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, RUN_ONE, 1, None)
-    assert "repeated_failure" not in plan.find_task("t-bbbbbb")
+    assert "repeated_failure" not in task_in(plan, "t-bbbbbb")
     plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, RUN_TWO, 1, None)
-    assert plan.find_task("t-bbbbbb")["repeated_failure"] == [RUN_ONE, RUN_TWO]
+    assert task_in(plan, "t-bbbbbb")["repeated_failure"] == [RUN_ONE, RUN_TWO]
     plan.record_build("t-bbbbbb", ["x"], 1, None)  # a passing build: the count starts over
-    assert not {"repeated_failure", "fingerprint"} & set(plan.find_task("t-bbbbbb"))
+    assert not {"repeated_failure", "fingerprint"} & set(task_in(plan, "t-bbbbbb"))
 
 
 def test_different_failures_in_a_row_are_not_the_same_failure():
@@ -595,7 +601,7 @@ def test_different_failures_in_a_row_are_not_the_same_failure():
     plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, RUN_ONE, 1, None)
     plan.record_build_failure("t-bbbbbb", Verdict.NO_CHANGES, RUN_ONE, 1, None)
     plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, RUN_TWO, 1, None)
-    assert "repeated_failure" not in plan.find_task("t-bbbbbb")
+    assert "repeated_failure" not in task_in(plan, "t-bbbbbb")
 
 
 def test_a_repeated_failure_is_forgotten_once_a_different_one_comes_or_a_person_is_asked():
@@ -603,15 +609,15 @@ def test_a_repeated_failure_is_forgotten_once_a_different_one_comes_or_a_person_
     for text in (RUN_ONE, RUN_TWO):
         plan.record_build_failure("t-bbbbbb", Verdict.GATE_FAILED, text, 1, None)
     plan.record_build_failure("t-bbbbbb", Verdict.NO_CHANGES, "changed no file", 1, None)
-    assert "repeated_failure" not in plan.find_task("t-bbbbbb")  # the last two differ
+    assert "repeated_failure" not in task_in(plan, "t-bbbbbb")  # the last two differ
     plan.record_build_failure("t-bbbbbb", Verdict.NO_CHANGES, "changed no file", 1, None)
     question = plan.ask_about_repeated_failure("t-bbbbbb", "How?", "2026-11-25T20:00:00+00:00", "ralph")
-    task = plan.find_task("t-bbbbbb")
+    task = task_in(plan, "t-bbbbbb")
     assert task["blocked_by"] == question["id"] and not {"fingerprint", "repeated_failure"} & set(task)
 
 
 def test_take_verification_is_recorded_as_one_operation_of_plain_data_that_replays_to_the_same_plan():
-    from ralph.plan.ops import decode, encode, made_by_ops
+    from ralph.plan.ops import decode, encode
     from ralph.plan.replay import replay
 
     theirs = plan_of()
@@ -621,7 +627,7 @@ def test_take_verification_is_recorded_as_one_operation_of_plain_data_that_repla
     before = ours.doc.to_bytes()
     ours.take_verification("t-bbbbbb", plan_of(), theirs)
 
-    ops = made_by_ops(ours)
+    ops = ops_made(ours)
     assert [op["op"] for op in ops] == ["apply_verification"]  # no plan among its arguments
     assert decode(encode(ops[0])) == ops[0]
     again, outcomes = replay(before, ops)
@@ -642,8 +648,8 @@ def split_family(agent_removed_it: bool = False) -> Plan:
             "t-hopeless", Verdict.GATE_FAILED, ROOT_FAILS, 1, None, files=["work/hopeless.txt"]
         )
     plan.set_aside("t-hopeless", KillReason.REPEATED_FAILURE, "the same failure twice")
-    found = dict(plan.find_task("t-hopeless"))
-    parts = [{"id": f"t-part0{n}", "name": f"Part {n}", "parent": "t-hopeless"} for n in (1, 2)]
+    found = dict(task_in(plan, "t-hopeless"))
+    parts: list[object] = [{"id": f"t-part0{n}", "name": f"Part {n}", "parent": "t-hopeless"} for n in (1, 2)]
     plan.add_tasks(parts)
     if agent_removed_it:
         plan.delete("t-hopeless")
@@ -655,7 +661,7 @@ def split_family(agent_removed_it: bool = False) -> Plan:
 def test_a_split_tasks_parts_are_its_family_and_remember_its_failure(agent_removed_it: bool):
     plan = split_family(agent_removed_it)
     for part in ("t-part01", "t-part02"):
-        task = plan.find_task(part)
+        task = task_in(plan, part)
         assert (task["family"], task["depth"]) == ("t-hopeless", 1)
         (remembered,) = task["ancestor_failures"]
         assert remembered == {
@@ -666,7 +672,7 @@ def test_a_split_tasks_parts_are_its_family_and_remember_its_failure(agent_remov
     plan.add_tasks([{"id": "t-part11", "name": "Part 1.1", "parent": "t-part01"}])
     plan.record_build_failure("t-part01", Verdict.NO_CHANGES, "changed no file", 1, None)
     plan.record_decomposition("t-part01", ["t-part11"])
-    grandchild = plan.find_task("t-part11")
+    grandchild = task_in(plan, "t-part11")
     assert grandchild["family"] == "t-hopeless"  # the family is the first task split, at every depth
     assert [f["task"] for f in grandchild["ancestor_failures"]] == ["t-hopeless", "t-part01"]
 
@@ -676,10 +682,10 @@ def test_a_parts_first_failure_like_its_ancestors_is_that_failure_again():
     plan.record_build_failure(
         "t-part01", Verdict.GATE_FAILED, PART_FAILS, 1, None, files=["work/hopeless-part-1.txt"]
     )
-    task = plan.find_task("t-part01")
+    task = task_in(plan, "t-part01")
     assert task["repeated_from"] == "t-hopeless" and task["repeated_failure"] == [ROOT_FAILS, PART_FAILS]
     plan.record_build_failure("t-part02", Verdict.GATE_FAILED, PART_FAILS, 1, None)  # not its own file
-    assert not {"repeated_from", "repeated_failure"} & set(plan.find_task("t-part02"))
+    assert not {"repeated_from", "repeated_failure"} & set(task_in(plan, "t-part02"))
 
 
 def test_a_family_question_holds_its_pending_tasks_and_its_answer_frees_them_all():
@@ -715,17 +721,17 @@ def test_a_family_question_holds_its_pending_tasks_and_its_answer_frees_them_all
 def test_the_same_rejection_twice_in_a_row_is_a_repeated_failure_and_a_question_starts_the_count_again():
     plan = plan_of(b'{"t": "task", "id": "t-picky0", "name": "Picky", "s": "d", "files": ["sort.py"]}\n')
     plan.reject("t-picky0", "sort.py: 3 items come out unsorted")
-    assert "repeated_failure" not in plan.find_task("t-picky0")
+    assert "repeated_failure" not in task_in(plan, "t-picky0")
     plan.record_build("t-picky0", ["sort.py"], 1, None)  # a passing rebuild: the rejection is remembered
     plan.done("t-picky0")
     plan.reject("t-picky0", "sort.py: 4 items come out unsorted")
-    task = plan.find_task("t-picky0")
+    task = task_in(plan, "t-picky0")
     assert task["repeated_failure"] == [
         "sort.py: 3 items come out unsorted",
         "sort.py: 4 items come out unsorted",
     ]
     plan.ask_about_repeated_failure("t-picky0", "Sorted how?", ASKED, "ralph")
-    assert not {"rejection_fingerprint", "repeated_failure"} & set(plan.find_task("t-picky0"))
+    assert not {"rejection_fingerprint", "repeated_failure"} & set(task_in(plan, "t-picky0"))
 
 
 def test_a_part_rejected_as_its_ancestor_was_repeats_the_ancestors_failure():
@@ -737,7 +743,7 @@ def test_a_part_rejected_as_its_ancestor_was_repeats_the_ancestors_failure():
     plan.record_build("t-part01", ["sort_part.py"], 1, None)
     plan.done("t-part01")
     plan.reject("t-part01", "t-part01: sort_part.py leaves the list unsorted")
-    task = plan.find_task("t-part01")
+    task = task_in(plan, "t-part01")
     assert task["repeated_from"] == "t-picky0"
     assert task["repeated_failure"] == [
         "t-picky0: sort.py leaves the list unsorted",

@@ -21,6 +21,7 @@ from ralph.store.git import Repo
 from ralph.store.remote import Remote
 from ralph.usecases import claims, tasks
 from tests.support.gitrepo import Shared, git
+from tests.support.present import present
 
 TWO_HOURS = 2 * 3600
 TASKS = [{"id": f"t-{letter * 6}", "name": letter.upper()} for letter in "abcd"]
@@ -87,7 +88,7 @@ def test_ralph_dates_its_commits_by_its_clock_and_never_before_their_parents(run
 def test_no_runner_takes_over_a_live_claim_whichever_clock_is_off(runners, monkeypatch, claimer_skew):
     shared, one, two, three = runners
     skewed(monkeypatch, claimer_skew)
-    assert claims.claim_next(one, None, "claimer", remote_of(one))["id"] == "t-aaaaaa"
+    assert present(claims.claim_next(one, None, "claimer", remote_of(one)))["id"] == "t-aaaaaa"
     picked = []
     for clone, runner, skew in (
         (two, "behind", -TWO_HOURS),
@@ -95,7 +96,7 @@ def test_no_runner_takes_over_a_live_claim_whichever_clock_is_off(runners, monke
         (two, "on-time", 0),
     ):
         skewed(monkeypatch, skew)
-        picked.append(claims.claim_next(clone, None, runner, remote_of(clone), ttl_s=600)["id"])
+        picked.append(present(claims.claim_next(clone, None, runner, remote_of(clone), ttl_s=600))["id"])
     assert picked == ["t-bbbbbb", "t-cccccc", "t-dddddd"]
     assert takeovers(shared) == []
     held = {item["id"]: item["claimed_by"] for item in on_origin(shared).claims()}
@@ -130,18 +131,23 @@ def test_a_runner_whose_clock_is_set_right_keeps_off_a_claim_it_first_saw_on_the
     shared, one, two, _ = runners
     skewed(monkeypatch, -TWO_HOURS)
     claims.claim_next(one, None, "behind", remote_of(one))
-    assert claims.claim_next(two, None, "judge", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
+    assert present(claims.claim_next(two, None, "judge", remote_of(two), ttl_s=600))["id"] == "t-bbbbbb"
     skewed(monkeypatch, 0)
-    assert claims.claim_next(two, None, "judge-set-right", remote_of(two), ttl_s=600)["id"] == "t-cccccc"
+    assert (
+        present(claims.claim_next(two, None, "judge-set-right", remote_of(two), ttl_s=600))["id"]
+        == "t-cccccc"
+    )
     assert takeovers(shared) == []
 
 
 def test_a_dead_runners_claim_is_taken_over_a_ttl_after_it_was_pushed_by_a_runner_running_then(runners):
     shared, one, two, late = runners
     ttl = 4.0  # as --claim-ttl sets it (the config's claim_ttl_ms is a minute at least)
-    assert claims.claim_next(one, None, "dead", remote_of(one), ttl)["id"] == "t-aaaaaa"  # then it dies
     assert (
-        claims.claim_next(two, None, "alive", remote_of(two), ttl)["id"] == "t-bbbbbb"
+        present(claims.claim_next(one, None, "dead", remote_of(one), ttl))["id"] == "t-aaaaaa"
+    )  # then it dies
+    assert (
+        present(claims.claim_next(two, None, "alive", remote_of(two), ttl))["id"] == "t-bbbbbb"
     )  # it sees that claim
     # A TTL after two's first sight of the claim, which is at latest the end of that call (waiting
     # from the push instead fell short when a loaded machine's call took longer than the margin).
@@ -149,8 +155,8 @@ def test_a_dead_runners_claim_is_taken_over_a_ttl_after_it_was_pushed_by_a_runne
     time.sleep(max(0.0, seen + ttl + 0.5 - time.monotonic()))
     # A clone that first looks now waits a TTL from its first look (it takes a free task, not the
     # dead runner's): the claim may be live for all it knows (its claimer's clock could be behind).
-    assert claims.claim_next(late, None, "late", remote_of(late), ttl)["id"] == "t-cccccc"
-    assert claims.claim_next(two, None, "alive-2", remote_of(two), ttl)["id"] == "t-aaaaaa"
+    assert present(claims.claim_next(late, None, "late", remote_of(late), ttl))["id"] == "t-cccccc"
+    assert present(claims.claim_next(two, None, "alive-2", remote_of(two), ttl))["id"] == "t-aaaaaa"
     assert takeovers(shared) == [("t-aaaaaa", "alive-2", "dead")]
 
 
@@ -203,7 +209,7 @@ def test_every_claim_a_round_sees_is_noted_not_only_those_it_wants_then(repo, tm
     one, two = shared.clone("one"), shared.clone("two")
     ttl = 3.0
     assert claims.claim_plan(one, "specs/app.md", "dead", remote_of(one), ttl)  # then it dies
-    assert claims.claim_next(two, None, "alive", remote_of(two), ttl)["id"] == "t-aaaaaa"
+    assert present(claims.claim_next(two, None, "alive", remote_of(two), ttl))["id"] == "t-aaaaaa"
     seen = time.monotonic()  # two's round saw the claim by now: a TTL from here, not from the push
     time.sleep(max(0.0, seen + ttl + 0.5 - time.monotonic()))
     assert claims.claim_plan(two, "specs/app.md", "alive", remote_of(two), ttl)

@@ -83,6 +83,7 @@ class Confirmed:
     def record(self, args: list[str], issue_text: str | None, exited_ok: bool) -> None:
         verb, rest = args[:2], args[2:]
         if verb == ["issue", "resolve"]:
+            assert issue_text is not None  # choose_command names the issue of each resolve
             self.resolving.add(issue_text)
         if not exited_ok:
             return
@@ -95,6 +96,7 @@ class Confirmed:
         elif verb == ["issue", "add"]:
             self.issues.add(rest[0])
         elif verb == ["issue", "resolve"]:
+            assert issue_text is not None
             self.resolved.add(issue_text)
 
     def missing_from(self, plan_text: str) -> list[str]:

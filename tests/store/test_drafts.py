@@ -9,6 +9,7 @@ from ralph.store import drafts, owned
 from ralph.store.git import Repo
 from ralph.store.owned import OwnedKind
 from tests.support.gitrepo import git
+from tests.support.present import present
 
 
 def _base(repo: Path) -> str:
@@ -29,7 +30,7 @@ def test_a_draft_holds_the_agents_files_and_leaves_the_index_and_work_tree_alone
     index = (repo / ".git" / "index").read_bytes()
     status = git(repo, "status", "--porcelain")
 
-    branch = drafts.keep(Repo(repo), "t-one", base, {"a.txt", "new.txt", "gone.txt"}, "draft")
+    branch = present(drafts.keep(Repo(repo), "t-one", base, {"a.txt", "new.txt", "gone.txt"}, "draft"))
 
     assert branch == "ralph/draft/t-one"
     assert (repo / ".git" / "index").read_bytes() == index
@@ -50,11 +51,11 @@ def test_a_persons_branch_of_the_drafts_name_is_never_moved_nor_deleted(repo: Pa
     theirs = git(repo, "rev-parse", "ralph/draft/t-one").strip()
     (repo / "a.txt").write_text("work\n")
 
-    branch = drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft")
+    branch = present(drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft"))
 
     assert branch == "ralph/draft/t-one-2"
     assert git(repo, "rev-parse", "ralph/draft/t-one").strip() == theirs
-    assert drafts.delete(Repo(repo), "t-one").name == "ralph/draft/t-one-2"
+    assert present(drafts.delete(Repo(repo), "t-one")).name == "ralph/draft/t-one-2"
     assert git(repo, "rev-parse", "ralph/draft/t-one").strip() == theirs
     assert not Repo(repo).branch_exists("ralph/draft/t-one-2")
     assert drafts.draft_of(Repo(repo), "t-one") is None
@@ -63,11 +64,11 @@ def test_a_persons_branch_of_the_drafts_name_is_never_moved_nor_deleted(repo: Pa
 def test_a_newer_draft_replaces_ralphs_older_one_moving_forward(repo: Path):
     base = _base(repo)
     (repo / "a.txt").write_text("first try\n")
-    first = drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft")
+    first = present(drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft"))
     older = git(repo, "rev-parse", first).strip()
     (repo / "a.txt").write_text("second try\n")
 
-    second = drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft")
+    second = present(drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft"))
 
     assert second == first
     assert git(repo, "show", f"{second}:a.txt") == "second try\n"
@@ -79,12 +80,12 @@ def test_a_newer_draft_replaces_ralphs_older_one_moving_forward(repo: Path):
 def test_a_draft_a_person_committed_on_is_theirs(repo: Path):
     base = _base(repo)
     (repo / "a.txt").write_text("first try\n")
-    first = drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft")
+    first = present(drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft"))
     mine = git(repo, "commit-tree", "-m", "mine", f"{first}^{{tree}}", "-p", first).strip()
     git(repo, "update-ref", f"refs/heads/{first}", mine)
     (repo / "a.txt").write_text("second try\n")
 
-    second = drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft")
+    second = present(drafts.keep(Repo(repo), "t-one", base, {"a.txt"}, "draft"))
 
     assert second == "ralph/draft/t-one-2"
     assert git(repo, "rev-parse", first).strip() == mine
@@ -98,7 +99,7 @@ def test_a_draft_is_pushed_and_its_replacement_pushed_again_without_force(shared
     one = shared.clone("one")
     base = _base(one)
     (one / "a.txt").write_text("first try\n")
-    branch = drafts.keep(Repo(one), "t-one", base, {"a.txt"}, "draft")
+    branch = present(drafts.keep(Repo(one), "t-one", base, {"a.txt"}, "draft"))
     assert Remote(Repo(one)).push_branch(branch)
     (one / "a.txt").write_text("second try\n")
     drafts.keep(Repo(one), "t-one", base, {"a.txt"}, "draft")

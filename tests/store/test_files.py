@@ -65,7 +65,7 @@ def test_write_atomic_leaves_the_file_as_it_was_when_the_write_fails(tmp_path):
     path = tmp_path / "plan.jsonl"
     path.write_bytes(b"kept\n")
     with pytest.raises(TypeError):
-        write_atomic(path, "not bytes")  # type: ignore[arg-type]
+        write_atomic(path, "not bytes")  # type: ignore[arg-type]  # wrong on purpose: a write that fails
     assert path.read_bytes() == b"kept\n"
     assert temp_files(tmp_path) == []
 

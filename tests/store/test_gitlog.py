@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import pytest
 
 from ralph.errors import GitError
@@ -52,6 +54,7 @@ def test_a_caller_that_stops_early_stops_git_and_a_failure_names_git_log(bare_re
     for n in range(3):
         commit_plan(bare_repo, f"{n}\n", f"commit {n}")
     history = file_history(Repo(bare_repo), "plan.jsonl")
+    assert isinstance(history, Generator)  # declared an Iterator; this test closes it early
     assert next(history).subject == "commit 0"
     history.close()  # git is killed and reaped, no error for that
     with pytest.raises(GitError, match="^git log failed: .*no-such-rev"):

@@ -141,6 +141,7 @@ def test_a_merge_made_in_the_object_store_moves_nothing_until_move_head(setup):
     ours, theirs = head(repo), head(tree)
 
     merged = merge_commits(Repo(repo), ours, theirs, "ralph: merge theirs")
+    assert merged.commit is not None
 
     assert head(repo) == ours and not (repo / "new.txt").exists()
     assert git(repo, "rev-list", "--parents", "-n1", merged.commit).split()[1:] == [ours, theirs]

@@ -41,6 +41,7 @@ def test_a_lock_held_by_another_process_ends_in_busy(repo, monkeypatch):
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(repo)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
+    assert holder.stdin is not None and holder.stdout is not None
     try:
         assert holder.stdout.readline() == "locked\n"
         monkeypatch.setenv("RALPH_LOCK_TIMEOUT", "0.2")

@@ -11,6 +11,7 @@ from ralph.store import owned
 from ralph.store.git import Repo
 from ralph.store.owned import Owned, OwnedKind
 from tests.support.gitrepo import git
+from tests.support.present import present
 
 
 def test_records_are_kept_in_the_common_git_dir_until_forgotten(repo: Path, tmp_path: Path):
@@ -22,7 +23,7 @@ def test_records_are_kept_in_the_common_git_dir_until_forgotten(repo: Path, tmp_
     git(repo, "worktree", "add", "-q", "--detach", str(worktree), "HEAD")
     # seen the same from another worktree of the repository: one ledger per repository
     assert [o.name for o in owned.recorded(Repo(worktree))] == ["ralph/t-a", tree.name]
-    assert owned.owns_branch(Repo(repo), "ralph/t-a").start == "abc"
+    assert present(owned.owns_branch(Repo(repo), "ralph/t-a")).start == "abc"
     assert owned.owns_branch(Repo(repo), "ralph/t-b") is None
     assert owned.owns_worktree(Repo(repo), Path(tree.name)) is not None
     owned.forget(Repo(repo), made)

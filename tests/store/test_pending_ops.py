@@ -9,6 +9,7 @@ from ralph.store import pending_ops
 from ralph.store.git import Repo
 from ralph.usecases import tasks
 from tests.support.gitrepo import git
+from tests.support.present import present
 
 A, B = {"id": "t-aaaaaa", "name": "A"}, {"id": "t-bbbbbb", "name": "B"}
 
@@ -23,7 +24,7 @@ def test_the_loops_commit_of_plan_and_code_records_the_operations_written_before
     tasks.reject(repo, A["id"], "not yet", commit=False)
     (repo / "app.txt").write_text("code\n")
     Repo(repo).commit_paths({"plan.jsonl", "app.txt"}, "ralph(build): t-aaaaaa A")
-    assert [op["op"] for op in ops_in(message(repo))] == ["done", "reject"]
+    assert [op["op"] for op in present(ops_in(message(repo)))] == ["done", "reject"]
     assert not (Repo(repo).git_dir() / pending_ops.NAME).exists()
 
 
@@ -42,7 +43,7 @@ def test_earlier_uncommitted_changes_are_committed_with_their_operations(repo):
     tasks.add(repo, [dict(A), dict(B)])
     tasks.done(repo, A["id"], commit=False)
     tasks.done(repo, B["id"])
-    assert [op["op"] for op in ops_in(message(repo))] == ["done"]
+    assert [op["op"] for op in present(ops_in(message(repo)))] == ["done"]
     assert git(repo, "log", "-1", "--format=%s", "HEAD^").strip() == (
         "ralph: commit earlier uncommitted changes to plan.jsonl"
     )

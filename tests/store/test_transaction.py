@@ -205,6 +205,7 @@ def test_restore_plan_waits_for_the_lock(planned, monkeypatch):
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(planned)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
+    assert holder.stdin is not None and holder.stdout is not None
     try:
         assert holder.stdout.readline() == "locked\n"
         monkeypatch.setenv("RALPH_LOCK_TIMEOUT", "0.2")

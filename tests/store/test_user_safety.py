@@ -10,6 +10,7 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -228,7 +229,7 @@ class Unprivileged:
 
 
 @pytest.fixture
-def unprivileged(repo: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> Unprivileged:
+def unprivileged(repo: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> Iterator[Unprivileged]:
     import tempfile
 
     # Not under tmp_path: pytest makes that folder private to the user running the tests.

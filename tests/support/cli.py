@@ -55,5 +55,7 @@ def leaf_commands(command: click.Command = cli, path: tuple[str, ...] = ()) -> d
     ctx = click.Context(command)
     found: dict[str, click.Command] = {}
     for name in command.list_commands(ctx):  # the lazily loaded loop commands too
-        found.update(leaf_commands(command.get_command(ctx, name), (*path, name)))
+        sub = command.get_command(ctx, name)
+        assert sub is not None, name
+        found.update(leaf_commands(sub, (*path, name)))
     return found

@@ -141,7 +141,7 @@ def add_tasks(root: Path, *names: str, chain: bool = False) -> list[str]:
 
     ids: list[str] = []
     for name in names:
-        item = {"name": name, "accept": "work file says ok"}
+        item: dict[str, str | list[str]] = {"name": name, "accept": "work file says ok"}
         if chain and ids:
             item["deps"] = [ids[-1]]
         ids.append(tasks.add(root, [item])[0]["id"])

@@ -37,6 +37,7 @@ def holder(root: Path, which: str) -> subprocess.Popen:
         "with hold(where):\n    print('locked', flush=True); time.sleep(120)\n"
     )
     process = subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
     assert process.stdout.readline() == "locked\n"
     return process
 

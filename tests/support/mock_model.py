@@ -570,8 +570,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if status < 500
                 else "api_error"
             )
-            message = mock.fail_message or f"mock failure (HTTP {status})"
-            self._json(status, {"type": "error", "error": {"type": kind, "message": message}})
+            said = mock.fail_message or f"mock failure (HTTP {status})"
+            self._json(status, {"type": "error", "error": {"type": kind, "message": said}})
             return
         conversation = anthropic_conversation(body)
         shell = mock.anthropic_shell_tool
@@ -609,7 +609,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, message)
             return
         start_usage = {**usage, "output_tokens": 1}
-        start = {
+        start: dict[str, Any] = {
             "id": message_id,
             "type": "message",
             "role": "assistant",
@@ -705,7 +705,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model") or mock.model
         if isinstance(action, Shell):
             name, shape = self._openai_shell(conversation)
-            item = {
+            item: dict[str, Any] = {
                 "type": "function_call",
                 "id": mock._next_id("fc"),
                 "call_id": mock._next_id("call"),
@@ -747,7 +747,7 @@ class _Handler(BaseHTTPRequestHandler):
                 ),
             ]
         base = {"id": response_id, "object": "response", "created_at": int(time.time()), "model": model}
-        events = [
+        events: list[tuple[str, dict[str, Any]]] = [
             ("response.created", {"type": "response.created", "response": {**base, "status": "in_progress"}}),
             (
                 "response.output_item.added",
@@ -794,7 +794,7 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model") or mock.model
         base = {"id": completion_id, "created": int(time.time()), "model": model}
         if isinstance(action, Shell):
-            call = {
+            call: dict[str, Any] = {
                 "id": mock._next_id("call"),
                 "type": "function",
                 "function": {

@@ -60,7 +60,7 @@ def install(step: str, marker: Path) -> None:
             wrap(transaction, "write_atomic", marker, before=step == "prepared")
             return original_write_and_commit(*args, **kwargs)
 
-        transaction._write_and_commit = write_and_commit  # type: ignore[assignment]
+        transaction._write_and_commit = write_and_commit
     elif step == "ref-moved":
         wrap(git.Repo, "_stage", marker, before=True)
     elif step == "landed":

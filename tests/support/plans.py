@@ -4,9 +4,11 @@ tests/plan/test_replay.py)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
+from ralph.plan.document import Record
 from ralph.plan.loader import load
-from ralph.plan.ops import made_by_ops
+from ralph.plan.ops import Op, made_by_ops
 from ralph.plan.plan import Plan
 
 T0 = "2026-01-01T10:00:00+00:00"
@@ -20,7 +22,21 @@ def plan_of(data: bytes) -> Plan:
     return Plan(load(data))
 
 
-def task(task_id: str, **fields) -> dict:
+def task_in(plan: Plan, task_id: str) -> Record:
+    """The task's record, which the test knows is there (Plan.find_task, with None a failure)."""
+    record = plan.find_task(task_id)
+    assert record is not None, f"{task_id} is not a task of the plan"
+    return record
+
+
+def ops_made(plan: Plan) -> list[Op]:
+    """The operations that made the plan's changes, which the test knows it made (made_by_ops)."""
+    ops = made_by_ops(plan)
+    assert ops is not None, "the plan records no operations"
+    return ops
+
+
+def task(task_id: str, **fields: object) -> dict:
     return {"t": "task", "id": f"t-{task_id}", "name": task_id.upper(), "s": "p", **fields}
 
 
@@ -31,12 +47,10 @@ def records_of(data: bytes, field: str, value: str) -> list[dict]:
     return [line.record for line in plan_of(data).doc.records() if line.record.get(field) == value]
 
 
-def ops_of(data: bytes, change) -> list[dict]:
+def ops_of(data: bytes, change: Callable[[Plan], object]) -> list[Op]:
     plan = plan_of(data)
     change(plan)
-    ops = made_by_ops(plan)
-    assert ops is not None
-    return ops
+    return ops_made(plan)
 
 
 def decomposed(data: bytes, task_id: str, parts: list[str]) -> bytes:

@@ -64,6 +64,6 @@ class Terminal:
 
 def terminal(argv: list[str]) -> Terminal:
     screen = Terminal()
-    tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
+    tty = screen.follower
     env = {**os.environ, "TERM": "xterm"}  # a terminal that takes escape sequences
-    return screen.started(subprocess.Popen(argv, env=env, **tty))
+    return screen.started(subprocess.Popen(argv, env=env, stdin=tty, stdout=tty, stderr=tty))

@@ -20,6 +20,8 @@ from ralph.store.remote import Remote
 from ralph.store.transaction import transaction
 from ralph.usecases import claims, sync, tasks
 from tests.support.gitrepo import Shared, git
+from tests.support.plans import task_in
+from tests.support.present import present
 
 
 def seed(shared_repo: Path, *items: dict) -> None:
@@ -55,12 +57,12 @@ def three(shared_copy):
 
 def test_a_claim_is_a_pushed_plan_commit_and_the_next_runner_takes_the_next_task(three):
     shared, one, two = three
-    first = claims.claim_next(one, None, "runner-1", remote_of(one))
-    second = claims.claim_next(two, None, "runner-2", remote_of(two))
+    first = present(claims.claim_next(one, None, "runner-1", remote_of(one)))
+    second = present(claims.claim_next(two, None, "runner-2", remote_of(two)))
     assert (first["id"], second["id"]) == ("t-aaaaaa", "t-bbbbbb")
     origin = on_origin(shared)
-    assert origin.find_task("t-aaaaaa")["claimed_by"] == "runner-1"
-    assert origin.find_task("t-bbbbbb")["claimed_by"] == "runner-2"
+    assert task_in(origin, "t-aaaaaa")["claimed_by"] == "runner-1"
+    assert task_in(origin, "t-bbbbbb")["claimed_by"] == "runner-2"
     subject = git(shared.origin, "log", "-1", "--format=%s", "main").strip()
     assert subject == "ralph: claim t-bbbbbb B (runner-2)"
     assert git(two, "status", "--porcelain") == ""
@@ -69,7 +71,7 @@ def test_a_claim_is_a_pushed_plan_commit_and_the_next_runner_takes_the_next_task
 def test_a_runner_that_claims_again_gets_its_own_task_back_first(three):
     shared, one, _ = three
     claims.claim_next(one, None, "runner-1", remote_of(one))
-    again = claims.claim_next(one, None, "runner-1", remote_of(one))
+    again = present(claims.claim_next(one, None, "runner-1", remote_of(one)))
     assert again["id"] == "t-aaaaaa"
     assert [task["id"] for task in on_origin(shared).claims()] == ["t-aaaaaa"]
 
@@ -91,12 +93,12 @@ class Beaten(Remote):
 def test_a_lost_race_is_replayed_on_the_new_head_and_a_task_taken_meanwhile_is_dropped(three):
     shared, one, two = three
     remote = Beaten(Repo(two), rival=one, retries=0)
-    won = claims.claim_next(two, None, "runner-2", remote)
+    won = present(claims.claim_next(two, None, "runner-2", remote))
     assert remote.pushes == 2
     assert won["id"] == "t-bbbbbb"  # t-aaaaaa went to the rival while runner-2's push was on its way
     origin = on_origin(shared)
-    assert origin.find_task("t-aaaaaa")["claimed_by"] == "rival"
-    assert origin.find_task("t-bbbbbb")["claimed_by"] == "runner-2"
+    assert task_in(origin, "t-aaaaaa")["claimed_by"] == "rival"
+    assert task_in(origin, "t-bbbbbb")["claimed_by"] == "runner-2"
     # the lost claim commit was undone, never pushed: one claim commit per claim on the remote
     subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
     assert [s for s in subjects if s.startswith("ralph: claim")] == [
@@ -122,9 +124,9 @@ def test_a_stale_claim_is_taken_over_and_the_takeover_recorded(repo, tmp_path, m
     monkeypatch.delenv("GIT_COMMITTER_DATE")
     shared = Shared(repo, tmp_path)
     two = shared.clone("two")
-    assert claims.claim_next(two, None, "runner-2", remote_of(two))["id"] == "t-aaaaaa"
+    assert present(claims.claim_next(two, None, "runner-2", remote_of(two)))["id"] == "t-aaaaaa"
     origin = on_origin(shared)
-    assert origin.find_task("t-aaaaaa")["claimed_by"] == "runner-2"
+    assert task_in(origin, "t-aaaaaa")["claimed_by"] == "runner-2"
     takeovers = [line.record for line in origin.doc.records() if line.record["t"] == "takeover"]
     assert [(t["by"], t["was_claimed_by"], t["was_claimed_at"]) for t in takeovers] == [
         ("runner-2", "dead-runner", "2020-01-01T00:00:00+00:00")
@@ -134,8 +136,8 @@ def test_a_stale_claim_is_taken_over_and_the_takeover_recorded(repo, tmp_path, m
 def test_a_live_claim_is_respected_until_the_ttl_says_it_is_stale(three):
     shared, one, two = three
     claims.claim_next(one, "specs/none.md", "runner-1", remote_of(one))  # tasks of no spec count for any
-    assert claims.claim_next(two, None, "runner-2", remote_of(two))["id"] == "t-bbbbbb"
-    taken = claims.claim_next(two, None, "runner-3", remote_of(two), ttl_s=0.0)
+    assert present(claims.claim_next(two, None, "runner-2", remote_of(two)))["id"] == "t-bbbbbb"
+    taken = present(claims.claim_next(two, None, "runner-3", remote_of(two), ttl_s=0.0))
     assert taken["id"] == "t-aaaaaa"  # a TTL of 0: every claim of another runner is stale
 
 
@@ -149,8 +151,8 @@ def test_publish_merges_the_remote_and_pushes_the_build_with_the_claim_cleared(t
     claims.claim_next(two, None, "runner-2", remote_of(two))  # the remote moves meanwhile
     claims.publish(one, "t-aaaaaa", "runner-1", remote_of(one))
     origin = on_origin(shared)
-    assert origin.find_task("t-aaaaaa")["s"] == "d" and "claimed_by" not in origin.find_task("t-aaaaaa")
-    assert origin.find_task("t-bbbbbb")["claimed_by"] == "runner-2"
+    assert task_in(origin, "t-aaaaaa")["s"] == "d" and "claimed_by" not in task_in(origin, "t-aaaaaa")
+    assert task_in(origin, "t-bbbbbb")["claimed_by"] == "runner-2"
     assert git(shared.origin, "show", "main:a.txt") == "built\n"
     assert git(shared.origin, "log", "-1", "--format=%s", "main").strip() == "ralph: merge origin/main"
 
@@ -180,11 +182,11 @@ def test_release_and_release_all_give_the_tasks_back(three):
 def test_a_claim_on_the_same_task_that_reached_the_remote_first_wins_the_merge(three):
     shared, one, two = three
     with transaction(one) as change:  # runner-1 claimed t-aaaaaa here but never pushed it
-        change.plan.claim("t-aaaaaa", "runner-1", claims.now())
+        change.plan.claim("t-aaaaaa", "runner-1", clock.now())
     claims.claim_next(two, None, "runner-2", remote_of(two))  # runner-2's claim reaches origin
     claims.release_all(one, "runner-1", remote_of(one))  # merges: the two claims conflict
-    assert on_origin(shared).find_task("t-aaaaaa")["claimed_by"] == "runner-2"
-    assert read_plan(one).find_task("t-aaaaaa")["claimed_by"] == "runner-2"
+    assert task_in(on_origin(shared), "t-aaaaaa")["claimed_by"] == "runner-2"
+    assert task_in(read_plan(one), "t-aaaaaa")["claimed_by"] == "runner-2"
     assert git(one, "status", "--porcelain") == ""
 
 
@@ -251,8 +253,8 @@ def test_two_processes_racing_for_the_last_ready_task_exactly_one_claims_it(shar
     got = dict(results.get(timeout=5) for _ in workers)
     assert sorted(got.values(), key=str) == [None, "t-aaaaaa"]  # t-bbbbbb waits for t-aaaaaa
     winner = next(runner for runner, task in got.items() if task)
-    assert on_origin(shared).find_task("t-aaaaaa")["claimed_by"] == winner
-    assert json.dumps(on_origin(shared).find_task("t-bbbbbb")).find("claimed_by") == -1
+    assert task_in(on_origin(shared), "t-aaaaaa")["claimed_by"] == winner
+    assert json.dumps(task_in(on_origin(shared), "t-bbbbbb")).find("claimed_by") == -1
     git(shared.origin, "fsck", "--no-progress")
 
 
@@ -292,7 +294,7 @@ def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_pause_grows(thr
     remote = OutPushed(Repo(two), rival=one, losses=sync.MAX_STILL_LOSSES * 8, retries=0, sleep=pauses.append)
     won = claims.claim_next(two, None, "runner-2", remote)
     assert won is not None and remote.pushes == sync.MAX_STILL_LOSSES * 8 + 1
-    assert on_origin(shared).find_task(won["id"])["claimed_by"] == "runner-2"
+    assert task_in(on_origin(shared), won["id"])["claimed_by"] == "runner-2"
     ranges = [sync.LOST_RACE_PAUSE_S * 2.0 ** min(n, 16) for n in range(len(pauses))]
     assert all(
         0 <= pause <= min(top, sync.LOST_RACE_PAUSE_CAP_S) for pause, top in zip(pauses, ranges, strict=True)
@@ -345,7 +347,7 @@ def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_pauses_before_th
     assert remote.seen == [start, start]
     assert len(pauses) == 1 and 0 <= pauses[0] <= sync.LOST_RACE_PAUSE_S
     assert git(two, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
-    assert read_plan(two).find_task("t-bbbbbb")["claimed_by"] == "runner-2"
+    assert task_in(read_plan(two), "t-bbbbbb")["claimed_by"] == "runner-2"
     assert git(two, "status", "--porcelain") == ""
 
 
@@ -367,12 +369,12 @@ def test_publish_claims_the_next_task_in_a_commit_of_its_own_in_the_same_push(th
     remote = Counted(Repo(one), retries=0)
     then = claims.NextTask(None, "runner-1")
     claims.publish(one, "t-aaaaaa", "runner-1", remote, then=then)
-    assert remote.pushes == 1 and then.chosen["id"] == "t-bbbbbb"
+    assert remote.pushes == 1 and present(then.chosen)["id"] == "t-bbbbbb"
     assert git(shared.origin, "log", "-2", "--format=%s", "main").splitlines() == [
         "ralph: claim t-bbbbbb B (runner-1)",
         build,
     ]
-    assert on_origin(shared).find_task("t-aaaaaa")["s"] == "d"
+    assert task_in(on_origin(shared), "t-aaaaaa")["s"] == "d"
     assert [(t["id"], t["claimed_by"]) for t in on_origin(shared).claims()] == [("t-bbbbbb", "runner-1")]
 
 
@@ -405,7 +407,7 @@ def test_the_spec_check_is_claimed_by_one_runner_holding_nothing_and_only_once_a
 
     # A task of the spec is open: nothing to check.
     assert not claims.claim_check(one, "specs/app.md", "runner-1", remote_of(one), never)
-    claimed = claims.claim_next(two, "specs/app.md", "runner-2", remote_of(two))
+    claimed = present(claims.claim_next(two, "specs/app.md", "runner-2", remote_of(two)))
     tasks.done(two, claimed["id"])
     tasks.accept(two, claimed["id"])
     git(two, "push", "-q", "origin", "HEAD:main")  # its verdict reaches the remote
@@ -425,11 +427,11 @@ def test_the_spec_check_is_claimed_by_one_runner_holding_nothing_and_only_once_a
 def test_a_claim_by_a_runner_whose_clock_is_two_hours_behind_is_not_taken_over(three, monkeypatch):
     shared, one, two = three
     monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(-2 * 3600))
-    assert claims.claim_next(one, None, "behind", remote_of(one))["id"] == "t-aaaaaa"
+    assert present(claims.claim_next(one, None, "behind", remote_of(one)))["id"] == "t-aaaaaa"
     monkeypatch.delenv(clock.CLOCK_SKEW_ENV)
     # Its claimed_at is two hours old on this runner's clock, beyond the TTL: it is still live,
     # as this runner saw it only now.
-    assert claims.claim_next(two, None, "on-time", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
+    assert present(claims.claim_next(two, None, "on-time", remote_of(two), ttl_s=600))["id"] == "t-bbbbbb"
     assert not [line for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
 
 
@@ -437,8 +439,8 @@ def test_a_runner_whose_clock_is_two_hours_ahead_does_not_take_over_a_live_claim
     shared, one, two = three
     claims.claim_next(one, None, "on-time", remote_of(one))
     monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(2 * 3600))
-    assert claims.claim_next(two, None, "ahead", remote_of(two), ttl_s=600)["id"] == "t-bbbbbb"
-    assert on_origin(shared).find_task("t-aaaaaa")["claimed_by"] == "on-time"
+    assert present(claims.claim_next(two, None, "ahead", remote_of(two), ttl_s=600))["id"] == "t-bbbbbb"
+    assert task_in(on_origin(shared), "t-aaaaaa")["claimed_by"] == "on-time"
 
 
 def test_a_spec_claimed_for_plan_by_a_runner_two_hours_behind_is_planned_once(repo, tmp_path, monkeypatch):
@@ -458,7 +460,7 @@ def test_a_claim_seen_for_longer_than_the_ttl_is_taken_over_whatever_the_claimer
     claims.claim_next(one, None, "behind", remote_of(one))
     claims.claim_next(one, None, "behind-2", remote_of(one))
     monkeypatch.delenv(clock.CLOCK_SKEW_ENV)
-    assert claims.claim_next(two, None, "heir", remote_of(two), ttl_s=1)["id"] == "t-cccccc"
+    assert present(claims.claim_next(two, None, "heir", remote_of(two), ttl_s=1))["id"] == "t-cccccc"
     sightings = json.loads((two / ".git" / "ralph" / "claims-seen.json").read_text())
     assert sorted(key.split("\t")[:2] for key in sightings) == [
         ["t-aaaaaa", "behind"],
@@ -467,6 +469,6 @@ def test_a_claim_seen_for_longer_than_the_ttl_is_taken_over_whatever_the_claimer
     import time
 
     time.sleep(1.2)  # this runner has seen the claims for longer than the TTL now
-    assert claims.claim_next(two, None, "heir-2", remote_of(two), ttl_s=1)["id"] == "t-aaaaaa"
+    assert present(claims.claim_next(two, None, "heir-2", remote_of(two), ttl_s=1))["id"] == "t-aaaaaa"
     takeovers = [line.record for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
     assert [(t["by"], t["was_claimed_by"]) for t in takeovers] == [("heir-2", "behind")]

@@ -117,6 +117,7 @@ def test_a_construct_run_in_another_worktree_of_the_repository_counts(repo, tmp_
     running = subprocess.Popen(
         [sys.executable, "-c", code, str(lock_file)], stdout=subprocess.PIPE, text=True
     )
+    assert running.stdout is not None
     try:
         assert running.stdout.readline() == "locked\n"
         assert "a ralph construct run is active" in doctor(repo, "--fix", code=1).stderr

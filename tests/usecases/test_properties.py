@@ -162,7 +162,7 @@ def _run(root: Path, data: st.DataObject, command: str, ids: list[str], issue_id
                 max_size=2,
             )
         )
-        tasks.add(root, items, commit=False)
+        tasks.add(root, [*items], commit=False)
     elif command == "done":
         tasks.done(root, data.draw(maybe_id), commit=False)
     elif command == "accept":

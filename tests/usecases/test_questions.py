@@ -11,6 +11,7 @@ import pytest
 from ralph.errors import InvalidInput
 from ralph.usecases import questions, tasks
 from tests.support.gitrepo import git, said
+from tests.support.present import present
 
 
 def message(root: Path) -> str:
@@ -41,7 +42,8 @@ def test_a_question_blocks_its_task_until_answered_each_in_a_commit(repo):
         message(repo) == f"ralph: ask {question['id']} Cookie or token?\n\nblocks {task['id']} until answered"
     )
     assert [q["id"] for q in questions.open_questions(repo)] == [question["id"]]
-    answered, unblocked = questions.answer(repo, question["id"], "a cookie")
+    answered, freed = questions.answer(repo, question["id"], "a cookie")
+    unblocked = present(freed)
     assert (
         answered["id"] == question["id"] and unblocked["id"] == task["id"] and unblocked.get("s", "p") == "p"
     )

@@ -4,12 +4,10 @@ status, query and check goldens."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from ralph.errors import Refused
-from ralph.plan.records import Status
+from ralph.plan.records import Status, TaskView
 from ralph.usecases import reads, tasks
 
 
@@ -38,9 +36,9 @@ def test_spending_sums_the_stages_and_says_unknown_where_no_runs_cost_is_known()
         "VERIFY": {"runs": 2, "tokens": 500, "unknown_runs": 2},
     }
     open_tasks = [
-        SimpleNamespace(id="t-a", record={"tokens": 1200, "cost_usd": 0.3}),
-        SimpleNamespace(id="t-b", record={"unknown_cost_runs": 1}),
-        SimpleNamespace(id="t-c", record={}),  # never built: not listed
+        TaskView({"id": "t-a", "tokens": 1200, "cost_usd": 0.3}),
+        TaskView({"id": "t-b", "unknown_cost_runs": 1}),
+        TaskView({"id": "t-c"}),  # never built: not listed
     ]
     spent = reads.spending(by_stage, open_tasks)
     assert spent["by_stage"]["BUILD"] == {"runs": 3, "tokens": 3000, "cost_usd": 0.3, "unknown_cost_runs": 1}

@@ -21,6 +21,7 @@ from ralph.store.remote import Remote
 from ralph.store.transaction import transaction
 from ralph.usecases import claims, questions, tasks
 from tests.support.gitrepo import Shared, git
+from tests.support.plans import task_in
 
 A, B, C = ({"id": f"t-{n * 6}", "name": n.upper()} for n in "abc")
 
@@ -73,7 +74,7 @@ def test_a_decomposition_published_after_a_computed_priority_of_the_same_task_go
     origin = on_origin(shared)
     assert origin.find_task(B["id"]) is None
     assert [task["id"] for task in origin.tasks()] == [A["id"], C["id"], *parts]
-    assert origin.find_task(A["id"])["auto_priority"] is True
+    assert task_in(origin, A["id"])["auto_priority"] is True
     assert git(one, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
 
 
@@ -84,7 +85,7 @@ def test_a_priority_published_after_a_decomposition_of_the_same_task_is_dropped(
     tasks.prioritize(other)
     push(other, "two")
     origin = on_origin(shared)
-    assert origin.find_task(B["id"]) is None and all(origin.find_task(part) for part in parts)
+    assert origin.find_task(B["id"]) is None and all(task_in(origin, part) for part in parts)
 
 
 def test_a_new_task_depending_on_a_task_another_runner_decomposed_depends_on_its_subtasks(two):
@@ -94,7 +95,7 @@ def test_a_new_task_depending_on_a_task_another_runner_decomposed_depends_on_its
     [subtask] = decompose(one, C["id"], [{"name": "C1", "deps": [B["id"]]}])
     push(one, "one")
     origin = on_origin(shared)
-    assert origin.find_task(subtask)["deps"] == parts
+    assert task_in(origin, subtask)["deps"] == parts
 
 
 def test_a_record_both_runners_changed_by_hand_takes_the_version_published_first(two):
@@ -107,7 +108,7 @@ def test_a_record_both_runners_changed_by_hand_takes_the_version_published_first
             change.message = f"notes: {notes}"
     push(other, "two")
     push(one, "one")
-    assert on_origin(shared).find_task(A["id"])["notes"] == "theirs"
+    assert task_in(on_origin(shared), A["id"])["notes"] == "theirs"
     said = replay_said(shared)
     assert len(said) == 1 and said[0].startswith("merged the plan change of ")  # no op: by record
     assert git(one, "status", "--porcelain") == ""
@@ -121,7 +122,7 @@ def test_a_build_of_a_task_another_runner_decomposed_meanwhile_is_dropped_and_th
     tasks.done(one, A["id"])
     push(one, "one")
     origin = on_origin(shared)
-    assert origin.find_task(B["id"]) is None and origin.find_task(A["id"])["s"] == "d"
+    assert origin.find_task(B["id"]) is None and task_in(origin, A["id"])["s"] == "d"
     assert replay_said(shared) == [
         f"dropped done: {B['id']} was decomposed into {', '.join(parts)}",
         "applied done",
@@ -138,8 +139,8 @@ def test_a_message_whose_operations_do_not_make_its_commits_change_is_merged_by_
     push(other, "two")
     push(one, "one")
     origin = on_origin(shared)
-    assert origin.find_task(C["id"])["name"] == "C by hand"
-    assert origin.find_task(A["id"])["s"] == "p"  # the trailer's `done` was not made
+    assert task_in(origin, C["id"])["name"] == "C by hand"
+    assert task_in(origin, A["id"])["s"] == "p"  # the trailer's `done` was not made
     assert replay_said(shared) == [
         f"merged the plan change of {hand[:12]}: its operations do not make it: merged by record"
     ]

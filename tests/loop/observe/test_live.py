@@ -261,13 +261,17 @@ def test_term_dumb_gets_no_escape_sequence_and_no_color_no_colour(held: Path, en
     """On a terminal, TERM=dumb: plain lines, not one escape sequence, from construct and watch
     (FORCE_COLOR does not override it); NO_COLOR: the live region redrawn, but no colour."""
     screen = Terminal()
-    tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
-    running = screen.started(construct(held, agent=held_agent(held), wait=False, env=env, **tty))
+    tty = screen.follower
+    running = screen.started(
+        construct(held, agent=held_agent(held), wait=False, env=env, stdin=tty, stdout=tty, stderr=tty)
+    )
     build_log(held)
     watch = Terminal()
     argv = [sys.executable, "-m", "ralph", "-C", str(held), "watch"]
-    tty = {"stdin": watch.follower, "stdout": watch.follower, "stderr": watch.follower}
-    watching = watch.started(subprocess.Popen(argv, env={**os.environ, **env}, **tty))
+    tty = watch.follower
+    watching = watch.started(
+        subprocess.Popen(argv, env={**os.environ, **env}, stdin=tty, stdout=tty, stderr=tty)
+    )
     wait_for(lambda: "BUILD" in watching.seen(), "ralph watch shows the BUILD")
     let_go(held)
     shown, watched = running.finish(), watching.finish()

@@ -119,8 +119,10 @@ def test_a_killed_run_reads_as_not_running(held: Path):
 def run_on_a_terminal(root: Path, agent: str, env: dict) -> str:
     """`ralph construct` with its output on a pseudo-terminal; all it wrote there."""
     screen = Terminal()
-    tty = {"stdin": screen.follower, "stdout": screen.follower, "stderr": screen.follower}
-    return screen.started(construct(root, agent=agent, wait=False, env=env, **tty)).finish()
+    tty = screen.follower
+    return screen.started(
+        construct(root, agent=agent, wait=False, env=env, stdin=tty, stdout=tty, stderr=tty)
+    ).finish()
 
 
 # NO_COLOR's Mode (redrawn, no colour) is test_live.py's test_the_terminal_decides_how_it_is_drawn,

@@ -35,7 +35,7 @@ def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):
     got = [json.loads(line) for line in received.read_text().splitlines()]
     assert {event["schema_version"] for event in got} == {SCHEMA_VERSION}
     assert all(event["time"].startswith("20") and event["root"] == str(project) for event in got)
-    by_event = {}
+    by_event: dict[str, list[dict]] = {}
     for event in got:
         by_event.setdefault(event["event"], []).append(event)
     assert set(by_event) == {"limit_wait", "task_accepted", "question_asked", "task_killed", "run_ended"}

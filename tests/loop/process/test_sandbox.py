@@ -293,6 +293,7 @@ def fence(project, home):
     made, _ = sandbox.make(
         "required", project, (".agent/",), ("~/.ssh/config",), (project / "build" / "ralph-logs",)
     )
+    assert made is not None  # required: made, or make raised
     yield made
     made.close()
 

@@ -279,7 +279,8 @@ def test_a_daemon_left_outside_the_group_is_ended_and_reaped(tmp_path, cleanup):
         assert f"ended 1 process left running outside the run's group: {pid} sleep" in (
             result.log_path.read_text()
         )
-    assert not reaper._is_subreaper(reaper._prctl())  # as it was before
+    prctl = reaper._prctl()
+    assert prctl is None or not reaper._is_subreaper(prctl)  # as it was before
 
 
 @linux_only
@@ -356,6 +357,7 @@ def test_the_exit_watch_says_whether_the_child_exited_and_reaps_it(monkeypatch, 
     child = subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(7)"], stdin=subprocess.PIPE
     )
+    assert child.stdin is not None
     try:
         with _ExitWatch(child) as exited:
             assert not exited(0.05)  # still waiting for its stdin
@@ -379,7 +381,7 @@ def test_output_reaches_the_log_while_the_child_still_runs(tmp_path):
         f"while not os.path.exists({str(go)!r}): time.sleep(0.02)\n"
         "print('second')"
     )
-    result = {}
+    result: dict[str, RunResult] = {}
     thread = threading.Thread(
         target=lambda: result.update(
             run=Supervisor().run(
@@ -429,6 +431,7 @@ def test_the_descendants_table_is_the_full_tables_descendants_of_this_process(cl
     from ralph.loop.process import reaper
 
     family = subprocess.Popen(FAMILY, stdout=subprocess.PIPE, text=True)
+    assert family.stdout is not None
     grandchild, child = (int(pid) for pid in family.stdout.readline().split()[1:])
     cleanup += [grandchild, child]
     deadline = time.monotonic() + 30

@@ -33,6 +33,7 @@ from tests.support.construct import (
     plan_records,
 )
 from tests.support.gitrepo import git
+from tests.support.present import present
 
 # Every run costs $0.40, as a Claude-style result event says; BUILD builds, VERIFY accepts.
 AGENT = """import json, os, pathlib, sys
@@ -296,7 +297,8 @@ def ralph_json(root: Path, *args: str) -> dict:
 def test_prices_come_from_the_maintained_data_an_override_wins_an_unknown_model_is_unknown():
     million = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
     # The hand-kept table matched claude-opus-4-5 by the prefix claude-opus-4: $15/$75.
-    assert price_of("claude-opus-4-5")["input"] == 5.0 and price_of("claude-opus-4-5")["output"] == 25.0
+    assert present(price_of("claude-opus-4-5"))["input"] == 5.0
+    assert present(price_of("claude-opus-4-5"))["output"] == 25.0
     assert run_cost(million, "claude-opus-4-5") == pytest.approx(30.0)
     assert run_cost(million, "claude-opus-4-5-20251101") == pytest.approx(30.0)
     assert run_cost(million, "gemini-2.5-flash") == pytest.approx(0.30 + 2.50)  # the table had none
@@ -330,7 +332,7 @@ def test_prices_are_read_without_any_network(monkeypatch):
     threads = threading.active_count()
     library_price.cache_clear()
     assert library_price("gemini-2.5-flash") == {"input": 0.3, "output": 2.5, "cache_read": 0.03}
-    assert library_price("claude-haiku-4-5")["input"] == 1.0
+    assert present(library_price("claude-haiku-4-5"))["input"] == 1.0
     assert threading.active_count() == threads
 
     from genai_prices import data_snapshot
@@ -613,7 +615,7 @@ def test_max_cost_refuses_a_later_step_of_an_escalation_with_no_known_price():
     from ralph.usecases.settings import DEFAULTS
 
     prices = {"cheap-model-1": {"input": 1.0, "output": 2.0}}
-    stage_models = {"BUILD": ("cheap-model-1", "no-such-model-9")}
+    stage_models: dict[str, tuple[str, ...]] = {"BUILD": ("cheap-model-1", "no-such-model-9")}
     settings = replace(
         DEFAULTS,
         spec="specs/app.md",

@@ -8,7 +8,7 @@ from ralph.usecases.settings import Settings
 
 
 def pressure(after=False):
-    seen = {"warn": [], "after": []}
+    seen: dict[str, list[float]] = {"warn": [], "after": []}
     thresholds = Settings(context_warn=0.7, context_compact=0.85, context_kill=0.95)
     p = Pressure(thresholds, 1000, after, seen["warn"].append, seen["after"].append)
     return p, seen

@@ -85,7 +85,7 @@ def test_the_dry_run_lists_exactly_the_jobs_the_stages_would_start(project):
         for line in lines
     ]
     (project / "plan.jsonl").write_text("\n".join(lines) + "\n")
-    settings = replace(DEFAULTS, spec="specs/app.md", gate=["true"], agent="command", agent_cmd="true")
+    settings = replace(DEFAULTS, spec="specs/app.md", gate=("true",), agent="command", agent_cmd="true")
     plan = read_plan(project)
 
     assert [job.item for job in stage_investigate.jobs(plan, settings)] == [issue]

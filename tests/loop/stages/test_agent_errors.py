@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ralph.agents.base import RunTracker
-from ralph.loop.process.supervisor import RunResult
+from ralph.loop.observe.journal import Journal
+from ralph.loop.process.supervisor import RunResult, Supervisor
 from ralph.loop.runs.agent_process import AgentResult
 from ralph.loop.stages.agent_errors import AgentFailing, AgentFailures, Judgement, error_mark
 from tests.support.construct import (
@@ -275,24 +276,22 @@ def test_rebuilds_stop_at_max_rebuilds(project):
 
 
 # --- the judgement of one failed run, in process -------------------------------------------------
-class Heard:
-    """The journal and the console of AgentFailures: what each was told."""
+class Heard(Journal):
+    """The journal and the console of AgentFailures: what each was told (a Journal that writes no
+    file: its __init__ is not run)."""
 
     def __init__(self) -> None:
         self.events: list[dict] = []
         self.said: list[str] = []
 
-    def event(self, name: str, **fields) -> None:
-        self.events.append({"event": name, **fields})
-
-
-class NeverStopping:
-    stopping = False
+    def event(self, event: str, **fields: object) -> dict:
+        self.events.append({"event": event, **fields})
+        return self.events[-1]
 
 
 def failures(limit: int = 5) -> tuple[AgentFailures, Heard]:
-    heard = Heard()
-    return AgentFailures(limit, 0.001, heard, heard.said.append, NeverStopping(), lambda: None), heard
+    heard = Heard()  # a supervisor that started nothing: never stopping
+    return AgentFailures(limit, 0.001, heard, heard.said.append, Supervisor(), lambda: None), heard
 
 
 def failed_run(said: str, exit_code: int = 1, turns: int = 0) -> AgentResult:

@@ -27,7 +27,9 @@ def ralph(*args: str) -> str:
             cli.main(list(args), prog_name="ralph")
             code = 0
         except SystemExit as stop:
-            code = stop.code or 0
+            if isinstance(stop.code, str):  # as a process exits on sys.exit(message): 1, the message said
+                err.write(f"{stop.code}\n")
+            code = 1 if isinstance(stop.code, str) else stop.code or 0
     if code:
         raise subprocess.CalledProcessError(code, ["ralph", *args], out.getvalue(), err.getvalue())
     return out.getvalue()

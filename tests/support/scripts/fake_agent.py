@@ -128,7 +128,7 @@ def plan() -> None:
         time.sleep(2)
     for line in spec.splitlines():
         if line.startswith("- ") and "[missing]" not in line:
-            item = {"name": line[2:].strip(), "accept": "work file says ok"}
+            item: dict[str, str | list[str]] = {"name": line[2:].strip(), "accept": "work file says ok"}
             if previous:
                 item["deps"] = [previous]
             previous = json.loads(ralph("task", "add", "--json", json.dumps(item)))["id"]
