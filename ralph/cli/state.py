@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,9 @@ from ralph.durations import spoken
 from ralph.errors import EXIT_INVALID, EXIT_REFUSED
 from ralph.plan.records import Stage
 from ralph.text import plural, printable
+
+if TYPE_CHECKING:
+    from ralph.usecases.reads import Spending, StageSpending, StatusSummary, TaskSpending
 
 # --- init, check, schema, status -----------------------------------------------------------
 
@@ -142,7 +146,7 @@ def status(ctx: click.Context, as_json: bool, remote: str | None) -> None:
         return
     summary = reads.status(root)
     if as_json:
-        emit(summary)
+        emit(summary.to_json())
     else:
         _print_status(summary)
     _warn_if_driver_unregistered(root)
@@ -194,54 +198,54 @@ def _age(claim: dict, at: str) -> str:
     return f"{spoken(claim['age_s'])} old ({made}, seen here for {since(claim['seen_at'])})"
 
 
-def _print_status(summary: dict) -> None:
+def _print_status(summary: StatusSummary) -> None:
     from ralph.usecases.runs import describe
 
-    say(printable(describe(summary["run"])))
-    spec = f" ({printable(summary['spec'])})" if summary["spec"] else ""
-    stage = summary["stage"]
-    if stage == Stage.PLAN and summary["run"]["active"]:
+    say(printable(describe(summary.run)))
+    spec = f" ({printable(summary.spec)})" if summary.spec else ""
+    stage: str = summary.stage
+    if stage == Stage.PLAN and summary.run.active:
         stage = "PLAN: planning now"
     elif stage == Stage.PLAN:  # not running, nothing planned
         stage = "PLAN: no spec planned yet (`ralph construct SPEC` plans one first)"
-    say(f"stage {stage}, iteration {summary['iteration']}{spec}")
+    say(f"stage {stage}, iteration {summary.iteration}{spec}")
     say(
-        f"tasks: {summary['pending']} pending, {summary['done']} done, {summary['accepted']} accepted"
-        + (f", {summary['killed']} to decompose" if summary["killed"] else "")
-        + (f", {summary['blocked']} blocked" if summary["blocked"] else "")
+        f"tasks: {summary.pending} pending, {summary.done} done, {summary.accepted} accepted"
+        + (f", {summary.killed} to decompose" if summary.killed else "")
+        + (f", {summary.blocked} blocked" if summary.blocked else "")
     )
-    kept = f", {summary['kept_open']} kept open" if summary["kept_open"] else ""
-    say(f"issues: {summary['issues']} open{kept}")
-    if summary["waiting"]:
+    kept = f", {summary.kept_open} kept open" if summary.kept_open else ""
+    say(f"issues: {summary.issues} open{kept}")
+    if summary.waiting:
         say("waiting for a person:")
-        for item in summary["waiting"]:
-            why = item["why"].splitlines()[0][:200] if item["why"] else "(no reason given)"
-            say(f"  {item['id']}: {printable(why)}")
-    if summary["drafts"]:
+        for item in summary.waiting:
+            why = item.why.splitlines()[0][:200] if item.why else "(no reason given)"
+            say(f"  {item.id}: {printable(why)}")
+    if summary.drafts:
         say("drafts (unfinished work, each on a branch of its own):")
-        for draft in summary["drafts"]:
-            branch = printable(draft["branch"])
-            say(f"  {draft['task']}: {branch} (git diff HEAD...{branch})")
-    if summary["questions"]:
-        say(f"questions: {summary['questions']} open (`ralph questions`)")
-    _print_spent(summary["spent"])
-    nxt = summary["next"]
-    say(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
+        for draft in summary.drafts:
+            branch = printable(draft.branch)
+            say(f"  {draft.task}: {branch} (git diff HEAD...{branch})")
+    if summary.questions:
+        say(f"questions: {summary.questions} open (`ralph questions`)")
+    _print_spent(summary.spent)
+    nxt = summary.next
+    say(f"next: {nxt.id} {printable(nxt.name)}" if nxt else "next: none")
 
 
-def _print_spent(spent: dict) -> None:
-    if not spent["by_stage"] and not spent["by_task"]:
+def _print_spent(spent: Spending) -> None:
+    if not spent.by_stage and not spent.by_task:
         return
-    if spent["by_stage"]:
+    if spent.by_stage:
         say(
-            f"spent so far: {plural(spent['runs'], 'agent run')}, {spent['tokens']:,} tokens,"
-            f" cost {describe_cost(spent['cost_usd'], spent['unknown_cost_runs'])}"
+            f"spent so far: {plural(spent.runs, 'agent run')}, {spent.tokens:,} tokens,"
+            f" cost {describe_cost(spent.cost_usd, spent.unknown_cost_runs)}"
         )
-        say("  by stage: " + "; ".join(_usage(name, row) for name, row in spent["by_stage"].items()))
-    if spent["by_task"]:
-        label = "  by open task (builds): " if spent["by_stage"] else "spent building open tasks: "
-        say(label + "; ".join(_usage(task_id, row) for task_id, row in spent["by_task"].items()))
+        say("  by stage: " + "; ".join(_usage(name, row) for name, row in spent.by_stage.items()))
+    if spent.by_task:
+        label = "  by open task (builds): " if spent.by_stage else "spent building open tasks: "
+        say(label + "; ".join(_usage(task_id, row) for task_id, row in spent.by_task.items()))
 
 
-def _usage(name: str, row: dict) -> str:
-    return f"{name} {row['tokens']:,} tokens, cost {describe_cost(row['cost_usd'], row['unknown_cost_runs'])}"
+def _usage(name: str, row: StageSpending | TaskSpending) -> str:
+    return f"{name} {row.tokens:,} tokens, cost {describe_cost(row.cost_usd, row.unknown_cost_runs)}"
