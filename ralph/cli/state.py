@@ -24,6 +24,7 @@ from ralph.plan.records import Stage
 from ralph.text import plural, printable
 
 if TYPE_CHECKING:
+    from ralph.usecases.claims import RemoteClaim
     from ralph.usecases.reads import Spending, StageSpending, StatusSummary, TaskSpending
 
 # --- init, check, schema, status -----------------------------------------------------------
@@ -153,21 +154,19 @@ def status(ctx: click.Context, as_json: bool, remote: str | None) -> None:
 
 
 def _remote_status(root: Path, name: str, as_json: bool) -> None:
-    from ralph.store.git import Repo
-    from ralph.store.remote import Remote
     from ralph.usecases import claims
 
-    found = claims.remote_claims(root, Remote(Repo(root), name, retries=2))
+    found = claims.remote_status(root, name)
     if as_json:
-        emit(found)
+        emit(found.to_json())
         return
-    where = f"{found['remote']}/{found['branch']}"
-    if found["head"] is None:
+    where = f"{found.remote}/{found.branch}"
+    if found.head is None:
         say(f"{printable(where)}: no such branch yet (nothing pushed)")
         return
-    live = [claim for claim in found["claims"] if not claim["stale"]]
-    stale = [claim for claim in found["claims"] if claim["stale"]]
-    ttl = spoken(found["claim_ttl_s"])
+    live = [claim for claim in found.claims if not claim.stale]
+    stale = [claim for claim in found.claims if claim.stale]
+    ttl = spoken(found.claim_ttl_s)
     say(f"{printable(where)}: {plural(len(live), 'live claim')}, {len(stale)} stale (claim_ttl {ttl})")
     for title, rows in (
         ("live", live),
@@ -176,11 +175,11 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
         if rows:
             say(f"{title}:")
         for claim in rows:
-            who = f"{claim['task']} {printable(claim['name'][:60])}: {printable(claim['runner'])}"
-            say(f"  {who}, {_age(claim, found['at'])}")
+            who = f"{claim.task} {printable(claim.name[:60])}: {printable(claim.runner)}"
+            say(f"  {who}, {_age(claim, found.at)}")
 
 
-def _age(claim: dict, at: str) -> str:
+def _age(claim: RemoteClaim, at: str) -> str:
     """A claim's age by the rule, and the two ages it is the lesser of: since its commit on the
     remote's history (its claimed_at when no commit is known) and since this clone first saw it."""
     from datetime import datetime
@@ -188,14 +187,14 @@ def _age(claim: dict, at: str) -> str:
     def since(stamp: str) -> str:
         return spoken((datetime.fromisoformat(at) - datetime.fromisoformat(stamp)).total_seconds())
 
-    if claim["age_s"] is None:
-        return f"age unknown (claimed_at {printable(str(claim['since']))})"
+    if claim.age_s is None:
+        return f"age unknown (claimed_at {printable(str(claim.since))})"
     made = (
-        f"committed {since(claim['committed_at'])} ago"
-        if claim["committed_at"]
-        else f"not in the remote's history, claimed_at {printable(str(claim['since']))}"
+        f"committed {since(claim.committed_at)} ago"
+        if claim.committed_at
+        else f"not in the remote's history, claimed_at {printable(str(claim.since))}"
     )
-    return f"{spoken(claim['age_s'])} old ({made}, seen here for {since(claim['seen_at'])})"
+    return f"{spoken(claim.age_s)} old ({made}, seen here for {since(claim.seen_at)})"
 
 
 def _print_status(summary: StatusSummary) -> None:
