@@ -18,6 +18,7 @@ from ralph.usecases.settings import DEFAULTS
 
 if TYPE_CHECKING:
     from ralph.loop.construct import Report
+    from ralph.loop.observe.report_data import Spent
     from ralph.plan.plan import Plan
     from ralph.usecases.settings import Settings
 
@@ -345,6 +346,8 @@ def _run(
     dry_run: bool = False,
     pr: bool = False,
 ) -> None:
+    from dataclasses import replace
+
     from ralph.loop.construct import Loop
     from ralph.usecases.settings import Settings, read_user_config
 
@@ -365,7 +368,7 @@ def _run(
         _dry_run(ctx, root, settings, config, user, flags, as_json)
     report = Loop(root, settings).run(plan_only=plan_only)
     if report.outcome.name != "COMPLETE" and report.began:
-        report.resume = resume_command(ctx, spec_rel, flags)
+        report = replace(report, resume=resume_command(ctx, spec_rel, flags))
     _print_report(report, as_json)
     if not report.began:
         ctx.exit(report.exit_code)
@@ -472,8 +475,9 @@ def _print_report(report: Report, as_json: bool) -> None:
     from ralph.secrets import redact, redact_fields
 
     if as_json:
-        data = {key: value for key, value in report.__dict__.items() if key != "outcome"}
-        emit({"outcome": report.outcome.name, **redact_fields(data)})
+        data = report.to_json()
+        outcome = data.pop("outcome")  # a name of ralph's: never redacted
+        emit({"outcome": outcome, **redact_fields(data)})
         return
     if report.exit_code and not report.began:
         # refused before it began: one line on stderr, nothing else
@@ -498,8 +502,8 @@ def report_lines(report: Report) -> list[str]:
     for title, table in (("by stage", report.by_stage), ("by task", report.by_task)):
         if table:
             rows = (
-                f"{key}{_model_of(row)} {row['tokens']:,} tokens,"
-                f" cost {describe_cost(row['cost_usd'], row['unknown_runs'])}"
+                f"{key}{_model_of(row)} {row.tokens:,} tokens,"
+                f" cost {describe_cost(row.cost_usd, row.unknown_runs)}"
                 for key, row in table.items()
             )
             lines.append(f"{title}: " + "; ".join(rows))
@@ -507,7 +511,7 @@ def report_lines(report: Report) -> list[str]:
         ("accepted", report.accepted),
         ("failed attempts and rejections", report.failed),  # why: what a person reads to help the next
         ("stopped", report.stopped),
-        ("issues resolved", [f"{item['id']}: {item['note']}" for item in report.resolved]),
+        ("issues resolved", [f"{item.id}: {item.note}" for item in report.resolved]),
         ("left", report.remaining),
     ):
         if items:
@@ -516,7 +520,7 @@ def report_lines(report: Report) -> list[str]:
     if report.drafts:  # unfinished work, each on a branch of its own
         lines.append(f"drafts ({len(report.drafts)}; the next build of each task is told of its own):")
         lines += [
-            f"  {draft['task']}: {printable(draft['branch'])} (git diff HEAD...{printable(draft['branch'])})"
+            f"  {draft.task}: {printable(draft.branch)} (git diff HEAD...{printable(draft.branch)})"
             for draft in report.drafts
         ]
     logs = printable(str(report.log_dir))
@@ -527,8 +531,8 @@ def report_lines(report: Report) -> list[str]:
     return lines
 
 
-def _model_of(row: Mapping[str, Any]) -> str:
+def _model_of(row: Spent) -> str:
     """ " (model)" of a stage's runs (per stage only), " (model, model)" when an escalation
     used more than one, or nothing."""
-    models = row.get("models") or ([row["model"]] if row.get("model") else [])
+    models = row.models or ((row.model,) if row.model else ())
     return f" ({printable(', '.join(models))})" if models else ""

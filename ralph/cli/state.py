@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,6 +22,10 @@ from ralph.durations import spoken
 from ralph.errors import EXIT_INVALID, EXIT_REFUSED
 from ralph.plan.records import Stage
 from ralph.text import plural, printable
+
+if TYPE_CHECKING:
+    from ralph.usecases.claims import RemoteClaim
+    from ralph.usecases.reads import Spending, StageSpending, StatusSummary, TaskSpending
 
 # --- init, check, schema, status -----------------------------------------------------------
 
@@ -143,28 +147,26 @@ def status(ctx: click.Context, as_json: bool, remote: str | None) -> None:
         return
     summary = reads.status(root)
     if as_json:
-        emit(summary)
+        emit(summary.to_json())
     else:
         _print_status(summary)
     _warn_if_driver_unregistered(root)
 
 
 def _remote_status(root: Path, name: str, as_json: bool) -> None:
-    from ralph.store.git import Repo
-    from ralph.store.remote import Remote
     from ralph.usecases import claims
 
-    found = claims.remote_claims(root, Remote(Repo(root), name, retries=2))
+    found = claims.remote_status(root, name)
     if as_json:
-        emit(found)
+        emit(found.to_json())
         return
-    where = f"{found['remote']}/{found['branch']}"
-    if found["head"] is None:
+    where = f"{found.remote}/{found.branch}"
+    if found.head is None:
         say(f"{printable(where)}: no such branch yet (nothing pushed)")
         return
-    live = [claim for claim in found["claims"] if not claim["stale"]]
-    stale = [claim for claim in found["claims"] if claim["stale"]]
-    ttl = spoken(found["claim_ttl_s"])
+    live = [claim for claim in found.claims if not claim.stale]
+    stale = [claim for claim in found.claims if claim.stale]
+    ttl = spoken(found.claim_ttl_s)
     say(f"{printable(where)}: {plural(len(live), 'live claim')}, {len(stale)} stale (claim_ttl {ttl})")
     for title, rows in (
         ("live", live),
@@ -173,11 +175,11 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
         if rows:
             say(f"{title}:")
         for claim in rows:
-            who = f"{claim['task']} {printable(claim['name'][:60])}: {printable(claim['runner'])}"
-            say(f"  {who}, {_age(claim, found['at'])}")
+            who = f"{claim.task} {printable(claim.name[:60])}: {printable(claim.runner)}"
+            say(f"  {who}, {_age(claim, found.at)}")
 
 
-def _age(claim: dict[str, Any], at: str) -> str:
+def _age(claim: RemoteClaim, at: str) -> str:
     """A claim's age by the rule, and the two ages it is the lesser of: since its commit on the
     remote's history (its claimed_at when no commit is known) and since this clone first saw it."""
     from datetime import datetime
@@ -185,64 +187,64 @@ def _age(claim: dict[str, Any], at: str) -> str:
     def since(stamp: str) -> str:
         return spoken((datetime.fromisoformat(at) - datetime.fromisoformat(stamp)).total_seconds())
 
-    if claim["age_s"] is None:
-        return f"age unknown (claimed_at {printable(str(claim['since']))})"
+    if claim.age_s is None:
+        return f"age unknown (claimed_at {printable(str(claim.since))})"
     made = (
-        f"committed {since(claim['committed_at'])} ago"
-        if claim["committed_at"]
-        else f"not in the remote's history, claimed_at {printable(str(claim['since']))}"
+        f"committed {since(claim.committed_at)} ago"
+        if claim.committed_at
+        else f"not in the remote's history, claimed_at {printable(str(claim.since))}"
     )
-    return f"{spoken(claim['age_s'])} old ({made}, seen here for {since(claim['seen_at'])})"
+    return f"{spoken(claim.age_s)} old ({made}, seen here for {since(claim.seen_at)})"
 
 
-def _print_status(summary: dict[str, Any]) -> None:
+def _print_status(summary: StatusSummary) -> None:
     from ralph.usecases.runs import describe
 
-    say(printable(describe(summary["run"])))
-    spec = f" ({printable(summary['spec'])})" if summary["spec"] else ""
-    stage = summary["stage"]
-    if stage == Stage.PLAN and summary["run"]["active"]:
+    say(printable(describe(summary.run)))
+    spec = f" ({printable(summary.spec)})" if summary.spec else ""
+    stage: str = summary.stage
+    if stage == Stage.PLAN and summary.run.active:
         stage = "PLAN: planning now"
     elif stage == Stage.PLAN:  # not running, nothing planned
         stage = "PLAN: no spec planned yet (`ralph construct SPEC` plans one first)"
-    say(f"stage {stage}, iteration {summary['iteration']}{spec}")
+    say(f"stage {stage}, iteration {summary.iteration}{spec}")
     say(
-        f"tasks: {summary['pending']} pending, {summary['done']} done, {summary['accepted']} accepted"
-        + (f", {summary['killed']} to decompose" if summary["killed"] else "")
-        + (f", {summary['blocked']} blocked" if summary["blocked"] else "")
+        f"tasks: {summary.pending} pending, {summary.done} done, {summary.accepted} accepted"
+        + (f", {summary.killed} to decompose" if summary.killed else "")
+        + (f", {summary.blocked} blocked" if summary.blocked else "")
     )
-    kept = f", {summary['kept_open']} kept open" if summary["kept_open"] else ""
-    say(f"issues: {summary['issues']} open{kept}")
-    if summary["waiting"]:
+    kept = f", {summary.kept_open} kept open" if summary.kept_open else ""
+    say(f"issues: {summary.issues} open{kept}")
+    if summary.waiting:
         say("waiting for a person:")
-        for item in summary["waiting"]:
-            why = item["why"].splitlines()[0][:200] if item["why"] else "(no reason given)"
-            say(f"  {item['id']}: {printable(why)}")
-    if summary["drafts"]:
+        for item in summary.waiting:
+            why = item.why.splitlines()[0][:200] if item.why else "(no reason given)"
+            say(f"  {item.id}: {printable(why)}")
+    if summary.drafts:
         say("drafts (unfinished work, each on a branch of its own):")
-        for draft in summary["drafts"]:
-            branch = printable(draft["branch"])
-            say(f"  {draft['task']}: {branch} (git diff HEAD...{branch})")
-    if summary["questions"]:
-        say(f"questions: {summary['questions']} open (`ralph questions`)")
-    _print_spent(summary["spent"])
-    nxt = summary["next"]
-    say(f"next: {nxt['id']} {printable(nxt['name'])}" if nxt else "next: none")
+        for draft in summary.drafts:
+            branch = printable(draft.branch)
+            say(f"  {draft.task}: {branch} (git diff HEAD...{branch})")
+    if summary.questions:
+        say(f"questions: {summary.questions} open (`ralph questions`)")
+    _print_spent(summary.spent)
+    nxt = summary.next
+    say(f"next: {nxt.id} {printable(nxt.name)}" if nxt else "next: none")
 
 
-def _print_spent(spent: dict[str, Any]) -> None:
-    if not spent["by_stage"] and not spent["by_task"]:
+def _print_spent(spent: Spending) -> None:
+    if not spent.by_stage and not spent.by_task:
         return
-    if spent["by_stage"]:
+    if spent.by_stage:
         say(
-            f"spent so far: {plural(spent['runs'], 'agent run')}, {spent['tokens']:,} tokens,"
-            f" cost {describe_cost(spent['cost_usd'], spent['unknown_cost_runs'])}"
+            f"spent so far: {plural(spent.runs, 'agent run')}, {spent.tokens:,} tokens,"
+            f" cost {describe_cost(spent.cost_usd, spent.unknown_cost_runs)}"
         )
-        say("  by stage: " + "; ".join(_usage(name, row) for name, row in spent["by_stage"].items()))
-    if spent["by_task"]:
-        label = "  by open task (builds): " if spent["by_stage"] else "spent building open tasks: "
-        say(label + "; ".join(_usage(task_id, row) for task_id, row in spent["by_task"].items()))
+        say("  by stage: " + "; ".join(_usage(name, row) for name, row in spent.by_stage.items()))
+    if spent.by_task:
+        label = "  by open task (builds): " if spent.by_stage else "spent building open tasks: "
+        say(label + "; ".join(_usage(task_id, row) for task_id, row in spent.by_task.items()))
 
 
-def _usage(name: str, row: dict[str, Any]) -> str:
-    return f"{name} {row['tokens']:,} tokens, cost {describe_cost(row['cost_usd'], row['unknown_cost_runs'])}"
+def _usage(name: str, row: StageSpending | TaskSpending) -> str:
+    return f"{name} {row.tokens:,} tokens, cost {describe_cost(row.cost_usd, row.unknown_cost_runs)}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any
@@ -21,14 +21,24 @@ from ralph import secrets
 from ralph.agents import make_adapter
 from ralph.errors import PlanInvalid, RemoteError, disk_full
 from ralph.loop import preflight
+from ralph.loop.observe import report_data
 from ralph.loop.observe.console import Console
 from ralph.loop.observe.journal import Journal
 from ralph.loop.observe.remaining import remaining_lines
+from ralph.loop.observe.report_data import (
+    AcceptedTask,
+    Draft,
+    LeftTask,
+    OpenIssue,
+    OpenQuestion,
+    ResolvedIssue,
+    Spent,
+)
 from ralph.loop.process.hooks import Hooks
 from ralph.loop.process.signals import deferred_signals, signal_number, stop_signals_interrupt
 from ralph.loop.process.supervisor import BudgetSpent, Supervisor
 from ralph.loop.runs.agent_process import LOG_DIR, AgentRunner, AgentUnavailable, SandboxFailed
-from ralph.loop.runs.cost import CostSpent, CostUnknown, SpendingRow, TokensSpent, known_cost
+from ralph.loop.runs.cost import CostSpent, CostUnknown, Spending, SpendingRow, TokensSpent, known_cost
 from ralph.loop.runs.rate_limits import AgentAuthFailed, LimitTooLong
 from ralph.loop.share.coordinator import Solo
 from ralph.loop.stages import plan as stage_plan
@@ -121,8 +131,11 @@ _AGENT_OUTCOMES: dict[type, Outcome] = {
 ERROR_OUTCOME = "ERROR"  # a run an error ended (printed in one line, or a crash log): its journal and hooks
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
+    """How a run ended and what it did: built by the loop, printed by the command line (its text
+    and its --json, from this one value)."""
+
     outcome: Outcome
     message: str
     exit_code: int
@@ -136,27 +149,41 @@ class Report:
     failed: list[str] = field(default_factory=list)  # failed build attempts and VERIFY's rejections, and why
     cost_usd: float | None = 0.0  # of the runs whose cost is known; None: no run's is (unknown, not $0)
     unknown_cost_runs: int = 0
-    # stage -> runs, tokens, cost_usd (None: unknown), unknown_runs
-    by_stage: dict[str, SpendingRow] = field(default_factory=dict)
-    by_task: dict[str, SpendingRow] = field(default_factory=dict)  # task or issue id -> the same
+    by_stage: dict[str, Spent] = field(default_factory=dict)
+    by_task: dict[str, Spent] = field(default_factory=dict)  # task or issue id -> what its runs spent
     resume: str = ""  # the command that goes on from here (set by the command line)
     agent_error: list[str] = field(default_factory=list)  # AGENT_FAILING: the agent's last lines, redacted
     began: bool = False  # the run got past its checks: what it says is a report, not an error
-    # The same as data, for --json: each task accepted in this run or left ({id, name, status, why,
-    # ...}), each open issue and open question of the spec.
-    tasks: list[dict[str, Any]] = field(default_factory=list)
-    issues: list[dict[str, Any]] = field(default_factory=list)
-    open_questions: list[dict[str, Any]] = field(default_factory=list)
-    # issues resolved in the run: {id, text, note}
-    resolved: list[dict[str, Any]] = field(default_factory=list)
-    ending: str | None = None  # which ending of its outcome (Ending), where the outcome has several
-    # {task, branch}: unfinished work kept on a branch
-    drafts: list[dict[str, Any]] = field(default_factory=list)
+    # The same as data, for --json: each task accepted in this run or left, each open issue and
+    # open question of the spec.
+    tasks: list[AcceptedTask | LeftTask] = field(default_factory=list)
+    issues: list[OpenIssue] = field(default_factory=list)
+    open_questions: list[OpenQuestion] = field(default_factory=list)
+    resolved: list[ResolvedIssue] = field(default_factory=list)  # issues resolved in the run
+    ending: Ending | None = None  # which ending of its outcome, where the outcome has several
+    drafts: list[Draft] = field(default_factory=list)  # unfinished work kept on a branch
 
     @property
     def ended_as(self) -> str:
         """The ending's name as its commit says it (PLANNED for `ralph plan`; else the outcome's)."""
         return ended_as(self.outcome, self.ending)
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field by its name, in order (docs/json-output.md): the outcome by its name, the
+        items and spending rows as objects."""
+        data: dict[str, Any] = {item.name: getattr(self, item.name) for item in fields(self)}
+        return {
+            **data,
+            "outcome": self.outcome.name,
+            "by_stage": {key: row.to_json() for key, row in self.by_stage.items()},
+            "by_task": {key: row.to_json() for key, row in self.by_task.items()},
+            "tasks": [task.to_json() for task in self.tasks],
+            "issues": [issue.to_json() for issue in self.issues],
+            "open_questions": [question.to_json() for question in self.open_questions],
+            "resolved": [issue.to_json() for issue in self.resolved],
+            "ending": self.ending.value if self.ending else None,
+            "drafts": [draft.to_json() for draft in self.drafts],
+        }
 
 
 class Loop:
@@ -643,12 +670,11 @@ class Loop:
         return log.relative_to(self.root)
 
     def _report(self, outcome: Outcome, message: str, exit_code: int | None = None) -> Report:
-        code = outcome.value if exit_code is None else exit_code
         spent = self.ws.agents.spending if self.ws else None
-        report = Report(
+        return Report(
             outcome,
             message,
-            code,
+            outcome.value if exit_code is None else exit_code,
             self.iterations_run,
             self.accepted,
             self._remaining(),
@@ -657,36 +683,32 @@ class Loop:
             self.stopped,
             self._questions(),
             self.failed,
+            began=self.ws is not None,
+            ending=self.ending,
+            agent_error=self.agent_error,
+            **self._items(),
+            **(_spending(spent) if spent is not None else {}),
         )
-        report.began = self.ws is not None
-        report.ending = self.ending
-        report.agent_error = self.agent_error
-        self._add_items(report)
-        if spent is not None:
-            report.cost_usd = known_cost(spent.cost_usd, spent.known_runs, spent.unknown_runs)
-            report.unknown_cost_runs = spent.unknown_runs
-            report.by_stage, report.by_task = _known_rows(spent.by_stage), _known_rows(spent.by_item)
-        return report
 
-    def _add_items(self, report: Report) -> None:
+    def _items(self) -> dict[str, Any]:
         """The report's tasks, issues and questions as data (--json)."""
-        from ralph.loop.observe import report_data
-
-        report.tasks = [
-            {"id": task["id"], "name": task["name"], "status": "accepted"} for task in self.accepted_tasks
+        accepted: list[AcceptedTask | LeftTask] = [
+            AcceptedTask(task["id"], task["name"]) for task in self.accepted_tasks
         ]
         if not (self.root / PLAN_FILE).exists():
-            return
+            return {"tasks": accepted}
         try:
             plan = read_plan(self.root)
         except PlanInvalid:
-            return
+            return {"tasks": accepted}
         spec = self.settings.spec
-        report.tasks += report_data.left_tasks(plan, spec)
-        report.issues = report_data.open_issues(plan, spec)
-        report.resolved = report_data.resolved_issues(plan, spec, self.resolved_before)
-        report.open_questions = report_data.open_questions(plan, spec)
-        report.drafts = report_data.drafts(plan, spec)
+        return {
+            "tasks": accepted + report_data.left_tasks(plan, spec),
+            "issues": report_data.open_issues(plan, spec),
+            "resolved": report_data.resolved_issues(plan, spec, self.resolved_before),
+            "open_questions": report_data.open_questions(plan, spec),
+            "drafts": report_data.drafts(plan, spec),
+        }
 
     def _questions(self) -> list[str]:
         """The spec's open questions, for a person: what, which task, since when, who asked."""
@@ -713,14 +735,28 @@ class Loop:
         return remaining_lines(plan, self.settings.spec)
 
 
-def _known_rows(table: dict[str, SpendingRow]) -> dict[str, SpendingRow]:
-    """Spending rows (stage or item -> runs, tokens, cost_usd, unknown_runs) as the report gives
-    them: a row none of whose runs' cost is known has cost_usd None."""
+def _spending(spent: Spending) -> dict[str, Any]:
+    """The report's cost, in all and per stage and task."""
     return {
-        key: {
-            **row,
-            "cost_usd": known_cost(row["cost_usd"], row["runs"] - row["unknown_runs"], row["unknown_runs"]),
-        }
+        "cost_usd": known_cost(spent.cost_usd, spent.known_runs, spent.unknown_runs),
+        "unknown_cost_runs": spent.unknown_runs,
+        "by_stage": _known_rows(spent.by_stage),
+        "by_task": _known_rows(spent.by_item),
+    }
+
+
+def _known_rows(table: dict[str, SpendingRow]) -> dict[str, Spent]:
+    """Spending rows (stage or item -> runs, tokens, cost_usd, unknown_runs, model, models) as
+    the report gives them: a row none of whose runs' cost is known has cost_usd None."""
+    return {
+        key: Spent(
+            runs=row["runs"],
+            tokens=row["tokens"],
+            cost_usd=known_cost(row["cost_usd"], row["runs"] - row["unknown_runs"], row["unknown_runs"]),
+            unknown_runs=row["unknown_runs"],
+            model=row.get("model"),
+            models=tuple(row.get("models") or ()),
+        )
         for key, row in table.items()
     }
 

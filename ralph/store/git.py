@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from collections.abc import Generator, Iterable
 
 ZERO_SHA = "0" * 40
+# The most one git command may take: plumbing takes milliseconds, a fetch or push of a large
+# build minutes. A git still running then (a remote that stopped answering, a filter driver that
+# hangs) is killed and the command fails, rather than hold the plan's lock for ever.
+GIT_TIMEOUT_S = 600.0
 _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
 _FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -135,7 +139,10 @@ class Repo:
                 capture_output=True,
                 check=False,
                 start_new_session=True,
+                timeout=GIT_TIMEOUT_S,
             )
+        except subprocess.TimeoutExpired:
+            raise GitError(_timed_out(args)) from None
         except FileNotFoundError:
             if not self.root.is_dir():  # subprocess says the same of a missing working directory
                 raise WorkTreeGone(
@@ -795,6 +802,18 @@ class Repo:
         done = self._run(("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}"))
         return done.stdout.decode().strip() if done.returncode == 0 else None
 
+    def git_dirs(self) -> list[str]:
+        """The git directory and the common one of this work tree, absolute, as git names them."""
+        return self._paths("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir").split()
+
+    def untracked(self, pathspecs: list[str]) -> list[str]:
+        """The files git does not track (ignored ones too) that `pathspecs` match, their magic
+        (`:(glob)`, `:(exclude)`) read as such."""
+        out = self._output(
+            ("ls-files", "-z", "--others", "--", *pathspecs), env={"GIT_LITERAL_PATHSPECS": "0"}
+        )
+        return [os.fsdecode(name) for name in out.split(b"\0") if name]
+
     def commits(self, *args: str) -> list[str]:
         """`git rev-list ARGS`, first parents only: the commits, newest first."""
         return self.git("rev-list", "--first-parent", *args).split()
@@ -805,6 +824,7 @@ class Repo:
         early stops git too."""
         import subprocess
         import tempfile
+        import threading
 
         with tempfile.TemporaryFile() as errors:  # a file, not a pipe: it cannot fill up and stall git
             git = subprocess.Popen(
@@ -817,13 +837,25 @@ class Repo:
                 start_new_session=True,
             )
             assert git.stdout is not None  # stdout=PIPE
+            timed_out: list[bool] = []
+
+            def stop() -> None:  # its timeout, while it prints
+                timed_out.append(True)
+                git.kill()
+
+            timer = threading.Timer(GIT_TIMEOUT_S, stop)
+            timer.daemon = True
+            timer.start()
             try:
                 yield from git.stdout
             finally:
+                timer.cancel()
                 git.stdout.close()
                 if git.poll() is None:
                     git.kill()  # the caller stopped early
                 returncode = git.wait()
+            if timed_out:
+                raise GitError(_timed_out(args))
             if returncode not in (0, -9):
                 errors.seek(0)
                 raise GitError(_explain(args, errors.read().decode("utf-8", "replace")))
@@ -935,7 +967,7 @@ def _explain(args: tuple[str, ...], stderr: str) -> str:
 def git_argv(args: tuple[str, ...] | list[str]) -> list[str]:
     """The argv of `git ARGS` as ralph runs it: the trusted git (ralph.store.programs), and the
     options the command always gets (_COMMAND_OPTIONS), before its `--` if it has one. Run it with
-    a Repo's environment (git_env), which holds the hardened settings."""
+    a Repo's environment, which holds the hardened settings."""
     at = 0
     while at < len(args) and args[at].startswith("-"):  # -c key=value, --no-optional-locks
         at += 2 if args[at] == "-c" else 1
@@ -952,13 +984,8 @@ def _config_parameters(env: dict[str, str] | os._Environ[str], settings: tuple[s
     return " ".join([*([given] if given else []), *quoted])
 
 
-def git_env(root: Path, literal_pathspecs: bool = True) -> dict[str, str]:
-    """The environment of a git call in the work tree `root`, as Repo gives its own; without
-    `literal_pathspecs`, pathspec magic (`:(glob)`) is read as such."""
-    env = dict(Repo(root)._env)
-    if not literal_pathspecs:
-        del env["GIT_LITERAL_PATHSPECS"]
-    return env
+def _timed_out(args: tuple[str, ...]) -> str:
+    return f"git {_subcommand(args)} did not finish in {GIT_TIMEOUT_S:g}s: stopped"
 
 
 def _subcommand(args: tuple[str, ...]) -> str:

@@ -13,15 +13,24 @@ PATH as it is (ralph.loop.process.gate): it is the repository's own code, a `mak
 project's virtualenv, and it runs in the fence.
 
 Every `Repo` names its work tree here (`fence`): the work trees ralph knows of are the ones whose
-entries are dropped. Looked up by path, never by process: nothing here starts a process.
+entries are dropped. Looked up by path, never by process: the lookups start no process.
+
+Every child process has an owner: git is `Repo`'s (ralph.store.git); agents, gates and hooks are
+the supervisor's (ralph.loop.process.supervisor); a short-lived tool that is neither (a forge's
+CLI, the bubblewrap probe) runs through `run` here, always with a timeout. tests/test_processes.py
+fails when any other module starts one.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralph.errors import GitError
+
+if TYPE_CHECKING:
+    import subprocess
 
 _FENCED: dict[str, str] = {}  # a work tree as named -> its real path
 _TRUSTED: dict[tuple[str, int], str] = {}  # (PATH, work trees known) -> the trusted PATH
@@ -72,3 +81,33 @@ def trusted_env(env: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if env is None else env)
     env["PATH"] = trusted_path(env.get("PATH", os.defpath))
     return env
+
+
+def run(
+    argv: list[str],
+    *,
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    closed_stdin: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """Run a short-lived tool to its end, its output captured as text. A tool still running after
+    `timeout_s` is killed: TimeoutError (an OSError) saying so. `closed_stdin`: stdin is /dev/null,
+    else ralph's own (or `input`)."""
+    import subprocess  # here, not above: most commands never run a tool
+
+    try:
+        return subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            input=input,
+            stdin=subprocess.DEVNULL if closed_stdin else None,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise TimeoutError(str(exc)) from None

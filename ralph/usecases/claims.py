@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ralph.clock import now
 from ralph.errors import RalphError, RemoteError, RemoteOffline, RemoteRejected, disk_full
@@ -468,9 +468,43 @@ def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
     return released
 
 
+class RemoteClaim(NamedTuple):
+    """A claim on the remote's head: its task, runner and claimed_at; its age by the rule, and the
+    two ages it is the lesser of (since committed_at, and since this clone first saw it)."""
+
+    task: str
+    name: str
+    runner: str
+    since: str | None
+    committed_at: str | None
+    seen_at: str
+    age_s: float | None  # None: unknown
+    stale: bool  # older than the claim TTL (or of unknown age): another runner may take it over
+
+
+class RemoteClaims(NamedTuple):
+    """What `ralph status --remote` says: the claims on the remote branch's head (None: no such
+    branch yet), judged at `at` against the claim TTL."""
+
+    remote: str
+    branch: str
+    head: str | None
+    claim_ttl_s: float
+    at: str
+    claims: tuple[RemoteClaim, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self._asdict(), "claims": [claim._asdict() for claim in self.claims]}
+
+
+def remote_status(root: Path, name: str) -> RemoteClaims:
+    """The claims of the runners sharing the remote `name`, fetched now."""
+    return remote_claims(root, Remote(Repo(root), name, retries=2))
+
+
 def remote_claims(
     root: Path, remote: Remote, ttl_s: float | None = None, at: str | None = None
-) -> dict[str, Any]:
+) -> RemoteClaims:
     """The claims on the remote branch's head: each with its runner, its claimed_at, its age by the
     rule runners judge claims by (ralph.plan.reading.claim_age_s: since its commit on the remote's
     history, and since this clone first saw it; this look counts as a sighting) and whether it is
@@ -484,25 +518,18 @@ def remote_claims(
     for task in plan.claims() if plan else []:
         judged = remote.claim_clock.judge(task, stamp)
         claims.append(
-            {
-                "task": task["id"],
-                "name": task.get("name") or task.get("text") or task["id"],
-                "runner": task["claimed_by"],
-                "since": task.get("claimed_at"),
-                "committed_at": judged.committed_at,
-                "seen_at": judged.seen_at or stamp,
-                "age_s": judged.age_s,
-                "stale": judged.age_s is None or judged.age_s >= ttl,
-            }
+            RemoteClaim(
+                task=task["id"],
+                name=task.get("name") or task.get("text") or task["id"],
+                runner=task["claimed_by"],
+                since=task.get("claimed_at"),
+                committed_at=judged.committed_at,
+                seen_at=judged.seen_at or stamp,
+                age_s=judged.age_s,
+                stale=judged.age_s is None or judged.age_s >= ttl,
+            )
         )
-    return {
-        "remote": remote.name,
-        "branch": remote.branch,
-        "head": head,
-        "claim_ttl_s": ttl,
-        "at": stamp,
-        "claims": claims,
-    }
+    return RemoteClaims(remote.name, remote.branch, head, ttl, stamp, tuple(claims))
 
 
 def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -23,6 +22,8 @@ from ralph.store.remote import Remote
 # The last construct run's spec, outcome and text report, kept for `ralph pr` (build/ralph-logs is
 # ignored by git).
 LAST_REPORT = Path("build") / "ralph-logs" / "last-report.json"
+# The most the forge's CLI may take to open the request (a push is done by then): then it is killed.
+FORGE_TIMEOUT_S = 300.0
 
 
 class Forge(StrEnum):
@@ -80,15 +81,18 @@ def open_pull_request(
             f"{remote}/{branch} has commits this branch lacks: merge them first (git pull), then again"
         )
     argv = _create_argv(chosen, program, branch, request)
-    done = subprocess.run(
-        argv,
-        cwd=root,
-        input=request.body if chosen is Forge.GITHUB else None,
-        env=programs.trusted_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        done = programs.run(
+            argv,
+            timeout_s=FORGE_TIMEOUT_S,
+            cwd=root,
+            input=request.body if chosen is Forge.GITHUB else None,
+            env=programs.trusted_env(),
+        )
+    except TimeoutError:
+        raise GitError(
+            f"{chosen.value} could not open the request: it did not finish in {FORGE_TIMEOUT_S:g}s"
+        ) from None
     if done.returncode != 0:
         said = (done.stderr.strip() or done.stdout.strip() or "no message").splitlines()[-1]
         raise GitError(f"{chosen.value} could not open the request (exit {done.returncode}): {said}")

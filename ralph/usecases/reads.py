@@ -4,7 +4,7 @@ replace plan.jsonl atomically, so a read sees one whole version."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ralph.errors import Problem, Refused
 from ralph.plan.document import Document, Record
@@ -12,80 +12,166 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, Status, TaskView, awaits_recheck
 from ralph.store.reader import PLAN_NAME, read_bytes, read_plan
 
+if TYPE_CHECKING:
+    from ralph.usecases.runs import RunStatus
 
-def status(root: Path) -> dict[str, Any]:
+
+# Typed results, as NamedTuples: `dataclasses` would cost every read command ~1.5 ms to import.
+class Waiting(NamedTuple):
+    """What the loop gave up on and a person must decide: a blocked task or an issue kept open."""
+
+    id: str
+    why: str | None
+
+
+class Draft(NamedTuple):
+    """A task whose unfinished work is kept on a branch of its own (ralph.store.drafts)."""
+
+    task: str
+    branch: str
+
+
+class NextTask(NamedTuple):
+    id: str
+    name: str
+
+
+class StageSpending(NamedTuple):
+    """What a stage's agent runs spent. cost_usd None: no run's cost is known (unknown, never 0)."""
+
+    runs: int
+    tokens: int
+    cost_usd: float | None
+    unknown_cost_runs: int
+
+
+class TaskSpending(NamedTuple):
+    """What an open task's BUILD attempts spent."""
+
+    tokens: int
+    cost_usd: float | None
+    unknown_cost_runs: int
+
+
+class Spending(NamedTuple):
+    """Tokens and cost so far, in all, per stage and per open task."""
+
+    runs: int
+    tokens: int
+    cost_usd: float | None
+    unknown_cost_runs: int
+    by_stage: dict[str, StageSpending]
+    by_task: dict[str, TaskSpending]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self._asdict(),
+            "by_stage": {stage: row._asdict() for stage, row in self.by_stage.items()},
+            "by_task": {task: row._asdict() for task, row in self.by_task.items()},
+        }
+
+
+class StatusSummary(NamedTuple):
+    """What `ralph status` says: the run, the stage, the counts, what waits, the next task."""
+
+    run: RunStatus  # a construct running now, or how the last one ended
+    stage: Stage
+    planned: bool  # any task, issue or accepted task yet
+    iteration: int
+    spec: str | None
+    pending: int
+    done: int
+    accepted: int
+    issues: int
+    kept_open: int
+    killed: int
+    blocked: int
+    next: NextTask | None
+    waiting: tuple[Waiting, ...]
+    questions: int
+    drafts: tuple[Draft, ...]
+    spent: Spending
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self._asdict(),
+            "run": self.run.to_json(),
+            "next": self.next._asdict() if self.next else None,
+            "waiting": [item._asdict() for item in self.waiting],
+            "drafts": [draft._asdict() for draft in self.drafts],
+            "spent": self.spent.to_json(),
+        }
+
+
+def status(root: Path) -> StatusSummary:
     plan = read_plan(root)
     tasks = plan.task_views()
     next_task = plan.next_task()
     issues = plan.issues()
     # What the loop gave up on, each with its reason: a person must decide.
-    waiting = [{"id": task.id, "why": task.why_not_done} for task in tasks if task.blocked] + [
-        {"id": issue["id"], "why": f"kept open: {issue['keep_open']}"}
+    waiting = [Waiting(task.id, task.why_not_done) for task in tasks if task.blocked] + [
+        Waiting(issue["id"], f"kept open: {issue['keep_open']}")
         for issue in issues
         if issue.get("keep_open") and not awaits_recheck(issue)  # that one waits for the spec check
     ]
-    from ralph.usecases.runs import run_status
+    from ralph.usecases.runs import run_status  # only status asks about runs
 
-    run = run_status(root)  # a construct running now, or how the last one ended
-    planned = bool(tasks or issues or plan.accepted())
+    run = run_status(root)
     stage = current_stage(plan, root)
-    if run["active"] and run.get("stage") == Stage.PLAN:
+    if run.active and run.stage == Stage.PLAN:
         stage = Stage.PLAN  # a run planning now
-    return {
-        "run": run,
-        "stage": stage,
-        "planned": planned,  # any task, issue or accepted task yet
-        "iteration": plan.iteration(),
-        "spec": plan.state().get("spec"),
-        "pending": sum(1 for task in tasks if task.status is Status.PENDING),
-        "done": sum(1 for task in tasks if task.status is Status.DONE),
-        "accepted": len(plan.accepted()),
-        "issues": len(issues),
-        "kept_open": sum(1 for issue in issues if issue.get("keep_open")),
-        "killed": sum(1 for task in tasks if task.killed),
-        "blocked": sum(1 for task in tasks if task.blocked),
-        "next": {"id": next_task["id"], "name": next_task["name"]} if next_task else None,
-        "waiting": waiting,
-        "questions": len(plan.questions()),
-        # Unfinished work of stopped builds, each kept on a branch of its own (ralph.store.drafts).
-        "drafts": [
-            {"task": task.id, "branch": task.record["draft"]} for task in tasks if task.record.get("draft")
-        ],
-        "spent": spending(plan.state().get("spent", {}), tasks),
-    }
+    return StatusSummary(
+        run=run,
+        stage=stage,
+        planned=bool(tasks or issues or plan.accepted()),
+        iteration=plan.iteration(),
+        spec=plan.state().get("spec"),
+        pending=sum(1 for task in tasks if task.status is Status.PENDING),
+        done=sum(1 for task in tasks if task.status is Status.DONE),
+        accepted=len(plan.accepted()),
+        issues=len(issues),
+        kept_open=sum(1 for issue in issues if issue.get("keep_open")),
+        killed=sum(1 for task in tasks if task.killed),
+        blocked=sum(1 for task in tasks if task.blocked),
+        next=NextTask(next_task["id"], next_task["name"]) if next_task else None,
+        waiting=tuple(waiting),
+        questions=len(plan.questions()),
+        drafts=tuple(Draft(task.id, task.record["draft"]) for task in tasks if task.record.get("draft")),
+        spent=spending(plan.state().get("spent", {}), tasks),
+    )
 
 
-def spending(by_stage: dict[str, Any], tasks: list[TaskView]) -> dict[str, Any]:
+def spending(by_stage: dict[str, Any], tasks: list[TaskView]) -> Spending:
     """Tokens and cost so far: per stage from the state record (every agent run the loop made,
     accepted tasks' included), per task from the open tasks' own records (BUILD attempts). A cost
     is None where no run's cost is known: unknown, never 0."""
     stages = {
-        stage: {
-            "runs": row.get("runs", 0),
-            "tokens": row.get("tokens", 0),
-            "cost_usd": _known(row.get("cost_usd", 0.0), row.get("runs", 0) - row.get("unknown_runs", 0)),
-            "unknown_cost_runs": row.get("unknown_runs", 0),
-        }
+        stage: StageSpending(
+            runs=row.get("runs", 0),
+            tokens=row.get("tokens", 0),
+            cost_usd=_known(row.get("cost_usd", 0.0), row.get("runs", 0) - row.get("unknown_runs", 0)),
+            unknown_cost_runs=row.get("unknown_runs", 0),
+        )
         for stage, row in by_stage.items()
     }
     by_task = {
-        task.id: {
-            "tokens": task.record.get("tokens", 0),
-            "cost_usd": task.record.get("cost_usd"),
-            "unknown_cost_runs": task.record.get("unknown_cost_runs", 0),
-        }
+        task.id: TaskSpending(
+            tokens=task.record.get("tokens", 0),
+            cost_usd=task.record.get("cost_usd"),
+            unknown_cost_runs=task.record.get("unknown_cost_runs", 0),
+        )
         for task in tasks
         if task.record.get("tokens") or "cost_usd" in task.record or task.record.get("unknown_cost_runs")
     }
-    known = [row["cost_usd"] for row in stages.values() if row["cost_usd"] is not None]
-    return {
-        "runs": sum(row["runs"] for row in stages.values()),
-        "tokens": sum(row["tokens"] for row in stages.values()),
-        "cost_usd": round(sum(known), 6) if known or not stages else None,
-        "unknown_cost_runs": sum(row["unknown_cost_runs"] for row in stages.values()),
-        "by_stage": stages,
-        "by_task": by_task,
-    }
+    known = [row.cost_usd for row in stages.values() if row.cost_usd is not None]
+    return Spending(
+        runs=sum(row.runs for row in stages.values()),
+        tokens=sum(row.tokens for row in stages.values()),
+        cost_usd=round(sum(known), 6) if known or not stages else None,
+        unknown_cost_runs=sum(row.unknown_cost_runs for row in stages.values()),
+        by_stage=stages,
+        by_task=by_task,
+    )
 
 
 def _known(cost_usd: float, known_runs: int) -> float | None:

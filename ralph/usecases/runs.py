@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ralph.store import lock
 from ralph.store.git import Repo
@@ -89,34 +89,83 @@ def running_agents(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(running.values())
 
 
-def run_status(root: Path) -> dict[str, Any]:
-    """{"active": bool, "pid", "since", "iteration", "stage", "agents": [...],
-    "last": {"outcome", "ended", "spec"} or None}."""
+# Typed results, as NamedTuples: `dataclasses` would cost every `ralph status` ~1.5 ms to import.
+class RunningAgent(NamedTuple):
+    """An agent run begun and not ended, as the journal names it."""
+
+    stage: str | None
+    item: str | None
+    name: str | None
+    log: str | None
+    ts: str | None
+
+
+class LastRun(NamedTuple):
+    """How the last run ended, when none runs now."""
+
+    spec: str | None
+    started: str | None
+    outcome: str | None  # its journal's: an Outcome's name, PLANNED or ERROR; None: stopped without an end
+    ended: str | None
+
+
+class RunStatus(NamedTuple):
+    """Whether a construct runs now (pid, since, what it does) or how the last one ended."""
+
+    active: bool
+    pid: int | None = None
+    since: str | None = None
+    last: LastRun | None = None
+    agents: tuple[RunningAgent, ...] = ()  # these three only while a run is active
+    stage: str | None = None
+    iteration: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """{"active", "pid", "since", "last"}, and while active "agents", "stage", "iteration"."""
+        data: dict[str, Any] = {
+            "active": self.active,
+            "pid": self.pid,
+            "since": self.since,
+            "last": self.last._asdict() if self.last else None,
+        }
+        if self.active:
+            data["agents"] = [agent._asdict() for agent in self.agents]
+            data["stage"], data["iteration"] = self.stage, self.iteration
+        return data
+
+
+def run_status(root: Path) -> RunStatus:
     live = holder(root)
     events = last_run(journal_events(root)[0])
     ended = next((e for e in reversed(events) if e.get("event") == "construct_end"), None)
     begun = events[0] if events else None
-    status: dict[str, Any] = {"active": live is not None, "pid": None, "since": None, "last": None}
     if live:
-        status.update(live)
         if begun and _before(begun.get("ts"), live.get("since")):
             events = []  # the journal's latest run is an earlier one: this one has not begun yet
-        status["agents"] = [
-            {key: agent.get(key) for key in ("stage", "item", "name", "log", "ts")}
-            for agent in running_agents(events)
-        ]
         stages = [e for e in events if e.get("event") == "stage_begin"]
         iterations = [e for e in events if e.get("event") == "iteration_begin"]
-        status["stage"] = stages[-1].get("stage") if stages else None
-        status["iteration"] = iterations[-1].get("iteration") if iterations else None
-    elif begun:
-        status["last"] = {
-            "spec": begun.get("spec"),
-            "started": begun.get("ts"),
-            "outcome": ended.get("outcome") if ended else None,  # None: stopped without an end
-            "ended": ended.get("ts") if ended else _last_ts(events),
-        }
-    return status
+        return RunStatus(
+            True,
+            live["pid"],
+            live["since"],
+            agents=tuple(
+                RunningAgent(*(agent.get(key) for key in RunningAgent._fields))
+                for agent in running_agents(events)
+            ),
+            stage=stages[-1].get("stage") if stages else None,
+            iteration=iterations[-1].get("iteration") if iterations else None,
+        )
+    if not begun:
+        return RunStatus(False)
+    return RunStatus(
+        False,
+        last=LastRun(
+            spec=begun.get("spec"),
+            started=begun.get("ts"),
+            outcome=ended.get("outcome") if ended else None,
+            ended=ended.get("ts") if ended else _last_ts(events),
+        ),
+    )
 
 
 def _before(ts: str | None, since: str | None) -> bool:
@@ -130,30 +179,29 @@ def _last_ts(events: list[dict[str, Any]]) -> str | None:
     return events[-1].get("ts") if events else None
 
 
-def describe(status: dict[str, Any]) -> str:
-    """One line for `ralph status`."""
-    if status["active"]:
-        since = f" since {status['since']}" if status.get("since") else ""
-        head = f"run: active (pid {status['pid']}{since})"
-        if status.get("iteration"):
-            head += f", iteration {status['iteration']}"
-        agents = status.get("agents") or []
-        if agents:
-            return head + ": " + "; ".join(_agent(agent) for agent in agents)
-        return head + (f", {status['stage']}" if status.get("stage") else "")
-    last = status.get("last")
+def describe(status: RunStatus) -> str:
+    """One line for `ralph status` and `ralph watch`."""
+    if status.active:
+        since = f" since {status.since}" if status.since else ""
+        head = f"run: active (pid {status.pid}{since})"
+        if status.iteration:
+            head += f", iteration {status.iteration}"
+        if status.agents:
+            return head + ": " + "; ".join(_agent(agent) for agent in status.agents)
+        return head + (f", {status.stage}" if status.stage else "")
+    last = status.last
     if not last:
         return "run: not running (no run yet)"
-    when = _when(last.get("ended"))
-    if last.get("outcome"):
-        return f"run: not running; the last ended {last['outcome']} at {when}"
+    when = _when(last.ended)
+    if last.outcome:
+        return f"run: not running; the last ended {last.outcome} at {when}"
     return f"run: not running; the last stopped without finishing (killed?), last heard of at {when}"
 
 
-def _agent(agent: dict[str, Any]) -> str:
-    name = " ".join(str(agent.get("name") or "").split())
+def _agent(agent: RunningAgent) -> str:
+    name = " ".join(str(agent.name or "").split())
     name = name if len(name) <= 50 else name[:47] + "..."
-    return " ".join(part for part in (agent.get("stage"), agent.get("item"), name) if part)
+    return " ".join(part for part in (agent.stage, agent.item, name) if part)
 
 
 def _when(ts: str | None) -> str:

@@ -13,28 +13,29 @@ from click.testing import CliRunner
 
 from ralph.cli.construct import _print_report
 from ralph.loop.construct import Outcome, Report
+from ralph.loop.observe.report_data import Spent
 
 REPORTS = Path(__file__).parent / "golden" / "reports"
 RESUME = "ralph construct specs/app.md --agent command --agent-cmd 'python agent.py' --max-cost 5"
 
 
-class Spent(TypedDict):
+class Spending(TypedDict):
     """Report's fields of what the runs spent, typed as Report declares them."""
 
     cost_usd: float | None
     unknown_cost_runs: int
-    by_stage: dict
-    by_task: dict
+    by_stage: dict[str, Spent]
+    by_task: dict[str, Spent]
 
 
-SPENT: Spent = {
+SPENT: Spending = {
     "cost_usd": 1.25,
     "unknown_cost_runs": 1,
     "by_stage": {
-        "BUILD": {"runs": 3, "tokens": 30000, "cost_usd": 1.0, "unknown_runs": 0},
-        "VERIFY": {"runs": 2, "tokens": 9000, "cost_usd": 0.25, "unknown_runs": 1},
+        "BUILD": Spent(runs=3, tokens=30000, cost_usd=1.0, unknown_runs=0),
+        "VERIFY": Spent(runs=2, tokens=9000, cost_usd=0.25, unknown_runs=1),
     },
-    "by_task": {"t-other0": {"runs": 2, "tokens": 21000, "cost_usd": 0.75, "unknown_runs": 1}},
+    "by_task": {"t-other0": Spent(runs=2, tokens=21000, cost_usd=0.75, unknown_runs=1)},
 }
 CASES = {
     "waiting": Report(
@@ -89,10 +90,10 @@ CASES = {
         cost_usd=None,
         unknown_cost_runs=5,
         by_stage={
-            "BUILD": {"runs": 3, "tokens": 30000, "cost_usd": None, "unknown_runs": 3},
-            "VERIFY": {"runs": 2, "tokens": 9000, "cost_usd": None, "unknown_runs": 2},
+            "BUILD": Spent(runs=3, tokens=30000, cost_usd=None, unknown_runs=3),
+            "VERIFY": Spent(runs=2, tokens=9000, cost_usd=None, unknown_runs=2),
         },
-        by_task={"t-other0": {"runs": 2, "tokens": 21000, "cost_usd": None, "unknown_runs": 2}},
+        by_task={"t-other0": Spent(runs=2, tokens=21000, cost_usd=None, unknown_runs=2)},
     ),
 }
 

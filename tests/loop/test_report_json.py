@@ -42,3 +42,66 @@ def test_the_json_report_says_null_for_a_cost_no_run_made_known(project):
         "CHECK": None,
     }
     assert report["by_task"][task]["cost_usd"] is None
+
+
+def test_a_typed_report_gives_the_json_keys_and_shapes_docs_json_output_names():
+    """The report is one typed value; --json is its to_json(): every field by its name, in order,
+    enums by their names, items and spending rows as objects (a row's model and models only where
+    its runs had them)."""
+    from ralph.loop.construct import Ending, Outcome, Report
+    from ralph.loop.observe import report_data as items
+    from ralph.plan.records import Status
+
+    report = Report(
+        Outcome.STUCK,
+        "stuck",
+        5,
+        by_stage={
+            "BUILD": items.Spent(2, 100, None, 2, "m2", ("m1", "m2")),
+            "VERIFY": items.Spent(1, 10, 0.5, 0, "m1"),
+        },
+        by_task={"t-a": items.Spent(2, 100, None, 2)},
+        tasks=[
+            items.AcceptedTask("t-b", "B"),
+            items.LeftTask("t-a", "A", Status.BLOCKED, "why", 2, "timeout", "ralph/draft/t-a"),
+        ],
+        issues=[items.OpenIssue("i-a", "text", None)],
+        open_questions=[items.OpenQuestion("i-q", "t-a", "Blue?", "2026-11-23", "BUILD agent")],
+        resolved=[items.ResolvedIssue("i-r", "old", "no work")],
+        ending=Ending.BLOCKED,
+        drafts=[items.Draft("t-a", "ralph/draft/t-a")],
+    )
+    data = report.to_json()
+    assert list(data) == [
+        *("outcome", "message", "exit_code", "iterations", "accepted", "remaining", "log_dir", "tokens"),
+        *("stopped", "questions", "failed", "cost_usd", "unknown_cost_runs", "by_stage", "by_task"),
+        *("resume", "agent_error", "began", "tasks", "issues", "open_questions", "resolved", "ending"),
+        "drafts",
+    ]
+    assert (data["outcome"], data["ending"]) == ("STUCK", "blocked")
+    assert data["by_stage"] == {
+        "BUILD": {
+            "runs": 2,
+            "tokens": 100,
+            "cost_usd": None,
+            "unknown_runs": 2,
+            "model": "m2",
+            "models": ["m1", "m2"],
+        },
+        "VERIFY": {"runs": 1, "tokens": 10, "cost_usd": 0.5, "unknown_runs": 0, "model": "m1"},
+    }
+    assert data["by_task"] == {"t-a": {"runs": 2, "tokens": 100, "cost_usd": None, "unknown_runs": 2}}
+    assert data["tasks"] == [
+        {"id": "t-b", "name": "B", "status": "accepted"},
+        {
+            "id": "t-a", "name": "A", "status": "blocked", "why": "why", "attempts": 2,
+            "kill_reason": "timeout", "draft": "ralph/draft/t-a",
+        },
+    ]  # fmt: skip
+    assert data["issues"] == [{"id": "i-a", "text": "text", "why": None}]
+    assert data["open_questions"] == [
+        {"id": "i-q", "task": "t-a", "text": "Blue?", "asked_at": "2026-11-23", "asked_by": "BUILD agent"}
+    ]
+    assert data["resolved"] == [{"id": "i-r", "text": "old", "note": "no work"}]
+    assert data["drafts"] == [{"task": "t-a", "branch": "ralph/draft/t-a"}]
+    assert json.loads(json.dumps(data)) == data  # plain JSON values throughout

@@ -638,3 +638,15 @@ def test_revert_never_removes_through_a_link_it_puts_back(work):
     repo.revert(changed)
     assert (work / "docs").is_symlink() and (work / "sub" / "e.txt").read_text() == "e\n"
     assert status(work) == ""
+
+
+def test_a_git_call_that_outlives_its_timeout_is_stopped_and_fails(work, monkeypatch):
+    from ralph.store import git as git_module
+
+    monkeypatch.setattr(git_module, "GIT_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(git_module, "git_argv", lambda args: ["sleep", "60"])  # a git that hangs
+    repo_ = Repo(work)
+    with pytest.raises(GitError, match=r"git status did not finish in 0.2s"):
+        repo_.git("status")
+    with pytest.raises(GitError, match=r"git log did not finish in 0.2s"):
+        list(repo_.lines("log"))

@@ -129,3 +129,14 @@ def test_no_external_diff_or_textconv_runs_in_ralphs_diffs(repo, tmp_path):
     assert ran(marker) == []
     git(repo, "diff", "HEAD")  # the control
     assert ran(marker)
+
+
+def test_a_tool_runs_to_its_end_or_is_stopped_at_its_timeout(tmp_path):
+    done = programs.run(["sh", "-c", "cat; pwd"], timeout_s=60, cwd=tmp_path, input="given\n")
+    assert (done.returncode, done.stdout) == (0, f"given\n{tmp_path}\n")
+    try:
+        programs.run(["sleep", "60"], timeout_s=0.2, closed_stdin=True)
+    except TimeoutError as exc:
+        assert "timed out after 0.2 seconds" in str(exc)
+    else:
+        raise AssertionError("a tool outliving its timeout was not stopped")

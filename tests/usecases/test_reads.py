@@ -17,9 +17,9 @@ def test_status_counts_the_plan_and_names_the_next_task(repo):
     tasks.accept(repo, first["id"])
     tasks.done(repo, second["id"])
     status = reads.status(repo)
-    assert (status["pending"], status["done"], status["accepted"], status["blocked"]) == (1, 1, 1, 0)
-    assert status["next"] == {"id": third["id"], "name": "Three"} and status["waiting"] == []
-    assert status["run"]["active"] is False and status["spent"]["runs"] == 0
+    assert (status.pending, status.done, status.accepted, status.blocked) == (1, 1, 1, 0)
+    assert status.next == reads.NextTask(third["id"], "Three") and status.waiting == ()
+    assert status.run.active is False and status.spent.runs == 0
     assert [task["id"] for task in reads.tasks(repo, Status.DONE)] == [second["id"]]
     assert [task["id"] for task in reads.tasks(repo)] == [second["id"], third["id"]]
     assert reads.next_task(repo)["id"] == third["id"] == reads.task(repo, third["id"])["id"]
@@ -41,17 +41,19 @@ def test_spending_sums_the_stages_and_says_unknown_where_no_runs_cost_is_known()
         TaskView({"id": "t-c"}),  # never built: not listed
     ]
     spent = reads.spending(by_stage, open_tasks)
-    assert spent["by_stage"]["BUILD"] == {"runs": 3, "tokens": 3000, "cost_usd": 0.3, "unknown_cost_runs": 1}
-    assert spent["by_stage"]["VERIFY"]["cost_usd"] is None  # unknown, never 0
-    assert (spent["runs"], spent["tokens"], spent["cost_usd"], spent["unknown_cost_runs"]) == (
+    assert spent.to_json()["by_stage"]["BUILD"] == {
+        "runs": 3, "tokens": 3000, "cost_usd": 0.3, "unknown_cost_runs": 1
+    }  # fmt: skip
+    assert spent.by_stage["VERIFY"].cost_usd is None  # unknown, never 0
+    assert (spent.runs, spent.tokens, spent.cost_usd, spent.unknown_cost_runs) == (
         5,
         3500,
         0.3,
         3,
     )
-    assert list(spent["by_task"]) == ["t-a", "t-b"] and spent["by_task"]["t-b"]["cost_usd"] is None
-    assert reads.spending({}, [])["cost_usd"] == 0
-    assert reads.spending({"PLAN": {"runs": 1, "tokens": 9, "unknown_runs": 1}}, [])["cost_usd"] is None
+    assert list(spent.by_task) == ["t-a", "t-b"] and spent.by_task["t-b"].cost_usd is None
+    assert reads.spending({}, []).cost_usd == 0
+    assert reads.spending({"PLAN": {"runs": 1, "tokens": 9, "unknown_runs": 1}}, []).cost_usd is None
 
 
 def test_check_lists_every_problem_with_the_record_its_line_names(repo):

@@ -72,10 +72,11 @@ def test_no_lock_and_a_finished_run_reads_as_how_it_ended(repo):
         event("construct_end", "2026-11-20T09:30:00.456", outcome="COMPLETE"),
     )
     status = runs.run_status(repo)
-    assert status["active"] is False and status["last"] == {
-        "spec": "specs/app.md", "started": "2026-11-20T09:00:00.123",
-        "outcome": "COMPLETE", "ended": "2026-11-20T09:30:00.456",
-    }  # fmt: skip
+    assert status.active is False and status.last == runs.LastRun(
+        spec="specs/app.md", started="2026-11-20T09:00:00.123",
+        outcome="COMPLETE", ended="2026-11-20T09:30:00.456",
+    )  # fmt: skip
+    assert status.to_json() == {"active": False, "pid": None, "since": None, "last": status.last._asdict()}
     assert runs.describe(status) == "run: not running; the last ended COMPLETE at 2026-11-20 09:30:00 UTC"
 
 
@@ -87,7 +88,8 @@ def test_a_run_with_no_end_in_the_journal_stopped_without_finishing(repo):
         event("stage_begin", "2026-11-20T09:05:00.000"),
     )
     status = runs.run_status(repo)
-    assert status["last"]["outcome"] is None and status["last"]["ended"] == "2026-11-20T09:05:00.000"
+    assert status.last is not None
+    assert status.last.outcome is None and status.last.ended == "2026-11-20T09:05:00.000"
     assert runs.describe(status) == (
         "run: not running; the last stopped without finishing (killed?), "
         "last heard of at 2026-11-20 09:05:00 UTC"
@@ -110,16 +112,13 @@ def test_a_lock_file_is_a_live_run_only_while_its_process_lives_and_holds_it(rep
 
 
 def test_an_active_run_is_told_by_its_pid_iteration_and_agents_or_stage():
-    agents = [
-        {"stage": "BUILD", "item": "t-a", "name": "Parse\n the input"},
-        {"stage": "VERIFY", "item": "t-b", "name": "x" * 60},
-    ]
-    status = {"active": True, "pid": 42, "since": "2026-11-20 09:00:00 UTC", "iteration": 3, "agents": agents}
+    agents = (
+        runs.RunningAgent("BUILD", "t-a", "Parse\n the input", None, None),
+        runs.RunningAgent("VERIFY", "t-b", "x" * 60, None, None),
+    )
+    status = runs.RunStatus(True, 42, "2026-11-20 09:00:00 UTC", iteration=3, agents=agents)
     assert runs.describe(status) == (
         "run: active (pid 42 since 2026-11-20 09:00:00 UTC), iteration 3: BUILD t-a Parse the input; "
         f"VERIFY t-b {'x' * 47}..."
     )
-    assert (
-        runs.describe({"active": True, "pid": 42, "agents": [], "stage": "PLAN"})
-        == "run: active (pid 42), PLAN"
-    )
+    assert runs.describe(runs.RunStatus(True, 42, stage="PLAN")) == "run: active (pid 42), PLAN"

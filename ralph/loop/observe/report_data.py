@@ -1,68 +1,184 @@
-"""What a construct run's report says about each task and issue, as data for `construct --json`
-(the text report says the same in lines; ralph/loop/observe/remaining.py words them)."""
+"""What a construct run's report says about each task, issue and question, and what each stage and
+task spent, as typed values: `construct --json` gives each one's to_json() (the text report says
+the same in lines; ralph/loop/observe/remaining.py words them)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ralph.loop.observe.remaining import why_left
 from ralph.plan.plan import Plan
-from ralph.plan.records import IssueView
+from ralph.plan.records import IssueView, Status
 
 
-def left_tasks(plan: Plan, spec: str) -> list[dict[str, Any]]:
-    """Each task of the spec not accepted: its id, name, status, why it is left (None when it just
-    waits its turn), its build attempts and kill reason."""
-    return [
-        {
-            "id": task.id,
-            "name": task.name,
-            "status": task.status.name.lower(),
-            "why": why_left(task) or None,
-            "attempts": task.attempts,
-            "kill_reason": str(task.kill_reason) if task.kill_reason else None,
-            "draft": task.record.get("draft"),
+@dataclass(frozen=True)
+class AcceptedTask:
+    """A task VERIFY accepted in this run."""
+
+    id: str
+    name: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "status": "accepted"}
+
+
+@dataclass(frozen=True)
+class LeftTask:
+    """A task of the spec not accepted: why it is left (None when it just waits its turn), its
+    build attempts, kill reason and draft branch."""
+
+    id: str
+    name: str
+    status: Status
+    why: str | None
+    attempts: int
+    kill_reason: str | None
+    draft: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "status": self.status.name.lower(),
+            "why": self.why,
+            "attempts": self.attempts,
+            "kill_reason": self.kill_reason,
+            "draft": self.draft,
         }
+
+
+@dataclass(frozen=True)
+class OpenIssue:
+    """An open issue of the spec; why: why it is still open (None: not yet investigated)."""
+
+    id: str
+    text: str
+    why: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "why": self.why}
+
+
+@dataclass(frozen=True)
+class OpenQuestion:
+    """An open question of the spec: the task it holds, its text, when and who asked."""
+
+    id: str
+    task: str | None
+    text: str
+    asked_at: str | None
+    asked_by: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "task": self.task,
+            "text": self.text,
+            "asked_at": self.asked_at,
+            "asked_by": self.asked_by,
+        }
+
+
+@dataclass(frozen=True)
+class ResolvedIssue:
+    """An issue resolved with a note in this run: INVESTIGATE's reason it needs no work, or what
+    it became."""
+
+    id: str
+    text: str | None
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A task whose unfinished work is kept on a branch of its own."""
+
+    task: str
+    branch: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task": self.task, "branch": self.branch}
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What the runs of a stage (or of a task) spent. cost_usd None: no run's cost is known
+    (unknown, never 0). model: the model of a stage's runs (the last one, where one is known);
+    models: each one, in order, where an escalation used more than one."""
+
+    runs: int
+    tokens: int
+    cost_usd: float | None
+    unknown_runs: int
+    model: str | None = None
+    models: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "runs": self.runs,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "unknown_runs": self.unknown_runs,
+        }
+        if self.model:
+            data["model"] = self.model
+        if len(self.models) > 1:
+            data["models"] = list(self.models)
+        return data
+
+
+def left_tasks(plan: Plan, spec: str) -> list[LeftTask]:
+    """Each task of the spec not accepted."""
+    return [
+        LeftTask(
+            id=task.id,
+            name=task.name,
+            status=task.status,
+            why=why_left(task) or None,
+            attempts=task.attempts,
+            kill_reason=str(task.kill_reason) if task.kill_reason else None,
+            draft=task.record.get("draft"),
+        )
         for task in plan.task_views(spec)
     ]
 
 
-def open_issues(plan: Plan, spec: str) -> list[dict[str, Any]]:
-    """Each open issue of the spec: its id, text and why it is still open (None: not yet investigated)."""
+def open_issues(plan: Plan, spec: str) -> list[OpenIssue]:
+    """Each open issue of the spec."""
     return [
-        {"id": issue.id, "text": issue.text, "why": issue.why_open or None}
-        for issue in map(IssueView, plan.issues(spec))
+        OpenIssue(issue.id, issue.text, issue.why_open or None) for issue in map(IssueView, plan.issues(spec))
     ]
 
 
-def drafts(plan: Plan, spec: str) -> list[dict[str, Any]]:
-    """Each task of the spec whose unfinished work is kept on a draft branch: {task, branch}."""
+def drafts(plan: Plan, spec: str) -> list[Draft]:
+    """Each task of the spec whose unfinished work is kept on a draft branch."""
     return [
-        {"task": task.id, "branch": task.record["draft"]}
-        for task in plan.task_views(spec)
-        if task.record.get("draft")
+        Draft(task.id, task.record["draft"]) for task in plan.task_views(spec) if task.record.get("draft")
     ]
 
 
-def open_questions(plan: Plan, spec: str) -> list[dict[str, Any]]:
-    """Each open question of the spec: its id, the task it holds, its text, when and who asked."""
+def open_questions(plan: Plan, spec: str) -> list[OpenQuestion]:
+    """Each open question of the spec."""
     return [
-        {
-            "id": question["id"],
-            "task": question.get("task"),
-            "text": question["text"],
-            "asked_at": question.get("asked_at"),
-            "asked_by": question.get("asked_by"),
-        }
+        OpenQuestion(
+            id=question["id"],
+            task=question.get("task"),
+            text=question["text"],
+            asked_at=question.get("asked_at"),
+            asked_by=question.get("asked_by"),
+        )
         for question in plan.questions(spec)
     ]
 
 
-def resolved_issues(plan: Plan, spec: str, before: set[str]) -> list[dict[str, Any]]:
-    """Each issue of the spec resolved with a note since `before` (the resolve records then): its
-    id, text and note (INVESTIGATE's reason it needs no work, or what it became)."""
+def resolved_issues(plan: Plan, spec: str, before: set[str]) -> list[ResolvedIssue]:
+    """Each issue of the spec resolved with a note since `before` (the resolve records then)."""
     return [
-        {"id": line.record["id"], "text": line.record.get("text"), "note": line.record["note"]}
+        ResolvedIssue(line.record["id"], line.record.get("text"), line.record["note"])
         for line in plan.of("resolve")
         if line.record.get("spec") in (None, spec) and line.record["id"] not in before
     ]

@@ -98,7 +98,7 @@ def watch(
     """Follow the running construct until it ends; 0 then (or when q is pressed), NO_RUN at once
     when none runs (saying so on `err`). `keyboard`: where keys come from on a terminal."""
     status = runs.run_status(root)
-    if not status["active"]:
+    if not status.active:
         said = runs.describe(status).replace("run: not running", "ralph watch: no run is active", 1)
         (err or stream).write(terminal_text(said) + "\n")
         return NO_RUN

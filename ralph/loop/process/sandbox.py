@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -469,16 +468,12 @@ def _caches(home_dir: Path) -> list[Path]:
 
 def _git_dirs_of(tree: Path) -> list[str]:
     """The git directory and the common one of the work tree `tree`, as git names them."""
-    from ralph.store.git import git_argv, git_env
+    from ralph.store.git import Repo
 
     try:
-        done = subprocess.run(
-            git_argv(["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"]),
-            cwd=tree, env=git_env(tree), capture_output=True, text=True, check=False,
-        )  # fmt: skip
+        return Repo(tree).git_dirs()
     except (OSError, GitError):
         return []
-    return done.stdout.split() if done.returncode == 0 else []
 
 
 # Folders of installed dependencies and tool caches: the scan for secrets below does not walk them.
@@ -504,18 +499,12 @@ def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
     outside the UNSCANNED_FOLDERS."""
     pathspecs = [f":(glob){name}" if "/" in name else f":(glob)**/{name}" for name in names]
     pathspecs += [f":(exclude,glob)**/{folder}/**" for folder in UNSCANNED_FOLDERS]
-    from ralph.store.git import git_argv, git_env
+    from ralph.store.git import Repo
 
     try:
-        done = subprocess.run(
-            git_argv(["ls-files", "-z", "--others", "--", *pathspecs]),
-            cwd=tree, env=git_env(tree, literal_pathspecs=False), capture_output=True, check=False,
-        )  # fmt: skip
+        return Repo(tree).untracked(pathspecs)
     except (OSError, GitError):
         return []
-    if done.returncode != 0:
-        return []
-    return [os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
 
 
 def _under(path: Path, folder: Path) -> bool:
@@ -538,12 +527,14 @@ def bwrap_program() -> str | None:
 
 def probe(program: str) -> str | None:
     """Why `program` cannot make a sandbox here (user namespaces off, ...), or None when it can."""
+    from ralph.store import programs
+
     try:
-        done = subprocess.run(
+        done = programs.run(
             [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "true"],
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30, check=False,
+            timeout_s=30, closed_stdin=True,
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:  # TimeoutError too
         return f"{program} does not run: {exc}"
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

@@ -183,7 +183,11 @@ def test_a_run_not_yet_begun_is_not_mixed_up_with_the_last_one(repo: Path):
         lock.write(f"pid {os.getpid()}, since 2026-11-23 13:00:00 UTC")
         lock.flush()
         status = runs.run_status(repo)
-        assert status["active"] and status["pid"] == os.getpid() and status["agents"] == []
+        assert status.active and status.pid == os.getpid() and status.agents == ()
+        assert status.to_json() == {
+            "active": True, "pid": os.getpid(), "since": "2026-11-23 13:00:00 UTC", "last": None,
+            "agents": [], "stage": None, "iteration": None,
+        }  # fmt: skip
         assert runs.describe(status) == f"run: active (pid {os.getpid()} since 2026-11-23 13:00:00 UTC)"
         lock.seek(0)
         lock.write(f"pid {os.getpid()}, since 2026-01-01 12:00:00 UTC")  # the journal's run is this one
