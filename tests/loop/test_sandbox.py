@@ -21,8 +21,6 @@ from tests.support.construct import construct, events, with_app_spec
 from tests.support.gitrepo import git, with_submodule
 
 HOSTILE = Path(__file__).with_name("hostile_agent.py")
-AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HOSTILE))}"
-GATE = f"{AGENT} gate"
 SECRETS = {
     "env": "DB_PASSWORD=hunter2-env-secret",
     "pattern": "pattern-secret-7731",
@@ -82,14 +80,25 @@ def home(tmp_path: Path) -> Path:
     return home
 
 
-def run_hostile(project: Path, home: Path, outside: Path, mode: str):
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    """A copy of the hostile agent in a folder of the test's own: its `write_beside_agent` attack
+    writes beside the script it runs as, which must never be this checkout's tests folder (a
+    failing or unfenced run left its markers there, and they were committed)."""
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    return Path(shutil.copy(HOSTILE, folder))
+
+
+def run_hostile(project: Path, home: Path, outside: Path, mode: str, agent_script: Path):
     tasks.add(project, [{"name": "Part one"}, {"name": "Part two"}])
     # The repository asks to hide more: a name in the tree and a path in $HOME.
     config.set_value(project, "sandbox_hide", json.dumps(["*.secret", "~/.config/myapp/token"]))
     outside.mkdir()
     env = {"HOME": str(home), "HOSTILE_OUTSIDE": str(outside)}
-    flags = ("--parallel", "2", "--gate", GATE, f"--sandbox={mode}")
-    return construct(project, *flags, agent=AGENT, env=env)
+    agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent_script))}"
+    flags = ("--parallel", "2", "--gate", f"{agent} gate", f"--sandbox={mode}")
+    return construct(project, *flags, agent=agent, env=env)
 
 
 def attacks_that_worked(project: Path) -> set[str]:
@@ -111,21 +120,13 @@ def printed_secrets(project: Path) -> set[str]:
     return {name for name, secret in SECRETS.items() if secret.split()[-1] in logs}
 
 
-def task_ids(project: Path) -> set[str]:
-    records = (json.loads(line) for line in (project / "plan.jsonl").read_text().splitlines() if line)
-    return {record["id"] for record in records if "id" in record}
-
-
-def escapes_on_disk(project: Path, home: Path, outside: Path) -> set[str]:
+def escapes_on_disk(project: Path, home: Path, outside: Path, agent_script: Path) -> set[str]:
     """What the attacks left where they must not write, looked at from outside."""
     found = set()
     if any(outside.iterdir()):
         found.add("outside")
-    beside = list(HOSTILE.parent.glob("escaped-t-*.txt"))
-    for path in beside:  # in this checkout's tests folder: seen, then removed
-        if path.name[len("escaped-") : -len(".txt")] in task_ids(project):
-            found.add("beside the agent")
-            path.unlink()
+    if list(agent_script.parent.glob("escaped-t-*.txt")):  # beside the test's own copy of the agent
+        found.add("beside the agent")
     if (home / ".bashrc").read_text() != BASHRC:
         found.add("home")
     if list(project.glob("PWNED-*")) or "PWNED" in git(project, "log", "--all", "--name-only", "--format="):
@@ -138,9 +139,9 @@ def escapes_on_disk(project: Path, home: Path, outside: Path) -> set[str]:
 
 
 @needs_bwrap
-def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, tmp_path):
+def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, tmp_path, hostile):
     outside = tmp_path / "outside"
-    done = run_hostile(project, home, outside, "required")
+    done = run_hostile(project, home, outside, "required", hostile)
     assert done.returncode == 0, done.stdout + done.stderr  # ralph's own commands worked inside
     attempted = {line.split()[1] for log in (project / "build" / "ralph-logs").glob("*.log")
                  for line in log.read_text().splitlines() if line.startswith("ATTACK ")}  # fmt: skip
@@ -150,7 +151,7 @@ def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, 
     assert {e["exit_code"] for e in events(project) if e["event"] == "agent_end"} == {0}
     assert attacks_that_worked(project) == set()
     assert printed_secrets(project) == set()
-    assert escapes_on_disk(project, home, outside) == set()
+    assert escapes_on_disk(project, home, outside, hostile) == set()
     on = [e for e in events(project) if e["event"] == "sandbox"]
     assert [(e["mode"], e["on"]) for e in on] == [("required", True)]
     accepted = [line for line in git(project, "log", "--format=%s").splitlines() if "accept" in line]
@@ -158,13 +159,13 @@ def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, 
     assert (project / ".env").read_text() == SECRETS["env"] + "\n"  # hidden, not touched
 
 
-def test_the_same_battery_without_the_sandbox_gets_everything(project, home, tmp_path):
+def test_the_same_battery_without_the_sandbox_gets_everything(project, home, tmp_path, hostile):
     """The control: the attacks are real, so the test above would fail if the fence broke."""
     outside = tmp_path / "outside"
-    run_hostile(project, home, outside, "off")
+    run_hostile(project, home, outside, "off", hostile)
     assert attacks_that_worked(project) == AGENT_ATTACKS | GATE_ATTACKS
     assert printed_secrets(project) == set(SECRETS)
-    assert escapes_on_disk(project, home, outside) == {
+    assert escapes_on_disk(project, home, outside, hostile) == {
         "outside",
         "beside the agent",
         "home",
@@ -173,6 +174,7 @@ def test_the_same_battery_without_the_sandbox_gets_everything(project, home, tmp
         "git config",
     }
     assert (outside / "gate.txt").exists() and list(outside.glob("t-*-link.txt"))  # the gate's, the link's
+    assert list(HOSTILE.parent.glob("escaped-*")) == []  # nothing written into this checkout
 
 
 def test_required_refuses_in_one_line_where_there_is_no_sandbox(project):
