@@ -21,6 +21,8 @@ What the run sees:
                                  never; their `ralph` commands run with RALPH_COMMIT=0 and change
                                  only plan.jsonl (and its lock), which lie in the work tree, and
                                  a record of their operations that is theirs, not ralph's
+  ralph's own prefix (sys.prefix) read-only even where it lies in the work tree (the project's
+                                 own .venv, ralph installed there): said once at the first run
   /tmp                           a private tmpfs, empty at the start, gone at the end (TMPDIR=/tmp)
   the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini):
                                  the CLI keeps its login and sessions there
@@ -123,11 +125,20 @@ HIDE_HINT = (
     " name any other file they must not read with `ralph config set sandbox_hide '[\"NAME-OR-GLOB\"]'`"
 )
 TOLD_NAME = "ralph/sandbox-hide-told"  # under the git directory: the hint above was given
+# Said once when ralph itself is installed inside the work tree it fences (the project's own .venv):
+# its prefix is read-only in every run, as ralph's code must be.
+PREFIX_HINT = (
+    "sandbox: ralph is installed in {prefix}, inside the work tree agents write: it is read-only in"
+    " every run (a .pth file or a rewritten ralph there would run at your next ralph command);"
+    " install ralph outside the repository (pipx install ralph-construct) to keep that folder the project's"
+)
+PREFIX_TOLD_NAME = "ralph/prefix-told"
 
 
-def first_fenced_run(git_dir: Path) -> bool:
-    """Whether this is the repository's first fenced run (the first time this is asked)."""
-    told = git_dir / TOLD_NAME
+def first_fenced_run(git_dir: Path, told_name: str = TOLD_NAME) -> bool:
+    """Whether this is the repository's first fenced run (the first time this is asked, for the
+    hint `told_name` records)."""
+    told = git_dir / told_name
     if told.exists():
         return False
     with contextlib.suppress(OSError):
@@ -202,6 +213,8 @@ class Sandbox:
         import tempfile
 
         self.program, self.home = program, home.resolve()
+        # ralph's own interpreter and packages: never writable by a run (ralph_prefix_inside).
+        self.prefix = Path(sys.prefix).resolve()
         self.state_paths, self.hide = tuple(state_paths), tuple(hide)
         self.read_only = tuple(path.resolve() for path in read_only)  # read-only even in the work tree
         # What a hidden file reads as: empty. (/dev/null would do, but the sandbox's binds are
@@ -271,7 +284,8 @@ class Sandbox:
             args += self._plan_only(work_tree, writable)
         for path in writable[1:]:
             args += ["--bind", str(path), str(path)]
-        for path in [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]:
+        kept = [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]
+        for path in [*kept, *self._prefix_inside(work_tree)]:
             args += ["--ro-bind", str(path), str(path)]
         for record, path in self._pending_ops(work_tree):  # a file of their own, at the record's place
             args += ["--bind", str(record), str(path)]
@@ -285,6 +299,19 @@ class Sandbox:
         args += ["--unshare-pid", "--die-with-parent", "--setenv", "TMPDIR", str(PRIVATE_TMP)]
         args += ["--chdir", str((cwd or work_tree).resolve()), "--"]
         return args + list(argv)
+
+    def prefix_inside(self, work_tree: Path) -> bool:
+        """Whether ralph's interpreter prefix (sys.prefix: the project's own .venv, say) lies in
+        `work_tree`, which the runs write."""
+        return bool(self._prefix_inside(work_tree.resolve()))
+
+    def _prefix_inside(self, work_tree: Path) -> list[Path]:
+        """ralph's prefix when it lies in `work_tree`: bound read-only over the writable tree, or an
+        agent's `.pth` file (or its rewrite of ralph's entry script or package) would run at the
+        person's next `ralph status`, outside any fence."""
+        if _under(self.prefix, work_tree) and self.prefix != work_tree and self.prefix.is_dir():
+            return [self.prefix]
+        return []
 
     def _plan_only(self, work_tree: Path, writable: list[Path]) -> list[str]:
         """The mounts that leave a plan-only run only plan.jsonl to change in `work_tree` (Fence):

@@ -811,3 +811,69 @@ def test_a_bwrap_that_cannot_set_up_a_run_is_said_once_as_the_sandboxs_with_the_
     assert "user namespaces" in said and "--sandbox=off" in said
     assert len([e for e in events(project) if e["event"] == "agent_begin"]) == 1  # never run again
     assert "waiting" not in said
+
+
+# BUILD: drops a .pth file into the virtualenv ralph itself runs from (the project's own, inside the
+# work tree): Python runs its line at the next start of that interpreter, the person's next
+# `ralph status`. Then it builds its task honestly. VERIFY accepts.
+PTH_AGENT = r"""
+import os, pathlib, shlex, subprocess, sys
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    found = list(pathlib.Path(".venv", "lib").glob("python*/site-packages"))
+    line = f"import os; open({os.environ['HOSTILE_OUTSIDE']!r} + '/pth-ran', 'a').write('ran')\n"
+    try:
+        (found[0] / "zz_hostile.pth").write_text(line)
+        print("ATTACK venv_pth ok", flush=True)
+    except OSError as exc:
+        print(f"ATTACK venv_pth blocked {exc}", flush=True)
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+def venv_in(project: Path) -> Path:
+    """A virtualenv in the project's .venv with ralph in it, as a person's `pip install -e` makes
+    one: its site-packages names ralph's source and the test environment's packages."""
+    import site
+    import venv
+
+    from ralph.loop.sandbox import RALPH_SOURCE
+
+    venv.create(project / ".venv", with_pip=False)
+    (packages,) = (project / ".venv" / "lib").glob("python*/site-packages")
+    (packages / "ralph-under-test.pth").write_text(f"{RALPH_SOURCE}\n{site.getsitepackages()[0]}\n")
+    return project / ".venv" / "bin" / "python"
+
+
+@needs_bwrap
+def test_ralph_installed_in_the_projects_own_venv_is_read_only_to_the_runs(project, tmp_path):
+    """ralph run from the work tree's .venv (sys.prefix inside the tree the runs write): an agent's
+    .pth file there ran at the person's next `ralph status`, outside any fence. The prefix is bound
+    read-only in every run, and the first run says so once, with the fix."""
+    (project / ".gitignore").write_text((project / ".gitignore").read_text() + ".venv/\n")
+    git(project, "commit", "-qam", "ignore the venv")
+    python = venv_in(project)
+    tasks.add(project, [{"name": "Part one"}])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    agent = tmp_path / "pth_agent.py"
+    agent.write_text(PTH_AGENT)
+    env = {"HOSTILE_OUTSIDE": str(outside)}
+    flags = ("--sandbox=required",)
+    done = construct(project, *flags, agent=f"{sys.executable} {agent}", env=env, python=str(python))
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if "ralph is installed in" in line]
+    assert len(said) == 1 and "pipx" in said[0] and str((project / ".venv").resolve()) in said[0], done.stderr
+    logs = "".join(log.read_text() for log in (project / "build" / "ralph-logs").glob("*.log"))
+    assert "ATTACK venv_pth " in logs  # the attack was made
+    status = subprocess.run([str(python), "-m", "ralph", "-C", str(project), "status"], capture_output=True)
+    assert status.returncode == 0, status.stderr
+    assert list(outside.iterdir()) == [] and "ATTACK venv_pth ok" not in logs
+    tasks.add(project, [{"name": "Part two"}])
+    again = construct(project, *flags, agent=f"{sys.executable} {agent}", env=env, python=str(python))
+    assert again.returncode == 0 and "ralph is installed in" not in again.stderr, again.stderr
