@@ -523,7 +523,7 @@ class Loop:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
             self.resolved_before = set(change.plan.resolutions())
-        started = ws.tree.repo.head()
+        started = self.runner.started = ws.tree.repo.head()
         if started is not None:  # what judges read, as the run's first commit has it
             from ralph.loop.judged import JudgedInputs
 

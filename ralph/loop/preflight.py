@@ -59,6 +59,11 @@ def start_problems(
             " (an include): its settings could make git run an agent's program; move it out of the"
             " repository (or drop the include.path that names it) before running ralph construct"
         )
+    from ralph.loop.commit_hook import start_refusal
+
+    unpinned = start_refusal(repo, settings.run_hooks)
+    if unpinned:
+        yield Refused(unpinned)
     if repo.head() is not None and repo.branch() is None:
         yield Refused("HEAD is detached: check out a branch for ralph construct to commit on")
     blocking = blocking_branch(repo)

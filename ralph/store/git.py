@@ -523,12 +523,16 @@ class Repo:
 
     def hook(self, name: str) -> Path | None:
         """The repository's hook program of that name (core.hooksPath respected), if it would run."""
+        path = self.hook_path(name)
+        return path if path.is_file() and os.access(path, os.X_OK) else None
+
+    def hook_path(self, name: str) -> Path:
+        """Where git looks for the hook of that name (core.hooksPath respected), there or not."""
         done = self._run(("rev-parse", "--git-path", f"hooks/{name}"), hooks_as_configured=True)
         if done.returncode != 0:
             raise GitError(_explain(("rev-parse",), done.stderr.decode("utf-8", "replace")))
         path = Path(done.stdout.decode("utf-8", "surrogateescape").strip())
-        path = path if path.is_absolute() else self.root / path
-        return path if path.is_file() and os.access(path, os.X_OK) else None
+        return path if path.is_absolute() else self.root / path
 
     def diff_stat(self, paths: set[str]) -> str:
         if self.head() is None:

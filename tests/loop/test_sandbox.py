@@ -877,3 +877,72 @@ def test_ralph_installed_in_the_projects_own_venv_is_read_only_to_the_runs(proje
     tasks.add(project, [{"name": "Part two"}])
     again = construct(project, *flags, agent=f"{sys.executable} {agent}", env=env, python=str(python))
     assert again.returncode == 0 and "ralph is installed in" not in again.stderr, again.stderr
+
+
+# BUILD: writes what the person's pre-commit hook refuses (a LEAK), and rewrites that hook (in the
+# work tree, where core.hooksPath finds it, as husky sets it) to pass everything. VERIFY accepts.
+HOOK_AGENT = r"""
+import os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("LEAK\n")
+    hook = pathlib.Path(".husky", "pre-commit")
+    if os.environ["HOOK_ATTACK"] == "rewrite":
+        hook.write_text("#!/bin/sh\necho AGENT-HOOK passes everything\nexit 0\n")
+    else:
+        hook.unlink()
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+PERSONS_HOOK = "#!/bin/sh\n! git diff --cached | grep -q LEAK || { echo 'HOOK leak found'; exit 1; }\n"
+
+
+def with_husky_hook(project: Path) -> None:
+    """A pre-commit hook in the work tree, found through core.hooksPath (the person's .git/config)."""
+    (project / ".husky").mkdir()
+    (project / ".husky" / "pre-commit").write_text(PERSONS_HOOK)
+    (project / ".husky" / "pre-commit").chmod(0o755)
+    git(project, "add", ".husky")
+    git(project, "commit", "-qm", "the person's pre-commit hook")
+    git(project, "config", "core.hooksPath", ".husky")
+    config.set_value(project, "run_hooks", "true")
+
+
+@pytest.mark.parametrize("attack", ["rewrite", "remove"])
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+def test_a_pre_commit_hook_in_the_work_tree_runs_as_the_run_started_with_it(project, tmp_path, mode, attack):
+    """run_hooks with a hook the build can write (.husky/pre-commit): the build that rewrote it to
+    `exit 0`, or removed it, had its leak committed. The hook runs as the commit the run started on
+    has it, and refuses the build."""
+    with_husky_hook(project)
+    tasks.add(project, [{"id": "t-leak", "name": "Leaky part"}])
+    agent = tmp_path / "hook_agent.py"
+    agent.write_text(HOOK_AGENT)
+    flags = (f"--sandbox={mode}", "--max-attempts", "1", "--max-iterations", "1")
+    env = {"HOOK_ATTACK": attack}
+    done = construct(project, *flags, agent=f"{sys.executable} {agent}", env=env)
+    assert done.returncode != 70, done.stdout + done.stderr
+    logs = "".join(log.read_text() for log in (project / "build" / "ralph-logs").glob("*hook*.log"))
+    assert "AGENT-HOOK" not in logs and "HOOK leak found" in logs, logs
+    records = [json.loads(line) for line in (project / "plan.jsonl").read_text().splitlines() if line]
+    failures = [r.get("gate_failure") or "" for r in records if r.get("id") == "t-leak"]
+    assert any("the pre-commit hook refused the build" in failure for failure in failures), records
+    assert "LEAK" not in git(project, "log", "-p", "HEAD", "--", "work")  # never built (a draft keeps it)
+
+
+def test_a_pre_commit_hook_in_the_work_tree_that_head_lacks_is_refused_in_one_line(project, tmp_path):
+    """One git ignores (made by an install step, as husky's .husky/_/ is): ralph could only run it
+    as it finds it, which an agent may have written; the run does not start."""
+    with_husky_hook(project)
+    git(project, "rm", "-q", "--cached", ".husky/pre-commit")
+    (project / ".git" / "info" / "exclude").write_text(".husky/\n")
+    git(project, "commit", "-qm", "the hook is no longer committed", "--no-verify")
+    tasks.add(project, [{"name": "Part one"}])
+    head = git(project, "rev-parse", "HEAD")
+    done = construct(project)
+    assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
+    assert "run_hooks: the pre-commit hook .husky/pre-commit lies in the work tree" in done.stderr
+    assert git(project, "rev-parse", "HEAD") == head
