@@ -45,7 +45,8 @@ _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "G
 # agents cannot write (.git and $HOME are read-only in the fence, and a config that includes a file
 # of the work tree is refused at the start of a run: ralph.loop.preflight), so .gitattributes
 # chooses among the person's drivers alone, and git starts them with a PATH that has no entry
-# inside the work tree.
+# inside the work tree; a driver whose command names a file of the work tree (`./scripts/clean.sh`)
+# is refused at the start too (ralph.store.drivers).
 _HOOKS_OFF = (f"core.hooksPath={os.devnull}",)
 _HARDENED = (
     "core.fsmonitor=false",

@@ -946,3 +946,72 @@ def test_a_pre_commit_hook_in_the_work_tree_that_head_lacks_is_refused_in_one_li
     assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
     assert "run_hooks: the pre-commit hook .husky/pre-commit lies in the work tree" in done.stderr
     assert git(project, "rev-parse", "HEAD") == head
+
+
+# BUILD: rewrites the script the person's clean filter runs (./scripts/clean.sh, chosen for *.txt by
+# .gitattributes): ralph's own `git add` and `git status` of the build, outside the fence, run it.
+FILTER_AGENT = r"""
+import os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    marker = os.path.join(os.environ["HOSTILE_OUTSIDE"], "filter-ran")
+    pathlib.Path("scripts", "clean.sh").write_text(f"#!/bin/sh\necho ran >> {marker}\ncat\n")
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+@pytest.mark.parametrize("key", ["filter.strip.clean", "merge.mine.driver"])
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+def test_a_git_driver_running_a_script_of_the_work_tree_is_refused_before_any_run(
+    project, tmp_path, mode, key
+):
+    """A person's filter (or merge driver) names a repository script: every git call of ralph's
+    after a build ran the agent's rewrite, as the person, outside the fence. The run is refused in
+    one line before it starts anything."""
+    (project / "scripts").mkdir()
+    (project / "scripts" / "clean.sh").write_text("#!/bin/sh\ncat\n")
+    (project / "scripts" / "clean.sh").chmod(0o755)
+    (project / ".gitattributes").write_text("*.txt filter=strip merge=mine\n")
+    git(project, "add", "scripts", ".gitattributes")
+    git(project, "commit", "-qm", "a filter of the person's")
+    git(project, "config", key, "./scripts/clean.sh")
+    tasks.add(project, [{"name": "Part one"}])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    agent = tmp_path / "filter_agent.py"
+    agent.write_text(FILTER_AGENT)
+    env = {"HOSTILE_OUTSIDE": str(outside)}
+    head = git(project, "rev-parse", "HEAD")
+    done = construct(project, f"--sandbox={mode}", agent=f"{sys.executable} {agent}", env=env)
+    git(project, "status")  # the person's next look (with the rewrite, had a build made it)
+    assert list(outside.iterdir()) == []
+    assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stdout + done.stderr
+    assert f"{key} (./scripts/clean.sh)" in done.stderr and "outside the repository" in done.stderr
+    assert git(project, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        ("./scripts/clean.sh", "./scripts/clean.sh"),
+        ("scripts/not-there-yet.sh %f", "scripts/not-there-yet.sh"),
+        ("{root}/scripts/clean.sh", "{root}/scripts/clean.sh"),
+        ("sh scripts/clean.sh", "scripts/clean.sh"),
+        ("python3 -m nbstripout", "python3 -m: modules of the work tree first"),
+        ("git-lfs filter-process", None),
+        ("python3 -P -m nbstripout", None),
+        ("sed -e s/a/b/", None),
+        ("/usr/bin/env cat %f", None),
+    ],
+)
+def test_which_driver_commands_run_a_file_an_agent_could_write(repo, command, named):
+    from ralph.store.drivers import writable_part
+
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "clean.sh").write_text("#!/bin/sh\ncat\n")
+    assert writable_part(repo, command.format(root=repo)) == (named.format(root=repo) if named else None)
