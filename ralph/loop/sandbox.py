@@ -226,6 +226,7 @@ class Sandbox:
         self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
         self._dirs_of: dict[Path, list[str]] = {}  # a worktree's git directories, asked of git once
         self._links_of: dict[Path, list[Path]] = {}  # a work tree's submodule links, the same
+        self._nested_of: dict[Path, list[str]] = {}  # a work tree's nested repositories, the same
         # Folders writable even inside a read-only tree or the read-only logs (a spec draft's
         # folder: ralph.loop.drafting), bound last so that no mount above hides them.
         self.writable_last: tuple[Path, ...] = ()
@@ -282,6 +283,9 @@ class Sandbox:
         args += ["--bind", str(work_tree), str(work_tree)]
         if plan_only:
             args += self._plan_only(work_tree, writable)
+        else:  # a plan-only run's top-level entries are read-only mount points already
+            for path in _folders_on_the_way(work_tree, self._nested(work_tree)):
+                args += ["--bind", str(path), str(path)]
         for path in writable[1:]:
             args += ["--bind", str(path), str(path)]
         kept = [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]
@@ -355,7 +359,8 @@ class Sandbox:
     def _git_dirs(self, work_tree: Path) -> list[Path]:
         """The work tree's `.git` (a folder, or a worktree's file naming its folder) and the
         repository's git directories: read-only even where they lie inside a writable tree."""
-        paths = [work_tree / ".git", *self._home_git_dirs, *self._submodule_links(work_tree)]
+        nested = [work_tree / path / ".git" for path in self._nested(work_tree)]
+        paths = [work_tree / ".git", *self._home_git_dirs, *self._submodule_links(work_tree), *nested]
         if work_tree != self.home:
             paths += [Path(name) for name in self._worktree_git_dirs(work_tree)]
         return [path for path in _unique(paths) if path.exists()]
@@ -368,6 +373,26 @@ class Sandbox:
             found = Repo(work_tree).gitlinks() if os.path.lexists(work_tree / ".git") else []
             self._links_of[work_tree] = [work_tree / path / ".git" for path in found]
         return [path for path in self._links_of[work_tree] if not path.is_symlink()]
+
+    def _nested(self, work_tree: Path) -> list[str]:
+        """The git repositories inside the work tree that are no submodule (Repo.nested_repos): a
+        person's clone inside it, an embedded repository. Their `.git` folders are read-only, and
+        each folder on the way to one is a mount point of its own, which cannot be renamed: an
+        agent that moved the folder aside and made one with a `.git` of its own (a config whose
+        core.fsmonitor is a program) would have the person's next `git status` there run it, and
+        the repository's history would be left wherever the agent put it."""
+        if work_tree not in self._nested_of:
+            from ralph.store.git import Repo
+
+            found: list[str] = []
+            if os.path.lexists(work_tree / ".git"):
+                with contextlib.suppress(GitError):
+                    found = Repo(work_tree).nested_repos(UNSCANNED_FOLDERS)
+            # Not what ralph keeps beside its logs (an agent's repository, unnested), read-only anyway.
+            self._nested_of[work_tree] = [
+                path for path in found if not any(_under(work_tree / path, ro) for ro in self.read_only)
+            ]
+        return [path for path in self._nested_of[work_tree] if _plain_folders(work_tree, path)]
 
     def _worktree_git_dirs(self, work_tree: Path) -> list[str]:
         if work_tree not in self._dirs_of:  # a build's agent and gate runs share one answer
@@ -543,6 +568,26 @@ def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
     if done.returncode != 0:
         return []
     return [os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
+
+
+def _plain_folders(work_tree: Path, relpath: str) -> bool:
+    """Whether each folder from the work tree to `relpath/.git` is a folder, none a link (a mount
+    on a link lands where it leads)."""
+    path = work_tree
+    for part in (*Path(relpath).parts, ".git"):
+        path = path / part
+        if path.is_symlink() or not path.is_dir():
+            return False
+    return True
+
+
+def _folders_on_the_way(work_tree: Path, nested: list[str]) -> list[Path]:
+    """Each folder from the work tree (not itself) down to each nested repository, outermost first."""
+    folders: list[Path] = []
+    for relpath in nested:
+        parts = Path(relpath).parts
+        folders += [work_tree.joinpath(*parts[: depth + 1]) for depth in range(len(parts))]
+    return _unique(folders)
 
 
 def _under(path: Path, folder: Path) -> bool:

@@ -684,6 +684,28 @@ class Repo:
         listed = self._paths("ls-files", "-z", "-s").split("\0")
         return [entry.split("\t", 1)[1] for entry in listed if entry.startswith("160000 ")]
 
+    def nested_repos(self, skip: tuple[str, ...] = ()) -> list[str]:
+        """The git repositories inside this work tree that are no submodule (gitlinks): a gitlink
+        of the index with no .gitmodules entry whose `.git` is a folder here (an embedded
+        repository, `git add`ed), and a folder git does not track that holds one (a clone inside,
+        ignored or not), outside the folders named `skip` (dependencies: none of the person's
+        own). `ls-files -o` lists such a folder as `path/` and never goes into it."""
+        listed = self._paths("ls-files", "-z", "-s").split("\0")
+        tracked = [entry.split("\t", 1)[1] for entry in listed if entry.startswith("160000 ")]
+        pathspecs = [":(glob)**/", *(f":(exclude,glob)**/{folder}/**" for folder in skip)]
+        others = self._output(
+            ("ls-files", "-z", "-o", "--", *pathspecs), env={"GIT_LITERAL_PATHSPECS": "0"}
+        ).decode("utf-8", "surrogateescape")
+        found = [*tracked, *(path.rstrip("/") for path in others.split("\0") if path.endswith("/"))]
+        submodules = set(self.gitlinks())
+        return [
+            path
+            for path in dict.fromkeys(found)
+            if path not in submodules
+            and not (self.root / path / ".git").is_symlink()
+            and (self.root / path / ".git").is_dir()
+        ]
+
     def mode_at(self, rev: str, relpath: str) -> str | None:
         """The mode of the entry `relpath` in commit or tree `rev` (100644, 100755, 120000 for a
         link, 040000 for a folder, 160000 for a submodule), or None where it has none."""

@@ -1015,3 +1015,86 @@ def test_which_driver_commands_run_a_file_an_agent_could_write(repo, command, na
     (repo / "scripts").mkdir()
     (repo / "scripts" / "clean.sh").write_text("#!/bin/sh\ncat\n")
     assert writable_part(repo, command.format(root=repo)) == (named.format(root=repo) if named else None)
+
+
+# BUILD, on its task's first attempt: turns the person's repository nested in the work tree (no
+# submodule) into one whose core.fsmonitor is a program: by its config, or by moving the folder
+# aside and making a new one there. Then it builds its task honestly. VERIFY accepts.
+NESTED_AGENT = r"""
+import json, os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+folder, how = pathlib.Path(os.environ["NESTED"]), os.environ["NESTED_ATTACK"]
+records = [json.loads(line) for line in pathlib.Path("plan.jsonl").read_text().splitlines() if line]
+first = not any(r.get("attempts") for r in records if r.get("id") == task)
+if stage == "BUILD" and first:
+    monitor = pathlib.Path("monitor.sh").resolve()
+    monitor.write_text(f"#!/bin/sh\necho ran >> {os.environ['HOSTILE_OUTSIDE']}/fsmonitor-ran\nexit 1\n")
+    monitor.chmod(0o755)
+    try:
+        if how == "move":
+            os.rename(folder, folder.with_name(folder.name + "-moved"))
+            folder.mkdir()
+            subprocess.run(["git", "-C", str(folder), "init", "-q"], check=True, capture_output=True)
+        with open(folder / ".git" / "config", "a") as config:
+            config.write(f"[core]\n\tfsmonitor = {monitor}\n")
+        print(f"ATTACK nested_{how} ok", flush=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"ATTACK nested_{how} blocked {exc}", flush=True)
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+def with_nested(project: Path, folder: str, embedded: bool) -> str:
+    """A repository of the person's inside the work tree, no submodule: a clone git ignores, or an
+    embedded one `git add`ed (a gitlink, no .gitmodules). Returns its HEAD."""
+    nested = project / folder
+    nested.mkdir(parents=True)
+    (nested / "lib.txt").write_text("the person's\n")
+    git(nested, "init", "-q")
+    git(nested, "add", "lib.txt")
+    git(nested, "commit", "-qm", "the person's own history")
+    if embedded:
+        git(project, "add", folder)
+    else:
+        (project / ".gitignore").write_text((project / ".gitignore").read_text() + f"{folder}/\n")
+        git(project, "add", ".gitignore")
+    git(project, "commit", "-qm", "a repository inside")
+    return git(nested, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("attack", ["config", "move"])
+@pytest.mark.parametrize(
+    ("folder", "embedded"), [("vendor/dep", False), ("emb", True)], ids=["clone", "embedded"]
+)
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+def test_a_nested_repository_is_fenced_like_a_submodule(project, tmp_path, mode, folder, embedded, attack):
+    """Fenced, its .git is read-only and the folders on the way to it cannot be moved; unfenced,
+    a change to it is a permission violation, undone. Either way the person's next `git status`
+    there runs nothing of the agent's, and the history is theirs."""
+    head = with_nested(project, folder, embedded)
+    tasks.add(project, [{"name": "Part one"}])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    agent = tmp_path / "nested_agent.py"
+    agent.write_text(NESTED_AGENT)
+    env = {"HOSTILE_OUTSIDE": str(outside), "NESTED": folder, "NESTED_ATTACK": attack}
+    done = construct(project, f"--sandbox={mode}", agent=f"{sys.executable} {agent}", env=env)
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    said = [line for log in (project / "build" / "ralph-logs").glob("*.log")
+            for line in log.read_text().splitlines() if line.startswith("ATTACK nested")]  # fmt: skip
+    assert len(said) == 1, said
+    violated = [did for e in events(project) if e["event"] == "permission_violation" for did in e["did"]]
+    if mode == "required":
+        assert said[0].split()[2] == "blocked", said
+    else:
+        assert said[0].split()[2] == "ok" and any(f"nested repository {folder}" in did for did in violated)
+    subprocess.run(["git", "-C", str(project / folder), "status"], capture_output=True)  # the person's
+    assert list(outside.iterdir()) == []
+    if mode == "required":  # unfenced, a moved folder's history is wherever the agent left it
+        assert git(project / folder, "rev-parse", "HEAD") == head
