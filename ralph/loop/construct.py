@@ -45,6 +45,7 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
+from ralph.store import pending_ops
 from ralph.store.git import Repo
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, exclusive_run
 from ralph.store.reader import read_plan
@@ -189,6 +190,7 @@ class Loop:
         try:
             return self._run(plan_only)
         finally:  # the live region goes whatever ended the run (an error is printed after it)
+            pending_ops.own_record_fenced(False)  # what runs next in this process vouches anew
             self.console.close()
             if self.runner.sandbox is not None:
                 self.runner.sandbox.close()
@@ -550,6 +552,7 @@ class Loop:
         logs = (self.root / LOG_DIR,)  # ralph writes the logs and the journal; a run may only read them
         fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide, logs)
         self.runner.sandbox = self.hooks.sandbox = fence
+        pending_ops.own_record_fenced(fence is not None)  # else its own record is replayed too
         for refused in self.hooks.refused:  # a hook naming a file of the work tree no commit has
             self.console.event(refused)
         if fence is not None:

@@ -1098,3 +1098,42 @@ def test_a_nested_repository_is_fenced_like_a_submodule(project, tmp_path, mode,
     assert list(outside.iterdir()) == []
     if mode == "required":  # unfenced, a moved folder's history is wherever the agent left it
         assert git(project / folder, "rev-parse", "HEAD") == head
+
+
+# BUILD, unfenced: after its own `ralph task done`, appends a line to ralph's own record of
+# operations (its work tree's .git/ralph/pending-ops.jsonl, writable without the fence) that names
+# one more operation, which never happened, for the same change of the plan. VERIFY accepts.
+FORGING_AGENT = r"""
+import json, os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+    asked = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True, text=True)
+    record = pathlib.Path(asked.stdout.strip(), "ralph", "pending-ops.jsonl")
+    last = json.loads(record.read_text().splitlines()[-1])
+    last["ops"].append(json.dumps({"op": "accept", "args": ["t-forged"]}))
+    with open(record, "a") as handle:
+        handle.write(json.dumps(last) + "\n")
+    print("ATTACK forge_own_record ok", flush=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+@pytest.mark.parametrize("parallel", [(), ("--parallel", "1")], ids=["serial", "worktree"])
+def test_an_unfenced_agent_cannot_forge_a_trailer_through_ralphs_own_record(project, tmp_path, parallel):
+    """Unfenced, ralph's own record is the agent's to write too: its lines are replayed before
+    they become `Ralph-Op:` trailers, like a fenced run's, and a forged one names nothing."""
+    (task,) = tasks.add(project, [{"name": "One part"}])
+    agent = tmp_path / "forging_agent.py"
+    agent.write_text(FORGING_AGENT)
+    done = construct(project, *parallel, "--sandbox=off", agent=f"{sys.executable} {agent}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    logs = "".join(log.read_text() for log in (project / "build" / "ralph-logs").glob("*.log"))
+    assert "ATTACK forge_own_record ok" in logs  # the line was written
+    messages = git(project, "log", "--all", "--format=%B")
+    assert "t-forged" not in messages
+    assert f"ralph(build): {task['id']}" in messages  # built and committed all the same
