@@ -1137,3 +1137,28 @@ def test_an_unfenced_agent_cannot_forge_a_trailer_through_ralphs_own_record(proj
     messages = git(project, "log", "--all", "--format=%B")
     assert "t-forged" not in messages
     assert f"ralph(build): {task['id']}" in messages  # built and committed all the same
+
+
+@needs_bwrap
+def test_the_agent_clis_own_state_persists_even_inside_a_cache_and_other_cache_writes_do_not(project, home):
+    """Only the CLI's login and state outlive a run: a state folder that lies in ~/.cache (bound
+    after the run's private caches) and a state file (as ~/.claude.json is) keep what the run
+    wrote; a write anywhere else in the caches is gone with the run."""
+    from ralph.loop import sandbox
+
+    (home / ".agent.json").write_text('{"login": "old"}\n')
+    made, _ = sandbox.make("required", project, (".cache/agent-cli/", ".agent.json"), (), ())
+    try:
+        made.make_state_folders(home)
+        script = (
+            'echo session > ~/.cache/agent-cli/session && echo \'{"login": "new"}\' > ~/.agent.json'
+            " && echo x > ~/.cache/other-tool && mkdir -p ~/.npm/_npx/p && echo x > ~/.npm/_npx/p/i.js"
+            " && cat ~/.cache/other-tool"
+        )
+        done = inside(made, project, script, home)
+    finally:
+        made.close()
+    assert done.returncode == 0 and done.stdout == "x\n", done.stderr
+    assert (home / ".cache" / "agent-cli" / "session").read_text() == "session\n"
+    assert (home / ".agent.json").read_text() == '{"login": "new"}\n'
+    assert not (home / ".cache" / "other-tool").exists() and not (home / ".npm" / "_npx" / "p").exists()
