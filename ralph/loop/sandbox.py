@@ -571,14 +571,14 @@ def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
 
 
 def _plain_folders(work_tree: Path, relpath: str) -> bool:
-    """Whether each folder from the work tree to `relpath/.git` is a folder, none a link (a mount
-    on a link lands where it leads)."""
+    """Whether each folder from the work tree to `relpath` is a folder and its `.git` is there,
+    none of them a link (a mount on a link lands where it leads)."""
     path = work_tree
-    for part in (*Path(relpath).parts, ".git"):
+    for part in Path(relpath).parts:
         path = path / part
         if path.is_symlink() or not path.is_dir():
             return False
-    return True
+    return (path / ".git").exists() and not (path / ".git").is_symlink()
 
 
 def _folders_on_the_way(work_tree: Path, nested: list[str]) -> list[Path]:

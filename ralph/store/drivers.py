@@ -1,5 +1,6 @@
-"""The programs git's config names for content (filter drivers) and merges (merge drivers), which
-ralph's own git calls run outside the fence: none may be a file an agent could have written.
+"""The programs git's config names for content (filter drivers), merges (merge drivers), signing,
+ssh and credentials, which ralph's own git calls run outside the fence: none may be a file an agent
+could have written.
 
 git runs a filter's clean command on `git add` and `git status` (and its smudge on a checkout),
 and a merge driver on `git merge-tree`, with the work tree's top as the current folder. A driver
@@ -21,8 +22,14 @@ from pathlib import Path
 from ralph.errors import GitError
 from ralph.store.git import Repo
 
-# The keys whose value is a command git runs itself (not textconv or diff.*.command: see above).
-_DRIVER_KEYS = r"^(filter\..*\.(clean|smudge|process)|merge\..*\.driver)$"
+# The keys whose value is a command git runs itself (not textconv or diff.*.command: see above), as
+# git lists them (section and name in lower case): the drivers, and the programs ralph's commits
+# (a signature), fetches and pushes (ssh, a password prompt, a credential helper) start.
+_DRIVER_KEYS = (
+    r"^(filter\..*\.(clean|smudge|process)|merge\..*\.driver"
+    r"|gpg\.(.*\.)?program|gpg\.ssh\.defaultkeycommand|core\.sshcommand|core\.askpass"
+    r"|credential\.(.*\.)?helper)$"
+)
 # ralph's own merge driver for plan.jsonl (ralph.ops.mergedriver): ralph's interpreter, whose
 # prefix the fence keeps read-only even inside the work tree (ralph.loop.sandbox).
 _RALPH_DRIVER = "merge.ralph.driver"
@@ -57,7 +64,7 @@ def writable_part(root: Path, command: str) -> str | None:
         words = command.split()
     if not words:
         return None
-    program, args = words[0], [word for word in words[1:] if "%" not in word]  # %f: git's path
+    program, args = words[0].removeprefix("!"), [word for word in words[1:] if "%" not in word]  # %f: git's
     if "/" in program and (not os.path.isabs(program) or _inside(root, program)):
         return program
     if _python_importing_from_cwd(program, args):

@@ -686,7 +686,7 @@ class Repo:
 
     def nested_repos(self, skip: tuple[str, ...] = ()) -> list[str]:
         """The git repositories inside this work tree that are no submodule (gitlinks): a gitlink
-        of the index with no .gitmodules entry whose `.git` is a folder here (an embedded
+        of the index with no .gitmodules entry whose `.git` is here (an embedded
         repository, `git add`ed), and a folder git does not track that holds one (a clone inside,
         ignored or not), outside the folders named `skip` (dependencies: none of the person's
         own). `ls-files -o` lists such a folder as `path/` and never goes into it."""
@@ -698,13 +698,11 @@ class Repo:
         ).decode("utf-8", "surrogateescape")
         found = [*tracked, *(path.rstrip("/") for path in others.split("\0") if path.endswith("/"))]
         submodules = set(self.gitlinks())
-        return [
-            path
-            for path in dict.fromkeys(found)
-            if path not in submodules
-            and not (self.root / path / ".git").is_symlink()
-            and (self.root / path / ".git").is_dir()
-        ]
+        dot_gits = {
+            path: self.root / path / ".git" for path in dict.fromkeys(found) if path not in submodules
+        }
+        # A folder, or a file naming one elsewhere (a worktree of another repository); never a link.
+        return [path for path, dot_git in dot_gits.items() if dot_git.exists() and not dot_git.is_symlink()]
 
     def mode_at(self, rev: str, relpath: str) -> str | None:
         """The mode of the entry `relpath` in commit or tree `rev` (100644, 100755, 120000 for a

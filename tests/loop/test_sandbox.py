@@ -965,7 +965,7 @@ elif stage == "VERIFY":
 """
 
 
-@pytest.mark.parametrize("key", ["filter.strip.clean", "merge.mine.driver"])
+@pytest.mark.parametrize("key", ["filter.strip.clean", "merge.mine.driver", "gpg.program"])
 @pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
 def test_a_git_driver_running_a_script_of_the_work_tree_is_refused_before_any_run(
     project, tmp_path, mode, key
@@ -1007,6 +1007,8 @@ def test_a_git_driver_running_a_script_of_the_work_tree_is_refused_before_any_ru
         ("python3 -P -m nbstripout", None),
         ("sed -e s/a/b/", None),
         ("/usr/bin/env cat %f", None),
+        ("!./scripts/clean.sh get", "./scripts/clean.sh"),
+        ("store --file ~/.git-credentials", None),
     ],
 )
 def test_which_driver_commands_run_a_file_an_agent_could_write(repo, command, named):
