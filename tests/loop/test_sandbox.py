@@ -995,30 +995,6 @@ def test_a_git_driver_running_a_script_of_the_work_tree_is_refused_before_any_ru
     assert git(project, "rev-parse", "HEAD") == head
 
 
-@pytest.mark.parametrize(
-    ("command", "named"),
-    [
-        ("./scripts/clean.sh", "./scripts/clean.sh"),
-        ("scripts/not-there-yet.sh %f", "scripts/not-there-yet.sh"),
-        ("{root}/scripts/clean.sh", "{root}/scripts/clean.sh"),
-        ("sh scripts/clean.sh", "scripts/clean.sh"),
-        ("python3 -m nbstripout", "python3 -m: modules of the work tree first"),
-        ("git-lfs filter-process", None),
-        ("python3 -P -m nbstripout", None),
-        ("sed -e s/a/b/", None),
-        ("/usr/bin/env cat %f", None),
-        ("!./scripts/clean.sh get", "./scripts/clean.sh"),
-        ("store --file ~/.git-credentials", None),
-    ],
-)
-def test_which_driver_commands_run_a_file_an_agent_could_write(repo, command, named):
-    from ralph.store.drivers import writable_part
-
-    (repo / "scripts").mkdir()
-    (repo / "scripts" / "clean.sh").write_text("#!/bin/sh\ncat\n")
-    assert writable_part(repo, command.format(root=repo)) == (named.format(root=repo) if named else None)
-
-
 # BUILD, on its task's first attempt: turns the person's repository nested in the work tree (no
 # submodule) into one whose core.fsmonitor is a program: by its config, or by moving the folder
 # aside and making a new one there. Then it builds its task honestly. VERIFY accepts.
