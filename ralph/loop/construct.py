@@ -572,12 +572,9 @@ class Loop:
             and sandbox.first_fenced_run(Repo(self.root).git_dir())
         ):
             self.console.event(sandbox.HIDE_HINT)
-        if (
-            fence is not None
-            and fence.prefix_inside(self.root)
-            and sandbox.first_fenced_run(Repo(self.root).git_dir(), sandbox.PREFIX_TOLD_NAME)
-        ):
-            self.console.event(sandbox.PREFIX_HINT.format(prefix=fence.prefix))
+        installed = fence.installed_inside(self.root) if fence is not None else []
+        if installed and sandbox.first_fenced_run(Repo(self.root).git_dir(), sandbox.PREFIX_TOLD_NAME):
+            self.console.event(sandbox.PREFIX_HINT.format(where=" and ".join(map(str, installed))))
 
     def read_plan(self):
         return self.workspace.plan.read()

@@ -128,7 +128,7 @@ TOLD_NAME = "ralph/sandbox-hide-told"  # under the git directory: the hint above
 # Said once when ralph itself is installed inside the work tree it fences (the project's own .venv):
 # its prefix is read-only in every run, as ralph's code must be.
 PREFIX_HINT = (
-    "sandbox: ralph is installed in {prefix}, inside the work tree agents write: it is read-only in"
+    "sandbox: ralph is installed in {where}, inside the work tree agents write: it is read-only in"
     " every run (a .pth file or a rewritten ralph there would run at your next ralph command);"
     " install ralph outside the repository (pipx install ralph-construct) to keep that folder the project's"
 )
@@ -213,8 +213,9 @@ class Sandbox:
         import tempfile
 
         self.program, self.home = program, home.resolve()
-        # ralph's own interpreter and packages: never writable by a run (ralph_prefix_inside).
-        self.prefix = Path(sys.prefix).resolve()
+        # ralph's own interpreter and packages, and its source where it is installed editable:
+        # never writable by a run (installed_inside).
+        self.prefix, self.source = Path(sys.prefix).resolve(), RALPH_SOURCE
         self.state_paths, self.hide = tuple(state_paths), tuple(hide)
         self.read_only = tuple(path.resolve() for path in read_only)  # read-only even in the work tree
         # What a hidden file reads as: empty. (/dev/null would do, but the sandbox's binds are
@@ -289,7 +290,7 @@ class Sandbox:
         for path in writable[1:]:
             args += ["--bind", str(path), str(path)]
         kept = [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]
-        for path in [*kept, *self._prefix_inside(work_tree)]:
+        for path in [*kept, *self.installed_inside(work_tree)]:
             args += ["--ro-bind", str(path), str(path)]
         for record, path in self._pending_ops(work_tree):  # a file of their own, at the record's place
             args += ["--bind", str(record), str(path)]
@@ -304,18 +305,19 @@ class Sandbox:
         args += ["--chdir", str((cwd or work_tree).resolve()), "--"]
         return args + list(argv)
 
-    def prefix_inside(self, work_tree: Path) -> bool:
-        """Whether ralph's interpreter prefix (sys.prefix: the project's own .venv, say) lies in
-        `work_tree`, which the runs write."""
-        return bool(self._prefix_inside(work_tree.resolve()))
-
-    def _prefix_inside(self, work_tree: Path) -> list[Path]:
-        """ralph's prefix when it lies in `work_tree`: bound read-only over the writable tree, or an
-        agent's `.pth` file (or its rewrite of ralph's entry script or package) would run at the
-        person's next `ralph status`, outside any fence."""
-        if _under(self.prefix, work_tree) and self.prefix != work_tree and self.prefix.is_dir():
-            return [self.prefix]
-        return []
+    def installed_inside(self, work_tree: Path) -> list[Path]:
+        """Where ralph is installed, when that lies in `work_tree`, which the runs write: its prefix
+        (sys.prefix: the project's own .venv), and its source when installed editable from a folder
+        of the work tree. Bound read-only over the writable tree, or an agent's `.pth` file (or its
+        rewrite of ralph's entry script or package) would run at the person's next `ralph status`,
+        outside any fence. Not a source that is the work tree itself (ralph building ralph): that
+        tree is the build's to write."""
+        work_tree = work_tree.resolve()
+        return [
+            path
+            for path in _unique([self.prefix, self.source])
+            if _under(path, work_tree) and path != work_tree and path.is_dir()
+        ]
 
     def _plan_only(self, work_tree: Path, writable: list[Path]) -> list[str]:
         """The mounts that leave a plan-only run only plan.jsonl to change in `work_tree` (Fence):

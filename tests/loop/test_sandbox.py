@@ -828,6 +828,14 @@ if stage == "BUILD":
         print("ATTACK venv_pth ok", flush=True)
     except OSError as exc:
         print(f"ATTACK venv_pth blocked {exc}", flush=True)
+    source = pathlib.Path("tools", "ralph-src", "ralph", "__init__.py")  # an editable install's
+    if source.exists():
+        try:
+            with open(source, "a") as handle:
+                handle.write(line.replace("pth-ran", "source-ran"))
+            print("ATTACK ralph_source ok", flush=True)
+        except OSError as exc:
+            print(f"ATTACK ralph_source blocked {exc}", flush=True)
     pathlib.Path("work").mkdir(exist_ok=True)
     pathlib.Path("work", task + ".txt").write_text("ok\n")
     subprocess.run([*ralph, "task", "done", task], check=True)
@@ -836,28 +844,37 @@ elif stage == "VERIFY":
 """
 
 
-def venv_in(project: Path) -> Path:
+def venv_in(project: Path, source_inside: bool) -> Path:
     """A virtualenv in the project's .venv with ralph in it, as a person's `pip install -e` makes
-    one: its site-packages names ralph's source and the test environment's packages."""
+    one: its site-packages names ralph's source and the test environment's packages. The source is
+    this checkout's, or (`source_inside`) a copy in the project's tools/ralph-src."""
     import site
     import venv
 
     from ralph.loop.sandbox import RALPH_SOURCE
 
+    source = RALPH_SOURCE
+    if source_inside:
+        source = project / "tools" / "ralph-src"
+        shutil.copytree(
+            RALPH_SOURCE / "ralph", source / "ralph", ignore=shutil.ignore_patterns("__pycache__")
+        )
     venv.create(project / ".venv", with_pip=False)
     (packages,) = (project / ".venv" / "lib").glob("python*/site-packages")
-    (packages / "ralph-under-test.pth").write_text(f"{RALPH_SOURCE}\n{site.getsitepackages()[0]}\n")
+    (packages / "ralph-under-test.pth").write_text(f"{source}\n{site.getsitepackages()[0]}\n")
     return project / ".venv" / "bin" / "python"
 
 
 @needs_bwrap
-def test_ralph_installed_in_the_projects_own_venv_is_read_only_to_the_runs(project, tmp_path):
+@pytest.mark.parametrize("source_inside", [False, True], ids=["installed", "editable-inside"])
+def test_ralph_installed_in_the_projects_own_venv_is_read_only_to_the_runs(project, tmp_path, source_inside):
     """ralph run from the work tree's .venv (sys.prefix inside the tree the runs write): an agent's
-    .pth file there ran at the person's next `ralph status`, outside any fence. The prefix is bound
-    read-only in every run, and the first run says so once, with the fix."""
-    (project / ".gitignore").write_text((project / ".gitignore").read_text() + ".venv/\n")
+    .pth file there, or its rewrite of ralph's source installed editable from the work tree, ran at
+    the person's next `ralph status`, outside any fence. Both are bound read-only in every run, and
+    the first run says so once, with the fix."""
+    (project / ".gitignore").write_text((project / ".gitignore").read_text() + ".venv/\ntools/\n")
     git(project, "commit", "-qam", "ignore the venv")
-    python = venv_in(project)
+    python = venv_in(project, source_inside)
     tasks.add(project, [{"name": "Part one"}])
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -865,17 +882,21 @@ def test_ralph_installed_in_the_projects_own_venv_is_read_only_to_the_runs(proje
     agent.write_text(PTH_AGENT)
     env = {"HOSTILE_OUTSIDE": str(outside)}
     flags = ("--sandbox=required",)
-    done = construct(project, *flags, agent=f"{sys.executable} {agent}", env=env, python=str(python))
+    # From the project's folder, as a person runs it: `python -m ralph` imports the venv's ralph,
+    # never the one of the folder the tests run in.
+    run = {"env": env, "python": str(python), "cwd": project}
+    done = construct(project, *flags, agent=f"{sys.executable} {agent}", **run)
     assert done.returncode == 0, done.stdout + done.stderr
     said = [line for line in done.stderr.splitlines() if "ralph is installed in" in line]
     assert len(said) == 1 and "pipx" in said[0] and str((project / ".venv").resolve()) in said[0], done.stderr
     logs = "".join(log.read_text() for log in (project / "build" / "ralph-logs").glob("*.log"))
-    assert "ATTACK venv_pth " in logs  # the attack was made
-    status = subprocess.run([str(python), "-m", "ralph", "-C", str(project), "status"], capture_output=True)
+    assert "ATTACK venv_pth " in logs and ("ATTACK ralph_source " in logs) == source_inside  # made
+    status = subprocess.run([str(python), "-m", "ralph", "status"], cwd=project, capture_output=True)
     assert status.returncode == 0, status.stderr
-    assert list(outside.iterdir()) == [] and "ATTACK venv_pth ok" not in logs
+    worked = [line for line in logs.splitlines() if line.startswith("ATTACK ") and line.endswith(" ok")]
+    assert list(outside.iterdir()) == [] and worked == []
     tasks.add(project, [{"name": "Part two"}])
-    again = construct(project, *flags, agent=f"{sys.executable} {agent}", env=env, python=str(python))
+    again = construct(project, *flags, agent=f"{sys.executable} {agent}", **run)
     assert again.returncode == 0 and "ralph is installed in" not in again.stderr, again.stderr
 
 
