@@ -16,13 +16,15 @@ What the run sees:
                                  verifier's worktree otherwise; for a plan-only stage (PLAN,
                                  INVESTIGATE, DECOMPOSE, CHECK: `plan_only`) read-only but for
                                  plan.jsonl and its lock, which its `ralph` commands change (Fence)
-  .git of that work tree         read-only (and the common git directory, and each submodule's
-                                 `.git` link): ralph commits, agents
+  .git of that work tree         read-only (and the common git directory, each submodule's `.git`
+                                 link, and the `.git` of each repository nested in the tree that
+                                 is no submodule, the folders on the way to it unmovable mount
+                                 points): ralph commits, agents
                                  never; their `ralph` commands run with RALPH_COMMIT=0 and change
                                  only plan.jsonl (and its lock), which lie in the work tree, and
                                  a record of their operations that is theirs, not ralph's
-  ralph's own prefix (sys.prefix) read-only even where it lies in the work tree (the project's
-                                 own .venv, ralph installed there): said once at the first run
+  ralph's own install            read-only even where it lies in the work tree (sys.prefix in the
+                                 project's own .venv, or an editable source there): said once
   /tmp                           a private tmpfs, empty at the start, gone at the end (TMPDIR=/tmp)
   the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini):
                                  the CLI keeps its login and sessions there
