@@ -24,11 +24,12 @@ from ralph.store.git import Repo
 
 # The keys whose value is a command git runs itself (not textconv or diff.*.command: see above), as
 # git lists them (section and name in lower case): the drivers, and the programs ralph's commits
-# (a signature), fetches and pushes (ssh, a password prompt, a credential helper) start.
+# (a signature), fetches and pushes (ssh, a password prompt, a credential helper, the programs a
+# remote's transport runs) start.
 _DRIVER_KEYS = (
     r"^(filter\..*\.(clean|smudge|process)|merge\..*\.driver"
     r"|gpg\.(.*\.)?program|gpg\.ssh\.defaultkeycommand|core\.sshcommand|core\.askpass"
-    r"|credential\.(.*\.)?helper)$"
+    r"|credential\.(.*\.)?helper|remote\..*\.(uploadpack|receivepack)|core\.gitproxy)$"
 )
 # ralph's own merge driver for plan.jsonl (ralph.ops.mergedriver): ralph's interpreter, whose
 # prefix the fence keeps read-only even inside the work tree (ralph.loop.sandbox).

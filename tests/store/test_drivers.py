@@ -41,7 +41,9 @@ def test_the_drivers_are_read_from_every_config_file_but_ralphs_own_merge_driver
     git(repo, "config", "filter.lfs.process", "git-lfs filter-process")
     git(repo, "config", "merge.ralph.driver", "./anything %O %A %B")  # ralph's own (ralph.ops.mergedriver)
     git(repo, "config", "core.sshCommand", "ssh -F scripts/clean.sh")
+    git(repo, "config", "remote.shared.receivepack", "scripts/clean.sh")
     assert sorted(drivers_in_work_tree(Repo(repo))) == [
         "core.sshcommand (scripts/clean.sh)",
         "filter.Strip.clean (./scripts/clean.sh)",
+        "remote.shared.receivepack (scripts/clean.sh)",
     ]
