@@ -56,6 +56,7 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
 from ralph.plan.stages import stage_of
+from ralph.store import pending_ops
 from ralph.store.git import Repo
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, exclusive_run
 from ralph.store.reader import read_plan
@@ -220,6 +221,7 @@ class Loop:
         try:
             return self._run(plan_only)
         finally:  # the live region goes whatever ended the run (an error is printed after it)
+            pending_ops.own_record_fenced(False)  # what runs next in this process vouches anew
             self.console.close()
             if self.runner.sandbox is not None:
                 self.runner.sandbox.close()
@@ -555,7 +557,7 @@ class Loop:
             change.plan.add_spec(self.settings.spec)
             change.message = f"ralph: construct {self.settings.spec}"
             self.resolved_before = set(change.plan.resolutions())
-        started = ws.tree.repo.head()
+        started = self.runner.started = ws.tree.repo.head()
         if started is not None:  # what judges read, as the run's first commit has it
             from ralph.loop.runs.judged import JudgedInputs
 
@@ -582,6 +584,7 @@ class Loop:
         logs = (self.root / LOG_DIR,)  # ralph writes the logs and the journal; a run may only read them
         fence, said = sandbox.make(settings.sandbox, self.root, state, settings.sandbox_hide, logs)
         self.runner.sandbox = self.hooks.sandbox = fence
+        pending_ops.own_record_fenced(fence is not None)  # else its own record is replayed too
         for refused in self.hooks.refused:  # a hook naming a file of the work tree no commit has
             self.console.event(refused)
         if fence is not None:
@@ -601,6 +604,9 @@ class Loop:
             and sandbox.first_fenced_run(Repo(self.root).git_dir())
         ):
             self.console.event(sandbox.HIDE_HINT)
+        installed = fence.installed_inside(self.root) if fence is not None else []
+        if installed and sandbox.first_fenced_run(Repo(self.root).git_dir(), sandbox.PREFIX_TOLD_NAME):
+            self.console.event(sandbox.PREFIX_HINT.format(where=" and ".join(map(str, installed))))
 
     def _say_skill_problems(self) -> None:
         """A SKILL.md whose front matter cannot be read: one line each, once; prompts leave it out."""

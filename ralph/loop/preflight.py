@@ -59,6 +59,21 @@ def start_problems(
             " (an include): its settings could make git run an agent's program; move it out of the"
             " repository (or drop the include.path that names it) before running ralph construct"
         )
+    from ralph.store.drivers import drivers_in_work_tree
+
+    drivers = drivers_in_work_tree(repo)
+    if drivers:
+        yield Refused(
+            f"git's config names a driver that runs a file of the work tree, which agents write:"
+            f" {'; '.join(drivers)}; ralph's own git calls (add, status, checkout, merges) would run"
+            " an agent's rewrite outside the fence: name a program outside the repository (python:"
+            " add -P before -m), or remove the driver, before running ralph construct"
+        )
+    from ralph.loop.process.commit_hook import start_refusal
+
+    unpinned = start_refusal(repo, settings.run_hooks)
+    if unpinned:
+        yield Refused(unpinned)
     if repo.head() is not None and repo.branch() is None:
         yield Refused("HEAD is detached: check out a branch for ralph construct to commit on")
     blocking = blocking_branch(repo)

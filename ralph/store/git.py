@@ -49,7 +49,8 @@ _LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "G
 # agents cannot write (.git and $HOME are read-only in the fence, and a config that includes a file
 # of the work tree is refused at the start of a run: ralph.loop.preflight), so .gitattributes
 # chooses among the person's drivers alone, and git starts them with a PATH that has no entry
-# inside the work tree.
+# inside the work tree; a driver whose command names a file of the work tree (`./scripts/clean.sh`)
+# is refused at the start too (ralph.store.drivers).
 _HOOKS_OFF = (f"core.hooksPath={os.devnull}",)
 _HARDENED = (
     "core.fsmonitor=false",
@@ -530,12 +531,16 @@ class Repo:
 
     def hook(self, name: str) -> Path | None:
         """The repository's hook program of that name (core.hooksPath respected), if it would run."""
+        path = self.hook_path(name)
+        return path if path.is_file() and os.access(path, os.X_OK) else None
+
+    def hook_path(self, name: str) -> Path:
+        """Where git looks for the hook of that name (core.hooksPath respected), there or not."""
         done = self._run(("rev-parse", "--git-path", f"hooks/{name}"), hooks_as_configured=True)
         if done.returncode != 0:
             raise GitError(_explain(("rev-parse",), done.stderr.decode("utf-8", "replace")))
         path = Path(done.stdout.decode("utf-8", "surrogateescape").strip())
-        path = path if path.is_absolute() else self.root / path
-        return path if path.is_file() and os.access(path, os.X_OK) else None
+        return path if path.is_absolute() else self.root / path
 
     def diff_stat(self, paths: set[str]) -> str:
         if self.head() is None:
@@ -687,6 +692,26 @@ class Repo:
             return []
         listed = self._paths("ls-files", "-z", "-s").split("\0")
         return [entry.split("\t", 1)[1] for entry in listed if entry.startswith("160000 ")]
+
+    def nested_repos(self, skip: tuple[str, ...] = ()) -> list[str]:
+        """The git repositories inside this work tree that are no submodule (gitlinks): a gitlink
+        of the index with no .gitmodules entry whose `.git` is here (an embedded
+        repository, `git add`ed), and a folder git does not track that holds one (a clone inside,
+        ignored or not), outside the folders named `skip` (dependencies: none of the person's
+        own). `ls-files -o` lists such a folder as `path/` and never goes into it."""
+        listed = self._paths("ls-files", "-z", "-s").split("\0")
+        tracked = [entry.split("\t", 1)[1] for entry in listed if entry.startswith("160000 ")]
+        pathspecs = [":(glob)**/", *(f":(exclude,glob)**/{folder}/**" for folder in skip)]
+        others = self._output(
+            ("ls-files", "-z", "-o", "--", *pathspecs), env={"GIT_LITERAL_PATHSPECS": "0"}
+        ).decode("utf-8", "surrogateescape")
+        found = [*tracked, *(path.rstrip("/") for path in others.split("\0") if path.endswith("/"))]
+        submodules = set(self.gitlinks())
+        dot_gits = {
+            path: self.root / path / ".git" for path in dict.fromkeys(found) if path not in submodules
+        }
+        # A folder, or a file naming one elsewhere (a worktree of another repository); never a link.
+        return [path for path, dot_git in dot_gits.items() if dot_git.exists() and not dot_git.is_symlink()]
 
     def mode_at(self, rev: str, relpath: str) -> str | None:
         """The mode of the entry `relpath` in commit or tree `rev` (100644, 100755, 120000 for a

@@ -13,7 +13,10 @@ Fenced runs (an agent, a gate) never see this record: the sandbox binds a file o
 (FENCED_NAME) in its place, where their `ralph` commands append theirs. An agent can write anything
 there, so nothing it wrote is trusted: operations a fenced run wrote are written into a commit
 message only when replaying the chain on the parent's plan makes exactly the plan committed
-(ralph.plan.replay); and every one only as ralph encodes it (JSON), never as the line said it."""
+(ralph.plan.replay); and every one only as ralph encodes it (JSON), never as the line said it.
+ralph's own record skips the replay only in a construct loop whose runs are all fenced
+(own_record_fenced): anywhere else an agent may have written it (an unfenced run, in the main tree
+or a build's worktree; a person's command after one), and it is replayed the same way."""
 
 from __future__ import annotations
 
@@ -44,6 +47,19 @@ NAME = "ralph/pending-ops.jsonl"  # under the work tree's git directory
 FENCED_NAME = "ralph/pending-ops.fenced.jsonl"  # fenced runs' `ralph` commands write here (see above)
 NAMES = (NAME, FENCED_NAME)
 MAX_BYTES = 1 << 20
+# Whether ralph's own record (NAME) is out of every agent's reach in this process: only in a
+# construct loop whose every run is fenced (own_record_fenced). Unfenced (--sandbox=off, or no
+# bubblewrap), an agent runs as the person: its `ralph` commands write NAME themselves, and it can
+# append any line there; and a person's command after such a run cannot know what ran. There, its
+# lines are replayed like a fenced run's before a trailer names them.
+_OWN_RECORD_FENCED = False
+
+
+def own_record_fenced(fenced: bool) -> None:
+    """The construct loop in this process fences every run (`fenced`), or not: whether ralph's own
+    record is trusted as ralph wrote it, or replayed first."""
+    global _OWN_RECORD_FENCED
+    _OWN_RECORD_FENCED = fenced
 
 
 def remember(git_dir: Path, before: bytes, after: bytes, ops: list[Op] | None) -> None:
@@ -74,7 +90,7 @@ def trailers(repo: Repo, parent_plan: str | None, committed_plan: str, committed
     ops, fenced = _chained(_chain(repo.git_dir()), parent_plan, committed_plan)
     if not ops or parent_plan is None:
         return ""
-    if not fenced:  # ralph's own record alone: written outside every fence from its transitions
+    if not fenced and _OWN_RECORD_FENCED:  # ralph's own record alone, every run since fenced
         return "\n".join(f"{TRAILER}: {encode(op)}" for op in ops)
     parent = repo.blob(parent_plan)
     committed = committed if committed is not None else repo.blob(committed_plan)

@@ -39,7 +39,11 @@ def test_the_loop_reads_the_plan_at_most_nine_times_per_agent_run(repo: Path, tm
     original = loader.load
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        loads.append(1)
+        # Not the replay of a commit's operations (ralph.plan.replay), which loads an older plan
+        # from git to check its trailers: unfenced, as here, ralph's own record is replayed too
+        # (ralph.store.pending_ops), one load per plan commit, which no stage reads.
+        if sys._getframe(1).f_globals.get("__name__") != "ralph.plan.replay":
+            loads.append(1)
         return original(*args, **kwargs)
 
     for module in [m for name, m in sys.modules.items() if name.startswith("ralph.")]:

@@ -50,13 +50,15 @@ def construct(
     wait: bool = True,
     env: dict | None = None,
     process: bool = False,
+    python: str | None = None,
     **kwargs,
 ):
     """Runs `ralph construct` on the app spec with the fake agent: in this process when the test
-    waits for it, else (wait=False, process=True, or Popen arguments) as a real process."""
+    waits for it, else (wait=False, process=True, `python`: ralph run by another interpreter, or
+    Popen arguments) as a real process."""
     agent = agent or f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
     argv = [
-        sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
+        python or sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/app.md",
         "--agent", "command", "--agent-cmd", agent,
         "--gate", f"{shlex.quote(sys.executable)} check_work.py", "--timeout", "30s", *flags,
     ]  # fmt: skip
@@ -67,7 +69,7 @@ def construct(
         "RALPH_LOCK_TIMEOUT": "120",
         **(env or {}),
     }
-    if wait and not process and not kwargs:
+    if wait and not process and not python and not kwargs:
         return in_process(argv[3:], env)
     if not wait:
         kwargs.setdefault("preexec_fn", default_signals)

@@ -28,14 +28,15 @@ from ralph.loop.process.sandbox import Sandbox
 from ralph.loop.process.supervisor import BudgetSpent, ChildNotFound, Supervisor
 from ralph.plan.records import HookEvent
 from ralph.store import programs
+from ralph.store.drivers import SCRIPT_SUFFIXES as _SCRIPT_SUFFIXES
 from ralph.text import json_text, versioned
 from ralph.usecases.settings import Settings, split_command
 
 HOOK_LOGS = "hooks"  # under the log directory: one log per hook run
 # A hook's argument that is not its program is taken for a file to pin when it names a file of the
-# work tree and looks like a path: a folder in it, or a script's suffix. (A word such as "ralph" in
+# work tree and looks like a path: a folder in it, or a script's suffix (_SCRIPT_SUFFIXES, which
+# git's drivers are read by too: ralph.store.drivers). (A word such as "ralph" in
 # `notify-send ralph "the run ended"` is text, even where the repository has a file of that name.)
-_SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua")
 
 
 class Pinned(NamedTuple):

@@ -16,11 +16,15 @@ What the run sees:
                                  verifier's worktree otherwise; for a plan-only stage (PLAN,
                                  INVESTIGATE, DECOMPOSE, CHECK: `plan_only`) read-only but for
                                  plan.jsonl and its lock, which its `ralph` commands change (Fence)
-  .git of that work tree         read-only (and the common git directory, and each submodule's
-                                 `.git` link): ralph commits, agents
+  .git of that work tree         read-only (and the common git directory, each submodule's `.git`
+                                 link, and the `.git` of each repository nested in the tree that
+                                 is no submodule, the folders on the way to it unmovable mount
+                                 points): ralph commits, agents
                                  never; their `ralph` commands run with RALPH_COMMIT=0 and change
                                  only plan.jsonl (and its lock), which lie in the work tree, and
                                  a record of their operations that is theirs, not ralph's
+  ralph's own install            read-only even where it lies in the work tree (sys.prefix in the
+                                 project's own .venv, or an editable source there): said once
   /tmp                           a private tmpfs, empty at the start, gone at the end (TMPDIR=/tmp)
   the agent CLI's state folders  writable (~/.claude, ~/.codex, ~/.config/opencode, ~/.gemini):
                                  the CLI keeps its login and sessions there
@@ -122,11 +126,21 @@ HIDE_HINT = (
     " name any other file they must not read with `ralph config set sandbox_hide '[\"NAME-OR-GLOB\"]'`"
 )
 TOLD_NAME = "ralph/sandbox-hide-told"  # under the git directory: the hint above was given
+# Said once when ralph itself is installed inside the work tree it fences (the project's own .venv):
+# its prefix is read-only in every run, as ralph's code must be.
+PREFIX_HINT = (
+    "sandbox: ralph is installed in {where}, inside the work tree agents write: it is read-only in"
+    " every run (a .pth file or a rewritten ralph there would run at your next ralph command);"
+    " install ralph outside the repository (pipx install from a clone or a git URL, or a virtualenv"
+    " elsewhere) to keep that folder the project's"
+)
+PREFIX_TOLD_NAME = "ralph/prefix-told"
 
 
-def first_fenced_run(git_dir: Path) -> bool:
-    """Whether this is the repository's first fenced run (the first time this is asked)."""
-    told = git_dir / TOLD_NAME
+def first_fenced_run(git_dir: Path, told_name: str = TOLD_NAME) -> bool:
+    """Whether this is the repository's first fenced run (the first time this is asked, for the
+    hint `told_name` records)."""
+    told = git_dir / told_name
     if told.exists():
         return False
     with contextlib.suppress(OSError):
@@ -201,6 +215,9 @@ class Sandbox:
         import tempfile
 
         self.program, self.home = program, home.resolve()
+        # ralph's own interpreter and packages, and its source where it is installed editable:
+        # never writable by a run (installed_inside).
+        self.prefix, self.source = Path(sys.prefix).resolve(), RALPH_SOURCE
         self.state_paths, self.hide = tuple(state_paths), tuple(hide)
         self.read_only = tuple(path.resolve() for path in read_only)  # read-only even in the work tree
         # What a hidden file reads as: empty. (/dev/null would do, but the sandbox's binds are
@@ -212,6 +229,7 @@ class Sandbox:
         self._home_git_dirs = [self.home / ".git", *(Path(name) for name in _git_dirs_of(self.home))]
         self._dirs_of: dict[Path, list[str]] = {}  # a worktree's git directories, asked of git once
         self._links_of: dict[Path, list[Path]] = {}  # a work tree's submodule links, the same
+        self._nested_of: dict[Path, list[str]] = {}  # a work tree's nested repositories, the same
         # Folders writable even inside a read-only tree or the read-only logs (a spec draft's
         # folder: ralph.loop.stages.draft), bound last so that no mount above hides them.
         self.writable_last: tuple[Path, ...] = ()
@@ -268,9 +286,13 @@ class Sandbox:
         args += ["--bind", str(work_tree), str(work_tree)]
         if plan_only:
             args += self._plan_only(work_tree, writable)
+        else:  # a plan-only run's top-level entries are read-only mount points already
+            for path in _folders_on_the_way(work_tree, self._nested(work_tree)):
+                args += ["--bind", str(path), str(path)]
         for path in writable[1:]:
             args += ["--bind", str(path), str(path)]
-        for path in [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]:
+        kept = [*self._git_dirs(work_tree), *(p for p in self.read_only if p.exists())]
+        for path in [*kept, *self.installed_inside(work_tree)]:
             args += ["--ro-bind", str(path), str(path)]
         for record, path in self._pending_ops(work_tree):  # a file of their own, at the record's place
             args += ["--bind", str(record), str(path)]
@@ -284,6 +306,20 @@ class Sandbox:
         args += ["--unshare-pid", "--die-with-parent", "--setenv", "TMPDIR", str(PRIVATE_TMP)]
         args += ["--chdir", str((cwd or work_tree).resolve()), "--"]
         return args + list(argv)
+
+    def installed_inside(self, work_tree: Path) -> list[Path]:
+        """Where ralph is installed, when that lies in `work_tree`, which the runs write: its prefix
+        (sys.prefix: the project's own .venv), and its source when installed editable from a folder
+        of the work tree. Bound read-only over the writable tree, or an agent's `.pth` file (or its
+        rewrite of ralph's entry script or package) would run at the person's next `ralph status`,
+        outside any fence. Not a source that is the work tree itself (ralph building ralph): that
+        tree is the build's to write."""
+        work_tree = work_tree.resolve()
+        return [
+            path
+            for path in _unique([self.prefix, self.source])
+            if _under(path, work_tree) and path != work_tree and path.is_dir()
+        ]
 
     def _plan_only(self, work_tree: Path, writable: list[Path]) -> list[str]:
         """The mounts that leave a plan-only run only plan.jsonl to change in `work_tree` (Fence):
@@ -327,7 +363,8 @@ class Sandbox:
     def _git_dirs(self, work_tree: Path) -> list[Path]:
         """The work tree's `.git` (a folder, or a worktree's file naming its folder) and the
         repository's git directories: read-only even where they lie inside a writable tree."""
-        paths = [work_tree / ".git", *self._home_git_dirs, *self._submodule_links(work_tree)]
+        nested = [work_tree / path / ".git" for path in self._nested(work_tree)]
+        paths = [work_tree / ".git", *self._home_git_dirs, *self._submodule_links(work_tree), *nested]
         if work_tree != self.home:
             paths += [Path(name) for name in self._worktree_git_dirs(work_tree)]
         return [path for path in _unique(paths) if path.exists()]
@@ -340,6 +377,26 @@ class Sandbox:
             found = Repo(work_tree).gitlinks() if os.path.lexists(work_tree / ".git") else []
             self._links_of[work_tree] = [work_tree / path / ".git" for path in found]
         return [path for path in self._links_of[work_tree] if not path.is_symlink()]
+
+    def _nested(self, work_tree: Path) -> list[str]:
+        """The git repositories inside the work tree that are no submodule (Repo.nested_repos): a
+        person's clone inside it, an embedded repository. Their `.git` folders are read-only, and
+        each folder on the way to one is a mount point of its own, which cannot be renamed: an
+        agent that moved the folder aside and made one with a `.git` of its own (a config whose
+        core.fsmonitor is a program) would have the person's next `git status` there run it, and
+        the repository's history would be left wherever the agent put it."""
+        if work_tree not in self._nested_of:
+            from ralph.store.git import Repo
+
+            found: list[str] = []
+            if os.path.lexists(work_tree / ".git"):
+                with contextlib.suppress(GitError):
+                    found = Repo(work_tree).nested_repos(UNSCANNED_FOLDERS)
+            # Not what ralph keeps beside its logs (an agent's repository, unnested), read-only anyway.
+            self._nested_of[work_tree] = [
+                path for path in found if not any(_under(work_tree / path, ro) for ro in self.read_only)
+            ]
+        return [path for path in self._nested_of[work_tree] if _plain_folders(work_tree, path)]
 
     def _worktree_git_dirs(self, work_tree: Path) -> list[str]:
         if work_tree not in self._dirs_of:  # a build's agent and gate runs share one answer
@@ -505,6 +562,26 @@ def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
         return Repo(tree).untracked(pathspecs)
     except (OSError, GitError):
         return []
+
+
+def _plain_folders(work_tree: Path, relpath: str) -> bool:
+    """Whether each folder from the work tree to `relpath` is a folder and its `.git` is there,
+    none of them a link (a mount on a link lands where it leads)."""
+    path = work_tree
+    for part in Path(relpath).parts:
+        path = path / part
+        if path.is_symlink() or not path.is_dir():
+            return False
+    return (path / ".git").exists() and not (path / ".git").is_symlink()
+
+
+def _folders_on_the_way(work_tree: Path, nested: list[str]) -> list[Path]:
+    """Each folder from the work tree (not itself) down to each nested repository, outermost first."""
+    folders: list[Path] = []
+    for relpath in nested:
+        parts = Path(relpath).parts
+        folders += [work_tree.joinpath(*parts[: depth + 1]) for depth in range(len(parts))]
+    return _unique(folders)
 
 
 def _under(path: Path, folder: Path) -> bool:

@@ -133,6 +133,7 @@ class AgentRunner:
         self._names = threading.Lock()
         self.sandbox: Sandbox | None = None  # the fence around each run, once the loop has made it
         self.judged: JudgedInputs | None = None  # what judges read, from the run's first commit
+        self.started: str | None = None  # that commit: a pre-commit hook in the work tree runs from it
         self.logs: LogFolder | None = None  # the log folder as opened at the start
         # The budgets: the monitor of each run streams its tokens and cost here, and stops it
         # when they pass one (the workspace admits and counts the runs).

@@ -48,6 +48,8 @@ class Snapshot:
     # Each submodule's `.git` link as it is (ralph.store.gitlinks): git follows it, and runs the
     # config of the repository it leads to, at the person's next `git status`.
     links: frozenset[Link] = frozenset()
+    # Which of those links are the `.git` folders of nested repositories (no submodule's).
+    nested: frozenset[str] = frozenset()
 
 
 def violations(
@@ -69,8 +71,14 @@ def violations(
     if after.branch != before.branch:
         found.append(f"switched branch ({before.branch} -> {after.branch})")
     moved = changed_links(before.links, after.links)
-    if moved:
-        found.append(f"changed the git link of submodule {', '.join(moved)}: git's own, never an agent's")
+    linked = [path for path in moved if path not in before.nested]
+    if linked:
+        found.append(f"changed the git link of submodule {', '.join(linked)}: git's own, never an agent's")
+    nested = [path for path in moved if path in before.nested]
+    if nested:
+        found.append(
+            f"changed the git directory of nested repository {', '.join(nested)}: git's own, never an agent's"
+        )
     code = sorted((after.dirty ^ before.dirty) - {PLAN_FILE})
     if code and stage not in CODE_STAGES:
         found.append(f"changed code in {stage}: {', '.join(code[:5])}" + (" ..." if len(code) > 5 else ""))

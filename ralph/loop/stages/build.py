@@ -522,14 +522,23 @@ class BuildStage:
 
     def _hook_failure(self, task_id: str, iteration: int) -> Failure | None:
         """With run_hooks: the repository's pre-commit hook (a secret scanner, a linter) sees the
-        build staged, as it would a person's commit; ralph's own commit then skips it."""
-        hook = self.tree.repo.hook("pre-commit")
-        if hook is None:
-            return None
+        build staged, as it would a person's commit; ralph's own commit then skips it. A hook in the
+        work tree runs as the commit the run started on has it (ralph.loop.process.commit_hook)."""
+        import tempfile
+
+        from ralph.loop.process.commit_hook import hook_argv
+
+        with tempfile.TemporaryDirectory(prefix="ralph-hook-") as own:
+            argv = hook_argv(self.tree.repo, self.agents.runner.started, Path(own))
+            if argv is None:
+                return None
+            return self._run_hook(argv, task_id, iteration)
+
+    def _run_hook(self, argv: list[str], task_id: str, iteration: int) -> Failure | None:
         self.tree.repo.stage_paths(self.tree.changed_paths() - {PLAN_FILE})
         log = self.agents.new_log("hook", task_id)
         span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.agents.rel(log)))
-        result = self._run_check([str(hook)], log, task_id, span, "pre-commit hook")
+        result = self._run_check(argv, log, task_id, span, "pre-commit hook")
         span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
         relative = str(self.agents.rel(log))
         self.ws.console.gate(

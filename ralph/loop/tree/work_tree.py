@@ -109,6 +109,7 @@ class WorkTree:
         # half-made fails ("failed to read .git/worktrees/<name>/commondir").
         self._worktrees = threading.Lock()
         self._count = threading.Lock()
+        self._nested: list[str] | None = None  # nested_repos, once asked
 
     def for_worktree(self, path: Path) -> WorkTree:
         """The work tree of a build in the worktree at `path`: its changes, commits and plan
@@ -116,6 +117,7 @@ class WorkTree:
         import copy
 
         child = copy.copy(self)
+        child._nested = None  # its own, asked of its own checkout
         child.repo = Repo(path)
         child.root, child.plan = path, self.plan.at(path, child.repo)
         child.user_dirty, child.building = frozenset(), set()
@@ -231,8 +233,23 @@ class WorkTree:
 
         at = beside.size(self.repo)  # first: a change written down meanwhile is after it
         head, branch, changed = self.repo.work_state()
-        links = read_links(self.root, self.repo.gitlinks())
-        return Snapshot(head, branch, frozenset(changed - self.user_dirty), at, frozenset(changed), links)
+        nested = self.nested_repos()
+        links = read_links(self.root, [*self.repo.gitlinks(), *nested])
+        dirty = frozenset(changed - self.user_dirty)
+        return Snapshot(head, branch, dirty, at, frozenset(changed), links, frozenset(nested))
+
+    def nested_repos(self) -> list[str]:
+        """The git repositories in this work tree that are no submodule (a person's clone inside
+        it, an embedded repository), as they were when first asked: watched like submodules' links
+        (ralph.store.gitlinks). One an agent makes is no person's: ralph unnests it (unnest)."""
+        if self._nested is None:
+            from ralph.loop.process.sandbox import UNSCANNED_FOLDERS
+            from ralph.loop.runs.agent_process import LOG_DIR
+
+            logs = f"{LOG_DIR.as_posix()}/"  # what ralph keeps beside its logs is not the person's
+            found = self.repo.nested_repos(UNSCANNED_FOLDERS)
+            self._nested = [path for path in found if not f"{path}/".startswith(logs)]
+        return self._nested
 
     def restore_links(self, before: frozenset[Link], log_path: Path) -> None:
         """Each submodule's `.git` link (and the config it leads to) put back as `before` has it;

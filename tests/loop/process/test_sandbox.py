@@ -19,10 +19,9 @@ from ralph.store.transaction import transaction
 from ralph.usecases import config, tasks
 from tests.support.construct import construct, events, with_app_spec
 from tests.support.gitrepo import git, with_submodule
+from tests.support.present import present
 
 HOSTILE = Path(__file__).parents[1] / "hostile_agent.py"  # tests/loop/, beside the other agents
-AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HOSTILE))}"
-GATE = f"{AGENT} gate"
 SECRETS = {
     "env": "DB_PASSWORD=hunter2-env-secret",
     "pattern": "pattern-secret-7731",
@@ -82,14 +81,25 @@ def home(tmp_path: Path) -> Path:
     return home
 
 
-def run_hostile(project: Path, home: Path, outside: Path, mode: str):
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    """A copy of the hostile agent in a folder of the test's own: its `write_beside_agent` attack
+    writes beside the script it runs as, which must never be this checkout's tests folder (a
+    failing or unfenced run left its markers there, and they were committed)."""
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    return Path(shutil.copy(HOSTILE, folder))
+
+
+def run_hostile(project: Path, home: Path, outside: Path, mode: str, agent_script: Path):
     tasks.add(project, [{"name": "Part one"}, {"name": "Part two"}])
     # The repository asks to hide more: a name in the tree and a path in $HOME.
     config.set_value(project, "sandbox_hide", json.dumps(["*.secret", "~/.config/myapp/token"]))
     outside.mkdir()
     env = {"HOME": str(home), "HOSTILE_OUTSIDE": str(outside)}
-    flags = ("--parallel", "2", "--gate", GATE, f"--sandbox={mode}")
-    return construct(project, *flags, agent=AGENT, env=env)
+    agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent_script))}"
+    flags = ("--parallel", "2", "--gate", f"{agent} gate", f"--sandbox={mode}")
+    return construct(project, *flags, agent=agent, env=env)
 
 
 def attacks_that_worked(project: Path) -> set[str]:
@@ -111,21 +121,13 @@ def printed_secrets(project: Path) -> set[str]:
     return {name for name, secret in SECRETS.items() if secret.split()[-1] in logs}
 
 
-def task_ids(project: Path) -> set[str]:
-    records = (json.loads(line) for line in (project / "plan.jsonl").read_text().splitlines() if line)
-    return {record["id"] for record in records if "id" in record}
-
-
-def escapes_on_disk(project: Path, home: Path, outside: Path) -> set[str]:
+def escapes_on_disk(project: Path, home: Path, outside: Path, agent_script: Path) -> set[str]:
     """What the attacks left where they must not write, looked at from outside."""
     found = set()
     if any(outside.iterdir()):
         found.add("outside")
-    beside = list(HOSTILE.parent.glob("escaped-t-*.txt"))
-    for path in beside:  # in this checkout's tests folder: seen, then removed
-        if path.name[len("escaped-") : -len(".txt")] in task_ids(project):
-            found.add("beside the agent")
-            path.unlink()
+    if list(agent_script.parent.glob("escaped-t-*.txt")):  # beside the test's own copy of the agent
+        found.add("beside the agent")
     if (home / ".bashrc").read_text() != BASHRC:
         found.add("home")
     if list(project.glob("PWNED-*")) or "PWNED" in git(project, "log", "--all", "--name-only", "--format="):
@@ -138,9 +140,9 @@ def escapes_on_disk(project: Path, home: Path, outside: Path) -> set[str]:
 
 
 @needs_bwrap
-def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, tmp_path):
+def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, tmp_path, hostile):
     outside = tmp_path / "outside"
-    done = run_hostile(project, home, outside, "required")
+    done = run_hostile(project, home, outside, "required", hostile)
     assert done.returncode == 0, done.stdout + done.stderr  # ralph's own commands worked inside
     attempted = {line.split()[1] for log in (project / "build" / "ralph-logs").glob("*.log")
                  for line in log.read_text().splitlines() if line.startswith("ATTACK ")}  # fmt: skip
@@ -150,7 +152,7 @@ def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, 
     assert {e["exit_code"] for e in events(project) if e["event"] == "agent_end"} == {0}
     assert attacks_that_worked(project) == set()
     assert printed_secrets(project) == set()
-    assert escapes_on_disk(project, home, outside) == set()
+    assert escapes_on_disk(project, home, outside, hostile) == set()
     on = [e for e in events(project) if e["event"] == "sandbox"]
     assert [(e["mode"], e["on"]) for e in on] == [("required", True)]
     accepted = [line for line in git(project, "log", "--format=%s").splitlines() if "accept" in line]
@@ -158,13 +160,13 @@ def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, 
     assert (project / ".env").read_text() == SECRETS["env"] + "\n"  # hidden, not touched
 
 
-def test_the_same_battery_without_the_sandbox_gets_everything(project, home, tmp_path):
+def test_the_same_battery_without_the_sandbox_gets_everything(project, home, tmp_path, hostile):
     """The control: the attacks are real, so the test above would fail if the fence broke."""
     outside = tmp_path / "outside"
-    run_hostile(project, home, outside, "off")
+    run_hostile(project, home, outside, "off", hostile)
     assert attacks_that_worked(project) == AGENT_ATTACKS | GATE_ATTACKS
     assert printed_secrets(project) == set(SECRETS)
-    assert escapes_on_disk(project, home, outside) == {
+    assert escapes_on_disk(project, home, outside, hostile) == {
         "outside",
         "beside the agent",
         "home",
@@ -173,6 +175,7 @@ def test_the_same_battery_without_the_sandbox_gets_everything(project, home, tmp
         "git config",
     }
     assert (outside / "gate.txt").exists() and list(outside.glob("t-*-link.txt"))  # the gate's, the link's
+    assert list(HOSTILE.parent.glob("escaped-*")) == []  # nothing written into this checkout
 
 
 def test_required_refuses_in_one_line_where_there_is_no_sandbox(project):
@@ -810,3 +813,354 @@ def test_a_bwrap_that_cannot_set_up_a_run_is_said_once_as_the_sandboxs_with_the_
     assert "user namespaces" in said and "--sandbox=off" in said
     assert len([e for e in events(project) if e["event"] == "agent_begin"]) == 1  # never run again
     assert "waiting" not in said
+
+
+# BUILD: drops a .pth file into the virtualenv ralph itself runs from (the project's own, inside the
+# work tree): Python runs its line at the next start of that interpreter, the person's next
+# `ralph status`. Then it builds its task honestly. VERIFY accepts.
+PTH_AGENT = r"""
+import os, pathlib, shlex, subprocess, sys
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    found = list(pathlib.Path(".venv", "lib").glob("python*/site-packages"))
+    line = f"import os; open({os.environ['HOSTILE_OUTSIDE']!r} + '/pth-ran', 'a').write('ran')\n"
+    try:
+        (found[0] / "zz_hostile.pth").write_text(line)
+        print("ATTACK venv_pth ok", flush=True)
+    except OSError as exc:
+        print(f"ATTACK venv_pth blocked {exc}", flush=True)
+    source = pathlib.Path("tools", "ralph-src", "ralph", "__init__.py")  # an editable install's
+    if source.exists():
+        try:
+            with open(source, "a") as handle:
+                handle.write(line.replace("pth-ran", "source-ran"))
+            print("ATTACK ralph_source ok", flush=True)
+        except OSError as exc:
+            print(f"ATTACK ralph_source blocked {exc}", flush=True)
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+def venv_in(project: Path, source_inside: bool) -> Path:
+    """A virtualenv in the project's .venv with ralph in it, as a person's `pip install -e` makes
+    one: its site-packages names ralph's source and the test environment's packages. The source is
+    this checkout's, or (`source_inside`) a copy in the project's tools/ralph-src."""
+    import site
+    import venv
+
+    from ralph.loop.process.sandbox import RALPH_SOURCE
+
+    source = RALPH_SOURCE
+    if source_inside:
+        source = project / "tools" / "ralph-src"
+        shutil.copytree(
+            RALPH_SOURCE / "ralph", source / "ralph", ignore=shutil.ignore_patterns("__pycache__")
+        )
+    venv.create(project / ".venv", with_pip=False)
+    (packages,) = (project / ".venv" / "lib").glob("python*/site-packages")
+    (packages / "ralph-under-test.pth").write_text(f"{source}\n{site.getsitepackages()[0]}\n")
+    return project / ".venv" / "bin" / "python"
+
+
+@needs_bwrap
+@pytest.mark.parametrize("source_inside", [False, True], ids=["installed", "editable-inside"])
+def test_ralph_installed_in_the_projects_own_venv_is_read_only_to_the_runs(project, tmp_path, source_inside):
+    """ralph run from the work tree's .venv (sys.prefix inside the tree the runs write): an agent's
+    .pth file there, or its rewrite of ralph's source installed editable from the work tree, ran at
+    the person's next `ralph status`, outside any fence. Both are bound read-only in every run, and
+    the first run says so once, with the fix."""
+    (project / ".gitignore").write_text((project / ".gitignore").read_text() + ".venv/\ntools/\n")
+    git(project, "commit", "-qam", "ignore the venv")
+    python = venv_in(project, source_inside)
+    tasks.add(project, [{"name": "Part one"}])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    agent = tmp_path / "pth_agent.py"
+    agent.write_text(PTH_AGENT)
+    env = {"HOSTILE_OUTSIDE": str(outside)}
+    flags = ("--sandbox=required",)
+    # From the project's folder, as a person runs it: `python -m ralph` imports the venv's ralph,
+    # never the one of the folder the tests run in.
+    run = {"env": env, "python": str(python), "cwd": project}
+    done = construct(project, *flags, agent=f"{sys.executable} {agent}", **run)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if "ralph is installed in" in line]
+    assert len(said) == 1 and "pipx" in said[0] and str((project / ".venv").resolve()) in said[0], done.stderr
+    logs = "".join(log.read_text() for log in (project / "build" / "ralph-logs").glob("*.log"))
+    assert "ATTACK venv_pth " in logs and ("ATTACK ralph_source " in logs) == source_inside  # made
+    status = subprocess.run([str(python), "-m", "ralph", "status"], cwd=project, capture_output=True)
+    assert status.returncode == 0, status.stderr
+    worked = [line for line in logs.splitlines() if line.startswith("ATTACK ") and line.endswith(" ok")]
+    assert list(outside.iterdir()) == [] and worked == []
+    tasks.add(project, [{"name": "Part two"}])
+    again = construct(project, *flags, agent=f"{sys.executable} {agent}", **run)
+    assert again.returncode == 0 and "ralph is installed in" not in again.stderr, again.stderr
+
+
+# BUILD: writes what the person's pre-commit hook refuses (a LEAK), and rewrites that hook (in the
+# work tree, where core.hooksPath finds it, as husky sets it) to pass everything. VERIFY accepts.
+HOOK_AGENT = r"""
+import os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("LEAK\n")
+    hook = pathlib.Path(".husky", "pre-commit")
+    if os.environ["HOOK_ATTACK"] == "rewrite":
+        hook.write_text("#!/bin/sh\necho AGENT-HOOK passes everything\nexit 0\n")
+    else:
+        hook.unlink()
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+PERSONS_HOOK = "#!/bin/sh\n! git diff --cached | grep -q LEAK || { echo 'HOOK leak found'; exit 1; }\n"
+
+
+def with_husky_hook(project: Path) -> None:
+    """A pre-commit hook in the work tree, found through core.hooksPath (the person's .git/config)."""
+    (project / ".husky").mkdir()
+    (project / ".husky" / "pre-commit").write_text(PERSONS_HOOK)
+    (project / ".husky" / "pre-commit").chmod(0o755)
+    git(project, "add", ".husky")
+    git(project, "commit", "-qm", "the person's pre-commit hook")
+    git(project, "config", "core.hooksPath", ".husky")
+    config.set_value(project, "run_hooks", "true")
+
+
+@pytest.mark.parametrize("attack", ["rewrite", "remove"])
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+def test_a_pre_commit_hook_in_the_work_tree_runs_as_the_run_started_with_it(project, tmp_path, mode, attack):
+    """run_hooks with a hook the build can write (.husky/pre-commit): the build that rewrote it to
+    `exit 0`, or removed it, had its leak committed. The hook runs as the commit the run started on
+    has it, and refuses the build."""
+    with_husky_hook(project)
+    tasks.add(project, [{"id": "t-leak", "name": "Leaky part"}])
+    agent = tmp_path / "hook_agent.py"
+    agent.write_text(HOOK_AGENT)
+    flags = (f"--sandbox={mode}", "--max-attempts", "1", "--max-iterations", "1")
+    env = {"HOOK_ATTACK": attack}
+    done = construct(project, *flags, agent=f"{sys.executable} {agent}", env=env)
+    assert done.returncode != 70, done.stdout + done.stderr
+    logs = "".join(log.read_text() for log in (project / "build" / "ralph-logs").glob("*hook*.log"))
+    assert "AGENT-HOOK" not in logs and "HOOK leak found" in logs, logs
+    records = [json.loads(line) for line in (project / "plan.jsonl").read_text().splitlines() if line]
+    failures = [r.get("gate_failure") or "" for r in records if r.get("id") == "t-leak"]
+    assert any("the pre-commit hook refused the build" in failure for failure in failures), records
+    assert "LEAK" not in git(project, "log", "-p", "HEAD", "--", "work")  # never built (a draft keeps it)
+
+
+def test_a_pre_commit_hook_in_the_work_tree_that_head_lacks_is_refused_in_one_line(project, tmp_path):
+    """One git ignores (made by an install step, as husky's .husky/_/ is): ralph could only run it
+    as it finds it, which an agent may have written; the run does not start."""
+    with_husky_hook(project)
+    git(project, "rm", "-q", "--cached", ".husky/pre-commit")
+    (project / ".git" / "info" / "exclude").write_text(".husky/\n")
+    git(project, "commit", "-qm", "the hook is no longer committed", "--no-verify")
+    tasks.add(project, [{"name": "Part one"}])
+    head = git(project, "rev-parse", "HEAD")
+    done = construct(project)
+    assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
+    assert "run_hooks: the pre-commit hook .husky/pre-commit lies in the work tree" in done.stderr
+    assert git(project, "rev-parse", "HEAD") == head
+
+
+# BUILD: rewrites the script the person's clean filter runs (./scripts/clean.sh, chosen for *.txt by
+# .gitattributes): ralph's own `git add` and `git status` of the build, outside the fence, run it.
+FILTER_AGENT = r"""
+import os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    marker = os.path.join(os.environ["HOSTILE_OUTSIDE"], "filter-ran")
+    pathlib.Path("scripts", "clean.sh").write_text(f"#!/bin/sh\necho ran >> {marker}\ncat\n")
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+@pytest.mark.parametrize("key", ["filter.strip.clean", "merge.mine.driver", "gpg.program"])
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+def test_a_git_driver_running_a_script_of_the_work_tree_is_refused_before_any_run(
+    project, tmp_path, mode, key
+):
+    """A person's filter (or merge driver) names a repository script: every git call of ralph's
+    after a build ran the agent's rewrite, as the person, outside the fence. The run is refused in
+    one line before it starts anything."""
+    (project / "scripts").mkdir()
+    (project / "scripts" / "clean.sh").write_text("#!/bin/sh\ncat\n")
+    (project / "scripts" / "clean.sh").chmod(0o755)
+    (project / ".gitattributes").write_text("*.txt filter=strip merge=mine\n")
+    git(project, "add", "scripts", ".gitattributes")
+    git(project, "commit", "-qm", "a filter of the person's")
+    git(project, "config", key, "./scripts/clean.sh")
+    tasks.add(project, [{"name": "Part one"}])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    agent = tmp_path / "filter_agent.py"
+    agent.write_text(FILTER_AGENT)
+    env = {"HOSTILE_OUTSIDE": str(outside)}
+    head = git(project, "rev-parse", "HEAD")
+    done = construct(project, f"--sandbox={mode}", agent=f"{sys.executable} {agent}", env=env)
+    git(project, "status")  # the person's next look (with the rewrite, had a build made it)
+    assert list(outside.iterdir()) == []
+    assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stdout + done.stderr
+    assert f"{key} (./scripts/clean.sh)" in done.stderr and "outside the repository" in done.stderr
+    assert git(project, "rev-parse", "HEAD") == head
+
+
+# BUILD, on its task's first attempt: turns the person's repository nested in the work tree (no
+# submodule) into one whose core.fsmonitor is a program: by its config, or by moving the folder
+# aside and making a new one there. Then it builds its task honestly. VERIFY accepts.
+NESTED_AGENT = r"""
+import json, os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+folder, how = pathlib.Path(os.environ["NESTED"]), os.environ["NESTED_ATTACK"]
+records = [json.loads(line) for line in pathlib.Path("plan.jsonl").read_text().splitlines() if line]
+first = not any(r.get("attempts") for r in records if r.get("id") == task)
+if stage == "BUILD" and first:
+    monitor = pathlib.Path("monitor.sh").resolve()
+    monitor.write_text(f"#!/bin/sh\necho ran >> {os.environ['HOSTILE_OUTSIDE']}/fsmonitor-ran\nexit 1\n")
+    monitor.chmod(0o755)
+    try:
+        if how == "move":
+            os.rename(folder, folder.with_name(folder.name + "-moved"))
+            folder.mkdir()
+            subprocess.run(["git", "-C", str(folder), "init", "-q"], check=True, capture_output=True)
+        with open(folder / ".git" / "config", "a") as config:
+            config.write(f"[core]\n\tfsmonitor = {monitor}\n")
+        print(f"ATTACK nested_{how} ok", flush=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"ATTACK nested_{how} blocked {exc}", flush=True)
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+def with_nested(project: Path, folder: str, embedded: bool) -> str:
+    """A repository of the person's inside the work tree, no submodule: a clone git ignores, or an
+    embedded one `git add`ed (a gitlink, no .gitmodules). Returns its HEAD."""
+    nested = project / folder
+    nested.mkdir(parents=True)
+    (nested / "lib.txt").write_text("the person's\n")
+    git(nested, "init", "-q")
+    git(nested, "add", "lib.txt")
+    git(nested, "commit", "-qm", "the person's own history")
+    if embedded:
+        git(project, "add", folder)
+    else:
+        (project / ".gitignore").write_text((project / ".gitignore").read_text() + f"{folder}/\n")
+        git(project, "add", ".gitignore")
+    git(project, "commit", "-qm", "a repository inside")
+    return git(nested, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("attack", ["config", "move"])
+@pytest.mark.parametrize(
+    ("folder", "embedded"), [("vendor/dep", False), ("emb", True)], ids=["clone", "embedded"]
+)
+@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+def test_a_nested_repository_is_fenced_like_a_submodule(project, tmp_path, mode, folder, embedded, attack):
+    """Fenced, its .git is read-only and the folders on the way to it cannot be moved; unfenced,
+    a change to it is a permission violation, undone. Either way the person's next `git status`
+    there runs nothing of the agent's, and the history is theirs."""
+    head = with_nested(project, folder, embedded)
+    tasks.add(project, [{"name": "Part one"}])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    agent = tmp_path / "nested_agent.py"
+    agent.write_text(NESTED_AGENT)
+    env = {"HOSTILE_OUTSIDE": str(outside), "NESTED": folder, "NESTED_ATTACK": attack}
+    done = construct(project, f"--sandbox={mode}", agent=f"{sys.executable} {agent}", env=env)
+    assert done.returncode == 0 and "COMPLETE" in done.stdout, done.stdout + done.stderr
+    said = [line for log in (project / "build" / "ralph-logs").glob("*.log")
+            for line in log.read_text().splitlines() if line.startswith("ATTACK nested")]  # fmt: skip
+    assert len(said) == 1, said
+    violated = [did for e in events(project) if e["event"] == "permission_violation" for did in e["did"]]
+    if mode == "required":
+        assert said[0].split()[2] == "blocked", said
+    else:
+        assert said[0].split()[2] == "ok" and any(f"nested repository {folder}" in did for did in violated)
+    subprocess.run(["git", "-C", str(project / folder), "status"], capture_output=True)  # the person's
+    assert list(outside.iterdir()) == []
+    if mode == "required":  # unfenced, a moved folder's history is wherever the agent left it
+        assert git(project / folder, "rev-parse", "HEAD") == head
+
+
+# BUILD, unfenced: after its own `ralph task done`, appends a line to ralph's own record of
+# operations (its work tree's .git/ralph/pending-ops.jsonl, writable without the fence) that names
+# one more operation, which never happened, for the same change of the plan. VERIFY accepts.
+FORGING_AGENT = r"""
+import json, os, pathlib, shlex, subprocess
+stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
+ralph = shlex.split(os.environ["RALPH_BIN"])
+if stage == "BUILD":
+    pathlib.Path("work").mkdir(exist_ok=True)
+    pathlib.Path("work", task + ".txt").write_text("ok\n")
+    subprocess.run([*ralph, "task", "done", task], check=True)
+    asked = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True, text=True)
+    record = pathlib.Path(asked.stdout.strip(), "ralph", "pending-ops.jsonl")
+    last = json.loads(record.read_text().splitlines()[-1])
+    last["ops"].append(json.dumps({"op": "accept", "args": ["t-forged"]}))
+    with open(record, "a") as handle:
+        handle.write(json.dumps(last) + "\n")
+    print("ATTACK forge_own_record ok", flush=True)
+elif stage == "VERIFY":
+    subprocess.run([*ralph, "task", "accept", task], check=True)
+"""
+
+
+@pytest.mark.parametrize("parallel", [(), ("--parallel", "1")], ids=["serial", "worktree"])
+def test_an_unfenced_agent_cannot_forge_a_trailer_through_ralphs_own_record(project, tmp_path, parallel):
+    """Unfenced, ralph's own record is the agent's to write too: its lines are replayed before
+    they become `Ralph-Op:` trailers, like a fenced run's, and a forged one names nothing."""
+    (task,) = tasks.add(project, [{"name": "One part"}])
+    agent = tmp_path / "forging_agent.py"
+    agent.write_text(FORGING_AGENT)
+    done = construct(project, *parallel, "--sandbox=off", agent=f"{sys.executable} {agent}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    logs = "".join(log.read_text() for log in (project / "build" / "ralph-logs").glob("*.log"))
+    assert "ATTACK forge_own_record ok" in logs  # the line was written
+    messages = git(project, "log", "--all", "--format=%B")
+    assert "t-forged" not in messages
+    assert f"ralph(build): {task['id']}" in messages  # built and committed all the same
+
+
+@needs_bwrap
+def test_the_agent_clis_own_state_persists_even_inside_a_cache_and_other_cache_writes_do_not(project, home):
+    """Only the CLI's login and state outlive a run: a state folder that lies in ~/.cache (bound
+    after the run's private caches) and a state file (as ~/.claude.json is) keep what the run
+    wrote; a write anywhere else in the caches is gone with the run."""
+    from ralph.loop.process import sandbox
+
+    (home / ".agent.json").write_text('{"login": "old"}\n')
+    fence, _ = sandbox.make("required", project, (".cache/agent-cli/", ".agent.json"), (), ())
+    made = present(fence)
+    try:
+        made.make_state_folders(home)
+        script = (
+            'echo session > ~/.cache/agent-cli/session && echo \'{"login": "new"}\' > ~/.agent.json'
+            " && echo x > ~/.cache/other-tool && mkdir -p ~/.npm/_npx/p && echo x > ~/.npm/_npx/p/i.js"
+            " && cat ~/.cache/other-tool"
+        )
+        done = inside(made, project, script, home)
+    finally:
+        made.close()
+    assert done.returncode == 0 and done.stdout == "x\n", done.stderr
+    assert (home / ".cache" / "agent-cli" / "session").read_text() == "session\n"
+    assert (home / ".agent.json").read_text() == '{"login": "new"}\n'
+    assert not (home / ".cache" / "other-tool").exists() and not (home / ".npm" / "_npx" / "p").exists()
