@@ -164,11 +164,10 @@ class RecordingTree:
         """The code's state: how many commits changed more than plan.jsonl."""
         return sum(1 for _, paths, _ in self.commits if set(paths) - {PLAN_FILE})
 
-    def defer(self, task_id: str) -> bool:
+    def may_defer(self, task_id: str) -> bool:
         if (task_id, self.code) in self._waived:
             return False
         self._waived.add((task_id, self.code))
-        self.wait_for_code(task_id)
         return True
 
     def wait_for_code(self, task_id: str) -> None:

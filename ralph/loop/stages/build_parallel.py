@@ -14,7 +14,7 @@ from ralph.loop.stages.retries import TreeRemoved
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.loop.tree.work_tree import BuildCheckout, CheckoutBehind, StaleBase
-from ralph.plan.records import Stage, Verdict
+from ralph.plan.records import Stage
 from ralph.plan.scope import overlaps
 
 CHECKOUT_RENEWALS = 3  # worktrees made again because a neighbour merged while one was made
@@ -32,13 +32,9 @@ class Builder(Protocol):
 
     def build_task(self, task_id: str, iteration: int, report: StageReport) -> None: ...
 
-    def count_failure(
-        self, task_id: str, failure: Any, result: AgentResult, report: StageReport, kept: bool = False
+    def count_held_back(
+        self, task_id: str, failure: Any, result: AgentResult, report: StageReport
     ) -> bool: ...
-
-    def others_ready(self, task_id: str) -> list[str]: ...
-
-    def tell_deferred(self, task_id: str, failure: Any, result: AgentResult, others: list[str]) -> None: ...
 
     def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None: ...
 
@@ -199,13 +195,8 @@ class ParallelBuilds:
         head = self.ws.tree.repo.head()
         if held is None or head is None or self.ws.tree.home_repo.code_differs(held.base, head):
             return True
-        if held.failure.verdict is Verdict.AGENT_ERROR and (others := self.lead.others_ready(task_id)):
-            # The agent said it cannot do it on this code, and other tasks may change the code.
-            self.ws.tree.wait_for_code(task_id)
-            self.lead.tell_deferred(task_id, held.failure, held.result, others)
-            return False
         report = StageReport(Stage.BUILD)
-        again = self.lead.count_failure(task_id, held.failure, held.result, report, kept=True)
+        again = self.lead.count_held_back(task_id, held.failure, held.result, report)
         self.report.absorb(report)
         return again
 

@@ -195,15 +195,13 @@ class WorkTree:
             return False
         return self._waive(task_id, self.base)
 
-    def defer(self, task_id: str) -> bool:
-        """A build the agent could not do on this code (Verdict.AGENT_ERROR) while other
-        tasks are ready: not counted, and built again once the code has moved (their merges), the
-        first time on this code only. False when it was deferred on this code already."""
+    def may_defer(self, task_id: str) -> bool:
+        """Whether a build the agent could not do on this code (Verdict.AGENT_ERROR) while other
+        tasks are ready goes uncounted, to be built again once the code has moved (their merges,
+        wait_for_code): the first time on this code only. False when it was deferred on this code
+        already."""
         head = self.home_repo.head()
-        if head is None or not self._waive(task_id, head):
-            return False
-        self.wait_for_code(task_id)
-        return True
+        return head is not None and self._waive(task_id, head)
 
     def wait_for_code(self, task_id: str) -> None:
         """The task goes after the other ready tasks until the code moves: built again on the same
