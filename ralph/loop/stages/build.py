@@ -28,8 +28,8 @@ from ralph.loop.stages.build_outcome import (
     Counted,
     Exit,
     Failure,
-    Keep,
     Next,
+    StaleBase,
     Write,
     decide,
 )
@@ -37,8 +37,8 @@ from ralph.loop.stages.build_parallel import ParallelBuilds
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
-from ralph.loop.tree.work_tree import CheckoutBehind, StaleBase
-from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
+from ralph.loop.tree.work_tree import CheckoutBehind, Keep, judge_failure, settle_attempt
+from ralph.plan.attempts import failed_the_same_twice, rejected_too_often, verify_reasons
 from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
@@ -300,16 +300,16 @@ class BuildStage:
         failure, changed = self._build_failure(after, result, problem, iteration)
         if failure is None:
             return AttemptFacts(), Attempt(result, frozenset(changed))
-        in_worktree = self.tree.in_worktree
-        if self.tree.stale_base(task_id, failure.verdict):  # built again on the new HEAD, uncounted
-            return AttemptFacts(failure=failure, stale=True, in_worktree=in_worktree), Attempt(result)
         others = self._others_ready(task_id) if failure.verdict is Verdict.AGENT_ERROR else []
-        if others and self.tree.may_defer(task_id):  # built again once other tasks move the code
+        tree = judge_failure(self.tree, task_id, failure.verdict, bool(others))
+        in_worktree = self.tree.in_worktree
+        if tree.stale:  # built again on the new HEAD, uncounted
+            return AttemptFacts(failure=failure, stale=True, in_worktree=in_worktree), Attempt(result)
+        if tree.deferred:  # built again once other tasks move the code, uncounted
             facts = AttemptFacts(failure=failure, in_worktree=in_worktree, deferred=True)
             return facts, Attempt(result, others=tuple(others))
         counted = self._counted(task_id, failure, result)
-        from_head = self.tree.retry_from_head(failure.verdict)
-        facts = AttemptFacts(failure=failure, counted=counted, from_head=from_head)
+        facts = AttemptFacts(failure=failure, counted=counted, from_head=tree.from_head)
         return facts, Attempt(result, counted=counted)
 
     def _counted(self, task_id: str, failure: Failure, result: AgentResult) -> Counted:
@@ -341,77 +341,54 @@ class BuildStage:
         ]
 
     def _apply(self, task_id: str, outcome: BuildOutcome, attempt: Attempt, report: StageReport) -> None:
-        """What the attempt came to, done: its failure counted, the task held back, its changes
-        kept (or committed), its plan written, and the person told; in that order."""
+        """What the attempt came to, done, in this order: its failure counted, the work tree
+        settled (the task held back, its changes kept), the plan written, the question or the
+        build committed, and the person told."""
         result, failure = attempt.result, outcome.failure
         if outcome.counted and failure is not None:
             attempts = self._record_failure(task_id, failure, result)
             self._tell_failure(task_id, attempts, failure, report, result.model)
-        if outcome.next is Next.AFTER_OTHERS:  # a runner: not claimed again until others publish
-            self.tree.coordinator.hold(task_id)
-        elif outcome.next is Next.WAIT_FOR_CODE:
-            self.tree.wait_for_code(task_id)
         log = self._log_of(task_id, outcome, result)
-        draft = self._keep(task_id, outcome.keep, log)
-        said = self._write(task_id, outcome, attempt, log)
-        if outcome.keep is Keep.COMMIT and said is not None:  # after the plan recorded it, with it
-            said = self._commit_build(task_id, said, attempt.changed, report)
-        self._tell(task_id, outcome, attempt, report, log, draft or said)
+        hold, wait = outcome.next is Next.AFTER_OTHERS, outcome.next is Next.WAIT_FOR_CODE
+        reset = outcome.write is Write.RESET
+        draft = settle_attempt(self.tree, task_id, outcome.keep, log, hold=hold, wait=wait, reset_plan=reset)
+        said = self._commit(task_id, outcome, attempt, self._write(task_id, outcome, result), report)
+        self._tell(task_id, outcome, attempt, report, log, draft, said)
         if outcome.next is Next.AFTER_NEIGHBOURS:
             raise StaleBase(task_id, failure, result)
 
     def _log_of(self, task_id: str, outcome: BuildOutcome, result: AgentResult) -> Path:
         """The log the attempt's kept changes go beside: its run's, or one of their own when the
         attempt is given back uncounted (the plan's copy goes beside it too)."""
-        if outcome.exit is Exit.STALE_BASE and outcome.write is Write.RESET:
-            return self.agents.rel(self.agents.new_log("stale", task_id))
-        if outcome.exit is Exit.DEFERRED and outcome.write is Write.RESET:
-            return self.agents.rel(self.agents.new_log("deferred", task_id))
+        if outcome.write is Write.RESET:
+            kind = "stale" if outcome.exit is Exit.STALE_BASE else "deferred"
+            return self.agents.rel(self.agents.new_log(kind, task_id))
         return result.log_path
 
-    def _keep(self, task_id: str, keep: Keep, log: Path) -> str | None:
-        """The attempt's changes, kept as `keep` says; the draft branch they went on, if any."""
-        if keep is Keep.DRAFT:
-            return self.tree.set_aside_as_draft(task_id, log)
-        if keep is Keep.DRAFT_UNRECORDED or (
-            keep is Keep.DRAFT_IF_CHANGED and self.tree.changed_paths() - {PLAN_FILE}
-        ):
-            return self.tree.set_aside_as_draft(task_id, log, record=False)
-        if keep is Keep.PATCH:
-            self.tree.set_aside(log)
-        return None
-
-    def _write(self, task_id: str, outcome: BuildOutcome, attempt: Attempt, log: Path) -> str | None:
-        """What the plan records of the attempt; what that names: the question ralph asked (its id),
-        the agent's question committed (the commit), the task built (its name)."""
-        write, result, usage = outcome.write, attempt.result, attempt.result.tracker.usage
-        if write is Write.RESET:
-            self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
-            return None
-        if write is Write.QUESTION:
-            ids = ", ".join(attempt.questions)
-            return self.tree.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
+    def _write(self, task_id: str, outcome: BuildOutcome, result: AgentResult) -> str | None:
+        """What the plan records of the attempt; what that names: the task built (its name), the
+        question ralph asked (its id)."""
+        write, usage = outcome.write, result.tracker.usage
         if write is Write.BUILD:
-            files = sorted(attempt.changed - {PLAN_FILE})
+            files = sorted(result.changed - {PLAN_FILE})
             with self.plan.change() as change:
                 shown = [shown_path(path) for path in files]
                 task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd, result.model)
                 if not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
                     self.plan.save_spending(into=change.plan)
             return str(task["name"])
-        if write is Write.NOTHING:
-            return None
+        if write not in (Write.RESUBMISSION, Write.SET_ASIDE, Write.ASK):
+            return None  # nothing, the agent's question (committed as it is), or reset by the tree
         with self.plan.change(commit=True) as change:
             if write is Write.RESUBMISSION:
                 change.plan.record_resubmission(task_id, usage.total, usage.cost_usd)
                 change.message = f"ralph(build): {task_id} resubmitted unchanged, with its argument"
                 return None
-            if write is Write.SET_ASIDE and outcome.kill is not None:
+            if outcome.kill is not None:
                 reason = outcome.kill
                 change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
                 change.message = f"ralph(build): {task_id} killed ({reason})"
                 return None
-            assert write is Write.ASK, write
             task = change.plan.task_line(task_id).record
             asked = change.plan.ask_about_repeated_failure(
                 task_id, _same_twice_question(task), _now(), "ralph (BUILD: the same failure twice)"
@@ -419,13 +396,19 @@ class BuildStage:
             change.message = f"ralph(build): {task_id} failed the same way twice; asks {asked['id']}"
             return str(asked["id"])
 
-    def _commit_build(
-        self, task_id: str, name: str, changed: frozenset[str], report: StageReport
+    def _commit(
+        self, task_id: str, outcome: BuildOutcome, attempt: Attempt, said: str | None, report: StageReport
     ) -> str | None:
-        """The build's files and the plan that records it, in one commit, which the work tree
-        records on the task (in a worktree: its copy, once merged)."""
-        files = sorted(changed - {PLAN_FILE})
-        commit = self.tree.commit(f"ralph(build): {task_id} {name}", {*files, PLAN_FILE}, task_id)
+        """The agent's question committed, or the build's files with the plan that records it
+        (`said`: the task's name), which the work tree records on the task (in a worktree: its
+        copy, once merged). The commit; else `said` as it was."""
+        if outcome.write is Write.QUESTION:
+            ids = ", ".join(attempt.questions)
+            return self.tree.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
+        if outcome.keep is not Keep.COMMIT or said is None:
+            return said
+        files = sorted(attempt.changed - {PLAN_FILE})
+        commit = self.tree.commit(f"ralph(build): {task_id} {said}", {*files, PLAN_FILE}, task_id)
         if commit:
             report.commits.append(commit)
             report.builds.append(commit)
@@ -438,11 +421,12 @@ class BuildStage:
         attempt: Attempt,
         report: StageReport,
         log: Path,
+        draft: str | None,
         said: str | None,
     ) -> None:
         """The journal, the console and the report hear what the attempt came to (a counted
-        failure was told as it was recorded). `said`: the draft its changes went on, the commit
-        of its question or the id of the question ralph asked."""
+        failure was told as it was recorded). `draft`: the branch its changes went on; `said`:
+        the commit of its agent's question, or the id of the question ralph asked."""
         result, exit_, next_ = attempt.result, outcome.exit, outcome.next
         journal, console, run_log = self.ws.journal, self.ws.console, str(result.log_path)
         if outcome.kill is not None:
@@ -452,9 +436,9 @@ class BuildStage:
             report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
             console.event(f"{task_id} killed ({reason}); it will be decomposed")
         elif exit_ is Exit.LEFT_THE_PLAN:
-            journal.event("task_left_the_plan", item=task_id, draft=said, log=run_log)
-            if said:
-                console.event(f"{task_id} left the plan during its build: its changes are kept on {said}")
+            journal.event("task_left_the_plan", item=task_id, draft=draft, log=run_log)
+            if draft:
+                console.event(f"{task_id} left the plan during its build: its changes are kept on {draft}")
         elif exit_ is Exit.ASKED:
             ids = ", ".join(attempt.questions)
             report.commits += [said] if said else []
@@ -671,15 +655,9 @@ class BuildStage:
         said = f"{attempt} failed ({words})"
         self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
 
-    def _rejected_too_often(self, plan, task_id: str) -> bool:
-        """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
-        used up max_rebuilds: DECOMPOSE splits it."""
+    def _rejected_too_often(self, plan: Plan, task_id: str) -> bool:
         settings = self.ws.settings
-        if plan.rejections(task_id) >= settings.max_attempts:
-            return True
-        return rebuilding(plan, task_id) and plan.out_of_builds(
-            task_id, settings.max_attempts, settings.max_rebuilds
-        )
+        return rejected_too_often(plan, task_id, settings.max_attempts, settings.max_rebuilds)
 
 
 def _waiting_last(ready: list[dict], waiting: set[str], running: set[str]) -> list[dict]:

@@ -1,15 +1,20 @@
 """What one BUILD attempt came to, decided once: `decide` turns what the run did (`AttemptFacts`)
-into a `BuildOutcome` (its exit, whether it counts, what the work tree keeps, what the plan
-records, what happens next), and the BUILD stage applies that value in one place
-(ralph.loop.stages.build). Pure: no plan, no git, no process; each exit is tested alone."""
+into a `BuildOutcome`: its exit, whether it counts, what the work tree keeps (`Keep`, done by
+ralph.loop.tree.work_tree.settle_attempt), what the plan records and what happens next. The BUILD
+stage applies that value in one place (ralph.loop.stages.build, `_apply`). Pure: no plan, no git,
+no process; each exit is tested alone (tests/loop/stages/test_build_outcome.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from ralph.loop.tree.work_tree import Keep
 from ralph.plan.records import KillReason, Verdict
+
+if TYPE_CHECKING:
+    from ralph.loop.runs.agent_process import AgentResult
 
 
 class Failure(NamedTuple):
@@ -17,6 +22,19 @@ class Failure(NamedTuple):
 
     verdict: Verdict
     text: str
+
+
+class StaleBase(Exception):  # noqa: N818 (a signal to the parallel builds, not an error)
+    """A build attempt in a worktree failed on a base its neighbours' builds have moved past, or
+    may yet (they still run): it may have failed only for want of their changes
+    (Next.AFTER_NEIGHBOURS). It is not counted now; the task is built again from the new HEAD
+    once those neighbours have merged or failed, and the failure counted then if none of them
+    changed the code (ralph.loop.stages.build_parallel). `failure`, `result`: the attempt's
+    verdict and words, and its agent run."""
+
+    def __init__(self, task_id: str, failure: Failure | None = None, result: AgentResult | None = None):
+        super().__init__(task_id)
+        self.failure, self.result = failure, result
 
 
 class Exit(StrEnum):
@@ -30,17 +48,6 @@ class Exit(StrEnum):
     STALE_BASE = "stale_base"  # failed on a base others' work has moved past: given back
     DEFERRED = "deferred"  # the agent could not do it on this code while other tasks are ready
     FAILED = "failed"  # a failure that counts as an attempt
-
-
-class Keep(StrEnum):
-    """What the work tree does with the attempt's changes."""
-
-    IN_PLACE = "in_place"  # left where they are: the next attempt (or its caller) goes on from them
-    COMMIT = "commit"  # the build's files committed, after the plan recorded it
-    DRAFT = "draft"  # kept on the task's draft branch (recorded on the task) and as a patch, undone
-    DRAFT_UNRECORDED = "draft_unrecorded"  # the same, not recorded on the task
-    DRAFT_IF_CHANGED = "draft_if_changed"  # the same, when the run changed any code
-    PATCH = "patch"  # kept as a patch beside the run's log, undone
 
 
 class Write(StrEnum):
@@ -138,7 +145,8 @@ def decide(facts: AttemptFacts) -> BuildOutcome:
         if facts.in_worktree or facts.kept:  # what is left there is the parallel builds' to set aside
             return BuildOutcome(Exit.DEFERRED, Keep.IN_PLACE, Write.NOTHING, Next.WAIT_FOR_CODE, failure)
         return BuildOutcome(Exit.DEFERRED, Keep.DRAFT_IF_CHANGED, Write.RESET, Next.WAIT_FOR_CODE, failure)
-    assert facts.counted is not None, "a failure neither waived nor counted"
+    if facts.counted is None:
+        raise ValueError(f"a build failure neither waived nor counted: {failure.verdict}")
     return _counted(failure, facts.counted, facts)
 
 

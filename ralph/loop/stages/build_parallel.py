@@ -10,10 +10,11 @@ from ralph.errors import BranchSwitched
 from ralph.loop.process.signals import deferred_signals
 from ralph.loop.process.supervisor import BudgetSpent
 from ralph.loop.runs.agent_process import AgentResult
+from ralph.loop.stages.build_outcome import StaleBase
 from ralph.loop.stages.retries import TreeRemoved
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
-from ralph.loop.tree.work_tree import BuildCheckout, CheckoutBehind, StaleBase
+from ralph.loop.tree.work_tree import BuildCheckout, CheckoutBehind
 from ralph.plan.records import Stage
 from ralph.plan.scope import overlaps
 
