@@ -407,8 +407,14 @@ class BuildStage:
             return self.tree.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
         if outcome.keep is not Keep.COMMIT or said is None:
             return said
-        files = sorted(attempt.changed - {PLAN_FILE})
-        commit = self.tree.commit(f"ralph(build): {task_id} {said}", {*files, PLAN_FILE}, task_id)
+        return self._commit_build(task_id, said, attempt.changed, report)
+
+    def _commit_build(
+        self, task_id: str, name: str, changed: frozenset[str], report: StageReport
+    ) -> str | None:
+        """The build's files and the plan that records it, in one commit (its `name` the task's)."""
+        files = sorted(changed - {PLAN_FILE})
+        commit = self.tree.commit(f"ralph(build): {task_id} {name}", {*files, PLAN_FILE}, task_id)
         if commit:
             report.commits.append(commit)
             report.builds.append(commit)

@@ -4,13 +4,13 @@ and merged into the loop's branch one at a time as each is built."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from ralph.errors import BranchSwitched
 from ralph.loop.process.signals import deferred_signals
 from ralph.loop.process.supervisor import BudgetSpent
 from ralph.loop.runs.agent_process import AgentResult
-from ralph.loop.stages.build_outcome import StaleBase
+from ralph.loop.stages.build_outcome import Failure, StaleBase
 from ralph.loop.stages.retries import TreeRemoved
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
@@ -34,7 +34,7 @@ class Builder(Protocol):
     def build_task(self, task_id: str, iteration: int, report: StageReport) -> None: ...
 
     def count_held_back(
-        self, task_id: str, failure: Any, result: AgentResult, report: StageReport
+        self, task_id: str, failure: Failure, result: AgentResult, report: StageReport
     ) -> bool: ...
 
     def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None: ...
@@ -45,7 +45,7 @@ class Unjudged(NamedTuple):
     to count if their builds leave that code as it was."""
 
     base: str
-    failure: Any
+    failure: Failure
     result: AgentResult
 
 
@@ -308,8 +308,9 @@ class ParallelBuilds:
         ws.tree.set_aside(log)
         self._stale.add(task_id)
         moved = ws.tree.behind()
-        if not moved and ws.tree.base is not None and stale.result is not None:
-            self._unjudged[task_id] = Unjudged(ws.tree.base, stale.failure, stale.result)
+        base, failure, result = ws.tree.base, stale.failure, stale.result
+        if not moved and base is not None and failure is not None and result is not None:
+            self._unjudged[task_id] = Unjudged(base, failure, result)
         neighbours = sorted({*self.building, *self.merging} - {task_id})
         self.ws.journal.event(
             "build_stale_base",
