@@ -127,6 +127,14 @@ def out_of_builds(plan: PlanReader, task_id: str, max_attempts: int, max_rebuild
     return bool(task.get("attempts", 0) >= max_attempts)
 
 
+def rejected_too_often(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
+    """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions) used up
+    max_rebuilds: DECOMPOSE splits it."""
+    if plan.rejections(task_id) >= max_attempts:
+        return True
+    return rebuilding(plan, task_id) and out_of_builds(plan, task_id, max_attempts, max_rebuilds)
+
+
 def _count_build(plan: PlanReader, task: Record) -> None:
     """One more build: every build counts in `attempts` (the history of builds), and those after
     a rejection also in `rebuilds`, their own budget."""

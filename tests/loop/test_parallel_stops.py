@@ -91,7 +91,7 @@ def held_until_stopping(
     """Each build, once committed in its worktree (it passed its gate), waits until the loop is
     stopping (`then` first: it stops the loop), the moment such builds were lost; with `hold`, only
     while it says so of the builds held so far. Returns the tasks that got this far."""
-    real, held = BuildStage._record_build, []
+    real, held = BuildStage._commit_build, []
 
     def record(stage: BuildStage, task_id: str, *args) -> None:
         real(stage, task_id, *args)
@@ -99,7 +99,7 @@ def held_until_stopping(
         then(stage, task_id)
         wait_for(lambda: stage.ws.agents.stopping or not hold(held), "the loop never stopped")
 
-    monkeypatch.setattr(BuildStage, "_record_build", record)
+    monkeypatch.setattr(BuildStage, "_commit_build", record)
     return held
 
 

@@ -181,11 +181,10 @@ class RecordingTree(WorkTree):
         """The code's state: how many commits changed more than plan.jsonl (the real one: a tree)."""
         return str(sum(1 for _, paths, _ in self.commits if set(paths) - {PLAN_FILE}))
 
-    def defer(self, task_id: str) -> bool:
+    def may_defer(self, task_id: str) -> bool:
         if (task_id, self.code) in self._deferred_once:
             return False
         self._deferred_once.add((task_id, self.code))
-        self.wait_for_code(task_id)
         return True
 
     def wait_for_code(self, task_id: str) -> None:

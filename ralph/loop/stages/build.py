@@ -22,12 +22,23 @@ from ralph.loop.process.supervisor import BudgetSpent
 from ralph.loop.runs.agent_process import AgentResult, PlanProblem, ralph_command
 from ralph.loop.runs.prompts import data_block, excerpt, one_line, task_details
 from ralph.loop.stages.agent_errors import error_lines
+from ralph.loop.stages.build_outcome import (
+    AttemptFacts,
+    BuildOutcome,
+    Counted,
+    Exit,
+    Failure,
+    Next,
+    StaleBase,
+    Write,
+    decide,
+)
 from ralph.loop.stages.build_parallel import ParallelBuilds
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
-from ralph.loop.tree.work_tree import CheckoutBehind, StaleBase
-from ralph.plan.attempts import failed_the_same_twice, rebuilding, verify_reasons
+from ralph.loop.tree.work_tree import CheckoutBehind, Keep, judge_failure, settle_attempt
+from ralph.plan.attempts import failed_the_same_twice, rejected_too_often, verify_reasons
 from ralph.plan.document import Record
 from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
@@ -56,11 +67,14 @@ _KILL_TEXT = {
 }
 
 
-class Failure(NamedTuple):
-    """Why a build attempt does not count as built: its verdict, and the words recorded with it."""
+class Attempt(NamedTuple):
+    """One attempt's run, and what applying its outcome needs of it besides."""
 
-    verdict: Verdict
-    text: str
+    result: AgentResult
+    changed: frozenset[str] = frozenset()  # the build's files, as its gate and hook left them
+    others: tuple[str, ...] = ()  # the other tasks ready to build (a deferral says how many)
+    questions: tuple[str, ...] = ()  # the questions its agent asked
+    counted: Counted | None = None  # its failure counted: the task as that leaves it
 
 
 class BuildStage:
@@ -227,115 +241,6 @@ class BuildStage:
         shown = {key: value for key, value in task.items() if key != "draft"}
         return {**shown, "draft": ref} if ref else shown
 
-    def _attempts(self, task_id: str, iteration: int, report: StageReport, plan: Plan) -> None:
-        first = True
-        while True:
-            task = plan.task_line(task_id).record
-            values = _values(self._draft_shown(task), plan, self.ws.settings)
-            if self.tree.in_worktree:
-                self._from_the_branch_as_it_is(task_id, first)
-            first = False
-            result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
-            problem = result.plan_problem
-            stop = result.run.stop_reason
-            if stop in KILLING_STOPS:
-                return self._kill(task_id, KILLING_STOPS[stop], result, report)
-            after = self.plan.after(result).find_task(task_id)  # the task as the agent left it
-            if after is None:  # its agent removed it (found it done), or a person deleted it meanwhile
-                return self._left_the_plan(task_id, result)
-            if not result.violation and self._asked(task_id, result, report):
-                return
-            if not (result.violation or problem) and _resubmitted_unchanged(after, result):
-                return self._record_resubmission(task_id, result, report)
-            failure, changed = self._build_failure(after, result, problem, iteration)
-            if failure is None:
-                return self._record_build(task_id, result, report, changed)
-            if self.tree.stale_base(task_id, failure.verdict):  # built again on the new HEAD, uncounted
-                if not self.tree.in_worktree:
-                    return self._give_back_stale(task_id)
-                raise StaleBase(task_id, failure, result)
-            if self._deferred(task_id, failure, result):  # built again once other tasks move the code
-                return
-            if not self.count_failure(task_id, failure, result, report):
-                return
-            if failure.verdict is Verdict.AGENT_ERROR:  # asked again at once, it would say the same
-                return self.tree.wait_for_code(task_id)
-            if self.tree.retry_from_head(failure.verdict):  # built again from the branch as it is now
-                return
-            plan = self.plan.read()
-
-    def count_failure(
-        self, task_id: str, failure: Failure, result: AgentResult, report: StageReport, kept: bool = False
-    ) -> bool:
-        """The attempt failed, and counts: recorded and told; the task set aside for DECOMPOSE or
-        asked about when that was its last chance. True when it is built again. `kept`: its
-        changes were set aside already (a build StaleBase held back), nothing to set aside here."""
-        attempts = self._record_failure(task_id, failure, result)
-        self._tell_failure(task_id, attempts, failure, report, result.model)
-        if self._survived_a_split(task_id, result, kept):  # its family's question: asked in ready()
-            return False
-        if self._out_of_builds(task_id):
-            self._kill(task_id, KillReason.DOOM_LOOP, result, report, kept)
-            return False
-        if self._failed_the_same_twice(task_id):  # a third identical run would teach nothing
-            self._send_on_repeated(task_id, result, report, kept)
-            return False
-        return True
-
-    def _deferred(self, task_id: str, failure: Failure, result: AgentResult) -> bool:
-        """The agent reported it could not do the task (AGENT_ERROR) while other tasks are ready:
-        not counted the first time on this code; its changes set aside, and the task built again
-        once their merges have changed the code (or when nothing else is left to build). In a
-        build's worktree, what is left there is the parallel builds' to set aside."""
-        if failure.verdict is not Verdict.AGENT_ERROR:
-            return False
-        others = self.others_ready(task_id)
-        if not others or not self.tree.defer(task_id):
-            return False
-        if not self.tree.in_worktree:
-            log = self.agents.rel(self.agents.new_log("deferred", task_id))
-            if self.tree.changed_paths() - {PLAN_FILE}:
-                self.tree.set_aside_as_draft(task_id, log, record=False)
-            self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
-        self.tell_deferred(task_id, failure, result, others)
-        return True
-
-    def others_ready(self, task_id: str) -> list[str]:
-        """The other tasks ready to build that do not wait for the code to move: their builds may
-        bring what this one lacks."""
-        waiting = self.tree.waiting_for_code()
-        return [
-            task["id"]
-            for task in buildable_now(self.plan.read(), self.ws.settings)
-            if task["id"] != task_id and task["id"] not in waiting
-        ]
-
-    def tell_deferred(self, task_id: str, failure: Failure, result: AgentResult, others: list[str]) -> None:
-        self.ws.journal.event("build_deferred", item=task_id, others=len(others), log=str(result.log_path))
-        self.ws.console.event(
-            f"{task_id}: {gist(failure.text)}; built again once other tasks have changed the code"
-            f" ({plural(len(others), 'other task')} ready; not counted as an attempt)"
-        )
-
-    def _survived_a_split(self, task_id: str, result: AgentResult, kept: bool = False) -> bool:
-        """Whether the build failed the way one of the task's ancestors did: then neither another
-        build nor another split would cure it. Its changes are set aside beside the log, and the
-        family's question is asked by ready(), before any other build starts."""
-        task = self.plan.read().task_line(task_id).record
-        ancestor = task.get("repeated_from")
-        if not ancestor:
-            return False
-        if not kept:
-            self.tree.set_aside(result.log_path)
-        family = family_of(task)
-        self.ws.journal.event(
-            "failure_survived_split", item=task_id, ancestor=ancestor, family=family, log=str(result.log_path)
-        )
-        self.ws.console.event(
-            f"{task_id} failed as its ancestor {ancestor} did: family {family} goes to a person"
-        )
-        return True
-
     def _from_the_branch_as_it_is(self, task_id: str, first: bool) -> None:
         """A build in a worktree starts from the branch as it is: one a neighbour's merge left
         behind before its first attempt is made again (CheckoutBehind). Each attempt's base is
@@ -345,46 +250,235 @@ class BuildStage:
             raise CheckoutBehind(task_id)
         self.ws.journal.event("build_attempt", item=task_id, base=self.tree.base, behind=behind)
 
-    def _left_the_plan(self, task_id: str, result: AgentResult) -> None:
-        """The task is gone from the plan after its build ran: what the run changed in the code is
-        kept on the task's draft branch and as a patch beside its log, and undone, never
-        committed with another task's build; the plan's change goes in with the loop's next."""
-        kept = None
-        if self.tree.changed_paths() - {PLAN_FILE}:
-            kept = self.tree.set_aside_as_draft(task_id, result.log_path, record=False)
-        self.ws.journal.event("task_left_the_plan", item=task_id, draft=kept, log=str(result.log_path))
-        if kept:
-            self.ws.console.event(f"{task_id} left the plan during its build: its changes are kept on {kept}")
+    def _attempts(self, task_id: str, iteration: int, report: StageReport, plan: Plan) -> None:
+        first = True
+        while True:
+            task = plan.task_line(task_id).record
+            values = _values(self._draft_shown(task), plan, self.ws.settings)
+            if self.tree.in_worktree:
+                self._from_the_branch_as_it_is(task_id, first)
+            first = False
+            result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
+            facts, attempt = self._facts(task_id, result, iteration)
+            outcome = decide(facts)
+            self._apply(task_id, outcome, attempt, report)
+            if not outcome.again:
+                return
+            plan = self.plan.read()
 
-    def _give_back_stale(self, task_id: str) -> None:
-        """A runner's build failed while other runners had published work it lacks, or were
-        building theirs: not counted. Its changes are set aside (a patch and a draft), the plan as
-        committed; publishing the build catches up with the remote, and the task is built again
-        there, once what others publish has moved the shared branch (held until then)."""
-        log = self.agents.rel(self.agents.new_log("stale", task_id))
-        self.tree.coordinator.hold(task_id)
-        self.tree.set_aside_as_draft(task_id, log, record=False)
-        self.tree.reset_plan(self.tree.home / log.with_suffix(".plan.jsonl"))
-        self.ws.journal.event("build_stale_base", item=task_id, base=self.tree.repo.head(), log=str(log))
-        self.ws.console.event(
-            f"{task_id}: other runners' work this build may lack is published or under way; built again after"
+    def count_held_back(
+        self, task_id: str, failure: Failure, result: AgentResult, report: StageReport
+    ) -> bool:
+        """A failure StaleBase held back beside running neighbours, judged once they left the code
+        as it was (ParallelBuilds): deferred when the agent said it cannot do it and other tasks may
+        change the code, else counted. Its changes were set aside then. True when it is built again."""
+        others = self._others_ready(task_id) if failure.verdict is Verdict.AGENT_ERROR else []
+        if others:
+            facts = AttemptFacts(failure=failure, deferred=True, kept=True)
+        else:
+            facts = AttemptFacts(failure=failure, counted=self._counted(task_id, failure, result), kept=True)
+        outcome = decide(facts)
+        self._apply(task_id, outcome, Attempt(result, others=tuple(others), counted=facts.counted), report)
+        return outcome.again
+
+    def _facts(self, task_id: str, result: AgentResult, iteration: int) -> tuple[AttemptFacts, Attempt]:
+        """What the attempt's run did, asked in decide's order: the gate runs only on a build that
+        is to be judged, and the tree's waivers (stale base, deferral) are spent only on a failure
+        that reaches them."""
+        stop = result.run.stop_reason
+        if stop in KILLING_STOPS:
+            return AttemptFacts(killed=KILLING_STOPS[stop]), Attempt(result)
+        plan = self.plan.after(result)
+        after = plan.find_task(task_id)  # the task as the agent left it
+        if after is None:  # its agent removed it (found it done), or a person deleted it meanwhile
+            return AttemptFacts(in_plan=False), Attempt(result)
+        asked = [] if result.violation else _questions(plan, task_id)
+        if asked:
+            return AttemptFacts(asked=True), Attempt(result, questions=tuple(asked))
+        problem = result.plan_problem
+        if not (result.violation or problem) and _resubmitted_unchanged(after, result):
+            return AttemptFacts(resubmitted=True), Attempt(result)
+        failure, changed = self._build_failure(after, result, problem, iteration)
+        if failure is None:
+            return AttemptFacts(), Attempt(result, frozenset(changed))
+        others = self._others_ready(task_id) if failure.verdict is Verdict.AGENT_ERROR else []
+        tree = judge_failure(self.tree, task_id, failure.verdict, bool(others))
+        in_worktree = self.tree.in_worktree
+        if tree.stale:  # built again on the new HEAD, uncounted
+            return AttemptFacts(failure=failure, stale=True, in_worktree=in_worktree), Attempt(result)
+        if tree.deferred:  # built again once other tasks move the code, uncounted
+            facts = AttemptFacts(failure=failure, in_worktree=in_worktree, deferred=True)
+            return facts, Attempt(result, others=tuple(others))
+        counted = self._counted(task_id, failure, result)
+        facts = AttemptFacts(failure=failure, counted=counted, from_head=tree.from_head)
+        return facts, Attempt(result, counted=counted)
+
+    def _counted(self, task_id: str, failure: Failure, result: AgentResult) -> Counted:
+        """The task as this failure, recorded, would leave it (worked out on a copy of the plan;
+        _apply records it)."""
+        settings, usage = self.ws.settings, result.tracker.usage
+        preview = self.plan.read()
+        files = sorted(result.changed - {PLAN_FILE})
+        preview.record_build_failure(
+            task_id, failure.verdict, failure.text, usage.total, usage.cost_usd, result.model, files
+        )
+        task = preview.task_line(task_id).record
+        return Counted(
+            ancestor=task.get("repeated_from"),
+            family=family_of(task),
+            out_of_builds=preview.out_of_builds(task_id, settings.max_attempts, settings.max_rebuilds),
+            same_twice=failed_the_same_twice(task),
+            splittable=task.get("depth", 0) < settings.max_decompose_depth,
         )
 
-    def _asked(self, task_id: str, result: AgentResult, report: StageReport) -> bool:
-        """The agent asked a person about its task (`ralph ask`), which blocked it: no attempt is
-        counted; its partial changes are set aside as a patch beside its log, and the question is
-        committed. The task is built afresh, with the answer, once a person gives it."""
-        plan = self.plan.after(result)
-        asked = plan.questions_of(task_id)
-        if not asked or not is_blocked(plan.task_line(task_id).record):
-            return False
-        self.tree.set_aside_as_draft(task_id, result.log_path)
-        ids = ", ".join(question["id"] for question in asked)
-        commit = self.tree.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
-        report.commits += [commit] if commit else []
-        self.ws.journal.event("question_asked", item=task_id, questions=ids, log=str(result.log_path))
-        self.ws.console.event(f"{task_id} asked a question ({ids}); it waits for `ralph answer`")
-        return True
+    def _others_ready(self, task_id: str) -> list[str]:
+        """The other tasks ready to build that do not wait for the code to move: their builds may
+        bring what this one lacks."""
+        waiting = self.tree.waiting_for_code()
+        return [
+            task["id"]
+            for task in buildable_now(self.plan.read(), self.ws.settings)
+            if task["id"] != task_id and task["id"] not in waiting
+        ]
+
+    def _apply(self, task_id: str, outcome: BuildOutcome, attempt: Attempt, report: StageReport) -> None:
+        """What the attempt came to, done, in this order: its failure counted, the work tree
+        settled (the task held back, its changes kept), the plan written, the question or the
+        build committed, and the person told."""
+        result, failure = attempt.result, outcome.failure
+        if outcome.counted and failure is not None:
+            attempts = self._record_failure(task_id, failure, result)
+            self._tell_failure(task_id, attempts, failure, report, result.model)
+        log = self._log_of(task_id, outcome, result)
+        hold, wait = outcome.next is Next.AFTER_OTHERS, outcome.next is Next.WAIT_FOR_CODE
+        reset = outcome.write is Write.RESET
+        draft = settle_attempt(self.tree, task_id, outcome.keep, log, hold=hold, wait=wait, reset_plan=reset)
+        said = self._commit(task_id, outcome, attempt, self._write(task_id, outcome, result), report)
+        self._tell(task_id, outcome, attempt, report, log, draft, said)
+        if outcome.next is Next.AFTER_NEIGHBOURS:
+            raise StaleBase(task_id, failure, result)
+
+    def _log_of(self, task_id: str, outcome: BuildOutcome, result: AgentResult) -> Path:
+        """The log the attempt's kept changes go beside: its run's, or one of their own when the
+        attempt is given back uncounted (the plan's copy goes beside it too)."""
+        if outcome.write is Write.RESET:
+            kind = "stale" if outcome.exit is Exit.STALE_BASE else "deferred"
+            return self.agents.rel(self.agents.new_log(kind, task_id))
+        return result.log_path
+
+    def _write(self, task_id: str, outcome: BuildOutcome, result: AgentResult) -> str | None:
+        """What the plan records of the attempt; what that names: the task built (its name), the
+        question ralph asked (its id)."""
+        write, usage = outcome.write, result.tracker.usage
+        if write is Write.BUILD:
+            files = sorted(result.changed - {PLAN_FILE})
+            with self.plan.change() as change:
+                shown = [shown_path(path) for path in files]
+                task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd, result.model)
+                if not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
+                    self.plan.save_spending(into=change.plan)
+            return str(task["name"])
+        if write not in (Write.RESUBMISSION, Write.SET_ASIDE, Write.ASK):
+            return None  # nothing, the agent's question (committed as it is), or reset by the tree
+        with self.plan.change(commit=True) as change:
+            if write is Write.RESUBMISSION:
+                change.plan.record_resubmission(task_id, usage.total, usage.cost_usd)
+                change.message = f"ralph(build): {task_id} resubmitted unchanged, with its argument"
+                return None
+            if outcome.kill is not None:
+                reason = outcome.kill
+                change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
+                change.message = f"ralph(build): {task_id} killed ({reason})"
+                return None
+            task = change.plan.task_line(task_id).record
+            asked = change.plan.ask_about_repeated_failure(
+                task_id, _same_twice_question(task), _now(), "ralph (BUILD: the same failure twice)"
+            )
+            change.message = f"ralph(build): {task_id} failed the same way twice; asks {asked['id']}"
+            return str(asked["id"])
+
+    def _commit(
+        self, task_id: str, outcome: BuildOutcome, attempt: Attempt, said: str | None, report: StageReport
+    ) -> str | None:
+        """The agent's question committed, or the build's files with the plan that records it
+        (`said`: the task's name), which the work tree records on the task (in a worktree: its
+        copy, once merged). The commit; else `said` as it was."""
+        if outcome.write is Write.QUESTION:
+            ids = ", ".join(attempt.questions)
+            return self.tree.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
+        if outcome.keep is not Keep.COMMIT or said is None:
+            return said
+        return self._commit_build(task_id, said, attempt.changed, report)
+
+    def _commit_build(
+        self, task_id: str, name: str, changed: frozenset[str], report: StageReport
+    ) -> str | None:
+        """The build's files and the plan that records it, in one commit (its `name` the task's)."""
+        files = sorted(changed - {PLAN_FILE})
+        commit = self.tree.commit(f"ralph(build): {task_id} {name}", {*files, PLAN_FILE}, task_id)
+        if commit:
+            report.commits.append(commit)
+            report.builds.append(commit)
+        return commit
+
+    def _tell(
+        self,
+        task_id: str,
+        outcome: BuildOutcome,
+        attempt: Attempt,
+        report: StageReport,
+        log: Path,
+        draft: str | None,
+        said: str | None,
+    ) -> None:
+        """The journal, the console and the report hear what the attempt came to (a counted
+        failure was told as it was recorded). `draft`: the branch its changes went on; `said`:
+        the commit of its agent's question, or the id of the question ralph asked."""
+        result, exit_, next_ = attempt.result, outcome.exit, outcome.next
+        journal, console, run_log = self.ws.journal, self.ws.console, str(result.log_path)
+        if outcome.kill is not None:
+            reason = outcome.kill
+            journal.event("task_killed", item=task_id, kill_reason=reason, log=run_log)
+            then = "set aside for DECOMPOSE"
+            report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
+            console.event(f"{task_id} killed ({reason}); it will be decomposed")
+        elif exit_ is Exit.LEFT_THE_PLAN:
+            journal.event("task_left_the_plan", item=task_id, draft=draft, log=run_log)
+            if draft:
+                console.event(f"{task_id} left the plan during its build: its changes are kept on {draft}")
+        elif exit_ is Exit.ASKED:
+            ids = ", ".join(attempt.questions)
+            report.commits += [said] if said else []
+            journal.event("question_asked", item=task_id, questions=ids, log=run_log)
+            console.event(f"{task_id} asked a question ({ids}); it waits for `ralph answer`")
+        elif exit_ is Exit.RESUBMITTED:
+            journal.event("resubmitted", item=task_id, log=run_log)
+            console.event(f"{task_id} resubmitted unchanged; a fresh verifier judges it")
+        elif exit_ is Exit.STALE_BASE and next_ is Next.AFTER_OTHERS:
+            journal.event("build_stale_base", item=task_id, base=self.tree.repo.head(), log=str(log))
+            console.event(
+                f"{task_id}: other runners' work this build may lack is published or under way;"
+                " built again after"
+            )
+        elif exit_ is Exit.DEFERRED and outcome.failure is not None:
+            others = attempt.others
+            journal.event("build_deferred", item=task_id, others=len(others), log=run_log)
+            console.event(
+                f"{task_id}: {gist(outcome.failure.text)}; built again once other tasks have changed the"
+                f" code ({plural(len(others), 'other task')} ready; not counted as an attempt)"
+            )
+        elif next_ is Next.FAMILY and attempt.counted is not None:
+            ancestor, family = attempt.counted.ancestor, attempt.counted.family
+            journal.event(
+                "failure_survived_split", item=task_id, ancestor=ancestor, family=family, log=run_log
+            )
+            console.event(
+                f"{task_id} failed as its ancestor {ancestor} did: family {family} goes to a person"
+            )
+        elif next_ is Next.PERSON and exit_ is Exit.FAILED:
+            journal.event("question_asked", item=task_id, questions=said, repeated=True, log=run_log)
+            report.stopped.append(f"{task_id} failed the same way twice; question {said} for a person")
+            console.event(f"{task_id} failed the same way twice; it waits for `ralph answer {said}`")
 
     def _build_failure(
         self, task: Record, result: AgentResult, problem: PlanProblem | None, iteration: int
@@ -549,22 +643,6 @@ class BuildStage:
         refusal = f"the pre-commit hook refused the build:\n{result.summary}"
         return Failure(Verdict.HOOK_REFUSED, _for_history(refusal, self.agents.rel(log)))
 
-    def _record_build(
-        self, task_id: str, result: AgentResult, report: StageReport, changed: set[str]
-    ) -> None:
-        files = sorted(changed - {PLAN_FILE})
-        usage = result.tracker.usage
-        with self.plan.change() as change:
-            shown = [shown_path(path) for path in files]
-            task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd, result.model)
-            if not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
-                self.plan.save_spending(into=change.plan)
-        # The work tree's commit records it on the task (in a worktree: its copy, once merged).
-        commit = self.tree.commit(f"ralph(build): {task_id} {task['name']}", {*files, PLAN_FILE}, task_id)
-        if commit:
-            report.commits.append(commit)
-            report.builds.append(commit)
-
     def _record_failure(self, task_id: str, failure: Failure, result: AgentResult) -> int:
         """The attempt failed: back to pending with its verdict and the reason; the code stays for
         the next try."""
@@ -597,74 +675,7 @@ class BuildStage:
         """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
         used up max_rebuilds: DECOMPOSE splits it."""
         settings = self.ws.settings
-        if plan.rejections(task_id) >= settings.max_attempts:
-            return True
-        return rebuilding(plan, task_id) and plan.out_of_builds(
-            task_id, settings.max_attempts, settings.max_rebuilds
-        )
-
-    def _out_of_builds(self, task_id: str) -> bool:
-        """Its builds used up their budget: max_attempts, or max_rebuilds once VERIFY rejected it."""
-        settings = self.ws.settings
-        return self.plan.read().out_of_builds(task_id, settings.max_attempts, settings.max_rebuilds)
-
-    def _record_resubmission(self, task_id: str, result: AgentResult, report: StageReport) -> None:
-        """The builder found the rejected work already right and resubmitted it unchanged, with its
-        argument: no failure and no build; a fresh verifier judges it next."""
-        usage = result.tracker.usage
-        with self.plan.change(commit=True) as change:
-            change.plan.record_resubmission(task_id, usage.total, usage.cost_usd)
-            change.message = f"ralph(build): {task_id} resubmitted unchanged, with its argument"
-        self.ws.journal.event("resubmitted", item=task_id, log=str(result.log_path))
-        self.ws.console.event(f"{task_id} resubmitted unchanged; a fresh verifier judges it")
-
-    def _failed_the_same_twice(self, task_id: str) -> bool:
-        return failed_the_same_twice(self.plan.read().task_line(task_id).record)
-
-    def _send_on_repeated(
-        self, task_id: str, result: AgentResult, report: StageReport, kept: bool = False
-    ) -> None:
-        """The same failure twice in a row: DECOMPOSE splits the task, with both failures in its
-        prompt; a task decomposed as deep as max_decompose_depth allows goes to a person instead,
-        as a question that quotes them."""
-        task = self.plan.read().task_line(task_id).record
-        if task.get("depth", 0) < self.ws.settings.max_decompose_depth:
-            return self._kill(task_id, KillReason.REPEATED_FAILURE, result, report, kept)
-        if not kept:
-            self.tree.set_aside(result.log_path)
-        first, second = task["repeated_failure"]
-        question = (
-            f"Task {task_id} failed the same way twice in a row and cannot be split further"
-            f" (decomposed {task.get('depth', 0)} times). How should it be done, or should it be"
-            f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
-        )
-        with self.plan.change(commit=True) as change:
-            asked = change.plan.ask_about_repeated_failure(
-                task_id, question, _now(), "ralph (BUILD: the same failure twice)"
-            )
-            change.message = f"ralph(build): {task_id} failed the same way twice; asks {asked['id']}"
-        self.ws.journal.event(
-            "question_asked", item=task_id, questions=asked["id"], repeated=True, log=str(result.log_path)
-        )
-        report.stopped.append(f"{task_id} failed the same way twice; question {asked['id']} for a person")
-        self.ws.console.event(
-            f"{task_id} failed the same way twice; it waits for `ralph answer {asked['id']}`"
-        )
-
-    def _kill(
-        self, task_id: str, reason: KillReason, result: AgentResult, report: StageReport, kept: bool = False
-    ) -> None:
-        """Set the task aside for DECOMPOSE; its partial changes are saved as a patch and a draft
-        branch, then undone (`kept`: they were already)."""
-        if not kept:
-            self.tree.set_aside_as_draft(task_id, result.log_path)
-        with self.plan.change(commit=True) as change:
-            change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
-            change.message = f"ralph(build): {task_id} killed ({reason})"
-        self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=str(result.log_path))
-        then = "set aside for DECOMPOSE"
-        report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
-        self.ws.console.event(f"{task_id} killed ({reason}); it will be decomposed")
+        return rejected_too_often(plan, task_id, settings.max_attempts, settings.max_rebuilds)
 
 
 def _waiting_last(ready: list[Record], waiting: set[str], running: set[str]) -> list[Record]:
@@ -765,6 +776,24 @@ def _repeat_question(task: Record) -> str:
         f"VERIFY rejected task {task_id} ({name}) twice in a row for the same reason. Is the criterion"
         " right, and how should the task meet it, or should it be dropped? Built again as it is, it"
         f" would be rejected again.\n\nThe first rejection:\n{first}\n\nThe second:\n{second}"
+    )
+
+
+def _questions(plan: Plan, task_id: str) -> list[str]:
+    """The questions the task's agent asked a person (`ralph ask`), which blocked it."""
+    asked = plan.questions_of(task_id)
+    if not asked or not is_blocked(plan.task_line(task_id).record):
+        return []
+    return [question["id"] for question in asked]
+
+
+def _same_twice_question(task: Record) -> str:
+    """The question about a task that failed the same way twice and cannot be split further."""
+    first, second = task["repeated_failure"]
+    return (
+        f"Task {task['id']} failed the same way twice in a row and cannot be split further"
+        f" (decomposed {task.get('depth', 0)} times). How should it be done, or should it be"
+        f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
     )
 
 

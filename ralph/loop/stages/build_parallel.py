@@ -4,18 +4,19 @@ and merged into the loop's branch one at a time as each is built."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ralph.errors import BranchSwitched
 from ralph.loop.process.signals import deferred_signals
 from ralph.loop.process.supervisor import BudgetSpent
 from ralph.loop.runs.agent_process import AgentResult
+from ralph.loop.stages.build_outcome import Failure, StaleBase
 from ralph.loop.stages.retries import TreeRemoved
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
-from ralph.loop.tree.work_tree import BuildCheckout, CheckoutBehind, StaleBase
+from ralph.loop.tree.work_tree import BuildCheckout, CheckoutBehind
 from ralph.plan.document import Record
-from ralph.plan.records import Stage, Verdict
+from ralph.plan.records import Stage
 from ralph.plan.scope import overlaps
 
 if TYPE_CHECKING:
@@ -40,13 +41,9 @@ class Builder(Protocol):
 
     def build_task(self, task_id: str, iteration: int, report: StageReport) -> None: ...
 
-    def count_failure(
-        self, task_id: str, failure: Any, result: AgentResult, report: StageReport, kept: bool = False
+    def count_held_back(
+        self, task_id: str, failure: Failure, result: AgentResult, report: StageReport
     ) -> bool: ...
-
-    def others_ready(self, task_id: str) -> list[str]: ...
-
-    def tell_deferred(self, task_id: str, failure: Any, result: AgentResult, others: list[str]) -> None: ...
 
     def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None: ...
 
@@ -56,7 +53,7 @@ class Unjudged(NamedTuple):
     to count if their builds leave that code as it was."""
 
     base: str
-    failure: Any
+    failure: Failure
     result: AgentResult
 
 
@@ -208,13 +205,8 @@ class ParallelBuilds:
         head = self.ws.tree.repo.head()
         if held is None or head is None or self.ws.tree.home_repo.code_differs(held.base, head):
             return True
-        if held.failure.verdict is Verdict.AGENT_ERROR and (others := self.lead.others_ready(task_id)):
-            # The agent said it cannot do it on this code, and other tasks may change the code.
-            self.ws.tree.wait_for_code(task_id)
-            self.lead.tell_deferred(task_id, held.failure, held.result, others)
-            return False
         report = StageReport(Stage.BUILD)
-        again = self.lead.count_failure(task_id, held.failure, held.result, report, kept=True)
+        again = self.lead.count_held_back(task_id, held.failure, held.result, report)
         self.report.absorb(report)
         return again
 
@@ -325,8 +317,9 @@ class ParallelBuilds:
         ws.tree.set_aside(log)
         self._stale.add(task_id)
         moved = ws.tree.behind()
-        if not moved and ws.tree.base is not None and stale.result is not None:
-            self._unjudged[task_id] = Unjudged(ws.tree.base, stale.failure, stale.result)
+        base, failure, result = ws.tree.base, stale.failure, stale.result
+        if not moved and base is not None and failure is not None and result is not None:
+            self._unjudged[task_id] = Unjudged(base, failure, result)
         neighbours = sorted({*self.building, *self.merging} - {task_id})
         self.ws.journal.event(
             "build_stale_base",

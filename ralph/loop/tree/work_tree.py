@@ -12,8 +12,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from ralph.errors import GitError, PlanInvalid, disk_full
 from ralph.loop.observe.console import Console
@@ -37,9 +38,6 @@ from ralph.store.lock import RALPH_FILES
 from ralph.store.owned import Owned, OwnedKind
 from ralph.text import shown_path
 
-if TYPE_CHECKING:
-    from ralph.loop.runs.agent_process import AgentResult
-
 BUILD_BRANCH_PREFIX = "ralph/"  # a build in a worktree of its own works on ralph/<task id>
 
 
@@ -48,23 +46,30 @@ class CheckoutBehind(Exception):  # noqa: N818 (a signal to the parallel builds,
     in it: made again from the new HEAD rather than built on the old one."""
 
 
-class StaleBase(Exception):  # noqa: N818 (a signal to the parallel builds, not an error)
-    """A build attempt in a worktree failed on a base its neighbours' builds have moved past, or
-    may yet (they still run): it may have failed only for want of their changes. It is not counted
-    now; the task is built again from the new HEAD once those neighbours have merged or failed,
-    and the failure counted then if none of them changed the code. `failure`, `result`: the
-    attempt's verdict and words (ralph.loop.stages.build.Failure) and its agent run."""
-
-    def __init__(self, task_id: str, failure: object = None, result: AgentResult | None = None):
-        super().__init__(task_id)
-        self.failure, self.result = failure, result
-
-
 # Verdicts a missing neighbour's change can cause (its code not there to apply onto, import or pass
 # tests with); a violation or a broken plan is the attempt's own doing.
 STALE_VERDICTS = frozenset(
     {Verdict.GATE_FAILED, Verdict.NOT_DONE, Verdict.NO_CHANGES, Verdict.HOOK_REFUSED, Verdict.AGENT_ERROR}
 )
+
+
+class Keep(StrEnum):
+    """What the work tree does with a build attempt's changes (settle_attempt)."""
+
+    IN_PLACE = "in_place"  # left where they are: the next attempt (or its caller) goes on from them
+    COMMIT = "commit"  # the build's files committed, after the plan recorded it
+    DRAFT = "draft"  # kept on the task's draft branch (recorded on the task) and as a patch, undone
+    DRAFT_UNRECORDED = "draft_unrecorded"  # the same, not recorded on the task
+    DRAFT_IF_CHANGED = "draft_if_changed"  # the same, when the run changed any code
+    PATCH = "patch"  # kept as a patch beside the run's log, undone
+
+
+class FailureOnTree(NamedTuple):
+    """What the work tree says of a failed build attempt (judge_failure)."""
+
+    stale: bool = False  # waived: others' work, missing from its base, may settle it
+    deferred: bool = False  # waived: the agent could not do it on this code, others may move it
+    from_head: bool = False  # counted, and its retry starts from the branch as it is
 
 
 @dataclass
@@ -197,15 +202,13 @@ class WorkTree:
             return False
         return self._waive(task_id, self.base)
 
-    def defer(self, task_id: str) -> bool:
-        """A build the agent could not do on this code (Verdict.AGENT_ERROR) while other
-        tasks are ready: not counted, and built again once the code has moved (their merges), the
-        first time on this code only. False when it was deferred on this code already."""
+    def may_defer(self, task_id: str) -> bool:
+        """Whether a build the agent could not do on this code (Verdict.AGENT_ERROR) while other
+        tasks are ready goes uncounted, to be built again once the code has moved (their merges,
+        wait_for_code): the first time on this code only. False when it was deferred on this code
+        already."""
         head = self.home_repo.head()
-        if head is None or not self._waive(task_id, head):
-            return False
-        self.wait_for_code(task_id)
-        return True
+        return head is not None and self._waive(task_id, head)
 
     def wait_for_code(self, task_id: str) -> None:
         """The task goes after the other ready tasks until the code moves: built again on the same
@@ -726,3 +729,46 @@ def _new_folder(prefix: str) -> Path:
     import tempfile
 
     return Path(tempfile.gettempdir()) / f"{prefix}{secrets.token_hex(6)}"
+
+
+def judge_failure(tree: WorkTree, task_id: str, verdict: Verdict, others_ready: bool) -> FailureOnTree:
+    """What the tree says of a failed attempt, asked once: waived as made on a stale base, else
+    deferred (Verdict.AGENT_ERROR with `others_ready`), else counted, retried from HEAD or not.
+    A waiver is spent only when it is given (WorkTree.stale_base, WorkTree.may_defer)."""
+    if tree.stale_base(task_id, verdict):
+        return FailureOnTree(stale=True)
+    if verdict is Verdict.AGENT_ERROR and others_ready and tree.may_defer(task_id):
+        return FailureOnTree(deferred=True)
+    return FailureOnTree(from_head=tree.retry_from_head(verdict))
+
+
+def settle_attempt(
+    tree: WorkTree,
+    task_id: str,
+    keep: Keep,
+    log: Path,
+    *,
+    hold: bool = False,
+    wait: bool = False,
+    reset_plan: bool = False,
+) -> str | None:
+    """What the work tree does as a build attempt ends (ralph.loop.stages.build_outcome), in this
+    order: the task held back (`hold`: from this runner's claims until others publish; `wait`:
+    until the code moves), its changes kept as `keep` says, beside `log`, and with `reset_plan`
+    plan.jsonl back as committed, the run's copy beside the log. The draft branch, if any."""
+    if hold:
+        tree.coordinator.hold(task_id)
+    if wait:
+        tree.wait_for_code(task_id)
+    draft = None
+    if keep is Keep.DRAFT:
+        draft = tree.set_aside_as_draft(task_id, log)
+    elif keep is Keep.DRAFT_UNRECORDED or (
+        keep is Keep.DRAFT_IF_CHANGED and tree.changed_paths() - {PLAN_FILE}
+    ):
+        draft = tree.set_aside_as_draft(task_id, log, record=False)
+    elif keep is Keep.PATCH:
+        tree.set_aside(log)
+    if reset_plan:
+        tree.reset_plan(tree.home / log.with_suffix(".plan.jsonl"))
+    return draft
