@@ -9,6 +9,8 @@ max_attempts stopped runs the issue is kept open for a person instead of being r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ralph.loop.runs.agent_process import AgentResult
 from ralph.loop.runs.prompts import data_block
 from ralph.loop.stages.job import Job
@@ -121,9 +123,9 @@ class InvestigateStage:
         return self.tree.commit(f"ralph(investigate): {issue['id']} stopped ({reason}), {then}")
 
 
-def jobs(plan: Plan, settings: Settings) -> list[Job]:
+def jobs(plan: Plan, settings: Settings, root: Path | None = None) -> list[Job]:
     """The INVESTIGATE runs a plan calls for: one per open issue of the spec, but those a person
-    keeps open."""
+    keeps open. (`root`: every stage's jobs take the same arguments, ralph.loop.stages.modules.)"""
     return [
         Job(
             Stage.INVESTIGATE, issue["id"], issue["text"], _values(issue, settings.max_attempts), record=issue
