@@ -34,11 +34,14 @@ class InvestigateStage:
             return report
         span = self.ws.journal.span("stage", stage="INVESTIGATE", iteration=iteration, items=len(found))
         report.items = 0
-        for job in self.ws.coordinator.issues(found, self._fresh):
+        for job in self.ws.coordinator.each(Stage.INVESTIGATE, found, self._fresh, self._items):
             self._investigate(job.record, job.values, iteration, report)
             report.items += 1
         span.end()
         return report
+
+    def _items(self, plan: Plan) -> list[dict]:
+        return open_issues(plan, self.ws.settings.spec)
 
     def _fresh(self, issue_id: str) -> Job | None:
         return next((job for job in jobs(self.plan.read(), self.ws.settings) if job.item == issue_id), None)
@@ -130,9 +133,13 @@ def jobs(plan: Plan, settings: Settings, root: Path | None = None) -> list[Job]:
         Job(
             Stage.INVESTIGATE, issue["id"], issue["text"], _values(issue, settings.max_attempts), record=issue
         )
-        for issue in plan.issues(settings.spec)
-        if not issue.get("keep_open")
+        for issue in open_issues(plan, settings.spec)
     ]
+
+
+def open_issues(plan: Plan, spec: str) -> list[dict]:
+    """The issues INVESTIGATE runs on: the spec's open ones, but those a person keeps open."""
+    return [issue for issue in plan.issues(spec) if not issue.get("keep_open")]
 
 
 def _values(issue: dict, max_attempts: int) -> dict:
