@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import click
 
+from ralph.agents import names_in_words
 from ralph.cli.common import agent_names, describe_cost, emit, root_of, say
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, RalphError
 from ralph.text import printable
 from ralph.usecases.settings import DEFAULTS
+
+AGENT_HELP = f"{names_in_words()} (see `ralph agents`)."  # from the adapter table, never by hand
 
 
 class Duration(click.ParamType):
@@ -72,7 +75,7 @@ def _loop_options(command):
     options = [
         click.option(
             "--agent",
-            help="claude, codex, opencode, gemini or command (see `ralph agents`).",
+            help=AGENT_HELP,
             shell_complete=agent_names,
         ),
         click.option(
