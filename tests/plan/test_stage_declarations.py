@@ -83,3 +83,15 @@ def test_the_permission_checks_read_what_each_stage_may_change():
 def test_the_stages_with_a_model_are_the_declared_ones_in_declared_order():
     assert MODEL_STAGES == ("PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE", "CHECK")
     assert tuple(declared.name for declared in STAGES if declared.model) == MODEL_STAGES
+
+
+def test_the_config_takes_a_model_for_each_stage_with_one():
+    from ralph.plan.models import StageModels
+
+    assert tuple(StageModels.model_fields) == MODEL_STAGES
+
+
+def test_the_agent_contract_names_every_stage_an_agent_may_see_in_ralph_stage():
+    contract = Path(__file__).resolve().parents[2] / "docs" / "agent-contract.md"
+    row = next(line for line in contract.read_text(encoding="utf-8").splitlines() if "`RALPH_STAGE`" in line)
+    assert [declared.name for declared in STAGES if f"`{declared.name}`" not in row] == []
