@@ -210,8 +210,21 @@ def stage_table(kind: str) -> str:
     return "\n".join(rows) + "\n"
 
 
+_STAGE_ROW = re.compile(r"^\| `RALPH_STAGE` \|.*$", re.M)
+
+
+def stage_row() -> str:
+    """The environment table's RALPH_STAGE row: every declared stage's name."""
+    place = stage_declarations.Place.APART
+    loop = [f"`{d.name}`" for d in stage_declarations.STAGES if d.place is not place]
+    names = ", ".join(loop[:-1]) + " or " + loop[-1]
+    apart = [f"`{d.name}` ({d.place})" for d in stage_declarations.STAGES if d.place is place]
+    return f"| `RALPH_STAGE` | {'; '.join([names, *apart])} (the stage table below says what each does) |"
+
+
 def contract_text(current: str) -> str:
-    """docs/agent-contract.md with its stage tables generated again; both need their place."""
+    """docs/agent-contract.md with its stage tables and RALPH_STAGE's row generated again; each
+    needs its place."""
     placed = sorted(match["kind"] for match in _STAGE_TABLE.finditer(current))
     if placed != ["may", "overview"]:
         raise ValueError(
@@ -219,6 +232,11 @@ def contract_text(current: str) -> str:
             f" {placed or 'none'} (each sits between '<!-- stage table: KIND, {STAGE_NOTE} -->' and"
             " '<!-- end of stage table -->')"
         )
+    if len(_STAGE_ROW.findall(current)) != 1:
+        raise ValueError(
+            f"{CONTRACT_FILE.name}: wants one row '| `RALPH_STAGE` | ...' in its environment table"
+        )
+    current = _STAGE_ROW.sub(lambda _: stage_row(), current)
     return _STAGE_TABLE.sub(lambda m: m[1] + "\n" + stage_table(m["kind"]) + "\n" + m[4], current)
 
 

@@ -1,12 +1,9 @@
 """What each stage's agent may do, checked after every run from what actually changed: HEAD and
 the branch, the work tree, and plan.jsonl's records before and after. The prompt asks; this checks.
 
-  PLAN, INVESTIGATE  change only the plan: add tasks and issues, resolve or keep open their issue
-  BUILD              changes code, marks its own task done, may add issues (or drop its own task),
-                     may ask a person about its own task (which blocks it)
-  VERIFY             a verdict on its own task (accept or reject), may add tasks and issues; no code
-  DECOMPOSE          changes only the plan: adds subtasks, removes its own task
-  CHECK              changes only the plan: adds tasks and issues for what the spec still lacks
+What each stage may change is declared with the stage (ralph.plan.stage_declarations: its `may`
+and `plan_only`; docs/agent-contract.md's table is generated from them). Besides:
+
   every stage        never commits, moves HEAD or switches branch, never changes ralph's config
                      (its gate, hooks and agent command run outside the agents' sandbox), never
                      changes a submodule's `.git` link or its git directory
