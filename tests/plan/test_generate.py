@@ -91,6 +91,9 @@ def copies(tmp_path, monkeypatch):
     shutil.copy(generate.DOCS_FILE, docs)
     monkeypatch.setattr(generate, "SCHEMA_FILE", schema)
     monkeypatch.setattr(generate, "DOCS_FILE", docs)
+    contract = tmp_path / "agent-contract.md"  # its stage tables are generated too
+    shutil.copy(generate.CONTRACT_FILE, contract)
+    monkeypatch.setattr(generate, "CONTRACT_FILE", contract)
     return schema, docs
 
 
