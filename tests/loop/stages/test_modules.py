@@ -9,7 +9,7 @@ from pathlib import Path
 from ralph.loop.stages import modules
 from ralph.loop.stages.build import BuildStage
 from ralph.loop.stages.job import Job
-from ralph.plan.stage_declarations import BY_NAME, STAGES, Place, StageDeclaration
+from ralph.plan.stage_declarations import BY_NAME, STAGES, Claim, Place, StageDeclaration
 from ralph.usecases.settings import Settings
 
 
@@ -53,3 +53,10 @@ def test_a_new_declaration_names_its_module_and_class():
 
     assert modules.stage_run(declared) is VerifyStage
     assert modules.module_of(declared).jobs is jobs
+
+
+def test_the_stages_declared_to_claim_one_item_at_a_time_take_their_items_through_each():
+    """Claim.EACH: the coordinator's one `each` serves them all, with no method of their own."""
+    for declared in STAGES:
+        source = inspect.getsource(modules.module_of(declared))
+        assert ("coordinator.each(" in source) == (declared.claims is Claim.EACH), declared.name
