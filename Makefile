@@ -115,9 +115,12 @@ demo-draft: $(STAMP)
 
 ## schema: regenerate what is derived from the records declared in ralph/plan/models.py: the JSON
 ## Schema (ralph/plan/plan.schema.json), docs/plan-format.md's field tables and the Python the state
-## commands read (ralph/plan/declared.py), all by ralph/plan/generate.py
+## commands read (ralph/plan/declared.py); docs/agent-contract.md's stage tables from
+## ralph/plan/stage_declarations.py (all by ralph/plan/generate.py); and specs/architecture.md's map
+## of the code from ralph/'s docstrings and the layers (tests/support/architecture.py)
 schema: $(STAMP)
 	$(PY) -m ralph.plan.generate
+	$(PY) -m tests.support.architecture
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis .mypy_cache

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.coverage import COVERED
+from tests.support.layers import LAYERS
 
 ROOT = Path(__file__).resolve().parents[1]
 SUPPORT = "tests.support"
@@ -123,25 +124,6 @@ def test_every_module_with_logic_has_its_own_test_module_or_says_which_tests_cov
 
 def test_each_entry_of_the_coverage_map_names_existing_tests_and_says_how_they_cover_it():
     assert map_problems(ROOT, COVERED) == []
-
-
-# ralph's layers, top to bottom: a module may import from its own layer and the layers below it.
-# The loop's rooms are layers of their own (ralph/loop/__init__.py says what each holds); the
-# modules directly under ralph/ (errors, text, clock, ...) are the base every layer may use.
-LAYERS = (
-    ("ralph.__main__", "ralph.cli", "ralph.demo"),
-    ("ralph.loop",),
-    ("ralph.loop.stages",),
-    ("ralph.loop.tree",),
-    ("ralph.loop.share",),
-    ("ralph.loop.runs",),
-    ("ralph.loop.process",),
-    ("ralph.loop.observe",),
-    ("ralph.usecases",),
-    ("ralph.store",),
-    ("ralph.plan",),
-    ("ralph.agents",),
-)
 
 
 def layer_of(module: str) -> int:

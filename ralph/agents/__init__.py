@@ -1,4 +1,5 @@
-"""Agent adapters by name."""
+"""Agent adapters by name: ADAPTERS is the one list of them; `ralph agents`, `--agent`'s help and
+completion, and docs/agents.md's table (checked by tests/agents/test_adapter_table.py) follow it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ ADAPTERS = {
     "gemini": ("ralph.agents.gemini", "GeminiAdapter"),
     "command": ("ralph.agents.command", "CommandAdapter"),
 }
+
+
+def names_in_words() -> str:
+    """The adapters' names as a sentence lists them: "claude, codex, ... or command"."""
+    names = list(ADAPTERS)
+    return ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def _split(value: str | Sequence[str] | None) -> list[str]:

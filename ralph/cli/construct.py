@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ralph.agents import names_in_words
 from ralph.cli.common import agent_names, describe_cost, emit, root_of, say
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, RalphError
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     _StageModels = click.ParamType[tuple[str, tuple[str, ...]]]
 else:
     _Seconds = _Argv = _StageModels = click.ParamType
+
+AGENT_HELP = f"{names_in_words()} (see `ralph agents`)."  # from the adapter table, never by hand
 
 # A click command function, or a command, that options decorate.
 _Command = TypeVar("_Command", bound=Callable[..., Any])
@@ -100,7 +103,7 @@ def _loop_options(command: _Command) -> _Command:
     options = [
         click.option(
             "--agent",
-            help="claude, codex, opencode, gemini or command (see `ralph agents`).",
+            help=AGENT_HELP,
             shell_complete=agent_names,
         ),
         click.option(

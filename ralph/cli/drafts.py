@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from ralph.cli.common import agent_names, root_of, say
-from ralph.cli.construct import Duration, Shlex
+from ralph.cli.construct import AGENT_HELP, Duration, Shlex
 from ralph.text import printable
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ NOT_A_TERMINAL = "no terminal"
 @click.argument("idea", required=False)
 @click.option(
     "--agent",
-    help="claude, codex, opencode, gemini or command (see `ralph agents`).",
+    help=AGENT_HELP,
     shell_complete=agent_names,
 )
 @click.option(

@@ -43,15 +43,13 @@ from ralph.loop.runs.rate_limits import AgentAuthFailed, LimitTooLong
 from ralph.loop.share.coordinator import Solo
 from ralph.loop.stages import plan as stage_plan
 from ralph.loop.stages.agent_errors import AgentFailing
-from ralph.loop.stages.build import BuildStage
 from ralph.loop.stages.check import CheckOutcome, CheckStage, open_work
-from ralph.loop.stages.decompose import DecomposeStage
-from ralph.loop.stages.investigate import InvestigateStage
+from ralph.loop.stages.modules import stage_run
 from ralph.loop.stages.plan import PlanStage
 from ralph.loop.stages.retries import Deadline
-from ralph.loop.stages.verify import VerifyStage
 from ralph.loop.stages.workspace import StageReport, StageRun, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
+from ralph.plan import stage_declarations
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
@@ -66,12 +64,9 @@ from ralph.usecases.spec_checks import already_met, spec_digest
 
 NO_PROGRESS_LIMIT = 2  # iterations in a row that change nothing before the loop gives up
 # One iteration: failed work is split first, then issues, builds, splits of what BUILD killed, verdicts.
-ITERATION: tuple[type[StageRun], ...] = (
-    DecomposeStage,
-    InvestigateStage,
-    BuildStage,
-    DecomposeStage,
-    VerifyStage,
+# The order is declared with each stage (ralph.plan.stage_declarations).
+ITERATION: tuple[type[StageRun], ...] = tuple(
+    stage_run(declared) for declared in stage_declarations.iteration()
 )
 
 

@@ -17,12 +17,16 @@ from ralph.loop import preflight
 from ralph.loop.runs import prompts, skills
 from ralph.loop.runs.agent_process import LOG_DIR, AgentRunner, ralph_command
 from ralph.loop.runs.prompts import one_line
+from ralph.loop.stages import modules
+from ralph.loop.stages import plan as stage_plan
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.retries import run_model
+from ralph.plan import stage_declarations
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
+from ralph.plan.stage_declarations import Place
 from ralph.store.reader import PLAN_NAME, plan_path, read_bytes
 from ralph.text import plural
 from ralph.usecases.settings import MODEL_STAGES, Settings
@@ -98,14 +102,7 @@ def preview(root: Path, settings: Settings) -> Preview:
 
 def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRunner) -> Preview:
     """The runs each stage's `jobs` lists for the plan as it is: the same functions the run takes
-    its items and prompts from."""
-    from ralph.loop.stages import build as stage_build
-    from ralph.loop.stages import check as stage_check
-    from ralph.loop.stages import decompose as stage_decompose
-    from ralph.loop.stages import investigate as stage_investigate
-    from ralph.loop.stages import plan as stage_plan
-    from ralph.loop.stages import verify as stage_verify
-
+    its items and prompts from, for each stage declared to show in a dry run, in its place."""
     spec = settings.spec
     iteration = plan.iteration() + 1 if plan else 1
     notes: list[str] = []
@@ -114,13 +111,13 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
         notes.append(
             "the spec is not planned yet: PLAN runs first" + ("" if plan else " (after `ralph init`)")
         )
-        runs = [_run(runner, job, iteration) for job in stage_plan.jobs(plan, settings)]
+        runs = [_run(runner, job, iteration) for job in _jobs(Place.BEFORE, plan, settings, root)]
         return _result(settings, iteration, runs, notes, fence)
     records = [task.record for task in plan.task_views(spec)]
     issues = plan.issues(spec)
     questions = plan.questions(spec)
     if not records and not issues:  # every task accepted: the spec check, unless one found it met as it is
-        checks = stage_check.jobs(plan, settings, root)
+        checks = _jobs(Place.AFTER, plan, settings, root)
         notes.append(
             "every task is accepted: the spec check (CHECK) runs; the run ends COMPLETE if it adds nothing"
             if checks
@@ -131,18 +128,21 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
         notes.append(
             f"the run would end WAITING: {plural(len(questions), 'question')} to answer (`ralph questions`)"
         )
-    jobs = [
-        *stage_decompose.jobs(plan, settings, root),
-        *stage_investigate.jobs(plan, settings),
-        *stage_build.jobs(plan, settings),
-        *stage_verify.jobs(plan, settings),
-    ]
+    jobs = _jobs(Place.ITERATION, plan, settings, root)
     runs = [_run(runner, job, iteration) for job in jobs]
     if any(job.stage is Stage.BUILD for job in jobs):
         notes.append("BUILD also takes the tasks these builds unblock; VERIFY then checks each task built")
     for question in questions:
         notes.append(f"{question['id']} holds {question.get('task')}: {one_line(question['text'])[:100]}")
     return _result(settings, iteration, runs, notes, fence)
+
+
+def _jobs(place: Place, plan: Plan | None, settings: Settings, root: Path) -> list[Job]:
+    """The jobs of the stages in `place` that a dry run shows, each stage once, in the order they
+    first run (an iteration's order for Place.ITERATION)."""
+    placed = stage_declarations.iteration() if place is Place.ITERATION else stage_declarations.STAGES
+    shown = [declared for declared in placed if declared.place is place and declared.dry_run]
+    return [job for declared in dict.fromkeys(shown) for job in modules.jobs(declared, plan, settings, root)]
 
 
 def _sandbox(root: Path, settings: Settings, adapter: Adapter) -> FencePreview:

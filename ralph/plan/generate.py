@@ -1,10 +1,11 @@
 """What is derived from the record declarations (ralph/plan/models.py) at build time: the JSON
 Schema ralph/plan/plan.schema.json, the field tables of docs/plan-format.md (one per record
 type, between marker comments; the prose around them is written by hand), and the Python the state
-commands read, ralph/plan/declared.py (ralph/plan/derive.py). `make schema` runs it; the tests fail
-when any of them is stale.
+commands read, ralph/plan/declared.py (ralph/plan/derive.py); and from the stage declarations
+(ralph/plan/stage_declarations.py), docs/agent-contract.md's stage tables. `make schema` runs it;
+the tests fail when any of them is stale.
 
-    python -m ralph.plan.generate          # rewrite all three
+    python -m ralph.plan.generate          # rewrite them all
     python -m ralph.plan.generate --check  # exit 1 naming each stale file, writing nothing
 
 The tables' type words come from the schema (so they say what the validator checks) and the
@@ -20,18 +21,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ralph.plan import derive
+from ralph.plan import derive, stage_declarations
 from ralph.plan.models import IssueId, TaskId, json_schema
 
 SCHEMA_FILE = Path(__file__).with_name("plan.schema.json")
 DOCS_FILE = Path(__file__).parents[2] / "docs" / "plan-format.md"
 DECLARED_FILE = Path(__file__).with_name("declared.py")  # what the state commands read (derive.py)
+CONTRACT_FILE = Path(__file__).parents[2] / "docs" / "agent-contract.md"
 # A table's place in the docs: <!-- fields of task: generated ... --> up to <!-- end of fields -->.
 _TABLE = re.compile(
     r"(<!-- fields of (?P<kind>[\w-]+): [^\n]*-->\n)(?P<table>.*?)(<!-- end of fields -->)", re.S
 )
 GREATER_OR_EQUAL, LESS_OR_EQUAL = "\u2265", "\u2264"
 BEGIN_NOTE = "generated from ralph/plan/models.py by make schema; edit the descriptions there"
+# A stage table's place: <!-- stage table: overview, generated ... --> up to <!-- end of stage table -->.
+_STAGE_TABLE = re.compile(
+    r"(<!-- stage table: (?P<kind>overview|may), [^\n]*-->\n)(?P<table>.*?)(<!-- end of stage table -->)",
+    re.S,
+)
+STAGE_NOTE = "generated from ralph/plan/stage_declarations.py by make schema; edit the declarations there"
 
 
 def _pattern(annotated: Any) -> str:  # a type form: TaskId, IssueId
@@ -173,6 +181,65 @@ def docs_text(current: str, schema: dict[str, Any]) -> str:
     return _TABLE.sub(lambda m: m[1] + "\n" + field_table(schema, m["kind"]) + "\n" + m[4], current)
 
 
+def stage_table(kind: str) -> str:
+    """The markdown table of the declared stages: `overview` (what each does, when, how runners
+    share it) or `may` (what its agent may change)."""
+    if kind == "may":
+        rows = ["| stage | may |", "| --- | --- |"]
+        for declared in stage_declarations.STAGES:
+            changes = ", ".join(
+                change.value for change in stage_declarations.Change if change in declared.may
+            )
+            rows.append(f"| {declared.name} | {'only the plan: ' if declared.plan_only else ''}{changes} |")
+        return "\n".join(rows) + "\n"
+    rows = [
+        "| stage | what it does | when | own model | runners sharing a remote claim | in `--dry-run`"
+        " | template |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for declared in stage_declarations.STAGES:
+        when = declared.place.value
+        if declared.positions:
+            steps = " and ".join(str(position + 1) for position in declared.positions)
+            word = "steps" if len(declared.positions) > 1 else "step"
+            when += f" ({word} {steps} of {len(stage_declarations.iteration())})"
+        rows.append(
+            f"| {declared.name} | {declared.does} | {when} | {'yes' if declared.model else 'no'}"
+            f" | {declared.claims.value} | {'yes' if declared.dry_run else 'no'} | `{declared.template}` |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+_STAGE_ROW = re.compile(r"^\| `RALPH_STAGE` \|.*$", re.M)
+
+
+def stage_row() -> str:
+    """The environment table's RALPH_STAGE row: every declared stage's name."""
+    place = stage_declarations.Place.APART
+    loop = [f"`{d.name}`" for d in stage_declarations.STAGES if d.place is not place]
+    names = ", ".join(loop[:-1]) + " or " + loop[-1]
+    apart = [f"`{d.name}` ({d.place})" for d in stage_declarations.STAGES if d.place is place]
+    return f"| `RALPH_STAGE` | {'; '.join([names, *apart])} (the stage table below says what each does) |"
+
+
+def contract_text(current: str) -> str:
+    """docs/agent-contract.md with its stage tables and RALPH_STAGE's row generated again; each
+    needs its place."""
+    placed = sorted(match["kind"] for match in _STAGE_TABLE.finditer(current))
+    if placed != ["may", "overview"]:
+        raise ValueError(
+            f"{CONTRACT_FILE.name}: wants one stage table of each kind (may, overview), has"
+            f" {placed or 'none'} (each sits between '<!-- stage table: KIND, {STAGE_NOTE} -->' and"
+            " '<!-- end of stage table -->')"
+        )
+    if len(_STAGE_ROW.findall(current)) != 1:
+        raise ValueError(
+            f"{CONTRACT_FILE.name}: wants one row '| `RALPH_STAGE` | ...' in its environment table"
+        )
+    current = _STAGE_ROW.sub(lambda _: stage_row(), current)
+    return _STAGE_TABLE.sub(lambda m: m[1] + "\n" + stage_table(m["kind"]) + "\n" + m[4], current)
+
+
 def outputs() -> dict[Path, str]:
     """Each generated file and what it must hold."""
     schema = json_schema()
@@ -180,6 +247,7 @@ def outputs() -> dict[Path, str]:
         SCHEMA_FILE: json.dumps(schema, indent=2) + "\n",
         DOCS_FILE: docs_text(DOCS_FILE.read_text(encoding="utf-8"), schema),
         DECLARED_FILE: derive.module_text(schema),
+        CONTRACT_FILE: contract_text(CONTRACT_FILE.read_text(encoding="utf-8")),
     }
 
 
@@ -197,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     stale = [path for path, text in wanted.items() if path.read_text(encoding="utf-8") != text]
     for path in stale:
         if options.check:
-            print(f"{path} is out of date with ralph/plan/models.py: run make schema", file=sys.stderr)
+            source = "stage_declarations.py" if path == CONTRACT_FILE else "models.py"
+            print(f"{path} is out of date with ralph/plan/{source}: run make schema", file=sys.stderr)
         else:
             path.write_text(wanted[path], encoding="utf-8")
     return 1 if options.check and stale else 0

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from ralph.plan import records
+from ralph.plan.stage_declarations import STAGES
 from ralph.text import SCHEMA_VERSION
 
 TaskId = Annotated[str, Field(pattern=r"^t-[0-9a-z][0-9a-z_-]{0,39}$")]
@@ -445,17 +446,24 @@ ModelName = Annotated[str, Field(min_length=1)]
 StageModel = ModelName | Annotated[list[ModelName], Field(min_length=1)]
 
 
-class StageModels(BaseModel):
+class _StageModels(BaseModel):
     """A model name per stage that runs an agent, or a list of them (an escalation: a task's BUILD
     takes the next after each of its failed builds); a stage not named uses `model`."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
-    PLAN: StageModel | None = None
-    INVESTIGATE: StageModel | None = None
-    BUILD: StageModel | None = None
-    VERIFY: StageModel | None = None
-    DECOMPOSE: StageModel | None = None
-    CHECK: StageModel | None = None
+
+
+# One optional field per stage declared to have a model (ralph.plan.stage_declarations), in
+# declaration order: a new stage's key needs no edit here.
+if TYPE_CHECKING:
+    StageModels = _StageModels
+else:
+    StageModels = create_model(
+        "StageModels",
+        __base__=_StageModels,
+        __doc__=_StageModels.__doc__,
+        **{declared.name: (StageModel | None, None) for declared in STAGES if declared.model},
+    )
 
 
 class Hooks(BaseModel):

@@ -159,42 +159,24 @@ def claim_to_verify(
     return pick.chosen
 
 
-def claim_issue(
+def claim_item(
     root: Path,
-    spec: str | None,
     runner: str,
     remote: Remote,
+    items: Callable[[Plan], list[Record]],
+    what: str,
     ttl_s: float | None = None,
     skip: Collection[str] = (),
 ) -> str | None:
-    """Claim the first open issue of `spec` for INVESTIGATE (not one kept open for a person, nor
-    one of `skip`) and push the claim; None when no issue is free."""
+    """Claim the first of a stage's `items` in the plan (INVESTIGATE's open issues, DECOMPOSE's
+    killed tasks; not one of `skip`) and push the claim, its commit saying `what` it is for
+    ("to investigate"); None when none is free."""
     return _claim_first(
         root,
         runner,
         remote,
-        lambda plan: [i for i in plan.issues(spec) if not i.get("keep_open") and i["id"] not in skip],
-        "to investigate",
-        ttl_s,
-    )
-
-
-def claim_to_decompose(
-    root: Path,
-    spec: str | None,
-    runner: str,
-    remote: Remote,
-    ttl_s: float | None = None,
-    skip: Collection[str] = (),
-) -> str | None:
-    """Claim the first killed task of `spec` (not one of `skip`) for DECOMPOSE and push the
-    claim; None when none is free."""
-    return _claim_first(
-        root,
-        runner,
-        remote,
-        lambda plan: [view.record for view in plan.task_views(spec) if view.killed and view.id not in skip],
-        "to decompose",
+        lambda plan: [item for item in items(plan) if item["id"] not in skip],
+        what,
         ttl_s,
     )
 

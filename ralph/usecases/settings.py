@@ -18,13 +18,11 @@ from typing import Any
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput
 from ralph.plan.declared import CONFIG_KEYS, ConfigKey
-from ralph.plan.records import HookEvent, Stage
+from ralph.plan.records import HookEvent
+from ralph.plan.stage_declarations import STAGES
 
 # The stages that run an agent: each may have a model of its own (config stage_models, --stage-model).
-MODEL_STAGES = tuple(
-    str(stage)
-    for stage in (Stage.PLAN, Stage.INVESTIGATE, Stage.BUILD, Stage.VERIFY, Stage.DECOMPOSE, Stage.CHECK)
-)
+MODEL_STAGES = tuple(declared.name for declared in STAGES if declared.model)
 
 
 def split_command(text: str, what: str) -> tuple[str, ...]:

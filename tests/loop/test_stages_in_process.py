@@ -1565,7 +1565,9 @@ def test_the_stages_take_only_the_items_their_coordinator_hands_out(tmp_path: Pa
         """Hands this run the first open issue only (another runner took the rest); records what
         the stages asked of it."""
 
-        def issues(self, found, fresh):
+        def each(self, stage, found, fresh, items):
+            if stage != "INVESTIGATE":
+                return iter(found)
             asked.append(f"issues {[job.item for job in found]}")
             return iter(found[:1])
 

@@ -91,6 +91,9 @@ def copies(tmp_path, monkeypatch):
     shutil.copy(generate.DOCS_FILE, docs)
     monkeypatch.setattr(generate, "SCHEMA_FILE", schema)
     monkeypatch.setattr(generate, "DOCS_FILE", docs)
+    contract = tmp_path / "agent-contract.md"  # its stage tables are generated too
+    shutil.copy(generate.CONTRACT_FILE, contract)
+    monkeypatch.setattr(generate, "CONTRACT_FILE", contract)
     return schema, docs
 
 
@@ -126,3 +129,21 @@ def test_it_runs_as_a_module():
         [sys.executable, "-m", "ralph.plan.generate", "--check"], capture_output=True, text=True
     )
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_a_new_stage_gets_rows_in_the_agent_contract_without_editing_the_generator(monkeypatch):
+    from dataclasses import replace
+
+    from ralph.plan import stage_declarations
+
+    review = replace(stage_declarations.BY_NAME["VERIFY"], name="REVIEW", template="review.md")
+    monkeypatch.setattr(stage_declarations, "STAGES", (*stage_declarations.STAGES, review))
+    overview, may = generate.stage_table("overview"), generate.stage_table("may")
+    assert "| REVIEW | accepts or rejects a built task, in a checkout of its own |" in overview
+    assert "| `review.md` |" in overview
+    assert (
+        "| REVIEW | add tasks, add issues, give a verdict on its own task, change its own task's status |"
+        in may
+    )
+    current = generate.CONTRACT_FILE.read_text(encoding="utf-8")
+    assert generate.contract_text(current) != current  # the committed doc is now stale: make schema

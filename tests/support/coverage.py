@@ -19,7 +19,9 @@ COVERED: dict[str, tuple[str, ...]] = {
     "ralph/agents/__init__.py": (
         "tests/agents/test_adapters.py",
         "tests/agents/test_command.py",
-        "make_adapter builds every adapter these tests read streams with, and refuses an unknown name.",
+        "tests/agents/test_adapter_table.py",
+        "make_adapter builds every adapter these tests read streams with, and refuses an unknown name;"
+        " names_in_words lists them all for --agent's help.",
     ),
     # cli/: parses and prints; what it prints is in the goldens, what it does in the ops tests.
     "ralph/cli/config.py": (

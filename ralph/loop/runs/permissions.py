@@ -1,12 +1,9 @@
 """What each stage's agent may do, checked after every run from what actually changed: HEAD and
 the branch, the work tree, and plan.jsonl's records before and after. The prompt asks; this checks.
 
-  PLAN, INVESTIGATE  change only the plan: add tasks and issues, resolve or keep open their issue
-  BUILD              changes code, marks its own task done, may add issues (or drop its own task),
-                     may ask a person about its own task (which blocks it)
-  VERIFY             a verdict on its own task (accept or reject), may add tasks and issues; no code
-  DECOMPOSE          changes only the plan: adds subtasks, removes its own task
-  CHECK              changes only the plan: adds tasks and issues for what the spec still lacks
+What each stage may change is declared with the stage (ralph.plan.stage_declarations: its `may`
+and `plan_only`; docs/agent-contract.md's table is generated from them). Besides:
+
   every stage        never commits, moves HEAD or switches branch, never changes ralph's config
                      (its gate, hooks and agent command run outside the agents' sandbox), never
                      changes a submodule's `.git` link or its git directory
@@ -23,19 +20,21 @@ from dataclasses import dataclass
 
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage, status_of
+from ralph.plan.stage_declarations import BY_NAME, LOOP_STAGES, Change, stages_that
 from ralph.store.gitlinks import Link, changed_links
 from ralph.store.reader import PLAN_NAME as PLAN_FILE
 
-CODE_STAGES = {Stage.BUILD}
+# Each set from the stages' declarations (ralph.plan.stage_declarations).
+CODE_STAGES = stages_that(Change.CODE)
 # Stages whose agents run in the loop's own work tree and change only plan.jsonl there: with the
 # sandbox they see that tree read-only but for the plan (ralph.loop.process.sandbox.Fence). VERIFY's agents
 # run in checkouts of their own, where any change is theirs (ralph.loop.stages.verify).
-PLAN_ONLY_STAGES = frozenset({Stage.PLAN, Stage.INVESTIGATE, Stage.DECOMPOSE, Stage.CHECK})
-ACCEPT_STAGES = {Stage.VERIFY}  # may accept or reject their own task
-STATUS_STAGES = {Stage.BUILD, Stage.VERIFY}  # may change their own task's status
-REMOVE_OWN_STAGES = {Stage.BUILD, Stage.DECOMPOSE}  # may remove their own task line
-ADD_TASK_STAGES = {Stage.PLAN, Stage.INVESTIGATE, Stage.VERIFY, Stage.DECOMPOSE, Stage.CHECK}
-ASK_STAGES = {Stage.BUILD}  # may ask a person about their own task, which blocks it
+PLAN_ONLY_STAGES = frozenset(stage for stage in LOOP_STAGES if BY_NAME[stage].plan_only)
+ACCEPT_STAGES = stages_that(Change.VERDICT)  # may accept or reject their own task
+STATUS_STAGES = stages_that(Change.OWN_STATUS)  # may change their own task's status
+REMOVE_OWN_STAGES = stages_that(Change.REMOVE_OWN)  # may remove their own task line
+ADD_TASK_STAGES = stages_that(Change.ADD_TASKS)
+ASK_STAGES = stages_that(Change.ASK)  # may ask a person about their own task, which blocks it
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""Stage prompts: one template per stage, shipped in ralph/loop/runs/templates/ and overridable per
-repository in .ralph/prompts/<stage>.md. A prompt is about one item; its size does not grow
-with the plan."""
+"""Stage prompts: one template per stage (its declaration names it: ralph.plan.stage_declarations),
+shipped in ralph/loop/runs/templates/ and overridable per repository in .ralph/prompts/<stage>.md.
+A prompt is about one item; its size does not grow with the plan."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from string import Template
 
 from ralph.plan.document import Record
+from ralph.plan.stage_declarations import BY_NAME
 from ralph.text import printable
 
 PACKAGE_PROMPTS = Path(__file__).with_name("templates")
@@ -18,7 +19,7 @@ EXCERPT_CHARS = 3000
 
 
 def template_for(root: Path, stage: str) -> str:
-    name = f"{stage.lower()}.md"
+    name = BY_NAME[stage].template
     override = root / OVERRIDE_DIR / name
     return (override if override.exists() else PACKAGE_PROMPTS / name).read_text(encoding="utf-8")
 
@@ -53,7 +54,7 @@ def type_section(root: Path, stage: str, task_type: str | None, override: str | 
 
 def package_template(stage: str) -> str:
     """ralph's own template for the stage (no repository's override)."""
-    return (PACKAGE_PROMPTS / f"{stage.lower()}.md").read_text(encoding="utf-8")
+    return (PACKAGE_PROMPTS / BY_NAME[stage].template).read_text(encoding="utf-8")
 
 
 def render(root: Path, stage: str, values: dict[str, object], template: str | None = None) -> str:

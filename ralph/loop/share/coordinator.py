@@ -1,7 +1,9 @@
 """Who takes which item of a stage. A run alone (`Solo`) takes every item it finds; runners sharing
 a git remote (ralph.loop.share.remote.RemoteCoordinator) each take the items they win a claim on, and
 publish what they did before taking the next. Stages ask their workspace's coordinator and have
-one code path for both kinds."""
+one code path for both kinds; how each stage's items are claimed is declared with the stage
+(ralph.plan.stage_declarations.Claim), and a stage that claims one item at a time needs no method
+of its own here (`each`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from ralph.plan.document import Record
     from ralph.plan.plan import Plan
 
 T = TypeVar("T")
@@ -23,13 +26,17 @@ class Coordinator(Protocol):
         """PLAN's tasks are committed: other runners may build them."""
         ...
 
-    def issues(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
-        """Each open issue this run investigates, of those `found`; `fresh` reads one again by id
-        after its claim brought in other runners' changes (None: it is gone)."""
-        ...
-
-    def killed(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
-        """Each killed task this run decomposes, of those `found` (as for `issues`)."""
+    def each(
+        self,
+        stage: str,
+        found: list[T],
+        fresh: Callable[[str], T | None],
+        items: Callable[[Plan], list[Record]],
+    ) -> Iterator[T]:
+        """Each item a stage that claims one at a time (Claim.EACH: INVESTIGATE's issues,
+        DECOMPOSE's killed tasks) runs in this run, of those `found`; `fresh` reads one again by id
+        after its claim brought in other runners' changes (None: it is gone); `items` are the
+        stage's items in a plan, the ones a claim may take."""
         ...
 
     def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
@@ -99,10 +106,13 @@ class Solo:
     def planned(self) -> None:
         pass
 
-    def issues(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
-        return iter(found)
-
-    def killed(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
+    def each(
+        self,
+        stage: str,
+        found: list[T],
+        fresh: Callable[[str], T | None],
+        items: Callable[[Plan], list[Record]],
+    ) -> Iterator[T]:
         return iter(found)
 
     def verify_batches(self, limit: int) -> Iterator[list[str] | None]:

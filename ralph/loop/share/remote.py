@@ -61,13 +61,15 @@ class RemoteCoordinator:
     def checked(self) -> None:
         self.after_check()
 
-    def issues(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
-        """Each issue by one runner only: claimed, investigated, published, then the next."""
-        return self._each(self.before_investigate, self.after_investigate, fresh)
-
-    def killed(self, found: list[T], fresh: Callable[[str], T | None]) -> Iterator[T]:
-        """Each killed task by one runner only: claimed, decomposed, published, then the next."""
-        return self._each(self.before_decompose, self.after_decompose, fresh)
+    def each(
+        self,
+        stage: str,
+        found: list[T],
+        fresh: Callable[[str], T | None],
+        items: Callable[[Plan], list[Record]],
+    ) -> Iterator[T]:
+        """Each item by one runner only: claimed, run, published, then the next."""
+        return self._each(lambda skip: self.before_item(stage, items, skip), self.after_item, fresh)
 
     def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
         """Up to `limit` done tasks claimed at a time, and claiming goes on while any is free: a new
@@ -230,23 +232,17 @@ class RemoteCoordinator:
         """The check is committed: bring in the remote, free the spec record, push."""
         claims.publish(self.root, self.spec or "", self.runner, self.remote)
 
-    def before_investigate(self, skip: Collection[str] = frozenset()) -> str | None:
-        """The open issue this runner investigates next (not one of `skip`, those it already
-        investigated in this stage), claimed on the remote; None: none free."""
-        return claims.claim_issue(self.root, self.spec, self.runner, self.remote, self.ttl_s, skip)
+    def before_item(
+        self, stage: str, items: Callable[[Plan], list[Record]], skip: Collection[str] = frozenset()
+    ) -> str | None:
+        """The item of `stage` this runner runs next (one of `items`, not one of `skip`: those it
+        already ran in this stage), claimed on the remote; None: none free."""
+        what = f"to {stage.lower()}"  # "to investigate", "to decompose"
+        return claims.claim_item(self.root, self.runner, self.remote, items, what, self.ttl_s, skip)
 
-    def after_investigate(self, issue_id: str) -> None:
-        """The investigation is committed: bring in the remote, free the issue if still open, push."""
-        claims.publish(self.root, issue_id, self.runner, self.remote)
-
-    def before_decompose(self, skip: Collection[str] = frozenset()) -> str | None:
-        """The killed task this runner decomposes next (not one of `skip`), claimed on the
-        remote; None: none free."""
-        return claims.claim_to_decompose(self.root, self.spec, self.runner, self.remote, self.ttl_s, skip)
-
-    def after_decompose(self, task_id: str) -> None:
-        """The decomposition is committed: bring in the remote, free what is left claimed, push."""
-        claims.publish(self.root, task_id, self.runner, self.remote)
+    def after_item(self, item_id: str) -> None:
+        """The item's run is committed: bring in the remote, free what is left claimed, push."""
+        claims.publish(self.root, item_id, self.runner, self.remote)
 
     def before_verify(self, limit: int, skip: Collection[str] = frozenset()) -> list[str]:
         """The done tasks this runner verifies now (at most `limit`, none of `skip`: those it

@@ -693,9 +693,10 @@ def buildable_now(plan: Plan, settings: Settings) -> list[Record]:
     return buildable([task.record for task in plan.task_views(settings.spec)], plan.accepted())
 
 
-def jobs(plan: Plan, settings: Settings) -> list[Job]:
+def jobs(plan: Plan, settings: Settings, root: Path | None = None) -> list[Job]:
     """The BUILD runs a plan calls for now (each build's gate after it); the builds they unblock
-    follow in the same stage. A task whose repeated failure goes to a person first gets none."""
+    follow in the same stage. A task whose repeated failure goes to a person first gets none.
+    (`root`: every stage's jobs take the same arguments, ralph.loop.stages.modules.)"""
     return [
         Job(Stage.BUILD, task["id"], task["name"], _values(task, plan, settings), list(settings.gate), task)
         for task in buildable_now(plan, settings)

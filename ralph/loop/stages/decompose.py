@@ -14,6 +14,7 @@ from ralph.loop.runs.prompts import data_block, one_line, task_details
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.plan.attempts import verify_reasons
+from ralph.plan.document import Record
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.secrets import OutputLines
@@ -36,12 +37,15 @@ class DecomposeStage:
             return report
         span = self.ws.journal.span("stage", stage="DECOMPOSE", iteration=iteration, items=len(found))
         report.items = 0
-        for job in self.ws.coordinator.killed(found, self._fresh):
+        for job in self.ws.coordinator.each(Stage.DECOMPOSE, found, self._fresh, self._items):
             commit = self._decompose(TaskView(job.record), job.values, iteration, report)
             report.commits += [commit] if commit else []
             report.items += 1
         span.end()
         return report
+
+    def _items(self, plan: Plan) -> list[Record]:
+        return [task.record for task in killed(plan, self.ws.settings.spec)]
 
     def _fresh(self, task_id: str) -> Job | None:
         found = jobs(self.plan.read(), self.ws.settings, self.tree.root)
@@ -109,9 +113,13 @@ def jobs(plan: Plan, settings: Settings, root: Path) -> list[Job]:
     deep are blocked instead, without a run)."""
     return [
         Job(Stage.DECOMPOSE, task.id, task.name, _values(task, plan, root), record=task.record)
-        for task in plan.task_views(settings.spec)
-        if task.killed
+        for task in killed(plan, settings.spec)
     ]
+
+
+def killed(plan: Plan, spec: str) -> list[TaskView]:
+    """The tasks DECOMPOSE runs on: the spec's killed ones."""
+    return [task for task in plan.task_views(spec) if task.killed]
 
 
 def _values(task: TaskView, plan: Plan, root: Path) -> dict[str, object]:

@@ -9,6 +9,8 @@ max_attempts stopped runs the issue is kept open for a person instead of being r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ralph.loop.runs.agent_process import AgentResult
 from ralph.loop.runs.prompts import data_block
 from ralph.loop.stages.job import Job
@@ -33,11 +35,14 @@ class InvestigateStage:
             return report
         span = self.ws.journal.span("stage", stage="INVESTIGATE", iteration=iteration, items=len(found))
         report.items = 0
-        for job in self.ws.coordinator.issues(found, self._fresh):
+        for job in self.ws.coordinator.each(Stage.INVESTIGATE, found, self._fresh, self._items):
             self._investigate(job.record, job.values, iteration, report)
             report.items += 1
         span.end()
         return report
+
+    def _items(self, plan: Plan) -> list[Record]:
+        return open_issues(plan, self.ws.settings.spec)
 
     def _fresh(self, issue_id: str) -> Job | None:
         return next((job for job in jobs(self.plan.read(), self.ws.settings) if job.item == issue_id), None)
@@ -124,16 +129,20 @@ class InvestigateStage:
         return self.tree.commit(f"ralph(investigate): {issue['id']} stopped ({reason}), {then}")
 
 
-def jobs(plan: Plan, settings: Settings) -> list[Job]:
+def jobs(plan: Plan, settings: Settings, root: Path | None = None) -> list[Job]:
     """The INVESTIGATE runs a plan calls for: one per open issue of the spec, but those a person
-    keeps open."""
+    keeps open. (`root`: every stage's jobs take the same arguments, ralph.loop.stages.modules.)"""
     return [
         Job(
             Stage.INVESTIGATE, issue["id"], issue["text"], _values(issue, settings.max_attempts), record=issue
         )
-        for issue in plan.issues(settings.spec)
-        if not issue.get("keep_open")
+        for issue in open_issues(plan, settings.spec)
     ]
+
+
+def open_issues(plan: Plan, spec: str) -> list[Record]:
+    """The issues INVESTIGATE runs on: the spec's open ones, but those a person keeps open."""
+    return [issue for issue in plan.issues(spec) if not issue.get("keep_open")]
 
 
 def _values(issue: Record, max_attempts: int) -> dict[str, object]:

@@ -17,6 +17,7 @@ the committed plan, and every build failed with `no task`."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from ralph.loop.observe.journal import Span
 from ralph.loop.runs.agent_process import AgentResult
@@ -33,8 +34,9 @@ def needed(plan: Plan | None, spec: str) -> bool:
     return plan is None or not plan.planned(spec)
 
 
-def jobs(plan: Plan | None, settings: Settings) -> list[Job]:
-    """The PLAN run a plan calls for: one, when the spec has not been planned."""
+def jobs(plan: Plan | None, settings: Settings, root: Path | None = None) -> list[Job]:
+    """The PLAN run a plan calls for: one, when the spec has not been planned. (`root`: every
+    stage's jobs take the same arguments, ralph.loop.stages.modules.)"""
     return [Job(Stage.PLAN, None, settings.spec)] if needed(plan, settings.spec) else []
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ralph.errors import PlanInvalid
@@ -258,9 +259,10 @@ class VerifyStage:
         return verdicts
 
 
-def jobs(plan: Plan, settings: Settings) -> list[Job]:
+def jobs(plan: Plan, settings: Settings, root: Path | None = None) -> list[Job]:
     """The VERIFY runs a plan calls for: one per task of the spec that is done (built, through the
-    gate) and not yet accepted."""
+    gate) and not yet accepted. (`root`: every stage's jobs take the same arguments,
+    ralph.loop.stages.modules.)"""
     names = {task["id"]: task["name"] for task in plan.tasks()}
     return [
         Job(Stage.VERIFY, task.id, task.name, _values(task, names, settings.max_attempts), record=task.record)

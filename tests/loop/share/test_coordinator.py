@@ -19,7 +19,9 @@ class OnlyFirstIssue(Solo):
 
     asked: list[str] = []
 
-    def issues(self, found, fresh):
+    def each(self, stage, found, fresh, items):
+        if stage != "INVESTIGATE":
+            return iter(found)
         OnlyFirstIssue.asked.append(f"issues {[job.item for job in found]}")
         return iter(found[:1])
 
