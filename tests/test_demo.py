@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 
+@pytest.mark.slow
 def test_demo_reaches_complete_keeps_its_repository_and_says_its_tokens_are_simulated(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "ralph.demo"],

@@ -465,6 +465,7 @@ def test_refuses_a_dirty_tree_unless_allowed_and_never_commits_it(project):
     assert "plan.jsonl" in committed and "README" not in committed
 
 
+@pytest.mark.slow
 def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_record(project):
     from ralph.usecases import issues
 

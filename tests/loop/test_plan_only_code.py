@@ -270,6 +270,7 @@ def persons_edit_during_plan(app: Path, tmp_path: Path, sandbox: str, new_name: 
     return subprocess.CompletedProcess(running.args, running.returncode, out, err)
 
 
+@pytest.mark.slow
 def test_unfenced_a_persons_edit_during_plan_is_undone_with_the_run_and_comes_back_from_the_patch(
     app, tmp_path
 ):

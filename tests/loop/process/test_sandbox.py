@@ -516,6 +516,7 @@ def test_keys_certificates_and_cloud_credential_files_read_empty(project, home, 
     assert got == [], done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_the_first_fenced_run_names_sandbox_hide_once(project):
     tasks.add(project, [{"name": "Part one"}])

@@ -254,6 +254,7 @@ def test_a_run_is_priced_by_the_model_its_cli_reports():
     assert run_cost(tracker.usage, tracker.model) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_status_shows_what_every_stage_spent_from_the_committed_plan_unknown_cost_as_unknown(
     project, tmp_path
 ):

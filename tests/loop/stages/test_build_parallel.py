@@ -152,6 +152,7 @@ def assert_build_commits_recorded_are_the_merged(project: Path, ids: list[str]) 
     assert recorded == {task_id: {commit} for task_id, commit in merged.items()}
 
 
+@pytest.mark.slow
 def test_conflicting_builds_are_a_verdict_and_the_task_is_built_again_from_the_new_head(project, tmp_path):
     ids = add(project, *({"name": f"Shared {n} [shared]"} for n in range(2)))
     done, seen = run(project, tmp_path, "--parallel", "2", together=2)

@@ -180,6 +180,7 @@ def test_investigate_keeps_an_out_of_scope_reason_in_its_commit_the_plan_and_the
     assert "issues resolved" not in text
 
 
+@pytest.mark.slow
 def test_progress_counts_the_tasks_a_stage_adds_as_it_goes(project):
     """INVESTIGATE turns an issue into a task mid-iteration: the progress shown from then on counts
     it, and never shows more accepted than there are tasks."""
