@@ -73,7 +73,10 @@ def test_a_persons_commands_and_hand_edit_during_verify_stay_and_the_verdict_sta
     assert not [e for e in events(project) if e["event"] == "permission_violation"]
 
 
-@pytest.mark.parametrize("parallel", ["1", "2"], ids=["serial", "in-a-worktree"])
+@pytest.mark.parametrize(
+    "parallel",
+    [pytest.param("1", id="serial", marks=pytest.mark.slow), pytest.param("2", id="in-a-worktree")],
+)
 def test_a_persons_commands_during_a_build_are_theirs_and_the_build_goes_on(project, tmp_path, parallel):
     (task,) = add_tasks(project, "Slow to build [slow-build]")
     state = tmp_path / "agent-state"

@@ -111,6 +111,7 @@ def test_an_agent_that_always_crashes_ends_the_run_with_its_last_error_lines(pro
     assert_clean(project)
 
 
+@pytest.mark.slow
 def test_a_crash_after_part_of_the_work_is_a_failed_attempt(project):
     quick_retries(project)
     (task_id,) = add_tasks(project, "Halfway [quit-once]")
