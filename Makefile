@@ -46,9 +46,13 @@ lint: $(STAMP)
 # part of their time waiting on agents, gates, time limits and retries. On 2 CPUs (measured on
 # one commit, when the suite took ~135 CPU-s): 3 workers 46 s, 4 workers 42 s, 5 workers 39 s, 6
 # workers 39 s. WORKERS=0: all in this process. The suite is CPU-bound: its wall time on 2 idle CPUs
-# is about its CPU time over 2 (on 29 Nov 2026: 1761 tests, 87 s, about 162 CPU-s of user and
-# system time, most of it the git and Python processes that the process-level tests start; a
-# construct run costs about 1 CPU-s, so the loop's behaviours are tested in process where they can be).
+# is about its CPU time over 2, most of it the git and Python processes that the process-level tests
+# start. A construct run costs about 1 CPU-s: the loop's logic is tested in process (with the stage
+# fakes of tests/loop/test_stages_in_process.py), make test keeps one real-process run per
+# behaviour that is about processes, and make e2e the other real-process runs (listed at e2e below).
+# On 29 Nov 2026: before, 1766 tests, 87 s idle, ~165-175 CPU-s (203-217 CPU-s measured on that
+# day's busy machine); after, 1684 tests, 120 CPU-s on the same busy machine: about 100 CPU-s, so
+# about 50 s, on 2 idle CPUs (an estimate from the ratio: no idle machine to measure on).
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
@@ -83,6 +87,26 @@ test: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m "not slow" -p no:cacheprovider $(XDIST) --hypothesis-profile=verify
 
 ## e2e: the slow end-to-end suites (property tests on new random examples each run)
+# make e2e holds the tests marked slow: the long property runs (*_long), 16-process concurrency,
+# SIGKILL at each step of the plan transaction, each git step of a merge and of a commit killed or
+# out of disk, and the real-process runs of a behaviour whose neighbours make test runs. Moved there
+# on 29 Nov 2026 (issue 34, make test under a minute): the person-edit races but a person's commands
+# during a worktree build, beside a dead run and during a killed plan (loop/test_person_edits.py);
+# parallel builds but the ready tasks built at once, the out-of-scope build, a person's branches at
+# the start and a stop beside a person's edit (loop/stages/test_build_parallel.py); drafts but the
+# interrupted build's, the killed build's and one runner's pushed draft (loop/test_drafts.py); the
+# kills and full disks of test_interrupted_changes.py but the commit's first step and doctor's fix;
+# the odd agent moves but a moved branch and a worktree removed at the last attempt
+# (loop/test_odd_moves.py); both demos; test_failure_reasons.py; loop/test_plan_only_code.py's sandbox
+# runs, its investigator and its unfenced person's edit; the timeout kill (process/test_supervisor.py
+# keeps the child and grandchild stop), the verify interrupt, the compacted verifier and the
+# investigate-from-config run (loop/test_construct.py); two-runner decompose and verify batches
+# (loop/test_many_machines.py); sandbox: the unfenced control batteries, a folder for the plan lock,
+# the serial judge, the sandbox_hide notice (loop/process/test_sandbox.py); and single runs of
+# loop/test_stage_runs.py, stages/test_agent_errors.py, stages/test_check.py, runs/test_cost.py,
+# test_loop_safety.py, test_questions.py, test_plan_reads.py, test_report_json.py,
+# test_pull_request.py (GitLab), stages/test_decompose.py, test_bookkeeping_commits.py,
+# test_unknown_changes.py, observe/test_watch.py (the live region) and cli/test_drafts.py.
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc

@@ -6,7 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_demo_reaches_complete_keeps_its_repository_and_says_its_tokens_are_simulated(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "ralph.demo"],
@@ -49,6 +52,7 @@ def test_the_demo_agent_says_so_when_a_spec_was_not_written_for_it(tmp_path):
     assert done.returncode == 2 and "its section ### app.py has no Check: line" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_draft_demo_drafts_asks_accepts_and_builds_the_spec(tmp_path):
     """`make demo-draft`: the way to a first spec, with the demo agent, to COMPLETE."""
     done = subprocess.run(

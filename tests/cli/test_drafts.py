@@ -230,6 +230,7 @@ def test_a_signal_stops_the_agent_and_its_child_and_leaves_the_plan_as_committed
     assert Ralph(repo)("questions").stdout == ""
 
 
+@pytest.mark.slow
 def test_on_a_terminal_accepting_offers_construct_which_builds_the_spec_with_the_same_agent(
     repo, monkeypatch
 ):

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support.construct import construct, subjects
 from tests.support.gitrepo import git
 
 
+@pytest.mark.slow
 def test_a_planned_run_commits_the_plan_with_its_priorities_in_one_commit(project):
     before = len(subjects(project))
     done = construct(project)

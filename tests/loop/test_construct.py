@@ -128,6 +128,7 @@ def test_repeated_gate_failures_are_decomposed_into_subtasks(project):
     assert_clean(project)
 
 
+@pytest.mark.slow
 def test_timeout_kills_agent_and_grandchild_then_decomposes(project):
     (task_id,) = add_tasks(project, "Slow [hang]")
     started = time.monotonic()
@@ -372,6 +373,7 @@ def test_interrupt_by_signals_in_a_row_stops_the_run_once_and_cleans_up(project)
     assert_stopped_cleanly(project, running.returncode - 128)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sig", "code"),
     [
@@ -463,6 +465,7 @@ def test_refuses_a_dirty_tree_unless_allowed_and_never_commits_it(project):
     assert "plan.jsonl" in committed and "README" not in committed
 
 
+@pytest.mark.slow
 def test_issues_are_investigated_into_tasks_with_the_agent_from_the_config_record(project):
     from ralph.usecases import issues
 
@@ -535,6 +538,7 @@ def test_context_pressure_warns_then_compacts_and_the_task_continues(project):
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
 
 
+@pytest.mark.slow
 def test_a_verifier_is_compacted_and_continues_too(project):
     (task_id,) = add_tasks(project, "Checked at length [verify-context-grow]")
     done = construct(project)

@@ -10,6 +10,8 @@ import shlex
 import signal
 import sys
 
+import pytest
+
 from ralph.store import owned
 from ralph.store.git import Repo
 from ralph.store.owned import OwnedKind
@@ -52,6 +54,7 @@ def test_an_interrupted_build_is_kept_as_a_draft_offered_to_the_next_build(proje
     assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
 
 
+@pytest.mark.slow
 def test_a_persons_own_branch_named_like_the_draft_survives(project, tmp_path):
     (task,) = add_tasks(project, "Half [work-then-hang-once]")
     git(project, "branch", f"ralph/draft/{task}")
@@ -97,6 +100,7 @@ def test_a_runners_draft_is_pushed_and_deleted_on_the_remote_once_its_task_is_ac
     assert git(shared.origin, "branch", "--list", draft) == ""  # gone where the runners share it too
 
 
+@pytest.mark.slow
 def test_a_draft_someone_pushed_onto_is_kept_on_the_remote(repo, tmp_path):
     shared, clone, task = _interrupted_runner(repo, tmp_path)
     draft = f"ralph/draft/{task}"
@@ -133,6 +137,7 @@ def _interrupted_runner(repo, tmp_path):
     return shared, clone, task
 
 
+@pytest.mark.slow
 def test_a_killed_tasks_draft_is_offered_to_its_subtasks_and_goes_once_they_are_accepted(project, tmp_path):
     (task,) = add_tasks(project, "Stubborn [gate-always-fails]")
     draft = f"ralph/draft/{task}"
@@ -151,6 +156,7 @@ def test_a_killed_tasks_draft_is_offered_to_its_subtasks_and_goes_once_they_are_
     assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
 
 
+@pytest.mark.slow
 def test_another_runner_builds_from_a_pushed_draft_and_its_keeper_deletes_it_once_accepted(repo, tmp_path):
     shared, clone, task = _interrupted_runner(repo, tmp_path)
     draft = f"ralph/draft/{task}"
@@ -197,6 +203,7 @@ elif stage == "VERIFY":
 """
 
 
+@pytest.mark.slow
 def test_a_draft_offered_through_two_splits_goes_once_the_last_part_is_accepted(project, tmp_path):
     from ralph.usecases import tasks
 

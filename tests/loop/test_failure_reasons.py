@@ -51,6 +51,7 @@ def pytest_project(repo: Path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_each_failed_attempt_says_why_on_the_console_in_the_reports_and_the_log(pytest_project, tmp_path):
     root = pytest_project
     flaky, lazy, crashy, picky = add_tasks(

@@ -179,6 +179,7 @@ def kill_and_rerun(project: Path, tmp_path: Path, at: int) -> None:
         assert f"a merge of {merging[0]} into " in again.stderr, again.stderr
 
 
+@pytest.mark.slow
 def test_a_kill_between_read_tree_and_update_ref_is_finished_by_the_next_run(project: Path, tmp_path: Path):
     """The issue's case: index and work tree at the merge, HEAD behind. The rerun moves HEAD,
     records the build's commit on its task, and deletes the build's branch as merged."""
@@ -207,6 +208,7 @@ def disk_full_then_rerun(project: Path, tmp_path: Path, at: int) -> None:
     assert_nothing_left(project, again.stdout + again.stderr)
 
 
+@pytest.mark.slow
 def test_a_full_disk_at_read_tree_undoes_the_merge_and_says_so(project: Path, tmp_path: Path):
     disk_full_then_rerun(project, tmp_path, MERGE_STEPS - 1)
 
@@ -265,6 +267,7 @@ WORKTREE_STEPS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "step",
     [pytest.param(step, marks=[pytest.mark.slow] * (step != "build set up")) for step in WORKTREE_STEPS],
@@ -338,6 +341,7 @@ def test_a_real_full_disk_during_a_merge_changes_nothing_and_says_so(small_disk,
     assert int(git(project, "cat-file", "-s", "HEAD:work/t-one.bin")) == big
 
 
+@pytest.mark.slow
 def test_a_kill_during_plan_is_undone_and_the_rerun_plans_again(repo: Path, tmp_path: Path):
     """The issue's case: PLAN killed with its tasks written but not committed; every rerun at
     --parallel built them in worktrees that had only the committed plan (`no task t-...`)."""
@@ -453,6 +457,7 @@ def assert_disk_full_said_once(full: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in full.stderr
 
 
+@pytest.mark.slow
 def test_a_full_disk_as_ralph_records_a_builds_commit_is_disk_full_and_the_rerun_undoes_the_build(
     project: Path, tmp_path: Path
 ):
@@ -472,6 +477,7 @@ def test_a_full_disk_as_ralph_records_a_builds_commit_is_disk_full_and_the_rerun
     assert not records(project)
 
 
+@pytest.mark.slow
 def test_a_full_disk_as_git_stages_a_builds_commit_is_disk_full_and_the_rerun_commits_it(
     project: Path, tmp_path: Path
 ):

@@ -107,6 +107,7 @@ def test_an_agent_named_on_the_command_line_is_never_replaced_by_the_configs_pro
     assert [r for r in plan_records(project) if r["t"] == "config"] == [config]
 
 
+@pytest.mark.slow
 def test_run_hooks_lets_the_pre_commit_hook_refuse_a_build(project, tmp_path):
     ran = tmp_path / "hook-runs"
     hook = project / ".git" / "hooks" / "pre-commit"
@@ -259,6 +260,7 @@ def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(projec
     assert [r["id"] for r in plan_records(project) if r["t"] == "accept"] == [exempt]
 
 
+@pytest.mark.slow
 def test_a_second_spec_is_planned_and_construct_alone_continues_the_current_one(project):
     first = construct(project)
     assert first.returncode == 0, first.stdout + first.stderr

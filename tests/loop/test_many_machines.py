@@ -183,6 +183,7 @@ def test_two_runners_on_a_spec_with_no_tasks_plan_it_once(repo, tmp_path):
     assert "claimed_by" not in spec
 
 
+@pytest.mark.slow
 def test_two_runners_decompose_a_killed_task_once(repo, tmp_path):
     shared = seeded(repo, tmp_path, [{"id": "t-hard", "name": "Hard [slow-decompose]"}])  # DECOMPOSE: 2 s
     with transaction(repo, commit=True) as change:
@@ -272,6 +273,7 @@ def test_a_runner_killed_holding_a_claim_loses_the_task_to_another_once_the_clai
     assert [(r["by"], r["was_claimed_by"]) for r in plan if r["t"] == "takeover"] == [("heir", "doomed")]
 
 
+@pytest.mark.slow
 def test_a_runner_verifies_one_claimed_batch_after_another_in_one_verify_stage(repo, tmp_path):
     items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
     shared = seeded(repo, tmp_path, items)

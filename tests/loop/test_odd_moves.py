@@ -64,6 +64,7 @@ def assert_sibling_untouched(project: Path, plain: str) -> None:
     assert "accepted" in git(project, "log", "--format=%s", "--grep", plain)
 
 
+@pytest.mark.slow
 @MODES
 @pytest.mark.parametrize("move", first_fast("[nested-repo]", "[nested-uncommitted]"))
 def test_a_nested_repository_fails_the_attempt_and_its_files_are_committed_as_files(project, move, parallel):
@@ -87,6 +88,7 @@ def test_a_nested_repository_fails_the_attempt_and_its_files_are_committed_as_fi
     assert_clean(project)
 
 
+@pytest.mark.slow
 @DEFAULT_MODE_FAST
 def test_a_nested_repository_committed_by_the_agent_is_undone_and_kept_as_files(project, parallel):
     odd, plain = run_odd(project, "[nested-gitlink]", parallel)
@@ -103,6 +105,7 @@ def test_a_nested_repository_committed_by_the_agent_is_undone_and_kept_as_files(
     assert_clean(project)
 
 
+@pytest.mark.slow
 @DEFAULT_MODE_FAST
 @pytest.mark.parametrize("move", first_fast("[plan-symlink]", "[plan-folder]"))
 def test_a_plan_replaced_by_a_link_or_folder_fails_the_attempt_and_the_run_goes_on(project, move, parallel):
@@ -119,6 +122,7 @@ def test_a_plan_replaced_by_a_link_or_folder_fails_the_attempt_and_the_run_goes_
     assert_clean(project)
 
 
+@pytest.mark.slow
 @DEFAULT_MODE_FAST
 def test_a_deleted_plan_fails_the_attempt_as_missing(project, parallel):
     odd, plain = run_odd(project, "[plan-missing]", parallel)
@@ -163,6 +167,7 @@ def test_a_build_that_removes_its_worktree_fails_alone(project):
     assert_clean(project)
 
 
+@pytest.mark.slow
 @DEFAULT_MODE_FAST
 def test_a_verifier_that_removes_its_checkout_gives_no_verdict_and_the_run_goes_on(project, parallel):
     odd, plain = add_tasks(project, "Odd [verify-removes-checkout]", "Plain")
@@ -192,6 +197,7 @@ def test_a_removed_worktree_at_the_last_attempt_sets_the_task_aside_for_decompos
     assert_sibling_untouched(project, plain)
 
 
+@pytest.mark.slow
 def test_a_build_that_unlinks_its_worktree_fails_alone_and_its_folder_is_kept(project):
     odd, plain = run_odd(project, "[unlink-worktree]", "2")
 
@@ -210,6 +216,7 @@ LATIN1_AFTER = "caf\xe9 cr\xe8me br\xfbl\xe9e\n".encode("latin-1")  # what odd_a
 BINARY = bytes(range(256)) * 4
 
 
+@pytest.mark.slow
 @DEFAULT_MODE_FAST
 def test_changes_set_aside_as_a_patch_are_bytes_that_git_apply_takes_back(project, parallel):
     (project / "menu.txt").write_bytes(LATIN1_BEFORE)

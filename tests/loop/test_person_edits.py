@@ -54,6 +54,7 @@ def assert_config_kept_and_committed_as_theirs(project) -> None:
     assert git(project, "show", "--format=", "--name-only", theirs).split() == ["plan.jsonl"]
 
 
+@pytest.mark.slow
 def test_a_persons_commands_and_hand_edit_during_verify_stay_and_the_verdict_stands(project, tmp_path):
     (task,) = add_tasks(project, "Slow to judge [slow-verify]")
     state = tmp_path / "agent-state"
@@ -72,7 +73,10 @@ def test_a_persons_commands_and_hand_edit_during_verify_stay_and_the_verdict_sta
     assert not [e for e in events(project) if e["event"] == "permission_violation"]
 
 
-@pytest.mark.parametrize("parallel", ["1", "2"], ids=["serial", "in-a-worktree"])
+@pytest.mark.parametrize(
+    "parallel",
+    [pytest.param("1", id="serial", marks=pytest.mark.slow), pytest.param("2", id="in-a-worktree")],
+)
 def test_a_persons_commands_during_a_build_are_theirs_and_the_build_goes_on(project, tmp_path, parallel):
     (task,) = add_tasks(project, "Slow to build [slow-build]")
     state = tmp_path / "agent-state"
@@ -97,6 +101,7 @@ def test_a_persons_commands_during_a_build_are_theirs_and_the_build_goes_on(proj
     assert 'Ralph-Op: {"op":"add_tasks"' in body and 'Ralph-Op: {"op":"set_config"' in body, body
 
 
+@pytest.mark.slow
 def test_a_hand_edit_during_a_build_is_kept_beside_its_log_when_the_attempt_is_undone(project, tmp_path):
     (task,) = add_tasks(project, "Slow to build [slow-build]")
     state = tmp_path / "agent-state"
@@ -151,6 +156,7 @@ elif stage == "VERIFY":
 """
 
 
+@pytest.mark.slow
 def test_in_the_sandbox_a_persons_git_commit_during_a_build_is_theirs_and_the_build_goes_on(
     project, tmp_path
 ):
@@ -183,6 +189,7 @@ def test_in_the_sandbox_a_persons_git_commit_during_a_build_is_theirs_and_the_bu
 
 # A person's command while the build runs in the work tree: test_a_persons_commands_during_a_build_are_
 # theirs_and_the_build_goes_on[serial]; this serial case runs with the slow suites.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "parallel",
     [pytest.param("1", id="serial", marks=pytest.mark.slow), pytest.param("2", id="in-a-worktree")],
@@ -209,6 +216,7 @@ def test_a_task_a_person_deletes_while_it_is_built_keeps_its_work_on_a_draft_and
 
 # The run sees the task changed under its verifier whichever command did it: the rejection (built
 # again after it) stays in `make test`, a person's delete and accept run with the slow suites.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [
@@ -244,6 +252,7 @@ def test_a_person_who_judges_or_removes_a_task_while_it_is_verified_has_the_last
         assert (state / f"build-{task}").read_text() == ("2" if command == "reject" else "1")
 
 
+@pytest.mark.slow
 def test_a_branch_switched_under_a_run_gets_none_of_its_commits_and_the_run_stops_in_one_line(
     project, tmp_path
 ):
@@ -295,6 +304,7 @@ def assert_mine_committed_as_theirs(project) -> None:
     assert git(project, "show", "--format=", "--name-only", theirs.split()[0]).split() == ["plan.jsonl"]
 
 
+@pytest.mark.slow
 def test_a_task_a_person_adds_during_investigate_is_neither_counted_nor_cut_as_the_agents(project, tmp_path):
     from ralph.usecases import issues
 
@@ -315,6 +325,7 @@ def test_a_task_a_person_adds_during_investigate_is_neither_counted_nor_cut_as_t
     assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == "t-mine"] == ["accept"]
 
 
+@pytest.mark.slow
 def test_a_task_a_person_adds_during_the_spec_check_is_not_what_the_check_found(repo, tmp_path):
     from tests.support.construct import with_app_spec
 
@@ -334,6 +345,7 @@ def test_a_task_a_person_adds_during_the_spec_check_is_not_what_the_check_found(
     assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == "t-mine"] == ["accept"]
 
 
+@pytest.mark.slow
 def test_a_task_a_person_adds_during_an_investigate_run_that_is_stopped_stays(project, tmp_path):
     from ralph.usecases import issues
 
@@ -353,6 +365,7 @@ def test_a_task_a_person_adds_during_an_investigate_run_that_is_stopped_stays(pr
     assert f"Half of what {issue} found" not in names  # the stopped run's own addition is undone
 
 
+@pytest.mark.slow
 def test_a_persons_task_added_during_a_build_stays_when_the_run_is_stopped_by_a_signal(project, tmp_path):
     (task,) = add_tasks(project, "Slow to build [slow-build]")
     running = construct(project, wait=False)
@@ -395,6 +408,7 @@ def test_a_persons_task_added_during_plan_stays_when_the_run_is_killed(repo, tmp
     assert names == {"Mine": "accept"}, again.stderr
 
 
+@pytest.mark.slow
 def test_a_half_typed_hand_edit_during_verify_is_not_blamed_on_an_agent_and_is_kept(project, tmp_path):
     (task,) = add_tasks(project, "Slow to judge [slow-verify]")
     running = construct(project, wait=False)
@@ -413,6 +427,7 @@ def test_a_half_typed_hand_edit_during_verify_is_not_blamed_on_an_agent_and_is_k
     assert [r["t"] for r in plan_records(project, "HEAD") if r.get("id") == task] == ["accept"]
 
 
+@pytest.mark.slow
 def test_a_task_a_person_adds_on_a_task_being_decomposed_is_committed_as_written_then_moved(
     project, tmp_path
 ):

@@ -182,6 +182,7 @@ def test_a_plan_agent_that_writes_code_every_time_ends_the_run_stuck_saying_so(a
     assert git(app, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_code_an_investigator_writes_is_its_violation_and_the_issue_is_investigated_again(app, tmp_path):
     from ralph.usecases import issues, tasks
 
@@ -201,6 +202,7 @@ def test_code_an_investigator_writes_is_its_violation_and_the_issue_is_investiga
     assert [r["id"] for r in plan_records(app, "HEAD") if r["t"] == "resolve"] == [issue]
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_in_the_sandbox_a_plan_agent_writes_only_the_plan_and_new_names_which_are_undone(app, tmp_path):
     victim = tmp_path / "victim.txt"
@@ -268,6 +270,7 @@ def persons_edit_during_plan(app: Path, tmp_path: Path, sandbox: str, new_name: 
     return subprocess.CompletedProcess(running.args, running.returncode, out, err)
 
 
+@pytest.mark.slow
 def test_unfenced_a_persons_edit_during_plan_is_undone_with_the_run_and_comes_back_from_the_patch(
     app, tmp_path
 ):
@@ -287,6 +290,7 @@ def test_unfenced_a_persons_edit_during_plan_is_undone_with_the_run_and_comes_ba
     assert accepted(app) == ["Parse input", "Print report"]
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_in_the_sandbox_a_new_top_level_name_a_person_makes_during_plan_is_kept_as_a_patch(app, tmp_path):
     """A name that did not exist when the run began could be the agent's (the folder stays

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 import ralph.plan.loader as loader
@@ -28,6 +29,7 @@ elif stage == "VERIFY":
 """
 
 
+@pytest.mark.slow
 def test_the_loop_reads_the_plan_at_most_nine_times_per_agent_run(repo: Path, tmp_path: Path, monkeypatch):
     (repo / "specs" / "app.md").write_text("# App\n")
     git(repo, "add", "specs/app.md")

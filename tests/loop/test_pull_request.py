@@ -68,6 +68,7 @@ def test_construct_pr_pushes_the_branch_and_opens_the_request_with_the_report(pr
     assert report.startswith("ralph: COMPLETE: ")
 
 
+@pytest.mark.slow
 def test_ralph_pr_opens_a_gitlab_merge_request_as_a_draft_after_a_run_that_did_not_complete(
     project,
     remote,

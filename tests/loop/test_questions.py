@@ -203,6 +203,7 @@ elif stage == "DECOMPOSE":
 """
 
 
+@pytest.mark.slow
 def test_parts_built_side_by_side_that_fail_as_their_parent_ask_one_question_and_status_says_what_waits(
     project, tmp_path
 ):

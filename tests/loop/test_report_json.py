@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support.construct import add_tasks, construct
 
 
+@pytest.mark.slow
 def test_the_json_report_lists_tasks_issues_and_questions_as_objects(project):
     from ralph.usecases import questions
 

@@ -206,6 +206,7 @@ def test_a_verifier_stopped_at_the_limit_sets_the_task_aside_and_the_rest_goes_o
     assert_clean(project)
 
 
+@pytest.mark.slow
 def test_a_task_rejected_too_often_goes_to_decompose_with_its_log_reasons_and_patch(project, tmp_path):
     (task,) = add_tasks(project, "Contested [reject]")
     done = run(project, tmp_path, "--max-attempts", "2", "--max-iterations", "3")
@@ -271,6 +272,7 @@ def ignoring_leftovers(project: Path) -> None:
     git(project, "commit", "-qam", "leftovers are ignored")
 
 
+@pytest.mark.slow
 def test_verifiers_one_after_another_share_one_checkout_cleaned_between_them(project, tmp_path):
     """One `git worktree add` for a fork/join, not one per task: each verifier finds the checkout
     as a fresh one would be (what the one before left, ignored files too, is gone) and its own
@@ -295,6 +297,7 @@ def test_verifiers_one_after_another_share_one_checkout_cleaned_between_them(pro
     assert_clean(project)
 
 
+@pytest.mark.slow
 def test_a_verifier_that_changed_its_checkout_leaves_it_to_no_other(project, tmp_path):
     """A checkout a verifier changed (a violation) is removed, not cleaned and lent again: the
     next verifier gets a fresh one."""

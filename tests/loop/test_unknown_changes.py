@@ -93,6 +93,7 @@ def test_a_persons_edit_during_a_fenced_plan_is_left_unstaged_and_plans_tasks_ar
 HOOK_WRITER = "import pathlib, sys\npathlib.Path('hook-notes.txt').write_text(sys.stdin.read())\n"
 
 
+@pytest.mark.slow
 def test_a_file_a_task_accepted_hook_writes_is_not_swept_into_a_commit(app, tmp_path):
     """The first iteration accepts one task (its hook writes a file) and rejects two; the second
     builds those two in worktrees of their own, so VERIFY's commit was the one that took every

@@ -89,7 +89,7 @@ def _validator_agrees_with_pydantic(record: dict) -> None:
         assert problem.startswith(f"{record['t']} "), problem
 
 
-@settings(PROPERTY_SETTINGS, max_examples=200)
+@settings(PROPERTY_SETTINGS, max_examples=100)  # 2000 in the slow run below
 @given(ANY_RECORD)
 def test_validator_agrees_with_pydantic(record):
     _validator_agrees_with_pydantic(record)
@@ -109,7 +109,7 @@ def _valid_records_pass_both(kind: str, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(RECORD_MODELS))
-@settings(PROPERTY_SETTINGS, max_examples=40)
+@settings(PROPERTY_SETTINGS, max_examples=20)  # 300 in the slow run below
 @given(data=st.data())
 def test_valid_records_pass_both(kind, data):
     """The generator's valid values really are valid, so the property above sees both outcomes."""

@@ -55,9 +55,20 @@ TASK_ADD_ARGUMENTS = st.one_of(
 )
 
 
-@settings(FUNCTION_FIXTURES, max_examples=120)
+@settings(FUNCTION_FIXTURES, max_examples=40)
 @given(argument=TASK_ADD_ARGUMENTS)
 def test_task_add_never_crashes(ralph, repo, argument):
+    _task_add_never_crashes(ralph, repo, argument)
+
+
+@pytest.mark.slow
+@settings(FUNCTION_FIXTURES, max_examples=500)
+@given(argument=TASK_ADD_ARGUMENTS)
+def test_task_add_never_crashes_long(ralph, repo, argument):
+    _task_add_never_crashes(ralph, repo, argument)
+
+
+def _task_add_never_crashes(ralph, repo, argument):
     plan = repo / "plan.jsonl"
     before = plan.read_bytes()
     # "--": an argument such as "-0" would otherwise be read as an option (a click usage error)
@@ -180,9 +191,20 @@ def _run(root: Path, data: st.DataObject, command: str, ids: list[str], issue_id
         issues.resolve(root, data.draw(st.sampled_from([*issue_ids, "i-unknown"])), commit=False)
 
 
-@settings(FUNCTION_FIXTURES, max_examples=150)
+@settings(FUNCTION_FIXTURES, max_examples=50)
 @given(data=st.data())
 def test_commands_keep_every_line_they_do_not_change(repo, data):
+    _commands_keep_every_line_they_do_not_change(repo, data)
+
+
+@pytest.mark.slow
+@settings(FUNCTION_FIXTURES, max_examples=600)
+@given(data=st.data())
+def test_commands_keep_every_line_they_do_not_change_long(repo, data):
+    _commands_keep_every_line_they_do_not_change(repo, data)
+
+
+def _commands_keep_every_line_they_do_not_change(repo, data):
     plan = repo / "plan.jsonl"
     plan.write_bytes(HAND_WRITTEN)
     original = load(HAND_WRITTEN).lines

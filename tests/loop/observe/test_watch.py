@@ -127,6 +127,7 @@ def run_on_a_terminal(root: Path, agent: str, env: dict) -> str:
 
 # NO_COLOR's Mode (redrawn, no colour) is test_live.py's test_the_terminal_decides_how_it_is_drawn,
 # and the console's colours under it test_console.py's: that case runs with the slow suites.
+@pytest.mark.slow
 @pytest.mark.parametrize("no_color", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_the_console_draws_a_live_region_on_a_real_terminal(repo: Path, no_color: bool):
     with_app_spec(repo, "# App\n\n- Parse input [gate-fails-once]\n")

@@ -160,6 +160,7 @@ def test_hostile_agents_and_gates_get_nothing_inside_the_sandbox(project, home, 
     assert (project / ".env").read_text() == SECRETS["env"] + "\n"  # hidden, not touched
 
 
+@pytest.mark.slow
 def test_the_same_battery_without_the_sandbox_gets_everything(project, home, tmp_path, hostile):
     """The control: the attacks are real, so the test above would fail if the fence broke."""
     outside = tmp_path / "outside"
@@ -485,6 +486,7 @@ def test_hostile_agents_get_nothing_run_by_ralph_outside_the_sandbox(project, ho
     assert "HOOK committed" in hook_logs and "HOOK fenced" in hook_logs and "rewritten" not in hook_logs
 
 
+@pytest.mark.slow
 def test_the_same_git_battery_without_the_sandbox_gets_only_the_unfenced_hook(project, home, tmp_path):
     """The control: unfenced, hooks write outside (the sandbox's to stop, and the person's own
     config's to allow); everything else ralph runs itself stays shut, fence or none."""
@@ -518,6 +520,7 @@ def test_keys_certificates_and_cloud_credential_files_read_empty(project, home, 
     assert got == [], done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_the_first_fenced_run_names_sandbox_hide_once(project):
     tasks.add(project, [{"name": "Part one"}])
@@ -593,7 +596,9 @@ elif stage in ("VERIFY", "CHECK"):
 
 
 @needs_bwrap
-@pytest.mark.parametrize("parallel", ["1", "0"], ids=["worktree", "serial"])
+@pytest.mark.parametrize(
+    "parallel", [pytest.param("1", id="worktree"), pytest.param("0", id="serial", marks=pytest.mark.slow)]
+)
 def test_no_judge_reads_what_the_build_wrote(project, tmp_path, parallel):
     """A build whose scope lets it change AGENTS.md, the spec and .ralph/ (so it is committed):
     the verifier and CHECK still get the prompts, rules and spec of the run's first commit."""
@@ -735,7 +740,7 @@ elif stage == "VERIFY":
 """
 
 
-@pytest.mark.parametrize("move", ["link", "folder"])
+@pytest.mark.parametrize("move", ["link", pytest.param("folder", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
 def test_an_agent_that_replaces_the_plan_lock_is_undone_and_the_run_goes_on(project, tmp_path, move, mode):
     """Every later state command failed on the link (opened without following it): the run

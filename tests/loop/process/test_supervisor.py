@@ -20,6 +20,7 @@ import pytest
 
 from ralph.loop.process.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
 from tests.support.construct import alive
+from tests.support.present import present
 
 # Prints "<grandchild pid> <own pid>", then waits for the grandchild (ten minutes).
 FAMILY = ["sh", "-c", "sleep 600 & echo pids $! $$; wait"]
@@ -217,8 +218,13 @@ def test_a_group_whose_only_member_is_a_zombie_counts_as_gone():
 
     from ralph.loop.process.supervisor import _group_alive
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"], start_new_session=True)
+    # It runs until the test closes its stdin: a child that slept a fixed time could already be a
+    # zombie at the first look on a busy machine.
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, start_new_session=True
+    )
     assert _group_alive(child)
+    present(child.stdin).close()
     stat = Path(f"/proc/{child.pid}/stat")
     for _ in range(400):  # until it has exited, unreaped (a hang guard, not a timing assertion)
         if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":

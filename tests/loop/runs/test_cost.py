@@ -255,6 +255,7 @@ def test_a_run_is_priced_by_the_model_its_cli_reports():
     assert run_cost(tracker.usage, tracker.model) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_status_shows_what_every_stage_spent_from_the_committed_plan_unknown_cost_as_unknown(
     project, tmp_path
 ):
@@ -541,6 +542,7 @@ def test_a_max_cost_that_cannot_hold_refuses_to_start_with_one_line(project, tmp
     assert bounded.returncode == 0, bounded.stderr
 
 
+@pytest.mark.slow
 def test_a_cost_unknown_mid_run_stops_new_runs_and_ends_max_cost_committed(project, tmp_path):
     """A command agent that reports tokens and no cost, for no model ralph knows: the first run's
     cost is unknown, so no further run starts (it ran 18 runs to COMPLETE under --max-cost 2). With
@@ -572,6 +574,7 @@ def test_a_cost_unknown_mid_run_stops_new_runs_and_ends_max_cost_committed(proje
     assert bounded.returncode == 0, bounded.stdout + bounded.stderr
 
 
+@pytest.mark.slow
 def test_a_task_s_builds_after_a_failure_escalate_to_the_next_model_shown_and_recorded(project):
     """--stage-model BUILD=cheap,strong: a task's first build runs with the cheap model and, after
     it failed its gate, the next with the strong one; the console line of each attempt, the

@@ -75,6 +75,7 @@ def test_agent_failures_run_again_count_against_the_token_budget(project):
     assert len([e for e in events(project) if e["event"] == "agent_failed"]) == 2
 
 
+@pytest.mark.slow
 def test_a_crash_beside_a_persons_uncommitted_edit_is_still_an_agent_failure(project):
     """The work tree's state before the run is the one the loop's snapshot found, a person's
     changed file included: the same after the crash, so the crash did nothing and spends no attempt."""
@@ -111,6 +112,7 @@ def test_an_agent_that_always_crashes_ends_the_run_with_its_last_error_lines(pro
     assert_clean(project)
 
 
+@pytest.mark.slow
 def test_a_crash_after_part_of_the_work_is_a_failed_attempt(project):
     quick_retries(project)
     (task_id,) = add_tasks(project, "Halfway [quit-once]")
@@ -216,6 +218,7 @@ def test_decompose_is_told_what_happened_and_only_verifys_words_as_verifys(proje
 # --- fair attempts after a rejection ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_rejected_task_resubmitted_unchanged_is_judged_once_more_and_accepted(project):
     (task_id,) = add_tasks(project, "Right already [resubmit]")
     done = construct(project)

@@ -152,6 +152,7 @@ def assert_build_commits_recorded_are_the_merged(project: Path, ids: list[str]) 
     assert recorded == {task_id: {commit} for task_id, commit in merged.items()}
 
 
+@pytest.mark.slow
 def test_conflicting_builds_are_a_verdict_and_the_task_is_built_again_from_the_new_head(project, tmp_path):
     ids = add(project, *({"name": f"Shared {n} [shared]"} for n in range(2)))
     done, seen = run(project, tmp_path, "--parallel", "2", together=2)
@@ -172,6 +173,7 @@ def test_conflicting_builds_are_a_verdict_and_the_task_is_built_again_from_the_n
     assert history == [] or "merge_conflict" not in history[0]  # cleared once it built
 
 
+@pytest.mark.slow
 def test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time(project, tmp_path):
     a, b, c = add(
         project,
@@ -203,6 +205,7 @@ def test_a_build_outside_its_scope_fails_with_the_files_named(project, tmp_path)
     assert done.returncode != 0
 
 
+@pytest.mark.slow
 def test_a_stop_signal_stops_every_build_and_a_rerun_builds_them_all(project, tmp_path):
     ids = add(project, *({"name": f"Part {n}"} for n in range(3)))
     agent, started = tmp_path / "agent.py", tmp_path / "started"
@@ -231,6 +234,7 @@ def test_a_stop_signal_stops_every_build_and_a_rerun_builds_them_all(project, tm
     assert_no_worktrees_or_branches(project)
 
 
+@pytest.mark.slow
 def test_worktrees_and_branches_a_killed_run_left_are_cleaned_up_by_the_next(project, tmp_path):
     ids = add(project, *({"name": f"Part {n}"} for n in range(2)))
     agent, started = tmp_path / "agent.py", tmp_path / "started"
@@ -258,6 +262,7 @@ def test_worktrees_and_branches_a_killed_run_left_are_cleaned_up_by_the_next(pro
 # --- ownership by record: a person's names are never ralph's --------------------------------------
 
 
+@pytest.mark.slow
 def test_a_persons_branch_named_like_a_build_is_left_as_it_was(project, tmp_path):
     ids = add(project, {"name": "One"}, {"name": "Two"})
     git(project, "branch", f"ralph/{ids[0]}", "HEAD~1")  # a person's, pointing at an older commit
@@ -320,6 +325,7 @@ elif stage == "VERIFY":
 """
 
 
+@pytest.mark.slow
 def test_a_build_that_failed_for_a_running_neighbours_change_waits_and_is_built_again_uncounted(
     project, tmp_path
 ):
@@ -343,6 +349,7 @@ def test_a_build_that_failed_for_a_running_neighbours_change_waits_and_is_built_
     assert_no_worktrees_or_branches(project)
 
 
+@pytest.mark.slow
 def test_a_worktree_the_branch_moved_past_before_its_first_attempt_is_made_again(project, monkeypatch):
     """A neighbour merged while the worktree was made: the build is not started on the old base
     but in a fresh worktree from the new HEAD (here the first look at each worktree says it is
@@ -396,6 +403,7 @@ if stage == "BUILD":
 """
 
 
+@pytest.mark.slow
 def test_a_failure_held_back_beside_a_neighbour_counts_when_the_neighbour_changed_no_code(project, tmp_path):
     """Second fails while First builds: it may lack First's change, so it is not counted yet. First
     fails too and merges nothing: rebuilt on the same code, Second would fail the same way, so its
@@ -421,6 +429,7 @@ def test_a_failure_held_back_beside_a_neighbour_counts_when_the_neighbour_change
     assert killed[second] is not None
 
 
+@pytest.mark.slow
 def test_the_gate_lines_of_builds_side_by_side_name_their_task(project, tmp_path):
     """Both builds fail their gate once, side by side: every line the gates' failures print
     names the task whose gate printed it (they interleave on the console)."""
@@ -479,6 +488,7 @@ elif stage == "VERIFY":
 """
 
 
+@pytest.mark.slow
 def test_an_agent_error_held_back_beside_a_failing_neighbour_waits_for_another_tasks_code(project, tmp_path):
     """Needs C's agent says it cannot do it yet, beside Fails: held back. Fails changes no code,
     but Provides C is ready and may bring what Needs C lacks: Needs C waits for it, uncounted,

@@ -156,6 +156,7 @@ def test_a_verifier_adding_30_tasks_leaves_5_and_one_issue_naming_the_rest(proje
     assert_clean(project)
 
 
+@pytest.mark.slow
 def test_investigate_keeps_an_out_of_scope_reason_in_its_commit_the_plan_and_the_report(project):
     add_tasks(project, "Parse input")
     issue = issues.add(project, "Dark mode [out-of-scope]")
@@ -180,6 +181,7 @@ def test_investigate_keeps_an_out_of_scope_reason_in_its_commit_the_plan_and_the
     assert "issues resolved" not in text
 
 
+@pytest.mark.slow
 def test_progress_counts_the_tasks_a_stage_adds_as_it_goes(project):
     """INVESTIGATE turns an issue into a task mid-iteration: the progress shown from then on counts
     it, and never shows more accepted than there are tasks."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 
 def test_kill_log_sample_reads_only_head_and_tail(tmp_path):
     from ralph.loop.stages.decompose import log_sample
@@ -39,6 +41,7 @@ elif stage == "VERIFY":
 """
 
 
+@pytest.mark.slow
 def test_a_decomposition_that_would_close_a_dependency_cycle_is_refused_not_the_runs_end(project, tmp_path):
     """C needs A; A's DECOMPOSE makes a part that needs C. Deleting A moves C onto A's parts, a
     cycle: the decomposition is refused and undone, as one with too few parts is, and the run

@@ -134,6 +134,14 @@ def plan() -> None:
             previous = json.loads(ralph("task", "add", "--json", json.dumps(item)))["id"]
 
 
+def put_pid(path: Path, pid: int) -> None:
+    """The pid file appears whole (written under another name, then moved into place): tests and
+    their cleanup read it as soon as it exists, and a kill between open and write left it empty."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(str(pid))
+    os.replace(part, path)
+
+
 def start_daemon(pid_file: Path) -> None:
     """Returns once the daemon has left this process's group and session: stopping the group
     would end it otherwise, and a test would pass without ralph ever looking for it."""
@@ -145,7 +153,7 @@ def start_daemon(pid_file: Path) -> None:
         if "(sleep)" in stat and int(fields[3]) == daemon.pid:  # comm, and its session is its own
             break
         time.sleep(0.01)
-    pid_file.write_text(str(daemon.pid))
+    put_pid(pid_file, daemon.pid)
 
 
 def together(task_id: str, attempt: int) -> None:
@@ -175,7 +183,7 @@ def build() -> int:
     if "[work-then-hang-once]" in name and attempt == 1:
         Path("work").mkdir(exist_ok=True)
         Path("work", f"{task_id}.txt").write_text(f"ok {task_id} half way\n")
-        (STATE / f"{task_id}.agent.pid").write_text(str(os.getpid()))
+        put_pid(STATE / f"{task_id}.agent.pid", os.getpid())
         time.sleep(600)
     if "[record-env]" in name:
         ralph_env = sorted(key for key in os.environ if key.startswith("RALPH_"))
@@ -184,8 +192,8 @@ def build() -> int:
         start_daemon(STATE / f"{task_id}.daemon.pid")
     if "[hang]" in name or ("[hang-once]" in name and attempt == 1):
         child = subprocess.Popen(["sleep", "600"])
-        (STATE / f"{task_id}.grandchild.pid").write_text(str(child.pid))
-        (STATE / f"{task_id}.agent.pid").write_text(str(os.getpid()))
+        put_pid(STATE / f"{task_id}.grandchild.pid", child.pid)
+        put_pid(STATE / f"{task_id}.agent.pid", os.getpid())
         time.sleep(600)
     for marker in CONTEXT_SCHEDULES:
         if marker in name:
@@ -267,8 +275,8 @@ def verify() -> int:
         context_pressure("[context-grow]")
     if "[verify-hang]" in name:
         child = subprocess.Popen(["sleep", "600"])
-        (STATE / f"{current['id']}.verify-grandchild.pid").write_text(str(child.pid))
-        (STATE / f"{current['id']}.verify.pid").write_text(str(os.getpid()))
+        put_pid(STATE / f"{current['id']}.verify-grandchild.pid", child.pid)
+        put_pid(STATE / f"{current['id']}.verify.pid", os.getpid())
         time.sleep(30)
         (STATE / f"{current['id']}.verify.finished").write_text("the verifier was not stopped\n")
     if "[no-verdict]" in name:
@@ -312,7 +320,7 @@ def investigate() -> int:
         time.sleep(2)
     if "[investigate-hang]" in ralph("issue", "list"):
         ralph("task", "add", json.dumps({"name": f"Half of what {issue_id} found"}))
-        (STATE / "investigate.pid").write_text(str(os.getpid()))
+        put_pid(STATE / "investigate.pid", os.getpid())
         time.sleep(600)
     if "[out-of-scope]" in ralph("issue", "list"):
         ralph("issue", "resolve", issue_id, "--note", "out of scope: the spec does not ask for it")
@@ -326,7 +334,7 @@ def check() -> int:
     bump("check")
     spec = Path(os.environ["RALPH_SPEC"]).read_text()
     if "[check-hang]" in spec:
-        (STATE / "check.pid").write_text(str(os.getpid()))
+        put_pid(STATE / "check.pid", os.getpid())
         time.sleep(600)
     if "[check-slow]" in spec:
         time.sleep(2)
