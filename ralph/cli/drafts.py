@@ -5,12 +5,16 @@ ralph.ops.drafts'; this module parses, asks the person on a terminal, and prints
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from ralph.cli.common import agent_names, root_of, say
 from ralph.cli.construct import Duration, Shlex
 from ralph.text import printable
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 NOT_A_TERMINAL = "no terminal"
 
@@ -75,12 +79,30 @@ def spec_draft(ctx, name, idea, decision, feedback, **flags):
     if accepted is None:
         return
     say(f"accepted: wrote and committed {accepted}")
+    if not _checked(root, accepted):
+        return
     if person is not None and click.confirm(f"start `ralph construct {accepted}` now?", default=False):
         from ralph.cli.construct import construct
 
         ctx.invoke(construct, spec=str(root / accepted), **flags)
     else:
         say(f"next: ralph construct {accepted} --dry-run    # what the first run would do")
+
+
+def _checked(root: Path, spec: str) -> bool:
+    """The accepted spec checked as `ralph spec check` checks it, so a person sees what `ralph
+    construct` would refuse before paying for a run. False (no run offered) when it has problems."""
+    from ralph.cli.specs import show_report
+    from ralph.ops.spec_lint import check_spec_file
+
+    report = check_spec_file(root / spec, spec)
+    show_report(spec, report)
+    if not report.ok:
+        say(
+            f"next: fix what is above in {spec}, then: ralph spec check {spec}"
+            "    # construct refuses it until then"
+        )
+    return report.ok
 
 
 def _until_decided(ctx: click.Context, draft, decision: str | None, person: _Person | None, flags: dict):
