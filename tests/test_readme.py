@@ -49,8 +49,10 @@ def resolve(argv: list[str], named: bool = False) -> tuple[str, ...]:
     arguments and flags as the command would; a pytest failure naming what it does not take.
     `named`: the text names the command (`ralph spec draft`), so nothing after it is required."""
     assert argv[0] == "ralph", argv
+    # Contexts made as click makes them (make_context): a bare click.Context would leave the
+    # command's help option without the root's `-h` (click keeps it), for the tests after this one.
     command: click.Command = cli
-    ctx = click.Context(cli, info_name="ralph")
+    ctx = cli.make_context("ralph", [], resilient_parsing=True)
     path: list[str] = []
     args = argv[1:]
     while isinstance(command, click.Group) and args and not args[0].startswith("-"):
@@ -59,11 +61,12 @@ def resolve(argv: list[str], named: bool = False) -> tuple[str, ...]:
             pytest.fail(f"the README names `ralph {' '.join([*path, args[0]])}`: no such command")
         path.append(args.pop(0))
         command = sub
-        ctx = click.Context(command, info_name=path[-1], parent=ctx)
+        if isinstance(command, click.Group):
+            ctx = command.make_context(path[-1], [], parent=ctx, resilient_parsing=True)
     if "--help" in args or "-h" in args or (named and not args):
         return tuple(path)
     try:
-        command.make_context(" ".join(["ralph", *path]), list(args), parent=ctx.parent)
+        command.make_context(path[-1] if path else "ralph", list(args), parent=ctx)
     except click.UsageError as exc:
         pytest.fail(f"the README's `{shlex.join(argv)}`: {exc.format_message()}")
     return tuple(path)

@@ -33,17 +33,22 @@ def contexts(ctx: click.Context, path: tuple[str, ...] = ()) -> list[tuple[tuple
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
             if sub is not None and not sub.hidden:
-                child = click.Context(
-                    sub, info_name=name, parent=ctx, terminal_width=WIDTH, max_content_width=WIDTH
-                )
-                found += contexts(child, (*path, name))
+                found += contexts(_context(sub, name, ctx), (*path, name))
     return found
+
+
+def _context(command: click.Command, name: str, parent: click.Context | None) -> click.Context:
+    """The context `ralph ... NAME --help` prints in: the command's own context settings (the root's
+    `-h` too, inherited), WIDTH columns, and no argument required (nothing is parsed)."""
+    return command.make_context(
+        name, [], parent=parent, resilient_parsing=True, terminal_width=WIDTH, max_content_width=WIDTH
+    )
 
 
 def cli_text() -> str:
     from ralph.cli.main import cli
 
-    root = click.Context(cli, info_name="ralph", terminal_width=WIDTH, max_content_width=WIDTH)
+    root = _context(cli, "ralph", None)
     found = contexts(root)
     parts = [
         "# Command reference\n",
