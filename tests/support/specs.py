@@ -26,7 +26,6 @@ def write_spec(root: Path, relative: str = "specs/app.md", *requirements: str, b
     return path
 
 
-
 # A requirement as a `*` item: the checked format takes any list marker, and the fake agents make a
 # task of each `- ` line only (tests/support/scripts/fake_agent.py), so the tasks stay the test's.
 REQUIREMENT = "* [ ] what the test asks for is built — verify: the gate passes"
