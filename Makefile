@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install sandbox verify lint test e2e bench bench-replay demo demo-draft schema clean
+.PHONY: install sandbox verify lint test e2e bench bench-replay demo demo-draft schema docs clean
 
 # Editable as a plain path in a .pth file: pyproject.toml's package-dir makes it setuptools' static
 # strategy. An import hook (its default for a flat layout) is loaded by every Python start in the
@@ -145,6 +145,11 @@ demo-draft: $(STAMP)
 schema: $(STAMP)
 	$(PY) -m ralph.plan.generate
 	$(PY) -m tests.support.architecture
+
+## docs: regenerate the reference derived from the code: docs/cli.md (every command's --help) and
+## docs/config.md's table of config keys, by ralph/cli/reference.py
+docs: $(STAMP)
+	$(PY) -m ralph.cli.reference
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis .mypy_cache

@@ -11,12 +11,15 @@ import pytest
 
 @pytest.mark.slow
 def test_demo_reaches_complete_keeps_its_repository_and_says_its_tokens_are_simulated(tmp_path):
+    """Run as `make demo` runs it: with .venv's Python, whose folder no shell has on its PATH."""
+    bin_dir = Path(sys.executable).parent
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != bin_dir)
     done = subprocess.run(
         [sys.executable, "-m", "ralph.demo"],
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
+        env={**os.environ, "TMPDIR": str(tmp_path), "PATH": path},
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ralph: COMPLETE" in done.stdout
@@ -28,6 +31,20 @@ def test_demo_reaches_complete_keeps_its_repository_and_says_its_tokens_are_simu
     kept = Path(shown.group(1))
     assert kept.parent == tmp_path and (kept / "plan.jsonl").is_file() and (kept / ".git").is_dir()
     assert f"The repository is kept at {kept}" in done.stdout
+    # The last line says how to get `ralph` on PATH, as the README does.
+    assert done.stdout.splitlines()[-1] == (
+        f"`ralph` is installed in {bin_dir}: to put it on your PATH, run: source {bin_dir / 'activate'}"
+    )
+
+
+def test_the_demo_says_when_ralph_is_on_path_already():
+    bin_dir = Path(sys.executable).parent
+    with_it = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}/usr/bin"}
+    said = subprocess.run(
+        [sys.executable, "-c", "from ralph.demo.__main__ import on_path; print(on_path())"],
+        capture_output=True, text=True, env=with_it, check=True,
+    ).stdout  # fmt: skip
+    assert said == f"`ralph` is on your PATH ({bin_dir / 'ralph'}).\n"
 
 
 def demo_agent(tmp_path: Path, spec_text: str, stage: str = "PLAN") -> subprocess.CompletedProcess:

@@ -14,6 +14,8 @@ from ralph.cli.construct import AGENT_HELP, Duration, Shlex
 from ralph.text import printable
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ralph.loop.spec_drafts import Decision, Draft
     from ralph.plan.document import Record
     from ralph.usecases.settings import Settings
@@ -91,12 +93,30 @@ def spec_draft(
     if accepted is None:
         return
     say(f"accepted: wrote and committed {accepted}")
+    if not _checked(root, accepted):
+        return
     if person is not None and click.confirm(f"start `ralph construct {accepted}` now?", default=False):
         from ralph.cli.construct import construct
 
         ctx.invoke(construct, spec=str(root / accepted), **flags)
     else:
         say(f"next: ralph construct {accepted} --dry-run    # what the first run would do")
+
+
+def _checked(root: Path, spec: str) -> bool:
+    """The accepted spec checked as `ralph spec check` checks it, so a person sees what `ralph
+    construct` would refuse before paying for a run. False (no run offered) when it has problems."""
+    from ralph.cli.specs import show_report
+    from ralph.usecases.spec_lint import check_spec_file
+
+    report = check_spec_file(root / spec, spec)
+    show_report(spec, report)
+    if not report.ok:
+        say(
+            f"next: fix what is above in {spec}, then: ralph spec check {spec}"
+            "    # construct refuses it until then"
+        )
+    return report.ok
 
 
 def _until_decided(

@@ -46,7 +46,7 @@ def query_iteration(ctx: click.Context, as_json: bool) -> None:
 
 
 # The query commands below print JSON either way; --json is accepted so that every command that
-# prints data takes it, as the README promises.
+# prints data takes it, as docs/state-commands.md promises.
 
 
 @query.command("next", short_help="The next task to build, as one JSON object.")

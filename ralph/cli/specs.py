@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from ralph.cli.common import emit, json_option, root_of, say
 from ralph.cli.lazy import lazy_group
 from ralph.errors import EXIT_INVALID
 from ralph.text import printable
+
+if TYPE_CHECKING:
+    from ralph.usecases.spec_lint import SpecReport
 
 
 @click.group(
@@ -61,9 +66,19 @@ def spec_check(ctx: click.Context, file: str, as_json: bool) -> None:
                 "problems": [problem.as_dict() for problem in report.problems],
             }
         )
-    elif report.ok:
+        for problem in report.problems:
+            say(f"ralph: {problem_line(file, problem)}", err=True)
+    else:
+        show_report(file, report)
+    if not report.ok:
+        ctx.exit(EXIT_INVALID)
+
+
+def show_report(file: str, report: SpecReport) -> None:
+    """A spec check's report as a person reads it: `ok` on stdout, else each problem on stderr."""
+    from ralph.usecases.spec_lint import problem_line
+
+    if report.ok:
         say(f"{printable(file)}: ok ({report.requirements} requirements, each with a way to verify it)")
     for problem in report.problems:
         say(f"ralph: {problem_line(file, problem)}", err=True)
-    if not report.ok:
-        ctx.exit(EXIT_INVALID)

@@ -44,6 +44,7 @@ def main() -> int:
         f"\nThe repository is kept at {root}: look around (git log -p plan.jsonl), then rm -rf it.",
         flush=True,
     )
+    print(on_path(), flush=True)
     return done.returncode
 
 
@@ -98,7 +99,20 @@ def draft() -> int:
         " spec and its questions), then rm -rf it.",
         flush=True,
     )
+    print(on_path(), flush=True)
     return done
+
+
+def on_path() -> str:
+    """Whether the `ralph` beside this Python is the one a shell finds, and if not, the one line
+    that makes it so: `make demo` installs ralph into .venv, which no shell has on its PATH."""
+    folder = Path(sys.executable).parent  # a virtualenv's bin/, not where its python links to
+    found = shutil.which("ralph")
+    if found and Path(found).resolve() == (folder / "ralph").resolve():
+        return f"`ralph` is on your PATH ({found})."
+    if (folder / "activate").is_file():
+        return f"`ralph` is installed in {folder}: to put it on your PATH, run: source {folder / 'activate'}"
+    return f'`ralph` is installed in {folder}: to put it on your PATH, run: export PATH="{folder}:$PATH"'
 
 
 def shlex_quote(text: str) -> str:

@@ -58,8 +58,10 @@ def test_without_a_terminal_it_waits_for_the_answer_then_for_a_decision_then_com
     done = ralph("spec", "draft", "farewell", "--accept")
     assert done.stdout.splitlines() == [
         "accepted: wrote and committed specs/farewell.md",
+        "specs/farewell.md: ok (2 requirements, each with a way to verify it)",  # ralph spec check's
         "next: ralph construct specs/farewell.md --dry-run    # what the first run would do",
     ]
+    assert done.stderr == ""
     assert (ralph.root / "specs" / "farewell.md").read_text() == draft
     assert git(ralph.root, "show", "--name-only", "--format=", "HEAD").split() == [
         "plan.jsonl",
@@ -80,6 +82,22 @@ def test_without_a_terminal_it_waits_for_the_answer_then_for_a_decision_then_com
         refused.stderr
         == "ralph: specs/farewell.md exists: edit it, or draft another name (nothing was drafted)\n"
     )
+
+
+def test_accepting_a_spec_construct_would_refuse_shows_each_problem_and_offers_no_run(ralph, monkeypatch):
+    monkeypatch.setenv("DRAFT_AGENT", "unchecked")
+    ralph("spec", "draft", "farewell", IDEA, *AGENT, code=9)  # waits for the decision
+    done = ralph("spec", "draft", "farewell", "--accept")  # accepted all the same: the person decided
+    assert (ralph.root / "specs" / "farewell.md").is_file()
+    assert done.stderr == (
+        "ralph: specs/farewell.md:5: this requirement has no way to verify it: add 'verify: <a command"
+        " and what it prints, a test, a thing to look at>' on its line or on a line under it\n"
+    )
+    assert done.stdout.splitlines() == [
+        "accepted: wrote and committed specs/farewell.md",
+        "next: fix what is above in specs/farewell.md, then: ralph spec check specs/farewell.md"
+        "    # construct refuses it until then",
+    ]
 
 
 def test_reject_leaves_nothing(ralph):

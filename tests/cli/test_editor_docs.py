@@ -1,4 +1,4 @@
-"""The README's editor recipes work against the real `ralph check` and `ralph schema`: the VS Code
+"""docs/editors.md's editor recipes work against the real `ralph check` and `ralph schema`: the VS Code
 problem matcher finds each problem's file and line, and the schema check flags a bad line."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from pathlib import Path
 
 from tests.support.cli import ralph_process
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "editors.md").read_text()
 BAD_LINE = '{"t": "task", "id": "t-bbbbbb", "name": "", "priority": "urgent"}\n'
 
 
 def block(language: str, containing: str) -> str:
-    (found,) = [b for b in re.findall(rf"```{language}\n(.*?)```", README, re.S) if containing in b]
+    (found,) = [b for b in re.findall(rf"```{language}\n(.*?)```", DOC, re.S) if containing in b]
     return found
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.cli import ralph_in_process
 from tests.support.gitrepo import git
+from tests.support.specs import checked_spec
 
 AGENT = ("--agent", "command", "--agent-cmd", "true")
 GATE = ("--gate", "")
@@ -93,7 +94,7 @@ def _repository_state(root: Path) -> tuple:
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    (repo / "specs" / "x.md").write_text("# a spec\n")
+    (repo / "specs" / "x.md").write_text(checked_spec("a spec"))
     git(repo, "add", "specs/x.md")
     git(repo, "commit", "-qm", "a spec")
     return repo

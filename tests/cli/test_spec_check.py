@@ -6,7 +6,6 @@ nothing committed or changed. --no-spec-check (or the config key spec_check) goe
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -38,11 +37,6 @@ def _status(root: Path) -> tuple[str, str, str]:
         git(root, "status", "--porcelain", "--untracked-files=all"),
         plan.read_text() if plan.exists() else "",
     )
-
-
-def _checking_by_default() -> None:
-    """The suite's user file turns the check off (tests/support/gitrepo.py): as a user has it."""
-    (Path(os.environ["XDG_CONFIG_HOME"]) / "ralph" / "config.toml").unlink()
 
 
 def test_the_template_as_written_fails_and_a_filled_spec_passes(ralph: Ralph):
@@ -85,7 +79,6 @@ def test_a_missing_spec_is_one_line(ralph: Ralph):
     "command", [("construct", "--gate", ""), ("plan",), ("construct", "--dry-run", "--gate", "")]
 )
 def test_construct_plan_and_dry_run_refuse_the_unfilled_template(ralph: Ralph, command):
-    _checking_by_default()
     ralph("spec", "new", "app")
     git(ralph.root, "add", "specs/app.md")
     git(ralph.root, "commit", "-qm", "the template, unfilled")
@@ -112,7 +105,6 @@ def test_a_spec_in_another_format_is_told_how_to_fix_it_and_can_go_on_deliberate
     )
     assert _status(ralph.root) == before
     ralph(*dry_run, "--no-spec-check")  # exit 0: it would start
-    _checking_by_default()
     ralph("config", "set", "spec_check", "false")
     ralph(*dry_run)
 

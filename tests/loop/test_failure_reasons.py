@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.construct import add_tasks, construct, in_process
 from tests.support.gitrepo import git
+from tests.support.specs import as_checked
 
 # The gate: real pytest over the agent's work files, with some passing tests for its dots.
 GATE_TESTS = """
@@ -40,7 +41,7 @@ def test_something_else(n):
 
 @pytest.fixture
 def pytest_project(repo: Path) -> Path:
-    (repo / "specs" / "app.md").write_text("# App\n\n- Work\n")
+    (repo / "specs" / "app.md").write_text(as_checked("# App\n\n- Work\n"))
     (repo / "test_work.py").write_text(GATE_TESTS)
     # as a Python project has it: parallel builds each running the gate would otherwise each
     # commit their own __pycache__, and conflict

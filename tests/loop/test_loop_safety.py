@@ -27,6 +27,7 @@ from tests.support.construct import (
     with_app_spec,
 )
 from tests.support.gitrepo import git
+from tests.support.specs import as_checked
 
 
 @pytest.fixture
@@ -264,7 +265,7 @@ def test_a_build_that_changes_nothing_fails_unless_the_task_needs_no_code(projec
 def test_a_second_spec_is_planned_and_construct_alone_continues_the_current_one(project):
     first = construct(project)
     assert first.returncode == 0, first.stdout + first.stderr
-    (project / "specs" / "other.md").write_text("# Other\n\n- Other thing\n")
+    (project / "specs" / "other.md").write_text(as_checked("# Other\n\n- Other thing\n"))
     git(project, "add", "specs/other.md")
     git(project, "commit", "-qm", "a second spec")
     argv = ["-C", str(project), "construct"]

@@ -18,6 +18,7 @@ import ralph.plan.loader as loader
 from ralph.cli.main import cli
 from ralph.usecases import tasks
 from tests.support.gitrepo import git
+from tests.support.specs import checked_spec
 
 AGENT = """import os, subprocess, shlex
 ralph = shlex.split(os.environ["RALPH_BIN"])
@@ -31,7 +32,7 @@ elif stage == "VERIFY":
 
 @pytest.mark.slow
 def test_the_loop_reads_the_plan_at_most_nine_times_per_agent_run(repo: Path, tmp_path: Path, monkeypatch):
-    (repo / "specs" / "app.md").write_text("# App\n")
+    (repo / "specs" / "app.md").write_text(checked_spec("App"))
     git(repo, "add", "specs/app.md")
     git(repo, "commit", "-qm", "spec")
     tasks.add(repo, [{"name": f"Task {n}", "no_code": True} for n in range(4)])

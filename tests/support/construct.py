@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from ralph.cli.main import cli
 from ralph.loop.observe.journal import read_events
 from tests.support.gitrepo import git
+from tests.support.specs import as_checked
 
 FAKE_AGENT = Path(__file__).parent / "scripts" / "fake_agent.py"
 CHECK_WORK = """import pathlib, sys
@@ -33,7 +34,7 @@ sys.exit(1 if bad else 0)
 
 def with_app_spec(repo: Path, spec: str) -> Path:
     """The repository with specs/app.md and the gate check_work.py committed."""
-    (repo / "specs" / "app.md").write_text(spec)
+    (repo / "specs" / "app.md").write_text(as_checked(spec))  # the spec check is on, as a user has it
     (repo / "check_work.py").write_text(CHECK_WORK)
     git(repo, "add", "specs/app.md", "check_work.py")
     git(repo, "commit", "-qm", "the app spec and its gate")

@@ -57,7 +57,9 @@ def scratch_env(root: Path) -> dict[str, str]:
     # The agent CLIs find their settings under $XDG_CONFIG_HOME first (opencode does): the scratch
     # HOME's, not the temporary one the suite sets for ralph's own user config.
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), RALPH_LOCK_TIMEOUT="120")
-    write_user_config(home / ".config")  # the suite's ralph defaults (tests/support/gitrepo.py)
+    # The suite's ralph defaults (tests/support/gitrepo.py), but no spec check: the mock model makes
+    # a task of each plain bullet of these specs, which the check would refuse.
+    write_user_config(home / ".config", "spec_check = false\n")
     return env
 
 

@@ -29,8 +29,8 @@ def isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config_dir / "xdg"))  # nor the developer's ralph config
-    # The suite's specs are the fake agents' bullet lists, not the template's checklist: the user
-    # file turns the spec check off (tests/cli/test_spec_check.py turns it on where it is tested).
+    # ralph's own user file, empty but for what a test adds: the spec check is on, as a user has
+    # it, so the specs the tests plan are in the checked format (tests/support/specs.py).
     write_user_config(config_dir / "xdg")
     monkeypatch.setenv("XDG_STATE_HOME", str(config_dir / "state"))  # nor writes crash logs into theirs
     # Runs are unfenced unless a test asks (--sandbox): the tests' agents keep their counters beside
@@ -40,7 +40,7 @@ def isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
-USER_CONFIG = "spec_check = false\n"
+USER_CONFIG = ""  # the suite's own defaults over ralph's: none
 
 
 def write_user_config(xdg: Path, extra: str = "") -> Path:

@@ -34,6 +34,7 @@ from tests.support.construct import (
 )
 from tests.support.gitrepo import git
 from tests.support.present import present
+from tests.support.specs import as_checked
 
 # Every run costs $0.40, as a Claude-style result event says; BUILD builds, VERIFY accepts.
 AGENT = """import json, os, pathlib, sys
@@ -54,7 +55,7 @@ print(json.dumps({"type": "result", "is_error": False, "total_cost_usd": 0.4, "u
 
 @pytest.fixture
 def project(repo: Path) -> Path:
-    (repo / "specs" / "app.md").write_text("# App\n\n- A\n- B\n- C\n")
+    (repo / "specs" / "app.md").write_text(as_checked("# App\n\n- A\n- B\n- C\n"))
     (repo / "check_work.py").write_text(CHECK_WORK)
     git(repo, "add", "specs/app.md", "check_work.py")
     git(repo, "commit", "-qm", "the app spec and its gate")

@@ -3,6 +3,7 @@
 - "ask" (default): the demo agent's draft (it asks once, then drafts with the answer), and the demo
   agent in every stage of the loop;
 - "escape": a draft whose title holds terminal escape sequences;
+- "unchecked": a draft whose one requirement says no way to verify it (what `ralph spec check` refuses);
 - "file": writes a code file beside its draft (what a fenced run cannot);
 - "task": adds a task to the plan beside its draft;
 - "link": leaves a link to a file outside the draft in the draft's place;
@@ -33,6 +34,8 @@ def main() -> int:
     draft = Path(os.environ["RALPH_DRAFT_FILE"])
     if mode == "escape":
         draft.write_text("# Title \x1b]0;owned\x07 \x1b[2J\n\n## Goal\n\nG.\n", encoding="utf-8")
+    elif mode == "unchecked":
+        draft.write_text("# Farewell\n\n## Requirements\n\n- [ ] farewell() says goodbye\n", encoding="utf-8")
     elif mode == "file":
         draft.write_text("# A spec\n", encoding="utf-8")
         Path("code.py").write_text("print('built before approval')\n", encoding="utf-8")
