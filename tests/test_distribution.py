@@ -12,6 +12,8 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
+import pytest
+
 import ralph
 
 ROOT = Path(__file__).parent.parent
@@ -103,6 +105,7 @@ def _fresh_environment(tmp_path: Path, wheel: Path) -> Path:
     return venv / "bin"
 
 
+@pytest.mark.slow  # builds and installs a wheel: 4-7 s each
 def test_installed_from_a_git_url_the_ralph_command_runs_the_demo_from_its_own_files(tmp_path):
     """`pipx install git+URL` (a file:// URL here: the machine reaches no forge) builds the wheel
     from a clone; the installed `ralph` finds its templates, schema and demo in the wheel, never in
@@ -139,6 +142,7 @@ def test_installed_from_a_git_url_the_ralph_command_runs_the_demo_from_its_own_f
     )
 
 
+@pytest.mark.slow  # builds and installs a wheel: 4-7 s each
 def test_installed_from_a_clone_the_ralph_command_runs(tmp_path):
     """`pipx install .` and `pip install .` in a clone build the wheel from the folder itself."""
     bin_dir = _fresh_environment(tmp_path, _wheel(str(_source(tmp_path)), tmp_path / "dist"))

@@ -291,9 +291,11 @@ class OutPushed(Remote):
 def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_pause_grows(three):
     shared, one, two = three
     pauses: list[float] = []
-    remote = OutPushed(Repo(two), rival=one, losses=sync.MAX_STILL_LOSSES * 8, retries=0, sleep=pauses.append)
+    remote = OutPushed(
+        Repo(two), rival=one, losses=sync.MAX_STILL_LOSSES * 2 + 2, retries=0, sleep=pauses.append
+    )
     won = claims.claim_next(two, None, "runner-2", remote)
-    assert won is not None and remote.pushes == sync.MAX_STILL_LOSSES * 8 + 1
+    assert won is not None and remote.pushes == sync.MAX_STILL_LOSSES * 2 + 3
     assert task_in(on_origin(shared), won["id"])["claimed_by"] == "runner-2"
     ranges = [sync.LOST_RACE_PAUSE_S * 2.0 ** min(n, 16) for n in range(len(pauses))]
     assert all(

@@ -873,7 +873,9 @@ def venv_in(project: Path, source_inside: bool) -> Path:
 
 
 @needs_bwrap
-@pytest.mark.parametrize("source_inside", [False, True], ids=["installed", "editable-inside"])
+@pytest.mark.parametrize(
+    "source_inside", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["installed", "editable-inside"]
+)
 def test_ralph_installed_in_the_projects_own_venv_is_read_only_to_the_runs(project, tmp_path, source_inside):
     """ralph run from the work tree's .venv (sys.prefix inside the tree the runs write): an agent's
     .pth file there, or its rewrite of ralph's source installed editable from the work tree, ran at
@@ -1074,7 +1076,7 @@ def with_nested(project: Path, folder: str, embedded: bool) -> str:
     return git(nested, "rev-parse", "HEAD")
 
 
-@pytest.mark.parametrize("attack", ["config", "move"])
+@pytest.mark.parametrize("attack", ["config", pytest.param("move", marks=pytest.mark.slow)])
 @pytest.mark.parametrize(
     ("folder", "embedded"), [("vendor/dep", False), ("emb", True)], ids=["clone", "embedded"]
 )
