@@ -120,10 +120,11 @@ class CheckStage:
     ) -> None:
         """What the check came to, done: the plan written (its additions taken, bounded; or its
         run undone, a stop counted), the person told, the commit made. Whether a finished check
-        added anything the plan finds as it takes it (_take)."""
-        self.outcome = outcome
+        added anything the plan finds as it takes it (_take). `self.outcome` is set once its
+        writes are done."""
         spec = self.ws.settings.spec
         if run is None:  # ALREADY_MET: no run
+            self.outcome = outcome
             self.ws.journal.event("check_skipped", item=spec, head=head)
             self.ws.console.event(f"CHECK {spec}: met already (nothing but plan.jsonl changed since)")
             return
@@ -131,10 +132,11 @@ class CheckStage:
             stop = kill_reason_of(run.result.run.stop_reason)
             assert stop is not None  # only a stopped check comes here
             commit = self._stopped(stop, run.result, run.before, report)
+            self.outcome = outcome
             run.span.end(kill_reason=str(stop))
         elif outcome is CheckOutcome.FAILED:
             self._failed(run.result, run.before, report)
-            commit = None
+            self.outcome, commit = outcome, None
             run.span.end(failed=True)
         else:
             commit, added = self._take(run.base, head, digest)
@@ -151,11 +153,12 @@ class CheckStage:
                 change.plan, base, self.ws.settings.max_new_items, f"the spec check of {spec}", recheck=True
             )
             added = bounded.kept + ([bounded.issue] if bounded.issue else [])
-            self.outcome = decide(CheckFacts(added=len(added)))  # MET or ADDED
-            met = self.outcome is CheckOutcome.MET
+            outcome = decide(CheckFacts(added=len(added)))  # MET or ADDED
+            met = outcome is CheckOutcome.MET
             change.plan.record_spec_check(spec, head if met else None, digest if met else None)
             for issue_id in superseded:  # this check read the spec again: what it cut then is in its findings
                 change.plan.resolve_issue(issue_id, SUPERSEDED)
+        self.outcome = outcome
         cut = [c.record["id"] for c in bounded.cut]
         self.ws.journal.event(
             "spec_checked", item=spec, added=bounded.kept or None, cut=cut or None, cut_issue=bounded.issue
