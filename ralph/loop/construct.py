@@ -43,7 +43,8 @@ from ralph.loop.runs.rate_limits import AgentAuthFailed, LimitTooLong
 from ralph.loop.share.coordinator import Solo
 from ralph.loop.stages import plan as stage_plan
 from ralph.loop.stages.agent_errors import AgentFailing
-from ralph.loop.stages.check import CheckOutcome, CheckStage, open_work
+from ralph.loop.stages.check import CheckStage, open_work
+from ralph.loop.stages.check_outcome import CheckOutcome
 from ralph.loop.stages.modules import stage_run
 from ralph.loop.stages.plan import PlanStage
 from ralph.loop.stages.retries import Deadline

@@ -306,6 +306,15 @@ def record_verify_kill(plan: PlanReader, task_id: str, kill_reason: KillReason, 
     return kills
 
 
+def verdict_given(task_id: str, base: PlanReader, theirs: PlanReader) -> tuple[str | None, str | None]:
+    """The verdict one verifier gave its task in its own copy of the plan (`theirs`, which started
+    as `base`): "accepted", "rejected" with its reason, or none."""
+    if task_id in theirs.accepted() - base.accepted():
+        return "accepted", None
+    reasons = theirs.reject_reasons(task_id)[len(base.reject_reasons(task_id)) :]
+    return ("rejected", reasons[-1]) if reasons else (None, None)
+
+
 def take_verification(
     plan: PlanReader, task_id: str, base: PlanReader, theirs: PlanReader, max_new: int | None = None
 ) -> Record:
@@ -314,13 +323,7 @@ def take_verification(
     (new_work.bound: the rest go into one issue for a person, `cut_issue`). Its permissions are
     checked before; nothing else of its copy is taken. Returns what was taken. The change is made
     by `apply_verification`, whose arguments are plain data: a runner replays it as an operation."""
-    verdict, reason = None, None
-    if task_id in theirs.accepted() - base.accepted():
-        verdict = "accepted"
-    else:
-        reasons = theirs.reject_reasons(task_id)[len(base.reject_reasons(task_id)) :]
-        if reasons:
-            verdict, reason = "rejected", reasons[-1]
+    verdict, reason = verdict_given(task_id, base, theirs)
     known = base.taken_ids()
     added = [
         dict(line.record)
@@ -331,6 +334,12 @@ def take_verification(
     if apply is not None:
         return apply(task_id, verdict, reason, added, max_new)  # type: ignore[no-any-return]
     return apply_verification(plan, task_id, verdict, reason, added, max_new)
+
+
+def overtaken(plan: PlanReader, task_id: str) -> bool:
+    """Whether a verdict on the task comes too late: a person judged or removed it meanwhile."""
+    task = plan.find_task(task_id)
+    return task is None or not is_done(task)
 
 
 def apply_verification(
@@ -345,8 +354,7 @@ def apply_verification(
     and issues it added (records, with their ids), at most `max_new` of them. Returns what was
     taken."""
     taken: dict[str, Any] = {"verdict": None, "tasks": [], "issues": []}
-    task = plan.find_task(task_id)
-    if verdict is not None and (task is None or not is_done(task)):
+    if verdict is not None and overtaken(plan, task_id):
         taken["overtaken"] = True  # a person judged or removed it meanwhile: theirs stands
     elif verdict == "accepted":
         tasks.accept(plan, task_id)

@@ -34,7 +34,8 @@ from ralph.loop.runs.permissions import Snapshot
 from ralph.loop.share.coordinator import Coordinator, Solo
 from ralph.loop.stages.agent_errors import WorkState
 from ralph.loop.stages.build import BuildStage
-from ralph.loop.stages.check import CheckOutcome, CheckStage
+from ralph.loop.stages.check import CheckStage
+from ralph.loop.stages.check_outcome import CheckOutcome
 from ralph.loop.stages.decompose import DecomposeStage
 from ralph.loop.stages.investigate import InvestigateStage
 from ralph.loop.stages.plan import PlanStage

@@ -15,11 +15,13 @@ what was cut, adds what is still missing (bounded again), and resolves that issu
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
+from typing import NamedTuple
 
+from ralph.loop.observe.journal import Span
 from ralph.loop.runs.agent_process import AgentResult
 from ralph.loop.runs.prompts import data_block
+from ralph.loop.stages.check_outcome import CheckFacts, CheckOutcome, decide
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.plan.new_work import bound_new_work
@@ -33,14 +35,6 @@ from ralph.usecases.spec_checks import already_met, spec_digest
 
 LISTED_ACCEPTED = 100  # accepted tasks named in the prompt; the agent reads the rest from the code
 SUPERSEDED = "the spec check ran again and added what of this was still missing"
-
-
-class CheckOutcome(Enum):
-    MET = "met"  # the check ran and added nothing
-    ALREADY_MET = "already_met"  # a check found nothing with this code and spec: not run again
-    ADDED = "added"  # it added tasks or issues: the loop goes on
-    STOPPED = "stopped"  # its run was stopped (time, context): nothing of it kept
-    FAILED = "failed"  # its agent failed (an error, a broken plan, a permission violation): nothing kept
 
 
 def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict[str, object]:
@@ -87,6 +81,15 @@ def jobs(plan: PlanReader, settings: Settings, root: Path) -> list[Job]:
     return [Job(Stage.CHECK, None, spec, prompt_values(plan, spec, settings.max_new_items))]
 
 
+class _Run(NamedTuple):
+    """The check's agent run, and what applying its outcome needs of it besides."""
+
+    result: AgentResult
+    before: bytes  # plan.jsonl as it was: what a stopped or failed run's changes go back to
+    base: Plan  # what its additions are taken against (a person's changes meanwhile are not its)
+    span: Span
+
+
 class CheckStage:
     def __init__(self, ws: Workspace, plan: Plan | None = None):
         """`plan`: the plan as the caller just read it (read here when not given)."""
@@ -100,9 +103,7 @@ class CheckStage:
         plan = self.read_first or self.plan.read()
         head, digest = self.tree.repo.head(), spec_digest(self.tree.root, spec)
         if already_met(self.tree.repo, plan, spec, digest):
-            self.outcome = CheckOutcome.ALREADY_MET
-            self.ws.journal.event("check_skipped", item=spec, head=head)
-            self.ws.console.event(f"CHECK {spec}: met already (nothing but plan.jsonl changed since)")
+            self._apply(decide(CheckFacts(already_met=True)), None, head, digest, report)
             return report
         report.items = 1
         span = self.ws.journal.span("stage", stage=str(Stage.CHECK), iteration=iteration, items=1)
@@ -110,19 +111,37 @@ class CheckStage:
         values = prompt_values(plan, spec, self.ws.settings.max_new_items)
         result = self.agents.run_agent(Stage.CHECK, iteration, None, values, plan=plan)
         self.agents.check_plan(result)
-        stop = kill_reason_of(result.run.stop_reason)
-        if stop:
-            commit = self._stopped(stop, result, before, report)
-            span.end(kill_reason=str(stop))
-        elif not result.ok or result.violation or result.plan_problem:
-            self._failed(result, before, report)  # not a check that found nothing
-            commit = None
-            span.end(failed=True)
-        else:
-            commit, added = self._take(result.with_persons or plan, head, digest)  # a person's: not its
-            span.end(added=added or None)
-        report.commits += [commit] if commit else []
+        run = _Run(result, before, result.with_persons or plan, span)  # a person's: not its
+        self._apply(decide(_facts(result)), run, head, digest, report)
         return report
+
+    def _apply(
+        self, outcome: CheckOutcome, run: _Run | None, head: str | None, digest: str, report: StageReport
+    ) -> None:
+        """What the check came to, done: the plan written (its additions taken, bounded; or its
+        run undone, a stop counted), the person told, the commit made. Whether a finished check
+        added anything the plan finds as it takes it (_take). `self.outcome` is set once its
+        writes are done."""
+        spec = self.ws.settings.spec
+        if run is None:  # ALREADY_MET: no run
+            self.outcome = outcome
+            self.ws.journal.event("check_skipped", item=spec, head=head)
+            self.ws.console.event(f"CHECK {spec}: met already (nothing but plan.jsonl changed since)")
+            return
+        if outcome is CheckOutcome.STOPPED:
+            stop = kill_reason_of(run.result.run.stop_reason)
+            assert stop is not None  # only a stopped check comes here
+            commit = self._stopped(stop, run.result, run.before, report)
+            self.outcome = outcome
+            run.span.end(kill_reason=str(stop))
+        elif outcome is CheckOutcome.FAILED:
+            self._failed(run.result, run.before, report)
+            self.outcome, commit = outcome, None
+            run.span.end(failed=True)
+        else:
+            commit, added = self._take(run.base, head, digest)
+            run.span.end(added=added or None)
+        report.commits += [commit] if commit else []
 
     def _take(self, base: Plan, head: str | None, digest: str) -> tuple[str | None, list[str]]:
         """What the check added, bounded by ralph; the spec record says what a check that added
@@ -134,11 +153,12 @@ class CheckStage:
                 change.plan, base, self.ws.settings.max_new_items, f"the spec check of {spec}", recheck=True
             )
             added = bounded.kept + ([bounded.issue] if bounded.issue else [])
-            met = not added
+            outcome = decide(CheckFacts(added=len(added)))  # MET or ADDED
+            met = outcome is CheckOutcome.MET
             change.plan.record_spec_check(spec, head if met else None, digest if met else None)
             for issue_id in superseded:  # this check read the spec again: what it cut then is in its findings
                 change.plan.resolve_issue(issue_id, SUPERSEDED)
-        self.outcome = CheckOutcome.MET if met else CheckOutcome.ADDED
+        self.outcome = outcome
         cut = [c.record["id"] for c in bounded.cut]
         self.ws.journal.event(
             "spec_checked", item=spec, added=bounded.kept or None, cut=cut or None, cut_issue=bounded.issue
@@ -152,7 +172,6 @@ class CheckStage:
     def _failed(self, result: AgentResult, before: bytes, report: StageReport) -> None:
         spec, log = self.ws.settings.spec, str(result.log_path)
         self.plan.undo_since(before, result, spec)
-        self.outcome = CheckOutcome.FAILED
         why = result.violation or result.plan_problem or f"the agent ended ({result.describe()})"
         self.ws.journal.event("check_failed", item=spec, why=why, log=log)
         report.failed.append(f"{spec} CHECK failed: {why}; nothing of it kept; log {log}")
@@ -165,8 +184,15 @@ class CheckStage:
         self.plan.undo_since(before, result, spec)
         with self.plan.change() as change:
             stops = change.plan.record_check_kill(spec, reason, log)
-        self.outcome = CheckOutcome.STOPPED
         self.ws.journal.event("check_stopped", item=spec, kill_reason=reason, stops=stops, log=log)
         report.stopped.append(f"{spec} CHECK stopped ({reason}), nothing of it kept; log {log}")
         self.ws.console.event(f"CHECK {spec} stopped ({reason}); nothing of it kept")
         return self.tree.commit(f"ralph(check): {spec} stopped ({reason})")
+
+
+def _facts(result: AgentResult) -> CheckFacts:
+    """What the check's run did, asked in decide's order (what it added is asked as it is taken)."""
+    stop = kill_reason_of(result.run.stop_reason)
+    if stop:
+        return CheckFacts(stopped=stop)
+    return CheckFacts(failed=not result.ok or bool(result.violation or result.plan_problem))

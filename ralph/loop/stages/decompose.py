@@ -6,11 +6,13 @@ context is a failed decomposition: what it did to the plan is kept beside its lo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ralph.errors import PlanInvalid
-from ralph.loop.runs.agent_process import LOG_DIR
+from ralph.loop.runs.agent_process import LOG_DIR, AgentResult
 from ralph.loop.runs.prompts import data_block, one_line, task_details
+from ralph.loop.stages.decompose_outcome import DecomposeFacts, DecomposeOutcome, Exit, Then, decide
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.plan.attempts import verify_reasons
@@ -20,9 +22,6 @@ from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.secrets import OutputLines
 from ralph.text import plural
 from ralph.usecases.settings import Settings
-
-MIN_SUBTASKS, MAX_SUBTASKS = 2, 5
-MAX_DECOMPOSE_FAILURES = 2
 
 
 class DecomposeStage:
@@ -54,40 +53,66 @@ class DecomposeStage:
     def _decompose(
         self, task: TaskView, values: dict[str, object], iteration: int, report: StageReport
     ) -> str | None:
-        limit = self.ws.settings.max_decompose_depth
-        if task.depth >= limit:
-            return self._block(task, f"decomposed {task.depth} times and still failing ({task.kill_reason})")
+        """Decomposes the task (one that is too deep is blocked without a run): what the run did,
+        decided, then applied."""
+        facts = DecomposeFacts(task.depth, self.ws.settings.max_decompose_depth, task.kill_reason)
+        outcome = decide(facts)
+        if outcome.exit is Exit.TOO_DEEP:
+            return self._apply(task, outcome, facts, None, b"", report)
         if task.kill_log and kill_log_of(task, self.tree.root) is None:
             self.ws.journal.event("kill_log_refused", item=task.id, kill_log=task.kill_log)
         self.plan.set_state(stage=str(Stage.DECOMPOSE))
         before = self.plan.raw()  # what a stopped run's changes go back to
         result = self.agents.run_agent(Stage.DECOMPOSE, iteration, task.id, values)
+        facts = self._facts(task, facts, result)
+        return self._apply(task, decide(facts), facts, result, before, report)
+
+    def _facts(self, task: TaskView, facts: DecomposeFacts, result: AgentResult) -> DecomposeFacts:
+        """What the run did, asked in decide's order; `failures`: the task's failed
+        decompositions as recording this one, were it one, would leave them."""
         stop = kill_reason_of(result.run.stop_reason)
-        if stop:  # half a decomposition is none: undone, and it counts as a failed one
-            self.plan.undo_since(before, result, task.id)
-            report.stopped.append(f"{task.id} DECOMPOSE stopped ({stop}), undone; log {result.log_path}")
-            return self._refuse(task, [], result.log_path, f"was stopped ({stop}) before it finished")
+        if stop:  # the plan goes back to `before`, where the task is as the job found it
+            return replace(facts, stopped=stop, failures=_failures(task.record))
         plan = self.plan.read()
-        children = [child.id for child in plan.task_views() if child.parent == task.id and child.pending]
-        if MIN_SUBTASKS <= len(children) <= MAX_SUBTASKS:
+        children = tuple(child.id for child in plan.task_views() if child.parent == task.id and child.pending)
+        return replace(facts, children=children, failures=_failures(plan.find_task(task.id) or task.record))
+
+    def _apply(
+        self,
+        task: TaskView,
+        outcome: DecomposeOutcome,
+        facts: DecomposeFacts,
+        result: AgentResult | None,
+        before: bytes,
+        report: StageReport,
+    ) -> str | None:
+        """What the decomposition came to, done, in this order: the plan written (the subtasks
+        recorded; or the run undone, its failure counted), the person told, the commit made.
+        Whether the subtasks close a dependency cycle the plan finds on writing them: that
+        refusal is decided and applied in turn."""
+        if outcome.exit is Exit.DECOMPOSED:
             try:
                 with self.plan.change() as change:
-                    change.plan.record_decomposition(task.id, children, task.depth, task.record)
+                    change.plan.record_decomposition(task.id, list(facts.children), task.depth, task.record)
             except PlanInvalid as exc:  # its dependents would need its parts, which need them
-                why = f"made subtasks that close a dependency cycle ({exc})"
-                return self._refuse(task, children, result.log_path, why)
-            return self.tree.commit(f"ralph(decompose): {task.id} -> {', '.join(children)}")
-        why = (
-            f"made {plural(len(children), 'subtask')}; a decomposition needs {MIN_SUBTASKS} to {MAX_SUBTASKS}"
-        )
-        return self._refuse(task, children, result.log_path, why)
+                facts = replace(facts, cycle=str(exc))
+                return self._apply(task, decide(facts), facts, result, before, report)
+            return self.tree.commit(f"ralph(decompose): {task.id} -> {', '.join(facts.children)}")
+        if result is None:  # too deep to run
+            return self._block(task, outcome.block)
+        log = result.log_path
+        if outcome.undo:  # half a decomposition is none: undone, and it counts as a failed one
+            self.plan.undo_since(before, result, task.id)
+            report.stopped.append(f"{task.id} DECOMPOSE stopped ({facts.stopped}), undone; log {log}")
+        return self._refuse(task, outcome, log)
 
-    def _refuse(self, task: TaskView, children: list[str], log: Path, why: str) -> str | None:
+    def _refuse(self, task: TaskView, outcome: DecomposeOutcome, log: Path) -> str | None:
         """2 to 5 subtasks from a run that finished, or the decomposition is undone; a second
         failure blocks the task."""
-        if children:
+        why = outcome.why
+        if outcome.drop:
             with self.plan.change() as change:
-                for child in children:
+                for child in outcome.drop:
                     change.plan.delete(child, force=True)
         self.ws.journal.event("decompose_failed", item=task.id, why=why, log=str(log))
         self.ws.console.event(f"DECOMPOSE of {task.id} {why}")
@@ -95,9 +120,9 @@ class DecomposeStage:
             with self.plan.change() as change:  # undone whole, the task back as it was
                 change.plan.restore_task(task.record)
         with self.plan.change() as change:
-            failures = change.plan.record_decompose_failure(task.id)
-        if failures >= MAX_DECOMPOSE_FAILURES:
-            return self._block(task, f"DECOMPOSE failed {failures} times: {why}")
+            change.plan.record_decompose_failure(task.id)
+        if outcome.then is Then.BLOCK:
+            return self._block(task, outcome.block)
         return self.tree.commit(f"ralph(decompose): {task.id} not decomposed ({why})")
 
     def _block(self, task: TaskView, reason: str) -> str | None:
@@ -106,6 +131,11 @@ class DecomposeStage:
         self.ws.journal.event("task_blocked", item=task.id, reason=reason)
         self.ws.console.event(f"{task.id} blocked: {reason}; a person must split or rethink it")
         return self.tree.commit(f"ralph(decompose): {task.id} blocked\n\n{reason}")
+
+
+def _failures(task: Record) -> int:
+    """The task's failed decompositions once one more is recorded (attempts.record_decompose_failure)."""
+    return int(task.get("decompose_failures", 0)) + 1
 
 
 def jobs(plan: Plan, settings: Settings, root: Path) -> list[Job]:

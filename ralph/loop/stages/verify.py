@@ -23,9 +23,11 @@ from ralph.loop.runs.permissions import Snapshot, violations
 from ralph.loop.runs.prompts import data_block, one_line, task_details
 from ralph.loop.stages.agent_errors import WorkState
 from ralph.loop.stages.job import Job
+from ralph.loop.stages.verify_outcome import Exit, RunFacts, VerifyOutcome, decide
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.checkouts import Checkouts
 from ralph.loop.tree.plan_access import PLAN_FILE
+from ralph.plan.attempts import overtaken, verdict_given
 from ralph.plan.document import Record
 from ralph.plan.new_work import new_items
 from ralph.plan.plan import Plan
@@ -179,58 +181,76 @@ class VerifyStage:
         self.ws.console.event(f"VERIFY {run.task.id}: permission violation, nothing kept: {did}")
 
     def _take(self, runs: list[Verification], report: StageReport) -> None:
-        """Into the plan: each verifier's verdict and additions, or why its run was stopped."""
+        """Into the plan: what each verifier's run came to, decided from what it did, then applied."""
         with self.plan.change() as change:  # goes in with this stage's commit
             for run in runs:
-                if run.killed:
-                    self._stopped(change.plan, run, report)
-                    continue
-                most = self.ws.settings.max_new_items  # the rest go into one issue (ralph.plan.new_work)
-                taken = (
-                    change.plan.take_verification(run.task.id, run.base, run.theirs, most)
-                    if run.theirs
-                    else {}
-                )
-                self._tell_verdict(run, taken, report)
-                self.ws.journal.event(
-                    "verdict",
-                    item=run.task.id,
-                    verdict=taken.get("verdict"),
-                    reason=taken.get("reason"),
-                    tasks=taken.get("tasks") or None,
-                    issues=taken.get("issues") or None,
-                    dropped=taken.get("dropped"),
-                    violation=bool(run.result.violation) or None,
-                    checkout=run.checkout,
-                    log=str(run.result.log_path),
-                )
+                facts = self._facts(change.plan, run)
+                self._apply(change.plan, run, decide(facts), report)
 
-    def _tell_verdict(self, run: Verification, taken: Record, report: StageReport) -> None:
+    def _facts(self, plan: Plan, run: Verification) -> RunFacts:
+        """What the run did, asked in decide's order (`plan`: as the runs before it left it)."""
+        if run.killed:
+            stops = plan.task_line(run.task.id).record.get("verify_kills", 0) + 1  # with this one
+            return RunFacts(killed=run.killed, stops=stops, max_stops=self.ws.settings.max_attempts)
+        if run.result.violation:  # in its checkout (_violated) or in the work tree (enforce)
+            return RunFacts(violation=True)
+        if run.theirs is None:
+            return RunFacts(plan_read=False)
+        verdict, _ = verdict_given(run.task.id, run.base, run.theirs)
+        return RunFacts(verdict=verdict, overtaken=verdict is not None and overtaken(plan, run.task.id))
+
+    def _apply(self, plan: Plan, run: Verification, outcome: VerifyOutcome, report: StageReport) -> None:
+        """What the run came to, done, in this order: the plan written (the stop recorded, or the
+        verifier's copy taken), then the journal, the console and the report told."""
+        if outcome.kill is not None:
+            return self._stopped(plan, run, outcome, report)
+        most = self.ws.settings.max_new_items  # the rest go into one issue (ralph.plan.new_work)
+        taken = (
+            plan.take_verification(run.task.id, run.base, run.theirs, most)
+            if outcome.take and run.theirs
+            else {}
+        )
+        self._tell_verdict(run, outcome, str(taken.get("reason") or ""), report)
+        self.ws.journal.event(
+            "verdict",
+            item=run.task.id,
+            verdict=taken.get("verdict"),
+            reason=taken.get("reason"),
+            tasks=taken.get("tasks") or None,
+            issues=taken.get("issues") or None,
+            dropped=taken.get("dropped"),
+            violation=bool(run.result.violation) or None,
+            checkout=run.checkout,
+            log=str(run.result.log_path),
+        )
+
+    def _tell_verdict(
+        self, run: Verification, outcome: VerifyOutcome, reason: str, report: StageReport
+    ) -> None:
         """VERIFY's verdict where the person looks: the console, and (a rejection, with its
         reason) the final report."""
-        verdict, reason = taken.get("verdict"), str(taken.get("reason") or "")
-        if taken.get("overtaken"):
+        exit_, task_id = outcome.exit, run.task.id
+        if exit_ is Exit.OVERTAKEN:
             why = "a person judged or removed the task meanwhile; theirs stands"
-            self.ws.console.verdict("VERIFY", run.task.id, "verdict not taken", why)
-            return
-        if verdict is None:
-            why = "its run did what VERIFY may not" if run.result.violation else "verified again next time"
-            self.ws.console.verdict("VERIFY", run.task.id, "no verdict", why)
-            return
-        self.ws.console.verdict("VERIFY", run.task.id, verdict, reason)
-        if verdict == "rejected":
+            self.ws.console.verdict("VERIFY", task_id, "verdict not taken", why)
+        elif exit_ is Exit.VIOLATION:
+            self.ws.console.verdict("VERIFY", task_id, "no verdict", "its run did what VERIFY may not")
+        elif exit_ is Exit.NO_VERDICT:
+            self.ws.console.verdict("VERIFY", task_id, "no verdict", "verified again next time")
+        else:
+            self.ws.console.verdict("VERIFY", task_id, str(exit_), reason)
+        if exit_ is Exit.REJECTED:
             first = next((line.strip() for line in reason.splitlines() if line.strip()), "no reason given")
-            report.failed.append(f"{run.task.id} rejected by VERIFY: {first[:300]}")
+            report.failed.append(f"{task_id} rejected by VERIFY: {first[:300]}")
 
-    def _stopped(self, plan: Plan, run: Verification, report: StageReport) -> None:
+    def _stopped(self, plan: Plan, run: Verification, outcome: VerifyOutcome, report: StageReport) -> None:
         """A verifier stopped by its time limit or a full context: the task records why; at
         max_attempts such runs it is set aside for DECOMPOSE with the build's changes beside the
         log, rather than verified blindly again."""
-        task, reason, log = run.task, run.killed, str(run.result.log_path)
+        task, reason, log, stops = run.task, outcome.kill, str(run.result.log_path), outcome.stops
         assert reason is not None  # only a stopped verifier comes here
-        stops = plan.record_verify_kill(task.id, reason, log)
-        limit = self.ws.settings.max_attempts
-        set_aside = stops >= limit
+        plan.record_verify_kill(task.id, reason, log)
+        set_aside = outcome.exit is Exit.SET_ASIDE
         if set_aside:
             text = f"VERIFY was stopped {stops} times ({reason}); split it into tasks one run can check"
             plan.set_aside(task.id, reason, text, kill_log=log)
@@ -240,6 +260,7 @@ class VerifyStage:
         )
         if set_aside:
             self.ws.journal.event("task_killed", item=task.id, kill_reason=reason, log=log, stage="VERIFY")
+        limit = self.ws.settings.max_attempts
         then = "set aside for DECOMPOSE" if set_aside else f"verified again next time ({stops} of {limit})"
         report.stopped.append(f"{task.id} VERIFY stopped ({reason}), {then}; log {log}")
         self.ws.console.event(f"VERIFY {task.id} stopped ({reason}); {then}")
