@@ -491,6 +491,7 @@ def _print_report(report: Report, as_json: bool) -> None:
 
 def report_lines(report: Report) -> list[str]:
     """The final report of a run that began, for a person (and a pull request's description)."""
+    from ralph.plan.scope import coverage_line, coverage_total, total_line
     from ralph.secrets import redact
 
     lines = [f"ralph: {report.ended_as}: {printable(redact(report.message))}"]  # it can quote an agent
@@ -526,6 +527,9 @@ def report_lines(report: Report) -> list[str]:
             f"  {draft.task}: {printable(draft.branch)} (git diff HEAD...{printable(draft.branch)})"
             for draft in report.drafts
         ]
+    if report.coverage:  # what each scoped task planned to change beside what its build changed
+        lines.append(f"scope and files ({total_line(coverage_total(report.coverage))}):")
+        lines += [f"  {printable(coverage_line(row))}" for row in report.coverage]
     logs = printable(str(report.log_dir))
     lines.append(f"logs: {logs}/ (events: {logs}/events.jsonl)")
     if report.resume:

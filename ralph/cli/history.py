@@ -202,6 +202,18 @@ def story_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"  files: {printable(', '.join(summary['files']))}")
     if summary.get("into"):
         lines.append(f"  decomposed into: {printable(', '.join(summary['into']))}")
+    if summary.get("coverage"):
+        lines += _coverage_lines(summary["coverage"])
+    return lines
+
+
+def _coverage_lines(cover: dict[str, Any]) -> list[str]:
+    """The task's scope beside the files its build changed."""
+    from ralph.plan.scope import COVERAGE_WORDS
+
+    lines = [f"  scope: {printable(', '.join(cover['scope']))}"]
+    for key, said in COVERAGE_WORDS:
+        lines.append(f"    {said}: {printable(', '.join(cover[key])) or '-'}")
     return lines
 
 

@@ -54,6 +54,7 @@ from ralph.plan import stage_declarations
 from ralph.plan.plan import Plan
 from ralph.plan.records import Stage
 from ralph.plan.schedule import only_questions_left
+from ralph.plan.scope import Coverage, coverage_total
 from ralph.plan.stages import stage_of
 from ralph.store import pending_ops
 from ralph.store.git import Repo
@@ -159,6 +160,7 @@ class Report:
     resolved: list[ResolvedIssue] = field(default_factory=list)  # issues resolved in the run
     ending: Ending | None = None  # which ending of its outcome, where the outcome has several
     drafts: list[Draft] = field(default_factory=list)  # unfinished work kept on a branch
+    coverage: list[Coverage] = field(default_factory=list)  # scoped tasks' scope beside their files
 
     @property
     def ended_as(self) -> str:
@@ -180,6 +182,10 @@ class Report:
             "resolved": [issue.to_json() for issue in self.resolved],
             "ending": self.ending.value if self.ending else None,
             "drafts": [draft.to_json() for draft in self.drafts],
+            "coverage": {
+                "tasks": [row.to_json() for row in self.coverage],
+                "total": coverage_total(self.coverage),
+            },
         }
 
 
@@ -710,6 +716,7 @@ class Loop:
             "resolved": report_data.resolved_issues(plan, spec, self.resolved_before),
             "open_questions": report_data.open_questions(plan, spec),
             "drafts": report_data.drafts(plan, spec),
+            "coverage": report_data.coverages(plan, spec, self.accepted_tasks),
         }
 
     def _questions(self) -> list[str]:

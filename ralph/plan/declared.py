@@ -66,6 +66,7 @@ CONFIG_KEYS = {
     "hook_timeout_ms": ConfigKey('hook_timeout_s', 'duration', 10000, 'bound on one hook run'),
     "prices": ConfigKey('prices', 'prices', None, 'USD per million tokens by model name, for runs whose agent reports no cost'),
     "sandbox": ConfigKey('sandbox', 'sandbox', 'auto', "the bubblewrap fence around agents and gates (`--sandbox`); off is taken only from the user's config file or the flag, never from this record"),
+    "docs_paths": ConfigKey('docs_paths', 'patterns', [], "more files a `docs` task may change, beside *.md, *.rst, *.txt and docs/ (path patterns as a task's scope takes them: `site/**`)"),
     "sandbox_hide": ConfigKey('sandbox_hide', 'patterns', [], 'more files agents and gates see empty: names (globs) in the repository, or paths from / or ~/'),
 }
 

@@ -356,6 +356,7 @@ def _attempt(task_id: str, old: Record, new: Record) -> Event:
         cost_unknown=_int(new.get("unknown_cost_runs")) > _int(old.get("unknown_cost_runs")) or None,
         gate_failure=new.get("gate_failure") if failed else None,
         files=None if failed else new.get("files"),
+        scope=None if failed else new.get("scope") or None,  # beside its files: the task's coverage
     )
 
 

@@ -120,7 +120,9 @@ class Task(Record):
         None,
         "the kind of work: feature, bugfix (reproduce it first, a test that failed passes now), refactor"
         " (behaviour unchanged, the tests untouched), test, docs (no code changed) or chore; its BUILD"
-        " and VERIFY prompts carry the type's own instructions; none: as a feature",
+        " and VERIFY prompts carry the type's own instructions; a docs, test or refactor build that"
+        " changes files its type does not allow fails with the verdict `type_violation`"
+        " (docs/skills.md); none: as a feature",
     )
     auto_priority: bool | None = Field(
         None,
@@ -581,6 +583,12 @@ class Config(Record):
         "the bubblewrap fence around agents and gates (`--sandbox`); off is taken only from the user's"
         " config file or the flag, never from this record",
         "auto",
+    )
+    docs_paths: list[Annotated[str, Field(min_length=1)]] | None = key(
+        "patterns",
+        "more files a `docs` task may change, beside *.md, *.rst, *.txt and docs/ (path patterns as"
+        " a task's scope takes them: `site/**`)",
+        [],
     )
     sandbox_hide: list[Annotated[str, Field(min_length=1)]] | None = key(
         "patterns",

@@ -70,7 +70,7 @@ class Verdict(StrEnum):
     """What one build attempt came to, or VERIFY's judgement of it: a task records its latest as
     `verdict`, so each commit of plan.jsonl says what the attempt it records came to."""
 
-    BUILT = "built"  # passed the gate (and the pre-commit hook, and its scope): awaiting VERIFY
+    BUILT = "built"  # passed the gate (and the pre-commit hook, its scope and type): awaiting VERIFY
     NOT_DONE = "not_done"  # the agent ended without `ralph task done`
     AGENT_ERROR = "agent_error"  # the agent reported an error on this task and changed nothing
     NO_CHANGES = "no_changes"  # marked done, changed no file, and the task is not no_code
@@ -79,6 +79,7 @@ class Verdict(StrEnum):
     GATE_FAILED = "gate_failed"
     HOOK_REFUSED = "hook_refused"  # the repository's pre-commit hook refused the build (run_hooks)
     SCOPE_VIOLATION = "scope_violation"  # changed files outside the task's scope
+    TYPE_VIOLATION = "type_violation"  # changed files its type does not allow (ralph.plan.type_rules)
     MERGE_CONFLICT = "merge_conflict"  # passed, but conflicts with work merged meanwhile
     NESTED_REPOSITORY = "nested_repository"  # made a git repository inside the work tree
     WORKTREE_REMOVED = "worktree_removed"  # removed the worktree its build ran in
@@ -99,6 +100,7 @@ VERDICT_WORDS = {
     Verdict.GATE_FAILED: "gate failed",
     Verdict.HOOK_REFUSED: "pre-commit hook refused",
     Verdict.SCOPE_VIOLATION: "outside its scope",
+    Verdict.TYPE_VIOLATION: "beyond what its type allows",
     Verdict.MERGE_CONFLICT: "merge conflict",
     Verdict.NESTED_REPOSITORY: "made a git repository inside the work tree",
     Verdict.WORKTREE_REMOVED: "removed its own work tree",

@@ -9,7 +9,9 @@ change anything.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 SCOPE_VIOLATION = "scope_violation"  # the verdict on a build that changed files outside its scope
 
@@ -73,3 +75,74 @@ def _segments(pattern: str) -> list[str]:
 
 def _literal(segment: str) -> bool:
     return not any(char in segment for char in "*?")
+
+
+# A task's coverage in words: each list of it, as people read it.
+COVERAGE_WORDS = (
+    ("touched", "planned and touched"),
+    ("untouched", "planned and untouched"),
+    ("unplanned", "touched and unplanned"),
+)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """A task's `scope` beside the files its build changed: the files its scope allows (planned
+    and touched), the patterns no changed file matches (planned and untouched) and the files no
+    pattern allows (touched and unplanned)."""
+
+    task: str
+    scope: tuple[str, ...]
+    touched: tuple[str, ...]
+    untouched: tuple[str, ...]
+    unplanned: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "scope": list(self.scope),
+            "touched": list(self.touched),
+            "untouched": list(self.untouched),
+            "unplanned": list(self.unplanned),
+        }
+
+
+def coverage(task: str, scope: object, files: object) -> Coverage | None:
+    """The comparison for a task with a scope and a build's files (None for one without either;
+    a hand-edited value that is not a list of strings counts as none)."""
+    if not _strings(scope) or not _strings(files):
+        return None
+    assert isinstance(scope, list) and isinstance(files, list)
+    unplanned = outside(scope, files)
+    touched = sorted(set(files) - set(unplanned))
+    untouched = [pattern for pattern in scope if not any(matches(pattern, path) for path in files)]
+    return Coverage(task, tuple(scope), tuple(touched), tuple(untouched), tuple(unplanned))
+
+
+def coverage_total(rows: list[Coverage]) -> dict[str, int]:
+    """The comparison summed over tasks: how many tasks, scope patterns, files planned and touched,
+    patterns untouched and files unplanned."""
+    return {
+        "tasks": len(rows),
+        "scope": sum(len(row.scope) for row in rows),
+        "touched": sum(len(row.touched) for row in rows),
+        "untouched": sum(len(row.untouched) for row in rows),
+        "unplanned": sum(len(row.unplanned) for row in rows),
+    }
+
+
+def coverage_line(row: Coverage) -> str:
+    """One task's comparison in words, for people (the report, `ralph log --task`)."""
+    parts = [f"{said} {', '.join(getattr(row, key)) or '-'}" for key, said in COVERAGE_WORDS]
+    return f"{row.task} scope {', '.join(row.scope)}: " + "; ".join(parts)
+
+
+def total_line(total: dict[str, int]) -> str:
+    return (
+        f"tasks with a scope {total['tasks']}: files planned and touched {total['touched']},"
+        f" patterns untouched {total['untouched']} of {total['scope']}, files unplanned {total['unplanned']}"
+    )
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(item, str) for item in value)

@@ -17,6 +17,7 @@ from ralph.errors import InvalidInput, Refused
 from ralph.plan.document import Record
 from ralph.plan.history import Event, Key, add_line, diff, remove_line
 from ralph.plan.records import Status
+from ralph.plan.scope import coverage
 from ralph.store.git import Repo
 from ralph.store.gitlog import FileChange, file_history
 from ralph.store.reader import PLAN_NAME
@@ -152,6 +153,7 @@ def story(events: list[Event], task_id: str) -> dict[str, Any]:
                 "cost_unknown",
                 "gate_failure",
                 "files",
+                "scope",
             )
             if key in event
         }
@@ -191,5 +193,14 @@ def story(events: list[Event], task_id: str) -> dict[str, Any]:
         if builds
         else next((attempt["files"] for attempt in reversed(attempts) if attempt.get("files")), None),
         "into": children,
+        "coverage": _coverage(task_id, attempts),
     }
     return {key: value for key, value in summary.items() if value is not None}
+
+
+def _coverage(task_id: str, attempts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The task's scope beside the files of its last build that passed the gate (None: no scope,
+    or no such build)."""
+    built = next((attempt for attempt in reversed(attempts) if attempt["passed"]), None)
+    found = built and coverage(task_id, built.get("scope"), built.get("files"))
+    return {key: value for key, value in found.to_json().items() if key != "task"} if found else None

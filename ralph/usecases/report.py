@@ -12,6 +12,7 @@ from typing import Any
 from ralph.errors import RalphError
 from ralph.failures import gist
 from ralph.plan.history import verdict_words
+from ralph.plan.scope import COVERAGE_WORDS, Coverage, coverage, coverage_total
 from ralph.store.reader import read_plan
 from ralph.text import joined_lines, printable
 from ralph.usecases.history import ATTEMPT_EVENTS, timeline
@@ -78,6 +79,8 @@ def build(root: Path) -> str:
 {_slowest(tasks)}
 <h2>Tasks</h2>
 {_task_table(tasks)}
+<h2>Scope and files</h2>
+{_coverage(tasks)}
 </body></html>
 """
 
@@ -171,6 +174,41 @@ def _task_table(tasks: dict[str, Row]) -> str:
         )
         rows.append(f"<tr>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _coverage(tasks: dict[str, Row]) -> str:
+    """Each built task with a scope: its scope beside the files its last build changed, and the
+    counts in total."""
+    rows: list[Coverage] = [task["coverage"] for task in tasks.values() if task.get("coverage")]
+    if not rows:
+        return "<p>no task with a scope was built</p>"
+    labels = ("task", "scope", *(said for _, said in COVERAGE_WORDS))
+
+    def cells(values: tuple[str, ...], tag: str = "td") -> str:
+        return "".join(
+            f'<{tag} data-label="{label}">{escape(printable(value)) or "-"}</{tag}>'
+            for label, value in zip(labels, values, strict=True)
+        )
+
+    body = "".join(
+        "<tr>"
+        + cells(
+            (row.task, ", ".join(row.scope), *(", ".join(getattr(row, key)) for key, _ in COVERAGE_WORDS))
+        )
+        + "</tr>"
+        for row in rows
+    )
+    total = coverage_total(rows)
+    counts = (
+        f"in all ({total['tasks']} tasks)",
+        f"{total['scope']} patterns",
+        f"{total['touched']} files",
+        f"{total['untouched']} patterns",
+        f"{total['unplanned']} files",
+    )
+    head = "".join(f"<th>{label}</th>" for label in labels)
+    foot = f"<tr>{cells(counts, 'th')}</tr>"
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody><tfoot>{foot}</tfoot></table>"
 
 
 def _class(kind: str) -> str:
@@ -328,6 +366,8 @@ def _tasks(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             task["attempts"] += 1
             if kind != "built":
                 task["failed"][event.get("verdict", "")] += 1
+            else:  # its last build that passed the gate: its scope beside its files
+                task["coverage"] = coverage(task_id, event.get("scope"), event.get("files"))
             task["tokens"] += event.get("tokens", 0)
             task["cost_usd"] += event.get("cost_usd", 0)
             task["unknown"] += 1 if event.get("cost_unknown") else 0

@@ -87,6 +87,7 @@ class Settings:
     claim_ttl_s: float | None = None  # a claim older than this may be taken over (default: the plan's)
     sandbox: str = _declared("sandbox")  # off, auto or required: the fence around agents and gates
     sandbox_hide: tuple[str, ...] = ()  # more files the runs see empty, beside the built-in ones
+    docs_paths: tuple[str, ...] = ()  # more files a docs task may change (ralph.plan.type_rules)
 
     @classmethod
     def resolve(
@@ -122,8 +123,9 @@ class Settings:
             raise InvalidInput(
                 f"unknown {'setting' if len(unknown) == 1 else 'settings'}: {', '.join(sorted(unknown))}"
             )
-        if isinstance(values.get("sandbox_hide"), list):
-            values["sandbox_hide"] = tuple(values["sandbox_hide"])
+        for listed in ("sandbox_hide", "docs_paths"):
+            if isinstance(values.get(listed), list):
+                values[listed] = tuple(values[listed])
         for key in COMMANDS:  # "make verify" as --gate takes it, or ["make", "verify"]
             if isinstance(values.get(key), str):
                 values[key] = split_command(values[key], key)

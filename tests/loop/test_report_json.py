@@ -54,6 +54,7 @@ def test_a_typed_report_gives_the_json_keys_and_shapes_docs_json_output_names():
     from ralph.loop.construct import Ending, Outcome, Report
     from ralph.loop.observe import report_data as items
     from ralph.plan.records import Status
+    from ralph.plan.scope import Coverage
 
     report = Report(
         Outcome.STUCK,
@@ -73,13 +74,14 @@ def test_a_typed_report_gives_the_json_keys_and_shapes_docs_json_output_names():
         resolved=[items.ResolvedIssue("i-r", "old", "no work")],
         ending=Ending.BLOCKED,
         drafts=[items.Draft("t-a", "ralph/draft/t-a")],
+        coverage=[Coverage("t-b", ("src/**", "docs/"), ("src/b.py",), ("docs/",), ("setup.py",))],
     )
     data = report.to_json()
     assert list(data) == [
         *("outcome", "message", "exit_code", "iterations", "accepted", "remaining", "log_dir", "tokens"),
         *("stopped", "questions", "failed", "cost_usd", "unknown_cost_runs", "by_stage", "by_task"),
         *("resume", "agent_error", "began", "tasks", "issues", "open_questions", "resolved", "ending"),
-        "drafts",
+        *("drafts", "coverage"),
     ]
     assert (data["outcome"], data["ending"]) == ("STUCK", "blocked")
     assert data["by_stage"] == {
@@ -107,4 +109,13 @@ def test_a_typed_report_gives_the_json_keys_and_shapes_docs_json_output_names():
     ]
     assert data["resolved"] == [{"id": "i-r", "text": "old", "note": "no work"}]
     assert data["drafts"] == [{"task": "t-a", "branch": "ralph/draft/t-a"}]
+    assert data["coverage"] == {
+        "tasks": [
+            {
+                "task": "t-b", "scope": ["src/**", "docs/"], "touched": ["src/b.py"],
+                "untouched": ["docs/"], "unplanned": ["setup.py"],
+            }
+        ],
+        "total": {"tasks": 1, "scope": 2, "touched": 1, "untouched": 1, "unplanned": 1},
+    }  # fmt: skip
     assert json.loads(json.dumps(data)) == data  # plain JSON values throughout

@@ -146,6 +146,10 @@ class FakeRepo(Repo):
     def links_here(self) -> bool:  # a checkout's link to the repository, intact
         return True
 
+    def at_head(self, paths: Iterable[str]) -> set[str]:
+        """The files HEAD has: the app and its test."""
+        return set(paths) & {"app.py", "tests/test_app.py"}
+
     def git(self, *args: str, stdin: bytes | None = None) -> str:
         """Only what the spec check asks: the files changed since a commit (none: HEAD stays)."""
         assert args[:2] == ("diff", "--name-only"), args
@@ -476,6 +480,83 @@ def test_a_build_the_gate_fails_at_its_last_attempt_is_set_aside_for_decompose(t
     assert ws.tree.commits == []  # no code of a failed build is committed
     assert ws.tree.set_aside_logs and not ws.tree.dirty  # its changes are set aside
     assert task_of(ws, "Parse input")["kill_reason"] == "doom_loop"
+
+
+def a_typed_plan(task_type: str, scope: list[str] | None = None) -> bytes:
+    """A plan of one pending task of `task_type` ("Change it"), with `scope` if given."""
+    plan = Plan(load(b""))
+    plan.add_spec(SPEC)
+    record = {"name": "Change it", "accept": "it changed", "spec": SPEC, "type": task_type}
+    plan.add_tasks([record | ({"scope": scope} if scope else {})])
+    return plan.doc.to_bytes()
+
+
+def build_writing(tmp_path: Path, data: bytes, *attempts: set[str], **settings: Any) -> FakeWorkspace:
+    """A workspace whose builds change, attempt by attempt, the files given (the last from then on),
+    each marking its task done."""
+    changes = list(attempts)
+
+    def builder(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        ws.tree.dirty = set(changes.pop(0) if len(changes) > 1 else changes[0])
+        mark_done(ws.plan, item)
+
+    ws = workspace(tmp_path, data, builder, max_attempts=3, **settings)
+    return ws
+
+
+def test_a_docs_task_that_changed_code_fails_type_violation_naming_the_files(tmp_path: Path):
+    ws = build_writing(tmp_path, a_typed_plan("docs"), {"README.md", "app.py"}, {"README.md"})
+    task_id = task_of(ws, "Change it")["id"]
+
+    report = BuildStage(ws).run(1)
+
+    failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
+    assert [(e["item"], e["verdict"]) for e in failed] == [(task_id, Verdict.TYPE_VIOLATION)]
+    assert report.failed == [
+        f"{task_id} attempt 1: beyond what its type allows: a docs task may change documentation"
+        " files only; undo the changes to these files, or leave them to another task: app.py"
+    ]
+    assert ws.tree.commits == [(f"ralph(build): {task_id} Change it", ["README.md", PLAN_FILE], task_id)]
+    assert task_of(ws, "Change it")["verdict"] == Verdict.BUILT
+
+
+@pytest.mark.parametrize(
+    ("task_type", "changed", "strays"),
+    [
+        ("docs", {"README.md", "site/index.html", "app.py"}, "app.py"),
+        ("test", {"tests/test_new.py", "app.py"}, "app.py"),
+        ("refactor", {"app.py", "tests/test_app.py", "tests/test_new.py"}, "tests/test_app.py"),
+    ],
+)
+def test_what_a_type_does_not_allow_fails_the_attempt(tmp_path: Path, task_type, changed, strays):
+    ws = build_writing(tmp_path, a_typed_plan(task_type), changed, docs_paths=("site/**",))
+
+    report = BuildStage(ws).run(1)
+
+    failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
+    assert failed and {e["verdict"] for e in failed} == {Verdict.TYPE_VIOLATION}
+    assert report.failed and all(line.endswith(f"another task: {strays}") for line in report.failed)
+    assert ws.tree.commits == []
+
+
+@pytest.mark.parametrize(
+    ("task_type", "scope", "changed"),
+    [
+        ("docs", None, {"README.md", "site/index.html"}),
+        ("docs", ["app.py", "README.md"], {"README.md", "app.py"}),
+        ("test", None, {"tests/test_app.py", "tests/test_new.py"}),
+        ("refactor", None, {"app.py", "tests/test_new.py"}),
+        ("refactor", ["app.py", "tests/**"], {"app.py", "tests/test_app.py"}),
+        ("feature", None, {"app.py", "tests/test_app.py", "README.md"}),
+    ],
+)
+def test_what_a_type_or_the_scope_allows_is_built(tmp_path: Path, task_type, scope, changed):
+    ws = build_writing(tmp_path, a_typed_plan(task_type, scope), changed, docs_paths=("site/**",))
+
+    BuildStage(ws).run(1)
+
+    assert task_of(ws, "Change it")["verdict"] == Verdict.BUILT
+    assert ws.tree.commits[0][1] == sorted({*changed, PLAN_FILE})
 
 
 def test_a_build_whose_agent_never_marks_its_task_done_is_not_done(tmp_path: Path):

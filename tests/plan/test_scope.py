@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralph.plan.scope import matches, outside, overlaps
+from ralph.plan.scope import coverage, coverage_line, coverage_total, matches, outside, overlaps, total_line
 
 
 @pytest.mark.parametrize(
@@ -56,3 +56,36 @@ def test_outside_lists_only_files_no_pattern_allows_and_no_scope_allows_all():
 )
 def test_overlap_errs_towards_keeping_builds_apart(a, b, expected):
     assert overlaps(a, b) is expected and overlaps(b, a) is expected
+
+
+def test_coverage_puts_the_scope_beside_the_files_a_build_changed():
+    row = coverage("t-1", ["src/**", "docs/a.md", "README.md"], ["src/x.py", "README.md", "other.py"])
+    assert row is not None
+    assert row.to_json() == {
+        "task": "t-1",
+        "scope": ["src/**", "docs/a.md", "README.md"],
+        "touched": ["README.md", "src/x.py"],  # planned and touched
+        "untouched": ["docs/a.md"],  # planned and untouched: no changed file matches it
+        "unplanned": ["other.py"],  # touched and unplanned
+    }
+    assert coverage_line(row) == (
+        "t-1 scope src/**, docs/a.md, README.md: planned and touched README.md, src/x.py;"
+        " planned and untouched docs/a.md; touched and unplanned other.py"
+    )
+
+
+@pytest.mark.parametrize(
+    ("scope", "files"),
+    [(None, ["a.py"]), ([], ["a.py"]), (["a.py"], None), (["a.py"], []), ("a.py", ["a.py"]), ([1], ["a"])],
+)
+def test_no_coverage_without_a_scope_and_a_build(scope, files):
+    assert coverage("t-1", scope, files) is None
+
+
+def test_coverage_totals_count_each_list_over_tasks():
+    rows = [coverage("t-1", ["a/**", "b.py"], ["a/x.py", "c.py"]), coverage("t-2", ["d.py"], ["d.py"])]
+    total = coverage_total([row for row in rows if row is not None])
+    assert total == {"tasks": 2, "scope": 3, "touched": 2, "untouched": 1, "unplanned": 1}
+    assert total_line(total) == (
+        "tasks with a scope 2: files planned and touched 2, patterns untouched 1 of 3, files unplanned 1"
+    )

@@ -10,6 +10,7 @@ from typing import Any
 from ralph.loop.observe.remaining import why_left
 from ralph.plan.plan import Plan
 from ralph.plan.records import IssueView, Status
+from ralph.plan.scope import Coverage, coverage
 
 
 @dataclass(frozen=True)
@@ -182,3 +183,11 @@ def resolved_issues(plan: Plan, spec: str, before: set[str]) -> list[ResolvedIss
         for line in plan.of("resolve")
         if line.record.get("spec") in (None, spec) and line.record["id"] not in before
     ]
+
+
+def coverages(plan: Plan, spec: str, accepted: list[dict[str, Any]]) -> list[Coverage]:
+    """Each task of the report (accepted in the run, or left) that has a scope and a build: its
+    scope beside the files its build changed."""
+    records = [*accepted, *(task.record for task in plan.task_views(spec))]
+    found = (coverage(record["id"], record.get("scope"), record.get("files")) for record in records)
+    return [row for row in found if row is not None]

@@ -54,6 +54,7 @@ from ralph.plan.records import (
 )
 from ralph.plan.schedule import buildable
 from ralph.plan.scope import outside
+from ralph.plan.type_rules import breach
 from ralph.secrets import redact
 from ralph.text import plural, shown_path
 from ralph.usecases.settings import Settings
@@ -531,7 +532,8 @@ class BuildStage:
             refused = self._hook_failure(task["id"], iteration)
             changed = self._the_builds(frozenset(changed), "by the pre-commit hook")
             self.tree.building |= changed - {PLAN_FILE}
-        return refused or self._scope_failure(task, changed - {PLAN_FILE}), changed
+        own = changed - {PLAN_FILE}
+        return refused or self._scope_failure(task, own) or self._type_failure(task, own), changed
 
     def _run_check(self, argv: Sequence[str], log: Path, task_id: str, span: Span, what: str) -> GateResult:
         """The gate (or pre-commit hook) run on the build. One the loop's stop cut short (a signal,
@@ -612,6 +614,20 @@ class BuildStage:
             Verdict.SCOPE_VIOLATION,
             f"{Verdict.SCOPE_VIOLATION}: the build changed files outside the task's scope ({allowed}): "
             + ", ".join(strays[:50]),
+        )
+
+    def _type_failure(self, task: Record, changed: set[str]) -> Failure | None:
+        """A docs, test or refactor task may change only what its type allows
+        (ralph.plan.type_rules); the files its scope names are always allowed."""
+        found = breach(
+            task.get("type"), task.get("scope"), changed, self.tree.repo.at_head, self.ws.settings.docs_paths
+        )
+        if found is None:
+            return None
+        return Failure(
+            Verdict.TYPE_VIOLATION,
+            f"{Verdict.TYPE_VIOLATION}: {found.rule}; undo the changes to these files, or leave them to"
+            " another task: " + ", ".join(found.files[:50]),
         )
 
     def _hook_failure(self, task_id: str, iteration: int) -> Failure | None:

@@ -353,6 +353,8 @@ def _resubmission(task: Record) -> str:
 
 def _accepted(task: TaskView) -> dict[str, Any]:
     """What the run keeps of an accepted task: its id and name, and the draft it was offered with
-    the parent it came from (a decomposed parent's draft goes once no task is offered it)."""
+    the parent it came from (a decomposed parent's draft goes once no task is offered it); its
+    scope and files, for the report's coverage."""
     kept = {"id": task.id, "name": task.name}
-    return kept | {key: task.record[key] for key in ("parent", "draft") if task.record.get(key)}
+    kept_keys = ("parent", "draft", "scope", "files")
+    return kept | {key: task.record[key] for key in kept_keys if task.record.get(key)}

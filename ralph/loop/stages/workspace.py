@@ -30,7 +30,8 @@ class StageReport:
     stage: Stage
     items: int = 0  # issues, tasks or specs the stage ran an agent for
     accepted: list[str] = field(default_factory=list)  # "id name" of tasks VERIFY accepted
-    accepted_tasks: list[dict[str, Any]] = field(default_factory=list)  # {"id", "name"}, "parent" and "draft"
+    # {"id", "name"}, and "parent", "draft", "scope" and "files" where the task has them
+    accepted_tasks: list[dict[str, Any]] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)  # runs stopped (time, context) and what came of it
     failed: list[str] = field(default_factory=list)  # failed build attempts and rejections, and why
     commits: list[str] = field(default_factory=list)

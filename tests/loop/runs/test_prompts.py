@@ -83,6 +83,8 @@ def test_a_task_type_brings_its_own_instructions_to_build_and_verify_only(tmp_pa
     assert "reproduce the bug" in type_section(tmp_path, "BUILD", "bugfix")
     assert "reproduces the bug" in type_section(tmp_path, "VERIFY", "bugfix")
     assert "must not change" in type_section(tmp_path, "BUILD", "refactor")
+    for checked in ("docs", "test", "refactor"):  # ralph checks what these types allow: the agent is told
+        assert "`type_violation`" in type_section(tmp_path, "BUILD", checked)
     assert type_section(tmp_path, "BUILD", "feature") == ""  # the stage's own prompt is a feature's
     assert type_section(tmp_path, "BUILD", None) == ""
     assert type_section(tmp_path, "PLAN", "bugfix") == ""

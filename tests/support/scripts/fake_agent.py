@@ -52,6 +52,8 @@ misbehaviour:
   [shared-file]        BUILD also writes its id to shared.txt; the first build waits (up to 60 s)
                        until every [shared-file] task of the state has started building, so that
                        two runners build them side by side
+  [stray-once:PATH]    the first build also changes PATH (a line added); the later builds put
+                       it back as HEAD has it (removed, if HEAD has none)
   [verify-adds-30]     VERIFY accepts it and adds 30 tasks ("Gap 1" .. "Gap 30"), then one named
                        like another task of the plan and one like "Gap 1" (duplicates)
 An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s; an issue's text with
@@ -68,6 +70,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -251,6 +254,7 @@ def build() -> int:
         deadline = time.monotonic() + 60
         while not (STATE / "t-task00.building").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+    stray_once(name, task_id, attempt)
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
     failing = failing or ("[fails-without-t-task00]" in name and not Path("work/t-task00.txt").exists())
     failing = failing or ("[lazy-rebuild]" in name and attempt == 3)
@@ -263,6 +267,24 @@ def build() -> int:
     (work / f"{task_id}.txt").write_text(said)
     ralph("task", "done")
     return 0
+
+
+def stray_once(name: str, task_id: str, attempt: int) -> None:
+    """[stray-once:PATH]: the first build changes PATH too, the next ones undo that."""
+    marked = re.search(r"\[stray-once:([^\]]+)\]", name)
+    if not marked:
+        return
+    path = Path(marked.group(1))
+    if attempt == 1:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as stray:
+            stray.write(f"{task_id} strays here\n")
+        return
+    shown = subprocess.run(["git", "show", f"HEAD:{path}"], capture_output=True)
+    if shown.returncode == 0:
+        path.write_bytes(shown.stdout)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def verify() -> int:

@@ -1,0 +1,50 @@
+"""What a task's type allows, checked by a real construct run with the scripted agent: a docs task
+whose first build also changed code, and a refactor whose first build also changed an existing
+test, each fail that attempt with `type_violation` naming the file, and are built once the file
+is put back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ralph.usecases import tasks
+from tests.support.construct import construct, events
+from tests.support.gitrepo import git
+
+
+def test_a_docs_task_that_changed_code_and_a_refactor_that_changed_a_test_fail_then_are_built(
+    project: Path,
+):
+    (project / "tests").mkdir()
+    (project / "tests" / "test_seed.py").write_text("def test_seed():\n    pass\n")
+    git(project, "add", "tests/test_seed.py")
+    git(project, "commit", "-qm", "a test that exists")
+    added = tasks.add(
+        project,
+        [
+            {"name": "Document it [stray-once:lib.py]", "accept": "ok", "type": "docs"},
+            {"name": "Reshape it [stray-once:tests/test_seed.py]", "accept": "ok", "type": "refactor"},
+        ],
+    )
+    docs, refactor = (task["id"] for task in added)
+
+    done = construct(project)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    failed = {(e["item"], e["verdict"]) for e in events(project) if e["event"] == "build_failed"}
+    assert failed == {(docs, "type_violation"), (refactor, "type_violation")}
+    said = done.stdout + done.stderr
+    assert "a docs task may change documentation files only" in said and "lib.py" in said
+    assert "a refactor may not change or delete existing test files" in said
+    for task in (docs, refactor):  # built on the second attempt, the stray change put back
+        (build,) = [
+            line.split()[0]
+            for line in git(project, "log", "--format=%H %s").splitlines()
+            if f"ralph(build): {task} " in line and "attempt" not in line
+        ]
+        assert git(project, "show", "--format=", "--name-only", build).split() == [
+            "plan.jsonl",
+            f"work/{task}.txt",
+        ]
+    assert not (project / "lib.py").exists()
+    assert (project / "tests" / "test_seed.py").read_text() == "def test_seed():\n    pass\n"
