@@ -26,8 +26,38 @@ def read_bytes(root: Path) -> bytes:
 
 
 def read_plan(root: Path) -> Plan:
-    """A consistent snapshot without the lock: writers replace the file atomically."""
-    return Plan(load_checked(root, read_bytes(root)))
+    """A consistent snapshot without the lock: writers replace the file atomically. Only to read
+    (it may be shared with other readers): a change goes through a transaction, which loads its own."""
+    data = read_bytes(root)
+    shared = _READ.get(data)
+    if shared is None:
+        doc = load_checked(root, data)
+        doc.freeze()
+        shared = _READ.keep(data, Plan(doc))
+    return shared
+
+
+class _Shared:
+    """The plans read lately in this process, by their exact bytes (not the file's mtime: a plan
+    rewritten within one clock tick is still seen). A loop reads its plan many times per step: with
+    10,000 finished tasks beside the work, loading it each time was most of the loop's own CPU."""
+
+    SIZE = 4  # one plan per worktree the loop reads, and a few versions of it
+
+    def __init__(self) -> None:
+        self.plans: dict[bytes, Plan] = {}
+
+    def get(self, data: bytes) -> Plan | None:
+        return self.plans.get(data)
+
+    def keep(self, data: bytes, plan: Plan) -> Plan:
+        self.plans[data] = plan
+        while len(self.plans) > self.SIZE:
+            self.plans.pop(next(iter(self.plans)), None)
+        return plan
+
+
+_READ = _Shared()
 
 
 def load_checked(root: Path, data: bytes) -> Document:
