@@ -95,7 +95,8 @@ def cpu_per_run(finished: int, tasks: int = 10) -> float:
         run_construct(root, "--parallel", "1", "--sandbox=off")
         cpu = children_cpu() - before
         runs = [e for e in journal(root) if e["event"] == "agent_end"]
-    print(f"  {finished:6,} finished tasks: {len(runs)} agent runs, {cpu / len(runs) * 1000:5.0f} ms CPU per run")
+    per_run = cpu / len(runs) * 1000
+    print(f"  {finished:6,} finished tasks: {len(runs)} agent runs, {per_run:5.0f} ms CPU per run")
     return cpu / len(runs)
 
 

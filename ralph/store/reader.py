@@ -28,13 +28,27 @@ def read_bytes(root: Path) -> bytes:
 def read_plan(root: Path) -> Plan:
     """A consistent snapshot without the lock: writers replace the file atomically. Only to read
     (it may be shared with other readers): a change goes through a transaction, which loads its own."""
-    data = read_bytes(root)
+    return shared_plan(root, read_bytes(root))
+
+
+def shared_plan(root: Path, data: bytes) -> Plan:
+    """The plan `data` (root's plan.jsonl's bytes) loaded, to read only, as read_plan."""
     shared = _READ.get(data)
     if shared is None:
         doc = load_checked(root, data)
         doc.freeze()
         shared = _READ.keep(data, Plan(doc))
     return shared
+
+
+def written(data: bytes, plan: Plan) -> None:
+    """`plan` was just written as `data` under the lock: readers of those bytes get it, without
+    loading them again. It is only read from now on (frozen: a later change would be lost)."""
+    from ralph.plan.loader import proven
+
+    plan.doc.freeze()
+    proven(data)
+    _READ.keep(data, plan)
 
 
 class _Shared:
