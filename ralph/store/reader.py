@@ -59,15 +59,19 @@ class _Shared:
     SIZE = 4  # one plan per worktree the loop reads, and a few versions of it
 
     def __init__(self) -> None:
+        import threading
+
         self.plans: dict[bytes, Plan] = {}
+        self.lock = threading.Lock()  # VERIFY's threads read too
 
     def get(self, data: bytes) -> Plan | None:
         return self.plans.get(data)
 
     def keep(self, data: bytes, plan: Plan) -> Plan:
-        self.plans[data] = plan
-        while len(self.plans) > self.SIZE:
-            self.plans.pop(next(iter(self.plans)), None)
+        with self.lock:
+            self.plans[data] = plan
+            while len(self.plans) > self.SIZE:
+                del self.plans[next(iter(self.plans))]  # the oldest
         return plan
 
 
