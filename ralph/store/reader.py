@@ -31,6 +31,11 @@ def read_plan(root: Path) -> Plan:
     return shared_plan(root, read_bytes(root))
 
 
+def scratch_plan(root: Path) -> Plan:
+    """The plan as read_plan reads it, but the caller's own: changing it writes nothing."""
+    return Plan(load_checked(root, read_bytes(root)))
+
+
 def shared_plan(root: Path, data: bytes) -> Plan:
     """The plan `data` (root's plan.jsonl's bytes) loaded, to read only, as read_plan."""
     shared = _READ.get(data)
