@@ -1,10 +1,13 @@
-"""Benchmark of the construct loop: ralph's own overhead per agent run, and how well VERIFY's
-fork/join overlaps slow verifiers. Prints figures against targets; it is not a pass/fail test."""
+"""Benchmark of the construct loop: ralph's own overhead per agent run, whether a long history
+(100 against 10,000 finished tasks beside the work) makes each run cost more CPU, and how well
+VERIFY's fork/join overlaps slow verifiers. Prints figures against targets; it is not a pass/fail
+test."""
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -44,7 +47,7 @@ def ralph(root: Path, *args: str, env: dict | None = None) -> subprocess.Complet
     )
 
 
-def make_repo(folder: Path, tasks: int, done: bool) -> Path:
+def make_repo(folder: Path, tasks: int, done: bool, history: int = 0) -> Path:
     root = folder / "repo"
     root.mkdir()
     for args in (
@@ -56,6 +59,8 @@ def make_repo(folder: Path, tasks: int, done: bool) -> Path:
     (root / "specs").mkdir()
     (root / "specs" / "bench.md").write_text(SPEC.format(name="bench"))
     ralph(root, "init")
+    if history:
+        add_history(root, history)
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(root), "commit", "-qm", "bench"], check=True)
     # The noop agent changes no file: its tasks say they need none.
@@ -65,6 +70,46 @@ def make_repo(folder: Path, tasks: int, done: bool) -> Path:
         for item in items:
             ralph(root, "task", "done", str(item["id"]))
     return root
+
+
+def add_history(root: Path, finished: int) -> None:
+    """`finished` accepted tasks, as a long-lived project's plan holds them: one tombstone each."""
+    lines = (
+        json.dumps({"t": "accept", "id": f"t-old{n:05d}", "name": f"Finished task {n} of the project's past"})
+        for n in range(finished)
+    )
+    with (root / "plan.jsonl").open("a") as plan:
+        plan.writelines(line + "\n" for line in lines)
+
+
+def children_cpu() -> float:
+    """CPU-seconds (user + system) of every waited-for descendant: ralph, its agents and their
+    `ralph` commands. CPU, not wall: the machine may be shared."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_per_run(finished: int, tasks: int = 10) -> float:
+    """CPU of the ralph process tree per agent run, with `finished` accepted tasks beside the work."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = make_repo(Path(folder), tasks, done=False, history=finished)
+        before = children_cpu()
+        run_construct(root, "--parallel", "1", "--sandbox=off")
+        cpu = children_cpu() - before
+        runs = [e for e in journal(root) if e["event"] == "agent_end"]
+    per_run = cpu / len(runs) * 1000
+    print(f"  {finished:6,} finished tasks: {len(runs)} agent runs, {per_run:5.0f} ms CPU per run")
+    return cpu / len(runs)
+
+
+def history_cost(small: int = 100, large: int = 10_000, target: float = 1.3) -> None:
+    """Does a long history slow the loop? The same 10 new tasks beside `small` and `large`
+    finished ones, paired in one run; CPU of ralph, the no-op agent and its `ralph` commands."""
+    print(f"construct, 10 tasks, no-op agent, beside {small:,} and {large:,} finished tasks (CPU):")
+    few = cpu_per_run(small)
+    many = cpu_per_run(large)
+    ratio = many / few
+    print(f"  ratio {ratio:.2f}x   (target <= {target}x: {'met' if ratio <= target else 'NOT met'})")
 
 
 def journal(root: Path) -> list[dict]:
@@ -164,6 +209,7 @@ if __name__ == "__main__":
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", str(HERE.parent / "ralph")], env=bench_env(), check=True
     )
+    history_cost()
     unfenced = overhead_per_run()
     if sandbox_start():
         fenced = overhead_per_run(sandbox="required")

@@ -59,6 +59,7 @@ class Document:
         self.changed = False
         self.version = 0  # counts changes, so views of the lines know when to refresh
         self.touched: list[Line] = []  # lines rewritten or added since loading
+        self.frozen = False  # shared between readers (ralph.store.reader): changing it is a bug
 
     def records(self) -> list[RecordLine]:
         return [line for line in self.lines if isinstance(line, RecordLine)]
@@ -69,11 +70,13 @@ class Document:
     def rewrite(self, line: RecordLine) -> None:
         """Serialize line.record again: call after changing the record in place. The line keeps
         its ending (a CRLF file stays CRLF)."""
+        self._changeable()
         line.raw = _ending_like(serialize(line.record), line.raw)
         self.touched.append(line)
         self._changed()
 
     def append(self, record: Record) -> RecordLine:
+        self._changeable()
         index = self._after_last_record()
         previous = self.lines[index - 1].raw if index else b"\n"
         if not previous.endswith(b"\n"):
@@ -86,8 +89,17 @@ class Document:
         return line
 
     def remove(self, line: Line) -> None:
+        self._changeable()
         self.lines.remove(line)
         self._changed()
+
+    def freeze(self) -> None:
+        """From now on this document is only read: it may be handed to many readers."""
+        self.frozen = True
+
+    def _changeable(self) -> None:
+        if self.frozen:
+            raise TypeError("a plan read to be shared was changed: change the plan in a transaction")
 
     def _changed(self) -> None:
         self.changed = True

@@ -4,6 +4,8 @@ each problem located by line. Nothing is written while any problem remains."""
 from __future__ import annotations
 
 import json
+import threading
+from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
 from ralph.plan.document import Document, Line, Record, RecordLine
@@ -44,6 +46,9 @@ def parse_lines(
     lines: list[Line] = []
     problems: list[Problem] = []
     for number, raw in enumerate(split_lines(data), start=1):
+        if known is None and raw in _PROVEN.lines and not (number == 1 and raw.startswith(BOM)):
+            lines.append(_proven_line(raw, number))  # a line's validity is its bytes' alone
+            continue
         record = known.get(raw) if known is not None else None
         if record is None:
             record, problem = (
@@ -73,18 +78,99 @@ def parse(data: bytes, name: str = "plan.jsonl") -> tuple[Document, list[Problem
 def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Document:
     """Parse strictly: any problem stops here, before anything could be written.
 
-    `trusted`: these exact bytes were already proven valid (see validcache); only parse them."""
-    if trusted:
-        # line_of, inline: a call less per line of the state commands' hot path
-        lines = [
-            RecordLine(raw, record, n) if (record := _trusted_record(raw)) is not None else Line(raw, n)
-            for n, raw in enumerate(split_lines(data), 1)
-        ]
-        return Document(name, lines)
+    `trusted`: these exact bytes were already proven valid (see validcache); only parse them.
+    Bytes this process proved valid before are not validated again (see _Proven)."""
+    if trusted or _PROVEN.holds(data):
+        doc = Document(name, [_proven_line(raw, n) for n, raw in enumerate(split_lines(data), 1)])
+        if trusted:
+            _PROVEN.add(data)
+        return doc
     doc, problems = parse(data, name)
     if problems:
         raise PlanInvalid(problems)
+    _PROVEN.add(data, doc)
     return doc
+
+
+class _Proven:
+    """The plan contents this process proved valid, by their exact bytes (never by a file's
+    mtime: a plan rewritten within one clock tick is still seen), and each valid line's record.
+    A long-lived loop loads one plan many times per step; with 10,000 finished tasks beside the
+    work, decoding and validating every line each time was most of its CPU. Each load still gets
+    records of its own (callers change them in place): copied from the line's first decoding."""
+
+    CONTENTS = 8  # the plan now, the one committed, a runner's remote head: a few alternate
+    LINES = 200_000  # beyond this (many large versions) start over rather than grow without end
+
+    def __init__(self) -> None:
+        self.contents: dict[bytes, None] = {}
+        self.lines: dict[bytes, tuple[Record | None, bool]] = {}  # raw -> (record, flat)
+        self.seen: dict[bytes, None] = {}  # lines decoded once
+        self.lock = threading.Lock()  # VERIFY's threads load too
+
+    def holds(self, data: bytes) -> bool:
+        return data in self.contents
+
+    def add(self, data: bytes, doc: Document | None = None) -> None:
+        """`data` is valid; `doc` is what it loaded as, when its lines may be new here."""
+        for line in doc.lines if doc is not None else ():
+            if line.raw not in self.lines:
+                self.remember_line(line.raw, line.record)
+        with self.lock:
+            self.contents[data] = None
+            while len(self.contents) > self.CONTENTS:
+                del self.contents[next(iter(self.contents))]
+
+    def remember_line(self, raw: bytes, record: Record | None) -> None:
+        """Keep the line's record once it is seen twice: a one-shot command, which loads its plan
+        once, pays no copy for it."""
+        if raw not in self.seen:
+            if len(self.seen) >= self.LINES:
+                self.seen.clear()
+            self.seen[raw] = None
+            return
+        if len(self.lines) >= self.LINES:
+            self.lines.clear()
+        flat = record is None or not [value for value in record.values() if type(value) in _NESTED]
+        self.lines[raw] = (_copied(record) if record is not None else None, flat)
+
+    def forget(self) -> None:
+        with self.lock:
+            self.contents.clear()
+            self.lines.clear()
+            self.seen.clear()
+
+
+_PROVEN = _Proven()
+
+
+def proven(data: bytes) -> None:
+    """`data` is valid (a transaction checked what it wrote): loading it again only parses it."""
+    _PROVEN.add(data)
+
+
+_NESTED = (dict, list)
+
+
+def _proven_line(raw: bytes, number: int) -> Line:
+    """The line of a plan proven valid: its record copied from the one decoded before, or decoded."""
+    known = _PROVEN.lines.get(raw)
+    if known is None:
+        record = _trusted_record(raw)
+        _PROVEN.remember_line(raw, record)
+    else:
+        template, flat = known
+        record = None if template is None else dict(template) if flat else _copied(template)
+    return RecordLine(raw, record, number) if record is not None else Line(raw, number)
+
+
+def _copied(value: Any) -> Any:
+    """A JSON value's own copy (copy.deepcopy, without its memo and dispatch: JSON has no cycles)."""
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copied(item) for item in value]
+    return value
 
 
 def json_limit(exc: ValueError | RecursionError) -> str:

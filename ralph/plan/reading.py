@@ -24,10 +24,10 @@ class PlanReader:
 
     def of(self, kind: str) -> list[RecordLine]:
         if self._by_kind_version != self.doc.version:  # one pass over the lines per change, not per call
-            self._by_kind = {}
+            by_kind: dict[str, list[RecordLine]] = {}  # built aside: threads may share a read plan
             for line in self.doc.records():
-                self._by_kind.setdefault(line.record["t"], []).append(line)
-            self._by_kind_version = self.doc.version
+                by_kind.setdefault(line.record["t"], []).append(line)
+            self._by_kind, self._by_kind_version = by_kind, self.doc.version
         return list(self._by_kind.get(kind, ()))
 
     def task_lines(self) -> list[RecordLine]:

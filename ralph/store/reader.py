@@ -26,8 +26,61 @@ def read_bytes(root: Path) -> bytes:
 
 
 def read_plan(root: Path) -> Plan:
-    """A consistent snapshot without the lock: writers replace the file atomically."""
+    """A consistent snapshot without the lock: writers replace the file atomically. Only to read
+    (it may be shared with other readers): a change goes through a transaction, which loads its own."""
+    return shared_plan(root, read_bytes(root))
+
+
+def scratch_plan(root: Path) -> Plan:
+    """The plan as read_plan reads it, but the caller's own: changing it writes nothing."""
     return Plan(load_checked(root, read_bytes(root)))
+
+
+def shared_plan(root: Path, data: bytes) -> Plan:
+    """The plan `data` (root's plan.jsonl's bytes) loaded, to read only, as read_plan."""
+    shared = _READ.get(data)
+    if shared is None:
+        doc = load_checked(root, data)
+        doc.freeze()
+        shared = _READ.keep(data, Plan(doc))
+    return shared
+
+
+def written(data: bytes, plan: Plan) -> None:
+    """`plan` was just written as `data` under the lock: readers of those bytes get it, without
+    loading them again. It is only read from now on (frozen: a later change would be lost)."""
+    from ralph.plan.loader import proven
+
+    plan.doc.freeze()
+    proven(data)
+    _READ.keep(data, plan)
+
+
+class _Shared:
+    """The plans read lately in this process, by their exact bytes (not the file's mtime: a plan
+    rewritten within one clock tick is still seen). A loop reads its plan many times per step: with
+    10,000 finished tasks beside the work, loading it each time was most of the loop's own CPU."""
+
+    SIZE = 4  # one plan per worktree the loop reads, and a few versions of it
+
+    def __init__(self) -> None:
+        import threading
+
+        self.plans: dict[bytes, Plan] = {}
+        self.lock = threading.Lock()  # VERIFY's threads read too
+
+    def get(self, data: bytes) -> Plan | None:
+        return self.plans.get(data)
+
+    def keep(self, data: bytes, plan: Plan) -> Plan:
+        with self.lock:
+            self.plans[data] = plan
+            while len(self.plans) > self.SIZE:
+                del self.plans[next(iter(self.plans))]  # the oldest
+        return plan
+
+
+_READ = _Shared()
 
 
 def load_checked(root: Path, data: bytes) -> Document:

@@ -66,9 +66,10 @@ def transaction(
         else:
             write_atomic(plan_path(root), after)
             _remember_ops(root, before, after, change.plan, repo)
-        from ralph.store import validcache
+        from ralph.store import reader, validcache
 
         validcache.remember(root, after)
+        reader.written(after, change.plan)
 
 
 def _beside_a_run(root: Path, repo: Repo | None, before: bytes, change: Change) -> bool:
@@ -115,6 +116,10 @@ def redact_plan(root: Path, clean: set[bytes]) -> None:
     """Every record of the plan redacted (an agent may write plan.jsonl by hand, and one in a
     sandbox cannot read the .env files whose values count); `clean` holds lines known to be clean,
     kept by the caller so that a long plan is not read through again at every commit."""
+    from ralph.store.reader import read_plan
+
+    if all(line.raw in clean for line in read_plan(root).doc.lines if line.record is not None):
+        return  # nothing new to redact: no lock, no load of a plan of its own
     with transaction(root, commit=False, fold_earlier=True) as change:
         doc = change.plan.doc
         unread = [line for line in doc.lines if line.record is not None and line.raw not in clean]

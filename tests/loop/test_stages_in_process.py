@@ -73,6 +73,9 @@ class MemoryPlan(PlanAccess):
     def read(self) -> Plan:
         return Plan(load(self.data))
 
+    def scratch(self) -> Plan:
+        return Plan(load(self.data))
+
     def after(self, result: AgentResult) -> Plan:
         if result.plan is None:
             result.plan = self.read()

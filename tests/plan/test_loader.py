@@ -51,3 +51,31 @@ def test_integrity_problems_are_found_once_every_line_parses():
         (2, "duplicate id t-a (also on line 1)"),
         (3, "task t-b depends on unknown task t-zzz"),
     ]
+
+
+def test_each_load_of_the_same_bytes_gets_records_of_its_own():
+    # A load is cached by content (ralph.plan.loader._Proven): a caller changing its records in
+    # place, as the transitions do, must not change what the next load of those bytes returns.
+    data = b'{"t":"task","id":"t-own001","name":"Parse","deps":[]}\n'
+    for _ in range(4):  # a line's record is kept once it is seen twice
+        record = load(data).records()[0].record
+        assert record == {"t": "task", "id": "t-own001", "name": "Parse", "deps": []}
+        record["name"] = "changed"
+        record["deps"].append("t-other1")
+
+
+def test_lines_proven_valid_alone_are_still_checked_together():
+    # Each line was proven valid in an earlier plan; together they break a rule across records.
+    first = b'{"t":"task","id":"t-twice1","name":"One"}\n'
+    second = b'{"t":"task","id":"t-twice1","name":"Two"}\n'
+    load(first)
+    load(second)
+    with pytest.raises(PlanInvalid, match="t-twice1"):
+        load(first + second)
+
+
+def test_a_changed_line_beside_proven_ones_is_validated():
+    good = b'{"t":"task","id":"t-good01","name":"Good"}\n'
+    load(good + good.replace(b"t-good01", b"t-good02"))
+    with pytest.raises(PlanInvalid, match="plan.jsonl:2: task is missing field 'name'"):
+        load(good + b'{"t":"task","id":"t-good02"}\n')

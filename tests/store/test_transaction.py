@@ -215,3 +215,23 @@ def test_restore_plan_waits_for_the_lock(planned, monkeypatch):
         holder.stdin.close()
         holder.wait(timeout=30)
     assert (planned / "plan.jsonl").read_bytes() != b""
+
+
+def test_what_a_change_wrote_is_what_the_next_read_and_change_see(planned):
+    # The written plan is handed on to readers of its bytes; the next change loads its own.
+    from ralph.store.reader import read_plan
+
+    with transaction(planned) as change:
+        change.plan.done("t-aaaaaa")
+    read = read_plan(planned)
+    assert read.find_task("t-aaaaaa") == {"t": "task", "id": "t-aaaaaa", "name": "Task t-aaaaaa", "s": "d"}
+    assert read.doc.to_bytes() == (planned / "plan.jsonl").read_bytes()
+    with transaction(planned) as again:
+        assert again.plan is not read
+        again.plan.done("t-bbbbbb")
+    assert read.find_task("t-bbbbbb") == {
+        "t": "task",
+        "id": "t-bbbbbb",
+        "name": "B",
+    }  # the plan read before is not changed under it
+    assert read_plan(planned).find_task("t-bbbbbb") == {"t": "task", "id": "t-bbbbbb", "name": "B", "s": "d"}

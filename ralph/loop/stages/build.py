@@ -318,7 +318,7 @@ class BuildStage:
         """The task as this failure, recorded, would leave it (worked out on a copy of the plan;
         _apply records it)."""
         settings, usage = self.ws.settings, result.tracker.usage
-        preview = self.plan.read()
+        preview = self.plan.scratch()
         files = sorted(result.changed - {PLAN_FILE})
         preview.record_build_failure(
             task_id, failure.verdict, failure.text, usage.total, usage.cost_usd, result.model, files

@@ -559,9 +559,7 @@ class AgentRuns:
             self.console.event("the agent deleted plan.jsonl; restored it from HEAD")
             return PlanProblem(Verdict.PLAN_MISSING, "the agent deleted plan.jsonl")
         try:
-            result.plan = Plan(
-                reader.load_checked(self.tree.root, data)
-            )  # unchanged bytes: not validated again
+            result.plan = reader.shared_plan(self.tree.root, data)  # unchanged bytes: not loaded again
             return None
         except PlanInvalid as exc:
             broken = self.tree.home / result.log_path.with_suffix(".plan.jsonl.broken")

@@ -41,7 +41,13 @@ class PlanAccess:
         return other
 
     def read(self) -> Plan:
+        """The plan as it is now, to read only (shared with other readers of the same bytes)."""
         return reader.read_plan(self.root)
+
+    def scratch(self) -> Plan:
+        """The plan as it is now, a copy of the caller's own: to work out what a change would do
+        without writing it."""
+        return reader.scratch_plan(self.root)
 
     def after(self, result: AgentResult) -> Plan:
         """The plan as `result`'s run left it: read once after the run, then passed on."""
