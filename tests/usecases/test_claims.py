@@ -297,10 +297,9 @@ def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_pause_grows(thr
     won = claims.claim_next(two, None, "runner-2", remote)
     assert won is not None and remote.pushes == sync.MAX_STILL_LOSSES * 2 + 3
     assert task_in(on_origin(shared), won["id"])["claimed_by"] == "runner-2"
-    ranges = [sync.LOST_RACE_PAUSE_S * 2.0 ** min(n, 16) for n in range(len(pauses))]
-    assert all(
-        0 <= pause <= min(top, sync.LOST_RACE_PAUSE_CAP_S) for pause, top in zip(pauses, ranges, strict=True)
-    )
+    ranges = [sync.pause_range(losses) for losses in range(1, len(pauses) + 1)]
+    assert all(0 <= pause <= top for pause, top in zip(pauses, ranges, strict=True))
+    assert ranges[0] == sync.LOST_RACE_PAUSE_S and ranges[-1] == sync.LOST_RACE_PAUSE_CAP_S
     assert max(pauses) > sync.LOST_RACE_PAUSE_S  # the range grew: not a fixed 0.2 s
 
 
