@@ -17,6 +17,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from ralph.errors import GitError
 from ralph.store import owned
 from ralph.store.git import ZERO_SHA, Repo
 from ralph.store.owned import Owned, OwnedKind
@@ -101,10 +102,15 @@ def _tree_with(repo: Repo, base: str, paths: set[str]) -> str:
         own.git("read-tree", base)
         present = sorted(path for path in paths if os.path.lexists(repo.root / path))
         gone = sorted(set(paths) - set(present))
-        if present:
-            own.git("add", "-A", "--", *present)
-        if gone:
-            own.git("rm", "--cached", "-q", "--ignore-unmatch", "--", *gone)
+        try:  # each path by name, no pathspec to match: `git add` of 1,200 paths cost 0.3-0.9 CPU-s
+            listed = b"".join(path.encode("utf-8", "surrogateescape") + b"\0" for path in sorted(paths))
+            own.git("update-index", "--add", "--remove", "-z", "--stdin", stdin=listed)
+        except GitError:  # a folder among them (a nested repository): git add knows what to make of it
+            own.git("read-tree", base)
+            if present:
+                own.git("add", "-A", "--", *present)
+            if gone:
+                own.git("rm", "--cached", "-q", "--ignore-unmatch", "--", *gone)
         return own.git("write-tree").strip()
     finally:
         with contextlib.suppress(OSError):
