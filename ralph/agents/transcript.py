@@ -6,6 +6,7 @@ of a plain `command` agent, a CLI's stray stderr) is kept as it is."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import TextIO
 
@@ -102,6 +103,7 @@ class Transcript:
         self._in_text = False  # the last thing written was a piece of streamed text
         self._written = 0
         self._redact = OutputLines()  # redacted as written: a transcript is what people read and share
+        self._lock = threading.Lock()
         self._write(f"# {header}\n")
 
     def add(self, line: str, events: list[Event]) -> None:
@@ -125,17 +127,19 @@ class Transcript:
         self._write(f"\n[ralph] {text}\n")
 
     def _write(self, text: str) -> None:
-        if self._out.closed or self._written > MAX_CHARS:
-            return
-        text = self._redact(text)
-        self._written += len(text)
-        if self._written > MAX_CHARS:  # the raw log keeps everything; this stays readable
-            text = f"\n[ralph] transcript cut at {MAX_CHARS:,} characters; the raw log has the rest\n"
-        self._out.write(text)
-        self._out.flush()
+        with self._lock:  # the reader thread writes; the run's thread closes it when the run ends
+            if self._out.closed or self._written > MAX_CHARS:
+                return
+            text = self._redact(text)
+            self._written += len(text)
+            if self._written > MAX_CHARS:  # the raw log keeps everything; this stays readable
+                text = f"\n[ralph] transcript cut at {MAX_CHARS:,} characters; the raw log has the rest\n"
+            self._out.write(text)
+            self._out.flush()
 
     def close(self) -> None:
-        self._out.close()
+        with self._lock:
+            self._out.close()
 
 
 def last_actions(path: Path, count: int = 5) -> list[str]:

@@ -138,6 +138,7 @@ class Supervisor:
                     _kill_leftovers(child)  # a grandchild still running after its parent exited
             except BaseException:  # Ctrl-C or a stop signal in this thread: the child goes too
                 _stop_group(child, self.grace_s)
+                reader.detach()  # the log closes as this leaves: the reader writes nothing more
                 raise
             finally:
                 self._end_run(child, log)
@@ -429,7 +430,7 @@ class _Reader(threading.Thread):
             self.tail.append(self.redact.head(line, TAIL_LINE_CHARS, before))
             before = "" if raw.endswith(b"\n") else line[-CARRIED:]
             del self.tail[: -self.tail_lines]
-            if self.monitor and not self.stop_reason:
+            if self.monitor and not self.stop_reason and not self._detached:  # the run is over
                 try:
                     self.stop_reason = self.monitor(line)
                 except Exception as exc:  # a parser bug must not hang the run

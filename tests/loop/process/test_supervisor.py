@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.process.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor
+from ralph.loop.process.supervisor import BudgetSpent, ChildNotFound, RunResult, Supervisor, _Reader
 from tests.support.construct import alive
 from tests.support.present import present
 
@@ -524,3 +524,35 @@ def test_output_a_process_left_outside_the_group_prints_after_the_run_is_not_wri
     assert result.ok and "early line" in log.read_text()
     assert "late line" not in log.read_text()
     assert failures == []
+
+
+def test_an_interrupt_while_a_process_outside_the_group_still_prints_leaves_no_error_behind(
+    tmp_path, cleanup, sigint_handled, monkeypatch
+):
+    """The run's log closes as the interrupt leaves run(); a process outside the child's group
+    (setsid) still holds the pipe and prints: the reader reads on but writes and monitors nothing
+    (it wrote into the closed log, and `ralph spec draft` ended with a thread's ValueError)."""
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    outside = tmp_path / "outside.pid"
+    script = (
+        f"setsid sh -c 'echo $$ > {outside}; i=0; while [ $i -lt 300 ]; do echo late $i; i=$((i+1));"
+        " sleep 0.01; done' & echo started; sleep 60"
+    )
+    log = tmp_path / "interrupted.log"
+    seen: list[str] = []
+
+    def interrupt_once_started() -> None:
+        wait_for(lambda: log.exists() and "started" in log.read_text(), "the child never started")
+        _thread.interrupt_main()
+
+    thread, _ = in_thread(interrupt_once_started)
+    with pytest.raises(KeyboardInterrupt):
+        run(Supervisor(GRACE_S), tmp_path, "interrupted", argv=["sh", "-c", script], monitor=seen.append)
+    thread.join(timeout=60)
+    cleanup.append(int(outside.read_text()))
+    for reader in [t for t in threading.enumerate() if isinstance(t, _Reader)]:
+        reader.join(timeout=60)  # it ends when the outside process does (300 lines, about 3 s)
+    assert failures == []
+    assert "late 299" not in log.read_text()  # nothing written after the log closed
+    assert "late 299" not in seen  # nor given to the monitor
