@@ -9,7 +9,6 @@ same words as docs/plan-format.md's config table). The prose around the table is
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -96,25 +95,15 @@ def outputs() -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m ralph.cli.reference", description=__doc__.splitlines()[0]
+    from ralph.generated import write_or_check
+
+    return write_or_check(
+        argv,
+        "python -m ralph.cli.reference",
+        __doc__.splitlines()[0],
+        outputs,
+        lambda path: f"{path} is out of date with the code: run make docs",
     )
-    parser.add_argument("--check", action="store_true", help="only say which files are stale (exit 1)")
-    options = parser.parse_args(argv)
-    try:
-        wanted = outputs()
-    except ValueError as exc:
-        print(f"ralph.cli.reference: {exc}", file=sys.stderr)
-        return 2
-    stale = [
-        path for path, text in wanted.items() if not path.exists() or path.read_text(encoding="utf-8") != text
-    ]
-    for path in stale:
-        if options.check:
-            print(f"{path} is out of date with the code: run make docs", file=sys.stderr)
-        else:
-            path.write_text(wanted[path], encoding="utf-8")
-    return 1 if options.check and stale else 0
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ meanings from each field's description.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -252,24 +251,13 @@ def outputs() -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m ralph.plan.generate", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--check", action="store_true", help="only say which files are stale (exit 1)")
-    options = parser.parse_args(argv)
-    try:
-        wanted = outputs()
-    except ValueError as exc:
-        print(f"ralph.plan.generate: {exc}", file=sys.stderr)
-        return 2
-    stale = [path for path, text in wanted.items() if path.read_text(encoding="utf-8") != text]
-    for path in stale:
-        if options.check:
-            source = "stage_declarations.py" if path == CONTRACT_FILE else "models.py"
-            print(f"{path} is out of date with ralph/plan/{source}: run make schema", file=sys.stderr)
-        else:
-            path.write_text(wanted[path], encoding="utf-8")
-    return 1 if options.check and stale else 0
+    from ralph.generated import write_or_check
+
+    def stale_line(path: Path) -> str:
+        source = "stage_declarations.py" if path == CONTRACT_FILE else "models.py"
+        return f"{path} is out of date with ralph/plan/{source}: run make schema"
+
+    return write_or_check(argv, "python -m ralph.plan.generate", __doc__.splitlines()[0], outputs, stale_line)
 
 
 if __name__ == "__main__":

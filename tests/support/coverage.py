@@ -9,6 +9,11 @@ the entry."""
 from __future__ import annotations
 
 COVERED: dict[str, tuple[str, ...]] = {
+    "ralph/generated.py": (
+        "tests/plan/test_generate.py",
+        "tests/cli/test_reference.py",
+        "both generators write, check (exit 1 when stale) and refuse (exit 2) through it there.",
+    ),
     "ralph/store/gitlinks.py": (
         "tests/loop/test_submodules.py",
         "tests/loop/process/test_sandbox.py",
