@@ -26,6 +26,23 @@ def test_demo_reaches_complete_keeps_its_repository_and_says_its_tokens_are_simu
     assert done.stdout.count("ralph(build): ") == 3  # one commit per task in the printed git log
     assert "ralph(verify): accepted" in done.stdout
     assert "the token counts above are simulated" in done.stdout
+    # Task types: the report lists each accepted task with its type.
+    listed = done.stdout.split("accepted (3):\n", 1)[1].splitlines()[:3]
+    assert sorted(line.split(" ", 3)[-1] for line in listed) == [
+        "Write cli.py [feature]",
+        "Write greet.py [feature]",
+        "Write test_greet.py [test]",
+    ]
+    # The project's skill: found, listed in the BUILD prompts of the feature tasks only (its
+    # front matter's types), and used by the demo agent there.
+    assert "greeter-style  .ralph/skills/greeter-style/SKILL.md (for feature tasks)" in done.stdout
+    said = re.findall(r"^  t-\w+: (used the skill .*|no skill listed .*)$", done.stdout, re.M)
+    skill = "used the skill greeter-style (.ralph/skills/greeter-style/SKILL.md), listed in the prompt"
+    assert sorted(said) == [
+        "no skill listed in the prompt of this test task",
+        f"{skill} of this feature task: Use Python's standard library only: no third-party imports.",
+        f"{skill} of this feature task: Use Python's standard library only: no third-party imports.",
+    ]
     shown = re.search(r"^demo repository: (.+)$", done.stdout, re.M)
     assert shown, done.stdout
     kept = Path(shown.group(1))

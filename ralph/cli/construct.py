@@ -14,11 +14,12 @@ from ralph.agents import names_in_words
 from ralph.cli.common import agent_names, describe_cost, emit, root_of, say
 from ralph.durations import parse_duration
 from ralph.errors import InvalidInput, RalphError
-from ralph.text import printable
+from ralph.text import plural, printable
 from ralph.usecases.settings import DEFAULTS
 
 if TYPE_CHECKING:
     from ralph.loop.construct import Report
+    from ralph.loop.dryrun import Preview
     from ralph.loop.observe.report_data import Spent
     from ralph.plan.plan import Plan
     from ralph.usecases.settings import Settings
@@ -417,18 +418,66 @@ def _dry_run(
 ) -> None:
     """What the next iteration would run, printed; exits with the code the real run would refuse
     with (0 when it would start)."""
+    from dataclasses import replace
+
     from ralph.loop import dryrun
     from ralph.usecases.settings import flag_layer, layered, user_config_path
 
-    result = dryrun.preview(root, settings)
     # Where each setting that is not a default came from, as `ralph config list --origin` says.
     found = layered(config, user, str(user_config_path()), flag_layer(flags))
-    result["origins"] = {key: origin for key, (_, origin) in found.items() if origin != "default"}
-    emit(result) if as_json else say("\n".join(printable(line) for line in dryrun.render_text(result)))
+    origins = {key: origin for key, (_, origin) in found.items() if origin != "default"}
+    result = replace(dryrun.preview(root, settings), origins=origins)
+    emit(result.to_json()) if as_json else say("\n".join(printable(line) for line in dry_run_lines(result)))
     # Each reason the real run would refuse, as the line it would print; its exit code.
-    for refusal in result["refusals"]:
-        say(f"ralph: {printable(refusal['message'])}", err=True)
-    ctx.exit(result["refusals"][0]["exit_code"] if result["refusals"] else 0)
+    for refusal in result.refusals:
+        say(f"ralph: {printable(refusal.message)}", err=True)
+    ctx.exit(result.refusals[0].exit_code if result.refusals else 0)
+
+
+def dry_run_lines(result: Preview) -> list[str]:
+    """The dry run's preview for a person, one line each."""
+    import shlex
+
+    budget = result.budget
+    minutes = f"{budget.max_minutes:g}" if budget.max_minutes else "none"
+    cost = f"${budget.max_cost_usd:g}" if budget.max_cost_usd else "none"
+    tokens = f"{budget.max_tokens:,}" if budget.max_tokens else "none"
+    steps = result.escalations
+    models = ", ".join(
+        f"{stage} {' -> '.join(steps[stage]) if stage in steps else model or '(the CLI default)'}"
+        for stage, model in result.models.items()
+    )
+    lines = [
+        f"dry run of ralph construct {result.spec}: nothing is run, written or committed",
+        f"budget: max-iterations {budget.max_iterations}, max-minutes {minutes}, max-cost {cost},"
+        f" max-tokens {tokens},"
+        f" max-attempts {budget.max_attempts}, timeout {budget.timeout_s:g}s per agent run,"
+        f" gate timeout {budget.gate_timeout_s:g}s, parallel {budget.parallel},"
+        f" max-decompose-depth {budget.max_decompose_depth}, max-rebuilds {budget.max_rebuilds}"
+        f" after a rejection, {budget.max_agent_failures} agent failures in a row end the run",
+        f"gate: {shlex.join(result.gate) if result.gate else '(none)'}",
+        f"sandbox: {result.sandbox.said}",
+        *([f"models: {models}"] if any(result.models.values()) else []),
+        f"iteration {result.iteration}: {plural(len(result.runs), 'agent run')}",
+    ]
+    for run in result.runs:
+        item = f" {run.item}" if run.item else ""
+        lines.append(f"  {run.stage}{item}: {run.name}")
+        if run.model:
+            lines.append(f"    model: {run.model}")
+        lines.append(f"    agent: {shlex.join(run.argv)}")
+        lines.append(f"    prompt: {run.prompt_bytes} bytes; first lines:")
+        lines += [f"      | {line}" for line in run.prompt_head]
+        if run.gate is not None:
+            lines.append(f"    then the gate: {shlex.join(run.gate) if run.gate else '(none)'}")
+    if result.sandbox.argv:
+        lines.append(f"each agent and gate starts as: {shlex.join(result.sandbox.argv)} ARGV...")
+    lines += [f"note: {note}" for note in result.notes]
+    if result.refusals:
+        lines.append(
+            f"the real run would not start: {plural(len(result.refusals), 'problem')}, listed on stderr"
+        )
+    return lines
 
 
 def print_opened(opened: Mapping[str, Any], as_json: bool) -> None:

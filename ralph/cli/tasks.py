@@ -235,7 +235,8 @@ def task_list(ctx: click.Context, pending: bool, done: bool, blocked: bool, as_j
         if as_json:
             emit(record)
         else:
-            flags = " ".join(f"[{f}]" for f in (record.get("priority"), record.get("kill_reason")) if f)
+            shown = (record.get("priority"), record.get("type"), record.get("kill_reason"))
+            flags = " ".join(f"[{f}]" for f in shown if f)
             line = f"{record['id']}  {status_of(record).name.lower()}  {printable(record['name'])}"
             say(line + (f"  {flags}" if flags else ""))
 

@@ -29,15 +29,18 @@ def main() -> int:
     shutil.copy(HERE / "Makefile", root / "Makefile")
     # An example Python project ignores its bytecode, or its builds would commit it.
     (root / ".gitignore").write_text("__pycache__/\n")
+    add_skill(root)
     subprocess.run([sys.executable, "-m", "ralph", "-C", str(root), "init"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "Example project: the greeter spec"], check=True)
+    show_skills(root)
     agent = f"{shlex_quote(sys.executable)} -m ralph.demo.agent"
     command = [sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/greeter.md"]
     print(f"$ ralph construct specs/greeter.md --agent command --agent-cmd '{agent}'", flush=True)
     done = subprocess.run([*command, "--agent", "command", "--agent-cmd", agent])
     print("\n$ git log --oneline", flush=True)
     subprocess.run([*git, "--no-pager", "log", "--oneline"], check=True)
+    show_build_words(root)
     print(
         "\nThe demo agent is a script, not a model: the token counts above are simulated"
         " (no model was called and nothing was spent)."
@@ -46,6 +49,43 @@ def main() -> int:
     )
     print(on_path(), flush=True)
     return done.returncode
+
+
+SKILL = ".ralph/skills/greeter-style/SKILL.md"
+
+
+def add_skill(root: Path) -> None:
+    """The example project keeps a skill for agents; ralph lists it in the prompt of each BUILD
+    whose task's type it is for (a feature), and the demo agent reads it there."""
+    (root / SKILL).parent.mkdir(parents=True)
+    shutil.copy(HERE / "skill.md", root / SKILL)
+
+
+def show_skills(root: Path) -> None:
+    print("$ ralph skills", flush=True)
+    subprocess.run([sys.executable, "-m", "ralph", "-C", str(root), "skills"], check=True)
+
+
+def show_build_words(root: Path) -> None:
+    """What the demo agent said in each BUILD (its logs hold its stream-json events): which skill
+    it used, for which type of task."""
+    print("\nThe demo agent's words in its BUILD logs (build/ralph-logs/*-build-*.log):", flush=True)
+    for log in sorted((root / "build" / "ralph-logs").glob("ralph-*-build-*.log")):
+        task = log.stem.split("-build-", 1)[1]
+        for text in agent_texts(log):
+            print(f"  {task}: {text}", flush=True)
+
+
+def agent_texts(log: Path) -> list[str]:
+    texts = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # ralph's own lines in the log
+        if isinstance(event, dict) and event.get("type") == "assistant":
+            texts += [part["text"] for part in event["message"]["content"] if part.get("type") == "text"]
+    return texts
 
 
 def draft() -> int:

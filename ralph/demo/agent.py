@@ -41,6 +41,7 @@ class Section(TypedDict):
     check: str  # its `Check: COMMAND` line's command
     needs: list[str]  # the files its `Needs:` line names
     code: str  # its ```python block
+    type: str | None  # its `Type:` line's task type (ralph task add --type), if it has one
 
 
 class NotForMe(Exception):
@@ -70,10 +71,21 @@ def sections() -> dict[str, Section]:
             "check": check.group(1),
             "needs": [n.strip() for n in needs.group(1).split(",")] if needs else [],
             "code": code.group(1),
+            "type": section_type(body),
         }
     if not found:
         raise NotForMe(f"{spec} has no ### FILE sections")
     return found
+
+
+def section_type(body: str) -> str | None:
+    kind = re.search(r"^Type: (\S+)$", body, re.MULTILINE)
+    return kind.group(1) if kind else None
+
+
+def typed(section: Section) -> dict[str, str]:
+    """The `type` of a task for the section, as `ralph task add` takes it (none: no key)."""
+    return {"type": section["type"]} if section["type"] else {}
 
 
 def plan() -> None:
@@ -83,9 +95,10 @@ def plan() -> None:
             "name": f"Write {file}",
             "accept": section["check"],
             "deps": [ids[n] for n in section["needs"]],
+            **typed(section),
         }
         ids[file] = json.loads(ralph("task", "add", "--json", json.dumps(task)))["id"]
-        say(f"planned {ids[file]}: write {file}")
+        say(f"planned {ids[file]}: write {file}" + (f" ({section['type']})" if section["type"] else ""))
 
 
 def current_task() -> dict[str, Any]:
@@ -102,9 +115,29 @@ def build() -> None:
         raise NotForMe(
             f"task {task['id']} ({task['name']!r}) is not a `Write FILE` task of a section of the spec"
         )
+    use_skills(task)
     Path(file).write_text(found[file]["code"], encoding="utf-8")
     say(f"wrote {file}", input_tokens=2400)
     ralph("task", "done")
+
+
+# A line of the prompt's list of skills (ralph.loop.runs.skills.prompt_section): "- NAME: WHAT (PATH)".
+SKILL_LINE = re.compile(r"^- (?P<name>[^:]+): .* \((?P<path>[^()]+/SKILL\.md)\)$", re.MULTILINE)
+
+
+def use_skills(task: dict[str, Any]) -> None:
+    """As a real agent does: read the body of each skill the BUILD prompt lists (ralph lists only
+    those for the task's type), and say so; the demo's skill asks for nothing the spec's code
+    lacks, so saying is all there is to do."""
+    prompt = Path(os.environ["RALPH_PROMPT_FILE"]).read_text(encoding="utf-8")
+    kind = task.get("type") or "untyped"
+    listed = SKILL_LINE.findall(prompt)
+    if not listed:
+        say(f"no skill listed in the prompt of this {kind} task")
+    for name, path in listed:
+        body = Path(path).read_text(encoding="utf-8").split("---", 2)[-1].strip()
+        rule = next((line for line in body.splitlines() if line and not line.startswith("#")), "")
+        say(f"used the skill {name} ({path}), listed in the prompt of this {kind} task: {rule}")
 
 
 def verify() -> None:
@@ -125,7 +158,8 @@ def check() -> None:
             and subprocess.run(shlex.split(section["check"]), capture_output=True).returncode == 0
         ):
             continue
-        ralph("task", "add", json.dumps({"name": f"Write {file}", "accept": section["check"]}))
+        task = {"name": f"Write {file}", "accept": section["check"], **typed(section)}
+        ralph("task", "add", json.dumps(task))
         say(f"the spec's {file} is missing or fails `{section['check']}`")
     say("checked every section of the spec against the code")
 

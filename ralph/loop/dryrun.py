@@ -3,14 +3,16 @@ stage's items, the agent's argv, each prompt's size and first lines, the gate's 
 in force; and every reason the real run would refuse to start (ralph/loop/preflight.py, the checks
 the real run makes). It runs no agent or gate and writes nothing (no log, no plan change, no
 commit, not even the validation cache in .git), and nothing from the repository: a make gate's
-Makefile is read as text, as the real run reads it (ralph.loop.process.makefile), never given to make."""
+Makefile is read as text, as the real run reads it (ralph.loop.process.makefile), never given to make.
+The preview is a typed value (Preview), which the command line prints as text or as JSON (to_json),
+as it does `ralph status` and the run's report."""
 
 from __future__ import annotations
 
-import shlex
 import time
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from ralph.agents import make_adapter
 from ralph.loop import preflight
@@ -38,7 +40,8 @@ PROMPT_LINES = 5  # of each prompt, shown
 ARG_CHARS = 120  # of each argument shown (an adapter may pass the whole prompt as one)
 
 
-class FencePreview(TypedDict):
+@dataclass(frozen=True)
+class FencePreview:
     """The fence the runs would get: --sandbox's mode, whether it is on, what the run would say,
     and bwrap's argv up to the agent's."""
 
@@ -47,8 +50,12 @@ class FencePreview(TypedDict):
     said: str
     argv: list[str]
 
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "on": self.on, "said": self.said, "argv": self.argv}
 
-class RunPreview(TypedDict):
+
+@dataclass(frozen=True)
+class RunPreview:
     """One agent run the iteration would start."""
 
     stage: str
@@ -58,18 +65,56 @@ class RunPreview(TypedDict):
     argv: list[str]
     prompt_bytes: int
     prompt_head: list[str]
-    gate: NotRequired[list[str]]  # BUILD's: the gate that runs after it
+    gate: list[str] | None = None  # BUILD's: the gate that runs after it
+
+    def to_json(self) -> dict[str, Any]:
+        shown = {
+            "stage": self.stage,
+            "item": self.item,
+            "model": self.model,
+            "name": self.name,
+            "argv": self.argv,
+            "prompt_bytes": self.prompt_bytes,
+            "prompt_head": self.prompt_head,
+        }
+        return shown | ({"gate": self.gate} if self.gate is not None else {})
 
 
-class Refusal(TypedDict):
+@dataclass(frozen=True)
+class Refusal:
     """A reason the real run would refuse to start, as the line it would print, and its exit code."""
 
     exit_code: int
     message: str
 
+    def to_json(self) -> dict[str, Any]:
+        return {"exit_code": self.exit_code, "message": self.message}
 
-class Preview(TypedDict):
-    """What `construct --dry-run` prints (as JSON with --json; docs/json-output.md)."""
+
+@dataclass(frozen=True)
+class Budget:
+    """The limits in force."""
+
+    max_iterations: int
+    max_minutes: float | None
+    max_cost_usd: float | None
+    max_tokens: int | None
+    max_attempts: int
+    timeout_s: float
+    gate_timeout_s: float
+    parallel: int
+    max_decompose_depth: int
+    max_rebuilds: int
+    max_agent_failures: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)  # the fields in their order
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What `construct --dry-run` prints (as JSON with --json; docs/json-output.md); the command
+    line renders it."""
 
     spec: str
     iteration: int
@@ -77,11 +122,26 @@ class Preview(TypedDict):
     notes: list[str]
     gate: list[str]
     sandbox: FencePreview
-    models: dict[str, str | None]
-    escalations: dict[str, list[str]]
-    budget: dict[str, float | None]
-    refusals: NotRequired[list[Refusal]]  # added by preview()
-    origins: NotRequired[dict[str, str]]  # added by the command line: where each setting came from
+    models: dict[str, str | None]  # each stage's (None: the agent CLI's default)
+    escalations: dict[str, list[str]]  # each stage given more than one model: its models in order
+    budget: Budget
+    refusals: list[Refusal] = field(default_factory=list)  # added by preview()
+    origins: dict[str, str] = field(default_factory=dict)  # added by the command line: each setting's source
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "iteration": self.iteration,
+            "runs": [run.to_json() for run in self.runs],
+            "notes": self.notes,
+            "gate": self.gate,
+            "sandbox": self.sandbox.to_json(),
+            "models": self.models,
+            "escalations": self.escalations,
+            "budget": self.budget.to_json(),
+            "refusals": [refusal.to_json() for refusal in self.refusals],
+            "origins": self.origins,
+        }
 
 
 def preview(root: Path, settings: Settings) -> Preview:
@@ -93,11 +153,8 @@ def preview(root: Path, settings: Settings) -> Preview:
     )  # fmt: skip
     result = _preview(root, settings, plan, runner)
     # What the real run would refuse to start for: the checks it makes itself, each listed.
-    result["refusals"] = [
-        {"exit_code": problem.exit_code, "message": str(problem)}
-        for problem in preflight.all_problems(root, settings, runner, needs_gate=True)
-    ]
-    return result
+    problems = preflight.all_problems(root, settings, runner, needs_gate=True)
+    return replace(result, refusals=[Refusal(problem.exit_code, str(problem)) for problem in problems])
 
 
 def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRunner) -> Preview:
@@ -154,17 +211,16 @@ def _sandbox(root: Path, settings: Settings, adapter: Adapter) -> FencePreview:
         logs = (root / LOG_DIR,)
         fence, said = sandbox.make(settings.sandbox, root, adapter.state_paths, settings.sandbox_hide, logs)
     except sandbox.SandboxUnavailable as exc:
-        said = f"the run would refuse to start: {exc}"
-        return {"mode": settings.sandbox, "on": False, "said": said, "argv": []}
+        return FencePreview(settings.sandbox, False, f"the run would refuse to start: {exc}", [])
     if fence is None:
-        return {"mode": settings.sandbox, "on": False, "said": said, "argv": []}
+        return FencePreview(settings.sandbox, False, said, [])
     try:
         import os
 
         argv = fence.wrap([], root, dict(os.environ))
     finally:
         fence.close()
-    return {"mode": settings.sandbox, "on": True, "said": said, "argv": argv}
+    return FencePreview(settings.sandbox, True, said, argv)
 
 
 def _run(runner: AgentRunner, job: Job, iteration: int) -> RunPreview:
@@ -185,91 +241,45 @@ def _run(runner: AgentRunner, job: Job, iteration: int) -> RunPreview:
     model = run_model(runner.settings, job.stage, job.record or None)  # a rebuild's: a step further
     env = runner.env(str(job.stage), iteration, job.item, prompt_file, model=model)
     argv = runner.adapter.invocation(prompt, str(prompt_file), env, model).argv
-    run: RunPreview = {
-        "stage": str(job.stage),
-        "item": job.item,
-        "model": model,
-        "name": one_line(job.label)[:100],
-        "argv": [arg if len(arg) <= ARG_CHARS else arg[:ARG_CHARS] + "..." for arg in argv],
-        "prompt_bytes": len(prompt.encode("utf-8")),
-        "prompt_head": prompt.splitlines()[:PROMPT_LINES],
-    }
-    if job.gate is not None:
-        run["gate"] = job.gate
-    return run
+    return RunPreview(
+        stage=str(job.stage),
+        item=job.item,
+        model=model,
+        name=one_line(job.label)[:100],
+        argv=[arg if len(arg) <= ARG_CHARS else arg[:ARG_CHARS] + "..." for arg in argv],
+        prompt_bytes=len(prompt.encode("utf-8")),
+        prompt_head=prompt.splitlines()[:PROMPT_LINES],
+        gate=job.gate,
+    )
 
 
 def _result(
     settings: Settings, iteration: int, runs: list[RunPreview], notes: list[str], fence: FencePreview
 ) -> Preview:
-    return {
-        "spec": settings.spec,
-        "iteration": iteration,
-        "runs": runs,
-        "notes": notes,
-        "gate": list(settings.gate),
-        "sandbox": fence,
+    return Preview(
+        spec=settings.spec,
+        iteration=iteration,
+        runs=runs,
+        notes=notes,
+        gate=list(settings.gate),
+        sandbox=fence,
         # Each stage's model (--stage-model, else --model; None: the agent CLI's default), and the
         # stages given an escalation, its models in order (a task's BUILD after failures).
-        "models": {stage: settings.model_for(stage) for stage in MODEL_STAGES},
-        "escalations": {
+        models={stage: settings.model_for(stage) for stage in MODEL_STAGES},
+        escalations={
             stage: list(models) for stage, models in (settings.stage_models or {}).items() if len(models) > 1
         },
-        "budget": {
-            "max_iterations": settings.max_iterations,
-            "max_minutes": settings.max_minutes,
-            "max_cost_usd": settings.max_cost_usd,
-            "max_tokens": settings.max_tokens,
-            "max_attempts": settings.max_attempts,
-            "timeout_s": settings.timeout_s,
-            "gate_timeout_s": settings.gate_timeout_s,
-            "parallel": settings.parallel,
-            "max_decompose_depth": settings.max_decompose_depth,
-            "max_rebuilds": settings.max_rebuilds,
-            "max_agent_failures": settings.max_agent_failures,
-        },
-    }
-
-
-def render_text(result: Preview) -> list[str]:
-    """The preview for a person, one line each."""
-    budget = result["budget"]
-    minutes = f"{budget['max_minutes']:g}" if budget["max_minutes"] else "none"
-    cost = f"${budget['max_cost_usd']:g}" if budget["max_cost_usd"] else "none"
-    tokens = f"{budget['max_tokens']:,}" if budget["max_tokens"] else "none"
-    steps = result["escalations"]
-    models = ", ".join(
-        f"{stage} {' -> '.join(steps[stage]) if stage in steps else model or '(the CLI default)'}"
-        for stage, model in result["models"].items()
+        budget=Budget(
+            max_iterations=settings.max_iterations,
+            max_minutes=settings.max_minutes,
+            max_cost_usd=settings.max_cost_usd,
+            max_tokens=settings.max_tokens,
+            max_attempts=settings.max_attempts,
+            timeout_s=settings.timeout_s,
+            gate_timeout_s=settings.gate_timeout_s,
+            parallel=settings.parallel,
+            max_decompose_depth=settings.max_decompose_depth,
+            max_rebuilds=settings.max_rebuilds,
+            max_agent_failures=settings.max_agent_failures,
+        ),
     )
-    lines = [
-        f"dry run of ralph construct {result['spec']}: nothing is run, written or committed",
-        f"budget: max-iterations {budget['max_iterations']}, max-minutes {minutes}, max-cost {cost},"
-        f" max-tokens {tokens},"
-        f" max-attempts {budget['max_attempts']}, timeout {budget['timeout_s']:g}s per agent run,"
-        f" gate timeout {budget['gate_timeout_s']:g}s, parallel {budget['parallel']},"
-        f" max-decompose-depth {budget['max_decompose_depth']}, max-rebuilds {budget['max_rebuilds']}"
-        f" after a rejection, {budget['max_agent_failures']} agent failures in a row end the run",
-        f"gate: {shlex.join(result['gate']) if result['gate'] else '(none)'}",
-        f"sandbox: {result['sandbox']['said']}",
-        *([f"models: {models}"] if any(result["models"].values()) else []),
-        f"iteration {result['iteration']}: {plural(len(result['runs']), 'agent run')}",
-    ]
-    for run in result["runs"]:
-        item = f" {run['item']}" if run["item"] else ""
-        lines.append(f"  {run['stage']}{item}: {run['name']}")
-        if run["model"]:
-            lines.append(f"    model: {run['model']}")
-        lines.append(f"    agent: {shlex.join(run['argv'])}")
-        lines.append(f"    prompt: {run['prompt_bytes']} bytes; first lines:")
-        lines += [f"      | {line}" for line in run["prompt_head"]]
-        if "gate" in run:
-            lines.append(f"    then the gate: {shlex.join(run['gate']) if run['gate'] else '(none)'}")
-    if result["sandbox"]["argv"]:
-        lines.append(f"each agent and gate starts as: {shlex.join(result['sandbox']['argv'])} ARGV...")
-    lines += [f"note: {note}" for note in result["notes"]]
-    if result["refusals"]:
-        lines.append(
-            f"the real run would not start: {plural(len(result['refusals']), 'problem')}, listed on stderr"
-        )
-    return lines

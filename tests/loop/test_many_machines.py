@@ -515,3 +515,38 @@ def test_a_held_task_is_not_claimed_again_until_the_remote_moves(repo, tmp_path)
     git(two, "push", "-q", "origin", "HEAD:main")
     assert coordinator.others_published()  # fetches
     assert coordinator._held_back() == set()  # code was published: it may be built again
+
+
+def test_a_held_task_waits_for_the_builds_under_way_when_it_was_given_back_not_for_any_code(repo, tmp_path):
+    """A build of t-task01 given back while another runner was building t-task00 most likely
+    failed for want of t-task00's change: a third runner's publish of other code does not free it
+    (built again then, it would fail again: a run for nothing); t-task00's publish does."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
+    shared = seeded(repo, tmp_path, items)
+    one, two, three = shared.clone("one"), shared.clone("two"), shared.clone("three")
+    builder = RemoteCoordinator(two, "specs/app.md", "origin", runner="two")
+    assert builder.before_build() == "t-task00"
+    waiting = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    waiting.remote.fetch()
+    waiting.hold("t-task01")  # its build failed while t-task00's was under way
+
+    git(three, "pull", "-q", "origin", "main")
+    (three / "other.txt").write_text("another runner's code\n")
+    git(three, "add", "other.txt")
+    git(three, "commit", "-qm", "other code")
+    git(three, "push", "-q", "origin", "HEAD:main")
+    assert waiting.others_published()  # fetches
+    assert waiting._held_back() == {"t-task01"}  # t-task00's build is still under way
+    assert waiting.before_build() == "t-task02"
+
+    (two / "work").mkdir()
+    (two / "work" / "t-task00.txt").write_text("ok t-task00\n")
+    ralph_in_process(two, "task", "done", "t-task00", "--no-commit")
+    git(two, "add", "work", "plan.jsonl")
+    git(two, "commit", "-qm", "ralph(build): t-task00 Task 0")
+    assert builder.after_build("t-task00") == []  # published
+
+    assert waiting.others_published()
+    assert waiting._held_back() == set()  # what it waited for is in: it may be built again

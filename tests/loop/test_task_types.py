@@ -1,7 +1,8 @@
 """What a task's type allows, checked by a real construct run with the scripted agent: a docs task
 whose first build also changed code, and a refactor whose first build also changed an existing
 test, each fail that attempt with `type_violation` naming the file, and are built once the file
-is put back."""
+is put back; so does a test task whose first build also changed code, while one that only added
+a test passes at once."""
 
 from __future__ import annotations
 
@@ -48,3 +49,42 @@ def test_a_docs_task_that_changed_code_and_a_refactor_that_changed_a_test_fail_t
         ]
     assert not (project / "lib.py").exists()
     assert (project / "tests" / "test_seed.py").read_text() == "def test_seed():\n    pass\n"
+
+
+def build_commit(project: Path, task: str) -> str:
+    """The commit of the task's build that passed (a failed attempt's subject says `attempt`)."""
+    (build,) = [
+        line.split()[0]
+        for line in git(project, "log", "--format=%H %s").splitlines()
+        if f"ralph(build): {task} " in line and "attempt" not in line
+    ]
+    return build
+
+
+def test_a_test_task_that_changed_code_fails_then_is_built_and_one_that_only_added_tests_passes(
+    project: Path,
+):
+    added = tasks.add(
+        project,
+        [
+            {"name": "Test the parser [tests-only] [stray-once:lib.py]", "accept": "ok", "type": "test"},
+            {"name": "Test the report [tests-only]", "accept": "ok", "type": "test"},
+        ],
+    )
+    strayed, clean = (task["id"] for task in added)
+
+    done = construct(project)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    failed = [(e["item"], e["verdict"]) for e in events(project) if e["event"] == "build_failed"]
+    assert failed == [(strayed, "type_violation")]  # the clean one passed its first build
+    said = done.stdout + done.stderr
+    assert "a test task may change test files only" in said and "lib.py" in said
+    for task in (strayed, clean):  # each accepted, its build a test file and nothing else
+        assert f"{task} Test the" in said.split("accepted (", 1)[1]
+        test_file = f"tests/test_{task.replace('-', '_')}.py"
+        assert git(project, "show", "--format=", "--name-only", build_commit(project, task)).split() == [
+            "plan.jsonl",
+            test_file,
+        ]
+    assert not (project / "lib.py").exists()

@@ -123,6 +123,7 @@ def test_a_task_added_with_a_type_keeps_it_and_an_unknown_type_is_refused(repo, 
     ralph("task", "add", "--name", "Fix the crash on empty input", "--type", "bugfix")
     added = [json.loads(line) for line in (repo / "plan.jsonl").read_text().splitlines() if '"task"' in line]
     assert added[-1]["type"] == "bugfix"
+    assert ralph("task", "list").stdout.splitlines()[-1].endswith("Fix the crash on empty input  [bugfix]")
     refused = ralph("task", "add", '{"name": "Tidy", "type": "cleanup"}', code=2)
     assert "type" in refused.stderr and "cleanup" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1

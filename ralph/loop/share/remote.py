@@ -11,7 +11,7 @@ import contextlib
 import time
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from ralph import clock
 from ralph.errors import RemoteError
@@ -27,6 +27,14 @@ from ralph.usecases import claims
 
 T = TypeVar("T")
 POLL_S = (0.25, 2.0)  # the first wait for other runners' work, and the longest (it doubles)
+
+
+class Held(NamedTuple):
+    """A task whose build was given back: the remote head then, and the tasks other runners were
+    building then (it waits for them)."""
+
+    at: str
+    waits_for: frozenset[str]
 
 
 class RemoteCoordinator:
@@ -46,7 +54,7 @@ class RemoteCoordinator:
         self.remote = Remote(Repo(root), remote)
         self.check, self.sleep = check, sleep
         self._claimed_next: str | None = None  # claimed in the push that published the last build
-        self._held: dict[str, str] = {}  # task -> the remote head when its build was given back
+        self._held: dict[str, Held] = {}  # the tasks whose builds were given back
 
     # --- the stages' coordinator (ralph.loop.share.coordinator.Coordinator) ---------------------------
     def plans(self) -> bool:
@@ -148,20 +156,34 @@ class RemoteCoordinator:
     def others_building(self) -> bool:
         """Another runner holds a live claim on a task of the spec it has not yet built, as the
         remote head last fetched has it (others_published fetched it just now)."""
+        return bool(self._others_in_flight())
+
+    def _others_in_flight(self) -> set[str]:
+        """The tasks of the spec other runners hold a live claim on and have not built yet, as the
+        remote head last fetched has it."""
         plan = self._remote_plan()
-        return plan is not None and any(
-            claim.get("t") == "task" and not is_done(claim) for claim in self._others_live_claims(plan)
-        )
+        if plan is None:
+            return set()
+        live = self._others_live_claims(plan)
+        return {claim["id"] for claim in live if claim.get("t") == "task" and not is_done(claim)}
 
     def hold(self, task_id: str) -> None:
-        self._held[task_id] = self._fetched_head() or ""
+        self._held[task_id] = Held(self._fetched_head() or "", frozenset(self._others_in_flight()))
 
     def _held_back(self) -> set[str]:
-        """The tasks given back while others' work was in flight, as long as nobody has published
-        code since (claims and verdicts change plan.jsonl alone: they free no one)."""
+        """The tasks given back while others' work was in flight, until code is published since
+        (claims and verdicts change plan.jsonl alone: they free no one) and none of the builds
+        that were under way then is still under way: the change it failed for want of is most
+        likely one of theirs, and another runner's publish of other code would not bring it."""
         head = self._fetched_head()
         if head:
-            self._held = {task_id: at for task_id, at in self._held.items() if not self._code_moved(at, head)}
+            waiting = any(held.waits_for for held in self._held.values())
+            in_flight = self._others_in_flight() if waiting else set()
+            self._held = {
+                task_id: held
+                for task_id, held in self._held.items()
+                if not self._code_moved(held.at, head) or held.waits_for & in_flight
+            }
         return set(self._held)
 
     def _code_moved(self, since: str, head: str) -> bool:

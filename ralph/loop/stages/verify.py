@@ -85,7 +85,7 @@ class VerifyStage:
         self._take(runs, report)
         verdicts = self._verdicts(done)
         accepted = [task for task in done if task.id in verdicts["accepted"]]
-        report.accepted = [f"{task.id} {task.name}" for task in accepted]
+        report.accepted = [_accepted_line(task) for task in accepted]
         report.accepted_tasks = [_accepted(task) for task in accepted]
         # The subject names what the verifiers added (a cut issue included), not only the verdicts.
         verdicts["added"] = [record["id"] for record in new_items(taken_on, self.plan.read())]
@@ -349,6 +349,12 @@ def _resubmission(task: Record) -> str:
         " arguing that it already meets the criteria. Judge the work itself afresh, with the argument"
         " and the rejection both in mind:\n\n" + data_block("the builder's argument", argument) + "\n"
     )
+
+
+def _accepted_line(task: TaskView) -> str:
+    """The report's line of an accepted task: its id, name, and type (what its build was held to)."""
+    kind = task.record.get("type")
+    return f"{task.id} {task.name}" + (f" [{kind}]" if kind else "")
 
 
 def _accepted(task: TaskView) -> dict[str, Any]:

@@ -95,8 +95,8 @@ def test_the_dry_run_lists_exactly_the_jobs_the_stages_would_start(project):
     assert [job.item for job in builds] == [first]  # Second waits for First
     assert builds[0].gate == ["true"] and builds[0].values["task_id"] == first
     preview = dryrun.preview(project, settings)
-    assert [(run["stage"], run["item"]) for run in preview["runs"]] == [
+    assert [(run.stage, run.item) for run in preview.runs] == [
         ("INVESTIGATE", issue),
         ("BUILD", first),
     ]
-    assert second not in {run["item"] for run in preview["runs"]}
+    assert second not in {run.item for run in preview.runs}

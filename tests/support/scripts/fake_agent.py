@@ -54,6 +54,8 @@ misbehaviour:
                        two runners build them side by side
   [stray-once:PATH]    the first build also changes PATH (a line added); the later builds put
                        it back as HEAD has it (removed, if HEAD has none)
+  [tests-only]         BUILD writes its work as a test file, tests/test_<task>.py, and no
+                       work/<task>.txt (what a test task may change)
   [verify-adds-30]     VERIFY accepts it and adds 30 tasks ("Gap 1" .. "Gap 30"), then one named
                        like another task of the plan and one like "Gap 1" (duplicates)
 An issue's text or the spec's with [slow] makes INVESTIGATE or PLAN take 2 s; an issue's text with
@@ -255,6 +257,9 @@ def build() -> int:
         while not (STATE / "t-task00.building").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
     stray_once(name, task_id, attempt)
+    if "[tests-only]" in name:
+        tests_only(task_id, attempt)
+        return 0
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
     failing = failing or ("[fails-without-t-task00]" in name and not Path("work/t-task00.txt").exists())
     failing = failing or ("[lazy-rebuild]" in name and attempt == 3)
@@ -267,6 +272,14 @@ def build() -> int:
     (work / f"{task_id}.txt").write_text(said)
     ralph("task", "done")
     return 0
+
+
+def tests_only(task_id: str, attempt: int) -> None:
+    """[tests-only]: the build's work is a test file, nothing else."""
+    test = task_id.replace("-", "_")
+    Path("tests").mkdir(exist_ok=True)
+    Path("tests", f"test_{test}.py").write_text(f"def test_{test}():\n    assert {attempt} > 0\n")
+    ralph("task", "done")
 
 
 def stray_once(name: str, task_id: str, attempt: int) -> None:
