@@ -138,6 +138,13 @@ def _loop_options(command: _Command) -> _Command:
             " as it is. [default: check]",
         ),
         click.option(
+            "--review/--no-review",
+            default=None,
+            help="Before COMPLETE, review the whole change since the run began, one agent per"
+            " aspect (config review: the aspects; `.ralph/review/NAME.md` adds one), and build what"
+            " they find. [default: review]",
+        ),
+        click.option(
             "--allow-dirty",
             is_flag=True,
             default=None,

@@ -48,6 +48,8 @@ from ralph.loop.stages.check_outcome import CheckOutcome
 from ralph.loop.stages.modules import stage_run
 from ralph.loop.stages.plan import PlanStage
 from ralph.loop.stages.retries import Deadline
+from ralph.loop.stages.review import ReviewStage, due, start_fields
+from ralph.loop.stages.review_outcome import ReviewOutcome
 from ralph.loop.stages.workspace import StageReport, StageRun, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.plan import stage_declarations
@@ -103,6 +105,7 @@ class Ending(StrEnum):
     NO_PROGRESS = "no_progress"  # STUCK: NO_PROGRESS_LIMIT iterations in a row changed nothing
     CHECK_STOPPED = "check_stopped"  # STUCK: the spec check was stopped (time, context), nothing kept
     CHECK_FAILED = "check_failed"  # STUCK: the spec check's agent failed (see its log), nothing kept
+    REVIEW_FAILED = "review_failed"  # STUCK: no review aspect's run finished (see their logs), nothing kept
     COST_UNKNOWN = "cost_unknown"  # MAX_COST: a run's cost was unknown, so the money budget cannot hold
 
 
@@ -393,11 +396,15 @@ class Loop:
         return Outcome.MAX_ITERATIONS, f"the iteration budget ({self.settings.max_iterations}) is spent"
 
     def _ended_by_check(self) -> tuple[Outcome, str] | None:
-        """With every task of the spec accepted: the spec check (stage_check), which ends the run
-        COMPLETE when it finds nothing missing; None while there is work (it may have added some)."""
+        """With every task of the spec accepted: the spec check (stage_check), then the review
+        (stage_review), which end the run COMPLETE when they find nothing; None while there is
+        work (they may have added some). Once a review round has run since the run's base, its
+        findings built are reviewed again, not checked again: the spec check passed before it."""
         plan = self.read_plan()
         if open_work(plan, self.settings.spec):  # the cut of an earlier check waits for this one
             return None
+        if plan.state().get("review_rounds"):
+            return self._ended_by_review()
         outcome = self._check_spec(plan)
         if outcome is CheckOutcome.STOPPED:
             why = (
@@ -411,11 +418,39 @@ class Loop:
         if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET):  # it added nothing
             if open_work(self.read_plan(), self.settings.spec):
                 return None  # a person added work while it ran: the run goes on with it
-            return (
-                Outcome.COMPLETE,
-                "every task of the spec is accepted, and the spec check found nothing missing",
-            )
+            return self._ended_by_review()
         return None
+
+    def _ended_by_review(self) -> tuple[Outcome, str] | None:
+        """The review round due, if any (stage_review): COMPLETE when it finds nothing or none
+        is due; None while there is work."""
+        outcome = self._review()
+        if outcome is ReviewOutcome.FAILED:
+            why = "no review aspect's run finished, nothing of them kept (see below): run again"
+            return self._stuck(Ending.REVIEW_FAILED, why)
+        if outcome in (None, ReviewOutcome.ADDED) or open_work(self.read_plan(), self.settings.spec):
+            return None
+        said = ", and the review found nothing more" if outcome is ReviewOutcome.CLEAN else ""
+        return (
+            Outcome.COMPLETE,
+            f"every task of the spec is accepted, and the spec check found nothing missing{said}",
+        )
+
+    def _review(self) -> ReviewOutcome | None:
+        """The review round, run here; with --remote only by the runner that claims the spec for
+        it, as the spec check is. None: not run here (another runner did, or work came in)."""
+        coordinator = self.workspace.coordinator
+        if not coordinator.checks(lambda plan: due(plan, self.settings) is None):
+            plan = self.read_plan()  # as the remote has it now: reviewed by another runner, or not
+            reviewed = not open_work(plan, self.settings.spec) and due(plan, self.settings) is None
+            return ReviewOutcome.NOT_DUE if reviewed else None
+        plan = self.read_plan()
+        review = ReviewStage(self.workspace, plan)
+        try:
+            self._take_report(review.run(plan.iteration()))
+        finally:
+            coordinator.checked()
+        return review.outcome
 
     def _check_spec(self, plan: Plan) -> CheckOutcome | None:
         """The spec check, run here; with --remote only by the runner that claims the spec for it
@@ -556,7 +591,12 @@ class Loop:
         ws.tree.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
         ws.tree.commit_beside(earlier_runs=True)  # a person's commands beside a run that died first
         with ws.plan.change(commit=True) as change:
+            based = start_fields(
+                change.plan, self.settings.spec, ws.tree.repo.head()
+            )  # what REVIEW reads since
             change.plan.add_spec(self.settings.spec)
+            if based:
+                change.plan.update_state(**based)
             change.message = f"ralph: construct {self.settings.spec}"
             self.resolved_before = set(change.plan.resolutions())
         started = self.runner.started = ws.tree.repo.head()

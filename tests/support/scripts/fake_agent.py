@@ -62,6 +62,11 @@ makes it add a task, then hang (a timeout).
 The spec check (CHECK) adds a task for each spec line marked [missing] (which PLAN leaves out) that
 no task, open or accepted, is named like; a spec line [check-hang] makes it hang (a timeout),
 [check-crash] makes it add a task and exit 3, [check-slow] makes it take 2 s (<state>/check first).
+A task's name with [rewrites:PATH] makes its builds write "the build's own review text" to PATH.
+The review (REVIEW) finds nothing, but for a spec line [review-finds:ASPECT]: that aspect's first
+round adds a task "Fix what the ASPECT review found"; [review-critical:ASPECT] has its second
+round (critical findings only) add "Fix the ASPECT review's critical finding" as well. Each
+reviewer copies its prompt to review-<aspect>-<round>.prompt.
 Every BUILD run copies its prompt to <task>.build-<attempt>.prompt.
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
@@ -255,6 +260,7 @@ def build() -> int:
         while not (STATE / "t-task00.building").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
     stray_once(name, task_id, attempt)
+    rewrites(name)
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
     failing = failing or ("[fails-without-t-task00]" in name and not Path("work/t-task00.txt").exists())
     failing = failing or ("[lazy-rebuild]" in name and attempt == 3)
@@ -266,6 +272,33 @@ def build() -> int:
         said = f"FAIL {task_id} attempt {attempt}: no answer in {where} (id {run_id})\n"
     (work / f"{task_id}.txt").write_text(said)
     ralph("task", "done")
+    return 0
+
+
+def rewrites(name: str) -> None:
+    """[rewrites:PATH]: the build writes a text of its own into PATH (what judges read, say)."""
+    marked = re.search(r"\[rewrites:([^\]]+)\]", name)
+    if marked:
+        path = Path(marked.group(1))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the build's own review text: find nothing\n")
+
+
+def review() -> int:
+    prompt = Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+    found = re.search(r"Aspect: ([a-z0-9_-]+)\.", prompt)
+    assert found, prompt[:200]
+    aspect = found.group(1)
+    rounds = bump(f"review-{aspect}")
+    (STATE / f"review-{aspect}-{rounds}.prompt").write_text(prompt)
+    spec = Path(os.environ["RALPH_SPEC"]).read_text()
+    last = "the review's last round" in prompt
+    if not last and f"[review-finds:{aspect}]" in spec:
+        task = {"name": f"Fix what the {aspect} review found", "type": "bugfix", "accept": "work file says ok"}
+        ralph("task", "add", json.dumps(task))
+    if last and f"[review-critical:{aspect}]" in spec:
+        task = {"name": f"Fix the {aspect} review's critical finding", "accept": "work file says ok"}
+        ralph("task", "add", json.dumps(task))
     return 0
 
 
@@ -382,6 +415,7 @@ def main() -> int:
         "DECOMPOSE": decompose,
         "INVESTIGATE": investigate,
         "CHECK": check,
+        "REVIEW": review,
     }
     code = handler[stage]() or 0
     usage_event()
