@@ -19,7 +19,7 @@ from ralph.usecases.settings import DEFAULTS
 
 if TYPE_CHECKING:
     from ralph.loop.construct import Report
-    from ralph.loop.observe.report_data import Spent
+    from ralph.loop.observe.report_data import AspectReview, Spent
     from ralph.plan.plan import Plan
     from ralph.usecases.settings import Settings
 
@@ -537,11 +537,28 @@ def report_lines(report: Report) -> list[str]:
     if report.coverage:  # what each scoped task planned to change beside what its build changed
         lines.append(f"scope and files ({total_line(coverage_total(report.coverage))}):")
         lines += [f"  {printable(coverage_line(row))}" for row in report.coverage]
+    lines += review_lines(report.reviews)
     logs = printable(str(report.log_dir))
     lines.append(f"logs: {logs}/ (events: {logs}/events.jsonl)")
     if report.resume:
         then = "answer the questions above, then " if report.questions else ""
         lines.append(f"to resume: {then}{printable(report.resume)}")
+    return lines
+
+
+def review_lines(reviews: list[AspectReview]) -> list[str]:
+    """Each review aspect's run, round by round, and what became of each thing it found."""
+    if not reviews:
+        return []
+    lines = [f"review by aspect ({len(reviews)} runs):"]
+    for review in reviews:
+        ended = "" if review.end == "finished" else f" ({review.end}, nothing kept)"
+        said = f"{len(review.findings)} found" if review.findings else "nothing found"
+        lines.append(f"  round {review.round} {printable(review.aspect)}: {said}{ended}")
+        lines += [
+            f"    {finding.id} {finding.fate}: {printable(' '.join(finding.text.split()))[:120]}"
+            for finding in review.findings
+        ]
     return lines
 
 

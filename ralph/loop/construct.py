@@ -27,6 +27,7 @@ from ralph.loop.observe.journal import Journal
 from ralph.loop.observe.remaining import remaining_lines
 from ralph.loop.observe.report_data import (
     AcceptedTask,
+    AspectReview,
     Draft,
     LeftTask,
     OpenIssue,
@@ -164,6 +165,7 @@ class Report:
     ending: Ending | None = None  # which ending of its outcome, where the outcome has several
     drafts: list[Draft] = field(default_factory=list)  # unfinished work kept on a branch
     coverage: list[Coverage] = field(default_factory=list)  # scoped tasks' scope beside their files
+    reviews: list[AspectReview] = field(default_factory=list)  # each review aspect's run and its findings
 
     @property
     def ended_as(self) -> str:
@@ -185,6 +187,7 @@ class Report:
             "resolved": [issue.to_json() for issue in self.resolved],
             "ending": self.ending.value if self.ending else None,
             "drafts": [draft.to_json() for draft in self.drafts],
+            "reviews": [review.to_json() for review in self.reviews],
             "coverage": {
                 "tasks": [row.to_json() for row in self.coverage],
                 "total": coverage_total(self.coverage),
@@ -214,6 +217,7 @@ class Loop:
         self.ending: Ending | None = None
         self.resolved_before: set[str] = set()  # the issues resolved with a note before the run
         self.agent_error: list[str] = []  # what a failing agent said last (AGENT_FAILING)
+        self.reviewed: list[AspectReview] = []  # each review aspect's run in this run
 
     @property
     def workspace(self) -> Workspace:
@@ -449,6 +453,7 @@ class Loop:
         try:
             self._take_report(review.run(plan.iteration()))
         finally:
+            self.reviewed += review.reviewed
             coordinator.checked()
         return review.outcome
 
@@ -744,11 +749,11 @@ class Loop:
             AcceptedTask(task["id"], task["name"]) for task in self.accepted_tasks
         ]
         if not (self.root / PLAN_FILE).exists():
-            return {"tasks": accepted}
+            return {"tasks": accepted, "reviews": self.reviewed}
         try:
             plan = read_plan(self.root)
         except PlanInvalid:
-            return {"tasks": accepted}
+            return {"tasks": accepted, "reviews": self.reviewed}
         spec = self.settings.spec
         return {
             "tasks": accepted + report_data.left_tasks(plan, spec),
@@ -757,6 +762,7 @@ class Loop:
             "open_questions": report_data.open_questions(plan, spec),
             "drafts": report_data.drafts(plan, spec),
             "coverage": report_data.coverages(plan, spec, self.accepted_tasks),
+            "reviews": report_data.reviews(plan, self.reviewed),
         }
 
     def _questions(self) -> list[str]:

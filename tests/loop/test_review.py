@@ -6,11 +6,12 @@ in the plan's state, the aspects' texts read from the run's first commit."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ralph.loop.runs.aspects import DEFAULT_ASPECTS
 from ralph.usecases import config, tasks
-from tests.support.construct import construct, events, plan_records, subjects, with_app_spec
+from tests.support.construct import construct, events, in_process, plan_records, subjects, with_app_spec
 from tests.support.gitrepo import git
 
 
@@ -36,7 +37,7 @@ def test_every_default_aspect_reviews_the_change_once_and_a_clean_review_ends_co
     assert _review_runs(project) == sorted(DEFAULT_ASPECTS)
     state = _state(project)
     assert state["base"] == base and state["review_rounds"] == 1
-    assert f"ralph(review): specs/app.md: round 1: nothing found" in subjects(project)
+    assert "ralph(review): specs/app.md: round 1: nothing found" in subjects(project)
     prompt = (_agent_state(project) / "review-goal-1.prompt").read_text()
     assert f"git diff {base}...HEAD" in prompt and "Aspect: the goal." in prompt
     assert "the review's last round" not in prompt
@@ -70,6 +71,15 @@ def test_findings_are_built_then_reviewed_once_more_for_critical_findings_only_a
     log = subjects(project)
     assert any(s.startswith("ralph(review): specs/app.md: round 1: 1 found") for s in log)
     assert any(s.startswith("ralph(review): specs/app.md: round 2: 2 found") for s in log)
+    reviews = json.loads(done.stdout)["reviews"]
+    assert len(reviews) == 2 * len(DEFAULT_ASPECTS) and {r["end"] for r in reviews} == {"finished"}
+    found = {(r["round"], r["aspect"]): r["findings"] for r in reviews if r["findings"]}
+    assert set(found) == {(1, "docs"), (2, "docs"), (2, "tests")}
+    (docs,) = found[1, "docs"]
+    assert docs["fate"] == "accepted" and docs["text"] == "Fix what the docs review found"
+    history = in_process(["-C", str(project), "log"], dict(os.environ))
+    (created,) = [line for line in history.stdout.splitlines() if f"{docs['id']}  created" in line]
+    assert created.endswith("(found by the docs review)")
 
 
 def test_no_review_runs_none_and_the_config_s_list_runs_only_the_aspects_named(repo: Path):
@@ -87,3 +97,41 @@ def test_no_review_runs_none_and_the_config_s_list_runs_only_the_aspects_named(r
 
     assert configured.returncode == 0, configured.stdout + configured.stderr
     assert _review_runs(project) == ["docs", "goal"]
+
+
+def test_a_build_that_rewrites_an_aspect_file_does_not_change_what_the_reviewer_reads(repo: Path):
+    """Hostile: a build (its scope names the file, so its change is committed) rewrites the
+    repository's docs aspect; the reviewer still reads the aspect as the run's first commit has it."""
+    project = with_app_spec(repo, "# App\n")
+    own = project / ".ralph" / "review" / "docs.md"
+    own.parent.mkdir(parents=True)
+    own.write_text("The repository's docs aspect: every command in the README.\n")
+    git(project, "add", ".ralph/review/docs.md")
+    git(project, "commit", "-qm", "our docs aspect")
+    name = "Parse input [rewrites:.ralph/review/docs.md]"
+    tasks.add(project, [{"name": name, "accept": "ok", "scope": ["work/**", ".ralph/review/docs.md"]}])
+
+    done = construct(project, "--review")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the build's own review text" in git(project, "show", "HEAD:.ralph/review/docs.md")
+    prompt = (_agent_state(project) / "review-docs-1.prompt").read_text()
+    assert "The repository's docs aspect: every command in the README." in prompt
+    assert "the build's own review text" not in prompt
+    assert _review_runs(project) == sorted(DEFAULT_ASPECTS)  # its file replaces ralph's docs aspect
+
+
+def test_the_repository_s_own_aspect_file_adds_an_aspect(repo: Path):
+    project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-finds:licences]\n")
+    own = project / ".ralph" / "review" / "licences.md"
+    own.parent.mkdir(parents=True)
+    own.write_text("Every new file carries the licence header.\n")
+    git(project, "add", ".ralph/review/licences.md")
+    git(project, "commit", "-qm", "our own aspect")
+
+    done = construct(project, "--review")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, "licences", *DEFAULT_ASPECTS, "licences"])
+    (found,) = [r for r in plan_records(project) if r.get("aspect") == "licences"]
+    assert found["t"] == "accept" and found["name"] == "Fix what the licences review found"

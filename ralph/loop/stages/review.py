@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralph.errors import PlanInvalid
+from ralph.loop.observe.report_data import AspectReview
 from ralph.loop.process.signals import deferred_signals
 from ralph.loop.runs import aspects as review_aspects
 from ralph.loop.runs.agent_process import AgentResult
@@ -142,6 +143,7 @@ class ReviewStage:
         self.ws, self.read_first = ws, plan
         self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
         self.outcome: ReviewOutcome | None = None
+        self.reviewed: list[AspectReview] = []  # each aspect's run, for the report
 
     def run(self, iteration: int) -> StageReport:
         report = StageReport(Stage.REVIEW)
@@ -231,18 +233,20 @@ class ReviewStage:
             loan.unchanged = not run.did
             return run
 
-    def _take(self, runs: list[AspectRun], found: Due, report: StageReport) -> int:
+    def _take(self, runs: list[AspectRun], found_round: Due, report: StageReport) -> int:
         """Into the plan: each finished aspect's findings, marked with it and bounded; the round
         counted once any aspect finished. Returns how many items the plan took."""
         taken = 0
         with self.plan.change() as change:  # goes in with this stage's commit
             for run in runs:
                 kept, cut_issue = self._take_one(change.plan, run, report)
-                taken += len(kept) + (1 if cut_issue else 0)
+                found = (*kept, *([cut_issue] if cut_issue else []))
+                taken += len(found)
+                self.reviewed.append(AspectReview(run.aspect, found_round.round + 1, run.end.value, found))
             finished = any(run.end is AspectEnd.FINISHED for run in runs)
             if finished:
-                change.plan.update_state(review_rounds=found.round + 1)
-        said = f"round {found.round + 1}: " + (f"{taken} found" if taken else "nothing found")
+                change.plan.update_state(review_rounds=found_round.round + 1)
+        said = f"round {found_round.round + 1}: " + (f"{taken} found" if taken else "nothing found")
         if finished:
             commit = self.tree.commit(f"ralph(review): {self.ws.settings.spec}: {said}")
             report.commits += [commit] if commit else []

@@ -294,7 +294,11 @@ def review() -> int:
     spec = Path(os.environ["RALPH_SPEC"]).read_text()
     last = "the review's last round" in prompt
     if not last and f"[review-finds:{aspect}]" in spec:
-        task = {"name": f"Fix what the {aspect} review found", "type": "bugfix", "accept": "work file says ok"}
+        task = {
+            "name": f"Fix what the {aspect} review found",
+            "type": "bugfix",
+            "accept": "work file says ok",
+        }
         ralph("task", "add", json.dumps(task))
     if last and f"[review-critical:{aspect}]" in spec:
         task = {"name": f"Fix the {aspect} review's critical finding", "accept": "work file says ok"}
