@@ -18,7 +18,7 @@ from ralph.text import printable
 from ralph.usecases.settings import DEFAULTS
 
 if TYPE_CHECKING:
-    from ralph.loop.construct import Report
+    from ralph.loop.construct import Report, ReviewOnly
     from ralph.loop.observe.report_data import AspectReview, Spent
     from ralph.plan.plan import Plan
     from ralph.usecases.settings import Settings
@@ -266,6 +266,34 @@ def plan_command(ctx: click.Context, /, spec: str | None, **flags: Any) -> None:
     _run(ctx, spec, flags, plan_only=True)
 
 
+@click.command("review", short_help="Review the branch's change by aspect; --fix builds what it finds.")
+@click.option(
+    "--base",
+    "review_from",
+    metavar="REF",
+    help="Review the change since HEAD's merge base with REF. [default: the default branch: the one"
+    " origin/HEAD names, else main or master]",
+)
+@click.option(
+    "--fix", is_flag=True, help="Then build and verify what the review found, and review once more."
+)
+@_loop_options
+@_budget_options
+@click.pass_context
+def review_command(
+    ctx: click.Context, /, spec: str | None, review_from: str | None, fix: bool, **flags: Any
+) -> None:
+    """Review the current branch's change however it was made: one fresh agent per aspect (config
+    review; `.ralph/review/NAME.md` changes or adds one) reads `git diff BASE...HEAD` against SPEC
+    (default: the spec the loop last worked on) and records its findings as tasks and issues.
+    With --fix, the loop then builds and verifies them, and reviews once more for critical
+    findings only. Exit codes as `ralph construct`'s."""
+    from ralph.loop.construct import ReviewOnly
+
+    flags["review"] = flags.get("review") if flags.get("review") is not None else True
+    _run(ctx, spec, flags, plan_only=False, review_only=ReviewOnly(review_from, fix))
+
+
 @click.command("watch")
 @click.option("--once", is_flag=True, help="Print one snapshot and exit (for scripts and tests).")
 @click.pass_context
@@ -355,6 +383,7 @@ def _run(
     plan_only: bool,
     dry_run: bool = False,
     pr: bool = False,
+    review_only: ReviewOnly | None = None,
 ) -> None:
     from dataclasses import replace
 
@@ -376,9 +405,13 @@ def _run(
     settings = Settings.resolve(spec_rel, config, flags, user)
     if dry_run:
         _dry_run(ctx, root, settings, config, user, flags, as_json)
-    report = Loop(root, settings).run(plan_only=plan_only)
+    report = Loop(root, settings).run(plan_only=plan_only, review_only=review_only)
     if report.outcome.name != "COMPLETE" and report.began:
-        report = replace(report, resume=resume_command(ctx, spec_rel, flags))
+        again = {
+            **flags,
+            **({"review_from": review_only.base, "fix": review_only.fix} if review_only else {}),
+        }
+        report = replace(report, resume=resume_command(ctx, spec_rel, again))
     _print_report(report, as_json)
     if not report.began:
         ctx.exit(report.exit_code)

@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 from pathlib import Path
 
 from ralph.loop.runs.aspects import DEFAULT_ASPECTS
 from ralph.usecases import config, tasks
-from tests.support.construct import construct, events, in_process, plan_records, subjects, with_app_spec
+from tests.support.construct import (
+    FAKE_AGENT,
+    construct,
+    events,
+    in_process,
+    plan_records,
+    subjects,
+    with_app_spec,
+)
 from tests.support.gitrepo import git
 
 
@@ -135,3 +145,55 @@ def test_the_repository_s_own_aspect_file_adds_an_aspect(repo: Path):
     assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, "licences", *DEFAULT_ASPECTS, "licences"])
     (found,) = [r for r in plan_records(project) if r.get("aspect") == "licences"]
     assert found["t"] == "accept" and found["name"] == "Fix what the licences review found"
+
+
+def _review(root: Path, *flags: str):
+    """`ralph review` of the app spec with the fake agent, as construct() runs `ralph construct`."""
+    agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
+    argv = ["-C", str(root), "review", "specs/app.md", "--agent", "command", "--agent-cmd", agent]
+    argv += ["--gate", f"{shlex.quote(sys.executable)} check_work.py", "--timeout", "30s", *flags]
+    env = {**os.environ, "FAKE_AGENT_STATE": str(_agent_state(root)), "AGENT_KIT_DIR": str(FAKE_AGENT.parent)}
+    return in_process(argv, env)
+
+
+def test_review_only_reviews_the_branch_since_the_default_branch_and_fix_builds_what_it_found(repo: Path):
+    project = with_app_spec(repo, "# App\n\n[review-finds:goal]\n")
+    main = git(project, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    fork = git(project, "rev-parse", "HEAD").strip()
+    git(project, "checkout", "-qb", "feature")
+    (project / "greet.py").write_text("print('hello')\n")
+    git(project, "add", "greet.py")
+    git(project, "commit", "-qm", "made by hand, not by ralph")
+
+    done = _review(project, "--json")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "COMPLETE" and report["ending"] == "reviewed", report["message"]
+    assert _state(project)["base"] == fork and main in ("main", "master")
+    assert f"git diff {fork}...HEAD" in (_agent_state(project) / "review-goal-1.prompt").read_text()
+    (goal,) = [r for r in report["reviews"] if r["findings"]]
+    assert goal["aspect"] == "goal" and goal["findings"][0]["fate"] == "open"
+    assert [t["name"] for t in plan_records(project) if t["t"] == "task"] == [
+        "Fix what the goal review found"
+    ]
+    assert not any(e["stage"] in ("PLAN", "BUILD") for e in events(project) if e["event"] == "agent_end")
+
+    fixed = _review(project, "--fix")  # goes on from the recorded round: no second first round
+
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "review by aspect" in fixed.stdout
+    accepted = [r["name"] for r in plan_records(project) if r["t"] == "accept"]
+    assert accepted == ["Fix what the goal review found"]
+    assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, *DEFAULT_ASPECTS])  # round 1, then 2
+    assert not any(e["stage"] == "PLAN" for e in events(project) if e["event"] == "agent_end")
+
+
+def test_review_only_on_the_default_branch_itself_is_refused_in_one_line(repo: Path):
+    project = with_app_spec(repo, "# App\n")
+
+    done = _review(project)
+
+    assert done.returncode != 0
+    assert done.stderr.strip().startswith("ralph: nothing to review: HEAD is where")
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ralph.errors import PlanInvalid
+from ralph.errors import InvalidInput, PlanInvalid
 from ralph.loop.observe.report_data import AspectReview
 from ralph.loop.process.signals import deferred_signals
 from ralph.loop.runs import aspects as review_aspects
@@ -80,6 +80,33 @@ def start_fields(plan: PlanReader, spec: str, head: str | None) -> dict[str, obj
     if state.get("base") and state.get("spec") == spec and state.get("stage") != "COMPLETE":
         return {}
     return {"base": head, "review_rounds": 0}
+
+
+def review_base(repo: Repo, ref: str | None) -> str:
+    """The commit `ralph review` reads the change since: HEAD's merge base with `ref`, or without
+    one with the default branch: the one origin's HEAD names, else a local main or master. Not
+    the branch's upstream: a pushed branch's upstream is its own copy, whose merge base with it
+    leaves out every pushed commit of the change."""
+    ref = ref or _default_branch(repo)
+    if ref is None:
+        raise InvalidInput("no default branch to review against (origin/HEAD, main, master): give --base REF")
+    code, out, _ = repo.attempt("merge-base", "HEAD", ref)
+    if code != 0:
+        raise InvalidInput(f"--base {ref}: not a commit, or no history in common with HEAD")
+    base = out.strip()
+    if base == repo.head():
+        raise InvalidInput(f"nothing to review: HEAD is where {ref} is (give --base REF, an earlier commit)")
+    return base
+
+
+def _default_branch(repo: Repo) -> str | None:
+    code, out, _ = repo.attempt("symbolic-ref", "-q", "refs/remotes/origin/HEAD")
+    if code == 0 and out.strip():
+        return out.strip()
+    for name in ("main", "master"):
+        if repo.attempt("rev-parse", "--verify", "-q", f"refs/heads/{name}")[0] == 0:
+            return name
+    return None
 
 
 def changed_since(repo: Repo, base: str) -> list[str]:
