@@ -457,7 +457,8 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_pat
     done = construct(
         project,
         "--model", "claude-sonnet-4-5", "--stage-model", "BUILD=claude-haiku-4-5",
-        "--stage-model", "verify=claude-opus-4-5", "--stage-model", "check=claude-opus-4-5", "--stage-model", "review=claude-haiku-4-5", "--gate", "",
+        "--stage-model", "verify=claude-opus-4-5", "--stage-model", "check=claude-opus-4-5",
+        "--stage-model", "review=claude-haiku-4-5", "--gate", "",
         agent=streamer(tmp_path), env={"RUNS": str(runs), "TURNS": "1"},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
