@@ -275,10 +275,10 @@ class ReviewStage:
                 change.plan.update_state(review_rounds=found_round.round + 1)
         said = f"round {found_round.round + 1}: " + (f"{taken} found" if taken else "nothing found")
         if finished:
+            if taken:
+                self.plan.prioritize(commit=False)  # goes in with the commit below
             commit = self.tree.commit(f"ralph(review): {self.ws.settings.spec}: {said}")
             report.commits += [commit] if commit else []
-            if taken:
-                self.plan.prioritize()
         self.ws.console.event(f"REVIEW {self.ws.settings.spec}: {said}")
         return taken
 
