@@ -197,3 +197,58 @@ def test_review_only_on_the_default_branch_itself_is_refused_in_one_line(repo: P
     assert done.returncode != 0
     assert done.stderr.strip().startswith("ralph: nothing to review: HEAD is where")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_failed_aspect_and_one_that_wrote_a_file_keep_nothing_and_the_others_complete_the_round(
+    repo: Path,
+):
+    spec = "# App\n\n- Parse input\n\n[review-crash:goal] [review-writes:docs] [review-finds:docs]\n"
+    project = with_app_spec(repo, spec)
+
+    done = construct(project, "--review", "--json")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    ends = {r["aspect"]: r["end"] for r in report["reviews"]}
+    assert ends == {**dict.fromkeys(DEFAULT_ASPECTS, "finished"), "goal": "failed", "docs": "failed"}
+    assert not any(r.get("aspect") for r in plan_records(project))  # the docs finding is not kept
+    (wrote,) = [line for line in report["failed"] if line.startswith("REVIEW docs failed")]
+    assert "changed code in REVIEW: review-notes.txt" in wrote
+    assert any(line.startswith("REVIEW goal failed") for line in report["failed"])
+    assert not (project / "review-notes.txt").exists() and _state(project)["review_rounds"] == 1
+
+
+def test_a_round_where_every_aspect_failed_ends_stuck_uncounted_and_the_next_run_reviews_again(repo: Path):
+    crashes = " ".join(f"[review-crash:{aspect}]" for aspect in DEFAULT_ASPECTS)
+    project = with_app_spec(repo, f"# App\n\n- Parse input\n\n{crashes}\n")
+
+    done = construct(project, "--review", "--json")
+
+    assert done.returncode == 5, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert (report["outcome"], report["ending"]) == ("STUCK", "review_failed")
+    assert _state(project)["review_rounds"] == 0
+
+    again = construct(project, "--review")
+
+    assert again.returncode == 5
+    assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, *DEFAULT_ASPECTS])
+
+
+def test_a_resumed_run_builds_the_first_round_s_findings_and_reviews_only_once_more(repo: Path):
+    project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-finds:tests]\n")
+
+    first = construct(project, "--review", "--max-iterations", "1")
+
+    assert first.returncode == 3, first.stdout + first.stderr  # round 1 added work the budget left
+    assert _state(project)["review_rounds"] == 1
+    assert [r["name"] for r in plan_records(project) if r["t"] == "task"] == [
+        "Fix what the tests review found"
+    ]
+
+    resumed = construct(project, "--review")
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, *DEFAULT_ASPECTS])  # rounds 1 and 2 only
+    assert "the review's last round" in (_agent_state(project) / "review-tests-2.prompt").read_text()
+    assert _state(project)["review_rounds"] == 2

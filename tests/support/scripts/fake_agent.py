@@ -66,7 +66,9 @@ A task's name with [rewrites:PATH] makes its builds write "the build's own revie
 The review (REVIEW) finds nothing, but for a spec line [review-finds:ASPECT]: that aspect's first
 round adds a task "Fix what the ASPECT review found"; [review-critical:ASPECT] has its second
 round (critical findings only) add "Fix the ASPECT review's critical finding" as well. Each
-reviewer copies its prompt to review-<aspect>-<round>.prompt.
+reviewer copies its prompt to review-<aspect>-<round>.prompt. [review-crash:ASPECT] makes that
+aspect's reviewer add a task, then exit 3, every time, [review-writes:ASPECT] makes it also write review-notes.txt
+in its checkout (which REVIEW may not).
 Every BUILD run copies its prompt to <task>.build-<attempt>.prompt.
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
@@ -292,6 +294,8 @@ def review() -> int:
     rounds = bump(f"review-{aspect}")
     (STATE / f"review-{aspect}-{rounds}.prompt").write_text(prompt)
     spec = Path(os.environ["RALPH_SPEC"]).read_text()
+    if f"[review-writes:{aspect}]" in spec:
+        Path("review-notes.txt").write_text("notes a reviewer may not leave\n")
     last = "the review's last round" in prompt
     if not last and f"[review-finds:{aspect}]" in spec:
         task = {
@@ -303,6 +307,9 @@ def review() -> int:
     if last and f"[review-critical:{aspect}]" in spec:
         task = {"name": f"Fix the {aspect} review's critical finding", "accept": "work file says ok"}
         ralph("task", "add", json.dumps(task))
+    if f"[review-crash:{aspect}]" in spec:
+        ralph("task", "add", json.dumps({"name": f"Half a finding of {aspect}"}))
+        return 3
     return 0
 
 
