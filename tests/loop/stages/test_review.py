@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ralph.loop.runs.aspects import DEFAULT_ASPECTS
 from ralph.usecases import config, tasks
+from tests.loop.process.test_sandbox import needs_bwrap
 from tests.support.construct import (
     FAKE_AGENT,
     construct,
@@ -213,9 +214,9 @@ def test_a_failed_aspect_and_one_that_wrote_a_file_keep_nothing_and_the_others_c
     assert ends == {**dict.fromkeys(DEFAULT_ASPECTS, "finished"), "goal": "failed", "docs": "failed"}
     assert not any(r.get("aspect") for r in plan_records(project))  # the docs finding is not kept
     (wrote,) = [line for line in report["failed"] if line.startswith("REVIEW docs failed")]
-    assert "changed code in REVIEW: review-notes.txt" in wrote
+    assert "changed code in REVIEW: check_work.py" in wrote
     assert any(line.startswith("REVIEW goal failed") for line in report["failed"])
-    assert not (project / "review-notes.txt").exists() and _state(project)["review_rounds"] == 1
+    assert "reviewer" not in (project / "check_work.py").read_text() and _state(project)["review_rounds"] == 1
 
 
 def test_a_round_where_every_aspect_failed_ends_stuck_uncounted_and_the_next_run_reviews_again(repo: Path):
@@ -252,3 +253,21 @@ def test_a_resumed_run_builds_the_first_round_s_findings_and_reviews_only_once_m
     assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, *DEFAULT_ASPECTS])  # rounds 1 and 2 only
     assert "the review's last round" in (_agent_state(project) / "review-tests-2.prompt").read_text()
     assert _state(project)["review_rounds"] == 2
+
+
+@needs_bwrap
+def test_fenced_reviewers_read_the_change_add_findings_and_cannot_write_their_checkout(repo: Path):
+    project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-writes:docs] [review-finds:goal]\n")
+
+    done = construct(project, "--review", "--sandbox", "required", "--json")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["failed"] == [] and {
+        r["aspect"]: r["end"] for r in report["reviews"] if r["round"] == 1
+    } == dict.fromkeys(
+        DEFAULT_ASPECTS, "finished"
+    )  # the docs reviewer's edit was refused by the fence: nothing it may not do was done
+    accepted = [r for r in plan_records(project) if r["t"] == "accept" and r.get("aspect") == "goal"]
+    assert [r["name"] for r in accepted] == ["Fix what the goal review found"]
+    assert "reviewer" not in (project / "check_work.py").read_text()

@@ -67,8 +67,8 @@ The review (REVIEW) finds nothing, but for a spec line [review-finds:ASPECT]: th
 round adds a task "Fix what the ASPECT review found"; [review-critical:ASPECT] has its second
 round (critical findings only) add "Fix the ASPECT review's critical finding" as well. Each
 reviewer copies its prompt to review-<aspect>-<round>.prompt. [review-crash:ASPECT] makes that
-aspect's reviewer add a task, then exit 3, every time, [review-writes:ASPECT] makes it also write review-notes.txt
-in its checkout (which REVIEW may not).
+aspect's reviewer add a task, then exit 3, every time, [review-writes:ASPECT] makes it also append a line to
+check_work.py in its checkout (which REVIEW may not; ralph's fence refuses it).
 Every BUILD run copies its prompt to <task>.build-<attempt>.prompt.
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
@@ -295,7 +295,11 @@ def review() -> int:
     (STATE / f"review-{aspect}-{rounds}.prompt").write_text(prompt)
     spec = Path(os.environ["RALPH_SPEC"]).read_text()
     if f"[review-writes:{aspect}]" in spec:
-        Path("review-notes.txt").write_text("notes a reviewer may not leave\n")
+        try:
+            with Path("check_work.py").open("a") as gate:
+                gate.write("# a reviewer's edit, which REVIEW may not make\n")
+        except OSError:  # ralph's fence: the checkout is read-only but for plan.jsonl
+            pass
     last = "the review's last round" in prompt
     if not last and f"[review-finds:{aspect}]" in spec:
         task = {
