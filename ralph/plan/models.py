@@ -656,7 +656,8 @@ class State(Record):
     review_rounds: Annotated[int, Field(ge=0)] | None = Field(
         None,
         description="the review rounds run since `base`: the first with every aspect, the second for"
-        " critical findings only, none after (a resumed run does not review again)",
+        " critical findings only, none after; a round that finds nothing counts as the last (a resumed"
+        " run, or another runner, does not review again)",
     )
 
 

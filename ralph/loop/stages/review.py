@@ -271,8 +271,8 @@ class ReviewStage:
                 taken += len(found)
                 self.reviewed.append(AspectReview(run.aspect, found_round.round + 1, run.end.value, found))
             finished = any(run.end is AspectEnd.FINISHED for run in runs)
-            if finished:
-                change.plan.update_state(review_rounds=found_round.round + 1)
+            if finished:  # a round that finds nothing ends the review: no round follows it
+                change.plan.update_state(review_rounds=found_round.round + 1 if taken else MAX_ROUNDS)
         said = f"round {found_round.round + 1}: " + (f"{taken} found" if taken else "nothing found")
         if finished:
             if taken:

@@ -47,7 +47,7 @@ def test_every_default_aspect_reviews_the_change_once_and_a_clean_review_ends_co
     assert done.returncode == 0, done.stdout + done.stderr
     assert _review_runs(project) == sorted(DEFAULT_ASPECTS)
     state = _state(project)
-    assert state["base"] == base and state["review_rounds"] == 1
+    assert state["base"] == base and state["review_rounds"] == 2  # found nothing: no round follows
     assert "ralph(review): specs/app.md: round 1: nothing found" in subjects(project)
     prompt = (_agent_state(project) / "review-goal-1.prompt").read_text()
     assert f"git diff {base}...HEAD" in prompt and "Aspect: the goal." in prompt
@@ -59,6 +59,22 @@ def test_every_default_aspect_reviews_the_change_once_and_a_clean_review_ends_co
 
     assert again.returncode == 0, again.stdout + again.stderr
     assert _review_runs(project) == sorted(DEFAULT_ASPECTS)
+
+
+def test_a_run_resumed_after_a_round_that_found_nothing_does_not_review_again(repo: Path):
+    project = with_app_spec(repo, "# App\n\n- Parse input\n")
+    assert construct(project, "--review").returncode == 0
+    # As if the run had been interrupted after the review's commit, before its ending's.
+    lines = (project / "plan.jsonl").read_text().splitlines()
+    state = next(i for i, line in enumerate(lines) if json.loads(line)["t"] == "state")
+    lines[state] = json.dumps({**json.loads(lines[state]), "stage": "INTERRUPTED"})
+    (project / "plan.jsonl").write_text("\n".join(lines) + "\n")
+    git(project, "commit", "-qam", "interrupted")
+
+    resumed = construct(project, "--review")
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _review_runs(project) == sorted(DEFAULT_ASPECTS)  # no second, critical-only round
 
 
 def test_findings_are_built_then_reviewed_once_more_for_critical_findings_only_and_never_again(repo: Path):
@@ -216,7 +232,7 @@ def test_a_failed_aspect_and_one_that_wrote_a_file_keep_nothing_and_the_others_c
     (wrote,) = [line for line in report["failed"] if line.startswith("REVIEW docs failed")]
     assert "changed code in REVIEW: check_work.py" in wrote
     assert any(line.startswith("REVIEW goal failed") for line in report["failed"])
-    assert "reviewer" not in (project / "check_work.py").read_text() and _state(project)["review_rounds"] == 1
+    assert "reviewer" not in (project / "check_work.py").read_text() and _state(project)["review_rounds"] == 2
 
 
 def test_a_round_where_every_aspect_failed_ends_stuck_uncounted_and_the_next_run_reviews_again(repo: Path):
