@@ -320,7 +320,8 @@ def report(mode: str, outcome: Outcome, floors: list[Floor], real_tree: str, com
     per_commit = total / commits
     print(
         f"  agent runs {total} ({stages}): {per_task:.2f} per accepted task,"
-        f" {per_commit:.2f} per commit (ideal 2, and one CHECK, and one REVIEW a default aspect)"
+        f" {per_commit:.2f} per commit (ideal 2, and one CHECK"
+        + (", and one REVIEW a default aspect)" if runs["REVIEW"] else ")")
     )
     verdicts = ", ".join(f"{verdict} {n}" for verdict, n in sorted(failed.items())) or "none"
     print(
