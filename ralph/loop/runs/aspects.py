@@ -40,7 +40,11 @@ def chosen(setting: bool | tuple[str, ...], listed: Listing, read: Reading) -> t
     if setting is False:
         return [], []
     own = sorted(
-        Path(path).stem for path in listed() if path.endswith(".md") and NAME.fullmatch(Path(path).stem)
+        Path(path).stem
+        for path in listed()
+        if Path(path).parent.as_posix() == REVIEW_DIR
+        and path.endswith(".md")
+        and NAME.fullmatch(Path(path).stem)
     )
     names = list(dict.fromkeys([*DEFAULT_ASPECTS, *own])) if setting is True else list(setting)
     found, problems = [], []

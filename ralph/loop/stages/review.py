@@ -87,6 +87,8 @@ def review_base(repo: Repo, ref: str | None) -> str:
     one with the default branch: the one origin's HEAD names, else a local main or master. Not
     the branch's upstream: a pushed branch's upstream is its own copy, whose merge base with it
     leaves out every pushed commit of the change."""
+    if ref is not None and ref.startswith("-"):  # git would read it as an option
+        raise InvalidInput(f"--base {ref}: not a commit")
     ref = ref or _default_branch(repo)
     if ref is None:
         raise InvalidInput("no default branch to review against (origin/HEAD, main, master): give --base REF")

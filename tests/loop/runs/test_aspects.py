@@ -8,6 +8,7 @@ from ralph.loop.runs.aspects import DEFAULT_ASPECTS, chosen
 
 def _files(**texts: str):
     files = {f".ralph/review/{name}.md": text.encode() for name, text in texts.items()}
+    files[".ralph/review/drafts/later.md"] = b"a file in a folder of its own: no aspect"
     return (lambda: sorted(files)), files.get
 
 

@@ -214,6 +214,9 @@ def test_review_only_on_the_default_branch_itself_is_refused_in_one_line(repo: P
     assert done.returncode != 0
     assert done.stderr.strip().startswith("ralph: nothing to review: HEAD is where")
     assert len(done.stderr.strip().splitlines()) == 1
+    option = _review(project, "--base=--output=x")
+    assert option.returncode == 2 and option.stderr == "ralph: --base --output=x: not a commit\n"
+    assert not (project / "x").exists()
 
 
 def test_a_failed_aspect_and_one_that_wrote_a_file_keep_nothing_and_the_others_complete_the_round(
