@@ -293,19 +293,35 @@ class ReviewStage:
             self.ws.journal.event("review_aspect", aspect=run.aspect, end=end.value, why=why, log=log)
             self.ws.console.event(line)
             return [], None
-        kept = _add_found(plan, run.aspect, new_work.new_items(run.base, run.theirs))
+        found, alike = _not_found_before(plan, new_work.new_items(run.base, run.theirs))
+        kept = _add_found(plan, run.aspect, found)
         bounded = new_work.bound(plan, kept, self.ws.settings.max_new_items, f"the {run.aspect} review")
         self.ws.journal.event(
             "review_aspect",
             aspect=run.aspect,
             end=end.value,
             added=bounded.kept or None,
+            duplicates=alike or None,
             cut=[cut.record["id"] for cut in bounded.cut] or None,
             cut_issue=bounded.issue,
             log=log,
         )
         self.ws.console.event(f"REVIEW {run.aspect}: {bounded.summary() or 'nothing found'}")
         return bounded.kept, bounded.issue
+
+
+def _not_found_before(plan: Plan, records: list[Record]) -> tuple[list[Record], list[str]]:
+    """The aspect's findings but the tasks named like an open task (another aspect's finding, as
+    often as not): those are refused here, quietly, rather than put to a person as a cut; their
+    ids are returned beside the rest."""
+    names = {new_work.normalized(task["name"]) for task in plan.tasks()}
+    found, alike = [], []
+    for record in records:
+        if record["t"] == "task" and new_work.normalized(record.get("name")) in names:
+            alike.append(record["id"])
+        else:
+            found.append(record)
+    return found, alike
 
 
 def _add_found(plan: Plan, aspect: str, records: list[Record]) -> list[str]:

@@ -290,3 +290,17 @@ def test_fenced_reviewers_read_the_change_add_findings_and_cannot_write_their_ch
     accepted = [r for r in plan_records(project) if r["t"] == "accept" and r.get("aspect") == "goal"]
     assert [r["name"] for r in accepted] == ["Fix what the goal review found"]
     assert "reviewer" not in (project / "check_work.py").read_text()
+
+
+def test_what_several_aspects_found_alike_is_taken_once_the_rest_refused_quietly_as_duplicates(repo: Path):
+    project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-same]\n")
+
+    done = construct(project, "--review", "--json")
+
+    report = json.loads(done.stdout)
+    named = [r for r in plan_records(project) if r.get("name") == "Fix the one thing every review found"]
+    assert [(r["t"], r["aspect"]) for r in named] == [("accept", "bugs-and-security")]  # the first aspect's
+    assert not [r for r in plan_records(project) if r["t"] == "issue"]  # no person asked about them
+    assert report["outcome"] == "COMPLETE", report["message"]
+    refused = [e for e in events(project) if e["event"] == "review_aspect" and e.get("duplicates")]
+    assert len(refused) == len(DEFAULT_ASPECTS) - 1

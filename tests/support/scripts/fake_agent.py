@@ -68,7 +68,8 @@ round adds a task "Fix what the ASPECT review found"; [review-critical:ASPECT] h
 round (critical findings only) add "Fix the ASPECT review's critical finding" as well. Each
 reviewer copies its prompt to review-<aspect>-<round>.prompt. [review-crash:ASPECT] makes that
 aspect's reviewer add a task, then exit 3, every time, [review-writes:ASPECT] makes it also append a line to
-check_work.py in its checkout (which REVIEW may not; ralph's fence refuses it).
+check_work.py in its checkout (which REVIEW may not; ralph's fence refuses it). [review-same] makes
+every aspect's first round add a task of the same name.
 Every BUILD run copies its prompt to <task>.build-<attempt>.prompt.
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
@@ -308,6 +309,8 @@ def review() -> int:
             "accept": "work file says ok",
         }
         ralph("task", "add", json.dumps(task))
+    if not last and "[review-same]" in spec:  # every aspect finds the same thing
+        ralph("task", "add", json.dumps({"name": "Fix the one thing every review found", "accept": "ok"}))
     if last and f"[review-critical:{aspect}]" in spec:
         task = {"name": f"Fix the {aspect} review's critical finding", "accept": "work file says ok"}
         ralph("task", "add", json.dumps(task))
