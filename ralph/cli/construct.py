@@ -18,7 +18,7 @@ from ralph.text import printable
 from ralph.usecases.settings import DEFAULTS
 
 if TYPE_CHECKING:
-    from ralph.loop.construct import Report, ReviewOnly
+    from ralph.loop.construct import Report
     from ralph.loop.observe.report_data import AspectReview, Spent
     from ralph.plan.plan import Plan
     from ralph.usecases.settings import Settings
@@ -288,10 +288,8 @@ def review_command(
     (default: the spec the loop last worked on) and records its findings as tasks and issues.
     With --fix, the loop then builds and verifies them, and reviews once more for critical
     findings only. Exit codes as `ralph construct`'s."""
-    from ralph.loop.construct import ReviewOnly
-
     flags["review"] = flags.get("review") if flags.get("review") is not None else True
-    _run(ctx, spec, flags, plan_only=False, review_only=ReviewOnly(review_from, fix))
+    _run(ctx, spec, flags, plan_only=False, review_only=(review_from, fix))
 
 
 @click.command("watch")
@@ -383,8 +381,9 @@ def _run(
     plan_only: bool,
     dry_run: bool = False,
     pr: bool = False,
-    review_only: ReviewOnly | None = None,
+    review_only: tuple[str | None, bool] | None = None,
 ) -> None:
+    """`review_only`: `ralph review`'s --base and --fix."""
     from dataclasses import replace
 
     from ralph.loop.construct import Loop
@@ -405,11 +404,16 @@ def _run(
     settings = Settings.resolve(spec_rel, config, flags, user)
     if dry_run:
         _dry_run(ctx, root, settings, config, user, flags, as_json)
-    report = Loop(root, settings).run(plan_only=plan_only, review_only=review_only)
+    if review_only is not None:
+        from ralph.loop.review_only import ReviewLoop
+
+        report = ReviewLoop(root, settings, *review_only).run()
+    else:
+        report = Loop(root, settings).run(plan_only=plan_only)
     if report.outcome.name != "COMPLETE" and report.began:
         again = {
             **flags,
-            **({"review_from": review_only.base, "fix": review_only.fix} if review_only else {}),
+            **({"review_from": review_only[0], "fix": review_only[1]} if review_only else {}),
         }
         report = replace(report, resume=resume_command(ctx, spec_rel, again))
     _print_report(report, as_json)

@@ -49,7 +49,7 @@ from ralph.loop.stages.check_outcome import CheckOutcome
 from ralph.loop.stages.modules import stage_run
 from ralph.loop.stages.plan import PlanStage
 from ralph.loop.stages.retries import Deadline
-from ralph.loop.stages.review import ReviewStage, due, review_base, start_fields
+from ralph.loop.stages.review import ReviewStage, due, start_fields
 from ralph.loop.stages.review_outcome import ReviewOutcome
 from ralph.loop.stages.workspace import StageReport, StageRun, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
@@ -124,18 +124,8 @@ def ended_as(outcome: Outcome, ending: str | None) -> str:
     the outcome's name, but `ralph plan`'s PLANNED (its outcome COMPLETE, exit 0, says nothing of
     the spec being complete)."""
     if outcome is Outcome.COMPLETE and ending in (Ending.PLANNED, Ending.REVIEWED):
-        return ending.upper()
+        return ending.upper()  # `ralph review`'s REVIEWED likewise
     return outcome.name
-
-
-@dataclass(frozen=True)
-class ReviewOnly:
-    """`ralph review`: the review of the branch's change since `base` (a ref; None: HEAD's merge
-    base with the default branch, stage_review.review_base), however it was made; `fix`: then
-    the loop builds and verifies what it found, and reviews once more."""
-
-    base: str | None = None
-    fix: bool = False
 
 
 _AGENT_OUTCOMES: dict[type, Outcome] = {
@@ -231,7 +221,6 @@ class Loop:
         self.resolved_before: set[str] = set()  # the issues resolved with a note before the run
         self.agent_error: list[str] = []  # what a failing agent said last (AGENT_FAILING)
         self.reviewed: list[AspectReview] = []  # each review aspect's run in this run
-        self.review_only: ReviewOnly | None = None  # `ralph review`
 
     @property
     def workspace(self) -> Workspace:
@@ -240,8 +229,7 @@ class Loop:
         return self.ws
 
     # --- the loop -----------------------------------------------------------------------------
-    def run(self, plan_only: bool = False, review_only: ReviewOnly | None = None) -> Report:
-        self.review_only = review_only
+    def run(self, plan_only: bool = False) -> Report:
         try:
             return self._run(plan_only)
         finally:  # the live region goes whatever ended the run (an error is printed after it)
@@ -261,8 +249,7 @@ class Loop:
         with stop_signals_interrupt(), self._one_loop_per_repository(), self.supervisor.adopting_orphans():
             try:
                 try:
-                    builds = not plan_only and (self.review_only is None or self.review_only.fix)
-                    self.ws = self._prepare(needs_gate=builds)
+                    self.ws = self._prepare(needs_gate=self._builds(plan_only))
                 except SandboxFailed as exc:  # before anything changed: the named outcome, once
                     return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
                 except Exception as exc:  # settling an earlier run's change, on a disk still full
@@ -285,10 +272,7 @@ class Loop:
 
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:
         try:
-            if self.review_only is not None:
-                outcome, message = self._review_only(self.review_only)
-            else:
-                outcome, message = self._plan_only() if plan_only else self._iterate()
+            outcome, message = self._stages(plan_only)
         except (CostSpent, TokensSpent) as exc:
             outcome, message = self._money_or_tokens_spent(exc)
         except BudgetSpent as exc:
@@ -385,30 +369,17 @@ class Loop:
     def _ended_as(self, outcome: Outcome) -> str:
         return ended_as(outcome, self.ending)
 
-    def _review_only(self, only: ReviewOnly) -> tuple[Outcome, str]:
-        """`ralph review`: one review round on the branch's change; with --fix, the loop then
-        builds and verifies what it found (no PLAN: the findings are the work) and reviews once
-        more, for critical findings only. A round of this base already run (a resumed review)
-        is not run again."""
-        if self.read_plan().state().get("review_rounds"):
-            if only.fix:
-                return self._iterate(plan_first=False)
-            self.ending = Ending.REVIEWED
-            return Outcome.COMPLETE, "the change was reviewed already: its findings are in the plan"
-        outcome = self._review()
-        if outcome is ReviewOutcome.FAILED:
-            why = "no review aspect's run finished, nothing of them kept (see below): run again"
-            return self._stuck(Ending.REVIEW_FAILED, why)
-        added = outcome is ReviewOutcome.ADDED
-        if added and only.fix:
-            return self._iterate(plan_first=False)
-        self.ending = Ending.REVIEWED
-        if not added:
-            return Outcome.COMPLETE, "the change was reviewed: nothing found"
-        return (
-            Outcome.COMPLETE,
-            "the change was reviewed: its findings are in the plan (`ralph review --fix` builds them)",
-        )
+    def _builds(self, plan_only: bool) -> bool:
+        """Whether the run may build (its gate is checked before it starts)."""
+        return not plan_only
+
+    def _stages(self, plan_only: bool) -> tuple[Outcome, str]:
+        """The run's stages: PLAN alone (`ralph plan`), or the iterations."""
+        return self._plan_only() if plan_only else self._iterate()
+
+    def _based(self, plan: Plan, head: str | None) -> dict[str, object]:
+        """What the run records of its base in the state record (stage_review.start_fields)."""
+        return start_fields(plan, self.settings.spec, head)
 
     def _iterate(self, plan_first: bool = True) -> tuple[Outcome, str]:
         coordinator = self.workspace.coordinator  # runners sharing a git remote: one of them plans
@@ -608,8 +579,6 @@ class Loop:
         # The same checks `--dry-run` lists (ralph/loop/preflight.py); here the first one stops the run.
         for refusal in preflight.start_problems(self.root, self.settings, needs_gate, self.runner.adapter):
             raise refusal
-        only = self.review_only  # `ralph review`: the branch's base, refused before anything changes
-        reviewing = {"base": review_base(Repo(self.root), only.base), "review_rounds": 0} if only else None
         self._settle_interrupted_changes()  # before anything reads the plan or the work tree
         self._open_log_folder()
         with open(self.journal.path, "a", encoding="utf-8"):
@@ -643,9 +612,7 @@ class Loop:
         ws.tree.commit_beside(earlier_runs=True)  # a person's commands beside a run that died first
         # What REVIEW reads the change since: the run's start, or the branch's base (`ralph review`).
         with ws.plan.change(commit=True) as change:
-            based = start_fields(change.plan, self.settings.spec, ws.tree.repo.head())
-            if reviewing and (based or change.plan.state().get("base") != reviewing["base"]):
-                based = reviewing  # a review of this base left unfinished goes on instead
+            based = self._based(change.plan, ws.tree.repo.head())
             change.plan.add_spec(self.settings.spec)
             if based:
                 change.plan.update_state(**based)

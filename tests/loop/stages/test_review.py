@@ -11,9 +11,11 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
+from ralph.loop.process.sandbox import unavailable_reason
 from ralph.loop.runs.aspects import DEFAULT_ASPECTS
 from ralph.usecases import config, tasks
-from tests.loop.process.test_sandbox import needs_bwrap
 from tests.support.construct import (
     FAKE_AGENT,
     construct,
@@ -24,6 +26,10 @@ from tests.support.construct import (
     with_app_spec,
 )
 from tests.support.gitrepo import git
+
+needs_bwrap = pytest.mark.skipif(
+    unavailable_reason()[0] is None, reason=f"no sandbox here: {unavailable_reason()[1]}"
+)
 
 
 def _state(root: Path) -> dict:
