@@ -266,7 +266,7 @@ def plan_command(ctx: click.Context, /, spec: str | None, **flags: Any) -> None:
     _run(ctx, spec, flags, plan_only=True)
 
 
-@click.command("review", short_help="Review the branch's change by aspect; --fix builds what it finds.")
+@click.command("review", short_help="Review the branch's change, one agent per aspect.")
 @click.option(
     "--base",
     "review_from",
