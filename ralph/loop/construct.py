@@ -417,13 +417,14 @@ class Loop:
     def _ended_by_check(self) -> tuple[Outcome, str] | None:
         """With every task of the spec accepted: the spec check (stage_check), then the review
         (stage_review), which end the run COMPLETE when they find nothing; None while there is
-        work (they may have added some). Once a review round has run since the run's base, its
-        findings built are reviewed again, not checked again: the spec check passed before it."""
+        work (they may have added some). Once a review round has run since the run's base, after a
+        spec check that found nothing, its findings built are reviewed again, not checked again."""
         plan = self.read_plan()
         if open_work(plan, self.settings.spec):  # the cut of an earlier check waits for this one
             return None
-        if plan.state().get("review_rounds"):
-            return self._ended_by_review()
+        line = plan.spec_line(self.settings.spec)
+        if plan.state().get("review_rounds") and line and line.record.get("checked_commit"):
+            return self._ended_by_review()  # not after `ralph review` alone: that spec was never checked
         outcome = self._check_spec(plan)
         if outcome is CheckOutcome.STOPPED:
             why = (

@@ -310,3 +310,21 @@ def test_what_several_aspects_found_alike_is_taken_once_the_rest_refused_quietly
     assert report["outcome"] == "COMPLETE", report["message"]
     refused = [e for e in events(project) if e["event"] == "review_aspect" and e.get("duplicates")]
     assert len(refused) == len(DEFAULT_ASPECTS) - 1
+
+
+def test_construct_after_a_review_alone_plans_builds_and_checks_the_spec_before_reviewing_again(repo: Path):
+    project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-finds:goal]\n")
+    git(project, "checkout", "-qb", "feature")
+    (project / "greet.py").write_text("print('hello')\n")
+    git(project, "add", "greet.py")
+    git(project, "commit", "-qm", "made by hand")
+    assert _review(project).returncode == 0  # the goal finding recorded; the spec never planned
+
+    done = construct(project, "--review")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    accepted = sorted(r["name"] for r in plan_records(project) if r["t"] == "accept")
+    assert accepted == ["Fix what the goal review found", "Parse input"]
+    stages = [e["stage"] for e in events(project) if e["event"] == "agent_end"]
+    assert stages.count("PLAN") == 1 and stages.count("CHECK") == 1  # planned and checked, though reviewed
+    assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, *DEFAULT_ASPECTS])
