@@ -10,6 +10,9 @@ set-aside work, the DECOMPOSE runs those lead to, and the runs of the second sub
 to a decomposition, which needs two). Serially, it also splits the wall time into suite runs,
 agent runs and the loop's own work: the floor has no agent in it, so the agents' runs (two a
 commit, each a process that calls `ralph task done` or `accept`) are excess over it by design.
+The review by aspect before COMPLETE (REVIEW: five agents on the whole change, the replay agent
+finding nothing) is on by default: `--review both` (the default) runs each mode with it and again
+with `--no-review`, and prints the agent runs and the wall time it added; `on` or `off` runs one.
 A mode still running after MODE_TIMEOUT_S (a runner waiting out a claim of a runner that exited)
 is stopped and reported. Not a pass/fail test.
 
@@ -36,8 +39,7 @@ gives agents a private /tmp, and a release's patch is too big for an environment
 
     python bench/bench_replay.py [--subject tally|more-itertools] [--commits N]
                                  [--modes serial,parallel,remote] [--deps none|needed]
-                                 [--order history|log]
-                                 [--order history|log]
+                                 [--order history|log] [--review both|on|off]
                                  [--keep]   (keep the repositories and logs, to look at a run)
 """
 
@@ -161,7 +163,9 @@ def replay_env(history: History) -> dict[str, str]:
     )
 
 
-def run_mode(folder: Path, history: History, mode: str, deps: str, order: str) -> Outcome:
+def run_mode(
+    folder: Path, history: History, mode: str, deps: str, order: str, review: bool = True
+) -> Outcome:
     origin = bare_origin(folder, history)
     seed = clone(origin, folder / "seed", "seed")
     add_tasks(seed, history, deps, order)
@@ -170,6 +174,7 @@ def run_mode(folder: Path, history: History, mode: str, deps: str, order: str) -
     clones = [clone(origin, folder / f"runner{n}", f"runner {n}") for n in range(runners)]
     flags = ["--agent-cmd", AGENT, "--gate", GATE, "--max-iterations", "40"]
     flags += ["--parallel", "4" if mode == "parallel" else "1"]
+    flags += [] if review else ["--no-review"]
     outputs = [folder / f"runner{n}.out" for n in range(runners)]
     handles = [output.open("w") for output in outputs]
     started, started_at = time.perf_counter(), time.time()
@@ -285,7 +290,7 @@ def report(mode: str, outcome: Outcome, floors: list[Floor], real_tree: str, com
     built = sum(1 for task_id in outcome.accepted + outcome.done if not task_id.endswith("-check"))
     verified = sum(1 for task_id in outcome.accepted if not task_id.endswith("-check"))
     checked = sum(1 for e in outcome.events if e["event"] == "spec_checked")
-    wasted = total - built - verified - checked
+    wasted = total - built - verified - checked - runs["REVIEW"]  # the review's: counted apart
     failed = Counter(e.get("verdict", "?") for e in outcome.events if e["event"] == "build_failed")
     gates = sum(1 for e in outcome.events if e["event"] == "gate_end")
     kills = sum(1 for e in outcome.events if e["event"] == "task_killed")
@@ -315,7 +320,8 @@ def report(mode: str, outcome: Outcome, floors: list[Floor], real_tree: str, com
     per_commit = total / commits
     print(
         f"  agent runs {total} ({stages}): {per_task:.2f} per accepted task,"
-        f" {per_commit:.2f} per commit (ideal 2, and one CHECK)"
+        f" {per_commit:.2f} per commit (ideal 2, and one CHECK"
+        + (", and one REVIEW a default aspect)" if runs["REVIEW"] else ")")
     )
     verdicts = ", ".join(f"{verdict} {n}" for verdict, n in sorted(failed.items())) or "none"
     print(
@@ -390,6 +396,12 @@ def main() -> None:
         "--order", choices=("history", "log"), default="history", help="tasks oldest first, or newest first"
     )
     parser.add_argument("--keep", action="store_true", help="keep the repositories and print where")
+    parser.add_argument(
+        "--review",
+        choices=("both", "on", "off"),
+        default="both",
+        help="each mode with the review before COMPLETE and without it, and what it added (both)",
+    )
     args = parser.parse_args()
     make_history, most, default_modes = SUBJECTS[args.subject]
     commits = args.commits or most
@@ -404,7 +416,7 @@ def main() -> None:
             if args.keep:
                 print(f"repositories kept in {folder}, patches in {patches}")
             history = make_history(Path(folder), patches, commits)
-            replay(history, modes, args.deps, args.order, folder, args.keep)
+            replay(history, modes, args.deps, args.order, folder, args.keep, args.review)
     finally:
         if not args.keep:
             shutil.rmtree(patches, ignore_errors=True)
@@ -416,7 +428,9 @@ def _build_folder() -> Path:
     return folder
 
 
-def replay(history: History, modes: list[str], deps: str, order: str, folder: str, keep: bool) -> None:
+def replay(
+    history: History, modes: list[str], deps: str, order: str, folder: str, keep: bool, review: str = "both"
+) -> None:
     real_tree = tree_without_plan(history.real, history.commits[-1])
     needs = sum(1 for n in history.deps.values() if n)
     print(
@@ -426,10 +440,31 @@ def replay(history: History, modes: list[str], deps: str, order: str, folder: st
     )
     floors = [floor_once(folder, history, real_tree, keep)]
     for mode in modes:
-        with scratch_folder(f"{mode}-", folder, keep) as scratch:
-            outcome = run_mode(Path(scratch), history, mode, deps, order)
-        floors.append(floor_once(folder, history, real_tree, keep))
-        report(mode, outcome, floors[-2:], real_tree, len(history.commits))
+        outcomes = {}
+        for reviewed in {"both": (True, False), "on": (True,), "off": (False,)}[review]:
+            with scratch_folder(f"{mode}-", folder, keep) as scratch:
+                outcome = run_mode(Path(scratch), history, mode, deps, order, reviewed)
+            floors.append(floor_once(folder, history, real_tree, keep))
+            print("with the review (default aspects):" if reviewed else "with --no-review:")
+            report(mode, outcome, floors[-2:], real_tree, len(history.commits))
+            outcomes[reviewed] = outcome
+        review_cost(outcomes)
+
+
+def review_cost(outcomes: dict[bool, Outcome]) -> None:
+    """What the review before COMPLETE added to a run: its agent runs and its wall time, as its
+    own spans measured it and, with both runs made, as the difference of the two runs' walls."""
+    on = outcomes.get(True)
+    if on is None:
+        return
+    runs = sum(1 for e in on.events if e["event"] == "agent_end" and e.get("stage") == "REVIEW")
+    spans = [e for e in on.events if e["event"] == "stage_end" and e.get("stage") == "REVIEW"]
+    took = sum(e["duration_s"] for e in spans)
+    said = f"  the review added {runs} agent runs in {len(spans)} rounds, {took:.2f} s of the run's wall"
+    off = outcomes.get(False)
+    if off is not None:
+        said += f"; wall {on.wall:.2f} s with it, {off.wall:.2f} s without: {on.wall - off.wall:+.2f} s"
+    print(said)
 
 
 def floor_once(folder: str, history: History, real_tree: str, keep: bool) -> Floor:

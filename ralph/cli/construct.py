@@ -20,7 +20,7 @@ from ralph.usecases.settings import DEFAULTS
 if TYPE_CHECKING:
     from ralph.loop.construct import Report
     from ralph.loop.dryrun import Preview
-    from ralph.loop.observe.report_data import Spent
+    from ralph.loop.observe.report_data import AspectReview, Spent
     from ralph.plan.plan import Plan
     from ralph.usecases.settings import Settings
 
@@ -137,6 +137,13 @@ def _loop_options(command: _Command) -> _Command:
             help="Refuse a spec that still holds the template's placeholders, has no requirement,"
             " or has one with no way to verify it (`ralph spec check`); --no-spec-check plans it"
             " as it is. [default: check]",
+        ),
+        click.option(
+            "--review/--no-review",
+            default=None,
+            help="Before COMPLETE, review the whole change since the run began, one agent per"
+            " aspect (config review: the aspects; `.ralph/review/NAME.md` adds one), and build what"
+            " they find. [default: review]",
         ),
         click.option(
             "--allow-dirty",
@@ -260,6 +267,32 @@ def plan_command(ctx: click.Context, /, spec: str | None, **flags: Any) -> None:
     _run(ctx, spec, flags, plan_only=True)
 
 
+@click.command("review", short_help="Review the branch's change, one agent per aspect.")
+@click.option(
+    "--base",
+    "review_from",
+    metavar="REF",
+    help="Review the change since HEAD's merge base with REF. [default: the default branch: the one"
+    " origin/HEAD names, else main or master]",
+)
+@click.option(
+    "--fix", is_flag=True, help="Then build and verify what the review found, and review once more."
+)
+@_loop_options
+@_budget_options
+@click.pass_context
+def review_command(
+    ctx: click.Context, /, spec: str | None, review_from: str | None, fix: bool, **flags: Any
+) -> None:
+    """Review the current branch's change however it was made: one fresh agent per aspect (config
+    review; `.ralph/review/NAME.md` changes or adds one) reads `git diff BASE...HEAD` against SPEC
+    (default: the spec the loop last worked on) and records its findings as tasks and issues.
+    With --fix, the loop then builds and verifies them, and reviews once more for critical
+    findings only. Exit codes as `ralph construct`'s."""
+    flags["review"] = flags.get("review") if flags.get("review") is not None else True
+    _run(ctx, spec, flags, plan_only=False, review_only=(review_from, fix))
+
+
 @click.command("watch")
 @click.option("--once", is_flag=True, help="Print one snapshot and exit (for scripts and tests).")
 @click.pass_context
@@ -349,7 +382,9 @@ def _run(
     plan_only: bool,
     dry_run: bool = False,
     pr: bool = False,
+    review_only: tuple[str | None, bool] | None = None,
 ) -> None:
+    """`review_only`: `ralph review`'s --base and --fix."""
     from dataclasses import replace
 
     from ralph.loop.construct import Loop
@@ -370,9 +405,18 @@ def _run(
     settings = Settings.resolve(spec_rel, config, flags, user)
     if dry_run:
         _dry_run(ctx, root, settings, config, user, flags, as_json)
-    report = Loop(root, settings).run(plan_only=plan_only)
+    if review_only is not None:
+        from ralph.loop.review_only import ReviewLoop
+
+        report = ReviewLoop(root, settings, *review_only).run()
+    else:
+        report = Loop(root, settings).run(plan_only=plan_only)
     if report.outcome.name != "COMPLETE" and report.began:
-        report = replace(report, resume=resume_command(ctx, spec_rel, flags))
+        again = {
+            **flags,
+            **({"review_from": review_only[0], "fix": review_only[1]} if review_only else {}),
+        }
+        report = replace(report, resume=resume_command(ctx, spec_rel, again))
     _print_report(report, as_json)
     if not report.began:
         ctx.exit(report.exit_code)
@@ -579,11 +623,28 @@ def report_lines(report: Report) -> list[str]:
     if report.coverage:  # what each scoped task planned to change beside what its build changed
         lines.append(f"scope and files ({total_line(coverage_total(report.coverage))}):")
         lines += [f"  {printable(coverage_line(row))}" for row in report.coverage]
+    lines += review_lines(report.reviews)
     logs = printable(str(report.log_dir))
     lines.append(f"logs: {logs}/ (events: {logs}/events.jsonl)")
     if report.resume:
         then = "answer the questions above, then " if report.questions else ""
         lines.append(f"to resume: {then}{printable(report.resume)}")
+    return lines
+
+
+def review_lines(reviews: list[AspectReview]) -> list[str]:
+    """Each review aspect's run, round by round, and what became of each thing it found."""
+    if not reviews:
+        return []
+    lines = [f"review by aspect ({len(reviews)} runs):"]
+    for review in reviews:
+        ended = "" if review.end == "finished" else f" ({review.end}, nothing kept)"
+        said = f"{len(review.findings)} found" if review.findings else "nothing found"
+        lines.append(f"  round {review.round} {printable(review.aspect)}: {said}{ended}")
+        lines += [
+            f"    {finding.id} {finding.fate}: {printable(' '.join(finding.text.split()))[:120]}"
+            for finding in review.findings
+        ]
     return lines
 
 

@@ -128,6 +128,8 @@ def line(event: Event) -> str:
         )
     detail = describe(event)
     hand = "  [by hand]" if event.get("by_hand") else "  [merged]" if event.get("merged") else ""
+    if event.get("aspect"):  # what a review aspect found, and what became of it
+        detail += f" (found by the {printable(str(event['aspect']))} review)"
     return f"{event['commit'][:7]} {when} {who}  {item}  {what}{': ' + detail if detail else ''}{hand}"
 
 

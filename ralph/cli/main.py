@@ -36,6 +36,7 @@ COMMANDS = {
     # the construct loop's
     "construct": "ralph.cli.construct:construct",
     "plan": "ralph.cli.construct:plan_command",
+    "review": "ralph.cli.construct:review_command",
     "agents": "ralph.cli.construct:agents",
     "watch": "ralph.cli.construct:watch",
     "pr": "ralph.cli.construct:pull_request",

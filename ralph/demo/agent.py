@@ -109,6 +109,9 @@ def current_task() -> dict[str, Any]:
 
 def build() -> None:
     task = current_task()
+    if task["name"] == README_TASK:  # what the docs review found (review())
+        write_readme()
+        return
     file = task["name"].removeprefix("Write ")
     found = sections()
     if file not in found:
@@ -162,6 +165,41 @@ def check() -> None:
         ralph("task", "add", json.dumps(task))
         say(f"the spec's {file} is missing or fails `{section['check']}`")
     say("checked every section of the spec against the code")
+
+
+README_TASK = "Write README.md: how to use the greeter"
+README = """# Greeter
+
+    python3 cli.py Ada    # prints: Hello, Ada!
+
+From Python: `from greet import greet; greet("Ada")`. Tests: `python3 -m unittest -q test_greet`.
+"""
+
+
+def review() -> None:
+    """The review by aspect: the docs aspect finds that nothing tells a person how to use what
+    was built (no README.md), in the first round only; every other aspect finds nothing."""
+    prompt = Path(os.environ["RALPH_PROMPT_FILE"]).read_text(encoding="utf-8")
+    aspect = re.search(r"^Stage: REVIEW\. Aspect: ([\w-]+)\.", prompt, re.MULTILINE)
+    last = "the review's last round" in prompt
+    if aspect and aspect.group(1) == "docs" and not last and not Path("README.md").exists():
+        finding = {
+            "name": README_TASK,
+            "type": "docs",
+            "accept": "python3 -c \"import pathlib; assert 'cli.py' in"
+            " pathlib.Path('README.md').read_text()\"",
+            "notes": "the change adds a library and a command, and no page says how to use them",
+        }
+        ralph("task", "add", json.dumps(finding))
+        say("docs: nothing tells a person how to run the greeter; added a task for a README")
+        return
+    say(f"{aspect.group(1) if aspect else 'review'}: nothing found")
+
+
+def write_readme() -> None:
+    Path("README.md").write_text(README, encoding="utf-8")
+    say("wrote README.md", input_tokens=900)
+    ralph("task", "done")
 
 
 def investigate() -> None:
@@ -260,6 +298,7 @@ def main() -> int:
         "INVESTIGATE": investigate,
         "DECOMPOSE": decompose,
         "CHECK": check,
+        "REVIEW": review,
         "DRAFT": draft,
     }
     try:

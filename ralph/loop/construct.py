@@ -27,6 +27,7 @@ from ralph.loop.observe.journal import Journal
 from ralph.loop.observe.remaining import remaining_lines
 from ralph.loop.observe.report_data import (
     AcceptedTask,
+    AspectReview,
     Draft,
     LeftTask,
     OpenIssue,
@@ -48,6 +49,8 @@ from ralph.loop.stages.check_outcome import CheckOutcome
 from ralph.loop.stages.modules import stage_run
 from ralph.loop.stages.plan import PlanStage
 from ralph.loop.stages.retries import Deadline
+from ralph.loop.stages.review import ReviewStage, due, start_fields
+from ralph.loop.stages.review_outcome import ReviewOutcome
 from ralph.loop.stages.workspace import StageReport, StageRun, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.plan import stage_declarations
@@ -96,6 +99,7 @@ class Ending(StrEnum):
     and the journal's `ending`; None where the outcome says it all)."""
 
     PLANNED = "planned"  # `ralph plan`: PLAN ran and made tasks (outcome COMPLETE, exit 0)
+    REVIEWED = "reviewed"  # `ralph review` without --fix: the review ran, its findings recorded (exit 0)
     PLAN_STOPPED = "plan_stopped"  # STUCK: the PLAN run was stopped (time, context), nothing kept
     PLAN_EMPTY = "plan_empty"  # STUCK: PLAN finished and added no task
     PLAN_FAILED = "plan_failed"  # STUCK: PLAN added no task, and its runs broke the stage's rules
@@ -103,6 +107,7 @@ class Ending(StrEnum):
     NO_PROGRESS = "no_progress"  # STUCK: NO_PROGRESS_LIMIT iterations in a row changed nothing
     CHECK_STOPPED = "check_stopped"  # STUCK: the spec check was stopped (time, context), nothing kept
     CHECK_FAILED = "check_failed"  # STUCK: the spec check's agent failed (see its log), nothing kept
+    REVIEW_FAILED = "review_failed"  # STUCK: no review aspect's run finished (see their logs), nothing kept
     COST_UNKNOWN = "cost_unknown"  # MAX_COST: a run's cost was unknown, so the money budget cannot hold
 
 
@@ -118,7 +123,9 @@ def ended_as(outcome: Outcome, ending: str | None) -> str:
     """How a run's ending is named in its commit, the state record, the journal and its report:
     the outcome's name, but `ralph plan`'s PLANNED (its outcome COMPLETE, exit 0, says nothing of
     the spec being complete)."""
-    return "PLANNED" if outcome is Outcome.COMPLETE and ending == Ending.PLANNED else outcome.name
+    if outcome is Outcome.COMPLETE and ending in (Ending.PLANNED, Ending.REVIEWED):
+        return ending.upper()  # `ralph review`'s REVIEWED likewise
+    return outcome.name
 
 
 _AGENT_OUTCOMES: dict[type, Outcome] = {
@@ -161,6 +168,7 @@ class Report:
     ending: Ending | None = None  # which ending of its outcome, where the outcome has several
     drafts: list[Draft] = field(default_factory=list)  # unfinished work kept on a branch
     coverage: list[Coverage] = field(default_factory=list)  # scoped tasks' scope beside their files
+    reviews: list[AspectReview] = field(default_factory=list)  # each review aspect's run and its findings
 
     @property
     def ended_as(self) -> str:
@@ -182,6 +190,7 @@ class Report:
             "resolved": [issue.to_json() for issue in self.resolved],
             "ending": self.ending.value if self.ending else None,
             "drafts": [draft.to_json() for draft in self.drafts],
+            "reviews": [review.to_json() for review in self.reviews],
             "coverage": {
                 "tasks": [row.to_json() for row in self.coverage],
                 "total": coverage_total(self.coverage),
@@ -211,6 +220,7 @@ class Loop:
         self.ending: Ending | None = None
         self.resolved_before: set[str] = set()  # the issues resolved with a note before the run
         self.agent_error: list[str] = []  # what a failing agent said last (AGENT_FAILING)
+        self.reviewed: list[AspectReview] = []  # each review aspect's run in this run
 
     @property
     def workspace(self) -> Workspace:
@@ -239,7 +249,7 @@ class Loop:
         with stop_signals_interrupt(), self._one_loop_per_repository(), self.supervisor.adopting_orphans():
             try:
                 try:
-                    self.ws = self._prepare(needs_gate=not plan_only)
+                    self.ws = self._prepare(needs_gate=self._builds(plan_only))
                 except SandboxFailed as exc:  # before anything changed: the named outcome, once
                     return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
                 except Exception as exc:  # settling an earlier run's change, on a disk still full
@@ -262,7 +272,7 @@ class Loop:
 
     def _run_stages(self, plan_only: bool) -> tuple[Outcome, str, int]:
         try:
-            outcome, message = self._plan_only() if plan_only else self._iterate()
+            outcome, message = self._stages(plan_only)
         except (CostSpent, TokensSpent) as exc:
             outcome, message = self._money_or_tokens_spent(exc)
         except BudgetSpent as exc:
@@ -359,9 +369,21 @@ class Loop:
     def _ended_as(self, outcome: Outcome) -> str:
         return ended_as(outcome, self.ending)
 
-    def _iterate(self) -> tuple[Outcome, str]:
+    def _builds(self, plan_only: bool) -> bool:
+        """Whether the run may build (its gate is checked before it starts)."""
+        return not plan_only
+
+    def _stages(self, plan_only: bool) -> tuple[Outcome, str]:
+        """The run's stages: PLAN alone (`ralph plan`), or the iterations."""
+        return self._plan_only() if plan_only else self._iterate()
+
+    def _based(self, plan: Plan, head: str | None) -> dict[str, object]:
+        """What the run records of its base in the state record (stage_review.start_fields)."""
+        return start_fields(plan, self.settings.spec, head)
+
+    def _iterate(self, plan_first: bool = True) -> tuple[Outcome, str]:
         coordinator = self.workspace.coordinator  # runners sharing a git remote: one of them plans
-        if self._needs_planning() and coordinator.plans():
+        if plan_first and self._needs_planning() and coordinator.plans():
             planned = self._stage(PlanStage, self.read_plan().iteration())
             coordinator.planned()
             if self._complete():
@@ -393,11 +415,16 @@ class Loop:
         return Outcome.MAX_ITERATIONS, f"the iteration budget ({self.settings.max_iterations}) is spent"
 
     def _ended_by_check(self) -> tuple[Outcome, str] | None:
-        """With every task of the spec accepted: the spec check (stage_check), which ends the run
-        COMPLETE when it finds nothing missing; None while there is work (it may have added some)."""
+        """With every task of the spec accepted: the spec check (stage_check), then the review
+        (stage_review), which end the run COMPLETE when they find nothing; None while there is
+        work (they may have added some). Once a review round has run since the run's base, after a
+        spec check that found nothing, its findings built are reviewed again, not checked again."""
         plan = self.read_plan()
         if open_work(plan, self.settings.spec):  # the cut of an earlier check waits for this one
             return None
+        line = plan.spec_line(self.settings.spec)
+        if plan.state().get("review_rounds") and line and line.record.get("checked_commit"):
+            return self._ended_by_review()  # not after `ralph review` alone: that spec was never checked
         outcome = self._check_spec(plan)
         if outcome is CheckOutcome.STOPPED:
             why = (
@@ -411,11 +438,40 @@ class Loop:
         if outcome in (CheckOutcome.MET, CheckOutcome.ALREADY_MET):  # it added nothing
             if open_work(self.read_plan(), self.settings.spec):
                 return None  # a person added work while it ran: the run goes on with it
-            return (
-                Outcome.COMPLETE,
-                "every task of the spec is accepted, and the spec check found nothing missing",
-            )
+            return self._ended_by_review()
         return None
+
+    def _ended_by_review(self) -> tuple[Outcome, str] | None:
+        """The review round due, if any (stage_review): COMPLETE when it finds nothing or none
+        is due; None while there is work."""
+        outcome = self._review()
+        if outcome is ReviewOutcome.FAILED:
+            why = "no review aspect's run finished, nothing of them kept (see below): run again"
+            return self._stuck(Ending.REVIEW_FAILED, why)
+        if outcome in (None, ReviewOutcome.ADDED) or open_work(self.read_plan(), self.settings.spec):
+            return None
+        said = ", and the review found nothing more" if outcome is ReviewOutcome.CLEAN else ""
+        return (
+            Outcome.COMPLETE,
+            f"every task of the spec is accepted, and the spec check found nothing missing{said}",
+        )
+
+    def _review(self) -> ReviewOutcome | None:
+        """The review round, run here; with --remote only by the runner that claims the spec for
+        it, as the spec check is. None: not run here (another runner did, or work came in)."""
+        coordinator = self.workspace.coordinator
+        if not coordinator.checks(lambda plan: due(plan, self.settings) is None):
+            plan = self.read_plan()  # as the remote has it now: reviewed by another runner, or not
+            reviewed = not open_work(plan, self.settings.spec) and due(plan, self.settings) is None
+            return ReviewOutcome.NOT_DUE if reviewed else None
+        plan = self.read_plan()
+        review = ReviewStage(self.workspace, plan)
+        try:
+            self._take_report(review.run(plan.iteration()))
+        finally:
+            self.reviewed += review.reviewed
+            coordinator.checked()
+        return review.outcome
 
     def _check_spec(self, plan: Plan) -> CheckOutcome | None:
         """The spec check, run here; with --remote only by the runner that claims the spec for it
@@ -555,8 +611,12 @@ class Loop:
             )
         ws.tree.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
         ws.tree.commit_beside(earlier_runs=True)  # a person's commands beside a run that died first
+        # What REVIEW reads the change since: the run's start, or the branch's base (`ralph review`).
         with ws.plan.change(commit=True) as change:
+            based = self._based(change.plan, ws.tree.repo.head())
             change.plan.add_spec(self.settings.spec)
+            if based:
+                change.plan.update_state(**based)
             change.message = f"ralph: construct {self.settings.spec}"
             self.resolved_before = set(change.plan.resolutions())
         started = self.runner.started = ws.tree.repo.head()
@@ -704,11 +764,11 @@ class Loop:
             AcceptedTask(task["id"], task["name"]) for task in self.accepted_tasks
         ]
         if not (self.root / PLAN_FILE).exists():
-            return {"tasks": accepted}
+            return {"tasks": accepted, "reviews": self.reviewed}
         try:
             plan = read_plan(self.root)
         except PlanInvalid:
-            return {"tasks": accepted}
+            return {"tasks": accepted, "reviews": self.reviewed}
         spec = self.settings.spec
         return {
             "tasks": accepted + report_data.left_tasks(plan, spec),
@@ -717,6 +777,7 @@ class Loop:
             "open_questions": report_data.open_questions(plan, spec),
             "drafts": report_data.drafts(plan, spec),
             "coverage": report_data.coverages(plan, spec, self.accepted_tasks),
+            "reviews": report_data.reviews(plan, self.reviewed),
         }
 
     def _questions(self) -> list[str]:

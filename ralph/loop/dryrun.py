@@ -175,8 +175,14 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
     questions = plan.questions(spec)
     if not records and not issues:  # every task accepted: the spec check, unless one found it met as it is
         checks = _jobs(Place.AFTER, plan, settings, root)
+        reviews = any(job.stage is Stage.REVIEW for job in checks)
         notes.append(
             "every task is accepted: the spec check (CHECK) runs; the run ends COMPLETE if it adds nothing"
+            + (
+                " and the review by aspect (REVIEW, one run per aspect, after it) finds nothing"
+                if reviews
+                else ""
+            )
             if checks
             else "nothing to do, and a spec check found this spec and code met: the run would end COMPLETE"
         )

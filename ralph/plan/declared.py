@@ -67,6 +67,7 @@ CONFIG_KEYS = {
     "prices": ConfigKey('prices', 'prices', None, 'USD per million tokens by model name, for runs whose agent reports no cost'),
     "sandbox": ConfigKey('sandbox', 'sandbox', 'auto', "the bubblewrap fence around agents and gates (`--sandbox`); off is taken only from the user's config file or the flag, never from this record"),
     "docs_paths": ConfigKey('docs_paths', 'patterns', [], "more files a `docs` task may change, beside *.md, *.rst, *.txt and docs/ (path patterns as a task's scope takes them: `site/**`)"),
+    "review": ConfigKey('review', 'aspects', True, "the review before COMPLETE (REVIEW): true for the default aspects (bugs-and-security, goal, tests, simplicity, docs), false for none, or a list of aspect names (`.ralph/review/<name>.md` for one of the repository's own) (`--review`/`--no-review`)"),
     "sandbox_hide": ConfigKey('sandbox_hide', 'patterns', [], 'more files agents and gates see empty: names (globs) in the repository, or paths from / or ~/'),
 }
 
@@ -254,6 +255,10 @@ class TaskFields:
         return cast('int | None', self.record.get('tokens'))
 
     @property
+    def aspect(self) -> str | None:
+        return cast('str | None', self.record.get('aspect'))
+
+    @property
     def attempt_tokens(self) -> list[int] | None:
         return cast('list[int] | None', self.record.get('attempt_tokens'))
 
@@ -363,3 +368,7 @@ class IssueFields:
     @property
     def claimed_at(self) -> str | None:
         return cast('str | None', self.record.get('claimed_at'))
+
+    @property
+    def aspect(self) -> str | None:
+        return cast('str | None', self.record.get('aspect'))

@@ -168,7 +168,7 @@ def diff(
 def _accept(task_id: str, old: Record | None, new: Record | None) -> Event:
     if old is None:
         assert new is not None  # a key that changed is in one version at least
-        return _event("accepted", task_id, name=new.get("name"))
+        return _event("accepted", task_id, name=new.get("name"), aspect=new.get("aspect"))
     if new is None:
         return _event("unaccepted", task_id, name=old.get("name"))
     return _event("changed", task_id, fields=_fields(old, new, ("t", "id")))
@@ -211,7 +211,14 @@ def _task(
     if old is None:
         assert new is not None
         return [
-            _event("created", task_id, name=new.get("name"), parent=new.get("parent"), issue=new.get("issue"))
+            _event(
+                "created",
+                task_id,
+                name=new.get("name"),
+                parent=new.get("parent"),
+                issue=new.get("issue"),
+                aspect=new.get("aspect"),
+            )
         ]
     if new is None:
         if task_id in accepted:
@@ -363,9 +370,9 @@ def _attempt(task_id: str, old: Record, new: Record) -> Event:
 def _issue(issue_id: str, old: Record | None, new: Record | None) -> list[Event]:
     if old is None:
         assert new is not None
-        return [_event("added", issue_id, text=new.get("text"))]
+        return [_event("added", issue_id, text=new.get("text"), aspect=new.get("aspect"))]
     if new is None:
-        return [_event("resolved", issue_id, text=old.get("text"))]
+        return [_event("resolved", issue_id, text=old.get("text"), aspect=old.get("aspect"))]
     events = []
     if new.get("keep_open") and new.get("keep_open") != old.get("keep_open"):
         events.append(_event("kept open", issue_id, reason=new["keep_open"]))

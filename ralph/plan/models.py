@@ -41,6 +41,8 @@ Command = str | list[str]
 Priority = Literal["high", "medium", "low"]
 # The kinds of work (ralph.plan.records.TaskType): each brings its own part of the BUILD and VERIFY prompts.
 TaskTypeName = Literal["feature", "bugfix", "refactor", "test", "docs", "chore"]
+# A review aspect's name: a built-in one's, or a file's `.ralph/review/<name>.md`.
+AspectName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$")]
 # The enums of ralph.plan.records are the one list of each; the format spells their values.
 if TYPE_CHECKING:  # a Literal built at import is beyond a type checker: to it they are strings
     KillReason = str
@@ -258,6 +260,12 @@ class Task(Record):
         " an escalation list, the step its failed builds reached); absent: the agent CLI's default",
     )
     tokens: Annotated[int, Field(ge=0)] | None = Field(None, description="tokens spent on it, all attempts")
+    aspect: AspectName | None = Field(
+        None,
+        description="the review aspect whose agent found it (REVIEW, `ralph review`): `bugs-and-security`,"
+        " `goal`, `tests`, `simplicity`, `docs`, or one of the repository's `.ralph/review/<aspect>.md`;"
+        " set by ralph, never by `task add`",
+    )
     attempt_tokens: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="tokens per attempt")
     cost_usd: Annotated[float, Field(ge=0)] | None = Field(
         None,
@@ -342,6 +350,11 @@ class Issue(Record):
         None, description="the runner investigating it, when runners share one git remote (see Claims)"
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
+    aspect: AspectName | None = Field(
+        None,
+        description="the review aspect whose agent found it (REVIEW, `ralph review`), as on a task;"
+        " set by ralph",
+    )
 
 
 class Accept(Record):
@@ -356,6 +369,9 @@ class Accept(Record):
     )
     commit: str | None = Field(
         None, description="the commit that recorded its build (`ralph construct`), copied from the task"
+    )
+    aspect: AspectName | None = Field(
+        None, description="the review aspect that found it, copied from the task"
     )
 
 
@@ -377,6 +393,9 @@ class Resolve(Record):
     note: Text = Field(description="how it was resolved: the tasks it became, or why it needs none")
     text: str | None = Field(None, description="the issue's text, for people reading the file")
     spec: str | None = Field(None, description="the spec it belonged to, copied from the issue")
+    aspect: AspectName | None = Field(
+        None, description="the review aspect that found it, copied from the issue"
+    )
 
 
 class Takeover(Record):
@@ -590,6 +609,13 @@ class Config(Record):
         " a task's scope takes them: `site/**`)",
         [],
     )
+    review: bool | list[AspectName] | None = key(
+        "aspects",
+        "the review before COMPLETE (REVIEW): true for the default aspects (bugs-and-security, goal, tests,"
+        " simplicity, docs), false for none, or a list of aspect names (`.ralph/review/<name>.md` for"
+        " one of the repository's own) (`--review`/`--no-review`)",
+        True,
+    )
     sandbox_hide: list[Annotated[str, Field(min_length=1)]] | None = key(
         "patterns",
         "more files agents and gates see empty: names (globs) in the repository, or paths from / or ~/",
@@ -620,6 +646,18 @@ class State(Record):
     )
     spent: dict[str, Spent] | None = Field(
         None, description="what every agent run so far spent, by stage (`ralph status` shows it)"
+    )
+    base: str | None = Field(
+        None,
+        description="the commit the construct run of `spec` started from, kept while its work goes on"
+        " (a run after COMPLETE, or of another spec, starts anew): REVIEW reads the change since it"
+        " (`git diff BASE...HEAD`)",
+    )
+    review_rounds: Annotated[int, Field(ge=0)] | None = Field(
+        None,
+        description="the review rounds run since `base`: the first with every aspect, the second for"
+        " critical findings only, none after; a round that finds nothing counts as the last (a resumed"
+        " run, or another runner, does not review again)",
     )
 
 

@@ -170,8 +170,9 @@ def resolve_issue(plan: PlanReader, issue_id: str, note: str | None = None) -> R
     if note and note.strip():
         require_text(note, "the note")
         resolved = {"t": "resolve", "id": issue_id, "note": note.strip(), "text": line.record["text"][:200]}
-        if line.record.get("spec"):
-            resolved["spec"] = line.record["spec"]
+        for kept in ("spec", "aspect"):  # the spec it belonged to, the review aspect that found it
+            if line.record.get(kept):
+                resolved[kept] = line.record[kept]
         plan.doc.append(resolved)
     return line.record
 

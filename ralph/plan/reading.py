@@ -89,14 +89,15 @@ class PlanReader:
 
     def planned(self, spec: str) -> bool:
         """Whether PLAN ran for `spec` (its record says so), or, in a plan written before that was
-        recorded, the spec has tasks, open or accepted. Open issues alone never make it planned."""
+        recorded, the spec has tasks, open or accepted. Open issues alone never make it planned, nor
+        a review's findings (`aspect`: `ralph review` on a branch whose spec was never planned)."""
         line = self.spec_line(spec)
         if line is not None and line.record.get("planned"):
             return True
         specs = self.specs()
         owner_of_unnamed = specs[0] if specs else spec
         return any(
-            line.record.get("spec", owner_of_unnamed) == spec
+            line.record.get("spec", owner_of_unnamed) == spec and not line.record.get("aspect")
             for kind in ("task", "accept")
             for line in self.of(kind)
         )

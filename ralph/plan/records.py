@@ -145,6 +145,7 @@ class Stage(StrEnum):
     VERIFY = "VERIFY"
     DECOMPOSE = "DECOMPOSE"
     CHECK = "CHECK"  # the spec-level check: the whole spec against the code, before COMPLETE
+    REVIEW = "REVIEW"  # the review by aspect: the whole change since the run's base, before COMPLETE
     WAITING = "WAITING"
     BLOCKED = "BLOCKED"
     COMPLETE = "COMPLETE"

@@ -148,6 +148,20 @@ STAGES: tuple[StageDeclaration, ...] = (
         dry_run=True,
     ),
     StageDeclaration(
+        name="REVIEW",
+        module="review",
+        run="ReviewStage",
+        template="review.md",
+        does="reviews the whole change since the run's base, one fresh agent per aspect (bugs,"
+        " goal, tests, simplicity, docs) in parallel, and adds what they find",
+        may=frozenset({Change.ADD_TASKS, Change.ADD_ISSUES}),
+        plan_only=True,
+        model=True,
+        place=Place.AFTER,
+        claims=Claim.SPEC,
+        dry_run=True,
+    ),
+    StageDeclaration(
         name="DRAFT",
         module="draft",
         run="",

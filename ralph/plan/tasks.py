@@ -120,7 +120,11 @@ def accept(plan: PlanReader, task_id: str | None) -> list[Record]:
     for line in lines:
         plan.doc.remove(line)
         tombstone = {"t": "accept", "id": line.record["id"], "name": line.record["name"]}
-        for kept in ("spec", "commit"):  # which spec it served, which commit built it
+        for kept in (
+            "spec",
+            "commit",
+            "aspect",
+        ):  # which spec it served, which commit built it, which review found it
             if line.record.get(kept):
                 tombstone[kept] = line.record[kept]
         plan.doc.append(tombstone)

@@ -88,6 +88,8 @@ class Settings:
     sandbox: str = _declared("sandbox")  # off, auto or required: the fence around agents and gates
     sandbox_hide: tuple[str, ...] = ()  # more files the runs see empty, beside the built-in ones
     docs_paths: tuple[str, ...] = ()  # more files a docs task may change (ralph.plan.type_rules)
+    # The review before COMPLETE: True, the default aspects; False, none; or the aspects named.
+    review: bool | tuple[str, ...] = _declared("review")
 
     @classmethod
     def resolve(
@@ -117,13 +119,15 @@ class Settings:
             given["stage_models"] = {stage: _escalation(chosen) for stage, chosen in models.items()}
         if configured.get("sandbox") is None and "sandbox" not in given and os.environ.get(SANDBOX_ENV):
             configured["sandbox"] = _sandbox_default()
+        if given.get("review") is True and isinstance(configured.get("review"), list):
+            given.pop("review")  # --review turns the review on: with the aspects the config names
         values = {**configured, **given}
         unknown = set(values) - {f.name for f in fields(cls)}
         if unknown:
             raise InvalidInput(
                 f"unknown {'setting' if len(unknown) == 1 else 'settings'}: {', '.join(sorted(unknown))}"
             )
-        for listed in ("sandbox_hide", "docs_paths"):
+        for listed in ("sandbox_hide", "docs_paths", "review"):
             if isinstance(values.get(listed), list):
                 values[listed] = tuple(values[listed])
         for key in COMMANDS:  # "make verify" as --gate takes it, or ["make", "verify"]
@@ -190,6 +194,7 @@ COMMANDS = ("gate", "agent_cmd", "agent_args")
 # milliseconds, so configs written before units were accepted mean what they meant.
 PLAN_ONLY = {name for name, key in CONFIG_KEYS.items() if key.setting is None}  # this repository's history
 
+_ASPECT = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")  # as models.AspectName: a file's name too
 _DURATION = re.compile(r"(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)(ms|s|m|h)?")
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
@@ -221,12 +226,25 @@ def parse_value(name: str, text: str) -> object:
             value = text.lower() in _TRUE
         elif kind == "patterns":
             value = json.loads(text) if text.startswith("[") else [text]
+        elif kind == "aspects":
+            value = _aspects(text)
         elif kind in ("prices", "hooks", "models") or (kind == "command" and text.lstrip().startswith("[")):
             value = json.loads(text)
     except ValueError:
         raise InvalidInput(f"config key {name}: {text!r} is not {_KIND_WORDS[kind]}") from None
     check_value(name, value)
     return value
+
+
+def _aspects(text: str) -> object:
+    """`ralph config set review TEXT`: true or false, a JSON list, or names split by commas."""
+    import json
+
+    if text.lower() in _TRUE + _FALSE:
+        return text.lower() in _TRUE
+    if text.startswith("["):
+        return json.loads(text)
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 _KIND_WORDS = {
@@ -239,6 +257,7 @@ _KIND_WORDS = {
     "flag": "true or false",
     "sandbox": "off, auto or required",
     "patterns": 'a list of file names or paths (globs: ".env.local", "*.secret", "~/.config/x/token")',
+    "aspects": 'true, false, or a list of review aspect names (["goal", "docs"], or "goal,docs")',
     "prices": 'an object: model -> {"input": USD, "output": USD} per million tokens',
     "hooks": "an object: event ({}) -> command".format(", ".join(HookEvent)),
     "models": "an object: stage ({}) -> a model name, or a non-empty list of them (cheap first)".format(
@@ -306,6 +325,10 @@ def _valid(kind: str, value: Any) -> bool:  # a JSON value: the checks here say 
         return value in SANDBOX_MODES
     if kind == "patterns":
         return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+    if kind == "aspects":
+        return isinstance(value, bool) or (
+            isinstance(value, list) and all(isinstance(v, str) and _ASPECT.fullmatch(v) for v in value)
+        )
     if kind == "models":
         return isinstance(value, dict) and all(k in MODEL_STAGES and _models(v) for k, v in value.items())
     if kind == "hooks":
@@ -370,7 +393,7 @@ def config_value(name: str, setting: Any) -> object:
         import shlex
 
         return shlex.join(setting) if isinstance(setting, tuple | list) else setting
-    if kind == "patterns":
+    if kind == "patterns" or (kind == "aspects" and isinstance(setting, tuple)):
         return list(setting)
     return setting
 

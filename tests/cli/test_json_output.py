@@ -20,7 +20,10 @@ from tests.support.specs import checked_spec
 # (spec draft: its data is the spec it commits and the questions in the plan).
 NOT_DATA = {"completion", "merge-driver", "report", "spec draft", "watch"}
 # Data commands that need what this module's repository lacks; their JSON is checked where it is.
-ELSEWHERE = {"pr": "tests/loop/test_pull_request.py: a remote, a forge CLI and a run's report"}
+ELSEWHERE = {
+    "pr": "tests/loop/test_pull_request.py: a remote, a forge CLI and a run's report",
+    "review": "tests/loop/stages/test_review.py: a branch with a change, and the scripted reviewers",
+}
 
 # Each data command's arguments; {issue} and {question} are ids made by the setup.
 LOOP = ["--agent", "command", "--agent-cmd", "true", "--allow-dirty"]
@@ -116,7 +119,7 @@ def test_the_construct_report_gives_its_items_as_the_objects_the_doc_names(_prep
     """docs/json-output.md names the fields of `tasks`, `issues` and `open_questions`: a left task,
     an open issue and a question of the prepared plan carry exactly those."""
     doc = (Path(__file__).parents[2] / "docs" / "json-output.md").read_text(encoding="utf-8")
-    row = next(line for line in doc.splitlines() if line.startswith("| `construct`, `plan` |"))
+    row = next(line for line in doc.splitlines() if line.startswith("| `construct`, `plan`"))
     named = {
         field: json.loads("[" + row.split(f"`{field}` (", 1)[1].split("`", 2)[1].strip("{}") + "]")
         for field in ("tasks", "issues", "open_questions")

@@ -105,9 +105,10 @@ def assert_one_task_complete(root: Path, done: subprocess.CompletedProcess, task
     assert git(root, "status", "--porcelain") == ""
     assert_fenced(events(root))
     runs = [e for e in events(root) if e["event"] == "agent_end"]
-    # The spec check runs last: the mock model adds nothing, so the run ends COMPLETE.
+    # The spec check, then the review's five aspects: the mock model adds nothing, so the run ends
+    # COMPLETE.
     stages = [e["stage"] for e in runs]
-    assert stages == ["BUILD", "VERIFY", "CHECK"] and all(e["exit_code"] == 0 for e in runs)
+    assert stages == ["BUILD", "VERIFY", "CHECK", *["REVIEW"] * 5] and all(e["exit_code"] == 0 for e in runs)
     print("agent runs:", ", ".join(f"{e['stage']} {e['duration_s']:.1f} s" for e in runs))
 
 
@@ -118,7 +119,7 @@ def test_opencode_builds_one_task_to_complete_and_its_tokens_are_recorded_exactl
         done = construct(project, "opencode", opencode, "mock/mock-model", opencode_env(project, server))
     assert_one_task_complete(project, done, task_id)
     # Every agent request carried opencode's working directory: the repository for BUILD, the
-    # verifier's own checkout of it for VERIFY.
+    # verifier's and each reviewer's own checkout of it for VERIFY and REVIEW.
     agent_requests = [r for r in server.model_requests("chat") if r.body.get("tools")]
     firsts = [json.dumps(r.body["messages"][0]) for r in agent_requests]
     in_repository = [first for first in firsts if str(project) in first]

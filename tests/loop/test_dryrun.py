@@ -106,7 +106,10 @@ def test_dry_run_shows_each_stage_s_model(project, tmp_path):
     done = dry_run(project, tmp_path, *flags)
     assert done.returncode == 0, done.stdout + done.stderr
     models = "models: PLAN claude-sonnet-4-5, INVESTIGATE claude-sonnet-4-5, BUILD claude-haiku-4-5, VERIFY"
-    assert f"{models} claude-opus-4-5, DECOMPOSE claude-sonnet-4-5, CHECK claude-sonnet-4-5\n" in done.stdout
+    assert (
+        f"{models} claude-opus-4-5, DECOMPOSE claude-sonnet-4-5, CHECK claude-sonnet-4-5,"
+        " REVIEW claude-sonnet-4-5\n" in done.stdout
+    )
     assert f"  BUILD {ready}: Ready\n    model: claude-haiku-4-5\n" in done.stdout
     assert f"  VERIFY {built}: Built\n    model: claude-opus-4-5\n" in done.stdout
     assert "max-tokens 90,000," in done.stdout

@@ -37,12 +37,13 @@ def test_the_json_report_says_null_for_a_cost_no_run_made_known(project):
     done = construct(project, "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
-    assert report["cost_usd"] is None and report["unknown_cost_runs"] == 3  # BUILD, VERIFY, CHECK
+    assert report["cost_usd"] is None and report["unknown_cost_runs"] == 8  # BUILD, VERIFY, CHECK, 5 aspects
     assert report["tokens"] > 0
     assert {stage: row["cost_usd"] for stage, row in report["by_stage"].items()} == {
         "BUILD": None,
         "VERIFY": None,
         "CHECK": None,
+        "REVIEW": None,
     }
     assert report["by_task"][task]["cost_usd"] is None
 
@@ -75,13 +76,26 @@ def test_a_typed_report_gives_the_json_keys_and_shapes_docs_json_output_names():
         ending=Ending.BLOCKED,
         drafts=[items.Draft("t-a", "ralph/draft/t-a")],
         coverage=[Coverage("t-b", ("src/**", "docs/"), ("src/b.py",), ("docs/",), ("setup.py",))],
+        reviews=[
+            items.AspectReview(
+                "docs", 1, "finished", ("t-d",), (items.Finding("t-d", "Say it", items.Fate.OPEN),)
+            )
+        ],
     )
     data = report.to_json()
     assert list(data) == [
         *("outcome", "message", "exit_code", "iterations", "accepted", "remaining", "log_dir", "tokens"),
         *("stopped", "questions", "failed", "cost_usd", "unknown_cost_runs", "by_stage", "by_task"),
         *("resume", "agent_error", "began", "tasks", "issues", "open_questions", "resolved", "ending"),
-        *("drafts", "coverage"),
+        *("drafts", "coverage", "reviews"),
+    ]
+    assert data["reviews"] == [
+        {
+            "aspect": "docs",
+            "round": 1,
+            "end": "finished",
+            "findings": [{"id": "t-d", "text": "Say it", "fate": "open"}],
+        }
     ]
     assert (data["outcome"], data["ending"]) == ("STUCK", "blocked")
     assert data["by_stage"] == {

@@ -189,7 +189,8 @@ def test_an_unknown_field_is_refused_by_both_and_a_users_own_x_field_passes_both
     mine = {"t": "accept", "id": "t-abc", "x-mine": {"any": [1]}}
     assert _pydantic_accepts(mine) and record_problems(mine) == []
     assert record_problems({"t": "accept", "id": "t-abc", "whyy": 1}) == [
-        "accept: unknown field whyy (allowed: t, id, name, spec, commit; a field of your own starts with x-)"
+        "accept: unknown field whyy (allowed: t, id, name, spec, commit, aspect; a field of your own"
+        " starts with x-)"
     ]
 
 

@@ -27,6 +27,7 @@ def test_enum_values_are_the_stored_strings():
         "VERIFY",
         "DECOMPOSE",
         "CHECK",
+        "REVIEW",
         "WAITING",
         "BLOCKED",
         "COMPLETE",

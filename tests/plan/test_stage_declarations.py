@@ -60,7 +60,8 @@ def test_the_loop_iteration_is_the_declared_order():
 
 def test_the_permission_checks_read_what_each_stage_may_change():
     assert {Stage.BUILD} == permissions.CODE_STAGES
-    assert {Stage.PLAN, Stage.INVESTIGATE, Stage.DECOMPOSE, Stage.CHECK} == permissions.PLAN_ONLY_STAGES
+    only_plan = {Stage.PLAN, Stage.INVESTIGATE, Stage.DECOMPOSE, Stage.CHECK, Stage.REVIEW}
+    assert only_plan == permissions.PLAN_ONLY_STAGES
     assert {Stage.VERIFY} == permissions.ACCEPT_STAGES
     assert {Stage.BUILD, Stage.VERIFY} == permissions.STATUS_STAGES
     assert {Stage.BUILD, Stage.DECOMPOSE} == permissions.REMOVE_OWN_STAGES
@@ -70,6 +71,7 @@ def test_the_permission_checks_read_what_each_stage_may_change():
         Stage.VERIFY,
         Stage.DECOMPOSE,
         Stage.CHECK,
+        Stage.REVIEW,
     } == permissions.ADD_TASK_STAGES
     assert {Stage.BUILD} == permissions.ASK_STAGES
     for change in Change:
@@ -81,7 +83,7 @@ def test_the_permission_checks_read_what_each_stage_may_change():
 
 
 def test_the_stages_with_a_model_are_the_declared_ones_in_declared_order():
-    assert MODEL_STAGES == ("PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE", "CHECK")
+    assert MODEL_STAGES == ("PLAN", "INVESTIGATE", "BUILD", "VERIFY", "DECOMPOSE", "CHECK", "REVIEW")
     assert tuple(declared.name for declared in STAGES if declared.model) == MODEL_STAGES
 
 

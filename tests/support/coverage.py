@@ -113,6 +113,11 @@ COVERED: dict[str, tuple[str, ...]] = {
         "every drafting run goes through it: the scripted agent asks and drafts, fenced with --sandbox"
         " required, and a SIGTERM stops it and its child.",
     ),
+    "ralph/loop/review_only.py": (
+        "tests/loop/stages/test_review.py",
+        "`ralph review` reviews a branch made by hand since the default branch, records its findings,"
+        " builds them with --fix from the recorded round, and refuses a base with nothing to review.",
+    ),
     "ralph/loop/runs/judged.py": (
         "tests/loop/process/test_sandbox.py",
         "tests/loop/runs/test_permissions.py",

@@ -118,3 +118,18 @@ def test_a_bad_stage_model_is_one_line_naming_the_key_and_the_stage(models, said
 def test_a_time_budget_must_be_a_finite_number_of_minutes(minutes):
     with pytest.raises(InvalidInput, match="--max-minutes must be a number of minutes > 0"):
         Settings.resolve("specs/x.md", {}, {"max_minutes": minutes})
+
+
+def test_review_is_true_false_or_a_list_of_aspects_and_review_on_keeps_the_config_s_list():
+    from ralph.usecases.settings import parse_value
+
+    assert parse_value("review", "false") is False and parse_value("review", "on") is True
+    assert parse_value("review", "goal, docs") == ["goal", "docs"]
+    assert parse_value("review", '["tests"]') == ["tests"]
+    with pytest.raises(InvalidInput, match="config key review: .* is not true, false, or a list of review"):
+        parse_value("review", "../etc")
+    assert Settings.resolve("specs/x.md", {}, {}).review is True
+    listed = {"t": "config", "review": ["goal"]}
+    assert Settings.resolve("specs/x.md", listed, {}).review == ("goal",)
+    assert Settings.resolve("specs/x.md", listed, {"review": True}).review == ("goal",)
+    assert Settings.resolve("specs/x.md", listed, {"review": False}).review is False

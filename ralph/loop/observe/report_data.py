@@ -4,7 +4,8 @@ the same in lines; ralph/loop/observe/remaining.py words them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from ralph.loop.observe.remaining import why_left
@@ -130,6 +131,66 @@ class Spent:
         if len(self.models) > 1:
             data["models"] = list(self.models)
         return data
+
+
+class Fate(StrEnum):
+    """What became of an item a review aspect found."""
+
+    ACCEPTED = "accepted"  # a task built and accepted
+    OPEN = "open"  # a task not accepted yet
+    ISSUE = "issue"  # an open issue: INVESTIGATE's, or a person's
+    RESOLVED = "resolved"  # an issue resolved
+    GONE = "gone"  # removed: decomposed into others, or deleted
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    text: str  # the task's name, the issue's text
+    fate: Fate
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "fate": str(self.fate)}
+
+
+@dataclass(frozen=True)
+class AspectReview:
+    """One review aspect's run in one round (from 1), how it ended (finished, stopped, failed),
+    the ids of what it found and, in the report, what became of each."""
+
+    aspect: str
+    round: int
+    end: str
+    found: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "aspect": self.aspect,
+            "round": self.round,
+            "end": self.end,
+            "findings": [finding.to_json() for finding in self.findings],
+        }
+
+
+def reviews(plan: Plan, ran: list[AspectReview]) -> list[AspectReview]:
+    """Each aspect's run with what became of what it found, as the plan has it now."""
+    records: dict[str, tuple[str, dict[str, Any]]] = {}
+    for line in plan.doc.records():
+        kind, record = line.record["t"], line.record
+        if kind in ("task", "issue", "accept", "resolve") and isinstance(record.get("id"), str):
+            records[record["id"]] = (kind, record)
+    return [
+        replace(run, findings=tuple(_finding(item, records.get(item)) for item in run.found)) for run in ran
+    ]
+
+
+def _finding(item: str, found: tuple[str, dict[str, Any]] | None) -> Finding:
+    if found is None:
+        return Finding(item, "", Fate.GONE)
+    kind, record = found
+    fate = {"task": Fate.OPEN, "issue": Fate.ISSUE, "accept": Fate.ACCEPTED, "resolve": Fate.RESOLVED}[kind]
+    return Finding(item, str(record.get("name") or record.get("text") or ""), fate)
 
 
 def left_tasks(plan: Plan, spec: str) -> list[LeftTask]:

@@ -257,8 +257,8 @@ class AgentRunner:
         self.console.start_run(run_id, stage, item, name, str(relative_log), model)
         argv = invocation.argv
         if self.sandbox is not None:
-            # A verifier's checkout is made or cleaned for its run (ralph.loop.tree.checkouts).
-            fresh = stage == Stage.VERIFY and root != self.root
+            # A verifier's or reviewer's checkout is made or cleaned for its run (ralph.loop.tree.checkouts).
+            fresh = stage in (Stage.VERIFY, Stage.REVIEW) and root != self.root
             plan_only = stage in PLAN_ONLY_STAGES  # its work tree read-only but for plan.jsonl
             argv = self.sandbox.wrap(argv, root, invocation.env, fresh=fresh, plan_only=plan_only)
         try:

@@ -24,7 +24,7 @@ GUARDED = (
     ".ralph/**",
     *(f"{d}/**" for d in skills.SKILL_DIRS),
 )
-JUDGES = ("VERIFY", "CHECK")
+JUDGES = ("VERIFY", "CHECK", "REVIEW")
 
 
 def guarded(spec: str | None) -> tuple[str, ...]:

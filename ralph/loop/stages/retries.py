@@ -25,7 +25,7 @@ from ralph.loop.process.supervisor import BudgetSpent
 from ralph.loop.runs.agent_process import AgentResult, AgentRunner, PlanProblem, SandboxFailed
 from ralph.loop.runs.compaction import MAX_COMPACTIONS, Compacted, Stopped, compacted
 from ralph.loop.runs.cost import run_cost
-from ralph.loop.runs.judged import guarded
+from ralph.loop.runs.judged import JudgedInputs, guarded
 from ralph.loop.runs.permissions import CODE_STAGES, PLAN_ONLY_STAGES, Snapshot, violations
 from ralph.loop.runs.rate_limits import LimitWaits
 from ralph.loop.stages.agent_errors import (
@@ -137,6 +137,10 @@ class AgentRuns:
     def rel(self, log: Path) -> Path:
         """A log's path relative to the repository the loop runs in."""
         return self.tree.rel(log)
+
+    def judged(self) -> JudgedInputs | None:
+        """What judges read, as the run's first commit has it (None: the run has no commit yet)."""
+        return self.runner.judged
 
     def gate(self, argv: Sequence[str], log: Path) -> GateResult:
         """`argv` (a gate, a hook) run in the work tree under the agents' supervisor and sandbox,

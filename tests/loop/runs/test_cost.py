@@ -276,19 +276,20 @@ def test_status_shows_what_every_stage_spent_from_the_committed_plan_unknown_cos
         "BUILD": {"runs": 2, "tokens": 2200, "cost_usd": 0.8, "unknown_cost_runs": 0},
         "VERIFY": {"runs": 2, "tokens": 2200, "cost_usd": None, "unknown_cost_runs": 2},
         "CHECK": {"runs": 1, "tokens": 1100, "cost_usd": None, "unknown_cost_runs": 1},  # the spec check
+        "REVIEW": {"runs": 5, "tokens": 5500, "cost_usd": None, "unknown_cost_runs": 5},  # its aspects
     }
     assert (shown["runs"], shown["tokens"], shown["cost_usd"], shown["unknown_cost_runs"]) == (
-        5,
-        5500,
+        10,
+        11000,
         0.8,
-        3,
+        8,
     )
     assert shown["by_task"] == {}  # both accepted: their records are gone, their BUILD runs counted above
     text = in_process(["-C", str(project), "status"], {}).stdout
-    assert "spent so far: 5 agent runs, 5,500 tokens, cost $0.80 + 3 runs of unknown cost\n" in text
+    assert "spent so far: 10 agent runs, 11,000 tokens, cost $0.80 + 8 runs of unknown cost\n" in text
     assert (
         "by stage: BUILD 2,200 tokens, cost $0.80; VERIFY 2,200 tokens, cost unknown;"
-        " CHECK 1,100 tokens, cost unknown\n" in text
+        " CHECK 1,100 tokens, cost unknown; REVIEW 5,500 tokens, cost unknown\n" in text
     )
 
 
@@ -456,17 +457,20 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_pat
     done = construct(
         project,
         "--model", "claude-sonnet-4-5", "--stage-model", "BUILD=claude-haiku-4-5",
-        "--stage-model", "verify=claude-opus-4-5", "--stage-model", "check=claude-opus-4-5", "--gate", "",
+        "--stage-model", "verify=claude-opus-4-5", "--stage-model", "check=claude-opus-4-5",
+        "--stage-model", "review=claude-haiku-4-5", "--gate", "",
         agent=streamer(tmp_path), env={"RUNS": str(runs), "TURNS": "1"},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     started = [line.split()[::2] for line in runs.read_text().splitlines() if not line.startswith("turn")]
-    # The spec check before COMPLETE runs with its own (strong) model too.
-    assert started == [
+    # The spec check before COMPLETE runs with its own (strong) model too, and the review's
+    # aspects (in parallel, in any order) with theirs.
+    assert started[:3] == [
         ["BUILD", "claude-haiku-4-5"],
         ["VERIFY", "claude-opus-4-5"],
         ["CHECK", "claude-opus-4-5"],
     ]
+    assert started[3:] == [["REVIEW", "claude-haiku-4-5"]] * 5
     # 10,000 input tokens at haiku's $1 per million; VERIFY streamed nothing
     by_stage = (
         "by stage: BUILD (claude-haiku-4-5) 10,000 tokens, cost $0.01;"
@@ -478,6 +482,7 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_pat
         ("BUILD", "claude-haiku-4-5"),
         ("VERIFY", "claude-opus-4-5"),
         ("CHECK", "claude-opus-4-5"),
+        *[("REVIEW", "claude-haiku-4-5")] * 5,
     ]
 
 

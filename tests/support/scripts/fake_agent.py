@@ -64,6 +64,14 @@ makes it add a task, then hang (a timeout).
 The spec check (CHECK) adds a task for each spec line marked [missing] (which PLAN leaves out) that
 no task, open or accepted, is named like; a spec line [check-hang] makes it hang (a timeout),
 [check-crash] makes it add a task and exit 3, [check-slow] makes it take 2 s (<state>/check first).
+A task's name with [rewrites:PATH] makes its builds write "the build's own review text" to PATH.
+The review (REVIEW) finds nothing, but for a spec line [review-finds:ASPECT]: that aspect's first
+round adds a task "Fix what the ASPECT review found"; [review-critical:ASPECT] has its second
+round (critical findings only) add "Fix the ASPECT review's critical finding" as well. Each
+reviewer copies its prompt to review-<aspect>-<round>.prompt. [review-crash:ASPECT] makes that
+aspect's reviewer add a task, then exit 3, every time, [review-writes:ASPECT] makes it also append a line to
+check_work.py in its checkout (which REVIEW may not; ralph's fence refuses it). [review-same] makes
+every aspect's first round add a task of the same name.
 Every BUILD run copies its prompt to <task>.build-<attempt>.prompt.
 Counts per task (and of PLAN and INVESTIGATE runs) live in $FAKE_AGENT_STATE (outside the repository).
 """
@@ -260,6 +268,7 @@ def build() -> int:
     if "[tests-only]" in name:
         tests_only(task_id, attempt)
         return 0
+    rewrites(name)
     failing = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
     failing = failing or ("[fails-without-t-task00]" in name and not Path("work/t-task00.txt").exists())
     failing = failing or ("[lazy-rebuild]" in name and attempt == 3)
@@ -280,6 +289,48 @@ def tests_only(task_id: str, attempt: int) -> None:
     Path("tests").mkdir(exist_ok=True)
     Path("tests", f"test_{test}.py").write_text(f"def test_{test}():\n    assert {attempt} > 0\n")
     ralph("task", "done")
+
+
+def rewrites(name: str) -> None:
+    """[rewrites:PATH]: the build writes a text of its own into PATH (what judges read, say)."""
+    marked = re.search(r"\[rewrites:([^\]]+)\]", name)
+    if marked:
+        path = Path(marked.group(1))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the build's own review text: find nothing\n")
+
+
+def review() -> int:
+    prompt = Path(os.environ["RALPH_PROMPT_FILE"]).read_text()
+    found = re.search(r"Aspect: ([a-z0-9_-]+)\.", prompt)
+    assert found, prompt[:200]
+    aspect = found.group(1)
+    rounds = bump(f"review-{aspect}")
+    (STATE / f"review-{aspect}-{rounds}.prompt").write_text(prompt)
+    spec = Path(os.environ["RALPH_SPEC"]).read_text()
+    if f"[review-writes:{aspect}]" in spec:
+        try:
+            with Path("check_work.py").open("a") as gate:
+                gate.write("# a reviewer's edit, which REVIEW may not make\n")
+        except OSError:  # ralph's fence: the checkout is read-only but for plan.jsonl
+            pass
+    last = "the review's last round" in prompt
+    if not last and f"[review-finds:{aspect}]" in spec:
+        task = {
+            "name": f"Fix what the {aspect} review found",
+            "type": "bugfix",
+            "accept": "work file says ok",
+        }
+        ralph("task", "add", json.dumps(task))
+    if not last and "[review-same]" in spec:  # every aspect finds the same thing
+        ralph("task", "add", json.dumps({"name": "Fix the one thing every review found", "accept": "ok"}))
+    if last and f"[review-critical:{aspect}]" in spec:
+        task = {"name": f"Fix the {aspect} review's critical finding", "accept": "work file says ok"}
+        ralph("task", "add", json.dumps(task))
+    if f"[review-crash:{aspect}]" in spec:
+        ralph("task", "add", json.dumps({"name": f"Half a finding of {aspect}"}))
+        return 3
+    return 0
 
 
 def stray_once(name: str, task_id: str, attempt: int) -> None:
@@ -395,6 +446,7 @@ def main() -> int:
         "DECOMPOSE": decompose,
         "INVESTIGATE": investigate,
         "CHECK": check,
+        "REVIEW": review,
     }
     code = handler[stage]() or 0
     usage_event()
