@@ -3,6 +3,9 @@ decompositions and VERIFY's verdicts. A spec's own records are ralph.plan.spec_r
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from ralph.errors import Refused
@@ -20,6 +23,123 @@ from ralph.plan.records import (
 )
 
 
+@dataclass(frozen=True)
+class BuildHistory:
+    """What the plan says of a task's builds, read once (`history`): the task as it is and the
+    reasons it was sent back, oldest first. What BUILD asks of it is answered from these alone."""
+
+    task: Record  # the task's record, as the plan read holds it (read only)
+    reasons: tuple[str, ...] = ()  # every reject record's: VERIFY's, a person's, the loop's set-asides
+    verify_reasons: tuple[str, ...] = ()  # VERIFY's (or a person's, `task reject`) alone
+
+    @property
+    def rejections(self) -> int:
+        """How many times VERIFY (or the loop) has rejected the task: its reject records."""
+        return len(self.reasons)
+
+    @property
+    def rebuilding(self) -> bool:
+        """VERIFY has rejected the task: its builds are rebuilds, with a budget of their own."""
+        return bool(self.verify_reasons)
+
+    def out_of_builds(self, max_attempts: int, max_rebuilds: int) -> bool:
+        """The task has had the builds its budget allows: max_attempts before VERIFY rejected it,
+        max_rebuilds after (the first build, which passed, does not count against the rebuilds)."""
+        if self.rebuilding:
+            return bool(self.task.get("rebuilds", 0) >= max_rebuilds)
+        return bool(self.task.get("attempts", 0) >= max_attempts)
+
+    def rejected_too_often(self, max_attempts: int, max_rebuilds: int) -> bool:
+        """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
+        used up max_rebuilds: DECOMPOSE splits it."""
+        if self.rejections >= max_attempts:
+            return True
+        return self.rebuilding and self.out_of_builds(max_attempts, max_rebuilds)
+
+    def after(self, attempt: AttemptRecord) -> BuildHistory:
+        """The history as recording `attempt` (FAILED, BUILT, RESUBMITTED) would leave it, worked
+        out on a copy of the task: whether a counted failure is built again, set aside or asked
+        about."""
+        task = copy.deepcopy(self.task)
+        _record_on(task, attempt, self.rebuilding)
+        return replace(self, task=task)
+
+
+def history(plan: PlanReader, task_id: str) -> BuildHistory:
+    """The task's build history: its reject records and its line, each read once."""
+    rejects = [line.record for line in plan.of("reject") if line.record["id"] == task_id]
+    reasons = tuple(str(record["reason"]) for record in rejects)
+    verify = tuple(str(record["reason"]) for record in rejects if not record.get("kill_reason"))
+    return BuildHistory(plan.task_line(task_id).record, reasons, verify)
+
+
+class Recorded(StrEnum):
+    """What BUILD records of an attempt on its task (AttemptRecord.kind)."""
+
+    FAILED = "failed"  # a failed build, counted: back to pending with its verdict and words
+    BUILT = "built"  # passed its gate: counted, with the files it changed
+    RESUBMITTED = "resubmitted"  # a rejected task resubmitted unchanged: not counted
+    SET_ASIDE = "set_aside"  # given up as it is (kill_reason says why): DECOMPOSE splits it
+    ASKED = "asked"  # a person is asked (`text`) about a failure another try would repeat
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One change BUILD makes to its task for an attempt, written by `record_attempt`. Plain data,
+    so that a runner replays it as an operation (ralph.plan.ops)."""
+
+    kind: Recorded
+    tokens: int = 0  # what the attempt's runs used (FAILED, BUILT, RESUBMITTED)
+    cost_usd: float | None = None  # None: not known
+    model: str | None = None  # the model it ran with (FAILED, BUILT)
+    files: tuple[str, ...] = ()  # the paths it changed (FAILED: their names leave its fingerprint)
+    verdict: Verdict | None = None  # why it failed (FAILED)
+    text: str = ""  # the failure's words (FAILED), why it is set aside (SET_ASIDE), the question (ASKED)
+    kill_reason: KillReason | None = None  # SET_ASIDE
+    kill_log: str | None = None  # SET_ASIDE: the log that says why
+    asked_at: str = ""  # ASKED
+    asked_by: str = ""  # ASKED
+
+    def __post_init__(self) -> None:  # read back from an operation's JSON, the files are a list
+        object.__setattr__(self, "files", tuple(self.files))
+
+
+def record_attempt(plan: PlanReader, task_id: str, attempt: AttemptRecord) -> Record:
+    """BUILD's write of one attempt on its task: the task's line read once and rewritten once,
+    then the reject record or the question it adds. The task as written; with ASKED, the
+    question."""
+    rebuilding = bool(plan.verify_reasons(task_id))
+    line = plan.task_line(task_id)
+    added = _record_on(line.record, attempt, rebuilding, plan)
+    plan.doc.rewrite(line)
+    if added is None:
+        return line.record
+    plan.doc.append(added)
+    return added if attempt.kind is Recorded.ASKED else line.record
+
+
+def _record_on(
+    task: Record, attempt: AttemptRecord, rebuilding: bool, plan: PlanReader | None = None
+) -> Record | None:
+    """`attempt` made on the task's record, in place; the record to add after its line (a
+    set-aside's reject record, a question), which only a `plan` makes."""
+    kind = attempt.kind
+    if kind is Recorded.FAILED:
+        _failed(task, attempt, rebuilding)
+    elif kind is Recorded.BUILT:
+        _built(task, attempt, rebuilding)
+    elif kind is Recorded.RESUBMITTED:
+        _resubmitted(task, attempt)
+    elif plan is not None and kind is Recorded.SET_ASIDE:
+        return tasks.send_back(plan, task, attempt.text, attempt.kill_reason, attempt.kill_log)
+    elif plan is not None and kind is Recorded.ASKED:
+        question, _ = questions.question_on(plan, task, attempt.text, attempt.asked_at, attempt.asked_by)
+        for stale in ("fingerprint", "repeated_failure", "repeated_from", "rejection_fingerprint"):
+            task.pop(stale, None)
+        return question
+    return None
+
+
 def record_build(
     plan: PlanReader,
     task_id: str,
@@ -28,20 +148,21 @@ def record_build(
     cost_usd: float | None,
     model: str | None = None,
 ) -> Record:
-    """A build attempt passed the gate: count it, note the files it changed, the model it ran
-    with and its cost, and clear what earlier failures left on the task."""
-    line = plan.task_line(task_id)
-    task = line.record
-    _count_build(plan, task)
-    task["files"] = sorted(files)
+    """A build attempt passed the gate (_built)."""
+    return record_attempt(plan, task_id, AttemptRecord(Recorded.BUILT, tokens, cost_usd, model, tuple(files)))
+
+
+def _built(task: Record, attempt: AttemptRecord, rebuilding: bool) -> None:
+    """A build passed the gate: count it, note the files it changed, the model it ran with and
+    its cost, and clear what earlier failures left on the task."""
+    _count_build(task, rebuilding)
+    task["files"] = sorted(attempt.files)
     task["verdict"] = Verdict.BUILT
-    _add_usage(task, tokens, cost_usd)
-    _record_model(task, model)
+    _add_usage(task, attempt.tokens, attempt.cost_usd)
+    _record_model(task, attempt.model)
     stale_failure = ("gate_failure", "fingerprint", "repeated_failure", "repeated_from", "resubmitted")
     for stale in (*stale_failure, "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
-    plan.doc.rewrite(line)
-    return task
 
 
 def record_build_commit(plan: PlanReader, task_id: str, commit: str) -> None:
@@ -72,38 +193,42 @@ def record_build_failure(
     model: str | None = None,
     files: list[str] | None = None,
 ) -> int:
-    """A build attempt failed: back to pending with its verdict, the reason and the model it ran
-    with; returns the attempts so far. Its fingerprint (`files`: the paths the build changed, whose
-    names it takes out) against its last failure's and its ancestors' says whether it repeats one
-    (families.note_repeat)."""
-    line = plan.task_line(task_id)
-    task = line.record
-    task["s"] = Status.PENDING
-    _count_build(plan, task)
-    task["verdict"] = verdict
-    print_ = fingerprint(verdict, failure, [task_id, *(files or [])])
-    note_repeat(task, print_, task.get("fingerprint"), task.get("gate_failure"), failure)
-    task["fingerprint"] = print_
-    task["gate_failure"] = failure
-    _add_usage(task, tokens, cost_usd)
-    _record_model(task, model)
-    plan.doc.rewrite(line)
-    attempts: int = task["attempts"]
+    """A build attempt failed (_failed); returns the attempts so far."""
+    failed = AttemptRecord(Recorded.FAILED, tokens, cost_usd, model, tuple(files or ()), verdict, failure)
+    attempts: int = record_attempt(plan, task_id, failed)["attempts"]
     return attempts
 
 
+def _failed(task: Record, attempt: AttemptRecord, rebuilding: bool) -> None:
+    """A build failed: back to pending with its verdict, the reason and the model it ran with.
+    Its fingerprint (its `files`: the paths the build changed, whose names it takes out) against
+    its last failure's and its ancestors' says whether it repeats one (families.note_repeat)."""
+    verdict, failure = attempt.verdict, attempt.text
+    if verdict is None:
+        raise ValueError("a failed build is recorded with its verdict")
+    task["s"] = Status.PENDING
+    _count_build(task, rebuilding)
+    task["verdict"] = verdict
+    print_ = fingerprint(verdict, failure, [task["id"], *attempt.files])
+    note_repeat(task, print_, task.get("fingerprint"), task.get("gate_failure"), failure)
+    task["fingerprint"] = print_
+    task["gate_failure"] = failure
+    _add_usage(task, attempt.tokens, attempt.cost_usd)
+    _record_model(task, attempt.model)
+
+
 def record_resubmission(plan: PlanReader, task_id: str, tokens: int, cost_usd: float | None) -> Record:
-    """The builder found the rejected work already correct and resubmitted it unchanged, with its
-    argument (`task done --unchanged`): no build to count; a fresh verifier judges it, and only
-    a rejection of it counts, as a rebuild (tasks.reject)."""
-    line = plan.task_line(task_id)
-    task = line.record
+    """The builder found the rejected work already correct and resubmitted it unchanged (_resubmitted)."""
+    return record_attempt(plan, task_id, AttemptRecord(Recorded.RESUBMITTED, tokens, cost_usd))
+
+
+def _resubmitted(task: Record, attempt: AttemptRecord) -> None:
+    """Resubmitted unchanged, with its argument (`task done --unchanged`): no build to count; a
+    fresh verifier judges it, and only a rejection of it counts, as a rebuild (tasks.reject)."""
     task["verdict"] = Verdict.BUILT
-    _add_usage(task, tokens, cost_usd)
+    _add_usage(task, attempt.tokens, attempt.cost_usd)
     for stale in ("gate_failure", "fingerprint", "repeated_failure", "repeated_from", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
-    plan.doc.rewrite(line)
-    return task
 
 
 def rebuilding(plan: PlanReader, task_id: str) -> bool:
@@ -119,27 +244,20 @@ def failed_builds(task: Record) -> int:
 
 
 def out_of_builds(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
-    """The task has had the builds its budget allows: max_attempts before VERIFY rejected it,
-    max_rebuilds after (the first build, which passed, does not count against the rebuilds)."""
-    task = plan.task_line(task_id).record
-    if rebuilding(plan, task_id):
-        return bool(task.get("rebuilds", 0) >= max_rebuilds)
-    return bool(task.get("attempts", 0) >= max_attempts)
+    """BuildHistory.out_of_builds, of the task as the plan has it."""
+    return history(plan, task_id).out_of_builds(max_attempts, max_rebuilds)
 
 
 def rejected_too_often(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
-    """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions) used up
-    max_rebuilds: DECOMPOSE splits it."""
-    if plan.rejections(task_id) >= max_attempts:
-        return True
-    return rebuilding(plan, task_id) and out_of_builds(plan, task_id, max_attempts, max_rebuilds)
+    """BuildHistory.rejected_too_often, of the task as the plan has it."""
+    return history(plan, task_id).rejected_too_often(max_attempts, max_rebuilds)
 
 
-def _count_build(plan: PlanReader, task: Record) -> None:
+def _count_build(task: Record, rebuilding: bool) -> None:
     """One more build: every build counts in `attempts` (the history of builds), and those after
     a rejection also in `rebuilds`, their own budget."""
     task["attempts"] = task.get("attempts", 0) + 1
-    if rebuilding(plan, task["id"]):
+    if rebuilding:
         task["rebuilds"] = task.get("rebuilds", 0) + 1
 
 

@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import fields as dataclass_fields
+from dataclasses import is_dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -190,9 +192,13 @@ def well_formed(op: object) -> bool:
 
 def _marked(value: Any) -> Any:
     """Enums marked with their kind (json would write a StrEnum as its bare string, and a
-    transition may want the enum back)."""
+    transition may want the enum back), and a transition's typed argument (a dataclass of plain
+    fields, attempts.AttemptRecord) with its class."""
     if isinstance(value, Enum):
         return {"$enum": type(value).__name__, "value": value.value}
+    if is_dataclass(value) and not isinstance(value, type):
+        fields = {field.name: _marked(getattr(value, field.name)) for field in dataclass_fields(value)}
+        return {"$record": type(value).__name__, "fields": fields}
     if isinstance(value, dict):
         return {key: _marked(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -206,10 +212,20 @@ def _not_plain(value: object) -> object:
 
 def _enum_back(value: dict[str, Any]) -> Any:
     if set(value) == {"$enum", "value"}:
-        from ralph.plan import records
-
-        kind = getattr(records, str(value["$enum"]), None)
+        kind = _kind(str(value["$enum"]))
         if isinstance(kind, type) and issubclass(kind, Enum):
             return kind(value["value"])
         raise ValueError(f"unknown enum {value['$enum']}")
+    if set(value) == {"$record", "fields"} and isinstance(value["fields"], dict):
+        kind = _kind(str(value["$record"]))
+        if isinstance(kind, type) and is_dataclass(kind):
+            return kind(**value["fields"])
+        raise ValueError(f"unknown record {value['$record']}")
     return value
+
+
+def _kind(name: str) -> object:
+    """The enum or typed argument a transition takes, by its class's name."""
+    from ralph.plan import attempts, records
+
+    return getattr(records, name, None) or getattr(attempts, name, None)

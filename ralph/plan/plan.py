@@ -60,6 +60,9 @@ class Plan(PlanReader):
     def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
         return spec_records.record_check_kill(self, spec, kill_reason, kill_log)
 
+    def record_attempt(self, task_id: str, attempt: attempts.AttemptRecord) -> Record:
+        return attempts.record_attempt(self, task_id, attempt)
+
     def record_build(
         self, task_id: str, files: list[str], tokens: int, cost_usd: float | None, model: str | None = None
     ) -> Record:
