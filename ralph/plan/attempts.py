@@ -25,7 +25,7 @@ from ralph.plan.records import (
 
 @dataclass(frozen=True)
 class BuildHistory:
-    """What the plan says of a task's builds, read once (`history`): the task as it is and the
+    """What the plan says of a task's builds, read once (`build_history`): the task as it is and the
     reasons it was sent back, oldest first. What BUILD asks of it is answered from these alone."""
 
     task: Record  # the task's record, as the plan read holds it (read only)
@@ -65,12 +65,18 @@ class BuildHistory:
         return replace(self, task=task)
 
 
-def history(plan: PlanReader, task_id: str) -> BuildHistory:
+def build_history(plan: PlanReader, task_id: str) -> BuildHistory:
     """The task's build history: its reject records and its line, each read once."""
-    rejects = [line.record for line in plan.of("reject") if line.record["id"] == task_id]
+    rejects = _rejects(plan, task_id)
     reasons = tuple(str(record["reason"]) for record in rejects)
     verify = tuple(str(record["reason"]) for record in rejects if not record.get("kill_reason"))
     return BuildHistory(plan.task_line(task_id).record, reasons, verify)
+
+
+def _rejects(plan: PlanReader, task_id: str) -> list[Record]:
+    """The task's reject records, oldest first: VERIFY's and a person's, and the loop's
+    set-asides (with a kill_reason)."""
+    return [line.record for line in plan.of("reject") if line.record["id"] == task_id]
 
 
 class Recorded(StrEnum):
@@ -108,7 +114,7 @@ def record_attempt(plan: PlanReader, task_id: str, attempt: AttemptRecord) -> Re
     """BUILD's write of one attempt on its task: the task's line read once and rewritten once,
     then the reject record or the question it adds. The task as written; with ASKED, the
     question."""
-    rebuilding = bool(plan.verify_reasons(task_id))
+    rebuilding = any(not record.get("kill_reason") for record in _rejects(plan, task_id))
     line = plan.task_line(task_id)
     added = _record_on(line.record, attempt, rebuilding, plan)
     plan.doc.rewrite(line)
@@ -245,12 +251,12 @@ def failed_builds(task: Record) -> int:
 
 def out_of_builds(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
     """BuildHistory.out_of_builds, of the task as the plan has it."""
-    return history(plan, task_id).out_of_builds(max_attempts, max_rebuilds)
+    return build_history(plan, task_id).out_of_builds(max_attempts, max_rebuilds)
 
 
 def rejected_too_often(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
     """BuildHistory.rejected_too_often, of the task as the plan has it."""
-    return history(plan, task_id).rejected_too_often(max_attempts, max_rebuilds)
+    return build_history(plan, task_id).rejected_too_often(max_attempts, max_rebuilds)
 
 
 def _count_build(task: Record, rebuilding: bool) -> None:
