@@ -424,10 +424,44 @@ def record_verify_kill(plan: PlanReader, task_id: str, kill_reason: KillReason, 
     """A VERIFY run of the done task was stopped (its time limit, a full context): it stays
     done, with why and the run's log, for the next VERIFY to know; returns how many of its
     VERIFY runs were stopped so far (the loop sets it aside at max_attempts)."""
+    return record_verify_stop(plan, task_id, kill_reason, kill_log)
+
+
+def record_verify_stop(
+    plan: PlanReader, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
+) -> int:
+    """VERIFY's write of a stopped run on its task (record_verify_kill), and with `set_aside` (why)
+    the task set aside for DECOMPOSE: its line read once and rewritten once. The stops so far."""
     line = plan.task_line(task_id)
     kills = count_kill(line.record, "verify_", kill_reason, kill_log)
+    tombstone = tasks.send_back(plan, line.record, set_aside, kill_reason, kill_log) if set_aside else None
     plan.doc.rewrite(line)
+    if tombstone is not None:
+        plan.doc.append(tombstone)
     return kills
+
+
+@dataclass(frozen=True)
+class Given:
+    """What one verifier gave in its own copy of the plan, read once (`given_by`): its verdict on
+    its task ("accepted", "rejected" with its reason, or none) and the tasks and issues it added
+    (records, with their ids): the plain data apply_verification takes."""
+
+    verdict: str | None = None
+    reason: str | None = None
+    added: tuple[Record, ...] = ()
+
+
+def given_by(task_id: str, base: PlanReader, theirs: PlanReader) -> Given:
+    """What the verifier of `task_id` gave in `theirs`, its copy of the plan that started as `base`."""
+    verdict, reason = verdict_given(task_id, base, theirs)
+    known = base.taken_ids()
+    added = tuple(
+        dict(line.record)
+        for line in theirs.doc.records()
+        if line.record["t"] in ("task", "issue") and line.record["id"] not in known
+    )
+    return Given(verdict, reason, added)
 
 
 def verdict_given(task_id: str, base: PlanReader, theirs: PlanReader) -> tuple[str | None, str | None]:
@@ -447,17 +481,12 @@ def take_verification(
     (new_work.bound: the rest go into one issue for a person, `cut_issue`). Its permissions are
     checked before; nothing else of its copy is taken. Returns what was taken. The change is made
     by `apply_verification`, whose arguments are plain data: a runner replays it as an operation."""
-    verdict, reason = verdict_given(task_id, base, theirs)
-    known = base.taken_ids()
-    added = [
-        dict(line.record)
-        for line in theirs.doc.records()
-        if line.record["t"] in ("task", "issue") and line.record["id"] not in known
-    ]
+    given = given_by(task_id, base, theirs)
+    args = (task_id, given.verdict, given.reason, list(given.added), max_new)
     apply = getattr(plan, "apply_verification", None)  # the recorded transition, on a Plan
     if apply is not None:
-        return apply(task_id, verdict, reason, added, max_new)  # type: ignore[no-any-return]
-    return apply_verification(plan, task_id, verdict, reason, added, max_new)
+        return apply(*args)  # type: ignore[no-any-return]
+    return apply_verification(plan, *args)
 
 
 def overtaken(plan: PlanReader, task_id: str) -> bool:

@@ -141,6 +141,11 @@ class Plan(PlanReader):
     def record_verify_kill(self, task_id: str, kill_reason: KillReason, kill_log: str) -> int:
         return attempts.record_verify_kill(self, task_id, kill_reason, kill_log)
 
+    def record_verify_stop(
+        self, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
+    ) -> int:
+        return attempts.record_verify_stop(self, task_id, kill_reason, kill_log, set_aside)
+
     def take_verification(self, task_id: str, base: Plan, theirs: Plan, max_new: int | None = None) -> Record:
         return attempts.take_verification(self, task_id, base, theirs, max_new)
 

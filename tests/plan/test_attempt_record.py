@@ -1,13 +1,14 @@
 """What BUILD reads of a task once (attempts.BuildHistory) and the one change it writes for an
 attempt (attempts.AttemptRecord, record_attempt): the budget questions answered from the history,
 a failure worked out on a copy, each kind of change written as one rewrite of the task's line,
-and the change replayed by a runner as an operation."""
+and the change replayed by a runner as an operation. VERIFY likewise: what a verifier gave, read
+once (attempts.Given), and a stopped run written in one rewrite (record_verify_stop)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ralph.plan.attempts import AttemptRecord, Recorded, build_history, record_attempt
+from ralph.plan.attempts import AttemptRecord, Given, Recorded, build_history, given_by, record_attempt
 from ralph.plan.ops import decode, encode
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Status, Verdict
@@ -133,3 +134,35 @@ def test_an_attempt_goes_through_a_commit_message_as_its_type_and_a_runner_repla
     data, [outcome] = replay(BASE, [decode(encode(op))])
     assert outcome.kind == "applied"
     assert data == ours.doc.to_bytes()
+
+
+# --- VERIFY -------------------------------------------------------------------------------------
+
+DONE = data_of({"t": "config"}, task("a", s="d", files=["a.py"]), task("b"))
+
+
+def test_what_a_verifier_gave_is_read_once_with_its_verdict_and_what_it_added():
+    theirs = plan_of(DONE)
+    theirs.reject("t-a", "the sum is off by one")
+    [added] = theirs.add_tasks(["Fix the sum"])
+    gave = given_by("t-a", plan_of(DONE), theirs)
+    assert (gave.verdict, gave.reason) == ("rejected", "the sum is off by one")
+    assert [record["id"] for record in gave.added] == [added["id"]]  # not the tasks it started with
+    assert given_by("t-a", plan_of(DONE), plan_of(DONE)) == Given()
+
+
+def test_a_stopped_verify_run_set_aside_is_one_rewrite_and_writes_what_a_kill_then_a_set_aside_did():
+    two_steps = plan_of(DONE)
+    two_steps.record_verify_kill("t-a", KillReason.TIMEOUT, "v.log")
+    two_steps.set_aside("t-a", KillReason.TIMEOUT, "stopped twice", kill_log="v.log")
+    once = plan_of(DONE)
+    assert once.record_verify_stop("t-a", KillReason.TIMEOUT, "v.log", set_aside="stopped twice") == 1
+    assert touched(once) == [("task", "t-a"), ("reject", "t-a")]
+    assert once.doc.to_bytes() == two_steps.doc.to_bytes()
+
+
+def test_a_stopped_verify_run_not_set_aside_stays_done_with_its_stop_counted():
+    plan = plan_of(DONE)
+    assert plan.record_verify_stop("t-a", KillReason.CONTEXT_LIMIT, "v.log") == 1
+    assert touched(plan) == [("task", "t-a")]
+    assert task_in(plan, "t-a")["s"] == Status.DONE
