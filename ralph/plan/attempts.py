@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any
 
 from ralph.errors import Refused
@@ -15,7 +14,9 @@ from ralph.plan.families import fingerprint, inherited_failures, members_to_hold
 from ralph.plan.reading import PlanReader, drop_claim
 from ralph.plan.records import (
     VERIFY_KILL_FIELDS,
+    AttemptRecord,
     KillReason,
+    Recorded,
     Status,
     Verdict,
     count_kill,
@@ -77,37 +78,6 @@ def _rejects(plan: PlanReader, task_id: str) -> list[Record]:
     """The task's reject records, oldest first: VERIFY's and a person's, and the loop's
     set-asides (with a kill_reason)."""
     return [line.record for line in plan.of("reject") if line.record["id"] == task_id]
-
-
-class Recorded(StrEnum):
-    """What BUILD records of an attempt on its task (AttemptRecord.kind)."""
-
-    FAILED = "failed"  # a failed build, counted: back to pending with its verdict and words
-    BUILT = "built"  # passed its gate: counted, with the files it changed
-    RESUBMITTED = "resubmitted"  # a rejected task resubmitted unchanged: not counted
-    SET_ASIDE = "set_aside"  # given up as it is (kill_reason says why): DECOMPOSE splits it
-    ASKED = "asked"  # a person is asked (`text`) about a failure another try would repeat
-
-
-@dataclass(frozen=True)
-class AttemptRecord:
-    """One change BUILD makes to its task for an attempt, written by `record_attempt`. Plain data,
-    so that a runner replays it as an operation (ralph.plan.ops)."""
-
-    kind: Recorded
-    tokens: int = 0  # what the attempt's runs used (FAILED, BUILT, RESUBMITTED)
-    cost_usd: float | None = None  # None: not known
-    model: str | None = None  # the model it ran with (FAILED, BUILT)
-    files: tuple[str, ...] = ()  # the paths it changed (FAILED: their names leave its fingerprint)
-    verdict: Verdict | None = None  # why it failed (FAILED)
-    text: str = ""  # the failure's words (FAILED), why it is set aside (SET_ASIDE), the question (ASKED)
-    kill_reason: KillReason | None = None  # SET_ASIDE
-    kill_log: str | None = None  # SET_ASIDE: the log that says why
-    asked_at: str = ""  # ASKED
-    asked_by: str = ""  # ASKED
-
-    def __post_init__(self) -> None:  # read back from an operation's JSON, the files are a list
-        object.__setattr__(self, "files", tuple(self.files))
 
 
 def record_attempt(plan: PlanReader, task_id: str, attempt: AttemptRecord) -> Record:

@@ -193,7 +193,7 @@ def well_formed(op: object) -> bool:
 def _marked(value: Any) -> Any:
     """Enums marked with their kind (json would write a StrEnum as its bare string, and a
     transition may want the enum back), and a transition's typed argument (a dataclass of plain
-    fields, attempts.AttemptRecord) with its class."""
+    fields, records.AttemptRecord) with its class."""
     if isinstance(value, Enum):
         return {"$enum": type(value).__name__, "value": value.value}
     if is_dataclass(value) and not isinstance(value, type):
@@ -211,21 +211,16 @@ def _not_plain(value: object) -> object:
 
 
 def _enum_back(value: dict[str, Any]) -> Any:
+    from ralph.plan import records
+
     if set(value) == {"$enum", "value"}:
-        kind = _kind(str(value["$enum"]))
+        kind = getattr(records, str(value["$enum"]), None)
         if isinstance(kind, type) and issubclass(kind, Enum):
             return kind(value["value"])
         raise ValueError(f"unknown enum {value['$enum']}")
     if set(value) == {"$record", "fields"} and isinstance(value["fields"], dict):
-        kind = _kind(str(value["$record"]))
+        kind = getattr(records, str(value["$record"]), None)
         if isinstance(kind, type) and is_dataclass(kind):
             return kind(**value["fields"])
         raise ValueError(f"unknown record {value['$record']}")
     return value
-
-
-def _kind(name: str) -> object:
-    """The enum or typed argument a transition takes, by its class's name."""
-    from ralph.plan import attempts, records
-
-    return getattr(records, name, None) or getattr(attempts, name, None)

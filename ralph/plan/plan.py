@@ -12,7 +12,7 @@ from ralph.plan import attempts, claims, drafts, questions, singletons, spec_rec
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
-from ralph.plan.records import KillReason, Verdict
+from ralph.plan.records import AttemptRecord, KillReason, Verdict
 
 
 class Plan(PlanReader):
@@ -60,7 +60,7 @@ class Plan(PlanReader):
     def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
         return spec_records.record_check_kill(self, spec, kill_reason, kill_log)
 
-    def record_attempt(self, task_id: str, attempt: attempts.AttemptRecord) -> Record:
+    def record_attempt(self, task_id: str, attempt: AttemptRecord) -> Record:
         return attempts.record_attempt(self, task_id, attempt)
 
     def record_build(

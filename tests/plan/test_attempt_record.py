@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from ralph.plan.attempts import AttemptRecord, Given, Recorded, build_history, given_by, record_attempt
+from ralph.plan.attempts import Given, build_history, given_by, record_attempt
 from ralph.plan.ops import decode, encode
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, Status, Verdict
+from ralph.plan.records import AttemptRecord, KillReason, Recorded, Status, Verdict
 from ralph.plan.replay import replay
 from tests.support.plans import BASE, T0, data_of, ops_made, plan_of, task, task_in
 

@@ -38,14 +38,16 @@ from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.loop.tree.work_tree import CheckoutBehind, Keep, judge_failure, settle_attempt
-from ralph.plan.attempts import AttemptRecord, BuildHistory, Recorded, build_history, failed_the_same_twice
+from ralph.plan.attempts import BuildHistory, build_history, failed_the_same_twice
 from ralph.plan.document import Record
 from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
     KILLING_STOPS,
     VERDICT_WORDS,
+    AttemptRecord,
     KillReason,
+    Recorded,
     Stage,
     TaskView,
     Verdict,
