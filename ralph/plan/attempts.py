@@ -339,12 +339,16 @@ def block(plan: PlanReader, task_id: str, reason: str) -> Record:
     """The loop gives up on the task: a person must split or rethink it. Nothing depending on
     it is built meanwhile."""
     line = plan.task_line(task_id)
-    line.record["s"] = Status.BLOCKED
-    line.record["blocked_reason"] = reason
-    line.record.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
-    drop_claim(line.record)
+    _blocked(line.record, reason)
     plan.doc.rewrite(line)
     return line.record
+
+
+def _blocked(task: Record, reason: str) -> None:
+    task["s"] = Status.BLOCKED
+    task["blocked_reason"] = reason
+    task.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
+    drop_claim(task)
 
 
 def record_decomposition(
@@ -379,6 +383,31 @@ def record_decomposition(
         plan.doc.rewrite(line)
     if parent is not None:  # the agent may have removed it itself
         tasks.delete(plan, task_id)
+
+
+def record_undecomposed(
+    plan: PlanReader,
+    task_id: str,
+    task: Record,
+    drop: list[str],
+    counted: bool = True,
+    block: str | None = None,
+) -> int:
+    """DECOMPOSE's write of a task it did not decompose, in one transition: the subtasks its run
+    made undone (`drop`), the task put back as it was (`task`) when its agent removed it, the
+    failed decomposition counted (`counted`), and with `block` (why) the task blocked for a
+    person, its line rewritten once. Returns its failed decompositions so far."""
+    for child in drop:
+        tasks.delete(plan, child, force=True)
+    if plan.find_task(task_id) is None:  # the agent removed it, with too few parts: back as it was
+        restore_task(plan, task)
+    line = plan.task_line(task_id)
+    if counted:
+        line.record["decompose_failures"] = line.record.get("decompose_failures", 0) + 1
+    if block is not None:
+        _blocked(line.record, block)
+    plan.doc.rewrite(line)
+    return int(line.record.get("decompose_failures", 0))
 
 
 def record_decompose_failure(plan: PlanReader, task_id: str) -> int:

@@ -135,6 +135,11 @@ class Plan(PlanReader):
     def restore_task(self, record: Record) -> Record:
         return attempts.restore_task(self, record)
 
+    def record_undecomposed(
+        self, task_id: str, task: Record, drop: list[str], counted: bool = True, block: str | None = None
+    ) -> int:
+        return attempts.record_undecomposed(self, task_id, task, drop, counted, block)
+
     def record_decompose_failure(self, task_id: str) -> int:
         return attempts.record_decompose_failure(self, task_id)
 

@@ -166,3 +166,32 @@ def test_a_stopped_verify_run_not_set_aside_stays_done_with_its_stop_counted():
     assert plan.record_verify_stop("t-a", KillReason.CONTEXT_LIMIT, "v.log") == 1
     assert touched(plan) == [("task", "t-a")]
     assert task_in(plan, "t-a")["s"] == Status.DONE
+
+
+# --- DECOMPOSE ----------------------------------------------------------------------------------
+
+KILLED = data_of({"t": "config"}, task("a", kill_reason="timeout", decompose_failures=1), task("b"))
+
+
+def test_a_refused_decomposition_is_one_write_of_what_four_transitions_did():
+    ran = plan_of(KILLED)  # its agent removed the task and made one subtask: too few
+    removed = ran.delete("t-a", force=True)[0]
+    [part] = ran.add_tasks([{"name": "Part", "parent": "t-a"}])
+    ran_bytes = ran.doc.to_bytes()
+    four = plan_of(ran_bytes)
+    four.delete(part["id"], force=True)
+    four.restore_task(removed)
+    four.record_decompose_failure("t-a")
+    four.block("t-a", "DECOMPOSE failed 2 times")
+    once = plan_of(ran_bytes)
+    failures = once.record_undecomposed("t-a", removed, [part["id"]], block="DECOMPOSE failed 2 times")
+    assert failures == 2
+    assert once.doc.to_bytes() == four.doc.to_bytes()
+    assert [op["op"] for op in ops_made(once)] == ["record_undecomposed"]
+
+
+def test_a_task_too_deep_to_decompose_is_blocked_without_a_failure_counted():
+    plan = plan_of(KILLED)
+    assert plan.record_undecomposed("t-a", task_in(plan, "t-a"), [], counted=False, block="too deep") == 1
+    assert touched(plan) == [("task", "t-a")]
+    assert (task_in(plan, "t-a")["s"], task_in(plan, "t-a")["blocked_reason"]) == (Status.BLOCKED, "too deep")
