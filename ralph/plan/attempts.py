@@ -193,11 +193,6 @@ def _failed(task: Record, attempt: AttemptRecord, rebuilding: bool) -> None:
     _record_model(task, attempt.model)
 
 
-def record_resubmission(plan: PlanReader, task_id: str, tokens: int, cost_usd: float | None) -> Record:
-    """The builder found the rejected work already correct and resubmitted it unchanged (_resubmitted)."""
-    return record_attempt(plan, task_id, AttemptRecord(Recorded.RESUBMITTED, tokens, cost_usd))
-
-
 def _resubmitted(task: Record, attempt: AttemptRecord) -> None:
     """Resubmitted unchanged, with its argument (`task done --unchanged`): no build to count; a
     fresh verifier judges it, and only a rejection of it counts, as a rebuild (tasks.reject)."""
@@ -207,26 +202,11 @@ def _resubmitted(task: Record, attempt: AttemptRecord) -> None:
         task.pop(stale, None)
 
 
-def rebuilding(plan: PlanReader, task_id: str) -> bool:
-    """VERIFY has rejected the task: its builds are rebuilds, with a budget of their own."""
-    return bool(verify_reasons(plan, task_id))
-
-
 def failed_builds(task: Record) -> int:
     """How many of the task's builds failed: each it had, as none of them was accepted (its gate,
     its merge or VERIFY failed it). A run whose agent failed without doing anything, or a build
     given back as made on a stale base, is no attempt and counts here neither."""
     return int(task.get("attempts") or 0)
-
-
-def out_of_builds(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
-    """BuildHistory.out_of_builds, of the task as the plan has it."""
-    return build_history(plan, task_id).out_of_builds(max_attempts, max_rebuilds)
-
-
-def rejected_too_often(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
-    """BuildHistory.rejected_too_often, of the task as the plan has it."""
-    return build_history(plan, task_id).rejected_too_often(max_attempts, max_rebuilds)
 
 
 def _count_build(task: Record, rebuilding: bool) -> None:

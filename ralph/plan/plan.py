@@ -68,12 +68,6 @@ class Plan(PlanReader):
     ) -> Record:
         return attempts.record_build(self, task_id, files, tokens, cost_usd, model)
 
-    def record_resubmission(self, task_id: str, tokens: int, cost_usd: float | None) -> Record:
-        return attempts.record_resubmission(self, task_id, tokens, cost_usd)
-
-    def out_of_builds(self, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
-        return attempts.out_of_builds(self, task_id, max_attempts, max_rebuilds)
-
     def ask_about_repeated_failure(
         self,
         task_id: str,
