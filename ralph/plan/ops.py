@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 TRAILER = "Ralph-Op"
 REPLAYED_TRAILER = "Ralph-Replayed"  # on a runner's catch-up merge: its own operations were replayed
+TYPED_ARGUMENTS = frozenset({"AttemptRecord"})  # ralph.plan.records' dataclasses a transition takes
 
 Op = dict[str, Any]  # {"op": transition name, "args": [...], "kw": {...}, "ids": [ids it made]}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -219,8 +220,14 @@ def _enum_back(value: dict[str, Any]) -> Any:
             return kind(value["value"])
         raise ValueError(f"unknown enum {value['$enum']}")
     if set(value) == {"$record", "fields"} and isinstance(value["fields"], dict):
-        kind = getattr(records, str(value["$record"]), None)
-        if isinstance(kind, type) and is_dataclass(kind):
+        # Read back from text an agent's fenced run may have written (ralph.store.pending_ops): only
+        # a transition's own argument type is made, and fields it does not have refuse the text.
+        name = str(value["$record"])
+        kind = getattr(records, name, None) if name in TYPED_ARGUMENTS else None
+        if not (isinstance(kind, type) and is_dataclass(kind)):
+            raise ValueError(f"unknown record {name}")
+        try:
             return kind(**value["fields"])
-        raise ValueError(f"unknown record {value['$record']}")
+        except TypeError as exc:
+            raise ValueError(f"{name} does not read: {exc}") from exc
     return value
