@@ -61,6 +61,8 @@ class BuildHistory:
         """The history as recording `attempt` (FAILED, BUILT, RESUBMITTED) would leave it, worked
         out on a copy of the task: whether a counted failure is built again, set aside or asked
         about."""
+        if attempt.kind not in (Recorded.FAILED, Recorded.BUILT, Recorded.RESUBMITTED):
+            raise ValueError(f"{attempt.kind} adds a record to the plan: it is not worked out on a copy")
         task = copy.deepcopy(self.task)
         _record_on(task, attempt, self.rebuilding)
         return replace(self, task=task)
@@ -70,8 +72,7 @@ def build_history(plan: PlanReader, task_id: str) -> BuildHistory:
     """The task's build history: its reject records and its line, each read once."""
     rejects = _rejects(plan, task_id)
     reasons = tuple(str(record["reason"]) for record in rejects)
-    verify = tuple(str(record["reason"]) for record in rejects if not record.get("kill_reason"))
-    return BuildHistory(plan.task_line(task_id).record, reasons, verify)
+    return BuildHistory(plan.task_line(task_id).record, reasons, _verify_reasons(rejects))
 
 
 def _rejects(plan: PlanReader, task_id: str) -> list[Record]:
@@ -80,11 +81,16 @@ def _rejects(plan: PlanReader, task_id: str) -> list[Record]:
     return [line.record for line in plan.of("reject") if line.record["id"] == task_id]
 
 
+def _verify_reasons(rejects: list[Record]) -> tuple[str, ...]:
+    """Of the reject records, VERIFY's (and a person's) reasons: not the loop's set-asides."""
+    return tuple(str(record["reason"]) for record in rejects if not record.get("kill_reason"))
+
+
 def record_attempt(plan: PlanReader, task_id: str, attempt: AttemptRecord) -> Record:
     """BUILD's write of one attempt on its task: the task's line read once and rewritten once,
     then the reject record or the question it adds. The task as written; with ASKED, the
     question."""
-    rebuilding = any(not record.get("kill_reason") for record in _rejects(plan, task_id))
+    rebuilding = bool(_verify_reasons(_rejects(plan, task_id)))
     line = plan.task_line(task_id)
     added = _record_on(line.record, attempt, rebuilding, plan)
     plan.doc.rewrite(line)

@@ -195,3 +195,9 @@ def test_a_task_too_deep_to_decompose_is_blocked_without_a_failure_counted():
     assert plan.record_undecomposed("t-a", task_in(plan, "t-a"), [], counted=False, block="too deep") == 1
     assert touched(plan) == [("task", "t-a")]
     assert (task_in(plan, "t-a")["s"], task_in(plan, "t-a")["blocked_reason"]) == (Status.BLOCKED, "too deep")
+
+
+def test_a_change_that_adds_a_record_is_not_previewed_on_a_copy():
+    aside = AttemptRecord(Recorded.SET_ASIDE, text="too slow", kill_reason=KillReason.TIMEOUT)
+    with pytest.raises(ValueError):
+        build_history(plan_of(BASE), "t-a").after(aside)
