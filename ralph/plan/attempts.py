@@ -3,6 +3,8 @@ decompositions and VERIFY's verdicts. A spec's own records are ralph.plan.spec_r
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ralph.errors import Refused
@@ -12,12 +14,112 @@ from ralph.plan.families import fingerprint, inherited_failures, members_to_hold
 from ralph.plan.reading import PlanReader, drop_claim
 from ralph.plan.records import (
     VERIFY_KILL_FIELDS,
+    AttemptRecord,
     KillReason,
+    Recorded,
     Status,
     Verdict,
     count_kill,
     is_done,
 )
+
+
+@dataclass(frozen=True)
+class BuildHistory:
+    """What the plan says of a task's builds, read once (`build_history`): the task as it is and the
+    reasons it was sent back, oldest first. What BUILD asks of it is answered from these alone."""
+
+    task: Record  # the task's record, as the plan read holds it (read only)
+    reasons: tuple[str, ...] = ()  # every reject record's: VERIFY's, a person's, the loop's set-asides
+    verify_reasons: tuple[str, ...] = ()  # VERIFY's (or a person's, `task reject`) alone
+
+    @property
+    def rejections(self) -> int:
+        """How many times VERIFY (or the loop) has rejected the task: its reject records."""
+        return len(self.reasons)
+
+    @property
+    def rebuilding(self) -> bool:
+        """VERIFY has rejected the task: its builds are rebuilds, with a budget of their own."""
+        return bool(self.verify_reasons)
+
+    def out_of_builds(self, max_attempts: int, max_rebuilds: int) -> bool:
+        """The task has had the builds its budget allows: max_attempts before VERIFY rejected it,
+        max_rebuilds after (the first build, which passed, does not count against the rebuilds)."""
+        if self.rebuilding:
+            return bool(self.task.get("rebuilds", 0) >= max_rebuilds)
+        return bool(self.task.get("attempts", 0) >= max_attempts)
+
+    def rejected_too_often(self, max_attempts: int, max_rebuilds: int) -> bool:
+        """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
+        used up max_rebuilds: DECOMPOSE splits it."""
+        if self.rejections >= max_attempts:
+            return True
+        return self.rebuilding and self.out_of_builds(max_attempts, max_rebuilds)
+
+    def after(self, attempt: AttemptRecord) -> BuildHistory:
+        """The history as recording `attempt` (FAILED, BUILT, RESUBMITTED) would leave it, worked
+        out on a copy of the task: whether a counted failure is built again, set aside or asked
+        about."""
+        if attempt.kind not in (Recorded.FAILED, Recorded.BUILT, Recorded.RESUBMITTED):
+            raise ValueError(f"{attempt.kind} adds a record to the plan: it is not worked out on a copy")
+        task = copy.deepcopy(self.task)
+        _record_on(task, attempt, self.rebuilding)
+        return replace(self, task=task)
+
+
+def build_history(plan: PlanReader, task_id: str) -> BuildHistory:
+    """The task's build history: its reject records and its line, each read once."""
+    rejects = _rejects(plan, task_id)
+    reasons = tuple(str(record["reason"]) for record in rejects)
+    return BuildHistory(plan.task_line(task_id).record, reasons, _verify_reasons(rejects))
+
+
+def _rejects(plan: PlanReader, task_id: str) -> list[Record]:
+    """The task's reject records, oldest first: VERIFY's and a person's, and the loop's
+    set-asides (with a kill_reason)."""
+    return [line.record for line in plan.of("reject") if line.record["id"] == task_id]
+
+
+def _verify_reasons(rejects: list[Record]) -> tuple[str, ...]:
+    """Of the reject records, VERIFY's (and a person's) reasons: not the loop's set-asides."""
+    return tuple(str(record["reason"]) for record in rejects if not record.get("kill_reason"))
+
+
+def record_attempt(plan: PlanReader, task_id: str, attempt: AttemptRecord) -> Record:
+    """BUILD's write of one attempt on its task: the task's line read once and rewritten once,
+    then the reject record or the question it adds. The task as written; with ASKED, the
+    question."""
+    rebuilding = bool(_verify_reasons(_rejects(plan, task_id)))
+    line = plan.task_line(task_id)
+    added = _record_on(line.record, attempt, rebuilding, plan)
+    plan.doc.rewrite(line)
+    if added is None:
+        return line.record
+    plan.doc.append(added)
+    return added if attempt.kind is Recorded.ASKED else line.record
+
+
+def _record_on(
+    task: Record, attempt: AttemptRecord, rebuilding: bool, plan: PlanReader | None = None
+) -> Record | None:
+    """`attempt` made on the task's record, in place; the record to add after its line (a
+    set-aside's reject record, a question), which only a `plan` makes."""
+    kind = attempt.kind
+    if kind is Recorded.FAILED:
+        _failed(task, attempt, rebuilding)
+    elif kind is Recorded.BUILT:
+        _built(task, attempt, rebuilding)
+    elif kind is Recorded.RESUBMITTED:
+        _resubmitted(task, attempt)
+    elif plan is not None and kind is Recorded.SET_ASIDE:
+        return tasks.send_back(plan, task, attempt.text, attempt.kill_reason, attempt.kill_log)
+    elif plan is not None and kind is Recorded.ASKED:
+        question, _ = questions.question_on(plan, task, attempt.text, attempt.asked_at, attempt.asked_by)
+        for stale in ("fingerprint", "repeated_failure", "repeated_from", "rejection_fingerprint"):
+            task.pop(stale, None)
+        return question
+    return None
 
 
 def record_build(
@@ -28,20 +130,21 @@ def record_build(
     cost_usd: float | None,
     model: str | None = None,
 ) -> Record:
-    """A build attempt passed the gate: count it, note the files it changed, the model it ran
-    with and its cost, and clear what earlier failures left on the task."""
-    line = plan.task_line(task_id)
-    task = line.record
-    _count_build(plan, task)
-    task["files"] = sorted(files)
+    """A build attempt passed the gate (_built)."""
+    return record_attempt(plan, task_id, AttemptRecord(Recorded.BUILT, tokens, cost_usd, model, tuple(files)))
+
+
+def _built(task: Record, attempt: AttemptRecord, rebuilding: bool) -> None:
+    """A build passed the gate: count it, note the files it changed, the model it ran with and
+    its cost, and clear what earlier failures left on the task."""
+    _count_build(task, rebuilding)
+    task["files"] = sorted(attempt.files)
     task["verdict"] = Verdict.BUILT
-    _add_usage(task, tokens, cost_usd)
-    _record_model(task, model)
+    _add_usage(task, attempt.tokens, attempt.cost_usd)
+    _record_model(task, attempt.model)
     stale_failure = ("gate_failure", "fingerprint", "repeated_failure", "repeated_from", "resubmitted")
     for stale in (*stale_failure, "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
-    plan.doc.rewrite(line)
-    return task
 
 
 def record_build_commit(plan: PlanReader, task_id: str, commit: str) -> None:
@@ -72,43 +175,37 @@ def record_build_failure(
     model: str | None = None,
     files: list[str] | None = None,
 ) -> int:
-    """A build attempt failed: back to pending with its verdict, the reason and the model it ran
-    with; returns the attempts so far. Its fingerprint (`files`: the paths the build changed, whose
-    names it takes out) against its last failure's and its ancestors' says whether it repeats one
-    (families.note_repeat)."""
-    line = plan.task_line(task_id)
-    task = line.record
-    task["s"] = Status.PENDING
-    _count_build(plan, task)
-    task["verdict"] = verdict
-    print_ = fingerprint(verdict, failure, [task_id, *(files or [])])
-    note_repeat(task, print_, task.get("fingerprint"), task.get("gate_failure"), failure)
-    task["fingerprint"] = print_
-    task["gate_failure"] = failure
-    _add_usage(task, tokens, cost_usd)
-    _record_model(task, model)
-    plan.doc.rewrite(line)
-    attempts: int = task["attempts"]
+    """A build attempt failed (_failed); returns the attempts so far."""
+    failed = AttemptRecord(Recorded.FAILED, tokens, cost_usd, model, tuple(files or ()), verdict, failure)
+    attempts: int = record_attempt(plan, task_id, failed)["attempts"]
     return attempts
 
 
-def record_resubmission(plan: PlanReader, task_id: str, tokens: int, cost_usd: float | None) -> Record:
-    """The builder found the rejected work already correct and resubmitted it unchanged, with its
-    argument (`task done --unchanged`): no build to count; a fresh verifier judges it, and only
-    a rejection of it counts, as a rebuild (tasks.reject)."""
-    line = plan.task_line(task_id)
-    task = line.record
+def _failed(task: Record, attempt: AttemptRecord, rebuilding: bool) -> None:
+    """A build failed: back to pending with its verdict, the reason and the model it ran with.
+    Its fingerprint (its `files`: the paths the build changed, whose names it takes out) against
+    its last failure's and its ancestors' says whether it repeats one (families.note_repeat)."""
+    verdict, failure = attempt.verdict, attempt.text
+    if verdict is None:
+        raise ValueError("a failed build is recorded with its verdict")
+    task["s"] = Status.PENDING
+    _count_build(task, rebuilding)
+    task["verdict"] = verdict
+    print_ = fingerprint(verdict, failure, [task["id"], *attempt.files])
+    note_repeat(task, print_, task.get("fingerprint"), task.get("gate_failure"), failure)
+    task["fingerprint"] = print_
+    task["gate_failure"] = failure
+    _add_usage(task, attempt.tokens, attempt.cost_usd)
+    _record_model(task, attempt.model)
+
+
+def _resubmitted(task: Record, attempt: AttemptRecord) -> None:
+    """Resubmitted unchanged, with its argument (`task done --unchanged`): no build to count; a
+    fresh verifier judges it, and only a rejection of it counts, as a rebuild (tasks.reject)."""
     task["verdict"] = Verdict.BUILT
-    _add_usage(task, tokens, cost_usd)
+    _add_usage(task, attempt.tokens, attempt.cost_usd)
     for stale in ("gate_failure", "fingerprint", "repeated_failure", "repeated_from", *VERIFY_KILL_FIELDS):
         task.pop(stale, None)
-    plan.doc.rewrite(line)
-    return task
-
-
-def rebuilding(plan: PlanReader, task_id: str) -> bool:
-    """VERIFY has rejected the task: its builds are rebuilds, with a budget of their own."""
-    return bool(verify_reasons(plan, task_id))
 
 
 def failed_builds(task: Record) -> int:
@@ -118,28 +215,11 @@ def failed_builds(task: Record) -> int:
     return int(task.get("attempts") or 0)
 
 
-def out_of_builds(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
-    """The task has had the builds its budget allows: max_attempts before VERIFY rejected it,
-    max_rebuilds after (the first build, which passed, does not count against the rebuilds)."""
-    task = plan.task_line(task_id).record
-    if rebuilding(plan, task_id):
-        return bool(task.get("rebuilds", 0) >= max_rebuilds)
-    return bool(task.get("attempts", 0) >= max_attempts)
-
-
-def rejected_too_often(plan: PlanReader, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
-    """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions) used up
-    max_rebuilds: DECOMPOSE splits it."""
-    if plan.rejections(task_id) >= max_attempts:
-        return True
-    return rebuilding(plan, task_id) and out_of_builds(plan, task_id, max_attempts, max_rebuilds)
-
-
-def _count_build(plan: PlanReader, task: Record) -> None:
+def _count_build(task: Record, rebuilding: bool) -> None:
     """One more build: every build counts in `attempts` (the history of builds), and those after
     a rejection also in `rebuilds`, their own budget."""
     task["attempts"] = task.get("attempts", 0) + 1
-    if rebuilding(plan, task["id"]):
+    if rebuilding:
         task["rebuilds"] = task.get("rebuilds", 0) + 1
 
 
@@ -245,12 +325,16 @@ def block(plan: PlanReader, task_id: str, reason: str) -> Record:
     """The loop gives up on the task: a person must split or rethink it. Nothing depending on
     it is built meanwhile."""
     line = plan.task_line(task_id)
-    line.record["s"] = Status.BLOCKED
-    line.record["blocked_reason"] = reason
-    line.record.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
-    drop_claim(line.record)
+    _blocked(line.record, reason)
     plan.doc.rewrite(line)
     return line.record
+
+
+def _blocked(task: Record, reason: str) -> None:
+    task["s"] = Status.BLOCKED
+    task["blocked_reason"] = reason
+    task.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
+    drop_claim(task)
 
 
 def record_decomposition(
@@ -287,6 +371,31 @@ def record_decomposition(
         tasks.delete(plan, task_id)
 
 
+def record_undecomposed(
+    plan: PlanReader,
+    task_id: str,
+    task: Record,
+    drop: list[str],
+    counted: bool = True,
+    block: str | None = None,
+) -> int:
+    """DECOMPOSE's write of a task it did not decompose, in one transition: the subtasks its run
+    made undone (`drop`), the task put back as it was (`task`) when its agent removed it, the
+    failed decomposition counted (`counted`), and with `block` (why) the task blocked for a
+    person, its line rewritten once. Returns its failed decompositions so far."""
+    for child in drop:
+        tasks.delete(plan, child, force=True)
+    if plan.find_task(task_id) is None:  # the agent removed it, with too few parts: back as it was
+        restore_task(plan, task)
+    line = plan.task_line(task_id)
+    if counted:
+        line.record["decompose_failures"] = line.record.get("decompose_failures", 0) + 1
+    if block is not None:
+        _blocked(line.record, block)
+    plan.doc.rewrite(line)
+    return int(line.record.get("decompose_failures", 0))
+
+
 def record_decompose_failure(plan: PlanReader, task_id: str) -> int:
     """DECOMPOSE made too few or too many subtasks (and they were undone); returns how often."""
     line = plan.task_line(task_id)
@@ -300,10 +409,44 @@ def record_verify_kill(plan: PlanReader, task_id: str, kill_reason: KillReason, 
     """A VERIFY run of the done task was stopped (its time limit, a full context): it stays
     done, with why and the run's log, for the next VERIFY to know; returns how many of its
     VERIFY runs were stopped so far (the loop sets it aside at max_attempts)."""
+    return record_verify_stop(plan, task_id, kill_reason, kill_log)
+
+
+def record_verify_stop(
+    plan: PlanReader, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
+) -> int:
+    """VERIFY's write of a stopped run on its task (record_verify_kill), and with `set_aside` (why)
+    the task set aside for DECOMPOSE: its line read once and rewritten once. The stops so far."""
     line = plan.task_line(task_id)
     kills = count_kill(line.record, "verify_", kill_reason, kill_log)
+    tombstone = tasks.send_back(plan, line.record, set_aside, kill_reason, kill_log) if set_aside else None
     plan.doc.rewrite(line)
+    if tombstone is not None:
+        plan.doc.append(tombstone)
     return kills
+
+
+@dataclass(frozen=True)
+class Given:
+    """What one verifier gave in its own copy of the plan, read once (`given_by`): its verdict on
+    its task ("accepted", "rejected" with its reason, or none) and the tasks and issues it added
+    (records, with their ids): the plain data apply_verification takes."""
+
+    verdict: str | None = None
+    reason: str | None = None
+    added: tuple[Record, ...] = ()
+
+
+def given_by(task_id: str, base: PlanReader, theirs: PlanReader) -> Given:
+    """What the verifier of `task_id` gave in `theirs`, its copy of the plan that started as `base`."""
+    verdict, reason = verdict_given(task_id, base, theirs)
+    known = base.taken_ids()
+    added = tuple(
+        dict(line.record)
+        for line in theirs.doc.records()
+        if line.record["t"] in ("task", "issue") and line.record["id"] not in known
+    )
+    return Given(verdict, reason, added)
 
 
 def verdict_given(task_id: str, base: PlanReader, theirs: PlanReader) -> tuple[str | None, str | None]:
@@ -323,17 +466,12 @@ def take_verification(
     (new_work.bound: the rest go into one issue for a person, `cut_issue`). Its permissions are
     checked before; nothing else of its copy is taken. Returns what was taken. The change is made
     by `apply_verification`, whose arguments are plain data: a runner replays it as an operation."""
-    verdict, reason = verdict_given(task_id, base, theirs)
-    known = base.taken_ids()
-    added = [
-        dict(line.record)
-        for line in theirs.doc.records()
-        if line.record["t"] in ("task", "issue") and line.record["id"] not in known
-    ]
+    given = given_by(task_id, base, theirs)
+    args = (task_id, given.verdict, given.reason, list(given.added), max_new)
     apply = getattr(plan, "apply_verification", None)  # the recorded transition, on a Plan
     if apply is not None:
-        return apply(task_id, verdict, reason, added, max_new)  # type: ignore[no-any-return]
-    return apply_verification(plan, task_id, verdict, reason, added, max_new)
+        return apply(*args)  # type: ignore[no-any-return]
+    return apply_verification(plan, *args)
 
 
 def overtaken(plan: PlanReader, task_id: str) -> bool:

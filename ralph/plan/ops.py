@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import fields as dataclass_fields
+from dataclasses import is_dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 TRAILER = "Ralph-Op"
 REPLAYED_TRAILER = "Ralph-Replayed"  # on a runner's catch-up merge: its own operations were replayed
+TYPED_ARGUMENTS = frozenset({"AttemptRecord"})  # ralph.plan.records' dataclasses a transition takes
 
 Op = dict[str, Any]  # {"op": transition name, "args": [...], "kw": {...}, "ids": [ids it made]}
 F = TypeVar("F", bound=Callable[..., Any])
@@ -190,9 +193,13 @@ def well_formed(op: object) -> bool:
 
 def _marked(value: Any) -> Any:
     """Enums marked with their kind (json would write a StrEnum as its bare string, and a
-    transition may want the enum back)."""
+    transition may want the enum back), and a transition's typed argument (a dataclass of plain
+    fields, records.AttemptRecord) with its class."""
     if isinstance(value, Enum):
         return {"$enum": type(value).__name__, "value": value.value}
+    if is_dataclass(value) and not isinstance(value, type):
+        fields = {field.name: _marked(getattr(value, field.name)) for field in dataclass_fields(value)}
+        return {"$record": type(value).__name__, "fields": fields}
     if isinstance(value, dict):
         return {key: _marked(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -205,11 +212,22 @@ def _not_plain(value: object) -> object:
 
 
 def _enum_back(value: dict[str, Any]) -> Any:
-    if set(value) == {"$enum", "value"}:
-        from ralph.plan import records
+    from ralph.plan import records
 
+    if set(value) == {"$enum", "value"}:
         kind = getattr(records, str(value["$enum"]), None)
         if isinstance(kind, type) and issubclass(kind, Enum):
             return kind(value["value"])
         raise ValueError(f"unknown enum {value['$enum']}")
+    if set(value) == {"$record", "fields"} and isinstance(value["fields"], dict):
+        # Read back from text an agent's fenced run may have written (ralph.store.pending_ops): only
+        # a transition's own argument type is made, and fields it does not have refuse the text.
+        name = str(value["$record"])
+        kind = getattr(records, name, None) if name in TYPED_ARGUMENTS else None
+        if not (isinstance(kind, type) and is_dataclass(kind)):
+            raise ValueError(f"unknown record {name}")
+        try:
+            return kind(**value["fields"])
+        except TypeError as exc:
+            raise ValueError(f"{name} does not read: {exc}") from exc
     return value

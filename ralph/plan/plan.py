@@ -12,7 +12,7 @@ from ralph.plan import attempts, claims, drafts, questions, singletons, spec_rec
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
-from ralph.plan.records import KillReason, Verdict
+from ralph.plan.records import AttemptRecord, KillReason, Verdict
 
 
 class Plan(PlanReader):
@@ -60,16 +60,13 @@ class Plan(PlanReader):
     def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
         return spec_records.record_check_kill(self, spec, kill_reason, kill_log)
 
+    def record_attempt(self, task_id: str, attempt: AttemptRecord) -> Record:
+        return attempts.record_attempt(self, task_id, attempt)
+
     def record_build(
         self, task_id: str, files: list[str], tokens: int, cost_usd: float | None, model: str | None = None
     ) -> Record:
         return attempts.record_build(self, task_id, files, tokens, cost_usd, model)
-
-    def record_resubmission(self, task_id: str, tokens: int, cost_usd: float | None) -> Record:
-        return attempts.record_resubmission(self, task_id, tokens, cost_usd)
-
-    def out_of_builds(self, task_id: str, max_attempts: int, max_rebuilds: int) -> bool:
-        return attempts.out_of_builds(self, task_id, max_attempts, max_rebuilds)
 
     def ask_about_repeated_failure(
         self,
@@ -132,11 +129,21 @@ class Plan(PlanReader):
     def restore_task(self, record: Record) -> Record:
         return attempts.restore_task(self, record)
 
+    def record_undecomposed(
+        self, task_id: str, task: Record, drop: list[str], counted: bool = True, block: str | None = None
+    ) -> int:
+        return attempts.record_undecomposed(self, task_id, task, drop, counted, block)
+
     def record_decompose_failure(self, task_id: str) -> int:
         return attempts.record_decompose_failure(self, task_id)
 
     def record_verify_kill(self, task_id: str, kill_reason: KillReason, kill_log: str) -> int:
         return attempts.record_verify_kill(self, task_id, kill_reason, kill_log)
+
+    def record_verify_stop(
+        self, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
+    ) -> int:
+        return attempts.record_verify_stop(self, task_id, kill_reason, kill_log, set_aside)
 
     def take_verification(self, task_id: str, base: Plan, theirs: Plan, max_new: int | None = None) -> Record:
         return attempts.take_verification(self, task_id, base, theirs, max_new)

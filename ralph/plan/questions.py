@@ -69,7 +69,24 @@ def ask(
     if not text.strip():
         raise InvalidInput("the question is empty")
     line = plan.task_line(task_id)
-    task = line.record
+    record, blocked = question_on(plan, line.record, text, asked_at, asked_by, family)
+    if blocked:
+        plan.doc.rewrite(line)
+    plan.doc.append(record)
+    return record
+
+
+def question_on(
+    plan: PlanReader,
+    task: Record,
+    text: str,
+    asked_at: str,
+    asked_by: str | None = None,
+    family: str | None = None,
+) -> tuple[Record, bool]:
+    """`ask` on the task's record, in place: the question to append after its line, and whether
+    the task changed (it is blocked by the question), for the caller to rewrite its line once."""
+    task_id = task["id"]
     if is_done(task):
         raise Refused(f"task {task_id} is done; reject it first, or ask about a pending task")
     record = {
@@ -94,9 +111,8 @@ def ask(
         task["s"] = Status.BLOCKED
         task["blocked_by"] = record["id"]
         task["blocked_reason"] = _question_reason(record)
-        plan.doc.rewrite(line)
-    plan.doc.append(record)
-    return record
+        return record, True
+    return record, False
 
 
 def hold_for_question(plan: PlanReader, task_id: str, question_id: str) -> Record:

@@ -4,6 +4,7 @@ spelling out keys and defaults in every module."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -125,6 +126,38 @@ def count_kill(record: dict[str, Any], prefix: str, kill_reason: KillReason, kil
     record[f"{prefix}kills"] = kills
     record[f"{prefix}kill_reason"], record[f"{prefix}kill_log"] = str(kill_reason), kill_log
     return kills
+
+
+class Recorded(StrEnum):
+    """What BUILD records of an attempt on its task (AttemptRecord.kind)."""
+
+    FAILED = "failed"  # a failed build, counted: back to pending with its verdict and words
+    BUILT = "built"  # passed its gate: counted, with the files it changed
+    RESUBMITTED = "resubmitted"  # a rejected task resubmitted unchanged: not counted
+    SET_ASIDE = "set_aside"  # given up as it is (kill_reason says why): DECOMPOSE splits it
+    ASKED = "asked"  # a person is asked (`text`) about a failure another try would repeat
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One change BUILD makes to its task for an attempt, written by attempts.record_attempt.
+    Plain data, so that a runner replays it as an operation (ralph.plan.ops, which finds its
+    class here, as it finds the enums)."""
+
+    kind: Recorded
+    tokens: int = 0  # what the attempt's runs used (FAILED, BUILT, RESUBMITTED)
+    cost_usd: float | None = None  # None: not known
+    model: str | None = None  # the model it ran with (FAILED, BUILT)
+    files: tuple[str, ...] = ()  # the paths it changed (FAILED: their names leave its fingerprint)
+    verdict: Verdict | None = None  # why it failed (FAILED)
+    text: str = ""  # the failure's words (FAILED), why it is set aside (SET_ASIDE), the question (ASKED)
+    kill_reason: KillReason | None = None  # SET_ASIDE
+    kill_log: str | None = None  # SET_ASIDE: the log that says why
+    asked_at: str = ""  # ASKED
+    asked_by: str = ""  # ASKED
+
+    def __post_init__(self) -> None:  # read back from an operation's JSON, the files are a list
+        object.__setattr__(self, "files", tuple(self.files))
 
 
 class HookEvent(StrEnum):

@@ -158,7 +158,17 @@ def reject(
     if not reason.strip():
         raise InvalidInput("a rejection needs a reason")
     line = plan.task_line(task_id or _only_done_task(plan))
-    task = line.record
+    tombstone = send_back(plan, line.record, reason, kill_reason, kill_log)
+    plan.doc.rewrite(line)
+    plan.doc.append(tombstone)
+    return line.record
+
+
+def send_back(
+    plan: PlanReader, task: Record, reason: str, kill_reason: KillReason | None, kill_log: str | None
+) -> Record:
+    """`reject` on the task's record, in place: the reject record to append after its line is
+    rewritten (the caller writes both: a transition that rejects rewrites the line once)."""
     if not is_done(task) and not kill_reason:
         raise Refused(f"task {task['id']} is pending; only a done task can be rejected")
     task["s"] = Status.PENDING
@@ -174,9 +184,7 @@ def reject(
         task["kill_reason"] = tombstone["kill_reason"] = str(kill_reason)
         if kill_log:
             task["kill_log"] = kill_log
-    plan.doc.rewrite(line)
-    plan.doc.append(tombstone)
-    return task
+    return tombstone
 
 
 def _fingerprint_rejection(plan: PlanReader, task: Record, reason: str) -> None:

@@ -3,8 +3,10 @@ a commit's `Ralph-Op:` trailers hold, for a runner to replay (tests/plan/test_re
 
 from __future__ import annotations
 
+import pytest
+
 from ralph.plan.ops import decode, encode, made_by_ops, ops_in, trailers, with_trailers
-from ralph.plan.records import KillReason
+from ralph.plan.records import AttemptRecord, KillReason, Recorded, Verdict
 from tests.support.plans import BASE, T0, decomposed, ops_made, ops_of, plan_of
 
 
@@ -51,3 +53,16 @@ def test_operations_are_read_back_from_the_trailers_of_a_commit_message():
     assert ops_in(message) == ops
     assert ops_in("ralph: task done A") is None
     assert ops_in("subject\n\nRalph-Op: {not json") is None  # a hand-written trailer: merged by record
+
+
+def test_a_typed_argument_reads_back_only_as_its_own_class_with_its_own_fields():
+    attempt = AttemptRecord(Recorded.FAILED, files=("a.py",), verdict=Verdict.GATE_FAILED, text="why")
+    op = {"op": "record_attempt", "args": ["t-a", attempt]}
+    assert decode(encode(op))["args"][1] == attempt
+    forged = [
+        '{"op":"record_attempt","args":["t-a",{"$record":"AttemptRecord","fields":{"run":"rm -rf /"}}]}',
+        '{"op":"record_attempt","args":["t-a",{"$record":"TaskView","fields":{"record":{}}}]}',
+    ]
+    for text in forged:  # text an agent's fenced run may have written: refused as not reading
+        with pytest.raises(ValueError):
+            decode(text)

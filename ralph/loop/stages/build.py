@@ -11,7 +11,7 @@ Context compaction continues the task in a fresh run."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,14 +38,16 @@ from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.loop.tree.work_tree import CheckoutBehind, Keep, judge_failure, settle_attempt
-from ralph.plan.attempts import failed_the_same_twice, rejected_too_often, verify_reasons
+from ralph.plan.attempts import BuildHistory, build_history, failed_the_same_twice
 from ralph.plan.document import Record
 from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
     KILLING_STOPS,
     VERDICT_WORDS,
+    AttemptRecord,
     KillReason,
+    Recorded,
     Stage,
     TaskView,
     Verdict,
@@ -124,10 +126,14 @@ class BuildStage:
             if repeating:
                 self._ask_about_repeat(plan, repeating[0], running, report)
                 continue
-            rejected = [t["id"] for t in ready if self._rejected_too_often(plan, t["id"])]
+            rejected = [
+                past
+                for past in (build_history(plan, t["id"]) for t in ready)
+                if self._rejected_too_often(past)
+            ]
             if not rejected:
                 return _waiting_last(ready, self.tree.waiting_for_code(), running)
-            self._set_aside_rejected(plan, rejected[0], report)  # VERIFY keeps rejecting it: split it
+            self._set_aside_rejected(rejected[0], report)  # VERIFY keeps rejecting it: split it
 
     def _hold_families(self, plan: Plan, running: set[str]) -> bool:
         """The pending tasks of a family an open question is about wait with it (those being built
@@ -184,18 +190,19 @@ class BuildStage:
         held = f" (family {family} waits with it)" if family else ""
         self.ws.console.event(f"{said}; it waits for `ralph answer {asked['id']}`{held}")
 
-    def _set_aside_rejected(self, plan: Plan, task_id: str, report: StageReport) -> None:
+    def _set_aside_rejected(self, past: BuildHistory, report: StageReport) -> None:
         """Set aside for DECOMPOSE with a log of its own: what VERIFY said each time and where its
         runs' logs are, and the changes of the rejected build as a patch beside it."""
-        task = plan.task_line(task_id).record
-        reasons = plan.reject_reasons(task_id)
+        task, reasons = past.task, list(past.reasons)
+        task_id = task["id"]
         log = self.agents.rel(self.agents.new_log("rejected", task_id))
         patch = self.tree.save_build_patch(TaskView(task), log)
         (self.tree.home / log).write_text(self._rejection_record(task, reasons, patch), encoding="utf-8")
         reason = f"VERIFY rejected it {len(reasons)} times; split it into smaller tasks"
-        with self.plan.change(commit=True) as change:
-            change.plan.set_aside(task_id, KillReason.DOOM_LOOP, reason, kill_log=str(log))
-            change.message = f"ralph(build): {task_id} set aside (rejected too often)"
+        aside = AttemptRecord(
+            Recorded.SET_ASIDE, text=reason, kill_reason=KillReason.DOOM_LOOP, kill_log=str(log)
+        )
+        self._record(task_id, aside, lambda _: f"ralph(build): {task_id} set aside (rejected too often)")
         self.ws.journal.event(
             "task_killed", item=task_id, kill_reason=KillReason.DOOM_LOOP, rejected=True, log=str(log)
         )
@@ -227,11 +234,12 @@ class BuildStage:
         """Builds the task, retrying failed attempts; one VERIFY keeps rejecting is set aside for
         DECOMPOSE instead."""
         plan = self.plan.read()
-        if self._rejected_too_often(plan, task_id):
-            return self._set_aside_rejected(plan, task_id, report)
+        past = build_history(plan, task_id)
+        if self._rejected_too_often(past):
+            return self._set_aside_rejected(past, report)
         report.items += 1
-        with self.tree.build_recorded(task_id, plan.task_line(task_id).record):
-            self._attempts(task_id, iteration, report, plan)
+        with self.tree.build_recorded(task_id, past.task):
+            self._attempts(task_id, iteration, report, plan, past)
 
     def _draft_shown(self, task: Record) -> Record:
         """The task as its prompt shows it: its draft named by a ref this clone has (another
@@ -251,11 +259,12 @@ class BuildStage:
             raise CheckoutBehind(task_id)
         self.ws.journal.event("build_attempt", item=task_id, base=self.tree.base, behind=behind)
 
-    def _attempts(self, task_id: str, iteration: int, report: StageReport, plan: Plan) -> None:
+    def _attempts(
+        self, task_id: str, iteration: int, report: StageReport, plan: Plan, past: BuildHistory
+    ) -> None:
         first = True
         while True:
-            task = plan.task_line(task_id).record
-            values = _values(self._draft_shown(task), plan, self.ws.settings)
+            values = _values(self._draft_shown(past.task), plan, self.ws.settings, past.verify_reasons)
             if self.tree.in_worktree:
                 self._from_the_branch_as_it_is(task_id, first)
             first = False
@@ -266,6 +275,7 @@ class BuildStage:
             if not outcome.again:
                 return
             plan = self.plan.read()
+            past = build_history(plan, task_id)
 
     def count_held_back(
         self, task_id: str, failure: Failure, result: AgentResult, report: StageReport
@@ -277,7 +287,9 @@ class BuildStage:
         if others:
             facts = AttemptFacts(failure=failure, deferred=True, kept=True)
         else:
-            facts = AttemptFacts(failure=failure, counted=self._counted(task_id, failure, result), kept=True)
+            facts = AttemptFacts(
+                failure=failure, counted=self._counted(task_id, _failed(failure, result)), kept=True
+            )
         outcome = decide(facts)
         self._apply(task_id, outcome, Attempt(result, others=tuple(others), counted=facts.counted), report)
         return outcome.again
@@ -293,7 +305,7 @@ class BuildStage:
         after = plan.find_task(task_id)  # the task as the agent left it
         if after is None:  # its agent removed it (found it done), or a person deleted it meanwhile
             return AttemptFacts(in_plan=False), Attempt(result)
-        asked = [] if result.violation else _questions(plan, task_id)
+        asked = [] if result.violation else _questions(plan, after)
         if asked:
             return AttemptFacts(asked=True), Attempt(result, questions=tuple(asked))
         problem = result.plan_problem
@@ -310,26 +322,24 @@ class BuildStage:
         if tree.deferred:  # built again once other tasks move the code, uncounted
             facts = AttemptFacts(failure=failure, in_worktree=in_worktree, deferred=True)
             return facts, Attempt(result, others=tuple(others))
-        counted = self._counted(task_id, failure, result)
+        counted = self._counted(task_id, _failed(failure, result))
         facts = AttemptFacts(failure=failure, counted=counted, from_head=tree.from_head)
         return facts, Attempt(result, counted=counted)
 
-    def _counted(self, task_id: str, failure: Failure, result: AgentResult) -> Counted:
-        """The task as this failure, recorded, would leave it (worked out on a copy of the plan;
+    def _counted(self, task_id: str, failed: AttemptRecord) -> Counted:
+        """The task as this failure, recorded, would leave it (worked out on a copy of its record;
         _apply records it)."""
-        settings, usage = self.ws.settings, result.tracker.usage
-        preview = self.plan.scratch()
-        files = sorted(result.changed - {PLAN_FILE})
-        preview.record_build_failure(
-            task_id, failure.verdict, failure.text, usage.total, usage.cost_usd, result.model, files
-        )
-        task = preview.task_line(task_id).record
+        settings = self.ws.settings
+        after = build_history(self.plan.read(), task_id).after(failed)
+        task = after.task
         return Counted(
             ancestor=task.get("repeated_from"),
             family=family_of(task),
-            out_of_builds=preview.out_of_builds(task_id, settings.max_attempts, settings.max_rebuilds),
+            out_of_builds=after.out_of_builds(settings.max_attempts, settings.max_rebuilds),
             same_twice=failed_the_same_twice(task),
             splittable=task.get("depth", 0) < settings.max_decompose_depth,
+            depth=task.get("depth", 0),
+            repeated=tuple(task.get("repeated_failure") or ()),
         )
 
     def _others_ready(self, task_id: str) -> list[str]:
@@ -354,7 +364,7 @@ class BuildStage:
         hold, wait = outcome.next is Next.AFTER_OTHERS, outcome.next is Next.WAIT_FOR_CODE
         reset = outcome.write is Write.RESET
         draft = settle_attempt(self.tree, task_id, outcome.keep, log, hold=hold, wait=wait, reset_plan=reset)
-        said = self._commit(task_id, outcome, attempt, self._write(task_id, outcome, result), report)
+        said = self._commit(task_id, outcome, attempt, self._write(task_id, outcome, attempt), report)
         self._tell(task_id, outcome, attempt, report, log, draft, said)
         if outcome.next is Next.AFTER_NEIGHBOURS:
             raise StaleBase(task_id, failure, result)
@@ -367,36 +377,51 @@ class BuildStage:
             return self.agents.rel(self.agents.new_log(kind, task_id))
         return result.log_path
 
-    def _write(self, task_id: str, outcome: BuildOutcome, result: AgentResult) -> str | None:
+    def _write(self, task_id: str, outcome: BuildOutcome, attempt: Attempt) -> str | None:
         """What the plan records of the attempt; what that names: the task built (its name), the
         question ralph asked (its id)."""
-        write, usage = outcome.write, result.tracker.usage
+        write, result = outcome.write, attempt.result
+        usage = result.tracker.usage
         if write is Write.BUILD:
-            files = sorted(result.changed - {PLAN_FILE})
-            with self.plan.change() as change:
-                shown = [shown_path(path) for path in files]
-                task = change.plan.record_build(task_id, shown, usage.total, usage.cost_usd, result.model)
-                if not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
-                    self.plan.save_spending(into=change.plan)
-            return str(task["name"])
-        if write not in (Write.RESUBMISSION, Write.SET_ASIDE, Write.ASK):
-            return None  # nothing, the agent's question (committed as it is), or reset by the tree
-        with self.plan.change(commit=True) as change:
-            if write is Write.RESUBMISSION:
-                change.plan.record_resubmission(task_id, usage.total, usage.cost_usd)
-                change.message = f"ralph(build): {task_id} resubmitted unchanged, with its argument"
-                return None
-            if outcome.kill is not None:
-                reason = outcome.kill
-                change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=str(result.log_path))
-                change.message = f"ralph(build): {task_id} killed ({reason})"
-                return None
-            task = change.plan.task_line(task_id).record
-            asked = change.plan.ask_about_repeated_failure(
-                task_id, _same_twice_question(task), _now(), "ralph (BUILD: the same failure twice)"
+            files = tuple(shown_path(path) for path in sorted(result.changed - {PLAN_FILE}))
+            built = AttemptRecord(Recorded.BUILT, usage.total, usage.cost_usd, result.model, files)
+            return str(self._record(task_id, built, None)["name"])
+        if write is Write.RESUBMISSION:
+            resubmitted = AttemptRecord(Recorded.RESUBMITTED, usage.total, usage.cost_usd)
+            self._record(
+                task_id,
+                resubmitted,
+                lambda _: f"ralph(build): {task_id} resubmitted unchanged, with its argument",
             )
-            change.message = f"ralph(build): {task_id} failed the same way twice; asks {asked['id']}"
-            return str(asked["id"])
+        elif write is Write.SET_ASIDE and outcome.kill is not None:
+            self._set_aside(task_id, outcome.kill, str(result.log_path))
+        elif write is Write.ASK and attempt.counted is not None:
+            text, by = _same_twice_question(task_id, attempt.counted), "ralph (BUILD: the same failure twice)"
+            asked = AttemptRecord(Recorded.ASKED, text=text, asked_at=_now(), asked_by=by)
+            question = self._record(
+                task_id, asked, lambda q: f"ralph(build): {task_id} failed the same way twice; asks {q['id']}"
+            )
+            return str(question["id"])
+        return None  # nothing, the agent's question (committed as it is), or reset by the tree
+
+    def _set_aside(self, task_id: str, reason: KillReason, log: str) -> None:
+        """Killed, or failed too often: set aside for DECOMPOSE."""
+        aside = AttemptRecord(Recorded.SET_ASIDE, text=_KILL_TEXT[reason], kill_reason=reason, kill_log=log)
+        self._record(task_id, aside, lambda _: f"ralph(build): {task_id} killed ({reason})")
+
+    def _record(
+        self, task_id: str, attempt: AttemptRecord, subject: Callable[[Record], str] | None
+    ) -> Record:
+        """The attempt's one change to the plan (plan.attempts.record_attempt): committed, its
+        `subject` said of what was written; without one (a build), left with the loop's spending for
+        the build's commit to carry. What was written: the task, or the question asked."""
+        with self.plan.change(commit=subject is not None) as change:
+            written = change.plan.record_attempt(task_id, attempt)
+            if subject is not None:
+                change.message = subject(written)
+            elif not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
+                self.plan.save_spending(into=change.plan)
+        return written
 
     def _commit(
         self, task_id: str, outcome: BuildOutcome, attempt: Attempt, said: str | None, report: StageReport
@@ -597,10 +622,8 @@ class BuildStage:
         self._tell_failure(task_id, attempts, failure, report, result.model)
         if attempts < self.ws.settings.max_attempts:
             return
-        with self.plan.change(commit=True) as change:  # nothing to set aside: no tree is left
-            reason, log = KillReason.DOOM_LOOP, str(result.log_path)
-            change.plan.set_aside(task_id, reason, _KILL_TEXT[reason], kill_log=log)
-            change.message = f"ralph(build): {task_id} killed ({reason})"
+        reason, log = KillReason.DOOM_LOOP, str(result.log_path)
+        self._set_aside(task_id, reason, log)  # no changes to keep: no tree is left
         self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=log)
         report.stopped.append(f"{task_id} BUILD killed ({reason}), set aside for DECOMPOSE; log {log}")
 
@@ -662,13 +685,11 @@ class BuildStage:
     def _record_failure(self, task_id: str, failure: Failure, result: AgentResult) -> int:
         """The attempt failed: back to pending with its verdict and the reason; the code stays for
         the next try."""
-        usage = result.tracker.usage
-        files = sorted(result.changed - {PLAN_FILE})  # names its fingerprint takes out
-        with self.plan.change(commit=True) as change:
-            attempts = change.plan.record_build_failure(
-                task_id, failure.verdict, failure.text, usage.total, usage.cost_usd, result.model, files
-            )
-            change.message = f"ralph(build): {task_id} attempt {attempts} failed"
+        failed = _failed(failure, result)
+        said = self._record(
+            task_id, failed, lambda task: f"ralph(build): {task_id} attempt {task['attempts']} failed"
+        )
+        attempts: int = said["attempts"]
         self.ws.journal.event(
             "build_failed", item=task_id, attempts=attempts, verdict=failure.verdict, log=str(result.log_path)
         )
@@ -687,11 +708,11 @@ class BuildStage:
         said = f"{attempt} failed ({words})"
         self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
 
-    def _rejected_too_often(self, plan: Plan, task_id: str) -> bool:
+    def _rejected_too_often(self, past: BuildHistory) -> bool:
         """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
         used up max_rebuilds: DECOMPOSE splits it."""
         settings = self.ws.settings
-        return rejected_too_often(plan, task_id, settings.max_attempts, settings.max_rebuilds)
+        return past.rejected_too_often(settings.max_attempts, settings.max_rebuilds)
 
 
 def _waiting_last(ready: list[Record], waiting: set[str], running: set[str]) -> list[Record]:
@@ -720,16 +741,30 @@ def jobs(plan: Plan, settings: Settings, root: Path | None = None) -> list[Job]:
     ]
 
 
-def _values(task: Record, plan: Plan, settings: Settings) -> dict[str, object]:
+def _values(
+    task: Record, plan: Plan, settings: Settings, reasons: Sequence[str] | None = None
+) -> dict[str, object]:
+    """The BUILD prompt's values for the task (`reasons`: why VERIFY sent it back, oldest first;
+    None: as the plan has them)."""
+    reasons = plan.verify_reasons(task["id"]) if reasons is None else reasons
     names = {other["id"]: other["name"] for other in plan.tasks()}
     return {
         "task_id": task["id"],
         "task_name": one_line(task["name"]),
         "task_type": task.get("type") or "",
         "task_details": task_details(task, names, plan.answers_for(task["id"]))
-        + _after_rejection(plan, task["id"]),
+        + _after_rejection(task["id"], reasons),
         "gate": " ".join(settings.gate) or "(none)",
     }
+
+
+def _failed(failure: Failure, result: AgentResult) -> AttemptRecord:
+    """A failed attempt as the plan records it: its verdict and words, what its run used, and the
+    files it changed (names its fingerprint takes out)."""
+    usage, files = result.tracker.usage, tuple(sorted(result.changed - {PLAN_FILE}))
+    return AttemptRecord(
+        Recorded.FAILED, usage.total, usage.cost_usd, result.model, files, failure.verdict, failure.text
+    )
 
 
 def _errored_doing_nothing(task: Record, result: AgentResult) -> bool:
@@ -744,10 +779,9 @@ def _resubmitted_unchanged(task: Record, result: AgentResult) -> bool:
     return is_done(task) and bool(task.get("resubmitted")) and not result.changed - {PLAN_FILE}
 
 
-def _after_rejection(plan: Plan, task_id: str) -> str:
+def _after_rejection(task_id: str, reasons: Sequence[str]) -> str:
     """For a rebuild after VERIFY rejected the task: every verifier's reasons, oldest first, and
     how to resubmit the work unchanged when it is right as it is."""
-    reasons = verify_reasons(plan, task_id)
     if not reasons:
         return ""
     said = "\n".join(f"{n}. {' '.join(reason.split())}" for n, reason in enumerate(reasons, 1))
@@ -796,20 +830,20 @@ def _repeat_question(task: Record) -> str:
     )
 
 
-def _questions(plan: Plan, task_id: str) -> list[str]:
+def _questions(plan: Plan, task: Record) -> list[str]:
     """The questions the task's agent asked a person (`ralph ask`), which blocked it."""
-    asked = plan.questions_of(task_id)
-    if not asked or not is_blocked(plan.task_line(task_id).record):
+    asked = plan.questions_of(task["id"])
+    if not asked or not is_blocked(task):
         return []
     return [question["id"] for question in asked]
 
 
-def _same_twice_question(task: Record) -> str:
+def _same_twice_question(task_id: str, counted: Counted) -> str:
     """The question about a task that failed the same way twice and cannot be split further."""
-    first, second = task["repeated_failure"]
+    first, second = counted.repeated
     return (
-        f"Task {task['id']} failed the same way twice in a row and cannot be split further"
-        f" (decomposed {task.get('depth', 0)} times). How should it be done, or should it be"
+        f"Task {task_id} failed the same way twice in a row and cannot be split further"
+        f" (decomposed {counted.depth} times). How should it be done, or should it be"
         f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
     )
 

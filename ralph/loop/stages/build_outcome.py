@@ -85,6 +85,8 @@ class Counted(NamedTuple):
     out_of_builds: bool  # max_attempts used up (max_rebuilds once VERIFY rejected it)
     same_twice: bool  # its last two builds failed the same way
     splittable: bool  # decomposed less deep than max_decompose_depth
+    depth: int = 0  # how often its family was decomposed down to it
+    repeated: tuple[str, ...] = ()  # the two failures' words, when the same twice (a question quotes them)
 
 
 @dataclass(frozen=True)

@@ -98,39 +98,27 @@ class DecomposeStage:
                 facts = replace(facts, cycle=str(exc))
                 return self._apply(task, decide(facts), facts, result, before, report)
             return self.tree.commit(f"ralph(decompose): {task.id} -> {', '.join(facts.children)}")
-        if result is None:  # too deep to run
-            return self._block(task, outcome.block)
-        log = result.log_path
-        if outcome.undo:  # half a decomposition is none: undone, and it counts as a failed one
+        if result is not None and outcome.undo:  # half a decomposition is none: undone, and counted
             self.plan.undo_since(before, result, task.id)
+            log = result.log_path
             report.stopped.append(f"{task.id} DECOMPOSE stopped ({facts.stopped}), undone; log {log}")
-        return self._refuse(task, outcome, log)
+        return self._refuse(task, outcome, result.log_path if result else None)
 
-    def _refuse(self, task: TaskView, outcome: DecomposeOutcome, log: Path) -> str | None:
-        """2 to 5 subtasks from a run that finished, or the decomposition is undone; a second
-        failure blocks the task."""
-        why = outcome.why
-        if outcome.drop:
-            with self.plan.change() as change:
-                for child in outcome.drop:
-                    change.plan.delete(child, force=True)
-        self.ws.journal.event("decompose_failed", item=task.id, why=why, log=str(log))
-        self.ws.console.event(f"DECOMPOSE of {task.id} {why}")
-        if self.plan.read().find_task(task.id) is None:  # the agent removed it, with too few parts:
-            with self.plan.change() as change:  # undone whole, the task back as it was
-                change.plan.restore_task(task.record)
+    def _refuse(self, task: TaskView, outcome: DecomposeOutcome, log: Path | None) -> str | None:
+        """Not decomposed (too deep to run, or 2 to 5 subtasks not made by a run that finished),
+        in one write: the subtasks it made undone, the task as it was, the failure counted; a
+        second failure, or one too deep, blocks the task for a person."""
+        why, block = outcome.why, outcome.block if outcome.then is Then.BLOCK else None
         with self.plan.change() as change:
-            change.plan.record_decompose_failure(task.id)
-        if outcome.then is Then.BLOCK:
-            return self._block(task, outcome.block)
-        return self.tree.commit(f"ralph(decompose): {task.id} not decomposed ({why})")
-
-    def _block(self, task: TaskView, reason: str) -> str | None:
-        with self.plan.change() as change:
-            change.plan.block(task.id, reason)
-        self.ws.journal.event("task_blocked", item=task.id, reason=reason)
-        self.ws.console.event(f"{task.id} blocked: {reason}; a person must split or rethink it")
-        return self.tree.commit(f"ralph(decompose): {task.id} blocked\n\n{reason}")
+            change.plan.record_undecomposed(task.id, task.record, list(outcome.drop), outcome.counted, block)
+        if outcome.counted:
+            self.ws.journal.event("decompose_failed", item=task.id, why=why, log=str(log))
+            self.ws.console.event(f"DECOMPOSE of {task.id} {why}")
+        if block is None:
+            return self.tree.commit(f"ralph(decompose): {task.id} not decomposed ({why})")
+        self.ws.journal.event("task_blocked", item=task.id, reason=block)
+        self.ws.console.event(f"{task.id} blocked: {block}; a person must split or rethink it")
+        return self.tree.commit(f"ralph(decompose): {task.id} blocked\n\n{block}")
 
 
 def _failures(task: Record) -> int:

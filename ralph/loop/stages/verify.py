@@ -27,7 +27,7 @@ from ralph.loop.stages.verify_outcome import Exit, RunFacts, VerifyOutcome, deci
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.checkouts import Checkouts
 from ralph.loop.tree.plan_access import PLAN_FILE
-from ralph.plan.attempts import overtaken, verdict_given
+from ralph.plan.attempts import Given, given_by, overtaken
 from ralph.plan.document import Record
 from ralph.plan.new_work import new_items
 from ralph.plan.plan import Plan
@@ -184,31 +184,34 @@ class VerifyStage:
         """Into the plan: what each verifier's run came to, decided from what it did, then applied."""
         with self.plan.change() as change:  # goes in with this stage's commit
             for run in runs:
-                facts = self._facts(change.plan, run)
-                self._apply(change.plan, run, decide(facts), report)
+                facts, given = self._facts(change.plan, run)
+                self._apply(change.plan, run, decide(facts), given, report)
 
-    def _facts(self, plan: Plan, run: Verification) -> RunFacts:
-        """What the run did, asked in decide's order (`plan`: as the runs before it left it)."""
+    def _facts(self, plan: Plan, run: Verification) -> tuple[RunFacts, Given]:
+        """What the run did, asked in decide's order (`plan`: as the runs before it left it), and
+        what its verifier gave in its copy of the plan (read once, taken by _apply)."""
         if run.killed:
             stops = plan.task_line(run.task.id).record.get("verify_kills", 0) + 1  # with this one
-            return RunFacts(killed=run.killed, stops=stops, max_stops=self.ws.settings.max_attempts)
+            return RunFacts(killed=run.killed, stops=stops, max_stops=self.ws.settings.max_attempts), Given()
         if run.result.violation:  # in its checkout (_violated) or in the work tree (enforce)
-            return RunFacts(violation=True)
+            return RunFacts(violation=True), Given()
         if run.theirs is None:
-            return RunFacts(plan_read=False)
-        verdict, _ = verdict_given(run.task.id, run.base, run.theirs)
-        return RunFacts(verdict=verdict, overtaken=verdict is not None and overtaken(plan, run.task.id))
+            return RunFacts(plan_read=False), Given()
+        given = given_by(run.task.id, run.base, run.theirs)
+        judged = given.verdict is not None and overtaken(plan, run.task.id)
+        return RunFacts(verdict=given.verdict, overtaken=judged), given
 
-    def _apply(self, plan: Plan, run: Verification, outcome: VerifyOutcome, report: StageReport) -> None:
-        """What the run came to, done, in this order: the plan written (the stop recorded, or the
-        verifier's copy taken), then the journal, the console and the report told."""
+    def _apply(
+        self, plan: Plan, run: Verification, outcome: VerifyOutcome, given: Given, report: StageReport
+    ) -> None:
+        """What the run came to, done, in this order: the plan written (the stop recorded, or what
+        its verifier gave taken), then the journal, the console and the report told."""
         if outcome.kill is not None:
             return self._stopped(plan, run, outcome, report)
         most = self.ws.settings.max_new_items  # the rest go into one issue (ralph.plan.new_work)
+        task_id, verdict, reason = run.task.id, given.verdict, given.reason
         taken = (
-            plan.take_verification(run.task.id, run.base, run.theirs, most)
-            if outcome.take and run.theirs
-            else {}
+            plan.apply_verification(task_id, verdict, reason, list(given.added), most) if outcome.take else {}
         )
         self._tell_verdict(run, outcome, str(taken.get("reason") or ""), report)
         self.ws.journal.event(
@@ -249,11 +252,10 @@ class VerifyStage:
         log, rather than verified blindly again."""
         task, reason, log, stops = run.task, outcome.kill, str(run.result.log_path), outcome.stops
         assert reason is not None  # only a stopped verifier comes here
-        plan.record_verify_kill(task.id, reason, log)
         set_aside = outcome.exit is Exit.SET_ASIDE
+        why = f"VERIFY was stopped {stops} times ({reason}); split it into tasks one run can check"
+        plan.record_verify_stop(task.id, reason, log, set_aside=why if set_aside else None)
         if set_aside:
-            text = f"VERIFY was stopped {stops} times ({reason}); split it into tasks one run can check"
-            plan.set_aside(task.id, reason, text, kill_log=log)
             self.tree.save_build_patch(task, run.result.log_path)
         self.ws.journal.event(
             "verify_stopped", item=task.id, kill_reason=reason, stops=stops, set_aside=set_aside, log=log
