@@ -11,7 +11,7 @@ import contextlib
 import time
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ralph import clock
 from ralph.errors import RemoteError
@@ -24,6 +24,9 @@ from ralph.store.reader import PLAN_NAME as PLAN_FILE
 from ralph.store.reader import read_plan
 from ralph.store.remote import Remote
 from ralph.usecases import claims
+
+if TYPE_CHECKING:
+    from ralph.loop.observe.journal import Journal
 
 T = TypeVar("T")
 POLL_S = (0.25, 2.0)  # the first wait for other runners' work, and the longest (it doubles)
@@ -39,12 +42,14 @@ class RemoteCoordinator:
         ttl_s: float | None = None,
         check: Callable[[], None] = lambda: None,
         sleep: Callable[[float], None] = time.sleep,
+        journal: Journal | None = None,
     ):
-        """`check` raises when the run must stop waiting (its time budget)."""
+        """`check` raises when the run must stop waiting (its time budget); `journal` is told, when
+        the run ends, how many pushes of the shared branch the remote took and how many lost a race."""
         self.root, self.spec, self.ttl_s = root, spec, ttl_s
         self.runner = runner or claims.default_runner()
         self.remote = Remote(Repo(root), remote)
-        self.check, self.sleep = check, sleep
+        self.check, self.sleep, self.journal = check, sleep, journal
         self._claimed_next: str | None = None  # claimed in the push that published the last build
         self._held: dict[str, str] = {}  # task -> the remote head when its build was given back
 
@@ -92,12 +97,16 @@ class RemoteCoordinator:
         return {task_id: files for task_id, files in conflicts.items() if files}
 
     def release(self, quietly: bool = False) -> None:
-        if not quietly:
-            self.release_all()
-            return
-        self.remote.retries = 0  # a remote that just failed every retry is tried once more only
-        with contextlib.suppress(RemoteError):
-            self.release_all()
+        try:
+            if not quietly:
+                self.release_all()
+                return
+            self.remote.retries = 0  # a remote that just failed every retry is tried once more only
+            with contextlib.suppress(RemoteError):
+                self.release_all()
+        finally:
+            if self.journal is not None:
+                self.journal.event("remote_pushes", won=self.remote.won, lost=self.remote.lost)
 
     def _each(
         self,
