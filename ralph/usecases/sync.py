@@ -59,11 +59,14 @@ def until_pushed(
     idle_push: bool = True,
     then: Step | None = None,
     after_lost: Callable[[], None] | None = None,
+    drop: Callable[[Plan], dict[str, str]] | None = None,
 ) -> T | None:
-    """Rounds until one is pushed (a lost race replays on the new head); what `change` returned."""
+    """Rounds until one is pushed (a lost race replays on the new head); what `change` returned.
+    `drop`: the claim refs (item -> claim commit) the push deletes, atomically with the branch,
+    given the plan it publishes (ralph.store.remote.Remote.push)."""
     losses = Losses(remote)
     while True:
-        result, pushed = _round(root, remote, runner, change, message, idle_push, then)
+        result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop)
         if pushed:
             return result
         for again in (after_lost, then.lost if then else None):
@@ -136,6 +139,7 @@ def _round(
     message: Callable[[Any], str],  # takes what change chose: until_pushed's signature says so
     idle_push: bool = True,
     then: Step | None = None,
+    drop: Callable[[Plan], dict[str, str]] | None = None,
 ) -> tuple[T | None, bool]:
     """Fetch, catch up, change the plan in one commit (and `then` in a second), push. Returns
     what `change` returned and whether the remote has our head now.
@@ -160,11 +164,12 @@ def _round(
         chosen = then(plan)
         if chosen is not None:
             target = _commit_change(repo, target, plan, before, then.message(chosen))
-    if target == remote_head or (target == base and result is None and not idle_push):
+    dropped = drop(plan) if drop is not None else {}
+    if not dropped and (target == remote_head or (target == base and result is None and not idle_push)):
         _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
         return result, True
     _refuse_overwriting_edits(repo, remote, start, target)
-    if not remote.push(target):
+    if not remote.push(target, dropped):
         return result, False
     _move(repo, start, target)
     return result, True

@@ -83,7 +83,7 @@ class Beaten(Remote):
         super().__init__(repo, **kwargs)
         self.rival, self.pushes = rival, 0
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.pushes += 1
         if self.pushes == 1:
             claims.claim_next(self.rival, None, "rival", remote_of(self.rival))
@@ -201,7 +201,7 @@ def test_an_unreachable_remote_fails_after_bounded_retries_with_nothing_claimed(
 
 
 class GoneAtPush(Remote):
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.repo.git("remote", "set-url", self.name, "/nonexistent/gone.git")
         return super().push(commit)
 
@@ -280,7 +280,7 @@ class OutPushed(Remote):
         super().__init__(repo, **kwargs)
         self.rival, self.losses, self.pushes = rival, losses, 0
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.pushes += 1
         if self.pushes <= self.losses:
             git(self.rival, "commit", "-q", "--allow-empty", "-m", f"rival's work {self.pushes}")
@@ -310,7 +310,7 @@ class RefusingAsBehind(Remote):
         super().__init__(repo, **kwargs)
         self.pushes = 0
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.pushes += 1
         return False
 
@@ -330,7 +330,7 @@ class Watched(Beaten):
         super().__init__(repo, rival, **kwargs)
         self.seen: list[tuple[str, bytes]] = []
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.seen.append(
             (git(self.repo.root, "rev-parse", "HEAD"), (self.repo.root / "plan.jsonl").read_bytes())
         )
@@ -357,7 +357,7 @@ class Counted(Remote):
         super().__init__(repo, **kwargs)
         self.pushes = 0
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.pushes += 1
         return super().push(commit)
 
