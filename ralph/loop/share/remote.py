@@ -125,7 +125,13 @@ class RemoteCoordinator:
                 self.release_all()
         finally:
             if self.journal is not None:
-                self.journal.event("remote_pushes", won=self.remote.won, lost=self.remote.lost)
+                self.journal.event(
+                    "remote_pushes",
+                    won=self.remote.won,
+                    lost=self.remote.lost,
+                    claims_won=self.remote.claims_won,
+                    claims_lost=self.remote.claims_lost,
+                )
 
     def _each(
         self,
@@ -436,6 +442,8 @@ class RemoteCoordinator:
     def release_all(self) -> list[str]:
         """The run ends: every claim of this runner goes back, and its commits are pushed (builds
         not yet verified go out done, for any runner to verify)."""
+        if self._unpublished:
+            self._publish()  # a build whose task was taken over, or that conflicts, yields first
         mine = dict(self._mine)
         released = claims.release_all(self.root, self.runner, self.remote, refs=mine)
         self._mine, self._took_over, self._unpublished = {}, {}, []
