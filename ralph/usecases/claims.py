@@ -24,7 +24,7 @@ from ralph.plan.reading import claim_age_s
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
-from ralph.store.remote import Remote
+from ralph.store.remote import ClaimRef, Remote
 from ralph.usecases.names import named
 from ralph.usecases.sync import on_remote_head, until_pushed
 
@@ -528,7 +528,15 @@ def release_all(root: Path, runner: str, remote: Remote, refs: dict[str, str] | 
 
     message = f"ralph: release the claims of {runner}"
     try:
-        until_pushed(root, remote, runner, drop, lambda _: message, drop=lambda _: _still_held(remote, refs))
+        until_pushed(
+            root,
+            remote,
+            runner,
+            drop,
+            lambda _: message,
+            drop=lambda _: _still_held(remote, refs),
+            bookkeeping_waits=not refs,
+        )
     except RemoteError as exc:
         if isinstance(exc, RemoteOffline | RemoteRejected):
             raise  # the remote itself failed: nothing can be given back now
@@ -590,12 +598,12 @@ def remote_claims(
     rule runners judge claims by (ralph.plan.reading.claim_age_s: since its commit on the remote's
     history, and since this clone first saw it; this look counts as a sighting) and whether it is
     live or stale (older than the claim TTL)."""
-    head = remote.fetch()
+    head = remote.fetch(claims=True)
     data = remote.repo.file_at(head, PLAN_NAME) if head else None
     plan = Plan(load(data, PLAN_NAME)) if data is not None else None
     ttl = (plan.claim_ttl_s() if plan else 1800.0) if ttl_s is None else ttl_s
     stamp = at or now()
-    claims = []
+    claims = [_ref_claim(remote, claim, plan, stamp, ttl) for claim in remote.claim_refs().values()]
     for task in plan.claims() if plan else []:
         judged = remote.claim_clock.judge(task, stamp)
         claims.append(
@@ -611,6 +619,22 @@ def remote_claims(
             )
         )
     return RemoteClaims(remote.name, remote.branch, head, ttl, stamp, tuple(claims))
+
+
+def _ref_claim(remote: Remote, claim: ClaimRef, plan: Plan | None, stamp: str, ttl: float) -> RemoteClaim:
+    """A claim ref (BUILD's and VERIFY's claims, beside the branch) as status shows claims."""
+    judged = remote.claim_clock.judge(claim.record(), stamp, committed_at=claim.committed_at)
+    task = plan.find_task(claim.item) if plan is not None else None
+    return RemoteClaim(
+        task=claim.item,
+        name=(task.get("name") if task else None) or claim.item,
+        runner=claim.runner,
+        since=claim.claimed_at,
+        committed_at=judged.committed_at,
+        seen_at=judged.seen_at or stamp,
+        age_s=judged.age_s,
+        stale=judged.age_s is None or judged.age_s >= ttl,
+    )
 
 
 def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 POLL_S = (0.25, 2.0)  # the first wait for other runners' work, and the longest (it doubles)
+# While nothing moves on the remote (its branch, its claims), a waiting runner only fetches; it
+# looks at the plan again after this long all the same, for the claims that went stale meanwhile.
+REJUDGE_S = 30.0
 # Builds held here unpublished at most: then they go out, verdicts or not. More in a push means
 # fewer pushes of the one shared branch (the serial section of many runners), but a runner that
 # dies loses more to a rebuild, and its builds meet others' changes later.
@@ -164,9 +167,7 @@ class RemoteCoordinator:
                 return None  # VERIFY them, publish them, then look again
             if not self._others_hold_work():
                 return self._held_as_it_is(held)
-            self.check()
-            self.sleep(wait)
-            wait = min(wait * 2, POLL_S[1])
+            wait = self._wait_for_change(wait)
 
     def _claim_build(self, skip: Collection[str] = frozenset()) -> str | None:
         """Claim a task to build by ref, after bringing in the remote (when nothing of this
@@ -308,6 +309,30 @@ class RemoteCoordinator:
         self._unpublished.clear()
         return {task: files for task in conflicting}
 
+    def _wait_for_change(self, wait: float) -> float:
+        """Wait for other runners' work: poll the remote (a fetch: the branch and the claims) until
+        either moved, or REJUDGE_S passed. Returns the next first wait. A poll that finds nothing
+        new costs one fetch, not a catch-up and a look through the plan: sixteen runners waiting
+        for the last builds spent more CPU looking than building."""
+        before, slept = self._remote_state(), 0.0
+        while True:
+            self.check()
+            self.sleep(wait)
+            slept += wait
+            wait = min(wait * 2, POLL_S[1])
+            self.remote.fetch()
+            if slept >= REJUDGE_S or self._remote_state() != before:
+                return wait
+
+    def _remote_state(self) -> str:
+        """The remote's branch head and claim refs as last fetched, in one look."""
+        return self.remote.repo.git(
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            self.remote.tracking_ref,
+            self.remote.claims_ref,
+        )
+
     def others_published(self) -> bool:
         """The remote's head (fetched now) has changes to code HEAD lacks: another runner published
         a build since this one last caught up (claims and verdicts change plan.jsonl alone)."""
@@ -378,9 +403,7 @@ class RemoteCoordinator:
                 return True
             if read_plan(self.root).planned(self.spec or ""):
                 return False
-            self.check()
-            self.sleep(wait)
-            wait = min(wait * 2, POLL_S[1])
+            wait = self._wait_for_change(wait)
 
     def after_plan(self) -> None:
         """PLAN's tasks are committed: bring in the remote, free the spec record, push."""
@@ -403,9 +426,7 @@ class RemoteCoordinator:
                 or not self._others_hold_work()
             ):
                 return False
-            self.check()
-            self.sleep(wait)
-            wait = min(wait * 2, POLL_S[1])
+            wait = self._wait_for_change(wait)
 
     def after_check(self) -> None:
         """The check is committed: bring in the remote, free the spec record, push."""
