@@ -655,11 +655,16 @@ def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
             plan = Plan(load(data, PLAN_NAME))
         except RalphError:  # a plan that does not load is not ours to judge here
             continue
-        clock = Remote(repo, ref.removesuffix(f"/{branch}"), branch).claim_clock
+        remote = Remote(repo, ref.removesuffix(f"/{branch}"), branch)
+        clock = remote.claim_clock
         for item in plan.claims():
             age = clock.age_s(item, stamp, remember=False)
             if age is None or age >= plan.claim_ttl_s():
                 found.append((ref, item, age))
+        for claim in remote.claim_refs().values():  # BUILD's and VERIFY's, beside the branch
+            age = clock.judge(claim.record(), stamp, remember=False, committed_at=claim.committed_at).age_s
+            if age is None or age >= plan.claim_ttl_s():
+                found.append((ref, claim.record(), age))
     return found
 
 

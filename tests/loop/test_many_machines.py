@@ -247,6 +247,41 @@ def test_three_runners_build_twelve_tasks_each_exactly_once(repo, tmp_path):
     git(shared.origin, "fsck", "--no-progress")
 
 
+@pytest.mark.slow
+def test_sixteen_runners_build_thirty_two_tasks_each_exactly_once_and_none_gives_up(repo, tmp_path):
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(32)]
+    shared = seeded(repo, tmp_path, items)
+    clones = [shared.clone(f"clone{n}") for n in range(16)]
+    states = [tmp_path / f"state{n}" for n in range(16)]
+    runs = [
+        construct(
+            clone,
+            "--remote",
+            "origin",
+            "--runner",
+            f"runner-{n}",
+            "--parallel",
+            "1",
+            wait=False,
+            env={"FAKE_AGENT_STATE": str(state)},
+        )
+        for n, (clone, state) in enumerate(zip(clones, states, strict=True))
+    ]
+    outputs = [run.communicate(timeout=900) for run in runs]
+    for run, (out, err) in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, out + err
+    assert build_counts(*states) == {item["id"]: 1 for item in items}  # each built exactly once
+    plan = origin_plan(shared)
+    assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
+    assert git(shared.origin, "for-each-ref", "refs/ralph/claims/") == ""  # every claim went with its task
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    for item in items:  # the story of each task on the branch: one build, one verdict
+        assert sum(s.startswith(f"ralph(build): {item['id']} ") for s in subjects) == 1, item["id"]
+    accepted = [i for s in subjects if s.startswith("ralph(verify): accepted ") for i in s[24:].split(", ")]
+    assert sorted(accepted) == [item["id"] for item in items]
+    git(shared.origin, "fsck", "--no-progress")
+
+
 def claimed_on_origin(shared: Shared) -> list[str]:
     return sorted(claim_holders(shared).values())
 
