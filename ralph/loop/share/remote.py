@@ -493,8 +493,8 @@ class RemoteCoordinator:
         return any(True for _ in self._others_live_claims(plan)) or bool(self._others_live_refs(plan))
 
     def _others_live_refs(self, plan: Plan | None = None) -> set[str]:
-        """The tasks other runners hold live claim refs on (of the spec, when `plan` is given:
-        tasks of it, or tasks it does not know yet), as last fetched."""
+        """The tasks other runners hold live claim refs on (when `plan` is given: its tasks of the
+        spec), as last fetched."""
         stamp, ttl = clock.now(), self._ttl()
         held = {
             item
@@ -503,7 +503,7 @@ class RemoteCoordinator:
         }
         if plan is None:
             return held
-        return {item for item in held if (task := plan.find_task(item)) is None or self._in_spec(task)}
+        return {item for item in held if (task := plan.find_task(item)) is not None and self._in_spec(task)}
 
     def _others_live_claims(self, plan: Plan) -> Iterator[Record]:
         """Other runners' claims in the spec younger than the TTL: a task, an issue (its tasks to
