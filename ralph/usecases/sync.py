@@ -30,10 +30,12 @@ from ralph.store.transaction import checked_bytes
 # runners says no) end the run, after this many in a row.
 MAX_STILL_LOSSES = 5
 LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race, while losses are few
-# Losses in a row before the pause's range starts doubling, and its longest: a runner that pauses
-# longer publishes its build later, and others then build tasks that needed it (3 runners replaying
-# tally with the range doubling from the first loss: 2.8-4.7 runs per task instead of 2.5-2.7).
-STEADY_LOSSES = 0
+# Losses in a row at the first range, before it doubles with each loss, and its longest. When every
+# build was published on its own, a runner that paused longer published later, and others built
+# tasks that needed it (3 runners replaying tally with the range doubling from the first loss:
+# 2.8-4.7 runs per task instead of 2.5-2.7), and it doubled after 3 losses. Builds now go out in
+# batches, and 16 runners publishing at once kept losing in step: it doubles from the second.
+STEADY_LOSSES = 1
 LOST_RACE_PAUSE_CAP_S = 3.2
 
 T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)

@@ -19,7 +19,6 @@ from ralph.usecases import issues, tasks
 from tests.support.cli import ralph_in_process
 from tests.support.construct import construct, events, with_app_spec
 from tests.support.gitrepo import Shared, git
-from tests.support.present import present
 
 
 def seeded(repo: Path, tmp_path: Path, items: list[dict]) -> Shared:
@@ -355,9 +354,6 @@ def test_a_runner_verifies_one_claimed_batch_after_another_in_one_verify_stage(r
 
 def test_a_build_of_a_task_taken_over_meanwhile_yields_to_the_taker_and_is_kept_as_a_patch(repo, tmp_path):
     from ralph.loop.share.remote import RemoteCoordinator
-    from ralph.store.git import Repo
-    from ralph.store.remote import Remote
-    from ralph.usecases import claims
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     slow, heir = shared.clone("slow"), shared.clone("heir")
@@ -387,9 +383,6 @@ def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_withou
     build: `git reset --keep` refused them (`Entry 'plan.jsonl' not uptodate`) and the run ended
     exit 1 in git's words. They are carried onto the remote's head instead, and the build yields."""
     from ralph.loop.share.remote import RemoteCoordinator
-    from ralph.store.git import Repo
-    from ralph.store.remote import Remote
-    from ralph.usecases import claims
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     slow, heir = shared.clone("slow"), shared.clone("heir")
@@ -417,9 +410,6 @@ def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_withou
 def test_a_build_taken_over_with_a_persons_edit_in_the_way_ends_remote_in_one_line(repo, tmp_path):
     from ralph.errors import RemoteError
     from ralph.loop.share.remote import RemoteCoordinator
-    from ralph.store.git import Repo
-    from ralph.store.remote import Remote
-    from ralph.usecases import claims
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     slow, heir = shared.clone("slow"), shared.clone("heir")
