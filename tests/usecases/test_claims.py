@@ -473,3 +473,20 @@ def test_a_claim_seen_for_longer_than_the_ttl_is_taken_over_whatever_the_claimer
     assert present(claims.claim_next(two, None, "heir-2", remote_of(two), ttl_s=1))["id"] == "t-aaaaaa"
     takeovers = [line.record for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
     assert [(t["by"], t["was_claimed_by"]) for t in takeovers] == [("heir-2", "behind")]
+
+
+def test_a_runs_last_push_of_its_stage_alone_is_tried_once_and_anything_more_until_pushed(three):
+    """Sixteen runners ending at once each lost some four races to push nothing but their stage:
+    such a push is tried once, and a lost race leaves it here for the next run's push."""
+    shared, one, two = three
+    with transaction(two) as change:  # the loop's bookkeeping: this runner's stage alone
+        change.plan.update_state(stage="COMPLETE")
+    remote = OutPushed(Repo(two), rival=one, losses=1, retries=0, sleep=lambda _: None)
+    assert claims.release_all(two, "runner-2", remote) == []
+    assert remote.pushes == 1 and "COMPLETE" not in shared.plan_on_origin().decode()
+    with transaction(two) as change:  # and a task done: that must reach the remote
+        change.plan.done("t-aaaaaa")
+    remote = OutPushed(Repo(two), rival=one, losses=1, retries=0, sleep=lambda _: None)
+    claims.release_all(two, "runner-2", remote)
+    assert remote.pushes == 2
+    assert task_in(on_origin(shared), "t-aaaaaa")["s"] == "d"
