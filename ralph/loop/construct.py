@@ -608,6 +608,7 @@ class Loop:
                 self.settings.runner,
                 self.settings.claim_ttl_s,
                 check=self.deadline.check,
+                journal=self.journal,
             )
         ws.tree.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
         ws.tree.commit_beside(earlier_runs=True)  # a person's commands beside a run that died first

@@ -56,12 +56,16 @@ class ClaimClock:
         that changes nothing, such as `ralph doctor`'s)."""
         return self.judge(item, now, remember).age_s
 
-    def judge(self, item: Record, now: str, remember: bool = True) -> ClaimAge:
+    def judge(
+        self, item: Record, now: str, remember: bool = True, committed_at: str | None = None
+    ) -> ClaimAge:
+        """`committed_at`: the claim commit's time where it is known without a search (a claim
+        ref's own commit, ralph.store.remote.ClaimRef)."""
         known = self._load()
         key = _key(item)
         entry = dict(known.get(key, {}))
         seen = entry.get("seen")
-        committed = entry.get("committed") or self._committed_at(item, key)
+        committed = committed_at or entry.get("committed") or self._committed_at(item, key)
         if remember and (seen is None or committed != entry.get("committed")):
             entry["seen"] = seen or now
             if committed:

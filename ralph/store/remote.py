@@ -5,13 +5,23 @@ is still where ours started from, so a push another runner beat is refused as a 
 caller to replay, not an error. Anything else (the remote cannot be reached, permissions, a hook)
 is retried a bounded number of times with exponential backoff, then raised as one line.
 
+Claims of single items (ralph.usecases.claims) are refs beside the branch: `refs/ralph/claims/<item>`,
+each pointing at a commit of its own (no files; its message says who claimed the item, and when),
+pushed as a create-only compare-and-swap (`--force-with-lease=<ref>:` with nothing expected):
+two runners claiming one item race on that ref alone, never with the branch or with claims of other
+items. A stale claim is taken over with the lease on the commit it replaces; a claim goes when the
+push that publishes its item's outcome deletes it, in the same atomic push.
+
 Every call runs the git binary through `Repo`; nothing here ever passes --force or rewrites a
-commit."""
+commit, and a claim ref is only ever replaced or deleted under a lease on the value read."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ralph.errors import RemoteOffline, RemoteRejected
@@ -44,6 +54,26 @@ _REFUSAL_WORDS = (
 )
 
 
+CLAIMS = "refs/ralph/claims/"  # on the remote: one ref per claimed item
+CLAIM_TRAILER = "Ralph-Claim"  # the claim commit's message: {"item", "by", "at"} as JSON
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    """A claim on the remote as a ref: its item, its runner, when the runner says it claimed it
+    (its clock), the claim commit and that commit's committer time (UTC, ISO 8601)."""
+
+    item: str
+    runner: str
+    claimed_at: str
+    commit: str
+    committed_at: str
+
+    def record(self) -> dict[str, str]:
+        """As the plan writes a claim: what claim ages are judged from (ralph.plan.reading)."""
+        return {"t": "claim", "id": self.item, "claimed_by": self.runner, "claimed_at": self.claimed_at}
+
+
 def configured(repo: Repo, name: str) -> bool:
     """A remote of that name is set in this clone's config (`git remote` lists it): read locally,
     no network."""
@@ -67,6 +97,9 @@ class Remote:
         self.branch = branch or repo.branch() or "main"
         self.retries, self.backoff_s, self.sleep = retries, backoff_s, sleep
         self._claim_clock: ClaimClock | None = None
+        self.won = self.lost = 0  # pushes of the shared branch the remote took, and lost races
+        self.claims_won = self.claims_lost = 0  # the same for claim refs
+        self.with_claims = False  # every fetch brings the claim refs too (runners that claim by ref)
 
     @property
     def claim_clock(self) -> ClaimClock:
@@ -88,15 +121,24 @@ class Remote:
         (the remote-tracking ref is git's: a person's `git fetch` moves it too)."""
         return f"refs/ralph/seen/{self.name}/{self.branch}"
 
-    def fetch(self) -> str | None:
+    @property
+    def claims_ref(self) -> str:
+        """Where this clone keeps the remote's claim refs as last fetched."""
+        return f"refs/ralph/remote-claims/{self.name}/"
+
+    def fetch(self, claims: bool | None = None) -> str | None:
         """Bring the remote branch's commits here; its head, or None when it has no such branch yet.
         ralph never force-pushes, so the branch only moves forward: a head that does not descend
         from the one seen before is a person's rewrite (a force-push, history cleaned of a secret),
         and one gone is a person's deletion. RemoteRejected for either: a runner must not merge
         its old commits back onto it, nor make the branch again."""
-        refspec = f"+refs/heads/{self.branch}:{self.tracking_ref}"
+        refspecs = [f"+refs/heads/{self.branch}:{self.tracking_ref}"]
+        if (
+            self.with_claims if claims is None else claims
+        ):  # the claim refs too, in the same fetch; those gone on the remote go here too
+            refspecs = ["--prune", *refspecs, f"+{CLAIMS}*:{self.claims_ref}*"]
         for attempt in range(self.retries + 1):
-            code, _, err = self.repo.attempt("fetch", "--quiet", "--no-tags", self.name, refspec)
+            code, _, err = self.repo.attempt("fetch", "--quiet", "--no-tags", self.name, *refspecs)
             if code == 0:
                 head = self.repo.commit_of(self.tracking_ref)
                 self._check_forward(head)
@@ -132,21 +174,105 @@ class Remote:
     def _saw(self, head: str) -> None:
         self.repo.attempt("update-ref", self.seen_ref, head)
 
-    def push(self, commit: str) -> bool:
-        """Push `commit` as the remote branch, fast-forward only. True: it is the remote's head now;
-        False: another runner moved the branch first (fetch, replay, push again)."""
-        target = f"{commit}:refs/heads/{self.branch}"
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+        """Push `commit` as the remote branch, fast-forward only; with `drop` (item -> its claim
+        commit), delete those claim refs in the same atomic push, each only while it is that
+        commit. True: it is the remote's head now (and the claims are gone); False: another runner
+        moved the branch first, or a claim is no longer that commit (fetch, replay, push again)."""
+        drop = drop or {}
+        leases = [f"--force-with-lease={CLAIMS}{item}:{commit_}" for item, commit_ in drop.items()]
+        atomic = ["--atomic", *leases] if drop else []
+        targets = [f"{commit}:refs/heads/{self.branch}", *(f":{CLAIMS}{item}" for item in drop)]
         for attempt in range(self.retries + 1):
-            code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", self.name, target)
+            code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", *atomic, self.name, *targets)
             if code == 0:
                 self.repo.attempt("update-ref", self.tracking_ref, commit)  # as a fetch would see it
                 self._saw(commit)
+                self._forget_claims(drop)
+                self.won += 1
+                return True
+            verdict = classify_push(out, err)
+            if verdict == "race":
+                self.lost += 1
+                return False
+            self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
+        raise AssertionError("unreachable")
+
+    # --- claim refs ----------------------------------------------------------------------------
+    def claim_refs(self) -> dict[str, ClaimRef]:
+        """The claim refs on the remote as this clone last fetched them (fetch(claims=True)), by item."""
+        sep = "%1f"
+        out = self.repo.git(
+            "for-each-ref",
+            f"--format=%(refname){sep}%(objectname){sep}%(committerdate:unix){sep}%(contents)%1e",
+            self.claims_ref,
+        )
+        found: dict[str, ClaimRef] = {}
+        for entry in out.split("\x1e"):
+            fields = entry.strip("\n").split("\x1f")
+            if len(fields) != 4:
+                continue
+            ref, commit, time_s, message = fields
+            said = _claim_said(message)
+            item = ref.removeprefix(self.claims_ref)
+            if said is None or said.get("item") != item or not time_s.isdigit():
+                continue  # not a claim ralph made: no runner's, and none to judge
+            committed = datetime.fromtimestamp(int(time_s), UTC).isoformat(timespec="seconds")
+            found[item] = ClaimRef(item, str(said.get("by")), str(said.get("at")), commit, committed)
+        return found
+
+    def make_claim(self, item: str, runner: str, at: str, replaces: ClaimRef | None = None) -> str:
+        """A claim commit (object store only): no files; its parent the claim it takes over."""
+        tree = self.repo.git("mktree", stdin=b"").strip()
+        said = json.dumps({"item": item, "by": runner, "at": at}, sort_keys=True)
+        what = f"take {item} over from {replaces.runner}" if replaces else f"claim {item}"
+        message = f"ralph: {what} ({runner})\n\n{CLAIM_TRAILER}: {said}\n"
+        return self.repo.commit_tree(tree, replaces.commit if replaces else None, message)
+
+    def push_claim(self, item: str, commit: str, replaces: str | None = None) -> bool:
+        """Push the claim `commit` as the item's claim ref: created (nothing may be there), or, with
+        `replaces`, only while the ref is that commit (a stale claim taken over). True: the claim
+        is this runner's; False: another runner's push on that ref came first."""
+        ref = f"{CLAIMS}{item}"
+        lease = f"--force-with-lease={ref}:{replaces or ''}"
+        for attempt in range(self.retries + 1):
+            code, out, err = self.repo.attempt(
+                "push", "--porcelain", "--quiet", lease, self.name, f"{commit}:{ref}"
+            )
+            if code == 0:
+                self.repo.attempt("update-ref", f"{self.claims_ref}{item}", commit)
+                self.claims_won += 1
+                return True
+            verdict = classify_push(out, err)
+            if verdict == "race":
+                self.claims_lost += 1
+                return False
+            self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
+        raise AssertionError("unreachable")
+
+    def drop_claims(self, drop: dict[str, str]) -> bool:
+        """Delete the claim refs `drop` names (item -> claim commit), each only while it is that
+        commit, in one atomic push. True: gone; False: one was taken over meanwhile (none went)."""
+        if not drop:
+            return True
+        leases = [f"--force-with-lease={CLAIMS}{item}:{commit}" for item, commit in drop.items()]
+        targets = [f":{CLAIMS}{item}" for item in drop]
+        for attempt in range(self.retries + 1):
+            code, out, err = self.repo.attempt(
+                "push", "--porcelain", "--quiet", "--atomic", *leases, self.name, *targets
+            )
+            if code == 0:
+                self._forget_claims(drop)
                 return True
             verdict = classify_push(out, err)
             if verdict == "race":
                 return False
             self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
         raise AssertionError("unreachable")
+
+    def _forget_claims(self, drop: dict[str, str]) -> None:
+        for item in drop:
+            self.repo.attempt("update-ref", "-d", f"{self.claims_ref}{item}")
 
     def push_branch(self, branch: str) -> bool:
         """Push the local branch `branch` as the remote's branch of that name, fast-forward only,
@@ -183,6 +309,18 @@ class Remote:
         if refused:
             raise RemoteRejected(f"{what} {self.name} refused ({tries}): {reason}")
         raise RemoteOffline(f"cannot {what.split()[0]} {self.name} ({tries}): {reason}")
+
+
+def _claim_said(message: str) -> dict[str, object] | None:
+    """The claim a claim commit's message records (its Ralph-Claim trailer), or None."""
+    for line in message.splitlines():
+        if line.startswith(f"{CLAIM_TRAILER}: "):
+            try:
+                said = json.loads(line.removeprefix(f"{CLAIM_TRAILER}: "))
+            except ValueError:
+                return None
+            return said if isinstance(said, dict) else None
+    return None
 
 
 def classify_push(out: str, err: str) -> str:

@@ -24,7 +24,7 @@ from ralph.plan.reading import claim_age_s
 from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
-from ralph.store.remote import Remote
+from ralph.store.remote import ClaimRef, Remote
 from ralph.usecases.names import named
 from ralph.usecases.sync import on_remote_head, until_pushed
 
@@ -406,6 +406,92 @@ def withdraw_conflicting(
     return attempts[0] if attempts else None
 
 
+def withdraw_batch(
+    root: Path,
+    batch: list[str],
+    runner: str,
+    remote: Remote,
+    files: list[str],
+    max_attempts: int,
+    mine: dict[str, str],
+) -> list[str]:
+    """The builds of `batch`, committed here and not pushed, cannot be published: their code
+    conflicts in `files` with what another runner pushed meanwhile, or (no files) another runner
+    took one of their tasks over. This runner's unpushed commits are undone (kept as a patch; the
+    remote holds every commit ever pushed, so none of those is touched); a task whose build
+    changed one of `files` goes back to pending with the conflict recorded (set aside after
+    `max_attempts`); the others go back as the remote has them. This runner's claim refs on the
+    batch (`mine`: item -> claim commit) go in the same push. Returns the tasks the conflict was
+    recorded on."""
+    repo = remote.repo
+    local = read_plan_here(root)
+    remote_head = remote.fetch()
+    if remote_head is None:
+        raise RemoteError(f"{remote.name}/{remote.branch} is gone; nothing was pushed")
+    spent = _spent_since(repo, local, remote_head)  # the undone commits' runs still count
+    touched = _builds_touching(repo, remote_head, batch, files)
+    ours = {task_id: local.find_task(task_id) or {} for task_id in touched}
+    kept = _keep_undone_build(root, repo, remote_head, "-".join(batch[:3]) or "builds")
+    try:
+        _reset_carrying_the_plan(root, repo, remote_head, kept.with_suffix(".plan.jsonl"))
+    except RalphError as exc:
+        if disk_full(exc):
+            raise
+        shown = kept.relative_to(root) if kept.is_relative_to(root) else kept
+        raise RemoteError(
+            f"the builds of {', '.join(batch)} yield to what another runner pushed to {remote.name}, but"
+            f" undoing them here would overwrite changes you have not committed ({exc}): commit or stash"
+            f" them and run again; the builds are kept as {shown}"
+        ) from None
+    recorded: list[str] = []
+
+    def record(plan: Plan) -> object:
+        recorded[:] = []
+        for task_id in touched:
+            task = plan.find_task(task_id)
+            if task is not None and not is_done(task):
+                plan.record_unmerged_build(task_id, files, ours[task_id], max_attempts, where="pushed")
+                recorded.append(task_id)
+        if spent:
+            plan.add_spending(spent)
+        return recorded or (spent or None)
+
+    message = (
+        f"ralph(build): {', '.join(touched or batch)} merge conflict in {', '.join(files[:5])} ({runner})"
+    )
+    if not files:
+        message = f"ralph: the builds of {', '.join(batch)} yield: a task was taken over ({runner})"
+    drops = {item: commit for item, commit in mine.items() if item in batch}
+    until_pushed(root, remote, runner, record, lambda _: message, drop=lambda _: _still_held(remote, drops))
+    return recorded
+
+
+def _builds_touching(repo: Repo, remote_head: str, batch: list[str], files: list[str]) -> list[str]:
+    """The tasks of `batch` whose build commits (`ralph(build): <id> ...`, since the local branch
+    left the remote's) change one of `files`."""
+    if not files:
+        return []
+    out = repo.git("log", "--format=%x1e%s", "--name-only", f"{remote_head}..HEAD")
+    touched: list[str] = []
+    for entry in out.split("\x1e")[1:]:
+        subject, _, names = entry.partition("\n")
+        changed = set(names.split())
+        for task_id in batch:
+            if (
+                subject.startswith(f"ralph(build): {task_id} ")
+                and changed & set(files)
+                and task_id not in touched
+            ):
+                touched.append(task_id)
+    return touched or list(batch)
+
+
+def read_plan_here(root: Path) -> Plan:
+    from ralph.store.reader import read_plan
+
+    return read_plan(root)
+
+
 def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict[str, Any]:
     """What the local plan's spending totals gained since the local branch left the remote's."""
     code, out, _ = repo.attempt("merge-base", "HEAD", remote_head)
@@ -426,12 +512,13 @@ def release(root: Path, task_id: str, runner: str, remote: Remote) -> None:
     until_pushed(root, remote, runner, lambda plan: _release_own(plan, task_id, runner), lambda _: message)
 
 
-def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
+def release_all(root: Path, runner: str, remote: Remote, refs: dict[str, str] | None = None) -> list[str]:
     """Drop every claim of this runner on the remote (a run that ends), and push its commits;
-    returns the task ids. When its commits cannot be published (their code conflicts with the
-    remote's), the claims are given back on the remote's head alone: a run's claims never outlive
-    it, whatever ended it."""
+    returns the task ids. `refs`: its claim refs (item -> claim commit), deleted in the same push.
+    When its commits cannot be published (their code conflicts with the remote's), the claims are
+    given back on the remote's head alone: a run's claims never outlive it, whatever ended it."""
     released: list[str] = []
+    refs = dict(refs or {})
 
     def drop(plan: Plan) -> object:
         released[:] = [task["id"] for task in plan.claims() if task["claimed_by"] == runner]
@@ -441,13 +528,33 @@ def release_all(root: Path, runner: str, remote: Remote) -> list[str]:
 
     message = f"ralph: release the claims of {runner}"
     try:
-        until_pushed(root, remote, runner, drop, lambda _: message)
+        until_pushed(
+            root,
+            remote,
+            runner,
+            drop,
+            lambda _: message,
+            drop=lambda _: _still_held(remote, refs),
+            bookkeeping_waits=not refs,
+        )
     except RemoteError as exc:
         if isinstance(exc, RemoteOffline | RemoteRejected):
             raise  # the remote itself failed: nothing can be given back now
         on_remote_head(remote, runner, drop, lambda _: message)
+        remote.drop_claims(_still_held(remote, refs))
         raise
     return released
+
+
+def _still_held(remote: Remote, refs: dict[str, str]) -> dict[str, str]:
+    """Those of `refs` (item -> claim commit) the remote still has as they are (as last fetched):
+    a claim taken over meanwhile is the taker's."""
+    now_there = remote.claim_refs()
+    return {
+        item: commit
+        for item, commit in refs.items()
+        if getattr(now_there.get(item), "commit", None) == commit
+    }
 
 
 class RemoteClaim(NamedTuple):
@@ -491,12 +598,12 @@ def remote_claims(
     rule runners judge claims by (ralph.plan.reading.claim_age_s: since its commit on the remote's
     history, and since this clone first saw it; this look counts as a sighting) and whether it is
     live or stale (older than the claim TTL)."""
-    head = remote.fetch()
+    head = remote.fetch(claims=True)
     data = remote.repo.file_at(head, PLAN_NAME) if head else None
     plan = Plan(load(data, PLAN_NAME)) if data is not None else None
     ttl = (plan.claim_ttl_s() if plan else 1800.0) if ttl_s is None else ttl_s
     stamp = at or now()
-    claims = []
+    claims = [_ref_claim(remote, claim, plan, stamp, ttl) for claim in remote.claim_refs().values()]
     for task in plan.claims() if plan else []:
         judged = remote.claim_clock.judge(task, stamp)
         claims.append(
@@ -512,6 +619,22 @@ def remote_claims(
             )
         )
     return RemoteClaims(remote.name, remote.branch, head, ttl, stamp, tuple(claims))
+
+
+def _ref_claim(remote: Remote, claim: ClaimRef, plan: Plan | None, stamp: str, ttl: float) -> RemoteClaim:
+    """A claim ref (BUILD's and VERIFY's claims, beside the branch) as status shows claims."""
+    judged = remote.claim_clock.judge(claim.record(), stamp, committed_at=claim.committed_at)
+    task = plan.find_task(claim.item) if plan is not None else None
+    return RemoteClaim(
+        task=claim.item,
+        name=(task.get("name") if task else None) or claim.item,
+        runner=claim.runner,
+        since=claim.claimed_at,
+        committed_at=judged.committed_at,
+        seen_at=judged.seen_at or stamp,
+        age_s=judged.age_s,
+        stale=judged.age_s is None or judged.age_s >= ttl,
+    )
 
 
 def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
@@ -532,11 +655,16 @@ def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
             plan = Plan(load(data, PLAN_NAME))
         except RalphError:  # a plan that does not load is not ours to judge here
             continue
-        clock = Remote(repo, ref.removesuffix(f"/{branch}"), branch).claim_clock
+        remote = Remote(repo, ref.removesuffix(f"/{branch}"), branch)
+        clock = remote.claim_clock
         for item in plan.claims():
             age = clock.age_s(item, stamp, remember=False)
             if age is None or age >= plan.claim_ttl_s():
                 found.append((ref, item, age))
+        for claim in remote.claim_refs().values():  # BUILD's and VERIFY's, beside the branch
+            age = clock.judge(claim.record(), stamp, remember=False, committed_at=claim.committed_at).age_s
+            if age is None or age >= plan.claim_ttl_s():
+                found.append((ref, claim.record(), age))
     return found
 
 

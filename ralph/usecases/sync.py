@@ -30,10 +30,12 @@ from ralph.store.transaction import checked_bytes
 # runners says no) end the run, after this many in a row.
 MAX_STILL_LOSSES = 5
 LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race, while losses are few
-# Losses in a row before the pause's range starts doubling, and its longest: a runner that pauses
-# longer publishes its build later, and others then build tasks that needed it (3 runners replaying
-# tally with the range doubling from the first loss: 2.8-4.7 runs per task instead of 2.5-2.7).
-STEADY_LOSSES = 3
+# Losses in a row at the first range, before it doubles with each loss, and its longest. When every
+# build was published on its own, a runner that paused longer published later, and others built
+# tasks that needed it (3 runners replaying tally with the range doubling from the first loss:
+# 2.8-4.7 runs per task instead of 2.5-2.7), and it doubled after 3 losses. Builds now go out in
+# batches, and 16 runners publishing at once kept losing in step: it doubles from the second.
+STEADY_LOSSES = 1
 LOST_RACE_PAUSE_CAP_S = 3.2
 
 T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)
@@ -59,17 +61,46 @@ def until_pushed(
     idle_push: bool = True,
     then: Step | None = None,
     after_lost: Callable[[], None] | None = None,
+    drop: Callable[[Plan], dict[str, str]] | None = None,
+    bookkeeping_waits: bool = False,
 ) -> T | None:
-    """Rounds until one is pushed (a lost race replays on the new head); what `change` returned."""
+    """Rounds until one is pushed (a lost race replays on the new head); what `change` returned.
+    `drop`: the claim refs (item -> claim commit) the push deletes, atomically with the branch,
+    given the plan it publishes (ralph.store.remote.Remote.push). `bookkeeping_waits`: after a
+    lost race, when `change` changed nothing and the local commits the remote lacks record only
+    this runner's stage (update_state), they wait here for its next push instead of racing again
+    (sixteen runners ending at once each lost some four races for nothing else)."""
     losses = Losses(remote)
     while True:
-        result, pushed = _round(root, remote, runner, change, message, idle_push, then)
+        result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop)
         if pushed:
+            return result
+        if bookkeeping_waits and result is None and only_bookkeeping(remote):
             return result
         for again in (after_lost, then.lost if then else None):
             if again:
                 again()
         losses.lost()
+
+
+def only_bookkeeping(remote: Remote) -> bool:
+    """Whether the local commits the remote head (as last fetched) lacks change no code and record
+    no plan operation but this runner's stage (update_state)."""
+    from ralph.plan.ops import ops_in, replayed_merge
+
+    repo, head = remote.repo, remote.repo.commit_of(remote.tracking_ref)
+    start = repo.head()
+    if head is None or start is None:
+        return False
+    if set(repo.paths("diff", "--name-only", "-z", head, start)) - {PLAN_NAME}:
+        return False
+    for _, parents, message in _unpublished(repo, start, head):
+        if len(parents) > 1 and replayed_merge(message):
+            continue  # a catch-up merge: what it brought is on the remote
+        ops = ops_in(message) if len(parents) <= 1 else None
+        if ops is None or any(op.get("op") != "update_state" for op in ops):
+            return False
+    return True
 
 
 def on_remote_head(
@@ -136,6 +167,7 @@ def _round(
     message: Callable[[Any], str],  # takes what change chose: until_pushed's signature says so
     idle_push: bool = True,
     then: Step | None = None,
+    drop: Callable[[Plan], dict[str, str]] | None = None,
 ) -> tuple[T | None, bool]:
     """Fetch, catch up, change the plan in one commit (and `then` in a second), push. Returns
     what `change` returned and whether the remote has our head now.
@@ -160,11 +192,12 @@ def _round(
         chosen = then(plan)
         if chosen is not None:
             target = _commit_change(repo, target, plan, before, then.message(chosen))
-    if target == remote_head or (target == base and result is None and not idle_push):
+    dropped = drop(plan) if drop is not None else {}
+    if not dropped and (target == remote_head or (target == base and result is None and not idle_push)):
         _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
         return result, True
     _refuse_overwriting_edits(repo, remote, start, target)
-    if not remote.push(target):
+    if not remote.push(target, dropped):
         return result, False
     _move(repo, start, target)
     return result, True

@@ -94,3 +94,22 @@ def test_status_remote_with_no_claims_and_an_unreachable_remote(repo, tmp_path, 
     result = Ralph(clone)("status", "--remote", code=11)
     message = result.stderr.replace(str(tmp_path), "<tmp>")
     check_golden("unreachable", message, request)
+
+
+def test_status_remote_lists_the_claim_refs_of_build_and_verify_live_and_stale(repo, tmp_path, monkeypatch):
+    from ralph.store.git import Repo
+    from ralph.store.remote import Remote
+
+    tasks.add(repo, [{"id": "t-build0", "name": "Login form"}, {"id": "t-old000", "name": "Password reset"}])
+    shared = Shared(repo, tmp_path)
+    runner, clone = shared.clone("runner"), shared.clone("clone")
+    for task, committed in (("t-build0", ago(5)), ("t-old000", ago(2 * 24 * 60))):
+        monkeypatch.setenv("GIT_COMMITTER_DATE", committed)
+        remote = Remote(Repo(runner))  # git's environment as it is now
+        assert remote.push_claim(task, remote.make_claim(task, "build-box-2", committed))
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    found = json.loads(Ralph(clone)("status", "--remote", "--json").stdout)
+    assert [(c["task"], c["name"], c["runner"], c["stale"]) for c in found["claims"]] == [
+        ("t-build0", "Login form", "build-box-2", False),
+        ("t-old000", "Password reset", "build-box-2", True),
+    ]

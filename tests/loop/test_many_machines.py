@@ -17,9 +17,8 @@ from ralph.plan.records import KillReason
 from ralph.store.transaction import transaction
 from ralph.usecases import issues, tasks
 from tests.support.cli import ralph_in_process
-from tests.support.construct import construct, with_app_spec
+from tests.support.construct import construct, events, with_app_spec
 from tests.support.gitrepo import Shared, git
-from tests.support.present import present
 
 
 def seeded(repo: Path, tmp_path: Path, items: list[dict]) -> Shared:
@@ -48,7 +47,7 @@ def build_counts(*states: Path) -> dict[str, int]:
     return counts
 
 
-def test_one_runner_with_a_remote_pushes_its_claims_builds_and_verdicts(repo, tmp_path):
+def test_one_runner_with_a_remote_claims_by_ref_and_pushes_its_builds_with_their_verdicts(repo, tmp_path):
     items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
     shared = seeded(repo, tmp_path, items)
     clone = shared.clone("one")
@@ -60,13 +59,17 @@ def test_one_runner_with_a_remote_pushes_its_claims_builds_and_verdicts(repo, tm
     assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
     assert not [r for r in plan if r["t"] == "task"]
     subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
-    builds = [s for s in subjects if s.startswith("ralph: claim t-task") and "to verify" not in s]
-    assert len(builds) == 3
-    assert [s for s in subjects if s.endswith("to verify (runner-1)")] == [
-        "ralph: claim t-task00, t-task01, t-task02 to verify (runner-1)"
-    ]
     assert sum(s.startswith("ralph(build): t-task") for s in subjects) == 3
+    assert [s for s in subjects if s.startswith("ralph(verify): accepted")] == [
+        "ralph(verify): accepted t-task00, t-task01, t-task02"
+    ]
     assert git(clone, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
+    # Each task was claimed by a ref of its own beside the branch, gone with its verdict; the
+    # builds and their verdicts went out in one push of the branch (and the spec check's two).
+    assert git(shared.origin, "for-each-ref", "refs/ralph/claims/") == ""
+    [pushes] = [e for e in events(clone) if e["event"] == "remote_pushes"]
+    assert (pushes["claims_won"], pushes["claims_lost"], pushes["lost"]) == (3, 0, 0)
+    assert pushes["won"] <= 4
 
 
 def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_path):
@@ -243,8 +246,68 @@ def test_three_runners_build_twelve_tasks_each_exactly_once(repo, tmp_path):
     git(shared.origin, "fsck", "--no-progress")
 
 
+@pytest.mark.slow
+def test_sixteen_runners_build_thirty_two_tasks_each_exactly_once_and_none_gives_up(repo, tmp_path):
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(32)]
+    shared = seeded(repo, tmp_path, items)
+    clones = [shared.clone(f"clone{n}") for n in range(16)]
+    states = [tmp_path / f"state{n}" for n in range(16)]
+    runs = [
+        construct(
+            clone,
+            "--remote",
+            "origin",
+            "--runner",
+            f"runner-{n}",
+            "--parallel",
+            "1",
+            wait=False,
+            env={"FAKE_AGENT_STATE": str(state)},
+        )
+        for n, (clone, state) in enumerate(zip(clones, states, strict=True))
+    ]
+    outputs = [run.communicate(timeout=900) for run in runs]
+    for run, (out, err) in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, out + err
+    assert build_counts(*states) == {item["id"]: 1 for item in items}  # each built exactly once
+    plan = origin_plan(shared)
+    assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
+    assert git(shared.origin, "for-each-ref", "refs/ralph/claims/") == ""  # every claim went with its task
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    for item in items:  # the story of each task on the branch: one build, one verdict
+        assert sum(s.startswith(f"ralph(build): {item['id']} ") for s in subjects) == 1, item["id"]
+    accepted = [i for s in subjects if s.startswith("ralph(verify): accepted ") for i in s[24:].split(", ")]
+    assert sorted(accepted) == [item["id"] for item in items]
+    git(shared.origin, "fsck", "--no-progress")
+
+
 def claimed_on_origin(shared: Shared) -> list[str]:
-    return [r["claimed_by"] for r in origin_plan(shared) if r["t"] == "task" and r.get("claimed_by")]
+    return sorted(claim_holders(shared).values())
+
+
+def claim_holders(shared: Shared) -> dict[str, str]:
+    """The claim refs on the origin: task -> runner."""
+    out = git(
+        shared.origin, "for-each-ref", "--format=%(refname:lstrip=3)%09%(contents:body)", "refs/ralph/claims/"
+    )
+    holders = {}
+    for line in out.splitlines():
+        if "\t" in line:
+            task, said = line.split("\t", 1)
+            holders[task] = json.loads(said.removeprefix("Ralph-Claim: "))["by"]
+    return holders
+
+
+def take_over(clone: Path, task_id: str, runner: str) -> str | None:
+    """`runner` in `clone` takes the task's claim ref over, as a runner that judges it stale does."""
+    from ralph.store.git import Repo
+    from ralph.store.remote import Remote
+    from ralph.usecases import claim_refs
+
+    remote = Remote(Repo(clone))
+    remote.fetch(claims=True)
+    won = claim_refs.claim_task([{"id": task_id}], runner, remote, 0.0, claim_refs.to_build)
+    return won.task_id if won else None
 
 
 @pytest.mark.slow
@@ -281,36 +344,34 @@ def test_a_runner_verifies_one_claimed_batch_after_another_in_one_verify_stage(r
     done = construct(clone, "--remote", "origin", "--runner", "runner-1", "--parallel", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     subjects = git(shared.origin, "log", "--reverse", "--format=%s", "main").splitlines()
-    assert [s for s in subjects if s.endswith("to verify (runner-1)")] == [
-        f"ralph: claim t-task{n:02d} to verify (runner-1)" for n in range(3)
+    assert [s for s in subjects if s.startswith("ralph(verify): ")] == [
+        f"ralph(verify): accepted t-task{n:02d}" for n in range(3)
     ]
     events = [json.loads(line) for line in (clone / "build/ralph-logs/events.jsonl").read_text().splitlines()]
-    # each batch of one was claimed as the last was published, not one batch per iteration
+    # each batch of one followed the last in one VERIFY stage, not one batch per iteration
     assert [e["iteration"] for e in events if e["event"] == "iteration_begin"] == [1]
 
 
 def test_a_build_of_a_task_taken_over_meanwhile_yields_to_the_taker_and_is_kept_as_a_patch(repo, tmp_path):
     from ralph.loop.share.remote import RemoteCoordinator
-    from ralph.store.git import Repo
-    from ralph.store.remote import Remote
-    from ralph.usecases import claims
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     slow, heir = shared.clone("slow"), shared.clone("heir")
     coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
     assert coordinator.before_build() == "t-task00"
     # The slow runner's build outlives its claim: another runner takes the task over.
-    taken = present(claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0))
-    assert taken["id"] == "t-task00"
+    assert take_over(heir, "t-task00", "heir") == "t-task00"
     (slow / "built.txt").write_text("the slow build\n")
     git(slow, "add", "built.txt")
     git(slow, "commit", "-qm", "build t-task00")
     tasks.done(slow, "t-task00")
-    assert coordinator.after_build("t-task00") == []
+    assert coordinator.after_build("t-task00") == []  # waits here for its verdict
+    coordinator.release_all()  # the run ends: what it built goes out, but for a task taken over
     plan = origin_plan(shared)
     assert [(r["id"], r.get("claimed_by"), r.get("s", "p")) for r in plan if r["t"] == "task"] == [
-        ("t-task00", "heir", "p")
+        ("t-task00", None, "p")
     ]
+    assert claim_holders(shared) == {"t-task00": "heir"}
     assert "build t-task00" not in git(shared.origin, "log", "--format=%s", "main")
     assert git(slow, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
     [patch] = (slow / "build" / "ralph-logs" / "conflicts").glob("t-task00-*.patch")
@@ -322,27 +383,25 @@ def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_withou
     build: `git reset --keep` refused them (`Entry 'plan.jsonl' not uptodate`) and the run ended
     exit 1 in git's words. They are carried onto the remote's head instead, and the build yields."""
     from ralph.loop.share.remote import RemoteCoordinator
-    from ralph.store.git import Repo
-    from ralph.store.remote import Remote
-    from ralph.usecases import claims
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     slow, heir = shared.clone("slow"), shared.clone("heir")
     coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
     assert coordinator.before_build() == "t-task00"
-    taken = present(claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0))
-    assert taken["id"] == "t-task00"
+    assert take_over(heir, "t-task00", "heir") == "t-task00"
     (slow / "built.txt").write_text("the slow build\n")
     git(slow, "add", "built.txt")
     git(slow, "commit", "-qm", "build t-task00")
     tasks.done(slow, "t-task00")
     tasks.add(slow, [{"id": "t-local", "name": "Not committed yet"}], commit=False)
-    assert coordinator.after_build("t-task00") == []
+    assert coordinator.after_build("t-task00") == []  # waits here for its verdict
+    coordinator.release_all()  # the run ends: what it built goes out, but for a task taken over
     plan = origin_plan(shared)
     assert [(r["id"], r.get("claimed_by"), r.get("s", "p")) for r in plan if r["t"] == "task"] == [
-        ("t-task00", "heir", "p"),
+        ("t-task00", None, "p"),
         ("t-local", None, "p"),  # carried, and pushed with the next commit
     ]
+    assert claim_holders(shared) == {"t-task00": "heir"}
     assert "build t-task00" not in git(slow, "log", "--format=%s")
     assert not (slow / "built.txt").exists()
     assert '"t-local"' in (slow / "plan.jsonl").read_text()  # the uncommitted change kept
@@ -351,16 +410,12 @@ def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_withou
 def test_a_build_taken_over_with_a_persons_edit_in_the_way_ends_remote_in_one_line(repo, tmp_path):
     from ralph.errors import RemoteError
     from ralph.loop.share.remote import RemoteCoordinator
-    from ralph.store.git import Repo
-    from ralph.store.remote import Remote
-    from ralph.usecases import claims
 
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     slow, heir = shared.clone("slow"), shared.clone("heir")
     coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
     assert coordinator.before_build() == "t-task00"
-    taken = present(claims.claim_next(heir, "specs/app.md", "heir", Remote(Repo(heir)), ttl_s=0))
-    assert taken["id"] == "t-task00"
+    assert take_over(heir, "t-task00", "heir") == "t-task00"
     (slow / "built.txt").write_text("the slow build\n")
     git(slow, "add", "built.txt")
     git(slow, "commit", "-qm", "build t-task00")
@@ -369,6 +424,7 @@ def test_a_build_taken_over_with_a_persons_edit_in_the_way_ends_remote_in_one_li
     head = git(slow, "rev-parse", "HEAD")
     with pytest.raises(RemoteError, match="would overwrite changes you have not committed") as raised:
         coordinator.after_build("t-task00")
+        coordinator.release_all()
     assert "\n" not in str(raised.value).strip() and "kept as build/ralph-logs/conflicts/" in str(
         raised.value
     )

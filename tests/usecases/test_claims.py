@@ -83,7 +83,7 @@ class Beaten(Remote):
         super().__init__(repo, **kwargs)
         self.rival, self.pushes = rival, 0
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.pushes += 1
         if self.pushes == 1:
             claims.claim_next(self.rival, None, "rival", remote_of(self.rival))
@@ -201,7 +201,7 @@ def test_an_unreachable_remote_fails_after_bounded_retries_with_nothing_claimed(
 
 
 class GoneAtPush(Remote):
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.repo.git("remote", "set-url", self.name, "/nonexistent/gone.git")
         return super().push(commit)
 
@@ -280,7 +280,7 @@ class OutPushed(Remote):
         super().__init__(repo, **kwargs)
         self.rival, self.losses, self.pushes = rival, losses, 0
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.pushes += 1
         if self.pushes <= self.losses:
             git(self.rival, "commit", "-q", "--allow-empty", "-m", f"rival's work {self.pushes}")
@@ -310,7 +310,7 @@ class RefusingAsBehind(Remote):
         super().__init__(repo, **kwargs)
         self.pushes = 0
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.pushes += 1
         return False
 
@@ -330,7 +330,7 @@ class Watched(Beaten):
         super().__init__(repo, rival, **kwargs)
         self.seen: list[tuple[str, bytes]] = []
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.seen.append(
             (git(self.repo.root, "rev-parse", "HEAD"), (self.repo.root / "plan.jsonl").read_bytes())
         )
@@ -357,7 +357,7 @@ class Counted(Remote):
         super().__init__(repo, **kwargs)
         self.pushes = 0
 
-    def push(self, commit: str) -> bool:
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         self.pushes += 1
         return super().push(commit)
 
@@ -473,3 +473,20 @@ def test_a_claim_seen_for_longer_than_the_ttl_is_taken_over_whatever_the_claimer
     assert present(claims.claim_next(two, None, "heir-2", remote_of(two), ttl_s=1))["id"] == "t-aaaaaa"
     takeovers = [line.record for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
     assert [(t["by"], t["was_claimed_by"]) for t in takeovers] == [("heir-2", "behind")]
+
+
+def test_a_runs_last_push_of_its_stage_alone_is_tried_once_and_anything_more_until_pushed(three):
+    """Sixteen runners ending at once each lost some four races to push nothing but their stage:
+    such a push is tried once, and a lost race leaves it here for the next run's push."""
+    shared, one, two = three
+    with transaction(two) as change:  # the loop's bookkeeping: this runner's stage alone
+        change.plan.update_state(stage="COMPLETE")
+    remote = OutPushed(Repo(two), rival=one, losses=1, retries=0, sleep=lambda _: None)
+    assert claims.release_all(two, "runner-2", remote) == []
+    assert remote.pushes == 1 and "COMPLETE" not in shared.plan_on_origin().decode()
+    with transaction(two) as change:  # and a task done: that must reach the remote
+        change.plan.done("t-aaaaaa")
+    remote = OutPushed(Repo(two), rival=one, losses=1, retries=0, sleep=lambda _: None)
+    claims.release_all(two, "runner-2", remote)
+    assert remote.pushes == 2
+    assert task_in(on_origin(shared), "t-aaaaaa")["s"] == "d"

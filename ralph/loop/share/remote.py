@@ -1,9 +1,13 @@
 """The construct loop's side of runners on several machines sharing one git remote
 (`ralph construct --remote origin`): the loop asks for a task before each build, hands the build
-back after it, and gives back what it still holds when the run ends. The work itself is in
-ralph.usecases.claims (fetch, claim by a pushed plan commit, publish, release); this only adds the
-waiting: while other runners hold the work that is left, a runner polls the remote instead of
-ending its run, and takes a task over once its claim goes stale."""
+back after it, and gives back what it still holds when the run ends. BUILD's and VERIFY's tasks
+are claimed by ref (ralph.usecases.claim_refs: one create-only ref per task, beside the branch);
+the spec (PLAN, CHECK) and single items (INVESTIGATE, DECOMPOSE) by a pushed plan commit
+(ralph.usecases.claims). Builds are published in batches: a build nobody waits for stays a local
+commit until its verdict (or PUBLISH_AFTER builds) goes out with it, one push of the branch for
+the lot; a failed build, and a build other tasks depend on, go out at once. While other runners
+hold the work that is left, a runner polls the remote instead of ending its run, and takes a
+task over once its claim goes stale."""
 
 from __future__ import annotations
 
@@ -11,10 +15,11 @@ import contextlib
 import time
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ralph import clock
 from ralph.errors import RemoteError
+from ralph.plan import schedule
 from ralph.plan.document import Record
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
@@ -22,11 +27,23 @@ from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME as PLAN_FILE
 from ralph.store.reader import read_plan
-from ralph.store.remote import Remote
-from ralph.usecases import claims
+from ralph.store.remote import ClaimRef, Remote
+from ralph.usecases import claim_refs, claims
+
+if TYPE_CHECKING:
+    from ralph.loop.observe.journal import Journal
 
 T = TypeVar("T")
-POLL_S = (0.25, 2.0)  # the first wait for other runners' work, and the longest (it doubles)
+# The first wait for other runners' work, and the longest (it doubles). A poll is a fetch: 16
+# runners waiting on one 2-core machine spent 1.46 CPU-s per task with 2 s at most, 1.10 with 4 s.
+POLL_S = (0.25, 4.0)
+# While nothing moves on the remote (its branch, its claims), a waiting runner only fetches; it
+# looks at the plan again after this long all the same, for the claims that went stale meanwhile.
+REJUDGE_S = 30.0
+# Builds held here unpublished at most: then they go out, verdicts or not. More in a push means
+# fewer pushes of the one shared branch (the serial section of many runners), but a runner that
+# dies loses more to a rebuild, and its builds meet others' changes later.
+PUBLISH_AFTER = 8
 
 
 class Held(NamedTuple):
@@ -47,14 +64,20 @@ class RemoteCoordinator:
         ttl_s: float | None = None,
         check: Callable[[], None] = lambda: None,
         sleep: Callable[[float], None] = time.sleep,
+        journal: Journal | None = None,
     ):
-        """`check` raises when the run must stop waiting (its time budget)."""
+        """`check` raises when the run must stop waiting (its time budget); `journal` is told, when
+        the run ends, how many pushes of the shared branch the remote took and how many lost a race."""
         self.root, self.spec, self.ttl_s = root, spec, ttl_s
         self.runner = runner or claims.default_runner()
         self.remote = Remote(Repo(root), remote)
-        self.check, self.sleep = check, sleep
-        self._claimed_next: str | None = None  # claimed in the push that published the last build
+        self.check, self.sleep, self.journal = check, sleep, journal
+        self.remote.with_claims = True  # every fetch brings the claim refs (claim_refs)
         self._held: dict[str, Held] = {}  # the tasks whose builds were given back
+        self._mine: dict[str, str] = {}  # task -> this runner's claim commit on its claim ref
+        self._took_over: dict[str, ClaimRef] = {}  # task -> the stale claim this runner replaced
+        self._unpublished: list[str] = []  # built and committed here, not pushed yet
+        self._max_attempts = 3  # BUILD's, as the last build handed back said
 
     # --- the stages' coordinator (ralph.loop.share.coordinator.Coordinator) ---------------------------
     def plans(self) -> bool:
@@ -80,18 +103,25 @@ class RemoteCoordinator:
         return self._each(lambda skip: self.before_item(stage, items, skip), self.after_item, fresh)
 
     def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
-        """Up to `limit` done tasks claimed at a time, and claiming goes on while any is free: a new
-        iteration per batch would cost a fetch for every other stage's claim first. A task
-        verified here once (no verdict) waits for the next stage."""
+        """Up to `limit` done tasks at a time: first those this runner built (it holds their
+        claims), their builds and verdicts published in one push once all are judged; then
+        published done tasks no live claim holds, claimed by ref, each batch's verdicts pushed
+        before the next is claimed. A task verified here once (no verdict) waits for the next
+        stage."""
         seen: set[str] = set()
-        claimed = self.before_verify(limit, skip=seen)
-        while claimed:
-            seen.update(claimed)
-            yield claimed
-            claimed = self.after_verify(claimed, limit, skip=seen)  # the next batch, in the same push
+        self._adopt_own()
+        while True:
+            own = self._own_done(seen)
+            batch = own[:limit] or self._claim_to_verify(limit, seen)
+            if not batch:
+                return
+            seen.update(batch)
+            yield batch
+            if not self._own_done(seen):
+                self._publish()
 
     def next_builds(self, ready: Callable[[], list[str]]) -> list[str]:
-        """One task at a time, claimed first: the claim's push decides who builds it."""
+        """One task at a time, claimed first: the claim ref's push decides who builds it."""
         task_id = self.before_build()
         return [task_id] if task_id else []
 
@@ -100,12 +130,22 @@ class RemoteCoordinator:
         return {task_id: files for task_id, files in conflicts.items() if files}
 
     def release(self, quietly: bool = False) -> None:
-        if not quietly:
-            self.release_all()
-            return
-        self.remote.retries = 0  # a remote that just failed every retry is tried once more only
-        with contextlib.suppress(RemoteError):
-            self.release_all()
+        try:
+            if not quietly:
+                self.release_all()
+                return
+            self.remote.retries = 0  # a remote that just failed every retry is tried once more only
+            with contextlib.suppress(RemoteError):
+                self.release_all()
+        finally:
+            if self.journal is not None:
+                self.journal.event(
+                    "remote_pushes",
+                    won=self.remote.won,
+                    lost=self.remote.lost,
+                    claims_won=self.remote.claims_won,
+                    claims_lost=self.remote.claims_lost,
+                )
 
     def _each(
         self,
@@ -123,22 +163,201 @@ class RemoteCoordinator:
 
     def before_build(self) -> str | None:
         """The task this runner builds next, claimed on the remote; None when no task is left to
-        build (the rest is done, or waits for VERIFY, DECOMPOSE or a person)."""
-        if self._claimed_next is not None:
-            task_id, self._claimed_next = self._claimed_next, None
-            return task_id
+        build now (the rest is done, claimed by others, waits for VERIFY, DECOMPOSE or a person,
+        or for this runner's own builds to be published)."""
+        if len(self._unpublished) >= PUBLISH_AFTER:
+            self._publish()
         wait = POLL_S[0]
+        self._adopt_own()
         while True:
             held = self._held_back()
-            task = claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s, skip=held)
-            if task is not None:
-                claimed: str = task["id"]
-                return claimed
+            task_id = self._claim_build(skip=held)
+            if task_id is not None:
+                return task_id
+            if self._unpublished:
+                return None  # VERIFY them, publish them, then look again
             if not self._others_hold_work():
                 return self._held_as_it_is(held)
+            wait = self._wait_for_change(wait)
+
+    def _claim_build(self, skip: Collection[str] = frozenset()) -> str | None:
+        """Claim a task to build by ref, after bringing in the remote (when nothing of this
+        runner's waits to be published, whose code could conflict: then only a fetch)."""
+        self.remote.fetch()
+        if not self._unpublished:
+            if not self._free_on_remote(skip):
+                return None  # nothing to claim: no catch-up (a merge) for nothing
+            self._catch_up()
+        candidates = claim_refs.buildable(self.root, self.spec, self.remote, skip)
+        won = claim_refs.claim_task(candidates, self.runner, self.remote, self._ttl(), claim_refs.to_build)
+        return self._won(won)
+
+    def _free_on_remote(self, skip: Collection[str]) -> bool:
+        """Whether the remote's plan (as just fetched) has a task ready to build that no other
+        runner's live claim holds, none of `skip`. Waiting runners look here on every change
+        others publish, and only catch up when there is something to claim."""
+        plan = self._remote_plan()
+        if plan is None:
+            return True
+        held = self._others_live_refs(plan) | {claim["id"] for claim in self._others_live_claims(plan)}
+        return any(
+            task["id"] not in held and task["id"] not in skip
+            for task in schedule.buildable(plan.tasks(), plan.accepted())
+            if self._in_spec(task)
+        )
+
+    def _claim_to_verify(self, limit: int, skip: Collection[str]) -> list[str]:
+        """Claim up to `limit` done tasks others published, none of `skip`, by ref."""
+        if self._unpublished:
+            return []
+        self._catch_up()
+        chosen: list[str] = []
+        while len(chosen) < limit:
+            candidates = claim_refs.done_to_verify(self.root, self.spec, {*skip, *chosen})
+            won = self._won(
+                claim_refs.claim_task(candidates, self.runner, self.remote, self._ttl(), claim_refs.to_verify)
+            )
+            if won is None:
+                break
+            chosen.append(won)
+        return chosen
+
+    def _won(self, claimed: claim_refs.Claimed | None) -> str | None:
+        if claimed is None:
+            return None
+        self._mine[claimed.task_id] = claimed.commit
+        if claimed.took_over is not None:
+            self._took_over[claimed.task_id] = claimed.took_over
+        return claimed.task_id
+
+    def _adopt_own(self) -> None:
+        """Claims this runner's name holds on the remote from a run before (a restart): its own."""
+        for item, claim in self.remote.claim_refs().items():
+            if claim.runner == self.runner:
+                self._mine.setdefault(item, claim.commit)
+
+    def _own_done(self, skip: Collection[str]) -> list[str]:
+        """Done tasks here this runner holds the claim of (it built them), none of `skip`."""
+        return [
+            task["id"]
+            for task in claim_refs.done_to_verify(self.root, self.spec, skip)
+            if task["id"] in self._mine
+        ]
+
+    def _catch_up(self) -> None:
+        """Fetch, and bring this clone up to the remote head: nothing is pushed."""
+        from ralph.usecases.sync import until_pushed
+
+        until_pushed(self.root, self.remote, self.runner, lambda plan: None, str, idle_push=False)
+
+    def _ttl(self) -> float:
+        return read_plan(self.root).claim_ttl_s() if self.ttl_s is None else self.ttl_s
+
+    def _drops(self, plan: Plan) -> dict[str, str]:
+        """The claims this runner gives up in a push of `plan`: those on tasks it no longer has
+        to do anything about there (accepted, gone, or back to pending: a failed build, a
+        rejection). A done task's stays: this runner verifies it."""
+        done = {task["id"] for task in plan.tasks() if is_done(task)}
+        return {item: commit for item, commit in self._mine.items() if item not in done}
+
+    def _publish(self, extra: Collection[str] = ()) -> dict[str, list[str]]:
+        """Push what this clone has (the builds waiting here, verdicts) with the claims it gives up,
+        in one atomic push. A build whose claim another runner took over meanwhile yields: the
+        unpublished builds are undone here, kept as a patch, and their tasks go back. A build whose
+        code conflicts with what others pushed meanwhile: the same, the conflict recorded on the
+        tasks whose builds changed those files. Returns those conflicts (task -> files)."""
+        from ralph.errors import CodeConflict
+        from ralph.usecases.sync import until_pushed
+
+        batch = [*self._unpublished, *(task for task in extra if task not in self._unpublished)]
+        self.remote.fetch()
+        refs = self.remote.claim_refs()
+        lost = [
+            task
+            for task in batch
+            if task in self._mine and getattr(refs.get(task), "commit", None) != self._mine[task]
+        ]
+        if lost:
+            return self._withdraw(batch, [])
+        message = f"ralph: publish {', '.join(batch) or 'verdicts'} ({self.runner})"
+        try:
+            until_pushed(
+                self.root,
+                self.remote,
+                self.runner,
+                self._record_takeovers,
+                lambda _: message,
+                drop=self._drops,
+            )
+        except CodeConflict as exc:
+            return self._withdraw(batch, exc.files)
+        self._published()
+        return {}
+
+    def _published(self) -> None:
+        plan = read_plan(self.root)
+        dropped = self._drops(plan)  # as the push that just won dropped them
+        self._mine = {item: commit for item, commit in self._mine.items() if item not in dropped}
+        self._took_over = {item: claim for item, claim in self._took_over.items() if item in self._mine}
+        self._unpublished.clear()
+
+    def _record_takeovers(self, plan: Plan) -> list[str] | None:
+        """The takeovers of the tasks this push publishes, as the plan records them (`takeover`):
+        the branch's history says who took which task over from whom."""
+        stamp = clock.now()
+        recorded = []
+        for item, claim in self._took_over.items():
+            if plan.find_task(item) is None and item not in plan.accepted():
+                continue
+            takeover = {
+                "t": "takeover",
+                "id": item,
+                "by": self.runner,
+                "at": stamp,
+                "was_claimed_by": claim.runner,
+            }
+            if claim.claimed_at:
+                takeover["was_claimed_at"] = claim.claimed_at
+            plan.doc.append(takeover)
+            recorded.append(item)
+        self._took_over = {}
+        return recorded or None
+
+    def _withdraw(self, batch: list[str], files: list[str]) -> dict[str, list[str]]:
+        """The batch cannot be published: undone here (kept as a patch), its tasks back to be
+        built; this runner's claims on them given up."""
+        conflicting = claims.withdraw_batch(
+            self.root, batch, self.runner, self.remote, files, self._max_attempts, dict(self._mine)
+        )
+        for task in batch:
+            self._mine.pop(task, None)
+            self._took_over.pop(task, None)
+        self._unpublished.clear()
+        return {task: files for task in conflicting}
+
+    def _wait_for_change(self, wait: float) -> float:
+        """Wait for other runners' work: poll the remote (a fetch: the branch and the claims) until
+        either moved, or REJUDGE_S passed. Returns the next first wait. A poll that finds nothing
+        new costs one fetch, not a catch-up and a look through the plan: sixteen runners waiting
+        for the last builds spent more CPU looking than building."""
+        before, slept = self._remote_state(), 0.0
+        while True:
             self.check()
             self.sleep(wait)
+            slept += wait
             wait = min(wait * 2, POLL_S[1])
+            self.remote.fetch()
+            if slept >= REJUDGE_S or self._remote_state() != before:
+                return wait
+
+    def _remote_state(self) -> str:
+        """The remote's branch head and claim refs as last fetched, in one look."""
+        return self.remote.repo.git(
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            self.remote.tracking_ref,
+            self.remote.claims_ref,
+        )
 
     def others_published(self) -> bool:
         """The remote's head (fetched now) has changes to code HEAD lacks: another runner published
@@ -164,8 +383,10 @@ class RemoteCoordinator:
         plan = self._remote_plan()
         if plan is None:
             return set()
+        by_ref = (plan.find_task(item) for item in self._others_live_refs(plan))
+        in_flight = {task["id"] for task in by_ref if task is not None and not is_done(task)}
         live = self._others_live_claims(plan)
-        return {claim["id"] for claim in live if claim.get("t") == "task" and not is_done(claim)}
+        return in_flight | {claim["id"] for claim in live if claim.get("t") == "task" and not is_done(claim)}
 
     def hold(self, task_id: str) -> None:
         self._held[task_id] = Held(self._fetched_head() or "", frozenset(self._others_in_flight()))
@@ -221,9 +442,7 @@ class RemoteCoordinator:
                 return True
             if read_plan(self.root).planned(self.spec or ""):
                 return False
-            self.check()
-            self.sleep(wait)
-            wait = min(wait * 2, POLL_S[1])
+            wait = self._wait_for_change(wait)
 
     def after_plan(self) -> None:
         """PLAN's tasks are committed: bring in the remote, free the spec record, push."""
@@ -246,9 +465,7 @@ class RemoteCoordinator:
                 or not self._others_hold_work()
             ):
                 return False
-            self.check()
-            self.sleep(wait)
-            wait = min(wait * 2, POLL_S[1])
+            wait = self._wait_for_change(wait)
 
     def after_check(self) -> None:
         """The check is committed: bring in the remote, free the spec record, push."""
@@ -266,68 +483,66 @@ class RemoteCoordinator:
         """The item's run is committed: bring in the remote, free what is left claimed, push."""
         claims.publish(self.root, item_id, self.runner, self.remote)
 
-    def before_verify(self, limit: int, skip: Collection[str] = frozenset()) -> list[str]:
-        """The done tasks this runner verifies now (at most `limit`, none of `skip`: those it
-        verified already in this stage), claimed on the remote."""
-        return claims.claim_to_verify(self.root, self.spec, self.runner, self.remote, limit, self.ttl_s, skip)
-
-    def after_verify(self, task_ids: list[str], limit: int, skip: Collection[str] = frozenset()) -> list[str]:
-        """VERIFY's verdicts are committed: bring in the remote, free what is left claimed, and
-        claim the next batch (at most `limit`, none of `skip`) in the same push; returns it."""
-        then = claims.NextToVerify(
-            self.spec, self.runner, limit, self.ttl_s, skip, self.remote.claim_clock.age_s
-        )
-        claims.publish_all(self.root, task_ids, self.runner, self.remote, then=then)
-        return then.chosen
-
     def after_build(self, task_id: str, max_attempts: int = 3) -> list[str]:
-        """The build is committed (passed or not): bring in the remote, free the task, claim the
-        next one in the same push (before_build hands it out), push. Returns the files its changes
-        conflict in with what another runner pushed meanwhile (none: published); then the build
-        is undone here and the task goes back to be built again, on the remote too. A task
-        another runner took over meanwhile is theirs: this build is kept as a patch and undone."""
-        from ralph.errors import CodeConflict
-
-        if claims.taken_over(self.root, task_id, self.runner, self.remote):
-            # Another runner took the task over meanwhile (this one looked dead): its build stands,
-            # this one's is kept as a patch and undone here.
-            claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, [], max_attempts)
+        """The build is committed (passed or not). A passed build nobody waits for stays here
+        until its verdict (or PUBLISH_AFTER builds) goes out with it; a failed one (its task goes
+        back for whichever runner comes next) and one other tasks depend on are published now,
+        with every build waiting here. Returns the files its changes conflict in with what
+        another runner pushed meanwhile (none: published, or waiting); then the builds were undone
+        here and their tasks go back to be built again. A task another runner took over meanwhile
+        is theirs: this build is kept as a patch and undone."""
+        self._max_attempts = max_attempts
+        plan = read_plan(self.root)
+        task = plan.find_task(task_id)
+        if task is not None and is_done(task) and not _needed(plan, task_id):
+            self._unpublished.append(task_id)
             return []
-        ages, held = self.remote.claim_clock.age_s, self._held_back()
-        then = claims.NextTask(self.spec, self.runner, self.ttl_s, ages, skip=held)
-        try:
-            claims.publish(self.root, task_id, self.runner, self.remote, then=then)
-            self._claimed_next = then.chosen["id"] if then.chosen else None
-        except CodeConflict as exc:
-            claims.withdraw_conflicting(self.root, task_id, self.runner, self.remote, exc.files, max_attempts)
-            return exc.files
-        return []
+        return self._publish(extra=[task_id]).get(task_id, [])
 
     def release_all(self) -> list[str]:
-        """The run ends: every claim of this runner goes back, and its commits are pushed."""
-        return claims.release_all(self.root, self.runner, self.remote)
+        """The run ends: every claim of this runner goes back, and its commits are pushed (builds
+        not yet verified go out done, for any runner to verify)."""
+        if self._unpublished:
+            self._publish()  # a build whose task was taken over, or that conflicts, yields first
+        mine = dict(self._mine)
+        released = claims.release_all(self.root, self.runner, self.remote, refs=mine)
+        self._mine, self._took_over, self._unpublished = {}, {}, []
+        return released + [task for task in mine if task not in released]
 
     def _held_as_it_is(self, held: set[str]) -> str | None:
         """Nobody else's work can move the code now, and no VERIFY waits: a task held for code to
         come is built on the code as it is (its failure counts), rather than left unbuilt."""
         if not held or self._verify_waits(read_plan(self.root)):
             return None
-        again = claims.claim_next(self.root, self.spec, self.runner, self.remote, self.ttl_s)
-        return again["id"] if again is not None else None
+        return self._claim_build()
 
     def _verify_waits(self, plan: Plan) -> bool:
-        """A done task of the spec nobody has claimed to verify."""
+        """A done task of the spec nobody has claimed to verify (or this runner has)."""
         done = [task for task in plan.tasks() if self._in_spec(task) and is_done(task)]
-        return any(not task.get("claimed_by") for task in done)
+        others = self._others_live_refs()
+        return any(not task.get("claimed_by") and task["id"] not in others for task in done)
 
     def _others_hold_work(self) -> bool:
         """Whether another runner holds a live claim on a task of the spec (its build may free the
         tasks that depend on it; its VERIFY may reject it) while no done task waits for a VERIFY
         of this runner's."""
-        plan = read_plan(self.root)
+        plan = self._remote_plan() or read_plan(self.root)  # as just fetched: no catch-up to look
         if self._verify_waits(plan):
             return False  # VERIFY has work: go on to it
-        return any(True for _ in self._others_live_claims(plan))
+        return any(True for _ in self._others_live_claims(plan)) or bool(self._others_live_refs(plan))
+
+    def _others_live_refs(self, plan: Plan | None = None) -> set[str]:
+        """The tasks other runners hold live claim refs on (when `plan` is given: its tasks of the
+        spec), as last fetched."""
+        stamp, ttl = clock.now(), self._ttl()
+        held = {
+            item
+            for item, claim in self.remote.claim_refs().items()
+            if claim.runner != self.runner and claim_refs.live(self.remote, claim, stamp, ttl)
+        }
+        if plan is None:
+            return held
+        return {item for item in held if (task := plan.find_task(item)) is not None and self._in_spec(task)}
 
     def _others_live_claims(self, plan: Plan) -> Iterator[Record]:
         """Other runners' claims in the spec younger than the TTL: a task, an issue (its tasks to
@@ -344,6 +559,11 @@ class RemoteCoordinator:
     def _in_spec(self, task: Record) -> bool:
         spec = task.get("path") if task.get("t") == "spec" else task.get("spec")
         return self.spec is None or spec in (None, self.spec)
+
+
+def _needed(plan: Plan, task_id: str) -> bool:
+    """Whether a task of the plan not yet done depends on `task_id`: its build goes out at once."""
+    return any(task_id in task.get("deps", []) and not is_done(task) for task in plan.tasks())
 
 
 def _code_differs(repo: Repo, *revisions: str) -> bool:

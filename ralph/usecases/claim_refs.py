@@ -1,0 +1,147 @@
+"""Claims by ref: how runners sharing a git remote split BUILD's and VERIFY's tasks without racing
+on the shared branch. A claim is the ref `refs/ralph/claims/<task id>` on the remote, pushed
+create-only (ralph.store.remote.Remote.push_claim): two runners that want one task race on that ref
+alone, and runners that want different tasks never race at all. A claim older than the TTL is
+taken over with a lease on the commit it replaces (the new claim commit's parent is the old one:
+the ref's log tells the story). A claim goes in the push that publishes its task's outcome (a
+verdict, a failed build given back), atomically with the branch: a task is never free on the
+remote while its outcome is unpublished, and a runner that won a claim checks the branch fetched
+after its win, so a task published meanwhile is never built again.
+
+The branch carries what a person reads with `git log`: builds, verdicts, the runner that
+published them, and takeovers (a `takeover` record in the plan, in the push that publishes the
+task)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+from ralph.clock import now
+from ralph.plan import schedule
+from ralph.plan.document import Record
+from ralph.plan.loader import load
+from ralph.plan.plan import Plan
+from ralph.plan.records import is_done, is_pending
+from ralph.store.reader import PLAN_NAME, read_plan
+from ralph.store.remote import ClaimRef, Remote
+
+WIDEST_PICK = 16  # after lost claim races, a runner picks among this many free tasks at most
+
+
+def age_s(remote: Remote, claim: ClaimRef, stamp: str, remember: bool = True) -> float | None:
+    """The claim's age by the rule every runner judges claims by (ralph.plan.reading.claim_age_s):
+    the lesser of the age since its commit and since this clone first saw it."""
+    return remote.claim_clock.judge(claim.record(), stamp, remember, committed_at=claim.committed_at).age_s
+
+
+def live(remote: Remote, claim: ClaimRef, stamp: str, ttl: float) -> bool:
+    age = age_s(remote, claim, stamp)
+    return age is not None and age < ttl
+
+
+def remote_plan(remote: Remote) -> Plan | None:
+    """The plan on the remote head as last fetched (None: no such branch yet)."""
+    head = remote.repo.commit_of(remote.tracking_ref)
+    data = remote.repo.file_at(head, PLAN_NAME) if head else None
+    return Plan(load(data, PLAN_NAME)) if data is not None else None
+
+
+class Claimed:
+    """What a runner won: the task, its claim commit, and the claim it took over (None: none)."""
+
+    def __init__(self, task_id: str, commit: str, took_over: ClaimRef | None):
+        self.task_id, self.commit, self.took_over = task_id, commit, took_over
+
+
+def claim_task(
+    candidates: list[Record],
+    runner: str,
+    remote: Remote,
+    ttl: float,
+    still: Callable[[Record | None], bool],
+) -> Claimed | None:
+    """Claim one of `candidates` (tasks in their order of preference) by ref: one this runner holds
+    already first (a restart under the same name), then a free one (no claim, or a stale one).
+    The first try takes the first free task; after each lost race the pick is random among twice
+    as many of the first free ones (up to WIDEST_PICK), so that runners that lost together spread
+    over the tasks instead of racing for the next one in step. `still`: whether the task as the
+    remote head has it after the win (None: not there) is still to do; when not (published
+    meanwhile), the claim is given back and another picked. None: nothing free. The claim refs
+    are as the last fetch brought them."""
+    losses = 0
+    while True:
+        stamp = now()
+        refs = remote.claim_refs()
+        for claim in refs.values():  # every claim in sight is noted: its age counts from now at most
+            if claim.runner != runner:
+                age_s(remote, claim, stamp)
+        own = [task for task in candidates if refs.get(task["id"]) and refs[task["id"]].runner == runner]
+        if own:
+            mine = refs[own[0]["id"]]
+            return Claimed(mine.item, mine.commit, None)
+        free = [task for task in candidates if _free(remote, refs.get(task["id"]), stamp, ttl)]
+        if not free:
+            return None
+        pick = free[0] if not losses else random.choice(free[: min(WIDEST_PICK, 2**losses)])
+        old = refs.get(pick["id"])
+        commit = remote.make_claim(pick["id"], runner, stamp, replaces=old)
+        won = remote.push_claim(pick["id"], commit, old.commit if old else None)
+        remote.fetch()  # the claims as they are now, and the branch (a task published meanwhile)
+        if won:
+            plan = remote_plan(remote)
+            if still(plan.find_task(pick["id"]) if plan is not None else None):
+                return Claimed(pick["id"], commit, old)
+            remote.drop_claims({pick["id"]: commit})  # its outcome is published: not ours to do
+            candidates = [task for task in candidates if task["id"] != pick["id"]]
+        else:
+            losses += 1
+
+
+def to_build(task: Record | None) -> bool:
+    """A task a BUILD claim is for, as the remote head has it: pending, or not published yet."""
+    return task is None or is_pending(task)
+
+
+def to_verify(task: Record | None) -> bool:
+    """A task a VERIFY claim is for, as the remote head has it: done (published, not judged)."""
+    return task is not None and is_done(task)
+
+
+def _free(remote: Remote, claim: ClaimRef | None, stamp: str, ttl: float) -> bool:
+    return claim is None or not live(remote, claim, stamp, ttl)
+
+
+def buildable(root: Path, spec: str | None, remote: Remote, skip: Collection[str]) -> list[Record]:
+    """The tasks of `spec` this clone may build now, best first: ready in its plan, and not
+    done, accepted or gone on the remote head (another runner published them)."""
+    plan = read_plan(root)
+    theirs = remote_plan(remote)
+    ready = [
+        task
+        for task in schedule.buildable(plan.tasks(), plan.accepted())
+        if _in_spec(task, spec) and task["id"] not in skip
+    ]
+    if theirs is None:
+        return ready
+    their_tasks = {task["id"]: task for task in theirs.tasks()}
+    published = theirs.accepted()
+    return [
+        task
+        for task in ready
+        if task["id"] not in published
+        and (task["id"] not in their_tasks or is_pending(their_tasks[task["id"]]))
+    ]
+
+
+def done_to_verify(root: Path, spec: str | None, skip: Collection[str]) -> list[Record]:
+    """The done tasks of `spec` in this clone's plan, none of `skip`."""
+    plan = read_plan(root)
+    return [
+        task for task in plan.tasks() if is_done(task) and _in_spec(task, spec) and task["id"] not in skip
+    ]
+
+
+def _in_spec(task: Record, spec: str | None) -> bool:
+    return spec is None or task.get("spec") in (None, spec)
