@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from ralph.plan.records import KillReason
+from ralph.store.git import Repo
+from ralph.store.remote import Remote
 from ralph.store.transaction import transaction
 from ralph.usecases import issues, tasks
 from tests.support.cli import ralph_in_process
@@ -47,12 +49,13 @@ def build_counts(*states: Path) -> dict[str, int]:
     return counts
 
 
-def test_one_runner_with_a_remote_claims_by_ref_and_pushes_its_builds_with_their_verdicts(repo, tmp_path):
+def test_one_runner_with_a_remote_claims_by_ref_and_publishes_each_build_as_it_is_committed(repo, tmp_path):
     items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
     shared = seeded(repo, tmp_path, items)
     clone = shared.clone("one")
     # No review: its claim and its round are two pushes more, which this test does not count.
     env = {"FAKE_AGENT_STATE": str(tmp_path / "s1")}
+    git(shared.origin, "config", "core.logAllRefUpdates", "always")  # the branch's every tip
     done = construct(clone, "--remote", "origin", "--runner", "runner-1", "--no-review", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     plan = origin_plan(shared)
@@ -64,12 +67,74 @@ def test_one_runner_with_a_remote_claims_by_ref_and_pushes_its_builds_with_their
         "ralph(verify): accepted t-task00, t-task01, t-task02"
     ]
     assert git(clone, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
-    # Each task was claimed by a ref of its own beside the branch, gone with its verdict; the
-    # builds and their verdicts went out in one push of the branch (and the spec check's two).
+    # Each task was claimed by a ref of its own beside the branch, gone with its verdict. Alone
+    # on the branch (no push lost a race), each build went out as it was committed: each was the
+    # remote branch's tip once.
     assert git(shared.origin, "for-each-ref", "refs/ralph/claims/") == ""
     [pushes] = [e for e in events(clone) if e["event"] == "remote_pushes"]
     assert (pushes["claims_won"], pushes["claims_lost"], pushes["lost"]) == (3, 0, 0)
-    assert pushes["won"] <= 4
+    tips = git(shared.origin, "reflog", "show", "--format=%H", "main").splitlines()
+    built = {
+        int(git(shared.origin, "rev-list", "--count", "--grep=^ralph(build): t-task", tip)) for tip in tips
+    }
+    assert {1, 2, 3} <= built  # the builds reached the remote one at a time
+
+
+class OutPushedOnce(Remote):
+    """A remote another runner pushes to just before our next push, once (`armed`)."""
+
+    def __init__(self, repo: Repo, rival: Path):
+        super().__init__(repo, retries=0, sleep=lambda seconds: None)
+        self.rival, self.armed = rival, False
+
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+        if self.armed:
+            self.armed = False
+            git(self.rival, "pull", "-q", "--no-rebase", "origin", "main")
+            git(self.rival, "commit", "-q", "--allow-empty", "-m", "the rival's work")
+            git(self.rival, "push", "-q", "origin", "HEAD:main")
+        return super().push(commit, drop)
+
+
+def build_here(clone: Path, task_id: str) -> None:
+    (clone / "work").mkdir(exist_ok=True)
+    (clone / "work" / f"{task_id}.txt").write_text(f"ok {task_id}\n")
+    ralph_in_process(clone, "task", "done", task_id, "--no-commit")
+    git(clone, "add", "work", "plan.jsonl")
+    git(clone, "commit", "-qm", f"ralph(build): {task_id}")
+
+
+def test_builds_go_out_at_once_until_a_push_loses_a_race_then_they_wait_for_their_verdicts(repo, tmp_path):
+    """Alone on the branch, a runner publishes each build as it is committed (a neighbour may
+    need its change, declared or not); once its push lost a race (others push too), a build waits
+    for its verdict to go out with it: one push of the contended branch for both."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
+    shared = seeded(repo, tmp_path, items)
+    one, rival = shared.clone("one"), shared.clone("rival")
+    coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    remote = OutPushedOnce(Repo(one), rival)
+    remote.with_claims = True
+    coordinator.remote = remote
+
+    def published(task_id: str) -> bool:
+        return any(r["t"] == "task" and r["id"] == task_id and r["s"] == "d" for r in origin_plan(shared))
+
+    assert coordinator.before_build() == "t-task00"
+    build_here(one, "t-task00")
+    assert coordinator.after_build("t-task00") == [] and published("t-task00")  # at once
+
+    assert coordinator.before_build() == "t-task01"
+    build_here(one, "t-task01")
+    remote.armed = True
+    assert coordinator.after_build("t-task01") == [] and published("t-task01")  # after a lost race
+    assert remote.lost == 1
+
+    assert coordinator.before_build() == "t-task02"
+    build_here(one, "t-task02")
+    assert coordinator.after_build("t-task02") == []
+    assert not published("t-task02")  # it waits here for its verdict
 
 
 def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_path):

@@ -3,7 +3,9 @@
 back after it, and gives back what it still holds when the run ends. BUILD's and VERIFY's tasks
 are claimed by ref (ralph.usecases.claim_refs: one create-only ref per task, beside the branch);
 the spec (PLAN, CHECK) and single items (INVESTIGATE, DECOMPOSE) by a pushed plan commit
-(ralph.usecases.claims). Builds are published in batches: a build nobody waits for stays a local
+(ralph.usecases.claims). While this runner's pushes of the branch win at once, each build goes
+out as soon as it is committed (others may need its change, declared or not); once a push lost a
+race (others push too), builds are published in batches: a build nobody waits for stays a local
 commit until its verdict (or PUBLISH_AFTER builds) goes out with it, one push of the branch for
 the lot; a failed build, and a build other tasks depend on, go out at once. While other runners
 hold the work that is left, a runner polls the remote instead of ending its run, and takes a
@@ -77,6 +79,9 @@ class RemoteCoordinator:
         self._mine: dict[str, str] = {}  # task -> this runner's claim commit on its claim ref
         self._took_over: dict[str, ClaimRef] = {}  # task -> the stale claim this runner replaced
         self._unpublished: list[str] = []  # built and committed here, not pushed yet
+        # Whether the last push of the branch lost a race: then builds wait to go out in batches.
+        # Alone or nearly, a build published at once spares others building on code without it.
+        self._contended = False
         self._max_attempts = 3  # BUILD's, as the last build handed back said
 
     # --- the stages' coordinator (ralph.loop.share.coordinator.Coordinator) ---------------------------
@@ -280,6 +285,7 @@ class RemoteCoordinator:
         if lost:
             return self._withdraw(batch, [])
         message = f"ralph: publish {', '.join(batch) or 'verdicts'} ({self.runner})"
+        lost_before = self.remote.lost
         try:
             until_pushed(
                 self.root,
@@ -291,6 +297,8 @@ class RemoteCoordinator:
             )
         except CodeConflict as exc:
             return self._withdraw(batch, exc.files)
+        finally:
+            self._contended = self.remote.lost > lost_before
         self._published()
         return {}
 
@@ -484,17 +492,18 @@ class RemoteCoordinator:
         claims.publish(self.root, item_id, self.runner, self.remote)
 
     def after_build(self, task_id: str, max_attempts: int = 3) -> list[str]:
-        """The build is committed (passed or not). A passed build nobody waits for stays here
-        until its verdict (or PUBLISH_AFTER builds) goes out with it; a failed one (its task goes
-        back for whichever runner comes next) and one other tasks depend on are published now,
-        with every build waiting here. Returns the files its changes conflict in with what
+        """The build is committed (passed or not). While others push too (this runner's last push
+        lost a race), a passed build nobody waits for stays here until its verdict (or
+        PUBLISH_AFTER builds) goes out with it. Else it is published now, with every build waiting
+        here, as are a failed one (its task goes back for whichever runner comes next) and one
+        other tasks depend on. Returns the files its changes conflict in with what
         another runner pushed meanwhile (none: published, or waiting); then the builds were undone
         here and their tasks go back to be built again. A task another runner took over meanwhile
         is theirs: this build is kept as a patch and undone."""
         self._max_attempts = max_attempts
         plan = read_plan(self.root)
         task = plan.find_task(task_id)
-        if task is not None and is_done(task) and not _needed(plan, task_id):
+        if self._contended and task is not None and is_done(task) and not _needed(plan, task_id):
             self._unpublished.append(task_id)
             return []
         return self._publish(extra=[task_id]).get(task_id, [])
