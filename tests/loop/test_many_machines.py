@@ -105,9 +105,9 @@ def build_here(clone: Path, task_id: str) -> None:
 
 
 def test_builds_go_out_at_once_until_a_push_loses_a_race_then_they_wait_for_their_verdicts(repo, tmp_path):
-    """Alone on the branch, a runner publishes each build as it is committed (a neighbour may
-    need its change, declared or not); once its push lost a race (others push too), a build waits
-    for its verdict to go out with it: one push of the contended branch for both."""
+    """Alone on the branch, a runner publishes each build as it is committed; once a push of its
+    run lost a race (others push too), a build waits for its verdict to go out with it: one push
+    of the contended branch for both."""
     from ralph.loop.share.remote import RemoteCoordinator
 
     items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
