@@ -137,6 +137,52 @@ def test_builds_go_out_at_once_until_a_push_loses_a_race_then_they_wait_for_thei
     assert not published("t-task02")  # it waits here for its verdict
 
 
+class TakenOverJustBefore(Remote):
+    """A remote on which another runner takes `item`'s claim over just before our next push."""
+
+    def __init__(self, repo: Repo, rival: Path, item: str):
+        super().__init__(repo, retries=0, sleep=lambda seconds: None)
+        self.rival, self.item, self.armed = Remote(Repo(rival)), item, True
+
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+        if self.armed:
+            self.armed = False
+            self.rival.fetch(claims=True)
+            old = self.rival.claim_refs()[self.item]
+            taking = self.rival.make_claim(self.item, "rival", "2026-01-01T00:00:00+00:00", replaces=old)
+            assert self.rival.push_claim(self.item, taking, replaces=old.commit)
+        return super().push(commit, drop)
+
+
+def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_ends_nothing(repo, tmp_path):
+    """The push publishing a verdict deletes the task's claim under a lease; another runner took
+    the claim over a moment before, so the lease fails while the branch did not move: a lost race,
+    not a remote refusing. The build yields (kept as a patch, undone here) and the run goes on; it
+    does not end with exit 11 after six pushes turned away."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(2)]
+    shared = seeded(repo, tmp_path, items)
+    one, rival = shared.clone("one"), shared.clone("rival")
+    coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    remote = TakenOverJustBefore(Repo(one), rival, "t-task00")
+    remote.with_claims = True
+    coordinator.remote = remote
+    assert coordinator.before_build() == "t-task00"
+    start = git(one, "rev-parse", "HEAD")
+    build_here(one, "t-task00")
+    ralph_in_process(one, "task", "accept", "t-task00")  # its verdict: the push drops its claim
+
+    assert coordinator.after_build("t-task00") == []
+
+    on_origin = {r["id"]: r for r in origin_plan(shared) if r["t"] == "task"}
+    assert on_origin["t-task00"]["s"] == "p"  # not published
+    assert git(one, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main") == start
+    assert not (one / "work" / "t-task00.txt").exists()  # undone here
+    assert list((one / "build" / "ralph-logs" / "conflicts").glob("*.patch"))  # kept
+    assert coordinator.before_build() == "t-task01"  # the run goes on
+
+
 def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_path):
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}])
     clone = shared.clone("one")

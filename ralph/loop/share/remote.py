@@ -48,6 +48,10 @@ REJUDGE_S = 30.0
 PUBLISH_AFTER = 8
 
 
+class _TakenOver(Exception):
+    """A claim of the batch being published was taken over by another runner meanwhile."""
+
+
 class Held(NamedTuple):
     """A task whose build was given back: the remote head then, and the tasks other runners were
     building then (it waits for them)."""
@@ -279,31 +283,38 @@ class RemoteCoordinator:
 
         batch = [*self._unpublished, *(task for task in extra if task not in self._unpublished)]
         self.remote.fetch()
-        refs = self.remote.claim_refs()
-        lost = [
-            task
-            for task in batch
-            if task in self._mine and getattr(refs.get(task), "commit", None) != self._mine[task]
-        ]
-        if lost:
+        if self._taken_over(batch):
             return self._withdraw(batch, [])
         message = f"ralph: publish {', '.join(batch) or 'verdicts'} ({self.runner})"
         lost_before = self.remote.lost
+
+        def drops(plan: Plan) -> dict[str, str]:
+            # Each round's fetch brings the claims: one taken over since the last is a lost race
+            # the branch's head does not show (the push's lease on it fails), not a refusal.
+            if self._taken_over(batch):
+                raise _TakenOver
+            return self._drops(plan)
+
         try:
             until_pushed(
-                self.root,
-                self.remote,
-                self.runner,
-                self._record_takeovers,
-                lambda _: message,
-                drop=self._drops,
+                self.root, self.remote, self.runner, self._record_takeovers, lambda _: message, drop=drops
             )
         except CodeConflict as exc:
             return self._withdraw(batch, exc.files)
+        except _TakenOver:
+            return self._withdraw(batch, [])
         finally:
             self._contended = self._contended or self.remote.lost > lost_before
         self._published()
         return {}
+
+    def _taken_over(self, batch: list[str]) -> bool:
+        """Whether another runner took the claim of a task of `batch` over, as last fetched."""
+        refs = self.remote.claim_refs()
+        return any(
+            task in self._mine and getattr(refs.get(task), "commit", None) != self._mine[task]
+            for task in batch
+        )
 
     def _published(self) -> None:
         plan = read_plan(self.root)
