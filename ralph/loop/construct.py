@@ -383,9 +383,13 @@ class Loop:
 
     def _iterate(self, plan_first: bool = True) -> tuple[Outcome, str]:
         coordinator = self.workspace.coordinator  # runners sharing a git remote: one of them plans
-        if plan_first and self._needs_planning() and coordinator.plans():
+        if (
+            plan_first
+            and self._needs_planning()
+            and coordinator.claims_spec(stage_declarations.BY_NAME["PLAN"])
+        ):
             planned = self._stage(PlanStage, self.read_plan().iteration())
-            coordinator.planned()
+            coordinator.spec_done()
             if self._complete():
                 return self._stuck(*_no_plan(planned))
         unchanged = 0
@@ -460,7 +464,9 @@ class Loop:
         """The review round, run here; with --remote only by the runner that claims the spec for
         it, as the spec check is. None: not run here (another runner did, or work came in)."""
         coordinator = self.workspace.coordinator
-        if not coordinator.checks(lambda plan: due(plan, self.settings) is None):
+        if not coordinator.claims_spec(
+            stage_declarations.BY_NAME["REVIEW"], lambda plan: due(plan, self.settings) is None
+        ):
             plan = self.read_plan()  # as the remote has it now: reviewed by another runner, or not
             reviewed = not open_work(plan, self.settings.spec) and due(plan, self.settings) is None
             return ReviewOutcome.NOT_DUE if reviewed else None
@@ -470,14 +476,15 @@ class Loop:
             self._take_report(review.run(plan.iteration()))
         finally:
             self.reviewed += review.reviewed
-            coordinator.checked()
+            coordinator.spec_done()
         return review.outcome
 
     def _check_spec(self, plan: Plan) -> CheckOutcome | None:
         """The spec check, run here; with --remote only by the runner that claims the spec for it
         (the others wait for its verdict, or go on with the work it added). None: not run here."""
         coordinator = self.workspace.coordinator
-        if not coordinator.checks(self._already_met):  # another runner checked, or added work meanwhile
+        # Not here when another runner checked, or added work meanwhile.
+        if not coordinator.claims_spec(stage_declarations.BY_NAME["CHECK"], self._already_met):
             plan = self.read_plan()  # as the remote has it now
             complete = not open_work(plan, self.settings.spec)
             return CheckOutcome.ALREADY_MET if complete and self._already_met(plan) else None
@@ -487,7 +494,7 @@ class Loop:
         try:
             self._take_report(check.run(plan.iteration()))
         finally:
-            coordinator.checked()
+            coordinator.spec_done()
         return check.outcome
 
     def _already_met(self, plan: Plan) -> bool:

@@ -550,7 +550,7 @@ def test_a_run_that_ends_in_an_unexpected_error_gives_its_claims_back(project, m
     released: list[bool] = []
 
     class Failing(Solo):
-        def next_builds(self, ready):
+        def next_items(self, ready):
             raise GitError("git broke mid-run")
 
         def release(self, quietly=False):

@@ -1,9 +1,11 @@
 """Who takes which item of a stage. A run alone (`Solo`) takes every item it finds; runners sharing
 a git remote (ralph.loop.share.remote.RemoteCoordinator) each take the items they win a claim on, and
 publish what they did before taking the next. Stages ask their workspace's coordinator and have
-one code path for both kinds; how each stage's items are claimed is declared with the stage
-(ralph.plan.stage_declarations.Claim), and a stage that claims one item at a time needs no method
-of its own here (`each`)."""
+one code path for both kinds. How each stage's items are claimed is declared with the stage
+(ralph.plan.stage_declarations.Claim), and the methods here are named for those ways, not for
+stages: the whole spec (`claims_spec`, `spec_done`), one item at a time (`each`), batches
+(`batches`), the next items (`next_items`, `finished`); a new stage that claims one of these
+ways needs nothing new here."""
 
 from __future__ import annotations
 
@@ -13,17 +15,27 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 if TYPE_CHECKING:
     from ralph.plan.document import Record
     from ralph.plan.plan import Plan
+    from ralph.plan.stage_declarations import StageDeclaration
 
 T = TypeVar("T")
 
 
+def never(plan: Plan) -> bool:
+    """No run of a stage found the spec needing nothing more: the default `met`."""
+    return False
+
+
 class Coordinator(Protocol):
-    def plans(self) -> bool:
-        """Whether this run runs PLAN for the spec now (False: another runner did meanwhile)."""
+    def claims_spec(self, stage: StageDeclaration, met: Callable[[Plan], bool] = never) -> bool:
+        """Whether this run runs `stage`, a stage that claims the whole spec (Claim.SPEC), now.
+        Before the iterations (PLAN): while the spec is unplanned; False once another runner
+        planned it meanwhile. After them (CHECK, REVIEW): once every task of the spec is accepted
+        here; False when another runner holds it or work came in meanwhile, or `met` says a run of
+        the stage found the plan's spec and code as they are needing nothing more."""
         ...
 
-    def planned(self) -> None:
-        """PLAN's tasks are committed: other runners may build them."""
+    def spec_done(self) -> None:
+        """The stage that claimed the spec is committed: other runners may see what it did."""
         ...
 
     def each(
@@ -39,28 +51,21 @@ class Coordinator(Protocol):
         stage's items in a plan, the ones a claim may take."""
         ...
 
-    def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
-        """The batches of done tasks this run verifies, each at most `limit` (None: all of them)."""
+    def batches(self, limit: int) -> Iterator[list[str] | None]:
+        """The batches of done tasks this run judges (Claim.BATCH: VERIFY), each at most `limit`
+        (None: all of them)."""
         ...
 
-    def next_builds(self, ready: Callable[[], list[str]]) -> list[str]:
-        """The tasks to build next (more than one: they may be built at once); `ready` lists the
-        buildable ones as this work tree's plan has them. Empty: nothing is left to build here."""
+    def next_items(self, ready: Callable[[], list[str]]) -> list[str]:
+        """The tasks to work on next (Claim.NEXT: BUILD; more than one: they may be worked on at
+        once); `ready` lists the ready ones as this work tree's plan has them. Empty: nothing is
+        left to do here."""
         ...
 
-    def built(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
-        """The builds are committed: publish them. Returns each build that conflicts with work
-        published meanwhile, with the files (it was undone, and its task goes back to be built)."""
-        ...
-
-    def checks(self, met: Callable[[Plan], bool]) -> bool:
-        """Whether this run runs the spec check now: every task of the spec is accepted here.
-        False: another runner holds it, or work came in meanwhile; `met` says whether a check
-        found the plan's spec and code met already."""
-        ...
-
-    def checked(self) -> None:
-        """The spec check is committed: other runners may see what it added, or that it passed."""
+    def finished(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
+        """The work on the tasks `next_items` gave is committed: publish it. Returns each task
+        whose work conflicts with work published meanwhile, with the files (it was undone, and
+        the task goes back to be worked on)."""
         ...
 
     def draft_kept(self, branch: str) -> None:
@@ -100,10 +105,10 @@ class Coordinator(Protocol):
 class Solo:
     """A run with nobody to share the work with: every item is its own, nothing to publish."""
 
-    def plans(self) -> bool:
+    def claims_spec(self, stage: StageDeclaration, met: Callable[[Plan], bool] = never) -> bool:
         return True
 
-    def planned(self) -> None:
+    def spec_done(self) -> None:
         pass
 
     def each(
@@ -115,20 +120,14 @@ class Solo:
     ) -> Iterator[T]:
         return iter(found)
 
-    def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
+    def batches(self, limit: int) -> Iterator[list[str] | None]:
         yield None
 
-    def next_builds(self, ready: Callable[[], list[str]]) -> list[str]:
+    def next_items(self, ready: Callable[[], list[str]]) -> list[str]:
         return ready()
 
-    def built(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
+    def finished(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
         return {}
-
-    def checks(self, met: Callable[[Plan], bool]) -> bool:
-        return True
-
-    def checked(self) -> None:
-        pass
 
     def draft_kept(self, branch: str) -> None:
         pass

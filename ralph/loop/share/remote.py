@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ralph import clock
 from ralph.errors import RemoteError
+from ralph.loop.share.coordinator import never
 from ralph.plan import schedule
 from ralph.plan.document import Record
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import is_done
+from ralph.plan.stage_declarations import Place, StageDeclaration
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME as PLAN_FILE
 from ralph.store.reader import read_plan
@@ -92,17 +94,16 @@ class RemoteCoordinator:
         self._max_attempts = 3  # BUILD's, as the last build handed back said
 
     # --- the stages' coordinator (ralph.loop.share.coordinator.Coordinator) ---------------------------
-    def plans(self) -> bool:
-        return self.before_plan()
-
-    def planned(self) -> None:
-        self.after_plan()
-
-    def checks(self, met: Callable[[Plan], bool]) -> bool:
+    def claims_spec(self, stage: StageDeclaration, met: Callable[[Plan], bool] = never) -> bool:
+        """The spec record is claimed by a pushed plan commit: before the iterations while it is
+        unplanned, after them while nothing of it is open or held."""
+        if stage.place is Place.BEFORE:
+            return self.before_plan()
         return self.before_check(met)
 
-    def checked(self) -> None:
-        self.after_check()
+    def spec_done(self) -> None:
+        """Bring in the remote, free the spec record, push."""
+        claims.publish(self.root, self.spec or "", self.runner, self.remote)
 
     def each(
         self,
@@ -114,7 +115,7 @@ class RemoteCoordinator:
         """Each item by one runner only: claimed, run, published, then the next."""
         return self._each(lambda skip: self.before_item(stage, items, skip), self.after_item, fresh)
 
-    def verify_batches(self, limit: int) -> Iterator[list[str] | None]:
+    def batches(self, limit: int) -> Iterator[list[str] | None]:
         """Up to `limit` done tasks at a time: first those this runner built (it holds their
         claims), their builds and verdicts published in one push once all are judged; then
         published done tasks no live claim holds, claimed by ref, each batch's verdicts pushed
@@ -132,12 +133,12 @@ class RemoteCoordinator:
             if not self._own_done(seen):
                 self._publish()
 
-    def next_builds(self, ready: Callable[[], list[str]]) -> list[str]:
+    def next_items(self, ready: Callable[[], list[str]]) -> list[str]:
         """One task at a time, claimed first: the claim ref's push decides who builds it."""
         task_id = self.before_build()
         return [task_id] if task_id else []
 
-    def built(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
+    def finished(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
         conflicts = {task_id: self.after_build(task_id, max_attempts) for task_id in task_ids}
         return {task_id: files for task_id, files in conflicts.items() if files}
 
@@ -466,10 +467,6 @@ class RemoteCoordinator:
                 return False
             wait = self._wait_for_change(wait)
 
-    def after_plan(self) -> None:
-        """PLAN's tasks are committed: bring in the remote, free the spec record, push."""
-        claims.publish(self.root, self.spec or "", self.runner, self.remote)
-
     def before_check(self, met: Callable[[Plan], bool]) -> bool:
         """Whether this runner runs the spec check: only a runner holding nothing, and only one,
         the one that claims the spec record for it. The others wait while it (or any runner)
@@ -488,10 +485,6 @@ class RemoteCoordinator:
             ):
                 return False
             wait = self._wait_for_change(wait)
-
-    def after_check(self) -> None:
-        """The check is committed: bring in the remote, free the spec record, push."""
-        claims.publish(self.root, self.spec or "", self.runner, self.remote)
 
     def before_item(
         self, stage: str, items: Callable[[Plan], list[Record]], skip: Collection[str] = frozenset()

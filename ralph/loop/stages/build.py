@@ -93,12 +93,12 @@ class BuildStage:
         span = self.ws.journal.span("stage", stage="BUILD", iteration=iteration)
         report = StageReport(Stage.BUILD)
         coordinator, max_attempts = self.ws.coordinator, self.ws.settings.max_attempts
-        while batch := coordinator.next_builds(lambda: [task["id"] for task in self.ready(set(), report)]):
+        while batch := coordinator.next_items(lambda: [task["id"] for task in self.ready(set(), report)]):
             if self.ws.settings.parallel > 1 and len(batch) > 1:
                 ParallelBuilds(self, iteration, report).run()
             else:
                 self.build_task(batch[0], iteration, report)
-            for task_id, conflicts in coordinator.built(batch, max_attempts).items():
+            for task_id, conflicts in coordinator.finished(batch, max_attempts).items():
                 self._conflicted(task_id, conflicts)
         span.end(tasks=report.items)
         return report

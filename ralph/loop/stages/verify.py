@@ -59,7 +59,7 @@ class VerifyStage:
 
     def run(self, iteration: int) -> StageReport:
         report = StageReport(Stage.VERIFY)
-        for batch in self.ws.coordinator.verify_batches(self.ws.settings.parallel):
+        for batch in self.ws.coordinator.batches(self.ws.settings.parallel):
             report.absorb(self._verify(iteration, batch))
         return report
 

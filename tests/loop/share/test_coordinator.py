@@ -25,17 +25,17 @@ class OnlyFirstIssue(Solo):
         OnlyFirstIssue.asked.append(f"issues {[job.item for job in found]}")
         return iter(found[:1])
 
-    def next_builds(self, ready):
+    def next_items(self, ready):
         batch = ready()
-        OnlyFirstIssue.asked.append(f"next_builds {batch}")
+        OnlyFirstIssue.asked.append(f"next_items {batch}")
         return batch
 
-    def built(self, task_ids, max_attempts):
-        OnlyFirstIssue.asked.append(f"built {task_ids}")
+    def finished(self, task_ids, max_attempts):
+        OnlyFirstIssue.asked.append(f"finished {task_ids}")
         return {}
 
-    def verify_batches(self, limit):
-        OnlyFirstIssue.asked.append(f"verify_batches {limit}")
+    def batches(self, limit):
+        OnlyFirstIssue.asked.append(f"batches {limit}")
         yield None
 
     def release(self, quietly=False):
@@ -64,9 +64,9 @@ def test_the_stages_take_only_the_items_their_coordinator_hands_out(project, mon
     assert other in open_issues and first not in open_issues
     asked = OnlyFirstIssue.asked
     assert asked[0] == f"issues {[first, other]}"
-    assert any(line.startswith("next_builds ['t-") for line in asked)
-    assert any(line.startswith("built ['t-") for line in asked)
-    assert "verify_batches 1" in asked
+    assert any(line.startswith("next_items ['t-") for line in asked)
+    assert any(line.startswith("finished ['t-") for line in asked)
+    assert "batches 1" in asked
     assert asked[-1] == "release"  # the run gives back what it holds, whatever ended it
 
 
