@@ -650,7 +650,8 @@ class Loop:
 
     def _work_snapshot(self) -> bytes:
         doc = self.read_plan().doc
-        return b"".join(line.raw for line in doc.lines if not (line.record and line.record["t"] == "state"))
+        kept = zip(doc.raws(), doc.heads(), strict=True)
+        return b"".join(raw for raw, head in kept if not (head and head[0] == "state"))
 
     # --- ending -------------------------------------------------------------------------------
     def _on_interrupt(self, signum: int) -> None:

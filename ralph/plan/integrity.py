@@ -35,33 +35,39 @@ def cycle_text(cycle: list[str]) -> str:
 
 
 def integrity_problems(doc: Document) -> list[Problem]:
+    """Every rule across records broken in `doc`, by line. Read off the lines' heads (type and id):
+    only the tasks' records are made, for their dependencies."""
     problems: list[Problem] = []
-    first_line: dict[str, int] = {}  # live task/issue id -> line
-    accepted: dict[str, int] = {}
+    first_line: dict[str, int] = {}  # live task/issue id -> its index
+    accepted: dict[str, int] = {}  # accepted id -> its first index
     singletons: dict[str, int] = {}
-    tasks = []
-    for line in doc.records():
-        record, kind = line.record, line.record["t"]
-        if kind in SINGLETONS:
-            if kind in singletons:
-                message = f"a second {kind} record (the first is on line {singletons[kind]}); keep one"
-                problems.append(Problem(doc.name, line.number, message))
-            singletons.setdefault(kind, line.number)
-        elif kind == "accept":
-            accepted.setdefault(record["id"], line.number)
+    tasks: list[int] = []
+    number = doc.number
+    for index, head in enumerate(doc.heads()):
+        if head is None:
+            continue
+        kind, ident = head
+        if kind == "accept":
+            accepted.setdefault(ident, index)  # type: ignore[arg-type]  # an accept has an id
         elif kind in ("task", "issue"):
-            if record["id"] in first_line:
-                message = f"duplicate id {record['id']} (also on line {first_line[record['id']]})"
-                problems.append(Problem(doc.name, line.number, message))
-            first_line.setdefault(record["id"], line.number)
+            if ident in first_line:
+                message = f"duplicate id {ident} (also on line {number(first_line[ident])})"
+                problems.append(Problem(doc.name, number(index), message))
+            first_line.setdefault(ident, index)  # type: ignore[arg-type]  # a task or issue has one
             if kind == "task":
-                tasks.append(line)
-    for line in tasks:
+                tasks.append(index)
+        elif kind in SINGLETONS:
+            if kind in singletons:
+                first = number(singletons[kind])
+                message = f"a second {kind} record (the first is on line {first}); keep one"
+                problems.append(Problem(doc.name, number(index), message))
+            singletons.setdefault(kind, index)
+    task_lines = [doc.record_line(index) for index in tasks]
+    for line in task_lines:
         task_id = line.record["id"]
         if task_id in accepted:
-            problems.append(
-                Problem(doc.name, line.number, f"task {task_id} is also accepted (line {accepted[task_id]})")
-            )
+            message = f"task {task_id} is also accepted (line {number(accepted[task_id])})"
+            problems.append(Problem(doc.name, line.number, message))
         for dep in line.record.get("deps", []):
             if dep == task_id:
                 problems.append(Problem(doc.name, line.number, f"task {task_id} depends on itself"))
@@ -70,7 +76,7 @@ def integrity_problems(doc: Document) -> list[Problem]:
                     Problem(doc.name, line.number, f"task {task_id} depends on unknown task {dep}")
                 )
     if not problems:
-        problems.extend(_cycle_problems(doc.name, tasks))
+        problems.extend(_cycle_problems(doc.name, task_lines))
     return sorted(problems, key=lambda p: p.line)
 
 

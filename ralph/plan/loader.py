@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
-from ralph.plan.document import Document, Line, Record, RecordLine
+from ralph.plan.document import Document, Head, Line, Record, RecordLine
 from ralph.plan.integrity import integrity_problems
 from ralph.plan.validate import record_problems
 
@@ -81,7 +81,7 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     `trusted`: these exact bytes were already proven valid (see validcache); only parse them.
     Bytes this process proved valid before are not validated again (see _Proven)."""
     if trusted or _PROVEN.holds(data):
-        doc = Document(name, [_proven_line(raw, n) for n, raw in enumerate(split_lines(data), 1)])
+        doc = Document.lazy(name, split_lines(data), _proven_line, head_of)
         if trusted:
             _PROVEN.add(data)
         return doc
@@ -164,6 +164,43 @@ def _proven_line(raw: bytes, number: int) -> Line:
     return RecordLine(raw, record, number) if record is not None else Line(raw, number)
 
 
+_HEAD_START = b'{"t": "'
+_ID_NEXT = b', "id": "'
+_HEADS: dict[bytes, Head | None] = {}  # raw line -> its head, for lines read in this process before
+
+
+def head_of(raw: bytes) -> Head | None:
+    """What the record of `raw`, a line proven valid, is (type and id): read off its start where
+    ralph wrote it (`{"t": "task", "id": "t-abc123", ...`), without decoding it; decoded otherwise."""
+    if raw in _HEADS:
+        return _HEADS[raw]
+    head = _scanned_head(raw)
+    if head is None:
+        record = _proven_line(raw, 0).record
+        head = None if record is None else (record["t"], record.get("id"))
+    if len(_HEADS) >= _Proven.LINES:
+        _HEADS.clear()
+    _HEADS[raw] = head
+    return head
+
+
+def _scanned_head(raw: bytes) -> Head | None:
+    """The head of a line in ralph's own spelling, or None when it must be decoded. Without a
+    backslash no string in the line holds a quote, so each `"t"` and `"id"` in it is a whole string:
+    one of each means no other key of the record, nor of a value inside it, has that name."""
+    if not raw.startswith(_HEAD_START) or b"\\" in raw or raw.count(b'"t"') != 1:
+        return None
+    end = raw.find(b'"', 7)
+    kind = raw[7:end].decode("utf-8")
+    ids = raw.count(b'"id"')
+    if ids == 0:
+        return (kind, None)
+    if ids == 1 and raw.startswith(_ID_NEXT, end + 1):
+        start = end + 1 + len(_ID_NEXT)
+        return (kind, raw[start : raw.find(b'"', start)].decode("utf-8"))
+    return None
+
+
 def _copied(value: Any) -> Any:
     """A JSON value's own copy (copy.deepcopy, without its memo and dispatch: JSON has no cycles)."""
     if type(value) is dict:
@@ -187,12 +224,11 @@ def _trusted_record(raw: bytes) -> Record | None:
 
 def touched_problems(doc: Document) -> list[Problem]:
     """The problems a change could have introduced: in the lines it wrote, and across records."""
-    position = {id(line): number for number, line in enumerate(doc.lines, start=1)}
-    problems = [
-        Problem(doc.name, position[id(line)], "; ".join(found))
-        for line in doc.touched
-        if id(line) in position and (found := record_problems(line.record))
-    ]
+    problems = []
+    for line in doc.touched:  # where a line is, looked up only for one with a problem: rarely
+        found = record_problems(line.record)
+        if found and (number := doc.position(line)):
+            problems.append(Problem(doc.name, number, "; ".join(found)))
     return problems + integrity_problems(doc)
 
 

@@ -24,11 +24,11 @@ class PlanReader:
 
     def of(self, kind: str) -> list[RecordLine]:
         if self._by_kind_version != self.doc.version:  # one pass over the lines per change, not per call
-            by_kind: dict[str, list[RecordLine]] = {}  # built aside: threads may share a read plan
-            for line in self.doc.records():
-                by_kind.setdefault(line.record["t"], []).append(line)
-            self._by_kind, self._by_kind_version = by_kind, self.doc.version
-        return list(self._by_kind.get(kind, ()))
+            self._by_kind, self._by_kind_version = {}, self.doc.version  # built aside: threads share it
+        lines = self._by_kind.get(kind)
+        if lines is None:  # only the lines of the kinds asked for are made (their records decoded)
+            lines = self._by_kind[kind] = self.doc.lines_of(kind)
+        return list(lines)
 
     def task_lines(self) -> list[RecordLine]:
         return self.of("task")
@@ -112,7 +112,7 @@ class PlanReader:
         return [line.record["path"] for line in self.of("spec")]
 
     def accepted(self) -> set[str]:
-        return {line.record["id"] for line in self.of("accept")}
+        return {head[1] for head in self.doc.heads() if head and head[0] == "accept"}  # type: ignore[misc]
 
     def config(self) -> Record:
         found = self.of("config")
@@ -141,7 +141,7 @@ class PlanReader:
         raise Refused(f"no task {task_id}")
 
     def taken_ids(self) -> set[str]:
-        return {line.record["id"] for line in self.doc.records() if "id" in line.record}
+        return {head[1] for head in self.doc.heads() if head and head[1] is not None}
 
     def reject_reasons(self, task_id: str) -> list[str]:
         return [line.record["reason"] for line in self.of("reject") if line.record["id"] == task_id]
@@ -164,8 +164,8 @@ class PlanReader:
         """The claimed tasks, issues and spec records, in file order; `id` is a spec's path."""
         return [
             {**line.record, "id": claimable_id(line.record)}
-            for line in self.doc.lines
-            if line.record and line.record.get("t") in CLAIMABLE and line.record.get("claimed_by")
+            for line in self.doc.lines_of(*CLAIMABLE)
+            if line.record.get("claimed_by")
         ]
 
     def find_claimable(self, item_id: str) -> Record | None:
@@ -174,9 +174,11 @@ class PlanReader:
         return line.record if line else None
 
     def find_claimable_line(self, item_id: str) -> RecordLine | None:
-        for line in self.doc.records():
-            if line.record.get("t") in CLAIMABLE and claimable_id(line.record) == item_id:
-                return line
+        for index, head in enumerate(self.doc.heads()):
+            if head and head[0] in CLAIMABLE and (head[0] == "spec" or head[1] == item_id):
+                line = self.doc.record_line(index)
+                if claimable_id(line.record) == item_id:
+                    return line
         return None
 
     def claim_line(self, item_id: str) -> RecordLine:

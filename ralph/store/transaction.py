@@ -101,8 +101,7 @@ def redact_lines(doc: Document, lines: list[Line], root: Path) -> None:
     from ralph.secrets import FieldsRedactor
 
     redact_fields = FieldsRedactor(root)
-    current = {id(line) for line in doc.lines}
-    for line in {id(line): line for line in lines if id(line) in current}.values():
+    for line in doc.present(lines):
         if not isinstance(line, RecordLine):
             continue
         redacted = redact_fields(line.record)
@@ -118,13 +117,19 @@ def redact_plan(root: Path, clean: set[bytes]) -> None:
     kept by the caller so that a long plan is not read through again at every commit."""
     from ralph.store.reader import read_plan
 
-    if all(line.raw in clean for line in read_plan(root).doc.lines if line.record is not None):
+    if all(raw in clean for raw in _record_raws(read_plan(root).doc)):
         return  # nothing new to redact: no lock, no load of a plan of its own
     with transaction(root, commit=False, fold_earlier=True) as change:
         doc = change.plan.doc
-        unread = [line for line in doc.lines if line.record is not None and line.raw not in clean]
+        heads = doc.heads()
+        unread = [doc.line(at) for at, raw in enumerate(doc.raws()) if heads[at] and raw not in clean]
         redact_lines(doc, unread, root)
         clean.update(line.raw for line in unread)
+
+
+def _record_raws(doc: Document) -> list[bytes]:
+    """The bytes of the document's record lines."""
+    return [raw for raw, head in zip(doc.raws(), doc.heads(), strict=True) if head is not None]
 
 
 def checked_bytes(doc: Document) -> bytes:
