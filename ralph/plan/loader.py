@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
-from ralph.plan.document import Document, Head, Line, Record, RecordLine
+from ralph.plan.document import Document, Head, Heads, Kinds, Line, Record, RecordLine
 from ralph.plan.integrity import integrity_problems
 from ralph.plan.validate import record_problems
 
@@ -81,7 +81,7 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     `trusted`: these exact bytes were already proven valid (see validcache); only parse them.
     Bytes this process proved valid before are not validated again (see _Proven)."""
     if trusted or _PROVEN.holds(data):
-        doc = Document.lazy(name, split_lines(data), _proven_line, head_of)
+        doc = Document.lazy(name, split_lines(data), _proven_line, _KINDS)
         if trusted:
             _PROVEN.add(data)
         return doc
@@ -166,22 +166,19 @@ def _proven_line(raw: bytes, number: int) -> Line:
 
 _HEAD_START = b'{"t": "'
 _ID_NEXT = b', "id": "'
-_HEADS: dict[bytes, Head | None] = {}  # raw line -> its head, for lines read in this process before
 
 
-def head_of(raw: bytes) -> Head | None:
+def _head_of(raw: bytes) -> Head | None:
     """What the record of `raw`, a line proven valid, is (type and id): read off its start where
     ralph wrote it (`{"t": "task", "id": "t-abc123", ...`), without decoding it; decoded otherwise."""
-    if raw in _HEADS:
-        return _HEADS[raw]
     head = _scanned_head(raw)
     if head is None:
         record = _proven_line(raw, 0).record
         head = None if record is None else (record["t"], record.get("id"))
-    if len(_HEADS) >= _Proven.LINES:
-        _HEADS.clear()
-    _HEADS[raw] = head
     return head
+
+
+_KINDS = Kinds(Heads(_head_of, limit=200_000))  # the lines read in this process, by their bytes
 
 
 def _scanned_head(raw: bytes) -> Head | None:

@@ -21,6 +21,8 @@ class PlanReader:
         self.doc = doc
         self._by_kind: dict[str, list[RecordLine]] = {}
         self._by_kind_version = -1
+        self._accepted: set[str] = set()
+        self._accepted_version = -1
 
     def of(self, kind: str) -> list[RecordLine]:
         if self._by_kind_version != self.doc.version:  # one pass over the lines per change, not per call
@@ -112,7 +114,11 @@ class PlanReader:
         return [line.record["path"] for line in self.of("spec")]
 
     def accepted(self) -> set[str]:
-        return {head[1] for head in self.doc.heads() if head and head[0] == "accept"}  # type: ignore[misc]
+        if self._accepted_version != self.doc.version:  # read off the heads once per change
+            heads = self.doc.heads()
+            accepted = {heads[index][1] for index in self.doc.positions("accept")}  # type: ignore[index]
+            self._accepted, self._accepted_version = accepted, self.doc.version  # type: ignore[assignment]
+        return set(self._accepted)  # the caller's own
 
     def config(self) -> Record:
         found = self.of("config")
