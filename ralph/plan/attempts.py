@@ -326,9 +326,7 @@ def take_verification(
     verdict, reason = verdict_given(task_id, base, theirs)
     known = base.taken_ids()
     added = [
-        dict(line.record)
-        for line in theirs.doc.records()
-        if line.record["t"] in ("task", "issue") and line.record["id"] not in known
+        dict(line.record) for line in theirs.doc.lines_of("task", "issue") if line.record["id"] not in known
     ]
     apply = getattr(plan, "apply_verification", None)  # the recorded transition, on a Plan
     if apply is not None:

@@ -7,6 +7,7 @@ trailing blank lines) is written back exactly as it was read.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -102,7 +103,10 @@ class Document:
 
     def __init__(self, name: str, lines: list[Line]):
         self.name = name
-        self._items: list[Line | bytes] = list(lines)  # a line made, or the bytes of one not made yet
+        self._lines: list[Line | None] = list(lines)  # by position: a line made, or None
+        self._raws = [line.raw for line in lines]  # by position; a made line's own raw is the truth
+        self._made = list(range(len(lines)))  # the positions of the lines made, in order
+        self._numbers: list[int] | None = None  # each line's number as loaded, once lines moved
         self._make: Callable[[bytes, int], Line] = line_of_bytes
         self._head_of, self._kind_of = _DECODED_HEADS, _DECODED_KINDS
         self._heads: list[Head | None] | None = None  # by position, for self._heads_version
@@ -125,27 +129,29 @@ class Document:
         """The document of these lines, each a valid record or blank: `make` makes the line of a
         raw line and its number when it is asked for, `kinds` (and its heads) says what it is."""
         doc = cls(name, [])
-        doc._items = list(raws)
+        doc._lines, doc._raws = [None] * len(raws), raws
         doc._make, doc._head_of, doc._kind_of = make, kinds.heads, kinds
         return doc
 
     @property
     def lines(self) -> list[Line]:
         """Every line, made (a pass over the whole file: readers of a few records use heads())."""
-        items = self._items
-        for index, item in enumerate(items):
-            if type(item) is bytes:
-                items[index] = self._make(item, index + 1)
-        return items  # type: ignore[return-value]  # every item is a line now
+        lines = self._lines
+        if None in lines:
+            for index, line in enumerate(lines):
+                if line is None:
+                    lines[index] = self._make(self._raws[index], self.number(index))
+            self._made = list(range(len(lines)))
+        return lines  # type: ignore[return-value]  # every line is made now
 
     def line(self, index: int) -> Line:
         """The line at `index` (from 0), made if it was not."""
-        item = self._items[index]
-        if type(item) is bytes:
-            made = self._make(item, index + 1)
-            self._items[index] = made  # readers on threads may both make it: either copy will do
-            return made
-        return item  # type: ignore[return-value]  # not bytes: a line
+        line = self._lines[index]
+        if line is None:
+            line = self._make(self._raws[index], self.number(index))
+            self._lines[index] = line  # readers on threads may both make it: either copy will do
+            bisect.insort(self._made, index)
+        return line
 
     def record_line(self, index: int) -> RecordLine:
         """The line at `index`, one with a head (a record), made if it was not."""
@@ -155,34 +161,36 @@ class Document:
 
     def number(self, index: int) -> int:
         """The number of the line at `index` as loaded (0 for a line added since)."""
-        item = self._items[index]
-        return index + 1 if type(item) is bytes else item.number  # type: ignore[union-attr]
+        line = self._lines[index]
+        if line is not None:
+            return line.number
+        return self._numbers[index] if self._numbers is not None else index + 1
 
     def position(self, line: Line) -> int | None:
         """Where `line` is now (from 1), or None when it is no longer in the document."""
-        return next((index + 1 for index, item in enumerate(self._items) if item is line), None)
+        return next((index + 1 for index in self._made if self._lines[index] is line), None)
 
     def present(self, lines: list[Line]) -> list[Line]:
         """Those of `lines` still in the document, each once, in the order given."""
-        made = {id(item) for item in self._items if type(item) is not bytes}
+        made = {id(self._lines[index]) for index in self._made}
         return list({id(line): line for line in lines if id(line) in made}.values())
 
     def raws(self) -> list[bytes]:
         """Every line's bytes, in order."""
-        return [item if type(item) is bytes else item.raw for item in self._items]  # type: ignore[union-attr]
+        return list(self._synced())
 
     def heads(self) -> list[Head | None]:
         """Each line's head by position: its record's type and id, None for a line with no record."""
         if self._heads_version != self.version or self._heads is None:
-            heads = list(map(self._head_of.__getitem__, self._items))
-            self._heads, self._heads_version = heads, self.version  # built aside: threads may share it
+            self._heads = self._by_position(self._head_of, _head)
+            self._heads_version = self.version  # built aside: threads may share a read plan
         return self._heads
 
     def kinds(self) -> list[str | None]:
         """Each line's record type by position, None for a line with no record."""
         if self._kinds_version != self.version or self._kinds is None:
-            kinds = list(map(self._kind_of.__getitem__, self._items))
-            self._kinds, self._kinds_version = kinds, self.version
+            self._kinds = self._by_position(self._kind_of, _kind)
+            self._kinds_version = self.version
         return self._kinds
 
     def positions(self, kind: str) -> list[int]:
@@ -207,7 +215,7 @@ class Document:
         return [line for line in self.lines if isinstance(line, RecordLine)]
 
     def to_bytes(self) -> bytes:
-        return b"".join(self.raws())
+        return b"".join(self._synced())
 
     def rewrite(self, line: RecordLine) -> None:
         """Serialize line.record again: call after changing the record in place. The line keeps
@@ -219,36 +227,56 @@ class Document:
 
     def append(self, record: Record) -> RecordLine:
         self._changeable()
+        raws = self._synced()
         index = self._after_last_record()
-        previous = self._raw_at(index - 1) if index else b"\n"
+        previous = raws[index - 1] if index else b"\n"
         if not previous.endswith(b"\n"):
-            self.line(index - 1).raw += b"\r\n" if b"\r\n" in self._raw_at(0) else b"\n"
-            previous = self._raw_at(index - 1)
+            self.line(index - 1).raw += b"\r\n" if b"\r\n" in raws[0] else b"\n"
+            previous = self.line(index - 1).raw
         line = RecordLine(_ending_like(serialize(record), previous), record, 0)
-        self._make_from(index)  # the lines after it move: each keeps the number it was loaded with
-        self._items.insert(index, line)
+        self._moving()
+        self._lines.insert(index, line)
+        self._raws.insert(index, line.raw)
+        self._numbers.insert(index, 0)  # type: ignore[union-attr]  # set by _moving
+        self._made = [at + (at >= index) for at in self._made]
+        bisect.insort(self._made, index)
         self.touched.append(line)
         self._changed()
         return line
 
     def remove(self, line: Line) -> None:
         self._changeable()
-        index = next(index for index, item in enumerate(self._items) if item is line)
-        self._make_from(index + 1)
-        del self._items[index]
+        index = next(index for index in self._made if self._lines[index] is line)
+        self._moving()
+        del self._lines[index], self._raws[index], self._numbers[index]  # type: ignore[index]
+        self._made = [at - (at > index) for at in self._made if at != index]
         self._changed()
 
     def freeze(self) -> None:
         """From now on this document is only read: it may be handed to many readers."""
         self.frozen = True
 
-    def _raw_at(self, index: int) -> bytes:
-        item = self._items[index]
-        return item if type(item) is bytes else item.raw  # type: ignore[union-attr]
+    def _synced(self) -> list[bytes]:
+        """The raw lines by position, with each made line's own (a rewrite changed it there)."""
+        raws, lines = self._raws, self._lines
+        for index in self._made:
+            raws[index] = lines[index].raw  # type: ignore[union-attr]  # a made position has a line
+        return raws
 
-    def _make_from(self, start: int) -> None:
-        for index in range(start, len(self._items)):
-            self.line(index)
+    def _by_position(self, of_raw: dict[object, Any], of_record: Callable[[Record | None], Any]) -> list[Any]:
+        """`of_raw` looked up for each line's bytes (in C), `of_record` for each made line's record."""
+        lines = self._lines
+        if None not in lines:  # every line made (an eager document's may not be valid JSON)
+            return [of_record(line.record) for line in lines]  # type: ignore[union-attr]
+        found = list(map(of_raw.__getitem__, self._raws))
+        for index in self._made:
+            found[index] = of_record(lines[index].record)  # type: ignore[union-attr]  # a made position has a line
+        return found
+
+    def _moving(self) -> None:
+        """Lines are about to move: keep the number each was loaded with."""
+        if self._numbers is None:
+            self._numbers = list(range(1, len(self._lines) + 1))
 
     def _changeable(self) -> None:
         if self.frozen:
@@ -260,12 +288,10 @@ class Document:
 
     def _after_last_record(self) -> int:
         # New records go before trailing blank lines, so those stay at the end.
-        for index in range(len(self._items) - 1, -1, -1):
-            item = self._items[index]
-            if type(item) is bytes:
-                if item.strip():
-                    return index + 1
-            elif item.record is not None or item.raw.strip():  # type: ignore[union-attr]
+        raws, lines = self._synced(), self._lines
+        for index in range(len(raws) - 1, -1, -1):
+            line = lines[index]
+            if (line is not None and line.record is not None) or raws[index].strip():
                 return index + 1
         return 0
 
@@ -278,6 +304,10 @@ def line_of_bytes(raw: bytes, number: int) -> Line:
 
 def _head(record: Record | None) -> Head | None:
     return None if record is None else (record["t"], record.get("id"))
+
+
+def _kind(record: Record | None) -> str | None:
+    return None if record is None else record["t"]
 
 
 def _decoded_head(raw: bytes) -> Head | None:

@@ -172,8 +172,8 @@ def _head_of(raw: bytes) -> Head | None:
     """What the record of `raw`, a line proven valid, is (type and id): read off its start where
     ralph wrote it (`{"t": "task", "id": "t-abc123", ...`), without decoding it; decoded otherwise."""
     head = _scanned_head(raw)
-    if head is None:
-        record = _proven_line(raw, 0).record
+    if head is None:  # decoded, not remembered as proven: a line rewritten since may be asked for
+        record = _trusted_record(raw)
         head = None if record is None else (record["t"], record.get("id"))
     return head
 
