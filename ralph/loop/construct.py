@@ -482,7 +482,8 @@ class Loop:
     def _progress(self, plan: Plan) -> None:
         """Accepted of total and the budgets, for the live view (and `ralph watch`, from the journal)."""
         spec = self.settings.spec
-        accepted = sum(1 for line in plan.of("accept") if line.record.get("spec") in (None, spec))
+        served = plan.doc.values_of("accept", "spec")  # not a record made of 10,000 finished tasks
+        accepted = served.count(None) + (served.count(spec) if spec is not None else 0)
         fields = {
             "accepted": accepted,
             "total": accepted + len(self.workspace.plan.tasks(plan)),

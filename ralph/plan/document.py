@@ -10,6 +10,8 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Callable
+from itertools import compress, repeat
+from operator import eq
 from typing import Any
 
 # One plan record as read from its line: JSON keys to values.
@@ -78,12 +80,59 @@ class Heads(dict[object, "Head | None"]):
         return head
 
 
-class Kinds(dict[object, "str | None"]):
-    """Raw lines to their records' types, from `heads` (as Heads: one pass of C per document)."""
+class Field(dict[bytes, Any]):
+    """Raw lines to the value of one field of their records (None when absent), each read once:
+    a string value off ralph's own spelling (`"spec": "specs/x.md"`), any other decoded by `decode`."""
 
-    def __init__(self, heads: Heads):
+    def __init__(self, key: str, decode: Callable[[bytes], Record | None], limit: int):
         super().__init__()
-        self.heads = heads
+        self.key, self.decode, self.limit = key, decode, limit
+        self.spelled, self.quoted = f'"{key}": "'.encode(), f'"{key}"'.encode()
+
+    def __missing__(self, raw: bytes) -> Any:
+        value = _spelled_value(raw, self.spelled, self.quoted)
+        if value is _UNREAD:
+            record = self.decode(raw)
+            value = None if record is None else record.get(self.key)
+        if len(self) >= self.limit:
+            self.clear()
+        self[raw] = value
+        return value
+
+
+_UNREAD = object()
+
+
+def _spelled_value(raw: bytes, spelled: bytes, quoted: bytes) -> Any:
+    """A string field's value as ralph spells it, None when the key is not in the line, or _UNREAD.
+    Without a backslash no string holds a quote, so one `"key"` in the line is that key, and in a
+    line with one `{` it is the record's own (not a key of an object inside it)."""
+    if b"\\" in raw:
+        return _UNREAD
+    count = raw.count(quoted)
+    if count == 0:
+        return None
+    start = raw.find(spelled)
+    if count != 1 or start < 0 or raw.count(b"{") != 1:
+        return _UNREAD
+    start += len(spelled)
+    return raw[start : raw.index(b'"', start)].decode("utf-8")
+
+
+class Kinds(dict[object, "str | None"]):
+    """Raw lines to their records' types, from `heads` (as Heads: one pass of C per document), and
+    to the values of other fields (`field`)."""
+
+    def __init__(self, heads: Heads, decode: Callable[[bytes], Record | None]):
+        super().__init__()
+        self.heads, self.decode = heads, decode
+        self.fields: dict[str, Field] = {}
+
+    def field(self, key: str) -> Field:
+        found = self.fields.get(key)
+        if found is None:
+            found = self.fields[key] = Field(key, self.decode, self.heads.limit)
+        return found
 
     def __missing__(self, item: object) -> str | None:
         head = self.heads[item]
@@ -198,13 +247,25 @@ class Document:
         so that the few open tasks among 10,000 finished ones cost no pass of Python."""
         kinds = self.kinds()
         many = kinds.count(kind)
-        if many > 64:  # one pass then, not a call of index per record
-            return [index for index, each in enumerate(kinds) if each == kind]
+        if many > 64:  # one pass of C then (operator.eq: None == kind is False, not NotImplemented)
+            return list(compress(range(len(kinds)), map(eq, kinds, repeat(kind))))
         found, index = [], -1
         for _ in range(many):
             index = kinds.index(kind, index + 1)
             found.append(index)
         return found
+
+    def values_of(self, kind: str, key: str) -> list[Any]:
+        """The value of `key` in each record of type `kind` (None where it has none), in file
+        order: read off the raw lines (in C, each line once per process) where no line is made."""
+        at = self.positions(kind)
+        values = list(map(self._kind_of.field(key).__getitem__, map(self._synced().__getitem__, at)))
+        lines = self._lines
+        for number, index in enumerate(at):
+            line = lines[index]
+            if line is not None:
+                values[number] = line.record.get(key)  # type: ignore[union-attr]  # a record's line
+        return values
 
     def lines_of(self, *kinds: str) -> list[RecordLine]:
         """The lines of records of these types, in file order."""
@@ -316,7 +377,7 @@ def _decoded_head(raw: bytes) -> Head | None:
 
 
 _DECODED_HEADS = Heads(_decoded_head)
-_DECODED_KINDS = Kinds(_DECODED_HEADS)
+_DECODED_KINDS = Kinds(_DECODED_HEADS, lambda raw: json.loads(raw) if raw.strip() else None)
 
 
 def _ending_like(raw: bytes, model: bytes) -> bytes:

@@ -178,9 +178,6 @@ def _head_of(raw: bytes) -> Head | None:
     return head
 
 
-_KINDS = Kinds(Heads(_head_of, limit=200_000))  # the lines read in this process, by their bytes
-
-
 def _scanned_head(raw: bytes) -> Head | None:
     """The head of a line in ralph's own spelling, or None when it must be decoded. Without a
     backslash no string in the line holds a quote, so each `"t"` and `"id"` in it is a whole string:
@@ -217,6 +214,9 @@ def json_limit(exc: ValueError | RecursionError) -> str:
 def _trusted_record(raw: bytes) -> Record | None:
     stripped = raw.strip()
     return _DECODER.raw_decode(stripped.decode("utf-8"))[0] if stripped else None
+
+
+_KINDS = Kinds(Heads(_head_of, limit=200_000), _trusted_record)  # the lines this process read
 
 
 def touched_problems(doc: Document) -> list[Problem]:
