@@ -144,6 +144,11 @@ class _Proven:
 _PROVEN = _Proven()
 
 
+def is_proven(data: bytes) -> bool:
+    """Whether this process proved `data` valid (loaded it strictly, or wrote it checked)."""
+    return _PROVEN.holds(data)
+
+
 def proven(data: bytes) -> None:
     """`data` is valid (a transaction checked what it wrote): loading it again only parses it."""
     _PROVEN.add(data)

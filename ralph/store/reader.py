@@ -83,6 +83,16 @@ class _Shared:
 _READ = _Shared()
 
 
+def vouch(root: Path, data: bytes) -> None:
+    """`data`, now root's plan.jsonl, was proven valid in this process: root's own commands (a
+    verifier's, in a checkout the loop made) then need not validate it again (ralph.store.validcache)."""
+    from ralph.plan.loader import is_proven
+    from ralph.store import validcache
+
+    if is_proven(data):
+        validcache.remember(root, data)
+
+
 def load_checked(root: Path, data: bytes) -> Document:
     """Load strictly, unless these exact bytes were proven valid before (then only parse)."""
     from ralph.store import validcache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -115,6 +116,7 @@ def redact_plan(root: Path, clean: set[bytes]) -> None:
     """Every record of the plan redacted (an agent may write plan.jsonl by hand, and one in a
     sandbox cannot read the .env files whose values count); `clean` holds lines known to be clean,
     kept by the caller so that a long plan is not read through again at every commit."""
+    from ralph.secrets import FieldsRedactor
     from ralph.store.reader import read_plan
 
     if not _unread(read_plan(root).doc, clean):
@@ -122,9 +124,18 @@ def redact_plan(root: Path, clean: set[bytes]) -> None:
     with transaction(root, commit=False, fold_earlier=True) as change:
         doc = change.plan.doc
         fresh = _unread(doc, clean)
-        unread = [doc.line(at) for at, raw in enumerate(doc.raws()) if raw in fresh]
-        redact_lines(doc, unread, root)
-        clean.update(line.raw for line in unread)
+        redact_fields = FieldsRedactor(root)
+        for at, raw in enumerate(doc.raws()):
+            if raw not in fresh:
+                continue
+            record = json.loads(raw)
+            redacted = redact_fields(record)  # a new record: a line is made only where a secret goes
+            line = doc.record_line(at) if redacted != record else None
+            if line is not None:
+                line.record.clear()
+                line.record.update(redacted)
+                doc.rewrite(line)
+            clean.add(line.raw if line is not None else raw)
 
 
 def _unread(doc: Document, clean: set[bytes]) -> set[bytes]:

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 ERROR_LINES = 10  # of the agent's output, in the journal and the final report
 MAX_WAIT_S = 300.0  # one wait, however many failures came before
 _STATE = b'{"t": "state"'
+# A line (as bytes.splitlines cuts them: at \r\n, \r or \n) that starts with _STATE, its ending too:
+# removed in one pass of C, not a pass of Python over a plan of 10,000 lines.
+_STATE_LINE = re.compile(rb"(?:^|(?<=[\r\n]))" + re.escape(_STATE) + rb"[^\r\n]*(?:\r\n|\r|\n)?")
 
 
 WorkState = tuple[str | None, AbstractSet[str]]  # HEAD, and the paths git lists as changed
@@ -92,7 +95,7 @@ def work_marks(root: Path, own: re.Pattern[str], state: WorkState | None = None)
             digest.update(b"(gone)")
             continue
         if path == "plan.jsonl":
-            data = b"".join(line for line in data.splitlines(True) if not line.startswith(_STATE))
+            data = _STATE_LINE.sub(b"", data)
         digest.update(hashlib.sha256(data).digest())
     return digest.hexdigest()
 
