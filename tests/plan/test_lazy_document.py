@@ -63,9 +63,14 @@ def test_reading_a_long_plan_makes_only_the_lines_read(monkeypatch):
     )
     work = b'{"t": "task", "id": "t-new001", "name": "New", "deps": ["t-old00007"], "spec": "specs/a.md"}\n'
     data = b'{"t": "config", "commit": false}\n' + history + work
-    decodes = []
+    decodes: list[bytes] = []
     real = loader._trusted_record
-    monkeypatch.setattr(loader, "_trusted_record", lambda raw: decodes.append(raw) or real(raw))
+
+    def counted(raw: bytes) -> dict[str, Any] | None:
+        decodes.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(loader, "_trusted_record", counted)
     plan = Plan(load(data, trusted=True))
     assert [task["id"] for task in plan.tasks()] == ["t-new001"]
     assert len(plan.accepted()) == 10_000
