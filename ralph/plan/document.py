@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import compress, repeat
-from operator import eq
+from operator import eq, itemgetter
 from typing import Any
 
 # One plan record as read from its line: JSON keys to values.
@@ -59,6 +59,9 @@ def serialize(record: Record) -> bytes:
 # What a record line is at a glance: its type and its id (None when it has none), read without
 # making the line's record (see Document.heads).
 Head = tuple[str, str | None]
+# A change's edit of what is known of each line by position (Document._changed): the list before
+# it and what a record says, to the list after it, or None when it must be read again.
+Edit = Callable[[list[Any], Callable[[Any], Any]], "list[Any] | None"]
 
 
 class Heads(dict[object, "Head | None"]):
@@ -123,10 +126,30 @@ class Kinds(dict[object, "str | None"]):
     """Raw lines to their records' types, from `heads` (as Heads: one pass of C per document), and
     to the values of other fields (`field`)."""
 
-    def __init__(self, heads: Heads, decode: Callable[[bytes], Record | None]):
+    def __init__(
+        self,
+        heads: Heads,
+        decode: Callable[[bytes], Record | None],
+        scan: Callable[[list[bytes]], Iterable[tuple[bytes, Head]]] | None = None,
+    ):
         super().__init__()
-        self.heads, self.decode = heads, decode
+        self.heads, self.decode, self.scan = heads, decode, scan
         self.fields: dict[str, Field] = {}
+
+    def fill(self, raws: list[bytes]) -> None:
+        """Read the heads of those of `raws` not read yet at once (`scan`, in passes of C): a
+        command that reads a plan of 10,000 lines once pays no call of Python per line. The lines
+        `scan` leaves out are read one by one when asked for."""
+        if self.scan is None or len(self) >= len(raws):  # most are known: those few one by one
+            return
+        if len(self) + len(raws) > self.heads.limit:
+            self.clear()
+            self.heads.clear()
+        found = list(self.scan(list(set(raws).difference(self))))
+        self.heads.update(found)
+        self.update(
+            zip(map(itemgetter(0), found), map(itemgetter(0), map(itemgetter(1), found)), strict=True)
+        )
 
     def field(self, key: str) -> Field:
         found = self.fields.get(key)
@@ -284,7 +307,9 @@ class Document:
         self._changeable()
         line.raw = _ending_like(serialize(line.record), line.raw)
         self.touched.append(line)
-        self._changed()
+        at = next((index for index in self._made if self._lines[index] is line), -1)
+        # Its type and id stay as they were (a change that makes them another is read again).
+        self._changed(at, lambda found, of_record: found if found[at] == of_record(line.record) else None)
 
     def append(self, record: Record) -> RecordLine:
         self._changeable()
@@ -302,7 +327,7 @@ class Document:
         self._made = [at + (at >= index) for at in self._made]
         bisect.insort(self._made, index)
         self.touched.append(line)
-        self._changed()
+        self._changed(index, lambda found, of_record: [*found[:index], of_record(record), *found[index:]])
         return line
 
     def remove(self, line: Line) -> None:
@@ -311,7 +336,7 @@ class Document:
         self._moving()
         del self._lines[index], self._raws[index], self._numbers[index]  # type: ignore[index]
         self._made = [at - (at > index) for at in self._made if at != index]
-        self._changed()
+        self._changed(index, lambda found, of_record: [*found[:index], *found[index + 1 :]])
 
     def freeze(self) -> None:
         """From now on this document is only read: it may be handed to many readers."""
@@ -329,6 +354,7 @@ class Document:
         lines = self._lines
         if None not in lines:  # every line made (an eager document's may not be valid JSON)
             return [of_record(line.record) for line in lines]  # type: ignore[union-attr]
+        self._kind_of.fill(self._raws)
         found = list(map(of_raw.__getitem__, self._raws))
         for index in self._made:
             found[index] = of_record(lines[index].record)  # type: ignore[union-attr]  # a made position has a line
@@ -343,9 +369,20 @@ class Document:
         if self.frozen:
             raise TypeError("a plan read to be shared was changed: change the plan in a transaction")
 
-    def _changed(self) -> None:
+    def _changed(self, at: int | None = None, edit: Edit | None = None) -> None:
+        """Count a change; `edit` makes the heads and types by position known before it those
+        after it (None when they must be read again), so that a change of one line of 10,000 costs
+        no pass over the rest. A change at no known position forgets them."""
+        heads = self._heads if self._heads_version == self.version else None
+        kinds = self._kinds if self._kinds_version == self.version else None
         self.changed = True
         self.version += 1
+        if at is None or at < 0 or edit is None:
+            return
+        if heads is not None and (heads := edit(heads, _head)) is not None:
+            self._heads, self._heads_version = heads, self.version
+        if kinds is not None and (kinds := edit(kinds, _kind)) is not None:
+            self._kinds, self._kinds_version = kinds, self.version
 
     def _after_last_record(self) -> int:
         # New records go before trailing blank lines, so those stay at the end.

@@ -3,6 +3,9 @@ the loop's state). The transitions are Plan's (ralph.plan.plan), each in the mod
 
 from __future__ import annotations
 
+from operator import itemgetter
+from typing import Any
+
 from ralph.durations import parse_duration
 from ralph.errors import PlanInvalid, Refused
 from ralph.plan import schedule
@@ -115,9 +118,9 @@ class PlanReader:
 
     def accepted(self) -> set[str]:
         if self._accepted_version != self.doc.version:  # read off the heads once per change
-            heads = self.doc.heads()
-            accepted = {heads[index][1] for index in self.doc.positions("accept")}  # type: ignore[index]
-            self._accepted, self._accepted_version = accepted, self.doc.version  # type: ignore[assignment]
+            heads: list[Any] = self.doc.heads()  # each accept's id, in passes of C
+            accepted = set(map(itemgetter(1), map(heads.__getitem__, self.doc.positions("accept"))))
+            self._accepted, self._accepted_version = accepted, self.doc.version
         return set(self._accepted)  # the caller's own
 
     def config(self) -> Record:

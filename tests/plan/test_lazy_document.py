@@ -181,3 +181,16 @@ def test_a_record_added_before_trailing_blank_lines_moves_the_lines_made_after_i
         doc.append({"t": "task", "id": "t-cccccc", "name": "Three"})
     assert lazy.to_bytes() == eager.to_bytes()
     assert lazy.to_bytes().endswith(b'"Three"}\n\n  \n')
+
+
+def test_the_heads_of_many_lines_are_read_at_once_as_one_by_one():
+    # A command's first look at a long plan reads every line's head in passes of C (Kinds.fill):
+    # it must read the same lines, and leave the same ones to decoding, as the reading of one.
+    raws = [*TRICKY, *(raw.replace(b"\n", b"") for raw in TRICKY), b'{"t": "accept"}\n']
+    at_once = dict(loader._scanned_heads(raws))
+    one_by_one = {raw: head for raw in raws if (head := loader._scanned_head(raw)) is not None}
+    assert at_once == one_by_one
+    assert {raw: head for raw, head in at_once.items()} == {
+        raw: (record["t"], record.get("id")) for raw in at_once if (record := decoded(raw))
+    }
+    assert len(at_once) >= 8
