@@ -307,7 +307,9 @@ class Document:
         self._changeable()
         line.raw = _ending_like(serialize(line.record), line.raw)
         self.touched.append(line)
-        at = next((index for index in self._made if self._lines[index] is line), -1)
+        # Found among the lines made: a few, unless every line was (then they are read again).
+        made = self._made if len(self._made) <= 64 else ()
+        at = next((index for index in made if self._lines[index] is line), -1)
         # Its type and id stay as they were (a change that makes them another is read again).
         self._changed(at, lambda found, of_record: found if found[at] == of_record(line.record) else None)
 

@@ -124,8 +124,9 @@ class _Proven:
     def holds(self, data: bytes) -> bool:
         return data in self.contents
 
-    def add(self, data: bytes, doc: Document | None = None) -> None:
-        """`data` is valid; `doc` is what it loaded as, when its lines may be new here."""
+    def add(self, data: bytes, doc: Document | None = None, lines: list[bytes] | None = None) -> None:
+        """`data` is valid; `doc` is what it loaded as, when its lines may be new here; `lines`
+        its lines, when the caller has them."""
         for line in doc.lines if doc is not None else ():
             if line.raw not in self.lines:
                 self.remember_line(line.raw, line.record)
@@ -133,7 +134,7 @@ class _Proven:
             if data not in self.contents:
                 if len(self.valid) >= self.LINES:
                     self.valid.clear()
-                self.valid.update(split_lines(data))
+                self.valid.update(lines if lines is not None else split_lines(data))
             self.contents[data] = None
             while len(self.contents) > self.CONTENTS:
                 del self.contents[next(iter(self.contents))]
@@ -167,9 +168,10 @@ def is_proven(data: bytes) -> bool:
     return _PROVEN.holds(data)
 
 
-def proven(data: bytes) -> None:
-    """`data` is valid (a transaction checked what it wrote): loading it again only parses it."""
-    _PROVEN.add(data)
+def proven(data: bytes, lines: list[bytes] | None = None) -> None:
+    """`data` is valid (a transaction checked what it wrote): loading it again only parses it.
+    `lines`: its lines, when the caller has them (not split again)."""
+    _PROVEN.add(data, lines=lines)
 
 
 _NESTED = (dict, list)

@@ -52,7 +52,7 @@ def written(data: bytes, plan: Plan) -> None:
     from ralph.plan.loader import proven
 
     plan.doc.freeze()
-    proven(data)
+    proven(data, plan.doc.raws())
     _READ.keep(data, plan)
 
 
