@@ -151,6 +151,14 @@ class Kinds(dict[object, "str | None"]):
             zip(map(itemgetter(0), found), map(itemgetter(0), map(itemgetter(1), found)), strict=True)
         )
 
+    def seed(self, raws: list[bytes], heads: list[Head | None], kinds: list[str | None]) -> None:
+        """The heads and types of these lines, known already (a parse decoded them)."""
+        if len(self) + len(raws) > self.heads.limit:
+            self.clear()
+            self.heads.clear()
+        self.heads.update(zip(raws, heads, strict=True))
+        self.update(zip(raws, kinds, strict=True))
+
     def field(self, key: str) -> Field:
         found = self.fields.get(key)
         if found is None:
@@ -176,8 +184,9 @@ class Document:
     def __init__(self, name: str, lines: list[Line]):
         self.name = name
         self._lines: list[Line | None] = list(lines)  # by position: a line made, or None
-        self._raws = [line.raw for line in lines]  # by position; a made line's own raw is the truth
+        self._raws = [line.raw for line in lines]  # by position, kept in step with each line made
         self._made = list(range(len(lines)))  # the positions of the lines made, in order
+        self._where: dict[int, int] | None = None  # id of a line made -> its position, once asked
         self._numbers: list[int] | None = None  # each line's number as loaded, once lines moved
         self._make: Callable[[bytes, int], Line] = line_of_bytes
         self._head_of, self._kind_of = _DECODED_HEADS, _DECODED_KINDS
@@ -213,7 +222,7 @@ class Document:
             for index, line in enumerate(lines):
                 if line is None:
                     lines[index] = self._make(self._raws[index], self.number(index))
-            self._made = list(range(len(lines)))
+            self._made, self._where = list(range(len(lines))), None
         return lines  # type: ignore[return-value]  # every line is made now
 
     def line(self, index: int) -> Line:
@@ -223,6 +232,8 @@ class Document:
             line = self._make(self._raws[index], self.number(index))
             self._lines[index] = line  # readers on threads may both make it: either copy will do
             bisect.insort(self._made, index)
+            if self._where is not None:
+                self._where[id(line)] = index
         return line
 
     def record_line(self, index: int) -> RecordLine:
@@ -240,16 +251,16 @@ class Document:
 
     def position(self, line: Line) -> int | None:
         """Where `line` is now (from 1), or None when it is no longer in the document."""
-        return next((index + 1 for index in self._made if self._lines[index] is line), None)
+        index = self._index_of(line)
+        return None if index is None else index + 1
 
     def present(self, lines: list[Line]) -> list[Line]:
         """Those of `lines` still in the document, each once, in the order given."""
-        made = {id(self._lines[index]) for index in self._made}
-        return list({id(line): line for line in lines if id(line) in made}.values())
+        return list({id(line): line for line in lines if self._index_of(line) is not None}.values())
 
     def raws(self) -> list[bytes]:
         """Every line's bytes, in order."""
-        return list(self._synced())
+        return list(self._raws)
 
     def heads(self) -> list[Head | None]:
         """Each line's head by position: its record's type and id, None for a line with no record."""
@@ -282,7 +293,7 @@ class Document:
         """The value of `key` in each record of type `kind` (None where it has none), in file
         order: read off the raw lines (in C, each line once per process) where no line is made."""
         at = self.positions(kind)
-        values = list(map(self._kind_of.field(key).__getitem__, map(self._synced().__getitem__, at)))
+        values = list(map(self._kind_of.field(key).__getitem__, map(self._raws.__getitem__, at)))
         lines = self._lines
         for number, index in enumerate(at):
             line = lines[index]
@@ -299,7 +310,7 @@ class Document:
         return [line for line in self.lines if isinstance(line, RecordLine)]
 
     def to_bytes(self) -> bytes:
-        return b"".join(self._synced())
+        return b"".join(self._raws)
 
     def rewrite(self, line: RecordLine) -> None:
         """Serialize line.record again: call after changing the record in place. The line keeps
@@ -307,20 +318,22 @@ class Document:
         self._changeable()
         line.raw = _ending_like(serialize(line.record), line.raw)
         self.touched.append(line)
-        # Found among the lines made: a few, unless every line was (then they are read again).
-        made = self._made if len(self._made) <= 64 else ()
-        at = next((index for index in made if self._lines[index] is line), -1)
+        at = self._index_of(line)
+        if at is None:
+            at = -1  # no longer in the document: nothing of it to keep in step
+        else:
+            self._raws[at] = line.raw
         # Its type and id stay as they were (a change that makes them another is read again).
         self._changed(at, lambda found, of_record: found if found[at] == of_record(line.record) else None)
 
     def append(self, record: Record) -> RecordLine:
         self._changeable()
-        raws = self._synced()
+        raws = self._raws
         index = self._after_last_record()
         previous = raws[index - 1] if index else b"\n"
         if not previous.endswith(b"\n"):
             self.line(index - 1).raw += b"\r\n" if b"\r\n" in raws[0] else b"\n"
-            previous = self.line(index - 1).raw
+            previous = raws[index - 1] = self.line(index - 1).raw
         line = RecordLine(_ending_like(serialize(record), previous), record, 0)
         self._moving()
         self._lines.insert(index, line)
@@ -328,39 +341,41 @@ class Document:
         self._numbers.insert(index, 0)  # type: ignore[union-attr]  # set by _moving
         self._made = [at + (at >= index) for at in self._made]
         bisect.insort(self._made, index)
+        self._where = None  # lines moved
         self.touched.append(line)
         self._changed(index, lambda found, of_record: [*found[:index], of_record(record), *found[index:]])
         return line
 
     def remove(self, line: Line) -> None:
         self._changeable()
-        index = next(index for index in self._made if self._lines[index] is line)
+        index = self._index_of(line)
+        if index is None:
+            raise ValueError("Document.remove(line): the line is not in the document")
         self._moving()
         del self._lines[index], self._raws[index], self._numbers[index]  # type: ignore[index]
         self._made = [at - (at > index) for at in self._made if at != index]
+        self._where = None  # lines moved
         self._changed(index, lambda found, of_record: [*found[:index], *found[index + 1 :]])
 
     def freeze(self) -> None:
         """From now on this document is only read: it may be handed to many readers."""
         self.frozen = True
 
-    def _synced(self) -> list[bytes]:
-        """The raw lines by position, with each made line's own (a rewrite changed it there)."""
-        raws, lines = self._raws, self._lines
-        for index in self._made:
-            raws[index] = lines[index].raw  # type: ignore[union-attr]  # a made position has a line
-        return raws
+    def _index_of(self, line: Line) -> int | None:
+        """The position of `line`, a line made (None when it is not in the document)."""
+        if self._where is None:
+            self._where = {id(self._lines[index]): index for index in self._made}
+        return self._where.get(id(line))
 
     def _by_position(self, of_raw: dict[object, Any], of_record: Callable[[Record | None], Any]) -> list[Any]:
-        """`of_raw` looked up for each line's bytes (in C), `of_record` for each made line's record."""
+        """`of_raw` looked up for each line's bytes (in C): a made line's bytes are kept in step with
+        its record by rewrite. Every line made: `of_record` for each (an eager document's lines may
+        not be valid JSON)."""
         lines = self._lines
-        if None not in lines:  # every line made (an eager document's may not be valid JSON)
+        if None not in lines:
             return [of_record(line.record) for line in lines]  # type: ignore[union-attr]
         self._kind_of.fill(self._raws)
-        found = list(map(of_raw.__getitem__, self._raws))
-        for index in self._made:
-            found[index] = of_record(lines[index].record)  # type: ignore[union-attr]  # a made position has a line
-        return found
+        return list(map(of_raw.__getitem__, self._raws))
 
     def _moving(self) -> None:
         """Lines are about to move: keep the number each was loaded with."""
@@ -388,7 +403,7 @@ class Document:
 
     def _after_last_record(self) -> int:
         # New records go before trailing blank lines, so those stay at the end.
-        raws, lines = self._synced(), self._lines
+        raws, lines = self._raws, self._lines
         for index in range(len(raws) - 1, -1, -1):
             line = lines[index]
             if (line is not None and line.record is not None) or raws[index].strip():

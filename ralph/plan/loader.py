@@ -100,8 +100,12 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     if problems:
         raise PlanInvalid(problems)
     _PROVEN.add(data, doc)
-    # Lazy as a proven load is: a document whose every line is made walks them all in Python.
-    return Document.lazy(name, [line.raw for line in doc.lines], _proven_line, _KINDS)
+    # Lazy as a proven load is (a document whose every line is made walks them all in Python), its
+    # lines made from those the parse made (by their number as loaded), not decoded again.
+    parsed = doc.lines
+    raws = [line.raw for line in parsed]
+    _KINDS.seed(raws, doc.heads(), doc.kinds())  # read in the check across records: not again
+    return Document.lazy(name, raws, lambda _, number: parsed[number - 1], _KINDS)
 
 
 class _Proven:
