@@ -442,9 +442,7 @@ def given_by(task_id: str, base: PlanReader, theirs: PlanReader) -> Given:
     verdict, reason = verdict_given(task_id, base, theirs)
     known = base.taken_ids()
     added = tuple(
-        dict(line.record)
-        for line in theirs.doc.records()
-        if line.record["t"] in ("task", "issue") and line.record["id"] not in known
+        dict(line.record) for line in theirs.doc.lines_of("task", "issue") if line.record["id"] not in known
     )
     return Given(verdict, reason, added)
 

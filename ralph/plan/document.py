@@ -7,7 +7,11 @@ trailing blank lines) is written back exactly as it was read.
 
 from __future__ import annotations
 
+import bisect
 import json
+from collections.abc import Callable, Iterable
+from itertools import compress, repeat
+from operator import eq, itemgetter
 from typing import Any
 
 # One plan record as read from its line: JSON keys to values.
@@ -52,20 +56,261 @@ def serialize(record: Record) -> bytes:
         return json.dumps(record).encode("utf-8") + b"\n"
 
 
+# What a record line is at a glance: its type and its id (None when it has none), read without
+# making the line's record (see Document.heads).
+Head = tuple[str, str | None]
+# A change's edit of what is known of each line by position (Document._changed): the list before
+# it and what a record says, to the list after it, or None when it must be read again.
+Edit = Callable[[list[Any], Callable[[Any], Any]], "list[Any] | None"]
+
+
+class Heads(dict[object, "Head | None"]):
+    """Raw lines to their heads, each read once (by `read`) and kept: a document's heads are then
+    looked up in one pass of C (map), not a call per line. A line already made is its record's
+    (not kept: its record may change)."""
+
+    def __init__(self, read: Callable[[bytes], Head | None], limit: int = 200_000):
+        super().__init__()
+        self.read, self.limit = read, limit
+
+    def __missing__(self, item: object) -> Head | None:
+        if type(item) is not bytes:
+            return _head(item.record)  # type: ignore[attr-defined]  # a Line
+        head = self.read(item)
+        if len(self) >= self.limit:  # many large versions read: start over rather than grow
+            self.clear()
+        self[item] = head
+        return head
+
+
+class Field(dict[bytes, Any]):
+    """Raw lines to the value of one field of their records (None when absent), each read once:
+    a string value off ralph's own spelling (`"spec": "specs/x.md"`), any other decoded by `decode`."""
+
+    def __init__(self, key: str, decode: Callable[[bytes], Record | None], limit: int):
+        super().__init__()
+        self.key, self.decode, self.limit = key, decode, limit
+        self.spelled, self.quoted = f'"{key}": "'.encode(), f'"{key}"'.encode()
+
+    def __missing__(self, raw: bytes) -> Any:
+        value = _spelled_value(raw, self.spelled, self.quoted)
+        if value is _UNREAD:
+            record = self.decode(raw)
+            value = None if record is None else record.get(self.key)
+        if len(self) >= self.limit:
+            self.clear()
+        self[raw] = value
+        return value
+
+
+_UNREAD = object()
+
+
+def _spelled_value(raw: bytes, spelled: bytes, quoted: bytes) -> Any:
+    """A string field's value as ralph spells it, None when the key is not in the line, or _UNREAD.
+    Without a backslash no string holds a quote, so one `"key"` in the line is that key, and in a
+    line with one `{` it is the record's own (not a key of an object inside it)."""
+    if b"\\" in raw:
+        return _UNREAD
+    count = raw.count(quoted)
+    if count == 0:
+        return None
+    start = raw.find(spelled)
+    if count != 1 or start < 0 or raw.count(b"{") != 1:
+        return _UNREAD
+    start += len(spelled)
+    return raw[start : raw.index(b'"', start)].decode("utf-8")
+
+
+class Kinds(dict[object, "str | None"]):
+    """Raw lines to their records' types, from `heads` (as Heads: one pass of C per document), and
+    to the values of other fields (`field`)."""
+
+    def __init__(
+        self,
+        heads: Heads,
+        decode: Callable[[bytes], Record | None],
+        scan: Callable[[list[bytes]], Iterable[tuple[bytes, Head]]] | None = None,
+    ):
+        super().__init__()
+        self.heads, self.decode, self.scan = heads, decode, scan
+        self.fields: dict[str, Field] = {}
+
+    def fill(self, raws: list[bytes]) -> None:
+        """Read the heads of those of `raws` not read yet at once (`scan`, in passes of C): a
+        command that reads a plan of 10,000 lines once pays no call of Python per line. The lines
+        `scan` leaves out are read one by one when asked for."""
+        if self.scan is None or len(self) >= len(raws):  # most are known: those few one by one
+            return
+        if len(self) + len(raws) > self.heads.limit:
+            self.clear()
+            self.heads.clear()
+        found = list(self.scan(list(set(raws).difference(self))))
+        self.heads.update(found)
+        self.update(
+            zip(map(itemgetter(0), found), map(itemgetter(0), map(itemgetter(1), found)), strict=True)
+        )
+
+    def seed(self, raws: list[bytes], heads: list[Head | None], kinds: list[str | None]) -> None:
+        """The heads and types of these lines, known already (a parse decoded them)."""
+        if len(self) + len(raws) > self.heads.limit:
+            self.clear()
+            self.heads.clear()
+        self.heads.update(zip(raws, heads, strict=True))
+        self.update(zip(raws, kinds, strict=True))
+
+    def field(self, key: str) -> Field:
+        found = self.fields.get(key)
+        if found is None:
+            found = self.fields[key] = Field(key, self.decode, self.heads.limit)
+        return found
+
+    def __missing__(self, item: object) -> str | None:
+        head = self.heads[item]
+        kind = head[0] if head else None
+        if type(item) is bytes:
+            if len(self) >= self.heads.limit:
+                self.clear()
+            self[item] = kind
+        return kind
+
+
 class Document:
+    """The file's lines. A document loaded from bytes proven valid (Document.lazy) keeps most lines
+    as their bytes alone and makes a line (its record decoded) only when one is asked for: with
+    10,000 finished tasks beside the work, a command that touches one task decodes little. Each
+    line made keeps the number it had when loaded, as every line of an eager document does."""
+
     def __init__(self, name: str, lines: list[Line]):
         self.name = name
-        self.lines = lines
+        self._lines: list[Line | None] = list(lines)  # by position: a line made, or None
+        self._raws = [line.raw for line in lines]  # by position, kept in step with each line made
+        self._made = list(range(len(lines)))  # the positions of the lines made, in order
+        self._where: dict[int, int] | None = None  # id of a line made -> its position, once asked
+        self._numbers: list[int] | None = None  # each line's number as loaded, once lines moved
+        self._make: Callable[[bytes, int], Line] = line_of_bytes
+        self._head_of, self._kind_of = _DECODED_HEADS, _DECODED_KINDS
+        self._heads: list[Head | None] | None = None  # by position, for self._heads_version
+        self._heads_version = -1
+        self._kinds: list[str | None] | None = None  # by position, for self._kinds_version
+        self._kinds_version = -1
         self.changed = False
         self.version = 0  # counts changes, so views of the lines know when to refresh
         self.touched: list[Line] = []  # lines rewritten or added since loading
         self.frozen = False  # shared between readers (ralph.store.reader): changing it is a bug
 
+    @classmethod
+    def lazy(
+        cls,
+        name: str,
+        raws: list[bytes],
+        make: Callable[[bytes, int], Line],
+        kinds: Kinds,
+    ) -> Document:
+        """The document of these lines, each a valid record or blank: `make` makes the line of a
+        raw line and its number when it is asked for, `kinds` (and its heads) says what it is."""
+        doc = cls(name, [])
+        doc._lines, doc._raws = [None] * len(raws), raws
+        doc._make, doc._head_of, doc._kind_of = make, kinds.heads, kinds
+        return doc
+
+    @property
+    def lines(self) -> list[Line]:
+        """Every line, made (a pass over the whole file: readers of a few records use heads())."""
+        lines = self._lines
+        if None in lines:
+            for index, line in enumerate(lines):
+                if line is None:
+                    lines[index] = self._make(self._raws[index], self.number(index))
+            self._made, self._where = list(range(len(lines))), None
+        return lines  # type: ignore[return-value]  # every line is made now
+
+    def line(self, index: int) -> Line:
+        """The line at `index` (from 0), made if it was not."""
+        line = self._lines[index]
+        if line is None:
+            line = self._make(self._raws[index], self.number(index))
+            self._lines[index] = line  # readers on threads may both make it: either copy will do
+            bisect.insort(self._made, index)
+            if self._where is not None:
+                self._where[id(line)] = index
+        return line
+
+    def record_line(self, index: int) -> RecordLine:
+        """The line at `index`, one with a head (a record), made if it was not."""
+        line = self.line(index)
+        assert isinstance(line, RecordLine)
+        return line
+
+    def number(self, index: int) -> int:
+        """The number of the line at `index` as loaded (0 for a line added since)."""
+        line = self._lines[index]
+        if line is not None:
+            return line.number
+        return self._numbers[index] if self._numbers is not None else index + 1
+
+    def position(self, line: Line) -> int | None:
+        """Where `line` is now (from 1), or None when it is no longer in the document."""
+        index = self._index_of(line)
+        return None if index is None else index + 1
+
+    def present(self, lines: list[Line]) -> list[Line]:
+        """Those of `lines` still in the document, each once, in the order given."""
+        return list({id(line): line for line in lines if self._index_of(line) is not None}.values())
+
+    def raws(self) -> list[bytes]:
+        """Every line's bytes, in order."""
+        return list(self._raws)
+
+    def heads(self) -> list[Head | None]:
+        """Each line's head by position: its record's type and id, None for a line with no record."""
+        if self._heads_version != self.version or self._heads is None:
+            self._heads = self._by_position(self._head_of, _head)
+            self._heads_version = self.version  # built aside: threads may share a read plan
+        return self._heads
+
+    def kinds(self) -> list[str | None]:
+        """Each line's record type by position, None for a line with no record."""
+        if self._kinds_version != self.version or self._kinds is None:
+            self._kinds = self._by_position(self._kind_of, _kind)
+            self._kinds_version = self.version
+        return self._kinds
+
+    def positions(self, kind: str) -> list[int]:
+        """Where the records of type `kind` are (from 0), in file order: found in C (list.index),
+        so that the few open tasks among 10,000 finished ones cost no pass of Python."""
+        kinds = self.kinds()
+        many = kinds.count(kind)
+        if many > 64:  # one pass of C then (operator.eq: None == kind is False, not NotImplemented)
+            return list(compress(range(len(kinds)), map(eq, kinds, repeat(kind))))
+        found, index = [], -1
+        for _ in range(many):
+            index = kinds.index(kind, index + 1)
+            found.append(index)
+        return found
+
+    def values_of(self, kind: str, key: str) -> list[Any]:
+        """The value of `key` in each record of type `kind` (None where it has none), in file
+        order: read off the raw lines (in C, each line once per process) where no line is made."""
+        at = self.positions(kind)
+        values = list(map(self._kind_of.field(key).__getitem__, map(self._raws.__getitem__, at)))
+        lines = self._lines
+        for number, index in enumerate(at):
+            line = lines[index]
+            if line is not None:
+                values[number] = line.record.get(key)  # type: ignore[union-attr]  # a record's line
+        return values
+
+    def lines_of(self, *kinds: str) -> list[RecordLine]:
+        """The lines of records of these types, in file order."""
+        at = sorted(index for kind in kinds for index in self.positions(kind))
+        return [self.record_line(index) for index in at]
+
     def records(self) -> list[RecordLine]:
         return [line for line in self.lines if isinstance(line, RecordLine)]
 
     def to_bytes(self) -> bytes:
-        return b"".join(line.raw for line in self.lines)
+        return b"".join(self._raws)
 
     def rewrite(self, line: RecordLine) -> None:
         """Serialize line.record again: call after changing the record in place. The line keeps
@@ -73,44 +318,120 @@ class Document:
         self._changeable()
         line.raw = _ending_like(serialize(line.record), line.raw)
         self.touched.append(line)
-        self._changed()
+        at = self._index_of(line)
+        if at is None:
+            at = -1  # no longer in the document: nothing of it to keep in step
+        else:
+            self._raws[at] = line.raw
+        # Its type and id stay as they were (a change that makes them another is read again).
+        self._changed(at, lambda found, of_record: found if found[at] == of_record(line.record) else None)
 
     def append(self, record: Record) -> RecordLine:
         self._changeable()
+        raws = self._raws
         index = self._after_last_record()
-        previous = self.lines[index - 1].raw if index else b"\n"
+        previous = raws[index - 1] if index else b"\n"
         if not previous.endswith(b"\n"):
-            self.lines[index - 1].raw += b"\r\n" if b"\r\n" in self.lines[0].raw else b"\n"
-            previous = self.lines[index - 1].raw
+            self.line(index - 1).raw += b"\r\n" if b"\r\n" in raws[0] else b"\n"
+            previous = raws[index - 1] = self.line(index - 1).raw
         line = RecordLine(_ending_like(serialize(record), previous), record, 0)
-        self.lines.insert(index, line)
+        self._moving()
+        self._lines.insert(index, line)
+        self._raws.insert(index, line.raw)
+        self._numbers.insert(index, 0)  # type: ignore[union-attr]  # set by _moving
+        self._made = [at + (at >= index) for at in self._made]
+        bisect.insort(self._made, index)
+        self._where = None  # lines moved
         self.touched.append(line)
-        self._changed()
+        self._changed(index, lambda found, of_record: [*found[:index], of_record(record), *found[index:]])
         return line
 
     def remove(self, line: Line) -> None:
         self._changeable()
-        self.lines.remove(line)
-        self._changed()
+        index = self._index_of(line)
+        if index is None:
+            raise ValueError("Document.remove(line): the line is not in the document")
+        self._moving()
+        del self._lines[index], self._raws[index], self._numbers[index]  # type: ignore[index]
+        self._made = [at - (at > index) for at in self._made if at != index]
+        self._where = None  # lines moved
+        self._changed(index, lambda found, of_record: [*found[:index], *found[index + 1 :]])
 
     def freeze(self) -> None:
         """From now on this document is only read: it may be handed to many readers."""
         self.frozen = True
 
+    def _index_of(self, line: Line) -> int | None:
+        """The position of `line`, a line made (None when it is not in the document)."""
+        if self._where is None:
+            self._where = {id(self._lines[index]): index for index in self._made}
+        return self._where.get(id(line))
+
+    def _by_position(self, of_raw: dict[object, Any], of_record: Callable[[Record | None], Any]) -> list[Any]:
+        """`of_raw` looked up for each line's bytes (in C): a made line's bytes are kept in step with
+        its record by rewrite. Every line made: `of_record` for each (an eager document's lines may
+        not be valid JSON)."""
+        lines = self._lines
+        if None not in lines:
+            return [of_record(line.record) for line in lines]  # type: ignore[union-attr]
+        self._kind_of.fill(self._raws)
+        return list(map(of_raw.__getitem__, self._raws))
+
+    def _moving(self) -> None:
+        """Lines are about to move: keep the number each was loaded with."""
+        if self._numbers is None:
+            self._numbers = list(range(1, len(self._lines) + 1))
+
     def _changeable(self) -> None:
         if self.frozen:
             raise TypeError("a plan read to be shared was changed: change the plan in a transaction")
 
-    def _changed(self) -> None:
+    def _changed(self, at: int | None = None, edit: Edit | None = None) -> None:
+        """Count a change; `edit` makes the heads and types by position known before it those
+        after it (None when they must be read again), so that a change of one line of 10,000 costs
+        no pass over the rest. A change at no known position forgets them."""
+        heads = self._heads if self._heads_version == self.version else None
+        kinds = self._kinds if self._kinds_version == self.version else None
         self.changed = True
         self.version += 1
+        if at is None or at < 0 or edit is None:
+            return
+        if heads is not None and (heads := edit(heads, _head)) is not None:
+            self._heads, self._heads_version = heads, self.version
+        if kinds is not None and (kinds := edit(kinds, _kind)) is not None:
+            self._kinds, self._kinds_version = kinds, self.version
 
     def _after_last_record(self) -> int:
         # New records go before trailing blank lines, so those stay at the end.
-        for index in range(len(self.lines) - 1, -1, -1):
-            if self.lines[index].record is not None or self.lines[index].raw.strip():
+        raws, lines = self._raws, self._lines
+        for index in range(len(raws) - 1, -1, -1):
+            line = lines[index]
+            if (line is not None and line.record is not None) or raws[index].strip():
                 return index + 1
         return 0
+
+
+def line_of_bytes(raw: bytes, number: int) -> Line:
+    """The line of `raw`, known to be a valid record or blank (Document.lazy's default maker)."""
+    stripped = raw.strip()
+    return line_of(raw, json.loads(stripped) if stripped else None, number)
+
+
+def _head(record: Record | None) -> Head | None:
+    return None if record is None else (record["t"], record.get("id"))
+
+
+def _kind(record: Record | None) -> str | None:
+    return None if record is None else record["t"]
+
+
+def _decoded_head(raw: bytes) -> Head | None:
+    stripped = raw.strip()
+    return _head(json.loads(stripped)) if stripped else None
+
+
+_DECODED_HEADS = Heads(_decoded_head)
+_DECODED_KINDS = Kinds(_DECODED_HEADS, lambda raw: json.loads(raw) if raw.strip() else None)
 
 
 def _ending_like(raw: bytes, model: bytes) -> bytes:

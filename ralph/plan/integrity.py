@@ -35,42 +35,49 @@ def cycle_text(cycle: list[str]) -> str:
 
 
 def integrity_problems(doc: Document) -> list[Problem]:
+    """Every rule across records broken in `doc`, by line. Read off the lines' types and heads (type
+    and id) in passes of C: only the few live records are walked, and the tasks' records made."""
     problems: list[Problem] = []
-    first_line: dict[str, int] = {}  # live task/issue id -> line
-    accepted: dict[str, int] = {}
+    heads, number = doc.heads(), doc.number
+    first_line: dict[str, int] = {}  # live task/issue id -> its index
+    live = sorted(index for kind in (*SINGLETONS, "task", "issue") for index in doc.positions(kind))
     singletons: dict[str, int] = {}
-    tasks = []
-    for line in doc.records():
-        record, kind = line.record, line.record["t"]
+    tasks: list[int] = []
+    for index in live:
+        kind, ident = heads[index]  # type: ignore[misc]  # a record's line has a head
         if kind in SINGLETONS:
             if kind in singletons:
-                message = f"a second {kind} record (the first is on line {singletons[kind]}); keep one"
-                problems.append(Problem(doc.name, line.number, message))
-            singletons.setdefault(kind, line.number)
-        elif kind == "accept":
-            accepted.setdefault(record["id"], line.number)
-        elif kind in ("task", "issue"):
-            if record["id"] in first_line:
-                message = f"duplicate id {record['id']} (also on line {first_line[record['id']]})"
-                problems.append(Problem(doc.name, line.number, message))
-            first_line.setdefault(record["id"], line.number)
-            if kind == "task":
-                tasks.append(line)
-    for line in tasks:
+                first = number(singletons[kind])
+                message = f"a second {kind} record (the first is on line {first}); keep one"
+                problems.append(Problem(doc.name, number(index), message))
+            singletons.setdefault(kind, index)
+            continue
+        if ident in first_line:
+            message = f"duplicate id {ident} (also on line {number(first_line[ident])})"
+            problems.append(Problem(doc.name, number(index), message))
+        first_line.setdefault(ident, index)  # type: ignore[arg-type]  # a task or issue has one
+        if kind == "task":
+            tasks.append(index)
+    present = set(heads)  # ("accept", id) in it: that id is accepted
+
+    def accepted_on(task_id: str) -> int:
+        return number(heads.index(("accept", task_id)))
+
+    task_lines = [doc.record_line(index) for index in tasks]
+    for line in task_lines:
         task_id = line.record["id"]
-        if task_id in accepted:
-            problems.append(
-                Problem(doc.name, line.number, f"task {task_id} is also accepted (line {accepted[task_id]})")
-            )
+        if ("accept", task_id) in present:
+            message = f"task {task_id} is also accepted (line {accepted_on(task_id)})"
+            problems.append(Problem(doc.name, line.number, message))
         for dep in line.record.get("deps", []):
             if dep == task_id:
                 problems.append(Problem(doc.name, line.number, f"task {task_id} depends on itself"))
-            elif dep not in accepted and not (dep in first_line and dep.startswith("t-")):
+            elif ("accept", dep) not in present and not (dep in first_line and dep.startswith("t-")):
                 problems.append(
                     Problem(doc.name, line.number, f"task {task_id} depends on unknown task {dep}")
                 )
     if not problems:
-        problems.extend(_cycle_problems(doc.name, tasks))
+        problems.extend(_cycle_problems(doc.name, task_lines))
     return sorted(problems, key=lambda p: p.line)
 
 

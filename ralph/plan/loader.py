@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
+from itertools import compress, repeat
+from operator import add, contains, eq, getitem, not_
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
-from ralph.plan.document import Document, Line, Record, RecordLine
+from ralph.plan.document import Document, Head, Heads, Kinds, Line, Record, RecordLine
 from ralph.plan.integrity import integrity_problems
 from ralph.plan.validate import record_problems
 
@@ -81,15 +84,28 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     `trusted`: these exact bytes were already proven valid (see validcache); only parse them.
     Bytes this process proved valid before are not validated again (see _Proven)."""
     if trusted or _PROVEN.holds(data):
-        doc = Document(name, [_proven_line(raw, n) for n, raw in enumerate(split_lines(data), 1)])
+        doc = Document.lazy(name, split_lines(data), _proven_line, _KINDS)
         if trusted:
             _PROVEN.add(data)
         return doc
+    raws = split_lines(data)
+    if not (raws and raws[0].startswith(BOM)) and _PROVEN.valid.issuperset(raws):
+        # Every line was valid in a plan proven before (a commit's plan, a version or two back):
+        # only the rules across records are left to check. Any problem: the full parse says which.
+        doc = Document.lazy(name, raws, _proven_line, _KINDS)
+        if not integrity_problems(doc):
+            _PROVEN.add(data)
+            return doc
     doc, problems = parse(data, name)
     if problems:
         raise PlanInvalid(problems)
     _PROVEN.add(data, doc)
-    return doc
+    # Lazy as a proven load is (a document whose every line is made walks them all in Python), its
+    # lines made from those the parse made (by their number as loaded), not decoded again.
+    parsed = doc.lines
+    raws = [line.raw for line in parsed]
+    _KINDS.seed(raws, doc.heads(), doc.kinds())  # read in the check across records: not again
+    return Document.lazy(name, raws, lambda _, number: parsed[number - 1], _KINDS)
 
 
 class _Proven:
@@ -106,17 +122,23 @@ class _Proven:
         self.contents: dict[bytes, None] = {}
         self.lines: dict[bytes, tuple[Record | None, bool]] = {}  # raw -> (record, flat)
         self.seen: dict[bytes, None] = {}  # lines decoded once
+        self.valid: set[bytes] = set()  # the lines of the contents proven, each valid where it is
         self.lock = threading.Lock()  # VERIFY's threads load too
 
     def holds(self, data: bytes) -> bool:
         return data in self.contents
 
-    def add(self, data: bytes, doc: Document | None = None) -> None:
-        """`data` is valid; `doc` is what it loaded as, when its lines may be new here."""
+    def add(self, data: bytes, doc: Document | None = None, lines: list[bytes] | None = None) -> None:
+        """`data` is valid; `doc` is what it loaded as, when its lines may be new here; `lines`
+        its lines, when the caller has them."""
         for line in doc.lines if doc is not None else ():
             if line.raw not in self.lines:
                 self.remember_line(line.raw, line.record)
         with self.lock:
+            if data not in self.contents:
+                if len(self.valid) >= self.LINES:
+                    self.valid.clear()
+                self.valid.update(lines if lines is not None else split_lines(data))
             self.contents[data] = None
             while len(self.contents) > self.CONTENTS:
                 del self.contents[next(iter(self.contents))]
@@ -139,14 +161,21 @@ class _Proven:
             self.contents.clear()
             self.lines.clear()
             self.seen.clear()
+            self.valid.clear()
 
 
 _PROVEN = _Proven()
 
 
-def proven(data: bytes) -> None:
-    """`data` is valid (a transaction checked what it wrote): loading it again only parses it."""
-    _PROVEN.add(data)
+def is_proven(data: bytes) -> bool:
+    """Whether this process proved `data` valid (loaded it strictly, or wrote it checked)."""
+    return _PROVEN.holds(data)
+
+
+def proven(data: bytes, lines: list[bytes] | None = None) -> None:
+    """`data` is valid (a transaction checked what it wrote): loading it again only parses it.
+    `lines`: its lines, when the caller has them (not split again)."""
+    _PROVEN.add(data, lines=lines)
 
 
 _NESTED = (dict, list)
@@ -162,6 +191,37 @@ def _proven_line(raw: bytes, number: int) -> Line:
         template, flat = known
         record = None if template is None else dict(template) if flat else _copied(template)
     return RecordLine(raw, record, number) if record is not None else Line(raw, number)
+
+
+_HEAD_START = b'{"t": "'
+_ID_NEXT = b', "id": "'
+
+
+def _head_of(raw: bytes) -> Head | None:
+    """What the record of `raw`, a line proven valid, is (type and id): read off its start where
+    ralph wrote it (`{"t": "task", "id": "t-abc123", ...`), without decoding it; decoded otherwise."""
+    head = _scanned_head(raw)
+    if head is None:  # decoded, not remembered as proven: a line rewritten since may be asked for
+        record = _trusted_record(raw)
+        head = None if record is None else (record["t"], record.get("id"))
+    return head
+
+
+def _scanned_head(raw: bytes) -> Head | None:
+    """The head of a line in ralph's own spelling, or None when it must be decoded. Without a
+    backslash no string in the line holds a quote, so each `"t"` and `"id"` in it is a whole string:
+    one of each means no other key of the record, nor of a value inside it, has that name."""
+    if not raw.startswith(_HEAD_START) or b"\\" in raw or raw.count(b'"t"') != 1:
+        return None
+    end = raw.find(b'"', 7)
+    kind = raw[7:end].decode("utf-8")
+    ids = raw.count(b'"id"')
+    if ids == 0:
+        return (kind, None)
+    if ids == 1 and raw.startswith(_ID_NEXT, end + 1):
+        start = end + 1 + len(_ID_NEXT)
+        return (kind, raw[start : raw.find(b'"', start)].decode("utf-8"))
+    return None
 
 
 def _copied(value: Any) -> Any:
@@ -185,14 +245,46 @@ def _trusted_record(raw: bytes) -> Record | None:
     return _DECODER.raw_decode(stripped.decode("utf-8"))[0] if stripped else None
 
 
+def _scanned_heads(raws: list[bytes]) -> Iterator[tuple[bytes, Head]]:
+    """(raw, head) for each of `raws` whose head _scanned_head reads off its start, found as it
+    finds them but in passes of C over all the lines at once; the others are left out."""
+    simple = list(
+        map(
+            all,
+            zip(
+                map(bytes.startswith, raws, repeat(_HEAD_START)),
+                map(not_, map(contains, raws, repeat(b"\\"))),
+                map(eq, map(bytes.count, raws, repeat(b'"t"')), repeat(1)),
+                strict=False,  # repeat: as long as raws
+            ),
+        )
+    )
+    ends = list(map(bytes.find, raws, repeat(b'"'), repeat(7)))  # the type's closing quote
+    kinds: list[Any] = list(map(getitem, raws, map(slice, repeat(7), ends)))
+    kinds = list(map(bytes.decode, kinds))
+    ids = list(map(bytes.count, raws, repeat(b'"id"')))
+    no_id = list(map(all, zip(simple, map(eq, ids, repeat(0)), strict=False)))
+    yield from zip(compress(raws, no_id), zip(compress(kinds, no_id), repeat(None)), strict=False)
+    after = map(bytes.startswith, raws, repeat(_ID_NEXT), map(add, ends, repeat(1)))
+    one_id = list(map(all, zip(simple, map(eq, ids, repeat(1)), after, strict=False)))
+    with_id = list(compress(raws, one_id))
+    starts = list(compress(map(add, ends, repeat(1 + len(_ID_NEXT))), one_id))
+    stops = map(bytes.find, with_id, repeat(b'"'), starts)
+    values: list[Any] = list(map(getitem, with_id, map(slice, starts, stops)))
+    values = list(map(bytes.decode, values))
+    yield from zip(with_id, zip(compress(kinds, one_id), values, strict=True), strict=True)
+
+
+_KINDS = Kinds(Heads(_head_of, limit=200_000), _trusted_record, _scanned_heads)  # the lines this process read
+
+
 def touched_problems(doc: Document) -> list[Problem]:
     """The problems a change could have introduced: in the lines it wrote, and across records."""
-    position = {id(line): number for number, line in enumerate(doc.lines, start=1)}
-    problems = [
-        Problem(doc.name, position[id(line)], "; ".join(found))
-        for line in doc.touched
-        if id(line) in position and (found := record_problems(line.record))
-    ]
+    problems = []
+    for line in doc.touched:  # where a line is, looked up only for one with a problem: rarely
+        found = record_problems(line.record)
+        if found and (number := doc.position(line)):
+            problems.append(Problem(doc.name, number, "; ".join(found)))
     return problems + integrity_problems(doc)
 
 

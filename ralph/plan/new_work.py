@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ralph.plan import questions
-from ralph.plan.document import Record
+from ralph.plan.document import Record, RecordLine
 from ralph.plan.reading import PlanReader
 
 # The cut issue's listing stays well inside intake.MAX_TEXT, whatever a run added.
@@ -54,10 +54,8 @@ def new_items(before: PlanReader, after: PlanReader) -> list[Record]:
     known = before.taken_ids()
     return [
         line.record
-        for line in after.doc.records()
-        if line.record["t"] in ("task", "issue")
-        and line.record["id"] not in known
-        and line.record.get("kind") != "question"
+        for line in after.doc.lines_of("task", "issue")
+        if line.record["id"] not in known and line.record.get("kind") != "question"
     ]
 
 
@@ -76,7 +74,7 @@ def bound(plan: PlanReader, added: list[str], limit: int, run: str, recheck: boo
     spec check instead (`awaits_recheck`), which finds again what is still missing."""
     bounded = Bounded()
     new = set(added)
-    records = {line.record["id"]: line.record for line in plan.doc.records() if line.record.get("id") in new}
+    records = {line.record["id"]: line.record for line in _lines_with_ids(plan, new)}
     names = {normalized(task["name"]): task["id"] for task in plan.tasks() if task["id"] not in new}
     for item in added:
         record = records[item]
@@ -120,7 +118,7 @@ def _remove(plan: PlanReader, cuts: list[Cut]) -> None:
     """The cut records go; a kept task's dependency on a cut duplicate points at the task it
     repeats, on an item cut over the limit it is dropped (the issue names it)."""
     gone = {cut.record["id"]: cut.same_as for cut in cuts}
-    for line in [line for line in plan.doc.records() if line.record.get("id") in gone]:
+    for line in _lines_with_ids(plan, set(gone)):
         plan.doc.remove(line)
     for line in plan.of("task"):
         deps = line.record.get("deps")
@@ -146,3 +144,9 @@ def _cut_text(cuts: list[Cut], run: str, limit: int) -> str:
     if len(cuts) > LISTED_CUTS:
         lines.append(f"- and {len(cuts) - LISTED_CUTS} more")
     return "\n".join(lines)
+
+
+def _lines_with_ids(plan: PlanReader, ids: set[str]) -> list[RecordLine]:
+    """The lines of the records whose id is one of `ids`, in file order (only those are made)."""
+    doc = plan.doc
+    return [doc.record_line(index) for index, head in enumerate(doc.heads()) if head and head[1] in ids]

@@ -3,6 +3,9 @@ the loop's state). The transitions are Plan's (ralph.plan.plan), each in the mod
 
 from __future__ import annotations
 
+from operator import itemgetter
+from typing import Any
+
 from ralph.durations import parse_duration
 from ralph.errors import PlanInvalid, Refused
 from ralph.plan import schedule
@@ -21,14 +24,16 @@ class PlanReader:
         self.doc = doc
         self._by_kind: dict[str, list[RecordLine]] = {}
         self._by_kind_version = -1
+        self._accepted: set[str] = set()
+        self._accepted_version = -1
 
     def of(self, kind: str) -> list[RecordLine]:
         if self._by_kind_version != self.doc.version:  # one pass over the lines per change, not per call
-            by_kind: dict[str, list[RecordLine]] = {}  # built aside: threads may share a read plan
-            for line in self.doc.records():
-                by_kind.setdefault(line.record["t"], []).append(line)
-            self._by_kind, self._by_kind_version = by_kind, self.doc.version
-        return list(self._by_kind.get(kind, ()))
+            self._by_kind, self._by_kind_version = {}, self.doc.version  # built aside: threads share it
+        lines = self._by_kind.get(kind)
+        if lines is None:  # only the lines of the kinds asked for are made (their records decoded)
+            lines = self._by_kind[kind] = self.doc.lines_of(kind)
+        return list(lines)
 
     def task_lines(self) -> list[RecordLine]:
         return self.of("task")
@@ -113,7 +118,11 @@ class PlanReader:
         return [line.record["path"] for line in self.of("spec")]
 
     def accepted(self) -> set[str]:
-        return {line.record["id"] for line in self.of("accept")}
+        if self._accepted_version != self.doc.version:  # read off the heads once per change
+            heads: list[Any] = self.doc.heads()  # each accept's id, in passes of C
+            accepted = set(map(itemgetter(1), map(heads.__getitem__, self.doc.positions("accept"))))
+            self._accepted, self._accepted_version = accepted, self.doc.version
+        return set(self._accepted)  # the caller's own
 
     def config(self) -> Record:
         found = self.of("config")
@@ -142,7 +151,7 @@ class PlanReader:
         raise Refused(f"no task {task_id}")
 
     def taken_ids(self) -> set[str]:
-        return {line.record["id"] for line in self.doc.records() if "id" in line.record}
+        return {head[1] for head in self.doc.heads() if head and head[1] is not None}
 
     def reject_reasons(self, task_id: str) -> list[str]:
         return [line.record["reason"] for line in self.of("reject") if line.record["id"] == task_id]
@@ -165,8 +174,8 @@ class PlanReader:
         """The claimed tasks, issues and spec records, in file order; `id` is a spec's path."""
         return [
             {**line.record, "id": claimable_id(line.record)}
-            for line in self.doc.lines
-            if line.record and line.record.get("t") in CLAIMABLE and line.record.get("claimed_by")
+            for line in self.doc.lines_of(*CLAIMABLE)
+            if line.record.get("claimed_by")
         ]
 
     def find_claimable(self, item_id: str) -> Record | None:
@@ -175,9 +184,11 @@ class PlanReader:
         return line.record if line else None
 
     def find_claimable_line(self, item_id: str) -> RecordLine | None:
-        for line in self.doc.records():
-            if line.record.get("t") in CLAIMABLE and claimable_id(line.record) == item_id:
-                return line
+        for index, head in enumerate(self.doc.heads()):
+            if head and head[0] in CLAIMABLE and (head[0] == "spec" or head[1] == item_id):
+                line = self.doc.record_line(index)
+                if claimable_id(line.record) == item_id:
+                    return line
         return None
 
     def claim_line(self, item_id: str) -> RecordLine:

@@ -52,7 +52,7 @@ def written(data: bytes, plan: Plan) -> None:
     from ralph.plan.loader import proven
 
     plan.doc.freeze()
-    proven(data)
+    proven(data, plan.doc.raws())
     _READ.keep(data, plan)
 
 
@@ -83,10 +83,23 @@ class _Shared:
 _READ = _Shared()
 
 
-def load_checked(root: Path, data: bytes) -> Document:
-    """Load strictly, unless these exact bytes were proven valid before (then only parse)."""
+def vouch(root: Path, data: bytes) -> None:
+    """`data`, now root's plan.jsonl, was proven valid in this process: root's own commands (a
+    verifier's, in a checkout the loop made) then need not validate it again (ralph.store.validcache)."""
+    from ralph.plan.loader import is_proven
     from ralph.store import validcache
 
+    if is_proven(data):
+        validcache.remember(root, data)
+
+
+def load_checked(root: Path, data: bytes) -> Document:
+    """Load strictly, unless these exact bytes were proven valid before (then only parse)."""
+    from ralph.plan.loader import is_proven
+    from ralph.store import validcache
+
+    if is_proven(data):  # this process proved it: no digest of a long plan to compare
+        return load(data, PLAN_NAME)
     if validcache.known_valid(root, data):
         return load(data, PLAN_NAME, trusted=True)
     doc = load(data, PLAN_NAME)

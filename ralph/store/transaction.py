@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -101,8 +102,7 @@ def redact_lines(doc: Document, lines: list[Line], root: Path) -> None:
     from ralph.secrets import FieldsRedactor
 
     redact_fields = FieldsRedactor(root)
-    current = {id(line) for line in doc.lines}
-    for line in {id(line): line for line in lines if id(line) in current}.values():
+    for line in doc.present(lines):
         if not isinstance(line, RecordLine):
             continue
         redacted = redact_fields(line.record)
@@ -116,15 +116,31 @@ def redact_plan(root: Path, clean: set[bytes]) -> None:
     """Every record of the plan redacted (an agent may write plan.jsonl by hand, and one in a
     sandbox cannot read the .env files whose values count); `clean` holds lines known to be clean,
     kept by the caller so that a long plan is not read through again at every commit."""
+    from ralph.secrets import FieldsRedactor
     from ralph.store.reader import read_plan
 
-    if all(line.raw in clean for line in read_plan(root).doc.lines if line.record is not None):
+    if not _unread(read_plan(root).doc, clean):
         return  # nothing new to redact: no lock, no load of a plan of its own
     with transaction(root, commit=False, fold_earlier=True) as change:
         doc = change.plan.doc
-        unread = [line for line in doc.lines if line.record is not None and line.raw not in clean]
-        redact_lines(doc, unread, root)
-        clean.update(line.raw for line in unread)
+        fresh = _unread(doc, clean)
+        redact_fields = FieldsRedactor(root)
+        for at, raw in enumerate(doc.raws()):
+            if raw not in fresh:
+                continue
+            record = json.loads(raw)
+            redacted = redact_fields(record)  # a new record: a line is made only where a secret goes
+            line = doc.record_line(at) if redacted != record else None
+            if line is not None:
+                line.record.clear()
+                line.record.update(redacted)
+                doc.rewrite(line)
+            clean.add(line.raw if line is not None else raw)
+
+
+def _unread(doc: Document, clean: set[bytes]) -> set[bytes]:
+    """The record lines of a valid plan not in `clean` (a set difference: no pass of Python)."""
+    return {raw for raw in set(doc.raws()).difference(clean) if raw.strip()}
 
 
 def checked_bytes(doc: Document) -> bytes:

@@ -47,3 +47,19 @@ def test_the_cache_lives_in_the_git_directory(repo):
     tasks.add(repo, [{"name": "Cached"}])
     assert (repo / ".git" / validcache.CACHE_NAME).is_file()
     assert not [p for p in repo.iterdir() if "valid" in p.name]
+
+
+def test_a_plan_this_process_proved_is_vouched_for_in_another_work_tree(repo, tmp_path, monkeypatch):
+    # The loop copies its plan into a verifier's checkout: the verifier's `ralph` commands then
+    # read it without validating it again. Bytes this process never proved are not vouched for.
+    tasks.add(repo, [{"name": "Vouched"}])
+    data = (repo / "plan.jsonl").read_bytes()
+    reader.read_plan(repo)
+    other = tmp_path / "checkout"
+    (other / ".git").mkdir(parents=True)
+    reader.vouch(other, data)
+    assert validcache.known_valid(other, data)
+    unproven = data + b'{"t": "task", "id": "t-unseen", "name": "Never loaded here"}\n'
+    reader.vouch(other, unproven)
+    assert not validcache.known_valid(other, unproven)
+    assert validcache.known_valid(other, data)

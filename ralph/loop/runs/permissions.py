@@ -154,9 +154,8 @@ def _question_violations(stage: Stage, own: set[str], old: Plan, new: Plan) -> l
 def _rejects(plan: Plan) -> set[tuple[str, int]]:
     """Reject records as (task id, occurrence), so a second rejection of one task counts as new."""
     seen: dict[str, int] = {}
-    for line in plan.doc.records():
-        if line.record["t"] == "reject":
-            seen[line.record["id"]] = seen.get(line.record["id"], 0) + 1
+    for line in plan.of("reject"):
+        seen[line.record["id"]] = seen.get(line.record["id"], 0) + 1
     return {(task_id, n) for task_id, count in seen.items() for n in range(count)}
 
 

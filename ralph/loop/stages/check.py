@@ -39,14 +39,14 @@ SUPERSEDED = "the spec check ran again and added what of this was still missing"
 
 def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict[str, object]:
     """What the check's prompt says besides the spec's path: the accepted tasks, earlier stops."""
-    names = [
+    served = zip(plan.doc.positions("accept"), plan.doc.values_of("accept", "spec"), strict=True)
+    of_spec = [index for index, of in served if of in (None, spec)]  # read off the raw lines
+    shown = [  # only these lines are made, not one per finished task of a long history
         f"- {line.record['id']} {line.record.get('name') or ''}".rstrip()
-        for line in plan.of("accept")
-        if line.record.get("spec") in (None, spec)
+        for line in map(plan.doc.record_line, of_spec[-LISTED_ACCEPTED:])
     ]
-    shown = names[-LISTED_ACCEPTED:]
-    if len(names) > len(shown):
-        shown.insert(0, f"(the last {len(shown)} of {len(names)})")
+    if len(of_spec) > len(shown):
+        shown.insert(0, f"(the last {len(shown)} of {len(of_spec)})")
     accepted = data_block("the accepted tasks of the spec", "\n".join(shown)) + "\n" if shown else ""
     line = plan.spec_line(spec)
     record = line.record if line else {}

@@ -17,7 +17,7 @@ from ralph.agents.base import RunTracker
 from ralph.loop.observe.journal import Journal
 from ralph.loop.process.supervisor import RunResult, Supervisor
 from ralph.loop.runs.agent_process import AgentResult
-from ralph.loop.stages.agent_errors import AgentFailing, AgentFailures, Judgement, error_mark
+from ralph.loop.stages.agent_errors import AgentFailing, AgentFailures, Judgement, error_mark, without_state
 from tests.support.construct import (
     add_tasks,
     assert_clean,
@@ -392,3 +392,19 @@ def test_a_usage_error_ends_the_run_after_two_runs_without_waiting_or_spending_a
     tasks = [r for r in plan_records(project) if r["t"] == "task"]
     assert all(task.get("attempts", 0) == 0 for task in tasks)
     assert_clean(project)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_state_line_leaves_the_work_digest_as_splitting_the_lines_would_leave_it(seed):
+    # The fingerprint of an agent's work ignores the plan's state line; found by a search rather
+    # than a pass over the lines, it must drop exactly the lines bytes.splitlines would.
+    import random
+
+    state = b'{"t": "state"'
+    pieces = [state + b', "iteration": 1}', b'{"t": "task"}', b"", b"x" + state, state, b" " + state]
+    endings = [b"\n", b"\r\n", b"\r", b""]
+    chosen = random.Random(seed)
+    for _ in range(2000):
+        data = b"".join(chosen.choice(pieces) + chosen.choice(endings) for _ in range(chosen.randint(0, 6)))
+        split = b"".join(line for line in data.splitlines(True) if not line.startswith(state))
+        assert without_state(data) == split, data

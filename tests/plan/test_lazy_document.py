@@ -1,0 +1,196 @@
+"""A plan loaded from bytes proven valid keeps its lines as bytes and makes (decodes) one only when
+it is asked for, reading what each record is (its type, its id, a field) off ralph's own spelling
+of the line. Every write, every check and every reading must be exactly what a document of made
+lines gives: the bytes written, the problems and their line numbers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ralph.errors import PlanInvalid
+from ralph.plan import loader
+from ralph.plan.document import Document, RecordLine
+from ralph.plan.integrity import integrity_problems
+from ralph.plan.loader import load, parse, parse_lines, touched_problems
+from ralph.plan.plan import Plan
+
+# Lines that ralph's spelling of a record must not be trusted for, beside the ones it must read.
+TRICKY = [
+    b'{"t": "task", "id": "t-aaaaaa", "name": "Plain", "spec": "specs/a.md"}\n',
+    b'{"t": "accept", "id": "t-bbbbbb", "name": "say \\"id\\": \\"t-zzzzzz\\"", "spec": "s.md"}\n',
+    b'{"t": "issue", "id": "i-cccccc", "text": "t", "x": {"id": "i-nested", "spec": "inner.md"}}\n',
+    b'{"t": "accept", "name": "no id first", "id": "t-dddddd"}\n',
+    b'{"id": "t-eeeeee", "t": "task", "name": "keys in another order"}\n',
+    b'  {"t" : "task", "id" : "t-ffffff", "name": "spaced"}  \n',
+    b'{"t": "accept", "id": "t-gggggg", "name": "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93", "spec": "\xc3\xa9.md"}\r\n',
+    b'{"t": "task", "\\u0074": "issue", "id": "i-hhhhhh", "text": "a key spelled with an escape"}\n',
+    b'{"t": "task", "id": "t-iiiiii", "name": "x", "id": "t-jjjjjj"}\n',
+    b'{"t": "spec", "path": "specs/a.md", "spec": null}\n',
+    b'{"t": "accept", "id": "t-kkkkkk", "name": "a {brace} in text", "spec": "b.md"}\n',
+    b'{"t": "state", "iteration": 3, "spend": {"spec": "not the record\'s"}}\n',
+    b'{"t": "task", "id": "t-llllll", "name": "x", "t": "issue", "text": "t twice: the last wins"}\n',
+    b'{"t": "accept", "id": "t-\\"quoted", "name": "an id with an escaped quote"}\n',
+    b'{"t": "acc\\"ept", "id": "t-mmmmmm", "name": "a type with one"}\n',
+    b'{"t": "accept", "id": "t-nnnnnn", "name": "x", "spec": "a\\"b.md"}\n',
+    b"\n",
+    b"   \n",
+]
+
+
+def decoded(raw: bytes) -> dict[str, Any] | None:
+    return json.loads(raw) if raw.strip() else None
+
+
+@pytest.mark.parametrize("raw", TRICKY)
+def test_what_a_line_is_read_off_its_bytes_is_what_decoding_it_says(raw):
+    record = decoded(raw)
+    data = raw if raw.endswith(b"\n") else raw + b"\n"
+    doc = load(data, trusted=True)
+    assert doc.heads() == [None if record is None else (record["t"], record.get("id"))]
+    assert doc.kinds() == [None if record is None else record["t"]]
+    if record is not None:
+        assert doc.values_of(record["t"], "spec") == [record.get("spec")]
+        assert doc.values_of(record["t"], "name") == [record.get("name")]
+
+
+def test_reading_a_long_plan_makes_only_the_lines_read(monkeypatch):
+    history = b"".join(
+        b'{"t": "accept", "id": "t-old%05d", "name": "Finished %d", "spec": "specs/a.md"}\n' % (n, n)
+        for n in range(10_000)
+    )
+    work = b'{"t": "task", "id": "t-new001", "name": "New", "deps": ["t-old00007"], "spec": "specs/a.md"}\n'
+    data = b'{"t": "config", "commit": false}\n' + history + work
+    decodes: list[bytes] = []
+    real = loader._trusted_record
+
+    def counted(raw: bytes) -> dict[str, Any] | None:
+        decodes.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(loader, "_trusted_record", counted)
+    plan = Plan(load(data, trusted=True))
+    assert [task["id"] for task in plan.tasks()] == ["t-new001"]
+    assert len(plan.accepted()) == 10_000
+    assert plan.doc.values_of("accept", "spec").count("specs/a.md") == 10_000
+    plan.done("t-new001")
+    assert touched_problems(plan.doc) == []
+    assert len(decodes) <= 3  # the task and the config: not a line per finished task
+
+
+def lazy_and_eager(data: bytes) -> tuple[Document, Document]:
+    eager, problems = parse_lines(data)
+    assert not problems
+    raws = [line.raw for line in eager.lines]
+    return Document.lazy("plan.jsonl", raws, loader._proven_line, loader._KINDS), eager
+
+
+PLAN = (
+    b'{"t":"config",   "commit" : false}\n'
+    b"\n"
+    b'{"t": "accept", "id": "t-aaaaaa", "name": "Old"}\n'
+    b'  {"name": "First", "t": "task", "id": "t-bbbbbb", "s": "p"}  \n'
+    b'{"t":"task","id":"t-cccccc","name":"Second","deps":["t-bbbbbb"]}\r\n'
+    b'{"t": "issue", "id": "i-dddddd", "text": "why?"}\n'
+    b"   \n"
+    b'{"t": "task", "id": "t-eeeeee", "name": "No final newline", "s": "d"}'
+)
+
+
+def edits(doc: Document) -> None:
+    plan = Plan(doc)
+    line = plan.task_line("t-cccccc")
+    line.record["name"] = "Second, renamed"
+    doc.rewrite(line)
+    doc.remove(plan.task_line("t-bbbbbb"))
+    doc.append({"t": "task", "id": "t-ffffff", "name": "Added", "deps": ["t-aaaaaa"]})
+    doc.append({"t": "task", "id": "t-cccccc", "name": "Duplicate"})
+    doc.append({"t": "state", "iteration": 1})
+    doc.append({"t": "state", "iteration": 2})
+
+
+def test_a_lazy_document_writes_and_checks_exactly_as_one_of_made_lines():
+    lazy, eager = lazy_and_eager(PLAN)
+    assert lazy.to_bytes() == PLAN
+    for doc in (lazy, eager):
+        edits(doc)
+    assert lazy.to_bytes() == eager.to_bytes()
+    assert [(p.line, p.message) for p in touched_problems(lazy)] == [
+        (p.line, p.message) for p in touched_problems(eager)
+    ]
+    assert [line.raw for line in lazy.records()] == [line.raw for line in eager.records()]
+    assert [line.number for line in lazy.lines] == [line.number for line in eager.lines]
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        {"t": "task", "id": "t-aaaaaa", "name": "Accepted already"},
+        {"t": "task", "id": "t-gggggg", "name": "Unknown dep", "deps": ["t-zzzzzz"]},
+        {"t": "task", "id": "t-gggggg", "name": "Self", "deps": ["t-gggggg"]},
+        {"t": "issue", "id": "i-dddddd", "text": "Duplicate issue"},
+        {"t": "config", "commit": True},
+    ],
+)
+def test_integrity_problems_are_the_same_on_a_lazy_document(added):
+    lazy, eager = lazy_and_eager(PLAN)
+    for doc in (lazy, eager):
+        doc.append(dict(added))
+    found = integrity_problems(lazy)
+    assert found
+    assert [(p.line, p.message) for p in found] == [(p.line, p.message) for p in integrity_problems(eager)]
+
+
+def test_a_cycle_is_found_on_a_lazy_document():
+    lazy, eager = lazy_and_eager(PLAN)
+    for doc in (lazy, eager):
+        line = next(line for line in doc.records() if line.record.get("id") == "t-bbbbbb")
+        assert isinstance(line, RecordLine)
+        line.record["deps"] = ["t-cccccc"]
+        doc.rewrite(line)
+    assert [p.message for p in integrity_problems(lazy)] == [p.message for p in integrity_problems(eager)]
+    assert "dependency cycle" in integrity_problems(lazy)[0].message
+
+
+def test_proven_lines_that_break_a_rule_together_are_refused_as_a_fresh_parse_refuses_them():
+    first = b'{"t": "task", "id": "t-lines1", "name": "One"}\n'
+    second = b'{"t": "task", "id": "t-lines2", "name": "Two", "deps": ["t-lines1"]}\n'
+    load(first + second)  # every line proven
+    broken = second + first.replace(b"t-lines1", b"t-lines2")
+    load(first.replace(b"t-lines1", b"t-lines2"))  # that line too
+    with pytest.raises(PlanInvalid) as refused:
+        load(broken)
+    assert [(p.line, p.message) for p in refused.value.problems] == [
+        (1, "task t-lines2 depends on unknown task t-lines1"),
+        (2, "duplicate id t-lines2 (also on line 1)"),
+    ]
+    assert [(p.line, p.message) for p in refused.value.problems] == [
+        (p.line, p.message) for p in parse(broken)[1]
+    ]
+    assert load(second + first).to_bytes() == second + first  # the same lines, another valid plan
+
+
+def test_a_record_added_before_trailing_blank_lines_moves_the_lines_made_after_it():
+    data = b'{"t": "task", "id": "t-aaaaaa", "name": "One"}\n\n  \n'
+    lazy, eager = lazy_and_eager(data)
+    for doc in (lazy, eager):
+        assert len(doc.lines) == 3  # every line made, the blank ones too
+        doc.append({"t": "task", "id": "t-bbbbbb", "name": "Two"})
+        doc.append({"t": "task", "id": "t-cccccc", "name": "Three"})
+    assert lazy.to_bytes() == eager.to_bytes()
+    assert lazy.to_bytes().endswith(b'"Three"}\n\n  \n')
+
+
+def test_the_heads_of_many_lines_are_read_at_once_as_one_by_one():
+    # A command's first look at a long plan reads every line's head in passes of C (Kinds.fill):
+    # it must read the same lines, and leave the same ones to decoding, as the reading of one.
+    raws = [*TRICKY, *(raw.replace(b"\n", b"") for raw in TRICKY), b'{"t": "accept"}\n']
+    at_once = dict(loader._scanned_heads(raws))
+    one_by_one = {raw: head for raw in raws if (head := loader._scanned_head(raw)) is not None}
+    assert at_once == one_by_one
+    assert {raw: head for raw, head in at_once.items()} == {
+        raw: (record["t"], record.get("id")) for raw in at_once if (record := decoded(raw))
+    }
+    assert len(at_once) >= 8
