@@ -105,7 +105,9 @@ test: $(STAMP) $(REWRITTEN)
 # loop/test_stage_runs.py, stages/test_agent_errors.py, stages/test_check.py, runs/test_cost.py,
 # test_loop_safety.py, test_questions.py, test_plan_reads.py, test_report_json.py,
 # test_pull_request.py (GitLab), stages/test_decompose.py, test_bookkeeping_commits.py,
-# test_unknown_changes.py, observe/test_watch.py (the live region) and cli/test_drafts.py; the wheel
+# test_unknown_changes.py, observe/test_watch.py (the live region) and cli/test_drafts.py; the review
+# by aspect but a clean review, a round with findings, an aspect file a build rewrote and review-only
+# (loop/stages/test_review.py); the wheel
 # builds of test_distribution.py, the editable ralph inside the work tree and the moved nested
 # repositories of loop/process/test_sandbox.py.
 e2e: $(STAMP) $(REWRITTEN)

@@ -31,8 +31,9 @@ def test_demo_reaches_complete_keeps_its_repository_and_says_its_tokens_are_simu
     assert "ralph(verify): accepted" in done.stdout
     assert "the token counts above are simulated" in done.stdout
     # Task types: the report lists each accepted task with its type.
-    listed = done.stdout.split("accepted (3):\n", 1)[1].splitlines()[:3]
+    listed = done.stdout.split("accepted (4):\n", 1)[1].splitlines()[:4]
     assert sorted(line.split(" ", 3)[-1] for line in listed) == [
+        "Write README.md: how to use the greeter [docs]",  # the docs review's finding
         "Write cli.py [feature]",
         "Write greet.py [feature]",
         "Write test_greet.py [test]",

@@ -35,8 +35,9 @@ def main() -> int:
     subprocess.run([*git, "commit", "-qm", "Example project: the greeter spec"], check=True)
     show_skills(root)
     agent = f"{shlex_quote(sys.executable)} -m ralph.demo.agent"
-    command = [sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/greeter.md"]
-    print(f"$ ralph construct specs/greeter.md --agent command --agent-cmd '{agent}'", flush=True)
+    # --review: the demo shows the review before COMPLETE whatever the person's own config says.
+    command = [sys.executable, "-m", "ralph", "-C", str(root), "construct", "specs/greeter.md", "--review"]
+    print(f"$ ralph construct specs/greeter.md --review --agent command --agent-cmd '{agent}'", flush=True)
     done = subprocess.run([*command, "--agent", "command", "--agent-cmd", agent])
     print("\n$ git log --oneline", flush=True)
     subprocess.run([*git, "--no-pager", "log", "--oneline"], check=True)

@@ -34,7 +34,7 @@ def test_the_json_report_says_null_for_a_cost_no_run_made_known(project):
     """The fake agent reports tokens, no cost, and runs with no model ralph knows a price of:
     the cost is unknown, which --json says as null, never as $0 spent."""
     (task,) = add_tasks(project, "Fine")
-    done = construct(project, "--json")
+    done = construct(project, "--json", "--review")
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["cost_usd"] is None and report["unknown_cost_runs"] == 8  # BUILD, VERIFY, CHECK, 5 aspects

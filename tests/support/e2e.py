@@ -57,9 +57,9 @@ def scratch_env(root: Path) -> dict[str, str]:
     # The agent CLIs find their settings under $XDG_CONFIG_HOME first (opencode does): the scratch
     # HOME's, not the temporary one the suite sets for ralph's own user config.
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), RALPH_LOCK_TIMEOUT="120")
-    # The suite's ralph defaults (tests/support/gitrepo.py), but no spec check: the mock model makes
-    # a task of each plain bullet of these specs, which the check would refuse.
-    write_user_config(home / ".config", "spec_check = false\n")
+    # ralph's own defaults (the review before COMPLETE on: the real CLIs review too), but no spec
+    # check: the mock model makes a task of each plain bullet of these specs, which it would refuse.
+    write_user_config(home / ".config", "spec_check = false\n", suite_defaults=False)
     return env
 
 

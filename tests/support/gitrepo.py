@@ -40,14 +40,18 @@ def isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
-USER_CONFIG = ""  # the suite's own defaults over ralph's: none
+# The suite's own defaults over ralph's: no review before COMPLETE. Five more agent runs, each in a
+# checkout of its own, at the end of every run that completes cost the suite a third of its CPU;
+# the tests of the review turn it on (tests/loop/stages/test_review.py, the demo's).
+USER_CONFIG = "review = false\n"
 
 
-def write_user_config(xdg: Path, extra: str = "") -> Path:
-    """ralph's user file under this XDG_CONFIG_HOME: the suite's defaults, and `extra` lines."""
+def write_user_config(xdg: Path, extra: str = "", suite_defaults: bool = True) -> Path:
+    """ralph's user file under this XDG_CONFIG_HOME: the suite's defaults (or ralph's own), and
+    `extra` lines."""
     path = xdg / "ralph" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(USER_CONFIG + extra)
+    path.write_text((USER_CONFIG if suite_defaults else "") + extra)
     return path
 
 

@@ -268,7 +268,7 @@ def test_status_shows_what_every_stage_spent_from_the_committed_plan_unknown_cos
         AGENT.replace('"total_cost_usd": 0.4, ', '**({"total_cost_usd": 0.4} if stage == "BUILD" else {}), ')
     )
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
-    done = construct(project, "--gate", "", agent=command, env={"RUNS": str(runs)})
+    done = construct(project, "--gate", "", "--review", agent=command, env={"RUNS": str(runs)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert_clean(project)
     shown = ralph_json(project, "status")["spent"]
@@ -458,7 +458,7 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_pat
         project,
         "--model", "claude-sonnet-4-5", "--stage-model", "BUILD=claude-haiku-4-5",
         "--stage-model", "verify=claude-opus-4-5", "--stage-model", "check=claude-opus-4-5",
-        "--stage-model", "review=claude-haiku-4-5", "--gate", "",
+        "--stage-model", "review=claude-haiku-4-5", "--review", "--gate", "",
         agent=streamer(tmp_path), env={"RUNS": str(runs), "TURNS": "1"},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -67,6 +67,7 @@ def test_every_default_aspect_reviews_the_change_once_and_a_clean_review_ends_co
     assert _review_runs(project) == sorted(DEFAULT_ASPECTS)
 
 
+@pytest.mark.slow
 def test_a_run_resumed_after_a_round_that_found_nothing_does_not_review_again(repo: Path):
     project = with_app_spec(repo, "# App\n\n- Parse input\n")
     assert construct(project, "--review").returncode == 0
@@ -115,6 +116,7 @@ def test_findings_are_built_then_reviewed_once_more_for_critical_findings_only_a
     assert created.endswith("(found by the docs review)")
 
 
+@pytest.mark.slow
 def test_no_review_runs_none_and_the_config_s_list_runs_only_the_aspects_named(repo: Path):
     project = with_app_spec(repo, "# App\n\n- Parse input\n")
 
@@ -154,6 +156,7 @@ def test_a_build_that_rewrites_an_aspect_file_does_not_change_what_the_reviewer_
     assert _review_runs(project) == sorted(DEFAULT_ASPECTS)  # its file replaces ralph's docs aspect
 
 
+@pytest.mark.slow
 def test_the_repository_s_own_aspect_file_adds_an_aspect(repo: Path):
     project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-finds:licences]\n")
     own = project / ".ralph" / "review" / "licences.md"
@@ -225,6 +228,7 @@ def test_review_only_on_the_default_branch_itself_is_refused_in_one_line(repo: P
     assert not (project / "x").exists()
 
 
+@pytest.mark.slow
 def test_a_failed_aspect_and_one_that_wrote_a_file_keep_nothing_and_the_others_complete_the_round(
     repo: Path,
 ):
@@ -244,6 +248,7 @@ def test_a_failed_aspect_and_one_that_wrote_a_file_keep_nothing_and_the_others_c
     assert "reviewer" not in (project / "check_work.py").read_text() and _state(project)["review_rounds"] == 2
 
 
+@pytest.mark.slow
 def test_a_round_where_every_aspect_failed_ends_stuck_uncounted_and_the_next_run_reviews_again(repo: Path):
     crashes = " ".join(f"[review-crash:{aspect}]" for aspect in DEFAULT_ASPECTS)
     project = with_app_spec(repo, f"# App\n\n- Parse input\n\n{crashes}\n")
@@ -261,6 +266,7 @@ def test_a_round_where_every_aspect_failed_ends_stuck_uncounted_and_the_next_run
     assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, *DEFAULT_ASPECTS])
 
 
+@pytest.mark.slow
 def test_a_resumed_run_builds_the_first_round_s_findings_and_reviews_only_once_more(repo: Path):
     project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-finds:tests]\n")
 
@@ -281,6 +287,7 @@ def test_a_resumed_run_builds_the_first_round_s_findings_and_reviews_only_once_m
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_fenced_reviewers_read_the_change_add_findings_and_cannot_write_their_checkout(repo: Path):
     project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-writes:docs] [review-finds:goal]\n")
 
@@ -298,6 +305,7 @@ def test_fenced_reviewers_read_the_change_add_findings_and_cannot_write_their_ch
     assert "reviewer" not in (project / "check_work.py").read_text()
 
 
+@pytest.mark.slow
 def test_what_several_aspects_found_alike_is_taken_once_the_rest_refused_quietly_as_duplicates(repo: Path):
     project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-same]\n")
 
@@ -312,6 +320,7 @@ def test_what_several_aspects_found_alike_is_taken_once_the_rest_refused_quietly
     assert len(refused) == len(DEFAULT_ASPECTS) - 1
 
 
+@pytest.mark.slow
 def test_construct_after_a_review_alone_plans_builds_and_checks_the_spec_before_reviewing_again(repo: Path):
     project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-finds:goal]\n")
     git(project, "checkout", "-qb", "feature")
