@@ -139,13 +139,6 @@ def _loop_options(command: _Command) -> _Command:
             " as it is. [default: check]",
         ),
         click.option(
-            "--review/--no-review",
-            default=None,
-            help="Before COMPLETE, review the whole change since the run began, one agent per"
-            " aspect (config review: the aspects; `.ralph/review/NAME.md` adds one), and build what"
-            " they find. [default: review]",
-        ),
-        click.option(
             "--allow-dirty",
             is_flag=True,
             default=None,
@@ -215,6 +208,13 @@ def _budget_options(command: _Command) -> _Command:
 @click.command(short_help="Run the agent on SPEC, stage by stage, until it is built.")
 @_loop_options
 @_budget_options
+@click.option(
+    "--review/--no-review",
+    default=None,
+    help="Before COMPLETE, review the whole change since the run began, one agent per"
+    " aspect (config review: the aspects; `.ralph/review/NAME.md` adds one), and build what"
+    " they find. [default: review]",
+)
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -289,7 +289,7 @@ def review_command(
     (default: the spec the loop last worked on) and records its findings as tasks and issues.
     With --fix, the loop then builds and verifies them, and reviews once more for critical
     findings only. Exit codes as `ralph construct`'s."""
-    flags["review"] = flags.get("review") if flags.get("review") is not None else True
+    flags["review"] = True  # with the aspects the config names, if it names some
     _run(ctx, spec, flags, plan_only=False, review_only=(review_from, fix))
 
 
