@@ -44,7 +44,7 @@ from ralph.loop.runs.rate_limits import AgentAuthFailed, LimitTooLong
 from ralph.loop.share.coordinator import Solo
 from ralph.loop.stages import plan as stage_plan
 from ralph.loop.stages.agent_errors import AgentFailing
-from ralph.loop.stages.check import CheckStage, open_work
+from ralph.loop.stages.check import CheckStage, open_work, reviewed_after_check
 from ralph.loop.stages.check_outcome import CheckOutcome
 from ralph.loop.stages.modules import stage_run
 from ralph.loop.stages.plan import PlanStage
@@ -426,9 +426,8 @@ class Loop:
         plan = self.read_plan()
         if open_work(plan, self.settings.spec):  # the cut of an earlier check waits for this one
             return None
-        line = plan.spec_line(self.settings.spec)
-        if plan.state().get("review_rounds") and line and line.record.get("checked_commit"):
-            return self._ended_by_review()  # not after `ralph review` alone: that spec was never checked
+        if reviewed_after_check(plan, self.settings.spec):
+            return self._ended_by_review()
         outcome = self._check_spec(plan)
         if outcome is CheckOutcome.STOPPED:
             why = (

@@ -175,17 +175,7 @@ def _preview(root: Path, settings: Settings, plan: Plan | None, runner: AgentRun
     questions = plan.questions(spec)
     if not records and not issues:  # every task accepted: the spec check, unless one found it met as it is
         checks = _jobs(Place.AFTER, plan, settings, root)
-        reviews = any(job.stage is Stage.REVIEW for job in checks)
-        notes.append(
-            "every task is accepted: the spec check (CHECK) runs; the run ends COMPLETE if it adds nothing"
-            + (
-                " and the review by aspect (REVIEW, one run per aspect, after it) finds nothing"
-                if reviews
-                else ""
-            )
-            if checks
-            else "nothing to do, and a spec check found this spec and code met: the run would end COMPLETE"
-        )
+        notes.append(_after_note({job.stage for job in checks}))
         return _result(settings, iteration, [_run(runner, job, iteration) for job in checks], notes, fence)
     if only_questions_left(records, issues, questions):
         notes.append(
@@ -206,6 +196,22 @@ def _jobs(place: Place, plan: Plan | None, settings: Settings, root: Path) -> li
     placed = stage_declarations.iteration() if place is Place.ITERATION else stage_declarations.STAGES
     shown = [declared for declared in placed if declared.place is place and declared.dry_run]
     return [job for declared in dict.fromkeys(shown) for job in modules.jobs(declared, plan, settings, root)]
+
+
+def _after_note(stages: set[Stage]) -> str:
+    """What the preview says of the stages after the iterations it lists."""
+    if Stage.CHECK in stages:
+        review = " and the review by aspect (REVIEW, one run per aspect, after it) finds nothing"
+        return (
+            "every task is accepted: the spec check (CHECK) runs; the run ends COMPLETE if it adds nothing"
+            + (review if Stage.REVIEW in stages else "")
+        )
+    if Stage.REVIEW in stages:
+        return (
+            "every task is accepted and the spec was checked: what the review found is reviewed once more"
+            " (REVIEW, one run per aspect); the run ends COMPLETE if it finds nothing"
+        )
+    return "nothing to do, and a spec check found this spec and code met: the run would end COMPLETE"
 
 
 def _sandbox(root: Path, settings: Settings, adapter: Adapter) -> FencePreview:

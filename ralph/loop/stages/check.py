@@ -76,9 +76,19 @@ def jobs(plan: PlanReader, settings: Settings, root: Path) -> list[Job]:
     """The spec check a plan whose spec has every task accepted calls for: one, unless a check
     found this spec and code met already (the run and --dry-run both ask this)."""
     spec = settings.spec
-    if open_work(plan, spec) or already_met(Repo(root), plan, spec, spec_digest(root, spec)):
+    if open_work(plan, spec) or reviewed_after_check(plan, spec):
+        return []
+    if already_met(Repo(root), plan, spec, spec_digest(root, spec)):
         return []
     return [Job(Stage.CHECK, None, spec, prompt_values(plan, spec, settings.max_new_items))]
+
+
+def reviewed_after_check(plan: PlanReader, spec: str) -> bool:
+    """Whether a review round ran after a spec check that found nothing missing: what the round
+    found, once built, is reviewed again (ralph.loop.stages.review), not checked again. Not after
+    `ralph review` alone: that spec was never checked."""
+    line = plan.spec_line(spec)
+    return bool(plan.state().get("review_rounds")) and bool(line and line.record.get("checked_commit"))
 
 
 class _Run(NamedTuple):

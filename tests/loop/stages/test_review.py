@@ -337,3 +337,23 @@ def test_construct_after_a_review_alone_plans_builds_and_checks_the_spec_before_
     stages = [e["stage"] for e in events(project) if e["event"] == "agent_end"]
     assert stages.count("PLAN") == 1 and stages.count("CHECK") == 1  # planned and checked, though reviewed
     assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, *DEFAULT_ASPECTS])
+
+
+@pytest.mark.slow
+def test_the_dry_run_after_a_review_round_lists_the_review_again_not_the_spec_check(repo: Path):
+    """Once a review round ran after a spec check that found nothing, the loop reviews what the
+    round found again instead of checking the spec again: the dry run says so, and lists no CHECK."""
+    project = with_app_spec(repo, "# App\n\n- Parse input\n\n[review-finds:docs]\n")
+    assert construct(project, "--review").returncode == 0
+    lines = (project / "plan.jsonl").read_text().splitlines()
+    state = next(i for i, line in enumerate(lines) if json.loads(line)["t"] == "state")
+    lines[state] = json.dumps({**json.loads(lines[state]), "review_rounds": 1})  # as after round 1
+    (project / "plan.jsonl").write_text("\n".join(lines) + "\n")
+    git(project, "commit", "-qam", "the review's first round only")
+
+    done = construct(project, "--review", "--dry-run", "--json")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    preview = json.loads(done.stdout)
+    assert sorted(run["stage"] for run in preview["runs"]) == ["REVIEW"] * len(DEFAULT_ASPECTS)
+    assert any("reviewed once more" in note for note in preview["notes"]), preview["notes"]
