@@ -1,6 +1,10 @@
-"""Runners on several machines sharing one git remote: claiming a task, publishing a build,
-releasing a claim. They coordinate through git alone: a claim is a plan commit that sets
-`claimed_by` and `claimed_at` on a task, and the push of that commit is the compare-and-swap.
+"""Runners on several machines sharing one git remote: claiming an item by a plan commit,
+publishing, releasing a claim. They coordinate through git alone: such a claim is a plan commit
+that sets `claimed_by` and `claimed_at` on the item, and the push of that commit is the
+compare-and-swap. The loop claims the spec (PLAN, CHECK, REVIEW) and single items (INVESTIGATE's
+issues, DECOMPOSE's tasks) this way; BUILD's and VERIFY's tasks by a ref each
+(ralph.usecases.claim_refs). `claim_next` claims a task by a plan commit still: the plain case of
+a claim's rounds, which the tests of those rounds use.
 
 Each use case is a change to the plan that ralph.usecases.sync pushes in rounds (fetch, catch up,
 commit, push). A push another runner beat is a lost race: the round starts again on the new head,
@@ -81,50 +85,6 @@ class NextTask:
         self._replay = self.chosen["id"] if self.chosen else None
 
 
-class NextToVerify:
-    """Picks up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
-    those no live claim holds; none of `skip`) and claims them."""
-
-    def __init__(
-        self,
-        spec: str | None,
-        runner: str,
-        limit: int,
-        ttl_s: float | None,
-        skip: Collection[str],
-        ages: Ages = claim_age_s,
-    ):
-        self.spec, self.runner, self.limit, self.ttl_s, self.skip = spec, runner, limit, ttl_s, skip
-        self.ages = ages
-        self.chosen: list[str] = []
-
-    def __call__(self, plan: Plan) -> list[str] | None:
-        stamp = now()
-        ttl = plan.claim_ttl_s() if self.ttl_s is None else self.ttl_s
-        _look_at_all(plan, self.runner, stamp, self.ages)
-        done = [
-            task
-            for task in plan.tasks()
-            if is_done(task) and _in_spec(task, self.spec) and task["id"] not in self.skip
-        ]
-        own = [task for task in done if task.get("claimed_by") == self.runner]
-        free = [
-            task
-            for task in done
-            if task.get("claimed_by") != self.runner and _free(task, stamp, ttl, self.ages)
-        ]
-        self.chosen = [task["id"] for task in (own + free)[: self.limit]]
-        for task_id in self.chosen:
-            plan.claim(task_id, self.runner, stamp, ttl, self.ages)
-        return self.chosen or None
-
-    def message(self, ids: list[str]) -> str:
-        return f"ralph: claim {', '.join(ids)} to verify ({self.runner})"
-
-    def lost(self) -> None:
-        pass
-
-
 def claim_next(
     root: Path,
     spec: str | None,
@@ -139,23 +99,6 @@ def claim_next(
     taken over."""
     pick = NextTask(spec, runner, ttl_s, remote.claim_clock.age_s, skip)
     until_pushed(root, remote, runner, pick, pick.message, idle_push=False, after_lost=pick.lost)
-    return pick.chosen
-
-
-def claim_to_verify(
-    root: Path,
-    spec: str | None,
-    runner: str,
-    remote: Remote,
-    limit: int,
-    ttl_s: float | None = None,
-    skip: Collection[str] = (),
-) -> list[str]:
-    """Claim up to `limit` done tasks of `spec` for VERIFY (those this runner holds first, then
-    those no live claim holds; none of `skip`) and push the claims; returns their ids (none:
-    nothing to verify)."""
-    pick = NextToVerify(spec, runner, limit, ttl_s, skip, remote.claim_clock.age_s)
-    until_pushed(root, remote, runner, pick, pick.message, idle_push=False)
     return pick.chosen
 
 
@@ -255,19 +198,6 @@ def _claim_first(
     return chosen
 
 
-def publish_all(
-    root: Path, task_ids: list[str], runner: str, remote: Remote, then: NextToVerify | None = None
-) -> None:
-    """After VERIFY's commit: bring in the remote branch, free what is still claimed, push; with
-    `then`, claim the next batch in the same push (a commit of its own)."""
-
-    def free(plan: Plan) -> object:
-        return [task_id for task_id in task_ids if _release_own(plan, task_id, runner)] or None
-
-    message = f"ralph: publish the verdicts on {', '.join(task_ids)} ({runner})"
-    until_pushed(root, remote, runner, free, lambda _: message, then=then)
-
-
 def publish(root: Path, task_id: str, runner: str, remote: Remote, then: NextTask | None = None) -> None:
     """After a build commit: bring in the remote branch, free the task (when the build commit did
     not already: `task done` frees it) and push; with `then`, claim the next task in the same push
@@ -333,77 +263,6 @@ def _reset_carrying_the_plan(root: Path, repo: Repo, remote_head: str, keep: Pat
             write_atomic(plan_path(root), merged.data)
         else:
             create_new(keep).write_bytes(ours)
-
-
-def taken_over(root: Path, task_id: str, runner: str, remote: Remote) -> bool:
-    """Whether another runner took the task over from this one on the remote since this clone last
-    caught up (a takeover record this clone has not seen names this runner), and holds it or
-    built it: this runner's build of it then yields to the one published first."""
-    from ralph.store.reader import read_plan
-
-    head = remote.fetch()
-    data = remote.repo.file_at(head, PLAN_NAME) if head else None
-    if data is None:
-        return False
-    theirs = Plan(load(data, PLAN_NAME))
-    seen = {line.raw.strip() for line in read_plan(root).doc.records() if line.record["t"] == "takeover"}
-    new = [
-        line.record
-        for line in theirs.doc.records()
-        if line.record["t"] == "takeover"
-        and line.record.get("id") == task_id
-        and line.record.get("was_claimed_by") == runner
-        and line.raw.strip() not in seen
-    ]
-    task = theirs.find_task(task_id)
-    return bool(new) and (task is None or task.get("claimed_by") != runner)
-
-
-def withdraw_conflicting(
-    root: Path, task_id: str, runner: str, remote: Remote, files: list[str], max_attempts: int
-) -> int | None:
-    """The build of `task_id` could not be published: its changes conflict in `files` with what
-    another runner pushed meanwhile. This runner's unpushed commits are undone (the remote head
-    holds every commit ever pushed, so none of those is touched), the task goes back to pending
-    with the conflict recorded (set aside once it has conflicted `max_attempts` times), its claim
-    is dropped, and that is pushed: the task is built again from the new remote head. Returns the
-    task's attempts, or None when another runner took it over meanwhile."""
-    from ralph.store.reader import read_plan
-
-    repo = remote.repo
-    local = read_plan(root)
-    ours = local.find_task(task_id) or {}
-    remote_head = remote.fetch()
-    if remote_head is None:
-        raise RemoteError(f"{remote.name}/{remote.branch} is gone; nothing was pushed")
-    spent = _spent_since(repo, local, remote_head)  # the undone commits' runs still count
-    kept = _keep_undone_build(root, repo, remote_head, task_id)
-    try:
-        _reset_carrying_the_plan(root, repo, remote_head, kept.with_suffix(".plan.jsonl"))
-    except RalphError as exc:
-        if disk_full(exc):
-            raise
-        shown = kept.relative_to(root) if kept.is_relative_to(root) else kept
-        raise RemoteError(
-            f"the build of {task_id} yields to what another runner pushed to {remote.name}, but undoing"
-            f" it here would overwrite changes you have not committed ({exc}): commit or stash them and"
-            f" run again; the build is kept as {shown}"
-        ) from None
-    attempts: list[int] = []
-
-    def record(plan: Plan) -> object:
-        task = plan.find_task(task_id)
-        if task is None or task.get("claimed_by") != runner:
-            return None
-        attempts[:] = [plan.record_unmerged_build(task_id, files, ours, max_attempts, where="pushed")]
-        if spent:
-            plan.add_spending(spent)
-        plan.release(task_id, runner)
-        return task
-
-    message = f"ralph(build): {task_id} merge conflict in {', '.join(files[:5])} ({runner})"
-    until_pushed(root, remote, runner, record, lambda _: message)
-    return attempts[0] if attempts else None
 
 
 def withdraw_batch(

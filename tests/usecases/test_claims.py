@@ -258,21 +258,6 @@ def test_two_processes_racing_for_the_last_ready_task_exactly_one_claims_it(shar
     git(shared.origin, "fsck", "--no-progress")
 
 
-def test_done_tasks_are_claimed_for_verify_in_batches_no_two_runners_share(three):
-    shared, one, two = three
-    for task_id in ("t-aaaaaa", "t-bbbbbb", "t-cccccc"):
-        tasks.done(one, task_id)
-    first = claims.claim_to_verify(one, None, "runner-1", remote_of(one), limit=2)
-    second = claims.claim_to_verify(two, None, "runner-2", remote_of(two), limit=2)
-    assert (first, second) == (["t-aaaaaa", "t-bbbbbb"], ["t-cccccc"])
-    assert claims.claim_to_verify(two, None, "runner-3", remote_of(two), limit=2) == []
-    tasks.accept(one, "t-aaaaaa")  # runner-1's verdicts: one accepted, one stopped (still done)
-    claims.publish_all(one, first, "runner-1", remote_of(one))
-    origin = on_origin(shared)
-    assert "t-aaaaaa" in origin.accepted()
-    assert [(t["id"], t["claimed_by"]) for t in origin.claims()] == [("t-cccccc", "runner-2")]
-
-
 class OutPushed(Remote):
     """A remote another runner pushes to before each of our first `losses` pushes."""
 
@@ -377,21 +362,6 @@ def test_publish_claims_the_next_task_in_a_commit_of_its_own_in_the_same_push(th
     ]
     assert task_in(on_origin(shared), "t-aaaaaa")["s"] == "d"
     assert [(t["id"], t["claimed_by"]) for t in on_origin(shared).claims()] == [("t-bbbbbb", "runner-1")]
-
-
-def test_publishing_verdicts_claims_the_next_batch_in_the_same_push(three):
-    shared, one, _ = three
-    for task_id in ("t-aaaaaa", "t-bbbbbb", "t-cccccc"):
-        tasks.done(one, task_id)
-    first = claims.claim_to_verify(one, None, "runner-1", remote_of(one), limit=1)
-    tasks.accept(one, first[0])
-    remote = Counted(Repo(one), retries=0)
-    then = claims.NextToVerify(None, "runner-1", 2, None, skip=set(first))
-    claims.publish_all(one, first, "runner-1", remote, then=then)
-    assert remote.pushes == 1 and then.chosen == ["t-bbbbbb", "t-cccccc"]
-    origin = on_origin(shared)
-    assert "t-aaaaaa" in origin.accepted()
-    assert sorted(t["id"] for t in origin.claims()) == ["t-bbbbbb", "t-cccccc"]
 
 
 def test_the_spec_check_is_claimed_by_one_runner_holding_nothing_and_only_once_all_is_accepted(

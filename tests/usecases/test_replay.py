@@ -156,7 +156,7 @@ def test_the_loops_commit_of_plan_and_code_is_replayed_and_a_second_build_yields
     push(one, "one")
     [said] = replay_said(shared)
     assert said.startswith("dropped done: ")  # done already: the build published first stands
-    # The code merges: a loop yields before this when its task was taken over (claims.taken_over).
+    # The code merges: a loop yields before this when its task was taken over (its claim ref moved).
     assert git(shared.origin, "show", "main:app.txt") == "built\n"
 
 
