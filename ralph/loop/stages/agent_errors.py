@@ -37,6 +37,7 @@ from ralph.store.git import Repo
 if TYPE_CHECKING:
     from ralph.loop.observe.journal import Journal
     from ralph.loop.process.supervisor import Supervisor
+    from ralph.loop.runs.permissions import Snapshot
 
 ERROR_LINES = 10  # of the agent's output, in the journal and the final report
 MAX_WAIT_S = 300.0  # one wait, however many failures came before
@@ -253,3 +254,9 @@ def _where(now: _Failed, last: _Failed | None) -> str:
         return "twice"
     first, then = (" ".join(filter(None, (f.stage, f.item))) for f in (last, now))
     return f"on {first} and on {then}"
+
+
+def state_of(snapshot: Snapshot) -> WorkState:
+    """HEAD and the changed paths of a lent checkout as a stage found it, for the agent run's
+    marks (its lock and temporary files left out, as the marks leave them out)."""
+    return snapshot.head, snapshot.dirty

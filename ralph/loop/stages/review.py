@@ -25,12 +25,12 @@ from ralph.loop.runs import aspects as review_aspects
 from ralph.loop.runs.agent_process import AgentResult
 from ralph.loop.runs.aspects import MAX_ROUNDS, REVIEW_DIR, Aspect
 from ralph.loop.runs.permissions import violations
+from ralph.loop.stages.agent_errors import state_of
 from ralph.loop.stages.check import open_work
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.review_outcome import AspectEnd, ReviewFacts, ReviewOutcome, aspect_end, decide
-from ralph.loop.stages.verify import _gone, _snapshot, _state
 from ralph.loop.stages.workspace import StageReport, Workspace
-from ralph.loop.tree.checkouts import Checkouts
+from ralph.loop.tree.checkouts import Checkouts, replaced_or_removed, snapshot
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.plan import new_work
 from ralph.plan.document import Record
@@ -242,12 +242,13 @@ class ReviewStage:
         with checkouts.lend() as loan:
             checkout = loan.repo
             base = reader.read_plan(checkout.root)
-            start = loan.start or _snapshot(checkout)
+            start = loan.start or snapshot(checkout)
+            marks = state_of(start)
             result = self.agents.run_agent(
-                Stage.REVIEW, iteration, aspect.name, given, cwd=checkout.root, plan=plan, state=_state(start)
+                Stage.REVIEW, iteration, aspect.name, given, cwd=checkout.root, plan=plan, state=marks
             )
             run = AspectRun(aspect.name, result, base)
-            gone = _gone(checkout)
+            gone = replaced_or_removed(checkout)
             if gone:
                 run.did = [gone]
                 return run
@@ -258,7 +259,7 @@ class ReviewStage:
             except (FileNotFoundError, PlanInvalid):
                 run.did = ["left a plan.jsonl that does not load"]
                 return run
-            run.did = violations(Stage.REVIEW, set(), start, _snapshot(checkout), base, run.theirs)
+            run.did = violations(Stage.REVIEW, set(), start, snapshot(checkout), base, run.theirs)
             loan.unchanged = not run.did
             return run
 

@@ -21,11 +21,11 @@ from ralph.loop.process.signals import deferred_signals
 from ralph.loop.runs.agent_process import AgentResult
 from ralph.loop.runs.permissions import Snapshot, violations
 from ralph.loop.runs.prompts import data_block, one_line, task_details
-from ralph.loop.stages.agent_errors import WorkState
+from ralph.loop.stages.agent_errors import state_of
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.verify_outcome import Exit, RunFacts, VerifyOutcome, decide
 from ralph.loop.stages.workspace import StageReport, Workspace
-from ralph.loop.tree.checkouts import Checkouts
+from ralph.loop.tree.checkouts import Checkouts, replaced_or_removed, snapshot
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.plan.attempts import Given, given_by, overtaken
 from ralph.plan.document import Record
@@ -34,7 +34,6 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.store import reader
 from ralph.store.git import Repo
-from ralph.store.lock import RALPH_FILES
 from ralph.text import plural
 from ralph.usecases.settings import Settings
 
@@ -119,7 +118,7 @@ class VerifyStage:
         with checkouts.lend() as loan:
             checkout = loan.repo
             base = reader.read_plan(checkout.root)
-            start = loan.start or _snapshot(checkout)
+            start = loan.start or snapshot(checkout)
             result = self.agents.run_agent(
                 Stage.VERIFY,
                 iteration,
@@ -127,7 +126,7 @@ class VerifyStage:
                 job.values,
                 cwd=checkout.root,
                 plan=plan,
-                state=_state(start),
+                state=state_of(start),
             )
             run = Verification(task, result, str(checkout.root), base)
             self._inspect(run, checkout, start)
@@ -137,7 +136,7 @@ class VerifyStage:
     def _inspect(self, run: Verification, checkout: Repo, start: Snapshot) -> None:
         """What the verifier left in its checkout: its copy of the plan, and any change to the
         code or to HEAD, which is a violation; the changes are kept as a patch beside its log."""
-        gone = _gone(checkout)
+        gone = replaced_or_removed(checkout)
         if gone:  # no verdict, and nothing is read or run there; the run goes on
             run.did, run.killed = [gone], kill_reason_of(run.result.run.stop_reason)
             return self._violated(run)
@@ -147,7 +146,7 @@ class VerifyStage:
         except (FileNotFoundError, PlanInvalid) as exc:
             problem = "deleted plan.jsonl" if isinstance(exc, FileNotFoundError) else str(exc)
             self.ws.journal.event("verifier_plan_invalid", item=run.task.id, problem=problem)
-        end = _snapshot(checkout)
+        end = snapshot(checkout)
         run.did = violations(Stage.VERIFY, {run.task.id}, start, end, run.base, run.theirs or run.base)
         stop = run.result.run.stop_reason
         run.killed = kill_reason_of(stop)
@@ -303,28 +302,6 @@ def _values(task: TaskView, names: dict[str, str], max_attempts: int) -> dict[st
         "task_commit": task.commit or "HEAD",
         "previous": _previous_stop(task, max_attempts),
     }
-
-
-def _gone(checkout: Repo) -> str | None:
-    """Whether the verifier removed its checkout, or put something else in its place (a link to
-    another folder, a repository of its own), where nothing may be read or run as its."""
-    if checkout.root.is_symlink() or (checkout.root.is_dir() and not checkout.links_here()):
-        return "replaced its checkout"
-    return None if checkout.root.is_dir() else "removed its checkout"
-
-
-def _state(snapshot: Snapshot) -> WorkState:
-    """HEAD and the changed paths, for the agent run's marks: the checkout as VERIFY found it (its
-    lock and temporary files left out, as the marks leave them out)."""
-    return snapshot.head, snapshot.dirty
-
-
-def _snapshot(checkout: Repo) -> Snapshot:
-    """A checkout's HEAD, branch and changed paths, ralph's own files (its lock, its temporary
-    files, beside the plan copy) left out."""
-    head, branch, changed = checkout.work_state()
-    dirty = {path for path in changed if not RALPH_FILES.fullmatch(path)}
-    return Snapshot(head, branch, frozenset(dirty))
 
 
 def _previous_stop(task: TaskView, limit: int) -> str:

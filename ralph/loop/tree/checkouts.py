@@ -30,6 +30,7 @@ from ralph.loop.runs.permissions import Snapshot
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.store import reader
 from ralph.store.git import Repo
+from ralph.store.lock import RALPH_FILES
 from ralph.store.owned import Owned
 
 if TYPE_CHECKING:  # what the lender needs of the work tree (tree.work_tree, which uses this module)
@@ -123,3 +124,19 @@ class Checkouts:
         except GitError:  # removed instead, and the next verifier gets a new one
             return False
         return True
+
+
+def replaced_or_removed(checkout: Repo) -> str | None:
+    """Whether the agent lent the checkout removed it, or put something else in its place (a link
+    to another folder, a repository of its own), where nothing may be read or run as its."""
+    if checkout.root.is_symlink() or (checkout.root.is_dir() and not checkout.links_here()):
+        return "replaced its checkout"
+    return None if checkout.root.is_dir() else "removed its checkout"
+
+
+def snapshot(checkout: Repo) -> Snapshot:
+    """A checkout's HEAD, branch and changed paths, ralph's own files (its lock, its temporary
+    files, beside the plan copy) left out."""
+    head, branch, changed = checkout.work_state()
+    dirty = {path for path in changed if not RALPH_FILES.fullmatch(path)}
+    return Snapshot(head, branch, frozenset(dirty))
