@@ -60,15 +60,15 @@ def claim_task(
     runner: str,
     remote: Remote,
     ttl: float,
-    still: Callable[[Record | None], bool],
+    still: Callable[[Plan | None, str], bool],
 ) -> Claimed | None:
     """Claim one of `candidates` (tasks in their order of preference) by ref: one this runner holds
     already first (a restart under the same name), then a free one (no claim, or a stale one).
     The first try takes the first free task; after each lost race the pick is random among twice
     as many of the first free ones (up to WIDEST_PICK), so that runners that lost together spread
-    over the tasks instead of racing for the next one in step. `still`: whether the task as the
-    remote head has it after the win (None: not there) is still to do; when not (published
-    meanwhile), the claim is given back and another picked. None: nothing free. The claim refs
+    over the tasks instead of racing for the next one in step. `still`: whether the task is still
+    to do by the remote head's plan fetched after the win (None: no branch yet); when not
+    (published meanwhile), the claim is given back and another picked. None: nothing free. The claim refs
     are as the last fetch brought them."""
     losses = 0
     while True:
@@ -90,8 +90,7 @@ def claim_task(
         won = remote.push_claim(pick["id"], commit, old.commit if old else None)
         remote.fetch()  # the claims as they are now, and the branch (a task published meanwhile)
         if won:
-            plan = remote_plan(remote)
-            if still(plan.find_task(pick["id"]) if plan is not None else None):
+            if still(remote_plan(remote), pick["id"]):
                 return Claimed(pick["id"], commit, old)
             remote.drop_claims({pick["id"]: commit})  # its outcome is published: not ours to do
             candidates = [task for task in candidates if task["id"] != pick["id"]]
@@ -99,13 +98,20 @@ def claim_task(
             losses += 1
 
 
-def to_build(task: Record | None) -> bool:
-    """A task a BUILD claim is for, as the remote head has it: pending, or not published yet."""
-    return task is None or is_pending(task)
+def to_build(plan: Plan | None, task_id: str) -> bool:
+    """Whether a BUILD claim on the task is still wanted by the remote head's plan: the task is
+    pending there, or not there and never accepted (not published yet). An accepted task has no
+    task record any more: a claim won just after its verdict went out must not build it again."""
+    if plan is None:
+        return True
+    task = plan.find_task(task_id)
+    return is_pending(task) if task is not None else task_id not in plan.accepted()
 
 
-def to_verify(task: Record | None) -> bool:
-    """A task a VERIFY claim is for, as the remote head has it: done (published, not judged)."""
+def to_verify(plan: Plan | None, task_id: str) -> bool:
+    """Whether a VERIFY claim on the task is still wanted by the remote head's plan: done there
+    (published, not judged)."""
+    task = plan.find_task(task_id) if plan is not None else None
     return task is not None and is_done(task)
 
 

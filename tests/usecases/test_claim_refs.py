@@ -115,6 +115,21 @@ def test_a_task_published_meanwhile_is_given_back_after_a_won_claim(three):
     assert holders(shared) == {"t-task01": claimed.commit}  # the claim on t-task00 went back
 
 
+def test_a_task_accepted_meanwhile_is_given_back_after_a_won_claim(three):
+    # An accepted task leaves no task record: its verdict's push freed its claim ref, and a runner
+    # that looked before it must not take that free ref for a task still to build (CI caught one
+    # task built twice by three runners).
+    shared, one, two = three
+    late = remote_of(two)
+    stale_view = candidates(two, late)
+    tasks.done(one, "t-task00")
+    tasks.accept(one, "t-task00")
+    git(one, "push", "-q", "origin", "HEAD:main")
+    claimed = claim_refs.claim_task(stale_view, "two", late, TTL, claim_refs.to_build)
+    assert claimed is not None and claimed.task_id == "t-task01"
+    assert holders(shared) == {"t-task01": claimed.commit}
+
+
 def test_a_claim_goes_in_the_push_that_publishes_its_task_and_only_with_it(three):
     shared, one, _ = three
     remote = remote_of(one)
