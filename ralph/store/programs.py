@@ -24,6 +24,7 @@ fails when any other module starts one.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,16 +33,24 @@ from ralph.errors import GitError
 if TYPE_CHECKING:
     import subprocess
 
-_FENCED: dict[str, str] = {}  # a work tree as named -> its real path
+# A work tree as named -> its real path. Replaced whole, never changed in place: a build's or a
+# verifier's thread may fence its worktree while others look (a dict changing size under a
+# reader's loop raised in a run of three parallel verifiers).
+_FENCED: dict[str, str] = {}
+_FENCING = threading.Lock()
 _TRUSTED: dict[tuple[str, int], str] = {}  # (PATH, work trees known) -> the trusted PATH
 _GIT: list[str] = []  # the git found: [program, real path, the PATH it was found on]
 
 
 def fence(root: Path) -> None:
     """`root` is a work tree agents may write: no program ralph runs comes from inside it."""
+    global _FENCED
     key = str(root)
-    if key not in _FENCED:
-        _FENCED[key] = os.path.realpath(root)
+    if key in _FENCED:
+        return
+    real = os.path.realpath(root)
+    with _FENCING:
+        _FENCED = {**_FENCED, key: real}
 
 
 def fenced(path: str) -> bool:

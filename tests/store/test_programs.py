@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from ralph.store import programs
@@ -140,3 +141,36 @@ def test_a_tool_runs_to_its_end_or_is_stopped_at_its_timeout(tmp_path):
         assert "timed out after 0.2 seconds" in str(exc)
     else:
         raise AssertionError("a tool outliving its timeout was not stopped")
+
+
+def test_work_trees_fenced_while_other_threads_look_never_break_a_look(monkeypatch, tmp_path):
+    """Parallel builds and verifiers fence their worktrees from their own threads while others
+    look a program up: a look never fails (a dict that changed size under its loop ended a run
+    with three parallel verifiers), and every fenced tree is known after."""
+    monkeypatch.setattr(programs, "_FENCED", dict(programs._FENCED))  # this test's trees go after it
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    failures: list[BaseException] = []
+    roots = [tmp_path / f"tree{n}" for n in range(1000)]
+    done = threading.Event()
+
+    def look() -> None:
+        try:
+            while not done.is_set():
+                programs.fenced(str(tmp_path / "elsewhere"))
+        except BaseException as exc:  # noqa: BLE001 - what the look raised is the finding
+            failures.append(exc)
+
+    lookers = [threading.Thread(target=look) for _ in range(2)]
+    try:
+        for thread in lookers:
+            thread.start()
+        for root in roots:
+            programs.fence(root)
+    finally:
+        done.set()
+        for thread in lookers:
+            thread.join()
+        sys.setswitchinterval(previous)
+    assert failures == []
+    assert all(programs.fenced(os.path.realpath(root)) for root in roots)
