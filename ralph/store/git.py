@@ -785,6 +785,10 @@ class Repo:
                     self._commit_times[commit] = int(time_s)
         return {commit: self._commit_times[commit] for commit in commits if commit in self._commit_times}
 
+    def remember_commit_time(self, commit: str, time_s: int) -> None:
+        """A commit's committer time read along with something else: commit_times need not ask."""
+        self._commit_times[commit] = time_s
+
     def _note_commit_time(self, commit: str, raw: bytes) -> None:
         """Remember the committer time of a commit whose raw object was read anyway."""
         for line in raw.split(b"\n\n", 1)[0].split(b"\n"):

@@ -100,6 +100,12 @@ class Remote:
         self.won = self.lost = 0  # pushes of the shared branch the remote took, and lost races
         self.claims_won = self.claims_lost = 0  # the same for claim refs
         self.with_claims = False  # every fetch brings the claim refs too (runners that claim by ref)
+        # What this clone last fetched or pushed, read once per change rather than once per look:
+        # a runner among sixteen looked at the remote's head, plan and claims hundreds of times
+        # per task, each look a git process (the claims are kept only here, and by ralph alone).
+        self._head: tuple[str | None] | None = None  # (the remote head,), None: not read yet
+        self._head_file: tuple[str, str, bytes | None] | None = None  # (head, path, its bytes)
+        self._claims: dict[str, ClaimRef] | None = None
 
     @property
     def claim_clock(self) -> ClaimClock:
@@ -137,20 +143,60 @@ class Remote:
             self.with_claims if claims is None else claims
         ):  # the claim refs too, in the same fetch; those gone on the remote go here too
             refspecs = ["--prune", *refspecs, f"+{CLAIMS}*:{self.claims_ref}*"]
+        # No auto-maintenance: waiting runners fetch every few seconds, and each fetch started a
+        # `git maintenance run --auto` (ralph's commits still start it, as a person's do).
+        fetch = ("fetch", "--quiet", "--no-tags", "--no-auto-maintenance", self.name, *refspecs)
         for attempt in range(self.retries + 1):
-            code, _, err = self.repo.attempt("fetch", "--quiet", "--no-tags", self.name, *refspecs)
+            code, _, err = self.repo.attempt(*fetch)
+            self._claims = None  # the claim refs as fetched, read again when asked
             if code == 0:
-                head = self.repo.commit_of(self.tracking_ref)
-                self._check_forward(head)
+                head, seen = self._read_heads()
+                self._check_forward(head, seen)
                 return head
             if "couldn't find remote ref" in err.lower():
-                self._check_forward(None)
+                self._check_forward(None, self.repo.commit_of(self.seen_ref))
+                self._head = (None,)
                 return None  # an empty remote: the first push makes the branch
             self._wait_or_raise(attempt, "fetch from", err)
         raise AssertionError("unreachable")  # _wait_or_raise raises on the last attempt
 
-    def _check_forward(self, head: str | None) -> None:
-        seen = self.repo.commit_of(self.seen_ref)
+    def head(self) -> str | None:
+        """The remote branch's head as this clone last fetched or pushed it (None: no branch)."""
+        if self._head is None:
+            self._head = (self.repo.commit_of(self.tracking_ref),)
+        return self._head[0]
+
+    def file_at_head(self, relpath: str) -> bytes | None:
+        """The file `relpath` in the remote head as last fetched (None: not there, or no branch)."""
+        head = self.head()
+        if head is None:
+            return None
+        if self._head_file is None or self._head_file[:2] != (head, relpath):
+            self._head_file = (head, relpath, self.repo.file_at(head, relpath))
+        return self._head_file[2]
+
+    def _read_heads(self) -> tuple[str | None, str | None]:
+        """The remote-tracking head and ralph's seen head, in one look; the head's committer time
+        goes to the repository's cache (a merge made on it is dated from it)."""
+        out = self.repo.git(
+            "for-each-ref",
+            "--format=%(refname) %(objectname) %(committerdate:unix)",
+            self.tracking_ref,
+            self.seen_ref,
+        )
+        found = {}
+        for line in out.splitlines():
+            ref, commit, time_s = (line.split(" ") + ["", ""])[:3]
+            found[ref] = commit
+            if ref == self.tracking_ref and time_s.isdigit():
+                self.repo.remember_commit_time(commit, int(time_s))
+        head = found.get(self.tracking_ref)
+        self._head = (head,)
+        return head, found.get(self.seen_ref)
+
+    def _check_forward(self, head: str | None, seen: str | None) -> None:
+        if head is not None and head == seen:
+            return  # nothing new since this clone last looked
         where = f"{self.name}'s {self.branch}"
         if seen and head is None:
             raise RemoteRejected(
@@ -174,6 +220,14 @@ class Remote:
     def _saw(self, head: str) -> None:
         self.repo.attempt("update-ref", self.seen_ref, head)
 
+    def _pushed(self, commit: str, dropped: dict[str, str]) -> None:
+        """The remote took `commit` (and deleted the `dropped` claims): the tracking ref, the seen
+        head and the claims kept here as a fetch would leave them, in one ref transaction."""
+        lines = [f"update {self.tracking_ref} {commit}", f"update {self.seen_ref} {commit}"]
+        lines += [f"delete {self.claims_ref}{item}" for item in dropped]
+        self.repo.git("update-ref", "--stdin", stdin=("\n".join(lines) + "\n").encode())
+        self._head, self._claims = (commit,), None
+
     def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         """Push `commit` as the remote branch, fast-forward only; with `drop` (item -> its claim
         commit), delete those claim refs in the same atomic push, each only while it is that
@@ -186,9 +240,7 @@ class Remote:
         for attempt in range(self.retries + 1):
             code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", *atomic, self.name, *targets)
             if code == 0:
-                self.repo.attempt("update-ref", self.tracking_ref, commit)  # as a fetch would see it
-                self._saw(commit)
-                self._forget_claims(drop)
+                self._pushed(commit, drop)
                 self.won += 1
                 return True
             verdict = classify_push(out, err)
@@ -201,6 +253,11 @@ class Remote:
     # --- claim refs ----------------------------------------------------------------------------
     def claim_refs(self) -> dict[str, ClaimRef]:
         """The claim refs on the remote as this clone last fetched them (fetch(claims=True)), by item."""
+        if self._claims is None:
+            self._claims = self._read_claim_refs()
+        return dict(self._claims)
+
+    def _read_claim_refs(self) -> dict[str, ClaimRef]:
         sep = "%1f"
         out = self.repo.git(
             "for-each-ref",
@@ -241,6 +298,7 @@ class Remote:
             )
             if code == 0:
                 self.repo.attempt("update-ref", f"{self.claims_ref}{item}", commit)
+                self._claims = None
                 self.claims_won += 1
                 return True
             verdict = classify_push(out, err)
@@ -273,6 +331,7 @@ class Remote:
     def _forget_claims(self, drop: dict[str, str]) -> None:
         for item in drop:
             self.repo.attempt("update-ref", "-d", f"{self.claims_ref}{item}")
+        self._claims = None
 
     def push_branch(self, branch: str) -> bool:
         """Push the local branch `branch` as the remote's branch of that name, fast-forward only,

@@ -43,8 +43,7 @@ def live(remote: Remote, claim: ClaimRef, stamp: str, ttl: float) -> bool:
 
 def remote_plan(remote: Remote) -> Plan | None:
     """The plan on the remote head as last fetched (None: no such branch yet)."""
-    head = remote.repo.commit_of(remote.tracking_ref)
-    data = remote.repo.file_at(head, PLAN_NAME) if head else None
+    data = remote.file_at_head(PLAN_NAME)
     return Plan(load(data, PLAN_NAME)) if data is not None else None
 
 

@@ -88,7 +88,7 @@ def only_bookkeeping(remote: Remote) -> bool:
     no plan operation but this runner's stage (update_state)."""
     from ralph.plan.ops import ops_in, replayed_merge
 
-    repo, head = remote.repo, remote.repo.commit_of(remote.tracking_ref)
+    repo, head = remote.repo, remote.head()
     start = repo.head()
     if head is None or start is None:
         return False
@@ -137,12 +137,12 @@ class Losses:
 
     def __init__(self, remote: Remote):
         self.remote, self.count, self.still = remote, 0, 0
-        self.head = remote.repo.commit_of(remote.tracking_ref)
+        self.head = remote.head()
 
     def lost(self) -> None:
         import random
 
-        head = self.remote.repo.commit_of(self.remote.tracking_ref)  # as this round's fetch saw it
+        head = self.remote.head()  # as this round's fetch saw it
         self.still = self.still + 1 if self.count and head == self.head else 0
         self.head, self.count = head, self.count + 1
         if self.still >= MAX_STILL_LOSSES:
@@ -283,13 +283,20 @@ def _replayed(repo: Repo, start: str, remote_head: str) -> tuple[bytes, list[Out
     it brought from the remote is on the remote head, and what it replayed is replayed again."""
     from ralph.plan.ops import ops_in, replayed_merge
 
-    plan = repo.file_at(remote_head, PLAN_NAME) or b""
+    commits = [
+        (commit, parents, message)
+        for commit, parents, message in _unpublished(repo, start, remote_head)
+        if not (len(parents) > 1 and replayed_merge(message))
+    ]
+    # Every plan version the replay reads, in one read: with builds waiting to go out in a batch
+    # a catch-up replays a dozen commits, and reading each version on its own cost two git runs.
+    revs = list(dict.fromkeys([remote_head, *(rev for c, ps, _ in commits for rev in (*ps[:1], c))]))
+    versions = dict(zip(revs, repo.files_at(revs, PLAN_NAME), strict=True))
+    plan = versions[remote_head] or b""
     outcomes: list[Outcome] = []
-    for commit, parents, message in _unpublished(repo, start, remote_head):
-        if len(parents) > 1 and replayed_merge(message):
-            continue
-        before = (repo.file_at(parents[0], PLAN_NAME) or b"") if parents else b""
-        after = repo.file_at(commit, PLAN_NAME) or b""
+    for commit, parents, message in commits:
+        before = (versions[parents[0]] or b"") if parents else b""
+        after = versions[commit] or b""
         if after == before:
             continue  # code alone
         ops = ops_in(message) if len(parents) <= 1 else None

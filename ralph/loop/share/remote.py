@@ -373,14 +373,10 @@ class RemoteCoordinator:
             if slept >= REJUDGE_S or self._remote_state() != before:
                 return wait
 
-    def _remote_state(self) -> str:
-        """The remote's branch head and claim refs as last fetched, in one look."""
-        return self.remote.repo.git(
-            "for-each-ref",
-            "--format=%(refname) %(objectname)",
-            self.remote.tracking_ref,
-            self.remote.claims_ref,
-        )
+    def _remote_state(self) -> tuple[str | None, frozenset[tuple[str, str]]]:
+        """The remote's branch head and claim refs as last fetched."""
+        claims = frozenset((item, claim.commit) for item, claim in self.remote.claim_refs().items())
+        return self.remote.head(), claims
 
     def others_published(self) -> bool:
         """The remote's head (fetched now) has changes to code HEAD lacks: another runner published
@@ -434,11 +430,10 @@ class RemoteCoordinator:
         return bool(since) and self.remote.repo.code_differs(since, head)  # trees cached by commit
 
     def _fetched_head(self) -> str | None:
-        return self.remote.repo.commit_of(self.remote.tracking_ref)
+        return self.remote.head()
 
     def _remote_plan(self) -> Plan | None:
-        head = self._fetched_head()
-        data = self.remote.repo.file_at(head, PLAN_FILE) if head else None
+        data = self.remote.file_at_head(PLAN_FILE)
         return Plan(load(data, PLAN_FILE)) if data is not None else None
 
     def draft_kept(self, branch: str) -> None:
