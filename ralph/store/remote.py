@@ -106,6 +106,7 @@ class Remote:
         self._head: tuple[str | None] | None = None  # (the remote head,), None: not read yet
         self._head_file: tuple[str, str, bytes | None] | None = None  # (head, path, its bytes)
         self._claims: dict[str, ClaimRef] | None = None
+        self._empty_tree: str | None = None
 
     @property
     def claim_clock(self) -> ClaimClock:
@@ -150,7 +151,7 @@ class Remote:
             code, _, err = self.repo.attempt(*fetch)
             self._claims = None  # the claim refs as fetched, read again when asked
             if code == 0:
-                head, seen = self._read_heads()
+                head, seen = self._read_heads(self.with_claims if claims is None else claims)
                 self._check_forward(head, seen)
                 return head
             if "couldn't find remote ref" in err.lower():
@@ -175,24 +176,37 @@ class Remote:
             self._head_file = (head, relpath, self.repo.file_at(head, relpath))
         return self._head_file[2]
 
-    def _read_heads(self) -> tuple[str | None, str | None]:
-        """The remote-tracking head and ralph's seen head, in one look; the head's committer time
-        goes to the repository's cache (a merge made on it is dated from it)."""
-        out = self.repo.git(
-            "for-each-ref",
-            "--format=%(refname) %(objectname) %(committerdate:unix)",
-            self.tracking_ref,
-            self.seen_ref,
-        )
-        found = {}
-        for line in out.splitlines():
-            ref, commit, time_s = (line.split(" ") + ["", ""])[:3]
+    def _read_heads(self, claims: bool) -> tuple[str | None, str | None]:
+        """The remote-tracking head and ralph's seen head (and with `claims`, the claim refs as
+        just fetched), in one look; the head's committer time goes to the repository's cache (a
+        merge made on it is dated from it)."""
+        patterns = [self.tracking_ref, self.seen_ref, *([self.claims_ref] if claims else [])]
+        found: dict[str, str] = {}
+        refs = self._each_ref(*patterns)
+        for ref, commit, time_s, _ in refs:
             found[ref] = commit
             if ref == self.tracking_ref and time_s.isdigit():
                 self.repo.remember_commit_time(commit, int(time_s))
+        if claims:
+            self._claims = self._claims_among(refs)
         head = found.get(self.tracking_ref)
         self._head = (head,)
         return head, found.get(self.seen_ref)
+
+    def _each_ref(self, *patterns: str) -> list[tuple[str, str, str, str]]:
+        """The refs `patterns` name: name, commit, committer time (unix) and message of each."""
+        sep = "%1f"
+        out = self.repo.git(
+            "for-each-ref",
+            f"--format=%(refname){sep}%(objectname){sep}%(committerdate:unix){sep}%(contents)%1e",
+            *patterns,
+        )
+        found = []
+        for entry in out.split("\x1e"):
+            fields = entry.strip("\n").split("\x1f")
+            if len(fields) == 4:
+                found.append((fields[0], fields[1], fields[2], fields[3]))
+        return found
 
     def _check_forward(self, head: str | None, seen: str | None) -> None:
         if head is not None and head == seen:
@@ -258,18 +272,13 @@ class Remote:
         return dict(self._claims)
 
     def _read_claim_refs(self) -> dict[str, ClaimRef]:
-        sep = "%1f"
-        out = self.repo.git(
-            "for-each-ref",
-            f"--format=%(refname){sep}%(objectname){sep}%(committerdate:unix){sep}%(contents)%1e",
-            self.claims_ref,
-        )
+        return self._claims_among(self._each_ref(self.claims_ref))
+
+    def _claims_among(self, refs: list[tuple[str, str, str, str]]) -> dict[str, ClaimRef]:
         found: dict[str, ClaimRef] = {}
-        for entry in out.split("\x1e"):
-            fields = entry.strip("\n").split("\x1f")
-            if len(fields) != 4:
+        for ref, commit, time_s, message in refs:
+            if not ref.startswith(self.claims_ref):
                 continue
-            ref, commit, time_s, message = fields
             said = _claim_said(message)
             item = ref.removeprefix(self.claims_ref)
             if said is None or said.get("item") != item or not time_s.isdigit():
@@ -280,7 +289,9 @@ class Remote:
 
     def make_claim(self, item: str, runner: str, at: str, replaces: ClaimRef | None = None) -> str:
         """A claim commit (object store only): no files; its parent the claim it takes over."""
-        tree = self.repo.git("mktree", stdin=b"").strip()
+        if self._empty_tree is None:  # one for every claim: made once
+            self._empty_tree = self.repo.git("mktree", stdin=b"").strip()
+        tree = self._empty_tree
         said = json.dumps({"item": item, "by": runner, "at": at}, sort_keys=True)
         what = f"take {item} over from {replaces.runner}" if replaces else f"claim {item}"
         message = f"ralph: {what} ({runner})\n\n{CLAIM_TRAILER}: {said}\n"

@@ -321,7 +321,7 @@ def withdraw_batch(
     if not files:
         message = f"ralph: the builds of {', '.join(batch)} yield: a task was taken over ({runner})"
     drops = {item: commit for item, commit in mine.items() if item in batch}
-    until_pushed(root, remote, runner, record, lambda _: message, drop=lambda _: _still_held(remote, drops))
+    until_pushed(root, remote, runner, record, lambda _: message, drop=lambda _: still_held(remote, drops))
     return recorded
 
 
@@ -393,19 +393,19 @@ def release_all(root: Path, runner: str, remote: Remote, refs: dict[str, str] | 
             runner,
             drop,
             lambda _: message,
-            drop=lambda _: _still_held(remote, refs),
+            drop=lambda _: still_held(remote, refs),
             bookkeeping_waits=not refs,
         )
     except RemoteError as exc:
         if isinstance(exc, RemoteOffline | RemoteRejected):
             raise  # the remote itself failed: nothing can be given back now
         on_remote_head(remote, runner, drop, lambda _: message)
-        remote.drop_claims(_still_held(remote, refs))
+        remote.drop_claims(still_held(remote, refs))
         raise
     return released
 
 
-def _still_held(remote: Remote, refs: dict[str, str]) -> dict[str, str]:
+def still_held(remote: Remote, refs: dict[str, str]) -> dict[str, str]:
     """Those of `refs` (item -> claim commit) the remote still has as they are (as last fetched):
     a claim taken over meanwhile is the taker's."""
     now_there = remote.claim_refs()

@@ -107,7 +107,8 @@ def build_here(clone: Path, task_id: str) -> None:
 def test_builds_go_out_at_once_until_a_push_loses_a_race_then_they_wait_for_their_verdicts(repo, tmp_path):
     """Alone on the branch, a runner publishes each build as it is committed; once a push of its
     run lost a race (others push too), a build waits for its verdict to go out with it: one push
-    of the contended branch for both."""
+    of the contended branch for both. The build whose push lost is not pushed again at once: it
+    waits as well (sixteen runners racing to publish their first builds lost 127 races)."""
     from ralph.loop.share.remote import RemoteCoordinator
 
     items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
@@ -128,13 +129,43 @@ def test_builds_go_out_at_once_until_a_push_loses_a_race_then_they_wait_for_thei
     assert coordinator.before_build() == "t-task01"
     build_here(one, "t-task01")
     remote.armed = True
-    assert coordinator.after_build("t-task01") == [] and published("t-task01")  # after a lost race
-    assert remote.lost == 1
+    assert coordinator.after_build("t-task01") == [] and not published("t-task01")  # lost, waits
+    assert remote.lost == 1 and remote.won == 1
 
     assert coordinator.before_build() == "t-task02"
     build_here(one, "t-task02")
     assert coordinator.after_build("t-task02") == []
     assert not published("t-task02")  # it waits here for its verdict
+    assert remote.won == 1  # nothing pushed since the lost race
+
+    coordinator.release_all()  # the run ends: what waited goes out, in one push
+    assert published("t-task01") and published("t-task02")
+    assert remote.won == 2
+
+
+def test_a_takeover_is_recorded_by_the_push_that_wins_after_a_lost_race(repo, tmp_path):
+    """The takeover record goes in the publishing push's plan; when the first round loses a race,
+    the round that wins records it again (it was recorded in the lost round only)."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    items: list[dict] = [
+        {"id": "t-task00", "name": "Task 0"},
+        {"id": "t-task01", "name": "Task 1", "deps": ["t-task00"]},
+    ]
+    shared = seeded(repo, tmp_path, items)
+    one, rival = shared.clone("one"), shared.clone("rival")
+    assert take_over(rival, "t-task00", "doomed") == "t-task00"  # a claim that then went stale
+    coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="heir", ttl_s=0.0)
+    remote = OutPushedOnce(Repo(one), rival)
+    remote.with_claims = True
+    coordinator.remote = remote
+    assert coordinator.before_build() == "t-task00"
+    build_here(one, "t-task00")
+    remote.armed = True  # t-task01 needs it: it goes out now, after losing one race
+    assert coordinator.after_build("t-task00") == []
+    assert remote.lost == 1
+    plan = origin_plan(shared)
+    assert [(r["by"], r["was_claimed_by"]) for r in plan if r["t"] == "takeover"] == [("heir", "doomed")]
 
 
 class TakenOverJustBefore(Remote):

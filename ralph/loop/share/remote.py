@@ -54,6 +54,10 @@ class _TakenOver(Exception):
     """A claim of the batch being published was taken over by another runner meanwhile."""
 
 
+class _WaitsForBatch(Exception):
+    """A push of builds nobody waits for lost a race: they wait for the next batch."""
+
+
 class Held(NamedTuple):
     """A task whose build was given back: the remote head then, and the tasks other runners were
     building then (it waits for them)."""
@@ -84,6 +88,7 @@ class RemoteCoordinator:
         self._held: dict[str, Held] = {}  # the tasks whose builds were given back
         self._mine: dict[str, str] = {}  # task -> this runner's claim commit on its claim ref
         self._took_over: dict[str, ClaimRef] = {}  # task -> the stale claim this runner replaced
+        self._recorded_takeovers: list[str] = []  # those the round being pushed records
         self._unpublished: list[str] = []  # built and committed here, not pushed yet
         # Whether a push of the branch lost a race in this run: from then on builds wait to go out
         # in batches, one push of the contended branch for many. Until then (a runner alone) each
@@ -273,12 +278,18 @@ class RemoteCoordinator:
         done = {task["id"] for task in plan.tasks() if is_done(task)}
         return {item: commit for item, commit in self._mine.items() if item not in done}
 
-    def _publish(self, extra: Collection[str] = ()) -> dict[str, list[str]]:
+    def _publish(
+        self, extra: Collection[str] = (), may_wait: bool = False, ending: bool = False
+    ) -> dict[str, list[str]]:
         """Push what this clone has (the builds waiting here, verdicts) with the claims it gives up,
         in one atomic push. A build whose claim another runner took over meanwhile yields: the
         unpublished builds are undone here, kept as a patch, and their tasks go back. A build whose
         code conflicts with what others pushed meanwhile: the same, the conflict recorded on the
-        tasks whose builds changed those files. Returns those conflicts (task -> files)."""
+        tasks whose builds changed those files. Returns those conflicts (task -> files).
+        `may_wait`: nobody waits for these builds; when the push loses a race they stay here, to go
+        out with a later batch, rather than race again (sixteen runners publishing their first
+        builds at once lost 127 races in a row for 51 pushes won). `ending`: the run ends, and
+        every claim this runner still holds goes in the same push."""
         from ralph.errors import CodeConflict
         from ralph.usecases.sync import until_pushed
 
@@ -294,19 +305,34 @@ class RemoteCoordinator:
             # the branch's head does not show (the push's lease on it fails), not a refusal.
             if self._taken_over(batch):
                 raise _TakenOver
-            return self._drops(plan)
+            return claims.still_held(self.remote, self._mine) if ending else self._drops(plan)
+
+        def lost() -> None:
+            if may_wait:
+                raise _WaitsForBatch
 
         try:
             until_pushed(
-                self.root, self.remote, self.runner, self._record_takeovers, lambda _: message, drop=drops
+                self.root,
+                self.remote,
+                self.runner,
+                self._record_takeovers,
+                lambda _: message,
+                drop=drops,
+                after_lost=lost,
             )
         except CodeConflict as exc:
             return self._withdraw(batch, exc.files)
         except _TakenOver:
             return self._withdraw(batch, [])
+        except _WaitsForBatch:
+            self._unpublished = batch  # committed here, claims held: they go with the next push
+            return {}
         finally:
             self._contended = self._contended or self.remote.lost > lost_before
         self._published()
+        if ending:
+            self._mine = {}
         return {}
 
     def _taken_over(self, batch: list[str]) -> bool:
@@ -321,7 +347,13 @@ class RemoteCoordinator:
         plan = read_plan(self.root)
         dropped = self._drops(plan)  # as the push that just won dropped them
         self._mine = {item: commit for item, commit in self._mine.items() if item not in dropped}
-        self._took_over = {item: claim for item, claim in self._took_over.items() if item in self._mine}
+        published = set(self._recorded_takeovers)  # the won push recorded them
+        self._took_over = {
+            item: claim
+            for item, claim in self._took_over.items()
+            if item in self._mine and item not in published
+        }
+        self._recorded_takeovers = []
         self._unpublished.clear()
 
     def _record_takeovers(self, plan: Plan) -> list[str] | None:
@@ -343,7 +375,7 @@ class RemoteCoordinator:
                 takeover["was_claimed_at"] = claim.claimed_at
             plan.doc.append(takeover)
             recorded.append(item)
-        self._took_over = {}
+        self._recorded_takeovers = recorded  # this round's: a lost round records them again
         return recorded or None
 
     def _withdraw(self, batch: list[str], files: list[str]) -> dict[str, list[str]]:
@@ -505,16 +537,17 @@ class RemoteCoordinator:
         self._max_attempts = max_attempts
         plan = read_plan(self.root)
         task = plan.find_task(task_id)
-        if self._contended and task is not None and is_done(task) and not _needed(plan, task_id):
+        waits = task is not None and is_done(task) and not _needed(plan, task_id)
+        if self._contended and waits:
             self._unpublished.append(task_id)
             return []
-        return self._publish(extra=[task_id]).get(task_id, [])
+        return self._publish(extra=[task_id], may_wait=waits).get(task_id, [])
 
     def release_all(self) -> list[str]:
         """The run ends: every claim of this runner goes back, and its commits are pushed (builds
         not yet verified go out done, for any runner to verify)."""
-        if self._unpublished:
-            self._publish()  # a build whose task was taken over, or that conflicts, yields first
+        if self._unpublished:  # a build whose task was taken over, or that conflicts, yields first
+            self._publish(ending=True)  # with the claims: one push, not one more to give them back
         mine = dict(self._mine)
         released = claims.release_all(self.root, self.runner, self.remote, refs=mine)
         self._mine, self._took_over, self._unpublished = {}, {}, []
