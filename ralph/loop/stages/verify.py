@@ -45,9 +45,7 @@ class Verification:
     task: TaskView
     result: AgentResult
     checkout: str  # where it ran (removed since)
-    given: Given | None = (
-        None  # what it gave in its copy of the plan, read as the run ends; None: nothing taken
-    )
+    given: Given | None = None  # what its copy of the plan gave, read as the run ended; None: none taken
     did: list[str] = field(default_factory=list)  # what it did that VERIFY may not
     killed: KillReason | None = None
 
