@@ -108,31 +108,46 @@ class CheckStage:
         self.outcome: CheckOutcome | None = None
 
     def run(self, iteration: int) -> StageReport:
-        spec = self.ws.settings.spec
+        return self._check(self.ws.settings.spec, iteration)
+
+    def _check(self, spec: str, iteration: int) -> StageReport:
+        """The spec's check (none when one found this spec and code met already): what it came
+        to, decided, then applied."""
         report = StageReport(Stage.CHECK)
         plan = self.read_first or self.plan.read()
         head, digest = self.tree.repo.head(), spec_digest(self.tree.root, spec)
-        if already_met(self.tree.repo, plan, spec, digest):
-            self._apply(decide(CheckFacts(already_met=True)), None, head, digest, report)
-            return report
+        run = (
+            None
+            if already_met(self.tree.repo, plan, spec, digest)
+            else self._run(spec, plan, iteration, report)
+        )
+        facts = CheckFacts(already_met=True) if run is None else _facts(run.result)
+        self._apply(spec, decide(facts), run, head, digest, report)
+        return report
+
+    def _run(self, spec: str, plan: Plan, iteration: int, report: StageReport) -> _Run:
+        """The check's agent run, and the plan as it was before it."""
         report.items = 1
         span = self.ws.journal.span("stage", stage=str(Stage.CHECK), iteration=iteration, items=1)
         before = self.plan.raw()
         values = prompt_values(plan, spec, self.ws.settings.max_new_items)
         result = self.agents.run_agent(Stage.CHECK, iteration, None, values, plan=plan)
         self.agents.check_plan(result)
-        run = _Run(result, before, result.with_persons or plan, span)  # a person's: not its
-        self._apply(decide(_facts(result)), run, head, digest, report)
-        return report
+        return _Run(result, before, result.with_persons or plan, span)  # a person's: not its
 
     def _apply(
-        self, outcome: CheckOutcome, run: _Run | None, head: str | None, digest: str, report: StageReport
+        self,
+        spec: str,
+        outcome: CheckOutcome,
+        run: _Run | None,
+        head: str | None,
+        digest: str,
+        report: StageReport,
     ) -> None:
         """What the check came to, done: the plan written (its additions taken, bounded; or its
         run undone, a stop counted), the person told, the commit made. Whether a finished check
         added anything the plan finds as it takes it (_take). `self.outcome` is set once its
         writes are done."""
-        spec = self.ws.settings.spec
         if run is None:  # ALREADY_MET: no run
             self.outcome = outcome
             self.ws.journal.event("check_skipped", item=spec, head=head)
@@ -141,22 +156,21 @@ class CheckStage:
         if outcome is CheckOutcome.STOPPED:
             stop = kill_reason_of(run.result.run.stop_reason)
             assert stop is not None  # only a stopped check comes here
-            commit = self._stopped(stop, run.result, run.before, report)
+            commit = self._stopped(spec, stop, run.result, run.before, report)
             self.outcome = outcome
             run.span.end(kill_reason=str(stop))
         elif outcome is CheckOutcome.FAILED:
-            self._failed(run.result, run.before, report)
+            self._failed(spec, run.result, run.before, report)
             self.outcome, commit = outcome, None
             run.span.end(failed=True)
         else:
-            commit, added = self._take(run.base, head, digest)
+            commit, added = self._take(spec, run.base, head, digest)
             run.span.end(added=added or None)
         report.commits += [commit] if commit else []
 
-    def _take(self, base: Plan, head: str | None, digest: str) -> tuple[str | None, list[str]]:
+    def _take(self, spec: str, base: Plan, head: str | None, digest: str) -> tuple[str | None, list[str]]:
         """What the check added, bounded by ralph; the spec record says what a check that added
         nothing read."""
-        spec = self.ws.settings.spec
         with self.plan.change() as change:  # goes in with the commit below
             superseded = [issue["id"] for issue in change.plan.issues(spec) if awaits_recheck(issue)]
             bounded = bound_new_work(
@@ -179,8 +193,8 @@ class CheckStage:
             self.plan.prioritize(commit=False)
         return self.tree.commit(f"ralph(check): {spec}: {said}"), added
 
-    def _failed(self, result: AgentResult, before: bytes, report: StageReport) -> None:
-        spec, log = self.ws.settings.spec, str(result.log_path)
+    def _failed(self, spec: str, result: AgentResult, before: bytes, report: StageReport) -> None:
+        log = str(result.log_path)
         self.plan.undo_since(before, result, spec)
         why = result.violation or result.plan_problem or f"the agent ended ({result.describe()})"
         self.ws.journal.event("check_failed", item=spec, why=why, log=log)
@@ -188,9 +202,9 @@ class CheckStage:
         self.ws.console.event(f"CHECK {spec} failed: {why}; nothing of it kept")
 
     def _stopped(
-        self, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
+        self, spec: str, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
     ) -> str | None:
-        spec, log = self.ws.settings.spec, str(result.log_path)
+        log = str(result.log_path)
         self.plan.undo_since(before, result, spec)
         with self.plan.change() as change:
             stops = change.plan.record_check_kill(spec, reason, log)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from ralph.errors import PlanInvalid
 from ralph.loop.runs.agent_process import LOG_DIR, AgentResult
@@ -22,6 +23,14 @@ from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
 from ralph.secrets import OutputLines
 from ralph.text import plural
 from ralph.usecases.settings import Settings
+
+
+class _Run(NamedTuple):
+    """The agent's run on the task, and plan.jsonl as it was before it (what a stopped run's
+    changes go back to)."""
+
+    result: AgentResult
+    before: bytes
 
 
 class DecomposeStage:
@@ -56,18 +65,20 @@ class DecomposeStage:
         """Decomposes the task (one that is too deep is blocked without a run): what the run did,
         decided, then applied."""
         facts = DecomposeFacts(task.depth, self.ws.settings.max_decompose_depth, task.kill_reason)
-        outcome = decide(facts)
-        if outcome.exit is Exit.TOO_DEEP:
-            return self._apply(task, outcome, facts, None, b"", report)
+        run = None if facts.too_deep else self._run(task, values, iteration)
+        if run is not None:
+            facts = self._run_facts(task, facts, run.result)
+        return self._apply(task, facts, run, report)
+
+    def _run(self, task: TaskView, values: dict[str, object], iteration: int) -> _Run:
+        """The agent's run on the task, and the plan as it was before it."""
         if task.kill_log and kill_log_of(task, self.tree.root) is None:
             self.ws.journal.event("kill_log_refused", item=task.id, kill_log=task.kill_log)
         self.plan.set_state(stage=str(Stage.DECOMPOSE))
         before = self.plan.raw()  # what a stopped run's changes go back to
-        result = self.agents.run_agent(Stage.DECOMPOSE, iteration, task.id, values)
-        facts = self._facts(task, facts, result)
-        return self._apply(task, decide(facts), facts, result, before, report)
+        return _Run(self.agents.run_agent(Stage.DECOMPOSE, iteration, task.id, values), before)
 
-    def _facts(self, task: TaskView, facts: DecomposeFacts, result: AgentResult) -> DecomposeFacts:
+    def _run_facts(self, task: TaskView, facts: DecomposeFacts, result: AgentResult) -> DecomposeFacts:
         """What the run did, asked in decide's order; `failures`: the task's failed
         decompositions as recording this one, were it one, would leave them."""
         stop = kill_reason_of(result.run.stop_reason)
@@ -78,31 +89,27 @@ class DecomposeStage:
         return replace(facts, children=children, failures=_failures(plan.find_task(task.id) or task.record))
 
     def _apply(
-        self,
-        task: TaskView,
-        outcome: DecomposeOutcome,
-        facts: DecomposeFacts,
-        result: AgentResult | None,
-        before: bytes,
-        report: StageReport,
+        self, task: TaskView, facts: DecomposeFacts, run: _Run | None, report: StageReport
     ) -> str | None:
-        """What the decomposition came to, done, in this order: the plan written (the subtasks
-        recorded; or the run undone, its failure counted), the person told, the commit made.
-        Whether the subtasks close a dependency cycle the plan finds on writing them: that
-        refusal is decided and applied in turn."""
+        """What the decomposition came to, decided and done, in this order: the plan written (the
+        subtasks recorded; or the run undone, its failure counted), the person told, the commit
+        made. Whether the subtasks close a dependency cycle the plan finds on writing them: that
+        refusal is decided in turn, and applied as the other failures are."""
+        outcome = decide(facts)
         if outcome.exit is Exit.DECOMPOSED:
             try:
                 with self.plan.change() as change:
                     change.plan.record_decomposition(task.id, list(facts.children), task.depth, task.record)
             except PlanInvalid as exc:  # its dependents would need its parts, which need them
                 facts = replace(facts, cycle=str(exc))
-                return self._apply(task, decide(facts), facts, result, before, report)
-            return self.tree.commit(f"ralph(decompose): {task.id} -> {', '.join(facts.children)}")
-        if result is not None and outcome.undo:  # half a decomposition is none: undone, and counted
-            self.plan.undo_since(before, result, task.id)
-            log = result.log_path
+                outcome = decide(facts)
+            else:
+                return self.tree.commit(f"ralph(decompose): {task.id} -> {', '.join(facts.children)}")
+        if run is not None and outcome.undo:  # half a decomposition is none: undone, and counted
+            self.plan.undo_since(run.before, run.result, task.id)
+            log = run.result.log_path
             report.stopped.append(f"{task.id} DECOMPOSE stopped ({facts.stopped}), undone; log {log}")
-        return self._refuse(task, outcome, result.log_path if result else None)
+        return self._refuse(task, outcome, run.result.log_path if run else None)
 
     def _refuse(self, task: TaskView, outcome: DecomposeOutcome, log: Path | None) -> str | None:
         """Not decomposed (too deep to run, or 2 to 5 subtasks not made by a run that finished),

@@ -47,6 +47,11 @@ class DecomposeFacts:
     cycle: str | None = None  # the plan refused them: why (found on writing them)
     failures: int = 1  # its failed decompositions, this one included, were it one
 
+    @property
+    def too_deep(self) -> bool:
+        """Decomposed max_decompose_depth times already: blocked without a run (Exit.TOO_DEEP)."""
+        return self.depth >= self.max_depth
+
 
 @dataclass(frozen=True)
 class DecomposeOutcome:
@@ -63,7 +68,7 @@ class DecomposeOutcome:
 
 def decide(facts: DecomposeFacts) -> DecomposeOutcome:
     """The decomposition's outcome from what its run did."""
-    if facts.depth >= facts.max_depth:
+    if facts.too_deep:
         why = f"decomposed {facts.depth} times and still failing ({facts.kill_reason})"
         return DecomposeOutcome(Exit.TOO_DEEP, Then.BLOCK, why, block=why)
     if facts.stopped is not None:  # half a decomposition is none

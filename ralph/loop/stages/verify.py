@@ -27,7 +27,7 @@ from ralph.loop.stages.verify_outcome import Exit, RunFacts, VerifyOutcome, deci
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.checkouts import Checkouts, replaced_or_removed, snapshot
 from ralph.loop.tree.plan_access import PLAN_FILE
-from ralph.plan.attempts import Given, given_by, overtaken
+from ralph.plan.attempts import Given, given_by
 from ralph.plan.document import Record
 from ralph.plan.new_work import new_items
 from ralph.plan.plan import Plan
@@ -45,8 +45,7 @@ class Verification:
     task: TaskView
     result: AgentResult
     checkout: str  # where it ran (removed since)
-    base: Plan  # its copy of the plan as it started
-    theirs: Plan | None = None  # its copy after the run; None: nothing of it is taken
+    given: Given | None = None  # what its copy of the plan gave, read as the run ended; None: none taken
     did: list[str] = field(default_factory=list)  # what it did that VERIFY may not
     killed: KillReason | None = None
 
@@ -79,7 +78,7 @@ class VerifyStage:
         # go to their own copies): whatever changed here is undone, and none of theirs is taken.
         if self.agents.enforce(Stage.VERIFY, set(), before, old, [run.result for run in runs]):
             for run in runs:
-                run.theirs = None
+                run.given = None
         taken_on = self.plan.read()  # with what a person changed meanwhile, which is theirs
         self._take(runs, report)
         verdicts = self._verdicts(done)
@@ -128,31 +127,31 @@ class VerifyStage:
                 plan=plan,
                 state=state_of(start),
             )
-            run = Verification(task, result, str(checkout.root), base)
-            self._inspect(run, checkout, start)
+            run = Verification(task, result, str(checkout.root))
+            self._inspect(run, checkout, start, base)
             loan.unchanged = not run.did  # then it is cleaned and lent to the next verifier
             return run
 
-    def _inspect(self, run: Verification, checkout: Repo, start: Snapshot) -> None:
-        """What the verifier left in its checkout: its copy of the plan, and any change to the
-        code or to HEAD, which is a violation; the changes are kept as a patch beside its log."""
+    def _inspect(self, run: Verification, checkout: Repo, start: Snapshot, base: Plan) -> None:
+        """What the verifier left in its checkout: what it gave in its copy of the plan (which
+        started as `base`), read once here; any change to the code or to HEAD is a violation,
+        and the changes are kept as a patch beside its log."""
         gone = replaced_or_removed(checkout)
         if gone:  # no verdict, and nothing is read or run there; the run goes on
             run.did, run.killed = [gone], kill_reason_of(run.result.run.stop_reason)
             return self._violated(run)
+        theirs = None
         try:
-            theirs = reader.load_checked(checkout.root, (checkout.root / PLAN_FILE).read_bytes())
-            run.theirs = Plan(theirs)
+            theirs = Plan(reader.load_checked(checkout.root, (checkout.root / PLAN_FILE).read_bytes()))
         except (FileNotFoundError, PlanInvalid) as exc:
             problem = "deleted plan.jsonl" if isinstance(exc, FileNotFoundError) else str(exc)
             self.ws.journal.event("verifier_plan_invalid", item=run.task.id, problem=problem)
         end = snapshot(checkout)
-        run.did = violations(Stage.VERIFY, {run.task.id}, start, end, run.base, run.theirs or run.base)
-        stop = run.result.run.stop_reason
-        run.killed = kill_reason_of(stop)
-        if run.killed:
-            run.theirs = None  # a run stopped half way gives no verdict
+        run.did = violations(Stage.VERIFY, {run.task.id}, start, end, base, theirs or base)
+        run.killed = kill_reason_of(run.result.run.stop_reason)
         if not run.did:
+            if theirs is not None and not run.killed:  # a run stopped half way gives no verdict
+                run.given = given_by(run.task.id, base, theirs)
             return
         changed = set(end.dirty)
         if start.head and end.head != start.head:  # its own commits are changes too
@@ -165,7 +164,7 @@ class VerifyStage:
 
     def _violated(self, run: Verification) -> None:
         """The verifier did what VERIFY may not (run.did): nothing of its run is taken."""
-        run.theirs = None
+        run.given = None
         log = run.result.log_path
         run.result.violation = "; ".join(run.did)
         self.ws.journal.event(
@@ -182,56 +181,61 @@ class VerifyStage:
     def _take(self, runs: list[Verification], report: StageReport) -> None:
         """Into the plan: what each verifier's run came to, decided from what it did, then applied."""
         with self.plan.change() as change:  # goes in with this stage's commit
+            # Read once for every run: a person may have judged or removed a task meanwhile (no
+            # verifier's verdict changes another task's state).
+            done = {task.id for task in change.plan.task_views() if task.done}
             for run in runs:
-                facts, given = self._facts(change.plan, run)
-                self._apply(change.plan, run, decide(facts), given, report)
+                facts = self._facts(change.plan, run, done)
+                self._apply(change.plan, run, decide(facts), report)
 
-    def _facts(self, plan: Plan, run: Verification) -> tuple[RunFacts, Given]:
-        """What the run did, asked in decide's order (`plan`: as the runs before it left it), and
-        what its verifier gave in its copy of the plan (read once, taken by _apply)."""
+    def _facts(self, plan: Plan, run: Verification, done: set[str]) -> RunFacts:
+        """What the run did, asked in decide's order (`plan`: as the runs before it left it; `done`:
+        the tasks in it still done); what its verifier gave was read as the run ended (_inspect)."""
         if run.killed:
             stops = plan.task_line(run.task.id).record.get("verify_kills", 0) + 1  # with this one
-            return RunFacts(killed=run.killed, stops=stops, max_stops=self.ws.settings.max_attempts), Given()
+            return RunFacts(killed=run.killed, stops=stops, max_stops=self.ws.settings.max_attempts)
         if run.result.violation:  # in its checkout (_violated) or in the work tree (enforce)
-            return RunFacts(violation=True), Given()
-        if run.theirs is None:
-            return RunFacts(plan_read=False), Given()
-        given = given_by(run.task.id, run.base, run.theirs)
-        judged = given.verdict is not None and overtaken(plan, run.task.id)
-        return RunFacts(verdict=given.verdict, overtaken=judged), given
+            return RunFacts(violation=True)
+        if run.given is None:
+            return RunFacts(plan_read=False)
+        verdict = run.given.verdict
+        return RunFacts(verdict=verdict, overtaken=verdict is not None and run.task.id not in done)
 
-    def _apply(
-        self, plan: Plan, run: Verification, outcome: VerifyOutcome, given: Given, report: StageReport
-    ) -> None:
-        """What the run came to, done, in this order: the plan written (the stop recorded, or what
-        its verifier gave taken), then the journal, the console and the report told."""
+    def _apply(self, plan: Plan, run: Verification, outcome: VerifyOutcome, report: StageReport) -> None:
+        """What the run came to, done in this order: the plan written (_write), then the journal,
+        the console and the report told."""
+        taken = self._write(plan, run, outcome)
         if outcome.kill is not None:
-            return self._stopped(plan, run, outcome, report)
-        most = self.ws.settings.max_new_items  # the rest go into one issue (ralph.plan.new_work)
-        task_id, verdict, reason = run.task.id, given.verdict, given.reason
-        taken = (
-            plan.apply_verification(task_id, verdict, reason, list(given.added), most) if outcome.take else {}
-        )
-        self._tell_verdict(run, outcome, str(taken.get("reason") or ""), report)
-        self.ws.journal.event(
-            "verdict",
-            item=run.task.id,
-            verdict=taken.get("verdict"),
-            reason=taken.get("reason"),
-            tasks=taken.get("tasks") or None,
-            issues=taken.get("issues") or None,
-            dropped=taken.get("dropped"),
-            violation=bool(run.result.violation) or None,
-            checkout=run.checkout,
-            log=str(run.result.log_path),
-        )
+            self._tell_stop(run, outcome, report)
+        else:
+            self._tell_verdict(run, outcome, taken, report)
+
+    def _write(self, plan: Plan, run: Verification, outcome: VerifyOutcome) -> Record:
+        """The run's one write: its stop recorded (at max_attempts the task set aside for
+        DECOMPOSE, with the build's changes beside the log, rather than verified blindly again),
+        or what its verifier gave taken. Returns what was taken (nothing, for a stop)."""
+        task_id, log, kill = run.task.id, run.result.log_path, outcome.kill
+        if kill is not None:
+            set_aside = outcome.exit is Exit.SET_ASIDE
+            why = f"VERIFY was stopped {outcome.stops} times ({kill}); split it into tasks one run can check"
+            plan.record_verify_stop(task_id, kill, str(log), set_aside=why if set_aside else None)
+            if set_aside:
+                self.tree.save_build_patch(run.task, log)
+            return {}
+        if not outcome.take or run.given is None:
+            return {}
+        given, most = (
+            run.given,
+            self.ws.settings.max_new_items,
+        )  # the rest go into one issue (ralph.plan.new_work)
+        return plan.apply_verification(task_id, given.verdict, given.reason, list(given.added), most)
 
     def _tell_verdict(
-        self, run: Verification, outcome: VerifyOutcome, reason: str, report: StageReport
+        self, run: Verification, outcome: VerifyOutcome, taken: Record, report: StageReport
     ) -> None:
-        """VERIFY's verdict where the person looks: the console, and (a rejection, with its
-        reason) the final report."""
-        exit_, task_id = outcome.exit, run.task.id
+        """VERIFY's verdict where the person looks: the console, (a rejection, with its reason)
+        the final report, and the journal."""
+        exit_, task_id, reason = outcome.exit, run.task.id, str(taken.get("reason") or "")
         if exit_ is Exit.OVERTAKEN:
             why = "a person judged or removed the task meanwhile; theirs stands"
             self.ws.console.verdict("VERIFY", task_id, "verdict not taken", why)
@@ -244,27 +248,32 @@ class VerifyStage:
         if exit_ is Exit.REJECTED:
             first = next((line.strip() for line in reason.splitlines() if line.strip()), "no reason given")
             report.failed.append(f"{task_id} rejected by VERIFY: {first[:300]}")
-
-    def _stopped(self, plan: Plan, run: Verification, outcome: VerifyOutcome, report: StageReport) -> None:
-        """A verifier stopped by its time limit or a full context: the task records why; at
-        max_attempts such runs it is set aside for DECOMPOSE with the build's changes beside the
-        log, rather than verified blindly again."""
-        task, reason, log, stops = run.task, outcome.kill, str(run.result.log_path), outcome.stops
-        assert reason is not None  # only a stopped verifier comes here
-        set_aside = outcome.exit is Exit.SET_ASIDE
-        why = f"VERIFY was stopped {stops} times ({reason}); split it into tasks one run can check"
-        plan.record_verify_stop(task.id, reason, log, set_aside=why if set_aside else None)
-        if set_aside:
-            self.tree.save_build_patch(task, run.result.log_path)
         self.ws.journal.event(
-            "verify_stopped", item=task.id, kill_reason=reason, stops=stops, set_aside=set_aside, log=log
+            "verdict",
+            item=task_id,
+            verdict=taken.get("verdict"),
+            reason=taken.get("reason"),
+            tasks=taken.get("tasks") or None,
+            issues=taken.get("issues") or None,
+            dropped=taken.get("dropped"),
+            violation=bool(run.result.violation) or None,
+            checkout=run.checkout,
+            log=str(run.result.log_path),
+        )
+
+    def _tell_stop(self, run: Verification, outcome: VerifyOutcome, report: StageReport) -> None:
+        """A stopped verifier where the person looks: the journal, the report and the console."""
+        task_id, reason, log, stops = run.task.id, outcome.kill, str(run.result.log_path), outcome.stops
+        set_aside = outcome.exit is Exit.SET_ASIDE
+        self.ws.journal.event(
+            "verify_stopped", item=task_id, kill_reason=reason, stops=stops, set_aside=set_aside, log=log
         )
         if set_aside:
-            self.ws.journal.event("task_killed", item=task.id, kill_reason=reason, log=log, stage="VERIFY")
+            self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=log, stage="VERIFY")
         limit = self.ws.settings.max_attempts
         then = "set aside for DECOMPOSE" if set_aside else f"verified again next time ({stops} of {limit})"
-        report.stopped.append(f"{task.id} VERIFY stopped ({reason}), {then}; log {log}")
-        self.ws.console.event(f"VERIFY {task.id} stopped ({reason}); {then}")
+        report.stopped.append(f"{task_id} VERIFY stopped ({reason}), {then}; log {log}")
+        self.ws.console.event(f"VERIFY {task_id} stopped ({reason}); {then}")
 
     def _verdicts(self, done: list[TaskView]) -> dict[str, list[str]]:
         plan = self.plan.read()

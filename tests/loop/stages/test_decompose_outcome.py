@@ -22,6 +22,8 @@ def test_a_task_decomposed_max_depth_times_is_blocked_without_a_run():
     why = "decomposed 2 times and still failing (timeout)"
     assert outcome == DecomposeOutcome(Exit.TOO_DEEP, Then.BLOCK, why, block=why)
     assert not outcome.counted
+    # what the stage asks before it starts a run (a task one level less deep is run)
+    assert DecomposeFacts(depth=2, max_depth=2).too_deep and not DecomposeFacts(depth=1, max_depth=2).too_deep
 
 
 def test_a_stopped_run_is_undone_whole_and_counts_as_a_failed_decomposition():
