@@ -185,23 +185,25 @@ class RemoteCoordinator:
         or for this runner's own builds to be published)."""
         if len(self._unpublished) >= PUBLISH_AFTER:
             self._publish()
-        wait = POLL_S[0]
+        wait, fetched = POLL_S[0], False
         self._adopt_own()
         while True:
             held = self._held_back()
-            task_id = self._claim_build(skip=held)
+            task_id = self._claim_build(skip=held, fetched=fetched)
             if task_id is not None:
                 return task_id
             if self._unpublished:
                 return None  # VERIFY them, publish them, then look again
             if not self._others_hold_work():
                 return self._held_as_it_is(held)
-            wait = self._wait_for_change(wait)
+            wait, fetched = self._wait_for_change(wait), True
 
-    def _claim_build(self, skip: Collection[str] = frozenset()) -> str | None:
+    def _claim_build(self, skip: Collection[str] = frozenset(), fetched: bool = False) -> str | None:
         """Claim a task to build by ref, after bringing in the remote (when nothing of this
-        runner's waits to be published, whose code could conflict: then only a fetch)."""
-        self.remote.fetch()
+        runner's waits to be published, whose code could conflict: then only a fetch; none when
+        the wait for a change just `fetched`: sixteen waiting runners fetched twice per wake)."""
+        if not fetched:
+            self.remote.fetch()
         if not self._unpublished:
             if not self._free_on_remote(skip):
                 return None  # nothing to claim: no catch-up (a merge) for nothing
