@@ -11,40 +11,42 @@ Context compaction continues the task in a fresh run."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
-from ralph.failures import gist
 from ralph.loop.observe.journal import Span
 from ralph.loop.process.gate import GateResult
 from ralph.loop.process.supervisor import BudgetSpent
 from ralph.loop.runs.agent_process import AgentResult, PlanProblem, ralph_command
 from ralph.loop.runs.prompts import data_block, excerpt, one_line, task_details
 from ralph.loop.stages.agent_errors import error_lines
+from ralph.loop.stages.build_apply import (
+    Attempt,
+    apply,
+    failed,
+    now,
+    record,
+    record_failure,
+    set_aside,
+    tell_failure,
+)
 from ralph.loop.stages.build_outcome import (
     AttemptFacts,
-    BuildOutcome,
     Counted,
-    Exit,
     Failure,
-    Next,
-    StaleBase,
-    Write,
     decide,
 )
 from ralph.loop.stages.build_parallel import ParallelBuilds
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
-from ralph.loop.tree.work_tree import CheckoutBehind, Keep, judge_failure, settle_attempt
+from ralph.loop.tree.work_tree import CheckoutBehind, judge_failure
 from ralph.plan.attempts import BuildHistory, build_history, failed_the_same_twice
 from ralph.plan.document import Record
 from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
     KILLING_STOPS,
-    VERDICT_WORDS,
     AttemptRecord,
     KillReason,
     Recorded,
@@ -58,26 +60,10 @@ from ralph.plan.schedule import buildable
 from ralph.plan.scope import outside
 from ralph.plan.type_rules import breach
 from ralph.secrets import redact
-from ralph.text import plural, shown_path
+from ralph.text import plural
 from ralph.usecases.settings import Settings
 
 HISTORY_EXCERPT_CHARS = 1500
-_KILL_TEXT = {
-    KillReason.TIMEOUT: "the agent run hit its time limit",
-    KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
-    KillReason.DOOM_LOOP: "the build kept failing; split it into smaller tasks",
-    KillReason.REPEATED_FAILURE: "its last two builds failed the same way; split it into smaller tasks",
-}
-
-
-class Attempt(NamedTuple):
-    """One attempt's run, and what applying its outcome needs of it besides."""
-
-    result: AgentResult
-    changed: frozenset[str] = frozenset()  # the build's files, as its gate and hook left them
-    others: tuple[str, ...] = ()  # the other tasks ready to build (a deferral says how many)
-    questions: tuple[str, ...] = ()  # the questions its agent asked
-    counted: Counted | None = None  # its failure counted: the task as that leaves it
 
 
 class BuildStage:
@@ -171,7 +157,7 @@ class BuildStage:
                     else "ralph (the same rejection twice)"
                 )
                 asked = change.plan.ask_about_repeated_failure(
-                    task_id, _repeat_question(task), _now(), by, family, sorted(running)
+                    task_id, _repeat_question(task), now(), by, family, sorted(running)
                 )
                 change.message = f"ralph(build): {task_id} {_repeat_words(task)}; asks {asked['id']}"
             else:
@@ -202,7 +188,7 @@ class BuildStage:
         aside = AttemptRecord(
             Recorded.SET_ASIDE, text=reason, kill_reason=KillReason.DOOM_LOOP, kill_log=str(log)
         )
-        self._record(task_id, aside, lambda _: f"ralph(build): {task_id} set aside (rejected too often)")
+        record(self.ws, task_id, aside, lambda _: f"ralph(build): {task_id} set aside (rejected too often)")
         self.ws.journal.event(
             "task_killed", item=task_id, kill_reason=KillReason.DOOM_LOOP, rejected=True, log=str(log)
         )
@@ -233,13 +219,34 @@ class BuildStage:
     def build_task(self, task_id: str, iteration: int, report: StageReport) -> None:
         """Builds the task, retrying failed attempts; one VERIFY keeps rejecting is set aside for
         DECOMPOSE instead."""
-        plan = self.plan.read()
-        past = build_history(plan, task_id)
+        _, past = self._read(task_id)
         if self._rejected_too_often(past):
             return self._set_aside_rejected(past, report)
         report.items += 1
         with self.tree.build_recorded(task_id, past.task):
-            self._attempts(task_id, iteration, report, plan, past)
+            first = True
+            while self._attempt(task_id, iteration, report, first):
+                first = False
+
+    def _read(self, task_id: str) -> tuple[Plan, BuildHistory]:
+        """The plan as it is now, and the task's build history in it (the one place the stage
+        reads it: before the build, before each attempt, and as an attempt's run left it)."""
+        plan = self.plan.read()
+        return plan, build_history(plan, task_id)
+
+    def _attempt(self, task_id: str, iteration: int, report: StageReport, first: bool) -> bool:
+        """One attempt: its run, what the run did (one value), what that came to (decided once,
+        build_outcome.decide) and that applied in one place (build_apply.apply). Whether the
+        build goes on with another attempt at once."""
+        plan, past = self._read(task_id)
+        values = _values(self._draft_shown(past.task), plan, self.ws.settings, past.verify_reasons)
+        if self.tree.in_worktree:
+            self._from_the_branch_as_it_is(task_id, first)
+        result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
+        facts, attempt = self._facts(task_id, result, iteration)
+        outcome = decide(facts)
+        apply(self.ws, task_id, outcome, attempt, report)
+        return outcome.again
 
     def _draft_shown(self, task: Record) -> Record:
         """The task as its prompt shows it: its draft named by a ref this clone has (another
@@ -259,24 +266,6 @@ class BuildStage:
             raise CheckoutBehind(task_id)
         self.ws.journal.event("build_attempt", item=task_id, base=self.tree.base, behind=behind)
 
-    def _attempts(
-        self, task_id: str, iteration: int, report: StageReport, plan: Plan, past: BuildHistory
-    ) -> None:
-        first = True
-        while True:
-            values = _values(self._draft_shown(past.task), plan, self.ws.settings, past.verify_reasons)
-            if self.tree.in_worktree:
-                self._from_the_branch_as_it_is(task_id, first)
-            first = False
-            result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
-            facts, attempt = self._facts(task_id, result, iteration)
-            outcome = decide(facts)
-            self._apply(task_id, outcome, attempt, report)
-            if not outcome.again:
-                return
-            plan = self.plan.read()
-            past = build_history(plan, task_id)
-
     def count_held_back(
         self, task_id: str, failure: Failure, result: AgentResult, report: StageReport
     ) -> bool:
@@ -288,10 +277,10 @@ class BuildStage:
             facts = AttemptFacts(failure=failure, deferred=True, kept=True)
         else:
             facts = AttemptFacts(
-                failure=failure, counted=self._counted(task_id, _failed(failure, result)), kept=True
+                failure=failure, counted=self._counted(task_id, failed(failure, result)), kept=True
             )
         outcome = decide(facts)
-        self._apply(task_id, outcome, Attempt(result, others=tuple(others), counted=facts.counted), report)
+        apply(self.ws, task_id, outcome, Attempt(result, others=tuple(others), counted=facts.counted), report)
         return outcome.again
 
     def _facts(self, task_id: str, result: AgentResult, iteration: int) -> tuple[AttemptFacts, Attempt]:
@@ -322,15 +311,15 @@ class BuildStage:
         if tree.deferred:  # built again once other tasks move the code, uncounted
             facts = AttemptFacts(failure=failure, in_worktree=in_worktree, deferred=True)
             return facts, Attempt(result, others=tuple(others))
-        counted = self._counted(task_id, _failed(failure, result))
+        counted = self._counted(task_id, failed(failure, result))
         facts = AttemptFacts(failure=failure, counted=counted, from_head=tree.from_head)
         return facts, Attempt(result, counted=counted)
 
     def _counted(self, task_id: str, failed: AttemptRecord) -> Counted:
         """The task as this failure, recorded, would leave it (worked out on a copy of its record;
-        _apply records it)."""
+        build_apply records it)."""
         settings = self.ws.settings
-        after = build_history(self.plan.read(), task_id).after(failed)
+        after = self._read(task_id)[1].after(failed)
         task = after.task
         return Counted(
             ancestor=task.get("repeated_from"),
@@ -351,160 +340,6 @@ class BuildStage:
             for task in buildable_now(self.plan.read(), self.ws.settings)
             if task["id"] != task_id and task["id"] not in waiting
         ]
-
-    def _apply(self, task_id: str, outcome: BuildOutcome, attempt: Attempt, report: StageReport) -> None:
-        """What the attempt came to, done, in this order: its failure counted, the work tree
-        settled (the task held back, its changes kept), the plan written, the question or the
-        build committed, and the person told."""
-        result, failure = attempt.result, outcome.failure
-        if outcome.counted and failure is not None:
-            attempts = self._record_failure(task_id, failure, result)
-            self._tell_failure(task_id, attempts, failure, report, result.model)
-        log = self._log_of(task_id, outcome, result)
-        hold, wait = outcome.next is Next.AFTER_OTHERS, outcome.next is Next.WAIT_FOR_CODE
-        reset = outcome.write is Write.RESET
-        draft = settle_attempt(self.tree, task_id, outcome.keep, log, hold=hold, wait=wait, reset_plan=reset)
-        said = self._commit(task_id, outcome, attempt, self._write(task_id, outcome, attempt), report)
-        self._tell(task_id, outcome, attempt, report, log, draft, said)
-        if outcome.next is Next.AFTER_NEIGHBOURS:
-            raise StaleBase(task_id, failure, result)
-
-    def _log_of(self, task_id: str, outcome: BuildOutcome, result: AgentResult) -> Path:
-        """The log the attempt's kept changes go beside: its run's, or one of their own when the
-        attempt is given back uncounted (the plan's copy goes beside it too)."""
-        if outcome.write is Write.RESET:
-            kind = "stale" if outcome.exit is Exit.STALE_BASE else "deferred"
-            return self.agents.rel(self.agents.new_log(kind, task_id))
-        return result.log_path
-
-    def _write(self, task_id: str, outcome: BuildOutcome, attempt: Attempt) -> str | None:
-        """What the plan records of the attempt; what that names: the task built (its name), the
-        question ralph asked (its id)."""
-        write, result = outcome.write, attempt.result
-        usage = result.tracker.usage
-        if write is Write.BUILD:
-            files = tuple(shown_path(path) for path in sorted(result.changed - {PLAN_FILE}))
-            built = AttemptRecord(Recorded.BUILT, usage.total, usage.cost_usd, result.model, files)
-            return str(self._record(task_id, built, None)["name"])
-        if write is Write.RESUBMISSION:
-            resubmitted = AttemptRecord(Recorded.RESUBMITTED, usage.total, usage.cost_usd)
-            self._record(
-                task_id,
-                resubmitted,
-                lambda _: f"ralph(build): {task_id} resubmitted unchanged, with its argument",
-            )
-        elif write is Write.SET_ASIDE and outcome.kill is not None:
-            self._set_aside(task_id, outcome.kill, str(result.log_path))
-        elif write is Write.ASK and attempt.counted is not None:
-            text, by = _same_twice_question(task_id, attempt.counted), "ralph (BUILD: the same failure twice)"
-            asked = AttemptRecord(Recorded.ASKED, text=text, asked_at=_now(), asked_by=by)
-            question = self._record(
-                task_id, asked, lambda q: f"ralph(build): {task_id} failed the same way twice; asks {q['id']}"
-            )
-            return str(question["id"])
-        return None  # nothing, the agent's question (committed as it is), or reset by the tree
-
-    def _set_aside(self, task_id: str, reason: KillReason, log: str) -> None:
-        """Killed, or failed too often: set aside for DECOMPOSE."""
-        aside = AttemptRecord(Recorded.SET_ASIDE, text=_KILL_TEXT[reason], kill_reason=reason, kill_log=log)
-        self._record(task_id, aside, lambda _: f"ralph(build): {task_id} killed ({reason})")
-
-    def _record(
-        self, task_id: str, attempt: AttemptRecord, subject: Callable[[Record], str] | None
-    ) -> Record:
-        """The attempt's one change to the plan (plan.attempts.record_attempt): committed, its
-        `subject` said of what was written; without one (a build), left with the loop's spending for
-        the build's commit to carry. What was written: the task, or the question asked."""
-        with self.plan.change(commit=subject is not None) as change:
-            written = change.plan.record_attempt(task_id, attempt)
-            if subject is not None:
-                change.message = subject(written)
-            elif not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
-                self.plan.save_spending(into=change.plan)
-        return written
-
-    def _commit(
-        self, task_id: str, outcome: BuildOutcome, attempt: Attempt, said: str | None, report: StageReport
-    ) -> str | None:
-        """The agent's question committed, or the build's files with the plan that records it
-        (`said`: the task's name), which the work tree records on the task (in a worktree: its
-        copy, once merged). The commit; else `said` as it was."""
-        if outcome.write is Write.QUESTION:
-            ids = ", ".join(attempt.questions)
-            return self.tree.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
-        if outcome.keep is not Keep.COMMIT or said is None:
-            return said
-        return self._commit_build(task_id, said, attempt.changed, report)
-
-    def _commit_build(
-        self, task_id: str, name: str, changed: frozenset[str], report: StageReport
-    ) -> str | None:
-        """The build's files and the plan that records it, in one commit (its `name` the task's)."""
-        files = sorted(changed - {PLAN_FILE})
-        commit = self.tree.commit(f"ralph(build): {task_id} {name}", {*files, PLAN_FILE}, task_id)
-        if commit:
-            report.commits.append(commit)
-            report.builds.append(commit)
-        return commit
-
-    def _tell(
-        self,
-        task_id: str,
-        outcome: BuildOutcome,
-        attempt: Attempt,
-        report: StageReport,
-        log: Path,
-        draft: str | None,
-        said: str | None,
-    ) -> None:
-        """The journal, the console and the report hear what the attempt came to (a counted
-        failure was told as it was recorded). `draft`: the branch its changes went on; `said`:
-        the commit of its agent's question, or the id of the question ralph asked."""
-        result, exit_, next_ = attempt.result, outcome.exit, outcome.next
-        journal, console, run_log = self.ws.journal, self.ws.console, str(result.log_path)
-        if outcome.kill is not None:
-            reason = outcome.kill
-            journal.event("task_killed", item=task_id, kill_reason=reason, log=run_log)
-            then = "set aside for DECOMPOSE"
-            report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
-            console.event(f"{task_id} killed ({reason}); it will be decomposed")
-        elif exit_ is Exit.LEFT_THE_PLAN:
-            journal.event("task_left_the_plan", item=task_id, draft=draft, log=run_log)
-            if draft:
-                console.event(f"{task_id} left the plan during its build: its changes are kept on {draft}")
-        elif exit_ is Exit.ASKED:
-            ids = ", ".join(attempt.questions)
-            report.commits += [said] if said else []
-            journal.event("question_asked", item=task_id, questions=ids, log=run_log)
-            console.event(f"{task_id} asked a question ({ids}); it waits for `ralph answer`")
-        elif exit_ is Exit.RESUBMITTED:
-            journal.event("resubmitted", item=task_id, log=run_log)
-            console.event(f"{task_id} resubmitted unchanged; a fresh verifier judges it")
-        elif exit_ is Exit.STALE_BASE and next_ is Next.AFTER_OTHERS:
-            journal.event("build_stale_base", item=task_id, base=self.tree.repo.head(), log=str(log))
-            console.event(
-                f"{task_id}: other runners' work this build may lack is published or under way;"
-                " built again after"
-            )
-        elif exit_ is Exit.DEFERRED and outcome.failure is not None:
-            others = attempt.others
-            journal.event("build_deferred", item=task_id, others=len(others), log=run_log)
-            console.event(
-                f"{task_id}: {gist(outcome.failure.text)}; built again once other tasks have changed the"
-                f" code ({plural(len(others), 'other task')} ready; not counted as an attempt)"
-            )
-        elif next_ is Next.FAMILY and attempt.counted is not None:
-            ancestor, family = attempt.counted.ancestor, attempt.counted.family
-            journal.event(
-                "failure_survived_split", item=task_id, ancestor=ancestor, family=family, log=run_log
-            )
-            console.event(
-                f"{task_id} failed as its ancestor {ancestor} did: family {family} goes to a person"
-            )
-        elif next_ is Next.PERSON and exit_ is Exit.FAILED:
-            journal.event("question_asked", item=task_id, questions=said, repeated=True, log=run_log)
-            report.stopped.append(f"{task_id} failed the same way twice; question {said} for a person")
-            console.event(f"{task_id} failed the same way twice; it waits for `ralph answer {said}`")
 
     def _build_failure(
         self, task: Record, result: AgentResult, problem: PlanProblem | None, iteration: int
@@ -618,12 +453,12 @@ class BuildStage:
             f"{Verdict.WORKTREE_REMOVED}: the agent removed the worktree it was building in, or its"
             f" .git link; {left}. Work inside that folder, and never delete it or its .git.",
         )
-        attempts = self._record_failure(task_id, failure, result)
-        self._tell_failure(task_id, attempts, failure, report, result.model)
+        attempts = record_failure(self.ws, task_id, failure, result)
+        tell_failure(self.ws, task_id, attempts, failure, report, result.model)
         if attempts < self.ws.settings.max_attempts:
             return
         reason, log = KillReason.DOOM_LOOP, str(result.log_path)
-        self._set_aside(task_id, reason, log)  # no changes to keep: no tree is left
+        set_aside(self.ws, task_id, reason, log)  # no changes to keep: no tree is left
         self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=log)
         report.stopped.append(f"{task_id} BUILD killed ({reason}), set aside for DECOMPOSE; log {log}")
 
@@ -682,32 +517,6 @@ class BuildStage:
         refusal = f"the pre-commit hook refused the build:\n{result.summary}"
         return Failure(Verdict.HOOK_REFUSED, _for_history(refusal, self.agents.rel(log)))
 
-    def _record_failure(self, task_id: str, failure: Failure, result: AgentResult) -> int:
-        """The attempt failed: back to pending with its verdict and the reason; the code stays for
-        the next try."""
-        failed = _failed(failure, result)
-        said = self._record(
-            task_id, failed, lambda task: f"ralph(build): {task_id} attempt {task['attempts']} failed"
-        )
-        attempts: int = said["attempts"]
-        self.ws.journal.event(
-            "build_failed", item=task_id, attempts=attempts, verdict=failure.verdict, log=str(result.log_path)
-        )
-        return attempts
-
-    def _tell_failure(
-        self, task_id: str, attempts: int, failure: Failure, report: StageReport, model: str | None
-    ) -> None:
-        """Why the attempt failed, and the model it ran with, where the person looks: the console
-        (a failed gate's lines were shown as it ended) and the final report."""
-        words, reason = VERDICT_WORDS[failure.verdict], failure.text.removeprefix(f"{failure.verdict}: ")
-        attempt = f"attempt {attempts}" + (f" with {model}" if model else "")
-        report.failed.append(f"{task_id} {attempt}: {words}: {gist(reason)}")
-        shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
-        # In a worktree, builds run side by side: their lines name their task.
-        said = f"{attempt} failed ({words})"
-        self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
-
     def _rejected_too_often(self, past: BuildHistory) -> bool:
         """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
         used up max_rebuilds: DECOMPOSE splits it."""
@@ -756,15 +565,6 @@ def _values(
         + _after_rejection(task["id"], reasons),
         "gate": " ".join(settings.gate) or "(none)",
     }
-
-
-def _failed(failure: Failure, result: AgentResult) -> AttemptRecord:
-    """A failed attempt as the plan records it: its verdict and words, what its run used, and the
-    files it changed (names its fingerprint takes out)."""
-    usage, files = result.tracker.usage, tuple(sorted(result.changed - {PLAN_FILE}))
-    return AttemptRecord(
-        Recorded.FAILED, usage.total, usage.cost_usd, result.model, files, failure.verdict, failure.text
-    )
 
 
 def _errored_doing_nothing(task: Record, result: AgentResult) -> bool:
@@ -836,22 +636,6 @@ def _questions(plan: Plan, task: Record) -> list[str]:
     if not asked or not is_blocked(task):
         return []
     return [question["id"] for question in asked]
-
-
-def _same_twice_question(task_id: str, counted: Counted) -> str:
-    """The question about a task that failed the same way twice and cannot be split further."""
-    first, second = counted.repeated
-    return (
-        f"Task {task_id} failed the same way twice in a row and cannot be split further"
-        f" (decomposed {counted.depth} times). How should it be done, or should it be"
-        f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
-    )
-
-
-def _now() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _for_history(output: str, log: Path) -> str:

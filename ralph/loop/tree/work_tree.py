@@ -742,6 +742,21 @@ def judge_failure(tree: WorkTree, task_id: str, verdict: Verdict, others_ready: 
     return FailureOnTree(from_head=tree.retry_from_head(verdict))
 
 
+class Commit(NamedTuple):
+    """What the work tree commits as a build attempt settles (WorkTree.commit's arguments)."""
+
+    message: str
+    paths: frozenset[str] | None = None  # None: plan.jsonl alone
+    task: str | None = None  # the commit is that task's build, recorded on it
+
+
+class Settled(NamedTuple):
+    """What settling a build attempt left: the draft branch its changes went on, and the commit."""
+
+    draft: str | None = None
+    commit: str | None = None
+
+
 def settle_attempt(
     tree: WorkTree,
     task_id: str,
@@ -751,11 +766,13 @@ def settle_attempt(
     hold: bool = False,
     wait: bool = False,
     reset_plan: bool = False,
-) -> str | None:
+    commit: Commit | None = None,
+) -> Settled:
     """What the work tree does as a build attempt ends (ralph.loop.stages.build_outcome), in this
     order: the task held back (`hold`: from this runner's claims until others publish; `wait`:
-    until the code moves), its changes kept as `keep` says, beside `log`, and with `reset_plan`
-    plan.jsonl back as committed, the run's copy beside the log. The draft branch, if any."""
+    until the code moves), its changes kept as `keep` says, beside `log`, with `reset_plan`
+    plan.jsonl back as committed, the run's copy beside the log, and `commit` made (the agent's
+    question, or the build with the plan that records it)."""
     if hold:
         tree.coordinator.hold(task_id)
     if wait:
@@ -771,4 +788,7 @@ def settle_attempt(
         tree.set_aside(log)
     if reset_plan:
         tree.reset_plan(tree.home / log.with_suffix(".plan.jsonl"))
-    return draft
+    if commit is None:
+        return Settled(draft)
+    paths = None if commit.paths is None else set(commit.paths)
+    return Settled(draft, tree.commit(commit.message, paths, commit.task))
