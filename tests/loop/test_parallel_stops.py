@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.stages import build
+from ralph.loop.stages import build, build_apply
 from ralph.loop.stages.build_outcome import BuildOutcome
 from ralph.loop.stages.workspace import Workspace
 from ralph.loop.tree.work_tree import Keep
@@ -94,7 +94,7 @@ def held_until_stopping(
     """Each build, once committed in its worktree (it passed its gate), waits until the loop is
     stopping (`then` first: it stops the loop), the moment such builds were lost; with `hold`, only
     while it says so of the builds held so far. Returns the tasks that got this far."""
-    real, held = build.apply, []
+    real, held = build_apply.apply, []
 
     def applied(ws: Workspace, task_id: str, outcome: BuildOutcome, *args) -> None:
         real(ws, task_id, outcome, *args)
@@ -104,7 +104,7 @@ def held_until_stopping(
         then(ws, task_id)
         wait_for(lambda: ws.agents.stopping or not hold(held), "the loop never stopped")
 
-    monkeypatch.setattr(build, "apply", applied)
+    monkeypatch.setattr(build, "apply", applied)  # the name the stage calls it by
     return held
 
 
