@@ -196,6 +196,13 @@ COVERED: dict[str, tuple[str, ...]] = {
         "given back, deferred) is applied by the real stage there, and its commits, plan and drafts "
         "asserted.",
     ),
+    "ralph/loop/stages/build_facts.py": (
+        "tests/loop/test_stages_in_process.py",
+        "tests/loop/stages/test_agent_errors.py",
+        "tests/loop/test_loop_safety.py",
+        "what a run did (killed, gone from the plan, asked, resubmitted, its gate, hook, scope and type "
+        "failures, an agent's error) is gathered by the real stage there and asserted by its verdicts.",
+    ),
     "ralph/loop/stages/investigate.py": (
         "tests/loop/test_construct.py",
         "tests/loop/test_stage_runs.py",

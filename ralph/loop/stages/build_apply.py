@@ -1,8 +1,9 @@
-"""What one BUILD attempt came to (ralph.loop.stages.build_outcome, `BuildOutcome`), applied in one
-place (`apply`): the run's own record written to the plan, the work tree settled in one call
-(ralph.loop.tree.work_tree.settle_attempt: the task held back, its changes kept, the question or
-the build committed), then what the plan adds beside the task (set aside for DECOMPOSE, a question
-for a person), and the journal, the console and the report told."""
+"""What one BUILD attempt came to, applied in one place. `apply` takes the attempt's `BuildOutcome`
+(ralph.loop.stages.build_outcome) and does, in this order: the run's own record written to the
+plan, the work tree settled in one call (ralph.loop.tree.work_tree.settle_attempt: the task held
+back, its changes kept, the question or the build committed), then what the plan adds beside the
+task (set aside for DECOMPOSE, a question for a person), and the journal, the console and the
+report told."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.loop.tree.work_tree import Commit, Keep, Settled, settle_attempt
 from ralph.plan.document import Record
+from ralph.plan.plan import Plan
 from ralph.plan.records import VERDICT_WORDS, AttemptRecord, KillReason, Recorded, Verdict
 from ralph.text import plural, shown_path
 
@@ -47,6 +49,7 @@ def apply(ws: Workspace, task_id: str, outcome: BuildOutcome, attempt: Attempt, 
     result = attempt.result
     name = _record_run(ws, task_id, outcome, attempt, report)
     log = _log_of(ws, task_id, outcome, result)
+    commit = _commit_of(task_id, outcome, attempt, name)
     settled = settle_attempt(
         ws.tree,
         task_id,
@@ -55,7 +58,7 @@ def apply(ws: Workspace, task_id: str, outcome: BuildOutcome, attempt: Attempt, 
         hold=outcome.next is Next.AFTER_OTHERS,
         wait=outcome.next is Next.WAIT_FOR_CODE,
         reset_plan=outcome.write is Write.RESET,
-        commit=_commit_of(task_id, outcome, attempt, name),
+        commit=commit,
     )
     if settled.commit and outcome.keep is Keep.COMMIT:
         report.commits.append(settled.commit)
@@ -137,7 +140,8 @@ def record(
     `subject` said of what was written; without one (a build), left with the loop's spending for
     the build's commit to carry. What was written: the task, or the question asked."""
     with ws.plan.change(commit=subject is not None) as change:
-        written = change.plan.record_attempt(task_id, attempt)
+        plan: Plan = change.plan
+        written = plan.record_attempt(task_id, attempt)
         if subject is not None:
             change.message = subject(written)
         elif not ws.tree.in_worktree:  # the loop's own plan: the spending goes in with it

@@ -778,14 +778,12 @@ def settle_attempt(
     if wait:
         tree.wait_for_code(task_id)
     draft = None
-    if keep is Keep.DRAFT:
-        draft = tree.set_aside_as_draft(task_id, log)
-    elif keep is Keep.DRAFT_UNRECORDED or (
+    if keep is Keep.PATCH:
+        tree.set_aside(log)
+    elif keep in (Keep.DRAFT, Keep.DRAFT_UNRECORDED) or (
         keep is Keep.DRAFT_IF_CHANGED and tree.changed_paths() - {PLAN_FILE}
     ):
-        draft = tree.set_aside_as_draft(task_id, log, record=False)
-    elif keep is Keep.PATCH:
-        tree.set_aside(log)
+        draft = tree.set_aside_as_draft(task_id, log, record=keep is Keep.DRAFT)
     if reset_plan:
         tree.reset_plan(tree.home / log.with_suffix(".plan.jsonl"))
     if commit is None:
