@@ -1,5 +1,6 @@
 """The construct loop's transitions of a task: build attempts and their verdicts, kills, blocks,
-decompositions and VERIFY's verdicts. A spec's own records are ralph.plan.spec_records'."""
+decompositions and VERIFY's verdicts. What one build attempt changes on its task's record is
+ralph.plan.attempt_changes'; a spec's own records are ralph.plan.spec_records'."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 
 from ralph.errors import Refused
 from ralph.plan import questions, tasks
+from ralph.plan.attempt_changes import add_usage, record_on
 from ralph.plan.document import Record
-from ralph.plan.families import fingerprint, inherited_failures, members_to_hold, note_repeat
+from ralph.plan.families import inherited_failures, members_to_hold
 from ralph.plan.reading import PlanReader, drop_claim
 from ralph.plan.records import (
-    VERIFY_KILL_FIELDS,
     AttemptRecord,
     KillReason,
     Recorded,
@@ -64,7 +65,7 @@ class BuildHistory:
         if attempt.kind not in (Recorded.FAILED, Recorded.BUILT, Recorded.RESUBMITTED):
             raise ValueError(f"{attempt.kind} adds a record to the plan: it is not worked out on a copy")
         task = copy.deepcopy(self.task)
-        _record_on(task, attempt, self.rebuilding)
+        record_on(task, attempt, self.rebuilding)
         return replace(self, task=task)
 
 
@@ -92,34 +93,12 @@ def record_attempt(plan: PlanReader, task_id: str, attempt: AttemptRecord) -> Re
     question."""
     rebuilding = bool(_verify_reasons(_rejects(plan, task_id)))
     line = plan.task_line(task_id)
-    added = _record_on(line.record, attempt, rebuilding, plan)
+    added = record_on(line.record, attempt, rebuilding, plan)
     plan.doc.rewrite(line)
     if added is None:
         return line.record
     plan.doc.append(added)
     return added if attempt.kind is Recorded.ASKED else line.record
-
-
-def _record_on(
-    task: Record, attempt: AttemptRecord, rebuilding: bool, plan: PlanReader | None = None
-) -> Record | None:
-    """`attempt` made on the task's record, in place; the record to add after its line (a
-    set-aside's reject record, a question), which only a `plan` makes."""
-    kind = attempt.kind
-    if kind is Recorded.FAILED:
-        _failed(task, attempt, rebuilding)
-    elif kind is Recorded.BUILT:
-        _built(task, attempt, rebuilding)
-    elif kind is Recorded.RESUBMITTED:
-        _resubmitted(task, attempt)
-    elif plan is not None and kind is Recorded.SET_ASIDE:
-        return tasks.send_back(plan, task, attempt.text, attempt.kill_reason, attempt.kill_log)
-    elif plan is not None and kind is Recorded.ASKED:
-        question, _ = questions.question_on(plan, task, attempt.text, attempt.asked_at, attempt.asked_by)
-        for stale in ("fingerprint", "repeated_failure", "repeated_from", "rejection_fingerprint"):
-            task.pop(stale, None)
-        return question
-    return None
 
 
 def record_build(
@@ -130,21 +109,8 @@ def record_build(
     cost_usd: float | None,
     model: str | None = None,
 ) -> Record:
-    """A build attempt passed the gate (_built)."""
+    """A build attempt passed the gate (attempt_changes.record_on)."""
     return record_attempt(plan, task_id, AttemptRecord(Recorded.BUILT, tokens, cost_usd, model, tuple(files)))
-
-
-def _built(task: Record, attempt: AttemptRecord, rebuilding: bool) -> None:
-    """A build passed the gate: count it, note the files it changed, the model it ran with and
-    its cost, and clear what earlier failures left on the task."""
-    _count_build(task, rebuilding)
-    task["files"] = sorted(attempt.files)
-    task["verdict"] = Verdict.BUILT
-    _add_usage(task, attempt.tokens, attempt.cost_usd)
-    _record_model(task, attempt.model)
-    stale_failure = ("gate_failure", "fingerprint", "repeated_failure", "repeated_from", "resubmitted")
-    for stale in (*stale_failure, "merge_conflict", "kill_reason", "kill_log", *VERIFY_KILL_FIELDS):
-        task.pop(stale, None)
 
 
 def record_build_commit(plan: PlanReader, task_id: str, commit: str) -> None:
@@ -175,37 +141,10 @@ def record_build_failure(
     model: str | None = None,
     files: list[str] | None = None,
 ) -> int:
-    """A build attempt failed (_failed); returns the attempts so far."""
+    """A build attempt failed (attempt_changes.record_on); returns the attempts so far."""
     failed = AttemptRecord(Recorded.FAILED, tokens, cost_usd, model, tuple(files or ()), verdict, failure)
     attempts: int = record_attempt(plan, task_id, failed)["attempts"]
     return attempts
-
-
-def _failed(task: Record, attempt: AttemptRecord, rebuilding: bool) -> None:
-    """A build failed: back to pending with its verdict, the reason and the model it ran with.
-    Its fingerprint (its `files`: the paths the build changed, whose names it takes out) against
-    its last failure's and its ancestors' says whether it repeats one (families.note_repeat)."""
-    verdict, failure = attempt.verdict, attempt.text
-    if verdict is None:
-        raise ValueError("a failed build is recorded with its verdict")
-    task["s"] = Status.PENDING
-    _count_build(task, rebuilding)
-    task["verdict"] = verdict
-    print_ = fingerprint(verdict, failure, [task["id"], *attempt.files])
-    note_repeat(task, print_, task.get("fingerprint"), task.get("gate_failure"), failure)
-    task["fingerprint"] = print_
-    task["gate_failure"] = failure
-    _add_usage(task, attempt.tokens, attempt.cost_usd)
-    _record_model(task, attempt.model)
-
-
-def _resubmitted(task: Record, attempt: AttemptRecord) -> None:
-    """Resubmitted unchanged, with its argument (`task done --unchanged`): no build to count; a
-    fresh verifier judges it, and only a rejection of it counts, as a rebuild (tasks.reject)."""
-    task["verdict"] = Verdict.BUILT
-    _add_usage(task, attempt.tokens, attempt.cost_usd)
-    for stale in ("gate_failure", "fingerprint", "repeated_failure", "repeated_from", *VERIFY_KILL_FIELDS):
-        task.pop(stale, None)
 
 
 def failed_builds(task: Record) -> int:
@@ -213,14 +152,6 @@ def failed_builds(task: Record) -> int:
     its merge or VERIFY failed it). A run whose agent failed without doing anything, or a build
     given back as made on a stale base, is no attempt and counts here neither."""
     return int(task.get("attempts") or 0)
-
-
-def _count_build(task: Record, rebuilding: bool) -> None:
-    """One more build: every build counts in `attempts` (the history of builds), and those after
-    a rejection also in `rebuilds`, their own budget."""
-    task["attempts"] = task.get("attempts", 0) + 1
-    if rebuilding:
-        task["rebuilds"] = task.get("rebuilds", 0) + 1
 
 
 def ask_about_repeated_failure(
@@ -283,7 +214,7 @@ def record_merge_conflict(
         "merge_conflict: the build passed its gate, but its changes conflict with work merged"
         f" meanwhile in {', '.join(sorted(files))}; build it again on the current code"
     )
-    _add_usage(task, tokens, cost_usd)
+    add_usage(task, tokens, cost_usd)
     for stale in ("commit", "files", "fingerprint"):  # a conflict between two failures: not in a row
         task.pop(stale, None)
     plan.doc.rewrite(line)
@@ -517,25 +448,6 @@ def apply_verification(
         taken["cut"] = [cut.record["id"] for cut in bounded.cut]
         taken["cut_issue"] = bounded.issue
     return taken
-
-
-def _add_usage(task: Record, tokens: int, cost_usd: float | None) -> None:
-    """Sum an attempt's usage onto the task, so `git log -p plan.jsonl` shows what it cost."""
-    if tokens:
-        task["tokens"] = task.get("tokens", 0) + tokens
-        task["attempt_tokens"] = [*task.get("attempt_tokens", []), tokens]
-    if cost_usd is None:  # counted, so that no one reads the known part as the whole cost
-        task["unknown_cost_runs"] = task.get("unknown_cost_runs", 0) + 1
-    else:
-        task["cost_usd"] = round(task.get("cost_usd", 0) + cost_usd, 6)
-
-
-def _record_model(task: Record, model: str | None) -> None:
-    """The model the task's last build ran with; none given (the CLI's default): none recorded."""
-    if model:
-        task["model"] = model
-    else:
-        task.pop("model", None)
 
 
 def restore_task(plan: PlanReader, record: Record) -> Record:

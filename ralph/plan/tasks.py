@@ -168,22 +168,34 @@ def send_back(
     plan: PlanReader, task: Record, reason: str, kill_reason: KillReason | None, kill_log: str | None
 ) -> Record:
     """`reject` on the task's record, in place: the reject record to append after its line is
-    rewritten (the caller writes both: a transition that rejects rewrites the line once)."""
-    if not is_done(task) and not kill_reason:
+    rewritten (the caller writes both: a transition that rejects rewrites the line once). With a
+    `kill_reason`, the loop's own set-aside (set_aside_on)."""
+    if kill_reason:
+        return set_aside_on(task, reason, kill_reason, kill_log)
+    if not is_done(task):
         raise Refused(f"task {task['id']} is pending; only a done task can be rejected")
     task["s"] = Status.PENDING
     drop_claim(task)  # back in the pool for whichever runner comes next
-    if task.pop("resubmitted", None) is not None and not kill_reason:
+    if task.pop("resubmitted", None) is not None:
         task["rebuilds"] = task.get("rebuilds", 0) + 1  # its unchanged resubmission was rejected too
-    if not kill_reason:
-        _fingerprint_rejection(plan, task, reason)
+    _fingerprint_rejection(plan, task, reason)
     task["reject_reason"] = reason
-    task["verdict"] = Verdict.KILLED if kill_reason else Verdict.REJECTED
+    task["verdict"] = Verdict.REJECTED
+    return {"t": "reject", "id": task["id"], "reason": reason}
+
+
+def set_aside_on(task: Record, reason: str, kill_reason: KillReason, kill_log: str | None) -> Record:
+    """The loop gives up building the task as it is (killed, failed or rejected too often), on its
+    record, in place: no rejection to fingerprint. The reject record to append after its line."""
+    task["s"] = Status.PENDING
+    drop_claim(task)  # back in the pool for whichever runner comes next
+    task.pop("resubmitted", None)
+    task["reject_reason"] = reason
+    task["verdict"] = Verdict.KILLED
     tombstone = {"t": "reject", "id": task["id"], "reason": reason}
-    if kill_reason:
-        task["kill_reason"] = tombstone["kill_reason"] = str(kill_reason)
-        if kill_log:
-            task["kill_log"] = kill_log
+    task["kill_reason"] = tombstone["kill_reason"] = str(kill_reason)
+    if kill_log:
+        task["kill_log"] = kill_log
     return tombstone
 
 

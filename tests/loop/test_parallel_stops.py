@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.stages.build import BuildStage
+from ralph.loop.stages import build, build_apply
+from ralph.loop.stages.build_outcome import BuildOutcome
+from ralph.loop.stages.workspace import Workspace
+from ralph.loop.tree.work_tree import Keep
 from tests.support.construct import (
     add_tasks,
     assert_clean,
@@ -86,20 +89,22 @@ def built_runs(tmp_path: Path) -> list[str]:
 
 
 def held_until_stopping(
-    monkeypatch: pytest.MonkeyPatch, then=lambda stage, task_id: None, hold=lambda held: True
+    monkeypatch: pytest.MonkeyPatch, then=lambda ws, task_id: None, hold=lambda held: True
 ) -> list[str]:
     """Each build, once committed in its worktree (it passed its gate), waits until the loop is
     stopping (`then` first: it stops the loop), the moment such builds were lost; with `hold`, only
     while it says so of the builds held so far. Returns the tasks that got this far."""
-    real, held = BuildStage._commit_build, []
+    real, held = build_apply.apply, []
 
-    def record(stage: BuildStage, task_id: str, *args) -> None:
-        real(stage, task_id, *args)
+    def applied(ws: Workspace, task_id: str, outcome: BuildOutcome, *args) -> None:
+        real(ws, task_id, outcome, *args)
+        if outcome.keep is not Keep.COMMIT:  # committed: the build's files with its record
+            return
         held.append(task_id)
-        then(stage, task_id)
-        wait_for(lambda: stage.ws.agents.stopping or not hold(held), "the loop never stopped")
+        then(ws, task_id)
+        wait_for(lambda: ws.agents.stopping or not hold(held), "the loop never stopped")
 
-    monkeypatch.setattr(BuildStage, "_commit_build", record)
+    monkeypatch.setattr(build, "apply", applied)  # the name the stage calls it by
     return held
 
 
@@ -142,7 +147,7 @@ def test_a_build_that_passed_its_gate_is_merged_when_a_stop_signal_ends_the_run(
     building: the passed one was thrown away with the other. Now it is merged, the other's work is
     set aside on its draft; the plan is left committed."""
     fast, slow = add_tasks(project, "One", "Two [slow]")
-    held = held_until_stopping(monkeypatch, then=lambda stage, task_id: os.kill(os.getpid(), signal.SIGTERM))
+    held = held_until_stopping(monkeypatch, then=lambda ws, task_id: os.kill(os.getpid(), signal.SIGTERM))
     done = run(project, tmp_path, "--parallel", "2")
     assert done.returncode == 143, done.stdout + done.stderr
     assert held == [fast]
@@ -168,7 +173,7 @@ def test_a_passed_build_that_cannot_merge_as_the_run_stops_is_kept_on_its_draft_
     attempt; before, it was thrown away."""
     ids = add_tasks(project, "One [shared]", "Two [shared]")
 
-    def second_stops(stage: BuildStage, task_id: str) -> None:
+    def second_stops(ws: Workspace, task_id: str) -> None:
         if len(held) == 2:
             os.kill(os.getpid(), signal.SIGTERM)
 

@@ -125,6 +125,14 @@ def test_a_failure_without_its_verdict_is_refused():
         record_attempt(plan_of(BASE), "t-a", AttemptRecord(Recorded.FAILED, text="why"))
 
 
+def test_a_set_aside_without_why_is_refused_and_leaves_the_task_as_it_was():
+    plan = plan_of(BASE)
+    before = dict(task_in(plan, "t-a"))
+    with pytest.raises(ValueError):
+        record_attempt(plan, "t-a", AttemptRecord(Recorded.SET_ASIDE, text="too slow"))
+    assert task_in(plan, "t-a") == before and plan.reject_reasons("t-a") == []
+
+
 def test_an_attempt_goes_through_a_commit_message_as_its_type_and_a_runner_replays_it():
     ours = plan_of(BASE)
     ours.record_attempt("t-a", FAILED)

@@ -188,6 +188,21 @@ COVERED: dict[str, tuple[str, ...]] = {
         "builds retried after a failed gate, timed out, crashed, set aside for DECOMPOSE or changing "
         "nothing are run through the real loop.",
     ),
+    "ralph/loop/stages/build_apply.py": (
+        "tests/loop/test_stages_in_process.py",
+        "tests/loop/stages/test_agent_errors.py",
+        "tests/loop/test_parallel_stops.py",
+        "each outcome of a build attempt (built and committed, failed and retried, set aside, asked, "
+        "given back, deferred) is applied by the real stage there, and its commits, plan and drafts "
+        "asserted.",
+    ),
+    "ralph/loop/stages/build_facts.py": (
+        "tests/loop/test_stages_in_process.py",
+        "tests/loop/stages/test_agent_errors.py",
+        "tests/loop/test_loop_safety.py",
+        "what a run did (killed, gone from the plan, asked, resubmitted, its gate, hook, scope and type "
+        "failures, an agent's error) is gathered by the real stage there and asserted by its verdicts.",
+    ),
     "ralph/loop/stages/investigate.py": (
         "tests/loop/test_construct.py",
         "tests/loop/test_stage_runs.py",
@@ -275,6 +290,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "tests/plan/test_transitions.py",
         "a spec's records (the current spec, planned, a stopped PLAN or check, a passing check) are "
         "asserted there with the bytes they leave, and by the loop's CHECK tests.",
+    ),
+    "ralph/plan/attempt_changes.py": (
+        "tests/plan/test_attempt_record.py",
+        "tests/plan/test_transitions.py",
+        "each kind of attempt (failed, built, resubmitted, set aside, asked) is written on the task "
+        "there, on a copy too, and asserted with the exact bytes it leaves.",
     ),
     "ralph/plan/attempts.py": (
         "tests/plan/test_transitions.py",

@@ -11,79 +11,53 @@ Context compaction continues the task in a fresh run."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
-from ralph.failures import gist
-from ralph.loop.observe.journal import Span
-from ralph.loop.process.gate import GateResult
-from ralph.loop.process.supervisor import BudgetSpent
-from ralph.loop.runs.agent_process import AgentResult, PlanProblem, ralph_command
+from ralph.loop.runs.agent_process import AgentResult, ralph_command
 from ralph.loop.runs.prompts import data_block, excerpt, one_line, task_details
-from ralph.loop.stages.agent_errors import error_lines
+from ralph.loop.stages.build_apply import (
+    Attempt,
+    apply,
+    failed,
+    now,
+    record,
+    record_failure,
+    set_aside,
+    tell_failure,
+)
+from ralph.loop.stages.build_facts import BuildFacts, buildable_now
 from ralph.loop.stages.build_outcome import (
     AttemptFacts,
-    BuildOutcome,
-    Counted,
-    Exit,
     Failure,
-    Next,
-    StaleBase,
-    Write,
     decide,
 )
 from ralph.loop.stages.build_parallel import ParallelBuilds
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
-from ralph.loop.tree.plan_access import PLAN_FILE
-from ralph.loop.tree.work_tree import CheckoutBehind, Keep, judge_failure, settle_attempt
-from ralph.plan.attempts import BuildHistory, build_history, failed_the_same_twice
+from ralph.loop.tree.work_tree import CheckoutBehind
+from ralph.plan.attempts import BuildHistory, build_history
 from ralph.plan.document import Record
 from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
 from ralph.plan.records import (
-    KILLING_STOPS,
-    VERDICT_WORDS,
     AttemptRecord,
     KillReason,
     Recorded,
     Stage,
     TaskView,
     Verdict,
-    is_blocked,
-    is_done,
 )
-from ralph.plan.schedule import buildable
-from ralph.plan.scope import outside
-from ralph.plan.type_rules import breach
 from ralph.secrets import redact
-from ralph.text import plural, shown_path
+from ralph.text import plural
 from ralph.usecases.settings import Settings
-
-HISTORY_EXCERPT_CHARS = 1500
-_KILL_TEXT = {
-    KillReason.TIMEOUT: "the agent run hit its time limit",
-    KillReason.CONTEXT_LIMIT: "the agent's context window filled up",
-    KillReason.DOOM_LOOP: "the build kept failing; split it into smaller tasks",
-    KillReason.REPEATED_FAILURE: "its last two builds failed the same way; split it into smaller tasks",
-}
-
-
-class Attempt(NamedTuple):
-    """One attempt's run, and what applying its outcome needs of it besides."""
-
-    result: AgentResult
-    changed: frozenset[str] = frozenset()  # the build's files, as its gate and hook left them
-    others: tuple[str, ...] = ()  # the other tasks ready to build (a deferral says how many)
-    questions: tuple[str, ...] = ()  # the questions its agent asked
-    counted: Counted | None = None  # its failure counted: the task as that leaves it
 
 
 class BuildStage:
     def __init__(self, ws: Workspace):
         self.ws = ws
         self.plan, self.agents, self.tree = ws.plan, ws.agents, ws.tree  # the parts it acts through
+        self.facts = BuildFacts(ws)  # what an attempt's run did
 
     def in_worktree(self, ws: Workspace) -> BuildStage:
         """This stage acting in a build's worktree (ws: Workspace.for_worktree's)."""
@@ -171,7 +145,7 @@ class BuildStage:
                     else "ralph (the same rejection twice)"
                 )
                 asked = change.plan.ask_about_repeated_failure(
-                    task_id, _repeat_question(task), _now(), by, family, sorted(running)
+                    task_id, _repeat_question(task), now(), by, family, sorted(running)
                 )
                 change.message = f"ralph(build): {task_id} {_repeat_words(task)}; asks {asked['id']}"
             else:
@@ -202,7 +176,7 @@ class BuildStage:
         aside = AttemptRecord(
             Recorded.SET_ASIDE, text=reason, kill_reason=KillReason.DOOM_LOOP, kill_log=str(log)
         )
-        self._record(task_id, aside, lambda _: f"ralph(build): {task_id} set aside (rejected too often)")
+        record(self.ws, task_id, aside, lambda _: f"ralph(build): {task_id} set aside (rejected too often)")
         self.ws.journal.event(
             "task_killed", item=task_id, kill_reason=KillReason.DOOM_LOOP, rejected=True, log=str(log)
         )
@@ -233,13 +207,34 @@ class BuildStage:
     def build_task(self, task_id: str, iteration: int, report: StageReport) -> None:
         """Builds the task, retrying failed attempts; one VERIFY keeps rejecting is set aside for
         DECOMPOSE instead."""
-        plan = self.plan.read()
-        past = build_history(plan, task_id)
+        _, past = self._read(task_id)
         if self._rejected_too_often(past):
             return self._set_aside_rejected(past, report)
         report.items += 1
         with self.tree.build_recorded(task_id, past.task):
-            self._attempts(task_id, iteration, report, plan, past)
+            first = True
+            while self._attempt(task_id, iteration, report, first):
+                first = False
+
+    def _read(self, task_id: str) -> tuple[Plan, BuildHistory]:
+        """The plan as it is now, and the task's build history in it (the one place the stage
+        reads it: before the build, before each attempt, and to count a held-back failure)."""
+        plan = self.plan.read()
+        return plan, build_history(plan, task_id)
+
+    def _attempt(self, task_id: str, iteration: int, report: StageReport, first: bool) -> bool:
+        """One attempt: its run, what the run did (one value), what that came to (decided once,
+        build_outcome.decide) and that applied in one place (build_apply.apply). Whether the
+        build goes on with another attempt at once."""
+        plan, past = self._read(task_id)
+        if self.tree.in_worktree:
+            self._from_the_branch_as_it_is(task_id, first)
+        values = _values(self._draft_shown(past.task), plan, self.ws.settings, past.verify_reasons)
+        result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
+        facts, attempt = self.facts.gather(task_id, result, iteration, past)
+        outcome = decide(facts)
+        apply(self.ws, task_id, outcome, attempt, report)
+        return outcome.again
 
     def _draft_shown(self, task: Record) -> Record:
         """The task as its prompt shows it: its draft named by a ref this clone has (another
@@ -259,351 +254,21 @@ class BuildStage:
             raise CheckoutBehind(task_id)
         self.ws.journal.event("build_attempt", item=task_id, base=self.tree.base, behind=behind)
 
-    def _attempts(
-        self, task_id: str, iteration: int, report: StageReport, plan: Plan, past: BuildHistory
-    ) -> None:
-        first = True
-        while True:
-            values = _values(self._draft_shown(past.task), plan, self.ws.settings, past.verify_reasons)
-            if self.tree.in_worktree:
-                self._from_the_branch_as_it_is(task_id, first)
-            first = False
-            result = self.agents.run_agent(Stage.BUILD, iteration, task_id, values, plan=plan)
-            facts, attempt = self._facts(task_id, result, iteration)
-            outcome = decide(facts)
-            self._apply(task_id, outcome, attempt, report)
-            if not outcome.again:
-                return
-            plan = self.plan.read()
-            past = build_history(plan, task_id)
-
     def count_held_back(
         self, task_id: str, failure: Failure, result: AgentResult, report: StageReport
     ) -> bool:
         """A failure StaleBase held back beside running neighbours, judged once they left the code
         as it was (ParallelBuilds): deferred when the agent said it cannot do it and other tasks may
         change the code, else counted. Its changes were set aside then. True when it is built again."""
-        others = self._others_ready(task_id) if failure.verdict is Verdict.AGENT_ERROR else []
+        others = self.facts.others_ready(task_id) if failure.verdict is Verdict.AGENT_ERROR else []
         if others:
             facts = AttemptFacts(failure=failure, deferred=True, kept=True)
         else:
-            facts = AttemptFacts(
-                failure=failure, counted=self._counted(task_id, _failed(failure, result)), kept=True
-            )
+            counted = self.facts.counted(failed(failure, result), self._read(task_id)[1])
+            facts = AttemptFacts(failure=failure, counted=counted, kept=True)
         outcome = decide(facts)
-        self._apply(task_id, outcome, Attempt(result, others=tuple(others), counted=facts.counted), report)
+        apply(self.ws, task_id, outcome, Attempt(result, others=tuple(others), counted=facts.counted), report)
         return outcome.again
-
-    def _facts(self, task_id: str, result: AgentResult, iteration: int) -> tuple[AttemptFacts, Attempt]:
-        """What the attempt's run did, asked in decide's order: the gate runs only on a build that
-        is to be judged, and the tree's waivers (stale base, deferral) are spent only on a failure
-        that reaches them."""
-        stop = result.run.stop_reason
-        if stop in KILLING_STOPS:
-            return AttemptFacts(killed=KILLING_STOPS[stop]), Attempt(result)
-        plan = self.plan.after(result)
-        after = plan.find_task(task_id)  # the task as the agent left it
-        if after is None:  # its agent removed it (found it done), or a person deleted it meanwhile
-            return AttemptFacts(in_plan=False), Attempt(result)
-        asked = [] if result.violation else _questions(plan, after)
-        if asked:
-            return AttemptFacts(asked=True), Attempt(result, questions=tuple(asked))
-        problem = result.plan_problem
-        if not (result.violation or problem) and _resubmitted_unchanged(after, result):
-            return AttemptFacts(resubmitted=True), Attempt(result)
-        failure, changed = self._build_failure(after, result, problem, iteration)
-        if failure is None:
-            return AttemptFacts(), Attempt(result, frozenset(changed))
-        others = self._others_ready(task_id) if failure.verdict is Verdict.AGENT_ERROR else []
-        tree = judge_failure(self.tree, task_id, failure.verdict, bool(others))
-        in_worktree = self.tree.in_worktree
-        if tree.stale:  # built again on the new HEAD, uncounted
-            return AttemptFacts(failure=failure, stale=True, in_worktree=in_worktree), Attempt(result)
-        if tree.deferred:  # built again once other tasks move the code, uncounted
-            facts = AttemptFacts(failure=failure, in_worktree=in_worktree, deferred=True)
-            return facts, Attempt(result, others=tuple(others))
-        counted = self._counted(task_id, _failed(failure, result))
-        facts = AttemptFacts(failure=failure, counted=counted, from_head=tree.from_head)
-        return facts, Attempt(result, counted=counted)
-
-    def _counted(self, task_id: str, failed: AttemptRecord) -> Counted:
-        """The task as this failure, recorded, would leave it (worked out on a copy of its record;
-        _apply records it)."""
-        settings = self.ws.settings
-        after = build_history(self.plan.read(), task_id).after(failed)
-        task = after.task
-        return Counted(
-            ancestor=task.get("repeated_from"),
-            family=family_of(task),
-            out_of_builds=after.out_of_builds(settings.max_attempts, settings.max_rebuilds),
-            same_twice=failed_the_same_twice(task),
-            splittable=task.get("depth", 0) < settings.max_decompose_depth,
-            depth=task.get("depth", 0),
-            repeated=tuple(task.get("repeated_failure") or ()),
-        )
-
-    def _others_ready(self, task_id: str) -> list[str]:
-        """The other tasks ready to build that do not wait for the code to move: their builds may
-        bring what this one lacks."""
-        waiting = self.tree.waiting_for_code()
-        return [
-            task["id"]
-            for task in buildable_now(self.plan.read(), self.ws.settings)
-            if task["id"] != task_id and task["id"] not in waiting
-        ]
-
-    def _apply(self, task_id: str, outcome: BuildOutcome, attempt: Attempt, report: StageReport) -> None:
-        """What the attempt came to, done, in this order: its failure counted, the work tree
-        settled (the task held back, its changes kept), the plan written, the question or the
-        build committed, and the person told."""
-        result, failure = attempt.result, outcome.failure
-        if outcome.counted and failure is not None:
-            attempts = self._record_failure(task_id, failure, result)
-            self._tell_failure(task_id, attempts, failure, report, result.model)
-        log = self._log_of(task_id, outcome, result)
-        hold, wait = outcome.next is Next.AFTER_OTHERS, outcome.next is Next.WAIT_FOR_CODE
-        reset = outcome.write is Write.RESET
-        draft = settle_attempt(self.tree, task_id, outcome.keep, log, hold=hold, wait=wait, reset_plan=reset)
-        said = self._commit(task_id, outcome, attempt, self._write(task_id, outcome, attempt), report)
-        self._tell(task_id, outcome, attempt, report, log, draft, said)
-        if outcome.next is Next.AFTER_NEIGHBOURS:
-            raise StaleBase(task_id, failure, result)
-
-    def _log_of(self, task_id: str, outcome: BuildOutcome, result: AgentResult) -> Path:
-        """The log the attempt's kept changes go beside: its run's, or one of their own when the
-        attempt is given back uncounted (the plan's copy goes beside it too)."""
-        if outcome.write is Write.RESET:
-            kind = "stale" if outcome.exit is Exit.STALE_BASE else "deferred"
-            return self.agents.rel(self.agents.new_log(kind, task_id))
-        return result.log_path
-
-    def _write(self, task_id: str, outcome: BuildOutcome, attempt: Attempt) -> str | None:
-        """What the plan records of the attempt; what that names: the task built (its name), the
-        question ralph asked (its id)."""
-        write, result = outcome.write, attempt.result
-        usage = result.tracker.usage
-        if write is Write.BUILD:
-            files = tuple(shown_path(path) for path in sorted(result.changed - {PLAN_FILE}))
-            built = AttemptRecord(Recorded.BUILT, usage.total, usage.cost_usd, result.model, files)
-            return str(self._record(task_id, built, None)["name"])
-        if write is Write.RESUBMISSION:
-            resubmitted = AttemptRecord(Recorded.RESUBMITTED, usage.total, usage.cost_usd)
-            self._record(
-                task_id,
-                resubmitted,
-                lambda _: f"ralph(build): {task_id} resubmitted unchanged, with its argument",
-            )
-        elif write is Write.SET_ASIDE and outcome.kill is not None:
-            self._set_aside(task_id, outcome.kill, str(result.log_path))
-        elif write is Write.ASK and attempt.counted is not None:
-            text, by = _same_twice_question(task_id, attempt.counted), "ralph (BUILD: the same failure twice)"
-            asked = AttemptRecord(Recorded.ASKED, text=text, asked_at=_now(), asked_by=by)
-            question = self._record(
-                task_id, asked, lambda q: f"ralph(build): {task_id} failed the same way twice; asks {q['id']}"
-            )
-            return str(question["id"])
-        return None  # nothing, the agent's question (committed as it is), or reset by the tree
-
-    def _set_aside(self, task_id: str, reason: KillReason, log: str) -> None:
-        """Killed, or failed too often: set aside for DECOMPOSE."""
-        aside = AttemptRecord(Recorded.SET_ASIDE, text=_KILL_TEXT[reason], kill_reason=reason, kill_log=log)
-        self._record(task_id, aside, lambda _: f"ralph(build): {task_id} killed ({reason})")
-
-    def _record(
-        self, task_id: str, attempt: AttemptRecord, subject: Callable[[Record], str] | None
-    ) -> Record:
-        """The attempt's one change to the plan (plan.attempts.record_attempt): committed, its
-        `subject` said of what was written; without one (a build), left with the loop's spending for
-        the build's commit to carry. What was written: the task, or the question asked."""
-        with self.plan.change(commit=subject is not None) as change:
-            written = change.plan.record_attempt(task_id, attempt)
-            if subject is not None:
-                change.message = subject(written)
-            elif not self.tree.in_worktree:  # the loop's own plan: the spending goes in with it
-                self.plan.save_spending(into=change.plan)
-        return written
-
-    def _commit(
-        self, task_id: str, outcome: BuildOutcome, attempt: Attempt, said: str | None, report: StageReport
-    ) -> str | None:
-        """The agent's question committed, or the build's files with the plan that records it
-        (`said`: the task's name), which the work tree records on the task (in a worktree: its
-        copy, once merged). The commit; else `said` as it was."""
-        if outcome.write is Write.QUESTION:
-            ids = ", ".join(attempt.questions)
-            return self.tree.commit(f"ralph(build): {task_id} waits for an answer to {ids}")
-        if outcome.keep is not Keep.COMMIT or said is None:
-            return said
-        return self._commit_build(task_id, said, attempt.changed, report)
-
-    def _commit_build(
-        self, task_id: str, name: str, changed: frozenset[str], report: StageReport
-    ) -> str | None:
-        """The build's files and the plan that records it, in one commit (its `name` the task's)."""
-        files = sorted(changed - {PLAN_FILE})
-        commit = self.tree.commit(f"ralph(build): {task_id} {name}", {*files, PLAN_FILE}, task_id)
-        if commit:
-            report.commits.append(commit)
-            report.builds.append(commit)
-        return commit
-
-    def _tell(
-        self,
-        task_id: str,
-        outcome: BuildOutcome,
-        attempt: Attempt,
-        report: StageReport,
-        log: Path,
-        draft: str | None,
-        said: str | None,
-    ) -> None:
-        """The journal, the console and the report hear what the attempt came to (a counted
-        failure was told as it was recorded). `draft`: the branch its changes went on; `said`:
-        the commit of its agent's question, or the id of the question ralph asked."""
-        result, exit_, next_ = attempt.result, outcome.exit, outcome.next
-        journal, console, run_log = self.ws.journal, self.ws.console, str(result.log_path)
-        if outcome.kill is not None:
-            reason = outcome.kill
-            journal.event("task_killed", item=task_id, kill_reason=reason, log=run_log)
-            then = "set aside for DECOMPOSE"
-            report.stopped.append(f"{task_id} BUILD killed ({reason}), {then}; log {result.log_path}")
-            console.event(f"{task_id} killed ({reason}); it will be decomposed")
-        elif exit_ is Exit.LEFT_THE_PLAN:
-            journal.event("task_left_the_plan", item=task_id, draft=draft, log=run_log)
-            if draft:
-                console.event(f"{task_id} left the plan during its build: its changes are kept on {draft}")
-        elif exit_ is Exit.ASKED:
-            ids = ", ".join(attempt.questions)
-            report.commits += [said] if said else []
-            journal.event("question_asked", item=task_id, questions=ids, log=run_log)
-            console.event(f"{task_id} asked a question ({ids}); it waits for `ralph answer`")
-        elif exit_ is Exit.RESUBMITTED:
-            journal.event("resubmitted", item=task_id, log=run_log)
-            console.event(f"{task_id} resubmitted unchanged; a fresh verifier judges it")
-        elif exit_ is Exit.STALE_BASE and next_ is Next.AFTER_OTHERS:
-            journal.event("build_stale_base", item=task_id, base=self.tree.repo.head(), log=str(log))
-            console.event(
-                f"{task_id}: other runners' work this build may lack is published or under way;"
-                " built again after"
-            )
-        elif exit_ is Exit.DEFERRED and outcome.failure is not None:
-            others = attempt.others
-            journal.event("build_deferred", item=task_id, others=len(others), log=run_log)
-            console.event(
-                f"{task_id}: {gist(outcome.failure.text)}; built again once other tasks have changed the"
-                f" code ({plural(len(others), 'other task')} ready; not counted as an attempt)"
-            )
-        elif next_ is Next.FAMILY and attempt.counted is not None:
-            ancestor, family = attempt.counted.ancestor, attempt.counted.family
-            journal.event(
-                "failure_survived_split", item=task_id, ancestor=ancestor, family=family, log=run_log
-            )
-            console.event(
-                f"{task_id} failed as its ancestor {ancestor} did: family {family} goes to a person"
-            )
-        elif next_ is Next.PERSON and exit_ is Exit.FAILED:
-            journal.event("question_asked", item=task_id, questions=said, repeated=True, log=run_log)
-            report.stopped.append(f"{task_id} failed the same way twice; question {said} for a person")
-            console.event(f"{task_id} failed the same way twice; it waits for `ralph answer {said}`")
-
-    def _build_failure(
-        self, task: Record, result: AgentResult, problem: PlanProblem | None, iteration: int
-    ) -> tuple[Failure | None, set[str]]:
-        """Why this attempt does not count as built (None when it passed the gate), and the files
-        it changed as the gate and hook left them."""
-        if result.violation:
-            return Failure(
-                Verdict.PERMISSION_VIOLATION, f"{Verdict.PERMISSION_VIOLATION}: {result.violation}"
-            ), set()
-        if problem:
-            return Failure(problem.verdict, problem.text), set()
-        nested = self._nested_failure(result)
-        if nested:
-            return nested, set()
-        if _errored_doing_nothing(task, result):
-            said = "\n".join(error_lines(result))
-            text = f"{Verdict.AGENT_ERROR}: the agent ended ({result.describe()}) on this task:\n{said}"
-            return Failure(Verdict.AGENT_ERROR, _for_history(text, result.log_path)), set()
-        if not is_done(task):
-            tail = "\n".join(result.run.tail[-15:])
-            ended = f"the agent ended ({result.describe()}) without running `ralph task done`."
-            return Failure(Verdict.NOT_DONE, _for_history(f"{ended}\n{tail}", result.log_path)), set()
-        if not task.get("no_code") and not result.changed - {PLAN_FILE}:
-            return Failure(
-                Verdict.NO_CHANGES,
-                f"{Verdict.NO_CHANGES}: the agent marked the task done but changed no file. Build it; if"
-                ' it truly needs no change, the task must say so ("no_code": true).',
-            ), set()
-        log = self.agents.new_log("gate", task["id"])
-        span = self.ws.journal.span(
-            "gate",
-            item=task["id"],
-            iteration=iteration,
-            log=str(self.agents.rel(log)),
-            worker=self.agents.worker,
-        )
-        settings = self.ws.settings
-        gate = self._run_check(settings.gate, log, task["id"], span, "gate")
-        changed = self._the_builds(result.changed, "by the gate")
-        self.tree.building |= changed - {PLAN_FILE}
-        span.end(ok=gate.ok, summary=None if gate.ok else redact(gate.summary).strip()[:600])
-        self.ws.console.gate(
-            task["id"], gate.ok, gate.summary, str(self.agents.rel(log)), tagged=self.tree.in_worktree
-        )
-        if not gate.ok:
-            return Failure(Verdict.GATE_FAILED, _for_history(gate.summary, self.agents.rel(log))), set()
-        refused = None
-        if settings.run_hooks:
-            refused = self._hook_failure(task["id"], iteration)
-            changed = self._the_builds(frozenset(changed), "by the pre-commit hook")
-            self.tree.building |= changed - {PLAN_FILE}
-        own = changed - {PLAN_FILE}
-        return refused or self._scope_failure(task, own) or self._type_failure(task, own), changed
-
-    def _run_check(self, argv: Sequence[str], log: Path, task_id: str, span: Span, what: str) -> GateResult:
-        """The gate (or pre-commit hook) run on the build. One the loop's stop cut short (a signal,
-        a spent budget) is no verdict on the build: it is journalled as cut short (never as the
-        build's failure, never as an attempt) and the stop goes on, the build set aside with the
-        rest of the loop's unfinished work."""
-        try:
-            result = self.agents.gate(argv, log)
-        except (KeyboardInterrupt, BudgetSpent):  # the stop reached this thread in the gate
-            self._cut_short(task_id, log, span, what)
-            raise
-        if result.cut_short:  # the stop came from another thread (a neighbour's budget, a signal)
-            self._cut_short(task_id, log, span, what)
-            raise KeyboardInterrupt
-        return result
-
-    def _cut_short(self, task_id: str, log: Path, span: Span, what: str) -> None:
-        shown = str(self.agents.rel(log))
-        span.end(ok=None, cut_short=True)
-        self.ws.journal.event("gate_cut_short", item=task_id, what=what, log=shown)
-        self.ws.console.event(f"{what} for {task_id}: cut short, ralph is stopping (no verdict), log {shown}")
-
-    def _the_builds(self, before: frozenset[str], when: str) -> set[str]:
-        """The build's paths after its gate (or hook) ran: those it had changed `before`, as the
-        gate left them (a formatter in it writes for the build). What the gate made or touched
-        besides (a coverage file, a build artifact) is not the build's: left unstaged, with a
-        warning, never committed, never counted against its scope."""
-        changed = self.tree.changed_paths()
-        self.tree.leave_foreign_changes(when, among=changed - before)
-        return changed & (before | {PLAN_FILE})
-
-    def _nested_failure(self, result: AgentResult) -> Failure | None:
-        """A git repository the agent made inside the work tree (`git init`, `git clone`) would be
-        committed as a bare gitlink, its files in no commit, or refused by `git add`: its files
-        stay as plain files for the next attempt, its .git is kept beside the log."""
-        nested = self.tree.unnest(result.changed - {PLAN_FILE}, result.log_path)
-        if not nested:
-            return None
-        kept = self.agents.rel(result.log_path).with_suffix(".nested")
-        return Failure(
-            Verdict.NESTED_REPOSITORY,
-            f"{Verdict.NESTED_REPOSITORY}: the build made git repositories inside the work tree"
-            f" ({', '.join(nested)}). Their files stay, as plain files of this repository; their"
-            f" .git folders are kept in {kept}. Never run `git init` or `git clone` in the work tree.",
-        )
 
     def tree_removed(self, task_id: str, result: AgentResult, report: StageReport) -> None:
         """The agent removed the worktree its build ran in, or its .git link (ParallelBuilds): a
@@ -618,95 +283,14 @@ class BuildStage:
             f"{Verdict.WORKTREE_REMOVED}: the agent removed the worktree it was building in, or its"
             f" .git link; {left}. Work inside that folder, and never delete it or its .git.",
         )
-        attempts = self._record_failure(task_id, failure, result)
-        self._tell_failure(task_id, attempts, failure, report, result.model)
+        attempts = record_failure(self.ws, task_id, failure, result)
+        tell_failure(self.ws, task_id, attempts, failure, report, result.model)
         if attempts < self.ws.settings.max_attempts:
             return
         reason, log = KillReason.DOOM_LOOP, str(result.log_path)
-        self._set_aside(task_id, reason, log)  # no changes to keep: no tree is left
+        set_aside(self.ws, task_id, reason, log)  # no changes to keep: no tree is left
         self.ws.journal.event("task_killed", item=task_id, kill_reason=reason, log=log)
         report.stopped.append(f"{task_id} BUILD killed ({reason}), set aside for DECOMPOSE; log {log}")
-
-    def _scope_failure(self, task: Record, changed: set[str]) -> Failure | None:
-        """A task that declares its scope may change only the files it names."""
-        strays = outside(task.get("scope"), changed)
-        if not strays:
-            return None
-        allowed = ", ".join(task["scope"])
-        return Failure(
-            Verdict.SCOPE_VIOLATION,
-            f"{Verdict.SCOPE_VIOLATION}: the build changed files outside the task's scope ({allowed}): "
-            + ", ".join(strays[:50]),
-        )
-
-    def _type_failure(self, task: Record, changed: set[str]) -> Failure | None:
-        """A docs, test or refactor task may change only what its type allows
-        (ralph.plan.type_rules); the files its scope names are always allowed."""
-        found = breach(
-            task.get("type"), task.get("scope"), changed, self.tree.repo.at_head, self.ws.settings.docs_paths
-        )
-        if found is None:
-            return None
-        return Failure(
-            Verdict.TYPE_VIOLATION,
-            f"{Verdict.TYPE_VIOLATION}: {found.rule}; undo the changes to these files, or leave them to"
-            " another task: " + ", ".join(found.files[:50]),
-        )
-
-    def _hook_failure(self, task_id: str, iteration: int) -> Failure | None:
-        """With run_hooks: the repository's pre-commit hook (a secret scanner, a linter) sees the
-        build staged, as it would a person's commit; ralph's own commit then skips it. A hook in the
-        work tree runs as the commit the run started on has it (ralph.loop.process.commit_hook)."""
-        import tempfile
-
-        from ralph.loop.process.commit_hook import hook_argv
-
-        with tempfile.TemporaryDirectory(prefix="ralph-hook-") as own:
-            argv = hook_argv(self.tree.repo, self.agents.runner.started, Path(own))
-            if argv is None:
-                return None
-            return self._run_hook(argv, task_id, iteration)
-
-    def _run_hook(self, argv: list[str], task_id: str, iteration: int) -> Failure | None:
-        self.tree.repo.stage_paths(self.tree.changed_paths() - {PLAN_FILE})
-        log = self.agents.new_log("hook", task_id)
-        span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.agents.rel(log)))
-        result = self._run_check(argv, log, task_id, span, "pre-commit hook")
-        span.end(ok=result.ok, summary=None if result.ok else redact(result.summary).strip()[:600])
-        relative = str(self.agents.rel(log))
-        self.ws.console.gate(
-            task_id, result.ok, result.summary, relative, what="pre-commit hook", tagged=self.tree.in_worktree
-        )
-        if result.ok:
-            return None
-        refusal = f"the pre-commit hook refused the build:\n{result.summary}"
-        return Failure(Verdict.HOOK_REFUSED, _for_history(refusal, self.agents.rel(log)))
-
-    def _record_failure(self, task_id: str, failure: Failure, result: AgentResult) -> int:
-        """The attempt failed: back to pending with its verdict and the reason; the code stays for
-        the next try."""
-        failed = _failed(failure, result)
-        said = self._record(
-            task_id, failed, lambda task: f"ralph(build): {task_id} attempt {task['attempts']} failed"
-        )
-        attempts: int = said["attempts"]
-        self.ws.journal.event(
-            "build_failed", item=task_id, attempts=attempts, verdict=failure.verdict, log=str(result.log_path)
-        )
-        return attempts
-
-    def _tell_failure(
-        self, task_id: str, attempts: int, failure: Failure, report: StageReport, model: str | None
-    ) -> None:
-        """Why the attempt failed, and the model it ran with, where the person looks: the console
-        (a failed gate's lines were shown as it ended) and the final report."""
-        words, reason = VERDICT_WORDS[failure.verdict], failure.text.removeprefix(f"{failure.verdict}: ")
-        attempt = f"attempt {attempts}" + (f" with {model}" if model else "")
-        report.failed.append(f"{task_id} {attempt}: {words}: {gist(reason)}")
-        shown = "" if failure.verdict == Verdict.GATE_FAILED else reason
-        # In a worktree, builds run side by side: their lines name their task.
-        said = f"{attempt} failed ({words})"
-        self.ws.console.verdict("BUILD", task_id, said, shown, tagged=self.tree.in_worktree)
 
     def _rejected_too_often(self, past: BuildHistory) -> bool:
         """VERIFY rejected it max_attempts times, or its rebuilds (and rejected resubmissions)
@@ -722,12 +306,6 @@ def _waiting_last(ready: list[Record], waiting: set[str], running: set[str]) -> 
     if others or running - waiting:
         return others
     return ready
-
-
-def buildable_now(plan: Plan, settings: Settings) -> list[Record]:
-    """The spec's tasks BUILD may start now, in order: pending, not set aside, their dependencies
-    accepted."""
-    return buildable([task.record for task in plan.task_views(settings.spec)], plan.accepted())
 
 
 def jobs(plan: Plan, settings: Settings, root: Path | None = None) -> list[Job]:
@@ -756,27 +334,6 @@ def _values(
         + _after_rejection(task["id"], reasons),
         "gate": " ".join(settings.gate) or "(none)",
     }
-
-
-def _failed(failure: Failure, result: AgentResult) -> AttemptRecord:
-    """A failed attempt as the plan records it: its verdict and words, what its run used, and the
-    files it changed (names its fingerprint takes out)."""
-    usage, files = result.tracker.usage, tuple(sorted(result.changed - {PLAN_FILE}))
-    return AttemptRecord(
-        Recorded.FAILED, usage.total, usage.cost_usd, result.model, files, failure.verdict, failure.text
-    )
-
-
-def _errored_doing_nothing(task: Record, result: AgentResult) -> bool:
-    """The agent ended in an error of its own (not stopped by ralph) without marking the task done
-    or changing a file: what it says is why (Verdict.AGENT_ERROR)."""
-    stopped = result.run.stop_reason is not None
-    return not is_done(task) and not result.ok and not stopped and not result.changed - {PLAN_FILE}
-
-
-def _resubmitted_unchanged(task: Record, result: AgentResult) -> bool:
-    """The builder marked the rejected task done with `--unchanged` and changed no file."""
-    return is_done(task) and bool(task.get("resubmitted")) and not result.changed - {PLAN_FILE}
 
 
 def _after_rejection(task_id: str, reasons: Sequence[str]) -> str:
@@ -828,33 +385,3 @@ def _repeat_question(task: Record) -> str:
         " right, and how should the task meet it, or should it be dropped? Built again as it is, it"
         f" would be rejected again.\n\nThe first rejection:\n{first}\n\nThe second:\n{second}"
     )
-
-
-def _questions(plan: Plan, task: Record) -> list[str]:
-    """The questions the task's agent asked a person (`ralph ask`), which blocked it."""
-    asked = plan.questions_of(task["id"])
-    if not asked or not is_blocked(task):
-        return []
-    return [question["id"] for question in asked]
-
-
-def _same_twice_question(task_id: str, counted: Counted) -> str:
-    """The question about a task that failed the same way twice and cannot be split further."""
-    first, second = counted.repeated
-    return (
-        f"Task {task_id} failed the same way twice in a row and cannot be split further"
-        f" (decomposed {counted.depth} times). How should it be done, or should it be"
-        f" dropped?\n\nThe first failure:\n{first}\n\nThe second:\n{second}"
-    )
-
-
-def _now() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _for_history(output: str, log: Path) -> str:
-    """What of a failure goes into plan.jsonl, and so into git history for good: a short excerpt
-    with secrets redacted, pointing to the full output in the (ignored) log."""
-    return f"{excerpt(redact(output), HISTORY_EXCERPT_CHARS)}\n(full output: {log})"  # redacted, then cut

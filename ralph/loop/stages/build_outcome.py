@@ -1,8 +1,9 @@
 """What one BUILD attempt came to, decided once: `decide` turns what the run did (`AttemptFacts`)
 into a `BuildOutcome`: its exit, whether it counts, what the work tree keeps (`Keep`, done by
-ralph.loop.tree.work_tree.settle_attempt), what the plan records and what happens next. The BUILD
-stage applies that value in one place (ralph.loop.stages.build, `_apply`). Pure: no plan, no git,
-no process; each exit is tested alone (tests/loop/stages/test_build_outcome.py)."""
+ralph.loop.tree.work_tree.settle_attempt), what the plan records and what happens next. What the
+run did is gathered by ralph.loop.stages.build_facts; the value is applied in one place,
+ralph.loop.stages.build_apply. Pure: no plan, no git, no process; each exit is tested alone
+(tests/loop/stages/test_build_outcome.py)."""
 
 from __future__ import annotations
 

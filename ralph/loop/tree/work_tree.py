@@ -742,6 +742,21 @@ def judge_failure(tree: WorkTree, task_id: str, verdict: Verdict, others_ready: 
     return FailureOnTree(from_head=tree.retry_from_head(verdict))
 
 
+class Commit(NamedTuple):
+    """What the work tree commits as a build attempt settles (WorkTree.commit's arguments)."""
+
+    message: str
+    paths: frozenset[str] | None = None  # None: plan.jsonl alone
+    task: str | None = None  # the commit is that task's build, recorded on it
+
+
+class Settled(NamedTuple):
+    """What settling a build attempt left: the draft branch its changes went on, and the commit."""
+
+    draft: str | None = None
+    commit: str | None = None
+
+
 def settle_attempt(
     tree: WorkTree,
     task_id: str,
@@ -751,24 +766,27 @@ def settle_attempt(
     hold: bool = False,
     wait: bool = False,
     reset_plan: bool = False,
-) -> str | None:
+    commit: Commit | None = None,
+) -> Settled:
     """What the work tree does as a build attempt ends (ralph.loop.stages.build_outcome), in this
     order: the task held back (`hold`: from this runner's claims until others publish; `wait`:
-    until the code moves), its changes kept as `keep` says, beside `log`, and with `reset_plan`
-    plan.jsonl back as committed, the run's copy beside the log. The draft branch, if any."""
+    until the code moves), its changes kept as `keep` says, beside `log`, with `reset_plan`
+    plan.jsonl back as committed, the run's copy beside the log, and `commit` made (the agent's
+    question, or the build with the plan that records it)."""
     if hold:
         tree.coordinator.hold(task_id)
     if wait:
         tree.wait_for_code(task_id)
     draft = None
-    if keep is Keep.DRAFT:
-        draft = tree.set_aside_as_draft(task_id, log)
-    elif keep is Keep.DRAFT_UNRECORDED or (
+    if keep is Keep.PATCH:
+        tree.set_aside(log)
+    elif keep in (Keep.DRAFT, Keep.DRAFT_UNRECORDED) or (
         keep is Keep.DRAFT_IF_CHANGED and tree.changed_paths() - {PLAN_FILE}
     ):
-        draft = tree.set_aside_as_draft(task_id, log, record=False)
-    elif keep is Keep.PATCH:
-        tree.set_aside(log)
+        draft = tree.set_aside_as_draft(task_id, log, record=keep is Keep.DRAFT)
     if reset_plan:
         tree.reset_plan(tree.home / log.with_suffix(".plan.jsonl"))
-    return draft
+    if commit is None:
+        return Settled(draft)
+    paths = None if commit.paths is None else set(commit.paths)
+    return Settled(draft, tree.commit(commit.message, paths, commit.task))
