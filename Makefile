@@ -51,7 +51,12 @@ lint: $(STAMP)
 # fakes of tests/loop/test_stages_in_process.py), make test keeps one real-process run per
 # behaviour that is about processes, and make e2e the other real-process runs (listed at e2e below).
 # On 29 Nov 2026: before, 1766 tests, 87 s idle, ~165-175 CPU-s; after, measured on 2 idle CPUs,
-# 1886 tests in 58 s of wall time, 110 CPU-s of user and system time.
+# 1886 tests in 58 s of wall time, 110 CPU-s of user and system time. Later that day, 1966 tests,
+# measured back to back on 2 CPUs that others loaded (load 4-16; a loaded CPU spends more CPU-s on
+# the same work): 140 CPU-s, 198 s of wall time; after the moves to make e2e named below, a cheaper
+# gate and fake agent, and the layout checks parsing each module once: 1961 tests, 137 CPU-s, 169 s
+# (per test, at the same load, 5% less CPU). Not measured idle: about 61 s, the 64 s estimated for
+# the 1966 tests less 5%, so still over the minute.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
@@ -109,7 +114,13 @@ test: $(STAMP) $(REWRITTEN)
 # by aspect but a clean review, a round with findings, an aspect file a build rewrote and review-only
 # (loop/stages/test_review.py); the wheel
 # builds of test_distribution.py, the editable ralph inside the work tree and the moved nested
-# repositories of loop/process/test_sandbox.py.
+# repositories of loop/process/test_sandbox.py. Later that day (1966 tests), of the sandbox's grids
+# of fence by attack, make test keeps a diagonal: the pre-commit hook rewritten fenced and removed
+# unfenced, the nested repository embedded fenced and cloned unfenced, the forge of ralph's own
+# record in a worktree build; the other pairs and the serial forge moved here. So did a build that
+# accepts its own task (loop/test_loop_safety.py; its rule is checked in process in
+# runs/test_permissions.py, the undo for real by a build that commits) and the test task's type
+# (loop/test_task_types.py; in process in test_stages_in_process.py).
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc

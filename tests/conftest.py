@@ -123,7 +123,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # Modules whose tests share a fixture made once per module (their repository takes some 20 commands
 # to build, and the tests only read it or copy it): run in one worker, it is built once, not once in
 # each of the five (tests/cli/test_log.py's history was 550 git runs and 1.5 CPU-s of the suite).
-ONE_WORKER_MODULES = ("tests/cli/test_log.py", "tests/cli/test_json_output.py")
+# The checks of the layout and of the map of the code share what they parsed of each module
+# (tests/test_layout.py's summary, tests/support/architecture.py's docstrings): in one worker,
+# ralph/ is parsed once for them all, not once per test (4 CPU-s of the suite, now 1).
+ONE_WORKER_MODULES = (
+    "tests/cli/test_log.py",
+    "tests/cli/test_json_output.py",
+    "tests/test_layout.py",
+    "tests/test_architecture.py",
+)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which a plain `pytest` may run without

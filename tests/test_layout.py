@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -36,18 +38,42 @@ def imported(path: Path, root: Path) -> Iterator[tuple[int, str]]:
     """(line, dotted name) of each module `path` imports; `from package import name` gives
     package.name when that is a module of `root`, relative imports resolved."""
     package = list(path.relative_to(root).parent.parts)
-    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+    for line, level, names, from_module in summary(path.read_bytes(), str(path)).imports:
+        if from_module is None:
+            for name in names:
+                yield line, name
+            continue
+        base = package[: len(package) - level + 1] if level else []
+        module = ".".join([*base, *([from_module] if from_module else [])])
+        folder = root.joinpath(*module.split("."))
+        for name in names:
+            submodule = folder / name
+            is_module = submodule.with_suffix(".py").is_file() or (submodule / "__init__.py").is_file()
+            yield line, f"{module}.{name}" if is_module else module
+
+
+class Summary(NamedTuple):
+    """What these checks read of a module: its imports (line, level, names, the module of a
+    `from` import: "" for `from . import x`, None for a plain `import`) and whether it has logic."""
+
+    imports: tuple[tuple[int, int, tuple[str, ...], str | None], ...]
+    has_logic: bool
+
+
+# By the bytes, not the path: the checks of ralph/'s imports and of its tests read each module
+# again, and parsing all of ralph/ took half a CPU-second each time; bytes changed are parsed again.
+@lru_cache(maxsize=2048)
+def summary(data: bytes, filename: str) -> Summary:
+    imports: list[tuple[int, int, tuple[str, ...], str | None]] = []
+    logic = False
+    for node in ast.walk(ast.parse(data, filename=filename)):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name
+            imports.append((node.lineno, 0, tuple(alias.name for alias in node.names), None))
         elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            module = ".".join([*base, *([node.module] if node.module else [])])
-            folder = root.joinpath(*module.split("."))
-            for alias in node.names:
-                submodule = folder / alias.name
-                is_module = submodule.with_suffix(".py").is_file() or (submodule / "__init__.py").is_file()
-                yield node.lineno, f"{module}.{alias.name}" if is_module else module
+            names = tuple(alias.name for alias in node.names)
+            imports.append((node.lineno, node.level, names, node.module or ""))
+        logic = logic or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    return Summary(tuple(imports), logic)
 
 
 def forbidden(module: str) -> bool:
@@ -69,8 +95,7 @@ def import_violations(root: Path) -> list[str]:
 
 
 def has_logic(path: Path) -> bool:
-    tree = ast.parse(path.read_bytes(), filename=str(path))
-    return any(isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) for node in ast.walk(tree))
+    return summary(path.read_bytes(), str(path)).has_logic
 
 
 def own_test_module(module: str) -> str | None:

@@ -223,14 +223,15 @@ def test_a_signal_stops_the_agent_and_its_child_and_leaves_the_plan_as_committed
     import signal
     import subprocess
 
-    from tests.support.construct import gone
+    from tests.support.construct import default_signals, gone
 
     pids = tmp_path / "pids"
     env = {**os.environ, "DRAFT_AGENT": "hang", "DRAFT_PIDS": str(pids)}
     argv = [sys.executable, "-m", "ralph", "-C", str(repo), "spec", "draft", "farewell", IDEA, *AGENT]
-    running = subprocess.Popen(
-        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    running = subprocess.Popen(  # with SIGTERM's default action, whatever this test inherited
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=default_signals,
+    )  # fmt: skip
     wait_for(
         lambda: pids.exists() and pids.read_text().endswith("\n"),
         "the agent asked and started its child",

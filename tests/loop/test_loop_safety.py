@@ -445,10 +445,12 @@ elif stage == "VERIFY":
 # A verifier that edits code ("changed code in VERIFY: check_work.py", its edit undone and kept as a
 # patch, the task accepted by the next verifier) is test_verifiers_work_in_checkouts_of_their_own_and_
 # one_that_edits_keeps_nothing in tests/loop/test_stage_runs.py, which asserts all this test did: this
-# case runs with the slow suites.
+# case runs with the slow suites. So does the build that accepts its own task: make test has the rule in
+# tests/loop/runs/test_permissions.py (test_a_verdict_given_in_build_is_a_violation_and_verifys_own_is_
+# not), and a run undone whole and gone on from, for real, in the build that commits.
 @pytest.mark.parametrize(
     ("mode", "stage", "did"),
-    [("self-accept", "BUILD", "gave a verdict in BUILD"),
+    [pytest.param("self-accept", "BUILD", "gave a verdict in BUILD", marks=pytest.mark.slow),
      ("commit", "BUILD", "moved HEAD"),
      pytest.param("edit-in-verify", "VERIFY", "changed code in VERIFY: check_work.py",
                   marks=pytest.mark.slow)],

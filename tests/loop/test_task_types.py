@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ralph.usecases import tasks
 from tests.support.construct import construct, events
 from tests.support.gitrepo import git
@@ -61,6 +63,11 @@ def build_commit(project: Path, task: str) -> str:
     return build
 
 
+# `make test` has it in process, in test_stages_in_process.py: test_what_a_type_does_not_allow_fails_
+# the_attempt[test] and test_what_a_type_or_the_scope_allows_is_built[test]; the test above checks a
+# type against what a real build changed in git (an existing test file, too). This runs with the
+# slow suites.
+@pytest.mark.slow
 def test_a_test_task_that_changed_code_fails_then_is_built_and_one_that_only_added_tests_passes(
     project: Path,
 ):

@@ -65,6 +65,37 @@ def test_the_trusted_path_drops_work_tree_relative_and_empty_entries(tmp_path):
     assert programs.trusted_path(path) == str(outside)
 
 
+class NamingATreeMidLookup(str):
+    """A path whose every comparison, as `fenced` looks it up, names one more work tree: what another
+    of the loop's threads (a build's, a reviewer's) may do at that moment."""
+
+    trees: Path
+    named: int
+
+    def __new__(cls, path: str, trees: Path) -> NamingATreeMidLookup:
+        looked_up = super().__new__(cls, path)
+        looked_up.trees, looked_up.named = trees, 0
+        return looked_up
+
+    def __eq__(self, other: object) -> bool:
+        self.named += 1
+        programs.fence(self.trees / f"tree-{self.named}")
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_a_work_tree_named_while_another_thread_looks_a_path_up_breaks_neither(tmp_path):
+    """A lookup goes through the work trees known when it started; one named meanwhile is known to
+    the next lookup (a review's four reviewers once ended the run: the lookup found the work trees
+    changed under it)."""
+    programs.fence(tmp_path / "first")
+    looked_up = NamingATreeMidLookup(str(tmp_path / "elsewhere"), tmp_path)
+    assert programs.fenced(looked_up) is False
+    assert looked_up.named >= 1
+    assert programs.fenced(os.path.realpath(tmp_path / f"tree-{looked_up.named}"))
+
+
 def test_no_hook_runs_in_ralphs_git_calls(repo, tmp_path):
     """core.hooksPath in the work tree (husky's way): ralph's commits, worktrees and reverts run no
     hook from it, and `hook()` still finds the pre-commit hook ralph means to run (in the fence)."""

@@ -947,8 +947,17 @@ def with_husky_hook(project: Path) -> None:
     config.set_value(project, "run_hooks", "true")
 
 
-@pytest.mark.parametrize("attack", ["rewrite", "remove"])
-@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
+# Each fence meets one attack in `make test` (fenced, the rewrite; unfenced, the removal); the other
+# pair runs with the slow suites.
+@pytest.mark.parametrize(
+    ("mode", "attack"),
+    [
+        pytest.param("required", "rewrite", marks=needs_bwrap, id="required-rewrite"),
+        pytest.param("required", "remove", marks=[needs_bwrap, pytest.mark.slow], id="required-remove"),
+        pytest.param("off", "remove", id="off-remove"),
+        pytest.param("off", "rewrite", marks=pytest.mark.slow, id="off-rewrite"),
+    ],
+)
 def test_a_pre_commit_hook_in_the_work_tree_runs_as_the_run_started_with_it(project, tmp_path, mode, attack):
     """run_hooks with a hook the build can write (.husky/pre-commit): the build that rewrote it to
     `exit 0`, or removed it, had its leak committed. The hook runs as the commit the run started on
@@ -1082,11 +1091,20 @@ def with_nested(project: Path, folder: str, embedded: bool) -> str:
     return git(nested, "rev-parse", "HEAD")
 
 
+# Each fence meets one kind of nested repository in `make test` (fenced, an embedded one; unfenced,
+# a clone); the other pair runs with the slow suites, as does the move attack.
 @pytest.mark.parametrize("attack", ["config", pytest.param("move", marks=pytest.mark.slow)])
 @pytest.mark.parametrize(
-    ("folder", "embedded"), [("vendor/dep", False), ("emb", True)], ids=["clone", "embedded"]
+    ("mode", "folder", "embedded"),
+    [
+        pytest.param("required", "emb", True, marks=needs_bwrap, id="required-embedded"),
+        pytest.param(
+            "required", "vendor/dep", False, marks=[needs_bwrap, pytest.mark.slow], id="required-clone"
+        ),
+        pytest.param("off", "vendor/dep", False, id="off-clone"),
+        pytest.param("off", "emb", True, marks=pytest.mark.slow, id="off-embedded"),
+    ],
 )
-@pytest.mark.parametrize("mode", [pytest.param("required", marks=needs_bwrap), "off"])
 def test_a_nested_repository_is_fenced_like_a_submodule(project, tmp_path, mode, folder, embedded, attack):
     """Fenced, its .git is read-only and the folders on the way to it cannot be moved; unfenced,
     a change to it is a permission violation, undone. Either way the person's next `git status`
@@ -1137,7 +1155,12 @@ elif stage == "VERIFY":
 """
 
 
-@pytest.mark.parametrize("parallel", [(), ("--parallel", "1")], ids=["serial", "worktree"])
+# The serial build's record (in the repository's git directory) is replayed by the same code as the
+# worktree build's (in its own git directory; ralph.store.pending_ops): it runs with the slow suites.
+@pytest.mark.parametrize(
+    "parallel",
+    [pytest.param((), id="serial", marks=pytest.mark.slow), pytest.param(("--parallel", "1"), id="worktree")],
+)
 def test_an_unfenced_agent_cannot_forge_a_trailer_through_ralphs_own_record(project, tmp_path, parallel):
     """Unfenced, ralph's own record is the agent's to write too: its lines are replayed before
     they become `Ralph-Op:` trailers, like a fenced run's, and a forged one names nothing."""

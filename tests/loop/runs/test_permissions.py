@@ -100,3 +100,21 @@ def test_a_scope_that_names_them_allows_it_a_wildcard_does_not():
     assert violations(Stage.BUILD, {"t-mine00"}, SAME, after, named, named, GUARDED) == []
     anything = scoped(["**"])
     assert violations(Stage.BUILD, {"t-mine00"}, SAME, after, anything, anything, GUARDED)
+
+
+def built() -> Plan:
+    done = plan()
+    done.done("t-mine00")
+    return done
+
+
+def test_a_verdict_given_in_build_is_a_violation_and_verifys_own_is_not():
+    """The check behind a BUILD run that accepted its own task, undone whole (tests/loop/
+    test_loop_safety.py runs it for real with the slow suites; a build that commits, in make test)."""
+    accepted = built()
+    accepted.accept("t-mine00")
+    found = violations(Stage.BUILD, {"t-mine00"}, SAME, SAME, built(), accepted)
+    assert found == ["gave a verdict in BUILD on t-mine00"]
+    assert violations(Stage.VERIFY, {"t-mine00"}, SAME, SAME, built(), accepted) == []
+    found = violations(Stage.VERIFY, {"t-other0"}, SAME, SAME, built(), accepted)
+    assert found == ["gave a verdict in VERIFY on t-mine00"]  # a verdict on a task not its own

@@ -11,12 +11,15 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import shlex
-import subprocess
 
 
 def ralph(*args: str) -> str:
+    # subprocess only where it is used: ralph's own commands never import it, and an agent's run
+    # without it is some 3 ms of CPU shorter.
     if os.environ.get("AGENT_RALPH") == "subprocess":
+        import shlex
+        import subprocess
+
         command = shlex.split(os.environ["RALPH_BIN"])
         return subprocess.run([*command, *args], check=True, capture_output=True, text=True).stdout
     from ralph.cli.main import cli
@@ -31,5 +34,7 @@ def ralph(*args: str) -> str:
                 err.write(f"{stop.code}\n")
             code = 1 if isinstance(stop.code, str) else stop.code or 0
     if code:
+        import subprocess
+
         raise subprocess.CalledProcessError(code, ["ralph", *args], out.getvalue(), err.getvalue())
     return out.getvalue()

@@ -81,13 +81,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from agent_kit import ralph  # this script's folder is on sys.path
+
+# subprocess and signal are imported where a misbehaviour needs them: most runs never do, and their
+# import was some 4 ms of each run's CPU (ralph's own commands import neither).
 
 TOKENS_PER_RUN = 1000
 OTHER_FLAWS = ("the totals are off", "the names come out unsorted", "the help text is missing")
@@ -158,6 +159,8 @@ def put_pid(path: Path, pid: int) -> None:
 def start_daemon(pid_file: Path) -> None:
     """Returns once the daemon has left this process's group and session: stopping the group
     would end it otherwise, and a test would pass without ralph ever looking for it."""
+    import subprocess
+
     daemon = subprocess.Popen(["setsid", "sleep", "600"])
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -180,6 +183,8 @@ def together(task_id: str, attempt: int) -> None:
 
 def crash() -> None:
     """Killed by a signal, as a crash is: a transient failure that ralph waits out."""
+    import signal
+
     sys.stderr.flush()
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -204,6 +209,8 @@ def build() -> int:
     if "[daemon]" in name:
         start_daemon(STATE / f"{task_id}.daemon.pid")
     if "[hang]" in name or ("[hang-once]" in name and attempt == 1):
+        import subprocess
+
         child = subprocess.Popen(["sleep", "600"])
         put_pid(STATE / f"{task_id}.grandchild.pid", child.pid)
         put_pid(STATE / f"{task_id}.agent.pid", os.getpid())
@@ -344,6 +351,8 @@ def stray_once(name: str, task_id: str, attempt: int) -> None:
         with path.open("a") as stray:
             stray.write(f"{task_id} strays here\n")
         return
+    import subprocess
+
     shown = subprocess.run(["git", "show", f"HEAD:{path}"], capture_output=True)
     if shown.returncode == 0:
         path.write_bytes(shown.stdout)
@@ -360,6 +369,8 @@ def verify() -> int:
     if "[verify-context-grow]" in name:
         context_pressure("[context-grow]")
     if "[verify-hang]" in name:
+        import subprocess
+
         child = subprocess.Popen(["sleep", "600"])
         put_pid(STATE / f"{current['id']}.verify-grandchild.pid", child.pid)
         put_pid(STATE / f"{current['id']}.verify.pid", os.getpid())
