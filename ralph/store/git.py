@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -34,6 +36,7 @@ ZERO_SHA = "0" * 40
 # build minutes. A git still running then (a remote that stopped answering, a filter driver that
 # hangs) is killed and the command fails, rather than hold the plan's lock for ever.
 GIT_TIMEOUT_S = 600.0
+FILES_KEPT_BYTES = 16 * 2**20  # file_at's bytes kept by object id, per Repo
 _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
 _FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -81,6 +84,8 @@ class Repo:
         self._signs: bool | None = None
         self._commit_times: dict[str, int] = {}  # commit -> committer time, as read or made here
         self._code_trees: dict[str, str] = {}  # commit -> code_tree(commit)
+        self._files: OrderedDict[tuple[str, str], bytes | None] = OrderedDict()  # file_at by object id
+        self._files_bytes, self._files_lock = 0, threading.Lock()
         self.run_branch: str | None = None  # a construct's branch: nothing is committed on another
 
     def with_index(self, index: Path) -> Repo:
@@ -682,8 +687,10 @@ class Repo:
         return listing[0], sorted({path for path in listing[1:] if path})
 
     def file_at_head(self, relpath: str) -> bytes | None:
-        """The file's bytes as HEAD has them, or None (no commit yet, or no such file)."""
-        return self.file_at("HEAD", relpath)
+        """The file's bytes as HEAD has them, or None (no commit yet, or no such file). HEAD is
+        read from the ref files (no git run), the file then kept by its commit (file_at)."""
+        head = self.head()
+        return self.file_at(head, relpath) if head is not None else None
 
     def gitlinks(self) -> list[str]:
         """The submodules of this work tree: the paths the index has as gitlinks. No git run where
@@ -721,9 +728,26 @@ class Repo:
         return entry.split(" ", 1)[0] if entry else None
 
     def file_at(self, rev: str, relpath: str) -> bytes | None:
-        """The file's bytes in commit or tree `rev`, or None (no such file there)."""
+        """The file's bytes in commit or tree `rev`, or None (no such file there). Kept when `rev`
+        is an object id (what it holds never changes): runners racing on one remote read the plan
+        of the same few commits in every round."""
+        immutable = _FULL_HASH.fullmatch(rev) is not None
+        if immutable and (rev, relpath) in self._files:
+            return self._files[(rev, relpath)]
         done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
-        return done.stdout if done.returncode == 0 else None
+        data = done.stdout if done.returncode == 0 else None
+        if immutable:
+            self._keep_file(rev, relpath, data)
+        return data
+
+    def _keep_file(self, rev: str, relpath: str, data: bytes | None) -> None:
+        """Keep the file's bytes at object id `rev`, the oldest going beyond FILES_KEPT_BYTES."""
+        with self._files_lock:
+            self._files[(rev, relpath)] = data
+            self._files_bytes += len(data or b"")
+            while self._files_bytes > FILES_KEPT_BYTES and len(self._files) > 1:
+                _, oldest = self._files.popitem(last=False)
+                self._files_bytes -= len(oldest or b"")
 
     def blob(self, sha: str) -> bytes | None:
         """The bytes of blob `sha`, or None (no such object)."""

@@ -650,3 +650,36 @@ def test_a_git_call_that_outlives_its_timeout_is_stopped_and_fails(work, monkeyp
         repo_.git("status")
     with pytest.raises(GitError, match=r"git log did not finish in 0.2s"):
         list(repo_.lines("log"))
+
+
+def test_a_file_at_an_object_id_is_read_once_and_at_a_name_every_time(repo, monkeypatch):
+    """What a commit holds never changes: file_at by object id asks git once; by a name (HEAD, a
+    branch) it asks every time, since the name moves; the bytes kept stay within the budget."""
+    import ralph.store.git as git_module
+
+    def commit_notes(text: str) -> str:
+        (repo / "notes.txt").write_text(text)
+        git(repo, "add", "notes.txt")
+        git(repo, "commit", "-q", "-m", "notes")
+        return git(repo, "rev-parse", "HEAD").strip()
+
+    older, newer = commit_notes("a" * 100), commit_notes("b" * 100)
+    repo_ = Repo(repo)
+    runs: list[tuple[str, ...]] = []
+    real_run = Repo._run
+
+    def counting(self, args, *rest, **kwargs):
+        runs.append(tuple(args))
+        return real_run(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(Repo, "_run", counting)
+    monkeypatch.setattr(git_module, "FILES_KEPT_BYTES", 100)
+    assert repo_.file_at(older, "notes.txt") == repo_.file_at(older, "notes.txt") == b"a" * 100
+    assert repo_.file_at(older, "no-such-file") is None and repo_.file_at(older, "no-such-file") is None
+    assert len(runs) == 2  # one per file, not per look
+    assert repo_.file_at("HEAD", "notes.txt") == repo_.file_at("HEAD", "notes.txt") == b"b" * 100
+    assert len(runs) == 4  # a name moves: asked each time
+    assert repo_.file_at(newer, "notes.txt") == b"b" * 100  # over the budget: the oldest goes
+    runs.clear()
+    assert repo_.file_at(older, "notes.txt") == b"a" * 100
+    assert len(runs) == 1
