@@ -11,7 +11,7 @@ from operator import add, contains, eq, getitem, not_
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
-from ralph.plan.document import Document, Head, Heads, Kinds, Line, Record, RecordLine
+from ralph.plan.document import Document, Head, Heads, Kinds, Line, Record, RecordLine, Skeleton
 from ralph.plan.integrity import integrity_problems
 from ralph.plan.validate import record_problems
 
@@ -84,10 +84,14 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     `trusted`: these exact bytes were already proven valid (see validcache); only parse them.
     Bytes this process proved valid before are not validated again (see _Proven)."""
     if trusted or _PROVEN.holds(data):
-        doc = Document.lazy(name, split_lines(data), _proven_line, _KINDS)
-        if trusted:
-            _PROVEN.add(data)
-        return doc
+        skeleton = _PROVEN.skeletons.get(data)
+        if skeleton is None:
+            skeleton = Skeleton(split_lines(data))
+            if trusted:
+                _PROVEN.add(data, lines=skeleton.raws)
+            _PROVEN.keep_skeleton(data, skeleton)
+        # Its lines' bytes of its own (a change rewrites them in place); what is known of them shared.
+        return Document.lazy(name, list(skeleton.raws), _proven_line, _KINDS, skeleton)
     raws = split_lines(data)
     if not (raws and raws[0].startswith(BOM)) and _PROVEN.valid.issuperset(raws):
         # Every line was valid in a plan proven before (a commit's plan, a version or two back):
@@ -123,6 +127,9 @@ class _Proven:
         self.lines: dict[bytes, tuple[Record | None, bool]] = {}  # raw -> (record, flat)
         self.seen: dict[bytes, None] = {}  # lines decoded once
         self.valid: set[bytes] = set()  # the lines of the contents proven, each valid where it is
+        # What documents of the contents found out of their lines (split, heads, types, places):
+        # a loop loads its plan in each transaction, and a document handed on is not split again.
+        self.skeletons: dict[bytes, Skeleton] = {}
         self.lock = threading.Lock()  # VERIFY's threads load too
 
     def holds(self, data: bytes) -> bool:
@@ -141,7 +148,15 @@ class _Proven:
                 self.valid.update(lines if lines is not None else split_lines(data))
             self.contents[data] = None
             while len(self.contents) > self.CONTENTS:
-                del self.contents[next(iter(self.contents))]
+                oldest = next(iter(self.contents))
+                del self.contents[oldest]
+                self.skeletons.pop(oldest, None)
+
+    def keep_skeleton(self, data: bytes, skeleton: Skeleton) -> None:
+        """What is known of the lines of `data`, proven valid, for the documents loaded from it."""
+        with self.lock:
+            if data in self.contents:  # gone from the contents: never looked up again
+                self.skeletons[data] = skeleton
 
     def remember_line(self, raw: bytes, record: Record | None) -> None:
         """Keep the line's record once it is seen twice: a one-shot command, which loads its plan
@@ -162,6 +177,7 @@ class _Proven:
             self.lines.clear()
             self.seen.clear()
             self.valid.clear()
+            self.skeletons.clear()
 
 
 _PROVEN = _Proven()
@@ -172,10 +188,16 @@ def is_proven(data: bytes) -> bool:
     return _PROVEN.holds(data)
 
 
-def proven(data: bytes, lines: list[bytes] | None = None) -> None:
+def proven(data: bytes, doc: Document | None = None) -> None:
     """`data` is valid (a transaction checked what it wrote): loading it again only parses it.
-    `lines`: its lines, when the caller has them (not split again)."""
-    _PROVEN.add(data, lines=lines)
+    `doc`: the document it was written from, when the caller has it: its lines are not split again,
+    nor their heads and types read again."""
+    if doc is None:
+        _PROVEN.add(data)
+        return
+    skeleton = doc.skeleton()
+    _PROVEN.add(data, lines=skeleton.raws)
+    _PROVEN.keep_skeleton(data, skeleton)
 
 
 _NESTED = (dict, list)

@@ -52,7 +52,7 @@ def written(data: bytes, plan: Plan) -> None:
     from ralph.plan.loader import proven
 
     plan.doc.freeze()
-    proven(data, plan.doc.raws())
+    proven(data, plan.doc)
     _READ.keep(data, plan)
 
 
