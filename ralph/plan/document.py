@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any
@@ -145,7 +145,7 @@ class Kinds(dict[object, "str | None"]):
         if len(self) + len(raws) > self.heads.limit:
             self.clear()
             self.heads.clear()
-        found = list(self.scan(list(set(raws).difference(self))))
+        found = list(self.scan(list(set(raws).difference(self)) if self else raws))  # none known: all
         self.heads.update(found)
         self.update(
             zip(map(itemgetter(0), found), map(itemgetter(0), map(itemgetter(1), found)), strict=True)
@@ -360,6 +360,21 @@ class Document:
             found.append(index)
         return found
 
+    def with_ids(self, ids: Set[str]) -> list[int]:
+        """Where the records whose id is one of `ids` are (from 0), in file order: found in passes
+        of C over the heads."""
+        heads: list[Any] = self.heads()
+        with_none: Iterable[Any] = map(_NO_HEAD.get, heads, heads)  # a line with no head: no id
+        of_each = map(itemgetter(1), with_none)
+        return list(compress(range(len(heads)), map(ids.__contains__, of_each)))
+
+    def ids(self) -> set[str]:
+        """Every id a record of the document has (found in passes of C over the heads)."""
+        heads: list[Any] = self.heads()
+        found: set[Any] = set(map(itemgetter(1), filter(None, heads)))
+        found.discard(None)  # a head with no id has None for it
+        return found
+
     def values_of(self, kind: str, key: str) -> list[Any]:
         """The value of `key` in each record of type `kind` (None where it has none), in file
         order: read off the raw lines (in C, each line once per process) where no line is made."""
@@ -533,6 +548,9 @@ def line_of_bytes(raw: bytes, number: int) -> Line:
     """The line of `raw`, known to be a valid record or blank (Document.lazy's default maker)."""
     stripped = raw.strip()
     return line_of(raw, json.loads(stripped) if stripped else None, number)
+
+
+_NO_HEAD: dict[Any, Any] = {None: ("", None)}  # a line with no head, as one with no id
 
 
 def _head(record: Record | None) -> Head | None:

@@ -7,7 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from itertools import compress, repeat
-from operator import add, contains, eq, getitem, not_
+from operator import add, and_, contains, eq, getitem, not_
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
@@ -195,9 +195,9 @@ def proven(data: bytes, doc: Document | None = None) -> None:
     if doc is None:
         _PROVEN.add(data)
         return
-    skeleton = doc.skeleton()
-    _PROVEN.add(data, lines=skeleton.raws)
-    _PROVEN.keep_skeleton(data, skeleton)
+    # Its other lines were valid where it was loaded from: those of the lines it wrote are new.
+    _PROVEN.add(data, lines=[line.raw for line in doc.present(doc.touched)])
+    _PROVEN.keep_skeleton(data, doc.skeleton())
 
 
 _NESTED = (dict, list)
@@ -269,30 +269,39 @@ def _trusted_record(raw: bytes) -> Record | None:
 
 def _scanned_heads(raws: list[bytes]) -> Iterator[tuple[bytes, Head]]:
     """(raw, head) for each of `raws` whose head _scanned_head reads off its start, found as it
-    finds them but in passes of C over all the lines at once; the others are left out."""
-    simple = list(
-        map(
-            all,
-            zip(
-                map(bytes.startswith, raws, repeat(_HEAD_START)),
-                map(not_, map(contains, raws, repeat(b"\\"))),
-                map(eq, map(bytes.count, raws, repeat(b'"t"')), repeat(1)),
-                strict=False,  # repeat: as long as raws
-            ),
+    finds them but in passes of C over all the lines at once; the others are left out. What holds
+    of every line is told by one count over them all where it can be (a plan of ralph's own lines:
+    no backslash, one "t" in each, one "id" in each that has one after its type)."""
+    joined = b"".join(raws)
+    starts = list(map(bytes.startswith, raws, repeat(_HEAD_START)))
+    simple: list[Any] = starts
+    if b"\\" in joined or joined.count(b'"t"') != sum(starts):
+        simple = list(
+            map(
+                all,
+                zip(
+                    starts,
+                    map(not_, map(contains, raws, repeat(b"\\"))),
+                    map(eq, map(bytes.count, raws, repeat(b'"t"')), repeat(1)),
+                    strict=True,
+                ),
+            )
         )
-    )
     ends = list(map(bytes.find, raws, repeat(b'"'), repeat(7)))  # the type's closing quote
     kinds: list[Any] = list(map(getitem, raws, map(slice, repeat(7), ends)))
     kinds = list(map(bytes.decode, kinds))
-    ids = list(map(bytes.count, raws, repeat(b'"id"')))
-    no_id = list(map(all, zip(simple, map(eq, ids, repeat(0)), strict=False)))
+    after = list(map(and_, simple, map(bytes.startswith, raws, repeat(_ID_NEXT), map(add, ends, repeat(1)))))
+    if joined.count(b'"id"') == sum(after):  # each line has its one "id" after its type, or none
+        one_id, no_id = after, list(map(and_, simple, map(not_, after)))
+    else:
+        ids = list(map(bytes.count, raws, repeat(b'"id"')))
+        no_id = list(map(and_, simple, map(eq, ids, repeat(0))))
+        one_id = list(map(and_, after, map(eq, ids, repeat(1))))
     yield from zip(compress(raws, no_id), zip(compress(kinds, no_id), repeat(None)), strict=False)
-    after = map(bytes.startswith, raws, repeat(_ID_NEXT), map(add, ends, repeat(1)))
-    one_id = list(map(all, zip(simple, map(eq, ids, repeat(1)), after, strict=False)))
     with_id = list(compress(raws, one_id))
-    starts = list(compress(map(add, ends, repeat(1 + len(_ID_NEXT))), one_id))
-    stops = map(bytes.find, with_id, repeat(b'"'), starts)
-    values: list[Any] = list(map(getitem, with_id, map(slice, starts, stops)))
+    starts_at = list(compress(map(add, ends, repeat(1 + len(_ID_NEXT))), one_id))
+    stops = map(bytes.find, with_id, repeat(b'"'), starts_at)
+    values: list[Any] = list(map(getitem, with_id, map(slice, starts_at, stops)))
     values = list(map(bytes.decode, values))
     yield from zip(with_id, zip(compress(kinds, one_id), values, strict=True), strict=True)
 

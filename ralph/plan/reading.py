@@ -143,7 +143,7 @@ class PlanReader:
         raise Refused(f"no task {task_id}")
 
     def taken_ids(self) -> set[str]:
-        return {head[1] for head in self.doc.heads() if head and head[1] is not None}
+        return self.doc.ids()
 
     def reject_reasons(self, task_id: str) -> list[str]:
         return [line.record["reason"] for line in self.of("reject") if line.record["id"] == task_id]
