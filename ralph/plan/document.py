@@ -211,6 +211,7 @@ class Document:
         self._kinds_version = -1
         self._positions: tuple[int, dict[str, list[int]]] = (0, {})  # by type, for that version
         self._accepted: tuple[int, frozenset[str]] | None = None  # accepted ids, for that version
+        self._ids: tuple[int, frozenset[str]] | None = None  # every record's id, for that version
         self._skeleton: Skeleton | None = None  # what is known of the bytes loaded, while unchanged
         self.changed = False
         self.version = 0  # counts changes, so views of the lines know when to refresh
@@ -368,12 +369,15 @@ class Document:
         of_each = map(itemgetter(1), with_none)
         return list(compress(range(len(heads)), map(ids.__contains__, of_each)))
 
-    def ids(self) -> set[str]:
-        """Every id a record of the document has (found in passes of C over the heads)."""
-        heads: list[Any] = self.heads()
-        found: set[Any] = set(map(itemgetter(1), filter(None, heads)))
-        found.discard(None)  # a head with no id has None for it
-        return found
+    def ids(self) -> frozenset[str]:
+        """Every id a record of the document has (found in passes of C over the heads, once per
+        version of the document)."""
+        if self._ids is None or self._ids[0] != self.version:
+            heads: list[Any] = self.heads()
+            found: set[Any] = set(map(itemgetter(1), filter(None, heads)))
+            found.discard(None)  # a head with no id has None for it
+            self._ids = (self.version, frozenset(found))
+        return self._ids[1]
 
     def values_of(self, kind: str, key: str) -> list[Any]:
         """The value of `key` in each record of type `kind` (None where it has none), in file

@@ -143,7 +143,7 @@ class PlanReader:
         raise Refused(f"no task {task_id}")
 
     def taken_ids(self) -> set[str]:
-        return self.doc.ids()
+        return set(self.doc.ids())  # the caller's own
 
     def reject_reasons(self, task_id: str) -> list[str]:
         return [line.record["reason"] for line in self.of("reject") if line.record["id"] == task_id]

@@ -16,5 +16,7 @@ def blob_sha(data: bytes) -> str:
             from hashlib import sha1
     else:  # here, not above: hashlib loads OpenSSL (2 ms), for the large plans alone
         from hashlib import sha1
-    digest: str = sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    hashed = sha1(b"blob %d\0" % len(data))
+    hashed.update(data)  # not the header + data: a copy of a long plan
+    digest: str = hashed.hexdigest()
     return digest
