@@ -130,7 +130,7 @@ class Kinds(dict[object, "str | None"]):
         self,
         heads: Heads,
         decode: Callable[[bytes], Record | None],
-        scan: Callable[[list[bytes]], Iterable[tuple[bytes, Head]]] | None = None,
+        scan: Callable[[list[bytes]], tuple[list[bytes], list[Head], list[str]]] | None = None,
     ):
         super().__init__()
         self.heads, self.decode, self.scan = heads, decode, scan
@@ -145,11 +145,9 @@ class Kinds(dict[object, "str | None"]):
         if len(self) + len(raws) > self.heads.limit:
             self.clear()
             self.heads.clear()
-        found = list(self.scan(list(set(raws).difference(self)) if self else raws))  # none known: all
-        self.heads.update(found)
-        self.update(
-            zip(map(itemgetter(0), found), map(itemgetter(0), map(itemgetter(1), found)), strict=True)
-        )
+        read, heads, kinds = self.scan(list(set(raws).difference(self)) if self else raws)  # none known: all
+        self.heads.update(zip(read, heads, strict=True))
+        self.update(zip(read, kinds, strict=True))
 
     def seed(self, raws: list[bytes], heads: list[Head | None], kinds: list[str | None]) -> None:
         """The heads and types of these lines, known already (a parse decoded them)."""

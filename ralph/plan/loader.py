@@ -93,7 +93,7 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
         # Its lines' bytes of its own (a change rewrites them in place); what is known of them shared.
         return Document.lazy(name, list(skeleton.raws), _proven_line, _KINDS, skeleton)
     raws = split_lines(data)
-    if not (raws and raws[0].startswith(BOM)) and _PROVEN.valid.issuperset(raws):
+    if not (raws and raws[0].startswith(BOM)) and _PROVEN.valid_lines().issuperset(raws):
         # Every line was valid in a plan proven before (a commit's plan, a version or two back):
         # only the rules across records are left to check. Any problem: the full parse says which.
         doc = Document.lazy(name, raws, _proven_line, _KINDS)
@@ -127,6 +127,7 @@ class _Proven:
         self.lines: dict[bytes, tuple[Record | None, bool]] = {}  # raw -> (record, flat)
         self.seen: dict[bytes, None] = {}  # lines decoded once
         self.valid: set[bytes] = set()  # the lines of the contents proven, each valid where it is
+        self.unsorted: list[list[bytes] | bytes] = []  # lines (or contents) not in `valid` yet
         # What documents of the contents found out of their lines (split, heads, types, places):
         # a loop loads its plan in each transaction, and a document handed on is not split again.
         self.skeletons: dict[bytes, Skeleton] = {}
@@ -142,15 +143,24 @@ class _Proven:
             if line.raw not in self.lines:
                 self.remember_line(line.raw, line.record)
         with self.lock:
-            if data not in self.contents:
-                if len(self.valid) >= self.LINES:
-                    self.valid.clear()
-                self.valid.update(lines if lines is not None else split_lines(data))
+            if data not in self.contents:  # its lines join the valid ones when they are asked for
+                self.unsorted.append(lines if lines is not None else data)
+                del self.unsorted[: -self.CONTENTS]  # fewer lines known valid: only more checking
             self.contents[data] = None
             while len(self.contents) > self.CONTENTS:
                 oldest = next(iter(self.contents))
                 del self.contents[oldest]
                 self.skeletons.pop(oldest, None)
+
+    def valid_lines(self) -> set[bytes]:
+        """The lines of the contents proven: a command that loads its plan once never asks."""
+        with self.lock:
+            for lines in self.unsorted:
+                if len(self.valid) >= self.LINES:
+                    self.valid.clear()
+                self.valid.update(lines if isinstance(lines, list) else split_lines(lines))
+            self.unsorted.clear()
+            return self.valid
 
     def keep_skeleton(self, data: bytes, skeleton: Skeleton) -> None:
         """What is known of the lines of `data`, proven valid, for the documents loaded from it."""
@@ -177,6 +187,7 @@ class _Proven:
             self.lines.clear()
             self.seen.clear()
             self.valid.clear()
+            self.unsorted.clear()
             self.skeletons.clear()
 
 
@@ -269,9 +280,16 @@ def _trusted_record(raw: bytes) -> Record | None:
 
 def _scanned_heads(raws: list[bytes]) -> Iterator[tuple[bytes, Head]]:
     """(raw, head) for each of `raws` whose head _scanned_head reads off its start, found as it
-    finds them but in passes of C over all the lines at once; the others are left out. What holds
-    of every line is told by one count over them all where it can be (a plan of ralph's own lines:
-    no backslash, one "t" in each, one "id" in each that has one after its type)."""
+    finds them but in passes of C over all the lines at once; the others are left out."""
+    read, heads, _ = _scanned_columns(raws)
+    return zip(read, heads, strict=True)
+
+
+def _scanned_columns(raws: list[bytes]) -> tuple[list[bytes], list[Head], list[str]]:
+    """Those of `raws` whose head _scanned_head reads off its start, their heads and their types,
+    by column (no pair made per line). What holds of every line is told by one count over them all
+    where it can be (a plan of ralph's own lines: no backslash, one "t" in each, one "id" in each
+    that has one after its type)."""
     joined = b"".join(raws)
     starts = list(map(bytes.startswith, raws, repeat(_HEAD_START)))
     simple: list[Any] = starts
@@ -297,16 +315,20 @@ def _scanned_heads(raws: list[bytes]) -> Iterator[tuple[bytes, Head]]:
         ids = list(map(bytes.count, raws, repeat(b'"id"')))
         no_id = list(map(and_, simple, map(eq, ids, repeat(0))))
         one_id = list(map(and_, after, map(eq, ids, repeat(1))))
-    yield from zip(compress(raws, no_id), zip(compress(kinds, no_id), repeat(None)), strict=False)
     with_id = list(compress(raws, one_id))
     starts_at = list(compress(map(add, ends, repeat(1 + len(_ID_NEXT))), one_id))
     stops = map(bytes.find, with_id, repeat(b'"'), starts_at)
     values: list[Any] = list(map(getitem, with_id, map(slice, starts_at, stops)))
     values = list(map(bytes.decode, values))
-    yield from zip(with_id, zip(compress(kinds, one_id), values, strict=True), strict=True)
+    without = list(compress(kinds, no_id))
+    typed = list(compress(kinds, one_id))
+    heads: list[Head] = [*zip(without, repeat(None)), *zip(typed, values, strict=True)]
+    return [*compress(raws, no_id), *with_id], heads, [*without, *typed]
 
 
-_KINDS = Kinds(Heads(_head_of, limit=200_000), _trusted_record, _scanned_heads)  # the lines this process read
+_KINDS = Kinds(
+    Heads(_head_of, limit=200_000), _trusted_record, _scanned_columns
+)  # the lines this process read
 
 
 def touched_problems(doc: Document) -> list[Problem]:
