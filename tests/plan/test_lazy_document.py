@@ -302,3 +302,14 @@ def test_a_plan_loaded_again_or_written_is_not_split_nor_read_again(monkeypatch)
     assert split == [] and read == []
     monkeypatch.undo()
     assert known(load(written)) == known(parse(written)[0])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"\n", b"a", b"a\n\nb", b"a\nb\n", b"a\r\nb\r", b"a\rb\n", b"\x0b\x0c\x1c\n\x85", b"\r", b"x\n\r"],
+)
+def test_a_plan_is_cut_into_lines_at_each_newline_alone(data):
+    parts = data.split(b"\n")
+    expected = [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    assert loader.split_lines(data) == expected
+    assert b"".join(loader.split_lines(data)) == data
