@@ -371,7 +371,7 @@ class Given:
 def given_by(task_id: str, base: PlanReader, theirs: PlanReader) -> Given:
     """What the verifier of `task_id` gave in `theirs`, its copy of the plan that started as `base`."""
     verdict, reason = verdict_given(task_id, base, theirs)
-    known = base.taken_ids()
+    known = base.doc.ids()
     added = tuple(
         dict(line.record) for line in theirs.doc.lines_of("task", "issue") if line.record["id"] not in known
     )
@@ -429,7 +429,7 @@ def apply_verification(
     elif verdict == "rejected" and reason is not None:
         tasks.reject(plan, task_id, reason)
         taken["verdict"], taken["reason"] = "rejected", reason
-    present, kept = plan.taken_ids(), []
+    present, kept = plan.taken_ids() if added else set(), []  # most verifiers add nothing
     for record in added:
         if record["id"] in present:  # two verifiers drew one random id: keep the first
             taken.setdefault("dropped", []).append(record["id"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any
@@ -130,7 +130,7 @@ class Kinds(dict[object, "str | None"]):
         self,
         heads: Heads,
         decode: Callable[[bytes], Record | None],
-        scan: Callable[[list[bytes]], Iterable[tuple[bytes, Head]]] | None = None,
+        scan: Callable[[list[bytes]], tuple[list[bytes], list[Head], list[str]]] | None = None,
     ):
         super().__init__()
         self.heads, self.decode, self.scan = heads, decode, scan
@@ -145,11 +145,9 @@ class Kinds(dict[object, "str | None"]):
         if len(self) + len(raws) > self.heads.limit:
             self.clear()
             self.heads.clear()
-        found = list(self.scan(list(set(raws).difference(self))))
-        self.heads.update(found)
-        self.update(
-            zip(map(itemgetter(0), found), map(itemgetter(0), map(itemgetter(1), found)), strict=True)
-        )
+        read, heads, kinds = self.scan(list(set(raws).difference(self)) if self else raws)  # none known: all
+        self.heads.update(zip(read, heads, strict=True))
+        self.update(zip(read, kinds, strict=True))
 
     def seed(self, raws: list[bytes], heads: list[Head | None], kinds: list[str | None]) -> None:
         """The heads and types of these lines, known already (a parse decoded them)."""
@@ -175,6 +173,21 @@ class Kinds(dict[object, "str | None"]):
         return kind
 
 
+class Skeleton:
+    """What is known of a plan's bytes by position, for each document loaded from them: the lines'
+    bytes (each document changes a copy of its own), and once found, their heads, their types, the
+    places of each type and the accepted ids (shared between documents: never changed in place)."""
+
+    __slots__ = ("raws", "heads", "kinds", "positions", "accepted")
+
+    def __init__(self, raws: list[bytes]):
+        self.raws = raws
+        self.heads: list[Head | None] | None = None
+        self.kinds: list[str | None] | None = None
+        self.positions: dict[str, list[int]] = {}
+        self.accepted: frozenset[str] | None = None
+
+
 class Document:
     """The file's lines. A document loaded from bytes proven valid (Document.lazy) keeps most lines
     as their bytes alone and makes a line (its record decoded) only when one is asked for: with
@@ -194,6 +207,10 @@ class Document:
         self._heads_version = -1
         self._kinds: list[str | None] | None = None  # by position, for self._kinds_version
         self._kinds_version = -1
+        self._positions: tuple[int, dict[str, list[int]]] = (0, {})  # by type, for that version
+        self._accepted: tuple[int, frozenset[str]] | None = None  # accepted ids, for that version
+        self._ids: tuple[int, frozenset[str]] | None = None  # every record's id, for that version
+        self._skeleton: Skeleton | None = None  # what is known of the bytes loaded, while unchanged
         self.changed = False
         self.version = 0  # counts changes, so views of the lines know when to refresh
         self.touched: list[Line] = []  # lines rewritten or added since loading
@@ -206,13 +223,37 @@ class Document:
         raws: list[bytes],
         make: Callable[[bytes, int], Line],
         kinds: Kinds,
+        skeleton: Skeleton | None = None,
     ) -> Document:
         """The document of these lines, each a valid record or blank: `make` makes the line of a
-        raw line and its number when it is asked for, `kinds` (and its heads) says what it is."""
+        raw line and its number when it is asked for, `kinds` (and its heads) says what it is.
+        `skeleton`: what an earlier document of the same bytes found out (`raws` are its own)."""
         doc = cls(name, [])
         doc._lines, doc._raws = [None] * len(raws), raws
         doc._make, doc._head_of, doc._kind_of = make, kinds.heads, kinds
+        if skeleton is not None:
+            doc._skeleton = skeleton
+            doc._heads, doc._kinds = skeleton.heads, skeleton.kinds
+            doc._heads_version = 0 if skeleton.heads is not None else -1
+            doc._kinds_version = 0 if skeleton.kinds is not None else -1
+            doc._positions = (0, skeleton.positions)
+            doc._accepted = (0, skeleton.accepted) if skeleton.accepted is not None else None
         return doc
+
+    def skeleton(self) -> Skeleton:
+        """What is known now of the lines by position, for documents loaded later from the same
+        bytes (the lists are shared: none of them is ever changed in place)."""
+        version = self.version
+        skeleton = Skeleton(list(self._raws))
+        if self._heads_version == version:
+            skeleton.heads = self._heads
+        if self._kinds_version == version:
+            skeleton.kinds = self._kinds
+        if self._positions[0] == version:
+            skeleton.positions = dict(self._positions[1])
+        if self._accepted is not None and self._accepted[0] == version:
+            skeleton.accepted = self._accepted[1]
+        return skeleton
 
     @property
     def lines(self) -> list[Line]:
@@ -265,20 +306,49 @@ class Document:
     def heads(self) -> list[Head | None]:
         """Each line's head by position: its record's type and id, None for a line with no record."""
         if self._heads_version != self.version or self._heads is None:
-            self._heads = self._by_position(self._head_of, _head)
-            self._heads_version = self.version  # built aside: threads may share a read plan
+            heads = self._by_position(self._head_of, _head)
+            self._heads, self._heads_version = (
+                heads,
+                self.version,
+            )  # built aside: threads may share a read plan
+            if self.version == 0 and self._skeleton is not None:
+                self._skeleton.heads = heads
         return self._heads
 
     def kinds(self) -> list[str | None]:
         """Each line's record type by position, None for a line with no record."""
         if self._kinds_version != self.version or self._kinds is None:
-            self._kinds = self._by_position(self._kind_of, _kind)
-            self._kinds_version = self.version
+            kinds = self._by_position(self._kind_of, _kind)
+            self._kinds, self._kinds_version = kinds, self.version
+            if self.version == 0 and self._skeleton is not None:
+                self._skeleton.kinds = kinds
         return self._kinds
 
     def positions(self, kind: str) -> list[int]:
-        """Where the records of type `kind` are (from 0), in file order: found in C (list.index),
-        so that the few open tasks among 10,000 finished ones cost no pass of Python."""
+        """Where the records of type `kind` are (from 0), in file order; found once per version of
+        the document (and kept across a change that moves none of them). Shared: not to change."""
+        version, known = self._positions
+        if version != self.version:
+            known = {}
+            self._positions = (self.version, known)  # built aside: threads may share a read plan
+        found = known.get(kind)
+        if found is None:
+            found = known[kind] = self._find(kind)
+        return found
+
+    def accepted_ids(self) -> frozenset[str]:
+        """The ids of the accept records (the tasks accepted), once per version of the document."""
+        if self._accepted is None or self._accepted[0] != self.version:
+            heads: list[Any] = self.heads()
+            ids = frozenset(map(itemgetter(1), map(heads.__getitem__, self.positions("accept"))))
+            self._accepted = (self.version, ids)
+            if self.version == 0 and self._skeleton is not None:
+                self._skeleton.accepted = ids
+        return self._accepted[1]
+
+    def _find(self, kind: str) -> list[int]:
+        """Where the records of type `kind` are: found in C (list.index), so that the few open tasks
+        among 10,000 finished ones cost no pass of Python."""
         kinds = self.kinds()
         many = kinds.count(kind)
         if many > 64:  # one pass of C then (operator.eq: None == kind is False, not NotImplemented)
@@ -288,6 +358,24 @@ class Document:
             index = kinds.index(kind, index + 1)
             found.append(index)
         return found
+
+    def with_ids(self, ids: Set[str]) -> list[int]:
+        """Where the records whose id is one of `ids` are (from 0), in file order: found in passes
+        of C over the heads."""
+        heads: list[Any] = self.heads()
+        with_none: Iterable[Any] = map(_NO_HEAD.get, heads, heads)  # a line with no head: no id
+        of_each = map(itemgetter(1), with_none)
+        return list(compress(range(len(heads)), map(ids.__contains__, of_each)))
+
+    def ids(self) -> frozenset[str]:
+        """Every id a record of the document has (found in passes of C over the heads, once per
+        version of the document)."""
+        if self._ids is None or self._ids[0] != self.version:
+            heads: list[Any] = self.heads()
+            found: set[Any] = set(map(itemgetter(1), filter(None, heads)))
+            found.discard(None)  # a head with no id has None for it
+            self._ids = (self.version, frozenset(found))
+        return self._ids[1]
 
     def values_of(self, kind: str, key: str) -> list[Any]:
         """The value of `key` in each record of type `kind` (None where it has none), in file
@@ -316,15 +404,17 @@ class Document:
         """Serialize line.record again: call after changing the record in place. The line keeps
         its ending (a CRLF file stays CRLF)."""
         self._changeable()
+        at = self._index_of(line)
+        # Its type and id stay as they were (a change that makes them another is read again).
+        kept = self._kept_if(at is not None and self._head_at(at) == _head(line.record))
         line.raw = _ending_like(serialize(line.record), line.raw)
         self.touched.append(line)
-        at = self._index_of(line)
         if at is None:
             at = -1  # no longer in the document: nothing of it to keep in step
         else:
             self._raws[at] = line.raw
-        # Its type and id stay as they were (a change that makes them another is read again).
         self._changed(at, lambda found, of_record: found if found[at] == of_record(line.record) else None)
+        self._keep(*kept)
 
     def append(self, record: Record) -> RecordLine:
         self._changeable()
@@ -343,7 +433,9 @@ class Document:
         bisect.insort(self._made, index)
         self._where = None  # lines moved
         self.touched.append(line)
+        kept = self._kept_around(index, added=_head(record))
         self._changed(index, lambda found, of_record: [*found[:index], of_record(record), *found[index:]])
+        self._keep(*kept)
         return line
 
     def remove(self, line: Line) -> None:
@@ -351,11 +443,13 @@ class Document:
         index = self._index_of(line)
         if index is None:
             raise ValueError("Document.remove(line): the line is not in the document")
+        kept = self._kept_around(index, removed=_head(line.record))
         self._moving()
         del self._lines[index], self._raws[index], self._numbers[index]  # type: ignore[index]
         self._made = [at - (at > index) for at in self._made if at != index]
         self._where = None  # lines moved
         self._changed(index, lambda found, of_record: [*found[:index], *found[index + 1 :]])
+        self._keep(*kept)
 
     def freeze(self) -> None:
         """From now on this document is only read: it may be handed to many readers."""
@@ -401,6 +495,47 @@ class Document:
         if kinds is not None and (kinds := edit(kinds, _kind)) is not None:
             self._kinds, self._kinds_version = kinds, self.version
 
+    def _head_at(self, index: int) -> Head | None:
+        """The head the line at `index` had at this version (its bytes are not rewritten yet)."""
+        if self._heads_version == self.version and self._heads is not None:
+            return self._heads[index]
+        head: Head | None = self._head_of[self._raws[index]]
+        return head
+
+    def _kept_if(self, unmoved: bool) -> tuple[dict[str, list[int]], frozenset[str] | None]:
+        """What is known of the records' places and the accepted ids, to keep across a change that
+        moves no record (nothing, when it may)."""
+        if not unmoved or self._positions[0] != self.version:
+            return {}, None
+        accepted = self._accepted[1] if self._accepted and self._accepted[0] == self.version else None
+        return self._positions[1], accepted
+
+    def _kept_around(
+        self, index: int, added: Head | None = None, removed: Head | None = None
+    ) -> tuple[dict[str, list[int]], frozenset[str] | None]:
+        """What is known of the records' places and the accepted ids, to keep across a line added
+        (`added`, its head) or removed (`removed`) at `index`: the places of a type wholly before it
+        stay (a line is mostly added after the last record), the others are found again."""
+        known, accepted = self._kept_if(True)
+        kept: dict[str, list[int]] = {}
+        for kind, found in known.items():
+            if not found or found[-1] < index:
+                kept[kind] = found
+            elif removed is not None and kind == removed[0] and found[-1] == index:
+                kept[kind] = found[:-1]
+        if added is not None and added[0] in kept:
+            kept[added[0]] = [*kept[added[0]], index]
+        changed = added if added is not None else removed
+        if accepted is not None and changed is not None and changed[0] == "accept":
+            # One accepted id more; one less is found again (an id may be accepted twice).
+            accepted = accepted | {changed[1]} if added is not None and changed[1] is not None else None
+        return kept, accepted
+
+    def _keep(self, positions: dict[str, list[int]], accepted: frozenset[str] | None) -> None:
+        """What _kept_if or _kept_around kept, as known of this version of the document."""
+        self._positions = (self.version, dict(positions))
+        self._accepted = (self.version, accepted) if accepted is not None else None
+
     def _after_last_record(self) -> int:
         # New records go before trailing blank lines, so those stay at the end.
         raws, lines = self._raws, self._lines
@@ -415,6 +550,9 @@ def line_of_bytes(raw: bytes, number: int) -> Line:
     """The line of `raw`, known to be a valid record or blank (Document.lazy's default maker)."""
     stripped = raw.strip()
     return line_of(raw, json.loads(stripped) if stripped else None, number)
+
+
+_NO_HEAD: dict[Any, Any] = {None: ("", None)}  # a line with no head, as one with no id
 
 
 def _head(record: Record | None) -> Head | None:

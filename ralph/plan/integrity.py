@@ -58,7 +58,7 @@ def integrity_problems(doc: Document) -> list[Problem]:
         first_line.setdefault(ident, index)  # type: ignore[arg-type]  # a task or issue has one
         if kind == "task":
             tasks.append(index)
-    present = set(heads)  # ("accept", id) in it: that id is accepted
+    accepted = doc.accepted_ids()
 
     def accepted_on(task_id: str) -> int:
         return number(heads.index(("accept", task_id)))
@@ -66,13 +66,13 @@ def integrity_problems(doc: Document) -> list[Problem]:
     task_lines = [doc.record_line(index) for index in tasks]
     for line in task_lines:
         task_id = line.record["id"]
-        if ("accept", task_id) in present:
+        if task_id in accepted:
             message = f"task {task_id} is also accepted (line {accepted_on(task_id)})"
             problems.append(Problem(doc.name, line.number, message))
         for dep in line.record.get("deps", []):
             if dep == task_id:
                 problems.append(Problem(doc.name, line.number, f"task {task_id} depends on itself"))
-            elif ("accept", dep) not in present and not (dep in first_line and dep.startswith("t-")):
+            elif dep not in accepted and not (dep in first_line and dep.startswith("t-")):
                 problems.append(
                     Problem(doc.name, line.number, f"task {task_id} depends on unknown task {dep}")
                 )

@@ -7,11 +7,11 @@ import json
 import threading
 from collections.abc import Iterator
 from itertools import compress, repeat
-from operator import add, contains, eq, getitem, not_
+from operator import add, and_, contains, eq, getitem, not_
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
-from ralph.plan.document import Document, Head, Heads, Kinds, Line, Record, RecordLine
+from ralph.plan.document import Document, Head, Heads, Kinds, Line, Record, RecordLine, Skeleton
 from ralph.plan.integrity import integrity_problems
 from ralph.plan.validate import record_problems
 
@@ -31,6 +31,8 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 def split_lines(data: bytes) -> list[bytes]:
     """The file's lines with their endings. Only \n ends a line: a raw \r inside one (bytes'
     splitlines would cut there) stays part of it and is reported on its own line number."""
+    if b"\r" not in data:  # then splitlines cuts where this does, with no line made in Python
+        return data.splitlines(keepends=True)
     parts = data.split(b"\n")
     lines = [part + b"\n" for part in parts[:-1]]
     if parts[-1]:
@@ -84,12 +86,16 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     `trusted`: these exact bytes were already proven valid (see validcache); only parse them.
     Bytes this process proved valid before are not validated again (see _Proven)."""
     if trusted or _PROVEN.holds(data):
-        doc = Document.lazy(name, split_lines(data), _proven_line, _KINDS)
-        if trusted:
-            _PROVEN.add(data)
-        return doc
+        skeleton = _PROVEN.skeletons.get(data)
+        if skeleton is None:
+            skeleton = Skeleton(split_lines(data))
+            if trusted:
+                _PROVEN.add(data, lines=skeleton.raws)
+            _PROVEN.keep_skeleton(data, skeleton)
+        # Its lines' bytes of its own (a change rewrites them in place); what is known of them shared.
+        return Document.lazy(name, list(skeleton.raws), _proven_line, _KINDS, skeleton)
     raws = split_lines(data)
-    if not (raws and raws[0].startswith(BOM)) and _PROVEN.valid.issuperset(raws):
+    if not (raws and raws[0].startswith(BOM)) and _PROVEN.valid_lines().issuperset(raws):
         # Every line was valid in a plan proven before (a commit's plan, a version or two back):
         # only the rules across records are left to check. Any problem: the full parse says which.
         doc = Document.lazy(name, raws, _proven_line, _KINDS)
@@ -123,6 +129,10 @@ class _Proven:
         self.lines: dict[bytes, tuple[Record | None, bool]] = {}  # raw -> (record, flat)
         self.seen: dict[bytes, None] = {}  # lines decoded once
         self.valid: set[bytes] = set()  # the lines of the contents proven, each valid where it is
+        self.unsorted: list[list[bytes] | bytes] = []  # lines (or contents) not in `valid` yet
+        # What documents of the contents found out of their lines (split, heads, types, places):
+        # a loop loads its plan in each transaction, and a document handed on is not split again.
+        self.skeletons: dict[bytes, Skeleton] = {}
         self.lock = threading.Lock()  # VERIFY's threads load too
 
     def holds(self, data: bytes) -> bool:
@@ -135,13 +145,30 @@ class _Proven:
             if line.raw not in self.lines:
                 self.remember_line(line.raw, line.record)
         with self.lock:
-            if data not in self.contents:
-                if len(self.valid) >= self.LINES:
-                    self.valid.clear()
-                self.valid.update(lines if lines is not None else split_lines(data))
+            if data not in self.contents:  # its lines join the valid ones when they are asked for
+                self.unsorted.append(lines if lines is not None else data)
+                del self.unsorted[: -self.CONTENTS]  # fewer lines known valid: only more checking
             self.contents[data] = None
             while len(self.contents) > self.CONTENTS:
-                del self.contents[next(iter(self.contents))]
+                oldest = next(iter(self.contents))
+                del self.contents[oldest]
+                self.skeletons.pop(oldest, None)
+
+    def valid_lines(self) -> set[bytes]:
+        """The lines of the contents proven: a command that loads its plan once never asks."""
+        with self.lock:
+            for lines in self.unsorted:
+                if len(self.valid) >= self.LINES:
+                    self.valid.clear()
+                self.valid.update(lines if isinstance(lines, list) else split_lines(lines))
+            self.unsorted.clear()
+            return self.valid
+
+    def keep_skeleton(self, data: bytes, skeleton: Skeleton) -> None:
+        """What is known of the lines of `data`, proven valid, for the documents loaded from it."""
+        with self.lock:
+            if data in self.contents:  # gone from the contents: never looked up again
+                self.skeletons[data] = skeleton
 
     def remember_line(self, raw: bytes, record: Record | None) -> None:
         """Keep the line's record once it is seen twice: a one-shot command, which loads its plan
@@ -162,6 +189,8 @@ class _Proven:
             self.lines.clear()
             self.seen.clear()
             self.valid.clear()
+            self.unsorted.clear()
+            self.skeletons.clear()
 
 
 _PROVEN = _Proven()
@@ -172,10 +201,16 @@ def is_proven(data: bytes) -> bool:
     return _PROVEN.holds(data)
 
 
-def proven(data: bytes, lines: list[bytes] | None = None) -> None:
+def proven(data: bytes, doc: Document | None = None) -> None:
     """`data` is valid (a transaction checked what it wrote): loading it again only parses it.
-    `lines`: its lines, when the caller has them (not split again)."""
-    _PROVEN.add(data, lines=lines)
+    `doc`: the document it was written from, when the caller has it: its lines are not split again,
+    nor their heads and types read again."""
+    if doc is None:
+        _PROVEN.add(data)
+        return
+    # Its other lines were valid where it was loaded from: those of the lines it wrote are new.
+    _PROVEN.add(data, lines=[line.raw for line in doc.present(doc.touched)])
+    _PROVEN.keep_skeleton(data, doc.skeleton())
 
 
 _NESTED = (dict, list)
@@ -248,34 +283,54 @@ def _trusted_record(raw: bytes) -> Record | None:
 def _scanned_heads(raws: list[bytes]) -> Iterator[tuple[bytes, Head]]:
     """(raw, head) for each of `raws` whose head _scanned_head reads off its start, found as it
     finds them but in passes of C over all the lines at once; the others are left out."""
-    simple = list(
-        map(
-            all,
-            zip(
-                map(bytes.startswith, raws, repeat(_HEAD_START)),
-                map(not_, map(contains, raws, repeat(b"\\"))),
-                map(eq, map(bytes.count, raws, repeat(b'"t"')), repeat(1)),
-                strict=False,  # repeat: as long as raws
-            ),
+    read, heads, _ = _scanned_columns(raws)
+    return zip(read, heads, strict=True)
+
+
+def _scanned_columns(raws: list[bytes]) -> tuple[list[bytes], list[Head], list[str]]:
+    """Those of `raws` whose head _scanned_head reads off its start, their heads and their types,
+    by column (no pair made per line). What holds of every line is told by one count over them all
+    where it can be (a plan of ralph's own lines: no backslash, one "t" in each, one "id" in each
+    that has one after its type)."""
+    joined = b"".join(raws)
+    starts = list(map(bytes.startswith, raws, repeat(_HEAD_START)))
+    simple: list[Any] = starts
+    if b"\\" in joined or joined.count(b'"t"') != sum(starts):
+        simple = list(
+            map(
+                all,
+                zip(
+                    starts,
+                    map(not_, map(contains, raws, repeat(b"\\"))),
+                    map(eq, map(bytes.count, raws, repeat(b'"t"')), repeat(1)),
+                    strict=True,
+                ),
+            )
         )
-    )
     ends = list(map(bytes.find, raws, repeat(b'"'), repeat(7)))  # the type's closing quote
     kinds: list[Any] = list(map(getitem, raws, map(slice, repeat(7), ends)))
     kinds = list(map(bytes.decode, kinds))
-    ids = list(map(bytes.count, raws, repeat(b'"id"')))
-    no_id = list(map(all, zip(simple, map(eq, ids, repeat(0)), strict=False)))
-    yield from zip(compress(raws, no_id), zip(compress(kinds, no_id), repeat(None)), strict=False)
-    after = map(bytes.startswith, raws, repeat(_ID_NEXT), map(add, ends, repeat(1)))
-    one_id = list(map(all, zip(simple, map(eq, ids, repeat(1)), after, strict=False)))
+    after = list(map(and_, simple, map(bytes.startswith, raws, repeat(_ID_NEXT), map(add, ends, repeat(1)))))
+    if joined.count(b'"id"') == sum(after):  # each line has its one "id" after its type, or none
+        one_id, no_id = after, list(map(and_, simple, map(not_, after)))
+    else:
+        ids = list(map(bytes.count, raws, repeat(b'"id"')))
+        no_id = list(map(and_, simple, map(eq, ids, repeat(0))))
+        one_id = list(map(and_, after, map(eq, ids, repeat(1))))
     with_id = list(compress(raws, one_id))
-    starts = list(compress(map(add, ends, repeat(1 + len(_ID_NEXT))), one_id))
-    stops = map(bytes.find, with_id, repeat(b'"'), starts)
-    values: list[Any] = list(map(getitem, with_id, map(slice, starts, stops)))
+    starts_at = list(compress(map(add, ends, repeat(1 + len(_ID_NEXT))), one_id))
+    stops = map(bytes.find, with_id, repeat(b'"'), starts_at)
+    values: list[Any] = list(map(getitem, with_id, map(slice, starts_at, stops)))
     values = list(map(bytes.decode, values))
-    yield from zip(with_id, zip(compress(kinds, one_id), values, strict=True), strict=True)
+    without = list(compress(kinds, no_id))
+    typed = list(compress(kinds, one_id))
+    heads: list[Head] = [*zip(without, repeat(None)), *zip(typed, values, strict=True)]
+    return [*compress(raws, no_id), *with_id], heads, [*without, *typed]
 
 
-_KINDS = Kinds(Heads(_head_of, limit=200_000), _trusted_record, _scanned_heads)  # the lines this process read
+_KINDS = Kinds(
+    Heads(_head_of, limit=200_000), _trusted_record, _scanned_columns
+)  # the lines this process read
 
 
 def touched_problems(doc: Document) -> list[Problem]:

@@ -148,5 +148,7 @@ def _cut_text(cuts: list[Cut], run: str, limit: int) -> str:
 
 def _lines_with_ids(plan: PlanReader, ids: set[str]) -> list[RecordLine]:
     """The lines of the records whose id is one of `ids`, in file order (only those are made)."""
+    if not ids:  # most runs add nothing: no pass over the plan's heads
+        return []
     doc = plan.doc
-    return [doc.record_line(index) for index, head in enumerate(doc.heads()) if head and head[1] in ids]
+    return [doc.record_line(index) for index in doc.with_ids(ids)]

@@ -3,9 +3,6 @@ the loop's state). The transitions are Plan's (ralph.plan.plan), each in the mod
 
 from __future__ import annotations
 
-from operator import itemgetter
-from typing import Any
-
 from ralph.durations import parse_duration
 from ralph.errors import PlanInvalid, Refused
 from ralph.plan import schedule
@@ -24,8 +21,6 @@ class PlanReader:
         self.doc = doc
         self._by_kind: dict[str, list[RecordLine]] = {}
         self._by_kind_version = -1
-        self._accepted: set[str] = set()
-        self._accepted_version = -1
 
     def of(self, kind: str) -> list[RecordLine]:
         if self._by_kind_version != self.doc.version:  # one pass over the lines per change, not per call
@@ -117,12 +112,9 @@ class PlanReader:
     def specs(self) -> list[str]:
         return [line.record["path"] for line in self.of("spec")]
 
-    def accepted(self) -> set[str]:
-        if self._accepted_version != self.doc.version:  # read off the heads once per change
-            heads: list[Any] = self.doc.heads()  # each accept's id, in passes of C
-            accepted = set(map(itemgetter(1), map(heads.__getitem__, self.doc.positions("accept"))))
-            self._accepted, self._accepted_version = accepted, self.doc.version
-        return set(self._accepted)  # the caller's own
+    def accepted(self) -> frozenset[str]:
+        """The ids of the tasks accepted (found once per version of the plan)."""
+        return self.doc.accepted_ids()
 
     def config(self) -> Record:
         found = self.of("config")
@@ -151,7 +143,7 @@ class PlanReader:
         raise Refused(f"no task {task_id}")
 
     def taken_ids(self) -> set[str]:
-        return {head[1] for head in self.doc.heads() if head and head[1] is not None}
+        return set(self.doc.ids())  # the caller's own
 
     def reject_reasons(self, task_id: str) -> list[str]:
         return [line.record["reason"] for line in self.of("reject") if line.record["id"] == task_id]

@@ -39,10 +39,10 @@ def replay(data: bytes, ops: list[Op], name: str = "plan.jsonl") -> tuple[bytes,
     plan = Plan(load(data, name))
     outcomes = []
     for op in ops:
-        before = plan.doc.to_bytes()
+        before = plan.doc.raws()  # its lines, not joined: most operations apply
         outcome = _replay_one(plan, copy.deepcopy(op))
-        if outcome.kind == Replayed.DROPPED and plan.doc.to_bytes() != before:
-            plan = Plan(load(before, name, trusted=True))
+        if outcome.kind == Replayed.DROPPED and plan.doc.raws() != before:
+            plan = Plan(load(b"".join(before), name, trusted=True))
         plan.doc.touched = []  # what the next operation writes is checked alone
         outcomes.append(outcome)
     return plan.doc.to_bytes(), outcomes

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Set
 
 from ralph.errors import Refused
 from ralph.plan.document import Record
@@ -19,14 +20,18 @@ from ralph.plan.records import awaits_recheck, is_done, is_pending
 PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2, None: 1}
 
 
-def satisfied_ids(tasks: list[Record], accepted: set[str]) -> set[str]:
-    return accepted | {task["id"] for task in tasks if is_done(task)}
+def satisfied_ids(tasks: list[Record], accepted: Set[str]) -> set[str]:
+    return set(accepted) | _done_ids(tasks)
 
 
-def blockers(task: Record, tasks: list[Record], accepted: set[str]) -> list[str]:
+def _done_ids(tasks: list[Record]) -> set[str]:
+    return {task["id"] for task in tasks if is_done(task)}
+
+
+def blockers(task: Record, tasks: list[Record], accepted: Set[str]) -> list[str]:
     """Dependencies of `task` that are not yet satisfied."""
-    done = satisfied_ids(tasks, accepted)
-    return [dep for dep in task.get("deps", []) if dep not in done]
+    done = _done_ids(tasks)  # the accepted ids beside them, not copied in: there may be 10,000
+    return [dep for dep in task.get("deps", []) if dep not in done and dep not in accepted]
 
 
 def depth_of(tasks: list[Record], of: list[str] | None = None) -> dict[str, int]:
@@ -50,15 +55,15 @@ def depth_of(tasks: list[Record], of: list[str] | None = None) -> dict[str, int]
     return depth
 
 
-def buildable(tasks: list[Record], accepted: set[str]) -> list[Record]:
+def buildable(tasks: list[Record], accepted: Set[str]) -> list[Record]:
     """Pending tasks ready to build, best first: priority, dependency order, file order."""
-    done = satisfied_ids(tasks, accepted)
+    done = _done_ids(tasks)  # the accepted ids beside them, not copied in: there may be 10,000
     ready = [
         (position, task)
         for position, task in enumerate(tasks)
         if is_pending(task)
         and not task.get("kill_reason")
-        and all(dep in done for dep in task.get("deps", []))
+        and all(dep in done or dep in accepted for dep in task.get("deps", []))
     ]
     depth = depth_of(tasks, [task["id"] for _, task in ready])
     ready.sort(key=lambda entry: (PRIORITY_RANK[entry[1].get("priority")], depth[entry[1]["id"]], entry[0]))
@@ -94,7 +99,7 @@ def only_questions_left(tasks: list[Record], issues: list[Record], questions: li
     return all(task["id"] in held and not is_done(task) and not task.get("kill_reason") for task in tasks)
 
 
-def next_task(tasks: list[Record], accepted: set[str]) -> Record | None:
+def next_task(tasks: list[Record], accepted: Set[str]) -> Record | None:
     ready = buildable(tasks, accepted)
     return ready[0] if ready else None
 

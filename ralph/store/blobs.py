@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import threading
+
 # Importing hashlib loads OpenSSL (2 ms of a state command's 60); CPython's own SHA-1 needs no
 # loading but hashes about 7 times slower, so it serves the small plans, where that is under 1 ms.
 _OWN_SHA1_UP_TO = 128 * 1024
 
 
+# The ids of the last few long contents: a transaction's plan before is the one the last one wrote
+# (its id computed then), and equal bytes are told apart from others by a compare, not a hash.
+_KNOWN: dict[bytes, str] = {}
+_KNOWN_SIZE = 4
+_KNOWN_LOCK = threading.Lock()  # VERIFY's threads commit too
+
+
 def blob_sha(data: bytes) -> str:
     """The id git gives a file with these bytes, computed without running git."""
+    if len(data) > _OWN_SHA1_UP_TO:
+        known = _KNOWN.get(data)
+        if known is None:
+            known = _sha(data)
+            with _KNOWN_LOCK:
+                _KNOWN[data] = known
+                while len(_KNOWN) > _KNOWN_SIZE:
+                    del _KNOWN[next(iter(_KNOWN))]  # the oldest
+        return known
+    return _sha(data)
+
+
+def _sha(data: bytes) -> str:
     if len(data) <= _OWN_SHA1_UP_TO:
         try:
             from _sha1 import sha1  # type: ignore[import-not-found]  # CPython's; typeshed has no stub
@@ -16,5 +38,7 @@ def blob_sha(data: bytes) -> str:
             from hashlib import sha1
     else:  # here, not above: hashlib loads OpenSSL (2 ms), for the large plans alone
         from hashlib import sha1
-    digest: str = sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    hashed = sha1(b"blob %d\0" % len(data))
+    hashed.update(data)  # not the header + data: a copy of a long plan
+    digest: str = hashed.hexdigest()
     return digest

@@ -52,7 +52,7 @@ def written(data: bytes, plan: Plan) -> None:
     from ralph.plan.loader import proven
 
     plan.doc.freeze()
-    proven(data, plan.doc.raws())
+    proven(data, plan.doc)
     _READ.keep(data, plan)
 
 
@@ -84,12 +84,13 @@ _READ = _Shared()
 
 
 def vouch(root: Path, data: bytes) -> None:
-    """`data`, now root's plan.jsonl, was proven valid in this process: root's own commands (a
+    """`data`, now root's plan.jsonl, was proven valid in this process (or read here, which proved
+    it, though the proven contents kept may have let it go since): root's own commands (a
     verifier's, in a checkout the loop made) then need not validate it again (ralph.store.validcache)."""
     from ralph.plan.loader import is_proven
     from ralph.store import validcache
 
-    if is_proven(data):
+    if is_proven(data) or _READ.get(data) is not None:  # a plan read here was loaded strictly
         validcache.remember(root, data)
 
 
@@ -100,6 +101,8 @@ def load_checked(root: Path, data: bytes) -> Document:
 
     if is_proven(data):  # this process proved it: no digest of a long plan to compare
         return load(data, PLAN_NAME)
+    if _READ.get(data) is not None:  # read here, so proven here, though let go of since
+        return load(data, PLAN_NAME, trusted=True)
     if validcache.known_valid(root, data):
         return load(data, PLAN_NAME, trusted=True)
     doc = load(data, PLAN_NAME)

@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import filterfalse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -139,8 +140,8 @@ def redact_plan(root: Path, clean: set[bytes]) -> None:
 
 
 def _unread(doc: Document, clean: set[bytes]) -> set[bytes]:
-    """The record lines of a valid plan not in `clean` (a set difference: no pass of Python)."""
-    return {raw for raw in set(doc.raws()).difference(clean) if raw.strip()}
+    """The record lines of a valid plan not in `clean` (looked up in C: no pass of Python)."""
+    return {raw for raw in filterfalse(clean.__contains__, doc.raws()) if raw.strip()}
 
 
 def checked_bytes(doc: Document) -> bytes:

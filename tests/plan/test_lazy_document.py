@@ -194,3 +194,122 @@ def test_the_heads_of_many_lines_are_read_at_once_as_one_by_one():
         raw: (record["t"], record.get("id")) for raw in at_once if (record := decoded(raw))
     }
     assert len(at_once) >= 8
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        [],  # every line in ralph's spelling: told by one count over them all
+        [b'{"t": "state", "spend": {"id": "not the record\'s"}}\n'],
+        [b'{"t": "task", "name": "x", "id": "t-late00"}\n'],
+        [b'{"t": "task", "id": "t-twice0", "x": {"t": "y"}}\n'],
+        [b'{"t": "task", "id": "t-slash0", "name": "a \\\\ b"}\n'],
+        [b'{"t": "accept", "id": "t-last00"}'],  # no newline: the file's last line
+    ],
+)
+def test_the_heads_of_a_plan_of_ralphs_own_lines_are_read_as_one_by_one(odd):
+    raws = [*loader.split_lines(long_plan(50)), *odd]
+    at_once = dict(loader._scanned_heads(raws))
+    assert at_once == {raw: head for raw in raws if (head := loader._scanned_head(raw)) is not None}
+    assert at_once == {raw: (record["t"], record.get("id")) for raw in at_once if (record := decoded(raw))}
+
+
+def long_plan(finished: int = 300) -> bytes:
+    history = b"".join(
+        b'{"t": "accept", "id": "t-old%05d", "name": "Finished %d"}\n' % (n, n) for n in range(finished)
+    )
+    work = b"".join(
+        b'{"t": "task", "id": "t-new%03d", "name": "New %d", "deps": ["t-old00007"]}\n' % (n, n)
+        for n in range(5)
+    )
+    return (
+        b'{"t": "config", "commit": false}\n'
+        + history
+        + work
+        + b'{"t": "issue", "id": "i-aaaaaa", "text": "x"}\n\n'
+    )
+
+
+KINDS = ("config", "accept", "task", "issue", "state", "reject")
+
+
+def known(doc: Document) -> tuple[Any, ...]:
+    return (doc.heads(), doc.kinds(), {kind: doc.positions(kind) for kind in KINDS}, doc.accepted_ids())
+
+
+def test_what_is_kept_across_changes_is_what_a_fresh_load_of_the_bytes_finds():
+    doc = load(long_plan(), trusted=True)
+    plan = Plan(doc)
+    changes = [
+        lambda: plan.done("t-new001"),  # a rewrite: no record moves
+        lambda: plan.accept("t-new001"),  # a task's line removed, an accept added at the end
+        lambda: doc.append({"t": "state", "iteration": 1}),
+        lambda: doc.remove(doc.record_line(doc.positions("issue")[0])),  # before the state line
+        lambda: doc.remove(doc.record_line(doc.positions("accept")[0])),  # one accepted id less
+        lambda: doc.append({"t": "reject", "id": "t-new002", "reason": "no"}),
+    ]
+    for change in changes:
+        known(doc)  # all known before each change: kept across it where it can be
+        change()
+        assert known(doc) == known(load(doc.to_bytes()))
+    assert "t-new001" in doc.accepted_ids() and "t-old00000" not in doc.accepted_ids()
+
+
+def test_a_change_of_one_line_keeps_where_the_records_of_each_type_are(monkeypatch):
+    doc = load(long_plan(), trusted=True)
+    plan = Plan(doc)
+    known(doc)
+    found: list[str] = []
+    real = Document._find
+
+    def counted(self: Document, kind: str) -> list[int]:
+        found.append(kind)
+        return real(self, kind)
+
+    monkeypatch.setattr(Document, "_find", counted)
+    plan.done("t-new001")
+    plan.accept("t-new001")  # its task line goes: the tasks after it are found again
+    assert doc.accepted_ids() == frozenset({f"t-old{n:05d}" for n in range(300)} | {"t-new001"})
+    assert integrity_problems(doc) == []
+    assert len(doc.positions("accept")) == 301
+    assert "accept" not in found  # 300 accepted tasks before the change: their places stay known
+
+
+def test_a_plan_loaded_again_or_written_is_not_split_nor_read_again(monkeypatch):
+    data = long_plan()
+    first = load(data, trusted=True)
+    known(first)
+    split, read = [], []
+    real_split, real_by_position = loader.split_lines, Document._by_position
+
+    def counted_split(data: bytes) -> list[bytes]:
+        split.append(data)
+        return real_split(data)
+
+    def counted_by_position(self: Document, *args: Any) -> list[Any]:
+        read.append(self)
+        return real_by_position(self, *args)
+
+    monkeypatch.setattr(loader, "split_lines", counted_split)
+    monkeypatch.setattr(Document, "_by_position", counted_by_position)
+    again = load(data)
+    assert known(again) == known(first)
+    Plan(again).done("t-new003")  # a change of its own: the first document is not changed
+    assert known(first) == known(load(data))
+    written = again.to_bytes()
+    loader.proven(written, again)
+    assert known(load(written)) == known(again)
+    assert split == [] and read == []
+    monkeypatch.undo()
+    assert known(load(written)) == known(parse(written)[0])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"\n", b"a", b"a\n\nb", b"a\nb\n", b"a\r\nb\r", b"a\rb\n", b"\x0b\x0c\x1c\n\x85", b"\r", b"x\n\r"],
+)
+def test_a_plan_is_cut_into_lines_at_each_newline_alone(data):
+    parts = data.split(b"\n")
+    expected = [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    assert loader.split_lines(data) == expected
+    assert b"".join(loader.split_lines(data)) == data

@@ -63,6 +63,28 @@ def test_blob_sha_is_what_git_hash_object_says(bare_repo, data):
     assert blob_sha(data) == done.stdout.decode().strip()
 
 
+def test_the_id_of_a_long_content_asked_again_is_known_and_only_for_the_same_bytes(bare_repo, monkeypatch):
+    from ralph.store import blobs
+
+    first, other = b"r" * 200_000, b"r" * 199_999 + b"s"
+    expected = {data: blob_sha(data) for data in (first, other)}
+    hashed: list[bytes] = []
+    real = blobs._sha
+
+    def counted(data: bytes) -> str:
+        hashed.append(data)
+        return real(data)
+
+    monkeypatch.setattr(blobs, "_sha", counted)
+    assert blob_sha(bytearray(first).decode().encode()) == expected[first]  # equal bytes, another object
+    assert blob_sha(other) == expected[other]
+    assert hashed == []
+    for n in range(blobs._KNOWN_SIZE):  # only a few are kept: the first goes
+        blob_sha(bytes([65 + n]) * 200_000)
+    assert blob_sha(first) == expected[first]
+    assert hashed[-1] == first
+
+
 # --- commit_file -----------------------------------------------------------------------------
 
 

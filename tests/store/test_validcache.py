@@ -63,3 +63,26 @@ def test_a_plan_this_process_proved_is_vouched_for_in_another_work_tree(repo, tm
     reader.vouch(other, unproven)
     assert not validcache.known_valid(other, unproven)
     assert validcache.known_valid(other, data)
+
+
+def test_a_plan_read_here_is_vouched_for_after_the_proven_contents_let_it_go(repo, tmp_path, monkeypatch):
+    # The proven contents keep a few plans only: with a verifier's checkouts, the head's plan and the
+    # agents' versions, the work tree's plan read a moment ago may be gone from them.
+    tasks.add(repo, [{"name": "Read"}])
+    data = (repo / "plan.jsonl").read_bytes()
+    reader.read_plan(repo)
+    from ralph.plan import loader
+
+    loader._PROVEN.forget()
+    assert not loader.is_proven(data)
+    other = tmp_path / "checkout"
+    (other / ".git").mkdir(parents=True)
+    reader.vouch(other, data)
+    assert validcache.known_valid(other, data)
+
+    def no_validation(record):
+        raise AssertionError("validated a plan read here already")
+
+    monkeypatch.setattr(loader, "record_problems", no_validation)
+    (repo / ".git" / validcache.CACHE_NAME).unlink()  # only this process's word for it is left
+    assert [task["name"] for task in reader.scratch_plan(repo).tasks()] == ["Read"]

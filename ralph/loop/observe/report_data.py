@@ -176,7 +176,9 @@ class AspectReview:
 def reviews(plan: Plan, ran: list[AspectReview]) -> list[AspectReview]:
     """Each aspect's run with what became of what it found, as the plan has it now."""
     records: dict[str, tuple[str, dict[str, Any]]] = {}
-    for line in plan.doc.records():
+    found = {item for run in ran for item in run.found}
+    for index in plan.doc.with_ids(found):  # only those lines made: a plan may hold 10,000 records
+        line = plan.doc.record_line(index)
         kind, record = line.record["t"], line.record
         if kind in ("task", "issue", "accept", "resolve") and isinstance(record.get("id"), str):
             records[record["id"]] = (kind, record)
