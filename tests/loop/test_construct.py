@@ -306,7 +306,8 @@ def test_interrupt_during_the_gate_stops_it_and_sets_the_build_aside(project, tm
         "import os, pathlib, subprocess, time\n"
         f"state = pathlib.Path({str(state)!r})\n"
         "(state / 'gate-grandchild.pid').write_text(str(subprocess.Popen(['sleep', '600']).pid))\n"
-        "(state / 'gate.pid').write_text(str(os.getpid()))\n"
+        "(state / 'gate.pid.part').write_text(str(os.getpid()))\n"
+        "os.replace(state / 'gate.pid.part', state / 'gate.pid')\n"  # whole once it exists
         "time.sleep(600)\n"
     )
     running = construct(project, "--gate", f"{sys.executable} {gate}", wait=False)

@@ -36,7 +36,9 @@ stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
 if stage == "PLAN":
     ralph("task", "add", json.dumps({"id": "t-one", "name": "One"}))
     if os.environ.get("PLAN_HANGS"):
-        pathlib.Path(os.environ["PLAN_HANGS"]).write_text(str(os.getpid()))
+        hang = pathlib.Path(os.environ["PLAN_HANGS"])  # whole or not there: the test reads it
+        hang.with_name(hang.name + ".part").write_text(str(os.getpid()))
+        os.replace(hang.with_name(hang.name + ".part"), hang)
         time.sleep(600)
     ralph("task", "add", json.dumps({"id": "t-two", "name": "Two"}))
 elif stage == "BUILD":

@@ -11,7 +11,11 @@ from tests.support.construct import in_process
 # Appends each event it gets on stdin to the file named by its argument, one line each.
 APPEND = "import sys\nwith open(sys.argv[1], 'a') as out:\n    out.write(sys.stdin.read())\n"
 # Writes its pid, then never ends (its timeout must stop it).
-HANG = "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(120)\n"
+# The pid file appears whole or not at all: a test reads it as soon as it exists.
+HANG = (
+    "import os, sys, time\nopen(sys.argv[1] + '.part', 'w').write(str(os.getpid()))\n"
+    "os.replace(sys.argv[1] + '.part', sys.argv[1])\ntime.sleep(120)\n"
+)
 
 
 def config_set(root: Path, key: str, value: object) -> None:

@@ -47,7 +47,9 @@ stage, task = os.environ["RALPH_STAGE"], os.environ.get("RALPH_TASK_ID")
 if stage == "BUILD":
     start = time.time()
     if os.environ.get("STARTED"):
-        pathlib.Path(os.environ["STARTED"], task).write_text(str(os.getpid()))
+        part = pathlib.Path(os.environ["STARTED"] + "-" + task + ".part")  # beside: the test lists the folder
+        part.write_text(str(os.getpid()))
+        os.replace(part, pathlib.Path(os.environ["STARTED"], task))
     name = json.loads(ralph("task", "show", task))["name"]
     pathlib.Path("work").mkdir(exist_ok=True)
     pathlib.Path("work", task + ".txt").write_text("ok\n")
