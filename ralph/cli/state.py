@@ -24,7 +24,7 @@ from ralph.plan.records import Stage
 from ralph.text import plural, printable
 
 if TYPE_CHECKING:
-    from ralph.usecases.claims import RemoteClaim
+    from ralph.usecases.claim_listing import RemoteClaim
     from ralph.usecases.reads import Spending, StageSpending, StatusSummary, TaskSpending
 
 # --- init, check, schema, status -----------------------------------------------------------
@@ -154,9 +154,9 @@ def status(ctx: click.Context, as_json: bool, remote: str | None) -> None:
 
 
 def _remote_status(root: Path, name: str, as_json: bool) -> None:
-    from ralph.usecases import claims
+    from ralph.usecases import claim_listing
 
-    found = claims.remote_status(root, name)
+    found = claim_listing.remote_status(root, name)
     if as_json:
         emit(found.to_json())
         return

@@ -238,9 +238,8 @@ class Remote:
         """The remote took `commit` (and deleted the `dropped` claims): the tracking ref, the seen
         head and the claims kept here as a fetch would leave them, in one ref transaction."""
         lines = [f"update {self.tracking_ref} {commit}", f"update {self.seen_ref} {commit}"]
-        lines += [f"delete {self.claims_ref}{item}" for item in dropped]
-        self.repo.git("update-ref", "--stdin", stdin=("\n".join(lines) + "\n").encode())
-        self._head, self._claims = (commit,), None
+        self._update_refs(lines + self._deletions(dropped))
+        self._head = (commit,)
 
     def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
         """Push `commit` as the remote branch, fast-forward only; with `drop` (item -> its claim
@@ -340,8 +339,15 @@ class Remote:
         raise AssertionError("unreachable")
 
     def _forget_claims(self, drop: dict[str, str]) -> None:
-        for item in drop:
-            self.repo.attempt("update-ref", "-d", f"{self.claims_ref}{item}")
+        self._update_refs(self._deletions(drop))
+
+    def _deletions(self, drop: dict[str, str]) -> list[str]:
+        return [f"delete {self.claims_ref}{item}" for item in drop]
+
+    def _update_refs(self, lines: list[str]) -> None:
+        """Change refs kept here in one ref transaction; the claims read again when next asked."""
+        if lines:
+            self.repo.git("update-ref", "--stdin", stdin=("\n".join(lines) + "\n").encode())
         self._claims = None
 
     def push_branch(self, branch: str) -> bool:

@@ -237,7 +237,7 @@ def _stale_claims(root: Path) -> list[Finding]:
     judge them (by the remote's commit times and this clone's own sightings): their runner died or
     is stuck, and the other runners wait until they take its work over."""
     from ralph.durations import spoken
-    from ralph.usecases.claims import stale_claims
+    from ralph.usecases.claim_listing import stale_claims
 
     found = []
     for ref, item, age in stale_claims(root):

@@ -9,6 +9,12 @@ the entry."""
 from __future__ import annotations
 
 COVERED: dict[str, tuple[str, ...]] = {
+    "ralph/usecases/claim_listing.py": (
+        "tests/cli/test_remote_status.py",
+        "tests/usecases/test_doctor.py",
+        "`ralph status --remote` lists live and stale claims (refs and plan claims) with their ages,"
+        " and doctor reports the stale ones of the remotes last fetched, there.",
+    ),
     "ralph/generated.py": (
         "tests/plan/test_generate.py",
         "tests/cli/test_reference.py",
