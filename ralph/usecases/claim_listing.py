@@ -16,6 +16,7 @@ from ralph.plan.plan import Plan
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import ClaimRef, Remote
+from ralph.usecases.claim_refs import remote_plan
 
 
 class RemoteClaim(NamedTuple):
@@ -60,8 +61,7 @@ def remote_claims(
     history, and since this clone first saw it; this look counts as a sighting) and whether it is
     live or stale (older than the claim TTL)."""
     head = remote.fetch(claims=True)
-    data = remote.repo.file_at(head, PLAN_NAME) if head else None
-    plan = Plan(load(data, PLAN_NAME)) if data is not None else None
+    plan = remote_plan(remote)
     ttl = (plan.claim_ttl_s() if plan else 1800.0) if ttl_s is None else ttl_s
     stamp = at or now()
     claims = [_ref_claim(remote, claim, plan, stamp, ttl) for claim in remote.claim_refs().values()]

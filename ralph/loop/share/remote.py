@@ -24,7 +24,6 @@ from ralph.errors import RemoteError
 from ralph.loop.share.coordinator import never
 from ralph.plan import schedule
 from ralph.plan.document import Record
-from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import is_done
 from ralph.plan.stage_declarations import Place, StageDeclaration
@@ -442,14 +441,14 @@ class RemoteCoordinator:
         return in_flight | {claim["id"] for claim in live if claim.get("t") == "task" and not is_done(claim)}
 
     def hold(self, task_id: str) -> None:
-        self._held[task_id] = Held(self._fetched_head() or "", frozenset(self._others_in_flight()))
+        self._held[task_id] = Held(self.remote.head() or "", frozenset(self._others_in_flight()))
 
     def _held_back(self) -> set[str]:
         """The tasks given back while others' work was in flight, until code is published since
         (claims and verdicts change plan.jsonl alone: they free no one) and none of the builds
         that were under way then is still under way: the change it failed for want of is most
         likely one of theirs, and another runner's publish of other code would not bring it."""
-        head = self._fetched_head()
+        head = self.remote.head()
         if head:
             waiting = any(held.waits_for for held in self._held.values())
             in_flight = self._others_in_flight() if waiting else set()
@@ -463,12 +462,8 @@ class RemoteCoordinator:
     def _code_moved(self, since: str, head: str) -> bool:
         return bool(since) and self.remote.repo.code_differs(since, head)  # trees cached by commit
 
-    def _fetched_head(self) -> str | None:
-        return self.remote.head()
-
     def _remote_plan(self) -> Plan | None:
-        data = self.remote.file_at_head(PLAN_FILE)
-        return Plan(load(data, PLAN_FILE)) if data is not None else None
+        return claim_refs.remote_plan(self.remote)
 
     def draft_kept(self, branch: str) -> None:
         """A draft (ralph.store.drafts) goes to the remote as well, for whoever builds its task next;
