@@ -69,7 +69,8 @@ def _a_file_name(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.pass_context
 def report(ctx: click.Context, output: str | None) -> None:
     """One self-contained HTML page of the plan's history: a burndown, attempts, cycle time,
-    tokens and cost per task, the gate-failure rate, the slowest tasks. No network, no scripts."""
+    tokens and cost per task, the gate-failure rate, the slowest tasks, each task's scope beside
+    the files it changed, and what each review aspect found. No network, no scripts."""
     from ralph.usecases import report as pages
 
     page = pages.build(root_of(ctx))

@@ -81,6 +81,8 @@ def build(root: Path) -> str:
 {_task_table(tasks)}
 <h2>Scope and files</h2>
 {_coverage(tasks)}
+<h2>Review by aspect</h2>
+{_reviews(events, tasks)}
 </body></html>
 """
 
@@ -209,6 +211,42 @@ def _coverage(tasks: dict[str, Row]) -> str:
     head = "".join(f"<th>{label}</th>" for label in labels)
     foot = f"<tr>{cells(counts, 'th')}</tr>"
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody><tfoot>{foot}</tfoot></table>"
+
+
+def _reviews(events: list[Row], tasks: dict[str, Row]) -> str:
+    """What each review aspect found, and what became of it: a task as it is now, an issue open or
+    resolved (a finding the plan no longer holds, decomposed or deleted, says so too)."""
+    found: dict[str, dict[str, str]] = {}  # aspect -> finding id -> its name or text
+    resolved: set[str] = set()
+    for event in events:
+        item, aspect = event.get("id"), event.get("aspect")
+        if event["event"] in ("created", "added") and item and aspect:
+            found.setdefault(str(aspect), {})[str(item)] = str(event.get("name") or event.get("text") or "")
+        elif event["event"] == "resolved" and item:
+            resolved.add(str(item))
+    if not found:
+        return "<p>no review aspect found anything</p>"
+
+    def now(item: str) -> str:
+        if item in tasks:
+            return str(tasks[item]["now"])
+        return "issue resolved" if item in resolved else "issue open"
+
+    labels = ("aspect", "found", "what", "now")
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td{_class(kind)} data-label="{label}">{escape(printable(value))}</td>'
+            for label, kind, value in zip(
+                labels, ("", "id", "name", ""), (aspect, item, what, now(item)), strict=True
+            )
+        )
+        + "</tr>"
+        for aspect, items in found.items()
+        for item, what in items.items()
+    )
+    head = "".join(f"<th>{label}</th>" for label in labels)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _class(kind: str) -> str:

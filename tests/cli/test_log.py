@@ -349,6 +349,46 @@ def test_report_and_log_say_unknown_for_a_cost_nobody_reported(ralph: Ralph, tmp
     assert "attempt 2: passed the gate, 700 tokens, $0.2500" in story
 
 
+def test_report_shows_what_each_review_aspect_found_and_what_became_of_it(ralph: Ralph, tmp_path: Path):
+    """The review's findings, added as REVIEW adds them (marked with their aspect), then one built and
+    accepted, one issue resolved, one task left: the page says each aspect's findings and where each
+    is now; a person's own task is no finding."""
+    from ralph.loop.stages.review import _add_found
+
+    ralph("task", "add", '{"id": "t-own", "name": "A person\'s own task"}')
+    found = {
+        "docs": [{"t": "task", "id": "t-readme", "name": "Write the README"}],
+        "bugs-and-security": [{"t": "issue", "id": "i-leak", "text": "The token is logged"}],
+        "tests": [{"t": "task", "id": "t-edge", "name": "Test the empty name"}],
+    }
+    with transaction(ralph.root) as change:
+        for aspect, records in found.items():
+            assert _add_found(change.plan, aspect, records) == [records[0]["id"]]
+        change.message = "ralph(review): specs/app.md: round 1: 3 found"
+    ralph("task", "done", "t-readme")
+    ralph("task", "accept", "t-readme")
+    ralph("issue", "resolve", "i-leak")
+    target = tmp_path / "report.html"
+    ralph("report", "-o", str(target))
+    section = target.read_text(encoding="utf-8").split("<h2>Review by aspect</h2>", 1)[1]
+    rows = [
+        [html.unescape(cell) for cell in re.findall(r"<td[^>]*>([^<]*)</td>", row)]
+        for row in re.findall(r"<tr>(.*?)</tr>", section.split("<tbody>", 1)[1])
+    ]
+    assert sorted(rows) == [  # in the order the history has them: one commit's in any order
+        ["bugs-and-security", "i-leak", "The token is logged", "issue resolved"],
+        ["docs", "t-readme", "Write the README", "accepted"],
+        ["tests", "t-edge", "Test the empty name", "pending"],
+    ]
+
+
+def test_report_says_when_no_review_aspect_found_anything(ralph: Ralph, tmp_path: Path):
+    ralph("task", "add", '{"id": "t-new", "name": "New"}')
+    target = tmp_path / "report.html"
+    ralph("report", "-o", str(target))
+    assert "<h2>Review by aspect</h2>\n<p>no review aspect found anything</p>" in target.read_text()
+
+
 def test_report_says_not_recorded_when_no_run_spent_anything_never_zero(ralph: Ralph, tmp_path: Path):
     ralph("task", "add", '{"id": "t-new", "name": "New"}')
     target = tmp_path / "report.html"
