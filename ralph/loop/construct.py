@@ -608,7 +608,7 @@ class Loop:
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.share.remote import RemoteCoordinator
 
-            ws.coordinator = RemoteCoordinator(
+            coordinator = RemoteCoordinator(
                 self.root,
                 self.settings.spec,
                 self.settings.remote,
@@ -617,6 +617,8 @@ class Loop:
                 check=self.deadline.check,
                 journal=self.journal,
             )
+            coordinator.hold_name()  # one live run per runner name on this host
+            ws.coordinator = coordinator
         ws.tree.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
         ws.tree.commit_beside(earlier_runs=True)  # a person's commands beside a run that died first
         # What REVIEW reads the change since: the run's start, or the branch's base (`ralph review`).

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -55,7 +55,7 @@ _REFUSAL_WORDS = (
 
 
 CLAIMS = "refs/ralph/claims/"  # on the remote: one ref per claimed item
-CLAIM_TRAILER = "Ralph-Claim"  # the claim commit's message: {"item", "by", "at"} as JSON
+CLAIM_TRAILER = "Ralph-Claim"  # the claim commit's message: {"item", "by", "at", "host"} as JSON
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,7 @@ class ClaimRef:
     claimed_at: str
     commit: str
     committed_at: str
+    host: str | None = None  # the host its runner ran on (None: a claim of a ralph before hosts)
 
     def record(self) -> dict[str, str]:
         """As the plan writes a claim: what claim ages are judged from (ralph.plan.reading)."""
@@ -283,15 +284,21 @@ class Remote:
             if said is None or said.get("item") != item or not time_s.isdigit():
                 continue  # not a claim ralph made: no runner's, and none to judge
             committed = datetime.fromtimestamp(int(time_s), UTC).isoformat(timespec="seconds")
-            found[item] = ClaimRef(item, str(said.get("by")), str(said.get("at")), commit, committed)
+            host = said.get("host")
+            claim = ClaimRef(item, str(said.get("by")), str(said.get("at")), commit, committed)
+            found[item] = replace(claim, host=host) if isinstance(host, str) else claim
         return found
 
-    def make_claim(self, item: str, runner: str, at: str, replaces: ClaimRef | None = None) -> str:
-        """A claim commit (object store only): no files; its parent the claim it takes over."""
+    def make_claim(
+        self, item: str, runner: str, at: str, replaces: ClaimRef | None = None, host: str | None = None
+    ) -> str:
+        """A claim commit (object store only): no files; its parent the claim it takes over. `host`:
+        where its runner runs (runners of one name on two hosts are two runners)."""
         if self._empty_tree is None:  # one for every claim: made once
             self._empty_tree = self.repo.git("mktree", stdin=b"").strip()
         tree = self._empty_tree
-        said = json.dumps({"item": item, "by": runner, "at": at}, sort_keys=True)
+        fields = {"item": item, "by": runner, "at": at, **({"host": host} if host else {})}
+        said = json.dumps(fields, sort_keys=True)
         what = f"take {item} over from {replaces.runner}" if replaces else f"claim {item}"
         message = f"ralph: {what} ({runner})\n\n{CLAIM_TRAILER}: {said}\n"
         return self.repo.commit_tree(tree, replaces.commit if replaces else None, message)

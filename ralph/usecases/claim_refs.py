@@ -30,6 +30,20 @@ from ralph.store.remote import ClaimRef, Remote
 WIDEST_PICK = 16  # after lost claim races, a runner picks among this many free tasks at most
 
 
+def this_host() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+def held_by(claim: ClaimRef, runner: str) -> bool:
+    """Whether the claim is `runner`'s on this host: its name, made here (by this run, or by a run
+    before it that ended: one live run per name per host, ralph.loop.share.name_lock). A claim of
+    that name made on another host is another runner's that shares the name; one with no host
+    (made by a ralph before claims named theirs) is taken for this runner's, as then."""
+    return claim.runner == runner and claim.host in (None, this_host())
+
+
 def age_s(remote: Remote, claim: ClaimRef, stamp: str, remember: bool = True) -> float | None:
     """The claim's age by the rule every runner judges claims by (ralph.plan.reading.claim_age_s):
     the lesser of the age since its commit and since this clone first saw it."""
@@ -74,9 +88,9 @@ def claim_task(
         stamp = now()
         refs = remote.claim_refs()
         for claim in refs.values():  # every claim in sight is noted: its age counts from now at most
-            if claim.runner != runner:
+            if not held_by(claim, runner):
                 age_s(remote, claim, stamp)
-        own = [task for task in candidates if refs.get(task["id"]) and refs[task["id"]].runner == runner]
+        own = [task for task in candidates if (held := refs.get(task["id"])) and held_by(held, runner)]
         if own:
             mine = refs[own[0]["id"]]
             return Claimed(mine.item, mine.commit, None)
@@ -85,7 +99,7 @@ def claim_task(
             return None
         pick = free[0] if not losses else random.choice(free[: min(WIDEST_PICK, 2**losses)])
         old = refs.get(pick["id"])
-        commit = remote.make_claim(pick["id"], runner, stamp, replaces=old)
+        commit = remote.make_claim(pick["id"], runner, stamp, replaces=old, host=this_host())
         won = remote.push_claim(pick["id"], commit, old.commit if old else None)
         remote.fetch()  # the claims as they are now, and the branch (a task published meanwhile)
         if won:

@@ -35,6 +35,7 @@ from ralph.usecases import claim_refs, claims
 
 if TYPE_CHECKING:
     from ralph.loop.observe.journal import Journal
+    from ralph.loop.share.name_lock import NameLock
 
 T = TypeVar("T")
 # The first wait for other runners' work, and the longest (it doubles). A poll is a fetch: 16
@@ -96,6 +97,15 @@ class RemoteCoordinator:
         # going back to publishing at once after a clean push, 0.48x/0.72x.)
         self._contended = False
         self._max_attempts = 3  # BUILD's, as the last build handed back said
+        self._name: NameLock | None = None
+
+    def hold_name(self) -> None:
+        """This runner's name, held on this host for the run (ralph.loop.share.name_lock): Busy when
+        another live run holds it against the same remote branch."""
+        from ralph.loop.share.name_lock import NameLock
+
+        code, url, _ = self.remote.repo.attempt("remote", "get-url", self.remote.name)
+        self._name = NameLock(url.strip() if code == 0 else self.remote.name, self.remote.branch, self.runner)
 
     # --- the stages' coordinator (ralph.loop.share.coordinator.Coordinator) ---------------------------
     def claims_spec(self, stage: StageDeclaration, met: Callable[[Plan], bool] = never) -> bool:
@@ -155,6 +165,8 @@ class RemoteCoordinator:
             with contextlib.suppress(RemoteError):
                 self.release_all()
         finally:
+            if self._name is not None:  # the claims are given back: the name may be used again
+                self._name.release()
             if self.journal is not None:
                 self.journal.event(
                     "remote_pushes",
@@ -250,9 +262,10 @@ class RemoteCoordinator:
         return claimed.task_id
 
     def _adopt_own(self) -> None:
-        """Claims this runner's name holds on the remote from a run before (a restart): its own."""
+        """Claims this runner's name holds on the remote from a run before on this host (a
+        restart): its own. Another host's claims under the same name are not (claim_refs.held_by)."""
         for item, claim in self.remote.claim_refs().items():
-            if claim.runner == self.runner:
+            if claim_refs.held_by(claim, self.runner):
                 self._mine.setdefault(item, claim.commit)
 
     def _own_done(self, skip: Collection[str]) -> list[str]:
