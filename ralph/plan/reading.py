@@ -224,7 +224,11 @@ def drop_claim(task: Record) -> None:
 
 
 def claim_age_s(
-    task: Record, now: str, seen_at: str | None = None, committed_at: str | None = None
+    task: Record,
+    now: str,
+    seen_at: str | None = None,
+    committed_at: str | None = None,
+    witness_at: str | None = None,
 ) -> float | None:
     """Seconds since the task was claimed, as of `now` (the judging runner's clock), by the rule
     every runner follows: the lesser of two ages, each read on one clock against the other.
@@ -243,8 +247,11 @@ def claim_age_s(
     judge's set right while it watched (the commit kept the history's time). The price: a runner
     that first sees a dead runner's claim late (a fresh clone) waits a TTL from its first look,
     and a claim committed after a runner ahead of the others pushed looks new until the clocks
-    catch up with that one. When the first is over a day (no clock is that wrong), it is
-    believed alone: a runner dead for days loses its claims at once.
+    catch up with that one. When the first is over a day and a clock other than the judge's
+    agrees, it is believed alone: a runner dead for days loses its claims at once while others
+    work. That other clock is `witness_at`, the newest time another runner's claim in sight was
+    made (ralph.store.claim_clock): a day or more after this claim was. Without one, a judge
+    whose clock is a day or more ahead would take every live claim for days old.
     None when the claim's time does not parse: it counts as expired (a person or a broken runner
     wrote it)."""
     from datetime import datetime
@@ -253,11 +260,26 @@ def claim_age_s(
         current = datetime.fromisoformat(now)
         made = committed_at if committed_at is not None else str(task.get("claimed_at"))
         age = (current - datetime.fromisoformat(made)).total_seconds()
-        if seen_at is not None and age < CLOCKS_DISAGREE_AT_MOST_S:
+        if seen_at is not None and not (
+            age >= CLOCKS_DISAGREE_AT_MOST_S and _witnessed_days_later(made, witness_at)
+        ):
             age = min(age, (current - datetime.fromisoformat(seen_at)).total_seconds())
         return age
     except (TypeError, ValueError):
         return None
+
+
+def _witnessed_days_later(made: str, witness_at: str | None) -> bool:
+    """Another runner's clock says a day or more has passed since `made`."""
+    from datetime import datetime
+
+    if witness_at is None:
+        return False
+    try:
+        later = (datetime.fromisoformat(witness_at) - datetime.fromisoformat(made)).total_seconds()
+    except (TypeError, ValueError):  # a time that does not parse witnesses nothing
+        return False
+    return later >= CLOCKS_DISAGREE_AT_MOST_S
 
 
 def is_question(issue: Record) -> bool:

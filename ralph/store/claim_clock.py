@@ -49,6 +49,9 @@ class ClaimClock:
         self.repo, self.refs, self.path = repo, tuple(refs), path
         self._known: dict[str, dict[str, str]] | None = None
         self._not_found: set[str] = set()  # claims no commit on `refs` made, looked for once
+        self._newest: list[tuple[datetime, str, str]] | None = None  # see _witness
+        self._looked: dict[str, str] = {}  # claims in sight in this process: when each was made
+        self._commits: dict[str, str] = {}  # their commits' times, as found
 
     def age_s(self, item: Record, now: str, remember: bool = True) -> float | None:
         """The claim's age in seconds at `now` (this runner's clock) by the rule; None: expired.
@@ -65,15 +68,52 @@ class ClaimClock:
         key = _key(item)
         entry = dict(known.get(key, {}))
         seen = entry.get("seen")
-        committed = committed_at or entry.get("committed") or self._committed_at(item, key)
+        committed = self.note(item, committed_at)
         if remember and (seen is None or committed != entry.get("committed")):
             entry["seen"] = seen or now
             if committed:
                 entry["committed"] = committed
             known[key] = entry
+            self._newest = None
             self._save(now)
-        age = claim_age_s(item, now, seen or now, committed)
+        age = claim_age_s(item, now, seen or now, committed, self._witness(item))
         return ClaimAge(age, committed, seen)
+
+    def note(self, item: Record, committed_at: str | None = None) -> str | None:
+        """A claim in sight: when it was made (its commit's time; None: no commit known), kept in
+        this process as a witness for the others' ages (_witness). A look at several claims
+        notes them all before judging any."""
+        key = _key(item)
+        committed = (
+            committed_at
+            or self._commits.get(key)
+            or self._load().get(key, {}).get("committed")
+            or self._committed_at(item, key)
+        )
+        if committed:
+            self._commits[key] = committed
+        made = committed or item.get("claimed_at")
+        if isinstance(made, str) and self._looked.get(key) != made:
+            self._looked[key] = made
+            self._newest = None
+        return committed
+
+    def _witness(self, item: Record) -> str | None:
+        """The newest time another runner's claim this clone saw was made (its commit's time, or
+        its runner's claimed_at): a clock other than this clone's, for claims older than a day
+        (ralph.plan.reading.claim_age_s). A runner's own claims are not judged, so not kept."""
+        if self._newest is None:  # the two runners whose claims are newest: one is not the holder
+            newest: dict[str, tuple[datetime, str]] = {}
+            kept = {key: entry.get("committed") or key.split("\t")[-1] for key, entry in self._load().items()}
+            for key, made in {**kept, **self._looked}.items():
+                runner = (key.split("\t") + [""])[1]
+                if made and (runner not in newest or _utc(made) > newest[runner][0]):
+                    newest[runner] = (_utc(made), made)
+            self._newest = sorted(
+                ((at, made, runner) for runner, (at, made) in newest.items()), reverse=True
+            )[:2]
+        holder = str(item.get("claimed_by"))
+        return next((made for _, made, runner in self._newest if runner != holder), None)
 
     def _committed_at(self, item: Record, key: str) -> str | None:
         """The committer time of the commit on `refs` that made the claim (UTC, ISO 8601), or
@@ -134,6 +174,14 @@ class ClaimClock:
             write_atomic(self.path, json.dumps(kept, sort_keys=True).encode())
         except (OSError, RalphError):  # this process still knows; the next start looks afresh
             pass
+
+
+def _utc(stamp: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _key(item: Record) -> str:

@@ -13,6 +13,7 @@ from ralph.errors import RalphError
 from ralph.plan.document import Record
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
+from ralph.store.claim_clock import ClaimClock
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import ClaimRef, Remote
@@ -64,6 +65,7 @@ def remote_claims(
     plan = remote_plan(remote)
     ttl = (plan.claim_ttl_s() if plan else 1800.0) if ttl_s is None else ttl_s
     stamp = at or now()
+    _note_all(remote.claim_clock, plan, remote)
     claims = [_ref_claim(remote, claim, plan, stamp, ttl) for claim in remote.claim_refs().values()]
     for task in plan.claims() if plan else []:
         judged = remote.claim_clock.judge(task, stamp)
@@ -118,6 +120,7 @@ def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
             continue
         remote = Remote(repo, ref.removesuffix(f"/{branch}"), branch)
         clock = remote.claim_clock
+        _note_all(clock, plan, remote)
         for item in plan.claims():
             age = clock.age_s(item, stamp, remember=False)
             if age is None or age >= plan.claim_ttl_s():
@@ -127,3 +130,12 @@ def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
             if age is None or age >= plan.claim_ttl_s():
                 found.append((ref, claim.record(), age))
     return found
+
+
+def _note_all(clock: ClaimClock, plan: Plan | None, remote: Remote) -> None:
+    """Every claim in sight noted before any is judged: each is a witness to the others' ages
+    (ralph.store.claim_clock), whichever comes first."""
+    for item in plan.claims() if plan else []:
+        clock.note(item)
+    for claim in remote.claim_refs().values():
+        clock.note(claim.record(), claim.committed_at)

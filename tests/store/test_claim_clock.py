@@ -160,6 +160,35 @@ def test_a_dead_runners_claim_is_taken_over_a_ttl_after_it_was_pushed_by_a_runne
     assert takeovers(shared) == [("t-aaaaaa", "alive-2", "dead")]
 
 
+TWO_DAYS = 2 * 24 * 3600
+
+
+def test_a_judge_whose_clock_is_days_ahead_takes_over_no_live_claim(runners, monkeypatch):
+    """Every live claim is two days old on a clock two days ahead, by its commit too; the one-day
+    rule believes that only when another runner's clock agrees, and the other runner's claim,
+    made a moment after on its own clock, says no day has passed."""
+    shared, one, two, three = runners
+    assert present(claims.claim_next(one, None, "claimer", remote_of(one)))["id"] == "t-aaaaaa"
+    assert present(claims.claim_next(two, None, "other", remote_of(two), ttl_s=600))["id"] == "t-bbbbbb"
+    skewed(monkeypatch, TWO_DAYS)
+    assert present(claims.claim_next(three, None, "ahead", remote_of(three), ttl_s=600))["id"] == "t-cccccc"
+    assert takeovers(shared) == []
+
+
+def test_a_claim_days_old_by_its_commit_and_another_runners_clock_is_taken_over_at_first_sight(
+    runners, monkeypatch
+):
+    """A runner died holding a claim; two days on (as the clocks say), another runner claims work,
+    and a fresh clone that never saw the dead claim takes it over at once: two clocks agree it is
+    days old."""
+    shared, one, two, three = runners
+    assert present(claims.claim_next(one, None, "dead", remote_of(one)))["id"] == "t-aaaaaa"
+    skewed(monkeypatch, TWO_DAYS)  # two days pass for every runner from here
+    assert present(claims.claim_next(two, None, "later", remote_of(two), ttl_s=600))["id"] == "t-bbbbbb"
+    assert present(claims.claim_next(three, None, "fresh", remote_of(three), ttl_s=600))["id"] == "t-aaaaaa"
+    assert takeovers(shared) == [("t-aaaaaa", "fresh", "dead")]
+
+
 def test_a_claim_is_dated_by_the_commit_that_made_it_not_by_a_merge_that_carried_it(runners, monkeypatch):
     shared, one, two, three = runners
     claims.claim_next(two, None, "claimer", remote_of(two))

@@ -117,13 +117,17 @@ def test_no_free_task_gives_none_and_commits_nothing(three):
 
 
 def test_a_stale_claim_is_taken_over_and_the_takeover_recorded(repo, tmp_path, monkeypatch):
-    seed(repo, {"id": "t-aaaaaa", "name": "A"})
+    """A claim years old by its commit is taken over at first sight once another runner's clock
+    agrees (that runner's claim made now); a runner whose clock nothing confirms yet takes a free
+    task instead (its clock could be years ahead)."""
+    seed(repo, {"id": "t-aaaaaa", "name": "A"}, {"id": "t-bbbbbb", "name": "B"})
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2020-01-01T00:00:00+00:00")  # a runner dead for years
     with transaction(repo) as change:
         change.plan.claim("t-aaaaaa", "dead-runner", "2020-01-01T00:00:00+00:00")
     monkeypatch.delenv("GIT_COMMITTER_DATE")
     shared = Shared(repo, tmp_path)
-    two = shared.clone("two")
+    one, two = shared.clone("one"), shared.clone("two")
+    assert present(claims.claim_next(one, None, "runner-1", remote_of(one)))["id"] == "t-bbbbbb"
     assert present(claims.claim_next(two, None, "runner-2", remote_of(two)))["id"] == "t-aaaaaa"
     origin = on_origin(shared)
     assert task_in(origin, "t-aaaaaa")["claimed_by"] == "runner-2"
