@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ralph.errors import Refused
 from ralph.plan import questions, tasks
@@ -20,9 +19,9 @@ from ralph.plan.records import (
     Recorded,
     Status,
     Verdict,
-    count_kill,
-    is_done,
+    VerifyRecord,
 )
+from ralph.plan.verify_changes import verify_on
 
 
 @dataclass(frozen=True)
@@ -346,15 +345,34 @@ def record_verify_kill(plan: PlanReader, task_id: str, kill_reason: KillReason, 
 def record_verify_stop(
     plan: PlanReader, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
 ) -> int:
-    """VERIFY's write of a stopped run on its task (record_verify_kill), and with `set_aside` (why)
-    the task set aside for DECOMPOSE: its line read once and rewritten once. The stops so far."""
-    line = plan.task_line(task_id)
-    kills = count_kill(line.record, "verify_", kill_reason, kill_log)
-    tombstone = tasks.send_back(plan, line.record, set_aside, kill_reason, kill_log) if set_aside else None
-    plan.doc.rewrite(line)
-    if tombstone is not None:
-        plan.doc.append(tombstone)
-    return kills
+    """A stopped VERIFY run on its task (record_verify_kill), and with `set_aside` (why) the task
+    set aside for DECOMPOSE (record_verify). The stops so far."""
+    stopped = VerifyRecord(kill_reason=kill_reason, kill_log=kill_log, set_aside=set_aside)
+    return int(record_verify(plan, task_id, stopped)["stops"])
+
+
+def record_verify(plan: PlanReader, task_id: str, run: VerifyRecord) -> Record:
+    """VERIFY's one write of one verifier's run on its task: the task's line read once, the run's
+    stop or verdict made on its record (verify_changes.verify_on) and the line written once, with
+    the record that adds; then the tasks and issues its verifier added, at most `run.max_new` of
+    them (new_work.take_added). What was taken (of a stop: the stops so far)."""
+    line = plan.find_task_line(task_id)
+    if line is None and run.kill_reason is not None:
+        line = plan.task_line(task_id)  # refused: it says why there is none
+    change = verify_on(plan, line.record if line else None, run)
+    if line is not None and change.gone:
+        plan.doc.remove(line)
+    elif line is not None and change.written:
+        plan.doc.rewrite(line)
+    if change.adds is not None:
+        plan.doc.append(change.adds)
+    if change.gone:
+        tasks.drop_served_answers(plan)
+    if run.kill_reason is not None:
+        return change.taken
+    from ralph.plan import new_work  # the loop's alone: the state commands never load it (dataclasses)
+
+    return change.taken | new_work.take_added(plan, list(run.added), run.max_new, f"VERIFY of {task_id}")
 
 
 @dataclass(frozen=True)
@@ -403,12 +421,6 @@ def take_verification(
     return apply_verification(plan, *args)
 
 
-def overtaken(plan: PlanReader, task_id: str) -> bool:
-    """Whether a verdict on the task comes too late: a person judged or removed it meanwhile."""
-    task = plan.find_task(task_id)
-    return task is None or not is_done(task)
-
-
 def apply_verification(
     plan: PlanReader,
     task_id: str,
@@ -418,36 +430,10 @@ def apply_verification(
     max_new: int | None = None,
 ) -> Record:
     """A verifier's verdict on its task ("accepted", or "rejected" with its reason) and the tasks
-    and issues it added (records, with their ids), at most `max_new` of them. Returns what was
-    taken."""
-    taken: dict[str, Any] = {"verdict": None, "tasks": [], "issues": []}
-    if verdict is not None and overtaken(plan, task_id):
-        taken["overtaken"] = True  # a person judged or removed it meanwhile: theirs stands
-    elif verdict == "accepted":
-        tasks.accept(plan, task_id)
-        taken["verdict"] = "accepted"
-    elif verdict == "rejected" and reason is not None:
-        tasks.reject(plan, task_id, reason)
-        taken["verdict"], taken["reason"] = "rejected", reason
-    present, kept = plan.taken_ids() if added else set(), []  # most verifiers add nothing
-    for record in added:
-        if record["id"] in present:  # two verifiers drew one random id: keep the first
-            taken.setdefault("dropped", []).append(record["id"])
-            continue
-        plan.doc.append(dict(record))
-        present.add(record["id"])
-        kept.append(record["id"])
-    from ralph.plan import new_work  # the loop's alone: the state commands never load it (dataclasses)
-
-    bounded = new_work.bound(
-        plan, kept, max_new if max_new is not None else len(kept), f"VERIFY of {task_id}"
-    )
-    for item in bounded.kept:
-        taken["tasks" if item.startswith("t-") else "issues"].append(item)
-    if bounded.cut:
-        taken["cut"] = [cut.record["id"] for cut in bounded.cut]
-        taken["cut_issue"] = bounded.issue
-    return taken
+    and issues it added (records, with their ids), at most `max_new` of them (record_verify).
+    Returns what was taken."""
+    given = VerifyRecord(verdict=verdict, reason=reason, added=tuple(added), max_new=max_new)
+    return record_verify(plan, task_id, given)
 
 
 def restore_task(plan: PlanReader, record: Record) -> Record:

@@ -12,7 +12,7 @@ from ralph.plan import attempts, claims, drafts, questions, singletons, spec_rec
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
-from ralph.plan.records import AttemptRecord, KillReason, Verdict
+from ralph.plan.records import AttemptRecord, KillReason, Verdict, VerifyRecord
 
 
 class Plan(PlanReader):
@@ -144,6 +144,9 @@ class Plan(PlanReader):
         self, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
     ) -> int:
         return attempts.record_verify_stop(self, task_id, kill_reason, kill_log, set_aside)
+
+    def record_verify(self, task_id: str, run: VerifyRecord) -> Record:
+        return attempts.record_verify(self, task_id, run)
 
     def take_verification(self, task_id: str, base: Plan, theirs: Plan, max_new: int | None = None) -> Record:
         return attempts.take_verification(self, task_id, base, theirs, max_new)

@@ -160,6 +160,26 @@ class AttemptRecord:
         object.__setattr__(self, "files", tuple(self.files))
 
 
+@dataclass(frozen=True)
+class VerifyRecord:
+    """What VERIFY writes of one verifier's run on its task, written by attempts.record_verify: its
+    stop (`kill_reason`, with the run's log; with `set_aside`, why the task goes to DECOMPOSE), or
+    what its verifier gave (its verdict, "accepted" or "rejected" with the reason, and the tasks and
+    issues it added, at most `max_new` of them taken). Plain data, so that a runner replays it as an
+    operation (ralph.plan.ops)."""
+
+    kill_reason: KillReason | None = None  # the run was stopped: no verdict
+    kill_log: str = ""
+    set_aside: str | None = None  # the stop set the task aside (why), at max_attempts stops
+    verdict: str | None = None
+    reason: str | None = None  # a rejection's
+    added: tuple[Record, ...] = ()  # the tasks and issues it added (records, with their ids)
+    max_new: int | None = None  # None: every one
+
+    def __post_init__(self) -> None:  # read back from an operation's JSON, the records are a list
+        object.__setattr__(self, "added", tuple(self.added))
+
+
 class HookEvent(StrEnum):
     """The construct loop's events a config `hooks` command can run on ("any": every one)."""
 

@@ -13,7 +13,7 @@ from ralph.plan.document import serialize
 from ralph.plan.families import fingerprint
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, TaskView, Verdict
+from ralph.plan.records import KillReason, TaskView, Verdict, VerifyRecord
 from tests.support.plans import ops_made, task_in
 from tests.support.present import present
 
@@ -632,6 +632,51 @@ def test_take_verification_is_recorded_as_one_operation_of_plain_data_that_repla
     assert decode(encode(ops[0])) == ops[0]
     again, outcomes = replay(before, ops)
     assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied"]
+
+
+GAP = {"t": "task", "id": "t-gap000", "name": "A gap it found", "s": "p"}
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        VerifyRecord(KillReason.TIMEOUT, "build/ralph-logs/v.log", set_aside="stopped twice"),
+        VerifyRecord(verdict="rejected", reason="it prints nothing", added=(GAP,), max_new=5),
+        VerifyRecord(verdict="accepted"),
+    ],
+)
+def test_a_verifiers_run_is_one_operation_of_its_typed_value_that_replays_to_the_same_plan(run):
+    from ralph.plan.ops import decode, encode
+    from ralph.plan.replay import replay
+
+    ours = plan_of()
+    before = ours.doc.to_bytes()
+    ours.record_verify("t-bbbbbb", run)
+
+    ops = ops_made(ours)
+    assert [op["op"] for op in ops] == ["record_verify"]
+    assert decode(encode(ops[0]))["args"] == ["t-bbbbbb", run]  # read back as the value it was
+    again, outcomes = replay(before, ops)
+    assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied"]
+
+
+def test_a_verifiers_run_writes_its_tasks_line_once_with_the_record_it_adds():
+    plan = plan_of()
+    stopped = VerifyRecord(KillReason.TIMEOUT, "build/ralph-logs/v.log", set_aside="stopped twice")
+
+    taken = plan.record_verify("t-bbbbbb", stopped)
+
+    assert taken == {"stops": 1}
+    task = task_in(plan, "t-bbbbbb")
+    assert task["s"] == "p" and task["verify_kills"] == 1 and task["kill_reason"] == "timeout"
+    assert plan.of("reject")[-1].record == {
+        "t": "reject",
+        "id": "t-bbbbbb",
+        "reason": "stopped twice",
+        "kill_reason": "timeout",
+    }
+    late = plan.record_verify("t-bbbbbb", VerifyRecord(verdict="accepted"))  # no longer done
+    assert late == {"verdict": None, "overtaken": True, "tasks": [], "issues": []}
 
 
 # --- a failure family ------------------------------------------------------------------------

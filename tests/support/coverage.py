@@ -297,6 +297,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "a spec's records (the current spec, planned, a stopped PLAN or check, a passing check) are "
         "asserted there with the bytes they leave, and by the loop's CHECK tests.",
     ),
+    "ralph/plan/verify_changes.py": (
+        "tests/plan/test_transitions.py",
+        "tests/plan/test_attempt_record.py",
+        "each kind of VERIFY run (stopped, set aside, accepted, rejected, too late) is written on its "
+        "task there through record_verify, and what it leaves asserted.",
+    ),
     "ralph/plan/attempt_changes.py": (
         "tests/plan/test_attempt_record.py",
         "tests/plan/test_transitions.py",
