@@ -12,9 +12,10 @@ from ralph.plan import questions, tasks
 from ralph.plan.attempt_changes import add_usage, record_on
 from ralph.plan.document import Record
 from ralph.plan.families import inherited_failures, members_to_hold
-from ralph.plan.reading import PlanReader, drop_claim
+from ralph.plan.reading import PlanReader
 from ralph.plan.records import (
     AttemptRecord,
+    DecomposeRecord,
     KillReason,
     Recorded,
     Status,
@@ -255,16 +256,20 @@ def block(plan: PlanReader, task_id: str, reason: str) -> Record:
     """The loop gives up on the task: a person must split or rethink it. Nothing depending on
     it is built meanwhile."""
     line = plan.task_line(task_id)
-    _blocked(line.record, reason)
+    tasks.blocked_on(line.record, reason)
     plan.doc.rewrite(line)
     return line.record
 
 
-def _blocked(task: Record, reason: str) -> None:
-    task["s"] = Status.BLOCKED
-    task["blocked_reason"] = reason
-    task.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
-    drop_claim(task)
+def record_decompose(plan: PlanReader, task_id: str, run: DecomposeRecord) -> int:
+    """DECOMPOSE's one write of a run on its task: the subtasks that replace it
+    (record_decomposition), or, not decomposed, its run undone and its failure counted, perhaps
+    blocking it (record_undecomposed). The task's failed decompositions so far (none, once it is
+    decomposed: it is gone)."""
+    if run.children:
+        record_decomposition(plan, task_id, list(run.children), decomposed=run.task)
+        return 0
+    return record_undecomposed(plan, task_id, run.task, list(run.drop), run.counted, run.block)
 
 
 def record_decomposition(
@@ -278,16 +283,17 @@ def record_decomposition(
     of its type unless they have one, and remember the failures recorded on it and its ancestors
     (families.inherited_failures).
     `decomposed` (or its depth alone) is the task as DECOMPOSE found it, for when the agent
-    already removed it. The task goes."""
+    already removed it. The task goes. What it and its subtasks are is read first, then written."""
     parent = plan.find_task(task_id)
+    reasons = plan.verify_reasons(task_id)
+    # The answers given for the task hold for its parts: the subtasks name those questions.
+    answers = [question["id"] for question in plan.answers_for(task_id)]
+    lines = [plan.task_line(child) for child in children]
     source = parent or decomposed or {"id": task_id}
     depth = source.get("depth", depth_of_task) + 1
     family = source.get("family") or task_id
-    remembered = inherited_failures({**source, "id": task_id}, plan.verify_reasons(task_id))
-    # The answers given for the task hold for its parts: the subtasks name those questions.
-    answers = [question["id"] for question in plan.answers_for(task_id)]
-    for child in children:
-        line = plan.task_line(child)
+    remembered = inherited_failures({**source, "id": task_id}, reasons)
+    for line in lines:
         line.record["depth"], line.record["family"] = depth, family
         if remembered:
             line.record["ancestor_failures"] = remembered
@@ -299,6 +305,15 @@ def record_decomposition(
         plan.doc.rewrite(line)
     if parent is not None:  # the agent may have removed it itself
         tasks.delete(plan, task_id)
+
+
+def restore_task(plan: PlanReader, record: Record) -> Record:
+    """Put back a task an agent removed in a run whose changes are undone (a decomposition into
+    too few parts): as it was before the run."""
+    if plan.find_task(record["id"]) is not None:
+        raise Refused(f"task {record['id']} is in the plan already")
+    plan.doc.append(dict(record))
+    return record
 
 
 def record_undecomposed(
@@ -315,15 +330,17 @@ def record_undecomposed(
     person, its line rewritten once. Returns its failed decompositions so far."""
     for child in drop:
         tasks.delete(plan, child, force=True)
-    if plan.find_task(task_id) is None:  # the agent removed it, with too few parts: back as it was
-        restore_task(plan, task)
-    line = plan.task_line(task_id)
+    line = plan.find_task_line(task_id)
+    record = line.record if line else dict(task)  # the agent removed it, with too few parts: as it was
     if counted:
-        line.record["decompose_failures"] = line.record.get("decompose_failures", 0) + 1
+        record["decompose_failures"] = record.get("decompose_failures", 0) + 1
     if block is not None:
-        _blocked(line.record, block)
-    plan.doc.rewrite(line)
-    return int(line.record.get("decompose_failures", 0))
+        tasks.blocked_on(record, block)
+    if line is None:
+        plan.doc.append(record)  # back
+    else:
+        plan.doc.rewrite(line)
+    return int(record.get("decompose_failures", 0))
 
 
 def record_decompose_failure(plan: PlanReader, task_id: str) -> int:
@@ -434,12 +451,3 @@ def apply_verification(
     Returns what was taken."""
     given = VerifyRecord(verdict=verdict, reason=reason, added=tuple(added), max_new=max_new)
     return record_verify(plan, task_id, given)
-
-
-def restore_task(plan: PlanReader, record: Record) -> Record:
-    """Put back a task an agent removed in a run whose changes are undone (a decomposition into
-    too few parts): as it was before the run."""
-    if plan.find_task(record["id"]) is not None:
-        raise Refused(f"task {record['id']} is in the plan already")
-    plan.doc.append(dict(record))
-    return record

@@ -12,7 +12,7 @@ from ralph.plan import attempts, claims, drafts, questions, singletons, spec_rec
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
-from ralph.plan.records import AttemptRecord, KillReason, Verdict, VerifyRecord
+from ralph.plan.records import AttemptRecord, DecomposeRecord, KillReason, Verdict, VerifyRecord
 
 
 class Plan(PlanReader):
@@ -120,6 +120,9 @@ class Plan(PlanReader):
 
     def block(self, task_id: str, reason: str) -> Record:
         return attempts.block(self, task_id, reason)
+
+    def record_decompose(self, task_id: str, run: DecomposeRecord) -> int:
+        return attempts.record_decompose(self, task_id, run)
 
     def record_decomposition(
         self, task_id: str, children: list[str], depth_of_task: int = 0, decomposed: Record | None = None

@@ -180,6 +180,26 @@ class VerifyRecord:
         object.__setattr__(self, "added", tuple(self.added))
 
 
+@dataclass(frozen=True)
+class DecomposeRecord:
+    """What DECOMPOSE writes of one run on its task, written by attempts.record_decompose: the
+    subtasks that replace it (`children`), or, not decomposed, the subtasks its run made that are
+    undone (`drop`), its failure counted (`counted`) and with `block` (why) the task blocked for a
+    person. `task`: the task as DECOMPOSE found it (put back when its agent removed it; what its
+    subtasks inherit when it is gone already). Plain data, so that a runner replays it as an
+    operation (ralph.plan.ops)."""
+
+    task: Record
+    children: tuple[str, ...] = ()  # decomposed: its subtasks, which replace it
+    drop: tuple[str, ...] = ()
+    counted: bool = False
+    block: str | None = None
+
+    def __post_init__(self) -> None:  # read back from an operation's JSON, the ids are lists
+        object.__setattr__(self, "children", tuple(self.children))
+        object.__setattr__(self, "drop", tuple(self.drop))
+
+
 class HookEvent(StrEnum):
     """The construct loop's events a config `hooks` command can run on ("any": every one)."""
 

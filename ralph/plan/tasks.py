@@ -212,6 +212,15 @@ def set_aside_on(task: Record, reason: str, kill_reason: KillReason, kill_log: s
     return tombstone
 
 
+def blocked_on(task: Record, reason: str) -> None:
+    """The loop gives up on the task (attempts.block), on its record, in place: a person must
+    split or rethink it."""
+    task["s"] = Status.BLOCKED
+    task["blocked_reason"] = reason
+    task.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
+    drop_claim(task)
+
+
 def _fingerprint_rejection(plan: PlanReader, task: Record, reason: str) -> None:
     """A rejection fingerprinted like a build failure (its reason with the task's id and its
     files' names taken out, numbers and the like too): the same as its last rejection, or as a

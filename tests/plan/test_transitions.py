@@ -13,7 +13,7 @@ from ralph.plan.document import serialize
 from ralph.plan.families import fingerprint
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, TaskView, Verdict, VerifyRecord
+from ralph.plan.records import DecomposeRecord, KillReason, TaskView, Verdict, VerifyRecord
 from tests.support.plans import ops_made, task_in
 from tests.support.present import present
 
@@ -677,6 +677,45 @@ def test_a_verifiers_run_writes_its_tasks_line_once_with_the_record_it_adds():
     }
     late = plan.record_verify("t-bbbbbb", VerifyRecord(verdict="accepted"))  # no longer done
     assert late == {"verdict": None, "overtaken": True, "tasks": [], "issues": []}
+
+
+@pytest.mark.parametrize("removed", [False, True])
+def test_a_decompose_run_not_decomposed_is_one_operation_of_its_typed_value(removed):
+    from ralph.plan.ops import decode, encode
+
+    ours = plan_of()
+    found = dict(task_in(ours, "t-aaaaaa"))
+    ours.add_tasks([{"id": "t-half00", "name": "Half", "parent": "t-aaaaaa"}])
+    if removed:  # its agent removed it, with too few parts
+        ours.delete("t-aaaaaa", force=True)
+    ours = Plan(load(ours.doc.to_bytes()))
+    run = DecomposeRecord(found, drop=("t-half00",), counted=True, block="decomposed too deep")
+
+    assert ours.record_decompose("t-aaaaaa", run) == 1
+
+    task = task_in(ours, "t-aaaaaa")  # put back as it was, when its agent removed it
+    assert task["s"] == "b" and task["decompose_failures"] == 1 and task["x-mine"] == {"keep": True}
+    assert task["blocked_reason"] == "decomposed too deep" and ours.find_task("t-half00") is None
+    ops = ops_made(ours)
+    assert [op["op"] for op in ops] == ["record_decompose"]
+    assert decode(encode(ops[0]))["args"] == ["t-aaaaaa", run]  # read back as the value it was
+
+
+def test_a_decomposition_is_one_operation_that_replays_to_the_same_plan():
+    from ralph.plan.replay import replay
+
+    ours = plan_of()
+    found = dict(task_in(ours, "t-aaaaaa"))
+    ours.add_tasks([{"id": f"t-part0{n}", "name": f"Part {n}", "parent": "t-aaaaaa"} for n in (1, 2)])
+    before, ours = ours.doc.to_bytes(), Plan(load(ours.doc.to_bytes()))
+
+    assert ours.record_decompose("t-aaaaaa", DecomposeRecord(found, ("t-part01", "t-part02"))) == 0
+
+    assert ours.find_task("t-aaaaaa") is None
+    assert {task_in(ours, part)["depth"] for part in ("t-part01", "t-part02")} == {1}
+    ops = ops_made(ours)
+    again, outcomes = replay(before, ops)
+    assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied"]
 
 
 # --- a failure family ------------------------------------------------------------------------
