@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 TRAILER = "Ralph-Op"
 REPLAYED_TRAILER = "Ralph-Replayed"  # on a runner's catch-up merge: its own operations were replayed
 # ralph.plan.records' dataclasses a transition takes
-TYPED_ARGUMENTS = frozenset({"AttemptRecord", "VerifyRecord", "DecomposeRecord"})
+TYPED_ARGUMENTS = frozenset({"AttemptRecord", "VerifyRecord", "DecomposeRecord", "CheckRecord"})
 
 Op = dict[str, Any]  # {"op": transition name, "args": [...], "kw": {...}, "ids": [ids it made]}
 F = TypeVar("F", bound=Callable[..., Any])

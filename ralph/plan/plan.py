@@ -12,7 +12,7 @@ from ralph.plan import attempts, claims, drafts, questions, singletons, spec_rec
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
-from ralph.plan.records import AttemptRecord, DecomposeRecord, KillReason, Verdict, VerifyRecord
+from ralph.plan.records import AttemptRecord, CheckRecord, DecomposeRecord, KillReason, Verdict, VerifyRecord
 
 
 class Plan(PlanReader):
@@ -56,6 +56,9 @@ class Plan(PlanReader):
 
     def record_spec_check(self, spec: str, commit: str | None, digest: str | None) -> None:
         return spec_records.record_spec_check(self, spec, commit, digest)
+
+    def record_check(self, spec: str, run: CheckRecord) -> int:
+        return spec_records.record_check(self, spec, run)
 
     def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
         return spec_records.record_check_kill(self, spec, kill_reason, kill_log)

@@ -200,6 +200,21 @@ class DecomposeRecord:
         object.__setattr__(self, "drop", tuple(self.drop))
 
 
+@dataclass(frozen=True)
+class CheckRecord:
+    """What a spec check writes on its spec's record, written by spec_records.record_check: its
+    stop (`kill_reason`, with the run's log), or, once it finished, what it read when it found
+    nothing missing (`commit`, the spec's SHA-256 `digest`; None when it found work), the issues
+    an earlier check cut resolved, since this one read the spec again (all but `cut_issue`, the
+    one it cut itself). Plain data, so that a runner replays it as an operation (ralph.plan.ops)."""
+
+    kill_reason: KillReason | None = None
+    kill_log: str = ""
+    commit: str | None = None
+    digest: str | None = None
+    cut_issue: str | None = None
+
+
 class HookEvent(StrEnum):
     """The construct loop's events a config `hooks` command can run on ("any": every one)."""
 

@@ -13,7 +13,7 @@ from ralph.plan.document import serialize
 from ralph.plan.families import fingerprint
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import DecomposeRecord, KillReason, TaskView, Verdict, VerifyRecord
+from ralph.plan.records import CheckRecord, DecomposeRecord, KillReason, TaskView, Verdict, VerifyRecord
 from tests.support.plans import ops_made, task_in
 from tests.support.present import present
 
@@ -716,6 +716,33 @@ def test_a_decomposition_is_one_operation_that_replays_to_the_same_plan():
     ops = ops_made(ours)
     again, outcomes = replay(before, ops)
     assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied"]
+
+
+def test_a_spec_checks_write_is_one_operation_of_its_typed_value_that_replays_to_the_same_plan():
+    from ralph.plan.ops import decode, encode
+    from ralph.plan.replay import replay
+
+    ours = plan_of()
+    earlier, mine = ours.add_issue("what an earlier check cut"), ours.add_issue("what this check cut")
+    for issue in (earlier, mine):  # as new_work.bound marks them: they await the next check
+        line = ours.issue_line(issue["id"])
+        line.record["recheck"] = True
+        ours.doc.rewrite(line)
+    ours = Plan(load(ours.doc.to_bytes()))
+    before = ours.doc.to_bytes()
+    stopped = CheckRecord(KillReason.TIMEOUT, "build/ralph-logs/c.log")
+
+    assert ours.record_check("specs/a.md", stopped) == 1
+    assert ours.record_check("specs/a.md", CheckRecord(commit="abc", digest="d1", cut_issue=mine["id"])) == 0
+
+    spec = ours.spec_line("specs/a.md")
+    assert spec is not None and spec.record["checked_commit"] == "abc" and "check_kills" not in spec.record
+    assert [issue["id"] for issue in ours.issues()] == ["i-aaaaaa", "i-bbbbbb", "i-nnnnnn", mine["id"]]
+    ops = ops_made(ours)
+    assert [op["op"] for op in ops] == ["record_check", "record_check"]
+    assert decode(encode(ops[0]))["args"] == ["specs/a.md", stopped]  # read back as the value it was
+    again, outcomes = replay(before, ops)
+    assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied", "applied"]
 
 
 # --- a failure family ------------------------------------------------------------------------

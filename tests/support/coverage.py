@@ -202,6 +202,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "given back, deferred) is applied by the real stage there, and its commits, plan and drafts "
         "asserted.",
     ),
+    "ralph/loop/stages/check_apply.py": (
+        "tests/loop/stages/test_check.py",
+        "tests/loop/test_stages_in_process.py",
+        "each outcome of a spec check (met, added, cut, stopped, failed) is applied by the real stage "
+        "there, and its plan, commits and report asserted.",
+    ),
     "ralph/loop/stages/build_facts.py": (
         "tests/loop/test_stages_in_process.py",
         "tests/loop/stages/test_agent_errors.py",
