@@ -6,23 +6,23 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ralph.errors import Refused
 from ralph.plan import questions, tasks
 from ralph.plan.attempt_changes import add_usage, record_on
 from ralph.plan.document import Record
 from ralph.plan.families import inherited_failures, members_to_hold
-from ralph.plan.reading import PlanReader, drop_claim
+from ralph.plan.reading import PlanReader
 from ralph.plan.records import (
     AttemptRecord,
+    DecomposeRecord,
     KillReason,
     Recorded,
     Status,
     Verdict,
-    count_kill,
-    is_done,
+    VerifyRecord,
 )
+from ralph.plan.verify_changes import verify_on
 
 
 @dataclass(frozen=True)
@@ -256,16 +256,20 @@ def block(plan: PlanReader, task_id: str, reason: str) -> Record:
     """The loop gives up on the task: a person must split or rethink it. Nothing depending on
     it is built meanwhile."""
     line = plan.task_line(task_id)
-    _blocked(line.record, reason)
+    tasks.blocked_on(line.record, reason)
     plan.doc.rewrite(line)
     return line.record
 
 
-def _blocked(task: Record, reason: str) -> None:
-    task["s"] = Status.BLOCKED
-    task["blocked_reason"] = reason
-    task.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
-    drop_claim(task)
+def record_decompose(plan: PlanReader, task_id: str, run: DecomposeRecord) -> int:
+    """DECOMPOSE's one write of a run on its task: the subtasks that replace it
+    (record_decomposition), or, not decomposed, its run undone and its failure counted, perhaps
+    blocking it (record_undecomposed). The task's failed decompositions so far (none, once it is
+    decomposed: it is gone)."""
+    if run.children:
+        record_decomposition(plan, task_id, list(run.children), decomposed=run.task)
+        return 0
+    return record_undecomposed(plan, task_id, run.task, list(run.drop), run.counted, run.block)
 
 
 def record_decomposition(
@@ -279,16 +283,17 @@ def record_decomposition(
     of its type unless they have one, and remember the failures recorded on it and its ancestors
     (families.inherited_failures).
     `decomposed` (or its depth alone) is the task as DECOMPOSE found it, for when the agent
-    already removed it. The task goes."""
+    already removed it. The task goes. What it and its subtasks are is read first, then written."""
     parent = plan.find_task(task_id)
+    reasons = plan.verify_reasons(task_id)
+    # The answers given for the task hold for its parts: the subtasks name those questions.
+    answers = [question["id"] for question in plan.answers_for(task_id)]
+    lines = [plan.task_line(child) for child in children]
     source = parent or decomposed or {"id": task_id}
     depth = source.get("depth", depth_of_task) + 1
     family = source.get("family") or task_id
-    remembered = inherited_failures({**source, "id": task_id}, plan.verify_reasons(task_id))
-    # The answers given for the task hold for its parts: the subtasks name those questions.
-    answers = [question["id"] for question in plan.answers_for(task_id)]
-    for child in children:
-        line = plan.task_line(child)
+    remembered = inherited_failures({**source, "id": task_id}, reasons)
+    for line in lines:
         line.record["depth"], line.record["family"] = depth, family
         if remembered:
             line.record["ancestor_failures"] = remembered
@@ -300,6 +305,15 @@ def record_decomposition(
         plan.doc.rewrite(line)
     if parent is not None:  # the agent may have removed it itself
         tasks.delete(plan, task_id)
+
+
+def restore_task(plan: PlanReader, record: Record) -> Record:
+    """Put back a task an agent removed in a run whose changes are undone (a decomposition into
+    too few parts): as it was before the run."""
+    if plan.find_task(record["id"]) is not None:
+        raise Refused(f"task {record['id']} is in the plan already")
+    plan.doc.append(dict(record))
+    return record
 
 
 def record_undecomposed(
@@ -316,15 +330,17 @@ def record_undecomposed(
     person, its line rewritten once. Returns its failed decompositions so far."""
     for child in drop:
         tasks.delete(plan, child, force=True)
-    if plan.find_task(task_id) is None:  # the agent removed it, with too few parts: back as it was
-        restore_task(plan, task)
-    line = plan.task_line(task_id)
+    line = plan.find_task_line(task_id)
+    record = line.record if line else dict(task)  # the agent removed it, with too few parts: as it was
     if counted:
-        line.record["decompose_failures"] = line.record.get("decompose_failures", 0) + 1
+        record["decompose_failures"] = record.get("decompose_failures", 0) + 1
     if block is not None:
-        _blocked(line.record, block)
-    plan.doc.rewrite(line)
-    return int(line.record.get("decompose_failures", 0))
+        tasks.blocked_on(record, block)
+    if line is None:
+        plan.doc.append(record)  # back
+    else:
+        plan.doc.rewrite(line)
+    return int(record.get("decompose_failures", 0))
 
 
 def record_decompose_failure(plan: PlanReader, task_id: str) -> int:
@@ -346,15 +362,34 @@ def record_verify_kill(plan: PlanReader, task_id: str, kill_reason: KillReason, 
 def record_verify_stop(
     plan: PlanReader, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
 ) -> int:
-    """VERIFY's write of a stopped run on its task (record_verify_kill), and with `set_aside` (why)
-    the task set aside for DECOMPOSE: its line read once and rewritten once. The stops so far."""
-    line = plan.task_line(task_id)
-    kills = count_kill(line.record, "verify_", kill_reason, kill_log)
-    tombstone = tasks.send_back(plan, line.record, set_aside, kill_reason, kill_log) if set_aside else None
-    plan.doc.rewrite(line)
-    if tombstone is not None:
-        plan.doc.append(tombstone)
-    return kills
+    """A stopped VERIFY run on its task (record_verify_kill), and with `set_aside` (why) the task
+    set aside for DECOMPOSE (record_verify). The stops so far."""
+    stopped = VerifyRecord(kill_reason=kill_reason, kill_log=kill_log, set_aside=set_aside)
+    return int(record_verify(plan, task_id, stopped)["stops"])
+
+
+def record_verify(plan: PlanReader, task_id: str, run: VerifyRecord) -> Record:
+    """VERIFY's one write of one verifier's run on its task: the task's line read once, the run's
+    stop or verdict made on its record (verify_changes.verify_on) and the line written once, with
+    the record that adds; then the tasks and issues its verifier added, at most `run.max_new` of
+    them (new_work.take_added). What was taken (of a stop: the stops so far)."""
+    line = plan.find_task_line(task_id)
+    if line is None and run.kill_reason is not None:
+        line = plan.task_line(task_id)  # refused: it says why there is none
+    change = verify_on(plan, line.record if line else None, run)
+    if line is not None and change.gone:
+        plan.doc.remove(line)
+    elif line is not None and change.written:
+        plan.doc.rewrite(line)
+    if change.adds is not None:
+        plan.doc.append(change.adds)
+    if change.gone:
+        tasks.drop_served_answers(plan)
+    if run.kill_reason is not None:
+        return change.taken
+    from ralph.plan import new_work  # the loop's alone: the state commands never load it (dataclasses)
+
+    return change.taken | new_work.take_added(plan, list(run.added), run.max_new, f"VERIFY of {task_id}")
 
 
 @dataclass(frozen=True)
@@ -403,12 +438,6 @@ def take_verification(
     return apply_verification(plan, *args)
 
 
-def overtaken(plan: PlanReader, task_id: str) -> bool:
-    """Whether a verdict on the task comes too late: a person judged or removed it meanwhile."""
-    task = plan.find_task(task_id)
-    return task is None or not is_done(task)
-
-
 def apply_verification(
     plan: PlanReader,
     task_id: str,
@@ -418,42 +447,7 @@ def apply_verification(
     max_new: int | None = None,
 ) -> Record:
     """A verifier's verdict on its task ("accepted", or "rejected" with its reason) and the tasks
-    and issues it added (records, with their ids), at most `max_new` of them. Returns what was
-    taken."""
-    taken: dict[str, Any] = {"verdict": None, "tasks": [], "issues": []}
-    if verdict is not None and overtaken(plan, task_id):
-        taken["overtaken"] = True  # a person judged or removed it meanwhile: theirs stands
-    elif verdict == "accepted":
-        tasks.accept(plan, task_id)
-        taken["verdict"] = "accepted"
-    elif verdict == "rejected" and reason is not None:
-        tasks.reject(plan, task_id, reason)
-        taken["verdict"], taken["reason"] = "rejected", reason
-    present, kept = plan.taken_ids() if added else set(), []  # most verifiers add nothing
-    for record in added:
-        if record["id"] in present:  # two verifiers drew one random id: keep the first
-            taken.setdefault("dropped", []).append(record["id"])
-            continue
-        plan.doc.append(dict(record))
-        present.add(record["id"])
-        kept.append(record["id"])
-    from ralph.plan import new_work  # the loop's alone: the state commands never load it (dataclasses)
-
-    bounded = new_work.bound(
-        plan, kept, max_new if max_new is not None else len(kept), f"VERIFY of {task_id}"
-    )
-    for item in bounded.kept:
-        taken["tasks" if item.startswith("t-") else "issues"].append(item)
-    if bounded.cut:
-        taken["cut"] = [cut.record["id"] for cut in bounded.cut]
-        taken["cut_issue"] = bounded.issue
-    return taken
-
-
-def restore_task(plan: PlanReader, record: Record) -> Record:
-    """Put back a task an agent removed in a run whose changes are undone (a decomposition into
-    too few parts): as it was before the run."""
-    if plan.find_task(record["id"]) is not None:
-        raise Refused(f"task {record['id']} is in the plan already")
-    plan.doc.append(dict(record))
-    return record
+    and issues it added (records, with their ids), at most `max_new` of them (record_verify).
+    Returns what was taken."""
+    given = VerifyRecord(verdict=verdict, reason=reason, added=tuple(added), max_new=max_new)
+    return record_verify(plan, task_id, given)

@@ -88,7 +88,8 @@ def bound(plan: PlanReader, added: list[str], limit: int, run: str, recheck: boo
     if not bounded.cut:
         return bounded
     _remove(plan, bounded.cut)
-    issue = questions.add_issue(plan, _cut_text(bounded.cut, run, limit))
+    text = _cut_text(bounded.cut, run, limit)
+    issue = questions.add_issue(plan, text)
     reason = "ralph cut new work one run added: a person decides what of it to add"
     if recheck:
         reason = (
@@ -102,6 +103,29 @@ def bound(plan: PlanReader, added: list[str], limit: int, run: str, recheck: boo
         plan.doc.rewrite(line)
     bounded.issue = issue["id"]
     return bounded
+
+
+def take_added(plan: PlanReader, added: list[Record], limit: int | None, run: str) -> Record:
+    """Take into `plan` the tasks and issues one run added elsewhere (records, with their ids; in
+    its own copy of the plan, a verifier's), bounded by `limit` (None: every one; see `bound`).
+    What was taken: the tasks and issues kept, those dropped (an id the plan holds already: two
+    runs drew one random id, the first kept), and what was cut into which issue."""
+    taken: Record = {"tasks": [], "issues": []}
+    present, kept = plan.taken_ids() if added else set(), []  # most runs add nothing
+    for record in added:
+        if record["id"] in present:
+            taken.setdefault("dropped", []).append(record["id"])
+            continue
+        plan.doc.append(dict(record))
+        present.add(record["id"])
+        kept.append(record["id"])
+    bounded = bound(plan, kept, limit if limit is not None else len(kept), run)
+    for item in bounded.kept:
+        taken["tasks" if item.startswith("t-") else "issues"].append(item)
+    if bounded.cut:
+        taken["cut"] = [cut.record["id"] for cut in bounded.cut]
+        taken["cut_issue"] = bounded.issue
+    return taken
 
 
 def _cut(record: Record, names: dict[str, str], kept: int, limit: int) -> Cut | None:

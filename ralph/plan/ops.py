@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 TRAILER = "Ralph-Op"
 REPLAYED_TRAILER = "Ralph-Replayed"  # on a runner's catch-up merge: its own operations were replayed
-TYPED_ARGUMENTS = frozenset({"AttemptRecord"})  # ralph.plan.records' dataclasses a transition takes
+# ralph.plan.records' dataclasses a transition takes
+TYPED_ARGUMENTS = frozenset({"AttemptRecord", "VerifyRecord", "DecomposeRecord", "CheckRecord"})
 
 Op = dict[str, Any]  # {"op": transition name, "args": [...], "kw": {...}, "ids": [ids it made]}
 F = TypeVar("F", bound=Callable[..., Any])

@@ -12,7 +12,7 @@ from ralph.plan import attempts, claims, drafts, questions, singletons, spec_rec
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
-from ralph.plan.records import AttemptRecord, KillReason, Verdict
+from ralph.plan.records import AttemptRecord, CheckRecord, DecomposeRecord, KillReason, Verdict, VerifyRecord
 
 
 class Plan(PlanReader):
@@ -56,6 +56,9 @@ class Plan(PlanReader):
 
     def record_spec_check(self, spec: str, commit: str | None, digest: str | None) -> None:
         return spec_records.record_spec_check(self, spec, commit, digest)
+
+    def record_check(self, spec: str, run: CheckRecord) -> int:
+        return spec_records.record_check(self, spec, run)
 
     def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
         return spec_records.record_check_kill(self, spec, kill_reason, kill_log)
@@ -121,6 +124,9 @@ class Plan(PlanReader):
     def block(self, task_id: str, reason: str) -> Record:
         return attempts.block(self, task_id, reason)
 
+    def record_decompose(self, task_id: str, run: DecomposeRecord) -> int:
+        return attempts.record_decompose(self, task_id, run)
+
     def record_decomposition(
         self, task_id: str, children: list[str], depth_of_task: int = 0, decomposed: Record | None = None
     ) -> None:
@@ -144,6 +150,9 @@ class Plan(PlanReader):
         self, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
     ) -> int:
         return attempts.record_verify_stop(self, task_id, kill_reason, kill_log, set_aside)
+
+    def record_verify(self, task_id: str, run: VerifyRecord) -> Record:
+        return attempts.record_verify(self, task_id, run)
 
     def take_verification(self, task_id: str, base: Plan, theirs: Plan, max_new: int | None = None) -> Record:
         return attempts.take_verification(self, task_id, base, theirs, max_new)

@@ -134,10 +134,13 @@ class PlanReader:
     def next_task(self) -> Record | None:
         return schedule.next_task(self.tasks(), self.accepted())
 
+    def find_task_line(self, task_id: str) -> RecordLine | None:
+        return next((line for line in self.task_lines() if line.record["id"] == task_id), None)
+
     def task_line(self, task_id: str) -> RecordLine:
-        for line in self.task_lines():
-            if line.record["id"] == task_id:
-                return line
+        line = self.find_task_line(task_id)
+        if line is not None:
+            return line
         if task_id in self.accepted():
             raise Refused(f"task {task_id} is already accepted")
         raise Refused(f"no task {task_id}")

@@ -160,6 +160,61 @@ class AttemptRecord:
         object.__setattr__(self, "files", tuple(self.files))
 
 
+@dataclass(frozen=True)
+class VerifyRecord:
+    """What VERIFY writes of one verifier's run on its task, written by attempts.record_verify: its
+    stop (`kill_reason`, with the run's log; with `set_aside`, why the task goes to DECOMPOSE), or
+    what its verifier gave (its verdict, "accepted" or "rejected" with the reason, and the tasks and
+    issues it added, at most `max_new` of them taken). Plain data, so that a runner replays it as an
+    operation (ralph.plan.ops)."""
+
+    kill_reason: KillReason | None = None  # the run was stopped: no verdict
+    kill_log: str = ""
+    set_aside: str | None = None  # the stop set the task aside (why), at max_attempts stops
+    verdict: str | None = None
+    reason: str | None = None  # a rejection's
+    added: tuple[Record, ...] = ()  # the tasks and issues it added (records, with their ids)
+    max_new: int | None = None  # None: every one
+
+    def __post_init__(self) -> None:  # read back from an operation's JSON, the records are a list
+        object.__setattr__(self, "added", tuple(self.added))
+
+
+@dataclass(frozen=True)
+class DecomposeRecord:
+    """What DECOMPOSE writes of one run on its task, written by attempts.record_decompose: the
+    subtasks that replace it (`children`), or, not decomposed, the subtasks its run made that are
+    undone (`drop`), its failure counted (`counted`) and with `block` (why) the task blocked for a
+    person. `task`: the task as DECOMPOSE found it (put back when its agent removed it; what its
+    subtasks inherit when it is gone already). Plain data, so that a runner replays it as an
+    operation (ralph.plan.ops)."""
+
+    task: Record
+    children: tuple[str, ...] = ()  # decomposed: its subtasks, which replace it
+    drop: tuple[str, ...] = ()
+    counted: bool = False
+    block: str | None = None
+
+    def __post_init__(self) -> None:  # read back from an operation's JSON, the ids are lists
+        object.__setattr__(self, "children", tuple(self.children))
+        object.__setattr__(self, "drop", tuple(self.drop))
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """What a spec check writes on its spec's record, written by spec_records.record_check: its
+    stop (`kill_reason`, with the run's log), or, once it finished, what it read when it found
+    nothing missing (`commit`, the spec's SHA-256 `digest`; None when it found work), the issues
+    an earlier check cut resolved, since this one read the spec again (all but `cut_issue`, the
+    one it cut itself). Plain data, so that a runner replays it as an operation (ralph.plan.ops)."""
+
+    kill_reason: KillReason | None = None
+    kill_log: str = ""
+    commit: str | None = None
+    digest: str | None = None
+    cut_issue: str | None = None
+
+
 class HookEvent(StrEnum):
     """The construct loop's events a config `hooks` command can run on ("any": every one)."""
 

@@ -3,9 +3,12 @@ or was stopped, and what its last check found or why it was stopped."""
 
 from __future__ import annotations
 
-from ralph.plan import singletons
+from ralph.plan import questions, singletons
+from ralph.plan.document import Record
 from ralph.plan.reading import PlanReader
-from ralph.plan.records import CHECK_KILL_PREFIX, KillReason, count_kill
+from ralph.plan.records import CHECK_KILL_PREFIX, CheckRecord, KillReason, awaits_recheck, count_kill
+
+SUPERSEDED = "the spec check ran again and added what of this was still missing"
 
 
 def add_spec(plan: PlanReader, path: str) -> None:
@@ -49,7 +52,11 @@ def record_spec_check(plan: PlanReader, spec: str, commit: str | None, digest: s
     line = plan.spec_line(spec)
     if line is None:
         return
-    record = line.record
+    _checked_on(line.record, commit, digest)
+    plan.doc.rewrite(line)
+
+
+def _checked_on(record: Record, commit: str | None, digest: str | None) -> None:
     for key in (
         "checked_commit",
         "checked_spec",
@@ -58,7 +65,6 @@ def record_spec_check(plan: PlanReader, spec: str, commit: str | None, digest: s
         record.pop(key, None)
     if commit is not None and digest is not None:
         record["checked_commit"], record["checked_spec"] = commit, digest
-    plan.doc.rewrite(line)
 
 
 def record_check_kill(plan: PlanReader, spec: str, kill_reason: KillReason, kill_log: str) -> int:
@@ -69,4 +75,26 @@ def record_check_kill(plan: PlanReader, spec: str, kill_reason: KillReason, kill
         return 0
     kills = count_kill(line.record, CHECK_KILL_PREFIX, kill_reason, kill_log)
     plan.doc.rewrite(line)
+    return kills
+
+
+def record_check(plan: PlanReader, spec: str, run: CheckRecord) -> int:
+    """The spec check's one write: its stop counted on the spec record (record_check_kill), or,
+    once it finished, what it read recorded (record_spec_check) and the issues an earlier check
+    cut resolved, superseded (all but the one it cut itself). The spec's record read once and
+    written once. The stops so far (0 once a check finished)."""
+    line = plan.spec_line(spec)
+    issues = [] if run.kill_reason else plan.issues(spec)
+    superseded = [issue["id"] for issue in issues if awaits_recheck(issue) and issue["id"] != run.cut_issue]
+    if line is None:
+        kills = 0
+    elif run.kill_reason is not None:
+        kills = count_kill(line.record, CHECK_KILL_PREFIX, run.kill_reason, run.kill_log)
+    else:
+        kills = 0
+        _checked_on(line.record, run.commit, run.digest)
+    if line is not None:
+        plan.doc.rewrite(line)
+    for issue_id in superseded:  # it read the spec again: what was cut then is in its findings
+        questions.resolve_issue(plan, issue_id, SUPERSEDED)
     return kills

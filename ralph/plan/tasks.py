@@ -119,20 +119,22 @@ def accept(plan: PlanReader, task_id: str | None) -> list[Record]:
             raise Refused(f"task {task_id} is pending; only a done task can be accepted")
     for line in lines:
         plan.doc.remove(line)
-        tombstone = {"t": "accept", "id": line.record["id"], "name": line.record["name"]}
-        for kept in (
-            "spec",
-            "commit",
-            "aspect",
-        ):  # which spec it served, which commit built it, which review found it
-            if line.record.get(kept):
-                tombstone[kept] = line.record[kept]
-        plan.doc.append(tombstone)
-    _drop_served_answers(plan)
+        plan.doc.append(accepted_on(line.record))
+    drop_served_answers(plan)
     return [line.record for line in lines]
 
 
-def _drop_served_answers(plan: PlanReader) -> None:
+def accepted_on(task: Record) -> Record:
+    """The accept record of the done task, whose line goes: its id and name, which spec it served,
+    which commit built it, which review found it."""
+    tombstone = {"t": "accept", "id": task["id"], "name": task["name"]}
+    for kept in ("spec", "commit", "aspect"):
+        if task.get(kept):
+            tombstone[kept] = task[kept]
+    return tombstone
+
+
+def drop_served_answers(plan: PlanReader) -> None:
     """Answered questions no task left asks or inherits have served (git history keeps them)."""
     tasks = plan.tasks()
     wanted = {task["id"] for task in tasks} | {q for task in tasks for q in task.get("questions", [])}
@@ -154,14 +156,25 @@ def reject(
 ) -> Record:
     """Send a done task back to pending with the reason; the loop also rejects running
     (pending) tasks it had to kill, with a kill_reason."""
-    require_text(reason, "the reason")
-    if not reason.strip():
-        raise InvalidInput("a rejection needs a reason")
+    _require_reason(reason)
     line = plan.task_line(task_id or _only_done_task(plan))
     tombstone = send_back(plan, line.record, reason, kill_reason, kill_log)
     plan.doc.rewrite(line)
     plan.doc.append(tombstone)
     return line.record
+
+
+def rejected_on(plan: PlanReader, task: Record, reason: str) -> Record:
+    """`reject` of the done task by its verifier, on its record, in place: the reject record to
+    append after its line is rewritten."""
+    _require_reason(reason)
+    return send_back(plan, task, reason, None, None)
+
+
+def _require_reason(reason: str) -> None:
+    require_text(reason, "the reason")
+    if not reason.strip():
+        raise InvalidInput("a rejection needs a reason")
 
 
 def send_back(
@@ -197,6 +210,15 @@ def set_aside_on(task: Record, reason: str, kill_reason: KillReason, kill_log: s
     if kill_log:
         task["kill_log"] = kill_log
     return tombstone
+
+
+def blocked_on(task: Record, reason: str) -> None:
+    """The loop gives up on the task (attempts.block), on its record, in place: a person must
+    split or rethink it."""
+    task["s"] = Status.BLOCKED
+    task["blocked_reason"] = reason
+    task.pop("blocked_by", None)  # the loop's own block: no answer unblocks it
+    drop_claim(task)
 
 
 def _fingerprint_rejection(plan: PlanReader, task: Record, reason: str) -> None:

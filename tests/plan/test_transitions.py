@@ -13,7 +13,7 @@ from ralph.plan.document import serialize
 from ralph.plan.families import fingerprint
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, TaskView, Verdict
+from ralph.plan.records import CheckRecord, DecomposeRecord, KillReason, TaskView, Verdict, VerifyRecord
 from tests.support.plans import ops_made, task_in
 from tests.support.present import present
 
@@ -632,6 +632,117 @@ def test_take_verification_is_recorded_as_one_operation_of_plain_data_that_repla
     assert decode(encode(ops[0])) == ops[0]
     again, outcomes = replay(before, ops)
     assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied"]
+
+
+GAP = {"t": "task", "id": "t-gap000", "name": "A gap it found", "s": "p"}
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        VerifyRecord(KillReason.TIMEOUT, "build/ralph-logs/v.log", set_aside="stopped twice"),
+        VerifyRecord(verdict="rejected", reason="it prints nothing", added=(GAP,), max_new=5),
+        VerifyRecord(verdict="accepted"),
+    ],
+)
+def test_a_verifiers_run_is_one_operation_of_its_typed_value_that_replays_to_the_same_plan(run):
+    from ralph.plan.ops import decode, encode
+    from ralph.plan.replay import replay
+
+    ours = plan_of()
+    before = ours.doc.to_bytes()
+    ours.record_verify("t-bbbbbb", run)
+
+    ops = ops_made(ours)
+    assert [op["op"] for op in ops] == ["record_verify"]
+    assert decode(encode(ops[0]))["args"] == ["t-bbbbbb", run]  # read back as the value it was
+    again, outcomes = replay(before, ops)
+    assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied"]
+
+
+def test_a_verifiers_run_writes_its_tasks_line_once_with_the_record_it_adds():
+    plan = plan_of()
+    stopped = VerifyRecord(KillReason.TIMEOUT, "build/ralph-logs/v.log", set_aside="stopped twice")
+
+    taken = plan.record_verify("t-bbbbbb", stopped)
+
+    assert taken == {"stops": 1}
+    task = task_in(plan, "t-bbbbbb")
+    assert task["s"] == "p" and task["verify_kills"] == 1 and task["kill_reason"] == "timeout"
+    assert plan.of("reject")[-1].record == {
+        "t": "reject",
+        "id": "t-bbbbbb",
+        "reason": "stopped twice",
+        "kill_reason": "timeout",
+    }
+    late = plan.record_verify("t-bbbbbb", VerifyRecord(verdict="accepted"))  # no longer done
+    assert late == {"verdict": None, "overtaken": True, "tasks": [], "issues": []}
+
+
+@pytest.mark.parametrize("removed", [False, True])
+def test_a_decompose_run_not_decomposed_is_one_operation_of_its_typed_value(removed):
+    from ralph.plan.ops import decode, encode
+
+    ours = plan_of()
+    found = dict(task_in(ours, "t-aaaaaa"))
+    ours.add_tasks([{"id": "t-half00", "name": "Half", "parent": "t-aaaaaa"}])
+    if removed:  # its agent removed it, with too few parts
+        ours.delete("t-aaaaaa", force=True)
+    ours = Plan(load(ours.doc.to_bytes()))
+    run = DecomposeRecord(found, drop=("t-half00",), counted=True, block="decomposed too deep")
+
+    assert ours.record_decompose("t-aaaaaa", run) == 1
+
+    task = task_in(ours, "t-aaaaaa")  # put back as it was, when its agent removed it
+    assert task["s"] == "b" and task["decompose_failures"] == 1 and task["x-mine"] == {"keep": True}
+    assert task["blocked_reason"] == "decomposed too deep" and ours.find_task("t-half00") is None
+    ops = ops_made(ours)
+    assert [op["op"] for op in ops] == ["record_decompose"]
+    assert decode(encode(ops[0]))["args"] == ["t-aaaaaa", run]  # read back as the value it was
+
+
+def test_a_decomposition_is_one_operation_that_replays_to_the_same_plan():
+    from ralph.plan.replay import replay
+
+    ours = plan_of()
+    found = dict(task_in(ours, "t-aaaaaa"))
+    ours.add_tasks([{"id": f"t-part0{n}", "name": f"Part {n}", "parent": "t-aaaaaa"} for n in (1, 2)])
+    before, ours = ours.doc.to_bytes(), Plan(load(ours.doc.to_bytes()))
+
+    assert ours.record_decompose("t-aaaaaa", DecomposeRecord(found, ("t-part01", "t-part02"))) == 0
+
+    assert ours.find_task("t-aaaaaa") is None
+    assert {task_in(ours, part)["depth"] for part in ("t-part01", "t-part02")} == {1}
+    ops = ops_made(ours)
+    again, outcomes = replay(before, ops)
+    assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied"]
+
+
+def test_a_spec_checks_write_is_one_operation_of_its_typed_value_that_replays_to_the_same_plan():
+    from ralph.plan.ops import decode, encode
+    from ralph.plan.replay import replay
+
+    ours = plan_of()
+    earlier, mine = ours.add_issue("what an earlier check cut"), ours.add_issue("what this check cut")
+    for issue in (earlier, mine):  # as new_work.bound marks them: they await the next check
+        line = ours.issue_line(issue["id"])
+        line.record["recheck"] = True
+        ours.doc.rewrite(line)
+    ours = Plan(load(ours.doc.to_bytes()))
+    before = ours.doc.to_bytes()
+    stopped = CheckRecord(KillReason.TIMEOUT, "build/ralph-logs/c.log")
+
+    assert ours.record_check("specs/a.md", stopped) == 1
+    assert ours.record_check("specs/a.md", CheckRecord(commit="abc", digest="d1", cut_issue=mine["id"])) == 0
+
+    spec = ours.spec_line("specs/a.md")
+    assert spec is not None and spec.record["checked_commit"] == "abc" and "check_kills" not in spec.record
+    assert [issue["id"] for issue in ours.issues()] == ["i-aaaaaa", "i-bbbbbb", "i-nnnnnn", mine["id"]]
+    ops = ops_made(ours)
+    assert [op["op"] for op in ops] == ["record_check", "record_check"]
+    assert decode(encode(ops[0]))["args"] == ["specs/a.md", stopped]  # read back as the value it was
+    again, outcomes = replay(before, ops)
+    assert again == ours.doc.to_bytes() and [o.kind for o in outcomes] == ["applied", "applied"]
 
 
 # --- a failure family ------------------------------------------------------------------------

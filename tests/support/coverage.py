@@ -202,6 +202,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "given back, deferred) is applied by the real stage there, and its commits, plan and drafts "
         "asserted.",
     ),
+    "ralph/loop/stages/check_apply.py": (
+        "tests/loop/stages/test_check.py",
+        "tests/loop/test_stages_in_process.py",
+        "each outcome of a spec check (met, added, cut, stopped, failed) is applied by the real stage "
+        "there, and its plan, commits and report asserted.",
+    ),
     "ralph/loop/stages/build_facts.py": (
         "tests/loop/test_stages_in_process.py",
         "tests/loop/stages/test_agent_errors.py",
@@ -296,6 +302,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "tests/plan/test_transitions.py",
         "a spec's records (the current spec, planned, a stopped PLAN or check, a passing check) are "
         "asserted there with the bytes they leave, and by the loop's CHECK tests.",
+    ),
+    "ralph/plan/verify_changes.py": (
+        "tests/plan/test_transitions.py",
+        "tests/plan/test_attempt_record.py",
+        "each kind of VERIFY run (stopped, set aside, accepted, rejected, too late) is written on its "
+        "task there through record_verify, and what it leaves asserted.",
     ),
     "ralph/plan/attempt_changes.py": (
         "tests/plan/test_attempt_record.py",

@@ -1,9 +1,10 @@
 """What one BUILD attempt came to, applied in one place. `apply` takes the attempt's `BuildOutcome`
-(ralph.loop.stages.build_outcome) and does, in this order: the run's own record written to the
-plan, the work tree settled in one call (ralph.loop.tree.work_tree.settle_attempt: the task held
-back, its changes kept, the question or the build committed), then what the plan adds beside the
-task (set aside for DECOMPOSE, a question for a person), and the journal, the console and the
-report told."""
+(ralph.loop.stages.build_outcome), works out everything it changes as one value (`Changes`: the
+records as plain values, the log, the commit), then makes those changes in this order: the run's
+own record written to the plan, the work tree settled in one call
+(ralph.loop.tree.work_tree.settle_attempt: the task held back, its changes kept, the question or
+the build committed), then what the plan adds beside the task (set aside for DECOMPOSE, a question
+for a person); and the journal, the console and the report told last."""
 
 from __future__ import annotations
 
@@ -38,55 +39,77 @@ class Attempt(NamedTuple):
     others: tuple[str, ...] = ()  # the other tasks ready to build (a deferral says how many)
     questions: tuple[str, ...] = ()  # the questions its agent asked
     counted: Counted | None = None  # its failure counted: the task as that leaves it
+    name: str = ""  # the task's name as its run left it (a build's commit is named after it)
+
+
+class Change(NamedTuple):
+    """One write of the attempt to its task, as a value (plan.attempts.record_attempt): the record,
+    and the subject of its commit said of what was written (None: a build, which the build's own
+    commit carries)."""
+
+    record: AttemptRecord
+    subject: Callable[[Record], str] | None
+
+
+class Changes(NamedTuple):
+    """Everything the attempt changes, worked out before any of it is made: the run's own record
+    (its failure counted, the build, the resubmission), the log its kept changes go beside, what
+    the work tree commits as it settles, and what the plan adds beside the task once the tree has
+    settled (set aside, a question for a person: after the tree, so that its commit carries the
+    draft the tree kept and wrote on the task)."""
+
+    run: Change | None
+    log: Path
+    commit: Commit | None
+    beside: Change | None
 
 
 def apply(ws: Workspace, task_id: str, outcome: BuildOutcome, attempt: Attempt, report: StageReport) -> None:
-    """What the attempt came to, done, in this order: the run's own record (its failure counted, the
-    build, the resubmission), the work tree settled (the task held back, its changes kept, the
-    question or the build committed with the plan that records it), what the plan adds beside the
-    task (set aside, a question for a person: after the tree, so that its commit carries the draft
-    kept), and the person told."""
-    result = attempt.result
-    name = _record_run(ws, task_id, outcome, attempt, report)
-    log = _log_of(ws, task_id, outcome, result)
-    commit = _commit_of(task_id, outcome, attempt, name)
+    """What the attempt came to, done: its changes worked out as one value (`changes`), then made
+    in their order (the run's record, the work tree settled, what the plan adds beside the task),
+    then the person told."""
+    made = changes(ws, task_id, outcome, attempt)
+    written = record(ws, task_id, *made.run) if made.run else None
     settled = settle_attempt(
         ws.tree,
         task_id,
         outcome.keep,
-        log,
+        made.log,
         hold=outcome.next is Next.AFTER_OTHERS,
         wait=outcome.next is Next.WAIT_FOR_CODE,
         reset_plan=outcome.write is Write.RESET,
-        commit=commit,
+        commit=made.commit,
     )
-    if settled.commit and outcome.keep is Keep.COMMIT:
-        report.commits.append(settled.commit)
-        report.builds.append(settled.commit)
-    asked = _record_beside(ws, task_id, outcome, attempt)
-    _tell(ws, task_id, outcome, attempt, report, log, settled, asked)
+    asked = record(ws, task_id, *made.beside) if made.beside else None
+    _tell(ws, task_id, outcome, attempt, report, Told(made.log, settled, written, asked))
     if outcome.next is Next.AFTER_NEIGHBOURS:
-        raise StaleBase(task_id, outcome.failure, result)
+        raise StaleBase(task_id, outcome.failure, attempt.result)
 
 
-def _record_run(
-    ws: Workspace, task_id: str, outcome: BuildOutcome, attempt: Attempt, report: StageReport
-) -> str | None:
-    """The run's own record on its task: its failure counted (and told), or its build (left for
-    the build's commit; what it names: the task's name), or its resubmission."""
+def changes(ws: Workspace, task_id: str, outcome: BuildOutcome, attempt: Attempt) -> Changes:
+    """What the attempt changes, as one value (Changes), from its outcome and its run."""
+    log = _log_of(ws, task_id, outcome, attempt.result)
+    return Changes(
+        _run_change(task_id, outcome, attempt),
+        log,
+        _commit_of(task_id, outcome, attempt),
+        _beside_change(task_id, outcome, attempt),
+    )
+
+
+def _run_change(task_id: str, outcome: BuildOutcome, attempt: Attempt) -> Change | None:
+    """The run's own record on its task: its failure counted, its build (left for the build's
+    commit), or its resubmission."""
     result, failure, write = attempt.result, outcome.failure, outcome.write
     usage = result.tracker.usage
     if outcome.counted and failure is not None:
-        attempts = record_failure(ws, task_id, failure, result)
-        tell_failure(ws, task_id, attempts, failure, report, result.model)
-    elif write is Write.BUILD:
+        return Change(failed(failure, result), _failed_subject(task_id))
+    if write is Write.BUILD:
         files = tuple(shown_path(path) for path in sorted(result.changed - {PLAN_FILE}))
-        built = AttemptRecord(Recorded.BUILT, usage.total, usage.cost_usd, result.model, files)
-        return str(record(ws, task_id, built, None)["name"])
-    elif write is Write.RESUBMISSION:
-        resubmitted = AttemptRecord(Recorded.RESUBMITTED, usage.total, usage.cost_usd)
+        return Change(AttemptRecord(Recorded.BUILT, usage.total, usage.cost_usd, result.model, files), None)
+    if write is Write.RESUBMISSION:
         subject = f"ralph(build): {task_id} resubmitted unchanged, with its argument"
-        record(ws, task_id, resubmitted, lambda _: subject)
+        return Change(AttemptRecord(Recorded.RESUBMITTED, usage.total, usage.cost_usd), lambda _: subject)
     return None
 
 
@@ -99,38 +122,39 @@ def _log_of(ws: Workspace, task_id: str, outcome: BuildOutcome, result: AgentRes
     return result.log_path
 
 
-def _commit_of(task_id: str, outcome: BuildOutcome, attempt: Attempt, name: str | None) -> Commit | None:
+def _commit_of(task_id: str, outcome: BuildOutcome, attempt: Attempt) -> Commit | None:
     """What the work tree commits as it settles: the agent's question, or the build's files with
-    the plan that records it (`name`: the task's), which the work tree records on the task (in a
-    worktree: its copy, once merged)."""
+    the plan that records it (named after the task, as its run left it), which the work tree
+    records on the task (in a worktree: its copy, once merged)."""
     if outcome.write is Write.QUESTION:
         return Commit(f"ralph(build): {task_id} waits for an answer to {', '.join(attempt.questions)}")
-    if outcome.keep is not Keep.COMMIT or name is None:
+    if outcome.keep is not Keep.COMMIT:
         return None
     files = sorted(attempt.changed - {PLAN_FILE})
-    return Commit(f"ralph(build): {task_id} {name}", frozenset({*files, PLAN_FILE}), task_id)
+    return Commit(f"ralph(build): {task_id} {attempt.name}", frozenset({*files, PLAN_FILE}), task_id)
 
 
-def _record_beside(ws: Workspace, task_id: str, outcome: BuildOutcome, attempt: Attempt) -> str | None:
+def _beside_change(task_id: str, outcome: BuildOutcome, attempt: Attempt) -> Change | None:
     """What the plan adds beside the task once the tree has settled: its set-aside for DECOMPOSE,
-    or ralph's question about the same failure twice (its id)."""
+    or ralph's question about the same failure twice."""
     write, result = outcome.write, attempt.result
     if write is Write.SET_ASIDE and outcome.kill is not None:
-        set_aside(ws, task_id, outcome.kill, str(result.log_path))
-    elif write is Write.ASK and attempt.counted is not None:
+        return _set_aside_change(task_id, outcome.kill, str(result.log_path))
+    if write is Write.ASK and attempt.counted is not None:
         text, by = same_twice_question(task_id, attempt.counted), "ralph (BUILD: the same failure twice)"
         asked = AttemptRecord(Recorded.ASKED, text=text, asked_at=now(), asked_by=by)
-        question = record(
-            ws, task_id, asked, lambda q: f"ralph(build): {task_id} failed the same way twice; asks {q['id']}"
-        )
-        return str(question["id"])
+        return Change(asked, lambda q: f"ralph(build): {task_id} failed the same way twice; asks {q['id']}")
     return None
 
 
 def set_aside(ws: Workspace, task_id: str, reason: KillReason, log: str) -> None:
     """Killed, or failed too often: set aside for DECOMPOSE."""
+    record(ws, task_id, *_set_aside_change(task_id, reason, log))
+
+
+def _set_aside_change(task_id: str, reason: KillReason, log: str) -> Change:
     aside = AttemptRecord(Recorded.SET_ASIDE, text=KILL_TEXT[reason], kill_reason=reason, kill_log=log)
-    record(ws, task_id, aside, lambda _: f"ralph(build): {task_id} killed ({reason})")
+    return Change(aside, lambda _: f"ralph(build): {task_id} killed ({reason})")
 
 
 def record(
@@ -152,16 +176,22 @@ def record(
 def record_failure(ws: Workspace, task_id: str, failure: Failure, result: AgentResult) -> int:
     """The attempt failed: back to pending with its verdict and the reason; the code stays for
     the next try."""
-
-    def subject(task: Record) -> str:
-        return f"ralph(build): {task_id} attempt {task['attempts']} failed"
-
-    said = record(ws, task_id, failed(failure, result), subject)
+    said = record(ws, task_id, failed(failure, result), _failed_subject(task_id))
     attempts: int = said["attempts"]
+    journal_failure(ws, task_id, attempts, failure, result)
+    return attempts
+
+
+def _failed_subject(task_id: str) -> Callable[[Record], str]:
+    return lambda task: f"ralph(build): {task_id} attempt {task['attempts']} failed"
+
+
+def journal_failure(
+    ws: Workspace, task_id: str, attempts: int, failure: Failure, result: AgentResult
+) -> None:
     ws.journal.event(
         "build_failed", item=task_id, attempts=attempts, verdict=failure.verdict, log=str(result.log_path)
     )
-    return attempts
 
 
 def failed(failure: Failure, result: AgentResult) -> AttemptRecord:
@@ -187,20 +217,39 @@ def tell_failure(
     ws.console.verdict("BUILD", task_id, said, shown, tagged=ws.tree.in_worktree)
 
 
+class Told(NamedTuple):
+    """What the person hears besides the outcome: the log the kept changes went beside, what the
+    tree did (the branch the changes went on, the commit it made), the run's record as written
+    (a counted failure's attempts) and ralph's question (as written)."""
+
+    log: Path
+    settled: Settled
+    written: Record | None = None
+    asked: Record | None = None
+
+
 def _tell(
-    ws: Workspace,
-    task_id: str,
-    outcome: BuildOutcome,
-    attempt: Attempt,
-    report: StageReport,
-    log: Path,
-    settled: Settled,
-    asked: str | None,
+    ws: Workspace, task_id: str, outcome: BuildOutcome, attempt: Attempt, report: StageReport, told: Told
 ) -> None:
-    """The journal, the console and the report hear what the attempt came to (a counted failure
-    was told as it was recorded). `settled`: the branch its changes went on, the commit of its
-    agent's question; `asked`: the id of the question ralph asked."""
-    result, exit_, next_ = attempt.result, outcome.exit, outcome.next
+    """The journal, the console and the report hear what the attempt came to: its counted failure
+    first, its commit, then how it ended."""
+    result, settled = attempt.result, told.settled
+    if outcome.counted and outcome.failure is not None and told.written is not None:
+        attempts: int = told.written["attempts"]
+        journal_failure(ws, task_id, attempts, outcome.failure, result)
+        tell_failure(ws, task_id, attempts, outcome.failure, report, result.model)
+    if settled.commit and outcome.keep is Keep.COMMIT:
+        report.commits.append(settled.commit)
+        report.builds.append(settled.commit)
+    _tell_exit(ws, task_id, outcome, attempt, report, told)
+
+
+def _tell_exit(
+    ws: Workspace, task_id: str, outcome: BuildOutcome, attempt: Attempt, report: StageReport, told: Told
+) -> None:
+    """How the attempt ended, where the person looks (`told`: what the tree did, ralph's question)."""
+    result, exit_, next_, settled, log = attempt.result, outcome.exit, outcome.next, told.settled, told.log
+    asked = str(told.asked["id"]) if told.asked else None
     journal, console, run_log = ws.journal, ws.console, str(result.log_path)
     if outcome.kill is not None:
         reason = outcome.kill

@@ -64,7 +64,7 @@ class BuildFacts:
             return AttemptFacts(resubmitted=True), Attempt(result)
         failure, changed = self._build_failure(after, result, problem, iteration)
         if failure is None:
-            return AttemptFacts(), Attempt(result, frozenset(changed))
+            return AttemptFacts(), Attempt(result, frozenset(changed), name=str(after["name"]))
         others = self.others_ready(task_id) if failure.verdict is Verdict.AGENT_ERROR else []
         tree = judge_failure(self.tree, task_id, failure.verdict, bool(others))
         in_worktree = self.tree.in_worktree

@@ -16,25 +16,21 @@ what was cut, adds what is still missing (bounded again), and resolves that issu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
 
-from ralph.loop.observe.journal import Span
-from ralph.loop.runs.agent_process import AgentResult
 from ralph.loop.runs.prompts import data_block
+from ralph.loop.stages.check_apply import CheckRun, Read, apply
 from ralph.loop.stages.check_outcome import CheckFacts, CheckOutcome, decide
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
-from ralph.plan.new_work import bound_new_work
 from ralph.plan.plan import Plan
 from ralph.plan.reading import PlanReader
-from ralph.plan.records import CHECK_KILL_PREFIX, KillReason, Stage, awaits_recheck, kill_reason_of
+from ralph.plan.records import CHECK_KILL_PREFIX, Stage, awaits_recheck
 from ralph.store.git import Repo
 from ralph.text import plural
 from ralph.usecases.settings import Settings
 from ralph.usecases.spec_checks import already_met, spec_digest
 
 LISTED_ACCEPTED = 100  # accepted tasks named in the prompt; the agent reads the rest from the code
-SUPERSEDED = "the spec check ran again and added what of this was still missing"
 
 
 def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict[str, object]:
@@ -91,15 +87,6 @@ def reviewed_after_check(plan: PlanReader, spec: str) -> bool:
     return bool(plan.state().get("review_rounds")) and bool(line and line.record.get("checked_commit"))
 
 
-class _Run(NamedTuple):
-    """The check's agent run, and what applying its outcome needs of it besides."""
-
-    result: AgentResult
-    before: bytes  # plan.jsonl as it was: what a stopped or failed run's changes go back to
-    base: Plan  # what its additions are taken against (a person's changes meanwhile are not its)
-    span: Span
-
-
 class CheckStage:
     def __init__(self, ws: Workspace, plan: Plan | None = None):
         """`plan`: the plan as the caller just read it (read here when not given)."""
@@ -112,20 +99,20 @@ class CheckStage:
 
     def _check(self, spec: str, iteration: int) -> StageReport:
         """The spec's check (none when one found this spec and code met already): what it came
-        to, decided, then applied."""
+        to, decided, then applied (check_apply). `self.outcome` is set once its writes are done."""
         report = StageReport(Stage.CHECK)
         plan = self.read_first or self.plan.read()
-        head, digest = self.tree.repo.head(), spec_digest(self.tree.root, spec)
-        run = (
-            None
-            if already_met(self.tree.repo, plan, spec, digest)
-            else self._run(spec, plan, iteration, report)
-        )
-        facts = CheckFacts(already_met=True) if run is None else _facts(run.result)
-        self._apply(spec, decide(facts), run, head, digest, report)
+        read = Read(self.tree.repo.head(), spec_digest(self.tree.root, spec))
+        if already_met(self.tree.repo, plan, spec, read.digest):  # no run
+            self.ws.journal.event("check_skipped", item=spec, head=read.head)
+            self.ws.console.event(f"CHECK {spec}: met already (nothing but plan.jsonl changed since)")
+            self.outcome = decide(CheckFacts(already_met=True))
+            return report
+        run = self._run(spec, plan, iteration, report)
+        self.outcome = apply(self.ws, spec, run, read, report)
         return report
 
-    def _run(self, spec: str, plan: Plan, iteration: int, report: StageReport) -> _Run:
+    def _run(self, spec: str, plan: Plan, iteration: int, report: StageReport) -> CheckRun:
         """The check's agent run, and the plan as it was before it."""
         report.items = 1
         span = self.ws.journal.span("stage", stage=str(Stage.CHECK), iteration=iteration, items=1)
@@ -133,90 +120,4 @@ class CheckStage:
         values = prompt_values(plan, spec, self.ws.settings.max_new_items)
         result = self.agents.run_agent(Stage.CHECK, iteration, None, values, plan=plan)
         self.agents.check_plan(result)
-        return _Run(result, before, result.with_persons or plan, span)  # a person's: not its
-
-    def _apply(
-        self,
-        spec: str,
-        outcome: CheckOutcome,
-        run: _Run | None,
-        head: str | None,
-        digest: str,
-        report: StageReport,
-    ) -> None:
-        """What the check came to, done: the plan written (its additions taken, bounded; or its
-        run undone, a stop counted), the person told, the commit made. Whether a finished check
-        added anything the plan finds as it takes it (_take). `self.outcome` is set once its
-        writes are done."""
-        if run is None:  # ALREADY_MET: no run
-            self.outcome = outcome
-            self.ws.journal.event("check_skipped", item=spec, head=head)
-            self.ws.console.event(f"CHECK {spec}: met already (nothing but plan.jsonl changed since)")
-            return
-        if outcome is CheckOutcome.STOPPED:
-            stop = kill_reason_of(run.result.run.stop_reason)
-            assert stop is not None  # only a stopped check comes here
-            commit = self._stopped(spec, stop, run.result, run.before, report)
-            self.outcome = outcome
-            run.span.end(kill_reason=str(stop))
-        elif outcome is CheckOutcome.FAILED:
-            self._failed(spec, run.result, run.before, report)
-            self.outcome, commit = outcome, None
-            run.span.end(failed=True)
-        else:
-            commit, added = self._take(spec, run.base, head, digest)
-            run.span.end(added=added or None)
-        report.commits += [commit] if commit else []
-
-    def _take(self, spec: str, base: Plan, head: str | None, digest: str) -> tuple[str | None, list[str]]:
-        """What the check added, bounded by ralph; the spec record says what a check that added
-        nothing read."""
-        with self.plan.change() as change:  # goes in with the commit below
-            superseded = [issue["id"] for issue in change.plan.issues(spec) if awaits_recheck(issue)]
-            bounded = bound_new_work(
-                change.plan, base, self.ws.settings.max_new_items, f"the spec check of {spec}", recheck=True
-            )
-            added = bounded.kept + ([bounded.issue] if bounded.issue else [])
-            outcome = decide(CheckFacts(added=len(added)))  # MET or ADDED
-            met = outcome is CheckOutcome.MET
-            change.plan.record_spec_check(spec, head if met else None, digest if met else None)
-            for issue_id in superseded:  # this check read the spec again: what it cut then is in its findings
-                change.plan.resolve_issue(issue_id, SUPERSEDED)
-        self.outcome = outcome
-        cut = [c.record["id"] for c in bounded.cut]
-        self.ws.journal.event(
-            "spec_checked", item=spec, added=bounded.kept or None, cut=cut or None, cut_issue=bounded.issue
-        )
-        said = bounded.summary() if added else "nothing missing"
-        self.ws.console.event(f"CHECK {spec}: {said}")
-        if not met:
-            self.plan.prioritize(commit=False)
-        return self.tree.commit(f"ralph(check): {spec}: {said}"), added
-
-    def _failed(self, spec: str, result: AgentResult, before: bytes, report: StageReport) -> None:
-        log = str(result.log_path)
-        self.plan.undo_since(before, result, spec)
-        why = result.violation or result.plan_problem or f"the agent ended ({result.describe()})"
-        self.ws.journal.event("check_failed", item=spec, why=why, log=log)
-        report.failed.append(f"{spec} CHECK failed: {why}; nothing of it kept; log {log}")
-        self.ws.console.event(f"CHECK {spec} failed: {why}; nothing of it kept")
-
-    def _stopped(
-        self, spec: str, reason: KillReason, result: AgentResult, before: bytes, report: StageReport
-    ) -> str | None:
-        log = str(result.log_path)
-        self.plan.undo_since(before, result, spec)
-        with self.plan.change() as change:
-            stops = change.plan.record_check_kill(spec, reason, log)
-        self.ws.journal.event("check_stopped", item=spec, kill_reason=reason, stops=stops, log=log)
-        report.stopped.append(f"{spec} CHECK stopped ({reason}), nothing of it kept; log {log}")
-        self.ws.console.event(f"CHECK {spec} stopped ({reason}); nothing of it kept")
-        return self.tree.commit(f"ralph(check): {spec} stopped ({reason})")
-
-
-def _facts(result: AgentResult) -> CheckFacts:
-    """What the check's run did, asked in decide's order (what it added is asked as it is taken)."""
-    stop = kill_reason_of(result.run.stop_reason)
-    if stop:
-        return CheckFacts(stopped=stop)
-    return CheckFacts(failed=not result.ok or bool(result.violation or result.plan_problem))
+        return CheckRun(result, before, result.with_persons or plan, span)  # a person's: not its

@@ -1,5 +1,5 @@
 """What one spec check came to, decided once: `decide` turns what its run did (`CheckFacts`) into
-a `CheckOutcome`, which the CHECK stage applies in one place (ralph.loop.stages.check, `_apply`)
+a `CheckOutcome`, which the CHECK stage applies in one place (ralph.loop.stages.check_apply, `apply`)
 and the loop reads to end the run or go on. Pure: no plan, no git, no process; each outcome is
 tested alone (tests/loop/stages/test_check_outcome.py)."""
 

@@ -19,7 +19,7 @@ from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.plan.attempts import verify_reasons
 from ralph.plan.document import Record
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
+from ralph.plan.records import DecomposeRecord, KillReason, Stage, TaskView, kill_reason_of
 from ralph.secrets import OutputLines
 from ralph.text import plural
 from ralph.usecases.settings import Settings
@@ -99,7 +99,7 @@ class DecomposeStage:
         if outcome.exit is Exit.DECOMPOSED:
             try:
                 with self.plan.change() as change:
-                    change.plan.record_decomposition(task.id, list(facts.children), task.depth, task.record)
+                    change.plan.record_decompose(task.id, DecomposeRecord(task.record, facts.children))
             except PlanInvalid as exc:  # its dependents would need its parts, which need them
                 facts = replace(facts, cycle=str(exc))
                 outcome = decide(facts)
@@ -116,8 +116,9 @@ class DecomposeStage:
         in one write: the subtasks it made undone, the task as it was, the failure counted; a
         second failure, or one too deep, blocks the task for a person."""
         why, block = outcome.why, outcome.block if outcome.then is Then.BLOCK else None
+        run = DecomposeRecord(task.record, drop=outcome.drop, counted=outcome.counted, block=block)
         with self.plan.change() as change:
-            change.plan.record_undecomposed(task.id, task.record, list(outcome.drop), outcome.counted, block)
+            change.plan.record_decompose(task.id, run)
         if outcome.counted:
             self.ws.journal.event("decompose_failed", item=task.id, why=why, log=str(log))
             self.ws.console.event(f"DECOMPOSE of {task.id} {why}")

@@ -31,7 +31,7 @@ from ralph.plan.attempts import Given, given_by
 from ralph.plan.document import Record
 from ralph.plan.new_work import new_items
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
+from ralph.plan.records import KillReason, Stage, TaskView, VerifyRecord, kill_reason_of
 from ralph.store import reader
 from ralph.store.git import Repo
 from ralph.text import plural
@@ -189,10 +189,11 @@ class VerifyStage:
                 self._apply(change.plan, run, decide(facts), report)
 
     def _facts(self, plan: Plan, run: Verification, done: set[str]) -> RunFacts:
-        """What the run did, asked in decide's order (`plan`: as the runs before it left it; `done`:
-        the tasks in it still done); what its verifier gave was read as the run ended (_inspect)."""
+        """What the run did, asked in decide's order (`done`: the tasks still done in the plan as
+        the runs before it left it); what its verifier gave was read as the run ended (_inspect),
+        its task's earlier stops as the stage found it (only VERIFY counts them)."""
         if run.killed:
-            stops = plan.task_line(run.task.id).record.get("verify_kills", 0) + 1  # with this one
+            stops = run.task.verify_kills + 1  # with this one
             return RunFacts(killed=run.killed, stops=stops, max_stops=self.ws.settings.max_attempts)
         if run.result.violation:  # in its checkout (_violated) or in the work tree (enforce)
             return RunFacts(violation=True)
@@ -202,33 +203,34 @@ class VerifyStage:
         return RunFacts(verdict=verdict, overtaken=verdict is not None and run.task.id not in done)
 
     def _apply(self, plan: Plan, run: Verification, outcome: VerifyOutcome, report: StageReport) -> None:
-        """What the run came to, done in this order: the plan written (_write), then the journal,
+        """What the run came to, done in this order: its one write to the plan (`written`), the
+        build's changes kept beside its log when a stop sets the task aside, then the journal,
         the console and the report told."""
-        taken = self._write(plan, run, outcome)
+        written = self._written(run, outcome)
+        taken = plan.record_verify(run.task.id, written) if written else {}
+        if outcome.exit is Exit.SET_ASIDE:  # rather than verified blindly again
+            self.tree.save_build_patch(run.task, run.result.log_path)
         if outcome.kill is not None:
             self._tell_stop(run, outcome, report)
         else:
             self._tell_verdict(run, outcome, taken, report)
 
-    def _write(self, plan: Plan, run: Verification, outcome: VerifyOutcome) -> Record:
-        """The run's one write: its stop recorded (at max_attempts the task set aside for
-        DECOMPOSE, with the build's changes beside the log, rather than verified blindly again),
-        or what its verifier gave taken. Returns what was taken (nothing, for a stop)."""
-        task_id, log, kill = run.task.id, run.result.log_path, outcome.kill
+    def _written(self, run: Verification, outcome: VerifyOutcome) -> VerifyRecord | None:
+        """The run's one write, as a value: its stop (at max_attempts the task set aside for
+        DECOMPOSE), or what its verifier gave (when taken); None: nothing."""
+        kill, log = outcome.kill, str(run.result.log_path)
         if kill is not None:
-            set_aside = outcome.exit is Exit.SET_ASIDE
             why = f"VERIFY was stopped {outcome.stops} times ({kill}); split it into tasks one run can check"
-            plan.record_verify_stop(task_id, kill, str(log), set_aside=why if set_aside else None)
-            if set_aside:
-                self.tree.save_build_patch(run.task, log)
-            return {}
+            return VerifyRecord(kill, log, set_aside=why if outcome.exit is Exit.SET_ASIDE else None)
         if not outcome.take or run.given is None:
-            return {}
-        given, most = (
-            run.given,
-            self.ws.settings.max_new_items,
-        )  # the rest go into one issue (ralph.plan.new_work)
-        return plan.apply_verification(task_id, given.verdict, given.reason, list(given.added), most)
+            return None
+        given = run.given  # at most max_new_items of what it added: the rest go into one issue (new_work)
+        return VerifyRecord(
+            verdict=given.verdict,
+            reason=given.reason,
+            added=given.added,
+            max_new=self.ws.settings.max_new_items,
+        )
 
     def _tell_verdict(
         self, run: Verification, outcome: VerifyOutcome, taken: Record, report: StageReport
