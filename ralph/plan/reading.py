@@ -252,8 +252,8 @@ def claim_age_s(
     and a claim committed after a runner ahead of the others pushed looks new until the clocks
     catch up with that one. When the first is over a day and a clock other than the judge's
     agrees, it is believed alone: a runner dead for days loses its claims at once while others
-    work. That other clock is `witness_at`, the newest time another runner's claim in sight was
-    made (ralph.store.claim_clock): a day or more after this claim was. Without one, a judge
+    work. That other clock is `witness_at`, the newest time another claim in sight was made
+    (ralph.store.claim_clock): a day or more after this claim was. Without one, a judge
     whose clock is a day or more ahead would take every live claim for days old.
     None when the claim's time does not parse: it counts as expired (a person or a broken runner
     wrote it)."""

@@ -99,21 +99,17 @@ class ClaimClock:
         return committed
 
     def _witness(self, item: Record) -> str | None:
-        """The newest time another runner's claim this clone saw was made (its commit's time, or
-        its runner's claimed_at): a clock other than this clone's, for claims older than a day
-        (ralph.plan.reading.claim_age_s). A runner's own claims are not judged, so not kept."""
-        if self._newest is None:  # the two runners whose claims are newest: one is not the holder
-            newest: dict[str, tuple[datetime, str]] = {}
+        """The newest time another claim this clone saw was made (its commit's time, or its
+        runner's claimed_at): a clock other than the judge's, for claims older than a day
+        (ralph.plan.reading.claim_age_s). Another runner's, or the holder's own later claim (two
+        claims on one clock a day apart). A runner does not judge its own claims: they are not
+        kept."""
+        if self._newest is None:  # the two newest claims: one is not the claim judged
             kept = {key: entry.get("committed") or key.split("\t")[-1] for key, entry in self._load().items()}
-            for key, made in {**kept, **self._looked}.items():
-                runner = (key.split("\t") + [""])[1]
-                if made and (runner not in newest or _utc(made) > newest[runner][0]):
-                    newest[runner] = (_utc(made), made)
-            self._newest = sorted(
-                ((at, made, runner) for runner, (at, made) in newest.items()), reverse=True
-            )[:2]
-        holder = str(item.get("claimed_by"))
-        return next((made for _, made, runner in self._newest if runner != holder), None)
+            made = {key: at for key, at in {**kept, **self._looked}.items() if at}
+            self._newest = sorted(((_utc(at), at, key) for key, at in made.items()), reverse=True)[:2]
+        key = _key(item)
+        return next((at for _, at, other in self._newest if other != key), None)
 
     def _committed_at(self, item: Record, key: str) -> str | None:
         """The committer time of the commit on `refs` that made the claim (UTC, ISO 8601), or
