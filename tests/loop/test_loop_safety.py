@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,15 +25,14 @@ from tests.support.construct import (
     in_process,
     ours,
     plan_records,
-    with_app_spec,
 )
 from tests.support.gitrepo import git
 from tests.support.specs import as_checked
 
 
 @pytest.fixture
-def project(repo: Path) -> Path:
-    return with_app_spec(repo, "# App\n\n- Do it\n")
+def project(app_repo: Callable[[str], Path]) -> Path:
+    return app_repo("# App\n\n- Do it\n")
 
 
 FAKE_KEY = "AKIAIOSFODNN7EXAMPLE"

@@ -18,8 +18,12 @@ GIT_ENV = {
 }
 
 # Every test's git: no system or user config, a pinned identity, and no automatic housekeeping
-# (`git maintenance run --auto` after each commit is a process that tests do not need).
-GIT_CONFIG = "[init]\n\tdefaultBranch = main\n[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n"
+# (`git maintenance run --auto` after each commit, and the `git gc --auto` a remote's receive-pack
+# starts after each push, some 230 per run of the suite, are processes that tests do not need).
+GIT_CONFIG = (
+    "[init]\n\tdefaultBranch = main\n[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n"
+    "[receive]\n\tautogc = false\n"
+)
 
 
 def isolate_git(monkeypatch: pytest.MonkeyPatch, config_dir: Path) -> None:
