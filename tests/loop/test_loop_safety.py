@@ -161,7 +161,9 @@ def test_a_second_loop_in_the_same_repository_exits_75_naming_the_first(project)
     assert first.returncode == 143
 
 
-@pytest.mark.parametrize("theirs", ["ralph", "ralph/draft"])
+# Both names meet the same check before anything runs; ralph/draft's (a second whole run) runs with
+# the slow suites.
+@pytest.mark.parametrize("theirs", ["ralph", pytest.param("ralph/draft", marks=pytest.mark.slow)])
 def test_a_persons_branch_where_ralph_needs_a_folder_of_branches_is_refused_in_one_line(project, theirs):
     """git keeps a branch as a file: a person's `ralph` leaves no room for ralph/<task>, nor
     `ralph/draft` for the drafts. Refused before anything runs, their branch as it was."""
