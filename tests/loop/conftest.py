@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.construct import stop_leftovers, with_app_spec
-from tests.support.gitrepo import git, isolate_git
+from tests.support.gitrepo import git, isolate_git, slimmed
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +26,7 @@ def _app_templates(
             with pytest.MonkeyPatch.context() as monkeypatch:
                 isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
                 git(root, "update-index", "-q", "--refresh")
-                made[spec] = with_app_spec(root, spec)
+                made[spec] = slimmed(with_app_spec(root, spec))
         return made[spec]
 
     return template

@@ -63,6 +63,18 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
 
+def slimmed(root: Path) -> Path:
+    """A repository that tests copy, as few files as git needs: its objects in one pack, without
+    the sample hooks and the description `git init` writes. A copy, and its deletion at a later
+    run, cost 4.4 ms of CPU with its 34 files, 2.2 with 16; the suite makes some 1,400 of them."""
+    git_dir = root / ".git" if (root / ".git").is_dir() else root  # a bare one is its own
+    for sample in (git_dir / "hooks").glob("*.sample"):
+        sample.unlink()
+    (git_dir / "description").unlink(missing_ok=True)
+    git(root, "repack", "-a", "-d", "-q")  # -d: the loose objects go too
+    return root
+
+
 def said(root: Path, rev: str = "HEAD") -> str:
     """A commit's message as a person reads it: without the `Ralph-Op:` trailers that record the
     operations behind it (ralph.plan.ops; tests/plan/test_ops.py checks those)."""
