@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.support.cli import Ralph
-from tests.support.gitrepo import Shared, git, isolate_git, slimmed
+from tests.support.gitrepo import Shared, git, isolate_git, refreshed, slimmed
 
 # Hypothesis profiles. `verify` (the default; `make verify`) is derandomized: each property test
 # draws the same examples on every run, so the gate gives the same answer twice on one commit.
@@ -207,8 +207,7 @@ def repo(tmp_path: Path, _initialized_repo: Path) -> Path:
     one takes about ten git runs)."""
     root = tmp_path / "repo"
     shutil.copytree(_initialized_repo, root, symlinks=True)
-    git(root, "update-index", "-q", "--refresh")  # the copies' inodes and ctimes differ from the index's
-    return root
+    return refreshed(root)  # the copies' inodes and ctimes differ from the index's
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.construct import stop_leftovers, with_app_spec
-from tests.support.gitrepo import git, isolate_git, slimmed
+from tests.support.gitrepo import git, isolate_git, refreshed, slimmed
 
 
 @pytest.fixture(scope="session")
@@ -41,8 +41,7 @@ def app_repo(tmp_path: Path, _app_templates: Callable[[str], Path]) -> Callable[
     def copy(spec: str) -> Path:
         root = tmp_path / "repo"
         shutil.copytree(_app_templates(spec), root, symlinks=True)
-        git(root, "update-index", "-q", "--refresh")  # the copies' inodes and ctimes differ from the index's
-        return root
+        return refreshed(root)  # the copies' inodes and ctimes differ from the index's
 
     return copy
 
