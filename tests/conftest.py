@@ -197,7 +197,7 @@ def _initialized_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         from ralph.usecases import initialize
 
         initialize.init(root)  # commits .gitignore (it was clean) and plan.jsonl
-        slimmed(root)
+        slimmed(root, pack=True)  # copied by most tests
     return root
 
 
