@@ -81,12 +81,12 @@ def refreshed(root: Path) -> Path:
         return root
     position = 12
     for _ in range(int.from_bytes(data[8:12], "big")):
-        name_end = data.index(b"\0", position + 62)
+        name = data[position + 62 : data.index(b"\0", position + 62)]
         mode = int.from_bytes(data[position + 24 : position + 28], "big")
         if mode >> 12 != 0o10:  # a link or a submodule: git's to refresh
             git(root, "update-index", "-q", "--refresh")
             return root
-        stat = os.lstat(root / os.fsdecode(data[position + 62 : name_end]))
+        stat = os.lstat(root / os.fsdecode(name))
         out[position : position + 24] = struct.pack(
             ">IIIIII",
             int(stat.st_ctime), stat.st_ctime_ns % 10**9, int(stat.st_mtime), stat.st_mtime_ns % 10**9,
@@ -95,7 +95,7 @@ def refreshed(root: Path) -> Path:
         out[position + 28 : position + 40] = struct.pack(
             ">III", stat.st_uid, stat.st_gid, stat.st_size & 0xFFFFFFFF
         )
-        position += (62 + name_end - (position + 62) + 8) & ~7  # NUL-padded to a multiple of 8
+        position += (62 + len(name) + 8) & ~7  # the entry is NUL-padded to a multiple of 8 bytes
     index.write_bytes(bytes(out + hashlib.sha1(out).digest()))
     return root
 
