@@ -57,7 +57,15 @@ lint: $(STAMP)
 # gate and fake agent, and the layout checks parsing each module once: 1961 tests, 137 CPU-s, 169 s
 # (per test, at the same load, 5% less CPU). Not measured idle: about 61 s, the 64 s estimated for
 # the 1966 tests less 5%, so still over the minute. At 11:00, 1985 tests: 64 s of wall time and
-# 122 CPU-s at load 5.
+# 122 CPU-s at load 5. At 13:00-13:20, on 2 CPUs at load 7-16, the tests' shared machinery made
+# cheaper (the repositories tests copy slimmed and their index refreshed in the test's process, the
+# loop's app repositories copied from one made per worker, no `git gc --auto` after a push: 2,000 of
+# 28,000 git runs fewer; a copy of `repo`, made, refreshed and later deleted, 2.8-4.3 ms of CPU
+# instead of 6.6-10.5) and five real runs moved to make e2e (named below): 1980 tests. Measured back
+# to back with the commit before, four pairs: before 128-142 CPU-s (87-165 s of wall time), after
+# 124-140 CPU-s (88-173 s): the load moved the figures more than the change did. The parts, measured
+# alone, add up to some 9-13 CPU-s. Not measured idle: 11:00's 122 CPU-s less those would be 57-60 s
+# by the ratio measured idle before (110 CPU-s, 58 s): at the minute, not under it with a margin.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
@@ -121,7 +129,12 @@ test: $(STAMP) $(REWRITTEN)
 # record in a worktree build; the other pairs and the serial forge moved here. So did a build that
 # accepts its own task (loop/test_loop_safety.py; its rule is checked in process in
 # runs/test_permissions.py, the undo for real by a build that commits) and the test task's type
-# (loop/test_task_types.py; in process in test_stages_in_process.py).
+# (loop/test_task_types.py; in process in test_stages_in_process.py). At 13:00, the real runs whose
+# behaviour make test has elsewhere: the spec check that adds nothing and the one whose agent fails
+# (stages/test_check.py; in process in test_stages_in_process.py), a PLAN that writes code at every run
+# (loop/test_plan_only_code.py; its halves there and in test_early_end.py), the ralph/draft branch
+# conflict (loop/test_loop_safety.py; the same check as ralph's) and the docs and refactor tasks' real
+# run (loop/test_task_types.py; in process, HEAD's paths from real git in store/test_git.py).
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc

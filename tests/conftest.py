@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.support.cli import Ralph
-from tests.support.gitrepo import Shared, git, isolate_git
+from tests.support.gitrepo import Shared, git, isolate_git, refreshed, slimmed
 
 # Hypothesis profiles. `verify` (the default; `make verify`) is derandomized: each property test
 # draws the same examples on every run, so the gate gives the same answer twice on one commit.
@@ -197,6 +197,7 @@ def _initialized_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         from ralph.usecases import initialize
 
         initialize.init(root)  # commits .gitignore (it was clean) and plan.jsonl
+        slimmed(root, pack=True)  # copied by most tests
     return root
 
 
@@ -206,8 +207,7 @@ def repo(tmp_path: Path, _initialized_repo: Path) -> Path:
     one takes about ten git runs)."""
     root = tmp_path / "repo"
     shutil.copytree(_initialized_repo, root, symlinks=True)
-    git(root, "update-index", "-q", "--refresh")  # the copies' inodes and ctimes differ from the index's
-    return root
+    return refreshed(root)  # the copies' inodes and ctimes differ from the index's
 
 
 @pytest.fixture(scope="session")
@@ -225,6 +225,9 @@ def _shared_templates(tmp_path_factory: pytest.TempPathFactory, _initialized_rep
                 isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
                 git(seed, "update-index", "-q", "--refresh")
                 made[key] = build(seed, base)
+                for repository in base.iterdir():  # the seed, its remote and clones
+                    if (repository / ".git").is_dir() or (repository / "HEAD").is_file():
+                        slimmed(repository)
         return made[key]
 
     return template

@@ -9,11 +9,12 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.support.construct import construct, in_process, with_app_spec
+from tests.support.construct import construct, in_process
 from tests.support.gitrepo import git
 
 # Any run of it leaves a mark: the dry run must start none.
@@ -21,8 +22,8 @@ AGENT = "import pathlib; pathlib.Path(__file__).with_name('agent-ran').write_tex
 
 
 @pytest.fixture
-def project(repo: Path) -> Path:
-    return with_app_spec(repo, "# App\n\n- Do it\n")
+def project(app_repo: Callable[[str], Path]) -> Path:
+    return app_repo("# App\n\n- Do it\n")
 
 
 def tree_digest(root: Path) -> dict[str, str]:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,15 +25,14 @@ from tests.support.construct import (
     in_process,
     ours,
     plan_records,
-    with_app_spec,
 )
 from tests.support.gitrepo import git
 from tests.support.specs import as_checked
 
 
 @pytest.fixture
-def project(repo: Path) -> Path:
-    return with_app_spec(repo, "# App\n\n- Do it\n")
+def project(app_repo: Callable[[str], Path]) -> Path:
+    return app_repo("# App\n\n- Do it\n")
 
 
 FAKE_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -161,7 +161,9 @@ def test_a_second_loop_in_the_same_repository_exits_75_naming_the_first(project)
     assert first.returncode == 143
 
 
-@pytest.mark.parametrize("theirs", ["ralph", "ralph/draft"])
+# Both names meet the same check before anything runs; ralph/draft's (a second whole run) runs with
+# the slow suites.
+@pytest.mark.parametrize("theirs", ["ralph", pytest.param("ralph/draft", marks=pytest.mark.slow)])
 def test_a_persons_branch_where_ralph_needs_a_folder_of_branches_is_refused_in_one_line(project, theirs):
     """git keeps a branch as a file: a person's `ralph` leaves no room for ralph/<task>, nor
     `ralph/draft` for the drafts. Refused before anything runs, their branch as it was."""

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ralph.plan.records import Verdict
-from tests.support.construct import add_tasks, assert_clean, construct, events, with_app_spec
+from tests.support.construct import add_tasks, assert_clean, construct, events
 from tests.support.gitrepo import git
 
 ODD_AGENT = Path(__file__).with_name("odd_agent.py")
@@ -36,8 +37,8 @@ LOGS = Path("build") / "ralph-logs"
 
 
 @pytest.fixture
-def project(repo: Path) -> Path:
-    return with_app_spec(repo, "# App\n\nParts that can be built side by side.\n")
+def project(app_repo: Callable[[str], Path]) -> Path:
+    return app_repo("# App\n\nParts that can be built side by side.\n")
 
 
 def run_odd(project: Path, move: str, parallel: str, *flags: str) -> tuple[str, str]:

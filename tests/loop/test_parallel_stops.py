@@ -11,6 +11,7 @@ import os
 import shlex
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,6 @@ from tests.support.construct import (
     plan_records,
     subjects,
     wait_for,
-    with_app_spec,
 )
 from tests.support.gitrepo import git
 
@@ -72,8 +72,8 @@ time.sleep(600)
 
 
 @pytest.fixture
-def project(repo: Path) -> Path:
-    return with_app_spec(repo, "# App\n\nParts that can be built side by side.\n")
+def project(app_repo: Callable[[str], Path]) -> Path:
+    return app_repo("# App\n\nParts that can be built side by side.\n")
 
 
 def run(project: Path, tmp_path: Path, *flags: str, cost: float = 0.6, **env: str):

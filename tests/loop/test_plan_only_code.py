@@ -166,6 +166,11 @@ def test_code_a_plan_agent_writes_is_undone_kept_as_a_patch_and_plan_runs_again(
     assert f"`git apply --include=<file> {violation['patch']}`" in done.stderr
 
 
+# `make test` has both halves in real runs: PLAN's code undone and PLAN run again above, and a PLAN
+# that breaks its stage's rules at every run ending STUCK after max_attempts runs, saying so
+# (tests/loop/test_early_end.py: test_a_run_whose_every_plan_run_breaks_the_rules_runs_it_max_attempts_
+# times_and_says_so). This runs with the slow suites.
+@pytest.mark.slow
 def test_a_plan_agent_that_writes_code_every_time_ends_the_run_stuck_saying_so(app, tmp_path):
     agent_always = PLANNER.replace('glob("*-plan*.log"))) == 1', 'glob("*-plan*.log"))) >= 1')
     assert agent_always != PLANNER  # every PLAN run writes code

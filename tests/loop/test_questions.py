@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,6 @@ from tests.support.construct import (
     in_process,
     plan_records,
     subjects,
-    with_app_spec,
 )
 from tests.support.gitrepo import git
 
@@ -55,8 +55,8 @@ elif stage == "DECOMPOSE":
 
 
 @pytest.fixture
-def project(repo: Path) -> Path:
-    return with_app_spec(repo, "# App\n\n- Colour it\n- Other work\n")
+def project(app_repo: Callable[[str], Path]) -> Path:
+    return app_repo("# App\n\n- Colour it\n- Other work\n")
 
 
 def run(project: Path, tmp_path: Path, *flags: str):

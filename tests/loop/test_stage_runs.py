@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import ralph_in_process
-from tests.support.construct import add_tasks, assert_clean, construct, events, plan_records, with_app_spec
+from tests.support.construct import add_tasks, assert_clean, construct, events, plan_records
 from tests.support.gitrepo import git
 
 # One agent for every test here: what it does per stage, and the markers in a task's name or an
@@ -85,8 +86,8 @@ TIMEOUT = "2s"  # a normal run here takes a few tenths of a second, even on a bu
 
 
 @pytest.fixture
-def project(repo: Path) -> Path:
-    return with_app_spec(repo, "# App\n\n- Do it\n")
+def project(app_repo: Callable[[str], Path]) -> Path:
+    return app_repo("# App\n\n- Do it\n")
 
 
 def run(project: Path, tmp_path: Path, *flags: str):

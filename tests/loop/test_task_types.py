@@ -15,6 +15,14 @@ from tests.support.construct import construct, events
 from tests.support.gitrepo import git
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_docs_task_that_changed_code_fails_type_violation_naming_the_files,
+# test_what_a_type_does_not_allow_fails_the_attempt and test_what_a_type_or_the_scope_allows_is_built;
+# which paths HEAD has (an existing test file) from real git in tests/store/test_git.py:
+# test_at_head_names_the_paths_head_has_an_entry_for; a real build failing on the files it changed
+# in tests/loop/stages/test_build_parallel.py: test_a_build_outside_its_scope_fails_with_the_files_
+# named. This runs with the slow suites.
+@pytest.mark.slow
 def test_a_docs_task_that_changed_code_and_a_refactor_that_changed_a_test_fail_then_are_built(
     project: Path,
 ):
@@ -64,9 +72,8 @@ def build_commit(project: Path, task: str) -> str:
 
 
 # `make test` has it in process, in test_stages_in_process.py: test_what_a_type_does_not_allow_fails_
-# the_attempt[test] and test_what_a_type_or_the_scope_allows_is_built[test]; the test above checks a
-# type against what a real build changed in git (an existing test file, too). This runs with the
-# slow suites.
+# the_attempt[test] and test_what_a_type_or_the_scope_allows_is_built[test]; what git shows of a real
+# build, as for the test above. This runs with the slow suites.
 @pytest.mark.slow
 def test_a_test_task_that_changed_code_fails_then_is_built_and_one_that_only_added_tests_passes(
     project: Path,

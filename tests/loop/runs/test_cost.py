@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +25,6 @@ from ralph.loop.runs.cost import (
     run_cost,
 )
 from tests.support.construct import (
-    CHECK_WORK,
     add_tasks,
     assert_clean,
     construct,
@@ -34,7 +34,6 @@ from tests.support.construct import (
 )
 from tests.support.gitrepo import git
 from tests.support.present import present
-from tests.support.specs import as_checked
 
 # Every run costs $0.40, as a Claude-style result event says; BUILD builds, VERIFY accepts.
 AGENT = """import json, os, pathlib, sys
@@ -54,12 +53,8 @@ print(json.dumps({"type": "result", "is_error": False, "total_cost_usd": 0.4, "u
 
 
 @pytest.fixture
-def project(repo: Path) -> Path:
-    (repo / "specs" / "app.md").write_text(as_checked("# App\n\n- A\n- B\n- C\n"))
-    (repo / "check_work.py").write_text(CHECK_WORK)
-    git(repo, "add", "specs/app.md", "check_work.py")
-    git(repo, "commit", "-qm", "the app spec and its gate")
-    return repo
+def project(app_repo: Callable[[str], Path]) -> Path:
+    return app_repo("# App\n\n- A\n- B\n- C\n")
 
 
 def test_max_cost_stops_before_the_run_that_would_pass_it_and_leaves_the_plan_committed(project, tmp_path):

@@ -8,6 +8,7 @@ import os
 import shlex
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,15 +23,14 @@ from tests.support.construct import (
     plan_records,
     subjects,
     wait_for,
-    with_app_spec,
 )
 from tests.support.gitrepo import git
 from tests.support.hooks import config_set
 
 
 @pytest.fixture
-def project(repo: Path) -> Path:
-    return with_app_spec(repo, "# App\n\nParts that can be built side by side.\n")
+def project(app_repo: Callable[[str], Path]) -> Path:
+    return app_repo("# App\n\nParts that can be built side by side.\n")
 
 
 # BUILD writes work/<task>.txt (and what the task's name asks for), waits until $TOGETHER builds

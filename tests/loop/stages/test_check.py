@@ -69,6 +69,10 @@ def test_a_check_that_finds_a_gap_adds_a_task_and_builds_it_before_complete(repo
     assert json.loads(done.stdout)["outcome"] == "COMPLETE"
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_check_that_adds_nothing_ends_complete_and_a_rerun_checks_again_only_for_a_new_spec
+# (a real CHECK run that finds nothing ends every other construct run of `make test` that completes)
+@pytest.mark.slow
 def test_a_check_that_adds_nothing_ends_complete_after_one_run_and_a_rerun_does_not_check_again(repo):
     project = with_app_spec(repo, "# App\n\n- Parse input\n")  # one task to build before the check
     done = construct(project)
@@ -98,7 +102,6 @@ def test_a_check_that_adds_nothing_ends_complete_after_one_run_and_a_rerun_does_
 
 # `make test` has it in process, in test_stages_in_process.py:
 # test_loop_a_stopped_check_is_counted_and_ends_stuck
-# (the JSON report's STUCK ending stays in `make test` with the failed check below)
 @pytest.mark.slow
 def test_a_stopped_check_is_counted_and_ends_stuck(repo):
     project = with_app_spec(repo, "# App\n\n- Parse input\n\n[check-hang]\n")
@@ -115,6 +118,10 @@ def test_a_stopped_check_is_counted_and_ends_stuck(repo):
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_check_whose_agent_fails_is_no_pass_and_keeps_nothing (the JSON report's keys and
+# shapes for every outcome: tests/loop/test_report_json.py)
+@pytest.mark.slow
 def test_a_check_whose_agent_fails_is_no_pass_and_keeps_nothing(repo):
     project = with_app_spec(repo, "# App\n\n- Parse input\n\n[check-crash]\n")
 
