@@ -10,6 +10,7 @@ The change itself, and what to replay after a lost race, are the caller's (ralph
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -37,6 +38,11 @@ LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race, while los
 # batches, and 16 runners publishing at once kept losing in step: it doubles from the second.
 STEADY_LOSSES = 1
 LOST_RACE_PAUSE_CAP_S = 3.2
+# With other runners holding claims (each has a push of the branch to come), the pause after a
+# lost race is drawn from at least their number times this runner's round (fetch to push): the
+# branch takes about one push per round, so a burst of them drains in about one push per round
+# instead of all racing again in step (16 runners publishing their verdicts together lost 62% of
+# their pushes with the doubling range alone).
 
 T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)
 
@@ -63,16 +69,20 @@ def until_pushed(
     after_lost: Callable[[], None] | None = None,
     drop: Callable[[Plan], dict[str, str]] | None = None,
     bookkeeping_waits: bool = False,
+    fetched: bool = False,
 ) -> T | None:
     """Rounds until one is pushed (a lost race replays on the new head); what `change` returned.
     `drop`: the claim refs (item -> claim commit) the push deletes, atomically with the branch,
     given the plan it publishes (ralph.store.remote.Remote.push). `bookkeeping_waits`: after a
     lost race, when `change` changed nothing and the local commits the remote lacks record only
     this runner's stage (update_state), they wait here for its next push instead of racing again
-    (sixteen runners ending at once each lost some four races for nothing else)."""
-    losses = Losses(remote)
+    (sixteen runners ending at once each lost some four races for nothing else). `fetched`: the
+    caller fetched just now; the first round starts from that fetch instead of fetching again."""
+    losses = Losses(remote, runner)
     while True:
-        result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop)
+        losses.round_begins()
+        result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop, fetched)
+        fetched = False
         if pushed:
             return result
         if bookkeeping_waits and result is None and only_bookkeeping(remote):
@@ -109,8 +119,9 @@ def on_remote_head(
     """Rounds of `change` made on the remote head alone, until one is pushed: the local branch
     and work tree stay as they are. For what must reach the remote whatever the local commits
     hold (a run's claims given back when its own commits cannot be published)."""
-    repo, losses = remote.repo, Losses(remote)
+    repo, losses = remote.repo, Losses(remote, runner)
     while True:
+        losses.round_begins()
         head = remote.fetch()
         if head is None:
             return None
@@ -131,17 +142,23 @@ class Losses:
     again, and the slowest of them lose every time (measured on bench_remote: one runner lost 9
     publishes in a row; with a pause of up to 0.2 s three runners took 1.26-1.37x the ideal, not
     1.50-1.60x). After STEADY_LOSSES in a row its range doubles with each loss, up to
-    LOST_RACE_PAUSE_CAP_S: with many runners a fixed range keeps them in lockstep. A loss to a
-    remote head that did not move since the last fetch is no race: after MAX_STILL_LOSSES of those
-    the remote is refusing."""
+    LOST_RACE_PAUSE_CAP_S: with many runners a fixed range keeps them in lockstep. It is never
+    shorter than the rounds of the runners contending (contention_range). A loss to a remote head
+    that did not move since the last fetch is no race: after MAX_STILL_LOSSES of those the remote
+    is refusing."""
 
-    def __init__(self, remote: Remote):
-        self.remote, self.count, self.still = remote, 0, 0
+    def __init__(self, remote: Remote, runner: str = ""):
+        self.remote, self.runner, self.count, self.still = remote, runner, 0, 0
         self.head = remote.head()
+        self.began = time.monotonic()
+
+    def round_begins(self) -> None:
+        self.began = time.monotonic()
 
     def lost(self) -> None:
         import random
 
+        round_s = time.monotonic() - self.began
         head = self.remote.head()  # as this round's fetch saw it
         self.still = self.still + 1 if self.count and head == self.head else 0
         self.head, self.count = head, self.count + 1
@@ -150,7 +167,21 @@ class Losses:
                 f"{self.remote.name} refused {self.still + 1} pushes in a row as behind its head, which"
                 " did not move: check its hooks and branch protection"
             )
-        self.remote.sleep(random.uniform(0, pause_range(self.count)))
+        top = max(pause_range(self.count), contention_range(self._contenders(), round_s))
+        self.remote.sleep(random.uniform(0, top))
+
+    def _contenders(self) -> int:
+        """The other runners holding claim refs, as the round's fetch brought them (none read
+        when fetches do not bring claims: no git run for it)."""
+        if not self.remote.with_claims:
+            return 0
+        return len({claim.runner for claim in self.remote.claim_refs().values()} - {self.runner})
+
+
+def contention_range(contenders: int, round_s: float) -> float:
+    """The longest pause after a lost race with `contenders` other runners to push: their rounds'
+    worth, one push of the branch per round (rounds of about `round_s` each, as this one)."""
+    return contenders * max(round_s, 0.0)
 
 
 def pause_range(losses: int) -> float:
@@ -168,6 +199,7 @@ def _round(
     idle_push: bool = True,
     then: Step | None = None,
     drop: Callable[[Plan], dict[str, str]] | None = None,
+    fetched: bool = False,
 ) -> tuple[T | None, bool]:
     """Fetch, catch up, change the plan in one commit (and `then` in a second), push. Returns
     what `change` returned and whether the remote has our head now.
@@ -181,7 +213,7 @@ def _round(
     start = repo.head()
     if start is None:
         raise RemoteError("the local branch has no commit yet: run `ralph init` and commit first")
-    remote_head = remote.fetch()
+    remote_head = remote.head() if fetched else remote.fetch()
     base = _caught_up(repo, remote, start, remote_head, runner)
     data = repo.file_at(base, PLAN_NAME) or b""
     plan = Plan(load_checked(root, data))  # the bytes of most rounds were proven valid before

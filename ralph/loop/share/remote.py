@@ -206,7 +206,7 @@ class RemoteCoordinator:
         if not self._unpublished:
             if not self._free_on_remote(skip):
                 return None  # nothing to claim: no catch-up (a merge) for nothing
-            self._catch_up()
+            self._catch_up(fetched=True)
         candidates = claim_refs.buildable(self.root, self.spec, self.remote, skip)
         won = claim_refs.claim_task(candidates, self.runner, self.remote, self._ttl(), claim_refs.to_build)
         return self._won(won)
@@ -263,11 +263,14 @@ class RemoteCoordinator:
             if task["id"] in self._mine
         ]
 
-    def _catch_up(self) -> None:
-        """Fetch, and bring this clone up to the remote head: nothing is pushed."""
+    def _catch_up(self, fetched: bool = False) -> None:
+        """Fetch (unless the caller just `fetched`), and bring this clone up to the remote head:
+        nothing is pushed."""
         from ralph.usecases.sync import until_pushed
 
-        until_pushed(self.root, self.remote, self.runner, lambda plan: None, str, idle_push=False)
+        until_pushed(
+            self.root, self.remote, self.runner, lambda plan: None, str, idle_push=False, fetched=fetched
+        )
 
     def _ttl(self) -> float:
         return read_plan(self.root).claim_ttl_s() if self.ttl_s is None else self.ttl_s
@@ -321,6 +324,7 @@ class RemoteCoordinator:
                 lambda _: message,
                 drop=drops,
                 after_lost=lost,
+                fetched=True,  # just now, for the claims taken over
             )
         except CodeConflict as exc:
             return self._withdraw(batch, exc.files)
@@ -393,23 +397,26 @@ class RemoteCoordinator:
 
     def _wait_for_change(self, wait: float) -> float:
         """Wait for other runners' work: poll the remote (a fetch: the branch and the claims) until
-        either moved, or REJUDGE_S passed. Returns the next first wait. A poll that finds nothing
-        new costs one fetch, not a catch-up and a look through the plan: sixteen runners waiting
-        for the last builds spent more CPU looking than building."""
-        before, slept = self._remote_state(), 0.0
+        the branch moved or a claim in sight went (given back, published, taken over), or
+        REJUDGE_S passed. Returns the next first wait. A poll that finds nothing new costs one
+        fetch, not a catch-up and a look through the plan: sixteen runners waiting for the last
+        builds spent more CPU looking than building. A new claim frees nothing: it wakes no one
+        (sixteen runners claiming woke every waiting runner for each claim)."""
+        head, seen, slept = self.remote.head(), self._claims_in_sight(), 0.0
         while True:
             self.check()
             self.sleep(wait)
             slept += wait
             wait = min(wait * 2, POLL_S[1])
             self.remote.fetch()
-            if slept >= REJUDGE_S or self._remote_state() != before:
+            now = self._claims_in_sight()
+            if slept >= REJUDGE_S or self.remote.head() != head or seen - now:
                 return wait
+            seen |= now
 
-    def _remote_state(self) -> tuple[str | None, frozenset[tuple[str, str]]]:
-        """The remote's branch head and claim refs as last fetched."""
-        claims = frozenset((item, claim.commit) for item, claim in self.remote.claim_refs().items())
-        return self.remote.head(), claims
+    def _claims_in_sight(self) -> set[tuple[str, str]]:
+        """The claim refs on the remote as last fetched: (item, claim commit) each."""
+        return {(item, claim.commit) for item, claim in self.remote.claim_refs().items()}
 
     def others_published(self) -> bool:
         """The remote's head (fetched now) has changes to code HEAD lacks: another runner published
