@@ -147,18 +147,19 @@ class Losses:
     that did not move since the last fetch is no race: after MAX_STILL_LOSSES of those the remote
     is refusing."""
 
-    def __init__(self, remote: Remote, runner: str = ""):
+    def __init__(self, remote: Remote, runner: str = "", clock: Callable[[], float] = time.monotonic):
         self.remote, self.runner, self.count, self.still = remote, runner, 0, 0
         self.head = remote.head()
-        self.began = time.monotonic()
+        self.clock = clock
+        self.began = clock()
 
     def round_begins(self) -> None:
-        self.began = time.monotonic()
+        self.began = self.clock()
 
     def lost(self) -> None:
         import random
 
-        round_s = time.monotonic() - self.began
+        round_s = self.clock() - self.began
         head = self.remote.head()  # as this round's fetch saw it
         self.still = self.still + 1 if self.count and head == self.head else 0
         self.head, self.count = head, self.count + 1

@@ -749,3 +749,30 @@ def test_a_held_task_waits_for_the_builds_under_way_when_it_was_given_back_not_f
 
     assert waiting.others_published()
     assert waiting._held_back() == set()  # what it waited for is in: it may be built again
+
+
+def test_a_waiting_runner_wakes_when_a_claim_goes_not_when_another_is_made(repo, tmp_path):
+    # A new claim frees nothing for a waiting runner: sixteen runners claiming woke every waiting
+    # one for each claim, to look through the plan for nothing.
+    from ralph import clock
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(2)]
+    shared = seeded(repo, tmp_path, items)
+    one, two = shared.clone("one"), shared.clone("two")
+    claimer = Remote(Repo(two))
+    first = claimer.make_claim("t-task00", "two", clock.now())
+    assert claimer.push_claim("t-task00", first)
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:  # what the other runner does while this one waits
+        polls.append(seconds)
+        if len(polls) == 1:
+            assert claimer.push_claim("t-task01", claimer.make_claim("t-task01", "two", clock.now()))
+        elif len(polls) == 3:
+            assert claimer.drop_claims({"t-task00": first})
+
+    waiting = RemoteCoordinator(one, "specs/app.md", "origin", runner="one", sleep=sleep)
+    waiting.remote.fetch()
+    waiting._wait_for_change(0.25)
+    assert len(polls) == 3  # the claim made at the first poll woke nothing; the one gone did

@@ -288,6 +288,31 @@ def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_pause_grows(thr
     assert max(pauses) > sync.LOST_RACE_PAUSE_S  # the range grew: not a fixed 0.2 s
 
 
+def test_a_lost_race_pauses_for_a_round_of_each_other_runner_holding_claims(three, monkeypatch):
+    # Sixteen runners publishing together, each pausing at most 0.2 s after a first loss, raced in
+    # step again; the range now covers the rounds of the runners that have pushes to come.
+    shared, one, two = three
+    claimer = Remote(Repo(one))
+    for item, runner in (("t-aaaaaa", "runner-1"), ("t-bbbbbb", "runner-3"), ("t-cccccc", "runner-2")):
+        assert claimer.push_claim(item, claimer.make_claim(item, runner, clock.now()))
+    monkeypatch.setattr("random.uniform", lambda low, high: high)  # the top of the range
+    pauses: list[float] = []
+    now = [10.0]
+    remote = remote_of(two, sleep=pauses.append)
+    remote.with_claims = True
+    remote.fetch()
+    losses = sync.Losses(remote, "runner-2", clock=lambda: now[0])
+    losses.round_begins()
+    now[0] += 0.5
+    losses.lost()
+    assert pauses == [2 * 0.5]  # two other runners' rounds of 0.5 s (its own claim is not counted)
+    alone = sync.Losses(remote_of(two, sleep=pauses.append), "runner-2", clock=lambda: now[0])
+    alone.round_begins()
+    now[0] += 0.5
+    alone.lost()  # a fetch that brings no claims: no other runner known to push
+    assert pauses[1:] == [sync.LOST_RACE_PAUSE_S]
+
+
 class RefusingAsBehind(Remote):
     """A remote that turns every push away as behind, while nobody pushes to it."""
 
