@@ -10,7 +10,6 @@ The change itself, and what to replay after a lost race, are the caller's (ralph
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -38,11 +37,10 @@ LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race, while los
 # batches, and 16 runners publishing at once kept losing in step: it doubles from the second.
 STEADY_LOSSES = 1
 LOST_RACE_PAUSE_CAP_S = 3.2
-# With other runners holding claims (each has a push of the branch to come), the pause after a
-# lost race is drawn from at least their number times this runner's round (fetch to push): the
-# branch takes about one push per round, so a burst of them drains in about one push per round
-# instead of all racing again in step (16 runners publishing their verdicts together lost 62% of
-# their pushes with the doubling range alone).
+# After a lost race, a runner whose fetch after its pause finds the branch moved (others are
+# publishing) pauses again, up to this many times, before it replays and pushes: finding that
+# out costs a fetch, a round lost to it a catch-up merge, a commit and a push (some 18 git runs).
+BUSY_PAUSES = 4
 
 T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)
 
@@ -78,11 +76,9 @@ def until_pushed(
     this runner's stage (update_state), they wait here for its next push instead of racing again
     (sixteen runners ending at once each lost some four races for nothing else). `fetched`: the
     caller fetched just now; the first round starts from that fetch instead of fetching again."""
-    losses = Losses(remote, runner)
+    losses = Losses(remote)
     while True:
-        losses.round_begins()
         result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop, fetched)
-        fetched = False
         if pushed:
             return result
         if bookkeeping_waits and result is None and only_bookkeeping(remote):
@@ -91,6 +87,7 @@ def until_pushed(
             if again:
                 again()
         losses.lost()
+        fetched = True  # the pause's last fetch: the next round starts from it
 
 
 def only_bookkeeping(remote: Remote) -> bool:
@@ -119,9 +116,8 @@ def on_remote_head(
     """Rounds of `change` made on the remote head alone, until one is pushed: the local branch
     and work tree stay as they are. For what must reach the remote whatever the local commits
     hold (a run's claims given back when its own commits cannot be published)."""
-    repo, losses = remote.repo, Losses(remote, runner)
+    repo, losses = remote.repo, Losses(remote)
     while True:
-        losses.round_begins()
         head = remote.fetch()
         if head is None:
             return None
@@ -142,24 +138,15 @@ class Losses:
     again, and the slowest of them lose every time (measured on bench_remote: one runner lost 9
     publishes in a row; with a pause of up to 0.2 s three runners took 1.26-1.37x the ideal, not
     1.50-1.60x). After STEADY_LOSSES in a row its range doubles with each loss, up to
-    LOST_RACE_PAUSE_CAP_S: with many runners a fixed range keeps them in lockstep. It is never
-    shorter than the rounds of the runners contending (contention_range). A loss to a remote head
-    that did not move since the last fetch is no race: after MAX_STILL_LOSSES of those the remote
-    is refusing."""
+    LOST_RACE_PAUSE_CAP_S: with many runners a fixed range keeps them in lockstep. A loss to a
+    remote head that did not move since the last fetch is no race: after MAX_STILL_LOSSES of those
+    the remote is refusing."""
 
-    def __init__(self, remote: Remote, runner: str = "", clock: Callable[[], float] = time.monotonic):
-        self.remote, self.runner, self.count, self.still = remote, runner, 0, 0
+    def __init__(self, remote: Remote):
+        self.remote, self.count, self.still = remote, 0, 0
         self.head = remote.head()
-        self.clock = clock
-        self.began = clock()
-
-    def round_begins(self) -> None:
-        self.began = self.clock()
 
     def lost(self) -> None:
-        import random
-
-        round_s = self.clock() - self.began
         head = self.remote.head()  # as this round's fetch saw it
         self.still = self.still + 1 if self.count and head == self.head else 0
         self.head, self.count = head, self.count + 1
@@ -168,21 +155,23 @@ class Losses:
                 f"{self.remote.name} refused {self.still + 1} pushes in a row as behind its head, which"
                 " did not move: check its hooks and branch protection"
             )
-        top = max(pause_range(self.count), contention_range(self._contenders(), round_s))
-        self.remote.sleep(random.uniform(0, top))
+        self._pause_until_quiet()
 
-    def _contenders(self) -> int:
-        """The other runners holding claim refs, as the round's fetch brought them (none read
-        when fetches do not bring claims: no git run for it)."""
-        if not self.remote.with_claims:
-            return 0
-        return len({claim.runner for claim in self.remote.claim_refs().values()} - {self.runner})
+    def _pause_until_quiet(self) -> None:
+        """Fetch, pause, fetch again; while the branch moved during the pause (others are
+        publishing now), pause again, longer, up to BUSY_PAUSES more times. Sixteen runners
+        publishing their verdicts together lost 62% of their pushes, each lost round a catch-up
+        merge, a commit and a push (some 18 git runs); a runner that listens first pays a fetch
+        for a busy branch. The next round starts from the last fetch (until_pushed)."""
+        import random
 
-
-def contention_range(contenders: int, round_s: float) -> float:
-    """The longest pause after a lost race with `contenders` other runners to push: their rounds'
-    worth, one push of the branch per round (rounds of about `round_s` each, as this one)."""
-    return contenders * max(round_s, 0.0)
+        seen = self.remote.fetch()
+        for busy in range(BUSY_PAUSES + 1):
+            self.remote.sleep(random.uniform(0, pause_range(self.count + busy)))
+            head = self.remote.fetch()
+            if head == seen:
+                return
+            seen = head
 
 
 def pause_range(losses: int) -> float:
