@@ -776,3 +776,42 @@ def test_a_waiting_runner_wakes_when_a_claim_goes_not_when_another_is_made(repo,
     waiting.remote.fetch()
     waiting._wait_for_change(0.25)
     assert len(polls) == 3  # the claim made at the first poll woke nothing; the one gone did
+
+
+def test_a_runner_waiting_for_anothers_spec_check_catches_up_only_once_the_check_is_over(
+    repo, tmp_path, monkeypatch
+):
+    # Each push while another runner held the spec for its check cost every waiting runner a
+    # catch-up round (a fetch, a merge) that could change nothing.
+    from ralph.loop.share.remote import RemoteCoordinator
+    from ralph.usecases import claims
+
+    with_app_spec(repo, "# App\n")
+    with transaction(repo, True) as change:  # no task: nothing open, the spec's check is due
+        change.plan.add_spec("specs/app.md")
+        change.message = "the spec"
+    shared = Shared(repo, tmp_path)
+    one, two = shared.clone("one"), shared.clone("two")
+    checker = Remote(Repo(two))
+    assert claims.claim_check(two, "specs/app.md", "two", checker, met=lambda plan: False)
+    rounds: list[str] = []
+    claim_check = claims.claim_check
+
+    def counted(*args, **kwargs) -> bool:
+        rounds.append(args[2])
+        return claim_check(*args, **kwargs)
+
+    monkeypatch.setattr(claims, "claim_check", counted)
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:  # what the checking runner does while this one waits
+        polls.append(seconds)
+        if len(polls) == 1:  # it pushes something else: the spec is still its
+            git(two, "commit", "-q", "--allow-empty", "-m", "the checker's progress")
+            git(two, "push", "-q", "origin", "HEAD:main")
+        elif len(polls) == 3:  # its check is over: it gives the spec back
+            claims.publish(two, "specs/app.md", "two", checker)
+
+    waiting = RemoteCoordinator(one, "specs/app.md", "origin", runner="one", sleep=sleep)
+    assert waiting.before_check(met=lambda plan: False)  # the check is free again: it takes it
+    assert len(polls) == 3 and rounds == ["one", "one"]  # a round before the wait and one after it

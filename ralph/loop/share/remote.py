@@ -516,6 +516,14 @@ class RemoteCoordinator:
             ):
                 return False
             wait = self._wait_for_change(wait)
+            while self._others_hold_work() and not self._open_on_remote():
+                wait = self._wait_for_change(wait)  # no catch-up while it could change nothing
+
+    def _open_on_remote(self) -> bool:
+        """The remote's plan as last fetched has a task or an issue of the spec (work the check
+        waits for, or work it added)."""
+        plan = self._remote_plan()
+        return plan is not None and bool(plan.task_views(self.spec) or plan.issues(self.spec))
 
     def before_item(
         self, stage: str, items: Callable[[Plan], list[Record]], skip: Collection[str] = frozenset()
