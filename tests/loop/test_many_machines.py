@@ -815,3 +815,27 @@ def test_a_runner_waiting_for_anothers_spec_check_catches_up_only_once_the_check
     waiting = RemoteCoordinator(one, "specs/app.md", "origin", runner="one", sleep=sleep)
     assert waiting.before_check(met=lambda plan: False)  # the check is free again: it takes it
     assert len(polls) == 3 and rounds == ["one", "one"]  # a round before the wait and one after it
+
+
+def test_a_runner_that_saw_others_push_ends_without_a_round_when_it_has_only_its_stage_to_publish(
+    repo, tmp_path
+):
+    # Sixteen runners ending together each fetched, merged and pushed their stage alone, racing
+    # each other for it; a runner alone still publishes all it does.
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}])
+    one = shared.clone("one")
+    with transaction(one) as change:  # the loop's last commit: this runner's stage alone
+        change.plan.update_state(stage="COMPLETE")
+    contended = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    contended.remote.fetch()
+    contended._contended = True  # a push of its run lost a race: others push too
+    assert contended.release_all() == []
+    assert (contended.remote.won, contended.remote.lost) == (0, 0)
+    assert "COMPLETE" not in shared.plan_on_origin().decode()  # it waits here for the next run's push
+    alone = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    alone.remote.fetch()
+    assert alone.release_all() == []
+    assert alone.remote.won == 1 and "COMPLETE" in shared.plan_on_origin().decode()
+    assert git(one, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")

@@ -561,9 +561,26 @@ class RemoteCoordinator:
         if self._unpublished:  # a build whose task was taken over, or that conflicts, yields first
             self._publish(ending=True)  # with the claims: one push, not one more to give them back
         mine = dict(self._mine)
+        if not mine and self._contended and self._holds_nothing():
+            return []  # its stage alone waits here for its next run's push
         released = claims.release_all(self.root, self.runner, self.remote, refs=mine)
         self._mine, self._took_over, self._unpublished = {}, {}, []
         return released + [task for task in mine if task not in released]
+
+    def _holds_nothing(self) -> bool:
+        """No claim of this runner's in the plan, here or on the remote as last fetched, and
+        nothing of its own the remote lacks but its stage (update_state). Once others push too,
+        such a runner ends without a round: sixteen runners ending together each fetched, merged
+        and pushed their stage alone, racing each other (the push tried once)."""
+        from ralph.store.reader import read_bytes
+        from ralph.usecases.sync import only_bookkeeping
+
+        plans = [read_plan(self.root), self._remote_plan()]
+        if any(claim["claimed_by"] == self.runner for plan in plans if plan for claim in plan.claims()):
+            return False
+        if read_bytes(self.root) != self.remote.repo.file_at_head(PLAN_FILE):
+            return False  # changes not committed yet: the round commits and publishes them
+        return only_bookkeeping(self.remote)
 
     def _held_as_it_is(self, held: set[str]) -> str | None:
         """Nobody else's work can move the code now, and no VERIFY waits: a task held for code to
