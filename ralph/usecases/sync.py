@@ -10,6 +10,7 @@ The change itself, and what to replay after a lost race, are the caller's (ralph
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -76,8 +77,9 @@ def until_pushed(
     this runner's stage (update_state), they wait here for its next push instead of racing again
     (sixteen runners ending at once each lost some four races for nothing else). `fetched`: the
     caller fetched just now; the first round starts from that fetch instead of fetching again."""
-    losses = Losses(remote)
+    losses = Losses(remote, runner)
     while True:
+        losses.round_begins()
         result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop, fetched)
         if pushed:
             return result
@@ -116,8 +118,9 @@ def on_remote_head(
     """Rounds of `change` made on the remote head alone, until one is pushed: the local branch
     and work tree stay as they are. For what must reach the remote whatever the local commits
     hold (a run's claims given back when its own commits cannot be published)."""
-    repo, losses = remote.repo, Losses(remote)
+    repo, losses = remote.repo, Losses(remote, runner)
     while True:
+        losses.round_begins()
         head = remote.fetch()
         if head is None:
             return None
@@ -138,15 +141,24 @@ class Losses:
     again, and the slowest of them lose every time (measured on bench_remote: one runner lost 9
     publishes in a row; with a pause of up to 0.2 s three runners took 1.26-1.37x the ideal, not
     1.50-1.60x). After STEADY_LOSSES in a row its range doubles with each loss, up to
-    LOST_RACE_PAUSE_CAP_S: with many runners a fixed range keeps them in lockstep. A loss to a
-    remote head that did not move since the last fetch is no race: after MAX_STILL_LOSSES of those
-    the remote is refusing."""
+    LOST_RACE_PAUSE_CAP_S: with many runners a fixed range keeps them in lockstep. While other
+    runners hold claims (each has a push of the branch to come), the range is at least their
+    rounds' worth (contention_range), up to the same cap: sixteen runners publishing together
+    lost three races each before the doubling range spread them. A loss to a remote head that did
+    not move since the last fetch is no race: after MAX_STILL_LOSSES of those the remote is
+    refusing."""
 
-    def __init__(self, remote: Remote):
-        self.remote, self.count, self.still = remote, 0, 0
+    def __init__(self, remote: Remote, runner: str = "", clock: Callable[[], float] = time.monotonic):
+        self.remote, self.runner, self.count, self.still = remote, runner, 0, 0
         self.head = remote.head()
+        self.clock = clock
+        self.began, self.round_s = clock(), 0.0
+
+    def round_begins(self) -> None:
+        self.began = self.clock()
 
     def lost(self) -> None:
+        self.round_s = self.clock() - self.began
         head = self.remote.head()  # as this round's fetch saw it
         self.still = self.still + 1 if self.count and head == self.head else 0
         self.head, self.count = head, self.count + 1
@@ -166,12 +178,26 @@ class Losses:
         import random
 
         seen = self.remote.fetch()
+        spread = min(contention_range(self._contenders(), self.round_s), LOST_RACE_PAUSE_CAP_S)
         for busy in range(BUSY_PAUSES + 1):
-            self.remote.sleep(random.uniform(0, pause_range(self.count + busy)))
+            self.remote.sleep(random.uniform(0, max(pause_range(self.count + busy), spread)))
             head = self.remote.fetch()
             if head == seen:
                 return
             seen = head
+
+    def _contenders(self) -> int:
+        """The other runners holding claim refs, as the last fetch brought them (none read when
+        fetches do not bring claims: no git run for it)."""
+        if not self.remote.with_claims:
+            return 0
+        return len({claim.runner for claim in self.remote.claim_refs().values()} - {self.runner})
+
+
+def contention_range(contenders: int, round_s: float) -> float:
+    """The longest pause after a lost race with `contenders` other runners to push, each round
+    (fetch to push) about `round_s` long as this one was: the branch takes one push per round."""
+    return contenders * max(round_s, 0.0)
 
 
 def pause_range(losses: int) -> float:

@@ -331,6 +331,33 @@ def test_after_a_lost_race_a_branch_that_moved_during_the_pause_means_another_pa
     assert len(endless.pauses) == 1 + sync.BUSY_PAUSES
 
 
+def test_a_lost_race_pauses_for_the_rounds_of_the_other_runners_holding_claims(three, monkeypatch):
+    # Sixteen runners publishing together lost three races each before a range doubling from
+    # 0.2 s spread them; the runners holding claims each have a push of the branch to come.
+    shared, one, two = three
+    claimer = Remote(Repo(one))
+    for item, runner in (("t-aaaaaa", "runner-1"), ("t-bbbbbb", "runner-3"), ("t-cccccc", "runner-2")):
+        assert claimer.push_claim(item, claimer.make_claim(item, runner, clock.now()))
+    monkeypatch.setattr("random.uniform", lambda low, high: high)  # the top of the range
+    pauses: list[float] = []
+    now = [10.0]
+    remote = remote_of(two, sleep=pauses.append)
+    remote.with_claims = True
+    remote.fetch()
+    for round_s in (0.5, 10.0):  # one round, then one slowed down ten times over
+        losses = sync.Losses(remote, "runner-2", clock=lambda: now[0])
+        losses.round_begins()
+        now[0] += round_s
+        losses.lost()  # nobody pushed meanwhile: one pause
+    # two other runners' rounds (its own claim is not counted), never over the cap
+    assert pauses == [2 * 0.5, sync.LOST_RACE_PAUSE_CAP_S]
+    alone = sync.Losses(remote_of(two, sleep=pauses.append), "runner-2", clock=lambda: now[0])
+    alone.round_begins()
+    now[0] += 0.5
+    alone.lost()  # fetches that bring no claims: no other runner known to push
+    assert pauses[2:] == [sync.LOST_RACE_PAUSE_S]
+
+
 class RefusingAsBehind(Remote):
     """A remote that turns every push away as behind, while nobody pushes to it."""
 
