@@ -839,22 +839,3 @@ def test_a_runner_that_saw_others_push_ends_without_a_round_when_it_has_only_its
     assert alone.release_all() == []
     assert alone.remote.won == 1 and "COMPLETE" in shared.plan_on_origin().decode()
     assert git(one, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
-
-
-def test_a_runner_with_nothing_to_verify_on_the_remote_does_not_catch_up_to_find_that_out(repo, tmp_path):
-    # Sixteen runners ending their VERIFY each caught up with the remote (a fetch and a merge) to
-    # find no done task left to claim.
-    from ralph.loop.share.remote import RemoteCoordinator
-
-    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}])
-    one, two = shared.clone("one"), shared.clone("two")
-    git(two, "commit", "-q", "--allow-empty", "-m", "another runner's work")
-    git(two, "push", "-q", "origin", "HEAD:main")
-    head = git(one, "rev-parse", "HEAD")
-    coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
-    assert list(coordinator.batches(2)) == []
-    assert git(one, "rev-parse", "HEAD") == head  # no catch-up: the remote has nothing to verify
-    tasks.done(two, "t-task00")
-    git(two, "push", "-q", "origin", "HEAD:main")
-    assert next(coordinator.batches(2)) == ["t-task00"]  # a done task there: caught up, claimed
-    assert claim_holders(shared) == {"t-task00": "one"}

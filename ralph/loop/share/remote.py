@@ -229,10 +229,7 @@ class RemoteCoordinator:
         """Claim up to `limit` done tasks others published, none of `skip`, by ref."""
         if self._unpublished:
             return []
-        self.remote.fetch()
-        if not self._to_verify_on_remote(skip):
-            return []  # nothing to claim: no catch-up (a merge) for nothing
-        self._catch_up(fetched=True)
+        self._catch_up()
         chosen: list[str] = []
         while len(chosen) < limit:
             candidates = claim_refs.done_to_verify(self.root, self.spec, {*skip, *chosen})
@@ -243,19 +240,6 @@ class RemoteCoordinator:
                 break
             chosen.append(won)
         return chosen
-
-    def _to_verify_on_remote(self, skip: Collection[str]) -> bool:
-        """Whether the remote's plan (as just fetched) has a done task of the spec, none of
-        `skip`, that no other runner's live claim ref holds. Sixteen runners ending their VERIFY
-        each caught up (a merge) to find nothing left to verify."""
-        plan = self._remote_plan()
-        if plan is None:
-            return False
-        held = self._others_live_refs(plan)
-        return any(
-            is_done(task) and self._in_spec(task) and task["id"] not in skip and task["id"] not in held
-            for task in plan.tasks()
-        )
 
     def _won(self, claimed: claim_refs.Claimed | None) -> str | None:
         if claimed is None:
