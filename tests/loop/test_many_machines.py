@@ -749,3 +749,93 @@ def test_a_held_task_waits_for_the_builds_under_way_when_it_was_given_back_not_f
 
     assert waiting.others_published()
     assert waiting._held_back() == set()  # what it waited for is in: it may be built again
+
+
+def test_a_waiting_runner_wakes_when_a_claim_goes_not_when_another_is_made(repo, tmp_path):
+    # A new claim frees nothing for a waiting runner: sixteen runners claiming woke every waiting
+    # one for each claim, to look through the plan for nothing.
+    from ralph import clock
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(2)]
+    shared = seeded(repo, tmp_path, items)
+    one, two = shared.clone("one"), shared.clone("two")
+    claimer = Remote(Repo(two))
+    first = claimer.make_claim("t-task00", "two", clock.now())
+    assert claimer.push_claim("t-task00", first)
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:  # what the other runner does while this one waits
+        polls.append(seconds)
+        if len(polls) == 1:
+            assert claimer.push_claim("t-task01", claimer.make_claim("t-task01", "two", clock.now()))
+        elif len(polls) == 3:
+            assert claimer.drop_claims({"t-task00": first})
+
+    waiting = RemoteCoordinator(one, "specs/app.md", "origin", runner="one", sleep=sleep)
+    waiting.remote.fetch()
+    waiting._wait_for_change(0.25)
+    assert len(polls) == 3  # the claim made at the first poll woke nothing; the one gone did
+
+
+def test_a_runner_waiting_for_anothers_spec_check_catches_up_only_once_the_check_is_over(
+    repo, tmp_path, monkeypatch
+):
+    # Each push while another runner held the spec for its check cost every waiting runner a
+    # catch-up round (a fetch, a merge) that could change nothing.
+    from ralph.loop.share.remote import RemoteCoordinator
+    from ralph.usecases import claims
+
+    with_app_spec(repo, "# App\n")
+    with transaction(repo, True) as change:  # no task: nothing open, the spec's check is due
+        change.plan.add_spec("specs/app.md")
+        change.message = "the spec"
+    shared = Shared(repo, tmp_path)
+    one, two = shared.clone("one"), shared.clone("two")
+    checker = Remote(Repo(two))
+    assert claims.claim_check(two, "specs/app.md", "two", checker, met=lambda plan: False)
+    rounds: list[str] = []
+    claim_check = claims.claim_check
+
+    def counted(*args, **kwargs) -> bool:
+        rounds.append(args[2])
+        return claim_check(*args, **kwargs)
+
+    monkeypatch.setattr(claims, "claim_check", counted)
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:  # what the checking runner does while this one waits
+        polls.append(seconds)
+        if len(polls) == 1:  # it pushes something else: the spec is still its
+            git(two, "commit", "-q", "--allow-empty", "-m", "the checker's progress")
+            git(two, "push", "-q", "origin", "HEAD:main")
+        elif len(polls) == 3:  # its check is over: it gives the spec back
+            claims.publish(two, "specs/app.md", "two", checker)
+
+    waiting = RemoteCoordinator(one, "specs/app.md", "origin", runner="one", sleep=sleep)
+    assert waiting.before_check(met=lambda plan: False)  # the check is free again: it takes it
+    assert len(polls) == 3 and rounds == ["one", "one"]  # a round before the wait and one after it
+
+
+def test_a_runner_that_saw_others_push_ends_without_a_round_when_it_has_only_its_stage_to_publish(
+    repo, tmp_path
+):
+    # Sixteen runners ending together each fetched, merged and pushed their stage alone, racing
+    # each other for it; a runner alone still publishes all it does.
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}])
+    one = shared.clone("one")
+    with transaction(one) as change:  # the loop's last commit: this runner's stage alone
+        change.plan.update_state(stage="COMPLETE")
+    contended = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    contended.remote.fetch()
+    contended._contended = True  # a push of its run lost a race: others push too
+    assert contended.release_all() == []
+    assert (contended.remote.won, contended.remote.lost) == (0, 0)
+    assert "COMPLETE" not in shared.plan_on_origin().decode()  # it waits here for the next run's push
+    alone = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    alone.remote.fetch()
+    assert alone.release_all() == []
+    assert alone.remote.won == 1 and "COMPLETE" in shared.plan_on_origin().decode()
+    assert git(one, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")

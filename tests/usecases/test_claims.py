@@ -292,6 +292,76 @@ def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_pause_grows(thr
     assert max(pauses) > sync.LOST_RACE_PAUSE_S  # the range grew: not a fixed 0.2 s
 
 
+class BusyWhilePausing(Remote):
+    """Another runner pushes before our first push, and during each of our first `busy` pauses."""
+
+    def __init__(self, repo: Repo, rival: Path, busy: int, **kwargs):
+        super().__init__(repo, sleep=self.pause, **kwargs)
+        self.rival, self.busy, self.pushes = rival, busy, 0
+        self.pauses: list[float] = []
+
+    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+        self.pushes += 1
+        if self.pushes == 1:
+            self.rival_publishes()
+        return super().push(commit)
+
+    def pause(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        if len(self.pauses) <= self.busy:
+            self.rival_publishes()
+
+    def rival_publishes(self) -> None:
+        git(self.rival, "fetch", "-q", "origin")
+        git(self.rival, "reset", "-q", "--hard", "origin/main")
+        git(self.rival, "commit", "-q", "--allow-empty", "-m", "rival's publish")
+        git(self.rival, "push", "-q", "origin", "HEAD:main")
+
+
+def test_after_a_lost_race_a_branch_that_moved_during_the_pause_means_another_pause_not_a_round(three):
+    # Sixteen runners publishing together lost 62% of their pushes, each lost round a catch-up
+    # merge, a commit and a push; a fetch after the pause finds a busy branch for less.
+    shared, one, two = three
+    remote = BusyWhilePausing(Repo(two), rival=one, busy=2, retries=0)
+    won = claims.claim_next(two, None, "runner-2", remote)
+    assert won is not None and task_in(on_origin(shared), won["id"])["claimed_by"] == "runner-2"
+    assert len(remote.pauses) == 3  # the branch moved during the first two: paused again each time
+    assert remote.pushes == 2 and remote.lost == 1  # one round lost, the next (from the quiet fetch) won
+    ranges = [sync.pause_range(n) for n in (1, 2, 3)]
+    assert all(0 <= pause <= top for pause, top in zip(remote.pauses, ranges, strict=True))
+    # a branch that keeps moving does not keep a runner from its round for ever
+    endless = BusyWhilePausing(Repo(two), rival=one, busy=100, retries=0)
+    assert claims.claim_next(two, None, "runner-3", endless) is not None
+    assert len(endless.pauses) == 1 + sync.BUSY_PAUSES
+
+
+def test_a_lost_race_pauses_for_the_rounds_of_the_other_runners_holding_claims(three, monkeypatch):
+    # Sixteen runners publishing together lost three races each before a range doubling from
+    # 0.2 s spread them; the runners holding claims each have a push of the branch to come.
+    shared, one, two = three
+    claimer = Remote(Repo(one))
+    for item, runner in (("t-aaaaaa", "runner-1"), ("t-bbbbbb", "runner-3"), ("t-cccccc", "runner-2")):
+        assert claimer.push_claim(item, claimer.make_claim(item, runner, clock.now()))
+    monkeypatch.setattr("random.uniform", lambda low, high: high)  # the top of the range
+    pauses: list[float] = []
+    now = [10.0]
+    remote = remote_of(two, sleep=pauses.append)
+    remote.with_claims = True
+    remote.fetch()
+    for round_s in (0.5, 10.0):  # one round, then one slowed down ten times over
+        losses = sync.Losses(remote, "runner-2", clock=lambda: now[0])
+        losses.round_begins()
+        now[0] += round_s
+        losses.lost()  # nobody pushed meanwhile: one pause
+    # two other runners' rounds (its own claim is not counted), never over the cap
+    assert pauses == [2 * 0.5, sync.LOST_RACE_PAUSE_CAP_S]
+    alone = sync.Losses(remote_of(two, sleep=pauses.append), "runner-2", clock=lambda: now[0])
+    alone.round_begins()
+    now[0] += 0.5
+    alone.lost()  # fetches that bring no claims: no other runner known to push
+    assert pauses[2:] == [sync.LOST_RACE_PAUSE_S]
+
+
 class RefusingAsBehind(Remote):
     """A remote that turns every push away as behind, while nobody pushes to it."""
 
