@@ -147,12 +147,24 @@ class _Proven:
         with self.lock:
             if data not in self.contents:  # its lines join the valid ones when they are asked for
                 self.unsorted.append(lines if lines is not None else data)
-                del self.unsorted[: -self.CONTENTS]  # fewer lines known valid: only more checking
+                self._sort_oldest()
             self.contents[data] = None
             while len(self.contents) > self.CONTENTS:
                 oldest = next(iter(self.contents))
                 del self.contents[oldest]
                 self.skeletons.pop(oldest, None)
+
+    def _sort_oldest(self) -> None:
+        """Past CONTENTS waiting, the oldest join the valid lines now where they are lines already
+        (a written plan's new lines: few), and are let go of where they are whole contents (a split
+        of each): a loop writes its plan many times between two loads of a commit's plan (a
+        replay's), which are then checked across records only, not parsed again."""
+        for waiting in self.unsorted[: -self.CONTENTS]:
+            if isinstance(waiting, list):
+                if len(self.valid) >= self.LINES:
+                    self.valid.clear()
+                self.valid.update(waiting)
+        del self.unsorted[: -self.CONTENTS]
 
     def valid_lines(self) -> set[bytes]:
         """The lines of the contents proven: a command that loads its plan once never asks."""
