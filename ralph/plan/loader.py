@@ -4,10 +4,11 @@ each problem located by line. Nothing is written while any problem remains."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from itertools import compress, repeat
-from operator import add, and_, contains, eq, getitem, not_
+from operator import add, and_, contains, eq, getitem, itemgetter, not_
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
@@ -299,12 +300,19 @@ def _scanned_heads(raws: list[bytes]) -> Iterator[tuple[bytes, Head]]:
     return zip(read, heads, strict=True)
 
 
+_HEAD = re.compile(r'\{"t": "([^"]*)"(?:, "id": "([^"]*)")?')  # _scanned_head's spelling, in one match
+
+
 def _scanned_columns(raws: list[bytes]) -> tuple[list[bytes], list[Head], list[str]]:
     """Those of `raws` whose head _scanned_head reads off its start, their heads and their types,
     by column (no pair made per line). What holds of every line is told by one count over them all
     where it can be (a plan of ralph's own lines: no backslash, one "t" in each, one "id" in each
     that has one after its type)."""
     joined = b"".join(raws)
+    if b"\\" not in joined:
+        found = _matched_columns(raws, joined)
+        if found is not None:
+            return found
     starts = list(map(bytes.startswith, raws, repeat(_HEAD_START)))
     simple: list[Any] = starts
     if b"\\" in joined or joined.count(b'"t"') != sum(starts):
@@ -338,6 +346,19 @@ def _scanned_columns(raws: list[bytes]) -> tuple[list[bytes], list[Head], list[s
     typed = list(compress(kinds, one_id))
     heads: list[Head] = [*zip(without, repeat(None)), *zip(typed, values, strict=True)]
     return [*compress(raws, no_id), *with_id], heads, [*without, *typed]
+
+
+def _matched_columns(raws: list[bytes], joined: bytes) -> tuple[list[bytes], list[Head], list[str]] | None:
+    """_scanned_columns where every line that starts in ralph's spelling holds its only "t", and
+    its only "id" right after it or none (one count of each over all the lines tells): each head is
+    then one match's groups, made in C. None otherwise (then each line is looked at)."""
+    matches = list(map(_HEAD.match, map(bytes.decode, raws)))
+    heads: list[Any] = list(map(re.Match.groups, filter(None, matches)))
+    if joined.count(b'"t"') != len(heads):
+        return None
+    if joined.count(b'"id"') != len(heads) - list(map(itemgetter(1), heads)).count(None):
+        return None
+    return list(compress(raws, matches)), heads, list(map(itemgetter(0), heads))
 
 
 _KINDS = Kinds(
