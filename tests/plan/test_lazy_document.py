@@ -313,3 +313,57 @@ def test_a_plan_is_cut_into_lines_at_each_newline_alone(data):
     expected = [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
     assert loader.split_lines(data) == expected
     assert b"".join(loader.split_lines(data)) == data
+
+
+ODD_LINES = [  # each with whether the lines' starts still tell every type and accepted id
+    ([], True),  # each record's type is the start of its line
+    ([b'{"t": "tasks", "id": "t-plural", "name": "a type that starts as another does"}\n'], True),
+    ([b'{"t": "accept", "id": "t-last00"}'], True),  # no newline: the file's last line
+    ([b'{"t": "task", "id": "t-nested", "name": "x", "x-mine": {"t": "not the record\'s"}}\n'], False),
+    ([b'{"id": "t-later0", "t": "task", "name": "type not first"}\n'], False),
+    ([b'{"t": "accept", "name": "x", "id": "t-late00"}\n'], False),  # its type, not its id
+    ([b'{"t": "accept", "id": "t-twice0", "name": "x", "id": "t-twice1"}\n'], False),  # the last id counts
+    ([b'{"t": "accept", "id": "t-slash0", "name": "a \\\\ b"}\n'], False),
+    ([b'  {"t": "task", "id": "t-indent", "name": "indented"}\n'], False),
+]
+
+
+def eager_reading(data: bytes) -> tuple[Any, ...]:
+    doc = parse_lines(data)[0]
+    return {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}, doc.accepted_ids()
+
+
+@pytest.mark.parametrize(("odd", "spelled"), ODD_LINES)
+def test_the_records_of_a_type_are_found_by_their_lines_starts_as_by_reading_each(odd, spelled, monkeypatch):
+    data = long_plan() + b"".join(odd)
+    doc = load(data, trusted=True)
+    read: list[Document] = []
+    real = Document._by_position
+
+    def counted(self: Document, *args: Any) -> list[Any]:
+        read.append(self)
+        return real(self, *args)
+
+    monkeypatch.setattr(Document, "_by_position", counted)
+    found = {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}, doc.accepted_ids()
+    assert found == eager_reading(data)
+    assert integrity_problems(doc) == []
+    assert (doc not in read) is spelled  # told by the lines' starts: no line's head read alone
+
+
+def test_a_change_that_spells_a_line_otherwise_finds_the_records_by_reading_each_again():
+    doc = load(long_plan(), trusted=True)
+    plan = Plan(doc)
+    assert len(doc.positions("task")) == 5
+    line = plan.task_line("t-new002")
+    line.record["name"] = 'a "quoted" name'  # written with backslashes: starts no longer tell
+    doc.rewrite(line)
+    doc.append({"t": "reject", "id": "t-new002", "reason": "no"})
+    doc.append({"id": "t-new009", "t": "task", "name": "its type second"})  # starts tell no more
+    plan.done("t-new001")
+    plan.accept("t-new001")
+    assert eager_reading(doc.to_bytes()) == (
+        {kind: doc.positions(kind) for kind in (*KINDS, "tasks")},
+        doc.accepted_ids(),
+    )
+    assert known(doc) == known(load(doc.to_bytes()))
