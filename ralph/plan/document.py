@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from collections.abc import Callable, Iterable, Set
 from itertools import compress, repeat
-from operator import eq, getitem, itemgetter
+from operator import eq, itemgetter
 from typing import Any
 
 # One plan record as read from its line: JSON keys to values.
@@ -396,17 +397,15 @@ class Document:
 
     def _spelled_accepted_ids(self) -> frozenset[str] | None:
         """The accepted ids read off the accept lines' starts, where every line is in ralph's
-        spelling and each accept line has its one id right after its type; None otherwise."""
+        spelling and each accept line has its one id right after its type (counts over them all
+        tell: one "t" per line, so a line holds that start only as its start); None otherwise."""
         if not self._is_spelled():
             return None
-        lines = list(map(self._raws.__getitem__, self.positions("accept")))
-        if not all(map(bytes.startswith, lines, repeat(_ACCEPT_ID))):
+        at = self.positions("accept")
+        lines = b"".join(map(self._raws.__getitem__, at))
+        if lines.count(_ACCEPT_ID) != len(at) or lines.count(b'"id"') != len(at):
             return None
-        if list(map(bytes.count, lines, repeat(b'"id"'))).count(1) != len(lines):
-            return None
-        stops = map(bytes.find, lines, repeat(b'"'), repeat(len(_ACCEPT_ID)))
-        ids: Iterable[Any] = map(getitem, lines, map(slice, repeat(len(_ACCEPT_ID)), stops))
-        return frozenset(map(bytes.decode, ids))
+        return frozenset(map(bytes.decode, _ACCEPT_IDS.findall(lines)))
 
     def with_ids(self, ids: Set[str]) -> list[int]:
         """Where the records whose id is one of `ids` are (from 0), in file order: found in passes
@@ -613,6 +612,7 @@ class Document:
 
 _TYPE_FIRST = b'{"t": "'
 _ACCEPT_ID = b'{"t": "accept", "id": "'
+_ACCEPT_IDS = re.compile(rb'\{"t": "accept", "id": "([^"]*)"')
 
 
 def _spelled(raws: list[bytes]) -> bool:
