@@ -369,8 +369,9 @@ class Document:
         """Where the records of type `kind` are: found in C (list.index), so that the few open tasks
         among 10,000 finished ones cost no pass of Python. Where no line's type is known yet and
         every line is in ralph's spelling, by the lines that start with that type, in one pass of C
-        (a command that reads a long plan once asks for a few types: no type read per line)."""
-        if (self._kinds_version != self.version or self._kinds is None) and self._is_spelled():
+        (a command that reads a long plan once asks for a few types: no type read per line).
+        See _by_starts."""
+        if (self._kinds_version != self.version or self._kinds is None) and self._by_starts():
             prefix = b'{"t": ' + _ENCODER.encode(kind).encode()  # quoted: "task" is not "tasks"
             return list(compress(range(len(self._raws)), map(bytes.startswith, self._raws, repeat(prefix))))
         kinds = self.kinds()
@@ -382,6 +383,12 @@ class Document:
             index = kinds.index(kind, index + 1)
             found.append(index)
         return found
+
+    def _by_starts(self) -> bool:
+        """Whether to read types and accepted ids off the lines' starts: where every line is in
+        ralph's spelling and this process has not read the heads of as many lines (a long-lived
+        loop has: a lookup of each is cheaper than a pass per type)."""
+        return len(self._kind_of) < len(self._raws) and self._is_spelled()
 
     def _is_spelled(self) -> bool:
         """Whether every record line is in ralph's spelling, as _spelled says, at this version (a
@@ -399,7 +406,7 @@ class Document:
         """The accepted ids read off the accept lines' starts, where every line is in ralph's
         spelling and each accept line has its one id right after its type (counts over them all
         tell: one "t" per line, so a line holds that start only as its start); None otherwise."""
-        if not self._is_spelled():
+        if not self._by_starts():
             return None
         at = self.positions("accept")
         lines = b"".join(map(self._raws.__getitem__, at))

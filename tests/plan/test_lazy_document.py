@@ -328,6 +328,13 @@ ODD_LINES = [  # each with whether the lines' starts still tell every type and a
 ]
 
 
+def fresh_process() -> None:
+    """What this process read of lines before is forgotten, as in a command's own process."""
+    loader._PROVEN.forget()
+    loader._KINDS.clear()
+    loader._KINDS.heads.clear()
+
+
 def eager_reading(data: bytes) -> tuple[Any, ...]:
     doc = parse_lines(data)[0]
     return {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}, doc.accepted_ids()
@@ -336,6 +343,7 @@ def eager_reading(data: bytes) -> tuple[Any, ...]:
 @pytest.mark.parametrize(("odd", "spelled"), ODD_LINES)
 def test_the_records_of_a_type_are_found_by_their_lines_starts_as_by_reading_each(odd, spelled, monkeypatch):
     data = long_plan() + b"".join(odd)
+    fresh_process()
     doc = load(data, trusted=True)
     read: list[Document] = []
     real = Document._by_position
@@ -352,6 +360,7 @@ def test_the_records_of_a_type_are_found_by_their_lines_starts_as_by_reading_eac
 
 
 def test_a_change_that_spells_a_line_otherwise_finds_the_records_by_reading_each_again():
+    fresh_process()
     doc = load(long_plan(), trusted=True)
     plan = Plan(doc)
     assert len(doc.positions("task")) == 5
