@@ -8,7 +8,7 @@ import re
 import threading
 from collections.abc import Iterator
 from itertools import compress, repeat
-from operator import add, and_, contains, eq, getitem, itemgetter, not_
+from operator import add, and_, contains, eq, getitem, itemgetter, ne, not_
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
@@ -89,7 +89,7 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     if trusted or _PROVEN.holds(data):
         skeleton = _PROVEN.skeletons.get(data)
         if skeleton is None:
-            skeleton = Skeleton(split_lines(data))
+            skeleton = _PROVEN.beside_a_neighbour(split_lines(data))
             if trusted:
                 _PROVEN.add(data, lines=skeleton.raws)
             _PROVEN.keep_skeleton(data, skeleton)
@@ -124,6 +124,7 @@ class _Proven:
 
     CONTENTS = 8  # the plan now, the one committed, a runner's remote head: a few alternate
     LINES = 200_000  # beyond this (many large versions) start over rather than grow without end
+    NEIGHBOURS = 16  # lines that may differ for a skeleton to be taken from a neighbour's
 
     def __init__(self) -> None:
         self.contents: dict[bytes, None] = {}
@@ -157,9 +158,9 @@ class _Proven:
 
     def _sort_oldest(self) -> None:
         """Past CONTENTS waiting, the oldest join the valid lines now where they are lines already
-        (a written plan's new lines: few), and are let go of where they are whole contents (a split
-        of each): a loop writes its plan many times between two loads of a commit's plan (a
-        replay's), which are then checked across records only, not parsed again."""
+        (a written plan's new lines, a trusted plan's split), and are let go of where they are
+        whole contents (a split of each): a loop writes its plan many times between two loads of a
+        commit's plan (a replay's), which are then checked across records only, not parsed again."""
         for waiting in self.unsorted[: -self.CONTENTS]:
             if isinstance(waiting, list):
                 if len(self.valid) >= self.LINES:
@@ -182,6 +183,30 @@ class _Proven:
         with self.lock:
             if data in self.contents:  # gone from the contents: never looked up again
                 self.skeletons[data] = skeleton
+
+    def beside_a_neighbour(self, raws: list[bytes]) -> Skeleton:
+        """The skeleton of these lines, what is known of them taken from the latest skeleton kept
+        of as many lines where only a few differ (an agent's `ralph task done` rewrote one line of
+        the loop's plan): those few read alone, not every line looked up again."""
+        with self.lock:
+            kept = next(
+                (known for known in reversed(self.skeletons.values()) if len(known.raws) == len(raws)), None
+            )
+        skeleton = Skeleton(raws)
+        if kept is None or kept.heads is None or kept.kinds is None:
+            return skeleton
+        changed = list(compress(range(len(raws)), map(ne, raws, kept.raws)))
+        if len(changed) > self.NEIGHBOURS:
+            return skeleton
+        heads, kinds = list(kept.heads), list(kept.kinds)
+        for at in changed:
+            head = heads[at] = _KINDS.heads[raws[at]]
+            kinds[at] = head[0] if head else None
+        moved = {kept.kinds[at] for at in changed} | {kinds[at] for at in changed}
+        skeleton.heads, skeleton.kinds = heads, kinds
+        skeleton.positions = {kind: at for kind, at in kept.positions.items() if kind not in moved}
+        skeleton.accepted = kept.accepted if "accept" not in moved else None
+        return skeleton
 
     def remember_line(self, raw: bytes, record: Record | None) -> None:
         """Keep the line's record once it is seen twice: a one-shot command, which loads its plan

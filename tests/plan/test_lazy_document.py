@@ -376,3 +376,55 @@ def test_a_change_that_spells_a_line_otherwise_finds_the_records_by_reading_each
         doc.accepted_ids(),
     )
     assert known(doc) == known(load(doc.to_bytes()))
+
+
+@pytest.mark.parametrize(
+    ("line", "now"),
+    [
+        (b'{"t": "task", "id": "t-new001"', b'{"t": "task", "id": "t-new001", "name": "New 1", "s": "d"}\n'),
+        (b'{"t": "task", "id": "t-new002"', b'{"t": "accept", "id": "t-new002", "name": "New 2"}\n'),
+        (b'{"t": "accept", "id": "t-old00003"', b'{"t": "reject", "id": "t-new003", "reason": "no"}\n'),
+        (b'{"t": "issue", "id": "i-aaaaaa"', b"\n"),
+    ],
+)
+def test_a_plan_a_few_lines_from_one_read_before_is_known_as_a_fresh_load_knows_it(line, now, monkeypatch):
+    fresh_process()
+    data = long_plan()
+    known(load(data, trusted=True))  # what an agent's plan is read beside: the loop's own
+    raws = loader.split_lines(data)
+    changed = b"".join(now if raw.startswith(line) else raw for raw in raws)
+    read: list[Document] = []
+    real = Document._by_position
+
+    def counted(self: Document, *args: Any) -> list[Any]:
+        read.append(self)
+        return real(self, *args)
+
+    monkeypatch.setattr(Document, "_by_position", counted)
+    doc = load(changed, trusted=True)
+    assert known(doc) == known(parse(changed)[0])
+    assert doc not in read  # the one line changed read alone: no pass over the others
+
+
+def test_a_plan_written_more_versions_ago_than_are_kept_loads_again_without_a_parse(monkeypatch):
+    fresh_process()
+    data = load_and_write = long_plan()
+    versions = []
+    for iteration in range(loader._Proven.CONTENTS + 4):  # as a loop writes its plan, step by step
+        plan = Plan(load(load_and_write, trusted=iteration == 0))
+        plan.update_state(iteration=iteration)
+        load_and_write = plan.doc.to_bytes()
+        loader.proven(load_and_write, plan.doc)
+        versions.append(load_and_write)
+    parsed: list[bytes] = []
+    real = loader.parse
+
+    def counted(data: bytes, name: str = "plan.jsonl") -> Any:
+        parsed.append(data)
+        return real(data, name)
+
+    monkeypatch.setattr(loader, "parse", counted)
+    assert not loader.is_proven(versions[0])  # let go of: its lines are still known valid
+    assert known(load(versions[0])) == known(parse(versions[0])[0])
+    assert parsed == []  # checked across records only
+    assert data != versions[0]
