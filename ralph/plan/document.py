@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from collections.abc import Callable, Iterable, Set
 from itertools import compress, repeat
 from operator import eq, itemgetter
@@ -178,7 +179,7 @@ class Skeleton:
     bytes (each document changes a copy of its own), and once found, their heads, their types, the
     places of each type and the accepted ids (shared between documents: never changed in place)."""
 
-    __slots__ = ("raws", "heads", "kinds", "positions", "accepted")
+    __slots__ = ("raws", "heads", "kinds", "positions", "accepted", "spelled")
 
     def __init__(self, raws: list[bytes]):
         self.raws = raws
@@ -186,6 +187,7 @@ class Skeleton:
         self.kinds: list[str | None] | None = None
         self.positions: dict[str, list[int]] = {}
         self.accepted: frozenset[str] | None = None
+        self.spelled: bool | None = None  # every record line in ralph's own spelling (_spelled)
 
 
 class Document:
@@ -211,6 +213,7 @@ class Document:
         self._accepted: tuple[int, frozenset[str]] | None = None  # accepted ids, for that version
         self._ids: tuple[int, frozenset[str]] | None = None  # every record's id, for that version
         self._skeleton: Skeleton | None = None  # what is known of the bytes loaded, while unchanged
+        self._spelled: tuple[int, bool] | None = None  # (version, whether _spelled holds then)
         self.changed = False
         self.version = 0  # counts changes, so views of the lines know when to refresh
         self.touched: list[Line] = []  # lines rewritten or added since loading
@@ -238,6 +241,7 @@ class Document:
             doc._kinds_version = 0 if skeleton.kinds is not None else -1
             doc._positions = (0, skeleton.positions)
             doc._accepted = (0, skeleton.accepted) if skeleton.accepted is not None else None
+            doc._spelled = (0, skeleton.spelled) if skeleton.spelled is not None else None
         return doc
 
     def skeleton(self) -> Skeleton:
@@ -253,6 +257,8 @@ class Document:
             skeleton.positions = dict(self._positions[1])
         if self._accepted is not None and self._accepted[0] == version:
             skeleton.accepted = self._accepted[1]
+        if self._spelled is not None and self._spelled[0] == version:
+            skeleton.spelled = self._spelled[1]
         return skeleton
 
     @property
@@ -339,16 +345,35 @@ class Document:
     def accepted_ids(self) -> frozenset[str]:
         """The ids of the accept records (the tasks accepted), once per version of the document."""
         if self._accepted is None or self._accepted[0] != self.version:
-            heads: list[Any] = self.heads()
-            ids = frozenset(map(itemgetter(1), map(heads.__getitem__, self.positions("accept"))))
+            ids = self._spelled_accepted_ids()
+            if ids is None:
+                heads: list[Any] = self.heads()
+                ids = frozenset(map(itemgetter(1), map(heads.__getitem__, self.positions("accept"))))
             self._accepted = (self.version, ids)
             if self.version == 0 and self._skeleton is not None:
                 self._skeleton.accepted = ids
         return self._accepted[1]
 
+    def head(self, index: int) -> Head | None:
+        """The head of the line at `index` (see heads), read alone where the heads of all are not
+        known: a check of the few live records reads theirs, not every line's."""
+        if self._heads_version == self.version and self._heads is not None:
+            return self._heads[index]
+        line = self._lines[index]
+        if line is not None and None not in self._lines:  # an eager document's: its record's
+            return _head(line.record)
+        head: Head | None = self._head_of[self._raws[index]]
+        return head
+
     def _find(self, kind: str) -> list[int]:
         """Where the records of type `kind` are: found in C (list.index), so that the few open tasks
-        among 10,000 finished ones cost no pass of Python."""
+        among 10,000 finished ones cost no pass of Python. Where no line's type is known yet and
+        every line is in ralph's spelling, by the lines that start with that type, in one pass of C
+        (a command that reads a long plan once asks for a few types: no type read per line).
+        See _by_starts."""
+        if (self._kinds_version != self.version or self._kinds is None) and self._by_starts():
+            prefix = b'{"t": ' + _ENCODER.encode(kind).encode()  # quoted: "task" is not "tasks"
+            return list(compress(range(len(self._raws)), map(bytes.startswith, self._raws, repeat(prefix))))
         kinds = self.kinds()
         many = kinds.count(kind)
         if many > 64:  # one pass of C then (operator.eq: None == kind is False, not NotImplemented)
@@ -358,6 +383,36 @@ class Document:
             index = kinds.index(kind, index + 1)
             found.append(index)
         return found
+
+    def _by_starts(self) -> bool:
+        """Whether to read types and accepted ids off the lines' starts: where every line is in
+        ralph's spelling and this process has not read the heads of as many lines (a long-lived
+        loop has: a lookup of each is cheaper than a pass per type)."""
+        return len(self._kind_of) < len(self._raws) and self._is_spelled()
+
+    def _is_spelled(self) -> bool:
+        """Whether every record line is in ralph's spelling, as _spelled says, at this version (a
+        lazy document's alone: an eager one's lines may not be records)."""
+        if None not in self._lines:
+            return False
+        known = self._spelled
+        if known is None or known[0] != self.version:
+            known = self._spelled = (self.version, _spelled(self._raws))
+            if self.version == 0 and self._skeleton is not None:
+                self._skeleton.spelled = known[1]
+        return known[1]
+
+    def _spelled_accepted_ids(self) -> frozenset[str] | None:
+        """The accepted ids read off the accept lines' starts, where every line is in ralph's
+        spelling and each accept line has its one id right after its type (counts over them all
+        tell: one "t" per line, so a line holds that start only as its start); None otherwise."""
+        if not self._by_starts():
+            return None
+        at = self.positions("accept")
+        lines = b"".join(map(self._raws.__getitem__, at))
+        if lines.count(_ACCEPT_ID) != len(at) or lines.count(b'"id"') != len(at):
+            return None
+        return frozenset(map(bytes.decode, _ACCEPT_IDS.findall(lines)))
 
     def with_ids(self, ids: Set[str]) -> list[int]:
         """Where the records whose id is one of `ids` are (from 0), in file order: found in passes
@@ -413,8 +468,10 @@ class Document:
             at = -1  # no longer in the document: nothing of it to keep in step
         else:
             self._raws[at] = line.raw
+        spelled = self._spelled_now()
         self._changed(at, lambda found, of_record: found if found[at] == of_record(line.record) else None)
         self._keep(*kept)
+        self._keep_spelled(spelled, line.raw)
 
     def append(self, record: Record) -> RecordLine:
         self._changeable()
@@ -434,8 +491,10 @@ class Document:
         self._where = None  # lines moved
         self.touched.append(line)
         kept = self._kept_around(index, added=_head(record))
+        spelled = self._spelled_now()
         self._changed(index, lambda found, of_record: [*found[:index], of_record(record), *found[index:]])
         self._keep(*kept)
+        self._keep_spelled(spelled, line.raw)
         return line
 
     def remove(self, line: Line) -> None:
@@ -448,8 +507,10 @@ class Document:
         del self._lines[index], self._raws[index], self._numbers[index]  # type: ignore[index]
         self._made = [at - (at > index) for at in self._made if at != index]
         self._where = None  # lines moved
+        spelled = self._spelled_now()
         self._changed(index, lambda found, of_record: [*found[:index], *found[index + 1 :]])
         self._keep(*kept)
+        self._keep_spelled(spelled, b"")
 
     def freeze(self) -> None:
         """From now on this document is only read: it may be handed to many readers."""
@@ -536,6 +597,16 @@ class Document:
         self._positions = (self.version, dict(positions))
         self._accepted = (self.version, accepted) if accepted is not None else None
 
+    def _spelled_now(self) -> bool:
+        """Whether _spelled is known to hold at this version (not found out here)."""
+        return self._spelled is not None and self._spelled[0] == self.version and self._spelled[1]
+
+    def _keep_spelled(self, spelled: bool, raw: bytes) -> None:
+        """_spelled held before a change that wrote `raw` (b"": none): it holds after it when that
+        line is spelled so too, with no pass over the others."""
+        if spelled and _spelled([raw]):
+            self._spelled = (self.version, True)
+
     def _after_last_record(self) -> int:
         # New records go before trailing blank lines, so those stay at the end.
         raws, lines = self._raws, self._lines
@@ -544,6 +615,22 @@ class Document:
             if (line is not None and line.record is not None) or raws[index].strip():
                 return index + 1
         return 0
+
+
+_TYPE_FIRST = b'{"t": "'
+_ACCEPT_ID = b'{"t": "accept", "id": "'
+_ACCEPT_IDS = re.compile(rb'\{"t": "accept", "id": "([^"]*)"')
+
+
+def _spelled(raws: list[bytes]) -> bool:
+    """Whether each line that is not blank starts with its record's type and holds no other "t"
+    (in the lines of a valid plan: no backslash, so no string holds a quote, and one "t" per line
+    starting with one): a line's type is then the start it has. Told by counts over all at once."""
+    joined = b"".join(raws)
+    if b"\\" in joined:
+        return False
+    starting = joined.count(b"\n" + _TYPE_FIRST) + joined.startswith(_TYPE_FIRST)
+    return joined.count(b'"t"') == starting
 
 
 def line_of_bytes(raw: bytes, number: int) -> Line:

@@ -38,13 +38,13 @@ def integrity_problems(doc: Document) -> list[Problem]:
     """Every rule across records broken in `doc`, by line. Read off the lines' types and heads (type
     and id) in passes of C: only the few live records are walked, and the tasks' records made."""
     problems: list[Problem] = []
-    heads, number = doc.heads(), doc.number
+    number = doc.number
     first_line: dict[str, int] = {}  # live task/issue id -> its index
     live = sorted(index for kind in (*SINGLETONS, "task", "issue") for index in doc.positions(kind))
     singletons: dict[str, int] = {}
     tasks: list[int] = []
     for index in live:
-        kind, ident = heads[index]  # type: ignore[misc]  # a record's line has a head
+        kind, ident = doc.head(index)  # type: ignore[misc]  # a record's line has a head
         if kind in SINGLETONS:
             if kind in singletons:
                 first = number(singletons[kind])
@@ -61,7 +61,7 @@ def integrity_problems(doc: Document) -> list[Problem]:
     accepted = doc.accepted_ids()
 
     def accepted_on(task_id: str) -> int:
-        return number(heads.index(("accept", task_id)))
+        return number(doc.heads().index(("accept", task_id)))  # a problem's line: all heads read then
 
     task_lines = [doc.record_line(index) for index in tasks]
     for line in task_lines:

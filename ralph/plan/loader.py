@@ -4,10 +4,11 @@ each problem located by line. Nothing is written while any problem remains."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from itertools import compress, repeat
-from operator import add, and_, contains, eq, getitem, not_
+from operator import add, and_, contains, eq, getitem, itemgetter, ne, not_
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
@@ -88,7 +89,7 @@ def load(data: bytes, name: str = "plan.jsonl", trusted: bool = False) -> Docume
     if trusted or _PROVEN.holds(data):
         skeleton = _PROVEN.skeletons.get(data)
         if skeleton is None:
-            skeleton = Skeleton(split_lines(data))
+            skeleton = _PROVEN.beside_a_neighbour(split_lines(data))
             if trusted:
                 _PROVEN.add(data, lines=skeleton.raws)
             _PROVEN.keep_skeleton(data, skeleton)
@@ -123,6 +124,7 @@ class _Proven:
 
     CONTENTS = 8  # the plan now, the one committed, a runner's remote head: a few alternate
     LINES = 200_000  # beyond this (many large versions) start over rather than grow without end
+    NEIGHBOURS = 16  # lines that may differ for a skeleton to be taken from a neighbour's
 
     def __init__(self) -> None:
         self.contents: dict[bytes, None] = {}
@@ -147,12 +149,24 @@ class _Proven:
         with self.lock:
             if data not in self.contents:  # its lines join the valid ones when they are asked for
                 self.unsorted.append(lines if lines is not None else data)
-                del self.unsorted[: -self.CONTENTS]  # fewer lines known valid: only more checking
+                self._sort_oldest()
             self.contents[data] = None
             while len(self.contents) > self.CONTENTS:
                 oldest = next(iter(self.contents))
                 del self.contents[oldest]
                 self.skeletons.pop(oldest, None)
+
+    def _sort_oldest(self) -> None:
+        """Past CONTENTS waiting, the oldest join the valid lines now where they are lines already
+        (a written plan's new lines, a trusted plan's split), and are let go of where they are
+        whole contents (a split of each): a loop writes its plan many times between two loads of a
+        commit's plan (a replay's), which are then checked across records only, not parsed again."""
+        for waiting in self.unsorted[: -self.CONTENTS]:
+            if isinstance(waiting, list):
+                if len(self.valid) >= self.LINES:
+                    self.valid.clear()
+                self.valid.update(waiting)
+        del self.unsorted[: -self.CONTENTS]
 
     def valid_lines(self) -> set[bytes]:
         """The lines of the contents proven: a command that loads its plan once never asks."""
@@ -169,6 +183,30 @@ class _Proven:
         with self.lock:
             if data in self.contents:  # gone from the contents: never looked up again
                 self.skeletons[data] = skeleton
+
+    def beside_a_neighbour(self, raws: list[bytes]) -> Skeleton:
+        """The skeleton of these lines, what is known of them taken from the latest skeleton kept
+        of as many lines where only a few differ (an agent's `ralph task done` rewrote one line of
+        the loop's plan): those few read alone, not every line looked up again."""
+        with self.lock:
+            kept = next(
+                (known for known in reversed(self.skeletons.values()) if len(known.raws) == len(raws)), None
+            )
+        skeleton = Skeleton(raws)
+        if kept is None or kept.heads is None or kept.kinds is None:
+            return skeleton
+        changed = list(compress(range(len(raws)), map(ne, raws, kept.raws)))
+        if len(changed) > self.NEIGHBOURS:
+            return skeleton
+        heads, kinds = list(kept.heads), list(kept.kinds)
+        for at in changed:
+            head = heads[at] = _KINDS.heads[raws[at]]
+            kinds[at] = head[0] if head else None
+        moved = {kept.kinds[at] for at in changed} | {kinds[at] for at in changed}
+        skeleton.heads, skeleton.kinds = heads, kinds
+        skeleton.positions = {kind: at for kind, at in kept.positions.items() if kind not in moved}
+        skeleton.accepted = kept.accepted if "accept" not in moved else None
+        return skeleton
 
     def remember_line(self, raw: bytes, record: Record | None) -> None:
         """Keep the line's record once it is seen twice: a one-shot command, which loads its plan
@@ -287,12 +325,19 @@ def _scanned_heads(raws: list[bytes]) -> Iterator[tuple[bytes, Head]]:
     return zip(read, heads, strict=True)
 
 
+_HEAD = re.compile(r'\{"t": "([^"]*)"(?:, "id": "([^"]*)")?')  # _scanned_head's spelling, in one match
+
+
 def _scanned_columns(raws: list[bytes]) -> tuple[list[bytes], list[Head], list[str]]:
     """Those of `raws` whose head _scanned_head reads off its start, their heads and their types,
     by column (no pair made per line). What holds of every line is told by one count over them all
     where it can be (a plan of ralph's own lines: no backslash, one "t" in each, one "id" in each
     that has one after its type)."""
     joined = b"".join(raws)
+    if b"\\" not in joined:
+        found = _matched_columns(raws, joined)
+        if found is not None:
+            return found
     starts = list(map(bytes.startswith, raws, repeat(_HEAD_START)))
     simple: list[Any] = starts
     if b"\\" in joined or joined.count(b'"t"') != sum(starts):
@@ -326,6 +371,19 @@ def _scanned_columns(raws: list[bytes]) -> tuple[list[bytes], list[Head], list[s
     typed = list(compress(kinds, one_id))
     heads: list[Head] = [*zip(without, repeat(None)), *zip(typed, values, strict=True)]
     return [*compress(raws, no_id), *with_id], heads, [*without, *typed]
+
+
+def _matched_columns(raws: list[bytes], joined: bytes) -> tuple[list[bytes], list[Head], list[str]] | None:
+    """_scanned_columns where every line that starts in ralph's spelling holds its only "t", and
+    its only "id" right after it or none (one count of each over all the lines tells): each head is
+    then one match's groups, made in C. None otherwise (then each line is looked at)."""
+    matches = list(map(_HEAD.match, map(bytes.decode, raws)))
+    heads: list[Any] = list(map(re.Match.groups, filter(None, matches)))
+    if joined.count(b'"t"') != len(heads):
+        return None
+    if joined.count(b'"id"') != len(heads) - list(map(itemgetter(1), heads)).count(None):
+        return None
+    return list(compress(raws, matches)), heads, list(map(itemgetter(0), heads))
 
 
 _KINDS = Kinds(

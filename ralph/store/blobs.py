@@ -30,6 +30,13 @@ def blob_sha(data: bytes) -> str:
     return _sha(data)
 
 
+def known_bytes(sha: str) -> bytes | None:
+    """The bytes of blob `sha` when they are among the long contents whose id was computed here
+    (a commit's plan this process wrote): git need not be asked for them."""
+    with _KNOWN_LOCK:
+        return next((data for data, known in _KNOWN.items() if known == sha), None)
+
+
 def _sha(data: bytes) -> str:
     if len(data) <= _OWN_SHA1_UP_TO:
         try:

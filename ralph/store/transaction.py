@@ -6,11 +6,11 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import filterfalse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ralph.errors import GitError, PlanInvalid, RalphError
 from ralph.plan.plan import Plan
@@ -20,6 +20,7 @@ from ralph.store.reader import PLAN_NAME, load_checked, plan_path, read_bytes
 
 if TYPE_CHECKING:
     from ralph.plan.document import Document, Line
+    from ralph.secrets import FieldsRedactor
     from ralph.store.git import Repo
 
 EARLIER_CHANGES_MESSAGE = "ralph: commit earlier uncommitted changes to plan.jsonl"
@@ -120,12 +121,21 @@ def redact_plan(root: Path, clean: set[bytes]) -> None:
     from ralph.secrets import FieldsRedactor
     from ralph.store.reader import read_plan
 
-    if not _unread(read_plan(root).doc, clean):
+    fresh = _unread(read_plan(root).doc, clean)
+    if not fresh:
         return  # nothing new to redact: no lock, no load of a plan of its own
+    redact_fields = FieldsRedactor(root)
+    # Whether a line is clean is its bytes' alone: the lines no secret is in are known so without
+    # the lock, and the plan is changed under it only when one is (its lines looked up again then).
+    if _all_clean(fresh, redact_fields):  # a loop's first look at a long plan: one search
+        clean.update(fresh)
+        return
+    clean.update(raw for raw in fresh if _holds_no_secret(raw, redact_fields))
+    if fresh.issubset(clean):
+        return
     with transaction(root, commit=False, fold_earlier=True) as change:
         doc = change.plan.doc
         fresh = _unread(doc, clean)
-        redact_fields = FieldsRedactor(root)
         for at, raw in enumerate(doc.raws()):
             if raw not in fresh:
                 continue
@@ -137,6 +147,20 @@ def redact_plan(root: Path, clean: set[bytes]) -> None:
                 line.record.update(redacted)
                 doc.rewrite(line)
             clean.add(line.raw if line is not None else raw)
+
+
+def _all_clean(lines: set[bytes], redact_fields: FieldsRedactor) -> bool:
+    """Whether no field of these lines (of a valid plan) holds anything redaction would change, as
+    their text tells at once: without a backslash every string is in it as it is (no escape, no
+    quote inside one), and `": ` ends a key alone, so with those taken out the text is the
+    strings (and the numbers, and the keys: more to find, never less) one search looks through."""
+    text = b"".join(lines).decode("utf-8")
+    return "\\" not in text and redact_fields.leaves_alone(text.replace('": ', '" '))
+
+
+def _holds_no_secret(raw: bytes, redact_fields: Callable[[Any], Any]) -> bool:
+    record = json.loads(raw)
+    return bool(redact_fields(record) == record)
 
 
 def _unread(doc: Document, clean: set[bytes]) -> set[bytes]:

@@ -33,7 +33,9 @@ def _key(data: bytes) -> str:
 
     schema = SCHEMA_PATH.stat()
     salt = f"{__version__}:{schema.st_size}:{schema.st_mtime_ns}".encode()
-    return blake2b(salt + b"\0" + data, digest_size=20).hexdigest()
+    hashed = blake2b(salt + b"\0", digest_size=20)
+    hashed.update(data)  # not salt + data: a copy of a long plan
+    return hashed.hexdigest()
 
 
 def known_valid(root: Path, data: bytes) -> bool:

@@ -313,3 +313,118 @@ def test_a_plan_is_cut_into_lines_at_each_newline_alone(data):
     expected = [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
     assert loader.split_lines(data) == expected
     assert b"".join(loader.split_lines(data)) == data
+
+
+ODD_LINES = [  # each with whether the lines' starts still tell every type and accepted id
+    ([], True),  # each record's type is the start of its line
+    ([b'{"t": "tasks", "id": "t-plural", "name": "a type that starts as another does"}\n'], True),
+    ([b'{"t": "accept", "id": "t-last00"}'], True),  # no newline: the file's last line
+    ([b'{"t": "task", "id": "t-nested", "name": "x", "x-mine": {"t": "not the record\'s"}}\n'], False),
+    ([b'{"id": "t-later0", "t": "task", "name": "type not first"}\n'], False),
+    ([b'{"t": "accept", "name": "x", "id": "t-late00"}\n'], False),  # its type, not its id
+    ([b'{"t": "accept", "id": "t-twice0", "name": "x", "id": "t-twice1"}\n'], False),  # the last id counts
+    ([b'{"t": "accept", "id": "t-slash0", "name": "a \\\\ b"}\n'], False),
+    ([b'  {"t": "task", "id": "t-indent", "name": "indented"}\n'], False),
+]
+
+
+def fresh_process() -> None:
+    """What this process read of lines before is forgotten, as in a command's own process."""
+    loader._PROVEN.forget()
+    loader._KINDS.clear()
+    loader._KINDS.heads.clear()
+
+
+def eager_reading(data: bytes) -> tuple[Any, ...]:
+    doc = parse_lines(data)[0]
+    return {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}, doc.accepted_ids()
+
+
+@pytest.mark.parametrize(("odd", "spelled"), ODD_LINES)
+def test_the_records_of_a_type_are_found_by_their_lines_starts_as_by_reading_each(odd, spelled, monkeypatch):
+    data = long_plan() + b"".join(odd)
+    fresh_process()
+    doc = load(data, trusted=True)
+    read: list[Document] = []
+    real = Document._by_position
+
+    def counted(self: Document, *args: Any) -> list[Any]:
+        read.append(self)
+        return real(self, *args)
+
+    monkeypatch.setattr(Document, "_by_position", counted)
+    found = {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}, doc.accepted_ids()
+    assert found == eager_reading(data)
+    assert integrity_problems(doc) == []
+    assert (doc not in read) is spelled  # told by the lines' starts: no line's head read alone
+
+
+def test_a_change_that_spells_a_line_otherwise_finds_the_records_by_reading_each_again():
+    fresh_process()
+    doc = load(long_plan(), trusted=True)
+    plan = Plan(doc)
+    assert len(doc.positions("task")) == 5
+    line = plan.task_line("t-new002")
+    line.record["name"] = 'a "quoted" name'  # written with backslashes: starts no longer tell
+    doc.rewrite(line)
+    doc.append({"t": "reject", "id": "t-new002", "reason": "no"})
+    doc.append({"id": "t-new009", "t": "task", "name": "its type second"})  # starts tell no more
+    plan.done("t-new001")
+    plan.accept("t-new001")
+    assert eager_reading(doc.to_bytes()) == (
+        {kind: doc.positions(kind) for kind in (*KINDS, "tasks")},
+        doc.accepted_ids(),
+    )
+    assert known(doc) == known(load(doc.to_bytes()))
+
+
+@pytest.mark.parametrize(
+    ("line", "now"),
+    [
+        (b'{"t": "task", "id": "t-new001"', b'{"t": "task", "id": "t-new001", "name": "New 1", "s": "d"}\n'),
+        (b'{"t": "task", "id": "t-new002"', b'{"t": "accept", "id": "t-new002", "name": "New 2"}\n'),
+        (b'{"t": "accept", "id": "t-old00003"', b'{"t": "reject", "id": "t-new003", "reason": "no"}\n'),
+        (b'{"t": "issue", "id": "i-aaaaaa"', b"\n"),
+    ],
+)
+def test_a_plan_a_few_lines_from_one_read_before_is_known_as_a_fresh_load_knows_it(line, now, monkeypatch):
+    fresh_process()
+    data = long_plan()
+    known(load(data, trusted=True))  # what an agent's plan is read beside: the loop's own
+    raws = loader.split_lines(data)
+    changed = b"".join(now if raw.startswith(line) else raw for raw in raws)
+    read: list[Document] = []
+    real = Document._by_position
+
+    def counted(self: Document, *args: Any) -> list[Any]:
+        read.append(self)
+        return real(self, *args)
+
+    monkeypatch.setattr(Document, "_by_position", counted)
+    doc = load(changed, trusted=True)
+    assert known(doc) == known(parse(changed)[0])
+    assert doc not in read  # the one line changed read alone: no pass over the others
+
+
+def test_a_plan_written_more_versions_ago_than_are_kept_loads_again_without_a_parse(monkeypatch):
+    fresh_process()
+    data = load_and_write = long_plan()
+    versions = []
+    for iteration in range(loader._Proven.CONTENTS + 4):  # as a loop writes its plan, step by step
+        plan = Plan(load(load_and_write, trusted=iteration == 0))
+        plan.update_state(iteration=iteration)
+        load_and_write = plan.doc.to_bytes()
+        loader.proven(load_and_write, plan.doc)
+        versions.append(load_and_write)
+    parsed: list[bytes] = []
+    real = loader.parse
+
+    def counted(data: bytes, name: str = "plan.jsonl") -> Any:
+        parsed.append(data)
+        return real(data, name)
+
+    monkeypatch.setattr(loader, "parse", counted)
+    assert not loader.is_proven(versions[0])  # let go of: its lines are still known valid
+    assert known(load(versions[0])) == known(parse(versions[0])[0])
+    assert parsed == []  # checked across records only
+    assert data != versions[0]

@@ -235,3 +235,49 @@ def test_what_a_change_wrote_is_what_the_next_read_and_change_see(planned):
         "name": "B",
     }  # the plan read before is not changed under it
     assert read_plan(planned).find_task("t-bbbbbb") == {"t": "task", "id": "t-bbbbbb", "name": "B", "s": "d"}
+
+
+def many_tasks(count: int, first: int = 0) -> bytes:
+    return b"".join(task(f"t-m{n:05d}", spec="specs/a.md") for n in range(first, first + count))
+
+
+def test_a_long_plan_with_nothing_secret_in_it_is_found_clean_at_once(repo: Path, monkeypatch):
+    from ralph.store import transaction as module
+
+    (repo / "plan.jsonl").write_bytes(many_tasks(300))
+    decoded: list[bytes] = []
+    real = module._holds_no_secret
+
+    def counted(raw: bytes, redact_fields) -> bool:
+        decoded.append(raw)
+        return real(raw, redact_fields)
+
+    monkeypatch.setattr(module, "_holds_no_secret", counted)
+    clean: set[bytes] = set()
+    module.redact_plan(repo, clean)
+    assert len(clean) == 300
+    assert decoded == []  # one search over the lines' text: no line decoded, none redacted alone
+
+
+@pytest.mark.parametrize(
+    ("secret", "notes"),
+    [
+        ("s3cr3t-value-123456", "uses s3cr3t-value-123456 here"),  # a value of the .env file
+        ("s3cr3t-value-123456", "login: password=hunter2hunter2"),  # a secret assignment
+        ('s3cr3t"quoted"1234', 'uses s3cr3t"quoted"1234 here'),  # escaped in the line's text
+    ],
+)
+def test_a_secret_among_many_clean_lines_is_redacted_and_the_rest_left_alone(repo: Path, secret, notes):
+    from ralph.store.transaction import redact_plan
+
+    (repo / ".env").write_text(f"API_TOKEN={secret}\n")
+    secret_line = task("t-secret", notes=notes)
+    before = many_tasks(200) + secret_line + many_tasks(3, first=200)
+    (repo / "plan.jsonl").write_bytes(before)
+    clean: set[bytes] = set()
+    redact_plan(repo, clean)
+    after = (repo / "plan.jsonl").read_bytes()
+    written = json.loads(after.splitlines()[200])["notes"]
+    assert secret not in written and "hunter2hunter2" not in written and "[redacted]" in written
+    assert after.replace(after.splitlines(keepends=True)[200], secret_line) == before  # that line alone
+    assert set(after.splitlines(keepends=True)) == clean
