@@ -66,6 +66,11 @@ lint: $(STAMP)
 # 124-140 CPU-s (88-173 s): the load moved the figures more than the change did. The parts, measured
 # alone, add up to some 9-13 CPU-s. Not measured idle: 11:00's 122 CPU-s less those would be 57-60 s
 # by the ratio measured idle before (110 CPU-s, 58 s): at the minute, not under it with a margin.
+# Measured idle at 13:35 (no other job on the machine; load 1.7 at the start), with that day's
+# later work merged (2021 tests): 66.9 s of wall time, 128 CPU-s; again 65.2 s and 66.2 s; with 4
+# workers 66.3 s (117 CPU-s), with 6 67.2 s. Over the minute: the tests' own times add up to 293 s
+# over 5 workers, and half the CPU is the scripted agents' Python processes (~70 ms each, half of
+# it importing click and ralph's CLI).
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
