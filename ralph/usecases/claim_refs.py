@@ -77,11 +77,9 @@ def claim_task(
 ) -> Claimed | None:
     """Claim one of `candidates` (tasks in their order of preference) by ref: one this runner holds
     already first (a restart under the same name), then a free one (no claim, or a stale one).
-    The first try takes the first free task while no other runner holds a live claim; else, and
-    after each lost race, the pick is random among the first free ones: as many as the runners
-    holding claims, this one too, and twice as many after each lost race (up to WIDEST_PICK), so
-    that runners that finished together spread over the tasks instead of racing for the next one
-    in step (sixteen runners lost two claim races per task won). `still`: whether the task is still
+    The first try takes the first free task; after each lost race the pick is random among twice
+    as many of the first free ones (up to WIDEST_PICK), so that runners that lost together spread
+    over the tasks instead of racing for the next one in step. `still`: whether the task is still
     to do by the remote head's plan fetched after the win (None: no branch yet); when not
     (published meanwhile), the claim is given back and another picked. None: nothing free. The claim refs
     are as the last fetch brought them."""
@@ -89,10 +87,9 @@ def claim_task(
     while True:
         stamp = now()
         refs = remote.claim_refs()
-        others = set()  # the runners holding live claims: those that may want a task now too
         for claim in refs.values():  # every claim in sight is noted: its age counts from now at most
-            if not held_by(claim, runner) and (age := age_s(remote, claim, stamp)) is not None and age < ttl:
-                others.add(claim.runner)
+            if not held_by(claim, runner):
+                age_s(remote, claim, stamp)
         own = [task for task in candidates if (held := refs.get(task["id"])) and held_by(held, runner)]
         if own:
             mine = refs[own[0]["id"]]
@@ -100,8 +97,7 @@ def claim_task(
         free = [task for task in candidates if _free(remote, refs.get(task["id"]), stamp, ttl)]
         if not free:
             return None
-        width = min(WIDEST_PICK, max(2**losses if losses else 1, len(others) + 1))
-        pick = free[0] if width == 1 else random.choice(free[:width])
+        pick = free[0] if not losses else random.choice(free[: min(WIDEST_PICK, 2**losses)])
         old = refs.get(pick["id"])
         commit = remote.make_claim(pick["id"], runner, stamp, replaces=old, host=this_host())
         won = remote.push_claim(pick["id"], commit, old.commit if old else None)

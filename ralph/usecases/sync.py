@@ -10,7 +10,6 @@ The change itself, and what to replay after a lost race, are the caller's (ralph
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -38,10 +37,6 @@ LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race, while los
 # batches, and 16 runners publishing at once kept losing in step: it doubles from the second.
 STEADY_LOSSES = 1
 LOST_RACE_PAUSE_CAP_S = 3.2
-# After a lost race, a runner whose fetch after its pause finds the branch moved (others are
-# publishing) pauses again, up to this many times, before it replays and pushes: finding that
-# out costs a fetch, a round lost to it a catch-up merge, a commit and a push (some 18 git runs).
-BUSY_PAUSES = 4
 
 T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)
 
@@ -68,19 +63,16 @@ def until_pushed(
     after_lost: Callable[[], None] | None = None,
     drop: Callable[[Plan], dict[str, str]] | None = None,
     bookkeeping_waits: bool = False,
-    fetched: bool = False,
 ) -> T | None:
     """Rounds until one is pushed (a lost race replays on the new head); what `change` returned.
     `drop`: the claim refs (item -> claim commit) the push deletes, atomically with the branch,
     given the plan it publishes (ralph.store.remote.Remote.push). `bookkeeping_waits`: after a
     lost race, when `change` changed nothing and the local commits the remote lacks record only
     this runner's stage (update_state), they wait here for its next push instead of racing again
-    (sixteen runners ending at once each lost some four races for nothing else). `fetched`: the
-    caller fetched just now; the first round starts from that fetch instead of fetching again."""
-    losses = Losses(remote, runner)
+    (sixteen runners ending at once each lost some four races for nothing else)."""
+    losses = Losses(remote)
     while True:
-        losses.round_begins()
-        result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop, fetched)
+        result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop)
         if pushed:
             return result
         if bookkeeping_waits and result is None and only_bookkeeping(remote):
@@ -89,7 +81,6 @@ def until_pushed(
             if again:
                 again()
         losses.lost()
-        fetched = True  # the pause's last fetch: the next round starts from it
 
 
 def only_bookkeeping(remote: Remote) -> bool:
@@ -118,9 +109,8 @@ def on_remote_head(
     """Rounds of `change` made on the remote head alone, until one is pushed: the local branch
     and work tree stay as they are. For what must reach the remote whatever the local commits
     hold (a run's claims given back when its own commits cannot be published)."""
-    repo, losses = remote.repo, Losses(remote, runner)
+    repo, losses = remote.repo, Losses(remote)
     while True:
-        losses.round_begins()
         head = remote.fetch()
         if head is None:
             return None
@@ -141,24 +131,17 @@ class Losses:
     again, and the slowest of them lose every time (measured on bench_remote: one runner lost 9
     publishes in a row; with a pause of up to 0.2 s three runners took 1.26-1.37x the ideal, not
     1.50-1.60x). After STEADY_LOSSES in a row its range doubles with each loss, up to
-    LOST_RACE_PAUSE_CAP_S: with many runners a fixed range keeps them in lockstep. While other
-    runners hold claims (each has a push of the branch to come), the range is at least their
-    rounds' worth (contention_range), up to the same cap: sixteen runners publishing together
-    lost three races each before the doubling range spread them. A loss to a remote head that did
-    not move since the last fetch is no race: after MAX_STILL_LOSSES of those the remote is
-    refusing."""
+    LOST_RACE_PAUSE_CAP_S: with many runners a fixed range keeps them in lockstep. A loss to a
+    remote head that did not move since the last fetch is no race: after MAX_STILL_LOSSES of those
+    the remote is refusing."""
 
-    def __init__(self, remote: Remote, runner: str = "", clock: Callable[[], float] = time.monotonic):
-        self.remote, self.runner, self.count, self.still = remote, runner, 0, 0
+    def __init__(self, remote: Remote):
+        self.remote, self.count, self.still = remote, 0, 0
         self.head = remote.head()
-        self.clock = clock
-        self.began, self.round_s = clock(), 0.0
-
-    def round_begins(self) -> None:
-        self.began = self.clock()
 
     def lost(self) -> None:
-        self.round_s = self.clock() - self.began
+        import random
+
         head = self.remote.head()  # as this round's fetch saw it
         self.still = self.still + 1 if self.count and head == self.head else 0
         self.head, self.count = head, self.count + 1
@@ -167,37 +150,7 @@ class Losses:
                 f"{self.remote.name} refused {self.still + 1} pushes in a row as behind its head, which"
                 " did not move: check its hooks and branch protection"
             )
-        self._pause_until_quiet()
-
-    def _pause_until_quiet(self) -> None:
-        """Fetch, pause, fetch again; while the branch moved during the pause (others are
-        publishing now), pause again, longer, up to BUSY_PAUSES more times. Sixteen runners
-        publishing their verdicts together lost 62% of their pushes, each lost round a catch-up
-        merge, a commit and a push (some 18 git runs); a runner that listens first pays a fetch
-        for a busy branch. The next round starts from the last fetch (until_pushed)."""
-        import random
-
-        seen = self.remote.fetch()
-        spread = min(contention_range(self._contenders(), self.round_s), LOST_RACE_PAUSE_CAP_S)
-        for busy in range(BUSY_PAUSES + 1):
-            self.remote.sleep(random.uniform(0, max(pause_range(self.count + busy), spread)))
-            head = self.remote.fetch()
-            if head == seen:
-                return
-            seen = head
-
-    def _contenders(self) -> int:
-        """The other runners holding claim refs, as the last fetch brought them (none read when
-        fetches do not bring claims: no git run for it)."""
-        if not self.remote.with_claims:
-            return 0
-        return len({claim.runner for claim in self.remote.claim_refs().values()} - {self.runner})
-
-
-def contention_range(contenders: int, round_s: float) -> float:
-    """The longest pause after a lost race with `contenders` other runners to push, each round
-    (fetch to push) about `round_s` long as this one was: the branch takes one push per round."""
-    return contenders * max(round_s, 0.0)
+        self.remote.sleep(random.uniform(0, pause_range(self.count)))
 
 
 def pause_range(losses: int) -> float:
@@ -215,7 +168,6 @@ def _round(
     idle_push: bool = True,
     then: Step | None = None,
     drop: Callable[[Plan], dict[str, str]] | None = None,
-    fetched: bool = False,
 ) -> tuple[T | None, bool]:
     """Fetch, catch up, change the plan in one commit (and `then` in a second), push. Returns
     what `change` returned and whether the remote has our head now.
@@ -229,7 +181,7 @@ def _round(
     start = repo.head()
     if start is None:
         raise RemoteError("the local branch has no commit yet: run `ralph init` and commit first")
-    remote_head = remote.head() if fetched else remote.fetch()
+    remote_head = remote.fetch()
     base = _caught_up(repo, remote, start, remote_head, runner)
     data = repo.file_at(base, PLAN_NAME) or b""
     plan = Plan(load_checked(root, data))  # the bytes of most rounds were proven valid before

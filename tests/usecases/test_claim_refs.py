@@ -86,30 +86,6 @@ def test_a_runner_that_lost_a_claim_race_takes_another_task(three):
     assert holders(shared) == {"t-task00": taken.commit, other.task_id: other.commit}
 
 
-def test_a_runner_that_sees_another_holding_a_claim_picks_among_as_many_free_tasks(three, monkeypatch):
-    # Runners that finished together all took the first free task and raced for it: sixteen lost
-    # about two claim races per task won. Seeing others hold claims, a runner spreads at once.
-    shared, one, two = three
-    first = remote_of(one)
-    assert claim_refs.claim_task(candidates(one, first)[:1], "one", first, TTL, claim_refs.to_build)
-    offered: list[list[str]] = []
-
-    def choice(tasks: list[dict]) -> dict:
-        offered.append([task["id"] for task in tasks])
-        return tasks[-1]
-
-    monkeypatch.setattr("random.choice", choice)
-    second = remote_of(two)  # sees one's claim on t-task00
-    claimed = claim_refs.claim_task(candidates(two, second), "two", second, TTL, claim_refs.to_build)
-    assert offered == [["t-task01", "t-task02"]]  # two runners hold claims: the first two free tasks
-    assert claimed is not None and claimed.task_id == "t-task02" and second.claims_lost == 0
-    # a claim older than the TTL is no runner's at work: the first free task, no random pick
-    offered.clear()
-    late = remote_of(two)
-    stale = claim_refs.claim_task(candidates(two, late)[:2], "two", late, 0.0, claim_refs.to_build)
-    assert stale is not None and offered == []
-
-
 def test_a_claim_is_judged_live_until_the_ttl_and_a_stale_one_is_taken_over_under_a_lease(three):
     shared, one, two = three
     first, second = remote_of(one), remote_of(two)

@@ -218,7 +218,7 @@ class RemoteCoordinator:
         if not self._unpublished:
             if not self._free_on_remote(skip):
                 return None  # nothing to claim: no catch-up (a merge) for nothing
-            self._catch_up(fetched=True)
+            self._catch_up()
         candidates = claim_refs.buildable(self.root, self.spec, self.remote, skip)
         won = claim_refs.claim_task(candidates, self.runner, self.remote, self._ttl(), claim_refs.to_build)
         return self._won(won)
@@ -276,14 +276,11 @@ class RemoteCoordinator:
             if task["id"] in self._mine
         ]
 
-    def _catch_up(self, fetched: bool = False) -> None:
-        """Fetch (unless the caller just `fetched`), and bring this clone up to the remote head:
-        nothing is pushed."""
+    def _catch_up(self) -> None:
+        """Fetch, and bring this clone up to the remote head: nothing is pushed."""
         from ralph.usecases.sync import until_pushed
 
-        until_pushed(
-            self.root, self.remote, self.runner, lambda plan: None, str, idle_push=False, fetched=fetched
-        )
+        until_pushed(self.root, self.remote, self.runner, lambda plan: None, str, idle_push=False)
 
     def _ttl(self) -> float:
         return read_plan(self.root).claim_ttl_s() if self.ttl_s is None else self.ttl_s
@@ -337,7 +334,6 @@ class RemoteCoordinator:
                 lambda _: message,
                 drop=drops,
                 after_lost=lost,
-                fetched=True,  # just now, for the claims taken over
             )
         except CodeConflict as exc:
             return self._withdraw(batch, exc.files)
@@ -410,26 +406,23 @@ class RemoteCoordinator:
 
     def _wait_for_change(self, wait: float) -> float:
         """Wait for other runners' work: poll the remote (a fetch: the branch and the claims) until
-        the branch moved or a claim in sight went (given back, published, taken over), or
-        REJUDGE_S passed. Returns the next first wait. A poll that finds nothing new costs one
-        fetch, not a catch-up and a look through the plan: sixteen runners waiting for the last
-        builds spent more CPU looking than building. A new claim frees nothing: it wakes no one
-        (sixteen runners claiming woke every waiting runner for each claim)."""
-        head, seen, slept = self.remote.head(), self._claims_in_sight(), 0.0
+        either moved, or REJUDGE_S passed. Returns the next first wait. A poll that finds nothing
+        new costs one fetch, not a catch-up and a look through the plan: sixteen runners waiting
+        for the last builds spent more CPU looking than building."""
+        before, slept = self._remote_state(), 0.0
         while True:
             self.check()
             self.sleep(wait)
             slept += wait
             wait = min(wait * 2, POLL_S[1])
             self.remote.fetch()
-            now = self._claims_in_sight()
-            if slept >= REJUDGE_S or self.remote.head() != head or seen - now:
+            if slept >= REJUDGE_S or self._remote_state() != before:
                 return wait
-            seen |= now
 
-    def _claims_in_sight(self) -> set[tuple[str, str]]:
-        """The claim refs on the remote as last fetched: (item, claim commit) each."""
-        return {(item, claim.commit) for item, claim in self.remote.claim_refs().items()}
+    def _remote_state(self) -> tuple[str | None, frozenset[tuple[str, str]]]:
+        """The remote's branch head and claim refs as last fetched."""
+        claims = frozenset((item, claim.commit) for item, claim in self.remote.claim_refs().items())
+        return self.remote.head(), claims
 
     def others_published(self) -> bool:
         """The remote's head (fetched now) has changes to code HEAD lacks: another runner published
@@ -529,14 +522,6 @@ class RemoteCoordinator:
             ):
                 return False
             wait = self._wait_for_change(wait)
-            while self._others_hold_work() and not self._open_on_remote():
-                wait = self._wait_for_change(wait)  # no catch-up while it could change nothing
-
-    def _open_on_remote(self) -> bool:
-        """The remote's plan as last fetched has a task or an issue of the spec (work the check
-        waits for, or work it added)."""
-        plan = self._remote_plan()
-        return plan is not None and bool(plan.task_views(self.spec) or plan.issues(self.spec))
 
     def before_item(
         self, stage: str, items: Callable[[Plan], list[Record]], skip: Collection[str] = frozenset()
@@ -574,26 +559,9 @@ class RemoteCoordinator:
         if self._unpublished:  # a build whose task was taken over, or that conflicts, yields first
             self._publish(ending=True)  # with the claims: one push, not one more to give them back
         mine = dict(self._mine)
-        if not mine and self._contended and self._holds_nothing():
-            return []  # its stage alone waits here for its next run's push
         released = claims.release_all(self.root, self.runner, self.remote, refs=mine)
         self._mine, self._took_over, self._unpublished = {}, {}, []
         return released + [task for task in mine if task not in released]
-
-    def _holds_nothing(self) -> bool:
-        """No claim of this runner's in the plan, here or on the remote as last fetched, and
-        nothing of its own the remote lacks but its stage (update_state). Once others push too,
-        such a runner ends without a round: sixteen runners ending together each fetched, merged
-        and pushed their stage alone, racing each other (the push tried once)."""
-        from ralph.store.reader import read_bytes
-        from ralph.usecases.sync import only_bookkeeping
-
-        plans = [read_plan(self.root), self._remote_plan()]
-        if any(claim["claimed_by"] == self.runner for plan in plans if plan for claim in plan.claims()):
-            return False
-        if read_bytes(self.root) != self.remote.repo.file_at_head(PLAN_FILE):
-            return False  # changes not committed yet: the round commits and publishes them
-        return only_bookkeeping(self.remote)
 
     def _held_as_it_is(self, held: set[str]) -> str | None:
         """Nobody else's work can move the code now, and no VERIFY waits: a task held for code to
@@ -624,7 +592,7 @@ class RemoteCoordinator:
         held = {
             item
             for item, claim in self.remote.claim_refs().items()
-            if not claim_refs.held_by(claim, self.runner) and claim_refs.live(self.remote, claim, stamp, ttl)
+            if claim.runner != self.runner and claim_refs.live(self.remote, claim, stamp, ttl)
         }
         if plan is None:
             return held
