@@ -592,7 +592,7 @@ class RemoteCoordinator:
         held = {
             item
             for item, claim in self.remote.claim_refs().items()
-            if claim.runner != self.runner and claim_refs.live(self.remote, claim, stamp, ttl)
+            if not claim_refs.held_by(claim, self.runner) and claim_refs.live(self.remote, claim, stamp, ttl)
         }
         if plan is None:
             return held
