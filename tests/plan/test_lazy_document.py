@@ -335,6 +335,19 @@ def fresh_process() -> None:
     loader._KINDS.heads.clear()
 
 
+def heads_read_alone(monkeypatch: pytest.MonkeyPatch) -> list[Document]:
+    """The documents that read a line's head alone (Document._by_position), as they do it."""
+    read: list[Document] = []
+    real = Document._by_position
+
+    def counted(self: Document, *args: Any) -> list[Any]:
+        read.append(self)
+        return real(self, *args)
+
+    monkeypatch.setattr(Document, "_by_position", counted)
+    return read
+
+
 def eager_reading(data: bytes) -> tuple[Any, ...]:
     doc = parse_lines(data)[0]
     return {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}, doc.accepted_ids()
@@ -345,14 +358,7 @@ def test_the_records_of_a_type_are_found_by_their_lines_starts_as_by_reading_eac
     data = long_plan() + b"".join(odd)
     fresh_process()
     doc = load(data, trusted=True)
-    read: list[Document] = []
-    real = Document._by_position
-
-    def counted(self: Document, *args: Any) -> list[Any]:
-        read.append(self)
-        return real(self, *args)
-
-    monkeypatch.setattr(Document, "_by_position", counted)
+    read = heads_read_alone(monkeypatch)
     found = {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}, doc.accepted_ids()
     assert found == eager_reading(data)
     assert integrity_problems(doc) == []
@@ -393,14 +399,7 @@ def test_a_plan_a_few_lines_from_one_read_before_is_known_as_a_fresh_load_knows_
     known(load(data, trusted=True))  # what an agent's plan is read beside: the loop's own
     raws = loader.split_lines(data)
     changed = b"".join(now if raw.startswith(line) else raw for raw in raws)
-    read: list[Document] = []
-    real = Document._by_position
-
-    def counted(self: Document, *args: Any) -> list[Any]:
-        read.append(self)
-        return real(self, *args)
-
-    monkeypatch.setattr(Document, "_by_position", counted)
+    read = heads_read_alone(monkeypatch)
     doc = load(changed, trusted=True)
     assert known(doc) == known(parse(changed)[0])
     assert doc not in read  # the one line changed read alone: no pass over the others
