@@ -9,14 +9,27 @@ from __future__ import annotations
 
 import bisect
 import json
-import re
 from collections.abc import Callable, Iterable, Set
 from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any
 
-# One plan record as read from its line: JSON keys to values.
-Record = dict[str, Any]
+from ralph.plan.line_index import (
+    ACCEPT_ID,
+    ACCEPT_IDS,
+    DECODED_HEADS,
+    DECODED_KINDS,
+    Kinds,
+    Skeleton,
+    head_of,
+    in_own_spelling,
+)
+from ralph.plan.line_index import (
+    Head as Head,
+)
+from ralph.plan.line_index import (
+    Record as Record,
+)
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False) builds one per call
 
@@ -57,137 +70,9 @@ def serialize(record: Record) -> bytes:
         return json.dumps(record).encode("utf-8") + b"\n"
 
 
-# What a record line is at a glance: its type and its id (None when it has none), read without
-# making the line's record (see Document.heads).
-Head = tuple[str, str | None]
 # A change's edit of what is known of each line by position (Document._changed): the list before
 # it and what a record says, to the list after it, or None when it must be read again.
 Edit = Callable[[list[Any], Callable[[Any], Any]], "list[Any] | None"]
-
-
-class Heads(dict[object, "Head | None"]):
-    """Raw lines to their heads, each read once (by `read`) and kept: a document's heads are then
-    looked up in one pass of C (map), not a call per line. A line already made is its record's
-    (not kept: its record may change)."""
-
-    def __init__(self, read: Callable[[bytes], Head | None], limit: int = 200_000):
-        super().__init__()
-        self.read, self.limit = read, limit
-
-    def __missing__(self, item: object) -> Head | None:
-        if type(item) is not bytes:
-            return _head(item.record)  # type: ignore[attr-defined]  # a Line
-        head = self.read(item)
-        if len(self) >= self.limit:  # many large versions read: start over rather than grow
-            self.clear()
-        self[item] = head
-        return head
-
-
-class Field(dict[bytes, Any]):
-    """Raw lines to the value of one field of their records (None when absent), each read once:
-    a string value off ralph's own spelling (`"spec": "specs/x.md"`), any other decoded by `decode`."""
-
-    def __init__(self, key: str, decode: Callable[[bytes], Record | None], limit: int):
-        super().__init__()
-        self.key, self.decode, self.limit = key, decode, limit
-        self.spelled, self.quoted = f'"{key}": "'.encode(), f'"{key}"'.encode()
-
-    def __missing__(self, raw: bytes) -> Any:
-        value = _spelled_value(raw, self.spelled, self.quoted)
-        if value is _UNREAD:
-            record = self.decode(raw)
-            value = None if record is None else record.get(self.key)
-        if len(self) >= self.limit:
-            self.clear()
-        self[raw] = value
-        return value
-
-
-_UNREAD = object()
-
-
-def _spelled_value(raw: bytes, spelled: bytes, quoted: bytes) -> Any:
-    """A string field's value as ralph spells it, None when the key is not in the line, or _UNREAD.
-    Without a backslash no string holds a quote, so one `"key"` in the line is that key, and in a
-    line with one `{` it is the record's own (not a key of an object inside it)."""
-    if b"\\" in raw:
-        return _UNREAD
-    count = raw.count(quoted)
-    if count == 0:
-        return None
-    start = raw.find(spelled)
-    if count != 1 or start < 0 or raw.count(b"{") != 1:
-        return _UNREAD
-    start += len(spelled)
-    return raw[start : raw.index(b'"', start)].decode("utf-8")
-
-
-class Kinds(dict[object, "str | None"]):
-    """Raw lines to their records' types, from `heads` (as Heads: one pass of C per document), and
-    to the values of other fields (`field`)."""
-
-    def __init__(
-        self,
-        heads: Heads,
-        decode: Callable[[bytes], Record | None],
-        scan: Callable[[list[bytes]], tuple[list[bytes], list[Head], list[str]]] | None = None,
-    ):
-        super().__init__()
-        self.heads, self.decode, self.scan = heads, decode, scan
-        self.fields: dict[str, Field] = {}
-
-    def fill(self, raws: list[bytes]) -> None:
-        """Read the heads of those of `raws` not read yet at once (`scan`, in passes of C): a
-        command that reads a plan of 10,000 lines once pays no call of Python per line. The lines
-        `scan` leaves out are read one by one when asked for."""
-        if self.scan is None or len(self) >= len(raws):  # most are known: those few one by one
-            return
-        if len(self) + len(raws) > self.heads.limit:
-            self.clear()
-            self.heads.clear()
-        read, heads, kinds = self.scan(list(set(raws).difference(self)) if self else raws)  # none known: all
-        self.heads.update(zip(read, heads, strict=True))
-        self.update(zip(read, kinds, strict=True))
-
-    def seed(self, raws: list[bytes], heads: list[Head | None], kinds: list[str | None]) -> None:
-        """The heads and types of these lines, known already (a parse decoded them)."""
-        if len(self) + len(raws) > self.heads.limit:
-            self.clear()
-            self.heads.clear()
-        self.heads.update(zip(raws, heads, strict=True))
-        self.update(zip(raws, kinds, strict=True))
-
-    def field(self, key: str) -> Field:
-        found = self.fields.get(key)
-        if found is None:
-            found = self.fields[key] = Field(key, self.decode, self.heads.limit)
-        return found
-
-    def __missing__(self, item: object) -> str | None:
-        head = self.heads[item]
-        kind = head[0] if head else None
-        if type(item) is bytes:
-            if len(self) >= self.heads.limit:
-                self.clear()
-            self[item] = kind
-        return kind
-
-
-class Skeleton:
-    """What is known of a plan's bytes by position, for each document loaded from them: the lines'
-    bytes (each document changes a copy of its own), and once found, their heads, their types, the
-    places of each type and the accepted ids (shared between documents: never changed in place)."""
-
-    __slots__ = ("raws", "heads", "kinds", "positions", "accepted", "spelled")
-
-    def __init__(self, raws: list[bytes]):
-        self.raws = raws
-        self.heads: list[Head | None] | None = None
-        self.kinds: list[str | None] | None = None
-        self.positions: dict[str, list[int]] = {}
-        self.accepted: frozenset[str] | None = None
-        self.spelled: bool | None = None  # every record line in ralph's own spelling (_spelled)
 
 
 class Document:
@@ -204,7 +89,7 @@ class Document:
         self._where: dict[int, int] | None = None  # id of a line made -> its position, once asked
         self._numbers: list[int] | None = None  # each line's number as loaded, once lines moved
         self._make: Callable[[bytes, int], Line] = line_of_bytes
-        self._head_of, self._kind_of = _DECODED_HEADS, _DECODED_KINDS
+        self._head_of, self._kind_of = DECODED_HEADS, DECODED_KINDS
         self._heads: list[Head | None] | None = None  # by position, for self._heads_version
         self._heads_version = -1
         self._kinds: list[str | None] | None = None  # by position, for self._kinds_version
@@ -312,7 +197,7 @@ class Document:
     def heads(self) -> list[Head | None]:
         """Each line's head by position: its record's type and id, None for a line with no record."""
         if self._heads_version != self.version or self._heads is None:
-            heads = self._by_position(self._head_of, _head)
+            heads = self._by_position(self._head_of, head_of)
             self._heads, self._heads_version = (
                 heads,
                 self.version,
@@ -361,7 +246,7 @@ class Document:
             return self._heads[index]
         line = self._lines[index]
         if line is not None and None not in self._lines:  # an eager document's: its record's
-            return _head(line.record)
+            return head_of(line.record)
         head: Head | None = self._head_of[self._raws[index]]
         return head
 
@@ -397,7 +282,7 @@ class Document:
             return False
         known = self._spelled
         if known is None or known[0] != self.version:
-            known = self._spelled = (self.version, _spelled(self._raws))
+            known = self._spelled = (self.version, in_own_spelling(self._raws))
             if self.version == 0 and self._skeleton is not None:
                 self._skeleton.spelled = known[1]
         return known[1]
@@ -410,9 +295,9 @@ class Document:
             return None
         at = self.positions("accept")
         lines = b"".join(map(self._raws.__getitem__, at))
-        if lines.count(_ACCEPT_ID) != len(at) or lines.count(b'"id"') != len(at):
+        if lines.count(ACCEPT_ID) != len(at) or lines.count(b'"id"') != len(at):
             return None
-        return frozenset(map(bytes.decode, _ACCEPT_IDS.findall(lines)))
+        return frozenset(map(bytes.decode, ACCEPT_IDS.findall(lines)))
 
     def with_ids(self, ids: Set[str]) -> list[int]:
         """Where the records whose id is one of `ids` are (from 0), in file order: found in passes
@@ -461,7 +346,7 @@ class Document:
         self._changeable()
         at = self._index_of(line)
         # Its type and id stay as they were (a change that makes them another is read again).
-        kept = self._kept_if(at is not None and self._head_at(at) == _head(line.record))
+        kept = self._kept_if(at is not None and self._head_at(at) == head_of(line.record))
         line.raw = _ending_like(serialize(line.record), line.raw)
         self.touched.append(line)
         if at is None:
@@ -490,7 +375,7 @@ class Document:
         bisect.insort(self._made, index)
         self._where = None  # lines moved
         self.touched.append(line)
-        kept = self._kept_around(index, added=_head(record))
+        kept = self._kept_around(index, added=head_of(record))
         spelled = self._spelled_now()
         self._changed(index, lambda found, of_record: [*found[:index], of_record(record), *found[index:]])
         self._keep(*kept)
@@ -502,7 +387,7 @@ class Document:
         index = self._index_of(line)
         if index is None:
             raise ValueError("Document.remove(line): the line is not in the document")
-        kept = self._kept_around(index, removed=_head(line.record))
+        kept = self._kept_around(index, removed=head_of(line.record))
         self._moving()
         del self._lines[index], self._raws[index], self._numbers[index]  # type: ignore[index]
         self._made = [at - (at > index) for at in self._made if at != index]
@@ -551,7 +436,7 @@ class Document:
         self.version += 1
         if at is None or at < 0 or edit is None:
             return
-        if heads is not None and (heads := edit(heads, _head)) is not None:
+        if heads is not None and (heads := edit(heads, head_of)) is not None:
             self._heads, self._heads_version = heads, self.version
         if kinds is not None and (kinds := edit(kinds, _kind)) is not None:
             self._kinds, self._kinds_version = kinds, self.version
@@ -604,7 +489,7 @@ class Document:
     def _keep_spelled(self, spelled: bool, raw: bytes) -> None:
         """_spelled held before a change that wrote `raw` (b"": none): it holds after it when that
         line is spelled so too, with no pass over the others."""
-        if spelled and _spelled([raw]):
+        if spelled and in_own_spelling([raw]):
             self._spelled = (self.version, True)
 
     def _after_last_record(self) -> int:
@@ -617,22 +502,6 @@ class Document:
         return 0
 
 
-_TYPE_FIRST = b'{"t": "'
-_ACCEPT_ID = b'{"t": "accept", "id": "'
-_ACCEPT_IDS = re.compile(rb'\{"t": "accept", "id": "([^"]*)"')
-
-
-def _spelled(raws: list[bytes]) -> bool:
-    """Whether each line that is not blank starts with its record's type and holds no other "t"
-    (in the lines of a valid plan: no backslash, so no string holds a quote, and one "t" per line
-    starting with one): a line's type is then the start it has. Told by counts over all at once."""
-    joined = b"".join(raws)
-    if b"\\" in joined:
-        return False
-    starting = joined.count(b"\n" + _TYPE_FIRST) + joined.startswith(_TYPE_FIRST)
-    return joined.count(b'"t"') == starting
-
-
 def line_of_bytes(raw: bytes, number: int) -> Line:
     """The line of `raw`, known to be a valid record or blank (Document.lazy's default maker)."""
     stripped = raw.strip()
@@ -642,21 +511,8 @@ def line_of_bytes(raw: bytes, number: int) -> Line:
 _NO_HEAD: dict[Any, Any] = {None: ("", None)}  # a line with no head, as one with no id
 
 
-def _head(record: Record | None) -> Head | None:
-    return None if record is None else (record["t"], record.get("id"))
-
-
 def _kind(record: Record | None) -> str | None:
     return None if record is None else record["t"]
-
-
-def _decoded_head(raw: bytes) -> Head | None:
-    stripped = raw.strip()
-    return _head(json.loads(stripped)) if stripped else None
-
-
-_DECODED_HEADS = Heads(_decoded_head)
-_DECODED_KINDS = Kinds(_DECODED_HEADS, lambda raw: json.loads(raw) if raw.strip() else None)
 
 
 def _ending_like(raw: bytes, model: bytes) -> bytes:

@@ -12,8 +12,9 @@ from operator import add, and_, contains, eq, getitem, itemgetter, ne, not_
 from typing import Any
 
 from ralph.errors import PlanInvalid, Problem
-from ralph.plan.document import Document, Head, Heads, Kinds, Line, Record, RecordLine, Skeleton
+from ralph.plan.document import Document, Line, RecordLine
 from ralph.plan.integrity import integrity_problems
+from ralph.plan.line_index import Head, Heads, Kinds, Record, Skeleton
 from ralph.plan.validate import record_problems
 
 CONFLICT_MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||")

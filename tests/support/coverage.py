@@ -303,6 +303,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "a spec's records (the current spec, planned, a stopped PLAN or check, a passing check) are "
         "asserted there with the bytes they leave, and by the loop's CHECK tests.",
     ),
+    "ralph/plan/line_index.py": (
+        "tests/plan/test_lazy_document.py",
+        "tests/plan/test_document.py",
+        "a long plan's heads, types, places of each type and accepted ids, read off the lines' starts "
+        "or decoded, each equal to a fresh parse's, for lines in ralph's spelling and for odd ones.",
+    ),
     "ralph/plan/verify_changes.py": (
         "tests/plan/test_transitions.py",
         "tests/plan/test_attempt_record.py",
