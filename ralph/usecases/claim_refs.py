@@ -14,6 +14,7 @@ task)."""
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -30,7 +31,9 @@ from ralph.store.remote import ClaimRef, Remote
 WIDEST_PICK = 16  # after lost claim races, a runner picks among this many free tasks at most
 
 
+@functools.cache
 def this_host() -> str:
+    """This machine's name, as claims record it (asked once: every round looks at every claim)."""
     import socket
 
     return socket.gethostname()

@@ -30,6 +30,7 @@ from ralph.plan.records import is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
+from ralph.usecases.claim_refs import this_host
 from ralph.usecases.names import named
 from ralph.usecases.sync import on_remote_head, until_pushed
 
@@ -37,9 +38,8 @@ from ralph.usecases.sync import on_remote_head, until_pushed
 def default_runner() -> str:
     """host-pid: unique among the runners alive at once, and says where to look for one."""
     import os
-    import socket
 
-    return f"{socket.gethostname()}-{os.getpid()}"
+    return f"{this_host()}-{os.getpid()}"
 
 
 # --- the use cases ---------------------------------------------------------------------------
