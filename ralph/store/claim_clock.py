@@ -50,8 +50,7 @@ class ClaimClock:
         self._known: dict[str, dict[str, str]] | None = None
         self._not_found: set[str] = set()  # claims no commit on `refs` made, looked for once
         self._newest: list[tuple[datetime, str, str]] | None = None  # see _witness
-        self._looked: dict[str, str] = {}  # claims in sight in this process: when each was made
-        self._commits: dict[str, str] = {}  # their commits' times, as found
+        self._looked: dict[str, str | None] = {}  # claims in sight in this process: their commits' times
 
     def age_s(self, item: Record, now: str, remember: bool = True) -> float | None:
         """The claim's age in seconds at `now` (this runner's clock) by the rule; None: expired.
@@ -86,15 +85,12 @@ class ClaimClock:
         key = _key(item)
         committed = (
             committed_at
-            or self._commits.get(key)
+            or self._looked.get(key)
             or self._load().get(key, {}).get("committed")
             or self._committed_at(item, key)
         )
-        if committed:
-            self._commits[key] = committed
-        made = committed or item.get("claimed_at")
-        if isinstance(made, str) and self._looked.get(key) != made:
-            self._looked[key] = made
+        if key not in self._looked or self._looked[key] != committed:
+            self._looked[key] = committed
             self._newest = None
         return committed
 
@@ -105,9 +101,9 @@ class ClaimClock:
         claims on one clock a day apart). A runner does not judge its own claims: they are not
         kept."""
         if self._newest is None:  # the two newest claims: one is not the claim judged
-            kept = {key: entry.get("committed") or key.split("\t")[-1] for key, entry in self._load().items()}
-            made = {key: at for key, at in {**kept, **self._looked}.items() if at}
-            self._newest = sorted(((_utc(at), at, key) for key, at in made.items()), reverse=True)[:2]
+            kept = {key: entry.get("committed") for key, entry in self._load().items()}
+            made = {key: at or key.split("\t")[-1] for key, at in {**kept, **self._looked}.items()}
+            self._newest = sorted(((_utc(at), at, key) for key, at in made.items() if at), reverse=True)[:2]
         key = _key(item)
         return next((at for _, at, other in self._newest if other != key), None)
 
