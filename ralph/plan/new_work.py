@@ -37,6 +37,10 @@ class Bounded:
     cut: list[Cut] = field(default_factory=list)
     issue: str | None = None
 
+    def taken(self) -> list[str]:
+        """The ids the plan took: those kept, and the issue naming what was cut."""
+        return self.kept + ([self.issue] if self.issue else [])
+
     def summary(self) -> str:
         """For a commit subject: 'added t-a, i-b; cut 3 into i-c', or '' when nothing was added."""
         parts = [f"added {', '.join(self.kept)}"] if self.kept else []

@@ -67,7 +67,7 @@ def _write(ws: Workspace, spec: str, did: CheckFacts, run: CheckRun, read: Read)
             return Written(outcome, stops)
         max_new = ws.settings.max_new_items
         bounded = bound_new_work(change.plan, run.base, max_new, f"the spec check of {spec}", recheck=True)
-        added = bounded.kept + ([bounded.issue] if bounded.issue else [])
+        added = bounded.taken()
         outcome = decide(CheckFacts(added=len(added)))  # MET or ADDED
         met = outcome is CheckOutcome.MET
         head, digest = (read.head, read.digest) if met else (None, None)
@@ -91,7 +91,7 @@ def _tell(ws: Workspace, spec: str, written: Written, run: CheckRun, report: Sta
         reason = kill_reason_of(run.result.run.stop_reason)
         return _tell_stop(ws, spec, reason, written.stops, run, report)
     bounded = written.bounded or Bounded()
-    added = bounded.kept + ([bounded.issue] if bounded.issue else [])
+    added = bounded.taken()
     cut = [c.record["id"] for c in bounded.cut]
     ws.journal.event(
         "spec_checked", item=spec, added=bounded.kept or None, cut=cut or None, cut_issue=bounded.issue
