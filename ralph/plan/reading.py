@@ -3,6 +3,8 @@ the loop's state). The transitions are Plan's (ralph.plan.plan), each in the mod
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ralph.durations import parse_duration
 from ralph.errors import PlanInvalid, Refused
 from ralph.plan import schedule
@@ -12,8 +14,19 @@ from ralph.plan.integrity import integrity_problems
 from ralph.plan.records import (
     Stage,
     TaskView,
+    awaits_recheck,
 )
 from ralph.plan.stages import stage_of
+
+
+@dataclass(frozen=True)
+class SpecView:
+    """What a spec check reads of its spec, read once: its record ({} when it has none) and the
+    text of each issue an earlier check's cut left for this one (records.awaits_recheck)."""
+
+    spec: str
+    record: Record
+    recheck: tuple[str, ...]
 
 
 class PlanReader:
@@ -86,6 +99,11 @@ class PlanReader:
 
     def spec_line(self, spec: str) -> RecordLine | None:
         return next((line for line in self.of("spec") if line.record["path"] == spec), None)
+
+    def spec_view(self, spec: str) -> SpecView:
+        line = self.spec_line(spec)
+        recheck = tuple(issue["text"] for issue in self.issues(spec) if awaits_recheck(issue))
+        return SpecView(spec, line.record if line else {}, recheck)
 
     def planned(self, spec: str) -> bool:
         """Whether PLAN ran for `spec` (its record says so), or, in a plan written before that was

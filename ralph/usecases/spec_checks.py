@@ -10,6 +10,7 @@ import hashlib
 from pathlib import Path
 
 from ralph.errors import GitError
+from ralph.plan.document import Record
 from ralph.plan.reading import PlanReader
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
@@ -26,7 +27,11 @@ def spec_digest(root: Path, spec: str) -> str:
 def already_met(repo: Repo, plan: PlanReader, spec: str, digest: str) -> bool:
     """Whether a check that found nothing missing read this spec and, but for plan.jsonl, this code."""
     line = plan.spec_line(spec)
-    record = line.record if line else {}
+    return met_as_recorded(repo, line.record if line else {}, digest)
+
+
+def met_as_recorded(repo: Repo, record: Record, digest: str) -> bool:
+    """already_met, given the spec's record (its `checked_*` fields) as read."""
     checked = record.get("checked_commit")
     if not checked or not digest or record.get("checked_spec") != digest:
         return False

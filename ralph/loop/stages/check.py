@@ -23,20 +23,20 @@ from ralph.loop.stages.check_outcome import CheckFacts, CheckOutcome, decide
 from ralph.loop.stages.job import Job
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.plan.plan import Plan
-from ralph.plan.reading import PlanReader
+from ralph.plan.reading import PlanReader, SpecView
 from ralph.plan.records import CHECK_KILL_PREFIX, Stage, awaits_recheck
 from ralph.store.git import Repo
 from ralph.text import plural
 from ralph.usecases.settings import Settings
-from ralph.usecases.spec_checks import already_met, spec_digest
+from ralph.usecases.spec_checks import met_as_recorded, spec_digest
 
 LISTED_ACCEPTED = 100  # accepted tasks named in the prompt; the agent reads the rest from the code
 
 
-def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict[str, object]:
+def prompt_values(plan: PlanReader, view: SpecView, max_new_items: int) -> dict[str, object]:
     """What the check's prompt says besides the spec's path: the accepted tasks, earlier stops."""
     served = zip(plan.doc.positions("accept"), plan.doc.values_of("accept", "spec"), strict=True)
-    of_spec = [index for index, of in served if of in (None, spec)]  # read off the raw lines
+    of_spec = [index for index, of in served if of in (None, view.spec)]  # read off the raw lines
     shown = [  # only these lines are made, not one per finished task of a long history
         f"- {line.record['id']} {line.record.get('name') or ''}".rstrip()
         for line in map(plan.doc.record_line, of_spec[-LISTED_ACCEPTED:])
@@ -44,21 +44,18 @@ def prompt_values(plan: PlanReader, spec: str, max_new_items: int) -> dict[str, 
     if len(of_spec) > len(shown):
         shown.insert(0, f"(the last {len(shown)} of {len(of_spec)})")
     accepted = data_block("the accepted tasks of the spec", "\n".join(shown)) + "\n" if shown else ""
-    line = plan.spec_line(spec)
-    record = line.record if line else {}
     previous = ""
     reason, kills, log = (
-        record.get(f"{CHECK_KILL_PREFIX}{key}") for key in ("kill_reason", "kills", "kill_log")
+        view.record.get(f"{CHECK_KILL_PREFIX}{key}") for key in ("kill_reason", "kills", "kill_log")
     )
     if reason:
         kills = int(kills or 1)
         were = "was" if kills == 1 else "were"
         said = f"{plural(kills, 'earlier spec check')} {were} stopped, the last one by {reason} (log: {log})."
         previous = f"{data_block('earlier spec checks', said)}\nKeep test runs short and focused.\n"
-    cut = [issue["text"] for issue in plan.issues(spec) if awaits_recheck(issue)]
-    if cut:
+    if view.recheck:
         what = "what an earlier spec check found beyond what ralph takes from one run"
-        previous += f"{data_block(what, chr(10).join(cut))}\nAdd what of it is still missing.\n"
+        previous += f"{data_block(what, chr(10).join(view.recheck))}\nAdd what of it is still missing.\n"
     return {"accepted": accepted, "previous": previous, "max_new_items": max_new_items}
 
 
@@ -74,9 +71,10 @@ def jobs(plan: PlanReader, settings: Settings, root: Path) -> list[Job]:
     spec = settings.spec
     if open_work(plan, spec) or reviewed_after_check(plan, spec):
         return []
-    if already_met(Repo(root), plan, spec, spec_digest(root, spec)):
+    view = plan.spec_view(spec)
+    if met_as_recorded(Repo(root), view.record, spec_digest(root, spec)):
         return []
-    return [Job(Stage.CHECK, None, spec, prompt_values(plan, spec, settings.max_new_items))]
+    return [Job(Stage.CHECK, None, spec, prompt_values(plan, view, settings.max_new_items))]
 
 
 def reviewed_after_check(plan: PlanReader, spec: str) -> bool:
@@ -103,21 +101,22 @@ class CheckStage:
         report = StageReport(Stage.CHECK)
         plan = self.read_first or self.plan.read()
         read = Read(self.tree.repo.head(), spec_digest(self.tree.root, spec))
-        if already_met(self.tree.repo, plan, spec, read.digest):  # no run
+        view = plan.spec_view(spec)  # read once: for whether to run, and for the prompt
+        if met_as_recorded(self.tree.repo, view.record, read.digest):  # no run
             self.ws.journal.event("check_skipped", item=spec, head=read.head)
             self.ws.console.event(f"CHECK {spec}: met already (nothing but plan.jsonl changed since)")
             self.outcome = decide(CheckFacts(already_met=True))
             return report
-        run = self._run(spec, plan, iteration, report)
+        run = self._run(view, plan, iteration, report)
         self.outcome = apply(self.ws, spec, run, read, report)
         return report
 
-    def _run(self, spec: str, plan: Plan, iteration: int, report: StageReport) -> CheckRun:
+    def _run(self, view: SpecView, plan: Plan, iteration: int, report: StageReport) -> CheckRun:
         """The check's agent run, and the plan as it was before it."""
         report.items = 1
         span = self.ws.journal.span("stage", stage=str(Stage.CHECK), iteration=iteration, items=1)
         before = self.plan.raw()
-        values = prompt_values(plan, spec, self.ws.settings.max_new_items)
+        values = prompt_values(plan, view, self.ws.settings.max_new_items)
         result = self.agents.run_agent(Stage.CHECK, iteration, None, values, plan=plan)
         self.agents.check_plan(result)
         return CheckRun(result, before, result.with_persons or plan, span)  # a person's: not its
