@@ -278,6 +278,10 @@ class TaskFields:
     def claimed_at(self) -> str | None:
         return cast('str | None', self.record.get('claimed_at'))
 
+    @property
+    def claimed_on(self) -> str | None:
+        return cast('str | None', self.record.get('claimed_on'))
+
 
 class IssueFields:
     """The fields of a issue record, each read with its default;
@@ -368,6 +372,10 @@ class IssueFields:
     @property
     def claimed_at(self) -> str | None:
         return cast('str | None', self.record.get('claimed_at'))
+
+    @property
+    def claimed_on(self) -> str | None:
+        return cast('str | None', self.record.get('claimed_on'))
 
     @property
     def aspect(self) -> str | None:

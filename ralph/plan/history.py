@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ralph.plan.document import Record
-from ralph.plan.records import VERDICT_WORDS, Status, Verdict
+from ralph.plan.records import VERDICT_WORDS, Status, Verdict, holds
 
 Key = tuple[Any, ...]  # (kind, id or path), (kind,), or (kind, text, occurrence)
 Event = dict[str, Any]
@@ -54,10 +54,13 @@ _TASK_TOLD = frozenset(
         "depth",
         "claimed_by",
         "claimed_at",
+        "claimed_on",
     }
 )
-_ISSUE_TOLD = frozenset({"keep_open", "kills", "kill_reason", "kill_log", "claimed_by", "claimed_at"})
-_CLAIM = ("claimed_by", "claimed_at")  # runners sharing a git remote: told as claim events
+_ISSUE_TOLD = frozenset(
+    {"keep_open", "kills", "kill_reason", "kill_log", "claimed_by", "claimed_at", "claimed_on"}
+)
+_CLAIM = ("claimed_by", "claimed_at", "claimed_on")  # runners sharing a git remote: told as claim events
 
 
 def key_of(record: Record | None, text: str, occurrence: int = 0) -> Key:
@@ -263,13 +266,13 @@ def _task(
 def _claim(item_id: str, old: Record, new: Record) -> list[Event]:
     """A claim of a runner sharing a git remote: made, renewed, released or taken over."""
     was, now = old.get("claimed_by"), new.get("claimed_by")
-    if was == now and old.get("claimed_at") == new.get("claimed_at"):
+    if all(old.get(key) == new.get(key) for key in _CLAIM):
         return []
     if not now:
         return [_event("released", item_id, runner=was)] if was else []
     if not was:
         return [_event("claimed", item_id, runner=now, at=new.get("claimed_at"))]
-    if was == now:
+    if holds(new, str(was), old.get("claimed_on")):  # the same runner: its name, on its host
         return [_event("claim renewed", item_id, runner=now, at=new.get("claimed_at"))]
     return [_event("taken over", item_id, runner=now, was_claimed_by=was, at=new.get("claimed_at"))]
 

@@ -35,7 +35,7 @@ from ralph.errors import InvalidInput, Problem
 from ralph.plan.document import Document, Line, Record, RecordLine, line_of, serialize
 from ralph.plan.integrity import SINGLETONS, integrity_problems, record_key
 from ralph.plan.loader import parse_lines
-from ralph.plan.records import Status
+from ralph.plan.records import Status, holds
 from ralph.plan.validate import record_problems
 from ralph.text import plural
 
@@ -51,7 +51,7 @@ STATUS_ORDER = {Status.PENDING: 0, Status.DONE: 1}
 PRIORITY_RANK = {"low": 0, "medium": 1, "high": 2}
 COUNTERS = frozenset({"attempts", "rebuilds", "tokens", "iteration"})
 ID_LISTS = frozenset({"deps"})
-CLAIM = ("claimed_by", "claimed_at")  # merged as one value: who holds the task, since when
+CLAIM = ("claimed_by", "claimed_at", "claimed_on")  # one value: who holds the task, since when, where
 # Fields ralph sets on its own (`task prioritize` with auto_priority, claims): a deletion beats them.
 AUTOMATIC = frozenset({"priority", "auto_priority", *CLAIM})
 
@@ -274,7 +274,7 @@ def _merge_claim(base: Record, ours: Record, theirs: Record) -> Record | object:
         return t
     if not o.get("claimed_by") or not t.get("claimed_by"):
         return o if o.get("claimed_by") else t
-    if o["claimed_by"] == t["claimed_by"]:
+    if holds(t, o["claimed_by"], o.get("claimed_on")) and holds(o, t["claimed_by"], t.get("claimed_on")):
         return max(o, t, key=lambda claim: str(claim.get("claimed_at", "")))
     return _CONFLICT
 

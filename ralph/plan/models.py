@@ -283,6 +283,9 @@ class Task(Record):
         " (see Claims)",
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
+    claimed_on: Text | None = Field(
+        None, description="the host of that runner: runners on two hosts that share a name are two runners"
+    )
 
 
 class Issue(Record):
@@ -350,6 +353,9 @@ class Issue(Record):
         None, description="the runner investigating it, when runners share one git remote (see Claims)"
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
+    claimed_on: Text | None = Field(
+        None, description="the host of that runner: runners on two hosts that share a name are two runners"
+    )
     aspect: AspectName | None = Field(
         None,
         description="the review aspect whose agent found it (REVIEW, `ralph review`), as on a task;"
@@ -418,6 +424,9 @@ class Spec(Record):
         None, description="the runner running PLAN on it, when runners share one git remote (see Claims)"
     )
     claimed_at: Text | None = Field(None, description="when that runner claimed it (UTC, ISO 8601)")
+    claimed_on: Text | None = Field(
+        None, description="the host of that runner: runners on two hosts that share a name are two runners"
+    )
     kill_reason: KillReason | None = Field(
         None,
         description="why its last PLAN run was stopped (nothing of that run is kept; a PLAN run that"

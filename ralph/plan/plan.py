@@ -168,12 +168,18 @@ class Plan(PlanReader):
         return attempts.apply_verification(self, task_id, verdict, reason, added, max_new)
 
     def claim(
-        self, task_id: str, runner: str, now: str, ttl_s: float | None = None, ages: claims.Ages = claim_age_s
+        self,
+        task_id: str,
+        runner: str,
+        now: str,
+        ttl_s: float | None = None,
+        ages: claims.Ages = claim_age_s,
+        host: str | None = None,
     ) -> Record:
-        return claims.claim(self, task_id, runner, now, ttl_s, ages)
+        return claims.claim(self, task_id, runner, now, ttl_s, ages, host)
 
-    def release(self, task_id: str, runner: str) -> Record | None:
-        return claims.release(self, task_id, runner)
+    def release(self, task_id: str, runner: str, host: str | None = None) -> Record | None:
+        return claims.release(self, task_id, runner, host)
 
     def add_issue(self, text: str, priority: str | None = None) -> Record:
         return questions.add_issue(self, text, priority)

@@ -228,7 +228,7 @@ class PlanReader:
 
 
 DEFAULT_CLAIM_TTL_MS = CONFIG_KEYS["claim_ttl_ms"].default
-CLAIM_FIELDS = ("claimed_by", "claimed_at")
+CLAIM_FIELDS = ("claimed_by", "claimed_at", "claimed_on")
 CLOCKS_DISAGREE_AT_MOST_S = 24 * 3600  # a claim made longer ago than this is old on any runner's clock
 CLAIMABLE = ("task", "issue", "spec")  # a task to build, verify or decompose; an issue; a spec to plan
 

@@ -355,3 +355,10 @@ class IssueView(IssueFields):
                 f"INVESTIGATE stopped {plural(self.kills, 'time')}: {self.kill_reason}, log {self.kill_log}"
             )
         return ""
+
+
+def holds(item: Record, runner: str, host: str | None) -> bool:
+    """Whether the item's claim is `runner`'s on `host`: its name, and its host where both are
+    known. Runners on two hosts may share a name (`--runner ci` in a CI matrix): each is another
+    runner to the other. A claim recorded with no host (before hosts were) goes by its name."""
+    return item.get("claimed_by") == runner and (host is None or item.get("claimed_on") in (None, host))

@@ -14,7 +14,7 @@ from ralph.errors import PlanInvalid, RalphError
 from ralph.plan.loader import load, touched_problems
 from ralph.plan.ops import Op, handing_out
 from ralph.plan.plan import TRANSITIONS, Plan
-from ralph.plan.records import Replayed
+from ralph.plan.records import Replayed, holds
 
 # The transitions whose first argument names the task they act on.
 ON_A_TASK = frozenset(
@@ -87,9 +87,10 @@ def _no_longer_applies(plan: Plan, transition: str, args: list[Any], kw: dict[st
             return f"{task_id} was decomposed into {', '.join(parts)}"
     if transition == "claim" and isinstance(task_id, str):
         runner = kw.get("runner", args[1] if len(args) > 1 else None)
+        host = kw.get("host", args[6] if len(args) > 6 else None)
         item = plan.find_claimable(task_id)
         holder = item.get("claimed_by") if item else None
-        if holder and holder != runner:
+        if item and holder and not holds(item, str(runner), host):
             return f"{task_id} is claimed by {holder}, published first"
     if transition == "add_tasks":
         items = kw.get("items", args[0] if args else [])

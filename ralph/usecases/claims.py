@@ -26,7 +26,7 @@ from ralph.plan.document import Record
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.reading import claim_age_s
-from ralph.plan.records import is_done
+from ralph.plan.records import holds, is_done
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
@@ -75,7 +75,7 @@ class NextTask:
             free[0] if free else None
         )
         if chosen is not None:
-            plan.claim(chosen["id"], self.runner, stamp, ttl, self.ages)
+            plan.claim(chosen["id"], self.runner, stamp, ttl, self.ages, host=this_host())
         self.chosen = chosen
         return chosen
 
@@ -153,7 +153,7 @@ def claim_check(
     def unchecked(plan: Plan) -> list[Record]:
         if plan.task_views(spec) or plan.issues(spec) or met(plan):
             return []
-        if any(item.get("claimed_by") != runner for item in plan.claims() if _claimed_in(item, spec)):
+        if any(not _mine(item, runner) for item in plan.claims() if _claimed_in(item, spec)):
             return []  # another runner still holds something of the spec (its check, or work)
         return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
 
@@ -185,12 +185,12 @@ def _claim_first(
         ages = remote.claim_clock.age_s
         _look_at_all(plan, runner, stamp, ages)
         items = candidates(plan)
-        own = [item for item in items if item.get("claimed_by") == runner]
-        free = [item for item in items if item.get("claimed_by") != runner and _free(item, stamp, ttl, ages)]
+        own = [item for item in items if _mine(item, runner)]
+        free = [item for item in items if not _mine(item, runner) and _free(item, stamp, ttl, ages)]
         if not own + free:
             return None
         chosen: str = (own + free)[0]["id"]
-        plan.claim(chosen, runner, stamp, ttl, ages)
+        plan.claim(chosen, runner, stamp, ttl, ages, host=this_host())
         return chosen
 
     chosen = until_pushed(
@@ -381,9 +381,9 @@ def release_all(root: Path, runner: str, remote: Remote, refs: dict[str, str] | 
     refs = dict(refs or {})
 
     def drop(plan: Plan) -> object:
-        released[:] = [task["id"] for task in plan.claims() if task["claimed_by"] == runner]
+        released[:] = [task["id"] for task in plan.claims() if _mine(task, runner)]
         for task_id in released:
-            plan.release(task_id, runner)
+            plan.release(task_id, runner, this_host())
         return released or None
 
     message = f"ralph: release the claims of {runner}"
@@ -422,8 +422,8 @@ def still_held(remote: Remote, refs: dict[str, str]) -> dict[str, str]:
 
 def _claimable(plan: Plan, spec: str | None, runner: str, stamp: str, ttl: float, ages: Ages) -> list[Record]:
     ready = [task for task in schedule.buildable(plan.tasks(), plan.accepted()) if _in_spec(task, spec)]
-    own = [task for task in ready if task.get("claimed_by") == runner]
-    free = [task for task in ready if task.get("claimed_by") != runner and _free(task, stamp, ttl, ages)]
+    own = [task for task in ready if _mine(task, runner)]
+    free = [task for task in ready if not _mine(task, runner) and _free(task, stamp, ttl, ages)]
     return own + free
 
 
@@ -433,8 +433,14 @@ def _look_at_all(plan: Plan, runner: str, stamp: str, ages: Ages) -> None:
     later is as old as it has been in sight, and a dead runner's claim is taken over a TTL after
     it was pushed."""
     for item in plan.claims():
-        if item["claimed_by"] != runner:
+        if not _mine(item, runner):
             ages(item, stamp)
+
+
+def _mine(item: Record, runner: str) -> bool:
+    """Whether the item's plan claim is this runner's: its name on this host (a namesake's on
+    another host is another runner's, taken over only once stale)."""
+    return holds(item, runner, this_host())
 
 
 def _in_spec(task: Record, spec: str | None) -> bool:
@@ -453,6 +459,6 @@ def _release_own(plan: Plan, task_id: str, runner: str) -> Record | None:
     """Drop the claim if it is still ours: another runner may have taken the task over meanwhile
     (ours had expired), and its claim is not ours to drop."""
     task = plan.find_claimable(task_id)
-    if task is None or task.get("claimed_by") != runner:
+    if task is None or not _mine(task, runner):
         return None
-    return plan.release(task_id, runner)
+    return plan.release(task_id, runner, this_host())

@@ -65,6 +65,21 @@ def test_a_stale_claim_is_taken_over_and_the_old_claim_kept_in_a_takeover_record
     assert parse(plan.doc.to_bytes())[1] == []  # the record passes `ralph check`
 
 
+def test_a_namesake_on_another_host_is_another_runner_refused_live_and_taking_over_stale():
+    plan = plan_of(task("a", claimed_by="ci", claimed_at=T0, claimed_on="build-1"))
+    with pytest.raises(Refused, match="t-a is claimed by ci on build-1 since"):
+        plan.claim("t-a", "ci", T10, host="build-2")
+    with pytest.raises(Refused, match="claimed by ci on build-1, not by ci on build-2"):
+        plan.release("t-a", "ci", "build-2")
+    plan.claim("t-a", "ci", T31, host="build-2")
+    assert task_in(plan, "t-a")["claimed_on"] == "build-2"
+    takeovers = [r.record for r in plan.doc.records() if r.record["t"] == "takeover"]
+    assert [(r["by"], r["was_claimed_by"]) for r in takeovers] == [("ci", "ci")]
+    assert parse(plan.doc.to_bytes())[1] == []  # claimed_on passes `ralph check`
+    assert present(plan.release("t-a", "ci", "build-2"))
+    assert "claimed_on" not in task_in(plan, "t-a")
+
+
 def test_the_claim_ttl_comes_from_the_config_or_the_caller():
     plan = plan_of({"t": "config", "claim_ttl_ms": 60_000}, task("a", claimed_by="h1", claimed_at=T0))
     assert plan.claim_ttl_s() == 60
@@ -167,6 +182,18 @@ def test_one_runners_two_claims_merge_to_the_later():
     early, late = task("a", claimed_by="h1", claimed_at=T0), task("a", claimed_by="h1", claimed_at=T10)
     assert only_task(merged(base, [early], [late]))["claimed_at"] == T10
     assert only_task(merged(base, [late], [early]))["claimed_at"] == T10
+
+
+def test_namesakes_claims_from_two_hosts_conflict_as_two_runners_do():
+    base = [task("a")]
+    result = merged(
+        base,
+        [task("a", claimed_by="ci", claimed_at=T0, claimed_on="build-1")],
+        [task("a", claimed_by="ci", claimed_at=T10, claimed_on="build-2")],
+    )
+    assert len(result.conflicts) == 1
+    renewed = task("a", claimed_by="ci", claimed_at=T10, claimed_on="build-1")
+    assert only_task(merged(base, [task("a", claimed_by="ci", claimed_at=T0)], [renewed])) == renewed
 
 
 def test_a_task_built_on_one_side_and_renewed_on_the_other_is_done_and_free():

@@ -197,6 +197,15 @@ def test_fields_of_the_wrong_type_in_old_commits_are_still_told():
     ]
 
 
+def test_a_namesakes_claim_from_another_host_is_told_as_a_takeover_not_a_renewal():
+    here = {**LOGIN, "claimed_by": "ci", "claimed_at": "2026-01-01T10:00:00+00:00", "claimed_on": "build-1"}
+    there = {**here, "claimed_at": "2026-01-01T11:00:00+00:00", "claimed_on": "build-2"}
+    assert events(plan(here), plan(there)) == [("taken over", "t-login")]
+    assert events(plan(here), plan({**here, "claimed_at": there["claimed_at"]})) == [
+        ("claim renewed", "t-login")
+    ]
+
+
 def test_claims_of_runners_sharing_a_remote_are_told_as_claims_not_field_changes():
     claimed = {**LOGIN, "claimed_by": "host-a", "claimed_at": "2026-01-01T10:00:00+00:00"}
     renewed = {**claimed, "claimed_at": "2026-01-01T10:05:00+00:00"}

@@ -396,6 +396,56 @@ def test_the_spec_check_is_claimed_by_one_runner_holding_nothing_and_only_once_a
     assert not claims.claim_check(two, "specs/app.md", "runner-2", remote_of(two), lambda plan: True)
 
 
+# --- namesakes on two hosts ----------------------------------------------------------------------
+
+
+def on_host(monkeypatch, host: str) -> None:
+    monkeypatch.setattr(claims, "this_host", lambda: host)
+
+
+def test_a_namesake_on_another_host_does_not_plan_a_spec_its_twin_claimed(repo, tmp_path, monkeypatch):
+    """Two runners named `ci` on two hosts (a CI matrix): the one that claimed the spec for PLAN
+    plans it; the other takes that live claim for another runner's, not its own, and waits."""
+    with transaction(repo) as change:
+        change.plan.add_spec("specs/app.md")
+    shared = Shared(repo, tmp_path)
+    one, two = shared.clone("one"), shared.clone("two")
+    on_host(monkeypatch, "build-1")
+    assert claims.claim_plan(one, "specs/app.md", "ci", remote_of(one))
+    on_host(monkeypatch, "build-2")
+    assert not claims.claim_plan(two, "specs/app.md", "ci", remote_of(two))
+    spec = next(line.record for line in on_origin(shared).of("spec"))
+    assert (spec["claimed_by"], spec["claimed_on"]) == ("ci", "build-1")
+    on_host(monkeypatch, "build-1")  # the claimer itself, restarted: its own claim, renewed
+    assert claims.claim_plan(one, "specs/app.md", "ci", remote_of(one))
+
+
+def test_a_namesakes_task_claim_on_another_host_is_neither_taken_nor_released(three, monkeypatch):
+    shared, one, two = three
+    on_host(monkeypatch, "build-1")
+    assert present(claims.claim_next(one, None, "ci", remote_of(one)))["id"] == "t-aaaaaa"
+    on_host(monkeypatch, "build-2")
+    assert present(claims.claim_next(two, None, "ci", remote_of(two)))["id"] == "t-bbbbbb"
+    assert claims.release_all(two, "ci", remote_of(two)) == ["t-bbbbbb"]
+    origin = on_origin(shared)
+    assert (task_in(origin, "t-aaaaaa")["claimed_by"], task_in(origin, "t-aaaaaa")["claimed_on"]) == (
+        "ci",
+        "build-1",
+    )
+    assert "claimed_by" not in task_in(origin, "t-bbbbbb")
+
+
+def test_a_claim_recorded_before_hosts_were_is_its_names_on_any_host(three, monkeypatch):
+    """A plan claim with no `claimed_on` (a ralph before hosts) goes by its name, as it did."""
+    shared, one, _ = three
+    plan = on_origin(shared)
+    plan.claim("t-aaaaaa", "ci", clock.now())
+    assert "claimed_on" not in task_in(plan, "t-aaaaaa")
+    plan.claim("t-aaaaaa", "ci", clock.now(), host="build-9")  # renewed, now with its host
+    assert task_in(plan, "t-aaaaaa")["claimed_on"] == "build-9"
+    assert not [line for line in plan.doc.records() if line.record["t"] == "takeover"]
+
+
 # --- clocks that disagree ------------------------------------------------------------------------
 
 
