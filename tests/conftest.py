@@ -76,12 +76,10 @@ RUN_FIRST = (
 # that hangs): one next to another left both CPUs idle for seconds at a time. They are spread out
 # among the CPU-bound tests of RUN_FIRST instead, the longest waits first.
 WAITING = (
-    "tests/loop/test_many_machines.py::test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11",
     "tests/loop/process/test_hooks.py::test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes",
     "tests/loop/test_many_machines.py::test_two_runners_on_a_spec_with_no_tasks_plan_it_once",
     "tests/loop/test_many_machines.py::test_two_runners_on_one_issue_investigate_it_once",
     "tests/loop/test_many_machines.py::test_two_runners_decompose_a_killed_task_once",
-    "tests/cli/test_remote_status.py::test_status_remote_with_no_claims_and_an_unreachable_remote",
     "tests/loop/process/test_supervisor.py::test_output_reaches_the_log_while_the_child_still_runs",
     "tests/loop/stages/test_build_parallel.py::test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time",
     "tests/loop/test_construct.py::test_timeout_kills_agent_and_grandchild_then_decomposes",

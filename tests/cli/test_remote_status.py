@@ -5,14 +5,16 @@ the claims' times are set relative to now and shown as placeholders. Regenerate 
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from ralph.store.remote import Remote
 from ralph.store.transaction import transaction
-from ralph.usecases import tasks
+from ralph.usecases import claim_listing, tasks
 from tests.support.cli import Ralph
 from tests.support.gitrepo import Shared, git
 
@@ -86,7 +88,9 @@ def test_status_remote_json_and_a_remote_named(claimed):
     assert [c["seen_at"] for c in again["claims"]] == [found["at"]] * 2
 
 
-def test_status_remote_with_no_claims_and_an_unreachable_remote(repo, tmp_path, request):
+def test_status_remote_with_no_claims_and_an_unreachable_remote(repo, tmp_path, request, monkeypatch):
+    # 10 ms before each retry, not ralph's 1 then 2 s: what it says after its attempts is checked
+    monkeypatch.setattr(claim_listing, "Remote", functools.partial(Remote, backoff_s=0.01))
     shared = Shared(repo, tmp_path)
     clone = shared.clone("clone")
     check_golden("no-claims", Ralph(clone)("status", "--remote").stdout, request)

@@ -5,6 +5,7 @@ every task exactly once."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ralph.loop.share import remote as share_remote
 from ralph.plan.records import KillReason
 from ralph.store.git import Repo
 from ralph.store.remote import Remote
@@ -214,7 +216,10 @@ def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_
     assert coordinator.before_build() == "t-task01"  # the run goes on
 
 
-def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_path):
+def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_path, monkeypatch):
+    # The run's remote waits 10 ms before each retry, not ralph's 1, 2 then 4 s: the attempts are
+    # what this checks, and those 7 s of sleep were the longest wait of make test.
+    monkeypatch.setattr(share_remote, "Remote", functools.partial(Remote, backoff_s=0.01))
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}])
     clone = shared.clone("one")
     git(clone, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
