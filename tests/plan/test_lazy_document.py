@@ -427,3 +427,34 @@ def test_a_plan_written_more_versions_ago_than_are_kept_loads_again_without_a_pa
     assert known(load(versions[0])) == known(parse(versions[0])[0])
     assert parsed == []  # checked across records only
     assert data != versions[0]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        long_plan(),
+        long_plan(finished=0),  # no accept line at all
+        long_plan().replace(b'"}\n{"t": "task"', b'"}\n\n  \n{"t": "task"'),  # blank lines among the others
+        long_plan()
+        + b"".join(b'{"t": "reject", "id": "t-new001", "reason": "%d"}\n' % n for n in range(600)),
+    ],
+)
+def test_the_places_of_every_type_are_found_together_as_by_reading_each(data, monkeypatch):
+    fresh_process()
+    doc = load(data, trusted=True)
+    found = {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}, doc.accepted_ids()
+    assert found == eager_reading(data)
+
+
+def test_a_fresh_long_plan_finds_each_types_places_in_one_pass_kept_across_a_rewrite(monkeypatch):
+    fresh_process()
+    doc = load(long_plan(), trusted=True)
+    passes: list[str] = []
+    monkeypatch.setattr(Document, "_find", lambda self, kind: passes.append(kind) or [])
+    every = Document._every_by_starts
+    monkeypatch.setattr(Document, "_every_by_starts", lambda self: passes.append("every") or every(self))
+    plan = Plan(doc)
+    plan.done("t-new001")  # a task's line rewritten in place: the places stay
+    assert [doc.positions(kind) for kind in ("config", "state", "issue", "accept")][:3] == [[0], [], [306]]
+    assert len(doc.positions("accept")) == 300
+    assert passes == ["every"]  # one pass for every type asked, before the change and after
