@@ -450,9 +450,18 @@ def test_a_fresh_long_plan_finds_each_types_places_in_one_pass_kept_across_a_rew
     fresh_process()
     doc = load(long_plan(), trusted=True)
     passes: list[str] = []
-    monkeypatch.setattr(Document, "_find", lambda self, kind: passes.append(kind) or [])
     every = Document._every_by_starts
-    monkeypatch.setattr(Document, "_every_by_starts", lambda self: passes.append("every") or every(self))
+
+    def find(self: Document, kind: str) -> list[int]:
+        passes.append(kind)
+        return []
+
+    def every_type(self: Document) -> dict[str, list[int]] | None:
+        passes.append("every")
+        return every(self)
+
+    monkeypatch.setattr(Document, "_find", find)
+    monkeypatch.setattr(Document, "_every_by_starts", every_type)
     plan = Plan(doc)
     plan.done("t-new001")  # a task's line rewritten in place: the places stay
     assert [doc.positions(kind) for kind in ("config", "state", "issue", "accept")][:3] == [[0], [], [306]]
