@@ -294,8 +294,12 @@ class Document:
         every: dict[str, list[int]] = {"accept": accepted} if accepted else {}
         for at in others:
             raw = raws[at]
-            if raw.strip():  # a record in ralph's spelling: its type is the string its line starts with
-                every.setdefault(raw[7 : raw.index(b'"', 7)].decode("utf-8"), []).append(at)
+            if not raw.strip():
+                continue
+            end = raw.find(b'"', len(TYPE_FIRST)) if raw.startswith(TYPE_FIRST) else -1
+            if end < 0:  # not a record in ralph's spelling after all: each type is looked for alone
+                return None
+            every.setdefault(raw[len(TYPE_FIRST) : end].decode("utf-8"), []).append(at)
         return every
 
     def _by_starts(self) -> bool:

@@ -480,3 +480,11 @@ def test_a_plan_a_few_lines_from_one_read_before_shares_its_unchanged_lines_byte
     # One object per unchanged line: looked up by its bytes, its hash is not computed again.
     assert len(kept) == len(before.raws()) - 1
     assert after.to_bytes() == changed
+
+
+def test_a_line_that_does_not_start_with_its_type_sends_each_type_to_be_looked_for_alone():
+    # Only a valid plan is loaded so (trusted: its bytes were proven); a line with no type at all
+    # still reads as no type, not as a crash, and the places of the others are found one by one.
+    fresh_process()
+    doc = load(long_plan() + b'{"n": 12}\n', trusted=True)
+    assert [len(doc.positions(kind)) for kind in ("task", "accept", "issue")] == [5, 300, 1]
