@@ -720,10 +720,8 @@ class Loop:
 
     def _work_snapshot(self) -> bytes:
         doc = self.read_plan().doc
-        raws = doc.raws()
-        for at in reversed(doc.positions("state")):  # found in C: no pass of Python over every line
-            del raws[at]
-        return b"".join(raws)
+        kept = zip(doc.raws(), doc.heads(), strict=True)
+        return b"".join(raw for raw, head in kept if not (head and head[0] == "state"))
 
     # --- ending -------------------------------------------------------------------------------
     def _on_interrupt(self, signum: int) -> None:
