@@ -11,7 +11,7 @@ import bisect
 import json
 from collections.abc import Callable, Iterable, Set
 from itertools import compress, repeat
-from operator import eq, itemgetter
+from operator import eq, itemgetter, not_
 from typing import Any
 
 from ralph.plan.line_index import (
@@ -19,6 +19,7 @@ from ralph.plan.line_index import (
     ACCEPT_IDS,
     DECODED_HEADS,
     DECODED_KINDS,
+    TYPE_FIRST,
     Kinds,
     Skeleton,
     head_of,
@@ -95,6 +96,7 @@ class Document:
         self._kinds: list[str | None] | None = None  # by position, for self._kinds_version
         self._kinds_version = -1
         self._positions: tuple[int, dict[str, list[int]]] = (0, {})  # by type, for that version
+        self._every = -1  # the version at which _positions holds every type there is
         self._accepted: tuple[int, frozenset[str]] | None = None  # accepted ids, for that version
         self._ids: tuple[int, frozenset[str]] | None = None  # every record's id, for that version
         self._skeleton: Skeleton | None = None  # what is known of the bytes loaded, while unchanged
@@ -224,6 +226,14 @@ class Document:
             self._positions = (self.version, known)  # built aside: threads may share a read plan
         found = known.get(kind)
         if found is None:
+            if self._every == self.version:  # every type's places are known: none has this one
+                return known.setdefault(kind, [])
+            every = self._every_by_starts()
+            if every is not None:  # each type's places at once: none asked again at this version
+                for other, at in every.items():
+                    known.setdefault(other, at)
+                self._every = self.version
+                return known.setdefault(kind, [])
             found = known[kind] = self._find(kind)
         return found
 
@@ -268,6 +278,29 @@ class Document:
             index = kinds.index(kind, index + 1)
             found.append(index)
         return found
+
+    def _every_by_starts(self) -> dict[str, list[int]] | None:
+        """The places of every type, where _find would read them off the lines' starts and nearly
+        every line is an accept record (a long history's): one pass of C tells those from the rest,
+        whose few types are read off their starts; None otherwise (then one pass per type asked)."""
+        if (self._kinds_version == self.version and self._kinds is not None) or not self._by_starts():
+            return None
+        raws = self._raws
+        accepts = list(map(bytes.startswith, raws, repeat(_ACCEPT_START)))
+        others = list(compress(range(len(raws)), map(not_, accepts)))
+        if len(others) > _FEW_OTHERS:
+            return None
+        accepted = list(compress(range(len(raws)), accepts))
+        every: dict[str, list[int]] = {"accept": accepted} if accepted else {}
+        for at in others:
+            raw = raws[at]
+            if not raw.strip():
+                continue
+            end = raw.find(b'"', len(TYPE_FIRST)) if raw.startswith(TYPE_FIRST) else -1
+            if end < 0:  # not a record in ralph's spelling after all: each type is looked for alone
+                return None
+            every.setdefault(raw[len(TYPE_FIRST) : end].decode("utf-8"), []).append(at)
+        return every
 
     def _by_starts(self) -> bool:
         """Whether to read types and accepted ids off the lines' starts: where every line is in
@@ -354,9 +387,12 @@ class Document:
         else:
             self._raws[at] = line.raw
         spelled = self._spelled_now()
+        every = self._every == self.version and kept[0] is self._positions[1]  # kept whole: still every type
         self._changed(at, lambda found, of_record: found if found[at] == of_record(line.record) else None)
         self._keep(*kept)
         self._keep_spelled(spelled, line.raw)
+        if every:
+            self._every = self.version
 
     def append(self, record: Record) -> RecordLine:
         self._changeable()
@@ -507,6 +543,9 @@ def line_of_bytes(raw: bytes, number: int) -> Line:
     stripped = raw.strip()
     return line_of(raw, json.loads(stripped) if stripped else None, number)
 
+
+_ACCEPT_START = TYPE_FIRST + b'accept"'
+_FEW_OTHERS = 512  # lines of other types beside the accept lines, for _every_by_starts to read alone
 
 _NO_HEAD: dict[Any, Any] = {None: ("", None)}  # a line with no head, as one with no id
 

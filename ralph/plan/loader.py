@@ -193,12 +193,18 @@ class _Proven:
             kept = next(
                 (known for known in reversed(self.skeletons.values()) if len(known.raws) == len(raws)), None
             )
-        skeleton = Skeleton(raws)
         if kept is None or kept.heads is None or kept.kinds is None:
-            return skeleton
+            return Skeleton(raws)
         changed = list(compress(range(len(raws)), map(ne, raws, kept.raws)))
         if len(changed) > self.NEIGHBOURS:
-            return skeleton
+            return Skeleton(raws)
+        # The lines left as they were are the neighbour's own bytes: their hashes are known, so a
+        # lookup of every line (the lines redacted, the valid ones, the heads) costs no pass of
+        # hashing 10,000 new copies.
+        shared = list(kept.raws)
+        for at in changed:
+            shared[at] = raws[at]
+        skeleton = Skeleton(shared)
         heads, kinds = list(kept.heads), list(kept.kinds)
         for at in changed:
             head = heads[at] = _KINDS.heads[raws[at]]

@@ -43,8 +43,11 @@ def _sha(data: bytes) -> str:
             from _sha1 import sha1  # type: ignore[import-not-found]  # CPython's; typeshed has no stub
         except ImportError:  # a Python built without it
             from hashlib import sha1
-    else:  # here, not above: hashlib loads OpenSSL (2 ms), for the large plans alone
-        from hashlib import sha1
+    else:  # here, not above: OpenSSL loads in 2 ms, for the large plans alone
+        try:  # OpenSSL's module itself: hashlib's own import adds most of a millisecond more
+            from _hashlib import openssl_sha1 as sha1
+        except ImportError:  # a Python built without it
+            from hashlib import sha1
     hashed = sha1(b"blob %d\0" % len(data))
     hashed.update(data)  # not the header + data: a copy of a long plan
     digest: str = hashed.hexdigest()

@@ -23,6 +23,9 @@ def _cache_file(root: Path) -> Path | None:
 
 
 def _key(data: bytes) -> str:
+    """The salt's digest with the bytes' git blob id: the id a transaction's commit and its record
+    of operations (ralph.store.pending_ops) need of the same bytes anyway, computed once for all
+    (ralph.store.blobs keeps the id of each long content), not a second pass over a long plan."""
     try:  # hashlib's own BLAKE2 module: importing hashlib loads OpenSSL too, 2 ms of every read
         from _blake2 import blake2b
     except ImportError:  # a Python built without it
@@ -30,12 +33,11 @@ def _key(data: bytes) -> str:
 
     from ralph import __version__
     from ralph.plan.validate import SCHEMA_PATH
+    from ralph.store.blobs import blob_sha
 
     schema = SCHEMA_PATH.stat()
     salt = f"{__version__}:{schema.st_size}:{schema.st_mtime_ns}".encode()
-    hashed = blake2b(salt + b"\0", digest_size=20)
-    hashed.update(data)  # not salt + data: a copy of a long plan
-    return hashed.hexdigest()
+    return blake2b(salt + b"\0" + blob_sha(data).encode(), digest_size=20).hexdigest()
 
 
 def known_valid(root: Path, data: bytes) -> bool:

@@ -427,3 +427,64 @@ def test_a_plan_written_more_versions_ago_than_are_kept_loads_again_without_a_pa
     assert known(load(versions[0])) == known(parse(versions[0])[0])
     assert parsed == []  # checked across records only
     assert data != versions[0]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        long_plan(),
+        long_plan(finished=0),  # no accept line at all
+        long_plan().replace(b'"}\n{"t": "task"', b'"}\n\n  \n{"t": "task"'),  # blank lines among the others
+        long_plan()
+        + b"".join(b'{"t": "reject", "id": "t-new001", "reason": "%d"}\n' % n for n in range(600)),
+    ],
+)
+def test_the_places_of_every_type_are_found_together_as_by_reading_each(data, monkeypatch):
+    fresh_process()
+    doc = load(data, trusted=True)
+    found = {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}, doc.accepted_ids()
+    assert found == eager_reading(data)
+
+
+def test_a_fresh_long_plan_finds_each_types_places_in_one_pass_kept_across_a_rewrite(monkeypatch):
+    fresh_process()
+    doc = load(long_plan(), trusted=True)
+    passes: list[str] = []
+    every = Document._every_by_starts
+
+    def find(self: Document, kind: str) -> list[int]:
+        passes.append(kind)
+        return []
+
+    def every_type(self: Document) -> dict[str, list[int]] | None:
+        passes.append("every")
+        return every(self)
+
+    monkeypatch.setattr(Document, "_find", find)
+    monkeypatch.setattr(Document, "_every_by_starts", every_type)
+    plan = Plan(doc)
+    plan.done("t-new001")  # a task's line rewritten in place: the places stay
+    assert [doc.positions(kind) for kind in ("config", "state", "issue", "accept")][:3] == [[0], [], [306]]
+    assert len(doc.positions("accept")) == 300
+    assert passes == ["every"]  # one pass for every type asked, before the change and after
+
+
+def test_a_plan_a_few_lines_from_one_read_before_shares_its_unchanged_lines_bytes():
+    fresh_process()
+    data = long_plan()
+    before = load(data, trusted=True)
+    known(before)  # its heads and types read, as the loop's plan has them
+    changed = data.replace(b'"name": "New 1"', b'"name": "New 1", "s": "d"')
+    after = load(changed, trusted=True)
+    kept = [at for at, (old, new) in enumerate(zip(before.raws(), after.raws(), strict=True)) if old is new]
+    # One object per unchanged line: looked up by its bytes, its hash is not computed again.
+    assert len(kept) == len(before.raws()) - 1
+    assert after.to_bytes() == changed
+
+
+def test_a_line_that_does_not_start_with_its_type_sends_each_type_to_be_looked_for_alone():
+    # Only a valid plan is loaded so (trusted: its bytes were proven); a line with no type at all
+    # still reads as no type, not as a crash, and the places of the others are found one by one.
+    fresh_process()
+    doc = load(long_plan() + b'{"n": 12}\n', trusted=True)
+    assert [len(doc.positions(kind)) for kind in ("task", "accept", "issue")] == [5, 300, 1]

@@ -86,3 +86,52 @@ def test_a_plan_read_here_is_vouched_for_after_the_proven_contents_let_it_go(rep
     monkeypatch.setattr(loader, "record_problems", no_validation)
     (repo / ".git" / validcache.CACHE_NAME).unlink()  # only this process's word for it is left
     assert [task["name"] for task in reader.scratch_plan(repo).tasks()] == ["Read"]
+
+
+def test_a_long_plan_written_without_a_commit_is_hashed_once_per_content(repo, monkeypatch):
+    # An agent's `ralph task done` in the loop (RALPH_COMMIT=0) beside a long history: the validity
+    # cache's key and the record of its operations (ralph.store.pending_ops) take the same id of
+    # the plan before and of the plan after, each computed once.
+    import _blake2
+
+    from ralph.plan import loader
+    from ralph.store import blobs
+
+    added = tasks.add(repo, [{"name": "Built"}])
+    history = b"".join(
+        b'{"t": "accept", "id": "t-old%05d", "name": "Finished %d"}\n' % (n, n) for n in range(3000)
+    )
+    with (repo / "plan.jsonl").open("ab") as plan:
+        plan.write(history)
+    before = (repo / "plan.jsonl").read_bytes()
+    assert len(before) > blobs._OWN_SHA1_UP_TO  # a long plan, as a fresh command reads it
+    validcache.remember(repo, before)  # as the loop left it
+    loader._PROVEN.forget()
+    reader._READ.plans.clear()
+    blobs._KNOWN.clear()
+    hashed: list[int] = []
+    sha, blake2b = blobs._sha, _blake2.blake2b
+
+    def counted_sha(data: bytes) -> str:
+        hashed.append(len(data))
+        return sha(data)
+
+    class Counted:
+        def __init__(self, data: bytes = b"", digest_size: int = 64):
+            self.real = blake2b(digest_size=digest_size)
+            self.update(data)
+
+        def update(self, data: bytes) -> None:
+            hashed.append(len(data))
+            self.real.update(data)
+
+        def hexdigest(self) -> str:
+            return str(self.real.hexdigest())
+
+    monkeypatch.setattr(blobs, "_sha", counted_sha)
+    monkeypatch.setattr(_blake2, "blake2b", Counted)
+    monkeypatch.setenv("RALPH_COMMIT", "0")
+    tasks.done(repo, added[0]["id"])
+    after = (repo / "plan.jsonl").read_bytes()
+    assert sorted(size for size in hashed if size > 1000) == sorted([len(before), len(after)])
+    assert validcache.known_valid(repo, after)
