@@ -71,6 +71,12 @@ lint: $(STAMP)
 # workers 66.3 s (117 CPU-s), with 6 67.2 s. Over the minute: the tests' own times add up to 293 s
 # over 5 workers, and half the CPU is the scripted agents' Python processes (~70 ms each, half of
 # it importing click and ralph's CLI).
+# At 16:01-16:05 the same day, no other job on the machine (load 0.8 at the start), the machine
+# itself was slower: the 13:35 commit took 75.8 s and 151 CPU-s, and main (2029 tests, the two
+# unreachable-remote tests no longer sleeping through ralph's 1-2-4 s back-off) 75.9 s and 77.1 s,
+# 146-147 CPU-s. Still over the minute. Tried and not kept: a per-worker server that ran the
+# scripted agents' ralph commands in forks of one process (13% less CPU in the agent-heavy modules,
+# about 5% in all; more machinery than it saved, on branch hA-suite).
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
