@@ -11,7 +11,7 @@ import bisect
 import json
 from collections.abc import Callable, Iterable, Set
 from itertools import compress, repeat
-from operator import eq, itemgetter, not_
+from operator import eq, itemgetter
 from typing import Any
 
 from ralph.plan.line_index import (
@@ -19,11 +19,11 @@ from ralph.plan.line_index import (
     ACCEPT_IDS,
     DECODED_HEADS,
     DECODED_KINDS,
-    TYPE_FIRST,
     Kinds,
     Skeleton,
     head_of,
     in_own_spelling,
+    places_by_starts,
 )
 from ralph.plan.line_index import (
     Head as Head,
@@ -285,22 +285,7 @@ class Document:
         whose few types are read off their starts; None otherwise (then one pass per type asked)."""
         if (self._kinds_version == self.version and self._kinds is not None) or not self._by_starts():
             return None
-        raws = self._raws
-        accepts = list(map(bytes.startswith, raws, repeat(_ACCEPT_START)))
-        others = list(compress(range(len(raws)), map(not_, accepts)))
-        if len(others) > _FEW_OTHERS:
-            return None
-        accepted = list(compress(range(len(raws)), accepts))
-        every: dict[str, list[int]] = {"accept": accepted} if accepted else {}
-        for at in others:
-            raw = raws[at]
-            if not raw.strip():
-                continue
-            end = raw.find(b'"', len(TYPE_FIRST)) if raw.startswith(TYPE_FIRST) else -1
-            if end < 0:  # not a record in ralph's spelling after all: each type is looked for alone
-                return None
-            every.setdefault(raw[len(TYPE_FIRST) : end].decode("utf-8"), []).append(at)
-        return every
+        return places_by_starts(self._raws)
 
     def _by_starts(self) -> bool:
         """Whether to read types and accepted ids off the lines' starts: where every line is in
@@ -543,9 +528,6 @@ def line_of_bytes(raw: bytes, number: int) -> Line:
     stripped = raw.strip()
     return line_of(raw, json.loads(stripped) if stripped else None, number)
 
-
-_ACCEPT_START = TYPE_FIRST + b'accept"'
-_FEW_OTHERS = 512  # lines of other types beside the accept lines, for _every_by_starts to read alone
 
 _NO_HEAD: dict[Any, Any] = {None: ("", None)}  # a line with no head, as one with no id
 

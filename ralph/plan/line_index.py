@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from itertools import compress, repeat
+from operator import not_
 from typing import Any
 
 # One plan record as read from its line: JSON keys to values.
@@ -165,6 +167,32 @@ def in_own_spelling(raws: list[bytes]) -> bool:
 # A "t" that is not the type first on a line (`{"t": "` right after a line's end): found by its
 # text first, in C, and only then its neighbours looked at (faster than counting every "t").
 _STRAY_T = re.compile(rb'"t"(?:(?<!\n\{"t")|(?!: "))')
+
+
+def places_by_starts(raws: list[bytes]) -> dict[str, list[int]] | None:
+    """Each type's line numbers read off the starts of lines in ralph's own spelling, where nearly
+    every line is an accept record (a long history's): one pass of C tells those from the rest,
+    whose few types are read off their starts. None where the others are many, or a line does not
+    start with its type (then each type is looked for alone)."""
+    accepts = list(map(bytes.startswith, raws, repeat(_ACCEPT_START)))
+    others = list(compress(range(len(raws)), map(not_, accepts)))
+    if len(others) > _FEW_OTHERS:
+        return None
+    accepted = list(compress(range(len(raws)), accepts))
+    every: dict[str, list[int]] = {"accept": accepted} if accepted else {}
+    for at in others:
+        raw = raws[at]
+        if not raw.strip():
+            continue
+        end = raw.find(b'"', len(TYPE_FIRST)) if raw.startswith(TYPE_FIRST) else -1
+        if end < 0:
+            return None
+        every.setdefault(raw[len(TYPE_FIRST) : end].decode("utf-8"), []).append(at)
+    return every
+
+
+_ACCEPT_START = TYPE_FIRST + b'accept"'
+_FEW_OTHERS = 512  # lines of other types beside the accept lines, for places_by_starts to read alone
 
 
 def head_of(record: Record | None) -> Head | None:
