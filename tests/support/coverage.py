@@ -9,6 +9,12 @@ the entry."""
 from __future__ import annotations
 
 COVERED: dict[str, tuple[str, ...]] = {
+    "ralph/usecases/batch_withdrawal.py": (
+        "tests/loop/test_many_machines.py",
+        "a runner's build that conflicts with one pushed meanwhile, or whose task was taken over, is"
+        " undone, kept as a patch and its conflict recorded, with the plan's uncommitted changes"
+        " carried over or a person's edit in the way named in one line, there.",
+    ),
     "ralph/usecases/claim_listing.py": (
         "tests/cli/test_remote_status.py",
         "tests/usecases/test_doctor.py",

@@ -31,7 +31,7 @@ from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME as PLAN_FILE
 from ralph.store.reader import read_plan
 from ralph.store.remote import ClaimRef, Remote
-from ralph.usecases import claim_refs, claims
+from ralph.usecases import batch_withdrawal, claim_refs, claims
 
 if TYPE_CHECKING:
     from ralph.loop.observe.journal import Journal
@@ -395,7 +395,7 @@ class RemoteCoordinator:
     def _withdraw(self, batch: list[str], files: list[str]) -> dict[str, list[str]]:
         """The batch cannot be published: undone here (kept as a patch), its tasks back to be
         built; this runner's claims on them given up."""
-        conflicting = claims.withdraw_batch(
+        conflicting = batch_withdrawal.withdraw_batch(
             self.root, batch, self.runner, self.remote, files, self._max_attempts, dict(self._mine)
         )
         for task in batch:
