@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ralph.plan import attempts, claims, drafts, questions, singletons, spec_records, tasks
+from ralph.plan import attempts, claims, drafts, questions, singletons, spec_records, tasks, verify_changes
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
@@ -144,18 +144,18 @@ class Plan(PlanReader):
         return attempts.record_decompose_failure(self, task_id)
 
     def record_verify_kill(self, task_id: str, kill_reason: KillReason, kill_log: str) -> int:
-        return attempts.record_verify_kill(self, task_id, kill_reason, kill_log)
+        return verify_changes.record_verify_kill(self, task_id, kill_reason, kill_log)
 
     def record_verify_stop(
         self, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
     ) -> int:
-        return attempts.record_verify_stop(self, task_id, kill_reason, kill_log, set_aside)
+        return verify_changes.record_verify_stop(self, task_id, kill_reason, kill_log, set_aside)
 
     def record_verify(self, task_id: str, run: VerifyRecord) -> Record:
-        return attempts.record_verify(self, task_id, run)
+        return verify_changes.record_verify(self, task_id, run)
 
     def take_verification(self, task_id: str, base: Plan, theirs: Plan, max_new: int | None = None) -> Record:
-        return attempts.take_verification(self, task_id, base, theirs, max_new)
+        return verify_changes.take_verification(self, task_id, base, theirs, max_new)
 
     def apply_verification(
         self,
@@ -165,7 +165,7 @@ class Plan(PlanReader):
         added: list[Record],
         max_new: int | None = None,
     ) -> Record:
-        return attempts.apply_verification(self, task_id, verdict, reason, added, max_new)
+        return verify_changes.apply_verification(self, task_id, verdict, reason, added, max_new)
 
     def claim(
         self,

@@ -162,7 +162,7 @@ class AttemptRecord:
 
 @dataclass(frozen=True)
 class VerifyRecord:
-    """What VERIFY writes of one verifier's run on its task, written by attempts.record_verify: its
+    """What VERIFY writes of one verifier's run on its task, written by verify_changes.record_verify: its
     stop (`kill_reason`, with the run's log; with `set_aside`, why the task goes to DECOMPOSE), or
     what its verifier gave (its verdict, "accepted" or "rejected" with the reason, and the tasks and
     issues it added, at most `max_new` of them taken). Plain data, so that a runner replays it as an

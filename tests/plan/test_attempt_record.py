@@ -2,17 +2,18 @@
 attempt (attempts.AttemptRecord, record_attempt): the budget questions answered from the history,
 a failure worked out on a copy, each kind of change written as one rewrite of the task's line,
 and the change replayed by a runner as an operation. VERIFY likewise: what a verifier gave, read
-once (attempts.Given), and a stopped run written in one rewrite (record_verify_stop)."""
+once (verify_changes.Given), and a stopped run written in one rewrite (record_verify_stop)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ralph.plan.attempts import Given, build_history, given_by, record_attempt
+from ralph.plan.attempts import build_history, record_attempt
 from ralph.plan.ops import decode, encode
 from ralph.plan.plan import Plan
 from ralph.plan.records import AttemptRecord, KillReason, Recorded, Status, Verdict
 from ralph.plan.replay import replay
+from ralph.plan.verify_changes import Given, given_by
 from tests.support.plans import BASE, T0, data_of, ops_made, plan_of, task, task_in
 
 REJECTED = data_of(

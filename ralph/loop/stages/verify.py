@@ -27,11 +27,11 @@ from ralph.loop.stages.verify_outcome import Exit, RunFacts, VerifyOutcome, deci
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.loop.tree.checkouts import Checkouts, replaced_or_removed, snapshot
 from ralph.loop.tree.plan_access import PLAN_FILE
-from ralph.plan.attempts import Given, given_by
 from ralph.plan.document import Record
 from ralph.plan.new_work import new_items
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, TaskView, VerifyRecord, kill_reason_of
+from ralph.plan.verify_changes import Given, given_by
 from ralph.store import reader
 from ralph.store.git import Repo
 from ralph.text import plural
