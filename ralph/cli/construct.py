@@ -84,7 +84,7 @@ class StageModel(_StageModels):
     ) -> tuple[str, tuple[str, ...]]:
         if isinstance(value, tuple):
             return value
-        from ralph.usecases.settings import MODEL_STAGES
+        from ralph.usecases.config_values import MODEL_STAGES
 
         stage, _, given = value.partition("=")
         stage = stage.strip().upper()

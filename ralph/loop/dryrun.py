@@ -31,7 +31,8 @@ from ralph.plan.schedule import only_questions_left
 from ralph.plan.stage_declarations import Place
 from ralph.store.reader import PLAN_NAME, plan_path, read_bytes
 from ralph.text import plural
-from ralph.usecases.settings import MODEL_STAGES, Settings
+from ralph.usecases.config_values import MODEL_STAGES
+from ralph.usecases.settings import Settings
 
 if TYPE_CHECKING:
     from ralph.agents.base import Adapter

@@ -16,8 +16,9 @@ from ralph.store.drafts import DRAFT_PREFIX
 from ralph.store.git import Repo
 from ralph.store.lock import RALPH_FILES
 from ralph.store.remote import configured
+from ralph.usecases.config_values import MODEL_STAGES
 from ralph.usecases.sandbox_hide import hide_problem
-from ralph.usecases.settings import MODEL_STAGES, Settings
+from ralph.usecases.settings import Settings
 
 
 def agent_problem(runner: AgentRunner) -> AgentUnavailable | None:

@@ -10,7 +10,7 @@ from ralph.errors import InvalidInput, Refused
 from ralph.plan.declared import CONFIG_KEYS
 from ralph.store.reader import plan_path, read_plan
 from ralph.store.transaction import transaction
-from ralph.usecases import settings
+from ralph.usecases import config_values, settings
 from ralph.usecases.sandbox_hide import hide_problem
 
 
@@ -35,14 +35,14 @@ def layers(root: Path) -> dict[str, Any]:
 
 def get(root: Path, key: str) -> dict[str, Any]:
     if key not in CONFIG_KEYS and key not in plan_config(root):
-        settings.key_of(key)  # raises, naming the key
+        config_values.key_of(key)  # raises, naming the key
     return {"key": key, **layers(root)[key]}
 
 
 def set_value(root: Path, key: str, text: str, commit: bool | None = None) -> dict[str, Any]:
     """Check TEXT for KEY before taking the lock: a bad value changes nothing."""
-    value = settings.parse_value(key, text)
-    settings.refuse_plan_value(key, value)
+    value = config_values.parse_value(key, text)
+    config_values.refuse_plan_value(key, value)
     if key == "sandbox_hide" and isinstance(value, list):  # parse_value checked: a list of names
         problem = hide_problem(value, root)
         if problem:
@@ -57,7 +57,7 @@ def set_value(root: Path, key: str, text: str, commit: bool | None = None) -> di
 
 def unset(root: Path, key: str, commit: bool | None = None) -> dict[str, Any]:
     if key not in plan_config(root):
-        settings.key_of(key)  # an unknown key is a typo (exit 2), a known one merely not set
+        config_values.key_of(key)  # an unknown key is a typo (exit 2), a known one merely not set
         raise Refused(f"config key {key} is not set in plan.jsonl")
     with transaction(root, commit) as change:
         change.plan.unset_config(key)

@@ -10,7 +10,7 @@ import ralph
 from ralph.plan import declared, derive
 from ralph.plan.models import Config, Task, json_schema
 from ralph.plan.records import IssueView, TaskView
-from ralph.usecases import settings
+from ralph.usecases import config_values, settings
 
 DECLARED_FILE = Path(ralph.__file__).parent / "plan" / "declared.py"
 
@@ -37,7 +37,7 @@ def test_every_config_field_is_a_key_and_each_default_is_the_settings_default():
         assert key.description, name
         loop_default = getattr(settings.DEFAULTS, key.setting) if key.setting else None
         if loop_default is not None:  # claim_ttl_s None: the plan's own, read by the plan
-            assert settings.config_value(name, loop_default) == key.default, name
+            assert config_values.config_value(name, loop_default) == key.default, name
     assert settings.DEFAULTS.timeout_s == 300 and settings.DEFAULTS.gate == ("make", "verify")
     assert settings.defaults()["claim_ttl_ms"] == 1_800_000 and {"commit"} == settings.PLAN_ONLY
 

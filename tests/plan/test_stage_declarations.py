@@ -11,7 +11,7 @@ from ralph.loop.stages.modules import stage_run
 from ralph.plan import stage_declarations
 from ralph.plan.records import Stage
 from ralph.plan.stage_declarations import BY_NAME, STAGES, Change, Place
-from ralph.usecases.settings import MODEL_STAGES
+from ralph.usecases.config_values import MODEL_STAGES
 
 # The plan's stage names that are states the plan is in, not stages that run an agent.
 STATES = {Stage.WAITING, Stage.BLOCKED, Stage.COMPLETE}

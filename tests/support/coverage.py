@@ -9,6 +9,12 @@ the entry."""
 from __future__ import annotations
 
 COVERED: dict[str, tuple[str, ...]] = {
+    "ralph/usecases/config_values.py": (
+        "tests/usecases/test_settings.py",
+        "tests/usecases/test_config.py",
+        "each config key's values are read from text, checked in every layer (a bad one named with"
+        " its file and key) and converted between the key's spelling and the setting's, there.",
+    ),
     "ralph/usecases/batch_withdrawal.py": (
         "tests/loop/test_many_machines.py",
         "a runner's build that conflicts with one pushed meanwhile, or whose task was taken over, is"

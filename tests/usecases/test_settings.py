@@ -121,7 +121,7 @@ def test_a_time_budget_must_be_a_finite_number_of_minutes(minutes):
 
 
 def test_review_is_true_false_or_a_list_of_aspects_and_review_on_keeps_the_config_s_list():
-    from ralph.usecases.settings import parse_value
+    from ralph.usecases.config_values import parse_value
 
     assert parse_value("review", "false") is False and parse_value("review", "on") is True
     assert parse_value("review", "goal, docs") == ["goal", "docs"]

@@ -30,7 +30,8 @@ from ralph.plan.records import HookEvent
 from ralph.store import programs
 from ralph.store.drivers import SCRIPT_SUFFIXES as _SCRIPT_SUFFIXES
 from ralph.text import json_text, versioned
-from ralph.usecases.settings import Settings, split_command
+from ralph.usecases.config_values import split_command
+from ralph.usecases.settings import Settings
 
 HOOK_LOGS = "hooks"  # under the log directory: one log per hook run
 # A hook's argument that is not its program is taken for a file to pin when it names a file of the
