@@ -32,11 +32,13 @@ class RalphGroup(click.Group):
     """Turns ralph's errors into one line on stderr and the error's exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        _forget_deferred()
         try:
             result = super().invoke(ctx)
             _say_deferred()
             return result
         except RalphError as exc:
+            _say_deferred()  # written before the error: the run commits it all the same
             click.echo(f"ralph: {printable(_redacted(str(exc)))}", err=True)
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:  # a bad flag or value: one line too, not click's four
@@ -62,6 +64,16 @@ class RalphGroup(click.Group):
             message = printable(_redacted(f"{type(exc).__name__}: {exc}"))
             click.echo(f"ralph: internal error: {message} (traceback: {where})", err=True)
             ctx.exit(EXIT_INTERNAL)
+
+
+def _forget_deferred() -> None:
+    """What an earlier caller in this process deferred (a test, a library user) is not this
+    command's to say."""
+    import sys
+
+    beside = sys.modules.get("ralph.store.beside")
+    if beside is not None:
+        beside.deferred.clear()
 
 
 def _say_deferred() -> None:

@@ -44,6 +44,18 @@ def count(count: int) -> None:
     click.echo(count)
 
 
+@group.command()
+@click.argument("pid", type=int)
+@click.option("--then-fail", is_flag=True)
+def defer(pid: int, then_fail: bool) -> None:
+    """A change written for a live run (pid) to commit, as ralph.store.transaction does."""
+    from ralph.store import beside
+
+    beside.deferred.append(pid)
+    if then_fail:
+        raise FAILURES["refused"]
+
+
 def run(*args: str):
     return CliRunner().invoke(group, list(args), catch_exceptions=False)
 
@@ -105,3 +117,15 @@ def test_the_task_is_the_argument_else_the_agents_and_an_empty_one_is_refused(mo
     assert task_or_current(None) is None
     with pytest.raises(InvalidInput, match="the task id is empty"):
         task_or_current("  ")
+
+
+def test_a_command_says_the_run_it_deferred_to_once_and_only_its_own():
+    from ralph.store import beside
+
+    said = "ralph: ralph construct (pid 4242) runs in this work tree: it commits this change\n"
+    assert run("defer", "4242").stderr == said
+    assert run("count", "--count", "1").stderr == ""  # said once
+    beside.deferred.append(9999)  # an earlier caller in this process deferred, nobody said it
+    assert run("count", "--count", "1").stderr == ""  # not this command's to say
+    failed = run("defer", "4242", "--then-fail")
+    assert failed.stderr == said + "ralph: task t-a is not done\n"  # written all the same
