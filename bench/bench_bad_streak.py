@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_construct import SPEC, bench_env, ralph
+from bench_construct import SPEC, bench_env, ralph, warm_bytecode
 
 HERE = Path(__file__).parent
 AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'streak_agent.py'))}"
@@ -186,5 +186,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    ralph(Path.cwd(), "--version")  # fill the bytecode cache before anything is timed
+    warm_bytecode()
     main()

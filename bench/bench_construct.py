@@ -37,6 +37,15 @@ def bench_env(**extra: str) -> dict[str, str]:
     return {**env, "PYTHONPYCACHEPREFIX": PYCACHE, **extra}
 
 
+def warm_bytecode() -> None:
+    """Every module of ralph byte-compiled before anything is timed, as an install does: a module
+    first imported in a timed run (the loop's, an agent's `ralph` commands) was compiled from
+    source there, by each of sixteen runners started at once."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(HERE.parent / "ralph")], env=bench_env(), check=True
+    )
+
+
 def ralph(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "ralph", "-C", str(root), *args],
@@ -204,11 +213,7 @@ def parallel_verify(tasks: int = 8, sleep_s: float = 2.0, parallel: int = 4) -> 
 
 
 if __name__ == "__main__":
-    ralph(Path.cwd(), "--version")  # fill the bytecode cache before anything is timed
-    # ... with every module of ralph (an agent's `ralph` commands import some ralph itself does not)
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(HERE.parent / "ralph")], env=bench_env(), check=True
-    )
+    warm_bytecode()
     history_cost()
     unfenced = overhead_per_run()
     if sandbox_start():

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_construct import bench_env, journal, make_repo, ralph, run_construct
+from bench_construct import bench_env, journal, make_repo, ralph, run_construct, warm_bytecode
 
 TASKS, SLEEP_S, PARALLEL = 8, 2.0, 4
 
@@ -60,5 +60,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    ralph(Path.cwd(), "--version")  # fill the bytecode cache before anything is timed
+    warm_bytecode()
     main()

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from bench_construct import AGENT, bench_env, children_cpu, journal, make_repo, ralph
+from bench_construct import AGENT, bench_env, children_cpu, journal, make_repo, ralph, warm_bytecode
 
 TASKS, BUILD_S = 32, 1.0
 COUNTS = (1, 3, 8, 16)
@@ -141,5 +141,5 @@ def main(counts: tuple[int, ...]) -> None:
 
 
 if __name__ == "__main__":
-    ralph(Path.cwd(), "--version")  # fill the bytecode cache before anything is timed
+    warm_bytecode()
     main(tuple(int(arg) for arg in sys.argv[1:]) or COUNTS)

@@ -61,7 +61,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_construct import bench_env, ralph
+from bench_construct import bench_env, ralph, warm_bytecode
 from replay_history import GATE, NO_PLUGINS, History, git
 from replay_releases import VERSIONS, releases_history
 from replay_tally import HISTORY, tally_history
@@ -408,7 +408,7 @@ def main() -> None:
     modes = [mode for mode in (args.modes or default_modes).split(",") if mode]
     if not 1 <= commits <= most or set(modes) - {"serial", "parallel", "remote"}:
         parser.error(f"--commits is 1 to {most}; --modes is a list of serial, parallel, remote")
-    ralph(Path.cwd(), "--version")  # fill the bytecode cache before anything is timed
+    warm_bytecode()
     # The patches go where an agent in ralph's sandbox can read them (it gets a /tmp of its own).
     patches = Path(tempfile.mkdtemp(prefix="patches-", dir=_build_folder()))
     try:
