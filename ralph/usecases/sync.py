@@ -302,12 +302,23 @@ def _replayed(repo: Repo, start: str, remote_head: str) -> tuple[bytes, list[Out
         ops = ops_in(message) if len(parents) <= 1 else None
         if ops is None:
             plan, made = _merged_by_record(before, after, plan, commit, "no operation recorded")
-        elif not _reproduces(before, after, ops):
+        elif not _reproduces_once(commit, before, after, ops):
             plan, made = _merged_by_record(before, after, plan, commit, "its operations do not make it")
         else:
             plan, made = replay(plan, ops, PLAN_NAME)
         outcomes.extend(made)
     return plan, outcomes
+
+
+# Whether a commit's recorded operations make its change, by commit id: a runner losing races
+# replays the same unpublished commits in every round, and what a commit holds never changes.
+_REPRODUCED: dict[str, bool] = {}
+
+
+def _reproduces_once(commit: str, before: bytes, after: bytes, ops: list[Any]) -> bool:
+    if commit not in _REPRODUCED:
+        _REPRODUCED[commit] = _reproduces(before, after, ops)
+    return _REPRODUCED[commit]
 
 
 def _reproduces(before: bytes, after: bytes, ops: list[Any]) -> bool:

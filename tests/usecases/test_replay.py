@@ -291,3 +291,30 @@ def test_claims_go_back_even_when_the_runners_own_commits_cannot_be_published(tw
         push(one, "one")
     assert [t["claimed_by"] for t in on_origin(shared).claims()] == ["two"]
     assert (one / "app.txt").read_text() == "ours\n"  # nothing of the runner's own was touched
+
+
+def test_a_commits_operations_are_checked_once_however_many_rounds_it_waits(two, monkeypatch):
+    """A runner losing races replays its unpublished commits in every round: whether a commit's
+    recorded operations make its change is asked of each commit once."""
+    from ralph.usecases import sync
+
+    shared, one, other = two
+    tasks.done(one, A["id"])
+    tasks.prioritize(other)
+    push(other, "two")
+    repo = Repo(one)
+    remote = remote_of(one)
+    remote_head = remote.fetch()
+    assert remote_head is not None
+    checked: list[bytes] = []
+    real = sync._reproduces
+
+    def counted(before: bytes, after: bytes, ops: list) -> bool:
+        checked.append(after)
+        return real(before, after, ops)
+
+    monkeypatch.setattr(sync, "_reproduces", counted)
+    rounds = [sync._replayed(repo, repo.head() or "", remote_head) for _ in range(3)]
+    assert len(checked) == 1  # the one unpublished commit, checked in the first round alone
+    assert rounds[0] == rounds[1] == rounds[2]
+    assert task_in(Plan(load(rounds[0][0])), A["id"])["s"] == "d"  # replayed on the remote's plan
