@@ -118,6 +118,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = spread + waiting
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection built (pytest's nodes, the test modules and what they import) lives to the
+    end of the run: frozen, the garbage collector's passes stop walking it. Measured with
+    gc.callbacks in `make test`: 4.0 CPU-s in the collector over the five workers, 2.2 frozen."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 # Modules whose tests share a fixture made once per module (their repository takes some 20 commands
 # to build, and the tests only read it or copy it): run in one worker, it is built once, not once in
 # each of the five (tests/cli/test_log.py's history was 550 git runs and 1.5 CPU-s of the suite).
