@@ -175,7 +175,8 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
         if rows:
             say(f"{title}:")
         for claim in rows:
-            who = f"{claim.task} {printable(claim.name[:60])}: {printable(claim.runner)}"
+            runner = f"{claim.runner} on {claim.host}" if claim.host else claim.runner  # namesakes differ
+            who = f"{claim.task} {printable(claim.name[:60])}: {printable(runner)}"
             say(f"  {who}, {_age(claim, found.at)}")
 
 

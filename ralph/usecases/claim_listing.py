@@ -27,6 +27,7 @@ class RemoteClaim(NamedTuple):
     task: str
     name: str
     runner: str
+    host: str | None  # the host the runner runs on (None: a claim written before claims named one)
     since: str | None
     committed_at: str | None
     seen_at: str
@@ -74,6 +75,7 @@ def remote_claims(
                 task=task["id"],
                 name=task.get("name") or task.get("text") or task["id"],
                 runner=task["claimed_by"],
+                host=task.get("claimed_on"),
                 since=task.get("claimed_at"),
                 committed_at=judged.committed_at,
                 seen_at=judged.seen_at or stamp,
@@ -92,6 +94,7 @@ def _ref_claim(remote: Remote, claim: ClaimRef, plan: Plan | None, stamp: str, t
         task=claim.item,
         name=(task.get("name") if task else None) or claim.item,
         runner=claim.runner,
+        host=claim.host,
         since=claim.claimed_at,
         committed_at=judged.committed_at,
         seen_at=judged.seen_at or stamp,

@@ -242,7 +242,8 @@ def _stale_claims(root: Path) -> list[Finding]:
     found = []
     for ref, item, age in stale_claims(root):
         held = f"claimed {spoken(age)} ago" if age is not None else f"claimed_at {item.get('claimed_at')!r}"
-        problem = f"stale claim on {item['id']} by runner {item['claimed_by']} ({held})"
+        host = f" on {item['claimed_on']}" if item.get("claimed_on") else ""  # namesakes differ
+        problem = f"stale claim on {item['id']} by runner {item['claimed_by']}{host} ({held})"
         found.append(Finding("stale_claim", ref, problem, "keeps it: the next runner takes it over", False))
     return found
 

@@ -42,13 +42,13 @@ def claimed(repo: Path, tmp_path: Path, monkeypatch) -> tuple[Shared, Path, dict
     shared = Shared(repo, tmp_path)
     clone = shared.clone("clone")
     times = {"<5 minutes ago>": ago(5), "<2 days ago>": ago(2 * 24 * 60)}
-    for task, runner, committed, said in (
-        ("t-live00", "build-box-1-4242", "<5 minutes ago>", "<2 days ago>"),
-        ("t-stale0", "laptop-977", "<2 days ago>", "<5 minutes ago>"),
+    for task, runner, host, committed, said in (
+        ("t-live00", "ci", "build-box-1", "<5 minutes ago>", "<2 days ago>"),
+        ("t-stale0", "laptop-977", None, "<2 days ago>", "<5 minutes ago>"),  # a claim of before hosts
     ):
         monkeypatch.setenv("GIT_COMMITTER_DATE", times[committed])
         with transaction(repo) as change:
-            change.plan.claim(task, runner, times[said])
+            change.plan.claim(task, runner, times[said], host=host)
     monkeypatch.delenv("GIT_COMMITTER_DATE")
     git(repo, "push", "-q", "origin", "main")
     return shared, clone, times
@@ -76,9 +76,11 @@ def test_status_remote_json_and_a_remote_named(claimed):
     git(clone, "remote", "add", "shared", str(shared.origin))
     found = json.loads(Ralph(clone)("status", "--remote", "shared", "--json").stdout)
     assert found["remote"] == "shared" and found["branch"] == "main" and found["claim_ttl_s"] == 1800
-    assert [(c["task"], c["runner"], c["since"], c["committed_at"], c["stale"]) for c in found["claims"]] == [
-        ("t-live00", "build-box-1-4242", times["<2 days ago>"], times["<5 minutes ago>"], False),
-        ("t-stale0", "laptop-977", times["<5 minutes ago>"], times["<2 days ago>"], True),
+    fields = ("task", "runner", "host", "since", "committed_at", "stale")
+    claims = [tuple(claim[field] for field in fields) for claim in found["claims"]]
+    assert claims == [
+        ("t-live00", "ci", "build-box-1", times["<2 days ago>"], times["<5 minutes ago>"], False),
+        ("t-stale0", "laptop-977", None, times["<5 minutes ago>"], times["<2 days ago>"], True),
     ]
     # This clone saw the claims first now: the live one is as old as that, the stale one is
     # older than any clock is wrong. A later look counts from the first.
@@ -110,10 +112,12 @@ def test_status_remote_lists_the_claim_refs_of_build_and_verify_live_and_stale(r
     for task, committed in (("t-build0", ago(5)), ("t-old000", ago(2 * 24 * 60))):
         monkeypatch.setenv("GIT_COMMITTER_DATE", committed)
         remote = Remote(Repo(runner))  # git's environment as it is now
-        assert remote.push_claim(task, remote.make_claim(task, "build-box-2", committed))
+        assert remote.push_claim(task, remote.make_claim(task, "ci", committed, host="build-box-2"))
     monkeypatch.delenv("GIT_COMMITTER_DATE")
     found = json.loads(Ralph(clone)("status", "--remote", "--json").stdout)
-    assert [(c["task"], c["name"], c["runner"], c["stale"]) for c in found["claims"]] == [
-        ("t-build0", "Login form", "build-box-2", False),
-        ("t-old000", "Password reset", "build-box-2", True),
+    assert [(c["task"], c["name"], c["runner"], c["host"], c["stale"]) for c in found["claims"]] == [
+        ("t-build0", "Login form", "ci", "build-box-2", False),
+        ("t-old000", "Password reset", "ci", "build-box-2", True),
     ]
+    shown = Ralph(clone)("status", "--remote").stdout
+    assert "t-build0 Login form: ci on build-box-2, " in shown

@@ -265,14 +265,14 @@ def test_a_stale_claim_on_the_shared_remote_is_reported_and_kept(repo, tmp_path,
     tasks.add(repo, [{"id": "t-aaaaaa", "name": "A"}, {"id": "t-bbbbbb", "name": "B"}])
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2020-01-01T00:00:00+00:00")
     with transaction(repo) as change:  # a runner that died years ago, its clock then far ahead
-        change.plan.claim("t-aaaaaa", "dead-runner", "2099-01-01T00:00:00+00:00")
+        change.plan.claim("t-aaaaaa", "dead-runner", "2099-01-01T00:00:00+00:00", host="box-3")
     monkeypatch.delenv("GIT_COMMITTER_DATE")
     with transaction(repo) as change:  # one at work now, its clock far behind
         change.plan.claim("t-bbbbbb", "live-runner", "2020-01-01T00:00:00+00:00")
     clone = Shared(repo, tmp_path).clone("clone")
     out = doctor(clone, code=1).stdout
     assert re.search(
-        r"origin/main: stale claim on t-aaaaaa by runner dead-runner \(claimed \d+ days ago\)", out
+        r"origin/main: stale claim on t-aaaaaa by runner dead-runner on box-3 \(claimed \d+ days ago\)", out
     )
     assert "live-runner" not in out
     assert [(f["kind"], f["fixed"]) for f in findings(clone, "--fix")] == [("stale_claim", False)]
