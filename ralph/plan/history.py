@@ -221,6 +221,7 @@ def _task(
                 parent=new.get("parent"),
                 issue=new.get("issue"),
                 aspect=new.get("aspect"),
+                type=new.get("type"),
             )
         ]
     if new is None:

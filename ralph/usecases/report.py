@@ -12,6 +12,7 @@ from typing import Any
 from ralph.errors import RalphError
 from ralph.failures import gist
 from ralph.plan.history import verdict_words
+from ralph.plan.records import TaskType
 from ralph.plan.scope import COVERAGE_WORDS, Coverage, coverage, coverage_total
 from ralph.store.reader import read_plan
 from ralph.text import joined_lines, printable
@@ -150,7 +151,8 @@ def _failures(events: list[Row]) -> str:
 
 
 def _task_table(tasks: dict[str, Row]) -> str:
-    columns: tuple[tuple[str, str], ...] = (("id", "id"), ("name", "name"), ("now", ""), ("attempts", "n"))
+    columns: tuple[tuple[str, str], ...] = (("id", "id"), ("name", "name"), ("type", ""), ("now", ""))
+    columns += (("attempts", "n"),)
     columns += (("failed", ""),)
     columns += (("cycle time", "n"), ("build tokens", "n"), ("build cost (USD)", "n"))
     head = "".join(f"<th{_class(kind)}>{label}</th>" for label, kind in columns)
@@ -163,6 +165,7 @@ def _task_table(tasks: dict[str, Row]) -> str:
         values = (
             escape(printable(task_id)),
             escape(printable(task["name"])),
+            escape(printable(str(task["type"]))),
             task["now"],
             task["attempts"],
             escape(failed) or "-",
@@ -388,6 +391,7 @@ def _tasks(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             {
                 "id": task_id,
                 "name": "",
+                "type": TaskType.FEATURE.value,  # a task of no type is built as a feature
                 "now": "pending",
                 "attempts": 0,
                 "tokens": 0,
@@ -400,6 +404,9 @@ def _tasks(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         kind = event["event"]
         if kind == "created":
             task["created"] = event["time"]
+            task["type"] = event.get("type") or task["type"]
+        elif kind == "changed" and "type" in event.get("fields", {}):  # a person retyped it
+            task["type"] = event["fields"]["type"][1] or TaskType.FEATURE.value
         elif kind in ATTEMPT_EVENTS:
             task["attempts"] += 1
             if kind != "built":

@@ -287,6 +287,7 @@ def test_report_is_one_self_contained_page_with_a_point_per_plan_commit(history:
     assert cells == {
         "id": "t-login",
         "name": "Add login form",
+        "type": "feature",  # it has none: it is built as a feature
         "now": "accepted",
         "attempts": "3",
         "failed": "gate failed, no changes, rejected by VERIFY",
@@ -380,6 +381,17 @@ def test_report_shows_what_each_review_aspect_found_and_what_became_of_it(ralph:
         ["docs", "t-readme", "Write the README", "accepted"],
         ["tests", "t-edge", "Test the empty name", "pending"],
     ]
+
+
+def test_report_shows_each_tasks_type_as_the_plan_last_had_it(ralph: Ralph, tmp_path: Path):
+    ralph("task", "add", '[{"id": "t-fix", "name": "Fix login", "type": "bugfix"}, {"id": "t-new", "name": "New"}]')
+    plan = ralph.root / "plan.jsonl"  # a person retypes t-new by hand
+    plan.write_text(plan.read_text().replace('"name": "New"', '"name": "New", "type": "docs"'))
+    git(ralph.root, "commit", "-qam", "t-new is docs")
+    target = tmp_path / "report.html"
+    ralph("report", "-o", str(target))
+    rows = re.findall(r'data-label="id">(t-[a-z]+)</td>.*?data-label="type">([^<]*)</td>', target.read_text())
+    assert sorted(rows) == [("t-fix", "bugfix"), ("t-new", "docs")]
 
 
 def test_report_says_when_no_review_aspect_found_anything(ralph: Ralph, tmp_path: Path):
