@@ -384,7 +384,8 @@ def test_report_shows_what_each_review_aspect_found_and_what_became_of_it(ralph:
 
 
 def test_report_shows_each_tasks_type_as_the_plan_last_had_it(ralph: Ralph, tmp_path: Path):
-    ralph("task", "add", '[{"id": "t-fix", "name": "Fix login", "type": "bugfix"}, {"id": "t-new", "name": "New"}]')
+    typed = [{"id": "t-fix", "name": "Fix login", "type": "bugfix"}, {"id": "t-new", "name": "New"}]
+    ralph("task", "add", json.dumps(typed))
     plan = ralph.root / "plan.jsonl"  # a person retypes t-new by hand
     plan.write_text(plan.read_text().replace('"name": "New"', '"name": "New", "type": "docs"'))
     git(ralph.root, "commit", "-qam", "t-new is docs")
