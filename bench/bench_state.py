@@ -30,7 +30,9 @@ QUERY_TARGET = 1.5  # x click floor, at 1,000 tasks
 MUTATE_TARGET = 2.5  # x (click floor + git-commit floor), at 1,000 tasks
 LIMIT_10K_S = 0.5
 GROWTH_TARGET = 12.0  # ralph's own work, 10k / 1k
-COMMANDS = ("query next", "task add", "task done", "task accept", "task prioritize")
+# "query edited": `query next` as the first command after a person's edit of plan.jsonl (a task added
+# by hand and committed, untimed): the plan is not known valid then, and is checked whole.
+COMMANDS = ("query next", "query edited", "task add", "task done", "task accept", "task prioritize")
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Bench",
     "GIT_AUTHOR_EMAIL": "bench@example.invalid",
@@ -136,6 +138,12 @@ class Command:
             # really sets priorities and commits.
             (self.repo / "plan.jsonl").write_bytes(self.plan)
             git(self.repo, self.env, "commit", "-q", "-a", "--allow-empty", "-m", "reset priorities")
+        if self.name == "query edited":
+            added = {"t": "task", "id": f"t-hand{self.count:04d}", "name": "by hand"}
+            with open(self.repo / "plan.jsonl", "a") as plan:
+                plan.write(json.dumps(added) + "\n")
+            git(self.repo, self.env, "commit", "-q", "-a", "-m", "a task added by hand")
+            return [RALPH, "query", "next"]
         # query next; task done takes the task `query next` gives: a different one each time
         return [RALPH, *self.name.split()]
 
