@@ -77,6 +77,12 @@ lint: $(STAMP)
 # 146-147 CPU-s. Still over the minute. Tried and not kept: a per-worker server that ran the
 # scripted agents' ralph commands in forks of one process (13% less CPU in the agent-heavy modules,
 # about 5% in all; more machinery than it saved, on branch hA-suite).
+# The next session (2032 tests; the collector no longer walks what collection built, and a plan's
+# rules across records checked in linear time): 61.7 s at 18:2x and 63.1 s (119 CPU-s) at 18:33,
+# idle; vmstat showed both CPUs busy from the second second to the last, so the run is CPU-bound
+# and its wall is its CPU over two. Per test, CPU (self and waited-for children) is spread thin: no
+# test over 2.2 CPU-s, 34 CPU-s in the workers' own code, 88 in the processes they start (22,000
+# git runs, 1.3 ms each; the scripted agents' Python). Still over the minute, by some 5%.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
