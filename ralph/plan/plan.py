@@ -6,13 +6,22 @@ Plan is the one front door for transitions; each method hands its work to the mo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ralph.plan import attempts, claims, drafts, questions, singletons, spec_records, tasks, verify_changes
+from ralph.plan import claims, questions, singletons, tasks
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
-from ralph.plan.records import AttemptRecord, CheckRecord, DecomposeRecord, KillReason, Verdict, VerifyRecord
+
+if TYPE_CHECKING:  # annotations alone
+    from ralph.plan.records import (
+        AttemptRecord,
+        CheckRecord,
+        DecomposeRecord,
+        KillReason,
+        Verdict,
+        VerifyRecord,
+    )
 
 
 class Plan(PlanReader):
@@ -44,31 +53,47 @@ class Plan(PlanReader):
         return tasks.prioritize(self, spec)
 
     def add_spec(self, path: str) -> None:
+        from ralph.plan import spec_records
+
         return spec_records.add_spec(self, path)
 
     def record_plan_kill(
         self, spec: str, kill_reason: KillReason | None, kill_log: str | None = None
     ) -> None:
+        from ralph.plan import spec_records
+
         return spec_records.record_plan_kill(self, spec, kill_reason, kill_log)
 
     def record_planned(self, spec: str) -> None:
+        from ralph.plan import spec_records
+
         return spec_records.record_planned(self, spec)
 
     def record_spec_check(self, spec: str, commit: str | None, digest: str | None) -> None:
+        from ralph.plan import spec_records
+
         return spec_records.record_spec_check(self, spec, commit, digest)
 
     def record_check(self, spec: str, run: CheckRecord) -> int:
+        from ralph.plan import spec_records
+
         return spec_records.record_check(self, spec, run)
 
     def record_check_kill(self, spec: str, kill_reason: KillReason, kill_log: str) -> int:
+        from ralph.plan import spec_records
+
         return spec_records.record_check_kill(self, spec, kill_reason, kill_log)
 
     def record_attempt(self, task_id: str, attempt: AttemptRecord) -> Record:
+        from ralph.plan import attempts
+
         return attempts.record_attempt(self, task_id, attempt)
 
     def record_build(
         self, task_id: str, files: list[str], tokens: int, cost_usd: float | None, model: str | None = None
     ) -> Record:
+        from ralph.plan import attempts
+
         return attempts.record_build(self, task_id, files, tokens, cost_usd, model)
 
     def ask_about_repeated_failure(
@@ -80,12 +105,18 @@ class Plan(PlanReader):
         family: str | None = None,
         running: list[str] | None = None,
     ) -> Record:
+        from ralph.plan import attempts
+
         return attempts.ask_about_repeated_failure(self, task_id, text, asked_at, asked_by, family, running)
 
     def record_build_commit(self, task_id: str, commit: str) -> None:
+        from ralph.plan import attempts
+
         return attempts.record_build_commit(self, task_id, commit)
 
     def record_draft(self, task_id: str, branch: str | None) -> None:
+        from ralph.plan import attempts
+
         return attempts.record_draft(self, task_id, branch)
 
     def record_build_failure(
@@ -98,11 +129,15 @@ class Plan(PlanReader):
         model: str | None = None,
         files: list[str] | None = None,
     ) -> int:
+        from ralph.plan import attempts
+
         return attempts.record_build_failure(self, task_id, verdict, failure, tokens, cost_usd, model, files)
 
     def record_merge_conflict(
         self, task_id: str, files: list[str], tokens: int = 0, cost_usd: float | None = None
     ) -> int:
+        from ralph.plan import attempts
+
         return attempts.record_merge_conflict(self, task_id, files, tokens, cost_usd)
 
     def record_unmerged_build(
@@ -114,47 +149,71 @@ class Plan(PlanReader):
         where: str = "merged",
         kill_log: str | None = None,
     ) -> int:
+        from ralph.plan import attempts
+
         return attempts.record_unmerged_build(self, task_id, files, built, max_attempts, where, kill_log)
 
     def set_aside(
         self, task_id: str, kill_reason: KillReason, reason: str, kill_log: str | None = None
     ) -> Record:
+        from ralph.plan import attempts
+
         return attempts.set_aside(self, task_id, kill_reason, reason, kill_log)
 
     def block(self, task_id: str, reason: str) -> Record:
+        from ralph.plan import attempts
+
         return attempts.block(self, task_id, reason)
 
     def record_decompose(self, task_id: str, run: DecomposeRecord) -> int:
+        from ralph.plan import attempts
+
         return attempts.record_decompose(self, task_id, run)
 
     def record_decomposition(
         self, task_id: str, children: list[str], depth_of_task: int = 0, decomposed: Record | None = None
     ) -> None:
+        from ralph.plan import attempts
+
         return attempts.record_decomposition(self, task_id, children, depth_of_task, decomposed)
 
     def restore_task(self, record: Record) -> Record:
+        from ralph.plan import attempts
+
         return attempts.restore_task(self, record)
 
     def record_undecomposed(
         self, task_id: str, task: Record, drop: list[str], counted: bool = True, block: str | None = None
     ) -> int:
+        from ralph.plan import attempts
+
         return attempts.record_undecomposed(self, task_id, task, drop, counted, block)
 
     def record_decompose_failure(self, task_id: str) -> int:
+        from ralph.plan import attempts
+
         return attempts.record_decompose_failure(self, task_id)
 
     def record_verify_kill(self, task_id: str, kill_reason: KillReason, kill_log: str) -> int:
+        from ralph.plan import verify_changes
+
         return verify_changes.record_verify_kill(self, task_id, kill_reason, kill_log)
 
     def record_verify_stop(
         self, task_id: str, kill_reason: KillReason, kill_log: str, set_aside: str | None = None
     ) -> int:
+        from ralph.plan import verify_changes
+
         return verify_changes.record_verify_stop(self, task_id, kill_reason, kill_log, set_aside)
 
     def record_verify(self, task_id: str, run: VerifyRecord) -> Record:
+        from ralph.plan import verify_changes
+
         return verify_changes.record_verify(self, task_id, run)
 
     def take_verification(self, task_id: str, base: Plan, theirs: Plan, max_new: int | None = None) -> Record:
+        from ralph.plan import verify_changes
+
         return verify_changes.take_verification(self, task_id, base, theirs, max_new)
 
     def apply_verification(
@@ -165,6 +224,8 @@ class Plan(PlanReader):
         added: list[Record],
         max_new: int | None = None,
     ) -> Record:
+        from ralph.plan import verify_changes
+
         return verify_changes.apply_verification(self, task_id, verdict, reason, added, max_new)
 
     def claim(
@@ -204,9 +265,13 @@ class Plan(PlanReader):
         asked_at: str,
         asked_by: str | None = None,
     ) -> Record:
+        from ralph.plan import drafts
+
         return drafts.ask_about_draft(self, draft, spec, text, choices, asked_at, asked_by)
 
     def forget_draft(self, draft: str) -> list[Record]:
+        from ralph.plan import drafts
+
         return drafts.forget_draft(self, draft)
 
     def hold_for_question(self, task_id: str, question_id: str) -> Record:

@@ -104,7 +104,7 @@ def test_a_long_plan_written_without_a_commit_is_hashed_once_per_content(repo, m
     with (repo / "plan.jsonl").open("ab") as plan:
         plan.write(history)
     before = (repo / "plan.jsonl").read_bytes()
-    assert len(before) > blobs._OWN_SHA1_UP_TO  # a long plan, as a fresh command reads it
+    assert len(before) > blobs._KEPT_FROM  # a long plan, as a fresh command reads it
     validcache.remember(repo, before)  # as the loop left it
     loader._PROVEN.forget()
     reader._READ.plans.clear()

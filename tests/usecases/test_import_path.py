@@ -93,3 +93,15 @@ def test_the_merge_driver_never_loads_the_loop_the_adapters_gitpython_or_pydanti
         versions.append(str(tmp_path / name))
     assert forbidden(loaded_modules(repo, tmp_path, "merge-driver", *versions, "plan.jsonl")) == []
     assert (tmp_path / "ours").read_text() == '{"t": "task", "id": "t-a", "name": "A"}\n'
+
+
+def test_read_commands_never_load_the_loops_own_transitions(repo, tmp_path):
+    """What BUILD, VERIFY, CHECK and the drafts change of a plan is loaded when first used (some
+    3 ms of `query next`'s 60)."""
+    from ralph.usecases import tasks
+
+    tasks.add(repo, [{"name": "Ready"}])
+    loop_only = {f"ralph.plan.{name}" for name in ("attempts", "verify_changes", "spec_records", "drafts")}
+    commands = [("query", "next"), ("query", "stage"), ("task", "list"), ("status",)]
+    found = {" ".join(args): sorted(loop_only & loaded_modules(repo, tmp_path, *args)) for args in commands}
+    assert found == {" ".join(args): [] for args in commands}
