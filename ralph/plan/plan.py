@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# The loop's own topics (attempts, verify_changes, spec_records, drafts) are imported in the methods
+# that call them: every state command makes a Plan, and none of them calls those (3 ms of 60).
 from ralph.plan import claims, questions, singletons, tasks
 from ralph.plan.document import Record
 from ralph.plan.ops import recorded
