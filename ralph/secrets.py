@@ -207,10 +207,28 @@ def _dotenv_file(path: str, mtime_ns: int, size: int) -> frozenset[str]:
 def secret_values(root: Path | None = None) -> frozenset[str]:
     """The values to hide wherever they appear: the environment's, and those of the .env files of
     `root` and of the repository `use_repository` named (a build's worktree has none of its own)."""
-    values = {value for name, value in os.environ.items() if _looks_secret(name, value)}
+    values = set(_environment_secrets(_environment()))
     for where in {path for path in (root, _repository) if path is not None}:
         values |= _dotenv_values(where)
     return frozenset(values)
+
+
+def _environment() -> tuple[tuple[str | bytes, str | bytes], ...]:
+    """ralph's environment as it is now, as a key: os.environ's own encoded pairs where it has
+    them (taken whole in C, where going through the mapping decodes each name and value: redact
+    asks for every line a run logs)."""
+    data = getattr(os.environ, "_data", None)
+    return tuple(data.items()) if isinstance(data, dict) else tuple(os.environ.items())
+
+
+@lru_cache(maxsize=8)
+def _environment_secrets(environment: tuple[tuple[str | bytes, str | bytes], ...]) -> frozenset[str]:
+    found = set()
+    for encoded_name, encoded_value in environment:
+        name, value = os.fsdecode(encoded_name), os.fsdecode(encoded_value)  # as os.environ decodes
+        if _looks_secret(name, value):
+            found.add(value)
+    return frozenset(found)
 
 
 @lru_cache(maxsize=16)

@@ -205,3 +205,14 @@ def test_webhook_urls_and_webhook_variables_are_redacted(monkeypatch):
     monkeypatch.setenv("DEPLOY_WEBHOOK", "https://example.com/hook/k3Jd9sLq2Wm8")
     assert redact("sent to https://example.com/hook/k3Jd9sLq2Wm8") == f"sent to {REDACTED}"
     assert redact("MY_WEBHOOK_URL=https://example.org/p/abc123xyz") == f"MY_WEBHOOK_URL={REDACTED}"
+
+
+def test_a_secret_the_environment_gains_or_loses_between_two_redactions_is_hidden_then_shown(monkeypatch):
+    """The environment's secrets are remembered per environment, never past a change to it."""
+    token = "late-0123456789abcdefghij"
+    monkeypatch.delenv("LATE_API_KEY", raising=False)
+    assert redact(f"sent {token}") == f"sent {token}"
+    monkeypatch.setenv("LATE_API_KEY", token)
+    assert redact(f"sent {token}") == f"sent {REDACTED}"
+    monkeypatch.delenv("LATE_API_KEY")
+    assert redact(f"sent {token}") == f"sent {token}"

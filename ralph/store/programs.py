@@ -54,8 +54,31 @@ def fence(root: Path) -> None:
 
 
 def fenced(path: str) -> bool:
-    """Whether `path` (real, absolute) lies inside a work tree agents may write."""
-    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in _FENCED.values())
+    """Whether `path` (real, absolute) lies inside a work tree agents may write: it or a folder
+    above it is one (asked at every git run, so as many steps as the path is deep, not one per
+    work tree fenced: a long parallel run fences hundreds)."""
+    roots = _fenced_roots()
+    while roots:
+        if path in roots:
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+    return False
+
+
+# The real paths of _FENCED, worked out again only when _FENCED was replaced (it is held here, so
+# that identity says which one they are).
+_roots_of: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
+
+
+def _fenced_roots() -> frozenset[str]:
+    global _roots_of
+    current = _FENCED
+    if _roots_of[0] is not current:
+        _roots_of = (current, frozenset(real.rstrip(os.sep) or os.sep for real in current.values()))
+    return _roots_of[1]
 
 
 def trusted_path(path: str | None = None) -> str:

@@ -96,6 +96,18 @@ def test_a_work_tree_named_while_another_thread_looks_a_path_up_breaks_neither(t
     assert programs.fenced(os.path.realpath(tmp_path / f"tree-{looked_up.named}"))
 
 
+def test_a_path_is_fenced_inside_a_work_tree_and_never_beside_one_that_shares_its_prefix(tmp_path):
+    tree = tmp_path / "app"
+    tree.mkdir()
+    programs.fence(tree)
+    real = os.path.realpath(tree)
+    assert programs.fenced(real)
+    assert programs.fenced(os.path.join(real, ".venv", "bin", "git"))
+    assert not programs.fenced(real + "-other")  # /x/app-other is not inside /x/app
+    assert not programs.fenced(os.path.join(real + "2", "bin", "git"))
+    assert not programs.fenced(os.path.dirname(real))
+
+
 def test_no_hook_runs_in_ralphs_git_calls(repo, tmp_path):
     """core.hooksPath in the work tree (husky's way): ralph's commits, worktrees and reverts run no
     hook from it, and `hook()` still finds the pre-commit hook ralph means to run (in the fence)."""
