@@ -87,6 +87,7 @@ def test_a_run_resumed_after_a_round_that_found_nothing_does_not_review_again(re
 def test_findings_are_built_then_reviewed_once_more_for_critical_findings_only_and_never_again(repo: Path):
     spec = "# App\n\n- Parse input\n\n[review-finds:docs] [review-critical:tests] [review-critical:docs]\n"
     project = with_app_spec(repo, spec)
+    config.set_value(project, "review", "docs,tests,goal")  # every default aspect: the first test's
 
     done = construct(project, "--review", "--json")
 
@@ -97,7 +98,7 @@ def test_findings_are_built_then_reviewed_once_more_for_critical_findings_only_a
     assert accepted["Fix the tests review's critical finding"]["aspect"] == "tests"
     assert "Fix what the tests review found" not in accepted  # its first round found nothing
     assert _state(project)["review_rounds"] == 2  # the critical round's findings are not reviewed again
-    assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, *DEFAULT_ASPECTS])
+    assert _review_runs(project) == ["docs", "docs", "goal", "goal", "tests", "tests"]
     second = (_agent_state(project) / "review-docs-2.prompt").read_text()
     assert "the review's last round" in second
     checks = [e for e in events(project) if e["event"] == "agent_end" and e["stage"] == "CHECK"]
@@ -106,7 +107,7 @@ def test_findings_are_built_then_reviewed_once_more_for_critical_findings_only_a
     assert any(s.startswith("ralph(review): specs/app.md: round 1: 1 found") for s in log)
     assert any(s.startswith("ralph(review): specs/app.md: round 2: 2 found") for s in log)
     reviews = json.loads(done.stdout)["reviews"]
-    assert len(reviews) == 2 * len(DEFAULT_ASPECTS) and {r["end"] for r in reviews} == {"finished"}
+    assert len(reviews) == 2 * 3 and {r["end"] for r in reviews} == {"finished"}
     found = {(r["round"], r["aspect"]): r["findings"] for r in reviews if r["findings"]}
     assert set(found) == {(1, "docs"), (2, "docs"), (2, "tests")}
     (docs,) = found[1, "docs"]
@@ -145,6 +146,7 @@ def test_a_build_that_rewrites_an_aspect_file_does_not_change_what_the_reviewer_
     git(project, "commit", "-qm", "our docs aspect")
     name = "Parse input [rewrites:.ralph/review/docs.md]"
     tasks.add(project, [{"name": name, "accept": "ok", "scope": ["work/**", ".ralph/review/docs.md"]}])
+    config.set_value(project, "review", "docs,goal")
 
     done = construct(project, "--review")
 
@@ -153,7 +155,7 @@ def test_a_build_that_rewrites_an_aspect_file_does_not_change_what_the_reviewer_
     prompt = (_agent_state(project) / "review-docs-1.prompt").read_text()
     assert "The repository's docs aspect: every command in the README." in prompt
     assert "the build's own review text" not in prompt
-    assert _review_runs(project) == sorted(DEFAULT_ASPECTS)  # its file replaces ralph's docs aspect
+    assert _review_runs(project) == ["docs", "goal"]  # its file replaces ralph's docs aspect, once
 
 
 @pytest.mark.slow
@@ -184,6 +186,7 @@ def _review(root: Path, *flags: str):
 
 def test_review_only_reviews_the_branch_since_the_default_branch_and_fix_builds_what_it_found(repo: Path):
     project = with_app_spec(repo, "# App\n\n[review-finds:goal]\n")
+    config.set_value(project, "review", "goal,docs")
     main = git(project, "rev-parse", "--abbrev-ref", "HEAD").strip()
     fork = git(project, "rev-parse", "HEAD").strip()
     git(project, "checkout", "-qb", "feature")
@@ -211,7 +214,7 @@ def test_review_only_reviews_the_branch_since_the_default_branch_and_fix_builds_
     assert "review by aspect" in fixed.stdout
     accepted = [r["name"] for r in plan_records(project) if r["t"] == "accept"]
     assert accepted == ["Fix what the goal review found"]
-    assert _review_runs(project) == sorted([*DEFAULT_ASPECTS, *DEFAULT_ASPECTS])  # round 1, then 2
+    assert _review_runs(project) == ["docs", "docs", "goal", "goal"]  # round 1, then 2
     assert not any(e["stage"] == "PLAN" for e in events(project) if e["event"] == "agent_end")
 
 
