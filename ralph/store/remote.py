@@ -100,6 +100,7 @@ class Remote:
         self._claim_clock: ClaimClock | None = None
         self.won = self.lost = 0  # pushes of the shared branch the remote took, and lost races
         self.claims_won = self.claims_lost = 0  # the same for claim refs
+        self.fetches = 0  # fetches made (each a round trip: about a second on a hosted remote)
         self.with_claims = False  # every fetch brings the claim refs too (runners that claim by ref)
         # What this clone last fetched or pushed, read once per change rather than once per look:
         # a runner among sixteen looked at the remote's head, plan and claims hundreds of times
@@ -148,6 +149,7 @@ class Remote:
         # No auto-maintenance: waiting runners fetch every few seconds, and each fetch started a
         # `git maintenance run --auto` (ralph's commits still start it, as a person's do).
         fetch = ("fetch", "--quiet", "--no-tags", "--no-auto-maintenance", self.name, *refspecs)
+        self.fetches += 1
         for attempt in range(self.retries + 1):
             code, _, err = self.repo.attempt(*fetch)
             self._claims = None  # the claim refs as fetched, read again when asked
@@ -242,15 +244,23 @@ class Remote:
         self._update_refs(lines + self._deletions(dropped))
         self._head = (commit,)
 
-    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+    def push(
+        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+    ) -> bool:
         """Push `commit` as the remote branch, fast-forward only; with `drop` (item -> its claim
         commit), delete those claim refs in the same atomic push, each only while it is that
-        commit. True: it is the remote's head now (and the claims are gone); False: another runner
-        moved the branch first, or a claim is no longer that commit (fetch, replay, push again)."""
-        drop = drop or {}
-        leases = [f"--force-with-lease={CLAIMS}{item}:{commit_}" for item, commit_ in drop.items()]
-        atomic = ["--atomic", *leases] if drop else []
-        targets = [f"{commit}:refs/heads/{self.branch}", *(f":{CLAIMS}{item}" for item in drop)]
+        commit; with `keep`, push only while those claim refs are still those commits (pushed
+        as they are: a claim another runner took over meanwhile turns the push away). True: it is
+        the remote's head now (and the claims are gone); False: another runner moved the branch
+        first, or a claim is no longer that commit (fetch, replay, push again)."""
+        drop, keep = drop or {}, {item: c for item, c in (keep or {}).items() if item not in (drop or {})}
+        leases = [f"--force-with-lease={CLAIMS}{item}:{c}" for item, c in [*drop.items(), *keep.items()]]
+        atomic = ["--atomic", *leases] if leases else []
+        targets = [
+            f"{commit}:refs/heads/{self.branch}",
+            *(f":{CLAIMS}{item}" for item in drop),
+            *(f"{c}:{CLAIMS}{item}" for item, c in keep.items()),
+        ]
         for attempt in range(self.retries + 1):
             code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", *atomic, self.name, *targets)
             if code == 0:

@@ -63,18 +63,27 @@ def until_pushed(
     after_lost: Callable[[], None] | None = None,
     drop: Callable[[Plan], dict[str, str]] | None = None,
     bookkeeping_waits: bool = False,
+    fetched: bool = False,
+    held: dict[str, str] | None = None,
 ) -> T | None:
     """Rounds until one is pushed (a lost race replays on the new head); what `change` returned.
     `drop`: the claim refs (item -> claim commit) the push deletes, atomically with the branch,
     given the plan it publishes (ralph.store.remote.Remote.push). `bookkeeping_waits`: after a
     lost race, when `change` changed nothing and the local commits the remote lacks record only
     this runner's stage (update_state), they wait here for its next push instead of racing again
-    (sixteen runners ending at once each lost some four races for nothing else)."""
+    (sixteen runners ending at once each lost some four races for nothing else). `fetched`: the
+    caller fetched just before, so the first round builds on that head instead of fetching again
+    (a runner fetched twice in a row before each claim and each publish: on a hosted remote a
+    fetch takes about a second); if the remote moved since, the push loses and the next round
+    fetches. `held`: claim refs (item -> claim commit) the push must find as they are, checked
+    in the same atomic push (Remote.push's `keep`)."""
     losses = Losses(remote)
+    fetch = not fetched
     while True:
-        result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop)
+        result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop, fetch, held)
         if pushed:
             return result
+        fetch = True
         if bookkeeping_waits and result is None and only_bookkeeping(remote):
             return result
         for again in (after_lost, then.lost if then else None):
@@ -168,9 +177,12 @@ def _round(
     idle_push: bool = True,
     then: Step | None = None,
     drop: Callable[[Plan], dict[str, str]] | None = None,
+    fetch: bool = True,
+    held: dict[str, str] | None = None,
 ) -> tuple[T | None, bool]:
-    """Fetch, catch up, change the plan in one commit (and `then` in a second), push. Returns
-    what `change` returned and whether the remote has our head now.
+    """Fetch (unless `fetch` is False: the remote head as last fetched), catch up, change the plan
+    in one commit (and `then` in a second), push. Returns what `change` returned and whether the
+    remote has our head now.
 
     Between the fetch and the push everything is made in git's object store (the catch-up merge,
     the plan commit); HEAD and the work tree move once, after the push is won. A lost race (or a
@@ -181,7 +193,7 @@ def _round(
     start = repo.head()
     if start is None:
         raise RemoteError("the local branch has no commit yet: run `ralph init` and commit first")
-    remote_head = remote.fetch()
+    remote_head = remote.fetch() if fetch else remote.head()
     base = _caught_up(repo, remote, start, remote_head, runner)
     data = repo.file_at(base, PLAN_NAME) or b""
     plan = Plan(load_checked(root, data))  # the bytes of most rounds were proven valid before
@@ -197,7 +209,7 @@ def _round(
         _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
         return result, True
     _refuse_overwriting_edits(repo, remote, start, target)
-    if not remote.push(target, dropped):
+    if not remote.push(target, dropped, held):
         return result, False
     _move(repo, start, target)
     return result, True

@@ -75,6 +75,11 @@ def test_one_runner_with_a_remote_claims_by_ref_and_publishes_each_build_as_it_i
     assert git(shared.origin, "for-each-ref", "refs/ralph/claims/") == ""
     [pushes] = [e for e in events(clone) if e["event"] == "remote_pushes"]
     assert (pushes["claims_won"], pushes["claims_lost"], pushes["lost"]) == (3, 0, 0)
+    # Three fetches per task: the look before its claim, the one after it (a task published
+    # meanwhile) and the one before its build is published (a claim taken over); a round builds on
+    # a fetch made just before instead of fetching again. Seven more for the run's other steps (the
+    # spec check's claim and its publish, the verdicts, the last looks). Before: 23.
+    assert pushes["fetches"] <= 3 * len(items) + 7, pushes
     tips = git(shared.origin, "reflog", "show", "--format=%H", "main").splitlines()
     built = {
         int(git(shared.origin, "rev-list", "--count", "--grep=^ralph(build): t-task", tip)) for tip in tips
@@ -89,13 +94,15 @@ class OutPushedOnce(Remote):
         super().__init__(repo, retries=0, sleep=lambda seconds: None)
         self.rival, self.armed = rival, False
 
-    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+    def push(
+        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+    ) -> bool:
         if self.armed:
             self.armed = False
             git(self.rival, "pull", "-q", "--no-rebase", "origin", "main")
             git(self.rival, "commit", "-q", "--allow-empty", "-m", "the rival's work")
             git(self.rival, "push", "-q", "origin", "HEAD:main")
-        return super().push(commit, drop)
+        return super().push(commit, drop, keep)
 
 
 def build_here(clone: Path, task_id: str) -> None:
@@ -177,14 +184,16 @@ class TakenOverJustBefore(Remote):
         super().__init__(repo, retries=0, sleep=lambda seconds: None)
         self.rival, self.item, self.armed = Remote(Repo(rival)), item, True
 
-    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+    def push(
+        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+    ) -> bool:
         if self.armed:
             self.armed = False
             self.rival.fetch(claims=True)
             old = self.rival.claim_refs()[self.item]
             taking = self.rival.make_claim(self.item, "rival", "2026-01-01T00:00:00+00:00", replaces=old)
             assert self.rival.push_claim(self.item, taking, replaces=old.commit)
-        return super().push(commit, drop)
+        return super().push(commit, drop, keep)
 
 
 def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_ends_nothing(repo, tmp_path):
@@ -214,6 +223,34 @@ def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_
     assert not (one / "work" / "t-task00.txt").exists()  # undone here
     assert list((one / "build" / "ralph-logs" / "conflicts").glob("*.patch"))  # kept
     assert coordinator.before_build() == "t-task01"  # the run goes on
+
+
+def test_a_build_whose_claim_is_taken_over_just_before_its_push_never_reaches_the_remote(repo, tmp_path):
+    """A build done and not yet verified keeps its claim (this runner verifies it), so the push
+    publishing it deletes no claim; it holds a lease on the claim all the same, and another
+    runner taking it over a moment before turns the push away: the build is never published
+    beside the taker's, and yields when the run ends."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
+    one, rival = shared.clone("one"), shared.clone("rival")
+    coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    remote = TakenOverJustBefore(Repo(one), rival, "t-task00")
+    remote.with_claims = True
+    coordinator.remote = remote
+    assert coordinator.before_build() == "t-task00"
+    start = git(one, "rev-parse", "HEAD")
+    build_here(one, "t-task00")  # done, not verified
+
+    assert coordinator.after_build("t-task00") == []
+    assert git(shared.origin, "rev-parse", "main") == start  # turned away, not published
+    coordinator.release_all()
+
+    on_origin = {r["id"]: r for r in origin_plan(shared) if r["t"] == "task"}
+    assert on_origin["t-task00"].get("s", "p") == "p"
+    assert claim_holders(shared) == {"t-task00": "rival"}
+    assert not (one / "work" / "t-task00.txt").exists()  # undone here, kept as a patch
+    assert list((one / "build" / "ralph-logs" / "conflicts").glob("t-task00-*.patch"))
 
 
 def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_path, monkeypatch):

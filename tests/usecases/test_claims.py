@@ -83,11 +83,13 @@ class Beaten(Remote):
         super().__init__(repo, **kwargs)
         self.rival, self.pushes = rival, 0
 
-    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+    def push(
+        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+    ) -> bool:
         self.pushes += 1
         if self.pushes == 1:
             claims.claim_next(self.rival, None, "rival", remote_of(self.rival))
-        return super().push(commit)
+        return super().push(commit, drop, keep)
 
 
 def test_a_lost_race_is_replayed_on_the_new_head_and_a_task_taken_meanwhile_is_dropped(three):
@@ -205,9 +207,11 @@ def test_an_unreachable_remote_fails_after_bounded_retries_with_nothing_claimed(
 
 
 class GoneAtPush(Remote):
-    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+    def push(
+        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+    ) -> bool:
         self.repo.git("remote", "set-url", self.name, "/nonexistent/gone.git")
-        return super().push(commit)
+        return super().push(commit, drop, keep)
 
 
 def test_a_remote_gone_between_fetch_and_push_leaves_no_claim_behind(three):
@@ -269,12 +273,14 @@ class OutPushed(Remote):
         super().__init__(repo, **kwargs)
         self.rival, self.losses, self.pushes = rival, losses, 0
 
-    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+    def push(
+        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+    ) -> bool:
         self.pushes += 1
         if self.pushes <= self.losses:
             git(self.rival, "commit", "-q", "--allow-empty", "-m", f"rival's work {self.pushes}")
             git(self.rival, "push", "-q", "origin", "HEAD:main")
-        return super().push(commit)
+        return super().push(commit, drop, keep)
 
 
 def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_pause_grows(three):
@@ -299,7 +305,9 @@ class RefusingAsBehind(Remote):
         super().__init__(repo, **kwargs)
         self.pushes = 0
 
-    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+    def push(
+        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+    ) -> bool:
         self.pushes += 1
         return False
 
@@ -319,11 +327,13 @@ class Watched(Beaten):
         super().__init__(repo, rival, **kwargs)
         self.seen: list[tuple[str, bytes]] = []
 
-    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+    def push(
+        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+    ) -> bool:
         self.seen.append(
             (git(self.repo.root, "rev-parse", "HEAD"), (self.repo.root / "plan.jsonl").read_bytes())
         )
-        return super().push(commit)
+        return super().push(commit, drop, keep)
 
 
 def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_pauses_before_the_next(three):
@@ -346,9 +356,11 @@ class Counted(Remote):
         super().__init__(repo, **kwargs)
         self.pushes = 0
 
-    def push(self, commit: str, drop: dict[str, str] | None = None) -> bool:
+    def push(
+        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+    ) -> bool:
         self.pushes += 1
-        return super().push(commit)
+        return super().push(commit, drop, keep)
 
 
 def test_publish_claims_the_next_task_in_a_commit_of_its_own_in_the_same_push(three):

@@ -174,6 +174,7 @@ class RemoteCoordinator:
                     lost=self.remote.lost,
                     claims_won=self.remote.claims_won,
                     claims_lost=self.remote.claims_lost,
+                    fetches=self.remote.fetches,
                 )
 
     def _each(
@@ -218,7 +219,7 @@ class RemoteCoordinator:
         if not self._unpublished:
             if not self._free_on_remote(skip):
                 return None  # nothing to claim: no catch-up (a merge) for nothing
-            self._catch_up()
+            self._catch_up(fetched=True)
         candidates = claim_refs.buildable(self.root, self.spec, self.remote, skip)
         won = claim_refs.claim_task(candidates, self.runner, self.remote, self._ttl(), claim_refs.to_build)
         return self._won(won)
@@ -276,11 +277,14 @@ class RemoteCoordinator:
             if task["id"] in self._mine
         ]
 
-    def _catch_up(self) -> None:
-        """Fetch, and bring this clone up to the remote head: nothing is pushed."""
+    def _catch_up(self, fetched: bool = False) -> None:
+        """Fetch (unless the caller just `fetched`), and bring this clone up to the remote head:
+        nothing is pushed."""
         from ralph.usecases.sync import until_pushed
 
-        until_pushed(self.root, self.remote, self.runner, lambda plan: None, str, idle_push=False)
+        until_pushed(
+            self.root, self.remote, self.runner, lambda plan: None, str, idle_push=False, fetched=fetched
+        )
 
     def _ttl(self) -> float:
         return read_plan(self.root).claim_ttl_s() if self.ttl_s is None else self.ttl_s
@@ -308,7 +312,7 @@ class RemoteCoordinator:
         from ralph.usecases.sync import until_pushed
 
         batch = [*self._unpublished, *(task for task in extra if task not in self._unpublished)]
-        self.remote.fetch()
+        self.remote.fetch()  # the claims as they are: one taken over is given up before any commit
         if self._taken_over(batch):
             return self._withdraw(batch, [])
         message = f"ralph: publish {', '.join(batch) or 'verdicts'} ({self.runner})"
@@ -334,6 +338,8 @@ class RemoteCoordinator:
                 lambda _: message,
                 drop=drops,
                 after_lost=lost,
+                fetched=True,  # just above
+                held={task: self._mine[task] for task in batch if task in self._mine},
             )
         except CodeConflict as exc:
             return self._withdraw(batch, exc.files)
