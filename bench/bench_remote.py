@@ -6,7 +6,10 @@ rusage), the runners' exit codes, the pushes to the shared branch the remote tur
 races, from the runners' journals), builds per task (BUILD agent runs, from the journals) and the
 tasks lost (not accepted on the remote at the end). Targets (issue 37): at 8 and 16 runners wall
 at most 0.3x of one runner's, CPU per task at 16 at most 2x one runner's, no task built twice or
-lost. Not a pass/fail test. `bench_remote.py 1 16` runs those counts only."""
+lost. Not a pass/fail test. `bench_remote.py 1 16` runs those counts only. `--latency 0.3` makes
+each fetch and push wait that long on the remote's side first, as a hosted remote's round trip does
+(one runner's 32 tasks are then measured with the remote's waits counted: what fewer round trips
+per task save)."""
 
 from __future__ import annotations
 
@@ -28,6 +31,25 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout
 
 
+LATENCY_S = 0.0  # --latency: each fetch and push waits this long on the remote's side first
+
+WAITING_PACK = """#!/bin/sh
+sleep {latency}
+exec {program} "$@"
+"""
+
+
+def with_latency(folder: Path, clone: Path) -> None:
+    """The clone's fetches and pushes wait LATENCY_S first: the remote's programs started through
+    a script (outside every work tree) that sleeps, then runs them."""
+    for key, program in (("uploadpack", "git-upload-pack"), ("receivepack", "git-receive-pack")):
+        script = folder / f"waiting-{program}"
+        if not script.exists():
+            script.write_text(WAITING_PACK.format(latency=LATENCY_S, program=program))
+            script.chmod(0o755)
+        git(clone, "config", f"remote.origin.{key}", str(script))
+
+
 def shared(folder: Path, runners: int) -> tuple[Path, list[Path]]:
     """A bare origin holding a repository with TASKS tasks, and `runners` clones of it."""
     seed = make_repo(folder, TASKS, done=False)
@@ -42,6 +64,8 @@ def shared(folder: Path, runners: int) -> tuple[Path, list[Path]]:
         git(folder, "clone", "-q", str(origin), str(clone))
         git(clone, "config", "user.name", f"runner {n}")
         git(clone, "config", "user.email", "bench@ralph.invalid")
+        if LATENCY_S:
+            with_latency(folder, clone)
         ralph(clone, "init")
         clones.append(clone)
     return origin, clones
@@ -122,7 +146,8 @@ def show(figures: Figures, one: Figures) -> None:
 def main(counts: tuple[int, ...]) -> None:
     print(
         f"construct --remote, {TASKS} independent tasks, builds {BUILD_S:g} s, no-op verifier,"
-        " default claim TTL, runners on clones of one local bare remote:"
+        " default claim TTL, runners on clones of one local bare remote"
+        + (f" whose fetches and pushes wait {LATENCY_S:g} s first:" if LATENCY_S else ":")
     )
     one = measure(1)
     show(one, one)
@@ -142,4 +167,7 @@ def main(counts: tuple[int, ...]) -> None:
 
 if __name__ == "__main__":
     warm_bytecode()
-    main(tuple(int(arg) for arg in sys.argv[1:]) or COUNTS)
+    arguments = sys.argv[1:]
+    if arguments[:1] == ["--latency"]:
+        LATENCY_S, arguments = float(arguments[1]), arguments[2:]
+    main(tuple(int(arg) for arg in arguments) or COUNTS)
