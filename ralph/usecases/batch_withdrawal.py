@@ -51,6 +51,7 @@ def _reset_carrying_the_plan(root: Path, repo: Repo, remote_head: str, keep: Pat
     with plan_lock(root):
         ours, committed = read_bytes(root), repo.file_at_head(PLAN_NAME)
         loose = committed is not None and ours != committed
+        waited = _waited_beside(repo, remote_head)  # committed by a round: carried all the same
         if loose:
             assert committed is not None
             write_atomic(plan_path(root), committed)
@@ -63,18 +64,38 @@ def _reset_carrying_the_plan(root: Path, repo: Repo, remote_head: str, keep: Pat
             if loose:
                 write_atomic(plan_path(root), ours)  # as it was: nothing moved
             raise
-        if not loose:
+        changes = [*waited, *([(committed, ours)] if loose and committed is not None else [])]
+        if not changes:
             return
-        assert committed is not None
-        theirs = repo.file_at(remote_head, PLAN_NAME) or b""
-        try:
-            merged = merge_bytes(committed, ours, theirs, published_wins=True)
-        except InvalidInput:  # a line no merge by record can place
-            merged = None
-        if merged is not None and not merged.conflicts:
-            write_atomic(plan_path(root), merged.data)
-        else:
-            create_new(keep).write_bytes(ours)
+        plan = repo.file_at(remote_head, PLAN_NAME) or b""
+        for before, after in changes:
+            try:
+                merged = merge_bytes(before, after, plan, published_wins=True)
+            except InvalidInput:  # a line no merge by record can place
+                merged = None
+            if merged is None or merged.conflicts:
+                create_new(keep).write_bytes(ours)
+                break
+            plan = merged.data
+        write_atomic(plan_path(root), plan)
+
+
+def _waited_beside(repo: Repo, remote_head: str) -> list[tuple[bytes, bytes]]:
+    """The plan before and after each commit of plan changes that waited beside the builds (the
+    loop's bookkeeping, a person's `ralph` commands during the run), which a publishing round
+    commits first (EARLIER_CHANGES_MESSAGE), among the unpushed commits about to be undone; oldest
+    first. They are not the builds': undone with them, they were lost from the plan."""
+    from ralph.store.transaction import EARLIER_CHANGES_MESSAGE
+
+    listed = repo.git("log", "--first-parent", "--reverse", "--format=%H%x1f%P%x1f%s", f"{remote_head}..HEAD")
+    changes = []
+    for line in listed.splitlines():
+        commit, parents, subject = line.split("\x1f", 2)
+        if subject == EARLIER_CHANGES_MESSAGE and len(parents.split()) == 1:
+            before, after = repo.file_at(parents, PLAN_NAME), repo.file_at(commit, PLAN_NAME)
+            if before is not None and after is not None:
+                changes.append((before, after))
+    return changes
 
 
 def withdraw_batch(
@@ -114,6 +135,10 @@ def withdraw_batch(
             f" undoing them here would overwrite changes you have not committed ({exc}): commit or stash"
             f" them and run again; the builds are kept as {shown}"
         ) from None
+    # What the plan changes carried over brought of it is counted there already (merged by record).
+    spent = _less(
+        spent, _gained(_spending(repo.file_at(remote_head, PLAN_NAME)), read_plan_here(root).state())
+    )
     recorded: list[str] = []
 
     def record(plan: Plan) -> object:
@@ -167,11 +192,29 @@ def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict[str, Any]:
     """What the local plan's spending totals gained since the local branch left the remote's."""
     code, out, _ = repo.attempt("merge-base", "HEAD", remote_head)
     data = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
-    before = Plan(load(data, PLAN_NAME)).state().get("spent", {}) if data is not None else {}
+    return _gained(_spending(data), local.state())
+
+
+def _spending(data: bytes | None) -> dict[str, Any]:
+    return Plan(load(data, PLAN_NAME)).state().get("spent", {}) if data is not None else {}
+
+
+def _gained(before: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """What `state`'s spending totals gained over `before`, by stage."""
     gained: dict[str, Any] = {}
-    for stage, row in local.state().get("spent", {}).items():
+    for stage, row in state.get("spent", {}).items():
         old = before.get(stage, {})
         diff = {key: value - old.get(key, 0) for key, value in row.items() if isinstance(value, int | float)}
         if any(diff.values()):
             gained[stage] = diff
     return gained
+
+
+def _less(spent: dict[str, Any], counted: dict[str, Any]) -> dict[str, Any]:
+    """`spent` without what is `counted` already, by stage."""
+    left: dict[str, Any] = {}
+    for stage, row in spent.items():
+        diff = {key: value - counted.get(stage, {}).get(key, 0) for key, value in row.items()}
+        if any(diff.values()):
+            left[stage] = diff
+    return left

@@ -791,3 +791,40 @@ def test_a_held_task_waits_for_the_builds_under_way_when_it_was_given_back_not_f
 
     assert waiting.others_published()
     assert waiting._held_back() == set()  # what it waited for is in: it may be built again
+
+
+def test_plan_changes_waiting_beside_a_build_that_conflicts_are_kept_when_it_is_undone(repo, tmp_path):
+    """The loop's uncommitted plan changes (a person's task added during the run, its bookkeeping)
+    go into a commit of their own at the start of the publishing round; the build then conflicts
+    with what another runner pushed, and this runner's unpushed commits are undone. The changes
+    that waited beside the build are not the build's: they stay in the plan."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    shared = seeded(
+        repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}, {"id": "t-task01", "name": "Task 1"}]
+    )
+    slow, rival = shared.clone("slow"), shared.clone("rival")
+    coordinator = RemoteCoordinator(slow, "specs/app.md", "origin", runner="slow")
+    assert coordinator.before_build() == "t-task00"
+    (rival / "shared.txt").write_text("the rival's\n")
+    git(rival, "add", "shared.txt")
+    git(rival, "commit", "-qm", "the rival's shared.txt")
+    git(rival, "push", "-q", "origin", "HEAD:main")
+    (slow / "shared.txt").write_text("the slow build's\n")
+    git(slow, "add", "shared.txt")
+    git(slow, "commit", "-qm", "build t-task00")
+    tasks.done(slow, "t-task00")
+    tasks.add(slow, [{"id": "t-local", "name": "Added by a person during the run"}], commit=False)
+    with transaction(slow, commit=False) as change:  # the loop's bookkeeping: the build's run
+        change.plan.add_spending({"BUILD": {"runs": 1, "tokens": 700}})
+
+    assert coordinator.after_build("t-task00") == ["shared.txt"]
+
+    here = [
+        json.loads(line)["id"] for line in (slow / "plan.jsonl").read_text().splitlines() if '"task"' in line
+    ]
+    on_origin = [r["id"] for r in origin_plan(shared) if r["t"] == "task"]
+    assert "t-local" in here or "t-local" in on_origin, (here, on_origin)
+    state = next(r for r in origin_plan(shared) if r["t"] == "state")
+    spent = state["spent"]["BUILD"]
+    assert (spent["runs"], spent["tokens"]) == (1, 700)  # counted once, not carried and added again
