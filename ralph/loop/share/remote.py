@@ -312,7 +312,13 @@ class RemoteCoordinator:
         from ralph.usecases.sync import until_pushed
 
         batch = [*self._unpublished, *(task for task in extra if task not in self._unpublished)]
-        self.remote.fetch()  # the claims as they are: one taken over is given up before any commit
+        looked = self._contended
+        if looked:
+            self.remote.fetch()
+        # else alone on the branch so far (no push of this run lost a race): the push goes out on
+        # the head as last fetched and wins without a fetch first (on a hosted remote a round trip
+        # of about a second per build). Its lease on each claim of the batch turns it away if
+        # another runner took one over; a lost push looks then, as the look first would have.
         if self._taken_over(batch):
             return self._withdraw(batch, [])
         message = f"ralph: publish {', '.join(batch) or 'verdicts'} ({self.runner})"
@@ -326,6 +332,12 @@ class RemoteCoordinator:
             return claims.still_held(self.remote, self._mine) if ending else self._drops(plan)
 
         def lost() -> None:
+            nonlocal looked
+            if not looked:  # pushed without a look first: look now, as the look first would have
+                looked = True
+                self.remote.fetch()
+                if self._taken_over(batch):
+                    raise _TakenOver
             if may_wait:
                 raise _WaitsForBatch
 
@@ -338,7 +350,7 @@ class RemoteCoordinator:
                 lambda _: message,
                 drop=drops,
                 after_lost=lost,
-                fetched=True,  # just above
+                fetched=True,  # just above, or alone on the branch so far
                 held={task: self._mine[task] for task in batch if task in self._mine},
             )
         except CodeConflict as exc:
