@@ -83,6 +83,11 @@ lint: $(STAMP)
 # and its wall is its CPU over two. Per test, CPU (self and waited-for children) is spread thin: no
 # test over 2.2 CPU-s, 34 CPU-s in the workers' own code, 88 in the processes they start (22,000
 # git runs, 1.3 ms each; the scripted agents' Python). Still over the minute, by some 5%.
+# The session after (2033 tests, idle at 19:21): 62.1 s, 117 CPU-s. Then the fenced-tree lookup
+# and the environment's secrets made cheaper, and the review tests naming two or three aspects
+# (13 reviewer runs fewer): 2037 tests, 69.7 s at 20:41 and 68.5-74.8 s at 20:43-20:47, 129-142
+# CPU-s, on a machine that had turned slower (load 3.6-6 from the runs before; not measured idle
+# again). Over the minute; the machine's own speed moves the figure more than these changes do.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
