@@ -11,6 +11,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,6 +24,9 @@ from ralph.usecases import issues, tasks
 from tests.support.cli import ralph_in_process
 from tests.support.construct import construct, events, with_app_spec
 from tests.support.gitrepo import Shared, git
+
+if TYPE_CHECKING:
+    from ralph.loop.share.remote import RemoteCoordinator
 
 
 def seeded(repo: Path, tmp_path: Path, items: list[dict]) -> Shared:
@@ -197,15 +201,11 @@ class TakenOverJustBefore(Remote):
         return super().push(commit, drop, keep)
 
 
-def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_ends_nothing(repo, tmp_path):
-    """The push publishing a verdict deletes the task's claim under a lease; another runner took
-    the claim over a moment before, so the lease fails while the branch did not move: a lost race,
-    not a remote refusing. The build yields (kept as a patch, undone here) and the run goes on; it
-    does not end with exit 11 after six pushes turned away."""
+def built_beside_a_takeover(shared: Shared) -> tuple[RemoteCoordinator, Path, str]:
+    """Runner `one` claimed t-task00 and built it (done), on a remote where `rival` takes the claim
+    over just before one's next push: its coordinator, its clone and its HEAD before the build."""
     from ralph.loop.share.remote import RemoteCoordinator
 
-    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(2)]
-    shared = seeded(repo, tmp_path, items)
     one, rival = shared.clone("one"), shared.clone("rival")
     coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
     remote = TakenOverJustBefore(Repo(one), rival, "t-task00")
@@ -214,6 +214,17 @@ def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_
     assert coordinator.before_build() == "t-task00"
     start = git(one, "rev-parse", "HEAD")
     build_here(one, "t-task00")
+    return coordinator, one, start
+
+
+def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_ends_nothing(repo, tmp_path):
+    """The push publishing a verdict deletes the task's claim under a lease; another runner took
+    the claim over a moment before, so the lease fails while the branch did not move: a lost race,
+    not a remote refusing. The build yields (kept as a patch, undone here) and the run goes on; it
+    does not end with exit 11 after six pushes turned away."""
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(2)]
+    shared = seeded(repo, tmp_path, items)
+    coordinator, one, start = built_beside_a_takeover(shared)
     ralph_in_process(one, "task", "accept", "t-task00")  # its verdict: the push drops its claim
 
     assert coordinator.after_build("t-task00") == []
@@ -231,17 +242,8 @@ def test_a_build_whose_claim_is_taken_over_just_before_its_push_never_reaches_th
     publishing it deletes no claim; it holds a lease on the claim all the same, and another
     runner taking it over a moment before turns the push away: the build is never published
     beside the taker's, and yields when the run ends."""
-    from ralph.loop.share.remote import RemoteCoordinator
-
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
-    one, rival = shared.clone("one"), shared.clone("rival")
-    coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
-    remote = TakenOverJustBefore(Repo(one), rival, "t-task00")
-    remote.with_claims = True
-    coordinator.remote = remote
-    assert coordinator.before_build() == "t-task00"
-    start = git(one, "rev-parse", "HEAD")
-    build_here(one, "t-task00")  # done, not verified
+    coordinator, one, start = built_beside_a_takeover(shared)  # done, not verified
 
     assert coordinator.after_build("t-task00") == []
     assert git(shared.origin, "rev-parse", "main") == start  # turned away, not published
