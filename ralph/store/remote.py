@@ -313,16 +313,23 @@ class Remote:
         message = f"ralph: {what} ({runner})\n\n{CLAIM_TRAILER}: {said}\n"
         return self.repo.commit_tree(tree, replaces.commit if replaces else None, message)
 
-    def push_claim(self, item: str, commit: str, replaces: str | None = None) -> bool:
+    def push_claim(
+        self, item: str, commit: str, replaces: str | None = None, branch_at: str | None = None
+    ) -> bool:
         """Push the claim `commit` as the item's claim ref: created (nothing may be there), or, with
-        `replaces`, only while the ref is that commit (a stale claim taken over). True: the claim
-        is this runner's; False: another runner's push on that ref came first."""
+        `replaces`, only while the ref is that commit (a stale claim taken over). With `branch_at`,
+        only while the branch is still at that commit too, in one atomic push (the branch pushed
+        as it is): won, nothing was published since. True: the claim is this runner's; False:
+        another runner's push on that ref (or on the branch) came first."""
         ref = f"{CLAIMS}{item}"
-        lease = f"--force-with-lease={ref}:{replaces or ''}"
+        leases = [f"--force-with-lease={ref}:{replaces or ''}"]
+        targets = [f"{commit}:{ref}"]
+        if branch_at is not None:
+            branch = f"refs/heads/{self.branch}"
+            leases = ["--atomic", *leases, f"--force-with-lease={branch}:{branch_at}"]
+            targets.append(f"{branch_at}:{branch}")
         for attempt in range(self.retries + 1):
-            code, out, err = self.repo.attempt(
-                "push", "--porcelain", "--quiet", lease, self.name, f"{commit}:{ref}"
-            )
+            code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", *leases, self.name, *targets)
             if code == 0:
                 self.repo.attempt("update-ref", f"{self.claims_ref}{item}", commit)
                 self._claims = None

@@ -77,6 +77,7 @@ def claim_task(
     remote: Remote,
     ttl: float,
     still: Callable[[Plan | None, str], bool],
+    alone: bool = False,
 ) -> Claimed | None:
     """Claim one of `candidates` (tasks in their order of preference) by ref: one this runner holds
     already first (a restart under the same name), then a free one (no claim, or a stale one).
@@ -85,7 +86,10 @@ def claim_task(
     over the tasks instead of racing for the next one in step. `still`: whether the task is still
     to do by the remote head's plan fetched after the win (None: no branch yet); when not
     (published meanwhile), the claim is given back and another picked. None: nothing free. The claim refs
-    are as the last fetch brought them."""
+    are as the last fetch brought them. `alone` (no push of the run lost a race yet): the claim is
+    pushed with the branch held where it was last fetched, and won that way it needs no fetch
+    after it (nothing can have been published meanwhile); turned away, the runner looks and tries
+    again as usual (on a hosted remote a fetch is a round trip of about a second)."""
     losses = 0
     while True:
         stamp = now()
@@ -103,7 +107,14 @@ def claim_task(
         pick = free[0] if not losses else random.choice(free[: min(WIDEST_PICK, 2**losses)])
         old = refs.get(pick["id"])
         commit = remote.make_claim(pick["id"], runner, stamp, replaces=old, host=this_host())
-        won = remote.push_claim(pick["id"], commit, old.commit if old else None)
+        branch_at = remote.head() if alone else None
+        won = remote.push_claim(pick["id"], commit, old.commit if old else None, branch_at=branch_at)
+        if branch_at is not None:
+            if won:
+                return Claimed(pick["id"], commit, old)
+            alone = False  # the claim or the branch moved: look, and try as others do
+            remote.fetch()
+            continue
         remote.fetch()  # the claims as they are now, and the branch (a task published meanwhile)
         if won:
             if still(remote_plan(remote), pick["id"]):

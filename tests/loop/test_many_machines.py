@@ -79,12 +79,13 @@ def test_one_runner_with_a_remote_claims_by_ref_and_publishes_each_build_as_it_i
     assert git(shared.origin, "for-each-ref", "refs/ralph/claims/") == ""
     [pushes] = [e for e in events(clone) if e["event"] == "remote_pushes"]
     assert (pushes["claims_won"], pushes["claims_lost"], pushes["lost"]) == (3, 0, 0)
-    # Two fetches per task: the look before its claim and the one after it (a task published
-    # meanwhile). Alone on the branch, a build is pushed on the head as last fetched (its lease on
-    # the claim turns it away if the claim was taken over), and a round builds on a fetch made just
-    # before instead of fetching again. Six more for the run's other steps (the spec check's claim
-    # and its publish, the verdicts, the last looks). Before: 23.
-    assert pushes["fetches"] <= 2 * len(items) + 6, pushes
+    # One fetch per task, the look before its claim. Alone on the branch, the claim is pushed with
+    # the branch held where that look saw it (no task can have been published meanwhile), a build
+    # on the head as last fetched (its lease on the claim turns it away if the claim was taken
+    # over), and a round builds on a fetch made just before instead of fetching again. Six more for
+    # the run's other steps (the spec check's claim and its publish, the verdicts, the last looks).
+    # Before: 23.
+    assert pushes["fetches"] <= len(items) + 6, pushes
     tips = git(shared.origin, "reflog", "show", "--format=%H", "main").splitlines()
     built = {
         int(git(shared.origin, "rev-list", "--count", "--grep=^ralph(build): t-task", tip)) for tip in tips
@@ -215,6 +216,41 @@ def built_beside_a_takeover(shared: Shared) -> tuple[RemoteCoordinator, Path, st
     start = git(one, "rev-parse", "HEAD")
     build_here(one, "t-task00")
     return coordinator, one, start
+
+
+class PublishedJustBefore(Remote):
+    """A remote on which another runner publishes `item` as built just before our first claim's
+    push: the branch moves between our look and our claim."""
+
+    def __init__(self, repo: Repo, rival: Path, item: str):
+        super().__init__(repo, retries=0, sleep=lambda seconds: None)
+        self.rival, self.item, self.armed = rival, item, True
+
+    def push_claim(
+        self, item: str, commit: str, replaces: str | None = None, branch_at: str | None = None
+    ) -> bool:
+        if self.armed:
+            self.armed = False
+            build_here(self.rival, self.item)
+            git(self.rival, "push", "-q", "origin", "HEAD:main")
+        return super().push_claim(item, commit, replaces, branch_at)
+
+
+def test_a_task_published_between_the_look_and_the_claim_is_not_built_again(repo, tmp_path):
+    """Alone on the branch, a claim needs no look after it only because it was pushed with the
+    branch held where the look before saw it: another runner's publish in between turns it away,
+    and the runner looks again and claims the next task."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(2)]
+    shared = seeded(repo, tmp_path, items)
+    one, rival = shared.clone("one"), shared.clone("rival")
+    coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    coordinator.remote = PublishedJustBefore(Repo(one), rival, "t-task00")
+    coordinator.remote.with_claims = True
+
+    assert coordinator.before_build() == "t-task01"
+    assert claim_holders(shared) == {"t-task01": "one"}
 
 
 def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_ends_nothing(repo, tmp_path):

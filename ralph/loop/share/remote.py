@@ -221,7 +221,9 @@ class RemoteCoordinator:
                 return None  # nothing to claim: no catch-up (a merge) for nothing
             self._catch_up(fetched=True)
         candidates = claim_refs.buildable(self.root, self.spec, self.remote, skip)
-        won = claim_refs.claim_task(candidates, self.runner, self.remote, self._ttl(), claim_refs.to_build)
+        won = claim_refs.claim_task(
+            candidates, self.runner, self.remote, self._ttl(), claim_refs.to_build, alone=not self._contended
+        )
         return self._won(won)
 
     def _free_on_remote(self, skip: Collection[str]) -> bool:
