@@ -253,7 +253,8 @@ class Remote:
         as they are: a claim another runner took over meanwhile turns the push away). True: it is
         the remote's head now (and the claims are gone); False: another runner moved the branch
         first, or a claim is no longer that commit (fetch, replay, push again)."""
-        drop, keep = drop or {}, {item: c for item, c in (keep or {}).items() if item not in (drop or {})}
+        drop = drop or {}
+        keep = {item: c for item, c in (keep or {}).items() if item not in drop}
         leases = [f"--force-with-lease={CLAIMS}{item}:{c}" for item, c in [*drop.items(), *keep.items()]]
         atomic = ["--atomic", *leases] if leases else []
         targets = [
@@ -322,14 +323,16 @@ class Remote:
         as it is): won, nothing was published since. True: the claim is this runner's; False:
         another runner's push on that ref (or on the branch) came first."""
         ref = f"{CLAIMS}{item}"
-        leases = [f"--force-with-lease={ref}:{replaces or ''}"]
+        options = [f"--force-with-lease={ref}:{replaces or ''}"]
         targets = [f"{commit}:{ref}"]
         if branch_at is not None:
             branch = f"refs/heads/{self.branch}"
-            leases = ["--atomic", *leases, f"--force-with-lease={branch}:{branch_at}"]
+            options += ["--atomic", f"--force-with-lease={branch}:{branch_at}"]
             targets.append(f"{branch_at}:{branch}")
         for attempt in range(self.retries + 1):
-            code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", *leases, self.name, *targets)
+            code, out, err = self.repo.attempt(
+                "push", "--porcelain", "--quiet", *options, self.name, *targets
+            )
             if code == 0:
                 self.repo.attempt("update-ref", f"{self.claims_ref}{item}", commit)
                 self._claims = None

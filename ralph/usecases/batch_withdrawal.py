@@ -136,9 +136,8 @@ def withdraw_batch(
             f" them and run again; the builds are kept as {shown}"
         ) from None
     # What the plan changes carried over brought of it is counted there already (merged by record).
-    spent = _less(
-        spent, _gained(_spending(repo.file_at(remote_head, PLAN_NAME)), read_plan_here(root).state())
-    )
+    carried = _gained(_spending(repo.file_at(remote_head, PLAN_NAME)), _spending_of(read_plan_here(root)))
+    spent = _gained(carried, spent)
     recorded: list[str] = []
 
     def record(plan: Plan) -> object:
@@ -192,29 +191,24 @@ def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict[str, Any]:
     """What the local plan's spending totals gained since the local branch left the remote's."""
     code, out, _ = repo.attempt("merge-base", "HEAD", remote_head)
     data = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
-    return _gained(_spending(data), local.state())
+    return _gained(_spending(data), _spending_of(local))
 
 
 def _spending(data: bytes | None) -> dict[str, Any]:
-    return Plan(load(data, PLAN_NAME)).state().get("spent", {}) if data is not None else {}
+    return _spending_of(Plan(load(data, PLAN_NAME))) if data is not None else {}
 
 
-def _gained(before: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-    """What `state`'s spending totals gained over `before`, by stage."""
+def _spending_of(plan: Plan) -> dict[str, Any]:
+    spent: dict[str, Any] = plan.state().get("spent", {})
+    return spent
+
+
+def _gained(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What spending totals `after` gained over `before`, by stage (the stages that gained)."""
     gained: dict[str, Any] = {}
-    for stage, row in state.get("spent", {}).items():
+    for stage, row in after.items():
         old = before.get(stage, {})
         diff = {key: value - old.get(key, 0) for key, value in row.items() if isinstance(value, int | float)}
         if any(diff.values()):
             gained[stage] = diff
     return gained
-
-
-def _less(spent: dict[str, Any], counted: dict[str, Any]) -> dict[str, Any]:
-    """`spent` without what is `counted` already, by stage."""
-    left: dict[str, Any] = {}
-    for stage, row in spent.items():
-        diff = {key: value - counted.get(stage, {}).get(key, 0) for key, value in row.items()}
-        if any(diff.values()):
-            left[stage] = diff
-    return left

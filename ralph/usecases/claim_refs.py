@@ -109,14 +109,12 @@ def claim_task(
         commit = remote.make_claim(pick["id"], runner, stamp, replaces=old, host=this_host())
         branch_at = remote.head() if alone else None
         won = remote.push_claim(pick["id"], commit, old.commit if old else None, branch_at=branch_at)
-        if branch_at is not None:
-            if won:
-                return Claimed(pick["id"], commit, old)
-            alone = False  # the claim or the branch moved: look, and try as others do
-            remote.fetch()
-            continue
+        if won and branch_at is not None:
+            return Claimed(pick["id"], commit, old)  # the branch held: nothing published meanwhile
         remote.fetch()  # the claims as they are now, and the branch (a task published meanwhile)
-        if won:
+        if branch_at is not None:
+            alone = False  # the claim or the branch moved: try again as others do
+        elif won:
             if still(remote_plan(remote), pick["id"]):
                 return Claimed(pick["id"], commit, old)
             remote.drop_claims({pick["id"]: commit})  # its outcome is published: not ours to do
