@@ -86,7 +86,10 @@ def construct(
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, **kwargs)
 
 
-_server: tuple[subprocess.Popen, str] | None = None
+_server: subprocess.Popen | None = None
+# Where this process's server listens: the temporary folder as the session began (a test may point
+# TMPDIR into its own folder, which goes when it ends).
+SERVER_SOCKET = Path(tempfile.gettempdir()) / f"ralph-server-{os.getpid()}.sock"
 
 
 def ralph_server() -> str:
@@ -95,12 +98,13 @@ def ralph_server() -> str:
     (scripts/agent_kit.py). It ends with this process (its stdin closes). Runs the tests signal, and
     ralph as a process of its own, keep their agents' commands in the agents' own processes."""
     global _server
-    if _server is None or _server[0].poll() is not None:
-        path = f"{tempfile.gettempdir()}/ralph-server-{os.getpid()}.sock"
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        server = subprocess.Popen(
-            [sys.executable, str(RALPH_SERVER), path],
+    if _server is None or _server.poll() is not None or not SERVER_SOCKET.exists():
+        if _server is not None:
+            _server.kill()
+            _server.wait()
+        SERVER_SOCKET.unlink(missing_ok=True)
+        _server = subprocess.Popen(
+            [sys.executable, str(RALPH_SERVER), str(SERVER_SOCKET)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -108,10 +112,8 @@ def ralph_server() -> str:
             start_new_session=True,  # no signal a test sends its own group reaches it
             preexec_fn=default_signals,
         )
-        assert server.stdout is not None and server.stdout.readline() == "ready\n"
-        namespace = os.stat("/proc/self/ns/mnt").st_ino
-        _server = (server, f"{path}:{os.getuid()}/{namespace}")
-    return _server[1]
+        assert _server.stdout is not None and _server.stdout.readline() == "ready\n"
+    return f"{SERVER_SOCKET}:{os.getuid()}/{os.stat('/proc/self/ns/mnt').st_ino}"
 
 
 def in_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
