@@ -116,6 +116,17 @@ def ralph_server() -> str:
     return f"{SERVER_SOCKET}:{os.getuid()}/{os.stat('/proc/self/ns/mnt').st_ino}"
 
 
+def stop_ralph_server() -> None:
+    """The server ends (its stdin closes) and is waited for: its CPU time, and that of its forks,
+    then counts in this process's children, as an agent's own commands did."""
+    global _server
+    if _server is not None:
+        assert _server.stdin is not None
+        _server.stdin.close()
+        _server.wait()
+        _server = None
+
+
 def in_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     """The real CLI through click's test runner, with exactly `env` as the environment."""
     runner = CliRunner()
