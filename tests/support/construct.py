@@ -110,7 +110,6 @@ def ralph_server() -> str:
             text=True,
             cwd="/",
             start_new_session=True,  # no signal a test sends its own group reaches it
-            preexec_fn=default_signals,
         )
         assert _server.stdout is not None and _server.stdout.readline() == "ready\n"
     return f"{SERVER_SOCKET}:{os.getuid()}/{os.stat('/proc/self/ns/mnt').st_ino}"

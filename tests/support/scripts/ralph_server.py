@@ -113,6 +113,10 @@ def warm() -> None:
 
 def main() -> None:
     path = sys.argv[1]
+    # As a command's own Python process has them, whatever the test process ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, signal.SIG_DFL)
     warm()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
