@@ -759,6 +759,18 @@ class Repo:
         done = self._run(("cat-file", "blob", sha))
         return done.stdout if done.returncode == 0 else None
 
+    def blobs(self, shas: list[str]) -> list[bytes | None]:
+        """As blob() for each of `shas`, from one `git cat-file --batch` for those not hashed here."""
+        from ralph.store.blobs import known_bytes
+
+        found = {sha: known_bytes(sha) for sha in shas}
+        asked = [sha for sha, data in found.items() if data is None]
+        if asked:
+            out = self._output(("cat-file", "--batch"), stdin="".join(f"{sha}\n" for sha in asked).encode())
+            for sha, obj in zip(asked, _batch_objects(out), strict=False):
+                found[sha] = obj[2] if obj is not None and obj[1] == "blob" else None
+        return [found[sha] for sha in shas]
+
     def files_at(self, revs: list[str], relpath: str) -> list[bytes | None]:
         """The file's bytes in each of `revs` (None where there is no such file), from one
         `git cat-file --batch`."""

@@ -42,6 +42,8 @@ if TYPE_CHECKING:  # a class made at import costs every state command's start-up
 
         def blob(self, sha: str) -> bytes | None: ...
 
+        def blobs(self, shas: list[str]) -> list[bytes | None]: ...
+
 
 NAME = "ralph/pending-ops.jsonl"  # under the work tree's git directory
 FENCED_NAME = "ralph/pending-ops.fenced.jsonl"  # fenced runs' `ralph` commands write here (see above)
@@ -92,8 +94,10 @@ def trailers(repo: Repo, parent_plan: str | None, committed_plan: str, committed
         return ""
     if not fenced and _OWN_RECORD_FENCED:  # ralph's own record alone, every run since fenced
         return "\n".join(f"{TRAILER}: {encode(op)}" for op in ops)
-    parent = repo.blob(parent_plan)
-    committed = committed if committed is not None else repo.blob(committed_plan)
+    if committed is None:
+        parent, committed = repo.blobs([parent_plan, committed_plan])
+    else:
+        parent = repo.blob(parent_plan)
     if parent is None or committed is None or not _replays_to(parent, ops, committed):
         return ""
     return "\n".join(f"{TRAILER}: {encode(op)}" for op in ops)

@@ -705,3 +705,23 @@ def test_a_file_at_an_object_id_is_read_once_and_at_a_name_every_time(repo, monk
     runs.clear()
     assert repo_.file_at(older, "notes.txt") == b"a" * 100
     assert len(runs) == 1
+
+
+def test_blobs_reads_several_objects_in_one_git_run_and_none_where_there_is_none(repo, monkeypatch):
+    def stored_blob(data: bytes) -> str:
+        argv = ["git", "hash-object", "-w", "--stdin"]
+        hashed = subprocess.run(argv, cwd=repo, input=data, capture_output=True, check=True)
+        return hashed.stdout.decode().strip()
+
+    stored = [stored_blob(b"one\n"), stored_blob(b"two\n")]
+    runs: list[tuple[str, ...]] = []
+    real = Repo._run
+
+    def counted(self, args, *rest, **kwargs):
+        runs.append(args)
+        return real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(Repo, "_run", counted)
+    missing = "0" * 39 + "1"
+    assert Repo(repo).blobs([stored[1], missing, stored[0]]) == [b"two\n", None, b"one\n"]
+    assert len(runs) == 1

@@ -52,6 +52,7 @@ class JudgedInputs:
         self.repo, self.rev = repo, rev
         self.folder = folder / f"judged-{rev[:12]}"
         self._copies: dict[str, Path | None] = {}
+        self._skills: list[skills.Skill] | None = None
 
     def template(self, stage: str) -> str | None:
         """The stage's prompt override as the commit has it (None: none there, use ralph's)."""
@@ -84,10 +85,13 @@ class JudgedInputs:
         return type_section(self.repo.root, stage, task_type, data.decode("utf-8", "replace"))
 
     def skills(self) -> list[skills.Skill]:
-        """The repository's skills as the commit has them (a build may have added or changed one)."""
-        listed = self.repo.paths("ls-tree", "-r", "-z", "--name-only", self.rev, "--", *skills.SKILL_DIRS)
-        found, _ = skills.discover(_skill_files_of(listed), lambda path: self.repo.file_at(self.rev, path))
-        return found
+        """The repository's skills as the commit has them (a build may have added or changed one);
+        found once, as the commit never changes."""
+        if self._skills is None:
+            listed = self.repo.paths("ls-tree", "-r", "-z", "--name-only", self.rev, "--", *skills.SKILL_DIRS)
+            read = lambda path: self.repo.file_at(self.rev, path)  # noqa: E731
+            self._skills, _ = skills.discover(_skill_files_of(listed), read)
+        return self._skills
 
     def values(self, spec: str | None, task_type: str | None = None, stage: str = "VERIFY") -> dict[str, str]:
         """The prompt values that name what a judge reads: the rules and the spec, as copies, and
