@@ -89,8 +89,11 @@ def claim_task(
     are as the last fetch brought them. `alone` (no push of the run lost a race yet): the claim is
     pushed with the branch held where it was last fetched, and won that way it needs no fetch
     after it (nothing can have been published meanwhile); turned away, the runner looks and tries
-    again as usual (on a hosted remote a fetch is a round trip of about a second)."""
-    losses = 0
+    again as usual (on a hosted remote a fetch is a round trip of about a second). A claim push
+    that lost needs no look either: that ref is another runner's now, so the next pick is among
+    the other free tasks of the last look, and a look comes only when none is left (sixteen runners
+    started at once made a fetch per lost race, most of their claims' cost)."""
+    losses, lost = 0, set[str]()  # lost: the tasks whose claim ref went to another since the look
     while True:
         stamp = now()
         refs = remote.claim_refs()
@@ -101,7 +104,15 @@ def claim_task(
         if own:
             mine = refs[own[0]["id"]]
             return Claimed(mine.item, mine.commit, None)
-        free = [task for task in candidates if _free(remote, refs.get(task["id"]), stamp, ttl)]
+        free = [
+            task
+            for task in candidates
+            if task["id"] not in lost and _free(remote, refs.get(task["id"]), stamp, ttl)
+        ]
+        if not free and lost:
+            remote.fetch()  # the claims as they are now: some of those lost may be free again
+            lost.clear()
+            continue
         if not free:
             return None
         pick = free[0] if not losses else random.choice(free[: min(WIDEST_PICK, 2**losses)])
@@ -111,16 +122,19 @@ def claim_task(
         won = remote.push_claim(pick["id"], commit, old.commit if old else None, branch_at=branch_at)
         if won and branch_at is not None:
             return Claimed(pick["id"], commit, old)  # the branch held: nothing published meanwhile
+        if not won and branch_at is None:  # the ref alone was turned away: another runner's now
+            losses += 1
+            lost.add(pick["id"])
+            continue
         remote.fetch()  # the claims as they are now, and the branch (a task published meanwhile)
+        lost.clear()
         if branch_at is not None:
             alone = False  # the claim or the branch moved: try again as others do
-        elif won:
+        else:  # won, the branch not held: still to do, by the branch as it is now?
             if still(remote_plan(remote), pick["id"]):
                 return Claimed(pick["id"], commit, old)
             remote.drop_claims({pick["id"]: commit})  # its outcome is published: not ours to do
             candidates = [task for task in candidates if task["id"] != pick["id"]]
-        else:
-            losses += 1
 
 
 def to_build(plan: Plan | None, task_id: str) -> bool:

@@ -79,11 +79,27 @@ def test_a_runner_that_lost_a_claim_race_takes_another_task(three):
     shared, one, two = three
     first, second = remote_of(one), remote_of(two)  # both looked before either claimed
     taken = claim_refs.claim_task(candidates(one, first), "one", first, TTL, claim_refs.to_build)
+    looks = second.fetches
     other = claim_refs.claim_task(candidates(two, second), "two", second, TTL, claim_refs.to_build)
     assert taken is not None and other is not None
     assert taken.task_id == "t-task00" and other.task_id != "t-task00"
     assert second.claims_lost == 1 and second.claims_won == 1
+    # No look after the lost push (the ref is another's: the pick goes on among the others seen),
+    # one after the won one (a task published meanwhile goes back).
+    assert second.fetches - looks == 1
     assert holders(shared) == {"t-task00": taken.commit, other.task_id: other.commit}
+
+
+def test_a_runner_whose_every_pick_was_lost_looks_again_and_finds_nothing_left(three):
+    shared, one, two = three
+    first, second = remote_of(one), remote_of(two)  # both looked before either claimed
+    seen = candidates(two, second)
+    for task in seen:
+        assert claim_refs.claim_task([task], "one", first, TTL, claim_refs.to_build) is not None
+    looks = second.fetches
+    assert claim_refs.claim_task(seen, "two", second, TTL, claim_refs.to_build) is None
+    assert second.claims_lost == len(seen) and second.claims_won == 0
+    assert second.fetches - looks == 1  # one look, once every task it saw free was lost
 
 
 def test_a_claim_is_judged_live_until_the_ttl_and_a_stale_one_is_taken_over_under_a_lease(three):
