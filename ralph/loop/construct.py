@@ -252,6 +252,8 @@ class Loop:
                     self.ws = self._prepare(needs_gate=self._builds(plan_only))
                 except SandboxFailed as exc:  # before anything changed: the named outcome, once
                     return self._report(Outcome.AGENT_UNAVAILABLE, str(exc))
+                except RemoteError as exc:  # the shared remote, first fetched before the start's commit
+                    return self._report(Outcome.REMOTE, str(exc), Outcome.REMOTE.value)
                 except Exception as exc:  # settling an earlier run's change, on a disk still full
                     if not disk_full(exc):
                         raise
@@ -605,6 +607,7 @@ class Loop:
         ws.tree.user_dirty = frozenset(dirty)
         ws.tree.repo.run_branch = ws.tree.repo.branch()  # nothing of the run lands on another one
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
+        coordinator = None
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote
             from ralph.loop.share.remote import RemoteCoordinator
 
@@ -621,6 +624,8 @@ class Loop:
             ws.coordinator = coordinator
         ws.tree.drop_accepted_drafts()  # accepted since the draft was made (by a person, another runner)
         ws.tree.commit_beside(earlier_runs=True)  # a person's commands beside a run that died first
+        if coordinator is not None:
+            coordinator.join()  # the start recorded on the remote's work, not a stale clone's
         # What REVIEW reads the change since: the run's start, or the branch's base (`ralph review`).
         with ws.plan.change(commit=True) as change:
             based = self._based(change.plan, ws.tree.repo.head())

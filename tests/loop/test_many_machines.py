@@ -20,7 +20,7 @@ from ralph.plan.records import KillReason
 from ralph.store.git import Repo
 from ralph.store.remote import Remote
 from ralph.store.transaction import transaction
-from ralph.usecases import issues, tasks
+from ralph.usecases import config, issues, tasks
 from tests.support.cli import ralph_in_process
 from tests.support.construct import construct, events, with_app_spec
 from tests.support.gitrepo import Shared, git
@@ -91,6 +91,25 @@ def test_one_runner_with_a_remote_claims_by_ref_and_publishes_each_build_as_it_i
         int(git(shared.origin, "rev-list", "--count", "--grep=^ralph(build): t-task", tip)) for tip in tips
     }
     assert {1, 2, 3} <= built  # the builds reached the remote one at a time
+
+
+def test_a_runner_started_after_another_finished_the_spec_reviews_none_of_it_again(repo, tmp_path):
+    """A clone made before the spec's work records its start (the review's base) on the remote's
+    work, not on its own stale head: started once another runner ended COMPLETE, it pays no
+    reviewer to read that change a second time."""
+    config.set_value(repo, "review", "goal")
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
+    early, late = shared.clone("early"), shared.clone("late")  # both before any work
+    first = construct(
+        early, "--remote", "origin", "--runner", "early", env={"FAKE_AGENT_STATE": str(tmp_path / "s1")}
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert [e["stage"] for e in events(early) if e["event"] == "agent_begin"].count("REVIEW") == 1
+    second = construct(
+        late, "--remote", "origin", "--runner", "late", env={"FAKE_AGENT_STATE": str(tmp_path / "s2")}
+    )
+    assert second.returncode == 0 and "COMPLETE" in second.stdout, second.stdout + second.stderr
+    assert [e["stage"] for e in events(late) if e["event"] == "agent_begin"] == []
 
 
 class OutPushedOnce(Remote):
@@ -299,14 +318,18 @@ def test_an_unreachable_remote_ends_the_run_with_one_line_and_exit_11(repo, tmp_
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task"}])
     clone = shared.clone("one")
     git(clone, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    head = git(clone, "rev-parse", "HEAD")
     trace = tmp_path / "git-trace"
     done = construct(
         clone, "--remote", "origin", env={"FAKE_AGENT_STATE": str(tmp_path / "s1"), "GIT_TRACE": str(trace)}
     )
     assert done.returncode == 11
-    assert "cannot fetch origin (4 attempts): fatal: " in done.stdout
-    # four attempts, then one more to give back its claims: not all four retried again
-    assert trace.read_text().count("built-in: git fetch") == 5
+    # The run's first fetch, before its start is committed: it ends there, as a remote the clone
+    # lacks does, in one line, with nothing committed and no claim to give back (no fifth fetch).
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "cannot fetch origin (4 attempts): fatal: " in done.stderr
+    assert trace.read_text().count("built-in: git fetch") == 4
+    assert git(clone, "rev-parse", "HEAD") == head and git(clone, "status", "--porcelain") == ""
 
 
 def test_a_remote_this_clone_lacks_ends_before_any_commit_with_one_line_and_exit_11(repo, tmp_path):

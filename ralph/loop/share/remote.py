@@ -90,6 +90,7 @@ class RemoteCoordinator:
         self._took_over: dict[str, ClaimRef] = {}  # task -> the stale claim this runner replaced
         self._recorded_takeovers: list[str] = []  # those the round being pushed records
         self._unpublished: list[str] = []  # built and committed here, not pushed yet
+        self._joined = False  # the run's first look (join) not yet built on by a claim
         # Whether a push of the branch lost a race in this run: from then on builds wait to go out
         # in batches, one push of the contended branch for many. Until then (a runner alone) each
         # goes out as it is committed: on the remote, safe from this machine, for others to use.
@@ -107,10 +108,19 @@ class RemoteCoordinator:
         code, url, _ = self.remote.repo.attempt("remote", "get-url", self.remote.name)
         self._name = NameLock(url.strip() if code == 0 else self.remote.name, self.remote.branch, self.runner)
 
+    def join(self) -> None:
+        """Bring this clone up to the remote before the run records its start (its review base):
+        a runner that starts after others finished the spec then starts where they left it, and
+        never reviews their change again (a stale clone's start was the base of a second review,
+        every aspect paid again, by each runner started late). The first claim builds on this look."""
+        self._catch_up()
+        self._joined = True
+
     # --- the stages' coordinator (ralph.loop.share.coordinator.Coordinator) ---------------------------
     def claims_spec(self, stage: StageDeclaration, met: Callable[[Plan], bool] = never) -> bool:
         """The spec record is claimed by a pushed plan commit: before the iterations while it is
         unplanned, after them while nothing of it is open or held."""
+        self._joined = False  # a stage ran since the run's first look: the claim looks anew
         if stage.place is Place.BEFORE:
             return self.before_plan()
         return self.before_check(met)
@@ -127,6 +137,7 @@ class RemoteCoordinator:
         items: Callable[[Plan], list[Record]],
     ) -> Iterator[T]:
         """Each item by one runner only: claimed, run, published, then the next."""
+        self._joined = False
         return self._each(lambda skip: self.before_item(stage, items, skip), self.after_item, fresh)
 
     def batches(self, limit: int) -> Iterator[list[str] | None]:
@@ -135,6 +146,7 @@ class RemoteCoordinator:
         published done tasks no live claim holds, claimed by ref, each batch's verdicts pushed
         before the next is claimed. A task verified here once (no verdict) waits for the next
         stage."""
+        self._joined = False
         seen: set[str] = set()
         self._adopt_own()
         while True:
@@ -214,8 +226,9 @@ class RemoteCoordinator:
         """Claim a task to build by ref, after bringing in the remote (when nothing of this
         runner's waits to be published, whose code could conflict: then only a fetch; none when
         the wait for a change just `fetched`: sixteen waiting runners fetched twice per wake)."""
-        if not fetched:
+        if not fetched and not self._joined:
             self.remote.fetch()
+        self._joined = False
         if not self._unpublished:
             if not self._free_on_remote(skip):
                 return None  # nothing to claim: no catch-up (a merge) for nothing
