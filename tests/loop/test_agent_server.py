@@ -55,3 +55,33 @@ def test_an_agents_ralph_commands_act_where_the_agent_is_whether_served_or_not(r
     assert code != 0 and "t-nosuch" in message
     log = subprocess.run(["git", "log", "-1", "--format=%an"], cwd=repo, capture_output=True, text=True)
     assert log.stdout.strip() == "The Agent"  # committed in the agent's folder, with its environment
+
+
+def test_an_agents_command_the_server_never_took_runs_in_the_agents_own_process(repo: Path, tmp_path):
+    """A request the server never had whole (here: nothing listens on its socket; on a loaded
+    machine a send was once cut off) ran nothing there: the command runs in the agent instead of
+    failing the agent's run."""
+    import socket
+
+    deaf = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    deaf.bind(str(tmp_path / "deaf.sock"))  # bound, never listening: a connect is refused
+    try:
+        owner = ralph_server().rpartition(":")[2]  # this user and mount namespace: served, if it could be
+        env = {**os.environ, "AGENT_KIT_DIR": str(FAKE_AGENT.parent)}
+        env["AGENT_RALPH_SERVER"] = f"{tmp_path / 'deaf.sock'}:{owner}"
+        agent = tmp_path / "agent.py"
+        agent.write_text(AGENT)
+        done = subprocess.run(
+            [sys.executable, str(agent)],
+            cwd=repo,
+            env=env,
+            input='{"name": "Parse input"}',
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        deaf.close()
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)
+    assert said["here"] and said["added"]["name"] == "Parse input"
+    assert [json.loads(line)["id"] for line in said["listed"].splitlines()] == [said["added"]["id"]]
