@@ -29,25 +29,29 @@ print(json.dumps({"added": added, "listed": ralph("query", "tasks"), "failed": f
 """
 
 
-@pytest.mark.parametrize("served", [True, False], ids=["served", "elsewhere"])
-def test_an_agents_ralph_commands_act_where_the_agent_is_whether_served_or_not(repo: Path, tmp_path, served):
-    socket = ralph_server()
-    if not served:  # as a fenced agent sees it: another mount namespace
-        socket = socket.rpartition("/")[0] + "/1"
-    env = {**os.environ, "AGENT_KIT_DIR": str(FAKE_AGENT.parent), "AGENT_RALPH_SERVER": socket}
-    env["GIT_AUTHOR_NAME"] = "The Agent"  # the agent's environment, not the server's
+def run_agent(repo: Path, tmp_path: Path, server: str, **env: str) -> dict:
+    """AGENT run in the repository with `server` as its $AGENT_RALPH_SERVER: what it said."""
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
     done = subprocess.run(
         [sys.executable, str(agent)],
         cwd=repo,
-        env=env,
+        env={**os.environ, "AGENT_KIT_DIR": str(FAKE_AGENT.parent), "AGENT_RALPH_SERVER": server, **env},
         input='{"name": "Parse input"}',
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    said = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("served", [True, False], ids=["served", "elsewhere"])
+def test_an_agents_ralph_commands_act_where_the_agent_is_whether_served_or_not(repo: Path, tmp_path, served):
+    socket = ralph_server()
+    if not served:  # as a fenced agent sees it: another mount namespace
+        socket = socket.rpartition("/")[0] + "/1"
+    # GIT_AUTHOR_NAME: the agent's environment, not the server's
+    said = run_agent(repo, tmp_path, socket, GIT_AUTHOR_NAME="The Agent")
     assert said["here"] is not served  # served: the agent never loaded ralph's CLI
     assert said["added"]["name"] == "Parse input"  # the agent's stdin
     assert [json.loads(line)["id"] for line in said["listed"].splitlines()] == [said["added"]["id"]]
@@ -67,21 +71,8 @@ def test_an_agents_command_the_server_never_took_runs_in_the_agents_own_process(
     deaf.bind(str(tmp_path / "deaf.sock"))  # bound, never listening: a connect is refused
     try:
         owner = ralph_server().rpartition(":")[2]  # this user and mount namespace: served, if it could be
-        env = {**os.environ, "AGENT_KIT_DIR": str(FAKE_AGENT.parent)}
-        env["AGENT_RALPH_SERVER"] = f"{tmp_path / 'deaf.sock'}:{owner}"
-        agent = tmp_path / "agent.py"
-        agent.write_text(AGENT)
-        done = subprocess.run(
-            [sys.executable, str(agent)],
-            cwd=repo,
-            env=env,
-            input='{"name": "Parse input"}',
-            capture_output=True,
-            text=True,
-        )
+        said = run_agent(repo, tmp_path, f"{tmp_path / 'deaf.sock'}:{owner}")
     finally:
         deaf.close()
-    assert done.returncode == 0, done.stderr
-    said = json.loads(done.stdout)
     assert said["here"] and said["added"]["name"] == "Parse input"
     assert [json.loads(line)["id"] for line in said["listed"].splitlines()] == [said["added"]["id"]]
