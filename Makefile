@@ -76,7 +76,7 @@ lint: $(STAMP)
 # unreachable-remote tests no longer sleeping through ralph's 1-2-4 s back-off) 75.9 s and 77.1 s,
 # 146-147 CPU-s. Still over the minute. Tried and not kept then: a per-worker server that ran the
 # scripted agents' ralph commands in forks of one process (13% less CPU in the agent-heavy modules,
-# about 5% in all; on branch hA-suite; merged and taken out again since, below).
+# about 5% in all; on branch hA-suite; kept since, below).
 # The next session (2032 tests; the collector no longer walks what collection built, and a plan's
 # rules across records checked in linear time): 61.7 s at 18:2x and 63.1 s (119 CPU-s) at 18:33,
 # idle; vmstat showed both CPUs busy from the second second to the last, so the run is CPU-bound
@@ -89,11 +89,12 @@ lint: $(STAMP)
 # CPU-s, on a machine that had turned slower (load 3.6-6 from the runs before; not measured idle
 # again). Over the minute; the machine's own speed moves the figure more than these changes do.
 # The next session merged the agents' command server (tests/support/scripts/ralph_server.py;
-# paired with main, two runs each: 121.9 and 111.3 CPU-s against 127.3 and 121.8) and took it out
-# again: beside another suite, an agent's send to it broke off (BrokenPipeError) a few times in a
-# hundred, for a reason not found, and a test counted one agent run more. Kept: fenced test agents
-# not about $RALPH_BIN run their commands through agent_kit, and the loop makes fewer git runs
-# (judges' skills once per run; a commit's two plan blobs in one cat-file --batch).
+# paired with main, two runs each: 121.9 and 111.3 CPU-s against 127.3 and 121.8), fenced test
+# agents not about $RALPH_BIN ran their commands through agent_kit, and the loop made fewer git
+# runs (judges' skills once per run; a commit's two plan blobs in one cat-file): 2043 tests,
+# 52.1-54.9 s of wall time (98-103 CPU-s) at 22:49-22:55, load 4.6-7.9 at the start from a
+# benchmark just ended, nothing else running; the code of 98ddfa2 beside it, alternated: 57.1-57.7 s
+# (108 CPU-s). Under the minute; earlier that evening the machine ran slower (98ddfa2 64-67 s).
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))

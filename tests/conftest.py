@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.support.cli import Ralph
+from tests.support.construct import stop_ralph_server
 from tests.support.gitrepo import Shared, git, isolate_git, refreshed, slimmed
 
 # Hypothesis profiles. `verify` (the default; `make verify`) is derandomized: each property test
@@ -162,6 +163,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             return module if module in ONE_WORKER_MODULES else nodeid
 
     return AgentCliTestsTogether(config, log)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stop_ralph_server()  # waited for, so that its CPU time counts in what `time make test` measures
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from tests.support.gitrepo import git
 from tests.support.specs import as_checked
 
 FAKE_AGENT = Path(__file__).parent / "scripts" / "fake_agent.py"
+RALPH_SERVER = FAKE_AGENT.with_name("ralph_server.py")
 # The gate of the builds: os, not pathlib, whose import was 8 of its 21 ms of CPU (most builds of the
 # suite run it).
 CHECK_WORK = """import os, sys
@@ -74,7 +76,7 @@ def construct(
         **(env or {}),
     }
     if wait and not process and not python and not kwargs:
-        return in_process(argv[3:], env)
+        return in_process(argv[3:], {"AGENT_RALPH_SERVER": ralph_server(), **env})
     if not wait:
         kwargs.setdefault("preexec_fn", default_signals)
         kwargs = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kwargs}  # or a terminal's
@@ -82,6 +84,46 @@ def construct(
         _started.append(running)
         return running
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, **kwargs)
+
+
+_server: subprocess.Popen | None = None
+# Where this process's server listens: the temporary folder as the session began (a test may point
+# TMPDIR into its own folder, which goes when it ends).
+SERVER_SOCKET = Path(tempfile.gettempdir()) / f"ralph-server-{os.getpid()}.sock"
+
+
+def ralph_server() -> str:
+    """$AGENT_RALPH_SERVER for the agents of the runs this test process waits for: the socket of a
+    ralph_server.py started at the first such run, its user and its mount namespace
+    (scripts/agent_kit.py). It ends with this process (its stdin closes). Runs the tests signal, and
+    ralph as a process of its own, keep their agents' commands in the agents' own processes."""
+    global _server
+    if _server is None or _server.poll() is not None or not SERVER_SOCKET.exists():
+        if _server is not None:
+            _server.kill()
+            _server.wait()
+        SERVER_SOCKET.unlink(missing_ok=True)
+        _server = subprocess.Popen(
+            [sys.executable, str(RALPH_SERVER), str(SERVER_SOCKET)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd="/",
+            start_new_session=True,  # no signal a test sends its own group reaches it
+        )
+        assert _server.stdout is not None and _server.stdout.readline() == "ready\n"
+    return f"{SERVER_SOCKET}:{os.getuid()}/{os.stat('/proc/self/ns/mnt').st_ino}"
+
+
+def stop_ralph_server() -> None:
+    """The server ends (its stdin closes) and is waited for: its CPU time, and that of its forks,
+    then counts in this process's children, as an agent's own commands did."""
+    global _server
+    if _server is not None:
+        assert _server.stdin is not None
+        _server.stdin.close()
+        _server.wait()
+        _server = None
 
 
 def in_process(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:

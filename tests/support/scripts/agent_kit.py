@@ -1,10 +1,15 @@
-"""What the tests' scripted agents share: `ralph(*args)` runs the real CLI in the agent's own
-process, as `$RALPH_BIN args` would in a new one, and returns its output.
+"""What the tests' scripted agents share: `ralph(*args)` runs the real CLI for the agent, as
+`$RALPH_BIN args` would in a new process, and returns its output.
 
 The suite's agents call ralph a few hundred times; a Python start-up for each was a fifth of the
-fast suite's CPU time. An agent run with AGENT_RALPH=subprocess runs $RALPH_BIN as a real agent
-would, which keeps that path covered (test_plans_builds_and_verifies_dependent_tasks_to_complete).
-Scripts outside this folder find it through $AGENT_KIT_DIR, which the tests' construct() sets."""
+fast suite's CPU time, and importing click and ralph's CLI in each agent half of the agent's. So
+the commands run in a fork of a server that imported them once (ralph_server.py, whose socket
+$AGENT_RALPH_SERVER names with its user and mount namespace) where the agent runs as that server's
+user in its mount namespace; in the agent's own process elsewhere (a fenced agent: a server
+outside its fence must not run its commands). An agent run with AGENT_RALPH=subprocess runs
+$RALPH_BIN as a real agent would, which keeps that path covered
+(test_plans_builds_and_verifies_dependent_tasks_to_complete). Scripts outside this folder find it
+through $AGENT_KIT_DIR, which the tests' construct() sets."""
 
 from __future__ import annotations
 
@@ -22,6 +27,60 @@ def ralph(*args: str) -> str:
 
         command = shlex.split(os.environ["RALPH_BIN"])
         return subprocess.run([*command, *args], check=True, capture_output=True, text=True).stdout
+    server = _server()
+    code, out, err = _served(server, args) if server and os.path.exists(server) else _here(args)
+    if code:
+        import subprocess
+
+        raise subprocess.CalledProcessError(code, ["ralph", *args], out, err)
+    return out
+
+
+def _server() -> str | None:
+    """The server's socket, if this agent is where that server is: the same user, the same mount
+    namespace (not inside a sandbox)."""
+    named = os.environ.get("AGENT_RALPH_SERVER", "")
+    path, _, owner = named.rpartition(":")
+    if not path:
+        return None
+    uid, _, namespace = owner.partition("/")
+    here = f"{os.getuid()}/{os.stat('/proc/self/ns/mnt').st_ino}"
+    return path if here == f"{uid}/{namespace}" else None
+
+
+def _served(path: str, args: tuple[str, ...]) -> tuple[int, str, str]:
+    import json
+    import socket
+    import struct
+
+    header = struct.Struct(">I")
+    umask = os.umask(0)
+    os.umask(umask)
+    request = {"args": list(args), "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask}
+    body = json.dumps(request).encode()
+    payload = header.pack(len(body)) + body
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        try:
+            conn.connect(path)
+            sent = socket.send_fds(conn, [payload], [0, 1, 2])
+            conn.sendall(payload[sent:])
+        except OSError:
+            # The server never had the whole request, so nothing ran: the command runs here
+            # instead. (On a loaded machine a send was once cut off; the agent failed, and the
+            # run made one more agent run than its test counted.)
+            return _here(args)
+        data = b""
+        while len(data) < header.size or len(data) < header.size + header.unpack_from(data)[0]:
+            more = conn.recv(1 << 16)
+            if not more:
+                raise RuntimeError(f"ralph_server gave no answer to ralph {' '.join(args)}")
+            data += more
+    answer = json.loads(data[header.size :])
+    return answer["code"], answer["out"], answer["err"]
+
+
+def _here(args: tuple[str, ...]) -> tuple[int, str, str]:
+    """The CLI in this process."""
     from ralph.cli.main import cli
 
     out, err = io.StringIO(), io.StringIO()
@@ -33,8 +92,4 @@ def ralph(*args: str) -> str:
             if isinstance(stop.code, str):  # as a process exits on sys.exit(message): 1, the message said
                 err.write(f"{stop.code}\n")
             code = 1 if isinstance(stop.code, str) else stop.code or 0
-    if code:
-        import subprocess
-
-        raise subprocess.CalledProcessError(code, ["ralph", *args], out.getvalue(), err.getvalue())
-    return out.getvalue()
+    return code, out.getvalue(), err.getvalue()
