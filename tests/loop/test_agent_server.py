@@ -61,18 +61,46 @@ def test_an_agents_ralph_commands_act_where_the_agent_is_whether_served_or_not(r
     assert log.stdout.strip() == "The Agent"  # committed in the agent's folder, with its environment
 
 
-def test_an_agents_command_the_server_never_took_runs_in_the_agents_own_process(repo: Path, tmp_path):
-    """A request the server never had whole (here: nothing listens on its socket; on a loaded
-    machine a send was once cut off) ran nothing there: the command runs in the agent instead of
-    failing the agent's run."""
+def test_a_request_answered_before_the_agent_looks_again_is_read_not_refused(tmp_path, monkeypatch):
+    """On a loaded machine the server's fork read the whole request, ran it, answered and was gone
+    before the agent was scheduled again: the agent's send of nothing left then failed (EPIPE),
+    the agent's command looked failed, and a run counted one agent run more."""
     import socket
+    import threading
 
-    deaf = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    deaf.bind(str(tmp_path / "deaf.sock"))  # bound, never listening: a connect is refused
+    monkeypatch.syspath_prepend(str(FAKE_AGENT.parent))
+    import agent_kit
+
+    path = str(tmp_path / "quick.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    gone = threading.Event()
+
+    def quick_server() -> None:  # reads the request whole, answers at once, and goes
+        conn, _ = listener.accept()
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+            data += conn.recv(1 << 16)
+        for fd in fds:
+            os.close(fd)
+        body = json.dumps({"code": 0, "out": "answered\n", "err": ""}).encode()
+        conn.sendall(len(body).to_bytes(4, "big") + body)
+        conn.close()
+        gone.set()
+
+    real_send_fds = socket.send_fds
+
+    def send_then_wait(conn, buffers, fds):  # the agent descheduled until the server has gone
+        sent = real_send_fds(conn, buffers, fds)
+        gone.wait(10)
+        return sent
+
+    monkeypatch.setattr(socket, "send_fds", send_then_wait)
+    server = threading.Thread(target=quick_server)
+    server.start()
     try:
-        owner = ralph_server().rpartition(":")[2]  # this user and mount namespace: served, if it could be
-        said = run_agent(repo, tmp_path, f"{tmp_path / 'deaf.sock'}:{owner}")
+        assert agent_kit._served(path, ("query", "tasks")) == (0, "answered\n", "")
     finally:
-        deaf.close()
-    assert said["here"] and said["added"]["name"] == "Parse input"
-    assert [json.loads(line)["id"] for line in said["listed"].splitlines()] == [said["added"]["id"]]
+        server.join()
+        listener.close()
