@@ -70,6 +70,7 @@ def test_a_request_answered_before_the_agent_looks_again_is_read_not_refused(tmp
 
     monkeypatch.syspath_prepend(str(FAKE_AGENT.parent))
     import agent_kit
+    import ralph_server
 
     path = str(tmp_path / "quick.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -79,13 +80,10 @@ def test_a_request_answered_before_the_agent_looks_again_is_read_not_refused(tmp
 
     def quick_server() -> None:  # reads the request whole, answers at once, and goes
         conn, _ = listener.accept()
-        data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
-        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-            data += conn.recv(1 << 16)
+        _, fds = ralph_server.receive(conn)
         for fd in fds:
             os.close(fd)
-        body = json.dumps({"code": 0, "out": "answered\n", "err": ""}).encode()
-        conn.sendall(len(body).to_bytes(4, "big") + body)
+        ralph_server.send(conn, {"code": 0, "out": "answered\n", "err": ""})
         conn.close()
         gone.set()
 

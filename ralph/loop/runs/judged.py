@@ -9,6 +9,7 @@ log folder (which runs read but never write), and their prompts name those copie
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from ralph.loop.runs import skills
@@ -89,8 +90,7 @@ class JudgedInputs:
         found once, as the commit never changes."""
         if self._skills is None:
             listed = self.repo.paths("ls-tree", "-r", "-z", "--name-only", self.rev, "--", *skills.SKILL_DIRS)
-            read = lambda path: self.repo.file_at(self.rev, path)  # noqa: E731
-            self._skills, _ = skills.discover(_skill_files_of(listed), read)
+            self._skills, _ = skills.discover(_skill_files_of(listed), partial(self.repo.file_at, self.rev))
         return self._skills
 
     def values(self, spec: str | None, task_type: str | None = None, stage: str = "VERIFY") -> dict[str, str]:
