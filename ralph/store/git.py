@@ -20,10 +20,10 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ralph.errors import BranchSwitched, GitError, WorkTreeGone
-from ralph.store import programs, refs
+from ralph.store import loose, programs, refs
 from ralph.store.blobs import blob_sha
 from ralph.store.root import git_dir
 
@@ -82,6 +82,7 @@ class Repo:
         self._env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch or push never waits for a password
         self._env["GIT_CONFIG_PARAMETERS"] = _config_parameters(self._env, (*_HOOKS_OFF, *_HARDENED))
         self._signs: bool | None = None
+        self._objects: Path | Literal[False] | None = None  # _loose_objects: not looked at yet
         self._commit_times: dict[str, int] = {}  # commit -> committer time, as read or made here
         self._code_trees: dict[str, str] = {}  # commit -> code_tree(commit)
         self._files: OrderedDict[tuple[str, str], bytes | None] = OrderedDict()  # file_at by object id
@@ -848,12 +849,28 @@ class Repo:
         self, entries: list[bytes], old: bytes | None, mode: str, relpath: str, data: bytes
     ) -> tuple[list[bytes], str]:
         """Tree entries with `old` replaced by a blob of `data` (written now), and that blob."""
-        blob = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
+        objects = self._loose_objects(entries)
+        if objects is not None:
+            blob = loose.store(objects, b"blob", data)
+        else:
+            blob = self.git("hash-object", "-w", "--stdin", stdin=data).strip()
         entry = f"{mode} blob {blob}\t".encode() + os.fsencode(relpath)
         return [*(other for other in entries if other is not old), entry], blob
 
     def _mktree(self, entries: list[bytes]) -> str:
+        objects = self._loose_objects(entries)
+        if objects is not None:
+            return loose.store(objects, b"tree", loose.tree(entries))
         return self.git("mktree", "-z", stdin=b"\0".join([*entries, b""])).strip()
+
+    def _loose_objects(self, entries: list[bytes]) -> Path | None:
+        """The objects folder, when a commit's blob and tree (whose entries these are) may be
+        written there without a git process (ralph.store.loose); None: git writes them."""
+        if not loose.sha1_ids(entries):
+            return None
+        if self._objects is None:
+            self._objects = loose.objects_folder(self.git_dir()) or False
+        return self._objects or None
 
     def staged_file(self, relpath: str) -> bytes | None:
         """The file's bytes as the index holds them (what the next commit gets), or None when the

@@ -83,7 +83,7 @@ exit 128
 
 # The git commands of one build's merge, from the first to HEAD moved (counted with the wrapper:
 # test_the_merge_steps_are_counted fails when the merge changes, and says the new count).
-MERGE_STEPS = 15
+MERGE_STEPS = 13
 
 
 @pytest.fixture

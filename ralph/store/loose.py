@@ -1,0 +1,112 @@
+"""git's loose objects written without running git: the blob and the tree of a plan commit.
+
+Every ralph command that changes the plan commits it, and each git process costs more to start
+(1-1.5 ms of CPU, most of it the kernel's and the dynamic linker's) than the work it does here:
+hashing a few kilobytes and deflating them. So the plan's blob and the top-level tree holding it
+are stored as git stores a loose object (`objects/ab/cdef...`, zlib-deflated `<kind> <size>\\0`
+and the bytes, named by the SHA-1 of those, written to a temporary file and linked in place), and
+git's own processes remain for what needs git's judgement: the commit (its identity, its
+signature) and moving HEAD.
+
+Only where that is exactly what git would do: a SHA-1 repository, objects in the repository's
+own folder (no $GIT_OBJECT_DIRECTORY), and no shared-repository permissions to apply (an objects
+folder writable by its group or others, or setgid, as core.sharedRepository makes it). Anywhere
+else `objects_folder` says None and the caller asks git.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import zlib
+from pathlib import Path
+
+from ralph.store.blobs import blob_sha
+
+SHA1_HEX = 40
+# git's own level for loose objects (core.looseCompression): fast, and any level reads back alike.
+_LEVEL = 1
+_SHARED_BITS = stat.S_ISGID | stat.S_IWGRP | stat.S_IWOTH
+
+
+def objects_folder(git_dir: Path) -> Path | None:
+    """Where the repository whose git directory is `git_dir` keeps its objects, when ralph may
+    write loose ones there as git would; None when git should (see the module's docstring)."""
+    if os.environ.get("GIT_OBJECT_DIRECTORY"):
+        return None
+    common = git_dir
+    try:  # a linked worktree's git directory names the shared one, as git reads it
+        pointer = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    else:
+        common = Path(pointer) if os.path.isabs(pointer) else git_dir / pointer
+    objects = common / "objects"
+    try:
+        mode = objects.stat().st_mode
+    except OSError:
+        return None
+    return objects if stat.S_ISDIR(mode) and not mode & _SHARED_BITS else None
+
+
+def store(objects: Path, kind: bytes, data: bytes) -> str:
+    """Store an object of `kind` (b"blob", b"tree") holding `data`; its id. One already there is
+    left as it is and touched, as git touches it: a `git gc` then keeps it as new."""
+    oid = blob_sha(data) if kind == b"blob" else object_sha(kind, data)
+    folder = objects / oid[:2]
+    final = folder / oid[2:]
+    try:
+        os.utime(final)
+        return oid
+    except FileNotFoundError:
+        pass
+    folder.mkdir(exist_ok=True)
+    deflated = zlib.compress(b"%s %d\0" % (kind, len(data)) + data, _LEVEL)
+    # git's name for its own temporary objects: `git gc` clears one a kill left behind.
+    temporary = folder / f"tmp_obj_{os.urandom(6).hex()}"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(deflated)
+        try:  # as git does: a link never replaces an object another process stored meanwhile
+            os.link(temporary, final)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            os.replace(temporary, final)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+    return oid
+
+
+def tree(entries: list[bytes]) -> bytes:
+    """A raw tree object of top-level entries as `git ls-tree -z` prints them (`<mode> <type>
+    <id>\\t<name>`), in git's order: by name, a folder's name read with a `/` after it."""
+    records = []
+    for entry in entries:
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, oid = meta.split(b" ")
+        key = name + b"/" if kind == b"tree" else name
+        records.append((key, b"%s %s\0" % (mode.lstrip(b"0"), name) + bytes.fromhex(oid.decode())))
+    records.sort(key=lambda record: record[0])
+    return b"".join(record for _, record in records)
+
+
+def sha1_ids(entries: list[bytes]) -> bool:
+    """Whether these tree entries name objects by SHA-1 (not an empty tree, not SHA-256)."""
+    ids = [entry.partition(b"\t")[0].rsplit(b" ", 1)[1] for entry in entries]
+    return bool(ids) and all(len(oid) == SHA1_HEX for oid in ids)
+
+
+def object_sha(kind: bytes, data: bytes) -> str:
+    """The id git gives an object of `kind` holding `data` (a tree's: some hundred bytes)."""
+    try:
+        from _sha1 import sha1  # type: ignore[import-not-found]  # as ralph.store.blobs loads it
+    except ImportError:  # a Python built without it
+        from hashlib import sha1
+    digest: str = sha1(b"%s %d\0" % (kind, len(data)) + data).hexdigest()
+    return digest
