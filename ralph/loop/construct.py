@@ -49,7 +49,7 @@ from ralph.loop.stages.check_outcome import CheckOutcome
 from ralph.loop.stages.modules import stage_run
 from ralph.loop.stages.plan import PlanStage
 from ralph.loop.stages.retries import Deadline
-from ralph.loop.stages.review import ReviewStage, due, start_fields
+from ralph.loop.stages.review import ReviewStage, nothing_to_review, start_fields
 from ralph.loop.stages.review_outcome import ReviewOutcome
 from ralph.loop.stages.workspace import StageReport, StageRun, Workspace
 from ralph.loop.tree.plan_access import PLAN_FILE
@@ -465,11 +465,9 @@ class Loop:
         """The review round, run here; with --remote only by the runner that claims the spec for
         it, as the spec check is. None: not run here (another runner did, or work came in)."""
         coordinator = self.workspace.coordinator
-        if not coordinator.claims_spec(
-            stage_declarations.BY_NAME["REVIEW"], lambda plan: due(plan, self.settings) is None
-        ):
+        if not coordinator.claims_spec(stage_declarations.BY_NAME["REVIEW"], self._nothing_to_review):
             plan = self.read_plan()  # as the remote has it now: reviewed by another runner, or not
-            reviewed = not open_work(plan, self.settings.spec) and due(plan, self.settings) is None
+            reviewed = not open_work(plan, self.settings.spec) and self._nothing_to_review(plan)
             return ReviewOutcome.NOT_DUE if reviewed else None
         plan = self.read_plan()
         review = ReviewStage(self.workspace, plan)
@@ -479,6 +477,11 @@ class Loop:
             self.reviewed += review.reviewed
             coordinator.spec_done()
         return review.outcome
+
+    def _nothing_to_review(self, plan: Plan) -> bool:
+        """No review round due, or none with a change to read: here, nor on the shared branch."""
+        heads = ("HEAD", *filter(None, [self.workspace.coordinator.shared_head()]))
+        return nothing_to_review(plan, self.settings, self.workspace.tree.repo, heads)
 
     def _check_spec(self, plan: Plan) -> CheckOutcome | None:
         """The spec check, run here; with --remote only by the runner that claims the spec for it

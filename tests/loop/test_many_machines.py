@@ -96,7 +96,7 @@ def test_one_runner_with_a_remote_claims_by_ref_and_publishes_each_build_as_it_i
 def test_a_runner_started_after_another_finished_the_spec_reviews_none_of_it_again(repo, tmp_path):
     """A clone made before the spec's work records its start (the review's base) on the remote's
     work, not on its own stale head: started once another runner ended COMPLETE, it pays no
-    reviewer to read that change a second time."""
+    reviewer to read that change a second time, and claims no review of the empty change since."""
     config.set_value(repo, "review", "goal")
     shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
     early, late = shared.clone("early"), shared.clone("late")  # both before any work
@@ -110,6 +110,9 @@ def test_a_runner_started_after_another_finished_the_spec_reviews_none_of_it_aga
     )
     assert second.returncode == 0 and "COMPLETE" in second.stdout, second.stdout + second.stderr
     assert [e["stage"] for e in events(late) if e["event"] == "agent_begin"] == []
+    # Nor does it claim the spec for a review of nothing, and give the claim back: two pushes.
+    subjects = git(late, "log", "--format=%s", "origin/main").splitlines()
+    assert not [subject for subject in subjects if subject.endswith("(late)")], subjects
 
 
 class OutPushedOnce(Remote):

@@ -101,6 +101,10 @@ class Coordinator(Protocol):
         """The run ends: whatever it holds goes back. Quietly: once, errors ignored."""
         ...
 
+    def shared_head(self) -> str | None:
+        """The head of the branch runners share, as last looked at (None: nothing is shared)."""
+        ...
+
 
 class Solo:
     """A run with nobody to share the work with: every item is its own, nothing to publish."""
@@ -149,3 +153,6 @@ class Solo:
 
     def release(self, quietly: bool = False) -> None:
         pass
+
+    def shared_head(self) -> str | None:
+        return None

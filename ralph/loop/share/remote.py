@@ -470,6 +470,9 @@ class RemoteCoordinator:
             return False
         return _code_differs(repo, f"{head}...{remote_head}")
 
+    def shared_head(self) -> str | None:
+        return self.remote.head()
+
     def others_building(self) -> bool:
         """Another runner holds a live claim on a task of the spec it has not yet built, as the
         remote head last fetched has it (others_published fetched it just now)."""

@@ -111,10 +111,18 @@ def _default_branch(repo: Repo) -> str | None:
     return None
 
 
-def changed_since(repo: Repo, base: str) -> list[str]:
+def changed_since(repo: Repo, base: str, head: str = "HEAD") -> list[str]:
     """The files the change since `base` touched, plan.jsonl aside (empty: nothing to review)."""
-    listed = repo.paths("diff", "--name-only", "-z", f"{base}...HEAD", "--")
+    listed = repo.paths("diff", "--name-only", "-z", f"{base}...{head}", "--")
     return [path for path in listed if path != PLAN_FILE]
+
+
+def nothing_to_review(plan: PlanReader, settings: Settings, repo: Repo, heads: tuple[str, ...]) -> bool:
+    """No review round is due, or the change since its base is empty in each of `heads` (this
+    work tree's, and the shared branch's as last fetched): a runner started after the spec ended
+    COMPLETE then claims no review of nothing (a push, and another to give the claim back)."""
+    found = due(plan, settings)
+    return found is None or not any(changed_since(repo, found.base, head) for head in heads)
 
 
 def aspects_at(repo: Repo, rev: str, settings: Settings) -> tuple[list[Aspect], list[str]]:
