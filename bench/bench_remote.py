@@ -6,7 +6,10 @@ rusage), the runners' exit codes, the pushes to the shared branch the remote tur
 races, from the runners' journals), builds per task (BUILD agent runs, from the journals) and the
 tasks lost (not accepted on the remote at the end). Targets (issue 37): at 8 and 16 runners wall
 at most 0.3x of one runner's, CPU per task at 16 at most 2x one runner's, no task built twice or
-lost. Not a pass/fail test. `bench_remote.py 1 16` runs those counts only. `--latency 0.3` makes
+lost. Then the floor of each count: as many runners, each alone on a remote of its own with its
+share of the tasks (nothing shared, nothing to race for), which sets apart what sharing one branch
+costs from what each runner costs anyway. Not a pass/fail test. `bench_remote.py 1 16` runs those
+counts only. `--latency 0.3` makes
 each fetch and push wait that long on the remote's side first, as a hosted remote's round trip does
 (one runner's 32 tasks are then measured with the remote's waits counted: what fewer round trips
 per task save)."""
@@ -129,6 +132,46 @@ def measure(runners: int) -> Figures:
         return run_runners(origin, clones)
 
 
+class Floor(NamedTuple):
+    runners: int
+    wall_s: float
+    cpu_s: float
+    exits: list[int]
+
+
+def measure_alone(runners: int) -> Floor:
+    """`runners` runners started at once, each alone on a remote of its own with its share of the
+    tasks (one of them reviews; each checks its own spec): what the runners cost with nothing
+    shared, so nothing to race for. Against the shared figures, it tells the cost of sharing one
+    branch from what each runner costs anyway (its start, its end, its agents)."""
+    global TASKS
+    total, TASKS = TASKS, TASKS // runners
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            clones = []
+            for n in range(runners):
+                (Path(folder) / f"alone{n}").mkdir()
+                clones.append(shared(Path(folder) / f"alone{n}", 1)[1][0])
+            env = bench_env(BENCH_BUILD_SLEEP=str(BUILD_S))
+            cpu, started = children_cpu(), time.perf_counter()
+            runs = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "ralph", "-C", str(clone), "construct", "specs/bench.md"]
+                    + ["--agent-cmd", AGENT, "--gate", "", "--parallel", "1", "--max-iterations", "60"]
+                    + ["--remote", "origin", "--runner", f"runner-{n}"]
+                    + (["--no-review"] if n else []),
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for n, clone in enumerate(clones)
+            ]
+            exits = [run.wait() for run in runs]
+            return Floor(runners, time.perf_counter() - started, children_cpu() - cpu, exits)
+    finally:
+        TASKS = total
+
+
 def show(figures: Figures, one: Figures) -> None:
     twice = sorted(task for task, count in figures.builds.items() if count > 1)
     rejected = figures.lost_races / figures.pushes if figures.pushes else 0.0
@@ -154,6 +197,15 @@ def main(counts: tuple[int, ...]) -> None:
     results = [one] + [measure(runners) for runners in counts if runners != 1]
     for figures in results[1:]:
         show(figures, one)
+    for runners in counts:
+        if runners != 1:
+            floor = measure_alone(runners)
+            print(
+                f"  {runners:2} runners alone, each on a remote of its own with {TASKS // runners} tasks (the"
+                f" floor: nothing shared): wall {floor.wall_s:6.1f} s = {floor.wall_s / one.wall_s:4.2f}x,"
+                f" CPU per task {floor.cpu_s / TASKS:5.2f} s = {floor.cpu_s / one.cpu_s:4.2f}x,"
+                f" exits {sorted(set(floor.exits))}"
+            )
     for figures in results:
         if figures.runners in (8, 16):
             ratio = figures.wall_s / one.wall_s
