@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ralph.errors import InvalidInput, PlanInvalid
+from ralph.errors import GitError, InvalidInput, PlanInvalid
 from ralph.loop.observe.report_data import AspectReview
 from ralph.loop.process.signals import deferred_signals
 from ralph.loop.runs import aspects as review_aspects
@@ -122,7 +122,12 @@ def nothing_to_review(plan: PlanReader, settings: Settings, repo: Repo, heads: t
     work tree's, and the shared branch's as last fetched): a runner started after the spec ended
     COMPLETE then claims no review of nothing (a push, and another to give the claim back)."""
     found = due(plan, settings)
-    return found is None or not any(changed_since(repo, found.base, head) for head in heads)
+    if found is None:
+        return True
+    try:
+        return not any(changed_since(repo, found.base, head) for head in heads)
+    except GitError:  # a base git does not know here: the review stage says what is wrong
+        return False
 
 
 def aspects_at(repo: Repo, rev: str, settings: Settings) -> tuple[list[Aspect], list[str]]:

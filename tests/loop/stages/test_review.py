@@ -360,3 +360,31 @@ def test_the_dry_run_after_a_review_round_lists_the_review_again_not_the_spec_ch
     preview = json.loads(done.stdout)
     assert sorted(run["stage"] for run in preview["runs"]) == ["REVIEW"] * len(DEFAULT_ASPECTS)
     assert any("reviewed once more" in note for note in preview["notes"]), preview["notes"]
+
+
+def test_a_review_is_due_only_with_a_change_to_read_and_a_base_git_does_not_know_is_left_to_it(repo):
+    """The claim of a review round (nothing_to_review): an empty change since the base is nothing
+    to review; a change is; and a base git cannot find leaves the round to the review stage,
+    which says what is wrong, rather than fail the claim's round."""
+    from ralph.loop.stages.review import nothing_to_review
+    from ralph.plan.loader import load
+    from ralph.plan.plan import Plan
+    from ralph.store.git import Repo
+    from ralph.usecases.settings import Settings
+
+    settings = Settings(spec="specs/app.md")
+    start = git(repo, "rev-parse", "HEAD").strip()
+
+    def plan_since(base: str) -> Plan:
+        state = json.dumps({"t": "state", "spec": "specs/app.md", "base": base, "review_rounds": 0})
+        return Plan(load((repo / "plan.jsonl").read_bytes() + state.encode() + b"\n", "plan.jsonl"))
+
+    assert nothing_to_review(plan_since(start), settings, Repo(repo), ("HEAD",))
+    (repo / "app.py").write_text("print('hi')\n")
+    git(repo, "add", "app.py")
+    git(repo, "commit", "-qm", "app")
+    assert not nothing_to_review(plan_since(start), settings, Repo(repo), ("HEAD",))
+    assert not nothing_to_review(plan_since("0" * 39 + "1"), settings, Repo(repo), ("HEAD",))
+    assert nothing_to_review(
+        plan_since(start), Settings(spec="specs/app.md", review=False), Repo(repo), ("HEAD",)
+    )
