@@ -1054,12 +1054,15 @@ def _explain(args: tuple[str, ...], stderr: str) -> str:
 def git_argv(args: tuple[str, ...] | list[str]) -> list[str]:
     """The argv of `git ARGS` as ralph runs it: the trusted git (ralph.store.programs), and the
     options the command always gets (_COMMAND_OPTIONS), before its `--` if it has one. Run it with
-    a Repo's environment, which holds the hardened settings."""
+    a Repo's environment, which holds the hardened settings; before its `--end-of-options` too,
+    after which git reads every word as a revision."""
     at = 0
     while at < len(args) and args[at].startswith("-"):  # -c key=value, --no-optional-locks
         at += 2 if args[at] == "-c" else 1
     options = _COMMAND_OPTIONS.get(args[at], ()) if at < len(args) else ()
-    end = args.index("--", at) if "--" in args[at:] else len(args)
+    end = next(
+        (index for index in range(at, len(args)) if args[index] in ("--", "--end-of-options")), len(args)
+    )
     return [programs.git_program(), *args[:end], *options, *args[end:]]
 
 

@@ -725,3 +725,15 @@ def test_blobs_reads_several_objects_in_one_git_run_and_none_where_there_is_none
     missing = "0" * 39 + "1"
     assert Repo(repo).blobs([stored[1], missing, stored[0]]) == [b"two\n", None, b"one\n"]
     assert len(runs) == 1
+
+
+def test_the_options_every_diff_gets_go_before_its_end_of_options_and_its_paths():
+    """After `--end-of-options` git reads every word as a revision, after `--` as a path: the
+    options ralph always gives a command (here diff's) go before both."""
+    from ralph.store.git import git_argv
+
+    argv = git_argv(("diff", "--name-only", "--end-of-options", "a...b", "--", "x"))
+    assert argv[argv.index("--end-of-options") :] == ["--end-of-options", "a...b", "--", "x"]
+    assert "--no-ext-diff" in argv[: argv.index("--end-of-options")]
+    argv = git_argv(("diff", "--name-only", "a", "--", "x"))
+    assert argv[argv.index("--") :] == ["--", "x"] and "--no-ext-diff" in argv

@@ -113,7 +113,8 @@ def _default_branch(repo: Repo) -> str | None:
 
 def changed_since(repo: Repo, base: str, head: str = "HEAD") -> list[str]:
     """The files the change since `base` touched, plan.jsonl aside (empty: nothing to review)."""
-    listed = repo.paths("diff", "--name-only", "-z", f"{base}...{head}", "--")
+    # The base comes from the plan, which a hand or a remote may have written: never an option.
+    listed = repo.paths("diff", "--name-only", "-z", "--end-of-options", f"{base}...{head}", "--")
     return [path for path in listed if path != PLAN_FILE]
 
 

@@ -385,6 +385,9 @@ def test_a_review_is_due_only_with_a_change_to_read_and_a_base_git_does_not_know
     git(repo, "commit", "-qm", "app")
     assert not nothing_to_review(plan_since(start), settings, Repo(repo), ("HEAD",))
     assert not nothing_to_review(plan_since("0" * 39 + "1"), settings, Repo(repo), ("HEAD",))
+    written = repo / "written"  # a base that reads as an option writes nothing
+    assert not nothing_to_review(plan_since(f"--output={written}"), settings, Repo(repo), ("HEAD",))
+    assert not list(repo.glob("written*"))
     assert nothing_to_review(
         plan_since(start), Settings(spec="specs/app.md", review=False), Repo(repo), ("HEAD",)
     )
