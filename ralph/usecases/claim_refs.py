@@ -28,7 +28,7 @@ from ralph.plan.records import is_done, is_pending
 from ralph.store.reader import PLAN_NAME, read_plan
 from ralph.store.remote import ClaimRef, Remote
 
-WIDEST_PICK = 16  # once others claim too, a runner picks at random among this many free tasks
+WIDEST_PICK = 16  # after lost claim races, a runner picks among this many free tasks at most
 
 
 @functools.cache
@@ -65,11 +65,10 @@ def remote_plan(remote: Remote) -> Plan | None:
 
 
 class Claimed:
-    """What a runner won: the task, its claim commit, the claim it took over (None: none), and
-    whether another runner's claim push beat one of its own on the way (others are claiming too)."""
+    """What a runner won: the task, its claim commit, and the claim it took over (None: none)."""
 
-    def __init__(self, task_id: str, commit: str, took_over: ClaimRef | None, raced: bool = False):
-        self.task_id, self.commit, self.took_over, self.raced = task_id, commit, took_over, raced
+    def __init__(self, task_id: str, commit: str, took_over: ClaimRef | None):
+        self.task_id, self.commit, self.took_over = task_id, commit, took_over
 
 
 def claim_task(
@@ -79,18 +78,14 @@ def claim_task(
     ttl: float,
     still: Callable[[Plan | None, str], bool],
     alone: bool = False,
-    spread: bool = False,
 ) -> Claimed | None:
     """Claim one of `candidates` (tasks in their order of preference) by ref: one this runner holds
     already first (a restart under the same name), then a free one (no claim, or a stale one).
-    The first try takes the first free task; after a lost race, or from the first when others
-    are known to claim too (`spread`: a race the run lost before), the pick is random among the
-    first WIDEST_PICK free ones, so that runners claiming at once spread over the tasks instead of
-    racing for the next one in step (sixteen runners started together lost some 80 claim pushes
-    for 32 won when each began at the first free task and doubled its range after each loss).
-    `still`: whether the task is still to do by the remote head's plan fetched after the win
-    (None: no branch yet); when not (published meanwhile), the claim is given back and another
-    picked. None: nothing free. The claim refs
+    The first try takes the first free task; after each lost race the pick is random among twice
+    as many of the first free ones (up to WIDEST_PICK), so that runners that lost together spread
+    over the tasks instead of racing for the next one in step. `still`: whether the task is still
+    to do by the remote head's plan fetched after the win (None: no branch yet); when not
+    (published meanwhile), the claim is given back and another picked. None: nothing free. The claim refs
     are as the last fetch brought them. `alone` (no push of the run lost a race yet): the claim is
     pushed with the branch held where it was last fetched, and won that way it needs no fetch
     after it (nothing can have been published meanwhile); turned away, the runner looks and tries
@@ -99,7 +94,6 @@ def claim_task(
     the other free tasks of the last look, and a look comes only when none is left (sixteen runners
     started at once made a fetch per lost race, most of their claims' cost)."""
     losses, lost = 0, set[str]()  # lost: the tasks whose claim ref went to another since the look
-    raced = False
     while True:
         stamp = now()
         refs = remote.claim_refs()
@@ -109,7 +103,7 @@ def claim_task(
         own = [task for task in candidates if (held := refs.get(task["id"])) and held_by(held, runner)]
         if own:
             mine = refs[own[0]["id"]]
-            return Claimed(mine.item, mine.commit, None, raced)
+            return Claimed(mine.item, mine.commit, None)
         free = [
             task
             for task in candidates
@@ -121,14 +115,13 @@ def claim_task(
             continue
         if not free:
             return None
-        pick = free[0] if not (losses or spread) else random.choice(free[:WIDEST_PICK])
+        pick = free[0] if not losses else random.choice(free[: min(WIDEST_PICK, 2**losses)])
         old = refs.get(pick["id"])
         commit = remote.make_claim(pick["id"], runner, stamp, replaces=old, host=this_host())
         branch_at = remote.head() if alone else None
         won = remote.push_claim(pick["id"], commit, old.commit if old else None, branch_at=branch_at)
         if won and branch_at is not None:
-            return Claimed(pick["id"], commit, old, raced)  # the branch held: nothing published meanwhile
-        raced = raced or not won
+            return Claimed(pick["id"], commit, old)  # the branch held: nothing published meanwhile
         if not won and branch_at is None:  # the ref alone was turned away: another runner's now
             losses += 1
             lost.add(pick["id"])
@@ -139,7 +132,7 @@ def claim_task(
             alone = False  # the claim or the branch moved: try again as others do
         else:  # won, the branch not held: still to do, by the branch as it is now?
             if still(remote_plan(remote), pick["id"]):
-                return Claimed(pick["id"], commit, old, raced)
+                return Claimed(pick["id"], commit, old)
             remote.drop_claims({pick["id"]: commit})  # its outcome is published: not ours to do
             candidates = [task for task in candidates if task["id"] != pick["id"]]
 

@@ -180,57 +180,6 @@ def test_builds_go_out_at_once_until_a_push_loses_a_race_then_they_wait_for_thei
     assert remote.won == 2
 
 
-class ClaimedFirst(Remote):
-    """A remote where another runner claims the task we are about to claim, once (`armed`)."""
-
-    def __init__(self, repo: Repo, rival: Path):
-        super().__init__(repo, retries=0, sleep=lambda seconds: None)
-        self.rival, self.armed = rival, False
-
-    def push_claim(
-        self, item: str, commit: str, replaces: str | None = None, branch_at: str | None = None
-    ) -> bool:
-        if self.armed:
-            self.armed = False
-            theirs = Remote(Repo(self.rival), retries=0)
-            theirs.with_claims = True
-            theirs.push_claim(item, theirs.make_claim(item, "rival", "2026-01-01T00:00:00Z"))
-        return super().push_claim(item, commit, replaces, branch_at)
-
-
-def test_a_runner_whose_claim_another_beat_batches_its_builds_from_then_on(repo, tmp_path, monkeypatch):
-    """A claim race lost says others are claiming too: the run's builds wait for their verdicts
-    from then on (no branch push of their own), and its next picks spread over the free tasks."""
-    from ralph.loop.share.remote import RemoteCoordinator
-    from ralph.usecases import claim_refs
-
-    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
-    shared = seeded(repo, tmp_path, items)
-    one, rival = shared.clone("one"), shared.clone("rival")
-    coordinator = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
-    remote = ClaimedFirst(Repo(one), rival)
-    remote.with_claims = True
-    coordinator.remote = remote
-    spreads: list[bool] = []
-    claim_task = claim_refs.claim_task
-
-    def recorded(*args, **kwargs):
-        spreads.append(kwargs.get("spread", False))
-        return claim_task(*args, **kwargs)
-
-    monkeypatch.setattr(claim_refs, "claim_task", recorded)
-    remote.armed = True
-    first = coordinator.before_build()
-    assert first in ("t-task01", "t-task02") and remote.claims_lost == 1  # t-task00 went to the rival
-    build_here(one, first)
-    assert coordinator.after_build(first) == []
-    assert remote.won == 0 and remote.lost == 0  # it waits for its verdict: no push of the branch
-    assert coordinator.before_build() not in (None, first, "t-task00")
-    assert spreads == [False, True]
-    coordinator.release_all()
-    assert any(r["t"] == "task" and r["id"] == first and r["s"] == "d" for r in origin_plan(shared))
-
-
 def test_a_takeover_is_recorded_by_the_push_that_wins_after_a_lost_race(repo, tmp_path):
     """The takeover record goes in the publishing push's plan; when the first round loses a race,
     the round that wins records it again (it was recorded in the lost round only)."""

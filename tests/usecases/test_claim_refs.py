@@ -5,7 +5,6 @@ is given back after a won claim, never built again."""
 
 from __future__ import annotations
 
-import random
 import threading
 from pathlib import Path
 
@@ -85,35 +84,10 @@ def test_a_runner_that_lost_a_claim_race_takes_another_task(three):
     assert taken is not None and other is not None
     assert taken.task_id == "t-task00" and other.task_id != "t-task00"
     assert second.claims_lost == 1 and second.claims_won == 1
-    assert other.raced and not taken.raced  # the run's later picks spread (RemoteCoordinator)
     # No look after the lost push (the ref is another's: the pick goes on among the others seen),
     # one after the won one (a task published meanwhile goes back).
     assert second.fetches - looks == 1
     assert holders(shared) == {"t-task00": taken.commit, other.task_id: other.commit}
-
-
-@pytest.mark.parametrize("spread", [False, True])
-def test_a_runner_that_raced_before_picks_at_random_among_the_first_free_tasks(three, monkeypatch, spread):
-    """Alone, the plan's order: the first free task. Once the run lost a claim race (`spread`),
-    its first pick is random among the first free tasks, so that runners claiming together spread."""
-    shared, one, _ = three
-    remote = remote_of(one)
-    offered: list[list[str]] = []
-
-    def last(seq):
-        offered.append([task["id"] for task in seq])
-        return seq[-1]
-
-    monkeypatch.setattr(random, "choice", last)  # the module claim_refs draws its picks from
-    claimed = claim_refs.claim_task(
-        candidates(one, remote), "one", remote, TTL, claim_refs.to_build, spread=spread
-    )
-    assert claimed is not None
-    if spread:
-        assert offered == [["t-task00", "t-task01", "t-task02"]] and claimed.task_id == "t-task02"
-    else:
-        assert offered == [] and claimed.task_id == "t-task00"
-    assert holders(shared) == {claimed.task_id: claimed.commit}
 
 
 def test_a_runner_whose_every_pick_was_lost_looks_again_and_finds_nothing_left(three):

@@ -235,13 +235,7 @@ class RemoteCoordinator:
             self._catch_up(fetched=True)
         candidates = claim_refs.buildable(self.root, self.spec, self.remote, skip)
         won = claim_refs.claim_task(
-            candidates,
-            self.runner,
-            self.remote,
-            self._ttl(),
-            claim_refs.to_build,
-            alone=not self._contended,
-            spread=self._contended,
+            candidates, self.runner, self.remote, self._ttl(), claim_refs.to_build, alone=not self._contended
         )
         return self._won(won)
 
@@ -268,14 +262,7 @@ class RemoteCoordinator:
         while len(chosen) < limit:
             candidates = claim_refs.done_to_verify(self.root, self.spec, {*skip, *chosen})
             won = self._won(
-                claim_refs.claim_task(
-                    candidates,
-                    self.runner,
-                    self.remote,
-                    self._ttl(),
-                    claim_refs.to_verify,
-                    spread=self._contended,
-                )
+                claim_refs.claim_task(candidates, self.runner, self.remote, self._ttl(), claim_refs.to_verify)
             )
             if won is None:
                 break
@@ -285,10 +272,6 @@ class RemoteCoordinator:
     def _won(self, claimed: claim_refs.Claimed | None) -> str | None:
         if claimed is None:
             return None
-        # Another runner's claim beat one of ours: others will push the branch too, so this
-        # run's builds wait for their batch from the first (sixteen runners started at once
-        # otherwise each raced for the branch with their first build).
-        self._contended = self._contended or claimed.raced
         self._mine[claimed.task_id] = claimed.commit
         if claimed.took_over is not None:
             self._took_over[claimed.task_id] = claimed.took_over
