@@ -85,14 +85,21 @@ class Figures(NamedTuple):
     not_accepted: list[str]  # tasks the remote's plan does not hold as accepted at the end
 
 
+def runner_argv(clone: Path, n: int) -> list[str]:
+    """Runner n's `ralph construct --remote origin` in `clone`."""
+    return (
+        [sys.executable, "-m", "ralph", "-C", str(clone), "construct", "specs/bench.md"]
+        + ["--agent-cmd", AGENT, "--gate", "", "--parallel", "1", "--max-iterations", "60"]
+        + ["--remote", "origin", "--runner", f"runner-{n}"]
+    )
+
+
 def run_runners(origin: Path, clones: list[Path]) -> Figures:
     env = bench_env(BENCH_BUILD_SLEEP=str(BUILD_S))
     cpu, started = children_cpu(), time.perf_counter()
     runs = [
         subprocess.Popen(
-            [sys.executable, "-m", "ralph", "-C", str(clone), "construct", "specs/bench.md"]
-            + ["--agent-cmd", AGENT, "--gate", "", "--parallel", "1", "--max-iterations", "60"]
-            + ["--remote", "origin", "--runner", f"runner-{n}"],
+            runner_argv(clone, n),
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -156,10 +163,7 @@ def measure_alone(runners: int) -> Floor:
             cpu, started = children_cpu(), time.perf_counter()
             runs = [
                 subprocess.Popen(
-                    [sys.executable, "-m", "ralph", "-C", str(clone), "construct", "specs/bench.md"]
-                    + ["--agent-cmd", AGENT, "--gate", "", "--parallel", "1", "--max-iterations", "60"]
-                    + ["--remote", "origin", "--runner", f"runner-{n}"]
-                    + (["--no-review"] if n else []),
+                    runner_argv(clone, n) + (["--no-review"] if n else []),
                     env=env,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
