@@ -230,8 +230,12 @@ class Repo:
         return since != now and self.code_tree(since) != self.code_tree(now)
 
     def snapshot(self) -> tuple[str | None, list[bytes]]:
-        """HEAD's commit and its top-level tree entries (None and [] before the first commit), from
-        one `git cat-file --batch` instead of rev-parse and ls-tree: every plan commit starts here."""
+        """HEAD's commit and its top-level tree entries (None and [] before the first commit): read
+        from their object files where both are loose (ralph.store.loose), else from one `git
+        cat-file --batch` instead of rev-parse and ls-tree. Every plan commit starts here."""
+        found = self._snapshot_from_files()
+        if found is not None:
+            return found
         out = self._output(("cat-file", "--batch"), stdin=b"HEAD^{commit}\nHEAD^{tree}\n")
         commit, tree = _batch_objects(out)
         if commit is None:
@@ -241,6 +245,22 @@ class Repo:
             return commit[0], _tree_records(tree[2], len(tree[0]) // 2)
         parent = self.head()  # HEAD moved between the two look-ups: the tree of the commit read now
         return parent, self.tree_entries(parent)
+
+    def _snapshot_from_files(self) -> tuple[str, list[bytes]] | None:
+        """snapshot() without git, where HEAD's ref, its commit and its tree are all files that say
+        (a branch's ref file, loose objects, no replace refs); None: ask git."""
+        git_dir = self.git_dir()
+        head = refs.head_commit(git_dir)
+        objects = self._objects_folder()
+        if head is None or len(head) != loose.SHA1_HEX or objects is None or loose.replaced(objects.parent):
+            return None  # (refs.ASK_GIT is no object id either)
+        commit = loose.read(objects, head)
+        line = commit[1].split(b"\n", 1)[0] if commit is not None and commit[0] == b"commit" else b""
+        tree = loose.read(objects, line[5:].decode("ascii", "replace")) if line.startswith(b"tree ") else None
+        if commit is None or tree is None or tree[0] != b"tree":
+            return None
+        self._note_commit_time(head, commit[1])
+        return head, _tree_records(tree[1], loose.SHA1_HEX // 2)
 
     def commit_file(
         self, relpath: str, data: bytes, message: str, base: tuple[str | None, list[bytes]] | None = None
@@ -866,8 +886,10 @@ class Repo:
     def _loose_objects(self, entries: list[bytes]) -> Path | None:
         """The objects folder, when a commit's blob and tree (whose entries these are) may be
         written there without a git process (ralph.store.loose); None: git writes them."""
-        if not loose.sha1_ids(entries):
-            return None
+        return self._objects_folder() if loose.sha1_ids(entries) else None
+
+    def _objects_folder(self) -> Path | None:
+        """ralph.store.loose.objects_folder, looked up once per Repo."""
         if self._objects is None:
             self._objects = loose.objects_folder(self.git_dir()) or False
         return self._objects or None

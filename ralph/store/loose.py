@@ -1,4 +1,5 @@
-"""git's loose objects written without running git: the blob and the tree of a plan commit.
+"""git's loose objects written and read without running git: the blob and the tree of a plan
+commit, and HEAD's commit and tree before it.
 
 Every ralph command that changes the plan commits it, and each git process costs more to start
 (1-1.5 ms of CPU, most of it the kernel's and the dynamic linker's) than the work it does here:
@@ -6,7 +7,8 @@ hashing a few kilobytes and deflating them. So the plan's blob and the top-level
 are stored as git stores a loose object (`objects/ab/cdef...`, zlib-deflated `<kind> <size>\\0`
 and the bytes, named by the SHA-1 of those, written to a temporary file and linked in place), and
 git's own processes remain for what needs git's judgement: the commit (its identity, its
-signature) and moving HEAD.
+signature) and moving HEAD. What the next commit starts from, HEAD's commit and its tree, is read
+from their files where they are loose (the commit ralph made last is), and from git elsewhere.
 
 Only where that is exactly what git would do: a SHA-1 repository, objects in the repository's
 own folder (no $GIT_OBJECT_DIRECTORY), and no shared-repository permissions to apply (an objects
@@ -81,6 +83,30 @@ def store(objects: Path, kind: bytes, data: bytes) -> str:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
     return oid
+
+
+def read(objects: Path, oid: str) -> tuple[bytes, bytes] | None:
+    """The kind and the bytes of object `oid` where it is stored loose in `objects`; None where
+    it is not (packed, or missing) or its file is not a whole object: git is asked then."""
+    try:
+        stored = (objects / oid[:2] / oid[2:]).read_bytes()
+        whole = zlib.decompress(stored)
+    except (OSError, ValueError, zlib.error):
+        return None
+    header, _, data = whole.partition(b"\0")
+    kind, _, size = header.partition(b" ")
+    return (kind, data) if size.isdigit() and int(size) == len(data) else None
+
+
+def replaced(common: Path) -> bool:
+    """Whether the repository whose git directory is `common` replaces objects (`git replace`):
+    git then reads another object than the file names, so ralph asks git."""
+    if (common / "refs" / "replace").is_dir() and any((common / "refs" / "replace").iterdir()):
+        return True
+    try:
+        return b" refs/replace/" in (common / "packed-refs").read_bytes()
+    except OSError:
+        return False
 
 
 def tree(entries: list[bytes]) -> bytes:

@@ -118,3 +118,48 @@ def test_a_repository_without_a_commit_or_with_sha256_ids_is_left_to_git():
     assert not loose.sha1_ids([])
     assert not loose.sha1_ids([b"100644 blob " + b"a" * 64 + b"\tplan.jsonl"])
     assert loose.sha1_ids([b"100644 blob " + b"a" * 40 + b"\tplan.jsonl"])
+
+
+def git_snapshot(root: Path) -> tuple[str, list[bytes]]:
+    """HEAD's commit and top-level entries as git reads them (replace refs and packs included)."""
+    head = git(root, "rev-parse", "HEAD^{commit}").strip()
+    entries = [entry for entry in git_bytes(root, "ls-tree", "-z", "HEAD^{tree}").split(b"\0") if entry]
+    return head, entries
+
+
+def test_heads_commit_and_tree_are_read_from_their_files_without_git_where_they_are_loose(repo, monkeypatch):
+    Repo(repo).commit_file("plan.jsonl", b"loose\n", "ralph: a change")  # its commit and tree: loose
+    ran = writers(monkeypatch)
+    assert Repo(repo).snapshot() == git_snapshot(repo)
+    assert ran == []
+
+
+def test_a_packed_head_or_a_replaced_commit_is_read_through_git(repo, monkeypatch):
+    Repo(repo).commit_file("plan.jsonl", b"packed\n", "ralph: a change")
+    git(repo, "gc", "-q", "--prune=now")  # every object packed: no file to read
+    ran = writers(monkeypatch)
+    assert Repo(repo).snapshot() == git_snapshot(repo)
+    assert ran == ["cat-file"]
+
+    Repo(repo).commit_file("plan.jsonl", b"replaced\n", "ralph: another")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    other = git(repo, "commit-tree", "HEAD~1^{tree}", "-p", "HEAD~1", "-m", "stand-in").strip()
+    git(repo, "replace", head, other)  # git now reads `other` wherever HEAD's commit is named
+    ran.clear()
+    assert Repo(repo).snapshot() == git_snapshot(repo)
+    raw = git_bytes(repo, "--no-replace-objects", "ls-tree", "-z", head)  # what HEAD's file holds
+    assert git_snapshot(repo)[1] != [entry for entry in raw.split(b"\0") if entry]
+    assert ran[:1] == ["cat-file"]
+
+
+def test_a_loose_file_that_is_not_a_whole_object_is_no_object(repo):
+    objects = loose.objects_folder(Repo(repo).git_dir())
+    assert objects is not None
+    oid = loose.store(objects, b"blob", b"whole\n")
+    assert loose.read(objects, oid) == (b"blob", b"whole\n")
+    path = objects / oid[:2] / oid[2:]
+    data = path.read_bytes()
+    os.chmod(path, 0o644)
+    path.write_bytes(data[:-3])  # cut short (a full disk, a kill)
+    assert loose.read(objects, oid) is None
+    assert loose.read(objects, "f" * 40) is None
