@@ -65,6 +65,8 @@ def store(objects: Path, kind: bytes, data: bytes) -> str:
         return oid
     except FileNotFoundError:
         pass
+    except OSError:  # there, but another user's to touch: there all the same, as git takes it
+        return oid
     folder.mkdir(exist_ok=True)
     deflated = zlib.compress(b"%s %d\0" % (kind, len(data)) + data, _LEVEL)
     # git's name for its own temporary objects: `git gc` clears one a kill left behind.

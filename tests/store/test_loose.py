@@ -76,6 +76,19 @@ def test_an_object_already_stored_is_kept_and_touched_not_written_again(repo):
     assert after.st_mtime > 1_000_000  # git's prune sees it as new
 
 
+def test_an_object_there_that_cannot_be_touched_is_taken_as_it_is(repo, monkeypatch):
+    objects = loose.objects_folder(Repo(repo).git_dir())
+    assert objects is not None
+    oid = loose.store(objects, b"blob", b"theirs\n")
+
+    def refused(path, *args, **kwargs):
+        raise PermissionError(13, "Operation not permitted", str(path))
+
+    monkeypatch.setattr(os, "utime", refused)  # another user's file, as in a repository they share
+    assert loose.store(objects, b"blob", b"theirs\n") == oid
+    assert not [name for name in os.listdir(objects / oid[:2]) if name.startswith("tmp_obj_")]
+
+
 def test_a_plan_commit_runs_no_git_to_write_its_blob_and_tree_and_git_finds_all_sound(repo, monkeypatch):
     (repo / "plan.jsonl").write_bytes(b'{"type":"config"}\n')
     ran = writers(monkeypatch)
