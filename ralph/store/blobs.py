@@ -1,4 +1,4 @@
-"""git's object ids computed without git: the id of a file's bytes."""
+"""git's object ids computed without git: the id of a file's bytes (and of a tree's)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,12 @@ def known_bytes(sha: str) -> bytes | None:
         return next((data for data, known in _KNOWN.items() if known == sha), None)
 
 
-def _sha(data: bytes) -> str:
+def object_sha(kind: bytes, data: bytes) -> str:
+    """The id git gives an object of `kind` (b"tree", b"commit") holding these bytes."""
+    return _sha(data, kind)
+
+
+def _sha(data: bytes, kind: bytes = b"blob") -> str:
     if len(data) <= _OWN_SHA1_UP_TO:
         try:
             from _sha1 import sha1  # type: ignore[import-not-found]  # CPython's; typeshed has no stub
@@ -51,7 +56,7 @@ def _sha(data: bytes) -> str:
             from _hashlib import openssl_sha1 as sha1
         except ImportError:  # a Python built without it
             from hashlib import sha1
-    hashed = sha1(b"blob %d\0" % len(data))
+    hashed = sha1(b"%s %d\0" % (kind, len(data)))
     hashed.update(data)  # not the header + data: a copy of a long plan
     digest: str = hashed.hexdigest()
     return digest

@@ -24,7 +24,8 @@ import stat
 import zlib
 from pathlib import Path
 
-from ralph.store.blobs import blob_sha
+from ralph.store.blobs import blob_sha, object_sha
+from ralph.store.root import common_git_dir
 
 SHA1_HEX = 40
 # git's own level for loose objects (core.looseCompression): fast, and any level reads back alike.
@@ -37,19 +38,10 @@ def objects_folder(git_dir: Path) -> Path | None:
     write loose ones there as git would; None when git should (see the module's docstring)."""
     if os.environ.get("GIT_OBJECT_DIRECTORY"):
         return None
-    common = git_dir
-    try:  # a linked worktree's git directory names the shared one, as git reads it
-        pointer = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return None
-    else:
-        common = Path(pointer) if os.path.isabs(pointer) else git_dir / pointer
-    objects = common / "objects"
-    try:
+    try:  # a linked worktree's git directory names the shared one
+        objects = common_git_dir(git_dir) / "objects"
         mode = objects.stat().st_mode
-    except OSError:
+    except (OSError, ValueError):  # a commondir file unreadable, or not text
         return None
     return objects if stat.S_ISDIR(mode) and not mode & _SHARED_BITS else None
 
@@ -57,7 +49,7 @@ def objects_folder(git_dir: Path) -> Path | None:
 def store(objects: Path, kind: bytes, data: bytes) -> str:
     """Store an object of `kind` (b"blob", b"tree") holding `data`; its id. One already there is
     left as it is and touched, as git touches it: a `git gc` then keeps it as new."""
-    oid = blob_sha(data) if kind == b"blob" else object_sha(kind, data)
+    oid = blob_sha(data) if kind == b"blob" else object_sha(kind, data)  # blob_sha keeps long ones
     folder = objects / oid[:2]
     final = folder / oid[2:]
     try:
@@ -128,13 +120,3 @@ def sha1_ids(entries: list[bytes]) -> bool:
     """Whether these tree entries name objects by SHA-1 (not an empty tree, not SHA-256)."""
     ids = [entry.partition(b"\t")[0].rsplit(b" ", 1)[1] for entry in entries]
     return bool(ids) and all(len(oid) == SHA1_HEX for oid in ids)
-
-
-def object_sha(kind: bytes, data: bytes) -> str:
-    """The id git gives an object of `kind` holding `data` (a tree's: some hundred bytes)."""
-    try:
-        from _sha1 import sha1  # type: ignore[import-not-found]  # as ralph.store.blobs loads it
-    except ImportError:  # a Python built without it
-        from hashlib import sha1
-    digest: str = sha1(b"%s %d\0" % (kind, len(data)) + data).hexdigest()
-    return digest

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ralph.store.root import common_git_dir
+
 OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256
 ASK_GIT = "(ask git)"
 _BRANCH_REF = "ref: refs/heads/"
@@ -30,9 +32,7 @@ def head_commit(git_dir: Path) -> str | None:
         if not head.startswith(_BRANCH_REF) or head == _REFTABLE:
             return ASK_GIT
         ref = head[len("ref: ") :]
-        common = git_dir
-        if (git_dir / "commondir").is_file():
-            common = git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        common = common_git_dir(git_dir)
         if (common / "reftable").exists():
             return ASK_GIT
         try:

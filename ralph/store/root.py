@@ -27,3 +27,14 @@ def git_dir(root: Path) -> Path:
             target = Path(text[len("gitdir: ") :].strip())
             return target if target.is_absolute() else root / target
     return dot_git
+
+
+def common_git_dir(git_dir: Path) -> Path:
+    """The git directory every worktree of the repository shares: where a linked worktree's
+    `commondir` file points (relative to its own git directory, as git reads it), else `git_dir`
+    itself. OSError when that file is there but unreadable."""
+    try:
+        pointer = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return git_dir
+    return git_dir / pointer  # an absolute pointer replaces git_dir, as Path joins it
