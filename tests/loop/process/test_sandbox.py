@@ -292,6 +292,8 @@ def inside(fence, work_tree: Path, script: str, home: Path) -> subprocess.Comple
 def fence(project, home):
     from ralph.loop.process import sandbox
 
+    if sandbox.unavailable_reason()[0] is None:  # any test that takes the fence skips without one
+        pytest.skip(f"no sandbox here: {sandbox.unavailable_reason()[1]}")
     (project / "build" / "ralph-logs").mkdir(parents=True, exist_ok=True)
     (project / "build" / "ralph-logs" / "events.jsonl").write_text("{}\n")
     made, _ = sandbox.make(
@@ -385,6 +387,7 @@ def test_the_secrets_scan_finds_untracked_and_ignored_secrets_but_not_in_depende
     assert found == [".env", "deep/er/id_rsa", "secrets/.env"]
 
 
+@needs_bwrap
 def test_a_verifiers_fresh_checkout_is_not_searched_but_the_repository_still_is(
     project, home, fence, tmp_path
 ):
