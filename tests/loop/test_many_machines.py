@@ -26,6 +26,7 @@ from tests.support.construct import construct, events, with_app_spec
 from tests.support.gitrepo import Shared, git
 
 if TYPE_CHECKING:
+    from ralph.loop.observe.journal import Journal
     from ralph.loop.share.remote import RemoteCoordinator
 
 
@@ -273,6 +274,49 @@ def test_a_task_published_between_the_look_and_the_claim_is_not_built_again(repo
 
     assert coordinator.before_build() == "t-task01"
     assert claim_holders(shared) == {"t-task01": "one"}
+
+
+class StopWaiting(Exception):
+    pass
+
+
+def polls_while_another_holds_the_work(clone: Path, journal: Journal) -> list[float]:
+    """The waits between a runner's polls while another runner's claim holds the only task and
+    nothing moves on the remote (its run stopped after ten)."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    waits: list[float] = []
+
+    def stop_after_ten() -> None:
+        if len(waits) >= 10:
+            raise StopWaiting
+
+    coordinator = RemoteCoordinator(
+        clone, "specs/app.md", "origin", "waiter", check=stop_after_ten, sleep=waits.append, journal=journal
+    )
+    with pytest.raises(StopWaiting):
+        coordinator.before_build()
+    return waits
+
+
+def test_a_waiting_runner_polls_at_the_pace_of_its_agent_runs_within_the_bounds(repo, tmp_path):
+    """How long a runner waits between polls is also how late it sees the end others made: where
+    agent runs are short, its longest wait shrinks to their pace, never under FASTEST_POLL_S;
+    before any agent run, POLL_S's longest (8 runners of 1 s builds took 0.41x one runner's wall
+    with 4 s, 0.31-0.35x with 1 s)."""
+    from ralph.loop.observe.journal import Journal
+
+    shared = seeded(repo, tmp_path, [{"id": "t-only", "name": "Only"}])
+    assert take_over(shared.clone("holder"), "t-only", "holder") == "t-only"
+    waiter = shared.clone("waiter")
+    journal = Journal(tmp_path / "events.jsonl")
+
+    before_any_run = polls_while_another_holds_the_work(waiter, journal)
+    assert before_any_run == [0.25, 0.5, 1.0, 2.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0]
+    journal.span("agent", stage="BUILD").end()  # an agent run of a moment
+    after_a_short_run = polls_while_another_holds_the_work(waiter, journal)
+    assert after_a_short_run[:4] == [0.25, 0.5, share_remote.FASTEST_POLL_S, share_remote.FASTEST_POLL_S]
+    assert max(after_a_short_run) == share_remote.FASTEST_POLL_S
 
 
 def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_ends_nothing(repo, tmp_path):

@@ -30,6 +30,12 @@ class Journal:
         # The log folder as opened at the start (ralph.loop.observe.log_folder): written through it, so
         # a link an agent put in its place is never followed.
         self.folder_fd: int | None = None
+        self._agent_runs_s: list[float] = []  # how long each agent run of this run took
+
+    def agent_pace_s(self) -> float | None:
+        """The median length of this run's agent runs so far; None before the first ended."""
+        runs = sorted(self._agent_runs_s)
+        return runs[len(runs) // 2] if runs else None
 
     def event(self, event: str, **fields: object) -> JournalRecord:
         record: JournalRecord = {
@@ -79,6 +85,8 @@ class Span:
 
     def end(self, **fields: object) -> float:
         duration = round(time.monotonic() - self.started, 3)
+        if self.kind == "agent":
+            self.journal._agent_runs_s.append(duration)
         self.journal.event(f"{self.kind}_end", duration_s=duration, **self.fields, **fields)
         return duration
 

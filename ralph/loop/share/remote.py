@@ -40,7 +40,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 # The first wait for other runners' work, and the longest (it doubles). A poll is a fetch: 16
 # runners waiting on one 2-core machine spent 1.46 CPU-s per task with 2 s at most, 1.10 with 4 s.
+# The longest wait is also how late a waiting runner sees the end others made, so where agent
+# runs are short it shrinks to their pace (the median run of this run), never under FASTEST_POLL_S
+# (a fetch costs some 10 ms of CPU: 1% of a core per waiting runner).
 POLL_S = (0.25, 4.0)
+FASTEST_POLL_S = 1.0
 # While nothing moves on the remote (its branch, its claims), a waiting runner only fetches; it
 # looks at the plan again after this long all the same, for the claims that went stale meanwhile.
 REJUDGE_S = 30.0
@@ -447,10 +451,16 @@ class RemoteCoordinator:
             self.check()
             self.sleep(wait)
             slept += wait
-            wait = min(wait * 2, POLL_S[1])
+            wait = min(wait * 2, self._longest_wait())
             self.remote.fetch()
             if slept >= REJUDGE_S or self._remote_state() != before:
                 return wait
+
+    def _longest_wait(self) -> float:
+        """POLL_S's longest wait, or this run's agent pace where that is shorter (FASTEST_POLL_S
+        at least): others' work ends about as often as agent runs do."""
+        pace = self.journal.agent_pace_s() if self.journal is not None else None
+        return POLL_S[1] if pace is None else min(POLL_S[1], max(FASTEST_POLL_S, pace))
 
     def _remote_state(self) -> tuple[str | None, frozenset[tuple[str, str]]]:
         """The remote's branch head and claim refs as last fetched."""
