@@ -43,65 +43,22 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # Tests run in parallel processes (pytest-xdist), two per CPU and one more: many loop tests spend
-# part of their time waiting on agents, gates, time limits and retries. On 2 CPUs (measured on
-# one commit, when the suite took ~135 CPU-s): 3 workers 46 s, 4 workers 42 s, 5 workers 39 s, 6
-# workers 39 s. WORKERS=0: all in this process. The suite is CPU-bound: its wall time on 2 idle CPUs
-# is about its CPU time over 2, most of it the git and Python processes that the process-level tests
-# start. A construct run costs about 1 CPU-s: the loop's logic is tested in process (with the stage
-# fakes of tests/loop/test_stages_in_process.py), make test keeps one real-process run per
-# behaviour that is about processes, and make e2e the other real-process runs (listed at e2e below).
-# On 29 Nov 2026: before, 1766 tests, 87 s idle, ~165-175 CPU-s; after, measured on 2 idle CPUs,
-# 1886 tests in 58 s of wall time, 110 CPU-s of user and system time. Later that day, 1966 tests,
-# measured back to back on 2 CPUs that others loaded (load 4-16; a loaded CPU spends more CPU-s on
-# the same work): 140 CPU-s, 198 s of wall time; after the moves to make e2e named below, a cheaper
-# gate and fake agent, and the layout checks parsing each module once: 1961 tests, 137 CPU-s, 169 s
-# (per test, at the same load, 5% less CPU). Not measured idle: about 61 s, the 64 s estimated for
-# the 1966 tests less 5%, so still over the minute. At 11:00, 1985 tests: 64 s of wall time and
-# 122 CPU-s at load 5. At 13:00-13:20, on 2 CPUs at load 7-16, the tests' shared machinery made
-# cheaper (the repositories tests copy slimmed and their index refreshed in the test's process, the
-# loop's app repositories copied from one made per worker, no `git gc --auto` after a push: 2,000 of
-# 28,000 git runs fewer; a copy of `repo`, made, refreshed and later deleted, 2.8-4.3 ms of CPU
-# instead of 6.6-10.5) and five real runs moved to make e2e (named below): 1980 tests. Measured back
-# to back with the commit before, four pairs: before 128-142 CPU-s (87-165 s of wall time), after
-# 124-140 CPU-s (88-173 s): the load moved the figures more than the change did. The parts, measured
-# alone, add up to some 9-13 CPU-s. Not measured idle: 11:00's 122 CPU-s less those would be 57-60 s
-# by the ratio measured idle before (110 CPU-s, 58 s): at the minute, not under it with a margin.
-# Measured idle at 13:35 (no other job on the machine; load 1.7 at the start), with that day's
-# later work merged (2021 tests): 66.9 s of wall time, 128 CPU-s; again 65.2 s and 66.2 s; with 4
-# workers 66.3 s (117 CPU-s), with 6 67.2 s. Over the minute: the tests' own times add up to 293 s
-# over 5 workers, and half the CPU is the scripted agents' Python processes (~70 ms each, half of
-# it importing click and ralph's CLI).
-# At 16:01-16:05 the same day, no other job on the machine (load 0.8 at the start), the machine
-# itself was slower: the 13:35 commit took 75.8 s and 151 CPU-s, and main (2029 tests, the two
-# unreachable-remote tests no longer sleeping through ralph's 1-2-4 s back-off) 75.9 s and 77.1 s,
-# 146-147 CPU-s. Still over the minute. Tried and not kept then: a per-worker server that ran the
-# scripted agents' ralph commands in forks of one process (13% less CPU in the agent-heavy modules,
-# about 5% in all; on branch hA-suite; kept since, below).
-# The next session (2032 tests; the collector no longer walks what collection built, and a plan's
-# rules across records checked in linear time): 61.7 s at 18:2x and 63.1 s (119 CPU-s) at 18:33,
-# idle; vmstat showed both CPUs busy from the second second to the last, so the run is CPU-bound
-# and its wall is its CPU over two. Per test, CPU (self and waited-for children) is spread thin: no
-# test over 2.2 CPU-s, 34 CPU-s in the workers' own code, 88 in the processes they start (22,000
-# git runs, 1.3 ms each; the scripted agents' Python). Still over the minute, by some 5%.
-# The session after (2033 tests, idle at 19:21): 62.1 s, 117 CPU-s. Then the fenced-tree lookup
-# and the environment's secrets made cheaper, and the review tests naming two or three aspects
-# (13 reviewer runs fewer): 2037 tests, 69.7 s at 20:41 and 68.5-74.8 s at 20:43-20:47, 129-142
-# CPU-s, on a machine that had turned slower (load 3.6-6 from the runs before; not measured idle
-# again). Over the minute; the machine's own speed moves the figure more than these changes do.
-# The next session merged the agents' command server (tests/support/scripts/ralph_server.py;
-# paired with main, two runs each: 121.9 and 111.3 CPU-s against 127.3 and 121.8). Beside another
-# suite an agent's command through it failed a few times in a hundred (BrokenPipeError): the agent
-# sent the rest of its request, nothing, after the server's fork had read it whole, run it,
-# answered and gone; it now sends only what is left (test_agent_server). Also: fenced test agents
-# not about $RALPH_BIN run their commands through agent_kit, and the loop makes fewer git runs
-# (judges' skills once per run; a commit's two plan blobs in one cat-file --batch).
-# 30 Nov 2026: a whole-system profile (perf) of one run: git processes 30% of the CPU, almost all
-# of it starting (the kernel's exec and page faults, the dynamic linker: 1-1.5 ms each, 25,000
-# runs), the scripted agents and ralph's other Python processes 31%, the workers 20%. A plan
-# commit now writes its blob and tree itself, and reads HEAD's from their files (ralph.store.loose):
-# 4 git runs per change instead of 7.
-# 2054 tests, idle: 62.6 s and 118.7 CPU-s before, 60.1 s and 114.9 CPU-s after (the machine in
-# its slower phase); later 54.9 s (104 CPU-s) and 60.4 s. At the minute, not under it with a margin.
+# part of their time waiting on agents, gates, time limits and retries (on 2 CPUs, one commit: 3
+# workers 46 s, 4 workers 42 s, 5 workers 39 s, 6 workers 39 s). WORKERS=0: all in this process.
+# The suite is CPU-bound: on 2 idle CPUs its wall time is about its CPU time over 2. A whole-system
+# profile of one run (30 Nov 2026): git processes about a quarter of the CPU (some 21,000 runs,
+# nearly all of each run's cost starting it), the scripted agents' and ralph's other Python
+# processes a third, the five pytest workers a quarter; per test it is spread thin (no test over
+# 2.5 CPU-s). So the loop's logic is tested in process: a construct run a test waits for runs in
+# the worker (tests/support/construct.py), the stages' logic with the in-process fakes of
+# tests/loop/test_stages_in_process.py, the agents' ralph commands in forks of one server
+# (tests/support/scripts/ralph_server.py). make test keeps one real-process run per behaviour
+# that is about processes; make e2e has the others (named at e2e below).
+# Figures, idle 2-core machines (the history of each change is in CHANGELOG.md and git log):
+#   29 Nov 2026: 1766 tests, 87 s (~170 CPU-s); after the moves to make e2e, 1886 tests, 58 s.
+#   30 Nov 2026: 2060 tests, 51-62 s (104-119 CPU-s). Later that day on a fresh machine (a new
+#   VM): 68 s without bubblewrap (the sandbox tests skip), 70-86 s with it (131-160 CPU-s).
+#   At the minute on the first, over it on the second.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
