@@ -32,6 +32,9 @@ class Journal:
         self.folder_fd: int | None = None
         self._agent_runs_s: list[float] = []  # how long each agent run of this run took
 
+    def agent_ran(self, seconds: float) -> None:
+        self._agent_runs_s.append(seconds)
+
     def agent_pace_s(self) -> float | None:
         """The median length of this run's agent runs so far; None before the first ended."""
         runs = sorted(self._agent_runs_s)
@@ -86,7 +89,7 @@ class Span:
     def end(self, **fields: object) -> float:
         duration = round(time.monotonic() - self.started, 3)
         if self.kind == "agent":
-            self.journal._agent_runs_s.append(duration)
+            self.journal.agent_ran(duration)
         self.journal.event(f"{self.kind}_end", duration_s=duration, **self.fields, **fields)
         return duration
 
