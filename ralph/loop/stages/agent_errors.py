@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from ralph.errors import GitError, RalphError
 from ralph.loop.runs.agent_process import AgentResult
@@ -176,6 +176,9 @@ class AgentFailures:
         self.in_a_row = 0
         self.worked = False  # a run of this construct did something: the agent is set up right
         self._last: _Failed | None = None  # the last failure, while no run did something since
+        # What ended the loop: a parallel build's run that fails after it neither counts nor starts
+        # again, and ends with the same words (the limit's count, not one more).
+        self._ended: AgentFailing | None = None
         self._lock = threading.Lock()
 
     def good(self) -> None:
@@ -191,6 +194,7 @@ class AgentFailures:
         lines = error_lines(result)
         now = _Failed(stage, item, error_mark(lines, [*(own_words), *([item] if item else [])]))
         with self._lock:
+            self._raise_if_ended()
             last, self._last = self._last, now
             works = self.worked or result.tracker.turns > 0
             judgement = _judgement(result, now, last, works)
@@ -209,10 +213,20 @@ class AgentFailures:
         )
         how = f"without doing anything ({result.describe()}); its last log: {result.log_path}"
         if judgement is None:
-            raise AgentFailing(f"the agent failed the same way {_where(now, last)} {how}", lines)
+            self._end(AgentFailing(f"the agent failed the same way {_where(now, last)} {how}", lines))
         if count >= self.limit:
-            raise AgentFailing(f"the agent failed {count} times in a row {how}", lines)
+            self._end(AgentFailing(f"the agent failed {count} times in a row {how}", lines))
         return judgement
+
+    def _end(self, failing: AgentFailing) -> NoReturn:
+        with self._lock:
+            self._raise_if_ended()  # another build's run reached it first: its words stand
+            self._ended = failing
+        raise failing
+
+    def _raise_if_ended(self) -> None:
+        if self._ended is not None:
+            raise AgentFailing(str(self._ended), self._ended.lines)
 
     def wait(self, result: AgentResult, stage: str, item: str | None, judgement: Judgement) -> bool:
         """Before running a failed run again: a transient failure is waited out (doubling). True
@@ -230,15 +244,18 @@ class AgentFailures:
         return self._sleep(seconds)
 
     def _sleep(self, seconds: float) -> bool:
-        if self.supervisor.stopping:
-            return False
+        """Raises AgentFailing when another build's run ended the loop meanwhile: no run starts
+        again after that."""
         end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            self.deadline_check()
+        while True:
+            with self._lock:
+                self._raise_if_ended()
             if self.supervisor.stopping:
                 return False
+            if (left := end - time.monotonic()) <= 0:
+                return True
+            self.deadline_check()
             time.sleep(min(left, 0.1))
-        return True
 
 
 def _judgement(result: AgentResult, now: _Failed, last: _Failed | None, works: bool) -> Judgement | None:
