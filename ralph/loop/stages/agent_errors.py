@@ -225,12 +225,14 @@ class AgentFailures:
         raise failing
 
     def _raise_if_ended(self) -> None:
-        if self._ended is not None:
-            raise AgentFailing(str(self._ended), self._ended.lines)
+        ended = self._ended  # one read: set once, never unset
+        if ended is not None:
+            raise AgentFailing(str(ended), ended.lines)
 
     def wait(self, result: AgentResult, stage: str, item: str | None, judgement: Judgement) -> bool:
         """Before running a failed run again: a transient failure is waited out (doubling). True
-        to run it again; False when ralph is stopping meanwhile."""
+        to run it again; False when ralph is stopping meanwhile; AgentFailing when another build's
+        run ended the loop."""
         seconds = (
             min(MAX_WAIT_S, self.first_wait_s * 2 ** (self.in_a_row - 1))
             if judgement is Judgement.WAIT
@@ -248,8 +250,7 @@ class AgentFailures:
         again after that."""
         end = time.monotonic() + seconds
         while True:
-            with self._lock:
-                self._raise_if_ended()
+            self._raise_if_ended()
             if self.supervisor.stopping:
                 return False
             if (left := end - time.monotonic()) <= 0:
