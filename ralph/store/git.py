@@ -761,6 +761,24 @@ class Repo:
             self._keep_file(rev, relpath, data)
         return data
 
+    def read_files_at(self, rev: str, relpaths: Iterable[str]) -> dict[str, str | None]:
+        """Read the files `relpaths` of commit `rev` (an object id) with one `git cat-file
+        --batch`, kept for file_at; each path's object type there ("blob", "tree", ...; None where
+        the commit has no such path). A caller that needs several files of one commit asks once
+        instead of once per file."""
+        if _FULL_HASH.fullmatch(rev) is None:
+            return {}
+        asked = [path for path in dict.fromkeys(relpaths) if path and "\n" not in path]  # one per line
+        if not asked:
+            return {}
+        names = "".join(f"{rev}:{path}\n" for path in asked).encode()
+        out = self._output(("cat-file", "--batch"), stdin=names)
+        kinds: dict[str, str | None] = {}
+        for path, found in zip(asked, _batch_objects(out), strict=False):
+            kinds[path] = found[1] if found is not None else None
+            self._keep_file(rev, path, found[2] if found is not None and found[1] == "blob" else None)
+        return kinds
+
     def _keep_file(self, rev: str, relpath: str, data: bytes | None) -> None:
         """Keep the file's bytes at object id `rev`, the oldest going beyond FILES_KEPT_BYTES."""
         with self._files_lock:
@@ -772,19 +790,30 @@ class Repo:
 
     def blob(self, sha: str) -> bytes | None:
         """The bytes of blob `sha`, or None (no such object, and none hashed here)."""
-        from ralph.store.blobs import known_bytes
-
-        known = known_bytes(sha)  # an object's content never changes: hashed here, it is these bytes
+        known = self._known_blob(sha)
         if known is not None:
             return known
         done = self._run(("cat-file", "blob", sha))
         return done.stdout if done.returncode == 0 else None
 
-    def blobs(self, shas: list[str]) -> list[bytes | None]:
-        """As blob() for each of `shas`, from one `git cat-file --batch` for those not hashed here."""
+    def _known_blob(self, sha: str) -> bytes | None:
+        """Blob `sha` without a git run: hashed in this process (an object's content never
+        changes), or read from its loose object file (the plan's blobs ralph commits are stored
+        loose); None: ask git (packed, replaced, another object format)."""
         from ralph.store.blobs import known_bytes
 
-        found = {sha: known_bytes(sha) for sha in shas}
+        known = known_bytes(sha)
+        if known is not None:
+            return known
+        objects = self._objects_folder()
+        if objects is None or len(sha) != loose.SHA1_HEX or loose.replaced(objects.parent):
+            return None
+        found = loose.read(objects, sha)
+        return found[1] if found is not None and found[0] == b"blob" else None
+
+    def blobs(self, shas: list[str]) -> list[bytes | None]:
+        """As blob() for each of `shas`, from one `git cat-file --batch` for those not known here."""
+        found = {sha: self._known_blob(sha) for sha in shas}
         asked = [sha for sha, data in found.items() if data is None]
         if asked:
             out = self._output(("cat-file", "--batch"), stdin="".join(f"{sha}\n" for sha in asked).encode())

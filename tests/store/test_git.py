@@ -714,17 +714,67 @@ def test_blobs_reads_several_objects_in_one_git_run_and_none_where_there_is_none
         return hashed.stdout.decode().strip()
 
     stored = [stored_blob(b"one\n"), stored_blob(b"two\n")]
+    git(repo, "repack", "-adq")  # packed: only git reads them
+    git(repo, "prune-packed")
+    runs = count_git_runs(monkeypatch)
+    missing = "0" * 39 + "1"
+    assert Repo(repo).blobs([stored[1], missing, stored[0]]) == [b"two\n", None, b"one\n"]
+    assert len(runs) == 1
+
+
+def count_git_runs(monkeypatch) -> list[tuple[str, ...]]:
+    """The argv of each git run a Repo makes from now on."""
     runs: list[tuple[str, ...]] = []
     real = Repo._run
 
     def counted(self, args, *rest, **kwargs):
-        runs.append(args)
+        runs.append(tuple(args))
         return real(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(Repo, "_run", counted)
-    missing = "0" * 39 + "1"
-    assert Repo(repo).blobs([stored[1], missing, stored[0]]) == [b"two\n", None, b"one\n"]
+    return runs
+
+
+def test_a_loose_blob_is_read_from_its_file_and_a_replaced_one_from_git(repo, monkeypatch):
+    """The plan's blobs ralph commits are loose objects: reading one back needs no git run. Where
+    the repository replaces objects (`git replace`), git's answer is what counts, so git is asked."""
+    data = b"a line of the plan\n"
+
+    def stored(content: bytes) -> str:
+        argv = ["git", "hash-object", "-w", "--stdin"]
+        return (
+            subprocess.run(argv, cwd=repo, input=content, capture_output=True, check=True)
+            .stdout.decode()
+            .strip()
+        )
+
+    sha, other = stored(data), stored(b"another\n")
+    runs = count_git_runs(monkeypatch)
+    assert Repo(repo).blob(sha) == data and Repo(repo).blobs([sha]) == [data]
+    assert runs == []
+    git(repo, "replace", sha, other)
+    assert Repo(repo).blob(sha) == b"another\n"  # as git reads it
+    assert [args[0] for args in runs] == ["cat-file"]
+
+
+def test_several_files_of_a_commit_are_read_in_one_git_run_and_kept(repo, monkeypatch):
+    """read_files_at: each path's type in the commit (None where it has none), one git run for
+    all, and file_at then answers from what was read, with no git run of its own."""
+    (repo / "docs").mkdir()
+    (repo / "docs" / "a.md").write_text("a\n")
+    (repo / "rules.md").write_text("rules\n")
+    git(repo, "add", "docs", "rules.md")
+    git(repo, "commit", "-qm", "files")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    repo_ = Repo(repo)
+    runs = count_git_runs(monkeypatch)
+    kinds = repo_.read_files_at(head, ["rules.md", "docs", "docs/a.md", "gone.md", "rules.md"])
+    assert kinds == {"rules.md": "blob", "docs": "tree", "docs/a.md": "blob", "gone.md": None}
     assert len(runs) == 1
+    assert repo_.file_at(head, "docs/a.md") == b"a\n" and repo_.file_at(head, "rules.md") == b"rules\n"
+    assert repo_.file_at(head, "gone.md") is None and repo_.file_at(head, "docs") is None
+    assert len(runs) == 1
+    assert repo_.read_files_at("HEAD", ["rules.md"]) == {}  # a name moves: nothing kept by it
 
 
 def test_the_options_every_diff_gets_go_before_its_end_of_options_and_its_paths():

@@ -54,10 +54,19 @@ class JudgedInputs:
         self.folder = folder / f"judged-{rev[:12]}"
         self._copies: dict[str, Path | None] = {}
         self._skills: list[skills.Skill] | None = None
+        self._read: dict[str, str | None] | None = None  # what _read_once found: path -> its type
+
+    def _read_once(self, spec: str | None) -> None:
+        """Every file a judge may read, and whether the skill folders are there, from one git run:
+        the commit never changes, and a git run costs more than reading them all."""
+        if self._read is None:
+            paths = [*(_template_path(stage) for stage in JUDGES), *RULE_FILES, *skills.SKILL_DIRS]
+            self._read = self.repo.read_files_at(self.rev, [*paths, *([spec] if spec else [])])
 
     def template(self, stage: str) -> str | None:
         """The stage's prompt override as the commit has it (None: none there, use ralph's)."""
-        data = self.repo.file_at(self.rev, (OVERRIDE_DIR / f"{stage.lower()}.md").as_posix())
+        self._read_once(None)
+        data = self.repo.file_at(self.rev, _template_path(stage))
         return None if data is None else data.decode("utf-8", "replace")
 
     def copy(self, relpath: str) -> Path | None:
@@ -88,6 +97,8 @@ class JudgedInputs:
     def skills(self) -> list[skills.Skill]:
         """The repository's skills as the commit has them (a build may have added or changed one);
         found once, as the commit never changes."""
+        if self._skills is None and self._read and not any(self._read.get(d) for d in skills.SKILL_DIRS):
+            self._skills = []  # the commit has no skill folder: nothing to list
         if self._skills is None:
             listed = self.repo.paths("ls-tree", "-r", "-z", "--name-only", self.rev, "--", *skills.SKILL_DIRS)
             self._skills, _ = skills.discover(_skill_files_of(listed), partial(self.repo.file_at, self.rev))
@@ -96,6 +107,7 @@ class JudgedInputs:
     def values(self, spec: str | None, task_type: str | None = None, stage: str = "VERIFY") -> dict[str, str]:
         """The prompt values that name what a judge reads: the rules and the spec, as copies, and
         the skills as the commit has them."""
+        self._read_once(spec)
         rules = [(name, self.copy(name)) for name in RULE_FILES]
         found = [f"{path} (the repository's {name})" for name, path in rules if path is not None]
         said = ""
@@ -114,6 +126,10 @@ class JudgedInputs:
         if spec and spec_copy is not None:
             values["spec"] = f"{spec} (read it from {spec_copy}: the spec as commit {self.rev[:12]} has it)"
         return values
+
+
+def _template_path(stage: str) -> str:
+    return (OVERRIDE_DIR / f"{stage.lower()}.md").as_posix()
 
 
 def _skill_files_of(listed: list[str]) -> list[str]:

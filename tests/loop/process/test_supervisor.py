@@ -535,9 +535,11 @@ def test_an_interrupt_while_a_process_outside_the_group_still_prints_leaves_no_e
     failures: list[BaseException | None] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
     outside = tmp_path / "outside.pid"
+    # "started" once the outside process has left the group and said its pid: the interrupt must
+    # not find it still in the group (it would stop with the run), nor its pid file not yet there.
     script = (
         f"setsid sh -c 'echo $$ > {outside}; i=0; while [ $i -lt 300 ]; do echo late $i; i=$((i+1));"
-        " sleep 0.01; done' & echo started; sleep 60"
+        f" sleep 0.01; done' & while [ ! -s {outside} ]; do sleep 0.01; done; echo started; sleep 60"
     )
     log = tmp_path / "interrupted.log"
     seen: list[str] = []
