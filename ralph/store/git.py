@@ -37,6 +37,8 @@ ZERO_SHA = "0" * 40
 # hangs) is killed and the command fails, rather than hold the plan's lock for ever.
 GIT_TIMEOUT_S = 600.0
 FILES_KEPT_BYTES = 16 * 2**20  # file_at's bytes kept by object id, per Repo
+_ASK_GIT = "ask git"  # Repo._loose_file: an object on the way is not loose
+_KINDS = {b"40000": "tree", b"160000": "commit"}  # by a tree entry's mode; any other is a blob
 _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
 _FULL_HASH = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -755,6 +757,10 @@ class Repo:
         immutable = _FULL_HASH.fullmatch(rev) is not None
         if immutable and (rev, relpath) in self._files:
             return self._files[(rev, relpath)]
+        kind, data = self._loose_file(rev, relpath) if immutable else (_ASK_GIT, None)
+        if kind != _ASK_GIT:
+            self._keep_file(rev, relpath, data)
+            return data
         done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
         data = done.stdout if done.returncode == 0 else None
         if immutable:
@@ -768,16 +774,41 @@ class Repo:
         instead of once per file."""
         if _FULL_HASH.fullmatch(rev) is None:
             return {}
-        asked = [path for path in dict.fromkeys(relpaths) if path and "\n" not in path]  # one per line
+        kinds: dict[str, str | None] = {}
+        asked = []
+        for path in dict.fromkeys(relpaths):
+            kind, data = self._loose_file(rev, path)
+            if kind != _ASK_GIT:
+                kinds[path] = kind
+                self._keep_file(rev, path, data)
+            elif path and "\n" not in path:  # one name per line
+                asked.append(path)
         if not asked:
-            return {}
+            return kinds
         names = "".join(f"{rev}:{path}\n" for path in asked).encode()
         out = self._output(("cat-file", "--batch"), stdin=names)
-        kinds: dict[str, str | None] = {}
         for path, found in zip(asked, _batch_objects(out), strict=False):
             kinds[path] = found[1] if found is not None else None
             self._keep_file(rev, path, found[2] if found is not None and found[1] == "blob" else None)
         return kinds
+
+    def _loose_file(self, rev: str, relpath: str) -> tuple[str | None, bytes | None]:
+        """The type of `relpath` in commit `rev` ("blob", "tree", "commit"; None: no such path)
+        and a blob's bytes, read from loose objects without a git run (a commit ralph made, and
+        its tree, are loose); _ASK_GIT where one on the way is not loose."""
+        objects = self._objects_folder()
+        if objects is None or len(rev) != loose.SHA1_HEX or loose.replaced(objects.parent):
+            return _ASK_GIT, None
+        known, entry = loose.find(objects, rev, relpath)
+        if not known:
+            return _ASK_GIT, None
+        if entry is None:
+            return None, None
+        kind = _KINDS.get(entry[0], "blob")
+        if kind != "blob":
+            return kind, None
+        data = self._known_blob(entry[1])
+        return ("blob", data) if data is not None else (_ASK_GIT, None)
 
     def _keep_file(self, rev: str, relpath: str, data: bytes | None) -> None:
         """Keep the file's bytes at object id `rev`, the oldest going beyond FILES_KEPT_BYTES."""

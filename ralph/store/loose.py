@@ -92,6 +92,46 @@ def read(objects: Path, oid: str) -> tuple[bytes, bytes] | None:
     return (kind, data) if size.isdigit() and int(size) == len(data) else None
 
 
+def find(objects: Path, rev: str, relpath: str) -> tuple[bool, tuple[bytes, str] | None]:
+    """The mode and id of `relpath` in the commit or tree `rev`, from loose objects alone: (True,
+    (mode, id)) where it is there, (True, None) where it is not, (False, None) where an object on
+    the way is not loose (or the path is not plain): git is asked then."""
+    names = relpath.split("/")
+    found = read(objects, rev)
+    if found is None or any(name in ("", ".", "..") for name in names):
+        return False, None
+    kind, data = found
+    if kind == b"commit":
+        line = data.split(b"\n", 1)[0]
+        found = read(objects, line[5:].decode("ascii", "replace")) if line.startswith(b"tree ") else None
+        if found is None:
+            return False, None
+        kind, data = found
+    for depth, name in enumerate(names):
+        if kind != b"tree":
+            return (True, None) if depth else (False, None)  # a file on the way: no such path
+        entry = _entry(data, os.fsencode(name))
+        if entry is None or depth == len(names) - 1:
+            return True, entry
+        found = read(objects, entry[1]) if entry[0] == b"40000" else (b"blob", b"")
+        if found is None:
+            return False, None
+        kind, data = found
+    return False, None
+
+
+def _entry(tree_raw: bytes, name: bytes) -> tuple[bytes, str] | None:
+    """The mode and id of the entry `name` of a raw (SHA-1) tree object, or None."""
+    at = 0
+    while at < len(tree_raw):
+        space = tree_raw.index(b" ", at)
+        nul = tree_raw.index(b"\0", space)
+        if tree_raw[space + 1 : nul] == name:
+            return tree_raw[at:space], tree_raw[nul + 1 : nul + 21].hex()
+        at = nul + 21
+    return None
+
+
 def replaced(common: Path) -> bool:
     """Whether the repository whose git directory is `common` replaces objects (`git replace`):
     git then reads another object than the file names, so ralph asks git."""

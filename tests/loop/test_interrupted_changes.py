@@ -83,7 +83,7 @@ exit 128
 
 # The git commands of one build's merge, from the first to HEAD moved (counted with the wrapper:
 # test_the_merge_steps_are_counted fails when the merge changes, and says the new count).
-MERGE_STEPS = 13
+MERGE_STEPS = 12
 
 
 @pytest.fixture
@@ -222,12 +222,12 @@ def test_a_full_disk_at_any_git_step_of_a_merge_ends_right(project: Path, tmp_pa
 
 
 # A serial build's commit: `git add` of its files, what is staged with the plan's blobs before and
-# after (for the operations behind it: one `diff --cached --raw`), the two blobs read in one
-# `cat-file --batch` (this run is unfenced, so ralph's own record of operations is replayed on them
-# before it becomes trailers), `git commit`, then the next git command (HEAD is read from the ref
-# files, and the parent's date is known). Counted with the wrapper:
+# after (for the operations behind it: one `diff --cached --raw`; the two blobs, on which ralph's
+# own record of operations is replayed before it becomes trailers, are read from their loose object
+# files), `git commit`, then the next git command (HEAD is read from the ref files, and the
+# parent's date is known). Counted with the wrapper:
 # test_the_serial_commit_steps_are_counted fails when the commit changes.
-COMMIT_STEPS = 5
+COMMIT_STEPS = 4
 
 
 @pytest.mark.slow  # COMMIT_STEPS bounds the slow kill-at-any-step tests; the fast one (at 1) checks its step

@@ -686,6 +686,8 @@ def test_a_file_at_an_object_id_is_read_once_and_at_a_name_every_time(repo, monk
         return git(repo, "rev-parse", "HEAD").strip()
 
     older, newer = commit_notes("a" * 100), commit_notes("b" * 100)
+    git(repo, "repack", "-adq")  # packed: only git reads them (loose ones need no git run)
+    git(repo, "prune-packed")
     repo_ = Repo(repo)
     runs: list[tuple[str, ...]] = []
     real_run = Repo._run
@@ -766,6 +768,8 @@ def test_several_files_of_a_commit_are_read_in_one_git_run_and_kept(repo, monkey
     git(repo, "add", "docs", "rules.md")
     git(repo, "commit", "-qm", "files")
     head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "repack", "-adq")  # packed: only git reads them
+    git(repo, "prune-packed")
     repo_ = Repo(repo)
     runs = count_git_runs(monkeypatch)
     kinds = repo_.read_files_at(head, ["rules.md", "docs", "docs/a.md", "gone.md", "rules.md"])
@@ -787,3 +791,27 @@ def test_the_options_every_diff_gets_go_before_its_end_of_options_and_its_paths(
     assert "--no-ext-diff" in argv[: argv.index("--end-of-options")]
     argv = git_argv(("diff", "--name-only", "a", "--", "x"))
     assert argv[argv.index("--") :] == ["--", "x"] and "--no-ext-diff" in argv
+
+
+def test_a_file_of_a_commit_stored_loose_is_read_as_git_reads_it_without_a_git_run(repo, monkeypatch):
+    """A commit ralph made, its trees and blobs are loose objects: file_at reads them from their
+    files, and answers exactly as `git cat-file blob <commit>:<path>` would, for a file at the top
+    or in a folder, a link, a folder, a path that is not there, one through a file, and paths
+    git reads otherwise (`.`, `..`, an empty part), which go to git."""
+    (repo / "docs" / "deep").mkdir(parents=True)
+    (repo / "docs" / "deep" / "a.md").write_text("a\n")
+    (repo / "top.txt").write_text("top\n")
+    os.symlink("top.txt", repo / "link")
+    git(repo, "add", "docs", "top.txt", "link")
+    git(repo, "commit", "-qm", "files")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    paths = ["top.txt", "docs/deep/a.md", "link", "docs", "docs/deep", "gone", "docs/gone.md"]
+    paths += ["top.txt/x", "docs/deep/a.md/x", "./top.txt", "docs//deep/a.md", "docs/../top.txt", ""]
+    by_git = {}
+    for path in paths:
+        done = subprocess.run(["git", "cat-file", "blob", f"{head}:{path}"], cwd=repo, capture_output=True)
+        by_git[path] = done.stdout if done.returncode == 0 else None
+    runs = count_git_runs(monkeypatch)
+    assert {path: Repo(repo).file_at(head, path) for path in paths} == by_git
+    asked = sorted(args[-1].split(":", 1)[1] for args in runs)
+    assert asked == sorted(["./top.txt", "docs//deep/a.md", "docs/../top.txt", ""])
