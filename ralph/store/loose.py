@@ -81,7 +81,8 @@ def store(objects: Path, kind: bytes, data: bytes) -> str:
 
 def read(objects: Path, oid: str) -> tuple[bytes, bytes] | None:
     """The kind and the bytes of object `oid` where it is stored loose in `objects`; None where
-    it is not (packed, or missing) or its file is not a whole object: git is asked then."""
+    it is not (packed, or missing) or its file is not the whole object of that id: git is asked
+    then."""
     try:
         stored = (objects / oid[:2] / oid[2:]).read_bytes()
         whole = zlib.decompress(stored)
@@ -89,7 +90,9 @@ def read(objects: Path, oid: str) -> tuple[bytes, bytes] | None:
         return None
     header, _, data = whole.partition(b"\0")
     kind, _, size = header.partition(b" ")
-    return (kind, data) if size.isdigit() and int(size) == len(data) else None
+    if not size.isdigit() or int(size) != len(data) or object_sha(kind, data) != oid:
+        return None  # not the object its name says (a file someone wrote there): git decides
+    return kind, data
 
 
 def find(objects: Path, rev: str, relpath: str) -> tuple[bool, tuple[bytes, str] | None]:

@@ -815,3 +815,21 @@ def test_a_file_of_a_commit_stored_loose_is_read_as_git_reads_it_without_a_git_r
     assert {path: Repo(repo).file_at(head, path) for path in paths} == by_git
     asked = sorted(args[-1].split(":", 1)[1] for args in runs)
     assert asked == sorted(["./top.txt", "docs//deep/a.md", "docs/../top.txt", ""])
+
+
+def test_a_loose_object_file_that_is_not_the_object_its_name_says_is_not_believed(repo, monkeypatch):
+    """A file planted under a packed object's name (another content, deflated as git stores it):
+    ralph checks a loose object's id against its content, so it asks git, and reads what git does."""
+    import zlib
+
+    data = b"the real content\n"
+    argv = ["git", "hash-object", "-w", "--stdin"]
+    sha = subprocess.run(argv, cwd=repo, input=data, capture_output=True, check=True).stdout.decode().strip()
+    git(repo, "repack", "-adq")
+    git(repo, "prune-packed")
+    planted = repo / ".git" / "objects" / sha[:2] / sha[2:]
+    planted.parent.mkdir(exist_ok=True)
+    planted.write_bytes(zlib.compress(b"blob 7\0planted"))
+    runs = count_git_runs(monkeypatch)
+    by_git = subprocess.run(["git", "cat-file", "blob", sha], cwd=repo, capture_output=True).stdout
+    assert Repo(repo).blob(sha) == by_git and [args[0] for args in runs] == ["cat-file"]
