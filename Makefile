@@ -58,7 +58,9 @@ lint: $(STAMP)
 #   29 Nov 2026: 1766 tests, 87 s (~170 CPU-s); after the moves to make e2e, 1886 tests, 58 s.
 #   30 Nov 2026: 2060 tests, 51-62 s (104-119 CPU-s). Later that day on a fresh machine (a new
 #   VM): 68 s without bubblewrap (the sandbox tests skip), 70-86 s with it (131-160 CPU-s).
-#   At the minute on the first, over it on the second.
+#   At the minute on the first, over it on the second. Next day on the second: 61-82 s idle
+#   (2064 tests; the same commit varies by 20 s from run to run), 17,797 git runs instead of
+#   19,078 (a judge's inputs in one run, loose objects read without git); 3 or 4 workers no faster.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
