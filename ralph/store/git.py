@@ -753,7 +753,8 @@ class Repo:
     def file_at(self, rev: str, relpath: str) -> bytes | None:
         """The file's bytes in commit or tree `rev`, or None (no such file there). Kept when `rev`
         is an object id (what it holds never changes): runners racing on one remote read the plan
-        of the same few commits in every round."""
+        of the same few commits in every round. Read from loose objects where every one on the
+        way is loose (a commit ralph made), else by git."""
         immutable = _FULL_HASH.fullmatch(rev) is not None
         if immutable and (rev, relpath) in self._files:
             return self._files[(rev, relpath)]

@@ -100,26 +100,36 @@ def find(objects: Path, rev: str, relpath: str) -> tuple[bool, tuple[bytes, str]
     (mode, id)) where it is there, (True, None) where it is not, (False, None) where an object on
     the way is not loose (or the path is not plain): git is asked then."""
     names = relpath.split("/")
-    found = read(objects, rev)
-    if found is None or any(name in ("", ".", "..") for name in names):
+    found = None if any(name in ("", ".", "..") for name in names) else read(objects, rev)
+    if found is None:
         return False, None
-    kind, data = found
+    try:
+        return _walk(objects, found, names)
+    except ValueError:  # a tree object that is no well-formed tree (git's own words then)
+        return False, None
+
+
+def _walk(
+    objects: Path, start: tuple[bytes, bytes], names: list[str]
+) -> tuple[bool, tuple[bytes, str] | None]:
+    """find() from the object `start` (a commit or a tree), one folder of `names` at a time."""
+    kind, data = start
     if kind == b"commit":
         line = data.split(b"\n", 1)[0]
-        found = read(objects, line[5:].decode("ascii", "replace")) if line.startswith(b"tree ") else None
-        if found is None:
+        tree = read(objects, line[5:].decode("ascii", "replace")) if line.startswith(b"tree ") else None
+        if tree is None:
             return False, None
-        kind, data = found
+        kind, data = tree
     for depth, name in enumerate(names):
         if kind != b"tree":
             return (True, None) if depth else (False, None)  # a file on the way: no such path
         entry = _entry(data, os.fsencode(name))
         if entry is None or depth == len(names) - 1:
             return True, entry
-        found = read(objects, entry[1]) if entry[0] == b"40000" else (b"blob", b"")
-        if found is None:
+        inner = read(objects, entry[1]) if entry[0] == b"40000" else (b"blob", b"")
+        if inner is None:
             return False, None
-        kind, data = found
+        kind, data = inner
     return False, None
 
 

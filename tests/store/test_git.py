@@ -833,3 +833,21 @@ def test_a_loose_object_file_that_is_not_the_object_its_name_says_is_not_believe
     runs = count_git_runs(monkeypatch)
     by_git = subprocess.run(["git", "cat-file", "blob", sha], cwd=repo, capture_output=True).stdout
     assert Repo(repo).blob(sha) == by_git and [args[0] for args in runs] == ["cat-file"]
+
+
+def test_a_commit_whose_tree_is_no_well_formed_tree_is_left_to_git(repo):
+    """A tree object written literally with bytes that are no tree (`hash-object --literally`, as
+    a hostile agent could outside the fence): reading a file of its commit says what git says, and
+    raises nothing of ralph's."""
+    argv = ["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"]
+    tree = (
+        subprocess.run(argv, cwd=repo, input=b"no tree", capture_output=True, check=True)
+        .stdout.decode()
+        .strip()
+    )
+    commit = git(repo, "commit-tree", tree, "-m", "odd").strip()
+    by_git = subprocess.run(
+        ["git", "cat-file", "blob", f"{commit}:plan.jsonl"], cwd=repo, capture_output=True
+    )
+    assert by_git.returncode != 0
+    assert Repo(repo).file_at(commit, "plan.jsonl") is None
