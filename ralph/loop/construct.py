@@ -726,10 +726,16 @@ class Loop:
     def _needs_planning(self) -> bool:
         return stage_plan.needed(self.read_plan(), self.settings.spec)
 
-    def _work_snapshot(self) -> bytes:
+    def _work_snapshot(self) -> list[bytes]:
+        """The plan's lines but the state record's, which every iteration rewrites: equal before
+        and after an iteration, it changed no work. Sliced around the state lines: no pass of
+        Python over a long history's lines."""
         doc = self.read_plan().doc
-        kept = zip(doc.raws(), doc.heads(), strict=True)
-        return b"".join(raw for raw, head in kept if not (head and head[0] == "state"))
+        raws, kept, start = doc.raws(), [], 0
+        for at in doc.positions("state"):
+            kept += raws[start:at]
+            start = at + 1
+        return kept + raws[start:]
 
     # --- ending -------------------------------------------------------------------------------
     def _on_interrupt(self, signum: int) -> None:
