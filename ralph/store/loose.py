@@ -8,7 +8,9 @@ are stored as git stores a loose object (`objects/ab/cdef...`, zlib-deflated `<k
 and the bytes, named by the SHA-1 of those, written to a temporary file and linked in place), and
 git's own processes remain for what needs git's judgement: the commit (its identity, its
 signature) and moving HEAD. What the next commit starts from, HEAD's commit and its tree, is read
-from their files where they are loose (the commit ralph made last is), and from git elsewhere.
+from their files where they are loose (the commit ralph made last is), and from git elsewhere; so
+is a file of such a commit (`find`: a path walked through its trees) and a blob. An object read is
+believed only when its content hashes to its name: a file written there by hand is left to git.
 
 Only where that is exactly what git would do: a SHA-1 repository, objects in the repository's
 own folder (no $GIT_OBJECT_DIRECTORY), and no shared-repository permissions to apply (an objects
