@@ -37,7 +37,6 @@ ZERO_SHA = "0" * 40
 # hangs) is killed and the command fails, rather than hold the plan's lock for ever.
 GIT_TIMEOUT_S = 600.0
 FILES_KEPT_BYTES = 16 * 2**20  # file_at's bytes kept by object id, per Repo
-_ASK_GIT = "ask git"  # Repo._loose_file: an object on the way is not loose
 _KINDS = {b"40000": "tree", b"160000": "commit"}  # by a tree entry's mode; any other is a blob
 _COMMON_DIRS: dict[str, Path] = {}  # a work tree's git common dir (Repo.common_dir)
 # Variables a git hook or wrapper may set that would point git somewhere other than this repo.
@@ -251,11 +250,10 @@ class Repo:
     def _snapshot_from_files(self) -> tuple[str, list[bytes]] | None:
         """snapshot() without git, where HEAD's ref, its commit and its tree are all files that say
         (a branch's ref file, loose objects, no replace refs); None: ask git."""
-        git_dir = self.git_dir()
-        head = refs.head_commit(git_dir)
-        objects = self._objects_folder()
-        if head is None or len(head) != loose.SHA1_HEX or objects is None or loose.replaced(objects.parent):
-            return None  # (refs.ASK_GIT is no object id either)
+        head = refs.head_commit(self.git_dir())
+        objects = self._loose_objects_for(head) if head is not None else None
+        if head is None or objects is None:  # (refs.ASK_GIT is no object id either)
+            return None
         commit = loose.read(objects, head)
         line = commit[1].split(b"\n", 1)[0] if commit is not None and commit[0] == b"commit" else b""
         tree = loose.read(objects, line[5:].decode("ascii", "replace")) if line.startswith(b"tree ") else None
@@ -758,10 +756,10 @@ class Repo:
         immutable = _FULL_HASH.fullmatch(rev) is not None
         if immutable and (rev, relpath) in self._files:
             return self._files[(rev, relpath)]
-        kind, data = self._loose_file(rev, relpath) if immutable else (_ASK_GIT, None)
-        if kind != _ASK_GIT:
-            self._keep_file(rev, relpath, data)
-            return data
+        loose_file = self._loose_file(rev, relpath) if immutable else None
+        if loose_file is not None:
+            self._keep_file(rev, relpath, loose_file[1])
+            return loose_file[1]
         done = self._run(("cat-file", "blob", f"{rev}:{relpath}"))
         data = done.stdout if done.returncode == 0 else None
         if immutable:
@@ -778,10 +776,10 @@ class Repo:
         kinds: dict[str, str | None] = {}
         asked = []
         for path in dict.fromkeys(relpaths):
-            kind, data = self._loose_file(rev, path)
-            if kind != _ASK_GIT:
-                kinds[path] = kind
-                self._keep_file(rev, path, data)
+            loose_file = self._loose_file(rev, path)
+            if loose_file is not None:
+                kinds[path] = loose_file[0]
+                self._keep_file(rev, path, loose_file[1])
             elif path and "\n" not in path:  # one name per line
                 asked.append(path)
         if not asked:
@@ -793,23 +791,29 @@ class Repo:
             self._keep_file(rev, path, found[2] if found is not None and found[1] == "blob" else None)
         return kinds
 
-    def _loose_file(self, rev: str, relpath: str) -> tuple[str | None, bytes | None]:
+    def _loose_file(self, rev: str, relpath: str) -> tuple[str | None, bytes | None] | None:
         """The type of `relpath` in commit `rev` ("blob", "tree", "commit"; None: no such path)
         and a blob's bytes, read from loose objects without a git run (a commit ralph made, and
-        its tree, are loose); _ASK_GIT where one on the way is not loose."""
-        objects = self._objects_folder()
-        if objects is None or len(rev) != loose.SHA1_HEX or loose.replaced(objects.parent):
-            return _ASK_GIT, None
-        known, entry = loose.find(objects, rev, relpath)
+        its tree, are loose); None where one on the way is not loose: git is asked."""
+        objects = self._loose_objects_for(rev)
+        known, entry = loose.find(objects, rev, relpath) if objects is not None else (False, None)
         if not known:
-            return _ASK_GIT, None
+            return None
         if entry is None:
             return None, None
         kind = _KINDS.get(entry[0], "blob")
         if kind != "blob":
             return kind, None
-        data = self._known_blob(entry[1])
-        return ("blob", data) if data is not None else (_ASK_GIT, None)
+        data = _blob_without_git(entry[1], objects)
+        return None if data is None else ("blob", data)
+
+    def _loose_objects_for(self, oid: str) -> Path | None:
+        """The objects folder, where object `oid` may be read from its loose file as git would read
+        it: a SHA-1 id, objects ralph may read (_objects_folder), no replace refs; None: ask git."""
+        objects = self._objects_folder()
+        if objects is None or len(oid) != loose.SHA1_HEX or loose.replaced(objects.parent):
+            return None
+        return objects
 
     def _keep_file(self, rev: str, relpath: str, data: bytes | None) -> None:
         """Keep the file's bytes at object id `rev`, the oldest going beyond FILES_KEPT_BYTES."""
@@ -829,19 +833,8 @@ class Repo:
         return done.stdout if done.returncode == 0 else None
 
     def _known_blob(self, sha: str) -> bytes | None:
-        """Blob `sha` without a git run: hashed in this process (an object's content never
-        changes), or read from its loose object file (the plan's blobs ralph commits are stored
-        loose); None: ask git (packed, replaced, another object format)."""
-        from ralph.store.blobs import known_bytes
-
-        known = known_bytes(sha)
-        if known is not None:
-            return known
-        objects = self._objects_folder()
-        if objects is None or len(sha) != loose.SHA1_HEX or loose.replaced(objects.parent):
-            return None
-        found = loose.read(objects, sha)
-        return found[1] if found is not None and found[0] == b"blob" else None
+        """Blob `sha` without a git run (_blob_without_git); None: ask git."""
+        return _blob_without_git(sha, self._loose_objects_for(sha))
 
     def blobs(self, shas: list[str]) -> list[bytes | None]:
         """As blob() for each of `shas`, from one `git cat-file --batch` for those not known here."""
@@ -1068,6 +1061,19 @@ def _entry_of(entries: list[bytes], relpath: str) -> tuple[bytes | None, str]:
     name = os.fsencode(relpath)
     old = next((entry for entry in entries if entry.split(b"\t", 1)[1] == name), None)
     return old, "100755" if old and old.startswith(b"100755 ") else "100644"
+
+
+def _blob_without_git(sha: str, objects: Path | None) -> bytes | None:
+    """Blob `sha` hashed in this process (an object's content never changes), or read from its
+    loose file in `objects` (the plan's blobs ralph commits are stored loose); None: ask git
+    (packed, replaced, another object format)."""
+    from ralph.store.blobs import known_bytes
+
+    known = known_bytes(sha)
+    if known is not None or objects is None:
+        return known
+    found = loose.read(objects, sha)
+    return found[1] if found is not None and found[0] == b"blob" else None
 
 
 def _batch_objects(out: bytes) -> list[tuple[str, str, bytes] | None]:
