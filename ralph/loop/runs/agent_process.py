@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -224,11 +225,13 @@ class AgentRunner:
         worker: int | None = None,
         name: str | None = None,
         model: str | None = None,
+        starting: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> AgentResult:
         """One agent run, in the repository or in the checkout `cwd`. `compacted` (a compacted
         context) makes this run a continuation of one the context monitor stopped, opening with it.
         `name` (the task's name, the issue's text) is for people watching. `model`: the one it runs
-        with (None: the agent CLI's default)."""
+        with (None: the agent CLI's default). `starting`: entered as the run begins (its journal
+        event), for a caller that may refuse it there (AgentFailures, once the loop has ended)."""
         log_path = self.new_log(stage, item)
         root = cwd or self.root
         prompt, prompt_file = self._write_prompt(stage, values, root, log_path, compacted)
@@ -244,16 +247,17 @@ class AgentRunner:
             transcript_path(log_path), f"{stage} {item or self.settings.spec}: {relative_log.name}"
         )
         streamed = UsageStream(self, run_id, stage, item, tracker, model)
-        span = self.journal.span(
-            "agent",
-            stage=stage,
-            item=item,
-            name=name,
-            iteration=iteration,
-            log=str(relative_log),
-            worker=worker,
-            model=model,
-        )
+        with starting() if starting is not None else nullcontext():
+            span = self.journal.span(
+                "agent",
+                stage=stage,
+                item=item,
+                name=name,
+                iteration=iteration,
+                log=str(relative_log),
+                worker=worker,
+                model=model,
+            )
         self.console.start_run(run_id, stage, item, name, str(relative_log), model)
         argv = invocation.argv
         if self.sandbox is not None:

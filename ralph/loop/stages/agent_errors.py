@@ -23,11 +23,12 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, NamedTuple
 
 from ralph.errors import GitError, RalphError
 from ralph.loop.runs.agent_process import AgentResult
@@ -193,36 +194,42 @@ class AgentFailures:
         the agent itself is what fails (see the module's docstring)."""
         lines = error_lines(result)
         now = _Failed(stage, item, error_mark(lines, [*(own_words), *([item] if item else [])]))
-        with self._lock:
-            self._raise_if_ended()
+        how = f"without doing anything ({result.describe()}); its last log: {result.log_path}"
+        with self._lock:  # the ending decided and set in one step: no build's run starts after it
+            self._raise_if_ended()  # another build's run ended the loop first: its words stand
             last, self._last = self._last, now
             works = self.worked or result.tracker.turns > 0
             judgement = _judgement(result, now, last, works)
             if judgement is not Judgement.TASK_ERROR:
                 self.in_a_row += 1
             count = self.in_a_row
-        self.journal.event(
-            "agent_failed",
-            stage=stage,
-            item=item,
-            exit_code=result.run.exit_code,
-            in_a_row=count,
-            judgement=str(judgement) if judgement else "agent_failing",
-            log=str(result.log_path),
-            lines=lines,
-        )
-        how = f"without doing anything ({result.describe()}); its last log: {result.log_path}"
-        if judgement is None:
-            self._end(AgentFailing(f"the agent failed the same way {_where(now, last)} {how}", lines))
-        if count >= self.limit:
-            self._end(AgentFailing(f"the agent failed {count} times in a row {how}", lines))
+            if judgement is None:
+                self._ended = AgentFailing(f"the agent failed the same way {_where(now, last)} {how}", lines)
+            elif count >= self.limit:
+                self._ended = AgentFailing(f"the agent failed {count} times in a row {how}", lines)
+            ending = self._ended
+            self.journal.event(  # under the lock: the journal's order is the decisions' (starting)
+                "agent_failed",
+                stage=stage,
+                item=item,
+                exit_code=result.run.exit_code,
+                in_a_row=count,
+                judgement=str(judgement) if judgement else "agent_failing",
+                log=str(result.log_path),
+                lines=lines,
+            )
+        if ending is not None:
+            raise ending
+        assert judgement is not None  # for mypy: no judgement ended the loop above
         return judgement
 
-    def _end(self, failing: AgentFailing) -> NoReturn:
+    @contextmanager
+    def starting(self) -> Iterator[None]:
+        """Entered as a run begins: AgentFailing once the loop has ended. While a run's start is
+        written down no failure is judged, so no run begins after the ending."""
         with self._lock:
-            self._raise_if_ended()  # another build's run reached it first: its words stand
-            self._ended = failing
-        raise failing
+            self._raise_if_ended()
+            yield
 
     def _raise_if_ended(self) -> None:
         ended = self._ended  # one read: set once, never unset

@@ -360,9 +360,15 @@ class AgentRuns:
         name: str | None,
         model: str | None,
     ) -> AgentResult:
-        result = self.runner.run(
-            stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name, model=model
+        run = functools.partial(
+            self.runner.run,
+            *(stage, iteration, item, values, compacted, cwd),
+            worker=self.worker,
+            name=name,
+            model=model,
+            starting=self.agent_failures.starting,  # no run begins once the agent's failures ended the loop
         )
+        result = run()
         waits = 0  # a rate or usage limit is waited out, then the same run again: not an attempt
         while not result.ok and not result.run.stop_reason:
             if not self.limits.should_retry(result.tracker.failure, waits, str(stage), item):
@@ -370,9 +376,7 @@ class AgentRuns:
             waits += 1
             self._count_spent(stage, iteration, item, result)  # spent, if not an attempt
             self._admit_again()
-            result = self.runner.run(
-                stage, iteration, item, values, compacted, cwd, worker=self.worker, name=name, model=model
-            )
+            result = run()
         return result
 
     @contextlib.contextmanager
