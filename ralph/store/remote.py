@@ -12,6 +12,13 @@ two runners claiming one item race on that ref alone, never with the branch or w
 items. A stale claim is taken over with the lease on the commit it replaces; a claim goes when the
 push that publishes its item's outcome deletes it, in the same atomic push.
 
+After a lost race, a runner publishes in turn: it first creates the ref `refs/ralph/turn/<branch>`
+(create-only, as a claim), and its winning push deletes it in the same atomic push. Sixteen
+runners publishing at once otherwise each fetched, merged and pushed for every push one of them
+won: the rounds lost cost more CPU than the rounds won, and slowed those. The turn is advice, not
+a lock the branch needs: a push without it wins as before, and a turn held past TURN_STALE_S (its
+runner killed mid-round) is taken over under a lease on it.
+
 Every call runs the git binary through `Repo`; nothing here ever passes --force or rewrites a
 commit, and a claim ref is only ever replaced or deleted under a lease on the value read."""
 
@@ -22,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from time import monotonic  # a module global: the tests move this clock
 from typing import TYPE_CHECKING
 
 from ralph.errors import RemoteOffline, RemoteRejected
@@ -55,6 +63,10 @@ _REFUSAL_WORDS = (
 
 
 CLAIMS = "refs/ralph/claims/"  # on the remote: one ref per claimed item
+TURNS = "refs/ralph/turn/"  # on the remote: `<branch>`, the runner publishing on it now
+# A turn this old (by this runner's clock, since it first saw that turn commit) is its holder's no
+# more: a round takes under a second on a local remote, a few on a hosted one.
+TURN_STALE_S = 30.0
 CLAIM_TRAILER = "Ralph-Claim"  # the claim commit's message: {"item", "by", "at", "host"} as JSON
 
 
@@ -109,6 +121,9 @@ class Remote:
         self._head_file: tuple[str, str, bytes | None] | None = None  # (head, path, its bytes)
         self._claims: dict[str, ClaimRef] | None = None
         self._empty_tree: str | None = None
+        self.turn: str | None = None  # this runner's turn commit while it holds the turn
+        self._wanted_turn: str | None = None  # the turn commit this runner is trying to push
+        self._other_turn: tuple[str, float] | None = None  # another's turn commit, first seen then
 
     @property
     def claim_clock(self) -> ClaimClock:
@@ -256,17 +271,21 @@ class Remote:
         drop = drop or {}
         keep = {item: c for item, c in (keep or {}).items() if item not in drop}
         leases = [f"--force-with-lease={CLAIMS}{item}:{c}" for item, c in [*drop.items(), *keep.items()]]
+        turn = [f":{self.turn_ref}"] if self.turn else []  # the turn ends with the push it was for
+        leases += [f"--force-with-lease={self.turn_ref}:{self.turn}"] if self.turn else []
         atomic = ["--atomic", *leases] if leases else []
         targets = [
             f"{commit}:refs/heads/{self.branch}",
             *(f":{CLAIMS}{item}" for item in drop),
             *(f"{c}:{CLAIMS}{item}" for item, c in keep.items()),
+            *turn,
         ]
         for attempt in range(self.retries + 1):
             code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", *atomic, self.name, *targets)
             if code == 0:
                 self._pushed(commit, drop)
                 self.won += 1
+                self.turn = None
                 return True
             verdict = classify_push(out, err)
             if verdict == "race":
@@ -274,6 +293,77 @@ class Remote:
                 return False
             self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
         raise AssertionError("unreachable")
+
+    # --- the turn to publish ------------------------------------------------------------------
+    @property
+    def turn_ref(self) -> str:
+        return f"{TURNS}{self.branch}"
+
+    def take_turn(self, runner: str, host: str | None = None) -> bool:
+        """Take the turn to publish on the branch: create the turn ref (nothing may be there), or
+        replace a turn that went stale. True: this runner holds it (`turn`); False: another does."""
+        if self.turn is not None:
+            return True
+        if self._wanted_turn is None:  # one commit per turn taken: a commit seen again is not stale
+            if self._empty_tree is None:
+                self._empty_tree = self.repo.git("mktree", stdin=b"").strip()
+            said = json.dumps({"turn": self.branch, "by": runner, **({"host": host} if host else {})})
+            message = f"ralph: {runner}'s turn to publish on {self.branch}\n\n{said}\n"
+            self._wanted_turn = self.repo.commit_tree(self._empty_tree, None, message)
+        if not self._push_turn(self._wanted_turn, None):
+            stale = self._stale_turn()
+            if stale is None or not self._push_turn(self._wanted_turn, stale):
+                return False
+        self.turn, self._wanted_turn, self._other_turn = self._wanted_turn, None, None
+        return True
+
+    def _push_turn(self, commit: str, replaces: str | None) -> bool:
+        lease = f"--force-with-lease={self.turn_ref}:{replaces or ''}"
+        for attempt in range(self.retries + 1):
+            code, out, err = self.repo.attempt(
+                "push", "--porcelain", "--quiet", lease, self.name, f"{commit}:{self.turn_ref}"
+            )
+            if code == 0:
+                return True
+            verdict = classify_push(out, err)
+            if verdict == "race":
+                return False
+            self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
+        raise AssertionError("unreachable")
+
+    def _stale_turn(self) -> str | None:
+        """Another runner's turn commit once this runner has seen that same commit hold the turn
+        for TURN_STALE_S (looked at again no more often than every half of that); else None."""
+        now = monotonic()
+        if self._other_turn is not None and now - self._other_turn[1] < TURN_STALE_S / 2:
+            return None
+        holder = self.turn_holder()
+        if holder is None or self._other_turn is None or self._other_turn[0] != holder:
+            self._other_turn = (holder, now) if holder else None
+            return None
+        return holder if now - self._other_turn[1] >= TURN_STALE_S else None
+
+    def turn_holder(self) -> str | None:
+        """The turn commit on the remote now (None: nobody's turn), asked of the remote."""
+        code, out, _ = self.repo.attempt("ls-remote", self.name, self.turn_ref)
+        fields = out.split() if code == 0 else []
+        return fields[0] if fields else None
+
+    def still_my_turn(self) -> bool:
+        """Whether the remote still has this runner's turn (another may have taken a stale one
+        over): a push of ours lost with it held. Forgets a turn that is gone."""
+        if self.turn is not None and self.turn_holder() != self.turn:
+            self.turn = None
+        return self.turn is not None
+
+    def end_turn(self) -> None:
+        """Give the turn back (the rounds ended without a push of the branch: nothing to publish,
+        or an error), under a lease on it; once, and never an error (it goes stale otherwise)."""
+        if self.turn is None:
+            return
+        lease = f"--force-with-lease={self.turn_ref}:{self.turn}"
+        self.repo.attempt("push", "--porcelain", "--quiet", lease, self.name, f":{self.turn_ref}")
+        self.turn = None
 
     # --- claim refs ----------------------------------------------------------------------------
     def claim_refs(self) -> dict[str, ClaimRef]:

@@ -37,6 +37,9 @@ LOST_RACE_PAUSE_S = 0.2  # the longest random pause after a lost race, while los
 # batches, and 16 runners publishing at once kept losing in step: it doubles from the second.
 STEADY_LOSSES = 1
 LOST_RACE_PAUSE_CAP_S = 3.2
+# After a lost race a runner waits for the turn to publish (ralph.store.remote): the first pause
+# between tries, and the longest (each try is a push).
+TURN_PAUSE_S = (0.1, 0.8)
 
 T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)
 
@@ -68,10 +71,12 @@ def until_pushed(
 ) -> T | None:
     """Rounds until one is pushed (a lost race replays on the new head); what `change` returned.
     `drop`: the claim refs (item -> claim commit) the push deletes, atomically with the branch,
-    given the plan it publishes (ralph.store.remote.Remote.push). `bookkeeping_waits`: after a
-    lost race, when `change` changed nothing and the local commits the remote lacks record only
-    this runner's stage (update_state), they wait here for its next push instead of racing again
-    (sixteen runners ending at once each lost some four races for nothing else). `fetched`: the
+    given the plan it publishes (ralph.store.remote.Remote.push). `bookkeeping_waits`: when
+    `change` changed nothing and the local commits the remote lacks record only this runner's
+    stage (update_state), they are not pushed when the remote's state shows that stage already
+    (sixteen runners ending at once each pushed their `COMPLETE` after the first had), and wait
+    here for its next push after a lost race instead of racing again (each lost some four races
+    for nothing else). `fetched`: the
     caller fetched just before, so the first round builds on that head instead of fetching again
     (a runner fetched twice in a row before each claim and each publish: on a hosted remote a
     fetch takes about a second); if the remote moved since, the push loses and the next round
@@ -79,29 +84,39 @@ def until_pushed(
     in the same atomic push (Remote.push's `keep`)."""
     losses = Losses(remote)
     fetch = not fetched
-    while True:
-        result, pushed = _round(root, remote, runner, change, message, idle_push, then, drop, fetch, held)
-        if pushed:
-            return result
-        fetch = True
-        if bookkeeping_waits and result is None and only_bookkeeping(remote):
-            return result
-        for again in (after_lost, then.lost if then else None):
-            if again:
-                again()
-        losses.lost()
+    try:
+        while True:
+            result, pushed = _round(
+                root, remote, runner, change, message, idle_push, then, drop, fetch, held, bookkeeping_waits
+            )
+            if pushed:
+                return result
+            fetch = True
+            if bookkeeping_waits and result is None and only_bookkeeping(remote):
+                return result
+            for again in (after_lost, then.lost if then else None):
+                if again:
+                    again()
+            losses.lost(pause=False)
+            # Holding the turn, a push made without it won: go again at once.
+            if remote.turn is None or not remote.still_my_turn():
+                wait_for_turn(remote, runner)
+    finally:
+        remote.end_turn()  # still held: the rounds ended without a push
 
 
-def only_bookkeeping(remote: Remote) -> bool:
+def only_bookkeeping(remote: Remote, caught_up: str | None = None) -> bool:
     """Whether the local commits the remote head (as last fetched) lacks change no code and record
-    no plan operation but this runner's stage (update_state)."""
+    no plan operation but this runner's stage (update_state). `caught_up`: HEAD merged with the
+    remote head, which differs from it by what those commits change alone (HEAD itself may lack
+    code others published since it last caught up)."""
     from ralph.plan.ops import ops_in, replayed_merge
 
     repo, head = remote.repo, remote.head()
     start = repo.head()
     if head is None or start is None:
         return False
-    if set(repo.paths("diff", "--name-only", "-z", head, start)) - {PLAN_NAME}:
+    if set(repo.paths("diff", "--name-only", "-z", head, caught_up or start)) - {PLAN_NAME}:
         return False
     for _, parents, message in _unpublished(repo, start, head):
         if len(parents) > 1 and replayed_merge(message):
@@ -110,6 +125,16 @@ def only_bookkeeping(remote: Remote) -> bool:
         if ops is None or any(op.get("op") != "update_state" for op in ops):
             return False
     return True
+
+
+def _stage_shown(remote: Remote, caught_up: str, plan: Plan) -> bool:
+    """Whether the local commits the remote head lacks record only this runner's stage, and the
+    remote's state shows that stage already (`caught_up`: HEAD merged with the remote head, whose
+    plan is `plan`)."""
+    data = remote.file_at_head(PLAN_NAME)
+    if data is None or not only_bookkeeping(remote, caught_up):
+        return False
+    return bool(Plan(load(data, PLAN_NAME)).state().get("stage") == plan.state().get("stage"))
 
 
 def on_remote_head(
@@ -133,6 +158,19 @@ def on_remote_head(
         losses.lost()
 
 
+def wait_for_turn(remote: Remote, runner: str) -> None:
+    """Take the turn to publish (ralph.store.remote), pausing between tries for a random while
+    that doubles up to TURN_PAUSE_S's longest: the holder's round takes about that long."""
+    import random
+
+    from ralph.usecases.claim_refs import this_host
+
+    pause = TURN_PAUSE_S[0]
+    while not remote.take_turn(runner, this_host()):
+        remote.sleep(random.uniform(pause / 2, pause))
+        pause = min(pause * 2, TURN_PAUSE_S[1])
+
+
 class Losses:
     """The races a runner lost in a row, and the pause after each.
 
@@ -148,7 +186,9 @@ class Losses:
         self.remote, self.count, self.still = remote, 0, 0
         self.head = remote.head()
 
-    def lost(self) -> None:
+    def lost(self, pause: bool = True) -> None:
+        """One more race lost; `pause`: sleep for a random while (none: the caller waits for the
+        turn to publish instead)."""
         import random
 
         head = self.remote.head()  # as this round's fetch saw it
@@ -159,7 +199,8 @@ class Losses:
                 f"{self.remote.name} refused {self.still + 1} pushes in a row as behind its head, which"
                 " did not move: check its hooks and branch protection"
             )
-        self.remote.sleep(random.uniform(0, pause_range(self.count)))
+        if pause:
+            self.remote.sleep(random.uniform(0, pause_range(self.count)))
 
 
 def pause_range(losses: int) -> float:
@@ -179,10 +220,12 @@ def _round(
     drop: Callable[[Plan], dict[str, str]] | None = None,
     fetch: bool = True,
     held: dict[str, str] | None = None,
+    quiet_bookkeeping: bool = False,
 ) -> tuple[T | None, bool]:
     """Fetch (unless `fetch` is False: the remote head as last fetched), catch up, change the plan
     in one commit (and `then` in a second), push. Returns what `change` returned and whether the
-    remote has our head now.
+    remote has our head now (or, with `quiet_bookkeeping`, all of it that matters: see
+    until_pushed's `bookkeeping_waits`).
 
     Between the fetch and the push everything is made in git's object store (the catch-up merge,
     the plan commit); HEAD and the work tree move once, after the push is won. A lost race (or a
@@ -207,6 +250,15 @@ def _round(
     dropped = drop(plan) if drop is not None else {}
     if not dropped and (target == remote_head or (target == base and result is None and not idle_push)):
         _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
+        return result, True
+    if (
+        quiet_bookkeeping
+        and not dropped
+        and target == base
+        and result is None
+        and _stage_shown(remote, base, plan)
+    ):
+        _move(repo, start, target)  # caught up; the remote says what our commits would
         return result, True
     _refuse_overwriting_edits(repo, remote, start, target)
     if not remote.push(target, dropped, held):

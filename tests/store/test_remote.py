@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ralph.errors import EXIT_REMOTE, RemoteOffline, RemoteRejected
+from ralph.store import remote as remote_module
 from ralph.store.git import Repo
 from ralph.store.remote import Remote, classify_push
 from tests.support.gitrepo import git
@@ -40,6 +41,70 @@ def test_a_push_another_clone_beat_is_a_lost_race_and_changes_nothing(shared):
     late = commit(two, "b")
     assert Remote(Repo(two)).push(late) is False
     assert git(shared.origin, "rev-parse", "main").strip() == first  # never forced
+
+
+def turn_on(origin: Path) -> str:
+    """The turn ref's commit on the remote ("" when nobody's turn)."""
+    return git(origin, "for-each-ref", "--format=%(objectname)", "refs/ralph/turn/main").strip()
+
+
+def test_one_runner_at_a_time_has_the_turn_and_its_winning_push_ends_it(shared):
+    one, two = shared.clone("one"), shared.clone("two")
+    first, second = Remote(Repo(one)), Remote(Repo(two))
+    assert first.take_turn("runner-1", "host-1") is True
+    assert turn_on(shared.origin) == first.turn
+    assert "runner-1's turn to publish on main" in git(shared.origin, "log", "-1", "--format=%s", first.turn)
+    assert second.take_turn("runner-2") is False and second.turn is None
+    assert second.push(commit(two, "b")) is True  # the turn is advice: a push without it still wins
+    first.fetch()
+    git(one, "merge", "-q", "origin/main")
+    assert first.push(commit(one, "a")) is True
+    assert turn_on(shared.origin) == "" and first.turn is None  # gone in the same push
+    assert second.take_turn("runner-2") is True
+
+
+def test_a_push_that_loses_keeps_the_turn_and_the_turn_is_given_back_without_a_push(shared):
+    one, two = shared.clone("one"), shared.clone("two")
+    first = Remote(Repo(one))
+    assert first.take_turn("runner-1")
+    Remote(Repo(two)).push(commit(two, "b"))
+    assert first.push(commit(one, "a")) is False
+    assert first.still_my_turn() and turn_on(shared.origin) == first.turn
+    first.end_turn()
+    assert first.turn is None and turn_on(shared.origin) == ""
+    first.end_turn()  # nothing held: nothing to do
+
+
+def test_a_turn_held_past_its_time_by_the_same_commit_is_taken_over(shared, monkeypatch):
+    """Its runner died mid-round: another takes the turn over once it has seen that one turn commit
+    for TURN_STALE_S by its own clock, under a lease on it; the dead runner's push then loses."""
+    one, two = shared.clone("one"), shared.clone("two")
+    dead, heir = Remote(Repo(one)), Remote(Repo(two))
+    assert dead.take_turn("dead")
+    now = [1000.0]
+    monkeypatch.setattr(remote_module, "monotonic", lambda: now[0])
+    assert heir.take_turn("heir") is False  # first seen now
+    now[0] += remote_module.TURN_STALE_S - 1
+    assert heir.take_turn("heir") is False  # not long enough
+    now[0] += 2
+    assert heir.take_turn("heir") is True
+    assert turn_on(shared.origin) == heir.turn != dead.turn
+    assert dead.push(commit(one, "a")) is False  # its lease on its turn fails: nothing pushed
+    assert not dead.still_my_turn() and dead.turn is None
+
+
+def test_a_turn_seen_to_change_hands_is_not_stale(shared, monkeypatch):
+    one, two, three = shared.clone("one"), shared.clone("two"), shared.clone("three")
+    first, second, waiting = Remote(Repo(one)), Remote(Repo(two)), Remote(Repo(three))
+    now = [1000.0]
+    monkeypatch.setattr(remote_module, "monotonic", lambda: now[0])
+    assert first.take_turn("runner-1")
+    assert waiting.take_turn("waiting") is False
+    first.end_turn()
+    assert second.take_turn("runner-2")
+    now[0] += remote_module.TURN_STALE_S + 1
+    assert waiting.take_turn("waiting") is False  # another turn than the one it saw first
+    assert turn_on(shared.origin) == second.turn
 
 
 def test_a_rewritten_shared_branch_stops_a_clone_that_holds_what_it_dropped(shared):

@@ -283,7 +283,14 @@ class OutPushed(Remote):
         return super().push(commit, drop, keep)
 
 
-def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_pause_grows(three):
+def turn_on(shared) -> str:
+    """The turn ref's commit on the remote ("" when nobody's turn)."""
+    return git(shared.origin, "for-each-ref", "--format=%(objectname)", "refs/ralph/turn/main").strip()
+
+
+def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_loser_publishes_in_turn(three):
+    """After a lost race the runner takes the turn to publish; holding it, a push made without it
+    that wins again costs no pause: the next round goes at once. Its winning push ends the turn."""
     shared, one, two = three
     pauses: list[float] = []
     remote = OutPushed(
@@ -292,10 +299,43 @@ def test_losing_races_to_a_remote_that_moves_is_no_error_and_the_pause_grows(thr
     won = claims.claim_next(two, None, "runner-2", remote)
     assert won is not None and remote.pushes == sync.MAX_STILL_LOSSES * 2 + 3
     assert task_in(on_origin(shared), won["id"])["claimed_by"] == "runner-2"
-    ranges = [sync.pause_range(losses) for losses in range(1, len(pauses) + 1)]
-    assert all(0 <= pause <= top for pause, top in zip(pauses, ranges, strict=True))
+    assert pauses == [] and remote.turn is None and turn_on(shared) == ""
+
+
+def test_a_runner_that_lost_waits_while_another_has_the_turn(three):
+    """The turn is taken: the loser pauses for a random while in the first range between tries, and
+    pushes the branch only once it has the turn."""
+    shared, one, two = three
+    holder = Remote(Repo(one))
+    assert holder.take_turn("holder")
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        if len(pauses) == 2:
+            holder.end_turn()  # its round ended meanwhile
+
+    remote = OutPushed(Repo(two), rival=one, losses=1, retries=0, sleep=pause)
+    won = present(claims.claim_next(two, None, "runner-2", remote))
+    assert remote.pushes == 2 and len(pauses) == 2
+    low, high = sync.TURN_PAUSE_S[0] / 2, sync.TURN_PAUSE_S[0]
+    assert low <= pauses[0] <= high and 2 * low <= pauses[1] <= 2 * high  # the range doubled
+    assert task_in(on_origin(shared), won["id"])["claimed_by"] == "runner-2"
+    assert turn_on(shared) == ""
+
+
+def test_rounds_that_end_without_a_push_give_the_turn_back(three):
+    shared, one, two = three
+    remote = RefusingAsBehind(Repo(two), retries=0, sleep=lambda seconds: None)
+    with pytest.raises(RemoteError, match="did not move"):
+        claims.claim_next(two, None, "runner-2", remote)
+    assert remote.turn is None and turn_on(shared) == ""
+
+
+def test_the_pause_after_lost_races_of_a_change_made_on_the_remote_head_grows():
+    ranges = [sync.pause_range(losses) for losses in range(1, 12)]
     assert ranges[0] == sync.LOST_RACE_PAUSE_S and ranges[-1] == sync.LOST_RACE_PAUSE_CAP_S
-    assert max(pauses) > sync.LOST_RACE_PAUSE_S  # the range grew: not a fixed 0.2 s
+    assert ranges == sorted(ranges)
 
 
 class RefusingAsBehind(Remote):
@@ -336,7 +376,7 @@ class Watched(Beaten):
         return super().push(commit, drop, keep)
 
 
-def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_pauses_before_the_next(three):
+def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_takes_the_turn_first(three):
     shared, one, two = three
     start = (git(two, "rev-parse", "HEAD"), (two / "plan.jsonl").read_bytes())
     pauses: list[float] = []
@@ -345,7 +385,8 @@ def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_pauses_before_th
     # the lost round's merge and claim were made in the object store only: both pushes left from
     # the work tree as it was, and the lost one left nothing to undo
     assert remote.seen == [start, start]
-    assert len(pauses) == 1 and 0 <= pauses[0] <= sync.LOST_RACE_PAUSE_S
+    assert pauses == []  # the turn was free: taken at once, and ended by the push that won
+    assert turn_on(shared) == ""
     assert git(two, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
     assert task_in(read_plan(two), "t-bbbbbb")["claimed_by"] == "runner-2"
     assert git(two, "status", "--porcelain") == ""
@@ -509,6 +550,30 @@ def test_a_claim_seen_for_longer_than_the_ttl_is_taken_over_whatever_the_claimer
     assert present(claims.claim_next(two, None, "heir-2", remote_of(two), ttl_s=1))["id"] == "t-aaaaaa"
     takeovers = [line.record for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
     assert [(t["by"], t["was_claimed_by"]) for t in takeovers] == [("heir-2", "behind")]
+
+
+def test_a_runs_last_push_of_a_stage_the_remote_shows_already_is_not_made(three):
+    """Sixteen runners ending at once each pushed their `COMPLETE` after the first had: a push of
+    nothing but this runner's stage, which the remote's state shows already, is not made. HEAD
+    catches up with the remote all the same, and any other change still goes out."""
+    shared, one, two = three
+    with transaction(one) as change:
+        change.plan.update_state(stage="COMPLETE")
+    claims.release_all(one, "runner-1", remote_of(one))
+    assert read_plan(one).state()["stage"] == on_origin(shared).state()["stage"] == "COMPLETE"
+    with transaction(two) as change:
+        change.plan.update_state(stage="COMPLETE", iteration=7)
+    remote = Counted(Repo(two), retries=0)
+    assert claims.release_all(two, "runner-2", remote) == []
+    assert remote.pushes == 0 and on_origin(shared).state().get("iteration") != 7
+    origin_head = git(shared.origin, "rev-parse", "main").strip()
+    git(two, "merge-base", "--is-ancestor", origin_head, "HEAD")  # caught up: raises if not
+    assert read_plan(two).state()["iteration"] == 7 and git(two, "status", "--porcelain") == ""
+    with transaction(two) as change:  # a stage the remote does not show yet goes out
+        change.plan.update_state(stage="VERIFY")
+    remote = Counted(Repo(two), retries=0)
+    claims.release_all(two, "runner-2", remote)
+    assert remote.pushes == 1 and on_origin(shared).state()["stage"] == "VERIFY"
 
 
 def test_a_runs_last_push_of_its_stage_alone_is_tried_once_and_anything_more_until_pushed(three):
