@@ -280,16 +280,24 @@ class Remote:
             *(f"{c}:{CLAIMS}{item}" for item, c in keep.items()),
             *turn,
         ]
+        if not self._try_push(*atomic, self.name, *targets):
+            self.lost += 1
+            return False
+        self._pushed(commit, drop)
+        self.won += 1
+        self.turn = None
+        return True
+
+    def _try_push(self, *args: str) -> bool:
+        """`git push --porcelain --quiet ARGS`, retried while the remote cannot be reached: True
+        when the remote took it, False when it lost a race (a ref moved, or a lease failed); an
+        unreachable or refusing remote raises after the retries."""
         for attempt in range(self.retries + 1):
-            code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", *atomic, self.name, *targets)
+            code, out, err = self.repo.attempt("push", "--porcelain", "--quiet", *args)
             if code == 0:
-                self._pushed(commit, drop)
-                self.won += 1
-                self.turn = None
                 return True
             verdict = classify_push(out, err)
             if verdict == "race":
-                self.lost += 1
                 return False
             self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
         raise AssertionError("unreachable")
@@ -319,17 +327,7 @@ class Remote:
 
     def _push_turn(self, commit: str, replaces: str | None) -> bool:
         lease = f"--force-with-lease={self.turn_ref}:{replaces or ''}"
-        for attempt in range(self.retries + 1):
-            code, out, err = self.repo.attempt(
-                "push", "--porcelain", "--quiet", lease, self.name, f"{commit}:{self.turn_ref}"
-            )
-            if code == 0:
-                return True
-            verdict = classify_push(out, err)
-            if verdict == "race":
-                return False
-            self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
-        raise AssertionError("unreachable")
+        return self._try_push(lease, self.name, f"{commit}:{self.turn_ref}")
 
     def _stale_turn(self) -> str | None:
         """Another runner's turn commit once this runner has seen that same commit hold the turn
@@ -419,21 +417,13 @@ class Remote:
             branch = f"refs/heads/{self.branch}"
             options += ["--atomic", f"--force-with-lease={branch}:{branch_at}"]
             targets.append(f"{branch_at}:{branch}")
-        for attempt in range(self.retries + 1):
-            code, out, err = self.repo.attempt(
-                "push", "--porcelain", "--quiet", *options, self.name, *targets
-            )
-            if code == 0:
-                self.repo.attempt("update-ref", f"{self.claims_ref}{item}", commit)
-                self._claims = None
-                self.claims_won += 1
-                return True
-            verdict = classify_push(out, err)
-            if verdict == "race":
-                self.claims_lost += 1
-                return False
-            self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
-        raise AssertionError("unreachable")
+        if not self._try_push(*options, self.name, *targets):
+            self.claims_lost += 1
+            return False
+        self.repo.attempt("update-ref", f"{self.claims_ref}{item}", commit)
+        self._claims = None
+        self.claims_won += 1
+        return True
 
     def drop_claims(self, drop: dict[str, str]) -> bool:
         """Delete the claim refs `drop` names (item -> claim commit), each only while it is that
@@ -442,18 +432,10 @@ class Remote:
             return True
         leases = [f"--force-with-lease={CLAIMS}{item}:{commit}" for item, commit in drop.items()]
         targets = [f":{CLAIMS}{item}" for item in drop]
-        for attempt in range(self.retries + 1):
-            code, out, err = self.repo.attempt(
-                "push", "--porcelain", "--quiet", "--atomic", *leases, self.name, *targets
-            )
-            if code == 0:
-                self._forget_claims(drop)
-                return True
-            verdict = classify_push(out, err)
-            if verdict == "race":
-                return False
-            self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
-        raise AssertionError("unreachable")
+        if not self._try_push("--atomic", *leases, self.name, *targets):
+            return False
+        self._forget_claims(drop)
+        return True
 
     def _forget_claims(self, drop: dict[str, str]) -> None:
         self._update_refs(self._deletions(drop))
