@@ -336,21 +336,27 @@ class Remote:
         if self._other_turn is not None and now - self._other_turn[1] < TURN_STALE_S / 2:
             return None
         holder = self.turn_holder()
-        if holder is None or self._other_turn is None or self._other_turn[0] != holder:
+        if holder is None:  # the remote did not say: judged at the next look
+            return None
+        if self._other_turn is None or self._other_turn[0] != holder:
             self._other_turn = (holder, now) if holder else None
             return None
         return holder if now - self._other_turn[1] >= TURN_STALE_S else None
 
     def turn_holder(self) -> str | None:
-        """The turn commit on the remote now (None: nobody's turn), asked of the remote."""
+        """The turn commit on the remote now ("": nobody's turn; None: the remote did not say), asked
+        of the remote."""
         code, out, _ = self.repo.attempt("ls-remote", self.name, self.turn_ref)
-        fields = out.split() if code == 0 else []
-        return fields[0] if fields else None
+        if code != 0:
+            return None
+        fields = out.split()
+        return fields[0] if fields else ""
 
     def still_my_turn(self) -> bool:
         """Whether the remote still has this runner's turn (another may have taken a stale one
-        over): a push of ours lost with it held. Forgets a turn that is gone."""
-        if self.turn is not None and self.turn_holder() != self.turn:
+        over): a push of ours lost with it held. Forgets a turn that is gone (a remote that did not
+        say leaves it held: the next push finds out)."""
+        if self.turn is not None and self.turn_holder() not in (self.turn, None):
             self.turn = None
         return self.turn is not None
 

@@ -75,6 +75,26 @@ def test_a_push_that_loses_keeps_the_turn_and_the_turn_is_given_back_without_a_p
     first.end_turn()  # nothing held: nothing to do
 
 
+class Unsaid(Remote):
+    """A remote whose ref listing fails (a moment offline) while pushes go through."""
+
+    def turn_holder(self) -> str | None:
+        return None
+
+
+def test_a_remote_that_does_not_say_who_has_the_turn_changes_no_ones_turn(shared, monkeypatch):
+    one, two = shared.clone("one"), shared.clone("two")
+    holder, waiting = Unsaid(Repo(one)), Unsaid(Repo(two))
+    assert holder.take_turn("holder")
+    assert holder.still_my_turn() and holder.turn is not None  # kept: the next push finds out
+    now = [1000.0]
+    monkeypatch.setattr(remote_module, "monotonic", lambda: now[0])
+    for _ in range(3):
+        assert waiting.take_turn("waiting") is False  # never judged stale on no answer
+        now[0] += remote_module.TURN_STALE_S
+    assert turn_on(shared.origin) == holder.turn
+
+
 def test_a_turn_held_past_its_time_by_the_same_commit_is_taken_over(shared, monkeypatch):
     """Its runner died mid-round: another takes the turn over once it has seen that one turn commit
     for TURN_STALE_S by its own clock, under a lease on it; the dead runner's push then loses."""
