@@ -69,7 +69,8 @@ def until_pushed(
     fetched: bool = False,
     held: dict[str, str] | None = None,
 ) -> T | None:
-    """Rounds until one is pushed (a lost race replays on the new head); what `change` returned.
+    """Rounds until one is pushed (a lost race replays on the new head, once this runner has the
+    turn to publish: ralph.store.remote); what `change` returned.
     `drop`: the claim refs (item -> claim commit) the push deletes, atomically with the branch,
     given the plan it publishes (ralph.store.remote.Remote.push). `bookkeeping_waits`: when
     `change` changed nothing and the local commits the remote lacks record only this runner's
