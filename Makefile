@@ -61,6 +61,8 @@ lint: $(STAMP)
 #   At the minute on the first, over it on the second. Next day on the second: 61-82 s idle
 #   (2064 tests; the same commit varies by 20 s from run to run), 17,797 git runs instead of
 #   19,078 (a judge's inputs in one run, loose objects read without git); 3 or 4 workers no faster.
+#   Later on 30 Nov, same VM: 2074 tests, 66-77 s (about 134 CPU-s: 102 user, 28-32 system); of the
+#   17,800 git runs, 3,100 are the tests' own (tests/support/gitrepo.git), the rest ralph's.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
