@@ -168,6 +168,12 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
     stale = [claim for claim in found.claims if claim.stale]
     ttl = spoken(found.claim_ttl_s)
     say(f"{printable(where)}: {plural(len(live), 'live claim')}, {len(stale)} stale (claim_ttl {ttl})")
+    if found.turn is not None:
+        turn = found.turn
+        holder = turn.runner or f"a commit ralph did not make ({turn.commit[:12]})"
+        holder += f" on {turn.host}" if turn.host else ""
+        late = ": stale, the next runner that loses a race takes it over" if turn.stale else ""
+        say(f"turn to publish: {printable(holder)}, committed {spoken(turn.age_s)} ago{late}")
     for title, rows in (
         ("live", live),
         (f"stale (older than {ttl}: another runner may take them over)", stale),

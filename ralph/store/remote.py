@@ -93,6 +93,17 @@ def configured(repo: Repo, name: str) -> bool:
     return name in repo.git("remote").splitlines()
 
 
+@dataclass(frozen=True)
+class TurnRef:
+    """The turn to publish as the remote has it (ralph.usecases.sync): the runner and host its
+    commit names, the commit, and that commit's committer time (UTC, ISO 8601)."""
+
+    runner: str | None  # None: a commit ralph did not make
+    host: str | None
+    commit: str
+    committed_at: str
+
+
 class Remote:
     """One remote branch runners share: `name` (e.g. origin) and `branch` (default: the branch
     checked out here)."""
@@ -352,6 +363,26 @@ class Remote:
         fields = out.split()
         return fields[0] if fields else ""
 
+    def turn_now(self) -> TurnRef | None:
+        """Who has the turn to publish on the remote now, for a person to read (None: nobody, or
+        the remote did not say); its commit fetched without a ref made here."""
+        holder = self.turn_holder()
+        if not holder:
+            return None
+        fetch = ("fetch", "--quiet", "--no-tags", "--no-auto-maintenance", "--no-write-fetch-head")
+        code, _, _ = self.repo.attempt(*fetch, self.name, self.turn_ref)
+        if code == 0:
+            code, out, _ = self.repo.attempt("log", "-1", "--format=%ct%x00%B", holder)
+        if code != 0:  # the turn ended, or changed hands, since the look: nobody's that one now
+            return None
+        time_s, _, message = out.partition("\0")
+        said = _turn_said(message)
+        committed = datetime.fromtimestamp(int(time_s), UTC).isoformat(timespec="seconds")
+        by, host = said.get("by"), said.get("host")
+        return TurnRef(
+            by if isinstance(by, str) else None, host if isinstance(host, str) else None, holder, committed
+        )
+
     def still_my_turn(self) -> bool:
         """Whether the remote still has this runner's turn (another may have taken a stale one
         over): a push of ours lost with it held. Forgets a turn that is gone (a remote that did not
@@ -490,6 +521,16 @@ class Remote:
         if refused:
             raise RemoteRejected(f"{what} {self.name} refused ({tries}): {reason}")
         raise RemoteOffline(f"cannot {what.split()[0]} {self.name} ({tries}): {reason}")
+
+
+def _turn_said(message: str) -> dict[str, object]:
+    """What a turn commit's message records (its last line, as JSON); {} for one ralph did not make."""
+    lines = message.strip().splitlines()
+    try:
+        said = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        return {}
+    return said if isinstance(said, dict) and "turn" in said else {}
 
 
 def _claim_said(message: str) -> dict[str, object] | None:

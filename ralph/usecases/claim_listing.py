@@ -35,9 +35,23 @@ class RemoteClaim(NamedTuple):
     stale: bool  # older than the claim TTL (or of unknown age): another runner may take it over
 
 
+class RemoteTurn(NamedTuple):
+    """The turn to publish on the remote branch (ralph.usecases.sync): the runner holding it (None:
+    a commit ralph did not make), its host, its commit, when that was committed, and whether it
+    is older than TURN_STALE_S by that time (the next runner that loses a race takes it over)."""
+
+    runner: str | None
+    host: str | None
+    commit: str
+    committed_at: str
+    age_s: float
+    stale: bool
+
+
 class RemoteClaims(NamedTuple):
     """What `ralph status --remote` says: the claims on the remote branch's head (None: no such
-    branch yet), judged at `at` against the claim TTL."""
+    branch yet), judged at `at` against the claim TTL, and who has the turn to publish (None:
+    nobody)."""
 
     remote: str
     branch: str
@@ -45,9 +59,11 @@ class RemoteClaims(NamedTuple):
     claim_ttl_s: float
     at: str
     claims: tuple[RemoteClaim, ...]
+    turn: RemoteTurn | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {**self._asdict(), "claims": [claim._asdict() for claim in self.claims]}
+        turn = self.turn._asdict() if self.turn is not None else None
+        return {**self._asdict(), "claims": [claim._asdict() for claim in self.claims], "turn": turn}
 
 
 def remote_status(root: Path, name: str) -> RemoteClaims:
@@ -83,7 +99,21 @@ def remote_claims(
                 stale=judged.age_s is None or judged.age_s >= ttl,
             )
         )
-    return RemoteClaims(remote.name, remote.branch, head, ttl, stamp, tuple(claims))
+    return RemoteClaims(remote.name, remote.branch, head, ttl, stamp, tuple(claims), _turn(remote, stamp))
+
+
+def _turn(remote: Remote, stamp: str) -> RemoteTurn | None:
+    from datetime import datetime
+
+    from ralph.store.remote import TURN_STALE_S
+
+    turn = remote.turn_now()
+    if turn is None:
+        return None
+    age = max(
+        0.0, (datetime.fromisoformat(stamp) - datetime.fromisoformat(turn.committed_at)).total_seconds()
+    )
+    return RemoteTurn(turn.runner, turn.host, turn.commit, turn.committed_at, age, age >= TURN_STALE_S)
 
 
 def _ref_claim(remote: Remote, claim: ClaimRef, plan: Plan | None, stamp: str, ttl: float) -> RemoteClaim:

@@ -121,3 +121,27 @@ def test_status_remote_lists_the_claim_refs_of_build_and_verify_live_and_stale(r
     ]
     shown = Ralph(clone)("status", "--remote").stdout
     assert "t-build0 Login form: ci on build-box-2, " in shown
+
+
+def test_status_remote_names_the_runner_that_has_the_turn_to_publish(repo, tmp_path, monkeypatch):
+    """The turn (a runner publishing after a lost race) is on the remote alone: status fetches
+    it now, says who has it and since when, and says a turn past its time is stale."""
+    from ralph.store.git import Repo
+    from ralph.store.remote import TURN_STALE_S
+
+    shared = Shared(repo, tmp_path)
+    runner, clone = shared.clone("runner"), shared.clone("clone")
+    assert json.loads(Ralph(clone)("status", "--remote", "--json").stdout)["turn"] is None
+    assert "turn to publish" not in Ralph(clone)("status", "--remote").stdout
+    monkeypatch.setenv("GIT_COMMITTER_DATE", ago(5))
+    holder = Remote(Repo(runner))
+    assert holder.take_turn("ci-7", "build-box-3")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    found = json.loads(Ralph(clone)("status", "--remote", "--json").stdout)["turn"]
+    assert (found["runner"], found["host"], found["commit"]) == ("ci-7", "build-box-3", holder.turn)
+    assert found["age_s"] >= 5 * 60 > TURN_STALE_S and found["stale"] is True
+    shown = Ralph(clone)("status", "--remote").stdout
+    assert "turn to publish: ci-7 on build-box-3, committed 5" in shown and "stale" in shown
+    assert git(clone, "for-each-ref", "--points-at", holder.turn or "").strip() == ""  # no ref made here
+    holder.end_turn()
+    assert json.loads(Ralph(clone)("status", "--remote", "--json").stdout)["turn"] is None
