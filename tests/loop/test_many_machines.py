@@ -566,6 +566,7 @@ def test_sixteen_runners_build_thirty_two_tasks_each_exactly_once_and_none_gives
     plan = origin_plan(shared)
     assert sorted(r["id"] for r in plan if r["t"] == "accept") == [item["id"] for item in items]
     assert git(shared.origin, "for-each-ref", "refs/ralph/claims/") == ""  # every claim went with its task
+    assert git(shared.origin, "for-each-ref", "refs/ralph/turn/") == ""  # each turn ended with its push
     subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
     for item in items:  # the story of each task on the branch: one build, one verdict
         assert sum(s.startswith(f"ralph(build): {item['id']} ") for s in subjects) == 1, item["id"]
