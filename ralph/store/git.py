@@ -255,8 +255,7 @@ class Repo:
         if head is None or objects is None:  # (refs.ASK_GIT is no object id either)
             return None
         commit = loose.read(objects, head)
-        line = commit[1].split(b"\n", 1)[0] if commit is not None and commit[0] == b"commit" else b""
-        tree = loose.read(objects, line[5:].decode("ascii", "replace")) if line.startswith(b"tree ") else None
+        tree = loose.tree_of(objects, commit[1]) if commit is not None and commit[0] == b"commit" else None
         if commit is None or tree is None or tree[0] != b"tree":
             return None
         self._note_commit_time(head, commit[1])

@@ -117,8 +117,7 @@ def _walk(
     """find() from the object `start` (a commit or a tree), one folder of `names` at a time."""
     kind, data = start
     if kind == b"commit":
-        line = data.split(b"\n", 1)[0]
-        tree = read(objects, line[5:].decode("ascii", "replace")) if line.startswith(b"tree ") else None
+        tree = tree_of(objects, data)
         if tree is None:
             return False, None
         kind, data = tree
@@ -133,6 +132,13 @@ def _walk(
             return False, None
         kind, data = inner
     return False, None
+
+
+def tree_of(objects: Path, commit_raw: bytes) -> tuple[bytes, bytes] | None:
+    """The loose object a raw commit's first line names as its tree (kind and bytes); None where
+    that line names none or the object is not loose."""
+    line = commit_raw.split(b"\n", 1)[0]
+    return read(objects, line[5:].decode("ascii", "replace")) if line.startswith(b"tree ") else None
 
 
 def _entry(tree_raw: bytes, name: bytes) -> tuple[bytes, str] | None:
