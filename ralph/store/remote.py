@@ -282,15 +282,15 @@ class Remote:
         drop = drop or {}
         keep = {item: c for item, c in (keep or {}).items() if item not in drop}
         leases = [f"--force-with-lease={CLAIMS}{item}:{c}" for item, c in [*drop.items(), *keep.items()]]
-        turn = [f":{self.turn_ref}"] if self.turn else []  # the turn ends with the push it was for
-        leases += [f"--force-with-lease={self.turn_ref}:{self.turn}"] if self.turn else []
-        atomic = ["--atomic", *leases] if leases else []
         targets = [
             f"{commit}:refs/heads/{self.branch}",
             *(f":{CLAIMS}{item}" for item in drop),
             *(f"{c}:{CLAIMS}{item}" for item, c in keep.items()),
-            *turn,
         ]
+        if self.turn:  # the turn ends with the push it was for
+            leases.append(f"--force-with-lease={self.turn_ref}:{self.turn}")
+            targets.append(f":{self.turn_ref}")
+        atomic = ["--atomic", *leases] if leases else []
         if not self._try_push(*atomic, self.name, *targets):
             self.lost += 1
             return False

@@ -362,7 +362,12 @@ class AgentRuns:
     ) -> AgentResult:
         run = functools.partial(
             self.runner.run,
-            *(stage, iteration, item, values, compacted, cwd),
+            stage,
+            iteration,
+            item,
+            values,
+            compacted,
+            cwd,
             worker=self.worker,
             name=name,
             model=model,
