@@ -49,7 +49,7 @@ def shared_plan(root: Path, data: bytes) -> Plan:
 def written(data: bytes, plan: Plan) -> None:
     """`plan` was just written as `data` under the lock: readers of those bytes get it, without
     loading them again. It is only read from now on (frozen: a later change would be lost)."""
-    from ralph.plan.loader import proven
+    from ralph.plan.proven import proven
 
     plan.doc.freeze()
     proven(data, plan.doc)
@@ -87,7 +87,7 @@ def vouch(root: Path, data: bytes) -> None:
     """`data`, now root's plan.jsonl, was proven valid in this process (or read here, which proved
     it, though the proven contents kept may have let it go since): root's own commands (a
     verifier's, in a checkout the loop made) then need not validate it again (ralph.store.validcache)."""
-    from ralph.plan.loader import is_proven
+    from ralph.plan.proven import is_proven
     from ralph.store import validcache
 
     if is_proven(data) or _READ.get(data) is not None:  # a plan read here was loaded strictly
@@ -96,7 +96,7 @@ def vouch(root: Path, data: bytes) -> None:
 
 def load_checked(root: Path, data: bytes) -> Document:
     """Load strictly, unless these exact bytes were proven valid before (then only parse)."""
-    from ralph.plan.loader import is_proven
+    from ralph.plan.proven import is_proven
     from ralph.store import validcache
 
     if is_proven(data):  # this process proved it: no digest of a long plan to compare

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from ralph.errors import PlanInvalid
-from ralph.plan import loader
+from ralph.plan import loader, proven
 from ralph.plan.document import Document, RecordLine
 from ralph.plan.integrity import integrity_problems
+from ralph.plan.line_index import split_lines
 from ralph.plan.loader import load, parse, parse_lines, touched_problems
 from ralph.plan.plan import Plan
 
@@ -208,7 +209,7 @@ def test_the_heads_of_many_lines_are_read_at_once_as_one_by_one():
     ],
 )
 def test_the_heads_of_a_plan_of_ralphs_own_lines_are_read_as_one_by_one(odd):
-    raws = [*loader.split_lines(long_plan(50)), *odd]
+    raws = [*split_lines(long_plan(50)), *odd]
     at_once = dict(loader._scanned_heads(raws))
     assert at_once == {raw: head for raw in raws if (head := loader._scanned_head(raw)) is not None}
     assert at_once == {raw: (record["t"], record.get("id")) for raw in at_once if (record := decoded(raw))}
@@ -280,7 +281,7 @@ def test_a_plan_loaded_again_or_written_is_not_split_nor_read_again(monkeypatch)
     first = load(data, trusted=True)
     known(first)
     split, read = [], []
-    real_split, real_by_position = loader.split_lines, Document._by_position
+    real_split, real_by_position = split_lines, Document._by_position
 
     def counted_split(data: bytes) -> list[bytes]:
         split.append(data)
@@ -291,13 +292,14 @@ def test_a_plan_loaded_again_or_written_is_not_split_nor_read_again(monkeypatch)
         return real_by_position(self, *args)
 
     monkeypatch.setattr(loader, "split_lines", counted_split)
+    monkeypatch.setattr(proven, "split_lines", counted_split)
     monkeypatch.setattr(Document, "_by_position", counted_by_position)
     again = load(data)
     assert known(again) == known(first)
     Plan(again).done("t-new003")  # a change of its own: the first document is not changed
     assert known(first) == known(load(data))
     written = again.to_bytes()
-    loader.proven(written, again)
+    proven.proven(written, again)
     assert known(load(written)) == known(again)
     assert split == [] and read == []
     monkeypatch.undo()
@@ -311,8 +313,8 @@ def test_a_plan_loaded_again_or_written_is_not_split_nor_read_again(monkeypatch)
 def test_a_plan_is_cut_into_lines_at_each_newline_alone(data):
     parts = data.split(b"\n")
     expected = [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-    assert loader.split_lines(data) == expected
-    assert b"".join(loader.split_lines(data)) == data
+    assert split_lines(data) == expected
+    assert b"".join(split_lines(data)) == data
 
 
 ODD_LINES = [  # each with whether the lines' starts still tell every type and accepted id
@@ -330,7 +332,7 @@ ODD_LINES = [  # each with whether the lines' starts still tell every type and a
 
 def fresh_process() -> None:
     """What this process read of lines before is forgotten, as in a command's own process."""
-    loader._PROVEN.forget()
+    proven.PROVEN.forget()
     loader._KINDS.clear()
     loader._KINDS.heads.clear()
 
@@ -397,7 +399,7 @@ def test_a_plan_a_few_lines_from_one_read_before_is_known_as_a_fresh_load_knows_
     fresh_process()
     data = long_plan()
     known(load(data, trusted=True))  # what an agent's plan is read beside: the loop's own
-    raws = loader.split_lines(data)
+    raws = split_lines(data)
     changed = b"".join(now if raw.startswith(line) else raw for raw in raws)
     read = heads_read_alone(monkeypatch)
     doc = load(changed, trusted=True)
@@ -409,11 +411,11 @@ def test_a_plan_written_more_versions_ago_than_are_kept_loads_again_without_a_pa
     fresh_process()
     data = load_and_write = long_plan()
     versions = []
-    for iteration in range(loader._Proven.CONTENTS + 4):  # as a loop writes its plan, step by step
+    for iteration in range(proven.Proven.CONTENTS + 4):  # as a loop writes its plan, step by step
         plan = Plan(load(load_and_write, trusted=iteration == 0))
         plan.update_state(iteration=iteration)
         load_and_write = plan.doc.to_bytes()
-        loader.proven(load_and_write, plan.doc)
+        proven.proven(load_and_write, plan.doc)
         versions.append(load_and_write)
     parsed: list[bytes] = []
     real = loader.parse
@@ -423,7 +425,7 @@ def test_a_plan_written_more_versions_ago_than_are_kept_loads_again_without_a_pa
         return real(data, name)
 
     monkeypatch.setattr(loader, "parse", counted)
-    assert not loader.is_proven(versions[0])  # let go of: its lines are still known valid
+    assert not proven.is_proven(versions[0])  # let go of: its lines are still known valid
     assert known(load(versions[0])) == known(parse(versions[0])[0])
     assert parsed == []  # checked across records only
     assert data != versions[0]

@@ -71,10 +71,10 @@ def test_a_plan_read_here_is_vouched_for_after_the_proven_contents_let_it_go(rep
     tasks.add(repo, [{"name": "Read"}])
     data = (repo / "plan.jsonl").read_bytes()
     reader.read_plan(repo)
-    from ralph.plan import loader
+    from ralph.plan import loader, proven
 
-    loader._PROVEN.forget()
-    assert not loader.is_proven(data)
+    proven.PROVEN.forget()
+    assert not proven.is_proven(data)
     other = tmp_path / "checkout"
     (other / ".git").mkdir(parents=True)
     reader.vouch(other, data)
@@ -94,7 +94,7 @@ def test_a_long_plan_written_without_a_commit_is_hashed_once_per_content(repo, m
     # the plan before and of the plan after, each computed once.
     import _blake2
 
-    from ralph.plan import loader
+    from ralph.plan import proven
     from ralph.store import blobs
 
     added = tasks.add(repo, [{"name": "Built"}])
@@ -106,7 +106,7 @@ def test_a_long_plan_written_without_a_commit_is_hashed_once_per_content(repo, m
     before = (repo / "plan.jsonl").read_bytes()
     assert len(before) > blobs._KEPT_FROM  # a long plan, as a fresh command reads it
     validcache.remember(repo, before)  # as the loop left it
-    loader._PROVEN.forget()
+    proven.PROVEN.forget()
     reader._READ.plans.clear()
     blobs._KNOWN.clear()
     hashed: list[int] = []

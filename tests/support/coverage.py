@@ -315,6 +315,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "a spec's records (the current spec, planned, a stopped PLAN or check, a passing check) are "
         "asserted there with the bytes they leave, and by the loop's CHECK tests.",
     ),
+    "ralph/plan/proven.py": (
+        "tests/plan/test_lazy_document.py",
+        "tests/store/test_validcache.py",
+        "a plan loaded again, written, or proven more versions ago than are kept is parsed only, its "
+        "lines not split nor decoded again; a plan let go of is vouched for there.",
+    ),
     "ralph/plan/line_index.py": (
         "tests/plan/test_lazy_document.py",
         "tests/plan/test_document.py",
