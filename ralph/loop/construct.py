@@ -608,6 +608,9 @@ class Loop:
         if problem:
             raise problem
         ws.tree.user_dirty = frozenset(dirty)
+        # The loop loads its plan many times: every line's head read once now (in passes of C), each
+        # later load looks its lines up instead of reading a long history's starts again each time.
+        ws.plan.read().doc.heads()
         ws.tree.repo.run_branch = ws.tree.repo.branch()  # nothing of the run lands on another one
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
         coordinator = None

@@ -298,9 +298,10 @@ class Document:
 
     def _by_starts(self) -> bool:
         """Whether to read types and accepted ids off the lines' starts: where every line is in
-        ralph's spelling and this process has not read the heads of as many lines (a long-lived
-        loop has: a lookup of each is cheaper than a pass per type)."""
-        return len(self._kind_of) < len(self._raws) and self._is_spelled()
+        ralph's spelling and this process has not read the heads of half as many lines (a
+        long-lived loop has, and its plan grows by a few lines at a time: a lookup of each known
+        line, and the few new ones read, is cheaper than a pass per type)."""
+        return 2 * len(self._kind_of) < len(self._raws) and self._is_spelled()
 
     def _is_spelled(self) -> bool:
         """Whether every record line is in ralph's spelling, as _spelled says, at this version (a

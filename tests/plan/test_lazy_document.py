@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ralph.errors import PlanInvalid
-from ralph.plan import loader, proven
+from ralph.plan import document, line_index, loader, proven
 from ralph.plan.document import Document, RecordLine
 from ralph.plan.integrity import integrity_problems
 from ralph.plan.line_index import split_lines
@@ -490,3 +490,36 @@ def test_a_line_that_does_not_start_with_its_type_sends_each_type_to_be_looked_f
     fresh_process()
     doc = load(long_plan() + b'{"n": 12}\n', trusted=True)
     assert [len(doc.positions(kind)) for kind in ("task", "accept", "issue")] == [5, 300, 1]
+
+
+def test_a_process_that_read_its_plans_heads_reads_a_plan_grown_by_a_few_lines_by_looking_them_up(
+    monkeypatch,
+):
+    # A construct loop reads every head of its plan once; a plan the agents then grew by a line or
+    # two is not read off its lines' starts again (a pass per type over 10,000 finished tasks).
+    fresh_process()
+    data = long_plan()
+    load(data, trusted=True).heads()
+    grown = data + b'{"t": "task", "id": "t-new009", "name": "New 9"}\n{"t": "accept", "id": "t-new008"}\n'
+    passes: list[str] = []
+    spelled_ids, every = Document._spelled_accepted_ids, line_index.places_by_starts
+
+    def accepted_off_the_starts(self: Document) -> frozenset[str] | None:
+        found = spelled_ids(self)
+        passes.extend(["accepted"] if found is not None else [])
+        return found
+
+    def places_off_the_starts(raws: list[bytes]) -> dict[str, list[int]] | None:
+        passes.append("every")
+        return every(raws)
+
+    monkeypatch.setattr(Document, "_spelled_accepted_ids", accepted_off_the_starts)
+    monkeypatch.setattr(document, "places_by_starts", places_off_the_starts)
+    doc = load(grown, trusted=True)
+    places = {kind: doc.positions(kind) for kind in (*KINDS, "tasks")}
+    assert (places, doc.accepted_ids()) == eager_reading(grown)
+    assert passes == []
+    fresh_process()  # a command's own process, which reads its plan once: off the starts
+    cold = load(grown, trusted=True)
+    assert (cold.accepted_ids(), cold.positions("task")) == (doc.accepted_ids(), doc.positions("task"))
+    assert "accepted" in passes
