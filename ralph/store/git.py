@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import threading
 import time
 from collections import OrderedDict
@@ -71,6 +72,19 @@ _COMMAND_OPTIONS = {
     "diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"),
     "diff-tree": ("--no-ext-diff", "--no-textconv"),
 }
+
+
+_PLAN = "plan.jsonl"
+
+
+def _plain_file(path: Path) -> bool:
+    """A regular file, not a link and not executable: its commit's entry is a plain blob's, as
+    `git add` would stage it."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return False
+    return stat.S_ISREG(mode) and not mode & 0o111
 
 
 class Repo:
@@ -314,15 +328,16 @@ class Repo:
         commit = self.commit_tree(self._mktree(new_entries), parent, message)
         return PreparedCommit(relpath, mode, blob, commit, parent, new_entries, message)
 
-    def land(self, prepared: PreparedCommit) -> None:
-        """Move HEAD to the prepared commit and record the file in the index: both or neither."""
+    def land(self, prepared: PreparedCommit, from_work_tree: bool = False) -> None:
+        """Move HEAD to the prepared commit and record the file in the index: both or neither.
+        `from_work_tree`: the work tree's file holds the commit's bytes (see _stage)."""
         self.refuse_switched_branch()
         # The reflog keeps the subject; argv has a size limit, so a huge one is cut.
         subject = (prepared.message.splitlines()[0] if prepared.message.strip() else "ralph")[:200]
         # The old value makes this a compare-and-swap: a commit made meanwhile is never lost.
         self.git("update-ref", "-m", subject, "HEAD", prepared.commit, prepared.parent or ZERO_SHA)
         try:
-            self._stage(prepared.relpath, prepared.blob, prepared.mode)
+            self._stage(prepared.relpath, prepared.blob, prepared.mode, from_work_tree)
         except GitError as exc:
             self._undo_ref(prepared)
             raise GitError(f"{exc}; HEAD was put back, nothing is committed") from None
@@ -338,11 +353,19 @@ class Repo:
         old, _ = _entry_of(entries, relpath)
         return old.split(b"\t", 1)[0].split()[2].decode() if old else None
 
-    def _stage(self, relpath: str, blob: str, mode: str = "100644") -> None:
-        """Record the committed content in the index, so `git status` shows plan.jsonl clean."""
+    def _stage(self, relpath: str, blob: str, mode: str = "100644", from_work_tree: bool = False) -> None:
+        """Record the committed content in the index, so `git status` shows plan.jsonl clean.
+        `from_work_tree`: added from the work tree's file, which holds those bytes, so the index
+        has its stat data too: each `git status` after a recorded blob alone would hash the file
+        again (a read-only one never writes what it found back to the index)."""
+        args = (
+            ("add", "--", relpath)
+            if from_work_tree
+            else ("update-index", "--add", "--cacheinfo", f"{mode},{blob},{relpath}")
+        )
         for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 0):
             try:
-                self.git("update-index", "--add", "--cacheinfo", f"{mode},{blob},{relpath}")
+                self.git(*args)
                 return
             except GitError as exc:
                 if "index.lock" not in str(exc) or not delay:
@@ -498,6 +521,12 @@ class Repo:
             return None, []
         self.refuse_switched_branch()
         ordered = sorted(paths)
+        if ordered == [_PLAN] and _plain_file(self.root / _PLAN):
+            return self._commit_plan(message)
+        return self._commit_added(ordered, message)
+
+    def _commit_added(self, ordered: list[str], message: str) -> tuple[str | None, list[str]]:
+        """commit_paths through `git add` and `git commit -- paths`."""
         # A path gone from both the work tree and the index (the agent ran `git rm` or `git mv`) is
         # already staged as deleted, and `git add` would refuse it: "pathspec did not match".
         gone = {path for path in ordered if not os.path.lexists(self.root / path)}
@@ -509,9 +538,9 @@ class Repo:
         staged = list(blobs)
         if not staged:
             return None, []
-        takes_plan = "plan.jsonl" in blobs
+        takes_plan = _PLAN in blobs
         if takes_plan:
-            message = self._with_pending_ops(message, *blobs["plan.jsonl"])
+            message = self._with_pending_ops(message, *blobs[_PLAN])
         head = self.head()
         stamps = self._commit_dates([head] if head else [])
         self._output(
@@ -524,6 +553,29 @@ class Repo:
         made = self.head()
         self._note_stamp(made, stamps)
         return made, staged
+
+    def _commit_plan(self, message: str) -> tuple[str | None, list[str]]:
+        """commit_paths of plan.jsonl alone: its blob and tree written here (ralph.store.loose),
+        not hashed by `git add` and again by `git commit -- plan.jsonl` (two passes of git's
+        collision-detecting SHA-1 over a long history's plan, in each of the loop's commits)."""
+        path = self.root / _PLAN
+        data = path.read_bytes()
+        parent, entries = self.snapshot()
+        if _entry_of(entries, _PLAN)[1] != "100644":  # executable in HEAD: as `git add` stages it
+            return self._commit_added([_PLAN], message)
+        before, after = self.blob_in(entries, _PLAN), blob_sha(data)
+        message = self._with_pending_ops(message, before, after, data) if before != after else message
+        prepared = self.prepare_commit(_PLAN, data, message, (parent, entries))
+        if prepared is None:  # HEAD holds it: the index is made to as well, as `git add` did
+            self._stage(_PLAN, after, from_work_tree=True)
+            return None, []
+        self.land(prepared, from_work_tree=True)
+        if path.read_bytes() != data:  # written meanwhile: the index holds what was committed
+            self._stage(_PLAN, prepared.blob, prepared.mode)
+        from ralph.store import pending_ops
+
+        pending_ops.forget(self)
+        return prepared.commit, [_PLAN]
 
     def _staged_blobs(self, paths: list[str]) -> dict[str, tuple[str | None, str | None]]:
         """The paths among `paths` whose staged content differs from HEAD's, each with its blob in
@@ -539,15 +591,17 @@ class Repo:
         blobs.pop("", None)
         return blobs
 
-    def _with_pending_ops(self, message: str, parent: str | None, staged: str | None) -> str:
+    def _with_pending_ops(
+        self, message: str, parent: str | None, staged: str | None, data: bytes | None = None
+    ) -> str:
         """The message with the operations that made the staged plan's change from blob `parent`
-        to blob `staged` (ralph.store.pending_ops)."""
+        to blob `staged` (ralph.store.pending_ops); `data`: its bytes, when not stored yet."""
         from ralph.store import pending_ops
 
         git_dir = self.git_dir()
         if staged is None or not any((git_dir / name).exists() for name in pending_ops.NAMES):
             return message
-        return pending_ops.message_with(self, message, parent, staged)
+        return pending_ops.message_with(self, message, parent, staged, data)
 
     def stage_paths(self, paths: set[str]) -> None:
         """Put exactly `paths` in the index as they are in the work tree (added, changed, deleted)."""

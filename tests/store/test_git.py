@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -333,6 +334,57 @@ def test_commit_paths_skips_the_users_hooks(work):
     commit, files = Repo(work).commit_paths({"a.txt"}, "ralph: despite hooks")
     assert commit == head(work) and files == ["a.txt"]
     assert git(work, "log", "-1", "--format=%s").strip() == "ralph: despite hooks"
+
+
+def test_a_commit_of_the_plan_alone_stages_it_as_git_add_does(work):
+    # Its objects are written by ralph (not hashed by `git add`, then again by `git commit --
+    # plan.jsonl`), and the index still gets the file's stat data: `git status` need not hash it.
+    plan = work / "plan.jsonl"
+    plan.write_bytes(b'{"t": "config"}\n')
+    (work / "b.txt").write_text("user's unstaged change\n")
+    (work / "sub" / "e.txt").write_text("user's staged change\n")
+    git(work, "add", "sub/e.txt")
+
+    commit, files = Repo(work).commit_paths({"plan.jsonl"}, "ralph: the plan")
+
+    assert commit == head(work) and files == ["plan.jsonl"]
+    assert files_of(work) == ["plan.jsonl"]
+    assert git_bytes(work, "show", "HEAD:plan.jsonl") == plan.read_bytes()
+    assert git(work, "log", "-1", "--format=%s").strip() == "ralph: the plan"
+    assert f"size: {plan.stat().st_size}\t" in git(work, "ls-files", "--debug", "--", "plan.jsonl")
+    assert status(work) == " M b.txt\nM  sub/e.txt\n"
+    assert Repo(work).commit_paths({"plan.jsonl"}, "again") == (None, [])
+
+
+def test_a_plan_written_while_it_is_committed_is_left_unstaged(work, monkeypatch):
+    plan = work / "plan.jsonl"
+    plan.write_bytes(b'{"t": "config"}\n')
+    land = Repo.land
+
+    def written_meanwhile(self: Repo, prepared: Any, from_work_tree: bool = False) -> None:
+        plan.write_bytes(b'{"t": "config", "commit": true}\n')  # before `git add` reads it
+        land(self, prepared, from_work_tree)
+
+    monkeypatch.setattr(Repo, "land", written_meanwhile)
+    commit, _ = Repo(work).commit_paths({"plan.jsonl"}, "ralph: the plan")
+
+    assert git_bytes(work, "show", f"{commit}:plan.jsonl") == b'{"t": "config"}\n'
+    assert status(work) == " M plan.jsonl\n"  # the index holds what was committed, not the new bytes
+
+
+def test_a_plan_executable_in_head_keeps_the_mode_git_add_gives_it(work):
+    plan = work / "plan.jsonl"
+    plan.write_bytes(b'{"t": "config"}\n')
+    plan.chmod(0o755)
+    git(work, "add", "plan.jsonl")
+    git(work, "commit", "-qm", "executable")
+    plan.chmod(0o644)
+    plan.write_bytes(b'{"t": "config", "commit": true}\n')
+
+    Repo(work).commit_paths({"plan.jsonl"}, "ralph: the plan")
+
+    assert git(work, "ls-tree", "HEAD", "plan.jsonl").startswith("100644 blob ")
+    assert status(work) == ""
 
 
 # --- literal paths ---------------------------------------------------------------------------
