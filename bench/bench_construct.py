@@ -9,6 +9,7 @@ import json
 import os
 import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -110,19 +111,27 @@ def cpu_per_run(finished: int, tasks: int = 10) -> float:
         run_construct(root, "--parallel", "1", "--sandbox=off")
         cpu = children_cpu() - before
         runs = [e for e in journal(root) if e["event"] == "agent_end"]
-    per_run = cpu / len(runs) * 1000
-    print(f"  {finished:6,} finished tasks: {len(runs)} agent runs, {per_run:5.0f} ms CPU per run")
     return cpu / len(runs)
 
 
-def history_cost(small: int = 100, large: int = 10_000, target: float = 1.3) -> None:
+def history_cost(small: int = 100, large: int = 10_000, target: float = 1.3, pairs: int = 5) -> None:
     """Does a long history slow the loop? The same 10 new tasks beside `small` and `large`
-    finished ones, paired in one run; CPU of ralph, the no-op agent and its `ralph` commands."""
+    finished ones, in `pairs` runs of each taken in turn; CPU of ralph, the no-op agent and its
+    `ralph` commands. Medians: one pair's ratio moves by 0.1 either way on a 2-core machine."""
     print(f"construct, 10 tasks, no-op agent, beside {small:,} and {large:,} finished tasks (CPU):")
-    few = cpu_per_run(small)
-    many = cpu_per_run(large)
-    ratio = many / few
-    print(f"  ratio {ratio:.2f}x   (target <= {target}x: {'met' if ratio <= target else 'NOT met'})")
+    few, many = [], []
+    for _ in range(pairs):
+        few.append(cpu_per_run(small))
+        many.append(cpu_per_run(large))
+    for finished, cpus in ((small, few), (large, many)):
+        median, shown = statistics.median(cpus) * 1000, " ".join(f"{cpu * 1000:.0f}" for cpu in cpus)
+        print(f"  {finished:6,} finished tasks: {median:5.0f} ms CPU per agent run (runs: {shown})")
+    ratio = statistics.median(many) / statistics.median(few)
+    pair_ratios = " ".join(f"{b / a:.2f}" for a, b in zip(few, many, strict=True))
+    verdict = "met" if ratio <= target else "NOT met"
+    print(
+        f"  ratio of the medians {ratio:.2f}x   (target <= {target}x: {verdict}); each pair's: {pair_ratios}"
+    )
 
 
 def journal(root: Path) -> list[dict]:

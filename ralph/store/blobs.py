@@ -22,7 +22,7 @@ _KNOWN_LOCK = threading.Lock()  # VERIFY's threads commit too
 def blob_sha(data: bytes) -> str:
     """The id git gives a file with these bytes, computed without running git."""
     if len(data) > _KEPT_FROM:
-        known = _KNOWN.get(data)
+        known = _kept(data)
         if known is None:
             known = _sha(data)
             with _KNOWN_LOCK:
@@ -31,6 +31,15 @@ def blob_sha(data: bytes) -> str:
                     del _KNOWN[next(iter(_KNOWN))]  # the oldest
         return known
     return _sha(data)
+
+
+def _kept(data: bytes) -> str | None:
+    """The id kept for these bytes: compared with the few kept, not looked up by a hash of them
+    (a new object's hash is a pass over a long plan three times a compare's, which stops at once
+    where the lengths differ)."""
+    with _KNOWN_LOCK:
+        kept = list(_KNOWN.items())
+    return next((known for content, known in kept if content == data), None)
 
 
 def known_bytes(sha: str) -> bytes | None:
