@@ -36,6 +36,7 @@ import contextlib
 import os
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,23 @@ TEMP_FILE = re.compile(re.escape(f".{PLAN_NAME}.") + r"(\d+)\.tmp")
 PATCHES = Path("build") / "ralph-logs" / "doctor"
 
 
+class FindingKind(StrEnum):
+    """What a finding is of (its `kind` in --json): what `fix` does follows from it."""
+
+    INTERRUPTED = "interrupted"  # a change of several steps cut in half
+    LOCK_NOT_FILE = "lock_not_file"
+    STALE_LOCK = "stale_lock"
+    TEMP_FILE = "temp_file"
+    MERGE_DRIVER = "merge_driver"  # .gitattributes names it, git's config lacks it
+    WORKTREE = "worktree"
+    BRANCH = "branch"
+    RECORD = "record"  # of something a killed run never made, or that is gone
+    STALE_CLAIM = "stale_claim"
+
+
 @dataclass
 class Finding:
-    # interrupted, lock_not_file, stale_lock, temp_file, merge_driver, worktree, branch, record, stale_claim
-    kind: str
+    kind: FindingKind
     subject: str  # the file, worktree or branch
     problem: str
     fix: str  # what `fix` does (or, for what it keeps, why)
@@ -149,7 +163,9 @@ def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
 
 def _interrupted(repo: Repo) -> list[Finding]:
     return [
-        Finding("interrupted", change.describe(), _cut_short(change), change.settling(), change=change)
+        Finding(
+            FindingKind.INTERRUPTED, change.describe(), _cut_short(change), change.settling(), change=change
+        )
         for change in intent.interrupted(repo, repo.root)
     ]
 
@@ -212,7 +228,7 @@ def _locks(repo: Repo) -> list[Finding]:
         if other is not None:  # ralph makes its locks as regular files: an agent's (or a hand's) doing
             found.append(
                 Finding(
-                    "lock_not_file",
+                    FindingKind.LOCK_NOT_FILE,
                     _shown(repo.root, path),
                     f"a lock that is not a regular file but {other}: every command that takes it fails",
                     f"moves it to {PATCHES}/ and puts ralph's lock back",
@@ -223,7 +239,7 @@ def _locks(repo: Repo) -> list[Finding]:
         if state is not None and state.stale:
             found.append(
                 Finding(
-                    "stale_lock",
+                    FindingKind.STALE_LOCK,
                     _shown(repo.root, path),
                     f"stale lock: {state.holder}: ended without letting go (it blocks nothing)",
                     "empties it",
@@ -244,7 +260,9 @@ def _stale_claims(root: Path) -> list[Finding]:
         held = f"claimed {spoken(age)} ago" if age is not None else f"claimed_at {item.get('claimed_at')!r}"
         host = f" on {item['claimed_on']}" if item.get("claimed_on") else ""  # namesakes differ
         problem = f"stale claim on {item['id']} by runner {item['claimed_by']}{host} ({held})"
-        found.append(Finding("stale_claim", ref, problem, "keeps it: the next runner takes it over", False))
+        found.append(
+            Finding(FindingKind.STALE_CLAIM, ref, problem, "keeps it: the next runner takes it over", False)
+        )
     return found
 
 
@@ -267,7 +285,9 @@ def _temp_files(root: Path) -> list[Finding]:
         if match is None or (writing and _alive(int(match.group(1)))):
             continue  # not ralph's, or being written now
         found.append(
-            Finding("temp_file", path.name, "a leftover temporary file of a killed write", "removes it")
+            Finding(
+                FindingKind.TEMP_FILE, path.name, "a leftover temporary file of a killed write", "removes it"
+            )
         )
     return found
 
@@ -290,7 +310,7 @@ def _merge_driver(root: Path) -> list[Finding]:
         return []
     return [
         Finding(
-            "merge_driver",
+            FindingKind.MERGE_DRIVER,
             mergedriver.ATTRIBUTES_FILE,
             f"merges {PLAN_NAME} with ralph's merge driver, but this clone's git config lacks"
             f" merge.{mergedriver.DRIVER}.driver",
@@ -332,7 +352,7 @@ def _worktrees(repo: Repo) -> list[Finding]:
         worktree = listed.get(_resolved(Path(made.name)))
         if worktree is None:
             problem = "a record of a worktree a killed ralph run was making; it does not exist"
-            found.append(Finding("record", made.name, problem, "forgets the record", record=made))
+            found.append(Finding(FindingKind.RECORD, made.name, problem, "forgets the record", record=made))
             continue
         if worktree.path.resolve() == here:
             continue
@@ -341,7 +361,9 @@ def _worktrees(repo: Repo) -> list[Finding]:
             problem, fix = f"a worktree ({on}) left by a killed ralph run, its folder gone", "forgets it"
         else:
             problem, fix = f"a worktree ({on}) left by a killed ralph run", _worktree_fix(repo, worktree)
-        found.append(Finding("worktree", str(worktree.path), problem, fix, worktree=worktree, record=made))
+        found.append(
+            Finding(FindingKind.WORKTREE, str(worktree.path), problem, fix, worktree=worktree, record=made)
+        )
     return found
 
 
@@ -389,7 +411,7 @@ def _branches(repo: Repo, force: bool) -> list[Finding]:
         commit = repo.commit_of(f"refs/heads/{name}")
         if commit is None:
             problem = "a record of a branch a killed ralph run was making; it does not exist"
-            found.append(Finding("record", name, problem, "forgets the record", record=record))
+            found.append(Finding(FindingKind.RECORD, name, problem, "forgets the record", record=record))
             continue
         if name in checked_out:
             continue
@@ -402,7 +424,7 @@ def _branch_finding(repo: Repo, record: Owned, commit: str, head: str | None, fo
     ahead = 0 if record.merged == commit else _commits_not_in(repo, commit, head)
     if not ahead:
         return Finding(
-            "branch",
+            FindingKind.BRANCH,
             name,
             "a branch of a ralph run, merged and in no worktree",
             "deletes it",
@@ -413,9 +435,9 @@ def _branch_finding(repo: Repo, record: Owned, commit: str, head: str | None, fo
     problem = f"a branch of a ralph run with {plural(ahead, 'commit')} not merged into {into}"
     if force:
         fix = f"deletes it (--force; 'git branch {name} {commit}' restores it)"
-        return Finding("branch", name, problem, fix, commit=commit, record=record)
+        return Finding(FindingKind.BRANCH, name, problem, fix, commit=commit, record=record)
     return Finding(
-        "branch",
+        FindingKind.BRANCH,
         name,
         problem,
         "keeps it (merge it, or --force deletes it)",
@@ -436,35 +458,39 @@ def _commits_not_in(repo: Repo, commit: str, head: str | None) -> int:
 
 def _repair(repo: Repo, findings: list[Finding], force: bool) -> None:
     for finding in findings:  # first: removing temp files takes the plan lock
-        if finding.kind == "lock_not_file" and not finding.fixed:
+        if finding.kind is FindingKind.LOCK_NOT_FILE and not finding.fixed:
             path = _absolute(repo.root, finding.subject)
             lock.restore(path, free_name(repo.root / PATCHES / path.name))
             finding.fixed = True
-    temp_files = [f for f in findings if f.kind == "temp_file" and not f.fixed]
+    temp_files = [f for f in findings if f.kind is FindingKind.TEMP_FILE and not f.fixed]
     if temp_files:
         _remove_temp_files(repo.root, temp_files)
     for finding in findings:
-        if finding.fixed or not finding.fixable or finding.kind in ("temp_file", "lock_not_file"):
+        if (
+            finding.fixed
+            or not finding.fixable
+            or finding.kind in (FindingKind.TEMP_FILE, FindingKind.LOCK_NOT_FILE)
+        ):
             continue
-        if finding.kind == "interrupted":
+        if finding.kind is FindingKind.INTERRUPTED:
             _settle(repo, finding)
-        elif finding.kind == "stale_lock":
+        elif finding.kind is FindingKind.STALE_LOCK:
             finding.fixed = lock.clear(_absolute(repo.root, finding.subject))
-        elif finding.kind == "merge_driver":
+        elif finding.kind is FindingKind.MERGE_DRIVER:
             mergedriver.register(repo)
             finding.fixed = True
-        elif finding.kind == "worktree":
+        elif finding.kind is FindingKind.WORKTREE:
             assert finding.worktree and finding.record
             _remove_worktree(repo, finding.worktree)
             owned.forget(repo, finding.record)
             finding.fixed = True
-        elif finding.kind == "branch":
+        elif finding.kind is FindingKind.BRANCH:
             assert finding.commit and finding.record
             # Deleted only if it still points where it was judged: never a commit nobody saw.
             repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", finding.commit)
             owned.forget(repo, finding.record)
             finding.fixed = True
-        elif finding.kind == "record":
+        elif finding.kind is FindingKind.RECORD:
             assert finding.record
             owned.forget(repo, finding.record)
             if finding.record.folder:  # the temporary folder it was to be made in, if left empty
