@@ -373,15 +373,22 @@ def test_a_kill_during_plan_is_undone_and_the_rerun_plans_again(repo: Path, tmp_
     assert len(kept) == 1 and '"t-one"' in kept[0].read_text()
 
 
+# The git commands of PLAN's commit, of plan.jsonl alone: the look for changes beside it, the commit
+# (its blob and tree written by ralph), HEAD moved, the index updated, then the next git command.
+PLAN_COMMIT_STEPS = ["status", "commit-tree", "update-ref", "add", "show-ref"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("at", range(1, COMMIT_STEPS + 1))
+@pytest.mark.parametrize("at", range(1, len(PLAN_COMMIT_STEPS) + 1))
 def test_a_kill_at_any_git_step_of_plans_commit_keeps_its_tasks_once(repo: Path, tmp_path: Path, at: int):
     """PLAN's agent had finished: its tasks are committed by the rerun (or were), never planned
     twice, never left uncommitted for builds in worktrees to miss."""
     project = with_app_spec(repo, "# App\n\nTwo parts.\n")
-    killed = run(project, tmp_path, crash={"CRASH_MODE": "kill", "CRASH_AT": at, "CRASH_FROM": "add -A -- "})
+    crash = {"CRASH_MODE": "kill", "CRASH_AT": at, "CRASH_FROM": "status --porcelain=v1 "}
+    killed = run(project, tmp_path, crash=crash)
     assert killed.returncode == -signal.SIGKILL, (killed.stdout, killed.stderr)
-    assert steps(tmp_path)[0] == "add -A -- plan.jsonl"
+    assert [step.split()[0] for step in steps(tmp_path)] == PLAN_COMMIT_STEPS[:at], steps(tmp_path)
+    assert at < 3 or steps(tmp_path)[2].startswith("update-ref -m ralph(plan): "), steps(tmp_path)
     again = run(project, tmp_path)
     assert again.returncode == 0, (again.stdout, again.stderr)
     assert_every_task_accepted_with_its_code(project)

@@ -356,6 +356,22 @@ def test_a_commit_of_the_plan_alone_stages_it_as_git_add_does(work):
     assert Repo(work).commit_paths({"plan.jsonl"}, "again") == (None, [])
 
 
+def test_a_plan_commit_a_kill_cut_short_after_head_moved_is_finished_by_staging_it(work):
+    # HEAD holds the plan, the index still the one before (killed between the two): nothing is
+    # committed again, and the index is brought to what HEAD holds.
+    plan = work / "plan.jsonl"
+    plan.write_bytes(b'{"t": "config"}\n')
+    Repo(work).commit_paths({"plan.jsonl"}, "ralph: the plan")
+    before = git(work, "rev-parse", "HEAD:plan.jsonl").strip()
+    plan.write_bytes(b'{"t": "config", "commit": true}\n')
+    commit, _ = Repo(work).commit_paths({"plan.jsonl"}, "ralph: the plan again")
+    git(work, "update-index", "--cacheinfo", f"100644,{before},plan.jsonl")  # as the kill left it
+    assert status(work) == "MM plan.jsonl\n"
+
+    assert Repo(work).commit_paths({"plan.jsonl"}, "ralph: settled") == (None, [])
+    assert head(work) == commit and status(work) == ""
+
+
 def test_a_plan_written_while_it_is_committed_is_left_unstaged(work, monkeypatch):
     plan = work / "plan.jsonl"
     plan.write_bytes(b'{"t": "config"}\n')
