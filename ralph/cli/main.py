@@ -6,6 +6,7 @@ they need, not the loop, its settings, the agent adapters, or the other commands
 
 from __future__ import annotations
 
+import gc
 import importlib
 
 import click
@@ -54,6 +55,7 @@ class Ralph(RalphGroup):
             return None
         module, attribute = COMMANDS[name].split(":")
         command: click.Command = getattr(importlib.import_module(module), attribute)
+        _collect_from_now()
         return command
 
 
@@ -70,4 +72,23 @@ def cli(directory: str | None) -> None:
 
 
 def main() -> None:
+    # A command's start-up is mostly imports, whose objects live as long as the process: the
+    # garbage collector's passes over them while they load free nothing, and cost a state command
+    # 10-15% of its CPU (about 10 ms of 80). Off until the command is loaded (_collect_from_now).
+    global _STARTING
+    _STARTING = True
+    gc.disable()
     cli(prog_name="ralph")
+
+
+_STARTING = False  # main() turned the collector off for the start-up
+
+
+def _collect_from_now() -> None:
+    """The collector on again once the command is loaded, for a run that lasts (construct, watch),
+    with what start-up made frozen out of its passes (gc.freeze: never walked, never freed)."""
+    global _STARTING
+    if _STARTING:
+        _STARTING = False
+        gc.freeze()
+        gc.enable()
