@@ -11,6 +11,7 @@ listens."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import os
@@ -118,6 +119,10 @@ def main() -> None:
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, signal.SIG_DFL)
     warm()
+    # What was loaded lives as long as the server: frozen, a fork's collections never walk it (nor,
+    # touching each object's header, copy the pages it shares with the server).
+    gc.collect()
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
