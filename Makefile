@@ -63,6 +63,10 @@ lint: $(STAMP)
 #   19,078 (a judge's inputs in one run, loose objects read without git); 3 or 4 workers no faster.
 #   Later on 30 Nov, same VM: 2074 tests, 66-77 s (about 134 CPU-s: 102 user, 28-32 system); of the
 #   17,800 git runs, 3,100 are the tests' own (tests/support/gitrepo.git), the rest ralph's.
+#   Next session, same VM: 2082 tests, 72-75 s (138 CPU-s) before, then 60-67 s (114-130 CPU-s)
+#   once ralph's start-up and the ralph server's forks no longer ran the garbage collector over
+#   what they had loaded (ralph.cli.main, tests/support/scripts/ralph_server.py). The rest is
+#   mostly processes: some 15,000 git runs of ralph's and 3,000 of the tests', a third of the CPU.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
