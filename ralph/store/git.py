@@ -77,14 +77,17 @@ _COMMAND_OPTIONS = {
 _PLAN = "plan.jsonl"
 
 
-def _plain_file(path: Path) -> bool:
-    """A regular file, not a link and not executable: its commit's entry is a plain blob's, as
-    `git add` would stage it."""
+def _plain_bytes(path: Path) -> bytes | None:
+    """The bytes of `path` where it is a regular file, not a link and not executable (its commit's
+    entry is then a plain blob's, as `git add` would stage it), read through the descriptor that
+    was checked; None otherwise (a FIFO is not waited on)."""
     try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return False
-    return stat.S_ISREG(mode) and not mode & 0o111
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        mode = os.fstat(descriptor).st_mode
+        return file.read() if stat.S_ISREG(mode) and not mode & 0o111 else None
 
 
 class Repo:
@@ -521,8 +524,8 @@ class Repo:
             return None, []
         self.refuse_switched_branch()
         ordered = sorted(paths)
-        if ordered == [_PLAN] and _plain_file(self.root / _PLAN):
-            return self._commit_plan(message)
+        if ordered == [_PLAN] and (data := _plain_bytes(self.root / _PLAN)) is not None:
+            return self._commit_plan(data, message)
         return self._commit_added(ordered, message)
 
     def _commit_added(self, ordered: list[str], message: str) -> tuple[str | None, list[str]]:
@@ -554,12 +557,11 @@ class Repo:
         self._note_stamp(made, stamps)
         return made, staged
 
-    def _commit_plan(self, message: str) -> tuple[str | None, list[str]]:
-        """commit_paths of plan.jsonl alone: its blob and tree written here (ralph.store.loose),
-        not hashed by `git add` and again by `git commit -- plan.jsonl` (two passes of git's
-        collision-detecting SHA-1 over a long history's plan, in each of the loop's commits)."""
-        path = self.root / _PLAN
-        data = path.read_bytes()
+    def _commit_plan(self, data: bytes, message: str) -> tuple[str | None, list[str]]:
+        """commit_paths of plan.jsonl alone, whose bytes are `data`: its blob and tree written here
+        (ralph.store.loose), not hashed by `git add` and again by `git commit -- plan.jsonl` (two
+        passes of git's collision-detecting SHA-1 over a long history's plan, in each of the loop's
+        commits)."""
         parent, entries = self.snapshot()
         if _entry_of(entries, _PLAN)[1] != "100644":  # executable in HEAD: as `git add` stages it
             return self._commit_added([_PLAN], message)
@@ -570,7 +572,7 @@ class Repo:
             self._stage(_PLAN, after, from_work_tree=True)
             return None, []
         self.land(prepared, from_work_tree=True)
-        if path.read_bytes() != data:  # written meanwhile: the index holds what was committed
+        if _plain_bytes(self.root / _PLAN) != data:  # written meanwhile: the index holds what was committed
             self._stage(_PLAN, prepared.blob, prepared.mode)
         from ralph.store import pending_ops
 

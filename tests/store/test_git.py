@@ -388,6 +388,18 @@ def test_a_plan_written_while_it_is_committed_is_left_unstaged(work, monkeypatch
     assert status(work) == " M plan.jsonl\n"  # the index holds what was committed, not the new bytes
 
 
+def test_a_plan_that_is_a_link_is_committed_as_a_link_never_as_what_it_points_at(work, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the repository's\n")
+    (work / "plan.jsonl").unlink(missing_ok=True)
+    (work / "plan.jsonl").symlink_to(outside)
+
+    Repo(work).commit_paths({"plan.jsonl"}, "ralph: the plan")
+
+    assert git(work, "ls-tree", "HEAD", "plan.jsonl").startswith("120000 blob ")  # as `git add` has it
+    assert git_bytes(work, "show", "HEAD:plan.jsonl") == str(outside).encode()
+
+
 def test_a_plan_executable_in_head_keeps_the_mode_git_add_gives_it(work):
     plan = work / "plan.jsonl"
     plan.write_bytes(b'{"t": "config"}\n')
