@@ -10,7 +10,8 @@ from ralph.plan import questions, tasks
 from ralph.plan.document import Record
 from ralph.plan.families import fingerprint, note_repeat
 from ralph.plan.reading import PlanReader
-from ralph.plan.records import VERIFY_KILL_FIELDS, AttemptRecord, Recorded, Status, Verdict
+from ralph.plan.records import VERIFY_KILL_FIELDS, Recorded, Status, Verdict
+from ralph.plan.run_records import AttemptRecord
 
 
 def record_on(

@@ -14,14 +14,8 @@ from ralph.plan.attempt_changes import add_usage, record_on
 from ralph.plan.document import Record
 from ralph.plan.families import inherited_failures, members_to_hold
 from ralph.plan.reading import PlanReader
-from ralph.plan.records import (
-    AttemptRecord,
-    DecomposeRecord,
-    KillReason,
-    Recorded,
-    Status,
-    Verdict,
-)
+from ralph.plan.records import KillReason, Recorded, Status, Verdict
+from ralph.plan.run_records import AttemptRecord, DecomposeRecord
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,7 @@ def well_formed(op: object) -> bool:
 def _marked(value: Any) -> Any:
     """Enums marked with their kind (json would write a StrEnum as its bare string, and a
     transition may want the enum back), and a transition's typed argument (a dataclass of plain
-    fields, records.AttemptRecord) with its class."""
+    fields, run_records.AttemptRecord) with its class."""
     if isinstance(value, Enum):
         return {"$enum": type(value).__name__, "value": value.value}
     if is_dataclass(value) and not isinstance(value, type):
@@ -223,8 +223,10 @@ def _enum_back(value: dict[str, Any]) -> Any:
     if set(value) == {"$record", "fields"} and isinstance(value["fields"], dict):
         # Read back from text an agent's fenced run may have written (ralph.store.pending_ops): only
         # a transition's own argument type is made, and fields it does not have refuse the text.
+        from ralph.plan import run_records  # the loop's: only a stage's transition takes one
+
         name = str(value["$record"])
-        kind = getattr(records, name, None) if name in TYPED_ARGUMENTS else None
+        kind = getattr(run_records, name, None) if name in TYPED_ARGUMENTS else None
         if not (isinstance(kind, type) and is_dataclass(kind)):
             raise ValueError(f"unknown record {name}")
         try:

@@ -16,14 +16,8 @@ from ralph.plan.ops import recorded
 from ralph.plan.reading import PlanReader, claim_age_s
 
 if TYPE_CHECKING:  # annotations alone
-    from ralph.plan.records import (
-        AttemptRecord,
-        CheckRecord,
-        DecomposeRecord,
-        KillReason,
-        Verdict,
-        VerifyRecord,
-    )
+    from ralph.plan.records import KillReason, Verdict
+    from ralph.plan.run_records import AttemptRecord, CheckRecord, DecomposeRecord, VerifyRecord
 
 
 class Plan(PlanReader):

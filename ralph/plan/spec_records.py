@@ -6,7 +6,8 @@ from __future__ import annotations
 from ralph.plan import questions, singletons
 from ralph.plan.document import Record
 from ralph.plan.reading import PlanReader
-from ralph.plan.records import CHECK_KILL_PREFIX, CheckRecord, KillReason, awaits_recheck, count_kill
+from ralph.plan.records import CHECK_KILL_PREFIX, KillReason, awaits_recheck, count_kill
+from ralph.plan.run_records import CheckRecord
 
 SUPERSEDED = "the spec check ran again and added what of this was still missing"
 

@@ -17,7 +17,8 @@ from typing import NamedTuple
 from ralph.plan import tasks
 from ralph.plan.document import Record
 from ralph.plan.reading import PlanReader
-from ralph.plan.records import KillReason, VerifyRecord, count_kill, is_done
+from ralph.plan.records import KillReason, count_kill, is_done
+from ralph.plan.run_records import VerifyRecord
 
 
 class VerifyChange(NamedTuple):

@@ -11,8 +11,9 @@ import pytest
 from ralph.plan.attempts import build_history, record_attempt
 from ralph.plan.ops import decode, encode
 from ralph.plan.plan import Plan
-from ralph.plan.records import AttemptRecord, KillReason, Recorded, Status, Verdict
+from ralph.plan.records import KillReason, Recorded, Status, Verdict
 from ralph.plan.replay import replay
+from ralph.plan.run_records import AttemptRecord
 from ralph.plan.verify_changes import Given, given_by
 from tests.support.plans import BASE, T0, data_of, ops_made, plan_of, task, task_in
 

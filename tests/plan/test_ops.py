@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ralph.plan.ops import decode, encode, made_by_ops, ops_in, trailers, with_trailers
-from ralph.plan.records import AttemptRecord, KillReason, Recorded, Verdict
+from ralph.plan.records import KillReason, Recorded, Verdict
+from ralph.plan.run_records import AttemptRecord
 from tests.support.plans import BASE, T0, decomposed, ops_made, ops_of, plan_of
 
 

@@ -13,7 +13,8 @@ from ralph.plan.document import serialize
 from ralph.plan.families import fingerprint
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-from ralph.plan.records import CheckRecord, DecomposeRecord, KillReason, TaskView, Verdict, VerifyRecord
+from ralph.plan.records import KillReason, TaskView, Verdict
+from ralph.plan.run_records import CheckRecord, DecomposeRecord, VerifyRecord
 from tests.support.plans import ops_made, task_in
 from tests.support.present import present
 

@@ -310,6 +310,12 @@ COVERED: dict[str, tuple[str, ...]] = {
         "patterns that would hide /, $HOME or the work tree (directly or through a link) are refused by "
         "`ralph config set`, `ralph check` and construct's start there.",
     ),
+    "ralph/plan/run_records.py": (
+        "tests/plan/test_attempt_record.py",
+        "tests/plan/test_ops.py",
+        "what a stage's run writes is replayed as an operation: each record read back from its JSON"
+        " (its lists as tuples), and a record of another type or with other fields refused, there.",
+    ),
     "ralph/plan/spec_records.py": (
         "tests/plan/test_transitions.py",
         "a spec's records (the current spec, planned, a stopped PLAN or check, a passing check) are "

@@ -40,14 +40,8 @@ from ralph.plan.attempts import BuildHistory, build_history
 from ralph.plan.document import Record
 from ralph.plan.families import asks_a_person, family_of, members_to_hold
 from ralph.plan.plan import Plan
-from ralph.plan.records import (
-    AttemptRecord,
-    KillReason,
-    Recorded,
-    Stage,
-    TaskView,
-    Verdict,
-)
+from ralph.plan.records import KillReason, Recorded, Stage, TaskView, Verdict
+from ralph.plan.run_records import AttemptRecord
 from ralph.secrets import redact
 from ralph.text import plural
 from ralph.usecases.settings import Settings

@@ -20,7 +20,8 @@ from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.loop.tree.work_tree import Commit, Keep, Settled, settle_attempt
 from ralph.plan.document import Record
 from ralph.plan.plan import Plan
-from ralph.plan.records import VERDICT_WORDS, AttemptRecord, KillReason, Recorded, Verdict
+from ralph.plan.records import VERDICT_WORDS, KillReason, Recorded, Verdict
+from ralph.plan.run_records import AttemptRecord
 from ralph.text import plural, shown_path
 
 KILL_TEXT = {

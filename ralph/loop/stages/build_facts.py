@@ -25,7 +25,8 @@ from ralph.plan.attempts import BuildHistory, failed_the_same_twice
 from ralph.plan.document import Record
 from ralph.plan.families import family_of
 from ralph.plan.plan import Plan
-from ralph.plan.records import KILLING_STOPS, AttemptRecord, Verdict, is_blocked, is_done
+from ralph.plan.records import KILLING_STOPS, Verdict, is_blocked, is_done
+from ralph.plan.run_records import AttemptRecord
 from ralph.plan.schedule import buildable
 from ralph.plan.scope import outside
 from ralph.plan.type_rules import breach

@@ -15,7 +15,8 @@ from ralph.loop.stages.check_outcome import CheckFacts, CheckOutcome, decide
 from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.plan.new_work import Bounded, bound_new_work
 from ralph.plan.plan import Plan
-from ralph.plan.records import CheckRecord, KillReason, kill_reason_of
+from ralph.plan.records import KillReason, kill_reason_of
+from ralph.plan.run_records import CheckRecord
 
 
 class CheckRun(NamedTuple):

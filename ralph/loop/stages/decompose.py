@@ -19,7 +19,8 @@ from ralph.loop.stages.workspace import StageReport, Workspace
 from ralph.plan.attempts import verify_reasons
 from ralph.plan.document import Record
 from ralph.plan.plan import Plan
-from ralph.plan.records import DecomposeRecord, KillReason, Stage, TaskView, kill_reason_of
+from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
+from ralph.plan.run_records import DecomposeRecord
 from ralph.secrets import OutputLines
 from ralph.text import plural
 from ralph.usecases.settings import Settings

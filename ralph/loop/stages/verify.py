@@ -30,7 +30,8 @@ from ralph.loop.tree.plan_access import PLAN_FILE
 from ralph.plan.document import Record
 from ralph.plan.new_work import new_items
 from ralph.plan.plan import Plan
-from ralph.plan.records import KillReason, Stage, TaskView, VerifyRecord, kill_reason_of
+from ralph.plan.records import KillReason, Stage, TaskView, kill_reason_of
+from ralph.plan.run_records import VerifyRecord
 from ralph.plan.verify_changes import Given, given_by
 from ralph.store import reader
 from ralph.store.git import Repo
