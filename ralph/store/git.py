@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from ralph.errors import BranchSwitched, GitError, WorkTreeGone
 from ralph.store import loose, programs, refs
 from ralph.store.blobs import blob_sha
-from ralph.store.root import git_dir
+from ralph.store.root import PLAN_NAME, git_dir
 
 if TYPE_CHECKING:
     import subprocess
@@ -72,9 +72,6 @@ _COMMAND_OPTIONS = {
     "diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"),
     "diff-tree": ("--no-ext-diff", "--no-textconv"),
 }
-
-
-_PLAN = "plan.jsonl"
 
 
 def _plain_bytes(path: Path) -> bytes | None:
@@ -524,7 +521,7 @@ class Repo:
             return None, []
         self.refuse_switched_branch()
         ordered = sorted(paths)
-        if ordered == [_PLAN] and (data := _plain_bytes(self.root / _PLAN)) is not None:
+        if ordered == [PLAN_NAME] and (data := _plain_bytes(self.root / PLAN_NAME)) is not None:
             return self._commit_plan(data, message)
         return self._commit_added(ordered, message)
 
@@ -541,9 +538,9 @@ class Repo:
         staged = list(blobs)
         if not staged:
             return None, []
-        takes_plan = _PLAN in blobs
+        takes_plan = PLAN_NAME in blobs
         if takes_plan:
-            message = self._with_pending_ops(message, *blobs[_PLAN])
+            message = self._with_pending_ops(message, *blobs[PLAN_NAME])
         head = self.head()
         stamps = self._commit_dates([head] if head else [])
         self._output(
@@ -563,21 +560,21 @@ class Repo:
         passes of git's collision-detecting SHA-1 over a long history's plan, in each of the loop's
         commits)."""
         parent, entries = self.snapshot()
-        if _entry_of(entries, _PLAN)[1] != "100644":  # executable in HEAD: as `git add` stages it
-            return self._commit_added([_PLAN], message)
-        before, after = self.blob_in(entries, _PLAN), blob_sha(data)
+        if _entry_of(entries, PLAN_NAME)[1] != "100644":  # executable in HEAD: as `git add` stages it
+            return self._commit_added([PLAN_NAME], message)
+        before, after = self.blob_in(entries, PLAN_NAME), blob_sha(data)
         message = self._with_pending_ops(message, before, after, data) if before != after else message
-        prepared = self.prepare_commit(_PLAN, data, message, (parent, entries))
+        prepared = self.prepare_commit(PLAN_NAME, data, message, (parent, entries))
         if prepared is None:  # HEAD holds it: the index is made to as well, as `git add` did
-            self._stage(_PLAN, after, from_work_tree=True)
+            self._stage(PLAN_NAME, after, from_work_tree=True)
             return None, []
         self.land(prepared, from_work_tree=True)
-        if _plain_bytes(self.root / _PLAN) != data:  # written meanwhile: the index holds what was committed
-            self._stage(_PLAN, prepared.blob, prepared.mode)
+        if _plain_bytes(self.root / PLAN_NAME) != data:  # written meanwhile: the index holds HEAD's
+            self._stage(PLAN_NAME, prepared.blob, prepared.mode)
         from ralph.store import pending_ops
 
         pending_ops.forget(self)
-        return prepared.commit, [_PLAN]
+        return prepared.commit, [PLAN_NAME]
 
     def _staged_blobs(self, paths: list[str]) -> dict[str, tuple[str | None, str | None]]:
         """The paths among `paths` whose staged content differs from HEAD's, each with its blob in

@@ -37,12 +37,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ralph.store.root import PLAN_NAME as PLAN_NAME  # settle's too
 from ralph.text import plural
 
 if TYPE_CHECKING:
     from ralph.store.git import Repo
 
-PLAN_NAME = "plan.jsonl"
 KEPT = Path("build") / "ralph-logs" / "doctor"  # where a rolled-back change's leftovers are kept
 
 

@@ -10,8 +10,7 @@ from ralph.errors import RalphError
 from ralph.plan.document import Document
 from ralph.plan.loader import load
 from ralph.plan.plan import Plan
-
-PLAN_NAME = "plan.jsonl"
+from ralph.store.root import PLAN_NAME as PLAN_NAME  # where the store's other modules find it
 
 
 def plan_path(root: Path) -> Path:

@@ -313,6 +313,12 @@ class Remote:
             self._wait_or_raise(attempt, "push to", f"{out}\n{err}", refused=verdict == "refused")
         raise AssertionError("unreachable")
 
+    def _empty(self) -> str:
+        """The empty tree, which a claim's and a turn's commits hold: made once."""
+        if self._empty_tree is None:
+            self._empty_tree = self.repo.git("mktree", stdin=b"").strip()
+        return self._empty_tree
+
     # --- the turn to publish ------------------------------------------------------------------
     @property
     def turn_ref(self) -> str:
@@ -324,11 +330,9 @@ class Remote:
         if self.turn is not None:
             return True
         if self._wanted_turn is None:  # one commit per turn taken: a commit seen again is not stale
-            if self._empty_tree is None:
-                self._empty_tree = self.repo.git("mktree", stdin=b"").strip()
             said = json.dumps({"turn": self.branch, "by": runner, **({"host": host} if host else {})})
             message = f"ralph: {runner}'s turn to publish on {self.branch}\n\n{said}\n"
-            self._wanted_turn = self.repo.commit_tree(self._empty_tree, None, message)
+            self._wanted_turn = self.repo.commit_tree(self._empty(), None, message)
         if not self._push_turn(self._wanted_turn, None):
             stale = self._stale_turn()
             if stale is None or not self._push_turn(self._wanted_turn, stale):
@@ -430,9 +434,7 @@ class Remote:
     ) -> str:
         """A claim commit (object store only): no files; its parent the claim it takes over. `host`:
         where its runner runs (runners of one name on two hosts are two runners)."""
-        if self._empty_tree is None:  # one for every claim: made once
-            self._empty_tree = self.repo.git("mktree", stdin=b"").strip()
-        tree = self._empty_tree
+        tree = self._empty()
         fields = {"item": item, "by": runner, "at": at, **({"host": host} if host else {})}
         said = json.dumps(fields, sort_keys=True)
         what = f"take {item} over from {replaces.runner}" if replaces else f"claim {item}"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from ralph.errors import RalphError
 
+PLAN_NAME = "plan.jsonl"  # the plan's file, at the top of the work tree
+
 
 def find_root(start: Path) -> Path:
     """The top of the git work tree containing `start` (a `.git` directory or file marks it)."""
