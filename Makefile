@@ -67,6 +67,11 @@ lint: $(STAMP)
 #   once ralph's start-up and the ralph server's forks no longer ran the garbage collector over
 #   what they had loaded (ralph.cli.main, tests/support/scripts/ralph_server.py). The rest is
 #   mostly processes: some 15,000 git runs of ralph's and 3,000 of the tests', a third of the CPU.
+#   The session after, same VM, same commit: 72-78 s (135-141 CPU-s; 4 workers 74 s, 3 workers
+#   79 s). By process (each git run's CPU through a wrapper, each Python process's at its exit):
+#   the five workers 47 CPU-s (collection about 7 of it), git about 40 (18,000 runs, 2.2 ms each,
+#   nearly all of it starting git), ralph as a process of its own 22 (82 runs, with their
+#   children), the agents of the in-process runs 15, the ralph server's forks 6.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
