@@ -344,10 +344,12 @@ def worktrees(repo: Repo) -> list[Worktree]:
 def _worktrees(repo: Repo) -> list[Finding]:
     """The worktrees ralph recorded making (none a person made, whatever its name), and records of
     worktrees that do not exist (a kill between the record and git)."""
+    made_trees = [made for made in owned.recorded(repo) if made.kind is OwnedKind.WORKTREE]
+    if not made_trees:  # the usual case, asked at the start of every construct run: no more git
+        return []
     here = repo.root.resolve()
     listed = {_resolved(worktree.path): worktree for worktree in worktrees(repo)}
     found = []
-    made_trees = (made for made in owned.recorded(repo) if made.kind is OwnedKind.WORKTREE)
     for made in sorted(made_trees, key=lambda made: made.name):
         worktree = listed.get(_resolved(Path(made.name)))
         if worktree is None:

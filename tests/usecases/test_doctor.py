@@ -16,6 +16,7 @@ from ralph.store import intent
 from ralph.store.git import Repo
 from ralph.store.intent import IntentKind
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
+from ralph.usecases.doctor import clean_after_killed_run
 from tests.support.cli import Ralph
 from tests.support.gitrepo import git
 from tests.support.leftovers import leftover_branch, leftover_worktree
@@ -189,6 +190,26 @@ def test_leftover_worktrees_go_and_their_uncommitted_work_is_kept_as_a_patch(rep
     assert git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/ralph/") == "ralph/mine\n"
     assert untouched(repo) == before  # the patch is under build/ralph-logs/, which git ignores
     assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
+
+
+def test_a_run_starting_where_ralph_recorded_no_worktree_or_branch_asks_git_for_none(
+    repo, tmp_path, monkeypatch
+):
+    """What every construct run does as it starts: with nothing recorded (the usual case) it asks
+    git nothing about worktrees or branches, and a person's worktree named like ralph's stays."""
+    mine = tmp_path / "ralph-build-t-mine"
+    git(repo, "worktree", "add", "-q", "-b", "ralph/t-mine", str(mine), "HEAD")
+    runs: list[tuple[str, ...]] = []
+    real = Repo._run
+
+    def counted(self, args, *rest, **kwargs):
+        runs.append(tuple(args))
+        return real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(Repo, "_run", counted)
+    assert clean_after_killed_run(repo, Repo(repo).git_dir() / CONSTRUCT_LOCK_NAME) == []
+    assert [args for args in runs if "worktree" in args or "for-each-ref" in args] == []
+    assert mine.is_dir() and str(mine) in git(repo, "worktree", "list", "--porcelain")
 
 
 def test_two_killed_runs_of_one_task_keep_two_patches(repo, tmp_path):
