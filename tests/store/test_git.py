@@ -14,6 +14,7 @@ from ralph.errors import GitError
 from ralph.store.blobs import blob_sha
 from ralph.store.git import Repo
 from tests.support.gitrepo import git
+from tests.support.gitruns import count_git_runs
 
 
 def git_bytes(root: Path, *args: str) -> bytes:
@@ -769,14 +770,7 @@ def test_a_file_at_an_object_id_is_read_once_and_at_a_name_every_time(repo, monk
     git(repo, "repack", "-adq")  # packed: only git reads them (loose ones need no git run)
     git(repo, "prune-packed")
     repo_ = Repo(repo)
-    runs: list[tuple[str, ...]] = []
-    real_run = Repo._run
-
-    def counting(self, args, *rest, **kwargs):
-        runs.append(tuple(args))
-        return real_run(self, args, *rest, **kwargs)
-
-    monkeypatch.setattr(Repo, "_run", counting)
+    runs = count_git_runs(monkeypatch)
     monkeypatch.setattr(git_module, "FILES_KEPT_BYTES", 100)
     assert repo_.file_at(older, "notes.txt") == repo_.file_at(older, "notes.txt") == b"a" * 100
     assert repo_.file_at(older, "no-such-file") is None and repo_.file_at(older, "no-such-file") is None
@@ -802,19 +796,6 @@ def test_blobs_reads_several_objects_in_one_git_run_and_none_where_there_is_none
     missing = "0" * 39 + "1"
     assert Repo(repo).blobs([stored[1], missing, stored[0]]) == [b"two\n", None, b"one\n"]
     assert len(runs) == 1
-
-
-def count_git_runs(monkeypatch) -> list[tuple[str, ...]]:
-    """The argv of each git run a Repo makes from now on."""
-    runs: list[tuple[str, ...]] = []
-    real = Repo._run
-
-    def counted(self, args, *rest, **kwargs):
-        runs.append(tuple(args))
-        return real(self, args, *rest, **kwargs)
-
-    monkeypatch.setattr(Repo, "_run", counted)
-    return runs
 
 
 def test_a_loose_blob_is_read_from_its_file_and_a_replaced_one_from_git(repo, monkeypatch):

@@ -19,6 +19,7 @@ from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
 from ralph.usecases.doctor import clean_after_killed_run
 from tests.support.cli import Ralph
 from tests.support.gitrepo import git
+from tests.support.gitruns import count_git_runs
 from tests.support.leftovers import leftover_branch, leftover_worktree
 from tests.support.locks import HOLD, holder, killed_holder
 
@@ -199,14 +200,7 @@ def test_a_run_starting_where_ralph_recorded_no_worktree_or_branch_asks_git_for_
     git nothing about worktrees or branches, and a person's worktree named like ralph's stays."""
     mine = tmp_path / "ralph-build-t-mine"
     git(repo, "worktree", "add", "-q", "-b", "ralph/t-mine", str(mine), "HEAD")
-    runs: list[tuple[str, ...]] = []
-    real = Repo._run
-
-    def counted(self, args, *rest, **kwargs):
-        runs.append(tuple(args))
-        return real(self, args, *rest, **kwargs)
-
-    monkeypatch.setattr(Repo, "_run", counted)
+    runs = count_git_runs(monkeypatch)
     assert clean_after_killed_run(repo, Repo(repo).git_dir() / CONSTRUCT_LOCK_NAME) == []
     assert [args for args in runs if "worktree" in args or "for-each-ref" in args] == []
     assert mine.is_dir() and str(mine) in git(repo, "worktree", "list", "--porcelain")
