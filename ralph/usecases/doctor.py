@@ -36,56 +36,19 @@ import contextlib
 import os
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ralph.errors import GitError, RalphError, Refused
+from ralph.errors import RalphError, Refused
 from ralph.store import intent, lock, owned, settle
-from ralph.store.files import create_new, free_name
+from ralph.store.files import free_name
 from ralph.store.git import Repo
 from ralph.store.intent import CutBy, Intent, Settled
-from ralph.store.owned import Owned, OwnedKind
 from ralph.store.reader import PLAN_NAME
-from ralph.text import plural
-from ralph.usecases import mergedriver
+from ralph.usecases import leftovers, mergedriver
+from ralph.usecases.findings import PATCHES, Finding, FindingKind
 
 TEMP_FILE = re.compile(re.escape(f".{PLAN_NAME}.") + r"(\d+)\.tmp")
-PATCHES = Path("build") / "ralph-logs" / "doctor"
-
-
-class FindingKind(StrEnum):
-    """What a finding is of (its `kind` in --json): what `fix` does follows from it."""
-
-    INTERRUPTED = "interrupted"  # a change of several steps cut in half
-    LOCK_NOT_FILE = "lock_not_file"
-    STALE_LOCK = "stale_lock"
-    TEMP_FILE = "temp_file"
-    MERGE_DRIVER = "merge_driver"  # .gitattributes names it, git's config lacks it
-    WORKTREE = "worktree"
-    BRANCH = "branch"
-    RECORD = "record"  # of something a killed run never made, or that is gone
-    STALE_CLAIM = "stale_claim"
-
-
-@dataclass
-class Finding:
-    kind: FindingKind
-    subject: str  # the file, worktree or branch
-    problem: str
-    fix: str  # what `fix` does (or, for what it keeps, why)
-    fixable: bool = True  # False: `fix` keeps it (an unmerged branch without `force`)
-    fixed: bool = False
-    # What the repair acts on: the worktree, the branch's commit as judged, ralph's record of it.
-    worktree: Worktree | None = None
-    commit: str | None = None
-    record: Owned | None = None
-    change: Intent | None = None  # the interrupted change's record
-
-    def line(self) -> str:
-        if self.fixed:
-            return f"{self.subject}: {self.problem}; fixed (--fix {self.fix})"
-        return f"{self.subject}: {self.problem}; --fix {self.fix}"
 
 
 @dataclass
@@ -126,10 +89,10 @@ def doctor(root: Path, fix: bool = False, force: bool = False) -> Diagnosis:
     if fix:  # settled first: a merge finished marks its build's branch merged
         _repair(repo, findings, force)
     if running is None:
-        findings += _worktrees(repo)
+        findings += leftovers.worktree_findings(repo)
         if fix:  # the worktrees go first: a branch they had checked out is then free to judge
             _repair(repo, findings, force)
-        findings += _branches(repo, force)
+        findings += leftovers.branch_findings(repo, force)
     if fix:
         _repair(repo, findings, force)
     return Diagnosis(findings, running)
@@ -151,9 +114,9 @@ def clean_after_killed_run(root: Path, own_lock: Path) -> list[str]:
     others = [path for path in _construct_locks(repo) if path.resolve() != own_lock.resolve()]
     if any((state := lock.probe(path)) is not None and state.held for path in others):
         return []
-    findings = _worktrees(repo)
+    findings = leftovers.worktree_findings(repo)
     _repair(repo, findings, force=False)
-    branches = _branches(repo, force=False)  # doctor's rule: unmerged work is kept
+    branches = leftovers.branch_findings(repo, force=False)  # doctor's rule: unmerged work is kept
     _repair(repo, branches, force=False)
     return [finding.line() for finding in findings + branches if finding.fixed or not finding.fixable]
 
@@ -319,142 +282,6 @@ def _merge_driver(root: Path) -> list[Finding]:
     ]
 
 
-# --- worktrees and branches ----------------------------------------------------------------------
-
-
-@dataclass
-class Worktree:
-    path: Path
-    branch: str | None  # short name; None when detached
-    prunable: bool  # its folder is gone
-
-
-def worktrees(repo: Repo) -> list[Worktree]:
-    """Every worktree of the repository but the main one, from `git worktree list --porcelain`."""
-    found = []
-    for block in repo.git("worktree", "list", "--porcelain", "-z").split("\0\0")[1:]:
-        fields = dict((entry.split(" ", 1) + [""])[:2] for entry in block.split("\0") if entry)
-        if "worktree" not in fields:
-            continue
-        branch = fields.get("branch", "").removeprefix("refs/heads/") or None
-        found.append(Worktree(Path(fields["worktree"]), branch, "prunable" in fields))
-    return found
-
-
-def _worktrees(repo: Repo) -> list[Finding]:
-    """The worktrees ralph recorded making (none a person made, whatever its name), and records of
-    worktrees that do not exist (a kill between the record and git)."""
-    made_trees = [made for made in owned.recorded(repo) if made.kind is OwnedKind.WORKTREE]
-    if not made_trees:  # the usual case, asked at the start of every construct run: no more git
-        return []
-    here = repo.root.resolve()
-    listed = {_resolved(worktree.path): worktree for worktree in worktrees(repo)}
-    found = []
-    for made in sorted(made_trees, key=lambda made: made.name):
-        worktree = listed.get(_resolved(Path(made.name)))
-        if worktree is None:
-            problem = "a record of a worktree a killed ralph run was making; it does not exist"
-            found.append(Finding(FindingKind.RECORD, made.name, problem, "forgets the record", record=made))
-            continue
-        if worktree.path.resolve() == here:
-            continue
-        on = f"on branch {worktree.branch}" if worktree.branch else "detached"
-        if worktree.prunable:
-            problem, fix = f"a worktree ({on}) left by a killed ralph run, its folder gone", "forgets it"
-        else:
-            problem, fix = f"a worktree ({on}) left by a killed ralph run", _worktree_fix(repo, worktree)
-        found.append(
-            Finding(FindingKind.WORKTREE, str(worktree.path), problem, fix, worktree=worktree, record=made)
-        )
-    return found
-
-
-def _resolved(path: Path) -> str:
-    try:
-        return str(path.resolve())
-    except OSError:
-        return str(path)
-
-
-def _worktree_fix(repo: Repo, worktree: Worktree) -> str:
-    changed = _changed(worktree)
-    if not changed:
-        return "removes it"
-    return (
-        f"saves its uncommitted changes ({plural(len(changed), 'file')}) to"
-        f" {_patch_path(worktree, repo.root)}, then removes it"
-    )
-
-
-def _changed(worktree: Worktree) -> set[str]:
-    try:
-        return Repo(worktree.path).changed_paths()
-    except GitError:
-        return set()
-
-
-def _patch_path(worktree: Worktree, root: Path) -> Path:
-    """Where its changes will be kept: a name no earlier patch has (two killed runs of one task
-    leave worktrees of the same name)."""
-    return free_name(root / PATCHES / f"{worktree.path.name}.patch").relative_to(root)
-
-
-def _branches(repo: Repo, force: bool) -> list[Finding]:
-    """The build branches ralph recorded making and no worktree has checked out; a person's
-    branches, `ralph/...` or not, are never judged."""
-    made = [o for o in owned.recorded(repo) if o.kind is OwnedKind.BRANCH]
-    if not made:  # the usual case, asked at the start of every construct run: no more git
-        return []
-    checked_out = {worktree.branch for worktree in worktrees(repo)} | {repo.branch()}
-    head = repo.head()
-    found = []
-    for record in sorted(made, key=lambda record: record.name):
-        name = record.name
-        commit = repo.commit_of(f"refs/heads/{name}")
-        if commit is None:
-            problem = "a record of a branch a killed ralph run was making; it does not exist"
-            found.append(Finding(FindingKind.RECORD, name, problem, "forgets the record", record=record))
-            continue
-        if name in checked_out:
-            continue
-        found.append(_branch_finding(repo, record, commit, head, force))
-    return found
-
-
-def _branch_finding(repo: Repo, record: Owned, commit: str, head: str | None, force: bool) -> Finding:
-    name = record.name
-    ahead = 0 if record.merged == commit else _commits_not_in(repo, commit, head)
-    if not ahead:
-        return Finding(
-            FindingKind.BRANCH,
-            name,
-            "a branch of a ralph run, merged and in no worktree",
-            "deletes it",
-            commit=commit,
-            record=record,
-        )
-    into = repo.branch() or "HEAD"
-    problem = f"a branch of a ralph run with {plural(ahead, 'commit')} not merged into {into}"
-    if force:
-        fix = f"deletes it (--force; 'git branch {name} {commit}' restores it)"
-        return Finding(FindingKind.BRANCH, name, problem, fix, commit=commit, record=record)
-    return Finding(
-        FindingKind.BRANCH,
-        name,
-        problem,
-        "keeps it (merge it, or --force deletes it)",
-        False,
-        commit=commit,
-        record=record,
-    )
-
-
-def _commits_not_in(repo: Repo, commit: str, head: str | None) -> int:
-    if head is None:
-        return int(repo.git("rev-list", "--count", commit).strip())
-    return int(repo.git("rev-list", "--count", commit, f"^{head}").strip())
-
-
 # --- repairs -------------------------------------------------------------------------------------
 
 
@@ -481,17 +308,8 @@ def _repair(repo: Repo, findings: list[Finding], force: bool) -> None:
         elif finding.kind is FindingKind.MERGE_DRIVER:
             mergedriver.register(repo)
             finding.fixed = True
-        elif finding.kind is FindingKind.WORKTREE:
-            assert finding.worktree and finding.record
-            _remove_worktree(repo, finding.worktree)
-            owned.forget(repo, finding.record)
-            finding.fixed = True
-        elif finding.kind is FindingKind.BRANCH:
-            assert finding.commit and finding.record
-            # Deleted only if it still points where it was judged: never a commit nobody saw.
-            repo.git("update-ref", "-d", f"refs/heads/{finding.subject}", finding.commit)
-            owned.forget(repo, finding.record)
-            finding.fixed = True
+        elif finding.kind in (FindingKind.WORKTREE, FindingKind.BRANCH):
+            leftovers.repair(repo, finding)
         elif finding.kind is FindingKind.RECORD:
             assert finding.record
             owned.forget(repo, finding.record)
@@ -512,30 +330,3 @@ def _remove_temp_files(root: Path, findings: list[Finding]) -> None:
         for finding in findings:
             (root / finding.subject).unlink(missing_ok=True)
             finding.fixed = True
-
-
-def _remove_worktree(repo: Repo, worktree: Worktree) -> None:
-    if worktree.prunable:
-        _forget(repo, worktree)
-        return
-    changed = _changed(worktree)
-    if changed:
-        target = create_new(repo.root / PATCHES / f"{worktree.path.name}.patch")
-        Repo(worktree.path).save_patch(changed, target)
-    repo.remove_worktree(worktree.path)
-    with contextlib.suppress(OSError):
-        worktree.path.parent.rmdir()  # the run's temporary folder, when nothing else is in it
-
-
-def _forget(repo: Repo, worktree: Worktree) -> None:
-    """Drop the registration of a worktree whose folder is gone: what `git worktree prune` does for
-    it alone (prune would also forget the user's worktrees on a drive that is not mounted)."""
-    import shutil
-
-    for admin in (repo.common_dir() / "worktrees").iterdir():
-        try:
-            gitdir = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
-        except OSError:
-            continue
-        if gitdir.parent == worktree.path:
-            shutil.rmtree(admin, ignore_errors=True)

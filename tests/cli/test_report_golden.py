@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from ralph.cli.construct import _print_report
+from ralph.cli.run_text import print_report
 from ralph.loop.construct import Outcome, Report
 from ralph.loop.observe.report_data import Spent
 
@@ -102,7 +102,7 @@ CASES = {
 def test_report_when_a_run_does_not_complete(name: str, request: pytest.FixtureRequest):
     @click.command()
     def show():
-        _print_report(CASES[name], as_json=False)
+        print_report(CASES[name], as_json=False)
 
     printed = CliRunner().invoke(show, []).stdout
     golden = REPORTS / f"{name}.txt"

@@ -27,6 +27,24 @@ COVERED: dict[str, tuple[str, ...]] = {
         "`ralph status --remote` lists live and stale claims (refs and plan claims) with their ages,"
         " and doctor reports the stale ones of the remotes last fetched, there.",
     ),
+    "ralph/usecases/leftovers.py": (
+        "tests/usecases/test_doctor.py",
+        "the worktrees and branches a killed run recorded making are found, removed with their"
+        " changes kept as patches, unmerged branches kept unless forced, a person's left alone,"
+        " and with nothing recorded no git asked, through `ralph doctor` and a run's start there.",
+    ),
+    "ralph/usecases/findings.py": (
+        "tests/usecases/test_doctor.py",
+        "tests/cli/test_doctor_golden.py",
+        "each finding's line and --json fields (kind, subject, problem, fix, fixed) are what"
+        " `ralph doctor` prints, there.",
+    ),
+    "ralph/cli/run_text.py": (
+        "tests/cli/test_report_golden.py",
+        "tests/loop/test_dryrun.py",
+        "the final report's lines (each section, redacted and escaped) and the dry run's preview"
+        " are what a person reads, there.",
+    ),
     "ralph/generated.py": (
         "tests/plan/test_generate.py",
         "tests/cli/test_reference.py",
