@@ -141,6 +141,12 @@ test: $(STAMP) $(REWRITTEN)
 # (loop/test_plan_only_code.py; its halves there and in test_early_end.py), the ralph/draft branch
 # conflict (loop/test_loop_safety.py; the same check as ralph's) and the docs and refactor tasks' real
 # run (loop/test_task_types.py; in process, HEAD's paths from real git in store/test_git.py).
+# Next session, the same, each named beside it with the test that keeps it: the fenced plan-lock
+# link (test_sandbox.py; unfenced kept), the dirty-tree refusal and the gate's variables
+# (test_construct.py), the config an agent changed, the command line's agent and a dead loop's lock
+# (test_loop_safety.py), a taken-over build's patch (test_many_machines.py; its neighbour checks the
+# patch now), the default parallel under a budget (runs/test_cost.py) and a claim older than the TTL
+# (usecases/test_claims.py).
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc

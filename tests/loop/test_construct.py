@@ -452,6 +452,9 @@ def test_agent_that_corrupts_the_plan_is_undone(project):
     assert_clean(project)
 
 
+# `make test` has the refusal in loop/test_dryrun.py (the real run stops at the first reason) and
+# --allow-dirty never committing a person's edit in test_loop_safety.py's bracketed-file test.
+@pytest.mark.slow
 def test_refuses_a_dirty_tree_unless_allowed_and_never_commits_it(project):
     add_tasks(project, "Anything")
     (project / "README").write_text("the user's unfinished edit\n")
@@ -568,6 +571,9 @@ def test_context_warning_is_given_once_per_run(project):
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
 
 
+# `make test` has it in process/test_gate.py::test_the_gate_sees_no_ralph_variables and
+# runs/test_agent_process.py::test_agents_get_the_repository_as_pwd_and_the_item_in_their_environment
+@pytest.mark.slow
 def test_the_gate_gets_no_ralph_variables_but_the_agent_does(project, tmp_path):
     recorded = tmp_path / "gate-env.json"
     gate = tmp_path / "record_env.py"

@@ -89,6 +89,9 @@ def test_gate_output_goes_into_history_short_and_redacted(project):
     assert "full output: build/ralph-logs/" in failures[0] and "[redacted]" in failures[0]
 
 
+# `make test` has it in process, in usecases/test_settings.py:
+# test_an_agent_named_on_the_command_line_ignores_the_configs_program
+@pytest.mark.slow
 def test_an_agent_named_on_the_command_line_is_never_replaced_by_the_configs_program(project, tmp_path):
     marker = tmp_path / "shipped-script-ran"
     script = project / "agent.sh"
@@ -183,6 +186,9 @@ def test_a_persons_branch_where_ralph_needs_a_folder_of_branches_is_refused_in_o
     assert construct(project, "--parallel", "2").returncode == 0  # a name of their own: no conflict
 
 
+# `make test` has it in loop/test_drafts.py (a run killed outright leaves its lock; the next one
+# starts) and usecases/test_runs.py (a dead pid's lock file is no live run).
+@pytest.mark.slow
 def test_a_lock_left_by_a_dead_loop_does_not_block(project):
     (project / ".git" / "ralph-construct.lock").write_text("pid 999999, since 2026-01-01 00:00:00")
     add_tasks(project, "Quick")
@@ -774,6 +780,10 @@ def test_a_file_whose_name_is_not_utf8_goes_into_the_build_commit(project, tmp_p
     assert_clean(project)
 
 
+# `make test` has the rule in process (runs/test_permissions.py::test_no_stage_changes_ralphs_config)
+# and a BUILD violation undone and built again for real (loop/test_questions.py and the moved-HEAD
+# case of test_a_run_that_breaks_its_stages_rules_is_undone_and_the_run_goes_on).
+@pytest.mark.slow
 def test_an_agent_that_changes_ralphs_config_is_undone_and_its_task_built_again(project):
     """The config's gate and hooks are commands ralph runs outside the agents' sandbox: a BUILD
     that sets the gate (here to `false`, which would fail every later build) is a violation."""

@@ -646,6 +646,9 @@ def test_a_runner_verifies_one_claimed_batch_after_another_in_one_verify_stage(r
     assert [e["iteration"] for e in events if e["event"] == "iteration_begin"] == [1]
 
 
+# `make test` has this run with one uncommitted plan change more, patch and all:
+# test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_without_gits_words
+@pytest.mark.slow
 def test_a_build_of_a_task_taken_over_meanwhile_yields_to_the_taker_and_is_kept_as_a_patch(repo, tmp_path):
     from ralph.loop.share.remote import RemoteCoordinator
 
@@ -699,6 +702,9 @@ def test_a_build_taken_over_while_the_plan_has_uncommitted_changes_yields_withou
     assert "build t-task00" not in git(slow, "log", "--format=%s")
     assert not (slow / "built.txt").exists()
     assert '"t-local"' in (slow / "plan.jsonl").read_text()  # the uncommitted change kept
+    assert git(slow, "rev-parse", "HEAD") == git(shared.origin, "rev-parse", "main")
+    [patch] = (slow / "build" / "ralph-logs" / "conflicts").glob("t-task00-*.patch")
+    assert "+the slow build" in patch.read_text()  # the build yielded is kept as a patch
 
 
 def test_a_build_taken_over_with_a_persons_edit_in_the_way_ends_remote_in_one_line(repo, tmp_path):

@@ -532,6 +532,9 @@ def test_a_spec_claimed_for_plan_by_a_runner_two_hours_behind_is_planned_once(re
     assert not claims.claim_plan(two, "specs/app.md", "on-time", remote_of(two), ttl_s=600)
 
 
+# `make test` has it in store/test_claim_clock.py: a claimer hours behind is not taken over at first
+# sight ([-7200]), a dead runner's claim is a TTL after it was pushed, and sightings are kept.
+@pytest.mark.slow
 def test_a_claim_seen_for_longer_than_the_ttl_is_taken_over_whatever_the_claimers_clock(three, monkeypatch):
     shared, one, two = three
     monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(-2 * 3600))

@@ -77,6 +77,9 @@ def test_max_cost_stops_before_the_run_that_would_pass_it_and_leaves_the_plan_co
     assert third in {r["id"] for r in plan_records(project) if r["t"] == "task"}
 
 
+# `make test` has it in process (test_admit_waits_for_the_first_cost_then_judges_the_budget: every
+# run, a parallel build's too, is admitted there) and the serial max-cost run above.
+@pytest.mark.slow
 def test_the_default_parallel_meeting_a_budget_starts_one_run_until_a_cost_is_known(project, tmp_path):
     """--parallel 4 (the default) with --max-cost 1 and $0.60 runs: four builds started together
     spent $2.40. Now the first run's cost is known before a second starts: $0.60, then a second run
