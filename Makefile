@@ -114,7 +114,7 @@ test: $(STAMP) $(REWRITTEN)
 # parallel builds but the ready tasks built at once, the out-of-scope build, a person's branches at
 # the start and a stop beside a person's edit (loop/stages/test_build_parallel.py); drafts but the
 # interrupted build's, the killed build's and one runner's pushed draft (loop/test_drafts.py); the
-# kills and full disks of test_interrupted_changes.py but the commit's first step and doctor's fix;
+# kills and full disks of test_interrupted_changes.py but the commit's first step;
 # the odd agent moves but a moved branch and a worktree removed at the last attempt
 # (loop/test_odd_moves.py); both demos; test_failure_reasons.py; loop/test_plan_only_code.py's sandbox
 # runs, its investigator and its unfenced person's edit; the timeout kill (process/test_supervisor.py
@@ -146,7 +146,10 @@ test: $(STAMP) $(REWRITTEN)
 # (test_construct.py), the config an agent changed, the command line's agent and a dead loop's lock
 # (test_loop_safety.py), a taken-over build's patch (test_many_machines.py; its neighbour checks the
 # patch now), the default parallel under a budget (runs/test_cost.py) and a claim older than the TTL
-# (usecases/test_claims.py).
+# (usecases/test_claims.py). The session after, each with a new in-process test named beside it:
+# the context kill, the stop in the gate and the time budget spent between runs (test_construct.py),
+# the stopped PLAN (test_stage_runs.py) and doctor's fix of an interrupted merge
+# (test_interrupted_changes.py).
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc

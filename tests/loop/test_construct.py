@@ -222,6 +222,10 @@ def test_no_progress_ends_as_stuck(project):
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_time_budget_spent_between_runs_ends_max_minutes_before_the_next_run
+# (a budget spent while an agent runs: the deadline test below)
+@pytest.mark.slow
 def test_time_budget_ends_with_its_exit_code(project):
     add_tasks(project, "One", "Two", "Three")
     done = construct(project, "--max-minutes", "0.005")
@@ -298,6 +302,11 @@ def test_interrupt_reaches_ralph_even_from_a_parent_that_ignores_it(project):
     assert running.returncode == 130, out + err
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_stop_in_the_gate_is_no_verdict_and_the_build_is_set_aside
+# (gates' processes stopped: test_parallel_stops.py's cut-short gates; a signal stopping a run's
+# processes from the main thread: the SIGINT stop above)
+@pytest.mark.slow
 def test_interrupt_during_the_gate_stops_it_and_sets_the_build_aside(project, tmp_path):
     (task_id,) = add_tasks(project, "Gated")
     state = tmp_path / "agent-state"
@@ -601,11 +610,12 @@ def warn_log(journal: list[dict], task_id: str, index: int) -> str:
     return runs[index]["log"]
 
 
-# Both end in a kill at the context limit through the same stop; which fills are a kill is
-# tests/loop/runs/test_pressure.py's. The kill past the threshold mid-run runs with the slow suites.
-@pytest.mark.parametrize(
-    "marker", [pytest.param("[context-explode]", marks=pytest.mark.slow), "[context-stuck]"]
-)
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_build_stopped_at_the_context_limit_is_killed_set_aside_and_its_parts_accepted
+# (both cases end in a kill at the context limit through the same stop; which fills are a kill is
+# tests/loop/runs/test_pressure.py's, the compaction before it the [context-grow] test above)
+@pytest.mark.slow
+@pytest.mark.parametrize("marker", ["[context-explode]", "[context-stuck]"])
 def test_context_kill_or_failed_compaction_kills_the_task_for_decompose(project, marker):
     (task_id,) = add_tasks(project, f"Huge {marker}")
     done = construct(project)

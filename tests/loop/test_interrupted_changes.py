@@ -155,7 +155,7 @@ def records(project: Path) -> list[dict]:
     return [json.loads(path.read_text()) for path in (common / "ralph" / "intent").glob("*.json")]
 
 
-@pytest.mark.slow  # MERGE_STEPS bounds the slow kill-at-any-step tests; the fast kill below checks its step
+@pytest.mark.slow  # MERGE_STEPS bounds the kill-at-any-step tests, and the doctor test below: all slow
 def test_the_merge_steps_are_counted(project: Path, tmp_path: Path):
     done = run(project, tmp_path, crash={"CRASH_MODE": "count"})
     assert done.returncode == 0, done.stderr
@@ -399,6 +399,9 @@ def test_a_kill_at_any_git_step_of_plans_commit_keeps_its_tasks_once(repo: Path,
     assert len(plans) <= 1, plans
 
 
+# `make test` has it in usecases/test_doctor.py (its words: tests/cli/golden/doctor/interrupted.yml):
+# test_an_interrupted_merge_of_a_build_is_finished_by_fix_its_commit_recorded_its_branch_deleted
+@pytest.mark.slow
 def test_doctor_reports_an_interrupted_merge_and_fix_finishes_it(project: Path, tmp_path: Path):
     killed = run(project, tmp_path, crash={"CRASH_MODE": "kill", "CRASH_AT": MERGE_STEPS - 1})
     assert killed.returncode == -signal.SIGKILL

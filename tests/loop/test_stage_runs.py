@@ -113,8 +113,8 @@ def record(project: Path, item: str) -> dict:
 
 # `make test` has it in process, in test_stages_in_process.py:
 # test_loop_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit
-# (a stopped run's plan kept beside its log: the PLAN and DECOMPOSE tests below; `ralph status`'s
-# kept-open count: tests/cli/golden/cli/status_waiting.yml)
+# (a stopped run's plan kept beside its log: the DECOMPOSE test below; `ralph status`'s kept-open
+# count: tests/cli/golden/cli/status_waiting.yml)
 @pytest.mark.slow
 def test_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_limit(project, tmp_path):
     from ralph.usecases import issues
@@ -362,6 +362,10 @@ def test_a_decomposition_stopped_half_way_is_undone_and_counts_as_failed(project
     assert_clean(project)
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_stopped_plan_run_ends_stuck_says_why_on_the_spec_and_a_finished_one_clears_it
+# (its plan kept beside its log, as PlanAccess.undo_since keeps every stage's: the DECOMPOSE test above)
+@pytest.mark.slow
 def test_a_stopped_plan_run_keeps_nothing_says_why_and_a_finished_one_clears_it(project, tmp_path):
     done = run(project, tmp_path, "--timeout", TIMEOUT)
     assert done.returncode == 5, done.stdout + done.stderr

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from ralph.loop.observe.journal import Journal, read_events
 from ralph.loop.observe.remaining import remaining_lines, why_left
 from ralph.loop.process.gate import GateResult
 from ralph.loop.process.sandbox import Fence
+from ralph.loop.process.signals import Stopped
 from ralph.loop.process.supervisor import RunResult
 from ralph.loop.runs import prompts
 from ralph.loop.runs.agent_process import LOG_DIR, AgentResult
@@ -39,7 +41,7 @@ from ralph.loop.stages.check_outcome import CheckOutcome
 from ralph.loop.stages.decompose import DecomposeStage
 from ralph.loop.stages.investigate import InvestigateStage
 from ralph.loop.stages.plan import PlanStage
-from ralph.loop.stages.retries import AgentRuns
+from ralph.loop.stages.retries import AgentRuns, Deadline
 from ralph.loop.stages.verify import VerifyStage
 from ralph.loop.stages.workspace import Workspace
 from ralph.loop.tree.checkouts import Checkouts, Loan
@@ -313,8 +315,9 @@ Act = Callable[[Stage, "str | None", "Path | None"], "tuple[StopReason | None, i
 class ScriptedAgents(AgentRuns):
     """AgentRuns whose runs do what `act` does; `runs`: each (stage, item), `prompts`: each run's
     prompt, from the stage's template as a real run's; the gate passes or fails as `gate_ok` says
-    (a callable: asked at each gate, for a bool or a bool and the gate's output). A subclass, its
-    __init__ not run, as MemoryPlan is."""
+    (a callable: asked at each gate, for a bool or a bool and the gate's output). The time budget
+    (`deadline`: none, or the loop's) is checked before each run starts, as the real one's is. A
+    subclass, its __init__ not run, as MemoryPlan is."""
 
     tree: RecordingTree
 
@@ -326,6 +329,7 @@ class ScriptedAgents(AgentRuns):
         self.worker: int | None = None
         self.current_build: str | None = None
         self.stopped = False
+        self.deadline = Deadline(None)
 
     @property
     def stopping(self) -> bool:
@@ -355,6 +359,7 @@ class ScriptedAgents(AgentRuns):
         plan: Plan | None = None,
         state: WorkState | None = None,
     ) -> AgentResult:
+        self.deadline.check()
         self.runs.append((stage, item))
         self.prompts.append(prompts.render(self.tree.home, stage, {"spec": SPEC, **values}))
         stop, exit_code = self.act(stage, item, cwd) or (None, 0)
@@ -885,9 +890,12 @@ class MarkedAgent:
       [one-part]          DECOMPOSE adds one part only; [deletes-itself] it also deletes the task
       [ask]               BUILD asks a person a question while its prompt holds no answer yet,
                           writing part of its work; [split] once answered, its work fails the gate
+      [context-limit]     every build writes part of its work, then is stopped at the context
+                          limit (as ralph's monitor stops a run too full to go on, or to compact)
     An issue's text with [keep-open] makes INVESTIGATE keep it open as well. CHECK adds a task for
     each spec line marked [missing] (which PLAN leaves out) that no task is named like; a spec with
-    [check-hang] has it stopped at its time limit, [check-crash] has it add a task and exit 3."""
+    [check-hang] has it stopped at its time limit, [check-crash] has it add a task and exit 3; a
+    spec with [plan-stopped-once] has the first PLAN run stopped at its time limit, its tasks added."""
 
     def __init__(self) -> None:
         self.ws: FakeWorkspace | None = None
@@ -913,6 +921,8 @@ class MarkedAgent:
                     if line.startswith("- ") and "[missing]" not in line:
                         record = {"name": line[2:], "accept": "it works", "spec": SPEC, "deps": previous}
                         previous = [change.plan.add_tasks([record])[0]["id"]]
+            if "[plan-stopped-once]" in spec and self.bump("plan") == 1:
+                return StopReason.TIMEOUT, None
         elif stage is Stage.BUILD:
             attempt = self.bump(f"build-{item}")
             answered = "a person's answers" in ws.agents.prompts[-1]
@@ -923,6 +933,9 @@ class MarkedAgent:
                         str(item), "Blue or green? The spec does not say.", "2026-01-01T00:00:00Z"
                     )
                 return None
+            if "[context-limit]" in name:
+                ws.tree.dirty.add(f"work/{item}.txt")
+                return StopReason.CONTEXT_LIMIT, None
             fails = "[gate-always-fails]" in name or ("[gate-fails-once]" in name and attempt == 1)
             fails = fails or ("[lazy-rebuild]" in name and attempt == 3) or "[split]" in name
             self.work_fails = f"FAILED: {item}.txt" if fails else ""
@@ -992,6 +1005,7 @@ def looping(
     agent.ws = ws
     loop = LoopOfFakes(tmp_path, ws.settings, ws.console)
     loop.ws, loop.journal = ws, ws.journal
+    ws.agents.deadline = loop.deadline  # as Workspace.at gives the loop's to its AgentRuns
     return loop, agent
 
 
@@ -1066,6 +1080,30 @@ def test_loop_a_gate_failure_is_an_attempt_and_the_next_build_passes(tmp_path: P
     assert accepted_names(loop.workspace) == ["Flaky [gate-fails-once]"]
 
 
+def test_loop_a_build_stopped_at_the_context_limit_is_killed_set_aside_and_its_parts_accepted(
+    tmp_path: Path,
+):
+    """A kill is no failed attempt to try again: the task goes to DECOMPOSE at once, its half-done
+    work set aside, never committed."""
+    loop, agent = looping(tmp_path, a_plan("Huge [context-limit]"))
+    ws = loop.workspace
+    task_id = task_of(ws, "Huge [context-limit]")["id"]
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+
+    assert agent.counts[f"build-{task_id}"] == 1
+    (killed,) = journal(tmp_path, "task_killed")
+    assert (killed["item"], killed["kill_reason"]) == (task_id, "context_limit")
+    aside = plan_at(ws, f"ralph(build): {task_id} killed (context_limit)").task_line(task_id).record
+    assert aside["kill_reason"] == "context_limit" and aside["kill_log"] == killed["log"]
+    assert ws.tree.set_aside_logs and not any(
+        f"work/{task_id}.txt" in paths for _, paths, _ in ws.tree.commits
+    )
+    messages = [m for m, _, _ in ws.tree.commits]
+    assert len([m for m in messages if m.startswith(f"ralph(decompose): {task_id} -> ")]) == 1
+    assert accepted_names(ws) == ["Huge (part 1)", "Huge (part 2)"]
+
+
 def test_loop_without_progress_ends_stuck(tmp_path: Path):
     loop, agent = looping(tmp_path, a_plan("Undecided [no-verdict]"))
     task_id = task_of(loop.workspace, "Undecided [no-verdict]")["id"]
@@ -1085,6 +1123,86 @@ def test_loop_the_iteration_budget_ends_the_run(tmp_path: Path):
 
     assert outcome is Outcome.MAX_ITERATIONS and outcome.value == 3
     assert message == "the iteration budget (1) is spent" and loop.iterations_run == 1
+
+
+def test_loop_a_time_budget_spent_between_runs_ends_max_minutes_before_the_next_run(tmp_path: Path):
+    """Spent while the first build ran (which ended on its own): the next run never starts, and
+    nothing was stopped, so nothing is set aside; the ending is committed, exit 4."""
+    loop, agent = looping(tmp_path, a_plan("First", "Second"), max_minutes=1)
+    ws = loop.workspace
+    first = task_of(ws, "First")["id"]
+
+    def two_minutes_long(stage: Stage, item: str | None, cwd: Path | None):
+        said = agent(stage, item, cwd)
+        if stage is Stage.BUILD:  # no clock is waited on: the budget's start moves back instead
+            loop.deadline.started -= 2 * 60
+        return said
+
+    ws.agents.act = two_minutes_long
+
+    outcome, message, exit_code = loop._run_stages(plan_only=False)
+
+    assert (outcome, exit_code) == (Outcome.MAX_MINUTES, 4)
+    assert message == "the time budget (1 minutes) is spent"
+    assert ws.agents.runs == [(Stage.BUILD, first)]
+    assert [task for _, _, task in ws.tree.commits if task] == [first]  # its build kept
+    assert journal(tmp_path, "budget_spent") == [] and ws.tree.set_aside_logs == []
+    assert ws.plan.committed[-1] == f"ralph: construct {SPEC} ended: MAX_MINUTES"
+
+
+def test_loop_a_stopped_plan_run_ends_stuck_says_why_on_the_spec_and_a_finished_one_clears_it(
+    tmp_path: Path,
+):
+    """Half a plan would be built as the whole spec: the run ends STUCK for a person (more time, a
+    smaller spec), the spec's record saying why and where the log is, until a PLAN run finishes."""
+    loop, _ = looping(tmp_path, a_plan(), "# App\n\n- Do it\n\n[plan-stopped-once]\n")
+    ws = loop.workspace
+
+    outcome, message = loop._iterate()
+
+    assert outcome is Outcome.STUCK and loop.ending is Ending.PLAN_STOPPED
+    assert message.startswith("the PLAN run was stopped and nothing of it kept: give it more time")
+    (stopped,) = journal(tmp_path, "plan_stopped")
+    assert stopped["kill_reason"] == "timeout"
+    assert loop.stopped == [f"{SPEC} PLAN stopped (timeout), nothing of it kept; log {stopped['log']}"]
+    assert ws.plan.tasks() == []
+    line = ws.plan.read().spec_line(SPEC)
+    assert line is not None and (line.record["kill_reason"], line.record["kill_log"]) == (
+        "timeout",
+        stopped["log"],
+    )
+
+    again = Loop(tmp_path, loop.settings, loop.console)  # a rerun: its PLAN run finishes
+    again.ws, again.journal = ws, loop.journal
+    assert again._iterate()[0] is Outcome.COMPLETE
+
+    line = ws.plan.read().spec_line(SPEC)
+    assert line is not None and "kill_reason" not in line.record and "kill_log" not in line.record
+    assert accepted_names(ws) == ["Do it"]
+
+
+def test_loop_a_stop_in_the_gate_is_no_verdict_and_the_build_is_set_aside(tmp_path: Path):
+    """A signal reaches the serial gate in the loop's own thread (the gate's wait raises it): the
+    gate is cut short, which is neither the build's failure nor an attempt; the build is set aside
+    with the loop's unfinished work, and the run ends 128 + the signal."""
+
+    def stopped_in_the_gate() -> Gated:
+        raise Stopped(signal.SIGTERM)
+
+    loop, _ = looping(tmp_path, a_plan("Gated"), gate_ok=stopped_in_the_gate)
+    ws = loop.workspace
+    task_id = task_of(ws, "Gated")["id"]
+
+    outcome, _, exit_code = loop._run_stages(plan_only=False)
+
+    assert (outcome, exit_code) == (Outcome.INTERRUPTED, 143)
+    assert [e["item"] for e in journal(tmp_path, "gate_cut_short")] == [task_id]
+    assert [e.get("cut_short") for e in journal(tmp_path, "gate_end")] == [True]
+    assert journal(tmp_path, "build_failed") == [] and not task_of(ws, "Gated").get("attempts")
+    (interrupted,) = journal(tmp_path, "interrupted")
+    assert interrupted["signal"] == signal.SIGTERM
+    assert ws.tree.set_aside_logs == [Path(interrupted["log"])] and not ws.tree.dirty
+    assert not any(f"work/{task_id}.txt" in paths for _, paths, _ in ws.tree.commits)
 
 
 def test_loop_a_spec_never_planned_is_planned_first_whatever_issues_the_plan_holds(tmp_path: Path):

@@ -16,6 +16,7 @@ from ralph.store import intent
 from ralph.store.git import Repo
 from ralph.store.intent import IntentKind
 from ralph.store.lock import CONSTRUCT_LOCK_NAME, LOCK_NAME
+from ralph.usecases import tasks
 from ralph.usecases.doctor import clean_after_killed_run
 from tests.support.cli import Ralph
 from tests.support.gitrepo import git
@@ -323,6 +324,59 @@ def test_an_interrupted_build_is_said_to_be_undone_as_fix_undoes_it(repo):
     assert git(repo, "rev-parse", "HEAD").strip() == head  # nothing committed
     assert not (repo / "half.py").exists()
     assert "half.py" in git(repo, "show", "--stat", "--format=", "refs/heads/ralph/draft/t-a")
+
+
+def half_merged_build(repo: Path, tmp_path: Path) -> tuple[str, str, str]:
+    """t-b built on its branch (ralph/t-b, recorded as ralph's), HEAD moved on meanwhile, then its
+    merge cut off between moving the index and work tree and moving HEAD, as a SIGKILL leaves it
+    (tests/support/leftovers.py's half_merged, for a build). Returns HEAD, the branch's tip and
+    the copy of it the merge made onto HEAD."""
+    Ralph(repo)("task", "add", '{"id": "t-b", "name": "Feature"}')
+    leftover_branch(repo, "ralph/t-b")
+    build = tmp_path / "build-t-b"
+    git(repo, "worktree", "add", "-q", str(build), "ralph/t-b")
+    (build / "feature.py").write_text("built\n")
+    tasks.done(build, "t-b", commit=False)  # the build's one commit: its code and its plan
+    git(build, "add", "-A")
+    git(build, "commit", "-qm", "ralph(build): t-b Feature")
+    tip = git(build, "rev-parse", "HEAD").strip()
+    git(repo, "worktree", "remove", str(build))
+    Ralph(repo)("task", "add", '{"id": "t-c", "name": "Other"}')  # HEAD moves on: the copy is no tip
+    head = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "feature.py").write_text("built\n")  # the copy: t-b's build on HEAD
+    tasks.done(repo, "t-b", commit=False)
+    git(repo, "add", "feature.py", "plan.jsonl")
+    tree = git(repo, "write-tree").strip()
+    git(repo, "reset", "-q", "--hard")
+    copy = git(repo, "commit-tree", tree, "-p", head, "-m", "ralph(build): t-b Feature").strip()
+    git(repo, "read-tree", "-m", "-u", head, copy)
+    interrupted(
+        repo, IntentKind.MERGE, head=head, commit=copy, task="t-b", branch="ralph/t-b", tip=tip, record=copy
+    )
+    return head, tip, copy
+
+
+def test_an_interrupted_merge_of_a_build_is_finished_by_fix_its_commit_recorded_its_branch_deleted(
+    repo, tmp_path
+):
+    """doctor's words are what --fix does: HEAD to the merge; the build's commit (the copy) recorded
+    on its task, uncommitted (doctor commits nothing: the loop's next commit takes it); its branch,
+    merged now although its own commit is not in HEAD, deleted."""
+    head, tip, copy = half_merged_build(repo, tmp_path)
+
+    [found] = [f for f in findings(repo) if f["kind"] == "interrupted"]
+    assert found["fix"].startswith("finishes it"), found
+    assert git(repo, "rev-parse", "HEAD").strip() == head  # a report changes nothing
+    fixed = doctor(repo, "--fix").stdout
+    assert "fixed (--fix finished it: HEAD at " in fixed, fixed
+    assert git(repo, "rev-parse", "HEAD").strip() == copy != tip
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == " M plan.jsonl\n"
+    task = next(
+        json.loads(line) for line in (repo / "plan.jsonl").read_text().splitlines() if '"t-b"' in line
+    )
+    assert (task["s"], task["commit"]) == ("d", copy) and git(repo, "show", f"{copy}:feature.py") == "built\n"
+    assert git(repo, "branch", "--list", "ralph/*") == ""  # merged: deleted
+    assert doctor(repo, code=0).stdout == "ok: nothing to repair\n"
 
 
 @pytest.mark.parametrize("what", ["link", "folder"])
