@@ -146,7 +146,7 @@ test: $(STAMP) $(REWRITTEN)
 # (test_construct.py), the config an agent changed, the command line's agent and a dead loop's lock
 # (test_loop_safety.py), a taken-over build's patch (test_many_machines.py; its neighbour checks the
 # patch now), the default parallel under a budget (runs/test_cost.py) and a claim older than the TTL
-# (usecases/test_claims.py). The session after, each with a new in-process test named beside it:
+# (usecases/test_claims.py). Later the same session, each with a new in-process test named beside it:
 # the context kill, the stop in the gate and the time budget spent between runs (test_construct.py),
 # the stopped PLAN (test_stage_runs.py) and doctor's fix of an interrupted merge
 # (test_interrupted_changes.py).
