@@ -149,7 +149,12 @@ test: $(STAMP) $(REWRITTEN)
 # (usecases/test_claims.py). Later the same session, each with a new in-process test named beside it:
 # the context kill, the stop in the gate and the time budget spent between runs (test_construct.py),
 # the stopped PLAN (test_stage_runs.py) and doctor's fix of an interrupted merge
-# (test_interrupted_changes.py).
+# (test_interrupted_changes.py). The session after, the same way: a fenced agent's operations in
+# its build commit, the user's file turning the sandbox off and `auto` without one (test_sandbox.py),
+# SIGINT from a parent that ignores it (test_construct.py; a test of the harness's default_signals),
+# a second loop's refusal, a gate's output in history and a task's notes in the prompt
+# (test_loop_safety.py), the report's words for a rejected task (observe/test_watch.py) and two
+# replays over a decomposition (usecases/test_replay.py).
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc

@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -69,6 +70,9 @@ def test_plans_builds_and_verifies_dependent_tasks_to_complete(project):
         built = next(r for r in plan_records(project, commit) if r.get("id") == task_id)
         assert built["s"] == "d" and built["files"] == [files[1]] and built["attempts"] == 1
         assert built["tokens"] == 1000  # what the fake agent's stream-json reported
+        # The agent's own `ralph task done` is named in its build commit, for a runner to replay.
+        body = git(project, "log", "-1", "--format=%B", commit)
+        assert f'Ralph-Op: {{"op":"done","args":["{task_id}",' in body, body
     build_commits = set(git(project, "log", "--format=%H", "--grep=^ralph(build): ").split())
     assert {r["commit"] for r in accepted} == build_commits  # each accepted task names its build
     assert git(project, "ls-files", "build") == ""
@@ -287,6 +291,34 @@ def test_interrupt_by_a_signal_stops_the_agent_and_a_rerun_resumes(project, sig,
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
 
 
+def test_the_runs_the_tests_signal_start_with_the_stop_signals_a_parent_may_have_ignored_undone():
+    """A parent that ignores SIGINT (the shell of `(pytest &)`) or SIGHUP (nohup) passes SIG_IGN
+    down, and ralph keeps a signal it was started ignoring (process/test_signals.py): the runs the
+    tests signal (construct(wait=False)) start through default_signals, which undoes it, so the
+    signals the tests send reach them. Checked on a stand-in program, as the kernel has it."""
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in stops}
+    try:
+        undone = subprocess.Popen(["sleep", "60"], preexec_fn=default_signals)
+        inherited = subprocess.Popen(["sleep", "60"])  # what a run would get without it
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    try:  # Popen returns once the child has exec'd: its dispositions are final
+        assert stops <= ignored_signals(inherited.pid)
+        assert not stops & ignored_signals(undone.pid)
+        undone.send_signal(signal.SIGINT)
+        assert undone.wait(timeout=60) == -signal.SIGINT
+    finally:
+        for child in (undone, inherited):
+            child.kill()
+            child.wait()
+
+
+# `make test` has it in this file's
+# test_the_runs_the_tests_signal_start_with_the_stop_signals_a_parent_may_have_ignored_undone
+# (ralph stopped by SIGINT, exit 130: test_interrupt_by_a_signal_stops_the_agent_and_a_rerun_resumes[SIGINT])
+@pytest.mark.slow
 def test_interrupt_reaches_ralph_even_from_a_parent_that_ignores_it(project):
     """The parent of `(pytest &)` ignores SIGINT; default_signals must undo that for ralph."""
     (task_id,) = add_tasks(project, "Long [hang]")

@@ -60,6 +60,42 @@ def test_a_dependency_on_a_decomposed_task_moves_to_its_subtasks():
     assert "t-b -> t-b1, t-b2" in outcome.why
 
 
+def test_a_subtask_depending_on_a_task_another_runner_decomposed_depends_on_its_subtasks():
+    """A decomposition (its subtasks added, then recorded) whose subtask names a task another
+    runner decomposed first: the dependency moves to that task's subtasks, as a new task's does."""
+
+    def decompose_c(plan: Plan) -> None:
+        plan.add_tasks([{"id": "t-c1", "name": "C1", "parent": "t-c", "deps": ["t-b"]}])
+        plan.record_decomposition("t-c", ["t-c1"])
+
+    ops = ops_of(BASE, decompose_c)
+    theirs = decomposed(BASE, "t-b", ["t-b1", "t-b2"])
+    data, outcomes = replay(theirs, ops)
+    plan = plan_of(data)
+    assert task_in(plan, "t-c1")["deps"] == ["t-b1", "t-b2"]
+    assert plan.find_task("t-c") is None and plan.find_task("t-b") is None
+    assert [outcome.kind for outcome in outcomes] == [Replayed.MOVED, Replayed.APPLIED]
+
+
+def test_a_decomposition_replayed_on_a_plan_another_runner_prioritized_goes_through():
+    """The other order of the priority test above (the bench's wedge: a runner's automatic
+    `task prioritize` published first): the decomposition is made on the ranked plan."""
+
+    def decompose_b(plan: Plan) -> None:
+        plan.add_tasks([{"id": part, "name": part, "parent": "t-b"} for part in ("t-b1", "t-b2")])
+        plan.record_decomposition("t-b", ["t-b1", "t-b2"])
+
+    ops = ops_of(BASE, decompose_b)
+    prioritized = plan_of(BASE)
+    prioritized.prioritize()
+    data, outcomes = replay(prioritized.doc.to_bytes(), ops)
+    plan = plan_of(data)
+    assert [outcome.kind for outcome in outcomes] == [Replayed.APPLIED, Replayed.APPLIED]
+    assert plan.find_task("t-b") is None
+    assert [t["id"] for t in plan.tasks()] == ["t-a", "t-c", "t-b1", "t-b2"]
+    assert task_in(plan, "t-a")["auto_priority"] is True  # theirs stays
+
+
 def test_a_decomposed_task_is_known_by_its_subtasks_and_one_in_the_plan_by_none():
     theirs = plan_of(decomposed(BASE, "t-b", ["t-b1", "t-b2"]))
     assert decomposed_into(theirs, "t-b") == ["t-b1", "t-b2"]

@@ -64,6 +64,10 @@ def two(shared_copy):
     return shared, shared.base / "one", shared.base / "two"
 
 
+# `make test` has it in plan/test_replay.py:
+# test_a_decomposition_replayed_on_a_plan_another_runner_prioritized_goes_through
+# (a push that lost the race replayed over git: the priority test below)
+@pytest.mark.slow
 def test_a_decomposition_published_after_a_computed_priority_of_the_same_task_goes_through(two):
     # The bench's wedge: runner two's automatic `task prioritize` reached the remote first.
     shared, one, other = two
@@ -88,6 +92,9 @@ def test_a_priority_published_after_a_decomposition_of_the_same_task_is_dropped(
     assert origin.find_task(B["id"]) is None and all(task_in(origin, part) for part in parts)
 
 
+# `make test` has it in plan/test_replay.py:
+# test_a_subtask_depending_on_a_task_another_runner_decomposed_depends_on_its_subtasks
+@pytest.mark.slow
 def test_a_new_task_depending_on_a_task_another_runner_decomposed_depends_on_its_subtasks(two):
     shared, one, other = two
     parts = decompose(other, B["id"], [{"name": "B1"}, {"name": "B2"}])

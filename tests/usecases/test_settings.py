@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ralph.errors import InvalidInput
-from ralph.usecases.settings import Settings
+from ralph.usecases.settings import Settings, read_user_config
 
 
 def test_flags_override_the_config_record():
@@ -30,6 +30,18 @@ def test_the_config_gate_may_be_a_command_line_as_gate_takes_it(gate, argv):
 def test_a_config_gate_with_unbalanced_quotes_is_refused_in_one_line():
     with pytest.raises(InvalidInput, match="cannot split the gate"):
         Settings.resolve("specs/x.md", {"t": "config", "gate": "make 'verify"}, {})
+
+
+def test_the_users_file_turning_the_sandbox_off_beats_the_environments_default(tmp_path, monkeypatch):
+    """$RALPH_SANDBOX (a machine's default, as a CI image may set it) is below every config layer:
+    the user's own file turning the sandbox off wins, and the flag wins over both."""
+    user_file = tmp_path / "config.toml"
+    user_file.write_text('sandbox = "off"\n')
+    monkeypatch.setenv("RALPH_SANDBOX", "required")
+    assert Settings.resolve("specs/x.md", {}, {}).sandbox == "required"  # the default it sets
+    user = read_user_config(user_file)
+    assert Settings.resolve("specs/x.md", {}, {}, user).sandbox == "off"
+    assert Settings.resolve("specs/x.md", {}, {"sandbox": "auto"}, user).sandbox == "auto"
 
 
 def test_an_agent_named_on_the_command_line_ignores_the_configs_program():

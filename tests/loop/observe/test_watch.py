@@ -144,6 +144,10 @@ def test_the_console_draws_a_live_region_on_a_real_terminal(repo: Path, no_color
     assert re.search(r"\d of \d accepted", plain) and "ralph 0:0" in plain  # the progress header
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_a_task_verify_sent_back_is_left_in_the_report_with_the_verifiers_words
+# (the report's "left (n):" section: tests/cli/golden/reports/)
+@pytest.mark.slow
 def test_the_final_report_says_in_words_why_each_task_is_left(project_with_tasks):
     root, task_id = project_with_tasks
     done = construct(root, "--max-iterations", "1")

@@ -187,6 +187,9 @@ def test_required_refuses_in_one_line_where_there_is_no_sandbox(project):
     assert not list((project / "build" / "ralph-logs").glob("*-plan.log"))  # no agent ran
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_with_sandbox_auto_where_there_is_none_says_so_once_and_runs_unfenced
+@pytest.mark.slow
 def test_auto_says_once_where_there_is_no_sandbox_and_runs_as_before(project):
     tasks.add(project, [{"name": "Part one"}])
     done = construct(project, "--sandbox=auto", env={"RALPH_BWRAP": ""})
@@ -252,6 +255,10 @@ def test_a_hand_edited_hide_pattern_of_slash_is_refused_by_check_and_by_construc
     assert git(project, "rev-parse", "HEAD") == head  # refused before the run's first commit
 
 
+# `make test` has it in usecases/test_settings.py:
+# test_the_users_file_turning_the_sandbox_off_beats_the_environments_default
+# (the user's file read by construct: usecases/test_config.py's dry run of its origins)
+@pytest.mark.slow
 def test_the_users_own_file_turns_it_off(project):
     user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "ralph" / "config.toml"
     user_file.parent.mkdir(parents=True, exist_ok=True)
@@ -351,6 +358,42 @@ elif stage == "VERIFY":
 """
 
 
+@needs_bwrap
+def test_a_fenced_build_worktrees_operations_reach_its_commit_through_a_record_of_its_own(
+    project, home, fence, tmp_path
+):
+    """A parallel build runs in a worktree, whose git directory is not the repository's: its fenced
+    agent's `ralph task done` writes the operation where git names that directory, which the fence
+    makes the run's own file; its commit names the operation (the loop's own build commit naming
+    one: test_construct.py::test_plans_builds_and_verifies_dependent_tasks_to_complete)."""
+    from ralph.store import pending_ops
+    from ralph.store.git import Repo
+
+    (task,) = tasks.add(project, [{"name": "One part"}])
+    build = tmp_path / "build-worktree"
+    git(project, "worktree", "add", "-q", "-b", f"ralph/{task['id']}", str(build))
+    git_dir = Repo(build).git_dir()
+    assert git_dir != Repo(project).git_dir() and not (build / ".git").is_dir()
+    tasks.done(build, task["id"], commit=False)  # the plan as the agent's command leaves it
+    line = (git_dir / pending_ops.NAME).read_text()  # and the line it writes, inside the fence:
+    (git_dir / pending_ops.NAME).unlink()
+    script = (
+        f'echo {shlex.quote(line.strip())} >> "$(git rev-parse --absolute-git-dir)/{pending_ops.NAME}";'
+        ' echo x > "$(git rev-parse --path-format=absolute --git-path hooks)/post-commit-from-agent"; true'
+    )
+    done = inside(fence, build, script, home)
+    assert done.returncode == 0 and "Read-only file system" in done.stderr, done.stderr
+    assert not (git_dir / pending_ops.NAME).read_text()  # ralph's own record: out of its reach
+    assert (git_dir / pending_ops.FENCED_NAME).read_text() == line
+    assert not (project / ".git" / "hooks" / "post-commit-from-agent").exists()  # the rest: read-only
+    Repo(build).commit_paths({"plan.jsonl"}, f"ralph(build): {task['id']} One part")
+    body = git(build, "log", "-1", "--format=%B")
+    assert f'Ralph-Op: {{"op":"done","args":["{task["id"]}",' in body, body
+
+
+# `make test` has it in this file's
+# test_a_fenced_build_worktrees_operations_reach_its_commit_through_a_record_of_its_own
+@pytest.mark.slow
 @needs_bwrap
 def test_a_fenced_agents_ralph_commands_are_named_in_its_build_commit(project, tmp_path):
     """A runner replays a build commit's operations (Ralph-Op trailers): the agent's own
