@@ -149,7 +149,7 @@ test: $(STAMP) $(REWRITTEN)
 # (usecases/test_claims.py). Later the same session, each with a new in-process test named beside it:
 # the context kill, the stop in the gate and the time budget spent between runs (test_construct.py),
 # the stopped PLAN (test_stage_runs.py) and doctor's fix of an interrupted merge
-# (test_interrupted_changes.py). The session after, the same way: a fenced agent's operations in
+# (test_interrupted_changes.py). Then the same way: a fenced agent's operations in
 # its build commit, the user's file turning the sandbox off and `auto` without one (test_sandbox.py),
 # SIGINT from a parent that ignores it (test_construct.py; a test of the harness's default_signals),
 # a second loop's refusal, a gate's output in history and a task's notes in the prompt
