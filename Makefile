@@ -161,7 +161,10 @@ test: $(STAMP) $(REWRITTEN)
 # SIGINT from a parent that ignores it (test_construct.py; a test of the harness's default_signals),
 # a second loop's refusal, a gate's output in history and a task's notes in the prompt
 # (test_loop_safety.py), the report's words for a rejected task (observe/test_watch.py) and two
-# replays over a decomposition (usecases/test_replay.py).
+# replays over a decomposition (usecases/test_replay.py). Next, each with a cheaper test named beside
+# it: a build outside its scope and a person's ralph/ branches at a parallel run's start and end
+# (stages/test_build_parallel.py), a file whose name is not UTF-8 in the build commit
+# (test_loop_safety.py), and release and a live claim's TTL (usecases/test_claims.py).
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc

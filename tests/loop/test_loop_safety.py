@@ -786,6 +786,11 @@ elif os.environ["RALPH_STAGE"] == "VERIFY":
 """
 
 
+# `make test` has it in two halves: test_stages_in_process.py's
+# test_a_build_of_a_file_whose_name_is_not_utf8_commits_that_name_and_records_it_escaped (the
+# build's commit and plan record) and test_unknown_changes.py's
+# test_a_build_commit_takes_a_file_whose_name_is_not_utf8_by_the_name_git_gives_it (real git, journal)
+@pytest.mark.slow
 def test_a_file_whose_name_is_not_utf8_goes_into_the_build_commit(project, tmp_path):
     """git status names such a file in bytes that are not UTF-8: read as text with replacement
     characters, the name matched no file, and the build committed nothing of it."""

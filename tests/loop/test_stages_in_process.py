@@ -597,6 +597,24 @@ def test_what_a_type_does_not_allow_fails_the_attempt(tmp_path: Path, task_type,
     assert ws.tree.commits == []
 
 
+def test_a_build_outside_its_tasks_scope_fails_naming_the_strays_and_commits_none_of_them(tmp_path: Path):
+    """A task with a scope may change only what it names: each attempt that strays is a
+    scope_violation naming the stray files, not the allowed ones; none of it is committed, and the
+    same failure twice sets the work aside for DECOMPOSE."""
+    ws = build_writing(tmp_path, a_typed_plan("feature", ["work/**"]), {"work/x.txt", "stray.txt"})
+    task_id = task_of(ws, "Change it")["id"]
+
+    report = BuildStage(ws).run(1)
+
+    failed = [e for e in read_events(tmp_path / "journal.jsonl") if e["event"] == "build_failed"]
+    assert [(e["item"], e["verdict"]) for e in failed] == [(task_id, Verdict.SCOPE_VIOLATION)] * 2
+    why = "the build changed files outside the task's scope (work/**): stray.txt"
+    assert report.failed == [f"{task_id} attempt {n}: outside its scope: {why}" for n in (1, 2)]
+    assert task_of(ws, "Change it")["gate_failure"] == f"scope_violation: {why}"
+    assert ws.tree.commits == [] and ws.tree.set_aside_logs and not ws.tree.dirty
+    assert task_of(ws, "Change it")["kill_reason"] == "repeated_failure"
+
+
 @pytest.mark.parametrize(
     ("task_type", "scope", "changed"),
     [
@@ -615,6 +633,25 @@ def test_what_a_type_or_the_scope_allows_is_built(tmp_path: Path, task_type, sco
 
     assert task_of(ws, "Change it")["verdict"] == Verdict.BUILT
     assert ws.tree.commits[0][1] == sorted({*changed, PLAN_FILE})
+
+
+def test_a_build_of_a_file_whose_name_is_not_utf8_commits_that_name_and_records_it_escaped(tmp_path: Path):
+    """git names such a file in bytes that are not UTF-8 (ralph holds them surrogate-escaped): the
+    build commits the file by that very name, and the plan, which people read, shows the byte as
+    an escape."""
+    odd = os.fsdecode(b"caf\xe9.txt")
+
+    def builder(stage: Stage, item: str | None, cwd: Path | None) -> None:
+        ws.tree.dirty.add(odd)
+        mark_done(ws.plan, item)
+
+    ws = workspace(tmp_path, a_plan("Latin-1 name"), builder)
+    task_id = task_of(ws, "Latin-1 name")["id"]
+
+    BuildStage(ws).run(1)
+
+    assert ws.tree.commits == [(f"ralph(build): {task_id} Latin-1 name", sorted([odd, PLAN_FILE]), task_id)]
+    assert task_of(ws, "Latin-1 name")["files"] == ["caf\\xe9.txt"]
 
 
 def test_a_build_whose_agent_never_marks_its_task_done_is_not_done(tmp_path: Path):

@@ -6,6 +6,7 @@ tests/loop/test_plan_only_code.py.)"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shlex
@@ -15,7 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from ralph.loop.observe.console import Console
+from ralph.loop.observe.journal import Journal, read_events
 from ralph.loop.process.sandbox import unavailable_reason
+from ralph.loop.runs.cost import Spending
+from ralph.loop.tree.plan_access import PlanAccess
+from ralph.loop.tree.work_tree import WorkTree
 from tests.support.cli import ralph_in_process
 from tests.support.construct import (
     FAKE_AGENT,
@@ -115,3 +121,26 @@ def test_a_file_a_task_accepted_hook_writes_is_not_swept_into_a_commit(app, tmp_
     assert f"warning: hook-notes.txt changed {left['when']}, not by an agent ralph ran" in done.stderr
     verified = [s for s in git(app, "log", "--format=%s").splitlines() if s.startswith("ralph(verify)")]
     assert len(verified) >= 2 and len([r for r in plan_records(app) if r["t"] == "accept"]) == 3
+
+
+def test_a_build_commit_takes_a_file_whose_name_is_not_utf8_by_the_name_git_gives_it(repo, tmp_path):
+    """git status names such a file in bytes that are not UTF-8: the loop's work tree reads it as
+    a change of the run's (read as text with replacement characters, it would match no file and
+    be committed by none), commits it, and its journal shows the byte as an escape."""
+    with open(os.fsencode(repo) + b"/caf\xe9.txt", "w") as made:
+        made.write("latin-1 name\n")
+    journal = Journal(tmp_path / "events.jsonl")
+    tree = WorkTree(
+        PlanAccess(repo, "specs/app.md", journal, Spending(None)), journal, Console(io.StringIO(), live=False)
+    )
+
+    changed = tree.changed_paths()
+    commit = tree.commit("ralph(build): t-one Latin-1 name", changed)
+
+    assert changed == {os.fsdecode(b"caf\xe9.txt")}
+    shown = subprocess.run(
+        ["git", "show", "--name-only", "-z", "--format=", "HEAD"], cwd=repo, capture_output=True, check=True
+    ).stdout
+    assert commit == git(repo, "rev-parse", "HEAD").strip() and shown == b"caf\xe9.txt\0"
+    assert [e["files"] for e in read_events(journal.path) if e["event"] == "commit"] == [["caf\\xe9.txt"]]
+    assert git(repo, "status", "--porcelain") == ""

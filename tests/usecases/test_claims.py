@@ -139,12 +139,32 @@ def test_a_stale_claim_is_taken_over_and_the_takeover_recorded(repo, tmp_path, m
     ]
 
 
+# `make test` has its pick on a plan in memory, in
+# test_the_next_task_is_of_the_runners_spec_or_none_and_under_no_live_claim_of_another
+# (claim_next pushing a pick: test_a_claim_is_a_pushed_plan_commit_and_the_next_runner_takes_the_next_task)
+@pytest.mark.slow
 def test_a_live_claim_is_respected_until_the_ttl_says_it_is_stale(three):
     shared, one, two = three
     claims.claim_next(one, "specs/none.md", "runner-1", remote_of(one))  # tasks of no spec count for any
     assert present(claims.claim_next(two, None, "runner-2", remote_of(two)))["id"] == "t-bbbbbb"
     taken = present(claims.claim_next(two, None, "runner-3", remote_of(two), ttl_s=0.0))
     assert taken["id"] == "t-aaaaaa"  # a TTL of 0: every claim of another runner is stale
+
+
+def test_the_next_task_is_of_the_runners_spec_or_none_and_under_no_live_claim_of_another():
+    """claim_next's pick, on a plan in memory: a runner of one spec takes a task of no spec (those
+    count for any spec) but not another spec's; another runner keeps off that claim while it is
+    live, and takes it over once the TTL says it is stale."""
+    plan = Plan(load(b""))  # no spec in its state: the tasks added have none but the one named
+    plan.add_tasks([{"id": "t-ooooo0", "name": "Other", "spec": "specs/other.md"}])
+    plan.add_tasks([{"id": "t-aaaaaa", "name": "A"}, {"id": "t-bbbbbb", "name": "B"}])
+
+    assert present(claims.NextTask("specs/app.md", "runner-1")(plan))["id"] == "t-aaaaaa"
+    assert present(claims.NextTask(None, "runner-2")(plan))["id"] == "t-ooooo0"
+    assert present(claims.NextTask(None, "runner-3")(plan))["id"] == "t-bbbbbb"
+    taken = present(claims.NextTask(None, "runner-4", ttl_s=0.0)(plan))
+    assert taken["id"] == "t-ooooo0"  # a TTL of 0: every claim of another runner is stale
+    assert claims.NextTask("specs/app.md", "runner-5")(plan) is None  # the rest live, or another spec's
 
 
 def test_publish_merges_the_remote_and_pushes_the_build_with_the_claim_cleared(three):
@@ -173,6 +193,11 @@ def test_publish_clears_a_claim_the_build_left(three):
     )
 
 
+# `make test` has it in cheaper tests: release in
+# test_a_runner_gives_back_its_own_claim_on_the_remote_and_never_another_runners, release_all's ids
+# dropped on the remote in test_a_namesakes_task_claim_on_another_host_is_neither_taken_nor_released,
+# a runner's own claim again in test_a_runner_that_claims_again_gets_its_own_task_back_first
+@pytest.mark.slow
 def test_release_and_release_all_give_the_tasks_back(three):
     shared, one, _ = three
     claims.claim_next(one, None, "runner-1", remote_of(one))
@@ -183,6 +208,21 @@ def test_release_and_release_all_give_the_tasks_back(three):
     assert [t["claimed_by"] for t in on_origin(shared).claims()] == ["runner-2"]
     assert claims.release_all(one, "runner-2", remote_of(one)) == ["t-bbbbbb"]
     assert on_origin(shared).claims() == []
+
+
+def test_a_runner_gives_back_its_own_claim_on_the_remote_and_never_another_runners(three):
+    """`release` drops this runner's claim and pushes; a task another runner holds (it took it
+    over meanwhile) is not this runner's to give back, even by name."""
+    shared, one, _ = three
+    with transaction(one) as change:  # two runners' claims, made here, pushed by the release
+        change.plan.claim("t-aaaaaa", "runner-1", clock.now())
+        change.plan.claim("t-bbbbbb", "runner-2", clock.now())
+    claims.release(one, "t-aaaaaa", "runner-1", remote_of(one))
+    claims.release(one, "t-bbbbbb", "runner-1", remote_of(one))
+    assert [(t["id"], t["claimed_by"]) for t in on_origin(shared).claims()] == [("t-bbbbbb", "runner-2")]
+    assert (
+        git(shared.origin, "log", "-1", "--format=%s", "main").strip() == "ralph: release t-aaaaaa (runner-1)"
+    )
 
 
 def test_a_claim_on_the_same_task_that_reached_the_remote_first_wins_the_merge(three):

@@ -4,6 +4,7 @@ read is in tests/cli/test_doctor_golden.py."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -12,6 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from ralph.loop.observe.console import Console
+from ralph.loop.observe.journal import Journal
+from ralph.loop.runs.cost import Spending
+from ralph.loop.tree.plan_access import PlanAccess
+from ralph.loop.tree.work_tree import WorkTree
 from ralph.store import intent
 from ralph.store.git import Repo
 from ralph.store.intent import IntentKind
@@ -205,6 +211,46 @@ def test_a_run_starting_where_ralph_recorded_no_worktree_or_branch_asks_git_for_
     assert clean_after_killed_run(repo, Repo(repo).git_dir() / CONSTRUCT_LOCK_NAME) == []
     assert [args for args in runs if "worktree" in args or "for-each-ref" in args] == []
     assert mine.is_dir() and str(mine) in git(repo, "worktree", "list", "--porcelain")
+
+
+def test_a_parallel_build_from_start_to_merge_leaves_a_persons_ralph_branches_and_worktrees_alone(
+    repo, tmp_path
+):
+    """A run's start (clean-up after a killed run), a build in a worktree on a ralph/ branch of its
+    own, its merge and its end: what ralph made goes, a person's merged `ralph/feature`, their
+    `ralph/unmerged` and their worktree shaped like ralph's old checkouts (an ignored file in it,
+    which no patch would keep) stay as they were."""
+    git(repo, "branch", "ralph/feature")  # a person's, merged, checked out nowhere
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "mine.txt").write_text("unmerged work\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-qm", "mine")
+    git(repo, "checkout", "-q", "-")
+    git(repo, "branch", "-f", "ralph/unmerged", "side")
+    hotfix = tmp_path / "ralph-app-hotfix" / "ralph-app"  # shaped like ralph's old checkouts
+    git(repo, "worktree", "add", "-q", str(hotfix), "side")
+    (hotfix / ".env").write_text("SECRET=1\n")
+    lock = Repo(repo).git_dir() / CONSTRUCT_LOCK_NAME
+    journal = Journal(tmp_path / "events.jsonl")
+    tree = WorkTree(
+        PlanAccess(repo, "specs/app.md", journal, Spending(None)), journal, Console(io.StringIO(), live=False)
+    )
+
+    assert clean_after_killed_run(repo, lock) == []  # the run's start
+    with tree.build_checkout("t-one") as checkout:
+        assert checkout.branch == "ralph/t-one"
+        (checkout.tree.root / "one.txt").write_text("built\n")
+        git(checkout.tree.root, "add", "one.txt")
+        git(checkout.tree.root, "commit", "-qm", "ralph(build): t-one One")
+        built = git(checkout.tree.root, "rev-parse", "HEAD").strip()
+        assert tree.merge_build(checkout, None, [built]).commits
+    assert clean_after_killed_run(repo, lock) == []  # the next run's start
+
+    assert (repo / "one.txt").read_text() == "built\n"
+    assert set(git(repo, "branch", "--list", "ralph/*").split()) == {"ralph/feature", "ralph/unmerged"}
+    assert (hotfix / ".env").read_text() == "SECRET=1\n"
+    assert str(hotfix) in git(repo, "worktree", "list", "--porcelain")
+    assert "ralph-build-t-one" not in git(repo, "worktree", "list", "--porcelain")
 
 
 def test_two_killed_runs_of_one_task_keep_two_patches(repo, tmp_path):

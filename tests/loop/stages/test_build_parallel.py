@@ -197,6 +197,10 @@ def test_tasks_with_overlapping_scopes_are_not_built_at_the_same_time(project, t
     assert done.returncode != 0
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_a_build_outside_its_tasks_scope_fails_naming_the_strays_and_commits_none_of_them
+# (a parallel build's worktree commit path: the parallel builds above)
+@pytest.mark.slow
 def test_a_build_outside_its_scope_fails_with_the_files_named(project, tmp_path):
     (task_id,) = add(project, {"name": "Stray [stray]", "scope": ["work/**"]})
     done, _ = run(project, tmp_path, "--parallel", "1", "--max-iterations", "1")
@@ -278,6 +282,10 @@ def test_a_persons_branch_named_like_a_build_is_left_as_it_was(project, tmp_path
     assert not list((project / ".git" / "ralph" / "owned").glob("*.json"))  # every record finished
 
 
+# `make test` has it without a run, in usecases/test_doctor.py:
+# test_a_parallel_build_from_start_to_merge_leaves_a_persons_ralph_branches_and_worktrees_alone
+# (the run's clean-up at its start and a build checkout's whole life, on real git)
+@pytest.mark.slow
 def test_construct_start_keeps_a_persons_ralph_branches_and_worktrees(project, tmp_path):
     git(project, "commit", "-qm", "spec", "--allow-empty")
     git(project, "branch", "ralph/feature")  # a person's, checked out nowhere
