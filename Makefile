@@ -72,13 +72,14 @@ lint: $(STAMP)
 #   the five workers 47 CPU-s (collection about 7 of it), git about 40 (18,000 runs, 2.2 ms each,
 #   nearly all of it starting git), ralph as a process of its own 22 (82 runs, with their
 #   children), the agents of the in-process runs 15, the ralph server's forks 6.
-#   The session after, same VM: 24 real runs whose behaviour a cheaper test keeps moved to
-#   make e2e (named there), 15 new in-process or unit tests in their place: 2075 tests. Paired with
-#   the session's start in the same hour, 6-10% less CPU (130-138 against 145-147 CPU-s); alone,
-#   64-86 s as the VM's speed drifted within the hour. Forking the fake agent from the worker
-#   instead of starting a Python cost more (a fork of a 200 MB worker and its teardown: 6.2 against
-#   4.9 CPU-s for test_loop_safety.py), as did nothing else measured: under a minute needs about
-#   115 CPU-s, and what is left is spread over the tests that start real processes.
+#   The session after, same VM: 29 real runs whose behaviour a cheaper test keeps moved to
+#   make e2e (named there), 21 new in-process or unit tests in their place: 2076 tests. Paired with
+#   the session's start in the same minutes, six pairs: +4% to -11% of the CPU, median -5% (about
+#   138-147 CPU-s); alone, 64-86 s as the VM's speed drifted within the hour. Forking the fake
+#   agent from the worker instead of starting a Python cost more (a fork of a 200 MB worker and
+#   its teardown: 6.2 against 4.9 CPU-s for test_loop_safety.py); the other levers measured were
+#   each under 2%. Under a minute needs about 115 CPU-s, and what is left is spread over the tests
+#   that start processes.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
