@@ -55,3 +55,21 @@ def half_merged(root: Path, task: str, dead_pid: int) -> tuple[str, str]:
     target.mkdir(parents=True, exist_ok=True)
     (target / f"merge-{dead_pid}-1.json").write_text(json.dumps(record))
     return head, commit
+
+
+def persons_ralph_names(root: Path, tmp: Path) -> Path:
+    """What a person made under names like ralph's, none of it recorded as ralph's: a merged branch
+    `ralph/feature` checked out nowhere, `ralph/unmerged` (a commit of theirs on branch `side`),
+    and a worktree of `side` shaped like ralph's old checkouts with an ignored file in it (which no
+    patch would keep). Returns that worktree."""
+    git(root, "branch", "ralph/feature")
+    git(root, "checkout", "-q", "-b", "side")
+    (root / "mine.txt").write_text("unmerged work\n")
+    git(root, "add", "mine.txt")
+    git(root, "commit", "-qm", "mine")
+    git(root, "checkout", "-q", "-")
+    git(root, "branch", "-f", "ralph/unmerged", "side")
+    hotfix = tmp / "ralph-app-hotfix" / "ralph-app"
+    git(root, "worktree", "add", "-q", str(hotfix), "side")
+    (hotfix / ".env").write_text("SECRET=1\n")
+    return hotfix

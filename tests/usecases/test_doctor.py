@@ -27,7 +27,7 @@ from ralph.usecases.doctor import clean_after_killed_run
 from tests.support.cli import Ralph
 from tests.support.gitrepo import git
 from tests.support.gitruns import count_git_runs
-from tests.support.leftovers import leftover_branch, leftover_worktree
+from tests.support.leftovers import leftover_branch, leftover_worktree, persons_ralph_names
 from tests.support.locks import HOLD, holder, killed_holder
 
 
@@ -220,16 +220,7 @@ def test_a_parallel_build_from_start_to_merge_leaves_a_persons_ralph_branches_an
     own, its merge and its end: what ralph made goes, a person's merged `ralph/feature`, their
     `ralph/unmerged` and their worktree shaped like ralph's old checkouts (an ignored file in it,
     which no patch would keep) stay as they were."""
-    git(repo, "branch", "ralph/feature")  # a person's, merged, checked out nowhere
-    git(repo, "checkout", "-q", "-b", "side")
-    (repo / "mine.txt").write_text("unmerged work\n")
-    git(repo, "add", "mine.txt")
-    git(repo, "commit", "-qm", "mine")
-    git(repo, "checkout", "-q", "-")
-    git(repo, "branch", "-f", "ralph/unmerged", "side")
-    hotfix = tmp_path / "ralph-app-hotfix" / "ralph-app"  # shaped like ralph's old checkouts
-    git(repo, "worktree", "add", "-q", str(hotfix), "side")
-    (hotfix / ".env").write_text("SECRET=1\n")
+    hotfix = persons_ralph_names(repo, tmp_path)
     lock = Repo(repo).git_dir() / CONSTRUCT_LOCK_NAME
     journal = Journal(tmp_path / "events.jsonl")
     tree = WorkTree(

@@ -26,6 +26,7 @@ from tests.support.construct import (
 )
 from tests.support.gitrepo import git
 from tests.support.hooks import config_set
+from tests.support.leftovers import persons_ralph_names
 
 
 @pytest.fixture
@@ -288,16 +289,7 @@ def test_a_persons_branch_named_like_a_build_is_left_as_it_was(project, tmp_path
 @pytest.mark.slow
 def test_construct_start_keeps_a_persons_ralph_branches_and_worktrees(project, tmp_path):
     git(project, "commit", "-qm", "spec", "--allow-empty")
-    git(project, "branch", "ralph/feature")  # a person's, checked out nowhere
-    git(project, "checkout", "-q", "-b", "side")
-    (project / "mine.txt").write_text("unmerged work\n")
-    git(project, "add", "mine.txt")
-    git(project, "commit", "-qm", "mine")
-    git(project, "checkout", "-q", "-")
-    git(project, "branch", "-f", "ralph/unmerged", "side")
-    hotfix = tmp_path / "ralph-app-hotfix" / "ralph-app"  # shaped like ralph's old checkouts
-    git(project, "worktree", "add", "-q", str(hotfix), "side")
-    (hotfix / ".env").write_text("SECRET=1\n")  # ignored files would be in no patch
+    hotfix = persons_ralph_names(project, tmp_path)
     add(project, {"name": "One"})
     done, _ = run(project, tmp_path, "--parallel", "2")
     assert done.returncode == 0, done.stdout + done.stderr
