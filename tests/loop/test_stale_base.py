@@ -5,18 +5,14 @@ other runners are at work (what made three runners give builds back forever)."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
-from ralph.loop.observe.console import Console
-from ralph.loop.observe.journal import Journal
-from ralph.loop.runs.cost import Spending
 from ralph.loop.share.coordinator import Solo
-from ralph.loop.tree.plan_access import PlanAccess
 from ralph.loop.tree.work_tree import WorkTree
 from ralph.plan.records import Verdict
 from ralph.store.git import Repo
 from tests.support.gitrepo import git
+from tests.support.work_trees import loop_work_tree
 
 
 class OthersAlwaysBuilding(Solo):
@@ -25,9 +21,7 @@ class OthersAlwaysBuilding(Solo):
 
 
 def work_tree(root: Path) -> WorkTree:
-    journal = Journal(root.parent / "events.jsonl")
-    plan = PlanAccess(root, "specs/app.md", journal, Spending(None))
-    return WorkTree(plan, journal, Console(io.StringIO(), live=False), coordinator=OthersAlwaysBuilding())
+    return loop_work_tree(root, root.parent / "events.jsonl", OthersAlwaysBuilding())
 
 
 def commit(root: Path, path: str, text: str) -> str:

@@ -6,7 +6,6 @@ tests/loop/test_plan_only_code.py.)"""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shlex
@@ -16,12 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.observe.console import Console
-from ralph.loop.observe.journal import Journal, read_events
+from ralph.loop.observe.journal import read_events
 from ralph.loop.process.sandbox import unavailable_reason
-from ralph.loop.runs.cost import Spending
-from ralph.loop.tree.plan_access import PlanAccess
-from ralph.loop.tree.work_tree import WorkTree
 from tests.support.cli import ralph_in_process
 from tests.support.construct import (
     FAKE_AGENT,
@@ -34,6 +29,7 @@ from tests.support.construct import (
     with_app_spec,
 )
 from tests.support.gitrepo import git
+from tests.support.work_trees import loop_work_tree
 
 # A PLAN agent that waits for the test's go before it adds its tasks: the person edits meanwhile.
 # It says it started in its log: in the sandbox it can write nothing outside its work tree.
@@ -129,10 +125,7 @@ def test_a_build_commit_takes_a_file_whose_name_is_not_utf8_by_the_name_git_give
     be committed by none), commits it, and its journal shows the byte as an escape."""
     with open(os.fsencode(repo) + b"/caf\xe9.txt", "w") as made:
         made.write("latin-1 name\n")
-    journal = Journal(tmp_path / "events.jsonl")
-    tree = WorkTree(
-        PlanAccess(repo, "specs/app.md", journal, Spending(None)), journal, Console(io.StringIO(), live=False)
-    )
+    tree = loop_work_tree(repo, tmp_path / "events.jsonl")
 
     changed = tree.changed_paths()
     commit = tree.commit("ralph(build): t-one Latin-1 name", changed)
@@ -142,5 +135,6 @@ def test_a_build_commit_takes_a_file_whose_name_is_not_utf8_by_the_name_git_give
         ["git", "show", "--name-only", "-z", "--format=", "HEAD"], cwd=repo, capture_output=True, check=True
     ).stdout
     assert commit == git(repo, "rev-parse", "HEAD").strip() and shown == b"caf\xe9.txt\0"
-    assert [e["files"] for e in read_events(journal.path) if e["event"] == "commit"] == [["caf\\xe9.txt"]]
+    commits = [e for e in read_events(tmp_path / "events.jsonl") if e["event"] == "commit"]
+    assert [e["files"] for e in commits] == [["caf\\xe9.txt"]]
     assert git(repo, "status", "--porcelain") == ""

@@ -4,7 +4,6 @@ read is in tests/cli/test_doctor_golden.py."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import subprocess
@@ -13,11 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from ralph.loop.observe.console import Console
-from ralph.loop.observe.journal import Journal
-from ralph.loop.runs.cost import Spending
-from ralph.loop.tree.plan_access import PlanAccess
-from ralph.loop.tree.work_tree import WorkTree
 from ralph.store import intent
 from ralph.store.git import Repo
 from ralph.store.intent import IntentKind
@@ -29,6 +23,7 @@ from tests.support.gitrepo import git
 from tests.support.gitruns import count_git_runs
 from tests.support.leftovers import leftover_branch, leftover_worktree, persons_ralph_names
 from tests.support.locks import HOLD, holder, killed_holder
+from tests.support.work_trees import loop_work_tree
 
 
 def doctor(root: Path, *args: str, code: int | None = None):
@@ -222,10 +217,7 @@ def test_a_parallel_build_from_start_to_merge_leaves_a_persons_ralph_branches_an
     which no patch would keep) stay as they were."""
     hotfix = persons_ralph_names(repo, tmp_path)
     lock = Repo(repo).git_dir() / CONSTRUCT_LOCK_NAME
-    journal = Journal(tmp_path / "events.jsonl")
-    tree = WorkTree(
-        PlanAccess(repo, "specs/app.md", journal, Spending(None)), journal, Console(io.StringIO(), live=False)
-    )
+    tree = loop_work_tree(repo, tmp_path / "events.jsonl")
 
     assert clean_after_killed_run(repo, lock) == []  # the run's start
     with tree.build_checkout("t-one") as checkout:
