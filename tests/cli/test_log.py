@@ -383,6 +383,25 @@ def test_report_shows_what_each_review_aspect_found_and_what_became_of_it(ralph:
     ]
 
 
+def test_log_names_the_aspect_that_found_an_item(ralph: Ralph):
+    from ralph.loop.stages.review import _add_found
+
+    with transaction(ralph.root) as change:  # as REVIEW takes what two aspects found
+        _add_found(change.plan, "docs", [{"t": "task", "id": "t-readme", "name": "Write the README"}])
+        _add_found(change.plan, "bugs-and-security", [{"t": "issue", "id": "i-leak", "text": "A leak"}])
+        change.message = "ralph(review): specs/app.md: round 1: 2 found"
+    ralph("task", "add", '{"id": "t-own", "name": "A person\'s own task"}')
+
+    story = ralph("log").stdout.splitlines()
+
+    (readme,) = [line for line in story if "t-readme  created" in line]
+    assert readme.endswith("created: Write the README (found by the docs review)")
+    (leak,) = [line for line in story if "i-leak  " in line]
+    assert leak.endswith("(found by the bugs-and-security review)")
+    (own,) = [line for line in story if "t-own  created" in line]
+    assert "found by" not in own  # a person's own task is no finding
+
+
 def test_report_shows_each_tasks_type_as_the_plan_last_had_it(ralph: Ralph, tmp_path: Path):
     typed = [{"id": "t-fix", "name": "Fix login", "type": "bugfix"}, {"id": "t-new", "name": "New"}]
     ralph("task", "add", json.dumps(typed))

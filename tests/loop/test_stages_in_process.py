@@ -23,6 +23,7 @@ import pytest
 
 from ralph.agents.base import RunTracker
 from ralph.loop.construct import Ending, Loop, Outcome
+from ralph.loop.observe import report_data
 from ralph.loop.observe.console import Console
 from ralph.loop.observe.journal import Journal, read_events
 from ralph.loop.observe.remaining import remaining_lines, why_left
@@ -32,6 +33,8 @@ from ralph.loop.process.signals import Stopped
 from ralph.loop.process.supervisor import RunResult
 from ralph.loop.runs import prompts
 from ralph.loop.runs.agent_process import LOG_DIR, AgentResult
+from ralph.loop.runs.aspects import DEFAULT_ASPECTS
+from ralph.loop.runs.judged import JudgedInputs
 from ralph.loop.runs.permissions import Snapshot
 from ralph.loop.share.coordinator import Coordinator, Solo
 from ralph.loop.stages.agent_errors import WorkState
@@ -58,6 +61,7 @@ from tests.support.present import present
 
 SPEC = "specs/app.md"
 HEAD = "0" * 40
+BASE = "b" * 40  # the commit a run that reviews started from: its change since is the app
 
 
 class MemoryPlan(PlanAccess):
@@ -159,6 +163,17 @@ class FakeRepo(Repo):
         """Only what the spec check asks: the files changed since a commit (none: HEAD stays)."""
         assert args[:2] == ("diff", "--name-only"), args
         return ""
+
+    def paths(self, *args: str) -> list[str]:
+        """Only what REVIEW asks: the files the change since a base touched (the app since BASE,
+        nothing since any other commit), and the repository's own aspects at a commit (none)."""
+        if args[0] == "ls-tree":
+            return []
+        assert args[:4] == ("diff", "--name-only", "-z", "--end-of-options"), args
+        return ["app.py"] if args[4] == f"{BASE}...HEAD" else []
+
+    def file_at(self, rev: str, relpath: str) -> bytes | None:
+        return None  # no file of the repository's own: ralph's aspects
 
 
 class RecordingTree(WorkTree):
@@ -368,6 +383,9 @@ class ScriptedAgents(AgentRuns):
         result = AgentResult(run, RunTracker(), log)
         result.changed = frozenset(self.tree.dirty)  # as enforce measures it
         return result
+
+    def judged(self) -> JudgedInputs | None:
+        return None  # no first commit of the run recorded: judges read HEAD's texts
 
     def check_plan(self, result: AgentResult, in_tree: bool = True) -> None:
         return None
@@ -982,7 +1000,10 @@ class MarkedAgent:
     An issue's text with [keep-open] makes INVESTIGATE keep it open as well. CHECK adds a task for
     each spec line marked [missing] (which PLAN leaves out) that no task is named like; a spec with
     [check-hang] has it stopped at its time limit, [check-crash] has it add a task and exit 3; a
-    spec with [plan-stopped-once] has the first PLAN run stopped at its time limit, its tasks added."""
+    spec with [plan-stopped-once] has the first PLAN run stopped at its time limit, its tasks added.
+    REVIEW finds nothing, but for a spec's [review-finds:ASPECT]: that aspect's first round adds a
+    task "Fix what the ASPECT review found"; [review-critical:ASPECT] has its round told it is the
+    last (critical findings only) add "Fix the ASPECT review's critical finding"."""
 
     def __init__(self) -> None:
         self.ws: FakeWorkspace | None = None
@@ -1061,6 +1082,17 @@ class MarkedAgent:
             if "[keep-open]" in issue["text"]:
                 with ws.plan.change() as change:
                     change.plan.keep_issue_open(str(item), "a person decides")
+        elif stage is Stage.REVIEW:
+            assert cwd is not None  # each reviewer in a checkout of its own
+            self.bump(f"review-{item}")
+            last = "the review's last round" in ws.agents.prompts[-1]  # the reviewers run one by one
+            if (f"[review-critical:{item}]" if last else f"[review-finds:{item}]") in spec:
+                found = f"the {item} review's critical finding" if last else f"what the {item} review found"
+                plan = Plan(load((cwd / PLAN_FILE).read_bytes()))
+                plan.add_tasks(
+                    [{"name": f"Fix {found}", "type": "bugfix", "accept": "it is fixed", "spec": SPEC}]
+                )
+                (cwd / PLAN_FILE).write_bytes(plan.doc.to_bytes())
         elif stage is Stage.CHECK:
             self.bump("check")
             if "[check-hang]" in spec:
@@ -2081,3 +2113,109 @@ def test_loop_a_hanging_investigator_is_stopped_recorded_told_and_parked_at_the_
     assert f"{issue} INVESTIGATE stopped (timeout), kept open for a person" in " ".join(loop.stopped)
     (left,) = remaining_lines(ws.plan.read(), SPEC)  # the final report's line for it
     assert left.startswith(f"{issue} issue: Does it hang? (kept open: INVESTIGATE was stopped 2 times")
+
+
+# --- REVIEW: the review by aspect before COMPLETE, its rounds over the loop's iterations -------------
+def started(loop: LoopOfFakes, head: str | None) -> None:
+    """What a construct run's start records in the plan (Loop._start): its spec, and its base
+    (Loop._based): `head`, the commit it starts from, unless an unfinished run of the spec goes on."""
+    with loop.workspace.plan.change(commit=True) as change:
+        based = loop._based(change.plan, head)
+        change.plan.add_spec(SPEC)
+        if based:
+            change.plan.update_state(**based)
+        change.message = f"ralph: construct {SPEC}"
+
+
+class MovingRepo(FakeRepo):
+    """A FakeRepo whose HEAD moves on with each commit of code the tree makes, as a real one's does:
+    a spec check after the review's findings are built sees the code changed since it last read
+    it, and runs again (FakeRepo's HEAD never moves: the check would always be met already)."""
+
+    def __init__(self, tree: RecordingTree):
+        super().__init__(tree.root)
+        self.tree = tree
+
+    def head(self) -> str:
+        return f"{int(self.tree.code):040x}"
+
+    def git(self, *args: str, stdin: bytes | None = None) -> str:
+        """Only what the spec check asks: the files changed since the commit it last read."""
+        assert args[:3] == ("diff", "--name-only", "-z") and args[4:] == ("HEAD", "--"), args
+        return "" if args[3] == self.head() else "app.py\0"
+
+
+def reviewing(tmp_path: Path, spec: str, **settings: Any) -> tuple[LoopOfFakes, MarkedAgent]:
+    """A loop over the fakes (`looping`) whose run started at BASE: HEAD, where its builds leave
+    the code, is past it, and the change since is what REVIEW reads."""
+    loop, agent = looping(tmp_path, a_plan(), spec, **settings)
+    loop.workspace.tree.repo = MovingRepo(loop.workspace.tree)
+    started(loop, BASE)
+    return loop, agent
+
+
+def reviewed(ws: FakeWorkspace) -> list[str]:
+    """The aspects of every REVIEW run so far, sorted."""
+    return sorted(str(item) for stage, item in ws.agents.runs if stage is Stage.REVIEW)
+
+
+def test_loop_every_default_aspect_reviews_the_change_once_and_a_clean_review_ends_complete(tmp_path: Path):
+    loop, _ = reviewing(tmp_path, "# App\n\n- Parse input\n")
+    ws = loop.workspace
+
+    outcome, message, exit_code = loop._run_stages(plan_only=False)
+
+    assert (outcome, exit_code) == (Outcome.COMPLETE, 0)
+    assert message.endswith("and the review found nothing more"), message
+    assert reviewed(ws) == sorted(DEFAULT_ASPECTS)
+    state = ws.plan.read().state()
+    assert state["base"] == BASE and state["review_rounds"] == 2  # found nothing: no round follows
+    assert f"ralph(review): {SPEC}: round 1: nothing found" in [m for m, _, _ in ws.tree.commits]
+    (prompt,) = prompts_of(ws, Stage.REVIEW, "goal")
+    assert f"git diff {BASE}...HEAD" in prompt and "Aspect: the goal." in prompt
+    assert "the review's last round" not in prompt
+    assert [(r.round, r.end, r.found) for r in loop.reviewed] == [(1, "finished", ())] * len(DEFAULT_ASPECTS)
+
+    again = LoopOfFakes(tmp_path, loop.settings, loop.console)  # the next run, after COMPLETE
+    again.ws, again.journal = ws, loop.journal
+    head = ws.tree.repo.head()
+    started(again, head)
+    state = ws.plan.read().state()
+    assert (state["base"], state["review_rounds"]) == (head, 0)  # from where the last run ended
+
+    outcome, message, _ = again._run_stages(plan_only=False)
+
+    assert outcome is Outcome.COMPLETE and "review" not in message, message
+    assert reviewed(ws) == sorted(DEFAULT_ASPECTS)  # a new base, no change since it: no review
+    assert again.reviewed == [] and ws.plan.read().state()["review_rounds"] == 0
+
+
+def test_loop_findings_are_built_then_reviewed_once_more_for_critical_findings_only_and_never_again(
+    tmp_path: Path,
+):
+    spec = "# App\n\n- Parse input\n\n[review-finds:docs] [review-critical:tests] [review-critical:docs]\n"
+    loop, agent = reviewing(tmp_path, spec, review=("docs", "tests", "goal"))
+    ws = loop.workspace
+
+    outcome, _, exit_code = loop._run_stages(plan_only=False)
+
+    assert (outcome, exit_code) == (Outcome.COMPLETE, 0)
+    accepted = {line.record["name"]: line.record for line in ws.plan.read().of("accept")}
+    assert accepted["Fix what the docs review found"]["aspect"] == "docs"
+    assert accepted["Fix the docs review's critical finding"]["aspect"] == "docs"
+    assert accepted["Fix the tests review's critical finding"]["aspect"] == "tests"
+    assert "Fix what the tests review found" not in accepted  # its first round found nothing
+    assert ws.plan.read().state()["review_rounds"] == 2  # its findings are not reviewed again
+    assert reviewed(ws) == ["docs", "docs", "goal", "goal", "tests", "tests"]
+    first, second = prompts_of(ws, Stage.REVIEW, "docs")
+    assert "the review's last round" not in first and "the review's last round" in second
+    assert agent.counts["check"] == 1  # the review's findings are reviewed again, not checked again
+    messages = [m for m, _, _ in ws.tree.commits]
+    assert f"ralph(review): {SPEC}: round 1: 1 found" in messages
+    assert f"ralph(review): {SPEC}: round 2: 2 found" in messages
+    told = report_data.reviews(ws.plan.read(), loop.reviewed)  # the report's (--json's "reviews")
+    assert len(told) == 2 * 3 and {r.end for r in told} == {"finished"}
+    found = {(r.round, r.aspect): r.findings for r in told if r.findings}
+    assert set(found) == {(1, "docs"), (2, "docs"), (2, "tests")}
+    (docs,) = found[1, "docs"]
+    assert (docs.fate, docs.text) == (report_data.Fate.ACCEPTED, "Fix what the docs review found")

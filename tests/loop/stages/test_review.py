@@ -44,6 +44,8 @@ def _agent_state(root: Path) -> Path:
     return root.parent / "agent-state"
 
 
+# test_loop_every_default_aspect_reviews_the_change_once_and_a_clean_review_ends_complete
+@pytest.mark.slow
 def test_every_default_aspect_reviews_the_change_once_and_a_clean_review_ends_complete(repo: Path):
     project = with_app_spec(repo, "# App\n\n- Parse input\n")
     base = git(project, "rev-parse", "HEAD").strip()
@@ -84,6 +86,8 @@ def test_a_run_resumed_after_a_round_that_found_nothing_does_not_review_again(re
     assert _review_runs(project) == sorted(DEFAULT_ASPECTS)  # no second, critical-only round
 
 
+# test_loop_findings_are_built_then_reviewed_once_more_..., test_log_names_the_aspect_that_found_an_item
+@pytest.mark.slow
 def test_findings_are_built_then_reviewed_once_more_for_critical_findings_only_and_never_again(repo: Path):
     spec = "# App\n\n- Parse input\n\n[review-finds:docs] [review-critical:tests] [review-critical:docs]\n"
     project = with_app_spec(repo, spec)
@@ -147,12 +151,15 @@ def test_a_build_that_rewrites_an_aspect_file_does_not_change_what_the_reviewer_
     name = "Parse input [rewrites:.ralph/review/docs.md]"
     tasks.add(project, [{"name": name, "accept": "ok", "scope": ["work/**", ".ralph/review/docs.md"]}])
     config.set_value(project, "review", "docs,goal")
+    base = git(project, "rev-parse", "HEAD").strip()
 
     done = construct(project, "--review")
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the build's own review text" in git(project, "show", "HEAD:.ralph/review/docs.md")
+    assert _state(project)["base"] == base  # the run's start, where the change it reviews begins
     prompt = (_agent_state(project) / "review-docs-1.prompt").read_text()
+    assert f"git diff {base}...HEAD" in prompt
     assert "The repository's docs aspect: every command in the README." in prompt
     assert "the build's own review text" not in prompt
     assert _review_runs(project) == ["docs", "goal"]  # its file replaces ralph's docs aspect, once
