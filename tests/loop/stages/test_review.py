@@ -44,6 +44,7 @@ def _agent_state(root: Path) -> Path:
     return root.parent / "agent-state"
 
 
+# `make test` has it in process, in test_stages_in_process.py:
 # test_loop_every_default_aspect_reviews_the_change_once_and_a_clean_review_ends_complete
 @pytest.mark.slow
 def test_every_default_aspect_reviews_the_change_once_and_a_clean_review_ends_complete(repo: Path):
@@ -86,7 +87,9 @@ def test_a_run_resumed_after_a_round_that_found_nothing_does_not_review_again(re
     assert _review_runs(project) == sorted(DEFAULT_ASPECTS)  # no second, critical-only round
 
 
-# test_loop_findings_are_built_then_reviewed_once_more_..., test_log_names_the_aspect_that_found_an_item
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_findings_are_built_then_reviewed_once_more_for_critical_findings_only_and_never_again,
+# and cli/test_log.py: test_log_names_the_aspect_that_found_an_item
 @pytest.mark.slow
 def test_findings_are_built_then_reviewed_once_more_for_critical_findings_only_and_never_again(repo: Path):
     spec = "# App\n\n- Parse input\n\n[review-finds:docs] [review-critical:tests] [review-critical:docs]\n"
