@@ -3,9 +3,12 @@ key, both as the code has them now."""
 
 from __future__ import annotations
 
+import runpy
 import subprocess
 import sys
+import warnings
 
+import pytest
 from click.testing import CliRunner
 
 from ralph.cli import reference
@@ -71,6 +74,23 @@ def test_a_config_doc_without_the_tables_place_is_one_line_and_exit_2(tmp_path, 
     assert line.startswith("ralph.cli.reference: config.md: no place for the table")
 
 
+def test_the_module_run_as_main_checks_the_docs_exits_0_and_says_nothing(monkeypatch, capsys):
+    """`make docs` runs `python -m ralph.cli.reference`: run as __main__ (a fresh copy of the module,
+    as -m makes), it reads its command line and exits with main's answer; the docs are current,
+    so --check says nothing and exits 0."""
+    monkeypatch.setattr(sys, "argv", ["reference", "--check"])
+    monkeypatch.delitem(sys.modules, "ralph.cli.reference")  # else runpy runs it beside the one imported
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning the process would print on its stderr
+        with pytest.raises(SystemExit) as exited:
+            runpy.run_module("ralph.cli.reference", run_name="__main__")
+    assert exited.value.code == 0
+    assert capsys.readouterr() == ("", "")
+
+
+# `make test` has it in process, in test_the_module_run_as_main_checks_the_docs_exits_0_and_says_nothing
+# (Python's own -m start is the difference)
+@pytest.mark.slow
 def test_the_module_runs_as_make_docs_runs_it():
     done = subprocess.run(
         [sys.executable, "-m", "ralph.cli.reference", "--check"], capture_output=True, text=True, timeout=60

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ralph.loop.observe.journal import read_events
+from ralph.loop.tree.plan_access import PLAN_FILE
 from tests.support.construct import (
     FAKE_AGENT,
     add_tasks,
@@ -26,8 +27,9 @@ from tests.support.construct import (
     ours,
     plan_records,
 )
-from tests.support.gitrepo import git
+from tests.support.gitrepo import FAKE_GPG, git
 from tests.support.specs import as_checked
+from tests.support.work_trees import loop_work_tree
 
 
 @pytest.fixture
@@ -646,9 +648,11 @@ def test_a_bracketed_file_is_committed_literally_and_the_users_edit_stays_out(pr
     assert git(project, "status", "--porcelain") == " M pages/i.js\n"
 
 
+# `make test` has it without a run, in
+# test_the_loops_build_and_plan_commits_are_signed_when_the_repository_asks below (both ways the loop
+# commits) and store/test_user_safety.py's test_commits_are_signed_when_the_repository_asks
+@pytest.mark.slow
 def test_construct_signs_every_commit_when_the_repository_asks(project, tmp_path):
-    from tests.support.gitrepo import FAKE_GPG
-
     gpg = tmp_path / "fake-gpg"
     gpg.write_text(FAKE_GPG)
     gpg.chmod(0o755)
@@ -663,6 +667,30 @@ def test_construct_signs_every_commit_when_the_repository_asks(project, tmp_path
     assert "ralph(build): " in subjects and "ralph(verify): " in subjects
     unsigned = [c for c in commits if "gpgsig " not in git(project, "cat-file", "commit", c)]
     assert unsigned == [], subjects
+
+
+def test_the_loops_build_and_plan_commits_are_signed_when_the_repository_asks(repo, tmp_path):
+    """The loop commits a build's code through `git commit` (which reads commit.gpgSign itself) and
+    its plan alone through `git commit-tree` (which does not: ralph asks for the signature): each
+    kind is signed."""
+    gpg = tmp_path / "fake-gpg"
+    gpg.write_text(FAKE_GPG)
+    gpg.chmod(0o755)
+    git(repo, "config", "commit.gpgsign", "true")
+    git(repo, "config", "gpg.program", str(gpg))
+    tree = loop_work_tree(repo, tmp_path / "events.jsonl")
+    with tree.plan.change() as change:  # written for the build's commit to carry, as a run does
+        change.plan.add_tasks([{"id": "t-signed", "name": "Signed work"}])
+    (repo / "work.txt").write_text("built\n")
+
+    built = tree.commit("ralph(build): t-signed Signed work", {"work.txt", PLAN_FILE}, "t-signed")
+    tree.plan.set_state(stage="VERIFY")
+    verified = tree.commit("ralph(verify): accepted t-signed")
+
+    assert git(repo, "show", "--format=", "--name-only", str(built)).split() == [PLAN_FILE, "work.txt"]
+    assert git(repo, "show", "--format=", "--name-only", str(verified)).split() == [PLAN_FILE]
+    for commit in (built, verified):
+        assert "gpgsig -----BEGIN PGP SIGNATURE-----" in git(repo, "cat-file", "commit", str(commit))
 
 
 def test_construct_with_a_signer_that_fails_refuses_in_one_line_before_any_agent(project, tmp_path):

@@ -1,6 +1,7 @@
 """Config hooks through the real loop: each hook event reaches the hook's stdin as JSON with the
 schema version; a hook that fails, hangs past its timeout or cannot start is journalled and the
-run goes on. The scripted agents are tests/support/scripts/fake_agent.py's."""
+run goes on. The scripted agents are tests/support/scripts/fake_agent.py's. Where a hook's program
+is looked up, the hooks and a real supervisor are enough: no run."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ import os
 import signal
 import sys
 
+import pytest
+
+from ralph.loop.observe.journal import Journal, read_events
+from ralph.loop.process.hooks import Hooks
+from ralph.loop.process.supervisor import Supervisor
+from ralph.loop.runs.agent_process import LOG_DIR
+from ralph.store.git import Repo
 from ralph.text import SCHEMA_VERSION
+from ralph.usecases.settings import Settings
 from tests.support.construct import (
     add_tasks,
     assert_clean,
@@ -78,6 +87,11 @@ def test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes(p
     assert_clean(project)
 
 
+# `make test` has it without a run, in
+# test_a_hook_named_by_its_program_alone_is_looked_up_on_a_path_without_the_work_tree_or_relative_entries
+# (the Hooks and a real Supervisor); a hook that cannot start in a run that goes on:
+# test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes
+@pytest.mark.slow
 def test_a_hook_never_runs_a_program_from_the_work_tree_or_a_relative_path(project, tmp_path):
     """A hook named by its program alone, with ./bin and the work tree's bin on PATH: not the
     one there (an agent's to write), which never runs; the hook cannot start and the run goes on."""
@@ -96,6 +110,41 @@ def test_a_hook_never_runs_a_program_from_the_work_tree_or_a_relative_path(proje
     assert not ran.exists()
     failed = [e for e in events(project) if e["event"] == "hook_failed"]
     assert [e["hook"] for e in failed] == ["run_ended"] and "cannot start" in failed[0]["error"]
+
+
+def test_a_hook_named_by_its_program_alone_is_looked_up_on_a_path_without_the_work_tree_or_relative_entries(
+    repo, tmp_path, monkeypatch
+):
+    """ralph's PATH has the work tree's bin and a relative bin first, each with a program of the
+    hook's name (an agent's to write): the hook is looked up past both, really started by the
+    supervisor, so one found nowhere else cannot start and says so; one of the same PATH outside
+    the work tree runs."""
+    ran = tmp_path / "ran"
+    for folder in (repo / "bin", tmp_path / "tools"):
+        folder.mkdir()
+        for name in ("notify-me", "notify-outside"):
+            (folder / name).write_text(f"#!/bin/sh\necho {folder.name} >> {ran}\n")
+            (folder / name).chmod(0o755)
+    (tmp_path / "tools" / "notify-me").unlink()  # found nowhere but in the work tree
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(repo / "bin"), "bin", str(tmp_path / "tools"), os.environ["PATH"]])
+    )
+    Repo(repo)  # the work tree is fenced, as by the run's first Repo
+    journal = Journal(tmp_path / "events.jsonl")
+    settings = Settings(hooks={"run_ended": ["notify-me"], "any": ["notify-outside"]}, hook_timeout_s=60)
+    hooks = Hooks(repo, settings, Supervisor(), journal, LOG_DIR)
+    journal.listener = hooks.notify
+
+    journal.event("construct_end", outcome="COMPLETE")
+    hooks.close()
+
+    assert ran.read_text().splitlines() == ["tools"]  # the one outside ran; none of the work tree's
+    told = [e for e in read_events(journal.path) if e["event"].startswith("hook_")]
+    assert [(e["event"], e["argv"]) for e in told] == [
+        ("hook_failed", ["notify-me"]),
+        ("hook_ran", ["notify-outside"]),
+    ]
+    assert "cannot start" in told[0]["error"]
 
 
 def test_sigterm_stops_a_running_hook_with_the_run(project, tmp_path):
