@@ -198,13 +198,6 @@ COVERED: dict[str, tuple[str, ...]] = {
         "`construct --json` gives each task, issue and question of the report as an object, and a run "
         "that ends before its first iteration still reports them.",
     ),
-    "ralph/loop/stages/retries.py": (
-        "tests/loop/stages/test_agent_errors.py",
-        "tests/loop/test_odd_moves.py",
-        "tests/loop/test_construct.py",
-        "agent runs retried when they did nothing, continued after a compaction, and checked after: a "
-        "removed worktree, a deleted or replaced plan, a permission violation undone.",
-    ),
     "ralph/loop/tree/checkouts.py": (
         "tests/loop/test_stage_runs.py",
         "tests/loop/test_interrupted_changes.py",

@@ -1,5 +1,5 @@
-"""The compacted context's block, from what ralph knows of a stopped run; the compactions through
-the loop (BUILD and VERIFY) are in test_construct.py."""
+"""The compacted context's block, from what ralph knows of a stopped run; a run continued with it
+is in tests/loop/stages/test_retries.py (in process) and test_construct.py (BUILD and VERIFY)."""
 
 from __future__ import annotations
 
