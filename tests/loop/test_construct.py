@@ -557,6 +557,8 @@ def test_plan_command_runs_only_the_planning_stage(project):
     assert_clean(project)
 
 
+# in make test: stages/test_retries.py::test_a_run_stopped_to_compact_goes_on_in_a_fresh_run_told_its_context
+@pytest.mark.slow
 def test_context_pressure_warns_then_compacts_and_the_task_continues(project):
     (task_id,) = add_tasks(project, "Big [context-grow]")
     done = construct(project)
@@ -599,6 +601,8 @@ def test_a_verifier_is_compacted_and_continues_too(project):
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
 
 
+# in make test: stages/test_retries.py::test_the_context_warning_is_given_once_per_run
+@pytest.mark.slow
 def test_context_warning_is_given_once_per_run(project):
     (task_id,) = add_tasks(project, "Warm [context-warm]")
     done = construct(project)
@@ -645,7 +649,7 @@ def warn_log(journal: list[dict], task_id: str, index: int) -> str:
 # `make test` has it in process, in test_stages_in_process.py:
 # test_loop_a_build_stopped_at_the_context_limit_is_killed_set_aside_and_its_parts_accepted
 # (both cases end in a kill at the context limit through the same stop; which fills are a kill is
-# tests/loop/runs/test_pressure.py's, the compaction before it the [context-grow] test above)
+# tests/loop/runs/test_pressure.py's, the compaction before it stages/test_retries.py's)
 @pytest.mark.slow
 @pytest.mark.parametrize("marker", ["[context-explode]", "[context-stuck]"])
 def test_context_kill_or_failed_compaction_kills_the_task_for_decompose(project, marker):
@@ -683,6 +687,8 @@ def test_the_time_budget_stops_a_running_agent_at_the_deadline_not_at_its_timeou
     assert_clean(project)
 
 
+# in make test: stages/test_retries.py::test_a_rate_limit_is_waited_out_and_the_run_again_is_not_an_attempt
+@pytest.mark.slow
 def test_a_rate_limit_is_waited_out_and_is_not_an_attempt(project, tmp_path):
     add_tasks(project, "One")
     message = 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error"}} Please retry after 1s'
