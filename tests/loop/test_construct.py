@@ -557,7 +557,8 @@ def test_plan_command_runs_only_the_planning_stage(project):
     assert_clean(project)
 
 
-# in make test: stages/test_retries.py::test_a_run_stopped_to_compact_goes_on_in_a_fresh_run_told_its_context
+# `make test` has it in process, in stages/test_retries.py:
+# test_a_run_stopped_to_compact_goes_on_in_a_fresh_run_told_its_context
 @pytest.mark.slow
 def test_context_pressure_warns_then_compacts_and_the_task_continues(project):
     (task_id,) = add_tasks(project, "Big [context-grow]")
@@ -601,7 +602,8 @@ def test_a_verifier_is_compacted_and_continues_too(project):
     assert any(r["t"] == "accept" and r["id"] == task_id for r in plan_records(project))
 
 
-# in make test: stages/test_retries.py::test_the_context_warning_is_given_once_per_run
+# `make test` has it in process, in stages/test_retries.py:
+# test_the_context_warning_is_given_once_per_run
 @pytest.mark.slow
 def test_context_warning_is_given_once_per_run(project):
     (task_id,) = add_tasks(project, "Warm [context-warm]")
@@ -687,7 +689,8 @@ def test_the_time_budget_stops_a_running_agent_at_the_deadline_not_at_its_timeou
     assert_clean(project)
 
 
-# in make test: stages/test_retries.py::test_a_rate_limit_is_waited_out_and_the_run_again_is_not_an_attempt
+# `make test` has it in process, in stages/test_retries.py:
+# test_a_rate_limit_is_waited_out_and_the_run_again_is_not_an_attempt
 @pytest.mark.slow
 def test_a_rate_limit_is_waited_out_and_is_not_an_attempt(project, tmp_path):
     add_tasks(project, "One")

@@ -447,7 +447,8 @@ def test_a_run_streaming_past_max_tokens_is_stopped_mid_run_and_set_aside(projec
     assert next(r for r in plan_records(project) if r["t"] == "state")["stage"] == "MAX_TOKENS"
 
 
-# in make test: stages/test_retries.py::test_each_stage_runs_with_its_own_model_and_is_priced_by_it
+# `make test` has it in process, in stages/test_retries.py:
+# test_each_stage_runs_with_its_own_model_and_is_priced_by_it
 @pytest.mark.slow
 def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, tmp_path):
     """--model is every stage's default; --stage-model gives BUILD a cheap model and VERIFY a
