@@ -166,6 +166,13 @@ test: $(STAMP) $(REWRITTEN)
 # it: a build outside its scope and a person's ralph/ branches at a parallel run's start and end
 # (stages/test_build_parallel.py), a file whose name is not UTF-8 in the build commit
 # (test_loop_safety.py), and release and a live claim's TTL (usecases/test_claims.py).
+# Next session, each with a cheaper test named beside it: every default review aspect once and the
+# critical-only round (stages/test_review.py; in process, test_stages_in_process.py), a rate limit,
+# compaction, the context warning and each stage's model (test_construct.py, runs/test_cost.py; in
+# process over the real AgentRunner, stages/test_retries.py), and five smaller runs: signed commits
+# (test_loop_safety.py), a hook never running a work-tree program (process/test_hooks.py), invalid
+# UTF-8 arguments (store/test_user_safety.py), a command beside a dead run (store/test_beside.py) and
+# the reference module run as make docs runs it (cli/test_reference.py).
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc
