@@ -61,6 +61,9 @@ class StageDeclaration:
     claims: Claim
     dry_run: bool  # `ralph construct --dry-run` lists its runs
     positions: tuple[int, ...] = ()  # its places in one iteration (Place.ITERATION), from 0
+    # Its runs' item is a task or an issue, and the report counts what they spent under it (`by_task`);
+    # REVIEW's item is the aspect a run reviews, PLAN's and CHECK's the spec: counted by stage alone.
+    spends_for_item: bool = True
 
 
 # In the order the docs, `--stage-model` and dry run name them.
@@ -77,6 +80,7 @@ STAGES: tuple[StageDeclaration, ...] = (
         place=Place.BEFORE,
         claims=Claim.SPEC,
         dry_run=True,
+        spends_for_item=False,
     ),
     StageDeclaration(
         name="INVESTIGATE",
@@ -146,6 +150,7 @@ STAGES: tuple[StageDeclaration, ...] = (
         place=Place.AFTER,
         claims=Claim.SPEC,
         dry_run=True,
+        spends_for_item=False,
     ),
     StageDeclaration(
         name="REVIEW",
@@ -160,6 +165,7 @@ STAGES: tuple[StageDeclaration, ...] = (
         place=Place.AFTER,
         claims=Claim.SPEC,
         dry_run=True,
+        spends_for_item=False,
     ),
     StageDeclaration(
         name="DRAFT",

@@ -18,6 +18,7 @@ from typing import Any
 
 from ralph.agents.base import Usage
 from ralph.loop.process.supervisor import BudgetSpent
+from ralph.plan.stage_declarations import BY_NAME
 
 PRICE_KEYS = ("input", "output", "cache_read", "cache_creation")
 Price = dict[str, float]  # USD per million tokens, by PRICE_KEYS ("input" and "output" at least)
@@ -128,6 +129,12 @@ def known_cost(cost_usd: float, known_runs: int, unknown_runs: int) -> float | N
     if unknown_runs and not known_runs:
         return None
     return round(cost_usd, 6)
+
+
+def _spent_for(stage: str, item: str | None) -> str | None:
+    """The task or issue a run's spending counts under (None: none; a review aspect is no item)."""
+    declared = BY_NAME.get(stage)
+    return item if declared is None or declared.spends_for_item else None
 
 
 class Spending:
@@ -286,7 +293,11 @@ class Spending:
             self.known_runs += 1
             self.cost_usd += cost_usd
             self.largest_cost = max(self.largest_cost, cost_usd)
-        for table, key in ((self.by_stage, stage), (self.by_item, item), (self.unsaved, stage)):
+        for table, key in (
+            (self.by_stage, stage),
+            (self.by_item, _spent_for(stage, item)),
+            (self.unsaved, stage),
+        ):
             if key is None:
                 continue
             row = table.setdefault(key, {"runs": 0, "tokens": 0, "cost_usd": 0.0, "unknown_runs": 0})

@@ -149,10 +149,13 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, capsys)
     # 10,000 input tokens at haiku's $1 per million; VERIFY's none at opus's price is a known $0.
     capsys.readouterr()
     print_report(Report(Outcome.COMPLETE, "done", 0, **_spending(runs.workspace.agents.spending)), False)
+    printed = capsys.readouterr().out
     assert (
         "by stage: BUILD (claude-haiku-4-5) 10,000 tokens, cost $0.01;"
         " VERIFY (claude-opus-4-5) 0 tokens, cost $0.00;"
         " CHECK (claude-opus-4-5) 0 tokens, cost $0.00;"
         " REVIEW (claude-haiku-4-5) 0 tokens, cost $0.00;"
         " PLAN (claude-sonnet-4-5) 0 tokens, cost $0.00\n"
-    ) in capsys.readouterr().out
+    ) in printed
+    # "by task" names tasks: the review's aspect (its run's item) counts in REVIEW's row alone.
+    assert f"by task: {task_id} 10,000 tokens, cost $0.01\n" in printed
