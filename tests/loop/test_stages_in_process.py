@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,9 +29,10 @@ from ralph.loop.observe.console import Console
 from ralph.loop.observe.journal import Journal, read_events
 from ralph.loop.observe.remaining import remaining_lines, why_left
 from ralph.loop.process.gate import GateResult
+from ralph.loop.process.hooks import Hooks
 from ralph.loop.process.sandbox import Fence
 from ralph.loop.process.signals import Stopped
-from ralph.loop.process.supervisor import RunResult
+from ralph.loop.process.supervisor import RunResult, Supervisor
 from ralph.loop.runs import prompts
 from ralph.loop.runs.agent_process import LOG_DIR, AgentResult
 from ralph.loop.runs.aspects import DEFAULT_ASPECTS
@@ -55,7 +57,9 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, StopReason, TaskView, Verdict
 from ralph.store.git import Repo
 from ralph.store.transaction import Change
+from ralph.text import SCHEMA_VERSION
 from ralph.usecases.settings import Settings
+from tests.support.hooks import APPEND
 from tests.support.plans import SET_ASIDE_REJECTED_TOO_OFTEN, SET_ASIDE_TIMED_OUT, set_aside_for_decompose
 from tests.support.present import present
 
@@ -1836,6 +1840,45 @@ def test_loop_subtasks_of_a_decomposed_task_carry_its_answered_questions(tmp_pat
     assert not any(
         line.record and line.record.get("id") == question["id"] for line in ws.plan.read().doc.lines
     )
+
+
+def test_loop_each_hook_event_reaches_the_hook_as_versioned_json_on_its_stdin(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+):
+    """The loop's events as its hooks hear them: Hooks on the loop's journal, a real Supervisor,
+    one hook for `any` event that appends its stdin to a file. A task accepted, a question asked,
+    a task killed and the run's end each reach it as one JSON object with the schema version, the
+    time and the work tree; each hook run is journalled. (The rate limit's wait: test_retries.py;
+    the hooks of a real `ralph construct`: tests/loop/process/test_hooks.py.)"""
+    received = tmp_path_factory.mktemp("hook") / "events.jsonl"  # outside the work tree: no file to pin
+    hook = [sys.executable, "-c", APPEND, str(received)]
+    data = a_plan("One", "Colour [ask]", "Hard [gate-always-fails]")
+    loop, _ = looping(tmp_path, data, max_attempts=1, hooks={"any": hook}, hook_timeout_s=60)
+    ws = loop.workspace
+    loop.hooks = Hooks(tmp_path, ws.settings, Supervisor(), ws.journal, LOG_DIR)
+    ws.journal.listener = loop.hooks.notify  # as Loop's own journal has it
+    one, colour, hard = (
+        task_of(ws, name)["id"] for name in ("One", "Colour [ask]", "Hard [gate-always-fails]")
+    )
+
+    span = ws.journal.span("construct", spec=SPEC)  # as Loop._run ends the run: construct_end, then
+    outcome, message = loop._iterate()  # the hooks are waited for
+    span.end(outcome=loop._ended_as(outcome), message=message, ending=loop.ending)
+    loop.hooks.close()
+
+    assert outcome is Outcome.WAITING  # the question is not answered
+    got = [json.loads(line) for line in received.read_text().splitlines()]
+    assert {event["schema_version"] for event in got} == {SCHEMA_VERSION}
+    assert all(event["time"].startswith("20") and event["root"] == str(tmp_path) for event in got)
+    by_event: dict[str, list[dict]] = {}
+    for event in got:
+        by_event.setdefault(event["event"], []).append(event)
+    assert set(by_event) == {"task_accepted", "question_asked", "task_killed", "run_ended"}
+    assert {event["item"] for event in by_event["task_accepted"]} >= {one}
+    assert [event["item"] for event in by_event["question_asked"]] == [colour]
+    assert [(e["item"], e["kill_reason"]) for e in by_event["task_killed"]] == [(hard, "doom_loop")]
+    assert [e["outcome"] for e in by_event["run_ended"]] == ["WAITING"] and got[-1]["event"] == "run_ended"
+    assert len(journal(tmp_path, "hook_ran")) == len(got)
 
 
 def test_parallel_verifiers_run_at_once_and_the_loop_ends(tmp_path: Path):

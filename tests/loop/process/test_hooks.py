@@ -32,6 +32,15 @@ from tests.support.gitrepo import git
 from tests.support.hooks import APPEND, HANG, config_set, script
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_each_hook_event_reaches_the_hook_as_versioned_json_on_its_stdin (each event's JSON, each
+# hook run journalled) and stages/test_retries.py:
+# test_a_rate_limit_wait_reaches_the_limit_wait_hook_as_versioned_json; a real run's hooks reading
+# their JSON on stdin, the run waiting for run_ended's, their logs ignored by git:
+# test_stops.py's test_the_run_ended_hook_runs_when_the_time_budget_ends_the_run, this module's
+# test_a_hook_script_in_the_work_tree_runs_as_the_commit_the_run_started_on_has_it and
+# test_a_failing_hanging_or_missing_hook_is_journalled_and_the_run_completes
+@pytest.mark.slow
 def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):
     received = tmp_path / "events.jsonl"
     config_set(

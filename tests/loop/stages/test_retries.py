@@ -10,17 +10,24 @@ it failed without doing anything, in test_agent_errors.py."""
 
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ralph.loop.observe.journal import read_events
+from ralph.loop.process.hooks import Hooks
+from ralph.loop.process.supervisor import Supervisor
 from ralph.loop.runs import rate_limits
+from ralph.loop.runs.agent_process import LOG_DIR
 from ralph.loop.runs.compaction import MAX_COMPACTIONS
 from ralph.plan.records import Stage, StopReason
+from ralph.text import SCHEMA_VERSION
 from ralph.usecases.settings import Settings
 from tests.support.construct import add_tasks
+from tests.support.hooks import APPEND
 from tests.support.scripted_runs import FakeClock, Reply, Runs, failed, scripted_runs, turn
 
 SPEC = "specs/app.md"  # the command agent's context window is 200,000: warn at 70%, compact at 85%
@@ -49,6 +56,28 @@ def test_a_rate_limit_is_waited_out_and_the_run_again_is_not_an_attempt(project,
     assert (first.stage, again.stage) == ("BUILD", "BUILD") and again.env["RALPH_TASK_ID"] == task_id
     assert result.ok and project / result.log_path == again.log
     assert not events(runs, "agent_failed")
+
+
+def test_a_rate_limit_wait_reaches_the_limit_wait_hook_as_versioned_json(project, tmp_path, monkeypatch):
+    """The hooks on the runs' journal (as the loop has them), a real Supervisor: the wait for a
+    rate limit reaches a limit_wait hook as one JSON object on its stdin, with its kind and stage."""
+    (task_id,) = add_tasks(project, "One")
+    monkeypatch.setattr(rate_limits, "time", FakeClock())  # the wait, without waiting
+    received = tmp_path / "events.jsonl"  # beside the work tree, not in it
+    hook = [sys.executable, "-c", APPEND, str(received)]
+    settings = replace(Settings.resolve(SPEC, {}, {}), hooks={"limit_wait": hook}, hook_timeout_s=60)
+    limited = Reply([failed(429, "API Error: 429 rate_limit_error. Please retry after 1s")], exit_code=1)
+    runs = scripted_runs(project, settings, {"BUILD": [limited, Reply([turn(1000)])]})
+    hooks = Hooks(project, settings, Supervisor(), runs.journal, LOG_DIR)
+    runs.journal.listener = hooks.notify
+
+    assert runs.workspace.agents.run_agent(Stage.BUILD, 1, task_id, {}).ok
+    hooks.close()
+
+    (got,) = [json.loads(line) for line in received.read_text().splitlines()]
+    assert got["event"] == "limit_wait" and got["schema_version"] == SCHEMA_VERSION
+    assert (got["kind"], got["stage"], got["item"]) == ("rate_limit", "BUILD", task_id)
+    assert [e["hook"] for e in events(runs, "hook_ran")] == ["limit_wait"]
 
 
 def test_a_run_stopped_to_compact_goes_on_in_a_fresh_run_told_its_context(project):
