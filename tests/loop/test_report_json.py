@@ -30,6 +30,9 @@ def test_the_json_report_lists_tasks_issues_and_questions_as_objects(project):
     assert report["accepted"] == [f"{fine} Fine"]  # the text report's lines stay as they were
 
 
+# `make test` has it in process, in stages/test_retries.py:
+# test_runs_of_no_known_price_make_the_json_reports_cost_null_not_zero
+@pytest.mark.slow
 def test_the_json_report_says_null_for_a_cost_no_run_made_known(project):
     """The fake agent reports tokens, no cost, and runs with no model ralph knows a price of:
     the cost is unknown, which --json says as null, never as $0 spent."""

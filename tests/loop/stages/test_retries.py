@@ -188,3 +188,41 @@ def test_each_stage_runs_with_its_own_model_and_is_priced_by_it(project, capsys)
     ) in printed
     # "by task" names tasks: the review's aspect (its run's item) counts in REVIEW's row alone.
     assert f"by task: {task_id} 10,000 tokens, cost $0.01\n" in printed
+
+
+def test_runs_of_no_known_price_make_the_json_reports_cost_null_not_zero(project, capsys):
+    """The command agent reports tokens and no cost, and runs with no model ralph knows a price
+    of: each stage's cost, the task's and the run's are unknown, which --json says as null, never
+    as $0 spent, and each run counts as one of unknown cost. (One run a stage: the loop's count
+    of runs, five aspects' reviews among them, is test_stages_in_process.py's.)"""
+    from ralph.cli.run_text import print_report
+    from ralph.loop.construct import Outcome, Report, _spending
+
+    (task_id,) = add_tasks(project, "Fine")
+    stages = [
+        (Stage.BUILD, task_id),
+        (Stage.VERIFY, task_id),
+        (Stage.CHECK, None),
+        (Stage.REVIEW, "goal"),
+    ]
+    replies = {str(stage): [Reply([turn(1000)])] for stage, _ in stages}
+    runs = scripted_runs(project, Settings.resolve(SPEC, {}, {}), replies)
+
+    for stage, item in stages:
+        assert runs.workspace.agents.run_agent(stage, 1, item, {}).ok
+
+    agents = runs.workspace.agents
+    capsys.readouterr()
+    print_report(
+        Report(Outcome.COMPLETE, "done", 0, tokens=agents.tokens, **_spending(agents.spending)), True
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["cost_usd"] is None and report["unknown_cost_runs"] == len(stages)
+    assert report["tokens"] > 0
+    assert {stage: row["cost_usd"] for stage, row in report["by_stage"].items()} == {
+        "BUILD": None,
+        "VERIFY": None,
+        "CHECK": None,
+        "REVIEW": None,
+    }
+    assert report["by_task"][task_id]["cost_usd"] is None
