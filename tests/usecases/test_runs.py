@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ralph.usecases import runs
+from tests.support.locks import killed_holder
 
 
 def journal(root: Path, *events: dict, tail: bytes = b"") -> Path:
@@ -94,6 +95,29 @@ def test_a_run_with_no_end_in_the_journal_stopped_without_finishing(repo):
         "run: not running; the last stopped without finishing (killed?), "
         "last heard of at 2026-11-20 09:05:00 UTC"
     )
+
+
+def test_a_run_killed_holding_its_lock_reads_as_not_running_and_watch_has_none_to_follow(repo):
+    """A real process took the construct lock as `ralph construct` does and was SIGKILLed with it,
+    its run begun in the journal with no end: its lock file still names it, and the run reads as
+    stopped without finishing; `ralph watch --once` has no run to follow (exit 1)."""
+    from io import StringIO
+
+    from ralph.loop.observe.watch import NO_RUN, watch
+
+    journal(
+        repo,
+        event("construct_begin", "2026-11-20T09:00:00.000"),
+        event("agent_begin", "2026-11-20T09:00:01.000", stage="BUILD", item="t-a", log="a.log"),
+    )
+    pid = killed_holder(repo, "construct")
+    assert runs.lock_path(repo).read_text().startswith(f"pid {pid}, since ")
+    status = runs.run_status(repo)
+    assert not status.active and status.agents == ()
+    assert runs.describe(status).startswith("run: not running; the last stopped without finishing (killed?)")
+    said = StringIO()
+    assert watch(repo, StringIO(), once=True, err=said) == NO_RUN == 1
+    assert said.getvalue().startswith("ralph watch: no run is active; the last stopped without finishing")
 
 
 def test_a_lock_file_is_a_live_run_only_while_its_process_lives_and_holds_it(repo):

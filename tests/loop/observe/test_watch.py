@@ -105,6 +105,9 @@ def test_status_and_watch_follow_a_running_construct_to_its_end(held: Path):
     assert len(logs) >= 3 and all((held / log.replace(".log", ".transcript.md")).is_file() for log in logs)
 
 
+# `make test` has it with a real process SIGKILLed holding the construct lock, and no run, in
+# usecases/test_runs.py: test_a_run_killed_holding_its_lock_reads_as_not_running_and_watch_has_none_to_follow
+@pytest.mark.slow
 def test_a_killed_run_reads_as_not_running(held: Path):
     running = construct(held, agent=held_agent(held), wait=False)
     building(held)
