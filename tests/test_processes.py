@@ -50,10 +50,16 @@ def _dotted(node: ast.expr) -> tuple[str, str] | None:
     return None
 
 
-def starts(tree: ast.AST) -> list[tuple[int, str]]:
+def calls_and_imports(tree: ast.AST) -> list[ast.AST]:
+    """Every call and import of a module, in ast.walk's order: the two checks below read only
+    these, and walking the whole tree once instead of once each halves what they cost."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call | ast.Import | ast.ImportFrom)]
+
+
+def starts(nodes: list[ast.AST]) -> list[tuple[int, str]]:
     """(line, what) of each place in a module that starts a process or imports a module to."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             found += [
                 (node.lineno, f"import {a.name}")
@@ -76,11 +82,11 @@ def starts(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-def runs_without_timeout(tree: ast.AST) -> list[int]:
+def runs_without_timeout(nodes: list[ast.AST]) -> list[int]:
     """The lines of each `subprocess.run(...)` that passes no timeout."""
     return [
         node.lineno
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.Call)
         and _dotted(node.func) == ("subprocess", "run")
         and not any(keyword.arg == "timeout" for keyword in node.keywords)
@@ -105,10 +111,11 @@ def violations(root: Path, owners=OWNERS, allowed=ALLOWED) -> list[str]:
         if module in allowed:
             continue
         tree = ast.parse(path.read_bytes(), filename=module)
+        nodes = calls_and_imports(tree)
         if module not in owners:
             skip = type_only(tree)
-            found += [f"{module}:{line} {what}: no owner" for line, what in starts(tree) if line not in skip]
-        found += [f"{module}:{line} subprocess.run without a timeout" for line in runs_without_timeout(tree)]
+            found += [f"{module}:{line} {what}: no owner" for line, what in starts(nodes) if line not in skip]
+        found += [f"{module}:{line} subprocess.run without a timeout" for line in runs_without_timeout(nodes)]
     return found
 
 
