@@ -118,11 +118,18 @@ def test_cli_output(golden: GoldenTestFixture, request: pytest.FixtureRequest):
     if golden.get("show_plan"):  # the file the steps left, where that is what people see
         assert (root / "plan.jsonl").read_text(encoding="utf-8") == golden.out["plan_after"]
     # The commits the steps made (setup's too), oldest first: one per change, plan.jsonl alone.
+    # One git run for both: each commit is a NUL, its subject, then the files it changed.
     span = f"{start}..HEAD" if start else "HEAD"
-    log = git(root, "log", "--reverse", "--format=%s", span, check=False) if (root / ".git").exists() else ""
-    assert scenario.clean(log).splitlines() == golden.out["commits"]
-    if log and golden.get("fixture") != "bare":
-        assert set(git(root, "log", "--format=", "--name-only", span).split()) == {"plan.jsonl"}
+    log = (
+        ""
+        if not (root / ".git").exists()
+        else git(root, "log", "--reverse", "--format=%x00%s", "--name-only", span, check=False)
+    )
+    commits = [entry.split("\n", 1) for entry in log.split("\0")[1:]]
+    subjects = "".join(f"{subject}\n" for subject, *_ in commits)
+    assert scenario.clean(subjects).splitlines() == golden.out["commits"]
+    if commits and golden.get("fixture") != "bare":
+        assert {name for _, *files in commits for name in "".join(files).split()} == {"plan.jsonl"}
 
 
 # --- --help ------------------------------------------------------------------------------------
