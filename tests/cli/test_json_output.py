@@ -12,7 +12,7 @@ import pytest
 
 from ralph.text import SCHEMA_VERSION
 from tests.support.cli import Ralph, leaf_commands
-from tests.support.gitrepo import git, isolate_git
+from tests.support.gitrepo import git, isolate_git, refreshed
 from tests.support.specs import checked_spec
 
 # Commands whose output is not data: a script, git's merge driver (writes a file), an HTML page, a
@@ -105,7 +105,7 @@ def test_each_data_command_takes_json_and_every_object_it_prints_has_the_schema_
     prepared, ids = _prepared
     root = tmp_path / "repo"
     shutil.copytree(prepared, root, symlinks=True)  # each command may change it: a copy of its own
-    git(root, "update-index", "-q", "--refresh")
+    refreshed(root)
     args = [ids.get(arg, arg) for arg in INVOCATIONS[path]]
     result = Ralph(root)(*path.split(), *args, "--json", code=None)
     lines = result.stdout.splitlines()
