@@ -12,7 +12,7 @@ import pytest
 
 from ralph.text import SCHEMA_VERSION
 from tests.support.cli import Ralph, leaf_commands
-from tests.support.gitrepo import git, isolate_git, refreshed
+from tests.support.gitrepo import git, isolate_git, refreshed, slimmed
 from tests.support.specs import checked_spec
 
 # Commands whose output is not data: a script, git's merge driver (writes a file), an HTML page, a
@@ -92,6 +92,7 @@ def _prepared(
         ralph("config", "set", "max_attempts", "2")
         issue = json.loads(ralph("issue", "add", "a question", "--json").stdout)["id"]
         question = json.loads(ralph("ask", "Which port?", "--task", "t-bbbbbb", "--json").stdout)["id"]
+        slimmed(root, pack=True)  # the commits' loose objects in one pack: each test copies it
     (root / "specs" / "x.md").write_text(checked_spec("x"))
     return root, {"{issue}": issue, "{question}": question}
 
