@@ -241,6 +241,9 @@ def _shared_templates(tmp_path_factory: pytest.TempPathFactory, _initialized_rep
                 for repository in base.iterdir():  # the seed, its remote and clones
                     if (repository / ".git").is_dir() or (repository / "HEAD").is_file():
                         slimmed(repository)
+                    if (repository / ".git").is_dir():  # copies are refreshed as clean (`refreshed`)
+                        dirty = git(repository, "status", "--porcelain", "--untracked-files=no")
+                        assert not dirty, f"template {key}: {repository.name} has changes: {dirty}"
         return made[key]
 
     return template

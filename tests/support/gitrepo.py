@@ -159,12 +159,13 @@ class Shared:
 def copy_repositories(template: Path, base: Path) -> None:
     """Every repository in the folder `template` copied into `base`: the remote each names by its
     path under `template` is the one under `base`, and each work tree's index is refreshed (the
-    copies' inodes and ctimes differ from the index's)."""
+    copies' inodes and ctimes differ from the index's), by `refreshed`: each work tree in
+    `template` must be clean."""
     for entry in template.iterdir():
         shutil.copytree(entry, base / entry.name, symlinks=True)
     for config in base.glob("*/.git/config"):
         config.write_text(config.read_text().replace(f"{template}/", f"{base}/"))
-        git(config.parent.parent, "update-index", "-q", "--refresh")
+        refreshed(config.parent.parent)  # the templates are clean (conftest's _shared_templates checks)
 
 
 FAKE_GPG = """#!/bin/sh
