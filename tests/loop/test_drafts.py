@@ -9,6 +9,7 @@ import json
 import shlex
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -87,6 +88,11 @@ def _status(root) -> str:
     return done.stdout
 
 
+# `make test` has it without a run, in
+# test_a_draft_kept_by_a_runner_goes_to_the_remote_and_there_too_once_its_task_is_accepted
+# (a run's interruption keeping the draft, and its verdict deleting it, in a real run:
+# test_an_interrupted_build_is_kept_as_a_draft_offered_to_the_next_build)
+@pytest.mark.slow
 def test_a_runners_draft_is_pushed_and_deleted_on_the_remote_once_its_task_is_accepted(repo, tmp_path):
     shared, clone, task = _interrupted_runner(repo, tmp_path)
     draft = f"ralph/draft/{task}"
@@ -100,6 +106,43 @@ def test_a_runners_draft_is_pushed_and_deleted_on_the_remote_once_its_task_is_ac
     assert git(shared.origin, "branch", "--list", draft) == ""  # gone where the runners share it too
 
 
+def test_a_draft_kept_by_a_runner_goes_to_the_remote_and_there_too_once_its_task_is_accepted(
+    shared, tmp_path
+):
+    """The loop's work tree with the runners' coordinator, on real git, no run: a draft kept (as
+    a run interrupted keeps one) goes to the remote as it is made; its task accepted, it is
+    deleted there as here while it is the commit this runner pushed (a lease): a draft someone
+    pushed onto stays theirs."""
+    from ralph.loop.share.remote import RemoteCoordinator
+    from tests.support.work_trees import loop_work_tree
+
+    runner, person = shared.clone("runner"), shared.clone("a-person")
+    tree = loop_work_tree(
+        runner, tmp_path / "events.jsonl", RemoteCoordinator(runner, None, "origin", "runner")
+    )
+    drafted = {}
+    for task in ("t-one", "t-two"):
+        (runner / f"{task}.txt").write_text(f"{task} half way\n")
+        drafted[task] = tree.keep_draft(task)
+        tree.set_aside(Path("build") / "ralph-logs" / task)
+    for task, draft in drafted.items():
+        assert draft == f"ralph/draft/{task}"
+        assert git(shared.origin, "rev-parse", f"refs/heads/{draft}") == git(runner, "rev-parse", draft)
+    git(person, "fetch", "-q", "origin", "ralph/draft/t-two:ralph/draft/t-two")
+    git(person, "switch", "-q", "ralph/draft/t-two")
+    git(person, "commit", "-q", "--allow-empty", "-m", "a person's work on the draft")
+    git(person, "push", "-q", "origin", "ralph/draft/t-two")
+    theirs = git(person, "rev-parse", "HEAD")
+
+    tree.drop_drafts([{"id": "t-one"}, {"id": "t-two"}])
+
+    assert not Repo(runner).branch_exists("ralph/draft/t-one")
+    assert git(shared.origin, "branch", "--list", "ralph/draft/t-one") == ""  # gone where runners share it
+    assert git(shared.origin, "rev-parse", "refs/heads/ralph/draft/t-two") == theirs  # theirs: kept
+
+
+# `make test` has it without a run, in
+# test_a_draft_kept_by_a_runner_goes_to_the_remote_and_there_too_once_its_task_is_accepted
 @pytest.mark.slow
 def test_a_draft_someone_pushed_onto_is_kept_on_the_remote(repo, tmp_path):
     shared, clone, task = _interrupted_runner(repo, tmp_path)
