@@ -541,6 +541,11 @@ def test_a_claim_recorded_before_hosts_were_is_its_names_on_any_host(three, monk
 # --- clocks that disagree ------------------------------------------------------------------------
 
 
+# `make test` has it in store/test_claim_clock.py:
+# test_no_runner_takes_over_a_live_claim_whichever_clock_is_off[-7200]
+# (the claim of a runner two hours behind: a runner on time, one behind and one ahead each take a
+# free task instead, and no takeover is recorded)
+@pytest.mark.slow
 def test_a_claim_by_a_runner_whose_clock_is_two_hours_behind_is_not_taken_over(three, monkeypatch):
     shared, one, two = three
     monkeypatch.setenv(clock.CLOCK_SKEW_ENV, str(-2 * 3600))
@@ -552,6 +557,10 @@ def test_a_claim_by_a_runner_whose_clock_is_two_hours_behind_is_not_taken_over(t
     assert not [line for line in on_origin(shared).doc.records() if line.record["t"] == "takeover"]
 
 
+# `make test` has it in store/test_claim_clock.py:
+# test_no_runner_takes_over_a_live_claim_whichever_clock_is_off[-7200]
+# (runners two and four hours ahead of the claimer take free tasks; the claim stays the claimer's)
+@pytest.mark.slow
 def test_a_runner_whose_clock_is_two_hours_ahead_does_not_take_over_a_live_claim(three, monkeypatch):
     shared, one, two = three
     claims.claim_next(one, None, "on-time", remote_of(one))
@@ -560,6 +569,10 @@ def test_a_runner_whose_clock_is_two_hours_ahead_does_not_take_over_a_live_claim
     assert task_in(on_origin(shared), "t-aaaaaa")["claimed_by"] == "on-time"
 
 
+# `make test` has it in store/test_claim_clock.py:
+# test_a_spec_is_planned_once_whichever_runner_claims_it_first
+# (the runner two hours behind claims PLAN; one on time, then one ahead, do not, with ttl_s=600)
+@pytest.mark.slow
 def test_a_spec_claimed_for_plan_by_a_runner_two_hours_behind_is_planned_once(repo, tmp_path, monkeypatch):
     with transaction(repo) as change:
         change.plan.add_spec("specs/app.md")
