@@ -92,6 +92,10 @@ class Beaten(Remote):
         return super().push(commit, drop, keep)
 
 
+# `make test` has it in test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_takes_the_turn_first
+# (the same race: the rival's t-aaaaaa dropped, t-bbbbbb claimed in the second push, one claim
+# commit per claim on the remote)
+@pytest.mark.slow
 def test_a_lost_race_is_replayed_on_the_new_head_and_a_task_taken_meanwhile_is_dropped(three):
     shared, one, two = three
     remote = Beaten(Repo(two), rival=one, retries=0)
@@ -282,7 +286,7 @@ def one_ready_task_two_clones(repo: Path, base: Path) -> Shared:
 
 # Each round is the same race, whichever process wins it: `make test` runs it once, the slow suites
 # three times. The loser's path (fetch, replay on the new head, find nothing ready) is also taken on
-# purpose, every time, by test_a_lost_race_is_replayed_on_the_new_head_and_a_task_taken_meanwhile_is_dropped.
+# purpose, every time, by test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_takes_the_turn_first.
 @pytest.mark.parametrize("round_", [pytest.param(n, marks=[pytest.mark.slow] * (n > 0)) for n in range(3)])
 def test_two_processes_racing_for_the_last_ready_task_exactly_one_claims_it(shared_copy, round_):
     shared = shared_copy("claims-race", one_ready_task_two_clones)
@@ -364,10 +368,13 @@ def test_a_runner_that_lost_waits_while_another_has_the_turn(three):
 
 
 def test_rounds_that_end_without_a_push_give_the_turn_back(three):
+    """A remote that turns every push away while its head stays put: after MAX_STILL_LOSSES such
+    losses the run ends with the reason, and the turn taken after the first goes back."""
     shared, one, two = three
     remote = RefusingAsBehind(Repo(two), retries=0, sleep=lambda seconds: None)
     with pytest.raises(RemoteError, match="did not move"):
         claims.claim_next(two, None, "runner-2", remote)
+    assert remote.pushes == sync.MAX_STILL_LOSSES + 1
     assert remote.turn is None and turn_on(shared) == ""
 
 
@@ -391,6 +398,9 @@ class RefusingAsBehind(Remote):
         return False
 
 
+# `make test` has it in test_rounds_that_end_without_a_push_give_the_turn_back
+# (the same remote: "did not move" after MAX_STILL_LOSSES + 1 pushes, and the turn given back)
+@pytest.mark.slow
 def test_pushes_turned_away_while_the_remote_head_stays_put_end_the_run_with_the_reason(three):
     shared, one, two = three
     remote = RefusingAsBehind(Repo(two), retries=0, sleep=lambda seconds: None)
@@ -416,11 +426,23 @@ class Watched(Beaten):
 
 
 def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_takes_the_turn_first(three):
+    """A lost race is replayed on the new head: the task the rival took meanwhile is dropped and
+    the next one claimed, all in the object store until the push that wins."""
     shared, one, two = three
     start = (git(two, "rev-parse", "HEAD"), (two / "plan.jsonl").read_bytes())
     pauses: list[float] = []
     remote = Watched(Repo(two), rival=one, retries=0, sleep=pauses.append)
-    claims.claim_next(two, None, "runner-2", remote)
+    won = present(claims.claim_next(two, None, "runner-2", remote))
+    assert won["id"] == "t-bbbbbb"  # t-aaaaaa went to the rival while runner-2's push was on its way
+    origin = on_origin(shared)
+    assert task_in(origin, "t-aaaaaa")["claimed_by"] == "rival"
+    assert task_in(origin, "t-bbbbbb")["claimed_by"] == "runner-2"
+    # the lost claim commit was never pushed: one claim commit per claim on the remote
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    assert [s for s in subjects if s.startswith("ralph: claim")] == [
+        "ralph: claim t-bbbbbb B (runner-2)",
+        "ralph: claim t-aaaaaa A (rival)",
+    ]
     # the lost round's merge and claim were made in the object store only: both pushes left from
     # the work tree as it was, and the lost one left nothing to undo
     assert remote.seen == [start, start]
