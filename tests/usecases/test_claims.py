@@ -115,8 +115,10 @@ def test_a_lost_race_is_replayed_on_the_new_head_and_a_task_taken_meanwhile_is_d
 
 def test_no_free_task_gives_none_and_commits_nothing(three):
     shared, one, two = three
-    for runner in ("r1", "r2", "r3"):
-        claims.claim_next(one, None, runner, remote_of(one))
+    with transaction(one) as change:  # three runners' live claims, in one push, not three rounds
+        for task, runner in (("t-aaaaaa", "r1"), ("t-bbbbbb", "r2"), ("t-cccccc", "r3")):
+            change.plan.claim(task, runner, clock.now())
+    git(one, "push", "-q", "origin", "main")
     before = git(shared.origin, "rev-parse", "main")
     assert claims.claim_next(two, None, "r4", remote_of(two)) is None
     assert git(shared.origin, "rev-parse", "main") == before
