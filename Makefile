@@ -121,7 +121,7 @@ test: $(STAMP) $(REWRITTEN)
 # during a worktree build, beside a dead run and during a killed plan (loop/test_person_edits.py);
 # parallel builds but the ready tasks built at once, the out-of-scope build, a person's branches at
 # the start and a stop beside a person's edit (loop/stages/test_build_parallel.py); drafts but the
-# interrupted build's, the killed build's and one runner's pushed draft (loop/test_drafts.py); the
+# interrupted build's and the killed build's (loop/test_drafts.py); the
 # kills and full disks of test_interrupted_changes.py but the commit's first step;
 # the odd agent moves but a moved branch and a worktree removed at the last attempt
 # (loop/test_odd_moves.py); both demos; test_failure_reasons.py; loop/test_plan_only_code.py's sandbox
@@ -173,6 +173,12 @@ test: $(STAMP) $(REWRITTEN)
 # (test_loop_safety.py), a hook never running a work-tree program (process/test_hooks.py), invalid
 # UTF-8 arguments (store/test_user_safety.py), a command beside a dead run (store/test_beside.py) and
 # the reference module run as make docs runs it (cli/test_reference.py).
+# Later the same session, each named beside it with what keeps it: every hook event's JSON
+# (process/test_hooks.py), the JSON report's null cost (test_report_json.py), a killed run read as not
+# running (observe/test_watch.py), one runner's draft on the remote (test_drafts.py), five clock, race
+# and refusal tests of usecases/test_claims.py and store/test_claim_clock.py, and the uncommitted
+# case of ralph check's first problem (plan/test_malformed.py). test_replay.py's two-runner
+# sequences run their bench wedge alone here, the generated ones in the _long_run.
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc
