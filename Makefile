@@ -80,6 +80,10 @@ lint: $(STAMP)
 #   its teardown: 6.2 against 4.9 CPU-s for test_loop_safety.py); the other levers measured were
 #   each under 2%. Under a minute needs about 115 CPU-s, and what is left is spread over the tests
 #   that start processes.
+#   The session after, same VM: 22 more tests whose behaviour a cheaper test keeps moved to
+#   make e2e (named there), with REVIEW in the stage fakes and AgentRuns over scripted runs in their
+#   place: 2034 tests. Paired with the session's start in the same minutes, three pairs: 58-61 s
+#   (111-115 CPU-s) against 65-73 s (121-138 CPU-s), 8-17% less CPU.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
