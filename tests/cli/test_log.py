@@ -350,6 +350,46 @@ def test_report_and_log_say_unknown_for_a_cost_nobody_reported(ralph: Ralph, tmp
     assert "attempt 2: passed the gate, 700 tokens, $0.2500" in story
 
 
+def test_log_and_report_put_a_scoped_tasks_scope_beside_the_files_its_build_changed(ralph: Ralph):
+    """A scoped task and one without a scope, each built (one commit each, as the loop makes them)
+    and accepted: `ralph log --task` (text and --json) and the HTML report put the scope beside the
+    files its build changed; the task without a scope has none. (The run's final report:
+    test_stages_in_process.py's
+    test_loop_the_report_puts_a_scoped_tasks_scope_beside_the_files_its_build_changed.)"""
+    ralph("task", "add", '{"id": "t-scoped", "name": "Scoped", "scope": ["work/**", "docs/"]}')
+    ralph("task", "add", '{"id": "t-free", "name": "Free"}')
+    for task_id in ("t-scoped", "t-free"):
+        with transaction(ralph.root) as change:
+            change.plan.record_build(task_id, [f"work/{task_id}.txt"], 100, None)
+            change.message = f"ralph(build): {task_id}"
+        with transaction(ralph.root) as change:
+            change.plan.done(task_id)
+            change.plan.accept(task_id)
+            change.message = f"ralph(verify): {task_id} accepted"
+
+    assert ralph("log", "--task", "t-scoped").stdout.splitlines()[-4:] == [
+        "  scope: work/**, docs/",
+        "    planned and touched: work/t-scoped.txt",
+        "    planned and untouched: docs/",
+        "    touched and unplanned: -",
+    ]
+    story = json.loads(ralph("log", "--task", "t-scoped", "--json").stdout.splitlines()[-1])
+    assert story["coverage"] == {
+        "scope": ["work/**", "docs/"],
+        "touched": ["work/t-scoped.txt"],
+        "untouched": ["docs/"],
+        "unplanned": [],
+    }
+    assert "coverage" not in json.loads(ralph("log", "--task", "t-free", "--json").stdout.splitlines()[-1])
+    section = ralph("report").stdout.split("<h2>Scope and files</h2>", 1)[1]
+    assert (
+        '<td data-label="task">t-scoped</td><td data-label="scope">work/**, docs/</td>'
+        '<td data-label="planned and touched">work/t-scoped.txt</td>'
+        '<td data-label="planned and untouched">docs/</td><td data-label="touched and unplanned">-</td>'
+    ) in section
+    assert '<th data-label="task">in all (1 tasks)</th>' in section and "t-free" not in section
+
+
 def test_report_shows_what_each_review_aspect_found_and_what_became_of_it(ralph: Ralph, tmp_path: Path):
     """The review's findings, added as REVIEW adds them (marked with their aspect), then one built and
     accepted, one issue resolved, one task left: the page says each aspect's findings and where each

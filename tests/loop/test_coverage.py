@@ -7,11 +7,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ralph.usecases import tasks
 from tests.support.cli import ralph_in_process
 from tests.support.construct import construct
 
 
+# `make test` has it in process, in test_stages_in_process.py:
+# test_loop_the_report_puts_a_scoped_tasks_scope_beside_the_files_its_build_changed (the loop's
+# builds, the final report's lines) and cli/test_log.py:
+# test_log_and_report_put_a_scoped_tasks_scope_beside_the_files_its_build_changed (`ralph log
+# --task`, text and --json, and the HTML report from the committed plan)
+@pytest.mark.slow
 def test_each_report_puts_a_scoped_tasks_scope_beside_the_files_its_build_changed(project: Path):
     scoped, free = (
         task["id"]

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from ralph.agents.base import RunTracker
-from ralph.loop.construct import Ending, Loop, Outcome
+from ralph.loop.construct import Ending, Loop, Outcome, Report
 from ralph.loop.observe import report_data
 from ralph.loop.observe.console import Console
 from ralph.loop.observe.journal import Journal, read_events
@@ -2000,6 +2000,41 @@ def test_loop_a_task_verify_sent_back_is_left_in_the_report_with_the_verifiers_w
 
     (left,) = remaining_lines(ws.plan.read(), SPEC)  # the final report's line for it
     assert left == f"{task_id} pending: Picky [reject-always] (VERIFY rejected it: reason 1: still wrong)"
+
+
+def test_loop_the_report_puts_a_scoped_tasks_scope_beside_the_files_its_build_changed(tmp_path: Path):
+    """Each build writes work/<its id>.txt: the final report's "scope and files" section puts the
+    scoped task's scope beside that file (a pattern no file matched: untouched), and says nothing
+    of the task without a scope. (`ralph log --task` and `ralph report` from the committed plan:
+    tests/cli/test_log.py.)"""
+    from ralph.cli.run_text import report_lines
+
+    plan = Plan(load(b""))
+    plan.add_spec(SPEC)
+    scoped, free = (
+        task["id"]
+        for task in plan.add_tasks(
+            [
+                {"name": "Scoped", "accept": "ok", "spec": SPEC, "scope": ["work/**", "docs/"]},
+                {"name": "Free", "accept": "ok", "spec": SPEC},  # no scope: nothing to compare
+            ]
+        )
+    )
+    loop, _ = looping(tmp_path, plan.doc.to_bytes())
+
+    assert loop._iterate()[0] is Outcome.COMPLETE
+    (tmp_path / PLAN_FILE).write_bytes(loop.workspace.plan.data)  # the work tree's plan, as the run left it
+    lines = report_lines(Report(Outcome.COMPLETE, "done", 0, **loop._items()))  # the report's items
+
+    at = lines.index(
+        "scope and files (tasks with a scope 1: files planned and touched 1,"
+        " patterns untouched 1 of 2, files unplanned 0):"
+    )
+    assert lines[at + 1] == (
+        f"  {scoped} scope work/**, docs/: planned and touched work/{scoped}.txt;"
+        " planned and untouched docs/; touched and unplanned -"
+    )
+    assert free not in "\n".join(lines[at + 2 :])
 
 
 def test_loop_a_task_rejected_too_often_goes_to_decompose_with_its_log_reasons_and_patch(tmp_path: Path):
