@@ -181,7 +181,8 @@ test: $(STAMP) $(REWRITTEN)
 # (process/test_hooks.py), the JSON report's null cost (test_report_json.py), a killed run read as not
 # running (observe/test_watch.py), one runner's draft on the remote (test_drafts.py), five clock, race
 # and refusal tests of usecases/test_claims.py and store/test_claim_clock.py, and the uncommitted
-# case of ralph check's first problem (plan/test_malformed.py). test_replay.py's two-runner
+# case of ralph check's first problem (plan/test_malformed.py), a scoped task's coverage in the
+# reports (test_coverage.py; in process and from a committed plan). test_replay.py's two-runner
 # sequences run their bench wedge alone here, the generated ones in the _long_run.
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
