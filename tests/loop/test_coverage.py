@@ -12,6 +12,7 @@ import pytest
 from ralph.usecases import tasks
 from tests.support.cli import ralph_in_process
 from tests.support.construct import construct
+from tests.support.reports import scope_section_at
 
 
 # `make test` has it in process, in test_stages_in_process.py:
@@ -36,14 +37,7 @@ def test_each_report_puts_a_scoped_tasks_scope_beside_the_files_its_build_change
 
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    at = lines.index(
-        "scope and files (tasks with a scope 1: files planned and touched 1,"
-        " patterns untouched 1 of 2, files unplanned 0):"
-    )
-    assert lines[at + 1] == (
-        f"  {scoped} scope work/**, docs/: planned and touched work/{scoped}.txt;"
-        " planned and untouched docs/; touched and unplanned -"
-    )
+    at = scope_section_at(lines, scoped)
     assert free not in lines[at + 2]
 
     told = ralph_in_process(project, "log", "--task", scoped)

@@ -57,11 +57,11 @@ from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, StopReason, TaskView, Verdict
 from ralph.store.git import Repo
 from ralph.store.transaction import Change
-from ralph.text import SCHEMA_VERSION
 from ralph.usecases.settings import Settings
-from tests.support.hooks import APPEND
+from tests.support.hooks import APPEND, received_events
 from tests.support.plans import SET_ASIDE_REJECTED_TOO_OFTEN, SET_ASIDE_TIMED_OUT, set_aside_for_decompose
 from tests.support.present import present
+from tests.support.reports import scope_section_at
 
 SPEC = "specs/app.md"
 HEAD = "0" * 40
@@ -1867,12 +1867,7 @@ def test_loop_each_hook_event_reaches_the_hook_as_versioned_json_on_its_stdin(
     loop.hooks.close()
 
     assert outcome is Outcome.WAITING  # the question is not answered
-    got = [json.loads(line) for line in received.read_text().splitlines()]
-    assert {event["schema_version"] for event in got} == {SCHEMA_VERSION}
-    assert all(event["time"].startswith("20") and event["root"] == str(tmp_path) for event in got)
-    by_event: dict[str, list[dict]] = {}
-    for event in got:
-        by_event.setdefault(event["event"], []).append(event)
+    got, by_event = received_events(received, tmp_path)
     assert set(by_event) == {"task_accepted", "question_asked", "task_killed", "run_ended"}
     assert {event["item"] for event in by_event["task_accepted"]} >= {one}
     assert [event["item"] for event in by_event["question_asked"]] == [colour]
@@ -2026,14 +2021,7 @@ def test_loop_the_report_puts_a_scoped_tasks_scope_beside_the_files_its_build_ch
     (tmp_path / PLAN_FILE).write_bytes(loop.workspace.plan.data)  # the work tree's plan, as the run left it
     lines = report_lines(Report(Outcome.COMPLETE, "done", 0, **loop._items()))  # the report's items
 
-    at = lines.index(
-        "scope and files (tasks with a scope 1: files planned and touched 1,"
-        " patterns untouched 1 of 2, files unplanned 0):"
-    )
-    assert lines[at + 1] == (
-        f"  {scoped} scope work/**, docs/: planned and touched work/{scoped}.txt;"
-        " planned and untouched docs/; touched and unplanned -"
-    )
+    at = scope_section_at(lines, scoped)
     assert free not in "\n".join(lines[at + 2 :])
 
 

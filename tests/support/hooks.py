@@ -1,4 +1,5 @@
-"""Hooks for tests: scripts a config hook runs, and setting config keys through the real CLI."""
+"""Hooks for tests: scripts a config hook runs, what an APPEND hook received, and setting config
+keys through the real CLI."""
 
 from __future__ import annotations
 
@@ -28,3 +29,17 @@ def script(tmp_path: Path, name: str, text: str) -> str:
     path = tmp_path / name
     path.write_text(text)
     return str(path)
+
+
+def received_events(received: Path, root: Path) -> tuple[list[dict], dict[str, list[dict]]]:
+    """What an APPEND hook was given, in order and by event name; each event checked to carry the
+    schema version, a time and the repository's root, as every hook's JSON does."""
+    from ralph.text import SCHEMA_VERSION
+
+    got = [json.loads(line) for line in received.read_text().splitlines()]
+    assert {event["schema_version"] for event in got} == {SCHEMA_VERSION}
+    assert all(event["time"].startswith("20") and event["root"] == str(root) for event in got)
+    by_event: dict[str, list[dict]] = {}
+    for event in got:
+        by_event.setdefault(event["event"], []).append(event)
+    return got, by_event

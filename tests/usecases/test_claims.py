@@ -102,15 +102,7 @@ def test_a_lost_race_is_replayed_on_the_new_head_and_a_task_taken_meanwhile_is_d
     won = present(claims.claim_next(two, None, "runner-2", remote))
     assert remote.pushes == 2
     assert won["id"] == "t-bbbbbb"  # t-aaaaaa went to the rival while runner-2's push was on its way
-    origin = on_origin(shared)
-    assert task_in(origin, "t-aaaaaa")["claimed_by"] == "rival"
-    assert task_in(origin, "t-bbbbbb")["claimed_by"] == "runner-2"
-    # the lost claim commit was undone, never pushed: one claim commit per claim on the remote
-    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
-    assert [s for s in subjects if s.startswith("ralph: claim")] == [
-        "ralph: claim t-bbbbbb B (runner-2)",
-        "ralph: claim t-aaaaaa A (rival)",
-    ]
+    _the_rival_holds_a_and_runner_2_b(shared)
 
 
 def test_no_free_task_gives_none_and_commits_nothing(three):
@@ -436,15 +428,7 @@ def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_takes_the_turn_f
     remote = Watched(Repo(two), rival=one, retries=0, sleep=pauses.append)
     won = present(claims.claim_next(two, None, "runner-2", remote))
     assert won["id"] == "t-bbbbbb"  # t-aaaaaa went to the rival while runner-2's push was on its way
-    origin = on_origin(shared)
-    assert task_in(origin, "t-aaaaaa")["claimed_by"] == "rival"
-    assert task_in(origin, "t-bbbbbb")["claimed_by"] == "runner-2"
-    # the lost claim commit was never pushed: one claim commit per claim on the remote
-    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
-    assert [s for s in subjects if s.startswith("ralph: claim")] == [
-        "ralph: claim t-bbbbbb B (runner-2)",
-        "ralph: claim t-aaaaaa A (rival)",
-    ]
+    _the_rival_holds_a_and_runner_2_b(shared)
     # the lost round's merge and claim were made in the object store only: both pushes left from
     # the work tree as it was, and the lost one left nothing to undo
     assert remote.seen == [start, start]
@@ -670,3 +654,16 @@ def test_a_runs_last_push_of_its_stage_alone_is_tried_once_and_anything_more_unt
     claims.release_all(two, "runner-2", remote)
     assert remote.pushes == 2
     assert task_in(on_origin(shared), "t-aaaaaa")["s"] == "d"
+
+
+def _the_rival_holds_a_and_runner_2_b(shared: Shared) -> None:
+    """The remote after runner-2 lost a race for t-aaaaaa to the rival and claimed t-bbbbbb: the
+    lost claim commit was never pushed, so there is one claim commit per claim."""
+    origin = on_origin(shared)
+    assert task_in(origin, "t-aaaaaa")["claimed_by"] == "rival"
+    assert task_in(origin, "t-bbbbbb")["claimed_by"] == "runner-2"
+    subjects = git(shared.origin, "log", "--format=%s", "main").splitlines()
+    assert [s for s in subjects if s.startswith("ralph: claim")] == [
+        "ralph: claim t-bbbbbb B (runner-2)",
+        "ralph: claim t-aaaaaa A (rival)",
+    ]

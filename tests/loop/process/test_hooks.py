@@ -17,7 +17,6 @@ from ralph.loop.process.hooks import Hooks
 from ralph.loop.process.supervisor import Supervisor
 from ralph.loop.runs.agent_process import LOG_DIR
 from ralph.store.git import Repo
-from ralph.text import SCHEMA_VERSION
 from ralph.usecases.settings import Settings
 from tests.support.construct import (
     add_tasks,
@@ -29,7 +28,7 @@ from tests.support.construct import (
     wait_for,
 )
 from tests.support.gitrepo import git
-from tests.support.hooks import APPEND, HANG, config_set, script
+from tests.support.hooks import APPEND, HANG, config_set, received_events, script
 
 
 # `make test` has it in process, in test_stages_in_process.py:
@@ -50,12 +49,7 @@ def test_each_hook_event_reaches_the_hook_as_json_on_stdin(project, tmp_path):
     limited = limited_once(tmp_path, 429, "API Error: 429 rate_limit_error. Please retry after 1s")
     done = construct(project, "--max-attempts", "1", agent=limited)  # one failed gate kills Hard
     assert done.returncode == 9, done.stdout + done.stderr  # WAITING: the question is not answered
-    got = [json.loads(line) for line in received.read_text().splitlines()]
-    assert {event["schema_version"] for event in got} == {SCHEMA_VERSION}
-    assert all(event["time"].startswith("20") and event["root"] == str(project) for event in got)
-    by_event: dict[str, list[dict]] = {}
-    for event in got:
-        by_event.setdefault(event["event"], []).append(event)
+    got, by_event = received_events(received, project)
     assert set(by_event) == {"limit_wait", "task_accepted", "question_asked", "task_killed", "run_ended"}
     assert by_event["limit_wait"][0]["kind"] == "rate_limit" and by_event["limit_wait"][0]["stage"] == "BUILD"
     assert {event["item"] for event in by_event["task_accepted"]} >= {one}

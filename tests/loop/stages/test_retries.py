@@ -28,6 +28,7 @@ from ralph.text import SCHEMA_VERSION
 from ralph.usecases.settings import Settings
 from tests.support.construct import add_tasks
 from tests.support.hooks import APPEND
+from tests.support.reports import assert_costs_unknown
 from tests.support.scripted_runs import FakeClock, Reply, Runs, failed, scripted_runs, turn
 
 SPEC = "specs/app.md"  # the command agent's context window is 200,000: warn at 70%, compact at 85%
@@ -216,13 +217,4 @@ def test_runs_of_no_known_price_make_the_json_reports_cost_null_not_zero(project
     print_report(
         Report(Outcome.COMPLETE, "done", 0, tokens=agents.tokens, **_spending(agents.spending)), True
     )
-    report = json.loads(capsys.readouterr().out)
-    assert report["cost_usd"] is None and report["unknown_cost_runs"] == len(stages)
-    assert report["tokens"] > 0
-    assert {stage: row["cost_usd"] for stage, row in report["by_stage"].items()} == {
-        "BUILD": None,
-        "VERIFY": None,
-        "CHECK": None,
-        "REVIEW": None,
-    }
-    assert report["by_task"][task_id]["cost_usd"] is None
+    assert_costs_unknown(json.loads(capsys.readouterr().out), len(stages), task_id)
