@@ -23,6 +23,7 @@ from ralph.loop.observe.console import Console
 from ralph.loop.observe.view import GateView, RunUsage, RunView, View
 from tests.support.construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
 from tests.support.terminal import Terminal, let_go
+from tests.support.watching import HeldRun, Tty, watched
 
 LOG = "build/ralph-logs/ralph-20261125-185012-build-t-abc123.log"
 SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -246,15 +247,50 @@ def _shows_the_run(screen: list[str], item: str, log: str) -> bool:
     )
 
 
-# NO_COLOR on a terminal (redrawn, no colour): the Mode each env gives is
-# test_the_terminal_decides_how_it_is_drawn, and the console's colours under it test_console.py's;
-# this case, and test_the_console_draws_a_live_region_on_a_real_terminal[True] (test_watch.py), run
-# with the slow suites.
+def test_term_dumb_on_a_terminal_gets_plain_lines_from_the_console_and_watch_even_with_force_color(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The console as the loop makes it, and `ralph watch` to the run's end, on a terminal under
+    TERM=dumb with FORCE_COLOR: plain lines, not one escape sequence (no cursor hidden, no colour)."""
+    monkeypatch.setenv("TERM", "dumb")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    screen = Tty()
+    console = Console(screen)  # drawn as the stream and the environment say
+    console.status(1, "BUILD")
+    console.progress(accepted=0, total=1, max_iterations=10, max_minutes=None, max_cost_usd=None)
+    console.start_run("r1", "BUILD", "t-abc123", "Parse input", "build/ralph-logs/b.log")
+    console.gate("t-abc123", False, "FAILED: a.txt\n", "build/ralph-logs/g.log")
+    console.end_run("r1", "exit 0")
+    console.close()
+    shown = screen.getvalue()
+    assert "\x1b" not in shown and "\r" not in shown
+    said = [line.split("] ", 1) for line in shown.splitlines()]
+    assert all(re.fullmatch(r"\[ralph \d+:\d\d", stamp) for stamp, _ in said)  # a plain line per event
+    assert [text for _, text in said][1:4] == [
+        "BUILD t-abc123 (Parse input): agent started, log build/ralph-logs/b.log",
+        "gate for t-abc123: FAILED, log build/ralph-logs/g.log",
+        "  | FAILED: a.txt",
+    ]
+    with HeldRun(repo, "t-abc123", "Parse input", "FAILED: a.txt", "make work", "working") as run:
+        screen = Tty()
+        assert watched(run, screen, monkeypatch) == 0
+    watched_text = screen.getvalue()
+    assert "\x1b" not in watched_text
+    assert re.match(r"ralph \d+:\d\d · iteration 1 of 10 · ", watched_text)  # a snapshot's header
+    assert watched_text.splitlines()[-1].startswith("ralph watch: the run ended COMPLETE at ")
+
+
+# `make test` has it in process, in
+# test_term_dumb_on_a_terminal_gets_plain_lines_from_the_console_and_watch_even_with_force_color
+# (NO_COLOR's Mode on a terminal, redrawn without colour: test_the_terminal_decides_how_it_is_drawn,
+# and the console's colours under it: test_console.py's)
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env", "dumb"),
     [
         pytest.param({"TERM": "dumb", "FORCE_COLOR": "1"}, True, id="TERM=dumb"),
-        pytest.param({"TERM": "xterm", "NO_COLOR": "1"}, False, id="NO_COLOR", marks=pytest.mark.slow),
+        pytest.param({"TERM": "xterm", "NO_COLOR": "1"}, False, id="NO_COLOR"),
     ],
 )
 def test_term_dumb_gets_no_escape_sequence_and_no_color_no_colour(held: Path, env: dict, dumb: bool):
