@@ -18,7 +18,7 @@ from ralph.loop.process.sandbox import unavailable_reason
 from ralph.store.transaction import transaction
 from ralph.usecases import config, tasks
 from tests.support.construct import construct, events, with_app_spec
-from tests.support.gitrepo import git, with_submodule
+from tests.support.gitrepo import git, isolate_git, refreshed, slimmed, with_submodule
 from tests.support.present import present
 
 HOSTILE = Path(__file__).parents[1] / "hostile_agent.py"  # tests/loop/, beside the other agents
@@ -54,15 +54,30 @@ needs_bwrap = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(scope="session")
+def _project_template(tmp_path_factory: pytest.TempPathFactory, _initialized_repo: Path) -> Path:
+    """The repository `project` copies, made once per test process: its five git runs were most of
+    what the file's forty-odd tests that run no agent cost each."""
+    root = tmp_path_factory.mktemp("sandbox-project") / "repo"
+    shutil.copytree(_initialized_repo, root, symlinks=True)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_git(monkeypatch, tmp_path_factory.mktemp("gitconfig"))
+        git(root, "update-index", "-q", "--refresh")
+        (root / ".gitignore").write_text(".env\n*.secret\nbuild/\n")
+        git(root, "add", ".gitignore")
+        git(root, "commit", "-qm", "ignore secrets")
+        with_app_spec(root, "# App\n\nTwo parts built side by side.\n")
+        git(root, "config", "--local", "ralph.test", "1")  # a config the attacks must not change
+    return slimmed(root)
+
+
 @pytest.fixture
-def project(repo: Path) -> Path:
-    (repo / ".gitignore").write_text(".env\n*.secret\nbuild/\n")
-    git(repo, "add", ".gitignore")
-    git(repo, "commit", "-qm", "ignore secrets")
-    root = with_app_spec(repo, "# App\n\nTwo parts built side by side.\n")
+def project(tmp_path: Path, _project_template: Path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(_project_template, root, symlinks=True)
+    refreshed(root)  # the copy's inodes and ctimes differ from the index's
     (root / ".env").write_text(SECRETS["env"] + "\n")
     (root / "creds.secret").write_text(SECRETS["pattern"] + "\n")
-    git(root, "config", "--local", "ralph.test", "1")  # a config the attacks must not change
     return root
 
 
