@@ -498,8 +498,10 @@ def run_hostile_git(project: Path, home: Path, outside: Path, tmp_path: Path, mo
     (project / "scripts" / "hook.py").write_text(HOOK_SCRIPT)
     git(project, "add", "scripts")
     git(project, "commit", "-qm", "a hook script")
-    hook = [sys.executable, "scripts/hook.py"]
-    config.set_value(project, "hooks", json.dumps({"task_accepted": hook, "run_ended": hook}))
+    # One event's hook: every event's runs alike, fenced as the gate (ralph.loop.process.hooks), as
+    # the script the run started with (each event: tests/loop/process/test_hooks.py::
+    # test_a_hook_script_in_the_work_tree_runs_as_the_commit_the_run_started_on_has_it).
+    config.set_value(project, "hooks", json.dumps({"run_ended": [sys.executable, "scripts/hook.py"]}))
     tasks.add(project, [{"name": "Part one"}, {"name": "Part two"}])
     outside.mkdir()
     # The project's virtualenv activated in the person's shell, and a relative entry.
