@@ -185,6 +185,9 @@ test: $(STAMP) $(REWRITTEN)
 # case of ralph check's first problem (plan/test_malformed.py), a scoped task's coverage in the
 # reports (test_coverage.py; in process and from a committed plan). test_replay.py's two-runner
 # sequences run their bench wedge alone here, the generated ones in the _long_run.
+# The session after, each named beside it with what keeps it: the six terminal channels of a real
+# run on a pseudo-terminal (test_terminal_escapes.py) and TERM=dumb's run (observe/test_live.py),
+# kept in process by the console on a terminal-like stream and watch beside a run the test holds.
 e2e: $(STAMP) $(REWRITTEN)
 	$(PYTEST) -q -m slow -p no:cacheprovider -n $(E2E_WORKERS) --dist loadgroup --hypothesis-profile=e2e; \
 	rc=$$?; [ $$rc -eq 5 ] && echo "no slow tests" || exit $$rc
