@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import ralph_in_process
 from tests.support.construct import FAKE_AGENT, construct, events, wait_for, with_app_spec
 from tests.support.terminal import Terminal, let_go, ralph_out, terminal
 
@@ -70,12 +71,12 @@ def test_status_and_watch_follow_a_running_construct_to_its_end(held: Path):
     transcript = building(held)
     task_id = transcript.name.split("-build-")[1].removesuffix(".transcript.md")
 
-    status = ralph_out(held, "status")
+    status = ralph_in_process(held, "status")
     first = status.stdout.splitlines()[0]
     assert first.startswith(f"run: active (pid {running.pid} since ") and " UTC), iteration 1: " in first
     assert first.endswith(f"BUILD {task_id} Parse input"), first
 
-    once = ralph_out(held, "watch", "--once")
+    once = ralph_in_process(held, "watch", "--once")
     assert once.returncode == 0, once.stderr
     lines = once.stdout.splitlines()
     assert lines[0].startswith("ralph ") and "iteration 1 of 10 · 0 of 1 accepted · ETA unknown" in lines[0]
@@ -96,8 +97,8 @@ def test_status_and_watch_follow_a_running_construct_to_its_end(held: Path):
     )
     drawn = on_terminal.finish()
     assert f"{task_id} Parse input" in drawn and "ralph watch: the run ended COMPLETE at " in drawn
-    assert ralph_out(held, "status").stdout.startswith("run: not running; the last ended COMPLETE at ")
-    gone = ralph_out(held, "watch")
+    assert ralph_in_process(held, "status").stdout.startswith("run: not running; the last ended COMPLETE at ")
+    gone = ralph_in_process(held, "watch")
     assert gone.returncode == 1 and gone.stdout == ""
     assert gone.stderr.startswith("ralph watch: no run is active; the last ended COMPLETE at ")
     # Every agent log has its readable transcript beside it.
