@@ -32,6 +32,7 @@ from tests.support.construct import (
     in_process,
     limited_once,
     plan_records,
+    ralph_server,
     subjects,
     wait_for,
 )
@@ -40,9 +41,11 @@ from tests.support.hooks import config_set
 
 
 def test_plans_builds_and_verifies_dependent_tasks_to_complete(project):
-    # ralph runs as a program, and the agent runs $RALPH_BIN as a real agent would (the other
-    # tests save those Python start-ups: see the module's docstring).
-    done = construct(project, env={"AGENT_RALPH": "subprocess"}, process=True)
+    # ralph runs as a program, and the agent runs $RALPH_BIN for the commands its prompt names, as a
+    # real agent would (the other tests save those Python start-ups: see the module's docstring).
+    # The fake agent's look at its task, which a real agent has in its prompt, is served.
+    env = {"AGENT_RALPH": "subprocess", "AGENT_RALPH_SERVER": ralph_server()}
+    done = construct(project, env=env, process=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "COMPLETE" in done.stdout
 

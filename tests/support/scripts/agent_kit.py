@@ -18,10 +18,13 @@ import io
 import os
 
 
-def ralph(*args: str) -> str:
+def ralph(*args: str, told: bool = True) -> str:
+    """`told=False`: a look the scripted agent takes for its own choices, which a real agent never
+    needs (its task is in its prompt): never through $RALPH_BIN, even with AGENT_RALPH=subprocess,
+    whose runs then pay a Python start-up only for the commands an agent's prompt tells it to run."""
     # subprocess only where it is used: ralph's own commands never import it, and an agent's run
     # without it is some 3 ms of CPU shorter.
-    if os.environ.get("AGENT_RALPH") == "subprocess":
+    if told and os.environ.get("AGENT_RALPH") == "subprocess":
         import shlex
         import subprocess
 

@@ -131,7 +131,7 @@ def context_pressure(marker: str) -> None:
 
 
 def task() -> dict:
-    return json.loads(ralph("task", "show", os.environ["RALPH_TASK_ID"]))
+    return json.loads(ralph("task", "show", os.environ["RALPH_TASK_ID"], told=False))
 
 
 def plan() -> None:
