@@ -101,9 +101,17 @@ def wrapper(tmp_path: Path) -> Path:
     return folder
 
 
-def run(project: Path, tmp_path: Path, crash: dict | None = None, parallel: int = 2, **env: str):
-    """`ralph construct --parallel 2` as a real process; with `crash`, through the wrapper git,
-    counting from the merge's first git command (or crash["CRASH_FROM"])."""
+def run(
+    project: Path,
+    tmp_path: Path,
+    crash: dict | None = None,
+    parallel: int = 2,
+    process: bool = True,
+    **env: str,
+):
+    """`ralph construct --parallel 2` as a real process (in this one with process=False: a rerun,
+    which the wrapper never kills); with `crash`, through the wrapper git, counting from the
+    merge's first git command (or crash["CRASH_FROM"])."""
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}"
@@ -118,7 +126,7 @@ def run(project: Path, tmp_path: Path, crash: dict | None = None, parallel: int 
             "CRASH_FROM": "rev-list --reverse ",
             **{key: str(value) for key, value in crash.items()},
         }
-    return construct(project, "--parallel", str(parallel), agent=command, env=env, process=True)
+    return construct(project, "--parallel", str(parallel), agent=command, env=env, process=process)
 
 
 def steps(tmp_path: Path) -> list[str]:
@@ -251,7 +259,7 @@ def test_a_kill_at_any_git_step_of_a_serial_builds_commit_ends_right(project: Pa
     assert steps(tmp_path)[0].startswith("add -A -- ") and len(steps(tmp_path)) == at
     if at == COMMIT_STEPS:
         assert steps(tmp_path)[-2].startswith("commit --no-verify")
-    again = run(project, tmp_path, parallel=1)
+    again = run(project, tmp_path, parallel=1, process=False)
     assert again.returncode == 0, (again.stdout, again.stderr)
     assert_every_task_accepted_with_its_code(project)
     assert_nothing_left(project, again.stdout + again.stderr)
