@@ -1,7 +1,8 @@
 """Issue 24, "stops tell the truth": after SIGTERM, SIGHUP or Ctrl-C during parallel builds, the
 console, events.jsonl and the task_killed hooks name exactly the runs that were stopped (none was
 killed: each is set aside, its task pending again), and the run_ended hook runs, bounded by
-hook_timeout, on every ending, signals included. Real processes: ralph, its agents, its hooks."""
+hook_timeout, on every ending, signals included. Real processes: its agents, its hooks, and ralph
+where a test signals it (the runs it waits for go through the click app in its own process)."""
 
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ def test_the_run_ended_hook_runs_when_the_time_budget_ends_the_run(app, tmp_path
     """The budget's deadline stopped the agent; it used to stop the run_ended hook at once too."""
     received = with_hooks(app, tmp_path)
     add_tasks(app, "Long [hang]")
-    done = construct(app, "--max-minutes", "0.02", process=True)
+    done = construct(app, "--max-minutes", "0.02")
     assert done.returncode == 4, done.stdout + done.stderr
     (ended,) = payloads(received, "run_ended")
     assert ended["outcome"] == "MAX_MINUTES"
@@ -103,7 +104,7 @@ def test_the_run_ended_hook_runs_when_an_error_ends_the_run(app, tmp_path):
     add_tasks(app, "Locks the index")
     agent = tmp_path / "locking_agent.py"
     agent.write_text(f"import pathlib\npathlib.Path({str(app / '.git' / 'index.lock')!r}).write_text('')\n")
-    done = construct(app, agent=f"{sys.executable} {agent}", process=True)
+    done = construct(app, agent=f"{sys.executable} {agent}")
     assert done.returncode == 1, done.stdout + done.stderr
     last = done.stderr.strip().splitlines()[-1]  # after the console's lines, the error's one
     assert last.startswith("ralph: git's index is locked") and "Traceback" not in done.stderr
