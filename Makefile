@@ -85,6 +85,9 @@ lint: $(STAMP)
 #   place: 2034 tests. Paired with the session's start in the same minutes, three pairs: 58-61 s
 #   (111-115 CPU-s) against 65-73 s (121-138 CPU-s), 8-17% less CPU.
 #   At its last commit (2052 tests, the record properties by kind): 58.4 s and 59.0 s, 113 CPU-s.
+#   The session after, same VM: the terminal-escape and TERM=dumb runs in process, cheaper sandbox
+#   and loop set-ups: 2053 tests, 50.6-53.9 s (98-101 CPU-s) against 53.8-56.0 s (101-106 CPU-s)
+#   for the session's start in the same hour.
 # loadgroup: tests go to whichever worker is free, except the agent CLI tests (tests/e2e/), which
 # run in one worker, one after another (see pytest_xdist_make_scheduler in tests/conftest.py).
 WORKERS ?= $(shell echo $$(( 2 * $$(getconf _NPROCESSORS_ONLN) + 1 )))
