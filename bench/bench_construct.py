@@ -21,10 +21,12 @@ AGENT = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'noop_agent.py')
 
 
 # Not under /tmp, ~/.cache or ~/.npm: a sandboxed run has private ones, empty, and would compile
-# ralph again in every run. Compiled here first, as an install does: the sandbox reads it.
+# ralph again in every run. Compiled here first, as an install does: the sandbox reads it. One
+# folder for every run, kept: python checks each module's bytecode against its source (a folder of
+# its own per run left some 6 MB behind each time).
 STATE_HOME = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-STATE_HOME.mkdir(parents=True, exist_ok=True)
-PYCACHE = tempfile.mkdtemp(prefix="ralph-bench-pycache-", dir=STATE_HOME)
+PYCACHE = str(STATE_HOME / "ralph-bench-pycache")
+Path(PYCACHE).mkdir(parents=True, exist_ok=True)
 
 
 # A spec as `ralph spec check` wants one (construct refuses one with no checkable requirement).
