@@ -121,17 +121,19 @@ def claim_item(
     )
 
 
-def claim_plan(root: Path, spec: str, runner: str, remote: Remote, ttl_s: float | None = None) -> bool:
+def claim_plan(
+    root: Path, spec: str, runner: str, remote: Remote, ttl_s: float | None = None, fetched: bool = False
+) -> bool:
     """Claim the spec record for PLAN while the spec has no work yet, and push the claim: the
     runner that wins plans, the others wait for its tasks. False when it is planned (or another
-    runner holds a live claim on it)."""
+    runner holds a live claim on it). `fetched`: as until_pushed's."""
 
     def unplanned(plan: Plan) -> list[Record]:
         if plan.planned(spec):
             return []
         return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
 
-    return _claim_first(root, runner, remote, unplanned, "to plan", ttl_s) is not None
+    return _claim_first(root, runner, remote, unplanned, "to plan", ttl_s, fetched) is not None
 
 
 def claim_check(
@@ -141,10 +143,12 @@ def claim_check(
     remote: Remote,
     met: Callable[[Plan], bool],
     ttl_s: float | None = None,
+    fetched: bool = False,
 ) -> bool:
     """Claim the spec record for its spec check while the spec has no open task or issue, no
     runner holds a claim on anything of it, and no check found it met as it is (`met`); push the
-    claim. False when another runner won it, or there is work (or nothing) to check."""
+    claim. False when another runner won it, or there is work (or nothing) to check. `fetched`:
+    as until_pushed's."""
 
     def unchecked(plan: Plan) -> list[Record]:
         if plan.task_views(spec) or plan.issues(spec) or met(plan):
@@ -153,7 +157,7 @@ def claim_check(
             return []  # another runner still holds something of the spec (its check, or work)
         return [{**line.record, "id": spec} for line in plan.doc.records() if _is_spec(line.record, spec)]
 
-    return _claim_first(root, runner, remote, unchecked, "to check", ttl_s) is not None
+    return _claim_first(root, runner, remote, unchecked, "to check", ttl_s, fetched) is not None
 
 
 def _claimed_in(item: Record, spec: str) -> bool:
@@ -171,6 +175,7 @@ def _claim_first(
     candidates: Callable[[Plan], list[Record]],
     what: str,
     ttl_s: float | None,
+    fetched: bool = False,
 ) -> str | None:
     """Claim the first of `candidates` (this runner's own claim first, then a free one) and push;
     a lost race replays on the new head. Returns its id, None when none is free."""
@@ -189,10 +194,15 @@ def _claim_first(
         plan.claim(chosen, runner, stamp, ttl, ages, host=this_host())
         return chosen
 
-    chosen = until_pushed(
-        root, remote, runner, pick, lambda item: f"ralph: claim {item} {what} ({runner})", idle_push=False
+    return until_pushed(
+        root,
+        remote,
+        runner,
+        pick,
+        lambda item: f"ralph: claim {item} {what} ({runner})",
+        idle_push=False,
+        fetched=fetched,
     )
-    return chosen
 
 
 def publish(root: Path, task_id: str, runner: str, remote: Remote, then: NextTask | None = None) -> None:

@@ -319,6 +319,50 @@ def test_a_waiting_runner_polls_at_the_pace_of_its_agent_runs_within_the_bounds(
     assert max(after_a_short_run) == share_remote.FASTEST_POLL_S
 
 
+def test_a_runner_waiting_for_anothers_spec_check_fetches_once_per_poll(repo, tmp_path):
+    """While another runner holds the spec for its check, a waiting runner polls; its next try to
+    claim the check builds on the poll's fetch instead of fetching again (on a hosted remote a
+    fetch takes about a second, and sixteen runners ending together all wait here)."""
+    from ralph.loop.share.remote import RemoteCoordinator
+    from ralph.usecases import claims
+
+    with_app_spec(repo, "# App\n")
+    with transaction(repo, True) as change:
+        change.plan.add_spec("specs/app.md")
+        change.message = "the spec"
+    tasks.add(repo, [{"id": "t-only", "name": "Only", "spec": "specs/app.md"}])
+    tasks.done(repo, "t-only")
+    tasks.accept(repo, "t-only")  # every task of the spec is accepted
+    shared = Shared(repo, tmp_path)
+    checker, waiter = shared.clone("checker"), shared.clone("waiter")
+    never = lambda plan: False  # noqa: E731  # no check found the spec met yet
+    assert claims.claim_check(checker, "specs/app.md", "checker", Remote(Repo(checker)), never)
+    waits: list[float] = []
+
+    def stop_after_three() -> None:
+        if len(waits) >= 3:
+            raise StopWaiting
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) < 3:  # the checker pushes while the waiter sleeps: its next poll sees a change
+            (checker / f"note{len(waits)}.txt").write_text("checking\n")
+            git(checker, "add", ".")
+            git(checker, "commit", "-qm", "the checker's note")
+            git(checker, "push", "-q", "origin", "HEAD:main")
+
+    coordinator = RemoteCoordinator(
+        waiter, "specs/app.md", "origin", "waiter", check=stop_after_three, sleep=sleep
+    )
+    with pytest.raises(StopWaiting):
+        coordinator.before_check(never)
+    assert len(waits) == 3  # the first two polls saw the remote move: after each, a try, then a wait
+    # The first try's own fetch, then one per poll: a try after a poll builds on what it fetched.
+    assert coordinator.remote.fetches == 1 + len(waits)
+    spec = next(record for record in origin_plan(shared) if record["t"] == "spec")
+    assert spec["claimed_by"] == "checker"
+
+
 def test_a_claim_taken_over_between_the_check_and_the_push_yields_the_build_and_ends_nothing(repo, tmp_path):
     """The push publishing a verdict deletes the task's claim under a lease; another runner took
     the claim over a moment before, so the lease fails while the branch did not move: a lost race,

@@ -542,22 +542,25 @@ class RemoteCoordinator:
     def before_plan(self) -> bool:
         """Whether this runner runs PLAN: it won the claim on the spec record. The others wait
         until the tasks it made are on the remote (False), or until its claim goes stale."""
-        wait = POLL_S[0]
+        wait, fetched = POLL_S[0], False
         while True:
-            if claims.claim_plan(self.root, self.spec or "", self.runner, self.remote, self.ttl_s):
+            if claims.claim_plan(self.root, self.spec or "", self.runner, self.remote, self.ttl_s, fetched):
                 return True
             if read_plan(self.root).planned(self.spec or ""):
                 return False
             wait = self._wait_for_change(wait)
+            fetched = True  # the wait's last poll: the claim builds on it instead of fetching again
 
     def before_check(self, met: Callable[[Plan], bool]) -> bool:
         """Whether this runner runs the spec check: only a runner holding nothing, and only one,
         the one that claims the spec record for it. The others wait while it (or any runner)
         holds something of the spec, then go on with what the check added, or end COMPLETE when
         it found the spec met (`met`: a check found nothing with this code and spec)."""
-        wait = POLL_S[0]
+        wait, fetched = POLL_S[0], False
         while True:
-            if claims.claim_check(self.root, self.spec or "", self.runner, self.remote, met, self.ttl_s):
+            if claims.claim_check(
+                self.root, self.spec or "", self.runner, self.remote, met, self.ttl_s, fetched
+            ):
                 return True
             plan = read_plan(self.root)  # as the remote has it: the claim brought it in
             if (
@@ -568,6 +571,7 @@ class RemoteCoordinator:
             ):
                 return False
             wait = self._wait_for_change(wait)
+            fetched = True  # the wait's last poll: the claim builds on it instead of fetching again
 
     def before_item(
         self, stage: str, items: Callable[[Plan], list[Record]], skip: Collection[str] = frozenset()
