@@ -65,7 +65,7 @@ def main() -> None:
         history(root)
         repo = Repo(root)
         now = "2026-06-01T00:00:00+00:00"
-        floor = median_s(lambda: repo.file_at("main", "plan.jsonl"), 21)
+        floor = median_s(lambda: repo.objects.file_at("main", "plan.jsonl"), 21)
         fresh = iter(range(100))
         first: dict[int, float] = {}
         for made in (RECENT, OLD):

@@ -1,5 +1,5 @@
 """Every child process ralph starts has an owner, checked from the source (ast): git runs through
-`Repo` (ralph/store/git.py), agents, gates and hooks through the supervisor
+a `Repo`'s Runner (ralph/store/git/run.py), agents, gates and hooks through the supervisor
 (ralph/loop/process/supervisor.py), a short-lived tool that is neither through
 ralph.store.programs.run; each with a timeout. A module outside them that starts a process, or
 imports `subprocess` to, is caught, and so is a `subprocess.run` without a timeout anywhere.
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 OWNERS = {
-    "ralph/store/git.py": "git, through Repo: each call with GIT_TIMEOUT_S",
+    "ralph/store/git/run.py": "git, through a Repo's Runner: each call with GIT_TIMEOUT_S",
     "ralph/store/programs.py": "run: a short-lived tool (a forge's CLI, the bwrap probe), with a timeout",
     "ralph/loop/process/supervisor.py": "agents, gates and hooks: each run with its timeout",
 }

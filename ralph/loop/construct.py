@@ -611,7 +611,7 @@ class Loop:
         # The loop loads its plan many times: every line's head read once now (in passes of C), each
         # later load looks its lines up instead of reading a long history's starts again each time.
         ws.plan.read().doc.heads()
-        ws.tree.repo.run_branch = ws.tree.repo.branch()  # nothing of the run lands on another one
+        ws.tree.repo.state.run_branch = ws.tree.repo.branch()  # nothing of the run lands on another one
         self._clean_up_after_a_killed_run()  # after every check that may refuse the run
         coordinator = None
         if self.settings.remote:  # runners on several machines: BUILD claims through the remote

@@ -50,10 +50,10 @@ def start_problems(
     if hidden:  # every run would see an empty folder where it needs one (its program, its tree)
         yield InvalidInput(hidden)
     repo = Repo(root)
-    operation = repo.operation_in_progress()
+    operation = repo.state.operation_in_progress()
     if operation:
         yield Refused(f"{operation}: finish or abort it before running ralph construct")
-    delegated = repo.config_files_in_work_tree()
+    delegated = repo.config.files_in_work_tree()
     if delegated:
         yield Refused(
             f"git's config reads {', '.join(delegated)}, a file in the work tree, which agents write"
@@ -148,7 +148,7 @@ def blocking_branch(repo: Repo) -> str | None:
 def dirty_paths(root: Path) -> set[str]:
     """The user's uncommitted changes: what a run without --allow-dirty refuses to start with.
     Read only: a dry run leaves .git/index byte for byte as it was."""
-    changed = Repo(root).changed_paths(read_only=True) - {PLAN_FILE}
+    changed = Repo(root).changes.paths(read_only=True) - {PLAN_FILE}
     return {path for path in changed if not RALPH_FILES.fullmatch(path)}
 
 

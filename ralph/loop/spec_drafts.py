@@ -271,7 +271,7 @@ def _run(draft: Draft, settings: Settings, console: Console, repo: Repo) -> RunO
         raise
     asked = _open(draft)
     if asked:
-        repo.commit_paths(
+        repo.index.commit_paths(
             {"plan.jsonl"}, f"ralph: spec draft {draft.name}: {len(asked)} question(s) for a person"
         )
     draft.told, draft.feedback, draft.runs = [q["id"] for q in answered], None, draft.runs + 1
@@ -290,7 +290,7 @@ def _open(draft: Draft) -> list[Record]:
 def _dirty(repo: Repo) -> set[str]:
     from ralph.store.lock import RALPH_FILES
 
-    return {path for path in repo.changed_paths() if not RALPH_FILES.fullmatch(path) and path != "plan.jsonl"}
+    return {path for path in repo.changes.paths() if not RALPH_FILES.fullmatch(path) and path != "plan.jsonl"}
 
 
 def _put_back_plan(root: Path, before: bytes) -> None:
@@ -307,7 +307,7 @@ def _check_fence(draft: Draft, repo: Repo, plan_before: bytes, dirty_before: set
     changed = _dirty(repo) - dirty_before
     if changed:
         _put_back_plan(draft.root, plan_before)
-        repo.revert(changed)
+        repo.changes.revert(changed)
         shown = ", ".join(printable(path) for path in sorted(changed)[:5])
         raise DraftFailed(f"the drafting agent changed files beyond its draft ({shown}): undone, log {log}")
     extra = _plan_changes(draft, plan_before)
@@ -365,7 +365,7 @@ def accept(draft: Draft) -> tuple[str, str | None]:
         with transaction(draft.root, commit=False) as change:
             asked = change.plan.forget_draft(draft.name)
         paths.add("plan.jsonl")
-    commit, _ = Repo(draft.root).commit_paths(paths, _accept_message(draft, asked))
+    commit, _ = Repo(draft.root).index.commit_paths(paths, _accept_message(draft, asked))
     _drop_files(draft)
     return draft.spec, commit
 

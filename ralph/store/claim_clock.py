@@ -3,7 +3,7 @@ module gathers its two inputs for one clone:
 
 - when the remote's history says the claim was made: the committer time of the commit that wrote
   it into plan.jsonl. Every runner reads the same time there, and ralph stamps its own commits
-  with a time that never goes back along the history (ralph.store.git, Repo._commit_dates). The
+  with a time that never goes back along the history (ralph.store.git.objects, commit_dates). The
   commit is found with `git log -S` on the claim's claimed_at across the remote-tracking branch
   and HEAD, merges left out: a claim another runner's merge commit carried into its line was not
   made there (a first-parent walk would take that merge for the claim, and every runner that
@@ -129,7 +129,7 @@ class ClaimClock:
         try:
             for line in hits:
                 commit, _, time_s = line.decode("ascii", "replace").strip().partition(" ")
-                after, before = self.repo.files_at([commit, f"{commit}^"], PLAN_NAME)
+                after, before = self.repo.objects.files_at([commit, f"{commit}^"], PLAN_NAME)
                 if time_s.isdigit() and _holds(after, item, needle) and not _holds(before, item, needle):
                     return datetime.fromtimestamp(int(time_s), UTC).isoformat(timespec="seconds")
         except GitError:  # no such refs yet, or a history git cannot read: claimed_at stands in

@@ -59,7 +59,7 @@ def keep(repo: Repo, task_id: str, base: str, paths: set[str], message: str) -> 
     if older and tip != older.start:  # moved by a person, or gone: no longer ralph's to move
         owned.forget(repo, older)
         older, tip = None, None
-    commit = repo.commit_tree(tree, base, message, *([tip] if tip else []))
+    commit = repo.objects.commit_tree(tree, base, message, *([tip] if tip else []))
     name = older.name if older else _free_name(repo, task_id)
     record = Owned(OwnedKind.DRAFT, name, start=commit, task=task_id)
     owned.record(repo, record)  # before the branch is made or moved: ralph's by record
@@ -77,7 +77,7 @@ def delete(repo: Repo, task_id: str) -> Owned | None:
         return None
     deleted = None
     if record.start and repo.commit_of(f"refs/heads/{record.name}") == record.start:
-        repo.delete_branch(record.name, record.start)
+        repo.worktrees.delete_branch(record.name, record.start)
         deleted = record
     owned.forget(repo, record)
     return deleted
@@ -86,7 +86,7 @@ def delete(repo: Repo, task_id: str) -> Owned | None:
 def _free_name(repo: Repo, task_id: str) -> str:
     """ralph/draft/<task id>, or with -2, -3... when a branch of that name exists (a person's)."""
     name, number = f"{DRAFT_PREFIX}{task_id}", 1
-    while repo.branch_exists(name) or owned.owns_branch(repo, name):
+    while repo.worktrees.branch_exists(name) or owned.owns_branch(repo, name):
         number += 1
         name = f"{DRAFT_PREFIX}{task_id}-{number}"
     return name

@@ -57,7 +57,7 @@ def integrate(
     """
     root = repo.root
     with plan_lock(root):
-        repo.refuse_switched_branch()  # under the lock: another build's merge is not cut in
+        repo.state.refuse_switched_branch()  # under the lock: another build's merge is not cut in
         head = repo.head()
         commits = repo.git("rev-list", "--reverse", f"{start}..{tip}").split()
         if head is None or not commits:
@@ -95,8 +95,11 @@ def merge_commits(repo: Repo, ours: str, theirs: str, message: str, plan: bytes 
     (move_head) once it wants the result. A conflict gives the conflicting paths."""
     if plan is None:
         code, out, _ = repo.attempt("merge-base", ours, theirs)
-        base_plan = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
-        ours_plan, theirs_plan = repo.file_at(ours, PLAN_NAME) or b"", repo.file_at(theirs, PLAN_NAME) or b""
+        base_plan = repo.objects.file_at(out.strip(), PLAN_NAME) if code == 0 else None
+        ours_plan, theirs_plan = (
+            repo.objects.file_at(ours, PLAN_NAME) or b"",
+            repo.objects.file_at(theirs, PLAN_NAME) or b"",
+        )
         merged = merge_bytes(base_plan or b"", ours_plan, theirs_plan, PLAN_NAME)
         if merged.conflicts:
             return Integration(conflicts=[PLAN_NAME])
@@ -104,7 +107,9 @@ def merge_commits(repo: Repo, ours: str, theirs: str, message: str, plan: bytes 
     tree, conflicts = _merge_code(repo, ours, theirs)
     if conflicts:
         return Integration(conflicts=conflicts)
-    commit = repo.commit_tree(repo.tree_with_file(tree, PLAN_NAME, plan), ours, message, theirs)
+    commit = repo.objects.commit_tree(
+        repo.objects.tree_with_file(tree, PLAN_NAME, plan), ours, message, theirs
+    )
     return Integration(commit=commit)
 
 
@@ -115,12 +120,14 @@ def move_head(repo: Repo, start: str, target: str) -> None:
     merge is refused before anything moves."""
     root = repo.root
     with plan_lock(root):
-        repo.refuse_switched_branch()
+        repo.state.refuse_switched_branch()
         current = plan_path(root).read_bytes()
-        start_plan = repo.file_at(start, PLAN_NAME)
+        start_plan = repo.objects.file_at(start, PLAN_NAME)
         kept = None
         if start_plan is not None and current != start_plan:
-            merged = merge_bytes(start_plan, current, repo.file_at(target, PLAN_NAME) or b"", PLAN_NAME)
+            merged = merge_bytes(
+                start_plan, current, repo.objects.file_at(target, PLAN_NAME) or b"", PLAN_NAME
+            )
             if merged.conflicts:
                 raise GitError(
                     f"{PLAN_NAME} was changed by hand meanwhile and does not merge with {target[:12]}:"
@@ -142,7 +149,7 @@ def _copy_commits(
     parent, previous, current = head, plan_base, ours_plan
     copies: dict[str, str] = {}
     for commit in branch:
-        theirs = repo.file_at(commit, PLAN_NAME) or b""
+        theirs = repo.objects.file_at(commit, PLAN_NAME) or b""
         merged = merge_bytes(previous, current, theirs, PLAN_NAME)
         if merged.conflicts:
             return Integration(conflicts=[PLAN_NAME])
@@ -150,7 +157,9 @@ def _copy_commits(
         if conflicts:
             return Integration(conflicts=conflicts)
         message = repo.git("log", "-1", "--format=%B", commit)
-        parent = repo.commit_tree(repo.tree_with_file(tree, PLAN_NAME, merged.data), parent, message)
+        parent = repo.objects.commit_tree(
+            repo.objects.tree_with_file(tree, PLAN_NAME, merged.data), parent, message
+        )
         copies[commit], previous, current = parent, theirs, merged.data
     return Integration(commit=parent, commits=copies, plan=current)
 
@@ -163,7 +172,7 @@ def _changes_code(repo: Repo, commit: str) -> bool:
 def _merge_code(repo: Repo, ours: str, theirs: str) -> tuple[str, list[str]]:
     # plan.jsonl is merged by record above; its text merge here is only thrown away (a driver
     # that does nothing saves starting `ralph merge-driver` for it).
-    tree, conflicts = repo.merge_tree(ours, theirs, plan_driver="true")
+    tree, conflicts = repo.objects.merge_tree(ours, theirs, plan_driver="true")
     return tree, [path for path in conflicts if path != PLAN_NAME]
 
 
@@ -171,7 +180,7 @@ def in_the_way(repo: Repo, head: str, tree: str) -> list[str]:
     """Paths that moving HEAD to `tree` would change and that differ from HEAD in the work tree:
     the user's uncommitted edits, which a merge must not overwrite."""
     changing = set(repo.paths("diff-tree", "-r", "-z", "--name-only", head, tree)) - {PLAN_NAME}
-    return sorted(changing & repo.changed_paths(among=changing))
+    return sorted(changing & repo.changes.paths(among=changing))
 
 
 def _move_work_tree(
@@ -190,7 +199,7 @@ def _move_work_tree(
     and leaves it alone: git's checkout unlinks a file and writes it anew, and a reader without
     the lock (the loop between builds, `ralph status`) would find no plan.jsonl at all."""
     if target_plan is None:  # `commit`'s, when the caller does not have it at hand
-        target_plan = repo.file_at(commit, PLAN_NAME)
+        target_plan = repo.objects.file_at(commit, PLAN_NAME)
     moved = False  # whether anything may have changed yet
     try:
         if target_plan is not None:
@@ -276,7 +285,7 @@ def settle_paths(
 
 def _foreign(repo: Repo, start: str, end: str, paths: list[str]) -> list[str]:
     """Of `paths`, those whose work tree content is neither `start`'s nor `end`'s."""
-    changed = sorted(repo.changed_paths(among=paths) - {PLAN_NAME})
+    changed = sorted(repo.changes.paths(among=paths) - {PLAN_NAME})
     files = [path for path in changed if (repo.root / path).is_file()]
     if not files:
         return []

@@ -34,11 +34,15 @@ if TYPE_CHECKING:  # a class made at import costs every state command's start-up
     from ralph.plan.ops import Op
 
     class Repo(Protocol):
-        """What this module needs of a repository (ralph.store.git.Repo, which uses this module)."""
+        """What this module needs of a repository: its work tree and git directory (a
+        ralph.store.git.Repo, or the Runner of one, whose commits use this module)."""
 
         root: Path
 
         def git_dir(self) -> Path: ...
+
+    class Blobs(Protocol):
+        """What this module reads of a repository's objects (ralph.store.git.Repo.objects)."""
 
         def blob(self, sha: str) -> bytes | None: ...
 
@@ -83,7 +87,9 @@ def remember(git_dir: Path, before: bytes, after: bytes, ops: list[Op] | None) -
         os.close(fd)
 
 
-def trailers(repo: Repo, parent_plan: str | None, committed_plan: str, committed: bytes | None = None) -> str:
+def trailers(
+    repo: Repo, objects: Blobs, parent_plan: str | None, committed_plan: str, committed: bytes | None = None
+) -> str:
     """The `Ralph-Op:` lines for a commit that takes the plan from blob `parent_plan` to blob
     `committed_plan` (its bytes `committed`, when it is not in git yet): the pending operations,
     when their chain links the two without a gap and replaying them makes that very plan."""
@@ -95,9 +101,9 @@ def trailers(repo: Repo, parent_plan: str | None, committed_plan: str, committed
     if not fenced and _OWN_RECORD_FENCED:  # ralph's own record alone, every run since fenced
         return "\n".join(f"{TRAILER}: {encode(op)}" for op in ops)
     if committed is None:
-        parent, committed = repo.blobs([parent_plan, committed_plan])
+        parent, committed = objects.blobs([parent_plan, committed_plan])
     else:
-        parent = repo.blob(parent_plan)
+        parent = objects.blob(parent_plan)
     if parent is None or committed is None or not _replays_to(parent, ops, committed):
         return ""
     return "\n".join(f"{TRAILER}: {encode(op)}" for op in ops)
@@ -181,6 +187,7 @@ def _replays_to(parent: bytes, ops: list[Op], committed: bytes) -> bool:
 
 def message_with(
     repo: Repo,
+    objects: Blobs,
     message: str,
     parent_plan: str | None,
     committed_plan: str,
@@ -195,7 +202,7 @@ def message_with(
     from ralph.plan.ops import with_trailers
     from ralph.secrets import redact
 
-    lines = trailers(repo, parent_plan, committed_plan, committed)
+    lines = trailers(repo, objects, parent_plan, committed_plan, committed)
     return with_trailers(message, lines) if lines and redact(lines, repo.root) == lines else message
 
 

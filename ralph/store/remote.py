@@ -202,7 +202,7 @@ class Remote:
         if head is None:
             return None
         if self._head_file is None or self._head_file[:2] != (head, relpath):
-            self._head_file = (head, relpath, self.repo.file_at(head, relpath))
+            self._head_file = (head, relpath, self.repo.objects.file_at(head, relpath))
         return self._head_file[2]
 
     def _read_heads(self, claims: bool) -> tuple[str | None, str | None]:
@@ -215,7 +215,7 @@ class Remote:
         for ref, commit, time_s, _ in refs:
             found[ref] = commit
             if ref == self.tracking_ref and time_s.isdigit():
-                self.repo.remember_commit_time(commit, int(time_s))
+                self.repo.objects.remember_commit_time(commit, int(time_s))
         if claims:
             self._claims = self._claims_among(refs)
         head = found.get(self.tracking_ref)
@@ -332,7 +332,7 @@ class Remote:
         if self._wanted_turn is None:  # one commit per turn taken: a commit seen again is not stale
             said = json.dumps({"turn": self.branch, "by": runner, **({"host": host} if host else {})})
             message = f"ralph: {runner}'s turn to publish on {self.branch}\n\n{said}\n"
-            self._wanted_turn = self.repo.commit_tree(self._empty(), None, message)
+            self._wanted_turn = self.repo.objects.commit_tree(self._empty(), None, message)
         if not self._push_turn(self._wanted_turn, None):
             stale = self._stale_turn()
             if stale is None or not self._push_turn(self._wanted_turn, stale):
@@ -439,7 +439,7 @@ class Remote:
         said = json.dumps(fields, sort_keys=True)
         what = f"take {item} over from {replaces.runner}" if replaces else f"claim {item}"
         message = f"ralph: {what} ({runner})\n\n{CLAIM_TRAILER}: {said}\n"
-        return self.repo.commit_tree(tree, replaces.commit if replaces else None, message)
+        return self.repo.objects.commit_tree(tree, replaces.commit if replaces else None, message)
 
     def push_claim(
         self, item: str, commit: str, replaces: str | None = None, branch_at: str | None = None

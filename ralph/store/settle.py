@@ -81,14 +81,14 @@ def _undo_build(repo: Repo, intent: Intent) -> Outcome:
     if work.head() != data["head"]:
         return Outcome(intent, Settled.OVERTAKEN, f"HEAD moved since, to {short(work.head())}")
     theirs = set(data.get("user_dirty") or [])
-    changed = {p for p in work.changed_paths() - theirs - {PLAN_NAME} if not RALPH_FILES.fullmatch(p)}
+    changed = {p for p in work.changes.paths() - theirs - {PLAN_NAME} if not RALPH_FILES.fullmatch(p)}
     task, said = str(data["task"]), []
     draft = None
     if changed:
         kept = create_new(root / KEPT / f"build-{task}.patch")
-        work.save_patch(changed, kept)
+        work.changes.save_patch(changed, kept)
         draft = drafts.keep(work, task, data["head"], changed, f"ralph: draft of {task}")
-        work.revert(changed)
+        work.changes.revert(changed)
         said.append(f"its changes kept as {kept.relative_to(root)}" + (f" and on {draft}" if draft else ""))
     with transaction(root, commit=False, fold_earlier=True) as change:
         line = next((line for line in change.plan.task_lines() if line.record["id"] == task), None)
@@ -151,7 +151,7 @@ def _finish_commit(intent: Intent) -> Outcome:
     now = work.head()
     settled = Settled.DONE_ALREADY
     if now == data["head"]:
-        commit, files = work.commit_paths(set(data["paths"]), data["message"])
+        commit, files = work.index.commit_paths(set(data["paths"]), data["message"])
         settled = Settled.FINISHED if commit else Settled.DONE_ALREADY
         detail = (
             f"committed {plural(len(files), 'file')} as {short(commit)}"
@@ -176,9 +176,9 @@ def _settle_plan(intent: Intent) -> Outcome:
         if theirs:  # PLAN's tasks alone, their records as before it: theirs go in as theirs
             earlier = work.git("cat-file", "blob", intent.data["before"]).encode()
             planned = _with_theirs(current, theirs, earlier, as_written=False)
-            commit, _ = work.commit_file(PLAN_NAME, planned, intent.data["message"])
+            commit, _ = work.index.commit_file(PLAN_NAME, planned, intent.data["message"])
         else:
-            commit, _ = work.commit_paths({PLAN_NAME}, intent.data["message"])
+            commit, _ = work.index.commit_paths({PLAN_NAME}, intent.data["message"])
         return Outcome(
             intent, Settled.FINISHED if commit else Settled.DONE_ALREADY, f"commit {short(commit)}"
         )

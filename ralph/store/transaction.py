@@ -233,30 +233,30 @@ def _write_and_commit(
     after the write leaves plan.jsonl ahead of HEAD, and the next transaction commits that first
     (EARLIER_CHANGES_MESSAGE): rolled forward, as every change confirmed to its caller must be."""
     from ralph.store.blobs import blob_sha
-    from ralph.store.git import Repo
+    from ralph.store.git import Repo, blob_in
 
     repo = repo or Repo(root)
     refuse_unsafe_commit(repo)
-    base = repo.snapshot()
-    if Repo.blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():
+    base = repo.objects.snapshot()
+    if blob_in(base[1], PLAN_NAME) != blob_sha(before) and before.strip():
         if fold_earlier:
             ops = ""  # the commit holds earlier changes no operation made
         else:
             # Commit what was already there (a hand edit, or a change whose commit was
             # interrupted) on its own, so this command's commit shows only this command's change.
             earlier_message = earlier_changes_message(repo, base[1], before)
-            earlier, entries = repo.commit_file(PLAN_NAME, before, earlier_message, base)
+            earlier, entries = repo.index.commit_file(PLAN_NAME, before, earlier_message, base)
             base = (earlier or base[0], entries)
     from ralph.plan.ops import with_trailers
     from ralph.store import pending_ops
 
-    prepared = repo.prepare_commit(PLAN_NAME, after, with_trailers(message, ops), base)
+    prepared = repo.index.prepare_commit(PLAN_NAME, after, with_trailers(message, ops), base)
     write_atomic(plan_path(root), after)
     pending_ops.forget(repo)  # committed now, with its operations or merged by record
     if prepared is None:
         return None
     try:
-        repo.land(prepared)
+        repo.index.land(prepared)
     except GitError as exc:
         raise GitError(
             f"{exc} (plan.jsonl is changed but not committed; the next ralph command commits it)"
@@ -269,25 +269,27 @@ def earlier_changes_message(repo: Repo, head_entries: list[bytes], before: bytes
     (the loop's agents and its own bookkeeping write the plan without a commit)."""
     from ralph.store import pending_ops
     from ralph.store.blobs import blob_sha
-    from ralph.store.git import Repo
+    from ralph.store.git import blob_in
 
-    parent = Repo.blob_in(head_entries, PLAN_NAME)
-    return pending_ops.message_with(repo, EARLIER_CHANGES_MESSAGE, parent, blob_sha(before), before)
+    parent = blob_in(head_entries, PLAN_NAME)
+    return pending_ops.message_with(
+        repo, repo.objects, EARLIER_CHANGES_MESSAGE, parent, blob_sha(before), before
+    )
 
 
 def refuse_unsafe_commit(repo: Repo) -> None:
     """Refuse, before writing anything, a commit git would lose or could not record."""
-    operation = repo.operation_in_progress()
+    operation = repo.state.operation_in_progress()
     if operation:
         raise GitError(f"{operation}: finish or abort it first, or pass --no-commit")
-    if repo.head_detached():
+    if repo.state.head_detached():
         # Agents in the loop's detached checkouts (VERIFY) never get here: they run with
         # RALPH_COMMIT=0, and the loop commits on a branch.
         raise GitError("HEAD is detached: check out a branch for ralph to commit on, or pass --no-commit")
-    if repo.index_locked():
+    if repo.state.index_locked():
         for delay in (0.05, 0.1, 0.2, 0.4, 0.8):  # another git command may hold it for a moment
             time.sleep(delay)
-            if not repo.index_locked():
+            if not repo.state.index_locked():
                 return
         raise GitError(
             "git's index is locked (.git/index.lock exists): another git command is running, or one"

@@ -31,7 +31,7 @@ def _keep_undone_build(root: Path, repo: Repo, remote_head: str, task_id: str) -
     from ralph.store.files import create_new
 
     target = create_new(root / CONFLICT_PATCHES / f"{task_id}-{time.strftime('%Y%m%d-%H%M%S')}.patch")
-    target.write_bytes(repo.patch(f"{remote_head}...HEAD"))
+    target.write_bytes(repo.changes.patch(f"{remote_head}...HEAD"))
     return target
 
 
@@ -49,7 +49,7 @@ def _reset_carrying_the_plan(root: Path, repo: Repo, remote_head: str, keep: Pat
     from ralph.store.reader import plan_path, read_bytes
 
     with plan_lock(root):
-        ours, committed = read_bytes(root), repo.file_at_head(PLAN_NAME)
+        ours, committed = read_bytes(root), repo.objects.file_at_head(PLAN_NAME)
         loose = committed is not None and ours != committed
         waited = _waited_beside(repo, remote_head)  # committed by a round: carried all the same
         if loose:
@@ -67,7 +67,7 @@ def _reset_carrying_the_plan(root: Path, repo: Repo, remote_head: str, keep: Pat
         changes = [*waited, *([(committed, ours)] if loose and committed is not None else [])]
         if not changes:
             return
-        plan = repo.file_at(remote_head, PLAN_NAME) or b""
+        plan = repo.objects.file_at(remote_head, PLAN_NAME) or b""
         for before, after in changes:
             try:
                 merged = merge_bytes(before, after, plan, published_wins=True)
@@ -92,7 +92,7 @@ def _waited_beside(repo: Repo, remote_head: str) -> list[tuple[bytes, bytes]]:
     for line in listed.splitlines():
         commit, parents, subject = line.split("\x1f", 2)
         if subject == EARLIER_CHANGES_MESSAGE and len(parents.split()) == 1:
-            before, after = repo.file_at(parents, PLAN_NAME), repo.file_at(commit, PLAN_NAME)
+            before, after = repo.objects.file_at(parents, PLAN_NAME), repo.objects.file_at(commit, PLAN_NAME)
             if before is not None and after is not None:
                 changes.append((before, after))
     return changes
@@ -136,7 +136,9 @@ def withdraw_batch(
             f" them and run again; the builds are kept as {shown}"
         ) from None
     # What the plan changes carried over brought of it is counted there already (merged by record).
-    carried = _gained(_spending(repo.file_at(remote_head, PLAN_NAME)), _spending_of(read_plan_here(root)))
+    carried = _gained(
+        _spending(repo.objects.file_at(remote_head, PLAN_NAME)), _spending_of(read_plan_here(root))
+    )
     spent = _gained(carried, spent)
     recorded: list[str] = []
 
@@ -190,7 +192,7 @@ def read_plan_here(root: Path) -> Plan:
 def _spent_since(repo: Repo, local: Plan, remote_head: str) -> dict[str, Any]:
     """What the local plan's spending totals gained since the local branch left the remote's."""
     code, out, _ = repo.attempt("merge-base", "HEAD", remote_head)
-    data = repo.file_at(out.strip(), PLAN_NAME) if code == 0 else None
+    data = repo.objects.file_at(out.strip(), PLAN_NAME) if code == 0 else None
     return _gained(_spending(data), _spending_of(local))
 
 

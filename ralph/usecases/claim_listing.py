@@ -144,7 +144,7 @@ def stale_claims(root: Path) -> list[tuple[str, Record, float | None]]:
     stamp = now()
     found: list[tuple[str, Record, float | None]] = []
     for ref in (ref for ref in refs if ref.endswith(f"/{branch}")):
-        data = repo.file_at(ref, PLAN_NAME)
+        data = repo.objects.file_at(ref, PLAN_NAME)
         if data is None:
             continue
         try:

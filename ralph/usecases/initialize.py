@@ -18,7 +18,7 @@ GITIGNORE_LINES = (LOGS_LINE, f"/{PLAN_NAME}.lock", f"/.{PLAN_NAME}.*.tmp")
 # Lines that already ignore the logs: an older ralph init wrote "/build/".
 _LOGS_COVERED_BY = {LOGS_LINE, "/build/ralph-logs", "/build/", "/build", "build/", "build"}
 
-Snapshot = tuple[str | None, list[bytes]]  # HEAD and its top-level tree entries (Repo.snapshot)
+Snapshot = tuple[str | None, list[bytes]]  # HEAD and its top-level tree entries (Repo.objects.snapshot)
 
 
 def init(root: Path, commit: bool = True) -> list[str]:
@@ -42,7 +42,7 @@ def init(root: Path, commit: bool = True) -> list[str]:
     repo = Repo(root)
     if commit:
         refuse_unsafe_commit(repo)
-    base = repo.snapshot() if commit else None
+    base = repo.objects.snapshot() if commit else None
     _ignore_ralphs_files(repo, base, added)
     _merge_plan_by_record(repo, base, added)
     plan_file = root / PLAN_NAME
@@ -51,7 +51,7 @@ def init(root: Path, commit: bool = True) -> list[str]:
         added.created.append(PLAN_NAME)
         added.to_commit[PLAN_NAME] = b""
     if base is not None and added.to_commit:
-        repo.commit_files(added.to_commit, added.message(), base)
+        repo.index.commit_files(added.to_commit, added.message(), base)
     return added.created
 
 
@@ -144,7 +144,8 @@ def _write(repo: Repo, base: Snapshot | None, name: str, data: bytes, to_commit:
     if base is None:
         return
     from ralph.store.blobs import blob_sha
+    from ralph.store.git import blob_in
 
-    committed = repo.blob_in(base[1], name)
+    committed = blob_in(base[1], name)
     if committed == (blob_sha(before) if before is not None else None):
         to_commit[name] = path.read_bytes()

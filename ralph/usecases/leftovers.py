@@ -76,7 +76,7 @@ def _worktree_fix(repo: Repo, worktree: Worktree) -> str:
 
 def _changed(worktree: Worktree) -> set[str]:
     try:
-        return Repo(worktree.path).changed_paths()
+        return Repo(worktree.path).changes.paths()
     except GitError:
         return set()
 
@@ -164,8 +164,8 @@ def _remove_worktree(repo: Repo, worktree: Worktree) -> None:
     changed = _changed(worktree)
     if changed:
         target = create_new(repo.root / PATCHES / f"{worktree.path.name}.patch")
-        Repo(worktree.path).save_patch(changed, target)
-    repo.remove_worktree(worktree.path)
+        Repo(worktree.path).changes.save_patch(changed, target)
+    repo.worktrees.remove(worktree.path)
     with contextlib.suppress(OSError):
         worktree.path.parent.rmdir()  # the run's temporary folder, when nothing else is in it
 

@@ -96,8 +96,8 @@ def register(repo: Repo) -> list[str]:
     there is kept); return the keys it set."""
     added = []
     for key, value in ((f"merge.{DRIVER}.name", DRIVER_NAME), (f"merge.{DRIVER}.driver", driver_command())):
-        if repo.config_get(key) is None:
-            repo.config_set(key, value)
+        if repo.config.get(key) is None:
+            repo.config.set(key, value)
             added.append(key)
     return added
 
@@ -115,7 +115,7 @@ def unregistered(root: Path) -> str | None:
     from ralph.store.git import Repo
 
     try:
-        driver = Repo(root).config_get(f"merge.{DRIVER}.driver")
+        driver = Repo(root).config.get(f"merge.{DRIVER}.driver")
     except GitError:  # a warning must not stop the command it is printed by
         return None
     return UNREGISTERED if driver is None else None

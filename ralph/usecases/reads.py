@@ -339,7 +339,7 @@ def _unmerged(root: Path) -> bool:
     from ralph.store.git import Repo
 
     try:
-        return Repo(root).unmerged(PLAN_NAME)
+        return Repo(root).changes.unmerged(PLAN_NAME)
     except GitError:  # no index to ask (not a git work tree): nothing is unmerged
         return False
 
@@ -347,7 +347,7 @@ def _unmerged(root: Path) -> bool:
 def _staged_plan(root: Path) -> bytes:
     from ralph.store.git import Repo
 
-    data = Repo(root).staged_file(PLAN_NAME)
+    data = Repo(root).changes.staged_file(PLAN_NAME)
     if data is None:
         raise Refused(
             f"no staged {PLAN_NAME}: git's index has no merged version of it (`git add {PLAN_NAME}`)"

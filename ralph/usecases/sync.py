@@ -149,7 +149,7 @@ def on_remote_head(
         head = remote.fetch()
         if head is None:
             return None
-        data = repo.file_at(head, PLAN_NAME) or b""
+        data = repo.objects.file_at(head, PLAN_NAME) or b""
         plan = Plan(load(data, PLAN_NAME))
         result = change(plan)
         if result is None:
@@ -239,7 +239,7 @@ def _round(
         raise RemoteError("the local branch has no commit yet: run `ralph init` and commit first")
     remote_head = remote.fetch() if fetch else remote.head()
     base = _caught_up(repo, remote, start, remote_head, runner)
-    data = repo.file_at(base, PLAN_NAME) or b""
+    data = repo.objects.file_at(base, PLAN_NAME) or b""
     plan = Plan(load_checked(root, data))  # the bytes of most rounds were proven valid before
     result = change(plan)
     target = _commit_change(repo, base, plan, data, message(result)) if result is not None else base
@@ -274,7 +274,7 @@ def _commit_change(repo: Repo, parent: str, plan: Plan, before: bytes, message: 
     after = checked_bytes(plan.doc)
     if after == before:
         return parent
-    return repo.commit_tree(repo.tree_with_file(parent, PLAN_NAME, after), parent, message)
+    return repo.objects.commit_tree(repo.objects.tree_with_file(parent, PLAN_NAME, after), parent, message)
 
 
 def _move(repo: Repo, start: str, target: str) -> None:
@@ -305,9 +305,9 @@ def _commit_loose_plan(root: Path, repo: Repo) -> None:
 
     with plan_lock(root):
         data = read_bytes(root)
-        if repo.file_at_head(PLAN_NAME) != data:
-            base = repo.snapshot()
-            repo.commit_file(PLAN_NAME, data, earlier_changes_message(repo, base[1], data), base)
+        if repo.objects.file_at_head(PLAN_NAME) != data:
+            base = repo.objects.snapshot()
+            repo.index.commit_file(PLAN_NAME, data, earlier_changes_message(repo, base[1], data), base)
             pending_ops.forget(repo)
 
 
@@ -356,7 +356,7 @@ def _replayed(repo: Repo, start: str, remote_head: str) -> tuple[bytes, list[Out
     # Every plan version the replay reads, in one read: with builds waiting to go out in a batch
     # a catch-up replays a dozen commits, and reading each version on its own cost two git runs.
     revs = list(dict.fromkeys([remote_head, *(rev for c, ps, _ in commits for rev in (*ps[:1], c))]))
-    versions = dict(zip(revs, repo.files_at(revs, PLAN_NAME), strict=True))
+    versions = dict(zip(revs, repo.objects.files_at(revs, PLAN_NAME), strict=True))
     plan = versions[remote_head] or b""
     outcomes: list[Outcome] = []
     for commit, parents, message in commits:

@@ -51,7 +51,7 @@ def test_an_interrupted_build_is_kept_as_a_draft_offered_to_the_next_build(proje
     assert again.returncode == 0, again.stdout + again.stderr
     prompt = (state / f"{task}.build-2.prompt").read_text()
     assert f"git diff HEAD...{draft}" in prompt
-    assert not Repo(project).branch_exists(draft)  # accepted: ralph's draft is gone
+    assert not Repo(project).worktrees.branch_exists(draft)  # accepted: ralph's draft is gone
     assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
 
 
@@ -77,7 +77,7 @@ def test_a_persons_own_branch_named_like_the_draft_survives(project, tmp_path):
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"git diff HEAD...{kept}" in (state / f"{task}.build-2.prompt").read_text()
     assert git(project, "rev-parse", f"ralph/draft/{task}").strip() == theirs  # never ralph's to delete
-    assert not Repo(project).branch_exists(kept)
+    assert not Repo(project).worktrees.branch_exists(kept)
 
 
 def _status(root) -> str:
@@ -102,7 +102,7 @@ def test_a_runners_draft_is_pushed_and_deleted_on_the_remote_once_its_task_is_ac
     again = construct(clone, "--remote", "origin", env={"FAKE_AGENT_STATE": str(tmp_path / "agent-state")})
 
     assert again.returncode == 0, again.stdout + again.stderr
-    assert not Repo(clone).branch_exists(draft)
+    assert not Repo(clone).worktrees.branch_exists(draft)
     assert git(shared.origin, "branch", "--list", draft) == ""  # gone where the runners share it too
 
 
@@ -136,7 +136,7 @@ def test_a_draft_kept_by_a_runner_goes_to_the_remote_and_there_too_once_its_task
 
     tree.drop_drafts([{"id": "t-one"}, {"id": "t-two"}])
 
-    assert not Repo(runner).branch_exists("ralph/draft/t-one")
+    assert not Repo(runner).worktrees.branch_exists("ralph/draft/t-one")
     assert git(shared.origin, "branch", "--list", "ralph/draft/t-one") == ""  # gone where runners share it
     assert git(shared.origin, "rev-parse", "refs/heads/ralph/draft/t-two") == theirs  # theirs: kept
 
@@ -195,7 +195,7 @@ def test_a_killed_tasks_draft_is_offered_to_its_subtasks_and_goes_once_they_are_
     for prompt in subtask_prompts:
         assert f"git diff HEAD...{draft}" in prompt  # the killed build's work, offered to each part
         assert "or of the task it was split from" in prompt
-    assert not Repo(project).branch_exists(draft)  # both parts accepted: nobody is offered it now
+    assert not Repo(project).worktrees.branch_exists(draft)  # both parts accepted: nobody is offered it now
     assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
 
 
@@ -213,12 +213,12 @@ def test_another_runner_builds_from_a_pushed_draft_and_its_keeper_deletes_it_onc
     prompt = (tmp_path / "agent-state" / f"{task}.build-2.prompt").read_text()
     assert f"git diff HEAD...origin/{draft}" in prompt  # a ref this clone has: the remote's copy
     assert git(other, "rev-parse", f"origin/{draft}").strip() == pushed
-    assert not Repo(other).branch_exists(draft)  # not made a branch of here: not this runner's
+    assert not Repo(other).worktrees.branch_exists(draft)  # not made a branch of here: not this runner's
 
     again = construct(clone, "--remote", "origin", env=state)  # its keeper catches up
 
     assert again.returncode == 0, again.stdout + again.stderr
-    assert not Repo(clone).branch_exists(draft)
+    assert not Repo(clone).worktrees.branch_exists(draft)
     assert git(shared.origin, "branch", "--list", draft) == ""
 
 
@@ -261,7 +261,7 @@ def test_a_draft_offered_through_two_splits_goes_once_the_last_part_is_accepted(
     assert accepted == {"t-parent-a", "t-parent-b-a", "t-parent-b-b"}, accepted
     drafted = [e for e in events(project) if e["event"] == "draft_kept"]
     assert [e["item"] for e in drafted] == ["t-parent"]  # the parent's only
-    assert not Repo(project).branch_exists("ralph/draft/t-parent")
+    assert not Repo(project).worktrees.branch_exists("ralph/draft/t-parent")
     assert [o for o in owned.recorded(Repo(project)) if o.kind is OwnedKind.DRAFT] == []
 
 
@@ -283,7 +283,7 @@ def test_a_build_killed_outright_is_undone_at_the_next_start_and_never_taken_for
     assert f"the build of {task} on" in again.stderr and "interrupted: undone" in again.stderr, again.stderr
     draft = f"ralph/draft/{task}"
     assert f"git diff HEAD...{draft}" in (state / f"{task}.build-2.prompt").read_text()  # offered
-    assert not Repo(project).branch_exists(draft)  # and gone once the task was accepted
+    assert not Repo(project).worktrees.branch_exists(draft)  # and gone once the task was accepted
     assert (state / f"build-{task}").read_text() == "2"  # built again, not taken for built
     (build,) = [c for c in git(project, "log", "--format=%H %s").splitlines() if f"ralph(build): {task}" in c]
     assert f"work/{task}.txt" in git(project, "show", "--format=", "--name-only", build.split()[0]).split()

@@ -56,6 +56,10 @@ from ralph.plan.loader import load
 from ralph.plan.plan import Plan
 from ralph.plan.records import KillReason, Stage, StopReason, TaskView, Verdict
 from ralph.store.git import Repo
+from ralph.store.git.changes import Changes
+from ralph.store.git.config import Config
+from ralph.store.git.objects import Objects
+from ralph.store.git.worktrees import Worktrees
 from ralph.store.transaction import Change
 from ralph.usecases.settings import Settings
 from tests.support.hooks import APPEND, received_events
@@ -139,29 +143,54 @@ class MemoryPlan(PlanAccess):
         pass
 
 
-class FakeRepo(Repo):
-    """What the stages ask of a repository here: its HEAD, its hooks, its state (a Repo whose other
-    methods would run git in `root`, which is no repository: a test that reaches one fails).
-    Repo.__init__ is not run: it fences `root` off for the whole process."""
-
-    def __init__(self, root: Path):
-        self.root = root
-
-    def head(self) -> str:
-        return HEAD
+class FakeConfig(Config):
+    def __init__(self) -> None:  # no Runner: a method not faked here fails
+        pass
 
     def hook(self, name: str) -> None:
         return None
 
+
+class FakeChanges(Changes):
+    def __init__(self) -> None:
+        pass
+
     def work_state(self, read_only: bool = False) -> tuple[str, str | None, set[str]]:
         return HEAD, None, set()
-
-    def links_here(self) -> bool:  # a checkout's link to the repository, intact
-        return True
 
     def at_head(self, paths: Iterable[str]) -> set[str]:
         """The files HEAD has: the app and its test."""
         return set(paths) & {"app.py", "tests/test_app.py"}
+
+
+class FakeWorktrees(Worktrees[Repo]):
+    def __init__(self) -> None:
+        pass
+
+    def links_here(self) -> bool:  # a checkout's link to the repository, intact
+        return True
+
+
+class FakeObjects(Objects):
+    def __init__(self) -> None:
+        pass
+
+    def file_at(self, rev: str, relpath: str) -> bytes | None:
+        return None  # no file of the repository's own: ralph's aspects
+
+
+class FakeRepo(Repo):
+    """What the stages ask of a repository here: its HEAD, its hooks, its state (a Repo whose other
+    methods would run git in `root`, which is no repository: a test that reaches one fails).
+    Repo.__init__ is not run: it fences `root` off for the whole process; its parts are fakes."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.config, self.changes = FakeConfig(), FakeChanges()
+        self.worktrees, self.objects = FakeWorktrees(), FakeObjects()
+
+    def head(self) -> str:
+        return HEAD
 
     def git(self, *args: str, stdin: bytes | None = None) -> str:
         """Only what the spec check asks: the files changed since a commit (none: HEAD stays)."""
@@ -175,9 +204,6 @@ class FakeRepo(Repo):
             return []
         assert args[:4] == ("diff", "--name-only", "-z", "--end-of-options"), args
         return ["app.py"] if args[4] == f"{BASE}...HEAD" else []
-
-    def file_at(self, rev: str, relpath: str) -> bytes | None:
-        return None  # no file of the repository's own: ralph's aspects
 
 
 class RecordingTree(WorkTree):

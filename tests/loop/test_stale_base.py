@@ -46,7 +46,7 @@ def test_a_runners_failure_is_given_back_once_per_code_however_often_the_plan_mo
 def test_a_worktree_is_behind_only_when_the_code_moved_past_its_base(repo: Path, tmp_path: Path):
     base = git(repo, "rev-parse", "HEAD").strip()
     path = tmp_path / "ralph-build-t-one"
-    Repo(repo).add_worktree(path, base)
+    Repo(repo).worktrees.add(path, base)
     build = work_tree(repo).for_worktree(path)
     build.base = base
     commit(repo, "plan.jsonl", (repo / "plan.jsonl").read_text() + "\n")
@@ -60,6 +60,12 @@ def test_code_tree_is_the_same_for_commits_that_differ_in_the_plan_alone(repo: P
     before = git(repo, "rev-parse", "HEAD").strip()
     planned = commit(repo, "plan.jsonl", (repo / "plan.jsonl").read_text() + "\n")
     coded = commit(repo, "app.py", "x = 1\n")
-    assert git_repo.code_tree(before) == git_repo.code_tree(planned) == git_repo.code_tree("HEAD~1")
-    assert git_repo.code_tree(coded) != git_repo.code_tree(planned)
-    assert not git_repo.code_differs(before, planned) and git_repo.code_differs(planned, coded)
+    assert (
+        git_repo.objects.code_tree(before)
+        == git_repo.objects.code_tree(planned)
+        == git_repo.objects.code_tree("HEAD~1")
+    )
+    assert git_repo.objects.code_tree(coded) != git_repo.objects.code_tree(planned)
+    assert not git_repo.objects.code_differs(before, planned) and git_repo.objects.code_differs(
+        planned, coded
+    )

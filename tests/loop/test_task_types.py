@@ -18,7 +18,7 @@ from tests.support.gitrepo import git
 # `make test` has it in process, in test_stages_in_process.py:
 # test_a_docs_task_that_changed_code_fails_type_violation_naming_the_files,
 # test_what_a_type_does_not_allow_fails_the_attempt and test_what_a_type_or_the_scope_allows_is_built;
-# which paths HEAD has (an existing test file) from real git in tests/store/test_git.py:
+# which paths HEAD has (an existing test file) from real git in tests/store/git/test_changes.py:
 # test_at_head_names_the_paths_head_has_an_entry_for; a real build failing on the files it changed
 # in tests/loop/stages/test_build_parallel.py: test_a_build_outside_its_scope_fails_with_the_files_
 # named. This runs with the slow suites.

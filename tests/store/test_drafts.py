@@ -57,7 +57,7 @@ def test_a_persons_branch_of_the_drafts_name_is_never_moved_nor_deleted(repo: Pa
     assert git(repo, "rev-parse", "ralph/draft/t-one").strip() == theirs
     assert present(drafts.delete(Repo(repo), "t-one")).name == "ralph/draft/t-one-2"
     assert git(repo, "rev-parse", "ralph/draft/t-one").strip() == theirs
-    assert not Repo(repo).branch_exists("ralph/draft/t-one-2")
+    assert not Repo(repo).worktrees.branch_exists("ralph/draft/t-one-2")
     assert drafts.draft_of(Repo(repo), "t-one") is None
 
 

@@ -29,7 +29,7 @@ def setup(repo: Path, tmp_path: Path):
     first, second = (record["id"] for record in tasks.add(repo, [{"name": "First"}, {"name": "Second"}]))
     tree = tmp_path / "wt"
     start = head(repo)
-    Repo(repo).add_branch_worktree(tree, "ralph/b", start)
+    Repo(repo).worktrees.add_on_branch(tree, "ralph/b", start)
     return repo, tree, first, second, (repo / "plan.jsonl").read_bytes(), start
 
 
@@ -173,7 +173,7 @@ def test_plan_jsonl_is_in_place_before_git_moves_the_work_tree(setup, monkeypatc
     def spying(self: Repo, *args: str, **kwargs) -> str:
         if args[:1] == ("read-tree",):
             target = args[-1]
-            in_place = (self.root / "plan.jsonl").read_bytes() == self.file_at(target, "plan.jsonl")
+            in_place = (self.root / "plan.jsonl").read_bytes() == self.objects.file_at(target, "plan.jsonl")
             staged = self.attempt("diff-index", "--cached", "--quiet", target, "--", "plan.jsonl")[0] == 0
             seen.append((in_place, staged))
         return real_git(self, *args, **kwargs)

@@ -12,6 +12,7 @@ import pytest
 
 from ralph.store import loose
 from ralph.store.git import Repo
+from ralph.store.git.run import Runner
 from tests.support.gitrepo import git
 
 
@@ -22,13 +23,13 @@ def git_bytes(root: Path, *args: str, stdin: bytes | None = None) -> bytes:
 def writers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The git commands Repo runs from now on (their first word)."""
     ran: list[str] = []
-    real = Repo._run
+    real = Runner.run
 
     def counted(self, args, *rest, **kwargs):
         ran.append(args[0])
         return real(self, args, *rest, **kwargs)
 
-    monkeypatch.setattr(Repo, "_run", counted)
+    monkeypatch.setattr(Runner, "run", counted)
     return ran
 
 
@@ -92,7 +93,7 @@ def test_an_object_there_that_cannot_be_touched_is_taken_as_it_is(repo, monkeypa
 def test_a_plan_commit_runs_no_git_to_write_its_blob_and_tree_and_git_finds_all_sound(repo, monkeypatch):
     (repo / "plan.jsonl").write_bytes(b'{"type":"config"}\n')
     ran = writers(monkeypatch)
-    commit, _ = Repo(repo).commit_file("plan.jsonl", b'{"type":"config"}\n', "ralph: a change")
+    commit, _ = Repo(repo).index.commit_file("plan.jsonl", b'{"type":"config"}\n', "ralph: a change")
     assert commit == git(repo, "rev-parse", "HEAD").strip()
     assert "hash-object" not in ran and "mktree" not in ran
     assert git_bytes(repo, "show", "HEAD:plan.jsonl") == b'{"type":"config"}\n'
@@ -106,7 +107,7 @@ def test_a_linked_worktrees_commit_stores_its_objects_in_the_shared_folder(repo,
     found = loose.objects_folder(Repo(checkout).git_dir())
     assert found is not None and found.resolve() == (repo / ".git" / "objects").resolve()
     ran = writers(monkeypatch)
-    commit, _ = Repo(checkout).commit_file("plan.jsonl", b"{}\n", "ralph: in a worktree")
+    commit, _ = Repo(checkout).index.commit_file("plan.jsonl", b"{}\n", "ralph: in a worktree")
     assert "hash-object" not in ran
     assert git_bytes(repo, "show", f"{commit}:plan.jsonl") == b"{}\n"
     git(repo, "fsck", "--strict", "--no-dangling")
@@ -116,7 +117,7 @@ def test_a_shared_repository_or_an_object_directory_elsewhere_is_left_to_git(rep
     git(repo, "config", "core.sharedRepository", "group")
     os.chmod(repo / ".git" / "objects", 0o2775)  # what git init --shared=group makes it
     ran = writers(monkeypatch)
-    Repo(repo).commit_file("plan.jsonl", b"shared\n", "ralph: shared")
+    Repo(repo).index.commit_file("plan.jsonl", b"shared\n", "ralph: shared")
     assert "hash-object" in ran and "mktree" in ran  # git applies the group's permissions
     git(repo, "fsck", "--strict", "--no-dangling")
 
@@ -141,25 +142,25 @@ def git_snapshot(root: Path) -> tuple[str, list[bytes]]:
 
 
 def test_heads_commit_and_tree_are_read_from_their_files_without_git_where_they_are_loose(repo, monkeypatch):
-    Repo(repo).commit_file("plan.jsonl", b"loose\n", "ralph: a change")  # its commit and tree: loose
+    Repo(repo).index.commit_file("plan.jsonl", b"loose\n", "ralph: a change")  # its commit and tree: loose
     ran = writers(monkeypatch)
-    assert Repo(repo).snapshot() == git_snapshot(repo)
+    assert Repo(repo).objects.snapshot() == git_snapshot(repo)
     assert ran == []
 
 
 def test_a_packed_head_or_a_replaced_commit_is_read_through_git(repo, monkeypatch):
-    Repo(repo).commit_file("plan.jsonl", b"packed\n", "ralph: a change")
+    Repo(repo).index.commit_file("plan.jsonl", b"packed\n", "ralph: a change")
     git(repo, "gc", "-q", "--prune=now")  # every object packed: no file to read
     ran = writers(monkeypatch)
-    assert Repo(repo).snapshot() == git_snapshot(repo)
+    assert Repo(repo).objects.snapshot() == git_snapshot(repo)
     assert ran == ["cat-file"]
 
-    Repo(repo).commit_file("plan.jsonl", b"replaced\n", "ralph: another")
+    Repo(repo).index.commit_file("plan.jsonl", b"replaced\n", "ralph: another")
     head = git(repo, "rev-parse", "HEAD").strip()
     other = git(repo, "commit-tree", "HEAD~1^{tree}", "-p", "HEAD~1", "-m", "stand-in").strip()
     git(repo, "replace", head, other)  # git now reads `other` wherever HEAD's commit is named
     ran.clear()
-    assert Repo(repo).snapshot() == git_snapshot(repo)
+    assert Repo(repo).objects.snapshot() == git_snapshot(repo)
     raw = git_bytes(repo, "--no-replace-objects", "ls-tree", "-z", head)  # what HEAD's file holds
     assert git_snapshot(repo)[1] != [entry for entry in raw.split(b"\0") if entry]
     assert ran[:1] == ["cat-file"]

@@ -52,7 +52,7 @@ def test_a_git_command_in_a_removed_work_tree_says_so(repo: Path, tmp_path: Path
 def test_a_build_branch_is_never_made_over_an_existing_one(repo: Path, tmp_path: Path):
     git(repo, "branch", "ralph/t-a")
     with pytest.raises(GitError):
-        Repo(repo).add_branch_worktree(tmp_path / "w", "ralph/t-a", "HEAD")
+        Repo(repo).worktrees.add_on_branch(tmp_path / "w", "ralph/t-a", "HEAD")
 
 
 def test_a_record_another_thread_forgets_while_they_are_listed_is_skipped_not_fatal(repo: Path, monkeypatch):

@@ -23,7 +23,7 @@ def test_the_loops_commit_of_plan_and_code_records_the_operations_written_before
     tasks.done(repo, A["id"], commit=False)
     tasks.reject(repo, A["id"], "not yet", commit=False)
     (repo / "app.txt").write_text("code\n")
-    Repo(repo).commit_paths({"plan.jsonl", "app.txt"}, "ralph(build): t-aaaaaa A")
+    Repo(repo).index.commit_paths({"plan.jsonl", "app.txt"}, "ralph(build): t-aaaaaa A")
     assert [op["op"] for op in present(ops_in(message(repo)))] == ["done", "reject"]
     assert not (Repo(repo).git_dir() / pending_ops.NAME).exists()
 
@@ -34,7 +34,7 @@ def test_a_hand_edit_between_the_writes_leaves_the_commit_without_operations(rep
     plan = repo / "plan.jsonl"
     plan.write_bytes(plan.read_bytes().replace(b'"name": "B"', b'"name": "B by hand"'))
     tasks.done(repo, B["id"], commit=False)
-    Repo(repo).commit_paths({"plan.jsonl"}, "ralph: the loop's commit")
+    Repo(repo).index.commit_paths({"plan.jsonl"}, "ralph: the loop's commit")
     assert ops_in(message(repo)) is None  # a runner merges this change by record
     assert message(repo).strip() == "ralph: the loop's commit"
 
@@ -71,7 +71,7 @@ def test_operations_a_fenced_run_made_are_recorded_as_json(repo):
     git_dir = Repo(repo).git_dir()
     tasks.done(repo, A["id"], commit=False)
     (git_dir / pending_ops.NAME).rename(git_dir / pending_ops.FENCED_NAME)  # as the fence binds it
-    Repo(repo).commit_paths({"plan.jsonl"}, "ralph(build): t-aaaaaa A")
+    Repo(repo).index.commit_paths({"plan.jsonl"}, "ralph(build): t-aaaaaa A")
     assert ops_in(message(repo)) == [{"op": "done", "args": [A["id"], None]}]
     assert f'Ralph-Op: {{"op":"done","args":["{A["id"]}",null]}}' in message(repo)
     assert (git_dir / pending_ops.FENCED_NAME).read_bytes() == b""  # taken
@@ -89,14 +89,14 @@ def test_operations_that_never_happened_are_not_written_into_a_commit(repo):
     after = plan.read_bytes()
     fake = '{"op":"accept","args":["t-bbbbbb"]}'
     fenced_line(repo, before, after, [fake])
-    Repo(repo).commit_paths({"plan.jsonl"}, "ralph(build): t-aaaaaa A")
+    Repo(repo).index.commit_paths({"plan.jsonl"}, "ralph(build): t-aaaaaa A")
     assert ops_in(message(repo)) is None and "Ralph-Op" not in message(repo)
     # A repr, not JSON: the op as a dict where a text belongs is no line of ralph's.
     tasks.done(repo, B["id"], commit=False)
     (Repo(repo).git_dir() / pending_ops.NAME).unlink()
     for name in pending_ops.NAMES:  # not even in ralph's own (as an unfenced agent could write it)
         fenced_line(repo, after, plan.read_bytes(), [{"op": "done", "args": [B["id"], None]}], name)
-    Repo(repo).commit_paths({"plan.jsonl"}, "ralph(build): t-bbbbbb B")
+    Repo(repo).index.commit_paths({"plan.jsonl"}, "ralph(build): t-bbbbbb B")
     assert "Ralph-Op" not in message(repo), message(repo)
 
 
@@ -106,5 +106,5 @@ def test_a_fenced_line_cannot_hide_ralphs_own(repo):
     before = plan.read_bytes()
     tasks.done(repo, A["id"], commit=False)
     fenced_line(repo, before, plan.read_bytes(), ['{"op":"done","args":["t-bbbbbb",null]}'])
-    Repo(repo).commit_paths({"plan.jsonl"}, "ralph(build): t-aaaaaa A")
+    Repo(repo).index.commit_paths({"plan.jsonl"}, "ralph(build): t-aaaaaa A")
     assert ops_in(message(repo)) == [{"op": "done", "args": [A["id"], None]}]

@@ -118,15 +118,15 @@ def test_no_hook_runs_in_ralphs_git_calls(repo, tmp_path):
     git(repo, "commit", "-qm", "hooks")
     git(repo, "config", "core.hooksPath", ".husky")
     ours = Repo(repo)
-    ours.commit_file("plan.jsonl", (repo / "plan.jsonl").read_bytes() + b"\n", "ralph: plan")
+    ours.index.commit_file("plan.jsonl", (repo / "plan.jsonl").read_bytes() + b"\n", "ralph: plan")
     (repo / "code.txt").write_text("built\n")
-    ours.commit_paths({"code.txt"}, "ralph(build): code")
+    ours.index.commit_paths({"code.txt"}, "ralph(build): code")
     (repo / "code.txt").write_text("changed\n")
-    ours.revert({"code.txt"})
-    checkout = ours.add_worktree(tmp_path / "wt", ours.head() or "")
-    ours.remove_worktree(checkout.root)
+    ours.changes.revert({"code.txt"})
+    checkout = ours.worktrees.add(tmp_path / "wt", ours.head() or "")
+    ours.worktrees.remove(checkout.root)
     assert ran(marker) == []
-    assert ours.hook("pre-commit") == repo / ".husky" / "pre-commit"
+    assert ours.config.hook("pre-commit") == repo / ".husky" / "pre-commit"
     git(repo, "commit", "-q", "--allow-empty", "-m", "a person's commit")  # the control
     assert ran(marker)
 
@@ -147,10 +147,10 @@ def test_a_submodules_git_link_replaced_by_a_git_dir_with_an_fsmonitor_runs_noth
     ours = Repo(repo)
     # The gitlink shows as changed (its link leads to another commit: read from refs, running
     # nothing); what changed inside the submodule does not, as git never looks there.
-    assert ours.changed_paths() == {"code.txt", "lib"}
-    assert ours.work_state()[2] == {"code.txt", "lib"}
-    ours.diff_stat({"code.txt", "lib"})
-    ours.save_patch({"code.txt"}, tmp_path / "kept.patch")
+    assert ours.changes.paths() == {"code.txt", "lib"}
+    assert ours.changes.work_state()[2] == {"code.txt", "lib"}
+    ours.changes.diff_stat({"code.txt", "lib"})
+    ours.changes.save_patch({"code.txt"}, tmp_path / "kept.patch")
     assert ran(marker) == []
     git(repo, "status", "--porcelain")  # the control: plain git runs it
     assert ran(marker)
@@ -168,8 +168,8 @@ def test_no_external_diff_or_textconv_runs_in_ralphs_diffs(repo, tmp_path):
     (repo / "code.txt").write_text("two\n")
     ours = Repo(repo)
     ours.git("diff", "HEAD", "--", "code.txt")
-    ours.diff_stat({"code.txt"})
-    ours.patch("HEAD", "--", "code.txt")
+    ours.changes.diff_stat({"code.txt"})
+    ours.changes.patch("HEAD", "--", "code.txt")
     assert ran(marker) == []
     git(repo, "diff", "HEAD")  # the control
     assert ran(marker)

@@ -306,9 +306,26 @@ COVERED: dict[str, tuple[str, ...]] = {
         "and an unreachable remote fails after bounded retries.",
     ),
     # plan/ and store/
-    "ralph/store/blobs.py": (
-        "tests/store/test_git.py",
-        "blob_sha is checked against `git hash-object` for random bytes.",
+    "ralph/store/git/config.py": (
+        "tests/store/test_user_safety.py",
+        "tests/store/test_programs.py",
+        "tests/loop/test_loop_safety.py",
+        "tests/usecases/test_mergedriver.py",
+        "commits are signed when the repository asks, the hook git would run is found but never run by"
+        " ralph's own git calls, a config reading a file of the work tree is refused, and init sets the"
+        " merge driver only where no config has one, there.",
+    ),
+    "ralph/store/git/state.py": (
+        "tests/store/test_user_safety.py",
+        "tests/loop/test_person_edits.py",
+        "no commit is made while git is stopped in an operation, on a detached HEAD, under a stale"
+        " index lock or on a branch switched under a run, there.",
+    ),
+    "ralph/store/git/repo.py": (
+        "tests/store/git/test_worktrees.py",
+        "tests/store/test_drafts.py",
+        "a Repo runs git and reads HEAD and its branch in every test of its parts, and a worktree's Repo"
+        " and a Repo with an index of its own (drafts) are made, there.",
     ),
     "ralph/store/settle.py": (
         "tests/store/test_intent.py",

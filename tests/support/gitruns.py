@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from ralph.store.git import Repo
+from ralph.store.git.run import Runner
 
 
 def count_git_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     """The argv of each git run a Repo makes from now on."""
     runs: list[tuple[str, ...]] = []
-    real = Repo._run
+    real = Runner.run
 
     def counted(self, args, *rest, **kwargs):
         runs.append(tuple(args))
         return real(self, args, *rest, **kwargs)
 
-    monkeypatch.setattr(Repo, "_run", counted)
+    monkeypatch.setattr(Runner, "run", counted)
     return runs

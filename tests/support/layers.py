@@ -16,7 +16,7 @@ LAYERS = (
     ("ralph.loop.process",),
     ("ralph.loop.observe",),
     ("ralph.usecases",),
-    ("ralph.store",),
+    ("ralph.store", "ralph.store.git"),  # git's package: the store's layer, its own rows in the map
     ("ralph.plan",),
     ("ralph.agents",),
 )

@@ -48,7 +48,8 @@ def wrap(owner: Any, name: str, marker: Path, before: bool) -> None:
 
 
 def install(step: str, marker: Path) -> None:
-    from ralph.store import git, transaction
+    from ralph.store import transaction
+    from ralph.store.git.index import Index
 
     if step == "locked":
         wrap(transaction, "remove_stale_temp_files", marker, before=True)
@@ -62,9 +63,9 @@ def install(step: str, marker: Path) -> None:
 
         transaction._write_and_commit = write_and_commit
     elif step == "ref-moved":
-        wrap(git.Repo, "_stage", marker, before=True)
+        wrap(Index, "_stage", marker, before=True)
     elif step == "landed":
-        wrap(git.Repo, "land", marker, before=False)
+        wrap(Index, "land", marker, before=False)
     else:
         raise SystemExit(f"unknown step {step!r}: one of {', '.join(STEPS)}")
 

@@ -159,7 +159,7 @@ def test_the_loops_commit_of_plan_and_code_is_replayed_and_a_second_build_yields
     push(other, "two")
     tasks.done(one, A["id"], commit=False)  # as the loop's agent does, RALPH_COMMIT=0
     (one / "app.txt").write_text("built\n")
-    Repo(one).commit_paths({"plan.jsonl", "app.txt"}, "ralph(build): A")  # as the loop commits
+    Repo(one).index.commit_paths({"plan.jsonl", "app.txt"}, "ralph(build): A")  # as the loop commits
     push(one, "one")
     [said] = replay_said(shared)
     assert said.startswith("dropped done: ")  # done already: the build published first stands

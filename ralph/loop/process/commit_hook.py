@@ -37,15 +37,15 @@ def in_work_tree(repo: Repo, hook: Path) -> str | None:
 
 def at_start(repo: Repo, start: str | None, relpath: str) -> bytes | None:
     """The hook's bytes as commit `start` has them (None: no such file there)."""
-    if start is None or repo.mode_at(start, relpath) not in _FILE_MODES:
+    if start is None or repo.objects.mode_at(start, relpath) not in _FILE_MODES:
         return None
-    return repo.file_at(start, relpath)
+    return repo.objects.file_at(start, relpath)
 
 
 def start_refusal(repo: Repo, run_hooks: bool) -> str | None:
     """Why the run cannot start with `run_hooks`: a pre-commit hook in the work tree that HEAD (the
     commit the run starts on) lacks, which ralph could only run as it finds it; else None."""
-    hook = repo.hook(HOOK) if run_hooks else None
+    hook = repo.config.hook(HOOK) if run_hooks else None
     relpath = in_work_tree(repo, hook) if hook else None
     if relpath is None or at_start(repo, repo.head(), relpath) is not None:
         return None
@@ -59,10 +59,10 @@ def start_refusal(repo: Repo, run_hooks: bool) -> str | None:
 def hook_argv(repo: Repo, start: str | None, own: Path) -> list[str] | None:
     """The argv that runs the pre-commit hook as commit `start` has it (a copy under the folder
     `own` where the work tree's file differs), or None when there is no such hook to run."""
-    path = repo.hook_path(HOOK)  # there or not: a build that removed it still gets it run
+    path = repo.config.hook_path(HOOK)  # there or not: a build that removed it still gets it run
     relpath = in_work_tree(repo, path)
     if relpath is None:  # in the git directory, or outside the repository: no agent wrote it
-        hook = repo.hook(HOOK)
+        hook = repo.config.hook(HOOK)
         return [str(hook)] if hook else None
     hook = repo.root / relpath
     data = at_start(repo, start, relpath)
@@ -73,7 +73,7 @@ def hook_argv(repo: Repo, start: str | None, own: Path) -> list[str] | None:
     copy = own / relpath
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_bytes(data)
-    copy.chmod(0o755)  # it ran at the start (repo.hook: an executable file), whatever its mode now
+    copy.chmod(0o755)  # it ran at the start (repo.config.hook: an executable file), whatever its mode now
     return [str(copy)]
 
 

@@ -105,8 +105,8 @@ class Hooks:
         repo = Repo(self.root)
         for arg in inside:
             relpath = _relpath(self.root, arg)
-            mode = repo.mode_at(start, relpath) if start else None
-            data = repo.file_at(start, relpath) if start and mode in ("100644", "100755") else None
+            mode = repo.objects.mode_at(start, relpath) if start else None
+            data = repo.objects.file_at(start, relpath) if start and mode in ("100644", "100755") else None
             if data is None:
                 where = f"commit {start[:8]}" if start else "any commit"
                 self.refused.append(

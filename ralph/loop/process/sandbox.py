@@ -374,12 +374,12 @@ class Sandbox:
         if work_tree not in self._links_of:  # none in a folder that is no work tree (a hook's own)
             from ralph.store.git import Repo
 
-            found = Repo(work_tree).gitlinks() if os.path.lexists(work_tree / ".git") else []
+            found = Repo(work_tree).changes.gitlinks() if os.path.lexists(work_tree / ".git") else []
             self._links_of[work_tree] = [work_tree / path / ".git" for path in found]
         return [path for path in self._links_of[work_tree] if not path.is_symlink()]
 
     def _nested(self, work_tree: Path) -> list[str]:
-        """The git repositories inside the work tree that are no submodule (Repo.nested_repos): a
+        """The git repositories inside the work tree that are no submodule (Repo.changes.nested_repos): a
         person's clone inside it, an embedded repository. Their `.git` folders are read-only, and
         each folder on the way to one is a mount point of its own, which cannot be renamed: an
         agent that moved the folder aside and made one with a `.git` of its own (a config whose
@@ -391,7 +391,7 @@ class Sandbox:
             found: list[str] = []
             if os.path.lexists(work_tree / ".git"):
                 with contextlib.suppress(GitError):
-                    found = Repo(work_tree).nested_repos(UNSCANNED_FOLDERS)
+                    found = Repo(work_tree).changes.nested_repos(UNSCANNED_FOLDERS)
             # Not what ralph keeps beside its logs (an agent's repository, unnested), read-only anyway.
             self._nested_of[work_tree] = [
                 path for path in found if not any(_under(work_tree / path, ro) for ro in self.read_only)
@@ -559,7 +559,7 @@ def _untracked_matching(tree: Path, names: list[str]) -> list[str]:
     from ralph.store.git import Repo
 
     try:
-        return Repo(tree).untracked(pathspecs)
+        return Repo(tree).changes.untracked(pathspecs)
     except (OSError, GitError):
         return []
 

@@ -61,19 +61,19 @@ class JudgedInputs:
         the commit never changes, and a git run costs more than reading them all."""
         if self._read is None:
             paths = [*(_template_path(stage) for stage in JUDGES), *RULE_FILES, *skills.SKILL_DIRS]
-            self._read = self.repo.read_files_at(self.rev, [*paths, *([spec] if spec else [])])
+            self._read = self.repo.objects.read_files_at(self.rev, [*paths, *([spec] if spec else [])])
 
     def template(self, stage: str) -> str | None:
         """The stage's prompt override as the commit has it (None: none there, use ralph's)."""
         self._read_once(None)
-        data = self.repo.file_at(self.rev, _template_path(stage))
+        data = self.repo.objects.file_at(self.rev, _template_path(stage))
         return None if data is None else data.decode("utf-8", "replace")
 
     def copy(self, relpath: str) -> Path | None:
         """The absolute path of the commit's `relpath`, copied into the log folder (None: the
         commit has no such file)."""
         if relpath not in self._copies:
-            data = self.repo.file_at(self.rev, relpath)
+            data = self.repo.objects.file_at(self.rev, relpath)
             path = None
             if data is not None:
                 path = (self.folder / relpath).resolve()
@@ -89,7 +89,7 @@ class JudgedInputs:
         it, else ralph's."""
         if not task_type:
             return ""
-        data = self.repo.file_at(self.rev, (OVERRIDE_DIR / type_file(stage, task_type)).as_posix())
+        data = self.repo.objects.file_at(self.rev, (OVERRIDE_DIR / type_file(stage, task_type)).as_posix())
         if data is None:
             return _package_type(stage, task_type)
         return type_section(self.repo.root, stage, task_type, data.decode("utf-8", "replace"))
@@ -101,7 +101,9 @@ class JudgedInputs:
             self._skills = []  # the commit has no skill folder: nothing to list
         if self._skills is None:
             listed = self.repo.paths("ls-tree", "-r", "-z", "--name-only", self.rev, "--", *skills.SKILL_DIRS)
-            self._skills, _ = skills.discover(_skill_files_of(listed), partial(self.repo.file_at, self.rev))
+            self._skills, _ = skills.discover(
+                _skill_files_of(listed), partial(self.repo.objects.file_at, self.rev)
+            )
         return self._skills
 
     def values(self, spec: str | None, task_type: str | None = None, stage: str = "VERIFY") -> dict[str, str]:

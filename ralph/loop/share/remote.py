@@ -519,7 +519,7 @@ class RemoteCoordinator:
         return set(self._held)
 
     def _code_moved(self, since: str, head: str) -> bool:
-        return bool(since) and self.remote.repo.code_differs(since, head)  # trees cached by commit
+        return bool(since) and self.remote.repo.objects.code_differs(since, head)  # trees cached by commit
 
     def _remote_plan(self) -> Plan | None:
         return claim_refs.remote_plan(self.remote)

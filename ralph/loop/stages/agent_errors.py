@@ -101,7 +101,7 @@ def work_marks(root: Path, own: re.Pattern[str], state: WorkState | None = None)
         return "(gone)"  # the run removed its work tree: it did something (workspace's TreeRemoved)
     try:
         if state is None:
-            head, _, listed = Repo(root).work_state(read_only=True)  # one git run per agent run
+            head, _, listed = Repo(root).changes.work_state(read_only=True)  # one git run per agent run
             state = (head, listed)
         head, changed = state
         digest = hashlib.sha256(str(head).encode())

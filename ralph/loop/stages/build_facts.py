@@ -219,7 +219,11 @@ class BuildFacts:
         """A docs, test or refactor task may change only what its type allows
         (ralph.plan.type_rules); the files its scope names are always allowed."""
         found = breach(
-            task.get("type"), task.get("scope"), changed, self.tree.repo.at_head, self.ws.settings.docs_paths
+            task.get("type"),
+            task.get("scope"),
+            changed,
+            self.tree.repo.changes.at_head,
+            self.ws.settings.docs_paths,
         )
         if found is None:
             return None
@@ -244,7 +248,7 @@ class BuildFacts:
             return self._run_hook(argv, task_id, iteration)
 
     def _run_hook(self, argv: list[str], task_id: str, iteration: int) -> Failure | None:
-        self.tree.repo.stage_paths(self.tree.changed_paths() - {PLAN_FILE})
+        self.tree.repo.index.stage_paths(self.tree.changed_paths() - {PLAN_FILE})
         log = self.agents.new_log("hook", task_id)
         span = self.ws.journal.span("hook", item=task_id, iteration=iteration, log=str(self.agents.rel(log)))
         result = self._run_check(argv, log, task_id, span, "pre-commit hook")

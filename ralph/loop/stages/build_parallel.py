@@ -203,7 +203,7 @@ class ParallelBuilds:
         forever. True when the task is to be built again (now, from the branch as it is)."""
         held = self._unjudged.pop(task_id, None)
         head = self.ws.tree.repo.head()
-        if held is None or head is None or self.ws.tree.home_repo.code_differs(held.base, head):
+        if held is None or head is None or self.ws.tree.home_repo.objects.code_differs(held.base, head):
             return True
         report = StageReport(Stage.BUILD)
         again = self.lead.count_held_back(task_id, held.failure, held.result, report)
@@ -296,7 +296,7 @@ class ParallelBuilds:
             return
         with deferred_signals():
             log = self.ws.agents.rel(self.ws.agents.new_log("unmerged", task_id))
-            (self.ws.tree.home / log).write_bytes(checkout.tree.repo.patch(checkout.start))
+            (self.ws.tree.home / log).write_bytes(checkout.tree.repo.changes.patch(checkout.start))
             draft = ws.tree.keep_draft(task_id, since=checkout.start)
             if draft:
                 self.ws.plan.record_draft(task_id, draft, commit=True)
@@ -351,7 +351,7 @@ class ParallelBuilds:
         if self.ws.plan.read().find_task(task_id) is not None:
             return False
         log = self.ws.agents.rel(self.ws.agents.new_log("removed", task_id))
-        (self.ws.tree.home / log).write_bytes(checkout.tree.repo.patch(checkout.start))
+        (self.ws.tree.home / log).write_bytes(checkout.tree.repo.changes.patch(checkout.start))
         draft = ws.tree.keep_draft(task_id, since=checkout.start)
         self.ws.journal.event("build_of_removed_task", item=task_id, log=str(log), draft=draft)
         kept = f"on branch {draft} and in {log}" if draft else f"in {log}"
@@ -367,7 +367,7 @@ class ParallelBuilds:
         if self._removed_meanwhile(ws, checkout, task_id):  # during the merge: nothing to record
             return
         log = self.ws.agents.rel(self.ws.agents.new_log("conflict", task_id))
-        (self.ws.tree.home / log).write_bytes(checkout.tree.repo.patch(checkout.start))
+        (self.ws.tree.home / log).write_bytes(checkout.tree.repo.changes.patch(checkout.start))
         built = checkout.tree.plan.read().find_task(task_id) or {}
         with self.ws.plan.change(commit=True) as change:
             limit = self.ws.settings.max_attempts

@@ -202,13 +202,20 @@ class AgentRuns:
         )
         repo = Repo(cwd) if cwd else self.tree.repo
         changed = sorted(
-            path for path in repo.changed_paths() - self.tree.user_dirty if not RALPH_FILES.fullmatch(path)
+            path for path in repo.changes.paths() - self.tree.user_dirty if not RALPH_FILES.fullmatch(path)
         )
         code = {path for path in changed if path != PLAN_FILE}
         details = str(values.get("task_details") or values.get("issue_text") or "")  # str already
         name = _name_of(self.plan.after(result), item)
         stopped = Stopped(
-            stage, item, name, details, fill, changed, repo.diff_stat(code) if code else "", result.run.tail
+            stage,
+            item,
+            name,
+            details,
+            fill,
+            changed,
+            repo.changes.diff_stat(code) if code else "",
+            result.run.tail,
         )
         return compacted(stopped)
 
@@ -497,7 +504,7 @@ class AgentRuns:
         if fence is None:
             return frozenset()
         searched = fence.searched(self.tree.root)
-        return frozenset(self.tree.repo.hidden_in(searched)) if searched else frozenset()
+        return frozenset(self.tree.repo.changes.hidden_in(searched)) if searched else frozenset()
 
     def _leave_persons_code(
         self, stage: Stage, before: Snapshot, after: Snapshot, fence: Fence | None
@@ -547,7 +554,7 @@ class AgentRuns:
         log as <log>.worktree."""
         if not self.tree.root.is_dir():
             return True
-        if not self.tree.in_worktree or self.tree.repo.links_here():
+        if not self.tree.in_worktree or self.tree.repo.worktrees.links_here():
             return False
         import shutil
 

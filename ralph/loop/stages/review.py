@@ -136,7 +136,7 @@ def aspects_at(repo: Repo, rev: str, settings: Settings) -> tuple[list[Aspect], 
     return review_aspects.chosen(
         settings.review,
         lambda: repo.paths("ls-tree", "-r", "-z", "--name-only", rev, "--", REVIEW_DIR),
-        lambda path: repo.file_at(rev, path),
+        lambda path: repo.objects.file_at(rev, path),
     )
 
 

@@ -160,7 +160,7 @@ class VerifyStage:
         log = run.result.log_path
         if changed - {PLAN_FILE}:
             patch = self.tree.root / log.with_suffix(".patch")
-            checkout.save_patch(changed - {PLAN_FILE}, patch, base=start.head or "HEAD")
+            checkout.changes.save_patch(changed - {PLAN_FILE}, patch, base=start.head or "HEAD")
         self._violated(run)
 
     def _violated(self, run: Verification) -> None:

@@ -115,7 +115,7 @@ class Checkouts:
         its path: the folder could have been replaced by a link to somewhere else, where `git
         clean` must never run."""
         path = checkout.path
-        if path.is_symlink() or not path.is_dir() or not checkout.repo.links_here():
+        if path.is_symlink() or not path.is_dir() or not checkout.repo.worktrees.links_here():
             return False
         if not self.tree.registered(path):
             return False
@@ -129,7 +129,7 @@ class Checkouts:
 def replaced_or_removed(checkout: Repo) -> str | None:
     """Whether the agent lent the checkout removed it, or put something else in its place (a link
     to another folder, a repository of its own), where nothing may be read or run as its."""
-    if checkout.root.is_symlink() or (checkout.root.is_dir() and not checkout.links_here()):
+    if checkout.root.is_symlink() or (checkout.root.is_dir() and not checkout.worktrees.links_here()):
         return "replaced its checkout"
     return None if checkout.root.is_dir() else "removed its checkout"
 
@@ -137,6 +137,6 @@ def replaced_or_removed(checkout: Repo) -> str | None:
 def snapshot(checkout: Repo) -> Snapshot:
     """A checkout's HEAD, branch and changed paths, ralph's own files (its lock, its temporary
     files, beside the plan copy) left out."""
-    head, branch, changed = checkout.work_state()
+    head, branch, changed = checkout.changes.work_state()
     dirty = {path for path in changed if not RALPH_FILES.fullmatch(path)}
     return Snapshot(head, branch, frozenset(dirty))

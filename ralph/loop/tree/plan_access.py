@@ -138,7 +138,7 @@ class PlanAccess:
 
     def restore_committed(self) -> bytes:
         """plan.jsonl put back as HEAD has it (empty when HEAD has none); returns what was put."""
-        data = self.repo.file_at_head(PLAN_FILE) or b""
+        data = self.repo.objects.file_at_head(PLAN_FILE) or b""
         transaction.restore_plan(self.root, data)
         return data
 
@@ -166,7 +166,7 @@ class PlanAccess:
 
     def keep_uncommitted(self, keep_as: Path) -> None:
         """Put plan.jsonl back as HEAD has it, keeping the uncommitted version at `keep_as`."""
-        head_plan = self.repo.file_at_head(PLAN_FILE)
+        head_plan = self.repo.objects.file_at_head(PLAN_FILE)
         current = self.raw()
         if head_plan is not None and current != head_plan:
             keep_as.write_bytes(current)

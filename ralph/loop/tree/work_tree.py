@@ -142,7 +142,7 @@ class WorkTree:
         if not self.in_worktree or self.base is None:
             return False
         head = self.home_repo.head()
-        return head is not None and self.home_repo.code_differs(self.base, head)
+        return head is not None and self.home_repo.objects.code_differs(self.base, head)
 
     def retry_from_head(self, verdict: Verdict) -> bool:
         """Whether a counted failure's retry starts afresh from HEAD (its code kept as a draft)
@@ -160,13 +160,13 @@ class WorkTree:
         return self.behind() or self.neighbours_running()
 
     def _waived(self, task_id: str, base: str) -> bool:
-        return (task_id, self.home_repo.code_tree(base)) in self._stale_waived
+        return (task_id, self.home_repo.objects.code_tree(base)) in self._stale_waived
 
     def _waive(self, task_id: str, base: str) -> bool:
         """Waive the task's failure on `base`'s code, once: False when it was waived there already.
         Keyed by the code, not the commit: the branch moves with every claim and verdict, and a
         waiver each of those re-armed would let a failing build run again forever uncounted."""
-        key = (task_id, self.home_repo.code_tree(base))
+        key = (task_id, self.home_repo.objects.code_tree(base))
         with self._count:
             if key in self._stale_waived:
                 return False
@@ -216,7 +216,7 @@ class WorkTree:
         head = self.home_repo.head()
         if head is not None:
             with self._count:
-                self.deferred[task_id] = self.home_repo.code_tree(head)
+                self.deferred[task_id] = self.home_repo.objects.code_tree(head)
         self.coordinator.hold(task_id)  # runners: not claimed again until code is published
 
     def waiting_for_code(self) -> set[str]:
@@ -224,7 +224,7 @@ class WorkTree:
         if not self.deferred:  # the usual case: no git asked on every look at the ready tasks
             return set()
         head = self.home_repo.head()
-        now = self.home_repo.code_tree(head) if head else ""
+        now = self.home_repo.objects.code_tree(head) if head else ""
         with self._count:  # in place: a build's work tree shares it
             for task in [task for task, code in self.deferred.items() if code != now]:
                 del self.deferred[task]
@@ -235,9 +235,9 @@ class WorkTree:
         from ralph.store.gitlinks import read_links
 
         at = beside.size(self.repo)  # first: a change written down meanwhile is after it
-        head, branch, changed = self.repo.work_state()
+        head, branch, changed = self.repo.changes.work_state()
         nested = self.nested_repos()
-        links = read_links(self.root, [*self.repo.gitlinks(), *nested])
+        links = read_links(self.root, [*self.repo.changes.gitlinks(), *nested])
         dirty = frozenset(changed - self.user_dirty)
         return Snapshot(head, branch, dirty, at, frozenset(changed), links, frozenset(nested))
 
@@ -250,7 +250,7 @@ class WorkTree:
             from ralph.loop.runs.agent_process import LOG_DIR
 
             logs = f"{LOG_DIR.as_posix()}/"  # what ralph keeps beside its logs is not the person's
-            found = self.repo.nested_repos(UNSCANNED_FOLDERS)
+            found = self.repo.changes.nested_repos(UNSCANNED_FOLDERS)
             self._nested = [path for path in found if not f"{path}/".startswith(logs)]
         return self._nested
 
@@ -301,9 +301,9 @@ class WorkTree:
             return
         with plan_lock(self.root):  # HEAD moves: never under a build's merge (ralph.store.integrate)
             if onto is None:
-                onto = Plan(load(self.repo.file_at_head(PLAN_FILE) or b"", PLAN_FILE))
+                onto = Plan(load(self.repo.objects.file_at_head(PLAN_FILE) or b"", PLAN_FILE))
             theirs = beside_changes.with_persons_changes(onto, self.plan.read(), persons)
-            commit, _ = self.repo.commit_file(PLAN_FILE, theirs.doc.to_bytes(), persons.message())
+            commit, _ = self.repo.index.commit_file(PLAN_FILE, theirs.doc.to_bytes(), persons.message())
         self.journal.event("persons_changes", keys=sorted(persons.keys), commit=commit)
         subject = persons.message().splitlines()[0]
         self.console.event(f"committed a change made beside the run: {subject}")
@@ -355,7 +355,7 @@ class WorkTree:
     def changed_paths(self) -> set[str]:
         """What the loop's agents changed since the last commit (never the user's dirty paths)."""
         return {
-            path for path in self.repo.changed_paths() - self.user_dirty if not RALPH_FILES.fullmatch(path)
+            path for path in self.repo.changes.paths() - self.user_dirty if not RALPH_FILES.fullmatch(path)
         }
 
     def commit(self, message: str, paths: set[str] | None = None, task: str | None = None) -> str | None:
@@ -390,7 +390,7 @@ class WorkTree:
                 message=message,
                 task=task,
             )
-        commit, files = self.repo.commit_paths(paths, message)
+        commit, files = self.repo.index.commit_paths(paths, message)
         if pending is not None:
             if commit and task:
                 settle.record_build_commit(self.root, task, commit)
@@ -427,8 +427,8 @@ class WorkTree:
         if not paths:
             return None
         patch = self.home / log_path.with_suffix(".patch")
-        self.repo.save_patch(paths, patch)
-        self.repo.revert(paths)
+        self.repo.changes.save_patch(paths, patch)
+        self.repo.changes.revert(paths)
         self.journal.event("changes_set_aside", patch=str(self.rel(patch)), files=sorted(paths))
         return patch
 
@@ -520,7 +520,7 @@ class WorkTree:
                 if os.path.lexists(self.root / folder / ".git"):
                     found.add(folder)
                     break
-        return sorted(found - self.repo.at_head(found))
+        return sorted(found - self.repo.changes.at_head(found))
 
     def unnest(self, paths: Iterable[str], log_path: Path) -> list[str]:
         """Each nested repository among `paths` becomes plain files of this work tree: its .git
@@ -540,7 +540,7 @@ class WorkTree:
                 self.repo.git("rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--", folder)
                 self.journal.event("nested_repository_kept", folder=folder, git_dir=str(self.rel(kept)))
             unnested += nested
-            inside = self.repo.changed_paths(among=nested)
+            inside = self.repo.changes.paths(among=nested)
             self.building |= inside  # the build's files now, not someone else's left unstaged
             nested = self.nested_repositories(inside)
         return unnested
@@ -567,7 +567,7 @@ class WorkTree:
         try:
             with self._worktrees:
                 head = self.repo.head()
-                repo = self.repo.add_worktree(path, head or "HEAD")
+                repo = self.repo.worktrees.add(path, head or "HEAD")
         except BaseException:
             with deferred_signals(), self._worktrees:
                 self._remove_recorded(path, folder, tree)
@@ -598,7 +598,7 @@ class WorkTree:
         try:
             folder.mkdir(mode=0o700)
             with self._worktrees:
-                self.repo.add_branch_worktree(path, branch, head)
+                self.repo.worktrees.add_on_branch(path, branch, head)
             created = True
             # The plan as HEAD has it: the loop's own uncommitted changes (a merged build's commit
             # id, its state) are no business of a builder's, and the merge keeps them. Read from
@@ -620,7 +620,7 @@ class WorkTree:
         lists the worktree (its removal failed: a full disk), for clean-up to finish."""
         import shutil
 
-        self.repo.remove_worktree(path)
+        self.repo.worktrees.remove(path)
         shutil.rmtree(folder, ignore_errors=True)
         if not self.registered(path):
             owned.forget(self.repo, tree)
@@ -650,7 +650,7 @@ class WorkTree:
         """ralph/<task id>, or with -2, -3... when a branch of that name exists already (a person's,
         or one of ralph's kept because it holds unmerged work): never reset, never reused."""
         name, number = f"{BUILD_BRANCH_PREFIX}{task_id}", 1
-        while self.repo.branch_exists(name) or owned.owns_branch(self.repo, name):
+        while self.repo.worktrees.branch_exists(name) or owned.owns_branch(self.repo, name):
             number += 1
             name = f"{BUILD_BRANCH_PREFIX}{task_id}-{number}"
         return name
@@ -683,7 +683,7 @@ class WorkTree:
             return None
         patch = self.home / log_path.with_suffix(".patch")
         try:
-            text = self.repo.commit_patch(task.commit, exclude=frozenset({PLAN_FILE}))
+            text = self.repo.changes.commit_patch(task.commit, exclude=frozenset({PLAN_FILE}))
         except GitError as exc:  # the commit is gone (history rewritten since)
             self.journal.event("build_patch_missing", item=task.id, commit=task.commit, error=str(exc))
             return None

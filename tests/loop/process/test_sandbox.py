@@ -401,7 +401,7 @@ def test_a_fenced_build_worktrees_operations_reach_its_commit_through_a_record_o
     assert not (git_dir / pending_ops.NAME).read_text()  # ralph's own record: out of its reach
     assert (git_dir / pending_ops.FENCED_NAME).read_text() == line
     assert not (project / ".git" / "hooks" / "post-commit-from-agent").exists()  # the rest: read-only
-    Repo(build).commit_paths({"plan.jsonl"}, f"ralph(build): {task['id']} One part")
+    Repo(build).index.commit_paths({"plan.jsonl"}, f"ralph(build): {task['id']} One part")
     body = git(build, "log", "-1", "--format=%B")
     assert f'Ralph-Op: {{"op":"done","args":["{task["id"]}",' in body, body
 
