@@ -156,7 +156,7 @@ test: $(STAMP) $(REWRITTEN)
 # (stages/test_check.py; in process in test_stages_in_process.py), a PLAN that writes code at every run
 # (loop/test_plan_only_code.py; its halves there and in test_early_end.py), the ralph/draft branch
 # conflict (loop/test_loop_safety.py; the same check as ralph's) and the docs and refactor tasks' real
-# run (loop/test_task_types.py; in process, HEAD's paths from real git in store/test_git.py).
+# run (loop/test_task_types.py; in process, HEAD's paths from real git in store/git/test_changes.py).
 # Next session, the same, each named beside it with the test that keeps it: the fenced plan-lock
 # link (test_sandbox.py; unfenced kept), the dirty-tree refusal and the gate's variables
 # (test_construct.py), the config an agent changed, the command line's agent and a dead loop's lock
