@@ -114,6 +114,11 @@ def test_a_runner_started_after_another_finished_the_spec_reviews_none_of_it_aga
     # Nor does it claim the spec for a review of nothing, and give the claim back: two pushes.
     subjects = git(late, "log", "--format=%s", "origin/main").splitlines()
     assert not [subject for subject in subjects if subject.endswith("(late)")], subjects
+    # Its claims of the check and of the review build on its first look, with no fetch of their
+    # own (four round trips before, each about a second on a hosted remote): that look and the
+    # last one, when it gives back what it holds.
+    [pushes] = [e for e in events(late) if e["event"] == "remote_pushes"]
+    assert pushes["fetches"] == 2, pushes
 
 
 class OutPushedOnce(Remote):

@@ -94,7 +94,9 @@ class RemoteCoordinator:
         self._took_over: dict[str, ClaimRef] = {}  # task -> the stale claim this runner replaced
         self._recorded_takeovers: list[str] = []  # those the round being pushed records
         self._unpublished: list[str] = []  # built and committed here, not pushed yet
-        self._joined = False  # the run's first look (join) not yet built on by a claim
+        # A look at the remote just made and not yet built on by a claim (join's; a spec claim's
+        # that found nothing to claim): the next claim builds on it instead of fetching again.
+        self._looked = False
         # Whether a push of the branch lost a race in this run: from then on builds wait to go out
         # in batches, one push of the contended branch for many. Until then (a runner alone) each
         # goes out as it is committed: on the remote, safe from this machine, for others to use.
@@ -118,16 +120,18 @@ class RemoteCoordinator:
         never reviews their change again (a stale clone's start was the base of a second review,
         every aspect paid again, by each runner started late). The first claim builds on this look."""
         self._catch_up()
-        self._joined = True
+        self._looked = True
 
     # --- the stages' coordinator (ralph.loop.share.coordinator.Coordinator) ---------------------------
     def claims_spec(self, stage: StageDeclaration, met: Callable[[Plan], bool] = never) -> bool:
         """The spec record is claimed by a pushed plan commit: before the iterations while it is
-        unplanned, after them while nothing of it is open or held."""
-        self._joined = False  # a stage ran since the run's first look: the claim looks anew
+        unplanned, after them while nothing of it is open or held. Right after a look (the run's
+        first, or the spec check's claim that found another runner had checked), the claim builds
+        on it: a runner ending after others fetched once for the check and once for the review."""
+        fetched, self._looked = self._looked, False
         if stage.place is Place.BEFORE:
-            return self.before_plan()
-        return self.before_check(met)
+            return self.before_plan(fetched)
+        return self.before_check(met, fetched)
 
     def spec_done(self) -> None:
         """Bring in the remote, free the spec record, push."""
@@ -141,7 +145,7 @@ class RemoteCoordinator:
         items: Callable[[Plan], list[Record]],
     ) -> Iterator[T]:
         """Each item by one runner only: claimed, run, published, then the next."""
-        self._joined = False
+        self._looked = False
         return self._each(lambda skip: self.before_item(stage, items, skip), self.after_item, fresh)
 
     def batches(self, limit: int) -> Iterator[list[str] | None]:
@@ -150,7 +154,7 @@ class RemoteCoordinator:
         published done tasks no live claim holds, claimed by ref, each batch's verdicts pushed
         before the next is claimed. A task verified here once (no verdict) waits for the next
         stage."""
-        self._joined = False
+        self._looked = False
         seen: set[str] = set()
         self._adopt_own()
         while True:
@@ -230,9 +234,9 @@ class RemoteCoordinator:
         """Claim a task to build by ref, after bringing in the remote (when nothing of this
         runner's waits to be published, whose code could conflict: then only a fetch; none when
         the wait for a change just `fetched`: sixteen waiting runners fetched twice per wake)."""
-        if not fetched and not self._joined:
+        if not fetched and not self._looked:
             self.remote.fetch()
-        self._joined = False
+        self._looked = False
         if not self._unpublished:
             if not self._free_on_remote(skip):
                 return None  # nothing to claim: no catch-up (a merge) for nothing
@@ -539,24 +543,27 @@ class RemoteCoordinator:
         if commit:
             self.remote.delete_branch(branch, commit)
 
-    def before_plan(self) -> bool:
+    def before_plan(self, fetched: bool = False) -> bool:
         """Whether this runner runs PLAN: it won the claim on the spec record. The others wait
-        until the tasks it made are on the remote (False), or until its claim goes stale."""
-        wait, fetched = POLL_S[0], False
+        until the tasks it made are on the remote (False), or until its claim goes stale.
+        `fetched`: the remote was fetched just before."""
+        wait = POLL_S[0]
         while True:
             if claims.claim_plan(self.root, self.spec or "", self.runner, self.remote, self.ttl_s, fetched):
                 return True
             if read_plan(self.root).planned(self.spec or ""):
+                self._looked = True  # the claim's round just brought the remote in
                 return False
             wait = self._wait_for_change(wait)
             fetched = True  # the wait's last poll: the claim builds on it instead of fetching again
 
-    def before_check(self, met: Callable[[Plan], bool]) -> bool:
+    def before_check(self, met: Callable[[Plan], bool], fetched: bool = False) -> bool:
         """Whether this runner runs the spec check: only a runner holding nothing, and only one,
         the one that claims the spec record for it. The others wait while it (or any runner)
         holds something of the spec, then go on with what the check added, or end COMPLETE when
-        it found the spec met (`met`: a check found nothing with this code and spec)."""
-        wait, fetched = POLL_S[0], False
+        it found the spec met (`met`: a check found nothing with this code and spec). `fetched`:
+        the remote was fetched just before."""
+        wait = POLL_S[0]
         while True:
             if claims.claim_check(
                 self.root, self.spec or "", self.runner, self.remote, met, self.ttl_s, fetched
@@ -569,6 +576,7 @@ class RemoteCoordinator:
                 or met(plan)
                 or not self._others_hold_work()
             ):
+                self._looked = True  # the claim's round just brought the remote in
                 return False
             wait = self._wait_for_change(wait)
             fetched = True  # the wait's last poll: the claim builds on it instead of fetching again
