@@ -206,22 +206,22 @@ class Runner:
     def head(self) -> str | None:
         """The commit HEAD points at, or None in a repository with no commits yet: from the ref
         files where they say (ralph.store.refs), else from git."""
-        found = refs.head_commit(self.git_dir())
-        if found != refs.ASK_GIT:
-            return found
-        try:
-            return self.git("rev-parse", "-q", "--verify", "HEAD^{commit}").strip()
-        except GitError:
-            return None
+        return self._unless_known(
+            refs.head_commit(self.git_dir()), "rev-parse", "-q", "--verify", "HEAD^{commit}"
+        )
 
     def branch(self) -> str | None:
         """The branch HEAD is on, or None when HEAD is detached: from the HEAD file where it says
         (ralph.store.refs), else from git."""
-        found = refs.head_branch(self.git_dir())
+        return self._unless_known(refs.head_branch(self.git_dir()), "symbolic-ref", "-q", "--short", "HEAD")
+
+    def _unless_known(self, found: str | None, *args: str) -> str | None:
+        """`found` as the ref files gave it, or, where they could not say (refs.ASK_GIT), what git
+        prints for `args` (None when git finds nothing)."""
         if found != refs.ASK_GIT:
             return found
         try:
-            return self.git("symbolic-ref", "-q", "--short", "HEAD").strip()
+            return self.git(*args).strip()
         except GitError:
             return None
 
