@@ -183,7 +183,16 @@ def _remote_status(root: Path, name: str, as_json: bool) -> None:
         for claim in rows:
             runner = f"{claim.runner} on {claim.host}" if claim.host else claim.runner  # namesakes differ
             who = f"{claim.task} {printable(claim.name[:60])}: {printable(runner)}"
-            say(f"  {who}, {_age(claim, found.at)}")
+            say(f"  {who}{_held(claim)}, {_age(claim, found.at)}")
+
+
+def _held(claim: RemoteClaim) -> str:
+    """What a held claim waits for: the builds its own failed beside, and code published."""
+    if claim.waits_for is None:
+        return ""
+    if not claim.waits_for:
+        return " (held: waits for code to be published)"
+    return f" (held: waits for {', '.join(printable(task) for task in claim.waits_for)} to be published)"
 
 
 def _age(claim: RemoteClaim, at: str) -> str:

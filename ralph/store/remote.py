@@ -25,9 +25,10 @@ commit, and a claim ref is only ever replaced or deleted under a lease on the va
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from time import monotonic  # a module global: the tests move this clock
 from typing import TYPE_CHECKING
@@ -68,6 +69,7 @@ TURNS = "refs/ralph/turn/"  # on the remote: `<branch>`, the runner publishing o
 # more: a round takes under a second on a local remote, a few on a hosted one.
 TURN_STALE_S = 30.0
 CLAIM_TRAILER = "Ralph-Claim"  # the claim commit's message: {"item", "by", "at", "host"} as JSON
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # what a held claim's `held_at` must be
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,15 @@ class ClaimRef:
     commit: str
     committed_at: str
     host: str | None = None  # the host its runner ran on (None: a claim of a ralph before hosts)
+    # A held claim: its build was given back while other runners built tasks it most likely needs
+    # (their changes not yet published). Nobody builds it until code is published after `held_at`
+    # (the remote head then) and none of `waits_for` is still being built (ralph.usecases.claim_refs).
+    held_at: str | None = None
+    waits_for: frozenset[str] = frozenset()
+
+    @property
+    def held(self) -> bool:
+        return self.held_at is not None
 
     def record(self) -> dict[str, str]:
         """As the plan writes a claim: what claim ages are judged from (ralph.plan.reading)."""
@@ -263,29 +274,39 @@ class Remote:
     def _saw(self, head: str) -> None:
         self.repo.attempt("update-ref", self.seen_ref, head)
 
-    def _pushed(self, commit: str, dropped: dict[str, str]) -> None:
-        """The remote took `commit` (and deleted the `dropped` claims): the tracking ref, the seen
-        head and the claims kept here as a fetch would leave them, in one ref transaction."""
+    def _pushed(self, commit: str, dropped: dict[str, str], marked: dict[str, tuple[str, str]]) -> None:
+        """The remote took `commit` (deleted the `dropped` claims, moved the `marked` ones): the
+        tracking ref, the seen head and the claims kept here as a fetch would leave them, in one
+        ref transaction."""
         lines = [f"update {self.tracking_ref} {commit}", f"update {self.seen_ref} {commit}"]
+        lines += [f"update {self.claims_ref}{item} {new}" for item, (_, new) in marked.items()]
         self._update_refs(lines + self._deletions(dropped))
         self._head = (commit,)
 
     def push(
-        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+        self,
+        commit: str,
+        drop: dict[str, str] | None = None,
+        keep: dict[str, str] | None = None,
+        mark: dict[str, tuple[str, str]] | None = None,
     ) -> bool:
         """Push `commit` as the remote branch, fast-forward only; with `drop` (item -> its claim
         commit), delete those claim refs in the same atomic push, each only while it is that
         commit; with `keep`, push only while those claim refs are still those commits (pushed
-        as they are: a claim another runner took over meanwhile turns the push away). True: it is
-        the remote's head now (and the claims are gone); False: another runner moved the branch
-        first, or a claim is no longer that commit (fetch, replay, push again)."""
-        drop = drop or {}
-        keep = {item: c for item, c in (keep or {}).items() if item not in drop}
-        leases = [f"--force-with-lease={CLAIMS}{item}:{c}" for item, c in [*drop.items(), *keep.items()]]
+        as they are: a claim another runner took over meanwhile turns the push away); with `mark`
+        (item -> (its claim commit, the new one)), move those claim refs, each under a lease on
+        the commit it was. True: it is the remote's head now (and the claims are as asked);
+        False: another runner moved the branch first, or a claim is no longer that commit (fetch,
+        replay, push again)."""
+        drop, mark = drop or {}, mark or {}
+        keep = {item: c for item, c in (keep or {}).items() if item not in drop and item not in mark}
+        expected = [*drop.items(), *keep.items(), *((item, was) for item, (was, _) in mark.items())]
+        leases = [f"--force-with-lease={CLAIMS}{item}:{c}" for item, c in expected]
         targets = [
             f"{commit}:refs/heads/{self.branch}",
             *(f":{CLAIMS}{item}" for item in drop),
             *(f"{c}:{CLAIMS}{item}" for item, c in keep.items()),
+            *(f"{new}:{CLAIMS}{item}" for item, (_, new) in mark.items()),
         ]
         if self.turn:  # the turn ends with the push it was for
             leases.append(f"--force-with-lease={self.turn_ref}:{self.turn}")
@@ -294,7 +315,7 @@ class Remote:
         if not self._try_push(*atomic, self.name, *targets):
             self.lost += 1
             return False
-        self._pushed(commit, drop)
+        self._pushed(commit, drop, mark)
         self.won += 1
         self.turn = None
         return True
@@ -425,20 +446,37 @@ class Remote:
                 continue  # not a claim ralph made: no runner's, and none to judge
             committed = datetime.fromtimestamp(int(time_s), UTC).isoformat(timespec="seconds")
             host = said.get("host")
-            claim = ClaimRef(item, str(said.get("by")), str(said.get("at")), commit, committed)
-            found[item] = replace(claim, host=host) if isinstance(host, str) else claim
+            held_at, waits_for = _hold_said(said)
+            found[item] = ClaimRef(
+                item,
+                str(said.get("by")),
+                str(said.get("at")),
+                commit,
+                committed,
+                host if isinstance(host, str) else None,
+                held_at,
+                waits_for,
+            )
         return found
 
     def make_claim(
-        self, item: str, runner: str, at: str, replaces: ClaimRef | None = None, host: str | None = None
+        self,
+        item: str,
+        runner: str,
+        at: str,
+        replaces: ClaimRef | None = None,
+        host: str | None = None,
+        hold: tuple[str, frozenset[str]] | None = None,
     ) -> str:
-        """A claim commit (object store only): no files; its parent the claim it takes over. `host`:
-        where its runner runs (runners of one name on two hosts are two runners)."""
+        """A claim commit (object store only): no files; its parent the claim it replaces. `host`:
+        where its runner runs (runners of one name on two hosts are two runners). `hold`: the
+        claim is held (ClaimRef.held_at, waits_for), not built."""
         tree = self._empty()
-        fields = {"item": item, "by": runner, "at": at, **({"host": host} if host else {})}
+        fields: dict[str, object] = {"item": item, "by": runner, "at": at, **({"host": host} if host else {})}
+        if hold is not None:
+            fields |= {"held_at": hold[0], "waits_for": sorted(hold[1])}
         said = json.dumps(fields, sort_keys=True)
-        what = f"take {item} over from {replaces.runner}" if replaces else f"claim {item}"
-        message = f"ralph: {what} ({runner})\n\n{CLAIM_TRAILER}: {said}\n"
+        message = f"ralph: {_claim_title(item, replaces, hold)} ({runner})\n\n{CLAIM_TRAILER}: {said}\n"
         return self.repo.objects.commit_tree(tree, replaces.commit if replaces else None, message)
 
     def push_claim(
@@ -533,6 +571,25 @@ def _turn_said(message: str) -> dict[str, object]:
     except ValueError:
         return {}
     return said if isinstance(said, dict) and "turn" in said else {}
+
+
+def _claim_title(item: str, replaces: ClaimRef | None, hold: tuple[str, frozenset[str]] | None) -> str:
+    if hold is not None:
+        return f"hold {item}: it waits for {', '.join(sorted(hold[1])) or 'code'} to be published"
+    if replaces is None:
+        return f"claim {item}"
+    return f"claim {item} again" if replaces.held else f"take {item} over from {replaces.runner}"
+
+
+def _hold_said(said: dict[str, object]) -> tuple[str | None, frozenset[str]]:
+    """A held claim's `held_at` and `waits_for` as its message records them (None: not held).
+    `held_at` is a commit id or nothing: it is handed to git, and another runner wrote it."""
+    held_at, waits = said.get("held_at"), said.get("waits_for")
+    if not isinstance(held_at, str) or not _COMMIT_ID.fullmatch(held_at):
+        return None, frozenset()
+    return held_at, frozenset(item for item in waits if isinstance(item, str)) if isinstance(
+        waits, list
+    ) else frozenset()
 
 
 def _claim_said(message: str) -> dict[str, object] | None:

@@ -33,6 +33,9 @@ class RemoteClaim(NamedTuple):
     seen_at: str
     age_s: float | None  # None: unknown
     stale: bool  # older than the claim TTL (or of unknown age): another runner may take it over
+    # A held claim (ralph.store.remote.ClaimRef.held): the tasks it waits for to be published
+    # (its build was given back while they were built); None: the claim is being worked on.
+    waits_for: tuple[str, ...] | None = None
 
 
 class RemoteTurn(NamedTuple):
@@ -130,6 +133,7 @@ def _ref_claim(remote: Remote, claim: ClaimRef, plan: Plan | None, stamp: str, t
         seen_at=judged.seen_at or stamp,
         age_s=judged.age_s,
         stale=judged.age_s is None or judged.age_s >= ttl,
+        waits_for=tuple(sorted(claim.waits_for)) if claim.held else None,
     )
 
 

@@ -78,6 +78,7 @@ def claim_task(
     ttl: float,
     still: Callable[[Plan | None, str], bool],
     alone: bool = False,
+    lifted: Callable[[ClaimRef], bool] = lambda claim: False,
 ) -> Claimed | None:
     """Claim one of `candidates` (tasks in their order of preference) by ref: one this runner holds
     already first (a restart under the same name), then a free one (no claim, or a stale one).
@@ -92,7 +93,10 @@ def claim_task(
     again as usual (on a hosted remote a fetch is a round trip of about a second). A claim push
     that lost needs no look either: that ref is another runner's now, so the next pick is among
     the other free tasks of the last look, and a look comes only when none is left (sixteen runners
-    started at once made a fetch per lost race, most of their claims' cost)."""
+    started at once made a fetch per lost race, most of their claims' cost). A held claim (its
+    build given back to wait for others' work: ClaimRef.held) is free once `lifted` says its
+    wait is over, or once it is stale; whoever claims it then (its holder too) replaces it under
+    a lease, and no takeover is recorded: its holder gave the task back."""
     losses, lost = 0, set[str]()  # lost: the tasks whose claim ref went to another since the look
     while True:
         stamp = now()
@@ -100,14 +104,18 @@ def claim_task(
         for claim in refs.values():  # every claim in sight is noted: its age counts from now at most
             if not held_by(claim, runner):
                 age_s(remote, claim, stamp)
-        own = [task for task in candidates if (held := refs.get(task["id"])) and held_by(held, runner)]
+        own = [
+            task
+            for task in candidates
+            if (mine := refs.get(task["id"])) and held_by(mine, runner) and not mine.held
+        ]
         if own:
             mine = refs[own[0]["id"]]
             return Claimed(mine.item, mine.commit, None)
         free = [
             task
             for task in candidates
-            if task["id"] not in lost and _free(remote, refs.get(task["id"]), stamp, ttl)
+            if task["id"] not in lost and _free(remote, refs.get(task["id"]), stamp, ttl, lifted)
         ]
         if not free and lost:
             remote.fetch()  # the claims as they are now: some of those lost may be free again
@@ -120,8 +128,9 @@ def claim_task(
         commit = remote.make_claim(pick["id"], runner, stamp, replaces=old, host=this_host())
         branch_at = remote.head() if alone else None
         won = remote.push_claim(pick["id"], commit, old.commit if old else None, branch_at=branch_at)
+        took_over = old if old is not None and not old.held else None
         if won and branch_at is not None:
-            return Claimed(pick["id"], commit, old)  # the branch held: nothing published meanwhile
+            return Claimed(pick["id"], commit, took_over)  # the branch held: nothing published meanwhile
         if not won and branch_at is None:  # the ref alone was turned away: another runner's now
             losses += 1
             lost.add(pick["id"])
@@ -132,7 +141,7 @@ def claim_task(
             alone = False  # the claim or the branch moved: try again as others do
         else:  # won, the branch not held: still to do, by the branch as it is now?
             if still(remote_plan(remote), pick["id"]):
-                return Claimed(pick["id"], commit, old)
+                return Claimed(pick["id"], commit, took_over)
             remote.drop_claims({pick["id"]: commit})  # its outcome is published: not ours to do
             candidates = [task for task in candidates if task["id"] != pick["id"]]
 
@@ -154,8 +163,12 @@ def to_verify(plan: Plan | None, task_id: str) -> bool:
     return task is not None and is_done(task)
 
 
-def _free(remote: Remote, claim: ClaimRef | None, stamp: str, ttl: float) -> bool:
-    return claim is None or not live(remote, claim, stamp, ttl)
+def _free(
+    remote: Remote, claim: ClaimRef | None, stamp: str, ttl: float, lifted: Callable[[ClaimRef], bool]
+) -> bool:
+    if claim is None:
+        return True
+    return (claim.held and lifted(claim)) or not live(remote, claim, stamp, ttl)
 
 
 def buildable(root: Path, spec: str | None, remote: Remote, skip: Collection[str]) -> list[Record]:

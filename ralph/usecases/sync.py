@@ -68,6 +68,7 @@ def until_pushed(
     bookkeeping_waits: bool = False,
     fetched: bool = False,
     held: dict[str, str] | None = None,
+    mark: Callable[[Plan], dict[str, tuple[str, str]]] | None = None,
 ) -> T | None:
     """Rounds until one is pushed (a lost race replays on the new head, once this runner has the
     turn to publish: ralph.store.remote); what `change` returned.
@@ -82,13 +83,25 @@ def until_pushed(
     (a runner fetched twice in a row before each claim and each publish: on a hosted remote a
     fetch takes about a second); if the remote moved since, the push loses and the next round
     fetches. `held`: claim refs (item -> claim commit) the push must find as they are, checked
-    in the same atomic push (Remote.push's `keep`)."""
+    in the same atomic push (Remote.push's `keep`); `mark`: the claim refs the push moves, given
+    the plan it publishes (item -> (its claim commit, the new one): Remote.push's `mark`)."""
     losses = Losses(remote)
     fetch = not fetched
     try:
         while True:
             result, pushed = _round(
-                root, remote, runner, change, message, idle_push, then, drop, fetch, held, bookkeeping_waits
+                root,
+                remote,
+                runner,
+                change,
+                message,
+                idle_push,
+                then,
+                drop,
+                fetch,
+                held,
+                bookkeeping_waits,
+                mark,
             )
             if pushed:
                 return result
@@ -222,6 +235,7 @@ def _round(
     fetch: bool = True,
     held: dict[str, str] | None = None,
     quiet_bookkeeping: bool = False,
+    mark: Callable[[Plan], dict[str, tuple[str, str]]] | None = None,
 ) -> tuple[T | None, bool]:
     """Fetch (unless `fetch` is False: the remote head as last fetched), catch up, change the plan
     in one commit (and `then` in a second), push. Returns what `change` returned and whether the
@@ -249,12 +263,14 @@ def _round(
         if chosen is not None:
             target = _commit_change(repo, target, plan, before, then.message(chosen))
     dropped = drop(plan) if drop is not None else {}
-    if not dropped and (target == remote_head or (target == base and result is None and not idle_push)):
+    marked = mark(plan) if mark is not None else {}
+    claims_move = bool(dropped or marked)
+    if not claims_move and (target == remote_head or (target == base and result is None and not idle_push)):
         _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
         return result, True
     if (
         quiet_bookkeeping
-        and not dropped
+        and not claims_move
         and target == base
         and result is None
         and _stage_shown(remote, base, plan)
@@ -262,7 +278,7 @@ def _round(
         _move(repo, start, target)  # caught up; the remote says what our commits would
         return result, True
     _refuse_overwriting_edits(repo, remote, start, target)
-    if not remote.push(target, dropped, held):
+    if not remote.push(target, dropped, held, marked):
         return result, False
     _move(repo, start, target)
     return result, True

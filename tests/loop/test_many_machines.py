@@ -129,14 +129,18 @@ class OutPushedOnce(Remote):
         self.rival, self.armed = rival, False
 
     def push(
-        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+        self,
+        commit: str,
+        drop: dict[str, str] | None = None,
+        keep: dict[str, str] | None = None,
+        mark: dict[str, tuple[str, str]] | None = None,
     ) -> bool:
         if self.armed:
             self.armed = False
             git(self.rival, "pull", "-q", "--no-rebase", "origin", "main")
             git(self.rival, "commit", "-q", "--allow-empty", "-m", "the rival's work")
             git(self.rival, "push", "-q", "origin", "HEAD:main")
-        return super().push(commit, drop, keep)
+        return super().push(commit, drop, keep, mark)
 
 
 def build_here(clone: Path, task_id: str) -> None:
@@ -219,7 +223,11 @@ class TakenOverJustBefore(Remote):
         self.rival, self.item, self.armed = Remote(Repo(rival)), item, True
 
     def push(
-        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+        self,
+        commit: str,
+        drop: dict[str, str] | None = None,
+        keep: dict[str, str] | None = None,
+        mark: dict[str, tuple[str, str]] | None = None,
     ) -> bool:
         if self.armed:
             self.armed = False
@@ -227,7 +235,7 @@ class TakenOverJustBefore(Remote):
             old = self.rival.claim_refs()[self.item]
             taking = self.rival.make_claim(self.item, "rival", "2026-01-01T00:00:00+00:00", replaces=old)
             assert self.rival.push_claim(self.item, taking, replaces=old.commit)
-        return super().push(commit, drop, keep)
+        return super().push(commit, drop, keep, mark)
 
 
 def built_beside_a_takeover(shared: Shared) -> tuple[RemoteCoordinator, Path, str]:
@@ -956,6 +964,116 @@ def test_a_held_task_waits_for_the_builds_under_way_when_it_was_given_back_not_f
 
     assert waiting.others_published()
     assert waiting._held_back() == set()  # what it waited for is in: it may be built again
+
+
+def claim_said(shared: Shared, task: str) -> tuple[dict, str]:
+    """The Ralph-Claim fields of the task's claim ref on the origin, and the claim commit's subject."""
+    body = git(shared.origin, "log", "-1", "--format=%b", f"refs/ralph/claims/{task}")
+    subject = git(shared.origin, "log", "-1", "--format=%s", f"refs/ralph/claims/{task}")
+    return json.loads(body.strip().removeprefix("Ralph-Claim: ")), subject.strip()
+
+
+def publish_build(clone: Path, coordinator: RemoteCoordinator, task: str) -> None:
+    """The task built and judged done in `clone`, and the runner's run ending: all of it goes out."""
+    (clone / "work").mkdir(exist_ok=True)
+    (clone / "work" / f"{task}.txt").write_text(f"ok {task}\n")
+    ralph_in_process(clone, "task", "done", task, "--no-commit")
+    git(clone, "add", "work", "plan.jsonl")
+    git(clone, "commit", "-qm", f"ralph(build): {task}")
+    assert coordinator.after_build(task) == []
+    coordinator.release_all()
+
+
+def test_a_task_given_back_to_wait_stays_claimed_held_and_no_other_runner_builds_it_before_then(
+    repo, tmp_path
+):
+    """Runner one's build of t-task01 failed while runner two built t-task00 (most likely what it
+    needs): its claim stays on the remote, marked held, so a third runner builds t-task02 instead
+    of failing on t-task01 too (three runners replaying a history built such a task up to three
+    times, once each). Once t-task00 is published the wait is over: whoever comes next claims
+    t-task01 again, and no takeover is recorded (nobody died). `ralph status --remote` says why
+    the claim is there."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    items = [{"id": f"t-task{n:02d}", "name": f"Task {n}"} for n in range(3)]
+    shared = seeded(repo, tmp_path, items)
+    one, two, three = shared.clone("one"), shared.clone("two"), shared.clone("three")
+    builder = RemoteCoordinator(two, "specs/app.md", "origin", runner="two")
+    assert builder.before_build() == "t-task00"
+    failed = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    assert failed.before_build() == "t-task01"
+    failed.hold("t-task01")  # its build failed while t-task00's was under way: given back, uncounted
+    assert failed.after_build("t-task01") == []
+
+    said, subject = claim_said(shared, "t-task01")
+    assert said["by"] == "one" and said["waits_for"] == ["t-task00"]
+    assert said["held_at"] == git(shared.origin, "rev-parse", "main").strip()
+    assert subject == "ralph: hold t-task01: it waits for t-task00 to be published (one)"
+    status = ralph_in_process(three, "status", "--remote")
+    assert "t-task01 Task 1: one on " in status.stdout
+    assert " (held: waits for t-task00 to be published), " in status.stdout
+    listed = json.loads(ralph_in_process(three, "status", "--remote", "--json").stdout)["claims"]
+    assert {c["task"]: c["waits_for"] for c in listed} == {"t-task00": None, "t-task01": ["t-task00"]}
+    third = RemoteCoordinator(three, "specs/app.md", "origin", runner="three")
+    assert third.before_build() == "t-task02"  # not t-task01, which comes first by the plan
+    third.release_all()
+
+    publish_build(two, builder, "t-task00")
+    late = RemoteCoordinator(three, "specs/app.md", "origin", runner="three")
+    assert late.before_build() == "t-task01"  # the wait is over: free for whoever comes
+    said, subject = claim_said(shared, "t-task01")
+    assert said["by"] == "three" and "held_at" not in said
+    assert subject == "ralph: claim t-task01 again (three)"
+    held = git(
+        shared.origin, "rev-parse", "refs/ralph/claims/t-task01^"
+    ).strip()  # its parent: the held claim
+    assert "hold t-task01" in git(shared.origin, "log", "-1", "--format=%s", held)
+    publish_build(three, late, "t-task01")
+    assert not [r for r in origin_plan(shared) if r["t"] == "takeover"]
+    assert failed.before_build() == "t-task02"  # the runner that held it goes on with the rest
+    assert "t-task01" not in claim_holders(shared)
+
+
+def test_a_task_held_by_another_runner_with_nothing_under_way_is_built_as_the_code_is(repo, tmp_path):
+    """The one task left is held by runner one's claim, waiting for code to be published, and
+    nobody builds anything: nothing will end the wait, so runner two builds it on the code as it
+    is rather than wait for ever (nor end its run with the task undone)."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    shared = seeded(repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}])
+    one, two = shared.clone("one"), shared.clone("two")
+    holder = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    assert holder.before_build() == "t-task00"
+    holder.hold("t-task00")  # given back: others had published code it lacked
+    assert holder.after_build("t-task00") == []
+    assert claim_said(shared, "t-task00")[0]["waits_for"] == []
+
+    other = RemoteCoordinator(two, "specs/app.md", "origin", runner="two", sleep=lambda s: None)
+    assert other.before_build() == "t-task00"
+    said, subject = claim_said(shared, "t-task00")
+    assert said["by"] == "two" and subject == "ralph: claim t-task00 again (two)"
+
+
+def test_a_runner_asks_a_person_when_a_failure_survives_a_split_instead_of_building_it_again(repo, tmp_path):
+    """The build stage's own judgement holds for a runner sharing a remote too: a part failing
+    as its ancestor did goes to a person, one question for its family, published; the other
+    part waits with it. (A runner claimed by ref whatever the plan had ready, and built that
+    part 195 times in a minute.)"""
+    items = [{"id": "t-task00", "name": "Hopeless [hopeless]"}, {"id": "t-task01", "name": "Good"}]
+    shared = seeded(repo, tmp_path, items)
+    state = tmp_path / "agent-state"
+    flags = ("--remote", "origin", "--runner", "one", "--no-review", "--max-minutes", "1")  # a loop ends
+    ran = construct(shared.clone("one"), *flags)
+
+    assert ran.returncode == 9, ran.stdout + ran.stderr  # WAITING: for a person's answer
+    plan = origin_plan(shared)
+    (question,) = [r for r in plan if r["t"] == "issue" and r.get("family") == "t-task00"]
+    parts = [r for r in plan if r["t"] == "task" and r.get("family") == "t-task00"]
+    assert len(parts) == 2 and all(r["s"] == "b" and r["blocked_by"] == question["id"] for r in parts)
+    builds = build_counts(state)
+    assert builds["t-task00"] == 2 and sorted(builds.get(part["id"], 0) for part in parts) == [0, 1]
+    assert [r["id"] for r in plan if r["t"] == "accept"] == ["t-task01"]
+    assert claim_holders(shared) == {}
 
 
 def test_plan_changes_waiting_beside_a_build_that_conflicts_are_kept_when_it_is_undone(repo, tmp_path):

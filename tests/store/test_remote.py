@@ -43,6 +43,44 @@ def test_a_push_another_clone_beat_is_a_lost_race_and_changes_nothing(shared):
     assert git(shared.origin, "rev-parse", "main").strip() == first  # never forced
 
 
+def test_a_held_claim_is_moved_by_the_push_that_gives_its_task_back_and_read_as_held(shared):
+    """A claim marked held goes in the publishing push under a lease on the claim it replaces,
+    and another clone reads what it waits for; a `held_at` that is not a commit id (a runner's
+    message is another machine's text, and it is handed to git) makes no hold."""
+    one, two = shared.clone("one"), shared.clone("two")
+    remote = Remote(Repo(one))
+    remote.with_claims = True
+    head = remote.fetch()
+    assert head is not None
+    claim = remote.make_claim("t-a", "one", "2026-11-30T00:00:00+00:00")
+    assert remote.push_claim("t-a", claim)
+    held = remote.make_claim(
+        "t-a",
+        "one",
+        "2026-11-30T00:00:01+00:00",
+        remote.claim_refs()["t-a"],
+        None,
+        (head, frozenset({"t-b"})),
+    )
+    other = remote.make_claim("t-a", "one", "2026-11-30T00:00:01+00:00")
+    assert not remote.push(head, mark={"t-a": (other, held)})  # the lease: the ref is not `other`
+    assert remote.push(head, mark={"t-a": (claim, held)})
+    assert remote.claim_refs()["t-a"].commit == held  # as a fetch would leave it
+
+    seen = Remote(Repo(two))
+    seen.with_claims = True
+    seen.fetch()
+    (read,) = seen.claim_refs().values()
+    assert (read.held, read.held_at, read.waits_for, read.runner) == (True, head, frozenset({"t-b"}), "one")
+    assert git(shared.origin, "rev-parse", f"{held}^").strip() == claim  # the ref's story
+
+    forged = remote.make_claim(
+        "t-c", "one", "2026-11-30T00:00:00+00:00", hold=("--output=/tmp/x", frozenset())
+    )
+    assert remote.push_claim("t-c", forged)
+    assert seen.fetch() and not seen.claim_refs()["t-c"].held
+
+
 def turn_on(origin: Path) -> str:
     """The turn ref's commit on the remote ("" when nobody's turn)."""
     return git(origin, "for-each-ref", "--format=%(objectname)", "refs/ralph/turn/main").strip()

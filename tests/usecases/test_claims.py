@@ -84,12 +84,16 @@ class Beaten(Remote):
         self.rival, self.pushes = rival, 0
 
     def push(
-        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+        self,
+        commit: str,
+        drop: dict[str, str] | None = None,
+        keep: dict[str, str] | None = None,
+        mark: dict[str, tuple[str, str]] | None = None,
     ) -> bool:
         self.pushes += 1
         if self.pushes == 1:
             claims.claim_next(self.rival, None, "rival", remote_of(self.rival))
-        return super().push(commit, drop, keep)
+        return super().push(commit, drop, keep, mark)
 
 
 # `make test` has it in test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_takes_the_turn_first
@@ -246,10 +250,14 @@ def test_an_unreachable_remote_fails_after_bounded_retries_with_nothing_claimed(
 
 class GoneAtPush(Remote):
     def push(
-        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+        self,
+        commit: str,
+        drop: dict[str, str] | None = None,
+        keep: dict[str, str] | None = None,
+        mark: dict[str, tuple[str, str]] | None = None,
     ) -> bool:
         self.repo.git("remote", "set-url", self.name, "/nonexistent/gone.git")
-        return super().push(commit, drop, keep)
+        return super().push(commit, drop, keep, mark)
 
 
 def test_a_remote_gone_between_fetch_and_push_leaves_no_claim_behind(three):
@@ -312,13 +320,17 @@ class OutPushed(Remote):
         self.rival, self.losses, self.pushes = rival, losses, 0
 
     def push(
-        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+        self,
+        commit: str,
+        drop: dict[str, str] | None = None,
+        keep: dict[str, str] | None = None,
+        mark: dict[str, tuple[str, str]] | None = None,
     ) -> bool:
         self.pushes += 1
         if self.pushes <= self.losses:
             git(self.rival, "commit", "-q", "--allow-empty", "-m", f"rival's work {self.pushes}")
             git(self.rival, "push", "-q", "origin", "HEAD:main")
-        return super().push(commit, drop, keep)
+        return super().push(commit, drop, keep, mark)
 
 
 def turn_on(shared) -> str:
@@ -386,7 +398,11 @@ class RefusingAsBehind(Remote):
         self.pushes = 0
 
     def push(
-        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+        self,
+        commit: str,
+        drop: dict[str, str] | None = None,
+        keep: dict[str, str] | None = None,
+        mark: dict[str, tuple[str, str]] | None = None,
     ) -> bool:
         self.pushes += 1
         return False
@@ -411,12 +427,16 @@ class Watched(Beaten):
         self.seen: list[tuple[str, bytes]] = []
 
     def push(
-        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+        self,
+        commit: str,
+        drop: dict[str, str] | None = None,
+        keep: dict[str, str] | None = None,
+        mark: dict[str, tuple[str, str]] | None = None,
     ) -> bool:
         self.seen.append(
             (git(self.repo.root, "rev-parse", "HEAD"), (self.repo.root / "plan.jsonl").read_bytes())
         )
-        return super().push(commit, drop, keep)
+        return super().push(commit, drop, keep, mark)
 
 
 def test_nothing_moves_here_until_a_push_is_won_and_a_lost_race_takes_the_turn_first(three):
@@ -445,10 +465,14 @@ class Counted(Remote):
         self.pushes = 0
 
     def push(
-        self, commit: str, drop: dict[str, str] | None = None, keep: dict[str, str] | None = None
+        self,
+        commit: str,
+        drop: dict[str, str] | None = None,
+        keep: dict[str, str] | None = None,
+        mark: dict[str, tuple[str, str]] | None = None,
     ) -> bool:
         self.pushes += 1
-        return super().push(commit, drop, keep)
+        return super().push(commit, drop, keep, mark)
 
 
 def test_publish_claims_the_next_task_in_a_commit_of_its_own_in_the_same_push(three):

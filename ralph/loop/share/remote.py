@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ralph import clock
-from ralph.errors import RemoteError
+from ralph.errors import GitError, RemoteError
 from ralph.loop.share.coordinator import never
 from ralph.plan import schedule
 from ralph.plan.document import Record
 from ralph.plan.plan import Plan
-from ralph.plan.records import is_done
+from ralph.plan.records import is_done, is_pending
 from ralph.plan.stage_declarations import Place, StageDeclaration
 from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME as PLAN_FILE
@@ -90,6 +90,11 @@ class RemoteCoordinator:
         self.check, self.sleep, self.journal = check, sleep, journal
         self.remote.with_claims = True  # every fetch brings the claim refs (claim_refs)
         self._held: dict[str, Held] = {}  # the tasks whose builds were given back
+        # task -> (its claim commit, the held claim commit replacing it: ClaimRef.held): the push
+        # that gives a held task back leaves its claim on the remote marked held, so that no other
+        # runner builds it before the work it waits for is published; made once per claim.
+        self._hold_marks: dict[str, tuple[str, str]] = {}
+        self._marking: dict[str, tuple[str, str]] = {}  # the marks of the round being pushed
         self._mine: dict[str, str] = {}  # task -> this runner's claim commit on its claim ref
         self._took_over: dict[str, ClaimRef] = {}  # task -> the stale claim this runner replaced
         self._recorded_takeovers: list[str] = []  # those the round being pushed records
@@ -168,8 +173,11 @@ class RemoteCoordinator:
                 self._publish()
 
     def next_items(self, ready: Callable[[], list[str]]) -> list[str]:
-        """One task at a time, claimed first: the claim ref's push decides who builds it."""
-        task_id = self.before_build()
+        """One task at a time, claimed first: the claim ref's push decides who builds it. `ready`
+        (the build stage's, on this clone's plan) is asked before each claim: a task a person must
+        answer for first (a failure that survived a split), or one VERIFY keeps rejecting, is
+        dealt with there and never claimed (one runner built such a task 195 times a minute)."""
+        task_id = self.before_build(ready)
         return [task_id] if task_id else []
 
     def finished(self, task_ids: list[str], max_attempts: int) -> dict[str, list[str]]:
@@ -211,50 +219,75 @@ class RemoteCoordinator:
                 yield item
             publish(item_id)
 
-    def before_build(self) -> str | None:
+    def before_build(self, ready: Callable[[], list[str]] | None = None) -> str | None:
         """The task this runner builds next, claimed on the remote; None when no task is left to
         build now (the rest is done, claimed by others, waits for VERIFY, DECOMPOSE or a person,
-        or for this runner's own builds to be published)."""
+        or for this runner's own builds to be published). `ready`: the tasks the build stage
+        would build, in its order, as this clone's plan has them once caught up."""
         if len(self._unpublished) >= PUBLISH_AFTER:
             self._publish()
         wait, fetched = POLL_S[0], False
         self._adopt_own()
         while True:
             held = self._held_back()
-            task_id = self._claim_build(skip=held, fetched=fetched)
+            task_id = self._claim_build(skip=held, fetched=fetched, ready=ready)
             if task_id is not None:
                 return task_id
             if self._unpublished:
                 return None  # VERIFY them, publish them, then look again
             if not self._others_hold_work():
-                return self._held_as_it_is(held)
+                return self._held_as_it_is(held, ready)
             wait, fetched = self._wait_for_change(wait), True
 
-    def _claim_build(self, skip: Collection[str] = frozenset(), fetched: bool = False) -> str | None:
+    def _claim_build(
+        self,
+        skip: Collection[str] = frozenset(),
+        fetched: bool = False,
+        as_is: bool = False,
+        ready: Callable[[], list[str]] | None = None,
+    ) -> str | None:
         """Claim a task to build by ref, after bringing in the remote (when nothing of this
         runner's waits to be published, whose code could conflict: then only a fetch; none when
-        the wait for a change just `fetched`: sixteen waiting runners fetched twice per wake)."""
+        the wait for a change just `fetched`: sixteen waiting runners fetched twice per wake).
+        A held claim is free once its wait is over (`_lifted`), or `as_is`: nothing can end it."""
         if not fetched and not self._looked:
             self.remote.fetch()
         self._looked = False
         if not self._unpublished:
-            if not self._free_on_remote(skip):
+            if not self._free_on_remote(skip, as_is):
                 return None  # nothing to claim: no catch-up (a merge) for nothing
             self._catch_up(fetched=True)
         candidates = claim_refs.buildable(self.root, self.spec, self.remote, skip)
+        if ready is not None:
+            order = {task_id: n for n, task_id in enumerate(ready())}
+            candidates = sorted(
+                (task for task in candidates if task["id"] in order), key=lambda t: order[t["id"]]
+            )
         won = claim_refs.claim_task(
-            candidates, self.runner, self.remote, self._ttl(), claim_refs.to_build, alone=not self._contended
+            candidates,
+            self.runner,
+            self.remote,
+            self._ttl(),
+            claim_refs.to_build,
+            alone=not self._contended,
+            lifted=(lambda claim: True) if as_is else self._lifted,
         )
         return self._won(won)
 
-    def _free_on_remote(self, skip: Collection[str]) -> bool:
+    def _free_on_remote(self, skip: Collection[str], as_is: bool = False) -> bool:
         """Whether the remote's plan (as just fetched) has a task ready to build that no other
-        runner's live claim holds, none of `skip`. Waiting runners look here on every change
-        others publish, and only catch up when there is something to claim."""
+        runner's live claim holds, none of `skip` (a held claim holds its task until its wait is
+        over, or `as_is`). Waiting runners look here on every change others publish, and only
+        catch up when there is something to claim."""
         plan = self._remote_plan()
         if plan is None:
             return True
-        held = self._others_live_refs(plan) | {claim["id"] for claim in self._others_live_claims(plan)}
+        refs = self.remote.claim_refs()
+        lifted = (lambda claim: True) if as_is else self._lifted
+        taken = {
+            item for item in self._others_live_refs(plan) if not (refs[item].held and lifted(refs[item]))
+        }
+        held = taken | {claim["id"] for claim in self._others_live_claims(plan)}
         return any(
             task["id"] not in held and task["id"] not in skip
             for task in schedule.buildable(plan.tasks(), plan.accepted())
@@ -315,9 +348,38 @@ class RemoteCoordinator:
     def _drops(self, plan: Plan) -> dict[str, str]:
         """The claims this runner gives up in a push of `plan`: those on tasks it no longer has
         to do anything about there (accepted, gone, or back to pending: a failed build, a
-        rejection). A done task's stays: this runner verifies it."""
+        rejection). A done task's stays: this runner verifies it; so does a held one's (`_marks`).
+        One another runner has replaced since (a held claim whose wait ended) is theirs."""
         done = {task["id"] for task in plan.tasks() if is_done(task)}
-        return {item: commit for item, commit in self._mine.items() if item not in done}
+        return {
+            item: commit
+            for item, commit in claims.still_held(self.remote, self._mine).items()
+            if item not in done and not (item in self._held and _pending(plan, item))
+        }
+
+    def _marks(self, plan: Plan) -> dict[str, tuple[str, str]]:
+        """The claims a push of `plan` marks held (task -> (its claim commit, the held one)): those
+        of this runner's tasks given back there to wait for others' work, not yet marked. Other
+        runners see them held and leave the tasks until that work is published (three runners
+        replaying a history built a task needing another's change up to three times, once each)."""
+        marks: dict[str, tuple[str, str]] = {}
+        refs = self.remote.claim_refs()
+        for item, held in self._held.items():
+            claim = refs.get(item)
+            if (
+                claim is None
+                or claim.held
+                or self._mine.get(item) != claim.commit
+                or not _pending(plan, item)
+            ):
+                continue  # not this runner's claim as last fetched, marked already, or not given back
+            if self._hold_marks.get(item, ("", ""))[0] != claim.commit:
+                at, host = clock.now(), claim_refs.this_host()
+                marked = self.remote.make_claim(item, self.runner, at, claim, host, (held.at, held.waits_for))
+                self._hold_marks[item] = (claim.commit, marked)
+            marks[item] = self._hold_marks[item]
+        self._marking = marks
+        return marks
 
     def _publish(
         self, extra: Collection[str] = (), may_wait: bool = False, ending: bool = False
@@ -375,6 +437,7 @@ class RemoteCoordinator:
                 after_lost=lost,
                 fetched=True,  # just above, or alone on the branch so far
                 held={task: self._mine[task] for task in batch if task in self._mine},
+                mark=None if ending else self._marks,
             )
         except CodeConflict as exc:
             return self._withdraw(batch, exc.files)
@@ -399,9 +462,10 @@ class RemoteCoordinator:
         )
 
     def _published(self) -> None:
-        plan = read_plan(self.root)
-        dropped = self._drops(plan)  # as the push that just won dropped them
-        self._mine = {item: commit for item, commit in self._mine.items() if item not in dropped}
+        # The claims as the push that just won left them here: those it dropped gone, those it
+        # marked held moved, and those another runner replaced since are theirs.
+        self._mine |= {item: marked for item, (_, marked) in self._marking.items()}
+        self._mine, self._marking = claims.still_held(self.remote, self._mine), {}
         published = set(self._recorded_takeovers)  # the won push recorded them
         self._took_over = {
             item: claim
@@ -488,39 +552,69 @@ class RemoteCoordinator:
         return self.remote.head()
 
     def others_building(self) -> bool:
-        """Another runner holds a live claim on a task of the spec it has not yet built, as the
-        remote head last fetched has it (others_published fetched it just now)."""
-        return bool(self._others_in_flight())
+        """Work a build here may lack is under way or waits to be (`_others_work`), as the remote
+        head last fetched has it (others_published fetched it just now)."""
+        return bool(self._others_work())
 
-    def _others_in_flight(self) -> set[str]:
-        """The tasks of the spec other runners hold a live claim on and have not built yet, as the
-        remote head last fetched has it."""
+    def _others_work(self) -> set[str]:
+        """The tasks of the spec claimed and not published whose change a build here may lack:
+        other runners' (being built, or held to wait in turn) and this runner's own held ones (a
+        task held for want of another's change fails again until that is in; counted, it was
+        split after two builds for nothing)."""
+        refs = self.remote.claim_refs()
+        return {
+            task
+            for task in self._claimed()
+            if task not in refs or refs[task].held or not claim_refs.held_by(refs[task], self.runner)
+        }
+
+    def _claimed(self) -> set[str]:
+        """The tasks of the spec claimed and not published yet, as last fetched: by a live claim
+        ref (anyone's, held or not) or by another runner's live claim in the plan."""
         plan = self._remote_plan()
         if plan is None:
             return set()
-        by_ref = (plan.find_task(item) for item in self._others_live_refs(plan))
-        in_flight = {task["id"] for task in by_ref if task is not None and not is_done(task)}
+        by_ref = (plan.find_task(item) for item in self._live_refs(plan, mine=True))
+        claimed = {task["id"] for task in by_ref if task is not None and not is_done(task)}
         live = self._others_live_claims(plan)
-        return in_flight | {claim["id"] for claim in live if claim.get("t") == "task" and not is_done(claim)}
+        return claimed | {claim["id"] for claim in live if claim.get("t") == "task" and not is_done(claim)}
 
     def hold(self, task_id: str) -> None:
-        self._held[task_id] = Held(self.remote.head() or "", frozenset(self._others_in_flight()))
+        waits_for = self._others_work() - {task_id}
+        self._held[task_id] = Held(self.remote.head() or "", frozenset(waits_for))
 
     def _held_back(self) -> set[str]:
-        """The tasks given back while others' work was in flight, until code is published since
-        (claims and verdicts change plan.jsonl alone: they free no one) and none of the builds
-        that were under way then is still under way: the change it failed for want of is most
-        likely one of theirs, and another runner's publish of other code would not bring it."""
+        """The tasks given back while others' work was in flight, until their wait is over
+        (`_waited`). Each stays claimed on the remote, marked held (`_marks`), until then."""
         head = self.remote.head()
         if head:
             waiting = any(held.waits_for for held in self._held.values())
-            in_flight = self._others_in_flight() if waiting else set()
+            claimed = self._claimed() if waiting else set()
             self._held = {
                 task_id: held
                 for task_id, held in self._held.items()
-                if not self._code_moved(held.at, head) or held.waits_for & in_flight
+                if not self._waited(held.at, held.waits_for, head, claimed)
             }
         return set(self._held)
+
+    def _lifted(self, claim: ClaimRef) -> bool:
+        """Whether a held claim's wait is over (`_waited`), as the remote was last fetched. A
+        commit this clone cannot read (nothing ralph made) ends the wait rather than keep it."""
+        head = self.remote.head()
+        if claim.held_at is None or head is None:
+            return False
+        try:
+            return self._waited(claim.held_at, claim.waits_for, head, self._claimed())
+        except GitError:
+            return True
+
+    def _waited(self, at: str, waits_for: frozenset[str], head: str, claimed: set[str]) -> bool:
+        """Whether a build given back at remote head `at` while `waits_for` were being built has
+        waited enough: code was published since (claims and verdicts change plan.jsonl alone:
+        they free no one), and none of those is claimed still, built or held (the change it
+        failed for want of is most likely one of theirs, and another runner's publish of other
+        code would not bring it; one of them given back to wait in turn has not brought it yet)."""
+        return not (waits_for & claimed) and self._code_moved(at, head)
 
     def _code_moved(self, since: str, head: str) -> bool:
         return bool(since) and self.remote.repo.objects.code_differs(since, head)  # trees cached by commit
@@ -621,12 +715,16 @@ class RemoteCoordinator:
         self._mine, self._took_over, self._unpublished = {}, {}, []
         return released + [task for task in mine if task not in released]
 
-    def _held_as_it_is(self, held: set[str]) -> str | None:
+    def _held_as_it_is(self, held: set[str], ready: Callable[[], list[str]] | None = None) -> str | None:
         """Nobody else's work can move the code now, and no VERIFY waits: a task held for code to
-        come is built on the code as it is (its failure counts), rather than left unbuilt."""
-        if not held or self._verify_waits(read_plan(self.root)):
+        come (here, or by another runner's held claim) is built on the code as it is (its failure
+        counts), rather than left unbuilt."""
+        refs = self.remote.claim_refs()
+        if not (held or any(claim.held for claim in refs.values())) or self._verify_waits(
+            read_plan(self.root)
+        ):
             return None
-        return self._claim_build()
+        return self._claim_build(as_is=True, ready=ready)
 
     def _verify_waits(self, plan: Plan) -> bool:
         """A done task of the spec nobody has claimed to verify (or this runner has)."""
@@ -641,16 +739,25 @@ class RemoteCoordinator:
         plan = self._remote_plan() or read_plan(self.root)  # as just fetched: no catch-up to look
         if self._verify_waits(plan):
             return False  # VERIFY has work: go on to it
-        return any(True for _ in self._others_live_claims(plan)) or bool(self._others_live_refs(plan))
+        refs = self.remote.claim_refs()  # a held claim is nobody's work under way (_held_as_it_is)
+        return any(True for _ in self._others_live_claims(plan)) or any(
+            not refs[item].held for item in self._others_live_refs(plan)
+        )
 
     def _others_live_refs(self, plan: Plan | None = None) -> set[str]:
         """The tasks other runners hold live claim refs on (when `plan` is given: its tasks of the
         spec), as last fetched."""
+        return self._live_refs(plan, mine=False)
+
+    def _live_refs(self, plan: Plan | None, mine: bool) -> set[str]:
+        """The tasks live claim refs are on (this runner's among them with `mine`; when `plan` is
+        given, its tasks of the spec), as last fetched."""
         stamp, ttl = clock.now(), self._ttl()
         held = {
             item
             for item, claim in self.remote.claim_refs().items()
-            if not claim_refs.held_by(claim, self.runner) and claim_refs.live(self.remote, claim, stamp, ttl)
+            if (mine or not claim_refs.held_by(claim, self.runner))
+            and claim_refs.live(self.remote, claim, stamp, ttl)
         }
         if plan is None:
             return held
@@ -671,6 +778,11 @@ class RemoteCoordinator:
     def _in_spec(self, task: Record) -> bool:
         spec = task.get("path") if task.get("t") == "spec" else task.get("spec")
         return self.spec is None or spec in (None, self.spec)
+
+
+def _pending(plan: Plan, task_id: str) -> bool:
+    task = plan.find_task(task_id)
+    return task is not None and is_pending(task)
 
 
 def _needed(plan: Plan, task_id: str) -> bool:

@@ -6,6 +6,7 @@ misbehaviour:
   [gate-always-fails]  every build fails the gate (a doom loop)
   [fails-alike]        every build fails the gate the same way, but for its numbers, a hex id and a
                        temporary path (a gate that prints the work shows them)
+  [hopeless]           the same, and DECOMPOSE's parts keep the marker: the failure survives a split
   [hang]               starts a grandchild, then never finishes (a timeout)
   [hang-once]          the same, on the first build only
   [work-then-hang-once] the first build writes its work file, then never finishes
@@ -282,7 +283,7 @@ def build() -> int:
     work = Path("work")
     work.mkdir(exist_ok=True)
     said = ("FAIL" if failing else "ok") + f" {task_id} attempt {attempt}\n"
-    if "[fails-alike]" in name:
+    if "[fails-alike]" in name or "[hopeless]" in name:
         where, run_id = f"/tmp/fake-{os.getpid()}/out.txt", os.urandom(4).hex()
         said = f"FAIL {task_id} attempt {attempt}: no answer in {where} (id {run_id})\n"
     (work / f"{task_id}.txt").write_text(said)
@@ -404,8 +405,9 @@ def decompose() -> int:
     if "[slow-decompose]" in parent["name"]:
         time.sleep(2)
     base = parent["name"].split(" [")[0]
+    kept = " [hopeless]" if "[hopeless]" in parent["name"] else ""
     for part in ("part 1", "part 2"):
-        ralph("task", "add", json.dumps({"name": f"{base} ({part})", "parent": parent["id"]}))
+        ralph("task", "add", json.dumps({"name": f"{base} ({part}){kept}", "parent": parent["id"]}))
     ralph("task", "delete", parent["id"])
     return 0
 
