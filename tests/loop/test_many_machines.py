@@ -1054,6 +1054,32 @@ def test_a_task_held_by_another_runner_with_nothing_under_way_is_built_as_the_co
     assert said["by"] == "two" and subject == "ralph: claim t-task00 again (two)"
 
 
+def test_held_tasks_built_as_the_code_is_take_turns_before_any_is_built_again(repo, tmp_path):
+    """Two tasks held, nothing under way: each is built as the code is once before either is built
+    again on the same code (one of them may pass and move the code; building the first again
+    spent its attempts and split it, with three runners replaying a history newest first)."""
+    from ralph.loop.share.remote import RemoteCoordinator
+
+    shared = seeded(
+        repo, tmp_path, [{"id": "t-task00", "name": "Task 0"}, {"id": "t-task01", "name": "Task 1"}]
+    )
+    one, two = shared.clone("one"), shared.clone("two")
+    holder = RemoteCoordinator(one, "specs/app.md", "origin", runner="one")
+    for task in ("t-task00", "t-task01"):
+        assert holder.before_build() == task
+        holder.hold(task)
+        assert holder.after_build(task) == []
+    other = RemoteCoordinator(two, "specs/app.md", "origin", runner="two", sleep=lambda s: None)
+    built: list[str] = []
+    for _ in range(3):
+        claimed = other.before_build()
+        assert claimed is not None
+        built.append(claimed)
+        other.hold(claimed)  # its build failed beside the other held task: given back again
+        assert other.after_build(claimed) == []
+    assert built == ["t-task00", "t-task01", "t-task00"]
+
+
 def test_a_runner_asks_a_person_when_a_failure_survives_a_split_instead_of_building_it_again(repo, tmp_path):
     """The build stage's own judgement holds for a runner sharing a remote too: a part failing
     as its ancestor did goes to a person, one question for its family, published; the other

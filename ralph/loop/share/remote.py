@@ -95,6 +95,7 @@ class RemoteCoordinator:
         # runner builds it before the work it waits for is published; made once per claim.
         self._hold_marks: dict[str, tuple[str, str]] = {}
         self._marking: dict[str, tuple[str, str]] = {}  # the marks of the round being pushed
+        self._tried_as_is: set[tuple[str, str]] = set()  # (task, code) built as it was (_held_as_it_is)
         self._mine: dict[str, str] = {}  # task -> this runner's claim commit on its claim ref
         self._took_over: dict[str, ClaimRef] = {}  # task -> the stale claim this runner replaced
         self._recorded_takeovers: list[str] = []  # those the round being pushed records
@@ -249,7 +250,10 @@ class RemoteCoordinator:
         """Claim a task to build by ref, after bringing in the remote (when nothing of this
         runner's waits to be published, whose code could conflict: then only a fetch; none when
         the wait for a change just `fetched`: sixteen waiting runners fetched twice per wake).
-        A held claim is free once its wait is over (`_lifted`), or `as_is`: nothing can end it."""
+        A held claim is free once its wait is over (`_lifted`), or `as_is`: nothing can end it;
+        never while builds of this runner's wait to be published, as this clone has not caught
+        up with the code its wait was for (built here, it failed again on the same code, and
+        that failure counted)."""
         if not fetched and not self._looked:
             self.remote.fetch()
         self._looked = False
@@ -270,7 +274,7 @@ class RemoteCoordinator:
             self._ttl(),
             claim_refs.to_build,
             alone=not self._contended,
-            lifted=(lambda claim: True) if as_is else self._lifted,
+            lifted=self._lifted_here(as_is),
         )
         return self._won(won)
 
@@ -597,6 +601,11 @@ class RemoteCoordinator:
             }
         return set(self._held)
 
+    def _lifted_here(self, as_is: bool) -> Callable[[ClaimRef], bool]:
+        if self._unpublished:
+            return lambda claim: False
+        return (lambda claim: True) if as_is else self._lifted
+
     def _lifted(self, claim: ClaimRef) -> bool:
         """Whether a held claim's wait is over (`_waited`), as the remote was last fetched. A
         commit this clone cannot read (nothing ralph made) ends the wait rather than keep it."""
@@ -717,14 +726,24 @@ class RemoteCoordinator:
 
     def _held_as_it_is(self, held: set[str], ready: Callable[[], list[str]] | None = None) -> str | None:
         """Nobody else's work can move the code now, and no VERIFY waits: a task held for code to
-        come (here, or by another runner's held claim) is built on the code as it is (its failure
-        counts), rather than left unbuilt."""
+        come (here, or by another runner's held claim) is built on the code as it is rather than
+        left unbuilt; first each that was not built so on this code yet (the others held may be
+        what it lacks, and one of them may pass and move the code: a failure beside them is
+        waived once per code, as serial builds are deferred), then again, its failure counted."""
         refs = self.remote.claim_refs()
-        if not (held or any(claim.held for claim in refs.values())) or self._verify_waits(
-            read_plan(self.root)
-        ):
+        head = self.remote.head()
+        if head is None or not (held or any(claim.held for claim in refs.values())):
             return None
-        return self._claim_build(as_is=True, ready=ready)
+        if self._verify_waits(read_plan(self.root)):
+            return None
+        code = self.remote.repo.objects.code_tree(head)
+        tried = {task for task, on in self._tried_as_is if on == code}
+        task_id = self._claim_build(skip=tried, as_is=True, ready=ready)
+        if task_id is None and tried:
+            task_id = self._claim_build(as_is=True, ready=ready)
+        if task_id is not None:
+            self._tried_as_is.add((task_id, code))
+        return task_id
 
     def _verify_waits(self, plan: Plan) -> bool:
         """A done task of the spec nobody has claimed to verify (or this runner has)."""
