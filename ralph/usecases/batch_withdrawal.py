@@ -18,7 +18,7 @@ from ralph.store.git import Repo
 from ralph.store.reader import PLAN_NAME
 from ralph.store.remote import Remote
 from ralph.usecases.claims import still_held
-from ralph.usecases.sync import until_pushed
+from ralph.usecases.sync import ClaimChanges, until_pushed
 
 CONFLICT_PATCHES = Path("build") / "ralph-logs" / "conflicts"  # ignored by git, as all logs are
 
@@ -159,7 +159,8 @@ def withdraw_batch(
     if not files:
         message = f"ralph: the builds of {', '.join(batch)} yield: a task was taken over ({runner})"
     drops = {item: commit for item, commit in mine.items() if item in batch}
-    until_pushed(root, remote, runner, record, lambda _: message, drop=lambda _: still_held(remote, drops))
+    drop = ClaimChanges(drop=lambda _: still_held(remote, drops))
+    until_pushed(root, remote, runner, record, lambda _: message, claims=drop)
     return recorded
 
 

@@ -28,7 +28,7 @@ from ralph.plan.records import holds
 from ralph.store.remote import Remote
 from ralph.usecases.claim_refs import this_host
 from ralph.usecases.names import named
-from ralph.usecases.sync import on_remote_head, until_pushed
+from ralph.usecases.sync import ClaimChanges, on_remote_head, until_pushed
 
 
 def default_runner() -> str:
@@ -243,7 +243,7 @@ def release_all(root: Path, runner: str, remote: Remote, refs: dict[str, str] | 
             runner,
             drop,
             lambda _: message,
-            drop=lambda _: still_held(remote, refs),
+            claims=ClaimChanges(drop=lambda _: still_held(remote, refs)),
             bookkeeping_waits=not refs,
         )
     except RemoteError as exc:

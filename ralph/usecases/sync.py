@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from ralph.errors import CodeConflict, GitError, RalphError, RemoteError
 from ralph.plan.loader import load
@@ -44,6 +44,20 @@ TURN_PAUSE_S = (0.1, 0.8)
 T = TypeVar("T")  # what a round's change chose (None: nothing, and no commit)
 
 
+class ClaimChanges(NamedTuple):
+    """What a round's push does to claim refs beside the branch, in the same atomic push
+    (Remote.push), given the plan it publishes: those it deletes (`drop`: item -> claim commit),
+    those it moves (`mark`: item -> (its claim commit, the new one)), and those it must find as
+    they are (`keep`)."""
+
+    drop: Callable[[Plan], dict[str, str]] | None = None
+    keep: dict[str, str] | None = None
+    mark: Callable[[Plan], dict[str, tuple[str, str]]] | None = None
+
+
+NO_CLAIM_CHANGES = ClaimChanges()
+
+
 class Step(Protocol):
     """A second change a round commits after the first (claiming the next item as the last one
     is published): what it chose, its commit message, and what to replay after a lost race."""
@@ -64,17 +78,14 @@ def until_pushed(
     idle_push: bool = True,
     then: Step | None = None,
     after_lost: Callable[[], None] | None = None,
-    drop: Callable[[Plan], dict[str, str]] | None = None,
+    claims: ClaimChanges = NO_CLAIM_CHANGES,
     bookkeeping_waits: bool = False,
     fetched: bool = False,
-    held: dict[str, str] | None = None,
-    mark: Callable[[Plan], dict[str, tuple[str, str]]] | None = None,
 ) -> T | None:
     """Rounds until one is pushed (a lost race replays on the new head, once this runner has the
-    turn to publish: ralph.store.remote); what `change` returned.
-    `drop`: the claim refs (item -> claim commit) the push deletes, atomically with the branch,
-    given the plan it publishes (ralph.store.remote.Remote.push). `bookkeeping_waits`: when
-    `change` changed nothing and the local commits the remote lacks record only this runner's
+    turn to publish: ralph.store.remote); what `change` returned. `claims`: what the push does to
+    claim refs, atomically with the branch (ClaimChanges). `bookkeeping_waits`: when `change`
+    changed nothing and the local commits the remote lacks record only this runner's
     stage (update_state), they are not pushed when the remote's state shows that stage already
     (sixteen runners ending at once each pushed their `COMPLETE` after the first had), and wait
     here for its next push after a lost race instead of racing again (each lost some four races
@@ -82,9 +93,7 @@ def until_pushed(
     caller fetched just before, so the first round builds on that head instead of fetching again
     (a runner fetched twice in a row before each claim and each publish: on a hosted remote a
     fetch takes about a second); if the remote moved since, the push loses and the next round
-    fetches. `held`: claim refs (item -> claim commit) the push must find as they are, checked
-    in the same atomic push (Remote.push's `keep`); `mark`: the claim refs the push moves, given
-    the plan it publishes (item -> (its claim commit, the new one): Remote.push's `mark`)."""
+    fetches."""
     losses = Losses(remote)
     fetch = not fetched
     try:
@@ -97,11 +106,9 @@ def until_pushed(
                 message,
                 idle_push,
                 then,
-                drop,
+                claims,
                 fetch,
-                held,
                 bookkeeping_waits,
-                mark,
             )
             if pushed:
                 return result
@@ -231,11 +238,9 @@ def _round(
     message: Callable[[Any], str],  # takes what change chose: until_pushed's signature says so
     idle_push: bool = True,
     then: Step | None = None,
-    drop: Callable[[Plan], dict[str, str]] | None = None,
+    claims: ClaimChanges = NO_CLAIM_CHANGES,
     fetch: bool = True,
-    held: dict[str, str] | None = None,
     quiet_bookkeeping: bool = False,
-    mark: Callable[[Plan], dict[str, tuple[str, str]]] | None = None,
 ) -> tuple[T | None, bool]:
     """Fetch (unless `fetch` is False: the remote head as last fetched), catch up, change the plan
     in one commit (and `then` in a second), push. Returns what `change` returned and whether the
@@ -262,8 +267,8 @@ def _round(
         chosen = then(plan)
         if chosen is not None:
             target = _commit_change(repo, target, plan, before, then.message(chosen))
-    dropped = drop(plan) if drop is not None else {}
-    marked = mark(plan) if mark is not None else {}
+    dropped = claims.drop(plan) if claims.drop is not None else {}
+    marked = claims.mark(plan) if claims.mark is not None else {}
     claims_move = bool(dropped or marked)
     if not claims_move and (target == remote_head or (target == base and result is None and not idle_push)):
         _move(repo, start, target)  # caught up; with nothing claimed, ours goes with the next push
@@ -278,7 +283,7 @@ def _round(
         _move(repo, start, target)  # caught up; the remote says what our commits would
         return result, True
     _refuse_overwriting_edits(repo, remote, start, target)
-    if not remote.push(target, dropped, held, marked):
+    if not remote.push(target, dropped, claims.keep, marked):
         return result, False
     _move(repo, start, target)
     return result, True

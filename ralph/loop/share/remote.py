@@ -246,11 +246,13 @@ class RemoteCoordinator:
         fetched: bool = False,
         as_is: bool = False,
         ready: Callable[[], list[str]] | None = None,
+        last: Collection[str] = frozenset(),
     ) -> str | None:
         """Claim a task to build by ref, after bringing in the remote (when nothing of this
         runner's waits to be published, whose code could conflict: then only a fetch; none when
         the wait for a change just `fetched`: sixteen waiting runners fetched twice per wake).
-        A held claim is free once its wait is over (`_lifted`), or `as_is`: nothing can end it;
+        `last`: tasks tried after the others. A held claim is free once its wait is over
+        (`_lifted`), or `as_is`: nothing can end it;
         never while builds of this runner's wait to be published, as this clone has not caught
         up with the code its wait was for (built here, it failed again on the same code, and
         that failure counted)."""
@@ -267,6 +269,7 @@ class RemoteCoordinator:
             candidates = sorted(
                 (task for task in candidates if task["id"] in order), key=lambda t: order[t["id"]]
             )
+        candidates.sort(key=lambda task: task["id"] in last)  # stable: the order as it was otherwise
         won = claim_refs.claim_task(
             candidates,
             self.runner,
@@ -287,7 +290,7 @@ class RemoteCoordinator:
         if plan is None:
             return True
         refs = self.remote.claim_refs()
-        lifted = (lambda claim: True) if as_is else self._lifted
+        lifted = self._lifted_here(as_is)
         taken = {
             item for item in self._others_live_refs(plan) if not (refs[item].held and lifted(refs[item]))
         }
@@ -398,7 +401,7 @@ class RemoteCoordinator:
         builds at once lost 127 races in a row for 51 pushes won). `ending`: the run ends, and
         every claim this runner still holds goes in the same push."""
         from ralph.errors import CodeConflict
-        from ralph.usecases.sync import until_pushed
+        from ralph.usecases.sync import ClaimChanges, until_pushed
 
         batch = [*self._unpublished, *(task for task in extra if task not in self._unpublished)]
         looked = self._contended
@@ -437,11 +440,13 @@ class RemoteCoordinator:
                 self.runner,
                 self._record_takeovers,
                 lambda _: message,
-                drop=drops,
                 after_lost=lost,
                 fetched=True,  # just above, or alone on the branch so far
-                held={task: self._mine[task] for task in batch if task in self._mine},
-                mark=None if ending else self._marks,
+                claims=ClaimChanges(
+                    drop=drops,
+                    keep={task: self._mine[task] for task in batch if task in self._mine},
+                    mark=None if ending else self._marks,
+                ),
             )
         except CodeConflict as exc:
             return self._withdraw(batch, exc.files)
@@ -602,6 +607,7 @@ class RemoteCoordinator:
         return set(self._held)
 
     def _lifted_here(self, as_is: bool) -> Callable[[ClaimRef], bool]:
+        """Whether a held claim may be taken here now (`_claim_build`)."""
         if self._unpublished:
             return lambda claim: False
         return (lambda claim: True) if as_is else self._lifted
@@ -738,9 +744,9 @@ class RemoteCoordinator:
             return None
         code = self.remote.repo.objects.code_tree(head)
         tried = {task for task, on in self._tried_as_is if on == code}
-        task_id = self._claim_build(skip=tried, as_is=True, ready=ready)
-        if task_id is None and tried:
-            task_id = self._claim_build(as_is=True, ready=ready)
+        task_id = self._claim_build(
+            fetched=True, as_is=True, ready=ready, last=tried
+        )  # fetched: before_build's claim
         if task_id is not None:
             self._tried_as_is.add((task_id, code))
         return task_id
